@@ -1,0 +1,7 @@
+// parenchyma: the whole C++ API in one include.
+#pragma once
+
+#include <parenchyma/backend.hpp>
+#include <parenchyma/error.hpp>
+#include <parenchyma/registry.hpp>
+#include <parenchyma/shared_tensor.hpp>

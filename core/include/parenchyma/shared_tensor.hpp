@@ -1,0 +1,126 @@
+// parenchyma: SharedTensor — an n-d array with lazily coherent copies on every device it visits.
+//
+// Each device the tensor visits gets a memory slot owned by that device's plugin. Access intent
+// decides what moves: read syncs a stale slot; write syncs, then marks every other slot stale;
+// write_only skips the sync. Reading a tensor nobody wrote is an error. Moving data between two
+// slots takes the cheapest route: a zero-copy alias (import of an exported handle), a device copy
+// inside one framework, or host staging. Transfer counters record every route taken.
+// Not thread-safe: use a tensor from one thread at a time (like std::vector).
+#pragma once
+
+#include <parenchyma/export.hpp>
+
+#include <parenchyma/backend.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace parenchyma {
+inline namespace v1 {
+
+enum class access { read, write, write_only };
+
+struct TransferStats {
+  uint64_t aliases = 0;         // slots created as zero-copy aliases of another slot
+  uint64_t device_copies = 0;   // same-framework device-to-device copies
+  uint64_t host_to_device = 0;  // writes from the host copy into a device slot
+  uint64_t device_to_host = 0;  // reads from a device slot into the host copy
+  uint64_t bytes_device_copy = 0;
+  uint64_t bytes_to_device = 0;
+  uint64_t bytes_to_host = 0;
+  uint64_t transfers() const noexcept { return device_copies + host_to_device + device_to_host; }
+};
+
+// The untyped storage behind SharedTensor<T>; extension front-ends pass it to ops.
+class PARENCHYMA_API TensorStorage {
+public:
+  TensorStorage(pcy_dtype dtype, std::vector<int64_t> shape);
+  ~TensorStorage();
+  TensorStorage(TensorStorage&&) noexcept;
+  TensorStorage& operator=(TensorStorage&&) noexcept;
+  TensorStorage(const TensorStorage&) = delete;
+  TensorStorage& operator=(const TensorStorage&) = delete;
+
+  pcy_dtype dtype() const noexcept;
+  const std::vector<int64_t>& shape() const noexcept;
+  uint64_t size() const noexcept;  // elements
+  uint64_t bytes() const noexcept;
+  bool initialized() const noexcept; // some slot holds written data
+
+  // Same element count, new shape; data kept. Throws errc::invalid_argument otherwise.
+  void reshape(std::vector<int64_t> shape);
+  // Any shape; drops the data and every slot (the tensor becomes uninitialised).
+  void resize(std::vector<int64_t> shape);
+
+  // Host access; the pointer is valid until the next access with another intent or device.
+  void* host(access intent);
+  const void* host_read() const;
+  // Device access on a backend: the plugin memory holding the tensor there, after the sync.
+  pcy_memory device(const Backend& backend, access intent);
+  pcy_memory device(BackendImpl& backend, access intent);
+
+  // Asks for the host copy to be pinned (page-locked) where a plugin offers it. Drops nothing.
+  void prefer_pinned_host(bool pinned);
+
+  const TransferStats& stats() const noexcept;
+  void reset_stats() noexcept;
+  // How many device slots the tensor has (the host copy not counted).
+  size_t slot_count() const noexcept;
+
+  struct Impl;
+  Impl& impl() noexcept { return *impl_; }
+
+private:
+  std::unique_ptr<Impl> impl_;
+};
+
+template <class T> struct dtype_of;
+template <> struct dtype_of<float> {
+  static constexpr pcy_dtype value = PCY_DTYPE_F32;
+};
+template <> struct dtype_of<double> {
+  static constexpr pcy_dtype value = PCY_DTYPE_F64;
+};
+
+template <class T> class SharedTensor {
+public:
+  using value_type = T;
+  static constexpr pcy_dtype dtype = dtype_of<T>::value;
+
+  explicit SharedTensor(std::vector<int64_t> shape) : s_(dtype, std::move(shape)) {}
+  SharedTensor(std::initializer_list<int64_t> shape) : s_(dtype, std::vector<int64_t>(shape)) {}
+
+  const std::vector<int64_t>& shape() const noexcept { return s_.shape(); }
+  uint64_t size() const noexcept { return s_.size(); }
+  bool initialized() const noexcept { return s_.initialized(); }
+  void reshape(std::vector<int64_t> shape) { s_.reshape(std::move(shape)); }
+  void resize(std::vector<int64_t> shape) { s_.resize(std::move(shape)); }
+
+  // Host views (sync as the intent needs).
+  std::span<const T> read() const {
+    return {static_cast<const T*>(s_.host_read()), static_cast<size_t>(s_.size())};
+  }
+  std::span<T> write() { return {static_cast<T*>(s_.host(access::write)), static_cast<size_t>(s_.size())}; }
+  std::span<T> write_only() {
+    return {static_cast<T*>(s_.host(access::write_only)), static_cast<size_t>(s_.size())};
+  }
+
+  // Device memory on a backend (sync as the intent needs).
+  pcy_memory read(const Backend& b) const { return s_.device(b, access::read); }
+  pcy_memory write(const Backend& b) { return s_.device(b, access::write); }
+  pcy_memory write_only(const Backend& b) { return s_.device(b, access::write_only); }
+
+  const TransferStats& stats() const noexcept { return s_.stats(); }
+  TensorStorage& storage() noexcept { return s_; }
+  const TensorStorage& storage() const noexcept { return s_; }
+  operator TensorStorage&() noexcept { return s_; }
+  operator const TensorStorage&() const noexcept { return s_; }
+
+private:
+  mutable TensorStorage s_;
+};
+
+} // namespace v1
+} // namespace parenchyma

@@ -1,0 +1,164 @@
+// parenchyma SDK, C++ side: what every plugin needs around the C ABI — exceptions that become
+// pcy_error objects (the firewall), a logging bridge to the host, and size gates.
+// Header-only; a plugin includes this (through framework.hpp / bundle.hpp) and links nothing.
+#pragma once
+
+#include <parenchyma/abi/pcy_base.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <exception>
+#include <new>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace parenchyma::sdk {
+
+// Thrown inside plugin code; the firewall turns it into a pcy_error with this code.
+class error : public std::runtime_error {
+public:
+  error(pcy_status code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  pcy_status code() const noexcept { return code_; }
+
+private:
+  pcy_status code_;
+};
+
+[[noreturn]] inline void fail(pcy_status code, const std::string& message) {
+  throw error(code, message);
+}
+
+// Builds a message from pieces: sdk::str("bad size ", n, " for ", name).
+template <class... A> std::string str(A&&... parts) {
+  std::ostringstream os;
+  (os << ... << std::forward<A>(parts));
+  return os.str();
+}
+
+namespace detail {
+struct error_block {
+  pcy_error err;
+  // message and origin follow in the same allocation
+};
+inline void destroy_error(pcy_error* e) noexcept { std::free(e); }
+} // namespace detail
+
+// Makes a pcy_error the caller frees with err->destroy(err). One allocation; never throws:
+// if memory is exhausted it returns a static error that destroys to nothing.
+inline pcy_error* make_error(pcy_status code, std::string_view message,
+                             std::string_view origin) noexcept {
+  const size_t need = sizeof(pcy_error) + message.size() + 1 + origin.size() + 1;
+  auto* raw = static_cast<char*>(std::malloc(need));
+  if (raw == nullptr) {
+    static char msg[] = "out of host memory while reporting an error";
+    static char org[] = "sdk";
+    static pcy_error oom{sizeof(pcy_error), nullptr, PCY_ERR_OUT_OF_MEMORY, msg, org,
+                         [](pcy_error*) {}};
+    return &oom;
+  }
+  auto* e = reinterpret_cast<pcy_error*>(raw);
+  char* m = raw + sizeof(pcy_error);
+  char* o = m + message.size() + 1;
+  std::memcpy(m, message.data(), message.size());
+  m[message.size()] = '\0';
+  std::memcpy(o, origin.data(), origin.size());
+  o[origin.size()] = '\0';
+  e->struct_size = sizeof(pcy_error);
+  e->ext = nullptr;
+  e->code = code;
+  e->message = m;
+  e->origin = o;
+  e->destroy = &detail::destroy_error;
+  return e;
+}
+
+// The exception firewall: runs f and turns any exception into a pcy_error naming `origin`.
+template <class F> pcy_error* guard(const char* origin, F&& f) noexcept {
+  try {
+    std::forward<F>(f)();
+    return nullptr;
+  } catch (const error& e) {
+    return make_error(e.code(), e.what(), origin);
+  } catch (const std::bad_alloc&) {
+    return make_error(PCY_ERR_OUT_OF_MEMORY, "host memory exhausted", origin);
+  } catch (const std::exception& e) {
+    return make_error(PCY_ERR_INTERNAL, str("unexpected exception: ", e.what()), origin);
+  } catch (...) {
+    return make_error(PCY_ERR_INTERNAL, "unexpected non-standard exception", origin);
+  }
+}
+
+// Size gate: refuses a struct whose sender did not include `needed` bytes.
+inline void require_size(size_t struct_size, size_t needed, const char* what) {
+  if (struct_size < needed)
+    fail(PCY_ERR_INVALID_ARGUMENT, str(what, ": struct_size ", struct_size, " is smaller than ",
+                                       needed, " bytes this plugin needs (ABI ",
+                                       PCY_ABI_VERSION_MAJOR, ".", PCY_ABI_VERSION_MINOR, ")"));
+}
+template <class T> void require_struct(const T* s, const char* what) {
+  if (s == nullptr) fail(PCY_ERR_INVALID_ARGUMENT, str(what, ": NULL"));
+  require_size(s->struct_size, sizeof(T), what);
+}
+
+// The logging bridge: plugins never print; messages go to the host's callback.
+class logger {
+public:
+  logger() = default;
+  logger(const pcy_host_services* host, const char* origin) : host_(host), origin_(origin) {}
+
+  bool enabled(pcy_log_level level) const noexcept {
+    return host_ != nullptr && host_->log != nullptr && level >= host_->log_level;
+  }
+  void log(pcy_log_level level, const std::string& message) const noexcept {
+    if (enabled(level)) host_->log(host_->log_user, level, origin_, message.c_str());
+  }
+  template <class... A> void trace(A&&... a) const { emit(PCY_LOG_TRACE, std::forward<A>(a)...); }
+  template <class... A> void debug(A&&... a) const { emit(PCY_LOG_DEBUG, std::forward<A>(a)...); }
+  template <class... A> void info(A&&... a) const { emit(PCY_LOG_INFO, std::forward<A>(a)...); }
+  template <class... A> void warn(A&&... a) const { emit(PCY_LOG_WARN, std::forward<A>(a)...); }
+  template <class... A> void error(A&&... a) const { emit(PCY_LOG_ERROR, std::forward<A>(a)...); }
+
+private:
+  template <class... A> void emit(pcy_log_level level, A&&... a) const {
+    if (enabled(level)) log(level, str(std::forward<A>(a)...));
+  }
+  const pcy_host_services* host_ = nullptr;
+  const char* origin_ = "plugin";
+};
+
+// Checks the host's ABI at initialisation: same major, any minor.
+inline void check_host_abi(const pcy_host_services* host, const char* plugin) {
+  require_struct(host, "pcy_host_services");
+  if (host->host_abi_major != PCY_ABI_VERSION_MAJOR)
+    fail(PCY_ERR_VERSION,
+         str("plugin '", plugin, "' speaks ABI ", PCY_ABI_VERSION_MAJOR, ".",
+             PCY_ABI_VERSION_MINOR, " but the host speaks ", host->host_abi_major, ".",
+             host->host_abi_minor, ": use a plugin built against this host's SDK"));
+}
+
+inline size_t dtype_size(pcy_dtype t) noexcept {
+  switch (t) {
+  case PCY_DTYPE_F32:
+  case PCY_DTYPE_I32: return 4;
+  case PCY_DTYPE_F64:
+  case PCY_DTYPE_I64: return 8;
+  case PCY_DTYPE_U8: return 1;
+  }
+  return 0;
+}
+
+inline const char* dtype_name(pcy_dtype t) noexcept {
+  switch (t) {
+  case PCY_DTYPE_F32: return "f32";
+  case PCY_DTYPE_F64: return "f64";
+  case PCY_DTYPE_I32: return "i32";
+  case PCY_DTYPE_I64: return "i64";
+  case PCY_DTYPE_U8: return "u8";
+  }
+  return "?";
+}
+
+} // namespace parenchyma::sdk

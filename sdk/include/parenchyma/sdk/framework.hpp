@@ -1,0 +1,307 @@
+// parenchyma SDK, C++ side: a framework plugin is a C++ class plus one macro.
+//
+//   class my_plugin {
+//   public:
+//     using context_type = my_context;  using queue_type = my_queue;
+//     using event_type = my_event;      using memory_type = my_memory;
+//     using program_type = my_program;  using kernel_type = my_kernel;   // optional pair
+//     static constexpr const char* name = "mine", *version = "1.0", *description = "...";
+//     explicit my_plugin(const pcy_host_services& host);                 // may throw
+//     uint32_t device_count() const;    const char* reason() const;     // reason may be NULL
+//     std::span<const pcy_property> properties(uint32_t device) const;
+//     context_type* create_context(std::span<const uint32_t> devices);
+//   };
+//   PCY_FRAMEWORK_PLUGIN(my_plugin)
+//
+// Objects are destroyed with `delete` (destructors must not throw). Operations are member
+// functions of the objects; each optional one that a type lacks becomes a NULL slot:
+//   context: queue_type* create_queue(uint32_t device);
+//            memory_type* alloc(uint32_t device, uint64_t bytes, uint32_t flags);
+//            memory_type* import(uint32_t device, const pcy_memory_handle&);        [optional]
+//            program_type* build(std::string_view source, const char* options, bool& cache_hit);
+//                                                                                  [optional]
+//            void* native_context(); void* native_device(uint32_t);
+//            void* native_platform(uint32_t);                                       [optional]
+//   queue:   void finish(); event_type* record(); void wait(event_type&);
+//            void read(memory_type&, uint64_t off, void* host, uint64_t bytes, bool blocking);
+//            void write(memory_type&, uint64_t off, const void* host, uint64_t bytes, bool blocking);
+//            void copy(memory_type& src, uint64_t so, memory_type& dst, uint64_t d, uint64_t bytes);
+//            void fill(memory_type&, uint64_t off, uint64_t bytes, const void* pattern, uint32_t size);
+//            void launch(kernel_type&, const pcy_kernel_launch_args&);               [optional]
+//            void* native();                                                        [optional]
+//   event:   void wait();
+//   memory:  bool export_to(pcy_handle_kind, pcy_memory_handle&);  false: kind unsupported [opt]
+//            void* native();                                                        [optional]
+//   program: kernel_type* create_kernel(const char* name);
+// Throw sdk::error (or anything) to fail: the firewall turns it into a pcy_error.
+#pragma once
+
+#include <parenchyma/abi/pcy_framework.h>
+#include <parenchyma/sdk/common.hpp>
+
+#include <span>
+#include <string_view>
+#include <type_traits>
+
+namespace parenchyma::sdk {
+
+namespace detail {
+template <class T, class H> T* from(H h) { return reinterpret_cast<T*>(h); }
+template <class H, class T> H to(T* p) { return reinterpret_cast<H>(p); }
+
+template <class P> struct program_types {
+  using program = void;
+  using kernel = void;
+};
+template <class P>
+  requires requires { typename P::program_type; }
+struct program_types<P> {
+  using program = typename P::program_type;
+  using kernel = typename P::kernel_type;
+};
+} // namespace detail
+
+template <class P> struct framework_adapter {
+  using C = typename P::context_type;
+  using Q = typename P::queue_type;
+  using E = typename P::event_type;
+  using M = typename P::memory_type;
+  using Prog = typename detail::program_types<P>::program;
+  using K = typename detail::program_types<P>::kernel;
+  static constexpr bool has_programs = !std::is_void_v<Prog>;
+
+  static pcy_error* initialize(pcy_framework_init_args* a) noexcept {
+    return guard(P::name, [&] {
+      require_struct(a, "pcy_framework_init_args");
+      check_host_abi(a->host, P::name);
+      a->plugin = detail::to<pcy_plugin>(new P(*a->host));
+    });
+  }
+  static void shutdown(pcy_plugin p) noexcept { delete detail::from<P>(p); }
+  static pcy_error* probe(pcy_plugin p, pcy_framework_probe* out) noexcept {
+    return guard(P::name, [&] {
+      require_struct(out, "pcy_framework_probe");
+      auto* self = detail::from<P>(p);
+      out->device_count = self->device_count();
+      out->reason = self->reason();
+    });
+  }
+  static pcy_error* device_properties(pcy_plugin p, uint32_t device, const pcy_property** props,
+                                      size_t* count) noexcept {
+    return guard(P::name, [&] {
+      auto* self = detail::from<P>(p);
+      if (device >= self->device_count())
+        fail(PCY_ERR_NOT_FOUND, str("device ", device, " does not exist (", self->device_count(),
+                                    " devices)"));
+      auto span = self->properties(device);
+      *props = span.data();
+      *count = span.size();
+    });
+  }
+  static pcy_error* context_create(pcy_plugin p, const uint32_t* devices, uint32_t n,
+                                   pcy_context* out) noexcept {
+    return guard(P::name, [&] {
+      auto* self = detail::from<P>(p);
+      if (n == 0 || devices == nullptr) fail(PCY_ERR_INVALID_ARGUMENT, "a context needs a device");
+      for (uint32_t i = 0; i < n; ++i)
+        if (devices[i] >= self->device_count())
+          fail(PCY_ERR_NOT_FOUND, str("device ", devices[i], " does not exist (",
+                                      self->device_count(), " devices)"));
+      *out = detail::to<pcy_context>(self->create_context(std::span<const uint32_t>(devices, n)));
+    });
+  }
+  static void context_destroy(pcy_context c) noexcept { delete detail::from<C>(c); }
+  static pcy_error* queue_create(pcy_context c, uint32_t device, pcy_queue* out) noexcept {
+    return guard(P::name,
+                 [&] { *out = detail::to<pcy_queue>(detail::from<C>(c)->create_queue(device)); });
+  }
+  static void queue_destroy(pcy_queue q) noexcept { delete detail::from<Q>(q); }
+  static pcy_error* queue_finish(pcy_queue q) noexcept {
+    return guard(P::name, [&] { detail::from<Q>(q)->finish(); });
+  }
+  static pcy_error* event_record(pcy_queue q, pcy_event* out) noexcept {
+    return guard(P::name, [&] { *out = detail::to<pcy_event>(detail::from<Q>(q)->record()); });
+  }
+  static pcy_error* event_wait(pcy_event e) noexcept {
+    return guard(P::name, [&] { detail::from<E>(e)->wait(); });
+  }
+  static pcy_error* queue_wait_event(pcy_queue q, pcy_event e) noexcept {
+    return guard(P::name, [&] { detail::from<Q>(q)->wait(*detail::from<E>(e)); });
+  }
+  static void event_destroy(pcy_event e) noexcept { delete detail::from<E>(e); }
+
+  static pcy_error* memory_alloc(pcy_memory_alloc_args* a) noexcept {
+    return guard(P::name, [&] {
+      require_struct(a, "pcy_memory_alloc_args");
+      if (a->bytes == 0) fail(PCY_ERR_INVALID_ARGUMENT, "memory_alloc of 0 bytes");
+      a->memory =
+          detail::to<pcy_memory>(detail::from<C>(a->context)->alloc(a->device, a->bytes, a->flags));
+    });
+  }
+  static void memory_free(pcy_memory m) noexcept { delete detail::from<M>(m); }
+  static pcy_error* memory_read(const pcy_memory_transfer_args* a) noexcept {
+    return guard(P::name, [&] {
+      require_struct(a, "pcy_memory_transfer_args");
+      detail::from<Q>(a->queue)->read(*detail::from<M>(a->memory), a->offset, a->host_pointer,
+                                       a->bytes, a->blocking);
+    });
+  }
+  static pcy_error* memory_write(const pcy_memory_transfer_args* a) noexcept {
+    return guard(P::name, [&] {
+      require_struct(a, "pcy_memory_transfer_args");
+      detail::from<Q>(a->queue)->write(*detail::from<M>(a->memory), a->offset, a->host_pointer,
+                                        a->bytes, a->blocking);
+    });
+  }
+  static pcy_error* memory_copy(const pcy_memory_copy_args* a) noexcept {
+    return guard(P::name, [&] {
+      require_struct(a, "pcy_memory_copy_args");
+      detail::from<Q>(a->queue)->copy(*detail::from<M>(a->src), a->src_offset,
+                                       *detail::from<M>(a->dst), a->dst_offset, a->bytes);
+    });
+  }
+  static pcy_error* memory_fill(const pcy_memory_fill_args* a) noexcept {
+    return guard(P::name, [&] {
+      require_struct(a, "pcy_memory_fill_args");
+      if (a->pattern_size == 0 || a->bytes % a->pattern_size != 0)
+        fail(PCY_ERR_INVALID_ARGUMENT, str("fill of ", a->bytes, " bytes is not a multiple of the ",
+                                           a->pattern_size, "-byte pattern"));
+      detail::from<Q>(a->queue)->fill(*detail::from<M>(a->memory), a->offset, a->bytes,
+                                       a->pattern, a->pattern_size);
+    });
+  }
+  static pcy_error* memory_export(pcy_memory_export_args* a) noexcept {
+    return guard(P::name, [&] {
+      require_struct(a, "pcy_memory_export_args");
+      require_struct(a->handle, "pcy_memory_handle");
+      const size_t size = a->handle->struct_size;
+      *a->handle = pcy_memory_handle{};
+      a->handle->struct_size = size;
+      if (!detail::from<M>(a->memory)->export_to(a->kind, *a->handle))
+        fail(PCY_ERR_UNSUPPORTED, str(P::name, " memory cannot be exported as handle kind ",
+                                      static_cast<int>(a->kind)));
+      a->handle->kind = a->kind;
+    });
+  }
+  static pcy_error* memory_import(pcy_memory_import_args* a) noexcept {
+    return guard(P::name, [&] {
+      require_struct(a, "pcy_memory_import_args");
+      require_struct(a->handle, "pcy_memory_handle");
+      a->memory =
+          detail::to<pcy_memory>(detail::from<C>(a->context)->import(a->device, *a->handle));
+    });
+  }
+  static pcy_error* native_handle(pcy_native_handle_args* a) noexcept {
+    return guard(P::name, [&] {
+      require_struct(a, "pcy_native_handle_args");
+      a->handle = nullptr;
+      switch (a->object) {
+      case PCY_NATIVE_CONTEXT:
+        if constexpr (requires(C& c) { c.native_context(); })
+          a->handle = detail::from<C>(a->context)->native_context();
+        break;
+      case PCY_NATIVE_DEVICE:
+        if constexpr (requires(C& c) { c.native_device(0u); })
+          a->handle = detail::from<C>(a->context)->native_device(a->device);
+        break;
+      case PCY_NATIVE_PLATFORM:
+        if constexpr (requires(C& c) { c.native_platform(0u); })
+          a->handle = detail::from<C>(a->context)->native_platform(a->device);
+        break;
+      case PCY_NATIVE_QUEUE:
+        if constexpr (requires(Q& q) { q.native(); })
+          a->handle = detail::from<Q>(a->queue)->native();
+        break;
+      case PCY_NATIVE_MEMORY:
+        if constexpr (requires(M& m) { m.native(); })
+          a->handle = detail::from<M>(a->memory)->native();
+        break;
+      }
+      if (a->handle == nullptr)
+        fail(PCY_ERR_UNSUPPORTED,
+             str(P::name, " has no native handle of kind ", static_cast<int>(a->object)));
+    });
+  }
+
+  static pcy_error* program_build(pcy_program_build_args* a) noexcept {
+    return guard(P::name, [&] {
+      require_struct(a, "pcy_program_build_args");
+      if (a->source == nullptr) fail(PCY_ERR_INVALID_ARGUMENT, "program source is NULL");
+      std::string_view src = a->source_size ? std::string_view(a->source, a->source_size)
+                                            : std::string_view(a->source);
+      bool hit = false;
+      a->program = detail::to<pcy_program>(detail::from<C>(a->context)->build(src, a->options, hit));
+      a->cache_hit = hit;
+    });
+  }
+  static void program_destroy(pcy_program p) noexcept { delete detail::from<Prog>(p); }
+  static pcy_error* kernel_create(pcy_kernel_create_args* a) noexcept {
+    return guard(P::name, [&] {
+      require_struct(a, "pcy_kernel_create_args");
+      if (a->name == nullptr) fail(PCY_ERR_INVALID_ARGUMENT, "kernel name is NULL");
+      a->kernel = detail::to<pcy_kernel>(detail::from<Prog>(a->program)->create_kernel(a->name));
+    });
+  }
+  static void kernel_destroy(pcy_kernel k) noexcept { delete detail::from<K>(k); }
+  static pcy_error* kernel_launch(const pcy_kernel_launch_args* a) noexcept {
+    return guard(P::name, [&] {
+      require_struct(a, "pcy_kernel_launch_args");
+      if (a->dims < 1 || a->dims > 3)
+        fail(PCY_ERR_INVALID_ARGUMENT, str("kernel launch with ", a->dims, " dimensions (1..3)"));
+      detail::from<Q>(a->queue)->launch(*detail::from<K>(a->kernel), *a);
+    });
+  }
+
+  static constexpr pcy_framework_api make_table() noexcept {
+    pcy_framework_api t{};
+    t.struct_size = sizeof(pcy_framework_api);
+    t.ext = nullptr;
+    t.abi_major = PCY_ABI_VERSION_MAJOR;
+    t.abi_minor = PCY_ABI_VERSION_MINOR;
+    t.kind = PCY_PLUGIN_FRAMEWORK;
+    t.name = P::name;
+    t.plugin_version = P::version;
+    t.description = P::description;
+    t.initialize = &initialize;
+    t.shutdown = &shutdown;
+    t.probe = &probe;
+    t.device_properties = &device_properties;
+    t.context_create = &context_create;
+    t.context_destroy = &context_destroy;
+    t.queue_create = &queue_create;
+    t.queue_destroy = &queue_destroy;
+    t.queue_finish = &queue_finish;
+    t.event_record = &event_record;
+    t.event_wait = &event_wait;
+    t.queue_wait_event = &queue_wait_event;
+    t.event_destroy = &event_destroy;
+    t.memory_alloc = &memory_alloc;
+    t.memory_free = &memory_free;
+    t.memory_read = &memory_read;
+    t.memory_write = &memory_write;
+    t.memory_copy = &memory_copy;
+    t.memory_fill = &memory_fill;
+    if constexpr (requires(M& m, pcy_memory_handle& h) { m.export_to(PCY_HANDLE_NONE, h); })
+      t.memory_export = &memory_export;
+    if constexpr (requires(C& c, const pcy_memory_handle& h) { c.import(0u, h); })
+      t.memory_import = &memory_import;
+    t.native_handle = &native_handle;
+    if constexpr (has_programs) {
+      t.program_build = &program_build;
+      t.program_destroy = &program_destroy;
+      t.kernel_create = &kernel_create;
+      t.kernel_destroy = &kernel_destroy;
+      t.kernel_launch = &kernel_launch;
+    }
+    return t;
+  }
+  static constexpr pcy_framework_api table = make_table();
+};
+
+} // namespace parenchyma::sdk
+
+// Emits the plugin's one exported symbol. Use once, at namespace scope, in one source file.
+#define PCY_FRAMEWORK_PLUGIN(PluginClass)                                                         \
+  extern "C" PCY_EXPORT const pcy_framework_api* pcy_framework_entry(void) {                     \
+    return &::parenchyma::sdk::framework_adapter<PluginClass>::table;                            \
+  }

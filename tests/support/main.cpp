@@ -1,0 +1,5 @@
+// The test main for Catch2 v2 (v3 links Catch2WithMain instead).
+#if !__has_include(<catch2/catch_test_macros.hpp>)
+#define CATCH_CONFIG_MAIN
+#include <catch2/catch.hpp>
+#endif
