@@ -1,0 +1,240 @@
+// BLAS bundle for the native (host CPU) framework: every op through OpenBLAS's CBLAS, row-major.
+//
+// Ops run on the calling thread. The host has synced every argument before the call, but the
+// native framework's queue may still be running earlier work (an asynchronous write, a user
+// kernel) on its pool, so each op first waits for that queue: cheap when it is idle, and it
+// keeps ordering exact without our own threads. OpenBLAS threads itself (OPENBLAS_NUM_THREADS).
+#include "blas_call.hpp"
+
+#include <cblas.h>
+
+#include <deque>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace parenchyma;
+using blas_bundle::blas_call;
+using blas_bundle::to_int;
+
+struct native_context {
+  const pcy_framework_api* fw = nullptr;
+  pcy_queue queue = nullptr;
+
+  // Waits for work the framework queue may still be running on the op's tensors.
+  void settle(pcy_queue q) const { sdk::check(fw->queue_finish(q)); }
+
+  template <class T> T* ptr(const pcy_tensor& t) const {
+    pcy_native_handle_args a{};
+    a.struct_size = sizeof a;
+    a.object = PCY_NATIVE_MEMORY;
+    a.memory = t.memory;
+    sdk::check(fw->native_handle(&a));
+    return reinterpret_cast<T*>(static_cast<char*>(a.handle) + t.byte_offset);
+  }
+  template <class T> T scalar(const blas_bundle::scalar_arg& s) const {
+    return s.tensor != nullptr ? *ptr<T>(*s.tensor) : static_cast<T>(s.value);
+  }
+};
+
+// CBLAS by dtype.
+template <class T> struct cblas;
+template <> struct cblas<float> {
+  static constexpr auto asum = cblas_sasum;
+  static constexpr auto axpy = cblas_saxpy;
+  static constexpr auto copy = cblas_scopy;
+  static constexpr auto dot = cblas_sdot;
+  static constexpr auto nrm2 = cblas_snrm2;
+  static constexpr auto scal = cblas_sscal;
+  static constexpr auto swap = cblas_sswap;
+  static constexpr auto gemv = cblas_sgemv;
+  static constexpr auto gemm = cblas_sgemm;
+#ifdef PARENCHYMA_HAVE_CBLAS_AXPBY
+  static constexpr auto axpby = cblas_saxpby;
+#endif
+};
+template <> struct cblas<double> {
+  static constexpr auto asum = cblas_dasum;
+  static constexpr auto axpy = cblas_daxpy;
+  static constexpr auto copy = cblas_dcopy;
+  static constexpr auto dot = cblas_ddot;
+  static constexpr auto nrm2 = cblas_dnrm2;
+  static constexpr auto scal = cblas_dscal;
+  static constexpr auto swap = cblas_dswap;
+  static constexpr auto gemv = cblas_dgemv;
+  static constexpr auto gemm = cblas_dgemm;
+#ifdef PARENCHYMA_HAVE_CBLAS_AXPBY
+  static constexpr auto axpby = cblas_daxpby;
+#endif
+};
+
+template <class T> constexpr pcy_dtype dt = std::is_same_v<T, float> ? PCY_DTYPE_F32 : PCY_DTYPE_F64;
+
+template <class T> void op_asum(native_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_asum(a, dt<T>);
+  cx.settle(a.queue());
+  *cx.ptr<T>(*c.result) =
+      cblas<T>::asum(to_int(c.n, "asum", "n"), cx.ptr<T>(*c.x.t), to_int(c.x.inc, "asum", "incx"));
+}
+template <class T> void op_nrm2(native_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_nrm2(a, dt<T>);
+  cx.settle(a.queue());
+  *cx.ptr<T>(*c.result) =
+      cblas<T>::nrm2(to_int(c.n, "nrm2", "n"), cx.ptr<T>(*c.x.t), to_int(c.x.inc, "nrm2", "incx"));
+}
+template <class T> void op_dot(native_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_dot(a, dt<T>);
+  cx.settle(a.queue());
+  *cx.ptr<T>(*c.result) =
+      cblas<T>::dot(to_int(c.n, "dot", "n"), cx.ptr<T>(*c.x.t), to_int(c.x.inc, "dot", "incx"),
+                    cx.ptr<T>(*c.y.t), to_int(c.y.inc, "dot", "incy"));
+}
+template <class T> void op_axpy(native_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_axpy(a, dt<T>);
+  cx.settle(a.queue());
+  cblas<T>::axpy(to_int(c.n, "axpy", "n"), cx.scalar<T>(c.alpha), cx.ptr<T>(*c.x.t),
+                 to_int(c.x.inc, "axpy", "incx"), cx.ptr<T>(*c.y.t), to_int(c.y.inc, "axpy", "incy"));
+}
+template <class T> void op_axpby(native_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_axpby(a, dt<T>);
+  cx.settle(a.queue());
+  const int n = to_int(c.n, "axpby", "n"), incx = to_int(c.x.inc, "axpby", "incx"),
+            incy = to_int(c.y.inc, "axpby", "incy");
+  const T alpha = cx.scalar<T>(c.alpha), beta = cx.scalar<T>(c.beta);
+  T* x = cx.ptr<T>(*c.x.t);
+  T* y = cx.ptr<T>(*c.y.t);
+  if (beta == T(0)) {
+    // y may be write-only (never written): never read it, so garbage cannot leak in as NaN.
+    for (int i = 0; i < n; ++i) y[static_cast<int64_t>(i) * incy] = T(0);
+    cblas<T>::axpy(n, alpha, x, incx, y, incy);
+    return;
+  }
+#ifdef PARENCHYMA_HAVE_CBLAS_AXPBY
+  cblas<T>::axpby(n, alpha, x, incx, beta, y, incy);
+#else
+  cblas<T>::scal(n, beta, y, incy);
+  cblas<T>::axpy(n, alpha, x, incx, y, incy);
+#endif
+}
+template <class T> void op_copy(native_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_copy(a, dt<T>);
+  cx.settle(a.queue());
+  cblas<T>::copy(to_int(c.n, "copy", "n"), cx.ptr<T>(*c.x.t), to_int(c.x.inc, "copy", "incx"),
+                 cx.ptr<T>(*c.y.t), to_int(c.y.inc, "copy", "incy"));
+}
+template <class T> void op_scal(native_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_scal(a, dt<T>);
+  cx.settle(a.queue());
+  cblas<T>::scal(to_int(c.n, "scal", "n"), cx.scalar<T>(c.alpha), cx.ptr<T>(*c.x.t),
+                 to_int(c.x.inc, "scal", "incx"));
+}
+template <class T> void op_swap(native_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_swap(a, dt<T>);
+  cx.settle(a.queue());
+  cblas<T>::swap(to_int(c.n, "swap", "n"), cx.ptr<T>(*c.x.t), to_int(c.x.inc, "swap", "incx"),
+                 cx.ptr<T>(*c.y.t), to_int(c.y.inc, "swap", "incy"));
+}
+template <class T> void op_gemv(native_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_gemv(a, dt<T>);
+  cx.settle(a.queue());
+  const int m = to_int(c.m, "gemv", "m"), n = to_int(c.n, "gemv", "n");
+  const int incy = to_int(c.y.inc, "gemv", "incy");
+  const T beta = cx.scalar<T>(c.beta);
+  T* y = cx.ptr<T>(*c.y.t);
+  if (beta == T(0)) {
+    // y may be write-only: clear it so that 0 * garbage cannot turn into NaN.
+    const int ny = c.ta ? n : m;
+    for (int i = 0; i < ny; ++i) y[static_cast<int64_t>(i) * incy] = T(0);
+  }
+  if (m == 0 || n == 0) return;
+  cblas<T>::gemv(CblasRowMajor, c.ta ? CblasTrans : CblasNoTrans, m, n, cx.scalar<T>(c.alpha),
+                 cx.ptr<T>(*c.A), to_int(c.lda, "gemv", "lda"), cx.ptr<T>(*c.x.t),
+                 to_int(c.x.inc, "gemv", "incx"), beta, y, incy);
+}
+template <class T> void op_gemm(native_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_gemm(a, dt<T>);
+  cx.settle(a.queue());
+  const int m = to_int(c.m, "gemm", "m"), n = to_int(c.n, "gemm", "n"),
+            k = to_int(c.k, "gemm", "k"), ldc = to_int(c.ldc, "gemm", "ldc");
+  const T beta = cx.scalar<T>(c.beta);
+  T* C = cx.ptr<T>(*c.C);
+  if (m == 0 || n == 0) return;
+  if (k == 0 && beta == T(0)) {
+    // OpenBLAS skips k == 0 entirely; BLAS semantics still want C = beta * C.
+    for (int i = 0; i < m; ++i)
+      for (int j = 0; j < n; ++j) C[static_cast<int64_t>(i) * ldc + j] = T(0);
+    return;
+  }
+  cblas<T>::gemm(CblasRowMajor, c.ta ? CblasTrans : CblasNoTrans, c.tb ? CblasTrans : CblasNoTrans,
+                 m, n, k, cx.scalar<T>(c.alpha), cx.ptr<T>(*c.A), to_int(c.lda, "gemm", "lda"),
+                 cx.ptr<T>(*c.B), to_int(c.ldb, "gemm", "ldb"), beta, C, ldc);
+}
+
+class blas_native_bundle {
+public:
+  using context_type = native_context;
+  static constexpr const char* name = "blas_native";
+  static constexpr const char* version = "1.0";
+  static constexpr const char* description = "BLAS on the host CPU through OpenBLAS (CBLAS)";
+  static constexpr const char* extension = PCY_BLAS_EXTENSION;
+  static constexpr const char* framework = "native";
+  static constexpr uint32_t min_framework_abi_minor = 0;
+
+  explicit blas_native_bundle(const pcy_host_services&) {
+    const std::string lib = openblas_label();
+    add<float, op_asum<float>, op_asum<double>>("asum", PCY_BLAS_ASUM_SIG, lib, "asum");
+    add<float, op_axpy<float>, op_axpy<double>>("axpy", PCY_BLAS_AXPY_SIG, lib, "axpy");
+#ifdef PARENCHYMA_HAVE_CBLAS_AXPBY
+    add<float, op_axpby<float>, op_axpby<double>>("axpby", PCY_BLAS_AXPBY_SIG, lib, "axpby");
+#else
+    add<float, op_axpby<float>, op_axpby<double>>("axpby", PCY_BLAS_AXPBY_SIG, lib, "scal+axpy");
+#endif
+    add<float, op_copy<float>, op_copy<double>>("copy", PCY_BLAS_COPY_SIG, lib, "copy");
+    add<float, op_dot<float>, op_dot<double>>("dot", PCY_BLAS_DOT_SIG, lib, "dot");
+    add<float, op_nrm2<float>, op_nrm2<double>>("nrm2", PCY_BLAS_NRM2_SIG, lib, "nrm2");
+    add<float, op_scal<float>, op_scal<double>>("scal", PCY_BLAS_SCAL_SIG, lib, "scal");
+    add<float, op_swap<float>, op_swap<double>>("swap", PCY_BLAS_SWAP_SIG, lib, "swap");
+    add<float, op_gemv<float>, op_gemv<double>>("gemv", PCY_BLAS_GEMV_SIG, lib, "gemv");
+    add<float, op_gemm<float>, op_gemm<double>>("gemm", PCY_BLAS_GEMM_SIG, lib, "gemm");
+  }
+
+  std::span<const pcy_op_desc> ops() const { return ops_; }
+
+  context_type* create_context(const pcy_bundle_context_args& a) {
+    if (a.framework->native_handle == nullptr || a.framework->queue_finish == nullptr)
+      sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str("framework '", a.framework->name,
+                                              "' offers no native memory handles or queue_finish; "
+                                              "blas_native needs both to reach host pointers"));
+    auto* c = new native_context;
+    c->fw = a.framework;
+    c->queue = a.queue;
+    return c;
+  }
+
+private:
+  static std::string openblas_label() {
+    // "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64" -> first two words.
+    std::string cfg = openblas_get_config();
+    size_t sp = cfg.find(' ');
+    if (sp != std::string::npos) sp = cfg.find(' ', sp + 1);
+    return cfg.substr(0, sp);
+  }
+  template <class, void (*F32)(native_context&, const sdk::op_args&),
+            void (*F64)(native_context&, const sdk::op_args&)>
+  void add(const char* op, const char* sig, const std::string& lib, const char* fn) {
+    labels_.push_back(lib + " cblas_s" + fn);
+    ops_.push_back(sdk::make_op(op, PCY_DTYPE_F32, sig, &sdk::op_entry<blas_native_bundle, F32>,
+                                labels_.back().c_str()));
+    labels_.push_back(lib + " cblas_d" + fn);
+    ops_.push_back(sdk::make_op(op, PCY_DTYPE_F64, sig, &sdk::op_entry<blas_native_bundle, F64>,
+                                labels_.back().c_str()));
+  }
+  std::deque<std::string> labels_; // stable addresses for the op table's strings
+  std::vector<pcy_op_desc> ops_;
+};
+
+} // namespace
+
+PCY_BUNDLE_PLUGIN(blas_native_bundle)
