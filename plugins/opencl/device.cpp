@@ -1,0 +1,278 @@
+// Device discovery (every device of every platform, with its properties) and contexts.
+#include "opencl.hpp"
+
+#include <CL/cl_ext.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <set>
+
+#ifndef CL_DEVICE_UUID_KHR
+#define CL_DEVICE_UUID_KHR 0x106A
+#endif
+
+namespace parenchyma::opencl {
+namespace {
+
+constexpr cl_int platform_not_found_khr = -1001;
+
+std::string platform_string(const cl_api& cl, cl_platform_id p, cl_platform_info what) {
+  size_t n = 0;
+  if (cl.clGetPlatformInfo(p, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
+  std::string s(n, '\0');
+  if (cl.clGetPlatformInfo(p, what, n, s.data(), nullptr) != CL_SUCCESS) return {};
+  s.resize(s.find('\0') == std::string::npos ? n : s.find('\0'));
+  return s;
+}
+
+std::string device_string(const cl_api& cl, cl_device_id d, cl_device_info what) {
+  size_t n = 0;
+  if (cl.clGetDeviceInfo(d, what, 0, nullptr, &n) != CL_SUCCESS || n == 0) return {};
+  std::string s(n, '\0');
+  if (cl.clGetDeviceInfo(d, what, n, s.data(), nullptr) != CL_SUCCESS) return {};
+  s.resize(s.find('\0') == std::string::npos ? n : s.find('\0'));
+  // Some drivers pad names with spaces.
+  while (!s.empty() && s.back() == ' ') s.pop_back();
+  return s;
+}
+
+template <class T> T device_value(const cl_api& cl, cl_device_id d, cl_device_info what) {
+  T v{};
+  if (cl.clGetDeviceInfo(d, what, sizeof v, &v, nullptr) != CL_SUCCESS) return T{};
+  return v;
+}
+
+bool has_extension(const std::string& list, std::string_view ext) {
+  size_t pos = 0;
+  while ((pos = list.find(ext, pos)) != std::string::npos) {
+    const size_t end = pos + ext.size();
+    if ((pos == 0 || list[pos - 1] == ' ') && (end == list.size() || list[end] == ' ')) return true;
+    pos = end;
+  }
+  return false;
+}
+
+// "OpenCL 3.0 PoCL ..." -> 300; 0 when unparsable.
+int parse_version(const std::string& v) {
+  int major = 0, minor = 0;
+  if (std::sscanf(v.c_str(), "OpenCL %d.%d", &major, &minor) != 2) return 0;
+  return major * 100 + minor * 10;
+}
+
+pcy_property prop_string(const char* key, const std::string& value) {
+  pcy_property p{};
+  p.struct_size = sizeof p;
+  p.key = key;
+  p.type = PCY_VALUE_STRING;
+  p.s = value.c_str();
+  return p;
+}
+pcy_property prop_int(const char* key, int64_t value, pcy_value_type type = PCY_VALUE_INT) {
+  pcy_property p{};
+  p.struct_size = sizeof p;
+  p.key = key;
+  p.type = type;
+  p.i = value;
+  return p;
+}
+
+} // namespace
+
+void plugin::discover() {
+  // PARENCHYMA_OPENCL_LIBRARY names another loader (a vendor's libOpenCL, or a test's missing
+  // one); ignored in set-uid processes like every environment override.
+  const char* library = ::secure_getenv("PARENCHYMA_OPENCL_LIBRARY");
+  if (library == nullptr || *library == '\0') library = "libOpenCL.so.1";
+  if (!cl_.load(library, reason_)) {
+    log_.info("0 devices: ", reason_);
+    return;
+  }
+
+  cl_uint platform_count = 0;
+  cl_int err = cl_.clGetPlatformIDs(0, nullptr, &platform_count);
+  if (err == platform_not_found_khr || (err == CL_SUCCESS && platform_count == 0)) {
+    reason_ = "no OpenCL platform (clGetPlatformIDs: CL_PLATFORM_NOT_FOUND_KHR): install a vendor "
+              "driver such as pocl-opencl-icd, or check /etc/OpenCL/vendors and OCL_ICD_VENDORS";
+    log_.info("0 devices: ", reason_);
+    return;
+  }
+  if (err != CL_SUCCESS) {
+    reason_ = sdk::str("clGetPlatformIDs: ", cl_error_name(err), " (", err,
+                       "): the OpenCL driver installation looks broken; run clinfo to see why");
+    log_.warn("0 devices: ", reason_);
+    return;
+  }
+  std::vector<cl_platform_id> platforms(platform_count);
+  err = cl_.clGetPlatformIDs(platform_count, platforms.data(), nullptr);
+  if (err != CL_SUCCESS) {
+    reason_ = sdk::str("clGetPlatformIDs: ", cl_error_name(err), " (", err, ")");
+    log_.warn("0 devices: ", reason_);
+    return;
+  }
+
+  std::string notes; // why some platform or device is not offered
+  auto note = [&](const std::string& s) { notes += (notes.empty() ? "" : "; ") + s; };
+  for (cl_platform_id p : platforms) {
+    const std::string pname = platform_string(cl_, p, CL_PLATFORM_NAME);
+    const std::string pversion = platform_string(cl_, p, CL_PLATFORM_VERSION);
+    cl_uint n = 0;
+    err = cl_.clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &n);
+    if (err == CL_DEVICE_NOT_FOUND || n == 0) {
+      note(sdk::str("platform '", pname, "' has no device"));
+      continue;
+    }
+    if (err != CL_SUCCESS) {
+      note(sdk::str("platform '", pname, "': clGetDeviceIDs: ", cl_error_name(err)));
+      continue;
+    }
+    std::vector<cl_device_id> ids(n);
+    if (cl_.clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, n, ids.data(), nullptr) != CL_SUCCESS) continue;
+    for (cl_device_id id : ids) {
+      auto d = std::make_unique<device_info>();
+      d->platform = p;
+      d->id = id;
+      d->platform_name = pname;
+      d->platform_version = pversion;
+      d->name = device_string(cl_, id, CL_DEVICE_NAME);
+      d->vendor = device_string(cl_, id, CL_DEVICE_VENDOR);
+      d->version = device_string(cl_, id, CL_DEVICE_VERSION);
+      d->c_version = device_string(cl_, id, CL_DEVICE_OPENCL_C_VERSION);
+      d->driver_version = device_string(cl_, id, CL_DRIVER_VERSION);
+      d->extensions = device_string(cl_, id, CL_DEVICE_EXTENSIONS);
+      if (!device_value<cl_bool>(cl_, id, CL_DEVICE_AVAILABLE)) {
+        note(sdk::str("device '", d->name, "' is not available (CL_DEVICE_AVAILABLE false)"));
+        continue;
+      }
+      if (parse_version(d->version) < 120) {
+        note(sdk::str("device '", d->name, "' speaks '", d->version,
+                      "', this plugin needs OpenCL 1.2: update the driver"));
+        continue;
+      }
+      const auto type = device_value<cl_device_type>(cl_, id, CL_DEVICE_TYPE);
+      d->kind = (type & CL_DEVICE_TYPE_GPU)           ? PCY_DEVICE_GPU
+                : (type & CL_DEVICE_TYPE_ACCELERATOR) ? PCY_DEVICE_ACCELERATOR
+                : (type & CL_DEVICE_TYPE_CPU)         ? PCY_DEVICE_CPU
+                                                      : PCY_DEVICE_OTHER;
+      d->host_unified = d->kind == PCY_DEVICE_CPU ||
+                        device_value<cl_bool>(cl_, id, CL_DEVICE_HOST_UNIFIED_MEMORY) != CL_FALSE;
+      d->fp64 = has_extension(d->extensions, "cl_khr_fp64") ||
+                device_value<cl_device_fp_config>(cl_, id, CL_DEVICE_DOUBLE_FP_CONFIG) != 0;
+      d->compute_units = device_value<cl_uint>(cl_, id, CL_DEVICE_MAX_COMPUTE_UNITS);
+      d->global_memory = device_value<cl_ulong>(cl_, id, CL_DEVICE_GLOBAL_MEM_SIZE);
+      d->local_memory = device_value<cl_ulong>(cl_, id, CL_DEVICE_LOCAL_MEM_SIZE);
+      d->max_alloc = device_value<cl_ulong>(cl_, id, CL_DEVICE_MAX_MEM_ALLOC_SIZE);
+      d->max_work_group = device_value<size_t>(cl_, id, CL_DEVICE_MAX_WORK_GROUP_SIZE);
+      size_t items[3] = {0, 0, 0};
+      cl_.clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items, nullptr);
+      for (int i = 0; i < 3; ++i) d->max_work_item[i] = items[i];
+      const cl_uint align_bits = device_value<cl_uint>(cl_, id, CL_DEVICE_MEM_BASE_ADDR_ALIGN);
+      if (align_bits >= 8) d->base_align = align_bits / 8;
+      if (has_extension(d->extensions, "cl_khr_device_uuid")) {
+        unsigned char u[16] = {};
+        if (cl_.clGetDeviceInfo(id, CL_DEVICE_UUID_KHR, sizeof u, u, nullptr) == CL_SUCCESS) {
+          char buf[40];
+          std::snprintf(buf, sizeof buf,
+                        "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+                        u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11],
+                        u[12], u[13], u[14], u[15]);
+          d->uuid = buf;
+        }
+      }
+
+      auto& pr = d->props;
+      pr.push_back(prop_string(PCY_PROP_NAME, d->name));
+      pr.push_back(prop_string(PCY_PROP_VENDOR, d->vendor));
+      pr.push_back(prop_string("platform", d->platform_name));
+      pr.push_back(prop_int(PCY_PROP_KIND, d->kind));
+      pr.push_back(prop_int(PCY_PROP_COMPUTE_UNITS, d->compute_units));
+      pr.push_back(prop_int(PCY_PROP_GLOBAL_MEMORY, static_cast<int64_t>(d->global_memory)));
+      pr.push_back(prop_int(PCY_PROP_LOCAL_MEMORY, static_cast<int64_t>(d->local_memory)));
+      pr.push_back(prop_int(PCY_PROP_MAX_WORK_GROUP, static_cast<int64_t>(d->max_work_group)));
+      pr.push_back(prop_int("max_alloc", static_cast<int64_t>(d->max_alloc)));
+      pr.push_back(prop_string("opencl_version", d->version));
+      pr.push_back(prop_string("opencl_c_version", d->c_version));
+      pr.push_back(prop_string("platform_version", d->platform_version));
+      pr.push_back(prop_string(PCY_PROP_DRIVER_VERSION, d->driver_version));
+      pr.push_back(prop_string("extensions", d->extensions));
+      pr.push_back(prop_int(PCY_PROP_FP64, d->fp64, PCY_VALUE_BOOL));
+      pr.push_back(prop_int(PCY_PROP_HOST_UNIFIED, d->host_unified, PCY_VALUE_BOOL));
+      if (!d->uuid.empty()) pr.push_back(prop_string(PCY_PROP_UUID, d->uuid));
+
+      log_.debug("device ", devices_.size(), ": '", d->name, "' (", d->vendor, ", platform '",
+                 pname, "', ", d->version, ", driver ", d->driver_version, ")");
+      devices_.push_back(std::move(d));
+    }
+  }
+  if (devices_.empty()) {
+    reason_ = "no usable OpenCL device" + (notes.empty() ? std::string() : ": " + notes);
+    log_.info("0 devices: ", reason_);
+  } else if (!notes.empty()) {
+    reason_ = notes;
+    log_.info(reason_);
+  }
+}
+
+// ---- contexts ---------------------------------------------------------------------------------
+
+namespace {
+void CL_CALLBACK context_notify(const char* info, const void*, size_t, void* user) {
+  static_cast<const sdk::logger*>(user)->warn("OpenCL driver: ", info ? info : "(no text)");
+}
+} // namespace
+
+context::context(plugin& owner, std::span<const uint32_t> devices)
+    : owner_(owner), cl_(owner.cl()) {
+  std::set<uint32_t> seen;
+  for (uint32_t index : devices) {
+    if (!seen.insert(index).second)
+      sdk::fail(PCY_ERR_INVALID_ARGUMENT,
+                sdk::str("context_create: device ", index, " is listed twice"));
+    const device_info& d = owner.device(index);
+    if (!devices_.empty() && d.platform != devices_.front()->platform)
+      sdk::fail(PCY_ERR_INVALID_ARGUMENT,
+                sdk::str("context_create: devices '", devices_.front()->name, "' (platform '",
+                         devices_.front()->platform_name, "') and '", d.name, "' (platform '",
+                         d.platform_name,
+                         "') are on different OpenCL platforms: one context cannot span "
+                         "platforms; create one context per platform"));
+    devices_.push_back(&d);
+    ids_.push_back(d.id);
+  }
+  const cl_context_properties props[] = {
+      CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(devices_.front()->platform), 0};
+  cl_int err = CL_SUCCESS;
+  ctx_ = cl_.clCreateContext(props, static_cast<cl_uint>(ids_.size()), ids_.data(),
+                             &context_notify, const_cast<sdk::logger*>(&owner.log()), &err);
+  if (err != CL_SUCCESS || ctx_ == nullptr)
+    cl_fail(status_for(err, PCY_ERR_DEVICE), "clCreateContext", err,
+            sdk::str("could not create a context on '", devices_.front()->name, "'"));
+  map_queues_.assign(devices_.size(), nullptr);
+}
+
+context::~context() {
+  for (cl_command_queue q : map_queues_)
+    if (q != nullptr) cl_.clReleaseCommandQueue(q);
+  if (ctx_ != nullptr) cl_.clReleaseContext(ctx_);
+}
+
+const device_info& context::dev(uint32_t device) const {
+  if (device >= devices_.size()) [[unlikely]]
+    sdk::fail(PCY_ERR_NOT_FOUND, sdk::str("device ", device, " is not in this context (",
+                                          devices_.size(), " devices)"));
+  return *devices_[device];
+}
+
+cl_command_queue context::map_queue(uint32_t device) {
+  std::lock_guard lock(map_mutex_);
+  if (map_queues_[device] == nullptr) {
+    cl_int err = CL_SUCCESS;
+    cl_command_queue q = cl_.clCreateCommandQueue(ctx_, ids_[device], 0, &err);
+    cl_check(err, "clCreateCommandQueue", status_for(err, PCY_ERR_DEVICE));
+    map_queues_[device] = q;
+  }
+  return map_queues_[device];
+}
+
+queue* context::create_queue(uint32_t device) { return new queue(*this, device); }
+
+} // namespace parenchyma::opencl

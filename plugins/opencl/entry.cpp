@@ -1,0 +1,41 @@
+// The OpenCL framework plugin's entry point: the plugin object (loader, devices, kernel cache),
+// the error helpers every file uses, and the one exported symbol.
+#include "opencl.hpp"
+#include "program_cache.hpp"
+
+namespace parenchyma::opencl {
+
+void cl_fail(pcy_status status, std::string_view call, cl_int err, std::string_view advice) {
+  std::string msg = sdk::str(call, ": ", cl_error_name(err), " (", err, ")");
+  if (!advice.empty()) msg.append(": ").append(advice);
+  sdk::fail(status, msg);
+}
+
+pcy_status status_for(cl_int err, pcy_status otherwise) noexcept {
+  switch (err) {
+  case CL_MEM_OBJECT_ALLOCATION_FAILURE:
+  case CL_OUT_OF_RESOURCES:
+  case CL_OUT_OF_HOST_MEMORY: return PCY_ERR_OUT_OF_MEMORY;
+  default: return otherwise;
+  }
+}
+
+plugin::plugin(const pcy_host_services& host) : log_(&host, plugin_name) {
+  discover();
+  cache_ = std::make_unique<program_cache>(host.cache_dir, log_);
+}
+
+plugin::~plugin() = default;
+
+std::span<const pcy_property> plugin::properties(uint32_t device) const {
+  const auto& props = devices_.at(device)->props;
+  return {props.data(), props.size()};
+}
+
+context* plugin::create_context(std::span<const uint32_t> devices) {
+  return new context(*this, devices);
+}
+
+} // namespace parenchyma::opencl
+
+PCY_FRAMEWORK_PLUGIN(parenchyma::opencl::plugin)

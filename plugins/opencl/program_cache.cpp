@@ -1,0 +1,340 @@
+// The on-disk program binary cache: SHA-256, the entry format and atomic publication.
+#include "program_cache.hpp"
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace parenchyma::opencl {
+
+// ---- SHA-256 ----------------------------------------------------------------------------------
+
+namespace {
+constexpr uint32_t k256[64] = {
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
+    0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
+    0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
+    0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
+    0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
+    0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
+    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
+    0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
+    0xc67178f2};
+constexpr uint32_t rotr(uint32_t x, int n) noexcept { return (x >> n) | (x << (32 - n)); }
+} // namespace
+
+sha256::sha256() noexcept
+    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
+         0x5be0cd19},
+      buf_{} {}
+
+void sha256::block(const uint8_t* p) noexcept {
+  uint32_t w[64];
+  for (int i = 0; i < 16; ++i)
+    w[i] = uint32_t(p[4 * i]) << 24 | uint32_t(p[4 * i + 1]) << 16 | uint32_t(p[4 * i + 2]) << 8 |
+           uint32_t(p[4 * i + 3]);
+  for (int i = 16; i < 64; ++i) {
+    const uint32_t s0 = rotr(w[i - 15], 7) ^ rotr(w[i - 15], 18) ^ (w[i - 15] >> 3);
+    const uint32_t s1 = rotr(w[i - 2], 17) ^ rotr(w[i - 2], 19) ^ (w[i - 2] >> 10);
+    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+  }
+  uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
+  for (int i = 0; i < 64; ++i) {
+    const uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) +
+                        k256[i] + w[i];
+    const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+    h = g;
+    g = f;
+    f = e;
+    e = d + t1;
+    d = c;
+    c = b;
+    b = a;
+    a = t1 + t2;
+  }
+  h_[0] += a;
+  h_[1] += b;
+  h_[2] += c;
+  h_[3] += d;
+  h_[4] += e;
+  h_[5] += f;
+  h_[6] += g;
+  h_[7] += h;
+}
+
+sha256& sha256::update(const void* data, size_t size) noexcept {
+  const auto* p = static_cast<const uint8_t*>(data);
+  total_ += size;
+  while (size > 0) {
+    if (used_ == 0 && size >= 64) {
+      block(p);
+      p += 64;
+      size -= 64;
+      continue;
+    }
+    const size_t n = std::min(size, 64 - used_);
+    std::memcpy(buf_ + used_, p, n);
+    used_ += n;
+    p += n;
+    size -= n;
+    if (used_ == 64) {
+      block(buf_);
+      used_ = 0;
+    }
+  }
+  return *this;
+}
+
+sha256& sha256::field(std::string_view s) noexcept {
+  const uint64_t n = s.size();
+  uint8_t len[8];
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(n >> (8 * i));
+  update(len, sizeof len);
+  return update(s);
+}
+
+sha256::digest sha256::finish() noexcept {
+  const uint64_t bits = total_ * 8;
+  const uint8_t one = 0x80;
+  update(&one, 1);
+  const uint8_t zero = 0;
+  while (used_ != 56) update(&zero, 1);
+  uint8_t len[8];
+  for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(bits >> (56 - 8 * i));
+  update(len, 8);
+  digest d{};
+  for (int i = 0; i < 8; ++i)
+    for (int j = 0; j < 4; ++j) d[4 * i + j] = static_cast<uint8_t>(h_[i] >> (24 - 8 * j));
+  return d;
+}
+
+std::string sha256::hex(const digest& d) {
+  static const char digits[] = "0123456789abcdef";
+  std::string s;
+  s.reserve(64);
+  for (uint8_t b : d) {
+    s += digits[b >> 4];
+    s += digits[b & 15];
+  }
+  return s;
+}
+
+// ---- entry format -----------------------------------------------------------------------------
+
+namespace {
+constexpr unsigned char magic[8] = {'P', 'C', 'Y', 'C', 'L', 'B', 'I', 'N'};
+// magic(8) format(4) devices(4) key(32) payload size(8) payload sha256(32)
+constexpr size_t header_size = 8 + 4 + 4 + 32 + 8 + 32;
+
+void put_u32(std::vector<unsigned char>& o, uint32_t v) {
+  for (int i = 0; i < 4; ++i) o.push_back(static_cast<unsigned char>(v >> (8 * i)));
+}
+void put_u64(std::vector<unsigned char>& o, uint64_t v) {
+  for (int i = 0; i < 8; ++i) o.push_back(static_cast<unsigned char>(v >> (8 * i)));
+}
+uint64_t get_le(const unsigned char* p, int n) {
+  uint64_t v = 0;
+  for (int i = 0; i < n; ++i) v |= uint64_t(p[i]) << (8 * i);
+  return v;
+}
+} // namespace
+
+std::vector<unsigned char> program_cache::encode(const key_type& key, const binaries& bins) {
+  std::vector<unsigned char> payload;
+  for (const auto& b : bins) {
+    put_u64(payload, b.size());
+    payload.insert(payload.end(), b.begin(), b.end());
+  }
+  const auto sum = sha256().update(payload.data(), payload.size()).finish();
+  std::vector<unsigned char> out;
+  out.reserve(header_size + payload.size());
+  out.insert(out.end(), std::begin(magic), std::end(magic));
+  put_u32(out, format_version);
+  put_u32(out, static_cast<uint32_t>(bins.size()));
+  out.insert(out.end(), key.begin(), key.end());
+  put_u64(out, payload.size());
+  out.insert(out.end(), sum.begin(), sum.end());
+  out.insert(out.end(), payload.begin(), payload.end());
+  return out;
+}
+
+std::optional<program_cache::binaries> program_cache::decode(std::span<const unsigned char> f,
+                                                             const key_type& key,
+                                                             size_t device_count,
+                                                             std::string& why) {
+  if (f.size() < header_size) {
+    why = sdk::str("truncated header (", f.size(), " bytes)");
+    return std::nullopt;
+  }
+  const unsigned char* p = f.data();
+  if (std::memcmp(p, magic, sizeof magic) != 0) {
+    why = "bad magic";
+    return std::nullopt;
+  }
+  if (get_le(p + 8, 4) != format_version) {
+    why = sdk::str("format version ", get_le(p + 8, 4), ", expected ", format_version);
+    return std::nullopt;
+  }
+  if (get_le(p + 12, 4) != device_count) {
+    why = sdk::str("entry holds ", get_le(p + 12, 4), " device binaries, expected ", device_count);
+    return std::nullopt;
+  }
+  if (std::memcmp(p + 16, key.data(), key.size()) != 0) {
+    why = "key mismatch";
+    return std::nullopt;
+  }
+  const uint64_t payload_size = get_le(p + 48, 8);
+  if (payload_size != f.size() - header_size) {
+    why = sdk::str("payload of ", f.size() - header_size, " bytes, header says ", payload_size,
+                   " (truncated or padded)");
+    return std::nullopt;
+  }
+  const unsigned char* payload = p + header_size;
+  const auto sum = sha256().update(payload, payload_size).finish();
+  if (std::memcmp(p + 56, sum.data(), sum.size()) != 0) {
+    why = "payload checksum mismatch (corrupted)";
+    return std::nullopt;
+  }
+  binaries out;
+  uint64_t at = 0;
+  for (size_t i = 0; i < device_count; ++i) {
+    if (payload_size - at < 8) {
+      why = "payload ends inside a size field";
+      return std::nullopt;
+    }
+    const uint64_t n = get_le(payload + at, 8);
+    at += 8;
+    if (n == 0 || n > payload_size - at) {
+      why = sdk::str("binary ", i, " has a bad size ", n);
+      return std::nullopt;
+    }
+    out.emplace_back(payload + at, payload + at + n);
+    at += n;
+  }
+  if (at != payload_size) {
+    why = "trailing bytes after the binaries";
+    return std::nullopt;
+  }
+  return out;
+}
+
+// ---- the cache --------------------------------------------------------------------------------
+
+program_cache::program_cache(const char* cache_dir, const sdk::logger& log) : log_(log) {
+  if (cache_dir != nullptr && *cache_dir != '\0')
+    dir_ = std::filesystem::path(cache_dir) / "opencl";
+}
+
+program_cache::key_type program_cache::key(std::span<const device_identity> devices,
+                                           std::string_view source,
+                                           std::string_view options) noexcept {
+  sha256 h;
+  h.field("parenchyma-opencl-program-cache").field(std::to_string(format_version));
+  for (const auto& d : devices)
+    h.field(d.name).field(d.vendor).field(d.platform_version).field(d.version).field(
+        d.driver_version);
+  h.field(options).field(source);
+  return h.finish();
+}
+
+std::filesystem::path program_cache::path(const key_type& key) const {
+  return dir_ / (sha256::hex(key) + ".clbin");
+}
+
+std::optional<program_cache::binaries> program_cache::load(const key_type& key,
+                                                           size_t device_count) noexcept {
+  if (!enabled()) return std::nullopt;
+  try {
+    const auto file = path(key);
+    std::FILE* f = std::fopen(file.c_str(), "rb");
+    if (f == nullptr) return std::nullopt; // a miss
+    std::vector<unsigned char> data;
+    unsigned char chunk[1 << 16];
+    size_t n = 0;
+    while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0) data.insert(data.end(), chunk, chunk + n);
+    const bool failed = std::ferror(f) != 0;
+    std::fclose(f);
+    std::string why;
+    std::optional<binaries> bins;
+    if (failed)
+      why = "read error";
+    else
+      bins = decode(data, key, device_count, why);
+    if (!bins) {
+      log_.debug("program cache: entry ", file.string(), " rejected (", why, "); rebuilding");
+      remove(key);
+    }
+    return bins;
+  } catch (...) {
+    return std::nullopt;
+  }
+}
+
+void program_cache::remove(const key_type& key) noexcept {
+  std::error_code ec;
+  std::filesystem::remove(path(key), ec);
+}
+
+void program_cache::disable_writes(const std::string& why) noexcept {
+  writable_.store(false);
+  std::call_once(warned_, [&] {
+    log_.warn("program cache: ", why, "; continuing without the kernel cache (set "
+              "PARENCHYMA_CACHE_DIR to a writable directory)");
+  });
+}
+
+void program_cache::store(const key_type& key, const binaries& bins) noexcept {
+  if (!enabled() || !writable_.load(std::memory_order_relaxed)) return;
+  try {
+    std::error_code ec;
+    std::filesystem::create_directories(dir_, ec);
+    if (ec) {
+      disable_writes(sdk::str("cannot create ", dir_.string(), " (", ec.message(), ")"));
+      return;
+    }
+    const auto data = encode(key, bins);
+    const auto final_path = path(key);
+    // Unique per process and call, in the same directory so that rename() is atomic.
+    static std::atomic<uint64_t> counter{0};
+    const auto tmp = dir_ / sdk::str(sha256::hex(key), ".tmp.", ::getpid(), ".",
+                                     counter.fetch_add(1));
+    const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      disable_writes(sdk::str("cannot write in ", dir_.string(), " (", std::strerror(errno), ")"));
+      return;
+    }
+    size_t done = 0;
+    while (done < data.size()) {
+      const ssize_t w = ::write(fd, data.data() + done, data.size() - done);
+      if (w < 0 && errno == EINTR) continue;
+      if (w <= 0) break;
+      done += static_cast<size_t>(w);
+    }
+    const int write_errno = done == data.size() ? 0 : errno;
+    const bool closed = ::close(fd) == 0;
+    if (done != data.size() || !closed) {
+      std::filesystem::remove(tmp, ec);
+      disable_writes(sdk::str("writing ", tmp.string(), " failed (",
+                              std::strerror(write_errno ? write_errno : EIO), ")"));
+      return;
+    }
+    if (std::rename(tmp.c_str(), final_path.c_str()) != 0) {
+      const int e = errno;
+      std::filesystem::remove(tmp, ec);
+      disable_writes(sdk::str("rename to ", final_path.string(), " failed (", std::strerror(e),
+                              ")"));
+      return;
+    }
+    log_.debug("program cache: stored ", final_path.string(), " (", data.size(), " bytes)");
+  } catch (const std::exception& e) {
+    disable_writes(e.what());
+  } catch (...) {
+    disable_writes("unexpected error");
+  }
+}
+
+} // namespace parenchyma::opencl

@@ -1,0 +1,89 @@
+// The on-disk cache of compiled OpenCL program binaries, under <cache_dir>/opencl.
+//
+// Key: SHA-256 over the cache format, every device's name, vendor, platform version, device
+// version and driver version, the options and the source (each field length-prefixed). One
+// file per key, "<hex key>.clbin": a header (magic, format version, the key, device count,
+// payload size, SHA-256 of the payload) followed by the payload (per device: u64 size, bytes).
+// Writers write a unique temporary file in the same directory and rename it into place, so
+// concurrent processes never see a partial entry; readers verify everything and delete an entry
+// that does not check out. Nothing here throws: a cache that cannot be used is logged once and
+// the plugin goes on without it.
+#pragma once
+
+#include <parenchyma/sdk/common.hpp>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace parenchyma::opencl {
+
+// A small, self-contained SHA-256 (FIPS 180-4).
+class sha256 {
+public:
+  using digest = std::array<uint8_t, 32>;
+  sha256() noexcept;
+  sha256& update(const void* data, size_t size) noexcept;
+  sha256& update(std::string_view s) noexcept { return update(s.data(), s.size()); }
+  // A length-prefixed field, so that ("ab","c") and ("a","bc") hash differently.
+  sha256& field(std::string_view s) noexcept;
+  digest finish() noexcept;
+  static std::string hex(const digest& d);
+
+private:
+  void block(const uint8_t* p) noexcept;
+  uint32_t h_[8];
+  uint8_t buf_[64];
+  size_t used_ = 0;
+  uint64_t total_ = 0;
+};
+
+// What identifies one device's compiler output.
+struct device_identity {
+  std::string_view name, vendor, platform_version, version, driver_version;
+};
+
+class program_cache {
+public:
+  using key_type = sha256::digest;
+  using binaries = std::vector<std::vector<unsigned char>>;
+  static constexpr uint32_t format_version = 1;
+
+  // cache_dir NULL or empty: disabled.
+  program_cache(const char* cache_dir, const sdk::logger& log);
+
+  bool enabled() const noexcept { return !dir_.empty(); }
+  const std::filesystem::path& directory() const noexcept { return dir_; }
+  static key_type key(std::span<const device_identity> devices, std::string_view source,
+                      std::string_view options) noexcept;
+  std::filesystem::path path(const key_type& key) const;
+
+  // The entry's binaries when it exists and is intact (one per device); a damaged entry is
+  // deleted and reported at debug level.
+  std::optional<binaries> load(const key_type& key, size_t device_count) noexcept;
+  // Writes an entry (temporary file + rename). The first failure disables writing, with one
+  // warning through the host log.
+  void store(const key_type& key, const binaries& bins) noexcept;
+  void remove(const key_type& key) noexcept;
+
+  // The file format, shared with tests that craft entries.
+  static std::vector<unsigned char> encode(const key_type& key, const binaries& bins);
+  static std::optional<binaries> decode(std::span<const unsigned char> file, const key_type& key,
+                                        size_t device_count, std::string& why);
+
+private:
+  void disable_writes(const std::string& why) noexcept;
+  std::filesystem::path dir_;
+  const sdk::logger& log_;
+  std::atomic<bool> writable_{true};
+  std::once_flag warned_;
+};
+
+} // namespace parenchyma::opencl
