@@ -1,0 +1,391 @@
+// parenchyma core: Backend (context + queue on one device), op resolution with per-op fallback,
+// op invocation, and user kernels.
+#include "internal.hpp"
+#include "tensor_impl.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+namespace parenchyma {
+inline namespace v1 {
+
+namespace {
+std::atomic<int32_t> g_next_op_slot{0};
+constexpr size_t max_op_args = 24;
+} // namespace
+
+int32_t OpKey::index() const {
+  int32_t s = slot.load(std::memory_order_acquire);
+  if (s >= 0) return s;
+  int32_t fresh = g_next_op_slot.fetch_add(1);
+  int32_t expected = -1;
+  if (slot.compare_exchange_strong(expected, fresh)) return fresh;
+  return expected; // another thread assigned it first
+}
+
+namespace detail {
+std::vector<sig_arg> parse_signature(std::string_view s) {
+  std::vector<sig_arg> out;
+  size_t i = 0;
+  while (i < s.size()) {
+    const char c = s[i];
+    if (c == ' ') {
+      ++i;
+      continue;
+    }
+    if (c == 'i') out.push_back(sig_arg::integer);
+    else if (c == 'f') out.push_back(sig_arg::real);
+    else if (c == 's') out.push_back(sig_arg::scalar);
+    else if (c == 't' && i + 1 < s.size()) {
+      const char m = s[++i];
+      if (m == '<') out.push_back(sig_arg::tensor_in);
+      else if (m == '>') out.push_back(sig_arg::tensor_out);
+      else if (m == '=') out.push_back(sig_arg::tensor_inout);
+      else throw error(errc::internal, "core", "bad op signature \"" + std::string(s) + "\"");
+    } else {
+      throw error(errc::internal, "core", "bad op signature \"" + std::string(s) + "\"");
+    }
+    ++i;
+  }
+  return out;
+}
+} // namespace detail
+
+// ---------------------------------------------------------------------------------------------
+BackendImpl::BackendImpl(std::shared_ptr<RegistryImpl> reg, const Framework& fw, uint32_t dev,
+                         Selection sel)
+    : registry(std::move(reg)), framework(&fw), api(&fw.api()), device(dev),
+      name(fw.name() + ":" + std::to_string(dev)), selection(std::move(sel)) {
+  throw_if(api->context_create(fw.plugin(), &device, 1, &context), "creating a context");
+  if (pcy_error* e = api->queue_create(context, 0, &queue)) {
+    api->context_destroy(context);
+    throw_if(e, "creating a queue");
+  }
+}
+
+BackendImpl::~BackendImpl() {
+  if (queue != nullptr && api->queue_finish != nullptr)
+    if (pcy_error* e = api->queue_finish(queue)) e->destroy(e);
+  for (auto& [bundle, ctx] : bundle_contexts_)
+    if (ctx != nullptr) bundle->api().context_teardown(ctx);
+  ops_.clear();
+  if (queue != nullptr) api->queue_destroy(queue);
+  if (context != nullptr) api->context_destroy(context);
+}
+
+void BackendImpl::finish() { throw_if(api->queue_finish(queue), "waiting for the queue"); }
+
+pcy_bundle_context BackendImpl::bundle_context(const BundleInfo& bundle) {
+  for (auto& [b, ctx] : bundle_contexts_)
+    if (b == &bundle) return ctx;
+  pcy_bundle_context_args a{};
+  a.struct_size = sizeof a;
+  a.plugin = bundle.plugin();
+  a.framework = api;
+  a.framework_plugin = framework->plugin();
+  a.context = context;
+  a.device = 0;
+  a.queue = queue;
+  throw_if(bundle.api().context_init(&a), ("setting up bundle " + bundle.name() + " on " + name).c_str());
+  bundle_contexts_.emplace_back(&bundle, a.bundle);
+  return a.bundle;
+}
+
+detail::BoundOp& BackendImpl::op(const OpKey& key) {
+  const auto idx = static_cast<size_t>(key.index());
+  if (idx < ops_.size() && ops_[idx] && ops_[idx]->st == detail::BoundOp::state::ready)
+    return *ops_[idx];
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (idx >= ops_.size()) ops_.resize(idx + 1);
+  if (!ops_[idx]) ops_[idx] = std::make_unique<detail::BoundOp>();
+  detail::BoundOp& op = *ops_[idx];
+  if (op.st == detail::BoundOp::state::unresolved) resolve(op, key);
+  return op;
+}
+
+void BackendImpl::resolve(detail::BoundOp& op, const OpKey& key) {
+  const std::string opname = std::string(key.extension) + "." + key.name + " (" +
+                             (key.dtype == PCY_DTYPE_F64 ? "f64" : key.dtype == PCY_DTYPE_F32 ? "f32" : "other") + ")";
+  op.signature = detail::parse_signature(key.signature);
+
+  // Finds a bundle for `fw` that serves the op with the front-end's signature.
+  std::string notes;
+  auto find = [&](const Framework& fw) -> std::pair<const BundleInfo*, const pcy_op_desc*> {
+    for (const auto& b : registry->bundles) {
+      if (b->extension() != key.extension || b->framework() != fw.name()) continue;
+      const pcy_op_desc* d = b->find_op(key.name, key.dtype);
+      if (d == nullptr) {
+        notes += "; " + b->name() + " lacks it" + (b->reason().empty() ? "" : " (" + b->reason() + ")");
+        continue;
+      }
+      if (d->signature == nullptr || detail::parse_signature(d->signature) != op.signature) {
+        notes += "; " + b->name() + " declares signature \"" + (d->signature ? d->signature : "") +
+                 "\", expected \"" + key.signature + "\"";
+        continue;
+      }
+      return {b.get(), d};
+    }
+    return {nullptr, nullptr};
+  };
+
+  auto bind = [&](BackendImpl& target, const BundleInfo& b, const pcy_op_desc& d, bool fallback) {
+    op.fn = d.fn;
+    op.bundle = target.bundle_context(b);
+    op.target = &target;
+    op.route = {target.framework->name(), b.name(), d.implementation ? d.implementation : "", fallback};
+    op.st = detail::BoundOp::state::ready;
+  };
+
+  if (auto [b, d] = find(*framework); b != nullptr) {
+    bind(*this, *b, *d, false);
+    return;
+  }
+  const std::string here = notes.empty() ? "; no " + std::string(key.extension) + " bundle for " +
+                                               framework->name() + " is loaded"
+                                         : notes;
+  const fallback_policy policy = registry->config.fallback;
+  if (policy == fallback_policy::deny) {
+    op.st = detail::BoundOp::state::failed;
+    op.failure = opname + " is not offered on " + name + here +
+                 "; the fallback policy is \"deny\": set \"fallback\": \"warn\" or \"allow\" in "
+                 "the config, or choose a backend that offers it";
+    return;
+  }
+  for (const Framework* fw : registry->ranking()) {
+    if (fw == framework) continue;
+    auto [b, d] = find(*fw);
+    if (b == nullptr) continue;
+    auto target = registry->backend_for(*fw, 0, Selection{fw->name(), 0, "fallback for " + opname});
+    bind(*target, *b, *d, true);
+    op.target_ref = std::move(target);
+    if (policy == fallback_policy::warn)
+      detail::log(PCY_LOG_WARN, "core",
+                  opname + " is not offered on " + name + here + "; it runs on " +
+                      op.target->name + " instead (data moves automatically)");
+    return;
+  }
+  op.st = detail::BoundOp::state::failed;
+  op.failure = "no framework offers " + opname + here +
+               ": install a " + key.extension + " bundle plugin (see parenchyma-info --ops)";
+}
+
+// ---------------------------------------------------------------------------------------------
+Backend::Backend() : Backend(Registry::global(), {}) {}
+Backend::Backend(std::string_view request) : Backend(Registry::global(), request) {}
+Backend::Backend(Registry& registry, std::string_view request) {
+  RegistryImpl& r = registry.impl();
+  Selection s = r.select(request);
+  const Framework* fw = registry.find_framework(s.framework);
+  impl_ = r.backend_for(*fw, s.device, s);
+}
+
+const std::string& Backend::name() const noexcept { return impl_->name; }
+const Framework& Backend::framework() const noexcept { return *impl_->framework; }
+const Device& Backend::device() const noexcept { return impl_->framework->devices()[impl_->device]; }
+const Selection& Backend::selection() const noexcept { return impl_->selection; }
+pcy_context Backend::context() const noexcept { return impl_->context; }
+pcy_queue Backend::queue() const noexcept { return impl_->queue; }
+void Backend::synchronize() const { impl_->finish(); }
+uint64_t Backend::fallback_count() const noexcept { return impl_->fallbacks.load(); }
+
+Registry& Backend::registry() const noexcept { return *impl_->registry->owner; }
+
+void* Backend::native(pcy_native_object object) const {
+  if (impl_->api->native_handle == nullptr)
+    throw error(errc::unsupported, impl_->framework->name(), "the plugin offers no native handles");
+  pcy_native_handle_args a{};
+  a.struct_size = sizeof a;
+  a.object = object;
+  a.context = impl_->context;
+  a.device = 0;
+  a.queue = impl_->queue;
+  throw_if(impl_->api->native_handle(&a), "native handle");
+  return a.handle;
+}
+
+void* Backend::native_memory(const TensorStorage& t) const {
+  pcy_memory m = const_cast<TensorStorage&>(t).device(*impl_, access::read);
+  if (impl_->api->native_handle == nullptr)
+    throw error(errc::unsupported, impl_->framework->name(), "the plugin offers no native handles");
+  pcy_native_handle_args a{};
+  a.struct_size = sizeof a;
+  a.object = PCY_NATIVE_MEMORY;
+  a.context = impl_->context;
+  a.memory = m;
+  throw_if(impl_->api->native_handle(&a), "native memory handle");
+  return a.handle;
+}
+
+OpRoute Backend::route(const OpKey& key) const {
+  detail::BoundOp& op = impl_->op(key);
+  if (op.st != detail::BoundOp::state::ready)
+    throw error(op.failure_code, std::string(key.extension) + "." + key.name, op.failure);
+  return op.route;
+}
+
+void Backend::invoke(const OpKey& key, std::span<const OpArg> args) const {
+  detail::BoundOp& op = impl_->op(key);
+  if (op.st != detail::BoundOp::state::ready) [[unlikely]]
+    throw error(op.failure_code, std::string(key.extension) + "." + key.name, op.failure);
+  if (args.size() != op.signature.size() || args.size() > max_op_args) [[unlikely]]
+    throw error(errc::invalid_argument, std::string(key.extension) + "." + key.name,
+                "called with " + std::to_string(args.size()) + " arguments, its signature \"" +
+                    key.signature + "\" has " + std::to_string(op.signature.size()));
+  BackendImpl& target = *op.target;
+  if (&target != impl_.get()) impl_->fallbacks.fetch_add(1, std::memory_order_relaxed);
+
+  std::array<pcy_tensor, max_op_args> tensors;
+  std::array<pcy_op_arg, max_op_args> cargs;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const OpArg& a = args[i];
+    pcy_op_arg& c = cargs[i];
+    c.kind = a.kind;
+    c.intent = a.intent;
+    c.i = a.i;
+    c.f = a.f;
+    c.tensor = nullptr;
+    if (a.kind == PCY_OP_ARG_TENSOR) {
+      TensorStorage& t = *a.tensor;
+      const access acc = a.intent == PCY_INTENT_IN    ? access::read
+                         : a.intent == PCY_INTENT_OUT ? access::write_only
+                                                      : access::write;
+      pcy_tensor& d = tensors[i];
+      d.struct_size = sizeof d;
+      d.ext = nullptr;
+      d.memory = t.device(target, acc);
+      d.dtype = t.dtype();
+      d.ndim = static_cast<int32_t>(t.shape().size());
+      d.shape = t.shape().data();
+      d.strides = nullptr;
+      d.byte_offset = 0;
+      c.tensor = &d;
+    }
+  }
+  pcy_op_call call{};
+  call.struct_size = sizeof call;
+  call.context = op.bundle;
+  call.queue = target.queue;
+  call.args = cargs.data();
+  call.arg_count = static_cast<uint32_t>(args.size());
+  if (pcy_error* e = op.fn(&call)) [[unlikely]]
+    throw_if(e, (std::string(key.extension) + "." + key.name).c_str());
+}
+
+// ---- user kernels ---------------------------------------------------------------------------
+struct ProgramImpl {
+  std::shared_ptr<BackendImpl> backend;
+  pcy_program program = nullptr;
+  bool cache_hit = false;
+  ~ProgramImpl() {
+    if (program != nullptr) backend->api->program_destroy(program);
+  }
+};
+
+struct KernelImpl {
+  std::shared_ptr<ProgramImpl> program;
+  pcy_kernel kernel = nullptr;
+  std::string name;
+  ~KernelImpl() {
+    if (kernel != nullptr) program->backend->api->kernel_destroy(kernel);
+  }
+};
+
+pcy_kernel Kernel::handle() const noexcept { return impl_ ? impl_->kernel : nullptr; }
+const std::string& Kernel::name() const noexcept {
+  static const std::string none;
+  return impl_ ? impl_->name : none;
+}
+bool Program::cache_hit() const noexcept { return impl_ && impl_->cache_hit; }
+pcy_program Program::handle() const noexcept { return impl_ ? impl_->program : nullptr; }
+
+Kernel Program::kernel(std::string_view name) const {
+  if (!impl_) throw error(errc::invalid_argument, "core", "kernel() on an empty Program");
+  const pcy_framework_api& api = *impl_->backend->api;
+  pcy_kernel_create_args a{};
+  a.struct_size = sizeof a;
+  a.program = impl_->program;
+  const std::string n(name);
+  a.name = n.c_str();
+  throw_if(api.kernel_create(&a), ("kernel '" + n + "'").c_str());
+  Kernel k;
+  k.impl_ = std::make_shared<KernelImpl>();
+  k.impl_->program = impl_;
+  k.impl_->kernel = a.kernel;
+  k.impl_->name = n;
+  return k;
+}
+
+Program Backend::build_program(std::string_view source, std::string_view options) const {
+  const pcy_framework_api& api = *impl_->api;
+  if (api.program_build == nullptr || api.kernel_create == nullptr || api.kernel_launch == nullptr)
+    throw error(errc::unsupported, impl_->framework->name(),
+                "this framework plugin cannot build programs: use an OpenCL or CUDA backend for "
+                "user kernels");
+  pcy_program_build_args a{};
+  a.struct_size = sizeof a;
+  a.context = impl_->context;
+  a.source = source.data();
+  a.source_size = source.size();
+  const std::string opts(options);
+  a.options = opts.empty() ? nullptr : opts.c_str();
+  throw_if(api.program_build(&a), "building a program");
+  Program p;
+  p.impl_ = std::make_shared<ProgramImpl>();
+  p.impl_->backend = impl_;
+  p.impl_->program = a.program;
+  p.impl_->cache_hit = a.cache_hit;
+  return p;
+}
+
+void Backend::launch(const Kernel& kernel, const LaunchDims& dims,
+                     std::initializer_list<KernelArg> args) const {
+  launch(kernel, dims, std::span<const KernelArg>(args.begin(), args.size()));
+}
+
+void Backend::launch(const Kernel& kernel, const LaunchDims& dims,
+                     std::span<const KernelArg> args) const {
+  if (!kernel.impl_ || kernel.impl_->program->backend != impl_)
+    throw error(errc::invalid_argument, impl_->name,
+                "the kernel was not built on this backend: build the program on it first");
+  constexpr size_t max_args = 64;
+  if (args.size() > max_args)
+    throw error(errc::invalid_argument, impl_->name, "more than 64 kernel arguments");
+  std::array<pcy_kernel_arg, max_args> cargs{};
+  for (size_t i = 0; i < args.size(); ++i) {
+    const KernelArg& a = args[i];
+    pcy_kernel_arg& c = cargs[i];
+    switch (a.type) {
+    case KernelArg::kind::tensor: {
+      const access acc = a.intent == PCY_INTENT_IN    ? access::read
+                         : a.intent == PCY_INTENT_OUT ? access::write_only
+                                                      : access::write;
+      c.kind = PCY_ARG_MEMORY;
+      c.memory = a.tensor->device(*impl_, acc);
+      break;
+    }
+    case KernelArg::kind::scalar:
+      c.kind = PCY_ARG_SCALAR;
+      c.value = a.value;
+      c.size = a.size;
+      break;
+    case KernelArg::kind::local:
+      c.kind = PCY_ARG_LOCAL;
+      c.size = a.size;
+      break;
+    }
+  }
+  pcy_kernel_launch_args l{};
+  l.struct_size = sizeof l;
+  l.queue = impl_->queue;
+  l.kernel = kernel.impl_->kernel;
+  l.dims = dims.dims;
+  std::copy(std::begin(dims.global), std::end(dims.global), l.global);
+  std::copy(std::begin(dims.local), std::end(dims.local), l.local);
+  l.args = cargs.data();
+  l.arg_count = static_cast<uint32_t>(args.size());
+  throw_if(impl_->api->kernel_launch(&l), ("launching kernel '" + kernel.impl_->name + "'").c_str());
+}
+
+} // namespace v1
+} // namespace parenchyma

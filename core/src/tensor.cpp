@@ -1,0 +1,390 @@
+// parenchyma core: SharedTensor's storage — slots per device, lazy coherence by access intent,
+// and the transfer routes (zero-copy alias, same-framework copy, host staging).
+#include "tensor_impl.hpp"
+
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+
+namespace parenchyma {
+inline namespace v1 {
+
+namespace {
+
+uint64_t element_size(pcy_dtype t) {
+  switch (t) {
+  case PCY_DTYPE_F32:
+  case PCY_DTYPE_I32: return 4;
+  case PCY_DTYPE_F64:
+  case PCY_DTYPE_I64: return 8;
+  case PCY_DTYPE_U8: return 1;
+  }
+  throw error(errc::invalid_argument, "SharedTensor", "unknown dtype");
+}
+
+uint64_t element_count(const std::vector<int64_t>& shape) {
+  uint64_t n = 1;
+  for (int64_t d : shape) {
+    if (d < 0)
+      throw error(errc::invalid_argument, "SharedTensor",
+                  "negative dimension " + std::to_string(d) + " in the shape");
+    n *= static_cast<uint64_t>(d);
+  }
+  return n;
+}
+
+std::string shape_string(const std::vector<int64_t>& shape) {
+  std::string s = "[";
+  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  return s + "]";
+}
+
+// pcy_error -> exception, except UNSUPPORTED which the caller treats as "try another route".
+bool unsupported_or_throw(pcy_error* e, const char* what) {
+  if (e == nullptr) return false;
+  if (e->code == PCY_ERR_UNSUPPORTED) {
+    e->destroy(e);
+    return true;
+  }
+  throw_if(e, what);
+  return false;
+}
+
+constexpr uint64_t host_alignment = 4096;
+
+} // namespace
+
+TensorStorage::Impl::~Impl() { release(); }
+
+std::string TensorStorage::Impl::describe() const {
+  return shape_string(shape) + " " + (dtype == PCY_DTYPE_F64 ? "f64" : dtype == PCY_DTYPE_F32 ? "f32" : "tensor");
+}
+
+void TensorStorage::Impl::release() {
+  for (BackendImpl* b : in_flight)
+    if (pcy_error* e = b->api->queue_finish(b->queue)) e->destroy(e);
+  in_flight.clear();
+  for (size_t i = slots.size(); i-- > 0;) {
+    Slot& s = slots[i];
+    if (s.backend && s.memory != nullptr) s.backend->api->memory_free(s.memory);
+    if (s.owns_host) std::free(s.host_ptr);
+  }
+  slots.clear();
+  host = -1;
+  valid = 0;
+  next_group = 0;
+}
+
+int TensorStorage::Impl::new_group() {
+  if (next_group >= 64)
+    throw error(errc::unsupported, "SharedTensor",
+                "a tensor can hold copies on at most 64 devices");
+  return next_group++;
+}
+
+void TensorStorage::Impl::settle_except(const BackendImpl* keep) {
+  if (in_flight.empty() || (in_flight.size() == 1 && in_flight[0] == keep)) return;
+  for (size_t i = 0; i < in_flight.size();) {
+    if (in_flight[i] == keep) {
+      ++i;
+      continue;
+    }
+    in_flight[i]->finish();
+    in_flight.erase(in_flight.begin() + static_cast<std::ptrdiff_t>(i));
+  }
+}
+
+int TensorStorage::Impl::make_host_slot() {
+  // 1. Alias a device slot whose bytes are host memory (native plugin, CPU OpenCL, pinned).
+  for (size_t i = 0; i < slots.size(); ++i) {
+    Slot& s = slots[i];
+    if (!s.backend || s.memory == nullptr || s.backend->api->memory_export == nullptr) continue;
+    pcy_memory_handle h{};
+    h.struct_size = sizeof h;
+    pcy_memory_export_args a{};
+    a.struct_size = sizeof a;
+    a.memory = s.memory;
+    a.kind = PCY_HANDLE_HOST_POINTER;
+    a.handle = &h;
+    if (unsupported_or_throw(s.backend->api->memory_export(&a), "exporting a host pointer")) continue;
+    if (h.host_pointer == nullptr || h.bytes < bytes) continue;
+    Slot host_slot;
+    host_slot.host_ptr = h.host_pointer;
+    host_slot.group = s.group;
+    slots.push_back(std::move(host_slot));
+    ++stats.aliases;
+    return host = static_cast<int>(slots.size() - 1);
+  }
+  // 2. Pinned memory from a plugin that offers it, when asked for.
+  const uint64_t alloc_bytes = bytes == 0 ? host_alignment : bytes;
+  if (pinned_host) {
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const std::shared_ptr<BackendImpl> b = slots[i].backend;
+      if (!b || b->api->memory_export == nullptr) continue;
+      pcy_memory_alloc_args a{};
+      a.struct_size = sizeof a;
+      a.context = b->context;
+      a.device = 0;
+      a.bytes = alloc_bytes;
+      a.flags = PCY_MEMORY_HOST_PINNED;
+      if (pcy_error* e = b->api->memory_alloc(&a)) {
+        e->destroy(e);
+        continue;
+      }
+      pcy_memory_handle h{};
+      h.struct_size = sizeof h;
+      pcy_memory_export_args x{};
+      x.struct_size = sizeof x;
+      x.memory = a.memory;
+      x.kind = PCY_HANDLE_HOST_POINTER;
+      x.handle = &h;
+      if (pcy_error* e = b->api->memory_export(&x)) {
+        e->destroy(e);
+        b->api->memory_free(a.memory);
+        continue;
+      }
+      Slot host_slot;
+      host_slot.backend = b;
+      host_slot.memory = a.memory;
+      host_slot.host_ptr = h.host_pointer;
+      host_slot.group = new_group();
+      slots.push_back(std::move(host_slot));
+      return host = static_cast<int>(slots.size() - 1);
+    }
+  }
+  // 3. Plain page-aligned host memory (pages are touched only when written).
+  const uint64_t rounded = (alloc_bytes + host_alignment - 1) / host_alignment * host_alignment;
+  void* p = std::aligned_alloc(host_alignment, rounded);
+  if (p == nullptr)
+    throw error(errc::out_of_memory, "SharedTensor",
+                "host allocation of " + std::to_string(rounded) + " bytes failed for " + describe());
+  Slot host_slot;
+  host_slot.host_ptr = p;
+  host_slot.owns_host = true;
+  host_slot.group = new_group();
+  slots.push_back(std::move(host_slot));
+  return host = static_cast<int>(slots.size() - 1);
+}
+
+int TensorStorage::Impl::make_device_slot(BackendImpl& b) {
+  const pcy_framework_api& api = *b.api;
+  // A fresh tensor gets its host copy first, so that devices sharing host memory can alias it.
+  if (slots.empty() && api.memory_import != nullptr) make_host_slot();
+
+  // 1. Zero-copy: import a handle exported by an existing slot.
+  if (api.memory_import != nullptr) {
+    for (size_t i = 0; i < slots.size(); ++i) {
+      const Slot& s = slots[i];
+      static constexpr pcy_handle_kind kinds[] = {PCY_HANDLE_HOST_POINTER,
+                                                  PCY_HANDLE_CUDA_DEVICE_POINTER,
+                                                  PCY_HANDLE_OPENCL_BUFFER};
+      for (pcy_handle_kind kind : kinds) {
+        pcy_memory_handle h{};
+        h.struct_size = sizeof h;
+        if (!s.backend || s.memory == nullptr) {
+          if (kind != PCY_HANDLE_HOST_POINTER || s.host_ptr == nullptr) continue;
+          h.kind = PCY_HANDLE_HOST_POINTER;
+          h.host_pointer = s.host_ptr;
+          h.bytes = bytes == 0 ? host_alignment : bytes;
+        } else {
+          if (s.backend->api->memory_export == nullptr) break;
+          pcy_memory_export_args x{};
+          x.struct_size = sizeof x;
+          x.memory = s.memory;
+          x.kind = kind;
+          x.handle = &h;
+          if (unsupported_or_throw(s.backend->api->memory_export(&x), "exporting memory")) continue;
+        }
+        pcy_memory_import_args im{};
+        im.struct_size = sizeof im;
+        im.context = b.context;
+        im.device = 0;
+        im.handle = &h;
+        if (unsupported_or_throw(api.memory_import(&im), "importing memory")) continue;
+        Slot slot;
+        slot.backend = b.self.lock();
+        slot.memory = im.memory;
+        slot.group = s.group;
+        slots.push_back(std::move(slot));
+        ++stats.aliases;
+        return static_cast<int>(slots.size() - 1);
+      }
+    }
+  }
+  // 2. Fresh device memory.
+  pcy_memory_alloc_args a{};
+  a.struct_size = sizeof a;
+  a.context = b.context;
+  a.device = 0;
+  a.bytes = bytes == 0 ? 4 : bytes;
+  throw_if(api.memory_alloc(&a), ("allocating " + describe() + " on " + b.name).c_str());
+  Slot slot;
+  slot.backend = b.self.lock();
+  slot.memory = a.memory;
+  try {
+    slot.group = new_group();
+  } catch (...) {
+    api.memory_free(a.memory);
+    throw;
+  }
+  slots.push_back(std::move(slot));
+  return static_cast<int>(slots.size() - 1);
+}
+
+void TensorStorage::Impl::sync_into(int idx) {
+  if (is_valid(slots[static_cast<size_t>(idx)].group) || valid == 0 || bytes == 0) return;
+  Slot* dst = &slots[static_cast<size_t>(idx)];
+  if (dst->backend) {
+    BackendImpl& db = *dst->backend;
+    // 1. A device copy inside one framework.
+    if (db.api->memory_copy != nullptr) {
+      for (const Slot& s : slots) {
+        if (!s.backend || s.memory == nullptr || !is_valid(s.group) || s.host_ptr != nullptr ||
+            s.backend->framework != db.framework)
+          continue;
+        pcy_memory_copy_args c{};
+        c.struct_size = sizeof c;
+        c.queue = db.queue;
+        c.src = s.memory;
+        c.dst = dst->memory;
+        c.bytes = bytes;
+        if (unsupported_or_throw(db.api->memory_copy(&c), "device copy")) continue;
+        ++stats.device_copies;
+        stats.bytes_device_copy += bytes;
+        valid |= uint64_t{1} << dst->group;
+        return;
+      }
+    }
+    // 2. From the host copy; 3. staged through it.
+    if (host < 0) {
+      make_host_slot();
+      dst = &slots[static_cast<size_t>(idx)];
+    }
+    sync_into(host);
+    if (is_valid(dst->group)) return; // the host copy aliases dst
+    pcy_memory_transfer_args w{};
+    w.struct_size = sizeof w;
+    w.queue = db.queue;
+    w.memory = dst->memory;
+    w.host_pointer = slots[static_cast<size_t>(host)].host_ptr;
+    w.bytes = bytes;
+    w.blocking = false; // the host copy is not touched before this queue is settled
+    throw_if(db.api->memory_write(&w), ("copying " + describe() + " to " + db.name).c_str());
+    ++stats.host_to_device;
+    stats.bytes_to_device += bytes;
+    valid |= uint64_t{1} << dst->group;
+    return;
+  }
+  // The host copy: read a valid device slot.
+  for (const Slot& s : slots) {
+    if (!s.backend || s.memory == nullptr || !is_valid(s.group)) continue;
+    pcy_memory_transfer_args r{};
+    r.struct_size = sizeof r;
+    r.queue = s.backend->queue;
+    r.memory = s.memory;
+    r.host_pointer = dst->host_ptr;
+    r.bytes = bytes;
+    r.blocking = true;
+    throw_if(s.backend->api->memory_read(&r),
+             ("copying " + describe() + " from " + s.backend->name + " to the host").c_str());
+    ++stats.device_to_host;
+    stats.bytes_to_host += bytes;
+    valid |= uint64_t{1} << dst->group;
+    return;
+  }
+  throw error(errc::internal, "SharedTensor", "no valid copy to read " + describe() + " from");
+}
+
+pcy_memory TensorStorage::Impl::device(BackendImpl& b, access intent) {
+  settle_except(&b);
+  int idx = find(&b);
+  if (idx < 0 || slots[static_cast<size_t>(idx)].host_ptr != nullptr) {
+    idx = -1;
+    for (size_t i = 0; i < slots.size(); ++i)
+      if (slots[i].backend.get() == &b && slots[i].host_ptr == nullptr) idx = static_cast<int>(i);
+    if (idx < 0) idx = make_device_slot(b);
+  }
+  const int group = slots[static_cast<size_t>(idx)].group;
+  if (intent != access::write_only) {
+    if (valid == 0)
+      throw error(errc::uninitialized, "SharedTensor",
+                  "reading " + describe() + " on " + b.name +
+                      ", but nothing was ever written to it: write it first (write()/write_only() "
+                      "on the host, or pass it as an op output)");
+    sync_into(idx);
+  }
+  if (intent != access::read) valid = uint64_t{1} << group;
+  bool listed = false;
+  for (BackendImpl* f : in_flight) listed = listed || f == &b;
+  if (!listed) in_flight.push_back(&b);
+  return slots[static_cast<size_t>(idx)].memory;
+}
+
+void* TensorStorage::Impl::host_access(access intent) {
+  settle_except(nullptr);
+  if (host < 0) make_host_slot();
+  const Slot& h = slots[static_cast<size_t>(host)];
+  if (intent == access::read && valid == 0)
+    throw error(errc::uninitialized, "SharedTensor",
+                "reading " + describe() +
+                    " on the host, but nothing was ever written to it: write it first");
+  if (intent != access::write_only) sync_into(host);
+  if (intent != access::read) valid = uint64_t{1} << h.group;
+  return slots[static_cast<size_t>(host)].host_ptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+TensorStorage::TensorStorage(pcy_dtype dtype, std::vector<int64_t> shape)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->dtype = dtype;
+  impl_->count = element_count(shape);
+  impl_->bytes = impl_->count * element_size(dtype);
+  impl_->shape = std::move(shape);
+}
+TensorStorage::~TensorStorage() = default;
+TensorStorage::TensorStorage(TensorStorage&&) noexcept = default;
+TensorStorage& TensorStorage::operator=(TensorStorage&&) noexcept = default;
+
+pcy_dtype TensorStorage::dtype() const noexcept { return impl_->dtype; }
+const std::vector<int64_t>& TensorStorage::shape() const noexcept { return impl_->shape; }
+uint64_t TensorStorage::size() const noexcept { return impl_->count; }
+uint64_t TensorStorage::bytes() const noexcept { return impl_->bytes; }
+bool TensorStorage::initialized() const noexcept { return impl_->valid != 0; }
+
+void TensorStorage::reshape(std::vector<int64_t> shape) {
+  const uint64_t n = element_count(shape);
+  if (n != impl_->count)
+    throw error(errc::invalid_argument, "SharedTensor",
+                "reshape from " + shape_string(impl_->shape) + " (" + std::to_string(impl_->count) +
+                    " elements) to " + shape_string(shape) + " (" + std::to_string(n) +
+                    " elements): the element count must stay the same; use resize() to change it");
+  impl_->shape = std::move(shape);
+}
+
+void TensorStorage::resize(std::vector<int64_t> shape) {
+  const uint64_t n = element_count(shape);
+  impl_->release();
+  impl_->shape = std::move(shape);
+  impl_->count = n;
+  impl_->bytes = n * element_size(impl_->dtype);
+}
+
+void* TensorStorage::host(access intent) { return impl_->host_access(intent); }
+const void* TensorStorage::host_read() const { return impl_->host_access(access::read); }
+pcy_memory TensorStorage::device(const Backend& backend, access intent) {
+  return impl_->device(backend.impl(), intent);
+}
+pcy_memory TensorStorage::device(BackendImpl& backend, access intent) {
+  return impl_->device(backend, intent);
+}
+void TensorStorage::prefer_pinned_host(bool pinned) { impl_->pinned_host = pinned; }
+const TransferStats& TensorStorage::stats() const noexcept { return impl_->stats; }
+void TensorStorage::reset_stats() noexcept { impl_->stats = {}; }
+size_t TensorStorage::slot_count() const noexcept {
+  size_t n = 0;
+  for (const Slot& s : impl_->slots) n += (s.backend && s.host_ptr == nullptr) ? 1 : 0;
+  return n;
+}
+
+} // namespace v1
+} // namespace parenchyma

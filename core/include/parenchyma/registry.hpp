@@ -182,7 +182,7 @@ public:
   RegistryImpl& impl() noexcept { return *impl_; }
 
 private:
-  std::unique_ptr<RegistryImpl> impl_;
+  std::shared_ptr<RegistryImpl> impl_;
 };
 
 } // namespace v1

@@ -1,0 +1,56 @@
+// parenchyma core, private: the slots behind a SharedTensor and their coherence state.
+#pragma once
+
+#include "internal.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace parenchyma {
+inline namespace v1 {
+
+// One copy of the tensor's bytes. The host copy has backend == nullptr.
+// Slots that alias the same bytes (a zero-copy import) share a group; validity is per group.
+struct Slot {
+  std::shared_ptr<BackendImpl> backend; // owner of `memory`; null for the host copy
+  pcy_memory memory = nullptr;          // device memory (or the plugin memory behind host_ptr)
+  void* host_ptr = nullptr;             // host copy: where the bytes are
+  bool owns_host = false;               // host_ptr came from our aligned allocation
+  int group = 0;
+};
+
+struct TensorStorage::Impl {
+  pcy_dtype dtype;
+  std::vector<int64_t> shape;
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+  std::vector<Slot> slots; // creation order: an alias is always after what it aliases
+  int host = -1;           // index of the host copy in slots
+  uint64_t valid = 0;      // bit g: group g holds the latest data
+  int next_group = 0;
+  bool pinned_host = false;
+  // Backends whose queues may still be using this tensor's memory.
+  std::vector<BackendImpl*> in_flight;
+  TransferStats stats;
+
+  ~Impl();
+  void release();
+  int find(const BackendImpl* b) const noexcept {
+    for (size_t i = 0; i < slots.size(); ++i)
+      if (slots[i].backend.get() == b) return static_cast<int>(i);
+    return -1;
+  }
+  bool is_valid(int group) const noexcept { return (valid >> group) & 1u; }
+  int new_group();
+  void settle_except(const BackendImpl* keep);
+  int make_device_slot(BackendImpl& b);
+  int make_host_slot();
+  void sync_into(int slot);
+  pcy_memory device(BackendImpl& b, access intent);
+  void* host_access(access intent);
+  std::string describe() const;
+};
+
+} // namespace v1
+} // namespace parenchyma

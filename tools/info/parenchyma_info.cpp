@@ -1,0 +1,206 @@
+// parenchyma-info: every plugin tried (with status and reason), frameworks and devices, the
+// ranking, the backend that would be selected and why, and the op x framework coverage.
+//   parenchyma-info [--json] [--explain] [--ops] [--backend REQUEST]
+#include <parenchyma/parenchyma.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+#include <variant>
+
+namespace pa = parenchyma;
+
+namespace {
+
+const char* dtype_name(pcy_dtype t) {
+  switch (t) {
+  case PCY_DTYPE_F32: return "f32";
+  case PCY_DTYPE_F64: return "f64";
+  case PCY_DTYPE_I32: return "i32";
+  case PCY_DTYPE_I64: return "i64";
+  case PCY_DTYPE_U8: return "u8";
+  }
+  return "?";
+}
+
+nlohmann::json value_json(const pa::property_value& v) {
+  return std::visit([](const auto& x) { return nlohmann::json(x); }, v);
+}
+
+std::string value_text(const pa::property_value& v) {
+  if (auto s = std::get_if<std::string>(&v)) return *s;
+  if (auto i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+  if (auto d = std::get_if<double>(&v)) return std::to_string(*d);
+  return std::get<bool>(v) ? "true" : "false";
+}
+
+struct Outcome {
+  bool ok = false;
+  pa::Selection selection;
+  std::string error;
+};
+
+Outcome selected(const pa::Registry& r, const std::string& request) {
+  Outcome o;
+  try {
+    o.selection = r.select(request);
+    o.ok = true;
+  } catch (const pa::error& e) {
+    o.error = e.what();
+  }
+  return o;
+}
+
+void usage() {
+  std::puts("usage: parenchyma-info [--json] [--explain] [--ops] [--backend REQUEST]\n"
+            "  --json        machine-readable output (stable keys: plugins, frameworks, ranking,\n"
+            "                selected, ops)\n"
+            "  --explain     the search path, config files, every load stage and advice\n"
+            "  --ops         the op x framework coverage matrix\n"
+            "  --backend R   show what the request R (e.g. \"opencl,native\") would select");
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  bool json = false, explain = false, ops = false;
+  std::string request;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--json")) json = true;
+    else if (!std::strcmp(argv[i], "--explain")) explain = true;
+    else if (!std::strcmp(argv[i], "--ops")) ops = true;
+    else if (!std::strcmp(argv[i], "--backend") && i + 1 < argc) request = argv[++i];
+    else if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
+      usage();
+      return 0;
+    } else {
+      std::fprintf(stderr, "parenchyma-info: unknown argument '%s'\n", argv[i]);
+      usage();
+      return 2;
+    }
+  }
+
+  std::unique_ptr<pa::Registry> owned;
+  try {
+    owned = std::make_unique<pa::Registry>();
+  } catch (const pa::error& e) {
+    std::fprintf(stderr, "parenchyma-info: %s\n", e.what());
+    return 1;
+  }
+  const pa::Registry& r = *owned;
+  const Outcome sel = selected(r, request);
+  const auto ranking = r.ranking();
+  const auto coverage = r.op_coverage();
+
+  if (json) {
+    nlohmann::json j;
+    j["version"] = 1;
+    j["plugins"] = nlohmann::json::array();
+    for (const auto& e : r.load_report())
+      j["plugins"].push_back({{"name", e.name}, {"kind", e.kind}, {"path", e.path},
+                              {"status", e.status}, {"stage", e.stage}, {"reason", e.reason},
+                              {"advice", e.advice}});
+    j["frameworks"] = nlohmann::json::array();
+    for (const auto& f : r.frameworks()) {
+      nlohmann::json fj{{"name", f->name()}, {"path", f->path()}, {"version", f->version()},
+                        {"reason", f->reason()}, {"devices", nlohmann::json::array()}};
+      for (const auto& d : f->devices()) {
+        nlohmann::json props = nlohmann::json::object();
+        for (const auto& [k, v] : d.properties) props[k] = value_json(v);
+        fj["devices"].push_back({{"index", d.index}, {"name", d.name}, {"vendor", d.vendor},
+                                 {"kind", pa::to_string(d.kind)}, {"properties", props}});
+      }
+      j["frameworks"].push_back(fj);
+    }
+    j["ranking"] = nlohmann::json::array();
+    for (const auto* f : ranking) j["ranking"].push_back(f->name());
+    if (sel.ok)
+      j["selected"] = {{"backend", sel.selection.framework + ":" + std::to_string(sel.selection.device)},
+                       {"framework", sel.selection.framework},
+                       {"device", sel.selection.device},
+                       {"reason", sel.selection.reason}};
+    else
+      j["selected"] = {{"backend", nullptr}, {"error", sel.error}};
+    j["ops"] = nlohmann::json::array();
+    for (const auto& c : coverage)
+      j["ops"].push_back({{"extension", c.extension}, {"op", c.op}, {"dtype", dtype_name(c.dtype)},
+                          {"framework", c.framework}, {"bundle", c.bundle},
+                          {"implementation", c.implementation}});
+    j["config"] = {{"sources", r.config().sources},
+                   {"fallback", pa::to_string(r.config().fallback)},
+                   {"ranking", r.config().ranking}};
+    std::cout << j.dump(2) << "\n";
+    return 0;
+  }
+
+  std::cout << "Plugins\n";
+  for (const auto& e : r.load_report()) {
+    std::printf("  %-14s %-9s %-7s %s\n", e.name.c_str(), e.kind.c_str(), e.status.c_str(),
+                e.reason.c_str());
+    if (explain) {
+      std::printf("      path:   %s\n      stage:  %s\n", e.path.c_str(), e.stage.c_str());
+      if (!e.advice.empty()) std::printf("      advice: %s\n", e.advice.c_str());
+    }
+  }
+  std::cout << "\nFrameworks\n";
+  for (const auto& f : r.frameworks()) {
+    std::printf("  %s %s: %zu device(s)%s%s\n", f->name().c_str(), f->version().c_str(),
+                f->devices().size(), f->reason().empty() ? "" : " - ", f->reason().c_str());
+    for (const auto& d : f->devices()) {
+      std::printf("    [%u] %s (%s)\n", d.index, d.name.c_str(), pa::to_string(d.kind));
+      for (const auto& [k, v] : d.properties) {
+        std::string text = value_text(v);
+        if (!explain && text.size() > 100) text = text.substr(0, 97) + "...";
+        std::printf("        %-18s %s\n", k.c_str(), text.c_str());
+      }
+    }
+  }
+  std::cout << "\nRanking\n  ";
+  for (size_t i = 0; i < ranking.size(); ++i)
+    std::cout << (i ? " > " : "") << ranking[i]->name();
+  if (ranking.empty()) std::cout << "(no framework with a device)";
+  std::cout << "\n\nSelected\n";
+  if (sel.ok)
+    std::printf("  %s:%u\n  why: %s\n", sel.selection.framework.c_str(), sel.selection.device,
+                sel.selection.reason.c_str());
+  else
+    std::printf("  none\n  why: %s\n", sel.error.c_str());
+
+  if (ops || explain) {
+    std::cout << "\nOps (extension.op dtype: framework = implementation)\n";
+    std::set<std::string> frameworks;
+    for (const auto& f : r.frameworks()) frameworks.insert(f->name());
+    std::map<std::string, std::map<std::string, std::string>> matrix;
+    for (const auto& c : coverage)
+      matrix[c.extension + "." + c.op + " " + dtype_name(c.dtype)][c.framework] = c.implementation;
+    std::printf("  %-16s", "");
+    for (const auto& f : frameworks) std::printf(" | %-24s", f.c_str());
+    std::printf("\n");
+    for (const auto& [op, cells] : matrix) {
+      std::printf("  %-16s", op.c_str());
+      for (const auto& f : frameworks) {
+        auto it = cells.find(f);
+        std::string cell = it == cells.end() ? "-" : it->second;
+        if (cell.size() > 24) cell = cell.substr(0, 21) + "...";
+        std::printf(" | %-24s", cell.c_str());
+      }
+      std::printf("\n");
+    }
+    if (matrix.empty()) std::printf("  (no bundle plugin loaded)\n");
+  }
+  if (explain) {
+    std::cout << "\nSearch path (in order)\n";
+    for (const auto& p : r.search_path()) std::cout << "  " << p.string() << "\n";
+    std::cout << "\nConfig\n";
+    for (const auto& s : r.config().sources) std::cout << "  read: " << s << "\n";
+    std::cout << "  fallback: " << pa::to_string(r.config().fallback) << "\n  ranking:";
+    for (const auto& n : r.config().ranking) std::cout << " " << n;
+    std::cout << "\n";
+  }
+  return 0;
+}
