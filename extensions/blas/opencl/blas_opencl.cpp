@@ -1,0 +1,621 @@
+// BLAS bundle for the OpenCL framework: our own OpenCL C kernels (kernels_cl.hpp) for every op,
+// plus CLBlast on the backend's own cl_command_queue when CLBlast was found at build time. Per op
+// the faster of the two on PoCL (measured by tools/bench/blas, table in docs/blas.md) is the
+// default; PARENCHYMA_BLAS_OPENCL_IMPL=own|clblast overrides it for every op. Ops whose scalars
+// live on the device always use our kernels (CLBlast takes host scalars only).
+// Everything per context (programs, kernels, scratch buffers, the cl_command_queue) is made once
+// in context_init; an op decodes its arguments, looks up cl_mem handles and enqueues.
+#include "blas_call.hpp"
+#include "kernels_cl.hpp"
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#ifdef PARENCHYMA_HAVE_CLBLAST
+#include <clblast_c.h>
+#endif
+
+namespace {
+
+using namespace parenchyma;
+using blas_bundle::blas_call;
+using blas_bundle::to_int;
+
+constexpr const char* bundle_name = "blas_opencl";
+constexpr uint32_t reduce_wg = 256; // RWG: work-group size of reductions and gemv_n
+
+enum op_id { ASUM, AXPY, AXPBY, COPY, DOT, NRM2, SCAL, SWAP, GEMV, GEMM, OP_COUNT };
+constexpr std::array<const char*, OP_COUNT> op_names{"asum", "axpy", "axpby", "copy", "dot",
+                                                     "nrm2", "scal", "swap", "gemv", "gemm"};
+enum class impl { own, clblast };
+
+// The default per op on PoCL, from tools/bench/blas (docs/blas.md, "C5"): CLBlast where it was
+// faster than our kernels, our kernels elsewhere. axpby has no CLBlast routine.
+constexpr std::array<impl, OP_COUNT> measured_default{
+    impl::own, impl::own, impl::own, impl::own, impl::own,
+    impl::own, impl::own, impl::own, impl::own, impl::own};
+
+const char* env(const char* name) {
+#if defined(__GLIBC__)
+  return secure_getenv(name); // ignored in set-uid processes
+#else
+  return std::getenv(name);
+#endif
+}
+
+struct kernel_set {
+  pcy_kernel axpby = nullptr, axpy = nullptr, scal = nullptr, copy = nullptr, swap = nullptr;
+  pcy_kernel reduce_1 = nullptr, reduce_2 = nullptr, gemv_n = nullptr, gemv_t = nullptr;
+  std::array<pcy_kernel, 4> gemm{}; // nn, nt, tn, tt
+};
+
+struct dtype_state {
+  bool available = false;
+  std::string reason; // why not available
+  pcy_program program = nullptr;
+  kernel_set k;
+};
+
+// gemm blocking: the tiled (local-memory) form for GPUs, the direct form for CPUs.
+struct gemm_shape {
+  bool tiled = true;
+  int ts_m = 64, ts_n = 64, ts_k = 16, wpt_m = 4, wpt_n = 4;
+};
+
+struct ocl_context {
+  const pcy_framework_api* fw = nullptr;
+  pcy_queue queue = nullptr;
+  void* cl_queue = nullptr; // cl_command_queue, for CLBlast
+  std::array<impl, OP_COUNT> choice{};
+  dtype_state f32, f64;
+  pcy_memory dummy = nullptr;    // stands in for a scalar buffer when the scalar is a host value
+  pcy_memory partials = nullptr; // stage-1 partial sums of the reductions
+  uint32_t max_groups = 64;
+  gemm_shape gs;
+
+  ocl_context() = default;
+  ocl_context(const ocl_context&) = delete;
+  ocl_context& operator=(const ocl_context&) = delete;
+  ~ocl_context() {
+    for (dtype_state* d : {&f32, &f64}) {
+      for (pcy_kernel k : {d->k.axpby, d->k.axpy, d->k.scal, d->k.copy, d->k.swap, d->k.reduce_1,
+                           d->k.reduce_2, d->k.gemv_n, d->k.gemv_t})
+        if (k != nullptr) fw->kernel_destroy(k);
+      for (pcy_kernel k : d->k.gemm)
+        if (k != nullptr) fw->kernel_destroy(k);
+      if (d->program != nullptr) fw->program_destroy(d->program);
+    }
+    if (dummy != nullptr) fw->memory_free(dummy);
+    if (partials != nullptr) fw->memory_free(partials);
+  }
+
+  template <class T> const dtype_state& state() const {
+    const dtype_state& d = std::is_same_v<T, float> ? f32 : f64;
+    if (!d.available) sdk::fail(PCY_ERR_UNSUPPORTED, d.reason);
+    return d;
+  }
+  void* cl_mem_of(const pcy_tensor& t) const {
+    pcy_native_handle_args a{};
+    a.struct_size = sizeof a;
+    a.object = PCY_NATIVE_MEMORY;
+    a.memory = t.memory;
+    sdk::check(fw->native_handle(&a));
+    return a.handle;
+  }
+  void launch(pcy_queue q, pcy_kernel k, uint32_t dims, std::array<uint64_t, 2> global,
+              std::array<uint32_t, 2> local, std::initializer_list<pcy_kernel_arg> args) const {
+    pcy_kernel_launch_args l{};
+    l.struct_size = sizeof l;
+    l.queue = q;
+    l.kernel = k;
+    l.dims = dims;
+    l.global[0] = global[0];
+    l.global[1] = global[1];
+    l.global[2] = 1;
+    l.local[0] = local[0];
+    l.local[1] = local[1];
+    l.local[2] = 1;
+    l.args = args.begin();
+    l.arg_count = static_cast<uint32_t>(args.size());
+    sdk::check(fw->kernel_launch(&l));
+  }
+};
+
+// Kernel argument builders; values point at locals that outlive the launch call.
+pcy_kernel_arg mem(pcy_memory m) { return {PCY_ARG_MEMORY, m, nullptr, 0}; }
+template <class V> pcy_kernel_arg val(const V& v) { return {PCY_ARG_SCALAR, nullptr, &v, sizeof(V)}; }
+
+uint64_t round_up(uint64_t v, uint64_t m) { return (v + m - 1) / m * m; }
+
+// A scalar as kernel arguments: host value, buffer (tensor or dummy) and its flag bit.
+template <class T> struct kscalar {
+  T value = 0;
+  pcy_memory buffer = nullptr;
+  int flag = 0;
+};
+template <class T>
+kscalar<T> kernel_scalar(const ocl_context& cx, const blas_bundle::scalar_arg& s, int bit) {
+  if (s.tensor != nullptr) return {T(0), s.tensor->memory, bit};
+  return {static_cast<T>(s.value), cx.dummy, 0};
+}
+
+template <class T> constexpr pcy_dtype dt = std::is_same_v<T, float> ? PCY_DTYPE_F32 : PCY_DTYPE_F64;
+template <class T> bool host_scalars(const blas_call& c) {
+  return c.alpha.tensor == nullptr && c.beta.tensor == nullptr;
+}
+
+#ifdef PARENCHYMA_HAVE_CLBLAST
+// CLBlast's C API by dtype.
+template <class T> struct clb;
+template <> struct clb<float> {
+  static constexpr auto asum = CLBlastSasum, nrm2 = CLBlastSnrm2;
+  static constexpr auto dot = CLBlastSdot;
+  static constexpr auto axpy = CLBlastSaxpy;
+  static constexpr auto scal = CLBlastSscal;
+  static constexpr auto copy = CLBlastScopy, swap = CLBlastSswap;
+  static constexpr auto gemv = CLBlastSgemv;
+  static constexpr auto gemm = CLBlastSgemm;
+};
+template <> struct clb<double> {
+  static constexpr auto asum = CLBlastDasum, nrm2 = CLBlastDnrm2;
+  static constexpr auto dot = CLBlastDdot;
+  static constexpr auto axpy = CLBlastDaxpy;
+  static constexpr auto scal = CLBlastDscal;
+  static constexpr auto copy = CLBlastDcopy, swap = CLBlastDswap;
+  static constexpr auto gemv = CLBlastDgemv;
+  static constexpr auto gemm = CLBlastDgemm;
+};
+
+void clblast_check(CLBlastStatusCode s, const char* what) {
+  if (s != CLBlastSuccess)
+    sdk::fail(PCY_ERR_DEVICE, sdk::str(what, " failed with CLBlast status ", static_cast<int>(s),
+                                       "; set PARENCHYMA_BLAS_OPENCL_IMPL=own to use our kernels"));
+}
+template <class T> bool use_clblast(const ocl_context& cx, op_id op, const blas_call& c) {
+  return cx.choice[op] == impl::clblast && host_scalars<T>(c);
+}
+cl_mem clm(const ocl_context& cx, const pcy_tensor& t) { return static_cast<cl_mem>(cx.cl_mem_of(t)); }
+cl_command_queue* clq(ocl_context& cx) { return reinterpret_cast<cl_command_queue*>(&cx.cl_queue); }
+#endif
+
+// ---- level 1 ---------------------------------------------------------------------------------
+
+template <class T> void reduce(ocl_context& cx, pcy_queue q, const char* op, int mode,
+                               const blas_call& c, const pcy_tensor& y, int incy, bool sqrt_it) {
+  const dtype_state& d = cx.state<T>();
+  const int n = to_int(c.n, op, "n"), incx = to_int(c.x.inc, op, "incx");
+  const uint32_t groups = static_cast<uint32_t>(
+      std::clamp<uint64_t>((static_cast<uint64_t>(n) + reduce_wg - 1) / reduce_wg, 1, cx.max_groups));
+  cx.launch(q, d.k.reduce_1, 1, {uint64_t(groups) * reduce_wg, 1}, {reduce_wg, 1},
+            {val(n), val(mode), mem(c.x.t->memory), val(incx), mem(y.memory), val(incy),
+             mem(cx.partials)});
+  const int g = static_cast<int>(groups), take_sqrt = sqrt_it ? 1 : 0;
+  cx.launch(q, d.k.reduce_2, 1, {reduce_wg, 1}, {reduce_wg, 1},
+            {val(g), val(take_sqrt), mem(cx.partials), mem(c.result->memory)});
+}
+
+template <class T> void op_asum(ocl_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_asum(a, dt<T>);
+#ifdef PARENCHYMA_HAVE_CLBLAST
+  if (use_clblast<T>(cx, ASUM, c) && c.n > 0) {
+    clblast_check(clb<T>::asum(
+                      c.n, clm(cx, *c.result), 0, clm(cx, *c.x.t), 0, c.x.inc, clq(cx), nullptr),
+                  "CLBlast asum");
+    return;
+  }
+#endif
+  reduce<T>(cx, a.queue(), "asum", 0, c, *c.x.t, 1, false);
+}
+template <class T> void op_nrm2(ocl_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_nrm2(a, dt<T>);
+#ifdef PARENCHYMA_HAVE_CLBLAST
+  if (use_clblast<T>(cx, NRM2, c) && c.n > 0) {
+    clblast_check(clb<T>::nrm2(
+                      c.n, clm(cx, *c.result), 0, clm(cx, *c.x.t), 0, c.x.inc, clq(cx), nullptr),
+                  "CLBlast nrm2");
+    return;
+  }
+#endif
+  reduce<T>(cx, a.queue(), "nrm2", 2, c, *c.x.t, 1, true);
+}
+template <class T> void op_dot(ocl_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_dot(a, dt<T>);
+#ifdef PARENCHYMA_HAVE_CLBLAST
+  if (use_clblast<T>(cx, DOT, c) && c.n > 0) {
+    clblast_check(clb<T>::dot(
+                      c.n, clm(cx, *c.result), 0, clm(cx, *c.x.t), 0, c.x.inc, clm(cx, *c.y.t),
+                      0, c.y.inc, clq(cx), nullptr),
+                  "CLBlast dot");
+    return;
+  }
+#endif
+  reduce<T>(cx, a.queue(), "dot", 1, c, *c.y.t, to_int(c.y.inc, "dot", "incy"), false);
+}
+
+template <class T> void op_axpy(ocl_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_axpy(a, dt<T>);
+  if (c.n == 0) return;
+#ifdef PARENCHYMA_HAVE_CLBLAST
+  if (use_clblast<T>(cx, AXPY, c)) {
+    clblast_check(clb<T>::axpy(
+                      c.n, static_cast<T>(c.alpha.value), clm(cx, *c.x.t), 0, c.x.inc,
+                      clm(cx, *c.y.t), 0, c.y.inc, clq(cx), nullptr),
+                  "CLBlast axpy");
+    return;
+  }
+#endif
+  const dtype_state& d = cx.state<T>();
+  const int n = to_int(c.n, "axpy", "n"), incx = to_int(c.x.inc, "axpy", "incx"),
+            incy = to_int(c.y.inc, "axpy", "incy");
+  const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1);
+  cx.launch(a.queue(), d.k.axpy, 1, {round_up(uint64_t(n), 256), 1}, {256, 1},
+            {val(n), val(al.value), mem(al.buffer), val(al.flag), mem(c.x.t->memory), val(incx),
+             mem(c.y.t->memory), val(incy)});
+}
+template <class T> void op_axpby(ocl_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_axpby(a, dt<T>);
+  if (c.n == 0) return;
+  const dtype_state& d = cx.state<T>();
+  const int n = to_int(c.n, "axpby", "n"), incx = to_int(c.x.inc, "axpby", "incx"),
+            incy = to_int(c.y.inc, "axpby", "incy");
+  const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1), be = kernel_scalar<T>(cx, c.beta, 2);
+  const int flags = al.flag | be.flag;
+  cx.launch(a.queue(), d.k.axpby, 1, {round_up(uint64_t(n), 256), 1}, {256, 1},
+            {val(n), val(al.value), mem(al.buffer), val(be.value), mem(be.buffer), val(flags),
+             mem(c.x.t->memory), val(incx), mem(c.y.t->memory), val(incy)});
+}
+template <class T> void op_scal(ocl_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_scal(a, dt<T>);
+  if (c.n == 0) return;
+#ifdef PARENCHYMA_HAVE_CLBLAST
+  if (use_clblast<T>(cx, SCAL, c)) {
+    clblast_check(clb<T>::scal(
+                      c.n, static_cast<T>(c.alpha.value), clm(cx, *c.x.t), 0, c.x.inc, clq(cx),
+                      nullptr),
+                  "CLBlast scal");
+    return;
+  }
+#endif
+  const dtype_state& d = cx.state<T>();
+  const int n = to_int(c.n, "scal", "n"), incx = to_int(c.x.inc, "scal", "incx");
+  const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1);
+  cx.launch(a.queue(), d.k.scal, 1, {round_up(uint64_t(n), 256), 1}, {256, 1},
+            {val(n), val(al.value), mem(al.buffer), val(al.flag), mem(c.x.t->memory), val(incx)});
+}
+template <class T, bool Swap> void copy_or_swap(ocl_context& cx, const sdk::op_args& a) {
+  const char* op = Swap ? "swap" : "copy";
+  const blas_call c = Swap ? blas_bundle::decode_swap(a, dt<T>) : blas_bundle::decode_copy(a, dt<T>);
+  if (c.n == 0) return;
+#ifdef PARENCHYMA_HAVE_CLBLAST
+  if (use_clblast<T>(cx, Swap ? SWAP : COPY, c)) {
+    if constexpr (Swap)
+      clblast_check(clb<T>::swap(
+                        c.n, clm(cx, *c.x.t), 0, c.x.inc, clm(cx, *c.y.t), 0, c.y.inc, clq(cx),
+                        nullptr),
+                    "CLBlast swap");
+    else
+      clblast_check(clb<T>::copy(
+                        c.n, clm(cx, *c.x.t), 0, c.x.inc, clm(cx, *c.y.t), 0, c.y.inc, clq(cx),
+                        nullptr),
+                    "CLBlast copy");
+    return;
+  }
+#endif
+  const dtype_state& d = cx.state<T>();
+  const int n = to_int(c.n, op, "n"), incx = to_int(c.x.inc, op, "incx"),
+            incy = to_int(c.y.inc, op, "incy");
+  cx.launch(a.queue(), Swap ? d.k.swap : d.k.copy, 1, {round_up(uint64_t(n), 256), 1}, {256, 1},
+            {val(n), mem(c.x.t->memory), val(incx), mem(c.y.t->memory), val(incy)});
+}
+template <class T> void op_copy(ocl_context& cx, const sdk::op_args& a) { copy_or_swap<T, false>(cx, a); }
+template <class T> void op_swap(ocl_context& cx, const sdk::op_args& a) { copy_or_swap<T, true>(cx, a); }
+
+// ---- level 2 and 3 ---------------------------------------------------------------------------
+
+#ifdef PARENCHYMA_HAVE_CLBLAST
+// CLBlast reads C/y even when beta == 0: clear a write-only output first.
+template <class T> void clear_if_write_only(ocl_context& cx, const sdk::op_args& a, uint32_t k,
+                                            const pcy_tensor& t, const blas_call& c) {
+  if (a.intent(k) != PCY_INTENT_OUT || !c.beta.is_zero()) return;
+  pcy_memory_fill_args f{};
+  f.struct_size = sizeof f;
+  f.queue = a.queue();
+  f.memory = t.memory;
+  f.offset = t.byte_offset;
+  f.bytes = blas_bundle::elements(t) * sizeof(T);
+  const T zero = 0;
+  f.pattern = &zero;
+  f.pattern_size = sizeof(T);
+  sdk::check(cx.fw->memory_fill(&f));
+}
+#endif
+
+template <class T> void op_gemv(ocl_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_gemv(a, dt<T>);
+  const int ny = static_cast<int>(c.ta ? c.n : c.m);
+  if (ny == 0) return;
+#ifdef PARENCHYMA_HAVE_CLBLAST
+  if (use_clblast<T>(cx, GEMV, c) && c.m > 0 && c.n > 0) {
+    clear_if_write_only<T>(cx, a, 9, *c.y.t, c);
+    clblast_check(clb<T>::gemv(
+                      CLBlastLayoutRowMajor, c.ta ? CLBlastTransposeYes : CLBlastTransposeNo, c.m,
+                      c.n, static_cast<T>(c.alpha.value), clm(cx, *c.A), 0, c.lda, clm(cx, *c.x.t),
+                      0, c.x.inc, static_cast<T>(c.beta.value), clm(cx, *c.y.t), 0, c.y.inc,
+                      clq(cx), nullptr),
+                  "CLBlast gemv");
+    return;
+  }
+#endif
+  const dtype_state& d = cx.state<T>();
+  const int m = to_int(c.m, "gemv", "m"), n = to_int(c.n, "gemv", "n"),
+            lda = to_int(c.lda, "gemv", "lda"), incx = to_int(c.x.inc, "gemv", "incx"),
+            incy = to_int(c.y.inc, "gemv", "incy");
+  const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1), be = kernel_scalar<T>(cx, c.beta, 2);
+  const int flags = al.flag | be.flag;
+  if (c.ta)
+    cx.launch(a.queue(), d.k.gemv_t, 1, {round_up(uint64_t(n), 64), 1}, {64, 1},
+              {val(m), val(n), val(al.value), mem(al.buffer), val(be.value), mem(be.buffer),
+               val(flags), mem(c.A->memory), val(lda), mem(c.x.t->memory), val(incx),
+               mem(c.y.t->memory), val(incy)});
+  else
+    cx.launch(a.queue(), d.k.gemv_n, 1, {uint64_t(m) * reduce_wg, 1}, {reduce_wg, 1},
+              {val(m), val(n), val(al.value), mem(al.buffer), val(be.value), mem(be.buffer),
+               val(flags), mem(c.A->memory), val(lda), mem(c.x.t->memory), val(incx),
+               mem(c.y.t->memory), val(incy)});
+}
+
+template <class T> void op_gemm(ocl_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_gemm(a, dt<T>);
+  if (c.m == 0 || c.n == 0) return;
+#ifdef PARENCHYMA_HAVE_CLBLAST
+  if (use_clblast<T>(cx, GEMM, c) && c.k > 0) {
+    clear_if_write_only<T>(cx, a, 11, *c.C, c);
+    clblast_check(clb<T>::gemm(
+                      CLBlastLayoutRowMajor, c.ta ? CLBlastTransposeYes : CLBlastTransposeNo,
+                      c.tb ? CLBlastTransposeYes : CLBlastTransposeNo, c.m, c.n, c.k,
+                      static_cast<T>(c.alpha.value), clm(cx, *c.A), 0, c.lda, clm(cx, *c.B), 0,
+                      c.ldb, static_cast<T>(c.beta.value), clm(cx, *c.C), 0, c.ldc, clq(cx),
+                      nullptr),
+                  "CLBlast gemm");
+    return;
+  }
+#endif
+  const dtype_state& d = cx.state<T>();
+  const int m = to_int(c.m, "gemm", "m"), n = to_int(c.n, "gemm", "n"),
+            k = to_int(c.k, "gemm", "k"), lda = to_int(c.lda, "gemm", "lda"),
+            ldb = to_int(c.ldb, "gemm", "ldb"), ldc = to_int(c.ldc, "gemm", "ldc");
+  const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1), be = kernel_scalar<T>(cx, c.beta, 2);
+  const int flags = al.flag | be.flag;
+  const gemm_shape& g = cx.gs;
+  const uint32_t rts_n = static_cast<uint32_t>(g.ts_n / g.wpt_n);
+  const uint64_t gx = (static_cast<uint64_t>(n) + g.ts_n - 1) / g.ts_n * rts_n;
+  uint64_t gy;
+  uint32_t ly;
+  if (g.tiled) {
+    ly = static_cast<uint32_t>(g.ts_m / g.wpt_m);
+    gy = (static_cast<uint64_t>(m) + g.ts_m - 1) / g.ts_m * ly;
+  } else {
+    ly = 1;
+    gy = (static_cast<uint64_t>(m) + g.wpt_m - 1) / g.wpt_m;
+  }
+  cx.launch(a.queue(), d.k.gemm[(c.ta ? 2 : 0) + (c.tb ? 1 : 0)], 2, {gx, gy}, {rts_n, ly},
+            {val(m), val(n), val(k), val(al.value), mem(al.buffer), val(be.value), mem(be.buffer),
+             val(flags), mem(c.A->memory), val(lda), mem(c.B->memory), val(ldb), mem(c.C->memory),
+             val(ldc)});
+}
+
+// ---- the bundle ------------------------------------------------------------------------------
+
+std::array<impl, OP_COUNT> choose_impls() {
+  std::array<impl, OP_COUNT> c = measured_default;
+#ifdef PARENCHYMA_HAVE_CLBLAST
+  if (const char* e = env("PARENCHYMA_BLAS_OPENCL_IMPL"); e != nullptr && *e != '\0') {
+    const std::string_view v(e);
+    if (v == "own" || v == "clblast")
+      c.fill(v == "own" ? impl::own : impl::clblast);
+  }
+#else
+  c.fill(impl::own);
+#endif
+  c[AXPBY] = impl::own; // CLBlast has no axpby
+  return c;
+}
+
+pcy_kernel make_kernel(const pcy_framework_api& fw, pcy_program p, const char* name) {
+  pcy_kernel_create_args k{};
+  k.struct_size = sizeof k;
+  k.program = p;
+  k.name = name;
+  sdk::check(fw.kernel_create(&k));
+  return k.kernel;
+}
+
+class blas_opencl_bundle {
+public:
+  using context_type = ocl_context;
+  static constexpr const char* name = bundle_name;
+  static constexpr const char* version = "1.0";
+  static constexpr const char* description =
+#ifdef PARENCHYMA_HAVE_CLBLAST
+      "BLAS on OpenCL: own OpenCL C kernels and CLBlast " PARENCHYMA_CLBLAST_VERSION;
+#else
+      "BLAS on OpenCL: own OpenCL C kernels (built without CLBlast)";
+#endif
+  static constexpr const char* extension = PCY_BLAS_EXTENSION;
+  static constexpr const char* framework = "opencl";
+  static constexpr uint32_t min_framework_abi_minor = 0;
+
+  explicit blas_opencl_bundle(const pcy_host_services& host) : log_(&host, bundle_name) {
+    choice_ = choose_impls();
+    if (const char* e = env("PARENCHYMA_BLAS_OPENCL_IMPL"); e != nullptr && *e != '\0') {
+      const std::string_view v(e);
+#ifdef PARENCHYMA_HAVE_CLBLAST
+      if (v != "own" && v != "clblast")
+#else
+      if (v != "own")
+#endif
+        log_.warn("PARENCHYMA_BLAS_OPENCL_IMPL=", v, " ignored: expected ",
+#ifdef PARENCHYMA_HAVE_CLBLAST
+                  "'own' or 'clblast'"
+#else
+                  "'own' (this build has no CLBlast)"
+#endif
+        );
+    }
+    add<op_asum<float>, op_asum<double>>(ASUM, PCY_BLAS_ASUM_SIG);
+    add<op_axpy<float>, op_axpy<double>>(AXPY, PCY_BLAS_AXPY_SIG);
+    add<op_axpby<float>, op_axpby<double>>(AXPBY, PCY_BLAS_AXPBY_SIG);
+    add<op_copy<float>, op_copy<double>>(COPY, PCY_BLAS_COPY_SIG);
+    add<op_dot<float>, op_dot<double>>(DOT, PCY_BLAS_DOT_SIG);
+    add<op_nrm2<float>, op_nrm2<double>>(NRM2, PCY_BLAS_NRM2_SIG);
+    add<op_scal<float>, op_scal<double>>(SCAL, PCY_BLAS_SCAL_SIG);
+    add<op_swap<float>, op_swap<double>>(SWAP, PCY_BLAS_SWAP_SIG);
+    add<op_gemv<float>, op_gemv<double>>(GEMV, PCY_BLAS_GEMV_SIG);
+    add<op_gemm<float>, op_gemm<double>>(GEMM, PCY_BLAS_GEMM_SIG);
+  }
+
+  std::span<const pcy_op_desc> ops() const { return ops_; }
+
+  context_type* create_context(const pcy_bundle_context_args& a) {
+    const pcy_framework_api& fw = *a.framework;
+    if (fw.program_build == nullptr || fw.kernel_create == nullptr || fw.kernel_launch == nullptr ||
+        fw.native_handle == nullptr || fw.memory_alloc == nullptr || fw.memory_fill == nullptr)
+      sdk::fail(PCY_ERR_UNSUPPORTED,
+                sdk::str("framework '", fw.name,
+                         "' lacks program_build/kernel_launch/native_handle/memory slots that "
+                         "blas_opencl needs; update the OpenCL plugin"));
+    auto cx = std::make_unique<ocl_context>();
+    cx->fw = &fw;
+    cx->queue = a.queue;
+    cx->choice = choice_;
+    cx->cl_queue = sdk::native_handle(fw, PCY_NATIVE_QUEUE, a.context, a.device, a.queue, nullptr);
+
+    // The device decides the gemm form and the reduction width.
+    bool cpu = false, fp64 = true;
+    int64_t units = 0;
+    const pcy_property* props = nullptr;
+    size_t count = 0;
+    if (fw.device_properties != nullptr) {
+      if (pcy_error* e = fw.device_properties(a.framework_plugin, a.device, &props, &count)) {
+        e->destroy(e); // no properties: GPU-style defaults, fp64 found out by building
+        props = nullptr;
+        count = 0;
+      }
+    }
+    for (size_t i = 0; i < count; ++i) {
+      const std::string_view key = props[i].key;
+      if (key == PCY_PROP_KIND) cpu = props[i].i == PCY_DEVICE_CPU;
+      if (key == PCY_PROP_COMPUTE_UNITS) units = props[i].i;
+      if (key == PCY_PROP_FP64) fp64 = props[i].i != 0;
+    }
+    cx->gs.tiled = !cpu;
+    if (const char* e = env("PARENCHYMA_BLAS_OPENCL_GEMM"); e != nullptr && *e != '\0')
+      cx->gs.tiled = std::string_view(e) != "direct";
+    if (!cx->gs.tiled) {
+      cx->gs.ts_n = 64;
+      cx->gs.wpt_n = 4;
+      cx->gs.wpt_m = 4;
+    }
+    cx->max_groups = cpu ? static_cast<uint32_t>(std::clamp<int64_t>(units * 4, 4, 256)) : 1024;
+
+    build(*cx, a, cx->f32, "float", true);
+    if (fp64)
+      build(*cx, a, cx->f64, "double", false);
+    else
+      cx->f64.reason = "f64 BLAS on this OpenCL device: the device has no cl_khr_fp64";
+
+    cx->dummy = alloc(fw, a, 16);
+    cx->partials = alloc(fw, a, uint64_t(cx->max_groups) * sizeof(double));
+    return cx.release();
+  }
+
+private:
+  static pcy_memory alloc(const pcy_framework_api& fw, const pcy_bundle_context_args& a,
+                          uint64_t bytes) {
+    pcy_memory_alloc_args m{};
+    m.struct_size = sizeof m;
+    m.context = a.context;
+    m.device = a.device;
+    m.bytes = bytes;
+    sdk::check(fw.memory_alloc(&m));
+    return m.memory;
+  }
+
+  void build(ocl_context& cx, const pcy_bundle_context_args& a, dtype_state& d, const char* real,
+             bool must) {
+    const pcy_framework_api& fw = *a.framework;
+    const gemm_shape& g = cx.gs;
+    const std::string options =
+        sdk::str("-DREAL=", real, must ? "" : " -DPCY_FP64", " -DRWG=", reduce_wg,
+                 g.tiled ? " -DGEMM_TILED" : "", " -DTS_M=", g.ts_m, " -DTS_N=", g.ts_n,
+                 " -DTS_K=", g.ts_k, " -DWPT_M=", g.wpt_m, " -DWPT_N=", g.wpt_n);
+    pcy_program_build_args b{};
+    b.struct_size = sizeof b;
+    b.context = a.context;
+    b.source = blas_opencl::kernel_source;
+    b.options = options.c_str();
+    if (pcy_error* e = fw.program_build(&b)) {
+      if (must) sdk::check(e);
+      // f64 is optional: a device without cl_khr_fp64 fails the build; keep f32 serving.
+      d.reason = sdk::str("f64 BLAS kernels did not build on this OpenCL device (",
+                          e->message, ")");
+      log_.info(d.reason);
+      e->destroy(e);
+      return;
+    }
+    d.program = b.program;
+    log_.debug("built ", real, " kernels", b.cache_hit ? " (from the cache)" : "");
+    d.k.axpby = make_kernel(fw, d.program, "axpby_k");
+    d.k.axpy = make_kernel(fw, d.program, "axpy_k");
+    d.k.scal = make_kernel(fw, d.program, "scal_k");
+    d.k.copy = make_kernel(fw, d.program, "copy_k");
+    d.k.swap = make_kernel(fw, d.program, "swap_k");
+    d.k.reduce_1 = make_kernel(fw, d.program, "reduce_1");
+    d.k.reduce_2 = make_kernel(fw, d.program, "reduce_2");
+    d.k.gemv_n = make_kernel(fw, d.program, "gemv_n");
+    d.k.gemv_t = make_kernel(fw, d.program, "gemv_t");
+    const char* gemm_names[4] = {"gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt"};
+    for (int i = 0; i < 4; ++i) d.k.gemm[i] = make_kernel(fw, d.program, gemm_names[i]);
+    d.available = true;
+  }
+
+  template <void (*F32)(ocl_context&, const sdk::op_args&),
+            void (*F64)(ocl_context&, const sdk::op_args&)>
+  void add(op_id op, const char* sig) {
+    for (const bool f64 : {false, true}) {
+      std::string label;
+      if (choice_[op] == impl::clblast)
+        label = sdk::str("CLBlast ",
+#ifdef PARENCHYMA_HAVE_CLBLAST
+                         PARENCHYMA_CLBLAST_VERSION,
+#endif
+                         " CLBlast", f64 ? "D" : "S", op_names[op],
+                         " (own kernel when a scalar is a tensor)");
+      else
+        label = sdk::str("parenchyma OpenCL C kernel ", op_names[op], f64 ? " (f64)" : " (f32)");
+      labels_.push_back(std::move(label));
+      ops_.push_back(sdk::make_op(op_names[op], f64 ? PCY_DTYPE_F64 : PCY_DTYPE_F32, sig,
+                                  f64 ? &sdk::op_entry<blas_opencl_bundle, F64>
+                                      : &sdk::op_entry<blas_opencl_bundle, F32>,
+                                  labels_.back().c_str()));
+    }
+  }
+
+  sdk::logger log_;
+  std::array<impl, OP_COUNT> choice_{};
+  std::deque<std::string> labels_;
+  std::vector<pcy_op_desc> ops_;
+};
+
+} // namespace
+
+PCY_BUNDLE_PLUGIN(blas_opencl_bundle)

@@ -1,0 +1,247 @@
+// BLAS bundle for OpenCL: our own OpenCL C kernels, built once per context and dtype through the
+// framework's program_build (which caches binaries on disk). REAL is float or double (-D).
+// Scalars come as a host value plus an optional one-element buffer: bit 0 of `flags` takes alpha
+// from pa[0], bit 1 beta from pb[0], so device-resident scalars never round-trip to the host.
+// Every kernel bounds-checks (the grid is rounded up). beta == 0 never reads y or C, so a
+// write-only output holding garbage cannot leak NaN into the result.
+#pragma once
+
+namespace parenchyma::blas_opencl {
+
+inline constexpr const char* kernel_source = R"CLC(
+#ifdef PCY_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#ifndef cl_khr_fp64
+#error "the device has no cl_khr_fp64: f64 BLAS ops are not available"
+#endif
+#endif
+typedef REAL real;
+
+#define ALPHA (((flags) & 1) ? pa[0] : a)
+#define BETA (((flags) & 2) ? pb[0] : b)
+
+__kernel void axpby_k(int n, real a, __global const real* pa, real b, __global const real* pb,
+                      int flags, __global const real* x, int incx, __global real* y, int incy) {
+  const int i = get_global_id(0);
+  if (i >= n) return;
+  const real al = ALPHA, be = BETA;
+  const real ax = al * x[(long)i * incx];
+  y[(long)i * incy] = be == (real)0 ? ax : ax + be * y[(long)i * incy];
+}
+
+__kernel void axpy_k(int n, real a, __global const real* pa, int flags, __global const real* x,
+                     int incx, __global real* y, int incy) {
+  const int i = get_global_id(0);
+  if (i >= n) return;
+  const real al = ALPHA;
+  y[(long)i * incy] += al * x[(long)i * incx];
+}
+
+__kernel void scal_k(int n, real a, __global const real* pa, int flags, __global real* x,
+                     int incx) {
+  const int i = get_global_id(0);
+  if (i >= n) return;
+  const real al = ALPHA;
+  x[(long)i * incx] *= al;
+}
+
+__kernel void copy_k(int n, __global const real* x, int incx, __global real* y, int incy) {
+  const int i = get_global_id(0);
+  if (i >= n) return;
+  y[(long)i * incy] = x[(long)i * incx];
+}
+
+__kernel void swap_k(int n, __global real* x, int incx, __global real* y, int incy) {
+  const int i = get_global_id(0);
+  if (i >= n) return;
+  const real t = x[(long)i * incx];
+  x[(long)i * incx] = y[(long)i * incy];
+  y[(long)i * incy] = t;
+}
+
+/* Reductions, stage 1: each work-group folds a grid-strided share of the vector into one
+ * partial sum. mode 0: sum |x|, 1: sum x*y, 2: sum x*x. */
+__kernel __attribute__((reqd_work_group_size(RWG, 1, 1)))
+void reduce_1(int n, int mode, __global const real* x, int incx, __global const real* y,
+              int incy, __global real* part) {
+  __local real s[RWG];
+  const int lid = get_local_id(0);
+  const int stride = get_global_size(0);
+  real acc = 0;
+  if (mode == 0) {
+    for (int i = get_global_id(0); i < n; i += stride) acc += fabs(x[(long)i * incx]);
+  } else if (mode == 1) {
+    for (int i = get_global_id(0); i < n; i += stride)
+      acc = fma(x[(long)i * incx], y[(long)i * incy], acc);
+  } else {
+    for (int i = get_global_id(0); i < n; i += stride) {
+      const real v = x[(long)i * incx];
+      acc = fma(v, v, acc);
+    }
+  }
+  s[lid] = acc;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int h = RWG / 2; h > 0; h >>= 1) {
+    if (lid < h) s[lid] += s[lid + h];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lid == 0) part[get_group_id(0)] = s[0];
+}
+
+/* Stage 2: one work-group folds the partial sums; take_sqrt for nrm2. */
+__kernel __attribute__((reqd_work_group_size(RWG, 1, 1)))
+void reduce_2(int groups, int take_sqrt, __global const real* part, __global real* result) {
+  __local real s[RWG];
+  const int lid = get_local_id(0);
+  real acc = 0;
+  for (int i = lid; i < groups; i += RWG) acc += part[i];
+  s[lid] = acc;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int h = RWG / 2; h > 0; h >>= 1) {
+    if (lid < h) s[lid] += s[lid + h];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lid == 0) result[0] = take_sqrt ? sqrt(s[0]) : s[0];
+}
+
+/* y = alpha A x + beta y, A m x n row-major: one work-group per row, reduced in local memory. */
+__kernel __attribute__((reqd_work_group_size(RWG, 1, 1)))
+void gemv_n(int m, int n, real a, __global const real* pa, real b, __global const real* pb,
+            int flags, __global const real* A, int lda, __global const real* x, int incx,
+            __global real* y, int incy) {
+  __local real s[RWG];
+  const int row = get_group_id(0);
+  const int lid = get_local_id(0);
+  real acc = 0;
+  __global const real* Ar = A + (long)row * lda;
+  for (int j = lid; j < n; j += RWG) acc = fma(Ar[j], x[(long)j * incx], acc);
+  s[lid] = acc;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int h = RWG / 2; h > 0; h >>= 1) {
+    if (lid < h) s[lid] += s[lid + h];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (lid == 0) {
+    const real al = ALPHA, be = BETA;
+    const long iy = (long)row * incy;
+    y[iy] = be == (real)0 ? al * s[0] : al * s[0] + be * y[iy];
+  }
+}
+
+/* y = alpha A^T x + beta y: one work-item per column, reading rows contiguously. */
+__kernel void gemv_t(int m, int n, real a, __global const real* pa, real b,
+                     __global const real* pb, int flags, __global const real* A, int lda,
+                     __global const real* x, int incx, __global real* y, int incy) {
+  const int col = get_global_id(0);
+  if (col >= n) return;
+  real acc = 0;
+  for (int i = 0; i < m; ++i) acc = fma(A[(long)i * lda + col], x[(long)i * incx], acc);
+  const real al = ALPHA, be = BETA;
+  const long iy = (long)col * incy;
+  y[iy] = be == (real)0 ? al * acc : al * acc + be * y[iy];
+}
+
+/* C = alpha op(A) op(B) + beta C, row-major. */
+#define A_AT(r, c) (TA ? A[(long)(c) * lda + (r)] : A[(long)(r) * lda + (c)])
+#define B_AT(r, c) (TB ? B[(long)(c) * ldb + (r)] : B[(long)(r) * ldb + (c)])
+
+#define GEMM_STORE()                                                                        \
+  const real al = ALPHA, be = BETA;                                                         \
+  for (int wm = 0; wm < WPT_M; ++wm) {                                                      \
+    const int row = ROW(wm);                                                                \
+    if (row >= m) continue;                                                                 \
+    for (int wn = 0; wn < WPT_N; ++wn) {                                                    \
+      const int col = COL(wn);                                                              \
+      if (col >= n) continue;                                                               \
+      const long ic = (long)row * ldc + col;                                                \
+      C[ic] = be == (real)0 ? al * acc[wm][wn] : al * acc[wm][wn] + be * C[ic];             \
+    }                                                                                       \
+  }
+
+#ifdef GEMM_TILED
+/* GPU form: TS_M x TS_N tile per work-group, operands staged through local memory in TS_K
+ * slices, each work-item accumulating WPT_M x WPT_N outputs in registers (strided so that
+ * neighbouring work-items touch neighbouring columns). */
+#define RTS_M (TS_M / WPT_M)
+#define RTS_N (TS_N / WPT_N)
+#define ROW(wm) (row0 + ty + (wm) * RTS_M)
+#define COL(wn) (col0 + tx + (wn) * RTS_N)
+#define GEMM_KERNEL(NAME, TA_, TB_)                                                             \
+  __kernel __attribute__((reqd_work_group_size(RTS_N, RTS_M, 1)))                               \
+  void NAME(int m, int n, int k, real a, __global const real* pa, real b,                       \
+            __global const real* pb, int flags, __global const real* A, int lda,                \
+            __global const real* B, int ldb, __global real* C, int ldc) {                       \
+    const int TA = TA_, TB = TB_;                                                               \
+    __local real As[TS_K][TS_M + 1];                                                            \
+    __local real Bs[TS_K][TS_N + 1];                                                            \
+    const int tx = get_local_id(0), ty = get_local_id(1);                                       \
+    const int tid = ty * RTS_N + tx;                                                            \
+    const int row0 = get_group_id(1) * TS_M, col0 = get_group_id(0) * TS_N;                     \
+    real acc[WPT_M][WPT_N];                                                                     \
+    for (int wm = 0; wm < WPT_M; ++wm)                                                          \
+      for (int wn = 0; wn < WPT_N; ++wn) acc[wm][wn] = 0;                                       \
+    for (int t = 0; t < k; t += TS_K) {                                                         \
+      for (int e = tid; e < TS_M * TS_K; e += RTS_M * RTS_N) {                                  \
+        /* walk memory contiguously: along k for A, along m for A^T */                          \
+        const int r = TA ? e % TS_M : e / TS_K, kk = TA ? e / TS_M : e % TS_K;                  \
+        const int gr = row0 + r, gk = t + kk;                                                   \
+        As[kk][r] = (gr < m && gk < k) ? A_AT(gr, gk) : (real)0;                                \
+      }                                                                                         \
+      for (int e = tid; e < TS_N * TS_K; e += RTS_M * RTS_N) {                                  \
+        const int c = TB ? e / TS_K : e % TS_N, kk = TB ? e % TS_K : e / TS_N;                  \
+        const int gc = col0 + c, gk = t + kk;                                                   \
+        Bs[kk][c] = (gc < n && gk < k) ? B_AT(gk, gc) : (real)0;                                \
+      }                                                                                         \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                             \
+      for (int kk = 0; kk < TS_K; ++kk) {                                                       \
+        real bv[WPT_N];                                                                         \
+        for (int wn = 0; wn < WPT_N; ++wn) bv[wn] = Bs[kk][tx + wn * RTS_N];                    \
+        for (int wm = 0; wm < WPT_M; ++wm) {                                                    \
+          const real av = As[kk][ty + wm * RTS_M];                                              \
+          for (int wn = 0; wn < WPT_N; ++wn) acc[wm][wn] = fma(av, bv[wn], acc[wm][wn]);        \
+        }                                                                                       \
+      }                                                                                         \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                             \
+    }                                                                                           \
+    GEMM_STORE()                                                                                \
+  }
+#else
+/* CPU form (PoCL): no local memory and no barrier, so the accumulators stay in registers and
+ * the caches do the tiling; neighbouring work-items take neighbouring columns (vector lanes),
+ * each work-item WPT_M consecutive rows x WPT_N columns strided by the work-group width. */
+#define RTS_N (TS_N / WPT_N)
+#define ROW(wm) (row0 + (wm))
+#define COL(wn) (col0 + (wn) * RTS_N)
+#define GEMM_KERNEL(NAME, TA_, TB_)                                                             \
+  __kernel __attribute__((reqd_work_group_size(RTS_N, 1, 1)))                                   \
+  void NAME(int m, int n, int k, real a, __global const real* pa, real b,                       \
+            __global const real* pb, int flags, __global const real* A, int lda,                \
+            __global const real* B, int ldb, __global real* C, int ldc) {                       \
+    const int TA = TA_, TB = TB_;                                                               \
+    const int row0 = get_global_id(1) * WPT_M;                                                  \
+    const int col0 = get_group_id(0) * TS_N + get_local_id(0);                                  \
+    int rr[WPT_M], cc[WPT_N];                                                                   \
+    for (int wm = 0; wm < WPT_M; ++wm) rr[wm] = min(ROW(wm), m - 1);                            \
+    for (int wn = 0; wn < WPT_N; ++wn) cc[wn] = min(COL(wn), n - 1);                            \
+    real acc[WPT_M][WPT_N];                                                                     \
+    for (int wm = 0; wm < WPT_M; ++wm)                                                          \
+      for (int wn = 0; wn < WPT_N; ++wn) acc[wm][wn] = 0;                                       \
+    for (int l = 0; l < k; ++l) {                                                               \
+      real bv[WPT_N];                                                                           \
+      for (int wn = 0; wn < WPT_N; ++wn) bv[wn] = B_AT(l, cc[wn]);                              \
+      for (int wm = 0; wm < WPT_M; ++wm) {                                                      \
+        const real av = A_AT(rr[wm], l);                                                        \
+        for (int wn = 0; wn < WPT_N; ++wn) acc[wm][wn] = fma(av, bv[wn], acc[wm][wn]);          \
+      }                                                                                         \
+    }                                                                                           \
+    GEMM_STORE()                                                                                \
+  }
+#endif
+
+GEMM_KERNEL(gemm_nn, 0, 0)
+GEMM_KERNEL(gemm_nt, 0, 1)
+GEMM_KERNEL(gemm_tn, 1, 0)
+GEMM_KERNEL(gemm_tt, 1, 1)
+)CLC";
+
+} // namespace parenchyma::blas_opencl
