@@ -389,8 +389,13 @@ void RegistryImpl::load_candidate(const fs::path& path) {
       }
       Device dev;
       dev.index = d;
+      // Arrays are walked with the plugin's element size, so a newer minor's larger structs work.
+      const size_t stride = n > 0 && props[0].struct_size >= sizeof(pcy_property)
+                                ? props[0].struct_size
+                                : sizeof(pcy_property);
       for (size_t i = 0; i < n; ++i) {
-        const pcy_property& p = props[i];
+        const pcy_property& p = *reinterpret_cast<const pcy_property*>(
+            reinterpret_cast<const char*>(props) + i * stride);
         if (p.key == nullptr) continue;
         property_value v;
         switch (p.type) {
@@ -456,9 +461,14 @@ void RegistryImpl::load_candidate(const fs::path& path) {
       t->shutdown(args.plugin);
       return add_report(std::move(e));
     }
-    for (size_t i = 0; i < n; ++i)
-      if (ops[i].struct_size >= sizeof(pcy_op_desc) && ops[i].fn != nullptr && ops[i].name != nullptr)
-        b->ops_.push_back(&ops[i]);
+    const size_t stride = n > 0 && ops[0].struct_size >= sizeof(pcy_op_desc) ? ops[0].struct_size
+                                                                              : sizeof(pcy_op_desc);
+    for (size_t i = 0; i < n; ++i) {
+      const auto* op = reinterpret_cast<const pcy_op_desc*>(reinterpret_cast<const char*>(ops) + i * stride);
+      if (op->struct_size >= sizeof(pcy_op_desc) && op->fn != nullptr && op->name != nullptr &&
+          op->signature != nullptr)
+        b->ops_.push_back(op);
+    }
     if (args.reason != nullptr) b->reason_ = args.reason;
     e.stage = "ready";
     e.status = "loaded";
