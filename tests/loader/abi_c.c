@@ -1,0 +1,123 @@
+/* The ABI headers compiled as plain C (built as C99 and as C11 with -Wall -Wextra -pedantic
+ * -Werror): proves they are C, not C++ in disguise, and pins the layout rules every struct must
+ * keep — struct_size first, the extension chain second, the frozen plugin prefix identical in
+ * every entry table. Run as a test, it also checks PCY_HAS_FIELD on a truncated struct. */
+#include <parenchyma/abi/ext/pcy_blas.h>
+#include <parenchyma/abi/pcy_base.h>
+#include <parenchyma/abi/pcy_bundle.h>
+#include <parenchyma/abi/pcy_framework.h>
+
+#include <stdio.h>
+#include <string.h>
+
+/* C99 has no _Static_assert; a negative array size is the portable compile-time failure. */
+#if defined(__STDC_VERSION__) && __STDC_VERSION__ >= 201112L
+#define ABI_ASSERT(cond, tag) _Static_assert(cond, #tag)
+#else
+#define ABI_ASSERT(cond, tag) typedef char abi_assert_##tag[(cond) ? 1 : -1]
+#endif
+
+/* Every ABI struct opens with struct_size, then ext. */
+#define HEADER_RULE(T)                                                      \
+  ABI_ASSERT(offsetof(T, struct_size) == 0, T##_struct_size_first);          \
+  ABI_ASSERT(offsetof(T, ext) == sizeof(size_t), T##_ext_second);            \
+  ABI_ASSERT(sizeof(((T*)0)->struct_size) == sizeof(size_t), T##_size_type)
+
+/* The extension node itself: struct_size first, then the link to the next node. */
+ABI_ASSERT(offsetof(pcy_ext, struct_size) == 0, pcy_ext_struct_size_first);
+ABI_ASSERT(offsetof(pcy_ext, next) == sizeof(size_t), pcy_ext_next_second);
+HEADER_RULE(pcy_error);
+HEADER_RULE(pcy_host_services);
+HEADER_RULE(pcy_plugin_prefix);
+HEADER_RULE(pcy_memory_handle);
+HEADER_RULE(pcy_tensor);
+HEADER_RULE(pcy_property);
+HEADER_RULE(pcy_framework_init_args);
+HEADER_RULE(pcy_framework_probe);
+HEADER_RULE(pcy_memory_alloc_args);
+HEADER_RULE(pcy_memory_transfer_args);
+HEADER_RULE(pcy_memory_copy_args);
+HEADER_RULE(pcy_memory_fill_args);
+HEADER_RULE(pcy_memory_export_args);
+HEADER_RULE(pcy_memory_import_args);
+HEADER_RULE(pcy_native_handle_args);
+HEADER_RULE(pcy_program_build_args);
+HEADER_RULE(pcy_kernel_create_args);
+HEADER_RULE(pcy_kernel_launch_args);
+HEADER_RULE(pcy_framework_api);
+HEADER_RULE(pcy_op_call);
+HEADER_RULE(pcy_op_desc);
+HEADER_RULE(pcy_bundle_init_args);
+HEADER_RULE(pcy_bundle_context_args);
+HEADER_RULE(pcy_bundle_api);
+
+/* The frozen prefix sits at the same offsets in every entry table, so a host can read any
+ * plugin's abi_major before trusting anything else in its table. */
+#define PREFIX_RULE(T, f)                                                                     \
+  ABI_ASSERT(offsetof(T, f) == offsetof(pcy_plugin_prefix, f), T##_prefix_##f)
+#define PREFIX_RULES(T)                                                                       \
+  PREFIX_RULE(T, abi_major);                                                                  \
+  PREFIX_RULE(T, abi_minor);                                                                  \
+  PREFIX_RULE(T, kind);                                                                       \
+  PREFIX_RULE(T, name);                                                                       \
+  PREFIX_RULE(T, plugin_version);                                                             \
+  PREFIX_RULE(T, description)
+PREFIX_RULES(pcy_framework_api);
+PREFIX_RULES(pcy_bundle_api);
+
+/* The 1.0 framework table: its first slot follows the prefix; the program slots come last, so a
+ * 1.0 plugin without them can end its table early (see the loader's older-minor stub). */
+ABI_ASSERT(PCY_FRAMEWORK_API_SIZE_1_0 == sizeof(pcy_framework_api), framework_size_1_0);
+ABI_ASSERT(offsetof(pcy_framework_api, initialize) >= sizeof(pcy_plugin_prefix),
+           framework_slots_after_prefix);
+ABI_ASSERT(offsetof(pcy_framework_api, kernel_launch) + sizeof(void (*)(void)) ==
+               sizeof(pcy_framework_api),
+           framework_kernel_launch_last);
+ABI_ASSERT(offsetof(pcy_bundle_api, extension) >= sizeof(pcy_plugin_prefix),
+           bundle_fields_after_prefix);
+
+/* Values written into enums are part of the ABI. */
+ABI_ASSERT(PCY_OK == 0 && PCY_ERR_LAUNCH == 10, status_values);
+ABI_ASSERT(PCY_PLUGIN_FRAMEWORK == 1 && PCY_PLUGIN_BUNDLE == 2, plugin_kind_values);
+ABI_ASSERT(PCY_DEVICE_CPU == 1 && PCY_DEVICE_GPU == 2 && PCY_DEVICE_ACCELERATOR == 3,
+           device_kind_values);
+ABI_ASSERT(PCY_HANDLE_HOST_POINTER == 1 && PCY_HANDLE_OPENCL_BUFFER == 3, handle_kind_values);
+ABI_ASSERT(PCY_INTENT_IN == 1 && PCY_INTENT_OUT == 2 && PCY_INTENT_INOUT == 3, intent_values);
+ABI_ASSERT(PCY_ABI_VERSION_MAJOR == 1, abi_major_is_1);
+
+int main(void) {
+  /* A sender that knew only the first three fields of pcy_memory_handle. */
+  pcy_memory_handle h;
+  int failures = 0;
+  memset(&h, 0, sizeof h);
+  h.struct_size = offsetof(pcy_memory_handle, bytes);
+  if (!PCY_HAS_FIELD(&h, pcy_memory_handle, kind)) {
+    puts("FAIL: PCY_HAS_FIELD says kind is absent from a struct that has it");
+    ++failures;
+  }
+  if (PCY_HAS_FIELD(&h, pcy_memory_handle, bytes)) {
+    puts("FAIL: PCY_HAS_FIELD says bytes is present beyond struct_size");
+    ++failures;
+  }
+  h.struct_size = sizeof h;
+  if (!PCY_HAS_FIELD(&h, pcy_memory_handle, pinned)) {
+    puts("FAIL: PCY_HAS_FIELD misses the last field of a full struct");
+    ++failures;
+  }
+  if (strcmp(PCY_FRAMEWORK_ENTRY_SYMBOL, "pcy_framework_entry") != 0 ||
+      strcmp(PCY_BUNDLE_ENTRY_SYMBOL, "pcy_bundle_entry") != 0 ||
+      strcmp(PCY_BLAS_EXTENSION, "blas") != 0) {
+    puts("FAIL: entry symbol or extension names changed");
+    ++failures;
+  }
+  printf("ABI %d.%d: framework table %u bytes, bundle table %u bytes, C %ld\n",
+         PCY_ABI_VERSION_MAJOR, PCY_ABI_VERSION_MINOR, (unsigned)sizeof(pcy_framework_api),
+         (unsigned)sizeof(pcy_bundle_api),
+#ifdef __STDC_VERSION__
+         (long)__STDC_VERSION__
+#else
+         0L
+#endif
+  );
+  return failures == 0 ? 0 : 1;
+}
