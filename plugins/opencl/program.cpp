@@ -55,7 +55,8 @@ cl_program context::build_from_source(std::string_view source, const std::string
   switch (err) {
   case CL_BUILD_PROGRAM_FAILURE: advice = "the OpenCL C source did not compile; fix it"; break;
   case CL_INVALID_BUILD_OPTIONS:
-    advice = sdk::str("the build options '", options, "' were refused; fix them");
+    advice = sdk::str("the build options '", options.substr(0, options.rfind(" -cl-kernel-arg-info")),
+                      "' were refused; fix them");
     break;
   case CL_COMPILER_NOT_AVAILABLE:
     advice = "this device has no OpenCL C compiler";
@@ -101,7 +102,10 @@ cl_program context::build_from_binaries(const program_cache::binaries& bins,
 
 program* context::build(std::string_view source, const char* options, bool& cache_hit) {
   cache_hit = false;
-  const std::string opts = options != nullptr ? options : "";
+  // Argument metadata lets launches check kinds and name types in errors; it costs nothing at
+  // run time.
+  const std::string opts =
+      std::string(options != nullptr ? options : "") + " -cl-kernel-arg-info";
   program_cache& cache = owner_.cache();
   program_cache::key_type key{};
   if (cache.enabled()) {
@@ -240,7 +244,6 @@ void kernel::bad_arg(uint32_t i, const pcy_kernel_arg& a, cl_int err) {
   std::string detail;
   if (a.kind == PCY_ARG_SCALAR) detail = sdk::str(" (a scalar of ", a.size, " bytes)");
   if (a.kind == PCY_ARG_LOCAL) detail = sdk::str(" (", a.size, " bytes of local memory)");
-  if (a.kind == PCY_ARG_MEMORY) detail = " (a buffer)";
   cl_fail(PCY_ERR_INVALID_ARGUMENT, "clSetKernelArg", err,
           sdk::str(describe(i), " refused ", arg_kind_name(a.kind), detail,
                    ": pass the type the kernel declares"));
