@@ -109,6 +109,7 @@ void plugin::add_device(int ordinal) {
   number(PCY_PROP_FP64, 1, PCY_VALUE_BOOL);
   number("clock_mhz", clock_khz / 1000);
   number("device_ordinal", ordinal);
+  number("kernel_param_checks", api.cuFuncGetParamInfo != nullptr ? 1 : 0, PCY_VALUE_BOOL);
   number("staging_chunk", static_cast<int64_t>(staging_.chunk_bytes));
   number("staging_chunks", staging_.chunks);
   number("staging_threshold", static_cast<int64_t>(staging_.threshold));

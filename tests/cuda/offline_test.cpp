@@ -1,0 +1,219 @@
+// CUDA plugin internals that need no GPU: SHA-256, the on-disk cubin cache (hit, corrupt,
+// truncated, unwritable) and NVRTC itself (exact architecture, build log, PTX fallback). The
+// NVRTC cases are skipped, with the reason printed, where NVRTC is not installed.
+#if !__has_include(<catch2/catch_test_macros.hpp>)
+#define CATCH_CONFIG_RUNNER
+#endif
+#include "fixture.hpp"
+
+#if PARENCHYMA_CATCH3
+#include <catch2/catch_session.hpp>
+#endif
+
+#include "nvrtc_loader.hpp"
+#include "program_cache.hpp"
+
+#include <filesystem>
+#include <fstream>
+
+using namespace cuda_test;
+namespace pc = parenchyma::cuda;
+namespace fs = std::filesystem;
+
+namespace {
+std::string digest(std::string_view s) {
+  pc::sha256 h;
+  h.update(s);
+  return pc::sha256::hex(h.finish());
+}
+
+fs::path fresh_dir(const char* tag) {
+  const fs::path d = fs::temp_directory_path() /
+                     ("pcy-cuda-" + std::string(tag) + "-" + std::to_string(::getpid()) + "-" +
+                      std::to_string(rng()() % 1000000));
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+std::vector<char> as_chars(const std::vector<unsigned char>& v) { return {v.begin(), v.end()}; }
+
+const char* good_source = R"(
+extern "C" __global__ void axpy(unsigned long long n, double a, const double* x, double* y) {
+  unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+  if (i < n) y[i] += a * x[i];
+})";
+} // namespace
+
+TEST_CASE("sha256 matches the FIPS 180-4 test vectors", "[cuda][offline]") {
+  CHECK(digest("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+  CHECK(digest("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  CHECK(digest("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
+        "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+  pc::sha256 h;
+  const std::string chunk(1000, 'a');
+  for (int i = 0; i < 1000; ++i) h.update(chunk);
+  CHECK(pc::sha256::hex(h.finish()) ==
+        "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+  // Fields are length-prefixed: a boundary moved between two fields changes the key.
+  pc::sha256 a, b;
+  a.field("ab").field("c");
+  b.field("a").field("bc");
+  CHECK(a.finish() != b.finish());
+}
+
+TEST_CASE("compiler options are split like a shell would", "[cuda][offline]") {
+  auto o = pc::split_options("  -DX=1\t--use_fast_math \"-DNAME=a b\"  ");
+  REQUIRE(o.size() == 3);
+  CHECK(o[0] == "-DX=1");
+  CHECK(o[1] == "--use_fast_math");
+  CHECK(o[2] == "-DNAME=a b");
+  CHECK(pc::split_options("").empty());
+}
+
+TEST_CASE("the cubin cache stores, finds and rejects damaged entries", "[cuda][offline]") {
+  test_host h;
+  const fs::path dir = fresh_dir("cache");
+  pc::program_cache cache(dir.string(), parenchyma::sdk::logger(&h.services, "cuda"));
+  REQUIRE(cache.enabled());
+  const auto payload = as_chars(random_bytes(10007));
+
+  CHECK_FALSE(cache.load("key-1").has_value()); // miss
+  cache.store("key-1", payload);
+  const fs::path file = cache.path_for("key-1");
+  CHECK(fs::exists(file));
+  CHECK(file.parent_path() == dir / "cuda");
+  auto hit = cache.load("key-1");
+  REQUIRE(hit.has_value());
+  CHECK(*hit == payload);
+  CHECK_FALSE(cache.load("key-2").has_value());
+  // No temporary files are left behind.
+  size_t files = 0;
+  for (auto& e : fs::directory_iterator(dir / "cuda")) files += e.is_regular_file();
+  CHECK(files == 1);
+
+  SECTION("a flipped payload byte is caught by the checksum and the entry removed") {
+    {
+      std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekp(64 + 5000);
+      char c = 0;
+      f.seekg(64 + 5000);
+      f.read(&c, 1);
+      c = static_cast<char>(c ^ 0x40);
+      f.seekp(64 + 5000);
+      f.write(&c, 1);
+    }
+    CHECK_FALSE(cache.load("key-1").has_value());
+    CHECK(h.log.count("checksum mismatch") == 1);
+    CHECK_FALSE(fs::exists(file));
+  }
+  SECTION("a truncated entry is never loaded") {
+    fs::resize_file(file, 64 + 100);
+    CHECK_FALSE(cache.load("key-1").has_value());
+    CHECK(h.log.count("truncated payload") == 1);
+    cache.store("key-1", payload); // rebuilt entry is good again
+    CHECK(cache.load("key-1") == payload);
+  }
+  SECTION("a short or foreign file is never loaded") {
+    {
+      std::ofstream f(file, std::ios::binary | std::ios::trunc);
+      f << "not a cubin";
+    }
+    CHECK_FALSE(cache.load("key-1").has_value());
+    CHECK(h.log.count("truncated header") == 1);
+  }
+  fs::remove_all(dir);
+}
+
+TEST_CASE("an unwritable cache directory warns once and disables the cache", "[cuda][offline]") {
+  test_host h;
+  const fs::path dir = fresh_dir("unwritable");
+  const fs::path blocker = dir / "a-file";
+  { std::ofstream(blocker) << "x"; }
+  pc::program_cache cache(blocker.string(), parenchyma::sdk::logger(&h.services, "cuda"));
+  const auto payload = as_chars(random_bytes(100));
+  cache.store("k", payload);
+  cache.store("k2", payload);
+  CHECK(h.log.count("not writable") == 1);
+  CHECK_FALSE(cache.enabled());
+  CHECK_FALSE(cache.load("k").has_value());
+  fs::remove_all(dir);
+}
+
+TEST_CASE("a missing NVRTC is reported with what to install", "[cuda][offline]") {
+  scoped_env e("PARENCHYMA_NVRTC", "/nonexistent/libnvrtc.so.13");
+  pc::nvrtc rtc;
+  CHECK(rtc.identity().empty());
+  CHECK_FALSE(rtc.available());
+  CHECK(rtc.reason().find("PARENCHYMA_NVRTC") != std::string::npos);
+  try {
+    rtc.compile(good_source, {}, 90);
+    FAIL("compile without NVRTC succeeded");
+  } catch (const parenchyma::sdk::error& ex) {
+    CHECK(ex.code() == PCY_ERR_UNAVAILABLE);
+  }
+}
+
+TEST_CASE("NVRTC compiles for the exact architecture", "[cuda][nvrtc]") {
+  pc::nvrtc rtc;
+  REQUIRE(rtc.available());
+  CHECK_FALSE(rtc.identity().empty());
+  auto out = rtc.compile(good_source, {"-DUNUSED=1"}, 90);
+  CHECK(out.cubin);
+  CHECK(out.target == "sm_90");
+  REQUIRE(out.image.size() > 4);
+  CHECK(std::string(out.image.data(), 4) == "\x7f" "ELF");
+}
+
+TEST_CASE("NVRTC errors carry the compiler log", "[cuda][nvrtc]") {
+  pc::nvrtc rtc;
+  REQUIRE(rtc.available());
+  try {
+    rtc.compile("extern \"C\" __global__ void k(float* p) { p[0] = undefined_thing_42; }", {}, 90);
+    FAIL("a broken source compiled");
+  } catch (const parenchyma::sdk::error& ex) {
+    CHECK(ex.code() == PCY_ERR_BUILD);
+    const std::string m = ex.what();
+    INFO(m);
+    CHECK(m.find("undefined_thing_42") != std::string::npos);
+    CHECK(m.find("sm_90") != std::string::npos);
+  }
+  try {
+    rtc.compile(good_source, {"--gpu-architecture=sm_70"}, 90);
+    FAIL("an architecture option was accepted");
+  } catch (const parenchyma::sdk::error& ex) {
+    CHECK(ex.code() == PCY_ERR_INVALID_ARGUMENT);
+  }
+}
+
+TEST_CASE("an architecture NVRTC does not know falls back to PTX", "[cuda][nvrtc]") {
+  pc::nvrtc rtc;
+  REQUIRE(rtc.available());
+  auto out = rtc.compile(good_source, {}, 990); // a compute capability 99.0 from the future
+  CHECK_FALSE(out.cubin);
+  CHECK(out.target.rfind("compute_", 0) == 0);
+  CHECK(std::string(out.image.data()).find(".target") != std::string::npos);
+  try {
+    rtc.compile(good_source, {}, 10); // older than anything NVRTC supports
+    FAIL("compute capability 1.0 was accepted");
+  } catch (const parenchyma::sdk::error& ex) {
+    CHECK(ex.code() == PCY_ERR_UNSUPPORTED);
+  }
+}
+
+int main(int argc, char** argv) {
+  std::string reason;
+  {
+    pc::nvrtc rtc;
+    if (!rtc.available()) reason = rtc.reason();
+  }
+  Catch::Session session;
+  if (!reason.empty()) {
+    std::printf("SKIPPED (partly): NVRTC cases: %s\n", reason.c_str());
+    const char* filter[] = {argv[0], "~[nvrtc]"};
+    if (session.applyCommandLine(2, filter) != 0) return 2;
+    const int rc = session.run();
+    return rc != 0 ? rc : 77;
+  }
+  return session.run(argc, argv);
+}
