@@ -201,6 +201,11 @@ private:
   pcy_dtype dtype_;
 };
 
+// The default leading dimension of a 2-d tensor: its column count (at least 1, as BLAS wants).
+inline int64_t ld_of(const TensorStorage& t) noexcept {
+  return t.shape()[1] > 1 ? t.shape()[1] : 1;
+}
+
 inline OpArg scalar_arg(const Scalar& s) noexcept {
   return s.is_tensor() ? OpArg::in(*s.tensor()) : OpArg::real(s.value());
 }
@@ -426,7 +431,7 @@ inline void gemv(const Backend& b, transpose ta, Scalar alpha, const TensorStora
   const bool sized = d.m >= 0 || d.n >= 0 || d.lda >= 0;
   const int64_t m = d.m >= 0 ? d.m : A.shape()[0];
   const int64_t n = d.n >= 0 ? d.n : A.shape()[1];
-  const int64_t lda = d.lda >= 0 ? d.lda : A.shape()[1];
+  const int64_t lda = d.lda >= 0 ? d.lda : detail::ld_of(A);
   c.matrix(A, "A", m, n, lda, "lda", !sized, "A is m x n as stored");
   const bool t = ta == transpose::yes;
   const int64_t nx = t ? m : n, ny = t ? n : m;
@@ -470,7 +475,7 @@ inline void gemm(const Backend& b, transpose ta, transpose tb, Scalar alpha,
   c.same_dtype(C, "C", "A");
   c.scalar(alpha, "alpha");
   c.scalar(beta, "beta");
-  for (const auto* p : {&A, &B, &C})
+  for (const TensorStorage* p : {&A, &B, const_cast<const TensorStorage*>(&C)})
     if (p->shape().size() != 2)
       detail::fail("gemm", errc::invalid_argument, "argument ", p == &A ? "A" : p == &B ? "B" : "C",
                    ": expected a 2-d tensor (a row-major matrix), got shape ",
@@ -480,9 +485,9 @@ inline void gemm(const Backend& b, transpose ta, transpose tb, Scalar alpha,
   const int64_t m = d.m >= 0 ? d.m : C.shape()[0];
   const int64_t n = d.n >= 0 ? d.n : C.shape()[1];
   const int64_t k = d.k >= 0 ? d.k : (ta_ ? A.shape()[0] : A.shape()[1]);
-  const int64_t lda = d.lda >= 0 ? d.lda : A.shape()[1];
-  const int64_t ldb = d.ldb >= 0 ? d.ldb : B.shape()[1];
-  const int64_t ldc = d.ldc >= 0 ? d.ldc : C.shape()[1];
+  const int64_t lda = d.lda >= 0 ? d.lda : detail::ld_of(A);
+  const int64_t ldb = d.ldb >= 0 ? d.ldb : detail::ld_of(B);
+  const int64_t ldc = d.ldc >= 0 ? d.ldc : detail::ld_of(C);
   const std::string wa = std::string("op(A) = A ") + detail::trans_name(ta) + " must be m x k = " +
                          std::to_string(m) + " x " + std::to_string(k) + ", so A is stored " +
                          (ta_ ? "k x m" : "m x k");
