@@ -174,25 +174,27 @@ public:
   }
   // A row-major matrix: `rows` x `cols` as stored, leading dimension ld, inside tensor t.
   // `exact`: no sizes or ld were given, so the shape must be exactly rows x cols.
+  template <class What>
   void matrix(const TensorStorage& t, const char* name, int64_t rows, int64_t cols, int64_t ld,
-              const char* ld_name, bool exact, const char* what) const {
+              const char* ld_name, bool exact, const What& what_fn) const {
+    const auto what = [&] { return std::string(what_fn()); };
     if (t.shape().size() != 2)
-      fail(op_, errc::invalid_argument, "argument ", name, ": expected a 2-d tensor (", what,
+      fail(op_, errc::invalid_argument, "argument ", name, ": expected a 2-d tensor (", what(),
            "), got shape ", shape_str(t));
     if (exact && (t.shape()[0] != rows || t.shape()[1] != cols))
       fail(op_, errc::invalid_argument, "argument ", name, ": shape ", shape_str(t),
-           " expected [", rows, ", ", cols, "] (", what,
+           " expected [", rows, ", ", cols, "] (", what(),
            "); fix the shape, or pass explicit sizes for a sub-matrix");
     if (ld < (cols > 1 ? cols : 1))
       fail(op_, errc::invalid_argument, "argument ", ld_name, ": ", ld,
-           " is smaller than the ", cols, " columns ", name, " has as stored (", what,
+           " is smaller than the ", cols, " columns ", name, " has as stored (", what(),
            "); pass ", ld_name, " >= ", (cols > 1 ? cols : 1));
     if (rows == 0 || cols == 0) return;
     const uint64_t need = static_cast<uint64_t>(rows - 1) * static_cast<uint64_t>(ld) +
                           static_cast<uint64_t>(cols);
     if (need > t.size())
       fail(op_, errc::invalid_argument, "argument ", name, ": ", rows, " x ", cols, " with ",
-           ld_name, " = ", ld, " needs ", need, " elements (", what, "), got shape ",
+           ld_name, " = ", ld, " needs ", need, " elements (", what(), "), got shape ",
            shape_str(t), "; pass a larger tensor or smaller sizes");
   }
 
@@ -432,7 +434,7 @@ inline void gemv(const Backend& b, transpose ta, Scalar alpha, const TensorStora
   const int64_t m = d.m >= 0 ? d.m : A.shape()[0];
   const int64_t n = d.n >= 0 ? d.n : A.shape()[1];
   const int64_t lda = d.lda >= 0 ? d.lda : detail::ld_of(A);
-  c.matrix(A, "A", m, n, lda, "lda", !sized, "A is m x n as stored");
+  c.matrix(A, "A", m, n, lda, "lda", !sized, [] { return "A is m x n as stored"; });
   const bool t = ta == transpose::yes;
   const int64_t nx = t ? m : n, ny = t ? n : m;
   if (!sized && d.incx == 1 && static_cast<int64_t>(x.size()) != nx)
@@ -488,16 +490,19 @@ inline void gemm(const Backend& b, transpose ta, transpose tb, Scalar alpha,
   const int64_t lda = d.lda >= 0 ? d.lda : detail::ld_of(A);
   const int64_t ldb = d.ldb >= 0 ? d.ldb : detail::ld_of(B);
   const int64_t ldc = d.ldc >= 0 ? d.ldc : detail::ld_of(C);
-  const std::string wa = std::string("op(A) = A ") + detail::trans_name(ta) + " must be m x k = " +
-                         std::to_string(m) + " x " + std::to_string(k) + ", so A is stored " +
-                         (ta_ ? "k x m" : "m x k");
-  const std::string wb = std::string("op(B) = B ") + detail::trans_name(tb) + " must be k x n = " +
-                         std::to_string(k) + " x " + std::to_string(n) + ", so B is stored " +
-                         (tb_ ? "n x k" : "k x n");
-  const std::string wc = "C is m x n = " + std::to_string(m) + " x " + std::to_string(n);
-  c.matrix(A, "A", ta_ ? k : m, ta_ ? m : k, lda, "lda", !sized && d.lda < 0, wa.c_str());
-  c.matrix(B, "B", tb_ ? n : k, tb_ ? k : n, ldb, "ldb", !sized && d.ldb < 0, wb.c_str());
-  c.matrix(C, "C", m, n, ldc, "ldc", !sized && d.ldc < 0, wc.c_str());
+  // What each operand must be, spelled out only when a check fails (no allocation per call).
+  const auto what = [&](char which) {
+    if (which == 'C') return "C is m x n = " + std::to_string(m) + " x " + std::to_string(n);
+    const bool t = which == 'A' ? ta_ : tb_;
+    const std::string dims = which == 'A' ? "m x k" : "k x n";
+    const int64_t r = which == 'A' ? m : k, cdim = which == 'A' ? k : n;
+    return std::string("op(") + which + ") = " + which + " " + detail::trans_name(t ? trans : no_trans) +
+           " must be " + dims + " = " + std::to_string(r) + " x " + std::to_string(cdim) + ", so " +
+           which + " is stored " + (t ? std::string(dims.rbegin(), dims.rend()) : dims);
+  };
+  c.matrix(A, "A", ta_ ? k : m, ta_ ? m : k, lda, "lda", !sized && d.lda < 0, [&] { return what('A'); });
+  c.matrix(B, "B", tb_ ? n : k, tb_ ? k : n, ldb, "ldb", !sized && d.ldb < 0, [&] { return what('B'); });
+  c.matrix(C, "C", m, n, ldc, "ldc", !sized && d.ldc < 0, [&] { return what('C'); });
   c.distinct(A, "A", C, "C");
   c.distinct(B, "B", C, "C");
   c.distinct(alpha, "alpha", C, "C");
