@@ -38,11 +38,12 @@ constexpr std::array<const char*, OP_COUNT> op_names{"asum", "axpy", "axpby", "c
                                                      "nrm2", "scal", "swap", "gemv", "gemm"};
 enum class impl { own, clblast };
 
-// The default per op on PoCL, from tools/bench/blas (docs/blas.md, "C5"): CLBlast where it was
-// faster than our kernels, our kernels elsewhere. axpby has no CLBlast routine.
+// The default per op when CLBlast is built in, from tools/bench/blas on PoCL 3.1 (docs/blas.md,
+// "C5"): CLBlast was faster than our kernels on every op it has (1.3x to 10x), so it serves
+// them; axpby (no CLBlast routine) and calls with device-resident scalars use our kernels.
 constexpr std::array<impl, OP_COUNT> measured_default{
-    impl::own, impl::own, impl::own, impl::own, impl::own,
-    impl::own, impl::own, impl::own, impl::own, impl::own};
+    impl::clblast, impl::clblast, impl::own,     impl::clblast, impl::clblast,
+    impl::clblast, impl::clblast, impl::clblast, impl::clblast, impl::clblast};
 
 const char* env(const char* name) {
 #if defined(__GLIBC__)
