@@ -26,7 +26,8 @@ std::mt19937 rng{std::random_device{}()};
 template <class T> SharedTensor<T> filled(std::vector<int64_t> shape) {
   SharedTensor<T> t(std::move(shape));
   std::uniform_real_distribution<float> u(-1, 1);
-  for (T& v : t.write_only()) v = static_cast<T>(u(rng));
+  for (T& v : t.write_only())
+    v = static_cast<T>(u(rng));
   return t;
 }
 template <class T> std::vector<T> snapshot(const SharedTensor<T>& t) {
@@ -44,7 +45,8 @@ void expect_error(F&& f, errc code, const std::string& op, std::vector<std::stri
     INFO(e.what());
     CHECK(e.code() == code);
     CHECK(std::string(e.what()).find(op) != std::string::npos);
-    for (const auto& n : needles) CHECK(std::string(e.what()).find(n) != std::string::npos);
+    for (const auto& n : needles)
+      CHECK(std::string(e.what()).find(n) != std::string::npos);
   }
 }
 
@@ -184,7 +186,8 @@ bool have_plugin(const char* file) {
 TEST_CASE("an op no framework offers fails under fallback deny, naming the op", "[blas]") {
   // native has no blas bundle here; only OpenCL's bundle (if OpenCL is present) could serve it.
   std::vector<std::string> plugins{"parenchyma-native.so"};
-  const bool opencl = have_plugin("parenchyma-opencl.so") && have_plugin("parenchyma-blas-opencl.so");
+  const bool opencl =
+      have_plugin("parenchyma-opencl.so") && have_plugin("parenchyma-blas-opencl.so");
   if (opencl) {
     plugins.push_back("parenchyma-opencl.so");
     plugins.push_back("parenchyma-blas-opencl.so");
@@ -208,7 +211,8 @@ TEST_CASE("an op no framework offers fails under fallback deny, naming the op", 
   const auto x0 = snapshot(x);
   blas::axpy(b2, 2.0, x, y);
   const auto y1 = snapshot(y);
-  for (size_t i = 0; i < y1.size(); ++i) CHECK(std::fabs(y1[i] - (2 * x0[i] + y0[i])) <= 1e-5f);
+  for (size_t i = 0; i < y1.size(); ++i)
+    CHECK(std::fabs(y1[i] - (2 * x0[i] + y0[i])) <= 1e-5f);
   CHECK(b2.fallback_count() == 1);
   CHECK(b2.route(blas::detail::axpy_key(PCY_DTYPE_F32)).framework == "opencl");
 }

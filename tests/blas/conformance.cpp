@@ -29,7 +29,8 @@ template <class T> const char* tname() { return sizeof(T) == 4 ? "f32" : "f64"; 
 template <class T> SharedTensor<T> random_tensor(std::vector<int64_t> shape) {
   SharedTensor<T> t(std::move(shape));
   std::uniform_real_distribution<double> u(-1, 1);
-  for (T& v : t.write_only()) v = static_cast<T>(u(rng));
+  for (T& v : t.write_only())
+    v = static_cast<T>(u(rng));
   return t;
 }
 template <class T> std::vector<double> values(const SharedTensor<T>& t) {
@@ -81,8 +82,8 @@ template <class T> void level1(const Backend& b) {
   const std::vector<int64_t> sizes{1, 7, 1000, 4097};
   for (const int64_t n : sizes) {
     for (const int64_t inc : {1, 2}) {
-      const std::string tag = std::string(tname<T>()) + " n=" + std::to_string(n) +
-                              " inc=" + std::to_string(inc);
+      const std::string tag =
+          std::string(tname<T>()) + " n=" + std::to_string(n) + " inc=" + std::to_string(inc);
       const int64_t len = 1 + (n - 1) * inc;
       for (const bool dev_scalar : {false, true}) {
         const std::string st = tag + (dev_scalar ? " device-scalars" : " host-scalars");
@@ -138,7 +139,8 @@ template <class T> void level1(const Backend& b) {
         auto x = random_tensor<T>({n});
         SharedTensor<T> y({n});
         if (n > 7) // poison what the op may see (else leave y unwritten); OUT never reads it
-          for (T& v : y.write_only()) v = std::numeric_limits<T>::quiet_NaN();
+          for (T& v : y.write_only())
+            v = std::numeric_limits<T>::quiet_NaN();
         const auto x0 = values(x);
         blas::axpby(b, 2.0, x, 0.0, y);
         const auto y1 = values(y);
@@ -201,17 +203,19 @@ template <class T> void level1(const Backend& b) {
     blas::dot(b, x, x, d);
     blas::axpy(b, d, x, y);
     double dd = 0;
-    for (double v : x0) dd += v * v;
+    for (double v : x0)
+      dd += v * v;
     const auto y1 = values(y);
     for (size_t i = 0; i < y1.size(); ++i)
       expect_near<T>("dot->axpy", i, y1[i], dd * x0[i] + y0[i], std::fabs(dd * x0[i]) + 1, 1000);
   });
 }
 
-template <class T> void gemv_case(const Backend& b, bool t, int64_t m, int64_t n, int64_t pad,
-                                  int64_t inc, bool dev_scalars, bool beta0) {
-  const std::string tag = std::string("gemv ") + tname<T>() + (t ? " T" : " N") + " m=" +
-                          std::to_string(m) + " n=" + std::to_string(n) + " lda+" +
+template <class T>
+void gemv_case(const Backend& b, bool t, int64_t m, int64_t n, int64_t pad, int64_t inc,
+               bool dev_scalars, bool beta0) {
+  const std::string tag = std::string("gemv ") + tname<T>() + (t ? " T" : " N") +
+                          " m=" + std::to_string(m) + " n=" + std::to_string(n) + " lda+" +
                           std::to_string(pad) + " inc=" + std::to_string(inc) +
                           (dev_scalars ? " device-scalars" : "") + (beta0 ? " beta=0" : "");
   run_case(tag, [&] {
@@ -252,13 +256,13 @@ template <class T> void gemv_case(const Backend& b, bool t, int64_t m, int64_t n
   });
 }
 
-template <class T> void gemm_case(const Backend& b, bool ta, bool tb, int64_t m, int64_t n,
-                                  int64_t k, int64_t pad, bool dev_scalars, bool beta0,
-                                  bool sub = false) {
+template <class T>
+void gemm_case(const Backend& b, bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t pad,
+               bool dev_scalars, bool beta0, bool sub = false) {
   const std::string tag = std::string("gemm ") + tname<T>() + (ta ? " T" : " N") +
-                          (tb ? "T" : "N") + " m=" + std::to_string(m) + " n=" +
-                          std::to_string(n) + " k=" + std::to_string(k) + " ld+" +
-                          std::to_string(pad) + (dev_scalars ? " device-scalars" : "") +
+                          (tb ? "T" : "N") + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
+                          " k=" + std::to_string(k) + " ld+" + std::to_string(pad) +
+                          (dev_scalars ? " device-scalars" : "") +
                           (beta0 ? " beta=0 write-only" : "") + (sub ? " sub-matrix" : "");
   run_case(tag, [&] {
     const int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
@@ -272,7 +276,8 @@ template <class T> void gemm_case(const Backend& b, bool ta, bool tb, int64_t m,
       // The op takes C write-only: small cases leave it unwritten, larger ones poison the host
       // copy with NaN, which must not leak in where device memory aliases host memory.
       if (m > 7)
-        for (T& v : C.write_only()) v = std::numeric_limits<T>::quiet_NaN();
+        for (T& v : C.write_only())
+          v = std::numeric_limits<T>::quiet_NaN();
     } else {
       C = random_tensor<T>({m + extra, ldc});
     }
@@ -382,15 +387,15 @@ int main(int argc, char** argv) {
   // Every cell must be served here, not by fallback.
   for (const pcy_dtype d : {PCY_DTYPE_F32, PCY_DTYPE_F64}) {
     const char* dn = d == PCY_DTYPE_F32 ? "f32" : "f64";
-    for (const OpKey* k : {&blas::detail::asum_key(d), &blas::detail::axpy_key(d),
-                           &blas::detail::axpby_key(d), &blas::detail::copy_key(d),
-                           &blas::detail::dot_key(d), &blas::detail::nrm2_key(d),
-                           &blas::detail::scal_key(d), &blas::detail::swap_key(d),
-                           &blas::detail::gemv_key(d), &blas::detail::gemm_key(d)}) {
+    for (const OpKey* k :
+         {&blas::detail::asum_key(d), &blas::detail::axpy_key(d), &blas::detail::axpby_key(d),
+          &blas::detail::copy_key(d), &blas::detail::dot_key(d), &blas::detail::nrm2_key(d),
+          &blas::detail::scal_key(d), &blas::detail::swap_key(d), &blas::detail::gemv_key(d),
+          &blas::detail::gemm_key(d)}) {
       const OpRoute r = b.route(*k);
-      expect_true(r.framework == fw_name && !r.fallback,
-                  std::string("blas.") + k->name + " " + dn + " routes to " + r.framework +
-                      " (" + r.bundle + "), expected " + fw_name);
+      expect_true(r.framework == fw_name && !r.fallback, std::string("blas.") + k->name + " " + dn +
+                                                             " routes to " + r.framework + " (" +
+                                                             r.bundle + "), expected " + fw_name);
       std::printf("  %-6s %s: %s\n", k->name, dn, r.implementation.c_str());
     }
   }

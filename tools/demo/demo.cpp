@@ -98,7 +98,8 @@ int main(int argc, char** argv) {
     std::mt19937 rng{2024};
     std::uniform_real_distribution<float> u(-1, 1);
     for (auto* t : {&A, &B, &x})
-      for (float& v : t->write_only()) v = u(rng);
+      for (float& v : t->write_only())
+        v = u(rng);
 
     double secs = 0;
     const checksums got = compute(b, n, A, B, x, secs);
@@ -117,12 +118,13 @@ int main(int argc, char** argv) {
     // f32 with different summation orders: agree to a relative 1e-4 (sqrt(n) eps growth).
     const double tol = 1e-4;
     auto rel = [](double a, double r) { return std::fabs(a - r) / std::max(std::fabs(r), 1e-30); };
-    const double worst = std::max({rel(got.y_norm, ref.y_norm), rel(got.c_norm, ref.c_norm),
-                                   rel(got.y_asum, ref.y_asum)});
+    const double worst = std::max(
+        {rel(got.y_norm, ref.y_norm), rel(got.c_norm, ref.c_norm), rel(got.y_asum, ref.y_asum)});
     std::printf("native:    %.3f s; checksum nrm2(y) = %.6g  nrm2(C) = %.6g  asum(y) = %.6g\n",
                 nsecs, ref.y_norm, ref.c_norm, ref.y_asum);
     if (worst > tol) {
-      std::printf("check:     FAILED: relative difference %.3g > %.0e against native\n", worst, tol);
+      std::printf("check:     FAILED: relative difference %.3g > %.0e against native\n", worst,
+                  tol);
       return 1;
     }
     std::printf("check:     OK (relative difference %.3g <= %.0e against native)\n", worst, tol);

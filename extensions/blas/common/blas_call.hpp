@@ -16,7 +16,8 @@ using sdk::str;
 
 inline uint64_t elements(const pcy_tensor& t) noexcept {
   uint64_t n = 1;
-  for (int32_t i = 0; i < t.ndim; ++i) n *= static_cast<uint64_t>(t.shape[i]);
+  for (int32_t i = 0; i < t.ndim; ++i)
+    n *= static_cast<uint64_t>(t.shape[i]);
   return n;
 }
 
@@ -62,12 +63,12 @@ public:
   const pcy_tensor& tensor(uint32_t k, const char* name) const {
     const pcy_tensor& t = a_.t(k);
     if (t.dtype != dtype_)
-      fail(PCY_ERR_INVALID_ARGUMENT, str(op_, ": argument ", name, " has dtype ",
-                                         sdk::dtype_name(t.dtype), ", expected ",
-                                         sdk::dtype_name(dtype_)));
+      fail(PCY_ERR_INVALID_ARGUMENT,
+           str(op_, ": argument ", name, " has dtype ", sdk::dtype_name(t.dtype), ", expected ",
+               sdk::dtype_name(dtype_)));
     if (t.strides != nullptr)
-      fail(PCY_ERR_UNSUPPORTED, str(op_, ": argument ", name,
-                                    " is strided; this bundle takes dense row-major tensors"));
+      fail(PCY_ERR_UNSUPPORTED,
+           str(op_, ": argument ", name, " is strided; this bundle takes dense row-major tensors"));
     return t;
   }
   scalar_arg scalar(uint32_t k, const char* name) const {
@@ -88,9 +89,9 @@ public:
       fail(PCY_ERR_INVALID_ARGUMENT,
            str(op_, ": increment of ", name, " = ", v.inc, ", expected >= 1"));
     if (n > 0 && 1 + static_cast<uint64_t>(n - 1) * static_cast<uint64_t>(v.inc) > elements(*v.t))
-      fail(PCY_ERR_INVALID_ARGUMENT, str(op_, ": ", n, " elements with increment ", v.inc,
-                                         " do not fit in ", name, " (", elements(*v.t),
-                                         " elements)"));
+      fail(PCY_ERR_INVALID_ARGUMENT,
+           str(op_, ": ", n, " elements with increment ", v.inc, " do not fit in ", name, " (",
+               elements(*v.t), " elements)"));
     return v;
   }
   const pcy_tensor& result(uint32_t k) const {
@@ -108,9 +109,9 @@ public:
     if (rows > 0 && cols > 0 &&
         static_cast<uint64_t>(rows - 1) * static_cast<uint64_t>(ld) + static_cast<uint64_t>(cols) >
             elements(t))
-      fail(PCY_ERR_INVALID_ARGUMENT, str(op_, ": ", rows, " x ", cols, " with leading dimension ",
-                                         ld, " does not fit in ", name, " (", elements(t),
-                                         " elements)"));
+      fail(PCY_ERR_INVALID_ARGUMENT,
+           str(op_, ": ", rows, " x ", cols, " with leading dimension ", ld, " does not fit in ",
+               name, " (", elements(t), " elements)"));
     return t;
   }
 
@@ -129,7 +130,9 @@ inline blas_call decode_asum(const sdk::op_args& a, pcy_dtype d, const char* op 
   c.result = &dc.result(3);
   return c;
 }
-inline blas_call decode_nrm2(const sdk::op_args& a, pcy_dtype d) { return decode_asum(a, d, "nrm2"); }
+inline blas_call decode_nrm2(const sdk::op_args& a, pcy_dtype d) {
+  return decode_asum(a, d, "nrm2");
+}
 inline blas_call decode_axpy(const sdk::op_args& a, pcy_dtype d) {
   decoder dc("axpy", a, d);
   blas_call c;
@@ -157,7 +160,9 @@ inline blas_call decode_copy(const sdk::op_args& a, pcy_dtype d, const char* op 
   c.y = dc.vector(3, 4, c.n, "y");
   return c;
 }
-inline blas_call decode_swap(const sdk::op_args& a, pcy_dtype d) { return decode_copy(a, d, "swap"); }
+inline blas_call decode_swap(const sdk::op_args& a, pcy_dtype d) {
+  return decode_copy(a, d, "swap");
+}
 inline blas_call decode_dot(const sdk::op_args& a, pcy_dtype d) {
   blas_call c = decode_copy(a, d, "dot");
   c.result = &decoder("dot", a, d).result(5);

@@ -26,14 +26,14 @@ using blas_bundle::to_int;
 constexpr const char* bundle_name = "blas_cuda";
 
 // Every cuBLAS entry point we call, resolved once at initialisation.
-#define PARENCHYMA_CUBLAS_FUNCTIONS(X)                                                          \
-  X(cublasCreate_v2) X(cublasDestroy_v2) X(cublasSetStream_v2) X(cublasSetPointerMode_v2)       \
-  X(cublasGetStatusString) X(cublasGetVersion_v2)                                               \
-  X(cublasSasum_v2) X(cublasDasum_v2) X(cublasSnrm2_v2) X(cublasDnrm2_v2)                       \
-  X(cublasSdot_v2) X(cublasDdot_v2) X(cublasSaxpy_v2) X(cublasDaxpy_v2)                         \
-  X(cublasScopy_v2) X(cublasDcopy_v2) X(cublasSscal_v2) X(cublasDscal_v2)                       \
-  X(cublasSswap_v2) X(cublasDswap_v2) X(cublasSgemv_v2) X(cublasDgemv_v2)                       \
-  X(cublasSgemm_v2) X(cublasDgemm_v2)
+#define PARENCHYMA_CUBLAS_FUNCTIONS(X)                                                             \
+  X(cublasCreate_v2)                                                                               \
+  X(cublasDestroy_v2) X(cublasSetStream_v2) X(cublasSetPointerMode_v2) X(cublasGetStatusString)    \
+      X(cublasGetVersion_v2) X(cublasSasum_v2) X(cublasDasum_v2) X(cublasSnrm2_v2)                 \
+          X(cublasDnrm2_v2) X(cublasSdot_v2) X(cublasDdot_v2) X(cublasSaxpy_v2) X(cublasDaxpy_v2)  \
+              X(cublasScopy_v2) X(cublasDcopy_v2) X(cublasSscal_v2) X(cublasDscal_v2)              \
+                  X(cublasSswap_v2) X(cublasDswap_v2) X(cublasSgemv_v2) X(cublasDgemv_v2)          \
+                      X(cublasSgemm_v2) X(cublasDgemm_v2)
 
 struct cublas_api {
 #define PARENCHYMA_DECLARE(f) decltype(&::f) f = nullptr;
@@ -68,7 +68,8 @@ template <> struct cub<double> {
   static auto gemm(const cublas_api& a) { return a.cublasDgemm_v2; }
 };
 
-template <class T> constexpr pcy_dtype dt = std::is_same_v<T, float> ? PCY_DTYPE_F32 : PCY_DTYPE_F64;
+template <class T>
+constexpr pcy_dtype dt = std::is_same_v<T, float> ? PCY_DTYPE_F32 : PCY_DTYPE_F64;
 
 struct cuda_context {
   const cublas_api* api = nullptr;
@@ -333,8 +334,9 @@ public:
     const pcy_framework_api& fw = *a.framework;
     if (fw.native_handle == nullptr || fw.memory_alloc == nullptr || fw.memory_fill == nullptr ||
         fw.memory_write == nullptr)
-      sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str("framework '", fw.name,
-                                              "' lacks native_handle/memory slots blas_cuda needs"));
+      sdk::fail(
+          PCY_ERR_UNSUPPORTED,
+          sdk::str("framework '", fw.name, "' lacks native_handle/memory slots blas_cuda needs"));
     auto cx = std::make_unique<cuda_context>();
     cx->api = &api_;
     cx->fw = &fw;
@@ -366,8 +368,10 @@ private:
       reason_ = sdk::str("libcuda.so.1 not found: ", dlerror());
       return false;
     }
-    api_.cuCtxGetCurrent = reinterpret_cast<decltype(api_.cuCtxGetCurrent)>(dlsym(cuda, "cuCtxGetCurrent"));
-    api_.cuCtxSetCurrent = reinterpret_cast<decltype(api_.cuCtxSetCurrent)>(dlsym(cuda, "cuCtxSetCurrent"));
+    api_.cuCtxGetCurrent =
+        reinterpret_cast<decltype(api_.cuCtxGetCurrent)>(dlsym(cuda, "cuCtxGetCurrent"));
+    api_.cuCtxSetCurrent =
+        reinterpret_cast<decltype(api_.cuCtxSetCurrent)>(dlsym(cuda, "cuCtxSetCurrent"));
     if (api_.cuCtxGetCurrent == nullptr || api_.cuCtxSetCurrent == nullptr) {
       reason_ = "libcuda.so.1 lacks cuCtxGetCurrent/cuCtxSetCurrent: update the NVIDIA driver";
       return false;
@@ -394,11 +398,11 @@ private:
                          "or add its directory to LD_LIBRARY_PATH");
       return false;
     }
-#define PARENCHYMA_RESOLVE(f)                                                                   \
-  api_.f = reinterpret_cast<decltype(api_.f)>(dlsym(lib_, #f));                                 \
-  if (api_.f == nullptr) {                                                                      \
-    reason_ = sdk::str(soname_, " lacks ", #f, ": use cuBLAS 12 or newer");                     \
-    return false;                                                                               \
+#define PARENCHYMA_RESOLVE(f)                                                                      \
+  api_.f = reinterpret_cast<decltype(api_.f)>(dlsym(lib_, #f));                                    \
+  if (api_.f == nullptr) {                                                                         \
+    reason_ = sdk::str(soname_, " lacks ", #f, ": use cuBLAS 12 or newer");                        \
+    return false;                                                                                  \
   }
     PARENCHYMA_CUBLAS_FUNCTIONS(PARENCHYMA_RESOLVE)
 #undef PARENCHYMA_RESOLVE

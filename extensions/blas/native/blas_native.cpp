@@ -70,7 +70,8 @@ template <> struct cblas<double> {
 #endif
 };
 
-template <class T> constexpr pcy_dtype dt = std::is_same_v<T, float> ? PCY_DTYPE_F32 : PCY_DTYPE_F64;
+template <class T>
+constexpr pcy_dtype dt = std::is_same_v<T, float> ? PCY_DTYPE_F32 : PCY_DTYPE_F64;
 
 template <class T> void op_asum(native_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_asum(a, dt<T>);
@@ -95,7 +96,8 @@ template <class T> void op_axpy(native_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_axpy(a, dt<T>);
   cx.settle(a.queue());
   cblas<T>::axpy(to_int(c.n, "axpy", "n"), cx.scalar<T>(c.alpha), cx.ptr<T>(*c.x.t),
-                 to_int(c.x.inc, "axpy", "incx"), cx.ptr<T>(*c.y.t), to_int(c.y.inc, "axpy", "incy"));
+                 to_int(c.x.inc, "axpy", "incx"), cx.ptr<T>(*c.y.t),
+                 to_int(c.y.inc, "axpy", "incy"));
 }
 template <class T> void op_axpby(native_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_axpby(a, dt<T>);
@@ -107,7 +109,8 @@ template <class T> void op_axpby(native_context& cx, const sdk::op_args& a) {
   T* y = cx.ptr<T>(*c.y.t);
   if (beta == T(0)) {
     // y may be write-only (never written): never read it, so garbage cannot leak in as NaN.
-    for (int i = 0; i < n; ++i) y[static_cast<int64_t>(i) * incy] = T(0);
+    for (int i = 0; i < n; ++i)
+      y[static_cast<int64_t>(i) * incy] = T(0);
     cblas<T>::axpy(n, alpha, x, incx, y, incy);
     return;
   }
@@ -146,7 +149,8 @@ template <class T> void op_gemv(native_context& cx, const sdk::op_args& a) {
   if (beta == T(0)) {
     // y may be write-only: clear it so that 0 * garbage cannot turn into NaN.
     const int ny = c.ta ? n : m;
-    for (int i = 0; i < ny; ++i) y[static_cast<int64_t>(i) * incy] = T(0);
+    for (int i = 0; i < ny; ++i)
+      y[static_cast<int64_t>(i) * incy] = T(0);
   }
   if (m == 0 || n == 0) return;
   cblas<T>::gemv(CblasRowMajor, c.ta ? CblasTrans : CblasNoTrans, m, n, cx.scalar<T>(c.alpha),
@@ -164,7 +168,8 @@ template <class T> void op_gemm(native_context& cx, const sdk::op_args& a) {
   if (k == 0 && beta == T(0)) {
     // OpenBLAS skips k == 0 entirely; BLAS semantics still want C = beta * C.
     for (int i = 0; i < m; ++i)
-      for (int j = 0; j < n; ++j) C[static_cast<int64_t>(i) * ldc + j] = T(0);
+      for (int j = 0; j < n; ++j)
+        C[static_cast<int64_t>(i) * ldc + j] = T(0);
     return;
   }
   cblas<T>::gemm(CblasRowMajor, c.ta ? CblasTrans : CblasNoTrans, c.tb ? CblasTrans : CblasNoTrans,

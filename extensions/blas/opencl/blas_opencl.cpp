@@ -35,7 +35,7 @@ constexpr uint32_t reduce_wg = 256; // RWG: work-group size of reductions and ge
 
 enum op_id { ASUM, AXPY, AXPBY, COPY, DOT, NRM2, SCAL, SWAP, GEMV, GEMM, OP_COUNT };
 constexpr std::array<const char*, OP_COUNT> op_names{"asum", "axpy", "axpby", "copy", "dot",
-                                                     "nrm2", "scal", "swap", "gemv", "gemm"};
+                                                     "nrm2", "scal", "swap",  "gemv", "gemm"};
 enum class impl { own, clblast };
 
 // The default per op when CLBlast is built in, from tools/bench/blas on PoCL 3.1 (docs/blas.md,
@@ -133,7 +133,9 @@ struct ocl_context {
 
 // Kernel argument builders; values point at locals that outlive the launch call.
 pcy_kernel_arg mem(pcy_memory m) { return {PCY_ARG_MEMORY, m, nullptr, 0}; }
-template <class V> pcy_kernel_arg val(const V& v) { return {PCY_ARG_SCALAR, nullptr, &v, sizeof(V)}; }
+template <class V> pcy_kernel_arg val(const V& v) {
+  return {PCY_ARG_SCALAR, nullptr, &v, sizeof(V)};
+}
 
 uint64_t round_up(uint64_t v, uint64_t m) { return (v + m - 1) / m * m; }
 
@@ -149,7 +151,8 @@ kscalar<T> kernel_scalar(const ocl_context& cx, const blas_bundle::scalar_arg& s
   return {static_cast<T>(s.value), cx.dummy, 0};
 }
 
-template <class T> constexpr pcy_dtype dt = std::is_same_v<T, float> ? PCY_DTYPE_F32 : PCY_DTYPE_F64;
+template <class T>
+constexpr pcy_dtype dt = std::is_same_v<T, float> ? PCY_DTYPE_F32 : PCY_DTYPE_F64;
 template <class T> bool host_scalars(const blas_call& c) {
   return c.alpha.tensor == nullptr && c.beta.tensor == nullptr;
 }
@@ -184,18 +187,21 @@ void clblast_check(CLBlastStatusCode s, const char* what) {
 template <class T> bool use_clblast(const ocl_context& cx, op_id op, const blas_call& c) {
   return cx.choice[op] == impl::clblast && host_scalars<T>(c);
 }
-cl_mem clm(const ocl_context& cx, const pcy_tensor& t) { return static_cast<cl_mem>(cx.cl_mem_of(t)); }
+cl_mem clm(const ocl_context& cx, const pcy_tensor& t) {
+  return static_cast<cl_mem>(cx.cl_mem_of(t));
+}
 cl_command_queue* clq(ocl_context& cx) { return reinterpret_cast<cl_command_queue*>(&cx.cl_queue); }
 #endif
 
 // ---- level 1 ---------------------------------------------------------------------------------
 
-template <class T> void reduce(ocl_context& cx, pcy_queue q, const char* op, int mode,
-                               const blas_call& c, const pcy_tensor& y, int incy, bool sqrt_it) {
+template <class T>
+void reduce(ocl_context& cx, pcy_queue q, const char* op, int mode, const blas_call& c,
+            const pcy_tensor& y, int incy, bool sqrt_it) {
   const dtype_state& d = cx.state<T>();
   const int n = to_int(c.n, op, "n"), incx = to_int(c.x.inc, op, "incx");
-  const uint32_t groups = static_cast<uint32_t>(
-      std::clamp<uint64_t>((static_cast<uint64_t>(n) + reduce_wg - 1) / reduce_wg, 1, cx.max_groups));
+  const uint32_t groups = static_cast<uint32_t>(std::clamp<uint64_t>(
+      (static_cast<uint64_t>(n) + reduce_wg - 1) / reduce_wg, 1, cx.max_groups));
   cx.launch(q, d.k.reduce_1, 1, {uint64_t(groups) * reduce_wg, 1}, {reduce_wg, 1},
             {val(n), val(mode), mem(c.x.t->memory), val(incx), mem(y.memory), val(incy),
              mem(cx.partials)});
@@ -208,9 +214,9 @@ template <class T> void op_asum(ocl_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_asum(a, dt<T>);
 #ifdef PARENCHYMA_HAVE_CLBLAST
   if (use_clblast<T>(cx, ASUM, c) && c.n > 0) {
-    clblast_check(clb<T>::asum(
-                      c.n, clm(cx, *c.result), 0, clm(cx, *c.x.t), 0, c.x.inc, clq(cx), nullptr),
-                  "CLBlast asum");
+    clblast_check(
+        clb<T>::asum(c.n, clm(cx, *c.result), 0, clm(cx, *c.x.t), 0, c.x.inc, clq(cx), nullptr),
+        "CLBlast asum");
     return;
   }
 #endif
@@ -220,9 +226,9 @@ template <class T> void op_nrm2(ocl_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_nrm2(a, dt<T>);
 #ifdef PARENCHYMA_HAVE_CLBLAST
   if (use_clblast<T>(cx, NRM2, c) && c.n > 0) {
-    clblast_check(clb<T>::nrm2(
-                      c.n, clm(cx, *c.result), 0, clm(cx, *c.x.t), 0, c.x.inc, clq(cx), nullptr),
-                  "CLBlast nrm2");
+    clblast_check(
+        clb<T>::nrm2(c.n, clm(cx, *c.result), 0, clm(cx, *c.x.t), 0, c.x.inc, clq(cx), nullptr),
+        "CLBlast nrm2");
     return;
   }
 #endif
@@ -232,9 +238,8 @@ template <class T> void op_dot(ocl_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_dot(a, dt<T>);
 #ifdef PARENCHYMA_HAVE_CLBLAST
   if (use_clblast<T>(cx, DOT, c) && c.n > 0) {
-    clblast_check(clb<T>::dot(
-                      c.n, clm(cx, *c.result), 0, clm(cx, *c.x.t), 0, c.x.inc, clm(cx, *c.y.t),
-                      0, c.y.inc, clq(cx), nullptr),
+    clblast_check(clb<T>::dot(c.n, clm(cx, *c.result), 0, clm(cx, *c.x.t), 0, c.x.inc,
+                              clm(cx, *c.y.t), 0, c.y.inc, clq(cx), nullptr),
                   "CLBlast dot");
     return;
   }
@@ -247,9 +252,8 @@ template <class T> void op_axpy(ocl_context& cx, const sdk::op_args& a) {
   if (c.n == 0) return;
 #ifdef PARENCHYMA_HAVE_CLBLAST
   if (use_clblast<T>(cx, AXPY, c)) {
-    clblast_check(clb<T>::axpy(
-                      c.n, static_cast<T>(c.alpha.value), clm(cx, *c.x.t), 0, c.x.inc,
-                      clm(cx, *c.y.t), 0, c.y.inc, clq(cx), nullptr),
+    clblast_check(clb<T>::axpy(c.n, static_cast<T>(c.alpha.value), clm(cx, *c.x.t), 0, c.x.inc,
+                               clm(cx, *c.y.t), 0, c.y.inc, clq(cx), nullptr),
                   "CLBlast axpy");
     return;
   }
@@ -279,9 +283,8 @@ template <class T> void op_scal(ocl_context& cx, const sdk::op_args& a) {
   if (c.n == 0) return;
 #ifdef PARENCHYMA_HAVE_CLBLAST
   if (use_clblast<T>(cx, SCAL, c)) {
-    clblast_check(clb<T>::scal(
-                      c.n, static_cast<T>(c.alpha.value), clm(cx, *c.x.t), 0, c.x.inc, clq(cx),
-                      nullptr),
+    clblast_check(clb<T>::scal(c.n, static_cast<T>(c.alpha.value), clm(cx, *c.x.t), 0, c.x.inc,
+                               clq(cx), nullptr),
                   "CLBlast scal");
     return;
   }
@@ -294,19 +297,18 @@ template <class T> void op_scal(ocl_context& cx, const sdk::op_args& a) {
 }
 template <class T, bool Swap> void copy_or_swap(ocl_context& cx, const sdk::op_args& a) {
   const char* op = Swap ? "swap" : "copy";
-  const blas_call c = Swap ? blas_bundle::decode_swap(a, dt<T>) : blas_bundle::decode_copy(a, dt<T>);
+  const blas_call c =
+      Swap ? blas_bundle::decode_swap(a, dt<T>) : blas_bundle::decode_copy(a, dt<T>);
   if (c.n == 0) return;
 #ifdef PARENCHYMA_HAVE_CLBLAST
   if (use_clblast<T>(cx, Swap ? SWAP : COPY, c)) {
     if constexpr (Swap)
-      clblast_check(clb<T>::swap(
-                        c.n, clm(cx, *c.x.t), 0, c.x.inc, clm(cx, *c.y.t), 0, c.y.inc, clq(cx),
-                        nullptr),
+      clblast_check(clb<T>::swap(c.n, clm(cx, *c.x.t), 0, c.x.inc, clm(cx, *c.y.t), 0, c.y.inc,
+                                 clq(cx), nullptr),
                     "CLBlast swap");
     else
-      clblast_check(clb<T>::copy(
-                        c.n, clm(cx, *c.x.t), 0, c.x.inc, clm(cx, *c.y.t), 0, c.y.inc, clq(cx),
-                        nullptr),
+      clblast_check(clb<T>::copy(c.n, clm(cx, *c.x.t), 0, c.x.inc, clm(cx, *c.y.t), 0, c.y.inc,
+                                 clq(cx), nullptr),
                     "CLBlast copy");
     return;
   }
@@ -317,15 +319,20 @@ template <class T, bool Swap> void copy_or_swap(ocl_context& cx, const sdk::op_a
   cx.launch(a.queue(), Swap ? d.k.swap : d.k.copy, 1, {round_up(uint64_t(n), 256), 1}, {256, 1},
             {val(n), mem(c.x.t->memory), val(incx), mem(c.y.t->memory), val(incy)});
 }
-template <class T> void op_copy(ocl_context& cx, const sdk::op_args& a) { copy_or_swap<T, false>(cx, a); }
-template <class T> void op_swap(ocl_context& cx, const sdk::op_args& a) { copy_or_swap<T, true>(cx, a); }
+template <class T> void op_copy(ocl_context& cx, const sdk::op_args& a) {
+  copy_or_swap<T, false>(cx, a);
+}
+template <class T> void op_swap(ocl_context& cx, const sdk::op_args& a) {
+  copy_or_swap<T, true>(cx, a);
+}
 
 // ---- level 2 and 3 ---------------------------------------------------------------------------
 
 #ifdef PARENCHYMA_HAVE_CLBLAST
 // CLBlast reads C/y even when beta == 0: clear a write-only output first.
-template <class T> void clear_if_write_only(ocl_context& cx, const sdk::op_args& a, uint32_t k,
-                                            const pcy_tensor& t, const blas_call& c) {
+template <class T>
+void clear_if_write_only(ocl_context& cx, const sdk::op_args& a, uint32_t k, const pcy_tensor& t,
+                         const blas_call& c) {
   if (a.intent(k) != PCY_INTENT_OUT || !c.beta.is_zero()) return;
   pcy_memory_fill_args f{};
   f.struct_size = sizeof f;
@@ -347,11 +354,11 @@ template <class T> void op_gemv(ocl_context& cx, const sdk::op_args& a) {
 #ifdef PARENCHYMA_HAVE_CLBLAST
   if (use_clblast<T>(cx, GEMV, c) && c.m > 0 && c.n > 0) {
     clear_if_write_only<T>(cx, a, 9, *c.y.t, c);
-    clblast_check(clb<T>::gemv(
-                      CLBlastLayoutRowMajor, c.ta ? CLBlastTransposeYes : CLBlastTransposeNo, c.m,
-                      c.n, static_cast<T>(c.alpha.value), clm(cx, *c.A), 0, c.lda, clm(cx, *c.x.t),
-                      0, c.x.inc, static_cast<T>(c.beta.value), clm(cx, *c.y.t), 0, c.y.inc,
-                      clq(cx), nullptr),
+    clblast_check(clb<T>::gemv(CLBlastLayoutRowMajor,
+                               c.ta ? CLBlastTransposeYes : CLBlastTransposeNo, c.m, c.n,
+                               static_cast<T>(c.alpha.value), clm(cx, *c.A), 0, c.lda,
+                               clm(cx, *c.x.t), 0, c.x.inc, static_cast<T>(c.beta.value),
+                               clm(cx, *c.y.t), 0, c.y.inc, clq(cx), nullptr),
                   "CLBlast gemv");
     return;
   }
@@ -380,12 +387,12 @@ template <class T> void op_gemm(ocl_context& cx, const sdk::op_args& a) {
 #ifdef PARENCHYMA_HAVE_CLBLAST
   if (use_clblast<T>(cx, GEMM, c) && c.k > 0) {
     clear_if_write_only<T>(cx, a, 11, *c.C, c);
-    clblast_check(clb<T>::gemm(
-                      CLBlastLayoutRowMajor, c.ta ? CLBlastTransposeYes : CLBlastTransposeNo,
-                      c.tb ? CLBlastTransposeYes : CLBlastTransposeNo, c.m, c.n, c.k,
-                      static_cast<T>(c.alpha.value), clm(cx, *c.A), 0, c.lda, clm(cx, *c.B), 0,
-                      c.ldb, static_cast<T>(c.beta.value), clm(cx, *c.C), 0, c.ldc, clq(cx),
-                      nullptr),
+    clblast_check(clb<T>::gemm(CLBlastLayoutRowMajor,
+                               c.ta ? CLBlastTransposeYes : CLBlastTransposeNo,
+                               c.tb ? CLBlastTransposeYes : CLBlastTransposeNo, c.m, c.n, c.k,
+                               static_cast<T>(c.alpha.value), clm(cx, *c.A), 0, c.lda,
+                               clm(cx, *c.B), 0, c.ldb, static_cast<T>(c.beta.value), clm(cx, *c.C),
+                               0, c.ldc, clq(cx), nullptr),
                   "CLBlast gemm");
     return;
   }
@@ -421,8 +428,7 @@ std::array<impl, OP_COUNT> choose_impls() {
 #ifdef PARENCHYMA_HAVE_CLBLAST
   if (const char* e = env("PARENCHYMA_BLAS_OPENCL_IMPL"); e != nullptr && *e != '\0') {
     const std::string_view v(e);
-    if (v == "own" || v == "clblast")
-      c.fill(v == "own" ? impl::own : impl::clblast);
+    if (v == "own" || v == "clblast") c.fill(v == "own" ? impl::own : impl::clblast);
   }
 #else
   c.fill(impl::own);
@@ -567,8 +573,8 @@ private:
     if (pcy_error* e = fw.program_build(&b)) {
       if (must) sdk::check(e);
       // f64 is optional: a device without cl_khr_fp64 fails the build; keep f32 serving.
-      d.reason = sdk::str("f64 BLAS kernels did not build on this OpenCL device (",
-                          e->message, ")");
+      d.reason =
+          sdk::str("f64 BLAS kernels did not build on this OpenCL device (", e->message, ")");
       log_.info(d.reason);
       e->destroy(e);
       return;
@@ -585,7 +591,8 @@ private:
     d.k.gemv_n = make_kernel(fw, d.program, "gemv_n");
     d.k.gemv_t = make_kernel(fw, d.program, "gemv_t");
     const char* gemm_names[4] = {"gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt"};
-    for (int i = 0; i < 4; ++i) d.k.gemm[i] = make_kernel(fw, d.program, gemm_names[i]);
+    for (int i = 0; i < 4; ++i)
+      d.k.gemm[i] = make_kernel(fw, d.program, gemm_names[i]);
     d.available = true;
   }
 

@@ -40,7 +40,8 @@ template <class T> SharedTensor<T> tensor(std::vector<int64_t> shape) {
   static std::mt19937 rng{7};
   SharedTensor<T> t(std::move(shape));
   std::uniform_real_distribution<float> u(-1, 1);
-  for (T& v : t.write_only()) v = static_cast<T>(u(rng));
+  for (T& v : t.write_only())
+    v = static_cast<T>(u(rng));
   return t;
 }
 
@@ -52,7 +53,8 @@ struct gpu {
   // ns of `inner` calls of f, measured with events on the backend's stream.
   template <class F> double time(F&& f, int inner) {
     cu(cuEventRecord(e0, stream), "cuEventRecord");
-    for (int i = 0; i < inner; ++i) f();
+    for (int i = 0; i < inner; ++i)
+      f();
     cu(cuEventRecord(e1, stream), "cuEventRecord");
     cu(cuEventSynchronize(e1), "cuEventSynchronize");
     float ms = 0;
@@ -80,36 +82,62 @@ template <class T> void level1(bench::suite& s, gpu& g, size_t bytes, int reps) 
   bench::options o{.reps = reps, .inner = 1, .warmup = 3};
   auto cmp = [&](const std::string& op, double moved, auto peer, auto ours) {
     o.bytes = moved;
-    s.compare_sampled(p + op + sz, [&] { return g.time(peer, inner); },
-                      [&] { return g.time(ours, inner); }, o, "cublas");
+    s.compare_sampled(
+        p + op + sz, [&] { return g.time(peer, inner); }, [&] { return g.time(ours, inner); }, o,
+        "cublas");
   };
   const T a = T(1e-3), sc = T(0.999999);
   const double B = double(bytes);
   cb(cublasSetPointerMode(g.h, CUBLAS_POINTER_MODE_DEVICE), "pointer mode");
   if constexpr (f32) {
-    cmp("dot", 2 * B, [&] { cublasSdot(g.h, n, xp, 1, yp, 1, rp); }, [&] { blas::dot(g.b, x, y, r); });
-    cmp("asum", B, [&] { cublasSasum(g.h, n, xp, 1, rp); }, [&] { blas::asum(g.b, x, r); });
-    cmp("nrm2", B, [&] { cublasSnrm2(g.h, n, xp, 1, rp); }, [&] { blas::nrm2(g.b, x, r); });
+    cmp(
+        "dot", 2 * B, [&] { cublasSdot(g.h, n, xp, 1, yp, 1, rp); },
+        [&] { blas::dot(g.b, x, y, r); });
+    cmp(
+        "asum", B, [&] { cublasSasum(g.h, n, xp, 1, rp); }, [&] { blas::asum(g.b, x, r); });
+    cmp(
+        "nrm2", B, [&] { cublasSnrm2(g.h, n, xp, 1, rp); }, [&] { blas::nrm2(g.b, x, r); });
   } else {
-    cmp("dot", 2 * B, [&] { cublasDdot(g.h, n, xp, 1, yp, 1, rp); }, [&] { blas::dot(g.b, x, y, r); });
-    cmp("asum", B, [&] { cublasDasum(g.h, n, xp, 1, rp); }, [&] { blas::asum(g.b, x, r); });
-    cmp("nrm2", B, [&] { cublasDnrm2(g.h, n, xp, 1, rp); }, [&] { blas::nrm2(g.b, x, r); });
+    cmp(
+        "dot", 2 * B, [&] { cublasDdot(g.h, n, xp, 1, yp, 1, rp); },
+        [&] { blas::dot(g.b, x, y, r); });
+    cmp(
+        "asum", B, [&] { cublasDasum(g.h, n, xp, 1, rp); }, [&] { blas::asum(g.b, x, r); });
+    cmp(
+        "nrm2", B, [&] { cublasDnrm2(g.h, n, xp, 1, rp); }, [&] { blas::nrm2(g.b, x, r); });
   }
   cb(cublasSetPointerMode(g.h, CUBLAS_POINTER_MODE_HOST), "pointer mode");
   if constexpr (f32) {
-    cmp("axpy", 3 * B, [&] { cublasSaxpy(g.h, n, &a, xp, 1, yp, 1); }, [&] { blas::axpy(g.b, a, x, y); });
-    cmp("scal", 2 * B, [&] { cublasSscal(g.h, n, &sc, xp, 1); }, [&] { blas::scal(g.b, sc, x); });
-    cmp("copy", 2 * B, [&] { cublasScopy(g.h, n, xp, 1, yp, 1); }, [&] { blas::copy(g.b, x, y); });
+    cmp(
+        "axpy", 3 * B, [&] { cublasSaxpy(g.h, n, &a, xp, 1, yp, 1); },
+        [&] { blas::axpy(g.b, a, x, y); });
+    cmp(
+        "scal", 2 * B, [&] { cublasSscal(g.h, n, &sc, xp, 1); }, [&] { blas::scal(g.b, sc, x); });
+    cmp(
+        "copy", 2 * B, [&] { cublasScopy(g.h, n, xp, 1, yp, 1); }, [&] { blas::copy(g.b, x, y); });
   } else {
-    cmp("axpy", 3 * B, [&] { cublasDaxpy(g.h, n, &a, xp, 1, yp, 1); }, [&] { blas::axpy(g.b, a, x, y); });
-    cmp("scal", 2 * B, [&] { cublasDscal(g.h, n, &sc, xp, 1); }, [&] { blas::scal(g.b, sc, x); });
-    cmp("copy", 2 * B, [&] { cublasDcopy(g.h, n, xp, 1, yp, 1); }, [&] { blas::copy(g.b, x, y); });
+    cmp(
+        "axpy", 3 * B, [&] { cublasDaxpy(g.h, n, &a, xp, 1, yp, 1); },
+        [&] { blas::axpy(g.b, a, x, y); });
+    cmp(
+        "scal", 2 * B, [&] { cublasDscal(g.h, n, &sc, xp, 1); }, [&] { blas::scal(g.b, sc, x); });
+    cmp(
+        "copy", 2 * B, [&] { cublasDcopy(g.h, n, xp, 1, yp, 1); }, [&] { blas::copy(g.b, x, y); });
   }
   // The bandwidth ceiling: a device-to-device copy of the same size (reads + writes).
   o.bytes = 2 * B;
-  s.compare_sampled("device copy (ceiling)" + sz,
-                    [&] { return g.time([&] { cu(cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(yp), reinterpret_cast<CUdeviceptr>(xp), bytes, g.stream), "copy"); }, inner); },
-                    [&] { return g.time([&] { blas::copy(g.b, x, y); }, inner); }, o, "memcpy");
+  s.compare_sampled(
+      "device copy (ceiling)" + sz,
+      [&] {
+        return g.time(
+            [&] {
+              cu(cuMemcpyDtoDAsync(reinterpret_cast<CUdeviceptr>(yp),
+                                   reinterpret_cast<CUdeviceptr>(xp), bytes, g.stream),
+                 "copy");
+            },
+            inner);
+      },
+      [&] { return g.time([&] { blas::copy(g.b, x, y); }, inner); }, o, "memcpy");
 }
 
 template <class T> void gemm(bench::suite& s, gpu& g, int n, int reps) {
@@ -126,18 +154,28 @@ template <class T> void gemm(bench::suite& s, gpu& g, int n, int reps) {
   o.flops = 2.0 * n * n * n;
   // The same call the bundle makes: row-major mapped onto column-major by swapping operands.
   auto peer = [&] {
-    if constexpr (f32) cublasSgemm(g.h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, bp, n, ap, n, &zero, cp, n);
-    else cublasDgemm(g.h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, bp, n, ap, n, &zero, cp, n);
+    if constexpr (f32)
+      cublasSgemm(g.h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, bp, n, ap, n, &zero, cp, n);
+    else
+      cublasDgemm(g.h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, bp, n, ap, n, &zero, cp, n);
   };
   auto ours = [&] { blas::gemm(g.b, blas::no_trans, blas::no_trans, 1.0, A, B, 0.0, C); };
-  s.compare_sampled(std::string(f32 ? "sgemm " : "dgemm ") + std::to_string(n),
-                    [&] { return g.time(peer, inner); }, [&] { return g.time(ours, inner); }, o,
-                    "cublas");
+  s.compare_sampled(
+      std::string(f32 ? "sgemm " : "dgemm ") + std::to_string(n),
+      [&] { return g.time(peer, inner); }, [&] { return g.time(ours, inner); }, o, "cublas");
   // Host-side enqueue cost for small sizes (G10's "<= +1 us at 64-256").
   if (n <= 256)
-    s.compare(std::string(f32 ? "sgemm " : "dgemm ") + std::to_string(n) + " op+sync (host)",
-              [&] { peer(); cuStreamSynchronize(g.stream); },
-              [&] { ours(); g.b.synchronize(); }, bench::options{.reps = reps, .inner = 20}, "cublas");
+    s.compare(
+        std::string(f32 ? "sgemm " : "dgemm ") + std::to_string(n) + " op+sync (host)",
+        [&] {
+          peer();
+          cuStreamSynchronize(g.stream);
+        },
+        [&] {
+          ours();
+          g.b.synchronize();
+        },
+        bench::options{.reps = reps, .inner = 20}, "cublas");
 }
 } // namespace
 

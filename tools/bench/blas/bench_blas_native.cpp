@@ -23,7 +23,8 @@ namespace {
 std::mt19937 rng{12345};
 template <class T> void fill(std::span<T> s) {
   std::uniform_real_distribution<float> u(-1, 1);
-  for (T& v : s) v = static_cast<T>(u(rng));
+  for (T& v : s)
+    v = static_cast<T>(u(rng));
 }
 template <class T> SharedTensor<T> tensor(std::vector<int64_t> shape) {
   SharedTensor<T> t(std::move(shape));
@@ -45,10 +46,11 @@ template <class T> void level1(bench::suite& s, const Backend& b, size_t bytes, 
   blas::dot(b, x, y, r);
   {
     auto xs = x.read(), ys = y.read();
-    const double direct = sizeof(T) == 4 ? cblas_sdot(n, reinterpret_cast<const float*>(xs.data()), 1,
-                                                      reinterpret_cast<const float*>(ys.data()), 1)
-                                         : cblas_ddot(n, reinterpret_cast<const double*>(xs.data()), 1,
-                                                      reinterpret_cast<const double*>(ys.data()), 1);
+    const double direct = sizeof(T) == 4
+                              ? cblas_sdot(n, reinterpret_cast<const float*>(xs.data()), 1,
+                                           reinterpret_cast<const float*>(ys.data()), 1)
+                              : cblas_ddot(n, reinterpret_cast<const double*>(xs.data()), 1,
+                                           reinterpret_cast<const double*>(ys.data()), 1);
     if (std::fabs(r.read()[0] - direct) > 1e-3 * (1 + std::fabs(direct)))
       std::printf("WARNING: dot mismatch %g vs %g\n", double(r.read()[0]), direct);
   }
@@ -56,34 +58,44 @@ template <class T> void level1(bench::suite& s, const Backend& b, size_t bytes, 
   const std::string sz = " " + mib(bytes);
   if constexpr (sizeof(T) == 4) {
     o.bytes = 2.0 * bytes;
-    s.compare(std::string(p) + "dot" + sz, [&] { sink += cblas_sdot(n, px.data(), 1, py.data(), 1); },
-              [&] { blas::dot(b, x, y, r); }, o, "openblas");
+    s.compare(
+        std::string(p) + "dot" + sz, [&] { sink += cblas_sdot(n, px.data(), 1, py.data(), 1); },
+        [&] { blas::dot(b, x, y, r); }, o, "openblas");
     o.bytes = 3.0 * bytes;
-    s.compare(std::string(p) + "axpy" + sz, [&] { cblas_saxpy(n, 1e-3f, px.data(), 1, py.data(), 1); },
-              [&] { blas::axpy(b, 1e-3, x, y); }, o, "openblas");
+    s.compare(
+        std::string(p) + "axpy" + sz, [&] { cblas_saxpy(n, 1e-3f, px.data(), 1, py.data(), 1); },
+        [&] { blas::axpy(b, 1e-3, x, y); }, o, "openblas");
     o.bytes = 2.0 * bytes;
-    s.compare(std::string(p) + "scal" + sz, [&] { cblas_sscal(n, 0.999999f, px.data(), 1); },
-              [&] { blas::scal(b, 0.999999, x); }, o, "openblas");
+    s.compare(
+        std::string(p) + "scal" + sz, [&] { cblas_sscal(n, 0.999999f, px.data(), 1); },
+        [&] { blas::scal(b, 0.999999, x); }, o, "openblas");
     o.bytes = 1.0 * bytes;
-    s.compare(std::string(p) + "asum" + sz, [&] { sink += cblas_sasum(n, px.data(), 1); },
-              [&] { blas::asum(b, x, r); }, o, "openblas");
-    s.compare(std::string(p) + "nrm2" + sz, [&] { sink += cblas_snrm2(n, px.data(), 1); },
-              [&] { blas::nrm2(b, x, r); }, o, "openblas");
+    s.compare(
+        std::string(p) + "asum" + sz, [&] { sink += cblas_sasum(n, px.data(), 1); },
+        [&] { blas::asum(b, x, r); }, o, "openblas");
+    s.compare(
+        std::string(p) + "nrm2" + sz, [&] { sink += cblas_snrm2(n, px.data(), 1); },
+        [&] { blas::nrm2(b, x, r); }, o, "openblas");
   } else {
     o.bytes = 2.0 * bytes;
-    s.compare(std::string(p) + "dot" + sz, [&] { sink += cblas_ddot(n, px.data(), 1, py.data(), 1); },
-              [&] { blas::dot(b, x, y, r); }, o, "openblas");
+    s.compare(
+        std::string(p) + "dot" + sz, [&] { sink += cblas_ddot(n, px.data(), 1, py.data(), 1); },
+        [&] { blas::dot(b, x, y, r); }, o, "openblas");
     o.bytes = 3.0 * bytes;
-    s.compare(std::string(p) + "axpy" + sz, [&] { cblas_daxpy(n, 1e-3, px.data(), 1, py.data(), 1); },
-              [&] { blas::axpy(b, 1e-3, x, y); }, o, "openblas");
+    s.compare(
+        std::string(p) + "axpy" + sz, [&] { cblas_daxpy(n, 1e-3, px.data(), 1, py.data(), 1); },
+        [&] { blas::axpy(b, 1e-3, x, y); }, o, "openblas");
     o.bytes = 2.0 * bytes;
-    s.compare(std::string(p) + "scal" + sz, [&] { cblas_dscal(n, 0.999999, px.data(), 1); },
-              [&] { blas::scal(b, 0.999999, x); }, o, "openblas");
+    s.compare(
+        std::string(p) + "scal" + sz, [&] { cblas_dscal(n, 0.999999, px.data(), 1); },
+        [&] { blas::scal(b, 0.999999, x); }, o, "openblas");
     o.bytes = 1.0 * bytes;
-    s.compare(std::string(p) + "asum" + sz, [&] { sink += cblas_dasum(n, px.data(), 1); },
-              [&] { blas::asum(b, x, r); }, o, "openblas");
-    s.compare(std::string(p) + "nrm2" + sz, [&] { sink += cblas_dnrm2(n, px.data(), 1); },
-              [&] { blas::nrm2(b, x, r); }, o, "openblas");
+    s.compare(
+        std::string(p) + "asum" + sz, [&] { sink += cblas_dasum(n, px.data(), 1); },
+        [&] { blas::asum(b, x, r); }, o, "openblas");
+    s.compare(
+        std::string(p) + "nrm2" + sz, [&] { sink += cblas_dnrm2(n, px.data(), 1); },
+        [&] { blas::nrm2(b, x, r); }, o, "openblas");
   }
   if (sink == T(12345.678)) std::printf(" "); // keep the peer's results alive
 }

@@ -28,7 +28,8 @@ std::mt19937 rng{4242};
 template <class T> SharedTensor<T> tensor(std::vector<int64_t> shape) {
   SharedTensor<T> t(std::move(shape));
   std::uniform_real_distribution<float> u(-1, 1);
-  for (T& v : t.write_only()) v = static_cast<T>(u(rng));
+  for (T& v : t.write_only())
+    v = static_cast<T>(u(rng));
   return t;
 }
 double ms_since(std::chrono::steady_clock::time_point t0) {
@@ -70,25 +71,86 @@ template <class T> void level1(ctx& c, int n) {
   bench::options o{.reps = c.reps, .inner = 1, .warmup = 2};
   auto run = [&](const std::string& op, double bytes, auto peer, auto ours) {
     o.bytes = bytes;
-    const double cold_peer = cold([&] { peer(); c.finish(); });
+    const double cold_peer = cold([&] {
+      peer();
+      c.finish();
+    });
     c.s.meta("cold_clblast_" + p + op + "_ms", std::to_string(cold_peer));
-    c.s.compare(p + op + sz, [&] { peer(); c.finish(); }, [&] { ours(); c.b.synchronize(); }, o,
-                "clblast");
+    c.s.compare(
+        p + op + sz,
+        [&] {
+          peer();
+          c.finish();
+        },
+        [&] {
+          ours();
+          c.b.synchronize();
+        },
+        o, "clblast");
   };
   const double B = double(n) * sizeof(T);
-  run("dot", 2 * B, [&] { if constexpr (f32) ok(CLBlastSdot(n, rm, 0, xm, 0, 1, ym, 0, 1, &q, nullptr), "dot"); else ok(CLBlastDdot(n, rm, 0, xm, 0, 1, ym, 0, 1, &q, nullptr), "dot"); },
+  run(
+      "dot", 2 * B,
+      [&] {
+        if constexpr (f32)
+          ok(CLBlastSdot(n, rm, 0, xm, 0, 1, ym, 0, 1, &q, nullptr), "dot");
+        else
+          ok(CLBlastDdot(n, rm, 0, xm, 0, 1, ym, 0, 1, &q, nullptr), "dot");
+      },
       [&] { blas::dot(c.b, x, y, r); });
-  run("asum", B, [&] { if constexpr (f32) ok(CLBlastSasum(n, rm, 0, xm, 0, 1, &q, nullptr), "asum"); else ok(CLBlastDasum(n, rm, 0, xm, 0, 1, &q, nullptr), "asum"); },
+  run(
+      "asum", B,
+      [&] {
+        if constexpr (f32)
+          ok(CLBlastSasum(n, rm, 0, xm, 0, 1, &q, nullptr), "asum");
+        else
+          ok(CLBlastDasum(n, rm, 0, xm, 0, 1, &q, nullptr), "asum");
+      },
       [&] { blas::asum(c.b, x, r); });
-  run("nrm2", B, [&] { if constexpr (f32) ok(CLBlastSnrm2(n, rm, 0, xm, 0, 1, &q, nullptr), "nrm2"); else ok(CLBlastDnrm2(n, rm, 0, xm, 0, 1, &q, nullptr), "nrm2"); },
+  run(
+      "nrm2", B,
+      [&] {
+        if constexpr (f32)
+          ok(CLBlastSnrm2(n, rm, 0, xm, 0, 1, &q, nullptr), "nrm2");
+        else
+          ok(CLBlastDnrm2(n, rm, 0, xm, 0, 1, &q, nullptr), "nrm2");
+      },
       [&] { blas::nrm2(c.b, x, r); });
-  run("axpy", 3 * B, [&] { if constexpr (f32) ok(CLBlastSaxpy(n, 1e-3f, xm, 0, 1, ym, 0, 1, &q, nullptr), "axpy"); else ok(CLBlastDaxpy(n, 1e-3, xm, 0, 1, ym, 0, 1, &q, nullptr), "axpy"); },
+  run(
+      "axpy", 3 * B,
+      [&] {
+        if constexpr (f32)
+          ok(CLBlastSaxpy(n, 1e-3f, xm, 0, 1, ym, 0, 1, &q, nullptr), "axpy");
+        else
+          ok(CLBlastDaxpy(n, 1e-3, xm, 0, 1, ym, 0, 1, &q, nullptr), "axpy");
+      },
       [&] { blas::axpy(c.b, 1e-3, x, y); });
-  run("scal", 2 * B, [&] { if constexpr (f32) ok(CLBlastSscal(n, 0.999999f, xm, 0, 1, &q, nullptr), "scal"); else ok(CLBlastDscal(n, 0.999999, xm, 0, 1, &q, nullptr), "scal"); },
+  run(
+      "scal", 2 * B,
+      [&] {
+        if constexpr (f32)
+          ok(CLBlastSscal(n, 0.999999f, xm, 0, 1, &q, nullptr), "scal");
+        else
+          ok(CLBlastDscal(n, 0.999999, xm, 0, 1, &q, nullptr), "scal");
+      },
       [&] { blas::scal(c.b, 0.999999, x); });
-  run("copy", 2 * B, [&] { if constexpr (f32) ok(CLBlastScopy(n, xm, 0, 1, ym, 0, 1, &q, nullptr), "copy"); else ok(CLBlastDcopy(n, xm, 0, 1, ym, 0, 1, &q, nullptr), "copy"); },
+  run(
+      "copy", 2 * B,
+      [&] {
+        if constexpr (f32)
+          ok(CLBlastScopy(n, xm, 0, 1, ym, 0, 1, &q, nullptr), "copy");
+        else
+          ok(CLBlastDcopy(n, xm, 0, 1, ym, 0, 1, &q, nullptr), "copy");
+      },
       [&] { blas::copy(c.b, x, y); });
-  run("swap", 4 * B, [&] { if constexpr (f32) ok(CLBlastSswap(n, xm, 0, 1, ym, 0, 1, &q, nullptr), "swap"); else ok(CLBlastDswap(n, xm, 0, 1, ym, 0, 1, &q, nullptr), "swap"); },
+  run(
+      "swap", 4 * B,
+      [&] {
+        if constexpr (f32)
+          ok(CLBlastSswap(n, xm, 0, 1, ym, 0, 1, &q, nullptr), "swap");
+        else
+          ok(CLBlastDswap(n, xm, 0, 1, ym, 0, 1, &q, nullptr), "swap");
+      },
       [&] { blas::swap(c.b, x, y); });
 }
 
@@ -106,30 +168,46 @@ template <class T> void level23(ctx& c, int n, bool with_openblas) {
   bench::options o{.reps = c.reps, .inner = 1, .warmup = 2};
   o.flops = 2.0 * n * n;
   auto gemv_peer = [&] {
-    if constexpr (f32) ok(CLBlastSgemv(rm, nt, n, n, 1.0f, am, 0, n, xm, 0, 1, 0.0f, ym, 0, 1, &q, nullptr), "gemv");
-    else ok(CLBlastDgemv(rm, nt, n, n, 1.0, am, 0, n, xm, 0, 1, 0.0, ym, 0, 1, &q, nullptr), "gemv");
+    if constexpr (f32)
+      ok(CLBlastSgemv(rm, nt, n, n, 1.0f, am, 0, n, xm, 0, 1, 0.0f, ym, 0, 1, &q, nullptr), "gemv");
+    else
+      ok(CLBlastDgemv(rm, nt, n, n, 1.0, am, 0, n, xm, 0, 1, 0.0, ym, 0, 1, &q, nullptr), "gemv");
     c.finish();
   };
   c.s.meta("cold_clblast_" + p + "gemv_ms", std::to_string(cold(gemv_peer)));
-  c.s.compare(p + "gemv n=" + std::to_string(n), gemv_peer,
-              [&] { blas::gemv(c.b, blas::no_trans, 1.0, A, x, 0.0, y); c.b.synchronize(); }, o, "clblast");
+  c.s.compare(
+      p + "gemv n=" + std::to_string(n), gemv_peer,
+      [&] {
+        blas::gemv(c.b, blas::no_trans, 1.0, A, x, 0.0, y);
+        c.b.synchronize();
+      },
+      o, "clblast");
   o.flops = 2.0 * n * n * n;
   auto gemm_peer = [&] {
-    if constexpr (f32) ok(CLBlastSgemm(rm, nt, nt, n, n, n, 1.0f, am, 0, n, bm, 0, n, 0.0f, cm, 0, n, &q, nullptr), "gemm");
-    else ok(CLBlastDgemm(rm, nt, nt, n, n, n, 1.0, am, 0, n, bm, 0, n, 0.0, cm, 0, n, &q, nullptr), "gemm");
+    if constexpr (f32)
+      ok(CLBlastSgemm(rm, nt, nt, n, n, n, 1.0f, am, 0, n, bm, 0, n, 0.0f, cm, 0, n, &q, nullptr),
+         "gemm");
+    else
+      ok(CLBlastDgemm(rm, nt, nt, n, n, n, 1.0, am, 0, n, bm, 0, n, 0.0, cm, 0, n, &q, nullptr),
+         "gemm");
     c.finish();
   };
   auto gemm_ours = [&] {
     blas::gemm(c.b, blas::no_trans, blas::no_trans, 1.0, A, B, 0.0, C);
     c.b.synchronize();
   };
-  c.s.meta("cold_clblast_" + p + "gemm_" + std::to_string(n) + "_ms", std::to_string(cold(gemm_peer)));
+  c.s.meta("cold_clblast_" + p + "gemm_" + std::to_string(n) + "_ms",
+           std::to_string(cold(gemm_peer)));
   c.s.compare(p + "gemm n=" + std::to_string(n), gemm_peer, gemm_ours, o, "clblast");
   if (with_openblas && f32) {
     std::vector<float> pa(size_t(n) * n, 0.5f), pb(size_t(n) * n, 0.25f), pc(size_t(n) * n);
-    c.s.compare("sgemm n=" + std::to_string(n) + " vs OpenBLAS",
-                [&] { cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, pa.data(), n, pb.data(), n, 0.0f, pc.data(), n); },
-                gemm_ours, o, "openblas");
+    c.s.compare(
+        "sgemm n=" + std::to_string(n) + " vs OpenBLAS",
+        [&] {
+          cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, pa.data(), n,
+                      pb.data(), n, 0.0f, pc.data(), n);
+        },
+        gemm_ours, o, "openblas");
   }
 }
 } // namespace
@@ -164,7 +242,8 @@ int main(int argc, char** argv) {
   level1<double>(c, 2 << 20); // 16 MiB
   level23<float>(c, 1024, false);
   level23<double>(c, 1024, false);
-  for (int n : {256, 512}) level23<float>(c, n, true);
+  for (int n : {256, 512})
+    level23<float>(c, n, true);
   level23<float>(c, 1024, true);
   s.write();
 }

@@ -62,11 +62,11 @@ struct gemm_dims {
 
 namespace detail {
 
-#define PARENCHYMA_BLAS_KEY(op, sig)                                                          \
-  inline const OpKey& op##_key(pcy_dtype t) noexcept {                                        \
-    static const OpKey f32{PCY_BLAS_EXTENSION, #op, PCY_DTYPE_F32, sig};                      \
-    static const OpKey f64{PCY_BLAS_EXTENSION, #op, PCY_DTYPE_F64, sig};                      \
-    return t == PCY_DTYPE_F64 ? f64 : f32;                                                    \
+#define PARENCHYMA_BLAS_KEY(op, sig)                                                               \
+  inline const OpKey& op##_key(pcy_dtype t) noexcept {                                             \
+    static const OpKey f32{PCY_BLAS_EXTENSION, #op, PCY_DTYPE_F32, sig};                           \
+    static const OpKey f64{PCY_BLAS_EXTENSION, #op, PCY_DTYPE_F64, sig};                           \
+    return t == PCY_DTYPE_F64 ? f64 : f32;                                                         \
   }
 PARENCHYMA_BLAS_KEY(asum, PCY_BLAS_ASUM_SIG)
 PARENCHYMA_BLAS_KEY(axpy, PCY_BLAS_AXPY_SIG)
@@ -94,13 +94,13 @@ inline const char* dtype_name(pcy_dtype t) noexcept {
 inline std::string shape_str(const TensorStorage& t) {
   std::ostringstream os;
   os << "[";
-  for (size_t i = 0; i < t.shape().size(); ++i) os << (i ? ", " : "") << t.shape()[i];
+  for (size_t i = 0; i < t.shape().size(); ++i)
+    os << (i ? ", " : "") << t.shape()[i];
   os << "]";
   return os.str();
 }
 
-template <class... A>
-[[noreturn]] void fail(const char* op, errc code, const A&... parts) {
+template <class... A> [[noreturn]] void fail(const char* op, errc code, const A&... parts) {
   std::ostringstream os;
   (os << ... << parts);
   throw error(code, std::string("blas.") + op, os.str());
@@ -112,8 +112,8 @@ public:
   checker(const char* op, const TensorStorage& first, const char* first_name) : op_(op) {
     dtype_ = first.dtype();
     if (dtype_ != PCY_DTYPE_F32 && dtype_ != PCY_DTYPE_F64)
-      fail(op_, errc::invalid_argument, "argument ", first_name, ": dtype ",
-           dtype_name(dtype_), " is not supported; BLAS ops compute in f32 or f64");
+      fail(op_, errc::invalid_argument, "argument ", first_name, ": dtype ", dtype_name(dtype_),
+           " is not supported; BLAS ops compute in f32 or f64");
   }
   pcy_dtype dtype() const noexcept { return dtype_; }
 
@@ -166,8 +166,8 @@ public:
   void distinct(const TensorStorage& a, const char* an, const TensorStorage& b,
                 const char* bn) const {
     if (&a == &b)
-      fail(op_, errc::invalid_argument, "argument ", an, ": is the same tensor as ", bn, "; ",
-           op_, " needs distinct tensors (copy one first)");
+      fail(op_, errc::invalid_argument, "argument ", an, ": is the same tensor as ", bn, "; ", op_,
+           " needs distinct tensors (copy one first)");
   }
   void distinct(const Scalar& s, const char* sn, const TensorStorage& b, const char* bn) const {
     if (s.is_tensor()) distinct(*s.tensor(), sn, b, bn);
@@ -182,16 +182,16 @@ public:
       fail(op_, errc::invalid_argument, "argument ", name, ": expected a 2-d tensor (", what(),
            "), got shape ", shape_str(t));
     if (exact && (t.shape()[0] != rows || t.shape()[1] != cols))
-      fail(op_, errc::invalid_argument, "argument ", name, ": shape ", shape_str(t),
-           " expected [", rows, ", ", cols, "] (", what(),
+      fail(op_, errc::invalid_argument, "argument ", name, ": shape ", shape_str(t), " expected [",
+           rows, ", ", cols, "] (", what(),
            "); fix the shape, or pass explicit sizes for a sub-matrix");
     if (ld < (cols > 1 ? cols : 1))
-      fail(op_, errc::invalid_argument, "argument ", ld_name, ": ", ld,
-           " is smaller than the ", cols, " columns ", name, " has as stored (", what(),
-           "); pass ", ld_name, " >= ", (cols > 1 ? cols : 1));
+      fail(op_, errc::invalid_argument, "argument ", ld_name, ": ", ld, " is smaller than the ",
+           cols, " columns ", name, " has as stored (", what(), "); pass ", ld_name,
+           " >= ", (cols > 1 ? cols : 1));
     if (rows == 0 || cols == 0) return;
-    const uint64_t need = static_cast<uint64_t>(rows - 1) * static_cast<uint64_t>(ld) +
-                          static_cast<uint64_t>(cols);
+    const uint64_t need =
+        static_cast<uint64_t>(rows - 1) * static_cast<uint64_t>(ld) + static_cast<uint64_t>(cols);
     if (need > t.size())
       fail(op_, errc::invalid_argument, "argument ", name, ": ", rows, " x ", cols, " with ",
            ld_name, " = ", ld, " needs ", need, " elements (", what(), "), got shape ",
@@ -248,8 +248,9 @@ inline void axpy(const Backend& b, int64_t n, Scalar alpha, const TensorStorage&
   if (&x == &y && incx != incy) c.distinct(x, "x", y, "y (with incx != incy)");
   c.written(x, "x");
   c.written(y, "y");
-  const std::array<OpArg, 6> a{OpArg::integer(n),    detail::scalar_arg(alpha), OpArg::in(x),
-                               OpArg::integer(incx), OpArg::inout(y),           OpArg::integer(incy)};
+  const std::array<OpArg, 6> a{OpArg::integer(n), detail::scalar_arg(alpha),
+                               OpArg::in(x),      OpArg::integer(incx),
+                               OpArg::inout(y),   OpArg::integer(incy)};
   b.invoke(detail::axpy_key(c.dtype()), a);
 }
 
@@ -271,10 +272,10 @@ inline void axpby(const Backend& b, int64_t n, Scalar alpha, const TensorStorage
   const bool overwrite = !beta.is_tensor() && beta.value() == 0 && &x != &y && incy == 1 &&
                          static_cast<uint64_t>(n) == y.size();
   if (!overwrite) c.written(y, "y");
-  const std::array<OpArg, 7> a{OpArg::integer(n),    detail::scalar_arg(alpha),
-                               OpArg::in(x),         OpArg::integer(incx),
-                               detail::scalar_arg(beta),
-                               overwrite ? OpArg::out(y) : OpArg::inout(y), OpArg::integer(incy)};
+  const std::array<OpArg, 7> a{
+      OpArg::integer(n),    detail::scalar_arg(alpha), OpArg::in(x),
+      OpArg::integer(incx), detail::scalar_arg(beta),  overwrite ? OpArg::out(y) : OpArg::inout(y),
+      OpArg::integer(incy)};
   b.invoke(detail::axpby_key(c.dtype()), a);
 }
 
@@ -420,8 +421,7 @@ template <class T> T nrm2(const Backend& b, const SharedTensor<T>& x) {
 // y = alpha * op(A) x + beta * y; A is m x n as stored (row-major). With beta a host 0 and y
 // dense and whole, y is write-only (it may be unwritten).
 inline void gemv(const Backend& b, transpose ta, Scalar alpha, const TensorStorage& A,
-                 const TensorStorage& x, Scalar beta, TensorStorage& y,
-                 const gemv_dims& d = {}) {
+                 const TensorStorage& x, Scalar beta, TensorStorage& y, const gemv_dims& d = {}) {
   detail::checker c("gemv", A, "A");
   c.same_dtype(x, "x", "A");
   c.same_dtype(y, "y", "A");
@@ -438,13 +438,13 @@ inline void gemv(const Backend& b, transpose ta, Scalar alpha, const TensorStora
   const bool t = ta == transpose::yes;
   const int64_t nx = t ? m : n, ny = t ? n : m;
   if (!sized && d.incx == 1 && static_cast<int64_t>(x.size()) != nx)
-    detail::fail("gemv", errc::invalid_argument, "argument x: ", x.size(),
-                 " elements expected ", nx, " (op(A) = A ", detail::trans_name(ta), " is ",
-                 t ? n : m, " x ", nx, ", A shape ", detail::shape_str(A), ")");
+    detail::fail("gemv", errc::invalid_argument, "argument x: ", x.size(), " elements expected ",
+                 nx, " (op(A) = A ", detail::trans_name(ta), " is ", t ? n : m, " x ", nx,
+                 ", A shape ", detail::shape_str(A), ")");
   if (!sized && d.incy == 1 && static_cast<int64_t>(y.size()) != ny)
-    detail::fail("gemv", errc::invalid_argument, "argument y: ", y.size(),
-                 " elements expected ", ny, " (op(A) = A ", detail::trans_name(ta), " is ", ny,
-                 " x ", nx, ", A shape ", detail::shape_str(A), ")");
+    detail::fail("gemv", errc::invalid_argument, "argument y: ", y.size(), " elements expected ",
+                 ny, " (op(A) = A ", detail::trans_name(ta), " is ", ny, " x ", nx, ", A shape ",
+                 detail::shape_str(A), ")");
   c.vector(x, "x", nx, d.incx, "incx");
   c.vector(y, "y", ny, d.incy, "incy");
   c.distinct(A, "A", y, "y");
@@ -456,11 +456,16 @@ inline void gemv(const Backend& b, transpose ta, Scalar alpha, const TensorStora
   const bool overwrite = !beta.is_tensor() && beta.value() == 0 && d.incy == 1 &&
                          static_cast<uint64_t>(ny) == y.size();
   if (!overwrite) c.written(y, "y");
-  const std::array<OpArg, 11> a{detail::ntrans(ta),        OpArg::integer(m),
-                                OpArg::integer(n),         detail::scalar_arg(alpha),
-                                OpArg::in(A),              OpArg::integer(lda),
-                                OpArg::in(x),              OpArg::integer(d.incx),
-                                detail::scalar_arg(beta),  overwrite ? OpArg::out(y) : OpArg::inout(y),
+  const std::array<OpArg, 11> a{detail::ntrans(ta),
+                                OpArg::integer(m),
+                                OpArg::integer(n),
+                                detail::scalar_arg(alpha),
+                                OpArg::in(A),
+                                OpArg::integer(lda),
+                                OpArg::in(x),
+                                OpArg::integer(d.incx),
+                                detail::scalar_arg(beta),
+                                overwrite ? OpArg::out(y) : OpArg::inout(y),
                                 OpArg::integer(d.incy)};
   b.invoke(detail::gemv_key(c.dtype()), a);
 }
@@ -469,9 +474,8 @@ inline void gemv(const Backend& b, transpose ta, Scalar alpha, const TensorStora
 // Sizes default to the shapes (C's for m and n, op(A)'s for k), leading dimensions to each
 // tensor's column count. With beta a host 0 and C whole (m x n of an m x n tensor), C is
 // write-only (it may be unwritten).
-inline void gemm(const Backend& b, transpose ta, transpose tb, Scalar alpha,
-                 const TensorStorage& A, const TensorStorage& B, Scalar beta, TensorStorage& C,
-                 const gemm_dims& d = {}) {
+inline void gemm(const Backend& b, transpose ta, transpose tb, Scalar alpha, const TensorStorage& A,
+                 const TensorStorage& B, Scalar beta, TensorStorage& C, const gemm_dims& d = {}) {
   detail::checker c("gemm", A, "A");
   c.same_dtype(B, "B", "A");
   c.same_dtype(C, "C", "A");
@@ -479,7 +483,10 @@ inline void gemm(const Backend& b, transpose ta, transpose tb, Scalar alpha,
   c.scalar(beta, "beta");
   for (const TensorStorage* p : {&A, &B, const_cast<const TensorStorage*>(&C)})
     if (p->shape().size() != 2)
-      detail::fail("gemm", errc::invalid_argument, "argument ", p == &A ? "A" : p == &B ? "B" : "C",
+      detail::fail("gemm", errc::invalid_argument, "argument ",
+                   p == &A   ? "A"
+                   : p == &B ? "B"
+                             : "C",
                    ": expected a 2-d tensor (a row-major matrix), got shape ",
                    detail::shape_str(*p));
   const bool ta_ = ta == transpose::yes, tb_ = tb == transpose::yes;
@@ -496,12 +503,15 @@ inline void gemm(const Backend& b, transpose ta, transpose tb, Scalar alpha,
     const bool t = which == 'A' ? ta_ : tb_;
     const std::string dims = which == 'A' ? "m x k" : "k x n";
     const int64_t r = which == 'A' ? m : k, cdim = which == 'A' ? k : n;
-    return std::string("op(") + which + ") = " + which + " " + detail::trans_name(t ? trans : no_trans) +
-           " must be " + dims + " = " + std::to_string(r) + " x " + std::to_string(cdim) + ", so " +
-           which + " is stored " + (t ? std::string(dims.rbegin(), dims.rend()) : dims);
+    return std::string("op(") + which + ") = " + which + " " +
+           detail::trans_name(t ? trans : no_trans) + " must be " + dims + " = " +
+           std::to_string(r) + " x " + std::to_string(cdim) + ", so " + which + " is stored " +
+           (t ? std::string(dims.rbegin(), dims.rend()) : dims);
   };
-  c.matrix(A, "A", ta_ ? k : m, ta_ ? m : k, lda, "lda", !sized && d.lda < 0, [&] { return what('A'); });
-  c.matrix(B, "B", tb_ ? n : k, tb_ ? k : n, ldb, "ldb", !sized && d.ldb < 0, [&] { return what('B'); });
+  c.matrix(A, "A", ta_ ? k : m, ta_ ? m : k, lda, "lda", !sized && d.lda < 0,
+           [&] { return what('A'); });
+  c.matrix(B, "B", tb_ ? n : k, tb_ ? k : n, ldb, "ldb", !sized && d.ldb < 0,
+           [&] { return what('B'); });
   c.matrix(C, "C", m, n, ldc, "ldc", !sized && d.ldc < 0, [&] { return what('C'); });
   c.distinct(A, "A", C, "C");
   c.distinct(B, "B", C, "C");
@@ -512,13 +522,12 @@ inline void gemm(const Backend& b, transpose ta, transpose tb, Scalar alpha,
   const bool overwrite = !beta.is_tensor() && beta.value() == 0 && ldc == n &&
                          static_cast<uint64_t>(m * n) == C.size();
   if (!overwrite) c.written(C, "C");
-  const std::array<OpArg, 13> a{detail::ntrans(ta),       detail::ntrans(tb),
-                                OpArg::integer(m),        OpArg::integer(n),
-                                OpArg::integer(k),        detail::scalar_arg(alpha),
-                                OpArg::in(A),             OpArg::integer(lda),
-                                OpArg::in(B),             OpArg::integer(ldb),
-                                detail::scalar_arg(beta), overwrite ? OpArg::out(C) : OpArg::inout(C),
-                                OpArg::integer(ldc)};
+  const std::array<OpArg, 13> a{
+      detail::ntrans(ta),  detail::ntrans(tb),       OpArg::integer(m),
+      OpArg::integer(n),   OpArg::integer(k),        detail::scalar_arg(alpha),
+      OpArg::in(A),        OpArg::integer(lda),      OpArg::in(B),
+      OpArg::integer(ldb), detail::scalar_arg(beta), overwrite ? OpArg::out(C) : OpArg::inout(C),
+      OpArg::integer(ldc)};
   b.invoke(detail::gemm_key(c.dtype()), a);
 }
 
