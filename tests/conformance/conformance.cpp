@@ -27,6 +27,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 using namespace pcy_test;
@@ -166,6 +167,45 @@ TEST_CASE("a second plugin instance initialises and shuts down beside the regist
   REQUIRE(second.plugin() != nullptr);
   CHECK(second.probe().device_count == g_fw->devices().size());
   CHECK_FALSE(second.properties(0).empty());
+}
+
+TEST_CASE("a host speaking another ABI major is refused at initialize") {
+  pcy_host_services future = g_services;
+  future.host_abi_major = PCY_ABI_VERSION_MAJOR + 1;
+  pcy_framework_init_args a{};
+  a.struct_size = sizeof a;
+  a.host = &future;
+  pcy_error* e = api().initialize(&a);
+  if (e == nullptr && a.plugin != nullptr) api().shutdown(a.plugin);
+  require_error(e, {PCY_ERR_VERSION}, "initialize(host ABI major + 1)");
+}
+
+TEST_CASE("separate contexts are used from several threads at once") {
+  host::framework fw(&api(), &g_services);
+  std::vector<std::thread> threads;
+  std::vector<int> ok(4, 0);
+  std::vector<std::vector<unsigned char>> data;
+  for (size_t t = 0; t < ok.size(); ++t) data.push_back(random_bytes(65537 + t));
+  for (size_t t = 0; t < ok.size(); ++t)
+    threads.emplace_back([&, t] {
+      try {
+        const uint32_t d0 = 0;
+        host::context ctx = host::make_context(fw, {&d0, 1});
+        host::queue q = host::make_queue(fw, ctx.get(), 0);
+        for (int round = 0; round < 20; ++round) {
+          const uint64_t bytes = data[t].size();
+          host::memory m = host::alloc(fw, ctx.get(), 0, bytes);
+          host::write(fw, q.get(), m.get(), 0, data[t].data(), bytes);
+          std::vector<unsigned char> back(bytes);
+          host::read(fw, q.get(), m.get(), 0, back.data(), bytes);
+          if (back != data[t]) return;
+        }
+        ok[t] = 1;
+      } catch (...) {
+      }
+    });
+  for (auto& th : threads) th.join();
+  for (size_t t = 0; t < ok.size(); ++t) CHECK(ok[t] == 1);
 }
 
 TEST_CASE("context, queue and event lifecycle") {

@@ -76,6 +76,45 @@ ABI_ASSERT(offsetof(pcy_framework_api, kernel_launch) + sizeof(void (*)(void)) =
 ABI_ASSERT(offsetof(pcy_bundle_api, extension) >= sizeof(pcy_plugin_prefix),
            bundle_fields_after_prefix);
 
+/* The 1.0 slot order, pinned: moving or inserting a slot is a major change (append only). */
+#define BEFORE(T, a, b) ABI_ASSERT(offsetof(T, a) < offsetof(T, b), T##_##a##_before_##b)
+BEFORE(pcy_framework_api, initialize, shutdown);
+BEFORE(pcy_framework_api, shutdown, probe);
+BEFORE(pcy_framework_api, probe, device_properties);
+BEFORE(pcy_framework_api, device_properties, context_create);
+BEFORE(pcy_framework_api, context_create, context_destroy);
+BEFORE(pcy_framework_api, context_destroy, queue_create);
+BEFORE(pcy_framework_api, queue_create, queue_destroy);
+BEFORE(pcy_framework_api, queue_destroy, queue_finish);
+BEFORE(pcy_framework_api, queue_finish, event_record);
+BEFORE(pcy_framework_api, event_record, event_wait);
+BEFORE(pcy_framework_api, event_wait, queue_wait_event);
+BEFORE(pcy_framework_api, queue_wait_event, event_destroy);
+BEFORE(pcy_framework_api, event_destroy, memory_alloc);
+BEFORE(pcy_framework_api, memory_alloc, memory_free);
+BEFORE(pcy_framework_api, memory_free, memory_read);
+BEFORE(pcy_framework_api, memory_read, memory_write);
+BEFORE(pcy_framework_api, memory_write, memory_copy);
+BEFORE(pcy_framework_api, memory_copy, memory_fill);
+BEFORE(pcy_framework_api, memory_fill, memory_export);
+BEFORE(pcy_framework_api, memory_export, memory_import);
+BEFORE(pcy_framework_api, memory_import, native_handle);
+BEFORE(pcy_framework_api, native_handle, program_build);
+BEFORE(pcy_framework_api, program_build, program_destroy);
+BEFORE(pcy_framework_api, program_destroy, kernel_create);
+BEFORE(pcy_framework_api, kernel_create, kernel_destroy);
+BEFORE(pcy_framework_api, kernel_destroy, kernel_launch);
+BEFORE(pcy_bundle_api, extension, framework);
+BEFORE(pcy_bundle_api, framework, min_framework_abi_minor);
+BEFORE(pcy_bundle_api, min_framework_abi_minor, initialize);
+BEFORE(pcy_bundle_api, initialize, shutdown);
+BEFORE(pcy_bundle_api, shutdown, ops);
+BEFORE(pcy_bundle_api, ops, context_init);
+BEFORE(pcy_bundle_api, context_init, context_teardown);
+ABI_ASSERT(offsetof(pcy_bundle_api, context_teardown) + sizeof(void (*)(void)) ==
+               sizeof(pcy_bundle_api),
+           bundle_context_teardown_last);
+
 /* Values written into enums are part of the ABI. */
 ABI_ASSERT(PCY_OK == 0 && PCY_ERR_LAUNCH == 10, status_values);
 ABI_ASSERT(PCY_PLUGIN_FRAMEWORK == 1 && PCY_PLUGIN_BUNDLE == 2, plugin_kind_values);

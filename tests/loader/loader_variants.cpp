@@ -151,6 +151,16 @@ TEST_CASE("a plugin built for ABI major 2 is refused before initialize") {
   CHECK(r.find_framework("stub") == nullptr);
 }
 
+TEST_CASE("a table whose kind contradicts its entry symbol is refused before initialize") {
+  Registry r(isolated({stub_dir("wrong_kind")}));
+  const auto& e = require_entry(r, stub_dir("wrong_kind") / "parenchyma-stub.so");
+  CHECK(e.status == "failed");
+  CHECK(icontains(e.reason, "kind"));
+  CHECK_FALSE(e.advice.empty());
+  CHECK(r.frameworks().empty());
+  CHECK(r.bundles().empty());
+}
+
 TEST_CASE("an older minor whose table ends before the program slots loads without them") {
   // The slots beyond struct_size hold functions that abort: the host must never read them.
   Registry r(isolated({stub_dir("older_minor")}));
@@ -178,6 +188,15 @@ TEST_CASE("a newer minor with a larger table loads and works") {
   REQUIRE(fw != nullptr);
   CHECK(fw->abi_minor() == PCY_ABI_VERSION_MINOR + 1);
   CHECK(fw->api().struct_size >= sizeof(pcy_framework_api));
+  // Its property array has larger elements: read right only if walked by struct_size.
+  REQUIRE(fw->devices().size() == 1);
+  const Device& d = fw->devices()[0];
+  CHECK(d.name == "Stub Device from the future");
+  CHECK(d.vendor == "parenchyma tests");
+  CHECK(d.kind == device_kind::accelerator);
+  REQUIRE(d.properties.size() == 4);
+  CHECK(d.properties[3].first == "compute_units");
+  CHECK(std::get<int64_t>(d.properties[3].second) == 3);
   Backend b(r, "stub");
   round_trip(b, 3);
   run_add_one(b, 17);

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <iterator>
 #include <memory>
 #include <span>
 #include <sstream>
@@ -28,6 +29,7 @@
 #define STUB_V_NO_DEVICES 10
 #define STUB_V_BUNDLE_GOOD 11
 #define STUB_V_BUNDLE_ORPHAN 12
+#define STUB_V_WRONG_KIND 13
 
 #ifndef STUB_VARIANT
 #error "build with -DSTUB_VARIANT=STUB_V_<variant>"
@@ -263,7 +265,7 @@ using adapter = parenchyma::sdk::framework_adapter<plugin>;
       PCY_ERR_DEVICE, "stub initialise failed on purpose: fake driver not responding", STUB_NAME);
 }
 [[maybe_unused]] pcy_error* never_initialize(pcy_framework_init_args*) noexcept {
-  forbidden("initialize of a plugin built for ABI 2 (refuse at the version stage)");
+  forbidden("initialize of a plugin the host should have refused (ABI 2, or wrong kind)");
 }
 [[maybe_unused]] pcy_error* never_build(pcy_program_build_args*) noexcept {
   forbidden("program_build beyond the table's struct_size");
@@ -297,6 +299,9 @@ constexpr pcy_framework_api make_table() noexcept {
   t.kernel_launch = &never_launch;
 #elif STUB_VARIANT == STUB_V_INIT_ERROR
   t.initialize = &init_fails;
+#elif STUB_VARIANT == STUB_V_WRONG_KIND
+  t.kind = PCY_PLUGIN_BUNDLE; // a framework table that claims to be a bundle
+  t.initialize = &never_initialize;
 #elif STUB_VARIANT == STUB_V_NULL_REQUIRED
   t.memory_alloc = nullptr;
 #elif STUB_VARIANT == STUB_V_NULL_OPTIONAL
@@ -317,6 +322,28 @@ constexpr pcy_framework_api make_table() noexcept {
 [[maybe_unused]] pcy_error* never_future(pcy_plugin) noexcept {
   forbidden("a slot from a future minor version");
 }
+// Its property elements are larger too: the host must step through them by struct_size.
+struct future_property {
+  pcy_property base;
+  int64_t future_value;
+};
+constexpr future_property future_prop(const char* key, pcy_value_type type, const char* s,
+                                      int64_t i) noexcept {
+  return {{sizeof(future_property), nullptr, key, type, s, i, 0.0}, -1};
+}
+constexpr future_property future_props[] = {
+    future_prop(PCY_PROP_NAME, PCY_VALUE_STRING, "Stub Device from the future", 0),
+    future_prop(PCY_PROP_VENDOR, PCY_VALUE_STRING, "parenchyma tests", 0),
+    future_prop(PCY_PROP_KIND, PCY_VALUE_INT, nullptr, STUB_DEVICE_KIND),
+    future_prop(PCY_PROP_COMPUTE_UNITS, PCY_VALUE_INT, nullptr, 3)};
+pcy_error* future_device_properties(pcy_plugin, uint32_t device, const pcy_property** props,
+                                    size_t* count) noexcept {
+  if (device != 0)
+    return parenchyma::sdk::make_error(PCY_ERR_NOT_FOUND, "no such device", STUB_NAME);
+  *props = &future_props[0].base;
+  *count = std::size(future_props);
+  return nullptr;
+}
 struct future_table {
   pcy_framework_api base;
   pcy_error* (*future_slot)(pcy_plugin);
@@ -324,6 +351,7 @@ struct future_table {
 };
 constexpr future_table make_future() noexcept {
   future_table f{make_table(), &never_future, 0x57ab};
+  f.base.device_properties = &future_device_properties;
   f.base.struct_size = sizeof(future_table);
   f.base.abi_minor = PCY_ABI_VERSION_MINOR + 1;
   return f;
