@@ -44,6 +44,7 @@ namespace parenchyma::opencl {
   X(clBuildProgram)                                                                              \
   X(clGetProgramInfo)                                                                            \
   X(clGetProgramBuildInfo)                                                                       \
+  X(clRetainProgram)                                                                             \
   X(clReleaseProgram)                                                                            \
   X(clCreateKernel)                                                                              \
   X(clReleaseKernel)                                                                             \

@@ -126,27 +126,36 @@ program* context::build(std::string_view source, const char* options, bool& cach
   }
 
   cl_program p = build_from_source(source, opts);
-  if (cache.enabled()) {
-    // Binaries in the order of the program's devices, which is the order we gave.
-    std::vector<size_t> sizes(ids_.size(), 0);
-    cl_int err = cl_.clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizes.size() * sizeof(size_t),
-                                      sizes.data(), nullptr);
-    const bool usable = err == CL_SUCCESS &&
-                        std::all_of(sizes.begin(), sizes.end(), [](size_t s) { return s > 0; });
-    if (usable) {
-      program_cache::binaries bins(ids_.size());
+  if (cache.enabled() && cl_.clRetainProgram(p) == CL_SUCCESS) {
+    // The binaries are fetched and written on the cache's thread (see program_cache.hpp).
+    const cl_api& cl = cl_;
+    const sdk::logger& log = owner_.log();
+    cache.store_later(key, [&cl, &log, p, n = ids_.size()]() -> std::optional<program_cache::binaries> {
+      struct release_guard {
+        const cl_api& cl;
+        cl_program p;
+        ~release_guard() { cl.clReleaseProgram(p); }
+      } guard{cl, p};
+      // Binaries come in the order of the program's devices, which is the order we gave.
+      std::vector<size_t> sizes(n, 0);
+      cl_int err = cl.clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizes.size() * sizeof(size_t),
+                                       sizes.data(), nullptr);
+      if (err != CL_SUCCESS || std::any_of(sizes.begin(), sizes.end(), [](size_t s) { return s == 0; })) {
+        log.debug("program cache: the driver offers no program binary (", cl_error_name(err),
+                  "); not cached");
+        return std::nullopt;
+      }
+      program_cache::binaries bins(n);
       std::vector<unsigned char*> ptrs;
-      for (size_t i = 0; i < bins.size(); ++i) {
+      for (size_t i = 0; i < n; ++i) {
         bins[i].resize(sizes[i]);
         ptrs.push_back(bins[i].data());
       }
-      err = cl_.clGetProgramInfo(p, CL_PROGRAM_BINARIES, ptrs.size() * sizeof(unsigned char*),
-                                 ptrs.data(), nullptr);
-      if (err == CL_SUCCESS) cache.store(key, bins);
-    } else {
-      owner_.log().debug("program cache: the driver offers no program binary (",
-                         cl_error_name(err), "); not cached");
-    }
+      err = cl.clGetProgramInfo(p, CL_PROGRAM_BINARIES, ptrs.size() * sizeof(unsigned char*),
+                                ptrs.data(), nullptr);
+      if (err != CL_SUCCESS) return std::nullopt;
+      return bins;
+    });
   }
   return new program(cl_, p, ctx_);
 }

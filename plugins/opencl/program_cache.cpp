@@ -245,10 +245,54 @@ std::filesystem::path program_cache::path(const key_type& key) const {
   return dir_ / (sha256::hex(key) + ".clbin");
 }
 
+program_cache::~program_cache() {
+  {
+    std::lock_guard lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (thread_.joinable()) thread_.join();
+}
+
+void program_cache::store_later(const key_type& key, fetch_fn fetch) {
+  if (!enabled() || !writable_.load(std::memory_order_relaxed)) return;
+  {
+    std::lock_guard lock(mu_);
+    if (!thread_.joinable()) thread_ = std::thread([this] { writer(); });
+    jobs_.emplace_back(key, std::move(fetch));
+    pending_.insert(key);
+  }
+  cv_.notify_all();
+}
+
+void program_cache::writer() noexcept {
+  std::unique_lock lock(mu_);
+  for (;;) {
+    cv_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+    if (jobs_.empty()) return; // stop_ and nothing left to write
+    auto job = std::move(jobs_.front());
+    jobs_.pop_front();
+    lock.unlock();
+    try {
+      if (auto bins = job.second()) store(job.first, *bins);
+    } catch (...) {
+      log_.debug("program cache: fetching a program binary failed; not cached");
+    }
+    lock.lock();
+    pending_.erase(pending_.find(job.first));
+    cv_.notify_all();
+  }
+}
+
 std::optional<program_cache::binaries> program_cache::load(const key_type& key,
                                                            size_t device_count) noexcept {
   if (!enabled()) return std::nullopt;
   try {
+    {
+      // This process may be writing this very entry right now: wait for it.
+      std::unique_lock lock(mu_);
+      cv_.wait(lock, [&] { return pending_.count(key) == 0; });
+    }
     const auto file = path(key);
     std::FILE* f = std::fopen(file.c_str(), "rb");
     if (f == nullptr) return std::nullopt; // a miss

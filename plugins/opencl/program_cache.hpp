@@ -8,15 +8,24 @@
 // concurrent processes never see a partial entry; readers verify everything and delete an entry
 // that does not check out. Nothing here throws: a cache that cannot be used is logged once and
 // the plugin goes on without it.
+//
+// Entries are written by one background thread: fetching a program's binaries can cost as much
+// as the build itself (PoCL generates code then), and a cold first op should not wait for it.
+// A load of a key whose write is still pending in this process waits for that write.
 #pragma once
 
 #include <parenchyma/sdk/common.hpp>
 
 #include <array>
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <filesystem>
+#include <functional>
 #include <mutex>
+#include <set>
+#include <thread>
 #include <optional>
 #include <span>
 #include <string>
@@ -58,6 +67,9 @@ public:
 
   // cache_dir NULL or empty: disabled.
   program_cache(const char* cache_dir, const sdk::logger& log);
+  ~program_cache(); // finishes the pending writes
+  program_cache(const program_cache&) = delete;
+  program_cache& operator=(const program_cache&) = delete;
 
   bool enabled() const noexcept { return !dir_.empty(); }
   const std::filesystem::path& directory() const noexcept { return dir_; }
@@ -71,6 +83,10 @@ public:
   // Writes an entry (temporary file + rename). The first failure disables writing, with one
   // warning through the host log.
   void store(const key_type& key, const binaries& bins) noexcept;
+  // Runs `fetch` on the writer thread and stores what it returns (nothing when it returns
+  // nullopt or throws).
+  using fetch_fn = std::function<std::optional<binaries>()>;
+  void store_later(const key_type& key, fetch_fn fetch);
   void remove(const key_type& key) noexcept;
 
   // The file format, shared with tests that craft entries.
@@ -80,10 +96,18 @@ public:
 
 private:
   void disable_writes(const std::string& why) noexcept;
+  void writer() noexcept;
   std::filesystem::path dir_;
   const sdk::logger& log_;
   std::atomic<bool> writable_{true};
   std::once_flag warned_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::pair<key_type, fetch_fn>> jobs_;
+  std::multiset<key_type> pending_;
+  bool stop_ = false;
+  std::thread thread_;
 };
 
 } // namespace parenchyma::opencl

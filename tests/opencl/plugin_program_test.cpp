@@ -247,12 +247,12 @@ TEST_CASE("the program cache: miss, hit, and damaged entries rebuilt", "[opencl]
     auto first = build(e, source);
     CHECK_FALSE(first.cache_hit);
     check_axpy(e, first.program.get(), 1000, 0);
-    const auto entry = cache_entry(root);
-    CHECK(entries(root / "opencl", ".tmp").empty());
-
+    // The entry is written in the background; a build of the same key waits for it.
     auto second = build(e, source);
     CHECK(second.cache_hit);
     check_axpy(e, second.program.get(), 1000, 16);
+    const auto entry = cache_entry(root);
+    CHECK(entries(root / "opencl", ".tmp").empty());
     // Other options are another program.
     auto other = build(e, source, "-cl-fast-relaxed-math");
     CHECK_FALSE(other.cache_hit);
@@ -268,6 +268,7 @@ TEST_CASE("the program cache: miss, hit, and damaged entries rebuilt", "[opencl]
     env e(root.string());
     auto probe = build(e, source, "-DVARIANT=1");
     CHECK_FALSE(probe.cache_hit);
+    CHECK(build(e, source, "-DVARIANT=1").cache_hit); // waits for the background write
     auto files = entries(root / "opencl", ".clbin");
     REQUIRE(files.size() == 3);
     for (const auto& f : files) {
@@ -299,6 +300,7 @@ TEST_CASE("the program cache: miss, hit, and damaged entries rebuilt", "[opencl]
     auto rebuilt = build(e, source);
     CHECK_FALSE(rebuilt.cache_hit);
     check_axpy(e, rebuilt.program.get(), 999, 0);
+    REQUIRE(build(e, source).cache_hit); // the rewritten entry is complete
     for (const auto& f : entries(root / "opencl", ".clbin"))
       fs::resize_file(f, 10); // shorter than the header
     CHECK_FALSE(build(e, source).cache_hit);
@@ -311,6 +313,7 @@ TEST_CASE("the program cache: miss, hit, and damaged entries rebuilt", "[opencl]
     // back from the entry the plugin wrote (bytes 16..47 of the header).
     for (const auto& f : entries(root / "opencl", ".clbin")) fs::remove(f);
     REQUIRE_FALSE(build(e, source).cache_hit);
+    REQUIRE(build(e, source).cache_hit); // waits for the background write
     const fs::path target = cache_entry(root);
     using parenchyma::opencl::program_cache;
     program_cache::key_type key{};
