@@ -199,6 +199,8 @@ public:
 
 private:
   bool host_pinned(const void* p, uint64_t bytes) const;
+  void fill_by_doubling(CUdeviceptr dst, uint64_t bytes, const unsigned char* pattern,
+                        uint32_t size);
   const driver& d_;
   context& ctx_;
   uint32_t slot_;

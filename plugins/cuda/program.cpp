@@ -113,7 +113,7 @@ kernel* program::create_kernel(const char* name) {
       for (size_t p = 0; p < 4096; ++p) {
         size_t offset = 0, size = 0;
         const CUresult pr = d.api().cuFuncGetParamInfo(f.fn, p, &offset, &size);
-        if (pr == CUDA_ERROR_INVALID_VALUE) break;
+        if (pr == CUDA_ERROR_INVALID_VALUE || pr == CUDA_ERROR_NOT_FOUND) break; // past the end
         if (pr != CUDA_SUCCESS) {
           known = false;
           break;

@@ -162,19 +162,36 @@ void queue::fill(memory& m, uint64_t offset, uint64_t bytes, const void* pattern
     run([&] { return api.cuMemsetD16Async(dst, v, count, stream_); }, "cuMemsetD16Async");
   } else if (words_equal) {
     run([&] { return api.cuMemsetD32Async(dst, w0, bytes / 4, stream_); }, "cuMemsetD32Async");
-  } else if (size >= 8 && dst % 4 == 0) {
-    // An 8/16-byte pattern is a column per 32-bit word of a (size-byte pitch) x count array.
-    for (uint32_t w = 0; w < size; w += 4) {
-      uint32_t v;
-      std::memcpy(&v, p + w, 4);
-      run([&] { return api.cuMemsetD2D32Async(dst + w, size, v, 1, count, stream_); },
-          "cuMemsetD2D32Async");
-    }
   } else {
-    // Unaligned: one byte column per pattern byte.
-    for (uint32_t b = 0; b < size; ++b)
-      run([&] { return api.cuMemsetD2D8Async(dst + b, size, p[b], 1, count, stream_); },
-          "cuMemsetD2D8Async");
+    // An 8/16-byte (or unaligned) pattern is a column per 32-bit word (or byte) of a
+    // (size-byte pitch) x count array: a 2-D memset each, no kernel of ours needed.
+    CUresult r = CUDA_SUCCESS;
+    if (size >= 8 && dst % 4 == 0) {
+      for (uint32_t w = 0; w < size && r == CUDA_SUCCESS; w += 4) {
+        uint32_t v;
+        std::memcpy(&v, p + w, 4);
+        r = call(d_, cu_ctx_,
+                 [&] { return api.cuMemsetD2D32Async(dst + w, size, v, 1, count, stream_); });
+      }
+    } else {
+      for (uint32_t b = 0; b < size && r == CUDA_SUCCESS; ++b)
+        r = call(d_, cu_ctx_,
+                 [&] { return api.cuMemsetD2D8Async(dst + b, size, p[b], 1, count, stream_); });
+    }
+    if (r != CUDA_SUCCESS) fill_by_doubling(dst, bytes, p, size);
+  }
+}
+
+// Fallback for shapes a 2-D memset refuses: one pattern from the host, then device copies that
+// double the filled prefix (log2(count) copies, ordered on the stream).
+void queue::fill_by_doubling(CUdeviceptr dst, uint64_t bytes, const unsigned char* pattern,
+                             uint32_t size) {
+  const auto& api = d_.api();
+  // From pageable memory the driver has consumed the source when the call returns.
+  check(d_, api.cuMemcpyHtoDAsync(dst, pattern, size, stream_), "cuMemcpyHtoDAsync (fill)");
+  for (uint64_t done = size; done < bytes; done *= 2) {
+    const uint64_t n = std::min(done, bytes - done);
+    check(d_, api.cuMemcpyDtoDAsync(dst + done, dst, n, stream_), "cuMemcpyDtoDAsync (fill)");
   }
 }
 

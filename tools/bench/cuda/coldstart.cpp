@@ -12,6 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 
 using namespace cuda_bench;
@@ -139,6 +140,7 @@ int main(int argc, char** argv) {
     const std::string me(exe, static_cast<size_t>(len));
     const std::string cache = "/tmp/pcy-bench-cuda-coldstart-" + std::to_string(::getpid());
     const std::string cubin = cache + "/raw.cubin";
+    std::filesystem::create_directories(cache);
 
     std::string arch;
     {
@@ -180,6 +182,7 @@ int main(int argc, char** argv) {
     s.meta("warm_cache_misses", std::to_string(misses));
     s.write();
     std::error_code ec;
+    std::filesystem::remove_all(cache, ec);
     return misses == 0 ? 0 : 1;
   } catch (const std::exception& e) {
     std::printf("SKIPPED: bench_cuda_coldstart: %s\n", e.what());
