@@ -86,6 +86,7 @@ pcy_bundle_context BackendImpl::bundle_context(const BundleInfo& bundle) {
   a.framework_plugin = framework->plugin();
   a.context = context;
   a.device = 0;
+  a.plugin_device = device;
   a.queue = queue;
   throw_if(bundle.api().context_init(&a), ("setting up bundle " + bundle.name() + " on " + name).c_str());
   bundle_contexts_.emplace_back(&bundle, a.bundle);

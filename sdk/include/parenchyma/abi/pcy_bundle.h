@@ -81,7 +81,9 @@ typedef struct pcy_bundle_context_args {
   const pcy_framework_api* framework; /* [host; until context_teardown] the framework's table */
   pcy_plugin framework_plugin;        /* the framework's plugin instance */
   pcy_context context;
-  uint32_t device;
+  uint32_t device;             /* index into the context's devices (for memory_alloc, queues) */
+  uint32_t plugin_device;      /* the same device as an index into the plugin's device list
+                                  (for device_properties) */
   pcy_queue queue;             /* the backend's queue; ops are enqueued on it */
   pcy_bundle_context bundle;   /* out */
 } pcy_bundle_context_args;

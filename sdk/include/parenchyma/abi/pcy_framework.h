@@ -160,7 +160,7 @@ typedef struct pcy_native_handle_args {
   const pcy_ext* ext;
   pcy_native_object object;
   pcy_context context; /* for DEVICE, CONTEXT, PLATFORM */
-  uint32_t device;     /* for DEVICE, PLATFORM */
+  uint32_t device;     /* for DEVICE, PLATFORM: index into the context's devices */
   pcy_queue queue;     /* for QUEUE */
   pcy_memory memory;   /* for MEMORY */
   void* handle;        /* out: borrowed [plugin; while the object lives; per the vendor API] */
