@@ -113,6 +113,7 @@ void plugin::add_device(int ordinal) {
   number("staging_chunk", static_cast<int64_t>(staging_.chunk_bytes));
   number("staging_chunks", staging_.chunks);
   number("staging_threshold", static_cast<int64_t>(staging_.threshold));
+  number("staging_write_threshold", static_cast<int64_t>(staging_.write_threshold));
   number("staging_threads", staging_.threads);
   log_.info("device ", ordinal, ": ", d.name, " (sm_", d.cc, ", ", d.multiprocessors, " SMs, ",
             pretty_bytes(d.memory), ", ", bus, ")");

@@ -208,7 +208,8 @@ private:
   CUdevice device_;
   CUstream stream_ = nullptr;
   staging_pool* staging_;
-  uint64_t staging_threshold_;
+  uint64_t read_threshold_;
+  uint64_t write_threshold_;
 };
 
 class program {

@@ -23,7 +23,8 @@ void event::wait() {
 queue::queue(context& c, uint32_t slot)
     : d_(c.drv()), ctx_(c), slot_(slot), cu_ctx_(c.slot(slot).ctx),
       device_(c.slot(slot).info->device), staging_(c.slot(slot).staging.get()),
-      staging_threshold_(c.owner().staging().threshold) {
+      read_threshold_(c.owner().staging().threshold),
+      write_threshold_(c.owner().staging().write_threshold) {
   make_current(d_, cu_ctx_);
   check(d_, d_.api().cuStreamCreate(&stream_, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
 }
@@ -83,7 +84,7 @@ void queue::write(memory& m, uint64_t offset, const void* host, uint64_t bytes, 
   if (bytes == 0) return;
   if (host == nullptr) sdk::fail(PCY_ERR_INVALID_ARGUMENT, "memory_write from a NULL host pointer");
   make_current(d_, cu_ctx_);
-  if (bytes < staging_threshold_ || host_pinned(host, bytes)) {
+  if (bytes < write_threshold_ || host_pinned(host, bytes)) {
     check(d_, call(d_, cu_ctx_, [&] {
             return d_.api().cuMemcpyHtoDAsync(m.ptr() + offset, host, bytes, stream_);
           }),
@@ -99,7 +100,7 @@ void queue::read(memory& m, uint64_t offset, void* host, uint64_t bytes, bool bl
   if (bytes == 0) return;
   if (host == nullptr) sdk::fail(PCY_ERR_INVALID_ARGUMENT, "memory_read into a NULL host pointer");
   make_current(d_, cu_ctx_);
-  if (bytes < staging_threshold_ || host_pinned(host, bytes)) {
+  if (bytes < read_threshold_ || host_pinned(host, bytes)) {
     check(d_, call(d_, cu_ctx_, [&] {
             return d_.api().cuMemcpyDtoHAsync(host, m.ptr() + offset, bytes, stream_);
           }),

@@ -17,16 +17,18 @@ uint64_t env_u64(const char* name, uint64_t fallback, uint64_t lo, uint64_t hi) 
   return std::clamp<uint64_t>(x, lo, hi);
 }
 // Below this a helper thread costs more than it saves.
-constexpr size_t min_part_bytes = 512 << 10;
+constexpr size_t min_part_bytes = 256 << 10;
 } // namespace
 
 staging_config staging_config::from_environment() {
   staging_config c;
   const uint32_t hw = std::max(1u, std::thread::hardware_concurrency());
-  c.threads = std::clamp(hw / 4, 1u, 4u);
+  c.threads = std::clamp(hw / 2, 1u, 8u);
   c.chunk_bytes = env_u64("PARENCHYMA_CUDA_STAGING_CHUNK", c.chunk_bytes, 4096, 1ull << 30);
   c.chunks = static_cast<uint32_t>(env_u64("PARENCHYMA_CUDA_STAGING_CHUNKS", c.chunks, 2, 64));
   c.threshold = env_u64("PARENCHYMA_CUDA_STAGING_THRESHOLD", c.threshold, 0, ~0ull);
+  c.write_threshold =
+      env_u64("PARENCHYMA_CUDA_STAGING_THRESHOLD", c.write_threshold, 0, ~0ull);
   c.threads = static_cast<uint32_t>(env_u64("PARENCHYMA_CUDA_STAGING_THREADS", c.threads, 1, 64));
   return c;
 }
@@ -131,15 +133,23 @@ void staging_pool::host_copy(void* dst, const void* src, size_t bytes) {
   else std::memcpy(dst, src, bytes);
 }
 
+// Mid-sized transfers use smaller pieces of the chunks so that copy and DMA still overlap
+// (at least `chunks` pieces, none under 1 MiB); large ones use whole chunks.
+uint64_t staging_pool::chunk_for(uint64_t bytes) const {
+  const uint64_t piece = ((bytes / cfg_.chunks) + 4095) & ~uint64_t(4095);
+  return std::min(cfg_.chunk_bytes, std::max<uint64_t>(piece, 1ull << 20));
+}
+
 void staging_pool::write(CUstream stream, CUdeviceptr dst, const void* src, uint64_t bytes) {
   std::lock_guard lock(mutex_);
   ensure_chunks();
   const auto& api = d_.api();
   const auto* from = static_cast<const char*>(src);
   const uint64_t n = chunks_.size();
+  const uint64_t piece = chunk_for(bytes);
   uint64_t i = 0;
-  for (uint64_t off = 0; off < bytes; off += cfg_.chunk_bytes, ++i) {
-    const uint64_t len = std::min(cfg_.chunk_bytes, bytes - off);
+  for (uint64_t off = 0; off < bytes; off += piece, ++i) {
+    const uint64_t len = std::min(piece, bytes - off);
     chunk& c = chunks_[i % n];
     wait(c); // the DMA that last read this chunk is done
     host_copy(c.host, from + off, len);
@@ -157,21 +167,22 @@ void staging_pool::read(CUstream stream, void* dst, CUdeviceptr src, uint64_t by
   const auto& api = d_.api();
   auto* to = static_cast<char*>(dst);
   const uint64_t n = chunks_.size();
-  const uint64_t count = (bytes + cfg_.chunk_bytes - 1) / cfg_.chunk_bytes;
+  const uint64_t piece = chunk_for(bytes);
+  const uint64_t count = (bytes + piece - 1) / piece;
   // Chunk j's bytes land in slot j % n; they are copied out once its DMA completed, which
   // happens before slot j % n is reused for chunk j + n.
   auto drain = [&](uint64_t j) {
     chunk& c = chunks_[j % n];
     wait(c);
-    const uint64_t off = j * cfg_.chunk_bytes;
-    host_copy(to + off, c.host, std::min(cfg_.chunk_bytes, bytes - off));
+    const uint64_t off = j * piece;
+    host_copy(to + off, c.host, std::min(piece, bytes - off));
   };
   for (uint64_t i = 0; i < count; ++i) {
     if (i >= n) drain(i - n);
     chunk& c = chunks_[i % n];
     wait(c); // a DMA of an earlier transfer may still read this chunk
-    const uint64_t off = i * cfg_.chunk_bytes;
-    const uint64_t len = std::min(cfg_.chunk_bytes, bytes - off);
+    const uint64_t off = i * piece;
+    const uint64_t len = std::min(piece, bytes - off);
     check(d_, api.cuMemcpyDtoHAsync(c.host, src + off, len, stream), "staged cuMemcpyDtoHAsync");
     check(d_, api.cuEventRecord(c.done, stream), "cuEventRecord (staging)");
     c.pending = true;

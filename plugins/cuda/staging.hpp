@@ -17,9 +17,13 @@ namespace parenchyma::cuda {
 struct staging_config {
   uint64_t chunk_bytes = 8ull << 20; // each pinned chunk
   uint32_t chunks = 4;               // chunks in flight
-  uint64_t threshold = 256ull << 10; // pageable transfers at least this big are staged
-  uint32_t threads = 4;              // host threads copying into/out of a chunk (1: no team)
-  // Reads PARENCHYMA_CUDA_STAGING_{CHUNK,CHUNKS,THRESHOLD,THREADS} over the defaults.
+  // Pageable transfers at least this big are staged. Measured on an H200 (docs/cuda.md): the
+  // driver's own pageable path wins for writes below ~4 MiB, ours wins for reads from 256 KiB.
+  uint64_t threshold = 256ull << 10;      // reads (device -> host)
+  uint64_t write_threshold = 4ull << 20;  // writes (host -> device)
+  uint32_t threads = 8;                   // host threads copying into/out of a chunk (1: no team)
+  // Reads PARENCHYMA_CUDA_STAGING_{CHUNK,CHUNKS,THRESHOLD,THREADS} over the defaults
+  // (THRESHOLD sets both thresholds).
   static staging_config from_environment();
 };
 
@@ -69,6 +73,7 @@ private:
   void ensure_chunks();
   void wait(chunk& c);
   void host_copy(void* dst, const void* src, size_t bytes);
+  uint64_t chunk_for(uint64_t bytes) const;
 
   const driver& d_;
   staging_config cfg_;

@@ -231,6 +231,25 @@ TEST_CASE("large pageable transfers take the staging pool by default", "[cuda][g
   CHECK(back == src);
   CHECK(g.h.log.count("staged write of " + std::to_string(n)) == 1);
   CHECK(g.h.log.count("staged read of " + std::to_string(n)) == 1);
+
+  // Mid sizes: staged in pieces smaller than a chunk (reads from 256 KiB, writes from 4 MiB).
+  const uint64_t write_threshold = uint64_t(g.int_property("staging_write_threshold"));
+  const uint64_t read_threshold = uint64_t(g.int_property("staging_threshold"));
+  for (uint64_t size : {read_threshold + 5, uint64_t(3 << 20) + 5, write_threshold + 3,
+                        uint64_t(6 << 20) + 4097, chunk + 1}) {
+    CAPTURE(size);
+    g.h.log.clear();
+    auto mm = g.alloc(size);
+    auto data = random_bytes(size);
+    std::vector<unsigned char> out(size);
+    write(g, mm.get(), 0, data.data(), size);
+    read(g, mm.get(), 0, out.data(), size);
+    CHECK(out == data);
+    CHECK(g.h.log.count("staged write of " + std::to_string(size)) ==
+          (size >= write_threshold ? 1u : 0u));
+    CHECK(g.h.log.count("staged read of " + std::to_string(size)) ==
+          (size >= read_threshold ? 1u : 0u));
+  }
 }
 
 TEST_CASE("pinned host memory: direct transfers, export and zero-copy import", "[cuda][gpu]") {
@@ -304,9 +323,13 @@ TEST_CASE("device pointers export and import as aliases on the same device", "[c
   CHECK(h.kind == PCY_HANDLE_CUDA_DEVICE_POINTER);
   CHECK(h.cuda_pointer != 0);
   CHECK(h.cuda_device == g.int_property("device_ordinal"));
-  // Device memory is not host memory.
-  ex.kind = PCY_HANDLE_HOST_POINTER;
-  CHECK(status_of(g.api().memory_export(&ex)) == PCY_ERR_UNSUPPORTED);
+  // Device memory is not host memory (a failed export clears the handle: use another one).
+  pcy_memory_handle not_host{};
+  not_host.struct_size = sizeof not_host;
+  pcy_memory_export_args ex2 = ex;
+  ex2.kind = PCY_HANDLE_HOST_POINTER;
+  ex2.handle = &not_host;
+  CHECK(status_of(g.api().memory_export(&ex2)) == PCY_ERR_UNSUPPORTED);
 
   pcy_memory_import_args im{};
   im.struct_size = sizeof im;
