@@ -72,7 +72,8 @@ void require_error(pcy_error* e, std::initializer_list<pcy_status> codes, const 
                    << "', message '" << (e->message ? e->message : "(null)") << "'");
   CHECK(e->struct_size >= sizeof(pcy_error));
   bool code_ok = false;
-  for (auto c : codes) code_ok = code_ok || e->code == c;
+  for (auto c : codes)
+    code_ok = code_ok || e->code == c;
   CHECK(code_ok);
   REQUIRE(e->origin != nullptr);
   CHECK(std::string(e->origin) == g_name);
@@ -140,8 +141,8 @@ TEST_CASE("probe and device properties") {
       } else if (key == PCY_PROP_VENDOR || key == PCY_PROP_DRIVER_VERSION || key == PCY_PROP_UUID) {
         CHECK(pr.type == PCY_VALUE_STRING);
       } else if (key == PCY_PROP_KIND) {
-        has_kind = pr.type == PCY_VALUE_INT && pr.i >= PCY_DEVICE_OTHER &&
-                   pr.i <= PCY_DEVICE_ACCELERATOR;
+        has_kind =
+            pr.type == PCY_VALUE_INT && pr.i >= PCY_DEVICE_OTHER && pr.i <= PCY_DEVICE_ACCELERATOR;
       } else if (key == PCY_PROP_COMPUTE_UNITS || key == PCY_PROP_GLOBAL_MEMORY ||
                  key == PCY_PROP_MAX_WORK_GROUP) {
         CHECK(pr.type == PCY_VALUE_INT);
@@ -185,7 +186,8 @@ TEST_CASE("separate contexts are used from several threads at once") {
   std::vector<std::thread> threads;
   std::vector<int> ok(4, 0);
   std::vector<std::vector<unsigned char>> data;
-  for (size_t t = 0; t < ok.size(); ++t) data.push_back(random_bytes(65537 + t));
+  for (size_t t = 0; t < ok.size(); ++t)
+    data.push_back(random_bytes(65537 + t));
   for (size_t t = 0; t < ok.size(); ++t)
     threads.emplace_back([&, t] {
       try {
@@ -204,15 +206,18 @@ TEST_CASE("separate contexts are used from several threads at once") {
       } catch (...) {
       }
     });
-  for (auto& th : threads) th.join();
-  for (size_t t = 0; t < ok.size(); ++t) CHECK(ok[t] == 1);
+  for (auto& th : threads)
+    th.join();
+  for (size_t t = 0; t < ok.size(); ++t)
+    CHECK(ok[t] == 1);
 }
 
 TEST_CASE("context, queue and event lifecycle") {
   host::framework fw(&api(), &g_services);
   const uint32_t n = fw.probe().device_count;
   std::vector<uint32_t> all(n);
-  for (uint32_t i = 0; i < n; ++i) all[i] = i;
+  for (uint32_t i = 0; i < n; ++i)
+    all[i] = i;
   SECTION("a context over every device, a queue on each") {
     host::context ctx = host::make_context(fw, all);
     REQUIRE(ctx);
@@ -425,8 +430,8 @@ TEST_CASE("export and import, when supported, alias the same bytes") {
   host::write(f.fw, f.q.get(), m.get(), 0, data.data(), bytes);
   int exported = 0;
   if (api().memory_export != nullptr) {
-    for (pcy_handle_kind kind : {PCY_HANDLE_HOST_POINTER, PCY_HANDLE_CUDA_DEVICE_POINTER,
-                                 PCY_HANDLE_OPENCL_BUFFER}) {
+    for (pcy_handle_kind kind :
+         {PCY_HANDLE_HOST_POINTER, PCY_HANDLE_CUDA_DEVICE_POINTER, PCY_HANDLE_OPENCL_BUFFER}) {
       INFO("handle kind " << kind);
       pcy_memory_handle h{};
       h.struct_size = sizeof h;
@@ -611,8 +616,10 @@ TEST_CASE("programs: build, kernel, launch, build errors") {
   REQUIRE(api().kernel_launch(&l) == nullptr);
   std::vector<float> out(n + 5);
   host::read(f.fw, f.q.get(), m.get(), 0, out.data(), out.size() * sizeof(float));
-  for (uint32_t i = 0; i < n; ++i) REQUIRE(out[i] == v[i] + 1.0f);
-  for (uint32_t i = n; i < n + 5; ++i) REQUIRE(out[i] == v[i]); // beyond n: untouched
+  for (uint32_t i = 0; i < n; ++i)
+    REQUIRE(out[i] == v[i] + 1.0f);
+  for (uint32_t i = n; i < n + 5; ++i)
+    REQUIRE(out[i] == v[i]); // beyond n: untouched
 
   SECTION("a kernel name the program lacks") {
     pcy_kernel_create_args bad = k;
@@ -667,7 +674,12 @@ int main(int argc, char** argv) {
 
   parenchyma::RegistryOptions o;
   o.default_config = false;
+  // Only PARENCHYMA_PLUGIN_PATH is taken from the real environment (to test a plugin that is
+  // not in the build tree); nothing else may change what the suite sees.
   o.environment = std::map<std::string, std::string>{};
+  if (const char* extra = std::getenv("PARENCHYMA_PLUGIN_PATH");
+      extra != nullptr && g_name != "stub")
+    (*o.environment)["PARENCHYMA_PLUGIN_PATH"] = extra;
   if (g_name == "stub") {
     o.plugin_paths = {stub_dir("good")};
     o.default_plugin_dir = false;

@@ -2,7 +2,8 @@
 # The install test: install the build tree into a fresh prefix, then, against that prefix alone,
 # build and run an application (find_package -> parenchyma::core), check pkg-config, build an
 # out-of-tree plugin (find_package -> parenchyma::sdk + parenchyma_add_plugin), and check that
-# the application discovers, ranks and uses it through PARENCHYMA_PLUGIN_PATH.
+# the application discovers, ranks and uses it through PARENCHYMA_PLUGIN_PATH, and that it passes
+# the framework conformance suite.
 #   run.sh <build dir> <source dir> <work dir> <cmake generator> <c++ compiler>
 set -eu
 build=$1 src=$2 work=$3 generator=$4 cxx=$5
@@ -38,25 +39,6 @@ printf '%s\n' "$out"
 printf '%s\n' "$out" | grep -q '^ranking:.* native' || fail "native is not in the ranking"
 printf '%s\n' "$out" | grep -q '^backend: [a-z0-9_]*:0 ' || fail "no backend selected"
 printf '%s\n' "$out" | grep -q '^tensor: ok$' || fail "tensor round trip"
-
-step "pkg-config --cflags --libs parenchyma (PKG_CONFIG_PATH=$libdir/pkgconfig)"
-if command -v pkg-config > /dev/null 2>&1; then
-  flags=$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --cflags --libs parenchyma) \
-    || fail "pkg-config does not know parenchyma"
-  printf '%s\n' "$flags"
-  incdir=$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --variable=includedir parenchyma)
-  pclibdir=$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --variable=libdir parenchyma)
-  [ -f "$incdir/parenchyma/parenchyma.hpp" ] \
-    || fail "pkg-config's includedir $incdir lacks parenchyma/parenchyma.hpp: the .pc file must be relocatable (prefix from \${pcfiledir}), since the package was installed with --prefix $prefix"
-  [ -e "$pclibdir/libparenchyma-core.so" ] || fail "pkg-config's libdir $pclibdir lacks libparenchyma-core.so"
-  # shellcheck disable=SC2086
-  "$cxx" -o "$work/consumer-pc" "$here/consumer/main.cpp" $flags -Wl,-rpath,"$libdir" \
-    || fail "building the consumer with pkg-config's flags"
-  out=$(env -i "$work/consumer-pc" 2>&1) || { printf '%s\n' "$out"; fail "pkg-config consumer run"; }
-  printf '%s\n' "$out" | grep -q '^tensor: ok$' || fail "pkg-config consumer tensor round trip"
-else
-  printf 'pkg-config is not installed: step not run\n'
-fi
 
 step "oot_plugin: an out-of-tree plugin built against the installed SDK alone"
 cmake -S "$here/oot_plugin" -B "$work/oot" -G "$generator" -DCMAKE_CXX_COMPILER="$cxx" \
@@ -98,5 +80,32 @@ if out=$(env -i "$consumer" oot 2>&1); then
 fi
 printf '%s\n' "$out" | grep -q 'oot' || fail "the error does not name oot: $out"
 printf '%s\n' "$out"
+
+step "the conformance suite on the out-of-tree plugin"
+conformance=$build/bin/test_conformance
+if [ -x "$conformance" ]; then
+  PARENCHYMA_PLUGIN_PATH="$drop" "$conformance" oot --required || fail "oot does not pass the conformance suite"
+else
+  printf '%s is not built: step not run\n' "$conformance"
+fi
+
+step "pkg-config --cflags --libs parenchyma (PKG_CONFIG_PATH=$libdir/pkgconfig)"
+if command -v pkg-config > /dev/null 2>&1; then
+  flags=$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --cflags --libs parenchyma) \
+    || fail "pkg-config does not know parenchyma"
+  printf '%s\n' "$flags"
+  incdir=$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --variable=includedir parenchyma)
+  pclibdir=$(PKG_CONFIG_PATH=$libdir/pkgconfig pkg-config --variable=libdir parenchyma)
+  [ -f "$incdir/parenchyma/parenchyma.hpp" ] \
+    || fail "pkg-config's includedir $incdir lacks parenchyma/parenchyma.hpp: the .pc file must be relocatable (prefix from \${pcfiledir}), since the package was installed with --prefix $prefix"
+  [ -e "$pclibdir/libparenchyma-core.so" ] || fail "pkg-config's libdir $pclibdir lacks libparenchyma-core.so"
+  # shellcheck disable=SC2086
+  "$cxx" -o "$work/consumer-pc" "$here/consumer/main.cpp" $flags -Wl,-rpath,"$libdir" \
+    || fail "building the consumer with pkg-config's flags"
+  out=$(env -i "$work/consumer-pc" 2>&1) || { printf '%s\n' "$out"; fail "pkg-config consumer run"; }
+  printf '%s\n' "$out" | grep -q '^tensor: ok$' || fail "pkg-config consumer tensor round trip"
+else
+  printf 'pkg-config is not installed: step not run\n'
+fi
 
 printf '\nPASSED: install, consumer, pkg-config, out-of-tree plugin\n'

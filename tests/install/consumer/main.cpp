@@ -20,7 +20,8 @@ int main(int argc, char** argv) {
 
     parenchyma::SharedTensor<float> tensor({3, 5});
     auto host = tensor.write_only();
-    for (size_t i = 0; i < host.size(); ++i) host[i] = static_cast<float>(i) * 0.5f;
+    for (size_t i = 0; i < host.size(); ++i)
+      host[i] = static_cast<float>(i) * 0.5f;
     parenchyma::SharedTensor<float> moved(std::move(tensor));
     for (size_t i = 0; i < moved.read().size(); ++i)
       if (moved.read()[i] != static_cast<float>(i) * 0.5f) {

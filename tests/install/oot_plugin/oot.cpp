@@ -19,8 +19,8 @@ public:
   // Bounds-checked view: a bad offset is an error for the caller, never a crash.
   std::byte* at(uint64_t offset, uint64_t bytes) const {
     if (offset > bytes_ || bytes > bytes_ - offset)
-      fail(PCY_ERR_INVALID_ARGUMENT, str(bytes, " bytes at offset ", offset, " overrun a ",
-                                         bytes_, "-byte allocation"));
+      fail(PCY_ERR_INVALID_ARGUMENT,
+           str(bytes, " bytes at offset ", offset, " overrun a ", bytes_, "-byte allocation"));
     return data_.get() + offset;
   }
 
@@ -50,7 +50,8 @@ public:
   }
   void fill(memory& m, uint64_t off, uint64_t bytes, const void* pattern, uint32_t size) {
     std::byte* p = m.at(off, bytes);
-    for (uint64_t i = 0; i < bytes; i += size) std::memcpy(p + i, pattern, size);
+    for (uint64_t i = 0; i < bytes; i += size)
+      std::memcpy(p + i, pattern, size);
   }
 };
 
