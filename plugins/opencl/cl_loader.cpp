@@ -17,8 +17,8 @@ bool cl_api::load(const char* library, std::string& why) {
   }
   cl_api api;
   std::string missing;
-#define PCY_OPENCL_RESOLVE(fn)                                                                    \
-  api.fn = reinterpret_cast<decltype(&::fn)>(::dlsym(lib, #fn));                                  \
+#define PCY_OPENCL_RESOLVE(fn)                                                                     \
+  api.fn = reinterpret_cast<decltype(&::fn)>(::dlsym(lib, #fn));                                   \
   if (api.fn == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(#fn);
   PCY_OPENCL_FUNCTIONS(PCY_OPENCL_RESOLVE)
 #undef PCY_OPENCL_RESOLVE

@@ -32,7 +32,8 @@ std::string device_string(const cl_api& cl, cl_device_id d, cl_device_info what)
   if (cl.clGetDeviceInfo(d, what, n, s.data(), nullptr) != CL_SUCCESS) return {};
   s.resize(s.find('\0') == std::string::npos ? n : s.find('\0'));
   // Some drivers pad names with spaces.
-  while (!s.empty() && s.back() == ' ') s.pop_back();
+  while (!s.empty() && s.back() == ' ')
+    s.pop_back();
   return s;
 }
 
@@ -164,7 +165,8 @@ void plugin::discover() {
       d->max_work_group = device_value<size_t>(cl_, id, CL_DEVICE_MAX_WORK_GROUP_SIZE);
       size_t items[3] = {0, 0, 0};
       cl_.clGetDeviceInfo(id, CL_DEVICE_MAX_WORK_ITEM_SIZES, sizeof items, items, nullptr);
-      for (int i = 0; i < 3; ++i) d->max_work_item[i] = items[i];
+      for (int i = 0; i < 3; ++i)
+        d->max_work_item[i] = items[i];
       const cl_uint align_bits = device_value<cl_uint>(cl_, id, CL_DEVICE_MEM_BASE_ADDR_ALIGN);
       if (align_bits >= 8) d->base_align = align_bits / 8;
       if (has_extension(d->extensions, "cl_khr_device_uuid")) {
@@ -241,8 +243,8 @@ context::context(plugin& owner, std::span<const uint32_t> devices)
   const cl_context_properties props[] = {
       CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(devices_.front()->platform), 0};
   cl_int err = CL_SUCCESS;
-  ctx_ = cl_.clCreateContext(props, static_cast<cl_uint>(ids_.size()), ids_.data(),
-                             &context_notify, const_cast<sdk::logger*>(&owner.log()), &err);
+  ctx_ = cl_.clCreateContext(props, static_cast<cl_uint>(ids_.size()), ids_.data(), &context_notify,
+                             const_cast<sdk::logger*>(&owner.log()), &err);
   if (err != CL_SUCCESS || ctx_ == nullptr)
     cl_fail(status_for(err, PCY_ERR_DEVICE), "clCreateContext", err,
             sdk::str("could not create a context on '", devices_.front()->name, "'"));

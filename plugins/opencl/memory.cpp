@@ -10,8 +10,8 @@ std::atomic<uint64_t> next_serial{1};
 
 memory::memory(const cl_api& cl, cl_mem mem, cl_context ctx, uint64_t bytes, void* host_pointer,
                cl_command_queue unmap_queue) noexcept
-    : cl_(cl), mem_(mem), ctx_(ctx), bytes_(bytes), host_(host_pointer),
-      unmap_queue_(unmap_queue), serial_(next_serial.fetch_add(1, std::memory_order_relaxed)) {}
+    : cl_(cl), mem_(mem), ctx_(ctx), bytes_(bytes), host_(host_pointer), unmap_queue_(unmap_queue),
+      serial_(next_serial.fetch_add(1, std::memory_order_relaxed)) {}
 
 memory::~memory() {
   if (unmap_queue_ != nullptr) {
@@ -43,9 +43,8 @@ bool memory::export_to(pcy_handle_kind kind, pcy_memory_handle& h) const noexcep
 
 void memory::check_range(uint64_t offset, uint64_t bytes, const char* what) const {
   if (offset > bytes_ || bytes > bytes_ - offset) [[unlikely]]
-    sdk::fail(PCY_ERR_INVALID_ARGUMENT,
-              sdk::str(what, ": bytes [", offset, ", ", offset + bytes,
-                       ") are outside the buffer of ", bytes_, " bytes"));
+    sdk::fail(PCY_ERR_INVALID_ARGUMENT, sdk::str(what, ": bytes [", offset, ", ", offset + bytes,
+                                                 ") are outside the buffer of ", bytes_, " bytes"));
 }
 
 memory* context::alloc(uint32_t device, uint64_t bytes, uint32_t flags) {
@@ -90,18 +89,20 @@ memory* context::import(uint32_t device, const pcy_memory_handle& h) {
   case PCY_HANDLE_HOST_POINTER: {
     if (!d.host_unified)
       sdk::fail(PCY_ERR_UNSUPPORTED,
-                sdk::str("'", d.name, "' does not share memory with the host: a host pointer "
-                                      "cannot be aliased without a copy"));
+                sdk::str("'", d.name,
+                         "' does not share memory with the host: a host pointer "
+                         "cannot be aliased without a copy"));
     if (h.host_pointer == nullptr || h.bytes == 0)
-      sdk::fail(PCY_ERR_INVALID_ARGUMENT, "memory_import: HOST_POINTER handle without pointer or bytes");
+      sdk::fail(PCY_ERR_INVALID_ARGUMENT,
+                "memory_import: HOST_POINTER handle without pointer or bytes");
     if (reinterpret_cast<uintptr_t>(h.host_pointer) % d.base_align != 0)
       sdk::fail(PCY_ERR_UNSUPPORTED,
                 sdk::str("host pointer ", h.host_pointer, " is not aligned to the ", d.base_align,
                          " bytes '", d.name, "' needs to use it in place (the driver would copy)"));
     if (h.bytes > d.max_alloc)
-      sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str("host memory of ", h.bytes, " bytes exceeds '",
-                                              d.name, "' CL_DEVICE_MAX_MEM_ALLOC_SIZE (",
-                                              d.max_alloc, " bytes)"));
+      sdk::fail(PCY_ERR_UNSUPPORTED,
+                sdk::str("host memory of ", h.bytes, " bytes exceeds '", d.name,
+                         "' CL_DEVICE_MAX_MEM_ALLOC_SIZE (", d.max_alloc, " bytes)"));
     cl_int err = CL_SUCCESS;
     cl_mem m = cl_.clCreateBuffer(ctx_, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR,
                                   static_cast<size_t>(h.bytes), h.host_pointer, &err);

@@ -228,8 +228,8 @@ class kernel {
 public:
   // What an argument slot expects, from clGetKernelArgInfo when the driver offers it.
   enum class expects : uint8_t { unknown, memory, scalar, local };
-  struct arg_state { // the value last given to clSetKernelArg, to skip repeating it
-    uint8_t kind = 0;  // 0: not set (or unknown) / pcy_kernel_arg_kind
+  struct arg_state {  // the value last given to clSetKernelArg, to skip repeating it
+    uint8_t kind = 0; // 0: not set (or unknown) / pcy_kernel_arg_kind
     uint32_t size = 0;
     uint64_t serial = 0;
     unsigned char bytes[16] = {};

@@ -18,7 +18,8 @@ std::string build_log(const cl_api& cl, cl_program p, cl_device_id d) {
   std::string s(n, '\0');
   if (cl.clGetProgramBuildInfo(p, d, CL_PROGRAM_BUILD_LOG, n, s.data(), nullptr) != CL_SUCCESS)
     return {};
-  while (!s.empty() && (s.back() == '\0' || s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  while (!s.empty() && (s.back() == '\0' || s.back() == '\n' || s.back() == ' '))
+    s.pop_back();
   return s;
 }
 } // namespace
@@ -55,8 +56,9 @@ cl_program context::build_from_source(std::string_view source, const std::string
   switch (err) {
   case CL_BUILD_PROGRAM_FAILURE: advice = "the OpenCL C source did not compile; fix it"; break;
   case CL_INVALID_BUILD_OPTIONS:
-    advice = sdk::str("the build options '", options.substr(0, options.rfind(" -cl-kernel-arg-info")),
-                      "' were refused; fix them");
+    advice =
+        sdk::str("the build options '", options.substr(0, options.rfind(" -cl-kernel-arg-info")),
+                 "' were refused; fix them");
     break;
   case CL_COMPILER_NOT_AVAILABLE:
     advice = "this device has no OpenCL C compiler";
@@ -104,8 +106,7 @@ program* context::build(std::string_view source, const char* options, bool& cach
   cache_hit = false;
   // Argument metadata lets launches check kinds and name types in errors; it costs nothing at
   // run time.
-  const std::string opts =
-      std::string(options != nullptr ? options : "") + " -cl-kernel-arg-info";
+  const std::string opts = std::string(options != nullptr ? options : "") + " -cl-kernel-arg-info";
   program_cache& cache = owner_.cache();
   program_cache::key_type key{};
   if (cache.enabled()) {
@@ -119,8 +120,8 @@ program* context::build(std::string_view source, const char* options, bool& cach
         cache_hit = true;
         return new program(cl_, p, ctx_);
       }
-      owner_.log().info("program cache: the driver rejected ", cache.path(key).string(), " (",
-                        why, "); rebuilding from source");
+      owner_.log().info("program cache: the driver rejected ", cache.path(key).string(), " (", why,
+                        "); rebuilding from source");
       cache.remove(key);
     }
   }
@@ -130,32 +131,34 @@ program* context::build(std::string_view source, const char* options, bool& cach
     // The binaries are fetched and written on the cache's thread (see program_cache.hpp).
     const cl_api& cl = cl_;
     const sdk::logger& log = owner_.log();
-    cache.store_later(key, [&cl, &log, p, n = ids_.size()]() -> std::optional<program_cache::binaries> {
-      struct release_guard {
-        const cl_api& cl;
-        cl_program p;
-        ~release_guard() { cl.clReleaseProgram(p); }
-      } guard{cl, p};
-      // Binaries come in the order of the program's devices, which is the order we gave.
-      std::vector<size_t> sizes(n, 0);
-      cl_int err = cl.clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizes.size() * sizeof(size_t),
-                                       sizes.data(), nullptr);
-      if (err != CL_SUCCESS || std::any_of(sizes.begin(), sizes.end(), [](size_t s) { return s == 0; })) {
-        log.debug("program cache: the driver offers no program binary (", cl_error_name(err),
-                  "); not cached");
-        return std::nullopt;
-      }
-      program_cache::binaries bins(n);
-      std::vector<unsigned char*> ptrs;
-      for (size_t i = 0; i < n; ++i) {
-        bins[i].resize(sizes[i]);
-        ptrs.push_back(bins[i].data());
-      }
-      err = cl.clGetProgramInfo(p, CL_PROGRAM_BINARIES, ptrs.size() * sizeof(unsigned char*),
-                                ptrs.data(), nullptr);
-      if (err != CL_SUCCESS) return std::nullopt;
-      return bins;
-    });
+    cache.store_later(
+        key, [&cl, &log, p, n = ids_.size()]() -> std::optional<program_cache::binaries> {
+          struct release_guard {
+            const cl_api& cl;
+            cl_program p;
+            ~release_guard() { cl.clReleaseProgram(p); }
+          } guard{cl, p};
+          // Binaries come in the order of the program's devices, which is the order we gave.
+          std::vector<size_t> sizes(n, 0);
+          cl_int err = cl.clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES,
+                                           sizes.size() * sizeof(size_t), sizes.data(), nullptr);
+          if (err != CL_SUCCESS ||
+              std::any_of(sizes.begin(), sizes.end(), [](size_t s) { return s == 0; })) {
+            log.debug("program cache: the driver offers no program binary (", cl_error_name(err),
+                      "); not cached");
+            return std::nullopt;
+          }
+          program_cache::binaries bins(n);
+          std::vector<unsigned char*> ptrs;
+          for (size_t i = 0; i < n; ++i) {
+            bins[i].resize(sizes[i]);
+            ptrs.push_back(bins[i].data());
+          }
+          err = cl.clGetProgramInfo(p, CL_PROGRAM_BINARIES, ptrs.size() * sizeof(unsigned char*),
+                                    ptrs.data(), nullptr);
+          if (err != CL_SUCCESS) return std::nullopt;
+          return bins;
+        });
   }
   return new program(cl_, p, ctx_);
 }
@@ -326,7 +329,8 @@ void queue::launch(kernel& k, const pcy_kernel_launch_args& a) {
                                                  " arguments, got ", a.arg_count));
   if (a.arg_count != 0 && a.args == nullptr) [[unlikely]]
     sdk::fail(PCY_ERR_INVALID_ARGUMENT, "kernel launch: args is NULL");
-  for (uint32_t i = 0; i < a.arg_count; ++i) k.set(i, a.args[i]);
+  for (uint32_t i = 0; i < a.arg_count; ++i)
+    k.set(i, a.args[i]);
 
   size_t global[3] = {1, 1, 1};
   size_t local[3] = {1, 1, 1};
@@ -334,8 +338,9 @@ void queue::launch(kernel& k, const pcy_kernel_launch_args& a) {
   for (uint32_t d = 0; d < a.dims; ++d) {
     if ((a.local[d] != 0) != has_local) [[unlikely]]
       sdk::fail(PCY_ERR_INVALID_ARGUMENT,
-                sdk::str("kernel '", k.name(), "': local sizes must be all 0 (the driver chooses) "
-                                               "or all non-zero"));
+                sdk::str("kernel '", k.name(),
+                         "': local sizes must be all 0 (the driver chooses) "
+                         "or all non-zero"));
     if (a.global[d] == 0) return; // nothing to run
     global[d] = static_cast<size_t>(a.global[d]);
     if (has_local) {
@@ -353,10 +358,12 @@ void queue::launch(kernel& k, const pcy_kernel_launch_args& a) {
 void queue::launch_failed(const kernel& k, const pcy_kernel_launch_args& a, cl_int err,
                           const size_t* global, const size_t* local) const {
   std::string sizes = "global ";
-  for (uint32_t d = 0; d < a.dims; ++d) sizes += sdk::str(d ? "x" : "", global[d]);
+  for (uint32_t d = 0; d < a.dims; ++d)
+    sizes += sdk::str(d ? "x" : "", global[d]);
   if (local != nullptr) {
     sizes += ", local ";
-    for (uint32_t d = 0; d < a.dims; ++d) sizes += sdk::str(d ? "x" : "", local[d]);
+    for (uint32_t d = 0; d < a.dims; ++d)
+      sizes += sdk::str(d ? "x" : "", local[d]);
   }
   size_t kernel_max = 0;
   cl_.clGetKernelWorkGroupInfo(k.handle(), dev_.id, CL_KERNEL_WORK_GROUP_SIZE, sizeof kernel_max,
@@ -371,9 +378,7 @@ void queue::launch_failed(const kernel& k, const pcy_kernel_launch_args& a, cl_i
                       "x", dev_.max_work_item[2],
                       " per dimension); pass a smaller local size, or 0 to let the driver choose");
     break;
-  case CL_INVALID_GLOBAL_WORK_SIZE:
-    advice = "the global size is too large for this device";
-    break;
+  case CL_INVALID_GLOBAL_WORK_SIZE: advice = "the global size is too large for this device"; break;
   case CL_INVALID_KERNEL_ARGS: advice = "some kernel argument was never set"; break;
   case CL_OUT_OF_RESOURCES:
     advice = "the device lacks resources for this launch (registers, local memory); use a "
@@ -388,8 +393,7 @@ void queue::launch_failed(const kernel& k, const pcy_kernel_launch_args& a, cl_i
   default: code = PCY_ERR_LAUNCH; break;
   }
   cl_fail(code, "clEnqueueNDRangeKernel", err,
-          sdk::str("launching '", k.name(), "' (", sizes, ")", advice.empty() ? "" : ": ",
-                   advice));
+          sdk::str("launching '", k.name(), "' (", sizes, ")", advice.empty() ? "" : ": ", advice));
 }
 
 } // namespace parenchyma::opencl

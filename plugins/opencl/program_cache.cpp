@@ -14,22 +14,20 @@ namespace parenchyma::opencl {
 
 namespace {
 constexpr uint32_t k256[64] = {
-    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4,
-    0xab1c5ed5, 0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe,
-    0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f,
-    0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7,
-    0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967, 0x27b70a85, 0x2e1b2138, 0x4d2c6dfc,
-    0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85, 0xa2bfe8a1, 0xa81a664b,
-    0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070, 0x19a4c116,
-    0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
-    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7,
-    0xc67178f2};
+    0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5,
+    0xd807aa98, 0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174,
+    0xe49b69c1, 0xefbe4786, 0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da,
+    0x983e5152, 0xa831c66d, 0xb00327c8, 0xbf597fc7, 0xc6e00bf3, 0xd5a79147, 0x06ca6351, 0x14292967,
+    0x27b70a85, 0x2e1b2138, 0x4d2c6dfc, 0x53380d13, 0x650a7354, 0x766a0abb, 0x81c2c92e, 0x92722c85,
+    0xa2bfe8a1, 0xa81a664b, 0xc24b8b70, 0xc76c51a3, 0xd192e819, 0xd6990624, 0xf40e3585, 0x106aa070,
+    0x19a4c116, 0x1e376c08, 0x2748774c, 0x34b0bcb5, 0x391c0cb3, 0x4ed8aa4a, 0x5b9cca4f, 0x682e6ff3,
+    0x748f82ee, 0x78a5636f, 0x84c87814, 0x8cc70208, 0x90befffa, 0xa4506ceb, 0xbef9a3f7, 0xc67178f2};
 constexpr uint32_t rotr(uint32_t x, int n) noexcept { return (x >> n) | (x << (32 - n)); }
 } // namespace
 
 sha256::sha256() noexcept
-    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
-         0x5be0cd19},
+    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+         0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19},
       buf_{} {}
 
 void sha256::block(const uint8_t* p) noexcept {
@@ -44,8 +42,8 @@ void sha256::block(const uint8_t* p) noexcept {
   }
   uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
   for (int i = 0; i < 64; ++i) {
-    const uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) +
-                        k256[i] + w[i];
+    const uint32_t t1 =
+        h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k256[i] + w[i];
     const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
     h = g;
     g = f;
@@ -92,7 +90,8 @@ sha256& sha256::update(const void* data, size_t size) noexcept {
 sha256& sha256::field(std::string_view s) noexcept {
   const uint64_t n = s.size();
   uint8_t len[8];
-  for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(n >> (8 * i));
+  for (int i = 0; i < 8; ++i)
+    len[i] = static_cast<uint8_t>(n >> (8 * i));
   update(len, sizeof len);
   return update(s);
 }
@@ -102,13 +101,16 @@ sha256::digest sha256::finish() noexcept {
   const uint8_t one = 0x80;
   update(&one, 1);
   const uint8_t zero = 0;
-  while (used_ != 56) update(&zero, 1);
+  while (used_ != 56)
+    update(&zero, 1);
   uint8_t len[8];
-  for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(bits >> (56 - 8 * i));
+  for (int i = 0; i < 8; ++i)
+    len[i] = static_cast<uint8_t>(bits >> (56 - 8 * i));
   update(len, 8);
   digest d{};
   for (int i = 0; i < 8; ++i)
-    for (int j = 0; j < 4; ++j) d[4 * i + j] = static_cast<uint8_t>(h_[i] >> (24 - 8 * j));
+    for (int j = 0; j < 4; ++j)
+      d[4 * i + j] = static_cast<uint8_t>(h_[i] >> (24 - 8 * j));
   return d;
 }
 
@@ -131,14 +133,17 @@ constexpr unsigned char magic[8] = {'P', 'C', 'Y', 'C', 'L', 'B', 'I', 'N'};
 constexpr size_t header_size = 8 + 4 + 4 + 32 + 8 + 32;
 
 void put_u32(std::vector<unsigned char>& o, uint32_t v) {
-  for (int i = 0; i < 4; ++i) o.push_back(static_cast<unsigned char>(v >> (8 * i)));
+  for (int i = 0; i < 4; ++i)
+    o.push_back(static_cast<unsigned char>(v >> (8 * i)));
 }
 void put_u64(std::vector<unsigned char>& o, uint64_t v) {
-  for (int i = 0; i < 8; ++i) o.push_back(static_cast<unsigned char>(v >> (8 * i)));
+  for (int i = 0; i < 8; ++i)
+    o.push_back(static_cast<unsigned char>(v >> (8 * i)));
 }
 uint64_t get_le(const unsigned char* p, int n) {
   uint64_t v = 0;
-  for (int i = 0; i < n; ++i) v |= uint64_t(p[i]) << (8 * i);
+  for (int i = 0; i < n; ++i)
+    v |= uint64_t(p[i]) << (8 * i);
   return v;
 }
 } // namespace
@@ -235,8 +240,11 @@ program_cache::key_type program_cache::key(std::span<const device_identity> devi
   sha256 h;
   h.field("parenchyma-opencl-program-cache").field(std::to_string(format_version));
   for (const auto& d : devices)
-    h.field(d.name).field(d.vendor).field(d.platform_version).field(d.version).field(
-        d.driver_version);
+    h.field(d.name)
+        .field(d.vendor)
+        .field(d.platform_version)
+        .field(d.version)
+        .field(d.driver_version);
   h.field(options).field(source);
   return h.finish();
 }
@@ -299,7 +307,8 @@ std::optional<program_cache::binaries> program_cache::load(const key_type& key,
     std::vector<unsigned char> data;
     unsigned char chunk[1 << 16];
     size_t n = 0;
-    while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0) data.insert(data.end(), chunk, chunk + n);
+    while ((n = std::fread(chunk, 1, sizeof chunk, f)) > 0)
+      data.insert(data.end(), chunk, chunk + n);
     const bool failed = std::ferror(f) != 0;
     std::fclose(f);
     std::string why;
@@ -326,7 +335,8 @@ void program_cache::remove(const key_type& key) noexcept {
 void program_cache::disable_writes(const std::string& why) noexcept {
   writable_.store(false);
   std::call_once(warned_, [&] {
-    log_.warn("program cache: ", why, "; continuing without the kernel cache (set "
+    log_.warn("program cache: ", why,
+              "; continuing without the kernel cache (set "
               "PARENCHYMA_CACHE_DIR to a writable directory)");
   });
 }
@@ -344,8 +354,8 @@ void program_cache::store(const key_type& key, const binaries& bins) noexcept {
     const auto final_path = path(key);
     // Unique per process and call, in the same directory so that rename() is atomic.
     static std::atomic<uint64_t> counter{0};
-    const auto tmp = dir_ / sdk::str(sha256::hex(key), ".tmp.", ::getpid(), ".",
-                                     counter.fetch_add(1));
+    const auto tmp =
+        dir_ / sdk::str(sha256::hex(key), ".tmp.", ::getpid(), ".", counter.fetch_add(1));
     const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
     if (fd < 0) {
       disable_writes(sdk::str("cannot write in ", dir_.string(), " (", std::strerror(errno), ")"));
@@ -369,8 +379,8 @@ void program_cache::store(const key_type& key, const binaries& bins) noexcept {
     if (std::rename(tmp.c_str(), final_path.c_str()) != 0) {
       const int e = errno;
       std::filesystem::remove(tmp, ec);
-      disable_writes(sdk::str("rename to ", final_path.string(), " failed (", std::strerror(e),
-                              ")"));
+      disable_writes(
+          sdk::str("rename to ", final_path.string(), " failed (", std::strerror(e), ")"));
       return;
     }
     log_.debug("program cache: stored ", final_path.string(), " (", data.size(), " bytes)");

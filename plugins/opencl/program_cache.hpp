@@ -24,12 +24,12 @@
 #include <filesystem>
 #include <functional>
 #include <mutex>
-#include <set>
-#include <thread>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 namespace parenchyma::opencl {

@@ -62,10 +62,9 @@ void queue::read(memory& m, uint64_t offset, void* host, uint64_t bytes, bool bl
   m.check_range(offset, bytes, "memory_read");
   same_context(m, "memory_read");
   if (bytes == 0) return;
-  const cl_int err =
-      cl_.clEnqueueReadBuffer(q_, m.handle(), blocking ? CL_TRUE : CL_FALSE,
-                              static_cast<size_t>(offset), static_cast<size_t>(bytes), host, 0,
-                              nullptr, nullptr);
+  const cl_int err = cl_.clEnqueueReadBuffer(q_, m.handle(), blocking ? CL_TRUE : CL_FALSE,
+                                             static_cast<size_t>(offset),
+                                             static_cast<size_t>(bytes), host, 0, nullptr, nullptr);
   if (err != CL_SUCCESS) [[unlikely]]
     cl_fail(status_for(err, PCY_ERR_DEVICE), "clEnqueueReadBuffer", err,
             sdk::str("reading ", bytes, " bytes from '", dev_.name, "'"));
@@ -75,10 +74,9 @@ void queue::write(memory& m, uint64_t offset, const void* host, uint64_t bytes, 
   m.check_range(offset, bytes, "memory_write");
   same_context(m, "memory_write");
   if (bytes == 0) return;
-  const cl_int err =
-      cl_.clEnqueueWriteBuffer(q_, m.handle(), blocking ? CL_TRUE : CL_FALSE,
-                               static_cast<size_t>(offset), static_cast<size_t>(bytes), host, 0,
-                               nullptr, nullptr);
+  const cl_int err = cl_.clEnqueueWriteBuffer(
+      q_, m.handle(), blocking ? CL_TRUE : CL_FALSE, static_cast<size_t>(offset),
+      static_cast<size_t>(bytes), host, 0, nullptr, nullptr);
   if (err != CL_SUCCESS) [[unlikely]]
     cl_fail(status_for(err, PCY_ERR_DEVICE), "clEnqueueWriteBuffer", err,
             sdk::str("writing ", bytes, " bytes to '", dev_.name, "'"));
@@ -99,10 +97,9 @@ void queue::copy(memory& src, uint64_t src_offset, memory& dst, uint64_t dst_off
               sdk::str("memory_copy: source [", src_offset, ", ", src_offset + bytes,
                        ") and destination [", dst_offset, ", ", dst_offset + bytes,
                        ") overlap in one buffer"));
-  const cl_int err = cl_.clEnqueueCopyBuffer(q_, src.handle(), dst.handle(),
-                                             static_cast<size_t>(src_offset),
-                                             static_cast<size_t>(dst_offset),
-                                             static_cast<size_t>(bytes), 0, nullptr, nullptr);
+  const cl_int err = cl_.clEnqueueCopyBuffer(
+      q_, src.handle(), dst.handle(), static_cast<size_t>(src_offset),
+      static_cast<size_t>(dst_offset), static_cast<size_t>(bytes), 0, nullptr, nullptr);
   if (err != CL_SUCCESS) [[unlikely]]
     cl_fail(status_for(err, PCY_ERR_DEVICE), "clEnqueueCopyBuffer", err,
             sdk::str("copying ", bytes, " bytes on '", dev_.name, "'"));
@@ -111,8 +108,7 @@ void queue::copy(memory& src, uint64_t src_offset, memory& dst, uint64_t dst_off
 void queue::fill(memory& m, uint64_t offset, uint64_t bytes, const void* pattern, uint32_t size) {
   m.check_range(offset, bytes, "memory_fill");
   same_context(m, "memory_fill");
-  if (pattern == nullptr)
-    sdk::fail(PCY_ERR_INVALID_ARGUMENT, "memory_fill: pattern is NULL");
+  if (pattern == nullptr) sdk::fail(PCY_ERR_INVALID_ARGUMENT, "memory_fill: pattern is NULL");
   if (size != 1 && size != 2 && size != 4 && size != 8 && size != 16)
     sdk::fail(PCY_ERR_INVALID_ARGUMENT,
               sdk::str("memory_fill: pattern of ", size, " bytes (1, 2, 4, 8 or 16)"));

@@ -50,7 +50,8 @@ std::mt19937_64& rng() {
 
 template <class T> void fill_random(std::span<T> v) {
   std::uniform_real_distribution<T> d(-1, 1);
-  for (auto& x : v) x = d(rng());
+  for (auto& x : v)
+    x = d(rng());
 }
 
 bool opencl_host_unified(const Registry& r) {
@@ -113,12 +114,12 @@ TEST_CASE("SharedTensor: host -> native -> OpenCL -> host round trips", "[opencl
     std::vector<float> ref(w.begin(), w.end());
     t.storage().reset_stats();
 
-    (void)t.read(native);                         // native sees it
+    (void)t.read(native); // native sees it
     const float a = 1.5f;
-    ocl.launch(scale, LaunchDims::linear(n), {KernelArg::scalar(n), KernelArg::scalar(a),
-                                              KernelArg::inout(t)});
-    (void)t.read(native);                         // back to native after OpenCL wrote
-    auto out = t.read();                          // and the host
+    ocl.launch(scale, LaunchDims::linear(n),
+               {KernelArg::scalar(n), KernelArg::scalar(a), KernelArg::inout(t)});
+    (void)t.read(native); // back to native after OpenCL wrote
+    auto out = t.read();  // and the host
     int bad = 0;
     for (int i = 0; i < n; ++i)
       if (std::abs(out[i] - double(a) * ref[i]) > 1e-6) ++bad;
@@ -132,7 +133,9 @@ TEST_CASE("SharedTensor: host -> native -> OpenCL -> host round trips", "[opencl
       CHECK(s.bytes_device_copy == 0);
       CHECK(s.transfers() == 0);
     } else {
+      // Not shared: exactly one copy each way (host -> OpenCL, OpenCL -> host), none redundant.
       CHECK(s.bytes_to_device == uint64_t(n) * sizeof(float));
+      CHECK(s.bytes_to_host == uint64_t(n) * sizeof(float));
     }
   }
 }
@@ -152,7 +155,8 @@ TEST_CASE("SharedTensor written first on OpenCL reads back on the host", "[openc
   for (int rep = 0; rep < 3; ++rep) {
     ocl.launch(axpy, LaunchDims::linear(n, 64),
                {KernelArg::scalar(n), KernelArg::scalar(a), KernelArg::in(x), KernelArg::inout(y)});
-    for (int i = 0; i < n; ++i) ry[i] = static_cast<float>(double(a) * rx[i] + ry[i]);
+    for (int i = 0; i < n; ++i)
+      ry[i] = static_cast<float>(double(a) * rx[i] + ry[i]);
   }
   auto out = y.read();
   int bad = 0;
@@ -178,9 +182,12 @@ TEST_CASE("two OpenCL backends in two registries exchange tensors", "[opencl][co
   fill_random(t.write_only());
   std::vector<float> ref(t.read().begin(), t.read().end());
   const float two = 2.0f, three = 3.0f;
-  a.launch(sa, LaunchDims::linear(n), {KernelArg::scalar(n), KernelArg::scalar(two), KernelArg::inout(t)});
-  b.launch(sb, LaunchDims::linear(n), {KernelArg::scalar(n), KernelArg::scalar(three), KernelArg::inout(t)});
-  a.launch(sa, LaunchDims::linear(n), {KernelArg::scalar(n), KernelArg::scalar(two), KernelArg::inout(t)});
+  a.launch(sa, LaunchDims::linear(n),
+           {KernelArg::scalar(n), KernelArg::scalar(two), KernelArg::inout(t)});
+  b.launch(sb, LaunchDims::linear(n),
+           {KernelArg::scalar(n), KernelArg::scalar(three), KernelArg::inout(t)});
+  a.launch(sa, LaunchDims::linear(n),
+           {KernelArg::scalar(n), KernelArg::scalar(two), KernelArg::inout(t)});
   auto out = t.read();
   int bad = 0;
   for (int i = 0; i < n; ++i)
@@ -220,15 +227,16 @@ TEST_CASE("user kernels: errors through the C++ API", "[opencl][core][kernels]")
   // The backend and the tensor still work.
   std::vector<float> ref(t.read().begin(), t.read().end());
   const float a = 4.0f;
-  ocl.launch(scale, LaunchDims::linear(10), {KernelArg::scalar(10), KernelArg::scalar(a), KernelArg::inout(t)});
+  ocl.launch(scale, LaunchDims::linear(10),
+             {KernelArg::scalar(10), KernelArg::scalar(a), KernelArg::inout(t)});
   auto out = t.read();
-  for (int i = 0; i < 10; ++i) CHECK(std::abs(out[i] - 4.0 * ref[i]) < 1e-6);
+  for (int i = 0; i < 10; ++i)
+    CHECK(std::abs(out[i] - 4.0 * ref[i]) < 1e-6);
 }
 
 TEST_CASE("a second build of the same source hits the program cache", "[opencl][core][cache]") {
   const std::string dir = cache_root() + "/core-cache-" + std::to_string(rng()());
-  const std::string source =
-      "// " + std::to_string(rng()()) + "\n" + std::string(scale_source);
+  const std::string source = "// " + std::to_string(rng()()) + "\n" + std::string(scale_source);
   {
     Registry r(options({{"PARENCHYMA_CACHE_DIR", dir}}));
     Backend ocl(r, "opencl");
@@ -259,8 +267,8 @@ TEST_CASE("native handles interoperate with raw OpenCL", "[opencl][core][native]
   REQUIRE(mem != nullptr);
   // Raw read on the backend's own queue sees the tensor's bytes.
   std::vector<float> raw(n);
-  REQUIRE(cl.clEnqueueReadBuffer(queue, mem, CL_TRUE, 0, n * sizeof(float), raw.data(), 0,
-                                 nullptr, nullptr) == CL_SUCCESS);
+  REQUIRE(cl.clEnqueueReadBuffer(queue, mem, CL_TRUE, 0, n * sizeof(float), raw.data(), 0, nullptr,
+                                 nullptr) == CL_SUCCESS);
   CHECK(raw == ref);
   // A raw buffer in the backend's context works with its queue.
   cl_int err = CL_SUCCESS;
@@ -269,8 +277,8 @@ TEST_CASE("native handles interoperate with raw OpenCL", "[opencl][core][native]
   REQUIRE(cl.clEnqueueCopyBuffer(queue, mem, own, 0, 0, n * sizeof(float), 0, nullptr, nullptr) ==
           CL_SUCCESS);
   std::vector<float> back(n);
-  REQUIRE(cl.clEnqueueReadBuffer(queue, own, CL_TRUE, 0, n * sizeof(float), back.data(), 0,
-                                 nullptr, nullptr) == CL_SUCCESS);
+  REQUIRE(cl.clEnqueueReadBuffer(queue, own, CL_TRUE, 0, n * sizeof(float), back.data(), 0, nullptr,
+                                 nullptr) == CL_SUCCESS);
   CHECK(back == ref);
   cl.clReleaseMemObject(own);
 }

@@ -21,7 +21,8 @@ const pcy_property* find_prop(std::span<const pcy_property> props, std::string_v
 
 // 4096-aligned host memory, as the core hands out.
 struct aligned_buffer {
-  explicit aligned_buffer(size_t n) : size(n), p(std::aligned_alloc(4096, (n + 4095) / 4096 * 4096)) {}
+  explicit aligned_buffer(size_t n)
+      : size(n), p(std::aligned_alloc(4096, (n + 4095) / 4096 * 4096)) {}
   ~aligned_buffer() { std::free(p); }
   size_t size;
   void* p;
@@ -87,8 +88,8 @@ TEST_CASE("devices carry the documented properties", "[opencl][devices]") {
       CHECK(p->type == PCY_VALUE_STRING);
       CHECK(p->s != nullptr);
     }
-    for (const char* key :
-         {"kind", "compute_units", "global_memory", "local_memory", "max_work_group", "max_alloc"}) {
+    for (const char* key : {"kind", "compute_units", "global_memory", "local_memory",
+                            "max_work_group", "max_alloc"}) {
       const auto* p = find_prop(props, key);
       INFO("key " << key);
       REQUIRE(p != nullptr);
@@ -150,7 +151,8 @@ TEST_CASE("write, read, copy and fill awkward sizes with random data", "[opencl]
       std::vector<unsigned char> out(total);
       host::read(e.fw, e.q.get(), m.get(), 0, out.data(), total);
       auto want = base;
-      for (uint64_t i = 0; i < bytes; ++i) want[offset + i] = pattern[i % ps];
+      for (uint64_t i = 0; i < bytes; ++i)
+        want[offset + i] = pattern[i % ps];
       CHECK(out == want);
     }
   }

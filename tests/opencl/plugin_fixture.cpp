@@ -28,7 +28,8 @@ size_t captured_log::count(pcy_log_level level, std::string_view needle) {
 std::string captured_log::dump() {
   std::lock_guard lock(mu);
   std::string s;
-  for (const auto& [l, text] : lines) s += std::to_string(int(l)) + ": " + text + "\n";
+  for (const auto& [l, text] : lines)
+    s += std::to_string(int(l)) + ": " + text + "\n";
   return s;
 }
 
@@ -91,19 +92,22 @@ std::mt19937_64& rng() {
 
 std::vector<unsigned char> random_bytes(size_t n) {
   std::vector<unsigned char> v(n);
-  for (auto& b : v) b = static_cast<unsigned char>(rng()());
+  for (auto& b : v)
+    b = static_cast<unsigned char>(rng()());
   return v;
 }
 std::vector<float> random_floats(size_t n) {
   std::uniform_real_distribution<float> d(-1.0f, 1.0f);
   std::vector<float> v(n);
-  for (auto& x : v) x = d(rng());
+  for (auto& x : v)
+    x = d(rng());
   return v;
 }
 std::vector<double> random_doubles(size_t n) {
   std::uniform_real_distribution<double> d(-1.0, 1.0);
   std::vector<double> v(n);
-  for (auto& x : v) x = d(rng());
+  for (auto& x : v)
+    x = d(rng());
   return v;
 }
 
@@ -113,7 +117,8 @@ std::string expect_error(const std::function<void()>& fn, pcy_status code,
     fn();
   } catch (const host::abi_error& e) {
     INFO("error: " << e.what());
-    if (std::getenv("PCY_TEST_SHOW_ERRORS")) std::printf("[error %d] %s\n", int(e.code()), e.what());
+    if (std::getenv("PCY_TEST_SHOW_ERRORS"))
+      std::printf("[error %d] %s\n", int(e.code()), e.what());
     CHECK(e.code() == code);
     CHECK(e.origin() == "opencl");
     for (auto n : needles) {
@@ -146,8 +151,8 @@ host::kernel make_kernel(const env& e, pcy_program p, const char* name) {
   return {a.kernel, e.api().kernel_destroy};
 }
 
-void launch(const env& e, pcy_kernel k, std::initializer_list<pcy_kernel_arg> args,
-            uint64_t global, uint32_t local) {
+void launch(const env& e, pcy_kernel k, std::initializer_list<pcy_kernel_arg> args, uint64_t global,
+            uint32_t local) {
   pcy_kernel_launch_args a{};
   a.struct_size = sizeof a;
   a.queue = e.q.get();
@@ -180,9 +185,11 @@ std::vector<child_result> run_children(const std::vector<std::vector<std::string
     std::string s = *e;
     if (!extra_env.count(s.substr(0, s.find('=')))) env_strings.push_back(s);
   }
-  for (const auto& [k, v] : extra_env) env_strings.push_back(k + "=" + v);
+  for (const auto& [k, v] : extra_env)
+    env_strings.push_back(k + "=" + v);
   std::vector<char*> envp;
-  for (auto& s : env_strings) envp.push_back(s.data());
+  for (auto& s : env_strings)
+    envp.push_back(s.data());
   envp.push_back(nullptr);
 
   static std::atomic<int> counter{0};
@@ -196,7 +203,8 @@ std::vector<child_result> run_children(const std::vector<std::vector<std::string
     std::vector<std::string> storage{self};
     storage.insert(storage.end(), args.begin(), args.end());
     std::vector<char*> argv;
-    for (auto& s : storage) argv.push_back(s.data());
+    for (auto& s : storage)
+      argv.push_back(s.data());
     argv.push_back(nullptr);
     const std::string out = "/tmp/pcy-opencl-child-" + std::to_string(::getpid()) + "-" +
                             std::to_string(counter++) + ".txt";
@@ -220,7 +228,8 @@ std::vector<child_result> run_children(const std::vector<std::vector<std::string
     if (f) {
       char buf[4096];
       size_t n;
-      while ((n = std::fread(buf, 1, sizeof buf, f)) > 0) r.output.append(buf, n);
+      while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
+        r.output.append(buf, n);
       std::fclose(f);
     }
     std::remove(p.out_file.c_str());

@@ -70,8 +70,8 @@ struct built {
 };
 built build(const env& e, const std::string& source, const char* options = nullptr);
 host::kernel make_kernel(const env& e, pcy_program p, const char* name);
-void launch(const env& e, pcy_kernel k, std::initializer_list<pcy_kernel_arg> args,
-            uint64_t global, uint32_t local = 0);
+void launch(const env& e, pcy_kernel k, std::initializer_list<pcy_kernel_arg> args, uint64_t global,
+            uint32_t local = 0);
 pcy_kernel_arg mem_arg(pcy_memory m);
 template <class T> pcy_kernel_arg scalar_arg(const T& v) {
   pcy_kernel_arg a{};

@@ -102,13 +102,14 @@ TEST_CASE("local memory arguments", "[opencl][kernels]") {
   auto mo = host::alloc(e.fw, e.ctx.get(), 0, groups * sizeof(float));
   host::write(e.fw, e.q.get(), mx.get(), 0, x.data(), n * sizeof(float));
   launch(e, k.get(),
-         {scalar_arg(n), mem_arg(mx.get()), mem_arg(mo.get()), local_arg(group * sizeof(float))},
-         n, group);
+         {scalar_arg(n), mem_arg(mx.get()), mem_arg(mo.get()), local_arg(group * sizeof(float))}, n,
+         group);
   std::vector<float> out(groups);
   host::read(e.fw, e.q.get(), mo.get(), 0, out.data(), groups * sizeof(float));
   for (int g = 0; g < groups; ++g) {
     double want = 0;
-    for (int i = g * group; i < std::min(n, (g + 1) * group); ++i) want += x[i];
+    for (int i = g * group; i < std::min(n, (g + 1) * group); ++i)
+      want += x[i];
     CHECK(std::abs(out[g] - want) < 1e-4);
   }
 }
@@ -146,9 +147,9 @@ TEST_CASE("bad programs and launches fail clearly and the context keeps working"
   // A source that does not compile: BUILD with the compiler's log.
   const std::string broken =
       "__kernel void broken(__global float* y) { y[0] = undeclared_thing + 1; }\n";
-  const auto msg = expect_error([&] { build(e, broken); }, PCY_ERR_BUILD,
-                                {"clBuildProgram", "CL_BUILD_PROGRAM_FAILURE", "undeclared_thing",
-                                 "build log"});
+  const auto msg =
+      expect_error([&] { build(e, broken); }, PCY_ERR_BUILD,
+                   {"clBuildProgram", "CL_BUILD_PROGRAM_FAILURE", "undeclared_thing", "build log"});
   // Bad build options.
   expect_error([&] { build(e, kernels_source, "-this-is-not-an-option"); }, PCY_ERR_BUILD,
                {"-this-is-not-an-option"});
@@ -164,19 +165,30 @@ TEST_CASE("bad programs and launches fail clearly and the context keeps working"
   auto mx = host::alloc(e.fw, e.ctx.get(), 0, n * sizeof(float));
   auto my = host::alloc(e.fw, e.ctx.get(), 0, n * sizeof(float));
   // Wrong argument count.
-  expect_error([&] { launch(e, k.get(), {scalar_arg(n), scalar_arg(a), mem_arg(mx.get())}, n); },
-               PCY_ERR_INVALID_ARGUMENT, {"kernel 'axpy' takes 4 arguments, got 3"});
+  expect_error(
+      [&] {
+        launch(e, k.get(), {scalar_arg(n), scalar_arg(a), mem_arg(mx.get())}, n);
+      },
+      PCY_ERR_INVALID_ARGUMENT, {"kernel 'axpy' takes 4 arguments, got 3"});
   // Wrong argument type: a scalar where a buffer goes, a buffer where a scalar goes.
   expect_error(
-      [&] { launch(e, k.get(), {scalar_arg(n), scalar_arg(a), scalar_arg(n), mem_arg(my.get())}, n); },
+      [&] {
+        launch(e, k.get(), {scalar_arg(n), scalar_arg(a), scalar_arg(n), mem_arg(my.get())}, n);
+      },
       PCY_ERR_INVALID_ARGUMENT, {"argument 2 of kernel 'axpy'"});
   expect_error(
-      [&] { launch(e, k.get(), {mem_arg(mx.get()), scalar_arg(a), mem_arg(mx.get()), mem_arg(my.get())}, n); },
+      [&] {
+        launch(e, k.get(), {mem_arg(mx.get()), scalar_arg(a), mem_arg(mx.get()), mem_arg(my.get())},
+               n);
+      },
       PCY_ERR_INVALID_ARGUMENT, {"argument 0 of kernel 'axpy'"});
   // A scalar of the wrong size.
   const double wide = 2.0;
   expect_error(
-      [&] { launch(e, k.get(), {scalar_arg(n), scalar_arg(wide), mem_arg(mx.get()), mem_arg(my.get())}, n); },
+      [&] {
+        launch(e, k.get(), {scalar_arg(n), scalar_arg(wide), mem_arg(mx.get()), mem_arg(my.get())},
+               n);
+      },
       PCY_ERR_INVALID_ARGUMENT, {"argument 1 of kernel 'axpy'"});
   // A work-group size the device refuses.
   int64_t max_group = 0;
@@ -184,7 +196,10 @@ TEST_CASE("bad programs and launches fail clearly and the context keeps working"
     if (std::string_view(p.key) == "max_work_group") max_group = p.i;
   const auto big = static_cast<uint32_t>(max_group * 2);
   expect_error(
-      [&] { launch(e, k.get(), {scalar_arg(n), scalar_arg(a), mem_arg(mx.get()), mem_arg(my.get())}, big * 2, big); },
+      [&] {
+        launch(e, k.get(), {scalar_arg(n), scalar_arg(a), mem_arg(mx.get()), mem_arg(my.get())},
+               big * 2, big);
+      },
       PCY_ERR_LAUNCH, {"clEnqueueNDRangeKernel", "CL_INVALID_WORK_", "local size"});
   // Mixed zero / non-zero local sizes.
   {
@@ -311,7 +326,8 @@ TEST_CASE("the program cache: miss, hit, and damaged entries rebuilt", "[opencl]
     REQUIRE(build(e, source).cache_hit);
     // Same key, valid header and checksum, but a binary no driver accepts. The key is read
     // back from the entry the plugin wrote (bytes 16..47 of the header).
-    for (const auto& f : entries(root / "opencl", ".clbin")) fs::remove(f);
+    for (const auto& f : entries(root / "opencl", ".clbin"))
+      fs::remove(f);
     REQUIRE_FALSE(build(e, source).cache_hit);
     REQUIRE(build(e, source).cache_hit); // waits for the background write
     const fs::path target = cache_entry(root);
@@ -349,9 +365,7 @@ TEST_CASE("no cache directory: never a hit", "[opencl][cache]") {
 TEST_CASE("an unwritable cache directory warns once and builds still work", "[opencl][cache]") {
   // A path below a regular file can never be created, even by root.
   const fs::path root = fresh_dir("unwritable");
-  {
-    std::ofstream(root / "file") << "x";
-  }
+  { std::ofstream(root / "file") << "x"; }
   const std::string bad = (root / "file" / "cache").string();
   env e(bad);
   const std::string source = unique_source(kernels_source);
@@ -371,12 +385,10 @@ TEST_CASE("several processes building the same program leave one valid entry",
   const fs::path root = fresh_dir("concurrent");
   const std::string source = unique_source(axpy_source);
   const fs::path src_file = root / "source.cl";
-  {
-    std::ofstream(src_file) << source;
-  }
+  { std::ofstream(src_file) << source; }
   const int children = 6;
-  std::vector<std::vector<std::string>> argvs(
-      children, {"--child-build", root.string(), src_file.string()});
+  std::vector<std::vector<std::string>> argvs(children,
+                                              {"--child-build", root.string(), src_file.string()});
   const auto results = run_children(argvs);
   for (const auto& r : results) {
     INFO(r.output);
@@ -409,7 +421,8 @@ TEST_CASE("sha256 matches the FIPS 180-4 test vectors", "[opencl][cache]") {
         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
   std::string million(1000000, 'a');
   sha256 h;
-  for (size_t i = 0; i < million.size(); i += 999) h.update(million.data() + i, std::min<size_t>(999, million.size() - i));
+  for (size_t i = 0; i < million.size(); i += 999)
+    h.update(million.data() + i, std::min<size_t>(999, million.size() - i));
   CHECK(sha256::hex(h.finish()) ==
         "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }

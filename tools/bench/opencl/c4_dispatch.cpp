@@ -106,7 +106,8 @@ int main() {
     auto sampler = [&](auto& f) {
       return [&, burst] {
         const double t0 = now_ns();
-        for (int i = 0; i < burst; ++i) f();
+        for (int i = 0; i < burst; ++i)
+          f();
         const double t1 = now_ns();
         cl.clFinish(p.cl_queue);
         return (t1 - t0) / burst;
@@ -119,7 +120,11 @@ int main() {
   }
   // Round trip: one launch, then wait for it.
   s.compare(
-      "launch + finish", [&] { peer(); cl.clFinish(p.cl_queue); },
+      "launch + finish",
+      [&] {
+        peer();
+        cl.clFinish(p.cl_queue);
+      },
       [&] {
         ours();
         host::check(p.api->queue_finish(p.queue.get()));

@@ -102,9 +102,9 @@ int main() {
     cl.clSetKernelArg(k, 2, sizeof(cl_mem), &xm);
     cl.clSetKernelArg(k, 3, sizeof(cl_mem), &ym);
     const size_t global = n;
-    cl_ok(cl.clEnqueueNDRangeKernel(p.cl_queue, k, 1, nullptr, &global, nullptr, 0, nullptr,
-                                    nullptr),
-          "clEnqueueNDRangeKernel");
+    cl_ok(
+        cl.clEnqueueNDRangeKernel(p.cl_queue, k, 1, nullptr, &global, nullptr, 0, nullptr, nullptr),
+        "clEnqueueNDRangeKernel");
     cl_ok(cl.clFinish(p.cl_queue), "clFinish");
     cl.clReleaseKernel(k);
     cl.clReleaseProgram(prog);
@@ -121,7 +121,9 @@ int main() {
   };
 
   int counter = 0;
-  auto fresh = [&] { return "// cold " + std::to_string(::getpid()) + "." + std::to_string(counter++) + "\n" + body; };
+  auto fresh = [&] {
+    return "// cold " + std::to_string(::getpid()) + "." + std::to_string(counter++) + "\n" + body;
+  };
   s.compare_sampled(
       "first op, cold", [&] { return peer(fresh()); },
       [&] {
@@ -152,8 +154,9 @@ int main() {
     if (!last_hit) std::fprintf(stderr, "expected a cache hit\n");
     return t;
   };
-  s.compare_sampled("first op, our cache vs raw build", [&] { return peer(fresh()); }, ours_cached,
-                    {.reps = 15, .warmup = 1}, "raw build", "parenchyma");
+  s.compare_sampled(
+      "first op, our cache vs raw build", [&] { return peer(fresh()); }, ours_cached,
+      {.reps = 15, .warmup = 1}, "raw build", "parenchyma");
   s.compare_sampled(
       "first op, our cache vs raw binary",
       [&] {
