@@ -18,9 +18,9 @@
 #endif
 
 /* Every ABI struct opens with struct_size, then ext. */
-#define HEADER_RULE(T)                                                      \
-  ABI_ASSERT(offsetof(T, struct_size) == 0, T##_struct_size_first);          \
-  ABI_ASSERT(offsetof(T, ext) == sizeof(size_t), T##_ext_second);            \
+#define HEADER_RULE(T)                                                                             \
+  ABI_ASSERT(offsetof(T, struct_size) == 0, T##_struct_size_first);                                \
+  ABI_ASSERT(offsetof(T, ext) == sizeof(size_t), T##_ext_second);                                  \
   ABI_ASSERT(sizeof(((T*)0)->struct_size) == sizeof(size_t), T##_size_type)
 
 /* The extension node itself: struct_size first, then the link to the next node. */
@@ -53,14 +53,14 @@ HEADER_RULE(pcy_bundle_api);
 
 /* The frozen prefix sits at the same offsets in every entry table, so a host can read any
  * plugin's abi_major before trusting anything else in its table. */
-#define PREFIX_RULE(T, f)                                                                     \
+#define PREFIX_RULE(T, f)                                                                          \
   ABI_ASSERT(offsetof(T, f) == offsetof(pcy_plugin_prefix, f), T##_prefix_##f)
-#define PREFIX_RULES(T)                                                                       \
-  PREFIX_RULE(T, abi_major);                                                                  \
-  PREFIX_RULE(T, abi_minor);                                                                  \
-  PREFIX_RULE(T, kind);                                                                       \
-  PREFIX_RULE(T, name);                                                                       \
-  PREFIX_RULE(T, plugin_version);                                                             \
+#define PREFIX_RULES(T)                                                                            \
+  PREFIX_RULE(T, abi_major);                                                                       \
+  PREFIX_RULE(T, abi_minor);                                                                       \
+  PREFIX_RULE(T, kind);                                                                            \
+  PREFIX_RULE(T, name);                                                                            \
+  PREFIX_RULE(T, plugin_version);                                                                  \
   PREFIX_RULE(T, description)
 PREFIX_RULES(pcy_framework_api);
 PREFIX_RULES(pcy_bundle_api);

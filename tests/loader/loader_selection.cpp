@@ -17,7 +17,8 @@ std::vector<fs::path> three_kinds() { return {stub_dir("good"), stub_dir("kinds"
 
 std::vector<std::string> names(const std::vector<const Framework*>& v) {
   std::vector<std::string> out;
-  for (const auto* f : v) out.push_back(f->name());
+  for (const auto* f : v)
+    out.push_back(f->name());
   return out;
 }
 
@@ -243,7 +244,8 @@ TEST_CASE("PARENCHYMA_CONFIG names the config file") {
   CHECK(r.config().backend == "stubcpu");
   CHECK(r.select().framework == "stubcpu");
   bool listed = false;
-  for (const auto& s : r.config().sources) listed = listed || contains(s, "env.json");
+  for (const auto& s : r.config().sources)
+    listed = listed || contains(s, "env.json");
   CHECK(listed);
 
   SECTION("a PARENCHYMA_CONFIG naming a missing file is an error naming it") {

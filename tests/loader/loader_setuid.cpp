@@ -72,8 +72,8 @@ int child(bool expect_setuid) {
     } else {
       expect(sees_backend, "env(PARENCHYMA_BACKEND) is not visible in a normal process");
       expect(read_config, "PARENCHYMA_CONFIG was not read in a normal process");
-      expect(found_stub, "PARENCHYMA_PLUGIN_PATH was not honoured in a normal process:\n" +
-                             describe(r));
+      expect(found_stub,
+             "PARENCHYMA_PLUGIN_PATH was not honoured in a normal process:\n" + describe(r));
     }
   } catch (const std::exception& e) {
     expect(false, std::string("unexpected error: ") + e.what());
@@ -96,11 +96,13 @@ struct run_result {
 
 run_result run_as_nobody(const fs::path& binary, const char* mode, const fs::path& out,
                          const fs::path& config) {
-  const std::string cmd =
-      "setpriv --reuid=65534 --regid=65534 --clear-groups env -i"
-      " PARENCHYMA_PLUGIN_PATH='" + stub_dir("good").string() + "'"
-      " PARENCHYMA_BACKEND=stub PARENCHYMA_CONFIG='" + config.string() + "' '" +
-      binary.string() + "' " + mode + " > '" + out.string() + "' 2>&1";
+  const std::string cmd = "setpriv --reuid=65534 --regid=65534 --clear-groups env -i"
+                          " PARENCHYMA_PLUGIN_PATH='" +
+                          stub_dir("good").string() +
+                          "'"
+                          " PARENCHYMA_BACKEND=stub PARENCHYMA_CONFIG='" +
+                          config.string() + "' '" + binary.string() + "' " + mode + " > '" +
+                          out.string() + "' 2>&1";
   const int status = std::system(cmd.c_str());
   const int code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return {code, slurp(out)};

@@ -13,7 +13,9 @@ using namespace pcy_test;
 
 namespace {
 
-const LoadReportEntry& require_entry(const Registry& r, const fs::path& file) {
+// Returns a copy: a reference bound to a call with a temporary path trips g++ 13's
+// -Wdangling-reference.
+LoadReportEntry require_entry(const Registry& r, const fs::path& file) {
   INFO("load report:\n" << describe(r));
   const LoadReportEntry* e = entry_for(r, file);
   REQUIRE(e != nullptr);
@@ -71,7 +73,8 @@ void run_add_one(const Backend& b, uint32_t n) {
   std::copy(v.begin(), v.end(), x.write_only().begin());
   b.launch(k, LaunchDims::linear(n), {KernelArg::inout(x), KernelArg::scalar<uint32_t>(n)});
   const auto got = x.read();
-  for (uint32_t i = 0; i < n; ++i) REQUIRE(got[i] == v[i] + 1.0f);
+  for (uint32_t i = 0; i < n; ++i)
+    REQUIRE(got[i] == v[i] + 1.0f);
 }
 
 } // namespace
@@ -111,7 +114,8 @@ TEST_CASE("a good stub framework loads with one accelerator device and works") {
   REQUIRE(ranking.size() == 1);
   CHECK(ranking[0] == fw);
   bool searched = false;
-  for (const auto& p : r.search_path()) searched = searched || fs::equivalent(p, stub_dir("good"));
+  for (const auto& p : r.search_path())
+    searched = searched || fs::equivalent(p, stub_dir("good"));
   CHECK(searched);
 
   Backend b(r, "stub");
@@ -280,10 +284,10 @@ TEST_CASE("a second plugin with the same name is skipped as a duplicate") {
 TEST_CASE("search order decides which of two same-named plugins wins") {
   // API paths come before PARENCHYMA_PLUGIN_PATH, which comes before the config's plugin_paths.
   scratch_dir tmp("order");
-  const auto config = tmp.write(
-      "config.json", R"({"plugin_paths": [")" + stub_dir("good").string() + R"("]})");
-  auto o = isolated({stub_dir("good")},
-                    {{"PARENCHYMA_PLUGIN_PATH", stub_dir("newer_minor").string()}});
+  const auto config =
+      tmp.write("config.json", R"({"plugin_paths": [")" + stub_dir("good").string() + R"("]})");
+  auto o =
+      isolated({stub_dir("good")}, {{"PARENCHYMA_PLUGIN_PATH", stub_dir("newer_minor").string()}});
   {
     Registry r(o);
     const Framework* fw = r.find_framework("stub");
@@ -338,8 +342,8 @@ TEST_CASE("plugin files or directories writable by other users are refused") {
     CHECK(r.find_framework("stub") == nullptr);
     bool refused = false;
     for (const auto& e : r.load_report())
-      refused = refused || (e.status != "loaded" && icontains(e.reason, "writable") &&
-                            !e.advice.empty());
+      refused =
+          refused || (e.status != "loaded" && icontains(e.reason, "writable") && !e.advice.empty());
     CHECK(refused);
   }
 }
@@ -380,7 +384,8 @@ TEST_CASE("a bundle for the stub framework serves its op on a stub backend") {
   const OpArg args[] = {OpArg::integer(n - 1), OpArg::inout(x)};
   b.invoke(negate, args);
   const auto got = x.read();
-  for (int64_t i = 0; i < n - 1; ++i) REQUIRE(got[i] == -v[i]);
+  for (int64_t i = 0; i < n - 1; ++i)
+    REQUIRE(got[i] == -v[i]);
   CHECK(got[n - 1] == v[n - 1]); // beyond the op's n: untouched
   CHECK(b.fallback_count() == 0);
 }
@@ -394,7 +399,8 @@ TEST_CASE("a bundle whose framework is absent is reported and never routed to") 
   REQUIRE(r.bundles().size() == 1);
   CHECK(contains(r.bundles()[0]->reason(), "absent_fw"));
   CHECK(icontains(r.bundles()[0]->reason(), "not loaded"));
-  for (const auto& c : r.op_coverage()) CHECK(c.bundle != "stubext_absent");
+  for (const auto& c : r.op_coverage())
+    CHECK(c.bundle != "stubext_absent");
   static const OpKey negate{"stubext", "negate", PCY_DTYPE_F32, "i t="};
   Backend b(r, "stub");
   const auto err = catch_error([&] { (void)b.route(negate); });

@@ -135,7 +135,8 @@ public:
     if (size != 1 && size != 2 && size != 4 && size != 8 && size != 16)
       fail(PCY_ERR_INVALID_ARGUMENT, str("fill pattern of ", size, " bytes (1, 2, 4, 8 or 16)"));
     std::byte* p = m.at(off, bytes, "fill");
-    for (uint64_t i = 0; i < bytes; i += size) std::memcpy(p + i, pattern, size);
+    for (uint64_t i = 0; i < bytes; i += size)
+      std::memcpy(p + i, pattern, size);
   }
   // add_one(memory x, uint32 n): x[i] += 1.0f for i < min(global, n).
   void launch(kernel& k, const pcy_kernel_launch_args& a) {
@@ -148,7 +149,8 @@ public:
     auto* m = reinterpret_cast<memory*>(a.args[0].memory);
     const uint64_t count = std::min<uint64_t>(a.global[0], n);
     auto* x = reinterpret_cast<float*>(m->at(0, count * sizeof(float), "add_one"));
-    for (uint64_t i = 0; i < count; ++i) x[i] += 1.0f;
+    for (uint64_t i = 0; i < count; ++i)
+      x[i] += 1.0f;
   }
   void* native() { return this; }
   uint32_t device() const noexcept { return device_; }
@@ -172,8 +174,8 @@ public:
   }
   memory* import(uint32_t device, const pcy_memory_handle& h) {
     if (h.kind != PCY_HANDLE_HOST_POINTER || h.host_pointer == nullptr)
-      fail(PCY_ERR_UNSUPPORTED, str("the stub imports host pointers only, not handle kind ",
-                                    static_cast<int>(h.kind)));
+      fail(PCY_ERR_UNSUPPORTED,
+           str("the stub imports host pointers only, not handle kind ", static_cast<int>(h.kind)));
     return new memory(check(device), h.host_pointer, h.bytes);
   }
   program* build(std::string_view source, const char*, bool& cache_hit) {
@@ -184,8 +186,8 @@ public:
     for (int no = 1; std::getline(in, line); ++no) {
       if (line.empty()) continue;
       if (line.rfind("kernel ", 0) != 0 || line.substr(7) != "add_one")
-        fail(PCY_ERR_BUILD, str("stub build log:\nline ", no, ": expected 'kernel add_one', got '",
-                                line, "'"));
+        fail(PCY_ERR_BUILD,
+             str("stub build log:\nline ", no, ": expected 'kernel add_one', got '", line, "'"));
       kernels.push_back(line.substr(7));
     }
     return new program(std::move(kernels));
@@ -244,9 +246,7 @@ public:
     log_.debug("stub plugin '", STUB_NAME, "' initialised");
   }
 
-  uint32_t device_count() const {
-    return STUB_VARIANT == STUB_V_NO_DEVICES ? 0u : 1u;
-  }
+  uint32_t device_count() const { return STUB_VARIANT == STUB_V_NO_DEVICES ? 0u : 1u; }
   const char* reason() const {
     return STUB_VARIANT == STUB_V_NO_DEVICES ? "stub has no fake hardware attached" : nullptr;
   }
@@ -372,10 +372,11 @@ inline void negate(bundle_context& c, const parenchyma::sdk::op_args& a) {
   const int64_t n = a.i(0);
   const pcy_tensor& t = a.t(1);
   if (n < 0 || t.dtype != PCY_DTYPE_F32) fail(PCY_ERR_INVALID_ARGUMENT, "negate: bad n or dtype");
-  auto* base = static_cast<std::byte*>(parenchyma::sdk::native_handle(
-      *c.fw, PCY_NATIVE_MEMORY, c.context, 0, nullptr, t.memory));
+  auto* base = static_cast<std::byte*>(
+      parenchyma::sdk::native_handle(*c.fw, PCY_NATIVE_MEMORY, c.context, 0, nullptr, t.memory));
   auto* x = reinterpret_cast<float*>(base + t.byte_offset);
-  for (int64_t i = 0; i < n; ++i) x[i] = -x[i];
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = -x[i];
 }
 
 class bundle {

@@ -80,8 +80,8 @@ inline const parenchyma::LoadReportEntry* entry_for(const parenchyma::Registry& 
 inline std::string describe(const parenchyma::Registry& r) {
   std::ostringstream os;
   for (const auto& e : r.load_report())
-    os << "  [" << e.status << " @" << e.stage << "] " << e.name << " (" << e.kind << ") "
-       << e.path << ": " << e.reason << " | advice: " << e.advice << "\n";
+    os << "  [" << e.status << " @" << e.stage << "] " << e.name << " (" << e.kind << ") " << e.path
+       << ": " << e.reason << " | advice: " << e.advice << "\n";
   return os.str();
 }
 
@@ -95,9 +95,8 @@ public:
     if (::mkdtemp(tmpl.data()) == nullptr)
       throw std::runtime_error("mkdtemp failed under " + std::string(PCY_TEST_SCRATCH));
     path_ = tmpl;
-    fs::permissions(path_, fs::perms::owner_all | fs::perms::group_read |
-                               fs::perms::group_exec | fs::perms::others_read |
-                               fs::perms::others_exec);
+    fs::permissions(path_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                               fs::perms::others_read | fs::perms::others_exec);
   }
   ~scratch_dir() {
     std::error_code ec;
@@ -127,13 +126,15 @@ inline std::mt19937_64& rng() {
 template <class T> std::vector<T> random_values(size_t n, double lo = -1.0, double hi = 1.0) {
   std::uniform_real_distribution<double> d(lo, hi);
   std::vector<T> v(n);
-  for (auto& x : v) x = static_cast<T>(d(rng()));
+  for (auto& x : v)
+    x = static_cast<T>(d(rng()));
   return v;
 }
 inline std::vector<unsigned char> random_bytes(size_t n) {
   std::uniform_int_distribution<int> d(0, 255);
   std::vector<unsigned char> v(n);
-  for (auto& x : v) x = static_cast<unsigned char>(d(rng()));
+  for (auto& x : v)
+    x = static_cast<unsigned char>(d(rng()));
   return v;
 }
 
