@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <fcntl.h>
@@ -341,6 +342,22 @@ void program_cache::disable_writes(const std::string& why) noexcept {
   });
 }
 
+// A process killed while writing leaves its temporary file behind; one older than an hour is
+// no longer being written by anyone.
+void program_cache::remove_stale_temporaries() noexcept {
+  try {
+    std::error_code ec;
+    const auto limit = std::filesystem::file_time_type::clock::now() - std::chrono::hours(1);
+    for (const auto& f : std::filesystem::directory_iterator(dir_, ec)) {
+      if (f.path().filename().string().find(".tmp.") == std::string::npos) continue;
+      const auto when = std::filesystem::last_write_time(f.path(), ec);
+      if (!ec && when < limit) std::filesystem::remove(f.path(), ec);
+    }
+  } catch (...) {
+    // best effort: a sweep that fails leaves files that the next one removes
+  }
+}
+
 void program_cache::store(const key_type& key, const binaries& bins) noexcept {
   if (!enabled() || !writable_.load(std::memory_order_relaxed)) return;
   try {
@@ -350,6 +367,7 @@ void program_cache::store(const key_type& key, const binaries& bins) noexcept {
       disable_writes(sdk::str("cannot create ", dir_.string(), " (", ec.message(), ")"));
       return;
     }
+    std::call_once(swept_, [this] { remove_stale_temporaries(); });
     const auto data = encode(key, bins);
     const auto final_path = path(key);
     // Unique per process and call, in the same directory so that rename() is atomic.

@@ -97,10 +97,12 @@ public:
 private:
   void disable_writes(const std::string& why) noexcept;
   void writer() noexcept;
+  void remove_stale_temporaries() noexcept;
   std::filesystem::path dir_;
   const sdk::logger& log_;
   std::atomic<bool> writable_{true};
   std::once_flag warned_;
+  std::once_flag swept_;
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -6,6 +6,7 @@
 
 #include "program_cache.hpp"
 
+#include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -425,4 +426,23 @@ TEST_CASE("sha256 matches the FIPS 180-4 test vectors", "[opencl][cache]") {
     h.update(million.data() + i, std::min<size_t>(999, million.size() - i));
   CHECK(sha256::hex(h.finish()) ==
         "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+TEST_CASE("temporary files left by killed writers are swept, live ones kept", "[opencl][cache]") {
+  const fs::path root = fresh_dir("sweep");
+  fs::create_directories(root / "opencl");
+  const fs::path stale = root / "opencl" / "0123.tmp.99999.0";
+  const fs::path fresh_tmp = root / "opencl" / "4567.tmp.99999.1";
+  std::ofstream(stale) << "half an entry";
+  std::ofstream(fresh_tmp) << "being written";
+  fs::last_write_time(stale, fs::file_time_type::clock::now() - std::chrono::hours(2));
+  {
+    env e(root.string());
+    const std::string source = unique_source(axpy_source);
+    CHECK_FALSE(build(e, source).cache_hit);
+    CHECK(build(e, source).cache_hit); // the write (and the sweep before it) happened
+  }
+  CHECK_FALSE(fs::exists(stale));
+  CHECK(fs::exists(fresh_tmp));
+  fs::remove_all(root);
 }
