@@ -14,9 +14,7 @@ using get_proc_fn = CUresult (*)(const char*, void**, int, cuuint64_t,
                                  CUdriverProcAddressQueryResult*);
 using version_fn = CUresult (*)(int*);
 
-std::string cuda_version_text(int v) {
-  return sdk::str(v / 1000, ".", (v % 1000) / 10);
-}
+std::string cuda_version_text(int v) { return sdk::str(v / 1000, ".", (v % 1000) / 10); }
 } // namespace
 
 std::string safe_getenv(const char* name) {
@@ -71,11 +69,10 @@ driver::driver(const std::string& library) {
   lib_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (lib_ == nullptr) {
     const char* why = ::dlerror();
-    reason_ = default_path
-                  ? sdk::str("libcuda.so.1 not found: no NVIDIA driver installed (",
-                             why ? why : "dlopen failed", ")")
-                  : sdk::str(path, " (PARENCHYMA_CUDA_DRIVER) could not be loaded: ",
-                             why ? why : "dlopen failed");
+    reason_ = default_path ? sdk::str("libcuda.so.1 not found: no NVIDIA driver installed (",
+                                      why ? why : "dlopen failed", ")")
+                           : sdk::str(path, " (PARENCHYMA_CUDA_DRIVER) could not be loaded: ",
+                                      why ? why : "dlopen failed");
     return;
   }
 
@@ -111,8 +108,7 @@ driver::driver(const std::string& library) {
   auto resolve = [&](const char* name, int version, void** slot, bool required) {
     CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
     const CUresult r = get_proc(name, slot, version, CU_GET_PROC_ADDRESS_DEFAULT, &status);
-    if (r == CUDA_SUCCESS && status == CU_GET_PROC_ADDRESS_SUCCESS && *slot != nullptr)
-      return true;
+    if (r == CUDA_SUCCESS && status == CU_GET_PROC_ADDRESS_SUCCESS && *slot != nullptr) return true;
     *slot = nullptr;
     if (required && reason_.empty())
       reason_ = sdk::str("the driver (CUDA ", cuda_version_text(version_), ") lacks ", name,

@@ -86,8 +86,8 @@ void plugin::add_device(int ordinal) {
 
   auto text = [&](const char* key, std::string value) {
     d.strings.push_back(std::move(value));
-    pcy_property p{sizeof(pcy_property), nullptr, key, PCY_VALUE_STRING, d.strings.back().c_str(),
-                   0, 0.0};
+    pcy_property p{sizeof(pcy_property),     nullptr, key, PCY_VALUE_STRING,
+                   d.strings.back().c_str(), 0,       0.0};
     d.properties.push_back(p);
   };
   auto number = [&](const char* key, int64_t v, pcy_value_type t = PCY_VALUE_INT) {
@@ -143,7 +143,8 @@ context::context(plugin& p, std::span<const uint32_t> devices) : p_(p) {
       slots_.push_back(std::move(s));
     }
   } catch (...) {
-    for (auto& s : slots_) d.api().cuDevicePrimaryCtxRelease(s.info->device);
+    for (auto& s : slots_)
+      d.api().cuDevicePrimaryCtxRelease(s.info->device);
     throw;
   }
 }
@@ -152,7 +153,7 @@ context::~context() {
   const auto& d = p_.drv();
   for (auto& s : slots_) {
     if (d.api().cuCtxSetCurrent(s.ctx) == CUDA_SUCCESS) tl_current = s.ctx;
-    s.staging.reset(); // frees pinned chunks while the context is alive and current
+    s.staging.reset();    // frees pinned chunks while the context is alive and current
     tl_current = nullptr; // the release below may deactivate it: check again next time
     d.api().cuDevicePrimaryCtxRelease(s.info->device);
   }
@@ -160,8 +161,8 @@ context::~context() {
 
 device_slot& context::slot(uint32_t device) {
   if (device >= slots_.size()) [[unlikely]]
-    sdk::fail(PCY_ERR_NOT_FOUND, sdk::str("device ", device, " is not in this context (",
-                                          slots_.size(), " devices)"));
+    sdk::fail(PCY_ERR_NOT_FOUND,
+              sdk::str("device ", device, " is not in this context (", slots_.size(), " devices)"));
   return slots_[device];
 }
 

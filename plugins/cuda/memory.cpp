@@ -11,8 +11,8 @@ memory* context::alloc(uint32_t device, uint64_t bytes, uint32_t flags) {
   make_current(d, s.ctx);
   if (flags & PCY_MEMORY_HOST_PINNED) {
     void* host = nullptr;
-    const CUresult r = d.api().cuMemHostAlloc(
-        &host, bytes, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
+    const CUresult r =
+        d.api().cuMemHostAlloc(&host, bytes, CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP);
     if (r != CUDA_SUCCESS)
       sdk::fail(status_of(r), sdk::str("cuMemHostAlloc of ", pretty_bytes(bytes),
                                        " of pinned host memory failed: ", d.describe(r)));
@@ -31,8 +31,8 @@ memory* context::alloc(uint32_t device, uint64_t bytes, uint32_t flags) {
     d.api().cuMemGetInfo(&free_bytes, &total);
     sdk::fail(PCY_ERR_OUT_OF_MEMORY,
               sdk::str("cuMemAlloc of ", pretty_bytes(bytes), " on ", s.info->name,
-                       " failed: CUDA_ERROR_OUT_OF_MEMORY; ", pretty_bytes(free_bytes),
-                       " free of ", pretty_bytes(total)));
+                       " failed: CUDA_ERROR_OUT_OF_MEMORY; ", pretty_bytes(free_bytes), " free of ",
+                       pretty_bytes(total)));
   }
   if (r != CUDA_SUCCESS)
     sdk::fail(status_of(r), sdk::str("cuMemAlloc of ", pretty_bytes(bytes), " on ", s.info->name,
@@ -48,10 +48,9 @@ memory* context::import(uint32_t device, const pcy_memory_handle& h) {
   switch (h.kind) {
   case PCY_HANDLE_CUDA_DEVICE_POINTER: {
     if (h.cuda_device != s.info->ordinal)
-      sdk::fail(PCY_ERR_UNSUPPORTED,
-                sdk::str("a device pointer of CUDA device ", h.cuda_device,
-                         " cannot be aliased on device ", s.info->ordinal, " (", s.info->name,
-                         "): it must be copied"));
+      sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str("a device pointer of CUDA device ", h.cuda_device,
+                                              " cannot be aliased on device ", s.info->ordinal,
+                                              " (", s.info->name, "): it must be copied"));
     unsigned int type = 0;
     int ordinal = -1;
     CUpointer_attribute attrs[] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
@@ -64,8 +63,7 @@ memory* context::import(uint32_t device, const pcy_memory_handle& h) {
     if (type == CU_MEMORYTYPE_DEVICE && ordinal != s.info->ordinal)
       sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str("the pointer lives on CUDA device ", ordinal,
                                               ", not on device ", s.info->ordinal));
-    return new memory(*this, device, memory::kind::device_alias, h.cuda_pointer, nullptr,
-                      h.bytes);
+    return new memory(*this, device, memory::kind::device_alias, h.cuda_pointer, nullptr, h.bytes);
   }
   case PCY_HANDLE_HOST_POINTER: {
     if (h.host_pointer == nullptr)
@@ -92,8 +90,10 @@ memory::~memory() {
   if (kind_ != kind::device && kind_ != kind::pinned) return; // aliases own nothing
   if (tl_current != cu_ctx_ && d.api().cuCtxSetCurrent(cu_ctx_) == CUDA_SUCCESS)
     tl_current = cu_ctx_;
-  if (kind_ == kind::device) d.api().cuMemFree(ptr_);
-  else d.api().cuMemFreeHost(host_);
+  if (kind_ == kind::device)
+    d.api().cuMemFree(ptr_);
+  else
+    d.api().cuMemFreeHost(host_);
 }
 
 bool memory::export_to(pcy_handle_kind k, pcy_memory_handle& h) {
@@ -116,8 +116,8 @@ bool memory::export_to(pcy_handle_kind k, pcy_memory_handle& h) {
 void memory::check_range(uint64_t offset, uint64_t bytes, const char* what) const {
   if (offset > bytes_ || bytes > bytes_ - offset) [[unlikely]]
     sdk::fail(PCY_ERR_INVALID_ARGUMENT,
-              sdk::str(what, " of ", bytes, " bytes at offset ", offset,
-                       " runs past the end of a ", bytes_, "-byte allocation"));
+              sdk::str(what, " of ", bytes, " bytes at offset ", offset, " runs past the end of a ",
+                       bytes_, "-byte allocation"));
 }
 
 } // namespace parenchyma::cuda

@@ -73,7 +73,8 @@ void nvrtc::locate() {
   } else {
     const auto dirs = search_dirs();
     for (const char* name : library_names)
-      for (const auto& d : dirs) candidates.push_back(d + "/" + name);
+      for (const auto& d : dirs)
+        candidates.push_back(d + "/" + name);
   }
   for (const auto& c : candidates) {
     struct stat st {};
@@ -185,7 +186,8 @@ nvrtc::output nvrtc::compile(std::string_view source, const std::vector<std::str
   output out;
   int target = cc;
   bool exact = archs_.empty();
-  for (int a : archs_) exact |= (a == cc);
+  for (int a : archs_)
+    exact |= (a == cc);
   if (!exact) {
     target = 0;
     for (int a : archs_)
@@ -204,8 +206,9 @@ nvrtc::output nvrtc::compile(std::string_view source, const std::vector<std::str
   for (const auto& o : options) {
     if (o.rfind("--gpu-architecture", 0) == 0 || o.rfind("-arch", 0) == 0)
       sdk::fail(PCY_ERR_INVALID_ARGUMENT,
-                sdk::str("option '", o, "': the CUDA plugin compiles for the device's own "
-                                        "architecture; remove the option"));
+                sdk::str("option '", o,
+                         "': the CUDA plugin compiles for the device's own "
+                         "architecture; remove the option"));
     argv.push_back(o.c_str());
   }
 
@@ -230,16 +233,17 @@ nvrtc::output nvrtc::compile(std::string_view source, const std::vector<std::str
   }
   if (r != NVRTC_SUCCESS) {
     std::string all;
-    for (const auto* a : argv) all += sdk::str(all.empty() ? "" : " ", a);
-    sdk::fail(PCY_ERR_BUILD, sdk::str("NVRTC ", major_, ".", minor_, " failed to compile for ",
-                                      out.target, " (", error_string_(r), ") with options [",
-                                      all, "]:\n", out.log));
+    for (const auto* a : argv)
+      all += sdk::str(all.empty() ? "" : " ", a);
+    sdk::fail(PCY_ERR_BUILD,
+              sdk::str("NVRTC ", major_, ".", minor_, " failed to compile for ", out.target, " (",
+                       error_string_(r), ") with options [", all, "]:\n", out.log));
   }
   size_t size = 0;
   r = exact ? cubin_size_(prog, &size) : ptx_size_(prog, &size);
   if (r != NVRTC_SUCCESS || size == 0)
-    sdk::fail(PCY_ERR_BUILD, sdk::str("NVRTC produced no ", exact ? "cubin" : "PTX", ": ",
-                                      error_string_(r)));
+    sdk::fail(PCY_ERR_BUILD,
+              sdk::str("NVRTC produced no ", exact ? "cubin" : "PTX", ": ", error_string_(r)));
   out.image.resize(size);
   r = exact ? cubin_(prog, out.image.data()) : ptx_(prog, out.image.data());
   if (r != NVRTC_SUCCESS)

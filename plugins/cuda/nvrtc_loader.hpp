@@ -32,8 +32,8 @@ public:
   struct output {
     std::vector<char> image; // a cubin, or NUL-terminated PTX when !cubin
     bool cubin = true;
-    std::string target;      // "sm_90" or "compute_90"
-    std::string log;         // the compiler's log (warnings), may be empty
+    std::string target; // "sm_90" or "compute_90"
+    std::string log;    // the compiler's log (warnings), may be empty
   };
   // Compiles CUDA C for compute capability cc (e.g. 90). Throws sdk::error: PCY_ERR_BUILD with
   // the log, PCY_ERR_UNAVAILABLE when NVRTC is missing, PCY_ERR_INVALID_ARGUMENT for options.

@@ -36,7 +36,8 @@ program* context::build(std::string_view source, const char* options, bool& cach
 
   std::vector<CUmodule> modules;
   auto unload = [&] {
-    for (CUmodule m : modules) d.api().cuModuleUnload(m);
+    for (CUmodule m : modules)
+      d.api().cuModuleUnload(m);
   };
   cache_hit = true;
   try {
@@ -94,12 +95,12 @@ kernel* program::create_kernel(const char* name) {
     kernel::per_device f;
     const CUresult r = d.api().cuModuleGetFunction(&f.fn, modules_[i], name);
     if (r == CUDA_ERROR_NOT_FOUND)
-      sdk::fail(PCY_ERR_NOT_FOUND,
-                sdk::str("kernel '", name, "' not found in the program: declare it "
-                                           "extern \"C\" __global__ (C++ names are mangled)"));
+      sdk::fail(PCY_ERR_NOT_FOUND, sdk::str("kernel '", name,
+                                            "' not found in the program: declare it "
+                                            "extern \"C\" __global__ (C++ names are mangled)"));
     check(d, r, sdk::str("cuModuleGetFunction('", name, "')").c_str());
-    check(d, d.api().cuFuncGetAttribute(&f.max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-                                        f.fn),
+    check(d,
+          d.api().cuFuncGetAttribute(&f.max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f.fn),
           "cuFuncGetAttribute");
     int min_grid = 0, block = 0;
     if (d.api().cuOccupancyMaxPotentialBlockSize(&min_grid, &block, f.fn, nullptr, 0, 0) ==

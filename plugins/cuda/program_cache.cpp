@@ -30,8 +30,8 @@ constexpr uint32_t rotr(uint32_t x, int n) { return (x >> n) | (x << (32 - n)); 
 } // namespace
 
 sha256::sha256()
-    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a, 0x510e527f, 0x9b05688c, 0x1f83d9ab,
-         0x5be0cd19},
+    : h_{0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+         0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19},
       buf_{} {}
 
 void sha256::block(const uint8_t* p) {
@@ -46,8 +46,8 @@ void sha256::block(const uint8_t* p) {
   }
   uint32_t a = h_[0], b = h_[1], c = h_[2], d = h_[3], e = h_[4], f = h_[5], g = h_[6], h = h_[7];
   for (int i = 0; i < 64; ++i) {
-    const uint32_t t1 = h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) +
-                        k256[i] + w[i];
+    const uint32_t t1 =
+        h + (rotr(e, 6) ^ rotr(e, 11) ^ rotr(e, 25)) + ((e & f) ^ (~e & g)) + k256[i] + w[i];
     const uint32_t t2 = (rotr(a, 2) ^ rotr(a, 13) ^ rotr(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
     h = g;
     g = f;
@@ -88,7 +88,8 @@ sha256& sha256::update(const void* data, size_t size) {
 sha256& sha256::field(std::string_view s) {
   const uint64_t n = s.size();
   uint8_t len[8];
-  for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(n >> (8 * i));
+  for (int i = 0; i < 8; ++i)
+    len[i] = static_cast<uint8_t>(n >> (8 * i));
   update(len, sizeof len);
   return update(s);
 }
@@ -98,13 +99,16 @@ std::array<uint8_t, 32> sha256::finish() {
   const uint8_t pad = 0x80;
   update(&pad, 1);
   const uint8_t zero = 0;
-  while (used_ != 56) update(&zero, 1);
+  while (used_ != 56)
+    update(&zero, 1);
   uint8_t len[8];
-  for (int i = 0; i < 8; ++i) len[i] = static_cast<uint8_t>(bits >> (56 - 8 * i));
+  for (int i = 0; i < 8; ++i)
+    len[i] = static_cast<uint8_t>(bits >> (56 - 8 * i));
   update(len, 8);
   std::array<uint8_t, 32> out{};
   for (int i = 0; i < 8; ++i)
-    for (int j = 0; j < 4; ++j) out[4 * i + j] = static_cast<uint8_t>(h_[i] >> (24 - 8 * j));
+    for (int j = 0; j < 4; ++j)
+      out[4 * i + j] = static_cast<uint8_t>(h_[i] >> (24 - 8 * j));
   return out;
 }
 
@@ -123,19 +127,23 @@ namespace {
 constexpr size_t header_size = 64;
 
 void put_u32(char* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>(v >> (8 * i));
+  for (int i = 0; i < 4; ++i)
+    p[i] = static_cast<char>(v >> (8 * i));
 }
 void put_u64(char* p, uint64_t v) {
-  for (int i = 0; i < 8; ++i) p[i] = static_cast<char>(v >> (8 * i));
+  for (int i = 0; i < 8; ++i)
+    p[i] = static_cast<char>(v >> (8 * i));
 }
 uint32_t get_u32(const char* p) {
   uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v |= uint32_t(static_cast<uint8_t>(p[i])) << (8 * i);
+  for (int i = 0; i < 4; ++i)
+    v |= uint32_t(static_cast<uint8_t>(p[i])) << (8 * i);
   return v;
 }
 uint64_t get_u64(const char* p) {
   uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v |= uint64_t(static_cast<uint8_t>(p[i])) << (8 * i);
+  for (int i = 0; i < 8; ++i)
+    v |= uint64_t(static_cast<uint8_t>(p[i])) << (8 * i);
   return v;
 }
 } // namespace
@@ -175,10 +183,14 @@ std::optional<std::vector<char>> program_cache::load(const std::string& key) {
   if (!in) return std::nullopt;
   std::vector<char> data((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const char* why = nullptr;
-  if (data.size() < header_size) why = "truncated header";
-  else if (std::memcmp(data.data(), magic, sizeof magic) != 0) why = "bad magic";
-  else if (get_u32(data.data() + 8) != format_version) why = "other format version";
-  else if (get_u64(data.data() + 16) != data.size() - header_size) why = "truncated payload";
+  if (data.size() < header_size)
+    why = "truncated header";
+  else if (std::memcmp(data.data(), magic, sizeof magic) != 0)
+    why = "bad magic";
+  else if (get_u32(data.data() + 8) != format_version)
+    why = "other format version";
+  else if (get_u64(data.data() + 16) != data.size() - header_size)
+    why = "truncated payload";
   if (why == nullptr) {
     sha256 h;
     h.update(data.data() + header_size, data.size() - header_size);
@@ -199,9 +211,8 @@ void program_cache::store(const std::string& key, const std::vector<char>& paylo
   if (!enabled_ || !ensure_dir()) return;
   const std::string path = path_for(key);
   static std::atomic<uint64_t> serial{0};
-  const std::string tmp =
-      sdk::str(path, ".tmp.", ::getpid(), ".", serial.fetch_add(1),
-               ".", std::chrono::steady_clock::now().time_since_epoch().count());
+  const std::string tmp = sdk::str(path, ".tmp.", ::getpid(), ".", serial.fetch_add(1), ".",
+                                   std::chrono::steady_clock::now().time_since_epoch().count());
   char header[header_size] = {};
   std::memcpy(header, magic, sizeof magic);
   put_u32(header + 8, format_version);

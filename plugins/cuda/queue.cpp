@@ -85,9 +85,9 @@ void queue::write(memory& m, uint64_t offset, const void* host, uint64_t bytes, 
   if (host == nullptr) sdk::fail(PCY_ERR_INVALID_ARGUMENT, "memory_write from a NULL host pointer");
   make_current(d_, cu_ctx_);
   if (bytes < write_threshold_ || host_pinned(host, bytes)) {
-    check(d_, call(d_, cu_ctx_, [&] {
-            return d_.api().cuMemcpyHtoDAsync(m.ptr() + offset, host, bytes, stream_);
-          }),
+    check(d_,
+          call(d_, cu_ctx_,
+               [&] { return d_.api().cuMemcpyHtoDAsync(m.ptr() + offset, host, bytes, stream_); }),
           "cuMemcpyHtoDAsync");
   } else {
     staging_->write(stream_, m.ptr() + offset, host, bytes);
@@ -101,9 +101,9 @@ void queue::read(memory& m, uint64_t offset, void* host, uint64_t bytes, bool bl
   if (host == nullptr) sdk::fail(PCY_ERR_INVALID_ARGUMENT, "memory_read into a NULL host pointer");
   make_current(d_, cu_ctx_);
   if (bytes < read_threshold_ || host_pinned(host, bytes)) {
-    check(d_, call(d_, cu_ctx_, [&] {
-            return d_.api().cuMemcpyDtoHAsync(host, m.ptr() + offset, bytes, stream_);
-          }),
+    check(d_,
+          call(d_, cu_ctx_,
+               [&] { return d_.api().cuMemcpyDtoHAsync(host, m.ptr() + offset, bytes, stream_); }),
           "cuMemcpyDtoHAsync");
     if (blocking) finish();
   } else {
@@ -153,7 +153,8 @@ void queue::fill(memory& m, uint64_t offset, uint64_t bytes, const void* pattern
   uint32_t w0 = 0;
   std::memcpy(&w0, p, std::min<uint32_t>(size, 4));
   bool words_equal = size >= 4 && dst % 4 == 0;
-  for (uint32_t w = 4; words_equal && w < size; w += 4) words_equal = std::memcmp(p, p + w, 4) == 0;
+  for (uint32_t w = 4; words_equal && w < size; w += 4)
+    words_equal = std::memcmp(p, p + w, 4) == 0;
 
   if (uniform) {
     run([&] { return api.cuMemsetD8Async(dst, p[0], bytes, stream_); }, "cuMemsetD8Async");
@@ -238,13 +239,12 @@ void queue::launch(kernel& k, const pcy_kernel_launch_args& a) {
       shared += arg.size; // dynamic shared memory: one extern __shared__ array, no parameter
       continue;
     default:
-      sdk::fail(PCY_ERR_INVALID_ARGUMENT,
-                sdk::str("kernel '", k.name(), "' argument ", i, ": unknown kind ",
-                         static_cast<int>(arg.kind)));
+      sdk::fail(PCY_ERR_INVALID_ARGUMENT, sdk::str("kernel '", k.name(), "' argument ", i,
+                                                   ": unknown kind ", static_cast<int>(arg.kind)));
     }
     if (k.params_known() && n < sizes.size() && sizes[n] != size) [[unlikely]]
-      sdk::fail(PCY_ERR_LAUNCH, sdk::str("kernel '", k.name(), "' parameter ", n, " is ",
-                                         sizes[n], " bytes but argument ", i, " has ", size));
+      sdk::fail(PCY_ERR_LAUNCH, sdk::str("kernel '", k.name(), "' parameter ", n, " is ", sizes[n],
+                                         " bytes but argument ", i, " has ", size));
     ++n;
   }
   if (k.params_known() && n != sizes.size()) [[unlikely]]
@@ -254,8 +254,8 @@ void queue::launch(kernel& k, const pcy_kernel_launch_args& a) {
   // Work sizes: grid = ceil(global / local); local 0 everywhere lets the plugin choose.
   uint32_t block[3] = {1, 1, 1};
   uint64_t grid[3] = {1, 1, 1};
-  const bool choose = a.local[0] == 0 && (a.dims < 2 || a.local[1] == 0) &&
-                      (a.dims < 3 || a.local[2] == 0);
+  const bool choose =
+      a.local[0] == 0 && (a.dims < 2 || a.local[1] == 0) && (a.dims < 3 || a.local[2] == 0);
   for (uint32_t d = 0; d < a.dims; ++d) {
     if (a.global[d] == 0) return; // nothing to run
     block[d] = a.local[d] ? a.local[d] : 1;
@@ -276,11 +276,13 @@ void queue::launch(kernel& k, const pcy_kernel_launch_args& a) {
               sdk::str("kernel '", k.name(), "': a block of ", block[0], "x", block[1], "x",
                        block[2], " = ", threads, " threads exceeds its limit of ", f.max_threads,
                        " (registers and device limits); use a smaller local size"));
-  for (uint32_t d = 0; d < a.dims; ++d) grid[d] = (a.global[d] + block[d] - 1) / block[d];
+  for (uint32_t d = 0; d < a.dims; ++d)
+    grid[d] = (a.global[d] + block[d] - 1) / block[d];
   if (grid[0] > 0x7fffffffu || grid[1] > 65535 || grid[2] > 65535) [[unlikely]]
-    sdk::fail(PCY_ERR_LAUNCH, sdk::str("kernel '", k.name(), "': grid ", grid[0], "x", grid[1],
-                                       "x", grid[2], " exceeds the device's limits "
-                                       "(2^31-1 x 65535 x 65535); use a larger local size"));
+    sdk::fail(PCY_ERR_LAUNCH,
+              sdk::str("kernel '", k.name(), "': grid ", grid[0], "x", grid[1], "x", grid[2],
+                       " exceeds the device's limits "
+                       "(2^31-1 x 65535 x 65535); use a larger local size"));
 
   const CUresult r = call(d_, cu_ctx_, [&] {
     return d_.api().cuLaunchKernel(f.fn, static_cast<unsigned>(grid[0]),
@@ -292,8 +294,8 @@ void queue::launch(kernel& k, const pcy_kernel_launch_args& a) {
     const pcy_status st = (r == CUDA_ERROR_INVALID_VALUE || r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES)
                               ? PCY_ERR_LAUNCH
                               : status_of(r);
-    sdk::fail(st, sdk::str("cuLaunchKernel of '", k.name(), "' (grid ", grid[0], "x", grid[1],
-                           "x", grid[2], ", block ", block[0], "x", block[1], "x", block[2], ", ",
+    sdk::fail(st, sdk::str("cuLaunchKernel of '", k.name(), "' (grid ", grid[0], "x", grid[1], "x",
+                           grid[2], ", block ", block[0], "x", block[1], "x", block[2], ", ",
                            shared, " bytes shared) refused: ", d_.describe(r)));
   }
 }

@@ -27,22 +27,23 @@ staging_config staging_config::from_environment() {
   c.chunk_bytes = env_u64("PARENCHYMA_CUDA_STAGING_CHUNK", c.chunk_bytes, 4096, 1ull << 30);
   c.chunks = static_cast<uint32_t>(env_u64("PARENCHYMA_CUDA_STAGING_CHUNKS", c.chunks, 2, 64));
   c.threshold = env_u64("PARENCHYMA_CUDA_STAGING_THRESHOLD", c.threshold, 0, ~0ull);
-  c.write_threshold =
-      env_u64("PARENCHYMA_CUDA_STAGING_THRESHOLD", c.write_threshold, 0, ~0ull);
+  c.write_threshold = env_u64("PARENCHYMA_CUDA_STAGING_THRESHOLD", c.write_threshold, 0, ~0ull);
   c.threads = static_cast<uint32_t>(env_u64("PARENCHYMA_CUDA_STAGING_THREADS", c.threads, 1, 64));
   return c;
 }
 
 // ---- copy team -------------------------------------------------------------------------------
 copy_team::copy_team(uint32_t threads) {
-  for (uint32_t i = 1; i < threads; ++i) threads_.emplace_back([this, i] { work(i); });
+  for (uint32_t i = 1; i < threads; ++i)
+    threads_.emplace_back([this, i] { work(i); });
 }
 
 copy_team::~copy_team() {
   stop_.store(true);
   generation_.fetch_add(1);
   generation_.notify_all();
-  for (auto& t : threads_) t.join();
+  for (auto& t : threads_)
+    t.join();
 }
 
 void copy_team::part(uint32_t index, uint32_t parts) {
@@ -129,8 +130,10 @@ void staging_pool::wait(chunk& c) {
 }
 
 void staging_pool::host_copy(void* dst, const void* src, size_t bytes) {
-  if (team_) team_->copy(dst, src, bytes);
-  else std::memcpy(dst, src, bytes);
+  if (team_)
+    team_->copy(dst, src, bytes);
+  else
+    std::memcpy(dst, src, bytes);
 }
 
 // Mid-sized transfers use smaller pieces of the chunks so that copy and DMA still overlap
@@ -187,7 +190,8 @@ void staging_pool::read(CUstream stream, void* dst, CUdeviceptr src, uint64_t by
     check(d_, api.cuEventRecord(c.done, stream), "cuEventRecord (staging)");
     c.pending = true;
   }
-  for (uint64_t j = count > n ? count - n : 0; j < count; ++j) drain(j);
+  for (uint64_t j = count > n ? count - n : 0; j < count; ++j)
+    drain(j);
   transfers_.fetch_add(1, std::memory_order_relaxed);
   log_.trace("staged read of ", bytes, " bytes in ", count, " chunks");
 }

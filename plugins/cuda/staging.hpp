@@ -19,9 +19,9 @@ struct staging_config {
   uint32_t chunks = 4;               // chunks in flight
   // Pageable transfers at least this big are staged. Measured on an H200 (docs/cuda.md): the
   // driver's own pageable path wins for writes below ~4 MiB, ours wins for reads from 256 KiB.
-  uint64_t threshold = 256ull << 10;      // reads (device -> host)
-  uint64_t write_threshold = 4ull << 20;  // writes (host -> device)
-  uint32_t threads = 8;                   // host threads copying into/out of a chunk (1: no team)
+  uint64_t threshold = 256ull << 10;     // reads (device -> host)
+  uint64_t write_threshold = 4ull << 20; // writes (host -> device)
+  uint32_t threads = 8;                  // host threads copying into/out of a chunk (1: no team)
   // Reads PARENCHYMA_CUDA_STAGING_{CHUNK,CHUNKS,THRESHOLD,THREADS} over the defaults
   // (THRESHOLD sets both thresholds).
   static staging_config from_environment();

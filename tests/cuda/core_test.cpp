@@ -41,7 +41,8 @@ std::vector<float> random_floats(size_t n) {
   static std::mt19937 g{std::random_device{}()};
   std::uniform_real_distribution<float> d(-1, 1);
   std::vector<float> v(n);
-  for (auto& x : v) x = d(g);
+  for (auto& x : v)
+    x = d(g);
   return v;
 }
 
@@ -105,8 +106,7 @@ TEST_CASE("user kernels run on Backend(\"cuda\") over SharedTensors", "[cuda][co
   CHECK(cuda.native_memory(y) != nullptr);
 }
 
-TEST_CASE("tensors move native <-> CUDA <-> OpenCL with exact transfer counts",
-          "[cuda][core]") {
+TEST_CASE("tensors move native <-> CUDA <-> OpenCL with exact transfer counts", "[cuda][core]") {
   Backend cuda(registry(), "cuda");
   auto k = cuda.build_program(source).kernel("axpby");
   const uint64_t n = (3u << 20) + 7; // staged (pageable host copy), not a chunk multiple
@@ -143,7 +143,8 @@ TEST_CASE("tensors move native <-> CUDA <-> OpenCL with exact transfer counts",
   }
   auto out = t.read();
   size_t bad = 0;
-  for (size_t i = 0; i < n; ++i) bad += out[i] != 2 * v[i];
+  for (size_t i = 0; i < n; ++i)
+    bad += out[i] != 2 * v[i];
   CHECK(bad == 0);
   CHECK(t.stats().device_to_host == 1);
 }

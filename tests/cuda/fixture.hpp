@@ -14,9 +14,9 @@
 #include <cstring>
 #include <mutex>
 #include <random>
+#include <span>
 #include <stdexcept>
 #include <string>
-#include <span>
 #include <string_view>
 #include <vector>
 
@@ -44,7 +44,8 @@ struct captured_log {
   size_t count(std::string_view needle) {
     std::lock_guard lock(mu);
     size_t n = 0;
-    for (auto& l : lines) n += l.second.find(needle) != std::string::npos;
+    for (auto& l : lines)
+      n += l.second.find(needle) != std::string::npos;
     return n;
   }
   void clear() {
@@ -89,13 +90,15 @@ inline std::vector<unsigned char> random_bytes(size_t n) {
     const uint64_t x = g();
     std::memcpy(v.data() + i, &x, 8);
   }
-  for (; i < n; ++i) v[i] = static_cast<unsigned char>(g());
+  for (; i < n; ++i)
+    v[i] = static_cast<unsigned char>(g());
   return v;
 }
 template <class T> std::vector<T> random_reals(size_t n) {
   std::uniform_real_distribution<T> d(-1, 1);
   std::vector<T> v(n);
-  for (auto& x : v) x = d(rng());
+  for (auto& x : v)
+    x = d(rng());
   return v;
 }
 
@@ -115,15 +118,18 @@ struct scoped_env {
     ::setenv(name, value.c_str(), 1);
   }
   ~scoped_env() {
-    if (had_) ::setenv(name_, old_.c_str(), 1);
-    else ::unsetenv(name_);
+    if (had_)
+      ::setenv(name_, old_.c_str(), 1);
+    else
+      ::unsetenv(name_);
   }
   const char* name_;
   std::string old_;
   bool had_ = false;
 };
 
-inline const pcy_property* find_property(std::span<const pcy_property> props, std::string_view key) {
+inline const pcy_property* find_property(std::span<const pcy_property> props,
+                                         std::string_view key) {
   for (const auto& p : props)
     if (key == p.key) return &p;
   return nullptr;
@@ -167,8 +173,7 @@ struct built {
   host::program program;
   bool cache_hit = false;
 };
-inline pcy_error* try_build(gpu& g, std::string_view source, const char* options,
-                            built& out) {
+inline pcy_error* try_build(gpu& g, std::string_view source, const char* options, built& out) {
   pcy_program_build_args a{};
   a.struct_size = sizeof a;
   a.context = g.ctx.get();
@@ -227,8 +232,10 @@ inline pcy_error* try_launch(gpu& g, pcy_kernel k, std::vector<pcy_kernel_arg> a
   a.queue = g.q.get();
   a.kernel = k;
   a.dims = static_cast<uint32_t>(global.size());
-  for (size_t i = 0; i < global.size(); ++i) a.global[i] = global[i];
-  for (size_t i = 0; i < local.size(); ++i) a.local[i] = local[i];
+  for (size_t i = 0; i < global.size(); ++i)
+    a.global[i] = global[i];
+  for (size_t i = 0; i < local.size(); ++i)
+    a.local[i] = local[i];
   a.args = args.data();
   a.arg_count = static_cast<uint32_t>(args.size());
   return g.api().kernel_launch(&a);

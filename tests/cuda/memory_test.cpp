@@ -3,7 +3,6 @@
 // aliasing, out-of-memory recovery and events.
 #include "fixture.hpp"
 
-
 #include <algorithm>
 #include <regex>
 
@@ -48,8 +47,8 @@ TEST_CASE("device properties describe the GPU", "[cuda][gpu]") {
   CHECK(str(PCY_PROP_DRIVER_VERSION).rfind("CUDA ", 0) == 0);
   CHECK(num(PCY_PROP_FP64) == 1);
   WARN(str(PCY_PROP_NAME) << " sm " << str("compute_capability") << " "
-                          << num(PCY_PROP_COMPUTE_UNITS) << " SMs, "
-                          << str(PCY_PROP_DRIVER_VERSION) << ", " << str("pci_bus_id"));
+                          << num(PCY_PROP_COMPUTE_UNITS) << " SMs, " << str(PCY_PROP_DRIVER_VERSION)
+                          << ", " << str("pci_bus_id"));
 }
 
 TEST_CASE("native handles are the driver's own objects", "[cuda][gpu]") {
@@ -162,7 +161,8 @@ TEST_CASE("fills of every pattern size, aligned and not", "[cuda][gpu]") {
       std::vector<unsigned char> back(before.size());
       read(g, m.get(), 0, back.data(), back.size());
       bool ok = std::equal(back.begin(), back.begin() + off, before.begin());
-      for (uint64_t i = 0; ok && i < bytes; ++i) ok = back[off + i] == pattern[i % ps];
+      for (uint64_t i = 0; ok && i < bytes; ++i)
+        ok = back[off + i] == pattern[i % ps];
       ok = ok && std::equal(back.begin() + off + bytes, back.end(), before.begin() + off + bytes);
       CHECK(ok);
     }

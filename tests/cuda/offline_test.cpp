@@ -52,7 +52,8 @@ TEST_CASE("sha256 matches the FIPS 180-4 test vectors", "[cuda][offline]") {
         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
   pc::sha256 h;
   const std::string chunk(1000, 'a');
-  for (int i = 0; i < 1000; ++i) h.update(chunk);
+  for (int i = 0; i < 1000; ++i)
+    h.update(chunk);
   CHECK(pc::sha256::hex(h.finish()) ==
         "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
   // Fields are length-prefixed: a boundary moved between two fields changes the key.
@@ -89,7 +90,8 @@ TEST_CASE("the cubin cache stores, finds and rejects damaged entries", "[cuda][o
   CHECK_FALSE(cache.load("key-2").has_value());
   // No temporary files are left behind.
   size_t files = 0;
-  for (auto& e : fs::directory_iterator(dir / "cuda")) files += e.is_regular_file();
+  for (auto& e : fs::directory_iterator(dir / "cuda"))
+    files += e.is_regular_file();
   CHECK(files == 1);
 
   SECTION("a flipped payload byte is caught by the checksum and the entry removed") {
@@ -162,7 +164,8 @@ TEST_CASE("NVRTC compiles for the exact architecture", "[cuda][nvrtc]") {
   CHECK(out.cubin);
   CHECK(out.target == "sm_90");
   REQUIRE(out.image.size() > 4);
-  CHECK(std::string(out.image.data(), 4) == "\x7f" "ELF");
+  CHECK(std::string(out.image.data(), 4) == "\x7f"
+                                            "ELF");
 }
 
 TEST_CASE("NVRTC errors carry the compiler log", "[cuda][nvrtc]") {

@@ -55,8 +55,7 @@ TEST_CASE("a missing driver library gives 0 devices and says which file", "[cuda
   CHECK(h.log.count("0 devices") == 1);
 }
 
-TEST_CASE("the toolkit's stub libcuda is recognised, not mistaken for a driver",
-          "[cuda][probe]") {
+TEST_CASE("the toolkit's stub libcuda is recognised, not mistaken for a driver", "[cuda][probe]") {
   const char* stub = "/usr/local/cuda/lib64/stubs/libcuda.so";
   struct stat st {};
   if (::stat(stub, &st) != 0) {

@@ -35,9 +35,8 @@ extern "C" __global__ void block_sum(unsigned n, const float* x, float* out) {
 )";
 
 fs::path fresh_cache() {
-  const fs::path d = fs::temp_directory_path() /
-                     ("pcy-cuda-prog-" + std::to_string(::getpid()) + "-" +
-                      std::to_string(rng()() % 1000000));
+  const fs::path d = fs::temp_directory_path() / ("pcy-cuda-prog-" + std::to_string(::getpid()) +
+                                                  "-" + std::to_string(rng()() % 1000000));
   fs::remove_all(d);
   return d;
 }
@@ -72,13 +71,11 @@ TEST_CASE("a missing kernel is PCY_ERR_NOT_FOUND naming it", "[cuda][gpu][progra
   auto b = build(g, kernels);
   host::kernel k;
   std::string msg;
-  CHECK(status_of(try_kernel(g, b.program.get(), "no_such_kernel", k), &msg) ==
-        PCY_ERR_NOT_FOUND);
+  CHECK(status_of(try_kernel(g, b.program.get(), "no_such_kernel", k), &msg) == PCY_ERR_NOT_FOUND);
   CHECK(msg.find("no_such_kernel") != std::string::npos);
 }
 
-TEST_CASE("user kernels compute what a double-precision reference does",
-          "[cuda][gpu][program]") {
+TEST_CASE("user kernels compute what a double-precision reference does", "[cuda][gpu][program]") {
   auto& g = shared_gpu();
   auto b = build(g, kernels, "--use_fast_math");
   SECTION("1-D axpy, plugin-chosen and explicit block sizes") {
@@ -90,13 +87,14 @@ TEST_CASE("user kernels compute what a double-precision reference does",
       auto mx = g.alloc(n * 8), my = g.alloc(n * 8);
       host::write(g.fw, g.q.get(), mx.get(), 0, x.data(), n * 8);
       host::write(g.fw, g.q.get(), my.get(), 0, y.data(), n * 8);
-      host::check(try_launch(g, k.get(), {scalar_arg(n), scalar_arg(a), mem_arg(mx.get()),
-                                          mem_arg(my.get())},
+      host::check(try_launch(g, k.get(),
+                             {scalar_arg(n), scalar_arg(a), mem_arg(mx.get()), mem_arg(my.get())},
                              {n}, {local}));
       std::vector<double> out(n);
       host::read(g.fw, g.q.get(), my.get(), 0, out.data(), n * 8);
       size_t bad = 0;
-      for (size_t i = 0; i < n; ++i) bad += std::abs(out[i] - (y[i] + a * x[i])) > 1e-12;
+      for (size_t i = 0; i < n; ++i)
+        bad += std::abs(out[i] - (y[i] + a * x[i])) > 1e-12;
       CAPTURE(local);
       CHECK(bad == 0);
     }
@@ -108,13 +106,14 @@ TEST_CASE("user kernels compute what a double-precision reference does",
     auto m = random_reals<float>(size_t(w) * h);
     auto mm = g.alloc(m.size() * 4);
     host::write(g.fw, g.q.get(), mm.get(), 0, m.data(), m.size() * 4);
-    host::check(try_launch(g, k.get(), {scalar_arg(w), scalar_arg(h), scalar_arg(s),
-                                        mem_arg(mm.get())},
+    host::check(try_launch(g, k.get(),
+                           {scalar_arg(w), scalar_arg(h), scalar_arg(s), mem_arg(mm.get())},
                            {uint64_t(w), uint64_t(h)}));
     std::vector<float> out(m.size());
     host::read(g.fw, g.q.get(), mm.get(), 0, out.data(), out.size() * 4);
     size_t bad = 0;
-    for (size_t i = 0; i < m.size(); ++i) bad += out[i] != m[i] * s;
+    for (size_t i = 0; i < m.size(); ++i)
+      bad += out[i] != m[i] * s;
     CHECK(bad == 0);
   }
   SECTION("dynamic shared memory from a LOCAL argument") {
@@ -123,14 +122,17 @@ TEST_CASE("user kernels compute what a double-precision reference does",
     auto x = random_reals<float>(n);
     auto mx = g.alloc(n * 4), mo = g.alloc(blocks * 4);
     host::write(g.fw, g.q.get(), mx.get(), 0, x.data(), n * 4);
-    host::check(try_launch(g, k.get(), {scalar_arg(n), mem_arg(mx.get()), mem_arg(mo.get()),
-                                        local_arg(block * sizeof(float))},
-                           {n}, {block}));
+    host::check(try_launch(
+        g, k.get(),
+        {scalar_arg(n), mem_arg(mx.get()), mem_arg(mo.get()), local_arg(block * sizeof(float))},
+        {n}, {block}));
     std::vector<float> out(blocks);
     host::read(g.fw, g.q.get(), mo.get(), 0, out.data(), blocks * 4);
     double got = 0, want = 0;
-    for (float v : out) got += v;
-    for (float v : x) want += v;
+    for (float v : out)
+      got += v;
+    for (float v : x)
+      want += v;
     CHECK(std::abs(got - want) < 1e-3 * std::sqrt(double(n)));
   }
 }
@@ -145,14 +147,15 @@ TEST_CASE("launches the kernel cannot take are refused with PCY_ERR_LAUNCH",
   auto mx = g.alloc(n * 8), my = g.alloc(n * 8);
   std::string msg;
   // A block bigger than any device allows.
-  CHECK(status_of(try_launch(g, k.get(), {scalar_arg(n), scalar_arg(a), mem_arg(mx.get()),
-                                          mem_arg(my.get())},
+  CHECK(status_of(try_launch(g, k.get(),
+                             {scalar_arg(n), scalar_arg(a), mem_arg(mx.get()), mem_arg(my.get())},
                              {n}, {2048}),
                   &msg) == PCY_ERR_LAUNCH);
   CHECK(msg.find("2048") != std::string::npos);
   // Dynamic shared memory beyond the device's limit.
-  CHECK(status_of(try_launch(g, k.get(), {scalar_arg(n), scalar_arg(a), mem_arg(mx.get()),
-                                          mem_arg(my.get()), local_arg(size_t(1) << 30)},
+  CHECK(status_of(try_launch(g, k.get(),
+                             {scalar_arg(n), scalar_arg(a), mem_arg(mx.get()), mem_arg(my.get()),
+                              local_arg(size_t(1) << 30)},
                              {n}, {128}),
                   &msg) == PCY_ERR_LAUNCH);
   const bool checks_params = g.int_property("kernel_param_checks") == 1;
@@ -164,15 +167,15 @@ TEST_CASE("launches the kernel cannot take are refused with PCY_ERR_LAUNCH",
                   &msg) == PCY_ERR_LAUNCH);
   CHECK(msg.find("takes 4 parameters") != std::string::npos);
   const float wrong = 2; // 4 bytes where the kernel takes a double
-  CHECK(status_of(try_launch(g, k.get(), {scalar_arg(n), scalar_arg(wrong), mem_arg(mx.get()),
-                                          mem_arg(my.get())},
-                             {n}),
-                  &msg) == PCY_ERR_LAUNCH);
+  CHECK(
+      status_of(try_launch(g, k.get(),
+                           {scalar_arg(n), scalar_arg(wrong), mem_arg(mx.get()), mem_arg(my.get())},
+                           {n}),
+                &msg) == PCY_ERR_LAUNCH);
   CHECK(msg.find("parameter 1 is 8 bytes") != std::string::npos);
   // The queue still works after the refusals.
-  host::check(try_launch(g, k.get(), {scalar_arg(n), scalar_arg(a), mem_arg(mx.get()),
-                                      mem_arg(my.get())},
-                         {n}));
+  host::check(try_launch(
+      g, k.get(), {scalar_arg(n), scalar_arg(a), mem_arg(mx.get()), mem_arg(my.get())}, {n}));
   host::finish(g.fw, g.q.get());
 }
 
@@ -189,9 +192,8 @@ TEST_CASE("the cubin cache: miss, hit, corrupt and truncated entries", "[cuda][g
     auto mx = g.alloc(n * 8), my = g.alloc(n * 8);
     host::write(g.fw, g.q.get(), mx.get(), 0, x.data(), n * 8);
     host::write(g.fw, g.q.get(), my.get(), 0, y.data(), n * 8);
-    host::check(try_launch(g, k.get(), {scalar_arg(n), scalar_arg(a), mem_arg(mx.get()),
-                                        mem_arg(my.get())},
-                           {n}));
+    host::check(try_launch(
+        g, k.get(), {scalar_arg(n), scalar_arg(a), mem_arg(mx.get()), mem_arg(my.get())}, {n}));
     std::vector<double> out(n);
     host::read(g.fw, g.q.get(), my.get(), 0, out.data(), n * 8);
     for (size_t i = 0; i < n; ++i)

@@ -109,7 +109,8 @@ std::string run_child(const std::string& self, const std::vector<std::string>& a
     ::close(fds[0]);
     ::close(fds[1]);
     std::vector<char*> argv{const_cast<char*>(self.c_str())};
-    for (auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
+    for (auto& a : args)
+      argv.push_back(const_cast<char*>(a.c_str()));
     argv.push_back(nullptr);
     ::execv(self.c_str(), argv.data());
     std::_Exit(127);
@@ -118,7 +119,8 @@ std::string run_child(const std::string& self, const std::vector<std::string>& a
   std::string out;
   char buf[256];
   ssize_t k;
-  while ((k = ::read(fds[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<size_t>(k));
+  while ((k = ::read(fds[0], buf, sizeof buf)) > 0)
+    out.append(buf, static_cast<size_t>(k));
   ::close(fds[0]);
   int status = 0;
   ::waitpid(pid, &status, 0);
@@ -148,8 +150,8 @@ int main(int argc, char** argv) {
       rig r(cache.c_str());
       arch = r.arch;
       auto out = r.rtc.compile(source, {}, r.cc);
-      std::ofstream(cubin, std::ios::binary).write(out.image.data(),
-                                                   static_cast<std::streamsize>(out.image.size()));
+      std::ofstream(cubin, std::ios::binary)
+          .write(out.image.data(), static_cast<std::streamsize>(out.image.size()));
     }
     // Fill our cache once (a cold build), then every sample is the warm path.
     const std::string first = run_child(me, {"--child-ours", cache});
@@ -164,7 +166,9 @@ int main(int argc, char** argv) {
     o.warmup = 1;
     s.compare_sampled(
         "G12 cold start to first op",
-        [&] { return std::stod(run_child(me, {"--child-raw", cubin})); },
+        [&] {
+          return std::stod(run_child(me, {"--child-raw", cubin}));
+        },
         [&] {
           double total = 0, load = 0;
           int hit = 0;
@@ -176,8 +180,9 @@ int main(int argc, char** argv) {
         },
         o, "raw driver", "parenchyma");
     const double load_ms = bench::percentile(loads, 0.5) / 1e6;
-    std::printf("plugin load (dlopen + entry), median: %.3f ms; cache misses on the warm path: %d\n",
-                load_ms, misses);
+    std::printf(
+        "plugin load (dlopen + entry), median: %.3f ms; cache misses on the warm path: %d\n",
+        load_ms, misses);
     s.meta("plugin_load_ms_median", std::to_string(load_ms));
     s.meta("warm_cache_misses", std::to_string(misses));
     s.write();

@@ -76,8 +76,7 @@ struct rig {
       if (std::string(p.key) == "name") device_name = p.s;
       if (std::string(p.key) == "driver_version") driver_version = p.s;
       if (std::string(p.key) == "architecture") arch = p.s;
-      if (std::string(p.key) == "compute_capability")
-        cc = int(std::atof(p.s) * 10 + 0.5);
+      if (std::string(p.key) == "compute_capability") cc = int(std::atof(p.s) * 10 + 0.5);
     }
   }
   void* native(pcy_native_object o) {

@@ -98,8 +98,9 @@ int main() {
     };
     void* raw_params[4] = {const_cast<unsigned*>(&n), &a, &px, &py};
     auto raw_launch = [&] {
-      cu(d, api.cuLaunchKernel(f_axpy, (n + 255) / 256, 1, 1, 256, 1, 1, 0, r.stream, raw_params,
-                               nullptr),
+      cu(d,
+         api.cuLaunchKernel(f_axpy, (n + 255) / 256, 1, 1, 256, 1, 1, 0, r.stream, raw_params,
+                            nullptr),
          "cuLaunchKernel");
     };
     auto sync_raw = [&] { cu(d, api.cuStreamSynchronize(r.stream), "cuStreamSynchronize"); };
@@ -110,7 +111,8 @@ int main() {
       return [&, one]() mutable {
         sync_raw();
         const double t0 = now_ns();
-        for (int i = 0; i < burst; ++i) one();
+        for (int i = 0; i < burst; ++i)
+          one();
         const double t1 = now_ns();
         sync_raw();
         return (t1 - t0) / burst;

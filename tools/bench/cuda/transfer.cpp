@@ -53,7 +53,8 @@ int main(int argc, char** argv) {
       auto timed = [&](auto f) {
         return [&, f]() {
           const double t0 = now_ns();
-          for (long i = 0; i < inner; ++i) f();
+          for (long i = 0; i < inner; ++i)
+            f();
           return (now_ns() - t0) / static_cast<double>(inner);
         };
       };
