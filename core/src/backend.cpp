@@ -57,6 +57,11 @@ BackendImpl::BackendImpl(std::shared_ptr<RegistryImpl> reg, const Framework& fw,
                          Selection sel)
     : registry(std::move(reg)), framework(&fw), api(&fw.api()), device(dev),
       name(fw.name() + ":" + std::to_string(dev)), selection(std::move(sel)) {
+  const Device& d = fw.devices()[dev];
+  shares_host_ = d.kind == device_kind::cpu;
+  for (const auto& [key, value] : d.properties)
+    if (key == PCY_PROP_HOST_UNIFIED)
+      if (const bool* unified = std::get_if<bool>(&value)) shares_host_ = shares_host_ || *unified;
   throw_if(api->context_create(fw.plugin(), &device, 1, &context), "creating a context");
   if (pcy_error* e = api->queue_create(context, 0, &queue)) {
     api->context_destroy(context);

@@ -124,6 +124,8 @@ public:
   std::atomic<uint64_t> fallbacks{0};
 
   void finish();
+  // The device reads host memory at full speed (a CPU, or host_unified): aliasing pays off.
+  bool shares_host_memory() const noexcept { return shares_host_; }
   detail::BoundOp& op(const OpKey& key);
   pcy_bundle_context bundle_context(const BundleInfo& bundle);
   std::weak_ptr<BackendImpl> self;
@@ -133,6 +135,7 @@ private:
   std::vector<std::unique_ptr<detail::BoundOp>> ops_;
   std::vector<std::pair<const BundleInfo*, pcy_bundle_context>> bundle_contexts_;
   std::mutex mutex_; // guards resolution and bundle contexts (slow path only)
+  bool shares_host_ = false;
 };
 
 } // namespace v1

@@ -169,9 +169,12 @@ int TensorStorage::Impl::make_host_slot() {
 int TensorStorage::Impl::make_device_slot(BackendImpl& b) {
   const pcy_framework_api& api = *b.api;
   // A fresh tensor gets its host copy first, so that devices sharing host memory can alias it.
-  if (slots.empty() && api.memory_import != nullptr) make_host_slot();
+  if (slots.empty() && api.memory_import != nullptr && b.shares_host_memory()) make_host_slot();
 
-  // 1. Zero-copy: import a handle exported by an existing slot.
+  // 1. Zero-copy: import a handle exported by an existing slot. Host memory is aliased only into
+  //    devices that share it (CPUs, host-unified devices): a discrete GPU reading host memory
+  //    over the bus is slower than a copy, so it gets device memory (fast from pinned memory).
+  const bool shares_host = b.shares_host_memory();
   if (api.memory_import != nullptr) {
     for (size_t i = 0; i < slots.size(); ++i) {
       const Slot& s = slots[i];
@@ -179,6 +182,7 @@ int TensorStorage::Impl::make_device_slot(BackendImpl& b) {
                                                   PCY_HANDLE_CUDA_DEVICE_POINTER,
                                                   PCY_HANDLE_OPENCL_BUFFER};
       for (pcy_handle_kind kind : kinds) {
+        if (kind == PCY_HANDLE_HOST_POINTER && !shares_host) continue;
         pcy_memory_handle h{};
         h.struct_size = sizeof h;
         if (!s.backend || s.memory == nullptr) {

@@ -195,29 +195,41 @@ template <class P> struct framework_adapter {
     return guard(P::name, [&] {
       require_struct(a, "pcy_native_handle_args");
       a->handle = nullptr;
+      // A member that exists answers, even with NULL (CUDA device 0 is a NULL CUdevice).
+      bool answered = false;
       switch (a->object) {
       case PCY_NATIVE_CONTEXT:
-        if constexpr (requires(C& c) { c.native_context(); })
+        if constexpr (requires(C& c) { c.native_context(); }) {
           a->handle = detail::from<C>(a->context)->native_context();
+          answered = true;
+        }
         break;
       case PCY_NATIVE_DEVICE:
-        if constexpr (requires(C& c) { c.native_device(0u); })
+        if constexpr (requires(C& c) { c.native_device(0u); }) {
           a->handle = detail::from<C>(a->context)->native_device(a->device);
+          answered = true;
+        }
         break;
       case PCY_NATIVE_PLATFORM:
-        if constexpr (requires(C& c) { c.native_platform(0u); })
+        if constexpr (requires(C& c) { c.native_platform(0u); }) {
           a->handle = detail::from<C>(a->context)->native_platform(a->device);
+          answered = true;
+        }
         break;
       case PCY_NATIVE_QUEUE:
-        if constexpr (requires(Q& q) { q.native(); })
+        if constexpr (requires(Q& q) { q.native(); }) {
           a->handle = detail::from<Q>(a->queue)->native();
+          answered = true;
+        }
         break;
       case PCY_NATIVE_MEMORY:
-        if constexpr (requires(M& m) { m.native(); })
+        if constexpr (requires(M& m) { m.native(); }) {
           a->handle = detail::from<M>(a->memory)->native();
+          answered = true;
+        }
         break;
       }
-      if (a->handle == nullptr)
+      if (!answered)
         fail(PCY_ERR_UNSUPPORTED,
              str(P::name, " has no native handle of kind ", static_cast<int>(a->object)));
     });
