@@ -92,7 +92,8 @@ TEST_CASE("user kernels on the stub: build, launch, build errors") {
   std::copy(v.begin(), v.end(), x.write_only().begin());
   b.launch(k, LaunchDims::linear(n), {KernelArg::inout(x), KernelArg::scalar<uint32_t>(n)});
   const auto got = x.read();
-  for (uint32_t i = 0; i < n; ++i) REQUIRE(got[i] == v[i] + 1.0f);
+  for (uint32_t i = 0; i < n; ++i)
+    REQUIRE(got[i] == v[i] + 1.0f);
   const auto err = catch_error([&] { (void)b.build_program("kernel nonsense\n"); });
   CHECK(err.code() == errc::build);
   CHECK(err.origin() == "stub");
@@ -109,7 +110,8 @@ void negate_on(const Backend& b, int64_t n) {
   const OpArg args[] = {OpArg::integer(n), OpArg::inout(x)};
   b.invoke(negate, args);
   const auto got = x.read();
-  for (int64_t i = 0; i < n; ++i) REQUIRE(got[i] == -v[i]);
+  for (int64_t i = 0; i < n; ++i)
+    REQUIRE(got[i] == -v[i]);
 }
 } // namespace
 

@@ -24,10 +24,12 @@ TEST_CASE("a config file with every key") {
     "ranking": ["stubcpu", "stub"],
     "backend": "stub:0,stubcpu",
     "deny": ["stubgpu"],
-    "plugin_paths": [")" + stub_dir("kinds").string() + R"("],
+    "plugin_paths": [")" + stub_dir("kinds").string() +
+                                               R"("],
     "fallback": "allow",
     "log_level": "error",
-    "cache_dir": ")" + (tmp / "cache").string() + R"("
+    "cache_dir": ")" + (tmp / "cache").string() +
+                                               R"("
   })");
   Registry r(with_file(file));
   const Config& c = r.config();
@@ -41,19 +43,18 @@ TEST_CASE("a config file with every key") {
   REQUIRE(c.sources.size() == 1);
   CHECK(fs::equivalent(c.sources[0], file));
   CHECK(r.find_framework("stubcpu") != nullptr); // plugin_paths took effect
-  CHECK(r.select().framework == "stubcpu");       // "stub:0" is not loaded: next entry
+  CHECK(r.select().framework == "stubcpu");      // "stub:0" is not loaded: next entry
 }
 
 TEST_CASE("fallback values") {
   scratch_dir tmp("fallback");
-  const std::pair<const char*, fallback_policy> cases[] = {
-      {"allow", fallback_policy::allow},
-      {"warn", fallback_policy::warn},
-      {"deny", fallback_policy::deny}};
+  const std::pair<const char*, fallback_policy> cases[] = {{"allow", fallback_policy::allow},
+                                                           {"warn", fallback_policy::warn},
+                                                           {"deny", fallback_policy::deny}};
   for (const auto& [text, policy] : cases) {
     INFO(text);
-    Registry r(with_file(tmp.write(std::string(text) + ".json",
-                                   std::string(R"({"fallback": ")") + text + "\"}")));
+    Registry r(with_file(
+        tmp.write(std::string(text) + ".json", std::string(R"({"fallback": ")") + text + "\"}")));
     CHECK(r.config().fallback == policy);
     CHECK(std::string(to_string(policy)) == text);
   }

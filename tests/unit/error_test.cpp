@@ -58,8 +58,8 @@ TEST_CASE("throw_if turns a pcy_error into an error and frees it exactly once") 
   CHECK_NOTHROW(throw_if(nullptr, "context"));
 
   g_destroyed = 0;
-  pcy_error e{sizeof(pcy_error), nullptr, PCY_ERR_DEVICE, g_message, g_origin,
-              [](pcy_error*) { ++g_destroyed; }};
+  pcy_error e{sizeof(pcy_error), nullptr,  PCY_ERR_DEVICE,
+              g_message,         g_origin, [](pcy_error*) { ++g_destroyed; }};
   try {
     throw_if(&e, "reading tensor [3]");
     FAIL("throw_if did not throw");

@@ -32,8 +32,10 @@ TEST_CASE("racing threads agree on one slot") {
     std::vector<std::thread> threads;
     for (size_t t = 0; t < seen.size(); ++t)
       threads.emplace_back([&, t] { seen[t] = key.index(); });
-    for (auto& t : threads) t.join();
-    for (int32_t s : seen) CHECK(s == seen[0]);
+    for (auto& t : threads)
+      t.join();
+    for (int32_t s : seen)
+      CHECK(s == seen[0]);
     CHECK(seen[0] >= 0);
   }
 }

@@ -102,8 +102,8 @@ TEMPLATE_TEST_CASE("resize drops the data", "[tensor]", float, double) {
   CHECK(std::equal(r.begin(), r.end(), v.begin()));
 }
 
-TEMPLATE_TEST_CASE("reading a never-written tensor is uninitialized, naming its shape",
-                   "[tensor]", float, double) {
+TEMPLATE_TEST_CASE("reading a never-written tensor is uninitialized, naming its shape", "[tensor]",
+                   float, double) {
   SharedTensor<TestType> t({7, 13});
   const auto err = catch_error([&] { (void)t.read(); });
   CHECK(err.code() == errc::uninitialized);
@@ -115,8 +115,8 @@ TEMPLATE_TEST_CASE("reading a never-written tensor is uninitialized, naming its 
   CHECK_NOTHROW(t.write_only(n.backend)); // writing needs no prior data
 }
 
-TEMPLATE_TEST_CASE("host write -> device read -> device write -> host read on native",
-                   "[tensor]", float, double) {
+TEMPLATE_TEST_CASE("host write -> device read -> device write -> host read on native", "[tensor]",
+                   float, double) {
   native_backend n;
   for (int64_t count : {int64_t{1}, int64_t{3}, int64_t{4097}, int64_t{262147}}) {
     INFO("elements " << count);
@@ -134,8 +134,7 @@ TEMPLATE_TEST_CASE("host write -> device read -> device write -> host read on na
   }
 }
 
-TEMPLATE_TEST_CASE("the same round trip through a staging-only device", "[tensor]", float,
-                   double) {
+TEMPLATE_TEST_CASE("the same round trip through a staging-only device", "[tensor]", float, double) {
   staging_backend s;
   SharedTensor<TestType> t({3, 4099});
   std::vector<TestType> v;
@@ -194,7 +193,7 @@ TEST_CASE("transfer counters: no redundant transfer, write-only skips the sync")
   (void)t.read(b);
   CHECK(t.stats().transfers() == 2);
 
-  (void)t.write_only(); // host data is about to be overwritten: no sync needed
+  (void)t.write_only();  // host data is about to be overwritten: no sync needed
   (void)t.write_only(b); // nor here, although the device copy is now stale
   CHECK(t.stats().transfers() == 2);
   (void)t.read();
