@@ -163,7 +163,12 @@ template <class P> struct framework_adapter {
   static pcy_error* memory_fill(const pcy_memory_fill_args* a) noexcept {
     return guard(P::name, [&] {
       require_struct(a, "pcy_memory_fill_args");
-      if (a->pattern_size == 0 || a->bytes % a->pattern_size != 0)
+      const uint32_t ps = a->pattern_size;
+      if (ps != 1 && ps != 2 && ps != 4 && ps != 8 && ps != 16)
+        fail(PCY_ERR_INVALID_ARGUMENT,
+             str("fill pattern of ", ps, " bytes: the pattern must be 1, 2, 4, 8 or 16 bytes"));
+      if (a->pattern == nullptr) fail(PCY_ERR_INVALID_ARGUMENT, "fill pattern is NULL");
+      if (a->bytes % a->pattern_size != 0)
         fail(PCY_ERR_INVALID_ARGUMENT, str("fill of ", a->bytes, " bytes is not a multiple of the ",
                                            a->pattern_size, "-byte pattern"));
       detail::from<Q>(a->queue)->fill(*detail::from<M>(a->memory), a->offset, a->bytes,
