@@ -259,7 +259,7 @@ void Backend::invoke(const OpKey& key, std::span<const OpArg> args) const {
       pcy_tensor& d = tensors[i];
       d.struct_size = sizeof d;
       d.ext = nullptr;
-      d.memory = t.device(target, acc);
+      d.memory = t.impl().device(target, acc, &d.data);
       d.dtype = t.dtype();
       d.ndim = static_cast<int32_t>(t.shape().size());
       d.shape = t.shape().data();

@@ -52,6 +52,21 @@ bool unsupported_or_throw(pcy_error* e, const char* what) {
 
 constexpr uint64_t host_alignment = 4096;
 
+// The native handle of a slot's memory, asked once when the slot is made (NULL if none).
+void* native_of(const BackendImpl& b, pcy_memory m) {
+  if (b.api->native_handle == nullptr) return nullptr;
+  pcy_native_handle_args a{};
+  a.struct_size = sizeof a;
+  a.object = PCY_NATIVE_MEMORY;
+  a.context = b.context;
+  a.memory = m;
+  if (pcy_error* e = b.api->native_handle(&a)) {
+    e->destroy(e);
+    return nullptr;
+  }
+  return a.handle;
+}
+
 } // namespace
 
 TensorStorage::Impl::~Impl() { release(); }
@@ -208,6 +223,7 @@ int TensorStorage::Impl::make_device_slot(BackendImpl& b) {
         Slot slot;
         slot.backend = b.self.lock();
         slot.memory = im.memory;
+        slot.native = native_of(b, im.memory);
         slot.group = s.group;
         slots.push_back(std::move(slot));
         ++stats.aliases;
@@ -225,6 +241,7 @@ int TensorStorage::Impl::make_device_slot(BackendImpl& b) {
   Slot slot;
   slot.backend = b.self.lock();
   slot.memory = a.memory;
+  slot.native = native_of(b, a.memory);
   try {
     slot.group = new_group();
   } catch (...) {
@@ -300,6 +317,10 @@ void TensorStorage::Impl::sync_into(int idx) {
 }
 
 pcy_memory TensorStorage::Impl::device(BackendImpl& b, access intent) {
+  return device(b, intent, nullptr);
+}
+
+pcy_memory TensorStorage::Impl::device(BackendImpl& b, access intent, void** native) {
   settle_except(&b);
   int idx = find(&b);
   if (idx < 0 || slots[static_cast<size_t>(idx)].host_ptr != nullptr) {
@@ -315,13 +336,15 @@ pcy_memory TensorStorage::Impl::device(BackendImpl& b, access intent) {
                   "reading " + describe() + " on " + b.name +
                       ", but nothing was ever written to it: write it first (write()/write_only() "
                       "on the host, or pass it as an op output)");
-    sync_into(idx);
+    if (!is_valid(group)) sync_into(idx);
   }
   if (intent != access::read) valid = uint64_t{1} << group;
   bool listed = false;
   for (BackendImpl* f : in_flight) listed = listed || f == &b;
   if (!listed) in_flight.push_back(&b);
-  return slots[static_cast<size_t>(idx)].memory;
+  const Slot& slot = slots[static_cast<size_t>(idx)];
+  if (native != nullptr) *native = slot.native;
+  return slot.memory;
 }
 
 void* TensorStorage::Impl::host_access(access intent) {

@@ -15,6 +15,7 @@ inline namespace v1 {
 struct Slot {
   std::shared_ptr<BackendImpl> backend; // owner of `memory`; null for the host copy
   pcy_memory memory = nullptr;          // device memory (or the plugin memory behind host_ptr)
+  void* native = nullptr;               // memory's native handle, resolved once (may be NULL)
   void* host_ptr = nullptr;             // host copy: where the bytes are
   bool owns_host = false;               // host_ptr came from our aligned allocation
   int group = 0;
@@ -48,6 +49,8 @@ struct TensorStorage::Impl {
   int make_host_slot();
   void sync_into(int slot);
   pcy_memory device(BackendImpl& b, access intent);
+  // The same, with the memory's native handle (for op tensor descriptors).
+  pcy_memory device(BackendImpl& b, access intent, void** native);
   void* host_access(access intent);
   std::string describe() const;
 };

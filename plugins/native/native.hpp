@@ -93,6 +93,7 @@ private:
   bool running_ = false;
   std::atomic<uint64_t> pending_{0};
   std::string failure_; // first failure of an asynchronous job, reported at the next sync
+  std::atomic<bool> failed_{false};
 };
 
 class context {

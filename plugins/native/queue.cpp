@@ -71,15 +71,15 @@ void queue::rethrow_failure() {
   if (failure_.empty()) return;
   std::string f = std::move(failure_);
   failure_.clear();
+  failed_.store(false, std::memory_order_release);
   sdk::fail(PCY_ERR_DEVICE, "an earlier asynchronous operation failed: " + f);
 }
 
 void queue::finish() {
-  if (pending_.load(std::memory_order_acquire) == 0) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    rethrow_failure();
+  // The per-op fast path: an idle queue with nothing to report takes no lock.
+  if (pending_.load(std::memory_order_acquire) == 0 &&
+      !failed_.load(std::memory_order_acquire))
     return;
-  }
   std::unique_lock<std::mutex> lock(mutex_);
   idle_cv_.wait(lock, [this] { return jobs_.empty() && !running_; });
   rethrow_failure();
@@ -103,6 +103,7 @@ void queue::drain() {
     } catch (const std::exception& e) {
       std::lock_guard<std::mutex> lock(mutex_);
       if (failure_.empty()) failure_ = e.what();
+      failed_.store(true, std::memory_order_release);
     }
     pending_.fetch_sub(1, std::memory_order_acq_rel);
   }

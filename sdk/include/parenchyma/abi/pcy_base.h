@@ -173,6 +173,9 @@ typedef struct pcy_tensor {
   size_t struct_size;
   const pcy_ext* ext;
   pcy_memory memory;      /* memory of the framework the op runs on */
+  /* The memory's native handle as PCY_NATIVE_MEMORY gives it (host pointer, CUdeviceptr,
+   * cl_mem), resolved once by the host so ops need no call to find it; NULL: ask the framework. */
+  void* data;
   pcy_dtype dtype;
   int32_t ndim;
   const int64_t* shape;   /* [host; the call] ndim entries */
