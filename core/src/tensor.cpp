@@ -255,7 +255,8 @@ int TensorStorage::Impl::make_device_slot(BackendImpl& b) {
 void TensorStorage::Impl::sync_into(int idx) {
   if (is_valid(slots[static_cast<size_t>(idx)].group) || valid == 0 || bytes == 0) return;
   Slot* dst = &slots[static_cast<size_t>(idx)];
-  if (dst->backend) {
+  // The host copy may be plugin memory (pinned); it is still filled by a blocking read below.
+  if (idx != host && dst->backend) {
     BackendImpl& db = *dst->backend;
     // 1. A device copy inside one framework.
     if (db.api->memory_copy != nullptr) {

@@ -1,6 +1,8 @@
 // Device discovery (every device of every platform, with its properties) and contexts.
 #include "opencl.hpp"
 
+#include <cctype>
+
 #include <CL/cl_ext.h>
 
 #include <cstdio>
@@ -113,9 +115,33 @@ void plugin::discover() {
 
   std::string notes; // why some platform or device is not offered
   auto note = [&](const std::string& s) { notes += (notes.empty() ? "" : "; ") + s; };
+  // PARENCHYMA_OPENCL_PLATFORMS="nvidia,pocl": offer only platforms whose name contains one of
+  // these words (case-insensitive); ignored in set-uid processes.
+  std::vector<std::string> wanted;
+  if (const char* filter = ::secure_getenv("PARENCHYMA_OPENCL_PLATFORMS"); filter && *filter) {
+    std::string f = filter;
+    for (size_t start = 0; start <= f.size();) {
+      const size_t comma = f.find(',', start);
+      std::string word = f.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      if (!word.empty()) wanted.push_back(word);
+      if (comma == std::string::npos) break;
+      start = comma + 1;
+    }
+  }
   for (cl_platform_id p : platforms) {
     const std::string pname = platform_string(cl_, p, CL_PLATFORM_NAME);
     const std::string pversion = platform_string(cl_, p, CL_PLATFORM_VERSION);
+    if (!wanted.empty()) {
+      std::string lower = pname;
+      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      bool keep = false;
+      for (const auto& w : wanted) keep = keep || lower.find(w) != std::string::npos;
+      if (!keep) {
+        note(sdk::str("platform '", pname, "' left out by PARENCHYMA_OPENCL_PLATFORMS"));
+        continue;
+      }
+    }
     cl_uint n = 0;
     err = cl_.clGetDeviceIDs(p, CL_DEVICE_TYPE_ALL, 0, nullptr, &n);
     if (err == CL_DEVICE_NOT_FOUND || n == 0) {
