@@ -186,7 +186,7 @@ std::vector<child_result> run_children(const std::vector<std::vector<std::string
     if (!extra_env.count(s.substr(0, s.find('=')))) env_strings.push_back(s);
   }
   for (const auto& [k, v] : extra_env)
-    env_strings.push_back(k + "=" + v);
+    if (v != unset_env) env_strings.push_back(k + "=" + v); // unset_env: drop the variable
   std::vector<char*> envp;
   for (auto& s : env_strings)
     envp.push_back(s.data());

@@ -22,6 +22,9 @@
 
 namespace pcy_test {
 
+// A value for run_children's environment that removes the variable instead of setting it.
+inline const std::string unset_env = "\x01unset";
+
 namespace host = parenchyma::sdk::host;
 
 // Every message the plugin logged through the host callback.
