@@ -259,10 +259,11 @@ void Backend::invoke(const OpKey& key, std::span<const OpArg> args) const {
       pcy_tensor& d = tensors[i];
       d.struct_size = sizeof d;
       d.ext = nullptr;
-      d.memory = t.impl().device(target, acc, &d.data);
-      d.dtype = t.dtype();
-      d.ndim = static_cast<int32_t>(t.shape().size());
-      d.shape = t.shape().data();
+      TensorStorage::Impl& ti = t.impl();
+      d.memory = ti.device(target, acc, &d.data);
+      d.dtype = ti.dtype;
+      d.ndim = static_cast<int32_t>(ti.shape.size());
+      d.shape = ti.shape.data();
       d.strides = nullptr;
       d.byte_offset = 0;
       c.tensor = &d;

@@ -85,6 +85,8 @@ void TensorStorage::Impl::release() {
     if (s.owns_host) std::free(s.host_ptr);
   }
   slots.clear();
+  last_backend = nullptr;
+  last_slot = -1;
   host = -1;
   valid = 0;
   next_group = 0;
@@ -322,6 +324,15 @@ pcy_memory TensorStorage::Impl::device(BackendImpl& b, access intent) {
 }
 
 pcy_memory TensorStorage::Impl::device(BackendImpl& b, access intent, void** native) {
+  // Short path: the same backend as last time, nothing else in flight, and no sync needed.
+  if (last_backend == &b && in_flight.size() == 1 && in_flight[0] == &b) [[likely]] {
+    const Slot& s = slots[static_cast<size_t>(last_slot)];
+    if (intent == access::write_only || is_valid(s.group)) {
+      if (intent != access::read) valid = uint64_t{1} << s.group;
+      if (native != nullptr) *native = s.native;
+      return s.memory;
+    }
+  }
   settle_except(&b);
   int idx = find(&b);
   if (idx < 0 || slots[static_cast<size_t>(idx)].host_ptr != nullptr) {
@@ -344,6 +355,8 @@ pcy_memory TensorStorage::Impl::device(BackendImpl& b, access intent, void** nat
   for (BackendImpl* f : in_flight) listed = listed || f == &b;
   if (!listed) in_flight.push_back(&b);
   const Slot& slot = slots[static_cast<size_t>(idx)];
+  last_backend = &b;
+  last_slot = idx;
   if (native != nullptr) *native = slot.native;
   return slot.memory;
 }

@@ -34,6 +34,9 @@ struct TensorStorage::Impl {
   // Backends whose queues may still be using this tensor's memory.
   std::vector<BackendImpl*> in_flight;
   TransferStats stats;
+  // The slot of the last device access: repeated ops on one backend take a short path.
+  const BackendImpl* last_backend = nullptr;
+  int last_slot = -1;
 
   ~Impl();
   void release();

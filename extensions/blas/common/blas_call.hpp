@@ -9,6 +9,13 @@
 #include <cstdint>
 #include <limits>
 
+// The checks run on every op: inlined, so only their (cold) failure paths cost a call.
+#if defined(__GNUC__)
+#define PCY_BLAS_HOT [[gnu::always_inline]]
+#else
+#define PCY_BLAS_HOT
+#endif
+
 namespace parenchyma::blas_bundle {
 
 using sdk::fail;
@@ -49,18 +56,18 @@ class decoder {
 public:
   decoder(const char* op, const sdk::op_args& a, pcy_dtype dtype) : op_(op), a_(a), dtype_(dtype) {}
 
-  int64_t count(uint32_t k, const char* name) const {
+  PCY_BLAS_HOT int64_t count(uint32_t k, const char* name) const {
     const int64_t v = a_.i(k);
     if (v < 0) fail(PCY_ERR_INVALID_ARGUMENT, str(op_, ": argument ", name, " = ", v, " < 0"));
     return v;
   }
-  bool flag(uint32_t k, const char* name) const {
+  PCY_BLAS_HOT bool flag(uint32_t k, const char* name) const {
     const int64_t v = a_.i(k);
     if (v != 0 && v != 1)
       fail(PCY_ERR_INVALID_ARGUMENT, str(op_, ": argument ", name, " = ", v, ", expected 0 or 1"));
     return v == 1;
   }
-  const pcy_tensor& tensor(uint32_t k, const char* name) const {
+  PCY_BLAS_HOT const pcy_tensor& tensor(uint32_t k, const char* name) const {
     const pcy_tensor& t = a_.t(k);
     if (t.dtype != dtype_)
       fail(PCY_ERR_INVALID_ARGUMENT,
@@ -71,7 +78,7 @@ public:
            str(op_, ": argument ", name, " is strided; this bundle takes dense row-major tensors"));
     return t;
   }
-  scalar_arg scalar(uint32_t k, const char* name) const {
+  PCY_BLAS_HOT scalar_arg scalar(uint32_t k, const char* name) const {
     scalar_arg s;
     if (a_.is_tensor(k)) {
       s.tensor = &tensor(k, name);
@@ -83,7 +90,7 @@ public:
     }
     return s;
   }
-  vec_arg vector(uint32_t tk, uint32_t ik, int64_t n, const char* name) const {
+  PCY_BLAS_HOT vec_arg vector(uint32_t tk, uint32_t ik, int64_t n, const char* name) const {
     vec_arg v{&tensor(tk, name), a_.i(ik)};
     if (v.inc < 1)
       fail(PCY_ERR_INVALID_ARGUMENT,
@@ -94,7 +101,7 @@ public:
                elements(*v.t), " elements)"));
     return v;
   }
-  const pcy_tensor& result(uint32_t k) const {
+  PCY_BLAS_HOT const pcy_tensor& result(uint32_t k) const {
     const pcy_tensor& t = tensor(k, "result");
     if (elements(t) != 1)
       fail(PCY_ERR_INVALID_ARGUMENT, str(op_, ": result must be a one-element tensor"));
@@ -210,7 +217,7 @@ inline blas_call decode_gemm(const sdk::op_args& a, pcy_dtype d) {
 }
 
 // Vendor APIs index with 32-bit ints: refuse what does not fit instead of wrapping.
-inline int to_int(int64_t v, const char* op, const char* name) {
+PCY_BLAS_HOT inline int to_int(int64_t v, const char* op, const char* name) {
   if (v > std::numeric_limits<int>::max())
     fail(PCY_ERR_UNSUPPORTED, str(op, ": ", name, " = ", v,
                                   " exceeds the 32-bit range of this implementation; split the "
