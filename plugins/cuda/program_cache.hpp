@@ -5,6 +5,7 @@
 #pragma once
 
 #include <parenchyma/sdk/common.hpp>
+#include <parenchyma/sdk/sha256.hpp>
 
 #include <array>
 #include <cstdint>
@@ -16,24 +17,7 @@
 
 namespace parenchyma::cuda {
 
-// SHA-256 (FIPS 180-4), our own small implementation: the cache key and the payload checksum.
-class sha256 {
-public:
-  sha256();
-  sha256& update(const void* data, size_t size);
-  sha256& update(std::string_view s) { return update(s.data(), s.size()); }
-  // Adds a field with its length first, so ("ab","c") and ("a","bc") differ.
-  sha256& field(std::string_view s);
-  std::array<uint8_t, 32> finish();
-  static std::string hex(const std::array<uint8_t, 32>& digest);
-
-private:
-  void block(const uint8_t* p);
-  uint32_t h_[8];
-  uint8_t buf_[64];
-  size_t used_ = 0;
-  uint64_t total_ = 0;
-};
+using sha256 = ::parenchyma::sdk::sha256; // the SDK's one implementation
 
 class program_cache {
 public:

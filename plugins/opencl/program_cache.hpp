@@ -15,6 +15,7 @@
 #pragma once
 
 #include <parenchyma/sdk/common.hpp>
+#include <parenchyma/sdk/sha256.hpp>
 
 #include <array>
 #include <atomic>
@@ -34,25 +35,7 @@
 
 namespace parenchyma::opencl {
 
-// A small, self-contained SHA-256 (FIPS 180-4).
-class sha256 {
-public:
-  using digest = std::array<uint8_t, 32>;
-  sha256() noexcept;
-  sha256& update(const void* data, size_t size) noexcept;
-  sha256& update(std::string_view s) noexcept { return update(s.data(), s.size()); }
-  // A length-prefixed field, so that ("ab","c") and ("a","bc") hash differently.
-  sha256& field(std::string_view s) noexcept;
-  digest finish() noexcept;
-  static std::string hex(const digest& d);
-
-private:
-  void block(const uint8_t* p) noexcept;
-  uint32_t h_[8];
-  uint8_t buf_[64];
-  size_t used_ = 0;
-  uint64_t total_ = 0;
-};
+using sha256 = ::parenchyma::sdk::sha256; // the SDK's one implementation
 
 // What identifies one device's compiler output.
 struct device_identity {
