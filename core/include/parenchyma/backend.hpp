@@ -141,6 +141,9 @@ private:
   std::shared_ptr<ProgramImpl> impl_;
 };
 
+// Backends are cheap handles: copies share one context and queue, and every Backend for the same
+// framework device made from one Registry shares them too. Like a CUDA stream, a backend's queue
+// is used from one thread at a time; use a backend per thread, or synchronise around it.
 class PARENCHYMA_API Backend {
 public:
   // The default backend: explicit > PARENCHYMA_BACKEND > config > ranking, in the global
