@@ -58,9 +58,8 @@ std::vector<std::string> split_options(std::string_view s) {
 }
 
 nvrtc::~nvrtc() {
-  // NVRTC keeps no process-wide state we must tear down; unloading it is safe once no program
-  // is alive, which holds at plugin shutdown.
-  if (lib_ != nullptr) ::dlclose(lib_);
+  // NVRTC stays loaded for the life of the process: it keeps allocations of its own that outlive
+  // any program, and reloading it is the expensive part of a cold start. (Like libcuda.)
 }
 
 void nvrtc::locate() {

@@ -4,13 +4,20 @@
 # out-of-tree plugin (find_package -> parenchyma::sdk + parenchyma_add_plugin), and check that
 # the application discovers, ranks and uses it through PARENCHYMA_PLUGIN_PATH, and that it passes
 # the framework conformance suite.
-#   run.sh <build dir> <source dir> <work dir> <cmake generator> <c++ compiler>
+#   run.sh <build dir> <source dir> <work dir> <cmake generator> <c++ compiler> [extra flags]
+# extra flags: compile and link flags for the two projects (the sanitizer flags of a sanitizer
+# build, whose installed library needs its runtime in the programs that load it).
 set -eu
-build=$1 src=$2 work=$3 generator=$4 cxx=$5
+build=$1 src=$2 work=$3 generator=$4 cxx=$5 san_flags=${6:-}
 here=$src/tests/install
 prefix=$work/prefix
 
 step() { printf '\n== %s\n' "$*"; }
+# An empty environment, except the sanitizer runtimes' own options in a sanitizer build.
+clean_env() {
+  env -i ${ASAN_OPTIONS:+ASAN_OPTIONS=$ASAN_OPTIONS} ${LSAN_OPTIONS:+LSAN_OPTIONS=$LSAN_OPTIONS} \
+    ${UBSAN_OPTIONS:+UBSAN_OPTIONS=$UBSAN_OPTIONS} "$@"
+}
 fail() { printf 'FAILED: %s\n' "$*"; exit 1; }
 
 rm -rf "$work"
@@ -27,6 +34,7 @@ ls "$libdir/parenchyma/plugins/" | grep -q '^parenchyma-native\.so$' \
 
 step "consumer: configure and build against the installed package"
 cmake -S "$here/consumer" -B "$work/consumer" -G "$generator" -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCMAKE_CXX_FLAGS="$san_flags" -DCMAKE_EXE_LINKER_FLAGS="$san_flags" \
   -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release > "$work/consumer.log" 2>&1 \
   || { cat "$work/consumer.log"; fail "consumer configure"; }
 cmake --build "$work/consumer" -j 2 >> "$work/consumer.log" 2>&1 \
@@ -34,7 +42,7 @@ cmake --build "$work/consumer" -j 2 >> "$work/consumer.log" 2>&1 \
 consumer=$work/consumer/consumer
 
 step "consumer with an empty environment: plugins found next to the installed core"
-out=$(env -i "$consumer" 2>&1) || { printf '%s\n' "$out"; fail "consumer run"; }
+out=$(clean_env "$consumer" 2>&1) || { printf '%s\n' "$out"; fail "consumer run"; }
 printf '%s\n' "$out"
 printf '%s\n' "$out" | grep -q '^ranking:.* native' || fail "native is not in the ranking"
 printf '%s\n' "$out" | grep -q '^backend: [a-z0-9_]*:0 ' || fail "no backend selected"
@@ -42,6 +50,7 @@ printf '%s\n' "$out" | grep -q '^tensor: ok$' || fail "tensor round trip"
 
 step "oot_plugin: an out-of-tree plugin built against the installed SDK alone"
 cmake -S "$here/oot_plugin" -B "$work/oot" -G "$generator" -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCMAKE_CXX_FLAGS="$san_flags" -DCMAKE_MODULE_LINKER_FLAGS="$san_flags" \
   -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release > "$work/oot.log" 2>&1 \
   || { cat "$work/oot.log"; fail "oot configure"; }
 cmake --build "$work/oot" -j 2 >> "$work/oot.log" 2>&1 || { cat "$work/oot.log"; fail "oot build"; }
@@ -54,7 +63,7 @@ exported=$(nm -D --defined-only "$drop/parenchyma-oot.so" | awk '$2 ~ /[TD]/ {pr
 [ "$exported" = "pcy_framework_entry" ] || fail "the plugin exports more than its entry symbol: $exported"
 
 step "consumer with PARENCHYMA_PLUGIN_PATH=$drop: oot discovered and ranked by device kind"
-out=$(env -i PARENCHYMA_PLUGIN_PATH="$drop" "$consumer" 2>&1) || { printf '%s\n' "$out"; fail "consumer run with oot"; }
+out=$(clean_env PARENCHYMA_PLUGIN_PATH="$drop" "$consumer" 2>&1) || { printf '%s\n' "$out"; fail "consumer run with oot"; }
 printf '%s\n' "$out"
 ranking=$(printf '%s\n' "$out" | sed -n 's/^ranking://p')
 case " $ranking " in
@@ -68,13 +77,13 @@ case " $ranking " in
 esac
 
 step "consumer oot: an explicit request selects and uses it"
-out=$(env -i PARENCHYMA_PLUGIN_PATH="$drop" "$consumer" oot 2>&1) || { printf '%s\n' "$out"; fail "consumer oot"; }
+out=$(clean_env PARENCHYMA_PLUGIN_PATH="$drop" "$consumer" oot 2>&1) || { printf '%s\n' "$out"; fail "consumer oot"; }
 printf '%s\n' "$out"
 printf '%s\n' "$out" | grep -q '^backend: oot:0 ' || fail "oot was not selected"
 printf '%s\n' "$out" | grep -q '^tensor: ok$' || fail "tensor round trip on oot"
 
 step "without PARENCHYMA_PLUGIN_PATH an explicit oot request is an error, not a fallback"
-if out=$(env -i "$consumer" oot 2>&1); then
+if out=$(clean_env "$consumer" oot 2>&1); then
   printf '%s\n' "$out"
   fail "oot was selected although it was not on the search path"
 fi
@@ -100,9 +109,9 @@ if command -v pkg-config > /dev/null 2>&1; then
     || fail "pkg-config's includedir $incdir lacks parenchyma/parenchyma.hpp: the .pc file must be relocatable (prefix from \${pcfiledir}), since the package was installed with --prefix $prefix"
   [ -e "$pclibdir/libparenchyma-core.so" ] || fail "pkg-config's libdir $pclibdir lacks libparenchyma-core.so"
   # shellcheck disable=SC2086
-  "$cxx" -o "$work/consumer-pc" "$here/consumer/main.cpp" $flags -Wl,-rpath,"$libdir" \
+  "$cxx" -o "$work/consumer-pc" "$here/consumer/main.cpp" $san_flags $flags -Wl,-rpath,"$libdir" \
     || fail "building the consumer with pkg-config's flags"
-  out=$(env -i "$work/consumer-pc" 2>&1) || { printf '%s\n' "$out"; fail "pkg-config consumer run"; }
+  out=$(clean_env "$work/consumer-pc" 2>&1) || { printf '%s\n' "$out"; fail "pkg-config consumer run"; }
   printf '%s\n' "$out" | grep -q '^tensor: ok$' || fail "pkg-config consumer tensor round trip"
 else
   printf 'pkg-config is not installed: step not run\n'
