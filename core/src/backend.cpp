@@ -34,15 +34,22 @@ std::vector<sig_arg> parse_signature(std::string_view s) {
       ++i;
       continue;
     }
-    if (c == 'i') out.push_back(sig_arg::integer);
-    else if (c == 'f') out.push_back(sig_arg::real);
-    else if (c == 's') out.push_back(sig_arg::scalar);
+    if (c == 'i')
+      out.push_back(sig_arg::integer);
+    else if (c == 'f')
+      out.push_back(sig_arg::real);
+    else if (c == 's')
+      out.push_back(sig_arg::scalar);
     else if (c == 't' && i + 1 < s.size()) {
       const char m = s[++i];
-      if (m == '<') out.push_back(sig_arg::tensor_in);
-      else if (m == '>') out.push_back(sig_arg::tensor_out);
-      else if (m == '=') out.push_back(sig_arg::tensor_inout);
-      else throw error(errc::internal, "core", "bad op signature \"" + std::string(s) + "\"");
+      if (m == '<')
+        out.push_back(sig_arg::tensor_in);
+      else if (m == '>')
+        out.push_back(sig_arg::tensor_out);
+      else if (m == '=')
+        out.push_back(sig_arg::tensor_inout);
+      else
+        throw error(errc::internal, "core", "bad op signature \"" + std::string(s) + "\"");
     } else {
       throw error(errc::internal, "core", "bad op signature \"" + std::string(s) + "\"");
     }
@@ -93,7 +100,8 @@ pcy_bundle_context BackendImpl::bundle_context(const BundleInfo& bundle) {
   a.device = 0;
   a.plugin_device = device;
   a.queue = queue;
-  throw_if(bundle.api().context_init(&a), ("setting up bundle " + bundle.name() + " on " + name).c_str());
+  throw_if(bundle.api().context_init(&a),
+           ("setting up bundle " + bundle.name() + " on " + name).c_str());
   bundle_contexts_.emplace_back(&bundle, a.bundle);
   return a.bundle;
 }
@@ -112,7 +120,10 @@ detail::BoundOp& BackendImpl::op(const OpKey& key) {
 
 void BackendImpl::resolve(detail::BoundOp& op, const OpKey& key) {
   const std::string opname = std::string(key.extension) + "." + key.name + " (" +
-                             (key.dtype == PCY_DTYPE_F64 ? "f64" : key.dtype == PCY_DTYPE_F32 ? "f32" : "other") + ")";
+                             (key.dtype == PCY_DTYPE_F64   ? "f64"
+                              : key.dtype == PCY_DTYPE_F32 ? "f32"
+                                                           : "other") +
+                             ")";
   op.signature = detail::parse_signature(key.signature);
 
   // Finds a bundle for `fw` that serves the op with the front-end's signature.
@@ -122,7 +133,8 @@ void BackendImpl::resolve(detail::BoundOp& op, const OpKey& key) {
       if (b->extension() != key.extension || b->framework() != fw.name()) continue;
       const pcy_op_desc* d = b->find_op(key.name, key.dtype);
       if (d == nullptr) {
-        notes += "; " + b->name() + " lacks it" + (b->reason().empty() ? "" : " (" + b->reason() + ")");
+        notes +=
+            "; " + b->name() + " lacks it" + (b->reason().empty() ? "" : " (" + b->reason() + ")");
         continue;
       }
       if (d->signature == nullptr || detail::parse_signature(d->signature) != op.signature) {
@@ -139,7 +151,8 @@ void BackendImpl::resolve(detail::BoundOp& op, const OpKey& key) {
     op.fn = d.fn;
     op.bundle = target.bundle_context(b);
     op.target = &target;
-    op.route = {target.framework->name(), b.name(), d.implementation ? d.implementation : "", fallback};
+    op.route = {target.framework->name(), b.name(), d.implementation ? d.implementation : "",
+                fallback};
     op.st = detail::BoundOp::state::ready;
   };
 
@@ -167,13 +180,13 @@ void BackendImpl::resolve(detail::BoundOp& op, const OpKey& key) {
     op.target_ref = std::move(target);
     if (policy == fallback_policy::warn)
       detail::log(PCY_LOG_WARN, "core",
-                  opname + " is not offered on " + name + here + "; it runs on " +
-                      op.target->name + " instead (data moves automatically)");
+                  opname + " is not offered on " + name + here + "; it runs on " + op.target->name +
+                      " instead (data moves automatically)");
     return;
   }
   op.st = detail::BoundOp::state::failed;
-  op.failure = "no framework offers " + opname + here +
-               ": install a " + key.extension + " bundle plugin (see parenchyma-info --ops)";
+  op.failure = "no framework offers " + opname + here + ": install a " + key.extension +
+               " bundle plugin (see parenchyma-info --ops)";
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -188,7 +201,9 @@ Backend::Backend(Registry& registry, std::string_view request) {
 
 const std::string& Backend::name() const noexcept { return impl_->name; }
 const Framework& Backend::framework() const noexcept { return *impl_->framework; }
-const Device& Backend::device() const noexcept { return impl_->framework->devices()[impl_->device]; }
+const Device& Backend::device() const noexcept {
+  return impl_->framework->devices()[impl_->device];
+}
 const Selection& Backend::selection() const noexcept { return impl_->selection; }
 pcy_context Backend::context() const noexcept { return impl_->context; }
 pcy_queue Backend::queue() const noexcept { return impl_->queue; }
@@ -391,7 +406,8 @@ void Backend::launch(const Kernel& kernel, const LaunchDims& dims,
   std::copy(std::begin(dims.local), std::end(dims.local), l.local);
   l.args = cargs.data();
   l.arg_count = static_cast<uint32_t>(args.size());
-  throw_if(impl_->api->kernel_launch(&l), ("launching kernel '" + kernel.impl_->name + "'").c_str());
+  throw_if(impl_->api->kernel_launch(&l),
+           ("launching kernel '" + kernel.impl_->name + "'").c_str());
 }
 
 } // namespace v1

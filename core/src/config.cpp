@@ -17,7 +17,8 @@ constexpr const char* known_keys[] = {"ranking",  "backend",   "plugin_paths", "
 
 std::string known_list() {
   std::string s;
-  for (const char* k : known_keys) s += (s.empty() ? "" : ", ") + std::string(k);
+  for (const char* k : known_keys)
+    s += (s.empty() ? "" : ", ") + std::string(k);
   return s;
 }
 
@@ -28,7 +29,8 @@ std::string known_list() {
 std::vector<std::string> string_list(const nlohmann::json& v, const std::filesystem::path& file,
                                      const char* key) {
   if (!v.is_array())
-    bad(file, std::string("key '") + key + "' must be an array of strings, e.g. [\"cuda\", \"native\"]");
+    bad(file,
+        std::string("key '") + key + "' must be an array of strings, e.g. [\"cuda\", \"native\"]");
   std::vector<std::string> out;
   for (const auto& item : v) {
     if (!item.is_string())
@@ -47,16 +49,18 @@ std::string string_value(const nlohmann::json& v, const std::filesystem::path& f
 bool valid_name(std::string_view s) {
   if (s.empty()) return false;
   for (char c : s)
-    if (!(std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
-          c == '_' || c == '-'))
+    if (!(std::islower(static_cast<unsigned char>(c)) ||
+          std::isdigit(static_cast<unsigned char>(c)) || c == '_' || c == '-'))
       return false;
   return true;
 }
 
 std::string trim(std::string_view s) {
   size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b]))) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1]))) --e;
+  while (b < e && std::isspace(static_cast<unsigned char>(s[b])))
+    ++b;
+  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1])))
+    --e;
   return std::string(s.substr(b, e - b));
 }
 
@@ -74,7 +78,8 @@ Config read_config(const std::filesystem::path& file, Config base) {
   } catch (const nlohmann::json::parse_error& e) {
     bad(file, std::string("is not valid JSON (") + e.what() + "): fix the syntax at that position");
   }
-  if (!j.is_object()) bad(file, "must hold a JSON object such as {\"ranking\": [\"cuda\", \"native\"]}");
+  if (!j.is_object())
+    bad(file, "must hold a JSON object such as {\"ranking\": [\"cuda\", \"native\"]}");
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& key = it.key();
     const auto& v = it.value();
@@ -89,10 +94,14 @@ Config read_config(const std::filesystem::path& file, Config base) {
       base.deny = string_list(v, file, "deny");
     } else if (key == "fallback") {
       const std::string s = string_value(v, file, "fallback");
-      if (s == "allow") base.fallback = fallback_policy::allow;
-      else if (s == "warn") base.fallback = fallback_policy::warn;
-      else if (s == "deny") base.fallback = fallback_policy::deny;
-      else bad(file, "key 'fallback' is \"" + s + "\": use \"allow\", \"warn\" or \"deny\"");
+      if (s == "allow")
+        base.fallback = fallback_policy::allow;
+      else if (s == "warn")
+        base.fallback = fallback_policy::warn;
+      else if (s == "deny")
+        base.fallback = fallback_policy::deny;
+      else
+        bad(file, "key 'fallback' is \"" + s + "\": use \"allow\", \"warn\" or \"deny\"");
     } else if (key == "log_level") {
       const std::string s = string_value(v, file, "log_level");
       if (!parse_log_level(s))
@@ -121,8 +130,8 @@ std::vector<SelectItem> parse_selection(std::string_view text, std::string_view 
   size_t start = 0;
   while (start <= text.size()) {
     const size_t comma = text.find(',', start);
-    const std::string item =
-        trim(text.substr(start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
+    const std::string item = trim(text.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
     if (item.empty()) fail("an empty entry");
     SelectItem s;
     std::string_view body = item;
@@ -132,14 +141,16 @@ std::vector<SelectItem> parse_selection(std::string_view text, std::string_view 
     }
     const size_t colon = body.find(':');
     s.name = std::string(body.substr(0, colon));
-    if (!valid_name(s.name)) fail("entry '" + item + "' is not a framework name (lower-case letters, digits, '_')");
+    if (!valid_name(s.name))
+      fail("entry '" + item + "' is not a framework name (lower-case letters, digits, '_')");
     if (colon != std::string_view::npos) {
       const std::string_view idx = body.substr(colon + 1);
       if (s.deny) fail("entry '" + item + "': a denial takes no device index");
       if (idx.empty() || idx.size() > 6) fail("entry '" + item + "' has a bad device index");
       uint32_t d = 0;
       for (char c : idx) {
-        if (!std::isdigit(static_cast<unsigned char>(c))) fail("entry '" + item + "' has a bad device index");
+        if (!std::isdigit(static_cast<unsigned char>(c)))
+          fail("entry '" + item + "' has a bad device index");
         d = d * 10 + static_cast<uint32_t>(c - '0');
       }
       s.device = d;

@@ -63,7 +63,7 @@ struct RegistryImpl : std::enable_shared_from_this<RegistryImpl> {
   std::vector<boost::dll::shared_library> libraries;
   pcy_host_services host{};
   std::string cache_dir;
-  bool secure = false; // set-uid: environment overrides ignored
+  bool secure = false;       // set-uid: environment overrides ignored
   Registry* owner = nullptr; // the Registry object this belongs to
 
   std::mutex backends_mutex;
@@ -94,8 +94,8 @@ struct BoundOp {
   enum class state : uint8_t { unresolved, ready, failed } st = state::unresolved;
   pcy_op_fn fn = nullptr;
   pcy_bundle_context bundle = nullptr;
-  BackendImpl* target = nullptr;            // where it runs
-  std::shared_ptr<BackendImpl> target_ref;  // keeps a fallback target alive
+  BackendImpl* target = nullptr;           // where it runs
+  std::shared_ptr<BackendImpl> target_ref; // keeps a fallback target alive
   std::vector<sig_arg> signature;
   OpRoute route;
   std::string failure; // why it cannot run (state::failed)

@@ -62,8 +62,7 @@ fs::path core_library_dir() {
 std::optional<std::string> unsafe_permissions(const fs::path& p) {
   struct stat st {};
   if (::stat(p.c_str(), &st) != 0) return std::nullopt;
-  if ((st.st_mode & S_IWOTH) != 0)
-    return p.string() + " is writable by all users";
+  if ((st.st_mode & S_IWOTH) != 0) return p.string() + " is writable by all users";
   if ((st.st_mode & S_IWGRP) != 0 && st.st_uid != ::geteuid() && st.st_uid != 0)
     return p.string() + " is group-writable and owned by another user";
   if (st.st_uid != ::geteuid() && st.st_uid != 0)
@@ -76,7 +75,8 @@ std::vector<std::string> split_paths(const std::string& s) {
   size_t start = 0;
   while (start <= s.size()) {
     const size_t colon = s.find(':', start);
-    std::string part = s.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
+    std::string part =
+        s.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
     if (!part.empty()) out.push_back(part);
     if (colon == std::string::npos) break;
     start = colon + 1;
@@ -85,19 +85,24 @@ std::vector<std::string> split_paths(const std::string& s) {
 }
 
 const char* const required_framework_slots[] = {
-    "initialize",   "shutdown",     "probe",         "device_properties", "context_create",
-    "context_destroy", "queue_create", "queue_destroy", "queue_finish",   "memory_alloc",
-    "memory_free",  "memory_read",  "memory_write"};
+    "initialize",      "shutdown",     "probe",         "device_properties", "context_create",
+    "context_destroy", "queue_create", "queue_destroy", "queue_finish",      "memory_alloc",
+    "memory_free",     "memory_read",  "memory_write"};
 
 std::optional<std::string> missing_framework_slot(const pcy_framework_api& t) {
-  const void* slots[] = {
-      reinterpret_cast<const void*>(t.initialize),        reinterpret_cast<const void*>(t.shutdown),
-      reinterpret_cast<const void*>(t.probe),             reinterpret_cast<const void*>(t.device_properties),
-      reinterpret_cast<const void*>(t.context_create),    reinterpret_cast<const void*>(t.context_destroy),
-      reinterpret_cast<const void*>(t.queue_create),      reinterpret_cast<const void*>(t.queue_destroy),
-      reinterpret_cast<const void*>(t.queue_finish),      reinterpret_cast<const void*>(t.memory_alloc),
-      reinterpret_cast<const void*>(t.memory_free),       reinterpret_cast<const void*>(t.memory_read),
-      reinterpret_cast<const void*>(t.memory_write)};
+  const void* slots[] = {reinterpret_cast<const void*>(t.initialize),
+                         reinterpret_cast<const void*>(t.shutdown),
+                         reinterpret_cast<const void*>(t.probe),
+                         reinterpret_cast<const void*>(t.device_properties),
+                         reinterpret_cast<const void*>(t.context_create),
+                         reinterpret_cast<const void*>(t.context_destroy),
+                         reinterpret_cast<const void*>(t.queue_create),
+                         reinterpret_cast<const void*>(t.queue_destroy),
+                         reinterpret_cast<const void*>(t.queue_finish),
+                         reinterpret_cast<const void*>(t.memory_alloc),
+                         reinterpret_cast<const void*>(t.memory_free),
+                         reinterpret_cast<const void*>(t.memory_read),
+                         reinterpret_cast<const void*>(t.memory_write)};
   for (size_t i = 0; i < std::size(slots); ++i)
     if (slots[i] == nullptr) return std::string(required_framework_slots[i]);
   return std::nullopt;
@@ -138,7 +143,8 @@ RegistryImpl::~RegistryImpl() {
   bundles.clear();
   frameworks.clear();
   // libraries unload last, in reverse order of loading.
-  while (!libraries.empty()) libraries.pop_back();
+  while (!libraries.empty())
+    libraries.pop_back();
 }
 
 std::optional<std::string> RegistryImpl::env(const char* name) const {
@@ -182,7 +188,8 @@ void RegistryImpl::load() {
     auto parsed = detail::parse_log_level(*lvl);
     if (!parsed)
       throw error(errc::config, "PARENCHYMA_LOG_LEVEL",
-                  "\"" + *lvl + "\" is not a level: use trace, debug, info, warn, error, critical or off");
+                  "\"" + *lvl +
+                      "\" is not a level: use trace, debug, info, warn, error, critical or off");
     detail::set_log_level(*parsed);
   } else if (auto parsed = detail::parse_log_level(config.log_level)) {
     detail::set_log_level(*parsed);
@@ -190,9 +197,12 @@ void RegistryImpl::load() {
   if (auto b = env("PARENCHYMA_BACKEND")) detail::parse_selection(*b, "PARENCHYMA_BACKEND");
 
   // 2. Cache directory for compiled kernels.
-  if (auto c = env("PARENCHYMA_CACHE_DIR"); c && !c->empty()) cache_dir = *c;
-  else if (!config.cache_dir.empty()) cache_dir = config.cache_dir;
-  else if (auto x = env("XDG_CACHE_HOME"); x && !x->empty()) cache_dir = *x + "/parenchyma";
+  if (auto c = env("PARENCHYMA_CACHE_DIR"); c && !c->empty())
+    cache_dir = *c;
+  else if (!config.cache_dir.empty())
+    cache_dir = config.cache_dir;
+  else if (auto x = env("XDG_CACHE_HOME"); x && !x->empty())
+    cache_dir = *x + "/parenchyma";
   else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
     cache_dir = std::string(home) + "/.cache/parenchyma";
 
@@ -205,10 +215,13 @@ void RegistryImpl::load() {
   host.cache_dir = cache_dir.empty() ? nullptr : cache_dir.c_str();
 
   // 3. The search path: API, environment, config, next to the core library.
-  for (const auto& p : options.plugin_paths) search_path.push_back(p);
+  for (const auto& p : options.plugin_paths)
+    search_path.push_back(p);
   if (auto pp = env("PARENCHYMA_PLUGIN_PATH"))
-    for (const auto& p : split_paths(*pp)) search_path.emplace_back(p);
-  for (const auto& p : config.plugin_paths) search_path.emplace_back(p);
+    for (const auto& p : split_paths(*pp))
+      search_path.emplace_back(p);
+  for (const auto& p : config.plugin_paths)
+    search_path.emplace_back(p);
   if (options.default_plugin_dir && !libdir.empty())
     search_path.push_back(libdir / PARENCHYMA_PLUGIN_RELDIR);
 
@@ -237,12 +250,14 @@ void RegistryImpl::load() {
     std::sort(files.begin(), files.end());
     candidates.insert(candidates.end(), files.begin(), files.end());
   }
-  for (const auto& c : candidates) load_candidate(c);
+  for (const auto& c : candidates)
+    load_candidate(c);
 
   // Bundles whose framework did not load are kept out of op routing (but stay in the report).
   for (auto& b : bundles) {
     bool present = false;
-    for (const auto& f : frameworks) present = present || (f->name() == b->framework());
+    for (const auto& f : frameworks)
+      present = present || (f->name() == b->framework());
     if (!present && b->reason_.empty())
       b->reason_ = "framework '" + b->framework() + "' is not loaded";
   }
@@ -276,7 +291,8 @@ void RegistryImpl::load_candidate(const fs::path& path) {
   } catch (const std::exception& ex) {
     e.reason = ex.what();
     e.advice = "check that the file is a shared library for this platform and that its "
-               "dependencies are installed (ldd " + path.string() + ")";
+               "dependencies are installed (ldd " +
+               path.string() + ")";
     return add_report(std::move(e));
   }
 
@@ -308,7 +324,8 @@ void RegistryImpl::load_candidate(const fs::path& path) {
   if (prefix->name != nullptr) e.name = prefix->name;
   const uint32_t want_kind = is_fw ? PCY_PLUGIN_FRAMEWORK : PCY_PLUGIN_BUNDLE;
   if (prefix->kind != want_kind) {
-    e.reason = "the table's kind (" + std::to_string(prefix->kind) + ") does not match its entry symbol";
+    e.reason =
+        "the table's kind (" + std::to_string(prefix->kind) + ") does not match its entry symbol";
     e.advice = "rebuild the plugin against this SDK";
     return add_report(std::move(e));
   }
@@ -417,10 +434,12 @@ void RegistryImpl::load_candidate(const fs::path& path) {
     e.reason = std::to_string(fw->devices_.size()) + " device(s)";
     if (fw->devices_.empty() && !fw->reason_.empty()) e.reason += ": " + fw->reason_;
     if (fw->devices_.empty())
-      e.advice = fw->reason_.empty() ? "no device found" : "loaded, but nothing to run on: " + fw->reason_;
+      e.advice =
+          fw->reason_.empty() ? "no device found" : "loaded, but nothing to run on: " + fw->reason_;
     if (prefix->struct_size < sizeof(pcy_framework_api))
       e.reason += "; built for ABI " + std::to_string(prefix->abi_major) + "." +
-                  std::to_string(prefix->abi_minor) + " with a " + std::to_string(prefix->struct_size) +
+                  std::to_string(prefix->abi_minor) + " with a " +
+                  std::to_string(prefix->struct_size) +
                   "-byte table (reduced capability: later slots unsupported)";
     framework_tables.push_back(std::move(t));
     frameworks.push_back(std::move(fw));
@@ -462,9 +481,10 @@ void RegistryImpl::load_candidate(const fs::path& path) {
       return add_report(std::move(e));
     }
     const size_t stride = n > 0 && ops[0].struct_size >= sizeof(pcy_op_desc) ? ops[0].struct_size
-                                                                              : sizeof(pcy_op_desc);
+                                                                             : sizeof(pcy_op_desc);
     for (size_t i = 0; i < n; ++i) {
-      const auto* op = reinterpret_cast<const pcy_op_desc*>(reinterpret_cast<const char*>(ops) + i * stride);
+      const auto* op =
+          reinterpret_cast<const pcy_op_desc*>(reinterpret_cast<const char*>(ops) + i * stride);
       if (op->struct_size >= sizeof(pcy_op_desc) && op->fn != nullptr && op->name != nullptr &&
           op->signature != nullptr)
         b->ops_.push_back(op);
@@ -473,7 +493,8 @@ void RegistryImpl::load_candidate(const fs::path& path) {
     e.stage = "ready";
     e.status = "loaded";
     e.reason = "extension " + b->extension_ + " for " + b->framework_ + ": " +
-               std::to_string(b->ops_.size()) + " op(s)" + (b->reason_.empty() ? "" : "; " + b->reason_);
+               std::to_string(b->ops_.size()) + " op(s)" +
+               (b->reason_.empty() ? "" : "; " + b->reason_);
     bundle_tables.push_back(std::move(t));
     bundles.push_back(std::move(b));
   }
@@ -538,7 +559,8 @@ Selection RegistryImpl::select(std::string_view request) const {
   };
   const auto ranked = ranking();
   std::string ranked_names;
-  for (const Framework* f : ranked) ranked_names += (ranked_names.empty() ? "" : " > ") + f->name();
+  for (const Framework* f : ranked)
+    ranked_names += (ranked_names.empty() ? "" : " > ") + f->name();
 
   std::vector<detail::SelectItem> wanted;
   for (const auto& i : items)
@@ -549,7 +571,8 @@ Selection RegistryImpl::select(std::string_view request) const {
     for (const Framework* f : ranked) {
       if (is_denied(f->name())) continue;
       Selection s{f->name(), 0, ""};
-      s.reason = "default ranking (" + (ranked_names.empty() ? std::string("none") : ranked_names) + ")";
+      s.reason =
+          "default ranking (" + (ranked_names.empty() ? std::string("none") : ranked_names) + ")";
       if (explicit_request) s.reason += " with " + source + "=\"" + text + "\"";
       s.reason += ": " + f->name() + " is the best available";
       return s;
@@ -557,8 +580,9 @@ Selection RegistryImpl::select(std::string_view request) const {
     std::string why = "no framework with a device is available";
     for (const auto& f : frameworks)
       why += "; " + f->name() + ": " +
-             (f->devices().empty() ? "0 devices" + (f->reason().empty() ? "" : " (" + f->reason() + ")")
-                                   : std::string("denied"));
+             (f->devices().empty()
+                  ? "0 devices" + (f->reason().empty() ? "" : " (" + f->reason() + ")")
+                  : std::string("denied"));
     if (frameworks.empty())
       why += " (no framework plugin loaded: see the load report, e.g. parenchyma-info --explain)";
     throw error(errc::unavailable, "registry", why);

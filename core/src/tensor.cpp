@@ -35,7 +35,8 @@ uint64_t element_count(const std::vector<int64_t>& shape) {
 
 std::string shape_string(const std::vector<int64_t>& shape) {
   std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+  for (size_t i = 0; i < shape.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(shape[i]);
   return s + "]";
 }
 
@@ -72,7 +73,10 @@ void* native_of(const BackendImpl& b, pcy_memory m) {
 TensorStorage::Impl::~Impl() { release(); }
 
 std::string TensorStorage::Impl::describe() const {
-  return shape_string(shape) + " " + (dtype == PCY_DTYPE_F64 ? "f64" : dtype == PCY_DTYPE_F32 ? "f32" : "tensor");
+  return shape_string(shape) + " " +
+         (dtype == PCY_DTYPE_F64   ? "f64"
+          : dtype == PCY_DTYPE_F32 ? "f32"
+                                   : "tensor");
 }
 
 void TensorStorage::Impl::release() {
@@ -123,7 +127,8 @@ int TensorStorage::Impl::make_host_slot() {
     a.memory = s.memory;
     a.kind = PCY_HANDLE_HOST_POINTER;
     a.handle = &h;
-    if (unsupported_or_throw(s.backend->api->memory_export(&a), "exporting a host pointer")) continue;
+    if (unsupported_or_throw(s.backend->api->memory_export(&a), "exporting a host pointer"))
+      continue;
     if (h.host_pointer == nullptr || h.bytes < bytes) continue;
     Slot host_slot;
     host_slot.host_ptr = h.host_pointer;
@@ -174,7 +179,8 @@ int TensorStorage::Impl::make_host_slot() {
   void* p = std::aligned_alloc(host_alignment, rounded);
   if (p == nullptr)
     throw error(errc::out_of_memory, "SharedTensor",
-                "host allocation of " + std::to_string(rounded) + " bytes failed for " + describe());
+                "host allocation of " + std::to_string(rounded) + " bytes failed for " +
+                    describe());
   Slot host_slot;
   host_slot.host_ptr = p;
   host_slot.owns_host = true;
@@ -195,9 +201,8 @@ int TensorStorage::Impl::make_device_slot(BackendImpl& b) {
   if (api.memory_import != nullptr) {
     for (size_t i = 0; i < slots.size(); ++i) {
       const Slot& s = slots[i];
-      static constexpr pcy_handle_kind kinds[] = {PCY_HANDLE_HOST_POINTER,
-                                                  PCY_HANDLE_CUDA_DEVICE_POINTER,
-                                                  PCY_HANDLE_OPENCL_BUFFER};
+      static constexpr pcy_handle_kind kinds[] = {
+          PCY_HANDLE_HOST_POINTER, PCY_HANDLE_CUDA_DEVICE_POINTER, PCY_HANDLE_OPENCL_BUFFER};
       for (pcy_handle_kind kind : kinds) {
         if (kind == PCY_HANDLE_HOST_POINTER && !shares_host) continue;
         pcy_memory_handle h{};
@@ -352,7 +357,8 @@ pcy_memory TensorStorage::Impl::device(BackendImpl& b, access intent, void** nat
   }
   if (intent != access::read) valid = uint64_t{1} << group;
   bool listed = false;
-  for (BackendImpl* f : in_flight) listed = listed || f == &b;
+  for (BackendImpl* f : in_flight)
+    listed = listed || f == &b;
   if (!listed) in_flight.push_back(&b);
   const Slot& slot = slots[static_cast<size_t>(idx)];
   last_backend = &b;
@@ -423,7 +429,8 @@ const TransferStats& TensorStorage::stats() const noexcept { return impl_->stats
 void TensorStorage::reset_stats() noexcept { impl_->stats = {}; }
 size_t TensorStorage::slot_count() const noexcept {
   size_t n = 0;
-  for (const Slot& s : impl_->slots) n += (s.backend && s.host_ptr == nullptr) ? 1 : 0;
+  for (const Slot& s : impl_->slots)
+    n += (s.backend && s.host_ptr == nullptr) ? 1 : 0;
   return n;
 }
 

@@ -16,7 +16,8 @@ std::string cpuinfo_field(const char* field) {
     const auto colon = line.find(':');
     if (colon == std::string::npos) continue;
     auto v = line.substr(colon + 1);
-    while (!v.empty() && v.front() == ' ') v.erase(v.begin());
+    while (!v.empty() && v.front() == ' ')
+      v.erase(v.begin());
     return v;
   }
   return {};
@@ -38,7 +39,8 @@ plugin::plugin(const pcy_host_services& host)
   if (cpu_vendor_.empty()) cpu_vendor_ = "unknown";
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   const long page = ::sysconf(_SC_PAGESIZE);
-  memory_bytes_ = pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+  memory_bytes_ =
+      pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
   props_ = {prop_s(PCY_PROP_NAME, cpu_name_.c_str()),
             prop_s(PCY_PROP_VENDOR, cpu_vendor_.c_str()),
             prop_i(PCY_PROP_KIND, PCY_DEVICE_CPU),
@@ -56,7 +58,8 @@ std::span<const pcy_property> plugin::properties(uint32_t) const { return props_
 context* plugin::create_context(std::span<const uint32_t>) { return new context(*this); }
 
 queue* context::create_queue(uint32_t device) {
-  if (device != 0) sdk::fail(PCY_ERR_NOT_FOUND, sdk::str("device ", device, " is not in this context"));
+  if (device != 0)
+    sdk::fail(PCY_ERR_NOT_FOUND, sdk::str("device ", device, " is not in this context"));
   return new queue(plugin_.pool());
 }
 

@@ -28,11 +28,11 @@ bool memory::export_to(pcy_handle_kind kind, pcy_memory_handle& h) {
 }
 
 memory* context::alloc(uint32_t device, uint64_t bytes, uint32_t) {
-  if (device != 0) sdk::fail(PCY_ERR_NOT_FOUND, sdk::str("device ", device, " is not in this context"));
+  if (device != 0)
+    sdk::fail(PCY_ERR_NOT_FOUND, sdk::str("device ", device, " is not in this context"));
   if (plugin_.memory_bytes() != 0 && bytes > plugin_.memory_bytes())
-    sdk::fail(PCY_ERR_OUT_OF_MEMORY,
-              sdk::str("allocation of ", bytes, " bytes exceeds the host's ", plugin_.memory_bytes(),
-                       " bytes of memory"));
+    sdk::fail(PCY_ERR_OUT_OF_MEMORY, sdk::str("allocation of ", bytes, " bytes exceeds the host's ",
+                                              plugin_.memory_bytes(), " bytes of memory"));
   const uint64_t rounded = (bytes + alignment - 1) / alignment * alignment;
   void* p = std::aligned_alloc(alignment, rounded);
   if (p == nullptr)
@@ -41,7 +41,8 @@ memory* context::alloc(uint32_t device, uint64_t bytes, uint32_t) {
 }
 
 memory* context::import(uint32_t device, const pcy_memory_handle& h) {
-  if (device != 0) sdk::fail(PCY_ERR_NOT_FOUND, sdk::str("device ", device, " is not in this context"));
+  if (device != 0)
+    sdk::fail(PCY_ERR_NOT_FOUND, sdk::str("device ", device, " is not in this context"));
   if (h.kind != PCY_HANDLE_HOST_POINTER || h.host_pointer == nullptr)
     sdk::fail(PCY_ERR_UNSUPPORTED, "the native framework imports host pointers only");
   return new memory(h.host_pointer, h.bytes, false);

@@ -115,7 +115,8 @@ public:
   using memory_type = memory;
   static constexpr const char* name = "native";
   static constexpr const char* version = "0.1.0";
-  static constexpr const char* description = "the host CPU (aligned host memory, thread-pool queues)";
+  static constexpr const char* description =
+      "the host CPU (aligned host memory, thread-pool queues)";
 
   explicit plugin(const pcy_host_services& host);
   uint32_t device_count() const noexcept { return 1; }

@@ -12,7 +12,8 @@ constexpr uint64_t inline_bytes = uint64_t{1} << 20;
 
 thread_pool::thread_pool(unsigned threads) {
   workers_.reserve(threads);
-  for (unsigned i = 0; i < threads; ++i) workers_.emplace_back([this] { run(); });
+  for (unsigned i = 0; i < threads; ++i)
+    workers_.emplace_back([this] { run(); });
 }
 
 thread_pool::~thread_pool() {
@@ -21,7 +22,8 @@ thread_pool::~thread_pool() {
     stop_ = true;
   }
   cv_.notify_all();
-  for (auto& t : workers_) t.join();
+  for (auto& t : workers_)
+    t.join();
 }
 
 void thread_pool::submit(std::function<void()> job) {
@@ -77,8 +79,7 @@ void queue::rethrow_failure() {
 
 void queue::finish() {
   // The per-op fast path: an idle queue with nothing to report takes no lock.
-  if (pending_.load(std::memory_order_acquire) == 0 &&
-      !failed_.load(std::memory_order_acquire))
+  if (pending_.load(std::memory_order_acquire) == 0 && !failed_.load(std::memory_order_acquire))
     return;
   std::unique_lock<std::mutex> lock(mutex_);
   idle_cv_.wait(lock, [this] { return jobs_.empty() && !running_; });
@@ -166,7 +167,8 @@ void queue::copy(memory& src, uint64_t so, memory& dst, uint64_t d, uint64_t byt
 void queue::fill(memory& m, uint64_t off, uint64_t bytes, const void* pattern, uint32_t size) {
   m.check_range(off, bytes, "fill");
   if (size != 1 && size != 2 && size != 4 && size != 8 && size != 16)
-    sdk::fail(PCY_ERR_INVALID_ARGUMENT, sdk::str("fill pattern of ", size, " bytes (1, 2, 4, 8 or 16)"));
+    sdk::fail(PCY_ERR_INVALID_ARGUMENT,
+              sdk::str("fill pattern of ", size, " bytes (1, 2, 4, 8 or 16)"));
   unsigned char pat[16];
   std::memcpy(pat, pattern, size);
   char* dst = static_cast<char*>(m.ptr) + off;
@@ -176,7 +178,8 @@ void queue::fill(memory& m, uint64_t off, uint64_t bytes, const void* pattern, u
           std::memset(dst, pat[0], bytes);
           return;
         }
-        for (uint64_t i = 0; i < bytes; i += size) std::memcpy(dst + i, pat, size);
+        for (uint64_t i = 0; i < bytes; i += size)
+          std::memcpy(dst + i, pat, size);
       },
       bytes, false);
 }

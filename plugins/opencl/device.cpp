@@ -122,8 +122,10 @@ void plugin::discover() {
     std::string f = filter;
     for (size_t start = 0; start <= f.size();) {
       const size_t comma = f.find(',', start);
-      std::string word = f.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-      for (char& c : word) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      std::string word =
+          f.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+      for (char& c : word)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       if (!word.empty()) wanted.push_back(word);
       if (comma == std::string::npos) break;
       start = comma + 1;
@@ -134,9 +136,11 @@ void plugin::discover() {
     const std::string pversion = platform_string(cl_, p, CL_PLATFORM_VERSION);
     if (!wanted.empty()) {
       std::string lower = pname;
-      for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      for (char& c : lower)
+        c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
       bool keep = false;
-      for (const auto& w : wanted) keep = keep || lower.find(w) != std::string::npos;
+      for (const auto& w : wanted)
+        keep = keep || lower.find(w) != std::string::npos;
       if (!keep) {
         note(sdk::str("platform '", pname, "' left out by PARENCHYMA_OPENCL_PLATFORMS"));
         continue;

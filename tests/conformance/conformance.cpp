@@ -223,7 +223,8 @@ TEST_CASE("context, queue and event lifecycle") {
     if (pcy_error* e = api().context_create(fw.plugin(), all.data(), n, &raw)) {
       // Devices of different platforms (OpenCL) cannot share a context: the plugin must say so
       // with INVALID_ARGUMENT; then each device gets a context of its own.
-      require_error(e, {PCY_ERR_INVALID_ARGUMENT, PCY_ERR_UNSUPPORTED}, "context over every device");
+      require_error(e, {PCY_ERR_INVALID_ARGUMENT, PCY_ERR_UNSUPPORTED},
+                    "context over every device");
       for (uint32_t i = 0; i < n; ++i) {
         host::context one = host::make_context(fw, {&all[i], 1});
         host::queue q = host::make_queue(fw, one.get(), 0);

@@ -25,18 +25,18 @@
 namespace bench {
 
 struct options {
-  int reps = 21;       // interleaved samples of each side (>= 15)
-  long inner = 1;      // calls per sample
-  int warmup = 3;      // untimed samples of each side first
-  double bytes = 0;    // bytes moved per call: adds GB/s columns
-  double flops = 0;    // floating-point operations per call: adds GFLOP/s columns
+  int reps = 21;    // interleaved samples of each side (>= 15)
+  long inner = 1;   // calls per sample
+  int warmup = 3;   // untimed samples of each side first
+  double bytes = 0; // bytes moved per call: adds GB/s columns
+  double flops = 0; // floating-point operations per call: adds GFLOP/s columns
 };
 
 struct result {
   std::string name;
-  double peer_ns = 0, ours_ns = 0;     // median per call
-  double ratio = 0, p10 = 0, p90 = 0;  // ours/peer time
-  double delta_ns = 0;                 // ours - peer per call (median of differences)
+  double peer_ns = 0, ours_ns = 0;    // median per call
+  double ratio = 0, p10 = 0, p90 = 0; // ours/peer time
+  double delta_ns = 0;                // ours - peer per call (median of differences)
   double bytes = 0, flops = 0;
   std::string peer_label, ours_label;
 };
@@ -60,7 +60,8 @@ public:
   // Times one call of f per inner iteration; returns ns per call.
   template <class F> static double time_ns(F& f, long inner) {
     const auto t0 = std::chrono::steady_clock::now();
-    for (long i = 0; i < inner; ++i) f();
+    for (long i = 0; i < inner; ++i)
+      f();
     const auto t1 = std::chrono::steady_clock::now();
     return std::chrono::duration<double, std::nano>(t1 - t0).count() / static_cast<double>(inner);
   }

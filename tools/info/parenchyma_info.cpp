@@ -71,10 +71,14 @@ int main(int argc, char** argv) {
   bool json = false, explain = false, ops = false;
   std::string request;
   for (int i = 1; i < argc; ++i) {
-    if (!std::strcmp(argv[i], "--json")) json = true;
-    else if (!std::strcmp(argv[i], "--explain")) explain = true;
-    else if (!std::strcmp(argv[i], "--ops")) ops = true;
-    else if (!std::strcmp(argv[i], "--backend") && i + 1 < argc) request = argv[++i];
+    if (!std::strcmp(argv[i], "--json"))
+      json = true;
+    else if (!std::strcmp(argv[i], "--explain"))
+      explain = true;
+    else if (!std::strcmp(argv[i], "--ops"))
+      ops = true;
+    else if (!std::strcmp(argv[i], "--backend") && i + 1 < argc)
+      request = argv[++i];
     else if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
       usage();
       return 0;
@@ -102,34 +106,50 @@ int main(int argc, char** argv) {
     j["version"] = 1;
     j["plugins"] = nlohmann::json::array();
     for (const auto& e : r.load_report())
-      j["plugins"].push_back({{"name", e.name}, {"kind", e.kind}, {"path", e.path},
-                              {"status", e.status}, {"stage", e.stage}, {"reason", e.reason},
+      j["plugins"].push_back({{"name", e.name},
+                              {"kind", e.kind},
+                              {"path", e.path},
+                              {"status", e.status},
+                              {"stage", e.stage},
+                              {"reason", e.reason},
                               {"advice", e.advice}});
     j["frameworks"] = nlohmann::json::array();
     for (const auto& f : r.frameworks()) {
-      nlohmann::json fj{{"name", f->name()}, {"path", f->path()}, {"version", f->version()},
-                        {"reason", f->reason()}, {"devices", nlohmann::json::array()}};
+      nlohmann::json fj{{"name", f->name()},
+                        {"path", f->path()},
+                        {"version", f->version()},
+                        {"reason", f->reason()},
+                        {"devices", nlohmann::json::array()}};
       for (const auto& d : f->devices()) {
         nlohmann::json props = nlohmann::json::object();
-        for (const auto& [k, v] : d.properties) props[k] = value_json(v);
-        fj["devices"].push_back({{"index", d.index}, {"name", d.name}, {"vendor", d.vendor},
-                                 {"kind", pa::to_string(d.kind)}, {"properties", props}});
+        for (const auto& [k, v] : d.properties)
+          props[k] = value_json(v);
+        fj["devices"].push_back({{"index", d.index},
+                                 {"name", d.name},
+                                 {"vendor", d.vendor},
+                                 {"kind", pa::to_string(d.kind)},
+                                 {"properties", props}});
       }
       j["frameworks"].push_back(fj);
     }
     j["ranking"] = nlohmann::json::array();
-    for (const auto* f : ranking) j["ranking"].push_back(f->name());
+    for (const auto* f : ranking)
+      j["ranking"].push_back(f->name());
     if (sel.ok)
-      j["selected"] = {{"backend", sel.selection.framework + ":" + std::to_string(sel.selection.device)},
-                       {"framework", sel.selection.framework},
-                       {"device", sel.selection.device},
-                       {"reason", sel.selection.reason}};
+      j["selected"] = {
+          {"backend", sel.selection.framework + ":" + std::to_string(sel.selection.device)},
+          {"framework", sel.selection.framework},
+          {"device", sel.selection.device},
+          {"reason", sel.selection.reason}};
     else
       j["selected"] = {{"backend", nullptr}, {"error", sel.error}};
     j["ops"] = nlohmann::json::array();
     for (const auto& c : coverage)
-      j["ops"].push_back({{"extension", c.extension}, {"op", c.op}, {"dtype", dtype_name(c.dtype)},
-                          {"framework", c.framework}, {"bundle", c.bundle},
+      j["ops"].push_back({{"extension", c.extension},
+                          {"op", c.op},
+                          {"dtype", dtype_name(c.dtype)},
+                          {"framework", c.framework},
+                          {"bundle", c.bundle},
                           {"implementation", c.implementation}});
     j["config"] = {{"sources", r.config().sources},
                    {"fallback", pa::to_string(r.config().fallback)},
@@ -174,12 +194,14 @@ int main(int argc, char** argv) {
   if (ops || explain) {
     std::cout << "\nOps (extension.op dtype: framework = implementation)\n";
     std::set<std::string> frameworks;
-    for (const auto& f : r.frameworks()) frameworks.insert(f->name());
+    for (const auto& f : r.frameworks())
+      frameworks.insert(f->name());
     std::map<std::string, std::map<std::string, std::string>> matrix;
     for (const auto& c : coverage)
       matrix[c.extension + "." + c.op + " " + dtype_name(c.dtype)][c.framework] = c.implementation;
     std::printf("  %-16s", "");
-    for (const auto& f : frameworks) std::printf(" | %-24s", f.c_str());
+    for (const auto& f : frameworks)
+      std::printf(" | %-24s", f.c_str());
     std::printf("\n");
     for (const auto& [op, cells] : matrix) {
       std::printf("  %-16s", op.c_str());
@@ -195,11 +217,14 @@ int main(int argc, char** argv) {
   }
   if (explain) {
     std::cout << "\nSearch path (in order)\n";
-    for (const auto& p : r.search_path()) std::cout << "  " << p.string() << "\n";
+    for (const auto& p : r.search_path())
+      std::cout << "  " << p.string() << "\n";
     std::cout << "\nConfig\n";
-    for (const auto& s : r.config().sources) std::cout << "  read: " << s << "\n";
+    for (const auto& s : r.config().sources)
+      std::cout << "  read: " << s << "\n";
     std::cout << "  fallback: " << pa::to_string(r.config().fallback) << "\n  ranking:";
-    for (const auto& n : r.config().ranking) std::cout << " " << n;
+    for (const auto& n : r.config().ranking)
+      std::cout << " " << n;
     std::cout << "\n";
   }
   return 0;

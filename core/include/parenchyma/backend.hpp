@@ -46,11 +46,15 @@ struct OpArg {
   static OpArg in(const TensorStorage& t) noexcept {
     return {PCY_OP_ARG_TENSOR, PCY_INTENT_IN, const_cast<TensorStorage*>(&t), 0, 0};
   }
-  static OpArg out(TensorStorage& t) noexcept { return {PCY_OP_ARG_TENSOR, PCY_INTENT_OUT, &t, 0, 0}; }
+  static OpArg out(TensorStorage& t) noexcept {
+    return {PCY_OP_ARG_TENSOR, PCY_INTENT_OUT, &t, 0, 0};
+  }
   static OpArg inout(TensorStorage& t) noexcept {
     return {PCY_OP_ARG_TENSOR, PCY_INTENT_INOUT, &t, 0, 0};
   }
-  static OpArg integer(int64_t v) noexcept { return {PCY_OP_ARG_INT, PCY_INTENT_IN, nullptr, v, 0}; }
+  static OpArg integer(int64_t v) noexcept {
+    return {PCY_OP_ARG_INT, PCY_INTENT_IN, nullptr, v, 0};
+  }
   static OpArg real(double v) noexcept { return {PCY_OP_ARG_FLOAT, PCY_INTENT_IN, nullptr, 0, v}; }
 };
 

@@ -13,19 +13,19 @@ namespace parenchyma {
 inline namespace v1 {
 
 enum class errc {
-  invalid_argument,  // bad argument: a shape mismatch, a wrong leading dimension, ...
-  unsupported,       // the backend or plugin does not offer this
-  out_of_memory,     // a device or host allocation failed; nothing else changed
-  device,            // the driver or device failed
-  build,             // a kernel program did not compile; the message holds the build log
-  not_found,         // a named thing (kernel, op, backend, device) does not exist
-  version,           // ABI or driver version mismatch
-  unavailable,       // a requested backend is not available here
-  internal,          // a bug
-  launch,            // a kernel launch was refused
-  config,            // malformed configuration (file, key or environment variable)
-  uninitialized,     // reading a tensor nobody wrote
-  plugin             // a plugin could not be loaded
+  invalid_argument, // bad argument: a shape mismatch, a wrong leading dimension, ...
+  unsupported,      // the backend or plugin does not offer this
+  out_of_memory,    // a device or host allocation failed; nothing else changed
+  device,           // the driver or device failed
+  build,            // a kernel program did not compile; the message holds the build log
+  not_found,        // a named thing (kernel, op, backend, device) does not exist
+  version,          // ABI or driver version mismatch
+  unavailable,      // a requested backend is not available here
+  internal,         // a bug
+  launch,           // a kernel launch was refused
+  config,           // malformed configuration (file, key or environment variable)
+  uninitialized,    // reading a tensor nobody wrote
+  plugin            // a plugin could not be loaded
 };
 
 PARENCHYMA_API const char* to_string(errc code) noexcept;

@@ -105,14 +105,14 @@ private:
 
 // The effective configuration (default config file, PARENCHYMA_CONFIG, options).
 struct Config {
-  std::vector<std::string> ranking;        // framework names, best first
-  std::string backend;                     // a selection string, e.g. "opencl,native"
+  std::vector<std::string> ranking; // framework names, best first
+  std::string backend;              // a selection string, e.g. "opencl,native"
   std::vector<std::string> plugin_paths;
-  std::vector<std::string> deny;           // frameworks never selected
+  std::vector<std::string> deny; // frameworks never selected
   fallback_policy fallback = fallback_policy::warn;
   std::string log_level = "warn";
-  std::string cache_dir;                   // compiled kernels; empty: the default
-  std::vector<std::string> sources;        // the files it was read from, in order
+  std::string cache_dir;            // compiled kernels; empty: the default
+  std::vector<std::string> sources; // the files it was read from, in order
 };
 
 struct RegistryOptions {

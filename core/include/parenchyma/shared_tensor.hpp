@@ -23,10 +23,10 @@ inline namespace v1 {
 enum class access { read, write, write_only };
 
 struct TransferStats {
-  uint64_t aliases = 0;         // slots created as zero-copy aliases of another slot
-  uint64_t device_copies = 0;   // same-framework device-to-device copies
-  uint64_t host_to_device = 0;  // writes from the host copy into a device slot
-  uint64_t device_to_host = 0;  // reads from a device slot into the host copy
+  uint64_t aliases = 0;        // slots created as zero-copy aliases of another slot
+  uint64_t device_copies = 0;  // same-framework device-to-device copies
+  uint64_t host_to_device = 0; // writes from the host copy into a device slot
+  uint64_t device_to_host = 0; // reads from a device slot into the host copy
   uint64_t bytes_device_copy = 0;
   uint64_t bytes_to_device = 0;
   uint64_t bytes_to_host = 0;
@@ -45,7 +45,7 @@ public:
 
   pcy_dtype dtype() const noexcept;
   const std::vector<int64_t>& shape() const noexcept;
-  uint64_t size() const noexcept;  // elements
+  uint64_t size() const noexcept; // elements
   uint64_t bytes() const noexcept;
   bool initialized() const noexcept; // some slot holds written data
 
@@ -77,12 +77,8 @@ private:
 };
 
 template <class T> struct dtype_of;
-template <> struct dtype_of<float> {
-  static constexpr pcy_dtype value = PCY_DTYPE_F32;
-};
-template <> struct dtype_of<double> {
-  static constexpr pcy_dtype value = PCY_DTYPE_F64;
-};
+template <> struct dtype_of<float> { static constexpr pcy_dtype value = PCY_DTYPE_F32; };
+template <> struct dtype_of<double> { static constexpr pcy_dtype value = PCY_DTYPE_F64; };
 
 template <class T> class SharedTensor {
 public:
@@ -102,7 +98,9 @@ public:
   std::span<const T> read() const {
     return {static_cast<const T*>(s_.host_read()), static_cast<size_t>(s_.size())};
   }
-  std::span<T> write() { return {static_cast<T*>(s_.host(access::write)), static_cast<size_t>(s_.size())}; }
+  std::span<T> write() {
+    return {static_cast<T*>(s_.host(access::write)), static_cast<size_t>(s_.size())};
+  }
   std::span<T> write_only() {
     return {static_cast<T*>(s_.host(access::write_only)), static_cast<size_t>(s_.size())};
   }

@@ -28,12 +28,12 @@ constexpr const char* bundle_name = "blas_cuda";
 // Every cuBLAS entry point we call, resolved once at initialisation.
 #define PARENCHYMA_CUBLAS_FUNCTIONS(X)                                                             \
   X(cublasCreate_v2)                                                                               \
-  X(cublasDestroy_v2) X(cublasSetStream_v2) X(cublasSetPointerMode_v2) X(cublasGetStatusString)    \
-      X(cublasGetVersion_v2) X(cublasSasum_v2) X(cublasDasum_v2) X(cublasSnrm2_v2)                 \
-          X(cublasDnrm2_v2) X(cublasSdot_v2) X(cublasDdot_v2) X(cublasSaxpy_v2) X(cublasDaxpy_v2)  \
-              X(cublasScopy_v2) X(cublasDcopy_v2) X(cublasSscal_v2) X(cublasDscal_v2)              \
-                  X(cublasSswap_v2) X(cublasDswap_v2) X(cublasSgemv_v2) X(cublasDgemv_v2)          \
-                      X(cublasSgemm_v2) X(cublasDgemm_v2)
+  X(cublasDestroy_v2)                                                                              \
+  X(cublasSetStream_v2) X(cublasSetPointerMode_v2) X(cublasGetStatusString) X(cublasGetVersion_v2) \
+      X(cublasSasum_v2) X(cublasDasum_v2) X(cublasSnrm2_v2) X(cublasDnrm2_v2) X(cublasSdot_v2)     \
+          X(cublasDdot_v2) X(cublasSaxpy_v2) X(cublasDaxpy_v2) X(cublasScopy_v2) X(cublasDcopy_v2) \
+              X(cublasSscal_v2) X(cublasDscal_v2) X(cublasSswap_v2) X(cublasDswap_v2)              \
+                  X(cublasSgemv_v2) X(cublasDgemv_v2) X(cublasSgemm_v2) X(cublasDgemm_v2)
 
 struct cublas_api {
 #define PARENCHYMA_DECLARE(f) decltype(&::f) f = nullptr;

@@ -512,7 +512,8 @@ public:
     const pcy_property* props = nullptr;
     size_t count = 0;
     if (fw.device_properties != nullptr) {
-      if (pcy_error* e = fw.device_properties(a.framework_plugin, a.plugin_device, &props, &count)) {
+      if (pcy_error* e =
+              fw.device_properties(a.framework_plugin, a.plugin_device, &props, &count)) {
         e->destroy(e); // no properties: GPU-style defaults, fp64 found out by building
         props = nullptr;
         count = 0;

@@ -37,7 +37,7 @@ extern "C" {
 #endif
 
 /* True when struct `s` (a pointer) was sent with field `field` present. */
-#define PCY_HAS_FIELD(s, type, field) \
+#define PCY_HAS_FIELD(s, type, field)                                                              \
   ((s)->struct_size >= offsetof(type, field) + sizeof(((type*)0)->field))
 
 /* Extension chain node. Any struct's `ext` points at a list of these (or NULL).
@@ -108,14 +108,14 @@ typedef struct pcy_host_services {
  * ------------------------------------------------------------------------------------------- */
 typedef enum pcy_plugin_kind { PCY_PLUGIN_FRAMEWORK = 1, PCY_PLUGIN_BUNDLE = 2 } pcy_plugin_kind;
 
-#define PCY_PLUGIN_PREFIX                                                                   \
-  size_t struct_size;                                                                       \
-  const pcy_ext* ext;                                                                       \
-  uint32_t abi_major; /* PCY_ABI_VERSION_MAJOR the plugin was built against */              \
-  uint32_t abi_minor; /* PCY_ABI_VERSION_MINOR the plugin was built against */              \
-  uint32_t kind;      /* pcy_plugin_kind */                                                 \
-  const char* name;   /* [plugin; static; any] unique short name, [a-z0-9_]+, e.g. "opencl" */ \
-  const char* plugin_version; /* [plugin; static; any] the plugin's own version string */  \
+#define PCY_PLUGIN_PREFIX                                                                          \
+  size_t struct_size;                                                                              \
+  const pcy_ext* ext;                                                                              \
+  uint32_t abi_major; /* PCY_ABI_VERSION_MAJOR the plugin was built against */                     \
+  uint32_t abi_minor; /* PCY_ABI_VERSION_MINOR the plugin was built against */                     \
+  uint32_t kind;      /* pcy_plugin_kind */                                                        \
+  const char* name;   /* [plugin; static; any] unique short name, [a-z0-9_]+, e.g. "opencl" */     \
+  const char* plugin_version; /* [plugin; static; any] the plugin's own version string */          \
   const char* description     /* [plugin; static; any] one line for parenchyma-info */
 
 typedef struct pcy_plugin_prefix {
@@ -134,13 +134,13 @@ typedef enum pcy_dtype {
 } pcy_dtype;
 
 /* Opaque handles: each plugin defines the struct behind its own handles. */
-typedef struct pcy_plugin_s* pcy_plugin;          /* an initialised framework plugin */
-typedef struct pcy_context_s* pcy_context;        /* a context over one or more devices */
-typedef struct pcy_queue_s* pcy_queue;            /* an in-order queue/stream on one device */
-typedef struct pcy_event_s* pcy_event;            /* a point in a queue */
-typedef struct pcy_memory_s* pcy_memory;          /* a memory allocation or an imported alias */
-typedef struct pcy_program_s* pcy_program;        /* a built program */
-typedef struct pcy_kernel_s* pcy_kernel;          /* a kernel of a program */
+typedef struct pcy_plugin_s* pcy_plugin;   /* an initialised framework plugin */
+typedef struct pcy_context_s* pcy_context; /* a context over one or more devices */
+typedef struct pcy_queue_s* pcy_queue;     /* an in-order queue/stream on one device */
+typedef struct pcy_event_s* pcy_event;     /* a point in a queue */
+typedef struct pcy_memory_s* pcy_memory;   /* a memory allocation or an imported alias */
+typedef struct pcy_program_s* pcy_program; /* a built program */
+typedef struct pcy_kernel_s* pcy_kernel;   /* a kernel of a program */
 typedef struct pcy_bundle_plugin_s* pcy_bundle_plugin;   /* an initialised bundle plugin */
 typedef struct pcy_bundle_context_s* pcy_bundle_context; /* bundle state for one context */
 
@@ -158,8 +158,8 @@ typedef struct pcy_memory_handle {
   size_t struct_size;
   const pcy_ext* ext;
   pcy_handle_kind kind;
-  uint64_t bytes;       /* usable bytes from the start of the handle */
-  void* host_pointer;   /* HOST_POINTER: [exporter; while the exported memory lives; any] */
+  uint64_t bytes;        /* usable bytes from the start of the handle */
+  void* host_pointer;    /* HOST_POINTER: [exporter; while the exported memory lives; any] */
   uint64_t cuda_pointer; /* CUDA_DEVICE_POINTER: CUdeviceptr value */
   int32_t cuda_device;   /* CUDA_DEVICE_POINTER: CUdevice ordinal */
   void* opencl_buffer;   /* OPENCL_BUFFER: cl_mem [exporter; while the memory lives] */
@@ -172,7 +172,7 @@ typedef struct pcy_memory_handle {
 typedef struct pcy_tensor {
   size_t struct_size;
   const pcy_ext* ext;
-  pcy_memory memory;      /* memory of the framework the op runs on */
+  pcy_memory memory; /* memory of the framework the op runs on */
   /* The memory's native handle as PCY_NATIVE_MEMORY gives it (host pointer, CUdeviceptr,
    * cl_mem), resolved once by the host so ops need no call to find it; NULL: ask the framework. */
   void* data;

@@ -19,15 +19,15 @@ extern "C" {
 #define PCY_BUNDLE_ENTRY_SYMBOL "pcy_bundle_entry"
 
 typedef enum pcy_arg_intent {
-  PCY_INTENT_IN = 1,    /* read: the host syncs this argument onto the op's device first */
-  PCY_INTENT_OUT = 2,   /* write-only: no sync; every other copy becomes stale */
-  PCY_INTENT_INOUT = 3  /* read and write: synced first, other copies stale afterwards */
+  PCY_INTENT_IN = 1,   /* read: the host syncs this argument onto the op's device first */
+  PCY_INTENT_OUT = 2,  /* write-only: no sync; every other copy becomes stale */
+  PCY_INTENT_INOUT = 3 /* read and write: synced first, other copies stale afterwards */
 } pcy_arg_intent;
 
 typedef enum pcy_op_arg_kind {
   PCY_OP_ARG_TENSOR = 1,
-  PCY_OP_ARG_INT = 2,   /* i64 */
-  PCY_OP_ARG_FLOAT = 3  /* f64; the op converts to its dtype */
+  PCY_OP_ARG_INT = 2,  /* i64 */
+  PCY_OP_ARG_FLOAT = 3 /* f64; the op converts to its dtype */
 } pcy_op_arg_kind;
 
 /* One op argument. [owner: host; lifetime: the op call; threads: the calling thread] */
@@ -57,10 +57,10 @@ typedef pcy_error* (*pcy_op_fn)(const pcy_op_call* call);
 typedef struct pcy_op_desc {
   size_t struct_size;
   const pcy_ext* ext;
-  const char* name;       /* e.g. "gemm" */
-  pcy_dtype dtype;        /* the element type it computes in */
+  const char* name; /* e.g. "gemm" */
+  pcy_dtype dtype;  /* the element type it computes in */
   const char* signature;
-  pcy_op_fn fn;           /* NULL: unsupported */
+  pcy_op_fn fn;               /* NULL: unsupported */
   const char* implementation; /* e.g. "OpenBLAS 0.3.21 cblas_sgemm", for parenchyma-info */
 } pcy_op_desc;
 
@@ -81,17 +81,17 @@ typedef struct pcy_bundle_context_args {
   const pcy_framework_api* framework; /* [host; until context_teardown] the framework's table */
   pcy_plugin framework_plugin;        /* the framework's plugin instance */
   pcy_context context;
-  uint32_t device;             /* index into the context's devices (for memory_alloc, queues) */
-  uint32_t plugin_device;      /* the same device as an index into the plugin's device list
-                                  (for device_properties) */
-  pcy_queue queue;             /* the backend's queue; ops are enqueued on it */
-  pcy_bundle_context bundle;   /* out */
+  uint32_t device;           /* index into the context's devices (for memory_alloc, queues) */
+  uint32_t plugin_device;    /* the same device as an index into the plugin's device list
+                                (for device_properties) */
+  pcy_queue queue;           /* the backend's queue; ops are enqueued on it */
+  pcy_bundle_context bundle; /* out */
 } pcy_bundle_context_args;
 
 typedef struct pcy_bundle_api {
-  PCY_PLUGIN_PREFIX; /* kind == PCY_PLUGIN_BUNDLE */
-  const char* extension;  /* [plugin; static] e.g. "blas" */
-  const char* framework;  /* [plugin; static] the framework plugin's name, e.g. "native" */
+  PCY_PLUGIN_PREFIX;     /* kind == PCY_PLUGIN_BUNDLE */
+  const char* extension; /* [plugin; static] e.g. "blas" */
+  const char* framework; /* [plugin; static] the framework plugin's name, e.g. "native" */
   uint32_t min_framework_abi_minor; /* framework tables older than this are refused */
 
   pcy_error* (*initialize)(pcy_bundle_init_args* args);

@@ -84,9 +84,9 @@ typedef struct pcy_memory_alloc_args {
   size_t struct_size;
   const pcy_ext* ext;
   pcy_context context;
-  uint32_t device; /* index into the context's devices */
-  uint64_t bytes;  /* > 0 */
-  uint32_t flags;  /* pcy_memory_flags */
+  uint32_t device;   /* index into the context's devices */
+  uint64_t bytes;    /* > 0 */
+  uint32_t flags;    /* pcy_memory_flags */
   pcy_memory memory; /* out [caller; until memory_free; any] */
 } pcy_memory_alloc_args;
 
@@ -96,10 +96,10 @@ typedef struct pcy_memory_transfer_args {
   const pcy_ext* ext;
   pcy_queue queue;
   pcy_memory memory;
-  uint64_t offset;     /* bytes into memory */
-  void* host_pointer;  /* destination of read, source of write */
+  uint64_t offset;    /* bytes into memory */
+  void* host_pointer; /* destination of read, source of write */
   uint64_t bytes;
-  bool blocking;       /* true: the bytes have moved when the call returns */
+  bool blocking; /* true: the bytes have moved when the call returns */
 } pcy_memory_transfer_args;
 
 typedef struct pcy_memory_copy_args {
@@ -194,9 +194,9 @@ typedef enum pcy_kernel_arg_kind {
 
 typedef struct pcy_kernel_arg {
   pcy_kernel_arg_kind kind;
-  pcy_memory memory;  /* MEMORY */
-  const void* value;  /* SCALAR: [caller; the call] copied before return */
-  size_t size;        /* SCALAR, LOCAL */
+  pcy_memory memory; /* MEMORY */
+  const void* value; /* SCALAR: [caller; the call] copied before return */
+  size_t size;       /* SCALAR, LOCAL */
 } pcy_kernel_arg;
 
 /* global: total work-items per dimension; local: work-group (block) size, 0 = plugin chooses.
@@ -238,7 +238,7 @@ typedef struct pcy_framework_api {
   void (*queue_destroy)(pcy_queue queue); /* waits for the queue's work first */
   pcy_error* (*queue_finish)(pcy_queue queue);
   pcy_error* (*event_record)(pcy_queue queue, pcy_event* out);
-  pcy_error* (*event_wait)(pcy_event event);                  /* host waits */
+  pcy_error* (*event_wait)(pcy_event event);                        /* host waits */
   pcy_error* (*queue_wait_event)(pcy_queue queue, pcy_event event); /* queue waits */
   void (*event_destroy)(pcy_event event);
 

@@ -79,17 +79,14 @@ template <class B> struct bundle_adapter {
   static pcy_error* context_init(pcy_bundle_context_args* a) noexcept {
     return guard(B::name, [&] {
       require_struct(a, "pcy_bundle_context_args");
-      if (a->framework == nullptr ||
-          a->framework->abi_minor < B::min_framework_abi_minor)
-        fail(PCY_ERR_VERSION, str("bundle '", B::name, "' needs framework ABI minor >= ",
-                                  B::min_framework_abi_minor));
-      a->bundle = reinterpret_cast<pcy_bundle_context>(
-          reinterpret_cast<B*>(a->plugin)->create_context(*a));
+      if (a->framework == nullptr || a->framework->abi_minor < B::min_framework_abi_minor)
+        fail(PCY_ERR_VERSION, str("bundle '", B::name,
+                                  "' needs framework ABI minor >= ", B::min_framework_abi_minor));
+      a->bundle =
+          reinterpret_cast<pcy_bundle_context>(reinterpret_cast<B*>(a->plugin)->create_context(*a));
     });
   }
-  static void context_teardown(pcy_bundle_context c) noexcept {
-    delete reinterpret_cast<Ctx*>(c);
-  }
+  static void context_teardown(pcy_bundle_context c) noexcept { delete reinterpret_cast<Ctx*>(c); }
 
   static constexpr pcy_bundle_api make_table() noexcept {
     pcy_bundle_api t{};
@@ -141,7 +138,7 @@ inline void* native_handle(const pcy_framework_api& fw, pcy_native_object object
 
 } // namespace parenchyma::sdk
 
-#define PCY_BUNDLE_PLUGIN(BundleClass)                                                            \
-  extern "C" PCY_EXPORT const pcy_bundle_api* pcy_bundle_entry(void) {                           \
-    return &::parenchyma::sdk::bundle_adapter<BundleClass>::table;                               \
+#define PCY_BUNDLE_PLUGIN(BundleClass)                                                             \
+  extern "C" PCY_EXPORT const pcy_bundle_api* pcy_bundle_entry(void) {                             \
+    return &::parenchyma::sdk::bundle_adapter<BundleClass>::table;                                 \
   }

@@ -134,9 +134,9 @@ inline void check_host_abi(const pcy_host_services* host, const char* plugin) {
   require_struct(host, "pcy_host_services");
   if (host->host_abi_major != PCY_ABI_VERSION_MAJOR)
     fail(PCY_ERR_VERSION,
-         str("plugin '", plugin, "' speaks ABI ", PCY_ABI_VERSION_MAJOR, ".",
-             PCY_ABI_VERSION_MINOR, " but the host speaks ", host->host_abi_major, ".",
-             host->host_abi_minor, ": use a plugin built against this host's SDK"));
+         str("plugin '", plugin, "' speaks ABI ", PCY_ABI_VERSION_MAJOR, ".", PCY_ABI_VERSION_MINOR,
+             " but the host speaks ", host->host_abi_major, ".", host->host_abi_minor,
+             ": use a plugin built against this host's SDK"));
 }
 
 inline size_t dtype_size(pcy_dtype t) noexcept {

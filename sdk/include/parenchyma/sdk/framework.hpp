@@ -24,11 +24,11 @@
 //            void* native_platform(uint32_t);                                       [optional]
 //   queue:   void finish(); event_type* record(); void wait(event_type&);
 //            void read(memory_type&, uint64_t off, void* host, uint64_t bytes, bool blocking);
-//            void write(memory_type&, uint64_t off, const void* host, uint64_t bytes, bool blocking);
-//            void copy(memory_type& src, uint64_t so, memory_type& dst, uint64_t d, uint64_t bytes);
-//            void fill(memory_type&, uint64_t off, uint64_t bytes, const void* pattern, uint32_t size);
-//            void launch(kernel_type&, const pcy_kernel_launch_args&);               [optional]
-//            void* native();                                                        [optional]
+//            void write(memory_type&, uint64_t off, const void* host, uint64_t bytes, bool
+//            blocking); void copy(memory_type& src, uint64_t so, memory_type& dst, uint64_t d,
+//            uint64_t bytes); void fill(memory_type&, uint64_t off, uint64_t bytes, const void*
+//            pattern, uint32_t size); void launch(kernel_type&, const pcy_kernel_launch_args&);
+//            [optional] void* native(); [optional]
 //   event:   void wait();
 //   memory:  bool export_to(pcy_handle_kind, pcy_memory_handle&);  false: kind unsupported [opt]
 //            void* native();                                                        [optional]
@@ -54,7 +54,7 @@ template <class P> struct program_types {
   using kernel = void;
 };
 template <class P>
-  requires requires { typename P::program_type; }
+requires requires { typename P::program_type; }
 struct program_types<P> {
   using program = typename P::program_type;
   using kernel = typename P::kernel_type;
@@ -91,8 +91,8 @@ template <class P> struct framework_adapter {
     return guard(P::name, [&] {
       auto* self = detail::from<P>(p);
       if (device >= self->device_count())
-        fail(PCY_ERR_NOT_FOUND, str("device ", device, " does not exist (", self->device_count(),
-                                    " devices)"));
+        fail(PCY_ERR_NOT_FOUND,
+             str("device ", device, " does not exist (", self->device_count(), " devices)"));
       auto span = self->properties(device);
       *props = span.data();
       *count = span.size();
@@ -105,8 +105,8 @@ template <class P> struct framework_adapter {
       if (n == 0 || devices == nullptr) fail(PCY_ERR_INVALID_ARGUMENT, "a context needs a device");
       for (uint32_t i = 0; i < n; ++i)
         if (devices[i] >= self->device_count())
-          fail(PCY_ERR_NOT_FOUND, str("device ", devices[i], " does not exist (",
-                                      self->device_count(), " devices)"));
+          fail(PCY_ERR_NOT_FOUND,
+               str("device ", devices[i], " does not exist (", self->device_count(), " devices)"));
       *out = detail::to<pcy_context>(self->create_context(std::span<const uint32_t>(devices, n)));
     });
   }
@@ -143,21 +143,21 @@ template <class P> struct framework_adapter {
     return guard(P::name, [&] {
       require_struct(a, "pcy_memory_transfer_args");
       detail::from<Q>(a->queue)->read(*detail::from<M>(a->memory), a->offset, a->host_pointer,
-                                       a->bytes, a->blocking);
+                                      a->bytes, a->blocking);
     });
   }
   static pcy_error* memory_write(const pcy_memory_transfer_args* a) noexcept {
     return guard(P::name, [&] {
       require_struct(a, "pcy_memory_transfer_args");
       detail::from<Q>(a->queue)->write(*detail::from<M>(a->memory), a->offset, a->host_pointer,
-                                        a->bytes, a->blocking);
+                                       a->bytes, a->blocking);
     });
   }
   static pcy_error* memory_copy(const pcy_memory_copy_args* a) noexcept {
     return guard(P::name, [&] {
       require_struct(a, "pcy_memory_copy_args");
       detail::from<Q>(a->queue)->copy(*detail::from<M>(a->src), a->src_offset,
-                                       *detail::from<M>(a->dst), a->dst_offset, a->bytes);
+                                      *detail::from<M>(a->dst), a->dst_offset, a->bytes);
     });
   }
   static pcy_error* memory_fill(const pcy_memory_fill_args* a) noexcept {
@@ -171,8 +171,8 @@ template <class P> struct framework_adapter {
       if (a->bytes % a->pattern_size != 0)
         fail(PCY_ERR_INVALID_ARGUMENT, str("fill of ", a->bytes, " bytes is not a multiple of the ",
                                            a->pattern_size, "-byte pattern"));
-      detail::from<Q>(a->queue)->fill(*detail::from<M>(a->memory), a->offset, a->bytes,
-                                       a->pattern, a->pattern_size);
+      detail::from<Q>(a->queue)->fill(*detail::from<M>(a->memory), a->offset, a->bytes, a->pattern,
+                                      a->pattern_size);
     });
   }
   static pcy_error* memory_export(pcy_memory_export_args* a) noexcept {
@@ -183,8 +183,8 @@ template <class P> struct framework_adapter {
       *a->handle = pcy_memory_handle{};
       a->handle->struct_size = size;
       if (!detail::from<M>(a->memory)->export_to(a->kind, *a->handle))
-        fail(PCY_ERR_UNSUPPORTED, str(P::name, " memory cannot be exported as handle kind ",
-                                      static_cast<int>(a->kind)));
+        fail(PCY_ERR_UNSUPPORTED,
+             str(P::name, " memory cannot be exported as handle kind ", static_cast<int>(a->kind)));
       a->handle->kind = a->kind;
     });
   }
@@ -204,31 +204,31 @@ template <class P> struct framework_adapter {
       bool answered = false;
       switch (a->object) {
       case PCY_NATIVE_CONTEXT:
-        if constexpr (requires(C& c) { c.native_context(); }) {
+        if constexpr (requires(C & c) { c.native_context(); }) {
           a->handle = detail::from<C>(a->context)->native_context();
           answered = true;
         }
         break;
       case PCY_NATIVE_DEVICE:
-        if constexpr (requires(C& c) { c.native_device(0u); }) {
+        if constexpr (requires(C & c) { c.native_device(0u); }) {
           a->handle = detail::from<C>(a->context)->native_device(a->device);
           answered = true;
         }
         break;
       case PCY_NATIVE_PLATFORM:
-        if constexpr (requires(C& c) { c.native_platform(0u); }) {
+        if constexpr (requires(C & c) { c.native_platform(0u); }) {
           a->handle = detail::from<C>(a->context)->native_platform(a->device);
           answered = true;
         }
         break;
       case PCY_NATIVE_QUEUE:
-        if constexpr (requires(Q& q) { q.native(); }) {
+        if constexpr (requires(Q & q) { q.native(); }) {
           a->handle = detail::from<Q>(a->queue)->native();
           answered = true;
         }
         break;
       case PCY_NATIVE_MEMORY:
-        if constexpr (requires(M& m) { m.native(); }) {
+        if constexpr (requires(M & m) { m.native(); }) {
           a->handle = detail::from<M>(a->memory)->native();
           answered = true;
         }
@@ -247,7 +247,8 @@ template <class P> struct framework_adapter {
       std::string_view src = a->source_size ? std::string_view(a->source, a->source_size)
                                             : std::string_view(a->source);
       bool hit = false;
-      a->program = detail::to<pcy_program>(detail::from<C>(a->context)->build(src, a->options, hit));
+      a->program =
+          detail::to<pcy_program>(detail::from<C>(a->context)->build(src, a->options, hit));
       a->cache_hit = hit;
     });
   }
@@ -298,9 +299,9 @@ template <class P> struct framework_adapter {
     t.memory_write = &memory_write;
     t.memory_copy = &memory_copy;
     t.memory_fill = &memory_fill;
-    if constexpr (requires(M& m, pcy_memory_handle& h) { m.export_to(PCY_HANDLE_NONE, h); })
+    if constexpr (requires(M & m, pcy_memory_handle & h) { m.export_to(PCY_HANDLE_NONE, h); })
       t.memory_export = &memory_export;
-    if constexpr (requires(C& c, const pcy_memory_handle& h) { c.import(0u, h); })
+    if constexpr (requires(C & c, const pcy_memory_handle& h) { c.import(0u, h); })
       t.memory_import = &memory_import;
     t.native_handle = &native_handle;
     if constexpr (has_programs) {
@@ -318,7 +319,7 @@ template <class P> struct framework_adapter {
 } // namespace parenchyma::sdk
 
 // Emits the plugin's one exported symbol. Use once, at namespace scope, in one source file.
-#define PCY_FRAMEWORK_PLUGIN(PluginClass)                                                         \
-  extern "C" PCY_EXPORT const pcy_framework_api* pcy_framework_entry(void) {                     \
-    return &::parenchyma::sdk::framework_adapter<PluginClass>::table;                            \
+#define PCY_FRAMEWORK_PLUGIN(PluginClass)                                                          \
+  extern "C" PCY_EXPORT const pcy_framework_api* pcy_framework_entry(void) {                       \
+    return &::parenchyma::sdk::framework_adapter<PluginClass>::table;                              \
   }

@@ -129,8 +129,8 @@ inline memory alloc(const framework& fw, pcy_context c, uint32_t device, uint64_
   check(fw.api().memory_alloc(&a));
   return {a.memory, fw.api().memory_free};
 }
-inline void write(const framework& fw, pcy_queue q, pcy_memory m, uint64_t offset,
-                  const void* src, uint64_t bytes, bool blocking = true) {
+inline void write(const framework& fw, pcy_queue q, pcy_memory m, uint64_t offset, const void* src,
+                  uint64_t bytes, bool blocking = true) {
   pcy_memory_transfer_args a{};
   a.struct_size = sizeof a;
   a.queue = q;
