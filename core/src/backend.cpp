@@ -226,7 +226,10 @@ void* Backend::native(pcy_native_object object) const {
 }
 
 void* Backend::native_memory(const TensorStorage& t) const {
-  pcy_memory m = const_cast<TensorStorage&>(t).device(*impl_, access::read);
+  // The slot resolved its native handle when it was made; ask again only to report why not.
+  void* cached = nullptr;
+  pcy_memory m = const_cast<TensorStorage&>(t).impl().device(*impl_, access::read, &cached);
+  if (cached != nullptr) return cached;
   if (impl_->api->native_handle == nullptr)
     throw error(errc::unsupported, impl_->framework->name(), "the plugin offers no native handles");
   pcy_native_handle_args a{};

@@ -340,12 +340,7 @@ pcy_memory TensorStorage::Impl::device(BackendImpl& b, access intent, void** nat
   }
   settle_except(&b);
   int idx = find(&b);
-  if (idx < 0 || slots[static_cast<size_t>(idx)].host_ptr != nullptr) {
-    idx = -1;
-    for (size_t i = 0; i < slots.size(); ++i)
-      if (slots[i].backend.get() == &b && slots[i].host_ptr == nullptr) idx = static_cast<int>(i);
-    if (idx < 0) idx = make_device_slot(b);
-  }
+  if (idx < 0) idx = make_device_slot(b);
   const int group = slots[static_cast<size_t>(idx)].group;
   if (intent != access::write_only) {
     if (valid == 0)

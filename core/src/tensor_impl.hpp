@@ -40,9 +40,10 @@ struct TensorStorage::Impl {
 
   ~Impl();
   void release();
+  // The device slot of backend b (a pinned host copy made by b is not one), or -1.
   int find(const BackendImpl* b) const noexcept {
     for (size_t i = 0; i < slots.size(); ++i)
-      if (slots[i].backend.get() == b) return static_cast<int>(i);
+      if (slots[i].backend.get() == b && slots[i].host_ptr == nullptr) return static_cast<int>(i);
     return -1;
   }
   bool is_valid(int group) const noexcept { return (valid >> group) & 1u; }
