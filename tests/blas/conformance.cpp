@@ -7,8 +7,10 @@
 #include <parenchyma/blas.hpp>
 #include <parenchyma/parenchyma.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <limits>
 #include <random>
@@ -62,7 +64,9 @@ void expect_true(bool ok, const std::string& what) {
 }
 
 // Runs one case; an f64 cell the device cannot serve counts as a skipped cell, not a failure.
+// Every case with a failure is named once ("FAILED CASE"), so a run lists what broke.
 void run_case(const std::string& what, const std::function<void()>& f) {
+  const int before = failures;
   try {
     f();
   } catch (const parenchyma::error& e) {
@@ -76,6 +80,9 @@ void run_case(const std::string& what, const std::function<void()>& f) {
     ++failures;
     std::printf("FAIL %s %s: threw %s\n", fw_name.c_str(), what.c_str(), e.what());
   }
+  if (failures > before)
+    std::printf("FAILED CASE %s: %s (%d failed checks)\n", fw_name.c_str(), what.c_str(),
+                failures - before);
 }
 
 template <class T> void level1(const Backend& b) {
@@ -344,6 +351,582 @@ template <class T> void level23(const Backend& b) {
   gemm_case<T>(b, false, true, 4097, 1, 7, 0, false, true);
 }
 
+// ---- reference-BLAS semantics: the edge cases ported code relies on (docs/blas.md) ----------
+
+enum class scal_mode { host, device, mixed }; // mixed: host alpha, device beta
+const char* mode_name(scal_mode s) {
+  return s == scal_mode::host     ? "host-scalars"
+         : s == scal_mode::device ? "device-scalars"
+                                  : "mixed-scalars";
+}
+
+template <class T> std::vector<T> raw(const SharedTensor<T>& t) {
+  auto s = t.read();
+  return {s.begin(), s.end()};
+}
+template <class T> SharedTensor<T> tensor_of(std::vector<int64_t> shape, const std::vector<T>& v) {
+  SharedTensor<T> t(std::move(shape));
+  auto w = t.write_only();
+  std::copy(v.begin(), v.end(), w.begin());
+  return t;
+}
+template <class T> std::vector<T> uniform(size_t n, double lo = -1, double hi = 1) {
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<T> v(n);
+  for (T& e : v)
+    e = static_cast<T>(u(rng));
+  return v;
+}
+// What an output holds before an op that must not read it: NaN, +Inf, -Inf in turn.
+template <class T> T poison(size_t i) {
+  switch (i % 3) {
+  case 0: return std::numeric_limits<T>::quiet_NaN();
+  case 1: return std::numeric_limits<T>::infinity();
+  default: return -std::numeric_limits<T>::infinity();
+  }
+}
+template <class T> std::vector<T> poisoned(size_t n) {
+  std::vector<T> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = poison<T>(i);
+  return v;
+}
+template <class T> bool same_bits(T a, T b) { return std::memcmp(&a, &b, sizeof(T)) == 0; }
+
+// "Untouched" means bit for bit (NaN payloads and the sign of zero included).
+template <class T> void expect_bits(const std::string& what, size_t i, T got, T want) {
+  ++checks;
+  if (!same_bits(got, want) && ++failures <= 30)
+    std::printf("FAIL %s %s %s: element %zu is %.10g, expected it untouched (%.10g)\n",
+                fw_name.c_str(), tname<T>(), what.c_str(), i, static_cast<double>(got),
+                static_cast<double>(want));
+}
+template <class T>
+void expect_untouched(const std::string& what, const std::vector<T>& got,
+                      const std::vector<T>& before) {
+  for (size_t i = 0; i < got.size(); ++i)
+    expect_bits<T>(what, i, got[i], before[i]);
+}
+// Exactly `want` (0 * anything must give 0, 2 * v must give 2v): compared by value, so +0 == -0.
+template <class T> void expect_exact(const std::string& what, size_t i, T got, double want) {
+  ++checks;
+  if (!(static_cast<double>(got) == want) && ++failures <= 30)
+    std::printf("FAIL %s %s %s: element %zu got %.10g expected exactly %.10g\n", fw_name.c_str(),
+                tname<T>(), what.c_str(), i, static_cast<double>(got), want);
+}
+
+// y = alpha op(A) x with beta = 0, y pre-filled with NaN/Inf: dense (write-only), dense with a
+// tail the op must not touch, strided. Every element outside the described ones keeps its bits.
+template <class T> void beta0_gemv(const Backend& b) {
+  for (const bool t : {false, true})
+    for (const int layout : {0, 1, 2}) // 0 dense, 1 tail, 2 strided
+      for (const scal_mode sm : {scal_mode::host, scal_mode::device, scal_mode::mixed}) {
+        const int64_t m = 37, n = 53, lda = layout == 0 ? n : n + 2;
+        const int64_t nx = t ? m : n, ny = t ? n : m, inc = layout == 2 ? 3 : 1;
+        const int64_t ylen = layout == 0 ? ny : layout == 1 ? ny + 5 : 1 + (ny - 1) * inc + 2;
+        const std::string tag = std::string("gemv beta=0 NaN/Inf y ") + (t ? "T " : "N ") +
+                                (layout == 0   ? "dense"
+                                 : layout == 1 ? "tail"
+                                               : "strided") +
+                                " " + mode_name(sm);
+        run_case(std::string(tname<T>()) + " " + tag, [&] {
+          const auto A0 = uniform<T>(static_cast<size_t>(m * lda)), x0 = uniform<T>(nx);
+          const auto y0 = poisoned<T>(static_cast<size_t>(ylen));
+          auto A = tensor_of<T>({m, lda}, A0), x = tensor_of<T>({nx}, x0),
+               y = tensor_of<T>({ylen}, y0);
+          const double alpha = 1.5;
+          auto at = scalar_tensor<T>(alpha), bt = scalar_tensor<T>(0);
+          const blas::Scalar al = sm == scal_mode::device ? blas::Scalar(at) : blas::Scalar(alpha);
+          const blas::Scalar be = sm == scal_mode::host ? blas::Scalar(0.0) : blas::Scalar(bt);
+          blas::gemv(b, t ? blas::trans : blas::no_trans, al, A, x, be, y,
+                     {.m = m, .n = n, .lda = lda, .incx = 1, .incy = inc});
+          const auto y1 = raw(y);
+          for (int64_t i = 0; i < ylen; ++i) {
+            if (i % inc != 0 || i / inc >= ny) {
+              expect_bits<T>(tag + " (outside y)", i, y1[i], y0[i]);
+              continue;
+            }
+            const int64_t r = i / inc;
+            double s = 0, mag = 0;
+            for (int64_t j = 0; j < nx; ++j) {
+              const double a = t ? A0[j * lda + r] : A0[r * lda + j];
+              s += a * x0[j];
+              mag += std::fabs(a * x0[j]);
+            }
+            expect_near<T>(tag, i, y1[i], alpha * s, alpha * mag, static_cast<double>(nx));
+          }
+        });
+      }
+}
+
+// C = alpha op(A) op(B) with beta = 0, C pre-filled with NaN/Inf: whole (write-only), ldc > n,
+// and m x n smaller than the tensor (spare rows); what lies outside the window keeps its bits.
+template <class T> void beta0_gemm(const Backend& b) {
+  struct shape {
+    int64_t m, n, k;
+  };
+  for (const shape s : {shape{33, 29, 17}, shape{70, 45, 100}})
+    for (const int tr : {0, 1, 2, 3})
+      for (const int layout : {0, 1, 2}) // 0 whole, 1 ldc > n, 2 spare rows
+        for (const scal_mode sm : {scal_mode::host, scal_mode::device, scal_mode::mixed}) {
+          const bool ta = tr & 2, tb = tr & 1;
+          const int64_t m = s.m, n = s.n, k = s.k;
+          const int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+          const int64_t ldc = layout == 1 ? n + 3 : n, rows = layout == 2 ? m + 2 : m;
+          const std::string tag = std::string("gemm beta=0 NaN/Inf C ") + (ta ? "T" : "N") +
+                                  (tb ? "T" : "N") + " m=" + std::to_string(m) + " " +
+                                  (layout == 0   ? "whole"
+                                   : layout == 1 ? "ldc>n"
+                                                 : "spare-rows") +
+                                  " " + mode_name(sm);
+          run_case(std::string(tname<T>()) + " " + tag, [&] {
+            const auto A0 = uniform<T>(static_cast<size_t>(ar * ac)),
+                       B0 = uniform<T>(static_cast<size_t>(br * bc));
+            const auto C0 = poisoned<T>(static_cast<size_t>(rows * ldc));
+            auto A = tensor_of<T>({ar, ac}, A0), B = tensor_of<T>({br, bc}, B0),
+                 C = tensor_of<T>({rows, ldc}, C0);
+            const double alpha = -0.75;
+            auto at = scalar_tensor<T>(alpha), bt = scalar_tensor<T>(0);
+            const blas::Scalar al =
+                sm == scal_mode::device ? blas::Scalar(at) : blas::Scalar(alpha);
+            const blas::Scalar be = sm == scal_mode::host ? blas::Scalar(0.0) : blas::Scalar(bt);
+            blas::gemm(b, ta ? blas::trans : blas::no_trans, tb ? blas::trans : blas::no_trans, al,
+                       A, B, be, C, {.m = m, .n = n, .k = k, .lda = ac, .ldb = bc, .ldc = ldc});
+            const auto C1 = raw(C);
+            for (int64_t i = 0; i < rows; ++i)
+              for (int64_t j = 0; j < ldc; ++j) {
+                const int64_t ic = i * ldc + j;
+                if (i >= m || j >= n) {
+                  expect_bits<T>(tag + " (outside C)", ic, C1[ic], C0[ic]);
+                  continue;
+                }
+                double sum = 0, mag = 0;
+                for (int64_t l = 0; l < k; ++l) {
+                  const double a = ta ? A0[l * ac + i] : A0[i * ac + l];
+                  const double bb = tb ? B0[j * bc + l] : B0[l * bc + j];
+                  sum += a * bb;
+                  mag += std::fabs(a * bb);
+                }
+                expect_near<T>(tag, ic, C1[ic], alpha * sum, std::fabs(alpha) * mag,
+                               static_cast<double>(k));
+              }
+          });
+        }
+}
+
+// y = alpha x + 0 y with y pre-filled with NaN/Inf: strided and with a tail.
+template <class T> void beta0_axpby(const Backend& b) {
+  for (const int64_t n : {7, 1000})
+    for (const int64_t inc : {1, 2})
+      for (const scal_mode sm : {scal_mode::host, scal_mode::device, scal_mode::mixed}) {
+        const int64_t len = 1 + (n - 1) * inc + 3; // a tail beyond the last element
+        const std::string tag = "axpby beta=0 NaN/Inf y n=" + std::to_string(n) +
+                                " inc=" + std::to_string(inc) + " " + mode_name(sm);
+        run_case(std::string(tname<T>()) + " " + tag, [&] {
+          const auto x0 = uniform<T>(static_cast<size_t>(len));
+          const auto y0 = poisoned<T>(static_cast<size_t>(len));
+          auto x = tensor_of<T>({len}, x0), y = tensor_of<T>({len}, y0);
+          const double alpha = 2.5;
+          auto at = scalar_tensor<T>(alpha), bt = scalar_tensor<T>(0);
+          const blas::Scalar al = sm == scal_mode::device ? blas::Scalar(at) : blas::Scalar(alpha);
+          const blas::Scalar be = sm == scal_mode::host ? blas::Scalar(0.0) : blas::Scalar(bt);
+          blas::axpby(b, n, al, x, inc, be, y, inc);
+          const auto y1 = raw(y);
+          for (int64_t i = 0; i < len; ++i) {
+            if (i % inc == 0 && i / inc < n)
+              expect_near<T>(tag, i, y1[i], alpha * x0[i], std::fabs(alpha * x0[i]), 1);
+            else
+              expect_bits<T>(tag + " (outside y)", i, y1[i], y0[i]);
+          }
+        });
+      }
+}
+
+// The norm of values whose squares overflow or underflow: a scaled sum of squares in double.
+double scaled_norm(const std::vector<double>& v) {
+  double scale = 0;
+  for (double e : v)
+    scale = std::max(scale, std::fabs(e));
+  if (scale == 0) return 0;
+  double ss = 0;
+  for (double e : v)
+    ss += (e / scale) * (e / scale);
+  return scale * std::sqrt(ss);
+}
+
+template <class T> void nrm2_limits(const Backend& b) {
+  using lim = std::numeric_limits<T>;
+  const bool f64 = sizeof(T) == 8;
+  const double big = f64 ? 1e300 : 1e38, small = f64 ? 1e-300 : 1e-38;
+  const double denorm = f64 ? 1e-310 : 1e-40; // below the smallest normal number
+  for (const int64_t n : {1, 7, 1000, 4097})
+    for (const int64_t inc : {1, 2})
+      for (const int set : {0, 1, 2, 3, 4}) {
+        static const char* names[] = {"big", "small", "denormal", "big+small", "wide"};
+        const std::string tag = std::string("nrm2 ") + names[set] + " n=" + std::to_string(n) +
+                                " inc=" + std::to_string(inc);
+        run_case(std::string(tname<T>()) + " " + tag, [&] {
+          const int64_t len = 1 + (n - 1) * inc;
+          std::vector<T> x(static_cast<size_t>(len), lim::quiet_NaN()); // gaps: must not be read
+          std::vector<double> used;
+          std::uniform_real_distribution<double> u(0.25, 1), e(-1, 1);
+          for (int64_t i = 0; i < n; ++i) {
+            const double sign = (rng() & 1) ? 1 : -1;
+            double v = 0;
+            switch (set) {
+            case 0:
+              v = big / std::sqrt(static_cast<double>(n)) * u(rng);
+              break; // fits, squares do not
+            case 1: v = small * u(rng); break;
+            case 2: v = denorm * u(rng); break;
+            case 3:
+              v = i % 5 == 0 ? big / std::sqrt(static_cast<double>(n)) * u(rng) : small * u(rng);
+              break;
+            default: // magnitudes over the whole exponent range of the type
+              v = u(rng) *
+                  std::pow(10.0, e(rng) * (f64 ? 300 : 37) - std::log10(static_cast<double>(n)));
+            }
+            x[static_cast<size_t>(i * inc)] = static_cast<T>(sign * v);
+            used.push_back(static_cast<double>(x[static_cast<size_t>(i * inc)]));
+          }
+          const double ref = scaled_norm(used);
+          auto xt = tensor_of<T>({len}, x);
+          SharedTensor<T> r({1});
+          blas::nrm2(b, n, xt, inc, r);
+          const double got = r.read()[0];
+          // Relative, plus a few units of the smallest denormal where the result is one itself.
+          const double tol = 8 * lim::epsilon() * (std::sqrt(static_cast<double>(n)) + 1) * ref +
+                             4 * static_cast<double>(lim::denorm_min());
+          ++checks;
+          if (!(std::fabs(got - ref) <= tol) && ++failures <= 30)
+            std::printf("FAIL %s %s %s: got %.10g expected %.10g (tolerance %.3g)\n",
+                        fw_name.c_str(), tname<T>(), tag.c_str(), got, ref, tol);
+          if (inc == 1) {
+            const double host_value = blas::nrm2(b, xt);
+            ++checks;
+            if (!(std::fabs(host_value - ref) <= tol) && ++failures <= 30)
+              std::printf("FAIL %s %s %s (host value): got %.10g expected %.10g\n", fw_name.c_str(),
+                          tname<T>(), tag.c_str(), host_value, ref);
+          }
+        });
+      }
+}
+
+// n == 0 touches nothing; asum/dot/nrm2 of nothing are 0.
+template <class T> void quick_n0(const Backend& b) {
+  for (const bool dev : {false, true}) {
+    const std::string tag = std::string("n=0 ") + (dev ? "device-scalars" : "host-scalars");
+    run_case(std::string(tname<T>()) + " " + tag, [&] {
+      auto xv = uniform<T>(9), yv = uniform<T>(9);
+      xv[0] = yv[1] = std::numeric_limits<T>::quiet_NaN();
+      yv[0] = T(-0.0);
+      auto x = tensor_of<T>({9}, xv), y = tensor_of<T>({9}, yv);
+      auto at = scalar_tensor<T>(0.5), bt = scalar_tensor<T>(0);
+      const blas::Scalar al = dev ? blas::Scalar(at) : blas::Scalar(0.5);
+      const blas::Scalar be = dev ? blas::Scalar(bt) : blas::Scalar(0.0);
+      for (const char* op : {"asum", "dot", "nrm2"}) {
+        SharedTensor<T> r({1});
+        r.write_only()[0] = std::numeric_limits<T>::quiet_NaN();
+        if (op[0] == 'a') blas::asum(b, 0, x, 1, r);
+        if (op[0] == 'd') blas::dot(b, 0, x, 1, y, 1, r);
+        if (op[0] == 'n') blas::nrm2(b, 0, x, 1, r);
+        expect_exact<T>(tag + " " + op + " result", 0, r.read()[0], 0);
+      }
+      blas::axpy(b, 0, al, x, 1, y, 1);
+      expect_untouched<T>(tag + " axpy y", raw(y), yv);
+      blas::axpby(b, 0, al, x, 1, be, y, 2);
+      expect_untouched<T>(tag + " axpby y", raw(y), yv);
+      blas::scal(b, 0, al, y, 1);
+      expect_untouched<T>(tag + " scal x", raw(y), yv);
+      blas::copy(b, 0, x, 1, y, 1);
+      expect_untouched<T>(tag + " copy y", raw(y), yv);
+      blas::swap(b, 0, x, 1, y, 1);
+      expect_untouched<T>(tag + " swap x", raw(x), xv);
+      expect_untouched<T>(tag + " swap y", raw(y), yv);
+    });
+  }
+}
+
+// gemv with m == 0 or n == 0 leaves y exactly as it was, whatever beta is (reference BLAS
+// returns at once); y holds -0 and NaN so that any write (even 1 * y + 0) shows.
+template <class T> void quick_gemv(const Backend& b) {
+  struct mn {
+    int64_t m, n;
+  };
+  for (const bool t : {false, true})
+    for (const mn s : {mn{0, 5}, mn{5, 0}, mn{0, 0}})
+      for (const double beta : {0.0, 0.5, 1.0})
+        for (const bool dev : {false, true}) {
+          const int64_t nx = t ? s.m : s.n, ny = t ? s.n : s.m;
+          const std::string tag = std::string("gemv quick return ") + (t ? "T" : "N") +
+                                  " m=" + std::to_string(s.m) + " n=" + std::to_string(s.n) +
+                                  " beta=" + std::to_string(beta).substr(0, 3) +
+                                  (dev ? " device-scalars" : " host-scalars");
+          run_case(std::string(tname<T>()) + " " + tag, [&] {
+            const int64_t cols = std::max<int64_t>(s.n, 1);
+            auto A =
+                tensor_of<T>({std::max<int64_t>(s.m, 1), cols},
+                             uniform<T>(static_cast<size_t>(std::max<int64_t>(s.m, 1) * cols)));
+            auto x = tensor_of<T>({std::max<int64_t>(nx, 1)}, uniform<T>(std::max<int64_t>(nx, 1)));
+            auto yv = uniform<T>(static_cast<size_t>(std::max<int64_t>(ny, 1)));
+            yv[0] = T(-0.0);
+            if (yv.size() > 2) yv[2] = std::numeric_limits<T>::quiet_NaN();
+            auto y = tensor_of<T>({static_cast<int64_t>(yv.size())}, yv);
+            auto at = scalar_tensor<T>(1.5), bt = scalar_tensor<T>(beta);
+            const blas::Scalar al = dev ? blas::Scalar(at) : blas::Scalar(1.5);
+            const blas::Scalar be = dev ? blas::Scalar(bt) : blas::Scalar(beta);
+            blas::gemv(b, t ? blas::trans : blas::no_trans, al, A, x, be, y,
+                       {.m = s.m, .n = s.n, .lda = cols, .incx = 1, .incy = 1});
+            expect_untouched<T>(tag, raw(y), yv);
+          });
+        }
+}
+
+// gemv with alpha == 0: y = beta y, A and x not read (they hold NaN here).
+template <class T> void alpha0_gemv(const Backend& b) {
+  for (const bool t : {false, true})
+    for (const double beta : {0.0, 0.5})
+      for (const bool dev : {false, true}) {
+        const std::string tag = std::string("gemv alpha=0 NaN in A, x ") + (t ? "T" : "N") +
+                                " beta=" + std::to_string(beta).substr(0, 3) +
+                                (dev ? " device-scalars" : " host-scalars");
+        run_case(std::string(tname<T>()) + " " + tag, [&] {
+          const int64_t m = 19, n = 23, inc = 2, nx = t ? m : n, ny = t ? n : m;
+          auto Av = uniform<T>(static_cast<size_t>(m * n)), xv = uniform<T>(nx);
+          Av[3] = xv[1] = std::numeric_limits<T>::quiet_NaN();
+          Av[7] = std::numeric_limits<T>::infinity();
+          const int64_t ylen = 1 + (ny - 1) * inc;
+          const auto y0 = beta == 0 ? poisoned<T>(ylen) : uniform<T>(ylen);
+          auto A = tensor_of<T>({m, n}, Av), x = tensor_of<T>({nx}, xv),
+               y = tensor_of<T>({ylen}, y0);
+          auto at = scalar_tensor<T>(0), bt = scalar_tensor<T>(beta);
+          const blas::Scalar al = dev ? blas::Scalar(at) : blas::Scalar(0.0);
+          const blas::Scalar be = dev ? blas::Scalar(bt) : blas::Scalar(beta);
+          blas::gemv(b, t ? blas::trans : blas::no_trans, al, A, x, be, y,
+                     {.m = m, .n = n, .lda = n, .incx = 1, .incy = inc});
+          const auto y1 = raw(y);
+          for (int64_t i = 0; i < ylen; ++i) {
+            if (i % inc == 0)
+              expect_exact<T>(tag, i, y1[i], beta == 0 ? 0.0 : beta * static_cast<double>(y0[i]));
+            else
+              expect_bits<T>(tag + " (outside y)", i, y1[i], y0[i]);
+          }
+        });
+      }
+}
+
+// gemm quick paths: k == 0 and alpha == 0 give C = beta C (beta = 0: C = 0, never read), with
+// A and B not read (NaN in them for alpha == 0); m == 0 or n == 0 touches nothing.
+template <class T> void quick_gemm(const Backend& b) {
+  for (const int which : {0, 1}) // 0: k == 0, 1: alpha == 0 with NaN in A and B
+    for (const double beta : {0.0, 2.0})
+      for (const bool dev : {false, true}) {
+        const std::string tag = std::string("gemm ") + (which == 0 ? "k=0" : "alpha=0 NaN in A,B") +
+                                " beta=" + std::to_string(beta).substr(0, 3) +
+                                " ldc>n spare-rows " + (dev ? "device-scalars" : "host-scalars");
+        run_case(std::string(tname<T>()) + " " + tag, [&] {
+          const int64_t m = 21, n = 13, k = which == 0 ? 0 : 11, ldc = n + 2, rows = m + 1;
+          auto Av = uniform<T>(static_cast<size_t>(m * std::max<int64_t>(k, 1))),
+               Bv = uniform<T>(static_cast<size_t>(std::max<int64_t>(k, 1) * n));
+          Av[5] = Bv[2] = std::numeric_limits<T>::quiet_NaN();
+          Bv[4] = -std::numeric_limits<T>::infinity();
+          const auto C0 = beta == 0 ? poisoned<T>(rows * ldc) : uniform<T>(rows * ldc);
+          auto A = tensor_of<T>({m, std::max<int64_t>(k, 1)}, Av),
+               B = tensor_of<T>({std::max<int64_t>(k, 1), n}, Bv),
+               C = tensor_of<T>({rows, ldc}, C0);
+          const double alpha = which == 0 ? 1.5 : 0.0;
+          auto at = scalar_tensor<T>(alpha), bt = scalar_tensor<T>(beta);
+          const blas::Scalar al = dev ? blas::Scalar(at) : blas::Scalar(alpha);
+          const blas::Scalar be = dev ? blas::Scalar(bt) : blas::Scalar(beta);
+          blas::gemm(
+              b, blas::no_trans, blas::no_trans, al, A, B, be, C,
+              {.m = m, .n = n, .k = k, .lda = std::max<int64_t>(k, 1), .ldb = n, .ldc = ldc});
+          const auto C1 = raw(C);
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < ldc; ++j) {
+              const int64_t ic = i * ldc + j;
+              if (i >= m || j >= n)
+                expect_bits<T>(tag + " (outside C)", ic, C1[ic], C0[ic]);
+              else
+                expect_exact<T>(tag, ic, C1[ic],
+                                beta == 0 ? 0.0 : beta * static_cast<double>(C0[ic]));
+            }
+        });
+      }
+  struct mn {
+    int64_t m, n;
+  };
+  for (const mn s : {mn{0, 4}, mn{3, 0}, mn{0, 0}})
+    for (const double beta : {0.0, 1.0})
+      for (const bool dev : {false, true}) {
+        const std::string tag = "gemm quick return m=" + std::to_string(s.m) +
+                                " n=" + std::to_string(s.n) +
+                                " beta=" + std::to_string(beta).substr(0, 3) +
+                                (dev ? " device-scalars" : " host-scalars");
+        run_case(std::string(tname<T>()) + " " + tag, [&] {
+          auto A = random_tensor<T>({3, 5}), B = random_tensor<T>({5, 4});
+          auto Cv = uniform<T>(12);
+          Cv[0] = T(-0.0);
+          Cv[1] = std::numeric_limits<T>::quiet_NaN();
+          auto C = tensor_of<T>({3, 4}, Cv);
+          auto at = scalar_tensor<T>(1.5), bt = scalar_tensor<T>(beta);
+          const blas::Scalar al = dev ? blas::Scalar(at) : blas::Scalar(1.5);
+          const blas::Scalar be = dev ? blas::Scalar(bt) : blas::Scalar(beta);
+          blas::gemm(b, blas::no_trans, blas::no_trans, al, A, B, be, C,
+                     {.m = s.m, .n = s.n, .k = 5, .lda = 5, .ldb = 4, .ldc = 4});
+          expect_untouched<T>(tag, raw(C), Cv);
+        });
+      }
+}
+
+// axpy with alpha == 0 returns at once: y keeps its bits even where x holds NaN or Inf.
+// axpby with alpha == 0 is y = beta y (x not read).
+template <class T> void alpha0_axpy(const Backend& b) {
+  for (const int64_t inc : {1, 2})
+    for (const bool dev : {false, true}) {
+      const std::string tag = "alpha=0 NaN/Inf in x inc=" + std::to_string(inc) +
+                              (dev ? " device-scalars" : " host-scalars");
+      run_case(std::string(tname<T>()) + " axpy " + tag, [&] {
+        const int64_t n = 1000, len = 1 + (n - 1) * inc;
+        auto xv = uniform<T>(len), yv = uniform<T>(len);
+        for (int64_t i = 0; i < len; i += 7)
+          xv[i] = poison<T>(static_cast<size_t>(i / 7));
+        yv[0] = T(-0.0);
+        auto x = tensor_of<T>({len}, xv), y = tensor_of<T>({len}, yv);
+        auto at = scalar_tensor<T>(0);
+        blas::axpy(b, n, dev ? blas::Scalar(at) : blas::Scalar(0.0), x, inc, y, inc);
+        expect_untouched<T>("axpy " + tag, raw(y), yv);
+      });
+      for (const double beta : {0.0, 0.5})
+        run_case(std::string(tname<T>()) + " axpby beta=" + std::to_string(beta).substr(0, 3) +
+                     " " + tag,
+                 [&] {
+                   const int64_t n = 1000, len = 1 + (n - 1) * inc;
+                   auto xv = uniform<T>(len);
+                   for (int64_t i = 0; i < len; i += 7)
+                     xv[i] = poison<T>(static_cast<size_t>(i / 7));
+                   const auto yv = beta == 0 ? poisoned<T>(len) : uniform<T>(len);
+                   auto x = tensor_of<T>({len}, xv), y = tensor_of<T>({len}, yv);
+                   auto at = scalar_tensor<T>(0), bt = scalar_tensor<T>(beta);
+                   blas::axpby(b, n, dev ? blas::Scalar(at) : blas::Scalar(0.0), x, inc,
+                               dev ? blas::Scalar(bt) : blas::Scalar(beta), y, inc);
+                   const auto y1 = raw(y);
+                   for (int64_t i = 0; i < len; ++i) {
+                     if (i % inc == 0)
+                       expect_exact<T>("axpby alpha=0 " + tag, i, y1[i],
+                                       beta == 0 ? 0.0 : beta * static_cast<double>(yv[i]));
+                     else
+                       expect_bits<T>("axpby alpha=0 " + tag + " (outside y)", i, y1[i], yv[i]);
+                   }
+                 });
+    }
+}
+
+// Strided level-1 outputs: the gaps and the tail hold NaN and keep their bits.
+template <class T> void strided_untouched(const Backend& b) {
+  for (const bool dev : {false, true}) {
+    const std::string tag =
+        std::string("inc=3 NaN gaps ") + (dev ? "device-scalars" : "host-scalars");
+    run_case(std::string(tname<T>()) + " " + tag, [&] {
+      const int64_t n = 333, inc = 3, len = 1 + (n - 1) * inc + 4;
+      auto base = poisoned<T>(len);
+      for (int64_t i = 0; i < n; ++i)
+        base[i * inc] = uniform<T>(1)[0];
+      auto xv = uniform<T>(len);
+      auto at = scalar_tensor<T>(0.5), bt = scalar_tensor<T>(-2);
+      const blas::Scalar al = dev ? blas::Scalar(at) : blas::Scalar(0.5);
+      const blas::Scalar be = dev ? blas::Scalar(bt) : blas::Scalar(-2.0);
+      const auto check = [&](const char* op, const std::vector<T>& got, auto&& value) {
+        for (int64_t i = 0; i < len; ++i) {
+          if (i % inc == 0 && i / inc < n)
+            expect_near<T>(tag + " " + op, i, got[i], value(i), 2 * std::fabs(value(i)) + 1, 2);
+          else
+            expect_bits<T>(tag + " " + op + " (gap)", i, got[i], base[i]);
+        }
+      };
+      auto x = tensor_of<T>({len}, xv);
+      {
+        auto y = tensor_of<T>({len}, base);
+        blas::axpy(b, n, al, x, inc, y, inc);
+        check("axpy", raw(y), [&](int64_t i) { return 0.5 * xv[i] + base[i]; });
+      }
+      {
+        auto y = tensor_of<T>({len}, base);
+        blas::axpby(b, n, al, x, inc, be, y, inc);
+        check("axpby", raw(y), [&](int64_t i) { return 0.5 * xv[i] - 2.0 * base[i]; });
+      }
+      {
+        auto y = tensor_of<T>({len}, base);
+        blas::scal(b, n, be, y, inc);
+        check("scal", raw(y), [&](int64_t i) { return -2.0 * base[i]; });
+      }
+      {
+        auto y = tensor_of<T>({len}, base);
+        blas::copy(b, n, x, inc, y, inc);
+        check("copy", raw(y), [&](int64_t i) { return static_cast<double>(xv[i]); });
+      }
+      {
+        auto zv = base;
+        for (int64_t i = 0; i < n; ++i)
+          zv[i * inc] = xv[i * inc];
+        auto y = tensor_of<T>({len}, base), z = tensor_of<T>({len}, zv);
+        blas::swap(b, n, z, inc, y, inc);
+        check("swap y", raw(y), [&](int64_t i) { return static_cast<double>(zv[i]); });
+        check("swap x", raw(z), [&](int64_t i) { return static_cast<double>(base[i]); });
+      }
+    });
+  }
+}
+
+// scal by 0: IEEE multiplication, as reference dscal computes it. NaN * 0 and Inf * 0 are NaN,
+// -v * 0 is -0; nothing is replaced by a plain zero.
+template <class T> void scal0_nan(const Backend& b) {
+  for (const int64_t inc : {1, 2})
+    for (const bool dev : {false, true}) {
+      const std::string tag = "scal alpha=0 of NaN/Inf inc=" + std::to_string(inc) +
+                              (dev ? " device-scalars" : " host-scalars");
+      run_case(std::string(tname<T>()) + " " + tag, [&] {
+        const int64_t n = 1000, len = 1 + (n - 1) * inc;
+        auto xv = uniform<T>(len);
+        for (int64_t i = 0; i < len; i += 5)
+          xv[i] = poison<T>(static_cast<size_t>(i / 5));
+        xv[1] = T(-0.0);
+        auto x = tensor_of<T>({len}, xv);
+        auto at = scalar_tensor<T>(0);
+        blas::scal(b, n, dev ? blas::Scalar(at) : blas::Scalar(0.0), x, inc);
+        const auto x1 = raw(x);
+        for (int64_t i = 0; i < len; ++i) {
+          if (i % inc != 0) {
+            expect_bits<T>(tag + " (gap)", i, x1[i], xv[i]);
+            continue;
+          }
+          const T want = xv[i] * T(0);
+          ++checks;
+          const bool ok = std::isnan(want) ? std::isnan(x1[i]) : same_bits(x1[i], want);
+          if (!ok && ++failures <= 30)
+            std::printf("FAIL %s %s %s: element %zu: %g * 0 gave %g, expected %g\n",
+                        fw_name.c_str(), tname<T>(), tag.c_str(), static_cast<size_t>(i),
+                        static_cast<double>(xv[i]), static_cast<double>(x1[i]),
+                        static_cast<double>(want));
+        }
+      });
+    }
+}
+
+template <class T> void semantics(const Backend& b) {
+  beta0_gemv<T>(b);
+  beta0_gemm<T>(b);
+  beta0_axpby<T>(b);
+  nrm2_limits<T>(b);
+  quick_n0<T>(b);
+  quick_gemv<T>(b);
+  alpha0_gemv<T>(b);
+  quick_gemm<T>(b);
+  alpha0_axpy<T>(b);
+  strided_untouched<T>(b);
+  scal0_nan<T>(b);
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -404,6 +987,8 @@ int main(int argc, char** argv) {
   level23<float>(b);
   level1<double>(b);
   level23<double>(b);
+  semantics<float>(b);
+  semantics<double>(b);
   expect_true(b.fallback_count() == 0, "no op may run by fallback");
 
   std::printf("%s: %d checks, %d failures, %d f64 cells skipped\n", fw_name.c_str(), checks,

@@ -21,10 +21,24 @@ namespace parenchyma::blas_bundle {
 using sdk::fail;
 using sdk::str;
 
-inline uint64_t elements(const pcy_tensor& t) noexcept {
+// Index arithmetic on sizes a host passes in: every product and sum is overflow-checked, so a
+// bound check can never wrap modulo 2^64 into "fits".
+PCY_BLAS_HOT inline bool mul_ok(uint64_t a, uint64_t b, uint64_t& out) noexcept {
+  return !__builtin_mul_overflow(a, b, &out);
+}
+PCY_BLAS_HOT inline bool add_ok(uint64_t a, uint64_t b, uint64_t& out) noexcept {
+  return !__builtin_add_overflow(a, b, &out);
+}
+
+// The element count of a tensor; a negative extent or a count beyond 2^64 is refused.
+inline uint64_t elements(const pcy_tensor& t, const char* op = "blas",
+                         const char* name = "tensor") {
   uint64_t n = 1;
   for (int32_t i = 0; i < t.ndim; ++i)
-    n *= static_cast<uint64_t>(t.shape[i]);
+    if (t.shape[i] < 0 || !mul_ok(n, static_cast<uint64_t>(t.shape[i]), n))
+      fail(PCY_ERR_INVALID_ARGUMENT,
+           str(op, ": argument ", name, " has extent ", t.shape[i], " in dimension ", i,
+               ", which is negative or overflows the element count"));
   return n;
 }
 
@@ -82,7 +96,7 @@ public:
     scalar_arg s;
     if (a_.is_tensor(k)) {
       s.tensor = &tensor(k, name);
-      if (elements(*s.tensor) != 1)
+      if (elements(*s.tensor, op_, name) != 1)
         fail(PCY_ERR_INVALID_ARGUMENT,
              str(op_, ": scalar argument ", name, " must be a one-element tensor"));
     } else {
@@ -95,30 +109,38 @@ public:
     if (v.inc < 1)
       fail(PCY_ERR_INVALID_ARGUMENT,
            str(op_, ": increment of ", name, " = ", v.inc, ", expected >= 1"));
-    if (n > 0 && 1 + static_cast<uint64_t>(n - 1) * static_cast<uint64_t>(v.inc) > elements(*v.t))
+    if (n == 0) return v;
+    // 1 + (n - 1) * inc elements, computed without wrapping.
+    const uint64_t have = elements(*v.t, op_, name);
+    uint64_t need = 0;
+    if (!mul_ok(static_cast<uint64_t>(n - 1), static_cast<uint64_t>(v.inc), need) ||
+        !add_ok(need, 1, need) || need > have)
       fail(PCY_ERR_INVALID_ARGUMENT,
-           str(op_, ": ", n, " elements with increment ", v.inc, " do not fit in ", name, " (",
-               elements(*v.t), " elements)"));
+           str(op_, ": argument ", name, ": ", n, " elements with increment ", v.inc,
+               " do not fit in ", name, " (", have, " elements)"));
     return v;
   }
   PCY_BLAS_HOT const pcy_tensor& result(uint32_t k) const {
     const pcy_tensor& t = tensor(k, "result");
-    if (elements(t) != 1)
+    if (elements(t, op_, "result") != 1)
       fail(PCY_ERR_INVALID_ARGUMENT, str(op_, ": result must be a one-element tensor"));
     return t;
   }
-  const pcy_tensor& matrix(uint32_t tk, int64_t rows, int64_t cols, int64_t ld,
-                           const char* name) const {
+  const pcy_tensor& matrix(uint32_t tk, int64_t rows, int64_t cols, int64_t ld, const char* name,
+                           const char* ld_name) const {
     const pcy_tensor& t = tensor(tk, name);
     if (ld < (cols > 1 ? cols : 1))
-      fail(PCY_ERR_INVALID_ARGUMENT, str(op_, ": leading dimension of ", name, " = ", ld,
-                                         " is smaller than its ", cols, " stored columns"));
-    if (rows > 0 && cols > 0 &&
-        static_cast<uint64_t>(rows - 1) * static_cast<uint64_t>(ld) + static_cast<uint64_t>(cols) >
-            elements(t))
+      fail(PCY_ERR_INVALID_ARGUMENT, str(op_, ": argument ", ld_name, " = ", ld, " (of ", name,
+                                         ") is smaller than its ", cols, " stored columns"));
+    if (rows == 0 || cols == 0) return t;
+    // (rows - 1) * ld + cols elements, computed without wrapping.
+    const uint64_t have = elements(t, op_, name);
+    uint64_t need = 0;
+    if (!mul_ok(static_cast<uint64_t>(rows - 1), static_cast<uint64_t>(ld), need) ||
+        !add_ok(need, static_cast<uint64_t>(cols), need) || need > have)
       fail(PCY_ERR_INVALID_ARGUMENT,
-           str(op_, ": ", rows, " x ", cols, " with leading dimension ", ld, " does not fit in ",
-               name, " (", elements(t), " elements)"));
+           str(op_, ": argument ", name, ": ", rows, " x ", cols, " with ", ld_name, " = ", ld,
+               " does not fit in ", name, " (", have, " elements)"));
     return t;
   }
 
@@ -191,7 +213,7 @@ inline blas_call decode_gemv(const sdk::op_args& a, pcy_dtype d) {
   c.n = dc.count(2, "n");
   c.alpha = dc.scalar(3, "alpha");
   c.lda = a.i(5);
-  c.A = &dc.matrix(4, c.m, c.n, c.lda, "A");
+  c.A = &dc.matrix(4, c.m, c.n, c.lda, "A", "lda");
   c.x = dc.vector(6, 7, c.ta ? c.m : c.n, "x");
   c.beta = dc.scalar(8, "beta");
   c.y = dc.vector(9, 10, c.ta ? c.n : c.m, "y");
@@ -207,12 +229,12 @@ inline blas_call decode_gemm(const sdk::op_args& a, pcy_dtype d) {
   c.k = dc.count(4, "k");
   c.alpha = dc.scalar(5, "alpha");
   c.lda = a.i(7);
-  c.A = &dc.matrix(6, c.ta ? c.k : c.m, c.ta ? c.m : c.k, c.lda, "A");
+  c.A = &dc.matrix(6, c.ta ? c.k : c.m, c.ta ? c.m : c.k, c.lda, "A", "lda");
   c.ldb = a.i(9);
-  c.B = &dc.matrix(8, c.tb ? c.n : c.k, c.tb ? c.k : c.n, c.ldb, "B");
+  c.B = &dc.matrix(8, c.tb ? c.n : c.k, c.tb ? c.k : c.n, c.ldb, "B", "ldb");
   c.beta = dc.scalar(10, "beta");
   c.ldc = a.i(12);
-  c.C = &dc.matrix(11, c.m, c.n, c.ldc, "C");
+  c.C = &dc.matrix(11, c.m, c.n, c.ldc, "C", "ldc");
   return c;
 }
 

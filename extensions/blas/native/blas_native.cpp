@@ -75,6 +75,14 @@ template <> struct cblas<double> {
 template <class T>
 constexpr pcy_dtype dt = std::is_same_v<T, float> ? PCY_DTYPE_F32 : PCY_DTYPE_F64;
 
+// x = beta * x over rows x cols elements (ld apart; a vector is cols = 1, ld = inc). beta == 0
+// stores zeros without reading x (reference BLAS: NaN or Inf there never survive).
+template <class T> void scale(int64_t rows, int64_t cols, T beta, T* x, int64_t ld) {
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      x[i * ld + j] = beta == T(0) ? T(0) : beta * x[i * ld + j];
+}
+
 template <class T> void op_asum(native_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_asum(a, dt<T>);
   cx.settle(a.queue());
@@ -96,8 +104,11 @@ template <class T> void op_dot(native_context& cx, const sdk::op_args& a) {
 }
 template <class T> void op_axpy(native_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_axpy(a, dt<T>);
-  cx.settle(a.queue());
-  cblas<T>::axpy(to_int(c.n, "axpy", "n"), cx.scalar<T>(c.alpha), cx.ptr<T>(*c.x.t),
+  if (c.n == 0) return;
+  cx.settle(a.queue()); // also before reading a device-resident alpha
+  const T alpha = cx.scalar<T>(c.alpha);
+  if (alpha == T(0)) return; // reference BLAS: y untouched, x (NaN or not) never read
+  cblas<T>::axpy(to_int(c.n, "axpy", "n"), alpha, cx.ptr<T>(*c.x.t),
                  to_int(c.x.inc, "axpy", "incx"), cx.ptr<T>(*c.y.t),
                  to_int(c.y.inc, "axpy", "incy"));
 }
@@ -109,11 +120,11 @@ template <class T> void op_axpby(native_context& cx, const sdk::op_args& a) {
   const T alpha = cx.scalar<T>(c.alpha), beta = cx.scalar<T>(c.beta);
   T* x = cx.ptr<T>(*c.x.t);
   T* y = cx.ptr<T>(*c.y.t);
-  if (beta == T(0)) {
-    // y may be write-only (never written): never read it, so garbage cannot leak in as NaN.
-    for (int i = 0; i < n; ++i)
-      y[static_cast<int64_t>(i) * incy] = T(0);
-    cblas<T>::axpy(n, alpha, x, incx, y, incy);
+  if (alpha == T(0) || beta == T(0)) {
+    // alpha == 0: x is not read (as axpy); beta == 0: y is not read (it may be write-only, never
+    // written), so garbage cannot leak in as NaN. Our own loop decides both, not OpenBLAS.
+    scale<T>(n, 1, beta, y, incy);
+    if (alpha != T(0)) cblas<T>::axpy(n, alpha, x, incx, y, incy);
     return;
   }
 #ifdef PARENCHYMA_HAVE_CBLAS_AXPBY
@@ -132,8 +143,17 @@ template <class T> void op_copy(native_context& cx, const sdk::op_args& a) {
 template <class T> void op_scal(native_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_scal(a, dt<T>);
   cx.settle(a.queue());
-  cblas<T>::scal(to_int(c.n, "scal", "n"), cx.scalar<T>(c.alpha), cx.ptr<T>(*c.x.t),
-                 to_int(c.x.inc, "scal", "incx"));
+  const T alpha = cx.scalar<T>(c.alpha);
+  const int n = to_int(c.n, "scal", "n"), incx = to_int(c.x.inc, "scal", "incx");
+  T* x = cx.ptr<T>(*c.x.t);
+  if (alpha == T(0)) {
+    // OpenBLAS stores zeros for alpha == 0; we multiply, as reference dscal does, so NaN and
+    // Inf give NaN and -v gives -0 (docs/blas.md, "Reference semantics").
+    for (int64_t i = 0; i < n; ++i)
+      x[i * incx] *= alpha;
+    return;
+  }
+  cblas<T>::scal(n, alpha, x, incx);
 }
 template <class T> void op_swap(native_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_swap(a, dt<T>);
@@ -145,38 +165,38 @@ template <class T> void op_gemv(native_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_gemv(a, dt<T>);
   cx.settle(a.queue());
   const int m = to_int(c.m, "gemv", "m"), n = to_int(c.n, "gemv", "n");
+  if (m == 0 || n == 0) return; // reference BLAS: y stays exactly as it was, whatever beta is
   const int incy = to_int(c.y.inc, "gemv", "incy");
-  const T beta = cx.scalar<T>(c.beta);
+  const T alpha = cx.scalar<T>(c.alpha), beta = cx.scalar<T>(c.beta);
   T* y = cx.ptr<T>(*c.y.t);
-  if (beta == T(0)) {
-    // y may be write-only: clear it so that 0 * garbage cannot turn into NaN.
-    const int ny = c.ta ? n : m;
-    for (int i = 0; i < ny; ++i)
-      y[static_cast<int64_t>(i) * incy] = T(0);
+  const int ny = c.ta ? n : m;
+  if (alpha == T(0) || beta == T(0)) {
+    // beta == 0: y may be write-only, so clear it (0 * garbage must not turn into NaN);
+    // alpha == 0: y = beta * y and A, x are not read.
+    scale<T>(ny, 1, beta, y, incy);
+    if (alpha == T(0)) return;
   }
-  if (m == 0 || n == 0) return;
-  cblas<T>::gemv(CblasRowMajor, c.ta ? CblasTrans : CblasNoTrans, m, n, cx.scalar<T>(c.alpha),
-                 cx.ptr<T>(*c.A), to_int(c.lda, "gemv", "lda"), cx.ptr<T>(*c.x.t),
-                 to_int(c.x.inc, "gemv", "incx"), beta, y, incy);
+  cblas<T>::gemv(CblasRowMajor, c.ta ? CblasTrans : CblasNoTrans, m, n, alpha, cx.ptr<T>(*c.A),
+                 to_int(c.lda, "gemv", "lda"), cx.ptr<T>(*c.x.t), to_int(c.x.inc, "gemv", "incx"),
+                 beta, y, incy);
 }
 template <class T> void op_gemm(native_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_gemm(a, dt<T>);
   cx.settle(a.queue());
   const int m = to_int(c.m, "gemm", "m"), n = to_int(c.n, "gemm", "n"),
             k = to_int(c.k, "gemm", "k"), ldc = to_int(c.ldc, "gemm", "ldc");
-  const T beta = cx.scalar<T>(c.beta);
-  T* C = cx.ptr<T>(*c.C);
   if (m == 0 || n == 0) return;
-  if (k == 0 && beta == T(0)) {
-    // OpenBLAS skips k == 0 entirely; BLAS semantics still want C = beta * C.
-    for (int i = 0; i < m; ++i)
-      for (int j = 0; j < n; ++j)
-        C[static_cast<int64_t>(i) * ldc + j] = T(0);
+  const T alpha = cx.scalar<T>(c.alpha), beta = cx.scalar<T>(c.beta);
+  T* C = cx.ptr<T>(*c.C);
+  if (k == 0 || alpha == T(0)) {
+    // C = beta * C with A and B not read (OpenBLAS 0.3.26 multiplies NaN in A by alpha == 0;
+    // it skips k == 0 entirely).
+    scale<T>(m, n, beta, C, ldc);
     return;
   }
   cblas<T>::gemm(CblasRowMajor, c.ta ? CblasTrans : CblasNoTrans, c.tb ? CblasTrans : CblasNoTrans,
-                 m, n, k, cx.scalar<T>(c.alpha), cx.ptr<T>(*c.A), to_int(c.lda, "gemm", "lda"),
-                 cx.ptr<T>(*c.B), to_int(c.ldb, "gemm", "ldb"), beta, C, ldc);
+                 m, n, k, alpha, cx.ptr<T>(*c.A), to_int(c.lda, "gemm", "lda"), cx.ptr<T>(*c.B),
+                 to_int(c.ldb, "gemm", "ldb"), beta, C, ldc);
 }
 
 class blas_native_bundle {

@@ -2,7 +2,10 @@
 // plus CLBlast on the backend's own cl_command_queue when CLBlast was found at build time. Per op
 // the faster of the two on PoCL (measured by tools/bench/blas, table in docs/blas.md) is the
 // default; PARENCHYMA_BLAS_OPENCL_IMPL=own|clblast overrides it for every op. Ops whose scalars
-// live on the device always use our kernels (CLBlast takes host scalars only).
+// live on the device always use our kernels (CLBlast takes host scalars only), and so does nrm2
+// (CLBlast sums plain squares: they overflow and underflow). The reference-BLAS edge cases
+// (docs/blas.md, "Reference semantics") are decided here for CLBlast (quick returns, outputs
+// cleared before a routine that reads them with beta == 0) and in our kernels for the rest.
 // Everything per context (programs, kernels, scratch buffers, the cl_command_queue) is made once
 // in context_init; an op decodes its arguments, looks up cl_mem handles and enqueues.
 #include "blas_call.hpp"
@@ -40,10 +43,11 @@ enum class impl { own, clblast };
 
 // The default per op when CLBlast is built in, from tools/bench/blas on PoCL 3.1 (docs/blas.md,
 // "C5"): CLBlast was faster than our kernels on every op it has (1.3x to 10x), so it serves
-// them; axpby (no CLBlast routine) and calls with device-resident scalars use our kernels.
+// them; axpby (no CLBlast routine), nrm2 (CLBlast's overflows near the type's limits) and calls
+// with device-resident scalars use our kernels.
 constexpr std::array<impl, OP_COUNT> measured_default{
     impl::clblast, impl::clblast, impl::own,     impl::clblast, impl::clblast,
-    impl::clblast, impl::clblast, impl::clblast, impl::clblast, impl::clblast};
+    impl::own,     impl::clblast, impl::clblast, impl::clblast, impl::clblast};
 
 const char* env(const char* name) {
 #if defined(__GLIBC__)
@@ -55,6 +59,7 @@ const char* env(const char* name) {
 
 struct kernel_set {
   pcy_kernel axpby = nullptr, axpy = nullptr, scal = nullptr, copy = nullptr, swap = nullptr;
+  pcy_kernel scale = nullptr, nrm2_1 = nullptr, nrm2_2 = nullptr;
   pcy_kernel reduce_1 = nullptr, reduce_2 = nullptr, gemv_n = nullptr, gemv_t = nullptr;
   std::array<pcy_kernel, 4> gemm{}; // nn, nt, tn, tt
 };
@@ -79,7 +84,7 @@ struct ocl_context {
   std::array<impl, OP_COUNT> choice{};
   dtype_state f32, f64;
   pcy_memory dummy = nullptr;    // stands in for a scalar buffer when the scalar is a host value
-  pcy_memory partials = nullptr; // stage-1 partial sums of the reductions
+  pcy_memory partials = nullptr; // stage-1 partial sums of the reductions (3 per group: nrm2)
   uint32_t max_groups = 64;
   gemm_shape gs;
 
@@ -88,8 +93,9 @@ struct ocl_context {
   ocl_context& operator=(const ocl_context&) = delete;
   ~ocl_context() {
     for (dtype_state* d : {&f32, &f64}) {
-      for (pcy_kernel k : {d->k.axpby, d->k.axpy, d->k.scal, d->k.copy, d->k.swap, d->k.reduce_1,
-                           d->k.reduce_2, d->k.gemv_n, d->k.gemv_t})
+      for (pcy_kernel k :
+           {d->k.axpby, d->k.axpy, d->k.scal, d->k.copy, d->k.swap, d->k.scale, d->k.nrm2_1,
+            d->k.nrm2_2, d->k.reduce_1, d->k.reduce_2, d->k.gemv_n, d->k.gemv_t})
         if (k != nullptr) fw->kernel_destroy(k);
       for (pcy_kernel k : d->k.gemm)
         if (k != nullptr) fw->kernel_destroy(k);
@@ -195,19 +201,38 @@ cl_command_queue* clq(ocl_context& cx) { return reinterpret_cast<cl_command_queu
 
 // ---- level 1 ---------------------------------------------------------------------------------
 
+uint32_t reduce_groups(const ocl_context& cx, int n) {
+  return static_cast<uint32_t>(std::clamp<uint64_t>(
+      (static_cast<uint64_t>(n) + reduce_wg - 1) / reduce_wg, 1, cx.max_groups));
+}
+
+// Two stages on the device; n == 0 gives 0 (every work-item adds nothing).
 template <class T>
 void reduce(ocl_context& cx, pcy_queue q, const char* op, int mode, const blas_call& c,
-            const pcy_tensor& y, int incy, bool sqrt_it) {
+            const pcy_tensor& y, int incy) {
   const dtype_state& d = cx.state<T>();
   const int n = to_int(c.n, op, "n"), incx = to_int(c.x.inc, op, "incx");
-  const uint32_t groups = static_cast<uint32_t>(std::clamp<uint64_t>(
-      (static_cast<uint64_t>(n) + reduce_wg - 1) / reduce_wg, 1, cx.max_groups));
+  const uint32_t groups = reduce_groups(cx, n);
   cx.launch(q, d.k.reduce_1, 1, {uint64_t(groups) * reduce_wg, 1}, {reduce_wg, 1},
             {val(n), val(mode), mem(c.x.t->memory), val(incx), mem(y.memory), val(incy),
              mem(cx.partials)});
-  const int g = static_cast<int>(groups), take_sqrt = sqrt_it ? 1 : 0;
+  const int g = static_cast<int>(groups);
   cx.launch(q, d.k.reduce_2, 1, {reduce_wg, 1}, {reduce_wg, 1},
-            {val(g), val(take_sqrt), mem(cx.partials), mem(c.result->memory)});
+            {val(g), mem(cx.partials), mem(c.result->memory)});
+}
+
+// x = beta * x over a rows x cols window, ld apart (beta == 0: zeros, x not read).
+template <class T>
+void scale_window(ocl_context& cx, pcy_queue q, const char* op, int64_t rows, int64_t cols,
+                  int64_t ld, const blas_bundle::scalar_arg& beta, pcy_memory x) {
+  const dtype_state& d = cx.state<T>();
+  const int64_t total = rows * cols; // <= the tensor's element count (checked by the decoder)
+  if (total == 0) return;
+  const int ncols = to_int(cols, op, "n"), ild = to_int(ld, op, "ld");
+  const kscalar<T> be = kernel_scalar<T>(cx, beta, 2);
+  cx.launch(
+      q, d.k.scale, 1, {round_up(static_cast<uint64_t>(total), 256), 1}, {256, 1},
+      {val(total), val(ncols), val(be.value), mem(be.buffer), val(be.flag), mem(x), val(ild)});
 }
 
 template <class T> void op_asum(ocl_context& cx, const sdk::op_args& a) {
@@ -220,19 +245,19 @@ template <class T> void op_asum(ocl_context& cx, const sdk::op_args& a) {
     return;
   }
 #endif
-  reduce<T>(cx, a.queue(), "asum", 0, c, *c.x.t, 1, false);
+  reduce<T>(cx, a.queue(), "asum", 0, c, *c.x.t, 1);
 }
+// Always our kernels: CLBlast's Xnrm2 sums plain squares, which overflow above ~1e154 (f64) or
+// ~1e19 (f32) and vanish below; ours scale them (kernels_cl.hpp, nrm2_1/nrm2_2).
 template <class T> void op_nrm2(ocl_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_nrm2(a, dt<T>);
-#ifdef PARENCHYMA_HAVE_CLBLAST
-  if (use_clblast<T>(cx, NRM2, c) && c.n > 0) {
-    clblast_check(
-        clb<T>::nrm2(c.n, clm(cx, *c.result), 0, clm(cx, *c.x.t), 0, c.x.inc, clq(cx), nullptr),
-        "CLBlast nrm2");
-    return;
-  }
-#endif
-  reduce<T>(cx, a.queue(), "nrm2", 2, c, *c.x.t, 1, true);
+  const dtype_state& d = cx.state<T>();
+  const int n = to_int(c.n, "nrm2", "n"), incx = to_int(c.x.inc, "nrm2", "incx");
+  const int groups = static_cast<int>(reduce_groups(cx, n));
+  cx.launch(a.queue(), d.k.nrm2_1, 1, {uint64_t(groups) * reduce_wg, 1}, {reduce_wg, 1},
+            {val(n), mem(c.x.t->memory), val(incx), val(groups), mem(cx.partials)});
+  cx.launch(a.queue(), d.k.nrm2_2, 1, {reduce_wg, 1}, {reduce_wg, 1},
+            {val(groups), mem(cx.partials), mem(c.result->memory)});
 }
 template <class T> void op_dot(ocl_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_dot(a, dt<T>);
@@ -244,12 +269,13 @@ template <class T> void op_dot(ocl_context& cx, const sdk::op_args& a) {
     return;
   }
 #endif
-  reduce<T>(cx, a.queue(), "dot", 1, c, *c.y.t, to_int(c.y.inc, "dot", "incy"), false);
+  reduce<T>(cx, a.queue(), "dot", 1, c, *c.y.t, to_int(c.y.inc, "dot", "incy"));
 }
 
 template <class T> void op_axpy(ocl_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_axpy(a, dt<T>);
-  if (c.n == 0) return;
+  // A host alpha of 0 returns here (reference axpy); a device one in our kernel.
+  if (c.n == 0 || c.alpha.is_zero()) return;
 #ifdef PARENCHYMA_HAVE_CLBLAST
   if (use_clblast<T>(cx, AXPY, c)) {
     clblast_check(clb<T>::axpy(c.n, static_cast<T>(c.alpha.value), clm(cx, *c.x.t), 0, c.x.inc,
@@ -328,32 +354,19 @@ template <class T> void op_swap(ocl_context& cx, const sdk::op_args& a) {
 
 // ---- level 2 and 3 ---------------------------------------------------------------------------
 
-#ifdef PARENCHYMA_HAVE_CLBLAST
-// CLBlast reads C/y even when beta == 0: clear a write-only output first.
-template <class T>
-void clear_if_write_only(ocl_context& cx, const sdk::op_args& a, uint32_t k, const pcy_tensor& t,
-                         const blas_call& c) {
-  if (a.intent(k) != PCY_INTENT_OUT || !c.beta.is_zero()) return;
-  pcy_memory_fill_args f{};
-  f.struct_size = sizeof f;
-  f.queue = a.queue();
-  f.memory = t.memory;
-  f.offset = t.byte_offset;
-  f.bytes = blas_bundle::elements(t) * sizeof(T);
-  const T zero = 0;
-  f.pattern = &zero;
-  f.pattern_size = sizeof(T);
-  sdk::check(cx.fw->memory_fill(&f));
-}
-#endif
-
 template <class T> void op_gemv(ocl_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_gemv(a, dt<T>);
-  const int ny = static_cast<int>(c.ta ? c.n : c.m);
-  if (ny == 0) return;
+  if (c.m == 0 || c.n == 0) return; // reference BLAS: y stays exactly as it was
+  const int64_t ny = c.ta ? c.n : c.m;
+  if (c.alpha.is_zero()) { // y = beta * y; A and x are not read
+    scale_window<T>(cx, a.queue(), "gemv", ny, 1, c.y.inc, c.beta, c.y.t->memory);
+    return;
+  }
 #ifdef PARENCHYMA_HAVE_CLBLAST
-  if (use_clblast<T>(cx, GEMV, c) && c.m > 0 && c.n > 0) {
-    clear_if_write_only<T>(cx, a, 9, *c.y.t, c);
+  if (use_clblast<T>(cx, GEMV, c)) {
+    // CLBlast reads y even with beta == 0 (NaN there survives): clear the elements first.
+    if (c.beta.is_zero())
+      scale_window<T>(cx, a.queue(), "gemv", ny, 1, c.y.inc, c.beta, c.y.t->memory);
     clblast_check(clb<T>::gemv(CLBlastLayoutRowMajor,
                                c.ta ? CLBlastTransposeYes : CLBlastTransposeNo, c.m, c.n,
                                static_cast<T>(c.alpha.value), clm(cx, *c.A), 0, c.lda,
@@ -384,9 +397,15 @@ template <class T> void op_gemv(ocl_context& cx, const sdk::op_args& a) {
 template <class T> void op_gemm(ocl_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_gemm(a, dt<T>);
   if (c.m == 0 || c.n == 0) return;
+  if (c.k == 0 || c.alpha.is_zero()) { // C = beta * C; A and B are not read
+    scale_window<T>(cx, a.queue(), "gemm", c.m, c.n, c.ldc, c.beta, c.C->memory);
+    return;
+  }
 #ifdef PARENCHYMA_HAVE_CLBLAST
-  if (use_clblast<T>(cx, GEMM, c) && c.k > 0) {
-    clear_if_write_only<T>(cx, a, 11, *c.C, c);
+  if (use_clblast<T>(cx, GEMM, c)) {
+    // beta == 0 must not read C: clear the window rather than trust each CLBlast kernel.
+    if (c.beta.is_zero())
+      scale_window<T>(cx, a.queue(), "gemm", c.m, c.n, c.ldc, c.beta, c.C->memory);
     clblast_check(clb<T>::gemm(CLBlastLayoutRowMajor,
                                c.ta ? CLBlastTransposeYes : CLBlastTransposeNo,
                                c.tb ? CLBlastTransposeYes : CLBlastTransposeNo, c.m, c.n, c.k,
@@ -434,6 +453,7 @@ std::array<impl, OP_COUNT> choose_impls() {
   c.fill(impl::own);
 #endif
   c[AXPBY] = impl::own; // CLBlast has no axpby
+  c[NRM2] = impl::own;  // CLBlast's nrm2 overflows and underflows (see op_nrm2)
   return c;
 }
 
@@ -495,7 +515,7 @@ public:
   context_type* create_context(const pcy_bundle_context_args& a) {
     const pcy_framework_api& fw = *a.framework;
     if (fw.program_build == nullptr || fw.kernel_create == nullptr || fw.kernel_launch == nullptr ||
-        fw.native_handle == nullptr || fw.memory_alloc == nullptr || fw.memory_fill == nullptr)
+        fw.native_handle == nullptr || fw.memory_alloc == nullptr)
       sdk::fail(PCY_ERR_UNSUPPORTED,
                 sdk::str("framework '", fw.name,
                          "' lacks program_build/kernel_launch/native_handle/memory slots that "
@@ -542,7 +562,7 @@ public:
       cx->f64.reason = "f64 BLAS on this OpenCL device: the device has no cl_khr_fp64";
 
     cx->dummy = alloc(fw, a, 16);
-    cx->partials = alloc(fw, a, uint64_t(cx->max_groups) * sizeof(double));
+    cx->partials = alloc(fw, a, 3 * uint64_t(cx->max_groups) * sizeof(double));
     return cx.release();
   }
 
@@ -587,6 +607,9 @@ private:
     d.k.scal = make_kernel(fw, d.program, "scal_k");
     d.k.copy = make_kernel(fw, d.program, "copy_k");
     d.k.swap = make_kernel(fw, d.program, "swap_k");
+    d.k.scale = make_kernel(fw, d.program, "scale_k");
+    d.k.nrm2_1 = make_kernel(fw, d.program, "nrm2_1");
+    d.k.nrm2_2 = make_kernel(fw, d.program, "nrm2_2");
     d.k.reduce_1 = make_kernel(fw, d.program, "reduce_1");
     d.k.reduce_2 = make_kernel(fw, d.program, "reduce_2");
     d.k.gemv_n = make_kernel(fw, d.program, "gemv_n");

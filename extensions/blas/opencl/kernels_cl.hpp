@@ -2,8 +2,10 @@
 // framework's program_build (which caches binaries on disk). REAL is float or double (-D).
 // Scalars come as a host value plus an optional one-element buffer: bit 0 of `flags` takes alpha
 // from pa[0], bit 1 beta from pb[0], so device-resident scalars never round-trip to the host.
-// Every kernel bounds-checks (the grid is rounded up). beta == 0 never reads y or C, so a
-// write-only output holding garbage cannot leak NaN into the result.
+// Every kernel bounds-checks (the grid is rounded up). Reference-BLAS semantics are decided in
+// the kernel, where a device-resident scalar can be seen: beta == 0 never reads y or C (garbage
+// or NaN there cannot leak into the result), alpha == 0 never reads x, A or B (axpy leaves y
+// untouched), and nrm2 scales its sum of squares so that it neither overflows nor underflows.
 #pragma once
 
 namespace parenchyma::blas_opencl {
@@ -19,22 +21,41 @@ typedef REAL real;
 
 #define ALPHA (((flags) & 1) ? pa[0] : a)
 #define BETA (((flags) & 2) ? pb[0] : b)
+/* alpha * v + beta * old, where alpha == 0 drops v (not read: NaN there stays out) and
+ * beta == 0 drops old (not read). OLD is only evaluated when beta != 0. */
+#define COMBINE(al, v, be, OLD)                                                                 \
+  ((al) == (real)0 ? ((be) == (real)0 ? (real)0 : (be) * (OLD))                                 \
+                   : ((be) == (real)0 ? (al) * (v) : (al) * (v) + (be) * (OLD)))
 
 __kernel void axpby_k(int n, real a, __global const real* pa, real b, __global const real* pb,
                       int flags, __global const real* x, int incx, __global real* y, int incy) {
   const int i = get_global_id(0);
   if (i >= n) return;
   const real al = ALPHA, be = BETA;
-  const real ax = al * x[(long)i * incx];
-  y[(long)i * incy] = be == (real)0 ? ax : ax + be * y[(long)i * incy];
+  const long iy = (long)i * incy;
+  y[iy] = COMBINE(al, x[(long)i * incx], be, y[iy]);
 }
 
+/* alpha == 0 returns at once, as reference axpy: y keeps its bits even where x is NaN. */
 __kernel void axpy_k(int n, real a, __global const real* pa, int flags, __global const real* x,
                      int incx, __global real* y, int incy) {
   const int i = get_global_id(0);
   if (i >= n) return;
   const real al = ALPHA;
+  if (al == (real)0) return;
   y[(long)i * incy] += al * x[(long)i * incx];
+}
+
+/* x = beta * x over a rows x cols window (ld apart; a vector is cols 1, ld inc), beta == 0
+ * storing zeros without reading: the quick paths (alpha == 0, k == 0) and the clearing of an
+ * output a vendor routine would read even with beta == 0. */
+__kernel void scale_k(long total, int cols, real b, __global const real* pb, int flags,
+                      __global real* x, int ld) {
+  const long i = get_global_id(0);
+  if (i >= total) return;
+  const real be = BETA;
+  const long ix = (i / cols) * ld + i % cols;
+  x[ix] = be == (real)0 ? (real)0 : be * x[ix];
 }
 
 __kernel void scal_k(int n, real a, __global const real* pa, int flags, __global real* x,
@@ -60,7 +81,7 @@ __kernel void swap_k(int n, __global real* x, int incx, __global real* y, int in
 }
 
 /* Reductions, stage 1: each work-group folds a grid-strided share of the vector into one
- * partial sum. mode 0: sum |x|, 1: sum x*y, 2: sum x*x. */
+ * partial sum. mode 0: sum |x|, 1: sum x*y. */
 __kernel __attribute__((reqd_work_group_size(RWG, 1, 1)))
 void reduce_1(int n, int mode, __global const real* x, int incx, __global const real* y,
               int incy, __global real* part) {
@@ -70,14 +91,9 @@ void reduce_1(int n, int mode, __global const real* x, int incx, __global const 
   real acc = 0;
   if (mode == 0) {
     for (int i = get_global_id(0); i < n; i += stride) acc += fabs(x[(long)i * incx]);
-  } else if (mode == 1) {
+  } else {
     for (int i = get_global_id(0); i < n; i += stride)
       acc = fma(x[(long)i * incx], y[(long)i * incy], acc);
-  } else {
-    for (int i = get_global_id(0); i < n; i += stride) {
-      const real v = x[(long)i * incx];
-      acc = fma(v, v, acc);
-    }
   }
   s[lid] = acc;
   barrier(CLK_LOCAL_MEM_FENCE);
@@ -88,9 +104,9 @@ void reduce_1(int n, int mode, __global const real* x, int incx, __global const 
   if (lid == 0) part[get_group_id(0)] = s[0];
 }
 
-/* Stage 2: one work-group folds the partial sums; take_sqrt for nrm2. */
+/* Stage 2: one work-group folds the partial sums. */
 __kernel __attribute__((reqd_work_group_size(RWG, 1, 1)))
-void reduce_2(int groups, int take_sqrt, __global const real* part, __global real* result) {
+void reduce_2(int groups, __global const real* part, __global real* result) {
   __local real s[RWG];
   const int lid = get_local_id(0);
   real acc = 0;
@@ -101,7 +117,105 @@ void reduce_2(int groups, int take_sqrt, __global const real* part, __global rea
     if (lid < h) s[lid] += s[lid + h];
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  if (lid == 0) result[0] = take_sqrt ? sqrt(s[0]) : s[0];
+  if (lid == 0) result[0] = s[0];
+}
+
+/* nrm2 without overflow or underflow: Blue's scaled sum of squares (as LAPACK's dnrm2 since
+ * 3.10). Each |x| goes to one of three accumulators: below TSML scaled up by SSML, above TBIG
+ * scaled down by SBIG, the rest as is, so no square overflows or underflows; the three sums
+ * are plain sums, so they fold in parallel, and stage 2 combines them once. The constants are
+ * powers of two (exact scaling) from the type's digits and exponent range. */
+#ifdef PCY_FP64
+#define TSML 0x1p-511
+#define TBIG 0x1p486
+#define SSML 0x1p537
+#define SBIG 0x1p-538
+#else
+#define TSML 0x1p-63f
+#define TBIG 0x1p52f
+#define SSML 0x1p75f
+#define SBIG 0x1p-76f
+#endif
+
+#define NRM2_FOLD(s)                                                                            \
+  barrier(CLK_LOCAL_MEM_FENCE);                                                                 \
+  for (int h = RWG / 2; h > 0; h >>= 1) {                                                       \
+    if (lid < h) {                                                                              \
+      s[0][lid] += s[0][lid + h];                                                               \
+      s[1][lid] += s[1][lid + h];                                                               \
+      s[2][lid] += s[2][lid + h];                                                               \
+    }                                                                                           \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                               \
+  }
+
+/* Stage 1: part[g], part[groups + g], part[2 groups + g] = the small, medium, big sums. */
+__kernel __attribute__((reqd_work_group_size(RWG, 1, 1)))
+void nrm2_1(int n, __global const real* x, int incx, int groups, __global real* part) {
+  __local real s[3][RWG];
+  const int lid = get_local_id(0);
+  const int stride = get_global_size(0);
+  real sml = 0, med = 0, big = 0;
+  for (int i = get_global_id(0); i < n; i += stride) {
+    const real ax = fabs(x[(long)i * incx]);
+    if (ax > TBIG) {
+      const real v = ax * SBIG;
+      big = fma(v, v, big);
+    } else if (ax < TSML) {
+      const real v = ax * SSML;
+      sml = fma(v, v, sml);
+    } else {
+      med = fma(ax, ax, med); /* NaN lands here and propagates */
+    }
+  }
+  s[0][lid] = sml;
+  s[1][lid] = med;
+  s[2][lid] = big;
+  NRM2_FOLD(s)
+  if (lid == 0) {
+    const int g = get_group_id(0);
+    part[g] = s[0][0];
+    part[groups + g] = s[1][0];
+    part[2 * groups + g] = s[2][0];
+  }
+}
+
+/* Stage 2: fold the three sums of every group, then combine them into the norm. */
+__kernel __attribute__((reqd_work_group_size(RWG, 1, 1)))
+void nrm2_2(int groups, __global const real* part, __global real* result) {
+  __local real s[3][RWG];
+  const int lid = get_local_id(0);
+  real sml = 0, med = 0, big = 0;
+  for (int i = lid; i < groups; i += RWG) {
+    sml += part[i];
+    med += part[groups + i];
+    big += part[2 * groups + i];
+  }
+  s[0][lid] = sml;
+  s[1][lid] = med;
+  s[2][lid] = big;
+  NRM2_FOLD(s)
+  if (lid != 0) return;
+  sml = s[0][0];
+  med = s[1][0];
+  big = s[2][0];
+  real scl = 1, sumsq = med;
+  if (big > 0) {
+    /* the medium values matter next to the big ones only as scaled down; the small never */
+    if (med > 0 || isnan(med)) big += (med * SBIG) * SBIG;
+    scl = 1 / SBIG;
+    sumsq = big;
+  } else if (sml > 0) {
+    if (med > 0 || isnan(med)) {
+      const real ymed = sqrt(med), ysml = sqrt(sml) / SSML;
+      const real ymin = ysml > ymed ? ymed : ysml, ymax = ysml > ymed ? ysml : ymed;
+      scl = 1;
+      sumsq = ymax * ymax * (1 + (ymin / ymax) * (ymin / ymax));
+    } else {
+      scl = 1 / SSML;
+      sumsq = sml;
+    }
+  }
+  result[0] = scl * sqrt(sumsq);
 }
 
 /* y = alpha A x + beta y, A m x n row-major: one work-group per row, reduced in local memory. */
@@ -124,7 +238,7 @@ void gemv_n(int m, int n, real a, __global const real* pa, real b, __global cons
   if (lid == 0) {
     const real al = ALPHA, be = BETA;
     const long iy = (long)row * incy;
-    y[iy] = be == (real)0 ? al * s[0] : al * s[0] + be * y[iy];
+    y[iy] = COMBINE(al, s[0], be, y[iy]);
   }
 }
 
@@ -138,7 +252,7 @@ __kernel void gemv_t(int m, int n, real a, __global const real* pa, real b,
   for (int i = 0; i < m; ++i) acc = fma(A[(long)i * lda + col], x[(long)i * incx], acc);
   const real al = ALPHA, be = BETA;
   const long iy = (long)col * incy;
-  y[iy] = be == (real)0 ? al * acc : al * acc + be * y[iy];
+  y[iy] = COMBINE(al, acc, be, y[iy]);
 }
 
 /* C = alpha op(A) op(B) + beta C, row-major. */
@@ -154,7 +268,7 @@ __kernel void gemv_t(int m, int n, real a, __global const real* pa, real b,
       const int col = COL(wn);                                                              \
       if (col >= n) continue;                                                               \
       const long ic = (long)row * ldc + col;                                                \
-      C[ic] = be == (real)0 ? al * acc[wm][wn] : al * acc[wm][wn] + be * C[ic];             \
+      C[ic] = COMBINE(al, acc[wm][wn], be, C[ic]);                                          \
     }                                                                                       \
   }
 

@@ -141,7 +141,13 @@ public:
       fail(op_, errc::invalid_argument, "argument ", inc_name, ": ", inc,
            " expected >= 1 (negative and zero increments are not supported)");
     if (n == 0) return;
-    const uint64_t need = 1 + static_cast<uint64_t>(n - 1) * static_cast<uint64_t>(inc);
+    // 1 + (n - 1) * inc, checked: modulo 2^64 a huge n and inc would wrap into "fits".
+    uint64_t need = 0;
+    if (__builtin_mul_overflow(static_cast<uint64_t>(n - 1), static_cast<uint64_t>(inc), &need) ||
+        __builtin_add_overflow(need, uint64_t{1}, &need))
+      fail(op_, errc::invalid_argument, "argument ", name, ": ", n, " elements with ", inc_name,
+           " = ", inc, " need more than 2^64 elements, got a tensor of shape ", shape_str(t),
+           "; pass a smaller n or ", inc_name);
     if (need > t.size())
       fail(op_, errc::invalid_argument, "argument ", name, ": ", n, " elements with ", inc_name,
            " = ", inc, " need ", need, " elements, got a tensor of shape ", shape_str(t), " (",
@@ -190,8 +196,13 @@ public:
            cols, " columns ", name, " has as stored (", what(), "); pass ", ld_name,
            " >= ", (cols > 1 ? cols : 1));
     if (rows == 0 || cols == 0) return;
-    const uint64_t need =
-        static_cast<uint64_t>(rows - 1) * static_cast<uint64_t>(ld) + static_cast<uint64_t>(cols);
+    // (rows - 1) * ld + cols, checked like vector().
+    uint64_t need = 0;
+    if (__builtin_mul_overflow(static_cast<uint64_t>(rows - 1), static_cast<uint64_t>(ld), &need) ||
+        __builtin_add_overflow(need, static_cast<uint64_t>(cols), &need))
+      fail(op_, errc::invalid_argument, "argument ", name, ": ", rows, " x ", cols, " with ",
+           ld_name, " = ", ld, " need more than 2^64 elements (", what(), "), got shape ",
+           shape_str(t), "; pass smaller sizes or ", ld_name);
     if (need > t.size())
       fail(op_, errc::invalid_argument, "argument ", name, ": ", rows, " x ", cols, " with ",
            ld_name, " = ", ld, " needs ", need, " elements (", what(), "), got shape ",
@@ -453,7 +464,11 @@ inline void gemv(const Backend& b, transpose ta, Scalar alpha, const TensorStora
   c.distinct(beta, "beta", y, "y");
   c.written(A, "A");
   c.written(x, "x");
-  const bool overwrite = !beta.is_tensor() && beta.value() == 0 && d.incy == 1 &&
+  // m == 0 or n == 0 is a quick return that leaves y exactly as it was (reference BLAS): y is
+  // then never write-only, and an unwritten y stays unwritten.
+  const bool empty = m == 0 || n == 0;
+  if (empty && !y.initialized()) return;
+  const bool overwrite = !empty && !beta.is_tensor() && beta.value() == 0 && d.incy == 1 &&
                          static_cast<uint64_t>(ny) == y.size();
   if (!overwrite) c.written(y, "y");
   const std::array<OpArg, 11> a{detail::ntrans(ta),
@@ -519,8 +534,9 @@ inline void gemm(const Backend& b, transpose ta, transpose tb, Scalar alpha, con
   c.distinct(beta, "beta", C, "C");
   c.written(A, "A");
   c.written(B, "B");
+  // m * n cannot overflow here: C's check above bounded it by C's size.
   const bool overwrite = !beta.is_tensor() && beta.value() == 0 && ldc == n &&
-                         static_cast<uint64_t>(m * n) == C.size();
+                         static_cast<uint64_t>(m) * static_cast<uint64_t>(n) == C.size();
   if (!overwrite) c.written(C, "C");
   const std::array<OpArg, 13> a{
       detail::ntrans(ta),  detail::ntrans(tb),       OpArg::integer(m),
