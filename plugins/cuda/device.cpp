@@ -18,15 +18,15 @@ std::string format_uuid(const CUuuid& u) {
   return s;
 }
 
-std::string cache_dir_of(const pcy_host_services& host) {
-  if (!PCY_HAS_FIELD(&host, pcy_host_services, cache_dir) || host.cache_dir == nullptr) return {};
+const char* cache_dir_of(const pcy_host_services& host) {
+  if (!PCY_HAS_FIELD(&host, pcy_host_services, cache_dir)) return nullptr;
   return host.cache_dir;
 }
 } // namespace
 
 plugin::plugin(const pcy_host_services& host)
     : driver_(), log_(&host, name), staging_(staging_config::from_environment()), nvrtc_(),
-      cache_(cache_dir_of(host), log_) {
+      cache_(cache_dir_of(host), name, log_) {
   if (!driver_.ok()) {
     reason_ = driver_.reason();
     log_.info("0 devices: ", reason_);

@@ -5,9 +5,9 @@
 
 #include "cuda_loader.hpp"
 #include "nvrtc_loader.hpp"
-#include "program_cache.hpp"
 #include "staging.hpp"
 
+#include <parenchyma/sdk/blob_cache.hpp>
 #include <parenchyma/sdk/framework.hpp>
 
 #include <deque>
@@ -90,7 +90,7 @@ public:
   const device_info& device(uint32_t i) const { return devices_[i]; }
   const staging_config& staging() const noexcept { return staging_; }
   cuda::nvrtc& nvrtc() noexcept { return nvrtc_; }
-  program_cache& cache() noexcept { return cache_; }
+  sdk::blob_cache& cache() noexcept { return cache_; }
 
 private:
   void add_device(int ordinal);
@@ -98,7 +98,7 @@ private:
   sdk::logger log_;
   staging_config staging_;
   cuda::nvrtc nvrtc_;
-  program_cache cache_;
+  sdk::blob_cache cache_; // its destructor, at shutdown, completes the pending writes
   std::vector<device_info> devices_;
   std::string reason_;
 };

@@ -1,29 +1,31 @@
 // Programs: CUDA C compiled by NVRTC for the exact architecture of each device of the context
-// (sm_90 on an H200), the cubin cached on disk and loaded with cuModuleLoadData; kernels are
-// looked up once at kernel_create, with what a launch needs to check its arguments.
+// (sm_90 on an H200), the cubin cached on disk (the SDK's blob_cache, kind "cuda") and loaded
+// with cuModuleLoadData; kernels are looked up once at kernel_create, with what a launch needs to
+// check its arguments.
 #include "plugin.hpp"
+
+#include <parenchyma/sdk/sha256.hpp>
 
 namespace parenchyma::cuda {
 
 namespace {
-std::string cache_key(const driver& d, nvrtc& rtc, int cc, std::string_view source,
-                      const char* options) {
+sdk::blob_cache::key_type cache_key(const driver& d, nvrtc& rtc, int cc, std::string_view source,
+                                    const char* options) {
   // Everything that changes the cubin: the format, the device architecture, the driver, the
   // NVRTC library (by file identity, so a cache hit never loads NVRTC), the options, the source.
-  sha256 h;
+  sdk::sha256 h;
   h.field("parenchyma-cuda-program-v1");
   h.field(sdk::str("sm_", cc));
   h.field(sdk::str(d.version()));
   h.field(rtc.identity());
   h.field(options ? options : "");
   h.field(source);
-  return sha256::hex(h.finish());
+  return h.finish();
 }
 
-bool load_module(const driver& d, CUcontext ctx, const std::vector<char>& image, CUmodule& out,
-                 CUresult& why) {
+bool load_module(const driver& d, CUcontext ctx, const void* image, CUmodule& out, CUresult& why) {
   make_current(d, ctx);
-  why = d.api().cuModuleLoadData(&out, image.data());
+  why = d.api().cuModuleLoadData(&out, image);
   return why == CUDA_SUCCESS;
 }
 } // namespace
@@ -43,16 +45,17 @@ program* context::build(std::string_view source, const char* options, bool& cach
   try {
     for (auto& s : slots_) {
       const int cc = s.info->cc;
-      const std::string key = cache_key(d, rtc, cc, source, options);
+      const auto key = cache_key(d, rtc, cc, source, options);
       CUmodule mod = nullptr;
       CUresult why = CUDA_SUCCESS;
       if (auto cached = cache.load(key)) {
-        if (load_module(d, s.ctx, *cached, mod, why)) {
+        if (load_module(d, s.ctx, cached->data(), mod, why)) {
           modules.push_back(mod);
           continue;
         }
-        p_.log().warn("cached program ", cache.path_for(key), " was refused by the driver (",
+        p_.log().warn("cached program ", cache.path(key), " was refused by the driver (",
                       d.describe(why), "): rebuilding it");
+        cache.remove(key);
       }
       cache_hit = false;
       auto out = rtc.compile(source, split_options(options ? options : ""), cc);
@@ -61,12 +64,14 @@ program* context::build(std::string_view source, const char* options, bool& cach
         p_.log().warn("NVRTC ", rtc.version(), " does not know sm_", cc, " (", s.info->name,
                       "): built PTX for ", out.target,
                       ", which the driver compiles at every load; install a newer NVRTC");
-      if (!load_module(d, s.ctx, out.image, mod, why))
+      if (!load_module(d, s.ctx, out.image.data(), mod, why))
         sdk::fail(why == CUDA_ERROR_OUT_OF_MEMORY ? PCY_ERR_OUT_OF_MEMORY : PCY_ERR_BUILD,
                   sdk::str("cuModuleLoadData of the ", out.target, " image on ", s.info->name,
                            " failed: ", d.describe(why)));
       modules.push_back(mod);
-      if (out.cubin) cache.store(key, out.image); // PTX is not cached: it is not the warm path
+      // PTX is not cached: it is not the warm path. The write happens on the cache's thread.
+      if (out.cubin)
+        cache.store_later(key, sdk::blob_cache::blob(out.image.begin(), out.image.end()));
     }
   } catch (...) {
     unload();

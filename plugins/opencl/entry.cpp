@@ -1,7 +1,6 @@
 // The OpenCL framework plugin's entry point: the plugin object (loader, devices, kernel cache),
 // the error helpers every file uses, and the one exported symbol.
 #include "opencl.hpp"
-#include "program_cache.hpp"
 
 namespace parenchyma::opencl {
 
@@ -20,11 +19,12 @@ pcy_status status_for(cl_int err, pcy_status otherwise) noexcept {
   }
 }
 
-plugin::plugin(const pcy_host_services& host) : log_(&host, plugin_name) {
+plugin::plugin(const pcy_host_services& host)
+    : log_(&host, plugin_name), cache_(host.cache_dir, plugin_name, log_) {
   discover();
-  cache_ = std::make_unique<program_cache>(host.cache_dir, log_);
 }
 
+// Shutdown: the cache's destructor completes the entries still being written.
 plugin::~plugin() = default;
 
 std::span<const pcy_property> plugin::properties(uint32_t device) const {

@@ -9,6 +9,7 @@
 
 #include "cl_loader.hpp"
 
+#include <parenchyma/sdk/blob_cache.hpp>
 #include <parenchyma/sdk/framework.hpp>
 
 #include <atomic>
@@ -58,7 +59,6 @@ class event;
 class memory;
 class program;
 class kernel;
-class program_cache;
 
 class plugin {
 public:
@@ -86,7 +86,7 @@ public:
   const cl_api& cl() const noexcept { return cl_; }
   const sdk::logger& log() const noexcept { return log_; }
   const device_info& device(uint32_t index) const { return *devices_.at(index); }
-  program_cache& cache() noexcept { return *cache_; }
+  sdk::blob_cache& cache() noexcept { return cache_; }
 
 private:
   void discover(); // device.cpp
@@ -94,7 +94,8 @@ private:
   sdk::logger log_;
   std::vector<std::unique_ptr<device_info>> devices_; // stable addresses: props point into them
   std::string reason_;
-  std::unique_ptr<program_cache> cache_;
+  // Last: destroyed first, it finishes the pending writes, whose closures still use cl_.
+  sdk::blob_cache cache_;
 };
 
 class context {

@@ -1,10 +1,12 @@
 // Programs built from OpenCL C source (through the on-disk binary cache), kernels, and kernel
 // launch — the per-op hot path: no allocation, lock or name lookup unless something fails.
 #include "opencl.hpp"
-#include "program_cache.hpp"
 
 #include <algorithm>
 #include <cstring>
+#include <memory>
+#include <optional>
+#include <type_traits>
 
 namespace parenchyma::opencl {
 
@@ -69,7 +71,7 @@ cl_program context::build_from_source(std::string_view source, const std::string
   cl_fail(code, "clBuildProgram", err, advice + msg);
 }
 
-cl_program context::build_from_binaries(const program_cache::binaries& bins,
+cl_program context::build_from_binaries(const std::vector<std::vector<unsigned char>>& bins,
                                         const std::string& options, std::string& why) {
   std::vector<size_t> sizes;
   std::vector<const unsigned char*> ptrs;
@@ -102,63 +104,86 @@ cl_program context::build_from_binaries(const program_cache::binaries& bins,
   return p;
 }
 
+namespace {
+// Everything that changes the compiler's output: each device's identity, the options and the
+// source, every field length-prefixed.
+sdk::blob_cache::key_type program_key(const std::vector<const device_info*>& devices,
+                                      std::string_view source, std::string_view options) {
+  sdk::sha256 h;
+  h.field("parenchyma-opencl-program-v2");
+  for (const device_info* d : devices)
+    h.field(d->name)
+        .field(d->vendor)
+        .field(d->platform_version)
+        .field(d->version)
+        .field(d->driver_version);
+  h.field(options).field(source);
+  return h.finish();
+}
+
+// The program's binaries, one per device in the order the program was built for; runs on the
+// cache's writer thread. nullopt when the driver offers none.
+std::optional<sdk::blob_cache::blob> fetch_binaries(const cl_api& cl, const sdk::logger& log,
+                                                    cl_program p, size_t n) {
+  std::vector<size_t> sizes(n, 0);
+  cl_int err = cl.clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES, sizes.size() * sizeof(size_t),
+                                   sizes.data(), nullptr);
+  if (err != CL_SUCCESS ||
+      std::any_of(sizes.begin(), sizes.end(), [](size_t s) { return s == 0; })) {
+    log.debug("kernel cache: the driver offers no program binary (", cl_error_name(err),
+              "); not cached");
+    return std::nullopt;
+  }
+  std::vector<sdk::blob_cache::blob> bins(n);
+  std::vector<unsigned char*> ptrs;
+  for (size_t i = 0; i < n; ++i) {
+    bins[i].resize(sizes[i]);
+    ptrs.push_back(bins[i].data());
+  }
+  err = cl.clGetProgramInfo(p, CL_PROGRAM_BINARIES, ptrs.size() * sizeof(unsigned char*),
+                            ptrs.data(), nullptr);
+  if (err != CL_SUCCESS) return std::nullopt;
+  return sdk::blob_cache::pack(bins);
+}
+} // namespace
+
 program* context::build(std::string_view source, const char* options, bool& cache_hit) {
   cache_hit = false;
   // Argument metadata lets launches check kinds and name types in errors; it costs nothing at
   // run time.
   const std::string opts = std::string(options != nullptr ? options : "") + " -cl-kernel-arg-info";
-  program_cache& cache = owner_.cache();
-  program_cache::key_type key{};
+  sdk::blob_cache& cache = owner_.cache();
+  sdk::blob_cache::key_type key{};
   if (cache.enabled()) {
-    std::vector<device_identity> ids;
-    for (const device_info* d : devices_)
-      ids.push_back({d->name, d->vendor, d->platform_version, d->version, d->driver_version});
-    key = program_cache::key(ids, source, opts);
-    if (auto bins = cache.load(key, ids_.size())) {
+    key = program_key(devices_, source, opts);
+    if (auto payload = cache.load(key)) {
+      // The entry is intact (the cache checked it); its parts are one binary per device.
       std::string why;
-      if (cl_program p = build_from_binaries(*bins, opts, why)) {
-        cache_hit = true;
-        return new program(cl_, p, ctx_);
-      }
-      owner_.log().info("program cache: the driver rejected ", cache.path(key).string(), " (", why,
+      auto bins = sdk::blob_cache::unpack(*payload, why);
+      if (bins && bins->size() != ids_.size())
+        why = sdk::str("the entry holds ", bins->size(), " device binaries, this context has ",
+                       ids_.size());
+      if (bins && why.empty())
+        if (cl_program p = build_from_binaries(*bins, opts, why)) {
+          cache_hit = true;
+          return new program(cl_, p, ctx_);
+        }
+      owner_.log().info("kernel cache: the driver rejected ", cache.path(key), " (", why,
                         "); rebuilding from source");
       cache.remove(key);
     }
   }
 
   cl_program p = build_from_source(source, opts);
-  if (cache.enabled() && cl_.clRetainProgram(p) == CL_SUCCESS) {
-    // The binaries are fetched and written on the cache's thread (see program_cache.hpp).
+  if (cache.writable() && cl_.clRetainProgram(p) == CL_SUCCESS) {
+    // The binaries are fetched and written on the cache's thread (see blob_cache.hpp). The
+    // retained program is released with the closure, whether or not it runs.
     const cl_api& cl = cl_;
     const sdk::logger& log = owner_.log();
+    std::shared_ptr<std::remove_pointer_t<cl_program>> held(
+        p, [&cl](cl_program q) { cl.clReleaseProgram(q); });
     cache.store_later(
-        key, [&cl, &log, p, n = ids_.size()]() -> std::optional<program_cache::binaries> {
-          struct release_guard {
-            const cl_api& cl;
-            cl_program p;
-            ~release_guard() { cl.clReleaseProgram(p); }
-          } guard{cl, p};
-          // Binaries come in the order of the program's devices, which is the order we gave.
-          std::vector<size_t> sizes(n, 0);
-          cl_int err = cl.clGetProgramInfo(p, CL_PROGRAM_BINARY_SIZES,
-                                           sizes.size() * sizeof(size_t), sizes.data(), nullptr);
-          if (err != CL_SUCCESS ||
-              std::any_of(sizes.begin(), sizes.end(), [](size_t s) { return s == 0; })) {
-            log.debug("program cache: the driver offers no program binary (", cl_error_name(err),
-                      "); not cached");
-            return std::nullopt;
-          }
-          program_cache::binaries bins(n);
-          std::vector<unsigned char*> ptrs;
-          for (size_t i = 0; i < n; ++i) {
-            bins[i].resize(sizes[i]);
-            ptrs.push_back(bins[i].data());
-          }
-          err = cl.clGetProgramInfo(p, CL_PROGRAM_BINARIES, ptrs.size() * sizeof(unsigned char*),
-                                    ptrs.data(), nullptr);
-          if (err != CL_SUCCESS) return std::nullopt;
-          return bins;
-        });
+        key, [&cl, &log, held, n = ids_.size()] { return fetch_binaries(cl, log, held.get(), n); });
   }
   return new program(cl_, p, ctx_);
 }

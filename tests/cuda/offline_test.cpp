@@ -1,6 +1,7 @@
-// CUDA plugin internals that need no GPU: SHA-256, the on-disk cubin cache (hit, corrupt,
-// truncated, unwritable) and NVRTC itself (exact architecture, build log, PTX fallback). The
-// NVRTC cases are skipped, with the reason printed, where NVRTC is not installed.
+// CUDA plugin internals that need no GPU: SHA-256, the on-disk cubin cache as the plugin uses it
+// (the SDK's blob_cache: hit, corrupt, truncated, foreign, unwritable) and NVRTC itself (exact
+// architecture, build log, PTX fallback). The NVRTC cases are skipped, with the reason printed,
+// where NVRTC is not installed.
 #if !__has_include(<catch2/catch_test_macros.hpp>)
 #define CATCH_CONFIG_RUNNER
 #endif
@@ -11,21 +12,25 @@
 #endif
 
 #include "nvrtc_loader.hpp"
-#include "program_cache.hpp"
+
+#include <parenchyma/sdk/blob_cache.hpp>
+#include <parenchyma/sdk/sha256.hpp>
 
 #include <filesystem>
 #include <fstream>
 
 using namespace cuda_test;
 namespace pc = parenchyma::cuda;
+namespace sdk = parenchyma::sdk;
 namespace fs = std::filesystem;
 
 namespace {
 std::string digest(std::string_view s) {
-  pc::sha256 h;
+  sdk::sha256 h;
   h.update(s);
-  return pc::sha256::hex(h.finish());
+  return sdk::sha256::hex(h.finish());
 }
+sdk::blob_cache::key_type key_of(std::string_view s) { return sdk::sha256().field(s).finish(); }
 
 fs::path fresh_dir(const char* tag) {
   const fs::path d = fs::temp_directory_path() /
@@ -35,8 +40,6 @@ fs::path fresh_dir(const char* tag) {
   fs::create_directories(d);
   return d;
 }
-
-std::vector<char> as_chars(const std::vector<unsigned char>& v) { return {v.begin(), v.end()}; }
 
 const char* good_source = R"(
 extern "C" __global__ void axpy(unsigned long long n, double a, const double* x, double* y) {
@@ -50,14 +53,14 @@ TEST_CASE("sha256 matches the FIPS 180-4 test vectors", "[cuda][offline]") {
   CHECK(digest("abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   CHECK(digest("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq") ==
         "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
-  pc::sha256 h;
+  sdk::sha256 h;
   const std::string chunk(1000, 'a');
   for (int i = 0; i < 1000; ++i)
     h.update(chunk);
-  CHECK(pc::sha256::hex(h.finish()) ==
+  CHECK(sdk::sha256::hex(h.finish()) ==
         "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
   // Fields are length-prefixed: a boundary moved between two fields changes the key.
-  pc::sha256 a, b;
+  sdk::sha256 a, b;
   a.field("ab").field("c");
   b.field("a").field("bc");
   CHECK(a.finish() != b.finish());
@@ -72,22 +75,26 @@ TEST_CASE("compiler options are split like a shell would", "[cuda][offline]") {
   CHECK(pc::split_options("").empty());
 }
 
+// The plugin's cache is the SDK's blob_cache of kind "cuda" (plugin.hpp), fully tested in
+// tests/sdk; these cases check it as the plugin uses it: <dir>/cuda, a cubin-sized payload,
+// damaged and foreign entries refused, writes on the writer thread, an unwritable directory.
 TEST_CASE("the cubin cache stores, finds and rejects damaged entries", "[cuda][offline]") {
   test_host h;
   const fs::path dir = fresh_dir("cache");
-  pc::program_cache cache(dir.string(), parenchyma::sdk::logger(&h.services, "cuda"));
+  sdk::blob_cache cache(dir.c_str(), "cuda", sdk::logger(&h.services, "cuda"));
   REQUIRE(cache.enabled());
-  const auto payload = as_chars(random_bytes(10007));
+  const auto payload = random_bytes(10007);
+  const auto k1 = key_of("key-1"), k2 = key_of("key-2");
 
-  CHECK_FALSE(cache.load("key-1").has_value()); // miss
-  cache.store("key-1", payload);
-  const fs::path file = cache.path_for("key-1");
+  CHECK_FALSE(cache.load(k1).has_value()); // miss
+  REQUIRE(cache.store(k1, payload));
+  const fs::path file = cache.path(k1);
   CHECK(fs::exists(file));
   CHECK(file.parent_path() == dir / "cuda");
-  auto hit = cache.load("key-1");
+  auto hit = cache.load(k1);
   REQUIRE(hit.has_value());
   CHECK(*hit == payload);
-  CHECK_FALSE(cache.load("key-2").has_value());
+  CHECK_FALSE(cache.load(k2).has_value());
   // No temporary files are left behind.
   size_t files = 0;
   for (auto& e : fs::directory_iterator(dir / "cuda"))
@@ -95,50 +102,76 @@ TEST_CASE("the cubin cache stores, finds and rejects damaged entries", "[cuda][o
   CHECK(files == 1);
 
   SECTION("a flipped payload byte is caught by the checksum and the entry removed") {
+    const auto at = static_cast<std::streamoff>(sdk::blob_cache::header_size + 5000);
     {
       std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
-      f.seekp(64 + 5000);
       char c = 0;
-      f.seekg(64 + 5000);
+      f.seekg(at);
       f.read(&c, 1);
       c = static_cast<char>(c ^ 0x40);
-      f.seekp(64 + 5000);
+      f.seekp(at);
       f.write(&c, 1);
     }
-    CHECK_FALSE(cache.load("key-1").has_value());
+    CHECK_FALSE(cache.load(k1).has_value());
     CHECK(h.log.count("checksum mismatch") == 1);
     CHECK_FALSE(fs::exists(file));
   }
   SECTION("a truncated entry is never loaded") {
-    fs::resize_file(file, 64 + 100);
-    CHECK_FALSE(cache.load("key-1").has_value());
-    CHECK(h.log.count("truncated payload") == 1);
-    cache.store("key-1", payload); // rebuilt entry is good again
-    CHECK(cache.load("key-1") == payload);
+    fs::resize_file(file, sdk::blob_cache::header_size + 100);
+    CHECK_FALSE(cache.load(k1).has_value());
+    CHECK(h.log.count("truncated") == 1);
+    REQUIRE(cache.store(k1, payload)); // rebuilt entry is good again
+    CHECK(cache.load(k1) == payload);
   }
   SECTION("a short or foreign file is never loaded") {
     {
       std::ofstream f(file, std::ios::binary | std::ios::trunc);
       f << "not a cubin";
     }
-    CHECK_FALSE(cache.load("key-1").has_value());
-    CHECK(h.log.count("truncated header") == 1);
+    CHECK_FALSE(cache.load(k1).has_value());
+    CHECK(h.log.count("truncated") == 1);
+  }
+  SECTION("an OpenCL entry at the same name is another plugin's and never loaded") {
+    const auto bytes = sdk::blob_cache::encode("opencl", k1, payload);
+    {
+      std::ofstream f(file, std::ios::binary | std::ios::trunc);
+      f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<long>(bytes.size()));
+    }
+    CHECK_FALSE(cache.load(k1).has_value());
+    CHECK(h.log.count("another kind") == 1);
   }
   fs::remove_all(dir);
 }
 
-TEST_CASE("an unwritable cache directory warns once and disables the cache", "[cuda][offline]") {
+TEST_CASE("cubins written on the writer thread are complete by shutdown", "[cuda][offline]") {
+  test_host h;
+  const fs::path dir = fresh_dir("later");
+  const auto payload = random_bytes(70001);
+  const auto k = key_of("later");
+  {
+    sdk::blob_cache cache(dir.c_str(), "cuda", sdk::logger(&h.services, "cuda"));
+    cache.store_later(k, sdk::blob_cache::blob(payload.begin(), payload.end()));
+    CHECK(cache.load(k) == payload); // waits for the pending write
+    cache.store_later(key_of("at-shutdown"), sdk::blob_cache::blob(payload));
+  } // the destructor finishes the pending write
+  sdk::blob_cache again(dir.c_str(), "cuda", sdk::logger(&h.services, "cuda"));
+  CHECK(again.load(key_of("at-shutdown")) == payload);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("an unwritable cache directory warns once and disables writing", "[cuda][offline]") {
   test_host h;
   const fs::path dir = fresh_dir("unwritable");
   const fs::path blocker = dir / "a-file";
   { std::ofstream(blocker) << "x"; }
-  pc::program_cache cache(blocker.string(), parenchyma::sdk::logger(&h.services, "cuda"));
-  const auto payload = as_chars(random_bytes(100));
-  cache.store("k", payload);
-  cache.store("k2", payload);
-  CHECK(h.log.count("not writable") == 1);
-  CHECK_FALSE(cache.enabled());
-  CHECK_FALSE(cache.load("k").has_value());
+  sdk::blob_cache cache(blocker.c_str(), "cuda", sdk::logger(&h.services, "cuda"));
+  const auto payload = random_bytes(100);
+  CHECK_FALSE(cache.store(key_of("k"), payload));
+  CHECK_FALSE(cache.store(key_of("k2"), payload));
+  CHECK(h.log.count("continuing without the kernel cache") == 1);
+  CHECK(h.log.count("PARENCHYMA_CACHE_DIR") == 1);
+  CHECK_FALSE(cache.writable());
+  CHECK_FALSE(cache.load(key_of("k")).has_value());
   fs::remove_all(dir);
 }
 

@@ -1,10 +1,11 @@
 // OpenCL plugin programs and kernels: builds, launches with buffers, scalars and local memory
 // (f32 and f64 against double-precision references), bad input (build errors with the log,
-// missing kernels, wrong arguments, refused work sizes), and the on-disk binary cache (hit,
-// miss, corrupted/truncated/rejected entries, concurrent builders, unwritable directory).
+// missing kernels, wrong arguments, refused work sizes), and the on-disk binary cache as the
+// plugin uses it (the SDK's blob_cache: hit, miss, corrupted/truncated/rejected entries,
+// concurrent builders, unwritable directory; the cache itself is tested in tests/sdk).
 #include "plugin_fixture.hpp"
 
-#include "program_cache.hpp"
+#include <parenchyma/sdk/blob_cache.hpp>
 
 #include <chrono>
 #include <cmath>
@@ -13,6 +14,8 @@
 
 using namespace pcy_test;
 namespace fs = std::filesystem;
+using parenchyma::sdk::blob_cache;
+using parenchyma::sdk::sha256;
 
 namespace {
 
@@ -44,7 +47,9 @@ __kernel void scale_add(const long n, const double a, __global const double* x,
 }
 )CL";
 
-std::vector<fs::path> entries(const fs::path& dir, const std::string& suffix) {
+constexpr std::string_view entry_suffix = blob_cache::entry_suffix;
+
+std::vector<fs::path> entries(const fs::path& dir, std::string_view suffix) {
   std::vector<fs::path> v;
   if (!fs::exists(dir)) return v;
   for (const auto& f : fs::directory_iterator(dir))
@@ -75,7 +80,7 @@ void check_axpy(const env& e, pcy_program p, int n, uint32_t local) {
 }
 
 fs::path cache_entry(const fs::path& cache_root) {
-  auto v = entries(cache_root / "opencl", ".clbin");
+  auto v = entries(cache_root / "opencl", entry_suffix);
   REQUIRE(v.size() == 1);
   return v.front();
 }
@@ -285,7 +290,7 @@ TEST_CASE("the program cache: miss, hit, and damaged entries rebuilt", "[opencl]
     auto probe = build(e, source, "-DVARIANT=1");
     CHECK_FALSE(probe.cache_hit);
     CHECK(build(e, source, "-DVARIANT=1").cache_hit); // waits for the background write
-    auto files = entries(root / "opencl", ".clbin");
+    auto files = entries(root / "opencl", entry_suffix);
     REQUIRE(files.size() == 3);
     for (const auto& f : files) {
       std::fstream io(f, std::ios::in | std::ios::out | std::ios::binary);
@@ -309,7 +314,7 @@ TEST_CASE("the program cache: miss, hit, and damaged entries rebuilt", "[opencl]
     env e(root.string());
     auto build1 = build(e, source);
     REQUIRE(build1.cache_hit);
-    for (const auto& f : entries(root / "opencl", ".clbin")) {
+    for (const auto& f : entries(root / "opencl", entry_suffix)) {
       const auto size = fs::file_size(f);
       fs::resize_file(f, size / 2);
     }
@@ -317,7 +322,7 @@ TEST_CASE("the program cache: miss, hit, and damaged entries rebuilt", "[opencl]
     CHECK_FALSE(rebuilt.cache_hit);
     check_axpy(e, rebuilt.program.get(), 999, 0);
     REQUIRE(build(e, source).cache_hit); // the rewritten entry is complete
-    for (const auto& f : entries(root / "opencl", ".clbin"))
+    for (const auto& f : entries(root / "opencl", entry_suffix))
       fs::resize_file(f, 10); // shorter than the header
     CHECK_FALSE(build(e, source).cache_hit);
     CHECK(build(e, source).cache_hit);
@@ -326,23 +331,22 @@ TEST_CASE("the program cache: miss, hit, and damaged entries rebuilt", "[opencl]
     env e(root.string());
     REQUIRE(build(e, source).cache_hit);
     // Same key, valid header and checksum, but a binary no driver accepts. The key is read
-    // back from the entry the plugin wrote (bytes 16..47 of the header).
-    for (const auto& f : entries(root / "opencl", ".clbin"))
+    // back from the entry the plugin wrote (bytes 32..63 of the header).
+    for (const auto& f : entries(root / "opencl", entry_suffix))
       fs::remove(f);
     REQUIRE_FALSE(build(e, source).cache_hit);
     REQUIRE(build(e, source).cache_hit); // waits for the background write
     const fs::path target = cache_entry(root);
-    using parenchyma::opencl::program_cache;
-    program_cache::key_type key{};
+    blob_cache::key_type key{};
     {
       std::ifstream in(target, std::ios::binary);
-      in.seekg(16);
+      in.seekg(32);
       in.read(reinterpret_cast<char*>(key.data()), static_cast<long>(key.size()));
       REQUIRE(in.good());
     }
-    CHECK(target.filename().string() == parenchyma::opencl::sha256::hex(key) + ".clbin");
-    const auto garbage = random_bytes(4096);
-    const auto bytes = program_cache::encode(key, {garbage});
+    CHECK(target.filename().string() == sha256::hex(key) + std::string(entry_suffix));
+    const std::vector<blob_cache::blob> garbage{random_bytes(4096)};
+    const auto bytes = blob_cache::encode("opencl", key, blob_cache::pack(garbage));
     {
       std::ofstream out(target, std::ios::binary | std::ios::trunc);
       out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<long>(bytes.size()));
@@ -396,7 +400,7 @@ TEST_CASE("several processes building the same program leave one valid entry",
     CHECK(r.exit_code == 0);
   }
   CHECK(entries(root / "opencl", ".tmp").empty());
-  REQUIRE(entries(root / "opencl", ".clbin").size() == 1);
+  REQUIRE(entries(root / "opencl", entry_suffix).size() == 1);
   env e(root.string());
   auto b = build(e, source);
   CHECK(b.cache_hit);
@@ -412,7 +416,6 @@ TEST_CASE("several processes building the same program leave one valid entry",
 }
 
 TEST_CASE("sha256 matches the FIPS 180-4 test vectors", "[opencl][cache]") {
-  using parenchyma::opencl::sha256;
   CHECK(sha256::hex(sha256().update("abc").finish()) ==
         "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
   CHECK(sha256::hex(sha256().finish()) ==
