@@ -25,7 +25,7 @@ int32_t OpKey::index() const {
 }
 
 namespace detail {
-std::vector<sig_arg> parse_signature(std::string_view s) {
+std::optional<std::vector<sig_arg>> parse_signature(std::string_view s) {
   std::vector<sig_arg> out;
   size_t i = 0;
   while (i < s.size()) {
@@ -34,6 +34,7 @@ std::vector<sig_arg> parse_signature(std::string_view s) {
       ++i;
       continue;
     }
+    if (out.size() >= max_op_args) return std::nullopt;
     if (c == 'i')
       out.push_back(sig_arg::integer);
     else if (c == 'f')
@@ -49,9 +50,9 @@ std::vector<sig_arg> parse_signature(std::string_view s) {
       else if (m == '=')
         out.push_back(sig_arg::tensor_inout);
       else
-        throw error(errc::internal, "core", "bad op signature \"" + std::string(s) + "\"");
+        return std::nullopt;
     } else {
-      throw error(errc::internal, "core", "bad op signature \"" + std::string(s) + "\"");
+      return std::nullopt;
     }
     ++i;
   }
@@ -59,36 +60,73 @@ std::vector<sig_arg> parse_signature(std::string_view s) {
 }
 } // namespace detail
 
+namespace {
+std::string op_label(const OpKey& key) {
+  const char* dt = key.dtype == PCY_DTYPE_F64   ? "f64"
+                   : key.dtype == PCY_DTYPE_F32 ? "f32"
+                   : key.dtype == PCY_DTYPE_I32 ? "i32"
+                   : key.dtype == PCY_DTYPE_I64 ? "i64"
+                   : key.dtype == PCY_DTYPE_U8  ? "u8"
+                                                : "?";
+  return std::string(key.extension) + "." + key.name + " (" + dt + ")";
+}
+} // namespace
+
 // ---------------------------------------------------------------------------------------------
-BackendImpl::BackendImpl(std::shared_ptr<RegistryImpl> reg, const Framework& fw, uint32_t dev,
-                         Selection sel)
-    : registry(std::move(reg)), framework(&fw), api(&fw.api()), device(dev),
-      name(fw.name() + ":" + std::to_string(dev)), selection(std::move(sel)) {
-  const Device& d = fw.devices()[dev];
-  shares_host_ = d.kind == device_kind::cpu;
+DeviceContext::DeviceContext(std::shared_ptr<RegistryImpl> reg, const Framework& fw, uint32_t pos)
+    : registry(std::move(reg)), framework(&fw), api(&fw.api()), position(pos),
+      plugin_device(fw.devices().at(pos).plugin_index),
+      name(fw.name() + ":" + std::to_string(pos)) {
+  const Device& d = fw.devices()[pos];
+  shares_host = d.kind == device_kind::cpu;
   for (const auto& [key, value] : d.properties)
     if (key == PCY_PROP_HOST_UNIFIED)
-      if (const bool* unified = std::get_if<bool>(&value)) shares_host_ = shares_host_ || *unified;
-  throw_if(api->context_create(fw.plugin(), &device, 1, &context), "creating a context");
-  if (pcy_error* e = api->queue_create(context, 0, &queue)) {
-    api->context_destroy(context);
-    throw_if(e, "creating a queue");
-  }
+      if (const bool* unified = std::get_if<bool>(&value)) shares_host = shares_host || *unified;
+  std::lock_guard<std::mutex> lock(detail::plugin_lifecycle_mutex());
+  throw_if(api->context_create(fw.plugin(), &plugin_device, 1, &context),
+           ("creating a context on " + name).c_str());
+  if (context == nullptr)
+    throw error(errc::plugin, fw.name(),
+                "context_create reported success but returned no context: the plugin is broken");
+}
+
+DeviceContext::~DeviceContext() {
+  if (transfer_queue_ != nullptr) api->queue_destroy(transfer_queue_);
+  std::lock_guard<std::mutex> lock(detail::plugin_lifecycle_mutex());
+  api->context_destroy(context);
+}
+
+void DeviceContext::make_transfer_queue() {
+  throw_if(api->queue_create(context, 0, &transfer_queue_),
+           ("creating a transfer queue on " + name).c_str());
+  if (transfer_queue_ == nullptr)
+    throw error(errc::plugin, framework->name(),
+                "queue_create reported success but returned no queue: the plugin is broken");
+}
+
+BackendImpl::BackendImpl(std::shared_ptr<DeviceContext> device_context, Selection sel,
+                         std::vector<std::string> deny)
+    : dev(std::move(device_context)), registry(dev->registry), framework(dev->framework),
+      api(dev->api), device(dev->position), name(dev->name), selection(std::move(sel)),
+      denied(std::move(deny)), context(dev->context) {
+  throw_if(api->queue_create(context, 0, &queue), ("creating a queue on " + name).c_str());
+  if (queue == nullptr)
+    throw error(errc::plugin, framework->name(),
+                "queue_create reported success but returned no queue: the plugin is broken");
 }
 
 BackendImpl::~BackendImpl() {
-  if (queue != nullptr && api->queue_finish != nullptr)
-    if (pcy_error* e = api->queue_finish(queue)) e->destroy(e);
+  if (pcy_error* e = api->queue_finish(queue)) e->destroy(e);
   for (auto& [bundle, ctx] : bundle_contexts_)
     if (ctx != nullptr) bundle->api().context_teardown(ctx);
-  ops_.clear();
-  if (queue != nullptr) api->queue_destroy(queue);
-  if (context != nullptr) api->context_destroy(context);
+  fallbacks_.clear();
+  api->queue_destroy(queue);
 }
 
 void BackendImpl::finish() { throw_if(api->queue_finish(queue), "waiting for the queue"); }
 
 pcy_bundle_context BackendImpl::bundle_context(const BundleInfo& bundle) {
+  // Called with mutex_ held (resolution).
   for (auto& [b, ctx] : bundle_contexts_)
     if (b == &bundle) return ctx;
   pcy_bundle_context_args a{};
@@ -98,7 +136,7 @@ pcy_bundle_context BackendImpl::bundle_context(const BundleInfo& bundle) {
   a.framework_plugin = framework->plugin();
   a.context = context;
   a.device = 0;
-  a.plugin_device = device;
+  a.plugin_device = dev->plugin_device;
   a.queue = queue;
   throw_if(bundle.api().context_init(&a),
            ("setting up bundle " + bundle.name() + " on " + name).c_str());
@@ -106,52 +144,95 @@ pcy_bundle_context BackendImpl::bundle_context(const BundleInfo& bundle) {
   return a.bundle;
 }
 
-detail::BoundOp& BackendImpl::op(const OpKey& key) {
-  const auto idx = static_cast<size_t>(key.index());
-  if (idx < ops_.size() && ops_[idx] && ops_[idx]->st == detail::BoundOp::state::ready)
-    return *ops_[idx];
+BackendImpl& BackendImpl::fallback_for(const Framework& fw, uint32_t position,
+                                       const std::string& why) {
+  // Called with mutex_ held. Each backend borrows through backends of its own, so two threads'
+  // backends never share a queue or a bundle context through their fallbacks either.
+  std::shared_ptr<DeviceContext> ctx = registry->context_for(fw, position);
+  for (auto& [c, b] : fallbacks_)
+    if (c == ctx.get()) return *b;
+  auto b = std::make_shared<BackendImpl>(ctx, Selection{fw.name(), position, why, denied}, denied);
+  b->self = b;
+  fallbacks_.emplace_back(ctx.get(), b);
+  return *b;
+}
+
+detail::BoundOp& BackendImpl::resolve_slow(const OpKey& key, uint32_t idx) {
+  if (idx >= op_chunk * op_chunks)
+    throw error(errc::unsupported, "core",
+                "more than " + std::to_string(op_chunk * op_chunks) +
+                    " distinct op keys in one process: OpKeys must be static objects");
   std::lock_guard<std::mutex> lock(mutex_);
-  if (idx >= ops_.size()) ops_.resize(idx + 1);
-  if (!ops_[idx]) ops_[idx] = std::make_unique<detail::BoundOp>();
-  detail::BoundOp& op = *ops_[idx];
-  if (op.st == detail::BoundOp::state::unresolved) resolve(op, key);
-  return op;
+  std::atomic<detail::BoundOp*>* chunk = chunks_[idx / op_chunk].load(std::memory_order_relaxed);
+  if (chunk == nullptr) {
+    chunk_storage_.push_back(std::make_unique<std::atomic<detail::BoundOp*>[]>(op_chunk));
+    chunk = chunk_storage_.back().get();
+    for (uint32_t i = 0; i < op_chunk; ++i)
+      chunk[i].store(nullptr, std::memory_order_relaxed);
+    chunks_[idx / op_chunk].store(chunk, std::memory_order_release);
+  }
+  if (detail::BoundOp* bound = chunk[idx % op_chunk].load(std::memory_order_relaxed))
+    return *bound; // another thread resolved it while we waited for the lock
+  auto op = std::make_unique<detail::BoundOp>();
+  resolve(*op, key);
+  detail::BoundOp* published = op.get();
+  bound_storage_.push_back(std::move(op));
+  chunk[idx % op_chunk].store(published, std::memory_order_release);
+  return *published;
 }
 
 void BackendImpl::resolve(detail::BoundOp& op, const OpKey& key) {
-  const std::string opname = std::string(key.extension) + "." + key.name + " (" +
-                             (key.dtype == PCY_DTYPE_F64   ? "f64"
-                              : key.dtype == PCY_DTYPE_F32 ? "f32"
-                                                           : "other") +
-                             ")";
-  op.signature = detail::parse_signature(key.signature);
+  const std::string opname = op_label(key);
+  auto sig = key.signature != nullptr ? detail::parse_signature(key.signature) : std::nullopt;
+  if (!sig) {
+    op.failure = opname + ": the front-end's signature \"" +
+                 detail::quote_prefix(key.signature ? key.signature : "") +
+                 "\" is malformed (a bug in the extension's front-end)";
+    op.failure_code = errc::internal;
+    return;
+  }
+  op.signature = *sig;
 
-  // Finds a bundle for `fw` that serves the op with the front-end's signature.
+  // The bundle serving the op with the front-end's signature on `fw`: the config's
+  // bundle_priority first, then load order. Bundles whose op descriptors failed the load
+  // checks never got those ops, so one broken bundle cannot break an op elsewhere.
   std::string notes;
-  auto find = [&](const Framework& fw) -> std::pair<const BundleInfo*, const pcy_op_desc*> {
-    for (const auto& b : registry->bundles) {
-      if (b->extension() != key.extension || b->framework() != fw.name()) continue;
-      const pcy_op_desc* d = b->find_op(key.name, key.dtype);
-      if (d == nullptr) {
+  const auto& prio = registry->config.bundle_priority;
+  auto find = [&](const Framework& fw) -> std::pair<const BundleInfo*, const OpEntry*> {
+    std::pair<const BundleInfo*, const OpEntry*> best{nullptr, nullptr};
+    size_t best_rank = SIZE_MAX;
+    for (size_t i = 0; i < registry->bundles.size(); ++i) {
+      const BundleInfo& b = *registry->bundles[i];
+      if (b.extension() != key.extension || b.framework() != fw.name()) continue;
+      const OpEntry* found = nullptr;
+      for (const OpEntry& e : registry->bundle_ops[i])
+        if (e.desc->dtype == key.dtype && std::strcmp(e.desc->name, key.name) == 0) found = &e;
+      if (found == nullptr) {
         notes +=
-            "; " + b->name() + " lacks it" + (b->reason().empty() ? "" : " (" + b->reason() + ")");
+            "; " + b.name() + " lacks it" + (b.reason().empty() ? "" : " (" + b.reason() + ")");
         continue;
       }
-      if (d->signature == nullptr || detail::parse_signature(d->signature) != op.signature) {
-        notes += "; " + b->name() + " declares signature \"" + (d->signature ? d->signature : "") +
+      if (found->signature != op.signature) {
+        notes += "; " + b.name() + " declares signature \"" + found->desc->signature +
                  "\", expected \"" + key.signature + "\"";
         continue;
       }
-      return {b.get(), d};
+      const auto p = std::find(prio.begin(), prio.end(), b.name());
+      const size_t rank = static_cast<size_t>(p - prio.begin()) * 1000000 + b.order();
+      if (rank < best_rank) {
+        best_rank = rank;
+        best = {&b, found};
+      }
     }
-    return {nullptr, nullptr};
+    return best;
   };
 
-  auto bind = [&](BackendImpl& target, const BundleInfo& b, const pcy_op_desc& d, bool fallback) {
-    op.fn = d.fn;
+  auto bind = [&](BackendImpl& target, const BundleInfo& b, const OpEntry& d, bool fallback) {
+    op.fn = d.desc->fn;
     op.bundle = target.bundle_context(b);
     op.target = &target;
-    op.route = {target.framework->name(), b.name(), d.implementation ? d.implementation : "",
+    op.route = {target.framework->name(), b.name(),
+                d.desc->implementation ? detail::quote_prefix(d.desc->implementation, 200) : "",
                 fallback};
     op.st = detail::BoundOp::state::ready;
   };
@@ -165,28 +246,30 @@ void BackendImpl::resolve(detail::BoundOp& op, const OpKey& key) {
                                          : notes;
   const fallback_policy policy = registry->config.fallback;
   if (policy == fallback_policy::deny) {
-    op.st = detail::BoundOp::state::failed;
     op.failure = opname + " is not offered on " + name + here +
                  "; the fallback policy is \"deny\": set \"fallback\": \"warn\" or \"allow\" in "
                  "the config, or choose a backend that offers it";
     return;
   }
-  for (const Framework* fw : registry->ranking()) {
-    if (fw == framework) continue;
-    auto [b, d] = find(*fw);
+  for (const RankedDevice& r : registry->device_ranking(denied)) {
+    if (r.framework == framework) continue;
+    auto [b, d] = find(*r.framework);
     if (b == nullptr) continue;
-    auto target = registry->backend_for(*fw, 0, Selection{fw->name(), 0, "fallback for " + opname});
-    bind(*target, *b, *d, true);
-    op.target_ref = std::move(target);
+    BackendImpl& target = fallback_for(*r.framework, r.device, "fallback for " + opname);
+    bind(target, *b, *d, true);
     if (policy == fallback_policy::warn)
       detail::log(PCY_LOG_WARN, "core",
-                  opname + " is not offered on " + name + here + "; it runs on " + op.target->name +
+                  opname + " is not offered on " + name + here + "; it runs on " + target.name +
                       " instead (data moves automatically)");
     return;
   }
-  op.st = detail::BoundOp::state::failed;
   op.failure = "no framework offers " + opname + here + ": install a " + key.extension +
                " bundle plugin (see parenchyma-info --ops)";
+  if (!denied.empty()) {
+    op.failure += "; denied frameworks are never used:";
+    for (const auto& d : denied)
+      op.failure += " " + d;
+  }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -196,7 +279,10 @@ Backend::Backend(Registry& registry, std::string_view request) {
   RegistryImpl& r = registry.impl();
   Selection s = r.select(request);
   const Framework* fw = registry.find_framework(s.framework);
-  impl_ = r.backend_for(*fw, s.device, s);
+  auto ctx = r.context_for(*fw, s.device);
+  std::vector<std::string> denied = s.denied;
+  impl_ = std::make_shared<BackendImpl>(std::move(ctx), std::move(s), std::move(denied));
+  impl_->self = impl_;
 }
 
 const std::string& Backend::name() const noexcept { return impl_->name; }

@@ -1,19 +1,55 @@
 // parenchyma core: the JSON config file and selection strings such as "cuda:1,opencl,!native".
+// Everything here reads input from outside the program: it refuses what is not a small regular
+// file of shallow JSON, quotes at most a short prefix of a bad value, and throws nothing but
+// parenchyma::error.
 #include "internal.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <cctype>
-#include <fstream>
-#include <sstream>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace parenchyma {
 inline namespace v1 {
 namespace detail {
+
+std::string quote_prefix(std::string_view text, size_t max) {
+  std::string out;
+  out.reserve(std::min(text.size(), max) + 8);
+  size_t i = 0;
+  for (; i < text.size() && out.size() < max; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c < 0x20 || c == 0x7f) {
+      static const char hex[] = "0123456789abcdef";
+      out += "\\x";
+      out += hex[c >> 4];
+      out += hex[c & 15];
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  if (i < text.size()) out += "...";
+  return out;
+}
+
+bool valid_name(std::string_view s) noexcept {
+  if (s.empty() || s.size() > 64) return false;
+  for (char c : s)
+    if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_')) return false;
+  return true;
+}
+
 namespace {
 
+using json = nlohmann::json;
+
 constexpr const char* known_keys[] = {"ranking",  "backend",   "plugin_paths", "deny",
-                                      "fallback", "log_level", "cache_dir"};
+                                      "fallback", "log_level", "cache_dir",    "bundle_priority"};
+constexpr const char* kind_names[] = {"gpu", "accelerator", "cpu", "other"};
 
 std::string known_list() {
   std::string s;
@@ -22,78 +58,152 @@ std::string known_list() {
   return s;
 }
 
-[[noreturn]] void bad(const std::filesystem::path& file, const std::string& what) {
-  throw error(errc::config, "config " + file.string(), what);
+// A value as it may appear in an error message: short, never deep (values are depth-limited at
+// parse time), invalid UTF-8 replaced.
+std::string show(const json& v) {
+  return quote_prefix(v.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
-std::vector<std::string> string_list(const nlohmann::json& v, const std::filesystem::path& file,
-                                     const char* key) {
+[[noreturn]] void bad(const std::string& origin, const std::string& what) {
+  throw error(errc::config, origin, what);
+}
+
+std::vector<std::string> string_list(const json& v, const std::string& origin, const char* key) {
   if (!v.is_array())
-    bad(file,
-        std::string("key '") + key + "' must be an array of strings, e.g. [\"cuda\", \"native\"]");
+    bad(origin, std::string("key '") + key + "' must be an array of strings, e.g. [\"cuda\", " +
+                    "\"native\"], got " + show(v));
   std::vector<std::string> out;
   for (const auto& item : v) {
     if (!item.is_string())
-      bad(file, std::string("key '") + key + "' holds " + item.dump() + ", which is not a string");
+      bad(origin, std::string("key '") + key + "' holds " + show(item) + ", which is not a string");
     out.push_back(item.get<std::string>());
   }
   return out;
 }
 
-std::string string_value(const nlohmann::json& v, const std::filesystem::path& file,
-                         const char* key) {
-  if (!v.is_string()) bad(file, std::string("key '") + key + "' must be a string, got " + v.dump());
+std::vector<std::string> name_list(const json& v, const std::string& origin,
+                                   const std::string& key) {
+  std::vector<std::string> out = string_list(v, origin, key.c_str());
+  for (const auto& n : out)
+    if (!valid_name(n))
+      bad(origin, "key '" + key + "' holds \"" + quote_prefix(n) +
+                      "\", which is not a plugin name (lower-case letters, digits, '_')");
+  return out;
+}
+
+std::string string_value(const json& v, const std::string& origin, const char* key) {
+  if (!v.is_string())
+    bad(origin, std::string("key '") + key + "' must be a string, got " + show(v));
   return v.get<std::string>();
 }
 
-bool valid_name(std::string_view s) {
-  if (s.empty()) return false;
-  for (char c : s)
-    if (!(std::islower(static_cast<unsigned char>(c)) ||
-          std::isdigit(static_cast<unsigned char>(c)) || c == '_' || c == '-'))
-      return false;
-  return true;
+void read_ranking(const json& v, const std::string& origin, Config& c) {
+  if (v.is_array()) {
+    c.ranking = name_list(v, origin, "ranking");
+    c.ranking_by_kind.clear();
+    return;
+  }
+  if (!v.is_object())
+    bad(origin, "key 'ranking' must be an array of framework names (an explicit order) or an "
+                "object by device kind such as {\"gpu\": [\"cuda\", \"opencl\"], \"cpu\": "
+                "[\"native\", \"opencl\"]}, got " +
+                    show(v));
+  std::map<std::string, std::vector<std::string>> by_kind;
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    bool known = false;
+    for (const char* k : kind_names)
+      known = known || it.key() == k;
+    if (!known)
+      bad(origin, "key 'ranking' has the member \"" + quote_prefix(it.key()) +
+                      "\", which is not a device kind: use gpu, accelerator, cpu or other");
+    by_kind[it.key()] = name_list(it.value(), origin, "ranking." + it.key());
+  }
+  c.ranking_by_kind = std::move(by_kind);
+  c.ranking.clear();
 }
 
-std::string trim(std::string_view s) {
-  size_t b = 0, e = s.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(s[b])))
-    ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(s[e - 1])))
-    --e;
-  return std::string(s.substr(b, e - b));
+// Reads a whole regular file of at most `limit` bytes. Opened non-blocking, so a FIFO or device
+// at the path is refused instead of hanging the process.
+std::string read_small_file(const std::filesystem::path& file, uint64_t limit,
+                            const std::string& origin) {
+  const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
+    const int e = errno;
+    bad(origin, std::string("cannot be opened (") + std::strerror(e) +
+                    "): check the path given in PARENCHYMA_CONFIG (or the API) and its "
+                    "permissions");
+  }
+  struct closer {
+    int fd;
+    ~closer() { ::close(fd); }
+  } guard{fd};
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    bad(origin, std::string("cannot be examined: ") + std::strerror(errno));
+  if (!S_ISREG(st.st_mode)) {
+    const char* what = S_ISDIR(st.st_mode)                          ? "a directory"
+                       : S_ISFIFO(st.st_mode)                       ? "a FIFO"
+                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
+                       : S_ISSOCK(st.st_mode)                       ? "a socket"
+                                                                    : "not a regular file";
+    bad(origin, std::string("is ") + what + ", not a JSON file: point it at a regular file");
+  }
+  if (static_cast<uint64_t>(st.st_size) > limit)
+    bad(origin, "is " + std::to_string(st.st_size) + " bytes, more than the " +
+                    std::to_string(limit) + " a config file may have");
+  std::string text;
+  text.resize(static_cast<size_t>(st.st_size));
+  size_t done = 0;
+  while (done < text.size()) {
+    const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) bad(origin, std::string("cannot be read: ") + std::strerror(errno));
+    if (n == 0) break; // shrank while we read: parse what is there
+    done += static_cast<size_t>(n);
+  }
+  text.resize(done);
+  return text;
 }
 
 } // namespace
 
-Config read_config(const std::filesystem::path& file, Config base) {
-  std::ifstream in(file);
-  if (!in)
-    throw error(errc::config, "config " + file.string(),
-                "cannot be read: check the path given in PARENCHYMA_CONFIG (or the API) and its "
-                "permissions");
-  nlohmann::json j;
+Config parse_config(std::string_view text, const std::string& origin, Config base) {
+  json j;
   try {
-    j = nlohmann::json::parse(in, nullptr, true, /*ignore_comments=*/true);
-  } catch (const nlohmann::json::parse_error& e) {
-    bad(file, std::string("is not valid JSON (") + e.what() + "): fix the syntax at that position");
+    // Depth is limited while parsing, so nothing later (formatting a value for an error
+    // message, destroying it) can recurse deeply on hostile input.
+    json::parser_callback_t limit = [&](int depth, json::parse_event_t, json&) {
+      if (depth > max_config_depth)
+        throw error(errc::config, origin,
+                    "nests values deeper than " + std::to_string(max_config_depth) +
+                        " levels; a config file is a flat object of short lists");
+      return true;
+    };
+    j = json::parse(text.begin(), text.end(), limit, true, /*ignore_comments=*/true);
+  } catch (const error&) {
+    throw;
+  } catch (const json::exception& e) {
+    bad(origin,
+        "is not valid JSON (" + quote_prefix(e.what(), 200) + "): fix the syntax at that position");
   }
   if (!j.is_object())
-    bad(file, "must hold a JSON object such as {\"ranking\": [\"cuda\", \"native\"]}");
+    bad(origin, "must hold a JSON object such as {\"fallback\": \"warn\"}, got " + show(j));
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& key = it.key();
     const auto& v = it.value();
     if (key == "ranking") {
-      base.ranking = string_list(v, file, "ranking");
+      read_ranking(v, origin, base);
     } else if (key == "backend") {
-      base.backend = string_value(v, file, "backend");
-      parse_selection(base.backend, "config " + file.string() + ": key 'backend'");
+      base.backend = string_value(v, origin, "backend");
+      parse_selection(base.backend, origin + ": key 'backend'");
     } else if (key == "plugin_paths") {
-      base.plugin_paths = string_list(v, file, "plugin_paths");
+      base.plugin_paths = string_list(v, origin, "plugin_paths");
     } else if (key == "deny") {
-      base.deny = string_list(v, file, "deny");
+      base.deny = name_list(v, origin, "deny");
+    } else if (key == "bundle_priority") {
+      base.bundle_priority = name_list(v, origin, "bundle_priority");
     } else if (key == "fallback") {
-      const std::string s = string_value(v, file, "fallback");
+      const std::string s = string_value(v, origin, "fallback");
       if (s == "allow")
         base.fallback = fallback_policy::allow;
       else if (s == "warn")
@@ -101,48 +211,63 @@ Config read_config(const std::filesystem::path& file, Config base) {
       else if (s == "deny")
         base.fallback = fallback_policy::deny;
       else
-        bad(file, "key 'fallback' is \"" + s + "\": use \"allow\", \"warn\" or \"deny\"");
+        bad(origin,
+            "key 'fallback' is \"" + quote_prefix(s) + "\": use \"allow\", \"warn\" or \"deny\"");
     } else if (key == "log_level") {
-      const std::string s = string_value(v, file, "log_level");
+      const std::string s = string_value(v, origin, "log_level");
       if (!parse_log_level(s))
-        bad(file, "key 'log_level' is \"" + s +
-                      "\": use trace, debug, info, warn, error, critical or off");
+        bad(origin, "key 'log_level' is \"" + quote_prefix(s) +
+                        "\": use trace, debug, info, warn, error, critical or off");
       base.log_level = s;
     } else if (key == "cache_dir") {
-      base.cache_dir = string_value(v, file, "cache_dir");
+      base.cache_dir = string_value(v, origin, "cache_dir");
     } else {
-      bad(file, "unknown key '" + key + "' (known keys: " + known_list() +
-                    "): remove it or correct its spelling");
+      bad(origin, "unknown key '" + quote_prefix(key) + "' (known keys: " + known_list() +
+                      "): remove it or correct its spelling");
     }
   }
-  base.sources.push_back(file.string());
   return base;
+}
+
+Config read_config(const std::filesystem::path& file, Config base) {
+  const std::string origin = "config " + file.string();
+  const std::string text = read_small_file(file, max_config_bytes, origin);
+  Config c = parse_config(text, origin, std::move(base));
+  c.sources.push_back(file.string());
+  return c;
 }
 
 std::vector<SelectItem> parse_selection(std::string_view text, std::string_view origin) {
   std::vector<SelectItem> items;
   auto fail = [&](const std::string& what) -> void {
     throw error(errc::config, std::string(origin),
-                "\"" + std::string(text) + "\": " + what +
+                "\"" + quote_prefix(text) + "\": " + what +
                     ". Expected a comma-separated list such as \"cuda:1,opencl,native\" or "
                     "\"!opencl\"");
   };
+  if (text.size() > 4096) fail("longer than 4096 bytes");
   size_t start = 0;
   while (start <= text.size()) {
     const size_t comma = text.find(',', start);
-    const std::string item = trim(text.substr(
-        start, comma == std::string_view::npos ? std::string_view::npos : comma - start));
-    if (item.empty()) fail("an empty entry");
+    std::string_view raw = text.substr(
+        start, comma == std::string_view::npos ? std::string_view::npos : comma - start);
+    while (!raw.empty() && std::isspace(static_cast<unsigned char>(raw.front())))
+      raw.remove_prefix(1);
+    while (!raw.empty() && std::isspace(static_cast<unsigned char>(raw.back())))
+      raw.remove_suffix(1);
+    const std::string item = quote_prefix(raw);
+    if (raw.empty()) fail("an empty entry");
     SelectItem s;
-    std::string_view body = item;
+    std::string_view body = raw;
     if (body.front() == '!') {
       s.deny = true;
       body.remove_prefix(1);
     }
     const size_t colon = body.find(':');
-    s.name = std::string(body.substr(0, colon));
-    if (!valid_name(s.name))
+    const std::string_view name = body.substr(0, colon);
+    if (!valid_name(name))
       fail("entry '" + item + "' is not a framework name (lower-case letters, digits, '_')");
+    s.name = std::string(name);
     if (colon != std::string_view::npos) {
       const std::string_view idx = body.substr(colon + 1);
       if (s.deny) fail("entry '" + item + "': a denial takes no device index");

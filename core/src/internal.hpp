@@ -1,4 +1,10 @@
 // parenchyma core, private: the state behind Registry, Backend and TensorStorage.
+//
+// Ownership: a Registry owns a RegistryImpl (plugins, config, report). A DeviceContext (one
+// plugin context on one device, shared by every backend and tensor slot on that device) keeps
+// the RegistryImpl alive; a BackendImpl (one queue, its bundle contexts and its resolved ops)
+// keeps its DeviceContext alive. So plugins are shut down only after the last backend and the
+// last tensor slot are gone, whatever order the user destroys things in.
 #pragma once
 
 #include <parenchyma/backend.hpp>
@@ -7,6 +13,7 @@
 
 #include <boost/dll/shared_library.hpp>
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
@@ -32,10 +39,22 @@ pcy_log_level log_level() noexcept;
 // The host-services log callback handed to plugins.
 void plugin_log(void* user, pcy_log_level level, const char* origin, const char* message);
 
+// ---- text helpers (config.cpp) ---------------------------------------------------------------
+// At most `max` bytes of `text`, control bytes escaped, "..." appended when cut: what an error
+// message may quote of a value that came from outside.
+std::string quote_prefix(std::string_view text, size_t max = 60);
+// [a-z0-9_]+, at most 64 bytes: plugin, framework, extension and op names.
+bool valid_name(std::string_view s) noexcept;
+
 // ---- config and selection strings (config.cpp) ----------------------------------------------
 // Reads a JSON config file over `base`: keys it sets replace base's. Throws errc::config naming
-// the file and the key.
+// the file and the key; never anything else. Only regular files of at most max_config_bytes are
+// read (a directory, FIFO or device is refused without blocking).
+inline constexpr uint64_t max_config_bytes = 1u << 20;
+inline constexpr int max_config_depth = 16;
 Config read_config(const std::filesystem::path& file, Config base);
+// The same over text already in memory (the fuzz target uses this).
+Config parse_config(std::string_view text, const std::string& origin, Config base);
 
 struct SelectItem {
   std::string name;
@@ -45,97 +64,187 @@ struct SelectItem {
 // Parses "cuda:1,opencl,!native". `origin` names where it came from (for the error message).
 std::vector<SelectItem> parse_selection(std::string_view text, std::string_view origin);
 
-// ---- the registry ---------------------------------------------------------------------------
+// ---- the plugin boundary (registry.cpp) ------------------------------------------------------
+// Plugin lifecycle calls (load, initialize, probe, device queries, context creation and
+// destruction, shutdown, unload) never run concurrently anywhere in the process: some drivers
+// (PoCL's device query, seen crashing) are not safe to initialise from two threads at once.
+std::mutex& plugin_lifecycle_mutex() noexcept;
+
+// Upper bounds on what a plugin may hand back; beyond them it is refused, not trusted.
+inline constexpr uint32_t max_devices = 256;
+inline constexpr size_t max_properties = 1024;
+inline constexpr size_t max_ops = 4096;
+inline constexpr size_t max_struct_stride = 4096;
+
 struct BoundOp;
+// Parsed op signature: one entry per argument.
+enum class sig_arg : uint8_t { integer, real, scalar, tensor_in, tensor_out, tensor_inout };
+// nullopt when the text is not a signature.
+std::optional<std::vector<sig_arg>> parse_signature(std::string_view signature);
 
 } // namespace detail
+
+class DeviceContext;
+
+// One op a bundle serves, checked at load: its descriptor and its parsed signature.
+struct OpEntry {
+  const pcy_op_desc* desc = nullptr;
+  std::vector<detail::sig_arg> signature;
+};
 
 struct RegistryImpl : std::enable_shared_from_this<RegistryImpl> {
   RegistryOptions options;
   Config config;
   std::vector<std::filesystem::path> search_path;
   std::vector<LoadReportEntry> report;
+  std::vector<std::string> notices;
   std::vector<std::unique_ptr<Framework>> frameworks;
   std::vector<std::unique_ptr<BundleInfo>> bundles;
   // Normalised copies of plugin tables (absent slots zeroed), parallel to frameworks/bundles.
   std::vector<std::unique_ptr<pcy_framework_api>> framework_tables;
   std::vector<std::unique_ptr<pcy_bundle_api>> bundle_tables;
   std::vector<boost::dll::shared_library> libraries;
+  // Checked ops per bundle (parallel to bundles).
+  std::vector<std::vector<OpEntry>> bundle_ops;
   pcy_host_services host{};
   std::string cache_dir;
   bool secure = false;       // set-uid: environment overrides ignored
   Registry* owner = nullptr; // the Registry object this belongs to
 
-  std::mutex backends_mutex;
-  std::map<std::pair<const Framework*, uint32_t>, std::weak_ptr<BackendImpl>> backends;
+  // PARENCHYMA_BACKEND as parsed at load (or the error that parsing it gave).
+  std::optional<std::string> env_backend;
+  std::vector<detail::SelectItem> env_items;
+  std::optional<error> env_backend_error;
+
+  std::mutex contexts_mutex;
+  std::map<std::pair<const Framework*, uint32_t>, std::weak_ptr<DeviceContext>> contexts;
 
   explicit RegistryImpl(RegistryOptions opts);
   ~RegistryImpl();
   void load();
   std::optional<std::string> env(const char* name) const;
-  // A shared backend (one context and queue per framework device per registry).
-  std::shared_ptr<BackendImpl> backend_for(const Framework& fw, uint32_t device,
-                                           Selection selection);
+  // The shared context of one device (position in fw.devices()): made on first use.
+  std::shared_ptr<DeviceContext> context_for(const Framework& fw, uint32_t device);
+  // Every device, best first, leaving out the denied frameworks.
+  std::vector<RankedDevice> device_ranking(const std::vector<std::string>& deny) const;
   std::vector<const Framework*> ranking() const;
   Selection select(std::string_view request) const;
+  // The frameworks denied by the configuration and the environment (never used at all).
+  std::vector<std::string> standing_denials() const;
+  // How many op cells the framework's bundles serve, per extension.
+  std::map<std::string, size_t> coverage(const Framework& fw) const;
 
 private:
   void load_candidate(const std::filesystem::path& path);
+  bool load_framework(const std::filesystem::path& path, const void* table,
+                      const pcy_plugin_prefix& prefix, LoadReportEntry& e);
+  bool load_bundle(const std::filesystem::path& path, const void* table,
+                   const pcy_plugin_prefix& prefix, LoadReportEntry& e);
+  std::optional<Device> describe_device(const pcy_framework_api& t, pcy_plugin plugin, uint32_t d,
+                                        std::string& why);
   void add_report(LoadReportEntry entry);
+  void note(std::string text);
+};
+
+// One plugin context on one device: shared by every backend made for that device from one
+// registry, and by the tensor slots allocated in it. Thread-safe: context-level plugin calls
+// may come from any thread (the ABI requires plugins to allow it).
+class DeviceContext {
+public:
+  DeviceContext(std::shared_ptr<RegistryImpl> registry, const Framework& fw, uint32_t position);
+  ~DeviceContext();
+  DeviceContext(const DeviceContext&) = delete;
+  DeviceContext& operator=(const DeviceContext&) = delete;
+
+  std::shared_ptr<RegistryImpl> registry;
+  const Framework* framework;
+  const pcy_framework_api* api;
+  uint32_t position;      // index in framework->devices()
+  uint32_t plugin_device; // the plugin's own index of the device
+  std::string name;       // "opencl:0"
+  pcy_context context = nullptr;
+  bool shares_host = false; // the device reads host memory at full speed: aliasing pays off
+
+  // Reads into host memory that no backend's queue orders (a tensor read on the host after
+  // its writers were settled) go through a queue of the context's own, one call at a time.
+  template <class F> void with_transfer_queue(F&& f) {
+    std::lock_guard<std::mutex> lock(transfer_mutex_);
+    if (transfer_queue_ == nullptr) make_transfer_queue();
+    f(transfer_queue_);
+  }
+
+private:
+  void make_transfer_queue();
+  std::mutex transfer_mutex_;
+  pcy_queue transfer_queue_ = nullptr;
 };
 
 namespace detail {
 
-// Parsed op signature: one entry per argument.
-enum class sig_arg : uint8_t { integer, real, scalar, tensor_in, tensor_out, tensor_inout };
-std::vector<sig_arg> parse_signature(std::string_view signature);
-
 struct BoundOp {
-  enum class state : uint8_t { unresolved, ready, failed } st = state::unresolved;
+  enum class state : uint8_t { ready, failed } st = state::failed;
   pcy_op_fn fn = nullptr;
   pcy_bundle_context bundle = nullptr;
-  BackendImpl* target = nullptr;           // where it runs
-  std::shared_ptr<BackendImpl> target_ref; // keeps a fallback target alive
+  BackendImpl* target = nullptr; // where it runs (this backend or one of its fallbacks)
   std::vector<sig_arg> signature;
   OpRoute route;
   std::string failure; // why it cannot run (state::failed)
   errc failure_code = errc::unsupported;
-  bool warned = false;
 };
 
 } // namespace detail
 
 class BackendImpl {
 public:
-  BackendImpl(std::shared_ptr<RegistryImpl> registry, const Framework& fw, uint32_t device,
-              Selection selection);
+  BackendImpl(std::shared_ptr<DeviceContext> device, Selection selection,
+              std::vector<std::string> denied);
   ~BackendImpl();
   BackendImpl(const BackendImpl&) = delete;
   BackendImpl& operator=(const BackendImpl&) = delete;
 
+  std::shared_ptr<DeviceContext> dev;
   std::shared_ptr<RegistryImpl> registry;
   const Framework* framework;
   const pcy_framework_api* api;
-  uint32_t device;
+  uint32_t device; // position in framework->devices()
   std::string name;
   Selection selection;
+  std::vector<std::string> denied; // never used for fallback
   pcy_context context = nullptr;
   pcy_queue queue = nullptr;
   std::atomic<uint64_t> fallbacks{0};
-
-  void finish();
-  // The device reads host memory at full speed (a CPU, or host_unified): aliasing pays off.
-  bool shares_host_memory() const noexcept { return shares_host_; }
-  detail::BoundOp& op(const OpKey& key);
-  pcy_bundle_context bundle_context(const BundleInfo& bundle);
   std::weak_ptr<BackendImpl> self;
 
+  void finish();
+  bool shares_host_memory() const noexcept { return dev->shares_host; }
+
+  // The op's binding on this backend, resolved on first use. Lock-free once resolved: a
+  // resolved op is published with release semantics and never changes again.
+  detail::BoundOp& op(const OpKey& key) {
+    const auto idx = static_cast<uint32_t>(key.index());
+    if (idx < op_chunk * op_chunks) [[likely]]
+      if (std::atomic<detail::BoundOp*>* chunk =
+              chunks_[idx / op_chunk].load(std::memory_order_acquire))
+        if (detail::BoundOp* bound = chunk[idx % op_chunk].load(std::memory_order_acquire))
+            [[likely]]
+          return *bound;
+    return resolve_slow(key, idx);
+  }
+
 private:
+  static constexpr uint32_t op_chunk = 256, op_chunks = 256; // 65536 op keys per process
+  detail::BoundOp& resolve_slow(const OpKey& key, uint32_t idx);
   void resolve(detail::BoundOp& op, const OpKey& key);
-  std::vector<std::unique_ptr<detail::BoundOp>> ops_;
+  pcy_bundle_context bundle_context(const BundleInfo& bundle);
+  BackendImpl& fallback_for(const Framework& fw, uint32_t device, const std::string& why);
+
+  std::array<std::atomic<std::atomic<detail::BoundOp*>*>, op_chunks> chunks_{};
+  std::vector<std::unique_ptr<std::atomic<detail::BoundOp*>[]>> chunk_storage_;
+  std::vector<std::unique_ptr<detail::BoundOp>> bound_storage_;
   std::vector<std::pair<const BundleInfo*, pcy_bundle_context>> bundle_contexts_;
-  std::mutex mutex_; // guards resolution and bundle contexts (slow path only)
-  bool shares_host_ = false;
+  // Backends of other frameworks this one borrows ops from (its own queues, not shared).
+  std::vector<std::pair<const DeviceContext*, std::shared_ptr<BackendImpl>>> fallbacks_;
+  std::mutex mutex_; // guards resolution, bundle contexts and fallbacks (slow path only)
 };
 
 } // namespace v1

@@ -17,10 +17,13 @@ std::atomic<int> g_level{PCY_LOG_WARN};
 
 spdlog::logger& logger() {
   // Not registered in spdlog's global registry, so an application's own spdlog setup (or
-  // another copy of spdlog) never clashes with ours.
-  static std::shared_ptr<spdlog::logger> instance = [] {
+  // another copy of spdlog) never clashes with ours. Deliberately never destroyed: plugins and
+  // the global registry shut down during the process's exit handlers, in an order relative to
+  // this object that no static can promise, and they may still log then. The sink writes to
+  // stderr unbuffered, so nothing is lost by not destroying it.
+  static spdlog::logger* instance = [] {
     auto sink = std::make_shared<spdlog::sinks::stderr_color_sink_mt>();
-    auto l = std::make_shared<spdlog::logger>("parenchyma", std::move(sink));
+    auto* l = new spdlog::logger("parenchyma", std::move(sink));
     l->set_pattern("[%H:%M:%S.%e] [parenchyma] [%^%l%$] %v");
     l->set_level(spdlog::level::trace); // filtering happens in log_enabled()
     return l;

@@ -1,11 +1,16 @@
 // parenchyma core: plugin discovery, the load stages, the load report, ranking and selection.
+//
+// Plugins are not trusted: every count, pointer, name and size they hand back is checked here,
+// at the boundary, and a plugin that fails a check is refused at its stage in the load report.
 #include "internal.hpp"
 
 #include <boost/dll/runtime_symbol_info.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <set>
 #include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -34,6 +39,14 @@ const char* to_string(fallback_policy p) noexcept {
   return "warn";
 }
 
+namespace detail {
+std::mutex& plugin_lifecycle_mutex() noexcept {
+  // Never destroyed: registries may be torn down during the process's exit handlers.
+  static std::mutex* m = new std::mutex;
+  return *m;
+}
+} // namespace detail
+
 namespace {
 
 int kind_rank(device_kind k) {
@@ -58,15 +71,53 @@ fs::path core_library_dir() {
   }
 }
 
-// Refuses files or directories that other users may write (someone could plant code there).
-std::optional<std::string> unsafe_permissions(const fs::path& p) {
-  struct stat st {};
-  if (::stat(p.c_str(), &st) != 0) return std::nullopt;
-  if ((st.st_mode & S_IWOTH) != 0) return p.string() + " is writable by all users";
-  if ((st.st_mode & S_IWGRP) != 0 && st.st_uid != ::geteuid() && st.st_uid != 0)
-    return p.string() + " is group-writable and owned by another user";
-  if (st.st_uid != ::geteuid() && st.st_uid != 0)
+std::string file_type(const struct stat& st) {
+  if (S_ISREG(st.st_mode)) return "a regular file";
+  if (S_ISDIR(st.st_mode)) return "a directory";
+  if (S_ISFIFO(st.st_mode)) return "a FIFO";
+  if (S_ISCHR(st.st_mode)) return "a character device";
+  if (S_ISBLK(st.st_mode)) return "a block device";
+  if (S_ISSOCK(st.st_mode)) return "a socket";
+  return "not a regular file";
+}
+
+// One path component as a place code is loaded from: owned by root or by us, and writable by
+// nobody else — a directory writable by others is acceptable only with the sticky bit (as /tmp
+// is: then nobody but an entry's owner can replace it, and each entry is checked in turn).
+std::optional<std::string> untrusted_component(const fs::path& p, const struct stat& st) {
+  const uid_t me = ::geteuid();
+  if (st.st_uid != 0 && st.st_uid != me)
     return p.string() + " is owned by another user (uid " + std::to_string(st.st_uid) + ")";
+  const bool sticky_dir = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) != 0;
+  if ((st.st_mode & S_IWOTH) != 0 && !sticky_dir) return p.string() + " is writable by all users";
+  if ((st.st_mode & S_IWGRP) != 0 && !sticky_dir)
+    return p.string() + " is writable by its group (gid " + std::to_string(st.st_gid) + ")";
+  return std::nullopt;
+}
+
+std::optional<std::string> untrusted_chain(const fs::path& abs) {
+  for (fs::path cur = abs;; cur = cur.parent_path()) {
+    struct stat st {};
+    if (::stat(cur.c_str(), &st) != 0)
+      return cur.string() + " cannot be examined (" + std::strerror(errno) + ")";
+    if (auto why = untrusted_component(cur, st)) return why;
+    if (!cur.has_relative_path()) break; // reached the root
+  }
+  return std::nullopt;
+}
+
+// Why a plugin file or directory is not a trusted place to load code from (ld.so's and sudo's
+// rules for trusted paths): the path itself and every directory above it, both as written and
+// with symbolic links resolved, must pass untrusted_component.
+std::optional<std::string> untrusted(const fs::path& p) {
+  std::error_code ec;
+  const fs::path abs = fs::absolute(p, ec).lexically_normal();
+  if (ec) return p.string() + ": " + ec.message();
+  if (auto why = untrusted_chain(abs)) return why;
+  const fs::path canon = fs::canonical(abs, ec);
+  if (ec) return abs.string() + ": " + ec.message();
+  if (canon != abs)
+    if (auto why = untrusted_chain(canon)) return why;
   return std::nullopt;
 }
 
@@ -108,11 +159,43 @@ std::optional<std::string> missing_framework_slot(const pcy_framework_api& t) {
   return std::nullopt;
 }
 
+// A plugin's error message, freed; bounded, since a plugin's text is not trusted either.
 std::string take_error(pcy_error* e) {
   if (e == nullptr) return {};
-  std::string m = e->message != nullptr ? e->message : "(no message)";
+  std::string m = e->message != nullptr ? detail::quote_prefix(e->message, 2000) : "(no message)";
   if (e->destroy != nullptr) e->destroy(e);
   return m;
+}
+
+// A string a plugin gave: empty for NULL, bounded.
+std::string plugin_string(const char* s, size_t max = 256) {
+  return s == nullptr ? std::string() : detail::quote_prefix(s, max);
+}
+
+// What Boost.DLL reports for a failed load is "...(dlerror system message: TEXT): Bad file
+// descriptor" — the errno part is meaningless; keep dlerror's text.
+std::string load_failure(const std::string& what) {
+  const std::string marker = "dlerror system message: ";
+  const size_t at = what.find(marker);
+  if (at == std::string::npos) return what;
+  std::string text = what.substr(at + marker.size());
+  const size_t end = text.rfind("): ");
+  if (end != std::string::npos)
+    text.resize(end);
+  else if (!text.empty() && text.back() == ')')
+    text.pop_back();
+  return text;
+}
+
+const char* dtype_label(pcy_dtype t) {
+  switch (t) {
+  case PCY_DTYPE_F32: return "f32";
+  case PCY_DTYPE_F64: return "f64";
+  case PCY_DTYPE_I32: return "i32";
+  case PCY_DTYPE_I64: return "i64";
+  case PCY_DTYPE_U8: return "u8";
+  }
+  return nullptr;
 }
 
 } // namespace
@@ -126,7 +209,7 @@ device_kind Framework::best_kind() const noexcept {
 
 const pcy_op_desc* BundleInfo::find_op(std::string_view name, pcy_dtype dtype) const noexcept {
   for (const pcy_op_desc* op : ops_)
-    if (op->dtype == dtype && op->name != nullptr && name == op->name) return op;
+    if (op->dtype == dtype && name == op->name) return op;
   return nullptr;
 }
 
@@ -136,6 +219,7 @@ RegistryImpl::RegistryImpl(RegistryOptions opts) : options(std::move(opts)) {
 }
 
 RegistryImpl::~RegistryImpl() {
+  std::lock_guard<std::mutex> lock(detail::plugin_lifecycle_mutex());
   for (size_t i = bundles.size(); i-- > 0;)
     if (bundles[i]->plugin_ != nullptr) bundles[i]->api_->shutdown(bundles[i]->plugin_);
   for (size_t i = frameworks.size(); i-- > 0;)
@@ -167,12 +251,18 @@ void RegistryImpl::add_report(LoadReportEntry e) {
   report.push_back(std::move(e));
 }
 
+void RegistryImpl::note(std::string text) {
+  detail::log(PCY_LOG_WARN, "registry", text);
+  notices.push_back(std::move(text));
+}
+
 void RegistryImpl::load() {
   if (secure && !options.environment)
-    detail::log(PCY_LOG_WARN, "registry",
-                "set-uid process: PARENCHYMA_* environment variables are ignored");
+    note("set-uid process: PARENCHYMA_* environment variables are ignored");
 
-  // 1. Configuration: the shipped default, then PARENCHYMA_CONFIG or the API's file.
+  // 1. Configuration: the shipped default, then PARENCHYMA_CONFIG or the API's file. A config
+  //    file that was named but cannot be used is an error: running with other settings than
+  //    the ones asked for would be worse.
   const fs::path libdir = core_library_dir();
   if (options.default_config && !libdir.empty()) {
     const fs::path def = libdir / PARENCHYMA_CONFIG_RELPATH;
@@ -182,19 +272,32 @@ void RegistryImpl::load() {
   if (options.config_file) {
     config = detail::read_config(*options.config_file, config);
   } else if (auto p = env("PARENCHYMA_CONFIG"); p && !p->empty()) {
-    config = detail::read_config(*p, config);
+    try {
+      config = detail::read_config(*p, config);
+    } catch (const error& e) {
+      throw error(e.code(), "PARENCHYMA_CONFIG", e.what());
+    }
   }
-  if (auto lvl = env("PARENCHYMA_LOG_LEVEL")) {
-    auto parsed = detail::parse_log_level(*lvl);
-    if (!parsed)
-      throw error(errc::config, "PARENCHYMA_LOG_LEVEL",
-                  "\"" + *lvl +
-                      "\" is not a level: use trace, debug, info, warn, error, critical or off");
-    detail::set_log_level(*parsed);
+  // Environment values that are malformed do not stop the registry (an explicit request must
+  // still work): they are noted, and PARENCHYMA_BACKEND's error is raised where it is used.
+  if (auto lvl = env("PARENCHYMA_LOG_LEVEL"); lvl && !lvl->empty()) {
+    if (auto parsed = detail::parse_log_level(*lvl))
+      detail::set_log_level(*parsed);
+    else
+      note("PARENCHYMA_LOG_LEVEL: \"" + detail::quote_prefix(*lvl) +
+           "\" is not a level (use trace, debug, info, warn, error, critical or off); ignored");
   } else if (auto parsed = detail::parse_log_level(config.log_level)) {
     detail::set_log_level(*parsed);
   }
-  if (auto b = env("PARENCHYMA_BACKEND")) detail::parse_selection(*b, "PARENCHYMA_BACKEND");
+  if (auto b = env("PARENCHYMA_BACKEND"); b && !b->empty()) {
+    env_backend = *b;
+    try {
+      env_items = detail::parse_selection(*b, "PARENCHYMA_BACKEND");
+    } catch (const error& e) {
+      env_backend_error = e;
+      note(std::string(e.what()) + " (used only when no backend is requested explicitly)");
+    }
+  }
 
   // 2. Cache directory for compiled kernels.
   if (auto c = env("PARENCHYMA_CACHE_DIR"); c && !c->empty())
@@ -203,8 +306,8 @@ void RegistryImpl::load() {
     cache_dir = config.cache_dir;
   else if (auto x = env("XDG_CACHE_HOME"); x && !x->empty())
     cache_dir = *x + "/parenchyma";
-  else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
-    cache_dir = std::string(home) + "/.cache/parenchyma";
+  else if (auto home = env("HOME"); home && !home->empty())
+    cache_dir = *home + "/.cache/parenchyma";
 
   host.struct_size = sizeof host;
   host.host_abi_major = PCY_ABI_VERSION_MAJOR;
@@ -227,40 +330,92 @@ void RegistryImpl::load() {
 
   std::vector<fs::path> candidates;
   for (const auto& entry : search_path) {
-    std::error_code ec;
-    if (fs::is_regular_file(entry, ec)) {
+    LoadReportEntry e{
+        entry.string(), entry.filename().string(), "unknown", "file", "skipped", "", ""};
+    struct stat st {};
+    if (::stat(entry.c_str(), &st) != 0) {
+      const int err = errno;
+      e.reason = err == ENOENT
+                     ? "plugin path does not exist"
+                     : "plugin path cannot be examined (" + std::string(std::strerror(err)) + ")";
+      e.advice = "fix PARENCHYMA_PLUGIN_PATH / plugin_paths, or create the directory";
+      add_report(std::move(e));
+      continue;
+    }
+    if (S_ISREG(st.st_mode)) {
       candidates.push_back(entry);
       continue;
     }
-    if (!fs::is_directory(entry, ec)) {
-      add_report({entry.string(), entry.filename().string(), "unknown", "file", "skipped",
-                  "plugin path does not exist or is not a directory",
-                  "fix PARENCHYMA_PLUGIN_PATH / plugin_paths, or create the directory"});
+    if (!S_ISDIR(st.st_mode)) {
+      e.reason = "plugin path is " + file_type(st) + ", not a plugin file or directory";
+      e.advice = "fix PARENCHYMA_PLUGIN_PATH / plugin_paths";
+      add_report(std::move(e));
       continue;
     }
-    if (auto why = unsafe_permissions(entry)) {
-      add_report({entry.string(), entry.filename().string(), "unknown", "file", "failed",
-                  "plugin directory refused: " + *why,
-                  "remove write access for other users (chmod o-w,g-w) or move the plugins"});
+    if (auto why = untrusted(entry)) {
+      e.status = "failed";
+      e.reason = "plugin directory refused: " + *why;
+      e.advice = "remove write access for other users (chmod o-w,g-w), make the directory and "
+                 "its parents owned by you or root, or move the plugins";
+      add_report(std::move(e));
       continue;
     }
+    std::error_code ec;
     std::vector<fs::path> files;
-    for (const auto& f : fs::directory_iterator(entry, ec))
-      if (f.path().extension() == ".so") files.push_back(f.path());
+    fs::directory_iterator it(entry, ec), end;
+    for (; !ec && it != end; it.increment(ec))
+      if (it->path().extension() == ".so") files.push_back(it->path());
+    if (ec) {
+      e.status = "failed";
+      e.reason = "plugin directory cannot be read (" + ec.message() + ")";
+      e.advice = "give this user read and search permission on it (chmod u+rx), or remove it "
+                 "from the search path";
+      add_report(std::move(e));
+    }
     std::sort(files.begin(), files.end());
     candidates.insert(candidates.end(), files.begin(), files.end());
   }
-  for (const auto& c : candidates)
-    load_candidate(c);
+  {
+    std::lock_guard<std::mutex> lock(detail::plugin_lifecycle_mutex());
+    for (const auto& c : candidates)
+      load_candidate(c);
+  }
 
   // Bundles whose framework did not load are kept out of op routing (but stay in the report).
-  for (auto& b : bundles) {
-    bool present = false;
-    for (const auto& f : frameworks)
-      present = present || (f->name() == b->framework());
-    if (!present && b->reason_.empty())
-      b->reason_ = "framework '" + b->framework() + "' is not loaded";
+  for (auto& b : bundles)
+    if (std::none_of(frameworks.begin(), frameworks.end(),
+                     [&](const auto& f) { return f->name() == b->framework(); })) {
+      if (b->reason_.empty()) b->reason_ = "framework '" + b->framework() + "' is not loaded";
+      for (auto& e : report)
+        if (e.name == b->name() && e.status == "loaded")
+          e.reason += "; framework '" + b->framework() + "' is not loaded: its ops are unused";
+    }
+
+  // Two bundles serving one op on one framework: the config's bundle_priority, else load order.
+  std::map<std::string, std::vector<const BundleInfo*>> providers;
+  for (size_t i = 0; i < bundles.size(); ++i)
+    for (const OpEntry& op : bundle_ops[i])
+      providers[bundles[i]->extension() + "." + op.desc->name + " " + dtype_label(op.desc->dtype) +
+                " on " + bundles[i]->framework()]
+          .push_back(bundles[i].get());
+  auto priority = [&](const BundleInfo* b) {
+    const auto& p = config.bundle_priority;
+    const auto it = std::find(p.begin(), p.end(), b->name());
+    return std::make_pair(static_cast<size_t>(it - p.begin()), b->order());
+  };
+  std::map<std::string, std::vector<std::string>> shadowed; // losing bundle -> cells
+  for (auto& [cell, list] : providers) {
+    if (list.size() < 2) continue;
+    std::stable_sort(list.begin(), list.end(), [&](const BundleInfo* a, const BundleInfo* b) {
+      return priority(a) < priority(b);
+    });
+    for (size_t i = 1; i < list.size(); ++i)
+      shadowed[list[i]->name() + " (" + list[0]->name() + " wins)"].push_back(cell);
   }
+  for (const auto& [who, cells] : shadowed)
+    note("bundle " + who + " also serves " + std::to_string(cells.size()) + " op(s), e.g. " +
+         cells.front() +
+         "; the winner is the first in the config's bundle_priority, else the first loaded");
 }
 
 void RegistryImpl::load_candidate(const fs::path& path) {
@@ -271,15 +426,22 @@ void RegistryImpl::load_candidate(const fs::path& path) {
   e.stage = "file";
   e.status = "failed";
 
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) {
-    e.reason = "not a regular file";
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    e.reason = std::string("cannot be examined (") + std::strerror(errno) + ")";
+    e.advice = "check the file and its permissions";
+    return add_report(std::move(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    e.status = "skipped";
+    e.reason = "is " + file_type(st) + ", not a plugin file";
     e.advice = "remove it from the plugin directory";
     return add_report(std::move(e));
   }
-  if (auto why = unsafe_permissions(path)) {
+  if (auto why = untrusted(path)) {
     e.reason = "plugin file refused: " + *why;
-    e.advice = "remove write access for other users (chmod o-w,g-w)";
+    e.advice = "remove write access for other users (chmod o-w,g-w) and make the file and its "
+               "directories owned by you or root";
     return add_report(std::move(e));
   }
 
@@ -289,7 +451,7 @@ void RegistryImpl::load_candidate(const fs::path& path) {
     lib.load(boost::dll::fs::path(path.string()),
              boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
   } catch (const std::exception& ex) {
-    e.reason = ex.what();
+    e.reason = load_failure(ex.what());
     e.advice = "check that the file is a shared library for this platform and that its "
                "dependencies are installed (ldd " +
                path.string() + ")";
@@ -306,22 +468,17 @@ void RegistryImpl::load_candidate(const fs::path& path) {
     return add_report(std::move(e));
   }
   e.kind = is_fw ? "framework" : "bundle";
-  const pcy_plugin_prefix* prefix = nullptr;
   const void* table = nullptr;
-  if (is_fw) {
-    auto entry = lib.get<const pcy_framework_api*()>(PCY_FRAMEWORK_ENTRY_SYMBOL);
-    table = entry();
-  } else {
-    auto entry = lib.get<const pcy_bundle_api*()>(PCY_BUNDLE_ENTRY_SYMBOL);
-    table = entry();
-  }
-  prefix = static_cast<const pcy_plugin_prefix*>(table);
+  if (is_fw)
+    table = lib.get<const pcy_framework_api*()>(PCY_FRAMEWORK_ENTRY_SYMBOL)();
+  else
+    table = lib.get<const pcy_bundle_api*()>(PCY_BUNDLE_ENTRY_SYMBOL)();
+  const auto* prefix = static_cast<const pcy_plugin_prefix*>(table);
   if (prefix == nullptr || prefix->struct_size < sizeof(pcy_plugin_prefix)) {
     e.reason = "the entry point returned no table, or one too small to hold the plugin prefix";
     e.advice = "rebuild the plugin against this SDK";
     return add_report(std::move(e));
   }
-  if (prefix->name != nullptr) e.name = prefix->name;
   const uint32_t want_kind = is_fw ? PCY_PLUGIN_FRAMEWORK : PCY_PLUGIN_BUNDLE;
   if (prefix->kind != want_kind) {
     e.reason =
@@ -339,13 +496,17 @@ void RegistryImpl::load_candidate(const fs::path& path) {
                std::to_string(PCY_ABI_VERSION_MAJOR) + ")";
     return add_report(std::move(e));
   }
-  if (prefix->name == nullptr || *prefix->name == '\0') {
-    e.reason = "the plugin has no name";
-    e.advice = "set a name in the plugin class";
+  const std::string pname = plugin_string(prefix->name, 80);
+  if (!pname.empty()) e.name = pname;
+  if (!detail::valid_name(pname)) {
+    e.reason = pname.empty() ? "the plugin has no name"
+                             : "the plugin's name \"" + pname +
+                                   "\" is not [a-z0-9_]+ (at most 64 bytes): it could be neither "
+                                   "selected nor denied";
+    e.advice = "give the plugin class a lower-case name of letters, digits and '_'";
     return add_report(std::move(e));
   }
   // Duplicate names: the first one found wins (search order is documented).
-  const std::string pname = prefix->name;
   auto dup = [&](const std::string& path_first) {
     e.status = "skipped";
     e.reason = "duplicate plugin name '" + pname + "': already loaded from " + path_first;
@@ -357,224 +518,464 @@ void RegistryImpl::load_candidate(const fs::path& path) {
   for (const auto& b : bundles)
     if (b->name() == pname) return dup(b->path());
 
-  // Normalise the table: copy what the plugin sent, zero the slots it does not know about.
   if (is_fw) {
-    auto t = std::make_unique<pcy_framework_api>();
-    std::memset(t.get(), 0, sizeof *t);
-    std::memcpy(t.get(), table, std::min<size_t>(prefix->struct_size, sizeof *t));
-    t->struct_size = sizeof *t;
-    if (auto slot = missing_framework_slot(*t)) {
-      e.stage = "entry";
-      e.reason = "required slot '" + *slot + "' is NULL or absent (table of " +
-                 std::to_string(prefix->struct_size) + " bytes)";
-      e.advice = "implement " + *slot + " in the plugin; only optional slots may be left NULL";
-      return add_report(std::move(e));
-    }
-    e.stage = "initialize";
-    pcy_framework_init_args args{};
-    args.struct_size = sizeof args;
-    args.host = &host;
-    if (pcy_error* err = t->initialize(&args)) {
-      e.reason = take_error(err);
-      e.advice = "see the plugin's message; the plugin is skipped and everything else works";
-      return add_report(std::move(e));
-    }
-    auto fw = std::make_unique<Framework>();
-    fw->name_ = pname;
-    fw->path_ = path.string();
-    fw->version_ = prefix->plugin_version != nullptr ? prefix->plugin_version : "";
-    fw->description_ = prefix->description != nullptr ? prefix->description : "";
-    fw->api_ = t.get();
-    fw->plugin_ = args.plugin;
-
-    e.stage = "probe";
-    pcy_framework_probe probe{};
-    probe.struct_size = sizeof probe;
-    if (pcy_error* err = t->probe(args.plugin, &probe)) {
-      e.reason = "probe failed: " + take_error(err);
-      e.advice = "see the plugin's message";
-      t->shutdown(args.plugin);
-      return add_report(std::move(e));
-    }
-    if (probe.reason != nullptr) fw->reason_ = probe.reason;
-    for (uint32_t d = 0; d < probe.device_count; ++d) {
-      const pcy_property* props = nullptr;
-      size_t n = 0;
-      if (pcy_error* err = t->device_properties(args.plugin, d, &props, &n)) {
-        detail::log(PCY_LOG_WARN, pname, "device " + std::to_string(d) + ": " + take_error(err));
-        continue;
-      }
-      Device dev;
-      dev.index = d;
-      // Arrays are walked with the plugin's element size, so a newer minor's larger structs work.
-      const size_t stride = n > 0 && props[0].struct_size >= sizeof(pcy_property)
-                                ? props[0].struct_size
-                                : sizeof(pcy_property);
-      for (size_t i = 0; i < n; ++i) {
-        const pcy_property& p = *reinterpret_cast<const pcy_property*>(
-            reinterpret_cast<const char*>(props) + i * stride);
-        if (p.key == nullptr) continue;
-        property_value v;
-        switch (p.type) {
-        case PCY_VALUE_STRING: v = std::string(p.s != nullptr ? p.s : ""); break;
-        case PCY_VALUE_INT: v = p.i; break;
-        case PCY_VALUE_FLOAT: v = p.f; break;
-        case PCY_VALUE_BOOL: v = p.i != 0; break;
-        }
-        if (std::strcmp(p.key, PCY_PROP_NAME) == 0 && p.s != nullptr) dev.name = p.s;
-        if (std::strcmp(p.key, PCY_PROP_VENDOR) == 0 && p.s != nullptr) dev.vendor = p.s;
-        if (std::strcmp(p.key, PCY_PROP_KIND) == 0 && p.type == PCY_VALUE_INT)
-          dev.kind = static_cast<device_kind>(std::clamp<int64_t>(p.i, 0, 3));
-        dev.properties.emplace_back(p.key, std::move(v));
-      }
-      fw->devices_.push_back(std::move(dev));
-    }
-    e.stage = "ready";
-    e.status = "loaded";
-    e.reason = std::to_string(fw->devices_.size()) + " device(s)";
-    if (fw->devices_.empty() && !fw->reason_.empty()) e.reason += ": " + fw->reason_;
-    if (fw->devices_.empty())
-      e.advice =
-          fw->reason_.empty() ? "no device found" : "loaded, but nothing to run on: " + fw->reason_;
-    if (prefix->struct_size < sizeof(pcy_framework_api))
-      e.reason += "; built for ABI " + std::to_string(prefix->abi_major) + "." +
-                  std::to_string(prefix->abi_minor) + " with a " +
-                  std::to_string(prefix->struct_size) +
-                  "-byte table (reduced capability: later slots unsupported)";
-    framework_tables.push_back(std::move(t));
-    frameworks.push_back(std::move(fw));
+    if (!load_framework(path, table, *prefix, e)) return add_report(std::move(e));
   } else {
-    auto t = std::make_unique<pcy_bundle_api>();
-    std::memset(t.get(), 0, sizeof *t);
-    std::memcpy(t.get(), table, std::min<size_t>(prefix->struct_size, sizeof *t));
-    t->struct_size = sizeof *t;
-    if (t->initialize == nullptr || t->shutdown == nullptr || t->ops == nullptr ||
-        t->context_init == nullptr || t->context_teardown == nullptr || t->extension == nullptr ||
-        t->framework == nullptr) {
-      e.reason = "a required bundle slot (initialize, shutdown, ops, context_init, "
-                 "context_teardown, extension, framework) is NULL or absent";
-      e.advice = "rebuild the bundle with PCY_BUNDLE_PLUGIN from this SDK";
-      return add_report(std::move(e));
-    }
-    e.stage = "initialize";
-    pcy_bundle_init_args args{};
-    args.struct_size = sizeof args;
-    args.host = &host;
-    if (pcy_error* err = t->initialize(&args)) {
-      e.reason = take_error(err);
-      e.advice = "see the plugin's message; the bundle is skipped and everything else works";
-      return add_report(std::move(e));
-    }
-    auto b = std::make_unique<BundleInfo>();
-    b->name_ = pname;
-    b->path_ = path.string();
-    b->extension_ = t->extension;
-    b->framework_ = t->framework;
-    b->api_ = t.get();
-    b->plugin_ = args.plugin;
-    e.stage = "probe";
-    const pcy_op_desc* ops = nullptr;
-    size_t n = 0;
-    if (pcy_error* err = t->ops(args.plugin, &ops, &n)) {
-      e.reason = "ops failed: " + take_error(err);
-      t->shutdown(args.plugin);
-      return add_report(std::move(e));
-    }
-    const size_t stride = n > 0 && ops[0].struct_size >= sizeof(pcy_op_desc) ? ops[0].struct_size
-                                                                             : sizeof(pcy_op_desc);
-    for (size_t i = 0; i < n; ++i) {
-      const auto* op =
-          reinterpret_cast<const pcy_op_desc*>(reinterpret_cast<const char*>(ops) + i * stride);
-      if (op->struct_size >= sizeof(pcy_op_desc) && op->fn != nullptr && op->name != nullptr &&
-          op->signature != nullptr)
-        b->ops_.push_back(op);
-    }
-    if (args.reason != nullptr) b->reason_ = args.reason;
-    e.stage = "ready";
-    e.status = "loaded";
-    e.reason = "extension " + b->extension_ + " for " + b->framework_ + ": " +
-               std::to_string(b->ops_.size()) + " op(s)" +
-               (b->reason_.empty() ? "" : "; " + b->reason_);
-    bundle_tables.push_back(std::move(t));
-    bundles.push_back(std::move(b));
+    if (!load_bundle(path, table, *prefix, e)) return add_report(std::move(e));
   }
   libraries.push_back(std::move(lib));
   add_report(std::move(e));
 }
 
-std::vector<const Framework*> RegistryImpl::ranking() const {
-  auto denied = [&](const std::string& n) {
-    return std::find(config.deny.begin(), config.deny.end(), n) != config.deny.end();
-  };
-  std::vector<const Framework*> listed, unlisted;
-  for (const auto& name : config.ranking)
-    for (const auto& f : frameworks)
-      if (f->name() == name && !f->devices().empty() && !denied(name) &&
-          std::find(listed.begin(), listed.end(), f.get()) == listed.end())
-        listed.push_back(f.get());
-  for (const auto& f : frameworks)
-    if (!f->devices().empty() && !denied(f->name()) &&
-        std::find(config.ranking.begin(), config.ranking.end(), f->name()) == config.ranking.end())
-      unlisted.push_back(f.get());
-  std::sort(unlisted.begin(), unlisted.end(), [](const Framework* a, const Framework* b) {
-    const int ka = kind_rank(a->best_kind()), kb = kind_rank(b->best_kind());
-    return ka != kb ? ka > kb : a->name() < b->name();
-  });
-  // An unlisted framework goes before the first listed one whose best device kind is worse.
-  std::vector<const Framework*> out = listed;
-  for (const Framework* u : unlisted) {
-    auto pos = std::find_if(out.begin(), out.end(), [&](const Framework* f) {
-      return std::find(listed.begin(), listed.end(), f) != listed.end() &&
-             kind_rank(f->best_kind()) < kind_rank(u->best_kind());
-    });
-    out.insert(pos, u);
+bool RegistryImpl::load_framework(const fs::path& path, const void* table,
+                                  const pcy_plugin_prefix& prefix, LoadReportEntry& e) {
+  // Normalise the table: copy what the plugin sent, zero the slots it does not know about.
+  auto t = std::make_unique<pcy_framework_api>();
+  std::memset(t.get(), 0, sizeof *t);
+  std::memcpy(t.get(), table, std::min<size_t>(prefix.struct_size, sizeof *t));
+  t->struct_size = sizeof *t;
+  if (auto slot = missing_framework_slot(*t)) {
+    e.stage = "entry";
+    e.reason = "required slot '" + *slot + "' is NULL or absent (table of " +
+               std::to_string(prefix.struct_size) + " bytes)";
+    e.advice = "implement " + *slot + " in the plugin; only optional slots may be left NULL";
+    return false;
   }
+  e.stage = "initialize";
+  pcy_framework_init_args args{};
+  args.struct_size = sizeof args;
+  args.host = &host;
+  if (pcy_error* err = t->initialize(&args)) {
+    e.reason = take_error(err);
+    e.advice = "see the plugin's message; the plugin is skipped and everything else works";
+    return false;
+  }
+  if (args.plugin == nullptr) {
+    e.reason = "initialize reported success but returned no plugin instance";
+    e.advice = "fix the plugin: initialize must set args->plugin";
+    return false;
+  }
+  auto fw = std::make_unique<Framework>();
+  fw->name_ = e.name;
+  fw->path_ = path.string();
+  fw->version_ = plugin_string(prefix.plugin_version);
+  fw->description_ = plugin_string(prefix.description, 400);
+  fw->api_ = t.get();
+  fw->plugin_ = args.plugin;
+
+  e.stage = "probe";
+  pcy_framework_probe probe{};
+  probe.struct_size = sizeof probe;
+  if (pcy_error* err = t->probe(args.plugin, &probe)) {
+    e.reason = "probe failed: " + take_error(err);
+    e.advice = "see the plugin's message";
+    t->shutdown(args.plugin);
+    return false;
+  }
+  if (probe.device_count > detail::max_devices) {
+    e.reason = "probe reported " + std::to_string(probe.device_count) + " devices, more than the " +
+               std::to_string(detail::max_devices) + " a plugin may have: refused as broken";
+    e.advice = "fix the plugin's probe";
+    t->shutdown(args.plugin);
+    return false;
+  }
+  fw->reason_ = plugin_string(probe.reason, 1000);
+  std::string skipped;
+  for (uint32_t d = 0; d < probe.device_count; ++d) {
+    std::string why;
+    if (auto dev = describe_device(*t, args.plugin, d, why)) {
+      dev->index = static_cast<uint32_t>(fw->devices_.size());
+      fw->devices_.push_back(std::move(*dev));
+    } else {
+      skipped += "; device " + std::to_string(d) + " left out: " + why;
+    }
+  }
+  e.stage = "ready";
+  e.status = "loaded";
+  e.reason = std::to_string(fw->devices_.size()) + " device(s)" + skipped;
+  if (fw->devices_.empty() && !fw->reason_.empty()) e.reason += ": " + fw->reason_;
+  if (fw->devices_.empty())
+    e.advice =
+        fw->reason_.empty() ? "no device found" : "loaded, but nothing to run on: " + fw->reason_;
+  if (prefix.struct_size < sizeof(pcy_framework_api))
+    e.reason += "; built for ABI " + std::to_string(prefix.abi_major) + "." +
+                std::to_string(prefix.abi_minor) + " with a " + std::to_string(prefix.struct_size) +
+                "-byte table (reduced capability: later slots unsupported)";
+  framework_tables.push_back(std::move(t));
+  frameworks.push_back(std::move(fw));
+  return true;
+}
+
+std::optional<Device> RegistryImpl::describe_device(const pcy_framework_api& t, pcy_plugin plugin,
+                                                    uint32_t d, std::string& why) {
+  const pcy_property* props = nullptr;
+  size_t n = 0;
+  if (pcy_error* err = t.device_properties(plugin, d, &props, &n)) {
+    why = take_error(err);
+    return std::nullopt;
+  }
+  if (n > detail::max_properties) {
+    why = std::to_string(n) + " properties, more than " + std::to_string(detail::max_properties);
+    return std::nullopt;
+  }
+  if (n > 0 && props == nullptr) {
+    why = "device_properties returned " + std::to_string(n) + " properties but no array";
+    return std::nullopt;
+  }
+  // Arrays are walked with the plugin's element size, so a newer minor's larger structs work.
+  const size_t stride = n > 0 ? props[0].struct_size : sizeof(pcy_property);
+  if (n > 0 && (stride < sizeof(pcy_property) || stride > detail::max_struct_stride)) {
+    why = "property elements of " + std::to_string(stride) + " bytes (expected at least " +
+          std::to_string(sizeof(pcy_property)) + ")";
+    return std::nullopt;
+  }
+  Device dev;
+  dev.plugin_index = d;
+  for (size_t i = 0; i < n; ++i) {
+    const pcy_property& p =
+        *reinterpret_cast<const pcy_property*>(reinterpret_cast<const char*>(props) + i * stride);
+    if (p.key == nullptr) continue;
+    const std::string key = plugin_string(p.key, 64);
+    property_value v;
+    switch (p.type) {
+    case PCY_VALUE_STRING: v = plugin_string(p.s, 4096); break;
+    case PCY_VALUE_INT: v = p.i; break;
+    case PCY_VALUE_FLOAT: v = p.f; break;
+    case PCY_VALUE_BOOL: v = p.i != 0; break;
+    default: continue; // a value type from the future (or garbage): not shown
+    }
+    if (key == PCY_PROP_NAME && p.type == PCY_VALUE_STRING) dev.name = std::get<std::string>(v);
+    if (key == PCY_PROP_VENDOR && p.type == PCY_VALUE_STRING) dev.vendor = std::get<std::string>(v);
+    if (key == PCY_PROP_KIND && p.type == PCY_VALUE_INT) {
+      dev.kind = static_cast<device_kind>(std::clamp<int64_t>(p.i, 0, 3));
+      v = std::string(to_string(dev.kind)); // shown as a word, not a number
+    }
+    dev.properties.emplace_back(key, std::move(v));
+  }
+  return dev;
+}
+
+bool RegistryImpl::load_bundle(const fs::path& path, const void* table,
+                               const pcy_plugin_prefix& prefix, LoadReportEntry& e) {
+  auto t = std::make_unique<pcy_bundle_api>();
+  std::memset(t.get(), 0, sizeof *t);
+  std::memcpy(t.get(), table, std::min<size_t>(prefix.struct_size, sizeof *t));
+  t->struct_size = sizeof *t;
+  if (t->initialize == nullptr || t->shutdown == nullptr || t->ops == nullptr ||
+      t->context_init == nullptr || t->context_teardown == nullptr || t->extension == nullptr ||
+      t->framework == nullptr) {
+    e.reason = "a required bundle slot (initialize, shutdown, ops, context_init, "
+               "context_teardown, extension, framework) is NULL or absent";
+    e.advice = "rebuild the bundle with PCY_BUNDLE_PLUGIN from this SDK";
+    return false;
+  }
+  const std::string extension = plugin_string(t->extension, 80);
+  const std::string framework = plugin_string(t->framework, 80);
+  if (!detail::valid_name(extension) || !detail::valid_name(framework)) {
+    e.reason = "the bundle's extension \"" + extension + "\" or framework \"" + framework +
+               "\" is not a name of [a-z0-9_]+";
+    e.advice = "fix the bundle's extension and framework names";
+    return false;
+  }
+  e.stage = "initialize";
+  pcy_bundle_init_args args{};
+  args.struct_size = sizeof args;
+  args.host = &host;
+  if (pcy_error* err = t->initialize(&args)) {
+    e.reason = take_error(err);
+    e.advice = "see the plugin's message; the bundle is skipped and everything else works";
+    return false;
+  }
+  if (args.plugin == nullptr) {
+    e.reason = "initialize reported success but returned no plugin instance";
+    e.advice = "fix the bundle: initialize must set args->plugin";
+    return false;
+  }
+  auto b = std::make_unique<BundleInfo>();
+  b->name_ = e.name;
+  b->path_ = path.string();
+  b->extension_ = extension;
+  b->framework_ = framework;
+  b->api_ = t.get();
+  b->plugin_ = args.plugin;
+  b->order_ = bundles.size();
+  b->reason_ = plugin_string(args.reason, 1000);
+  e.stage = "probe";
+  const pcy_op_desc* ops = nullptr;
+  size_t n = 0;
+  if (pcy_error* err = t->ops(args.plugin, &ops, &n)) {
+    e.reason = "ops failed: " + take_error(err);
+    t->shutdown(args.plugin);
+    return false;
+  }
+  const size_t stride = n > 0 && ops != nullptr ? ops[0].struct_size : sizeof(pcy_op_desc);
+  if (n > detail::max_ops || (n > 0 && ops == nullptr) ||
+      (n > 0 && (stride < sizeof(pcy_op_desc) || stride > detail::max_struct_stride))) {
+    e.reason = n > detail::max_ops ? "ops returned " + std::to_string(n) + " ops, more than " +
+                                         std::to_string(detail::max_ops)
+               : ops == nullptr
+                   ? "ops returned " + std::to_string(n) + " ops but no array"
+                   : "op descriptors of " + std::to_string(stride) + " bytes (expected at least " +
+                         std::to_string(sizeof(pcy_op_desc)) + ")";
+    e.advice = "fix the bundle's ops table";
+    t->shutdown(args.plugin);
+    return false;
+  }
+  std::vector<OpEntry> checked;
+  std::string refused;
+  size_t refused_count = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const auto* op =
+        reinterpret_cast<const pcy_op_desc*>(reinterpret_cast<const char*>(ops) + i * stride);
+    const std::string opname = plugin_string(op->name, 80);
+    std::string why;
+    std::optional<std::vector<detail::sig_arg>> sig;
+    if (!detail::valid_name(opname))
+      why = "its name \"" + opname + "\" is not [a-z0-9_]+";
+    else if (dtype_label(op->dtype) == nullptr)
+      why = "its dtype " + std::to_string(static_cast<int>(op->dtype)) + " is unknown";
+    else if (op->fn == nullptr)
+      why = "no function";
+    else if (op->signature == nullptr || !(sig = detail::parse_signature(op->signature)))
+      why = "malformed signature \"" + plugin_string(op->signature, 80) + "\"";
+    if (!why.empty()) {
+      if (++refused_count <= 3) refused += "; op " + std::to_string(i) + " refused: " + why;
+      continue;
+    }
+    checked.push_back({op, std::move(*sig)});
+    b->ops_.push_back(op);
+  }
+  if (refused_count > 3) refused += "; and " + std::to_string(refused_count - 3) + " more";
+  e.stage = "ready";
+  e.status = "loaded";
+  e.reason = "extension " + b->extension_ + " for " + b->framework_ + ": " +
+             std::to_string(b->ops_.size()) + " op(s)" +
+             (b->reason_.empty() ? "" : "; " + b->reason_) + refused;
+  if (refused_count > 0)
+    e.advice = "the refused ops are served by other bundles (or fall back); fix the bundle's op "
+               "table";
+  bundle_tables.push_back(std::move(t));
+  bundles.push_back(std::move(b));
+  bundle_ops.push_back(std::move(checked));
+  return true;
+}
+
+// ---- ranking and selection -------------------------------------------------------------------
+
+std::map<std::string, size_t> RegistryImpl::coverage(const Framework& fw) const {
+  std::map<std::string, size_t> out;
+  for (size_t i = 0; i < bundles.size(); ++i)
+    if (bundles[i]->framework() == fw.name()) {
+      std::set<std::pair<std::string, int>> cells;
+      for (const OpEntry& op : bundle_ops[i])
+        cells.emplace(op.desc->name, static_cast<int>(op.desc->dtype));
+      out[bundles[i]->extension()] += cells.size();
+    }
+  return out;
+}
+
+std::vector<std::string> RegistryImpl::standing_denials() const {
+  std::vector<std::string> deny = config.deny;
+  if (!env_backend_error)
+    for (const auto& i : env_items)
+      if (i.deny) deny.push_back(i.name);
+  return deny;
+}
+
+std::vector<RankedDevice> RegistryImpl::device_ranking(const std::vector<std::string>& deny) const {
+  auto denied = [&](const std::string& n) {
+    return std::find(deny.begin(), deny.end(), n) != deny.end();
+  };
+  std::vector<RankedDevice> out;
+  const bool by_kind = !config.ranking_by_kind.empty();
+  auto kind_list = [&](device_kind k) -> const std::vector<std::string>* {
+    auto it = config.ranking_by_kind.find(to_string(k));
+    return it == config.ranking_by_kind.end() ? nullptr : &it->second;
+  };
+  auto list_pos = [](const std::vector<std::string>* list, const std::string& name) {
+    if (list == nullptr) return std::string::npos;
+    auto it = std::find(list->begin(), list->end(), name);
+    return it == list->end() ? std::string::npos : static_cast<size_t>(it - list->begin());
+  };
+
+  struct Candidate {
+    const Framework* fw;
+    const Device* dev;
+  };
+  std::vector<Candidate> all;
+  for (const auto& f : frameworks)
+    if (!denied(f->name()))
+      for (const auto& d : f->devices())
+        all.push_back({f.get(), &d});
+
+  if (by_kind || config.ranking.empty()) {
+    // Kind first, then the framework order for that kind, then name, then device position.
+    std::stable_sort(all.begin(), all.end(), [&](const Candidate& a, const Candidate& b) {
+      const int ka = kind_rank(a.dev->kind), kb = kind_rank(b.dev->kind);
+      if (ka != kb) return ka > kb;
+      const size_t pa = list_pos(kind_list(a.dev->kind), a.fw->name());
+      const size_t pb = list_pos(kind_list(b.dev->kind), b.fw->name());
+      if (pa != pb) return pa < pb;
+      if (a.fw != b.fw) return a.fw->name() < b.fw->name();
+      return a.dev->index < b.dev->index;
+    });
+    for (const auto& c : all) {
+      const auto* list = kind_list(c.dev->kind);
+      std::string why = std::string(to_string(c.dev->kind));
+      if (list_pos(list, c.fw->name()) != std::string::npos)
+        why += "; " + c.fw->name() + " is #" + std::to_string(list_pos(list, c.fw->name()) + 1) +
+               " for " + to_string(c.dev->kind) + " devices in the config's ranking";
+      else if (by_kind)
+        why += "; " + c.fw->name() + " is not listed for " + to_string(c.dev->kind) +
+               " devices in the config's ranking: after the listed ones, by name";
+      else
+        why += "; no ranking configured: by device kind, then framework name";
+      out.push_back({c.fw, c.dev->index, std::move(why)});
+    }
+  } else {
+    // An explicit framework order; an unlisted framework's device goes before the first listed
+    // device of a worse kind.
+    std::vector<Candidate> listed, unlisted;
+    for (const auto& name : config.ranking)
+      for (const auto& c : all)
+        if (c.fw->name() == name) listed.push_back(c);
+    for (const auto& c : all)
+      if (std::find(config.ranking.begin(), config.ranking.end(), c.fw->name()) ==
+          config.ranking.end())
+        unlisted.push_back(c);
+    auto by_kind_in_fw = [](const Candidate& a, const Candidate& b) {
+      return a.fw == b.fw && kind_rank(a.dev->kind) > kind_rank(b.dev->kind);
+    };
+    std::stable_sort(listed.begin(), listed.end(), by_kind_in_fw);
+    std::stable_sort(unlisted.begin(), unlisted.end(), [](const Candidate& a, const Candidate& b) {
+      const int ka = kind_rank(a.dev->kind), kb = kind_rank(b.dev->kind);
+      return ka != kb ? ka > kb : a.fw->name() < b.fw->name();
+    });
+    std::vector<Candidate> order = listed;
+    std::vector<bool> is_listed(order.size(), true);
+    for (const auto& u : unlisted) {
+      size_t at = order.size();
+      for (size_t i = 0; i < order.size(); ++i)
+        if (is_listed[i] && kind_rank(order[i].dev->kind) < kind_rank(u.dev->kind)) {
+          at = i;
+          break;
+        }
+      order.insert(order.begin() + static_cast<std::ptrdiff_t>(at), u);
+      is_listed.insert(is_listed.begin() + static_cast<std::ptrdiff_t>(at), false);
+    }
+    for (size_t i = 0; i < order.size(); ++i) {
+      const auto& c = order[i];
+      std::string why = std::string(to_string(c.dev->kind)) + "; ";
+      if (is_listed[i])
+        why += c.fw->name() + " is #" +
+               std::to_string(list_pos(&config.ranking, c.fw->name()) + 1) +
+               " in the config's ranking";
+      else
+        why += c.fw->name() + " is not in the config's ranking: placed by device kind";
+      out.push_back({c.fw, c.dev->index, std::move(why)});
+    }
+  }
+
+  // A framework whose bundles serve fewer than half the ops of an extension that another
+  // ranked framework serves goes after the frameworks that serve them: it would otherwise
+  // become every program's default and send most ops elsewhere.
+  std::map<std::string, size_t> best;
+  std::map<const Framework*, std::map<std::string, size_t>> cov;
+  for (const auto& r : out)
+    if (!cov.count(r.framework)) {
+      cov[r.framework] = coverage(*r.framework);
+      for (const auto& [ext, n] : cov[r.framework])
+        best[ext] = std::max(best[ext], n);
+    }
+  std::vector<RankedDevice> kept, demoted;
+  for (auto& r : out) {
+    std::string lacking;
+    for (const auto& [ext, n] : best) {
+      const size_t mine = cov[r.framework].count(ext) ? cov[r.framework][ext] : 0;
+      if (n > 0 && mine * 2 < n)
+        lacking += (lacking.empty() ? "" : ", ") + ext + " (" + std::to_string(mine) + " of " +
+                   std::to_string(n) + " ops)";
+    }
+    if (lacking.empty()) {
+      kept.push_back(std::move(r));
+    } else {
+      r.reason += "; demoted: its bundles serve too few ops of " + lacking +
+                  " (request it by name to use it anyway)";
+      demoted.push_back(std::move(r));
+    }
+  }
+  kept.insert(kept.end(), std::make_move_iterator(demoted.begin()),
+              std::make_move_iterator(demoted.end()));
+  return kept;
+}
+
+std::vector<const Framework*> RegistryImpl::ranking() const {
+  std::vector<const Framework*> out;
+  for (const auto& r : device_ranking(standing_denials()))
+    if (std::find(out.begin(), out.end(), r.framework) == out.end()) out.push_back(r.framework);
   return out;
 }
 
 Selection RegistryImpl::select(std::string_view request) const {
-  std::string source;
-  std::string text;
-  bool explicit_request = true;
+  // Where each denial comes from, for the error messages.
+  std::vector<std::pair<std::string, std::string>> deny;
+  for (const auto& n : config.deny)
+    deny.emplace_back(n, "the config's deny list");
+  if (!env_backend_error)
+    for (const auto& i : env_items)
+      if (i.deny)
+        deny.emplace_back(i.name,
+                          "PARENCHYMA_BACKEND=\"" + detail::quote_prefix(*env_backend) + "\"");
+
+  std::string source, text;
+  std::vector<detail::SelectItem> items;
   if (!request.empty()) {
     source = "explicit request";
     text = std::string(request);
-  } else if (auto b = env("PARENCHYMA_BACKEND"); b && !b->empty()) {
+    items = detail::parse_selection(text, source);
+  } else if (env_backend) {
+    if (env_backend_error) throw *env_backend_error;
     source = "PARENCHYMA_BACKEND";
-    text = *b;
+    text = *env_backend;
+    items = env_items;
   } else if (!config.backend.empty()) {
     source = "config key 'backend'";
     text = config.backend;
-  } else {
-    explicit_request = false;
+    items = detail::parse_selection(text, source);
   }
-
-  std::vector<detail::SelectItem> items;
-  if (explicit_request) items = detail::parse_selection(text, source);
-  std::vector<std::string> deny = config.deny;
   for (const auto& i : items)
-    if (i.deny) deny.push_back(i.name);
-  auto is_denied = [&](const std::string& n) {
-    return std::find(deny.begin(), deny.end(), n) != deny.end();
+    if (i.deny && source != "PARENCHYMA_BACKEND")
+      deny.emplace_back(i.name, source + "=\"" + detail::quote_prefix(text) + "\"");
+
+  std::vector<std::string> deny_names;
+  for (const auto& [n, why] : deny)
+    deny_names.push_back(n);
+  auto denied_by = [&](const std::string& n) -> const std::string* {
+    for (const auto& [name, why] : deny)
+      if (name == n) return &why;
+    return nullptr;
   };
-  const auto ranked = ranking();
-  std::string ranked_names;
-  for (const Framework* f : ranked)
-    ranked_names += (ranked_names.empty() ? "" : " > ") + f->name();
+  const auto ranked = device_ranking(deny_names);
+  auto label = [&](const RankedDevice& r) {
+    return r.framework->name() + ":" + std::to_string(r.device);
+  };
 
   std::vector<detail::SelectItem> wanted;
   for (const auto& i : items)
     if (!i.deny) wanted.push_back(i);
 
   if (wanted.empty()) {
-    // Default ranking (possibly with denials).
-    for (const Framework* f : ranked) {
-      if (is_denied(f->name())) continue;
-      Selection s{f->name(), 0, ""};
-      s.reason =
-          "default ranking (" + (ranked_names.empty() ? std::string("none") : ranked_names) + ")";
-      if (explicit_request) s.reason += " with " + source + "=\"" + text + "\"";
-      s.reason += ": " + f->name() + " is the best available";
+    if (!ranked.empty()) {
+      const RankedDevice& top = ranked.front();
+      Selection s{top.framework->name(), top.device, "", deny_names};
+      std::string order;
+      for (size_t i = 0; i < ranked.size() && i < 6; ++i)
+        order += (i ? " > " : "") + label(ranked[i]);
+      if (ranked.size() > 6) order += " > ...";
+      s.reason = "default ranking (" + order + ")";
+      if (!source.empty())
+        s.reason += " with " + source + "=\"" + detail::quote_prefix(text) + "\"";
+      s.reason += ": " + label(top) + " is the most potent device (" + top.reason + ")";
       return s;
     }
     std::string why = "no framework with a device is available";
@@ -582,7 +983,7 @@ Selection RegistryImpl::select(std::string_view request) const {
       why += "; " + f->name() + ": " +
              (f->devices().empty()
                   ? "0 devices" + (f->reason().empty() ? "" : " (" + f->reason() + ")")
-                  : std::string("denied"));
+                  : "denied by " + *denied_by(f->name()));
     if (frameworks.empty())
       why += " (no framework plugin loaded: see the load report, e.g. parenchyma-info --explain)";
     throw error(errc::unavailable, "registry", why);
@@ -601,39 +1002,45 @@ Selection RegistryImpl::select(std::string_view request) const {
           why += " (" + r.path + " " + r.status + " at stage " + r.stage + ": " + r.reason + ")";
       continue;
     }
-    if (is_denied(w.name)) {
-      why += "; " + item + ": denied by configuration";
+    if (const std::string* by = denied_by(w.name)) {
+      why += "; " + item + ": denied by " + *by;
       continue;
     }
     if (fw->devices().empty()) {
       why += "; " + item + ": 0 devices" + (fw->reason().empty() ? "" : " (" + fw->reason() + ")");
       continue;
     }
-    const uint32_t dev = w.device.value_or(0);
-    if (dev >= fw->devices().size()) {
-      why += "; " + item + ": device " + std::to_string(dev) + " does not exist (" +
+    if (w.device && *w.device >= fw->devices().size()) {
+      why += "; " + item + ": device " + std::to_string(*w.device) + " does not exist (" +
              std::to_string(fw->devices().size()) + " device(s))";
       continue;
     }
-    Selection s{w.name, dev, ""};
-    s.reason = source + "=\"" + text + "\": " + item + " is the first available entry";
+    uint32_t dev = w.device.value_or(0);
+    std::string how = item + " is the first available entry";
+    if (!w.device)
+      for (const auto& r : ranked)
+        if (r.framework == fw) {
+          dev = r.device;
+          how += "; its most potent device is " + label(r) + " (" + r.reason + ")";
+          break;
+        }
+    Selection s{w.name, dev, "", deny_names};
+    s.reason = source + "=\"" + detail::quote_prefix(text) + "\": " + how;
     return s;
   }
   throw error(errc::unavailable, source,
-              "\"" + text + "\" cannot be met" + why +
+              "\"" + detail::quote_prefix(text) + "\" cannot be met" + why +
                   ". Choose an available backend (see parenchyma-info) or fix the request");
 }
 
-std::shared_ptr<BackendImpl> RegistryImpl::backend_for(const Framework& fw, uint32_t device,
-                                                       Selection selection) {
-  std::lock_guard<std::mutex> lock(backends_mutex);
+std::shared_ptr<DeviceContext> RegistryImpl::context_for(const Framework& fw, uint32_t device) {
+  std::lock_guard<std::mutex> lock(contexts_mutex);
   auto key = std::make_pair(&fw, device);
-  if (auto it = backends.find(key); it != backends.end())
+  if (auto it = contexts.find(key); it != contexts.end())
     if (auto existing = it->second.lock()) return existing;
-  auto impl = std::make_shared<BackendImpl>(shared_from_this(), fw, device, std::move(selection));
-  impl->self = impl;
-  backends[key] = impl;
-  return impl;
+  auto ctx = std::make_shared<DeviceContext>(shared_from_this(), fw, device);
+  contexts[key] = ctx;
+  return ctx;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -646,10 +1053,11 @@ Registry::Registry(RegistryOptions options)
 Registry::~Registry() = default;
 
 Registry& Registry::global() {
-  // Deliberately never destroyed: plugins (GPU drivers among them) are not shut down during
-  // static destruction, whose order across libraries is unspecified.
-  static Registry* instance = new Registry();
-  return *instance;
+  // Destroyed by the exit handlers, in reverse order of construction: after every static the
+  // program made before its first backend, and before the drivers' own exit handlers, which
+  // were registered while this registry loaded them.
+  static Registry instance;
+  return instance;
 }
 
 const std::vector<LoadReportEntry>& Registry::load_report() const noexcept { return impl_->report; }
@@ -666,9 +1074,13 @@ const Framework* Registry::find_framework(std::string_view name) const noexcept 
 }
 const Config& Registry::config() const noexcept { return impl_->config; }
 const std::vector<fs::path>& Registry::search_path() const noexcept { return impl_->search_path; }
+std::vector<RankedDevice> Registry::device_ranking() const {
+  return impl_->device_ranking(impl_->standing_denials());
+}
 std::vector<const Framework*> Registry::ranking() const { return impl_->ranking(); }
 Selection Registry::select(std::string_view request) const { return impl_->select(request); }
 std::optional<std::string> Registry::env(const char* name) const { return impl_->env(name); }
+const std::vector<std::string>& Registry::notices() const noexcept { return impl_->notices; }
 
 std::vector<OpCoverage> Registry::op_coverage() const {
   std::vector<OpCoverage> out;
@@ -676,7 +1088,7 @@ std::vector<OpCoverage> Registry::op_coverage() const {
     if (find_framework(b->framework()) == nullptr) continue;
     for (const pcy_op_desc* op : b->ops())
       out.push_back({b->extension(), op->name, op->dtype, b->framework(), b->name(),
-                     op->implementation != nullptr ? op->implementation : ""});
+                     plugin_string(op->implementation, 200)});
   }
   return out;
 }

@@ -4,6 +4,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <sstream>
 
 namespace parenchyma {
@@ -22,22 +23,39 @@ uint64_t element_size(pcy_dtype t) {
   throw error(errc::invalid_argument, "SharedTensor", "unknown dtype");
 }
 
-uint64_t element_count(const std::vector<int64_t>& shape) {
-  uint64_t n = 1;
-  for (int64_t d : shape) {
-    if (d < 0)
-      throw error(errc::invalid_argument, "SharedTensor",
-                  "negative dimension " + std::to_string(d) + " in the shape");
-    n *= static_cast<uint64_t>(d);
-  }
-  return n;
-}
-
 std::string shape_string(const std::vector<int64_t>& shape) {
   std::string s = "[";
-  for (size_t i = 0; i < shape.size(); ++i)
+  for (size_t i = 0; i < shape.size(); ++i) {
+    if (i == 16) return s + ", ... (" + std::to_string(shape.size()) + " dimensions)]";
     s += (i ? ", " : "") + std::to_string(shape[i]);
+  }
   return s + "]";
+}
+
+// The element count of a shape, refusing negative dimensions and any product (elements or
+// bytes) that does not fit: a wrapped count would back a huge tensor with a tiny buffer.
+uint64_t element_count(const std::vector<int64_t>& shape, pcy_dtype dtype) {
+  if (shape.size() > static_cast<size_t>(std::numeric_limits<int32_t>::max()))
+    throw error(errc::invalid_argument, "SharedTensor", "too many dimensions");
+  uint64_t n = 1;
+  for (int64_t d : shape)
+    if (d < 0)
+      throw error(errc::invalid_argument, "SharedTensor",
+                  "negative dimension " + std::to_string(d) + " in the shape " +
+                      shape_string(shape));
+  for (int64_t d : shape) {
+    if (__builtin_mul_overflow(n, static_cast<uint64_t>(d), &n) ||
+        n > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+      throw error(errc::invalid_argument, "SharedTensor",
+                  "the shape " + shape_string(shape) +
+                      " has more elements than fit in 63 bits: check the dimensions");
+  }
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(n, element_size(dtype), &bytes) ||
+      bytes > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+    throw error(errc::invalid_argument, "SharedTensor",
+                "the shape " + shape_string(shape) + " needs more bytes than fit in 63 bits");
+  return n;
 }
 
 // pcy_error -> exception, except UNSUPPORTED which the caller treats as "try another route".
@@ -54,14 +72,14 @@ bool unsupported_or_throw(pcy_error* e, const char* what) {
 constexpr uint64_t host_alignment = 4096;
 
 // The native handle of a slot's memory, asked once when the slot is made (NULL if none).
-void* native_of(const BackendImpl& b, pcy_memory m) {
-  if (b.api->native_handle == nullptr) return nullptr;
+void* native_of(const DeviceContext& c, pcy_memory m) {
+  if (c.api->native_handle == nullptr) return nullptr;
   pcy_native_handle_args a{};
   a.struct_size = sizeof a;
   a.object = PCY_NATIVE_MEMORY;
-  a.context = b.context;
+  a.context = c.context;
   a.memory = m;
-  if (pcy_error* e = b.api->native_handle(&a)) {
+  if (pcy_error* e = c.api->native_handle(&a)) {
     e->destroy(e);
     return nullptr;
   }
@@ -80,12 +98,12 @@ std::string TensorStorage::Impl::describe() const {
 }
 
 void TensorStorage::Impl::release() {
-  for (BackendImpl* b : in_flight)
+  for (const auto& b : in_flight)
     if (pcy_error* e = b->api->queue_finish(b->queue)) e->destroy(e);
   in_flight.clear();
   for (size_t i = slots.size(); i-- > 0;) {
     Slot& s = slots[i];
-    if (s.backend && s.memory != nullptr) s.backend->api->memory_free(s.memory);
+    if (s.ctx && s.memory != nullptr) s.ctx->api->memory_free(s.memory);
     if (s.owns_host) std::free(s.host_ptr);
   }
   slots.clear();
@@ -104,9 +122,9 @@ int TensorStorage::Impl::new_group() {
 }
 
 void TensorStorage::Impl::settle_except(const BackendImpl* keep) {
-  if (in_flight.empty() || (in_flight.size() == 1 && in_flight[0] == keep)) return;
+  if (in_flight.empty() || (in_flight.size() == 1 && in_flight[0].get() == keep)) return;
   for (size_t i = 0; i < in_flight.size();) {
-    if (in_flight[i] == keep) {
+    if (in_flight[i].get() == keep) {
       ++i;
       continue;
     }
@@ -119,7 +137,7 @@ int TensorStorage::Impl::make_host_slot() {
   // 1. Alias a device slot whose bytes are host memory (native plugin, CPU OpenCL, pinned).
   for (size_t i = 0; i < slots.size(); ++i) {
     Slot& s = slots[i];
-    if (!s.backend || s.memory == nullptr || s.backend->api->memory_export == nullptr) continue;
+    if (!s.ctx || s.memory == nullptr || s.ctx->api->memory_export == nullptr) continue;
     pcy_memory_handle h{};
     h.struct_size = sizeof h;
     pcy_memory_export_args a{};
@@ -127,8 +145,7 @@ int TensorStorage::Impl::make_host_slot() {
     a.memory = s.memory;
     a.kind = PCY_HANDLE_HOST_POINTER;
     a.handle = &h;
-    if (unsupported_or_throw(s.backend->api->memory_export(&a), "exporting a host pointer"))
-      continue;
+    if (unsupported_or_throw(s.ctx->api->memory_export(&a), "exporting a host pointer")) continue;
     if (h.host_pointer == nullptr || h.bytes < bytes) continue;
     Slot host_slot;
     host_slot.host_ptr = h.host_pointer;
@@ -141,7 +158,7 @@ int TensorStorage::Impl::make_host_slot() {
   const uint64_t alloc_bytes = bytes == 0 ? host_alignment : bytes;
   if (pinned_host) {
     for (size_t i = 0; i < slots.size(); ++i) {
-      const std::shared_ptr<BackendImpl> b = slots[i].backend;
+      const std::shared_ptr<DeviceContext> b = slots[i].ctx;
       if (!b || b->api->memory_export == nullptr) continue;
       pcy_memory_alloc_args a{};
       a.struct_size = sizeof a;
@@ -165,8 +182,12 @@ int TensorStorage::Impl::make_host_slot() {
         b->api->memory_free(a.memory);
         continue;
       }
+      if (h.host_pointer == nullptr || h.bytes < alloc_bytes) {
+        b->api->memory_free(a.memory);
+        continue;
+      }
       Slot host_slot;
-      host_slot.backend = b;
+      host_slot.ctx = b;
       host_slot.memory = a.memory;
       host_slot.host_ptr = h.host_pointer;
       host_slot.group = new_group();
@@ -190,47 +211,53 @@ int TensorStorage::Impl::make_host_slot() {
 }
 
 int TensorStorage::Impl::make_device_slot(BackendImpl& b) {
-  const pcy_framework_api& api = *b.api;
+  DeviceContext& c = *b.dev;
+  const pcy_framework_api& api = *c.api;
   // A fresh tensor gets its host copy first, so that devices sharing host memory can alias it.
-  if (slots.empty() && api.memory_import != nullptr && b.shares_host_memory()) make_host_slot();
+  if (slots.empty() && api.memory_import != nullptr && c.shares_host) make_host_slot();
 
   // 1. Zero-copy: import a handle exported by an existing slot. Host memory is aliased only into
   //    devices that share it (CPUs, host-unified devices): a discrete GPU reading host memory
   //    over the bus is slower than a copy, so it gets device memory (fast from pinned memory).
-  const bool shares_host = b.shares_host_memory();
+  const uint64_t need = bytes == 0 ? host_alignment : bytes;
   if (api.memory_import != nullptr) {
     for (size_t i = 0; i < slots.size(); ++i) {
       const Slot& s = slots[i];
       static constexpr pcy_handle_kind kinds[] = {
           PCY_HANDLE_HOST_POINTER, PCY_HANDLE_CUDA_DEVICE_POINTER, PCY_HANDLE_OPENCL_BUFFER};
       for (pcy_handle_kind kind : kinds) {
-        if (kind == PCY_HANDLE_HOST_POINTER && !shares_host) continue;
+        if (kind == PCY_HANDLE_HOST_POINTER && !c.shares_host) continue;
         pcy_memory_handle h{};
         h.struct_size = sizeof h;
-        if (!s.backend || s.memory == nullptr) {
+        if (!s.ctx || s.memory == nullptr) {
           if (kind != PCY_HANDLE_HOST_POINTER || s.host_ptr == nullptr) continue;
           h.kind = PCY_HANDLE_HOST_POINTER;
           h.host_pointer = s.host_ptr;
-          h.bytes = bytes == 0 ? host_alignment : bytes;
+          h.bytes = need;
         } else {
-          if (s.backend->api->memory_export == nullptr) break;
+          if (s.ctx->api->memory_export == nullptr) break;
           pcy_memory_export_args x{};
           x.struct_size = sizeof x;
           x.memory = s.memory;
           x.kind = kind;
           x.handle = &h;
-          if (unsupported_or_throw(s.backend->api->memory_export(&x), "exporting memory")) continue;
+          if (unsupported_or_throw(s.ctx->api->memory_export(&x), "exporting memory")) continue;
+          // What the exporter claims is checked before another plugin is handed it.
+          if (h.kind != kind || h.bytes < bytes) continue;
         }
         pcy_memory_import_args im{};
         im.struct_size = sizeof im;
-        im.context = b.context;
+        im.context = c.context;
         im.device = 0;
         im.handle = &h;
         if (unsupported_or_throw(api.memory_import(&im), "importing memory")) continue;
+        if (im.memory == nullptr)
+          throw error(errc::plugin, c.framework->name(),
+                      "memory_import reported success but returned no memory");
         Slot slot;
-        slot.backend = b.self.lock();
+        slot.ctx = b.dev;
         slot.memory = im.memory;
-        slot.native = native_of(b, im.memory);
+        slot.native = native_of(c, im.memory);
         slot.group = s.group;
         slots.push_back(std::move(slot));
         ++stats.aliases;
@@ -241,14 +268,17 @@ int TensorStorage::Impl::make_device_slot(BackendImpl& b) {
   // 2. Fresh device memory.
   pcy_memory_alloc_args a{};
   a.struct_size = sizeof a;
-  a.context = b.context;
+  a.context = c.context;
   a.device = 0;
   a.bytes = bytes == 0 ? 4 : bytes;
-  throw_if(api.memory_alloc(&a), ("allocating " + describe() + " on " + b.name).c_str());
+  throw_if(api.memory_alloc(&a), ("allocating " + describe() + " on " + c.name).c_str());
+  if (a.memory == nullptr)
+    throw error(errc::plugin, c.framework->name(),
+                "memory_alloc reported success but returned no memory");
   Slot slot;
-  slot.backend = b.self.lock();
+  slot.ctx = b.dev;
   slot.memory = a.memory;
-  slot.native = native_of(b, a.memory);
+  slot.native = native_of(c, a.memory);
   try {
     slot.group = new_group();
   } catch (...) {
@@ -259,25 +289,25 @@ int TensorStorage::Impl::make_device_slot(BackendImpl& b) {
   return static_cast<int>(slots.size() - 1);
 }
 
-void TensorStorage::Impl::sync_into(int idx) {
+void TensorStorage::Impl::sync_into(int idx, BackendImpl* via) {
   if (is_valid(slots[static_cast<size_t>(idx)].group) || valid == 0 || bytes == 0) return;
   Slot* dst = &slots[static_cast<size_t>(idx)];
   // The host copy may be plugin memory (pinned); it is still filled by a blocking read below.
-  if (idx != host && dst->backend) {
-    BackendImpl& db = *dst->backend;
+  if (idx != host && dst->ctx) {
+    BackendImpl& db = *via;
     // 1. A device copy inside one framework.
     if (db.api->memory_copy != nullptr) {
       for (const Slot& s : slots) {
-        if (!s.backend || s.memory == nullptr || !is_valid(s.group) || s.host_ptr != nullptr ||
-            s.backend->framework != db.framework)
+        if (!s.ctx || s.memory == nullptr || !is_valid(s.group) || s.host_ptr != nullptr ||
+            s.ctx->framework != db.framework)
           continue;
-        pcy_memory_copy_args c{};
-        c.struct_size = sizeof c;
-        c.queue = db.queue;
-        c.src = s.memory;
-        c.dst = dst->memory;
-        c.bytes = bytes;
-        if (unsupported_or_throw(db.api->memory_copy(&c), "device copy")) continue;
+        pcy_memory_copy_args cp{};
+        cp.struct_size = sizeof cp;
+        cp.queue = db.queue;
+        cp.src = s.memory;
+        cp.dst = dst->memory;
+        cp.bytes = bytes;
+        if (unsupported_or_throw(db.api->memory_copy(&cp), "device copy")) continue;
         ++stats.device_copies;
         stats.bytes_device_copy += bytes;
         valid |= uint64_t{1} << dst->group;
@@ -289,7 +319,7 @@ void TensorStorage::Impl::sync_into(int idx) {
       make_host_slot();
       dst = &slots[static_cast<size_t>(idx)];
     }
-    sync_into(host);
+    sync_into(host, nullptr);
     if (is_valid(dst->group)) return; // the host copy aliases dst
     pcy_memory_transfer_args w{};
     w.struct_size = sizeof w;
@@ -304,18 +334,23 @@ void TensorStorage::Impl::sync_into(int idx) {
     valid |= uint64_t{1} << dst->group;
     return;
   }
-  // The host copy: read a valid device slot.
+  // The host copy: read a valid device slot. Its writers were settled before this, so the
+  // read goes through the context's own transfer queue (no backend's queue is borrowed, so a
+  // tensor handed to another thread never touches the first thread's queue).
   for (const Slot& s : slots) {
-    if (!s.backend || s.memory == nullptr || !is_valid(s.group)) continue;
-    pcy_memory_transfer_args r{};
-    r.struct_size = sizeof r;
-    r.queue = s.backend->queue;
-    r.memory = s.memory;
-    r.host_pointer = dst->host_ptr;
-    r.bytes = bytes;
-    r.blocking = true;
-    throw_if(s.backend->api->memory_read(&r),
-             ("copying " + describe() + " from " + s.backend->name + " to the host").c_str());
+    if (!s.ctx || s.memory == nullptr || !is_valid(s.group)) continue;
+    void* to = dst->host_ptr;
+    s.ctx->with_transfer_queue([&](pcy_queue q) {
+      pcy_memory_transfer_args r{};
+      r.struct_size = sizeof r;
+      r.queue = q;
+      r.memory = s.memory;
+      r.host_pointer = to;
+      r.bytes = bytes;
+      r.blocking = true;
+      throw_if(s.ctx->api->memory_read(&r),
+               ("copying " + describe() + " from " + s.ctx->name + " to the host").c_str());
+    });
     ++stats.device_to_host;
     stats.bytes_to_host += bytes;
     valid |= uint64_t{1} << dst->group;
@@ -330,7 +365,7 @@ pcy_memory TensorStorage::Impl::device(BackendImpl& b, access intent) {
 
 pcy_memory TensorStorage::Impl::device(BackendImpl& b, access intent, void** native) {
   // Short path: the same backend as last time, nothing else in flight, and no sync needed.
-  if (last_backend == &b && in_flight.size() == 1 && in_flight[0] == &b) [[likely]] {
+  if (last_backend == &b && in_flight.size() == 1 && in_flight[0].get() == &b) [[likely]] {
     const Slot& s = slots[static_cast<size_t>(last_slot)];
     if (intent == access::write_only || is_valid(s.group)) {
       if (intent != access::read) valid = uint64_t{1} << s.group;
@@ -339,7 +374,7 @@ pcy_memory TensorStorage::Impl::device(BackendImpl& b, access intent, void** nat
     }
   }
   settle_except(&b);
-  int idx = find(&b);
+  int idx = find(b.dev.get());
   if (idx < 0) idx = make_device_slot(b);
   const int group = slots[static_cast<size_t>(idx)].group;
   if (intent != access::write_only) {
@@ -348,13 +383,13 @@ pcy_memory TensorStorage::Impl::device(BackendImpl& b, access intent, void** nat
                   "reading " + describe() + " on " + b.name +
                       ", but nothing was ever written to it: write it first (write()/write_only() "
                       "on the host, or pass it as an op output)");
-    if (!is_valid(group)) sync_into(idx);
+    if (!is_valid(group)) sync_into(idx, &b);
   }
   if (intent != access::read) valid = uint64_t{1} << group;
   bool listed = false;
-  for (BackendImpl* f : in_flight)
-    listed = listed || f == &b;
-  if (!listed) in_flight.push_back(&b);
+  for (const auto& f : in_flight)
+    listed = listed || f.get() == &b;
+  if (!listed) in_flight.push_back(b.self.lock());
   const Slot& slot = slots[static_cast<size_t>(idx)];
   last_backend = &b;
   last_slot = idx;
@@ -370,62 +405,101 @@ void* TensorStorage::Impl::host_access(access intent) {
     throw error(errc::uninitialized, "SharedTensor",
                 "reading " + describe() +
                     " on the host, but nothing was ever written to it: write it first");
-  if (intent != access::write_only) sync_into(host);
+  if (intent != access::write_only) sync_into(host, nullptr);
   if (intent != access::read) valid = uint64_t{1} << h.group;
+  last_backend = nullptr;
   return slots[static_cast<size_t>(host)].host_ptr;
 }
 
 // ---------------------------------------------------------------------------------------------
-TensorStorage::TensorStorage(pcy_dtype dtype, std::vector<int64_t> shape)
-    : impl_(std::make_unique<Impl>()) {
+// A moved-from TensorStorage has no Impl: it reads as an empty tensor ([0], 0 elements) of its
+// dtype, and any use that needs storage gives it a fresh empty one (valid, like std::vector).
+namespace {
+const std::vector<int64_t>& empty_shape() {
+  static const std::vector<int64_t> s{0};
+  return s;
+}
+} // namespace
+
+TensorStorage::Impl& TensorStorage::ensure() {
+  if (!impl_) {
+    impl_ = std::make_unique<Impl>();
+    impl_->dtype = dtype_;
+    impl_->shape = {0};
+  }
+  return *impl_;
+}
+
+TensorStorage::TensorStorage(pcy_dtype dtype, std::vector<int64_t> shape) : dtype_(dtype) {
+  const uint64_t n = element_count(shape, dtype);
+  impl_ = std::make_unique<Impl>();
   impl_->dtype = dtype;
-  impl_->count = element_count(shape);
-  impl_->bytes = impl_->count * element_size(dtype);
+  impl_->count = n;
+  impl_->bytes = n * element_size(dtype);
   impl_->shape = std::move(shape);
 }
 TensorStorage::~TensorStorage() = default;
-TensorStorage::TensorStorage(TensorStorage&&) noexcept = default;
-TensorStorage& TensorStorage::operator=(TensorStorage&&) noexcept = default;
+TensorStorage::TensorStorage(TensorStorage&& o) noexcept
+    : dtype_(o.dtype_), impl_(std::move(o.impl_)) {}
+TensorStorage& TensorStorage::operator=(TensorStorage&& o) noexcept {
+  if (this != &o) {
+    dtype_ = o.dtype_;
+    impl_ = std::move(o.impl_);
+  }
+  return *this;
+}
 
-pcy_dtype TensorStorage::dtype() const noexcept { return impl_->dtype; }
-const std::vector<int64_t>& TensorStorage::shape() const noexcept { return impl_->shape; }
-uint64_t TensorStorage::size() const noexcept { return impl_->count; }
-uint64_t TensorStorage::bytes() const noexcept { return impl_->bytes; }
-bool TensorStorage::initialized() const noexcept { return impl_->valid != 0; }
+pcy_dtype TensorStorage::dtype() const noexcept { return dtype_; }
+const std::vector<int64_t>& TensorStorage::shape() const noexcept {
+  return impl_ ? impl_->shape : empty_shape();
+}
+uint64_t TensorStorage::size() const noexcept { return impl_ ? impl_->count : 0; }
+uint64_t TensorStorage::bytes() const noexcept { return impl_ ? impl_->bytes : 0; }
+bool TensorStorage::initialized() const noexcept { return impl_ && impl_->valid != 0; }
 
 void TensorStorage::reshape(std::vector<int64_t> shape) {
-  const uint64_t n = element_count(shape);
-  if (n != impl_->count)
+  Impl& i = ensure();
+  const uint64_t n = element_count(shape, dtype_);
+  if (n != i.count)
     throw error(errc::invalid_argument, "SharedTensor",
-                "reshape from " + shape_string(impl_->shape) + " (" + std::to_string(impl_->count) +
+                "reshape from " + shape_string(i.shape) + " (" + std::to_string(i.count) +
                     " elements) to " + shape_string(shape) + " (" + std::to_string(n) +
                     " elements): the element count must stay the same; use resize() to change it");
-  impl_->shape = std::move(shape);
+  i.shape = std::move(shape);
 }
 
 void TensorStorage::resize(std::vector<int64_t> shape) {
-  const uint64_t n = element_count(shape);
-  impl_->release();
-  impl_->shape = std::move(shape);
-  impl_->count = n;
-  impl_->bytes = n * element_size(impl_->dtype);
+  const uint64_t n = element_count(shape, dtype_); // checked before anything is dropped
+  Impl& i = ensure();
+  i.release();
+  i.shape = std::move(shape);
+  i.count = n;
+  i.bytes = n * element_size(dtype_);
 }
 
-void* TensorStorage::host(access intent) { return impl_->host_access(intent); }
-const void* TensorStorage::host_read() const { return impl_->host_access(access::read); }
+void* TensorStorage::host(access intent) { return ensure().host_access(intent); }
+const void* TensorStorage::host_read() const {
+  return const_cast<TensorStorage*>(this)->ensure().host_access(access::read);
+}
 pcy_memory TensorStorage::device(const Backend& backend, access intent) {
-  return impl_->device(backend.impl(), intent);
+  return ensure().device(backend.impl(), intent);
 }
 pcy_memory TensorStorage::device(BackendImpl& backend, access intent) {
-  return impl_->device(backend, intent);
+  return ensure().device(backend, intent);
 }
-void TensorStorage::prefer_pinned_host(bool pinned) { impl_->pinned_host = pinned; }
-const TransferStats& TensorStorage::stats() const noexcept { return impl_->stats; }
-void TensorStorage::reset_stats() noexcept { impl_->stats = {}; }
+void TensorStorage::prefer_pinned_host(bool pinned) { ensure().pinned_host = pinned; }
+const TransferStats& TensorStorage::stats() const noexcept {
+  static const TransferStats none{};
+  return impl_ ? impl_->stats : none;
+}
+void TensorStorage::reset_stats() noexcept {
+  if (impl_) impl_->stats = {};
+}
 size_t TensorStorage::slot_count() const noexcept {
+  if (!impl_) return 0;
   size_t n = 0;
   for (const Slot& s : impl_->slots)
-    n += (s.backend && s.host_ptr == nullptr) ? 1 : 0;
+    n += (s.ctx && s.host_ptr == nullptr) ? 1 : 0;
   return n;
 }
 

@@ -10,14 +10,16 @@
 namespace parenchyma {
 inline namespace v1 {
 
-// One copy of the tensor's bytes. The host copy has backend == nullptr.
+// One copy of the tensor's bytes. The host copy has ctx == nullptr unless it is plugin memory
+// (pinned). Slots belong to a device context, not to a backend: every backend on one device
+// shares the slot, so handing a tensor from one thread's backend to another's copies nothing.
 // Slots that alias the same bytes (a zero-copy import) share a group; validity is per group.
 struct Slot {
-  std::shared_ptr<BackendImpl> backend; // owner of `memory`; null for the host copy
-  pcy_memory memory = nullptr;          // device memory (or the plugin memory behind host_ptr)
-  void* native = nullptr;               // memory's native handle, resolved once (may be NULL)
-  void* host_ptr = nullptr;             // host copy: where the bytes are
-  bool owns_host = false;               // host_ptr came from our aligned allocation
+  std::shared_ptr<DeviceContext> ctx; // owner of `memory`; null for plain host memory
+  pcy_memory memory = nullptr;        // device memory (or the plugin memory behind host_ptr)
+  void* native = nullptr;             // memory's native handle, resolved once (may be NULL)
+  void* host_ptr = nullptr;           // host copy: where the bytes are
+  bool owns_host = false;             // host_ptr came from our aligned allocation
   int group = 0;
 };
 
@@ -31,8 +33,8 @@ struct TensorStorage::Impl {
   uint64_t valid = 0;      // bit g: group g holds the latest data
   int next_group = 0;
   bool pinned_host = false;
-  // Backends whose queues may still be using this tensor's memory.
-  std::vector<BackendImpl*> in_flight;
+  // Backends whose queues may still be using this tensor's memory (kept alive until settled).
+  std::vector<std::shared_ptr<BackendImpl>> in_flight;
   TransferStats stats;
   // The slot of the last device access: repeated ops on one backend take a short path.
   const BackendImpl* last_backend = nullptr;
@@ -40,10 +42,10 @@ struct TensorStorage::Impl {
 
   ~Impl();
   void release();
-  // The device slot of backend b (a pinned host copy made by b is not one), or -1.
-  int find(const BackendImpl* b) const noexcept {
+  // The device slot in context c (a pinned host copy made there is not one), or -1.
+  int find(const DeviceContext* c) const noexcept {
     for (size_t i = 0; i < slots.size(); ++i)
-      if (slots[i].backend.get() == b && slots[i].host_ptr == nullptr) return static_cast<int>(i);
+      if (slots[i].ctx.get() == c && slots[i].host_ptr == nullptr) return static_cast<int>(i);
     return -1;
   }
   bool is_valid(int group) const noexcept { return (valid >> group) & 1u; }
@@ -51,7 +53,9 @@ struct TensorStorage::Impl {
   void settle_except(const BackendImpl* keep);
   int make_device_slot(BackendImpl& b);
   int make_host_slot();
-  void sync_into(int slot);
+  // Makes slot `idx` hold the latest data; `via` is the backend whose queue orders a write
+  // into a device slot (nullptr for the host copy).
+  void sync_into(int idx, BackendImpl* via);
   pcy_memory device(BackendImpl& b, access intent);
   // The same, with the memory's native handle (for op tensor descriptors).
   pcy_memory device(BackendImpl& b, access intent, void** native);

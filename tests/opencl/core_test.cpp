@@ -7,6 +7,7 @@
 #endif
 #include "support/catch.hpp"
 #if PARENCHYMA_CATCH3
+#include <algorithm>
 #include <catch2/catch_session.hpp>
 #endif
 
@@ -74,28 +75,42 @@ __kernel void axpy(const int n, const float a, __global const float* x, __global
 
 } // namespace
 
-TEST_CASE("ranking puts opencl above native; the environment overrides it", "[opencl][core]") {
+TEST_CASE("an OpenCL device that is the host CPU ranks below native, a GPU above it",
+          "[opencl][core]") {
   Registry r(options());
-  const auto ranking = r.ranking();
-  int opencl = -1, native = -1;
-  for (size_t i = 0; i < ranking.size(); ++i) {
-    if (ranking[i]->name() == "opencl") opencl = static_cast<int>(i);
-    if (ranking[i]->name() == "native") native = static_cast<int>(i);
-  }
-  REQUIRE(opencl >= 0);
+  const auto ranked = r.device_ranking();
+  int native = -1;
+  for (size_t i = 0; i < ranked.size(); ++i)
+    if (ranked[i].framework->name() == "native") native = static_cast<int>(i);
   REQUIRE(native >= 0);
-  CHECK(opencl < native);
-  if (r.find_framework("cuda") == nullptr || r.find_framework("cuda")->devices().empty())
-    CHECK(r.select().framework == "opencl");
+  bool saw_opencl = false;
+  for (size_t i = 0; i < ranked.size(); ++i) {
+    if (ranked[i].framework->name() != "opencl") continue;
+    saw_opencl = true;
+    const Device& d = ranked[i].framework->devices()[ranked[i].device];
+    INFO(d.name << " (" << to_string(d.kind) << "): " << ranked[i].reason);
+    CHECK_FALSE(ranked[i].reason.empty());
+    if (d.kind == device_kind::cpu) CHECK(static_cast<int>(i) > native);
+    if (d.kind == device_kind::gpu) CHECK(static_cast<int>(i) < native);
+  }
+  REQUIRE(saw_opencl);
+  const bool any_gpu = std::any_of(ranked.begin(), ranked.end(), [](const RankedDevice& x) {
+    return x.framework->devices()[x.device].kind == device_kind::gpu;
+  });
+  if (!any_gpu) CHECK(r.select().framework == "native");
+  // Backend("opencl") picks the framework's most potent device the same way.
+  const Selection s = r.select("opencl");
+  const Device& chosen = r.find_framework("opencl")->devices()[s.device];
+  for (const auto& d : r.find_framework("opencl")->devices())
+    if (d.kind == device_kind::gpu) CHECK(chosen.kind == device_kind::gpu);
 
-  Registry forced(options({{"PARENCHYMA_BACKEND", "native"}}));
-  CHECK(forced.select().framework == "native");
+  Registry forced(options({{"PARENCHYMA_BACKEND", "opencl"}}));
+  CHECK(forced.select().framework == "opencl");
   Registry denied(options({{"PARENCHYMA_BACKEND", "!opencl"}}));
   CHECK(denied.select().framework != "opencl");
-  if (r.find_framework("cuda") == nullptr || r.find_framework("cuda")->devices().empty())
-    CHECK(denied.select().framework == "native");
-  // An explicit request wins over the environment.
-  CHECK(Backend(forced, "opencl").framework().name() == "opencl");
+  if (!any_gpu) CHECK(denied.select().framework == "native");
+  // An explicit request wins over the environment's preferences.
+  CHECK(Backend(forced, "native").framework().name() == "native");
 }
 
 TEST_CASE("SharedTensor: host -> native -> OpenCL -> host round trips", "[opencl][core][tensor]") {

@@ -6,6 +6,12 @@
 // then the config's "plugin_paths", then the parenchyma/plugins directory next to the core
 // library. Within a directory files are taken in sorted order; a duplicate plugin name is
 // skipped and reported.
+//
+// Threads (docs/threads.md): a Registry is immutable once constructed; every const member may
+// be called from any number of threads at once, and Registries may be constructed and destroyed
+// concurrently (the core serialises the plugins' initialisation process-wide). Backends and
+// tensors keep what they use of a Registry alive, so it may be destroyed before them; only
+// Backend::registry() then refers to a destroyed object.
 #pragma once
 
 #include <parenchyma/export.hpp>
@@ -47,7 +53,9 @@ struct LoadReportEntry {
 using property_value = std::variant<std::string, int64_t, double, bool>;
 
 struct Device {
-  uint32_t index = 0;
+  uint32_t index = 0;        // position in Framework::devices(): the N of "opencl:N"
+  uint32_t plugin_index = 0; // the plugin's own index of the device (differs when the plugin
+                             // failed to describe an earlier device, which is then left out)
   std::string name;
   std::string vendor;
   device_kind kind = device_kind::other;
@@ -93,6 +101,8 @@ public:
   pcy_bundle_plugin plugin() const noexcept { return plugin_; }
   const std::vector<const pcy_op_desc*>& ops() const noexcept { return ops_; }
   const pcy_op_desc* find_op(std::string_view name, pcy_dtype dtype) const noexcept;
+  // Position in the load order (the search order), for choosing between two bundles of an op.
+  size_t order() const noexcept { return order_; }
 
 private:
   friend class Registry;
@@ -100,18 +110,29 @@ private:
   std::string name_, path_, extension_, framework_, reason_;
   const pcy_bundle_api* api_ = nullptr;
   pcy_bundle_plugin plugin_ = nullptr;
-  std::vector<const pcy_op_desc*> ops_;
+  std::vector<const pcy_op_desc*> ops_; // only ops whose descriptor checked out at load
+  size_t order_ = 0;
 };
 
 // The effective configuration (default config file, PARENCHYMA_CONFIG, options).
 struct Config {
-  std::vector<std::string> ranking; // framework names, best first
-  std::string backend;              // a selection string, e.g. "opencl,native"
+  // "ranking" as an array: an explicit framework order, best first (devices of a framework not
+  // listed go before the first listed device of a worse device kind).
+  std::vector<std::string> ranking;
+  // "ranking" as an object ("gpu", "accelerator", "cpu", "other" -> framework order): devices
+  // rank by kind first, then by the framework order given for their kind (unlisted frameworks
+  // after the listed ones, by name). The shipped default config uses this form. Exactly one of
+  // the two forms is set.
+  std::map<std::string, std::vector<std::string>> ranking_by_kind;
+  std::string backend; // a selection string, e.g. "opencl,native"
   std::vector<std::string> plugin_paths;
   std::vector<std::string> deny; // frameworks never selected
   fallback_policy fallback = fallback_policy::warn;
   std::string log_level = "warn";
-  std::string cache_dir;            // compiled kernels; empty: the default
+  std::string cache_dir; // compiled kernels; empty: the default
+  // Bundles to prefer when several serve the same op on one framework, best first; the others
+  // in search (load) order.
+  std::vector<std::string> bundle_priority;
   std::vector<std::string> sources; // the files it was read from, in order
 };
 
@@ -132,7 +153,15 @@ struct RegistryOptions {
 struct Selection {
   std::string framework;
   uint32_t device = 0;
-  std::string reason; // e.g. "PARENCHYMA_BACKEND=opencl: first available entry"
+  std::string reason;              // e.g. "PARENCHYMA_BACKEND=opencl: first available entry"
+  std::vector<std::string> denied; // frameworks never used for this backend (nor its fallback)
+};
+
+// One device in the default order, with why it got its place.
+struct RankedDevice {
+  const Framework* framework = nullptr;
+  uint32_t device = 0; // position in framework->devices()
+  std::string reason;  // e.g. "gpu; cuda is first for gpu devices in the config's ranking"
 };
 
 // One cell of the op x framework matrix: an op a bundle serves.
@@ -155,7 +184,10 @@ public:
   Registry(const Registry&) = delete;
   Registry& operator=(const Registry&) = delete;
 
-  // The process's shared registry, created on first use (thread-safe).
+  // The process's shared registry, created on first use (thread-safe). It is destroyed when the
+  // process exits (after main returns), which shuts the plugins down once the last backend and
+  // tensor using them are gone: pending kernel-cache writes complete and no plugin thread
+  // outlives the process's exit handlers.
   static Registry& global();
 
   const std::vector<LoadReportEntry>& load_report() const noexcept;
@@ -166,7 +198,10 @@ public:
   // The search path actually used, in order.
   const std::vector<std::filesystem::path>& search_path() const noexcept;
 
-  // Frameworks with at least one device, best first (config ranking, then device kind, name).
+  // Every device of every loaded framework, best first, denied frameworks left out: by device
+  // kind, then the framework order of the config's "ranking" (docs/config.md has the rules).
+  std::vector<RankedDevice> device_ranking() const;
+  // Frameworks with at least one device, in the order of their best device in device_ranking().
   std::vector<const Framework*> ranking() const;
 
   // Resolves a selection string ("cuda:1,opencl,!native"); empty: environment > config >
@@ -178,6 +213,10 @@ public:
 
   // Environment lookup honouring RegistryOptions::environment and the set-uid rule.
   std::optional<std::string> env(const char* name) const;
+
+  // Problems with the configuration or environment that did not stop the registry (a
+  // malformed PARENCHYMA_BACKEND, a bad PARENCHYMA_LOG_LEVEL, two bundles serving one op...).
+  const std::vector<std::string>& notices() const noexcept;
 
   RegistryImpl& impl() noexcept { return *impl_; }
 

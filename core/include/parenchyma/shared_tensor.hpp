@@ -5,7 +5,16 @@
 // write_only skips the sync. Reading a tensor nobody wrote is an error. Moving data between two
 // slots takes the cheapest route: a zero-copy alias (import of an exported handle), a device copy
 // inside one framework, or host staging. Transfer counters record every route taken.
-// Not thread-safe: use a tensor from one thread at a time (like std::vector).
+//
+// Threads (docs/threads.md): a tensor is used from one thread at a time, like std::vector —
+// including const access, which may sync. Handing it to another thread (with the usual
+// happens-before: a join, a mutex, a future) is fine, also to a backend of another thread: the
+// tensor waits for the queues that last used it before another queue or the host touches it.
+// Distinct tensors may be used from distinct threads at once, on any backends.
+//
+// Shapes: every dimension >= 0 and the element and byte counts must fit in 63 bits, else
+// errc::invalid_argument (nothing is allocated). A moved-from tensor is valid: it reads as an
+// empty tensor of shape [0] and may be resized or assigned.
 #pragma once
 
 #include <parenchyma/export.hpp>
@@ -70,9 +79,11 @@ public:
   size_t slot_count() const noexcept;
 
   struct Impl;
-  Impl& impl() noexcept { return *impl_; }
+  Impl& impl() { return impl_ ? *impl_ : ensure(); }
 
 private:
+  Impl& ensure(); // a moved-from tensor gets a fresh, empty Impl
+  pcy_dtype dtype_;
   std::unique_ptr<Impl> impl_;
 };
 
