@@ -216,3 +216,235 @@ TEST_CASE("an op no framework offers fails under fallback deny, naming the op", 
   CHECK(b2.fallback_count() == 1);
   CHECK(b2.route(blas::detail::axpy_key(PCY_DTYPE_F32)).framework == "opencl");
 }
+
+// ---- bound checks that could wrap modulo 2^64 ------------------------------------------------
+
+namespace {
+constexpr int64_t two32 = int64_t(1) << 32;
+// (n - 1) * inc + 1 == 2^64 exactly: the product fits, the sum wraps to 0.
+constexpr int64_t third = 6148914691236517205; // (2^64 - 1) / 3
+} // namespace
+
+TEST_CASE("front-end bound checks do not wrap: huge n, inc and ld are refused", "[blas]") {
+  auto x = filled<float>({1}), y = filled<float>({1});
+  const auto x0 = snapshot(x), y0 = snapshot(y);
+  SharedTensor<float> r({1});
+  // 1 + (2^32) * 2^32 wraps to 1: the one-element tensor would "fit" 2^32 + 1 elements.
+  expect_error([&] { blas::asum(native(), two32 + 1, x, two32, r); }, errc::invalid_argument,
+               "blas.asum", {"argument x", "incx"});
+  expect_error([&] { blas::axpy(native(), two32 + 1, 1.0, x, two32, y, two32); },
+               errc::invalid_argument, "blas.axpy", {"argument x", "incx"});
+  expect_error([&] { blas::scal(native(), 4, 2.0, y, third); }, errc::invalid_argument, "blas.scal",
+               {"argument x", "incx"});
+  // gemm with m = 2^32 + 1 and lda = ldc = 2^32: (m - 1) * ld + 1 wraps to 1.
+  auto A = filled<float>({1, 1}), B = filled<float>({1, 1}), C = filled<float>({1, 1});
+  const auto C0 = snapshot(C);
+  expect_error(
+      [&] {
+        blas::gemm(native(), blas::no_trans, blas::no_trans, 1.0, A, B, 0.0, C,
+                   {.m = two32 + 1, .n = 1, .k = 1, .lda = two32, .ldb = 1, .ldc = two32});
+      },
+      errc::invalid_argument, "blas.gemm", {"argument A", "lda"});
+  // (3 - 1) * (2^63 - 1) + 2 == 2^64: the sum wraps to 0 (A and B are fine).
+  auto A3 = filled<float>({3, 1}), B2 = filled<float>({1, 2});
+  expect_error(
+      [&] {
+        blas::gemm(native(), blas::no_trans, blas::no_trans, 1.0, A3, B2, 0.0, C,
+                   {.m = 3, .n = 2, .k = 1, .lda = 1, .ldb = 2, .ldc = INT64_MAX});
+      },
+      errc::invalid_argument, "blas.gemm", {"argument C", "ldc"});
+  expect_error(
+      [&] {
+        blas::gemv(native(), blas::no_trans, 1.0, A, x, 0.0, y,
+                   {.m = two32 + 1, .n = 1, .lda = two32, .incx = 1, .incy = two32});
+      },
+      errc::invalid_argument, "blas.gemv", {"argument A", "lda"});
+  CHECK(snapshot(x) == x0);
+  CHECK(snapshot(y) == y0);
+  CHECK(snapshot(C) == C0);
+}
+
+namespace {
+// One bundle op called by hand, as any host could call it (not through blas.hpp): a context,
+// a queue and the bundle's per-context state on the framework's first device, and tensors
+// over memory of four floats.
+class direct_bundle {
+public:
+  direct_bundle(const Framework& fw, const BundleInfo& bundle) : fw_(fw), bundle_(bundle) {
+    const uint32_t dev = fw.devices().front().index; // the first device: the plugin's 0 too
+    check(api().context_create(fw.plugin(), &dev, 1, &ctx_), "context_create");
+    check(api().queue_create(ctx_, 0, &queue_), "queue_create");
+    pcy_bundle_context_args a{};
+    a.struct_size = sizeof a;
+    a.plugin = bundle.plugin();
+    a.framework = &api();
+    a.framework_plugin = fw.plugin();
+    a.context = ctx_;
+    a.device = 0;
+    a.plugin_device = dev;
+    a.queue = queue_;
+    check(bundle.api().context_init(&a), "context_init");
+    bctx_ = a.bundle;
+  }
+  direct_bundle(const direct_bundle&) = delete;
+  direct_bundle& operator=(const direct_bundle&) = delete;
+  ~direct_bundle() {
+    if (pcy_error* e = api().queue_finish(queue_)) e->destroy(e);
+    bundle_.api().context_teardown(bctx_);
+    for (pcy_memory m : memories_)
+      api().memory_free(m);
+    api().queue_destroy(queue_);
+    api().context_destroy(ctx_);
+  }
+  const pcy_framework_api& api() const { return fw_.api(); }
+
+  // Memory of four floats holding 1, 2, 3, 4.
+  pcy_memory memory() {
+    pcy_memory_alloc_args m{};
+    m.struct_size = sizeof m;
+    m.context = ctx_;
+    m.device = 0;
+    m.bytes = sizeof(float) * 4;
+    check(api().memory_alloc(&m), "memory_alloc");
+    memories_.push_back(m.memory);
+    const float v[4] = {1, 2, 3, 4};
+    transfer(m.memory, const_cast<float*>(v), true);
+    return m.memory;
+  }
+  std::vector<float> contents(pcy_memory m) {
+    std::vector<float> v(4);
+    transfer(m, v.data(), false);
+    return v;
+  }
+  // Calls `op` (f32) and returns its error, or nullptr.
+  pcy_error* call(const char* op, const std::vector<pcy_op_arg>& args) {
+    const pcy_op_desc* d = bundle_.find_op(op, PCY_DTYPE_F32);
+    REQUIRE(d != nullptr);
+    pcy_op_call c{};
+    c.struct_size = sizeof c;
+    c.context = bctx_;
+    c.queue = queue_;
+    c.args = args.data();
+    c.arg_count = static_cast<uint32_t>(args.size());
+    pcy_error* e = d->fn(&c);
+    if (pcy_error* f = api().queue_finish(queue_)) f->destroy(f);
+    return e;
+  }
+
+private:
+  static void check(pcy_error* e, const char* what) {
+    if (e == nullptr) return;
+    const std::string msg = std::string(what) + ": " + (e->message ? e->message : "");
+    e->destroy(e);
+    FAIL(msg);
+  }
+  void transfer(pcy_memory m, float* host, bool write) {
+    pcy_memory_transfer_args t{};
+    t.struct_size = sizeof t;
+    t.queue = queue_;
+    t.memory = m;
+    t.host_pointer = host;
+    t.bytes = sizeof(float) * 4;
+    t.blocking = true;
+    check(write ? api().memory_write(&t) : api().memory_read(&t), "memory transfer");
+  }
+  const Framework& fw_;
+  const BundleInfo& bundle_;
+  pcy_context ctx_ = nullptr;
+  pcy_queue queue_ = nullptr;
+  pcy_bundle_context bctx_ = nullptr;
+  std::vector<pcy_memory> memories_;
+};
+
+pcy_tensor tensor_over(pcy_memory m, const std::vector<int64_t>& shape) {
+  pcy_tensor t{};
+  t.struct_size = sizeof t;
+  t.memory = m;
+  t.dtype = PCY_DTYPE_F32;
+  t.ndim = static_cast<int32_t>(shape.size());
+  t.shape = shape.data();
+  return t;
+}
+pcy_op_arg i_arg(int64_t v) { return {PCY_OP_ARG_INT, PCY_INTENT_IN, nullptr, v, 0}; }
+pcy_op_arg f_arg(double v) { return {PCY_OP_ARG_FLOAT, PCY_INTENT_IN, nullptr, 0, v}; }
+pcy_op_arg t_arg(const pcy_tensor& t, pcy_arg_intent in) {
+  return {PCY_OP_ARG_TENSOR, in, &t, 0, 0};
+}
+
+// The error an op call must give: invalid argument, naming the op and the argument.
+void expect_refused(pcy_error* e, const std::string& fw, const std::string& op,
+                    const std::string& arg) {
+  INFO(fw << " " << op << ": expected the bundle to refuse " << arg);
+  REQUIRE(e != nullptr);
+  const std::string msg = e->message ? e->message : "";
+  const pcy_status code = e->code;
+  e->destroy(e);
+  INFO("message: " << msg);
+  CHECK(code == PCY_ERR_INVALID_ARGUMENT);
+  CHECK(msg.find(op) != std::string::npos);
+  CHECK(msg.find("argument " + arg) != std::string::npos);
+}
+} // namespace
+
+TEST_CASE("each bundle re-checks its arguments: wrapping sizes from any host are refused",
+          "[blas]") {
+  Registry& reg = Registry::global();
+  int tested = 0;
+  for (const char* name : {"native", "opencl", "cuda"}) {
+    const Framework* fw = reg.find_framework(name);
+    const BundleInfo* bundle = nullptr;
+    for (const auto& b : reg.bundles())
+      if (b->extension() == "blas" && b->framework() == name && !b->ops().empty()) bundle = b.get();
+    if (fw == nullptr || fw->devices().empty() || bundle == nullptr) continue;
+    INFO("framework " << name);
+    ++tested;
+    direct_bundle db(*fw, *bundle);
+    const pcy_memory mx = db.memory(), my = db.memory(), mr = db.memory(), ma = db.memory(),
+                     mb = db.memory(), mc = db.memory();
+    const std::vector<int64_t> one{1}, one_by_one{1, 1}, negative{-1}, huge{two32, two32};
+    const pcy_tensor x = tensor_over(mx, one), y = tensor_over(my, one), r = tensor_over(mr, one);
+    const pcy_tensor A = tensor_over(ma, one_by_one), B = tensor_over(mb, one_by_one),
+                     C = tensor_over(mc, one_by_one);
+
+    // 1 + (n - 1) * inc wraps to 1.
+    expect_refused(db.call("asum", {i_arg(two32 + 1), t_arg(x, PCY_INTENT_IN), i_arg(two32),
+                                    t_arg(r, PCY_INTENT_OUT)}),
+                   name, "asum", "x");
+    expect_refused(db.call("axpy", {i_arg(two32 + 1), f_arg(1.0), t_arg(x, PCY_INTENT_IN),
+                                    i_arg(two32), t_arg(y, PCY_INTENT_INOUT), i_arg(two32)}),
+                   name, "axpy", "x");
+    // 1 + (n - 1) * inc == 2^64 wraps to 0.
+    expect_refused(
+        db.call("scal", {i_arg(4), f_arg(2.0), t_arg(y, PCY_INTENT_INOUT), i_arg(third)}), name,
+        "scal", "x");
+    // (m - 1) * ld + cols wraps to 1.
+    expect_refused(
+        db.call("gemm", {i_arg(0), i_arg(0), i_arg(two32 + 1), i_arg(1), i_arg(1), f_arg(1.0),
+                         t_arg(A, PCY_INTENT_IN), i_arg(two32), t_arg(B, PCY_INTENT_IN), i_arg(1),
+                         f_arg(0.0), t_arg(C, PCY_INTENT_INOUT), i_arg(two32)}),
+        name, "gemm", "A");
+    expect_refused(
+        db.call("gemv", {i_arg(0), i_arg(two32 + 1), i_arg(1), f_arg(1.0), t_arg(A, PCY_INTENT_IN),
+                         i_arg(two32), t_arg(x, PCY_INTENT_IN), i_arg(1), f_arg(0.0),
+                         t_arg(y, PCY_INTENT_INOUT), i_arg(two32)}),
+        name, "gemv", "A");
+    // A negative extent would make the element count 2^64 - 1; a product of extents beyond 2^64
+    // must not wrap either.
+    const pcy_tensor xn = tensor_over(mx, negative), xh = tensor_over(mx, huge);
+    expect_refused(
+        db.call("asum", {i_arg(4), t_arg(xn, PCY_INTENT_IN), i_arg(1), t_arg(r, PCY_INTENT_OUT)}),
+        name, "asum", "x");
+    expect_refused(db.call("scal", {i_arg(4), f_arg(2.0), t_arg(xh, PCY_INTENT_INOUT), i_arg(1)}),
+                   name, "scal", "x");
+    const std::vector<float> untouched{1, 2, 3, 4};
+    CHECK(db.contents(my) == untouched);
+    CHECK(db.contents(mx) == untouched);
+    CHECK(db.contents(mc) == untouched);
+    // The same bundle context serves a good call afterwards.
+    pcy_error* ok = db.call("scal", {i_arg(1), f_arg(2.0), t_arg(y, PCY_INTENT_INOUT), i_arg(1)});
+    CHECK(ok == nullptr);
+    if (ok != nullptr) ok->destroy(ok);
+    CHECK(db.contents(my) == std::vector<float>{2, 2, 3, 4});
+  }
+  CHECK(tested >= 1); // native always has a device and its bundle here
+}

@@ -913,6 +913,57 @@ template <class T> void scal0_nan(const Backend& b) {
     }
 }
 
+// A device-resident alpha with a host beta on a C larger than 4M elements (the CUDA bundle
+// guards cuBLAS in blocks of rows there): alpha == 0 with NaN/Inf in A and B gives beta C
+// exactly; a non-zero alpha the product. ldc > n: the column beyond n keeps its bits.
+template <class T> void device_alpha_large_gemm(const Backend& b) {
+  for (const bool ta : {false, true})
+    for (const double alpha : {0.0, -1.25}) {
+      const std::string tag = std::string("gemm device alpha, host beta, large C ") +
+                              (ta ? "TN" : "NN") +
+                              " alpha=" + (alpha == 0 ? "0 NaN in A,B" : "-1.25");
+      run_case(std::string(tname<T>()) + " " + tag, [&] {
+        const int64_t m = 2100, n = 2048, k = 3, ldc = n + 1;
+        const int64_t ar = ta ? k : m, ac = ta ? m : k;
+        auto Av = uniform<T>(static_cast<size_t>(ar * ac)),
+             Bv = uniform<T>(static_cast<size_t>(k * n));
+        if (alpha == 0) {
+          Av[1] = std::numeric_limits<T>::quiet_NaN();
+          Av[static_cast<size_t>(ar * ac - 1)] = std::numeric_limits<T>::infinity();
+          Bv[static_cast<size_t>(k * n / 2)] = std::numeric_limits<T>::quiet_NaN();
+        }
+        const auto C0 = uniform<T>(static_cast<size_t>(m * ldc));
+        auto A = tensor_of<T>({ar, ac}, Av), B = tensor_of<T>({k, n}, Bv),
+             C = tensor_of<T>({m, ldc}, C0);
+        auto at = scalar_tensor<T>(alpha);
+        const double beta = 0.5;
+        blas::gemm(b, ta ? blas::trans : blas::no_trans, blas::no_trans, at, A, B, beta, C,
+                   {.m = m, .n = n, .k = k, .lda = ac, .ldb = n, .ldc = ldc});
+        const auto C1 = raw(C);
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < ldc; ++j) {
+            const int64_t ic = i * ldc + j;
+            if (j >= n) {
+              expect_bits<T>(tag + " (outside C)", ic, C1[ic], C0[ic]);
+              continue;
+            }
+            if (alpha == 0) {
+              expect_exact<T>(tag, ic, C1[ic], beta * static_cast<double>(C0[ic]));
+              continue;
+            }
+            double sum = 0, mag = 0;
+            for (int64_t l = 0; l < k; ++l) {
+              const double av = ta ? Av[l * ac + i] : Av[i * ac + l];
+              sum += av * Bv[l * n + j];
+              mag += std::fabs(av * Bv[l * n + j]);
+            }
+            expect_near<T>(tag, ic, C1[ic], alpha * sum + beta * C0[ic],
+                           std::fabs(alpha) * mag + std::fabs(beta * C0[ic]), k + 1.0);
+          }
+      });
+    }
+}
+
 template <class T> void semantics(const Backend& b) {
   beta0_gemv<T>(b);
   beta0_gemm<T>(b);
@@ -922,6 +973,7 @@ template <class T> void semantics(const Backend& b) {
   quick_gemv<T>(b);
   alpha0_gemv<T>(b);
   quick_gemm<T>(b);
+  device_alpha_large_gemm<T>(b);
   alpha0_axpy<T>(b);
   strided_untouched<T>(b);
   scal0_nan<T>(b);

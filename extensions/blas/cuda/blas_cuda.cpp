@@ -2,16 +2,25 @@
 // on the backend's own CUstream. Nothing is linked: cublas_api.h gives only the types. Row-major
 // tensors map onto cuBLAS's column-major view by swapping operands and flipping transposes.
 // Without cuBLAS the bundle loads, serves no op and says why (the core then falls back per op).
+//
+// Reference-BLAS semantics (docs/blas.md) where cuBLAS differs: quick returns decided here, and
+// our own CUDA C kernels (kernels_cu.hpp, built per context through the framework's
+// program_build) for nrm2 (scaled: cuBLAS loses small f32 values and denormals), axpby, axpy
+// with a device-resident alpha, beta-scaling of outputs (k == 0, alpha == 0), and a guard
+// around gemm/gemv with a device-resident alpha (cuBLAS dgemm multiplies NaN in A by it).
 #include "blas_call.hpp"
+#include "kernels_cu.hpp"
 
 #include <cublas_api.h>
 #include <cuda.h>
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdlib>
 #include <deque>
+#include <initializer_list>
 #include <memory>
 #include <span>
 #include <string>
@@ -24,16 +33,20 @@ using blas_bundle::blas_call;
 using blas_bundle::to_int;
 
 constexpr const char* bundle_name = "blas_cuda";
+constexpr uint32_t reduce_block = 256; // RWG in kernels_cu.hpp
+constexpr uint32_t max_reduce_blocks = 1024;
+constexpr uint64_t guard_elements = 1u << 22; // the gemm guard's window, per cuBLAS call
 
 // Every cuBLAS entry point we call, resolved once at initialisation.
-#define PARENCHYMA_CUBLAS_FUNCTIONS(X)                                                             \
-  X(cublasCreate_v2)                                                                               \
-  X(cublasDestroy_v2)                                                                              \
-  X(cublasSetStream_v2) X(cublasSetPointerMode_v2) X(cublasGetStatusString) X(cublasGetVersion_v2) \
-      X(cublasSasum_v2) X(cublasDasum_v2) X(cublasSnrm2_v2) X(cublasDnrm2_v2) X(cublasSdot_v2)     \
-          X(cublasDdot_v2) X(cublasSaxpy_v2) X(cublasDaxpy_v2) X(cublasScopy_v2) X(cublasDcopy_v2) \
-              X(cublasSscal_v2) X(cublasDscal_v2) X(cublasSswap_v2) X(cublasDswap_v2)              \
-                  X(cublasSgemv_v2) X(cublasDgemv_v2) X(cublasSgemm_v2) X(cublasDgemm_v2)
+// clang-format off
+#define PARENCHYMA_CUBLAS_FUNCTIONS(X) \
+  X(cublasCreate_v2) X(cublasDestroy_v2) X(cublasSetStream_v2) X(cublasSetPointerMode_v2) \
+  X(cublasGetStatusString) X(cublasGetVersion_v2) X(cublasSasum_v2) X(cublasDasum_v2) \
+  X(cublasSdot_v2) X(cublasDdot_v2) X(cublasSaxpy_v2) X(cublasDaxpy_v2) \
+  X(cublasScopy_v2) X(cublasDcopy_v2) X(cublasSscal_v2) X(cublasDscal_v2) \
+  X(cublasSswap_v2) X(cublasDswap_v2) X(cublasSgemv_v2) X(cublasDgemv_v2) \
+  X(cublasSgemm_v2) X(cublasDgemm_v2)
+// clang-format on
 
 struct cublas_api {
 #define PARENCHYMA_DECLARE(f) decltype(&::f) f = nullptr;
@@ -47,7 +60,6 @@ struct cublas_api {
 template <class T> struct cub;
 template <> struct cub<float> {
   static auto asum(const cublas_api& a) { return a.cublasSasum_v2; }
-  static auto nrm2(const cublas_api& a) { return a.cublasSnrm2_v2; }
   static auto dot(const cublas_api& a) { return a.cublasSdot_v2; }
   static auto axpy(const cublas_api& a) { return a.cublasSaxpy_v2; }
   static auto copy(const cublas_api& a) { return a.cublasScopy_v2; }
@@ -58,7 +70,6 @@ template <> struct cub<float> {
 };
 template <> struct cub<double> {
   static auto asum(const cublas_api& a) { return a.cublasDasum_v2; }
-  static auto nrm2(const cublas_api& a) { return a.cublasDnrm2_v2; }
   static auto dot(const cublas_api& a) { return a.cublasDdot_v2; }
   static auto axpy(const cublas_api& a) { return a.cublasDaxpy_v2; }
   static auto copy(const cublas_api& a) { return a.cublasDcopy_v2; }
@@ -71,14 +82,38 @@ template <> struct cub<double> {
 template <class T>
 constexpr pcy_dtype dt = std::is_same_v<T, float> ? PCY_DTYPE_F32 : PCY_DTYPE_F64;
 
+// Our kernels for one dtype (kernels_cu.hpp, suffix _f32 / _f64).
+struct own_kernels {
+  pcy_kernel axpby = nullptr, axpy = nullptr, scale = nullptr, save = nullptr, restore = nullptr,
+             nrm2_1 = nullptr, nrm2_2 = nullptr;
+  std::array<pcy_kernel*, 7> all() {
+    return {&axpby, &axpy, &scale, &save, &restore, &nrm2_1, &nrm2_2};
+  }
+};
+
+// A device address as a kernel argument (8 bytes; the launch copies it).
+pcy_kernel_arg ptr_arg(const void* const& p) { return {PCY_ARG_SCALAR, nullptr, &p, sizeof p}; }
+template <class V> pcy_kernel_arg val(const V& v) {
+  return {PCY_ARG_SCALAR, nullptr, &v, sizeof(V)};
+}
+
 struct cuda_context {
   const cublas_api* api = nullptr;
   const pcy_framework_api* fw = nullptr;
+  pcy_context context = nullptr;
+  uint32_t device = 0;
+  pcy_queue queue = nullptr;
   cublasHandle_t handle = nullptr;
   CUcontext cu_ctx = nullptr;
   CUstream stream = nullptr;
   cublasPointerMode_t mode = CUBLAS_POINTER_MODE_HOST;
-  pcy_memory scratch = nullptr; // device scalars for calls mixing host and device scalars
+  pcy_memory scratch = nullptr;   // device scalars for calls mixing host and device scalars
+  pcy_memory partials = nullptr;  // nrm2 stage 1: three sums per block
+  pcy_memory guard_mem = nullptr; // the saved output window of a guarded gemm/gemv
+  uint64_t guard_bytes = 0;
+  pcy_program program = nullptr;
+  own_kernels f32, f64;
+  std::string kernels_reason; // why our kernels are missing (NVRTC absent, build failed)
 
   cuda_context() = default;
   cuda_context(const cuda_context&) = delete;
@@ -88,7 +123,72 @@ struct cuda_context {
       current();
       api->cublasDestroy_v2(handle);
     }
-    if (scratch != nullptr) fw->memory_free(scratch);
+    for (own_kernels* k : {&f32, &f64})
+      for (pcy_kernel* kp : k->all())
+        if (*kp != nullptr) fw->kernel_destroy(*kp);
+    if (program != nullptr) fw->program_destroy(program);
+    for (pcy_memory m : {scratch, partials, guard_mem})
+      if (m != nullptr) fw->memory_free(m);
+  }
+
+  template <class T> const own_kernels& kernels(const char* op) const {
+    if (!kernels_reason.empty())
+      sdk::fail(PCY_ERR_UNSUPPORTED,
+                sdk::str(op,
+                         " on CUDA needs the bundle's own kernels for reference-BLAS "
+                         "semantics, which are not available: ",
+                         kernels_reason));
+    return std::is_same_v<T, float> ? f32 : f64;
+  }
+  void launch(pcy_queue q, pcy_kernel k, uint64_t global, uint32_t local,
+              std::initializer_list<pcy_kernel_arg> args) const {
+    pcy_kernel_launch_args l{};
+    l.struct_size = sizeof l;
+    l.queue = q;
+    l.kernel = k;
+    l.dims = 1;
+    l.global[0] = global;
+    l.global[1] = l.global[2] = 1;
+    l.local[0] = local;
+    l.local[1] = l.local[2] = 1;
+    l.args = args.begin();
+    l.arg_count = static_cast<uint32_t>(args.size());
+    sdk::check(fw->kernel_launch(&l));
+  }
+  // Threads for a grid-stride kernel over `count` elements: enough to fill the device.
+  static uint64_t threads_for(uint64_t count) {
+    return std::clamp<uint64_t>((count + 255) / 256 * 256, 256, uint64_t(256) * 4096);
+  }
+  pcy_memory alloc(uint64_t bytes) const {
+    pcy_memory_alloc_args m{};
+    m.struct_size = sizeof m;
+    m.context = context;
+    m.device = device;
+    m.bytes = bytes;
+    sdk::check(fw->memory_alloc(&m));
+    return m.memory;
+  }
+  // The guard buffer, grown to `bytes` (after the stream drained: work may still use it).
+  void* guard_ptr(uint64_t bytes) {
+    if (bytes > guard_bytes) {
+      if (guard_mem != nullptr) {
+        sdk::check(fw->queue_finish(queue));
+        fw->memory_free(guard_mem);
+        guard_mem = nullptr;
+        guard_bytes = 0;
+      }
+      guard_mem = alloc(bytes);
+      guard_bytes = bytes;
+    }
+    return mem_ptr(guard_mem);
+  }
+  void* mem_ptr(pcy_memory m) const {
+    pcy_native_handle_args a{};
+    a.struct_size = sizeof a;
+    a.object = PCY_NATIVE_MEMORY;
+    a.memory = m;
+    sdk::check(fw->native_handle(&a));
+    return a.handle;
   }
 
   // cuBLAS runs in the calling thread's current context: make it the backend's.
@@ -107,12 +207,13 @@ struct cuda_context {
     mode = m;
   }
   template <class T> T* dptr(const pcy_tensor& t) const {
-    pcy_native_handle_args a{};
-    a.struct_size = sizeof a;
-    a.object = PCY_NATIVE_MEMORY;
-    a.memory = t.memory;
-    sdk::check(fw->native_handle(&a));
-    return reinterpret_cast<T*>(reinterpret_cast<uintptr_t>(a.handle) + t.byte_offset);
+    void* base = t.data != nullptr ? t.data : mem_ptr(t.memory); // resolved once by the host
+    return reinterpret_cast<T*>(reinterpret_cast<uintptr_t>(base) + t.byte_offset);
+  }
+  // A scalar as our kernels take it: host value plus a device pointer that replaces it.
+  template <class T> std::pair<T, const void*> kscalar(const blas_bundle::scalar_arg& s) const {
+    if (s.tensor != nullptr) return {T(0), dptr<T>(*s.tensor)};
+    return {static_cast<T>(s.value), nullptr};
   }
   // Scalars for one call: both on the host (pointer mode host) or both on the device.
   template <class T> struct scalars {
@@ -162,48 +263,109 @@ struct cuda_context {
     }
     return r;
   }
-  // Zeroes a write-only output so that beta = 0 cannot multiply garbage (NaN) into it.
-  template <class T> void clear(pcy_queue q, const pcy_tensor& t) const {
+  // Writes 0 to a one-element result (asum/dot/nrm2 of nothing).
+  template <class T> void zero_result(pcy_queue q, const pcy_tensor& t) const {
     pcy_memory_fill_args f{};
     f.struct_size = sizeof f;
     f.queue = q;
     f.memory = t.memory;
     f.offset = t.byte_offset;
-    f.bytes = blas_bundle::elements(t) * sizeof(T);
+    f.bytes = sizeof(T);
     const T zero = 0;
     f.pattern = &zero;
     f.pattern_size = sizeof(T);
     sdk::check(fw->memory_fill(&f));
+  }
+  // x = beta * x over a rows x cols window, ld apart (beta == 0: zeros, x not read).
+  template <class T>
+  void scale(pcy_queue q, const char* op, int64_t rows, int64_t cols, int64_t ld,
+             const blas_bundle::scalar_arg& beta, T* x) const {
+    const own_kernels& k = kernels<T>(op);
+    const long long total = rows * cols; // <= the tensor's element count (decoder-checked)
+    if (total == 0) return;
+    const int ncols = to_int(cols, op, "n");
+    const long long lld = ld;
+    const auto [b, pb] = kscalar<T>(beta);
+    const void* px = x;
+    launch(q, k.scale, threads_for(static_cast<uint64_t>(total)), 256,
+           {val(total), val(ncols), val(b), ptr_arg(pb), ptr_arg(px), val(lld)});
+  }
+  // Around a cuBLAS call with a device-resident alpha: keeps beta * out of the window when
+  // alpha is 0 (save) and puts it back afterwards (restore); both do nothing otherwise.
+  template <class T>
+  void guard_window(pcy_queue q, bool restore, const char* op, int64_t rows, int64_t cols,
+                    int64_t ld, const T* alpha, const T* beta, T* out) {
+    const own_kernels& k = kernels<T>(op);
+    const long long total = rows * cols, lld = ld;
+    const int ncols = to_int(cols, op, "n");
+    const void* saved = guard_ptr(static_cast<uint64_t>(total) * sizeof(T));
+    const void *pa = alpha, *pb = beta, *po = out;
+    const T b = 0;
+    if (!restore)
+      launch(q, k.save, threads_for(static_cast<uint64_t>(total)), 256,
+             {ptr_arg(pa), val(b), ptr_arg(pb), val(total), val(ncols), ptr_arg(po), val(lld),
+              ptr_arg(saved)});
+    else
+      launch(q, k.restore, threads_for(static_cast<uint64_t>(total)), 256,
+             {ptr_arg(pa), val(total), val(ncols), ptr_arg(saved), ptr_arg(po), val(lld)});
   }
 };
 
 cublasOperation_t op_of(bool t) { return t ? CUBLAS_OP_T : CUBLAS_OP_N; }
 
 template <class T, int Which> void reduction(cuda_context& cx, const sdk::op_args& a) {
-  const char* name = Which == 0 ? "asum" : Which == 1 ? "nrm2" : "dot";
-  const blas_call c = Which == 0   ? blas_bundle::decode_asum(a, dt<T>)
-                      : Which == 1 ? blas_bundle::decode_nrm2(a, dt<T>)
-                                   : blas_bundle::decode_dot(a, dt<T>);
+  const char* name = Which == 0 ? "asum" : "dot";
+  const blas_call c =
+      Which == 0 ? blas_bundle::decode_asum(a, dt<T>) : blas_bundle::decode_dot(a, dt<T>);
+  if (c.n == 0) { // the sum of nothing is 0, whatever the library does with n == 0
+    cx.zero_result<T>(a.queue(), *c.result);
+    return;
+  }
   cx.current();
   cx.pointer_mode(CUBLAS_POINTER_MODE_DEVICE); // the result stays on the device
   const int n = to_int(c.n, name, "n"), incx = to_int(c.x.inc, name, "incx");
   T* r = cx.dptr<T>(*c.result);
   if constexpr (Which == 0)
     cx.check(cub<T>::asum(*cx.api)(cx.handle, n, cx.dptr<T>(*c.x.t), incx, r), "cublas asum");
-  else if constexpr (Which == 1)
-    cx.check(cub<T>::nrm2(*cx.api)(cx.handle, n, cx.dptr<T>(*c.x.t), incx, r), "cublas nrm2");
   else
     cx.check(cub<T>::dot(*cx.api)(cx.handle, n, cx.dptr<T>(*c.x.t), incx, cx.dptr<T>(*c.y.t),
                                   to_int(c.y.inc, name, "incy"), r),
              "cublas dot");
 }
 template <class T> void op_asum(cuda_context& cx, const sdk::op_args& a) { reduction<T, 0>(cx, a); }
-template <class T> void op_nrm2(cuda_context& cx, const sdk::op_args& a) { reduction<T, 1>(cx, a); }
 template <class T> void op_dot(cuda_context& cx, const sdk::op_args& a) { reduction<T, 2>(cx, a); }
+
+// Our kernels (a scaled sum of squares): cuBLAS's nrm2 returns 0 for small f32 values and
+// denormals. Two stages, the result stays on the device; n == 0 gives 0.
+template <class T> void op_nrm2(cuda_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_nrm2(a, dt<T>);
+  const own_kernels& k = cx.kernels<T>("nrm2");
+  const int n = to_int(c.n, "nrm2", "n");
+  const long long incx = c.x.inc;
+  const int groups = static_cast<int>(std::clamp<uint64_t>(
+      (static_cast<uint64_t>(n) + reduce_block - 1) / reduce_block, 1, max_reduce_blocks));
+  const void* x = cx.dptr<T>(*c.x.t);
+  const void* part = cx.mem_ptr(cx.partials);
+  const void* r = cx.dptr<T>(*c.result);
+  cx.launch(a.queue(), k.nrm2_1, uint64_t(groups) * reduce_block, reduce_block,
+            {val(n), ptr_arg(x), val(incx), val(groups), ptr_arg(part)});
+  cx.launch(a.queue(), k.nrm2_2, reduce_block, reduce_block,
+            {val(groups), ptr_arg(part), ptr_arg(r)});
+}
 
 template <class T> void op_axpy(cuda_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_axpy(a, dt<T>);
-  if (c.n == 0) return;
+  if (c.n == 0 || c.alpha.is_zero()) return; // reference axpy: y untouched, x not read
+  if (c.alpha.tensor != nullptr) {
+    // A device alpha of 0 must return too: our kernel looks at it on the device.
+    const own_kernels& k = cx.kernels<T>("axpy");
+    const int n = to_int(c.n, "axpy", "n");
+    const long long incx = c.x.inc, incy = c.y.inc;
+    const void *pa = cx.dptr<T>(*c.alpha.tensor), *x = cx.dptr<T>(*c.x.t), *y = cx.dptr<T>(*c.y.t);
+    cx.launch(a.queue(), k.axpy, cuda_context::threads_for(static_cast<uint64_t>(n)), 256,
+              {val(n), ptr_arg(pa), ptr_arg(x), val(incx), ptr_arg(y), val(incy)});
+    return;
+  }
   cx.current();
   const auto s = cx.prepare<T>(a.queue(), c.alpha, nullptr);
   cx.check(cub<T>::axpy(*cx.api)(cx.handle, to_int(c.n, "axpy", "n"), s.ptr[0], cx.dptr<T>(*c.x.t),
@@ -211,21 +373,20 @@ template <class T> void op_axpy(cuda_context& cx, const sdk::op_args& a) {
                                  to_int(c.y.inc, "axpy", "incy")),
            "cublas axpy");
 }
+// cuBLAS has no axpby; scal + axpy read y with beta == 0 (NaN survives) and x with
+// alpha == 0: our kernel does it in one pass, host or device scalars alike.
 template <class T> void op_axpby(cuda_context& cx, const sdk::op_args& a) {
-  // cuBLAS has no axpby: y = beta * y (or 0 for a write-only y), then y += alpha * x.
   const blas_call c = blas_bundle::decode_axpby(a, dt<T>);
   if (c.n == 0) return;
-  cx.current();
-  const int n = to_int(c.n, "axpby", "n"), incx = to_int(c.x.inc, "axpby", "incx"),
-            incy = to_int(c.y.inc, "axpby", "incy");
-  T* y = cx.dptr<T>(*c.y.t);
-  const auto s = cx.prepare<T>(a.queue(), c.alpha, &c.beta);
-  if (c.beta.is_zero() && a.intent(5) == PCY_INTENT_OUT)
-    cx.clear<T>(a.queue(), *c.y.t);
-  else if (!c.beta.is_one())
-    cx.check(cub<T>::scal(*cx.api)(cx.handle, n, s.ptr[1], y, incy), "cublas scal (axpby)");
-  cx.check(cub<T>::axpy(*cx.api)(cx.handle, n, s.ptr[0], cx.dptr<T>(*c.x.t), incx, y, incy),
-           "cublas axpy (axpby)");
+  const own_kernels& k = cx.kernels<T>("axpby");
+  const int n = to_int(c.n, "axpby", "n");
+  const long long incx = c.x.inc, incy = c.y.inc;
+  const auto [al, pa] = cx.kscalar<T>(c.alpha);
+  const auto [be, pb] = cx.kscalar<T>(c.beta);
+  const void *x = cx.dptr<T>(*c.x.t), *y = cx.dptr<T>(*c.y.t);
+  cx.launch(a.queue(), k.axpby, cuda_context::threads_for(static_cast<uint64_t>(n)), 256,
+            {val(n), val(al), ptr_arg(pa), val(be), ptr_arg(pb), ptr_arg(x), val(incx), ptr_arg(y),
+             val(incy)});
 }
 template <class T> void op_scal(cuda_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_scal(a, dt<T>);
@@ -256,41 +417,59 @@ template <class T> void op_swap(cuda_context& cx, const sdk::op_args& a) {
 }
 template <class T> void op_gemv(cuda_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_gemv(a, dt<T>);
+  if (c.m == 0 || c.n == 0) return; // reference BLAS: y stays exactly as it was
   const int64_t ny = c.ta ? c.n : c.m;
-  if (ny == 0) return;
-  cx.current();
-  if (c.m == 0 || c.n == 0) { // y = beta * y
-    if (c.beta.is_zero() && a.intent(9) == PCY_INTENT_OUT)
-      cx.clear<T>(a.queue(), *c.y.t);
-    else {
-      const auto s = cx.prepare<T>(a.queue(), c.beta, nullptr);
-      cx.check(cub<T>::scal(*cx.api)(cx.handle, to_int(ny, "gemv", "n"), s.ptr[0],
-                                     cx.dptr<T>(*c.y.t), to_int(c.y.inc, "gemv", "incy")),
-               "cublas scal (gemv)");
-    }
+  T* y = cx.dptr<T>(*c.y.t);
+  if (c.alpha.is_zero()) { // y = beta * y; A and x are not read
+    cx.scale<T>(a.queue(), "gemv", ny, 1, c.y.inc, c.beta, y);
     return;
   }
+  cx.current();
   const auto s = cx.prepare<T>(a.queue(), c.alpha, &c.beta);
+  const bool guarded = c.alpha.tensor != nullptr;
+  if (guarded) cx.guard_window<T>(a.queue(), false, "gemv", ny, 1, c.y.inc, s.ptr[0], s.ptr[1], y);
   // Row-major A (m x n) is column-major A^T (n x m): flip the transpose.
-  cx.check(cub<T>::gemv(*cx.api)(cx.handle, op_of(!c.ta), to_int(c.n, "gemv", "n"),
-                                 to_int(c.m, "gemv", "m"), s.ptr[0], cx.dptr<T>(*c.A),
-                                 to_int(c.lda, "gemv", "lda"), cx.dptr<T>(*c.x.t),
-                                 to_int(c.x.inc, "gemv", "incx"), s.ptr[1], cx.dptr<T>(*c.y.t),
-                                 to_int(c.y.inc, "gemv", "incy")),
+  cx.check(cub<T>::gemv(*cx.api)(
+               cx.handle, op_of(!c.ta), to_int(c.n, "gemv", "n"), to_int(c.m, "gemv", "m"),
+               s.ptr[0], cx.dptr<T>(*c.A), to_int(c.lda, "gemv", "lda"), cx.dptr<T>(*c.x.t),
+               to_int(c.x.inc, "gemv", "incx"), s.ptr[1], y, to_int(c.y.inc, "gemv", "incy")),
            "cublas gemv");
+  if (guarded) cx.guard_window<T>(a.queue(), true, "gemv", ny, 1, c.y.inc, s.ptr[0], s.ptr[1], y);
 }
 template <class T> void op_gemm(cuda_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_gemm(a, dt<T>);
   if (c.m == 0 || c.n == 0) return;
+  T* C = cx.dptr<T>(*c.C);
+  if (c.k == 0 || c.alpha.is_zero()) { // C = beta * C; A and B are not read
+    cx.scale<T>(a.queue(), "gemm", c.m, c.n, c.ldc, c.beta, C);
+    return;
+  }
   cx.current();
   const auto s = cx.prepare<T>(a.queue(), c.alpha, &c.beta);
-  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
-  cx.check(cub<T>::gemm(*cx.api)(cx.handle, op_of(c.tb), op_of(c.ta), to_int(c.n, "gemm", "n"),
-                                 to_int(c.m, "gemm", "m"), to_int(c.k, "gemm", "k"), s.ptr[0],
-                                 cx.dptr<T>(*c.B), to_int(c.ldb, "gemm", "ldb"), cx.dptr<T>(*c.A),
-                                 to_int(c.lda, "gemm", "lda"), s.ptr[1], cx.dptr<T>(*c.C),
-                                 to_int(c.ldc, "gemm", "ldc")),
-           "cublas gemm");
+  const int n = to_int(c.n, "gemm", "n"), k = to_int(c.k, "gemm", "k");
+  const int lda = to_int(c.lda, "gemm", "lda"), ldb = to_int(c.ldb, "gemm", "ldb"),
+            ldc = to_int(c.ldc, "gemm", "ldc");
+  const T* A = cx.dptr<T>(*c.A);
+  const T* B = cx.dptr<T>(*c.B);
+  // A device alpha may be 0, which cuBLAS (dgemm) multiplies into NaN in A or B: guard the
+  // call, in blocks of rows of C so the saved window stays bounded (one block when it fits).
+  const bool guarded = c.alpha.tensor != nullptr;
+  const int64_t rows =
+      guarded ? std::max<int64_t>(1, static_cast<int64_t>(guard_elements) / c.n) : c.m;
+  for (int64_t i0 = 0; i0 < c.m; i0 += rows) {
+    const int64_t mb = std::min(rows, c.m - i0);
+    T* Cb = C + i0 * c.ldc;
+    // Rows i0.. of op(A): rows of A, or its columns when A is transposed.
+    const T* Ab = A + (c.ta ? i0 : i0 * c.lda);
+    if (guarded)
+      cx.guard_window<T>(a.queue(), false, "gemm", mb, c.n, c.ldc, s.ptr[0], s.ptr[1], Cb);
+    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
+    cx.check(cub<T>::gemm(*cx.api)(cx.handle, op_of(c.tb), op_of(c.ta), n, to_int(mb, "gemm", "m"),
+                                   k, s.ptr[0], B, ldb, Ab, lda, s.ptr[1], Cb, ldc),
+             "cublas gemm");
+    if (guarded)
+      cx.guard_window<T>(a.queue(), true, "gemm", mb, c.n, c.ldc, s.ptr[0], s.ptr[1], Cb);
+  }
 }
 
 class blas_cuda_bundle {
@@ -310,10 +489,10 @@ public:
     }
     add<op_asum<float>, op_asum<double>>("asum", PCY_BLAS_ASUM_SIG, "asum");
     add<op_axpy<float>, op_axpy<double>>("axpy", PCY_BLAS_AXPY_SIG, "axpy");
-    add<op_axpby<float>, op_axpby<double>>("axpby", PCY_BLAS_AXPBY_SIG, "scal+axpy");
+    add<op_axpby<float>, op_axpby<double>>("axpby", PCY_BLAS_AXPBY_SIG, nullptr);
     add<op_copy<float>, op_copy<double>>("copy", PCY_BLAS_COPY_SIG, "copy");
     add<op_dot<float>, op_dot<double>>("dot", PCY_BLAS_DOT_SIG, "dot");
-    add<op_nrm2<float>, op_nrm2<double>>("nrm2", PCY_BLAS_NRM2_SIG, "nrm2");
+    add<op_nrm2<float>, op_nrm2<double>>("nrm2", PCY_BLAS_NRM2_SIG, nullptr);
     add<op_scal<float>, op_scal<double>>("scal", PCY_BLAS_SCAL_SIG, "scal");
     add<op_swap<float>, op_swap<double>>("swap", PCY_BLAS_SWAP_SIG, "swap");
     add<op_gemv<float>, op_gemv<double>>("gemv", PCY_BLAS_GEMV_SIG, "gemv");
@@ -340,6 +519,9 @@ public:
     auto cx = std::make_unique<cuda_context>();
     cx->api = &api_;
     cx->fw = &fw;
+    cx->context = a.context;
+    cx->device = a.device;
+    cx->queue = a.queue;
     cx->cu_ctx = static_cast<CUcontext>(
         sdk::native_handle(fw, PCY_NATIVE_CONTEXT, a.context, a.device, nullptr, nullptr));
     cx->stream = static_cast<CUstream>(
@@ -357,10 +539,53 @@ public:
     m.bytes = 2 * sizeof(double);
     sdk::check(fw.memory_alloc(&m));
     cx->scratch = m.memory;
+    cx->partials = cx->alloc(3 * uint64_t(max_reduce_blocks) * sizeof(double));
+    build_kernels(*cx, a);
     return cx.release();
   }
 
 private:
+  // Our kernels, once per context (the framework caches the cubin on disk). Without them
+  // (no NVRTC, a failed build) the context still serves what cuBLAS does the reference way;
+  // the ops that need them fail with the reason.
+  void build_kernels(cuda_context& cx, const pcy_bundle_context_args& a) {
+    const pcy_framework_api& fw = *a.framework;
+    if (fw.program_build == nullptr || fw.kernel_create == nullptr || fw.kernel_launch == nullptr) {
+      cx.kernels_reason = sdk::str("framework '", fw.name, "' cannot build or launch programs");
+      log_.warn(cx.kernels_reason);
+      return;
+    }
+    pcy_program_build_args b{};
+    b.struct_size = sizeof b;
+    b.context = a.context;
+    b.source = blas_cuda::kernel_source;
+    if (pcy_error* e = fw.program_build(&b)) {
+      cx.kernels_reason = sdk::str("building them failed: ", e->message);
+      e->destroy(e);
+      log_.warn("our CUDA kernels are missing (", cx.kernels_reason, ")",
+                "; nrm2, axpby, and axpy/gemv/gemm with a "
+                "device-resident alpha or a zero alpha/k will fail");
+      return;
+    }
+    cx.program = b.program;
+    log_.debug("built the CUDA kernels", b.cache_hit ? " (from the cache)" : "");
+    static constexpr std::array<const char*, 7> names{
+        "axpby", "axpy", "scale", "save_if_alpha0", "restore_if_alpha0", "nrm2_1", "nrm2_2"};
+    for (const bool f64 : {false, true}) {
+      own_kernels& k = f64 ? cx.f64 : cx.f32;
+      auto slots = k.all();
+      for (size_t i = 0; i < names.size(); ++i) {
+        const std::string kname = sdk::str(names[i], f64 ? "_f64" : "_f32");
+        pcy_kernel_create_args kc{};
+        kc.struct_size = sizeof kc;
+        kc.program = cx.program;
+        kc.name = kname.c_str();
+        sdk::check(fw.kernel_create(&kc));
+        *slots[i] = kc.kernel;
+      }
+    }
+  }
+
   bool load() {
     // The driver is already loaded by the CUDA framework plugin; we need two of its calls.
     void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
@@ -412,10 +637,16 @@ private:
   template <void (*F32)(cuda_context&, const sdk::op_args&),
             void (*F64)(cuda_context&, const sdk::op_args&)>
   void add(const char* op, const char* sig, const char* fn) {
-    labels_.push_back(sdk::str("cuBLAS (", soname_, ") cublasS", fn));
+    // fn == nullptr: our own CUDA C kernel serves the op.
+    const auto label = [&](const char* t) {
+      return fn != nullptr ? sdk::str("cuBLAS (", soname_, ") cublas", t, fn)
+                           : sdk::str("parenchyma CUDA C kernel ", op, " (",
+                                      t[0] == 'S' ? "f32" : "f64", ")");
+    };
+    labels_.push_back(label("S"));
     ops_.push_back(sdk::make_op(op, PCY_DTYPE_F32, sig, &sdk::op_entry<blas_cuda_bundle, F32>,
                                 labels_.back().c_str()));
-    labels_.push_back(sdk::str("cuBLAS (", soname_, ") cublasD", fn));
+    labels_.push_back(label("D"));
     ops_.push_back(sdk::make_op(op, PCY_DTYPE_F64, sig, &sdk::op_entry<blas_cuda_bundle, F64>,
                                 labels_.back().c_str()));
   }
