@@ -30,6 +30,14 @@
 #define STUB_V_BUNDLE_GOOD 11
 #define STUB_V_BUNDLE_ORPHAN 12
 #define STUB_V_WRONG_KIND 13
+#define STUB_V_PROPS_NULL 14      // device_properties: a count with a NULL array
+#define STUB_V_HUGE_DEVICES 15    // probe: 2^32 - 1 devices
+#define STUB_V_DEVICE0_FAILS 16   // three devices; device 0 cannot be described
+#define STUB_V_BAD_STRIDE 17      // property elements claim 3 bytes each
+#define STUB_V_NULL_CONTEXT 18    // context_create succeeds with no context
+#define STUB_V_BUNDLE_OPS_NULL 19 // ops: a count with a NULL array
+#define STUB_V_BUNDLE_BAD_SIG 20  // one op with a malformed signature, one misnamed, one good
+#define STUB_V_BUNDLE_SECOND 21   // a second bundle serving stubext.negate on the stub
 
 #ifndef STUB_VARIANT
 #error "build with -DSTUB_VARIANT=STUB_V_<variant>"
@@ -246,11 +254,27 @@ public:
     log_.debug("stub plugin '", STUB_NAME, "' initialised");
   }
 
-  uint32_t device_count() const { return STUB_VARIANT == STUB_V_NO_DEVICES ? 0u : 1u; }
+  uint32_t device_count() const {
+#if STUB_VARIANT == STUB_V_NO_DEVICES
+    return 0;
+#elif STUB_VARIANT == STUB_V_HUGE_DEVICES
+    return 0xffffffffu;
+#elif STUB_VARIANT == STUB_V_DEVICE0_FAILS
+    return 3;
+#else
+    return 1;
+#endif
+  }
   const char* reason() const {
     return STUB_VARIANT == STUB_V_NO_DEVICES ? "stub has no fake hardware attached" : nullptr;
   }
-  std::span<const pcy_property> properties(uint32_t) const { return props_; }
+  std::span<const pcy_property> properties(uint32_t device) const {
+#if STUB_VARIANT == STUB_V_DEVICE0_FAILS
+    if (device == 0) fail(PCY_ERR_DEVICE, "device 0 does not answer (fake broken device)");
+#endif
+    (void)device;
+    return props_;
+  }
   context* create_context(std::span<const uint32_t> devices) { return new context(devices); }
 
 private:
@@ -283,6 +307,26 @@ using adapter = parenchyma::sdk::framework_adapter<plugin>;
   forbidden("kernel_launch beyond the table's struct_size");
 }
 
+[[maybe_unused]] pcy_error* props_null(pcy_plugin, uint32_t, const pcy_property** props,
+                                       size_t* count) noexcept {
+  *props = nullptr;
+  *count = 3;
+  return nullptr;
+}
+[[maybe_unused]] pcy_error* props_bad_stride(pcy_plugin, uint32_t, const pcy_property** props,
+                                             size_t* count) noexcept {
+  static pcy_property p[2] = {{3, nullptr, PCY_PROP_NAME, PCY_VALUE_STRING, "x", 0, 0},
+                              {3, nullptr, PCY_PROP_KIND, PCY_VALUE_INT, nullptr, 1, 0}};
+  *props = p;
+  *count = 2;
+  return nullptr;
+}
+[[maybe_unused]] pcy_error* null_context(pcy_plugin, const uint32_t*, uint32_t,
+                                         pcy_context* out) noexcept {
+  *out = nullptr;
+  return nullptr;
+}
+
 constexpr pcy_framework_api make_table() noexcept {
   pcy_framework_api t = adapter::make_table();
 #if STUB_VARIANT == STUB_V_ABI_MAJOR2
@@ -304,6 +348,12 @@ constexpr pcy_framework_api make_table() noexcept {
   t.initialize = &never_initialize;
 #elif STUB_VARIANT == STUB_V_NULL_REQUIRED
   t.memory_alloc = nullptr;
+#elif STUB_VARIANT == STUB_V_PROPS_NULL
+  t.device_properties = &props_null;
+#elif STUB_VARIANT == STUB_V_BAD_STRIDE
+  t.device_properties = &props_bad_stride;
+#elif STUB_VARIANT == STUB_V_NULL_CONTEXT
+  t.context_create = &null_context;
 #elif STUB_VARIANT == STUB_V_NULL_OPTIONAL
   t.memory_export = nullptr;
   t.memory_import = nullptr;
@@ -361,22 +411,34 @@ constexpr future_table table = make_future();
 constexpr pcy_framework_api table = make_table();
 #endif
 
-// ---- bundles: extension "stubext", op "negate" (f32, "i t="): x[i] = -x[i] for i < n. ----
+// ---- bundles: extension "stubext": "negate" (f32, "i t="): x[i] = -x[i] for i < n, and
+// "device_index" (f32, "t>"): result[0] = the plugin device index the bundle context was given.
 
 struct bundle_context {
   const pcy_framework_api* fw;
   pcy_context context;
+  uint32_t plugin_device;
 };
+
+using parenchyma::sdk::make_op;
+
+inline float* floats(const bundle_context& c, const pcy_tensor& t) {
+  auto* base = static_cast<std::byte*>(
+      parenchyma::sdk::native_handle(*c.fw, PCY_NATIVE_MEMORY, c.context, 0, nullptr, t.memory));
+  return reinterpret_cast<float*>(base + t.byte_offset);
+}
 
 inline void negate(bundle_context& c, const parenchyma::sdk::op_args& a) {
   const int64_t n = a.i(0);
   const pcy_tensor& t = a.t(1);
   if (n < 0 || t.dtype != PCY_DTYPE_F32) fail(PCY_ERR_INVALID_ARGUMENT, "negate: bad n or dtype");
-  auto* base = static_cast<std::byte*>(
-      parenchyma::sdk::native_handle(*c.fw, PCY_NATIVE_MEMORY, c.context, 0, nullptr, t.memory));
-  auto* x = reinterpret_cast<float*>(base + t.byte_offset);
+  float* x = floats(c, t);
   for (int64_t i = 0; i < n; ++i)
     x[i] = -x[i];
+}
+
+inline void device_index(bundle_context& c, const parenchyma::sdk::op_args& a) {
+  floats(c, a.t(0))[0] = static_cast<float>(c.plugin_device);
 }
 
 class bundle {
@@ -385,6 +447,15 @@ public:
 #if STUB_VARIANT == STUB_V_BUNDLE_ORPHAN
   static constexpr const char* name = "stubext_absent";
   static constexpr const char* framework = "absent_fw";
+#elif STUB_VARIANT == STUB_V_BUNDLE_BAD_SIG
+  static constexpr const char* name = "stubext_badsig";
+  static constexpr const char* framework = "stubcpu";
+#elif STUB_VARIANT == STUB_V_BUNDLE_SECOND
+  static constexpr const char* name = "stubext_second";
+  static constexpr const char* framework = "stub";
+#elif STUB_VARIANT == STUB_V_BUNDLE_OPS_NULL
+  static constexpr const char* name = "stubext_opsnull";
+  static constexpr const char* framework = "stub";
 #else
   static constexpr const char* name = "stubext_stub";
   static constexpr const char* framework = "stub";
@@ -397,18 +468,48 @@ public:
   explicit bundle(const pcy_host_services&) {}
   std::span<const pcy_op_desc> ops() const { return ops_; }
   context_type* create_context(const pcy_bundle_context_args& a) {
-    return new bundle_context{a.framework, a.context};
+    return new bundle_context{a.framework, a.context, a.plugin_device};
   }
 
 private:
-  static constexpr pcy_op_desc ops_[] = {parenchyma::sdk::make_op(
-      "negate", PCY_DTYPE_F32, "i t=", &parenchyma::sdk::op_entry<bundle, &negate>,
-      "stub negate loop")};
+  template <void (*F)(bundle_context&, const parenchyma::sdk::op_args&)>
+  static constexpr pcy_op_fn fn = &parenchyma::sdk::op_entry<bundle, F>;
+#if STUB_VARIANT == STUB_V_BUNDLE_BAD_SIG
+  static constexpr pcy_op_desc ops_[] = {
+      make_op("negate", PCY_DTYPE_F32, "i q=", fn<&negate>, "negate with a broken signature"),
+      make_op("Bad-Name!", PCY_DTYPE_F32, "i t=", fn<&negate>, "an op whose name is not valid"),
+      make_op("device_index", PCY_DTYPE_F32, "t>", fn<&device_index>, "stub device index")};
+#elif STUB_VARIANT == STUB_V_BUNDLE_SECOND
+  static constexpr pcy_op_desc ops_[] = {
+      make_op("negate", PCY_DTYPE_F32, "i t=", fn<&negate>, "second negate loop")};
+#else
+  static constexpr pcy_op_desc ops_[] = {
+      make_op("negate", PCY_DTYPE_F32, "i t=", fn<&negate>, "stub negate loop"),
+      make_op("device_index", PCY_DTYPE_F32, "t>", fn<&device_index>, "stub device index")};
+#endif
 };
+
+#if STUB_VARIANT == STUB_V_BUNDLE_OPS_NULL
+[[maybe_unused]] pcy_error* ops_null(pcy_bundle_plugin, const pcy_op_desc** ops,
+                                     size_t* count) noexcept {
+  *ops = nullptr;
+  *count = 2;
+  return nullptr;
+}
+constexpr pcy_bundle_api make_bundle_table() noexcept {
+  pcy_bundle_api t = parenchyma::sdk::bundle_adapter<bundle>::make_table();
+  t.ops = &ops_null;
+  return t;
+}
+constexpr pcy_bundle_api bundle_table = make_bundle_table();
+#endif
 
 } // namespace stub
 
-#if STUB_VARIANT == STUB_V_BUNDLE_GOOD || STUB_VARIANT == STUB_V_BUNDLE_ORPHAN
+#if STUB_VARIANT == STUB_V_BUNDLE_OPS_NULL
+extern "C" PCY_EXPORT const pcy_bundle_api* pcy_bundle_entry(void) { return &stub::bundle_table; }
+#elif STUB_VARIANT == STUB_V_BUNDLE_GOOD || STUB_VARIANT == STUB_V_BUNDLE_ORPHAN ||                \
+    STUB_VARIANT == STUB_V_BUNDLE_BAD_SIG || STUB_VARIANT == STUB_V_BUNDLE_SECOND
 PCY_BUNDLE_PLUGIN(stub::bundle)
 #elif STUB_VARIANT == STUB_V_NO_ENTRY
 // A library that exports something, but not the entry symbol.

@@ -57,17 +57,22 @@ Outcome selected(const pa::Registry& r, const std::string& request) {
 }
 
 void usage() {
-  std::puts("usage: parenchyma-info [--json] [--explain] [--ops] [--backend REQUEST]\n"
-            "  --json        machine-readable output (stable keys: plugins, frameworks, ranking,\n"
-            "                selected, ops)\n"
-            "  --explain     the search path, config files, every load stage and advice\n"
-            "  --ops         the op x framework coverage matrix\n"
-            "  --backend R   show what the request R (e.g. \"opencl,native\") would select");
+  std::printf(
+      "usage: parenchyma-info [--json] [--explain] [--ops] [--backend REQUEST]\n"
+      "  --json        machine-readable output (stable keys: plugins, frameworks, ranking,\n"
+      "                devices, selected, ops, notices)\n"
+      "  --explain     the search path, config files, every load stage and advice, and\n"
+      "                why each device got its place in the ranking\n"
+      "  --ops         the op x framework coverage matrix\n"
+      "  --backend R   show what the request R (e.g. \"opencl,native\") would select\n"
+      "\nDocumentation: %s (configuration and environment: config.md; threads:\n"
+      "threads.md; plugin ABI: abi.md), or docs/ in the source tree.\n",
+      PARENCHYMA_DOC_DIR);
 }
 
 } // namespace
 
-int main(int argc, char** argv) {
+int run(int argc, char** argv) {
   bool json = false, explain = false, ops = false;
   std::string request;
   for (int i = 1; i < argc; ++i) {
@@ -135,6 +140,12 @@ int main(int argc, char** argv) {
     j["ranking"] = nlohmann::json::array();
     for (const auto* f : ranking)
       j["ranking"].push_back(f->name());
+    j["devices"] = nlohmann::json::array();
+    for (const auto& d : r.device_ranking())
+      j["devices"].push_back({{"backend", d.framework->name() + ":" + std::to_string(d.device)},
+                              {"kind", pa::to_string(d.framework->devices()[d.device].kind)},
+                              {"reason", d.reason}});
+    j["notices"] = r.notices();
     if (sel.ok)
       j["selected"] = {
           {"backend", sel.selection.framework + ":" + std::to_string(sel.selection.device)},
@@ -153,8 +164,11 @@ int main(int argc, char** argv) {
                           {"implementation", c.implementation}});
     j["config"] = {{"sources", r.config().sources},
                    {"fallback", pa::to_string(r.config().fallback)},
-                   {"ranking", r.config().ranking}};
-    std::cout << j.dump(2) << "\n";
+                   {"ranking", r.config().ranking_by_kind.empty()
+                                   ? nlohmann::json(r.config().ranking)
+                                   : nlohmann::json(r.config().ranking_by_kind)}};
+    // Paths and plugin strings need not be UTF-8: replace what is not, never abort.
+    std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     return 0;
   }
 
@@ -180,11 +194,22 @@ int main(int argc, char** argv) {
       }
     }
   }
-  std::cout << "\nRanking\n  ";
-  for (size_t i = 0; i < ranking.size(); ++i)
-    std::cout << (i ? " > " : "") << ranking[i]->name();
-  if (ranking.empty()) std::cout << "(no framework with a device)";
-  std::cout << "\n\nSelected\n";
+  std::cout << "\nRanking (most potent first)\n";
+  const auto devices = r.device_ranking();
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const auto& d = devices[i];
+    const pa::Device& dev = d.framework->devices()[d.device];
+    std::printf("  %zu. %s:%u  %s (%s)\n", i + 1, d.framework->name().c_str(), d.device,
+                dev.name.c_str(), pa::to_string(dev.kind));
+    if (explain) std::printf("       why: %s\n", d.reason.c_str());
+  }
+  if (devices.empty()) std::cout << "  (no framework with a device)\n";
+  if (!r.notices().empty()) {
+    std::cout << "\nNotices\n";
+    for (const auto& n : r.notices())
+      std::printf("  %s\n", n.c_str());
+  }
+  std::cout << "\nSelected\n";
   if (sel.ok)
     std::printf("  %s:%u\n  why: %s\n", sel.selection.framework.c_str(), sel.selection.device,
                 sel.selection.reason.c_str());
@@ -225,7 +250,23 @@ int main(int argc, char** argv) {
     std::cout << "  fallback: " << pa::to_string(r.config().fallback) << "\n  ranking:";
     for (const auto& n : r.config().ranking)
       std::cout << " " << n;
+    for (const auto& [kind, names] : r.config().ranking_by_kind) {
+      std::cout << " " << kind << ":";
+      for (size_t i = 0; i < names.size(); ++i)
+        std::cout << (i ? "," : "") << names[i];
+    }
     std::cout << "\n";
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  // Whatever the plugins, config or environment hold, the tool reports and exits; it never
+  // aborts on an exception.
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "parenchyma-info: %s\n", e.what());
+    return 1;
+  }
 }
