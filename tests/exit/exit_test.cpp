@@ -1,0 +1,223 @@
+// Clean exit: many short-lived processes (exit_child) under each kernel-cache directory
+// condition — missing (created on demand), a regular file, read-only, and a full disk (a small
+// tmpfs) — all exit 0 with nothing on stderr from a crash or a sanitizer, and a writable
+// directory always ends with one complete, valid entry per run and no temporary files. Before
+// the global registry was destroyed at exit, the cache writer outlived main(), crashed the
+// process at exit in some runs and left no entry in others.
+#include "support/catch.hpp"
+
+#include <parenchyma/sdk/blob_cache.hpp>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sched.h>
+#include <string>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct child_result {
+  int code = -1;
+  std::string err;
+};
+
+enum class as { self, nobody };
+
+// Runs exit_child with PARENCHYMA_CACHE_DIR=cache, optionally as nobody.
+child_result run_child(const fs::path& cache, const std::string& salt, as who) {
+  const fs::path err_file = fs::path(PCY_EXIT_SCRATCH) / ("stderr-" + salt);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::setenv("PARENCHYMA_CACHE_DIR", cache.c_str(), 1);
+    ::unsetenv("PARENCHYMA_BACKEND");
+    if (std::FILE* f = std::freopen(err_file.c_str(), "w", stderr); f == nullptr) ::_exit(91);
+    if (who == as::nobody && ::geteuid() == 0 && (::setgid(65534) != 0 || ::setuid(65534) != 0))
+      ::_exit(90);
+    ::execl(PCY_EXIT_CHILD, PCY_EXIT_CHILD, salt.c_str(), static_cast<char*>(nullptr));
+    ::_exit(93);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  child_result r;
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  std::ifstream in(err_file);
+  r.err.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  std::error_code ec;
+  fs::remove(err_file, ec);
+  return r;
+}
+
+bool crashed_output(const std::string& err) {
+  for (const char* bad :
+       {"Sanitizer", "Segmentation", "terminate called", "Aborted", "core dumped", "runtime error"})
+    if (err.find(bad) != std::string::npos) return true;
+  return false;
+}
+
+// The entries in <cache>/opencl: every one must verify, and no temporary may be left.
+struct cache_census {
+  size_t valid = 0, invalid = 0, temporaries = 0;
+};
+cache_census census(const fs::path& cache) {
+  cache_census c;
+  std::error_code ec;
+  for (const auto& f : fs::directory_iterator(cache / "opencl", ec)) {
+    const std::string name = f.path().filename().string();
+    if (name.find(".tmp.") != std::string::npos) {
+      ++c.temporaries;
+      continue;
+    }
+    using cache_t = parenchyma::sdk::blob_cache;
+    if (name.size() != 64 + cache_t::entry_suffix.size()) continue;
+    cache_t::key_type key{};
+    for (size_t i = 0; i < key.size(); ++i)
+      key[i] = static_cast<unsigned char>(std::stoi(name.substr(2 * i, 2), nullptr, 16));
+    std::ifstream in(f.path(), std::ios::binary);
+    std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)),
+                                     std::istreambuf_iterator<char>());
+    std::string why;
+    if (cache_t::verify(bytes, "opencl", key, why))
+      ++c.valid;
+    else
+      ++c.invalid;
+  }
+  return c;
+}
+
+std::string salt_base() { return std::to_string(std::random_device{}()) + "-"; }
+
+class scratch {
+public:
+  explicit scratch(const char* tag) {
+    fs::create_directories(PCY_EXIT_SCRATCH);
+    std::string t = (fs::path(PCY_EXIT_SCRATCH) / (std::string(tag) + "-XXXXXX")).string();
+    REQUIRE(::mkdtemp(t.data()) != nullptr);
+    path_ = t;
+    ::chmod(path_.c_str(), 0755);
+  }
+  ~scratch() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+private:
+  fs::path path_;
+};
+
+#define SKIP_WITHOUT_OPENCL(r)                                                                     \
+  if ((r).code == 77) {                                                                            \
+    WARN("skipped: no OpenCL device here");                                                        \
+    return;                                                                                        \
+  }
+
+} // namespace
+
+TEST_CASE("short-lived processes with a writable cache exit 0 and always leave their entry") {
+  scratch s("writable");
+  const fs::path cache = s.path() / "not" / "yet" / "there";
+  const std::string base = salt_base();
+  const int runs = 10;
+  for (int i = 0; i < runs; ++i) {
+    const auto r = run_child(cache, base + std::to_string(i), as::self);
+    SKIP_WITHOUT_OPENCL(r);
+    INFO("run " << i << " stderr:\n" << r.err);
+    REQUIRE(r.code == 0);
+    CHECK_FALSE(crashed_output(r.err));
+  }
+  const auto c = census(cache);
+  CHECK(c.invalid == 0);
+  CHECK(c.temporaries == 0);
+  // One entry per unique user kernel, plus the BLAS bundle's programs (the same every run).
+  CHECK(c.valid >= static_cast<size_t>(runs));
+}
+
+TEST_CASE("a cache path that is a regular file: every run exits 0") {
+  scratch s("file");
+  const fs::path cache = s.path() / "cache";
+  std::ofstream(cache) << "not a directory\n";
+  const std::string base = salt_base();
+  for (int i = 0; i < 5; ++i) {
+    const auto r = run_child(cache, base + std::to_string(i), as::self);
+    SKIP_WITHOUT_OPENCL(r);
+    INFO("stderr:\n" << r.err);
+    CHECK(r.code == 0);
+    CHECK_FALSE(crashed_output(r.err));
+  }
+}
+
+TEST_CASE("a read-only cache directory: every run exits 0 and writes nothing") {
+  scratch s("readonly");
+  const fs::path cache = s.path() / "cache";
+  fs::create_directories(cache / "opencl");
+  // As root permissions do not stop writes: the children then run as nobody, for whom this
+  // root-owned 0755 directory is read-only. Otherwise it is made read-only for us.
+  const bool root = ::geteuid() == 0;
+  if (!root) {
+    ::chmod((cache / "opencl").c_str(), 0555);
+    ::chmod(cache.c_str(), 0555);
+  }
+  const std::string base = salt_base();
+  for (int i = 0; i < 5; ++i) {
+    const auto r = run_child(cache, base + std::to_string(i), as::nobody);
+    SKIP_WITHOUT_OPENCL(r);
+    INFO("stderr:\n" << r.err);
+    CHECK(r.code == 0);
+    CHECK_FALSE(crashed_output(r.err));
+  }
+  ::chmod(cache.c_str(), 0755);
+  ::chmod((cache / "opencl").c_str(), 0755);
+  const auto c = census(cache);
+  CHECK(c.valid + c.invalid + c.temporaries == 0);
+}
+
+TEST_CASE("a full disk: every run exits 0 and leaves no partial file") {
+  // A real full file system: a small tmpfs in a mount namespace of this process (so nothing
+  // outlives the test), filled up to a few KiB. Mounting needs root (or a user namespace).
+  scratch s("full");
+  const fs::path mnt = s.path() / "disk";
+  fs::create_directories(mnt);
+  if (::unshare(CLONE_NEWNS) != 0 ||
+      ::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0 ||
+      ::mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=256k,mode=0755") != 0) {
+    WARN("skipped: cannot mount a small tmpfs here (" << std::strerror(errno)
+                                                      << "); the SDK cache test covers ENOSPC");
+    return;
+  }
+  {
+    std::ofstream fill(mnt / "filler", std::ios::binary);
+    const std::string chunk(4096, 'x');
+    while (fill.write(chunk.data(), chunk.size()))
+      ;
+  }
+  std::error_code ec;
+  fs::resize_file(mnt / "filler", fs::file_size(mnt / "filler", ec) - 4096, ec);
+  const fs::path cache = mnt / "cache";
+  const std::string base = salt_base();
+  for (int i = 0; i < 5; ++i) {
+    const auto r = run_child(cache, base + std::to_string(i), as::self);
+    if (r.code == 77) {
+      ::umount2(mnt.c_str(), MNT_DETACH);
+      WARN("skipped: no OpenCL device here");
+      return;
+    }
+    INFO("stderr:\n" << r.err);
+    CHECK(r.code == 0);
+    CHECK_FALSE(crashed_output(r.err));
+  }
+  const auto c = census(cache);
+  CHECK(c.invalid == 0);
+  CHECK(c.temporaries == 0);
+  ::umount2(mnt.c_str(), MNT_DETACH);
+}
