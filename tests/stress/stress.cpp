@@ -93,6 +93,22 @@ template <class T> void one_round(const Backend& b, rng_data<T>& r, int thread, 
     fail("thread %d iter %d: dot n=%lld got %.9g expected %.9g", thread, iter, (long long)n,
          double(result.read()[0]), ref);
 
+  // A burst of reductions with no host read between them: they overlap on the queue, and with
+  // other threads' bursts, so shared scratch memory or kernel arguments would mix results.
+  {
+    std::vector<SharedTensor<T>> sums;
+    for (int j = 0; j < 6; ++j)
+      sums.emplace_back(std::vector<int64_t>{1});
+    for (int j = 0; j < 6; ++j)
+      blas::dot(b, x, y, sums[static_cast<size_t>(j)]);
+    for (int j = 0; j < 6; ++j) {
+      ++checks;
+      if (!near(sums[static_cast<size_t>(j)].read()[0], ref, mag, double(n), eps))
+        fail("thread %d iter %d: dot burst %d n=%lld got %.9g expected %.9g", thread, iter, j,
+             (long long)n, double(sums[static_cast<size_t>(j)].read()[0]), ref);
+    }
+  }
+
   blas::asum(b, x, result);
   ref = 0;
   for (int64_t i = 0; i < n; ++i)
