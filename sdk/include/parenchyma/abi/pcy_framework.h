@@ -3,8 +3,12 @@
  * A framework plugin exports exactly one symbol, PCY_FRAMEWORK_ENTRY_SYMBOL, of type
  * pcy_framework_entry_fn, which returns a pointer to a static const pcy_framework_api.
  *
- * Threading: unless a slot says otherwise, calls on different objects may come from different
- * threads at once; calls on the same queue are serialised by the host.
+ * Threading (docs/abi.md G2, G4): calls that enqueue work on one queue are serialised by the
+ * host; queue_finish and event_wait may come from another thread while the queue's owner
+ * enqueues. Context-level calls (alloc, free, export, import, queue_create, native_handle,
+ * program_build) may come from several threads at once on one context. initialize, probe,
+ * device_properties, context_create, context_destroy and shutdown are never called concurrently
+ * (for any plugin, anywhere in the process). Calls on different objects may come at once.
  * Queue semantics: every operation taking a pcy_queue is ordered after the earlier work on that
  * queue. An operation with `blocking == false` may return before it ran; host pointers it was
  * given must stay valid until queue_finish (or an event recorded after it) completes.
