@@ -56,23 +56,56 @@ private:
   bool owned_;
 };
 
-class event {
+// What a queue's pool work touches: its jobs, its counters and the lock and condition variable
+// that guard them. Shared by the queue, its events and a drain job on the pool, so that a caller
+// may destroy the queue (or an event) the moment finish() (or wait()) returns while a worker is
+// still leaving drain(): nothing a worker touches is freed under it.
+// submitted_ counts jobs handed to the pool (written by the enqueuing thread, under mutex_),
+// completed_ the jobs the pool has run (written by the worker, under mutex_). The queue is idle
+// when they are equal; an acquire load of completed_ sees every effect of the jobs it counts,
+// which is what lets the per-op fast path take no lock.
+class queue_state {
 public:
-  void wait();
-  void signal();
+  bool done(uint64_t ticket) const noexcept {
+    return completed_.load(std::memory_order_acquire) >= ticket;
+  }
+  void wait_for(uint64_t ticket); // blocks until job number `ticket` and all before it have run
+  void drain();                   // the pool job: runs the queued jobs in order
 
 private:
-  std::mutex mutex_;
-  std::condition_variable cv_;
-  bool done_ = false;
   friend class queue;
+  std::mutex mutex_;
+  std::condition_variable idle_cv_;
+  std::deque<std::function<void()>> jobs_; // guarded by mutex_
+  bool running_ = false;                   // a drain job is on the pool; guarded by mutex_
+  unsigned waiters_ = 0;                   // threads in wait_for; guarded by mutex_
+  std::string failure_; // first failure of a pool job, reported at the next sync; guarded
+  std::atomic<uint64_t> submitted_{0};
+  std::atomic<uint64_t> completed_{0};
+  std::atomic<bool> failed_{false};
+};
+
+// An event: the point of its queue's work at which it was recorded.
+class event {
+public:
+  event(std::shared_ptr<queue_state> s, uint64_t ticket) : state_(std::move(s)), ticket_(ticket) {}
+  void wait() {
+    if (!state_->done(ticket_)) state_->wait_for(ticket_);
+  }
+
+private:
+  std::shared_ptr<queue_state> state_;
+  uint64_t ticket_;
 };
 
 // An in-order queue: work runs one item at a time, in submission order, on the pool. Small
 // operations on an idle queue run inline on the caller's thread (no thread hop).
+// Threads: calls that enqueue (read, write, copy, fill, record, wait) come from one thread at a
+// time; finish() and event waits may come from other threads at the same time and wait for at
+// least the work enqueued before they were called.
 class queue {
 public:
-  explicit queue(thread_pool& pool) : pool_(pool) {}
+  explicit queue(thread_pool& pool) : pool_(pool), state_(std::make_shared<queue_state>()) {}
   ~queue();
   void finish();
   event* record();
@@ -84,16 +117,8 @@ public:
 
 private:
   void enqueue(std::function<void()> job, uint64_t bytes, bool blocking);
-  void drain();
-  void rethrow_failure();
   thread_pool& pool_;
-  std::mutex mutex_;
-  std::condition_variable idle_cv_;
-  std::deque<std::function<void()>> jobs_;
-  bool running_ = false;
-  std::atomic<uint64_t> pending_{0};
-  std::string failure_; // first failure of an asynchronous job, reported at the next sync
-  std::atomic<bool> failed_{false};
+  std::shared_ptr<queue_state> state_;
 };
 
 class context {

@@ -48,17 +48,43 @@ void thread_pool::run() {
   }
 }
 
-void event::wait() {
+void queue_state::wait_for(uint64_t ticket) {
   std::unique_lock<std::mutex> lock(mutex_);
-  cv_.wait(lock, [this] { return done_; });
+  ++waiters_;
+  idle_cv_.wait(lock, [&] { return completed_.load(std::memory_order_relaxed) >= ticket; });
+  --waiters_;
 }
 
-void event::signal() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    done_ = true;
+void queue_state::drain() {
+  // Idleness is decided, and waiters are woken, under the lock: a waiter returns only after this
+  // thread let go of it. The state outlives the queue while this job holds it (see native.hpp).
+  std::unique_lock<std::mutex> lock(mutex_);
+  for (;;) {
+    if (jobs_.empty()) {
+      running_ = false;
+      return;
+    }
+    std::function<void()> job = std::move(jobs_.front());
+    jobs_.pop_front();
+    lock.unlock();
+    std::string failure;
+    try {
+      job();
+    } catch (const std::exception& e) {
+      failure = e.what();
+      if (failure.empty()) failure = "unknown error";
+    } catch (...) {
+      failure = "unknown error";
+    }
+    job = nullptr; // what the job captured goes before the lock is taken again
+    lock.lock();
+    if (!failure.empty()) {
+      if (failure_.empty()) failure_ = std::move(failure);
+      failed_.store(true, std::memory_order_release);
+    }
+    completed_.fetch_add(1, std::memory_order_release);
+    if (waiters_ != 0) idle_cv_.notify_all();
   }
-  cv_.notify_all();
 }
 
 queue::~queue() {
@@ -69,72 +95,45 @@ queue::~queue() {
   }
 }
 
-void queue::rethrow_failure() {
-  if (failure_.empty()) return;
-  std::string f = std::move(failure_);
-  failure_.clear();
-  failed_.store(false, std::memory_order_release);
+void queue::finish() {
+  queue_state& s = *state_;
+  const uint64_t ticket = s.submitted_.load(std::memory_order_acquire);
+  // The per-op fast path: an idle queue with nothing to report takes no lock.
+  if (s.done(ticket) && !s.failed_.load(std::memory_order_acquire)) return;
+  std::unique_lock<std::mutex> lock(s.mutex_);
+  ++s.waiters_;
+  s.idle_cv_.wait(lock, [&] { return s.completed_.load(std::memory_order_relaxed) >= ticket; });
+  --s.waiters_;
+  if (s.failure_.empty()) return;
+  std::string f = std::move(s.failure_);
+  s.failure_.clear();
+  s.failed_.store(false, std::memory_order_release);
+  lock.unlock();
   sdk::fail(PCY_ERR_DEVICE, "an earlier asynchronous operation failed: " + f);
 }
 
-void queue::finish() {
-  // The per-op fast path: an idle queue with nothing to report takes no lock.
-  if (pending_.load(std::memory_order_acquire) == 0 && !failed_.load(std::memory_order_acquire))
-    return;
-  std::unique_lock<std::mutex> lock(mutex_);
-  idle_cv_.wait(lock, [this] { return jobs_.empty() && !running_; });
-  rethrow_failure();
-}
-
-void queue::drain() {
-  for (;;) {
-    std::function<void()> job;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (jobs_.empty()) {
-        running_ = false;
-        idle_cv_.notify_all();
-        return;
-      }
-      job = std::move(jobs_.front());
-      jobs_.pop_front();
-    }
-    try {
-      job();
-    } catch (const std::exception& e) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (failure_.empty()) failure_ = e.what();
-      failed_.store(true, std::memory_order_release);
-    }
-    pending_.fetch_sub(1, std::memory_order_acq_rel);
-  }
-}
-
 void queue::enqueue(std::function<void()> job, uint64_t bytes, bool blocking) {
-  if (pending_.load(std::memory_order_acquire) == 0 && (blocking || bytes < inline_bytes)) {
+  queue_state& s = *state_;
+  // Only the enqueuing thread writes submitted_, so its own load needs no ordering.
+  const uint64_t submitted = s.submitted_.load(std::memory_order_relaxed);
+  if (s.done(submitted) && (blocking || bytes < inline_bytes)) {
     job(); // idle queue: nothing to order against
     return;
   }
+  bool start = false;
   {
-    std::lock_guard<std::mutex> lock(mutex_);
-    jobs_.push_back(std::move(job));
-    pending_.fetch_add(1, std::memory_order_acq_rel);
-    if (!running_) {
-      running_ = true;
-      pool_.submit([this] { drain(); });
-    }
+    std::lock_guard<std::mutex> lock(s.mutex_);
+    s.jobs_.push_back(std::move(job));
+    s.submitted_.store(submitted + 1, std::memory_order_release);
+    if (!s.running_) start = s.running_ = true;
   }
+  if (start) pool_.submit([st = state_] { st->drain(); });
   if (blocking) finish();
 }
 
 event* queue::record() {
-  auto* e = new event();
-  if (pending_.load(std::memory_order_acquire) == 0) {
-    e->signal();
-    return e;
-  }
-  enqueue([e] { e->signal(); }, inline_bytes, false);
-  return e;
+  // An event is a ticket: it is complete once the queue has run every job submitted before it.
+  return new event(state_, state_->submitted_.load(std::memory_order_relaxed));
 }
 
 void queue::wait(event& e) {
