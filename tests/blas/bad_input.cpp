@@ -445,6 +445,20 @@ TEST_CASE("each bundle re-checks its arguments: wrapping sizes from any host are
     CHECK(ok == nullptr);
     if (ok != nullptr) ok->destroy(ok);
     CHECK(db.contents(my) == std::vector<float>{2, 2, 3, 4});
+    // A tensor that starts inside its memory: served at that element, or refused (OpenCL).
+    pcy_tensor y1 = tensor_over(my, one);
+    y1.byte_offset = sizeof(float);
+    pcy_error* off = db.call("scal", {i_arg(1), f_arg(2.0), t_arg(y1, PCY_INTENT_INOUT), i_arg(1)});
+    if (std::string(name) == "opencl") {
+      REQUIRE(off != nullptr);
+      CHECK(off->code == PCY_ERR_UNSUPPORTED);
+      off->destroy(off);
+      CHECK(db.contents(my) == std::vector<float>{2, 2, 3, 4});
+    } else {
+      CHECK(off == nullptr);
+      if (off != nullptr) off->destroy(off);
+      CHECK(db.contents(my) == std::vector<float>{2, 4, 3, 4});
+    }
   }
   CHECK(tested >= 1); // native always has a device and its bundle here
 }

@@ -3,6 +3,10 @@
 // and transposed matrices, leading dimensions > columns, increments 2, sub-matrices, scalars on
 // the host and on the device, write-only outputs pre-filled with NaN) is checked against a naive
 // double-precision reference. Elements a strided op must not touch are checked unchanged.
+// semantics<T>() adds the reference-BLAS edge cases (docs/blas.md, "Reference semantics"):
+// NaN/Inf outputs under beta = 0, nrm2 near the type's limits, quick returns compared bit for
+// bit, alpha = 0 with NaN inputs, NaN-filled gaps, scal by 0 of NaN. A case that fails is named
+// on a "FAILED CASE" line.
 // A framework without devices (or without a BLAS bundle serving it) exits 77 with the reason.
 #include <parenchyma/blas.hpp>
 #include <parenchyma/parenchyma.hpp>

@@ -442,6 +442,19 @@ template <class T> void op_gemm(ocl_context& cx, const sdk::op_args& a) {
 
 // ---- the bundle ------------------------------------------------------------------------------
 
+// Our kernels and the CLBlast calls address each cl_mem from its start: a tensor that begins
+// elsewhere (byte_offset != 0, which no host in this tree passes) is refused rather than
+// touching the memory before it.
+template <void (*F)(ocl_context&, const sdk::op_args&)>
+void at_offset_zero(ocl_context& cx, const sdk::op_args& a) {
+  for (uint32_t k = 0; k < a.size(); ++k)
+    if (a.is_tensor(k) && a.t(k).byte_offset != 0)
+      sdk::fail(PCY_ERR_UNSUPPORTED,
+                sdk::str("argument ", k, " starts at byte offset ", a.t(k).byte_offset,
+                         "; blas_opencl takes tensors at offset 0"));
+  F(cx, a);
+}
+
 std::array<impl, OP_COUNT> choose_impls() {
   std::array<impl, OP_COUNT> c = measured_default;
 #ifdef PARENCHYMA_HAVE_CLBLAST
@@ -636,8 +649,8 @@ private:
         label = sdk::str("parenchyma OpenCL C kernel ", op_names[op], f64 ? " (f64)" : " (f32)");
       labels_.push_back(std::move(label));
       ops_.push_back(sdk::make_op(op_names[op], f64 ? PCY_DTYPE_F64 : PCY_DTYPE_F32, sig,
-                                  f64 ? &sdk::op_entry<blas_opencl_bundle, F64>
-                                      : &sdk::op_entry<blas_opencl_bundle, F32>,
+                                  f64 ? &sdk::op_entry<blas_opencl_bundle, at_offset_zero<F64>>
+                                      : &sdk::op_entry<blas_opencl_bundle, at_offset_zero<F32>>,
                                   labels_.back().c_str()));
     }
   }

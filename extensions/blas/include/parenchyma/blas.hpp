@@ -13,6 +13,9 @@
 // errc::uninitialized) with origin "blas.<op>" and a message naming the argument; no tensor is
 // touched. Matrices are row-major 2-d tensors; a leading dimension is the distance between rows.
 // Scalars are host values or one-element tensors (which stay on the device: no round trip).
+// Every framework keeps the reference-BLAS conventions in the edge cases (docs/blas.md,
+// "Reference semantics"): beta == 0 never reads the output, alpha == 0 never reads the inputs,
+// quick returns (n, m or k == 0) touch nothing but what BLAS defines, scal by 0 multiplies.
 // The tensor overloads below accept SharedTensor<T> directly (it converts to TensorStorage);
 // passing tensors of different dtypes is a runtime error naming the argument.
 #pragma once
