@@ -125,6 +125,10 @@ struct RegistryImpl : std::enable_shared_from_this<RegistryImpl> {
   std::optional<std::string> env(const char* name) const;
   // The shared context of one device (position in fw.devices()): made on first use.
   std::shared_ptr<DeviceContext> context_for(const Framework& fw, uint32_t device);
+  // The load stages after the library was opened: prefix, version, name, then the framework or
+  // bundle stages. False when the plugin was refused (`e` says why). Also the fuzz target's door.
+  bool load_table(const std::filesystem::path& path, const void* table, bool is_framework,
+                  LoadReportEntry& e);
   // Every device, best first, leaving out the denied frameworks.
   std::vector<RankedDevice> device_ranking(const std::vector<std::string>& deny) const;
   std::vector<const Framework*> ranking() const;

@@ -13,6 +13,7 @@
 #include <set>
 #include <sys/auxv.h>
 #include <sys/stat.h>
+#include <type_traits>
 #include <unistd.h>
 
 namespace parenchyma {
@@ -187,7 +188,15 @@ std::string load_failure(const std::string& what) {
   return text;
 }
 
-const char* dtype_label(pcy_dtype t) {
+// An enum field a plugin filled in, as the integer it holds: reading an out-of-range value
+// through the enum type itself is undefined behaviour in C++.
+template <class E> int64_t raw_enum(const E& e) noexcept {
+  std::underlying_type_t<E> v;
+  std::memcpy(&v, &e, sizeof v);
+  return static_cast<int64_t>(v);
+}
+
+const char* dtype_label(int64_t t) {
   switch (t) {
   case PCY_DTYPE_F32: return "f32";
   case PCY_DTYPE_F64: return "f64";
@@ -467,24 +476,31 @@ void RegistryImpl::load_candidate(const fs::path& path) {
                "from the SDK, or remove it from the plugin directory";
     return add_report(std::move(e));
   }
-  e.kind = is_fw ? "framework" : "bundle";
   const void* table = nullptr;
   if (is_fw)
     table = lib.get<const pcy_framework_api*()>(PCY_FRAMEWORK_ENTRY_SYMBOL)();
   else
     table = lib.get<const pcy_bundle_api*()>(PCY_BUNDLE_ENTRY_SYMBOL)();
+  if (load_table(path, table, is_fw, e)) libraries.push_back(std::move(lib));
+  add_report(std::move(e));
+}
+
+bool RegistryImpl::load_table(const fs::path& path, const void* table, bool is_fw,
+                              LoadReportEntry& e) {
+  e.kind = is_fw ? "framework" : "bundle";
+  e.stage = "entry";
   const auto* prefix = static_cast<const pcy_plugin_prefix*>(table);
   if (prefix == nullptr || prefix->struct_size < sizeof(pcy_plugin_prefix)) {
     e.reason = "the entry point returned no table, or one too small to hold the plugin prefix";
     e.advice = "rebuild the plugin against this SDK";
-    return add_report(std::move(e));
+    return false;
   }
   const uint32_t want_kind = is_fw ? PCY_PLUGIN_FRAMEWORK : PCY_PLUGIN_BUNDLE;
   if (prefix->kind != want_kind) {
     e.reason =
         "the table's kind (" + std::to_string(prefix->kind) + ") does not match its entry symbol";
     e.advice = "rebuild the plugin against this SDK";
-    return add_report(std::move(e));
+    return false;
   }
 
   e.stage = "version";
@@ -494,7 +510,7 @@ void RegistryImpl::load_candidate(const fs::path& path) {
                std::to_string(PCY_ABI_VERSION_MAJOR) + "." + std::to_string(PCY_ABI_VERSION_MINOR);
     e.advice = "rebuild the plugin against this SDK (ABI major " +
                std::to_string(PCY_ABI_VERSION_MAJOR) + ")";
-    return add_report(std::move(e));
+    return false;
   }
   const std::string pname = plugin_string(prefix->name, 80);
   if (!pname.empty()) e.name = pname;
@@ -504,27 +520,21 @@ void RegistryImpl::load_candidate(const fs::path& path) {
                                    "\" is not [a-z0-9_]+ (at most 64 bytes): it could be neither "
                                    "selected nor denied";
     e.advice = "give the plugin class a lower-case name of letters, digits and '_'";
-    return add_report(std::move(e));
+    return false;
   }
   // Duplicate names: the first one found wins (search order is documented).
   auto dup = [&](const std::string& path_first) {
     e.status = "skipped";
     e.reason = "duplicate plugin name '" + pname + "': already loaded from " + path_first;
     e.advice = "remove one of the two files, or order the search path to pick the one you want";
-    add_report(std::move(e));
+    return false;
   };
   for (const auto& f : frameworks)
     if (f->name() == pname) return dup(f->path());
   for (const auto& b : bundles)
     if (b->name() == pname) return dup(b->path());
 
-  if (is_fw) {
-    if (!load_framework(path, table, *prefix, e)) return add_report(std::move(e));
-  } else {
-    if (!load_bundle(path, table, *prefix, e)) return add_report(std::move(e));
-  }
-  libraries.push_back(std::move(lib));
-  add_report(std::move(e));
+  return is_fw ? load_framework(path, table, *prefix, e) : load_bundle(path, table, *prefix, e);
 }
 
 bool RegistryImpl::load_framework(const fs::path& path, const void* table,
@@ -624,9 +634,11 @@ std::optional<Device> RegistryImpl::describe_device(const pcy_framework_api& t, 
   }
   // Arrays are walked with the plugin's element size, so a newer minor's larger structs work.
   const size_t stride = n > 0 ? props[0].struct_size : sizeof(pcy_property);
-  if (n > 0 && (stride < sizeof(pcy_property) || stride > detail::max_struct_stride)) {
+  if (n > 0 && (stride < sizeof(pcy_property) || stride > detail::max_struct_stride ||
+                stride % alignof(pcy_property) != 0 ||
+                reinterpret_cast<uintptr_t>(props) % alignof(pcy_property) != 0)) {
     why = "property elements of " + std::to_string(stride) + " bytes (expected at least " +
-          std::to_string(sizeof(pcy_property)) + ")";
+          std::to_string(sizeof(pcy_property)) + ", aligned)";
     return std::nullopt;
   }
   Device dev;
@@ -637,7 +649,8 @@ std::optional<Device> RegistryImpl::describe_device(const pcy_framework_api& t, 
     if (p.key == nullptr) continue;
     const std::string key = plugin_string(p.key, 64);
     property_value v;
-    switch (p.type) {
+    const int64_t type = raw_enum(p.type);
+    switch (type) {
     case PCY_VALUE_STRING: v = plugin_string(p.s, 4096); break;
     case PCY_VALUE_INT: v = p.i; break;
     case PCY_VALUE_FLOAT: v = p.f; break;
@@ -710,7 +723,9 @@ bool RegistryImpl::load_bundle(const fs::path& path, const void* table,
   }
   const size_t stride = n > 0 && ops != nullptr ? ops[0].struct_size : sizeof(pcy_op_desc);
   if (n > detail::max_ops || (n > 0 && ops == nullptr) ||
-      (n > 0 && (stride < sizeof(pcy_op_desc) || stride > detail::max_struct_stride))) {
+      (n > 0 && (stride < sizeof(pcy_op_desc) || stride > detail::max_struct_stride ||
+                 stride % alignof(pcy_op_desc) != 0 ||
+                 reinterpret_cast<uintptr_t>(ops) % alignof(pcy_op_desc) != 0))) {
     e.reason = n > detail::max_ops ? "ops returned " + std::to_string(n) + " ops, more than " +
                                          std::to_string(detail::max_ops)
                : ops == nullptr
@@ -732,8 +747,8 @@ bool RegistryImpl::load_bundle(const fs::path& path, const void* table,
     std::optional<std::vector<detail::sig_arg>> sig;
     if (!detail::valid_name(opname))
       why = "its name \"" + opname + "\" is not [a-z0-9_]+";
-    else if (dtype_label(op->dtype) == nullptr)
-      why = "its dtype " + std::to_string(static_cast<int>(op->dtype)) + " is unknown";
+    else if (dtype_label(raw_enum(op->dtype)) == nullptr)
+      why = "its dtype " + std::to_string(raw_enum(op->dtype)) + " is unknown";
     else if (op->fn == nullptr)
       why = "no function";
     else if (op->signature == nullptr || !(sig = detail::parse_signature(op->signature)))

@@ -243,7 +243,10 @@ int TensorStorage::Impl::make_device_slot(BackendImpl& b) {
           x.handle = &h;
           if (unsupported_or_throw(s.ctx->api->memory_export(&x), "exporting memory")) continue;
           // What the exporter claims is checked before another plugin is handed it.
-          if (h.kind != kind || h.bytes < bytes) continue;
+          int32_t got_kind = 0; // an enum a plugin wrote: compared as the integer it holds
+          static_assert(sizeof got_kind == sizeof h.kind);
+          std::memcpy(&got_kind, &h.kind, sizeof got_kind);
+          if (got_kind != static_cast<int32_t>(kind) || h.bytes < bytes) continue;
         }
         pcy_memory_import_args im{};
         im.struct_size = sizeof im;
