@@ -271,7 +271,7 @@ namespace {
 class direct_bundle {
 public:
   direct_bundle(const Framework& fw, const BundleInfo& bundle) : fw_(fw), bundle_(bundle) {
-    const uint32_t dev = fw.devices().front().index; // the first device: the plugin's 0 too
+    const uint32_t dev = fw.devices().front().plugin_index; // the plugin's own index
     check(api().context_create(fw.plugin(), &dev, 1, &ctx_), "context_create");
     check(api().queue_create(ctx_, 0, &queue_), "queue_create");
     pcy_bundle_context_args a{};
