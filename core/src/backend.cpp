@@ -3,6 +3,8 @@
 #include "internal.hpp"
 #include "tensor_impl.hpp"
 
+#include <parenchyma/sdk/common.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -12,7 +14,6 @@ inline namespace v1 {
 
 namespace {
 std::atomic<int32_t> g_next_op_slot{0};
-constexpr size_t max_op_args = 24;
 } // namespace
 
 int32_t OpKey::index() const {
@@ -25,8 +26,26 @@ int32_t OpKey::index() const {
 }
 
 namespace detail {
-std::optional<std::vector<sig_arg>> parse_signature(std::string_view s) {
-  std::vector<sig_arg> out;
+
+std::optional<std::vector<ArgRule>> rules_of(const pcy_op_schema& schema) {
+  if (schema.arg_count > max_op_args || (schema.arg_count > 0 && schema.args == nullptr))
+    return std::nullopt;
+  std::vector<ArgRule> out;
+  for (uint32_t i = 0; i < schema.arg_count; ++i) {
+    const pcy_arg_schema& a = schema.args[i];
+    ArgRule r{a.kind, a.intent, a.dtype, a.rank, a.name};
+    if (a.name == nullptr || a.kind < PCY_SCHEMA_INT || a.kind > PCY_SCHEMA_INT_ARRAY)
+      return std::nullopt;
+    if (a.kind == PCY_SCHEMA_TENSOR &&
+        (a.intent < PCY_INTENT_IN || a.intent > PCY_SCHEMA_INTENT_OVERWRITE))
+      return std::nullopt;
+    out.push_back(r);
+  }
+  return out;
+}
+
+std::optional<std::vector<ArgRule>> rules_of(std::string_view s) {
+  std::vector<ArgRule> out;
   size_t i = 0;
   while (i < s.size()) {
     const char c = s[i];
@@ -35,40 +54,60 @@ std::optional<std::vector<sig_arg>> parse_signature(std::string_view s) {
       continue;
     }
     if (out.size() >= max_op_args) return std::nullopt;
+    ArgRule r;
     if (c == 'i')
-      out.push_back(sig_arg::integer);
+      r.kind = PCY_SCHEMA_INT;
     else if (c == 'f')
-      out.push_back(sig_arg::real);
+      r.kind = PCY_SCHEMA_FLOAT;
     else if (c == 's')
-      out.push_back(sig_arg::scalar);
+      r.kind = PCY_SCHEMA_SCALAR;
+    else if (c == 'a')
+      r.kind = PCY_SCHEMA_INT_ARRAY;
     else if (c == 't' && i + 1 < s.size()) {
+      r.kind = PCY_SCHEMA_TENSOR;
       const char m = s[++i];
       if (m == '<')
-        out.push_back(sig_arg::tensor_in);
+        r.intent = PCY_INTENT_IN;
       else if (m == '>')
-        out.push_back(sig_arg::tensor_out);
+        r.intent = PCY_INTENT_OUT;
       else if (m == '=')
-        out.push_back(sig_arg::tensor_inout);
+        r.intent = PCY_INTENT_INOUT;
       else
         return std::nullopt;
     } else {
       return std::nullopt;
     }
+    out.push_back(r);
     ++i;
   }
   return out;
 }
+
+bool compatible(const std::vector<ArgRule>& bundle, const std::vector<ArgRule>& key) noexcept {
+  if (bundle.size() != key.size()) return false;
+  for (size_t i = 0; i < key.size(); ++i) {
+    const ArgRule &b = bundle[i], &k = key[i];
+    if (b.kind != k.kind) return false;
+    if (k.kind != PCY_SCHEMA_TENSOR) continue;
+    // An overwritten output is "t=" to a 1.0 signature (or "t>" for copy's y, as 1.0 had it).
+    const bool k_over = k.intent == PCY_SCHEMA_INTENT_OVERWRITE;
+    const bool b_over = b.intent == PCY_SCHEMA_INTENT_OVERWRITE;
+    if (k_over != b_over && !(k_over && b.name == nullptr && b.intent != PCY_INTENT_IN) &&
+        !(b_over && k.name == nullptr && k.intent != PCY_INTENT_IN))
+      return false;
+    if (!k_over && !b_over && b.intent != k.intent) return false;
+    // dtype and rank rules: only compared when both sides state them (a 1.0 signature does not).
+    if (b.name != nullptr && k.name != nullptr && (b.dtype != k.dtype || b.rank != k.rank))
+      return false;
+  }
+  return true;
+}
+
 } // namespace detail
 
 namespace {
 std::string op_label(const OpKey& key) {
-  const char* dt = key.dtype == PCY_DTYPE_F64   ? "f64"
-                   : key.dtype == PCY_DTYPE_F32 ? "f32"
-                   : key.dtype == PCY_DTYPE_I32 ? "i32"
-                   : key.dtype == PCY_DTYPE_I64 ? "i64"
-                   : key.dtype == PCY_DTYPE_U8  ? "u8"
-                                                : "?";
-  return std::string(key.extension) + "." + key.name + " (" + dt + ")";
+  return std::string(key.extension) + "." + key.name + " (" + sdk::dtype_name(key.dtype) + ")";
 }
 } // namespace
 
@@ -120,6 +159,7 @@ BackendImpl::~BackendImpl() {
   for (auto& [bundle, ctx] : bundle_contexts_)
     if (ctx != nullptr) bundle->api().context_teardown(ctx);
   fallbacks_.clear();
+  if (workspace_ != nullptr) api->memory_free(workspace_);
   api->queue_destroy(queue);
 }
 
@@ -183,64 +223,91 @@ detail::BoundOp& BackendImpl::resolve_slow(const OpKey& key, uint32_t idx) {
 
 void BackendImpl::resolve(detail::BoundOp& op, const OpKey& key) {
   const std::string opname = op_label(key);
-  auto sig = key.signature != nullptr ? detail::parse_signature(key.signature) : std::nullopt;
-  if (!sig) {
-    op.failure = opname + ": the front-end's signature \"" +
-                 detail::quote_prefix(key.signature ? key.signature : "") +
-                 "\" is malformed (a bug in the extension's front-end)";
+  auto key_rules = key.schema != nullptr      ? detail::rules_of(*key.schema)
+                   : key.signature != nullptr ? detail::rules_of(key.signature)
+                                              : std::nullopt;
+  if (!key_rules) {
+    op.failure = opname + ": the front-end's schema or signature is malformed (a bug in the "
+                          "extension's front-end)";
     op.failure_code = errc::internal;
     return;
   }
-  op.signature = *sig;
+  op.arg_count = static_cast<uint32_t>(key_rules->size());
+  for (size_t i = 0; i < key_rules->size(); ++i) {
+    op.rules[i] = (*key_rules)[i];
+    op.needs_ext = op.needs_ext || op.rules[i].kind == PCY_SCHEMA_INT_ARRAY;
+  }
+  const std::string key_sig =
+      key.signature != nullptr ? std::string(key.signature) : std::string("(schema)");
 
-  // The bundle serving the op with the front-end's signature on `fw`: the config's
-  // bundle_priority first, then load order. Bundles whose op descriptors failed the load
-  // checks never got those ops, so one broken bundle cannot break an op elsewhere.
+  // The bundles serving the op with arguments compatible with the front-end's, on `fw`: the
+  // config's bundle_priority first, then load order. Bundles whose op descriptors failed the
+  // load checks never got those ops, so one broken bundle cannot break an op elsewhere.
   std::string notes;
   const auto& prio = registry->config.bundle_priority;
-  auto find = [&](const Framework& fw) -> std::pair<const BundleInfo*, const OpEntry*> {
-    std::pair<const BundleInfo*, const OpEntry*> best{nullptr, nullptr};
-    size_t best_rank = SIZE_MAX;
+  auto candidates = [&](const Framework& fw) {
+    std::vector<std::pair<const BundleInfo*, const OpEntry*>> found;
     for (size_t i = 0; i < registry->bundles.size(); ++i) {
       const BundleInfo& b = *registry->bundles[i];
       if (b.extension() != key.extension || b.framework() != fw.name()) continue;
-      const OpEntry* found = nullptr;
+      const OpEntry* entry = nullptr;
       for (const OpEntry& e : registry->bundle_ops[i])
-        if (e.desc->dtype == key.dtype && std::strcmp(e.desc->name, key.name) == 0) found = &e;
-      if (found == nullptr) {
+        if (e.desc->dtype == key.dtype && std::strcmp(e.desc->name, key.name) == 0) entry = &e;
+      if (entry == nullptr) {
         notes +=
             "; " + b.name() + " lacks it" + (b.reason().empty() ? "" : " (" + b.reason() + ")");
         continue;
       }
-      if (found->signature != op.signature) {
-        notes += "; " + b.name() + " declares signature \"" + found->desc->signature +
-                 "\", expected \"" + key.signature + "\"";
+      if (!detail::compatible(entry->rules, *key_rules)) {
+        notes += "; " + b.name() + " declares other arguments (signature \"" +
+                 entry->desc->signature + "\", the front-end's " + key_sig + ")";
         continue;
       }
-      const auto p = std::find(prio.begin(), prio.end(), b.name());
-      const size_t rank = static_cast<size_t>(p - prio.begin()) * 1000000 + b.order();
-      if (rank < best_rank) {
-        best_rank = rank;
-        best = {&b, found};
-      }
+      found.emplace_back(&b, entry);
     }
-    return best;
+    auto rank = [&](const BundleInfo* b) {
+      const auto p = std::find(prio.begin(), prio.end(), b->name());
+      return std::make_pair(static_cast<size_t>(p - prio.begin()), b->order());
+    };
+    std::stable_sort(found.begin(), found.end(),
+                     [&](const auto& x, const auto& y) { return rank(x.first) < rank(y.first); });
+    return found;
   };
 
-  auto bind = [&](BackendImpl& target, const BundleInfo& b, const OpEntry& d, bool fallback) {
-    op.fn = d.desc->fn;
-    op.bundle = target.bundle_context(b);
-    op.target = &target;
-    op.route = {target.framework->name(), b.name(),
-                d.desc->implementation ? detail::quote_prefix(d.desc->implementation, 200) : "",
-                fallback};
-    op.st = detail::BoundOp::state::ready;
+  // Binds the first candidate whose bundle sets up on `target` and says the op is available on
+  // its device (1.1: a device without fp64 refuses f64 ops, so they fall back).
+  auto bind_first = [&](BackendImpl& target, const Framework& fw, bool fallback) {
+    for (const auto& [b, d] : candidates(fw)) {
+      pcy_bundle_context ctx = nullptr;
+      try {
+        // A fallback target is owned by this backend and only ever resolved through it, under
+        // this backend's mutex: its bundle contexts need no lock of their own.
+        ctx = target.bundle_context(*b);
+      } catch (const error& e) {
+        notes += "; " + b->name() + " cannot set up on " + target.name + " (" + e.what() + ")";
+        continue;
+      }
+      if (b->api().op_available != nullptr) {
+        const char* why = nullptr;
+        if (!b->api().op_available(ctx, d->desc, &why)) {
+          notes += "; " + b->name() + " reports it unavailable on " + target.name +
+                   (why != nullptr ? " (" + detail::quote_prefix(why, 300) + ")" : "");
+          continue;
+        }
+      }
+      op.fn = d->desc->fn;
+      op.bundle = ctx;
+      op.target = &target;
+      op.route = {target.framework->name(), b->name(),
+                  d->desc->implementation ? detail::quote_prefix(d->desc->implementation, 200) : "",
+                  fallback};
+      op.st = detail::BoundOp::state::ready;
+      return true;
+    }
+    return false;
   };
 
-  if (auto [b, d] = find(*framework); b != nullptr) {
-    bind(*this, *b, *d, false);
-    return;
-  }
+  if (bind_first(*this, *framework, false)) return;
   const std::string here = notes.empty() ? "; no " + std::string(key.extension) + " bundle for " +
                                                framework->name() + " is loaded"
                                          : notes;
@@ -253,22 +320,74 @@ void BackendImpl::resolve(detail::BoundOp& op, const OpKey& key) {
   }
   for (const RankedDevice& r : registry->device_ranking(denied)) {
     if (r.framework == framework) continue;
-    auto [b, d] = find(*r.framework);
-    if (b == nullptr) continue;
-    BackendImpl& target = fallback_for(*r.framework, r.device, "fallback for " + opname);
-    bind(target, *b, *d, true);
+    if (candidates(*r.framework).empty()) continue;
+    BackendImpl* target = nullptr;
+    try {
+      target = &fallback_for(*r.framework, r.device, "fallback for " + opname);
+    } catch (const error& e) {
+      notes += std::string("; ") + r.framework->name() + " cannot be used (" + e.what() + ")";
+      continue;
+    }
+    if (!bind_first(*target, *r.framework, true)) continue;
     if (policy == fallback_policy::warn)
       detail::log(PCY_LOG_WARN, "core",
-                  opname + " is not offered on " + name + here + "; it runs on " + target.name +
+                  opname + " is not offered on " + name + here + "; it runs on " + target->name +
                       " instead (data moves automatically)");
     return;
   }
-  op.failure = "no framework offers " + opname + here + ": install a " + key.extension +
+  op.failure = "no framework offers " + opname + notes + ": install a " + key.extension +
                " bundle plugin (see parenchyma-info --ops)";
   if (!denied.empty()) {
     op.failure += "; denied frameworks are never used:";
     for (const auto& d : denied)
       op.failure += " " + d;
+  }
+}
+
+// The per-backend op workspace: one buffer, grown (after the queue drained: queued ops may
+// still use the old one) when an op asks for more; later ops on the queue reuse it.
+pcy_error* BackendImpl::workspace(const pcy_op_call* call, uint64_t bytes, pcy_memory* memory,
+                                  void** native) noexcept {
+  auto* self = static_cast<BackendImpl*>(call->workspace_user);
+  try {
+    if (bytes > self->workspace_bytes_) {
+      const uint64_t want = std::max<uint64_t>(bytes, self->workspace_bytes_ * 2);
+      if (self->workspace_ != nullptr) {
+        self->finish();
+        self->api->memory_free(self->workspace_);
+        self->workspace_ = nullptr;
+        self->workspace_native_ = nullptr;
+        self->workspace_bytes_ = 0;
+      }
+      pcy_memory_alloc_args a{};
+      a.struct_size = sizeof a;
+      a.context = self->context;
+      a.device = 0;
+      a.bytes = want;
+      if (pcy_error* e = self->api->memory_alloc(&a)) return e;
+      if (a.memory == nullptr)
+        throw error(errc::plugin, self->framework->name(),
+                    "memory_alloc reported success but returned no memory");
+      self->workspace_ = a.memory;
+      self->workspace_bytes_ = want;
+      self->workspace_native_ = nullptr;
+      if (self->api->native_handle != nullptr) {
+        pcy_native_handle_args h{};
+        h.struct_size = sizeof h;
+        h.object = PCY_NATIVE_MEMORY;
+        h.context = self->context;
+        h.memory = a.memory;
+        if (pcy_error* e = self->api->native_handle(&h))
+          e->destroy(e);
+        else
+          self->workspace_native_ = h.handle;
+      }
+    }
+    *memory = self->workspace_;
+    if (native != nullptr) *native = self->workspace_native_;
+    return nullptr;
+  } catch (const std::exception& e) {
+    return sdk::make_error(PCY_ERR_OUT_OF_MEMORY, e.what(), "core");
   }
 }
 
@@ -334,36 +453,122 @@ OpRoute Backend::route(const OpKey& key) const {
   return op.route;
 }
 
+namespace {
+const char* kind_word(uint8_t k) {
+  switch (k) {
+  case PCY_SCHEMA_INT: return "an int";
+  case PCY_SCHEMA_FLOAT: return "a float";
+  case PCY_SCHEMA_SCALAR: return "a scalar (a float or a one-element tensor in)";
+  case PCY_SCHEMA_TENSOR: return "a tensor";
+  case PCY_SCHEMA_INT_ARRAY: return "an int array";
+  }
+  return "?";
+}
+const char* intent_word(uint8_t i) {
+  switch (i) {
+  case PCY_INTENT_IN: return "in";
+  case PCY_INTENT_OUT: return "out";
+  case PCY_INTENT_INOUT: return "inout";
+  case PCY_SCHEMA_INTENT_OVERWRITE: return "out or inout (overwritten)";
+  }
+  return "?";
+}
+const char* passed_word(const OpArg& a) {
+  switch (a.kind) {
+  case PCY_OP_ARG_INT: return "an int";
+  case PCY_OP_ARG_FLOAT: return "a float";
+  case PCY_OP_ARG_INT_ARRAY: return "an int array";
+  case PCY_OP_ARG_TENSOR:
+    return a.intent == PCY_INTENT_IN    ? "a tensor in"
+           : a.intent == PCY_INTENT_OUT ? "a tensor out"
+                                        : "a tensor inout";
+  }
+  return "something unknown";
+}
+
+// A call that does not match the op's schema: a bug in the front-end. Cold.
+[[noreturn]] [[gnu::noinline]] void bad_call(const OpKey& key, const detail::BoundOp& op, size_t i,
+                                             const OpArg& a, const std::string& what) {
+  const detail::ArgRule& r = op.rules[i];
+  const std::string arg = r.name != nullptr ? std::string(r.name) : "#" + std::to_string(i);
+  throw error(errc::invalid_argument, std::string(key.extension) + "." + key.name,
+              "argument " + arg + " (#" + std::to_string(i) + "): " + what + " (passed " +
+                  passed_word(a) + ", the schema wants " + kind_word(r.kind) +
+                  (r.kind == PCY_SCHEMA_TENSOR ? std::string(" ") + intent_word(r.intent) : "") +
+                  "); the extension's front-end does not match its schema");
+}
+} // namespace
+
 void Backend::invoke(const OpKey& key, std::span<const OpArg> args) const {
   detail::BoundOp& op = impl_->op(key);
   if (op.st != detail::BoundOp::state::ready) [[unlikely]]
     throw error(op.failure_code, std::string(key.extension) + "." + key.name, op.failure);
-  if (args.size() != op.signature.size() || args.size() > max_op_args) [[unlikely]]
+  if (args.size() != op.arg_count) [[unlikely]]
     throw error(errc::invalid_argument, std::string(key.extension) + "." + key.name,
-                "called with " + std::to_string(args.size()) + " arguments, its signature \"" +
-                    key.signature + "\" has " + std::to_string(op.signature.size()));
+                "called with " + std::to_string(args.size()) + " arguments, its schema has " +
+                    std::to_string(op.arg_count));
   BackendImpl& target = *op.target;
   if (&target != impl_.get()) impl_->fallbacks.fetch_add(1, std::memory_order_relaxed);
 
-  std::array<pcy_tensor, max_op_args> tensors;
-  std::array<pcy_op_arg, max_op_args> cargs;
+  std::array<pcy_tensor, detail::max_op_args> tensors;
+  std::array<pcy_op_arg, detail::max_op_args> cargs;
+  std::array<pcy_op_arg_ext, detail::max_op_args> exts;
   for (size_t i = 0; i < args.size(); ++i) {
     const OpArg& a = args[i];
+    const detail::ArgRule& r = op.rules[i];
+    // The per-call check against the schema: kind and intent, then (tensors) dtype and rank.
+    bool ok;
+    switch (r.kind) {
+    case PCY_SCHEMA_INT: ok = a.kind == PCY_OP_ARG_INT; break;
+    case PCY_SCHEMA_FLOAT: ok = a.kind == PCY_OP_ARG_FLOAT; break;
+    case PCY_SCHEMA_SCALAR:
+      ok = a.kind == PCY_OP_ARG_FLOAT ||
+           (a.kind == PCY_OP_ARG_TENSOR && a.intent == PCY_INTENT_IN && a.tensor != nullptr);
+      break;
+    case PCY_SCHEMA_TENSOR:
+      ok = a.kind == PCY_OP_ARG_TENSOR && a.tensor != nullptr &&
+           (a.intent == r.intent ||
+            (r.intent == PCY_SCHEMA_INTENT_OVERWRITE && a.intent != PCY_INTENT_IN));
+      break;
+    case PCY_SCHEMA_INT_ARRAY:
+      ok = a.kind == PCY_OP_ARG_INT_ARRAY && (a.i == 0 || a.ints != nullptr) && a.i >= 0;
+      break;
+    default: ok = false;
+    }
+    if (!ok) [[unlikely]]
+      bad_call(key, op, i, a, "wrong kind or intent");
     pcy_op_arg& c = cargs[i];
     c.kind = a.kind;
     c.intent = a.intent;
     c.i = a.i;
     c.f = a.f;
     c.tensor = nullptr;
+    if (op.needs_ext) {
+      exts[i] = pcy_op_arg_ext{sizeof(pcy_op_arg_ext), nullptr, a.ints,
+                               a.kind == PCY_OP_ARG_INT_ARRAY ? static_cast<uint64_t>(a.i) : 0};
+    }
     if (a.kind == PCY_OP_ARG_TENSOR) {
       TensorStorage& t = *a.tensor;
+      TensorStorage::Impl& ti = t.impl();
+      const pcy_dtype want = r.dtype == PCY_SCHEMA_DTYPE_OP || r.kind == PCY_SCHEMA_SCALAR
+                                 ? key.dtype
+                                 : static_cast<pcy_dtype>(r.dtype);
+      if (ti.dtype != want) [[unlikely]]
+        bad_call(key, op, i, a,
+                 std::string("dtype ") + sdk::dtype_name(ti.dtype) + ", expected " +
+                     sdk::dtype_name(want));
+      if (r.rank >= 0 && ti.shape.size() != static_cast<size_t>(r.rank)) [[unlikely]]
+        bad_call(key, op, i, a,
+                 std::to_string(ti.shape.size()) + " dimensions, expected " +
+                     std::to_string(r.rank));
+      if (r.kind == PCY_SCHEMA_SCALAR && ti.count != 1) [[unlikely]]
+        bad_call(key, op, i, a, "a scalar tensor must have one element");
       const access acc = a.intent == PCY_INTENT_IN    ? access::read
                          : a.intent == PCY_INTENT_OUT ? access::write_only
                                                       : access::write;
       pcy_tensor& d = tensors[i];
       d.struct_size = sizeof d;
       d.ext = nullptr;
-      TensorStorage::Impl& ti = t.impl();
       d.memory = ti.device(target, acc, &d.data);
       d.dtype = ti.dtype;
       d.ndim = static_cast<int32_t>(ti.shape.size());
@@ -379,6 +584,9 @@ void Backend::invoke(const OpKey& key, std::span<const OpArg> args) const {
   call.queue = target.queue;
   call.args = cargs.data();
   call.arg_count = static_cast<uint32_t>(args.size());
+  call.arg_ext = op.needs_ext ? exts.data() : nullptr;
+  call.workspace = &BackendImpl::workspace;
+  call.workspace_user = &target;
   if (pcy_error* e = op.fn(&call)) [[unlikely]]
     throw_if(e, (std::string(key.extension) + "." + key.name).c_str());
 }

@@ -221,6 +221,17 @@ Config parse_config(std::string_view text, const std::string& origin, Config bas
       base.log_level = s;
     } else if (key == "cache_dir") {
       base.cache_dir = string_value(v, origin, "cache_dir");
+    } else if (key == "settings") {
+      if (!v.is_object())
+        bad(origin, "key 'settings' must be an object of strings, e.g. "
+                    "{\"PARENCHYMA_OPENCL_PLATFORMS\": \"nvidia\"}, got " +
+                        show(v));
+      for (auto st = v.begin(); st != v.end(); ++st) {
+        if (st.key().empty() || st.key().size() > 128)
+          bad(origin, "key 'settings' has a member name of " + std::to_string(st.key().size()) +
+                          " bytes: use a variable name");
+        base.settings[st.key()] = string_value(st.value(), origin, "settings");
+      }
     } else {
       bad(origin, "unknown key '" + quote_prefix(key) + "' (known keys: " + known_list() +
                       "): remove it or correct its spelling");

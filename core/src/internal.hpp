@@ -77,19 +77,18 @@ inline constexpr size_t max_ops = 4096;
 inline constexpr size_t max_struct_stride = 4096;
 
 struct BoundOp;
-// Parsed op signature: one entry per argument.
-enum class sig_arg : uint8_t { integer, real, scalar, tensor_in, tensor_out, tensor_inout };
-// nullopt when the text is not a signature.
-std::optional<std::vector<sig_arg>> parse_signature(std::string_view signature);
+struct ArgRule;
 
 } // namespace detail
 
 class DeviceContext;
 
-// One op a bundle serves, checked at load: its descriptor and its parsed signature.
+// One op a bundle serves, checked at load: its descriptor and its argument rules (from its
+// schema when it has one, else from its signature).
 struct OpEntry {
   const pcy_op_desc* desc = nullptr;
-  std::vector<detail::sig_arg> signature;
+  std::vector<detail::ArgRule> rules;
+  const pcy_op_schema* schema = nullptr;
 };
 
 struct RegistryImpl : std::enable_shared_from_this<RegistryImpl> {
@@ -115,6 +114,11 @@ struct RegistryImpl : std::enable_shared_from_this<RegistryImpl> {
   std::optional<std::string> env_backend;
   std::vector<detail::SelectItem> env_items;
   std::optional<error> env_backend_error;
+
+  // Answers to pcy_host_services::setting, kept until the registry goes (their lifetime).
+  std::mutex settings_mutex;
+  std::map<std::string, std::optional<std::string>> settings_asked;
+  const char* setting(const char* name);
 
   std::mutex contexts_mutex;
   std::map<std::pair<const Framework*, uint32_t>, std::weak_ptr<DeviceContext>> contexts;
@@ -185,16 +189,34 @@ private:
 
 namespace detail {
 
+// What one argument of an op must be, checked on every call (a few byte compares).
+struct ArgRule {
+  uint8_t kind = 0;   // pcy_schema_kind
+  uint8_t intent = 0; // TENSOR: pcy_arg_intent or PCY_SCHEMA_INTENT_OVERWRITE
+  uint8_t dtype = 0;  // TENSOR: PCY_SCHEMA_DTYPE_OP or a fixed dtype
+  int8_t rank = PCY_SCHEMA_RANK_ANY;
+  const char* name = nullptr; // from the schema; nullptr for a 1.0 key (then "#i")
+};
+inline constexpr size_t max_op_args = 24;
+
 struct BoundOp {
   enum class state : uint8_t { ready, failed } st = state::failed;
   pcy_op_fn fn = nullptr;
   pcy_bundle_context bundle = nullptr;
   BackendImpl* target = nullptr; // where it runs (this backend or one of its fallbacks)
-  std::vector<sig_arg> signature;
+  uint32_t arg_count = 0;
+  bool needs_ext = false; // some argument is an int array: the call carries arg_ext
+  std::array<ArgRule, max_op_args> rules{};
   OpRoute route;
   std::string failure; // why it cannot run (state::failed)
   errc failure_code = errc::unsupported;
 };
+
+// The rules of a schema or of a 1.0 signature; nullopt when either is malformed.
+std::optional<std::vector<ArgRule>> rules_of(const pcy_op_schema& schema);
+std::optional<std::vector<ArgRule>> rules_of(std::string_view signature);
+// Whether a bundle's op (rules from its schema or signature) takes what the key's rules pass.
+bool compatible(const std::vector<ArgRule>& bundle, const std::vector<ArgRule>& key) noexcept;
 
 } // namespace detail
 
@@ -221,6 +243,9 @@ public:
 
   void finish();
   bool shares_host_memory() const noexcept { return dev->shares_host; }
+  // The op workspace (pcy_op_call::workspace): one buffer per backend, grown on demand.
+  static pcy_error* workspace(const pcy_op_call* call, uint64_t bytes, pcy_memory* memory,
+                              void** native) noexcept;
 
   // The op's binding on this backend, resolved on first use. Lock-free once resolved: a
   // resolved op is published with release semantics and never changes again.
@@ -249,6 +274,9 @@ private:
   // Backends of other frameworks this one borrows ops from (its own queues, not shared).
   std::vector<std::pair<const DeviceContext*, std::shared_ptr<BackendImpl>>> fallbacks_;
   std::mutex mutex_; // guards resolution, bundle contexts and fallbacks (slow path only)
+  pcy_memory workspace_ = nullptr; // used by this backend's queue only: no lock
+  void* workspace_native_ = nullptr;
+  uint64_t workspace_bytes_ = 0;
 };
 
 } // namespace v1

@@ -252,6 +252,29 @@ std::optional<std::string> RegistryImpl::env(const char* name) const {
   return std::string(v);
 }
 
+const char* RegistryImpl::setting(const char* name) {
+  if (name == nullptr || *name == '\0') return nullptr;
+  std::lock_guard<std::mutex> lock(settings_mutex);
+  auto [it, fresh] = settings_asked.try_emplace(name);
+  if (fresh) {
+    if (auto v = env(name))
+      it->second = *v;
+    else if (auto c = config.settings.find(name); c != config.settings.end())
+      it->second = c->second;
+  }
+  return it->second ? it->second->c_str() : nullptr;
+}
+
+namespace {
+const char* host_setting(void* user, const char* name) {
+  try {
+    return static_cast<RegistryImpl*>(user)->setting(name);
+  } catch (...) {
+    return nullptr;
+  }
+}
+} // namespace
+
 void RegistryImpl::add_report(LoadReportEntry e) {
   const pcy_log_level level = e.status == "loaded" ? PCY_LOG_DEBUG : PCY_LOG_INFO;
   detail::log(level, "registry",
@@ -325,6 +348,8 @@ void RegistryImpl::load() {
   host.log = &detail::plugin_log;
   host.log_level = detail::log_level();
   host.cache_dir = cache_dir.empty() ? nullptr : cache_dir.c_str();
+  host.setting = &host_setting;
+  host.setting_user = this;
 
   // 3. The search path: API, environment, config, next to the core library.
   for (const auto& p : options.plugin_paths)
@@ -634,11 +659,11 @@ std::optional<Device> RegistryImpl::describe_device(const pcy_framework_api& t, 
   }
   // Arrays are walked with the plugin's element size, so a newer minor's larger structs work.
   const size_t stride = n > 0 ? props[0].struct_size : sizeof(pcy_property);
-  if (n > 0 && (stride < sizeof(pcy_property) || stride > detail::max_struct_stride ||
+  if (n > 0 && (stride < PCY_PROPERTY_SIZE_1_0 || stride > detail::max_struct_stride ||
                 stride % alignof(pcy_property) != 0 ||
                 reinterpret_cast<uintptr_t>(props) % alignof(pcy_property) != 0)) {
     why = "property elements of " + std::to_string(stride) + " bytes (expected at least " +
-          std::to_string(sizeof(pcy_property)) + ", aligned)";
+          std::to_string(PCY_PROPERTY_SIZE_1_0) + ", aligned)";
     return std::nullopt;
   }
   Device dev;
@@ -723,7 +748,7 @@ bool RegistryImpl::load_bundle(const fs::path& path, const void* table,
   }
   const size_t stride = n > 0 && ops != nullptr ? ops[0].struct_size : sizeof(pcy_op_desc);
   if (n > detail::max_ops || (n > 0 && ops == nullptr) ||
-      (n > 0 && (stride < sizeof(pcy_op_desc) || stride > detail::max_struct_stride ||
+      (n > 0 && (stride < PCY_OP_DESC_SIZE_1_0 || stride > detail::max_struct_stride ||
                  stride % alignof(pcy_op_desc) != 0 ||
                  reinterpret_cast<uintptr_t>(ops) % alignof(pcy_op_desc) != 0))) {
     e.reason = n > detail::max_ops ? "ops returned " + std::to_string(n) + " ops, more than " +
@@ -731,7 +756,7 @@ bool RegistryImpl::load_bundle(const fs::path& path, const void* table,
                : ops == nullptr
                    ? "ops returned " + std::to_string(n) + " ops but no array"
                    : "op descriptors of " + std::to_string(stride) + " bytes (expected at least " +
-                         std::to_string(sizeof(pcy_op_desc)) + ")";
+                         std::to_string(PCY_OP_DESC_SIZE_1_0) + ")";
     e.advice = "fix the bundle's ops table";
     t->shutdown(args.plugin);
     return false;
@@ -744,20 +769,29 @@ bool RegistryImpl::load_bundle(const fs::path& path, const void* table,
         reinterpret_cast<const pcy_op_desc*>(reinterpret_cast<const char*>(ops) + i * stride);
     const std::string opname = plugin_string(op->name, 80);
     std::string why;
-    std::optional<std::vector<detail::sig_arg>> sig;
+    std::optional<std::vector<detail::ArgRule>> rules;
+    // A 1.1 descriptor carries the extension's schema: it is the contract; the signature is
+    // then only what 1.0 hosts read. A 1.0 descriptor has only the signature.
+    const pcy_op_schema* schema =
+        stride >= PCY_OP_DESC_SIZE_1_1 && op->schema != nullptr ? op->schema : nullptr;
     if (!detail::valid_name(opname))
       why = "its name \"" + opname + "\" is not [a-z0-9_]+";
     else if (dtype_label(raw_enum(op->dtype)) == nullptr)
       why = "its dtype " + std::to_string(raw_enum(op->dtype)) + " is unknown";
     else if (op->fn == nullptr)
       why = "no function";
-    else if (op->signature == nullptr || !(sig = detail::parse_signature(op->signature)))
+    else if (schema != nullptr && (schema->extension == nullptr || schema->name == nullptr ||
+                                   extension != schema->extension || opname != schema->name ||
+                                   !(rules = detail::rules_of(*schema))))
+      why = "its schema is malformed or belongs to another op";
+    else if (schema == nullptr &&
+             (op->signature == nullptr || !(rules = detail::rules_of(op->signature))))
       why = "malformed signature \"" + plugin_string(op->signature, 80) + "\"";
     if (!why.empty()) {
       if (++refused_count <= 3) refused += "; op " + std::to_string(i) + " refused: " + why;
       continue;
     }
-    checked.push_back({op, std::move(*sig)});
+    checked.push_back({op, std::move(*rules), schema});
     b->ops_.push_back(op);
   }
   if (refused_count > 3) refused += "; and " + std::to_string(refused_count - 3) + " more";

@@ -2,6 +2,8 @@
 // and the transfer routes (zero-copy alias, same-framework copy, host staging).
 #include "tensor_impl.hpp"
 
+#include <parenchyma/sdk/common.hpp>
+
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -13,14 +15,9 @@ inline namespace v1 {
 namespace {
 
 uint64_t element_size(pcy_dtype t) {
-  switch (t) {
-  case PCY_DTYPE_F32:
-  case PCY_DTYPE_I32: return 4;
-  case PCY_DTYPE_F64:
-  case PCY_DTYPE_I64: return 8;
-  case PCY_DTYPE_U8: return 1;
-  }
-  throw error(errc::invalid_argument, "SharedTensor", "unknown dtype");
+  const size_t n = sdk::dtype_size(t); // the SDK's one table of dtypes
+  if (n == 0) throw error(errc::invalid_argument, "SharedTensor", "unknown dtype");
+  return n;
 }
 
 std::string shape_string(const std::vector<int64_t>& shape) {
@@ -91,10 +88,7 @@ void* native_of(const DeviceContext& c, pcy_memory m) {
 TensorStorage::Impl::~Impl() { release(); }
 
 std::string TensorStorage::Impl::describe() const {
-  return shape_string(shape) + " " +
-         (dtype == PCY_DTYPE_F64   ? "f64"
-          : dtype == PCY_DTYPE_F32 ? "f32"
-                                   : "tensor");
+  return shape_string(shape) + " " + sdk::dtype_name(dtype);
 }
 
 void TensorStorage::Impl::release() {
@@ -504,6 +498,73 @@ size_t TensorStorage::slot_count() const noexcept {
   for (const Slot& s : impl_->slots)
     n += (s.ctx && s.host_ptr == nullptr) ? 1 : 0;
   return n;
+}
+
+// ---- half types ------------------------------------------------------------------------------
+uint16_t f16::from_float(float v) noexcept {
+  uint32_t x = 0;
+  std::memcpy(&x, &v, 4);
+  const uint32_t sign = (x >> 16) & 0x8000u;
+  const uint32_t exp = (x >> 23) & 0xffu;
+  uint32_t mant = x & 0x7fffffu;
+  if (exp == 0xff)
+    return static_cast<uint16_t>(sign | 0x7c00u | (mant != 0 ? 0x200u : 0)); // inf/NaN
+  int e = static_cast<int>(exp) - 127 + 15;
+  if (e >= 31) return static_cast<uint16_t>(sign | 0x7c00u); // overflow: inf
+  if (e <= 0) {                                              // subnormal or zero
+    if (e < -10) return static_cast<uint16_t>(sign);
+    mant |= 0x800000u;
+    const int shift = 14 - e;
+    uint32_t h = mant >> shift;
+    const uint32_t rest = mant & ((1u << shift) - 1), half = 1u << (shift - 1);
+    if (rest > half || (rest == half && (h & 1u))) ++h;
+    return static_cast<uint16_t>(sign | h);
+  }
+  uint32_t h = (static_cast<uint32_t>(e) << 10) | (mant >> 13);
+  const uint32_t rest = mant & 0x1fffu;
+  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) ++h; // may carry into the exponent: right
+  return static_cast<uint16_t>(sign | h);
+}
+
+float f16::to_float(uint16_t h) noexcept {
+  const uint32_t sign = (static_cast<uint32_t>(h) & 0x8000u) << 16;
+  const uint32_t exp = (h >> 10) & 0x1fu;
+  uint32_t mant = h & 0x3ffu;
+  uint32_t x;
+  if (exp == 0x1f) {
+    x = sign | 0x7f800000u | (mant << 13);
+  } else if (exp == 0) {
+    if (mant == 0) {
+      x = sign;
+    } else { // subnormal: normalise
+      int e = -1;
+      do {
+        mant <<= 1;
+        ++e;
+      } while ((mant & 0x400u) == 0);
+      x = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
+    }
+  } else {
+    x = sign | ((exp + 127 - 15) << 23) | (mant << 13);
+  }
+  float v;
+  std::memcpy(&v, &x, 4);
+  return v;
+}
+
+uint16_t bf16::from_float(float v) noexcept {
+  uint32_t x = 0;
+  std::memcpy(&x, &v, 4);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u); // NaN
+  x += 0x7fffu + ((x >> 16) & 1u); // round to nearest even
+  return static_cast<uint16_t>(x >> 16);
+}
+
+float bf16::to_float(uint16_t h) noexcept {
+  const uint32_t x = static_cast<uint32_t>(h) << 16;
+  float v;
+  std::memcpy(&v, &x, 4);
+  return v;
 }
 
 } // namespace v1

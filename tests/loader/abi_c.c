@@ -50,6 +50,8 @@ HEADER_RULE(pcy_op_desc);
 HEADER_RULE(pcy_bundle_init_args);
 HEADER_RULE(pcy_bundle_context_args);
 HEADER_RULE(pcy_bundle_api);
+HEADER_RULE(pcy_op_arg_ext);
+HEADER_RULE(pcy_op_schema);
 
 /* The frozen prefix sits at the same offsets in every entry table, so a host can read any
  * plugin's abi_major before trusting anything else in its table. */
@@ -67,7 +69,35 @@ PREFIX_RULES(pcy_bundle_api);
 
 /* The 1.0 framework table: its first slot follows the prefix; the program slots come last, so a
  * 1.0 plugin without them can end its table early (see the loader's older-minor stub). */
-ABI_ASSERT(PCY_FRAMEWORK_API_SIZE_1_0 == sizeof(pcy_framework_api), framework_size_1_0);
+ABI_ASSERT(PCY_FRAMEWORK_API_SIZE_1_0 <= sizeof(pcy_framework_api), framework_size_1_0);
+
+/* The size pins, as numbers on LP64 (x86-64, aarch64): a pin that moved means a field was
+ * inserted, removed or retyped in that minor's part of the struct — a major change. */
+#if defined(__LP64__)
+ABI_ASSERT(PCY_FRAMEWORK_API_SIZE_1_0 == 272, pin_framework_api_1_0);
+ABI_ASSERT(PCY_BUNDLE_API_SIZE_1_0 == 120, pin_bundle_api_1_0);
+ABI_ASSERT(PCY_BUNDLE_API_SIZE_1_1 == 128, pin_bundle_api_1_1);
+ABI_ASSERT(PCY_OP_CALL_SIZE_1_0 == 44, pin_op_call_1_0);
+ABI_ASSERT(PCY_OP_CALL_SIZE_1_1 == 72, pin_op_call_1_1);
+ABI_ASSERT(PCY_OP_DESC_SIZE_1_0 == 56, pin_op_desc_1_0);
+ABI_ASSERT(PCY_OP_DESC_SIZE_1_1 == 64, pin_op_desc_1_1);
+ABI_ASSERT(PCY_HOST_SERVICES_SIZE_1_0 == 56, pin_host_services_1_0);
+ABI_ASSERT(PCY_HOST_SERVICES_SIZE_1_1 == 72, pin_host_services_1_1);
+ABI_ASSERT(PCY_BUNDLE_CONTEXT_ARGS_SIZE_1_0 == 72, pin_bundle_context_args_1_0);
+ABI_ASSERT(PCY_BUNDLE_INIT_ARGS_SIZE_1_0 == 40, pin_bundle_init_args_1_0);
+ABI_ASSERT(PCY_PROPERTY_SIZE_1_0 == 56, pin_property_1_0);
+ABI_ASSERT(PCY_TENSOR_SIZE_1_0 == 64, pin_tensor_1_0);
+ABI_ASSERT(PCY_MEMORY_HANDLE_SIZE_1_0 == 73, pin_memory_handle_1_0);
+ABI_ASSERT(sizeof(pcy_op_arg) == 32, op_arg_record_frozen);
+ABI_ASSERT(sizeof(pcy_kernel_arg) == 32, kernel_arg_record_frozen);
+#endif
+/* 1.1 fields come after every 1.0 field of their struct. */
+ABI_ASSERT(offsetof(pcy_op_call, arg_ext) >= PCY_OP_CALL_SIZE_1_0, op_call_1_1_after_1_0);
+ABI_ASSERT(offsetof(pcy_op_desc, schema) >= PCY_OP_DESC_SIZE_1_0, op_desc_1_1_after_1_0);
+ABI_ASSERT(offsetof(pcy_host_services, setting) >= PCY_HOST_SERVICES_SIZE_1_0,
+           host_services_1_1_after_1_0);
+ABI_ASSERT(offsetof(pcy_bundle_api, op_available) >= PCY_BUNDLE_API_SIZE_1_0,
+           bundle_api_1_1_after_1_0);
 ABI_ASSERT(offsetof(pcy_framework_api, initialize) >= sizeof(pcy_plugin_prefix),
            framework_slots_after_prefix);
 ABI_ASSERT(offsetof(pcy_framework_api, kernel_launch) + sizeof(void (*)(void)) ==
@@ -111,9 +141,10 @@ BEFORE(pcy_bundle_api, initialize, shutdown);
 BEFORE(pcy_bundle_api, shutdown, ops);
 BEFORE(pcy_bundle_api, ops, context_init);
 BEFORE(pcy_bundle_api, context_init, context_teardown);
-ABI_ASSERT(offsetof(pcy_bundle_api, context_teardown) + sizeof(void (*)(void)) ==
+BEFORE(pcy_bundle_api, context_teardown, op_available);
+ABI_ASSERT(offsetof(pcy_bundle_api, op_available) + sizeof(void (*)(void)) ==
                sizeof(pcy_bundle_api),
-           bundle_context_teardown_last);
+           bundle_op_available_last);
 
 /* Values written into enums are part of the ABI. */
 ABI_ASSERT(PCY_OK == 0 && PCY_ERR_LAUNCH == 10, status_values);
@@ -123,6 +154,11 @@ ABI_ASSERT(PCY_DEVICE_CPU == 1 && PCY_DEVICE_GPU == 2 && PCY_DEVICE_ACCELERATOR 
 ABI_ASSERT(PCY_HANDLE_HOST_POINTER == 1 && PCY_HANDLE_OPENCL_BUFFER == 3, handle_kind_values);
 ABI_ASSERT(PCY_INTENT_IN == 1 && PCY_INTENT_OUT == 2 && PCY_INTENT_INOUT == 3, intent_values);
 ABI_ASSERT(PCY_ABI_VERSION_MAJOR == 1, abi_major_is_1);
+ABI_ASSERT(PCY_ABI_VERSION_MINOR == 1, abi_minor_is_1);
+ABI_ASSERT(PCY_DTYPE_U8 == 5 && PCY_DTYPE_F16 == 6 && PCY_DTYPE_BF16 == 7, dtype_values);
+ABI_ASSERT(PCY_OP_ARG_FLOAT == 3 && PCY_OP_ARG_INT_ARRAY == 4, op_arg_kind_values);
+ABI_ASSERT(PCY_SCHEMA_INT == 1 && PCY_SCHEMA_INT_ARRAY == 5 && PCY_SCHEMA_INTENT_OVERWRITE == 4,
+           schema_values);
 
 int main(void) {
   /* A sender that knew only the first three fields of pcy_memory_handle. */
@@ -141,6 +177,13 @@ int main(void) {
   h.struct_size = sizeof h;
   if (!PCY_HAS_FIELD(&h, pcy_memory_handle, pinned)) {
     puts("FAIL: PCY_HAS_FIELD misses the last field of a full struct");
+    ++failures;
+  }
+  /* The schemas are usable from C: gemm has 13 arguments, C is #11 and overwritten. */
+  if (pcy_blas_gemm_schema.arg_count != 13 || strcmp(pcy_blas_gemm_args[11].name, "C") != 0 ||
+      pcy_blas_gemm_args[11].intent != PCY_SCHEMA_INTENT_OVERWRITE ||
+      pcy_blas_gemm_args[6].rank != 2 || pcy_blas_schemas[0] != &pcy_blas_asum_schema) {
+    puts("FAIL: the BLAS schemas read wrong from C");
     ++failures;
   }
   if (strcmp(PCY_FRAMEWORK_ENTRY_SYMBOL, "pcy_framework_entry") != 0 ||

@@ -2,6 +2,7 @@
 // ranking, the backend that would be selected and why, and the op x framework coverage.
 //   parenchyma-info [--json] [--explain] [--ops] [--backend REQUEST]
 #include <parenchyma/parenchyma.hpp>
+#include <parenchyma/sdk/common.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -17,16 +18,7 @@ namespace pa = parenchyma;
 
 namespace {
 
-const char* dtype_name(pcy_dtype t) {
-  switch (t) {
-  case PCY_DTYPE_F32: return "f32";
-  case PCY_DTYPE_F64: return "f64";
-  case PCY_DTYPE_I32: return "i32";
-  case PCY_DTYPE_I64: return "i64";
-  case PCY_DTYPE_U8: return "u8";
-  }
-  return "?";
-}
+const char* dtype_name(pcy_dtype t) { return parenchyma::sdk::dtype_name(t); }
 
 nlohmann::json value_json(const pa::property_value& v) {
   return std::visit([](const auto& x) { return nlohmann::json(x); }, v);

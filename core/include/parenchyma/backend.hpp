@@ -4,6 +4,7 @@
 
 #include <parenchyma/export.hpp>
 
+#include <parenchyma/abi/pcy_bundle.h>
 #include <parenchyma/registry.hpp>
 
 #include <atomic>
@@ -24,14 +25,24 @@ struct ProgramImpl;
 struct KernelImpl;
 
 // Identifies one op of one extension for one dtype. Front-ends declare these as function-local
-// statics; the first use gives the key a process-wide slot, so later calls resolve with an
-// index instead of a name lookup.
+// statics (parenchyma/extension.hpp's op_key does); the first use gives the key a process-wide
+// slot, so later calls resolve with an index instead of a name lookup. A key made from the
+// extension's schema (pcy_bundle.h) has every call checked against it; a key with only a 1.0
+// signature string ("i t=") is checked against the rules the string gives.
 struct OpKey {
   const char* extension;
   const char* name;
   pcy_dtype dtype;
-  const char* signature;
+  const char* signature;                 // 1.0-style key; nullptr when `schema` is set
+  const pcy_op_schema* schema = nullptr; // the extension's schema of the op
   mutable std::atomic<int32_t> slot{-1};
+
+  constexpr OpKey(const char* ext, const char* op, pcy_dtype t, const char* sig) noexcept
+      : extension(ext), name(op), dtype(t), signature(sig) {}
+  constexpr OpKey(const pcy_op_schema& s, pcy_dtype t) noexcept
+      : extension(s.extension), name(s.name), dtype(t), signature(nullptr), schema(&s) {}
+  OpKey(const OpKey&) = delete;
+  OpKey& operator=(const OpKey&) = delete;
   PARENCHYMA_API int32_t index() const; // assigns the slot on first use
 };
 
@@ -40,22 +51,29 @@ struct OpArg {
   pcy_op_arg_kind kind = PCY_OP_ARG_INT;
   pcy_arg_intent intent = PCY_INTENT_IN;
   TensorStorage* tensor = nullptr;
-  int64_t i = 0;
+  int64_t i = 0; // INT; INT_ARRAY: the count
   double f = 0;
+  const int64_t* ints = nullptr; // INT_ARRAY: the values (borrowed for the call)
 
   static OpArg in(const TensorStorage& t) noexcept {
-    return {PCY_OP_ARG_TENSOR, PCY_INTENT_IN, const_cast<TensorStorage*>(&t), 0, 0};
+    return {PCY_OP_ARG_TENSOR, PCY_INTENT_IN, const_cast<TensorStorage*>(&t), 0, 0, nullptr};
   }
   static OpArg out(TensorStorage& t) noexcept {
-    return {PCY_OP_ARG_TENSOR, PCY_INTENT_OUT, &t, 0, 0};
+    return {PCY_OP_ARG_TENSOR, PCY_INTENT_OUT, &t, 0, 0, nullptr};
   }
   static OpArg inout(TensorStorage& t) noexcept {
-    return {PCY_OP_ARG_TENSOR, PCY_INTENT_INOUT, &t, 0, 0};
+    return {PCY_OP_ARG_TENSOR, PCY_INTENT_INOUT, &t, 0, 0, nullptr};
   }
   static OpArg integer(int64_t v) noexcept {
-    return {PCY_OP_ARG_INT, PCY_INTENT_IN, nullptr, v, 0};
+    return {PCY_OP_ARG_INT, PCY_INTENT_IN, nullptr, v, 0, nullptr};
   }
-  static OpArg real(double v) noexcept { return {PCY_OP_ARG_FLOAT, PCY_INTENT_IN, nullptr, 0, v}; }
+  static OpArg real(double v) noexcept {
+    return {PCY_OP_ARG_FLOAT, PCY_INTENT_IN, nullptr, 0, v, nullptr};
+  }
+  static OpArg integers(std::span<const int64_t> v) noexcept {
+    return {
+        PCY_OP_ARG_INT_ARRAY, PCY_INTENT_IN, nullptr, static_cast<int64_t>(v.size()), 0, v.data()};
+  }
 };
 
 // Where an op runs for a backend, resolved once per backend and op.
@@ -145,9 +163,10 @@ private:
   std::shared_ptr<ProgramImpl> impl_;
 };
 
-// Backends are cheap handles: copies share one context and queue, and every Backend for the same
-// framework device made from one Registry shares them too. Like a CUDA stream, a backend's queue
-// is used from one thread at a time; use a backend per thread, or synchronise around it.
+// A Backend is a stream on one device: its own queue and bundle contexts, sharing the device's
+// context with the other backends of that device. Copies of one Backend share its stream.
+// Threads (docs/threads.md): like a CUDA stream, a backend (and its copies) is used by one
+// thread at a time; separately constructed backends are independent, so use one per thread.
 class PARENCHYMA_API Backend {
 public:
   // The default backend: explicit > PARENCHYMA_BACKEND > config > ranking, in the global
@@ -177,8 +196,10 @@ public:
               std::initializer_list<KernelArg> args) const;
   void launch(const Kernel& kernel, const LaunchDims& dims, std::span<const KernelArg> args) const;
 
-  // Runs one op: syncs each tensor as its intent needs on the device the op runs on (this
-  // backend, or another framework's under the fallback policy), then enqueues it.
+  // Runs one op: checks every argument against the op's schema (kind, intent, dtype, rank:
+  // errc::invalid_argument naming the op and the argument), syncs each tensor as its intent
+  // needs on the device the op runs on (this backend, or another framework's under the fallback
+  // policy), then enqueues it.
   void invoke(const OpKey& key, std::span<const OpArg> args) const;
   // Where the op would run; throws errc::unsupported (deny / nowhere) naming the op.
   OpRoute route(const OpKey& key) const;

@@ -133,6 +133,9 @@ struct Config {
   // Bundles to prefer when several serve the same op on one framework, best first; the others
   // in search (load) order.
   std::vector<std::string> bundle_priority;
+  // Plugin settings (e.g. "PARENCHYMA_OPENCL_PLATFORMS": "nvidia"), used where the environment
+  // does not set the variable; plugins read them through the host (pcy_host_services::setting).
+  std::map<std::string, std::string> settings;
   std::vector<std::string> sources; // the files it was read from, in order
 };
 

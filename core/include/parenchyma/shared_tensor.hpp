@@ -87,9 +87,33 @@ private:
   std::unique_ptr<Impl> impl_;
 };
 
+// The half types (ABI 1.1), as 16-bit storage with conversions to and from float: what tensor
+// cores and today's models use. Arithmetic happens on the devices (or after converting).
+struct f16 {
+  uint16_t bits = 0;
+  f16() = default;
+  explicit f16(float v) noexcept : bits(from_float(v)) {}
+  explicit operator float() const noexcept { return to_float(bits); }
+  PARENCHYMA_API static uint16_t from_float(float v) noexcept; // round to nearest even
+  PARENCHYMA_API static float to_float(uint16_t h) noexcept;
+};
+struct bf16 {
+  uint16_t bits = 0;
+  bf16() = default;
+  explicit bf16(float v) noexcept : bits(from_float(v)) {}
+  explicit operator float() const noexcept { return to_float(bits); }
+  PARENCHYMA_API static uint16_t from_float(float v) noexcept; // round to nearest even
+  PARENCHYMA_API static float to_float(uint16_t h) noexcept;
+};
+
 template <class T> struct dtype_of;
 template <> struct dtype_of<float> { static constexpr pcy_dtype value = PCY_DTYPE_F32; };
 template <> struct dtype_of<double> { static constexpr pcy_dtype value = PCY_DTYPE_F64; };
+template <> struct dtype_of<int32_t> { static constexpr pcy_dtype value = PCY_DTYPE_I32; };
+template <> struct dtype_of<int64_t> { static constexpr pcy_dtype value = PCY_DTYPE_I64; };
+template <> struct dtype_of<uint8_t> { static constexpr pcy_dtype value = PCY_DTYPE_U8; };
+template <> struct dtype_of<f16> { static constexpr pcy_dtype value = PCY_DTYPE_F16; };
+template <> struct dtype_of<bf16> { static constexpr pcy_dtype value = PCY_DTYPE_BF16; };
 
 template <class T> class SharedTensor {
 public:

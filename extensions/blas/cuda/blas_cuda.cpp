@@ -9,7 +9,9 @@
 // with a device-resident alpha, beta-scaling of outputs (k == 0, alpha == 0), and a guard
 // around gemm/gemv with a device-resident alpha (cuBLAS dgemm multiplies NaN in A by it).
 #include "blas_call.hpp"
+
 #include "kernels_cu.hpp"
+#include <parenchyma/sdk/op_schema.hpp>
 
 #include <cublas_api.h>
 #include <cuda.h>
@@ -482,21 +484,22 @@ public:
   static constexpr const char* framework = "cuda";
   static constexpr uint32_t min_framework_abi_minor = 0;
 
-  explicit blas_cuda_bundle(const pcy_host_services& host) : log_(&host, bundle_name) {
+  explicit blas_cuda_bundle(const pcy_host_services& host)
+      : log_(&host, bundle_name), host_(&host) {
     if (!load()) {
       log_.info(reason_);
       return; // loads, serves no op, says why
     }
-    add<op_asum<float>, op_asum<double>>("asum", PCY_BLAS_ASUM_SIG, "asum");
-    add<op_axpy<float>, op_axpy<double>>("axpy", PCY_BLAS_AXPY_SIG, "axpy");
-    add<op_axpby<float>, op_axpby<double>>("axpby", PCY_BLAS_AXPBY_SIG, nullptr);
-    add<op_copy<float>, op_copy<double>>("copy", PCY_BLAS_COPY_SIG, "copy");
-    add<op_dot<float>, op_dot<double>>("dot", PCY_BLAS_DOT_SIG, "dot");
-    add<op_nrm2<float>, op_nrm2<double>>("nrm2", PCY_BLAS_NRM2_SIG, nullptr);
-    add<op_scal<float>, op_scal<double>>("scal", PCY_BLAS_SCAL_SIG, "scal");
-    add<op_swap<float>, op_swap<double>>("swap", PCY_BLAS_SWAP_SIG, "swap");
-    add<op_gemv<float>, op_gemv<double>>("gemv", PCY_BLAS_GEMV_SIG, "gemv");
-    add<op_gemm<float>, op_gemm<double>>("gemm", PCY_BLAS_GEMM_SIG, "gemm");
+    add<op_asum<float>, op_asum<double>>(pcy_blas_asum_schema, "asum");
+    add<op_axpy<float>, op_axpy<double>>(pcy_blas_axpy_schema, "axpy");
+    add<op_axpby<float>, op_axpby<double>>(pcy_blas_axpby_schema, nullptr);
+    add<op_copy<float>, op_copy<double>>(pcy_blas_copy_schema, "copy");
+    add<op_dot<float>, op_dot<double>>(pcy_blas_dot_schema, "dot");
+    add<op_nrm2<float>, op_nrm2<double>>(pcy_blas_nrm2_schema, nullptr);
+    add<op_scal<float>, op_scal<double>>(pcy_blas_scal_schema, "scal");
+    add<op_swap<float>, op_swap<double>>(pcy_blas_swap_schema, "swap");
+    add<op_gemv<float>, op_gemv<double>>(pcy_blas_gemv_schema, "gemv");
+    add<op_gemm<float>, op_gemm<double>>(pcy_blas_gemm_schema, "gemm");
   }
   blas_cuda_bundle(const blas_cuda_bundle&) = delete;
   blas_cuda_bundle& operator=(const blas_cuda_bundle&) = delete;
@@ -506,7 +509,7 @@ public:
   }
 
   const char* reason() const { return reason_.empty() ? nullptr : reason_.c_str(); }
-  std::span<const pcy_op_desc> ops() const { return ops_; }
+  std::span<const pcy_op_desc> ops() const { return table_.ops(); }
 
   context_type* create_context(const pcy_bundle_context_args& a) {
     if (!reason_.empty()) sdk::fail(PCY_ERR_UNAVAILABLE, reason_);
@@ -602,8 +605,9 @@ private:
       return false;
     }
     std::vector<std::string> candidates{"libcublas.so.13", "libcublas.so.12"};
+    // Through the host, so the set-uid rule and a replaced environment hold here too.
     for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
-      if (const char* root = std::getenv(var); root != nullptr && *root != '\0')
+      if (const char* root = sdk::host_setting(host_, var))
         for (const char* v : {"13", "12"})
           candidates.push_back(sdk::str(root, "/lib64/libcublas.so.", v));
     for (const char* v : {"13", "12"})
@@ -636,27 +640,22 @@ private:
 
   template <void (*F32)(cuda_context&, const sdk::op_args&),
             void (*F64)(cuda_context&, const sdk::op_args&)>
-  void add(const char* op, const char* sig, const char* fn) {
+  void add(const pcy_op_schema& schema, const char* fn) {
     // fn == nullptr: our own CUDA C kernel serves the op.
     const auto label = [&](const char* t) {
       return fn != nullptr ? sdk::str("cuBLAS (", soname_, ") cublas", t, fn)
-                           : sdk::str("parenchyma CUDA C kernel ", op, " (",
+                           : sdk::str("parenchyma CUDA C kernel ", schema.name, " (",
                                       t[0] == 'S' ? "f32" : "f64", ")");
     };
-    labels_.push_back(label("S"));
-    ops_.push_back(sdk::make_op(op, PCY_DTYPE_F32, sig, &sdk::op_entry<blas_cuda_bundle, F32>,
-                                labels_.back().c_str()));
-    labels_.push_back(label("D"));
-    ops_.push_back(sdk::make_op(op, PCY_DTYPE_F64, sig, &sdk::op_entry<blas_cuda_bundle, F64>,
-                                labels_.back().c_str()));
+    table_.add<F32, F64>(schema, label("S"), label("D"));
   }
 
   sdk::logger log_;
+  const pcy_host_services* host_;
   cublas_api api_;
   void* lib_ = nullptr;
   std::string soname_, reason_;
-  std::deque<std::string> labels_;
-  std::vector<pcy_op_desc> ops_;
+  sdk::op_table<blas_cuda_bundle> table_;
 };
 
 } // namespace

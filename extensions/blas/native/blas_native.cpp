@@ -6,6 +6,8 @@
 // keeps ordering exact without our own threads. OpenBLAS threads itself (OPENBLAS_NUM_THREADS).
 #include "blas_call.hpp"
 
+#include <parenchyma/sdk/op_schema.hpp>
+
 #include <cblas.h>
 
 #include <deque>
@@ -26,15 +28,9 @@ struct native_context {
   // Waits for work the framework queue may still be running on the op's tensors.
   void settle(pcy_queue q) const { sdk::check(fw->queue_finish(q)); }
 
+  // The host pointer the host resolved once into pcy_tensor::data (sdk::native_of).
   template <class T> T* ptr(const pcy_tensor& t) const {
-    if (t.data != nullptr) [[likely]] // resolved once by the host
-      return reinterpret_cast<T*>(static_cast<char*>(t.data) + t.byte_offset);
-    pcy_native_handle_args a{};
-    a.struct_size = sizeof a;
-    a.object = PCY_NATIVE_MEMORY;
-    a.memory = t.memory;
-    sdk::check(fw->native_handle(&a));
-    return reinterpret_cast<T*>(static_cast<char*>(a.handle) + t.byte_offset);
+    return reinterpret_cast<T*>(static_cast<char*>(sdk::native_of(*fw, t)) + t.byte_offset);
   }
   template <class T> T scalar(const blas_bundle::scalar_arg& s) const {
     return s.tensor != nullptr ? *ptr<T>(*s.tensor) : static_cast<T>(s.value);
@@ -210,24 +206,27 @@ public:
   static constexpr uint32_t min_framework_abi_minor = 0;
 
   explicit blas_native_bundle(const pcy_host_services&) {
-    const std::string lib = openblas_label();
-    add<float, op_asum<float>, op_asum<double>>("asum", PCY_BLAS_ASUM_SIG, lib, "asum");
-    add<float, op_axpy<float>, op_axpy<double>>("axpy", PCY_BLAS_AXPY_SIG, lib, "axpy");
+    const std::string lib = openblas_label() + " cblas_";
+    auto add = [&]<auto F32, auto F64>(const pcy_op_schema& s, const char* fn) {
+      table_.add<F32, F64>(s, lib + "s" + fn, lib + "d" + fn);
+    };
+    add.template operator()<op_asum<float>, op_asum<double>>(pcy_blas_asum_schema, "asum");
+    add.template operator()<op_axpy<float>, op_axpy<double>>(pcy_blas_axpy_schema, "axpy");
 #ifdef PARENCHYMA_HAVE_CBLAS_AXPBY
-    add<float, op_axpby<float>, op_axpby<double>>("axpby", PCY_BLAS_AXPBY_SIG, lib, "axpby");
+    add.template operator()<op_axpby<float>, op_axpby<double>>(pcy_blas_axpby_schema, "axpby");
 #else
-    add<float, op_axpby<float>, op_axpby<double>>("axpby", PCY_BLAS_AXPBY_SIG, lib, "scal+axpy");
+    add.template operator()<op_axpby<float>, op_axpby<double>>(pcy_blas_axpby_schema, "scal+axpy");
 #endif
-    add<float, op_copy<float>, op_copy<double>>("copy", PCY_BLAS_COPY_SIG, lib, "copy");
-    add<float, op_dot<float>, op_dot<double>>("dot", PCY_BLAS_DOT_SIG, lib, "dot");
-    add<float, op_nrm2<float>, op_nrm2<double>>("nrm2", PCY_BLAS_NRM2_SIG, lib, "nrm2");
-    add<float, op_scal<float>, op_scal<double>>("scal", PCY_BLAS_SCAL_SIG, lib, "scal");
-    add<float, op_swap<float>, op_swap<double>>("swap", PCY_BLAS_SWAP_SIG, lib, "swap");
-    add<float, op_gemv<float>, op_gemv<double>>("gemv", PCY_BLAS_GEMV_SIG, lib, "gemv");
-    add<float, op_gemm<float>, op_gemm<double>>("gemm", PCY_BLAS_GEMM_SIG, lib, "gemm");
+    add.template operator()<op_copy<float>, op_copy<double>>(pcy_blas_copy_schema, "copy");
+    add.template operator()<op_dot<float>, op_dot<double>>(pcy_blas_dot_schema, "dot");
+    add.template operator()<op_nrm2<float>, op_nrm2<double>>(pcy_blas_nrm2_schema, "nrm2");
+    add.template operator()<op_scal<float>, op_scal<double>>(pcy_blas_scal_schema, "scal");
+    add.template operator()<op_swap<float>, op_swap<double>>(pcy_blas_swap_schema, "swap");
+    add.template operator()<op_gemv<float>, op_gemv<double>>(pcy_blas_gemv_schema, "gemv");
+    add.template operator()<op_gemm<float>, op_gemm<double>>(pcy_blas_gemm_schema, "gemm");
   }
 
-  std::span<const pcy_op_desc> ops() const { return ops_; }
+  std::span<const pcy_op_desc> ops() const { return table_.ops(); }
 
   context_type* create_context(const pcy_bundle_context_args& a) {
     if (a.framework->native_handle == nullptr || a.framework->queue_finish == nullptr)
@@ -248,18 +247,7 @@ private:
     if (sp != std::string::npos) sp = cfg.find(' ', sp + 1);
     return cfg.substr(0, sp);
   }
-  template <class, void (*F32)(native_context&, const sdk::op_args&),
-            void (*F64)(native_context&, const sdk::op_args&)>
-  void add(const char* op, const char* sig, const std::string& lib, const char* fn) {
-    labels_.push_back(lib + " cblas_s" + fn);
-    ops_.push_back(sdk::make_op(op, PCY_DTYPE_F32, sig, &sdk::op_entry<blas_native_bundle, F32>,
-                                labels_.back().c_str()));
-    labels_.push_back(lib + " cblas_d" + fn);
-    ops_.push_back(sdk::make_op(op, PCY_DTYPE_F64, sig, &sdk::op_entry<blas_native_bundle, F64>,
-                                labels_.back().c_str()));
-  }
-  std::deque<std::string> labels_; // stable addresses for the op table's strings
-  std::vector<pcy_op_desc> ops_;
+  sdk::op_table<blas_native_bundle> table_;
 };
 
 } // namespace

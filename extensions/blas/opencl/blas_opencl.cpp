@@ -11,6 +11,8 @@
 #include "blas_call.hpp"
 #include "kernels_cl.hpp"
 
+#include <parenchyma/sdk/op_schema.hpp>
+
 #include <algorithm>
 #include <array>
 #include <cstdlib>
@@ -48,14 +50,6 @@ enum class impl { own, clblast };
 constexpr std::array<impl, OP_COUNT> measured_default{
     impl::clblast, impl::clblast, impl::own,     impl::clblast, impl::clblast,
     impl::own,     impl::clblast, impl::clblast, impl::clblast, impl::clblast};
-
-const char* env(const char* name) {
-#if defined(__GLIBC__)
-  return secure_getenv(name); // ignored in set-uid processes
-#else
-  return std::getenv(name);
-#endif
-}
 
 struct kernel_set {
   pcy_kernel axpby = nullptr, axpy = nullptr, scal = nullptr, copy = nullptr, swap = nullptr;
@@ -110,13 +104,16 @@ struct ocl_context {
     if (!d.available) sdk::fail(PCY_ERR_UNSUPPORTED, d.reason);
     return d;
   }
-  void* cl_mem_of(const pcy_tensor& t) const {
-    pcy_native_handle_args a{};
-    a.struct_size = sizeof a;
-    a.object = PCY_NATIVE_MEMORY;
-    a.memory = t.memory;
-    sdk::check(fw->native_handle(&a));
-    return a.handle;
+  // The cl_mem the host resolved once into pcy_tensor::data.
+  void* cl_mem_of(const pcy_tensor& t) const { return sdk::native_of(*fw, t); }
+  // 1.1: f64 ops on a device without fp64 are unavailable here, so the host routes them to
+  // another framework (fallback policy) instead of failing at call time.
+  bool op_available(const pcy_op_desc& op, const char** reason) const {
+    if (op.dtype == PCY_DTYPE_F64 && !f64.available) {
+      *reason = f64.reason.c_str();
+      return false;
+    }
+    return true;
   }
   void launch(pcy_queue q, pcy_kernel k, uint32_t dims, std::array<uint64_t, 2> global,
               std::array<uint32_t, 2> local, std::initializer_list<pcy_kernel_arg> args) const {
@@ -455,14 +452,15 @@ void at_offset_zero(ocl_context& cx, const sdk::op_args& a) {
   F(cx, a);
 }
 
-std::array<impl, OP_COUNT> choose_impls() {
+std::array<impl, OP_COUNT> choose_impls(const pcy_host_services& host) {
   std::array<impl, OP_COUNT> c = measured_default;
 #ifdef PARENCHYMA_HAVE_CLBLAST
-  if (const char* e = env("PARENCHYMA_BLAS_OPENCL_IMPL"); e != nullptr && *e != '\0') {
+  if (const char* e = sdk::host_setting(&host, "PARENCHYMA_BLAS_OPENCL_IMPL")) {
     const std::string_view v(e);
     if (v == "own" || v == "clblast") c.fill(v == "own" ? impl::own : impl::clblast);
   }
 #else
+  (void)host;
   c.fill(impl::own);
 #endif
   c[AXPBY] = impl::own; // CLBlast has no axpby
@@ -494,9 +492,10 @@ public:
   static constexpr const char* framework = "opencl";
   static constexpr uint32_t min_framework_abi_minor = 0;
 
-  explicit blas_opencl_bundle(const pcy_host_services& host) : log_(&host, bundle_name) {
-    choice_ = choose_impls();
-    if (const char* e = env("PARENCHYMA_BLAS_OPENCL_IMPL"); e != nullptr && *e != '\0') {
+  explicit blas_opencl_bundle(const pcy_host_services& host)
+      : log_(&host, bundle_name), host_(&host) {
+    choice_ = choose_impls(host);
+    if (const char* e = sdk::host_setting(&host, "PARENCHYMA_BLAS_OPENCL_IMPL")) {
       const std::string_view v(e);
 #ifdef PARENCHYMA_HAVE_CLBLAST
       if (v != "own" && v != "clblast")
@@ -511,19 +510,19 @@ public:
 #endif
         );
     }
-    add<op_asum<float>, op_asum<double>>(ASUM, PCY_BLAS_ASUM_SIG);
-    add<op_axpy<float>, op_axpy<double>>(AXPY, PCY_BLAS_AXPY_SIG);
-    add<op_axpby<float>, op_axpby<double>>(AXPBY, PCY_BLAS_AXPBY_SIG);
-    add<op_copy<float>, op_copy<double>>(COPY, PCY_BLAS_COPY_SIG);
-    add<op_dot<float>, op_dot<double>>(DOT, PCY_BLAS_DOT_SIG);
-    add<op_nrm2<float>, op_nrm2<double>>(NRM2, PCY_BLAS_NRM2_SIG);
-    add<op_scal<float>, op_scal<double>>(SCAL, PCY_BLAS_SCAL_SIG);
-    add<op_swap<float>, op_swap<double>>(SWAP, PCY_BLAS_SWAP_SIG);
-    add<op_gemv<float>, op_gemv<double>>(GEMV, PCY_BLAS_GEMV_SIG);
-    add<op_gemm<float>, op_gemm<double>>(GEMM, PCY_BLAS_GEMM_SIG);
+    add<op_asum<float>, op_asum<double>>(ASUM, pcy_blas_asum_schema);
+    add<op_axpy<float>, op_axpy<double>>(AXPY, pcy_blas_axpy_schema);
+    add<op_axpby<float>, op_axpby<double>>(AXPBY, pcy_blas_axpby_schema);
+    add<op_copy<float>, op_copy<double>>(COPY, pcy_blas_copy_schema);
+    add<op_dot<float>, op_dot<double>>(DOT, pcy_blas_dot_schema);
+    add<op_nrm2<float>, op_nrm2<double>>(NRM2, pcy_blas_nrm2_schema);
+    add<op_scal<float>, op_scal<double>>(SCAL, pcy_blas_scal_schema);
+    add<op_swap<float>, op_swap<double>>(SWAP, pcy_blas_swap_schema);
+    add<op_gemv<float>, op_gemv<double>>(GEMV, pcy_blas_gemv_schema);
+    add<op_gemm<float>, op_gemm<double>>(GEMM, pcy_blas_gemm_schema);
   }
 
-  std::span<const pcy_op_desc> ops() const { return ops_; }
+  std::span<const pcy_op_desc> ops() const { return table_.ops(); }
 
   context_type* create_context(const pcy_bundle_context_args& a) {
     const pcy_framework_api& fw = *a.framework;
@@ -559,7 +558,7 @@ public:
       if (key == PCY_PROP_FP64) fp64 = props[i].i != 0;
     }
     cx->gs.tiled = !cpu;
-    if (const char* e = env("PARENCHYMA_BLAS_OPENCL_GEMM"); e != nullptr && *e != '\0')
+    if (const char* e = sdk::host_setting(host_, "PARENCHYMA_BLAS_OPENCL_GEMM"))
       cx->gs.tiled = std::string_view(e) != "direct";
     if (!cx->gs.tiled) {
       cx->gs.ts_n = 64;
@@ -635,30 +634,24 @@ private:
 
   template <void (*F32)(ocl_context&, const sdk::op_args&),
             void (*F64)(ocl_context&, const sdk::op_args&)>
-  void add(op_id op, const char* sig) {
-    for (const bool f64 : {false, true}) {
-      std::string label;
+  void add(op_id op, const pcy_op_schema& schema) {
+    auto label = [&](bool f64) -> std::string {
       if (choice_[op] == impl::clblast)
-        label = sdk::str("CLBlast ",
+        return sdk::str("CLBlast ",
 #ifdef PARENCHYMA_HAVE_CLBLAST
-                         PARENCHYMA_CLBLAST_VERSION,
+                        PARENCHYMA_CLBLAST_VERSION,
 #endif
-                         " CLBlast", f64 ? "D" : "S", op_names[op],
-                         " (own kernel when a scalar is a tensor)");
-      else
-        label = sdk::str("parenchyma OpenCL C kernel ", op_names[op], f64 ? " (f64)" : " (f32)");
-      labels_.push_back(std::move(label));
-      ops_.push_back(sdk::make_op(op_names[op], f64 ? PCY_DTYPE_F64 : PCY_DTYPE_F32, sig,
-                                  f64 ? &sdk::op_entry<blas_opencl_bundle, at_offset_zero<F64>>
-                                      : &sdk::op_entry<blas_opencl_bundle, at_offset_zero<F32>>,
-                                  labels_.back().c_str()));
-    }
+                        " CLBlast", f64 ? "D" : "S", op_names[op],
+                        " (own kernel when a scalar is a tensor)");
+      return sdk::str("parenchyma OpenCL C kernel ", op_names[op], f64 ? " (f64)" : " (f32)");
+    };
+    table_.add<at_offset_zero<F32>, at_offset_zero<F64>>(schema, label(false), label(true));
   }
 
   sdk::logger log_;
+  const pcy_host_services* host_;
   std::array<impl, OP_COUNT> choice_{};
-  std::deque<std::string> labels_;
-  std::vector<pcy_op_desc> ops_;
+  sdk::op_table<blas_opencl_bundle> table_;
 };
 
 } // namespace

@@ -10,6 +10,8 @@
  *   Every struct starts with `struct_size` (sizeof the struct as the sender knew it) and `ext`
  *   (an extension chain). A receiver accepts any struct_size >= the size at which the field it
  *   reads was introduced (use PCY_HAS_FIELD); fields beyond the sender's struct_size are absent.
+ *   PCY_<STRUCT>_SIZE_<MAJOR>_<MINOR> pins give each struct's size at each minor that changed it
+ *   (from offsetof of that minor's last field): what a sender of that minor sends at least.
  *   A NULL function slot, or a slot beyond the table's struct_size, means "unsupported": the
  *   host never calls it.
  *
@@ -28,7 +30,7 @@ extern "C" {
 #endif
 
 #define PCY_ABI_VERSION_MAJOR 1
-#define PCY_ABI_VERSION_MINOR 0
+#define PCY_ABI_VERSION_MINOR 1
 
 #if defined(_WIN32)
 #define PCY_EXPORT __declspec(dllexport)
@@ -36,9 +38,12 @@ extern "C" {
 #define PCY_EXPORT __attribute__((visibility("default")))
 #endif
 
+/* The size of struct `type` up to and including `field`: what a sender that knew `field` as its
+ * last field sends at least. The per-minor size pins below are built from it. */
+#define PCY_SIZE_THROUGH(type, field) (offsetof(type, field) + sizeof(((type*)0)->field))
+
 /* True when struct `s` (a pointer) was sent with field `field` present. */
-#define PCY_HAS_FIELD(s, type, field)                                                              \
-  ((s)->struct_size >= offsetof(type, field) + sizeof(((type*)0)->field))
+#define PCY_HAS_FIELD(s, type, field) ((s)->struct_size >= PCY_SIZE_THROUGH(type, field))
 
 /* Extension chain node. Any struct's `ext` points at a list of these (or NULL).
  * [owner: sender; lifetime: the call it is passed to; threads: read-only] */
@@ -100,7 +105,18 @@ typedef struct pcy_host_services {
   void (*log)(void* log_user, pcy_log_level level, const char* origin, const char* message);
   pcy_log_level log_level; /* messages below this level are dropped by the host; skip them */
   const char* cache_dir;   /* [host; until shutdown] directory for compiled kernels, NULL: none */
+  /* --- 1.1 --- */
+  /* A setting by name, e.g. "PARENCHYMA_OPENCL_PLATFORMS": the environment variable as the host
+   * sees it (ignored in set-uid processes; a host may replace the environment, as tests do), else
+   * the config file's "settings" entry; NULL when neither sets it. Plugins read their settings
+   * here instead of getenv, so every plugin keeps the same rules. The string is owned by the host
+   * and valid until shutdown returns. Thread-safe. */
+  const char* (*setting)(void* setting_user, const char* name);
+  void* setting_user; /* [host; until shutdown; passed back to setting unchanged] */
 } pcy_host_services;
+
+#define PCY_HOST_SERVICES_SIZE_1_0 PCY_SIZE_THROUGH(pcy_host_services, cache_dir)
+#define PCY_HOST_SERVICES_SIZE_1_1 PCY_SIZE_THROUGH(pcy_host_services, setting_user)
 
 /* ---------------------------------------------------------------------------------------------
  * Plugin identity: the frozen prefix that begins every entry table. It never changes across
@@ -130,7 +146,9 @@ typedef enum pcy_dtype {
   PCY_DTYPE_F64 = 2,
   PCY_DTYPE_I32 = 3,
   PCY_DTYPE_I64 = 4,
-  PCY_DTYPE_U8 = 5
+  PCY_DTYPE_U8 = 5,
+  PCY_DTYPE_F16 = 6, /* 1.1: IEEE 754 binary16 */
+  PCY_DTYPE_BF16 = 7 /* 1.1: bfloat16 (the upper half of an f32) */
 } pcy_dtype;
 
 /* Opaque handles: each plugin defines the struct behind its own handles. */
@@ -182,6 +200,11 @@ typedef struct pcy_tensor {
   const int64_t* strides; /* [host; the call] ndim entries, in elements; NULL: row-major dense */
   uint64_t byte_offset;
 } pcy_tensor;
+
+/* 1.0 sizes of the structs above (none of them grew in 1.1 but the host services). */
+#define PCY_ERROR_SIZE_1_0 PCY_SIZE_THROUGH(pcy_error, destroy)
+#define PCY_MEMORY_HANDLE_SIZE_1_0 PCY_SIZE_THROUGH(pcy_memory_handle, pinned)
+#define PCY_TENSOR_SIZE_1_0 PCY_SIZE_THROUGH(pcy_tensor, byte_offset)
 
 #ifdef __cplusplus
 } /* extern "C" */

@@ -269,8 +269,23 @@ typedef struct pcy_framework_api {
 
 typedef const pcy_framework_api* (*pcy_framework_entry_fn)(void);
 
-/* The size of pcy_framework_api at each minor version; the host gates on these. */
-#define PCY_FRAMEWORK_API_SIZE_1_0 sizeof(pcy_framework_api)
+/* Sizes at each minor that changed a struct (from offsetof of that minor's last field): a
+ * receiver requires the pin of the minor whose fields it reads, and reads later fields only
+ * behind PCY_HAS_FIELD. The framework ABI did not grow in 1.1. */
+#define PCY_FRAMEWORK_API_SIZE_1_0 PCY_SIZE_THROUGH(pcy_framework_api, kernel_launch)
+#define PCY_PROPERTY_SIZE_1_0 PCY_SIZE_THROUGH(pcy_property, f)
+#define PCY_FRAMEWORK_INIT_ARGS_SIZE_1_0 PCY_SIZE_THROUGH(pcy_framework_init_args, plugin)
+#define PCY_FRAMEWORK_PROBE_SIZE_1_0 PCY_SIZE_THROUGH(pcy_framework_probe, reason)
+#define PCY_MEMORY_ALLOC_ARGS_SIZE_1_0 PCY_SIZE_THROUGH(pcy_memory_alloc_args, memory)
+#define PCY_MEMORY_TRANSFER_ARGS_SIZE_1_0 PCY_SIZE_THROUGH(pcy_memory_transfer_args, blocking)
+#define PCY_MEMORY_COPY_ARGS_SIZE_1_0 PCY_SIZE_THROUGH(pcy_memory_copy_args, bytes)
+#define PCY_MEMORY_FILL_ARGS_SIZE_1_0 PCY_SIZE_THROUGH(pcy_memory_fill_args, pattern_size)
+#define PCY_MEMORY_EXPORT_ARGS_SIZE_1_0 PCY_SIZE_THROUGH(pcy_memory_export_args, handle)
+#define PCY_MEMORY_IMPORT_ARGS_SIZE_1_0 PCY_SIZE_THROUGH(pcy_memory_import_args, memory)
+#define PCY_NATIVE_HANDLE_ARGS_SIZE_1_0 PCY_SIZE_THROUGH(pcy_native_handle_args, handle)
+#define PCY_PROGRAM_BUILD_ARGS_SIZE_1_0 PCY_SIZE_THROUGH(pcy_program_build_args, cache_hit)
+#define PCY_KERNEL_CREATE_ARGS_SIZE_1_0 PCY_SIZE_THROUGH(pcy_kernel_create_args, kernel)
+#define PCY_KERNEL_LAUNCH_ARGS_SIZE_1_0 PCY_SIZE_THROUGH(pcy_kernel_launch_args, arg_count)
 
 #ifdef __cplusplus
 } /* extern "C" */

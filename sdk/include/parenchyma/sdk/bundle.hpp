@@ -10,11 +10,18 @@
 //     const char* reason() const;                              // optional: why ops are missing
 //     std::span<const pcy_op_desc> ops() const;
 //     context_type* create_context(const pcy_bundle_context_args& args);
+//     // optional (1.1): whether an op runs on this context's device, and why not
+//     bool op_available(const context_type&, const pcy_op_desc&, const char** reason) const;
 //   };
 //   PCY_BUNDLE_PLUGIN(my_bundle)
 //
 // An op is a function void f(context_type&, const parenchyma::sdk::op_args&) wrapped by
-// parenchyma::sdk::op_entry<my_bundle, f> (the exception firewall) in its pcy_op_desc.
+// parenchyma::sdk::op_entry<my_bundle, f> (the exception firewall) in its pcy_op_desc, which
+// sdk::op_table (op_schema.hpp) builds from the extension's schema.
+//
+// The host checks every call against the op's schema before it reaches the bundle (kind,
+// intent, dtype rule and rank of each argument; docs/abi.md I7), so op_args's accessors do not
+// check kinds again; the decoders in op_schema.hpp check values (counts, extents, sizes).
 #pragma once
 
 #include <parenchyma/abi/pcy_bundle.h>
@@ -24,8 +31,13 @@
 
 namespace parenchyma::sdk {
 
-// Typed access to an op call's arguments. The host already checked kinds against the
-// signature, so accessors only assert in debug builds.
+template <>
+inline constexpr size_t min_struct_size<pcy_bundle_init_args> = PCY_BUNDLE_INIT_ARGS_SIZE_1_0;
+template <>
+inline constexpr size_t min_struct_size<pcy_bundle_context_args> = PCY_BUNDLE_CONTEXT_ARGS_SIZE_1_0;
+template <> inline constexpr size_t min_struct_size<pcy_op_call> = PCY_OP_CALL_SIZE_1_0;
+
+// Access to an op call's arguments by index (op_schema.hpp gives the indices names).
 class op_args {
 public:
   explicit op_args(const pcy_op_call& call) : call_(call) {}
@@ -35,9 +47,32 @@ public:
   pcy_arg_intent intent(uint32_t k) const noexcept { return call_.args[k].intent; }
   // A scalar ("s") slot holds a host value (FLOAT) or a one-element tensor.
   bool is_tensor(uint32_t k) const noexcept { return call_.args[k].kind == PCY_OP_ARG_TENSOR; }
+  // An int array (1.1): the values, or an empty span from a host that sent none.
+  std::span<const int64_t> ints(uint32_t k) const noexcept {
+    if (!PCY_HAS_FIELD(&call_, pcy_op_call, arg_ext) || call_.arg_ext == nullptr) return {};
+    const pcy_op_arg_ext& e = call_.arg_ext[k];
+    return e.ints == nullptr ? std::span<const int64_t>{}
+                             : std::span<const int64_t>(e.ints, static_cast<size_t>(e.count));
+  }
   uint32_t size() const noexcept { return call_.arg_count; }
   pcy_queue queue() const noexcept { return call_.queue; }
   const pcy_op_call& call() const noexcept { return call_; }
+  // Temporary device memory for this op from the backend's pool (1.1); UNSUPPORTED from a host
+  // that offers none. Returns the memory and sets `native` to its native handle.
+  pcy_memory workspace(uint64_t bytes, void** native = nullptr) const {
+    if (!PCY_HAS_FIELD(&call_, pcy_op_call, workspace_user) || call_.workspace == nullptr)
+      fail(PCY_ERR_UNSUPPORTED, "the host offers no workspace memory (an ABI 1.0 host)");
+    pcy_memory m = nullptr;
+    void* n = nullptr;
+    if (pcy_error* e = call_.workspace(&call_, bytes, &m, &n)) {
+      const pcy_status code = e->code;
+      std::string msg = str("workspace of ", bytes, " bytes: ", e->message);
+      e->destroy(e);
+      fail(code, msg);
+    }
+    if (native != nullptr) *native = n;
+    return m;
+  }
 
 private:
   const pcy_op_call& call_;
@@ -46,13 +81,17 @@ private:
 template <class B, void (*F)(typename B::context_type&, const op_args&)>
 pcy_error* op_entry(const pcy_op_call* call) noexcept {
   return guard(B::name, [&] {
+    require_struct(call, "pcy_op_call");
     F(*reinterpret_cast<typename B::context_type*>(call->context), op_args(*call));
   });
 }
 
+// A 1.0-style descriptor (signature string, no schema); op_table builds 1.1 ones.
 constexpr pcy_op_desc make_op(const char* name, pcy_dtype dtype, const char* signature,
-                              pcy_op_fn fn, const char* implementation) noexcept {
-  return pcy_op_desc{sizeof(pcy_op_desc), nullptr, name, dtype, signature, fn, implementation};
+                              pcy_op_fn fn, const char* implementation,
+                              const pcy_op_schema* schema = nullptr) noexcept {
+  return pcy_op_desc{sizeof(pcy_op_desc), nullptr, name,           dtype,
+                     signature,           fn,      implementation, schema};
 }
 
 template <class B> struct bundle_adapter {
@@ -87,6 +126,18 @@ template <class B> struct bundle_adapter {
     });
   }
   static void context_teardown(pcy_bundle_context c) noexcept { delete reinterpret_cast<Ctx*>(c); }
+  // The bundle object is reached through the context, which keeps a pointer to it when the
+  // bundle class needs one; op_available is a member of the context type.
+  static bool op_available(pcy_bundle_context c, const pcy_op_desc* op,
+                           const char** reason) noexcept {
+    try {
+      if (reason != nullptr) *reason = nullptr;
+      return c == nullptr || op == nullptr ||
+             reinterpret_cast<const Ctx*>(c)->op_available(*op, reason);
+    } catch (...) {
+      return false;
+    }
+  }
 
   static constexpr pcy_bundle_api make_table() noexcept {
     pcy_bundle_api t{};
@@ -105,6 +156,10 @@ template <class B> struct bundle_adapter {
     t.ops = &ops;
     t.context_init = &context_init;
     t.context_teardown = &context_teardown;
+    if constexpr (requires(const Ctx& c, const pcy_op_desc& d, const char** r) {
+                    { c.op_available(d, r) } -> std::convertible_to<bool>;
+                  })
+      t.op_available = &op_available;
     return t;
   }
   static constexpr pcy_bundle_api table = make_table();
@@ -119,7 +174,8 @@ inline void check(pcy_error* e) {
   throw error(code, msg);
 }
 
-// The native object behind a framework handle (CUstream, cl_command_queue, cl_mem, ...).
+// The native object behind a framework handle (CUstream, cl_command_queue, cl_mem, ...). For a
+// tensor's memory use the handle the host already resolved (pcy_tensor::data, native_of below).
 inline void* native_handle(const pcy_framework_api& fw, pcy_native_object object,
                            pcy_context context, uint32_t device, pcy_queue queue,
                            pcy_memory memory) {
@@ -134,6 +190,14 @@ inline void* native_handle(const pcy_framework_api& fw, pcy_native_object object
   a.memory = memory;
   check(fw.native_handle(&a));
   return a.handle;
+}
+
+// A tensor's native memory handle (host pointer, CUdeviceptr, cl_mem): the one the host resolved
+// once into pcy_tensor::data, asked of the framework only when the host had none.
+inline void* native_of(const pcy_framework_api& fw, const pcy_tensor& t) {
+  if (t.data != nullptr) [[likely]]
+    return t.data;
+  return native_handle(fw, PCY_NATIVE_MEMORY, nullptr, 0, nullptr, t.memory);
 }
 
 } // namespace parenchyma::sdk

@@ -91,16 +91,24 @@ template <class F> pcy_error* guard(const char* origin, F&& f) noexcept {
   }
 }
 
-// Size gate: refuses a struct whose sender did not include `needed` bytes.
+// Size gates, per field as pcy_base.h promises: a receiver needs the fields of the minor it
+// reads, no more. `min_struct_size<T>` is the pin of the last minor whose fields the SDK reads
+// unconditionally (later fields are read only behind PCY_HAS_FIELD); a struct without a pin does
+// not compile here.
+template <class T> inline constexpr size_t min_struct_size = 0; // specialised per struct
+template <> inline constexpr size_t min_struct_size<pcy_host_services> = PCY_HOST_SERVICES_SIZE_1_0;
+template <> inline constexpr size_t min_struct_size<pcy_memory_handle> = PCY_MEMORY_HANDLE_SIZE_1_0;
+template <> inline constexpr size_t min_struct_size<pcy_tensor> = PCY_TENSOR_SIZE_1_0;
+
 inline void require_size(size_t struct_size, size_t needed, const char* what) {
   if (struct_size < needed)
-    fail(PCY_ERR_INVALID_ARGUMENT, str(what, ": struct_size ", struct_size, " is smaller than ",
-                                       needed, " bytes this plugin needs (ABI ",
-                                       PCY_ABI_VERSION_MAJOR, ".", PCY_ABI_VERSION_MINOR, ")"));
+    fail(PCY_ERR_INVALID_ARGUMENT, str(what, ": struct_size ", struct_size, " is smaller than the ",
+                                       needed, " bytes of its ABI 1.0 fields"));
 }
 template <class T> void require_struct(const T* s, const char* what) {
+  static_assert(min_struct_size<T> > 0, "no ABI size pin for this struct (see pcy_*.h)");
   if (s == nullptr) fail(PCY_ERR_INVALID_ARGUMENT, str(what, ": NULL"));
-  require_size(s->struct_size, sizeof(T), what);
+  require_size(s->struct_size, min_struct_size<T>, what);
 }
 
 // The logging bridge: plugins never print; messages go to the host's callback.
@@ -139,26 +147,42 @@ inline void check_host_abi(const pcy_host_services* host, const char* plugin) {
              ": use a plugin built against this host's SDK"));
 }
 
-inline size_t dtype_size(pcy_dtype t) noexcept {
+// The one table of dtype facts, for plugins and the core alike.
+inline constexpr size_t dtype_size(pcy_dtype t) noexcept {
   switch (t) {
   case PCY_DTYPE_F32:
   case PCY_DTYPE_I32: return 4;
   case PCY_DTYPE_F64:
   case PCY_DTYPE_I64: return 8;
   case PCY_DTYPE_U8: return 1;
+  case PCY_DTYPE_F16:
+  case PCY_DTYPE_BF16: return 2;
   }
   return 0;
 }
 
-inline const char* dtype_name(pcy_dtype t) noexcept {
+inline constexpr const char* dtype_name(pcy_dtype t) noexcept {
   switch (t) {
   case PCY_DTYPE_F32: return "f32";
   case PCY_DTYPE_F64: return "f64";
   case PCY_DTYPE_I32: return "i32";
   case PCY_DTYPE_I64: return "i64";
   case PCY_DTYPE_U8: return "u8";
+  case PCY_DTYPE_F16: return "f16";
+  case PCY_DTYPE_BF16: return "bf16";
   }
   return "?";
+}
+
+// A setting (environment variable, else the config's "settings") through the host (1.1), with
+// the host's rules (set-uid, replaced environments). A 1.0 host offers none: then nothing is set,
+// rather than a getenv that would break those rules.
+inline const char* host_setting(const pcy_host_services* host, const char* name) noexcept {
+  if (host == nullptr || !PCY_HAS_FIELD(host, pcy_host_services, setting_user) ||
+      host->setting == nullptr)
+    return nullptr;
+  const char* v = host->setting(host->setting_user, name);
+  return v != nullptr && *v != '\0' ? v : nullptr;
 }
 
 } // namespace parenchyma::sdk

@@ -39,11 +39,39 @@
 #include <parenchyma/abi/pcy_framework.h>
 #include <parenchyma/sdk/common.hpp>
 
+#include <algorithm>
+#include <cstring>
 #include <span>
 #include <string_view>
 #include <type_traits>
 
 namespace parenchyma::sdk {
+
+template <>
+inline constexpr size_t min_struct_size<pcy_framework_init_args> = PCY_FRAMEWORK_INIT_ARGS_SIZE_1_0;
+template <>
+inline constexpr size_t min_struct_size<pcy_framework_probe> = PCY_FRAMEWORK_PROBE_SIZE_1_0;
+template <>
+inline constexpr size_t min_struct_size<pcy_memory_alloc_args> = PCY_MEMORY_ALLOC_ARGS_SIZE_1_0;
+template <>
+inline constexpr size_t min_struct_size<pcy_memory_transfer_args> =
+    PCY_MEMORY_TRANSFER_ARGS_SIZE_1_0;
+template <>
+inline constexpr size_t min_struct_size<pcy_memory_copy_args> = PCY_MEMORY_COPY_ARGS_SIZE_1_0;
+template <>
+inline constexpr size_t min_struct_size<pcy_memory_fill_args> = PCY_MEMORY_FILL_ARGS_SIZE_1_0;
+template <>
+inline constexpr size_t min_struct_size<pcy_memory_export_args> = PCY_MEMORY_EXPORT_ARGS_SIZE_1_0;
+template <>
+inline constexpr size_t min_struct_size<pcy_memory_import_args> = PCY_MEMORY_IMPORT_ARGS_SIZE_1_0;
+template <>
+inline constexpr size_t min_struct_size<pcy_native_handle_args> = PCY_NATIVE_HANDLE_ARGS_SIZE_1_0;
+template <>
+inline constexpr size_t min_struct_size<pcy_program_build_args> = PCY_PROGRAM_BUILD_ARGS_SIZE_1_0;
+template <>
+inline constexpr size_t min_struct_size<pcy_kernel_create_args> = PCY_KERNEL_CREATE_ARGS_SIZE_1_0;
+template <>
+inline constexpr size_t min_struct_size<pcy_kernel_launch_args> = PCY_KERNEL_LAUNCH_ARGS_SIZE_1_0;
 
 namespace detail {
 template <class T, class H> T* from(H h) { return reinterpret_cast<T*>(h); }
@@ -180,7 +208,7 @@ template <class P> struct framework_adapter {
       require_struct(a, "pcy_memory_export_args");
       require_struct(a->handle, "pcy_memory_handle");
       const size_t size = a->handle->struct_size;
-      *a->handle = pcy_memory_handle{};
+      std::memset(a->handle, 0, std::min(size, sizeof(pcy_memory_handle))); // never past its end
       a->handle->struct_size = size;
       if (!detail::from<M>(a->memory)->export_to(a->kind, *a->handle))
         fail(PCY_ERR_UNSUPPORTED,

@@ -1,0 +1,234 @@
+// parenchyma SDK, the bundle side of the extension kit: what every bundle of every extension
+// needs around an op schema (pcy_bundle.h) — argument indices by name, resolved at compile time;
+// a decoder that re-checks values (counts, increments, extents) with overflow-checked
+// arithmetic and names the argument in every error; the 1.0 signature string derived from the
+// schema; and the op-table builder that makes a bundle's pcy_op_desc array.
+//
+//   constexpr uint32_t C = sdk::arg_index(pcy_blas_gemm_schema, "C");   // a typo: no compile
+//   sdk::decoder dc(pcy_blas_gemm_schema, args, dtype);
+//   const pcy_tensor& c = dc.matrix(C, m, n, ldc, LDC);
+//
+//   sdk::op_table<my_bundle> table;
+//   table.add<op_gemm<float>, op_gemm<double>>(pcy_blas_gemm_schema, "cblas_sgemm", "cblas_dgemm");
+//   std::span<const pcy_op_desc> ops() const { return table.ops(); }
+#pragma once
+
+#include <parenchyma/abi/pcy_bundle.h>
+#include <parenchyma/sdk/bundle.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+// Checks that run on every op: inlined, so only their (cold) failure paths cost a call.
+#if defined(__GNUC__)
+#define PCY_SDK_HOT [[gnu::always_inline]]
+#else
+#define PCY_SDK_HOT
+#endif
+
+namespace parenchyma::sdk {
+
+// The index of the argument called `name`; evaluated at compile time where it is used in a
+// constant expression, so a name the schema lacks does not compile.
+constexpr uint32_t arg_index(const pcy_op_schema& s, std::string_view name) {
+  for (uint32_t i = 0; i < s.arg_count; ++i)
+    if (std::string_view(s.args[i].name) == name) return i;
+  throw "the op's schema has no argument of this name"; // not constant: a compile error
+}
+
+// The 1.0 signature string of a schema ("i s t< i t= i"), for 1.0 hosts.
+inline std::string signature_of(const pcy_op_schema& s) {
+  std::string sig;
+  for (uint32_t i = 0; i < s.arg_count; ++i) {
+    if (i) sig += ' ';
+    switch (s.args[i].kind) {
+    case PCY_SCHEMA_INT: sig += 'i'; break;
+    case PCY_SCHEMA_FLOAT: sig += 'f'; break;
+    case PCY_SCHEMA_SCALAR: sig += 's'; break;
+    case PCY_SCHEMA_INT_ARRAY: sig += 'a'; break;
+    case PCY_SCHEMA_TENSOR:
+      sig += s.args[i].intent == PCY_INTENT_IN    ? "t<"
+             : s.args[i].intent == PCY_INTENT_OUT ? "t>"
+                                                  : "t=";
+      break;
+    default: sig += '?';
+    }
+  }
+  return sig;
+}
+
+// Index arithmetic on sizes a host passes in: every product and sum is overflow-checked, so a
+// bound check can never wrap modulo 2^64 into "fits".
+PCY_SDK_HOT inline bool mul_ok(uint64_t a, uint64_t b, uint64_t& out) noexcept {
+  return !__builtin_mul_overflow(a, b, &out);
+}
+PCY_SDK_HOT inline bool add_ok(uint64_t a, uint64_t b, uint64_t& out) noexcept {
+  return !__builtin_add_overflow(a, b, &out);
+}
+
+// A scalar slot: a host value, or a one-element tensor (then `tensor` is set).
+struct scalar_arg {
+  double value = 0;
+  const pcy_tensor* tensor = nullptr;
+  bool is_zero() const noexcept { return tensor == nullptr && value == 0; }
+  bool is_one() const noexcept { return tensor == nullptr && value == 1; }
+};
+
+// A strided vector inside a tensor.
+struct vec_arg {
+  const pcy_tensor* t = nullptr;
+  int64_t inc = 1;
+};
+
+// Re-checks an op call's values against what the op needs, naming the argument (from the
+// schema) in each error: a bundle called by any host never reads or writes outside a tensor.
+class decoder {
+public:
+  decoder(const pcy_op_schema& schema, const op_args& a, pcy_dtype dtype) noexcept
+      : s_(schema), a_(a), dtype_(dtype) {}
+
+  const char* name(uint32_t k) const noexcept { return s_.args[k].name; }
+  [[noreturn]] void bad(pcy_status code, uint32_t k, const std::string& what) const {
+    fail(code, str(s_.extension, ".", s_.name, ": argument ", name(k), ": ", what));
+  }
+
+  PCY_SDK_HOT int64_t count(uint32_t k) const {
+    const int64_t v = a_.i(k);
+    if (v < 0) bad(PCY_ERR_INVALID_ARGUMENT, k, str(v, " < 0"));
+    return v;
+  }
+  PCY_SDK_HOT bool flag(uint32_t k) const {
+    const int64_t v = a_.i(k);
+    if (v != 0 && v != 1) bad(PCY_ERR_INVALID_ARGUMENT, k, str(v, ", expected 0 or 1"));
+    return v == 1;
+  }
+  // The element count of a tensor; a negative extent or a count beyond 2^64 is refused.
+  uint64_t elements(const pcy_tensor& t, uint32_t k) const {
+    uint64_t n = 1;
+    for (int32_t i = 0; i < t.ndim; ++i)
+      if (t.shape[i] < 0 || !mul_ok(n, static_cast<uint64_t>(t.shape[i]), n))
+        bad(PCY_ERR_INVALID_ARGUMENT, k,
+            str("extent ", t.shape[i], " in dimension ", i,
+                " is negative or overflows the element count"));
+    return n;
+  }
+  // A dense tensor of the dtype the schema says (the op's, or a fixed one).
+  PCY_SDK_HOT const pcy_tensor& tensor(uint32_t k) const {
+    const pcy_tensor& t = a_.t(k);
+    const pcy_dtype want =
+        s_.args[k].dtype == PCY_SCHEMA_DTYPE_OP ? dtype_ : static_cast<pcy_dtype>(s_.args[k].dtype);
+    if (t.dtype != want)
+      bad(PCY_ERR_INVALID_ARGUMENT, k,
+          str("dtype ", dtype_name(t.dtype), ", expected ", dtype_name(want)));
+    if (t.strides != nullptr)
+      bad(PCY_ERR_UNSUPPORTED, k, "strided; this bundle takes dense row-major tensors");
+    return t;
+  }
+  PCY_SDK_HOT scalar_arg scalar(uint32_t k) const {
+    scalar_arg s;
+    if (a_.is_tensor(k)) {
+      s.tensor = &tensor(k);
+      if (elements(*s.tensor, k) != 1)
+        bad(PCY_ERR_INVALID_ARGUMENT, k, "a scalar tensor must have one element");
+    } else {
+      s.value = a_.f(k);
+    }
+    return s;
+  }
+  // n elements of tensor `tk` with the increment in argument `ik`: 1 + (n - 1) * inc elements,
+  // computed without wrapping.
+  PCY_SDK_HOT vec_arg vector(uint32_t tk, uint32_t ik, int64_t n) const {
+    vec_arg v{&tensor(tk), a_.i(ik)};
+    if (v.inc < 1) bad(PCY_ERR_INVALID_ARGUMENT, ik, str(v.inc, ", expected >= 1"));
+    if (n == 0) return v;
+    const uint64_t have = elements(*v.t, tk);
+    uint64_t need = 0;
+    if (!mul_ok(static_cast<uint64_t>(n - 1), static_cast<uint64_t>(v.inc), need) ||
+        !add_ok(need, 1, need) || need > have)
+      bad(PCY_ERR_INVALID_ARGUMENT, tk,
+          str(n, " elements with ", name(ik), " = ", v.inc, " do not fit in its ", have,
+              " elements"));
+    return v;
+  }
+  // A one-element tensor.
+  PCY_SDK_HOT const pcy_tensor& result(uint32_t k) const {
+    const pcy_tensor& t = tensor(k);
+    if (elements(t, k) != 1) bad(PCY_ERR_INVALID_ARGUMENT, k, "must be a one-element tensor");
+    return t;
+  }
+  // A rows x cols row-major matrix with leading dimension `ld` (argument `ldk`) inside tensor
+  // `tk`: (rows - 1) * ld + cols elements, computed without wrapping.
+  const pcy_tensor& matrix(uint32_t tk, int64_t rows, int64_t cols, uint32_t ldk) const {
+    const pcy_tensor& t = tensor(tk);
+    const int64_t ld = a_.i(ldk);
+    if (ld < (cols > 1 ? cols : 1))
+      bad(PCY_ERR_INVALID_ARGUMENT, ldk,
+          str(ld, " is smaller than the ", cols, " columns ", name(tk), " has as stored"));
+    if (rows == 0 || cols == 0) return t;
+    const uint64_t have = elements(t, tk);
+    uint64_t need = 0;
+    if (!mul_ok(static_cast<uint64_t>(rows - 1), static_cast<uint64_t>(ld), need) ||
+        !add_ok(need, static_cast<uint64_t>(cols), need) || need > have)
+      bad(PCY_ERR_INVALID_ARGUMENT, tk,
+          str(rows, " x ", cols, " with ", name(ldk), " = ", ld, " does not fit in its ", have,
+              " elements"));
+    return t;
+  }
+  // An int array of exactly `count` values (count < 0: any).
+  std::span<const int64_t> ints(uint32_t k, int64_t count = -1) const {
+    const auto v = a_.ints(k);
+    if (v.data() == nullptr && a_.i(k) != 0)
+      bad(PCY_ERR_INVALID_ARGUMENT, k, "an int array without values (an ABI 1.0 host?)");
+    if (count >= 0 && v.size() != static_cast<size_t>(count))
+      bad(PCY_ERR_INVALID_ARGUMENT, k, str(v.size(), " values, expected ", count));
+    return v;
+  }
+
+private:
+  const pcy_op_schema& s_;
+  const op_args& a_;
+  pcy_dtype dtype_;
+};
+
+// Vendor APIs index with 32-bit ints: refuse what does not fit instead of wrapping.
+PCY_SDK_HOT inline int to_int(int64_t v, const pcy_op_schema& s, const char* what) {
+  if (v > std::numeric_limits<int>::max() || v < std::numeric_limits<int>::min())
+    fail(PCY_ERR_UNSUPPORTED, str(s.extension, ".", s.name, ": ", what, " = ", v,
+                                  " exceeds the 32-bit range of this implementation; split the "
+                                  "operation into smaller parts"));
+  return static_cast<int>(v);
+}
+
+// A bundle's op table: one pcy_op_desc per op and dtype, each carrying the extension's schema
+// (1.1) and the signature derived from it (1.0), with stable storage for their strings.
+template <class B> class op_table {
+public:
+  using fn = void (*)(typename B::context_type&, const op_args&);
+
+  template <fn F>
+  void add(const pcy_op_schema& schema, pcy_dtype dtype, std::string implementation) {
+    strings_.push_back(signature_of(schema));
+    const char* sig = strings_.back().c_str();
+    strings_.push_back(std::move(implementation));
+    ops_.push_back(
+        make_op(schema.name, dtype, sig, &op_entry<B, F>, strings_.back().c_str(), &schema));
+  }
+  // The usual pair: an f32 and an f64 implementation of one op.
+  template <fn F32, fn F64>
+  void add(const pcy_op_schema& schema, std::string impl_f32, std::string impl_f64) {
+    add<F32>(schema, PCY_DTYPE_F32, std::move(impl_f32));
+    add<F64>(schema, PCY_DTYPE_F64, std::move(impl_f64));
+  }
+  std::span<const pcy_op_desc> ops() const noexcept { return ops_; }
+
+private:
+  std::deque<std::string> strings_; // stable addresses for the descriptors' strings
+  std::vector<pcy_op_desc> ops_;
+};
+
+} // namespace parenchyma::sdk
