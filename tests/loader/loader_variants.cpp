@@ -359,9 +359,10 @@ TEST_CASE("a bundle for the stub framework serves its op on a stub backend") {
   CHECK(bi.name() == "stubext_stub");
   CHECK(bi.extension() == "stubext");
   CHECK(bi.framework() == "stub");
-  REQUIRE(bi.ops().size() == 2); // negate and device_index
+  REQUIRE(bi.ops().size() == 4); // negate f32 and f64, device_index, workspace_probe
   CHECK(bi.find_op("negate", PCY_DTYPE_F32) != nullptr);
-  CHECK(bi.find_op("negate", PCY_DTYPE_F64) == nullptr);
+  CHECK(bi.find_op("negate", PCY_DTYPE_F64) != nullptr); // served, but switched off by op_available
+  CHECK(bi.find_op("negate", PCY_DTYPE_I32) == nullptr);
 
   bool covered = false;
   for (const auto& c : r.op_coverage())

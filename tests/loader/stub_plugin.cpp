@@ -6,6 +6,7 @@
 #include <parenchyma/sdk/bundle.hpp>
 #include <parenchyma/sdk/framework.hpp>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -418,6 +419,19 @@ struct bundle_context {
   const pcy_framework_api* fw;
   pcy_context context;
   uint32_t plugin_device;
+  std::vector<pcy_memory> workspaces_seen;
+  // 1.1: the good bundle switches its f64 negate off (a stand-in for a device without fp64).
+  bool op_available(const pcy_op_desc& op, const char** reason) const {
+#if STUB_VARIANT == STUB_V_BUNDLE_GOOD
+    if (op.dtype == PCY_DTYPE_F64) {
+      *reason = "f64 is switched off in this stub bundle";
+      return false;
+    }
+#endif
+    (void)op;
+    (void)reason;
+    return true;
+  }
 };
 
 using parenchyma::sdk::make_op;
@@ -435,6 +449,28 @@ inline void negate(bundle_context& c, const parenchyma::sdk::op_args& a) {
   float* x = floats(c, t);
   for (int64_t i = 0; i < n; ++i)
     x[i] = -x[i];
+}
+
+inline void negate64(bundle_context& c, const parenchyma::sdk::op_args& a) {
+  const int64_t n = a.i(0);
+  const pcy_tensor& t = a.t(1);
+  if (n < 0 || t.dtype != PCY_DTYPE_F64) fail(PCY_ERR_INVALID_ARGUMENT, "negate: bad n or dtype");
+  auto* x = reinterpret_cast<double*>(floats(c, t));
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = -x[i];
+}
+
+// "workspace_probe" (f32, "i t>"): asks for `bytes` of workspace and writes all of them (a pool
+// that did not grow would be overrun, which ASan reports); out[0] = 1 when it got host-visible
+// memory, out[1] = 1 when it is the same memory the previous call got (no allocation per op).
+inline void workspace_probe(bundle_context& c, const parenchyma::sdk::op_args& a) {
+  void* native = nullptr;
+  pcy_memory m = a.workspace(static_cast<uint64_t>(a.i(0)), &native);
+  if (native != nullptr) std::memset(native, 0x5a, static_cast<size_t>(a.i(0)));
+  float* out = floats(c, a.t(1));
+  out[0] = native != nullptr ? 1.0f : 0.0f;
+  out[1] = !c.workspaces_seen.empty() && c.workspaces_seen.back() == m ? 1.0f : 0.0f;
+  c.workspaces_seen.push_back(m);
 }
 
 inline void device_index(bundle_context& c, const parenchyma::sdk::op_args& a) {
@@ -468,7 +504,7 @@ public:
   explicit bundle(const pcy_host_services&) {}
   std::span<const pcy_op_desc> ops() const { return ops_; }
   context_type* create_context(const pcy_bundle_context_args& a) {
-    return new bundle_context{a.framework, a.context, a.plugin_device};
+    return new bundle_context{a.framework, a.context, a.plugin_device, {}};
   }
 
 private:
@@ -481,11 +517,15 @@ private:
       make_op("device_index", PCY_DTYPE_F32, "t>", fn<&device_index>, "stub device index")};
 #elif STUB_VARIANT == STUB_V_BUNDLE_SECOND
   static constexpr pcy_op_desc ops_[] = {
-      make_op("negate", PCY_DTYPE_F32, "i t=", fn<&negate>, "second negate loop")};
+      make_op("negate", PCY_DTYPE_F32, "i t=", fn<&negate>, "second negate loop"),
+      make_op("negate", PCY_DTYPE_F64, "i t=", fn<&negate64>, "second negate loop (f64)")};
 #else
   static constexpr pcy_op_desc ops_[] = {
       make_op("negate", PCY_DTYPE_F32, "i t=", fn<&negate>, "stub negate loop"),
-      make_op("device_index", PCY_DTYPE_F32, "t>", fn<&device_index>, "stub device index")};
+      make_op("negate", PCY_DTYPE_F64, "i t=", fn<&negate64>, "stub negate loop (f64)"),
+      make_op("device_index", PCY_DTYPE_F32, "t>", fn<&device_index>, "stub device index"),
+      make_op("workspace_probe", PCY_DTYPE_F32, "i t>", fn<&workspace_probe>,
+              "stub workspace probe")};
 #endif
 };
 
