@@ -47,8 +47,9 @@ namespace {
 
 using json = nlohmann::json;
 
-constexpr const char* known_keys[] = {"ranking",  "backend",   "plugin_paths", "deny",
-                                      "fallback", "log_level", "cache_dir",    "bundle_priority"};
+constexpr const char* known_keys[] = {"ranking",   "backend",         "plugin_paths",
+                                      "deny",      "fallback",        "log_level",
+                                      "cache_dir", "bundle_priority", "validate"};
 constexpr const char* kind_names[] = {"gpu", "accelerator", "cpu", "other"};
 
 std::string known_list() {
@@ -221,6 +222,9 @@ Config parse_config(std::string_view text, const std::string& origin, Config bas
       base.log_level = s;
     } else if (key == "cache_dir") {
       base.cache_dir = string_value(v, origin, "cache_dir");
+    } else if (key == "validate") {
+      if (!v.is_boolean()) bad(origin, "key 'validate' must be true or false, got " + show(v));
+      base.validate = v.get<bool>();
     } else if (key == "settings") {
       if (!v.is_object())
         bad(origin, "key 'settings' must be an object of strings, e.g. "

@@ -3,6 +3,7 @@
 // Plugins are not trusted: every count, pointer, name and size they hand back is checked here,
 // at the boundary, and a plugin that fails a check is refused at its stage in the load report.
 #include "internal.hpp"
+#include "validate.hpp"
 
 #include <boost/dll/runtime_symbol_info.hpp>
 
@@ -238,6 +239,7 @@ RegistryImpl::~RegistryImpl() {
   // libraries unload last, in reverse order of loading.
   while (!libraries.empty())
     libraries.pop_back();
+  validate::registry_closed(this); // leaks of the validation layer, when on
 }
 
 std::optional<std::string> RegistryImpl::env(const char* name) const {
@@ -576,6 +578,7 @@ bool RegistryImpl::load_framework(const fs::path& path, const void* table,
     e.advice = "implement " + *slot + " in the plugin; only optional slots may be left NULL";
     return false;
   }
+  validate::wrap_framework(*this, *t); // the validation layer, when on (docs/validation.md)
   e.stage = "initialize";
   pcy_framework_init_args args{};
   args.struct_size = sizeof args;
@@ -715,6 +718,7 @@ bool RegistryImpl::load_bundle(const fs::path& path, const void* table,
     e.advice = "fix the bundle's extension and framework names";
     return false;
   }
+  validate::wrap_bundle(*this, *t); // the validation layer, when on (docs/validation.md)
   e.stage = "initialize";
   pcy_bundle_init_args args{};
   args.struct_size = sizeof args;

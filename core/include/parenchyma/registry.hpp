@@ -136,6 +136,9 @@ struct Config {
   // Plugin settings (e.g. "PARENCHYMA_OPENCL_PLATFORMS": "nvidia"), used where the environment
   // does not set the variable; plugins read them through the host (pcy_host_services::setting).
   std::map<std::string, std::string> settings;
+  // "validate": wrap every plugin table in the validation layer (docs/validation.md), used
+  // when neither RegistryOptions::validate nor PARENCHYMA_VALIDATE decides.
+  bool validate = false;
   std::vector<std::string> sources; // the files it was read from, in order
 };
 
@@ -150,6 +153,11 @@ struct RegistryOptions {
   bool default_plugin_dir = true;
   // Read the default config shipped with the library when no other config is named.
   bool default_config = true;
+  // The validation layer (docs/validation.md): checks every call between the core and the
+  // plugins, at a cost; off, the plugins' tables are called directly. nullopt: PARENCHYMA_VALIDATE
+  // decides (taken from `environment` when that sets it, else from the process environment even
+  // when `environment` replaces it, except in set-uid processes), else the config's "validate".
+  std::optional<bool> validate;
 };
 
 // One choice of backend, with the reason it was made.
