@@ -31,14 +31,16 @@
 #define STUB_V_BUNDLE_GOOD 11
 #define STUB_V_BUNDLE_ORPHAN 12
 #define STUB_V_WRONG_KIND 13
-#define STUB_V_PROPS_NULL 14      // device_properties: a count with a NULL array
-#define STUB_V_HUGE_DEVICES 15    // probe: 2^32 - 1 devices
-#define STUB_V_DEVICE0_FAILS 16   // three devices; device 0 cannot be described
-#define STUB_V_BAD_STRIDE 17      // property elements claim 3 bytes each
-#define STUB_V_NULL_CONTEXT 18    // context_create succeeds with no context
-#define STUB_V_BUNDLE_OPS_NULL 19 // ops: a count with a NULL array
-#define STUB_V_BUNDLE_BAD_SIG 20  // one op with a malformed signature, one misnamed, one good
-#define STUB_V_BUNDLE_SECOND 21   // a second bundle serving stubext.negate on the stub
+#define STUB_V_PROPS_NULL 14       // device_properties: a count with a NULL array
+#define STUB_V_HUGE_DEVICES 15     // probe: 2^32 - 1 devices
+#define STUB_V_DEVICE0_FAILS 16    // three devices; device 0 cannot be described
+#define STUB_V_BAD_STRIDE 17       // property elements claim 3 bytes each
+#define STUB_V_NULL_CONTEXT 18     // context_create succeeds with no context
+#define STUB_V_BUNDLE_OPS_NULL 19  // ops: a count with a NULL array
+#define STUB_V_BUNDLE_BAD_SIG 20   // one op with a malformed signature, one misnamed, one good
+#define STUB_V_BUNDLE_SECOND 21    // a second bundle serving stubext.negate on the stub
+#define STUB_V_BUNDLE_WRITES_IN 22 // stubext.scribble writes its `in` tensor (tests/validate)
+#define STUB_V_XCTX_EVENTS 23      // declares cross_context_events (tests/validate)
 
 #ifndef STUB_VARIANT
 #error "build with -DSTUB_VARIANT=STUB_V_<variant>"
@@ -252,6 +254,10 @@ public:
               prop_s(PCY_PROP_UUID, "00000000-0000-0000-0000-57ab57ab57ab"),
               prop_i(PCY_PROP_HOST_UNIFIED, 1, PCY_VALUE_BOOL),
               prop_i(PCY_PROP_FP64, 1, PCY_VALUE_BOOL)};
+#if STUB_VARIANT == STUB_V_XCTX_EVENTS
+    // Its queues may wait for events of its other contexts (the validation layer reads this).
+    props_.push_back(prop_i("cross_context_events", 1, PCY_VALUE_BOOL));
+#endif
     log_.debug("stub plugin '", STUB_NAME, "' initialised");
   }
 
@@ -477,6 +483,20 @@ inline void device_index(bundle_context& c, const parenchyma::sdk::op_args& a) {
   floats(c, a.t(0))[0] = static_cast<float>(c.plugin_device);
 }
 
+// "scribble" (f32, "i t<") breaks the promise of its `in` argument: it writes x; "copy_in"
+// (f32, "i t< t>") keeps it: y[i] = x[i]. The validation layer must tell them apart.
+[[maybe_unused]] inline void scribble(bundle_context& c, const parenchyma::sdk::op_args& a) {
+  float* x = floats(c, a.t(1));
+  for (int64_t i = 0; i < a.i(0); ++i)
+    x[i] = 42.0f;
+}
+[[maybe_unused]] inline void copy_in(bundle_context& c, const parenchyma::sdk::op_args& a) {
+  const float* x = floats(c, a.t(1));
+  float* y = floats(c, a.t(2));
+  for (int64_t i = 0; i < a.i(0); ++i)
+    y[i] = x[i];
+}
+
 class bundle {
 public:
   using context_type = bundle_context;
@@ -491,6 +511,9 @@ public:
   static constexpr const char* framework = "stub";
 #elif STUB_VARIANT == STUB_V_BUNDLE_OPS_NULL
   static constexpr const char* name = "stubext_opsnull";
+  static constexpr const char* framework = "stub";
+#elif STUB_VARIANT == STUB_V_BUNDLE_WRITES_IN
+  static constexpr const char* name = "stubext_scribble";
   static constexpr const char* framework = "stub";
 #else
   static constexpr const char* name = "stubext_stub";
@@ -519,6 +542,10 @@ private:
   static constexpr pcy_op_desc ops_[] = {
       make_op("negate", PCY_DTYPE_F32, "i t=", fn<&negate>, "second negate loop"),
       make_op("negate", PCY_DTYPE_F64, "i t=", fn<&negate64>, "second negate loop (f64)")};
+#elif STUB_VARIANT == STUB_V_BUNDLE_WRITES_IN
+  static constexpr pcy_op_desc ops_[] = {
+      make_op("scribble", PCY_DTYPE_F32, "i t<", fn<&scribble>, "writes its in tensor"),
+      make_op("copy_in", PCY_DTYPE_F32, "i t< t>", fn<&copy_in>, "copies x into y")};
 #else
   static constexpr pcy_op_desc ops_[] = {
       make_op("negate", PCY_DTYPE_F32, "i t=", fn<&negate>, "stub negate loop"),
@@ -549,7 +576,8 @@ constexpr pcy_bundle_api bundle_table = make_bundle_table();
 #if STUB_VARIANT == STUB_V_BUNDLE_OPS_NULL
 extern "C" PCY_EXPORT const pcy_bundle_api* pcy_bundle_entry(void) { return &stub::bundle_table; }
 #elif STUB_VARIANT == STUB_V_BUNDLE_GOOD || STUB_VARIANT == STUB_V_BUNDLE_ORPHAN ||                \
-    STUB_VARIANT == STUB_V_BUNDLE_BAD_SIG || STUB_VARIANT == STUB_V_BUNDLE_SECOND
+    STUB_VARIANT == STUB_V_BUNDLE_BAD_SIG || STUB_VARIANT == STUB_V_BUNDLE_SECOND ||               \
+    STUB_VARIANT == STUB_V_BUNDLE_WRITES_IN
 PCY_BUNDLE_PLUGIN(stub::bundle)
 #elif STUB_VARIANT == STUB_V_NO_ENTRY
 // A library that exports something, but not the entry symbol.
