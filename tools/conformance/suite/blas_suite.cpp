@@ -1,0 +1,1117 @@
+// parenchyma-conformance: the BLAS bundle suite. Every op and dtype on fresh random data of
+// awkward sizes (1, 7, 1000, 4097; non-square and transposed matrices, leading dimensions >
+// columns, increments 2, sub-matrices, scalars on the host and on the device, write-only outputs
+// pre-filled with NaN) is checked against a naive double-precision reference. Elements a strided
+// op must not touch are checked unchanged. semantics<T>() adds the reference-BLAS edge cases
+// (docs/blas.md, "Reference semantics"): NaN/Inf outputs under beta = 0, nrm2 near the type's
+// limits, quick returns compared bit for bit, alpha = 0 with NaN inputs, NaN-filled gaps, scal by
+// 0 of NaN. Each case runs through the front-end (parenchyma/blas.hpp) on a backend of the
+// framework under test. A cell the bundle does not serve here (errc::unsupported, or an op that
+// ran on another framework by fallback) skips its case, or fails it with --require-ops; an f64 cell
+// on a device without f64 is always a skip.
+#include "suites.hpp"
+
+#include <parenchyma/blas.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <functional>
+#include <limits>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace parenchyma::conformance {
+
+namespace {
+
+namespace blas = parenchyma::blas;
+
+// What the cases share for one framework.
+struct blas_state {
+  std::unique_ptr<Backend> backend;
+  std::string framework;
+  std::string bundles; // the bundle names, for messages
+  bool required = false;
+};
+
+// Collects the cases in order; each runs with the state's backend.
+class registrar {
+public:
+  explicit registrar(std::shared_ptr<blas_state> st) : st_(std::move(st)) {}
+  template <class F> void add(const std::string& name, F f) {
+    cases_.push_back({name, [st = st_, f = std::function<void(const Backend&)>(std::move(f)),
+                             name] { run_cell(*st, name, f); }});
+  }
+  std::vector<test_case>& cases() noexcept { return cases_; }
+  const std::shared_ptr<blas_state>& state() const noexcept { return st_; }
+
+private:
+  static void run_cell(blas_state& st, const std::string& name,
+                       const std::function<void(const Backend&)>& f) {
+    if (!st.backend) skip("no backend (the suite was not set up)");
+    const Backend& b = *st.backend;
+    const uint64_t before = b.fallback_count();
+    try {
+      f(b);
+    } catch (const parenchyma::error& e) {
+      // An f64 cell a device cannot serve (no fp64) is a skip even when every op is required.
+      if (e.code() == errc::unsupported && (!st.required || name.find("f64") != std::string::npos))
+        skip(str("not served here: ", e.what()));
+      throw;
+    }
+    if (b.fallback_count() != before) {
+      const std::string why =
+          str("an op of this case ran on another framework by fallback: ", st.bundles,
+              " does not serve it on ", st.framework);
+      if (st.required) fail_check(why);
+      skip(why);
+    }
+  }
+  std::shared_ptr<blas_state> st_;
+  std::vector<test_case> cases_;
+};
+
+template <class T> const char* tname() { return sizeof(T) == 4 ? "f32" : "f64"; }
+
+// printf's %.10g: values in messages, as the reference BLAS tests print them.
+std::string g10(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.10g", v);
+  return buf;
+}
+std::string g3(double v) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.3g", v);
+  return buf;
+}
+
+template <class T> SharedTensor<T> random_tensor(std::vector<int64_t> shape) {
+  SharedTensor<T> t(std::move(shape));
+  std::uniform_real_distribution<double> u(-1, 1);
+  for (T& v : t.write_only())
+    v = static_cast<T>(u(rng()));
+  return t;
+}
+template <class T> std::vector<double> values(const SharedTensor<T>& t) {
+  auto s = t.read();
+  return std::vector<double>(s.begin(), s.end());
+}
+template <class T> SharedTensor<T> scalar_tensor(double v) {
+  SharedTensor<T> t({1});
+  t.write_only()[0] = static_cast<T>(v);
+  return t;
+}
+
+// |got - ref| <= tolerance, where the bound grows with the magnitude of the summed terms.
+template <class T>
+void expect_near(const std::string& what, size_t i, double got, double ref, double magnitude,
+                 double terms) {
+  const double eps = std::numeric_limits<T>::epsilon();
+  const double tol = 8 * eps * (std::sqrt(terms) + 1) * magnitude + 1e-30;
+  if (std::fabs(got - ref) <= tol)
+    pass_check();
+  else
+    fail_check(str(tname<T>(), " ", what, ": element ", i, " got ", g10(got), " expected ",
+                   g10(ref), " (tolerance ", g3(tol), ")"));
+}
+void expect_true(bool ok, const std::string& what) {
+  if (ok)
+    pass_check();
+  else
+    fail_check(what);
+}
+
+template <class T> void level1(registrar& reg) {
+  const std::vector<int64_t> sizes{1, 7, 1000, 4097};
+  for (const int64_t n : sizes) {
+    for (const int64_t inc : {1, 2}) {
+      const std::string tag =
+          std::string(tname<T>()) + " n=" + std::to_string(n) + " inc=" + std::to_string(inc);
+      const int64_t len = 1 + (n - 1) * inc;
+      for (const bool dev_scalar : {false, true}) {
+        const std::string st = tag + (dev_scalar ? " device-scalars" : " host-scalars");
+        reg.add("axpy " + st, [=](const Backend& b) {
+          auto x = random_tensor<T>({len}), y = random_tensor<T>({len + 1});
+          const auto x0 = values(x), y0 = values(y);
+          const double alpha = 0.75;
+          auto at = scalar_tensor<T>(alpha);
+          if (dev_scalar)
+            blas::axpy(b, n, at, x, inc, y, inc);
+          else
+            blas::axpy(b, n, alpha, x, inc, y, inc);
+          const auto y1 = values(y);
+          for (int64_t i = 0; i < len + 1; ++i) {
+            const bool hit = i % inc == 0 && i / inc < n;
+            const double ref = hit ? static_cast<T>(alpha) * x0[i] + y0[i] : y0[i];
+            expect_near<T>("axpy " + st, i, y1[i], ref,
+                           (hit ? std::fabs(x0[i]) : 0) + std::fabs(y0[i]), 1);
+          }
+        });
+        reg.add("axpby " + st, [=](const Backend& b) {
+          auto x = random_tensor<T>({len}), y = random_tensor<T>({len});
+          const auto x0 = values(x), y0 = values(y);
+          const double alpha = -1.25, beta = 0.5;
+          auto at = scalar_tensor<T>(alpha);
+          if (dev_scalar)
+            blas::axpby(b, n, at, x, inc, beta, y, inc); // mixed: device alpha, host beta
+          else
+            blas::axpby(b, n, alpha, x, inc, beta, y, inc);
+          const auto y1 = values(y);
+          for (int64_t i = 0; i < len; ++i) {
+            const bool hit = i % inc == 0;
+            const double ref = hit ? alpha * x0[i] + beta * y0[i] : y0[i];
+            expect_near<T>("axpby " + st, i, y1[i], ref, std::fabs(x0[i]) + std::fabs(y0[i]), 2);
+          }
+        });
+        reg.add("scal " + st, [=](const Backend& b) {
+          auto x = random_tensor<T>({len});
+          const auto x0 = values(x);
+          const double alpha = 3.0;
+          auto at = scalar_tensor<T>(alpha);
+          if (dev_scalar)
+            blas::scal(b, n, at, x, inc);
+          else
+            blas::scal(b, n, alpha, x, inc);
+          const auto x1 = values(x);
+          for (int64_t i = 0; i < len; ++i)
+            expect_near<T>("scal " + st, i, x1[i], i % inc == 0 ? alpha * x0[i] : x0[i],
+                           std::fabs(3 * x0[i]), 1);
+        });
+      }
+      reg.add("axpby beta=0 write-only " + tag, [=](const Backend& b) {
+        auto x = random_tensor<T>({n});
+        SharedTensor<T> y({n});
+        if (n > 7) // poison what the op may see (else leave y unwritten); OUT never reads it
+          for (T& v : y.write_only())
+            v = std::numeric_limits<T>::quiet_NaN();
+        const auto x0 = values(x);
+        blas::axpby(b, 2.0, x, 0.0, y);
+        const auto y1 = values(y);
+        for (int64_t i = 0; i < n; ++i)
+          expect_near<T>("axpby beta=0 " + tag, i, y1[i], 2 * x0[i], std::fabs(2 * x0[i]), 1);
+      });
+      reg.add("copy " + tag, [=](const Backend& b) {
+        auto x = random_tensor<T>({len}), y = random_tensor<T>({len});
+        const auto x0 = values(x), y0 = values(y);
+        blas::copy(b, n, x, inc, y, inc);
+        const auto y1 = values(y);
+        for (int64_t i = 0; i < len; ++i)
+          expect_near<T>("copy " + tag, i, y1[i], i % inc == 0 ? x0[i] : y0[i], 0, 1);
+      });
+      reg.add("swap " + tag, [=](const Backend& b) {
+        auto x = random_tensor<T>({len}), y = random_tensor<T>({n});
+        const auto x0 = values(x), y0 = values(y);
+        blas::swap(b, n, x, inc, y, 1);
+        const auto x1 = values(x), y1 = values(y);
+        for (int64_t i = 0; i < len; ++i)
+          expect_near<T>("swap x " + tag, i, x1[i], i % inc == 0 ? y0[i / inc] : x0[i], 0, 1);
+        for (int64_t i = 0; i < n; ++i)
+          expect_near<T>("swap y " + tag, i, y1[i], x0[i * inc], 0, 1);
+      });
+      reg.add("dot/asum/nrm2 " + tag, [=](const Backend& b) {
+        auto x = random_tensor<T>({len}), y = random_tensor<T>({len});
+        const auto x0 = values(x), y0 = values(y);
+        SharedTensor<T> r1({1}), r2({1}), r3({1});
+        blas::dot(b, n, x, inc, y, inc, r1);
+        blas::asum(b, n, x, inc, r2);
+        blas::nrm2(b, n, x, inc, r3);
+        double dot = 0, dmag = 0, asum = 0, ss = 0;
+        for (int64_t i = 0; i < n; ++i) {
+          dot += x0[i * inc] * y0[i * inc];
+          dmag += std::fabs(x0[i * inc] * y0[i * inc]);
+          asum += std::fabs(x0[i * inc]);
+          ss += x0[i * inc] * x0[i * inc];
+        }
+        expect_near<T>("dot " + tag, 0, r1.read()[0], dot, dmag, static_cast<double>(n));
+        expect_near<T>("asum " + tag, 0, r2.read()[0], asum, asum, static_cast<double>(n));
+        expect_near<T>("nrm2 " + tag, 0, r3.read()[0], std::sqrt(ss), std::sqrt(ss),
+                       static_cast<double>(n));
+        // The host-value forms on whole tensors, chained through the device result.
+        if (inc == 1) {
+          expect_near<T>("dot (host value) " + tag, 0, blas::dot(b, x, y), dot, dmag,
+                         static_cast<double>(n));
+          expect_near<T>("nrm2 (host value) " + tag, 0, blas::nrm2(b, x), std::sqrt(ss),
+                         std::sqrt(ss), static_cast<double>(n));
+          expect_near<T>("asum (host value) " + tag, 0, blas::asum(b, x), asum, asum,
+                         static_cast<double>(n));
+        }
+      });
+    }
+  }
+  // A result that stays on the device feeds the next op as a scalar: y = dot(x, x) * x + y.
+  reg.add(std::string("dot result as device scalar ") + tname<T>(), [=](const Backend& b) {
+    auto x = random_tensor<T>({1000}), y = random_tensor<T>({1000});
+    const auto x0 = values(x), y0 = values(y);
+    SharedTensor<T> d({1});
+    blas::dot(b, x, x, d);
+    blas::axpy(b, d, x, y);
+    double dd = 0;
+    for (double v : x0)
+      dd += v * v;
+    const auto y1 = values(y);
+    for (size_t i = 0; i < y1.size(); ++i)
+      expect_near<T>("dot->axpy", i, y1[i], dd * x0[i] + y0[i], std::fabs(dd * x0[i]) + 1, 1000);
+  });
+}
+
+template <class T>
+void gemv_case(registrar& reg, bool t, int64_t m, int64_t n, int64_t pad, int64_t inc,
+               bool dev_scalars, bool beta0) {
+  const std::string tag = std::string("gemv ") + tname<T>() + (t ? " T" : " N") +
+                          " m=" + std::to_string(m) + " n=" + std::to_string(n) + " lda+" +
+                          std::to_string(pad) + " inc=" + std::to_string(inc) +
+                          (dev_scalars ? " device-scalars" : "") + (beta0 ? " beta=0" : "");
+  reg.add(tag, [=](const Backend& b) {
+    const int64_t lda = n + pad, nx = t ? m : n, ny = t ? n : m;
+    auto A = random_tensor<T>({m, lda});
+    auto x = random_tensor<T>({1 + (nx - 1) * inc});
+    auto y = random_tensor<T>({1 + (ny - 1) * inc});
+    const auto A0 = values(A), x0 = values(x), y0 = values(y);
+    const double alpha = 1.5, beta = beta0 ? 0.0 : -0.5;
+    auto at = scalar_tensor<T>(alpha), bt = scalar_tensor<T>(beta);
+    blas::gemv_dims d;
+    d.m = m;
+    d.n = n;
+    d.lda = lda;
+    d.incx = inc;
+    d.incy = inc;
+    if (dev_scalars)
+      blas::gemv(b, t ? blas::trans : blas::no_trans, at, A, x, bt, y, d);
+    else
+      blas::gemv(b, t ? blas::trans : blas::no_trans, alpha, A, x, beta, y, d);
+    const auto y1 = values(y);
+    for (int64_t i = 0; i < static_cast<int64_t>(y1.size()); ++i) {
+      if (i % inc != 0) {
+        expect_near<T>(tag, i, y1[i], y0[i], 0, 1);
+        continue;
+      }
+      const int64_t r = i / inc;
+      double s = 0, mag = 0;
+      for (int64_t j = 0; j < nx; ++j) {
+        const double a = t ? A0[j * lda + r] : A0[r * lda + j];
+        s += a * x0[j * inc];
+        mag += std::fabs(a * x0[j * inc]);
+      }
+      const double ref = alpha * s + beta * y0[i];
+      expect_near<T>(tag, i, y1[i], ref, std::fabs(alpha) * mag + std::fabs(beta * y0[i]),
+                     static_cast<double>(nx));
+    }
+  });
+}
+
+template <class T>
+void gemm_case(registrar& reg, bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t pad,
+               bool dev_scalars, bool beta0, bool sub = false) {
+  const std::string tag = std::string("gemm ") + tname<T>() + (ta ? " T" : " N") +
+                          (tb ? "T" : "N") + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
+                          " k=" + std::to_string(k) + " ld+" + std::to_string(pad) +
+                          (dev_scalars ? " device-scalars" : "") +
+                          (beta0 ? " beta=0 write-only" : "") + (sub ? " sub-matrix" : "");
+  reg.add(tag, [=](const Backend& b) {
+    const int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+    const int64_t extra = sub ? 2 : 0; // a sub-matrix: tensors with spare rows
+    const int64_t lda = ac + pad, ldb = bc + pad, ldc = n + pad;
+    auto A = random_tensor<T>({ar + extra, lda});
+    auto B = random_tensor<T>({br + extra, ldb});
+    SharedTensor<T> C({m + extra, ldc});
+    const bool write_only = beta0 && pad == 0 && !sub && !dev_scalars;
+    if (write_only) {
+      // The op takes C write-only: small cases leave it unwritten, larger ones poison the host
+      // copy with NaN, which must not leak in where device memory aliases host memory.
+      if (m > 7)
+        for (T& v : C.write_only())
+          v = std::numeric_limits<T>::quiet_NaN();
+    } else {
+      C = random_tensor<T>({m + extra, ldc});
+    }
+    const auto A0 = values(A), B0 = values(B);
+    const std::vector<double> C0 = write_only ? std::vector<double>(C.size(), 0) : values(C);
+    const double alpha = 0.5, beta = beta0 ? 0.0 : 2.0;
+    auto at = scalar_tensor<T>(alpha), bt = scalar_tensor<T>(beta);
+    blas::gemm_dims d;
+    if (pad != 0 || sub) {
+      d.m = m;
+      d.n = n;
+      d.k = k;
+      d.lda = lda;
+      d.ldb = ldb;
+      d.ldc = ldc;
+    }
+    const auto opa = ta ? blas::trans : blas::no_trans, opb = tb ? blas::trans : blas::no_trans;
+    if (dev_scalars)
+      blas::gemm(b, opa, opb, at, A, B, bt, C, d);
+    else
+      blas::gemm(b, opa, opb, alpha, A, B, beta, C, d);
+    const auto C1 = values(C);
+    for (int64_t i = 0; i < m + extra; ++i)
+      for (int64_t j = 0; j < ldc; ++j) {
+        const int64_t ic = i * ldc + j;
+        if (i >= m || j >= n) { // outside the m x n window: untouched
+          expect_near<T>(tag + " (outside C)", static_cast<size_t>(ic), C1[ic], C0[ic], 0, 1);
+          continue;
+        }
+        double s = 0, mag = 0;
+        for (int64_t l = 0; l < k; ++l) {
+          const double a = ta ? A0[l * lda + i] : A0[i * lda + l];
+          const double bb = tb ? B0[j * ldb + l] : B0[l * ldb + j];
+          s += a * bb;
+          mag += std::fabs(a * bb);
+        }
+        const double ref = alpha * s + beta * C0[ic];
+        expect_near<T>(tag, static_cast<size_t>(ic), C1[ic], ref,
+                       alpha * mag + std::fabs(beta * C0[ic]), static_cast<double>(k));
+      }
+  });
+}
+
+template <class T> void level23(registrar& reg) {
+  for (const bool t : {false, true}) {
+    gemv_case<T>(reg, t, 1, 1, 0, 1, false, false);
+    gemv_case<T>(reg, t, 7, 1000, 3, 1, false, false);
+    gemv_case<T>(reg, t, 1000, 7, 0, 2, false, true);
+    gemv_case<T>(reg, t, 129, 4097, 1, 2, true, false);
+    gemv_case<T>(reg, t, 33, 65, 0, 1, true, true);
+  }
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true}) {
+      gemm_case<T>(reg, ta, tb, 1, 1, 1, 0, false, false);
+      gemm_case<T>(reg, ta, tb, 7, 5, 3, 0, false, true);
+      gemm_case<T>(reg, ta, tb, 33, 65, 17, 3, false, false);
+      gemm_case<T>(reg, ta, tb, 130, 67, 129, 0, true, false);
+      gemm_case<T>(reg, ta, tb, 64, 64, 64, 0, false, true);
+      gemm_case<T>(reg, ta, tb, 70, 45, 100, 1, true, true, true);
+      gemm_case<T>(reg, ta, tb, 5, 9, 0, 0, false, false); // k = 0: C = beta * C
+    }
+  gemm_case<T>(reg, false, false, 257, 300, 200, 0, false, false);
+  gemm_case<T>(reg, true, false, 1, 4097, 7, 0, false, false);
+  gemm_case<T>(reg, false, true, 4097, 1, 7, 0, false, true);
+}
+
+// ---- reference-BLAS semantics: the edge cases ported code relies on (docs/blas.md) ----------
+
+enum class scal_mode { host, device, mixed }; // mixed: host alpha, device beta
+const char* mode_name(scal_mode s) {
+  return s == scal_mode::host     ? "host-scalars"
+         : s == scal_mode::device ? "device-scalars"
+                                  : "mixed-scalars";
+}
+
+template <class T> std::vector<T> raw(const SharedTensor<T>& t) {
+  auto s = t.read();
+  return {s.begin(), s.end()};
+}
+template <class T> SharedTensor<T> tensor_of(std::vector<int64_t> shape, const std::vector<T>& v) {
+  SharedTensor<T> t(std::move(shape));
+  auto w = t.write_only();
+  std::copy(v.begin(), v.end(), w.begin());
+  return t;
+}
+template <class T> std::vector<T> uniform(size_t n, double lo = -1, double hi = 1) {
+  std::uniform_real_distribution<double> u(lo, hi);
+  std::vector<T> v(n);
+  for (T& e : v)
+    e = static_cast<T>(u(rng()));
+  return v;
+}
+// What an output holds before an op that must not read it: NaN, +Inf, -Inf in turn.
+template <class T> T poison(size_t i) {
+  switch (i % 3) {
+  case 0: return std::numeric_limits<T>::quiet_NaN();
+  case 1: return std::numeric_limits<T>::infinity();
+  default: return -std::numeric_limits<T>::infinity();
+  }
+}
+template <class T> std::vector<T> poisoned(size_t n) {
+  std::vector<T> v(n);
+  for (size_t i = 0; i < n; ++i)
+    v[i] = poison<T>(i);
+  return v;
+}
+template <class T> bool same_bits(T a, T b) { return std::memcmp(&a, &b, sizeof(T)) == 0; }
+
+// "Untouched" means bit for bit (NaN payloads and the sign of zero included).
+template <class T> void expect_bits(const std::string& what, size_t i, T got, T want) {
+  if (same_bits(got, want))
+    pass_check();
+  else
+    fail_check(str(tname<T>(), " ", what, ": element ", i, " is ", g10(static_cast<double>(got)),
+                   ", expected it untouched (", g10(static_cast<double>(want)), ")"));
+}
+template <class T>
+void expect_untouched(const std::string& what, const std::vector<T>& got,
+                      const std::vector<T>& before) {
+  for (size_t i = 0; i < got.size(); ++i)
+    expect_bits<T>(what, i, got[i], before[i]);
+}
+// Exactly `want` (0 * anything must give 0, 2 * v must give 2v): compared by value, so +0 == -0.
+template <class T> void expect_exact(const std::string& what, size_t i, T got, double want) {
+  if (static_cast<double>(got) == want)
+    pass_check();
+  else
+    fail_check(str(tname<T>(), " ", what, ": element ", i, " got ", g10(static_cast<double>(got)),
+                   " expected exactly ", g10(want)));
+}
+
+// y = alpha op(A) x with beta = 0, y pre-filled with NaN/Inf: dense (write-only), dense with a
+// tail the op must not touch, strided. Every element outside the described ones keeps its bits.
+template <class T> void beta0_gemv(registrar& reg) {
+  for (const bool t : {false, true})
+    for (const int layout : {0, 1, 2}) // 0 dense, 1 tail, 2 strided
+      for (const scal_mode sm : {scal_mode::host, scal_mode::device, scal_mode::mixed}) {
+        const int64_t m = 37, n = 53, lda = layout == 0 ? n : n + 2;
+        const int64_t nx = t ? m : n, ny = t ? n : m, inc = layout == 2 ? 3 : 1;
+        const int64_t ylen = layout == 0 ? ny : layout == 1 ? ny + 5 : 1 + (ny - 1) * inc + 2;
+        const std::string tag = std::string("gemv beta=0 NaN/Inf y ") + (t ? "T " : "N ") +
+                                (layout == 0   ? "dense"
+                                 : layout == 1 ? "tail"
+                                               : "strided") +
+                                " " + mode_name(sm);
+        reg.add(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
+          const auto A0 = uniform<T>(static_cast<size_t>(m * lda)), x0 = uniform<T>(nx);
+          const auto y0 = poisoned<T>(static_cast<size_t>(ylen));
+          auto A = tensor_of<T>({m, lda}, A0), x = tensor_of<T>({nx}, x0),
+               y = tensor_of<T>({ylen}, y0);
+          const double alpha = 1.5;
+          auto at = scalar_tensor<T>(alpha), bt = scalar_tensor<T>(0);
+          const blas::Scalar al = sm == scal_mode::device ? blas::Scalar(at) : blas::Scalar(alpha);
+          const blas::Scalar be = sm == scal_mode::host ? blas::Scalar(0.0) : blas::Scalar(bt);
+          blas::gemv(b, t ? blas::trans : blas::no_trans, al, A, x, be, y,
+                     {.m = m, .n = n, .lda = lda, .incx = 1, .incy = inc});
+          const auto y1 = raw(y);
+          for (int64_t i = 0; i < ylen; ++i) {
+            if (i % inc != 0 || i / inc >= ny) {
+              expect_bits<T>(tag + " (outside y)", i, y1[i], y0[i]);
+              continue;
+            }
+            const int64_t r = i / inc;
+            double s = 0, mag = 0;
+            for (int64_t j = 0; j < nx; ++j) {
+              const double a = t ? A0[j * lda + r] : A0[r * lda + j];
+              s += a * x0[j];
+              mag += std::fabs(a * x0[j]);
+            }
+            expect_near<T>(tag, i, y1[i], alpha * s, alpha * mag, static_cast<double>(nx));
+          }
+        });
+      }
+}
+
+// C = alpha op(A) op(B) with beta = 0, C pre-filled with NaN/Inf: whole (write-only), ldc > n,
+// and m x n smaller than the tensor (spare rows); what lies outside the window keeps its bits.
+template <class T> void beta0_gemm(registrar& reg) {
+  struct shape {
+    int64_t m, n, k;
+  };
+  for (const shape s : {shape{33, 29, 17}, shape{70, 45, 100}})
+    for (const int tr : {0, 1, 2, 3})
+      for (const int layout : {0, 1, 2}) // 0 whole, 1 ldc > n, 2 spare rows
+        for (const scal_mode sm : {scal_mode::host, scal_mode::device, scal_mode::mixed}) {
+          const bool ta = tr & 2, tb = tr & 1;
+          const int64_t m = s.m, n = s.n, k = s.k;
+          const int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+          const int64_t ldc = layout == 1 ? n + 3 : n, rows = layout == 2 ? m + 2 : m;
+          const std::string tag = std::string("gemm beta=0 NaN/Inf C ") + (ta ? "T" : "N") +
+                                  (tb ? "T" : "N") + " m=" + std::to_string(m) + " " +
+                                  (layout == 0   ? "whole"
+                                   : layout == 1 ? "ldc>n"
+                                                 : "spare-rows") +
+                                  " " + mode_name(sm);
+          reg.add(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
+            const auto A0 = uniform<T>(static_cast<size_t>(ar * ac)),
+                       B0 = uniform<T>(static_cast<size_t>(br * bc));
+            const auto C0 = poisoned<T>(static_cast<size_t>(rows * ldc));
+            auto A = tensor_of<T>({ar, ac}, A0), B = tensor_of<T>({br, bc}, B0),
+                 C = tensor_of<T>({rows, ldc}, C0);
+            const double alpha = -0.75;
+            auto at = scalar_tensor<T>(alpha), bt = scalar_tensor<T>(0);
+            const blas::Scalar al =
+                sm == scal_mode::device ? blas::Scalar(at) : blas::Scalar(alpha);
+            const blas::Scalar be = sm == scal_mode::host ? blas::Scalar(0.0) : blas::Scalar(bt);
+            blas::gemm(b, ta ? blas::trans : blas::no_trans, tb ? blas::trans : blas::no_trans, al,
+                       A, B, be, C, {.m = m, .n = n, .k = k, .lda = ac, .ldb = bc, .ldc = ldc});
+            const auto C1 = raw(C);
+            for (int64_t i = 0; i < rows; ++i)
+              for (int64_t j = 0; j < ldc; ++j) {
+                const int64_t ic = i * ldc + j;
+                if (i >= m || j >= n) {
+                  expect_bits<T>(tag + " (outside C)", ic, C1[ic], C0[ic]);
+                  continue;
+                }
+                double sum = 0, mag = 0;
+                for (int64_t l = 0; l < k; ++l) {
+                  const double a = ta ? A0[l * ac + i] : A0[i * ac + l];
+                  const double bb = tb ? B0[j * bc + l] : B0[l * bc + j];
+                  sum += a * bb;
+                  mag += std::fabs(a * bb);
+                }
+                expect_near<T>(tag, ic, C1[ic], alpha * sum, std::fabs(alpha) * mag,
+                               static_cast<double>(k));
+              }
+          });
+        }
+}
+
+// y = alpha x + 0 y with y pre-filled with NaN/Inf: strided and with a tail.
+template <class T> void beta0_axpby(registrar& reg) {
+  for (const int64_t n : {7, 1000})
+    for (const int64_t inc : {1, 2})
+      for (const scal_mode sm : {scal_mode::host, scal_mode::device, scal_mode::mixed}) {
+        const int64_t len = 1 + (n - 1) * inc + 3; // a tail beyond the last element
+        const std::string tag = "axpby beta=0 NaN/Inf y n=" + std::to_string(n) +
+                                " inc=" + std::to_string(inc) + " " + mode_name(sm);
+        reg.add(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
+          const auto x0 = uniform<T>(static_cast<size_t>(len));
+          const auto y0 = poisoned<T>(static_cast<size_t>(len));
+          auto x = tensor_of<T>({len}, x0), y = tensor_of<T>({len}, y0);
+          const double alpha = 2.5;
+          auto at = scalar_tensor<T>(alpha), bt = scalar_tensor<T>(0);
+          const blas::Scalar al = sm == scal_mode::device ? blas::Scalar(at) : blas::Scalar(alpha);
+          const blas::Scalar be = sm == scal_mode::host ? blas::Scalar(0.0) : blas::Scalar(bt);
+          blas::axpby(b, n, al, x, inc, be, y, inc);
+          const auto y1 = raw(y);
+          for (int64_t i = 0; i < len; ++i) {
+            if (i % inc == 0 && i / inc < n)
+              expect_near<T>(tag, i, y1[i], alpha * x0[i], std::fabs(alpha * x0[i]), 1);
+            else
+              expect_bits<T>(tag + " (outside y)", i, y1[i], y0[i]);
+          }
+        });
+      }
+}
+
+// The norm of values whose squares overflow or underflow: a scaled sum of squares in double.
+double scaled_norm(const std::vector<double>& v) {
+  double scale = 0;
+  for (double e : v)
+    scale = std::max(scale, std::fabs(e));
+  if (scale == 0) return 0;
+  double ss = 0;
+  for (double e : v)
+    ss += (e / scale) * (e / scale);
+  return scale * std::sqrt(ss);
+}
+
+template <class T> void nrm2_limits(registrar& reg) {
+  using lim = std::numeric_limits<T>;
+  const bool f64 = sizeof(T) == 8;
+  const double big = f64 ? 1e300 : 1e38, small = f64 ? 1e-300 : 1e-38;
+  const double denorm = f64 ? 1e-310 : 1e-40; // below the smallest normal number
+  for (const int64_t n : {1, 7, 1000, 4097})
+    for (const int64_t inc : {1, 2})
+      for (const int set : {0, 1, 2, 3, 4}) {
+        static const char* names[] = {"big", "small", "denormal", "big+small", "wide"};
+        const std::string tag = std::string("nrm2 ") + names[set] + " n=" + std::to_string(n) +
+                                " inc=" + std::to_string(inc);
+        reg.add(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
+          const int64_t len = 1 + (n - 1) * inc;
+          std::vector<T> x(static_cast<size_t>(len), lim::quiet_NaN()); // gaps: must not be read
+          std::vector<double> used;
+          std::uniform_real_distribution<double> u(0.25, 1), e(-1, 1);
+          for (int64_t i = 0; i < n; ++i) {
+            const double sign = (rng()() & 1) ? 1 : -1;
+            double v = 0;
+            switch (set) {
+            case 0:
+              v = big / std::sqrt(static_cast<double>(n)) * u(rng());
+              break; // fits, squares do not
+            case 1: v = small * u(rng()); break;
+            case 2: v = denorm * u(rng()); break;
+            case 3:
+              v = i % 5 == 0 ? big / std::sqrt(static_cast<double>(n)) * u(rng())
+                             : small * u(rng());
+              break;
+            default: // magnitudes over the whole exponent range of the type
+              v = u(rng()) *
+                  std::pow(10.0, e(rng()) * (f64 ? 300 : 37) - std::log10(static_cast<double>(n)));
+            }
+            x[static_cast<size_t>(i * inc)] = static_cast<T>(sign * v);
+            used.push_back(static_cast<double>(x[static_cast<size_t>(i * inc)]));
+          }
+          const double ref = scaled_norm(used);
+          auto xt = tensor_of<T>({len}, x);
+          SharedTensor<T> r({1});
+          blas::nrm2(b, n, xt, inc, r);
+          const double got = r.read()[0];
+          // Relative, plus a few units of the smallest denormal where the result is one itself.
+          const double tol = 8 * lim::epsilon() * (std::sqrt(static_cast<double>(n)) + 1) * ref +
+                             4 * static_cast<double>(lim::denorm_min());
+          if (std::fabs(got - ref) <= tol)
+            pass_check();
+          else
+            fail_check(str(tname<T>(), " ", tag, ": got ", g10(got), " expected ", g10(ref),
+                           " (tolerance ", g3(tol), ")"));
+          if (inc == 1) {
+            const double host_value = blas::nrm2(b, xt);
+            if (std::fabs(host_value - ref) <= tol)
+              pass_check();
+            else
+              fail_check(str(tname<T>(), " ", tag, " (host value): got ", g10(host_value),
+                             " expected ", g10(ref)));
+          }
+        });
+      }
+}
+
+// n == 0 touches nothing; asum/dot/nrm2 of nothing are 0.
+template <class T> void quick_n0(registrar& reg) {
+  for (const bool dev : {false, true}) {
+    const std::string tag = std::string("n=0 ") + (dev ? "device-scalars" : "host-scalars");
+    reg.add(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
+      auto xv = uniform<T>(9), yv = uniform<T>(9);
+      xv[0] = yv[1] = std::numeric_limits<T>::quiet_NaN();
+      yv[0] = T(-0.0);
+      auto x = tensor_of<T>({9}, xv), y = tensor_of<T>({9}, yv);
+      auto at = scalar_tensor<T>(0.5), bt = scalar_tensor<T>(0);
+      const blas::Scalar al = dev ? blas::Scalar(at) : blas::Scalar(0.5);
+      const blas::Scalar be = dev ? blas::Scalar(bt) : blas::Scalar(0.0);
+      for (const char* op : {"asum", "dot", "nrm2"}) {
+        SharedTensor<T> r({1});
+        r.write_only()[0] = std::numeric_limits<T>::quiet_NaN();
+        if (op[0] == 'a') blas::asum(b, 0, x, 1, r);
+        if (op[0] == 'd') blas::dot(b, 0, x, 1, y, 1, r);
+        if (op[0] == 'n') blas::nrm2(b, 0, x, 1, r);
+        expect_exact<T>(tag + " " + op + " result", 0, r.read()[0], 0);
+      }
+      blas::axpy(b, 0, al, x, 1, y, 1);
+      expect_untouched<T>(tag + " axpy y", raw(y), yv);
+      blas::axpby(b, 0, al, x, 1, be, y, 2);
+      expect_untouched<T>(tag + " axpby y", raw(y), yv);
+      blas::scal(b, 0, al, y, 1);
+      expect_untouched<T>(tag + " scal x", raw(y), yv);
+      blas::copy(b, 0, x, 1, y, 1);
+      expect_untouched<T>(tag + " copy y", raw(y), yv);
+      blas::swap(b, 0, x, 1, y, 1);
+      expect_untouched<T>(tag + " swap x", raw(x), xv);
+      expect_untouched<T>(tag + " swap y", raw(y), yv);
+    });
+  }
+}
+
+// gemv with m == 0 or n == 0 leaves y exactly as it was, whatever beta is (reference BLAS
+// returns at once); y holds -0 and NaN so that any write (even 1 * y + 0) shows.
+template <class T> void quick_gemv(registrar& reg) {
+  struct mn {
+    int64_t m, n;
+  };
+  for (const bool t : {false, true})
+    for (const mn s : {mn{0, 5}, mn{5, 0}, mn{0, 0}})
+      for (const double beta : {0.0, 0.5, 1.0})
+        for (const bool dev : {false, true}) {
+          const int64_t nx = t ? s.m : s.n, ny = t ? s.n : s.m;
+          const std::string tag = std::string("gemv quick return ") + (t ? "T" : "N") +
+                                  " m=" + std::to_string(s.m) + " n=" + std::to_string(s.n) +
+                                  " beta=" + std::to_string(beta).substr(0, 3) +
+                                  (dev ? " device-scalars" : " host-scalars");
+          reg.add(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
+            const int64_t cols = std::max<int64_t>(s.n, 1);
+            auto A =
+                tensor_of<T>({std::max<int64_t>(s.m, 1), cols},
+                             uniform<T>(static_cast<size_t>(std::max<int64_t>(s.m, 1) * cols)));
+            auto x = tensor_of<T>({std::max<int64_t>(nx, 1)}, uniform<T>(std::max<int64_t>(nx, 1)));
+            auto yv = uniform<T>(static_cast<size_t>(std::max<int64_t>(ny, 1)));
+            yv[0] = T(-0.0);
+            if (yv.size() > 2) yv[2] = std::numeric_limits<T>::quiet_NaN();
+            auto y = tensor_of<T>({static_cast<int64_t>(yv.size())}, yv);
+            auto at = scalar_tensor<T>(1.5), bt = scalar_tensor<T>(beta);
+            const blas::Scalar al = dev ? blas::Scalar(at) : blas::Scalar(1.5);
+            const blas::Scalar be = dev ? blas::Scalar(bt) : blas::Scalar(beta);
+            blas::gemv(b, t ? blas::trans : blas::no_trans, al, A, x, be, y,
+                       {.m = s.m, .n = s.n, .lda = cols, .incx = 1, .incy = 1});
+            expect_untouched<T>(tag, raw(y), yv);
+          });
+        }
+}
+
+// gemv with alpha == 0: y = beta y, A and x not read (they hold NaN here).
+template <class T> void alpha0_gemv(registrar& reg) {
+  for (const bool t : {false, true})
+    for (const double beta : {0.0, 0.5})
+      for (const bool dev : {false, true}) {
+        const std::string tag = std::string("gemv alpha=0 NaN in A, x ") + (t ? "T" : "N") +
+                                " beta=" + std::to_string(beta).substr(0, 3) +
+                                (dev ? " device-scalars" : " host-scalars");
+        reg.add(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
+          const int64_t m = 19, n = 23, inc = 2, nx = t ? m : n, ny = t ? n : m;
+          auto Av = uniform<T>(static_cast<size_t>(m * n)), xv = uniform<T>(nx);
+          Av[3] = xv[1] = std::numeric_limits<T>::quiet_NaN();
+          Av[7] = std::numeric_limits<T>::infinity();
+          const int64_t ylen = 1 + (ny - 1) * inc;
+          const auto y0 = beta == 0 ? poisoned<T>(ylen) : uniform<T>(ylen);
+          auto A = tensor_of<T>({m, n}, Av), x = tensor_of<T>({nx}, xv),
+               y = tensor_of<T>({ylen}, y0);
+          auto at = scalar_tensor<T>(0), bt = scalar_tensor<T>(beta);
+          const blas::Scalar al = dev ? blas::Scalar(at) : blas::Scalar(0.0);
+          const blas::Scalar be = dev ? blas::Scalar(bt) : blas::Scalar(beta);
+          blas::gemv(b, t ? blas::trans : blas::no_trans, al, A, x, be, y,
+                     {.m = m, .n = n, .lda = n, .incx = 1, .incy = inc});
+          const auto y1 = raw(y);
+          for (int64_t i = 0; i < ylen; ++i) {
+            if (i % inc == 0)
+              expect_exact<T>(tag, i, y1[i], beta == 0 ? 0.0 : beta * static_cast<double>(y0[i]));
+            else
+              expect_bits<T>(tag + " (outside y)", i, y1[i], y0[i]);
+          }
+        });
+      }
+}
+
+// gemm quick paths: k == 0 and alpha == 0 give C = beta C (beta = 0: C = 0, never read), with
+// A and B not read (NaN in them for alpha == 0); m == 0 or n == 0 touches nothing.
+template <class T> void quick_gemm(registrar& reg) {
+  for (const int which : {0, 1}) // 0: k == 0, 1: alpha == 0 with NaN in A and B
+    for (const double beta : {0.0, 2.0})
+      for (const bool dev : {false, true}) {
+        const std::string tag = std::string("gemm ") + (which == 0 ? "k=0" : "alpha=0 NaN in A,B") +
+                                " beta=" + std::to_string(beta).substr(0, 3) +
+                                " ldc>n spare-rows " + (dev ? "device-scalars" : "host-scalars");
+        reg.add(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
+          const int64_t m = 21, n = 13, k = which == 0 ? 0 : 11, ldc = n + 2, rows = m + 1;
+          auto Av = uniform<T>(static_cast<size_t>(m * std::max<int64_t>(k, 1))),
+               Bv = uniform<T>(static_cast<size_t>(std::max<int64_t>(k, 1) * n));
+          Av[5] = Bv[2] = std::numeric_limits<T>::quiet_NaN();
+          Bv[4] = -std::numeric_limits<T>::infinity();
+          const auto C0 = beta == 0 ? poisoned<T>(rows * ldc) : uniform<T>(rows * ldc);
+          auto A = tensor_of<T>({m, std::max<int64_t>(k, 1)}, Av),
+               B = tensor_of<T>({std::max<int64_t>(k, 1), n}, Bv),
+               C = tensor_of<T>({rows, ldc}, C0);
+          const double alpha = which == 0 ? 1.5 : 0.0;
+          auto at = scalar_tensor<T>(alpha), bt = scalar_tensor<T>(beta);
+          const blas::Scalar al = dev ? blas::Scalar(at) : blas::Scalar(alpha);
+          const blas::Scalar be = dev ? blas::Scalar(bt) : blas::Scalar(beta);
+          blas::gemm(
+              b, blas::no_trans, blas::no_trans, al, A, B, be, C,
+              {.m = m, .n = n, .k = k, .lda = std::max<int64_t>(k, 1), .ldb = n, .ldc = ldc});
+          const auto C1 = raw(C);
+          for (int64_t i = 0; i < rows; ++i)
+            for (int64_t j = 0; j < ldc; ++j) {
+              const int64_t ic = i * ldc + j;
+              if (i >= m || j >= n)
+                expect_bits<T>(tag + " (outside C)", ic, C1[ic], C0[ic]);
+              else
+                expect_exact<T>(tag, ic, C1[ic],
+                                beta == 0 ? 0.0 : beta * static_cast<double>(C0[ic]));
+            }
+        });
+      }
+  struct mn {
+    int64_t m, n;
+  };
+  for (const mn s : {mn{0, 4}, mn{3, 0}, mn{0, 0}})
+    for (const double beta : {0.0, 1.0})
+      for (const bool dev : {false, true}) {
+        const std::string tag = "gemm quick return m=" + std::to_string(s.m) +
+                                " n=" + std::to_string(s.n) +
+                                " beta=" + std::to_string(beta).substr(0, 3) +
+                                (dev ? " device-scalars" : " host-scalars");
+        reg.add(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
+          auto A = random_tensor<T>({3, 5}), B = random_tensor<T>({5, 4});
+          auto Cv = uniform<T>(12);
+          Cv[0] = T(-0.0);
+          Cv[1] = std::numeric_limits<T>::quiet_NaN();
+          auto C = tensor_of<T>({3, 4}, Cv);
+          auto at = scalar_tensor<T>(1.5), bt = scalar_tensor<T>(beta);
+          const blas::Scalar al = dev ? blas::Scalar(at) : blas::Scalar(1.5);
+          const blas::Scalar be = dev ? blas::Scalar(bt) : blas::Scalar(beta);
+          blas::gemm(b, blas::no_trans, blas::no_trans, al, A, B, be, C,
+                     {.m = s.m, .n = s.n, .k = 5, .lda = 5, .ldb = 4, .ldc = 4});
+          expect_untouched<T>(tag, raw(C), Cv);
+        });
+      }
+}
+
+// axpy with alpha == 0 returns at once: y keeps its bits even where x holds NaN or Inf.
+// axpby with alpha == 0 is y = beta y (x not read).
+template <class T> void alpha0_axpy(registrar& reg) {
+  for (const int64_t inc : {1, 2})
+    for (const bool dev : {false, true}) {
+      const std::string tag = "alpha=0 NaN/Inf in x inc=" + std::to_string(inc) +
+                              (dev ? " device-scalars" : " host-scalars");
+      reg.add(std::string(tname<T>()) + " axpy " + tag, [=](const Backend& b) {
+        const int64_t n = 1000, len = 1 + (n - 1) * inc;
+        auto xv = uniform<T>(len), yv = uniform<T>(len);
+        for (int64_t i = 0; i < len; i += 7)
+          xv[i] = poison<T>(static_cast<size_t>(i / 7));
+        yv[0] = T(-0.0);
+        auto x = tensor_of<T>({len}, xv), y = tensor_of<T>({len}, yv);
+        auto at = scalar_tensor<T>(0);
+        blas::axpy(b, n, dev ? blas::Scalar(at) : blas::Scalar(0.0), x, inc, y, inc);
+        expect_untouched<T>("axpy " + tag, raw(y), yv);
+      });
+      for (const double beta : {0.0, 0.5})
+        reg.add(std::string(tname<T>()) + " axpby beta=" + std::to_string(beta).substr(0, 3) + " " +
+                    tag,
+                [=](const Backend& b) {
+                  const int64_t n = 1000, len = 1 + (n - 1) * inc;
+                  auto xv = uniform<T>(len);
+                  for (int64_t i = 0; i < len; i += 7)
+                    xv[i] = poison<T>(static_cast<size_t>(i / 7));
+                  const auto yv = beta == 0 ? poisoned<T>(len) : uniform<T>(len);
+                  auto x = tensor_of<T>({len}, xv), y = tensor_of<T>({len}, yv);
+                  auto at = scalar_tensor<T>(0), bt = scalar_tensor<T>(beta);
+                  blas::axpby(b, n, dev ? blas::Scalar(at) : blas::Scalar(0.0), x, inc,
+                              dev ? blas::Scalar(bt) : blas::Scalar(beta), y, inc);
+                  const auto y1 = raw(y);
+                  for (int64_t i = 0; i < len; ++i) {
+                    if (i % inc == 0)
+                      expect_exact<T>("axpby alpha=0 " + tag, i, y1[i],
+                                      beta == 0 ? 0.0 : beta * static_cast<double>(yv[i]));
+                    else
+                      expect_bits<T>("axpby alpha=0 " + tag + " (outside y)", i, y1[i], yv[i]);
+                  }
+                });
+    }
+}
+
+// Strided level-1 outputs: the gaps and the tail hold NaN and keep their bits.
+template <class T> void strided_untouched(registrar& reg) {
+  for (const bool dev : {false, true}) {
+    const std::string tag =
+        std::string("inc=3 NaN gaps ") + (dev ? "device-scalars" : "host-scalars");
+    reg.add(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
+      const int64_t n = 333, inc = 3, len = 1 + (n - 1) * inc + 4;
+      auto base = poisoned<T>(len);
+      for (int64_t i = 0; i < n; ++i)
+        base[i * inc] = uniform<T>(1)[0];
+      auto xv = uniform<T>(len);
+      auto at = scalar_tensor<T>(0.5), bt = scalar_tensor<T>(-2);
+      const blas::Scalar al = dev ? blas::Scalar(at) : blas::Scalar(0.5);
+      const blas::Scalar be = dev ? blas::Scalar(bt) : blas::Scalar(-2.0);
+      const auto check_all = [&](const char* op, const std::vector<T>& got, auto&& value) {
+        for (int64_t i = 0; i < len; ++i) {
+          if (i % inc == 0 && i / inc < n)
+            expect_near<T>(tag + " " + op, i, got[i], value(i), 2 * std::fabs(value(i)) + 1, 2);
+          else
+            expect_bits<T>(tag + " " + op + " (gap)", i, got[i], base[i]);
+        }
+      };
+      auto x = tensor_of<T>({len}, xv);
+      {
+        auto y = tensor_of<T>({len}, base);
+        blas::axpy(b, n, al, x, inc, y, inc);
+        check_all("axpy", raw(y), [&](int64_t i) { return 0.5 * xv[i] + base[i]; });
+      }
+      {
+        auto y = tensor_of<T>({len}, base);
+        blas::axpby(b, n, al, x, inc, be, y, inc);
+        check_all("axpby", raw(y), [&](int64_t i) { return 0.5 * xv[i] - 2.0 * base[i]; });
+      }
+      {
+        auto y = tensor_of<T>({len}, base);
+        blas::scal(b, n, be, y, inc);
+        check_all("scal", raw(y), [&](int64_t i) { return -2.0 * base[i]; });
+      }
+      {
+        auto y = tensor_of<T>({len}, base);
+        blas::copy(b, n, x, inc, y, inc);
+        check_all("copy", raw(y), [&](int64_t i) { return static_cast<double>(xv[i]); });
+      }
+      {
+        auto zv = base;
+        for (int64_t i = 0; i < n; ++i)
+          zv[i * inc] = xv[i * inc];
+        auto y = tensor_of<T>({len}, base), z = tensor_of<T>({len}, zv);
+        blas::swap(b, n, z, inc, y, inc);
+        check_all("swap y", raw(y), [&](int64_t i) { return static_cast<double>(zv[i]); });
+        check_all("swap x", raw(z), [&](int64_t i) { return static_cast<double>(base[i]); });
+      }
+    });
+  }
+}
+
+// scal by 0: IEEE multiplication, as reference dscal computes it. NaN * 0 and Inf * 0 are NaN,
+// -v * 0 is -0; nothing is replaced by a plain zero.
+template <class T> void scal0_nan(registrar& reg) {
+  for (const int64_t inc : {1, 2})
+    for (const bool dev : {false, true}) {
+      const std::string tag = "scal alpha=0 of NaN/Inf inc=" + std::to_string(inc) +
+                              (dev ? " device-scalars" : " host-scalars");
+      reg.add(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
+        const int64_t n = 1000, len = 1 + (n - 1) * inc;
+        auto xv = uniform<T>(len);
+        for (int64_t i = 0; i < len; i += 5)
+          xv[i] = poison<T>(static_cast<size_t>(i / 5));
+        xv[1] = T(-0.0);
+        auto x = tensor_of<T>({len}, xv);
+        auto at = scalar_tensor<T>(0);
+        blas::scal(b, n, dev ? blas::Scalar(at) : blas::Scalar(0.0), x, inc);
+        const auto x1 = raw(x);
+        for (int64_t i = 0; i < len; ++i) {
+          if (i % inc != 0) {
+            expect_bits<T>(tag + " (gap)", i, x1[i], xv[i]);
+            continue;
+          }
+          const T want = xv[i] * T(0);
+          const bool ok = std::isnan(want) ? std::isnan(x1[i]) : same_bits(x1[i], want);
+          if (ok)
+            pass_check();
+          else
+            fail_check(str(tname<T>(), " ", tag, ": element ", i, ": ",
+                           g10(static_cast<double>(xv[i])), " * 0 gave ",
+                           g10(static_cast<double>(x1[i])), ", expected ",
+                           g10(static_cast<double>(want))));
+        }
+      });
+    }
+}
+
+// A device-resident alpha with a host beta on a C larger than 4M elements (the CUDA bundle
+// guards cuBLAS in blocks of rows there): alpha == 0 with NaN/Inf in A and B gives beta C
+// exactly; a non-zero alpha the product. ldc > n: the column beyond n keeps its bits.
+template <class T> void device_alpha_large_gemm(registrar& reg) {
+  for (const bool ta : {false, true})
+    for (const double alpha : {0.0, -1.25}) {
+      const std::string tag = std::string("gemm device alpha, host beta, large C ") +
+                              (ta ? "TN" : "NN") +
+                              " alpha=" + (alpha == 0 ? "0 NaN in A,B" : "-1.25");
+      reg.add(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
+        const int64_t m = 2100, n = 2048, k = 3, ldc = n + 1;
+        const int64_t ar = ta ? k : m, ac = ta ? m : k;
+        auto Av = uniform<T>(static_cast<size_t>(ar * ac)),
+             Bv = uniform<T>(static_cast<size_t>(k * n));
+        if (alpha == 0) {
+          Av[1] = std::numeric_limits<T>::quiet_NaN();
+          Av[static_cast<size_t>(ar * ac - 1)] = std::numeric_limits<T>::infinity();
+          Bv[static_cast<size_t>(k * n / 2)] = std::numeric_limits<T>::quiet_NaN();
+        }
+        const auto C0 = uniform<T>(static_cast<size_t>(m * ldc));
+        auto A = tensor_of<T>({ar, ac}, Av), B = tensor_of<T>({k, n}, Bv),
+             C = tensor_of<T>({m, ldc}, C0);
+        auto at = scalar_tensor<T>(alpha);
+        const double beta = 0.5;
+        blas::gemm(b, ta ? blas::trans : blas::no_trans, blas::no_trans, at, A, B, beta, C,
+                   {.m = m, .n = n, .k = k, .lda = ac, .ldb = n, .ldc = ldc});
+        const auto C1 = raw(C);
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < ldc; ++j) {
+            const int64_t ic = i * ldc + j;
+            if (j >= n) {
+              expect_bits<T>(tag + " (outside C)", ic, C1[ic], C0[ic]);
+              continue;
+            }
+            if (alpha == 0) {
+              expect_exact<T>(tag, ic, C1[ic], beta * static_cast<double>(C0[ic]));
+              continue;
+            }
+            double sum = 0, mag = 0;
+            for (int64_t l = 0; l < k; ++l) {
+              const double av = ta ? Av[l * ac + i] : Av[i * ac + l];
+              sum += av * Bv[l * n + j];
+              mag += std::fabs(av * Bv[l * n + j]);
+            }
+            expect_near<T>(tag, ic, C1[ic], alpha * sum + beta * C0[ic],
+                           std::fabs(alpha) * mag + std::fabs(beta * C0[ic]), k + 1.0);
+          }
+      });
+    }
+}
+
+template <class T> void semantics(registrar& reg) {
+  beta0_gemv<T>(reg);
+  beta0_gemm<T>(reg);
+  beta0_axpby<T>(reg);
+  nrm2_limits<T>(reg);
+  quick_n0<T>(reg);
+  quick_gemv<T>(reg);
+  alpha0_gemv<T>(reg);
+  quick_gemm<T>(reg);
+  device_alpha_large_gemm<T>(reg);
+  alpha0_axpy<T>(reg);
+  strided_untouched<T>(reg);
+  scal0_nan<T>(reg);
+}
+
+// The first case: every op and dtype routes to this framework's bundle (no fallback).
+void routes(const blas_state& st) {
+  const Backend& b = *st.backend;
+  note(str("blas on ", b.name(), " (", b.device().name, "), bundle ", st.bundles));
+  int served = 0;
+  for (const pcy_dtype d : {PCY_DTYPE_F32, PCY_DTYPE_F64}) {
+    const char* dn = d == PCY_DTYPE_F32 ? "f32" : "f64";
+    for (const OpKey* k :
+         {&blas::detail::asum_key(d), &blas::detail::axpy_key(d), &blas::detail::axpby_key(d),
+          &blas::detail::copy_key(d), &blas::detail::dot_key(d), &blas::detail::nrm2_key(d),
+          &blas::detail::scal_key(d), &blas::detail::swap_key(d), &blas::detail::gemv_key(d),
+          &blas::detail::gemm_key(d)}) {
+      const std::string cell = str("blas.", k->name, " ", dn);
+      OpRoute r;
+      try {
+        r = b.route(*k);
+      } catch (const parenchyma::error& e) {
+        // f64 on a device without it is not the bundle's fault; anything else is a gap.
+        if (st.required && d != PCY_DTYPE_F64)
+          fail_check(str(cell, " is not served here: ", e.what()));
+        else
+          note(str(cell, ": not served here (its cases are skipped): ", e.what()));
+        continue;
+      }
+      const bool here = r.framework == st.framework && !r.fallback;
+      if (!here && st.required)
+        fail_check(
+            str(cell, " routes to ", r.framework, " (", r.bundle, "), expected ", st.framework));
+      else if (!here)
+        note(str(cell, ": routes to ", r.framework, " (", r.bundle, ") by fallback"));
+      else
+        pass_check();
+      served += here ? 1 : 0;
+      note(str(k->name, " ", dn, ": ", r.implementation));
+    }
+  }
+  if (served == 0) fail_check("no BLAS op of any dtype is served on " + st.framework);
+}
+
+} // namespace
+
+suite blas_suite() {
+  auto st = std::make_shared<blas_state>();
+  registrar reg(st);
+  reg.cases().push_back({"every op and dtype is served by the bundle here", [st] {
+                           if (!st->backend) skip("no backend (the suite was not set up)");
+                           routes(*st);
+                         }});
+  level1<float>(reg);
+  level23<float>(reg);
+  level1<double>(reg);
+  level23<double>(reg);
+  semantics<float>(reg);
+  semantics<double>(reg);
+  reg.cases().push_back({"no op ran by fallback", [st] {
+                           if (!st->backend) skip("no backend (the suite was not set up)");
+                           const uint64_t n = st->backend->fallback_count();
+                           if (n != 0 && !st->required)
+                             skip(str(n, " op call(s) ran on another framework by fallback; "
+                                         "their cases were skipped"));
+                           expect_true(n == 0, str(n, " op call(s) ran by fallback: none may"));
+                         }});
+
+  suite s;
+  s.name = "blas";
+  s.extension = PCY_BLAS_EXTENSION;
+  s.description = "the BLAS bundle of the framework: every op and dtype against a reference, "
+                  "reference-BLAS edge cases";
+  s.cases = std::move(reg.cases());
+  s.setup = [st](const target& t) {
+    std::string names, reasons;
+    bool any_ops = false;
+    for (const BundleInfo* b : t.bundles) {
+      names += (names.empty() ? "" : ", ") + b->name();
+      if (!b->ops().empty())
+        any_ops = true;
+      else
+        reasons += str(reasons.empty() ? "" : "; ", b->name(), ": ",
+                       b->reason().empty() ? "no reason given" : b->reason());
+    }
+    if (!any_ops) skip(str(names, " serve(s) no ops here: ", reasons));
+    st->framework = t.framework.name();
+    st->bundles = names;
+    st->required = t.options.require_ops;
+    st->backend = std::make_unique<Backend>(t.registry, t.framework.name());
+  };
+  s.teardown = [st] { st->backend.reset(); };
+  return s;
+}
+
+} // namespace parenchyma::conformance

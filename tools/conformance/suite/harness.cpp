@@ -1,0 +1,170 @@
+// parenchyma-conformance: the harness behind PCY_CHECK / PCY_REQUIRE / skip() (harness.hpp).
+#include "harness.hpp"
+
+
+#include <chrono>
+#include <exception>
+#include <mutex>
+
+namespace parenchyma::conformance {
+
+namespace {
+
+// A case with thousands of wrong elements keeps the first of them; the count is exact.
+constexpr size_t kept_failures = 30;
+
+struct running_case {
+  std::mutex mutex;
+  case_result* result = nullptr;
+};
+running_case& current() {
+  static running_case c; // one case runs at a time; checks from its threads meet here
+  return c;
+}
+// Context lines per thread, as each thread of a case sees its own scope.
+thread_local std::vector<std::string> info_stack;
+
+std::string base_name(const char* file) {
+  const std::string_view f(file);
+  const size_t slash = f.rfind('/');
+  return std::string(slash == std::string_view::npos ? f : f.substr(slash + 1));
+}
+
+void record(bool ok, std::string failure) {
+  running_case& c = current();
+  std::lock_guard lock(c.mutex);
+  if (c.result == nullptr) return; // a check outside any case: nothing to record it in
+  ++c.result->checks;
+  if (ok) return;
+  ++c.result->failed_checks;
+  if (c.result->failures.size() < kept_failures) c.result->failures.push_back(std::move(failure));
+}
+
+std::string describe(const char* what, const char* file, int line, std::string_view message) {
+  std::string s = base_name(file) + ":" + std::to_string(line) + ": " + what;
+  if (!message.empty()) s += str(": ", message);
+  for (const auto& i : info_stack)
+    s += str(" [", i, "]");
+  return s;
+}
+
+std::mt19937_64& generator() noexcept {
+  static std::mt19937_64 g{std::random_device{}()};
+  return g;
+}
+
+} // namespace
+
+bool check(bool ok, const char* what, const char* file, int line, std::string_view message) {
+  record(ok, ok ? std::string() : describe(what, file, line, message));
+  return ok;
+}
+
+void require(bool ok, const char* what, const char* file, int line, std::string_view message) {
+  if (!check(ok, what, file, line, message)) throw case_aborted{};
+}
+
+void fail_check(std::string message) {
+  for (const auto& i : info_stack)
+    message += str(" [", i, "]");
+  record(false, std::move(message));
+}
+
+void pass_check() noexcept {
+  running_case& c = current();
+  std::lock_guard lock(c.mutex);
+  if (c.result != nullptr) ++c.result->checks;
+}
+
+void note(std::string text) {
+  running_case& c = current();
+  std::lock_guard lock(c.mutex);
+  if (c.result != nullptr) c.result->notes.push_back(std::move(text));
+}
+
+uint64_t failures_so_far() noexcept {
+  running_case& c = current();
+  std::lock_guard lock(c.mutex);
+  return c.result != nullptr ? c.result->failed_checks : 0;
+}
+
+scoped_info::scoped_info(std::string text) { info_stack.push_back(std::move(text)); }
+scoped_info::~scoped_info() { info_stack.pop_back(); }
+
+std::mt19937_64& rng() noexcept { return generator(); }
+void seed_rng(uint64_t seed) noexcept { generator().seed(seed); }
+
+std::vector<unsigned char> random_bytes(size_t n) {
+  std::uniform_int_distribution<int> d(0, 255);
+  std::vector<unsigned char> v(n);
+  for (auto& x : v)
+    x = static_cast<unsigned char>(d(rng()));
+  return v;
+}
+
+const char* to_string(outcome o) noexcept {
+  switch (o) {
+  case outcome::passed: return "passed";
+  case outcome::failed: return "failed";
+  case outcome::skipped: return "skipped";
+  }
+  return "?";
+}
+
+case_result make_result(std::string full_name, outcome status, std::string reason) {
+  case_result r;
+  r.name = std::move(full_name);
+  r.status = status;
+  r.reason = std::move(reason);
+  if (status == outcome::failed) {
+    r.failures.push_back(r.reason);
+    r.failed_checks = 1;
+  }
+  return r;
+}
+
+case_result run_case(const std::string& full_name, const std::function<void()>& body) {
+  case_result r;
+  r.name = full_name;
+  running_case& c = current();
+  {
+    std::lock_guard lock(c.mutex);
+    c.result = &r;
+  }
+  info_stack.clear();
+  std::string thrown, skipped;
+  bool was_skipped = false;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    body();
+  } catch (const case_aborted&) {
+  } catch (const case_skipped& s) {
+    was_skipped = true;
+    skipped = s.reason;
+  } catch (const std::exception& e) {
+    thrown = str("threw: ", e.what());
+  } catch (...) {
+    thrown = "threw a non-standard exception";
+  }
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  info_stack.clear();
+  {
+    std::lock_guard lock(c.mutex);
+    c.result = nullptr;
+  }
+  if (!thrown.empty()) {
+    ++r.failed_checks;
+    if (r.failures.size() < kept_failures) r.failures.push_back(thrown);
+  }
+  // A failure before a skip still fails the case: what was checked went wrong.
+  if (r.failed_checks > 0) {
+    r.status = outcome::failed;
+    r.reason = r.failures.empty() ? "failed" : r.failures.front();
+  } else if (was_skipped) {
+    r.status = outcome::skipped;
+    r.reason = skipped;
+  }
+  return r;
+}
+
+} // namespace parenchyma::conformance
