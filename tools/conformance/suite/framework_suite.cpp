@@ -68,8 +68,9 @@ const char* setting(void* user, const char* name) {
 }
 
 // A pcy_error that a bad argument must produce: the right code, our plugin as origin, a message.
-void require_error(const fw_state& s, pcy_error* e, std::initializer_list<pcy_status> codes,
-                   const char* what) {
+// Returns the message (for a skip that quotes the plugin).
+std::string require_error(const fw_state& s, pcy_error* e, std::initializer_list<pcy_status> codes,
+                          const char* what) {
   PCY_INFO("expected an error from: ", what);
   PCY_REQUIRE(e != nullptr);
   PCY_INFO("got code ", static_cast<int>(e->code), ", origin '", e->origin ? e->origin : "(null)",
@@ -84,7 +85,9 @@ void require_error(const fw_state& s, pcy_error* e, std::initializer_list<pcy_st
   PCY_REQUIRE(e->message != nullptr);
   PCY_CHECK(std::strlen(e->message) > 0);
   PCY_REQUIRE(e->destroy != nullptr);
+  std::string message = e->message;
   e->destroy(e);
+  return message;
 }
 
 // One plugin instance of our own, with a context and a queue on device 0.
@@ -505,6 +508,7 @@ void export_import(fw_state& s) {
   const auto data = random_bytes(bytes);
   host::write(f.fw, f.q.get(), m.get(), 0, data.data(), bytes);
   int exported = 0, imported = 0;
+  std::string refusal;
   for (pcy_handle_kind kind :
        {PCY_HANDLE_HOST_POINTER, PCY_HANDLE_CUDA_DEVICE_POINTER, PCY_HANDLE_OPENCL_BUFFER}) {
     PCY_INFO("handle kind ", static_cast<int>(kind));
@@ -516,7 +520,7 @@ void export_import(fw_state& s) {
     a.kind = kind;
     a.handle = &h;
     if (pcy_error* e = s.api().memory_export(&a)) {
-      require_error(s, e, {PCY_ERR_UNSUPPORTED}, "memory_export(kind it does not offer)");
+      refusal = require_error(s, e, {PCY_ERR_UNSUPPORTED}, "memory_export(kind it does not offer)");
       continue;
     }
     ++exported;
@@ -547,7 +551,7 @@ void export_import(fw_state& s) {
   }
   note(str(exported, " handle kind(s) exported, ", imported, " imported again"));
   if (exported == 0)
-    skip(str(s.name, " exports none of the handle kinds (every one is PCY_ERR_UNSUPPORTED)"));
+    skip(str(s.name, " exports none of the handle kinds (PCY_ERR_UNSUPPORTED: ", refusal, ")"));
 }
 
 void import_host_memory(fw_state& s) {
@@ -568,10 +572,9 @@ void import_host_memory(fw_state& s) {
   ia.struct_size = sizeof ia;
   ia.context = f.ctx.get();
   ia.handle = &h;
-  if (pcy_error* e = s.api().memory_import(&ia)) {
-    require_error(s, e, {PCY_ERR_UNSUPPORTED}, "memory_import(plain host memory)");
-    skip(s.name + " does not import plain host memory (PCY_ERR_UNSUPPORTED)");
-  }
+  if (pcy_error* e = s.api().memory_import(&ia))
+    skip(str(s.name, " does not import plain host memory (PCY_ERR_UNSUPPORTED: ",
+             require_error(s, e, {PCY_ERR_UNSUPPORTED}, "memory_import(plain host memory)"), ")"));
   host::memory alias(ia.memory, s.api().memory_free);
   PCY_CHECK(f.read_all(alias.get(), bytes) == mine);
   const auto fresh = random_bytes(bytes);
