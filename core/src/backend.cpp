@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cstddef>
 #include <cstring>
 
 namespace parenchyma {
@@ -234,8 +235,32 @@ void BackendImpl::resolve(detail::BoundOp& op, const OpKey& key) {
   }
   op.arg_count = static_cast<uint32_t>(key_rules->size());
   for (size_t i = 0; i < key_rules->size(); ++i) {
-    op.rules[i] = (*key_rules)[i];
-    op.needs_ext = op.needs_ext || op.rules[i].kind == PCY_SCHEMA_INT_ARRAY;
+    detail::ArgRule& r = op.rules[i];
+    r = (*key_rules)[i];
+    op.needs_ext = op.needs_ext || r.kind == PCY_SCHEMA_INT_ARRAY;
+    using detail::arg_pair;
+    switch (r.kind) {
+    case PCY_SCHEMA_INT: r.accept_a = arg_pair(PCY_OP_ARG_INT, PCY_INTENT_IN); break;
+    case PCY_SCHEMA_FLOAT: r.accept_a = arg_pair(PCY_OP_ARG_FLOAT, PCY_INTENT_IN); break;
+    case PCY_SCHEMA_INT_ARRAY: r.accept_a = arg_pair(PCY_OP_ARG_INT_ARRAY, PCY_INTENT_IN); break;
+    case PCY_SCHEMA_SCALAR:
+      r.accept_a = arg_pair(PCY_OP_ARG_FLOAT, PCY_INTENT_IN);
+      r.accept_b = arg_pair(PCY_OP_ARG_TENSOR, PCY_INTENT_IN);
+      break;
+    case PCY_SCHEMA_TENSOR:
+      if (r.intent == PCY_SCHEMA_INTENT_OVERWRITE) {
+        r.accept_a = arg_pair(PCY_OP_ARG_TENSOR, PCY_INTENT_OUT);
+        r.accept_b = arg_pair(PCY_OP_ARG_TENSOR, PCY_INTENT_INOUT);
+      } else {
+        r.accept_a = arg_pair(PCY_OP_ARG_TENSOR, r.intent);
+      }
+      break;
+    }
+    r.extra = static_cast<uint8_t>((r.kind == PCY_SCHEMA_TENSOR && r.rank >= 0 ? 1 : 0) |
+                                   (r.kind == PCY_SCHEMA_SCALAR ? 2 : 0));
+    r.want_dtype = static_cast<uint8_t>(
+        r.dtype == PCY_SCHEMA_DTYPE_OP || r.kind == PCY_SCHEMA_SCALAR ? static_cast<int>(key.dtype)
+                                                                      : static_cast<int>(r.dtype));
   }
   const std::string key_sig =
       key.signature != nullptr ? std::string(key.signature) : std::string("(schema)");
@@ -513,56 +538,48 @@ void Backend::invoke(const OpKey& key, std::span<const OpArg> args) const {
   std::array<pcy_tensor, detail::max_op_args> tensors;
   std::array<pcy_op_arg, detail::max_op_args> cargs;
   std::array<pcy_op_arg_ext, detail::max_op_args> exts;
+  const bool needs_ext = op.needs_ext;
   for (size_t i = 0; i < args.size(); ++i) {
     const OpArg& a = args[i];
     const detail::ArgRule& r = op.rules[i];
-    // The per-call check against the schema: kind and intent, then (tensors) dtype and rank.
-    bool ok;
-    switch (r.kind) {
-    case PCY_SCHEMA_INT: ok = a.kind == PCY_OP_ARG_INT; break;
-    case PCY_SCHEMA_FLOAT: ok = a.kind == PCY_OP_ARG_FLOAT; break;
-    case PCY_SCHEMA_SCALAR:
-      ok = a.kind == PCY_OP_ARG_FLOAT ||
-           (a.kind == PCY_OP_ARG_TENSOR && a.intent == PCY_INTENT_IN && a.tensor != nullptr);
-      break;
-    case PCY_SCHEMA_TENSOR:
-      ok = a.kind == PCY_OP_ARG_TENSOR && a.tensor != nullptr &&
-           (a.intent == r.intent ||
-            (r.intent == PCY_SCHEMA_INTENT_OVERWRITE && a.intent != PCY_INTENT_IN));
-      break;
-    case PCY_SCHEMA_INT_ARRAY:
-      ok = a.kind == PCY_OP_ARG_INT_ARRAY && (a.i == 0 || a.ints != nullptr) && a.i >= 0;
-      break;
-    default: ok = false;
-    }
-    if (!ok) [[unlikely]]
+    // The per-call check against the schema, decided at resolution: the (kind, intent) pair
+    // against the rule's, then (tensors) dtype and rank compares.
+    uint64_t pair;
+    static_assert(offsetof(OpArg, intent) == sizeof(pcy_op_arg_kind) &&
+                  sizeof(pcy_op_arg_kind) == 4 && sizeof(pcy_arg_intent) == 4);
+    std::memcpy(&pair, &a, sizeof pair);
+    if (pair != r.accept_a && pair != r.accept_b) [[unlikely]]
       bad_call(key, op, i, a, "wrong kind or intent");
+    // OpArg begins with pcy_op_arg's layout: one copy, then the tensor pointer replaced.
     pcy_op_arg& c = cargs[i];
-    c.kind = a.kind;
-    c.intent = a.intent;
-    c.i = a.i;
-    c.f = a.f;
-    c.tensor = nullptr;
-    if (op.needs_ext) {
+    static_assert(offsetof(OpArg, tensor) == offsetof(pcy_op_arg, tensor) &&
+                  offsetof(OpArg, i) == offsetof(pcy_op_arg, i) &&
+                  offsetof(OpArg, f) == offsetof(pcy_op_arg, f) &&
+                  sizeof(pcy_op_arg) <= sizeof(OpArg));
+    std::memcpy(static_cast<void*>(&c), &a, sizeof(pcy_op_arg));
+    if (needs_ext) [[unlikely]] {
+      if (a.kind == PCY_OP_ARG_INT_ARRAY && (a.i < 0 || (a.i > 0 && a.ints == nullptr)))
+        bad_call(key, op, i, a, "an int array with a negative count or no values");
       exts[i] = pcy_op_arg_ext{sizeof(pcy_op_arg_ext), nullptr, a.ints,
                                a.kind == PCY_OP_ARG_INT_ARRAY ? static_cast<uint64_t>(a.i) : 0};
     }
     if (a.kind == PCY_OP_ARG_TENSOR) {
+      if (a.tensor == nullptr) [[unlikely]]
+        bad_call(key, op, i, a, "a tensor argument without a tensor");
       TensorStorage& t = *a.tensor;
       TensorStorage::Impl& ti = t.impl();
-      const pcy_dtype want = r.dtype == PCY_SCHEMA_DTYPE_OP || r.kind == PCY_SCHEMA_SCALAR
-                                 ? key.dtype
-                                 : static_cast<pcy_dtype>(r.dtype);
-      if (ti.dtype != want) [[unlikely]]
+      if (ti.dtype != static_cast<pcy_dtype>(r.want_dtype)) [[unlikely]]
         bad_call(key, op, i, a,
                  std::string("dtype ") + sdk::dtype_name(ti.dtype) + ", expected " +
-                     sdk::dtype_name(want));
-      if (r.rank >= 0 && ti.shape.size() != static_cast<size_t>(r.rank)) [[unlikely]]
-        bad_call(key, op, i, a,
-                 std::to_string(ti.shape.size()) + " dimensions, expected " +
-                     std::to_string(r.rank));
-      if (r.kind == PCY_SCHEMA_SCALAR && ti.count != 1) [[unlikely]]
-        bad_call(key, op, i, a, "a scalar tensor must have one element");
+                     sdk::dtype_name(static_cast<pcy_dtype>(r.want_dtype)));
+      if (r.extra != 0) [[unlikely]] {
+        if ((r.extra & 1) && ti.shape.size() != static_cast<size_t>(r.rank))
+          bad_call(key, op, i, a,
+                   std::to_string(ti.shape.size()) + " dimensions, expected " +
+                       std::to_string(r.rank));
+        if ((r.extra & 2) && ti.count != 1)
+          bad_call(key, op, i, a, "a scalar tensor must have one element");
+      }
       const access acc = a.intent == PCY_INTENT_IN    ? access::read
                          : a.intent == PCY_INTENT_OUT ? access::write_only
                                                       : access::write;

@@ -196,7 +196,16 @@ struct ArgRule {
   uint8_t dtype = 0;  // TENSOR: PCY_SCHEMA_DTYPE_OP or a fixed dtype
   int8_t rank = PCY_SCHEMA_RANK_ANY;
   const char* name = nullptr; // from the schema; nullptr for a 1.0 key (then "#i")
+  // Decided once at resolution, so the per-call check is one load and two compares per
+  // argument: the (kind, intent) pair of an OpArg as one 64-bit value, and the (at most two)
+  // pairs the rule takes. Non-tensor OpArgs carry intent IN, as OpArg's factories make them.
+  uint64_t accept_a = ~uint64_t{0}, accept_b = ~uint64_t{0};
+  uint8_t want_dtype = 0; // the dtype a tensor (or scalar tensor) must have
+  uint8_t extra = 0;      // bit 0: check the rank; bit 1: a scalar tensor (one element)
 };
+constexpr uint64_t arg_pair(uint32_t kind, uint32_t intent) noexcept {
+  return static_cast<uint64_t>(kind) | (static_cast<uint64_t>(intent) << 32);
+}
 inline constexpr size_t max_op_args = 24;
 
 struct BoundOp {

@@ -8,6 +8,7 @@
 #include <cstring>
 #include <limits>
 #include <sstream>
+#include <utility>
 
 namespace parenchyma {
 inline namespace v1 {
@@ -429,6 +430,7 @@ TensorStorage::Impl& TensorStorage::ensure() {
 
 TensorStorage::TensorStorage(pcy_dtype dtype, std::vector<int64_t> shape) : dtype_(dtype) {
   const uint64_t n = element_count(shape, dtype);
+  count_ = n;
   impl_ = std::make_unique<Impl>();
   impl_->dtype = dtype;
   impl_->count = n;
@@ -437,20 +439,19 @@ TensorStorage::TensorStorage(pcy_dtype dtype, std::vector<int64_t> shape) : dtyp
 }
 TensorStorage::~TensorStorage() = default;
 TensorStorage::TensorStorage(TensorStorage&& o) noexcept
-    : dtype_(o.dtype_), impl_(std::move(o.impl_)) {}
+    : dtype_(o.dtype_), count_(std::exchange(o.count_, 0)), impl_(std::move(o.impl_)) {}
 TensorStorage& TensorStorage::operator=(TensorStorage&& o) noexcept {
   if (this != &o) {
     dtype_ = o.dtype_;
+    count_ = std::exchange(o.count_, 0);
     impl_ = std::move(o.impl_);
   }
   return *this;
 }
 
-pcy_dtype TensorStorage::dtype() const noexcept { return dtype_; }
 const std::vector<int64_t>& TensorStorage::shape() const noexcept {
   return impl_ ? impl_->shape : empty_shape();
 }
-uint64_t TensorStorage::size() const noexcept { return impl_ ? impl_->count : 0; }
 uint64_t TensorStorage::bytes() const noexcept { return impl_ ? impl_->bytes : 0; }
 bool TensorStorage::initialized() const noexcept { return impl_ && impl_->valid != 0; }
 
@@ -472,6 +473,7 @@ void TensorStorage::resize(std::vector<int64_t> shape) {
   i.shape = std::move(shape);
   i.count = n;
   i.bytes = n * element_size(dtype_);
+  count_ = n;
 }
 
 void* TensorStorage::host(access intent) { return ensure().host_access(intent); }

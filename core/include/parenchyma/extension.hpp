@@ -94,13 +94,14 @@ template <const pcy_op_schema& S> const OpKey& op_key(pcy_dtype t) noexcept {
   return f32;
 }
 
-// Runs the op with the arguments in schema order; the count is checked at compile time.
-template <const pcy_op_schema& S, class... A>
-void invoke(const Backend& b, pcy_dtype dtype, const A&... args) {
-  static_assert((std::is_same_v<A, OpArg> && ...), "op arguments are OpArg values");
-  static_assert(sizeof...(A) == S.arg_count, "the call's argument count differs from the schema");
-  const std::array<OpArg, sizeof...(A)> packed{args...};
-  b.invoke(op_key<S>(dtype), packed);
+// Runs the op with the arguments in schema order, written as a braced list:
+//   ext::invoke<pcy_blas_scal_schema>(b, dtype, {OpArg::integer(n), alpha.arg(), ...});
+// The list binds to the array parameter in place (no copy), and its length is checked against
+// the schema at compile time.
+template <const pcy_op_schema& S, size_t N>
+void invoke(const Backend& b, pcy_dtype dtype, const OpArg (&args)[N]) {
+  static_assert(N == S.arg_count, "the call's argument count differs from the op's schema");
+  b.invoke(op_key<S>(dtype), std::span<const OpArg>(args, N));
 }
 
 // The checks a front-end runs before anything is enqueued; each error names the op and the
@@ -112,15 +113,9 @@ public:
           std::initializer_list<pcy_dtype> allowed = {PCY_DTYPE_F32, PCY_DTYPE_F64})
       : s_(schema) {
     dtype_ = first.dtype();
-    bool ok = false;
-    std::string list;
-    for (pcy_dtype d : allowed) {
-      ok = ok || d == dtype_;
-      list += (list.empty() ? "" : " or ") + std::string(dtype_name(d));
-    }
-    if (!ok)
-      fail(s_, errc::invalid_argument, "argument ", first_name, ": dtype ", dtype_name(dtype_),
-           " is not supported; ", s_.name, " computes in ", list);
+    for (pcy_dtype d : allowed)
+      if (d == dtype_) return;
+    unsupported_dtype(first_name, allowed); // cold: the message is built only here
   }
   pcy_dtype dtype() const noexcept { return dtype_; }
   const pcy_op_schema& schema() const noexcept { return s_; }
@@ -218,6 +213,14 @@ public:
   }
 
 private:
+  [[noreturn]] [[gnu::noinline]] void
+  unsupported_dtype(const char* first_name, std::initializer_list<pcy_dtype> allowed) const {
+    std::string list;
+    for (pcy_dtype d : allowed)
+      list += (list.empty() ? "" : " or ") + std::string(dtype_name(d));
+    fail(s_, errc::invalid_argument, "argument ", first_name, ": dtype ", dtype_name(dtype_),
+         " is not supported; ", s_.name, " computes in ", list);
+  }
   const pcy_op_schema& s_;
   pcy_dtype dtype_;
 };

@@ -52,9 +52,9 @@ public:
   TensorStorage(const TensorStorage&) = delete;
   TensorStorage& operator=(const TensorStorage&) = delete;
 
-  pcy_dtype dtype() const noexcept;
+  pcy_dtype dtype() const noexcept { return dtype_; } // inline: front-ends ask on every op
   const std::vector<int64_t>& shape() const noexcept;
-  uint64_t size() const noexcept; // elements
+  uint64_t size() const noexcept { return count_; } // elements
   uint64_t bytes() const noexcept;
   bool initialized() const noexcept; // some slot holds written data
 
@@ -84,6 +84,7 @@ public:
 private:
   Impl& ensure(); // a moved-from tensor gets a fresh, empty Impl
   pcy_dtype dtype_;
+  uint64_t count_ = 0; // the element count, kept beside Impl's so it reads without a call
   std::unique_ptr<Impl> impl_;
 };
 

@@ -37,7 +37,7 @@ inline uint64_t elements(const pcy_tensor& t) {
 }
 
 namespace detail {
-template <const pcy_op_schema& S> constexpr uint32_t at(const char* name) {
+template <const pcy_op_schema& S> consteval uint32_t at(const char* name) {
   return sdk::arg_index(S, name);
 }
 } // namespace detail
@@ -46,7 +46,7 @@ template <const pcy_op_schema& S> constexpr uint32_t at(const char* name) {
 template <const pcy_op_schema& S> blas_call decode_reduction(const sdk::op_args& a, pcy_dtype d) {
   constexpr uint32_t N = detail::at<S>("n"), X = detail::at<S>("x"), INCX = detail::at<S>("incx"),
                      R = detail::at<S>("result");
-  sdk::decoder dc(S, a, d);
+  sdk::decoder<S> dc(a, d);
   blas_call c;
   c.n = dc.count(N);
   c.x = dc.vector(X, INCX, c.n);
@@ -64,7 +64,7 @@ inline blas_call decode_nrm2(const sdk::op_args& a, pcy_dtype d) {
 template <const pcy_op_schema& S> blas_call decode_pair(const sdk::op_args& a, pcy_dtype d) {
   constexpr uint32_t N = detail::at<S>("n"), X = detail::at<S>("x"), INCX = detail::at<S>("incx"),
                      Y = detail::at<S>("y"), INCY = detail::at<S>("incy");
-  sdk::decoder dc(S, a, d);
+  sdk::decoder<S> dc(a, d);
   blas_call c;
   c.n = dc.count(N);
   c.x = dc.vector(X, INCX, c.n);
@@ -80,13 +80,13 @@ inline blas_call decode_swap(const sdk::op_args& a, pcy_dtype d) {
 inline blas_call decode_dot(const sdk::op_args& a, pcy_dtype d) {
   blas_call c = decode_pair<pcy_blas_dot_schema>(a, d);
   c.result =
-      &sdk::decoder(pcy_blas_dot_schema, a, d).result(detail::at<pcy_blas_dot_schema>("result"));
+      &sdk::decoder<pcy_blas_dot_schema>(a, d).result(detail::at<pcy_blas_dot_schema>("result"));
   return c;
 }
 
 inline blas_call decode_axpy(const sdk::op_args& a, pcy_dtype d) {
   constexpr auto& S = pcy_blas_axpy_schema;
-  sdk::decoder dc(S, a, d);
+  sdk::decoder<S> dc(a, d);
   blas_call c;
   c.n = dc.count(detail::at<S>("n"));
   c.alpha = dc.scalar(detail::at<S>("alpha"));
@@ -96,7 +96,7 @@ inline blas_call decode_axpy(const sdk::op_args& a, pcy_dtype d) {
 }
 inline blas_call decode_axpby(const sdk::op_args& a, pcy_dtype d) {
   constexpr auto& S = pcy_blas_axpby_schema;
-  sdk::decoder dc(S, a, d);
+  sdk::decoder<S> dc(a, d);
   blas_call c;
   c.n = dc.count(detail::at<S>("n"));
   c.alpha = dc.scalar(detail::at<S>("alpha"));
@@ -107,7 +107,7 @@ inline blas_call decode_axpby(const sdk::op_args& a, pcy_dtype d) {
 }
 inline blas_call decode_scal(const sdk::op_args& a, pcy_dtype d) {
   constexpr auto& S = pcy_blas_scal_schema;
-  sdk::decoder dc(S, a, d);
+  sdk::decoder<S> dc(a, d);
   blas_call c;
   c.n = dc.count(detail::at<S>("n"));
   c.alpha = dc.scalar(detail::at<S>("alpha"));
@@ -116,7 +116,7 @@ inline blas_call decode_scal(const sdk::op_args& a, pcy_dtype d) {
 }
 inline blas_call decode_gemv(const sdk::op_args& a, pcy_dtype d) {
   constexpr auto& S = pcy_blas_gemv_schema;
-  sdk::decoder dc(S, a, d);
+  sdk::decoder<S> dc(a, d);
   blas_call c;
   c.ta = dc.flag(detail::at<S>("trans"));
   c.m = dc.count(detail::at<S>("m"));
@@ -131,7 +131,7 @@ inline blas_call decode_gemv(const sdk::op_args& a, pcy_dtype d) {
 }
 inline blas_call decode_gemm(const sdk::op_args& a, pcy_dtype d) {
   constexpr auto& S = pcy_blas_gemm_schema;
-  sdk::decoder dc(S, a, d);
+  sdk::decoder<S> dc(a, d);
   blas_call c;
   c.ta = dc.flag(detail::at<S>("transa"));
   c.tb = dc.flag(detail::at<S>("transb"));

@@ -92,8 +92,8 @@ inline void asum(const Backend& b, int64_t n, const TensorStorage& x, int64_t in
   c.result(result, "result");
   c.distinct(x, "x", result, "result");
   c.written(x, "x");
-  ext::invoke<pcy_blas_asum_schema>(b, c.dtype(), OpArg::integer(n), OpArg::in(x),
-                                    OpArg::integer(incx), OpArg::out(result));
+  ext::invoke<pcy_blas_asum_schema>(
+      b, c.dtype(), {OpArg::integer(n), OpArg::in(x), OpArg::integer(incx), OpArg::out(result)});
 }
 
 // y = alpha * x + y
@@ -109,9 +109,9 @@ inline void axpy(const Backend& b, int64_t n, Scalar alpha, const TensorStorage&
   if (&x == &y && incx != incy) c.distinct(x, "x", y, "y (with incx != incy)");
   c.written(x, "x");
   c.written(y, "y");
-  ext::invoke<pcy_blas_axpy_schema>(b, c.dtype(), OpArg::integer(n), detail::scalar_arg(alpha),
-                                    OpArg::in(x), OpArg::integer(incx), OpArg::inout(y),
-                                    OpArg::integer(incy));
+  ext::invoke<pcy_blas_axpy_schema>(b, c.dtype(),
+                                    {OpArg::integer(n), detail::scalar_arg(alpha), OpArg::in(x),
+                                     OpArg::integer(incx), OpArg::inout(y), OpArg::integer(incy)});
 }
 
 // y = alpha * x + beta * y. With beta a host 0, y is write-only (it may be unwritten).
@@ -132,10 +132,11 @@ inline void axpby(const Backend& b, int64_t n, Scalar alpha, const TensorStorage
   const bool overwrite = !beta.is_tensor() && beta.value() == 0 && &x != &y && incy == 1 &&
                          static_cast<uint64_t>(n) == y.size();
   if (!overwrite) c.written(y, "y");
-  ext::invoke<pcy_blas_axpby_schema>(b, c.dtype(), OpArg::integer(n), detail::scalar_arg(alpha),
-                                     OpArg::in(x), OpArg::integer(incx), detail::scalar_arg(beta),
-                                     overwrite ? OpArg::out(y) : OpArg::inout(y),
-                                     OpArg::integer(incy));
+  ext::invoke<pcy_blas_axpby_schema>(b, c.dtype(),
+                                     {OpArg::integer(n), detail::scalar_arg(alpha), OpArg::in(x),
+                                      OpArg::integer(incx), detail::scalar_arg(beta),
+                                      overwrite ? OpArg::out(y) : OpArg::inout(y),
+                                      OpArg::integer(incy)});
 }
 
 // y = x
@@ -150,9 +151,10 @@ inline void copy(const Backend& b, int64_t n, const TensorStorage& x, int64_t in
   c.written(x, "x");
   const bool overwrite = incy == 1 && static_cast<uint64_t>(n) == y.size();
   if (!overwrite) c.written(y, "y");
-  ext::invoke<pcy_blas_copy_schema>(
-      b, c.dtype(), OpArg::integer(n), OpArg::in(x), OpArg::integer(incx),
-      overwrite ? OpArg::out(y) : OpArg::inout(y), OpArg::integer(incy));
+  ext::invoke<pcy_blas_copy_schema>(b, c.dtype(),
+                                    {OpArg::integer(n), OpArg::in(x), OpArg::integer(incx),
+                                     overwrite ? OpArg::out(y) : OpArg::inout(y),
+                                     OpArg::integer(incy)});
 }
 
 // result = x . y
@@ -169,9 +171,9 @@ inline void dot(const Backend& b, int64_t n, const TensorStorage& x, int64_t inc
   c.distinct(y, "y", result, "result");
   c.written(x, "x");
   c.written(y, "y");
-  ext::invoke<pcy_blas_dot_schema>(b, c.dtype(), OpArg::integer(n), OpArg::in(x),
-                                   OpArg::integer(incx), OpArg::in(y), OpArg::integer(incy),
-                                   OpArg::out(result));
+  ext::invoke<pcy_blas_dot_schema>(b, c.dtype(),
+                                   {OpArg::integer(n), OpArg::in(x), OpArg::integer(incx),
+                                    OpArg::in(y), OpArg::integer(incy), OpArg::out(result)});
 }
 
 // result = sqrt(sum x_i^2)
@@ -184,8 +186,8 @@ inline void nrm2(const Backend& b, int64_t n, const TensorStorage& x, int64_t in
   c.result(result, "result");
   c.distinct(x, "x", result, "result");
   c.written(x, "x");
-  ext::invoke<pcy_blas_nrm2_schema>(b, c.dtype(), OpArg::integer(n), OpArg::in(x),
-                                    OpArg::integer(incx), OpArg::out(result));
+  ext::invoke<pcy_blas_nrm2_schema>(
+      b, c.dtype(), {OpArg::integer(n), OpArg::in(x), OpArg::integer(incx), OpArg::out(result)});
 }
 
 // x = alpha * x
@@ -196,8 +198,9 @@ inline void scal(const Backend& b, int64_t n, Scalar alpha, TensorStorage& x, in
   c.vector(x, "x", n, incx, "incx");
   c.distinct(alpha, "alpha", x, "x");
   c.written(x, "x");
-  ext::invoke<pcy_blas_scal_schema>(b, c.dtype(), OpArg::integer(n), detail::scalar_arg(alpha),
-                                    OpArg::inout(x), OpArg::integer(incx));
+  ext::invoke<pcy_blas_scal_schema>(
+      b, c.dtype(),
+      {OpArg::integer(n), detail::scalar_arg(alpha), OpArg::inout(x), OpArg::integer(incx)});
 }
 
 // x <-> y
@@ -211,8 +214,9 @@ inline void swap(const Backend& b, int64_t n, TensorStorage& x, int64_t incx, Te
   c.distinct(x, "x", y, "y");
   c.written(x, "x");
   c.written(y, "y");
-  ext::invoke<pcy_blas_swap_schema>(b, c.dtype(), OpArg::integer(n), OpArg::inout(x),
-                                    OpArg::integer(incx), OpArg::inout(y), OpArg::integer(incy));
+  ext::invoke<pcy_blas_swap_schema>(b, c.dtype(),
+                                    {OpArg::integer(n), OpArg::inout(x), OpArg::integer(incx),
+                                     OpArg::inout(y), OpArg::integer(incy)});
 }
 
 // ---- level 1, whole tensors (n = the element count, increments 1) ----------------------------
@@ -316,11 +320,12 @@ inline void gemv(const Backend& b, transpose ta, Scalar alpha, const TensorStora
   const bool overwrite = !empty && !beta.is_tensor() && beta.value() == 0 && d.incy == 1 &&
                          static_cast<uint64_t>(ny) == y.size();
   if (!overwrite) c.written(y, "y");
-  ext::invoke<pcy_blas_gemv_schema>(
-      b, c.dtype(), detail::ntrans(ta), OpArg::integer(m), OpArg::integer(n),
-      detail::scalar_arg(alpha), OpArg::in(A), OpArg::integer(lda), OpArg::in(x),
-      OpArg::integer(d.incx), detail::scalar_arg(beta), overwrite ? OpArg::out(y) : OpArg::inout(y),
-      OpArg::integer(d.incy));
+  ext::invoke<pcy_blas_gemv_schema>(b, c.dtype(),
+                                    {detail::ntrans(ta), OpArg::integer(m), OpArg::integer(n),
+                                     detail::scalar_arg(alpha), OpArg::in(A), OpArg::integer(lda),
+                                     OpArg::in(x), OpArg::integer(d.incx), detail::scalar_arg(beta),
+                                     overwrite ? OpArg::out(y) : OpArg::inout(y),
+                                     OpArg::integer(d.incy)});
 }
 
 // C = alpha * op(A) op(B) + beta * C, row-major; C is m x n, op(A) m x k, op(B) k x n.
@@ -376,10 +381,11 @@ inline void gemm(const Backend& b, transpose ta, transpose tb, Scalar alpha, con
                          static_cast<uint64_t>(m) * static_cast<uint64_t>(n) == C.size();
   if (!overwrite) c.written(C, "C");
   ext::invoke<pcy_blas_gemm_schema>(
-      b, c.dtype(), detail::ntrans(ta), detail::ntrans(tb), OpArg::integer(m), OpArg::integer(n),
-      OpArg::integer(k), detail::scalar_arg(alpha), OpArg::in(A), OpArg::integer(lda), OpArg::in(B),
-      OpArg::integer(ldb), detail::scalar_arg(beta), overwrite ? OpArg::out(C) : OpArg::inout(C),
-      OpArg::integer(ldc));
+      b, c.dtype(),
+      {detail::ntrans(ta), detail::ntrans(tb), OpArg::integer(m), OpArg::integer(n),
+       OpArg::integer(k), detail::scalar_arg(alpha), OpArg::in(A), OpArg::integer(lda),
+       OpArg::in(B), OpArg::integer(ldb), detail::scalar_arg(beta),
+       overwrite ? OpArg::out(C) : OpArg::inout(C), OpArg::integer(ldc)});
 }
 
 } // namespace parenchyma::blas

@@ -100,14 +100,21 @@ template <> inline constexpr size_t min_struct_size<pcy_host_services> = PCY_HOS
 template <> inline constexpr size_t min_struct_size<pcy_memory_handle> = PCY_MEMORY_HANDLE_SIZE_1_0;
 template <> inline constexpr size_t min_struct_size<pcy_tensor> = PCY_TENSOR_SIZE_1_0;
 
-inline void require_size(size_t struct_size, size_t needed, const char* what) {
-  if (struct_size < needed)
-    fail(PCY_ERR_INVALID_ARGUMENT, str(what, ": struct_size ", struct_size, " is smaller than the ",
-                                       needed, " bytes of its ABI 1.0 fields"));
+[[noreturn]] [[gnu::noinline]] [[gnu::cold]] inline void
+struct_too_small(size_t struct_size, size_t needed, const char* what) {
+  if (struct_size == 0 && needed == 0) fail(PCY_ERR_INVALID_ARGUMENT, str(what, ": NULL"));
+  fail(PCY_ERR_INVALID_ARGUMENT, str(what, ": struct_size ", struct_size, " is smaller than the ",
+                                     needed, " bytes of its ABI 1.0 fields"));
 }
-template <class T> void require_struct(const T* s, const char* what) {
+inline void require_size(size_t struct_size, size_t needed, const char* what) {
+  if (struct_size < needed) [[unlikely]]
+    struct_too_small(struct_size, needed, what);
+}
+// Inlined into every entry point: two compares on the way in, the message only on failure.
+template <class T> [[gnu::always_inline]] inline void require_struct(const T* s, const char* what) {
   static_assert(min_struct_size<T> > 0, "no ABI size pin for this struct (see pcy_*.h)");
-  if (s == nullptr) fail(PCY_ERR_INVALID_ARGUMENT, str(what, ": NULL"));
+  if (s == nullptr) [[unlikely]]
+    struct_too_small(0, 0, what);
   require_size(s->struct_size, min_struct_size<T>, what);
 }
 

@@ -5,7 +5,7 @@
 // schema; and the op-table builder that makes a bundle's pcy_op_desc array.
 //
 //   constexpr uint32_t C = sdk::arg_index(pcy_blas_gemm_schema, "C");   // a typo: no compile
-//   sdk::decoder dc(pcy_blas_gemm_schema, args, dtype);
+//   sdk::decoder<pcy_blas_gemm_schema> dc(args, dtype);
 //   const pcy_tensor& c = dc.matrix(C, m, n, ldc, LDC);
 //
 //   sdk::op_table<my_bundle> table;
@@ -33,9 +33,9 @@
 
 namespace parenchyma::sdk {
 
-// The index of the argument called `name`; evaluated at compile time where it is used in a
-// constant expression, so a name the schema lacks does not compile.
-constexpr uint32_t arg_index(const pcy_op_schema& s, std::string_view name) {
+// The index of the argument called `name`, always evaluated at compile time (consteval): a name
+// the schema lacks does not compile, and no call pays for a name lookup.
+consteval uint32_t arg_index(const pcy_op_schema& s, std::string_view name) {
   for (uint32_t i = 0; i < s.arg_count; ++i)
     if (std::string_view(s.args[i].name) == name) return i;
   throw "the op's schema has no argument of this name"; // not constant: a compile error
@@ -87,13 +87,16 @@ struct vec_arg {
 
 // Re-checks an op call's values against what the op needs, naming the argument (from the
 // schema) in each error: a bundle called by any host never reads or writes outside a tensor.
-class decoder {
+// A template on the schema, so that with the compile-time indices of arg_index every rule it
+// reads (a fixed dtype, a name) is a constant.
+template <const pcy_op_schema& S> class decoder {
 public:
-  decoder(const pcy_op_schema& schema, const op_args& a, pcy_dtype dtype) noexcept
-      : s_(schema), a_(a), dtype_(dtype) {}
+  decoder(const op_args& a, pcy_dtype dtype) noexcept : a_(a), dtype_(dtype) {}
+  static constexpr const pcy_op_schema& s_ = S;
 
   const char* name(uint32_t k) const noexcept { return s_.args[k].name; }
-  [[noreturn]] void bad(pcy_status code, uint32_t k, const std::string& what) const {
+  [[noreturn]] [[gnu::noinline]] [[gnu::cold]] void bad(pcy_status code, uint32_t k,
+                                                        const std::string& what) const {
     fail(code, str(s_.extension, ".", s_.name, ": argument ", name(k), ": ", what));
   }
 
@@ -108,7 +111,7 @@ public:
     return v == 1;
   }
   // The element count of a tensor; a negative extent or a count beyond 2^64 is refused.
-  uint64_t elements(const pcy_tensor& t, uint32_t k) const {
+  PCY_SDK_HOT uint64_t elements(const pcy_tensor& t, uint32_t k) const {
     uint64_t n = 1;
     for (int32_t i = 0; i < t.ndim; ++i)
       if (t.shape[i] < 0 || !mul_ok(n, static_cast<uint64_t>(t.shape[i]), n))
@@ -163,7 +166,8 @@ public:
   }
   // A rows x cols row-major matrix with leading dimension `ld` (argument `ldk`) inside tensor
   // `tk`: (rows - 1) * ld + cols elements, computed without wrapping.
-  const pcy_tensor& matrix(uint32_t tk, int64_t rows, int64_t cols, uint32_t ldk) const {
+  PCY_SDK_HOT const pcy_tensor& matrix(uint32_t tk, int64_t rows, int64_t cols,
+                                       uint32_t ldk) const {
     const pcy_tensor& t = tensor(tk);
     const int64_t ld = a_.i(ldk);
     if (ld < (cols > 1 ? cols : 1))
@@ -190,7 +194,6 @@ public:
   }
 
 private:
-  const pcy_op_schema& s_;
   const op_args& a_;
   pcy_dtype dtype_;
 };
