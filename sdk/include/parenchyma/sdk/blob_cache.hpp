@@ -82,16 +82,19 @@ namespace parenchyma::sdk {
 namespace detail {
 
 // What the caches of one plugin library share in a process: which directories were swept or
-// warned about, which entries were reported, the temporary-file serial. Deliberately leaked: a
-// cache destroyed by a static destructor at exit may still need it.
+// warned about, which entries were reported, the temporary-file serial. A static of the plugin
+// library, destroyed when it is unloaded (not leaked: a leaked block would be reported by
+// LeakSanitizer once the library holding its pointer is unmapped). Every blob_cache asks for it
+// in its constructor, so it is constructed before, and destroyed after, any cache (even a
+// static one).
 struct blob_cache_process {
   std::mutex mu;
   std::set<std::string> seen;
   std::atomic<uint64_t> serial{0};
 };
-inline blob_cache_process& blob_cache_state() {
-  static auto* state = new blob_cache_process;
-  return *state;
+inline blob_cache_process& blob_cache_state() noexcept {
+  static blob_cache_process state;
+  return state;
 }
 // True the first time `what` is asked about in this process.
 inline bool blob_cache_first(std::string what) {
@@ -152,6 +155,7 @@ public:
   blob_cache(const char* root, std::string_view kind, const logger& log,
              uint64_t max_entry_size = default_max_entry_size) noexcept
       : log_(log), max_entry_size_(max_entry_size) {
+    (void)detail::blob_cache_state(); // outlives this cache (see blob_cache_process)
     try {
       if (root == nullptr || *root == '\0') return;
       if (!valid_kind(kind)) {
