@@ -26,6 +26,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <unordered_map>
 #include <utility>
@@ -59,6 +60,10 @@ constexpr const char* rule_children = "context outlives objects";
 constexpr const char* rule_framework = "bundle framework";
 constexpr const char* rule_call = "op call";
 constexpr const char* rule_leak = "leak";
+// The thread rules (docs/abi.md G2, G4): reported, and the call still forwarded — it is well
+// formed, and refusing one of two racing calls would make the run's outcome depend on timing.
+constexpr const char* rule_queue_threads = "queue serialised";
+constexpr const char* rule_lifecycle_threads = "lifecycle serialised";
 
 // A plugin property by which a framework declares that its queues may wait for events of its
 // other contexts (docs/validation.md: "Events across contexts").
@@ -110,6 +115,10 @@ struct record {
   uint64_t host_bytes = 0;
   const pcy_framework_api* fw_table = nullptr; // bundle context: the framework table it got
   int fw_slot = -1;                            // ... and that table's slot, when wrapped
+  uint32_t busy = 0;                           // queue, bundle context: calls inside it now
+  std::thread::id busy_by;                     // ... all on this thread
+  const std::string* busy_who = nullptr;       // ... the first one's (valid while busy > 0)
+  const char* busy_call = nullptr;
 };
 
 struct gone {
@@ -170,6 +179,10 @@ struct state {
   std::unordered_map<const void*, gone> freed;
   std::map<std::pair<int, uint64_t>, const void*> exports; // (handle kind, value) -> memory
   std::map<const RegistryImpl*, registry_state> registries;
+  // The lifecycle call in progress (G4): depth on one thread, its name and plugin.
+  uint32_t lifecycle = 0;
+  std::thread::id lifecycle_by;
+  std::string lifecycle_call;
   counters c;
   state() {
     for (int i = 0; i < fw_pool; ++i)
@@ -414,12 +427,74 @@ struct scope {
     }
   }
   bool ok() const { return f.rule == nullptr; }
-  // Counts a finding and releases the lock; empty when the call is fine.
+  // Counts a finding and releases the lock; empty when the call is fine. A thread rule broken
+  // on the way is logged here, and the call goes on.
   std::string verdict() {
     std::string msg = ok() ? std::string() : count(s, who, call, f);
     lock.unlock();
+    for (const auto& r : races)
+      report_void(r);
+    races.clear();
     return msg;
   }
+  // The call enqueues on queue (or bundle context) `h`: no other thread may be inside one too.
+  void busy(const void* h, record* r, const char* what) {
+    if (r == nullptr || !ok() || held_n == held.size()) return;
+    const auto me = std::this_thread::get_id();
+    if (r->busy > 0 && r->busy_by != me) {
+      race(rule_queue_threads,
+           str(what, " ", hex(h), " is used by another thread (",
+               r->busy_who != nullptr ? *r->busy_who : std::string("?"), ".", r->busy_call,
+               ") at the same time: calls that enqueue on one queue, and ops on one bundle "
+               "context, must come one at a time"));
+      return;
+    }
+    if (r->busy++ == 0) {
+      r->busy_who = &who;
+      r->busy_call = call;
+    }
+    r->busy_by = me;
+    held[held_n++] = h;
+  }
+  // A lifecycle call: no other thread may be inside one of any plugin (G4).
+  void lifecycle() {
+    if (!ok()) return;
+    const auto me = std::this_thread::get_id();
+    if (s.lifecycle > 0 && s.lifecycle_by != me) {
+      race(rule_lifecycle_threads,
+           str(call, " runs while another thread is inside ", s.lifecycle_call,
+               ": initialize, probe, device_properties, context_create, context_destroy and "
+               "shutdown must never run at the same time, for any plugin"));
+      return;
+    }
+    if (s.lifecycle++ == 0) s.lifecycle_call = who + "." + call;
+    s.lifecycle_by = me;
+    in_lifecycle = true;
+  }
+  ~scope() {
+    if (held_n == 0 && !in_lifecycle) return;
+    try {
+      if (!lock.owns_lock()) lock.lock();
+      for (size_t i = 0; i < held_n; ++i)
+        if (auto it = s.live.find(held[i]); it != s.live.end() && it->second.busy > 0)
+          --it->second.busy;
+      if (in_lifecycle && s.lifecycle > 0) --s.lifecycle;
+    } catch (...) {
+    }
+  }
+  scope(const scope&) = delete;
+  scope& operator=(const scope&) = delete;
+
+private:
+  void race(const char* rule, std::string problem) {
+    finding r;
+    r.set(rule, std::move(problem));
+    races.push_back(count(s, who, call, r));
+  }
+  std::vector<std::string> races;
+  std::array<const void*, 2> held{};
+  size_t held_n = 0;
+  bool in_lifecycle = false;
 };
 
 // ---- framework entry points -----------------------------------------------------------------
@@ -430,6 +505,7 @@ pcy_error* fw_initialize(int slot, pcy_framework_init_args* a) {
     if (PARENCHYMA_VALIDATE_SIZED(c.f, a, "pcy_framework_init_args",
                                   PCY_FRAMEWORK_INIT_ARGS_SIZE_1_0))
       PARENCHYMA_VALIDATE_SIZED(c.f, a->host, "pcy_host_services", PCY_HOST_SERVICES_SIZE_1_0);
+    c.lifecycle();
     const auto fn = c.ok() ? c.fw->orig.initialize : nullptr;
     if (std::string bad = c.verdict(); !bad.empty()) return report(bad);
     pcy_error* e = fn(a);
@@ -451,6 +527,7 @@ void fw_shutdown(int slot, pcy_plugin p) {
     expect(c.s, c.f, slot, p, kind::plugin, "plugin", true);
     std::vector<std::string> leaks;
     decltype(pcy_framework_api::shutdown) fn = nullptr;
+    c.lifecycle();
     if (c.ok()) {
       uint64_t n = 0;
       std::string text = collect_leaks(c.s, false, slot, p, n);
@@ -470,6 +547,7 @@ pcy_error* fw_probe(int slot, pcy_plugin p, pcy_framework_probe* out) {
     scope c(slot, false, "probe");
     expect(c.s, c.f, slot, p, kind::plugin, "plugin");
     PARENCHYMA_VALIDATE_SIZED(c.f, out, "pcy_framework_probe", PCY_FRAMEWORK_PROBE_SIZE_1_0);
+    c.lifecycle();
     const auto fn = c.ok() ? c.fw->orig.probe : nullptr;
     if (std::string bad = c.verdict(); !bad.empty()) return report(bad);
     return fn(p, out);
@@ -500,6 +578,7 @@ pcy_error* fw_device_properties(int slot, pcy_plugin p, uint32_t d, const pcy_pr
   return guarded([&]() -> pcy_error* {
     scope c(slot, false, "device_properties");
     expect(c.s, c.f, slot, p, kind::plugin, "plugin");
+    c.lifecycle();
     const auto fn = c.ok() ? c.fw->orig.device_properties : nullptr;
     if (std::string bad = c.verdict(); !bad.empty()) return report(bad);
     pcy_error* e = fn(p, d, props, n);
@@ -518,6 +597,7 @@ pcy_error* fw_context_create(int slot, pcy_plugin p, const uint32_t* devices, ui
   return guarded([&]() -> pcy_error* {
     scope c(slot, false, "context_create");
     expect(c.s, c.f, slot, p, kind::plugin, "plugin");
+    c.lifecycle();
     const auto fn = c.ok() ? c.fw->orig.context_create : nullptr;
     if (std::string bad = c.verdict(); !bad.empty()) return report(bad);
     pcy_error* e = fn(p, devices, n, out);
@@ -540,6 +620,7 @@ void fw_context_destroy(int slot, pcy_context ctx) {
     decltype(pcy_framework_api::context_destroy) fn = nullptr;
     std::string children;
     if (expect(c.s, c.f, slot, ctx, kind::context, "context", true) != nullptr) {
+      c.lifecycle();
       std::map<kind, int> by_kind;
       for (const auto& [h, r] : c.s.live)
         if (r.context == ctx && r.slot == slot && !on_bundle_side(r.k)) ++by_kind[r.k];
@@ -617,6 +698,7 @@ pcy_error* fw_event_record(int slot, pcy_queue q, pcy_event* out) {
     record* qr = expect(c.s, c.f, slot, q, kind::queue, "queue");
     const void* plugin = qr != nullptr ? qr->plugin : nullptr;
     const void* ctx = qr != nullptr ? qr->context : nullptr;
+    c.busy(q, qr, "queue");
     const auto fn = c.ok() ? c.fw->orig.event_record : nullptr;
     if (std::string bad = c.verdict(); !bad.empty()) return report(bad);
     pcy_error* e = fn(q, out);
@@ -664,6 +746,7 @@ pcy_error* fw_queue_wait_event(int slot, pcy_queue q, pcy_event ev) {
                     ", the queue ", hex(q), " belongs to context ", hex(qr->context),
                     ": the plugin does not declare '", cross_context_key, "' for the device"));
     }
+    c.busy(q, qr, "queue");
     const auto fn = c.ok() ? c.fw->orig.queue_wait_event : nullptr;
     if (std::string bad = c.verdict(); !bad.empty()) return report(bad);
     return fn(q, ev);
@@ -749,6 +832,7 @@ pcy_error* fw_transfer(int slot, const pcy_memory_transfer_args* a, bool read) {
       record* q = expect(c.s, c.f, slot, a->queue, kind::queue, "queue");
       record* m = expect(c.s, c.f, slot, a->memory, kind::memory, "memory");
       same_context(c.f, q, m, a->queue, a->memory, "memory");
+      c.busy(a->queue, q, "queue");
     }
     const auto fn = !c.ok() ? nullptr : read ? c.fw->orig.memory_read : c.fw->orig.memory_write;
     if (std::string bad = c.verdict(); !bad.empty()) return report(bad);
@@ -764,6 +848,7 @@ pcy_error* fw_memory_copy(int slot, const pcy_memory_copy_args* a) {
       expect(c.s, c.f, slot, a->src, kind::memory, "source memory"); // any context of the plugin
       record* d = expect(c.s, c.f, slot, a->dst, kind::memory, "destination memory");
       same_context(c.f, q, d, a->queue, a->dst, "destination memory");
+      c.busy(a->queue, q, "queue");
     }
     const auto fn = c.ok() ? c.fw->orig.memory_copy : nullptr;
     if (std::string bad = c.verdict(); !bad.empty()) return report(bad);
@@ -778,6 +863,7 @@ pcy_error* fw_memory_fill(int slot, const pcy_memory_fill_args* a) {
       record* q = expect(c.s, c.f, slot, a->queue, kind::queue, "queue");
       record* m = expect(c.s, c.f, slot, a->memory, kind::memory, "memory");
       same_context(c.f, q, m, a->queue, a->memory, "memory");
+      c.busy(a->queue, q, "queue");
     }
     const auto fn = c.ok() ? c.fw->orig.memory_fill : nullptr;
     if (std::string bad = c.verdict(); !bad.empty()) return report(bad);
@@ -979,6 +1065,7 @@ pcy_error* fw_kernel_launch(int slot, const pcy_kernel_launch_args* a) {
             record* m = expect(c.s, c.f, slot, a->args[i].memory, kind::memory, role.c_str());
             same_context(c.f, q, m, a->queue, a->args[i].memory, role.c_str());
           }
+      c.busy(a->queue, q, "queue");
     }
     const auto fn = c.ok() ? c.fw->orig.kernel_launch : nullptr;
     if (std::string bad = c.verdict(); !bad.empty()) return report(bad);
@@ -993,6 +1080,7 @@ pcy_error* b_initialize(int slot, pcy_bundle_init_args* a) {
     scope c(slot, true, "initialize");
     if (PARENCHYMA_VALIDATE_SIZED(c.f, a, "pcy_bundle_init_args", PCY_BUNDLE_INIT_ARGS_SIZE_1_0))
       PARENCHYMA_VALIDATE_SIZED(c.f, a->host, "pcy_host_services", PCY_HOST_SERVICES_SIZE_1_0);
+    c.lifecycle();
     const auto fn = c.ok() ? c.b->orig.initialize : nullptr;
     if (std::string bad = c.verdict(); !bad.empty()) return report(bad);
     pcy_error* e = fn(a);
@@ -1023,6 +1111,7 @@ void b_shutdown(int slot, pcy_bundle_plugin p) {
   guarded_void([&] {
     scope c(slot, true, "shutdown");
     expect(c.s, c.f, slot, p, kind::bundle, "bundle instance", true);
+    c.lifecycle();
     std::vector<std::string> leaks;
     decltype(pcy_bundle_api::shutdown) fn = nullptr;
     if (c.ok()) {
@@ -1274,26 +1363,37 @@ void finish(const pcy_framework_api* fw, pcy_queue q) {
 pcy_error* run_op(int k, const pcy_op_call* call) {
   return guarded([&]() -> pcy_error* {
     state& s = st();
-    std::unique_lock lock(s.m);
-    op_slot& os = s.ops[static_cast<size_t>(k)];
-    finding f;
-    if (!os.used) {
-      f.set(rule_live, "an op of a bundle that was shut down was called");
-      std::string bad = count(s, "?", "op", f);
-      lock.unlock();
-      return report(bad);
+    pcy_op_fn fn = nullptr;
+    std::string label;
+    const pcy_op_desc* copy = nullptr;
+    const void* instance = nullptr;
+    int slot = -1;
+    {
+      std::unique_lock lock(s.m);
+      const op_slot& os = s.ops[static_cast<size_t>(k)];
+      if (!os.used) {
+        finding f;
+        f.set(rule_live, "an op of a bundle that was shut down was called");
+        std::string bad = count(s, "?", "op", f);
+        lock.unlock();
+        return report(bad);
+      }
+      fn = os.fn;
+      label = os.label;
+      copy = os.copy;
+      instance = os.instance;
+      slot = os.bundle;
     }
-    const pcy_op_fn fn = os.fn;
-    const std::string label = os.label;
-    const pcy_op_desc* copy = os.copy;
-    const int slot = os.bundle;
+    scope c(slot, true, "op");
+    c.who = label;
+    finding& f = c.f;
     const pcy_framework_api* fw = nullptr; // the framework's own table (for finish, export)
     std::vector<watched> ins;
     std::vector<std::pair<const void*, std::pair<uint64_t, uint64_t>>> writes;
     std::vector<size_t> ask; // ins whose memory's host view is not known yet
-    if (PARENCHYMA_VALIDATE_SIZED(f, call, "pcy_op_call", PCY_OP_CALL_SIZE_1_0)) {
+    if (c.ok() && PARENCHYMA_VALIDATE_SIZED(f, call, "pcy_op_call", PCY_OP_CALL_SIZE_1_0)) {
       record* bc = expect(s, f, slot, call->context, kind::bundle_context, "bundle context");
-      if (bc != nullptr && bc->plugin != os.instance)
+      if (bc != nullptr && bc->plugin != instance)
         f.set(rule_owner, str("bundle context ", hex(call->context),
                               " was set up by another instance of the bundle"));
       int fs = -1;
@@ -1304,8 +1404,9 @@ pcy_error* run_op(int k, const pcy_op_call* call) {
         fw = fs >= 0 ? &s.fw[static_cast<size_t>(fs)].orig : bc->fw_table;
       }
       if (fs >= 0 && !s.fw[static_cast<size_t>(fs)].used) fs = -1;
+      record* q = nullptr;
       if (fs >= 0) {
-        record* q = expect(s, f, fs, call->queue, kind::queue, "the call's queue");
+        q = expect(s, f, fs, call->queue, kind::queue, "the call's queue");
         if (q != nullptr && q->context != ctx)
           f.set(rule_context,
                 str("queue ", hex(call->queue), " belongs to context ", hex(q->context),
@@ -1349,13 +1450,10 @@ pcy_error* run_op(int k, const pcy_op_call* call) {
         if (m->host < 0) ask.push_back(ins.size());
         ins.push_back(w);
       }
+      c.busy(call->context, bc, "bundle context");
+      c.busy(call->queue, q, "queue");
     }
-    if (f.rule != nullptr) {
-      std::string bad = count(s, label, "op", f);
-      lock.unlock();
-      return report(bad);
-    }
-    lock.unlock();
+    if (std::string bad = c.verdict(); !bad.empty()) return report(bad);
 
     // Host views of the `in` tensors' memory, asked of the framework once per memory.
     for (size_t idx : ask) {
@@ -1389,14 +1487,15 @@ pcy_error* run_op(int k, const pcy_op_call* call) {
         // An `in` argument whose bytes are also written through another argument may change.
         bool overlap = false;
         for (const auto& [mem, r] : writes) {
+          if (mem == w.memory) {
+            overlap = overlap || (r.first < range.second && range.first < r.second);
+            continue;
+          }
           auto wi = s.live.find(mem);
-          const bool same_bytes =
-              mem == w.memory ||
-              (wi != s.live.end() && wi->second.host == 1 &&
-               wi->second.host_ptr + r.first < it->second.host_ptr + range.second &&
-               it->second.host_ptr + range.first < wi->second.host_ptr + r.second);
-          overlap = overlap || (same_bytes && (mem != w.memory ||
-                                               (r.first < range.second && range.first < r.second)));
+          overlap =
+              overlap || (wi != s.live.end() && wi->second.host == 1 &&
+                          wi->second.host_ptr + r.first < it->second.host_ptr + range.second &&
+                          it->second.host_ptr + range.first < wi->second.host_ptr + r.second);
         }
         if (overlap) continue;
         w.bytes = it->second.host_ptr + range.first;
@@ -1422,9 +1521,8 @@ pcy_error* run_op(int k, const pcy_op_call* call) {
       break;
     }
     if (f.rule == nullptr) return e;
-    std::unique_lock relock(s.m);
-    std::string bad = count(s, label, "op", f);
-    relock.unlock();
+    c.lock.lock();
+    std::string bad = c.verdict();
     if (e != nullptr) {
       report_void(bad);
       return e;

@@ -7,6 +7,7 @@
 #include <parenchyma/sdk/framework.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstddef>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #define STUB_V_GOOD 1
@@ -41,6 +43,7 @@
 #define STUB_V_BUNDLE_SECOND 21    // a second bundle serving stubext.negate on the stub
 #define STUB_V_BUNDLE_WRITES_IN 22 // stubext.scribble writes its `in` tensor (tests/validate)
 #define STUB_V_XCTX_EVENTS 23      // declares cross_context_events (tests/validate)
+#define STUB_V_SLOW_PROBE 24       // probe takes a second (tests/validate: overlapping calls)
 
 #ifndef STUB_VARIANT
 #error "build with -DSTUB_VARIANT=STUB_V_<variant>"
@@ -273,6 +276,9 @@ public:
 #endif
   }
   const char* reason() const {
+#if STUB_VARIANT == STUB_V_SLOW_PROBE
+    std::this_thread::sleep_for(std::chrono::seconds(1)); // called by probe only
+#endif
     return STUB_VARIANT == STUB_V_NO_DEVICES ? "stub has no fake hardware attached" : nullptr;
   }
   std::span<const pcy_property> properties(uint32_t device) const {
@@ -490,6 +496,10 @@ inline void device_index(bundle_context& c, const parenchyma::sdk::op_args& a) {
   for (int64_t i = 0; i < a.i(0); ++i)
     x[i] = 42.0f;
 }
+// "sleepy" (f32, "i"): sleeps i ms, so that a test can overlap another call with an op.
+[[maybe_unused]] inline void sleepy(bundle_context&, const parenchyma::sdk::op_args& a) {
+  std::this_thread::sleep_for(std::chrono::milliseconds(a.i(0)));
+}
 [[maybe_unused]] inline void copy_in(bundle_context& c, const parenchyma::sdk::op_args& a) {
   const float* x = floats(c, a.t(1));
   float* y = floats(c, a.t(2));
@@ -545,7 +555,8 @@ private:
 #elif STUB_VARIANT == STUB_V_BUNDLE_WRITES_IN
   static constexpr pcy_op_desc ops_[] = {
       make_op("scribble", PCY_DTYPE_F32, "i t<", fn<&scribble>, "writes its in tensor"),
-      make_op("copy_in", PCY_DTYPE_F32, "i t< t>", fn<&copy_in>, "copies x into y")};
+      make_op("copy_in", PCY_DTYPE_F32, "i t< t>", fn<&copy_in>, "copies x into y"),
+      make_op("sleepy", PCY_DTYPE_F32, "i", fn<&sleepy>, "sleeps")};
 #else
   static constexpr pcy_op_desc ops_[] = {
       make_op("negate", PCY_DTYPE_F32, "i t=", fn<&negate>, "stub negate loop"),

@@ -12,6 +12,8 @@
 #include <parenchyma/blas.hpp>
 #include <parenchyma/parenchyma.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -145,6 +147,28 @@ const OpKey negate_key{"stubext", "negate", PCY_DTYPE_F32, "i t="};
 const OpKey device_index_key{"stubext", "device_index", PCY_DTYPE_F32, "t>"};
 const OpKey scribble_key{"stubext", "scribble", PCY_DTYPE_F32, "i t<"};
 const OpKey copy_in_key{"stubext", "copy_in", PCY_DTYPE_F32, "i t< t>"};
+const OpKey sleepy_key{"stubext", "sleepy", PCY_DTYPE_F32, "i"};
+
+uint64_t rule_count(const char* rule) {
+  const validate::counters c = validate::snapshot();
+  const auto it = c.rules.find(rule);
+  return it == c.rules.end() ? 0 : it->second;
+}
+
+// Runs `inside` on a thread of its own and `meanwhile` on this one, again and again, until the
+// layer has reported `rule` or `inside` is over: the two overlap once `inside` got going.
+template <class A, class B> void overlap(const char* rule, A inside, B meanwhile) {
+  std::atomic<bool> done{false};
+  std::thread t([&] {
+    inside();
+    done = true;
+  });
+  while (!done && rule_count(rule) == 0) {
+    meanwhile();
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  t.join();
+}
 
 // The stub framework with both stub bundles (a well-behaved one and the scribbler).
 std::vector<fs::path> stub_world() {
@@ -678,4 +702,61 @@ TEST_CASE("backends on several threads at once: no report") {
   INFO((c.messages.empty() ? std::string() : c.messages.back()));
   CHECK(c.violations == 0);
   CHECK(c.leaks == 0);
+}
+
+TEST_CASE("queue serialised: a second thread enqueues on a queue while an op runs on it") {
+  validate::reset();
+  Registry r(validated(stub_world()));
+  Backend b(r, "stub");
+  stub_objects o(b.framework());
+  pcy_memory m = nullptr;
+  pcy_memory_alloc_args a{};
+  a.struct_size = sizeof a;
+  a.context = b.context();
+  a.bytes = 16;
+  REQUIRE(b.framework().api().memory_alloc(&a) == nullptr);
+  m = a.memory;
+  float data[4] = {};
+  overlap(
+      "queue serialised",
+      [&] {
+        const OpArg args[] = {OpArg::integer(3000)};
+        b.invoke(sleepy_key, args);
+      },
+      [&] { CHECK(o.write(b.queue(), m, data, sizeof data) == nullptr); }); // reported, forwarded
+  const validate::counters c = validate::snapshot();
+  REQUIRE(rule_count("queue serialised") >= 1);
+  bool named = false;
+  for (const auto& msg : c.messages)
+    named = named || (contains(msg, "stub.memory_write:") &&
+                      contains(msg, "used by another thread (stubext_scribble.sleepy (f32).op)") &&
+                      contains(msg, "[rule: queue serialised]"));
+  CHECK(named);
+  b.framework().api().memory_free(m);
+}
+
+TEST_CASE("lifecycle serialised: two lifecycle calls at once") {
+  validate::reset();
+  Registry r(validated({stub_dir("slow_probe")}));
+  const Framework& fw = *r.find_framework("stub");
+  overlap(
+      "lifecycle serialised",
+      [&] {
+        pcy_framework_probe p{};
+        p.struct_size = sizeof p;
+        CHECK(fw.api().probe(fw.plugin(), &p) == nullptr); // a second long
+      },
+      [&] {
+        const pcy_property* props = nullptr;
+        size_t n = 0;
+        CHECK(fw.api().device_properties(fw.plugin(), 0, &props, &n) == nullptr);
+      });
+  REQUIRE(rule_count("lifecycle serialised") >= 1);
+  const validate::counters c = validate::snapshot();
+  bool named = false;
+  for (const auto& msg : c.messages)
+    named = named || (contains(msg, "stub.device_properties: device_properties runs while another "
+                                    "thread is inside stub.probe") &&
+                      contains(msg, "[rule: lifecycle serialised]"));
+  CHECK(named);
 }
