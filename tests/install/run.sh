@@ -2,9 +2,14 @@
 # The install test: install the build tree into a fresh prefix, then, against that prefix alone,
 # build and run an application (find_package -> parenchyma::core), check pkg-config, build an
 # out-of-tree plugin (find_package -> parenchyma::sdk + parenchyma_add_plugin), and check that
-# the application discovers, ranks and uses it through PARENCHYMA_PLUGIN_PATH, and that it passes
-# the framework conformance suite. A program built with nothing but pkg-config's flags must start
-# without LD_LIBRARY_PATH, and the documentation must be installed.
+# the application discovers, ranks and uses it through PARENCHYMA_PLUGIN_PATH. The application
+# and the plugin are built from the examples installed in share/parenchyma/examples. The
+# installed parenchyma-conformance must pass the installed plugins, the out-of-tree plugin and the
+# installed mock example (framework and its example bundle, built against the installed SDK),
+# and must report a deliberately broken plugin failing by name: a mock whose fill is wrong
+# (PARENCHYMA_MOCK_BREAK=fill) and a file that is no library at all. A program built with
+# nothing but pkg-config's flags must start without LD_LIBRARY_PATH, and the documentation must
+# be installed.
 #   run.sh <build dir> <source dir> <work dir> <cmake generator> <c++ compiler> [extra flags]
 # extra flags: compile and link flags for the two projects (the sanitizer flags of a sanitizer
 # build, whose installed library needs its runtime in the programs that load it).
@@ -15,8 +20,11 @@ prefix=$work/prefix
 
 step() { printf '\n== %s\n' "$*"; }
 # An empty environment, except the sanitizer runtimes' own options in a sanitizer build.
+# No parenchyma variable and no library path; PATH and HOME stay (PoCL runs the linker to build
+# kernels, and keeps its cache below HOME).
 clean_env() {
-  env -i ${ASAN_OPTIONS:+ASAN_OPTIONS=$ASAN_OPTIONS} ${LSAN_OPTIONS:+LSAN_OPTIONS=$LSAN_OPTIONS} \
+  env -i PATH="$PATH" ${HOME:+HOME=$HOME} ${POCL_CACHE_DIR:+POCL_CACHE_DIR=$POCL_CACHE_DIR} \
+    ${ASAN_OPTIONS:+ASAN_OPTIONS=$ASAN_OPTIONS} ${LSAN_OPTIONS:+LSAN_OPTIONS=$LSAN_OPTIONS} \
     ${UBSAN_OPTIONS:+UBSAN_OPTIONS=$UBSAN_OPTIONS} ${TSAN_OPTIONS:+TSAN_OPTIONS=$TSAN_OPTIONS} "$@"
 }
 fail() { printf 'FAILED: %s\n' "$*"; exit 1; }
@@ -34,9 +42,22 @@ ls "$libdir/parenchyma/plugins/" | grep -q '^parenchyma-native\.so$' \
   || fail "the native plugin is not installed in $libdir/parenchyma/plugins"
 [ -f "$prefix/share/doc/parenchyma/abi.md" ] && [ -f "$prefix/share/doc/parenchyma/config.md" ] \
   || fail "the documentation (docs/) is not installed in $prefix/share/doc/parenchyma"
+conformance=$prefix/bin/parenchyma-conformance
+[ -x "$conformance" ] || fail "parenchyma-conformance is not installed in $prefix/bin"
+examples=$prefix/share/parenchyma/examples
+for f in oot_plugin/CMakeLists.txt oot_plugin/oot.cpp consumer/CMakeLists.txt consumer/main.cpp \
+         mock/CMakeLists.txt mock/mock.hpp mock/entry.cpp mock/bundle/blas_mock.cpp mock/README.md; do
+  [ -f "$examples/$f" ] || fail "the example $f is not installed in $examples"
+done
 
-step "consumer: configure and build against the installed package"
-cmake -S "$here/consumer" -B "$work/consumer" -G "$generator" -DCMAKE_CXX_COMPILER="$cxx" \
+step "the installed parenchyma-conformance on the installed plugins ($libdir/parenchyma/plugins)"
+out=$(clean_env "$conformance" "$libdir/parenchyma/plugins" --quiet 2>&1) \
+  || { printf '%s\n' "$out"; fail "the installed plugins do not pass parenchyma-conformance"; }
+printf '%s\n' "$out"
+printf '%s\n' "$out" | grep -q '^native: [0-9]* passed, 0 failed' || fail "native was not tested"
+
+step "consumer: configure and build the installed example against the installed package"
+cmake -S "$examples/consumer" -B "$work/consumer" -G "$generator" -DCMAKE_CXX_COMPILER="$cxx" \
   -DCMAKE_CXX_FLAGS="$san_flags" -DCMAKE_EXE_LINKER_FLAGS="$san_flags" \
   -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release > "$work/consumer.log" 2>&1 \
   || { cat "$work/consumer.log"; fail "consumer configure"; }
@@ -51,8 +72,8 @@ printf '%s\n' "$out" | grep -q '^ranking:.* native' || fail "native is not in th
 printf '%s\n' "$out" | grep -q '^backend: [a-z0-9_]*:0 ' || fail "no backend selected"
 printf '%s\n' "$out" | grep -q '^tensor: ok$' || fail "tensor round trip"
 
-step "oot_plugin: an out-of-tree plugin built against the installed SDK alone"
-cmake -S "$here/oot_plugin" -B "$work/oot" -G "$generator" -DCMAKE_CXX_COMPILER="$cxx" \
+step "oot_plugin: the installed example, an out-of-tree plugin built against the installed SDK alone"
+cmake -S "$examples/oot_plugin" -B "$work/oot" -G "$generator" -DCMAKE_CXX_COMPILER="$cxx" \
   -DCMAKE_CXX_FLAGS="$san_flags" -DCMAKE_MODULE_LINKER_FLAGS="$san_flags" \
   -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release > "$work/oot.log" 2>&1 \
   || { cat "$work/oot.log"; fail "oot configure"; }
@@ -102,13 +123,61 @@ fi
 printf '%s\n' "$out" | grep -q 'oot' || fail "the error does not name oot: $out"
 printf '%s\n' "$out"
 
-step "the conformance suite on the out-of-tree plugin"
-conformance=$build/bin/test_conformance
-if [ -x "$conformance" ]; then
-  PARENCHYMA_PLUGIN_PATH="$drop" "$conformance" oot --required || fail "oot does not pass the conformance suite"
-else
-  printf '%s is not built: step not run\n' "$conformance"
+step "the installed parenchyma-conformance on the out-of-tree plugin ($drop)"
+out=$(clean_env "$conformance" "$drop" --required 2>&1) \
+  || { printf '%s\n' "$out"; fail "oot does not pass parenchyma-conformance"; }
+printf '%s\n' "$out"
+printf '%s\n' "$out" | grep -q '^oot: [0-9]* passed, 0 failed' || fail "oot was not tested"
+
+step "ctest in the out-of-tree plugin's build: parenchyma::conformance from the CMake package"
+out=$(clean_env "$(command -v ctest)" --test-dir "$work/oot" --output-on-failure 2>&1) \
+  || { printf '%s\n' "$out"; fail "the oot project's conformance test (parenchyma::conformance)"; }
+printf '%s\n' "$out" | grep -q '100% tests passed' || { printf '%s\n' "$out"; fail "ctest ran no test"; }
+printf '%s\n' "$out" | tail -n 3
+
+step "mock: the installed example (framework and bundle) built against the installed SDK"
+cmake -S "$examples/mock" -B "$work/mock" -G "$generator" -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCMAKE_CXX_FLAGS="$san_flags" -DCMAKE_MODULE_LINKER_FLAGS="$san_flags" \
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release > "$work/mock.log" 2>&1 \
+  || { cat "$work/mock.log"; fail "mock example configure"; }
+cmake --build "$work/mock" -j 2 >> "$work/mock.log" 2>&1 || { cat "$work/mock.log"; fail "mock example build"; }
+mock=$work/mock/plugins
+ls "$mock/parenchyma-mock.so" "$mock/parenchyma-blas-mock.so" > /dev/null || fail "the mock example built no plugins in $mock"
+
+step "the installed parenchyma-conformance on the mock example, as built and with 3 devices"
+out=$(clean_env "$conformance" "$mock" --require-load --require-devices --quiet 2>&1) \
+  || { printf '%s\n' "$out"; fail "the mock example does not pass parenchyma-conformance"; }
+printf '%s\n' "$out"
+printf '%s\n' "$out" | grep -q '^mock: [0-9]* passed, 0 failed' || fail "mock was not tested"
+out=$(clean_env PARENCHYMA_MOCK_DEVICES=3 "$conformance" "$mock" --suite framework 2>&1) \
+  || { printf '%s\n' "$out"; fail "the mock example with 3 devices does not pass"; }
+printf '%s\n' "$out" | grep -q ': 3 device(s), first: Mock GPU 0$' || fail "PARENCHYMA_MOCK_DEVICES=3 was not seen"
+printf '%s\n' "$out" | grep -q '^  ok    framework/every device keeps its own bytes$' || fail "the per-device case did not pass"
+printf '%s\n' "$out" | tail -n 2
+
+step "a broken plugin is reported failing by name: a mock whose fill is wrong, a file that is no library"
+if out=$(clean_env PARENCHYMA_MOCK_BREAK=fill "$conformance" "$mock" --suite framework 2>&1); then
+  printf '%s\n' "$out"
+  fail "a mock with a broken fill passed parenchyma-conformance"
 fi
+printf '%s\n' "$out" | grep -q '^  FAIL  framework/fill with 1, 2, 4, 8 and 16-byte patterns$' \
+  || { printf '%s\n' "$out"; fail "the broken fill is not reported by its case"; }
+printf '%s\n' "$out" | grep -q '^mock: [0-9]* passed, 1 failed' || fail "the broken mock's summary is wrong"
+broken=$work/broken-plugins
+mkdir -p "$broken"
+chmod 755 "$broken"
+cp "$drop/parenchyma-oot.so" "$broken/"
+printf 'not a shared library\n' > "$broken/parenchyma-garbage.so"
+chmod 644 "$broken/parenchyma-garbage.so"
+if out=$(clean_env "$conformance" "$broken" --json 2>&1); then
+  printf '%s\n' "$out"
+  fail "a directory with a file that is no library passed parenchyma-conformance"
+fi
+printf '%s\n' "$out" | grep -q '"name": "load/parenchyma-garbage.so"' \
+  || { printf '%s\n' "$out"; fail "the refused file is not reported by name"; }
+printf '%s\n' "$out" | grep -q 'failed at stage load' || fail "the loader's reason is not in the report"
+printf '%s\n' "$out" | grep -q '"failed": 1,' || fail "oot should still pass beside the refused file"
+printf '%s\n' "$out" | grep '"reason":' | head -n 2
 
 step "pkg-config --cflags --libs parenchyma (PKG_CONFIG_PATH=$libdir/pkgconfig)"
 if command -v pkg-config > /dev/null 2>&1; then
@@ -132,4 +201,4 @@ else
   printf 'pkg-config is not installed: step not run\n'
 fi
 
-printf '\nPASSED: install, docs, consumer, pkg-config, out-of-tree plugin\n'
+printf '\nPASSED: install, docs, examples, consumer, pkg-config, out-of-tree plugin, parenchyma-conformance\n'
