@@ -1137,11 +1137,12 @@ const std::vector<std::string>& Registry::notices() const noexcept { return impl
 
 std::vector<OpCoverage> Registry::op_coverage() const {
   std::vector<OpCoverage> out;
-  for (const auto& b : impl_->bundles) {
-    if (find_framework(b->framework()) == nullptr) continue;
-    for (const pcy_op_desc* op : b->ops())
-      out.push_back({b->extension(), op->name, op->dtype, b->framework(), b->name(),
-                     plugin_string(op->implementation, 200)});
+  for (size_t i = 0; i < impl_->bundles.size(); ++i) {
+    const BundleInfo& b = *impl_->bundles[i];
+    if (find_framework(b.framework()) == nullptr) continue;
+    for (const OpEntry& e : impl_->bundle_ops[i])
+      out.push_back({b.extension(), e.desc->name, e.desc->dtype, b.framework(), b.name(),
+                     plugin_string(e.desc->implementation, 200), e.schema});
   }
   return out;
 }

@@ -183,6 +183,7 @@ struct OpCoverage {
   std::string framework;
   std::string bundle;
   std::string implementation;
+  const pcy_op_schema* schema = nullptr; // the op's arguments (ABI 1.1 bundles), else nullptr
 };
 
 struct RegistryImpl;
