@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <optional>
 #include <type_traits>
 
@@ -175,15 +176,18 @@ program* context::build(std::string_view source, const char* options, bool& cach
   }
 
   cl_program p = build_from_source(source, opts);
-  if (cache.writable() && cl_.clRetainProgram(p) == CL_SUCCESS) {
-    // The binaries are fetched and written on the cache's thread (see blob_cache.hpp). The
-    // retained program is released with the closure, whether or not it runs.
-    const cl_api& cl = cl_;
-    const sdk::logger& log = owner_.log();
-    std::shared_ptr<std::remove_pointer_t<cl_program>> held(
-        p, [&cl](cl_program q) { cl.clReleaseProgram(q); });
-    cache.store_later(
-        key, [&cl, &log, held, n = ids_.size()] { return fetch_binaries(cl, log, held.get(), n); });
+  if (cache.writable()) {
+    // The binaries are fetched here, on the thread that built the program, and only the bytes
+    // are written on the cache's thread. A fetch on that thread could still be inside the driver
+    // when the process exits: PoCL then generates code in LLVM while exit() runs LLVM's static
+    // destructors (a crash at exit seen on the H200 with a cold PoCL cache). Driver calls stay
+    // on threads the application owns.
+    try {
+      if (auto bins = fetch_binaries(cl_, owner_.log(), p, ids_.size()))
+        cache.store_later(key, std::move(*bins));
+    } catch (const std::bad_alloc&) {
+      // not cached; the program is fine
+    }
   }
   return new program(cl_, p, ctx_);
 }

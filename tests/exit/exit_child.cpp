@@ -1,6 +1,7 @@
 // A short-lived program as users write them: the default (global) registry, an OpenCL backend, a
 // user kernel that no earlier run built (argv[1] makes its source unique, so the plugin's cache
 // writer has an entry to write as main returns), a BLAS op, and a plain return from main.
+// argv[2], when given, is the OpenCL device index to use (else the default choice).
 // Exit codes: 0 done, 3 a parenchyma error, 77 no OpenCL device here.
 #include <parenchyma/blas.hpp>
 #include <parenchyma/parenchyma.hpp>
@@ -15,7 +16,7 @@ int main(int argc, char** argv) {
   try {
     const pa::Framework* fw = pa::Registry::global().find_framework("opencl");
     if (fw == nullptr || fw->devices().empty()) return 77;
-    pa::Backend b("opencl");
+    pa::Backend b(argc > 2 ? "opencl:" + std::string(argv[2]) : std::string("opencl"));
     const std::string src = "// run " + salt +
                             "\n__kernel void add(__global float* x, uint n) {\n"
                             "  const uint i = get_global_id(0);\n"

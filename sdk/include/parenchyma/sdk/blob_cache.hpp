@@ -42,6 +42,12 @@
 // joins the thread, so a plugin's shutdown completes its writes, and nothing is logged from the
 // writer after the destructor returned.
 //
+// A fetch function runs on the writer thread, at any time until the destructor returns — also
+// while the process is exiting and other libraries run their static destructors. It must not
+// call into a driver or compiler (PoCL generating code in LLVM while exit() tears LLVM down
+// crashes the process): take the bytes from the driver on the thread that built the program and
+// pass them to store_later(key, payload). A fetch may compute from data it owns.
+//
 // Threads: every member function may be called from any thread at once. No public function
 // throws; none blocks forever (only a load of a key pending in this process waits, for that
 // write). A forked child must not use its parent's cache object (its writer thread does not
