@@ -48,14 +48,100 @@ Outcome selected(const pa::Registry& r, const std::string& request) {
   return o;
 }
 
+// A string from a plugin's schema, printable and bounded (the registry checked the structure).
+std::string schema_text(const char* s) {
+  std::string out;
+  for (size_t i = 0; s != nullptr && s[i] != '\0' && i < 64; ++i)
+    out += (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
+  return out;
+}
+const char* kind_name(uint8_t k) {
+  switch (k) {
+  case PCY_SCHEMA_INT: return "int";
+  case PCY_SCHEMA_FLOAT: return "float";
+  case PCY_SCHEMA_SCALAR: return "scalar";
+  case PCY_SCHEMA_TENSOR: return "tensor";
+  case PCY_SCHEMA_INT_ARRAY: return "int array";
+  default: return "?";
+  }
+}
+const char* intent_name(uint8_t kind, uint8_t i) {
+  if (kind != PCY_SCHEMA_TENSOR) return kind == PCY_SCHEMA_SCALAR ? "in" : "";
+  switch (i) {
+  case PCY_INTENT_IN: return "in";
+  case PCY_INTENT_OUT: return "out";
+  case PCY_INTENT_INOUT: return "inout";
+  case PCY_SCHEMA_INTENT_OVERWRITE: return "overwrite";
+  default: return "?";
+  }
+}
+std::string dtype_rule(const pcy_arg_schema& a) {
+  if (a.kind == PCY_SCHEMA_SCALAR) return "op";
+  if (a.kind != PCY_SCHEMA_TENSOR) return "";
+  return a.dtype == PCY_SCHEMA_DTYPE_OP ? "op" : dtype_name(static_cast<pcy_dtype>(a.dtype));
+}
+std::string rank_rule(const pcy_arg_schema& a) {
+  if (a.kind != PCY_SCHEMA_TENSOR) return "";
+  return a.rank == PCY_SCHEMA_RANK_ANY ? "any" : std::to_string(int(a.rank));
+}
+
+// The op's arguments from its schema; null for a bundle without one (ABI 1.0).
+nlohmann::json arguments_json(const pcy_op_schema* s) {
+  if (s == nullptr) return nullptr;
+  nlohmann::json a = nlohmann::json::array();
+  for (uint32_t i = 0; i < s->arg_count; ++i) {
+    const pcy_arg_schema& x = s->args[i];
+    nlohmann::json one = {{"name", schema_text(x.name)}, {"kind", kind_name(x.kind)}};
+    if (x.kind == PCY_SCHEMA_TENSOR || x.kind == PCY_SCHEMA_SCALAR) {
+      one["intent"] = intent_name(x.kind, x.intent);
+      one["dtype"] = dtype_rule(x);
+    }
+    if (x.kind == PCY_SCHEMA_TENSOR) one["rank"] = rank_rule(x);
+    a.push_back(std::move(one));
+  }
+  return a;
+}
+
+// One table per extension: every op with a schema, once (the first bundle's), sorted by name.
+void print_schema_markdown(const std::vector<pa::OpCoverage>& coverage) {
+  std::map<std::string, std::map<std::string, const pcy_op_schema*>> by_ext;
+  for (const auto& c : coverage)
+    if (c.schema != nullptr) by_ext[c.extension].emplace(c.op, c.schema);
+  if (by_ext.empty()) std::printf("(no bundle with op schemas loaded)\n");
+  bool first = true;
+  for (const auto& [ext, ops] : by_ext) {
+    if (!first) std::printf("\n");
+    first = false;
+    std::printf("| %s op | arguments (name: kind, intent, dtype, rank) |\n|---|---|\n",
+                ext.c_str());
+    for (const auto& [op, s] : ops) {
+      std::string args;
+      for (uint32_t i = 0; i < s->arg_count; ++i) {
+        const pcy_arg_schema& x = s->args[i];
+        args +=
+            (i ? "; " : "") + std::string("`") + schema_text(x.name) + "`: " + kind_name(x.kind);
+        if (x.kind == PCY_SCHEMA_TENSOR)
+          args += std::string(", ") + intent_name(x.kind, x.intent) + ", " + dtype_rule(x) +
+                  ", rank " + rank_rule(x);
+        else if (x.kind == PCY_SCHEMA_SCALAR)
+          args += " (a float, or a one-element tensor in)";
+      }
+      std::printf("| `%s` | %s |\n", op.c_str(), args.c_str());
+    }
+  }
+}
+
 void usage() {
   std::printf(
-      "usage: parenchyma-info [--json] [--explain] [--ops] [--backend REQUEST]\n"
+      "usage: parenchyma-info [--json] [--explain] [--ops [--markdown]] [--backend REQUEST]\n"
       "  --json        machine-readable output (stable keys: plugins, frameworks, ranking,\n"
       "                devices, selected, ops, notices)\n"
       "  --explain     the search path, config files, every load stage and advice, and\n"
       "                why each device got its place in the ranking\n"
-      "  --ops         the op x framework coverage matrix\n"
+      "  --ops         the op x framework coverage matrix; with --json every op's arguments\n"
+      "                from its schema (ABI 1.1 bundles)\n"
+      "  --markdown    with --ops: each extension's op schemas as Markdown tables (the\n"
+      "                tables in docs/blas.md are this output)\n"
       "  --backend R   show what the request R (e.g. \"opencl,native\") would select\n"
       "\nDocumentation: %s (configuration and environment: config.md; threads:\n"
       "threads.md; plugin ABI: abi.md), or docs/ in the source tree.\n",
@@ -65,7 +151,7 @@ void usage() {
 } // namespace
 
 int run(int argc, char** argv) {
-  bool json = false, explain = false, ops = false;
+  bool json = false, explain = false, ops = false, markdown = false;
   std::string request;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json"))
@@ -74,6 +160,8 @@ int run(int argc, char** argv) {
       explain = true;
     else if (!std::strcmp(argv[i], "--ops"))
       ops = true;
+    else if (!std::strcmp(argv[i], "--markdown"))
+      markdown = true;
     else if (!std::strcmp(argv[i], "--backend") && i + 1 < argc)
       request = argv[++i];
     else if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
@@ -94,6 +182,14 @@ int run(int argc, char** argv) {
     return 1;
   }
   const pa::Registry& r = *owned;
+  if (markdown) {
+    if (!ops || json) {
+      std::fprintf(stderr, "parenchyma-info: --markdown goes with --ops (and not --json)\n");
+      return 2;
+    }
+    print_schema_markdown(r.op_coverage());
+    return 0;
+  }
   const Outcome sel = selected(r, request);
   const auto ranking = r.ranking();
   const auto coverage = r.op_coverage();
@@ -153,7 +249,8 @@ int run(int argc, char** argv) {
                           {"dtype", dtype_name(c.dtype)},
                           {"framework", c.framework},
                           {"bundle", c.bundle},
-                          {"implementation", c.implementation}});
+                          {"implementation", c.implementation},
+                          {"arguments", arguments_json(c.schema)}});
     j["config"] = {{"sources", r.config().sources},
                    {"fallback", pa::to_string(r.config().fallback)},
                    {"ranking", r.config().ranking_by_kind.empty()

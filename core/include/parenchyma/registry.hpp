@@ -183,7 +183,8 @@ struct OpCoverage {
   std::string framework;
   std::string bundle;
   std::string implementation;
-  const pcy_op_schema* schema = nullptr; // the op's arguments (ABI 1.1 bundles), else nullptr
+  const pcy_op_schema* schema = nullptr; // the op's arguments (ABI 1.1 bundles), else nullptr;
+                                         // plugin memory, valid while the Registry lives
 };
 
 struct RegistryImpl;
