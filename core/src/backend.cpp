@@ -238,6 +238,9 @@ void BackendImpl::resolve(detail::BoundOp& op, const OpKey& key) {
     detail::ArgRule& r = op.rules[i];
     r = (*key_rules)[i];
     op.needs_ext = op.needs_ext || r.kind == PCY_SCHEMA_INT_ARRAY;
+    op.defer_sync =
+        op.defer_sync || (r.kind == PCY_SCHEMA_TENSOR &&
+                          (r.intent == PCY_INTENT_OUT || r.intent == PCY_SCHEMA_INTENT_OVERWRITE));
     using detail::arg_pair;
     switch (r.kind) {
     case PCY_SCHEMA_INT: r.accept_a = arg_pair(PCY_OP_ARG_INT, PCY_INTENT_IN); break;
@@ -284,8 +287,12 @@ void BackendImpl::resolve(detail::BoundOp& op, const OpKey& key) {
         continue;
       }
       if (!detail::compatible(entry->rules, *key_rules)) {
-        notes += "; " + b.name() + " declares other arguments (signature \"" +
-                 entry->desc->signature + "\", the front-end's " + key_sig + ")";
+        // The plugin's string, bounded and quoted (a 1.1 descriptor may carry none).
+        notes +=
+            "; " + b.name() + " declares other arguments (signature " +
+            (entry->desc->signature != nullptr ? detail::quote_prefix(entry->desc->signature, 200)
+                                               : std::string("none, its schema differs")) +
+            ", the front-end's " + key_sig + ")";
         continue;
       }
       found.emplace_back(&b, entry);
@@ -524,6 +531,87 @@ const char* passed_word(const OpArg& a) {
 }
 } // namespace
 
+namespace {
+
+// The access an op's tensor argument takes, by its (checked) intent: IN, OUT, INOUT.
+constexpr access access_of[4] = {access::read, access::read, access::write_only, access::write};
+
+// Checks and packs the arguments of one call. The per-call check against the schema is decided
+// at resolution: the (kind, intent) pair against the rule's, then (tensors) dtype and rank
+// compares. Defer (an op with a tensor that may be passed OUT): tensors are synced onto the
+// target, and outputs marked written, only after every argument passed, so a refused call
+// changes no tensor; otherwise each syncs as it is checked (IN and INOUT syncs lose nothing).
+template <bool Ext, bool Defer>
+[[gnu::always_inline]] inline void
+pack(const OpKey& key, const detail::BoundOp& op, BackendImpl& target, std::span<const OpArg> args,
+     pcy_tensor* tensors, pcy_op_arg* cargs, pcy_op_arg_ext* exts) {
+  std::array<uint8_t, detail::max_op_args> tensor_at;
+  size_t tensor_count = 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    const OpArg& a = args[i];
+    const detail::ArgRule& r = op.rules[i];
+    uint64_t pair;
+    static_assert(offsetof(OpArg, intent) == sizeof(pcy_op_arg_kind) &&
+                  sizeof(pcy_op_arg_kind) == 4 && sizeof(pcy_arg_intent) == 4);
+    std::memcpy(&pair, &a, sizeof pair);
+    if (pair != r.accept_a && pair != r.accept_b) [[unlikely]]
+      bad_call(key, op, i, a, "wrong kind or intent");
+    // OpArg begins with pcy_op_arg's layout: one copy, then the tensor pointer replaced.
+    pcy_op_arg& c = cargs[i];
+    static_assert(offsetof(OpArg, tensor) == offsetof(pcy_op_arg, tensor) &&
+                  offsetof(OpArg, i) == offsetof(pcy_op_arg, i) &&
+                  offsetof(OpArg, f) == offsetof(pcy_op_arg, f) &&
+                  sizeof(pcy_op_arg) <= sizeof(OpArg));
+    std::memcpy(static_cast<void*>(&c), &a, sizeof(pcy_op_arg));
+    if constexpr (Ext) {
+      if (a.kind == PCY_OP_ARG_INT_ARRAY && (a.i < 0 || (a.i > 0 && a.ints == nullptr)))
+        bad_call(key, op, i, a, "an int array with a negative count or no values");
+      exts[i] = pcy_op_arg_ext{sizeof(pcy_op_arg_ext), nullptr, a.ints,
+                               a.kind == PCY_OP_ARG_INT_ARRAY ? static_cast<uint64_t>(a.i) : 0};
+    }
+    if (a.kind == PCY_OP_ARG_TENSOR) {
+      if (a.tensor == nullptr) [[unlikely]]
+        bad_call(key, op, i, a, "a tensor argument without a tensor");
+      TensorStorage::Impl& ti = a.tensor->impl();
+      if (ti.dtype != static_cast<pcy_dtype>(r.want_dtype)) [[unlikely]]
+        bad_call(key, op, i, a,
+                 std::string("dtype ") + sdk::dtype_name(ti.dtype) + ", expected " +
+                     sdk::dtype_name(static_cast<pcy_dtype>(r.want_dtype)));
+      if (r.extra != 0) [[unlikely]] {
+        if ((r.extra & 1) && ti.shape.size() != static_cast<size_t>(r.rank))
+          bad_call(key, op, i, a,
+                   std::to_string(ti.shape.size()) + " dimensions, expected " +
+                       std::to_string(r.rank));
+        if ((r.extra & 2) && ti.count != 1)
+          bad_call(key, op, i, a, "a scalar tensor must have one element");
+      }
+      pcy_tensor& d = tensors[i];
+      d.struct_size = sizeof d;
+      d.ext = nullptr;
+      d.dtype = ti.dtype;
+      d.ndim = static_cast<int32_t>(ti.shape.size());
+      d.shape = ti.shape.data();
+      d.strides = nullptr;
+      d.byte_offset = 0;
+      c.tensor = &d;
+      // The check admitted only IN, OUT or INOUT for a tensor.
+      if constexpr (Defer)
+        tensor_at[tensor_count++] = static_cast<uint8_t>(i);
+      else
+        d.memory = ti.device(target, access_of[static_cast<unsigned>(a.intent) & 3u], &d.data);
+    }
+  }
+  // Every argument passed: now sync.
+  for (size_t k = 0; Defer && k < tensor_count; ++k) {
+    const OpArg& a = args[tensor_at[k]];
+    pcy_tensor& d = tensors[tensor_at[k]];
+    d.memory =
+        a.tensor->impl().device(target, access_of[static_cast<unsigned>(a.intent) & 3u], &d.data);
+  }
+}
+
+} // namespace
+
 void Backend::invoke(const OpKey& key, std::span<const OpArg> args) const {
   detail::BoundOp& op = impl_->op(key);
   if (op.st != detail::BoundOp::state::ready) [[unlikely]]
@@ -539,69 +627,20 @@ void Backend::invoke(const OpKey& key, std::span<const OpArg> args) const {
   std::array<pcy_op_arg, detail::max_op_args> cargs;
   std::array<pcy_op_arg_ext, detail::max_op_args> exts;
   const bool needs_ext = op.needs_ext;
-  for (size_t i = 0; i < args.size(); ++i) {
-    const OpArg& a = args[i];
-    const detail::ArgRule& r = op.rules[i];
-    // The per-call check against the schema, decided at resolution: the (kind, intent) pair
-    // against the rule's, then (tensors) dtype and rank compares.
-    uint64_t pair;
-    static_assert(offsetof(OpArg, intent) == sizeof(pcy_op_arg_kind) &&
-                  sizeof(pcy_op_arg_kind) == 4 && sizeof(pcy_arg_intent) == 4);
-    std::memcpy(&pair, &a, sizeof pair);
-    if (pair != r.accept_a && pair != r.accept_b) [[unlikely]]
-      bad_call(key, op, i, a, "wrong kind or intent");
-    // OpArg begins with pcy_op_arg's layout: one copy, then the tensor pointer replaced.
-    pcy_op_arg& c = cargs[i];
-    static_assert(offsetof(OpArg, tensor) == offsetof(pcy_op_arg, tensor) &&
-                  offsetof(OpArg, i) == offsetof(pcy_op_arg, i) &&
-                  offsetof(OpArg, f) == offsetof(pcy_op_arg, f) &&
-                  sizeof(pcy_op_arg) <= sizeof(OpArg));
-    std::memcpy(static_cast<void*>(&c), &a, sizeof(pcy_op_arg));
-    if (needs_ext) [[unlikely]] {
-      if (a.kind == PCY_OP_ARG_INT_ARRAY && (a.i < 0 || (a.i > 0 && a.ints == nullptr)))
-        bad_call(key, op, i, a, "an int array with a negative count or no values");
-      exts[i] = pcy_op_arg_ext{sizeof(pcy_op_arg_ext), nullptr, a.ints,
-                               a.kind == PCY_OP_ARG_INT_ARRAY ? static_cast<uint64_t>(a.i) : 0};
-    }
-    if (a.kind == PCY_OP_ARG_TENSOR) {
-      if (a.tensor == nullptr) [[unlikely]]
-        bad_call(key, op, i, a, "a tensor argument without a tensor");
-      TensorStorage& t = *a.tensor;
-      TensorStorage::Impl& ti = t.impl();
-      if (ti.dtype != static_cast<pcy_dtype>(r.want_dtype)) [[unlikely]]
-        bad_call(key, op, i, a,
-                 std::string("dtype ") + sdk::dtype_name(ti.dtype) + ", expected " +
-                     sdk::dtype_name(static_cast<pcy_dtype>(r.want_dtype)));
-      if (r.extra != 0) [[unlikely]] {
-        if ((r.extra & 1) && ti.shape.size() != static_cast<size_t>(r.rank))
-          bad_call(key, op, i, a,
-                   std::to_string(ti.shape.size()) + " dimensions, expected " +
-                       std::to_string(r.rank));
-        if ((r.extra & 2) && ti.count != 1)
-          bad_call(key, op, i, a, "a scalar tensor must have one element");
-      }
-      const access acc = a.intent == PCY_INTENT_IN    ? access::read
-                         : a.intent == PCY_INTENT_OUT ? access::write_only
-                                                      : access::write;
-      pcy_tensor& d = tensors[i];
-      d.struct_size = sizeof d;
-      d.ext = nullptr;
-      d.memory = ti.device(target, acc, &d.data);
-      d.dtype = ti.dtype;
-      d.ndim = static_cast<int32_t>(ti.shape.size());
-      d.shape = ti.shape.data();
-      d.strides = nullptr;
-      d.byte_offset = 0;
-      c.tensor = &d;
-    }
-  }
-  pcy_op_call call{};
+  if (needs_ext) [[unlikely]]
+    pack<true, true>(key, op, target, args, tensors.data(), cargs.data(), exts.data());
+  else if (op.defer_sync)
+    pack<false, true>(key, op, target, args, tensors.data(), cargs.data(), nullptr);
+  else
+    pack<false, false>(key, op, target, args, tensors.data(), cargs.data(), nullptr);
+  pcy_op_call call;
   call.struct_size = sizeof call;
+  call.ext = nullptr;
   call.context = op.bundle;
   call.queue = target.queue;
   call.args = cargs.data();
   call.arg_count = static_cast<uint32_t>(args.size());
-  call.arg_ext = op.needs_ext ? exts.data() : nullptr;
+  call.arg_ext = needs_ext ? exts.data() : nullptr;
   call.workspace = &BackendImpl::workspace;
   call.workspace_user = &target;
   if (pcy_error* e = op.fn(&call)) [[unlikely]]

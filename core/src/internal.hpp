@@ -215,6 +215,10 @@ struct BoundOp {
   BackendImpl* target = nullptr; // where it runs (this backend or one of its fallbacks)
   uint32_t arg_count = 0;
   bool needs_ext = false; // some argument is an int array: the call carries arg_ext
+  // Some tensor argument may be passed OUT (write-only): its sync is deferred until every
+  // argument passed the check, so a refused call leaves it as it was. IN and INOUT syncs keep
+  // the data wherever they run; ops with only those sync as they check.
+  bool defer_sync = false;
   std::array<ArgRule, max_op_args> rules{};
   OpRoute route;
   std::string failure; // why it cannot run (state::failed)

@@ -212,6 +212,28 @@ TEST_CASE("1.1 plugins driven the way a 1.0 host drives them") {
         if (std::string(ops[i].name) == "axpy" && ops[i].dtype == PCY_DTYPE_F32) axpy = &ops[i];
       REQUIRE(axpy != nullptr);
       CHECK(std::string(axpy->signature) == "i s t< i t= i");
+      // A 1.0 host finds every op by the exact signature of the 1.0 header (as written in
+      // abi-1.0/parenchyma/abi/ext/pcy_blas.h), in both dtypes.
+      const std::pair<const char*, const char*> sig_1_0[] = {
+          {"asum", "i t< i t>"},
+          {"axpy", "i s t< i t= i"},
+          {"axpby", "i s t< i s t= i"},
+          {"copy", "i t< i t> i"},
+          {"dot", "i t< i t< i t>"},
+          {"nrm2", "i t< i t>"},
+          {"scal", "i s t= i"},
+          {"swap", "i t= i t= i"},
+          {"gemv", "i i i s t< i t< i s t= i"},
+          {"gemm", "i i i i i s t< i t< i s t= i"}};
+      for (const auto& [op, sig] : sig_1_0)
+        for (pcy_dtype dt : {PCY_DTYPE_F32, PCY_DTYPE_F64}) {
+          bool found = false;
+          for (size_t i = 0; i < count; ++i)
+            found = found || (std::string(ops[i].name) == op && ops[i].dtype == dt &&
+                              std::string(ops[i].signature) == sig);
+          INFO("blas." << op << " dtype " << int(dt) << " with the 1.0 signature " << sig);
+          CHECK(found);
+        }
       pcy_bundle_context_args ca{};
       ca.struct_size = PCY_BUNDLE_CONTEXT_ARGS_SIZE_1_0;
       ca.plugin = bi.plugin;

@@ -90,6 +90,23 @@ TEST_CASE("a front-end call that does not match the schema fails naming the op a
     CHECK(contains(e.message(), "argument A"));
     CHECK(contains(e.message(), "dimensions"));
   }
+  SECTION("a refused call touches no tensor, also an output before the bad argument") {
+    // copy's y may be passed OUT (write-only); a bad incy after it must not have y synced or
+    // marked written first (its host values would be lost).
+    SharedTensor<float> z({8});
+    for (float& v : z.write_only())
+      v = 3;
+    z.storage().reset_stats();
+    const std::vector<OpArg> args{n, OpArg::in(x), one, OpArg::out(z), OpArg::real(1)};
+    const auto e =
+        catch_error([&] { b.invoke(ext::op_key<pcy_blas_copy_schema>(PCY_DTYPE_F32), args); });
+    CHECK(contains(e.message(), "argument incy"));
+    const TransferStats& st = z.stats();
+    CHECK(st.aliases == 0);
+    CHECK(st.transfers() == 0);
+    for (float v : z.read())
+      CHECK(v == 3);
+  }
   SECTION("a correct call, and an overwritten output passed out or inout, run") {
     y.write_only()[0] = 5;
     CHECK_NOTHROW(

@@ -493,7 +493,7 @@ public:
     add<op_asum<float>, op_asum<double>>(pcy_blas_asum_schema, "asum");
     add<op_axpy<float>, op_axpy<double>>(pcy_blas_axpy_schema, "axpy");
     add<op_axpby<float>, op_axpby<double>>(pcy_blas_axpby_schema, nullptr);
-    add<op_copy<float>, op_copy<double>>(pcy_blas_copy_schema, "copy");
+    add<op_copy<float>, op_copy<double>>(pcy_blas_copy_schema, "copy", PCY_BLAS_COPY_SIG);
     add<op_dot<float>, op_dot<double>>(pcy_blas_dot_schema, "dot");
     add<op_nrm2<float>, op_nrm2<double>>(pcy_blas_nrm2_schema, nullptr);
     add<op_scal<float>, op_scal<double>>(pcy_blas_scal_schema, "scal");
@@ -640,14 +640,14 @@ private:
 
   template <void (*F32)(cuda_context&, const sdk::op_args&),
             void (*F64)(cuda_context&, const sdk::op_args&)>
-  void add(const pcy_op_schema& schema, const char* fn) {
+  void add(const pcy_op_schema& schema, const char* fn, const char* sig_1_0 = nullptr) {
     // fn == nullptr: our own CUDA C kernel serves the op.
     const auto label = [&](const char* t) {
       return fn != nullptr ? sdk::str("cuBLAS (", soname_, ") cublas", t, fn)
                            : sdk::str("parenchyma CUDA C kernel ", schema.name, " (",
                                       t[0] == 'S' ? "f32" : "f64", ")");
     };
-    table_.add<F32, F64>(schema, label("S"), label("D"));
+    table_.add<F32, F64>(schema, label("S"), label("D"), sig_1_0);
   }
 
   sdk::logger log_;

@@ -207,8 +207,9 @@ public:
 
   explicit blas_native_bundle(const pcy_host_services&) {
     const std::string lib = openblas_label() + " cblas_";
-    auto add = [&]<auto F32, auto F64>(const pcy_op_schema& s, const char* fn) {
-      table_.add<F32, F64>(s, lib + "s" + fn, lib + "d" + fn);
+    auto add = [&]<auto F32, auto F64>(const pcy_op_schema& s, const char* fn,
+                                       const char* sig_1_0 = nullptr) {
+      table_.add<F32, F64>(s, lib + "s" + fn, lib + "d" + fn, sig_1_0);
     };
     add.template operator()<op_asum<float>, op_asum<double>>(pcy_blas_asum_schema, "asum");
     add.template operator()<op_axpy<float>, op_axpy<double>>(pcy_blas_axpy_schema, "axpy");
@@ -217,7 +218,8 @@ public:
 #else
     add.template operator()<op_axpby<float>, op_axpby<double>>(pcy_blas_axpby_schema, "scal+axpy");
 #endif
-    add.template operator()<op_copy<float>, op_copy<double>>(pcy_blas_copy_schema, "copy");
+    add.template operator()<op_copy<float>, op_copy<double>>(pcy_blas_copy_schema, "copy",
+                                                             PCY_BLAS_COPY_SIG);
     add.template operator()<op_dot<float>, op_dot<double>>(pcy_blas_dot_schema, "dot");
     add.template operator()<op_nrm2<float>, op_nrm2<double>>(pcy_blas_nrm2_schema, "nrm2");
     add.template operator()<op_scal<float>, op_scal<double>>(pcy_blas_scal_schema, "scal");

@@ -513,7 +513,7 @@ public:
     add<op_asum<float>, op_asum<double>>(ASUM, pcy_blas_asum_schema);
     add<op_axpy<float>, op_axpy<double>>(AXPY, pcy_blas_axpy_schema);
     add<op_axpby<float>, op_axpby<double>>(AXPBY, pcy_blas_axpby_schema);
-    add<op_copy<float>, op_copy<double>>(COPY, pcy_blas_copy_schema);
+    add<op_copy<float>, op_copy<double>>(COPY, pcy_blas_copy_schema, PCY_BLAS_COPY_SIG);
     add<op_dot<float>, op_dot<double>>(DOT, pcy_blas_dot_schema);
     add<op_nrm2<float>, op_nrm2<double>>(NRM2, pcy_blas_nrm2_schema);
     add<op_scal<float>, op_scal<double>>(SCAL, pcy_blas_scal_schema);
@@ -634,7 +634,7 @@ private:
 
   template <void (*F32)(ocl_context&, const sdk::op_args&),
             void (*F64)(ocl_context&, const sdk::op_args&)>
-  void add(op_id op, const pcy_op_schema& schema) {
+  void add(op_id op, const pcy_op_schema& schema, const char* sig_1_0 = nullptr) {
     auto label = [&](bool f64) -> std::string {
       if (choice_[op] == impl::clblast)
         return sdk::str("CLBlast ",
@@ -645,7 +645,8 @@ private:
                         " (own kernel when a scalar is a tensor)");
       return sdk::str("parenchyma OpenCL C kernel ", op_names[op], f64 ? " (f64)" : " (f32)");
     };
-    table_.add<at_offset_zero<F32>, at_offset_zero<F64>>(schema, label(false), label(true));
+    table_.add<at_offset_zero<F32>, at_offset_zero<F64>>(schema, label(false), label(true),
+                                                         sig_1_0);
   }
 
   sdk::logger log_;

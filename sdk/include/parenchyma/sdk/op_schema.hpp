@@ -20,6 +20,7 @@
 #include <deque>
 #include <limits>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -213,9 +214,32 @@ template <class B> class op_table {
 public:
   using fn = void (*)(typename B::context_type&, const op_args&);
 
+  // signature_1_0: the extension's 1.0 signature where it differs from the one derived from the
+  // schema (an OVERWRITE argument the 1.0 header passed as out: "t>"); it must name the same
+  // argument kinds, and differs only in such arguments' intent.
   template <fn F>
-  void add(const pcy_op_schema& schema, pcy_dtype dtype, std::string implementation) {
+  void add(const pcy_op_schema& schema, pcy_dtype dtype, std::string implementation,
+           const char* signature_1_0 = nullptr) {
     strings_.push_back(signature_of(schema));
+    if (signature_1_0 != nullptr) {
+      const std::string derived = strings_.back();
+      const std::string given = signature_1_0;
+      bool same_shape = derived.size() == given.size();
+      for (size_t i = 0, arg = 0; same_shape && i < given.size(); ++i) {
+        if (given[i] == ' ') {
+          ++arg;
+          continue;
+        }
+        same_shape = given[i] == derived[i] ||
+                     (given[i] == '>' && derived[i] == '=' && arg < schema.arg_count &&
+                      schema.args[arg].intent == PCY_SCHEMA_INTENT_OVERWRITE);
+      }
+      if (!same_shape)
+        throw std::logic_error(str("op_table: the 1.0 signature '", given, "' of ",
+                                   schema.extension, ".", schema.name,
+                                   " does not match its schema ('", derived, "')"));
+      strings_.back() = given;
+    }
     const char* sig = strings_.back().c_str();
     strings_.push_back(std::move(implementation));
     ops_.push_back(
@@ -223,9 +247,10 @@ public:
   }
   // The usual pair: an f32 and an f64 implementation of one op.
   template <fn F32, fn F64>
-  void add(const pcy_op_schema& schema, std::string impl_f32, std::string impl_f64) {
-    add<F32>(schema, PCY_DTYPE_F32, std::move(impl_f32));
-    add<F64>(schema, PCY_DTYPE_F64, std::move(impl_f64));
+  void add(const pcy_op_schema& schema, std::string impl_f32, std::string impl_f64,
+           const char* signature_1_0 = nullptr) {
+    add<F32>(schema, PCY_DTYPE_F32, std::move(impl_f32), signature_1_0);
+    add<F64>(schema, PCY_DTYPE_F64, std::move(impl_f64), signature_1_0);
   }
   std::span<const pcy_op_desc> ops() const noexcept { return ops_; }
 

@@ -15,6 +15,21 @@
 
 #define PCY_BLAS_EXTENSION "blas"
 
+/* The 1.0 signatures: what a 1.0 host compares a descriptor's `signature` with (1.1 hosts check
+ * the schema). Kept unchanged: a minor never removes. A bundle's descriptors carry the signature
+ * derived from the schema, except copy, whose 1.0 signature passes y as out ("t>") where the
+ * schema's OVERWRITE derives "t=": op_table::add takes PCY_BLAS_COPY_SIG for it. */
+#define PCY_BLAS_ASUM_SIG "i t< i t>"
+#define PCY_BLAS_AXPY_SIG "i s t< i t= i"
+#define PCY_BLAS_AXPBY_SIG "i s t< i s t= i"
+#define PCY_BLAS_COPY_SIG "i t< i t> i"
+#define PCY_BLAS_DOT_SIG "i t< i t< i t>"
+#define PCY_BLAS_NRM2_SIG "i t< i t>"
+#define PCY_BLAS_SCAL_SIG "i s t= i"
+#define PCY_BLAS_SWAP_SIG "i t= i t= i"
+#define PCY_BLAS_GEMV_SIG "i i i s t< i t< i s t= i"
+#define PCY_BLAS_GEMM_SIG "i i i i i s t< i t< i s t= i"
+
 /* result = sum |x_i| */
 #define PCY_BLAS_ASUM_ARGS(X)                                                                      \
   X(n, INT, 0, OP, ANY) X(x, TENSOR, IN, OP, ANY) X(incx, INT, 0, OP, ANY)                        \
