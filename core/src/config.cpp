@@ -49,7 +49,8 @@ using json = nlohmann::json;
 
 constexpr const char* known_keys[] = {"ranking",   "backend",         "plugin_paths",
                                       "deny",      "fallback",        "log_level",
-                                      "cache_dir", "bundle_priority", "validate"};
+                                      "cache_dir", "bundle_priority", "validate",
+                                      "settings"};
 constexpr const char* kind_names[] = {"gpu", "accelerator", "cpu", "other"};
 
 std::string known_list() {

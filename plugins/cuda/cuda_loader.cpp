@@ -60,9 +60,9 @@ pcy_status status_of(CUresult r) noexcept {
   }
 }
 
-driver::driver(const std::string& library) {
+driver::driver(const std::string& library, const sdk::settings& settings) {
   std::string path = library;
-  if (path.empty()) path = safe_getenv("PARENCHYMA_CUDA_DRIVER");
+  if (path.empty()) path = settings.get("PARENCHYMA_CUDA_DRIVER");
   const bool default_path = path.empty();
   if (default_path) path = "libcuda.so.1";
 

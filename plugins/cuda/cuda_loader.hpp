@@ -77,8 +77,8 @@ struct driver_api {
 // One loaded driver: either usable (ok()) or the reason it is not.
 class driver {
 public:
-  // library: the file to dlopen; empty: PARENCHYMA_CUDA_DRIVER or "libcuda.so.1".
-  explicit driver(const std::string& library = {});
+  // library: the file to dlopen; empty: the setting PARENCHYMA_CUDA_DRIVER or "libcuda.so.1".
+  explicit driver(const std::string& library = {}, const sdk::settings& settings = {});
   ~driver();
   driver(const driver&) = delete;
   driver& operator=(const driver&) = delete;

@@ -25,8 +25,9 @@ const char* cache_dir_of(const pcy_host_services& host) {
 } // namespace
 
 plugin::plugin(const pcy_host_services& host)
-    : driver_(), log_(&host, name), staging_(staging_config::from_environment()), nvrtc_(),
-      cache_(cache_dir_of(host), name, log_) {
+    : driver_({}, sdk::settings(&host)), log_(&host, name),
+      staging_(staging_config::from_environment(sdk::settings(&host))),
+      nvrtc_(sdk::settings(&host)), cache_(cache_dir_of(host), name, log_) {
   if (!driver_.ok()) {
     reason_ = driver_.reason();
     log_.info("0 devices: ", reason_);

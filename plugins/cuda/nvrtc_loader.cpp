@@ -14,7 +14,7 @@ namespace parenchyma::cuda {
 namespace {
 constexpr const char* library_names[] = {"libnvrtc.so.13", "libnvrtc.so.12"};
 
-std::vector<std::string> search_dirs() {
+std::vector<std::string> search_dirs(const sdk::settings& settings) {
   std::vector<std::string> dirs;
   auto add_list = [&](const std::string& list) {
     size_t start = 0;
@@ -26,7 +26,7 @@ std::vector<std::string> search_dirs() {
   };
   add_list(safe_getenv("LD_LIBRARY_PATH"));
   for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
-    const std::string root = safe_getenv(var);
+    const std::string root = settings.get(var);
     if (!root.empty()) dirs.push_back(root + "/lib64");
   }
   for (const char* d : {"/usr/local/cuda/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib64",
@@ -65,12 +65,12 @@ nvrtc::~nvrtc() {
 void nvrtc::locate() {
   if (located_) return;
   located_ = true;
-  const std::string forced = safe_getenv("PARENCHYMA_NVRTC");
+  const std::string forced = settings_.get("PARENCHYMA_NVRTC");
   std::vector<std::string> candidates;
   if (!forced.empty()) {
     candidates.push_back(forced);
   } else {
-    const auto dirs = search_dirs();
+    const auto dirs = search_dirs(settings_);
     for (const char* name : library_names)
       for (const auto& d : dirs)
         candidates.push_back(d + "/" + name);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <nvrtc.h>
+#include <parenchyma/sdk/common.hpp>
 
 #include <cstdint>
 #include <mutex>
@@ -16,6 +17,8 @@ namespace parenchyma::cuda {
 class nvrtc {
 public:
   nvrtc() = default;
+  // Settings (PARENCHYMA_NVRTC, CUDA_HOME, CUDA_PATH) from `settings`; default: the environment.
+  explicit nvrtc(sdk::settings settings) : settings_(settings) {}
   nvrtc(const nvrtc&) = delete;
   nvrtc& operator=(const nvrtc&) = delete;
   ~nvrtc();
@@ -40,6 +43,7 @@ public:
   output compile(std::string_view source, const std::vector<std::string>& options, int cc);
 
 private:
+  sdk::settings settings_;
   void locate();
   void load();
 

@@ -8,8 +8,9 @@
 namespace parenchyma::cuda {
 
 namespace {
-uint64_t env_u64(const char* name, uint64_t fallback, uint64_t lo, uint64_t hi) {
-  const std::string v = safe_getenv(name);
+uint64_t env_u64(const sdk::settings& s, const char* name, uint64_t fallback, uint64_t lo,
+                 uint64_t hi) {
+  const std::string v = s.get(name);
   if (v.empty()) return fallback;
   char* end = nullptr;
   const unsigned long long x = std::strtoull(v.c_str(), &end, 10);
@@ -20,15 +21,16 @@ uint64_t env_u64(const char* name, uint64_t fallback, uint64_t lo, uint64_t hi) 
 constexpr size_t min_part_bytes = 256 << 10;
 } // namespace
 
-staging_config staging_config::from_environment() {
+staging_config staging_config::from_environment(const sdk::settings& s) {
   staging_config c;
   const uint32_t hw = std::max(1u, std::thread::hardware_concurrency());
   c.threads = std::clamp(hw / 2, 1u, 8u);
-  c.chunk_bytes = env_u64("PARENCHYMA_CUDA_STAGING_CHUNK", c.chunk_bytes, 4096, 1ull << 30);
-  c.chunks = static_cast<uint32_t>(env_u64("PARENCHYMA_CUDA_STAGING_CHUNKS", c.chunks, 2, 64));
-  c.threshold = env_u64("PARENCHYMA_CUDA_STAGING_THRESHOLD", c.threshold, 0, ~0ull);
-  c.write_threshold = env_u64("PARENCHYMA_CUDA_STAGING_THRESHOLD", c.write_threshold, 0, ~0ull);
-  c.threads = static_cast<uint32_t>(env_u64("PARENCHYMA_CUDA_STAGING_THREADS", c.threads, 1, 64));
+  c.chunk_bytes = env_u64(s, "PARENCHYMA_CUDA_STAGING_CHUNK", c.chunk_bytes, 4096, 1ull << 30);
+  c.chunks = static_cast<uint32_t>(env_u64(s, "PARENCHYMA_CUDA_STAGING_CHUNKS", c.chunks, 2, 64));
+  c.threshold = env_u64(s, "PARENCHYMA_CUDA_STAGING_THRESHOLD", c.threshold, 0, ~0ull);
+  c.write_threshold = env_u64(s, "PARENCHYMA_CUDA_STAGING_THRESHOLD", c.write_threshold, 0, ~0ull);
+  c.threads =
+      static_cast<uint32_t>(env_u64(s, "PARENCHYMA_CUDA_STAGING_THREADS", c.threads, 1, 64));
   return c;
 }
 

@@ -22,9 +22,9 @@ struct staging_config {
   uint64_t threshold = 256ull << 10;     // reads (device -> host)
   uint64_t write_threshold = 4ull << 20; // writes (host -> device)
   uint32_t threads = 8;                  // host threads copying into/out of a chunk (1: no team)
-  // Reads PARENCHYMA_CUDA_STAGING_{CHUNK,CHUNKS,THRESHOLD,THREADS} over the defaults
-  // (THRESHOLD sets both thresholds).
-  static staging_config from_environment();
+  // Reads the settings PARENCHYMA_CUDA_STAGING_{CHUNK,CHUNKS,THRESHOLD,THREADS} over the
+  // defaults (THRESHOLD sets both thresholds); default `s`: the process environment.
+  static staging_config from_environment(const sdk::settings& s = {});
 };
 
 // Copies one block with up to `threads` threads; the helpers live as long as the team.

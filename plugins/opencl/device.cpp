@@ -82,11 +82,11 @@ pcy_property prop_int(const char* key, int64_t value, pcy_value_type type = PCY_
 } // namespace
 
 void plugin::discover() {
-  // PARENCHYMA_OPENCL_LIBRARY names another loader (a vendor's libOpenCL, or a test's missing
-  // one); ignored in set-uid processes like every environment override.
-  const char* library = ::secure_getenv("PARENCHYMA_OPENCL_LIBRARY");
-  if (library == nullptr || *library == '\0') library = "libOpenCL.so.1";
-  if (!cl_.load(library, reason_)) {
+  // The setting PARENCHYMA_OPENCL_LIBRARY names another loader (a vendor's libOpenCL, or a
+  // test's missing one); through the host, so ignored in set-uid processes like every setting.
+  std::string library = settings_.get("PARENCHYMA_OPENCL_LIBRARY");
+  if (library.empty()) library = "libOpenCL.so.1";
+  if (!cl_.load(library.c_str(), reason_)) {
     log_.info("0 devices: ", reason_);
     return;
   }
@@ -118,8 +118,7 @@ void plugin::discover() {
   // PARENCHYMA_OPENCL_PLATFORMS="nvidia,pocl": offer only platforms whose name contains one of
   // these words (case-insensitive); ignored in set-uid processes.
   std::vector<std::string> wanted;
-  if (const char* filter = ::secure_getenv("PARENCHYMA_OPENCL_PLATFORMS"); filter && *filter) {
-    std::string f = filter;
+  if (const std::string f = settings_.get("PARENCHYMA_OPENCL_PLATFORMS"); !f.empty()) {
     for (size_t start = 0; start <= f.size();) {
       const size_t comma = f.find(',', start);
       std::string word =

@@ -20,7 +20,7 @@ pcy_status status_for(cl_int err, pcy_status otherwise) noexcept {
 }
 
 plugin::plugin(const pcy_host_services& host)
-    : log_(&host, plugin_name), cache_(host.cache_dir, plugin_name, log_) {
+    : log_(&host, plugin_name), settings_(&host), cache_(host.cache_dir, plugin_name, log_) {
   discover();
 }
 

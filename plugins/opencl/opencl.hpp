@@ -92,6 +92,7 @@ private:
   void discover(); // device.cpp
   cl_api cl_;
   sdk::logger log_;
+  sdk::settings settings_;                            // the host's setting service
   std::vector<std::unique_ptr<device_info>> devices_; // stable addresses: props point into them
   std::string reason_;
   // Last: destroyed first, it finishes the pending writes, whose closures still use cl_.

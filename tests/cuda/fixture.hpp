@@ -68,6 +68,8 @@ struct test_host {
     };
     services.log_level = PCY_LOG_TRACE;
     services.cache_dir = cache_dir.empty() ? nullptr : cache_dir.c_str();
+    // Settings from the environment, as the core answers them without a config.
+    services.setting = [](void*, const char* name) -> const char* { return std::getenv(name); };
   }
   static std::string default_cache_dir() {
     const char* d = std::getenv("PARENCHYMA_CACHE_DIR");

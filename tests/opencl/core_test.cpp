@@ -19,10 +19,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <random>
 #include <unistd.h>
 
 using namespace parenchyma;
+
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -35,6 +38,11 @@ std::string cache_root() {
 RegistryOptions options(std::map<std::string, std::string> env = {}) {
   RegistryOptions o;
   if (!env.count("PARENCHYMA_CACHE_DIR")) env["PARENCHYMA_CACHE_DIR"] = cache_root();
+  // The platform filter of the run (the GPU machine's NVIDIA-only pass) reaches the plugin
+  // through the replaced environment, as every plugin setting does.
+  if (const char* f = std::getenv("PARENCHYMA_OPENCL_PLATFORMS");
+      f && !env.count("PARENCHYMA_OPENCL_PLATFORMS"))
+    env["PARENCHYMA_OPENCL_PLATFORMS"] = f;
   o.environment = std::move(env);
   o.default_plugin_dir = true;
   return o;
@@ -321,4 +329,48 @@ int main(int argc, char** argv) {
     }
   }
   return Catch::Session().run(argc, argv);
+}
+
+TEST_CASE("the plugin's settings come through the host: replaced environment and config",
+          "[opencl][core][settings]") {
+  {
+    Registry r(options());
+    const Framework* f = r.find_framework("opencl");
+    if (f == nullptr || f->devices().empty()) {
+      WARN("skipped: no OpenCL device here");
+      return;
+    }
+  }
+  // The replaced environment (RegistryOptions::environment), not the process's.
+  {
+    Registry r(options({{"PARENCHYMA_OPENCL_PLATFORMS", "no-such-platform"}}));
+    const Framework* f = r.find_framework("opencl");
+    REQUIRE(f != nullptr);
+    CHECK(f->devices().empty());
+    INFO(f->reason());
+    CHECK(f->reason().find("left out by PARENCHYMA_OPENCL_PLATFORMS") != std::string::npos);
+  }
+  // The config's "settings", with no such variable in the environment.
+  const fs::path dir =
+      fs::temp_directory_path() / ("pcy-opencl-settings-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms(0755));
+  const fs::path cfg = dir / "parenchyma.json";
+  {
+    std::ofstream out(cfg);
+    out << R"({"settings": {"PARENCHYMA_OPENCL_PLATFORMS": "no-such-platform"}})";
+  }
+  fs::permissions(cfg, fs::perms(0644));
+  RegistryOptions o = options();
+  o.environment->erase("PARENCHYMA_OPENCL_PLATFORMS");
+  o.config_file = cfg;
+  {
+    Registry r(o);
+    const Framework* f = r.find_framework("opencl");
+    REQUIRE(f != nullptr);
+    CHECK(f->devices().empty());
+    INFO(f->reason());
+    CHECK(f->reason().find("left out by PARENCHYMA_OPENCL_PLATFORMS") != std::string::npos);
+  }
+  fs::remove_all(dir);
 }

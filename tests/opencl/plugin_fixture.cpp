@@ -46,6 +46,8 @@ test_host::test_host(std::optional<std::string> dir) {
   };
   services.log_level = PCY_LOG_DEBUG;
   services.cache_dir = dir ? cache_dir.c_str() : nullptr;
+  // Settings from the environment, as the core answers them without a config.
+  services.setting = [](void*, const char* name) -> const char* { return std::getenv(name); };
 }
 
 const pcy_framework_api& plugin_api() {

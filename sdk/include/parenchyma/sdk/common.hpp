@@ -192,4 +192,27 @@ inline const char* host_setting(const pcy_host_services* host, const char* name)
   return v != nullptr && *v != '\0' ? v : nullptr;
 }
 
+// Where a plugin reads its settings. Made from the host's services (what plugins do): the
+// host's setting service alone (host_setting above). Default-constructed (code that runs
+// without a host: the plugin's own tests and benchmarks): the process environment, ignored in
+// set-uid processes. Cheap to copy; every member may be called from any thread.
+class settings {
+public:
+  settings() = default;
+  explicit settings(const pcy_host_services* host) noexcept : host_(host), hosted_(true) {}
+  // The value, or "" when unset.
+  std::string get(const char* name) const {
+    if (hosted_) {
+      const char* v = host_setting(host_, name);
+      return v != nullptr ? std::string(v) : std::string();
+    }
+    const char* v = ::secure_getenv(name);
+    return v != nullptr ? std::string(v) : std::string();
+  }
+
+private:
+  const pcy_host_services* host_ = nullptr;
+  bool hosted_ = false;
+};
+
 } // namespace parenchyma::sdk
