@@ -7,7 +7,7 @@
 //
 //   parenchyma::ext::checker c(pcy_blas_axpy_schema, x, "x");   // dtype from x, errors "blas.axpy"
 //   c.vector(x, "x", n, incx, "incx");
-//   parenchyma::ext::invoke<pcy_blas_axpy_schema>(backend, c.dtype(), OpArg::integer(n), ...);
+//   parenchyma::ext::invoke<pcy_blas_axpy_schema>(backend, c.dtype(), {OpArg::integer(n), ...});
 //
 // The core then checks every argument against the schema again (kind, intent, dtype, rank) in
 // Backend::invoke, with a few byte compares, so a front-end that packs an argument wrongly

@@ -6,7 +6,7 @@
 //
 //   constexpr uint32_t C = sdk::arg_index(pcy_blas_gemm_schema, "C");   // a typo: no compile
 //   sdk::decoder<pcy_blas_gemm_schema> dc(args, dtype);
-//   const pcy_tensor& c = dc.matrix(C, m, n, ldc, LDC);
+//   const pcy_tensor& c = dc.matrix(C, m, n, LDC);   // LDC: the index of argument "ldc"
 //
 //   sdk::op_table<my_bundle> table;
 //   table.add<op_gemm<float>, op_gemm<double>>(pcy_blas_gemm_schema, "cblas_sgemm", "cblas_dgemm");
