@@ -204,6 +204,8 @@ const char* dtype_label(int64_t t) {
   case PCY_DTYPE_I32: return "i32";
   case PCY_DTYPE_I64: return "i64";
   case PCY_DTYPE_U8: return "u8";
+  case PCY_DTYPE_F16: return "f16";
+  case PCY_DTYPE_BF16: return "bf16";
   }
   return nullptr;
 }

@@ -472,6 +472,17 @@ inline void negate64(bundle_context& c, const parenchyma::sdk::op_args& a) {
     x[i] = -x[i];
 }
 
+// negate for the half types (f16, bf16): the sign bit flipped.
+[[maybe_unused]] inline void negate_half(bundle_context& c, const parenchyma::sdk::op_args& a) {
+  const int64_t n = a.i(0);
+  const pcy_tensor& t = a.t(1);
+  if (n < 0 || (t.dtype != PCY_DTYPE_F16 && t.dtype != PCY_DTYPE_BF16))
+    fail(PCY_ERR_INVALID_ARGUMENT, "negate: bad n or dtype");
+  auto* x = reinterpret_cast<uint16_t*>(floats(c, t));
+  for (int64_t i = 0; i < n; ++i)
+    x[i] = static_cast<uint16_t>(x[i] ^ 0x8000u);
+}
+
 // "workspace_probe" (f32, "i t>"): asks for `bytes` of workspace and writes all of them (a pool
 // that did not grow would be overrun, which ASan reports); out[0] = 1 when it got host-visible
 // memory, out[1] = 1 when it is the same memory the previous call got (no allocation per op).
@@ -551,7 +562,9 @@ private:
 #elif STUB_VARIANT == STUB_V_BUNDLE_SECOND
   static constexpr pcy_op_desc ops_[] = {
       make_op("negate", PCY_DTYPE_F32, "i t=", fn<&negate>, "second negate loop"),
-      make_op("negate", PCY_DTYPE_F64, "i t=", fn<&negate64>, "second negate loop (f64)")};
+      make_op("negate", PCY_DTYPE_F64, "i t=", fn<&negate64>, "second negate loop (f64)"),
+      make_op("negate", PCY_DTYPE_F16, "i t=", fn<&negate_half>, "second negate (f16)"),
+      make_op("negate", PCY_DTYPE_BF16, "i t=", fn<&negate_half>, "second negate (bf16)")};
 #elif STUB_VARIANT == STUB_V_BUNDLE_WRITES_IN
   static constexpr pcy_op_desc ops_[] = {
       make_op("scribble", PCY_DTYPE_F32, "i t<", fn<&scribble>, "writes its in tensor"),

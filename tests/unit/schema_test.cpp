@@ -158,6 +158,32 @@ TEST_CASE("an op its bundle reports unavailable on a device goes to another bund
   CHECK(x.read()[2] == -4);
 }
 
+TEST_CASE("ops in f16 and bf16 load, resolve and run on SharedTensors of the half types") {
+  Registry r(isolated({stub_dir("good"), stub_dir("bundle_second")}));
+  bool listed16 = false, listed_b16 = false;
+  for (const auto& c : r.op_coverage()) {
+    listed16 = listed16 || (c.op == "negate" && c.dtype == PCY_DTYPE_F16);
+    listed_b16 = listed_b16 || (c.op == "negate" && c.dtype == PCY_DTYPE_BF16);
+  }
+  CHECK(listed16);
+  CHECK(listed_b16);
+  Backend b(r, "stub");
+  SharedTensor<f16> h({5});
+  SharedTensor<bf16> g({5});
+  for (int i = 0; i < 5; ++i) {
+    h.write_only()[i] = f16(1.5f * float(i) - 2.0f);
+    g.write_only()[i] = bf16(-3.25f * float(i) + 1.0f);
+  }
+  const OpArg ah[] = {OpArg::integer(5), OpArg::inout(h)};
+  const OpArg ag[] = {OpArg::integer(5), OpArg::inout(g)};
+  b.invoke(OpKey{"stubext", "negate", PCY_DTYPE_F16, "i t="}, ah);
+  b.invoke(OpKey{"stubext", "negate", PCY_DTYPE_BF16, "i t="}, ag);
+  for (int i = 0; i < 5; ++i) {
+    CHECK(float(h.read()[i]) == -(1.5f * float(i) - 2.0f));
+    CHECK(float(g.read()[i]) == -(-3.25f * float(i) + 1.0f));
+  }
+}
+
 TEST_CASE("f16 and bf16 convert with round-to-nearest-even, keeping specials") {
   struct Case {
     float in;
