@@ -119,8 +119,9 @@ private:
 };
 
 // Fresh random data on every run; the seed is printed by Catch on failure through INFO.
+// One generator per thread: tests call this from several threads at once.
 inline std::mt19937_64& rng() {
-  static std::mt19937_64 gen{std::random_device{}()};
+  thread_local std::mt19937_64 gen{std::random_device{}()};
   return gen;
 }
 template <class T> std::vector<T> random_values(size_t n, double lo = -1.0, double hi = 1.0) {

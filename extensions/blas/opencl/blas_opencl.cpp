@@ -20,9 +20,11 @@
 #include <deque>
 #include <initializer_list>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #ifdef PARENCHYMA_HAVE_CLBLAST
@@ -76,6 +78,8 @@ struct ocl_context {
   pcy_queue queue = nullptr;
   void* cl_queue = nullptr; // cl_command_queue, for CLBlast
   std::array<impl, OP_COUNT> choice{};
+  // CLBlast routines (by op, f32/f64) that completed once in this context: see clblast_run.
+  std::array<std::array<bool, 2>, OP_COUNT> clblast_warm{};
   dtype_state f32, f64;
   pcy_memory dummy = nullptr;    // stands in for a scalar buffer when the scalar is a host value
   pcy_memory partials = nullptr; // stage-1 partial sums of the reductions (3 per group: nrm2)
@@ -187,6 +191,26 @@ void clblast_check(CLBlastStatusCode s, const char* what) {
     sdk::fail(PCY_ERR_DEVICE, sdk::str(what, " failed with CLBlast status ", static_cast<int>(s),
                                        "; set PARENCHYMA_BLAS_OPENCL_IMPL=own to use our kernels"));
 }
+// CLBlast's first use of a routine in a context (compiling its kernel, querying its tuning
+// database) is not safe against another thread doing the same: its static database is filled
+// unlocked, and under ThreadSanitizer's timing a concurrent first dot failed inside CLBlast
+// (std::length_error, status -2039). So every context's first call of each routine and dtype is
+// serialised process-wide; later calls only read CLBlast's locked program cache and take no lock
+// (the flag belongs to the bundle context, whose ops the host serialises).
+std::mutex& clblast_first_use() {
+  static std::mutex m;
+  return m;
+}
+template <class T, class F> void clblast_run(ocl_context& cx, op_id op, const char* what, F&& f) {
+  bool& warm = cx.clblast_warm[op][std::is_same_v<T, double> ? 1 : 0];
+  if (warm) [[likely]] {
+    clblast_check(f(), what);
+    return;
+  }
+  std::lock_guard lock(clblast_first_use());
+  clblast_check(f(), what);
+  warm = true;
+}
 template <class T> bool use_clblast(const ocl_context& cx, op_id op, const blas_call& c) {
   return cx.choice[op] == impl::clblast && host_scalars<T>(c);
 }
@@ -236,9 +260,10 @@ template <class T> void op_asum(ocl_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_asum(a, dt<T>);
 #ifdef PARENCHYMA_HAVE_CLBLAST
   if (use_clblast<T>(cx, ASUM, c) && c.n > 0) {
-    clblast_check(
-        clb<T>::asum(c.n, clm(cx, *c.result), 0, clm(cx, *c.x.t), 0, c.x.inc, clq(cx), nullptr),
-        "CLBlast asum");
+    clblast_run<T>(cx, ASUM, "CLBlast asum", [&] {
+      return clb<T>::asum(c.n, clm(cx, *c.result), 0, clm(cx, *c.x.t), 0, c.x.inc, clq(cx),
+                          nullptr);
+    });
     return;
   }
 #endif
@@ -260,9 +285,10 @@ template <class T> void op_dot(ocl_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_dot(a, dt<T>);
 #ifdef PARENCHYMA_HAVE_CLBLAST
   if (use_clblast<T>(cx, DOT, c) && c.n > 0) {
-    clblast_check(clb<T>::dot(c.n, clm(cx, *c.result), 0, clm(cx, *c.x.t), 0, c.x.inc,
-                              clm(cx, *c.y.t), 0, c.y.inc, clq(cx), nullptr),
-                  "CLBlast dot");
+    clblast_run<T>(cx, DOT, "CLBlast dot", [&] {
+      return clb<T>::dot(c.n, clm(cx, *c.result), 0, clm(cx, *c.x.t), 0, c.x.inc, clm(cx, *c.y.t),
+                         0, c.y.inc, clq(cx), nullptr);
+    });
     return;
   }
 #endif
@@ -275,9 +301,10 @@ template <class T> void op_axpy(ocl_context& cx, const sdk::op_args& a) {
   if (c.n == 0 || c.alpha.is_zero()) return;
 #ifdef PARENCHYMA_HAVE_CLBLAST
   if (use_clblast<T>(cx, AXPY, c)) {
-    clblast_check(clb<T>::axpy(c.n, static_cast<T>(c.alpha.value), clm(cx, *c.x.t), 0, c.x.inc,
-                               clm(cx, *c.y.t), 0, c.y.inc, clq(cx), nullptr),
-                  "CLBlast axpy");
+    clblast_run<T>(cx, AXPY, "CLBlast axpy", [&] {
+      return clb<T>::axpy(c.n, static_cast<T>(c.alpha.value), clm(cx, *c.x.t), 0, c.x.inc,
+                          clm(cx, *c.y.t), 0, c.y.inc, clq(cx), nullptr);
+    });
     return;
   }
 #endif
@@ -306,9 +333,10 @@ template <class T> void op_scal(ocl_context& cx, const sdk::op_args& a) {
   if (c.n == 0) return;
 #ifdef PARENCHYMA_HAVE_CLBLAST
   if (use_clblast<T>(cx, SCAL, c)) {
-    clblast_check(clb<T>::scal(c.n, static_cast<T>(c.alpha.value), clm(cx, *c.x.t), 0, c.x.inc,
-                               clq(cx), nullptr),
-                  "CLBlast scal");
+    clblast_run<T>(cx, SCAL, "CLBlast scal", [&] {
+      return clb<T>::scal(c.n, static_cast<T>(c.alpha.value), clm(cx, *c.x.t), 0, c.x.inc, clq(cx),
+                          nullptr);
+    });
     return;
   }
 #endif
@@ -326,13 +354,15 @@ template <class T, bool Swap> void copy_or_swap(ocl_context& cx, const sdk::op_a
 #ifdef PARENCHYMA_HAVE_CLBLAST
   if (use_clblast<T>(cx, Swap ? SWAP : COPY, c)) {
     if constexpr (Swap)
-      clblast_check(clb<T>::swap(c.n, clm(cx, *c.x.t), 0, c.x.inc, clm(cx, *c.y.t), 0, c.y.inc,
-                                 clq(cx), nullptr),
-                    "CLBlast swap");
+      clblast_run<T>(cx, SWAP, "CLBlast swap", [&] {
+        return clb<T>::swap(c.n, clm(cx, *c.x.t), 0, c.x.inc, clm(cx, *c.y.t), 0, c.y.inc, clq(cx),
+                            nullptr);
+      });
     else
-      clblast_check(clb<T>::copy(c.n, clm(cx, *c.x.t), 0, c.x.inc, clm(cx, *c.y.t), 0, c.y.inc,
-                                 clq(cx), nullptr),
-                    "CLBlast copy");
+      clblast_run<T>(cx, COPY, "CLBlast copy", [&] {
+        return clb<T>::copy(c.n, clm(cx, *c.x.t), 0, c.x.inc, clm(cx, *c.y.t), 0, c.y.inc, clq(cx),
+                            nullptr);
+      });
     return;
   }
 #endif
@@ -364,12 +394,12 @@ template <class T> void op_gemv(ocl_context& cx, const sdk::op_args& a) {
     // CLBlast reads y even with beta == 0 (NaN there survives): clear the elements first.
     if (c.beta.is_zero())
       scale_window<T>(cx, a.queue(), "gemv", ny, 1, c.y.inc, c.beta, c.y.t->memory);
-    clblast_check(clb<T>::gemv(CLBlastLayoutRowMajor,
-                               c.ta ? CLBlastTransposeYes : CLBlastTransposeNo, c.m, c.n,
-                               static_cast<T>(c.alpha.value), clm(cx, *c.A), 0, c.lda,
-                               clm(cx, *c.x.t), 0, c.x.inc, static_cast<T>(c.beta.value),
-                               clm(cx, *c.y.t), 0, c.y.inc, clq(cx), nullptr),
-                  "CLBlast gemv");
+    clblast_run<T>(cx, GEMV, "CLBlast gemv", [&] {
+      return clb<T>::gemv(CLBlastLayoutRowMajor, c.ta ? CLBlastTransposeYes : CLBlastTransposeNo,
+                          c.m, c.n, static_cast<T>(c.alpha.value), clm(cx, *c.A), 0, c.lda,
+                          clm(cx, *c.x.t), 0, c.x.inc, static_cast<T>(c.beta.value),
+                          clm(cx, *c.y.t), 0, c.y.inc, clq(cx), nullptr);
+    });
     return;
   }
 #endif
@@ -403,13 +433,13 @@ template <class T> void op_gemm(ocl_context& cx, const sdk::op_args& a) {
     // beta == 0 must not read C: clear the window rather than trust each CLBlast kernel.
     if (c.beta.is_zero())
       scale_window<T>(cx, a.queue(), "gemm", c.m, c.n, c.ldc, c.beta, c.C->memory);
-    clblast_check(clb<T>::gemm(CLBlastLayoutRowMajor,
-                               c.ta ? CLBlastTransposeYes : CLBlastTransposeNo,
-                               c.tb ? CLBlastTransposeYes : CLBlastTransposeNo, c.m, c.n, c.k,
-                               static_cast<T>(c.alpha.value), clm(cx, *c.A), 0, c.lda,
-                               clm(cx, *c.B), 0, c.ldb, static_cast<T>(c.beta.value), clm(cx, *c.C),
-                               0, c.ldc, clq(cx), nullptr),
-                  "CLBlast gemm");
+    clblast_run<T>(cx, GEMM, "CLBlast gemm", [&] {
+      return clb<T>::gemm(CLBlastLayoutRowMajor, c.ta ? CLBlastTransposeYes : CLBlastTransposeNo,
+                          c.tb ? CLBlastTransposeYes : CLBlastTransposeNo, c.m, c.n, c.k,
+                          static_cast<T>(c.alpha.value), clm(cx, *c.A), 0, c.lda, clm(cx, *c.B), 0,
+                          c.ldb, static_cast<T>(c.beta.value), clm(cx, *c.C), 0, c.ldc, clq(cx),
+                          nullptr);
+    });
     return;
   }
 #endif
