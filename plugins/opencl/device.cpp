@@ -1,12 +1,14 @@
 // Device discovery (every device of every platform, with its properties) and contexts.
 #include "opencl.hpp"
 
+#include <algorithm>
 #include <cctype>
 
 #include <CL/cl_ext.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <mutex>
 #include <set>
 
 #ifndef CL_DEVICE_UUID_KHR
@@ -130,6 +132,16 @@ void plugin::discover() {
       start = comma + 1;
     }
   }
+  // PARENCHYMA_OPENCL_SHARED_QUEUE=auto|on|off: whether the queues of a device share one
+  // (auto: on PoCL before 7.0, see shared_queues in opencl.hpp).
+  std::string share = settings_.get("PARENCHYMA_OPENCL_SHARED_QUEUE");
+  for (char& c : share)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (!share.empty() && share != "auto" && share != "on" && share != "off") {
+    log_.warn("PARENCHYMA_OPENCL_SHARED_QUEUE='", share,
+              "' is not one of auto, on, off: using auto");
+    share = "auto";
+  }
   for (cl_platform_id p : platforms) {
     const std::string pname = platform_string(cl_, p, CL_PLATFORM_NAME);
     const std::string pversion = platform_string(cl_, p, CL_PLATFORM_VERSION);
@@ -228,6 +240,13 @@ void plugin::discover() {
       pr.push_back(prop_int(PCY_PROP_FP64, d->fp64, PCY_VALUE_BOOL));
       pr.push_back(prop_int(PCY_PROP_HOST_UNIFIED, d->host_unified, PCY_VALUE_BOOL));
       if (!d->uuid.empty()) pr.push_back(prop_string(PCY_PROP_UUID, d->uuid));
+      d->shared_queue = share == "on" || (share != "off" && shared_queues::needed(pname, pversion));
+      pr.push_back(prop_int("shared_queue", d->shared_queue, PCY_VALUE_BOOL));
+      if (d->shared_queue && share != "on")
+        log_.info("device '", d->name, "' (", pversion,
+                  "): its queues share one in-order OpenCL queue, process-wide (PoCL before 7.0 "
+                  "aborts when one kernel runs from several queues at once); "
+                  "PARENCHYMA_OPENCL_SHARED_QUEUE=off turns this off");
 
       log_.debug("device ", devices_.size(), ": '", d->name, "' (", d->vendor, ", platform '",
                  pname, "', ", d->version, ", driver ", d->driver_version, ")");
@@ -272,8 +291,13 @@ context::context(plugin& owner, std::span<const uint32_t> devices)
   const cl_context_properties props[] = {
       CL_CONTEXT_PLATFORM, reinterpret_cast<cl_context_properties>(devices_.front()->platform), 0};
   cl_int err = CL_SUCCESS;
-  ctx_ = cl_.clCreateContext(props, static_cast<cl_uint>(ids_.size()), ids_.data(), &context_notify,
-                             const_cast<sdk::logger*>(&owner.log()), &err);
+  shared_ = std::all_of(devices_.begin(), devices_.end(),
+                        [](const device_info* d) { return d->shared_queue; });
+  if (shared_)
+    ctx_ = shared_queues::acquire_context(cl_, props, ids_, err);
+  else
+    ctx_ = cl_.clCreateContext(props, static_cast<cl_uint>(ids_.size()), ids_.data(),
+                               &context_notify, const_cast<sdk::logger*>(&owner.log()), &err);
   if (err != CL_SUCCESS || ctx_ == nullptr)
     cl_fail(status_for(err, PCY_ERR_DEVICE), "clCreateContext", err,
             sdk::str("could not create a context on '", devices_.front()->name, "'"));
@@ -283,7 +307,11 @@ context::context(plugin& owner, std::span<const uint32_t> devices)
 context::~context() {
   for (cl_command_queue q : map_queues_)
     if (q != nullptr) cl_.clReleaseCommandQueue(q);
-  if (ctx_ != nullptr) cl_.clReleaseContext(ctx_);
+  if (ctx_ == nullptr) return;
+  if (shared_)
+    shared_queues::release_context(cl_, ctx_);
+  else
+    cl_.clReleaseContext(ctx_);
 }
 
 const device_info& context::dev(uint32_t device) const {
@@ -305,5 +333,104 @@ cl_command_queue context::map_queue(uint32_t device) {
 }
 
 queue* context::create_queue(uint32_t device) { return new queue(*this, device); }
+
+// ---- queues shared by every context of a device (PoCL before 7.0) ---------------------------
+
+namespace shared_queues {
+namespace {
+struct context_entry {
+  std::vector<cl_device_id> devices;
+  cl_context ctx;
+  size_t users;
+};
+struct queue_entry {
+  cl_context ctx;
+  cl_device_id device;
+  cl_command_queue q;
+  size_t users;
+};
+// Process-wide: every plugin instance (one per Registry) shares it. The entries hold no
+// callback into any instance, so an instance may go while others keep using them.
+struct state {
+  std::mutex mu;
+  std::vector<context_entry> contexts;
+  std::vector<queue_entry> queues;
+};
+state& the_state() {
+  static state s;
+  return s;
+}
+} // namespace
+
+bool needed(std::string_view platform_name, std::string_view platform_version) {
+  if (platform_name.find("Portable Computing Language") == std::string_view::npos) return false;
+  const size_t at = platform_version.find("PoCL ");
+  if (at == std::string_view::npos) return true; // a PoCL that does not say: assume affected
+  int major = 0;
+  for (size_t i = at + 5;
+       i < platform_version.size() && std::isdigit(static_cast<unsigned char>(platform_version[i]));
+       ++i)
+    major = major * 10 + (platform_version[i] - '0');
+  return major < 7;
+}
+
+cl_context acquire_context(const cl_api& cl, const cl_context_properties* props,
+                           const std::vector<cl_device_id>& devices, cl_int& err) {
+  state& s = the_state();
+  std::lock_guard lock(s.mu);
+  for (auto& e : s.contexts)
+    if (e.devices == devices) {
+      ++e.users;
+      err = CL_SUCCESS;
+      return e.ctx;
+    }
+  cl_context ctx = cl.clCreateContext(props, static_cast<cl_uint>(devices.size()), devices.data(),
+                                      nullptr, nullptr, &err);
+  if (err != CL_SUCCESS || ctx == nullptr) return nullptr;
+  s.contexts.push_back({devices, ctx, 1});
+  return ctx;
+}
+
+void release_context(const cl_api& cl, cl_context ctx) {
+  state& s = the_state();
+  std::lock_guard lock(s.mu);
+  for (auto it = s.contexts.begin(); it != s.contexts.end(); ++it)
+    if (it->ctx == ctx) {
+      if (--it->users == 0) {
+        cl.clReleaseContext(ctx);
+        s.contexts.erase(it);
+      }
+      return;
+    }
+}
+
+cl_command_queue acquire_queue(const cl_api& cl, cl_context ctx, cl_device_id device, cl_int& err) {
+  state& s = the_state();
+  std::lock_guard lock(s.mu);
+  for (auto& e : s.queues)
+    if (e.ctx == ctx && e.device == device) {
+      ++e.users;
+      err = CL_SUCCESS;
+      return e.q;
+    }
+  cl_command_queue q = cl.clCreateCommandQueue(ctx, device, 0, &err);
+  if (err != CL_SUCCESS || q == nullptr) return nullptr;
+  s.queues.push_back({ctx, device, q, 1});
+  return q;
+}
+
+void release_queue(const cl_api& cl, cl_command_queue q) {
+  state& s = the_state();
+  std::lock_guard lock(s.mu);
+  for (auto it = s.queues.begin(); it != s.queues.end(); ++it)
+    if (it->q == q) {
+      if (--it->users == 0) {
+        cl.clReleaseCommandQueue(q);
+        s.queues.erase(it);
+      }
+      return;
+    }
+}
+} // namespace shared_queues
 
 } // namespace parenchyma::opencl

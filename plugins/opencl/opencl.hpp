@@ -50,8 +50,29 @@ struct device_info {
   uint64_t max_work_group = 0;
   uint64_t max_work_item[3] = {0, 0, 0};
   uint32_t base_align = 128; // bytes: CL_DEVICE_MEM_BASE_ADDR_ALIGN / 8
+  // Every context on this device shares one cl_context per device set and one in-order
+  // cl_command_queue, process-wide (see shared_queues below); decided at discovery.
+  bool shared_queue = false;
   std::vector<pcy_property> props;
 };
+
+// PoCL before 7.0 aborts ("pocl_release_dlhandle_cache: Assertion `found->ref_count > 0'") when
+// one kernel runs from several command queues at once with different launch sizes: its CPU
+// drivers look the loaded work-group function up again by properties at release and can pick
+// another cache item (fixed by PoCL commit c9ac4c0, June 2024, first in 7.0). On such a device
+// no two kernels may be in flight from different queues, in any context of the process, so the
+// plugin gives all contexts with the same devices one cl_context and all queues of a device one
+// in-order cl_command_queue. Work of separate backends is then ordered, never wrong; PoCL
+// already spreads each kernel over every core. Reference counted; thread-safe.
+namespace shared_queues {
+// Whether a platform needs it: PoCL whose CL_PLATFORM_VERSION names a version below 7.
+bool needed(std::string_view platform_name, std::string_view platform_version);
+cl_context acquire_context(const cl_api& cl, const cl_context_properties* props,
+                           const std::vector<cl_device_id>& devices, cl_int& err);
+void release_context(const cl_api& cl, cl_context ctx);
+cl_command_queue acquire_queue(const cl_api& cl, cl_context ctx, cl_device_id device, cl_int& err);
+void release_queue(const cl_api& cl, cl_command_queue q);
+} // namespace shared_queues
 
 class context;
 class queue;
@@ -129,6 +150,7 @@ private:
   plugin& owner_;
   const cl_api& cl_;
   cl_context ctx_ = nullptr;
+  bool shared_ = false; // ctx_ is shared_queues' (every device has shared_queue)
   std::vector<const device_info*> devices_;
   std::vector<cl_device_id> ids_;
   std::mutex map_mutex_;

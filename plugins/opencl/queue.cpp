@@ -18,7 +18,8 @@ void event::wait() { cl_check(cl_.clWaitForEvents(1, &ev_), "clWaitForEvents"); 
 queue::queue(const context& ctx, uint32_t device)
     : cl_(ctx.cl()), dev_(ctx.dev(device)), ctx_(ctx.handle()) {
   cl_int err = CL_SUCCESS;
-  q_ = cl_.clCreateCommandQueue(ctx_, dev_.id, 0, &err);
+  q_ = dev_.shared_queue ? shared_queues::acquire_queue(cl_, ctx_, dev_.id, err)
+                         : cl_.clCreateCommandQueue(ctx_, dev_.id, 0, &err);
   if (err != CL_SUCCESS || q_ == nullptr)
     cl_fail(status_for(err, PCY_ERR_DEVICE), "clCreateCommandQueue", err,
             sdk::str("could not create a queue on '", dev_.name, "'"));
@@ -26,7 +27,10 @@ queue::queue(const context& ctx, uint32_t device)
 
 queue::~queue() {
   cl_.clFinish(q_); // the ABI: queue_destroy waits for the queue's work first
-  cl_.clReleaseCommandQueue(q_);
+  if (dev_.shared_queue)
+    shared_queues::release_queue(cl_, q_);
+  else
+    cl_.clReleaseCommandQueue(q_);
 }
 
 void queue::finish() {

@@ -62,6 +62,26 @@ void* native(const env& e, pcy_native_object what, pcy_queue q = nullptr, pcy_me
   return a.handle;
 }
 
+// Sets a plugin setting (the test host reads settings from the environment) for a scope.
+struct scoped_setting {
+  scoped_setting(const char* name, const char* value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = old;
+    ::setenv(name, value, 1);
+  }
+  ~scoped_setting() {
+    if (old_)
+      ::setenv(name_, old_->c_str(), 1);
+    else
+      ::unsetenv(name_);
+  }
+  scoped_setting(const scoped_setting&) = delete;
+  scoped_setting& operator=(const scoped_setting&) = delete;
+
+private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
 const parenchyma::opencl::cl_api& raw_cl() {
   static parenchyma::opencl::cl_api api = [] {
     parenchyma::opencl::cl_api a;
@@ -293,16 +313,34 @@ TEST_CASE("OpenCL buffers alias within a context and are refused across contexts
   ea.handle = &hp;
   expect_error([&] { host::check(e.api().memory_export(&ea)); }, PCY_ERR_UNSUPPORTED);
 
-  // Another context cannot alias it.
+  // Another context cannot alias it: one of another plugin instance with its queues its own.
+  // With shared queues (PARENCHYMA_OPENCL_SHARED_QUEUE=on, the default on PoCL before 7.0) the
+  // contexts of a device are one cl_context, so the import aliases instead.
   const uint32_t dev = 0;
-  auto ctx2 = host::make_context(e.fw, std::span<const uint32_t>(&dev, 1));
-  const auto h2 = export_handle(e, alias.get(), PCY_HANDLE_OPENCL_BUFFER);
   pcy_memory_import_args ia{};
   ia.struct_size = sizeof ia;
-  ia.context = ctx2.get();
+  const auto h2 = export_handle(e, alias.get(), PCY_HANDLE_OPENCL_BUFFER);
   ia.handle = &h2;
-  expect_error([&] { host::check(e.api().memory_import(&ia)); }, PCY_ERR_UNSUPPORTED,
-               {"another cl_context"});
+  {
+    scoped_setting own("PARENCHYMA_OPENCL_SHARED_QUEUE", "off");
+    env other;
+    auto ctx2 = host::make_context(other.fw, std::span<const uint32_t>(&dev, 1));
+    ia.context = ctx2.get();
+    expect_error([&] { host::check(other.api().memory_import(&ia)); }, PCY_ERR_UNSUPPORTED,
+                 {"another cl_context"});
+  }
+  {
+    scoped_setting shared("PARENCHYMA_OPENCL_SHARED_QUEUE", "on");
+    env s1, s2;
+    CHECK(native(s1, PCY_NATIVE_CONTEXT) == native(s2, PCY_NATIVE_CONTEXT));
+    CHECK(native(s1, PCY_NATIVE_QUEUE, s1.q.get()) == native(s2, PCY_NATIVE_QUEUE, s2.q.get()));
+    auto m1 = host::alloc(s1.fw, s1.ctx.get(), 0, n);
+    host::write(s1.fw, s1.q.get(), m1.get(), 0, data.data(), n);
+    const auto h1 = export_handle(s1, m1.get(), PCY_HANDLE_OPENCL_BUFFER);
+    auto in2 = import_handle(s2, s2.ctx.get(), h1);
+    host::read(s2.fw, s2.q.get(), in2.get(), 0, out.data(), n);
+    CHECK(out == data);
+  }
   // Nor can a CUDA device pointer be imported.
   pcy_memory_handle cuda{};
   cuda.struct_size = sizeof cuda;
@@ -339,8 +377,10 @@ TEST_CASE("pinned buffers are host memory on host-unified devices", "[opencl][ha
 }
 
 TEST_CASE("two contexts exchange data through host staging", "[opencl][contexts]") {
+  scoped_setting own("PARENCHYMA_OPENCL_SHARED_QUEUE", "off"); // two cl_contexts
   env a;
   env b;
+  REQUIRE(native(a, PCY_NATIVE_CONTEXT) != native(b, PCY_NATIVE_CONTEXT));
   const size_t n = 123457;
   const auto data = random_bytes(n);
   auto ma = host::alloc(a.fw, a.ctx.get(), 0, n);

@@ -11,6 +11,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
+#include <thread>
 
 using namespace pcy_test;
 namespace fs = std::filesystem;
@@ -448,4 +450,92 @@ TEST_CASE("temporary files left by killed writers are swept, live ones kept", "[
   CHECK_FALSE(fs::exists(stale));
   CHECK(fs::exists(fresh_tmp));
   fs::remove_all(root);
+}
+
+// PoCL before 7.0 aborted the process here (pocl_release_dlhandle_cache: Assertion
+// `found->ref_count > 0') in most runs: one kernel in flight from several queues at once with
+// different launch sizes. The plugin now gives every queue of such a device one in-order queue
+// (shared_queues in opencl.hpp); on other platforms this is a plain concurrency test.
+TEST_CASE("one kernel launched from many queues and contexts at once, sizes varying",
+          "[opencl][kernels][threads]") {
+  // PoCL's hazard is in the first launches of a kernel: each round builds new ones (another
+  // build option, another PoCL kernel hash).
+  constexpr int per_context = 4, contexts = 2, iterations = 40, slots = 4, rounds = 10;
+  std::vector<std::unique_ptr<env>> envs;
+  for (int c = 0; c < contexts; ++c)
+    envs.push_back(std::make_unique<env>());
+  std::atomic<int> wrong{0}, errors{0};
+  std::mutex first_error_mu;
+  std::string first_error;
+  for (int round = 0; round < rounds; ++round) {
+    const std::string options = "-DPCY_ROUND=" + std::to_string(round);
+    std::vector<host::program> programs;
+    for (int c = 0; c < contexts; ++c)
+      programs.push_back(build(*envs[c], kernels_source, options.c_str()).program);
+    std::vector<std::thread> threads;
+    for (int c = 0; c < contexts; ++c)
+      for (int t = 0; t < per_context; ++t)
+        threads.emplace_back([&, c, t] {
+          try {
+            const env& e = *envs[c];
+            std::mt19937 r(std::random_device{}() + static_cast<unsigned>(c * 31 + t));
+            std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+            auto q = host::make_queue(e.fw, e.ctx.get(), 0);
+            auto k = make_kernel(e, programs[c].get(), "axpy");
+            constexpr int cap = 1 << 16;
+            auto mx = host::alloc(e.fw, e.ctx.get(), 0, cap * sizeof(float));
+            std::vector<host::memory> my;
+            std::vector<float> x(cap), out(cap);
+            std::vector<std::vector<float>> y(slots, std::vector<float>(cap));
+            for (auto& v : x)
+              v = u(r);
+            host::write(e.fw, q.get(), mx.get(), 0, x.data(), cap * sizeof(float));
+            for (int j = 0; j < slots; ++j) {
+              my.push_back(host::alloc(e.fw, e.ctx.get(), 0, cap * sizeof(float)));
+              for (auto& v : y[j])
+                v = u(r);
+              host::write(e.fw, q.get(), my[j].get(), 0, y[j].data(), cap * sizeof(float));
+            }
+            for (int it = 0; it < iterations; ++it) {
+              // Several launches in flight on this queue, each with its own size and work-group;
+              // y[j] holds what the device last returned.
+              int n[slots];
+              const float a = 0.5f / static_cast<float>(it + 1);
+              for (int j = 0; j < slots; ++j) {
+                n[j] = 1 + static_cast<int>(r() % cap);
+                const uint32_t local = 8u << (r() % 3);
+                const pcy_kernel_arg args[] = {scalar_arg(n[j]), scalar_arg(a), mem_arg(mx.get()),
+                                               mem_arg(my[j].get())};
+                pcy_kernel_launch_args la{};
+                la.struct_size = sizeof la;
+                la.queue = q.get();
+                la.kernel = k.get();
+                la.dims = 1;
+                la.global[0] = (static_cast<uint64_t>(n[j]) + local - 1) / local * local;
+                la.local[0] = local;
+                la.args = args;
+                la.arg_count = 4;
+                host::check(e.api().kernel_launch(&la));
+              }
+              for (int j = 0; j < slots; ++j) {
+                host::read(e.fw, q.get(), my[j].get(), 0, out.data(), n[j] * sizeof(float));
+                for (int i = 0; i < n[j]; ++i) {
+                  const double want = double(a) * x[i] + y[j][i];
+                  if (std::abs(out[i] - want) > 1e-5 * (1 + std::abs(want))) ++wrong;
+                  y[j][i] = out[i];
+                }
+              }
+            }
+          } catch (const std::exception& ex) {
+            ++errors;
+            std::lock_guard lock(first_error_mu);
+            if (first_error.empty()) first_error = ex.what();
+          }
+        });
+    for (auto& th : threads)
+      th.join();
+  }
+  INFO(first_error);
+  CHECK(errors == 0);
+  CHECK(wrong == 0);
 }
