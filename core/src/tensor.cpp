@@ -96,17 +96,50 @@ void TensorStorage::Impl::release() {
   for (const auto& b : in_flight)
     if (pcy_error* e = b->api->queue_finish(b->queue)) e->destroy(e);
   in_flight.clear();
-  for (size_t i = slots.size(); i-- > 0;) {
-    Slot& s = slots[i];
-    if (s.ctx && s.memory != nullptr) s.ctx->api->memory_free(s.memory);
-    if (s.owns_host) std::free(s.host_ptr);
+  while (!slots.empty()) { // newest first: an alias goes before what it aliases
+    Slot& s = slots.back();
+    if (!s.hold) {
+      if (s.ctx && s.memory != nullptr) s.ctx->api->memory_free(s.memory);
+      if (s.owns_host) std::free(s.host_ptr);
+    }
+    slots.pop_back();
   }
-  slots.clear();
   last_backend = nullptr;
   last_slot = -1;
   host = -1;
   valid = 0;
   next_group = 0;
+}
+
+SlotHold::~SlotHold() {
+  if (ctx && memory != nullptr) ctx->api->memory_free(memory);
+  std::free(host_alloc);
+  keep.reset(); // after the memory that may wrap its bytes
+}
+
+std::vector<std::shared_ptr<SlotHold>> TensorStorage::Impl::share_slots() {
+  std::vector<std::shared_ptr<SlotHold>> holds;
+  holds.reserve(slots.size());
+  for (Slot& s : slots) {
+    if (!s.hold) {
+      auto h = std::make_shared<SlotHold>();
+      h->ctx = s.ctx;
+      h->memory = s.memory;
+      h->host_alloc = s.owns_host ? s.host_ptr : nullptr;
+      h->keep = std::move(s.keep);
+      s.owns_host = false;
+      s.hold = std::move(h);
+    }
+    holds.push_back(s.hold);
+  }
+  return holds;
+}
+
+void TensorStorage::Impl::refuse_write(const char* where) const {
+  throw error(errc::invalid_argument, "SharedTensor",
+              "writing " + describe() + " " + where +
+                  ", but it was imported read-only (a read-only DLPack tensor): copy it into a "
+                  "tensor of its own first");
 }
 
 int TensorStorage::Impl::new_group() {
@@ -365,12 +398,14 @@ pcy_memory TensorStorage::Impl::device(BackendImpl& b, access intent, void** nat
   // Short path: the same backend as last time, nothing else in flight, and no sync needed.
   if (last_backend == &b && in_flight.size() == 1 && in_flight[0].get() == &b) [[likely]] {
     const Slot& s = slots[static_cast<size_t>(last_slot)];
-    if (intent == access::write_only || is_valid(s.group)) {
+    if ((intent == access::write_only || is_valid(s.group)) &&
+        (intent == access::read || !read_only)) {
       if (intent != access::read) valid = uint64_t{1} << s.group;
       if (native != nullptr) *native = s.native;
       return s.memory;
     }
   }
+  if (read_only && intent != access::read) refuse_write(("on " + b.name).c_str());
   settle_except(&b);
   int idx = find(b.dev.get());
   if (idx < 0) idx = make_device_slot(b);
@@ -396,6 +431,7 @@ pcy_memory TensorStorage::Impl::device(BackendImpl& b, access intent, void** nat
 }
 
 void* TensorStorage::Impl::host_access(access intent) {
+  if (read_only && intent != access::read) refuse_write("on the host");
   settle_except(nullptr);
   if (host < 0) make_host_slot();
   const Slot& h = slots[static_cast<size_t>(host)];
@@ -470,6 +506,7 @@ void TensorStorage::resize(std::vector<int64_t> shape) {
   const uint64_t n = element_count(shape, dtype_); // checked before anything is dropped
   Impl& i = ensure();
   i.release();
+  i.read_only = false; // a fresh tensor of its own
   i.shape = std::move(shape);
   i.count = n;
   i.bytes = n * element_size(dtype_);

@@ -14,6 +14,19 @@ inline namespace v1 {
 // (pinned). Slots belong to a device context, not to a backend: every backend on one device
 // shares the slot, so handing a tensor from one thread's backend to another's copies nothing.
 // Slots that alias the same bytes (a zero-copy import) share a group; validity is per group.
+// The bytes of a slot once a DLPack export shares them: freed when the tensor and every
+// exported DLManagedTensor let go (a deleter may run on any thread, after the tensor is gone).
+struct SlotHold {
+  std::shared_ptr<DeviceContext> ctx;
+  pcy_memory memory = nullptr;
+  void* host_alloc = nullptr; // our aligned allocation
+  std::shared_ptr<void> keep; // what the bytes came from (an imported DLManagedTensor)
+  SlotHold() = default;
+  SlotHold(const SlotHold&) = delete;
+  SlotHold& operator=(const SlotHold&) = delete;
+  ~SlotHold();
+};
+
 struct Slot {
   std::shared_ptr<DeviceContext> ctx; // owner of `memory`; null for plain host memory
   pcy_memory memory = nullptr;        // device memory (or the plugin memory behind host_ptr)
@@ -21,6 +34,10 @@ struct Slot {
   void* host_ptr = nullptr;           // host copy: where the bytes are
   bool owns_host = false;             // host_ptr came from our aligned allocation
   int group = 0;
+  // Where the bytes came from, released after `memory` (an imported DLManagedTensor).
+  std::shared_ptr<void> keep;
+  // Set once the slot's bytes were exported: it owns memory/host_ptr/keep instead of the slot.
+  std::shared_ptr<SlotHold> hold;
 };
 
 struct TensorStorage::Impl {
@@ -33,6 +50,7 @@ struct TensorStorage::Impl {
   uint64_t valid = 0;      // bit g: group g holds the latest data
   int next_group = 0;
   bool pinned_host = false;
+  bool read_only = false; // imported read-only: every write access is refused
   // Backends whose queues may still be using this tensor's memory (kept alive until settled).
   std::vector<std::shared_ptr<BackendImpl>> in_flight;
   TransferStats stats;
@@ -61,6 +79,9 @@ struct TensorStorage::Impl {
   pcy_memory device(BackendImpl& b, access intent, void** native);
   void* host_access(access intent);
   std::string describe() const;
+  void refuse_write(const char* where) const; // throws: the tensor is read-only
+  // Every slot's bytes shared with an export (see SlotHold); the holds, creation order.
+  std::vector<std::shared_ptr<SlotHold>> share_slots();
 };
 
 } // namespace v1

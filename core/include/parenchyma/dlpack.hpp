@@ -1,0 +1,76 @@
+// parenchyma: DLPack in and out of SharedTensor, without copies.
+//
+//   // NumPy / PyTorch / CuPy hand us a DLManagedTensor*; we hand one back.
+//   parenchyma::TensorStorage t = parenchyma::from_dlpack(managed);     // aliases the bytes
+//   parenchyma::blas::scal(backend, 2.0, t);                           // runs on them in place
+//   DLManagedTensor* out = parenchyma::to_dlpack(t, backend);          // the same bytes again
+//
+// Export (to_dlpack): the tensor's latest data is made to live in its slot on the backend, the
+// backend's queue is finished (the consumer may read at once, on any stream), and that slot
+// becomes the tensor's only valid copy: the consumer may write through the pointer, and the next
+// parenchyma access sees what it wrote (once the consumer's own work finished). The returned
+// tensor keeps the bytes alive until its deleter runs, even after the SharedTensor is destroyed
+// or resized. Devices: kDLCPU for native and for OpenCL devices that share host memory (the
+// host copy when an OpenCL buffer cannot give its host pointer), kDLCUDA (device = the CUDA
+// ordinal) for the cuda plugin. An OpenCL buffer that is not host memory has no DLPack device:
+// refused with errc::unsupported, or exported through the host copy with through_host.
+//
+// Import (from_dlpack): a kDLCPU (or kDLCUDAHost) tensor becomes the tensor's host copy, aliased
+// (devices that share host memory alias it in turn when an op runs there); a kDLCUDA tensor
+// becomes a slot of a cuda backend of that device, imported through the memory-handle protocol.
+// Shapes, byte offset and dtype are honoured (f32, f64, f16, bf16, i32, i64, u8; one lane).
+// Strides must be dense row-major (as NULL strides are): other layouts are refused with
+// errc::invalid_argument, or copied into a dense tensor with make_dense (host memory only). On
+// success the tensor owns the DLManagedTensor and calls its deleter when its last slot using
+// the bytes goes; on an error nothing was taken: the caller still owns it.
+//
+// Threads: as SharedTensor (one thread at a time per tensor). A deleter may run on any thread.
+// DLPack version: the unversioned DLManagedTensor of dlpack.h 0.6 (what Debian ships, and what
+// NumPy 1.22+, PyTorch and CuPy accept); docs/python.md.
+#pragma once
+
+#include <parenchyma/export.hpp>
+
+#include <parenchyma/backend.hpp>
+#include <parenchyma/shared_tensor.hpp>
+
+#include <dlpack/dlpack.h>
+
+namespace parenchyma {
+inline namespace v1 {
+
+struct DLPackExportOptions {
+  // An OpenCL buffer that is not host memory: export the host copy (a copy to the host) instead
+  // of refusing.
+  bool through_host = false;
+};
+
+struct DLPackImportOptions {
+  // Non-dense strides: copy into a dense tensor (host memory only) instead of refusing.
+  bool make_dense = false;
+  // Refuse every write access to the tensor (write and write_only, on the host and on devices).
+  bool read_only = false;
+};
+
+// The DLPack device a backend's memory is exported as; errc::unsupported for an OpenCL device
+// whose memory is not host memory.
+PARENCHYMA_API DLDevice dlpack_device(const Backend& backend);
+
+// Exports t on the backend (see above). Never returns null; throws parenchyma::error.
+PARENCHYMA_API DLManagedTensor* to_dlpack(TensorStorage& t, const Backend& backend,
+                                          const DLPackExportOptions& options = {});
+// Exports t's host copy (kDLCPU), after making it hold the latest data.
+PARENCHYMA_API DLManagedTensor* to_dlpack_host(TensorStorage& t);
+
+// Imports a DLPack tensor without copying (see above). `backend` is needed for kDLCUDA memory
+// (a cuda backend of that device; nullptr: "cuda:<device_id>" of the global registry) and
+// ignored for host memory.
+PARENCHYMA_API TensorStorage from_dlpack(DLManagedTensor* tensor, const Backend* backend = nullptr,
+                                         const DLPackImportOptions& options = {});
+
+// The dtype of a DLPack data type, or errc::unsupported naming it.
+PARENCHYMA_API pcy_dtype dtype_from_dlpack(DLDataType type);
+PARENCHYMA_API DLDataType dtype_to_dlpack(pcy_dtype dtype);
+
+} // namespace v1
+} // namespace parenchyma

@@ -1,0 +1,72 @@
+"""parenchyma: one runtime over CUDA, OpenCL and the host CPU, chosen at run time.
+
+    import numpy as np, parenchyma
+    backend = parenchyma.Backend()                 # the best device present
+    x = np.arange(5, dtype=np.float32)
+    t = parenchyma.from_dlpack(x)                  # no copy: t aliases x
+    parenchyma.blas.scal(backend, 2.0, t)          # x now holds 0, 2, 4, 6, 8
+
+Backend picks a framework and device; Tensor holds data with lazily coherent copies per
+device; from_dlpack/asarray import any DLPack producer without a copy, Tensor.numpy() and
+__dlpack__ export it back; parenchyma.blas runs BLAS ops; info() says what was found.
+Every failure raises parenchyma.Error. docs/python.md has the rules.
+"""
+
+from ._parenchyma import Backend, Error, Tensor, __version__, from_dlpack, info
+from . import blas
+
+__all__ = [
+    "Backend",
+    "Error",
+    "Tensor",
+    "asarray",
+    "blas",
+    "from_dlpack",
+    "info",
+    "zeros",
+    "__version__",
+]
+
+
+def zeros(shape, dtype="float32"):
+    """A Tensor of zeros of the given shape and dtype (on the host)."""
+    return Tensor.zeros(shape, dtype)
+
+
+def asarray(obj, dtype=None, backend=None):
+    """A Tensor for `obj`, without a copy where possible.
+
+    A Tensor is returned as it is; an object with __dlpack__ (NumPy, PyTorch, ...) is imported
+    with from_dlpack (aliasing its memory); anything else (lists, scalars, non-contiguous or
+    read-only arrays) goes through numpy.ascontiguousarray first, a copy the Tensor keeps alive.
+    `dtype` converts (a copy) when the data has another one; `backend` is passed to from_dlpack.
+    """
+    if isinstance(obj, Tensor):
+        if dtype is not None and str(_np_dtype(dtype)) != obj.dtype:
+            raise _error("invalid_argument", "parenchyma.asarray",
+                         "argument dtype: converting a Tensor (" + obj.dtype
+                         + ") is not supported; convert its numpy() view")
+        return obj
+    import numpy as np
+
+    if dtype is None and hasattr(obj, "__dlpack__"):
+        flags = getattr(obj, "flags", None)
+        if flags is None or (flags.c_contiguous and flags.writeable):
+            return from_dlpack(obj, backend)
+    array = np.ascontiguousarray(obj, dtype=_np_dtype(dtype) if dtype is not None else None)
+    if not array.flags.writeable:
+        array = array.copy()  # NumPy exports no read-only array through DLPack
+    return from_dlpack(array, backend)
+
+
+def _np_dtype(dtype):
+    import numpy as np
+
+    return np.dtype(dtype)
+
+
+def _error(code, origin, message):
+    e = Error(origin + ": " + message)
+    e.code, e.origin, e.message = code, origin, message
+    e.description = code.replace("_", " ")
+    return e

@@ -1,0 +1,14 @@
+// parenchyma Python bindings: the module _parenchyma, which parenchyma/__init__.py re-exports.
+#include "bindings.hpp"
+
+PYBIND11_MODULE(_parenchyma, m) {
+  namespace pp = parenchyma::python;
+  m.doc() = "parenchyma: one runtime over CUDA, OpenCL and the host CPU, chosen at run time "
+            "(the compiled part of the `parenchyma` package; import `parenchyma` instead).";
+  m.attr("__version__") = PARENCHYMA_PYTHON_VERSION;
+  pp::bind_errors(m);
+  pp::bind_backend(m);
+  pp::bind_tensor(m);
+  pp::bind_blas(m);
+  pp::bind_info(m);
+}

@@ -1,0 +1,199 @@
+# DLPack in and out without copies, the buffer protocol, and what is refused.
+import ctypes
+import gc
+
+import numpy as np
+import pytest
+
+import parenchyma
+from conftest import host_ptr
+
+_capsule_is_valid = ctypes.pythonapi.PyCapsule_IsValid
+_capsule_is_valid.restype = ctypes.c_int
+_capsule_is_valid.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def capsule_named(capsule, name):
+    return bool(_capsule_is_valid(capsule, name.encode()))
+
+
+def test_numpy_to_tensor_is_zero_copy():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    t = parenchyma.from_dlpack(a)
+    assert t.shape == (3, 4) and t.dtype == "float32" and t.backend is None
+    assert t.data_ptr() == host_ptr(a)
+    n = t.numpy()
+    assert host_ptr(n) == host_ptr(a)
+    np.testing.assert_array_equal(n, a)
+
+
+def test_tensor_to_numpy_is_zero_copy(native):
+    t = parenchyma.zeros((5,), "float64")
+    n = t.numpy()
+    assert host_ptr(n) == t.data_ptr()
+    n[:] = [1, 2, 3, 4, 5]  # a write through the view is seen by the next op
+    parenchyma.blas.scal(native, 2.0, t)
+    np.testing.assert_array_equal(t.numpy(), [2, 4, 6, 8, 10])
+    np.testing.assert_array_equal(n, [2, 4, 6, 8, 10])  # native: the same memory
+
+
+def test_import_then_export_same_pointer_native(native):
+    a = np.linspace(0, 1, 1023)
+    t = parenchyma.from_dlpack(a, backend=native)
+    assert t.backend == native
+    assert t.__dlpack_device__() == (1, 0)
+    b = np.from_dlpack(t)
+    assert host_ptr(b) == host_ptr(a)
+    parenchyma.blas.scal(native, 3.0, t)
+    np.testing.assert_allclose(a, np.linspace(0, 3, 1023))
+
+
+def test_import_then_export_opencl(opencl):
+    if opencl.dlpack_device()[0] != 1:
+        pytest.skip(f"{opencl.name} does not share host memory: no zero-copy DLPack export")
+    a = np.arange(4099, dtype=np.float32)
+    t = parenchyma.from_dlpack(a, backend=opencl)
+    parenchyma.blas.scal(opencl, 2.0, t)  # runs on the OpenCL device
+    assert t.backend == opencl and t.__dlpack_device__() == (1, 0)
+    b = np.from_dlpack(t)  # the OpenCL buffer's host pointer, or the host copy
+    np.testing.assert_array_equal(b, 2 * np.arange(4099, dtype=np.float32))
+    np.testing.assert_array_equal(t.numpy(), b)
+    # The host copy is the NumPy array's memory: the producer sees the op's result.
+    np.testing.assert_array_equal(a, b)
+    assert host_ptr(t.numpy()) == host_ptr(a)
+
+
+def test_raw_capsule_consumed_once():
+    a = np.ones(7, dtype=np.float32)
+    cap = a.__dlpack__()
+    assert capsule_named(cap, "dltensor")
+    t = parenchyma.from_dlpack(cap)
+    assert capsule_named(cap, "used_dltensor")
+    assert t.data_ptr() == host_ptr(a)
+    with pytest.raises(parenchyma.Error, match="already consumed") as e:
+        parenchyma.from_dlpack(cap)
+    assert e.value.code == "invalid_argument"
+
+
+def test_export_capsule_named_dltensor():
+    t = parenchyma.zeros(3)
+    cap = t.__dlpack__()
+    assert type(cap).__name__ == "PyCapsule" and capsule_named(cap, "dltensor")
+    b = np.from_dlpack(t)
+    assert host_ptr(b) == t.data_ptr()
+    del cap  # an unconsumed capsule releases its export
+
+
+def test_non_contiguous_refused_capsule_not_consumed():
+    a = np.arange(24, dtype=np.float64).reshape(4, 6)
+    s = a[:, ::2]
+    with pytest.raises(parenchyma.Error, match="strides") as e:
+        parenchyma.from_dlpack(s)
+    assert e.value.code == "invalid_argument"
+    cap = s.__dlpack__()
+    with pytest.raises(parenchyma.Error, match="strides"):
+        parenchyma.from_dlpack(cap)
+    assert capsule_named(cap, "dltensor")  # a failed import leaves the capsule to its owner
+    t = parenchyma.from_dlpack(cap, make_dense=True)  # a copy into a dense tensor
+    assert capsule_named(cap, "used_dltensor")
+    np.testing.assert_array_equal(t.numpy(), s)
+    assert t.data_ptr() != host_ptr(a)
+
+
+def test_read_only_numpy():
+    a = np.arange(4, dtype=np.float32)
+    a.setflags(write=False)
+    # NumPy 1.24 refuses to export a read-only array through DLPack (there is no flag for it).
+    with pytest.raises((BufferError, parenchyma.Error)):
+        parenchyma.from_dlpack(a)
+    t = parenchyma.asarray(a)  # a copy
+    np.testing.assert_array_equal(t.numpy(), a)
+    assert t.data_ptr() != host_ptr(a)
+
+
+def test_read_only_import_refuses_writes(native):
+    a = np.arange(4, dtype=np.float32)
+    t = parenchyma.from_dlpack(a, read_only=True)
+    assert parenchyma.blas.asum(native, t) == 6.0
+    with pytest.raises(parenchyma.Error):
+        parenchyma.blas.scal(native, 2.0, t)
+    np.testing.assert_array_equal(a, [0, 1, 2, 3])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "float16", "int32", "int64", "uint8"])
+def test_dtypes_round_trip(dtype):
+    a = (np.arange(10) % 7).astype(dtype)
+    t = parenchyma.from_dlpack(a)
+    assert t.dtype == dtype
+    n = t.numpy()
+    assert n.dtype == np.dtype(dtype) and host_ptr(n) == host_ptr(a)
+    np.testing.assert_array_equal(n, a)
+
+
+def test_bfloat16_has_no_numpy_view():
+    t = parenchyma.zeros(4, "bfloat16")
+    with pytest.raises(parenchyma.Error, match="bfloat16"):
+        t.numpy()
+    with pytest.raises(BufferError, match="bfloat16"):
+        memoryview(t)
+    assert t.__dlpack_device__() == (1, 0)
+
+
+def test_memory_outlives_the_other_side():
+    a = np.arange(100, dtype=np.float32)
+    t = parenchyma.from_dlpack(a)
+    del a
+    gc.collect()
+    np.testing.assert_array_equal(t.numpy(), np.arange(100, dtype=np.float32))
+    n = parenchyma.zeros(50).numpy()  # the Tensor is gone at once
+    gc.collect()
+    n[:] = 1.0
+    assert n.sum() == 50.0
+
+
+def test_buffer_protocol():
+    t = parenchyma.from_dlpack(np.arange(6, dtype=np.float32).reshape(2, 3))
+    m = memoryview(t)
+    assert m.format == "f" and m.shape == (2, 3) and m.itemsize == 4 and not m.readonly
+    assert m.tolist() == [[0, 1, 2], [3, 4, 5]]
+    v = np.asarray(t)  # NumPy takes the buffer: a view, no copy
+    assert host_ptr(v) == t.data_ptr()
+    v[0, 0] = 42
+    assert t.numpy()[0, 0] == 42
+    m.release()
+
+
+def test_no_cuda_array_interface_off_cuda(backend):
+    t = parenchyma.zeros(3).to(backend)
+    assert t.backend == backend
+    assert not hasattr(t, "__cuda_array_interface__")
+
+
+def test_dlpack_keywords():
+    t = parenchyma.zeros(2)
+    parenchyma.from_dlpack(t.__dlpack__(stream=None, max_version=(1, 0), dl_device=(1, 0)))
+    with pytest.raises(BufferError):
+        t.__dlpack__(dl_device=(2, 0))
+    with pytest.raises(BufferError):
+        t.__dlpack__(copy=True)
+
+
+def test_tensor_to_tensor_via_dlpack(native):
+    t = parenchyma.zeros(8, "float64")
+    u = parenchyma.from_dlpack(t)  # parenchyma's own export: the same memory
+    assert u.data_ptr() == t.data_ptr()
+    parenchyma.blas.axpy(native, 1.0, parenchyma.from_dlpack(np.ones(8)), u)
+    np.testing.assert_array_equal(t.numpy(), np.ones(8))
+
+
+def test_from_numpy_and_asarray():
+    a = np.ones((2, 2), dtype=np.float32)
+    assert parenchyma.Tensor.from_numpy(a).data_ptr() == host_ptr(a)
+    assert parenchyma.asarray(a).data_ptr() == host_ptr(a)
+    t = parenchyma.asarray([[1, 2], [3, 4]], dtype="float64")
+    assert t.dtype == "float64" and t.shape == (2, 2)
+    assert parenchyma.asarray(t) is t
+    s = parenchyma.asarray(np.arange(10.0)[::2])  # non-contiguous: copied
+    np.testing.assert_array_equal(s.numpy(), [0, 2, 4, 6, 8])
+    with pytest.raises(parenchyma.Error):
+        parenchyma.Tensor.from_numpy([1, 2])
