@@ -62,6 +62,8 @@ do_bench() {
   say "G8/G9/G10 BLAS vs cuBLAS"; timeout 300 "$b/bench_blas_cuda"
   say "G3 PyTorch/CuPy peers";  PYTHONUNBUFFERED=1 timeout 200 python3 "$SRC/tools/bench/cuda/g3_torch.py"
   say "G10 torch.matmul peer";  PYTHONUNBUFFERED=1 timeout 200 python3 "$SRC/tools/bench/blas/g10_torch.py"
+  say "plots of the JSON";      python3 "$SRC/tools/bench/plot.py" "$RES/json" "$RES/plots" \
+    --title-suffix " (H200, $(date +%F))" || say "no plots (matplotlib missing?)"
 }
 
 case $step in

@@ -15,7 +15,7 @@ PARENCHYMA_PACKAGES=(
   ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libclblast-dev
   libbenchmark-dev
-  libdlpack-dev pybind11-dev python3-dev python3-numpy python3-pytest
+  libdlpack-dev pybind11-dev python3-dev python3-numpy python3-pytest python3-matplotlib
 )
 
 pa_log() { printf '\033[1m[parenchyma]\033[0m %s\n' "$*"; }
