@@ -148,7 +148,6 @@ DLManagedTensor* to_dlpack(TensorStorage& t, const Backend& backend,
                                           : access::write;
   pcy_memory memory = impl.device(b, intent);
   impl.settle_except(nullptr); // the consumer may read at once, on any stream
-  impl.last_backend = nullptr;
   if (b.api->memory_export == nullptr) {
     if (!cuda) return to_dlpack_host(t);
     throw error(errc::unsupported, b.framework->name(), "the plugin exports no memory handles");
@@ -304,17 +303,7 @@ TensorStorage from_dlpack(DLManagedTensor* m, const Backend* backend,
     b.api->memory_free(im.memory);
     throw;
   }
-  if (b.api->native_handle != nullptr) {
-    pcy_native_handle_args a{};
-    a.struct_size = sizeof a;
-    a.object = PCY_NATIVE_MEMORY;
-    a.context = b.dev->context;
-    a.memory = im.memory;
-    if (pcy_error* e = b.api->native_handle(&a))
-      e->destroy(e);
-    else
-      s.native = a.handle;
-  }
+  s.native = native_of(*b.dev, im.memory);
   s.keep = std::shared_ptr<DLManagedTensor>(m, [](DLManagedTensor* p) {
     if (p->deleter) p->deleter(p);
   });

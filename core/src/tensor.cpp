@@ -69,7 +69,8 @@ bool unsupported_or_throw(pcy_error* e, const char* what) {
 
 constexpr uint64_t host_alignment = 4096;
 
-// The native handle of a slot's memory, asked once when the slot is made (NULL if none).
+} // namespace
+
 void* native_of(const DeviceContext& c, pcy_memory m) {
   if (c.api->native_handle == nullptr) return nullptr;
   pcy_native_handle_args a{};
@@ -83,8 +84,6 @@ void* native_of(const DeviceContext& c, pcy_memory m) {
   }
   return a.handle;
 }
-
-} // namespace
 
 TensorStorage::Impl::~Impl() { release(); }
 

@@ -40,6 +40,9 @@ struct Slot {
   std::shared_ptr<SlotHold> hold;
 };
 
+// The native handle of a slot's memory, asked once when the slot is made (NULL if none).
+void* native_of(const DeviceContext& c, pcy_memory m);
+
 struct TensorStorage::Impl {
   pcy_dtype dtype;
   std::vector<int64_t> shape;

@@ -5,6 +5,7 @@
 // lifetimes (each deleter runs exactly once, after the last user; exported bytes outlive the
 // tensor) and hostile DLPack tensors (refused with the reason, the caller keeps ownership).
 #include "support/catch.hpp"
+#include "support/random.hpp"
 
 #include <parenchyma/blas.hpp>
 #include <parenchyma/dlpack.hpp>
@@ -22,14 +23,7 @@ using namespace parenchyma;
 
 namespace {
 
-std::mt19937_64& rng() {
-  thread_local std::mt19937_64 r = [] {
-    const uint64_t seed = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
-    std::printf("random seed %llu\n", static_cast<unsigned long long>(seed));
-    return std::mt19937_64(seed);
-  }();
-  return r;
-}
+using pcy_test_support::rng;
 
 // Page-aligned storage, as NumPy and the CUDA allocator give for large arrays: an OpenCL device
 // imports host memory in place only at its base alignment (else the plugin copies, correctly).
@@ -38,9 +32,9 @@ template <class T> struct page_allocator {
   page_allocator() = default;
   template <class U> page_allocator(const page_allocator<U>&) noexcept {}
   T* allocate(size_t n) {
-    return static_cast<T*>(::operator new(n * sizeof(T), std::align_val_t{4096}));
+    return static_cast<T*>(::operator new (n * sizeof(T), std::align_val_t{4096}));
   }
-  void deallocate(T* p, size_t) noexcept { ::operator delete(p, std::align_val_t{4096}); }
+  void deallocate(T* p, size_t) noexcept { ::operator delete (p, std::align_val_t{4096}); }
   template <class U> bool operator==(const page_allocator<U>&) const noexcept { return true; }
 };
 

@@ -6,6 +6,7 @@
 #define CATCH_CONFIG_RUNNER // Catch2 v2: this file provides main()
 #endif
 #include "support/catch.hpp"
+#include "support/random.hpp"
 #if PARENCHYMA_CATCH3
 #include <algorithm>
 #include <catch2/catch_session.hpp>
@@ -48,14 +49,7 @@ RegistryOptions options(std::map<std::string, std::string> env = {}) {
   return o;
 }
 
-std::mt19937_64& rng() {
-  static std::mt19937_64 r = [] {
-    const uint64_t seed = (uint64_t(std::random_device{}()) << 32) ^ std::random_device{}();
-    std::printf("random seed %llu\n", static_cast<unsigned long long>(seed));
-    return std::mt19937_64(seed);
-  }();
-  return r;
-}
+using pcy_test_support::rng;
 
 template <class T> void fill_random(std::span<T> v) {
   std::uniform_real_distribution<T> d(-1, 1);
