@@ -1,0 +1,769 @@
+// parenchyma NN front-end: activations (sigmoid, relu, tanh, elu), softmax and log_softmax,
+// convolution, pooling, LRN and dropout, each with its gradient, on SharedTensors, on any
+// backend (header-only over the core; the ops run in the "nn" bundle plugin of the framework
+// that serves them). The semantics of every op are in parenchyma/abi/ext/pcy_nn.h and
+// docs/nn.md.
+//
+//   parenchyma::Backend backend;
+//   parenchyma::SharedTensor<float> x({32, 3, 28, 28}), w({16, 3, 3, 3});
+//   parenchyma::nn::Convolution conv(backend, x.shape(), w.shape(), {.padding = {1, 1}});
+//   parenchyma::SharedTensor<float> y(conv.y_shape());
+//   conv.forward(x, w, y);
+//   parenchyma::nn::relu_pointwise(backend, y);
+//
+// Every argument is checked before anything runs (dtypes, shapes, geometry, written inputs): a
+// bad one throws parenchyma::error(errc::invalid_argument or errc::uninitialized) with origin
+// "nn.<op>" and a message naming the argument; no tensor is touched.
+//
+// Threads: the functions are free of state; a Convolution is immutable once made and may be
+// shared between threads, and its calls follow the rules of the Backend it was made for
+// (docs/threads.md). The Backend must outlive the Convolution.
+#pragma once
+
+#include <parenchyma/abi/ext/pcy_nn.h>
+#include <parenchyma/backend.hpp>
+#include <parenchyma/error.hpp>
+#include <parenchyma/extension.hpp>
+#include <parenchyma/shared_tensor.hpp>
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace parenchyma::nn {
+
+using Shape = std::vector<int64_t>;
+using Pair = std::array<int64_t, 2>; // (height, width)
+
+namespace detail {
+
+inline constexpr std::initializer_list<pcy_dtype> any_float = {PCY_DTYPE_F32, PCY_DTYPE_F64,
+                                                               PCY_DTYPE_F16, PCY_DTYPE_BF16};
+inline constexpr std::initializer_list<pcy_dtype> wide_float = {PCY_DTYPE_F32, PCY_DTYPE_F64};
+
+inline void same_size(const pcy_op_schema& s, const TensorStorage& t, const char* name,
+                      const TensorStorage& like, const char* like_name) {
+  if (t.size() != like.size())
+    ext::fail(s, errc::invalid_argument, "argument ", name, ": ", t.size(), " elements (shape ",
+              ext::shape_str(t), "), expected ", like.size(), " like ", like_name, " ",
+              ext::shape_str(like), "; pass tensors of the same size");
+}
+
+inline std::string shape_of(const Shape& v) {
+  std::string s = "[";
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(v[i]);
+  return s + "]";
+}
+
+inline void exact_shape(const pcy_op_schema& s, const TensorStorage& t, const char* name,
+                        const Shape& want, const char* why) {
+  if (t.shape() != want)
+    ext::fail(s, errc::invalid_argument, "argument ", name, ": shape ", ext::shape_str(t),
+              ", expected ", shape_of(want), " (", why, "); pass a tensor of that shape");
+}
+
+inline void rank4(const pcy_op_schema& s, const TensorStorage& t, const char* name,
+                  const char* what) {
+  if (t.shape().size() != 4)
+    ext::fail(s, errc::invalid_argument, "argument ", name, ": expected a 4-d tensor (", what,
+              "), got shape ", ext::shape_str(t));
+}
+
+// Checks a geometry pair: every value >= lo.
+inline void pair_at_least(const pcy_op_schema& s, const Pair& p, const char* name, int64_t lo) {
+  for (int i = 0; i < 2; ++i)
+    if (p[i] < lo)
+      ext::fail(s, errc::invalid_argument, "argument ", name, ": ", name, "[", i, "] = ", p[i],
+                " expected >= ", lo);
+}
+
+// One output extent: (in + 2 pad - span) / stride + 1 with span = dil (k - 1) + 1; refuses an
+// extent below 1 (a window that does not fit) and arithmetic that would overflow.
+inline int64_t out_extent(const pcy_op_schema& s, int64_t in, int64_t k, int64_t stride,
+                          int64_t pad, int64_t dil, const char* axis, const char* window_name) {
+  int64_t span = 0, padded = 0;
+  if (__builtin_mul_overflow(dil, k - 1, &span) || __builtin_add_overflow(span, 1, &span) ||
+      __builtin_mul_overflow(pad, 2, &padded) || __builtin_add_overflow(padded, in, &padded))
+    ext::fail(s, errc::invalid_argument, "the ", axis, " geometry overflows 64 bits");
+  if (padded < span)
+    ext::fail(s, errc::invalid_argument, "argument ", window_name, ": the ", axis, " window (",
+              span, " elements with dilation) is wider than the input plus padding (", in,
+              " + 2 x ", pad, "); use a smaller window or more padding");
+  return (padded - span) / stride + 1;
+}
+
+inline OpArg ints(const Pair& p) noexcept { return OpArg::integers(std::span<const int64_t>(p)); }
+
+} // namespace detail
+
+// ---- activations --------------------------------------------------------------------------
+
+namespace detail {
+template <const pcy_op_schema& S> void act(const Backend& b, const TensorStorage& x,
+                                           TensorStorage& y) {
+  ext::checker c(S, x, "x", any_float);
+  c.same_dtype(y, "y", "x");
+  same_size(S, y, "y", x, "x");
+  c.distinct(x, "x", y, "y");
+  c.written(x, "x");
+  ext::invoke<S>(b, c.dtype(), {OpArg::in(x), OpArg::out(y)});
+}
+template <const pcy_op_schema& S> void act_pw(const Backend& b, TensorStorage& x) {
+  ext::checker c(S, x, "x", any_float);
+  c.written(x, "x");
+  ext::invoke<S>(b, c.dtype(), {OpArg::inout(x)});
+}
+template <const pcy_op_schema& S> void act_grad(const Backend& b, const TensorStorage& y,
+                                                const TensorStorage& dy, TensorStorage& dx) {
+  ext::checker c(S, y, "y", any_float);
+  c.same_dtype(dy, "dy", "y");
+  c.same_dtype(dx, "dx", "y");
+  same_size(S, dy, "dy", y, "y");
+  same_size(S, dx, "dx", y, "y");
+  c.distinct(y, "y", dx, "dx");
+  c.distinct(dy, "dy", dx, "dx");
+  c.written(y, "y");
+  c.written(dy, "dy");
+  ext::invoke<S>(b, c.dtype(), {OpArg::in(y), OpArg::in(dy), OpArg::out(dx)});
+}
+template <const pcy_op_schema& S> void act_pw_grad(const Backend& b, const TensorStorage& y,
+                                                   TensorStorage& d) {
+  ext::checker c(S, y, "y", any_float);
+  c.same_dtype(d, "d", "y");
+  same_size(S, d, "d", y, "y");
+  c.distinct(y, "y", d, "d");
+  c.written(y, "y");
+  c.written(d, "d");
+  ext::invoke<S>(b, c.dtype(), {OpArg::in(y), OpArg::inout(d)});
+}
+template <const pcy_op_schema& S> void elu_(const Backend& b, const TensorStorage& x,
+                                            TensorStorage& y, double alpha) {
+  ext::checker c(S, x, "x", any_float);
+  c.same_dtype(y, "y", "x");
+  same_size(S, y, "y", x, "x");
+  c.distinct(x, "x", y, "y");
+  c.written(x, "x");
+  if (!std::isfinite(alpha))
+    ext::fail(S, errc::invalid_argument, "argument alpha: ", alpha, " is not finite");
+  ext::invoke<S>(b, c.dtype(), {OpArg::in(x), OpArg::out(y), OpArg::real(alpha)});
+}
+inline void finite_alpha(const pcy_op_schema& s, double alpha) {
+  if (!std::isfinite(alpha))
+    ext::fail(s, errc::invalid_argument, "argument alpha: ", alpha, " is not finite");
+}
+} // namespace detail
+
+// y = f(x); x and y: the same element count and dtype, distinct tensors.
+inline void sigmoid(const Backend& b, const TensorStorage& x, TensorStorage& y) {
+  detail::act<pcy_nn_sigmoid_schema>(b, x, y);
+}
+inline void relu(const Backend& b, const TensorStorage& x, TensorStorage& y) {
+  detail::act<pcy_nn_relu_schema>(b, x, y);
+}
+inline void tanh(const Backend& b, const TensorStorage& x, TensorStorage& y) {
+  detail::act<pcy_nn_tanh_schema>(b, x, y);
+}
+inline void elu(const Backend& b, const TensorStorage& x, TensorStorage& y, double alpha = 1.0) {
+  detail::elu_<pcy_nn_elu_schema>(b, x, y, alpha);
+}
+// x = f(x) in place.
+inline void sigmoid_pointwise(const Backend& b, TensorStorage& x) {
+  detail::act_pw<pcy_nn_sigmoid_pointwise_schema>(b, x);
+}
+inline void relu_pointwise(const Backend& b, TensorStorage& x) {
+  detail::act_pw<pcy_nn_relu_pointwise_schema>(b, x);
+}
+inline void tanh_pointwise(const Backend& b, TensorStorage& x) {
+  detail::act_pw<pcy_nn_tanh_pointwise_schema>(b, x);
+}
+inline void elu_pointwise(const Backend& b, TensorStorage& x, double alpha = 1.0) {
+  constexpr auto& S = pcy_nn_elu_pointwise_schema;
+  ext::checker c(S, x, "x", detail::any_float);
+  c.written(x, "x");
+  detail::finite_alpha(S, alpha);
+  ext::invoke<S>(b, c.dtype(), {OpArg::inout(x), OpArg::real(alpha)});
+}
+// dx = dy * f'(x), from the forward's output y.
+inline void sigmoid_grad(const Backend& b, const TensorStorage& y, const TensorStorage& dy,
+                         TensorStorage& dx) {
+  detail::act_grad<pcy_nn_sigmoid_grad_schema>(b, y, dy, dx);
+}
+inline void relu_grad(const Backend& b, const TensorStorage& y, const TensorStorage& dy,
+                      TensorStorage& dx) {
+  detail::act_grad<pcy_nn_relu_grad_schema>(b, y, dy, dx);
+}
+inline void tanh_grad(const Backend& b, const TensorStorage& y, const TensorStorage& dy,
+                      TensorStorage& dx) {
+  detail::act_grad<pcy_nn_tanh_grad_schema>(b, y, dy, dx);
+}
+inline void elu_grad(const Backend& b, const TensorStorage& y, const TensorStorage& dy,
+                     TensorStorage& dx, double alpha = 1.0) {
+  constexpr auto& S = pcy_nn_elu_grad_schema;
+  ext::checker c(S, y, "y", detail::any_float);
+  c.same_dtype(dy, "dy", "y");
+  c.same_dtype(dx, "dx", "y");
+  detail::same_size(S, dy, "dy", y, "y");
+  detail::same_size(S, dx, "dx", y, "y");
+  c.distinct(y, "y", dx, "dx");
+  c.distinct(dy, "dy", dx, "dx");
+  c.written(y, "y");
+  c.written(dy, "dy");
+  detail::finite_alpha(S, alpha);
+  ext::invoke<S>(b, c.dtype(), {OpArg::in(y), OpArg::in(dy), OpArg::out(dx), OpArg::real(alpha)});
+}
+// d = d * f'(x) in place (d holds dy and becomes dx).
+inline void sigmoid_pointwise_grad(const Backend& b, const TensorStorage& y, TensorStorage& d) {
+  detail::act_pw_grad<pcy_nn_sigmoid_pointwise_grad_schema>(b, y, d);
+}
+inline void relu_pointwise_grad(const Backend& b, const TensorStorage& y, TensorStorage& d) {
+  detail::act_pw_grad<pcy_nn_relu_pointwise_grad_schema>(b, y, d);
+}
+inline void tanh_pointwise_grad(const Backend& b, const TensorStorage& y, TensorStorage& d) {
+  detail::act_pw_grad<pcy_nn_tanh_pointwise_grad_schema>(b, y, d);
+}
+inline void elu_pointwise_grad(const Backend& b, const TensorStorage& y, TensorStorage& d,
+                               double alpha = 1.0) {
+  constexpr auto& S = pcy_nn_elu_pointwise_grad_schema;
+  ext::checker c(S, y, "y", detail::any_float);
+  c.same_dtype(d, "d", "y");
+  detail::same_size(S, d, "d", y, "y");
+  c.distinct(y, "y", d, "d");
+  c.written(y, "y");
+  c.written(d, "d");
+  detail::finite_alpha(S, alpha);
+  ext::invoke<S>(b, c.dtype(), {OpArg::in(y), OpArg::inout(d), OpArg::real(alpha)});
+}
+
+// ---- softmax ------------------------------------------------------------------------------
+
+namespace detail {
+inline int64_t axis_of(const pcy_op_schema& s, const TensorStorage& x, int64_t axis) {
+  const auto r = static_cast<int64_t>(x.shape().size());
+  const int64_t a = axis < 0 ? axis + r : axis;
+  if (a < 0 || a >= r)
+    ext::fail(s, errc::invalid_argument, "argument axis: ", axis, " is outside the ", r,
+              " dimensions of x ", ext::shape_str(x), "; pass -", r, " <= axis < ", r);
+  return a;
+}
+template <const pcy_op_schema& S> void softmax_(const Backend& b, const TensorStorage& x,
+                                                TensorStorage& y, int64_t axis) {
+  ext::checker c(S, x, "x", any_float);
+  c.same_dtype(y, "y", "x");
+  const int64_t a = axis_of(S, x, axis);
+  exact_shape(S, y, "y", x.shape(), "the shape of x");
+  c.distinct(x, "x", y, "y");
+  c.written(x, "x");
+  ext::invoke<S>(b, c.dtype(), {OpArg::in(x), OpArg::out(y), OpArg::integer(a)});
+}
+template <const pcy_op_schema& S> void softmax_grad_(const Backend& b, const TensorStorage& y,
+                                                     const TensorStorage& dy, TensorStorage& dx,
+                                                     int64_t axis) {
+  ext::checker c(S, y, "y", any_float);
+  c.same_dtype(dy, "dy", "y");
+  c.same_dtype(dx, "dx", "y");
+  const int64_t a = axis_of(S, y, axis);
+  exact_shape(S, dy, "dy", y.shape(), "the shape of y");
+  exact_shape(S, dx, "dx", y.shape(), "the shape of y");
+  c.distinct(y, "y", dx, "dx");
+  c.distinct(dy, "dy", dx, "dx");
+  c.written(y, "y");
+  c.written(dy, "dy");
+  ext::invoke<S>(b, c.dtype(),
+                 {OpArg::in(y), OpArg::in(dy), OpArg::out(dx), OpArg::integer(a)});
+}
+} // namespace detail
+
+// Along `axis` (negative counts from the end); x and y of the same shape.
+inline void softmax(const Backend& b, const TensorStorage& x, TensorStorage& y, int64_t axis = -1) {
+  detail::softmax_<pcy_nn_softmax_schema>(b, x, y, axis);
+}
+inline void log_softmax(const Backend& b, const TensorStorage& x, TensorStorage& y,
+                        int64_t axis = -1) {
+  detail::softmax_<pcy_nn_log_softmax_schema>(b, x, y, axis);
+}
+// y: the forward's output.
+inline void softmax_grad(const Backend& b, const TensorStorage& y, const TensorStorage& dy,
+                         TensorStorage& dx, int64_t axis = -1) {
+  detail::softmax_grad_<pcy_nn_softmax_grad_schema>(b, y, dy, dx, axis);
+}
+inline void log_softmax_grad(const Backend& b, const TensorStorage& y, const TensorStorage& dy,
+                             TensorStorage& dx, int64_t axis = -1) {
+  detail::softmax_grad_<pcy_nn_log_softmax_grad_schema>(b, y, dy, dx, axis);
+}
+
+// ---- convolution --------------------------------------------------------------------------
+
+// Algorithm requests: measure once per shape and device (cached), or the bundle's heuristic;
+// any value >= 0 is a bundle's own algorithm number (Convolution::algorithm reports it).
+inline constexpr int64_t algorithm_auto = -1;
+inline constexpr int64_t algorithm_heuristic = -2;
+
+// strict: the op's dtype throughout; tf32: reduced-precision inner products allowed (TF32
+// tensor cores for f32 on CUDA); by_setting: the bundle's setting (PARENCHYMA_NN_MATH,
+// docs/nn.md), strict unless it says otherwise.
+enum class math_mode : int { by_setting = 0, strict = 1, tf32 = 2 };
+
+enum class direction : int { forward = 0, grad_data = 1, grad_filter = 2 };
+
+struct ConvolutionParams {
+  Pair stride{1, 1}, padding{0, 0}, dilation{1, 1};
+  int64_t groups = 1;
+  // Per direction (forward, grad_data, grad_filter).
+  std::array<int64_t, 3> algorithm{algorithm_auto, algorithm_auto, algorithm_auto};
+  math_mode math = math_mode::by_setting;
+  bool training = true; // also choose the algorithms of both gradients
+};
+
+// A convolution configured once for given shapes (as cuDNN's descriptors): it checks the
+// geometry, chooses each direction's algorithm on the backend and knows its workspace size.
+class Convolution {
+public:
+  Convolution(const Backend& b, Shape x_shape, Shape w_shape, ConvolutionParams p = {},
+              pcy_dtype dtype = PCY_DTYPE_F32)
+      : b_(&b), x_(std::move(x_shape)), w_(std::move(w_shape)), p_(p), dtype_(dtype) {
+    constexpr auto& S = pcy_nn_convolution_schema;
+    bool ok_dtype = false;
+    for (pcy_dtype d : detail::any_float)
+      ok_dtype = ok_dtype || d == dtype_;
+    if (!ok_dtype)
+      ext::fail(S, errc::invalid_argument, "dtype ", ext::dtype_name(dtype_),
+                " is not supported; convolution computes in f32, f64, f16 or bf16");
+    if (x_.size() != 4)
+      ext::fail(S, errc::invalid_argument, "argument x: expected an N x C x H x W shape, got ",
+                detail::shape_of(x_));
+    if (w_.size() != 4)
+      ext::fail(S, errc::invalid_argument,
+                "argument w: expected a K x C/groups x R x S shape, got ", detail::shape_of(w_));
+    for (size_t i = 0; i < 4; ++i) {
+      if (x_[i] < 0)
+        ext::fail(S, errc::invalid_argument, "argument x: a negative extent in ",
+                  detail::shape_of(x_));
+      if (w_[i] < 1)
+        ext::fail(S, errc::invalid_argument, "argument w: extents must be >= 1, got ",
+                  detail::shape_of(w_));
+    }
+    detail::pair_at_least(S, p_.stride, "stride", 1);
+    detail::pair_at_least(S, p_.dilation, "dilation", 1);
+    detail::pair_at_least(S, p_.padding, "padding", 0);
+    if (p_.groups < 1 || x_[1] % p_.groups != 0 || w_[0] % p_.groups != 0)
+      ext::fail(S, errc::invalid_argument, "argument groups: ", p_.groups,
+                " must be >= 1 and divide both the input channels (", x_[1],
+                ") and the output channels (", w_[0], ")");
+    if (w_[1] * p_.groups != x_[1])
+      ext::fail(S, errc::invalid_argument, "argument w: ", w_[1], " input channels per group x ",
+                p_.groups, " groups != the ", x_[1], " channels of x; w must be K x C/groups x R x S");
+    for (int64_t a : p_.algorithm)
+      if (a < algorithm_heuristic)
+        ext::fail(S, errc::invalid_argument, "argument algorithm: ", a,
+                  " (pass algorithm_auto, algorithm_heuristic or a bundle's algorithm >= 0)");
+    const int64_t P = detail::out_extent(S, x_[2], w_[2], p_.stride[0], p_.padding[0],
+                                         p_.dilation[0], "height", "w");
+    const int64_t Q = detail::out_extent(S, x_[3], w_[3], p_.stride[1], p_.padding[1],
+                                         p_.dilation[1], "width", "w");
+    y_ = {x_[0], w_[0], P, Q};
+    // The product of the extents must fit a tensor (refuse a shape that overflows).
+    for (const Shape* s : {&x_, &w_, &y_}) {
+      uint64_t n = 1;
+      for (int64_t e : *s)
+        if (__builtin_mul_overflow(n, static_cast<uint64_t>(e), &n))
+          ext::fail(S, errc::invalid_argument, "the shape ", detail::shape_of(*s),
+                    " overflows the element count");
+    }
+    choose(direction::forward);
+    if (p_.training) {
+      choose(direction::grad_data);
+      choose(direction::grad_filter);
+    }
+  }
+
+  const Shape& x_shape() const noexcept { return x_; }
+  const Shape& w_shape() const noexcept { return w_; }
+  const Shape& y_shape() const noexcept { return y_; }
+  const ConvolutionParams& params() const noexcept { return p_; }
+  pcy_dtype dtype() const noexcept { return dtype_; }
+  // The chosen algorithm (the bundle's number) and its workspace, per direction; -1 where the
+  // direction was not configured (training = false).
+  int64_t algorithm(direction d) const noexcept { return algo_[static_cast<int>(d)]; }
+  uint64_t workspace_bytes(direction d) const noexcept { return ws_[static_cast<int>(d)]; }
+
+  // y = x (*) w, optionally + bias (one value per output channel).
+  void forward(const TensorStorage& x, const TensorStorage& w, TensorStorage& y) const {
+    constexpr auto& S = pcy_nn_convolution_schema;
+    ext::checker c(S, x, "x", detail::any_float);
+    check_dtype(S, c);
+    c.same_dtype(w, "w", "x");
+    c.same_dtype(y, "y", "x");
+    detail::exact_shape(S, x, "x", x_, "the configuration's x shape");
+    detail::exact_shape(S, w, "w", w_, "the configuration's w shape");
+    detail::exact_shape(S, y, "y", y_, "the configuration's y shape");
+    c.distinct(x, "x", y, "y");
+    c.distinct(w, "w", y, "y");
+    c.written(x, "x");
+    c.written(w, "w");
+    ext::invoke<S>(*b_, dtype_,
+                   {OpArg::in(x), OpArg::in(w), OpArg::out(y), detail::ints(p_.stride),
+                    detail::ints(p_.padding), detail::ints(p_.dilation),
+                    OpArg::integer(p_.groups), OpArg::integer(algorithm(direction::forward)),
+                    OpArg::integer(static_cast<int>(p_.math))});
+  }
+  void forward(const TensorStorage& x, const TensorStorage& w, const TensorStorage& bias,
+               TensorStorage& y) const {
+    check_bias(bias, "bias");
+    forward(x, w, y);
+    constexpr auto& S = pcy_nn_convolution_bias_schema;
+    ext::invoke<S>(*b_, dtype_, {OpArg::inout(y), OpArg::in(bias)});
+  }
+  // dx = the gradient with respect to x, from w and dy (the gradient with respect to y).
+  void grad_data(const TensorStorage& w, const TensorStorage& dy, TensorStorage& dx) const {
+    constexpr auto& S = pcy_nn_convolution_grad_data_schema;
+    ext::checker c(S, w, "w", detail::any_float);
+    check_dtype(S, c);
+    c.same_dtype(dy, "dy", "w");
+    c.same_dtype(dx, "dx", "w");
+    trained(S, direction::grad_data);
+    detail::exact_shape(S, w, "w", w_, "the configuration's w shape");
+    detail::exact_shape(S, dy, "dy", y_, "the configuration's y shape");
+    detail::exact_shape(S, dx, "dx", x_, "the configuration's x shape");
+    c.distinct(w, "w", dx, "dx");
+    c.distinct(dy, "dy", dx, "dx");
+    c.written(w, "w");
+    c.written(dy, "dy");
+    ext::invoke<S>(*b_, dtype_,
+                   {OpArg::in(w), OpArg::in(dy), OpArg::out(dx), detail::ints(p_.stride),
+                    detail::ints(p_.padding), detail::ints(p_.dilation),
+                    OpArg::integer(p_.groups), OpArg::integer(algorithm(direction::grad_data)),
+                    OpArg::integer(static_cast<int>(p_.math))});
+  }
+  // dw = the gradient with respect to w, from x and dy.
+  void grad_filter(const TensorStorage& x, const TensorStorage& dy, TensorStorage& dw) const {
+    constexpr auto& S = pcy_nn_convolution_grad_filter_schema;
+    ext::checker c(S, x, "x", detail::any_float);
+    check_dtype(S, c);
+    c.same_dtype(dy, "dy", "x");
+    c.same_dtype(dw, "dw", "x");
+    trained(S, direction::grad_filter);
+    detail::exact_shape(S, x, "x", x_, "the configuration's x shape");
+    detail::exact_shape(S, dy, "dy", y_, "the configuration's y shape");
+    detail::exact_shape(S, dw, "dw", w_, "the configuration's w shape");
+    c.distinct(x, "x", dw, "dw");
+    c.distinct(dy, "dy", dw, "dw");
+    c.written(x, "x");
+    c.written(dy, "dy");
+    ext::invoke<S>(*b_, dtype_,
+                   {OpArg::in(x), OpArg::in(dy), OpArg::out(dw), detail::ints(p_.stride),
+                    detail::ints(p_.padding), detail::ints(p_.dilation),
+                    OpArg::integer(p_.groups),
+                    OpArg::integer(algorithm(direction::grad_filter)),
+                    OpArg::integer(static_cast<int>(p_.math))});
+  }
+  // db[k] = the sum of dy over n, p, q.
+  void grad_bias(const TensorStorage& dy, TensorStorage& db) const {
+    constexpr auto& S = pcy_nn_convolution_grad_bias_schema;
+    ext::checker c(S, dy, "dy", detail::any_float);
+    check_dtype(S, c);
+    c.same_dtype(db, "db", "dy");
+    detail::exact_shape(S, dy, "dy", y_, "the configuration's y shape");
+    detail::exact_shape(S, db, "db", Shape{w_[0]}, "one value per output channel");
+    c.distinct(dy, "dy", db, "db");
+    c.written(dy, "dy");
+    ext::invoke<S>(*b_, dtype_, {OpArg::in(dy), OpArg::out(db)});
+  }
+
+private:
+  void check_dtype(const pcy_op_schema& s, const ext::checker& c) const {
+    if (c.dtype() != dtype_)
+      ext::fail(s, errc::invalid_argument, "dtype ", ext::dtype_name(c.dtype()),
+                ", but the configuration was made for ", ext::dtype_name(dtype_));
+  }
+  void trained(const pcy_op_schema& s, direction d) const {
+    if (algorithm(d) < 0)
+      ext::fail(s, errc::invalid_argument,
+                "the configuration was made with training = false; make it with training = "
+                "true to run the gradients");
+  }
+  void check_bias(const TensorStorage& bias, const char* name) const {
+    constexpr auto& S = pcy_nn_convolution_bias_schema;
+    if (bias.dtype() != dtype_)
+      ext::fail(S, errc::invalid_argument, "argument ", name, ": dtype ",
+                ext::dtype_name(bias.dtype()), " expected ", ext::dtype_name(dtype_));
+    detail::exact_shape(S, bias, name, Shape{w_[0]}, "one value per output channel");
+    if (!bias.initialized())
+      ext::fail(S, errc::uninitialized, "argument ", name, ": the tensor was never written");
+  }
+  void choose(direction d) {
+    constexpr auto& S = pcy_nn_convolution_algorithm_schema;
+    SharedTensor<int64_t> result({2});
+    const int i = static_cast<int>(d);
+    ext::invoke<S>(*b_, dtype_,
+                   {OpArg::integer(i), OpArg::integers(x_), OpArg::integers(w_),
+                    detail::ints(p_.stride), detail::ints(p_.padding),
+                    detail::ints(p_.dilation), OpArg::integer(p_.groups),
+                    OpArg::integer(p_.algorithm[i]), OpArg::integer(static_cast<int>(p_.math)),
+                    OpArg::out(result.storage())});
+    const auto r = result.read();
+    if (r[0] < 0 || r[1] < 0)
+      ext::fail(S, errc::internal, "the bundle returned algorithm ", r[0], " with a workspace of ",
+                r[1], " bytes; report this to the bundle's vendor");
+    algo_[i] = r[0];
+    ws_[i] = static_cast<uint64_t>(r[1]);
+  }
+
+  const Backend* b_;
+  Shape x_, w_, y_;
+  ConvolutionParams p_;
+  pcy_dtype dtype_;
+  std::array<int64_t, 3> algo_{-1, -1, -1};
+  std::array<uint64_t, 3> ws_{0, 0, 0};
+};
+
+// ---- pooling ------------------------------------------------------------------------------
+
+struct PoolingParams {
+  Pair window{2, 2};
+  Pair stride{0, 0}; // 0: the window
+  Pair padding{0, 0};
+  bool include_padding = true; // average pooling: divide by the window's area
+};
+
+namespace detail {
+inline Pair stride_of(const PoolingParams& p) noexcept {
+  return {p.stride[0] ? p.stride[0] : p.window[0], p.stride[1] ? p.stride[1] : p.window[1]};
+}
+// The output shape of pooling x with p, every rule checked (errors from schema s).
+inline Shape pooling_shape(const pcy_op_schema& s, const Shape& x, const PoolingParams& p) {
+  if (x.size() != 4)
+    ext::fail(s, errc::invalid_argument, "argument x: expected an N x C x H x W tensor, got ",
+              shape_of(x));
+  pair_at_least(s, p.window, "window", 1);
+  pair_at_least(s, stride_of(p), "stride", 1);
+  pair_at_least(s, p.padding, "padding", 0);
+  for (int i = 0; i < 2; ++i)
+    if (p.padding[i] > p.window[i] / 2)
+      ext::fail(s, errc::invalid_argument, "argument padding: padding[", i, "] = ", p.padding[i],
+                " is larger than half the window (", p.window[i],
+                "); a window could then hold only padding");
+  const Pair st = stride_of(p);
+  return {x[0], x[1], out_extent(s, x[2], p.window[0], st[0], p.padding[0], 1, "height", "window"),
+          out_extent(s, x[3], p.window[1], st[1], p.padding[1], 1, "width", "window")};
+}
+inline void pool_io(const pcy_op_schema& s, const ext::checker& c, const TensorStorage& x,
+                    const char* xn, const TensorStorage& y, const char* yn,
+                    const PoolingParams& p) {
+  rank4(s, x, xn, "N x C x H x W");
+  c.same_dtype(y, yn, xn);
+  exact_shape(s, y, yn, pooling_shape(s, x.shape(), p), "the pooled shape of x");
+  c.distinct(x, xn, y, yn);
+}
+} // namespace detail
+
+// The shape pooling gives for an input of shape x.
+inline Shape pooling_output_shape(const Shape& x, const PoolingParams& p) {
+  return detail::pooling_shape(pcy_nn_pooling_max_schema, x, p);
+}
+
+inline void pooling_max(const Backend& b, const TensorStorage& x, TensorStorage& y,
+                        const PoolingParams& p = {}) {
+  constexpr auto& S = pcy_nn_pooling_max_schema;
+  ext::checker c(S, x, "x", detail::any_float);
+  detail::pool_io(S, c, x, "x", y, "y", p);
+  c.written(x, "x");
+  const Pair st = detail::stride_of(p);
+  ext::invoke<S>(b, c.dtype(),
+                 {OpArg::in(x), OpArg::out(y), detail::ints(p.window), detail::ints(st),
+                  detail::ints(p.padding)});
+}
+// Also writes the position of each maximum in its plane (for the gradient).
+inline void pooling_max(const Backend& b, const TensorStorage& x, TensorStorage& y,
+                        TensorStorage& indices, const PoolingParams& p = {}) {
+  constexpr auto& S = pcy_nn_pooling_max_indexed_schema;
+  ext::checker c(S, x, "x", detail::any_float);
+  detail::pool_io(S, c, x, "x", y, "y", p);
+  if (indices.dtype() != PCY_DTYPE_I32)
+    ext::fail(S, errc::invalid_argument, "argument indices: dtype ",
+              ext::dtype_name(indices.dtype()), " expected i32");
+  detail::exact_shape(S, indices, "indices", y.shape(), "the shape of y");
+  c.distinct(x, "x", indices, "indices");
+  c.distinct(y, "y", indices, "indices");
+  c.written(x, "x");
+  const Pair st = detail::stride_of(p);
+  ext::invoke<S>(b, c.dtype(),
+                 {OpArg::in(x), OpArg::out(y), OpArg::out(indices), detail::ints(p.window),
+                  detail::ints(st), detail::ints(p.padding)});
+}
+// From the forward's input x and output y.
+inline void pooling_max_grad(const Backend& b, const TensorStorage& x, const TensorStorage& y,
+                             const TensorStorage& dy, TensorStorage& dx,
+                             const PoolingParams& p = {}) {
+  constexpr auto& S = pcy_nn_pooling_max_grad_schema;
+  ext::checker c(S, x, "x", detail::any_float);
+  detail::pool_io(S, c, x, "x", y, "y", p);
+  c.same_dtype(dy, "dy", "x");
+  c.same_dtype(dx, "dx", "x");
+  detail::exact_shape(S, dy, "dy", y.shape(), "the shape of y");
+  detail::exact_shape(S, dx, "dx", x.shape(), "the shape of x");
+  for (const TensorStorage* t : {&x, &y, &dy})
+    c.distinct(*t, t == &x ? "x" : t == &y ? "y" : "dy", dx, "dx");
+  c.written(x, "x");
+  c.written(y, "y");
+  c.written(dy, "dy");
+  const Pair st = detail::stride_of(p);
+  ext::invoke<S>(b, c.dtype(),
+                 {OpArg::in(x), OpArg::in(y), OpArg::in(dy), OpArg::out(dx),
+                  detail::ints(p.window), detail::ints(st), detail::ints(p.padding)});
+}
+// From the indices the indexed forward wrote; dx has the forward's input shape.
+inline void pooling_max_grad(const Backend& b, const TensorStorage& dy,
+                             const TensorStorage& indices, TensorStorage& dx) {
+  constexpr auto& S = pcy_nn_pooling_max_grad_indexed_schema;
+  ext::checker c(S, dy, "dy", detail::any_float);
+  detail::rank4(S, dy, "dy", "N x C x P x Q");
+  detail::rank4(S, dx, "dx", "N x C x H x W");
+  c.same_dtype(dx, "dx", "dy");
+  if (indices.dtype() != PCY_DTYPE_I32)
+    ext::fail(S, errc::invalid_argument, "argument indices: dtype ",
+              ext::dtype_name(indices.dtype()), " expected i32");
+  detail::exact_shape(S, indices, "indices", dy.shape(), "the shape of dy");
+  if (dx.shape()[0] != dy.shape()[0] || dx.shape()[1] != dy.shape()[1])
+    ext::fail(S, errc::invalid_argument, "argument dx: shape ", ext::shape_str(dx),
+              " must have the N and C of dy ", ext::shape_str(dy));
+  c.distinct(dy, "dy", dx, "dx");
+  c.written(dy, "dy");
+  c.written(indices, "indices");
+  ext::invoke<S>(b, c.dtype(), {OpArg::in(dy), OpArg::in(indices), OpArg::out(dx)});
+}
+inline void pooling_avg(const Backend& b, const TensorStorage& x, TensorStorage& y,
+                        const PoolingParams& p = {}) {
+  constexpr auto& S = pcy_nn_pooling_avg_schema;
+  ext::checker c(S, x, "x", detail::any_float);
+  detail::pool_io(S, c, x, "x", y, "y", p);
+  c.written(x, "x");
+  const Pair st = detail::stride_of(p);
+  ext::invoke<S>(b, c.dtype(),
+                 {OpArg::in(x), OpArg::out(y), detail::ints(p.window), detail::ints(st),
+                  detail::ints(p.padding), OpArg::integer(p.include_padding ? 1 : 0)});
+}
+// dx has the forward's input shape.
+inline void pooling_avg_grad(const Backend& b, const TensorStorage& dy, TensorStorage& dx,
+                             const PoolingParams& p = {}) {
+  constexpr auto& S = pcy_nn_pooling_avg_grad_schema;
+  ext::checker c(S, dy, "dy", detail::any_float);
+  detail::pool_io(S, c, dx, "dx", dy, "dy", p);
+  c.written(dy, "dy");
+  const Pair st = detail::stride_of(p);
+  ext::invoke<S>(b, c.dtype(),
+                 {OpArg::in(dy), OpArg::out(dx), detail::ints(p.window), detail::ints(st),
+                  detail::ints(p.padding), OpArg::integer(p.include_padding ? 1 : 0)});
+}
+
+// ---- local response normalisation ---------------------------------------------------------
+
+struct LrnParams { // PyTorch's LocalResponseNorm defaults
+  int64_t n = 5;
+  double alpha = 1e-4, beta = 0.75, k = 1.0;
+};
+
+namespace detail {
+inline void lrn_params(const pcy_op_schema& s, const LrnParams& p) {
+  if (p.n < 1)
+    ext::fail(s, errc::invalid_argument, "argument n: ", p.n, " expected >= 1 (the window size)");
+  if (!std::isfinite(p.alpha))
+    ext::fail(s, errc::invalid_argument, "argument alpha: ", p.alpha, " is not finite");
+  if (!(p.beta >= 0) || !std::isfinite(p.beta))
+    ext::fail(s, errc::invalid_argument, "argument beta: ", p.beta, " expected finite and >= 0");
+  if (!(p.k > 0) || !std::isfinite(p.k))
+    ext::fail(s, errc::invalid_argument, "argument k: ", p.k, " expected finite and > 0");
+}
+} // namespace detail
+
+inline void lrn(const Backend& b, const TensorStorage& x, TensorStorage& y,
+                const LrnParams& p = {}) {
+  constexpr auto& S = pcy_nn_lrn_schema;
+  ext::checker c(S, x, "x");
+  detail::rank4(S, x, "x", "N x C x H x W");
+  c.same_dtype(y, "y", "x");
+  detail::exact_shape(S, y, "y", x.shape(), "the shape of x");
+  c.distinct(x, "x", y, "y");
+  detail::lrn_params(S, p);
+  c.written(x, "x");
+  ext::invoke<S>(b, c.dtype(),
+                 {OpArg::in(x), OpArg::out(y), OpArg::integer(p.n), OpArg::real(p.alpha),
+                  OpArg::real(p.beta), OpArg::real(p.k)});
+}
+// From the forward's input x and output y.
+inline void lrn_grad(const Backend& b, const TensorStorage& x, const TensorStorage& y,
+                     const TensorStorage& dy, TensorStorage& dx, const LrnParams& p = {}) {
+  constexpr auto& S = pcy_nn_lrn_grad_schema;
+  ext::checker c(S, x, "x");
+  detail::rank4(S, x, "x", "N x C x H x W");
+  for (const char* n : {"y", "dy", "dx"}) {
+    const TensorStorage& t = n[0] == 'y' ? y : n[1] == 'y' ? dy : dx;
+    c.same_dtype(t, n, "x");
+    detail::exact_shape(S, t, n, x.shape(), "the shape of x");
+  }
+  c.distinct(x, "x", dx, "dx");
+  c.distinct(y, "y", dx, "dx");
+  c.distinct(dy, "dy", dx, "dx");
+  detail::lrn_params(S, p);
+  c.written(x, "x");
+  c.written(y, "y");
+  c.written(dy, "dy");
+  ext::invoke<S>(b, c.dtype(),
+                 {OpArg::in(x), OpArg::in(y), OpArg::in(dy), OpArg::out(dx), OpArg::integer(p.n),
+                  OpArg::real(p.alpha), OpArg::real(p.beta), OpArg::real(p.k)});
+}
+
+// ---- dropout ------------------------------------------------------------------------------
+
+namespace detail {
+inline void probability(const pcy_op_schema& s, double p) {
+  if (!(p >= 0 && p <= 1))
+    ext::fail(s, errc::invalid_argument, "argument probability: ", p, " expected 0 <= p <= 1");
+}
+inline void mask_of(const pcy_op_schema& s, const TensorStorage& mask, const TensorStorage& like,
+                    const char* like_name) {
+  if (mask.dtype() != PCY_DTYPE_U8)
+    ext::fail(s, errc::invalid_argument, "argument mask: dtype ", ext::dtype_name(mask.dtype()),
+              " expected u8");
+  same_size(s, mask, "mask", like, like_name);
+}
+} // namespace detail
+
+// y = x * mask / (1 - probability), mask drawn from seed (the same on every framework).
+inline void dropout(const Backend& b, const TensorStorage& x, TensorStorage& y,
+                    TensorStorage& mask, double probability, uint64_t seed) {
+  constexpr auto& S = pcy_nn_dropout_schema;
+  ext::checker c(S, x, "x");
+  c.same_dtype(y, "y", "x");
+  detail::same_size(S, y, "y", x, "x");
+  detail::mask_of(S, mask, x, "x");
+  c.distinct(x, "x", y, "y");
+  c.distinct(x, "x", mask, "mask");
+  c.distinct(y, "y", mask, "mask");
+  detail::probability(S, probability);
+  c.written(x, "x");
+  ext::invoke<S>(b, c.dtype(),
+                 {OpArg::in(x), OpArg::out(y), OpArg::out(mask), OpArg::real(probability),
+                  OpArg::integer(static_cast<int64_t>(seed))});
+}
+inline void dropout_grad(const Backend& b, const TensorStorage& dy, const TensorStorage& mask,
+                         TensorStorage& dx, double probability) {
+  constexpr auto& S = pcy_nn_dropout_grad_schema;
+  ext::checker c(S, dy, "dy");
+  c.same_dtype(dx, "dx", "dy");
+  detail::same_size(S, dx, "dx", dy, "dy");
+  detail::mask_of(S, mask, dy, "dy");
+  c.distinct(dy, "dy", dx, "dx");
+  detail::probability(S, probability);
+  c.written(dy, "dy");
+  c.written(mask, "mask");
+  ext::invoke<S>(b, c.dtype(),
+                 {OpArg::in(dy), OpArg::in(mask), OpArg::out(dx), OpArg::real(probability)});
+}
+
+} // namespace parenchyma::nn

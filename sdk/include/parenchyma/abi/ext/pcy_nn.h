@@ -1,0 +1,230 @@
+/* parenchyma extension "nn": neural-network ops, every op's arguments as data (the op schemas
+ * every NN bundle and the front-end parenchyma/nn.hpp are built from). X(name, kind, intent,
+ * dtype, rank): see PCY_DECLARE_OP_SCHEMA in pcy_bundle.h. The reference semantics below are
+ * what every bundle implements and what the conformance suite checks (docs/nn.md).
+ *
+ * Common rules.
+ * - Tensors are dense and row-major. Image tensors are NCHW (rank 4); filters are K x C/groups
+ *   x R x S (rank 4). Tensors of one op are distinct (no aliasing) unless the op is in place.
+ * - Geometry arrays (stride, padding, dilation, window) are INT_ARRAYs of two values: (height,
+ *   width). Strides, dilations and windows are >= 1, paddings >= 0.
+ * - The op's dtype is that of its data tensors (f32, f64; f16 and bf16 where a bundle says so);
+ *   indices are i32, dropout masks u8, convolution_algorithm's result i64.
+ * - Empty tensors are allowed where the shapes allow them: the op then does nothing.
+ * - NaN propagates through every elementwise op; max pooling treats NaN as larger than any
+ *   number (a window holding a NaN yields NaN).
+ */
+#ifndef PCY_NN_H
+#define PCY_NN_H
+
+#include "../pcy_bundle.h"
+
+#define PCY_NN_EXTENSION "nn"
+
+/* ---- activations -----------------------------------------------------------------------------
+ * f(x): sigmoid 1 / (1 + e^-x); relu max(x, 0) (-0 stays -0, NaN stays NaN); tanh; elu
+ * x > 0 ? x : alpha (e^x - 1).
+ * <act>(x, y): y = f(x); x and y hold the same number of elements (any shapes).
+ * <act>_pointwise(x): x = f(x) in place.
+ * <act>_grad(y, dy, dx): dx = dy * f'(x), computed from the forward's OUTPUT y:
+ *   sigmoid y (1 - y); relu y > 0 ? 1 : 0; tanh 1 - y^2; elu y > 0 ? 1 : y + alpha.
+ * <act>_pointwise_grad(y, d): d = d * f'(x) in place (d holds dy, becomes dx). */
+#define PCY_NN_ACT_ARGS(X) X(x, TENSOR, IN, OP, ANY) X(y, TENSOR, OUT, OP, ANY)
+#define PCY_NN_ACT_POINTWISE_ARGS(X) X(x, TENSOR, INOUT, OP, ANY)
+#define PCY_NN_ACT_GRAD_ARGS(X)                                                                    \
+  X(y, TENSOR, IN, OP, ANY) X(dy, TENSOR, IN, OP, ANY) X(dx, TENSOR, OUT, OP, ANY)
+#define PCY_NN_ACT_POINTWISE_GRAD_ARGS(X) X(y, TENSOR, IN, OP, ANY) X(d, TENSOR, INOUT, OP, ANY)
+#define PCY_NN_ELU_ARGS(X) PCY_NN_ACT_ARGS(X) X(alpha, FLOAT, 0, OP, ANY)
+#define PCY_NN_ELU_POINTWISE_ARGS(X) PCY_NN_ACT_POINTWISE_ARGS(X) X(alpha, FLOAT, 0, OP, ANY)
+#define PCY_NN_ELU_GRAD_ARGS(X) PCY_NN_ACT_GRAD_ARGS(X) X(alpha, FLOAT, 0, OP, ANY)
+#define PCY_NN_ELU_POINTWISE_GRAD_ARGS(X)                                                          \
+  PCY_NN_ACT_POINTWISE_GRAD_ARGS(X) X(alpha, FLOAT, 0, OP, ANY)
+
+/* ---- softmax ---------------------------------------------------------------------------------
+ * Along `axis` (0 <= axis < rank of x): x is viewed as outer x len x inner, with len the extent
+ * of axis. softmax y = e^(x - max) / sum e^(x - max); log_softmax y = x - max - log sum
+ * e^(x - max). x and y have the same shape.
+ * softmax_grad(y, dy, dx): dx = y (dy - sum(dy y)); log_softmax_grad: dx = dy - e^y sum(dy),
+ * sums along the axis; y is the forward's output. */
+#define PCY_NN_SOFTMAX_ARGS(X)                                                                     \
+  X(x, TENSOR, IN, OP, ANY) X(y, TENSOR, OUT, OP, ANY) X(axis, INT, 0, OP, ANY)
+#define PCY_NN_SOFTMAX_GRAD_ARGS(X)                                                                \
+  X(y, TENSOR, IN, OP, ANY) X(dy, TENSOR, IN, OP, ANY) X(dx, TENSOR, OUT, OP, ANY)                \
+  X(axis, INT, 0, OP, ANY)
+
+/* ---- convolution -----------------------------------------------------------------------------
+ * Cross-correlation, as cuDNN's CUDNN_CROSS_CORRELATION and PyTorch's conv2d: x N x C x H x W,
+ * w K x C/groups x R x S, y N x K x P x Q with
+ *   P = (H + 2 pad_h - dil_h (R - 1) - 1) / stride_h + 1 (>= 1), Q likewise;
+ *   y[n,k,p,q] = sum_{c,r,s} x[n, g C/groups + c, p str_h - pad_h + r dil_h, ...] w[k,c,r,s]
+ * with g = k / (K/groups) and x outside the image read as 0. groups divides C and K.
+ * convolution_grad_data(w, dy, dx): dx = the gradient of sum(y dy) with respect to x;
+ * convolution_grad_filter(x, dy, dw): the gradient with respect to w. Each overwrites its
+ * output. `algorithm`: a value that convolution_algorithm returned for this direction (0: the
+ * bundle's default). `math`: 0 the bundle's default (strict unless its setting says
+ * otherwise), 1 strict (the op's dtype throughout), 2 reduced-precision inner products allowed
+ * (TF32 tensor cores for f32 on CUDA). Workspace comes from the host (pcy_op_call::workspace).
+ * convolution_bias(y, bias): y[n,k,:,:] += bias[k]; convolution_grad_bias(dy, db):
+ * db[k] = sum over n, p, q of dy[n,k,p,q].
+ * convolution_algorithm(direction, x_shape, w_shape, ...): direction 0 forward, 1 grad_data,
+ * 2 grad_filter; requested -1 measures the bundle's algorithms once for these shapes on this
+ * device (the result is cached), -2 chooses by heuristic, >= 0 asks for that one (refused with
+ * PCY_ERR_UNSUPPORTED when it cannot run these shapes). result (i64, 2 values) = {algorithm,
+ * workspace bytes}. */
+#define PCY_NN_CONV_GEOMETRY(X)                                                                    \
+  X(stride, INT_ARRAY, 0, OP, ANY) X(padding, INT_ARRAY, 0, OP, ANY)                              \
+  X(dilation, INT_ARRAY, 0, OP, ANY) X(groups, INT, 0, OP, ANY)
+#define PCY_NN_CONVOLUTION_ARGS(X)                                                                 \
+  X(x, TENSOR, IN, OP, 4) X(w, TENSOR, IN, OP, 4) X(y, TENSOR, OUT, OP, 4)                        \
+  PCY_NN_CONV_GEOMETRY(X) X(algorithm, INT, 0, OP, ANY) X(math, INT, 0, OP, ANY)
+#define PCY_NN_CONVOLUTION_GRAD_DATA_ARGS(X)                                                       \
+  X(w, TENSOR, IN, OP, 4) X(dy, TENSOR, IN, OP, 4) X(dx, TENSOR, OUT, OP, 4)                      \
+  PCY_NN_CONV_GEOMETRY(X) X(algorithm, INT, 0, OP, ANY) X(math, INT, 0, OP, ANY)
+#define PCY_NN_CONVOLUTION_GRAD_FILTER_ARGS(X)                                                     \
+  X(x, TENSOR, IN, OP, 4) X(dy, TENSOR, IN, OP, 4) X(dw, TENSOR, OUT, OP, 4)                      \
+  PCY_NN_CONV_GEOMETRY(X) X(algorithm, INT, 0, OP, ANY) X(math, INT, 0, OP, ANY)
+#define PCY_NN_CONVOLUTION_BIAS_ARGS(X) X(y, TENSOR, INOUT, OP, 4) X(bias, TENSOR, IN, OP, 1)
+#define PCY_NN_CONVOLUTION_GRAD_BIAS_ARGS(X) X(dy, TENSOR, IN, OP, 4) X(db, TENSOR, OUT, OP, 1)
+#define PCY_NN_CONVOLUTION_ALGORITHM_ARGS(X)                                                       \
+  X(direction, INT, 0, OP, ANY) X(x_shape, INT_ARRAY, 0, OP, ANY)                                 \
+  X(w_shape, INT_ARRAY, 0, OP, ANY) PCY_NN_CONV_GEOMETRY(X) X(requested, INT, 0, OP, ANY)         \
+  X(math, INT, 0, OP, ANY) X(result, TENSOR, OUT, I64, 1)
+
+/* ---- pooling ---------------------------------------------------------------------------------
+ * x N x C x H x W, y N x C x P x Q, P = (H + 2 pad_h - win_h) / stride_h + 1 (floor; the
+ * window must fit: H + 2 pad_h >= win_h), 2 pad <= win in each axis (every window holds an
+ * element of x).
+ * pooling_max: y = the maximum over the window, padding excluded. pooling_max_indexed also
+ * writes indices (i32, the shape of y): the position h W + w in x's plane of the first maximum
+ * in row-major window order. pooling_max_grad(x, y, dy, dx): dx = 0, then dy added at the
+ * first maximum of each window (recomputed from x); pooling_max_grad_indexed(dy, indices, dx)
+ * the same from indices (an index outside the plane adds nothing).
+ * pooling_avg: the mean over the window; include_padding 1: divided by win_h win_w, 0: by the
+ * number of elements of x in the window. pooling_avg_grad: its gradient (dx overwritten). */
+#define PCY_NN_POOL_GEOMETRY(X)                                                                    \
+  X(window, INT_ARRAY, 0, OP, ANY) X(stride, INT_ARRAY, 0, OP, ANY)                               \
+  X(padding, INT_ARRAY, 0, OP, ANY)
+#define PCY_NN_POOLING_MAX_ARGS(X)                                                                 \
+  X(x, TENSOR, IN, OP, 4) X(y, TENSOR, OUT, OP, 4) PCY_NN_POOL_GEOMETRY(X)
+#define PCY_NN_POOLING_MAX_INDEXED_ARGS(X)                                                         \
+  X(x, TENSOR, IN, OP, 4) X(y, TENSOR, OUT, OP, 4) X(indices, TENSOR, OUT, I32, 4)                \
+  PCY_NN_POOL_GEOMETRY(X)
+#define PCY_NN_POOLING_MAX_GRAD_ARGS(X)                                                            \
+  X(x, TENSOR, IN, OP, 4) X(y, TENSOR, IN, OP, 4) X(dy, TENSOR, IN, OP, 4)                        \
+  X(dx, TENSOR, OUT, OP, 4) PCY_NN_POOL_GEOMETRY(X)
+#define PCY_NN_POOLING_MAX_GRAD_INDEXED_ARGS(X)                                                    \
+  X(dy, TENSOR, IN, OP, 4) X(indices, TENSOR, IN, I32, 4) X(dx, TENSOR, OUT, OP, 4)
+#define PCY_NN_POOLING_AVG_ARGS(X)                                                                 \
+  X(x, TENSOR, IN, OP, 4) X(y, TENSOR, OUT, OP, 4) PCY_NN_POOL_GEOMETRY(X)                        \
+  X(include_padding, INT, 0, OP, ANY)
+#define PCY_NN_POOLING_AVG_GRAD_ARGS(X)                                                            \
+  X(dy, TENSOR, IN, OP, 4) X(dx, TENSOR, OUT, OP, 4) PCY_NN_POOL_GEOMETRY(X)                      \
+  X(include_padding, INT, 0, OP, ANY)
+
+/* ---- local response normalisation (across channels, as PyTorch's LocalResponseNorm) ----------
+ * x, y N x C x H x W; s[c] = k + alpha / n * sum_{c' in W(c)} x[c']^2 with the window
+ * W(c) = [c - n/2, c + (n-1)/2] clipped to [0, C) (integer division); y = x s^-beta.
+ * lrn_grad(x, y, dy, dx): dx[c] = dy[c] s[c]^-beta
+ *   - 2 alpha beta / n x[c] sum_{c': c in W(c')} dy[c'] y[c'] / s[c'].
+ * n >= 1, k > 0, beta >= 0. */
+#define PCY_NN_LRN_PARAMS(X)                                                                       \
+  X(n, INT, 0, OP, ANY) X(alpha, FLOAT, 0, OP, ANY) X(beta, FLOAT, 0, OP, ANY)                    \
+  X(k, FLOAT, 0, OP, ANY)
+#define PCY_NN_LRN_ARGS(X) X(x, TENSOR, IN, OP, 4) X(y, TENSOR, OUT, OP, 4) PCY_NN_LRN_PARAMS(X)
+#define PCY_NN_LRN_GRAD_ARGS(X)                                                                    \
+  X(x, TENSOR, IN, OP, 4) X(y, TENSOR, IN, OP, 4) X(dy, TENSOR, IN, OP, 4)                        \
+  X(dx, TENSOR, OUT, OP, 4) PCY_NN_LRN_PARAMS(X)
+
+/* ---- dropout ---------------------------------------------------------------------------------
+ * x, y: the same element count (any shapes); mask: u8, one per element. 0 <= probability <= 1.
+ * The same seed gives the same mask on every framework: for element i (0-based, row-major),
+ *   z = seed + (i + 1) * 0x9E3779B97F4A7C15 (mod 2^64);
+ *   z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9; z = (z ^ (z >> 27)) * 0x94D049BB133111EB;
+ *   z = z ^ (z >> 31);  keep = (z >> 40) >= t,  t = floor(probability * 2^24 + 0.5)
+ * (splitmix64; PCY_NN_DROPOUT_KEEP below). mask[i] = keep; y[i] = keep ? x[i] * scale : 0 with
+ * scale = 1 / (1 - probability) rounded to the op's dtype (0 when probability is 1).
+ * dropout_grad(dy, mask, dx): dx = mask ? dy * scale : 0 (a mask byte other than 0 counts as
+ * kept). */
+#define PCY_NN_DROPOUT_ARGS(X)                                                                     \
+  X(x, TENSOR, IN, OP, ANY) X(y, TENSOR, OUT, OP, ANY) X(mask, TENSOR, OUT, U8, ANY)              \
+  X(probability, FLOAT, 0, OP, ANY) X(seed, INT, 0, OP, ANY)
+#define PCY_NN_DROPOUT_GRAD_ARGS(X)                                                                \
+  X(dy, TENSOR, IN, OP, ANY) X(mask, TENSOR, IN, U8, ANY) X(dx, TENSOR, OUT, OP, ANY)             \
+  X(probability, FLOAT, 0, OP, ANY)
+
+/* The dropout decision for element i: 1 keeps it (threshold t as above). Plain C, so host code
+ * and device kernels (OpenCL C, CUDA) spell the same arithmetic. */
+#define PCY_NN_DROPOUT_MIX(seed, i, z)                                                             \
+  do {                                                                                             \
+    (z) = (uint64_t)(seed) + ((uint64_t)(i) + 1u) * 0x9E3779B97F4A7C15ull;                         \
+    (z) = ((z) ^ ((z) >> 30)) * 0xBF58476D1CE4E5B9ull;                                             \
+    (z) = ((z) ^ ((z) >> 27)) * 0x94D049BB133111EBull;                                             \
+    (z) = (z) ^ ((z) >> 31);                                                                       \
+  } while (0)
+#define PCY_NN_DROPOUT_THRESHOLD(p) ((uint32_t)((p) * 16777216.0 + 0.5))
+
+/* pcy_nn_<op>_schema and pcy_nn_<op>_args for every op. */
+#define PCY_NN_DECLARE_ACTIVATION(a, ARGS, PW, GRAD, PWGRAD)                                       \
+  PCY_DECLARE_OP_SCHEMA(pcy_nn, a, PCY_NN_EXTENSION, ARGS)                                         \
+  PCY_DECLARE_OP_SCHEMA(pcy_nn, a##_pointwise, PCY_NN_EXTENSION, PW)                               \
+  PCY_DECLARE_OP_SCHEMA(pcy_nn, a##_grad, PCY_NN_EXTENSION, GRAD)                                  \
+  PCY_DECLARE_OP_SCHEMA(pcy_nn, a##_pointwise_grad, PCY_NN_EXTENSION, PWGRAD)
+PCY_NN_DECLARE_ACTIVATION(sigmoid, PCY_NN_ACT_ARGS, PCY_NN_ACT_POINTWISE_ARGS,
+                          PCY_NN_ACT_GRAD_ARGS, PCY_NN_ACT_POINTWISE_GRAD_ARGS)
+PCY_NN_DECLARE_ACTIVATION(relu, PCY_NN_ACT_ARGS, PCY_NN_ACT_POINTWISE_ARGS, PCY_NN_ACT_GRAD_ARGS,
+                          PCY_NN_ACT_POINTWISE_GRAD_ARGS)
+PCY_NN_DECLARE_ACTIVATION(tanh, PCY_NN_ACT_ARGS, PCY_NN_ACT_POINTWISE_ARGS, PCY_NN_ACT_GRAD_ARGS,
+                          PCY_NN_ACT_POINTWISE_GRAD_ARGS)
+PCY_NN_DECLARE_ACTIVATION(elu, PCY_NN_ELU_ARGS, PCY_NN_ELU_POINTWISE_ARGS, PCY_NN_ELU_GRAD_ARGS,
+                          PCY_NN_ELU_POINTWISE_GRAD_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, softmax, PCY_NN_EXTENSION, PCY_NN_SOFTMAX_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, log_softmax, PCY_NN_EXTENSION, PCY_NN_SOFTMAX_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, softmax_grad, PCY_NN_EXTENSION, PCY_NN_SOFTMAX_GRAD_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, log_softmax_grad, PCY_NN_EXTENSION, PCY_NN_SOFTMAX_GRAD_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, convolution, PCY_NN_EXTENSION, PCY_NN_CONVOLUTION_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, convolution_grad_data, PCY_NN_EXTENSION,
+                      PCY_NN_CONVOLUTION_GRAD_DATA_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, convolution_grad_filter, PCY_NN_EXTENSION,
+                      PCY_NN_CONVOLUTION_GRAD_FILTER_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, convolution_bias, PCY_NN_EXTENSION, PCY_NN_CONVOLUTION_BIAS_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, convolution_grad_bias, PCY_NN_EXTENSION,
+                      PCY_NN_CONVOLUTION_GRAD_BIAS_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, convolution_algorithm, PCY_NN_EXTENSION,
+                      PCY_NN_CONVOLUTION_ALGORITHM_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, pooling_max, PCY_NN_EXTENSION, PCY_NN_POOLING_MAX_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, pooling_max_indexed, PCY_NN_EXTENSION,
+                      PCY_NN_POOLING_MAX_INDEXED_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, pooling_max_grad, PCY_NN_EXTENSION, PCY_NN_POOLING_MAX_GRAD_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, pooling_max_grad_indexed, PCY_NN_EXTENSION,
+                      PCY_NN_POOLING_MAX_GRAD_INDEXED_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, pooling_avg, PCY_NN_EXTENSION, PCY_NN_POOLING_AVG_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, pooling_avg_grad, PCY_NN_EXTENSION, PCY_NN_POOLING_AVG_GRAD_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, lrn, PCY_NN_EXTENSION, PCY_NN_LRN_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, lrn_grad, PCY_NN_EXTENSION, PCY_NN_LRN_GRAD_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, dropout, PCY_NN_EXTENSION, PCY_NN_DROPOUT_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, dropout_grad, PCY_NN_EXTENSION, PCY_NN_DROPOUT_GRAD_ARGS)
+
+/* Every op of the extension, for tools that list them (parenchyma-info, the docs table). */
+#define PCY_NN_SCHEMA_LIST                                                                         \
+  &pcy_nn_sigmoid_schema, &pcy_nn_sigmoid_pointwise_schema, &pcy_nn_sigmoid_grad_schema,           \
+      &pcy_nn_sigmoid_pointwise_grad_schema, &pcy_nn_relu_schema, &pcy_nn_relu_pointwise_schema,   \
+      &pcy_nn_relu_grad_schema, &pcy_nn_relu_pointwise_grad_schema, &pcy_nn_tanh_schema,           \
+      &pcy_nn_tanh_pointwise_schema, &pcy_nn_tanh_grad_schema,                                     \
+      &pcy_nn_tanh_pointwise_grad_schema, &pcy_nn_elu_schema, &pcy_nn_elu_pointwise_schema,        \
+      &pcy_nn_elu_grad_schema, &pcy_nn_elu_pointwise_grad_schema, &pcy_nn_softmax_schema,          \
+      &pcy_nn_log_softmax_schema, &pcy_nn_softmax_grad_schema, &pcy_nn_log_softmax_grad_schema,    \
+      &pcy_nn_convolution_schema, &pcy_nn_convolution_grad_data_schema,                            \
+      &pcy_nn_convolution_grad_filter_schema, &pcy_nn_convolution_bias_schema,                     \
+      &pcy_nn_convolution_grad_bias_schema, &pcy_nn_convolution_algorithm_schema,                  \
+      &pcy_nn_pooling_max_schema, &pcy_nn_pooling_max_indexed_schema,                              \
+      &pcy_nn_pooling_max_grad_schema, &pcy_nn_pooling_max_grad_indexed_schema,                    \
+      &pcy_nn_pooling_avg_schema, &pcy_nn_pooling_avg_grad_schema, &pcy_nn_lrn_schema,             \
+      &pcy_nn_lrn_grad_schema, &pcy_nn_dropout_schema, &pcy_nn_dropout_grad_schema
+#ifdef __cplusplus
+inline constexpr const pcy_op_schema* pcy_nn_schemas[] = {PCY_NN_SCHEMA_LIST};
+#else
+static const pcy_op_schema* const pcy_nn_schemas[] PCY_MAYBE_UNUSED = {PCY_NN_SCHEMA_LIST};
+#endif
+#define PCY_NN_OP_COUNT 36
+
+#endif /* PCY_NN_H */
