@@ -7,11 +7,14 @@
 
 #include <parenchyma/sdk/common.hpp>
 
+#include <dlfcn.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <optional>
 #include <string>
+#include <type_traits>
 
 namespace parenchyma {
 inline namespace v1 {
@@ -80,6 +83,86 @@ DLManagedTensor* make_managed(TensorStorage::Impl& t, void* data, DLDevice devic
 
 bool is_cuda(const BackendImpl& b) { return b.framework->name() == "cuda"; }
 
+// The few CUDA driver functions an export to a consumer stream needs (an event recorded on the
+// backend's stream, waited for by the consumer's), loaded once from the driver the cuda plugin
+// uses; the core links nothing of CUDA. Signatures as in cuda.h, with opaque handles.
+struct cuda_events {
+  using fn_ctx_push = int (*)(void*);
+  using fn_ctx_pop = int (*)(void**);
+  using fn_event_create = int (*)(void**, unsigned);
+  using fn_event_record = int (*)(void*, void*);
+  using fn_stream_wait = int (*)(void*, void*, unsigned);
+  using fn_event_destroy = int (*)(void*);
+  fn_ctx_push ctx_push = nullptr;
+  fn_ctx_pop ctx_pop = nullptr;
+  fn_event_create event_create = nullptr;
+  fn_event_record event_record = nullptr;
+  fn_stream_wait stream_wait = nullptr;
+  fn_event_destroy event_destroy = nullptr;
+  std::string missing; // why it cannot be used; empty when every function was found
+
+  static const cuda_events& get() {
+    static const cuda_events e = load(); // once; thread-safe
+    return e;
+  }
+
+private:
+  static cuda_events load() {
+    cuda_events e;
+    // RTLD_NOLOAD: the cuda plugin has loaded the driver already if a cuda backend exists.
+    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
+    if (lib == nullptr) lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      e.missing = "libcuda.so.1 cannot be loaded";
+      return e;
+    }
+    auto sym = [&](auto& f, const char* name) {
+      f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(lib, name));
+      if (f == nullptr && e.missing.empty()) e.missing = std::string("the driver lacks ") + name;
+    };
+    sym(e.ctx_push, "cuCtxPushCurrent_v2");
+    sym(e.ctx_pop, "cuCtxPopCurrent_v2");
+    sym(e.event_create, "cuEventCreate");
+    sym(e.event_record, "cuEventRecord");
+    sym(e.stream_wait, "cuStreamWaitEvent");
+    sym(e.event_destroy, "cuEventDestroy_v2");
+    return e; // the library stays loaded for the process (the plugin holds it too)
+  }
+};
+
+// Makes `consumer` wait for everything enqueued so far on the backend's stream.
+void order_consumer_stream(const Backend& backend, intptr_t consumer) {
+  const cuda_events& cu = cuda_events::get();
+  if (!cu.missing.empty())
+    throw error(errc::unsupported, origin,
+                "cannot order the consumer's stream: " + cu.missing +
+                    "; export with consumer_stream = 0 (the host waits)");
+  void* ctx = backend.native(PCY_NATIVE_CONTEXT);
+  void* ours = backend.native(PCY_NATIVE_QUEUE);
+  auto check = [](int rc, const char* call) {
+    if (rc != 0)
+      throw error(errc::device, origin,
+                  std::string(call) + " failed with CUresult " + std::to_string(rc) +
+                      " while ordering the consumer's stream");
+  };
+  check(cu.ctx_push(ctx), "cuCtxPushCurrent");
+  void* event = nullptr;
+  int rc = cu.event_create(&event, 0x2 /* CU_EVENT_DISABLE_TIMING */);
+  const char* failed = "cuEventCreate";
+  if (rc == 0) {
+    rc = cu.event_record(event, ours);
+    failed = "cuEventRecord";
+    if (rc == 0) {
+      rc = cu.stream_wait(reinterpret_cast<void*>(consumer), event, 0);
+      failed = "cuStreamWaitEvent";
+    }
+    (void)cu.event_destroy(event); // released once the work it marks is done
+  }
+  void* popped = nullptr;
+  (void)cu.ctx_pop(&popped);
+  check(rc, failed);
+}
+
 } // namespace
 
 pcy_dtype dtype_from_dlpack(DLDataType t) {
@@ -147,7 +230,14 @@ DLManagedTensor* to_dlpack(TensorStorage& t, const Backend& backend,
                         : impl.valid == 0 ? access::write_only
                                           : access::write;
   pcy_memory memory = impl.device(b, intent);
-  impl.settle_except(nullptr); // the consumer may read at once, on any stream
+  if (cuda && options.consumer_stream != 0) {
+    // Other backends' work on the tensor is finished on the host; this backend's stays queued,
+    // and the consumer's stream waits for it through an event.
+    impl.settle_except(&b);
+    if (options.consumer_stream != -1) order_consumer_stream(backend, options.consumer_stream);
+  } else {
+    impl.settle_except(nullptr); // the consumer may read at once, on any stream
+  }
   if (b.api->memory_export == nullptr) {
     if (!cuda) return to_dlpack_host(t);
     throw error(errc::unsupported, b.framework->name(), "the plugin exports no memory handles");

@@ -103,11 +103,14 @@ std::vector<std::mutex*> export_locks(const PyTensor& t) {
 }
 
 // Exports on the tensor's backend (the host copy when it has none), GIL released.
-DLManagedTensor* export_tensor(const PyTensor& t) {
+// consumer_stream: DLPackExportOptions::consumer_stream (0: the host waits for the work).
+DLManagedTensor* export_tensor(const PyTensor& t, intptr_t consumer_stream = 0) {
   const PyTensor keep = t;
   py::gil_scoped_release nogil;
   const OrderedLock lock(export_locks(keep));
-  return keep.backend ? to_dlpack(*keep.storage, keep.backend->backend)
+  DLPackExportOptions o;
+  o.consumer_stream = consumer_stream;
+  return keep.backend ? to_dlpack(*keep.storage, keep.backend->backend, o)
                       : to_dlpack_host(*keep.storage);
 }
 
@@ -211,7 +214,7 @@ py::tuple shape_tuple(const std::vector<int64_t>& s) {
   return t;
 }
 
-py::capsule dlpack_method(const PyTensor& t, const py::object& /*stream*/,
+py::capsule dlpack_method(const PyTensor& t, const py::object& stream,
                           const py::object& /*max_version*/, const py::object& dl_device,
                           const py::object& copy) {
   if (!copy.is_none() && copy.cast<bool>())
@@ -225,7 +228,19 @@ py::capsule dlpack_method(const PyTensor& t, const py::object& /*stream*/,
                              std::to_string(d.device_type) + ", " + std::to_string(d.device_id) +
                              "), not the requested one");
   }
-  return make_capsule(export_tensor(t));
+  // The protocol's stream: None (the legacy default stream is assumed: the host waits, which
+  // orders every stream), -1 (no ordering), 1 / 2 (the legacy / per-thread default stream) or
+  // a CUstream as an int: that stream waits for our work through an event (CUDA only).
+  intptr_t consumer = 0;
+  if (!stream.is_none()) {
+    consumer = stream.cast<intptr_t>();
+    if (consumer == 0)
+      throw py::value_error("parenchyma.Tensor.__dlpack__: stream=0 is ambiguous for CUDA and "
+                            "not allowed by the DLPack protocol; pass 1 (legacy default "
+                            "stream), 2 (per-thread default stream), a stream handle, or -1");
+    if (export_device(t).device_type != kDLCUDA) consumer = 0; // host memory: nothing queued
+  }
+  return make_capsule(export_tensor(t, consumer));
 }
 
 // Tensor.numpy(): an ndarray over a host export, its base a capsule that releases the export.
@@ -458,9 +473,11 @@ Threads: a tensor may be shared between Python threads; its operations are seria
            py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(),
            py::arg("copy") = py::none(),
            "A DLPack capsule ('dltensor', DLPack 0.6 unversioned) of the tensor on its backend "
-           "(Tensor.backend), or of the host copy when it has none. The backend's queue is "
-           "finished first, so any consumer stream may read at once (`stream` is accepted and "
-           "not needed). Raises parenchyma.Error ('unsupported') for an OpenCL device whose "
+           "(Tensor.backend), or of the host copy when it has none. CUDA: with a `stream` "
+           "(a CUstream as an int, 1 legacy default, 2 per-thread default) that stream waits "
+           "for the backend's work through an event and the host does not wait; -1 asks for "
+           "no ordering; None finishes the backend's queue first, so any stream may read. "
+           "Raises parenchyma.Error ('unsupported') for an OpenCL device whose "
            "memory is not host memory: use numpy() or to() a host backend.")
       .def(
           "__dlpack_device__",

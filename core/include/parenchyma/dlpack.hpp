@@ -6,7 +6,9 @@
 //   DLManagedTensor* out = parenchyma::to_dlpack(t, backend);          // the same bytes again
 //
 // Export (to_dlpack): the tensor's latest data is made to live in its slot on the backend, the
-// backend's queue is finished (the consumer may read at once, on any stream), and that slot
+// backend's queue is finished (the consumer may read at once, on any stream) — or, on a CUDA
+// backend given the consumer's stream, that stream is made to wait for the backend's work
+// through an event, without the host waiting (the `stream` of the Python protocol) — and that slot
 // becomes the tensor's only valid copy: the consumer may write through the pointer, and the next
 // parenchyma access sees what it wrote (once the consumer's own work finished). The returned
 // tensor keeps the bytes alive until its deleter runs, even after the SharedTensor is destroyed
@@ -43,6 +45,12 @@ struct DLPackExportOptions {
   // An OpenCL buffer that is not host memory: export the host copy (a copy to the host) instead
   // of refusing.
   bool through_host = false;
+  // CUDA backends: the stream the consumer reads on (a CUstream as an integer; 1 is the legacy
+  // default stream, 2 the per-thread default stream, as in DLPack's Python protocol). The
+  // stream waits for the backend's work on the tensor through an event; the host does not wait.
+  // -1: the consumer asks for no ordering at all. 0 (the default): the host waits for the work,
+  // so any stream may read. Ignored on other backends (their exports are finished on the host).
+  intptr_t consumer_stream = 0;
 };
 
 struct DLPackImportOptions {
