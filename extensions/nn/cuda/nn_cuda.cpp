@@ -1,0 +1,1274 @@
+// NN bundle for the CUDA framework: every op of pcy_nn.h in f32 and f64, and in f16 and bf16
+// for the activations, softmax, pooling and convolution (compute in f32). Our own CUDA C
+// kernels (kernels_cu.hpp) serve everything but the convolutions proper, which run on cuDNN 9
+// (loaded at run time, legacy convolution API) and, without cuDNN, on our direct kernels.
+// Everything is enqueued on the backend's CUstream; no op synchronises it.
+//
+// Convolution algorithm numbers (convolution_algorithm's result, the ops' `algorithm`): the
+// value of cuDNN's enum for the direction (cudnnConvolutionFwdAlgo_t 0..7,
+// cudnnConvolutionBwdDataAlgo_t 0..5, cudnnConvolutionBwdFilterAlgo_t 0..6), and 100 for our
+// own direct kernel. 0, the default, is cuDNN's algorithm 0 (IMPLICIT_GEMM / ALGO_0, which run
+// every geometry), or our kernel where cuDNN refuses it or is not in use.
+//
+// Math: 1 strict (f32: CUDNN_FMA_MATH, no TF32), 2 TF32 allowed (CUDNN_DEFAULT_MATH), 0 the
+// setting PARENCHYMA_NN_MATH ("strict", the default, or "tf32"). f16/bf16 always use
+// CUDNN_TENSOR_OP_MATH with f32 accumulation; f64 CUDNN_DEFAULT_MATH.
+#include "nn_call.hpp"
+
+#include "kernels_cu.hpp"
+#include <parenchyma/sdk/bundle.hpp>
+#include <parenchyma/sdk/op_schema.hpp>
+
+#include <cuda.h>
+#include <cudnn.h>
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <array>
+#include <compare>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace parenchyma;
+namespace nb = parenchyma::nn_bundle;
+
+constexpr const char* bundle_name = "nn_cuda";
+constexpr uint32_t block = 256;     // NN_BLOCK in kernels_cu.hpp
+constexpr uint32_t block_warps = 8; // NN_WARPS
+constexpr int64_t own_algorithm = 100;
+
+// ---- dtypes -------------------------------------------------------------------------------
+
+enum dt_index : int { F32 = 0, F64 = 1, F16 = 2, BF16 = 3 };
+constexpr int index_of(pcy_dtype d) {
+  return d == PCY_DTYPE_F32 ? F32 : d == PCY_DTYPE_F64 ? F64 : d == PCY_DTYPE_F16 ? F16 : BF16;
+}
+constexpr const char* suffix[4] = {"f32", "f64", "f16", "bf16"};
+constexpr uint64_t dt_bytes[4] = {4, 8, 2, 2};
+
+// Our kernels, by id; <name>_<suffix> in kernels_cu.hpp.
+enum kid : int {
+  K_SIGMOID_FWD,
+  K_SIGMOID_BWD,
+  K_RELU_FWD,
+  K_RELU_BWD,
+  K_TANH_FWD,
+  K_TANH_BWD,
+  K_ELU_FWD,
+  K_ELU_BWD,
+  K_SOFTMAX_ROWS,
+  K_SOFTMAX_COLS,
+  K_LOG_SOFTMAX_ROWS,
+  K_LOG_SOFTMAX_COLS,
+  K_SOFTMAX_GRAD_ROWS,
+  K_SOFTMAX_GRAD_COLS,
+  K_LOG_SOFTMAX_GRAD_ROWS,
+  K_LOG_SOFTMAX_GRAD_COLS,
+  K_POOL_MAX,
+  K_POOL_MAX_GATHER,
+  K_POOL_AVG,
+  K_POOL_AVG_GRAD,
+  K_POOL_SCATTER,
+  K_FILL_ZERO,
+  K_BIAS_ADD,
+  K_BIAS_GRAD,
+  K_CONV_FWD,
+  K_CONV_BWD_DATA,
+  K_CONV_BWD_FILTER,
+  K_LRN_FWD, // f32 and f64 only from here
+  K_LRN_BWD,
+  K_DROPOUT_FWD,
+  K_DROPOUT_BWD,
+  K_FROM_FLOAT, // f16 and bf16 only
+  K_COUNT
+};
+constexpr const char* kernel_names[K_COUNT] = {"sigmoid_fwd",
+                                               "sigmoid_bwd",
+                                               "relu_fwd",
+                                               "relu_bwd",
+                                               "tanh_fwd",
+                                               "tanh_bwd",
+                                               "elu_fwd",
+                                               "elu_bwd",
+                                               "softmax_rows",
+                                               "softmax_cols",
+                                               "log_softmax_rows",
+                                               "log_softmax_cols",
+                                               "softmax_grad_rows",
+                                               "softmax_grad_cols",
+                                               "log_softmax_grad_rows",
+                                               "log_softmax_grad_cols",
+                                               "pool_max",
+                                               "pool_max_gather",
+                                               "pool_avg",
+                                               "pool_avg_grad",
+                                               "pool_scatter",
+                                               "fill_zero",
+                                               "bias_add",
+                                               "bias_grad",
+                                               "conv_fwd",
+                                               "conv_bwd_data",
+                                               "conv_bwd_filter",
+                                               "lrn_fwd",
+                                               "lrn_bwd",
+                                               "dropout_fwd",
+                                               "dropout_bwd",
+                                               "from_float"};
+constexpr bool kernel_exists(int k, int d) {
+  if (k >= K_LRN_FWD && k <= K_DROPOUT_BWD) return d == F32 || d == F64;
+  if (k == K_FROM_FLOAT) return d == F16 || d == BF16;
+  return true;
+}
+
+// The geometry argument of the direct convolution kernels (struct conv_geom there).
+struct conv_geom {
+  int N, C, H, W, K, R, S, P, Q, sh, sw, ph, pw, dh, dw, G;
+};
+static_assert(sizeof(conv_geom) == 64);
+
+// ---- cuDNN, loaded at run time ---------------------------------------------------------------
+
+// clang-format off
+#define PARENCHYMA_CUDNN_FUNCTIONS(X) \
+  X(cudnnGetVersion) X(cudnnGetErrorString) X(cudnnCreate) X(cudnnDestroy) X(cudnnSetStream) \
+  X(cudnnCreateTensorDescriptor) X(cudnnSetTensor4dDescriptor) X(cudnnDestroyTensorDescriptor) \
+  X(cudnnCreateFilterDescriptor) X(cudnnSetFilter4dDescriptor) X(cudnnDestroyFilterDescriptor) \
+  X(cudnnCreateConvolutionDescriptor) X(cudnnSetConvolution2dDescriptor) \
+  X(cudnnSetConvolutionGroupCount) X(cudnnSetConvolutionMathType) \
+  X(cudnnDestroyConvolutionDescriptor) \
+  X(cudnnGetConvolutionForwardWorkspaceSize) X(cudnnGetConvolutionBackwardDataWorkspaceSize) \
+  X(cudnnGetConvolutionBackwardFilterWorkspaceSize) \
+  X(cudnnConvolutionForward) X(cudnnConvolutionBackwardData) X(cudnnConvolutionBackwardFilter) \
+  X(cudnnFindConvolutionForwardAlgorithmEx) X(cudnnFindConvolutionBackwardDataAlgorithmEx) \
+  X(cudnnFindConvolutionBackwardFilterAlgorithmEx) \
+  X(cudnnGetConvolutionForwardAlgorithm_v7) X(cudnnGetConvolutionBackwardDataAlgorithm_v7) \
+  X(cudnnGetConvolutionBackwardFilterAlgorithm_v7)
+// clang-format on
+
+struct cudnn_api {
+#define PARENCHYMA_DECLARE(f) decltype(&::f) f = nullptr;
+  PARENCHYMA_CUDNN_FUNCTIONS(PARENCHYMA_DECLARE)
+#undef PARENCHYMA_DECLARE
+};
+
+constexpr int algo_count[3] = {CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
+                               CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
+                               CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT};
+constexpr const char* direction_name[3] = {"convolution", "convolution_grad_data",
+                                           "convolution_grad_filter"};
+
+// A convolution's geometry as cuDNN's descriptors hold it (with the dtype and math type).
+struct conv_key {
+  int dt = -1, N = 0, C = 0, H = 0, W = 0, K = 0, R = 0, S = 0, sh = 0, sw = 0, ph = 0, pw = 0,
+      dh = 0, dw = 0, G = 0, math = 0;
+  auto operator<=>(const conv_key&) const = default;
+};
+struct find_key {
+  int direction = 0;
+  conv_key g;
+  std::string device; // the device's UUID
+  auto operator<=>(const find_key&) const = default;
+};
+struct find_result {
+  int64_t algorithm = 0, workspace = 0;
+};
+
+class nn_cuda_bundle;
+
+// ---- per-context state --------------------------------------------------------------------
+
+template <class V> pcy_kernel_arg val(const V& v) {
+  return {PCY_ARG_SCALAR, nullptr, &v, sizeof(V)};
+}
+
+struct cuda_nn_context {
+  const nn_cuda_bundle* bundle = nullptr;
+  const pcy_framework_api* fw = nullptr;
+  pcy_context context = nullptr;
+  uint32_t device = 0;
+  pcy_queue queue = nullptr;
+  CUcontext cu_ctx = nullptr;
+  CUstream stream = nullptr;
+  uint64_t max_blocks = 1024; // grid cap of the grid-stride kernels: 16 blocks per SM
+  bool fp64 = true;
+  std::string uuid, device_name;
+  pcy_program program = nullptr;
+  pcy_kernel k[4][K_COUNT] = {};
+  // cuDNN (null without it; dnn_reason says why)
+  cudnnHandle_t dnn = nullptr;
+  cudnnTensorDescriptor_t xd = nullptr, yd = nullptr;
+  cudnnFilterDescriptor_t wd = nullptr;
+  cudnnConvolutionDescriptor_t cd = nullptr;
+  std::string dnn_reason;
+  conv_key last;                 // what the descriptors hold (dt -1: nothing valid)
+  int ws_algo[3] = {-1, -1, -1}; // workspace size cache for `last`, per direction
+  size_t ws_bytes[3] = {0, 0, 0};
+
+  cuda_nn_context() = default;
+  cuda_nn_context(const cuda_nn_context&) = delete;
+  cuda_nn_context& operator=(const cuda_nn_context&) = delete;
+  ~cuda_nn_context();
+
+  bool op_available(const pcy_op_desc& op, const char** reason) const {
+    if (op.dtype == PCY_DTYPE_F64 && !fp64) {
+      *reason = "nn_cuda: the device reports no fp64";
+      return false;
+    }
+    return true;
+  }
+
+  const cudnn_api& api() const;
+  void current() const;
+
+  pcy_kernel kernel(int id, int d) const { return k[d][id]; }
+  void launch(pcy_queue q, pcy_kernel kern, uint64_t blocks,
+              std::initializer_list<pcy_kernel_arg> args) const {
+    pcy_kernel_launch_args l{};
+    l.struct_size = sizeof l;
+    l.queue = q;
+    l.kernel = kern;
+    l.dims = 1;
+    l.global[0] = blocks * block;
+    l.global[1] = l.global[2] = 1;
+    l.local[0] = block;
+    l.local[1] = l.local[2] = 1;
+    l.args = args.begin();
+    l.arg_count = static_cast<uint32_t>(args.size());
+    sdk::check(fw->kernel_launch(&l));
+  }
+  // Blocks for a grid-stride kernel over `count` items of `per_block` each.
+  uint64_t blocks_for(uint64_t count, uint64_t per_block = block) const {
+    return std::clamp<uint64_t>((count + per_block - 1) / per_block, 1, max_blocks);
+  }
+  uint64_t ptr(const pcy_tensor& t) const {
+    return reinterpret_cast<uint64_t>(sdk::native_of(*fw, t)) + t.byte_offset;
+  }
+  void zero(pcy_queue q, const pcy_tensor& t, uint64_t bytes) const {
+    if (bytes == 0) return;
+    pcy_memory_fill_args f{};
+    f.struct_size = sizeof f;
+    f.queue = q;
+    f.memory = t.memory;
+    f.offset = t.byte_offset;
+    f.bytes = bytes;
+    const uint8_t z = 0;
+    f.pattern = &z;
+    f.pattern_size = 1;
+    sdk::check(fw->memory_fill(&f));
+  }
+  void check(cudnnStatus_t s, const char* what) const {
+    if (s != CUDNN_STATUS_SUCCESS)
+      sdk::fail(s == CUDNN_STATUS_NOT_SUPPORTED  ? PCY_ERR_UNSUPPORTED
+                : s == CUDNN_STATUS_ALLOC_FAILED ? PCY_ERR_OUT_OF_MEMORY
+                                                 : PCY_ERR_DEVICE,
+                sdk::str(what, " failed: ", api().cudnnGetErrorString(s)));
+  }
+  // Sets the descriptors to g unless they hold it already; a refused geometry leaves them
+  // invalid and returns cuDNN's status.
+  cudnnStatus_t set_geometry(const conv_key& g);
+};
+
+// ---- the bundle ---------------------------------------------------------------------------
+
+class nn_cuda_bundle {
+public:
+  using context_type = cuda_nn_context;
+  static constexpr const char* name = bundle_name;
+  static constexpr const char* version = "1.0";
+  static constexpr const char* description =
+      "NN ops on CUDA: parenchyma CUDA C kernels, convolutions through cuDNN 9 (loaded at run "
+      "time) or parenchyma's direct kernels without it";
+  static constexpr const char* extension = PCY_NN_EXTENSION;
+  static constexpr const char* framework = "cuda";
+  static constexpr uint32_t min_framework_abi_minor = 0;
+
+  explicit nn_cuda_bundle(const pcy_host_services& host);
+  nn_cuda_bundle(const nn_cuda_bundle&) = delete;
+  nn_cuda_bundle& operator=(const nn_cuda_bundle&) = delete;
+  ~nn_cuda_bundle() {
+    // cuDNN and libcuda stay loaded on purpose: they keep process-wide state of their own.
+  }
+
+  const char* reason() const { return reason_.empty() ? nullptr : reason_.c_str(); }
+  std::span<const pcy_op_desc> ops() const { return table_.ops(); }
+  context_type* create_context(const pcy_bundle_context_args& a);
+
+  const cudnn_api& api() const { return dnn_; }
+  bool has_cudnn() const { return dnn_lib_ != nullptr; }
+  bool tf32_default() const { return tf32_; }
+  decltype(&::cuCtxGetCurrent) ctx_get = nullptr;
+  decltype(&::cuCtxSetCurrent) ctx_set = nullptr;
+
+  // The measured algorithms (requested -1), process-wide.
+  mutable std::mutex find_mutex;
+  mutable std::map<find_key, find_result> find_cache;
+
+private:
+  bool load_driver();
+  void load_cudnn();
+  void build_kernels(cuda_nn_context& cx, const pcy_bundle_context_args& a) const;
+  void setup_cudnn(cuda_nn_context& cx) const;
+  template <class Op> void add(const pcy_op_schema& s, bool halves, const std::string& impl) {
+    const pcy_dtype all[4] = {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_F16, PCY_DTYPE_BF16};
+    table_.add<&Op::template run<PCY_DTYPE_F32>>(s, all[0], sdk::str(impl, " (f32)"));
+    table_.add<&Op::template run<PCY_DTYPE_F64>>(s, all[1], sdk::str(impl, " (f64)"));
+    if (!halves) return;
+    table_.add<&Op::template run<PCY_DTYPE_F16>>(s, all[2], sdk::str(impl, " (f16)"));
+    table_.add<&Op::template run<PCY_DTYPE_BF16>>(s, all[3], sdk::str(impl, " (bf16)"));
+  }
+  void register_ops();
+
+  sdk::logger log_;
+  const pcy_host_services* host_;
+  cudnn_api dnn_;
+  void* dnn_lib_ = nullptr;
+  std::string dnn_soname_, dnn_version_;
+  bool tf32_ = false;
+  std::string reason_;
+  sdk::op_table<nn_cuda_bundle> table_;
+};
+
+const cudnn_api& cuda_nn_context::api() const { return bundle->api(); }
+
+void cuda_nn_context::current() const {
+  CUcontext c = nullptr;
+  if (bundle->ctx_get(&c) != CUDA_SUCCESS || c != cu_ctx) {
+    const CUresult r = bundle->ctx_set(cu_ctx);
+    if (r != CUDA_SUCCESS)
+      sdk::fail(PCY_ERR_DEVICE, sdk::str("nn_cuda: cuCtxSetCurrent failed (CUresult ", r, ")"));
+  }
+}
+
+cuda_nn_context::~cuda_nn_context() {
+  if (dnn != nullptr) {
+    try {
+      current();
+    } catch (...) { // tearing down: nothing to report to
+    }
+    const cudnn_api& d = api();
+    if (xd) d.cudnnDestroyTensorDescriptor(xd);
+    if (yd) d.cudnnDestroyTensorDescriptor(yd);
+    if (wd) d.cudnnDestroyFilterDescriptor(wd);
+    if (cd) d.cudnnDestroyConvolutionDescriptor(cd);
+    d.cudnnDestroy(dnn);
+  }
+  for (auto& row : k)
+    for (pcy_kernel kern : row)
+      if (kern != nullptr) fw->kernel_destroy(kern);
+  if (program != nullptr) fw->program_destroy(program);
+}
+
+cudnnDataType_t cudnn_dtype(int d) {
+  return d == F32   ? CUDNN_DATA_FLOAT
+         : d == F64 ? CUDNN_DATA_DOUBLE
+         : d == F16 ? CUDNN_DATA_HALF
+                    : CUDNN_DATA_BFLOAT16;
+}
+
+cudnnStatus_t cuda_nn_context::set_geometry(const conv_key& g) {
+  if (g == last) return CUDNN_STATUS_SUCCESS;
+  last = conv_key{};
+  ws_algo[0] = ws_algo[1] = ws_algo[2] = -1;
+  const cudnn_api& d = api();
+  const cudnnDataType_t t = cudnn_dtype(g.dt);
+  const int P = static_cast<int>(nb::out_extent(g.H, g.R, g.sh, g.ph, g.dh));
+  const int Q = static_cast<int>(nb::out_extent(g.W, g.S, g.sw, g.pw, g.dw));
+  cudnnStatus_t s = d.cudnnSetTensor4dDescriptor(xd, CUDNN_TENSOR_NCHW, t, g.N, g.C, g.H, g.W);
+  if (s == CUDNN_STATUS_SUCCESS)
+    s = d.cudnnSetFilter4dDescriptor(wd, t, CUDNN_TENSOR_NCHW, g.K, g.C / g.G, g.R, g.S);
+  if (s == CUDNN_STATUS_SUCCESS)
+    s = d.cudnnSetTensor4dDescriptor(yd, CUDNN_TENSOR_NCHW, t, g.N, g.K, P, Q);
+  if (s == CUDNN_STATUS_SUCCESS)
+    s = d.cudnnSetConvolution2dDescriptor(cd, g.ph, g.pw, g.sh, g.sw, g.dh, g.dw,
+                                          CUDNN_CROSS_CORRELATION,
+                                          g.dt == F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT);
+  if (s == CUDNN_STATUS_SUCCESS) s = d.cudnnSetConvolutionGroupCount(cd, g.G);
+  if (s == CUDNN_STATUS_SUCCESS)
+    s = d.cudnnSetConvolutionMathType(cd, static_cast<cudnnMathType_t>(g.math));
+  if (s == CUDNN_STATUS_SUCCESS) last = g;
+  return s;
+}
+
+// ---- helpers shared by the ops -----------------------------------------------------------------
+
+bool aligned16(uint64_t p) { return (p & 15u) == 0; }
+
+template <pcy_dtype D> using compute_t = std::conditional_t<D == PCY_DTYPE_F64, double, float>;
+template <pcy_dtype D> using wide_t = std::conditional_t<D == PCY_DTYPE_F64, double, float>;
+
+int narrow(int64_t v, const pcy_op_schema& s, const char* what) { return nb::to_int(v, s, what); }
+
+// ---- activations --------------------------------------------------------------------------
+
+// A: 0 sigmoid, 1 relu, 2 tanh, 3 elu; G: the gradient forms.
+template <const pcy_op_schema& S, int A, bool G> struct act_op {
+  static nb::eltwise_call decode(const sdk::op_args& a, pcy_dtype d) {
+    if constexpr (G)
+      return nb::decode_act_grad<S>(a, d);
+    else
+      return nb::decode_act<S>(a, d);
+  }
+  template <pcy_dtype D> static void run(cuda_nn_context& cx, const sdk::op_args& a) {
+    constexpr int d = index_of(D);
+    const nb::eltwise_call c = decode(a, D);
+    if (c.n == 0) return;
+    const auto n = static_cast<long long>(c.n);
+    const compute_t<D> alpha = static_cast<compute_t<D>>(c.alpha);
+    const uint64_t per_thread = 16 / dt_bytes[d];
+    if constexpr (!G) {
+      const uint64_t x = cx.ptr(*c.x), y = cx.ptr(*c.y);
+      const int vec = aligned16(x) && aligned16(y) ? 1 : 0;
+      cx.launch(a.queue(), cx.kernel(2 * A, d), cx.blocks_for(vec ? c.n / per_thread + 1 : c.n),
+                {val(n), val(alpha), val(x), val(y), val(vec)});
+    } else {
+      const uint64_t y = cx.ptr(*c.x), dy = cx.ptr(*c.dy), dx = cx.ptr(*c.y);
+      const int vec = aligned16(y) && aligned16(dy) && aligned16(dx) ? 1 : 0;
+      cx.launch(a.queue(), cx.kernel(2 * A + 1, d), cx.blocks_for(vec ? c.n / per_thread + 1 : c.n),
+                {val(n), val(alpha), val(y), val(dy), val(dx), val(vec)});
+    }
+  }
+};
+
+// ---- softmax ------------------------------------------------------------------------------
+
+// M: 0 softmax, 1 log_softmax, 2 softmax_grad, 3 log_softmax_grad.
+template <const pcy_op_schema& S, int M> struct softmax_op {
+  template <pcy_dtype D> static void run(cuda_nn_context& cx, const sdk::op_args& a) {
+    constexpr int d = index_of(D);
+    const nb::softmax_call c = nb::decode_softmax<S>(a, D);
+    if (c.outer == 0 || c.len == 0 || c.inner == 0) return;
+    const uint64_t in = cx.ptr(*c.x), out = cx.ptr(*c.y), dy = c.dy ? cx.ptr(*c.dy) : 0;
+    const auto outer = static_cast<long long>(c.outer), len = static_cast<long long>(c.len),
+               inner = static_cast<long long>(c.inner);
+    if (c.inner == 1) {
+      const int per_warp = c.len <= 1024 ? 1 : 0;
+      const uint64_t blocks = per_warp ? cx.blocks_for(c.outer, block_warps)
+                                       : std::min<uint64_t>(c.outer, cx.max_blocks);
+      cx.launch(a.queue(), cx.kernel(K_SOFTMAX_ROWS + 2 * M, d), blocks,
+                {val(outer), val(len), val(per_warp), val(in), val(dy), val(out)});
+    } else {
+      cx.launch(a.queue(), cx.kernel(K_SOFTMAX_COLS + 2 * M, d), cx.blocks_for(c.outer * c.inner),
+                {val(outer), val(len), val(inner), val(in), val(dy), val(out)});
+    }
+  }
+};
+
+// ---- pooling ------------------------------------------------------------------------------
+
+struct pool_geom {
+  int H, W, P, Q, wh, ww, sh, sw, ph, pw;
+};
+template <const pcy_op_schema& S> pool_geom pool_ints(const nb::pool_call& c) {
+  return {narrow(c.H, S, "H"),
+          narrow(c.W, S, "W"),
+          narrow(c.P, S, "P"),
+          narrow(c.Q, S, "Q"),
+          narrow(c.win[0], S, "window"),
+          narrow(c.win[1], S, "window"),
+          narrow(c.stride[0], S, "stride"),
+          narrow(c.stride[1], S, "stride"),
+          narrow(c.pad[0], S, "padding"),
+          narrow(c.pad[1], S, "padding")};
+}
+
+// pooling_max (I false) and pooling_max_indexed (I true).
+template <const pcy_op_schema& S, bool I> struct pool_max_op {
+  template <pcy_dtype D> static void run(cuda_nn_context& cx, const sdk::op_args& a) {
+    const nb::pool_call c = nb::decode_pool<S>(a, D);
+    const uint64_t total = static_cast<uint64_t>(c.N * c.C * c.P * c.Q);
+    if (total == 0) return;
+    const pool_geom g = pool_ints<S>(c);
+    const uint64_t x = cx.ptr(*c.x), y = cx.ptr(*c.y), idx = I ? cx.ptr(*c.indices) : 0;
+    const auto t = static_cast<long long>(total);
+    cx.launch(a.queue(), cx.kernel(K_POOL_MAX, index_of(D)), cx.blocks_for(total),
+              {val(t), val(g.H), val(g.W), val(g.P), val(g.Q), val(g.wh), val(g.ww), val(g.sh),
+               val(g.sw), val(g.ph), val(g.pw), val(x), val(y), val(idx)});
+  }
+};
+
+// pooling_max_grad(x, y, dy, dx): the first maxima into the workspace, then a gather per dx.
+struct pool_max_grad_op {
+  template <pcy_dtype D> static void run(cuda_nn_context& cx, const sdk::op_args& a) {
+    constexpr auto& S = pcy_nn_pooling_max_grad_schema;
+    constexpr int d = index_of(D);
+    const nb::pool_call c = nb::decode_pool<S>(a, D);
+    const uint64_t nx = static_cast<uint64_t>(c.N * c.C * c.H * c.W);
+    const uint64_t ny = static_cast<uint64_t>(c.N * c.C * c.P * c.Q);
+    if (nx == 0) return;
+    if (ny == 0) {
+      cx.zero(a.queue(), *c.dx, nx * dt_bytes[d]);
+      return;
+    }
+    const pool_geom g = pool_ints<S>(c);
+    void* native = nullptr;
+    a.workspace(ny * sizeof(int32_t), &native);
+    const auto idx = reinterpret_cast<uint64_t>(native);
+    const uint64_t x = cx.ptr(*c.x), dy = cx.ptr(*c.dy), dx = cx.ptr(*c.dx), none = 0;
+    const auto ty = static_cast<long long>(ny), tx = static_cast<long long>(nx);
+    cx.launch(a.queue(), cx.kernel(K_POOL_MAX, d), cx.blocks_for(ny),
+              {val(ty), val(g.H), val(g.W), val(g.P), val(g.Q), val(g.wh), val(g.ww), val(g.sh),
+               val(g.sw), val(g.ph), val(g.pw), val(x), val(none), val(idx)});
+    cx.launch(a.queue(), cx.kernel(K_POOL_MAX_GATHER, d), cx.blocks_for(nx),
+              {val(tx), val(g.H), val(g.W), val(g.P), val(g.Q), val(g.wh), val(g.ww), val(g.sh),
+               val(g.sw), val(g.ph), val(g.pw), val(idx), val(dy), val(dx)});
+  }
+};
+
+// pooling_max_grad_indexed(dy, indices, dx): no geometry to gather by, so dx is zeroed and dy
+// added at each index by atomics (f16/bf16: into a float workspace, converted at the end).
+struct pool_max_grad_indexed_op {
+  template <pcy_dtype D> static void run(cuda_nn_context& cx, const sdk::op_args& a) {
+    constexpr auto& S = pcy_nn_pooling_max_grad_indexed_schema;
+    constexpr int d = index_of(D);
+    const nb::pool_call c = nb::decode_pool<S>(a, D);
+    const uint64_t nx = static_cast<uint64_t>(c.N * c.C * c.H * c.W);
+    const uint64_t ny = static_cast<uint64_t>(c.N * c.C * c.P * c.Q);
+    if (nx == 0) return;
+    const bool half = D == PCY_DTYPE_F16 || D == PCY_DTYPE_BF16;
+    uint64_t acc = cx.ptr(*c.dx);
+    if (half) {
+      void* native = nullptr;
+      a.workspace(nx * sizeof(float), &native);
+      acc = reinterpret_cast<uint64_t>(native);
+    }
+    const auto tx = static_cast<long long>(nx), ty = static_cast<long long>(ny);
+    cx.launch(a.queue(), cx.kernel(K_FILL_ZERO, half ? F32 : d), cx.blocks_for(nx),
+              {val(tx), val(acc)});
+    if (ny > 0) {
+      const auto PQ = static_cast<long long>(c.P * c.Q), HW = static_cast<long long>(c.H * c.W);
+      const uint64_t idx = cx.ptr(*c.indices), dy = cx.ptr(*c.dy);
+      cx.launch(a.queue(), cx.kernel(K_POOL_SCATTER, d), cx.blocks_for(ny),
+                {val(ty), val(PQ), val(HW), val(idx), val(dy), val(acc)});
+    }
+    if (half) {
+      const uint64_t dx = cx.ptr(*c.dx);
+      cx.launch(a.queue(), cx.kernel(K_FROM_FLOAT, d), cx.blocks_for(nx),
+                {val(tx), val(acc), val(dx)});
+    }
+  }
+};
+
+// pooling_avg (G false) and pooling_avg_grad (G true, a gather per dx).
+template <const pcy_op_schema& S, bool G> struct pool_avg_op {
+  template <pcy_dtype D> static void run(cuda_nn_context& cx, const sdk::op_args& a) {
+    constexpr int d = index_of(D);
+    const nb::pool_call c = nb::decode_pool<S>(a, D);
+    const uint64_t nx = static_cast<uint64_t>(c.N * c.C * c.H * c.W);
+    const uint64_t ny = static_cast<uint64_t>(c.N * c.C * c.P * c.Q);
+    const pool_geom g = pool_ints<S>(c);
+    const int inc = c.include_padding ? 1 : 0;
+    if constexpr (!G) {
+      if (ny == 0) return;
+      const uint64_t x = cx.ptr(*c.x), y = cx.ptr(*c.y);
+      const auto t = static_cast<long long>(ny);
+      cx.launch(a.queue(), cx.kernel(K_POOL_AVG, d), cx.blocks_for(ny),
+                {val(t), val(g.H), val(g.W), val(g.P), val(g.Q), val(g.wh), val(g.ww), val(g.sh),
+                 val(g.sw), val(g.ph), val(g.pw), val(inc), val(x), val(y)});
+    } else {
+      if (nx == 0) return;
+      const uint64_t dy = cx.ptr(*c.dy), dx = cx.ptr(*c.dx);
+      const auto t = static_cast<long long>(nx);
+      cx.launch(a.queue(), cx.kernel(K_POOL_AVG_GRAD, d), cx.blocks_for(nx),
+                {val(t), val(g.H), val(g.W), val(g.P), val(g.Q), val(g.wh), val(g.ww), val(g.sh),
+                 val(g.sw), val(g.ph), val(g.pw), val(inc), val(dy), val(dx)});
+    }
+  }
+};
+
+// ---- LRN ----------------------------------------------------------------------------------
+
+template <const pcy_op_schema& S, bool G> struct lrn_op {
+  template <pcy_dtype D> static void run(cuda_nn_context& cx, const sdk::op_args& a) {
+    constexpr int d = index_of(D);
+    const nb::lrn_call c = nb::decode_lrn<S>(a, D);
+    const uint64_t count = static_cast<uint64_t>(c.N * c.C * c.H * c.W);
+    if (count == 0) return;
+    const auto cols = static_cast<long long>(c.N * c.H * c.W),
+               plane = static_cast<long long>(c.H * c.W);
+    const int C = narrow(c.C, S, "C"), n = narrow(c.n, S, "n");
+    const double alpha = c.alpha, beta = c.beta, k = c.k;
+    const uint64_t x = cx.ptr(*c.x), y = cx.ptr(*c.y);
+    if constexpr (!G) {
+      cx.launch(
+          a.queue(), cx.kernel(K_LRN_FWD, d), cx.blocks_for(static_cast<uint64_t>(cols)),
+          {val(cols), val(C), val(plane), val(n), val(alpha), val(beta), val(k), val(x), val(y)});
+    } else {
+      uint64_t bytes = 0;
+      if (!sdk::mul_ok(count, 2 * sizeof(double), bytes))
+        sdk::fail(PCY_ERR_UNSUPPORTED, "nn.lrn_grad: the workspace size overflows");
+      void* native = nullptr;
+      a.workspace(bytes, &native);
+      const auto ws = reinterpret_cast<uint64_t>(native);
+      const uint64_t dy = cx.ptr(*c.dy), dx = cx.ptr(*c.dx);
+      const auto cnt = static_cast<long long>(count);
+      cx.launch(a.queue(), cx.kernel(K_LRN_BWD, d), cx.blocks_for(static_cast<uint64_t>(cols)),
+                {val(cols), val(C), val(plane), val(n), val(alpha), val(beta), val(k), val(x),
+                 val(y), val(dy), val(dx), val(ws), val(cnt)});
+    }
+  }
+};
+
+// ---- dropout ------------------------------------------------------------------------------
+
+template <const pcy_op_schema& S, bool G> struct dropout_op {
+  template <pcy_dtype D> static void run(cuda_nn_context& cx, const sdk::op_args& a) {
+    constexpr int d = index_of(D);
+    const nb::dropout_call c = nb::decode_dropout<S>(a, D);
+    if (c.n == 0) return;
+    const auto n = static_cast<long long>(c.n);
+    const wide_t<D> scale = static_cast<wide_t<D>>(c.scale); // rounded to the op's dtype
+    const uint64_t x = cx.ptr(*c.x), y = cx.ptr(*c.y), mask = cx.ptr(*c.mask);
+    if constexpr (!G) {
+      const unsigned long long seed = c.seed;
+      const unsigned int threshold = c.threshold;
+      cx.launch(a.queue(), cx.kernel(K_DROPOUT_FWD, d), cx.blocks_for(c.n),
+                {val(n), val(seed), val(threshold), val(scale), val(x), val(y), val(mask)});
+    } else {
+      cx.launch(a.queue(), cx.kernel(K_DROPOUT_BWD, d), cx.blocks_for(c.n),
+                {val(n), val(scale), val(x), val(mask), val(y)});
+    }
+  }
+};
+
+// ---- convolution bias ---------------------------------------------------------------------
+
+struct bias_op {
+  template <pcy_dtype D> static void run(cuda_nn_context& cx, const sdk::op_args& a) {
+    const nb::conv_call c = nb::decode_bias<pcy_nn_convolution_bias_schema>(a, D);
+    const uint64_t total = static_cast<uint64_t>(c.N * c.K * c.P * c.Q);
+    if (total == 0) return;
+    const auto t = static_cast<long long>(total), PQ = static_cast<long long>(c.P * c.Q);
+    const int K = narrow(c.K, pcy_nn_convolution_bias_schema, "K");
+    const uint64_t b = cx.ptr(*c.w), y = cx.ptr(*c.y);
+    cx.launch(a.queue(), cx.kernel(K_BIAS_ADD, index_of(D)), cx.blocks_for(total),
+              {val(t), val(PQ), val(K), val(b), val(y)});
+  }
+};
+struct bias_grad_op {
+  template <pcy_dtype D> static void run(cuda_nn_context& cx, const sdk::op_args& a) {
+    constexpr auto& S = pcy_nn_convolution_grad_bias_schema;
+    constexpr int d = index_of(D);
+    const nb::conv_call c = nb::decode_bias<S>(a, D);
+    if (c.K == 0) return;
+    if (c.N * c.P * c.Q == 0) { // the sum of nothing
+      cx.zero(a.queue(), *c.w, static_cast<uint64_t>(c.K) * dt_bytes[d]);
+      return;
+    }
+    const int N = narrow(c.N, S, "N"), K = narrow(c.K, S, "K");
+    const auto PQ = static_cast<long long>(c.P * c.Q);
+    const uint64_t dy = cx.ptr(*c.y), db = cx.ptr(*c.w);
+    cx.launch(a.queue(), cx.kernel(K_BIAS_GRAD, d),
+              std::min<uint64_t>(static_cast<uint64_t>(K), cx.max_blocks),
+              {val(N), val(K), val(PQ), val(dy), val(db)});
+  }
+};
+
+// ---- convolution --------------------------------------------------------------------------
+
+cudnnMathType_t math_type(const cuda_nn_context& cx, int d, int64_t math) {
+  if (d == F16 || d == BF16) return CUDNN_TENSOR_OP_MATH;
+  if (d == F64) return CUDNN_DEFAULT_MATH;
+  const bool tf32 = math == 2 || (math == 0 && cx.bundle->tf32_default());
+  return tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH;
+}
+
+conv_key key_of(const cuda_nn_context& cx, int d, const nb::conv_call& c) {
+  // Every value is below 2^31 (nn_call.hpp's checks).
+  auto i = [](int64_t v) { return static_cast<int>(v); };
+  conv_key g;
+  g.dt = d;
+  g.N = i(c.N), g.C = i(c.C), g.H = i(c.H), g.W = i(c.W), g.K = i(c.K), g.R = i(c.R), g.S = i(c.S);
+  g.sh = i(c.stride[0]), g.sw = i(c.stride[1]), g.ph = i(c.pad[0]), g.pw = i(c.pad[1]);
+  g.dh = i(c.dil[0]), g.dw = i(c.dil[1]), g.G = i(c.groups);
+  g.math = static_cast<int>(math_type(cx, d, c.math));
+  return g;
+}
+
+// The workspace cuDNN's algorithm `algo` needs for direction `dir` on the set geometry.
+cudnnStatus_t workspace_size(cuda_nn_context& cx, int dir, int algo, size_t& bytes) {
+  if (cx.ws_algo[dir] == algo) {
+    bytes = cx.ws_bytes[dir];
+    return CUDNN_STATUS_SUCCESS;
+  }
+  const cudnn_api& d = cx.api();
+  cudnnStatus_t s;
+  if (dir == 0)
+    s = d.cudnnGetConvolutionForwardWorkspaceSize(
+        cx.dnn, cx.xd, cx.wd, cx.cd, cx.yd, static_cast<cudnnConvolutionFwdAlgo_t>(algo), &bytes);
+  else if (dir == 1)
+    s = d.cudnnGetConvolutionBackwardDataWorkspaceSize(
+        cx.dnn, cx.wd, cx.yd, cx.cd, cx.xd, static_cast<cudnnConvolutionBwdDataAlgo_t>(algo),
+        &bytes);
+  else
+    s = d.cudnnGetConvolutionBackwardFilterWorkspaceSize(
+        cx.dnn, cx.xd, cx.yd, cx.cd, cx.wd, static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo),
+        &bytes);
+  if (s == CUDNN_STATUS_SUCCESS) {
+    cx.ws_algo[dir] = algo;
+    cx.ws_bytes[dir] = bytes;
+  }
+  return s;
+}
+
+// Runs one direction through cuDNN: x, w, y are x/w/y, or dx/w/dy, or x/dw/dy. Returns false
+// (nothing enqueued) where the default algorithm cannot run these shapes, so our kernel runs.
+template <int DIR, pcy_dtype D>
+bool cudnn_run(cuda_nn_context& cx, const sdk::op_args& a, const nb::conv_call& c) {
+  constexpr int d = index_of(D);
+  cx.current();
+  const conv_key g = key_of(cx, d, c);
+  cudnnStatus_t s = cx.set_geometry(g);
+  if (s == CUDNN_STATUS_SUCCESS && c.algorithm >= algo_count[DIR]) s = CUDNN_STATUS_NOT_SUPPORTED;
+  const int algo = static_cast<int>(c.algorithm);
+  size_t bytes = 0;
+  if (s == CUDNN_STATUS_SUCCESS) s = workspace_size(cx, DIR, algo, bytes);
+  if (s != CUDNN_STATUS_SUCCESS) {
+    if (c.algorithm == 0) return false;
+    sdk::fail(PCY_ERR_UNSUPPORTED,
+              sdk::str("nn.", direction_name[DIR], ": cuDNN algorithm ", c.algorithm,
+                       " cannot run these shapes (", cx.api().cudnnGetErrorString(s),
+                       "); pass an algorithm that convolution_algorithm returned"));
+  }
+  void* ws = nullptr;
+  if (bytes > 0) a.workspace(bytes, &ws);
+  const compute_t<D> one = 1, zero = 0;
+  void* x = reinterpret_cast<void*>(cx.ptr(*c.x));
+  void* w = reinterpret_cast<void*>(cx.ptr(*c.w));
+  void* y = reinterpret_cast<void*>(cx.ptr(*c.y));
+  const cudnn_api& api = cx.api();
+  if constexpr (DIR == 0)
+    cx.check(api.cudnnConvolutionForward(cx.dnn, &one, cx.xd, x, cx.wd, w, cx.cd,
+                                         static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes,
+                                         &zero, cx.yd, y),
+             "cudnnConvolutionForward");
+  else if constexpr (DIR == 1)
+    cx.check(api.cudnnConvolutionBackwardData(cx.dnn, &one, cx.wd, w, cx.yd, y, cx.cd,
+                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws,
+                                              bytes, &zero, cx.xd, x),
+             "cudnnConvolutionBackwardData");
+  else
+    cx.check(api.cudnnConvolutionBackwardFilter(cx.dnn, &one, cx.xd, x, cx.yd, y, cx.cd,
+                                                static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo),
+                                                ws, bytes, &zero, cx.wd, w),
+             "cudnnConvolutionBackwardFilter");
+  return true;
+}
+
+template <int DIR> struct conv_op {
+  template <pcy_dtype D> static void run(cuda_nn_context& cx, const sdk::op_args& a) {
+    constexpr int d = index_of(D);
+    const nb::conv_call c = DIR == 0 ? nb::decode_conv<pcy_nn_convolution_schema>(a, D)
+                            : DIR == 1
+                                ? nb::decode_conv<pcy_nn_convolution_grad_data_schema>(a, D)
+                                : nb::decode_conv<pcy_nn_convolution_grad_filter_schema>(a, D);
+    const uint64_t nx = static_cast<uint64_t>(c.N * c.C * c.H * c.W);
+    const uint64_t nw = static_cast<uint64_t>(c.K * (c.C / c.groups) * c.R * c.S);
+    const uint64_t ny = static_cast<uint64_t>(c.N * c.K * c.P * c.Q);
+    const uint64_t nout = DIR == 0 ? ny : DIR == 1 ? nx : nw;
+    const pcy_tensor& out = DIR == 0 ? *c.y : DIR == 1 ? *c.x : *c.w;
+    if (nout == 0) return;
+    if (nx == 0 || nw == 0 || ny == 0) { // sums over nothing (or over padding only)
+      cx.zero(a.queue(), out, nout * dt_bytes[d]);
+      return;
+    }
+    if (c.algorithm != own_algorithm) {
+      if (cx.dnn != nullptr) {
+        if (cudnn_run<DIR, D>(cx, a, c)) return;
+      } else if (c.algorithm != 0) {
+        sdk::fail(PCY_ERR_UNSUPPORTED,
+                  sdk::str("nn.", direction_name[DIR], ": algorithm ", c.algorithm,
+                           " is cuDNN's, and cuDNN is not in use here (", cx.dnn_reason,
+                           "); pass 0 or ", own_algorithm, " (parenchyma's direct kernel)"));
+      }
+    }
+    const conv_geom g{
+        static_cast<int>(c.N),         static_cast<int>(c.C),         static_cast<int>(c.H),
+        static_cast<int>(c.W),         static_cast<int>(c.K),         static_cast<int>(c.R),
+        static_cast<int>(c.S),         static_cast<int>(c.P),         static_cast<int>(c.Q),
+        static_cast<int>(c.stride[0]), static_cast<int>(c.stride[1]), static_cast<int>(c.pad[0]),
+        static_cast<int>(c.pad[1]),    static_cast<int>(c.dil[0]),    static_cast<int>(c.dil[1]),
+        static_cast<int>(c.groups)};
+    const uint64_t x = cx.ptr(*c.x), w = cx.ptr(*c.w), y = cx.ptr(*c.y);
+    const auto total = static_cast<long long>(nout);
+    if constexpr (DIR == 0)
+      cx.launch(a.queue(), cx.kernel(K_CONV_FWD, d), cx.blocks_for(ny),
+                {val(total), val(g), val(x), val(w), val(y)});
+    else if constexpr (DIR == 1)
+      cx.launch(a.queue(), cx.kernel(K_CONV_BWD_DATA, d), cx.blocks_for(nx),
+                {val(total), val(g), val(w), val(y), val(x)});
+    else
+      cx.launch(a.queue(), cx.kernel(K_CONV_BWD_FILTER, d), cx.blocks_for(nw, block_warps),
+                {val(total), val(g), val(x), val(y), val(w)});
+  }
+};
+
+// Temporary device memory for measuring (convolution_algorithm only), freed on scope exit
+// after the queue drained.
+struct temp_buffers {
+  const cuda_nn_context& cx;
+  std::vector<pcy_memory> mems;
+  explicit temp_buffers(const cuda_nn_context& c) : cx(c) {}
+  temp_buffers(const temp_buffers&) = delete;
+  temp_buffers& operator=(const temp_buffers&) = delete;
+  ~temp_buffers() {
+    if (mems.empty()) return;
+    if (pcy_error* e = cx.fw->queue_finish(cx.queue)) e->destroy(e);
+    for (pcy_memory m : mems)
+      cx.fw->memory_free(m);
+  }
+  // A zeroed buffer, or null when the device has no room for it.
+  void* get(uint64_t bytes) {
+    pcy_memory_alloc_args m{};
+    m.struct_size = sizeof m;
+    m.context = cx.context;
+    m.device = cx.device;
+    m.bytes = std::max<uint64_t>(bytes, 256);
+    if (pcy_error* e = cx.fw->memory_alloc(&m)) {
+      e->destroy(e);
+      return nullptr;
+    }
+    mems.push_back(m.memory);
+    pcy_memory_fill_args f{};
+    f.struct_size = sizeof f;
+    f.queue = cx.queue;
+    f.memory = m.memory;
+    f.bytes = m.bytes;
+    const uint8_t z = 0;
+    f.pattern = &z;
+    f.pattern_size = 1;
+    sdk::check(cx.fw->memory_fill(&f));
+    return reinterpret_cast<void*>(
+        sdk::native_handle(*cx.fw, PCY_NATIVE_MEMORY, nullptr, 0, nullptr, m.memory));
+  }
+};
+
+// The heuristic's first choice that runs (requested -2), or our kernel.
+template <class Perf> find_result first_ok(const Perf* p, int n) {
+  for (int i = 0; i < n; ++i)
+    if (p[i].status == CUDNN_STATUS_SUCCESS)
+      return {static_cast<int64_t>(p[i].algo), static_cast<int64_t>(p[i].memory)};
+  return {own_algorithm, 0};
+}
+
+find_result heuristic(cuda_nn_context& cx, int dir) {
+  const cudnn_api& d = cx.api();
+  int n = 0;
+  if (dir == 0) {
+    cudnnConvolutionFwdAlgoPerf_t p[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    cx.check(d.cudnnGetConvolutionForwardAlgorithm_v7(cx.dnn, cx.xd, cx.wd, cx.cd, cx.yd,
+                                                      algo_count[0], &n, p),
+             "cudnnGetConvolutionForwardAlgorithm_v7");
+    return first_ok(p, n);
+  }
+  if (dir == 1) {
+    cudnnConvolutionBwdDataAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    cx.check(d.cudnnGetConvolutionBackwardDataAlgorithm_v7(cx.dnn, cx.wd, cx.yd, cx.cd, cx.xd,
+                                                           algo_count[1], &n, p),
+             "cudnnGetConvolutionBackwardDataAlgorithm_v7");
+    return first_ok(p, n);
+  }
+  cudnnConvolutionBwdFilterAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+  cx.check(d.cudnnGetConvolutionBackwardFilterAlgorithm_v7(cx.dnn, cx.xd, cx.yd, cx.cd, cx.wd,
+                                                           algo_count[2], &n, p),
+           "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
+  return first_ok(p, n);
+}
+
+// Measures every algorithm of direction `dir` on the set geometry (cudnnFind*Ex, on zeroed
+// temporary buffers); the fastest that ran. Falls back to the heuristic where the buffers do
+// not fit on the device.
+find_result measure(cuda_nn_context& cx, int dir, const nb::conv_call& g, int d) {
+  const uint64_t nx = static_cast<uint64_t>(g.N * g.C * g.H * g.W) * dt_bytes[d];
+  const uint64_t nw = static_cast<uint64_t>(g.K * (g.C / g.groups) * g.R * g.S) * dt_bytes[d];
+  const uint64_t ny = static_cast<uint64_t>(g.N * g.K * g.P * g.Q) * dt_bytes[d];
+  // The largest workspace any algorithm asks for, within 1 GiB.
+  uint64_t ws_max = 0;
+  for (int algo = 0; algo < algo_count[dir]; ++algo) {
+    size_t b = 0;
+    if (workspace_size(cx, dir, algo, b) == CUDNN_STATUS_SUCCESS && b <= (uint64_t{1} << 30))
+      ws_max = std::max<uint64_t>(ws_max, b);
+  }
+  cx.ws_algo[dir] = -1; // the size cache now holds the last algorithm's
+  temp_buffers t(cx);
+  void* x = t.get(nx);
+  void* w = x ? t.get(nw) : nullptr;
+  void* y = w ? t.get(ny) : nullptr;
+  void* ws = nullptr;
+  if (y != nullptr && ws_max > 0) {
+    ws = t.get(ws_max);
+    if (ws == nullptr) ws_max = 0; // measure those that need no workspace
+  }
+  if (y == nullptr) return heuristic(cx, dir);
+  const cudnn_api& api = cx.api();
+  int n = 0;
+  if (dir == 0) {
+    cudnnConvolutionFwdAlgoPerf_t p[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
+    cx.check(api.cudnnFindConvolutionForwardAlgorithmEx(cx.dnn, cx.xd, x, cx.wd, w, cx.cd, cx.yd, y,
+                                                        algo_count[0], &n, p, ws, ws_max),
+             "cudnnFindConvolutionForwardAlgorithmEx");
+    return first_ok(p, n);
+  }
+  if (dir == 1) {
+    cudnnConvolutionBwdDataAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
+    cx.check(api.cudnnFindConvolutionBackwardDataAlgorithmEx(
+                 cx.dnn, cx.wd, w, cx.yd, y, cx.cd, cx.xd, x, algo_count[1], &n, p, ws, ws_max),
+             "cudnnFindConvolutionBackwardDataAlgorithmEx");
+    return first_ok(p, n);
+  }
+  cudnnConvolutionBwdFilterAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
+  cx.check(api.cudnnFindConvolutionBackwardFilterAlgorithmEx(
+               cx.dnn, cx.xd, x, cx.yd, y, cx.cd, cx.wd, w, algo_count[2], &n, p, ws, ws_max),
+           "cudnnFindConvolutionBackwardFilterAlgorithmEx");
+  return first_ok(p, n);
+}
+
+struct conv_algorithm_op {
+  template <pcy_dtype D> static void run(cuda_nn_context& cx, const sdk::op_args& a) {
+    constexpr int d = index_of(D);
+    const nb::conv_algorithm_call c = nb::decode_conv_algorithm(a, D);
+    const int dir = static_cast<int>(c.direction);
+    const int64_t req = c.requested;
+    const nb::conv_call& g = c.g;
+    const bool empty = g.N == 0 || g.C == 0 || g.H == 0 || g.W == 0 || g.K == 0;
+    find_result r{own_algorithm, 0};
+    if (cx.dnn == nullptr) {
+      if (req >= 0 && req != own_algorithm && req != 0)
+        sdk::fail(PCY_ERR_UNSUPPORTED,
+                  sdk::str("nn.convolution_algorithm: algorithm ", req,
+                           " is cuDNN's, and cuDNN is not in use here (", cx.dnn_reason,
+                           "); parenchyma's direct kernel is ", own_algorithm));
+    } else if (req == own_algorithm) {
+      // our kernel, no workspace
+    } else if (empty) {
+      // The ops write zeros without cuDNN for empty shapes: nothing to measure.
+      r = {req >= 0 ? req : 0, 0};
+    } else {
+      cx.current();
+      const conv_key key = key_of(cx, d, g);
+      const cudnnStatus_t s = cx.set_geometry(key);
+      if (s != CUDNN_STATUS_SUCCESS) {
+        if (req > 0)
+          sdk::fail(PCY_ERR_UNSUPPORTED,
+                    sdk::str("nn.convolution_algorithm: cuDNN refuses these shapes (",
+                             cx.api().cudnnGetErrorString(s), "); algorithm ", req,
+                             " cannot run them"));
+        // -1, -2, 0: our kernel
+      } else if (req >= 0) {
+        size_t bytes = 0;
+        const cudnnStatus_t ws = req < algo_count[dir]
+                                     ? workspace_size(cx, dir, static_cast<int>(req), bytes)
+                                     : CUDNN_STATUS_NOT_SUPPORTED;
+        if (ws != CUDNN_STATUS_SUCCESS) {
+          if (req != 0)
+            sdk::fail(PCY_ERR_UNSUPPORTED,
+                      sdk::str("nn.convolution_algorithm: cuDNN algorithm ", req, " of ",
+                               direction_name[dir], " cannot run these shapes (",
+                               cx.api().cudnnGetErrorString(ws), ")"));
+          r = {own_algorithm, 0}; // the default falls back to our kernel
+        } else {
+          r = {req, static_cast<int64_t>(bytes)};
+        }
+      } else if (req == -2) {
+        r = heuristic(cx, dir);
+      } else {
+        const find_key fk{dir, key, cx.uuid};
+        std::lock_guard lock(cx.bundle->find_mutex);
+        const auto it = cx.bundle->find_cache.find(fk);
+        if (it != cx.bundle->find_cache.end()) {
+          r = it->second;
+        } else {
+          r = measure(cx, dir, g, d);
+          cx.bundle->find_cache.emplace(fk, r);
+        }
+      }
+    }
+    // The result is device memory: a blocking write (configuration time).
+    int64_t out[2] = {r.algorithm, r.workspace};
+    pcy_memory_transfer_args w{};
+    w.struct_size = sizeof w;
+    w.queue = a.queue();
+    w.memory = c.result->memory;
+    w.offset = c.result->byte_offset;
+    w.host_pointer = out;
+    w.bytes = sizeof out;
+    w.blocking = true;
+    sdk::check(cx.fw->memory_write(&w));
+  }
+};
+
+// ---- the bundle's setup -------------------------------------------------------------------
+
+nn_cuda_bundle::nn_cuda_bundle(const pcy_host_services& host)
+    : log_(&host, bundle_name), host_(&host) {
+  if (const char* m = sdk::host_setting(host_, "PARENCHYMA_NN_MATH")) {
+    const std::string v = m;
+    if (v == "tf32")
+      tf32_ = true;
+    else if (v != "strict")
+      log_.warn("PARENCHYMA_NN_MATH=", v, " is not 'strict' or 'tf32'; using strict");
+  }
+  if (!load_driver()) {
+    log_.info(reason_);
+    return; // loads, serves no op, says why
+  }
+  load_cudnn();
+  register_ops();
+}
+
+bool nn_cuda_bundle::load_driver() {
+  // The CUDA framework plugin has loaded the driver already; we need two of its calls.
+  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (cuda == nullptr) {
+    const char* e = dlerror();
+    reason_ = sdk::str("libcuda.so.1 not found: ", e ? e : "dlopen failed");
+    return false;
+  }
+  ctx_get = reinterpret_cast<decltype(ctx_get)>(dlsym(cuda, "cuCtxGetCurrent"));
+  ctx_set = reinterpret_cast<decltype(ctx_set)>(dlsym(cuda, "cuCtxSetCurrent"));
+  if (ctx_get == nullptr || ctx_set == nullptr) {
+    reason_ = "libcuda.so.1 lacks cuCtxGetCurrent/cuCtxSetCurrent: update the NVIDIA driver";
+    return false;
+  }
+  return true;
+}
+
+void nn_cuda_bundle::load_cudnn() {
+  std::vector<std::string> candidates{"libcudnn.so.9", "libcudnn.so"};
+  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
+    if (const char* root = sdk::host_setting(host_, var))
+      candidates.push_back(sdk::str(root, "/lib64/libcudnn.so.9"));
+  candidates.push_back("/usr/local/cuda/lib64/libcudnn.so.9");
+  std::string first_error;
+  for (const std::string& c : candidates) {
+    dnn_lib_ = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (dnn_lib_ != nullptr) {
+      dnn_soname_ = c.substr(c.rfind('/') == std::string::npos ? 0 : c.rfind('/') + 1);
+      break;
+    }
+    if (first_error.empty()) {
+      const char* e = dlerror();
+      first_error = e ? e : "dlopen failed";
+    }
+  }
+  std::string why;
+  if (dnn_lib_ == nullptr) {
+    why = sdk::str("libcudnn.so.9 not found (", first_error, ")");
+  } else {
+#define PARENCHYMA_RESOLVE(f)                                                                      \
+  if (why.empty()) {                                                                               \
+    dnn_.f = reinterpret_cast<decltype(dnn_.f)>(dlsym(dnn_lib_, #f));                              \
+    if (dnn_.f == nullptr) why = sdk::str(dnn_soname_, " lacks ", #f);                             \
+  }
+    PARENCHYMA_CUDNN_FUNCTIONS(PARENCHYMA_RESOLVE)
+#undef PARENCHYMA_RESOLVE
+    if (why.empty()) {
+      const size_t v = dnn_.cudnnGetVersion();
+      dnn_version_ = sdk::str(v / 10000, ".", (v % 10000) / 100, ".", v % 100);
+      if (v < 90000 || v >= 100000)
+        why = sdk::str(dnn_soname_, " is cuDNN ", dnn_version_, ", not 9");
+    }
+    if (!why.empty()) dnn_lib_ = nullptr; // left loaded: unloading cuDNN early is not safe
+  }
+  if (!why.empty()) {
+    reason_ = sdk::str("cuDNN is not used: ", why,
+                       "; convolutions run on parenchyma's direct CUDA kernels (slower); install "
+                       "cuDNN 9 or add its directory to LD_LIBRARY_PATH");
+    log_.info(reason_);
+  } else {
+    log_.debug("cuDNN ", dnn_version_, " from ", dnn_soname_);
+  }
+}
+
+void nn_cuda_bundle::register_ops() {
+  const std::string own = "parenchyma CUDA C kernel";
+  const std::string conv =
+      has_cudnn() ? sdk::str("cuDNN ", dnn_version_, " (", dnn_soname_,
+                             ") legacy convolution API; parenchyma direct kernel as algorithm 100")
+                  : sdk::str("parenchyma CUDA C direct convolution (", reason_, ")");
+  add<act_op<pcy_nn_sigmoid_schema, 0, false>>(pcy_nn_sigmoid_schema, true, own + " sigmoid_fwd");
+  add<act_op<pcy_nn_sigmoid_pointwise_schema, 0, false>>(pcy_nn_sigmoid_pointwise_schema, true,
+                                                         own + " sigmoid_fwd");
+  add<act_op<pcy_nn_sigmoid_grad_schema, 0, true>>(pcy_nn_sigmoid_grad_schema, true,
+                                                   own + " sigmoid_bwd");
+  add<act_op<pcy_nn_sigmoid_pointwise_grad_schema, 0, true>>(pcy_nn_sigmoid_pointwise_grad_schema,
+                                                             true, own + " sigmoid_bwd");
+  add<act_op<pcy_nn_relu_schema, 1, false>>(pcy_nn_relu_schema, true, own + " relu_fwd");
+  add<act_op<pcy_nn_relu_pointwise_schema, 1, false>>(pcy_nn_relu_pointwise_schema, true,
+                                                      own + " relu_fwd");
+  add<act_op<pcy_nn_relu_grad_schema, 1, true>>(pcy_nn_relu_grad_schema, true, own + " relu_bwd");
+  add<act_op<pcy_nn_relu_pointwise_grad_schema, 1, true>>(pcy_nn_relu_pointwise_grad_schema, true,
+                                                          own + " relu_bwd");
+  add<act_op<pcy_nn_tanh_schema, 2, false>>(pcy_nn_tanh_schema, true, own + " tanh_fwd");
+  add<act_op<pcy_nn_tanh_pointwise_schema, 2, false>>(pcy_nn_tanh_pointwise_schema, true,
+                                                      own + " tanh_fwd");
+  add<act_op<pcy_nn_tanh_grad_schema, 2, true>>(pcy_nn_tanh_grad_schema, true, own + " tanh_bwd");
+  add<act_op<pcy_nn_tanh_pointwise_grad_schema, 2, true>>(pcy_nn_tanh_pointwise_grad_schema, true,
+                                                          own + " tanh_bwd");
+  add<act_op<pcy_nn_elu_schema, 3, false>>(pcy_nn_elu_schema, true, own + " elu_fwd");
+  add<act_op<pcy_nn_elu_pointwise_schema, 3, false>>(pcy_nn_elu_pointwise_schema, true,
+                                                     own + " elu_fwd");
+  add<act_op<pcy_nn_elu_grad_schema, 3, true>>(pcy_nn_elu_grad_schema, true, own + " elu_bwd");
+  add<act_op<pcy_nn_elu_pointwise_grad_schema, 3, true>>(pcy_nn_elu_pointwise_grad_schema, true,
+                                                         own + " elu_bwd");
+  add<softmax_op<pcy_nn_softmax_schema, 0>>(pcy_nn_softmax_schema, true, own + " softmax");
+  add<softmax_op<pcy_nn_log_softmax_schema, 1>>(pcy_nn_log_softmax_schema, true,
+                                                own + " log_softmax");
+  add<softmax_op<pcy_nn_softmax_grad_schema, 2>>(pcy_nn_softmax_grad_schema, true,
+                                                 own + " softmax_grad");
+  add<softmax_op<pcy_nn_log_softmax_grad_schema, 3>>(pcy_nn_log_softmax_grad_schema, true,
+                                                     own + " log_softmax_grad");
+  add<conv_op<0>>(pcy_nn_convolution_schema, true, conv + " forward");
+  add<conv_op<1>>(pcy_nn_convolution_grad_data_schema, true, conv + " backward data");
+  add<conv_op<2>>(pcy_nn_convolution_grad_filter_schema, true, conv + " backward filter");
+  add<bias_op>(pcy_nn_convolution_bias_schema, true, own + " bias_add");
+  add<bias_grad_op>(pcy_nn_convolution_grad_bias_schema, true, own + " bias_grad");
+  add<conv_algorithm_op>(pcy_nn_convolution_algorithm_schema, true,
+                         has_cudnn() ? "cudnnFind*AlgorithmEx / cudnnGet*Algorithm_v7"
+                                     : "parenchyma direct kernel only (no cuDNN)");
+  add<pool_max_op<pcy_nn_pooling_max_schema, false>>(pcy_nn_pooling_max_schema, true,
+                                                     own + " pool_max");
+  add<pool_max_op<pcy_nn_pooling_max_indexed_schema, true>>(pcy_nn_pooling_max_indexed_schema, true,
+                                                            own + " pool_max");
+  add<pool_max_grad_op>(pcy_nn_pooling_max_grad_schema, true, own + " pool_max + gather");
+  add<pool_max_grad_indexed_op>(pcy_nn_pooling_max_grad_indexed_schema, true,
+                                own + " pool_scatter (atomics)");
+  add<pool_avg_op<pcy_nn_pooling_avg_schema, false>>(pcy_nn_pooling_avg_schema, true,
+                                                     own + " pool_avg");
+  add<pool_avg_op<pcy_nn_pooling_avg_grad_schema, true>>(pcy_nn_pooling_avg_grad_schema, true,
+                                                         own + " pool_avg_grad");
+  add<lrn_op<pcy_nn_lrn_schema, false>>(pcy_nn_lrn_schema, false, own + " lrn_fwd");
+  add<lrn_op<pcy_nn_lrn_grad_schema, true>>(pcy_nn_lrn_grad_schema, false, own + " lrn_bwd");
+  add<dropout_op<pcy_nn_dropout_schema, false>>(pcy_nn_dropout_schema, false,
+                                                own + " dropout_fwd (splitmix64)");
+  add<dropout_op<pcy_nn_dropout_grad_schema, true>>(pcy_nn_dropout_grad_schema, false,
+                                                    own + " dropout_bwd");
+}
+
+cuda_nn_context* nn_cuda_bundle::create_context(const pcy_bundle_context_args& a) {
+  if (ctx_get == nullptr) sdk::fail(PCY_ERR_UNAVAILABLE, reason_);
+  const pcy_framework_api& fw = *a.framework;
+  if (fw.native_handle == nullptr || fw.memory_alloc == nullptr || fw.memory_free == nullptr ||
+      fw.memory_fill == nullptr || fw.memory_write == nullptr || fw.queue_finish == nullptr ||
+      fw.program_build == nullptr || fw.kernel_create == nullptr || fw.kernel_launch == nullptr)
+    sdk::fail(PCY_ERR_UNSUPPORTED,
+              sdk::str("framework '", fw.name,
+                       "' lacks the memory, program or native-handle slots nn_cuda needs"));
+  auto cx = std::make_unique<cuda_nn_context>();
+  cx->bundle = this;
+  cx->fw = &fw;
+  cx->context = a.context;
+  cx->device = a.device;
+  cx->queue = a.queue;
+  cx->cu_ctx = static_cast<CUcontext>(
+      sdk::native_handle(fw, PCY_NATIVE_CONTEXT, a.context, a.device, nullptr, nullptr));
+  cx->stream = static_cast<CUstream>(
+      sdk::native_handle(fw, PCY_NATIVE_QUEUE, a.context, a.device, a.queue, nullptr));
+  if (fw.device_properties != nullptr) {
+    const pcy_property* props = nullptr;
+    size_t count = 0;
+    if (pcy_error* e = fw.device_properties(a.framework_plugin, a.plugin_device, &props, &count)) {
+      e->destroy(e); // defaults: fp64, 1024 blocks, no UUID (the cache then keys on the index)
+    } else {
+      for (size_t i = 0; i < count; ++i) {
+        const std::string_view key = props[i].key;
+        if (key == PCY_PROP_FP64) cx->fp64 = props[i].i != 0;
+        if (key == PCY_PROP_COMPUTE_UNITS && props[i].i > 0)
+          cx->max_blocks = static_cast<uint64_t>(props[i].i) * 16;
+        if (key == PCY_PROP_UUID && props[i].s != nullptr) cx->uuid = props[i].s;
+        if (key == PCY_PROP_NAME && props[i].s != nullptr) cx->device_name = props[i].s;
+      }
+    }
+  }
+  if (cx->uuid.empty()) cx->uuid = sdk::str("device#", a.plugin_device);
+  build_kernels(*cx, a);
+  setup_cudnn(*cx);
+  return cx.release();
+}
+
+// Our kernels, once per context (the framework caches the cubin on disk). Without them the
+// context serves nothing: it fails, so the host routes the ops elsewhere with this reason.
+void nn_cuda_bundle::build_kernels(cuda_nn_context& cx, const pcy_bundle_context_args& a) const {
+  const pcy_framework_api& fw = *a.framework;
+  pcy_program_build_args b{};
+  b.struct_size = sizeof b;
+  b.context = a.context;
+  b.source = nn_cuda::kernel_source;
+  if (pcy_error* e = fw.program_build(&b)) {
+    const pcy_status code = e->code;
+    std::string msg = sdk::str("nn_cuda: building our CUDA kernels failed: ", e->message);
+    e->destroy(e);
+    sdk::fail(code, msg);
+  }
+  cx.program = b.program;
+  log_.debug("built the NN CUDA kernels", b.cache_hit ? " (from the cache)" : "");
+  for (int d = 0; d < 4; ++d)
+    for (int id = 0; id < K_COUNT; ++id) {
+      if (!kernel_exists(id, d)) continue;
+      const std::string kname = sdk::str(kernel_names[id], "_", suffix[d]);
+      pcy_kernel_create_args kc{};
+      kc.struct_size = sizeof kc;
+      kc.program = cx.program;
+      kc.name = kname.c_str();
+      sdk::check(fw.kernel_create(&kc));
+      cx.k[d][id] = kc.kernel;
+    }
+}
+
+// cuDNN's handle and descriptors, once per context; without them the convolutions run on our
+// kernels and the context says why.
+void nn_cuda_bundle::setup_cudnn(cuda_nn_context& cx) const {
+  if (!has_cudnn()) {
+    cx.dnn_reason = reason_;
+    return;
+  }
+  cx.current();
+  cudnnHandle_t h = nullptr;
+  cudnnStatus_t s = dnn_.cudnnCreate(&h);
+  if (s != CUDNN_STATUS_SUCCESS) {
+    cx.dnn_reason = sdk::str("cudnnCreate failed: ", dnn_.cudnnGetErrorString(s));
+    log_.warn(cx.dnn_reason, "; convolutions on ", cx.device_name,
+              " run on parenchyma's direct kernels");
+    return;
+  }
+  cx.dnn = h;
+  const char* what = "cudnnSetStream";
+  s = dnn_.cudnnSetStream(h, cx.stream);
+  if (s == CUDNN_STATUS_SUCCESS) {
+    what = "cudnnCreateTensorDescriptor";
+    s = dnn_.cudnnCreateTensorDescriptor(&cx.xd);
+  }
+  if (s == CUDNN_STATUS_SUCCESS) s = dnn_.cudnnCreateTensorDescriptor(&cx.yd);
+  if (s == CUDNN_STATUS_SUCCESS) {
+    what = "cudnnCreateFilterDescriptor";
+    s = dnn_.cudnnCreateFilterDescriptor(&cx.wd);
+  }
+  if (s == CUDNN_STATUS_SUCCESS) {
+    what = "cudnnCreateConvolutionDescriptor";
+    s = dnn_.cudnnCreateConvolutionDescriptor(&cx.cd);
+  }
+  if (s != CUDNN_STATUS_SUCCESS) {
+    cx.dnn_reason = sdk::str(what, " failed: ", dnn_.cudnnGetErrorString(s));
+    log_.warn(cx.dnn_reason, "; convolutions run on parenchyma's direct kernels");
+    if (cx.xd) dnn_.cudnnDestroyTensorDescriptor(cx.xd);
+    if (cx.yd) dnn_.cudnnDestroyTensorDescriptor(cx.yd);
+    if (cx.wd) dnn_.cudnnDestroyFilterDescriptor(cx.wd);
+    cx.xd = cx.yd = nullptr;
+    cx.wd = nullptr;
+    dnn_.cudnnDestroy(h);
+    cx.dnn = nullptr;
+  }
+}
+
+} // namespace
+
+PCY_BUNDLE_PLUGIN(nn_cuda_bundle)
