@@ -11,7 +11,7 @@ PARENCHYMA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 PARENCHYMA_PACKAGES=(
   g++ cmake ninja-build pkg-config
   libboost-dev libspdlog-dev nlohmann-json3-dev catch2
-  libopenblas-dev
+  libopenblas-dev libdnnl-dev
   ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libclblast-dev
   libbenchmark-dev

@@ -1,0 +1,637 @@
+// NN bundle for the native framework: the bundle's own loops, one per op and dtype (f32, f64).
+// They serve every cell where oneDNN does not (f64, the gradients oneDNN computes differently,
+// shapes it refuses) and every cell when the bundle is built without oneDNN. Plain C++ over host
+// pointers: no allocation (scratch comes from the caller), inner loops written so the compiler
+// vectorises them (contiguous, no branches, independent accumulators for reductions).
+#pragma once
+
+#include <parenchyma/abi/ext/pcy_nn.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+namespace parenchyma::nn_native {
+
+// ---- helpers ------------------------------------------------------------------------------
+
+// A dot product with eight independent partial sums (vectorised without reassociation flags).
+template <class T> inline T dot(const T* a, const T* b, int64_t n) {
+  T acc[8] = {};
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (int j = 0; j < 8; ++j)
+      acc[j] += a[i + j] * b[i + j];
+  T s = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; i < n; ++i)
+    s += a[i] * b[i];
+  return s;
+}
+// The same for a strided b.
+template <class T> inline T dot_strided(const T* a, const T* b, int64_t bstride, int64_t n) {
+  T acc[4] = {};
+  int64_t i = 0;
+  for (; i + 4 <= n; i += 4)
+    for (int j = 0; j < 4; ++j)
+      acc[j] += a[i + j] * b[(i + j) * bstride];
+  T s = (acc[0] + acc[1]) + (acc[2] + acc[3]);
+  for (; i < n; ++i)
+    s += a[i] * b[i * bstride];
+  return s;
+}
+
+// The output positions o in [0, n_out) with 0 <= o * stride + off < in: [lo, hi).
+inline void valid_range(int64_t n_out, int64_t stride, int64_t off, int64_t in, int64_t& lo,
+                        int64_t& hi) {
+  lo = off >= 0 ? 0 : (-off + stride - 1) / stride;
+  const int64_t lim = in - off; // o * stride < lim
+  hi = lim <= 0 ? 0 : (lim + stride - 1) / stride;
+  hi = std::min(hi, n_out);
+  lo = std::min(lo, hi);
+}
+
+template <class T> inline void zero(T* p, uint64_t n) {
+  if (n != 0) std::memset(p, 0, n * sizeof(T));
+}
+
+// ---- activations --------------------------------------------------------------------------
+
+template <class T> void sigmoid_fwd(const T* x, T* y, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i)
+    y[i] = T(1) / (T(1) + std::exp(-x[i]));
+}
+template <class T> void relu_fwd(const T* x, T* y, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i)
+    y[i] = x[i] < T(0) ? T(0) : x[i]; // -0 and NaN pass through
+}
+template <class T> void tanh_fwd(const T* x, T* y, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i)
+    y[i] = std::tanh(x[i]);
+}
+template <class T> void elu_fwd(const T* x, T* y, uint64_t n, T alpha) {
+  for (uint64_t i = 0; i < n; ++i)
+    y[i] = x[i] > T(0) ? x[i] : alpha * std::expm1(x[i]);
+}
+// dx = dy * f'(x) from the forward's output y; dx may be dy (the pointwise forms).
+template <class T> void sigmoid_bwd(const T* y, const T* dy, T* dx, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i)
+    dx[i] = dy[i] * (y[i] * (T(1) - y[i]));
+}
+template <class T> void relu_bwd(const T* y, const T* dy, T* dx, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i)
+    dx[i] = dy[i] * (y[i] > T(0) ? T(1) : T(0));
+}
+template <class T> void tanh_bwd(const T* y, const T* dy, T* dx, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i)
+    dx[i] = dy[i] * (T(1) - y[i] * y[i]);
+}
+template <class T> void elu_bwd(const T* y, const T* dy, T* dx, uint64_t n, T alpha) {
+  for (uint64_t i = 0; i < n; ++i)
+    dx[i] = dy[i] * (y[i] > T(0) ? T(1) : y[i] + alpha);
+}
+
+// ---- softmax (x viewed as outer x len x inner) ----------------------------------------------
+// scratch: 2 * inner doubles (unused when inner == 1).
+
+template <class T>
+void softmax_fwd(const T* x, T* y, uint64_t outer, uint64_t len, uint64_t inner, bool log,
+                 double* scratch) {
+  if (inner == 1) {
+    for (uint64_t o = 0; o < outer; ++o) {
+      const T* xr = x + o * len;
+      T* yr = y + o * len;
+      T m = xr[0];
+      for (uint64_t l = 1; l < len; ++l)
+        m = xr[l] > m ? xr[l] : m; // a NaN below poisons the sum, so every output is NaN
+      double s = 0;
+      for (uint64_t l = 0; l < len; ++l)
+        s += static_cast<double>(std::exp(xr[l] - m));
+      if (log) {
+        const T ls = static_cast<T>(std::log(s));
+        for (uint64_t l = 0; l < len; ++l)
+          yr[l] = (xr[l] - m) - ls;
+      } else {
+        const double inv = 1.0 / s;
+        for (uint64_t l = 0; l < len; ++l)
+          yr[l] = static_cast<T>(static_cast<double>(std::exp(xr[l] - m)) * inv);
+      }
+    }
+    return;
+  }
+  double* mx = scratch;
+  double* sum = scratch + inner;
+  for (uint64_t o = 0; o < outer; ++o) {
+    const T* xo = x + o * len * inner;
+    T* yo = y + o * len * inner;
+    for (uint64_t i = 0; i < inner; ++i) {
+      mx[i] = static_cast<double>(xo[i]);
+      sum[i] = 0;
+    }
+    for (uint64_t l = 1; l < len; ++l)
+      for (uint64_t i = 0; i < inner; ++i) {
+        const double v = static_cast<double>(xo[l * inner + i]);
+        mx[i] = v > mx[i] ? v : mx[i];
+      }
+    for (uint64_t l = 0; l < len; ++l)
+      for (uint64_t i = 0; i < inner; ++i)
+        sum[i] += static_cast<double>(std::exp(xo[l * inner + i] - static_cast<T>(mx[i])));
+    if (log) {
+      for (uint64_t i = 0; i < inner; ++i)
+        sum[i] = std::log(sum[i]);
+      for (uint64_t l = 0; l < len; ++l)
+        for (uint64_t i = 0; i < inner; ++i)
+          yo[l * inner + i] = (xo[l * inner + i] - static_cast<T>(mx[i])) - static_cast<T>(sum[i]);
+    } else {
+      for (uint64_t i = 0; i < inner; ++i)
+        sum[i] = 1.0 / sum[i];
+      for (uint64_t l = 0; l < len; ++l)
+        for (uint64_t i = 0; i < inner; ++i)
+          yo[l * inner + i] = static_cast<T>(
+              static_cast<double>(std::exp(xo[l * inner + i] - static_cast<T>(mx[i]))) * sum[i]);
+    }
+  }
+}
+
+// softmax: dx = y (dy - sum(dy y)); log_softmax: dx = dy - e^y sum(dy). scratch: inner doubles.
+template <class T>
+void softmax_bwd(const T* y, const T* dy, T* dx, uint64_t outer, uint64_t len, uint64_t inner,
+                 bool log, double* scratch) {
+  double* sum = scratch;
+  for (uint64_t o = 0; o < outer; ++o) {
+    const uint64_t base = o * len * inner;
+    const T* yo = y + base;
+    const T* dyo = dy + base;
+    T* dxo = dx + base;
+    for (uint64_t i = 0; i < inner; ++i)
+      sum[i] = 0;
+    for (uint64_t l = 0; l < len; ++l)
+      for (uint64_t i = 0; i < inner; ++i) {
+        const uint64_t k = l * inner + i;
+        sum[i] += log ? static_cast<double>(dyo[k])
+                      : static_cast<double>(dyo[k]) * static_cast<double>(yo[k]);
+      }
+    for (uint64_t l = 0; l < len; ++l)
+      for (uint64_t i = 0; i < inner; ++i) {
+        const uint64_t k = l * inner + i;
+        const T s = static_cast<T>(sum[i]);
+        dxo[k] = log ? dyo[k] - std::exp(yo[k]) * s : yo[k] * (dyo[k] - s);
+      }
+  }
+}
+
+// ---- convolution ----------------------------------------------------------------------------
+
+struct conv_geom {
+  int64_t N = 0, C = 0, H = 0, W = 0, K = 0, R = 0, S = 0, P = 0, Q = 0;
+  int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, G = 1;
+  int64_t Cg() const { return C / G; }
+  int64_t Kg() const { return K / G; }
+  int64_t CRS() const { return Cg() * R * S; }
+  int64_t PQ() const { return P * Q; }
+};
+
+// im2col of one image and group: col[(c R + r) S + s][p Q + q] = x[c, ih, iw] (0 outside).
+template <class T> void im2col(const conv_geom& g, const T* x, T* col) {
+  const int64_t PQ = g.PQ();
+  for (int64_t c = 0; c < g.Cg(); ++c)
+    for (int64_t r = 0; r < g.R; ++r)
+      for (int64_t s = 0; s < g.S; ++s) {
+        T* out = col + ((c * g.R + r) * g.S + s) * PQ;
+        const int64_t off = s * g.dw - g.pw;
+        int64_t q0, q1;
+        valid_range(g.Q, g.sw, off, g.W, q0, q1);
+        for (int64_t p = 0; p < g.P; ++p) {
+          T* o = out + p * g.Q;
+          const int64_t ih = p * g.sh - g.ph + r * g.dh;
+          if (ih < 0 || ih >= g.H) {
+            zero(o, static_cast<uint64_t>(g.Q));
+            continue;
+          }
+          const T* xr = x + (c * g.H + ih) * g.W + off;
+          for (int64_t q = 0; q < q0; ++q)
+            o[q] = T(0);
+          if (g.sw == 1)
+            for (int64_t q = q0; q < q1; ++q)
+              o[q] = xr[q];
+          else
+            for (int64_t q = q0; q < q1; ++q)
+              o[q] = xr[q * g.sw];
+          for (int64_t q = q1; q < g.Q; ++q)
+            o[q] = T(0);
+        }
+      }
+}
+// The adjoint: dx[c, ih, iw] += col[...] (dx of one image and group, not cleared here).
+template <class T> void col2im(const conv_geom& g, const T* col, T* dx) {
+  const int64_t PQ = g.PQ();
+  for (int64_t c = 0; c < g.Cg(); ++c)
+    for (int64_t r = 0; r < g.R; ++r)
+      for (int64_t s = 0; s < g.S; ++s) {
+        const T* in = col + ((c * g.R + r) * g.S + s) * PQ;
+        const int64_t off = s * g.dw - g.pw;
+        int64_t q0, q1;
+        valid_range(g.Q, g.sw, off, g.W, q0, q1);
+        for (int64_t p = 0; p < g.P; ++p) {
+          const int64_t ih = p * g.sh - g.ph + r * g.dh;
+          if (ih < 0 || ih >= g.H) continue;
+          const T* i = in + p * g.Q;
+          T* xr = dx + (c * g.H + ih) * g.W + off;
+          if (g.sw == 1)
+            for (int64_t q = q0; q < q1; ++q)
+              xr[q] += i[q];
+          else
+            for (int64_t q = q0; q < q1; ++q)
+              xr[q * g.sw] += i[q];
+        }
+      }
+}
+
+// C (M x N, row-major, ld N) = A B with A(i, k) = A[i sai + k sak] and B K x N (ld N).
+template <class T>
+void gemm(int64_t M, int64_t N, int64_t K, const T* A, int64_t sai, int64_t sak, const T* B, T* C) {
+  constexpr int64_t NB = 256, MB = 4;
+  alignas(64) T acc[MB][NB];
+  for (int64_t j0 = 0; j0 < N; j0 += NB) {
+    const int64_t nb = std::min(NB, N - j0);
+    for (int64_t i0 = 0; i0 < M; i0 += MB) {
+      const int64_t mb = std::min(MB, M - i0);
+      for (int64_t m = 0; m < MB; ++m)
+        for (int64_t j = 0; j < nb; ++j)
+          acc[m][j] = T(0);
+      for (int64_t k = 0; k < K; ++k) {
+        const T* b = B + k * N + j0;
+        T a[MB];
+        for (int64_t m = 0; m < MB; ++m)
+          a[m] = m < mb ? A[(i0 + m) * sai + k * sak] : T(0);
+        for (int64_t j = 0; j < nb; ++j) {
+          const T bj = b[j];
+          acc[0][j] += a[0] * bj;
+          acc[1][j] += a[1] * bj;
+          acc[2][j] += a[2] * bj;
+          acc[3][j] += a[3] * bj;
+        }
+      }
+      for (int64_t m = 0; m < mb; ++m)
+        std::memcpy(C + (i0 + m) * N + j0, acc[m], static_cast<size_t>(nb) * sizeof(T));
+    }
+  }
+}
+
+// Algorithm "im2col + gemm": col holds CRS x PQ elements (the workspace).
+template <class T> void conv_fwd_im2col(const conv_geom& g, const T* x, const T* w, T* y, T* col) {
+  const int64_t Cg = g.Cg(), Kg = g.Kg(), CRS = g.CRS(), PQ = g.PQ(), HW = g.H * g.W;
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t gr = 0; gr < g.G; ++gr) {
+      im2col(g, x + (n * g.C + gr * Cg) * HW, col);
+      gemm(Kg, PQ, CRS, w + gr * Kg * CRS, CRS, 1, col, y + (n * g.K + gr * Kg) * PQ);
+    }
+}
+template <class T>
+void conv_bwd_data_im2col(const conv_geom& g, const T* w, const T* dy, T* dx, T* col) {
+  const int64_t Cg = g.Cg(), Kg = g.Kg(), CRS = g.CRS(), PQ = g.PQ(), HW = g.H * g.W;
+  zero(dx, static_cast<uint64_t>(g.N * g.C * HW));
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t gr = 0; gr < g.G; ++gr) {
+      // col (CRS x PQ) = w_g^T (CRS x Kg) dy_g (Kg x PQ)
+      gemm(CRS, PQ, Kg, w + gr * Kg * CRS, 1, CRS, dy + (n * g.K + gr * Kg) * PQ, col);
+      col2im(g, col, dx + (n * g.C + gr * Cg) * HW);
+    }
+}
+template <class T>
+void conv_bwd_filter_im2col(const conv_geom& g, const T* x, const T* dy, T* dw, T* col) {
+  const int64_t Cg = g.Cg(), Kg = g.Kg(), CRS = g.CRS(), PQ = g.PQ(), HW = g.H * g.W;
+  zero(dw, static_cast<uint64_t>(g.K * CRS));
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t gr = 0; gr < g.G; ++gr) {
+      im2col(g, x + (n * g.C + gr * Cg) * HW, col);
+      const T* dyg = dy + (n * g.K + gr * Kg) * PQ;
+      T* dwg = dw + gr * Kg * CRS;
+      for (int64_t k = 0; k < Kg; ++k)
+        for (int64_t row = 0; row < CRS; ++row)
+          dwg[k * CRS + row] += dot(dyg + k * PQ, col + row * PQ, PQ);
+    }
+}
+
+// Algorithm "direct": no workspace.
+template <class T> void conv_fwd_direct(const conv_geom& g, const T* x, const T* w, T* y) {
+  const int64_t Cg = g.Cg(), Kg = g.Kg(), PQ = g.PQ(), HW = g.H * g.W;
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t k = 0; k < g.K; ++k) {
+      const int64_t gr = k / Kg;
+      T* yp = y + (n * g.K + k) * PQ;
+      zero(yp, static_cast<uint64_t>(PQ));
+      for (int64_t c = 0; c < Cg; ++c) {
+        const T* xp = x + (n * g.C + gr * Cg + c) * HW;
+        for (int64_t r = 0; r < g.R; ++r)
+          for (int64_t s = 0; s < g.S; ++s) {
+            const T wv = w[((k * Cg + c) * g.R + r) * g.S + s];
+            const int64_t off = s * g.dw - g.pw;
+            int64_t q0, q1;
+            valid_range(g.Q, g.sw, off, g.W, q0, q1);
+            for (int64_t p = 0; p < g.P; ++p) {
+              const int64_t ih = p * g.sh - g.ph + r * g.dh;
+              if (ih < 0 || ih >= g.H) continue;
+              const T* xr = xp + ih * g.W + off;
+              T* yr = yp + p * g.Q;
+              if (g.sw == 1)
+                for (int64_t q = q0; q < q1; ++q)
+                  yr[q] += wv * xr[q];
+              else
+                for (int64_t q = q0; q < q1; ++q)
+                  yr[q] += wv * xr[q * g.sw];
+            }
+          }
+      }
+    }
+}
+template <class T> void conv_bwd_data_direct(const conv_geom& g, const T* w, const T* dy, T* dx) {
+  const int64_t Cg = g.Cg(), Kg = g.Kg(), PQ = g.PQ(), HW = g.H * g.W;
+  zero(dx, static_cast<uint64_t>(g.N * g.C * HW));
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t k = 0; k < g.K; ++k) {
+      const int64_t gr = k / Kg;
+      const T* dyp = dy + (n * g.K + k) * PQ;
+      for (int64_t c = 0; c < Cg; ++c) {
+        T* dxp = dx + (n * g.C + gr * Cg + c) * HW;
+        for (int64_t r = 0; r < g.R; ++r)
+          for (int64_t s = 0; s < g.S; ++s) {
+            const T wv = w[((k * Cg + c) * g.R + r) * g.S + s];
+            const int64_t off = s * g.dw - g.pw;
+            int64_t q0, q1;
+            valid_range(g.Q, g.sw, off, g.W, q0, q1);
+            for (int64_t p = 0; p < g.P; ++p) {
+              const int64_t ih = p * g.sh - g.ph + r * g.dh;
+              if (ih < 0 || ih >= g.H) continue;
+              T* xr = dxp + ih * g.W + off;
+              const T* yr = dyp + p * g.Q;
+              if (g.sw == 1)
+                for (int64_t q = q0; q < q1; ++q)
+                  xr[q] += wv * yr[q];
+              else
+                for (int64_t q = q0; q < q1; ++q)
+                  xr[q * g.sw] += wv * yr[q];
+            }
+          }
+      }
+    }
+}
+template <class T> void conv_bwd_filter_direct(const conv_geom& g, const T* x, const T* dy, T* dw) {
+  const int64_t Cg = g.Cg(), Kg = g.Kg(), PQ = g.PQ(), HW = g.H * g.W;
+  zero(dw, static_cast<uint64_t>(g.K * g.CRS()));
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t k = 0; k < g.K; ++k) {
+      const int64_t gr = k / Kg;
+      const T* dyp = dy + (n * g.K + k) * PQ;
+      for (int64_t c = 0; c < Cg; ++c) {
+        const T* xp = x + (n * g.C + gr * Cg + c) * HW;
+        for (int64_t r = 0; r < g.R; ++r)
+          for (int64_t s = 0; s < g.S; ++s) {
+            const int64_t off = s * g.dw - g.pw;
+            int64_t q0, q1;
+            valid_range(g.Q, g.sw, off, g.W, q0, q1);
+            T acc = T(0);
+            for (int64_t p = 0; p < g.P; ++p) {
+              const int64_t ih = p * g.sh - g.ph + r * g.dh;
+              if (ih < 0 || ih >= g.H || q1 <= q0) continue;
+              const T* xr = xp + ih * g.W + off + q0 * g.sw;
+              const T* yr = dyp + p * g.Q + q0;
+              acc += g.sw == 1 ? dot(yr, xr, q1 - q0) : dot_strided(yr, xr, g.sw, q1 - q0);
+            }
+            dw[((k * Cg + c) * g.R + r) * g.S + s] += acc;
+          }
+      }
+    }
+}
+
+// y[n, k, :] += bias[k]; db[k] = sum over n and the plane of dy[n, k, :].
+template <class T> void conv_bias(T* y, const T* b, int64_t N, int64_t K, int64_t PQ) {
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t k = 0; k < K; ++k) {
+      T* yp = y + (n * K + k) * PQ;
+      const T bk = b[k];
+      for (int64_t i = 0; i < PQ; ++i)
+        yp[i] += bk;
+    }
+}
+template <class T> void conv_grad_bias(const T* dy, T* db, int64_t N, int64_t K, int64_t PQ) {
+  for (int64_t k = 0; k < K; ++k) {
+    double s = 0;
+    for (int64_t n = 0; n < N; ++n) {
+      const T* p = dy + (n * K + k) * PQ;
+      double part[4] = {};
+      int64_t i = 0;
+      for (; i + 4 <= PQ; i += 4)
+        for (int j = 0; j < 4; ++j)
+          part[j] += static_cast<double>(p[i + j]);
+      for (; i < PQ; ++i)
+        part[0] += static_cast<double>(p[i]);
+      s += (part[0] + part[1]) + (part[2] + part[3]);
+    }
+    db[k] = static_cast<T>(s);
+  }
+}
+
+// ---- pooling --------------------------------------------------------------------------------
+
+struct pool_geom {
+  int64_t planes = 0, H = 0, W = 0, P = 0, Q = 0;
+  int64_t wh = 1, ww = 1, sh = 1, sw = 1, ph = 0, pw = 0;
+  bool include_padding = true;
+};
+
+// The window of output (p, q) clipped to the plane: rows [h0, h1), columns [w0, w1).
+inline void pool_window(const pool_geom& g, int64_t p, int64_t q, int64_t& h0, int64_t& h1,
+                        int64_t& w0, int64_t& w1) {
+  const int64_t hs = p * g.sh - g.ph, ws = q * g.sw - g.pw;
+  h0 = std::max<int64_t>(hs, 0);
+  h1 = std::min(hs + g.wh, g.H);
+  w0 = std::max<int64_t>(ws, 0);
+  w1 = std::min(ws + g.ww, g.W);
+}
+
+// The first maximum of the window in row-major order, NaN above every number. Returns its
+// position h W + w in the plane.
+template <class T>
+inline int64_t window_argmax(const pool_geom& g, const T* xp, int64_t h0, int64_t h1, int64_t w0,
+                             int64_t w1) {
+  int64_t best = h0 * g.W + w0;
+  T bv = xp[best];
+  if (bv != bv) return best;
+  for (int64_t h = h0; h < h1; ++h)
+    for (int64_t w = w0; w < w1; ++w) {
+      const T v = xp[h * g.W + w];
+      if (v > bv || v != v) {
+        bv = v;
+        best = h * g.W + w;
+        if (v != v) return best;
+      }
+    }
+  return best;
+}
+
+template <class T> void pool_max_fwd(const pool_geom& g, const T* x, T* y, int32_t* idx) {
+  const int64_t HW = g.H * g.W, PQ = g.P * g.Q;
+  for (int64_t pl = 0; pl < g.planes; ++pl) {
+    const T* xp = x + pl * HW;
+    for (int64_t p = 0; p < g.P; ++p)
+      for (int64_t q = 0; q < g.Q; ++q) {
+        int64_t h0, h1, w0, w1;
+        pool_window(g, p, q, h0, h1, w0, w1);
+        const int64_t at = window_argmax(g, xp, h0, h1, w0, w1);
+        y[pl * PQ + p * g.Q + q] = xp[at];
+        if (idx != nullptr) idx[pl * PQ + p * g.Q + q] = static_cast<int32_t>(at);
+      }
+  }
+}
+template <class T> void pool_max_bwd(const pool_geom& g, const T* x, const T* dy, T* dx) {
+  const int64_t HW = g.H * g.W, PQ = g.P * g.Q;
+  zero(dx, static_cast<uint64_t>(g.planes * HW));
+  for (int64_t pl = 0; pl < g.planes; ++pl) {
+    const T* xp = x + pl * HW;
+    for (int64_t p = 0; p < g.P; ++p)
+      for (int64_t q = 0; q < g.Q; ++q) {
+        int64_t h0, h1, w0, w1;
+        pool_window(g, p, q, h0, h1, w0, w1);
+        dx[pl * HW + window_argmax(g, xp, h0, h1, w0, w1)] += dy[pl * PQ + p * g.Q + q];
+      }
+  }
+}
+template <class T>
+void pool_max_bwd_indexed(int64_t planes, int64_t HW, int64_t PQ, const T* dy, const int32_t* idx,
+                          T* dx) {
+  zero(dx, static_cast<uint64_t>(planes * HW));
+  for (int64_t pl = 0; pl < planes; ++pl)
+    for (int64_t i = 0; i < PQ; ++i) {
+      const int64_t at = idx[pl * PQ + i];
+      if (at >= 0 && at < HW) dx[pl * HW + at] += dy[pl * PQ + i];
+    }
+}
+template <class T> void pool_avg_fwd(const pool_geom& g, const T* x, T* y) {
+  const int64_t HW = g.H * g.W, PQ = g.P * g.Q;
+  for (int64_t pl = 0; pl < g.planes; ++pl) {
+    const T* xp = x + pl * HW;
+    for (int64_t p = 0; p < g.P; ++p)
+      for (int64_t q = 0; q < g.Q; ++q) {
+        int64_t h0, h1, w0, w1;
+        pool_window(g, p, q, h0, h1, w0, w1);
+        double s = 0;
+        for (int64_t h = h0; h < h1; ++h)
+          for (int64_t w = w0; w < w1; ++w)
+            s += static_cast<double>(xp[h * g.W + w]);
+        const double div = g.include_padding ? static_cast<double>(g.wh * g.ww)
+                                             : static_cast<double>((h1 - h0) * (w1 - w0));
+        y[pl * PQ + p * g.Q + q] = static_cast<T>(s / div);
+      }
+  }
+}
+template <class T> void pool_avg_bwd(const pool_geom& g, const T* dy, T* dx) {
+  const int64_t HW = g.H * g.W, PQ = g.P * g.Q;
+  zero(dx, static_cast<uint64_t>(g.planes * HW));
+  for (int64_t pl = 0; pl < g.planes; ++pl) {
+    T* xp = dx + pl * HW;
+    for (int64_t p = 0; p < g.P; ++p)
+      for (int64_t q = 0; q < g.Q; ++q) {
+        int64_t h0, h1, w0, w1;
+        pool_window(g, p, q, h0, h1, w0, w1);
+        const T div =
+            g.include_padding ? static_cast<T>(g.wh * g.ww) : static_cast<T>((h1 - h0) * (w1 - w0));
+        const T v = dy[pl * PQ + p * g.Q + q] / div;
+        for (int64_t h = h0; h < h1; ++h)
+          for (int64_t w = w0; w < w1; ++w)
+            xp[h * g.W + w] += v;
+      }
+  }
+}
+
+// ---- LRN (across channels) ------------------------------------------------------------------
+
+struct lrn_geom {
+  int64_t N = 0, C = 0, HW = 0, n = 1;
+  double alpha = 0, beta = 0, k = 1;
+};
+
+// s[c] = k + alpha / n * sum_{c' in [c - n/2, c + (n-1)/2] and [0, C)} x[c']^2, for one image:
+// s holds C x HW doubles.
+template <class T> void lrn_scale(const lrn_geom& g, const T* x, double* s) {
+  const double an = g.alpha / static_cast<double>(g.n);
+  for (int64_t c = 0; c < g.C; ++c) {
+    double* sc = s + c * g.HW;
+    for (int64_t i = 0; i < g.HW; ++i)
+      sc[i] = 0;
+    const int64_t lo = std::max<int64_t>(c - g.n / 2, 0), hi = std::min(c + (g.n - 1) / 2, g.C - 1);
+    for (int64_t cc = lo; cc <= hi; ++cc) {
+      const T* xc = x + cc * g.HW;
+      for (int64_t i = 0; i < g.HW; ++i)
+        sc[i] += static_cast<double>(xc[i]) * static_cast<double>(xc[i]);
+    }
+    for (int64_t i = 0; i < g.HW; ++i)
+      sc[i] = g.k + an * sc[i];
+  }
+}
+// scratch: C x HW doubles.
+template <class T> void lrn_fwd(const lrn_geom& g, const T* x, T* y, double* scratch) {
+  const int64_t CHW = g.C * g.HW;
+  for (int64_t n = 0; n < g.N; ++n) {
+    lrn_scale(g, x + n * CHW, scratch);
+    const T* xi = x + n * CHW;
+    T* yi = y + n * CHW;
+    for (int64_t i = 0; i < CHW; ++i)
+      yi[i] = static_cast<T>(static_cast<double>(xi[i]) * std::pow(scratch[i], -g.beta));
+  }
+}
+// dx[c] = dy[c] s[c]^-beta - 2 alpha beta / n x[c] sum_{c': c in W(c')} dy[c'] y[c'] / s[c'].
+// scratch: 2 x C x HW doubles.
+template <class T>
+void lrn_bwd(const lrn_geom& g, const T* x, const T* y, const T* dy, T* dx, double* scratch) {
+  const int64_t CHW = g.C * g.HW;
+  double* s = scratch;
+  double* ratio = scratch + CHW;
+  const double coef = 2.0 * g.alpha * g.beta / static_cast<double>(g.n);
+  for (int64_t n = 0; n < g.N; ++n) {
+    const T* xi = x + n * CHW;
+    const T* yi = y + n * CHW;
+    const T* dyi = dy + n * CHW;
+    T* dxi = dx + n * CHW;
+    lrn_scale(g, xi, s);
+    for (int64_t i = 0; i < CHW; ++i)
+      ratio[i] = static_cast<double>(dyi[i]) * static_cast<double>(yi[i]) / s[i];
+    for (int64_t c = 0; c < g.C; ++c) {
+      // c in W(c') <=> c - (n-1)/2 <= c' <= c + n/2
+      const int64_t lo = std::max<int64_t>(c - (g.n - 1) / 2, 0),
+                    hi = std::min(c + g.n / 2, g.C - 1);
+      T* dxc = dxi + c * g.HW;
+      const T* xc = xi + c * g.HW;
+      const T* dyc = dyi + c * g.HW;
+      const double* sc = s + c * g.HW;
+      for (int64_t i = 0; i < g.HW; ++i) {
+        double acc = 0;
+        for (int64_t cc = lo; cc <= hi; ++cc)
+          acc += ratio[cc * g.HW + i];
+        dxc[i] = static_cast<T>(static_cast<double>(dyc[i]) * std::pow(sc[i], -g.beta) -
+                                coef * static_cast<double>(xc[i]) * acc);
+      }
+    }
+  }
+}
+
+// ---- dropout --------------------------------------------------------------------------------
+
+template <class T>
+void dropout_fwd(const T* x, T* y, uint8_t* mask, uint64_t n, uint64_t seed, uint32_t threshold,
+                 T scale) {
+  for (uint64_t i = 0; i < n; ++i) {
+    uint64_t z = 0;
+    PCY_NN_DROPOUT_MIX(seed, i, z);
+    const bool keep = (z >> 40) >= threshold;
+    mask[i] = keep ? 1 : 0;
+    y[i] = keep ? x[i] * scale : T(0);
+  }
+}
+template <class T> void dropout_bwd(const T* dy, const uint8_t* mask, T* dx, uint64_t n, T scale) {
+  for (uint64_t i = 0; i < n; ++i)
+    dx[i] = mask[i] != 0 ? dy[i] * scale : T(0);
+}
+
+} // namespace parenchyma::nn_native

@@ -1,0 +1,919 @@
+// NN bundle for the native (host CPU) framework: every op of pcy_nn.h in f32 and f64.
+//
+// f32 runs on oneDNN where oneDNN has the op with our semantics (convolution in its three
+// directions, average pooling forward and backward, LRN forward with an odd window, softmax and
+// log_softmax forward, the sigmoid / tanh / elu forward); everything else, every f64 cell, and
+// every cell of a build without oneDNN runs on the loops of nn_loops.hpp. oneDNN threads itself
+// (its OpenMP runtime); the loops run on the calling thread.
+//
+// Ops run on the calling thread. The host has synced every argument before the call, but the
+// native framework's queue may still be running earlier work on its pool, so each op first
+// waits for that queue (as blas_native does).
+//
+// oneDNN state is per bundle context: one engine and stream, and for each op a small cache of
+// primitives keyed by the op's geometry (a linear search over a few keys; the first call for a
+// shape builds the primitive and its memory objects, later calls set the data pointers and
+// execute through the C API with the arguments on the stack: no allocation per call). Their
+// scratchpad is the host's op workspace.
+//
+// Convolution algorithms (convolution_algorithm's result and the ops' `algorithm`): 0 the
+// default (oneDNN for f32 where it takes the shapes, else im2col + gemm, or direct when the
+// im2col buffer would exceed 256 MiB), 1 oneDNN (f32 only), 2 im2col + our gemm (workspace: one
+// column matrix), 3 direct loops (no workspace). Requested -1 measures 1-3 once per geometry and
+// dtype (process-wide cache), -2 is the default's choice.
+#include "nn_call.hpp"
+#include "nn_loops.hpp"
+
+#include <parenchyma/sdk/op_schema.hpp>
+
+#ifdef PARENCHYMA_NN_HAVE_DNNL
+#include <oneapi/dnnl/dnnl.hpp>
+#endif
+
+#include <array>
+#include <bit>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+using namespace parenchyma;
+using namespace parenchyma::nn_native;
+namespace nb = parenchyma::nn_bundle;
+
+template <class T>
+constexpr pcy_dtype dt = std::is_same_v<T, float> ? PCY_DTYPE_F32 : PCY_DTYPE_F64;
+
+enum class act { sigmoid, relu, tanh, elu };
+
+// Convolution algorithms.
+constexpr int64_t alg_default = 0, alg_onednn = 1, alg_im2col = 2, alg_direct = 3, alg_count = 4;
+constexpr uint64_t im2col_default_limit = uint64_t{256} << 20;
+constexpr const char* alg_names = "0 default, 1 oneDNN (f32), 2 im2col + gemm, 3 direct";
+
+#ifdef PARENCHYMA_NN_HAVE_DNNL
+// Below this many elements an activation or softmax runs on our loop: oneDNN's call costs more.
+constexpr uint64_t dnnl_min_elements = 4096;
+
+using dn_key = std::array<int64_t, 16>;
+
+// One oneDNN primitive with its memory objects (data pointers set per call).
+struct dn_prim {
+  dn_key key{};
+  bool used = false, ok = false;
+  dnnl::primitive prim;
+  std::array<dnnl::memory, 3> mem;
+  std::array<int, 3> arg{};
+  int nargs = 0;
+  dnnl::memory scratch;
+  uint64_t scratch_bytes = 0;
+
+  void reset(const dn_key& k) {
+    key = k;
+    used = true;
+    ok = false;
+    prim = dnnl::primitive();
+    for (dnnl::memory& m : mem)
+      m = dnnl::memory();
+    nargs = 0;
+    scratch = dnnl::memory();
+    scratch_bytes = 0;
+  }
+};
+
+template <size_t N> struct dn_cache {
+  std::array<dn_prim, N> e;
+  size_t next = 0;
+};
+
+struct dn_state {
+  dnnl::engine eng{dnnl::engine::kind::cpu, 0};
+  dnnl::stream strm{eng};
+  dn_cache<8> eltwise, softmax, lrn, pool_fwd, pool_bwd;
+  std::array<dn_cache<8>, 3> conv;
+
+  // The cached primitive for key k, built by build(p) on the first call (p.ok false where
+  // oneDNN refuses the shapes: the caller then runs its loop).
+  template <size_t N, class Build> dn_prim& get(dn_cache<N>& c, const dn_key& k, Build&& build) {
+    for (dn_prim& p : c.e)
+      if (p.used && p.key == k) return p;
+    dn_prim& p = c.e[c.next];
+    c.next = (c.next + 1) % N;
+    p.reset(k);
+    try {
+      build(p);
+      p.ok = true;
+    } catch (const dnnl::error&) {
+      p.reset(k); // remembered as refused: the loop serves this shape
+    }
+    return p;
+  }
+  static dnnl::primitive_attr attr() {
+    dnnl::primitive_attr a;
+    a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    return a;
+  }
+  void finish(dn_prim& p, const dnnl::primitive_desc_base& pd, dnnl::primitive prim,
+              std::initializer_list<std::pair<int, dnnl::memory::desc>> args) {
+    p.nargs = 0;
+    for (const auto& [arg, md] : args) {
+      p.mem[p.nargs] = dnnl::memory(md, eng, DNNL_MEMORY_NONE);
+      p.arg[p.nargs] = arg;
+      ++p.nargs;
+    }
+    const dnnl::memory::desc sd = pd.scratchpad_desc();
+    p.scratch_bytes = sd.get_size();
+    if (p.scratch_bytes != 0) p.scratch = dnnl::memory(sd, eng, DNNL_MEMORY_NONE);
+    p.prim = std::move(prim);
+  }
+  // Runs p on the given pointers (in the order of finish's arguments) and waits.
+  void run(dn_prim& p, std::initializer_list<const void*> ptrs, void* scratch) {
+    dnnl_exec_arg_t args[4];
+    int n = 0;
+    for (const void* ptr : ptrs) {
+      p.mem[n].set_data_handle(const_cast<void*>(ptr));
+      args[n] = {p.arg[n], p.mem[n].get()};
+      ++n;
+    }
+    if (p.scratch_bytes != 0) {
+      p.scratch.set_data_handle(scratch);
+      args[n++] = {DNNL_ARG_SCRATCHPAD, p.scratch.get()};
+    }
+    dnnl_status_t st = dnnl_primitive_execute(p.prim.get(), strm.get(), n, args);
+    if (st == dnnl_success) st = dnnl_stream_wait(strm.get());
+    if (st != dnnl_success)
+      sdk::fail(PCY_ERR_INTERNAL,
+                sdk::str("nn_native: oneDNN execution failed (status ", static_cast<int>(st), ")"));
+  }
+};
+
+using dtag = dnnl::memory::format_tag;
+using dtype_dn = dnnl::memory::data_type;
+
+dnnl::memory::desc md4(int64_t a, int64_t b, int64_t c, int64_t d) {
+  return dnnl::memory::desc({a, b, c, d}, dtype_dn::f32, dtag::nchw);
+}
+#endif
+
+struct native_context {
+  const pcy_framework_api* fw = nullptr;
+  pcy_queue queue = nullptr;
+  std::vector<double> scratch; // the loops' scratch, grown on demand
+#ifdef PARENCHYMA_NN_HAVE_DNNL
+  std::unique_ptr<dn_state> dn; // null where oneDNN could not make a CPU engine
+#endif
+
+  void settle(pcy_queue q) const { sdk::check(fw->queue_finish(q)); }
+  template <class T> T* ptr(const pcy_tensor& t) const {
+    return reinterpret_cast<T*>(static_cast<char*>(sdk::native_of(*fw, t)) + t.byte_offset);
+  }
+  double* doubles(uint64_t n) {
+    if (scratch.size() < n) scratch.resize(n);
+    return scratch.data();
+  }
+};
+
+// The host's op workspace as a host pointer.
+void* workspace(const sdk::op_args& a, uint64_t bytes) {
+  void* p = nullptr;
+  a.workspace(bytes, &p);
+  if (p == nullptr) sdk::fail(PCY_ERR_INTERNAL, "nn_native: the op workspace has no host pointer");
+  return p;
+}
+
+uint64_t count(const pcy_tensor& t) {
+  uint64_t n = 1;
+  for (int32_t i = 0; i < t.ndim; ++i)
+    n *= static_cast<uint64_t>(t.shape[i]); // checked by the decoder
+  return n;
+}
+
+// ---- activations --------------------------------------------------------------------------
+
+template <act A, class T>
+void act_forward(native_context& cx, const sdk::op_args& a, const T* x, T* y, uint64_t n,
+                 double alpha) {
+#ifdef PARENCHYMA_NN_HAVE_DNNL
+  if constexpr (std::is_same_v<T, float> && A != act::relu) {
+    if (n >= dnnl_min_elements && cx.dn) {
+      const auto alg = A == act::sigmoid ? dnnl::algorithm::eltwise_logistic
+                       : A == act::tanh  ? dnnl::algorithm::eltwise_tanh
+                                         : dnnl::algorithm::eltwise_elu;
+      const float fa = static_cast<float>(alpha);
+      const dn_key k{static_cast<int64_t>(A), static_cast<int64_t>(n),
+                     static_cast<int64_t>(std::bit_cast<uint32_t>(fa))};
+      dn_state& d = *cx.dn;
+      dn_prim& p = d.get(d.eltwise, k, [&](dn_prim& q) {
+        const dnnl::memory::desc md({static_cast<int64_t>(n)}, dtype_dn::f32, dtag::a);
+        const dnnl::eltwise_forward::primitive_desc pd(
+            {dnnl::prop_kind::forward_inference, alg, md, fa, 0.f}, dn_state::attr(), d.eng);
+        d.finish(q, pd, dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, md}, {DNNL_ARG_DST, md}});
+      });
+      if (p.ok) {
+        d.run(p, {x, y}, p.scratch_bytes ? workspace(a, p.scratch_bytes) : nullptr);
+        return;
+      }
+    }
+  }
+#endif
+  (void)cx;
+  (void)a;
+  if constexpr (A == act::sigmoid) sigmoid_fwd(x, y, n);
+  if constexpr (A == act::relu) relu_fwd(x, y, n);
+  if constexpr (A == act::tanh) tanh_fwd(x, y, n);
+  if constexpr (A == act::elu) elu_fwd(x, y, n, static_cast<T>(alpha));
+}
+
+template <const pcy_op_schema& S, act A, class T>
+void op_act(native_context& cx, const sdk::op_args& a) {
+  const nb::eltwise_call c = nb::decode_act<S>(a, dt<T>);
+  if (c.n == 0) return;
+  cx.settle(a.queue());
+  act_forward<A, T>(cx, a, cx.ptr<const T>(*c.x), cx.ptr<T>(*c.y), c.n, c.alpha);
+}
+
+template <const pcy_op_schema& S, act A, class T>
+void op_act_grad(native_context& cx, const sdk::op_args& a) {
+  const nb::eltwise_call c = nb::decode_act_grad<S>(a, dt<T>);
+  if (c.n == 0) return;
+  cx.settle(a.queue());
+  const T* y = cx.ptr<const T>(*c.x);
+  const T* dy = cx.ptr<const T>(*c.dy);
+  T* dx = cx.ptr<T>(*c.y);
+  if constexpr (A == act::sigmoid) sigmoid_bwd(y, dy, dx, c.n);
+  if constexpr (A == act::relu) relu_bwd(y, dy, dx, c.n);
+  if constexpr (A == act::tanh) tanh_bwd(y, dy, dx, c.n);
+  if constexpr (A == act::elu) elu_bwd(y, dy, dx, c.n, static_cast<T>(c.alpha));
+}
+
+// ---- softmax ------------------------------------------------------------------------------
+
+template <const pcy_op_schema& S, bool LOG, class T>
+void op_softmax(native_context& cx, const sdk::op_args& a) {
+  const nb::softmax_call c = nb::decode_softmax<S>(a, dt<T>);
+  if (c.outer == 0 || c.len == 0 || c.inner == 0) return;
+  cx.settle(a.queue());
+  const T* x = cx.ptr<const T>(*c.x);
+  T* y = cx.ptr<T>(*c.y);
+#ifdef PARENCHYMA_NN_HAVE_DNNL
+  if constexpr (std::is_same_v<T, float>) {
+    if (cx.dn && c.outer * c.len * c.inner >= dnnl_min_elements) {
+      dn_state& d = *cx.dn;
+      const dn_key k{LOG ? 1 : 0, static_cast<int64_t>(c.outer), static_cast<int64_t>(c.len),
+                     static_cast<int64_t>(c.inner)};
+      dn_prim& p = d.get(d.softmax, k, [&](dn_prim& q) {
+        const dnnl::memory::desc md({static_cast<int64_t>(c.outer), static_cast<int64_t>(c.len),
+                                     static_cast<int64_t>(c.inner)},
+                                    dtype_dn::f32, dtag::abc);
+        if constexpr (LOG) {
+          const dnnl::logsoftmax_forward::primitive_desc pd(
+              {dnnl::prop_kind::forward_inference, md, 1}, dn_state::attr(), d.eng);
+          d.finish(q, pd, dnnl::logsoftmax_forward(pd), {{DNNL_ARG_SRC, md}, {DNNL_ARG_DST, md}});
+        } else {
+          const dnnl::softmax_forward::primitive_desc pd(
+              {dnnl::prop_kind::forward_inference, md, 1}, dn_state::attr(), d.eng);
+          d.finish(q, pd, dnnl::softmax_forward(pd), {{DNNL_ARG_SRC, md}, {DNNL_ARG_DST, md}});
+        }
+      });
+      if (p.ok) {
+        d.run(p, {x, y}, p.scratch_bytes ? workspace(a, p.scratch_bytes) : nullptr);
+        return;
+      }
+    }
+  }
+#endif
+  softmax_fwd(x, y, c.outer, c.len, c.inner, LOG, cx.doubles(c.inner > 1 ? 2 * c.inner : 0));
+}
+
+template <const pcy_op_schema& S, bool LOG, class T>
+void op_softmax_grad(native_context& cx, const sdk::op_args& a) {
+  const nb::softmax_call c = nb::decode_softmax<S>(a, dt<T>);
+  if (c.outer == 0 || c.len == 0 || c.inner == 0) return;
+  cx.settle(a.queue());
+  softmax_bwd(cx.ptr<const T>(*c.x), cx.ptr<const T>(*c.dy), cx.ptr<T>(*c.y), c.outer, c.len,
+              c.inner, LOG, cx.doubles(c.inner));
+}
+
+// ---- convolution --------------------------------------------------------------------------
+
+enum conv_dir : int { dir_fwd = 0, dir_data = 1, dir_filter = 2 };
+
+conv_geom geom_of(const nb::conv_call& c) {
+  conv_geom g;
+  g.N = c.N, g.C = c.C, g.H = c.H, g.W = c.W, g.K = c.K, g.R = c.R, g.S = c.S, g.P = c.P, g.Q = c.Q;
+  g.sh = c.stride[0], g.sw = c.stride[1], g.ph = c.pad[0], g.pw = c.pad[1], g.dh = c.dil[0],
+  g.dw = c.dil[1], g.G = c.groups;
+  return g;
+}
+
+// Whether any tensor of the convolution is empty (then our loops serve it: oneDNN refuses
+// zero extents, and there is nothing to measure).
+bool degenerate(const conv_geom& g) {
+  return g.N == 0 || g.C == 0 || g.H == 0 || g.W == 0 || g.K == 0;
+}
+
+#ifdef PARENCHYMA_NN_HAVE_DNNL
+// The oneDNN primitive of one direction for g (f32).
+dn_prim& dn_conv(dn_state& d, int dir, const conv_geom& g) {
+  const dn_key k{g.N, g.C, g.H, g.W, g.K, g.R, g.S, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.G};
+  return d.get(d.conv[static_cast<size_t>(dir)], k, [&](dn_prim& p) {
+    const auto src = md4(g.N, g.C, g.H, g.W), dst = md4(g.N, g.K, g.P, g.Q);
+    const auto wei =
+        g.G == 1 ? md4(g.K, g.C, g.R, g.S)
+                 : dnnl::memory::desc({g.G, g.Kg(), g.Cg(), g.R, g.S}, dtype_dn::f32, dtag::goihw);
+    const dnnl::memory::dims st{g.sh, g.sw}, dil{g.dh - 1, g.dw - 1}, pad{g.ph, g.pw};
+    const auto attr = dn_state::attr();
+    const auto alg = dnnl::algorithm::convolution_direct;
+    if (dir == dir_fwd) {
+      const dnnl::convolution_forward::primitive_desc pd(
+          {dnnl::prop_kind::forward_inference, alg, src, wei, dst, st, dil, pad, pad}, attr, d.eng);
+      d.finish(p, pd, dnnl::convolution_forward(pd),
+               {{DNNL_ARG_SRC, src}, {DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DST, dst}});
+      return;
+    }
+    const dnnl::convolution_forward::primitive_desc hint(
+        {dnnl::prop_kind::forward_training, alg, src, wei, dst, st, dil, pad, pad}, d.eng);
+    if (dir == dir_data) {
+      const dnnl::convolution_backward_data::primitive_desc pd(
+          {alg, src, wei, dst, st, dil, pad, pad}, attr, d.eng, hint);
+      d.finish(p, pd, dnnl::convolution_backward_data(pd),
+               {{DNNL_ARG_WEIGHTS, wei}, {DNNL_ARG_DIFF_DST, dst}, {DNNL_ARG_DIFF_SRC, src}});
+    } else {
+      const dnnl::convolution_backward_weights::primitive_desc pd(
+          {alg, src, wei, dst, st, dil, pad, pad}, attr, d.eng, hint);
+      d.finish(p, pd, dnnl::convolution_backward_weights(pd),
+               {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dst}, {DNNL_ARG_DIFF_WEIGHTS, wei}});
+    }
+  });
+}
+#endif
+
+// The bytes of one im2col matrix (CRS x PQ), or false where that overflows.
+template <class T> bool im2col_bytes(const conv_geom& g, uint64_t& bytes) {
+  uint64_t n = 0;
+  return !__builtin_mul_overflow(static_cast<uint64_t>(g.CRS()), static_cast<uint64_t>(g.PQ()),
+                                 &n) &&
+         !__builtin_mul_overflow(n, sizeof(T), &bytes) && bytes < (uint64_t{1} << 62);
+}
+
+// Whether algorithm alg (>= 1) runs g in T, and its workspace; why says why not.
+template <class T>
+bool conv_can(native_context& cx, int dir, const conv_geom& g, int64_t alg, uint64_t& ws,
+              const char*& why) {
+  ws = 0;
+  switch (alg) {
+  case alg_onednn:
+#ifdef PARENCHYMA_NN_HAVE_DNNL
+    if constexpr (!std::is_same_v<T, float>) {
+      why = "algorithm 1 (oneDNN) computes in f32 only";
+      return false;
+    } else {
+      if (!cx.dn) {
+        why = "algorithm 1 (oneDNN): oneDNN made no CPU engine in this process";
+        return false;
+      }
+      if (degenerate(g)) {
+        why = "algorithm 1 (oneDNN) takes no empty tensors";
+        return false;
+      }
+      dn_prim& p = dn_conv(*cx.dn, dir, g);
+      if (!p.ok) {
+        why = "algorithm 1 (oneDNN) has no implementation for these shapes";
+        return false;
+      }
+      ws = p.scratch_bytes;
+      return true;
+    }
+#else
+    (void)cx;
+    (void)dir;
+    why = "algorithm 1 (oneDNN): this bundle was built without oneDNN";
+    return false;
+#endif
+  case alg_im2col:
+    if (!im2col_bytes<T>(g, ws)) {
+      why = "algorithm 2 (im2col): the column matrix overflows 64 bits";
+      return false;
+    }
+    return true;
+  case alg_direct: return true;
+  default: why = "not one of this bundle's algorithms"; return false;
+  }
+}
+
+// The default's (and the heuristic's) choice.
+template <class T> int64_t conv_choose(native_context& cx, int dir, const conv_geom& g) {
+  uint64_t ws = 0;
+  const char* why = nullptr;
+  if (conv_can<T>(cx, dir, g, alg_onednn, ws, why)) return alg_onednn;
+  if (conv_can<T>(cx, dir, g, alg_im2col, ws, why) && ws <= im2col_default_limit) return alg_im2col;
+  return alg_direct;
+}
+
+// Runs algorithm alg (>= 1, conv_can true): fwd (x, w) -> y, data (w, dy) -> dx, filter
+// (x, dy) -> dw.
+template <class T>
+void conv_run(native_context& cx, int dir, const conv_geom& g, int64_t alg, const T* in0,
+              const T* in1, T* out, void* ws) {
+  if (alg == alg_onednn) {
+#ifdef PARENCHYMA_NN_HAVE_DNNL
+    if constexpr (std::is_same_v<T, float>) {
+      cx.dn->run(dn_conv(*cx.dn, dir, g), {in0, in1, out}, ws);
+      return;
+    }
+#endif
+  }
+  (void)cx;
+  T* col = static_cast<T*>(ws);
+  if (alg == alg_im2col) {
+    if (dir == dir_fwd) conv_fwd_im2col(g, in0, in1, out, col);
+    if (dir == dir_data) conv_bwd_data_im2col(g, in0, in1, out, col);
+    if (dir == dir_filter) conv_bwd_filter_im2col(g, in0, in1, out, col);
+    return;
+  }
+  if (dir == dir_fwd) conv_fwd_direct(g, in0, in1, out);
+  if (dir == dir_data) conv_bwd_data_direct(g, in0, in1, out);
+  if (dir == dir_filter) conv_bwd_filter_direct(g, in0, in1, out);
+}
+
+template <const pcy_op_schema& S, int DIR, class T>
+void op_conv(native_context& cx, const sdk::op_args& a) {
+  const nb::conv_call c = nb::decode_conv<S>(a, dt<T>);
+  const conv_geom g = geom_of(c);
+  int64_t alg = c.algorithm;
+  uint64_t ws = 0;
+  const char* why = nullptr;
+  if (alg == alg_default) alg = degenerate(g) ? alg_direct : conv_choose<T>(cx, DIR, g);
+  if (alg >= alg_count || !conv_can<T>(cx, DIR, g, alg, ws, why))
+    sdk::fail(alg >= alg_count ? PCY_ERR_INVALID_ARGUMENT : PCY_ERR_UNSUPPORTED,
+              sdk::str(S.extension, ".", S.name, ": argument algorithm: ", c.algorithm, ": ", why,
+                       " (this bundle's algorithms: ", alg_names, ")"));
+  const pcy_tensor& out = DIR == dir_fwd ? *c.y : DIR == dir_data ? *c.x : *c.w;
+  if (count(out) == 0) return;
+  cx.settle(a.queue());
+  T* o = cx.ptr<T>(out);
+  if (degenerate(g)) { // nothing to sum: the output is zero (the direct loops do just that)
+    alg = alg_direct;
+    ws = 0;
+  }
+  // Empty inputs are never dereferenced by the loops (their extents bound every loop).
+  const pcy_tensor& i0 = DIR == dir_data ? *c.w : *c.x;
+  const pcy_tensor& i1 = DIR == dir_fwd ? *c.w : *c.y;
+  const T* p0 = count(i0) ? cx.ptr<const T>(i0) : nullptr;
+  const T* p1 = count(i1) ? cx.ptr<const T>(i1) : nullptr;
+  conv_run<T>(cx, DIR, g, alg, p0, p1, o, ws ? workspace(a, ws) : nullptr);
+}
+
+template <class T> void op_conv_bias(native_context& cx, const sdk::op_args& a) {
+  const nb::conv_call c = nb::decode_bias<pcy_nn_convolution_bias_schema>(a, dt<T>);
+  if (c.N * c.K * c.P * c.Q == 0) return;
+  cx.settle(a.queue());
+  conv_bias(cx.ptr<T>(*c.y), cx.ptr<const T>(*c.w), c.N, c.K, c.P * c.Q);
+}
+template <class T> void op_conv_grad_bias(native_context& cx, const sdk::op_args& a) {
+  const nb::conv_call c = nb::decode_bias<pcy_nn_convolution_grad_bias_schema>(a, dt<T>);
+  if (c.K == 0) return;
+  cx.settle(a.queue());
+  T* db = cx.ptr<T>(*c.w);
+  if (c.N * c.P * c.Q == 0) {
+    zero(db, static_cast<uint64_t>(c.K));
+    return;
+  }
+  conv_grad_bias(cx.ptr<const T>(*c.y), db, c.N, c.K, c.P * c.Q);
+}
+
+// Measurement (-1): every algorithm that runs the shapes, on scratch tensors, once per geometry
+// and dtype in the process (the cache is shared by every context, under its mutex).
+using measure_key = std::array<int64_t, 17>;
+std::mutex measure_mutex;
+std::map<measure_key, int64_t> measure_cache; // guarded by measure_mutex
+
+template <class T> int64_t conv_measure(native_context& cx, int dir, const conv_geom& g) {
+  const measure_key key{dir,  static_cast<int64_t>(dt<T>),
+                        g.N,  g.C,
+                        g.H,  g.W,
+                        g.K,  g.R,
+                        g.S,  g.sh,
+                        g.sw, g.ph,
+                        g.pw, g.dh,
+                        g.dw, g.G,
+                        0};
+  const std::lock_guard<std::mutex> lock(measure_mutex);
+  if (auto it = measure_cache.find(key); it != measure_cache.end()) return it->second;
+  const uint64_t nx = static_cast<uint64_t>(g.N * g.C * g.H * g.W),
+                 nw = static_cast<uint64_t>(g.K * g.Cg() * g.R * g.S),
+                 ny = static_cast<uint64_t>(g.N * g.K * g.P * g.Q);
+  constexpr uint64_t limit = (uint64_t{512} << 20) / sizeof(T);
+  int64_t best = conv_choose<T>(cx, dir, g);
+  if (nx + nw + ny <= limit) {
+    std::vector<T> x(nx), w(nw), y(ny);
+    uint64_t z = 0x243F6A8885A308D3ull;
+    for (std::vector<T>* v : {&x, &w, &y})
+      for (T& e : *v) {
+        z = z * 6364136223846793005ull + 1442695040888963407ull;
+        e = static_cast<T>(static_cast<double>(z >> 40) / 16777216.0 - 0.5);
+      }
+    const T* in0 = dir == dir_data ? w.data() : x.data();
+    const T* in1 = dir == dir_fwd ? w.data() : y.data();
+    T* out = dir == dir_fwd ? y.data() : dir == dir_data ? x.data() : w.data();
+    double best_s = 0;
+    std::vector<unsigned char> ws;
+    for (int64_t alg = alg_onednn; alg < alg_count; ++alg) {
+      uint64_t bytes = 0;
+      const char* why = nullptr;
+      if (!conv_can<T>(cx, dir, g, alg, bytes, why)) continue;
+      if (alg == alg_im2col && bytes > im2col_default_limit) continue;
+      if (ws.size() < bytes) ws.resize(bytes);
+      double t = 0;
+      for (int rep = 0; rep < 4; ++rep) {
+        const auto t0 = std::chrono::steady_clock::now();
+        conv_run<T>(cx, dir, g, alg, in0, in1, out, ws.data());
+        const double s =
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+        if (rep == 1 || (rep > 1 && s < t)) t = s;
+        if (rep == 0 && s > 0.05) {
+          t = s; // long enough: the first run is the measure
+          break;
+        }
+      }
+      if (best_s == 0 || t < best_s) {
+        best_s = t;
+        best = alg;
+      }
+    }
+  }
+  measure_cache.emplace(key, best);
+  return best;
+}
+
+template <class T> void op_conv_algorithm(native_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_convolution_algorithm_schema;
+  const nb::conv_algorithm_call c = nb::decode_conv_algorithm(a, dt<T>);
+  const int dir = static_cast<int>(c.direction);
+  const conv_geom g = geom_of(c.g);
+  int64_t alg = c.requested;
+  uint64_t ws = 0;
+  const char* why = nullptr;
+  if (alg >= 0) {
+    const int64_t run =
+        alg == alg_default ? (degenerate(g) ? alg_direct : conv_choose<T>(cx, dir, g)) : alg;
+    if (alg >= alg_count || !conv_can<T>(cx, dir, g, run, ws, why))
+      sdk::fail(alg >= alg_count ? PCY_ERR_INVALID_ARGUMENT : PCY_ERR_UNSUPPORTED,
+                sdk::str(S.extension, ".", S.name, ": argument requested: algorithm ", alg, ": ",
+                         why, " (this bundle's algorithms: ", alg_names, ")"));
+  } else {
+    alg = degenerate(g)       ? alg_direct
+          : c.requested == -2 ? conv_choose<T>(cx, dir, g)
+                              : conv_measure<T>(cx, dir, g);
+    if (!conv_can<T>(cx, dir, g, alg, ws, why))
+      sdk::fail(PCY_ERR_INTERNAL, sdk::str("nn_native: chose algorithm ", alg, ": ", why));
+  }
+  if (degenerate(g)) ws = 0;
+  cx.settle(a.queue());
+  int64_t* r = cx.ptr<int64_t>(*c.result);
+  r[0] = alg;
+  r[1] = static_cast<int64_t>(ws);
+}
+
+// ---- pooling ------------------------------------------------------------------------------
+
+pool_geom pgeom(const nb::pool_call& c) {
+  pool_geom g;
+  g.planes = c.N * c.C, g.H = c.H, g.W = c.W, g.P = c.P, g.Q = c.Q;
+  g.wh = c.win[0], g.ww = c.win[1], g.sh = c.stride[0], g.sw = c.stride[1], g.ph = c.pad[0],
+  g.pw = c.pad[1];
+  g.include_padding = c.include_padding;
+  return g;
+}
+
+template <class T> void op_pool_max(native_context& cx, const sdk::op_args& a) {
+  const nb::pool_call c = nb::decode_pool<pcy_nn_pooling_max_schema>(a, dt<T>);
+  const pool_geom g = pgeom(c);
+  if (g.planes * g.P * g.Q == 0) return;
+  cx.settle(a.queue());
+  pool_max_fwd(g, cx.ptr<const T>(*c.x), cx.ptr<T>(*c.y), static_cast<int32_t*>(nullptr));
+}
+template <class T> void op_pool_max_indexed(native_context& cx, const sdk::op_args& a) {
+  const nb::pool_call c = nb::decode_pool<pcy_nn_pooling_max_indexed_schema>(a, dt<T>);
+  const pool_geom g = pgeom(c);
+  if (g.planes * g.P * g.Q == 0) return;
+  cx.settle(a.queue());
+  pool_max_fwd(g, cx.ptr<const T>(*c.x), cx.ptr<T>(*c.y), cx.ptr<int32_t>(*c.indices));
+}
+template <class T> void op_pool_max_grad(native_context& cx, const sdk::op_args& a) {
+  const nb::pool_call c = nb::decode_pool<pcy_nn_pooling_max_grad_schema>(a, dt<T>);
+  const pool_geom g = pgeom(c);
+  if (g.planes * g.H * g.W == 0) return;
+  cx.settle(a.queue());
+  T* dx = cx.ptr<T>(*c.dx);
+  if (g.P * g.Q == 0) {
+    zero(dx, static_cast<uint64_t>(g.planes * g.H * g.W));
+    return;
+  }
+  pool_max_bwd(g, cx.ptr<const T>(*c.x), cx.ptr<const T>(*c.dy), dx);
+}
+template <class T> void op_pool_max_grad_indexed(native_context& cx, const sdk::op_args& a) {
+  const nb::pool_call c = nb::decode_pool<pcy_nn_pooling_max_grad_indexed_schema>(a, dt<T>);
+  const int64_t planes = c.N * c.C, HW = c.H * c.W, PQ = c.P * c.Q;
+  if (planes * HW == 0) return;
+  cx.settle(a.queue());
+  T* dx = cx.ptr<T>(*c.dx);
+  if (PQ == 0) {
+    zero(dx, static_cast<uint64_t>(planes * HW));
+    return;
+  }
+  pool_max_bwd_indexed(planes, HW, PQ, cx.ptr<const T>(*c.dy), cx.ptr<const int32_t>(*c.indices),
+                       dx);
+}
+
+#ifdef PARENCHYMA_NN_HAVE_DNNL
+// The oneDNN average pooling of g (fwd or bwd), f32.
+dn_prim& dn_pool_avg(dn_state& d, bool bwd, const pool_geom& g, int64_t N, int64_t C) {
+  const dn_key k{N, C, g.H, g.W, g.wh, g.ww, g.sh, g.sw, g.ph, g.pw, g.include_padding ? 1 : 0};
+  return d.get(bwd ? d.pool_bwd : d.pool_fwd, k, [&](dn_prim& p) {
+    const auto src = md4(N, C, g.H, g.W), dst = md4(N, C, g.P, g.Q);
+    const dnnl::memory::dims st{g.sh, g.sw}, win{g.wh, g.ww}, pad{g.ph, g.pw};
+    const auto alg = g.include_padding ? dnnl::algorithm::pooling_avg_include_padding
+                                       : dnnl::algorithm::pooling_avg_exclude_padding;
+    const auto attr = dn_state::attr();
+    if (!bwd) {
+      const dnnl::pooling_forward::primitive_desc pd(
+          {dnnl::prop_kind::forward_inference, alg, src, dst, st, win, pad, pad}, attr, d.eng);
+      d.finish(p, pd, dnnl::pooling_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+      return;
+    }
+    const dnnl::pooling_forward::primitive_desc hint(
+        {dnnl::prop_kind::forward_training, alg, src, dst, st, win, pad, pad}, d.eng);
+    const dnnl::pooling_backward::primitive_desc pd({alg, src, dst, st, win, pad, pad}, attr, d.eng,
+                                                    hint);
+    d.finish(p, pd, dnnl::pooling_backward(pd),
+             {{DNNL_ARG_DIFF_DST, dst}, {DNNL_ARG_DIFF_SRC, src}});
+  });
+}
+#endif
+
+template <class T> void op_pool_avg(native_context& cx, const sdk::op_args& a) {
+  const nb::pool_call c = nb::decode_pool<pcy_nn_pooling_avg_schema>(a, dt<T>);
+  const pool_geom g = pgeom(c);
+  if (g.planes * g.P * g.Q == 0) return;
+  cx.settle(a.queue());
+  const T* x = cx.ptr<const T>(*c.x);
+  T* y = cx.ptr<T>(*c.y);
+#ifdef PARENCHYMA_NN_HAVE_DNNL
+  if constexpr (std::is_same_v<T, float>) {
+    if (cx.dn) {
+      dn_prim& p = dn_pool_avg(*cx.dn, false, g, c.N, c.C);
+      if (p.ok) {
+        cx.dn->run(p, {x, y}, p.scratch_bytes ? workspace(a, p.scratch_bytes) : nullptr);
+        return;
+      }
+    }
+  }
+#endif
+  pool_avg_fwd(g, x, y);
+}
+template <class T> void op_pool_avg_grad(native_context& cx, const sdk::op_args& a) {
+  const nb::pool_call c = nb::decode_pool<pcy_nn_pooling_avg_grad_schema>(a, dt<T>);
+  const pool_geom g = pgeom(c);
+  if (g.planes * g.H * g.W == 0) return;
+  cx.settle(a.queue());
+  T* dx = cx.ptr<T>(*c.dx);
+  if (g.P * g.Q == 0) {
+    zero(dx, static_cast<uint64_t>(g.planes * g.H * g.W));
+    return;
+  }
+  const T* dy = cx.ptr<const T>(*c.dy);
+#ifdef PARENCHYMA_NN_HAVE_DNNL
+  if constexpr (std::is_same_v<T, float>) {
+    if (cx.dn) {
+      dn_prim& p = dn_pool_avg(*cx.dn, true, g, c.N, c.C);
+      if (p.ok) {
+        cx.dn->run(p, {dy, dx}, p.scratch_bytes ? workspace(a, p.scratch_bytes) : nullptr);
+        return;
+      }
+    }
+  }
+#endif
+  pool_avg_bwd(g, dy, dx);
+}
+
+// ---- LRN ----------------------------------------------------------------------------------
+
+lrn_geom lgeom(const nb::lrn_call& c) {
+  lrn_geom g;
+  g.N = c.N, g.C = c.C, g.HW = c.H * c.W, g.n = c.n, g.alpha = c.alpha, g.beta = c.beta, g.k = c.k;
+  return g;
+}
+
+template <class T> void op_lrn(native_context& cx, const sdk::op_args& a) {
+  const nb::lrn_call c = nb::decode_lrn<pcy_nn_lrn_schema>(a, dt<T>);
+  const lrn_geom g = lgeom(c);
+  if (g.N * g.C * g.HW == 0) return;
+  cx.settle(a.queue());
+  const T* x = cx.ptr<const T>(*c.x);
+  T* y = cx.ptr<T>(*c.y);
+#ifdef PARENCHYMA_NN_HAVE_DNNL
+  if constexpr (std::is_same_v<T, float>) {
+    if (cx.dn && g.n % 2 == 1) { // oneDNN's window is symmetric: ours only for an odd n
+      dn_state& d = *cx.dn;
+      const float fa = static_cast<float>(c.alpha), fb = static_cast<float>(c.beta),
+                  fk = static_cast<float>(c.k);
+      const dn_key k{c.N,
+                     c.C,
+                     c.H,
+                     c.W,
+                     c.n,
+                     static_cast<int64_t>(std::bit_cast<uint32_t>(fa)),
+                     static_cast<int64_t>(std::bit_cast<uint32_t>(fb)),
+                     static_cast<int64_t>(std::bit_cast<uint32_t>(fk))};
+      dn_prim& p = d.get(d.lrn, k, [&](dn_prim& q) {
+        const auto md = md4(c.N, c.C, c.H, c.W);
+        const dnnl::lrn_forward::primitive_desc pd({dnnl::prop_kind::forward_inference,
+                                                    dnnl::algorithm::lrn_across_channels, md, c.n,
+                                                    fa, fb, fk},
+                                                   dn_state::attr(), d.eng);
+        d.finish(q, pd, dnnl::lrn_forward(pd), {{DNNL_ARG_SRC, md}, {DNNL_ARG_DST, md}});
+      });
+      if (p.ok) {
+        d.run(p, {x, y}, p.scratch_bytes ? workspace(a, p.scratch_bytes) : nullptr);
+        return;
+      }
+    }
+  }
+#endif
+  lrn_fwd(g, x, y, cx.doubles(static_cast<uint64_t>(g.C * g.HW)));
+}
+template <class T> void op_lrn_grad(native_context& cx, const sdk::op_args& a) {
+  const nb::lrn_call c = nb::decode_lrn<pcy_nn_lrn_grad_schema>(a, dt<T>);
+  const lrn_geom g = lgeom(c);
+  if (g.N * g.C * g.HW == 0) return;
+  cx.settle(a.queue());
+  lrn_bwd(g, cx.ptr<const T>(*c.x), cx.ptr<const T>(*c.y), cx.ptr<const T>(*c.dy), cx.ptr<T>(*c.dx),
+          cx.doubles(static_cast<uint64_t>(2 * g.C * g.HW)));
+}
+
+// ---- dropout ------------------------------------------------------------------------------
+
+template <class T> void op_dropout(native_context& cx, const sdk::op_args& a) {
+  const nb::dropout_call c = nb::decode_dropout<pcy_nn_dropout_schema>(a, dt<T>);
+  if (c.n == 0) return;
+  cx.settle(a.queue());
+  dropout_fwd(cx.ptr<const T>(*c.x), cx.ptr<T>(*c.y), cx.ptr<uint8_t>(*c.mask), c.n, c.seed,
+              c.threshold, static_cast<T>(c.scale));
+}
+template <class T> void op_dropout_grad(native_context& cx, const sdk::op_args& a) {
+  const nb::dropout_call c = nb::decode_dropout<pcy_nn_dropout_grad_schema>(a, dt<T>);
+  if (c.n == 0) return;
+  cx.settle(a.queue());
+  dropout_bwd(cx.ptr<const T>(*c.x), cx.ptr<const uint8_t>(*c.mask), cx.ptr<T>(*c.y), c.n,
+              static_cast<T>(c.scale));
+}
+
+// ---- the bundle ---------------------------------------------------------------------------
+
+class nn_native_bundle {
+public:
+  using context_type = native_context;
+  static constexpr const char* name = "nn_native";
+  static constexpr const char* version = "1.0";
+#ifdef PARENCHYMA_NN_HAVE_DNNL
+  static constexpr const char* description =
+      "NN ops on the host CPU: oneDNN for f32 convolution, average pooling, LRN, softmax and "
+      "activations; native loops for the rest and for f64";
+#else
+  static constexpr const char* description =
+      "NN ops on the host CPU: native loops (built without oneDNN)";
+#endif
+  static constexpr const char* extension = PCY_NN_EXTENSION;
+  static constexpr const char* framework = "native";
+  static constexpr uint32_t min_framework_abi_minor = 0;
+
+  explicit nn_native_bundle(const pcy_host_services&) {
+#ifdef PARENCHYMA_NN_HAVE_DNNL
+    const dnnl_version_t* v = dnnl_version();
+    const std::string dn = sdk::str("oneDNN ", v->major, ".", v->minor, ".", v->patch, " ");
+    const std::string loop = "native loop";
+    auto both = [&](const std::string& prim, const char* below) {
+      return dn + prim + " (f32" + below + ")";
+    };
+#else
+    const std::string dn, loop = "native loop (built without oneDNN)";
+    auto both = [&](const std::string&, const char*) { return loop; };
+#endif
+    const std::string small = "; native loop below 4096 elements";
+    // Activations: sigmoid, tanh and elu forward on oneDNN (f32), relu and every gradient on
+    // our loops.
+#define PCY_NN_NATIVE_ACT(a, A, PRIM)                                                              \
+  table_.add<op_act<pcy_nn_##a##_schema, act::A, float>,                                           \
+             op_act<pcy_nn_##a##_schema, act::A, double>>(pcy_nn_##a##_schema, PRIM, loop);        \
+  table_.add<op_act<pcy_nn_##a##_pointwise_schema, act::A, float>,                                 \
+             op_act<pcy_nn_##a##_pointwise_schema, act::A, double>>(pcy_nn_##a##_pointwise_schema, \
+                                                                    PRIM, loop);                   \
+  table_.add<op_act_grad<pcy_nn_##a##_grad_schema, act::A, float>,                                 \
+             op_act_grad<pcy_nn_##a##_grad_schema, act::A, double>>(pcy_nn_##a##_grad_schema,      \
+                                                                    loop, loop);                   \
+  table_.add<op_act_grad<pcy_nn_##a##_pointwise_grad_schema, act::A, float>,                       \
+             op_act_grad<pcy_nn_##a##_pointwise_grad_schema, act::A, double>>(                     \
+      pcy_nn_##a##_pointwise_grad_schema, loop, loop);
+    PCY_NN_NATIVE_ACT(sigmoid, sigmoid, both("eltwise_logistic", small.c_str()))
+    PCY_NN_NATIVE_ACT(relu, relu, loop)
+    PCY_NN_NATIVE_ACT(tanh, tanh, both("eltwise_tanh", small.c_str()))
+    PCY_NN_NATIVE_ACT(elu, elu, both("eltwise_elu", small.c_str()))
+#undef PCY_NN_NATIVE_ACT
+
+    table_.add<op_softmax<pcy_nn_softmax_schema, false, float>,
+               op_softmax<pcy_nn_softmax_schema, false, double>>(
+        pcy_nn_softmax_schema, both("softmax", small.c_str()), loop);
+    table_.add<op_softmax<pcy_nn_log_softmax_schema, true, float>,
+               op_softmax<pcy_nn_log_softmax_schema, true, double>>(
+        pcy_nn_log_softmax_schema, both("logsoftmax", small.c_str()), loop);
+    table_.add<op_softmax_grad<pcy_nn_softmax_grad_schema, false, float>,
+               op_softmax_grad<pcy_nn_softmax_grad_schema, false, double>>(
+        pcy_nn_softmax_grad_schema, loop, loop);
+    table_.add<op_softmax_grad<pcy_nn_log_softmax_grad_schema, true, float>,
+               op_softmax_grad<pcy_nn_log_softmax_grad_schema, true, double>>(
+        pcy_nn_log_softmax_grad_schema, loop, loop);
+
+#ifdef PARENCHYMA_NN_HAVE_DNNL
+    const std::string conv_loops = "native loops (algorithms 2 im2col + gemm, 3 direct)";
+    auto conv32 = [&](const char* prim) {
+      return dn + prim + " (f32, algorithm 1 and the default); " + conv_loops;
+    };
+#else
+    const std::string conv_loops =
+        "native loops (algorithms 2 im2col + gemm, 3 direct; built without oneDNN)";
+    auto conv32 = [&](const char*) { return conv_loops; };
+#endif
+    table_.add<op_conv<pcy_nn_convolution_schema, dir_fwd, float>,
+               op_conv<pcy_nn_convolution_schema, dir_fwd, double>>(
+        pcy_nn_convolution_schema, conv32("convolution_forward"), conv_loops);
+    table_.add<op_conv<pcy_nn_convolution_grad_data_schema, dir_data, float>,
+               op_conv<pcy_nn_convolution_grad_data_schema, dir_data, double>>(
+        pcy_nn_convolution_grad_data_schema, conv32("convolution_backward_data"), conv_loops);
+    table_.add<op_conv<pcy_nn_convolution_grad_filter_schema, dir_filter, float>,
+               op_conv<pcy_nn_convolution_grad_filter_schema, dir_filter, double>>(
+        pcy_nn_convolution_grad_filter_schema, conv32("convolution_backward_weights"), conv_loops);
+    table_.add<op_conv_bias<float>, op_conv_bias<double>>(pcy_nn_convolution_bias_schema, loop,
+                                                          loop);
+    table_.add<op_conv_grad_bias<float>, op_conv_grad_bias<double>>(
+        pcy_nn_convolution_grad_bias_schema, loop, loop);
+    table_.add<op_conv_algorithm<float>, op_conv_algorithm<double>>(
+        pcy_nn_convolution_algorithm_schema,
+        std::string("algorithms ") + alg_names + "; -1 measures, -2 heuristic",
+        std::string("algorithms ") + alg_names + " (1 refused in f64); -1 measures, -2 heuristic");
+
+    table_.add<op_pool_max<float>, op_pool_max<double>>(pcy_nn_pooling_max_schema, loop, loop);
+    table_.add<op_pool_max_indexed<float>, op_pool_max_indexed<double>>(
+        pcy_nn_pooling_max_indexed_schema, loop, loop);
+    table_.add<op_pool_max_grad<float>, op_pool_max_grad<double>>(pcy_nn_pooling_max_grad_schema,
+                                                                  loop, loop);
+    table_.add<op_pool_max_grad_indexed<float>, op_pool_max_grad_indexed<double>>(
+        pcy_nn_pooling_max_grad_indexed_schema, loop, loop);
+    table_.add<op_pool_avg<float>, op_pool_avg<double>>(pcy_nn_pooling_avg_schema,
+                                                        both("pooling_forward avg", ""), loop);
+    table_.add<op_pool_avg_grad<float>, op_pool_avg_grad<double>>(
+        pcy_nn_pooling_avg_grad_schema, both("pooling_backward avg", ""), loop);
+
+    table_.add<op_lrn<float>, op_lrn<double>>(
+        pcy_nn_lrn_schema, both("lrn_forward across channels", "; native loop for an even n"),
+        loop);
+    table_.add<op_lrn_grad<float>, op_lrn_grad<double>>(pcy_nn_lrn_grad_schema, loop, loop);
+
+    table_.add<op_dropout<float>, op_dropout<double>>(pcy_nn_dropout_schema, loop, loop);
+    table_.add<op_dropout_grad<float>, op_dropout_grad<double>>(pcy_nn_dropout_grad_schema, loop,
+                                                                loop);
+  }
+
+  std::span<const pcy_op_desc> ops() const { return table_.ops(); }
+
+  context_type* create_context(const pcy_bundle_context_args& a) {
+    if (a.framework->native_handle == nullptr || a.framework->queue_finish == nullptr)
+      sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str("framework '", a.framework->name,
+                                              "' offers no native memory handles or queue_finish; "
+                                              "nn_native needs both to reach host pointers"));
+    auto c = std::make_unique<native_context>();
+    c->fw = a.framework;
+    c->queue = a.queue;
+#ifdef PARENCHYMA_NN_HAVE_DNNL
+    try {
+      c->dn = std::make_unique<dn_state>();
+    } catch (const dnnl::error&) {
+      c->dn.reset(); // every op then runs on our loops
+    }
+#endif
+    return c.release();
+  }
+
+private:
+  sdk::op_table<nn_native_bundle> table_;
+};
+
+} // namespace
+
+PCY_BUNDLE_PLUGIN(nn_native_bundle)
