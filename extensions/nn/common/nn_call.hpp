@@ -33,8 +33,8 @@ struct eltwise_call {
 
 namespace detail {
 template <const pcy_op_schema& S>
-PCY_SDK_HOT uint64_t same_count(const sdk::decoder<S>& dc, const pcy_tensor& t, uint32_t k,
-                                uint64_t n) {
+PCY_SDK_HOT inline uint64_t same_count(const sdk::decoder<S>& dc, const pcy_tensor& t, uint32_t k,
+                                       uint64_t n) {
   const uint64_t m = dc.elements(t, k);
   if (m != n) dc.bad(PCY_ERR_INVALID_ARGUMENT, k, str(m, " elements, expected ", n));
   return m;
@@ -48,7 +48,7 @@ template <const pcy_op_schema& S> constexpr bool has(const char* name) {
 
 // <act>(x, y[, alpha]) and <act>_pointwise(x[, alpha]).
 template <const pcy_op_schema& S>
-PCY_SDK_HOT eltwise_call decode_act(const sdk::op_args& a, pcy_dtype d) {
+PCY_SDK_HOT inline eltwise_call decode_act(const sdk::op_args& a, pcy_dtype d) {
   const sdk::decoder<S> dc(a, d);
   eltwise_call c;
   constexpr uint32_t X = at<S>("x");
@@ -63,15 +63,14 @@ PCY_SDK_HOT eltwise_call decode_act(const sdk::op_args& a, pcy_dtype d) {
   }
   if constexpr (detail::has<S>("alpha")) {
     c.alpha = a.f(at<S>("alpha"));
-    if (!std::isfinite(c.alpha))
-      dc.bad(PCY_ERR_INVALID_ARGUMENT, at<S>("alpha"), "not finite");
+    if (!std::isfinite(c.alpha)) dc.bad(PCY_ERR_INVALID_ARGUMENT, at<S>("alpha"), "not finite");
   }
   return c;
 }
 // <act>_grad(y, dy, dx[, alpha]) and <act>_pointwise_grad(y, d[, alpha]): c.x = y, c.dy = dy
 // (or d), c.y = dx (or d).
 template <const pcy_op_schema& S>
-PCY_SDK_HOT eltwise_call decode_act_grad(const sdk::op_args& a, pcy_dtype d) {
+PCY_SDK_HOT inline eltwise_call decode_act_grad(const sdk::op_args& a, pcy_dtype d) {
   const sdk::decoder<S> dc(a, d);
   eltwise_call c;
   constexpr uint32_t Y = at<S>("y");
@@ -91,8 +90,7 @@ PCY_SDK_HOT eltwise_call decode_act_grad(const sdk::op_args& a, pcy_dtype d) {
   }
   if constexpr (detail::has<S>("alpha")) {
     c.alpha = a.f(at<S>("alpha"));
-    if (!std::isfinite(c.alpha))
-      dc.bad(PCY_ERR_INVALID_ARGUMENT, at<S>("alpha"), "not finite");
+    if (!std::isfinite(c.alpha)) dc.bad(PCY_ERR_INVALID_ARGUMENT, at<S>("alpha"), "not finite");
   }
   return c;
 }
@@ -107,7 +105,7 @@ struct softmax_call {
 };
 
 template <const pcy_op_schema& S>
-PCY_SDK_HOT softmax_call decode_softmax(const sdk::op_args& a, pcy_dtype d) {
+PCY_SDK_HOT inline softmax_call decode_softmax(const sdk::op_args& a, pcy_dtype d) {
   const sdk::decoder<S> dc(a, d);
   softmax_call c;
   constexpr bool grad = detail::has<S>("dx");
@@ -147,7 +145,8 @@ PCY_SDK_HOT softmax_call decode_softmax(const sdk::op_args& a, pcy_dtype d) {
 
 // A geometry pair (height, width) with every value >= lo.
 template <const pcy_op_schema& S>
-PCY_SDK_HOT std::array<int64_t, 2> pair_arg(const sdk::decoder<S>& dc, uint32_t k, int64_t lo) {
+PCY_SDK_HOT inline std::array<int64_t, 2> pair_arg(const sdk::decoder<S>& dc, uint32_t k,
+                                                   int64_t lo) {
   const auto v = dc.ints(k, 2);
   if (v[0] < lo || v[1] < lo) dc.bad(PCY_ERR_INVALID_ARGUMENT, k, str("values must be >= ", lo));
   if (v[0] > (int64_t{1} << 31) || v[1] > (int64_t{1} << 31))
@@ -188,8 +187,8 @@ namespace detail {
 // The geometry shared by the convolution ops and convolution_algorithm, from the shapes of x and
 // w (arrays of 4): checks groups, channel counts and that the output has at least one element.
 template <const pcy_op_schema& S>
-void conv_geometry(const sdk::decoder<S>& dc, const sdk::op_args& a, conv_call& c,
-                   uint32_t xk, uint32_t wk) {
+void conv_geometry(const sdk::decoder<S>& dc, const sdk::op_args& a, conv_call& c, uint32_t xk,
+                   uint32_t wk) {
   c.stride = pair_arg(dc, at<S>("stride"), 1);
   c.pad = pair_arg(dc, at<S>("padding"), 0);
   c.dil = pair_arg(dc, at<S>("dilation"), 1);
@@ -219,8 +218,7 @@ void conv_check_shape(const sdk::decoder<S>& dc, const pcy_tensor& t, uint32_t k
 
 // convolution(x, w, y), convolution_grad_data(w, dy, dx), convolution_grad_filter(x, dy, dw):
 // c.x is x (or dx), c.w is w (or dw), c.y is y (or dy).
-template <const pcy_op_schema& S>
-conv_call decode_conv(const sdk::op_args& a, pcy_dtype d) {
+template <const pcy_op_schema& S> conv_call decode_conv(const sdk::op_args& a, pcy_dtype d) {
   const sdk::decoder<S> dc(a, d);
   conv_call c;
   constexpr bool fwd = detail::has<S>("y"), data = detail::has<S>("dx");
@@ -291,8 +289,7 @@ inline conv_algorithm_call decode_conv_algorithm(const sdk::op_args& a, pcy_dtyp
 
 // convolution_bias(y, bias) and convolution_grad_bias(dy, db): c.y the image, c.w the vector
 // (K = its length; C, H, W unused; P, Q the image's plane).
-template <const pcy_op_schema& S>
-conv_call decode_bias(const sdk::op_args& a, pcy_dtype d) {
+template <const pcy_op_schema& S> conv_call decode_bias(const sdk::op_args& a, pcy_dtype d) {
   const sdk::decoder<S> dc(a, d);
   conv_call c;
   constexpr bool fwd = detail::has<S>("bias");
@@ -320,8 +317,7 @@ struct pool_call {
 };
 
 namespace detail {
-template <const pcy_op_schema& S>
-void pool_geometry(const sdk::decoder<S>& dc, pool_call& c) {
+template <const pcy_op_schema& S> void pool_geometry(const sdk::decoder<S>& dc, pool_call& c) {
   constexpr uint32_t WI = at<S>("window"), ST = at<S>("stride"), PA = at<S>("padding");
   c.win = pair_arg(dc, WI, 1);
   c.stride = pair_arg(dc, ST, 1);
@@ -346,13 +342,11 @@ void same4(const sdk::decoder<S>& dc, const pcy_tensor& t, uint32_t k, const pcy
 } // namespace detail
 
 // Every pooling op.
-template <const pcy_op_schema& S>
-pool_call decode_pool(const sdk::op_args& a, pcy_dtype d) {
+template <const pcy_op_schema& S> pool_call decode_pool(const sdk::op_args& a, pcy_dtype d) {
   const sdk::decoder<S> dc(a, d);
   pool_call c;
   constexpr bool grad = detail::has<S>("dx");
-  constexpr uint32_t PLANE = at<S>(grad ? "dx" : "x"),
-                     POOLED = at<S>(grad ? "dy" : "y");
+  constexpr uint32_t PLANE = at<S>(grad ? "dx" : "x"), POOLED = at<S>(grad ? "dy" : "y");
   const pcy_tensor& plane = dc.tensor(PLANE);
   const pcy_tensor& pooled = dc.tensor(POOLED);
   int64_t xd[4], yd[4];
@@ -383,7 +377,8 @@ pool_call decode_pool(const sdk::op_args& a, pcy_dtype d) {
     c.y = &dc.tensor(FY);
     detail::same4(dc, *c.y, FY, pooled, "dy");
   }
-  if constexpr (detail::has<S>("include_padding")) c.include_padding = dc.flag(at<S>("include_padding"));
+  if constexpr (detail::has<S>("include_padding"))
+    c.include_padding = dc.flag(at<S>("include_padding"));
   return c;
 }
 
