@@ -3,7 +3,8 @@
 # the GPU benchmarks, and pack the results. Never changes GPU clocks or settings.
 #   tools/bench/run-gpu.sh build        configure + build into build-gpu/ (kept between calls)
 #   tools/bench/run-gpu.sh test         ctest over the whole suite
-#   tools/bench/run-gpu.sh bench        G1 G2 G3 G5/G6 G8-G10 G12, C1 and the Python peers
+#   tools/bench/run-gpu.sh bench        G1 G2 G3 G5/G6 G8-G10 G12, C1, N1-N4/N6 and the Python peers
+#   tools/bench/run-gpu.sh nn           only the NN part: N1-N4/N6, PyTorch peer, join, output check
 #   tools/bench/run-gpu.sh all          the three in order
 # Results go to $OUT (or build-gpu/results): log files and json.tar.gz.
 set -u
@@ -62,16 +63,32 @@ do_bench() {
   say "G8/G9/G10 BLAS vs cuBLAS"; timeout 300 "$b/bench_blas_cuda"
   say "G3 PyTorch/CuPy peers";  PYTHONUNBUFFERED=1 timeout 200 python3 "$SRC/tools/bench/cuda/g3_torch.py"
   say "G10 torch.matmul peer";  PYTHONUNBUFFERED=1 timeout 200 python3 "$SRC/tools/bench/blas/g10_torch.py"
+  do_nn
   say "plots of the JSON";      python3 "$SRC/tools/bench/plot.py" "$RES/json" "$RES/plots" \
     --title-suffix " (H200, $(date +%F))" || say "no plots (matplotlib missing?)"
 }
 
+# N1-N4/N6: the NN bundle vs cuDNN and the device copy, then PyTorch on the same cases, the joined
+# ratio table (targets met / not met), and every op's output compared with PyTorch's.
+do_nn() {
+  cd "$RES/json" || return 1
+  local b="$BUILD/bin" nn="$SRC/tools/bench/nn"
+  say "N1-N4/N6 NN vs cuDNN, device copy"; timeout 480 "$b/bench_nn_cuda"
+  say "N PyTorch peer";         PYTHONUNBUFFERED=1 timeout 480 python3 "$nn/n_torch.py"
+  say "N parenchyma vs PyTorch"; python3 "$nn/compare.py" "$RES/json/n_cuda_nn.json" \
+    "$RES/json/n_torch.json" --out "$RES/json/nn_vs_torch.json" | tee "$RES/nn_vs_torch.txt"
+  say "NN outputs vs PyTorch (cuda)"; timeout 300 python3 "$nn/torch_check.py" \
+    --dump "$b/nn_dump" --backend cuda >"$RES/nn_torch_check.log" 2>&1
+  echo "torch_check exit code $?"; grep -E "FAIL|passed|failed|skipped" "$RES/nn_torch_check.log" | tail -30
+}
+
 case $step in
   build) do_build ;;
+  nn) do_nn ;;
   test) do_test ;;
   bench) do_bench ;;
   all) do_build; do_test; do_bench ;;
-  *) echo "usage: $0 build|test|bench|all"; exit 2 ;;
+  *) echo "usage: $0 build|test|bench|nn|all"; exit 2 ;;
 esac
 rc=$?
 tar czf "$RES/json.tar.gz" -C "$RES" json 2>/dev/null
