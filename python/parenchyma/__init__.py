@@ -13,7 +13,7 @@ Every failure raises parenchyma.Error. docs/python.md has the rules.
 """
 
 from ._parenchyma import Backend, Error, Tensor, __version__, from_dlpack, info
-from . import blas
+from . import blas, nn
 
 __all__ = [
     "Backend",
@@ -23,6 +23,7 @@ __all__ = [
     "blas",
     "from_dlpack",
     "info",
+    "nn",
     "zeros",
     "__version__",
 ]

@@ -73,6 +73,7 @@ void bind_errors(py::module_& m);
 void bind_backend(py::module_& m);
 void bind_tensor(py::module_& m);
 void bind_blas(py::module_& m);
+void bind_nn(py::module_& m);
 void bind_info(py::module_& m);
 
 } // namespace parenchyma::python

@@ -1,52 +1,13 @@
 // parenchyma Python bindings: parenchyma.blas, the BLAS front-end (parenchyma/blas.hpp) over
 // Tensors or any DLPack producer, with the GIL released while an op runs.
 #include "bindings.hpp"
+#include "ops.hpp"
 
 #include <parenchyma/blas.hpp>
 
 namespace parenchyma::python {
 
 namespace {
-
-// One tensor argument: a parenchyma.Tensor (held: the Python object's own state) or a DLPack
-// producer imported for the call (temporary: its results are brought back to its memory).
-struct Operand {
-  PyTensor* held = nullptr;
-  PyTensor tensor;
-  bool temporary() const noexcept { return held == nullptr; }
-  TensorStorage& storage() const noexcept { return *tensor.storage; }
-};
-
-Operand operand(const py::object& obj, const char* op, const char* name) {
-  Operand o;
-  if (py::isinstance<PyTensor>(obj)) {
-    o.held = &obj.cast<PyTensor&>();
-    o.tensor = *o.held;
-    return o;
-  }
-  o.tensor = import_dlpack(obj, nullptr, {}, op, name);
-  return o;
-}
-
-// Runs `f` on the backend with the GIL released and the backend's and tensors' locks held, then
-// records the backend on each Tensor argument.
-template <class F>
-void run(const PyBackend& b, std::initializer_list<const Operand*> operands, F&& f) {
-  const std::shared_ptr<BackendState> s = b.state;
-  std::vector<std::mutex*> locks{&s->mutex};
-  for (const Operand* o : operands)
-    locks.push_back(o->tensor.mutex.get());
-  {
-    py::gil_scoped_release nogil;
-    const OrderedLock lock(std::move(locks));
-    f(s->backend);
-    // A temporary's producer sees only its own memory, the host copy: bring results there.
-    for (const Operand* o : operands)
-      if (o->temporary() && o->storage().initialized()) (void)o->storage().host_read();
-  }
-  for (const Operand* o : operands)
-    if (!o->temporary()) o->held->backend = s;
-}
 
 double host_value(const TensorStorage& r) {
   const void* p = r.host_read();
@@ -83,7 +44,7 @@ argument is checked before anything runs: a bad one raises parenchyma.Error (cod
   m.def(
       "asum",
       [](const PyBackend& b, const py::object& x) {
-        const Operand ox = operand(x, "blas.asum", "x");
+        const Operand ox = operand(b, x, "blas.asum", "x");
         return reduce(b, {&ox}, ox.storage(), [&](const Backend& be, TensorStorage& r) {
           blas::asum(be, ox.storage(), r);
         });
@@ -92,7 +53,7 @@ argument is checked before anything runs: a bad one raises parenchyma.Error (cod
   m.def(
       "nrm2",
       [](const PyBackend& b, const py::object& x) {
-        const Operand ox = operand(x, "blas.nrm2", "x");
+        const Operand ox = operand(b, x, "blas.nrm2", "x");
         return reduce(b, {&ox}, ox.storage(), [&](const Backend& be, TensorStorage& r) {
           blas::nrm2(be, ox.storage(), r);
         });
@@ -102,7 +63,7 @@ argument is checked before anything runs: a bad one raises parenchyma.Error (cod
   m.def(
       "dot",
       [](const PyBackend& b, const py::object& x, const py::object& y) {
-        const Operand ox = operand(x, "blas.dot", "x"), oy = operand(y, "blas.dot", "y");
+        const Operand ox = operand(b, x, "blas.dot", "x"), oy = operand(b, y, "blas.dot", "y");
         return reduce(b, {&ox, &oy}, ox.storage(), [&](const Backend& be, TensorStorage& r) {
           blas::dot(be, ox.storage(), oy.storage(), r);
         });
@@ -112,7 +73,7 @@ argument is checked before anything runs: a bad one raises parenchyma.Error (cod
   m.def(
       "axpy",
       [](const PyBackend& b, double alpha, const py::object& x, const py::object& y) {
-        const Operand ox = operand(x, "blas.axpy", "x"), oy = operand(y, "blas.axpy", "y");
+        const Operand ox = operand(b, x, "blas.axpy", "x"), oy = operand(b, y, "blas.axpy", "y");
         run(b, {&ox, &oy},
             [&](const Backend& be) { blas::axpy(be, alpha, ox.storage(), oy.storage()); });
         return y;
@@ -122,7 +83,7 @@ argument is checked before anything runs: a bad one raises parenchyma.Error (cod
   m.def(
       "axpby",
       [](const PyBackend& b, double alpha, const py::object& x, double beta, const py::object& y) {
-        const Operand ox = operand(x, "blas.axpby", "x"), oy = operand(y, "blas.axpby", "y");
+        const Operand ox = operand(b, x, "blas.axpby", "x"), oy = operand(b, y, "blas.axpby", "y");
         run(b, {&ox, &oy},
             [&](const Backend& be) { blas::axpby(be, alpha, ox.storage(), beta, oy.storage()); });
         return y;
@@ -132,7 +93,7 @@ argument is checked before anything runs: a bad one raises parenchyma.Error (cod
   m.def(
       "copy",
       [](const PyBackend& b, const py::object& x, const py::object& y) {
-        const Operand ox = operand(x, "blas.copy", "x"), oy = operand(y, "blas.copy", "y");
+        const Operand ox = operand(b, x, "blas.copy", "x"), oy = operand(b, y, "blas.copy", "y");
         run(b, {&ox, &oy}, [&](const Backend& be) { blas::copy(be, ox.storage(), oy.storage()); });
         return y;
       },
@@ -140,7 +101,7 @@ argument is checked before anything runs: a bad one raises parenchyma.Error (cod
   m.def(
       "scal",
       [](const PyBackend& b, double alpha, const py::object& x) {
-        const Operand ox = operand(x, "blas.scal", "x");
+        const Operand ox = operand(b, x, "blas.scal", "x");
         run(b, {&ox}, [&](const Backend& be) { blas::scal(be, alpha, ox.storage()); });
         return x;
       },
@@ -148,7 +109,7 @@ argument is checked before anything runs: a bad one raises parenchyma.Error (cod
   m.def(
       "swap",
       [](const PyBackend& b, const py::object& x, const py::object& y) {
-        const Operand ox = operand(x, "blas.swap", "x"), oy = operand(y, "blas.swap", "y");
+        const Operand ox = operand(b, x, "blas.swap", "x"), oy = operand(b, y, "blas.swap", "y");
         run(b, {&ox, &oy}, [&](const Backend& be) { blas::swap(be, ox.storage(), oy.storage()); });
       },
       py::arg("backend"), py::arg("x"), py::arg("y"), "Exchanges x and y (same size).");
@@ -156,8 +117,8 @@ argument is checked before anything runs: a bad one raises parenchyma.Error (cod
       "gemv",
       [](const PyBackend& b, const py::object& a, const py::object& x, const py::object& y,
          double alpha, double beta, bool trans) {
-        const Operand oa = operand(a, "blas.gemv", "A"), ox = operand(x, "blas.gemv", "x"),
-                      oy = operand(y, "blas.gemv", "y");
+        const Operand oa = operand(b, a, "blas.gemv", "A"), ox = operand(b, x, "blas.gemv", "x"),
+                      oy = operand(b, y, "blas.gemv", "y");
         run(b, {&oa, &ox, &oy}, [&](const Backend& be) {
           blas::gemv(be, tr(trans), alpha, oa.storage(), ox.storage(), beta, oy.storage());
         });
@@ -171,8 +132,8 @@ argument is checked before anything runs: a bad one raises parenchyma.Error (cod
       "gemm",
       [](const PyBackend& b, const py::object& a, const py::object& bm, const py::object& c,
          double alpha, double beta, bool trans_a, bool trans_b) {
-        const Operand oa = operand(a, "blas.gemm", "A"), ob = operand(bm, "blas.gemm", "B"),
-                      oc = operand(c, "blas.gemm", "C");
+        const Operand oa = operand(b, a, "blas.gemm", "A"), ob = operand(b, bm, "blas.gemm", "B"),
+                      oc = operand(b, c, "blas.gemm", "C");
         run(b, {&oa, &ob, &oc}, [&](const Backend& be) {
           blas::gemm(be, tr(trans_a), tr(trans_b), alpha, oa.storage(), ob.storage(), beta,
                      oc.storage());

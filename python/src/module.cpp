@@ -10,5 +10,6 @@ PYBIND11_MODULE(_parenchyma, m) {
   pp::bind_backend(m);
   pp::bind_tensor(m);
   pp::bind_blas(m);
+  pp::bind_nn(m);
   pp::bind_info(m);
 }

@@ -105,8 +105,8 @@ inline OpArg ints(const Pair& p) noexcept { return OpArg::integers(std::span<con
 // ---- activations --------------------------------------------------------------------------
 
 namespace detail {
-template <const pcy_op_schema& S> void act(const Backend& b, const TensorStorage& x,
-                                           TensorStorage& y) {
+template <const pcy_op_schema& S>
+void act(const Backend& b, const TensorStorage& x, TensorStorage& y) {
   ext::checker c(S, x, "x", any_float);
   c.same_dtype(y, "y", "x");
   same_size(S, y, "y", x, "x");
@@ -119,8 +119,9 @@ template <const pcy_op_schema& S> void act_pw(const Backend& b, TensorStorage& x
   c.written(x, "x");
   ext::invoke<S>(b, c.dtype(), {OpArg::inout(x)});
 }
-template <const pcy_op_schema& S> void act_grad(const Backend& b, const TensorStorage& y,
-                                                const TensorStorage& dy, TensorStorage& dx) {
+template <const pcy_op_schema& S>
+void act_grad(const Backend& b, const TensorStorage& y, const TensorStorage& dy,
+              TensorStorage& dx) {
   ext::checker c(S, y, "y", any_float);
   c.same_dtype(dy, "dy", "y");
   c.same_dtype(dx, "dx", "y");
@@ -132,8 +133,8 @@ template <const pcy_op_schema& S> void act_grad(const Backend& b, const TensorSt
   c.written(dy, "dy");
   ext::invoke<S>(b, c.dtype(), {OpArg::in(y), OpArg::in(dy), OpArg::out(dx)});
 }
-template <const pcy_op_schema& S> void act_pw_grad(const Backend& b, const TensorStorage& y,
-                                                   TensorStorage& d) {
+template <const pcy_op_schema& S>
+void act_pw_grad(const Backend& b, const TensorStorage& y, TensorStorage& d) {
   ext::checker c(S, y, "y", any_float);
   c.same_dtype(d, "d", "y");
   same_size(S, d, "d", y, "y");
@@ -142,8 +143,8 @@ template <const pcy_op_schema& S> void act_pw_grad(const Backend& b, const Tenso
   c.written(d, "d");
   ext::invoke<S>(b, c.dtype(), {OpArg::in(y), OpArg::inout(d)});
 }
-template <const pcy_op_schema& S> void elu_(const Backend& b, const TensorStorage& x,
-                                            TensorStorage& y, double alpha) {
+template <const pcy_op_schema& S>
+void elu_(const Backend& b, const TensorStorage& x, TensorStorage& y, double alpha) {
   ext::checker c(S, x, "x", any_float);
   c.same_dtype(y, "y", "x");
   same_size(S, y, "y", x, "x");
@@ -251,8 +252,8 @@ inline int64_t axis_of(const pcy_op_schema& s, const TensorStorage& x, int64_t a
               " dimensions of x ", ext::shape_str(x), "; pass -", r, " <= axis < ", r);
   return a;
 }
-template <const pcy_op_schema& S> void softmax_(const Backend& b, const TensorStorage& x,
-                                                TensorStorage& y, int64_t axis) {
+template <const pcy_op_schema& S>
+void softmax_(const Backend& b, const TensorStorage& x, TensorStorage& y, int64_t axis) {
   ext::checker c(S, x, "x", any_float);
   c.same_dtype(y, "y", "x");
   const int64_t a = axis_of(S, x, axis);
@@ -261,9 +262,9 @@ template <const pcy_op_schema& S> void softmax_(const Backend& b, const TensorSt
   c.written(x, "x");
   ext::invoke<S>(b, c.dtype(), {OpArg::in(x), OpArg::out(y), OpArg::integer(a)});
 }
-template <const pcy_op_schema& S> void softmax_grad_(const Backend& b, const TensorStorage& y,
-                                                     const TensorStorage& dy, TensorStorage& dx,
-                                                     int64_t axis) {
+template <const pcy_op_schema& S>
+void softmax_grad_(const Backend& b, const TensorStorage& y, const TensorStorage& dy,
+                   TensorStorage& dx, int64_t axis) {
   ext::checker c(S, y, "y", any_float);
   c.same_dtype(dy, "dy", "y");
   c.same_dtype(dx, "dx", "y");
@@ -274,8 +275,7 @@ template <const pcy_op_schema& S> void softmax_grad_(const Backend& b, const Ten
   c.distinct(dy, "dy", dx, "dx");
   c.written(y, "y");
   c.written(dy, "dy");
-  ext::invoke<S>(b, c.dtype(),
-                 {OpArg::in(y), OpArg::in(dy), OpArg::out(dx), OpArg::integer(a)});
+  ext::invoke<S>(b, c.dtype(), {OpArg::in(y), OpArg::in(dy), OpArg::out(dx), OpArg::integer(a)});
 }
 } // namespace detail
 
@@ -357,7 +357,8 @@ public:
                 ") and the output channels (", w_[0], ")");
     if (w_[1] * p_.groups != x_[1])
       ext::fail(S, errc::invalid_argument, "argument w: ", w_[1], " input channels per group x ",
-                p_.groups, " groups != the ", x_[1], " channels of x; w must be K x C/groups x R x S");
+                p_.groups, " groups != the ", x_[1],
+                " channels of x; w must be K x C/groups x R x S");
     for (int64_t a : p_.algorithm)
       if (a < algorithm_heuristic)
         ext::fail(S, errc::invalid_argument, "argument algorithm: ", a,
@@ -408,8 +409,8 @@ public:
     c.written(w, "w");
     ext::invoke<S>(*b_, dtype_,
                    {OpArg::in(x), OpArg::in(w), OpArg::out(y), detail::ints(p_.stride),
-                    detail::ints(p_.padding), detail::ints(p_.dilation),
-                    OpArg::integer(p_.groups), OpArg::integer(algorithm(direction::forward)),
+                    detail::ints(p_.padding), detail::ints(p_.dilation), OpArg::integer(p_.groups),
+                    OpArg::integer(algorithm(direction::forward)),
                     OpArg::integer(static_cast<int>(p_.math))});
   }
   void forward(const TensorStorage& x, const TensorStorage& w, const TensorStorage& bias,
@@ -436,8 +437,8 @@ public:
     c.written(dy, "dy");
     ext::invoke<S>(*b_, dtype_,
                    {OpArg::in(w), OpArg::in(dy), OpArg::out(dx), detail::ints(p_.stride),
-                    detail::ints(p_.padding), detail::ints(p_.dilation),
-                    OpArg::integer(p_.groups), OpArg::integer(algorithm(direction::grad_data)),
+                    detail::ints(p_.padding), detail::ints(p_.dilation), OpArg::integer(p_.groups),
+                    OpArg::integer(algorithm(direction::grad_data)),
                     OpArg::integer(static_cast<int>(p_.math))});
   }
   // dw = the gradient with respect to w, from x and dy.
@@ -457,8 +458,7 @@ public:
     c.written(dy, "dy");
     ext::invoke<S>(*b_, dtype_,
                    {OpArg::in(x), OpArg::in(dy), OpArg::out(dw), detail::ints(p_.stride),
-                    detail::ints(p_.padding), detail::ints(p_.dilation),
-                    OpArg::integer(p_.groups),
+                    detail::ints(p_.padding), detail::ints(p_.dilation), OpArg::integer(p_.groups),
                     OpArg::integer(algorithm(direction::grad_filter)),
                     OpArg::integer(static_cast<int>(p_.math))});
   }
@@ -502,10 +502,9 @@ private:
     const int i = static_cast<int>(d);
     ext::invoke<S>(*b_, dtype_,
                    {OpArg::integer(i), OpArg::integers(x_), OpArg::integers(w_),
-                    detail::ints(p_.stride), detail::ints(p_.padding),
-                    detail::ints(p_.dilation), OpArg::integer(p_.groups),
-                    OpArg::integer(p_.algorithm[i]), OpArg::integer(static_cast<int>(p_.math)),
-                    OpArg::out(result.storage())});
+                    detail::ints(p_.stride), detail::ints(p_.padding), detail::ints(p_.dilation),
+                    OpArg::integer(p_.groups), OpArg::integer(p_.algorithm[i]),
+                    OpArg::integer(static_cast<int>(p_.math)), OpArg::out(result.storage())});
     const auto r = result.read();
     if (r[0] < 0 || r[1] < 0)
       ext::fail(S, errc::internal, "the bundle returned algorithm ", r[0], " with a workspace of ",
@@ -614,8 +613,8 @@ inline void pooling_max_grad(const Backend& b, const TensorStorage& x, const Ten
   c.written(dy, "dy");
   const Pair st = detail::stride_of(p);
   ext::invoke<S>(b, c.dtype(),
-                 {OpArg::in(x), OpArg::in(y), OpArg::in(dy), OpArg::out(dx),
-                  detail::ints(p.window), detail::ints(st), detail::ints(p.padding)});
+                 {OpArg::in(x), OpArg::in(y), OpArg::in(dy), OpArg::out(dx), detail::ints(p.window),
+                  detail::ints(st), detail::ints(p.padding)});
 }
 // From the indices the indexed forward wrote; dx has the forward's input shape.
 inline void pooling_max_grad(const Backend& b, const TensorStorage& dy,
@@ -735,8 +734,8 @@ inline void mask_of(const pcy_op_schema& s, const TensorStorage& mask, const Ten
 } // namespace detail
 
 // y = x * mask / (1 - probability), mask drawn from seed (the same on every framework).
-inline void dropout(const Backend& b, const TensorStorage& x, TensorStorage& y,
-                    TensorStorage& mask, double probability, uint64_t seed) {
+inline void dropout(const Backend& b, const TensorStorage& x, TensorStorage& y, TensorStorage& mask,
+                    double probability, uint64_t seed) {
   constexpr auto& S = pcy_nn_dropout_schema;
   ext::checker c(S, x, "x");
   c.same_dtype(y, "y", "x");

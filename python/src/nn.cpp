@@ -1,0 +1,513 @@
+// parenchyma Python bindings: parenchyma.nn, the NN front-end (parenchyma/nn.hpp) over Tensors or
+// any DLPack producer, with the GIL released while an op runs.
+#include "bindings.hpp"
+#include "ops.hpp"
+
+#include <parenchyma/nn.hpp>
+
+#include <array>
+#include <string>
+
+namespace parenchyma::python {
+
+namespace {
+
+// A geometry pair from a Python int (both axes) or a sequence of two ints.
+nn::Pair pair_of(const py::object& v, const char* origin, const char* name) {
+  if (py::isinstance<py::int_>(v)) {
+    const auto i = v.cast<int64_t>();
+    return {i, i};
+  }
+  try {
+    const auto t = v.cast<std::vector<int64_t>>();
+    if (t.size() == 2) return {t[0], t[1]};
+  } catch (const py::cast_error&) {
+  }
+  fail(errc::invalid_argument, origin,
+       std::string("argument ") + name + ": expected an int or a pair of ints (height, width)");
+}
+
+nn::Shape shape_of(const py::object& v, const char* origin, const char* name) {
+  try {
+    return v.cast<std::vector<int64_t>>();
+  } catch (const py::cast_error&) {
+    fail(errc::invalid_argument, origin,
+         std::string("argument ") + name + ": expected a shape (a sequence of ints)");
+  }
+}
+
+int64_t algorithm_of(const py::object& v, const char* origin) {
+  if (py::isinstance<py::str>(v)) {
+    const auto s = v.cast<std::string>();
+    if (s == "auto") return nn::algorithm_auto;
+    if (s == "heuristic") return nn::algorithm_heuristic;
+  } else if (py::isinstance<py::int_>(v)) {
+    return v.cast<int64_t>();
+  }
+  fail(errc::invalid_argument, origin,
+       "argument algorithm: expected 'auto', 'heuristic', an int (a bundle's algorithm) or a "
+       "tuple of three of these (forward, grad_data, grad_filter)");
+}
+
+nn::math_mode math_of(const std::string& s, const char* origin) {
+  if (s == "by_setting") return nn::math_mode::by_setting;
+  if (s == "strict") return nn::math_mode::strict;
+  if (s == "tf32") return nn::math_mode::tf32;
+  fail(errc::invalid_argument, origin,
+       "argument math: '" + s + "', expected 'by_setting', 'strict' or 'tf32'");
+}
+
+nn::direction direction_of(const std::string& s) {
+  if (s == "forward") return nn::direction::forward;
+  if (s == "grad_data") return nn::direction::grad_data;
+  if (s == "grad_filter") return nn::direction::grad_filter;
+  fail(errc::invalid_argument, "nn.convolution",
+       "direction '" + s + "': expected 'forward', 'grad_data' or 'grad_filter'");
+}
+
+nn::PoolingParams pooling_of(const py::object& window, const py::object& stride,
+                             const py::object& padding, bool include_padding, const char* origin) {
+  nn::PoolingParams p;
+  p.window = pair_of(window, origin, "window");
+  p.stride = stride.is_none() ? nn::Pair{0, 0} : pair_of(stride, origin, "stride");
+  p.padding = pair_of(padding, origin, "padding");
+  p.include_padding = include_padding;
+  return p;
+}
+
+// A Convolution and the backend it was made for (kept alive with it).
+struct PyConvolution {
+  std::shared_ptr<BackendState> backend;
+  std::unique_ptr<nn::Convolution> conv;
+};
+
+// Activation bindings: forward, in place, gradient, in-place gradient.
+template <void (*F)(const Backend&, const TensorStorage&, TensorStorage&),
+          void (*PW)(const Backend&, TensorStorage&),
+          void (*G)(const Backend&, const TensorStorage&, const TensorStorage&, TensorStorage&),
+          void (*PWG)(const Backend&, const TensorStorage&, TensorStorage&)>
+void bind_activation(py::module_& m, const std::string& name, const char* formula) {
+  const std::string origin = "nn." + name;
+  m.def(
+      name.c_str(),
+      [origin](const PyBackend& b, const py::object& x, const py::object& y) {
+        const Operand ox = operand(b, x, origin.c_str(), "x"),
+                      oy = operand(b, y, origin.c_str(), "y");
+        run(b, {&ox, &oy}, [&](const Backend& be) { F(be, ox.storage(), oy.storage()); });
+        return y;
+      },
+      py::arg("backend"), py::arg("x"), py::arg("y"),
+      (std::string("y = ") + formula + " (x and y: the same size). Returns y.").c_str());
+  m.def((name + "_pointwise").c_str(),
+        [origin](const PyBackend& b, const py::object& x) {
+          const Operand ox = operand(b, x, origin.c_str(), "x");
+          run(b, {&ox}, [&](const Backend& be) { PW(be, ox.storage()); });
+          return x;
+        },
+        py::arg("backend"), py::arg("x"),
+        (std::string("x = ") + formula + " in place. Returns x.").c_str());
+  m.def((name + "_grad").c_str(),
+        [origin](const PyBackend& b, const py::object& y, const py::object& dy,
+                 const py::object& dx) {
+          const Operand oy = operand(b, y, origin.c_str(), "y"),
+                        ody = operand(b, dy, origin.c_str(), "dy"),
+                        odx = operand(b, dx, origin.c_str(), "dx");
+          run(b, {&oy, &ody, &odx},
+              [&](const Backend& be) { G(be, oy.storage(), ody.storage(), odx.storage()); });
+          return dx;
+        },
+        py::arg("backend"), py::arg("y"), py::arg("dy"), py::arg("dx"),
+        "dx = dy * f'(x), from the forward's output y. Returns dx.");
+  m.def((name + "_pointwise_grad").c_str(),
+        [origin](const PyBackend& b, const py::object& y, const py::object& d) {
+          const Operand oy = operand(b, y, origin.c_str(), "y"),
+                        od = operand(b, d, origin.c_str(), "d");
+          run(b, {&oy, &od}, [&](const Backend& be) { PWG(be, oy.storage(), od.storage()); });
+          return d;
+        },
+        py::arg("backend"), py::arg("y"), py::arg("d"),
+        "d = d * f'(x) in place (d holds dy, becomes dx), from the forward's output y. Returns d.");
+}
+
+template <void (*F)(const Backend&, const TensorStorage&, TensorStorage&, int64_t),
+          void (*G)(const Backend&, const TensorStorage&, const TensorStorage&, TensorStorage&,
+                    int64_t)>
+void bind_softmax(py::module_& m, const std::string& name, const char* what) {
+  const std::string origin = "nn." + name;
+  m.def(
+      name.c_str(),
+      [origin](const PyBackend& b, const py::object& x, const py::object& y, int64_t axis) {
+        const Operand ox = operand(b, x, origin.c_str(), "x"),
+                      oy = operand(b, y, origin.c_str(), "y");
+        run(b, {&ox, &oy}, [&](const Backend& be) { F(be, ox.storage(), oy.storage(), axis); });
+        return y;
+      },
+      py::arg("backend"), py::arg("x"), py::arg("y"), py::arg("axis") = -1,
+      (std::string("y = ") + what + " of x along axis (x and y: the same shape). Returns y.")
+          .c_str());
+  m.def((name + "_grad").c_str(),
+        [origin](const PyBackend& b, const py::object& y, const py::object& dy,
+                 const py::object& dx, int64_t axis) {
+          const Operand oy = operand(b, y, origin.c_str(), "y"),
+                        ody = operand(b, dy, origin.c_str(), "dy"),
+                        odx = operand(b, dx, origin.c_str(), "dx");
+          run(b, {&oy, &ody, &odx},
+              [&](const Backend& be) { G(be, oy.storage(), ody.storage(), odx.storage(), axis); });
+          return dx;
+        },
+        py::arg("backend"), py::arg("y"), py::arg("dy"), py::arg("dx"), py::arg("axis") = -1,
+        "The gradient, from the forward's output y. Returns dx.");
+}
+
+} // namespace
+
+void bind_nn(py::module_& parent) {
+  py::module_ m =
+      parent.def_submodule("nn", R"(Neural-network ops on parenchyma backends (parenchyma/nn.hpp).
+
+Every op takes the backend first, then its operands: parenchyma.Tensor objects, or any DLPack
+producer imported for the call without a copy. Images are NCHW, filters K x C/groups x R x S.
+Gradients take the forward's output. Every argument is checked before anything runs: a bad one
+raises parenchyma.Error (code 'invalid_argument', origin 'nn.<op>') naming it. The GIL is
+released while an op runs. Semantics: docs/nn.md.)");
+
+  bind_activation<&nn::sigmoid, &nn::sigmoid_pointwise, &nn::sigmoid_grad,
+                  &nn::sigmoid_pointwise_grad>(m, "sigmoid", "1 / (1 + exp(-x))");
+  bind_activation<&nn::relu, &nn::relu_pointwise, &nn::relu_grad, &nn::relu_pointwise_grad>(
+      m, "relu", "max(x, 0)");
+  bind_activation<&nn::tanh, &nn::tanh_pointwise, &nn::tanh_grad, &nn::tanh_pointwise_grad>(
+      m, "tanh", "tanh(x)");
+
+  m.def(
+      "elu",
+      [](const PyBackend& b, const py::object& x, const py::object& y, double alpha) {
+        const Operand ox = operand(b, x, "nn.elu", "x"), oy = operand(b, y, "nn.elu", "y");
+        run(b, {&ox, &oy},
+            [&](const Backend& be) { nn::elu(be, ox.storage(), oy.storage(), alpha); });
+        return y;
+      },
+      py::arg("backend"), py::arg("x"), py::arg("y"), py::arg("alpha") = 1.0,
+      "y = x > 0 ? x : alpha (exp(x) - 1). Returns y.");
+  m.def(
+      "elu_pointwise",
+      [](const PyBackend& b, const py::object& x, double alpha) {
+        const Operand ox = operand(b, x, "nn.elu_pointwise", "x");
+        run(b, {&ox}, [&](const Backend& be) { nn::elu_pointwise(be, ox.storage(), alpha); });
+        return x;
+      },
+      py::arg("backend"), py::arg("x"), py::arg("alpha") = 1.0, "elu in place. Returns x.");
+  m.def(
+      "elu_grad",
+      [](const PyBackend& b, const py::object& y, const py::object& dy, const py::object& dx,
+         double alpha) {
+        const Operand oy = operand(b, y, "nn.elu_grad", "y"),
+                      ody = operand(b, dy, "nn.elu_grad", "dy"),
+                      odx = operand(b, dx, "nn.elu_grad", "dx");
+        run(b, {&oy, &ody, &odx}, [&](const Backend& be) {
+          nn::elu_grad(be, oy.storage(), ody.storage(), odx.storage(), alpha);
+        });
+        return dx;
+      },
+      py::arg("backend"), py::arg("y"), py::arg("dy"), py::arg("dx"), py::arg("alpha") = 1.0,
+      "dx = dy * (y > 0 ? 1 : y + alpha), from the forward's output y. Returns dx.");
+  m.def(
+      "elu_pointwise_grad",
+      [](const PyBackend& b, const py::object& y, const py::object& d, double alpha) {
+        const Operand oy = operand(b, y, "nn.elu_pointwise_grad", "y"),
+                      od = operand(b, d, "nn.elu_pointwise_grad", "d");
+        run(b, {&oy, &od}, [&](const Backend& be) {
+          nn::elu_pointwise_grad(be, oy.storage(), od.storage(), alpha);
+        });
+        return d;
+      },
+      py::arg("backend"), py::arg("y"), py::arg("d"), py::arg("alpha") = 1.0,
+      "elu_grad in place (d holds dy, becomes dx). Returns d.");
+
+  bind_softmax<&nn::softmax, &nn::softmax_grad>(m, "softmax", "softmax");
+  bind_softmax<&nn::log_softmax, &nn::log_softmax_grad>(m, "log_softmax", "log(softmax)");
+
+  py::class_<PyConvolution>(m, "Convolution", R"(A 2-d convolution configured once for given shapes
+(as cuDNN's descriptors): checks the geometry, chooses each direction's algorithm on the backend
+(algorithm 'auto' measures once per shape and device; 'heuristic'; or a bundle's number) and
+knows its workspace. x: N x C x H x W, w: K x C/groups x R x S, y: N x K x P x Q (y_shape).
+math: 'by_setting' (PARENCHYMA_NN_MATH, strict unless set), 'strict' or 'tf32'.)")
+      .def(py::init([](const PyBackend& b, const py::object& x_shape, const py::object& w_shape,
+                       const py::object& stride, const py::object& padding,
+                       const py::object& dilation, int64_t groups, const py::object& algorithm,
+                       const std::string& math, bool training, const py::object& dtype) {
+             constexpr const char* origin = "nn.convolution";
+             nn::ConvolutionParams p;
+             p.stride = pair_of(stride, origin, "stride");
+             p.padding = pair_of(padding, origin, "padding");
+             p.dilation = pair_of(dilation, origin, "dilation");
+             p.groups = groups;
+             if (py::isinstance<py::tuple>(algorithm) || py::isinstance<py::list>(algorithm)) {
+               const auto v = algorithm.cast<std::vector<py::object>>();
+               if (v.size() != 3)
+                 fail(errc::invalid_argument, origin,
+                      "argument algorithm: a sequence must hold three values (forward, "
+                      "grad_data, grad_filter)");
+               for (size_t i = 0; i < 3; ++i)
+                 p.algorithm[i] = algorithm_of(v[i], origin);
+             } else {
+               const int64_t a = algorithm_of(algorithm, origin);
+               p.algorithm = {a, a, a};
+             }
+             p.math = math_of(math, origin);
+             p.training = training;
+             const pcy_dtype dt = dtype_from_object(dtype, "dtype");
+             const nn::Shape xs = shape_of(x_shape, origin, "x_shape"),
+                             ws = shape_of(w_shape, origin, "w_shape");
+             auto c = std::make_unique<PyConvolution>();
+             c->backend = b.state;
+             {
+               py::gil_scoped_release nogil;
+               const OrderedLock lock({&b.state->mutex});
+               c->conv = std::make_unique<nn::Convolution>(b.state->backend, xs, ws, p, dt);
+             }
+             return c;
+           }),
+           py::arg("backend"), py::arg("x_shape"), py::arg("w_shape"), py::kw_only(),
+           py::arg("stride") = 1, py::arg("padding") = 0, py::arg("dilation") = 1,
+           py::arg("groups") = 1, py::arg("algorithm") = "auto", py::arg("math") = "by_setting",
+           py::arg("training") = true, py::arg("dtype") = "float32")
+      .def_property_readonly(
+          "y_shape", [](const PyConvolution& c) { return py::tuple(py::cast(c.conv->y_shape())); },
+          "The output shape N x K x P x Q.")
+      .def_property_readonly(
+          "x_shape", [](const PyConvolution& c) { return py::tuple(py::cast(c.conv->x_shape())); })
+      .def_property_readonly(
+          "w_shape", [](const PyConvolution& c) { return py::tuple(py::cast(c.conv->w_shape())); })
+      .def(
+          "algorithm",
+          [](const PyConvolution& c, const std::string& d) {
+            return c.conv->algorithm(direction_of(d));
+          },
+          py::arg("direction") = "forward",
+          "The chosen algorithm (the bundle's number) of 'forward', 'grad_data' or 'grad_filter' "
+          "(-1 where training=False left it out).")
+      .def(
+          "workspace_bytes",
+          [](const PyConvolution& c, const std::string& d) {
+            return c.conv->workspace_bytes(direction_of(d));
+          },
+          py::arg("direction") = "forward", "The workspace the direction's algorithm needs.")
+      .def(
+          "forward",
+          [](const PyConvolution& c, const py::object& x, const py::object& w, const py::object& y,
+             const py::object& bias) {
+            const PyBackend b{c.backend};
+            const Operand ox = operand(b, x, "nn.convolution", "x"),
+                          ow = operand(b, w, "nn.convolution", "w"),
+                          oy = operand(b, y, "nn.convolution", "y");
+            if (bias.is_none()) {
+              run(b, {&ox, &ow, &oy}, [&](const Backend&) {
+                c.conv->forward(ox.storage(), ow.storage(), oy.storage());
+              });
+            } else {
+              const Operand ob = operand(b, bias, "nn.convolution", "bias");
+              run(b, {&ox, &ow, &ob, &oy}, [&](const Backend&) {
+                c.conv->forward(ox.storage(), ow.storage(), ob.storage(), oy.storage());
+              });
+            }
+            return y;
+          },
+          py::arg("x"), py::arg("w"), py::arg("y"), py::arg("bias") = py::none(),
+          "y = x (*) w (+ bias, one value per output channel). Returns y.")
+      .def(
+          "grad_data",
+          [](const PyConvolution& c, const py::object& w, const py::object& dy,
+             const py::object& dx) {
+            const PyBackend b{c.backend};
+            const Operand ow = operand(b, w, "nn.convolution_grad_data", "w"),
+                          ody = operand(b, dy, "nn.convolution_grad_data", "dy"),
+                          odx = operand(b, dx, "nn.convolution_grad_data", "dx");
+            run(b, {&ow, &ody, &odx}, [&](const Backend&) {
+              c.conv->grad_data(ow.storage(), ody.storage(), odx.storage());
+            });
+            return dx;
+          },
+          py::arg("w"), py::arg("dy"), py::arg("dx"),
+          "dx, the gradient with respect to x. Returns dx.")
+      .def(
+          "grad_filter",
+          [](const PyConvolution& c, const py::object& x, const py::object& dy,
+             const py::object& dw) {
+            const PyBackend b{c.backend};
+            const Operand ox = operand(b, x, "nn.convolution_grad_filter", "x"),
+                          ody = operand(b, dy, "nn.convolution_grad_filter", "dy"),
+                          odw = operand(b, dw, "nn.convolution_grad_filter", "dw");
+            run(b, {&ox, &ody, &odw}, [&](const Backend&) {
+              c.conv->grad_filter(ox.storage(), ody.storage(), odw.storage());
+            });
+            return dw;
+          },
+          py::arg("x"), py::arg("dy"), py::arg("dw"),
+          "dw, the gradient with respect to w. Returns dw.")
+      .def(
+          "grad_bias",
+          [](const PyConvolution& c, const py::object& dy, const py::object& db) {
+            const PyBackend b{c.backend};
+            const Operand ody = operand(b, dy, "nn.convolution_grad_bias", "dy"),
+                          odb = operand(b, db, "nn.convolution_grad_bias", "db");
+            run(b, {&ody, &odb},
+                [&](const Backend&) { c.conv->grad_bias(ody.storage(), odb.storage()); });
+            return db;
+          },
+          py::arg("dy"), py::arg("db"), "db[k] = the sum of dy over n, p, q. Returns db.");
+
+  m.def(
+      "pooling_output_shape",
+      [](const py::object& x_shape, const py::object& window, const py::object& stride,
+         const py::object& padding) {
+        const auto p = pooling_of(window, stride, padding, true, "nn.pooling_max");
+        return py::tuple(
+            py::cast(nn::pooling_output_shape(shape_of(x_shape, "nn.pooling_max", "x_shape"), p)));
+      },
+      py::arg("x_shape"), py::arg("window") = 2, py::arg("stride") = py::none(),
+      py::arg("padding") = 0, "The shape pooling gives for an input of shape x_shape.");
+  m.def(
+      "pooling_max",
+      [](const PyBackend& b, const py::object& x, const py::object& y, const py::object& indices,
+         const py::object& window, const py::object& stride, const py::object& padding) {
+        const auto p = pooling_of(window, stride, padding, true, "nn.pooling_max");
+        const Operand ox = operand(b, x, "nn.pooling_max", "x"),
+                      oy = operand(b, y, "nn.pooling_max", "y");
+        if (indices.is_none()) {
+          run(b, {&ox, &oy},
+              [&](const Backend& be) { nn::pooling_max(be, ox.storage(), oy.storage(), p); });
+        } else {
+          const Operand oi = operand(b, indices, "nn.pooling_max_indexed", "indices");
+          run(b, {&ox, &oy, &oi}, [&](const Backend& be) {
+            nn::pooling_max(be, ox.storage(), oy.storage(), oi.storage(), p);
+          });
+        }
+        return y;
+      },
+      py::arg("backend"), py::arg("x"), py::arg("y"), py::arg("indices") = py::none(),
+      py::kw_only(), py::arg("window") = 2, py::arg("stride") = py::none(), py::arg("padding") = 0,
+      "y = the maximum of each window (stride None: the window); with indices (int32, the shape "
+      "of y) also the position h W + w of each maximum in its plane. Returns y.");
+  m.def(
+      "pooling_max_grad",
+      [](const PyBackend& b, const py::object& x, const py::object& y, const py::object& dy,
+         const py::object& dx, const py::object& window, const py::object& stride,
+         const py::object& padding) {
+        const auto p = pooling_of(window, stride, padding, true, "nn.pooling_max_grad");
+        const Operand ox = operand(b, x, "nn.pooling_max_grad", "x"),
+                      oy = operand(b, y, "nn.pooling_max_grad", "y"),
+                      ody = operand(b, dy, "nn.pooling_max_grad", "dy"),
+                      odx = operand(b, dx, "nn.pooling_max_grad", "dx");
+        run(b, {&ox, &oy, &ody, &odx}, [&](const Backend& be) {
+          nn::pooling_max_grad(be, ox.storage(), oy.storage(), ody.storage(), odx.storage(), p);
+        });
+        return dx;
+      },
+      py::arg("backend"), py::arg("x"), py::arg("y"), py::arg("dy"), py::arg("dx"), py::kw_only(),
+      py::arg("window") = 2, py::arg("stride") = py::none(), py::arg("padding") = 0,
+      "dx from the forward's x and y (dy goes to the first maximum of each window). Returns dx.");
+  m.def(
+      "pooling_max_grad_indexed",
+      [](const PyBackend& b, const py::object& dy, const py::object& indices,
+         const py::object& dx) {
+        const Operand ody = operand(b, dy, "nn.pooling_max_grad_indexed", "dy"),
+                      oi = operand(b, indices, "nn.pooling_max_grad_indexed", "indices"),
+                      odx = operand(b, dx, "nn.pooling_max_grad_indexed", "dx");
+        run(b, {&ody, &oi, &odx}, [&](const Backend& be) {
+          nn::pooling_max_grad(be, ody.storage(), oi.storage(), odx.storage());
+        });
+        return dx;
+      },
+      py::arg("backend"), py::arg("dy"), py::arg("indices"), py::arg("dx"),
+      "dx from the indices pooling_max wrote. Returns dx.");
+  m.def(
+      "pooling_avg",
+      [](const PyBackend& b, const py::object& x, const py::object& y, const py::object& window,
+         const py::object& stride, const py::object& padding, bool include_padding) {
+        const auto p = pooling_of(window, stride, padding, include_padding, "nn.pooling_avg");
+        const Operand ox = operand(b, x, "nn.pooling_avg", "x"),
+                      oy = operand(b, y, "nn.pooling_avg", "y");
+        run(b, {&ox, &oy},
+            [&](const Backend& be) { nn::pooling_avg(be, ox.storage(), oy.storage(), p); });
+        return y;
+      },
+      py::arg("backend"), py::arg("x"), py::arg("y"), py::kw_only(), py::arg("window") = 2,
+      py::arg("stride") = py::none(), py::arg("padding") = 0, py::arg("include_padding") = true,
+      "y = the mean of each window (include_padding: divided by the window's area, else by the "
+      "elements of x in it). Returns y.");
+  m.def(
+      "pooling_avg_grad",
+      [](const PyBackend& b, const py::object& dy, const py::object& dx, const py::object& window,
+         const py::object& stride, const py::object& padding, bool include_padding) {
+        const auto p = pooling_of(window, stride, padding, include_padding, "nn.pooling_avg_grad");
+        const Operand ody = operand(b, dy, "nn.pooling_avg_grad", "dy"),
+                      odx = operand(b, dx, "nn.pooling_avg_grad", "dx");
+        run(b, {&ody, &odx},
+            [&](const Backend& be) { nn::pooling_avg_grad(be, ody.storage(), odx.storage(), p); });
+        return dx;
+      },
+      py::arg("backend"), py::arg("dy"), py::arg("dx"), py::kw_only(), py::arg("window") = 2,
+      py::arg("stride") = py::none(), py::arg("padding") = 0, py::arg("include_padding") = true,
+      "The gradient of pooling_avg (dx: the forward's input shape). Returns dx.");
+  m.def(
+      "lrn",
+      [](const PyBackend& b, const py::object& x, const py::object& y, int64_t n, double alpha,
+         double beta, double k) {
+        const Operand ox = operand(b, x, "nn.lrn", "x"), oy = operand(b, y, "nn.lrn", "y");
+        run(b, {&ox, &oy}, [&](const Backend& be) {
+          nn::lrn(be, ox.storage(), oy.storage(), nn::LrnParams{n, alpha, beta, k});
+        });
+        return y;
+      },
+      py::arg("backend"), py::arg("x"), py::arg("y"), py::kw_only(), py::arg("n") = 5,
+      py::arg("alpha") = 1e-4, py::arg("beta") = 0.75, py::arg("k") = 1.0,
+      "Local response normalisation across channels, as torch.nn.LocalResponseNorm. Returns y.");
+  m.def(
+      "lrn_grad",
+      [](const PyBackend& b, const py::object& x, const py::object& y, const py::object& dy,
+         const py::object& dx, int64_t n, double alpha, double beta, double k) {
+        const Operand ox = operand(b, x, "nn.lrn_grad", "x"),
+                      oy = operand(b, y, "nn.lrn_grad", "y"),
+                      ody = operand(b, dy, "nn.lrn_grad", "dy"),
+                      odx = operand(b, dx, "nn.lrn_grad", "dx");
+        run(b, {&ox, &oy, &ody, &odx}, [&](const Backend& be) {
+          nn::lrn_grad(be, ox.storage(), oy.storage(), ody.storage(), odx.storage(),
+                       nn::LrnParams{n, alpha, beta, k});
+        });
+        return dx;
+      },
+      py::arg("backend"), py::arg("x"), py::arg("y"), py::arg("dy"), py::arg("dx"), py::kw_only(),
+      py::arg("n") = 5, py::arg("alpha") = 1e-4, py::arg("beta") = 0.75, py::arg("k") = 1.0,
+      "The gradient of lrn, from its input x and output y. Returns dx.");
+  m.def(
+      "dropout",
+      [](const PyBackend& b, const py::object& x, const py::object& y, const py::object& mask,
+         double probability, uint64_t seed) {
+        const Operand ox = operand(b, x, "nn.dropout", "x"), oy = operand(b, y, "nn.dropout", "y"),
+                      om = operand(b, mask, "nn.dropout", "mask");
+        run(b, {&ox, &oy, &om}, [&](const Backend& be) {
+          nn::dropout(be, ox.storage(), oy.storage(), om.storage(), probability, seed);
+        });
+        return y;
+      },
+      py::arg("backend"), py::arg("x"), py::arg("y"), py::arg("mask"), py::arg("probability"),
+      py::arg("seed"),
+      "y = x * mask / (1 - probability), mask (uint8) drawn from seed, the same on every "
+      "framework. Returns y.");
+  m.def(
+      "dropout_grad",
+      [](const PyBackend& b, const py::object& dy, const py::object& mask, const py::object& dx,
+         double probability) {
+        const Operand ody = operand(b, dy, "nn.dropout_grad", "dy"),
+                      om = operand(b, mask, "nn.dropout_grad", "mask"),
+                      odx = operand(b, dx, "nn.dropout_grad", "dx");
+        run(b, {&ody, &om, &odx}, [&](const Backend& be) {
+          nn::dropout_grad(be, ody.storage(), om.storage(), odx.storage(), probability);
+        });
+        return dx;
+      },
+      py::arg("backend"), py::arg("dy"), py::arg("mask"), py::arg("dx"), py::arg("probability"),
+      "dx = mask ? dy / (1 - probability) : 0. Returns dx.");
+}
+
+} // namespace parenchyma::python

@@ -1,0 +1,168 @@
+# parenchyma.nn against NumPy float64 references on small awkward shapes, native and OpenCL:
+# every op family once, gradients included, and argument errors naming the argument.
+import numpy as np
+import pytest
+
+import parenchyma
+from parenchyma import nn
+
+
+def rand(shape, dtype="float32", seed=0, lo=-1.0, hi=1.0):
+    return np.random.default_rng(seed).uniform(lo, hi, shape).astype(dtype)
+
+
+def tensor(a):
+    return parenchyma.from_dlpack(np.array(a, copy=True))
+
+
+def tol(dtype):
+    return 2e-5 if dtype == "float32" else 1e-12
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_activations(backend, dtype):
+    x = rand(1031, dtype, 1, -4, 4)
+    x[:3] = [0.0, -0.0, 3.5]
+    xd = x.astype(np.float64)
+    refs = {
+        "sigmoid": (1 / (1 + np.exp(-xd)), lambda y: y * (1 - y)),
+        "relu": (np.maximum(xd, 0), lambda y: (y > 0).astype(np.float64)),
+        "tanh": (np.tanh(xd), lambda y: 1 - y * y),
+        "elu": (np.where(xd > 0, xd, np.expm1(xd)), lambda y: np.where(y > 0, 1.0, y + 1.0)),
+    }
+    dy = rand(1031, dtype, 2)
+    for name, (ref, deriv) in refs.items():
+        y = tensor(np.zeros_like(x))
+        getattr(nn, name)(backend, tensor(x), y)
+        got = y.numpy().astype(np.float64)
+        np.testing.assert_allclose(got, ref, rtol=tol(dtype) * 10, atol=tol(dtype))
+        dx = tensor(np.zeros_like(x))
+        getattr(nn, name + "_grad")(backend, y, tensor(dy), dx)
+        np.testing.assert_allclose(dx.numpy(), dy * deriv(got), rtol=tol(dtype) * 10,
+                                   atol=tol(dtype))
+        t = tensor(x)
+        getattr(nn, name + "_pointwise")(backend, t)
+        np.testing.assert_allclose(t.numpy(), got, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("axis", [0, 1, -1])
+def test_softmax(backend, axis):
+    x = rand((3, 7, 5), "float64", 3, -30, 30)
+    y = tensor(np.zeros_like(x))
+    nn.softmax(backend, tensor(x), y, axis)
+    e = np.exp(x - x.max(axis=axis, keepdims=True))
+    ref = e / e.sum(axis=axis, keepdims=True)
+    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-12, atol=1e-15)
+    ly = tensor(np.zeros_like(x))
+    nn.log_softmax(backend, tensor(x), ly, axis)
+    np.testing.assert_allclose(ly.numpy(), np.log(ref), rtol=1e-12, atol=1e-12)
+    dy = rand(x.shape, "float64", 4)
+    dx = tensor(np.zeros_like(x))
+    nn.softmax_grad(backend, y, tensor(dy), dx, axis)
+    ref_dx = ref * (dy - (dy * ref).sum(axis=axis, keepdims=True))
+    np.testing.assert_allclose(dx.numpy(), ref_dx, rtol=1e-10, atol=1e-13)
+
+
+def conv_ref(x, w, stride, pad, dil, groups):
+    n, c, h, wd = x.shape
+    k, cg, r, s = w.shape
+    p = (h + 2 * pad[0] - dil[0] * (r - 1) - 1) // stride[0] + 1
+    q = (wd + 2 * pad[1] - dil[1] * (s - 1) - 1) // stride[1] + 1
+    xp = np.zeros((n, c, h + 2 * pad[0], wd + 2 * pad[1]))
+    xp[:, :, pad[0]:pad[0] + h, pad[1]:pad[1] + wd] = x
+    y = np.zeros((n, k, p, q))
+    kg = k // groups
+    for g in range(groups):
+        for i in range(r):
+            for j in range(s):
+                patch = xp[:, g * cg:(g + 1) * cg,
+                           i * dil[0]:i * dil[0] + stride[0] * (p - 1) + 1:stride[0],
+                           j * dil[1]:j * dil[1] + stride[1] * (q - 1) + 1:stride[1]]
+                y[:, g * kg:(g + 1) * kg] += np.einsum("ncpq,kc->nkpq", patch,
+                                                       w[g * kg:(g + 1) * kg, :, i, j])
+    return y
+
+
+@pytest.mark.parametrize("stride,pad,dil,groups", [((1, 1), (1, 1), (1, 1), 1),
+                                                   ((2, 1), (0, 2), (1, 2), 2)])
+def test_convolution(backend, stride, pad, dil, groups):
+    x = rand((2, 4, 9, 7), "float64", 5)
+    w = rand((6, 4 // groups, 3, 2), "float64", 6)
+    bias = rand(6, "float64", 7)
+    conv = nn.Convolution(backend, x.shape, w.shape, stride=stride, padding=pad, dilation=dil,
+                          groups=groups, dtype="float64")
+    ref = conv_ref(x, w, stride, pad, dil, groups)
+    assert conv.y_shape == ref.shape
+    y = tensor(np.zeros(ref.shape))
+    conv.forward(tensor(x), tensor(w), y, bias=tensor(bias))
+    np.testing.assert_allclose(y.numpy(), ref + bias[None, :, None, None], rtol=1e-11, atol=1e-12)
+    # Gradients against finite differences of sum(y * dy) in float64.
+    dy = rand(ref.shape, "float64", 8)
+    dx, dw, db = (tensor(np.zeros(s)) for s in (x.shape, w.shape, (6,)))
+    conv.grad_data(tensor(w), tensor(dy), dx)
+    conv.grad_filter(tensor(x), tensor(dy), dw)
+    conv.grad_bias(tensor(dy), db)
+    np.testing.assert_allclose(db.numpy(), dy.sum(axis=(0, 2, 3)), rtol=1e-12, atol=1e-12)
+    h = 1e-6
+    for idx in [(0, 0, 0, 0), (1, 3, 4, 6), (0, 2, 8, 3)]:
+        xp = x.copy()
+        xp[idx] += h
+        fd = ((conv_ref(xp, w, stride, pad, dil, groups) - ref) * dy).sum() / h
+        assert dx.numpy()[idx] == pytest.approx(fd, rel=1e-4, abs=1e-6)
+    for idx in [(0, 0, 0, 0), (5, 1, 2, 1)]:
+        wp = w.copy()
+        wp[idx] += h
+        fd = ((conv_ref(x, wp, stride, pad, dil, groups) - ref) * dy).sum() / h
+        assert dw.numpy()[idx] == pytest.approx(fd, rel=1e-4, abs=1e-6)
+
+
+def test_pooling(backend):
+    x = rand((2, 3, 7, 8), "float32", 9)
+    shape = nn.pooling_output_shape(x.shape, window=3, stride=2, padding=1)
+    assert shape == (2, 3, 4, 4)
+    y = tensor(np.zeros(shape, "float32"))
+    idx = tensor(np.zeros(shape, "int32"))
+    nn.pooling_max(backend, tensor(x), y, idx, window=3, stride=2, padding=1)
+    xp = np.full((2, 3, 9, 10), -np.inf, "float32")
+    xp[:, :, 1:8, 1:9] = x
+    ref = np.zeros(shape, "float32")
+    for p in range(4):
+        for q in range(4):
+            ref[:, :, p, q] = xp[:, :, 2 * p:2 * p + 3, 2 * q:2 * q + 3].max(axis=(2, 3))
+    np.testing.assert_array_equal(y.numpy(), ref)
+    flat = x.reshape(2, 3, -1)
+    got = np.take_along_axis(flat, idx.numpy().reshape(2, 3, -1).astype(np.int64), axis=2)
+    np.testing.assert_array_equal(got.reshape(shape), ref)
+    a = tensor(np.zeros((2, 3, 3, 4), "float32"))
+    nn.pooling_avg(backend, tensor(x), a)
+    ref_a = x[:, :, :6, :8].reshape(2, 3, 3, 2, 4, 2).mean(axis=(3, 5))
+    np.testing.assert_allclose(a.numpy(), ref_a, rtol=1e-6, atol=1e-7)
+
+
+def test_lrn_and_dropout(backend):
+    x = rand((2, 6, 3, 4), "float64", 10)
+    y = tensor(np.zeros_like(x))
+    nn.lrn(backend, tensor(x), y, n=3, alpha=0.1, beta=0.75, k=2.0)
+    sq = np.pad(x * x, ((0, 0), (1, 1), (0, 0), (0, 0)))
+    s = 2.0 + 0.1 / 3 * (sq[:, :-2] + sq[:, 1:-1] + sq[:, 2:])
+    np.testing.assert_allclose(y.numpy(), x * s ** -0.75, rtol=1e-12)
+    d = rand(10007, "float32", 11)
+    out = tensor(np.zeros_like(d))
+    mask = tensor(np.zeros(d.shape, "uint8"))
+    nn.dropout(backend, tensor(d), out, mask, 0.25, 1234)
+    m = mask.numpy()
+    assert 0.2 < 1 - m.mean() < 0.3
+    np.testing.assert_allclose(out.numpy(), np.where(m != 0, d / np.float32(0.75), 0), rtol=1e-6)
+
+
+def test_errors_name_the_argument(native):
+    x = tensor(np.zeros((2, 3), "float32"))
+    with pytest.raises(parenchyma.Error) as e:
+        nn.relu(native, x, tensor(np.zeros(5, "float32")))
+    assert e.value.origin == "nn.relu" and "argument y" in str(e.value)
+    with pytest.raises(parenchyma.Error) as e:
+        nn.Convolution(native, (1, 3, 5, 5), (4, 2, 3, 3))
+    assert "argument w" in str(e.value)
+    with pytest.raises(parenchyma.Error) as e:
+        nn.pooling_output_shape((1, 1, 4, 4), window=2, padding=2)
+    assert "padding" in str(e.value)
