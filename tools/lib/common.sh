@@ -7,7 +7,8 @@ PARENCHYMA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 
 # Debian 12 / Ubuntu 24.04 package names. Required: toolchain, Boost, spdlog, JSON, Catch2.
 # Optional: OpenBLAS (native BLAS bundle), OpenCL loader/headers and PoCL (OpenCL plugin and a
-# real CPU device to test it on), CLBlast (OpenCL BLAS bundle), Google Benchmark (benchmarks).
+# real CPU device to test it on), CLBlast (OpenCL BLAS bundle), Google Benchmark (benchmarks),
+# zlib and scikit-learn's digits data set (the NN demo, parenchyma-nn-demo).
 PARENCHYMA_PACKAGES=(
   g++ cmake ninja-build pkg-config
   libboost-dev libspdlog-dev nlohmann-json3-dev catch2
@@ -16,6 +17,7 @@ PARENCHYMA_PACKAGES=(
   libclblast-dev
   libbenchmark-dev
   libdlpack-dev pybind11-dev python3-dev python3-numpy python3-pytest python3-matplotlib
+  zlib1g-dev python3-sklearn
 )
 
 pa_log() { printf '\033[1m[parenchyma]\033[0m %s\n' "$*"; }

@@ -1,0 +1,722 @@
+// parenchyma-nn-demo: trains a small convolutional network on the 1,797 8x8 handwritten digits
+// that scikit-learn ships (sklearn/datasets/data/digits.csv.gz), on every backend present or on
+// the one named, through the public API only: the NN front-end (convolution, relu, max pooling,
+// log_softmax and their gradients) and BLAS (the dense layer, the loss, the SGD updates). Every
+// computation runs on the backend's device; the host uploads each mini-batch and reads back only
+// the batch's log-probabilities (N x 10, for the accuracy) and the epoch's loss.
+//
+//   x [N,1,8,8] -> conv 1->8 3x3 pad 1 + bias -> relu -> max pool 2x2 -> conv 8->16 3x3 pad 1
+//   + bias -> relu -> max pool 2x2 -> flatten [N,64] -> dense 64->10 (gemm + bias) ->
+//   log_softmax -> mean negative log-likelihood; plain SGD.
+//
+// The initial weights (He, uniform) and the shuffling come from one seeded generator, so every
+// backend trains the same network on the same batches; at the end the per-epoch loss curves of
+// the backends are compared. Exit status: 0 when every backend reached the accuracy bar and the
+// curves agree; 1 when not (or a backend failed); 2 on bad usage or a malformed data file; 77
+// (skipped) when the data set is not installed or no backend serves the NN ops.
+#include <parenchyma/blas.hpp>
+#include <parenchyma/nn.hpp>
+#include <parenchyma/parenchyma.hpp>
+
+#include <glob.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
+#include <limits>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+using namespace parenchyma;
+namespace blas = parenchyma::blas;
+namespace nn = parenchyma::nn;
+
+namespace {
+
+constexpr int64_t side = 8, pixels = side * side, classes = 10;
+constexpr double pi = 3.14159265358979323846;
+constexpr int exit_fail = 1, exit_usage = 2, exit_skip = 77;
+
+struct Options {
+  std::string data, backend;
+  int epochs = 20;
+  int64_t batch = 32;
+  double lr = 0.15; // the first epoch's; a cosine schedule takes it towards 0
+  uint64_t seed = 1;
+  double min_accuracy = 0.95;
+  // The largest relative difference of two backends' per-epoch mean training loss. Two f32 runs
+  // that sum in different orders stay within ~1e-6 of each other (seed 1: native against PoCL
+  // 3e-7, f32 against f64 4e-7) until a near-tie, a max-pooling window whose two largest values
+  // differ by a rounding error or a relu input at 0, goes the other way; SGD then carries the
+  // runs apart by up to a few 1e-3 while they learn the same (seed 4: 6e-3, in both
+  // comparisons). A wrong gradient moves the curve by more: dropping the first layer's bias
+  // gradient alone moves it by 5e-2.
+  double tolerance = 1e-2;
+};
+
+// A failure that ends the program with `code`.
+struct Exit : std::runtime_error {
+  int code;
+  Exit(int c, const std::string& what) : std::runtime_error(what), code(c) {}
+};
+
+// ---- the data set ----------------------------------------------------------------------------
+
+struct Digits {
+  std::string path;
+  std::vector<float> x; // size() x 64 pixels, scaled to [0, 1]
+  std::vector<int> y;   // labels 0..9
+  size_t size() const noexcept { return y.size(); }
+};
+
+constexpr const char* digits_file = "sklearn/datasets/data/digits.csv.gz";
+
+// Where scikit-learn may be installed: Debian's python3-sklearn, pip (system, user, virtual
+// environment, conda). Each entry is a glob pattern for the directory above sklearn/.
+std::vector<std::string> site_patterns() {
+  std::vector<std::string> p = {
+      "/usr/lib/python3/dist-packages",        "/usr/local/lib/python3*/dist-packages",
+      "/usr/local/lib/python3*/site-packages", "/usr/lib/python3*/site-packages",
+      "/usr/lib64/python3*/site-packages",     "/opt/conda/lib/python3*/site-packages"};
+  for (const char* env : {"VIRTUAL_ENV", "CONDA_PREFIX"})
+    if (const char* v = std::getenv(env); v && *v)
+      p.push_back(std::string(v) + "/lib/python3*/site-packages");
+  if (const char* home = std::getenv("HOME"); home && *home)
+    p.push_back(std::string(home) + "/.local/lib/python3*/site-packages");
+  return p;
+}
+
+// The data file: --data, then PARENCHYMA_DIGITS, then the standard places. An explicit path that
+// does not exist is an error; nothing found in the standard places is a skip.
+std::string find_digits(const std::string& option) {
+  auto exists = [](const std::string& f) {
+    std::FILE* fp = std::fopen(f.c_str(), "rb");
+    if (fp) std::fclose(fp);
+    return fp != nullptr;
+  };
+  auto explicit_path = [&](const std::string& f, const char* from) {
+    if (!exists(f))
+      throw Exit(exit_usage, std::string(from) + " names " + f + ": " + std::strerror(errno) +
+                                 "; pass the path of scikit-learn's digits.csv.gz");
+    return f;
+  };
+  if (!option.empty()) return explicit_path(option, "--data");
+  if (const char* env = std::getenv("PARENCHYMA_DIGITS"); env && *env)
+    return explicit_path(env, "PARENCHYMA_DIGITS");
+  std::string searched;
+  for (const std::string& dir : site_patterns()) {
+    const std::string pattern = dir + "/" + digits_file;
+    searched += "\n  " + pattern;
+    glob_t g{};
+    if (glob(pattern.c_str(), 0, nullptr, &g) == 0 && g.gl_pathc > 0) {
+      std::string found = g.gl_pathv[0];
+      globfree(&g);
+      return found;
+    }
+    globfree(&g);
+  }
+  throw Exit(exit_skip, std::string("skipped: the digits data set (scikit-learn's ") + digits_file +
+                            ") is not installed; install python3-sklearn (Debian, Ubuntu) or "
+                            "scikit-learn (pip), or pass --data PATH or PARENCHYMA_DIGITS. "
+                            "Searched:" +
+                            searched);
+}
+
+std::string gunzip(const std::string& path) {
+  gzFile f = gzopen(path.c_str(), "rb");
+  if (!f) throw Exit(exit_usage, path + ": cannot open: " + std::strerror(errno));
+  constexpr size_t limit = size_t{64} << 20; // the real file is 270 kB unpacked
+  std::string text;
+  std::vector<char> buf(1 << 16);
+  int n = 0;
+  while ((n = gzread(f, buf.data(), static_cast<unsigned>(buf.size()))) > 0) {
+    text.append(buf.data(), static_cast<size_t>(n));
+    if (text.size() > limit) {
+      gzclose(f);
+      throw Exit(exit_usage, path + ": more than 64 MiB of text; this is not the digits file");
+    }
+  }
+  int err = Z_OK;
+  const char* msg = gzerror(f, &err);
+  const std::string why = msg ? msg : "unknown error";
+  gzclose(f);
+  if (n < 0 || (err != Z_OK && err != Z_STREAM_END))
+    throw Exit(exit_usage, path + ": cannot read: " + why + " (a truncated or corrupt gzip file?)");
+  return text;
+}
+
+// 65 comma-separated numbers a line: 64 pixels 0..16, then the label 0..9. Blank lines are
+// skipped (as numpy.loadtxt, which scikit-learn reads the file with, does).
+Digits parse_digits(const std::string& path, const std::string& text) {
+  Digits d;
+  d.path = path;
+  size_t pos = 0, line_no = 0;
+  while (pos < text.size()) {
+    size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string_view line(text.data() + pos, end - pos);
+    pos = end + 1;
+    ++line_no;
+    if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+    if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
+    auto bad = [&](const std::string& what) {
+      return Exit(exit_usage, path + ":" + std::to_string(line_no) + ": " + what +
+                                  "; every line must hold 65 comma-separated numbers (64 pixels "
+                                  "0..16, then the label 0..9): is this scikit-learn's "
+                                  "digits.csv.gz?");
+    };
+    float values[pixels + 1];
+    size_t field = 0, start = 0;
+    while (true) {
+      size_t comma = line.find(',', start);
+      std::string_view tok =
+          line.substr(start, comma == std::string_view::npos ? line.npos : comma - start);
+      while (!tok.empty() && (tok.front() == ' ' || tok.front() == '\t'))
+        tok.remove_prefix(1);
+      while (!tok.empty() && (tok.back() == ' ' || tok.back() == '\t'))
+        tok.remove_suffix(1);
+      if (field > static_cast<size_t>(pixels)) throw bad("more than 65 fields");
+      double v = 0;
+      const auto [ptr, ec] = std::from_chars(tok.data(), tok.data() + tok.size(), v);
+      if (tok.empty() || ec != std::errc() || ptr != tok.data() + tok.size() || !std::isfinite(v))
+        throw bad("field " + std::to_string(field + 1) + " ('" + std::string(tok.substr(0, 20)) +
+                  "') is not a number");
+      if (field < static_cast<size_t>(pixels) && !(v >= 0 && v <= 16))
+        throw bad("pixel " + std::to_string(field + 1) + " is " + std::string(tok) +
+                  ", outside 0..16");
+      if (field == static_cast<size_t>(pixels) && !(v >= 0 && v <= 9 && v == std::floor(v)))
+        throw bad("the label (field 65) is " + std::string(tok) + ", not an integer 0..9");
+      values[field++] = static_cast<float>(v);
+      if (comma == std::string_view::npos) break;
+      start = comma + 1;
+    }
+    if (field != static_cast<size_t>(pixels) + 1) throw bad(std::to_string(field) + " fields");
+    for (int64_t i = 0; i < pixels; ++i)
+      d.x.push_back(values[i] / 16.0f);
+    d.y.push_back(static_cast<int>(values[pixels]));
+  }
+  if (d.size() < 10)
+    throw Exit(exit_usage, path + ": " + std::to_string(d.size()) +
+                               " samples; the digits file has 1797 (too few to train on)");
+  return d;
+}
+
+// ---- deterministic randomness (the same on every backend and machine) ------------------------
+
+class Rng { // splitmix64
+public:
+  explicit Rng(uint64_t seed) noexcept : s_(seed) {}
+  uint64_t next() noexcept {
+    uint64_t z = (s_ += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  double uniform() noexcept { return static_cast<double>(next() >> 11) * 0x1.0p-53; } // [0, 1)
+  uint64_t below(uint64_t n) noexcept { // uniform in [0, n), without modulo bias
+    const uint64_t reject = (0 - n) % n;
+    uint64_t r = next();
+    while (r < reject)
+      r = next();
+    return r % n;
+  }
+
+private:
+  uint64_t s_;
+};
+
+// ---- the network -----------------------------------------------------------------------------
+
+const nn::Shape w1_shape{8, 1, 3, 3}, w2_shape{16, 8, 3, 3};
+constexpr int64_t hidden = 16 * 2 * 2; // the flattened features after the second pooling
+
+struct HostParams {
+  std::vector<float> w1, b1, w2, b2, w3, b3;
+};
+
+// He initialisation (uniform, bound sqrt(6 / fan_in)); biases zero.
+HostParams init_params(uint64_t seed) {
+  Rng r(seed);
+  auto he = [&](size_t count, double fan_in) {
+    std::vector<float> v(count);
+    const double bound = std::sqrt(6.0 / fan_in);
+    for (float& e : v)
+      e = static_cast<float>((2 * r.uniform() - 1) * bound);
+    return v;
+  };
+  HostParams p;
+  p.w1 = he(8 * 1 * 3 * 3, 1 * 3 * 3);
+  p.b1.assign(8, 0.0f);
+  p.w2 = he(16 * 8 * 3 * 3, 8 * 3 * 3);
+  p.b2.assign(16, 0.0f);
+  p.w3 = he(classes * hidden, hidden);
+  p.b3.assign(classes, 0.0f);
+  return p;
+}
+
+void upload(SharedTensor<float>& t, const std::vector<float>& v) {
+  std::span<float> dst = t.write_only();
+  std::copy(v.begin(), v.end(), dst.begin());
+}
+
+// The trained parameters (and, with the same shapes, their gradients).
+struct Params {
+  SharedTensor<float> w1{8, 1, 3, 3}, b1{8}, w2{16, 8, 3, 3}, b2{16}, w3{classes, hidden},
+      b3{1, classes};
+  std::vector<SharedTensor<float>*> all() { return {&w1, &b1, &w2, &b2, &w3, &b3}; }
+};
+
+nn::ConvolutionParams conv_params(bool training) {
+  nn::ConvolutionParams p;
+  p.padding = {1, 1};
+  p.training = training;
+  return p;
+}
+
+// Everything one batch size needs on a backend: the two convolutions configured for it and
+// every activation and gradient tensor, made once.
+class Pass {
+public:
+  Pass(const Backend& b, int64_t n, bool training)
+      : n_(n), c1_(b, {n, 1, side, side}, w1_shape, conv_params(training)),
+        c2_(b, {n, 8, side / 2, side / 2}, w2_shape, conv_params(training)), x_(c1_.x_shape()),
+        z1_(c1_.y_shape()), a1_(c1_.y_shape()), h1_(c2_.x_shape()), i1_(c2_.x_shape()),
+        z2_(c2_.y_shape()), a2_(c2_.y_shape()), h2_(pooled_), i2_(pooled_), ones_({n, 1}),
+        logits_({n, classes}), logp_({n, classes}), target_({n, classes}), loss_({1}),
+        dlogits_({n, classes}), dh2_(pooled_), da2_(c2_.y_shape()), dz2_(c2_.y_shape()),
+        dh1_(c2_.x_shape()), da1_(c1_.y_shape()), dz1_(c1_.y_shape()) {
+    std::span<float> one = ones_.write_only();
+    std::fill(one.begin(), one.end(), 1.0f);
+  }
+  int64_t size() const noexcept { return n_; }
+  bool training() const noexcept { return c1_.params().training; }
+
+  // The batch: samples idx of d; the target holds -1/N at each label (the gradient of the mean
+  // negative log-likelihood with respect to the log-probabilities).
+  void load(const Digits& d, std::span<const uint32_t> idx) {
+    std::span<float> x = x_.write_only(), t = target_.write_only();
+    std::fill(t.begin(), t.end(), 0.0f);
+    labels_.assign(idx.size(), 0);
+    for (size_t i = 0; i < idx.size(); ++i) {
+      std::copy_n(d.x.begin() + static_cast<ptrdiff_t>(idx[i] * pixels), pixels,
+                  x.begin() + static_cast<ptrdiff_t>(i * pixels));
+      labels_[i] = d.y[idx[i]];
+      t[i * classes + static_cast<size_t>(labels_[i])] = -1.0f / static_cast<float>(n_);
+    }
+  }
+
+  void forward(const Backend& b, const Params& p) {
+    c1_.forward(x_, p.w1, p.b1, z1_);
+    nn::relu(b, z1_, a1_);
+    nn::pooling_max(b, a1_, h1_, i1_, pool_);
+    c2_.forward(h1_, p.w2, p.b2, z2_);
+    nn::relu(b, z2_, a2_);
+    h2_.reshape(pooled_);
+    nn::pooling_max(b, a2_, h2_, i2_, pool_);
+    h2_.reshape(flat_);
+    // logits = 1 b3 + h2 w3^T: the bias as a rank-1 product with a ones column.
+    blas::gemm(b, blas::no_trans, blas::no_trans, 1.0, ones_, p.b3, 0.0, logits_);
+    blas::gemm(b, blas::no_trans, blas::trans, 1.0, h2_, p.w3, 1.0, logits_);
+    nn::log_softmax(b, logits_, logp_, 1);
+  }
+
+  // Adds weight * (this batch's mean loss) to loss_sum, computes every gradient into g and
+  // takes one SGD step on p.
+  void backward_step(const Backend& b, Params& p, Params& g, double lr, double weight,
+                     SharedTensor<float>& loss_sum) {
+    blas::dot(b, logp_, target_, loss_); // -mean log p(label)
+    blas::axpy(b, weight, loss_, loss_sum);
+    nn::log_softmax_grad(b, logp_, target_, dlogits_, 1);
+    blas::gemm(b, blas::trans, blas::no_trans, 1.0, dlogits_, h2_, 0.0, g.w3); // dW = dL^T h2
+    blas::gemv(b, blas::trans, 1.0, dlogits_, ones_, 0.0, g.b3);               // db = dL^T 1
+    dh2_.reshape(flat_);
+    blas::gemm(b, blas::no_trans, blas::no_trans, 1.0, dlogits_, p.w3, 0.0, dh2_); // dh2 = dL W
+    dh2_.reshape(pooled_);
+    nn::pooling_max_grad(b, dh2_, i2_, da2_);
+    nn::relu_grad(b, a2_, da2_, dz2_);
+    c2_.grad_filter(h1_, dz2_, g.w2);
+    c2_.grad_bias(dz2_, g.b2);
+    c2_.grad_data(p.w2, dz2_, dh1_);
+    nn::pooling_max_grad(b, dh1_, i1_, da1_);
+    nn::relu_grad(b, a1_, da1_, dz1_);
+    c1_.grad_filter(x_, dz1_, g.w1);
+    c1_.grad_bias(dz1_, g.b1);
+    const std::vector<SharedTensor<float>*> ps = p.all(), gs = g.all();
+    for (size_t i = 0; i < ps.size(); ++i)
+      blas::axpy(b, -lr, *gs[i], *ps[i]);
+  }
+
+  // How many samples of the loaded batch the network classified right (reads N x 10 back).
+  int64_t correct() const {
+    const std::span<const float> lp = logp_.read();
+    int64_t right = 0;
+    for (size_t i = 0; i < labels_.size(); ++i) {
+      const float* row = lp.data() + i * classes;
+      right += std::max_element(row, row + classes) - row == labels_[i];
+    }
+    return right;
+  }
+
+private:
+  int64_t n_;
+  std::vector<int64_t> pooled_{n_, 16, 2, 2}, flat_{n_, hidden};
+  nn::PoolingParams pool_{};
+  nn::Convolution c1_, c2_;
+  SharedTensor<float> x_, z1_, a1_, h1_;
+  SharedTensor<int32_t> i1_;
+  SharedTensor<float> z2_, a2_, h2_;
+  SharedTensor<int32_t> i2_;
+  SharedTensor<float> ones_, logits_, logp_, target_, loss_;
+  SharedTensor<float> dlogits_, dh2_, da2_, dz2_, dh1_, da1_, dz1_;
+  std::vector<int> labels_;
+};
+
+// ---- training on one backend -----------------------------------------------------------------
+
+struct Run {
+  std::string backend;
+  std::vector<double> loss, train_acc, test_acc;
+  double seconds = 0;
+  uint64_t fallbacks = 0;
+};
+
+struct Split {
+  std::vector<uint32_t> train, test;
+};
+
+// Where the ops the network uses run; throws when one has nowhere to run.
+void print_routes(const Backend& b) {
+  struct Op {
+    const char* name;
+    const OpKey& key;
+  };
+  const Op ops[] = {
+      {"convolution", ext::op_key<pcy_nn_convolution_schema>(PCY_DTYPE_F32)},
+      {"convolution_grad_data", ext::op_key<pcy_nn_convolution_grad_data_schema>(PCY_DTYPE_F32)},
+      {"convolution_grad_filter",
+       ext::op_key<pcy_nn_convolution_grad_filter_schema>(PCY_DTYPE_F32)},
+      {"convolution_bias", ext::op_key<pcy_nn_convolution_bias_schema>(PCY_DTYPE_F32)},
+      {"convolution_grad_bias", ext::op_key<pcy_nn_convolution_grad_bias_schema>(PCY_DTYPE_F32)},
+      {"relu", ext::op_key<pcy_nn_relu_schema>(PCY_DTYPE_F32)},
+      {"relu_grad", ext::op_key<pcy_nn_relu_grad_schema>(PCY_DTYPE_F32)},
+      {"pooling_max_indexed", ext::op_key<pcy_nn_pooling_max_indexed_schema>(PCY_DTYPE_F32)},
+      {"pooling_max_grad_indexed",
+       ext::op_key<pcy_nn_pooling_max_grad_indexed_schema>(PCY_DTYPE_F32)},
+      {"log_softmax", ext::op_key<pcy_nn_log_softmax_schema>(PCY_DTYPE_F32)},
+      {"log_softmax_grad", ext::op_key<pcy_nn_log_softmax_grad_schema>(PCY_DTYPE_F32)},
+      {"gemm", blas::detail::gemm_key(PCY_DTYPE_F32)},
+      {"gemv", blas::detail::gemv_key(PCY_DTYPE_F32)},
+      {"dot", blas::detail::dot_key(PCY_DTYPE_F32)},
+      {"axpy", blas::detail::axpy_key(PCY_DTYPE_F32)},
+  };
+  for (const Op& op : ops) {
+    const OpRoute r = b.route(op.key);
+    std::printf("  %-25s %s: %s%s\n", op.name, r.framework.c_str(), r.implementation.c_str(),
+                r.fallback ? " (fallback)" : "");
+  }
+}
+
+Run train(const std::string& request, const Digits& d, const Split& split, const Options& o,
+          const HostParams& init) {
+  Backend b(request);
+  Run run;
+  run.backend = b.name();
+  std::printf("\n== %s (%s) ==\n", b.name().c_str(), b.device().name.c_str());
+  print_routes(b);
+
+  const auto t_setup = std::chrono::steady_clock::now();
+  Params p, g;
+  upload(p.w1, init.w1);
+  upload(p.b1, init.b1);
+  upload(p.w2, init.w2);
+  upload(p.b2, init.b2);
+  upload(p.w3, init.w3);
+  upload(p.b3, init.b3);
+  SharedTensor<float> loss_sum({1});
+
+  // One Pass per batch size: the full batch, and the last partial batch of each split.
+  std::vector<std::unique_ptr<Pass>> passes;
+  auto pass_for = [&](int64_t n, bool training) -> Pass& {
+    for (auto& ps : passes)
+      if (ps->size() == n && (ps->training() || !training)) return *ps;
+    passes.push_back(std::make_unique<Pass>(b, n, training));
+    return *passes.back();
+  };
+  const int64_t n_train = static_cast<int64_t>(split.train.size());
+  const int64_t n_test = static_cast<int64_t>(split.test.size());
+  (void)pass_for(std::min(o.batch, n_train), true);
+  if (n_train % o.batch) (void)pass_for(n_train % o.batch, true);
+  if (n_test % o.batch) (void)pass_for(n_test % o.batch, false);
+  b.synchronize();
+  std::printf("  set-up %.3f s (convolution algorithms chosen for %zu batch sizes)\n",
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - t_setup).count(),
+              passes.size());
+  std::printf("  epoch       loss   train  held-out    time\n");
+
+  Rng shuffle(o.seed ^ 0x5DEECE66Dull);
+  std::vector<uint32_t> order = split.train;
+  const auto t_start = std::chrono::steady_clock::now();
+  for (int epoch = 1; epoch <= o.epochs; ++epoch) {
+    const auto t0 = std::chrono::steady_clock::now();
+    for (size_t i = order.size() - 1; i > 0; --i) // Fisher-Yates
+      std::swap(order[i], order[shuffle.below(i + 1)]);
+    // Cosine decay (SGDR without restarts): the later epochs settle instead of jumping around.
+    const double lr = o.lr * 0.5 * (1 + std::cos(pi * (epoch - 1) / o.epochs));
+    loss_sum.write_only()[0] = 0.0f;
+    int64_t right = 0;
+    for (int64_t at = 0; at < n_train; at += o.batch) {
+      const int64_t n = std::min(o.batch, n_train - at);
+      Pass& ps = pass_for(n, true);
+      ps.load(d, std::span<const uint32_t>(order).subspan(static_cast<size_t>(at),
+                                                          static_cast<size_t>(n)));
+      ps.forward(b, p);
+      ps.backward_step(b, p, g, lr, static_cast<double>(n) / static_cast<double>(n_train),
+                       loss_sum);
+      right += ps.correct(); // after the step is enqueued: the device runs the batch uninterrupted
+    }
+    const double loss = loss_sum.read()[0];
+    int64_t test_right = 0;
+    for (int64_t at = 0; at < n_test; at += o.batch) {
+      const int64_t n = std::min(o.batch, n_test - at);
+      Pass& ps = pass_for(n, false);
+      ps.load(d, std::span<const uint32_t>(split.test)
+                     .subspan(static_cast<size_t>(at), static_cast<size_t>(n)));
+      ps.forward(b, p);
+      test_right += ps.correct();
+    }
+    const double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    run.loss.push_back(loss);
+    run.train_acc.push_back(static_cast<double>(right) / static_cast<double>(n_train));
+    run.test_acc.push_back(static_cast<double>(test_right) / static_cast<double>(n_test));
+    std::printf("  %5d  %9.6f  %5.1f %%  %5.1f %%  %5.2f s\n", epoch, loss,
+                100 * run.train_acc.back(), 100 * run.test_acc.back(), secs);
+    std::fflush(stdout);
+    if (!std::isfinite(loss)) {
+      std::printf("  the loss diverged (try a smaller --lr)\n");
+      break;
+    }
+  }
+  run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  run.fallbacks = b.fallback_count();
+  if (run.fallbacks)
+    std::printf("  note: %llu op calls ran on another framework (fallback)\n",
+                static_cast<unsigned long long>(run.fallbacks));
+  return run;
+}
+
+// ---- command line ----------------------------------------------------------------------------
+
+int usage(const char* argv0, int rc) {
+  std::printf(
+      "usage: %s [options]\n"
+      "  Trains a small CNN (conv-relu-pool x2, dense, log_softmax) on scikit-learn's 8x8\n"
+      "  digits on every backend present, or on one, then compares the loss curves.\n"
+      "  --backend NAME     train only there (native, opencl, cuda:1, ...)\n"
+      "  --data PATH        digits.csv.gz (default: PARENCHYMA_DIGITS, then scikit-learn's\n"
+      "                     usual install places)\n"
+      "  --epochs N         default 20\n"
+      "  --batch N          mini-batch size, default 32\n"
+      "  --lr X             SGD learning rate of the first epoch (cosine decay), default 0.15\n"
+      "  --seed N           initial weights and shuffling, default 1\n"
+      "  --min-accuracy X   held-out accuracy every backend must reach, default 0.95\n"
+      "  --tolerance X      largest relative difference of two backends' epoch losses,\n"
+      "                     default 1e-2 (a near-tie that rounds the other way moves the\n"
+      "                     curves apart by up to a few 1e-3; otherwise they agree to 1e-6)\n"
+      "  exit: 0 ok, 1 accuracy or curves off (or a backend failed), 2 usage or bad data,\n"
+      "  77 skipped (no data set, or no backend serves the NN ops)\n",
+      argv0);
+  return rc;
+}
+
+template <class T> bool parse_number(const char* s, T& out) {
+  const char* end = s + std::strlen(s);
+  const auto [ptr, ec] = std::from_chars(s, end, out);
+  return *s && ec == std::errc() && ptr == end;
+}
+
+Options parse_args(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") throw Exit(usage(argv[0], 0), "");
+    static const char* const known[] = {"--backend", "--data",         "--epochs",    "--batch",
+                                        "--lr",      "--min-accuracy", "--tolerance", "--seed"};
+    if (std::find(std::begin(known), std::end(known), a) == std::end(known))
+      throw Exit(exit_usage, "unknown argument: " + a + " (see --help)");
+    if (i + 1 >= argc) throw Exit(exit_usage, a + ": a value is missing");
+    const char* v = argv[++i];
+    auto bad = [&](const char* want) {
+      return Exit(exit_usage, a + ": '" + v + "' is not " + want);
+    };
+    if (a == "--backend") {
+      o.backend = v;
+    } else if (a == "--data") {
+      o.data = v;
+    } else if (a == "--epochs") {
+      if (!parse_number(v, o.epochs) || o.epochs < 1 || o.epochs > 10000)
+        throw bad("an epoch count in 1..10000");
+    } else if (a == "--batch") {
+      if (!parse_number(v, o.batch) || o.batch < 1 || o.batch > 4096)
+        throw bad("a batch size in 1..4096");
+    } else if (a == "--lr") {
+      if (!parse_number(v, o.lr) || !(o.lr > 0 && o.lr < 100)) throw bad("a rate in (0, 100)");
+    } else if (a == "--seed") {
+      if (!parse_number(v, o.seed)) throw bad("an unsigned 64-bit integer");
+    } else if (a == "--min-accuracy") {
+      if (!parse_number(v, o.min_accuracy) || !(o.min_accuracy >= 0 && o.min_accuracy <= 1))
+        throw bad("a fraction in [0, 1]");
+    } else if (!parse_number(v, o.tolerance) || !(o.tolerance >= 0)) { // --tolerance
+      throw bad("a number >= 0");
+    }
+  }
+  return o;
+}
+
+// The backends to train on: the one asked for, or the first device of every framework with a
+// device, in ranking order.
+std::vector<std::string> backends_to_run(const Options& o) {
+  if (!o.backend.empty()) return {o.backend};
+  std::vector<std::string> out;
+  for (const Framework* f : Registry::global().ranking())
+    out.push_back(f->name());
+  if (out.empty())
+    throw Exit(exit_skip, "skipped: no framework with a device was found (parenchyma-info "
+                          "says why)");
+  return out;
+}
+
+// Whether b can run the network: every op has somewhere to run (its framework, or a fallback the
+// policy allows). Empty when it can, else the reason.
+std::string cannot_run(const std::string& request) {
+  try {
+    Backend b(request);
+    for (const OpKey* k : {&ext::op_key<pcy_nn_convolution_schema>(PCY_DTYPE_F32),
+                           &ext::op_key<pcy_nn_pooling_max_indexed_schema>(PCY_DTYPE_F32),
+                           &ext::op_key<pcy_nn_log_softmax_schema>(PCY_DTYPE_F32),
+                           &blas::detail::gemm_key(PCY_DTYPE_F32)})
+      (void)b.route(*k);
+    return {};
+  } catch (const parenchyma::error& e) {
+    if (e.code() == errc::unsupported || e.code() == errc::not_found) return e.what();
+    throw;
+  }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  try {
+    const Options o = parse_args(argc, argv);
+    const std::string path = find_digits(o.data);
+    const Digits d = parse_digits(path, gunzip(path));
+
+    // The held-out fifth: every fifth sample (the file cycles through the classes, so each
+    // class is represented), the same whatever the seed.
+    Split split;
+    for (size_t i = 0; i < d.size(); ++i)
+      (i % 5 == 4 ? split.test : split.train).push_back(static_cast<uint32_t>(i));
+    std::printf("data:      %zu digits from %s: %zu to train on, %zu held out\n", d.size(),
+                path.c_str(), split.train.size(), split.test.size());
+    std::printf("network:   conv 1->8 3x3 - relu - maxpool 2 - conv 8->16 3x3 - relu - maxpool 2 "
+                "- dense 64->10 - log_softmax (f32)\n");
+    std::printf("training:  %d epochs, batch %lld, SGD lr %g (cosine decay), seed %llu\n", o.epochs,
+                static_cast<long long>(o.batch), o.lr, static_cast<unsigned long long>(o.seed));
+
+    std::vector<std::string> requests;
+    std::string skipped;
+    for (const std::string& r : backends_to_run(o)) {
+      const std::string why = cannot_run(r);
+      if (why.empty())
+        requests.push_back(r);
+      else
+        skipped += "\n  " + r + ": " + why;
+    }
+    if (!skipped.empty()) std::printf("not trained on:%s\n", skipped.c_str());
+    if (requests.empty())
+      throw Exit(exit_skip, "skipped: no backend can run the network's ops (is an nn bundle "
+                            "plugin installed? parenchyma-info --ops lists them)");
+
+    const HostParams init = init_params(o.seed);
+    std::vector<Run> runs;
+    bool failed = false;
+    for (const std::string& r : requests) {
+      try {
+        runs.push_back(train(r, d, split, o, init));
+      } catch (const parenchyma::error& e) {
+        std::fprintf(stderr, "parenchyma-nn-demo: %s: %s\n", r.c_str(), e.what());
+        failed = true;
+      }
+    }
+
+    // The comparison: every curve against the reference (native where it ran, else the first).
+    size_t ref = 0;
+    for (size_t i = 0; i < runs.size(); ++i)
+      if (runs[i].backend.rfind("native", 0) == 0) {
+        ref = i;
+        break;
+      }
+    std::printf("\n== summary (%d epochs) ==\n", o.epochs);
+    std::printf("  %-12s %10s %8s %9s %9s  %s\n", "backend", "last loss", "train", "held-out",
+                "time", runs.empty() ? "" : ("max rel. loss diff vs " + runs[ref].backend).c_str());
+    bool accurate = true, agree = true;
+    for (size_t i = 0; i < runs.size(); ++i) {
+      const Run& r = runs[i];
+      double worst = 0;
+      int worst_epoch = 0;
+      if (r.loss.size() != runs[ref].loss.size()) worst = std::numeric_limits<double>::infinity();
+      for (size_t e = 0; e < std::min(r.loss.size(), runs[ref].loss.size()); ++e) {
+        const double a = r.loss[e], x = runs[ref].loss[e];
+        const double rel = std::fabs(a - x) / std::max(std::fabs(x), 1e-30);
+        if (rel > worst || std::isnan(rel)) {
+          worst = std::isnan(rel) ? std::numeric_limits<double>::infinity() : rel;
+          worst_epoch = static_cast<int>(e) + 1;
+        }
+      }
+      const bool ok_acc = r.test_acc.back() >= o.min_accuracy;
+      const bool ok_curve = worst <= o.tolerance;
+      accurate = accurate && ok_acc;
+      agree = agree && ok_curve;
+      char diff[96];
+      if (i == ref)
+        std::snprintf(diff, sizeof diff, "(reference)");
+      else if (worst == 0)
+        std::snprintf(diff, sizeof diff, "0 (identical)");
+      else
+        std::snprintf(diff, sizeof diff, "%.2e (epoch %d)%s", worst, worst_epoch,
+                      ok_curve ? "" : "  > tolerance");
+      std::printf("  %-12s %10.5f %6.1f %% %7.1f %% %7.2f s  %s%s\n", r.backend.c_str(),
+                  r.loss.back(), 100 * r.train_acc.back(), 100 * r.test_acc.back(), r.seconds, diff,
+                  ok_acc ? "" : "  (accuracy below the bar)");
+    }
+    std::printf("check:     held-out accuracy >= %.1f %%: %s; loss curves within %.0e relative: "
+                "%s\n",
+                100 * o.min_accuracy, accurate ? "yes" : "NO", o.tolerance,
+                runs.size() < 2 ? "only one backend"
+                : agree         ? "yes"
+                                : "NO");
+    if (failed) std::printf("check:     FAILED: a backend failed (see above)\n");
+    return failed || !accurate || !agree || runs.empty() ? exit_fail : 0;
+  } catch (const Exit& e) {
+    if (e.code == exit_skip)
+      std::printf("%s\n", e.what());
+    else if (*e.what())
+      std::fprintf(stderr, "parenchyma-nn-demo: %s\n", e.what());
+    return e.code;
+  } catch (const parenchyma::error& e) {
+    std::fprintf(stderr, "parenchyma-nn-demo: %s\n", e.what());
+    return exit_fail;
+  }
+}
