@@ -10,6 +10,7 @@
 //     peer is PyTorch: tools/bench/nn/n_torch.py, joined by tools/bench/nn/compare.py).
 // A cell the bundle does not serve on the device is printed "unavailable: reason" and skipped.
 //   bench_nn_cuda [--quick]      (prints the table, writes $PARENCHYMA_BENCH_OUT/n_cuda_nn.json)
+#include "demo_step.hpp"
 #include "harness.hpp"
 
 #include <parenchyma/blas.hpp>
@@ -39,7 +40,6 @@
 
 using namespace parenchyma;
 namespace nn = parenchyma::nn;
-namespace blas = parenchyma::blas;
 
 namespace {
 
@@ -576,76 +576,19 @@ template <class T> void convolutions(gpu& g, void* dnn, bool tf32) {
   convolution<T>(g, dnn, "1x1 64->256 32x64x56x56", {32, 64, 56, 56}, {256, 64, 1, 1}, 0, tf32);
 }
 
-// ---- N6: one training step of the demo network ------------------------------------------------
-// conv 1->8 3x3 pad 1 (+bias), relu, max pool 2, conv 8->16 3x3 pad 1 (+bias), relu, max pool 2,
-// dense 64->10 (blas::gemm, bias by a gemm with a ones column), log_softmax, the mean negative
-// log-likelihood's gradient, every parameter's gradient and an SGD update (blas::axpy).
+// ---- N6: one training step of the demo network (demo_step.hpp) at batch 4096 -----------------
+
 void train_step(gpu& g) {
   const std::string name = "train step demo b4096";
   try {
-    const Backend& b = g.b;
-    const int64_t N = 4096;
-    nn::Convolution c1(b, {N, 1, 8, 8}, {8, 1, 3, 3}, {.padding = {1, 1}});
-    nn::Convolution c2(b, {N, 8, 4, 4}, {16, 8, 3, 3}, {.padding = {1, 1}});
-    const nn::PoolingParams pool{.window = {2, 2}};
-    auto x = tensor<float>({N, 1, 8, 8}, 0.5f);
-    auto w1 = tensor<float>({8, 1, 3, 3}, 0.47f), w2 = tensor<float>({16, 8, 3, 3}, 0.16f),
-         wd = tensor<float>({10, 64}, 0.17f);
-    auto b1 = constant<float>({8}, 0), b2 = constant<float>({16}, 0),
-         bd = constant<float>({1, 10}, 0);
-    auto ones = constant<float>({N, 1}, 1);
-    // d(mean NLL)/d(log_softmax) = -1/N at each sample's label.
-    SharedTensor<float> dnll({N, 10});
-    {
-      auto v = dnll.write_only();
-      std::fill(v.begin(), v.end(), 0.f);
-      for (int64_t i = 0; i < N; ++i)
-        v[size_t(i * 10 + i % 10)] = -1.f / float(N);
-    }
-    SharedTensor<float> a1({N, 8, 8, 8}), p1({N, 8, 4, 4}), a2({N, 16, 4, 4}), p2({N, 16, 2, 2});
-    SharedTensor<int32_t> i1({N, 8, 4, 4}), i2({N, 16, 2, 2});
-    SharedTensor<float> logits({N, 10}), lsm({N, 10}), dlog({N, 10}), dp2({N, 64});
-    SharedTensor<float> da2({N, 16, 4, 4}), dp1({N, 8, 4, 4}), da1({N, 8, 8, 8});
-    SharedTensor<float> dw1({8, 1, 3, 3}), db1({8}), dw2({16, 8, 3, 3}), db2({16}), dwd({10, 64}),
-        dbd({10, 1});
-    const double lr = -0.05;
-    auto step = [&] {
-      c1.forward(x, w1, b1, a1);
-      nn::relu_pointwise(b, a1);
-      nn::pooling_max(b, a1, p1, i1, pool);
-      c2.forward(p1, w2, b2, a2);
-      nn::relu_pointwise(b, a2);
-      nn::pooling_max(b, a2, p2, i2, pool);
-      p2.reshape({N, 64});
-      blas::gemm(b, blas::no_trans, blas::trans, 1.0, p2, wd, 0.0, logits);
-      blas::gemm(b, blas::no_trans, blas::no_trans, 1.0, ones, bd, 1.0, logits);
-      nn::log_softmax(b, logits, lsm, 1);
-      nn::log_softmax_grad(b, lsm, dnll, dlog, 1);
-      blas::gemm(b, blas::trans, blas::no_trans, 1.0, dlog, p2, 0.0, dwd);
-      blas::gemm(b, blas::trans, blas::no_trans, 1.0, dlog, ones, 0.0, dbd);
-      blas::gemm(b, blas::no_trans, blas::no_trans, 1.0, dlog, wd, 0.0, dp2);
-      p2.reshape({N, 16, 2, 2});
-      dp2.reshape({N, 16, 2, 2});
-      nn::pooling_max_grad(b, dp2, i2, da2);
-      dp2.reshape({N, 64});
-      nn::relu_pointwise_grad(b, a2, da2);
-      c2.grad_filter(p1, da2, dw2);
-      c2.grad_bias(da2, db2);
-      c2.grad_data(w2, da2, dp1);
-      nn::pooling_max_grad(b, dp1, i1, da1);
-      nn::relu_pointwise_grad(b, a1, da1);
-      c1.grad_filter(x, da1, dw1);
-      c1.grad_bias(da1, db1);
-      blas::axpy(b, lr, dw1, w1);
-      blas::axpy(b, lr, db1, b1);
-      blas::axpy(b, lr, dw2, w2);
-      blas::axpy(b, lr, db2, b2);
-      blas::axpy(b, lr, dwd, wd);
-      blas::axpy(b, lr, dbd, bd);
-    };
-    step();
+    std::uniform_real_distribution<float> u(-1, 1);
+    bench_nn::demo_step net(g.b, 4096, [&](std::span<float> v, float scale) {
+      for (float& e : v)
+        e = scale * u(rng);
+    });
+    net.step();
     g.b.synchronize();
-    g.alone(name, step);
+    g.alone(name, [&] { net.step(); });
   } catch (const std::exception& e) {
     g.skip(name, e.what());
   }

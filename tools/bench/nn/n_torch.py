@@ -6,12 +6,15 @@ the same case names, so tools/bench/nn/compare.py can join both files. fp32 rows
 "tf32" convolution rows allow TF32; f16 / bf16 rows run in those dtypes. cudnn.benchmark is on
 (PyTorch then measures cuDNN's algorithms once per shape, as the Convolution does).
     python3 tools/bench/nn/n_torch.py [--quick]
+    python3 tools/bench/nn/n_torch.py --smoke   every case on the CPU at small sizes, host-timed:
+                                                checks the script runs (no figures; no JSON)
 Writes $PARENCHYMA_BENCH_OUT/n_torch.json (or ./n_torch.json). Exit 77 with the reason when torch
 or a CUDA device is absent."""
 import json
 import os
 import statistics
 import sys
+import time
 
 SKIP = 77
 
@@ -23,20 +26,30 @@ def main():
     except ImportError as e:
         print(f"skipped: PyTorch is not installed ({e})")
         return SKIP
-    if not torch.cuda.is_available():
-        print(f"skipped: torch {torch.__version__} sees no CUDA device")
+    smoke = "--smoke" in sys.argv
+    if not smoke and not torch.cuda.is_available():
+        print(f"skipped: torch {torch.__version__} ({sys.executable}) sees no CUDA device")
         return SKIP
     quick = "--quick" in sys.argv
-    reps = 15 if quick else 21
-    dev = "cuda"
+    reps = 3 if smoke else 15 if quick else 21
+    dev = "cpu" if smoke else "cuda"
+
+    def small(v, by):  # the smoke run's sizes
+        return max(1, v // by) if smoke else v
     torch.backends.cudnn.benchmark = True
     torch.backends.cudnn.allow_tf32 = False
     torch.backends.cuda.matmul.allow_tf32 = False
-    results = []
-    print(f"# N1-N4, N6 PyTorch {torch.__version__} eager on {torch.cuda.get_device_name()}, "
+    results, failed = [], []
+    device_name = "CPU (smoke run)" if smoke else torch.cuda.get_device_name()
+    print(f"# N1-N4, N6 PyTorch {torch.__version__} eager on {device_name}, "
           f"cuDNN {torch.backends.cudnn.version()}")
 
     def time_ns(fn, inner):
+        if smoke:
+            t0 = time.perf_counter()
+            for _ in range(inner):
+                fn()
+            return (time.perf_counter() - t0) * 1e9 / inner
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         for _ in range(inner):
@@ -48,9 +61,10 @@ def main():
     def case(name, fn):
         try:
             fn()
-            torch.cuda.synchronize()
+            if not smoke:
+                torch.cuda.synchronize()
             one = time_ns(fn, 1)
-            inner = max(1, min(200, int(2e6 / max(one, 1.0))))
+            inner = 1 if smoke else max(1, min(200, int(2e6 / max(one, 1.0))))
             for _ in range(2):
                 time_ns(fn, inner)
             samples = sorted(time_ns(fn, inner) for _ in range(reps))
@@ -61,6 +75,7 @@ def main():
             results.append({"name": name, "torch_ns": med, "p10_ns": p10, "p90_ns": p90})
         except Exception as e:  # a cell torch cannot run here: say so and go on
             print(f"{name:<44} unavailable: {type(e).__name__}: {e}", flush=True)
+            failed.append(name)
 
     dtypes = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 
@@ -68,8 +83,9 @@ def main():
         return ((torch.rand(shape, device=dev) * 2 - 1) * scale).to(dtypes[dt])
 
     # N1: elementwise and gradients (computed from the forward's output, as autograd does).
-    n = 64 << 20
-    for dt in ("f32", "f16", "bf16"):
+    n = small(64 << 20, 64)
+    halves = ("bf16",) if smoke else ("f16", "bf16")  # torch's CPU kernels lack many f16 ops
+    for dt in ("f32",) + halves:
         x, dy = rand(n, dt), rand(n, dt)
         sz = f" 64M {dt}"
         y = torch.relu(x)
@@ -89,21 +105,21 @@ def main():
     del x, dy, mask
 
     # N2: softmax along the last axis.
-    for rows, cols, dts in ((4096, 16384, ("f32", "f16", "bf16")), (65536, 1000, ("f32",))):
+    for rows, cols, dts in ((4096, 16384, ("f32",) + halves), (65536, 1000, ("f32",))):
         for dt in dts:
-            x = rand((rows, cols), dt, 4.0)
+            x = rand((small(rows, 64), cols), dt, 4.0)
             case(f"softmax {rows}x{cols} {dt}", lambda: torch.softmax(x, 1))
             case(f"log_softmax {rows}x{cols} {dt}", lambda: torch.log_softmax(x, 1))
             del x
 
     # N3: pooling, LRN.
-    for dt in ("f32", "f16", "bf16"):
-        x = rand((32, 64, 112, 112), dt)
+    for dt in ("f32",) + halves:
+        x = rand((small(32, 16), 64, 112, 112), dt)
         case(f"max pool 3x3/2 32x64x112x112 {dt}", lambda: F.max_pool2d(x, 3, 2, 1))
         case(f"avg pool 2x2 32x64x112x112 {dt}", lambda: F.avg_pool2d(x, 2))
         del x
-    x = rand((32, 64, 56, 56)).requires_grad_(True)
-    dy = rand((32, 64, 56, 56))
+    x = rand((small(32, 16), 64, 56, 56)).requires_grad_(True)
+    dy = rand(tuple(x.shape))
     case("lrn n=5 32x64x56x56 f32", lambda: F.local_response_norm(x, 5))
     yl = F.local_response_norm(x, 5)
     case("lrn_grad n=5 32x64x56x56 f32",
@@ -115,11 +131,11 @@ def main():
               ("3x3 128->128 32x128x28x28", (32, 128, 28, 28), (128, 128, 3, 3), 1),
               ("3x3 256->256 32x256x14x14", (32, 256, 14, 14), (256, 256, 3, 3), 1),
               ("1x1 64->256 32x64x56x56", (32, 64, 56, 56), (256, 64, 1, 1), 0))
-    for mode in ("f32", "tf32", "f16", "bf16"):
+    for mode in ("f32", "tf32") + halves:
         torch.backends.cudnn.allow_tf32 = mode == "tf32"
         dt = "f32" if mode == "tf32" else mode
         for label, xs, ws, pad in shapes:
-            x, w = rand(xs, dt), rand(ws, dt, 0.1)
+            x, w = rand((small(xs[0], 16),) + xs[1:], dt), rand(ws, dt, 0.1)
             y = F.conv2d(x, w, padding=pad)
             dy = rand(tuple(y.shape), dt)
             base = f"conv {label} "
@@ -134,7 +150,7 @@ def main():
     torch.backends.cudnn.allow_tf32 = False
 
     # N6: one training step of the demo network at batch 4096 on 8x8 inputs.
-    N = 4096
+    N = small(4096, 16)
     xb = rand((N, 1, 8, 8), scale=0.5)
     labels = torch.arange(N, device=dev) % 10
     params = [rand((8, 1, 3, 3), scale=0.47), torch.zeros(8, device=dev),
@@ -155,6 +171,9 @@ def main():
                 p.add_(g, alpha=-0.05)
     case("train step demo b4096", step)
 
+    if smoke:
+        print(f"smoke run: {len(results)} cases ran, {len(failed)} failed: {failed}")
+        return 1 if failed else 0
     out = os.path.join(os.environ.get("PARENCHYMA_BENCH_OUT", "."), "n_torch.json")
     with open(out, "w") as f:
         json.dump({"suite": "n_torch", "torch": torch.__version__,

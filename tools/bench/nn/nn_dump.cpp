@@ -6,6 +6,8 @@
 // DIR/manifest.json lists the cases: {"name", "op", "params", "tensors": {arg: {"file", "dtype",
 // "shape"}}}; tensors are f32 (data), i32 (indices) or u8 (masks). Exit 0 when every case ran,
 // 1 when one failed (the error is printed), 2 on bad usage, 77 when the backend is absent.
+#include "demo_step.hpp"
+
 #include <parenchyma/nn.hpp>
 #include <parenchyma/parenchyma.hpp>
 
@@ -65,6 +67,10 @@ public:
     for (float& v : t.write_only())
       v = g_.uniform(lo, hi);
     return t;
+  }
+  void fill(std::span<float> v, float scale) {
+    for (float& e : v)
+      e = g_.uniform(-scale, scale);
   }
   template <class T> void record(const char* arg, const SharedTensor<T>& t) {
     const char* dt = std::is_same_v<T, float> ? "f32" : std::is_same_v<T, int32_t> ? "i32" : "u8";
@@ -284,6 +290,23 @@ void dropouts(dumper& d) {
   d.end();
 }
 
+// One SGD step of the demo network at batch 64: the parameters before and after.
+void train_step(dumper& d) {
+  d.begin("train_step", "demo_step", "\"lr\": 0.05, \"batch\": 64");
+  bench_nn::demo_step net(d.b(), 64, [&](std::span<float> v, float scale) { d.fill(v, scale); });
+  d.record("x", net.x);
+  const std::pair<const char*, SharedTensor<float>*> params[] = {{"w1", &net.w1}, {"b1", &net.b1},
+                                                                 {"w2", &net.w2}, {"b2", &net.b2},
+                                                                 {"wd", &net.wd}, {"bd", &net.bd}};
+  for (const auto& [name, t] : params)
+    d.record(name, *t);
+  net.step();
+  d.record("lsm", net.lsm);
+  for (const auto& [name, t] : params)
+    d.record((std::string(name) + "_after").c_str(), *t);
+  d.end();
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -324,6 +347,7 @@ int main(int argc, char** argv) {
     poolings(d);
     lrns(d);
     dropouts(d);
+    train_step(d);
     d.write_manifest();
   } catch (const std::exception& e) {
     std::printf("nn_dump: %s\n", e.what());

@@ -10,7 +10,8 @@ manifest. Then computes each output with PyTorch (CPU, float64, from the same f3
 compares: relu, sigmoid, tanh, elu and their gradients; softmax and log_softmax along dim 1 and
 their gradients; conv2d with stride / padding / dilation / groups and both gradients (autograd);
 max_pool2d (values, indices, gradient), avg_pool2d (count_include_pad both ways) and its
-gradient; local_response_norm and its gradient. Dropout is compared by its mask statistics
+gradient; local_response_norm and its gradient; one SGD step of the demo network (every
+parameter after the update). Dropout is compared by its mask statistics
 (torch's RNG differs), by y and dx against the mask, and by the splitmix64 mask of pcy_nn.h.
 Prints one line per case and tensor, PASS or FAIL with the error; exit 0 all pass, 1 a failure,
 77 skipped (torch absent, or the backend absent), with the reason.
@@ -202,6 +203,19 @@ def compare(manifest, out):
             failures += 0 if wrong == 0 else 1
             print(f"{'PASS' if wrong == 0 else 'FAIL'} {c['name']:<32} {'mask exact':<14} "
                   f"{wrong} of {n} differ from pcy_nn.h's splitmix64 mask")
+        elif op == "demo_step":
+            names = ("w1", "b1", "w2", "b2", "wd", "bd")
+            x = load(c, "x").double()
+            ps = [load(c, k).double().requires_grad_(True) for k in names]
+            w1, b1, w2, b2, wd, bd = ps
+            labels = torch.arange(x.shape[0]) % 10
+            h = F.max_pool2d(F.relu(F.conv2d(x, w1, b1, padding=1)), 2)
+            h = F.max_pool2d(F.relu(F.conv2d(h, w2, b2, padding=1)), 2)
+            lsm = F.log_softmax(h.flatten(1) @ wd.t() + bd.reshape(1, -1), 1)
+            grads = torch.autograd.grad(F.nll_loss(lsm, labels), ps)
+            check(c, "lsm", lsm, 1e-4, 1e-5)
+            for k, p_, g in zip(names, ps, grads):
+                check(c, k + "_after", p_ - p["lr"] * g, 1e-4, 1e-6)
         else:
             failures += 1
             print(f"FAIL {c['name']}: unknown op {op} in the manifest")
