@@ -833,6 +833,7 @@ std::vector<suite> make_suites() {
   std::vector<suite> all;
   all.push_back(framework_suite());
   all.push_back(blas_suite());
+  all.push_back(nn_suite());
   return all;
 }
 

@@ -1,5 +1,5 @@
 // parenchyma-conformance: the suites. The framework suite checks any framework plugin through
-// its raw C table; each extension has a bundle suite (today: blas) that runs when a bundle of
+// its raw C table; each extension has a bundle suite (blas, nn) that runs when a bundle of
 // that extension for the framework is present. A suite is data — a name, a set-up, its cases —
 // made by an explicit function and listed in make_suites(), so nothing registers itself when a
 // library is loaded.
@@ -49,6 +49,7 @@ struct suite {
 
 suite framework_suite();
 suite blas_suite();
+suite nn_suite();
 // Every suite, in the order they run: the framework suite first.
 std::vector<suite> make_suites();
 

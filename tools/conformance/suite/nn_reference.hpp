@@ -1,0 +1,374 @@
+// parenchyma-conformance: the NN suite's double-precision reference, written from the semantics
+// in parenchyma/abi/ext/pcy_nn.h (not from any bundle). Every function takes and returns plain
+// row-major vectors of double; the ones that sum also return, per output element, the sum of
+// the magnitudes of the terms and the number of terms, for the tolerance.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace parenchyma::conformance::nn_ref {
+
+using vec = std::vector<double>;
+
+// A result with its error budget: mag[i] = sum of |terms|, terms[i] = their number.
+struct summed {
+  vec v, mag, terms;
+  explicit summed(size_t n = 0) : v(n, 0.0), mag(n, 0.0), terms(n, 0.0) {}
+};
+
+// ---- activations ------------------------------------------------------------------------
+
+enum class act { sigmoid, relu, tanh, elu };
+
+inline double forward(act a, double x, double alpha) {
+  switch (a) {
+  case act::sigmoid: return 1.0 / (1.0 + std::exp(-x));
+  case act::relu: return std::isnan(x) ? x : x > 0 ? x : x == 0 ? x : 0.0; // -0 stays -0
+  case act::tanh: return std::tanh(x);
+  case act::elu: return x > 0 ? x : std::isnan(x) ? x : alpha * std::expm1(x);
+  }
+  return 0;
+}
+// f'(x) from the forward's output y, as pcy_nn.h writes it.
+inline double derivative(act a, double y, double alpha) {
+  switch (a) {
+  case act::sigmoid: return y * (1 - y);
+  case act::relu: return y > 0 ? 1.0 : 0.0;
+  case act::tanh: return 1 - y * y;
+  case act::elu: return y > 0 ? 1.0 : y + alpha;
+  }
+  return 0;
+}
+// The magnitude of the terms of f'(x) (for the tolerance of dy * f'(x)).
+inline double derivative_mag(act a, double y, double alpha) {
+  switch (a) {
+  case act::sigmoid: return std::fabs(y) + y * y;
+  case act::relu: return 1;
+  case act::tanh: return 1 + y * y;
+  case act::elu: return y > 0 ? 1.0 : std::fabs(y) + std::fabs(alpha);
+  }
+  return 0;
+}
+
+// ---- softmax ----------------------------------------------------------------------------
+
+struct axis_view {
+  int64_t outer = 1, len = 1, inner = 1;
+  axis_view(const std::vector<int64_t>& shape, int64_t axis) {
+    for (int64_t i = 0; i < static_cast<int64_t>(shape.size()); ++i) {
+      if (i < axis) outer *= shape[i];
+      if (i > axis) inner *= shape[i];
+    }
+    len = shape[axis];
+  }
+  size_t at(int64_t o, int64_t l, int64_t i) const {
+    return static_cast<size_t>((o * len + l) * inner + i);
+  }
+};
+
+// y and, per element, the magnitude its error scales with.
+inline summed softmax(const vec& x, const std::vector<int64_t>& shape, int64_t axis, bool log) {
+  const axis_view a(shape, axis);
+  summed r(x.size());
+  for (int64_t o = 0; o < a.outer; ++o)
+    for (int64_t i = 0; i < a.inner; ++i) {
+      double m = -std::numeric_limits<double>::infinity();
+      for (int64_t l = 0; l < a.len; ++l)
+        m = std::max(m, x[a.at(o, l, i)]);
+      double s = 0;
+      for (int64_t l = 0; l < a.len; ++l)
+        s += std::exp(x[a.at(o, l, i)] - m);
+      const double ls = std::log(s);
+      for (int64_t l = 0; l < a.len; ++l) {
+        const size_t k = a.at(o, l, i);
+        const double d = x[k] - m;
+        if (log) {
+          r.v[k] = d - ls;
+          r.mag[k] = std::fabs(x[k]) + std::fabs(m) + std::fabs(ls) + 1;
+        } else {
+          r.v[k] = std::exp(d) / s;
+          r.mag[k] = r.v[k] * (1 + std::fabs(d)); // exp's error grows with its argument
+        }
+        r.terms[k] = static_cast<double>(a.len);
+      }
+    }
+  return r;
+}
+// softmax_grad dx = y (dy - sum(dy y)); log_softmax_grad dx = dy - e^y sum(dy).
+inline summed softmax_grad(const vec& y, const vec& dy, const std::vector<int64_t>& shape,
+                           int64_t axis, bool log) {
+  const axis_view a(shape, axis);
+  summed r(y.size());
+  for (int64_t o = 0; o < a.outer; ++o)
+    for (int64_t i = 0; i < a.inner; ++i) {
+      double s = 0, smag = 0;
+      for (int64_t l = 0; l < a.len; ++l) {
+        const size_t k = a.at(o, l, i);
+        s += log ? dy[k] : dy[k] * y[k];
+        smag += std::fabs(log ? dy[k] : dy[k] * y[k]);
+      }
+      for (int64_t l = 0; l < a.len; ++l) {
+        const size_t k = a.at(o, l, i);
+        if (log) {
+          const double e = std::exp(y[k]);
+          r.v[k] = dy[k] - e * s;
+          r.mag[k] = std::fabs(dy[k]) + e * smag * (1 + std::fabs(y[k]));
+        } else {
+          r.v[k] = y[k] * (dy[k] - s);
+          r.mag[k] = std::fabs(y[k]) * (std::fabs(dy[k]) + smag);
+        }
+        r.terms[k] = static_cast<double>(a.len) + 1;
+      }
+    }
+  return r;
+}
+
+// ---- convolution ------------------------------------------------------------------------
+
+struct conv_geom {
+  int64_t N, C, H, W, K, R, S;
+  int64_t str_h, str_w, pad_h, pad_w, dil_h, dil_w, groups;
+  int64_t P() const { return (H + 2 * pad_h - dil_h * (R - 1) - 1) / str_h + 1; }
+  int64_t Q() const { return (W + 2 * pad_w - dil_w * (S - 1) - 1) / str_w + 1; }
+  int64_t Cg() const { return C / groups; }
+  int64_t Kg() const { return K / groups; }
+  size_t xs() const { return static_cast<size_t>(N * C * H * W); }
+  size_t ws() const { return static_cast<size_t>(K * Cg() * R * S); }
+  size_t ys() const { return static_cast<size_t>(N * K * P() * Q()); }
+  // Calls f(x index, w index, y index) for every term of the convolution (x inside the image).
+  template <class F> void each_term(F&& f) const {
+    const int64_t P_ = P(), Q_ = Q(), Cg_ = Cg(), Kg_ = Kg();
+    for (int64_t n = 0; n < N; ++n)
+      for (int64_t k = 0; k < K; ++k) {
+        const int64_t g = k / Kg_;
+        for (int64_t p = 0; p < P_; ++p)
+          for (int64_t q = 0; q < Q_; ++q) {
+            const size_t yi = static_cast<size_t>(((n * K + k) * P_ + p) * Q_ + q);
+            for (int64_t c = 0; c < Cg_; ++c)
+              for (int64_t r = 0; r < R; ++r) {
+                const int64_t h = p * str_h - pad_h + r * dil_h;
+                if (h < 0 || h >= H) continue;
+                for (int64_t s = 0; s < S; ++s) {
+                  const int64_t w = q * str_w - pad_w + s * dil_w;
+                  if (w < 0 || w >= W) continue;
+                  const size_t xi = static_cast<size_t>(((n * C + g * Cg_ + c) * H + h) * W + w);
+                  const size_t wi = static_cast<size_t>(((k * Cg_ + c) * R + r) * S + s);
+                  f(xi, wi, yi);
+                }
+              }
+          }
+      }
+  }
+};
+
+inline summed conv_forward(const conv_geom& g, const vec& x, const vec& w) {
+  summed r(g.ys());
+  g.each_term([&](size_t xi, size_t wi, size_t yi) {
+    r.v[yi] += x[xi] * w[wi];
+    r.mag[yi] += std::fabs(x[xi] * w[wi]);
+    r.terms[yi] += 1;
+  });
+  return r;
+}
+inline summed conv_grad_data(const conv_geom& g, const vec& w, const vec& dy) {
+  summed r(g.xs());
+  g.each_term([&](size_t xi, size_t wi, size_t yi) {
+    r.v[xi] += dy[yi] * w[wi];
+    r.mag[xi] += std::fabs(dy[yi] * w[wi]);
+    r.terms[xi] += 1;
+  });
+  return r;
+}
+inline summed conv_grad_filter(const conv_geom& g, const vec& x, const vec& dy) {
+  summed r(g.ws());
+  g.each_term([&](size_t xi, size_t wi, size_t yi) {
+    r.v[wi] += dy[yi] * x[xi];
+    r.mag[wi] += std::fabs(dy[yi] * x[xi]);
+    r.terms[wi] += 1;
+  });
+  return r;
+}
+inline summed conv_grad_bias(const conv_geom& g, const vec& dy) {
+  summed r(static_cast<size_t>(g.K));
+  const int64_t plane = g.P() * g.Q();
+  for (int64_t n = 0; n < g.N; ++n)
+    for (int64_t k = 0; k < g.K; ++k)
+      for (int64_t i = 0; i < plane; ++i) {
+        const double v = dy[static_cast<size_t>((n * g.K + k) * plane + i)];
+        r.v[static_cast<size_t>(k)] += v;
+        r.mag[static_cast<size_t>(k)] += std::fabs(v);
+        r.terms[static_cast<size_t>(k)] += 1;
+      }
+  return r;
+}
+
+// ---- pooling ----------------------------------------------------------------------------
+
+struct pool_geom {
+  int64_t N, C, H, W, win_h, win_w, str_h, str_w, pad_h, pad_w;
+  int64_t P() const { return (H + 2 * pad_h - win_h) / str_h + 1; }
+  int64_t Q() const { return (W + 2 * pad_w - win_w) / str_w + 1; }
+  size_t xs() const { return static_cast<size_t>(N * C * H * W); }
+  size_t ys() const { return static_cast<size_t>(N * C * P() * Q()); }
+  // Calls f(y index, plane offset of x, h, w) for every element of x in each window, in
+  // row-major window order.
+  template <class F> void each(F&& f) const {
+    const int64_t P_ = P(), Q_ = Q();
+    for (int64_t nc = 0; nc < N * C; ++nc)
+      for (int64_t p = 0; p < P_; ++p)
+        for (int64_t q = 0; q < Q_; ++q) {
+          const size_t yi = static_cast<size_t>((nc * P_ + p) * Q_ + q);
+          for (int64_t r = 0; r < win_h; ++r) {
+            const int64_t h = p * str_h - pad_h + r;
+            if (h < 0 || h >= H) continue;
+            for (int64_t s = 0; s < win_w; ++s) {
+              const int64_t w = q * str_w - pad_w + s;
+              if (w < 0 || w >= W) continue;
+              f(yi, static_cast<size_t>(nc * H * W), h, w);
+            }
+          }
+        }
+  }
+};
+
+// y and indices (h W + w of the first maximum; NaN counts as larger than any number).
+inline void pool_max(const pool_geom& g, const vec& x, vec& y, std::vector<int32_t>& idx) {
+  y.assign(g.ys(), 0);
+  idx.assign(g.ys(), -1);
+  g.each([&](size_t yi, size_t plane, int64_t h, int64_t w) {
+    const double v = x[plane + static_cast<size_t>(h * g.W + w)];
+    const bool first = idx[yi] < 0;
+    const bool greater = !std::isnan(y[yi]) && (std::isnan(v) || v > y[yi]);
+    if (first || greater) {
+      y[yi] = v;
+      idx[yi] = static_cast<int32_t>(h * g.W + w);
+    }
+  });
+}
+// dx from dy added at idx (an index outside the plane adds nothing).
+inline summed pool_max_grad(const pool_geom& g, const vec& dy, const std::vector<int32_t>& idx) {
+  summed r(g.xs());
+  const int64_t P_ = g.P(), Q_ = g.Q(), plane = g.H * g.W;
+  for (int64_t nc = 0; nc < g.N * g.C; ++nc)
+    for (int64_t i = 0; i < P_ * Q_; ++i) {
+      const size_t yi = static_cast<size_t>(nc * P_ * Q_ + i);
+      const int64_t at = idx[yi];
+      if (at < 0 || at >= plane) continue;
+      const size_t xi = static_cast<size_t>(nc * plane + at);
+      r.v[xi] += dy[yi];
+      r.mag[xi] += std::fabs(dy[yi]);
+      r.terms[xi] += 1;
+    }
+  return r;
+}
+inline summed pool_avg(const pool_geom& g, const vec& x, bool include_padding) {
+  summed r(g.ys());
+  vec count(g.ys(), 0);
+  g.each([&](size_t yi, size_t plane, int64_t h, int64_t w) {
+    const double v = x[plane + static_cast<size_t>(h * g.W + w)];
+    r.v[yi] += v;
+    r.mag[yi] += std::fabs(v);
+    r.terms[yi] += 1;
+    count[yi] += 1;
+  });
+  for (size_t i = 0; i < r.v.size(); ++i) {
+    const double d = include_padding ? static_cast<double>(g.win_h * g.win_w) : count[i];
+    r.v[i] /= d;
+    r.mag[i] /= d;
+  }
+  return r;
+}
+inline summed pool_avg_grad(const pool_geom& g, const vec& dy, bool include_padding) {
+  vec count(g.ys(), 0);
+  g.each([&](size_t yi, size_t, int64_t, int64_t) { count[yi] += 1; });
+  summed r(g.xs());
+  g.each([&](size_t yi, size_t plane, int64_t h, int64_t w) {
+    const double d = include_padding ? static_cast<double>(g.win_h * g.win_w) : count[yi];
+    const size_t xi = plane + static_cast<size_t>(h * g.W + w);
+    r.v[xi] += dy[yi] / d;
+    r.mag[xi] += std::fabs(dy[yi] / d);
+    r.terms[xi] += 1;
+  });
+  return r;
+}
+
+// ---- LRN --------------------------------------------------------------------------------
+
+struct lrn_params {
+  int64_t n;
+  double alpha, beta, k;
+};
+
+// s[c] for every element of x (N x C x H x W).
+inline vec lrn_scale(const vec& x, int64_t N, int64_t C, int64_t HW, const lrn_params& p) {
+  vec s(x.size());
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t i = 0; i < HW; ++i) {
+        const int64_t lo = std::max<int64_t>(0, c - p.n / 2),
+                      hi = std::min<int64_t>(C - 1, c + (p.n - 1) / 2);
+        double sum = 0;
+        for (int64_t cc = lo; cc <= hi; ++cc) {
+          const double v = x[static_cast<size_t>((b * C + cc) * HW + i)];
+          sum += v * v;
+        }
+        s[static_cast<size_t>((b * C + c) * HW + i)] =
+            p.k + p.alpha / static_cast<double>(p.n) * sum;
+      }
+  return s;
+}
+inline summed lrn(const vec& x, int64_t N, int64_t C, int64_t HW, const lrn_params& p) {
+  const vec s = lrn_scale(x, N, C, HW, p);
+  summed r(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    r.v[i] = x[i] * std::pow(s[i], -p.beta);
+    // pow's error grows with beta |log s|; the sum of squares with the window.
+    r.mag[i] = std::fabs(r.v[i]) * (1 + p.beta * (1 + std::fabs(std::log(s[i]))));
+    r.terms[i] = static_cast<double>(std::min(p.n, C)) + 1;
+  }
+  return r;
+}
+inline summed lrn_grad(const vec& x, const vec& y, const vec& dy, int64_t N, int64_t C, int64_t HW,
+                       const lrn_params& p) {
+  const vec s = lrn_scale(x, N, C, HW, p);
+  summed r(x.size());
+  const double f = 2 * p.alpha * p.beta / static_cast<double>(p.n);
+  for (int64_t b = 0; b < N; ++b)
+    for (int64_t c = 0; c < C; ++c)
+      for (int64_t i = 0; i < HW; ++i) {
+        const size_t k = static_cast<size_t>((b * C + c) * HW + i);
+        // c lies in W(c') for c - (n-1)/2 <= c' <= c + n/2.
+        const int64_t lo = std::max<int64_t>(0, c - (p.n - 1) / 2),
+                      hi = std::min<int64_t>(C - 1, c + p.n / 2);
+        double sum = 0, mag = 0;
+        for (int64_t cc = lo; cc <= hi; ++cc) {
+          const size_t j = static_cast<size_t>((b * C + cc) * HW + i);
+          sum += dy[j] * y[j] / s[j];
+          mag += std::fabs(dy[j] * y[j] / s[j]);
+        }
+        const double first = dy[k] * std::pow(s[k], -p.beta);
+        r.v[k] = first - f * x[k] * sum;
+        r.mag[k] = std::fabs(first) * (1 + p.beta * (1 + std::fabs(std::log(s[k])))) +
+                   std::fabs(f * x[k]) * mag * (p.beta + 2);
+        r.terms[k] = static_cast<double>(std::min(p.n, C)) * 2 + 2;
+      }
+  return r;
+}
+
+// ---- dropout ----------------------------------------------------------------------------
+
+// splitmix64 of element i, spelled out from pcy_nn.h's text (not from its macro).
+inline bool dropout_keep(uint64_t seed, uint64_t i, double probability) {
+  uint64_t z = seed + (i + 1) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z = z ^ (z >> 31);
+  const auto t = static_cast<uint64_t>(std::floor(probability * 16777216.0 + 0.5));
+  return (z >> 40) >= t;
+}
+
+} // namespace parenchyma::conformance::nn_ref
