@@ -80,7 +80,8 @@ def main(argv):
         try:
             import torch  # noqa: F401
         except ImportError as e:
-            print(f"skipped: PyTorch is not installed ({e}); the outputs were written but not "
+            print(f"skipped: PyTorch is not installed for {sys.executable} ({e}); the outputs were "
+                  "written but not "
                   "compared (pip install torch, then run again)")
             return SKIP
         return compare(manifest, out)
