@@ -652,6 +652,7 @@ inline void pooling_avg_grad(const Backend& b, const TensorStorage& dy, TensorSt
                              const PoolingParams& p = {}) {
   constexpr auto& S = pcy_nn_pooling_avg_grad_schema;
   ext::checker c(S, dy, "dy", detail::any_float);
+  c.same_dtype(dx, "dx", "dy");
   detail::pool_io(S, c, dx, "dx", dy, "dy", p);
   c.written(dy, "dy");
   const Pair st = detail::stride_of(p);

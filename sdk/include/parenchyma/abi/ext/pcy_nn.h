@@ -27,7 +27,10 @@
  * <act>(x, y): y = f(x); x and y hold the same number of elements (any shapes).
  * <act>_pointwise(x): x = f(x) in place.
  * <act>_grad(y, dy, dx): dx = dy * f'(x), computed from the forward's OUTPUT y:
- *   sigmoid y (1 - y); relu y > 0 ? 1 : 0; tanh 1 - y^2; elu y > 0 ? 1 : y + alpha.
+ *   sigmoid dy y (1 - y); relu y > 0 ? dy : 0 (a select: a NaN y gives 0); tanh dy (1 - y^2);
+ *   elu y > 0 ? dy : dy (y + alpha).
+ * Infinite inputs give the limits: sigmoid(+-inf) = 1 / 0, tanh(+-inf) = +-1, elu(-inf) =
+ * -alpha, relu(+inf) = +inf.
  * <act>_pointwise_grad(y, d): d = d * f'(x) in place (d holds dy, becomes dx). */
 #define PCY_NN_ACT_ARGS(X) X(x, TENSOR, IN, OP, ANY) X(y, TENSOR, OUT, OP, ANY)
 #define PCY_NN_ACT_POINTWISE_ARGS(X) X(x, TENSOR, INOUT, OP, ANY)
@@ -61,7 +64,7 @@
  * convolution_grad_data(w, dy, dx): dx = the gradient of sum(y dy) with respect to x;
  * convolution_grad_filter(x, dy, dw): the gradient with respect to w. Each overwrites its
  * output. `algorithm`: a value that convolution_algorithm returned for this direction (0: the
- * bundle's default). `math`: 0 the bundle's default (strict unless its setting says
+ * bundle's default); a number the bundle does not have is PCY_ERR_INVALID_ARGUMENT. `math`: 0 the bundle's default (strict unless its setting says
  * otherwise), 1 strict (the op's dtype throughout), 2 reduced-precision inner products allowed
  * (TF32 tensor cores for f32 on CUDA). Workspace comes from the host (pcy_op_call::workspace).
  * convolution_bias(y, bias): y[n,k,:,:] += bias[k]; convolution_grad_bias(dy, db):
