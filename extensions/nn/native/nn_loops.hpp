@@ -248,35 +248,71 @@ template <class T> void col2im(const conv_geom& g, const T* col, T* dx) {
       }
 }
 
-// C (M x N, row-major, ld N) = A B with A(i, k) = A[i sai + k sak] and B K x N (ld N).
-template <class T>
-void gemm(int64_t M, int64_t N, int64_t K, const T* A, int64_t sai, int64_t sak, const T* B, T* C) {
-  constexpr int64_t NB = 256, MB = 4;
-  alignas(64) T acc[MB][NB];
-  for (int64_t j0 = 0; j0 < N; j0 += NB) {
-    const int64_t nb = std::min(NB, N - j0);
-    for (int64_t i0 = 0; i0 < M; i0 += MB) {
-      const int64_t mb = std::min(MB, M - i0);
-      for (int64_t m = 0; m < MB; ++m)
-        for (int64_t j = 0; j < nb; ++j)
-          acc[m][j] = T(0);
-      for (int64_t k = 0; k < K; ++k) {
-        const T* b = B + k * N + j0;
-        T a[MB];
-        for (int64_t m = 0; m < MB; ++m)
-          a[m] = m < mb ? A[(i0 + m) * sai + k * sak] : T(0);
-        for (int64_t j = 0; j < nb; ++j) {
-          const T bj = b[j];
-          acc[0][j] += a[0] * bj;
-          acc[1][j] += a[1] * bj;
-          acc[2][j] += a[2] * bj;
-          acc[3][j] += a[3] * bj;
-        }
-      }
-      for (int64_t m = 0; m < mb; ++m)
-        std::memcpy(C + (i0 + m) * N + j0, acc[m], static_cast<size_t>(nb) * sizeof(T));
+// C (M x N, row-major, ld N) = A B with A(i, k) = A[i sai + k sak] and B K x N (ld N): tiles
+// of MR x NR kept in registers over the whole K, B's panel of NR columns reused from L1 across
+// the row tiles.
+template <class T, int MR, int NR>
+[[gnu::always_inline]] inline void gemm_tile(int64_t K, const T* A, int64_t sai, int64_t sak,
+                                             const T* B, int64_t ldb, T* C, int64_t ldc, bool add) {
+  T acc[MR][NR];
+  for (int m = 0; m < MR; ++m)
+    for (int j = 0; j < NR; ++j)
+      acc[m][j] = add ? C[m * ldc + j] : T(0);
+  for (int64_t k = 0; k < K; ++k) {
+    const T* b = B + k * ldb;
+    for (int m = 0; m < MR; ++m) {
+      const T a = A[m * sai + k * sak];
+      for (int j = 0; j < NR; ++j)
+        acc[m][j] += a * b[j];
     }
   }
+  for (int m = 0; m < MR; ++m)
+    for (int j = 0; j < NR; ++j)
+      C[m * ldc + j] = acc[m][j];
+}
+// K is walked in blocks of KB rows of B, so that a block stays in L2 and one panel of it (KB x
+// NR) in L1 while every row tile of C passes over it.
+template <class T>
+[[gnu::always_inline]] inline void gemm_body(int64_t M, int64_t N, int64_t K, const T* A,
+                                             int64_t sai, int64_t sak, const T* B, T* C) {
+  constexpr int MR = 4, NR = static_cast<int>(32 / sizeof(T));
+  constexpr int64_t KB = 128;
+  const int64_t Nv = N - N % NR;
+  for (int64_t k0 = 0; k0 < K || k0 == 0; k0 += KB) {
+    const int64_t kb = std::min(KB, K - k0);
+    const bool add = k0 > 0;
+    const T* Ak = A + k0 * sak;
+    const T* Bk = B + k0 * N;
+    for (int64_t j0 = 0; j0 < Nv; j0 += NR) {
+      int64_t i0 = 0;
+      for (; i0 + MR <= M; i0 += MR)
+        gemm_tile<T, MR, NR>(kb, Ak + i0 * sai, sai, sak, Bk + j0, N, C + i0 * N + j0, N, add);
+      for (; i0 < M; ++i0)
+        gemm_tile<T, 1, NR>(kb, Ak + i0 * sai, sai, sak, Bk + j0, N, C + i0 * N + j0, N, add);
+    }
+    for (int64_t i = 0; i < M; ++i)
+      for (int64_t j = Nv; j < N; ++j) {
+        T s = add ? C[i * N + j] : T(0);
+        for (int64_t k = 0; k < kb; ++k)
+          s += Ak[i * sai + k * sak] * Bk[k * N + j];
+        C[i * N + j] = s;
+      }
+    if (K == 0) break;
+  }
+}
+// Built for AVX2 + FMA and for the baseline; the loader picks the one the CPU runs.
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__)
+#define PCY_NN_NATIVE_CLONES __attribute__((target_clones("arch=haswell", "default")))
+#else
+#define PCY_NN_NATIVE_CLONES
+#endif
+PCY_NN_NATIVE_CLONES inline void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t sai,
+                                      int64_t sak, const float* B, float* C) {
+  gemm_body(M, N, K, A, sai, sak, B, C);
+}
+PCY_NN_NATIVE_CLONES inline void gemm(int64_t M, int64_t N, int64_t K, const double* A, int64_t sai,
+                                      int64_t sak, const double* B, double* C) {
+  gemm_body(M, N, K, A, sai, sak, B, C);
 }
 
 // Algorithm "im2col + gemm": col holds CRS x PQ elements (the workspace).

@@ -28,6 +28,10 @@
 
 #ifdef PARENCHYMA_NN_HAVE_DNNL
 #include <oneapi/dnnl/dnnl.hpp>
+#if defined(PARENCHYMA_NN_HAVE_OMP) && DNNL_CPU_THREADING_RUNTIME == DNNL_RUNTIME_OMP
+#include <omp.h>
+#define PCY_NN_NATIVE_OMP 1
+#endif
 #endif
 
 #include <array>
@@ -73,9 +77,11 @@ struct dn_prim {
   int nargs = 0;
   dnnl::memory scratch;
   uint64_t scratch_bytes = 0;
+  bool single = false; // a small problem: built and run on one thread (no OpenMP team)
 
   void reset(const dn_key& k) {
     key = k;
+    single = false;
     used = true;
     ok = false;
     prim = dnnl::primitive();
@@ -100,20 +106,48 @@ struct dn_state {
 
   // The cached primitive for key k, built by build(p) on the first call (p.ok false where
   // oneDNN refuses the shapes: the caller then runs its loop).
-  template <size_t N, class Build> dn_prim& get(dn_cache<N>& c, const dn_key& k, Build&& build) {
+  // work: the problem's size (elements or multiply-adds); below single_thread_work oneDNN runs
+  // it on the calling thread alone: an OpenMP team costs more than it gains there, and on a
+  // loaded machine its spinning workers slow everything else down.
+  template <size_t N, class Build>
+  dn_prim& get(dn_cache<N>& c, const dn_key& k, uint64_t work, Build&& build) {
     for (dn_prim& p : c.e)
       if (p.used && p.key == k) return p;
     dn_prim& p = c.e[c.next];
     c.next = (c.next + 1) % N;
     p.reset(k);
+    const bool single = work < single_thread_work;
     try {
+      const threads t(single);
       build(p);
       p.ok = true;
+      p.single = single;
     } catch (const dnnl::error&) {
       p.reset(k); // remembered as refused: the loop serves this shape
     }
     return p;
   }
+  static constexpr uint64_t single_thread_work = uint64_t{1} << 20;
+  // One OpenMP thread for this (user) thread's regions while it lives (omp_set_num_threads sets
+  // the calling thread's own setting only).
+  struct threads {
+    int prev = 0;
+#ifdef PCY_NN_NATIVE_OMP
+    explicit threads(bool single) {
+      if (single) {
+        prev = omp_get_max_threads();
+        omp_set_num_threads(1);
+      }
+    }
+    ~threads() {
+      if (prev != 0) omp_set_num_threads(prev);
+    }
+#else
+    explicit threads(bool) {}
+#endif
+    threads(const threads&) = delete;
+    threads& operator=(const threads&) = delete;
+  };
   static dnnl::primitive_attr attr() {
     dnnl::primitive_attr a;
     a.set_scratchpad_mode(dnnl::scratchpad_mode::user);
@@ -145,6 +179,7 @@ struct dn_state {
       p.scratch.set_data_handle(scratch);
       args[n++] = {DNNL_ARG_SCRATCHPAD, p.scratch.get()};
     }
+    const threads t(p.single);
     dnnl_status_t st = dnnl_primitive_execute(p.prim.get(), strm.get(), n, args);
     if (st == dnnl_success) st = dnnl_stream_wait(strm.get());
     if (st != dnnl_success)
@@ -209,7 +244,7 @@ void act_forward(native_context& cx, const sdk::op_args& a, const T* x, T* y, ui
       const dn_key k{static_cast<int64_t>(A), static_cast<int64_t>(n),
                      static_cast<int64_t>(std::bit_cast<uint32_t>(fa))};
       dn_state& d = *cx.dn;
-      dn_prim& p = d.get(d.eltwise, k, [&](dn_prim& q) {
+      dn_prim& p = d.get(d.eltwise, k, n, [&](dn_prim& q) {
         const dnnl::memory::desc md({static_cast<int64_t>(n)}, dtype_dn::f32, dtag::a);
         const dnnl::eltwise_forward::primitive_desc pd(
             {dnnl::prop_kind::forward_inference, alg, md, fa, 0.f}, dn_state::attr(), d.eng);
@@ -254,6 +289,15 @@ void op_act_grad(native_context& cx, const sdk::op_args& a) {
 
 // ---- softmax ------------------------------------------------------------------------------
 
+// Whether no element is NaN or infinite (v - v is 0 exactly for the finite ones); one pass that
+// vectorises.
+template <class T> bool all_finite(const T* x, uint64_t n) {
+  int bad = 0;
+  for (uint64_t i = 0; i < n; ++i)
+    bad |= (x[i] - x[i]) != T(0);
+  return bad == 0;
+}
+
 template <const pcy_op_schema& S, bool LOG, class T>
 void op_softmax(native_context& cx, const sdk::op_args& a) {
   const nb::softmax_call c = nb::decode_softmax<S>(a, dt<T>);
@@ -263,11 +307,14 @@ void op_softmax(native_context& cx, const sdk::op_args& a) {
   T* y = cx.ptr<T>(*c.y);
 #ifdef PARENCHYMA_NN_HAVE_DNNL
   if constexpr (std::is_same_v<T, float>) {
-    if (cx.dn && c.outer * c.len * c.inner >= dnnl_min_elements) {
+    // oneDNN's softmax drops NaN and infinities from a row's maximum and sum (a row holding
+    // one is not all NaN, as e^(x - max) / sum gives): such inputs run on our loop.
+    const uint64_t n = c.outer * c.len * c.inner;
+    if (cx.dn && n >= dnnl_min_elements && all_finite(x, n)) {
       dn_state& d = *cx.dn;
       const dn_key k{LOG ? 1 : 0, static_cast<int64_t>(c.outer), static_cast<int64_t>(c.len),
                      static_cast<int64_t>(c.inner)};
-      dn_prim& p = d.get(d.softmax, k, [&](dn_prim& q) {
+      dn_prim& p = d.get(d.softmax, k, n, [&](dn_prim& q) {
         const dnnl::memory::desc md({static_cast<int64_t>(c.outer), static_cast<int64_t>(c.len),
                                      static_cast<int64_t>(c.inner)},
                                     dtype_dn::f32, dtag::abc);
@@ -322,7 +369,9 @@ bool degenerate(const conv_geom& g) {
 // The oneDNN primitive of one direction for g (f32).
 dn_prim& dn_conv(dn_state& d, int dir, const conv_geom& g) {
   const dn_key k{g.N, g.C, g.H, g.W, g.K, g.R, g.S, g.sh, g.sw, g.ph, g.pw, g.dh, g.dw, g.G};
-  return d.get(d.conv[static_cast<size_t>(dir)], k, [&](dn_prim& p) {
+  const uint64_t work =
+      static_cast<uint64_t>(g.N * g.K * g.P * g.Q) * static_cast<uint64_t>(g.Cg() * g.R * g.S) / 16;
+  return d.get(d.conv[static_cast<size_t>(dir)], k, work, [&](dn_prim& p) {
     const auto src = md4(g.N, g.C, g.H, g.W), dst = md4(g.N, g.K, g.P, g.Q);
     const auto wei =
         g.G == 1 ? md4(g.K, g.C, g.R, g.S)
@@ -583,6 +632,15 @@ template <class T> void op_conv_algorithm(native_context& cx, const sdk::op_args
 
 // ---- pooling ------------------------------------------------------------------------------
 
+// A plane with H or W 0 and a non-empty pooled output (2 pad == window) has windows of padding
+// only: there is no maximum or mean to write. Refused, naming x.
+void pool_nonempty(const pcy_op_schema& s, const pool_geom& g) {
+  if (g.H == 0 || g.W == 0)
+    sdk::fail(PCY_ERR_INVALID_ARGUMENT,
+              sdk::str(s.extension, ".", s.name, ": argument x: its plane is ", g.H, " x ", g.W,
+                       ", so every window holds only padding"));
+}
+
 pool_geom pgeom(const nb::pool_call& c) {
   pool_geom g;
   g.planes = c.N * c.C, g.H = c.H, g.W = c.W, g.P = c.P, g.Q = c.Q;
@@ -596,6 +654,7 @@ template <class T> void op_pool_max(native_context& cx, const sdk::op_args& a) {
   const nb::pool_call c = nb::decode_pool<pcy_nn_pooling_max_schema>(a, dt<T>);
   const pool_geom g = pgeom(c);
   if (g.planes * g.P * g.Q == 0) return;
+  pool_nonempty(pcy_nn_pooling_max_schema, g);
   cx.settle(a.queue());
   pool_max_fwd(g, cx.ptr<const T>(*c.x), cx.ptr<T>(*c.y), static_cast<int32_t*>(nullptr));
 }
@@ -603,6 +662,7 @@ template <class T> void op_pool_max_indexed(native_context& cx, const sdk::op_ar
   const nb::pool_call c = nb::decode_pool<pcy_nn_pooling_max_indexed_schema>(a, dt<T>);
   const pool_geom g = pgeom(c);
   if (g.planes * g.P * g.Q == 0) return;
+  pool_nonempty(pcy_nn_pooling_max_indexed_schema, g);
   cx.settle(a.queue());
   pool_max_fwd(g, cx.ptr<const T>(*c.x), cx.ptr<T>(*c.y), cx.ptr<int32_t>(*c.indices));
 }
@@ -636,25 +696,26 @@ template <class T> void op_pool_max_grad_indexed(native_context& cx, const sdk::
 // The oneDNN average pooling of g (fwd or bwd), f32.
 dn_prim& dn_pool_avg(dn_state& d, bool bwd, const pool_geom& g, int64_t N, int64_t C) {
   const dn_key k{N, C, g.H, g.W, g.wh, g.ww, g.sh, g.sw, g.ph, g.pw, g.include_padding ? 1 : 0};
-  return d.get(bwd ? d.pool_bwd : d.pool_fwd, k, [&](dn_prim& p) {
-    const auto src = md4(N, C, g.H, g.W), dst = md4(N, C, g.P, g.Q);
-    const dnnl::memory::dims st{g.sh, g.sw}, win{g.wh, g.ww}, pad{g.ph, g.pw};
-    const auto alg = g.include_padding ? dnnl::algorithm::pooling_avg_include_padding
-                                       : dnnl::algorithm::pooling_avg_exclude_padding;
-    const auto attr = dn_state::attr();
-    if (!bwd) {
-      const dnnl::pooling_forward::primitive_desc pd(
-          {dnnl::prop_kind::forward_inference, alg, src, dst, st, win, pad, pad}, attr, d.eng);
-      d.finish(p, pd, dnnl::pooling_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
-      return;
-    }
-    const dnnl::pooling_forward::primitive_desc hint(
-        {dnnl::prop_kind::forward_training, alg, src, dst, st, win, pad, pad}, d.eng);
-    const dnnl::pooling_backward::primitive_desc pd({alg, src, dst, st, win, pad, pad}, attr, d.eng,
-                                                    hint);
-    d.finish(p, pd, dnnl::pooling_backward(pd),
-             {{DNNL_ARG_DIFF_DST, dst}, {DNNL_ARG_DIFF_SRC, src}});
-  });
+  return d.get(
+      bwd ? d.pool_bwd : d.pool_fwd, k, static_cast<uint64_t>(N * C * g.H * g.W), [&](dn_prim& p) {
+        const auto src = md4(N, C, g.H, g.W), dst = md4(N, C, g.P, g.Q);
+        const dnnl::memory::dims st{g.sh, g.sw}, win{g.wh, g.ww}, pad{g.ph, g.pw};
+        const auto alg = g.include_padding ? dnnl::algorithm::pooling_avg_include_padding
+                                           : dnnl::algorithm::pooling_avg_exclude_padding;
+        const auto attr = dn_state::attr();
+        if (!bwd) {
+          const dnnl::pooling_forward::primitive_desc pd(
+              {dnnl::prop_kind::forward_inference, alg, src, dst, st, win, pad, pad}, attr, d.eng);
+          d.finish(p, pd, dnnl::pooling_forward(pd), {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}});
+          return;
+        }
+        const dnnl::pooling_forward::primitive_desc hint(
+            {dnnl::prop_kind::forward_training, alg, src, dst, st, win, pad, pad}, d.eng);
+        const dnnl::pooling_backward::primitive_desc pd({alg, src, dst, st, win, pad, pad}, attr,
+                                                        d.eng, hint);
+        d.finish(p, pd, dnnl::pooling_backward(pd),
+                 {{DNNL_ARG_DIFF_DST, dst}, {DNNL_ARG_DIFF_SRC, src}});
+      });
 }
 #endif
 
@@ -662,6 +723,7 @@ template <class T> void op_pool_avg(native_context& cx, const sdk::op_args& a) {
   const nb::pool_call c = nb::decode_pool<pcy_nn_pooling_avg_schema>(a, dt<T>);
   const pool_geom g = pgeom(c);
   if (g.planes * g.P * g.Q == 0) return;
+  pool_nonempty(pcy_nn_pooling_avg_schema, g);
   cx.settle(a.queue());
   const T* x = cx.ptr<const T>(*c.x);
   T* y = cx.ptr<T>(*c.y);
@@ -732,14 +794,15 @@ template <class T> void op_lrn(native_context& cx, const sdk::op_args& a) {
                      static_cast<int64_t>(std::bit_cast<uint32_t>(fa)),
                      static_cast<int64_t>(std::bit_cast<uint32_t>(fb)),
                      static_cast<int64_t>(std::bit_cast<uint32_t>(fk))};
-      dn_prim& p = d.get(d.lrn, k, [&](dn_prim& q) {
-        const auto md = md4(c.N, c.C, c.H, c.W);
-        const dnnl::lrn_forward::primitive_desc pd({dnnl::prop_kind::forward_inference,
-                                                    dnnl::algorithm::lrn_across_channels, md, c.n,
-                                                    fa, fb, fk},
-                                                   dn_state::attr(), d.eng);
-        d.finish(q, pd, dnnl::lrn_forward(pd), {{DNNL_ARG_SRC, md}, {DNNL_ARG_DST, md}});
-      });
+      dn_prim& p =
+          d.get(d.lrn, k, static_cast<uint64_t>(c.N * c.C * c.H * c.W * c.n), [&](dn_prim& q) {
+            const auto md = md4(c.N, c.C, c.H, c.W);
+            const dnnl::lrn_forward::primitive_desc pd({dnnl::prop_kind::forward_inference,
+                                                        dnnl::algorithm::lrn_across_channels, md,
+                                                        c.n, fa, fb, fk},
+                                                       dn_state::attr(), d.eng);
+            d.finish(q, pd, dnnl::lrn_forward(pd), {{DNNL_ARG_SRC, md}, {DNNL_ARG_DST, md}});
+          });
       if (p.ok) {
         d.run(p, {x, y}, p.scratch_bytes ? workspace(a, p.scratch_bytes) : nullptr);
         return;
