@@ -6,8 +6,9 @@
 //
 // Entry points are extern "C" <kernel>_<dtype> (f32, f64, f16, bf16; LRN and dropout f32/f64
 // only). Pointers travel as 8-byte scalars (device addresses with the tensor's byte offset
-// applied); sizes as long long, geometry as int (the decoder keeps extents below 2^31). Every
-// elementwise kernel loops with a grid stride, so any grid size is correct.
+// applied); sizes as long long, geometry as int (the decoder keeps extents below 2^31, the
+// bundle the padded extents H + 2 pad, W + 2 pad, which bound every plane coordinate computed
+// here). Every elementwise kernel loops with a grid stride, so any grid size is correct.
 #pragma once
 
 namespace parenchyma::nn_cuda {
@@ -223,6 +224,7 @@ __device__ void softmax_rows(i64 outer, i64 len, int per_warp, const S* in, cons
       for (i64 j = lane; j < len; j += width) ms_add(m, s, io<S>::ld(a[j]));
       if (per_warp) warp_ms(m, s);
       else block_ms(m, s, sh);
+      if (m == -neg_inf<C>()) s = m - m; // a +inf maximum: e^(inf - inf) is NaN, as the reference
       if (M == 0) {
         for (i64 j = lane; j < len; j += width) o[j] = io<S>::st(m_exp(io<S>::ld(a[j]) - m) / s);
       } else {
@@ -253,6 +255,7 @@ __device__ void softmax_cols(i64 outer, i64 len, i64 inner, const S* in, const S
     if (M < 2) {
       C m = neg_inf<C>(), s = C(0);
       for (i64 j = 0; j < len; ++j) ms_add(m, s, io<S>::ld(a[j * inner]));
+      if (m == -neg_inf<C>()) s = m - m; // a +inf maximum: e^(inf - inf) is NaN, as the reference
       if (M == 0) {
         for (i64 j = 0; j < len; ++j) o[j * inner] = io<S>::st(m_exp(io<S>::ld(a[j * inner]) - m) / s);
       } else {
@@ -350,8 +353,8 @@ __device__ void pool_avg(i64 total, int H, int W, int P, int Q, int wh, int ww, 
     C acc = C(0);
     for (int h = hs; h < he; ++h)
       for (int w = ws; w < we; ++w) acc += io<S>::ld(xp[(i64)h * W + w]);
-    const int div = include_padding ? wh * ww : (he - hs) * (we - ws);
-    y[i] = io<S>::st(acc / C(div));
+    const C div = include_padding ? C(wh) * C(ww) : C((he - hs) * (we - ws)); // no int overflow
+    y[i] = io<S>::st(acc / div);
   }
 }
 template <class S>
@@ -368,9 +371,9 @@ __device__ void pool_avg_grad(i64 total, int H, int W, int P, int Q, int wh, int
     C acc = C(0);
     for (int p = p0; p <= p1; ++p)
       for (int q = q0; q <= q1; ++q) {
-        const int div =
-            include_padding ? wh * ww : window_count(p, q, H, W, wh, ww, sh, sw, ph, pw);
-        acc += io<S>::ld(dy[base + (i64)p * Q + q]) / C(div);
+        const C div = include_padding ? C(wh) * C(ww)
+                                      : C(window_count(p, q, H, W, wh, ww, sh, sw, ph, pw));
+        acc += io<S>::ld(dy[base + (i64)p * Q + q]) / div;
       }
     dx[i] = io<S>::st(acc);
   }
@@ -451,7 +454,7 @@ __device__ void conv_fwd(i64 total, conv_geom g, const S* x, const S* w, S* y) {
         for (int s = 0; s < g.S; ++s) {
           const int u = q * g.sw - g.pw + s * g.dw;
           if (u < 0 || u >= g.W) continue;
-          acc += io<S>::ld(xc[(i64)h * g.W + u]) * io<S>::ld(wc[r * g.S + s]);
+          acc += io<S>::ld(xc[(i64)h * g.W + u]) * io<S>::ld(wc[(i64)r * g.S + s]);
         }
       }
     }
@@ -481,7 +484,7 @@ __device__ void conv_bwd_data(i64 total, conv_geom g, const S* w, const S* dy, S
           if (v < 0 || v % g.sw != 0) continue;
           const int q = v / g.sw;
           if (q >= g.Q) continue;
-          acc += io<S>::ld(dyk[(i64)p * g.Q + q]) * io<S>::ld(wk[r * g.S + s]);
+          acc += io<S>::ld(dyk[(i64)p * g.Q + q]) * io<S>::ld(wk[(i64)r * g.S + s]);
         }
       }
     }
@@ -515,8 +518,21 @@ __device__ void conv_bwd_filter(i64 total, conv_geom g, const S* x, const S* dy,
 }
 
 // ---- LRN across channels (computed in double; f32 and f64) ------------------------------------
-// One thread per (n, h, w) column, sliding window sums along c. Window of c: [c - lo, c + hi],
-// lo = n/2, hi = (n-1)/2.
+// One thread per (n, h, w) column. Window of c: [c - lo, c + hi] clipped to [0, C), lo = n/2,
+// hi = (n-1)/2, summed directly for every c (as the reference does): a running sum would lose
+// small squares after large ones (cancellation) and keep a NaN or Inf after it left the window.
+template <class S>
+__device__ __forceinline__ double lrn_scale(const S* x, i64 base, i64 plane, int C, int c, int lo,
+                                            int hi, double an, double k) {
+  const i64 c0 = (i64)c - lo < 0 ? 0 : (i64)c - lo;
+  const i64 c1 = (i64)c + hi < (i64)C - 1 ? (i64)c + hi : (i64)C - 1;
+  double sum = 0;
+  for (i64 j = c0; j <= c1; ++j) {
+    const double v = x[base + j * plane];
+    sum += v * v;
+  }
+  return k + an * sum;
+}
 template <class S>
 __device__ void lrn_fwd(i64 cols, int C, i64 plane, int n, double alpha, double beta, double k,
                         const S* x, S* y) {
@@ -524,23 +540,10 @@ __device__ void lrn_fwd(i64 cols, int C, i64 plane, int n, double alpha, double 
   const double an = alpha / n;
   GRID_LOOP(col, cols) {
     const i64 base = (col / plane) * C * plane + col % plane;
-    double sum = 0;
-    for (int c = 0; c <= hi && c < C; ++c) {
-      const double v = x[base + c * plane];
-      sum += v * v;
-    }
     for (int c = 0; c < C; ++c) {
-      const double xc = x[base + c * plane];
-      const double s = k + an * (sum > 0 ? sum : 0);
-      y[base + c * plane] = (S)(xc * pow(s, -beta));
-      if (c + 1 + hi < C) {
-        const double v = x[base + (i64)(c + 1 + hi) * plane];
-        sum += v * v;
-      }
-      if (c - lo >= 0) {
-        const double v = x[base + (i64)(c - lo) * plane];
-        sum -= v * v;
-      }
+      const i64 e = base + (i64)c * plane;
+      const double s = lrn_scale(x, base, plane, C, c, lo, hi, an, k);
+      y[e] = (S)((double)x[e] * pow(s, -beta));
     }
   }
 }
@@ -552,34 +555,21 @@ __device__ void lrn_bwd(i64 cols, int C, i64 plane, int n, double alpha, double 
   const double an = alpha / n, f = 2.0 * alpha * beta / n;
   GRID_LOOP(col, cols) {
     const i64 base = (col / plane) * C * plane + col % plane;
-    double sum = 0;
-    for (int c = 0; c <= hi && c < C; ++c) {
-      const double v = x[base + c * plane];
-      sum += v * v;
-    }
     for (int c = 0; c < C; ++c) {
-      const i64 e = base + c * plane;
-      const double s = k + an * (sum > 0 ? sum : 0);
+      const i64 e = base + (i64)c * plane;
+      const double s = lrn_scale(x, base, plane, C, c, lo, hi, an, k);
       const double d = dy[e];
       ws[e] = d * (double)y[e] / s;
       ws[count + e] = d * pow(s, -beta);
-      if (c + 1 + hi < C) {
-        const double v = x[base + (i64)(c + 1 + hi) * plane];
-        sum += v * v;
-      }
-      if (c - lo >= 0) {
-        const double v = x[base + (i64)(c - lo) * plane];
-        sum -= v * v;
-      }
     }
-    // dx[c] = dy s^-beta - f x[c] sum of t over c' in [c - hi, c + lo].
-    double ts = 0;
-    for (int c = 0; c <= lo && c < C; ++c) ts += ws[base + c * plane];
+    // dx[c] = dy s^-beta - f x[c] sum of t over c' with c in W(c'): c' in [c - hi, c + lo].
     for (int c = 0; c < C; ++c) {
-      const i64 e = base + c * plane;
+      const i64 e = base + (i64)c * plane;
+      const i64 c0 = (i64)c - hi < 0 ? 0 : (i64)c - hi;
+      const i64 c1 = (i64)c + lo < (i64)C - 1 ? (i64)c + lo : (i64)C - 1;
+      double ts = 0;
+      for (i64 j = c0; j <= c1; ++j) ts += ws[base + j * plane];
       dx[e] = (S)(ws[count + e] - f * (double)x[e] * ts);
-      if (c + 1 + lo < C) ts += ws[base + (i64)(c + 1 + lo) * plane];
-      if (c - hi >= 0) ts -= ws[base + (i64)(c - hi) * plane];
     }
   }
 }

@@ -408,6 +408,21 @@ template <pcy_dtype D> using wide_t = std::conditional_t<D == PCY_DTYPE_F64, dou
 
 int narrow(int64_t v, const pcy_op_schema& s, const char* what) { return nb::to_int(v, s, what); }
 
+// Our kernels (and cuDNN) take the geometry as int, and the plane coordinates they compute reach
+// the padded extents: refuse what does not fit instead of wrapping (the decoder allows values up
+// to 2^31 each, so H + 2 pad may not fit).
+void int_plane(int64_t H, int64_t W, const std::array<int64_t, 2>& pad, const pcy_op_schema& s) {
+  (void)narrow(H + 2 * pad[0], s, "the padded height (H + 2 padding)");
+  (void)narrow(W + 2 * pad[1], s, "the padded width (W + 2 padding)");
+}
+void int_conv_geometry(const nb::conv_call& c, const pcy_op_schema& s) {
+  int_plane(c.H, c.W, c.pad, s);
+  for (int i = 0; i < 2; ++i) {
+    (void)narrow(c.stride[i], s, "stride");
+    (void)narrow(c.dil[i], s, "dilation");
+  }
+}
+
 // ---- activations --------------------------------------------------------------------------
 
 // A: 0 sigmoid, 1 relu, 2 tanh, 3 elu; G: the gradient forms.
@@ -469,6 +484,7 @@ struct pool_geom {
   int H, W, P, Q, wh, ww, sh, sw, ph, pw;
 };
 template <const pcy_op_schema& S> pool_geom pool_ints(const nb::pool_call& c) {
+  int_plane(c.H, c.W, c.pad, S);
   return {narrow(c.H, S, "H"),
           narrow(c.W, S, "W"),
           narrow(c.P, S, "P"),
@@ -746,21 +762,24 @@ bool cudnn_run(cuda_nn_context& cx, const sdk::op_args& a, const nb::conv_call& 
   void* w = reinterpret_cast<void*>(cx.ptr(*c.w));
   void* y = reinterpret_cast<void*>(cx.ptr(*c.y));
   const cudnn_api& api = cx.api();
+  constexpr const char* what[3] = {"nn.convolution: cudnnConvolutionForward",
+                                   "nn.convolution_grad_data: cudnnConvolutionBackwardData",
+                                   "nn.convolution_grad_filter: cudnnConvolutionBackwardFilter"};
   if constexpr (DIR == 0)
-    cx.check(api.cudnnConvolutionForward(cx.dnn, &one, cx.xd, x, cx.wd, w, cx.cd,
-                                         static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes,
-                                         &zero, cx.yd, y),
-             "cudnnConvolutionForward");
+    s = api.cudnnConvolutionForward(cx.dnn, &one, cx.xd, x, cx.wd, w, cx.cd,
+                                    static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &zero,
+                                    cx.yd, y);
   else if constexpr (DIR == 1)
-    cx.check(api.cudnnConvolutionBackwardData(cx.dnn, &one, cx.wd, w, cx.yd, y, cx.cd,
-                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws,
-                                              bytes, &zero, cx.xd, x),
-             "cudnnConvolutionBackwardData");
+    s = api.cudnnConvolutionBackwardData(cx.dnn, &one, cx.wd, w, cx.yd, y, cx.cd,
+                                         static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws,
+                                         bytes, &zero, cx.xd, x);
   else
-    cx.check(api.cudnnConvolutionBackwardFilter(cx.dnn, &one, cx.xd, x, cx.yd, y, cx.cd,
-                                                static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo),
-                                                ws, bytes, &zero, cx.wd, w),
-             "cudnnConvolutionBackwardFilter");
+    s = api.cudnnConvolutionBackwardFilter(cx.dnn, &one, cx.xd, x, cx.yd, y, cx.cd,
+                                           static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws,
+                                           bytes, &zero, cx.wd, w);
+  // The default refused at run time (nothing enqueued): our kernel runs instead.
+  if (s == CUDNN_STATUS_NOT_SUPPORTED && c.algorithm == 0) return false;
+  cx.check(s, what[DIR]);
   return true;
 }
 
@@ -777,6 +796,9 @@ template <int DIR> struct conv_op {
     const uint64_t nout = DIR == 0 ? ny : DIR == 1 ? nx : nw;
     const pcy_tensor& out = DIR == 0 ? *c.y : DIR == 1 ? *c.x : *c.w;
     if (nout == 0) return;
+    int_conv_geometry(c, DIR == 0   ? pcy_nn_convolution_schema
+                         : DIR == 1 ? pcy_nn_convolution_grad_data_schema
+                                    : pcy_nn_convolution_grad_filter_schema);
     if (nx == 0 || nw == 0 || ny == 0) { // sums over nothing (or over padding only)
       cx.zero(a.queue(), out, nout * dt_bytes[d]);
       return;
@@ -852,12 +874,28 @@ struct temp_buffers {
   }
 };
 
-// The heuristic's first choice that runs (requested -2), or our kernel.
-template <class Perf> find_result first_ok(const Perf* p, int n) {
-  for (int i = 0; i < n; ++i)
-    if (p[i].status == CUDNN_STATUS_SUCCESS)
-      return {static_cast<int64_t>(p[i].algo), static_cast<int64_t>(p[i].memory)};
+// The first result (cuDNN's order: fastest measured, or the heuristic's preference) that ran and
+// that our descriptors accept, preferring those listed under the descriptors' math type (cuDNN
+// may list an algorithm under another); its workspace is what the op will ask for with our
+// descriptors. Our kernel when none.
+template <class Perf> find_result first_ok(cuda_nn_context& cx, int dir, const Perf* p, int n) {
+  const auto math = static_cast<cudnnMathType_t>(cx.last.math);
+  for (int pass = 0; pass < 2; ++pass)
+    for (int i = 0; i < n; ++i) {
+      if (p[i].status != CUDNN_STATUS_SUCCESS || (pass == 0 && p[i].mathType != math)) continue;
+      size_t bytes = 0;
+      if (workspace_size(cx, dir, static_cast<int>(p[i].algo), bytes) == CUDNN_STATUS_SUCCESS)
+        return {static_cast<int64_t>(p[i].algo), static_cast<int64_t>(bytes)};
+    }
   return {own_algorithm, 0};
+}
+
+// A search cuDNN refuses for these shapes (NOT_SUPPORTED) leaves our kernel; other failures are
+// errors of convolution_algorithm.
+bool searched(const cuda_nn_context& cx, cudnnStatus_t s, const char* what) {
+  if (s == CUDNN_STATUS_NOT_SUPPORTED) return false;
+  if (s != CUDNN_STATUS_SUCCESS) cx.check(s, sdk::str("nn.convolution_algorithm: ", what).c_str());
+  return true;
 }
 
 find_result heuristic(cuda_nn_context& cx, int dir) {
@@ -865,32 +903,47 @@ find_result heuristic(cuda_nn_context& cx, int dir) {
   int n = 0;
   if (dir == 0) {
     cudnnConvolutionFwdAlgoPerf_t p[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    cx.check(d.cudnnGetConvolutionForwardAlgorithm_v7(cx.dnn, cx.xd, cx.wd, cx.cd, cx.yd,
-                                                      algo_count[0], &n, p),
-             "cudnnGetConvolutionForwardAlgorithm_v7");
-    return first_ok(p, n);
+    if (!searched(cx,
+                  d.cudnnGetConvolutionForwardAlgorithm_v7(cx.dnn, cx.xd, cx.wd, cx.cd, cx.yd,
+                                                           algo_count[0], &n, p),
+                  "cudnnGetConvolutionForwardAlgorithm_v7"))
+      return {own_algorithm, 0};
+    return first_ok(cx, dir, p, n);
   }
   if (dir == 1) {
     cudnnConvolutionBwdDataAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    cx.check(d.cudnnGetConvolutionBackwardDataAlgorithm_v7(cx.dnn, cx.wd, cx.yd, cx.cd, cx.xd,
-                                                           algo_count[1], &n, p),
-             "cudnnGetConvolutionBackwardDataAlgorithm_v7");
-    return first_ok(p, n);
+    if (!searched(cx,
+                  d.cudnnGetConvolutionBackwardDataAlgorithm_v7(cx.dnn, cx.wd, cx.yd, cx.cd, cx.xd,
+                                                                algo_count[1], &n, p),
+                  "cudnnGetConvolutionBackwardDataAlgorithm_v7"))
+      return {own_algorithm, 0};
+    return first_ok(cx, dir, p, n);
   }
   cudnnConvolutionBwdFilterAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-  cx.check(d.cudnnGetConvolutionBackwardFilterAlgorithm_v7(cx.dnn, cx.xd, cx.yd, cx.cd, cx.wd,
-                                                           algo_count[2], &n, p),
-           "cudnnGetConvolutionBackwardFilterAlgorithm_v7");
-  return first_ok(p, n);
+  if (!searched(cx,
+                d.cudnnGetConvolutionBackwardFilterAlgorithm_v7(cx.dnn, cx.xd, cx.yd, cx.cd, cx.wd,
+                                                                algo_count[2], &n, p),
+                "cudnnGetConvolutionBackwardFilterAlgorithm_v7"))
+    return {own_algorithm, 0};
+  return first_ok(cx, dir, p, n);
 }
 
 // Measures every algorithm of direction `dir` on the set geometry (cudnnFind*Ex, on zeroed
 // temporary buffers); the fastest that ran. Falls back to the heuristic where the buffers do
 // not fit on the device.
 find_result measure(cuda_nn_context& cx, int dir, const nb::conv_call& g, int d) {
-  const uint64_t nx = static_cast<uint64_t>(g.N * g.C * g.H * g.W) * dt_bytes[d];
-  const uint64_t nw = static_cast<uint64_t>(g.K * (g.C / g.groups) * g.R * g.S) * dt_bytes[d];
-  const uint64_t ny = static_cast<uint64_t>(g.N * g.K * g.P * g.Q) * dt_bytes[d];
+  // The shapes are arguments, not tensors: their byte counts may overflow (then no buffers).
+  auto bytes_of = [&](std::initializer_list<int64_t> extents, uint64_t& out) {
+    out = dt_bytes[d];
+    bool ok = true;
+    for (int64_t e : extents)
+      ok = ok && sdk::mul_ok(out, static_cast<uint64_t>(e), out);
+    return ok;
+  };
+  uint64_t nx = 0, nw = 0, ny = 0;
+  if (!bytes_of({g.N, g.C, g.H, g.W}, nx) || !bytes_of({g.K, g.C / g.groups, g.R, g.S}, nw) ||
+      !bytes_of({g.N, g.K, g.P, g.Q}, ny))
+    return heuristic(cx, dir);
   // The largest workspace any algorithm asks for, within 1 GiB.
   uint64_t ws_max = 0;
   for (int algo = 0; algo < algo_count[dir]; ++algo) {
@@ -913,23 +966,31 @@ find_result measure(cuda_nn_context& cx, int dir, const nb::conv_call& g, int d)
   int n = 0;
   if (dir == 0) {
     cudnnConvolutionFwdAlgoPerf_t p[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-    cx.check(api.cudnnFindConvolutionForwardAlgorithmEx(cx.dnn, cx.xd, x, cx.wd, w, cx.cd, cx.yd, y,
-                                                        algo_count[0], &n, p, ws, ws_max),
-             "cudnnFindConvolutionForwardAlgorithmEx");
-    return first_ok(p, n);
+    if (!searched(cx,
+                  api.cudnnFindConvolutionForwardAlgorithmEx(cx.dnn, cx.xd, x, cx.wd, w, cx.cd,
+                                                             cx.yd, y, algo_count[0], &n, p, ws,
+                                                             ws_max),
+                  "cudnnFindConvolutionForwardAlgorithmEx"))
+      return {own_algorithm, 0};
+    return first_ok(cx, dir, p, n);
   }
   if (dir == 1) {
     cudnnConvolutionBwdDataAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-    cx.check(api.cudnnFindConvolutionBackwardDataAlgorithmEx(
-                 cx.dnn, cx.wd, w, cx.yd, y, cx.cd, cx.xd, x, algo_count[1], &n, p, ws, ws_max),
-             "cudnnFindConvolutionBackwardDataAlgorithmEx");
-    return first_ok(p, n);
+    if (!searched(cx,
+                  api.cudnnFindConvolutionBackwardDataAlgorithmEx(cx.dnn, cx.wd, w, cx.yd, y, cx.cd,
+                                                                  cx.xd, x, algo_count[1], &n, p,
+                                                                  ws, ws_max),
+                  "cudnnFindConvolutionBackwardDataAlgorithmEx"))
+      return {own_algorithm, 0};
+    return first_ok(cx, dir, p, n);
   }
   cudnnConvolutionBwdFilterAlgoPerf_t p[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-  cx.check(api.cudnnFindConvolutionBackwardFilterAlgorithmEx(
-               cx.dnn, cx.xd, x, cx.yd, y, cx.cd, cx.wd, w, algo_count[2], &n, p, ws, ws_max),
-           "cudnnFindConvolutionBackwardFilterAlgorithmEx");
-  return first_ok(p, n);
+  if (!searched(cx,
+                api.cudnnFindConvolutionBackwardFilterAlgorithmEx(
+                    cx.dnn, cx.xd, x, cx.yd, y, cx.cd, cx.wd, w, algo_count[2], &n, p, ws, ws_max),
+                "cudnnFindConvolutionBackwardFilterAlgorithmEx"))
+    return {own_algorithm, 0};
+  return first_ok(cx, dir, p, n);
 }
 
 struct conv_algorithm_op {
@@ -940,6 +1001,12 @@ struct conv_algorithm_op {
     const int64_t req = c.requested;
     const nb::conv_call& g = c.g;
     const bool empty = g.N == 0 || g.C == 0 || g.H == 0 || g.W == 0 || g.K == 0;
+    int_conv_geometry(g, pcy_nn_convolution_algorithm_schema);
+    if (req >= algo_count[dir] && req != own_algorithm)
+      sdk::fail(PCY_ERR_UNSUPPORTED,
+                sdk::str("nn.convolution_algorithm: argument requested: no algorithm ", req,
+                         " for ", direction_name[dir], " (cuDNN's are 0..", algo_count[dir] - 1,
+                         ", parenchyma's direct kernel is ", own_algorithm, ")"));
     find_result r{own_algorithm, 0};
     if (cx.dnn == nullptr) {
       if (req >= 0 && req != own_algorithm && req != 0)

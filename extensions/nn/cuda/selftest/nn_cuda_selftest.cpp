@@ -475,11 +475,17 @@ template <class T> void lrns(const Backend& b) {
     lp.alpha = 0.05;
     lp.beta = 0.75;
     lp.k = 2;
+    auto at = [&](int n, int c, int j) { return (size_t(n) * C + c) * HW + j; };
     Vec xv = random_vec(count(xs)), dv = random_vec(count(xs));
+    if (wn == 5) {
+      // A huge square before small ones (a running window sum would cancel them away) and a
+      // NaN (NaN s in the windows holding it, and only there).
+      xv[at(0, 0, 3)] = 1e8;
+      xv[at(1, 2, 7)] = NAN;
+    }
     SharedTensor<T> x = make<T>(xs, xv), y(xs), dy = make<T>(xs, dv), dx(xs);
     Vec s(count(xs)), wy(count(xs)), by(count(xs)), wdx(count(xs)), bdx(count(xs));
     const int lo = int(wn / 2), hi = int((wn - 1) / 2);
-    auto at = [&](int n, int c, int j) { return (size_t(n) * C + c) * HW + j; };
     for (int n = 0; n < N; ++n)
       for (int j = 0; j < HW; ++j)
         for (int c = 0; c < C; ++c) {
