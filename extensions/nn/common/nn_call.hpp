@@ -149,7 +149,7 @@ PCY_SDK_HOT inline std::array<int64_t, 2> pair_arg(const sdk::decoder<S>& dc, ui
                                                    int64_t lo) {
   const auto v = dc.ints(k, 2);
   if (v[0] < lo || v[1] < lo) dc.bad(PCY_ERR_INVALID_ARGUMENT, k, str("values must be >= ", lo));
-  if (v[0] > (int64_t{1} << 31) || v[1] > (int64_t{1} << 31))
+  if (v[0] >= (int64_t{1} << 31) || v[1] >= (int64_t{1} << 31))
     dc.bad(PCY_ERR_INVALID_ARGUMENT, k, "values must be < 2^31");
   return {v[0], v[1]};
 }
