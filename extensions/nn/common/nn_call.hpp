@@ -328,6 +328,9 @@ template <const pcy_op_schema& S> void pool_geometry(const sdk::decoder<S>& dc, 
                 Q = out_extent(c.W, c.win[1], c.stride[1], c.pad[1], 1);
   if (P < 0 || Q < 0)
     dc.bad(PCY_ERR_INVALID_ARGUMENT, WI, "the window is wider than the input plus padding");
+  if (c.H == 0 || c.W == 0)
+    dc.bad(PCY_ERR_INVALID_ARGUMENT, WI,
+           "the input plane is empty: every window would hold only padding");
   if (P != c.P || Q != c.Q)
     dc.bad(PCY_ERR_INVALID_ARGUMENT, WI,
            str("the pooled plane is ", c.P, " x ", c.Q, ", the geometry gives ", P, " x ", Q));

@@ -81,7 +81,7 @@ template <class T> void sigmoid_bwd(const T* y, const T* dy, T* dx, uint64_t n) 
 }
 template <class T> void relu_bwd(const T* y, const T* dy, T* dx, uint64_t n) {
   for (uint64_t i = 0; i < n; ++i)
-    dx[i] = dy[i] * (y[i] > T(0) ? T(1) : T(0));
+    dx[i] = y[i] > T(0) ? dy[i] : T(0); // a select (pcy_nn.h): vectorises as a blend
 }
 template <class T> void tanh_bwd(const T* y, const T* dy, T* dx, uint64_t n) {
   for (uint64_t i = 0; i < n; ++i)
@@ -89,7 +89,7 @@ template <class T> void tanh_bwd(const T* y, const T* dy, T* dx, uint64_t n) {
 }
 template <class T> void elu_bwd(const T* y, const T* dy, T* dx, uint64_t n, T alpha) {
   for (uint64_t i = 0; i < n; ++i)
-    dx[i] = dy[i] * (y[i] > T(0) ? T(1) : y[i] + alpha);
+    dx[i] = y[i] > T(0) ? dy[i] : dy[i] * (y[i] + alpha);
 }
 
 // ---- softmax (x viewed as outer x len x inner) ----------------------------------------------

@@ -34,6 +34,8 @@
 #endif
 #endif
 
+#include <dlfcn.h>
+
 #include <array>
 #include <bit>
 #include <chrono>
@@ -235,11 +237,12 @@ template <act A, class T>
 void act_forward(native_context& cx, const sdk::op_args& a, const T* x, T* y, uint64_t n,
                  double alpha) {
 #ifdef PARENCHYMA_NN_HAVE_DNNL
-  if constexpr (std::is_same_v<T, float> && A != act::relu) {
+  // relu: oneDNN gives -0 for negative inputs; elu: oneDNN computes alpha (e^x - 1) in f32,
+  // which loses every digit near 0 (our loop uses expm1). Both stay on our loops.
+  if constexpr (std::is_same_v<T, float> && (A == act::sigmoid || A == act::tanh)) {
     if (n >= dnnl_min_elements && cx.dn) {
-      const auto alg = A == act::sigmoid ? dnnl::algorithm::eltwise_logistic
-                       : A == act::tanh  ? dnnl::algorithm::eltwise_tanh
-                                         : dnnl::algorithm::eltwise_elu;
+      const auto alg =
+          A == act::sigmoid ? dnnl::algorithm::eltwise_logistic : dnnl::algorithm::eltwise_tanh;
       const float fa = static_cast<float>(alpha);
       const dn_key k{static_cast<int64_t>(A), static_cast<int64_t>(n),
                      static_cast<int64_t>(std::bit_cast<uint32_t>(fa))};
@@ -840,6 +843,29 @@ template <class T> void op_dropout_grad(native_context& cx, const sdk::op_args& 
 
 // ---- the bundle ---------------------------------------------------------------------------
 
+#ifdef PARENCHYMA_NN_HAVE_DNNL
+// oneDNN's OpenMP runtime keeps its worker threads until the process exits. When the host
+// unloads this plugin, dlclose would unmap libdnnl and libgomp under those live threads (a
+// crash at exit). So both libraries are pinned (RTLD_NODELETE), once per process: the plugin
+// itself still unloads; the runtimes stay mapped until exit, as they would in a program linked
+// with them.
+inline void pin_runtime_libraries() {
+  static const bool pinned = [] {
+    auto pin = [](const void* symbol) {
+      Dl_info info{};
+      if (dladdr(symbol, &info) != 0 && info.dli_fname != nullptr)
+        (void)dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_NODELETE);
+    };
+    pin(reinterpret_cast<const void*>(&dnnl_version));
+#ifdef PCY_NN_NATIVE_OMP
+    pin(reinterpret_cast<const void*>(&omp_get_max_threads));
+#endif
+    return true;
+  }();
+  (void)pinned;
+}
+#endif
+
 class nn_native_bundle {
 public:
   using context_type = native_context;
@@ -847,8 +873,8 @@ public:
   static constexpr const char* version = "1.0";
 #ifdef PARENCHYMA_NN_HAVE_DNNL
   static constexpr const char* description =
-      "NN ops on the host CPU: oneDNN for f32 convolution, average pooling, LRN, softmax and "
-      "activations; native loops for the rest and for f64";
+      "NN ops on the host CPU: oneDNN for f32 convolution, average pooling, LRN, softmax, "
+      "sigmoid and tanh; native loops for the rest and for f64";
 #else
   static constexpr const char* description =
       "NN ops on the host CPU: native loops (built without oneDNN)";
@@ -859,6 +885,7 @@ public:
 
   explicit nn_native_bundle(const pcy_host_services&) {
 #ifdef PARENCHYMA_NN_HAVE_DNNL
+    pin_runtime_libraries();
     const dnnl_version_t* v = dnnl_version();
     const std::string dn = sdk::str("oneDNN ", v->major, ".", v->minor, ".", v->patch, " ");
     const std::string loop = "native loop";
@@ -870,7 +897,7 @@ public:
     auto both = [&](const std::string&, const char*) { return loop; };
 #endif
     const std::string small = "; native loop below 4096 elements";
-    // Activations: sigmoid, tanh and elu forward on oneDNN (f32), relu and every gradient on
+    // Activations: sigmoid and tanh forward on oneDNN (f32), relu, elu and every gradient on
     // our loops.
 #define PCY_NN_NATIVE_ACT(a, A, PRIM)                                                              \
   table_.add<op_act<pcy_nn_##a##_schema, act::A, float>,                                           \
@@ -887,7 +914,7 @@ public:
     PCY_NN_NATIVE_ACT(sigmoid, sigmoid, both("eltwise_logistic", small.c_str()))
     PCY_NN_NATIVE_ACT(relu, relu, loop)
     PCY_NN_NATIVE_ACT(tanh, tanh, both("eltwise_tanh", small.c_str()))
-    PCY_NN_NATIVE_ACT(elu, elu, both("eltwise_elu", small.c_str()))
+    PCY_NN_NATIVE_ACT(elu, elu, loop)
 #undef PCY_NN_NATIVE_ACT
 
     table_.add<op_softmax<pcy_nn_softmax_schema, false, float>,

@@ -547,6 +547,10 @@ inline Shape pooling_shape(const pcy_op_schema& s, const Shape& x, const Pooling
       ext::fail(s, errc::invalid_argument, "argument padding: padding[", i, "] = ", p.padding[i],
                 " is larger than half the window (", p.window[i],
                 "); a window could then hold only padding");
+  if (x[2] == 0 || x[3] == 0)
+    ext::fail(s, errc::invalid_argument, "argument x: the plane of ", shape_of(x),
+              " is empty, so every window would hold only padding; pool a plane of at least "
+              "one element");
   const Pair st = stride_of(p);
   return {x[0], x[1], out_extent(s, x[2], p.window[0], st[0], p.padding[0], 1, "height", "window"),
           out_extent(s, x[3], p.window[1], st[1], p.padding[1], 1, "width", "window")};
