@@ -361,8 +361,10 @@ std::mutex& algo_mutex() {
   return m;
 }
 std::map<algo_key, int64_t>& algo_cache() {
-  static auto* m = new std::map<algo_key, int64_t>; // leaked: used until the process exits
-  return *m;
+  // Destroyed when the plugin is unloaded or at exit: no bundle context outlives the plugin,
+  // and a leaked map would be memory that an unloaded plugin can never free.
+  static std::map<algo_key, int64_t> m;
+  return m;
 }
 
 // Device memory for a measurement, freed on every path.
