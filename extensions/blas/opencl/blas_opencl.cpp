@@ -1,7 +1,8 @@
 // BLAS bundle for the OpenCL framework: our own OpenCL C kernels (kernels_cl.hpp) for every op,
 // plus CLBlast on the backend's own cl_command_queue when CLBlast was found at build time. Per op
-// the faster of the two on PoCL (measured by tools/bench/blas, table in docs/blas.md) is the
-// default; PARENCHYMA_BLAS_OPENCL_IMPL=own|clblast overrides it for every op. Ops whose scalars
+// and size the faster of the two on PoCL (measured by tools/bench/blas, measured_clblast_from
+// below, docs/blas.md) is the default; PARENCHYMA_BLAS_OPENCL_IMPL=own|clblast forces one of
+// them for every op and size. Ops whose scalars
 // live on the device always use our kernels (CLBlast takes host scalars only), and so does nrm2
 // (CLBlast sums plain squares: they overflow and underflow). The reference-BLAS edge cases
 // (docs/blas.md, "Reference semantics") are decided here for CLBlast (quick returns, outputs
@@ -43,21 +44,33 @@ constexpr uint32_t reduce_wg = 256; // RWG: work-group size of reductions and ge
 enum op_id { ASUM, AXPY, AXPBY, COPY, DOT, NRM2, SCAL, SWAP, GEMV, GEMM, OP_COUNT };
 constexpr std::array<const char*, OP_COUNT> op_names{"asum", "axpy", "axpby", "copy", "dot",
                                                      "nrm2", "scal", "swap",  "gemv", "gemm"};
-enum class impl { own, clblast };
 
-// The default per op when CLBlast is built in, from tools/bench/blas on PoCL 3.1 (docs/blas.md,
-// "C5"): CLBlast was faster than our kernels on every op it has (1.3x to 10x), so it serves
-// them; axpby (no CLBlast routine), nrm2 (CLBlast's overflows near the type's limits) and calls
-// with device-resident scalars use our kernels.
-constexpr std::array<impl, OP_COUNT> measured_default{
-    impl::clblast, impl::clblast, impl::own,     impl::clblast, impl::clblast,
-    impl::own,     impl::clblast, impl::clblast, impl::clblast, impl::clblast};
+// Which implementation serves a call, per op AND size: CLBlast from clblast_from[op] units of
+// work on (n for BLAS-1, m n for gemv, m n k for gemm), our kernel below it; one compare per
+// call. Measured on PoCL 3.1, 2-core EPYC, 2026-12-01 (bench_blas_opencl --crossover under
+// PARENCHYMA_BLAS_OPENCL_IMPL=own: bursts of 16 calls + finish, f32, docs/blas.md "OpenCL: which
+// implementation serves an op"): a CLBlast BLAS-1 call costs ~10-14 us on PoCL whatever its size
+// (dot and asum ~300-550 us: two kernels and a large reduction grid) against ~3-7 us for one
+// launch of ours, while CLBlast's vectorised kernels are 2-7x faster on large vectors. So ours
+// serve axpy/scal/copy below 2^13 (4096: ours 6.7-10.9 us, CLBlast 12-14; 16384: CLBlast
+// 10-12, ours 20-27), swap below 2^12 (equal at 4096), dot/asum below 2^17 (equal at 65536,
+// CLBlast 1.2-1.3x faster at 262144). gemv: CLBlast at every size (ours, a work-group per row,
+// is 5-6x slower at 64-256 and equal at 1024). never: our kernel at every size (axpby has no
+// CLBlast routine; CLBlast's nrm2 overflows and underflows; gemm on a CPU device is our vector
+// kernel, 4-10x faster than CLBlast's there; create_context sets CLBlast for gemm on other
+// devices). Calls with device-resident scalars always use our kernels.
+constexpr double never = 1e300;
+constexpr std::array<double, OP_COUNT> measured_clblast_from{
+    /* asum */ 1 << 17, /* axpy */ 1 << 13, /* axpby */ never,  /* copy */ 1 << 13,
+    /* dot */ 1 << 17,  /* nrm2 */ never,   /* scal */ 1 << 13, /* swap */ 1 << 12,
+    /* gemv */ 0,       /* gemm */ never};
 
 struct kernel_set {
   pcy_kernel axpby = nullptr, axpy = nullptr, scal = nullptr, copy = nullptr, swap = nullptr;
   pcy_kernel scale = nullptr, nrm2_1 = nullptr, nrm2_2 = nullptr;
   pcy_kernel reduce_1 = nullptr, reduce_2 = nullptr, gemv_n = nullptr, gemv_t = nullptr;
-  std::array<pcy_kernel, 4> gemm{}; // nn, nt, tn, tt
+  std::array<pcy_kernel, 4> gemm{};  // nn, nt, tn, tt
+  std::array<pcy_kernel, 4> gemmv{}; // CPU devices: the vector kernels, nn, nt, tn, tt
 };
 
 struct dtype_state {
@@ -65,19 +78,25 @@ struct dtype_state {
   std::string reason; // why not available
   pcy_program program = nullptr;
   kernel_set k;
+  int gemm_nr = 16; // columns of the CPU vector gemm's register tile (two vectors)
 };
 
-// gemm blocking: the tiled (local-memory) form for GPUs, the direct form for CPUs.
+// gemm blocking: the tiled (local-memory) form for GPUs, the vector form for CPUs.
 struct gemm_shape {
   bool tiled = true;
   int ts_m = 64, ts_n = 64, ts_k = 16, wpt_m = 4, wpt_n = 4;
+  // The CPU vector kernel's register tile: mr rows x nr columns (two vectors of nr/2).
+  int mr = 6, nr = 16;   // nr for f32; f64 takes nr / 2
+  int mc = 96, kc = 128; // rows per work-item (a multiple of mr); k slice of B packed at once
 };
 
 struct ocl_context {
   const pcy_framework_api* fw = nullptr;
   pcy_queue queue = nullptr;
   void* cl_queue = nullptr; // cl_command_queue, for CLBlast
-  std::array<impl, OP_COUNT> choice{};
+  // CLBlast serves a call of op with host scalars from this much work on (see
+  // measured_clblast_from): one compare per call.
+  std::array<double, OP_COUNT> clblast_from{};
   // CLBlast routines (by op, f32/f64) that completed once in this context: see clblast_run.
   std::array<std::array<bool, 2>, OP_COUNT> clblast_warm{};
   dtype_state f32, f64;
@@ -96,6 +115,8 @@ struct ocl_context {
             d->k.nrm2_2, d->k.reduce_1, d->k.reduce_2, d->k.gemv_n, d->k.gemv_t})
         if (k != nullptr) fw->kernel_destroy(k);
       for (pcy_kernel k : d->k.gemm)
+        if (k != nullptr) fw->kernel_destroy(k);
+      for (pcy_kernel k : d->k.gemmv)
         if (k != nullptr) fw->kernel_destroy(k);
       if (d->program != nullptr) fw->program_destroy(d->program);
     }
@@ -211,8 +232,10 @@ template <class T, class F> void clblast_run(ocl_context& cx, op_id op, const ch
   clblast_check(f(), what);
   warm = true;
 }
-template <class T> bool use_clblast(const ocl_context& cx, op_id op, const blas_call& c) {
-  return cx.choice[op] == impl::clblast && host_scalars<T>(c);
+// work: n for BLAS-1, m n for gemv, m n k for gemm (as a double: no overflow).
+template <class T>
+bool use_clblast(const ocl_context& cx, op_id op, const blas_call& c, double work) {
+  return work >= cx.clblast_from[op] && host_scalars<T>(c);
 }
 cl_mem clm(const ocl_context& cx, const pcy_tensor& t) {
   return static_cast<cl_mem>(cx.cl_mem_of(t));
@@ -259,7 +282,7 @@ void scale_window(ocl_context& cx, pcy_queue q, const char* op, int64_t rows, in
 template <class T> void op_asum(ocl_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_asum(a, dt<T>);
 #ifdef PARENCHYMA_HAVE_CLBLAST
-  if (use_clblast<T>(cx, ASUM, c) && c.n > 0) {
+  if (use_clblast<T>(cx, ASUM, c, double(c.n)) && c.n > 0) {
     clblast_run<T>(cx, ASUM, "CLBlast asum", [&] {
       return clb<T>::asum(c.n, clm(cx, *c.result), 0, clm(cx, *c.x.t), 0, c.x.inc, clq(cx),
                           nullptr);
@@ -284,7 +307,7 @@ template <class T> void op_nrm2(ocl_context& cx, const sdk::op_args& a) {
 template <class T> void op_dot(ocl_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_dot(a, dt<T>);
 #ifdef PARENCHYMA_HAVE_CLBLAST
-  if (use_clblast<T>(cx, DOT, c) && c.n > 0) {
+  if (use_clblast<T>(cx, DOT, c, double(c.n)) && c.n > 0) {
     clblast_run<T>(cx, DOT, "CLBlast dot", [&] {
       return clb<T>::dot(c.n, clm(cx, *c.result), 0, clm(cx, *c.x.t), 0, c.x.inc, clm(cx, *c.y.t),
                          0, c.y.inc, clq(cx), nullptr);
@@ -300,7 +323,7 @@ template <class T> void op_axpy(ocl_context& cx, const sdk::op_args& a) {
   // A host alpha of 0 returns here (reference axpy); a device one in our kernel.
   if (c.n == 0 || c.alpha.is_zero()) return;
 #ifdef PARENCHYMA_HAVE_CLBLAST
-  if (use_clblast<T>(cx, AXPY, c)) {
+  if (use_clblast<T>(cx, AXPY, c, double(c.n))) {
     clblast_run<T>(cx, AXPY, "CLBlast axpy", [&] {
       return clb<T>::axpy(c.n, static_cast<T>(c.alpha.value), clm(cx, *c.x.t), 0, c.x.inc,
                           clm(cx, *c.y.t), 0, c.y.inc, clq(cx), nullptr);
@@ -332,7 +355,7 @@ template <class T> void op_scal(ocl_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_scal(a, dt<T>);
   if (c.n == 0) return;
 #ifdef PARENCHYMA_HAVE_CLBLAST
-  if (use_clblast<T>(cx, SCAL, c)) {
+  if (use_clblast<T>(cx, SCAL, c, double(c.n))) {
     clblast_run<T>(cx, SCAL, "CLBlast scal", [&] {
       return clb<T>::scal(c.n, static_cast<T>(c.alpha.value), clm(cx, *c.x.t), 0, c.x.inc, clq(cx),
                           nullptr);
@@ -352,7 +375,7 @@ template <class T, bool Swap> void copy_or_swap(ocl_context& cx, const sdk::op_a
       Swap ? blas_bundle::decode_swap(a, dt<T>) : blas_bundle::decode_copy(a, dt<T>);
   if (c.n == 0) return;
 #ifdef PARENCHYMA_HAVE_CLBLAST
-  if (use_clblast<T>(cx, Swap ? SWAP : COPY, c)) {
+  if (use_clblast<T>(cx, Swap ? SWAP : COPY, c, double(c.n))) {
     if constexpr (Swap)
       clblast_run<T>(cx, SWAP, "CLBlast swap", [&] {
         return clb<T>::swap(c.n, clm(cx, *c.x.t), 0, c.x.inc, clm(cx, *c.y.t), 0, c.y.inc, clq(cx),
@@ -390,7 +413,7 @@ template <class T> void op_gemv(ocl_context& cx, const sdk::op_args& a) {
     return;
   }
 #ifdef PARENCHYMA_HAVE_CLBLAST
-  if (use_clblast<T>(cx, GEMV, c)) {
+  if (use_clblast<T>(cx, GEMV, c, double(c.m) * double(c.n))) {
     // CLBlast reads y even with beta == 0 (NaN there survives): clear the elements first.
     if (c.beta.is_zero())
       scale_window<T>(cx, a.queue(), "gemv", ny, 1, c.y.inc, c.beta, c.y.t->memory);
@@ -429,7 +452,7 @@ template <class T> void op_gemm(ocl_context& cx, const sdk::op_args& a) {
     return;
   }
 #ifdef PARENCHYMA_HAVE_CLBLAST
-  if (use_clblast<T>(cx, GEMM, c)) {
+  if (use_clblast<T>(cx, GEMM, c, double(c.m) * double(c.n) * double(c.k))) {
     // beta == 0 must not read C: clear the window rather than trust each CLBlast kernel.
     if (c.beta.is_zero())
       scale_window<T>(cx, a.queue(), "gemm", c.m, c.n, c.ldc, c.beta, c.C->memory);
@@ -450,6 +473,15 @@ template <class T> void op_gemm(ocl_context& cx, const sdk::op_args& a) {
   const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1), be = kernel_scalar<T>(cx, c.beta, 2);
   const int flags = al.flag | be.flag;
   const gemm_shape& g = cx.gs;
+  if (!g.tiled) { // CPU device: the vector kernel (kernels_cl.hpp)
+    const uint64_t gm = (static_cast<uint64_t>(m) + g.mc - 1) / g.mc;
+    const uint64_t gn = (static_cast<uint64_t>(n) + d.gemm_nr - 1) / d.gemm_nr;
+    cx.launch(a.queue(), d.k.gemmv[(c.ta ? 2 : 0) + (c.tb ? 1 : 0)], 2, {gn, gm}, {1, 1},
+              {val(m), val(n), val(k), val(al.value), mem(al.buffer), val(be.value), mem(be.buffer),
+               val(flags), mem(c.A->memory), val(lda), mem(c.B->memory), val(ldb), mem(c.C->memory),
+               val(ldc)});
+    return;
+  }
   const uint32_t rts_n = static_cast<uint32_t>(g.ts_n / g.wpt_n);
   const uint64_t gx = (static_cast<uint64_t>(n) + g.ts_n - 1) / g.ts_n * rts_n;
   uint64_t gy;
@@ -482,19 +514,25 @@ void at_offset_zero(ocl_context& cx, const sdk::op_args& a) {
   F(cx, a);
 }
 
-std::array<impl, OP_COUNT> choose_impls(const pcy_host_services& host) {
-  std::array<impl, OP_COUNT> c = measured_default;
+// The per-op thresholds: the measured table, or one implementation at every size when
+// PARENCHYMA_BLAS_OPENCL_IMPL=own|clblast forces it (axpby and nrm2 stay ours).
+std::array<double, OP_COUNT> choose_thresholds(const pcy_host_services& host, bool& forced) {
+  std::array<double, OP_COUNT> c = measured_clblast_from;
+  forced = false;
 #ifdef PARENCHYMA_HAVE_CLBLAST
   if (const char* e = sdk::host_setting(&host, "PARENCHYMA_BLAS_OPENCL_IMPL")) {
     const std::string_view v(e);
-    if (v == "own" || v == "clblast") c.fill(v == "own" ? impl::own : impl::clblast);
+    if (v == "own" || v == "clblast") {
+      c.fill(v == "own" ? never : 0.0);
+      forced = true;
+    }
   }
 #else
   (void)host;
-  c.fill(impl::own);
+  c.fill(never);
 #endif
-  c[AXPBY] = impl::own; // CLBlast has no axpby
-  c[NRM2] = impl::own;  // CLBlast's nrm2 overflows and underflows (see op_nrm2)
+  c[AXPBY] = never; // CLBlast has no axpby
+  c[NRM2] = never;  // CLBlast's nrm2 overflows and underflows (see op_nrm2)
   return c;
 }
 
@@ -524,7 +562,7 @@ public:
 
   explicit blas_opencl_bundle(const pcy_host_services& host)
       : log_(&host, bundle_name), host_(&host) {
-    choice_ = choose_impls(host);
+    clblast_from_ = choose_thresholds(host, forced_);
     if (const char* e = sdk::host_setting(&host, "PARENCHYMA_BLAS_OPENCL_IMPL")) {
       const std::string_view v(e);
 #ifdef PARENCHYMA_HAVE_CLBLAST
@@ -565,7 +603,7 @@ public:
     auto cx = std::make_unique<ocl_context>();
     cx->fw = &fw;
     cx->queue = a.queue;
-    cx->choice = choice_;
+    cx->clblast_from = clblast_from_;
     cx->cl_queue = sdk::native_handle(fw, PCY_NATIVE_QUEUE, a.context, a.device, a.queue, nullptr);
 
     // The device decides the gemm form and the reduction width.
@@ -590,11 +628,12 @@ public:
     cx->gs.tiled = !cpu;
     if (const char* e = sdk::host_setting(host_, "PARENCHYMA_BLAS_OPENCL_GEMM"))
       cx->gs.tiled = std::string_view(e) != "direct";
-    if (!cx->gs.tiled) {
-      cx->gs.ts_n = 64;
-      cx->gs.wpt_n = 4;
-      cx->gs.wpt_m = 4;
-    }
+    // gemm: on a CPU device our vector kernel beats CLBlast at every size measured (the
+    // table's "never"); other devices keep CLBlast's gemm wherever it is built in (not measured).
+    if (!forced_ && !cpu) cx->clblast_from[GEMM] = 0;
+#ifndef PARENCHYMA_HAVE_CLBLAST
+    cx->clblast_from[GEMM] = never;
+#endif
     cx->max_groups = cpu ? static_cast<uint32_t>(std::clamp<int64_t>(units * 4, 4, 256)) : 1024;
 
     build(*cx, a, cx->f32, "float", true);
@@ -624,10 +663,13 @@ private:
              bool must) {
     const pcy_framework_api& fw = *a.framework;
     const gemm_shape& g = cx.gs;
-    const std::string options =
-        sdk::str("-DREAL=", real, must ? "" : " -DPCY_FP64", " -DRWG=", reduce_wg,
-                 g.tiled ? " -DGEMM_TILED" : "", " -DTS_M=", g.ts_m, " -DTS_N=", g.ts_n,
-                 " -DTS_K=", g.ts_k, " -DWPT_M=", g.wpt_m, " -DWPT_N=", g.wpt_n);
+    // Two vectors of 8 floats or 4 doubles: one AVX2 register each (PoCL's CPU target here).
+    d.gemm_nr = must ? g.nr : g.nr / 2;
+    const std::string options = sdk::str(
+        "-DREAL=", real, must ? "" : " -DPCY_FP64", " -DRWG=", reduce_wg,
+        g.tiled ? " -DGEMM_TILED" : "", " -DTS_M=", g.ts_m, " -DTS_N=", g.ts_n, " -DTS_K=", g.ts_k,
+        " -DWPT_M=", g.wpt_m, " -DWPT_N=", g.wpt_n, " -DGEMM_MR=", g.mr,
+        " -DGEMM_VW=", d.gemm_nr / 2, " -DGEMM_MC=", g.mc, " -DGEMM_KC=", g.kc);
     pcy_program_build_args b{};
     b.struct_size = sizeof b;
     b.context = a.context;
@@ -657,8 +699,14 @@ private:
     d.k.gemv_n = make_kernel(fw, d.program, "gemv_n");
     d.k.gemv_t = make_kernel(fw, d.program, "gemv_t");
     const char* gemm_names[4] = {"gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt"};
-    for (int i = 0; i < 4; ++i)
-      d.k.gemm[i] = make_kernel(fw, d.program, gemm_names[i]);
+    if (g.tiled) {
+      for (int i = 0; i < 4; ++i)
+        d.k.gemm[i] = make_kernel(fw, d.program, gemm_names[i]);
+    } else {
+      const char* names[4] = {"gemmv_nn", "gemmv_nt", "gemmv_tn", "gemmv_tt"};
+      for (int i = 0; i < 4; ++i)
+        d.k.gemmv[i] = make_kernel(fw, d.program, names[i]);
+    }
     d.available = true;
   }
 
@@ -666,14 +714,20 @@ private:
             void (*F64)(ocl_context&, const sdk::op_args&)>
   void add(op_id op, const pcy_op_schema& schema, const char* sig_1_0 = nullptr) {
     auto label = [&](bool f64) -> std::string {
-      if (choice_[op] == impl::clblast)
-        return sdk::str("CLBlast ",
+      const std::string own =
+          sdk::str("parenchyma OpenCL C kernel ", op_names[op], f64 ? " (f64)" : " (f32)");
+      if (clblast_from_[op] >= never) return own;
+      const std::string clblast = sdk::str("CLBlast ",
 #ifdef PARENCHYMA_HAVE_CLBLAST
-                        PARENCHYMA_CLBLAST_VERSION,
+                                           PARENCHYMA_CLBLAST_VERSION,
 #endif
-                        " CLBlast", f64 ? "D" : "S", op_names[op],
-                        " (own kernel when a scalar is a tensor)");
-      return sdk::str("parenchyma OpenCL C kernel ", op_names[op], f64 ? " (f64)" : " (f32)");
+                                           " CLBlast", f64 ? "D" : "S", op_names[op]);
+      if (clblast_from_[op] <= 0) return clblast + " (own kernel when a scalar is a tensor)";
+      return sdk::str(clblast, " from ", static_cast<int64_t>(clblast_from_[op]),
+                      op == GEMM   ? " m n k"
+                      : op == GEMV ? " m n"
+                                   : " elements",
+                      "; below: ", own);
     };
     table_.add<at_offset_zero<F32>, at_offset_zero<F64>>(schema, label(false), label(true),
                                                          sig_1_0);
@@ -681,7 +735,8 @@ private:
 
   sdk::logger log_;
   const pcy_host_services* host_;
-  std::array<impl, OP_COUNT> choice_{};
+  std::array<double, OP_COUNT> clblast_from_{};
+  bool forced_ = false; // PARENCHYMA_BLAS_OPENCL_IMPL chose one implementation for every size
   sdk::op_table<blas_opencl_bundle> table_;
 };
 

@@ -319,43 +319,117 @@ __kernel void gemv_t(int m, int n, real a, __global const real* pa, real b,
     }                                                                                           \
     GEMM_STORE()                                                                                \
   }
-#else
-/* CPU form (PoCL): no local memory and no barrier, so the accumulators stay in registers and
- * the caches do the tiling; neighbouring work-items take neighbouring columns (vector lanes),
- * each work-item WPT_M consecutive rows x WPT_N columns strided by the work-group width. */
-#define RTS_N (TS_N / WPT_N)
-#define ROW(wm) (row0 + (wm))
-#define COL(wn) (col0 + (wn) * RTS_N)
-#define GEMM_KERNEL(NAME, TA_, TB_)                                                             \
-  __kernel __attribute__((reqd_work_group_size(RTS_N, 1, 1)))                                   \
+#endif
+
+#ifndef GEMM_TILED
+/* CPU form (PoCL compiles each work-group as a function; with one work-item per group the
+ * explicit vectors are the SIMD). A work-item computes GEMM_MC rows x (2 GEMM_VW) columns of C:
+ * per GEMM_KC slice of k it packs B's slice (2 GEMM_VW x GEMM_KC, 8 KiB in f32) contiguously into
+ * local memory (B's rows are ldb apart: 4 KiB strides put every row in the same L1 set), then
+ * for each tile of GEMM_MR (6) rows keeps 12 vector accumulators in registers (of AVX2's 16, the
+ * ISA PoCL targets here): per k step two vector loads from the packed slice, six broadcasts of
+ * A, twelve vector FMAs; partial sums wait in local memory between slices. B^T (nt, tt) is
+ * packed by columns, so every transpose runs the same inner loop. Dimension 0 walks the column
+ * panels: the groups a PoCL thread runs in turn share A's rows. Rows beyond m repeat row m - 1
+ * (not stored); a panel reaching past n runs the scalar loop. */
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+typedef CAT(REAL, GEMM_VW) realv;
+#define VLOAD CAT(vload, GEMM_VW)
+#define VSTORE CAT(vstore, GEMM_VW)
+#define GEMMV_STORE(acc, off)                                                                   \
+  {                                                                                             \
+    realv v = (realv)0;                                                                         \
+    if (al != (real)0) v = al * (acc);                                                          \
+    if (be != (real)0) v += be * VLOAD(off, Cr);                                                \
+    VSTORE(v, off, Cr);                                                                         \
+  }
+#if GEMM_MR != 6
+#error "the CPU vector gemm names six rows (GEMM_ROWS)"
+#endif
+#define GEMM_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+/* row w of the tile: its A pointer at column kb, stepping by as along k */
+#define GEMMV_ROW_INIT(w)                                                                       \
+  __global const real* ap##w = A + (long)min(row0 + t + w, m - 1) * ar + (long)kb * as;        \
+  realv c0##w = kb == 0 ? (realv)0 : Cs[t + w][0];                                              \
+  realv c1##w = kb == 0 ? (realv)0 : Cs[t + w][1];
+#define GEMMV_ROW_FMA(w)                                                                        \
+  {                                                                                             \
+    const realv av = (realv)(*ap##w);                                                           \
+    ap##w += as;                                                                                \
+    c0##w = fma(av, b0, c0##w);                                                                 \
+    c1##w = fma(av, b1, c1##w);                                                                 \
+  }
+#define GEMMV_ROW_SAVE(w)                                                                       \
+  Cs[t + w][0] = c0##w;                                                                         \
+  Cs[t + w][1] = c1##w;
+#define GEMMV_KERNEL(NAME, TA_, TB_)                                                            \
+  __kernel __attribute__((reqd_work_group_size(1, 1, 1)))                                       \
   void NAME(int m, int n, int k, real a, __global const real* pa, real b,                       \
             __global const real* pb, int flags, __global const real* A, int lda,                \
             __global const real* B, int ldb, __global real* C, int ldc) {                       \
     const int TA = TA_, TB = TB_;                                                               \
-    const int row0 = get_global_id(1) * WPT_M;                                                  \
-    const int col0 = get_group_id(0) * TS_N + get_local_id(0);                                  \
-    int rr[WPT_M], cc[WPT_N];                                                                   \
-    for (int wm = 0; wm < WPT_M; ++wm) rr[wm] = min(ROW(wm), m - 1);                            \
-    for (int wn = 0; wn < WPT_N; ++wn) cc[wn] = min(COL(wn), n - 1);                            \
-    real acc[WPT_M][WPT_N];                                                                     \
-    for (int wm = 0; wm < WPT_M; ++wm)                                                          \
-      for (int wn = 0; wn < WPT_N; ++wn) acc[wm][wn] = 0;                                       \
-    for (int l = 0; l < k; ++l) {                                                               \
-      real bv[WPT_N];                                                                           \
-      for (int wn = 0; wn < WPT_N; ++wn) bv[wn] = B_AT(l, cc[wn]);                              \
-      for (int wm = 0; wm < WPT_M; ++wm) {                                                      \
-        const real av = A_AT(rr[wm], l);                                                        \
-        for (int wn = 0; wn < WPT_N; ++wn) acc[wm][wn] = fma(av, bv[wn], acc[wm][wn]);          \
+    const int col0 = get_global_id(0) * (2 * GEMM_VW), row0 = get_global_id(1) * GEMM_MC;       \
+    const int rows = min(GEMM_MC, m - row0);                                                    \
+    const real al = ALPHA, be = BETA;                                                           \
+    if (col0 + 2 * GEMM_VW > n) {                                                               \
+      for (int r = 0; r < rows; ++r) {                                                          \
+        const int row = row0 + r;                                                               \
+        for (int col = col0; col < n; ++col) {                                                  \
+          real acc = 0;                                                                         \
+          for (int l = 0; l < k; ++l) acc = fma(A_AT(row, l), B_AT(l, col), acc);              \
+          const long ic = (long)row * ldc + col;                                                \
+          C[ic] = COMBINE(al, acc, be, C[ic]);                                                  \
+        }                                                                                       \
+      }                                                                                         \
+      return;                                                                                   \
+    }                                                                                           \
+    __local realv Bs[GEMM_KC][2];      /* B's panel slice, packed: no set conflicts */          \
+    __local realv Cs[GEMM_MC][2];      /* the partial sums between k slices */                 \
+    for (int kb = 0; kb < k; kb += GEMM_KC) {                                                   \
+      const int kc = min(GEMM_KC, k - kb);                                                      \
+      if (TB) { /* B^T: each of the tile's columns is contiguous along k */                    \
+        __local real* bs = (__local real*)Bs;                                                   \
+        for (int c = 0; c < 2 * GEMM_VW; ++c) {                                                 \
+          __global const real* Bc = B + (long)(col0 + c) * ldb + kb;                            \
+          for (int l = 0; l < kc; ++l) bs[l * 2 * GEMM_VW + c] = Bc[l];                         \
+        }                                                                                       \
+      } else {                                                                                  \
+        __global const real* Bp = B + (long)kb * ldb + col0;                                    \
+        for (int l = 0; l < kc; ++l, Bp += ldb) {                                               \
+          Bs[l][0] = VLOAD(0, Bp);                                                              \
+          Bs[l][1] = VLOAD(1, Bp);                                                              \
+        }                                                                                       \
+      }                                                                                         \
+      for (int t = 0; t < rows; t += GEMM_MR) {                                                 \
+        /* six rows by name (GEMM_MR is 6): accumulators in registers, no private array */      \
+        const long as = TA ? lda : 1, ar = TA ? 1 : lda;                                        \
+        GEMM_ROWS(GEMMV_ROW_INIT)                                                               \
+        for (int l = 0; l < kc; ++l) {                                                          \
+          const realv b0 = Bs[l][0], b1 = Bs[l][1];                                             \
+          GEMM_ROWS(GEMMV_ROW_FMA)                                                              \
+        }                                                                                       \
+        GEMM_ROWS(GEMMV_ROW_SAVE)                                                               \
       }                                                                                         \
     }                                                                                           \
-    GEMM_STORE()                                                                                \
+    for (int r = 0; r < rows; ++r) {                                                            \
+      __global real* Cr = C + (long)(row0 + r) * ldc + col0;                                    \
+      GEMMV_STORE(Cs[r][0], 0)                                                                  \
+      GEMMV_STORE(Cs[r][1], 1)                                                                  \
+    }                                                                                           \
   }
+GEMMV_KERNEL(gemmv_nn, 0, 0)
+GEMMV_KERNEL(gemmv_nt, 0, 1)
+GEMMV_KERNEL(gemmv_tn, 1, 0)
+GEMMV_KERNEL(gemmv_tt, 1, 1)
 #endif
 
+#ifdef GEMM_TILED
 GEMM_KERNEL(gemm_nn, 0, 0)
 GEMM_KERNEL(gemm_nt, 0, 1)
 GEMM_KERNEL(gemm_tn, 1, 0)
 GEMM_KERNEL(gemm_tt, 1, 1)
+#endif
 )CLC";
 
 } // namespace parenchyma::blas_opencl
