@@ -716,6 +716,11 @@ private:
     auto label = [&](bool f64) -> std::string {
       const std::string own =
           sdk::str("parenchyma OpenCL C kernel ", op_names[op], f64 ? " (f64)" : " (f32)");
+#ifdef PARENCHYMA_HAVE_CLBLAST
+      if (op == GEMM && !forced_) // create_context: ours on CPU devices, CLBlast elsewhere
+        return sdk::str(own, " on CPU devices; CLBlast ", PARENCHYMA_CLBLAST_VERSION, " CLBlast",
+                        f64 ? "D" : "S", "gemm on others (own kernel when a scalar is a tensor)");
+#endif
       if (clblast_from_[op] >= never) return own;
       const std::string clblast = sdk::str("CLBlast ",
 #ifdef PARENCHYMA_HAVE_CLBLAST
