@@ -384,21 +384,20 @@ typedef CAT(REAL, GEMM_VW) realv;
       }                                                                                         \
       return;                                                                                   \
     }                                                                                           \
-    __local realv Bs[GEMM_KC][2];      /* B's panel slice, packed: no set conflicts */          \
+    __local real Bs[GEMM_KC * 2 * GEMM_VW]; /* B's slice, packed (vload/vstore only) */          \
     __local realv Cs[GEMM_MC][2];      /* the partial sums between k slices */                 \
     for (int kb = 0; kb < k; kb += GEMM_KC) {                                                   \
       const int kc = min(GEMM_KC, k - kb);                                                      \
       if (TB) { /* B^T: each of the tile's columns is contiguous along k */                    \
-        __local real* bs = (__local real*)Bs;                                                   \
         for (int c = 0; c < 2 * GEMM_VW; ++c) {                                                 \
           __global const real* Bc = B + (long)(col0 + c) * ldb + kb;                            \
-          for (int l = 0; l < kc; ++l) bs[l * 2 * GEMM_VW + c] = Bc[l];                         \
+          for (int l = 0; l < kc; ++l) Bs[l * 2 * GEMM_VW + c] = Bc[l];                         \
         }                                                                                       \
       } else {                                                                                  \
         __global const real* Bp = B + (long)kb * ldb + col0;                                    \
         for (int l = 0; l < kc; ++l, Bp += ldb) {                                               \
-          Bs[l][0] = VLOAD(0, Bp);                                                              \
-          Bs[l][1] = VLOAD(1, Bp);                                                              \
+          VSTORE(VLOAD(0, Bp), 2 * l, Bs);                                                      \
+          VSTORE(VLOAD(1, Bp), 2 * l + 1, Bs);                                                  \
         }                                                                                       \
       }                                                                                         \
       for (int t = 0; t < rows; t += GEMM_MR) {                                                 \
@@ -406,7 +405,7 @@ typedef CAT(REAL, GEMM_VW) realv;
         const long as = TA ? lda : 1, ar = TA ? 1 : lda;                                        \
         GEMM_ROWS(GEMMV_ROW_INIT)                                                               \
         for (int l = 0; l < kc; ++l) {                                                          \
-          const realv b0 = Bs[l][0], b1 = Bs[l][1];                                             \
+          const realv b0 = VLOAD(2 * l, Bs), b1 = VLOAD(2 * l + 1, Bs);                         \
           GEMM_ROWS(GEMMV_ROW_FMA)                                                              \
         }                                                                                       \
         GEMM_ROWS(GEMMV_ROW_SAVE)                                                               \
