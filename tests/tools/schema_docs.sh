@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # The op-schema tables in the docs are parenchyma-info's output: docs/<ext>.md holds, between
-# its markers, exactly what `parenchyma-info --ops --markdown` prints for the bundles built here.
-#   schema_docs.sh <parenchyma-info> <docs file>
+# its markers, exactly the table of extension <ext> that `parenchyma-info --ops --markdown` prints
+# for the bundles built here.
+#   schema_docs.sh <parenchyma-info> <docs file> <ext>
 set -u
-info=$1 doc=$2
+info=$1 doc=$2 ext=$3
 begin='<!-- parenchyma-info --ops --markdown: begin -->'
 end='<!-- parenchyma-info --ops --markdown: end -->'
-out=$("$info" --ops --markdown) || { echo "parenchyma-info --ops --markdown failed"; exit 1; }
-if [ "$out" = "(no bundle with op schemas loaded)" ]; then
-  echo "skipped: no bundle with op schemas was built (OpenBLAS missing?)"; exit 77
+all=$("$info" --ops --markdown) || { echo "parenchyma-info --ops --markdown failed"; exit 1; }
+# The extension's table: from its header line to the blank line after it.
+out=$(printf '%s\n' "$all" | awk -v h="| $ext op |" 'index($0, h) == 1 {p = 1} p && $0 == "" {exit} p {print}')
+if [ -z "$out" ]; then
+  echo "skipped: no bundle of extension '$ext' with op schemas was built here"; exit 77
 fi
 grep -qxF "$begin" "$doc" && grep -qxF "$end" "$doc" || { echo "$doc lacks the markers"; exit 1; }
 documented=$(sed -n "\\|^$begin\$|,\\|^$end\$|p" "$doc" | sed '1d;$d')
