@@ -143,6 +143,10 @@ void act_pw_grad(const Backend& b, const TensorStorage& y, TensorStorage& d) {
   c.written(d, "d");
   ext::invoke<S>(b, c.dtype(), {OpArg::in(y), OpArg::inout(d)});
 }
+inline void finite_alpha(const pcy_op_schema& s, double alpha) {
+  if (!std::isfinite(alpha))
+    ext::fail(s, errc::invalid_argument, "argument alpha: ", alpha, " is not finite");
+}
 template <const pcy_op_schema& S>
 void elu_(const Backend& b, const TensorStorage& x, TensorStorage& y, double alpha) {
   ext::checker c(S, x, "x", any_float);
@@ -150,13 +154,8 @@ void elu_(const Backend& b, const TensorStorage& x, TensorStorage& y, double alp
   same_size(S, y, "y", x, "x");
   c.distinct(x, "x", y, "y");
   c.written(x, "x");
-  if (!std::isfinite(alpha))
-    ext::fail(S, errc::invalid_argument, "argument alpha: ", alpha, " is not finite");
+  finite_alpha(S, alpha);
   ext::invoke<S>(b, c.dtype(), {OpArg::in(x), OpArg::out(y), OpArg::real(alpha)});
-}
-inline void finite_alpha(const pcy_op_schema& s, double alpha) {
-  if (!std::isfinite(alpha))
-    ext::fail(s, errc::invalid_argument, "argument alpha: ", alpha, " is not finite");
 }
 } // namespace detail
 
