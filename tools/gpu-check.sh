@@ -31,10 +31,10 @@ say selftest
 timeout 150 "$B/bin/nn-cuda-selftest" >"$OUT/selftest.log" 2>&1; echo "selftest rc $?"
 grep -vE "PASS" "$OUT/selftest.log" | head -60
 say "conformance nn cuda"
-timeout 150 "$B/bin/parenchyma-conformance" "$B/lib/parenchyma" --framework cuda --suite nn --require-ops >"$OUT/conf-nn-cuda.log" 2>&1; echo "rc $?"
+timeout 150 "$B/bin/parenchyma-conformance" "$B/lib/parenchyma/plugins" --framework cuda --suite nn --require-ops >"$OUT/conf-nn-cuda.log" 2>&1; echo "rc $?"
 grep -E "FAIL|fail|passed|skipped" "$OUT/conf-nn-cuda.log" | head -40
 say "conformance nn opencl (NVIDIA)"
-PARENCHYMA_OPENCL_PLATFORMS=nvidia timeout 100 "$B/bin/parenchyma-conformance" "$B/lib/parenchyma" --framework opencl --suite nn --require-ops >"$OUT/conf-nn-nvcl.log" 2>&1; echo "rc $?"
+PARENCHYMA_OPENCL_PLATFORMS=nvidia timeout 100 "$B/bin/parenchyma-conformance" "$B/lib/parenchyma/plugins" --framework opencl --suite nn --require-ops >"$OUT/conf-nn-nvcl.log" 2>&1; echo "rc $?"
 grep -E "FAIL|fail|passed|skipped" "$OUT/conf-nn-nvcl.log" | head -30
 say python
 PYTHONPATH="$B/python" timeout 120 python3 -m pytest -q -rs "$SRC/tests/python" >"$OUT/pytest.log" 2>&1; echo "pytest rc $?"

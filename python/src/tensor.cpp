@@ -149,7 +149,7 @@ int tensor_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
   view->obj = nullptr;
   try {
     const PyTensor& t = py::handle(obj).cast<const PyTensor&>();
-    const DtypeName& d = dtype_entry(t.storage->dtype());
+    const DtypeName d = dtype_entry(t.storage->dtype());
     if (d.buffer_format == nullptr)
       fail(errc::unsupported, "parenchyma.Tensor",
            std::string("the buffer protocol has no format for ") + d.name +
@@ -506,7 +506,7 @@ Threads: a tensor may be shared between Python threads; its operations are seria
             if (!cuda)
               throw py::attribute_error("__cuda_array_interface__: the tensor is not on a CUDA "
                                         "backend (Tensor.backend)");
-            const DtypeName& d = dtype_entry(t.storage->dtype());
+            const DtypeName d = dtype_entry(t.storage->dtype());
             if (d.typestr == nullptr)
               throw py::attribute_error(std::string("__cuda_array_interface__: no typestr for ") +
                                         d.name);

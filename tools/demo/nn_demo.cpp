@@ -127,6 +127,24 @@ std::string find_digits(const std::string& option) {
     }
     globfree(&g);
   }
+  // Last, the scikit-learn that the python3 on PATH imports (a virtual environment that is not
+  // activated, say): its package directory, asked of Python itself.
+  searched += "\n  (the sklearn package of the python3 on PATH)";
+  if (std::FILE* py =
+          popen("python3 -c 'import os, sklearn; print(os.path.dirname(sklearn.__file__))' "
+                "2>/dev/null",
+                "r")) {
+    char line[4096] = {};
+    const bool got = std::fgets(line, sizeof line, py) != nullptr;
+    pclose(py);
+    std::string dir = got ? std::string(line) : std::string();
+    while (!dir.empty() && (dir.back() == '\n' || dir.back() == '\r'))
+      dir.pop_back();
+    if (!dir.empty()) {
+      const std::string f = dir + "/datasets/data/digits.csv.gz";
+      if (exists(f)) return f;
+    }
+  }
   throw Exit(exit_skip, std::string("skipped: the digits data set (scikit-learn's ") + digits_file +
                             ") is not installed; install python3-sklearn (Debian, Ubuntu) or "
                             "scikit-learn (pip), or pass --data PATH or PARENCHYMA_DIGITS. "
