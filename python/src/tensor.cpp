@@ -148,7 +148,8 @@ int tensor_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
   }
   view->obj = nullptr;
   try {
-    const PyTensor& t = py::handle(obj).cast<const PyTensor&>();
+    const py::handle self(obj);
+    const PyTensor& t = self.cast<const PyTensor&>();
     const DtypeName d = dtype_entry(t.storage->dtype());
     if (d.buffer_format == nullptr)
       fail(errc::unsupported, "parenchyma.Tensor",

@@ -253,6 +253,7 @@ struct conv_algorithm_call {
   int64_t direction = 0; // 0 forward, 1 grad_data, 2 grad_filter
   int64_t requested = -1;
   const pcy_tensor* result = nullptr;
+  uint64_t result_count = 2; // 2: {algorithm, workspace}; 3: numerics too
 };
 
 inline conv_algorithm_call decode_conv_algorithm(const sdk::op_args& a, pcy_dtype d) {
@@ -282,8 +283,10 @@ inline conv_algorithm_call decode_conv_algorithm(const sdk::op_args& a, pcy_dtyp
   if (c.g.math < 0 || c.g.math > 2)
     dc.bad(PCY_ERR_INVALID_ARGUMENT, MA, str(c.g.math, ", expected 0, 1 or 2"));
   c.result = &dc.tensor(RES);
-  if (dc.elements(*c.result, RES) != 2)
-    dc.bad(PCY_ERR_INVALID_ARGUMENT, RES, "expected 2 elements (algorithm, workspace bytes)");
+  c.result_count = dc.elements(*c.result, RES);
+  if (c.result_count != 2 && c.result_count != 3)
+    dc.bad(PCY_ERR_INVALID_ARGUMENT, RES,
+           "expected 2 or 3 elements (algorithm, workspace bytes[, numerics])");
   return c;
 }
 

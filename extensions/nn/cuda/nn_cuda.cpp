@@ -167,6 +167,34 @@ constexpr int algo_count[3] = {CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
 constexpr const char* direction_name[3] = {"convolution", "convolution_grad_data",
                                            "convolution_grad_filter"};
 
+// PCY_NN_NUMERICS_TRANSFORM for cuDNN's FFT and Winograd algorithms (their rounding error is
+// spread over a tile), PCY_NN_NUMERICS_DIRECT for the GEMM-like ones and our own kernel.
+constexpr int64_t numerics_of(int dir, int64_t algorithm) noexcept {
+  switch (dir) {
+  case 0:
+    return algorithm == CUDNN_CONVOLUTION_FWD_ALGO_FFT ||
+                   algorithm == CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING ||
+                   algorithm == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD ||
+                   algorithm == CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED
+               ? PCY_NN_NUMERICS_TRANSFORM
+               : PCY_NN_NUMERICS_DIRECT;
+  case 1:
+    return algorithm == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT ||
+                   algorithm == CUDNN_CONVOLUTION_BWD_DATA_ALGO_FFT_TILING ||
+                   algorithm == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD ||
+                   algorithm == CUDNN_CONVOLUTION_BWD_DATA_ALGO_WINOGRAD_NONFUSED
+               ? PCY_NN_NUMERICS_TRANSFORM
+               : PCY_NN_NUMERICS_DIRECT;
+  default:
+    return algorithm == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT ||
+                   algorithm == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING ||
+                   algorithm == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD ||
+                   algorithm == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED
+               ? PCY_NN_NUMERICS_TRANSFORM
+               : PCY_NN_NUMERICS_DIRECT;
+  }
+}
+
 // A convolution's geometry as cuDNN's descriptors hold it (with the dtype and math type).
 struct conv_key {
   int dt = -1, N = 0, C = 0, H = 0, W = 0, K = 0, R = 0, S = 0, sh = 0, sw = 0, ph = 0, pw = 0,
@@ -1060,14 +1088,14 @@ struct conv_algorithm_op {
       }
     }
     // The result is device memory: a blocking write (configuration time).
-    int64_t out[2] = {r.algorithm, r.workspace};
+    int64_t out[3] = {r.algorithm, r.workspace, numerics_of(dir, r.algorithm)};
     pcy_memory_transfer_args w{};
     w.struct_size = sizeof w;
     w.queue = a.queue();
     w.memory = c.result->memory;
     w.offset = c.result->byte_offset;
     w.host_pointer = out;
-    w.bytes = sizeof out;
+    w.bytes = c.result_count * sizeof out[0];
     w.blocking = true;
     sdk::check(cx.fw->memory_write(&w));
   }

@@ -631,6 +631,7 @@ template <class T> void op_conv_algorithm(native_context& cx, const sdk::op_args
   int64_t* r = cx.ptr<int64_t>(*c.result);
   r[0] = alg;
   r[1] = static_cast<int64_t>(ws);
+  if (c.result_count == 3) r[2] = PCY_NN_NUMERICS_DIRECT; // every algorithm here sums directly
 }
 
 // ---- pooling ------------------------------------------------------------------------------

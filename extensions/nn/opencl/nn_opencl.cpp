@@ -448,14 +448,14 @@ template <class T> void op_conv_algorithm(ocl_context& cx, const sdk::op_args& a
     }
   }
   // The result is device memory: a blocking write from this frame's array.
-  const int64_t result[2] = {algo, 0};
+  const int64_t result[3] = {algo, 0, PCY_NN_NUMERICS_DIRECT}; // both kernels sum directly
   pcy_memory_transfer_args w{};
   w.struct_size = sizeof w;
   w.queue = a.queue();
   w.memory = c.result->memory;
   w.offset = c.result->byte_offset;
   w.host_pointer = const_cast<int64_t*>(result);
-  w.bytes = sizeof result;
+  w.bytes = c.result_count * sizeof result[0];
   w.blocking = true;
   sdk::check(cx.fw->memory_write(&w));
 }

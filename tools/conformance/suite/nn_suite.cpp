@@ -225,6 +225,31 @@ void expect_all(const std::string& what, const vec& got, const nn_ref::summed& r
   for (size_t i = 0; i < got.size(); ++i)
     expect_near<T>(what, i, got[i], r.v[i], r.mag[i], r.terms[i]);
 }
+// A convolution through a transform (FFT, Winograd: Convolution::numerics): rounding error is
+// spread over a tile, so each output is held to the bound of the output's largest magnitude and
+// most terms (twice the per-element factor: the transforms add a few roundings of their own).
+template <class T>
+void expect_all_transform(const std::string& what, const vec& got, const nn_ref::summed& r) {
+  if (got.size() != r.v.size()) {
+    fail_check(str(tname<T>(), " ", what, ": ", got.size(), " elements, expected ", r.v.size()));
+    return;
+  }
+  double mag = 0, terms = 0;
+  for (size_t i = 0; i < got.size(); ++i) {
+    mag = std::max(mag, r.mag[i]);
+    terms = std::max(terms, r.terms[i]);
+  }
+  for (size_t i = 0; i < got.size(); ++i)
+    expect_near<T>(what + " (transform numerics)", i, got[i], r.v[i], 2 * mag, terms);
+}
+template <class T>
+void expect_conv(const std::string& what, const vec& got, const nn_ref::summed& r,
+                 nn::conv_numerics n) {
+  if (n == nn::conv_numerics::transform)
+    expect_all_transform<T>(what, got, r);
+  else
+    expect_all<T>(what, got, r);
+}
 // A transcendental function: a few ulps relative plus a small absolute term.
 template <class T>
 void expect_func(const std::string& what, size_t i, double got, double ref, double abs_scale) {
@@ -694,7 +719,10 @@ template <class T> void convolution_cases(registrar& reg) {
                  conv->algorithm(nn::direction::grad_filter), "; workspace ",
                  conv->workspace_bytes(nn::direction::forward), ", ",
                  conv->workspace_bytes(nn::direction::grad_data), ", ",
-                 conv->workspace_bytes(nn::direction::grad_filter), " bytes"));
+                 conv->workspace_bytes(nn::direction::grad_filter), " bytes; numerics ",
+                 int(conv->numerics(nn::direction::forward)), ", ",
+                 int(conv->numerics(nn::direction::grad_data)), ", ",
+                 int(conv->numerics(nn::direction::grad_filter)), " (1: transform)"));
         for (int d = 0; d < 3; ++d) {
           const int64_t want = cf.algo[static_cast<size_t>(d)];
           const int64_t got = conv->algorithm(static_cast<nn::direction>(d));
@@ -709,15 +737,16 @@ template <class T> void convolution_cases(registrar& reg) {
           conv->forward(xt, wt, bt, yt);
         else
           conv->forward(xt, wt, yt);
-        expect_all<T>(what + " forward", values(yt), yref);
+        expect_conv<T>(what + " forward", values(yt), yref, conv->numerics(nn::direction::forward));
         auto dx = poisoned<T>(xs);
         conv->grad_data(wt, dyt, dx);
         const vec dxv = values(dx);
-        expect_all<T>(what + " grad_data", dxv, dxref);
+        expect_conv<T>(what + " grad_data", dxv, dxref, conv->numerics(nn::direction::grad_data));
         auto dw = poisoned<T>(ws);
         conv->grad_filter(xt, dyt, dw);
         const vec dwv = values(dw);
-        expect_all<T>(what + " grad_filter", dwv, dwref);
+        expect_conv<T>(what + " grad_filter", dwv, dwref,
+                       conv->numerics(nn::direction::grad_filter));
         auto db = poisoned<T>({g.K});
         conv->grad_bias(dyt, db);
         const vec dbv = values(db);
@@ -746,7 +775,8 @@ template <class T> void convolution_cases(registrar& reg) {
          dyt = tensor_of<T>({g.N, g.K, g.P(), g.Q()}, dy);
     auto yt = poisoned<T>({g.N, g.K, g.P(), g.Q()});
     conv.forward(xt, wt, yt);
-    expect_all<T>("convolution training=false forward", values(yt), nn_ref::conv_forward(g, x, w));
+    expect_conv<T>("convolution training=false forward", values(yt), nn_ref::conv_forward(g, x, w),
+                   conv.numerics(nn::direction::forward));
     auto dx = tensor_of<T>({g.N, g.C, g.H, g.W}, x);
     expect_refused(
         "grad_data without training", [&] { conv.grad_data(wt, dyt, dx); }, "convolution_grad_data",

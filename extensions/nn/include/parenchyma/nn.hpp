@@ -310,6 +310,15 @@ enum class math_mode : int { by_setting = 0, strict = 1, tf32 = 2 };
 
 enum class direction : int { forward = 0, grad_data = 1, grad_filter = 2 };
 
+// How a chosen algorithm rounds: direct, each output a sum of its own products (its error
+// bounded by those terms); transform, through an FFT or Winograd transform that spreads rounding
+// error over a tile (each output's error bounded by the output's largest magnitude: an exact 0
+// may come back as a tiny nonzero). cuDNN's FFT and Winograd algorithms are transforms.
+enum class conv_numerics : int {
+  direct = PCY_NN_NUMERICS_DIRECT,
+  transform = PCY_NN_NUMERICS_TRANSFORM
+};
+
 struct ConvolutionParams {
   Pair stride{1, 1}, padding{0, 0}, dilation{1, 1};
   int64_t groups = 1;
@@ -391,6 +400,7 @@ public:
   // direction was not configured (training = false).
   int64_t algorithm(direction d) const noexcept { return algo_[static_cast<int>(d)]; }
   uint64_t workspace_bytes(direction d) const noexcept { return ws_[static_cast<int>(d)]; }
+  conv_numerics numerics(direction d) const noexcept { return num_[static_cast<int>(d)]; }
 
   // y = x (*) w, optionally + bias (one value per output channel).
   void forward(const TensorStorage& x, const TensorStorage& w, TensorStorage& y) const {
@@ -497,7 +507,7 @@ private:
   }
   void choose(direction d) {
     constexpr auto& S = pcy_nn_convolution_algorithm_schema;
-    SharedTensor<int64_t> result({2});
+    SharedTensor<int64_t> result({3});
     const int i = static_cast<int>(d);
     ext::invoke<S>(*b_, dtype_,
                    {OpArg::integer(i), OpArg::integers(x_), OpArg::integers(w_),
@@ -508,8 +518,12 @@ private:
     if (r[0] < 0 || r[1] < 0)
       ext::fail(S, errc::internal, "the bundle returned algorithm ", r[0], " with a workspace of ",
                 r[1], " bytes; report this to the bundle's vendor");
+    if (r[2] != PCY_NN_NUMERICS_DIRECT && r[2] != PCY_NN_NUMERICS_TRANSFORM)
+      ext::fail(S, errc::internal, "the bundle returned numerics ", r[2], " for algorithm ", r[0],
+                "; report this to the bundle's vendor");
     algo_[i] = r[0];
     ws_[i] = static_cast<uint64_t>(r[1]);
+    num_[i] = static_cast<conv_numerics>(r[2]);
   }
 
   const Backend* b_;
@@ -518,6 +532,8 @@ private:
   pcy_dtype dtype_;
   std::array<int64_t, 3> algo_{-1, -1, -1};
   std::array<uint64_t, 3> ws_{0, 0, 0};
+  std::array<conv_numerics, 3> num_{conv_numerics::direct, conv_numerics::direct,
+                                    conv_numerics::direct};
 };
 
 // ---- pooling ------------------------------------------------------------------------------

@@ -52,8 +52,8 @@
 #define PCY_NN_SOFTMAX_ARGS(X)                                                                     \
   X(x, TENSOR, IN, OP, ANY) X(y, TENSOR, OUT, OP, ANY) X(axis, INT, 0, OP, ANY)
 #define PCY_NN_SOFTMAX_GRAD_ARGS(X)                                                                \
-  X(y, TENSOR, IN, OP, ANY) X(dy, TENSOR, IN, OP, ANY) X(dx, TENSOR, OUT, OP, ANY)                \
-  X(axis, INT, 0, OP, ANY)
+  X(y, TENSOR, IN, OP, ANY)                                                                        \
+  X(dy, TENSOR, IN, OP, ANY) X(dx, TENSOR, OUT, OP, ANY) X(axis, INT, 0, OP, ANY)
 
 /* ---- convolution -----------------------------------------------------------------------------
  * Cross-correlation, as cuDNN's CUDNN_CROSS_CORRELATION and PyTorch's conv2d: x N x C x H x W,
@@ -64,34 +64,44 @@
  * convolution_grad_data(w, dy, dx): dx = the gradient of sum(y dy) with respect to x;
  * convolution_grad_filter(x, dy, dw): the gradient with respect to w. Each overwrites its
  * output. `algorithm`: a value that convolution_algorithm returned for this direction (0: the
- * bundle's default); a number the bundle does not have is PCY_ERR_INVALID_ARGUMENT. `math`: 0 the bundle's default (strict unless its setting says
- * otherwise), 1 strict (the op's dtype throughout), 2 reduced-precision inner products allowed
- * (TF32 tensor cores for f32 on CUDA). Workspace comes from the host (pcy_op_call::workspace).
- * convolution_bias(y, bias): y[n,k,:,:] += bias[k]; convolution_grad_bias(dy, db):
- * db[k] = sum over n, p, q of dy[n,k,p,q].
+ * bundle's default); a number the bundle does not have is PCY_ERR_INVALID_ARGUMENT. `math`: 0 the
+ * bundle's default (strict unless its setting says otherwise), 1 strict (the op's dtype
+ * throughout), 2 reduced-precision inner products allowed (TF32 tensor cores for f32 on CUDA).
+ * Workspace comes from the host (pcy_op_call::workspace). convolution_bias(y, bias): y[n,k,:,:] +=
+ * bias[k]; convolution_grad_bias(dy, db): db[k] = sum over n, p, q of dy[n,k,p,q].
  * convolution_algorithm(direction, x_shape, w_shape, ...): direction 0 forward, 1 grad_data,
  * 2 grad_filter; requested -1 measures the bundle's algorithms once for these shapes on this
  * device (the result is cached), -2 chooses by heuristic, >= 0 asks for that one (refused with
- * PCY_ERR_UNSUPPORTED when it cannot run these shapes). result (i64, 2 values) = {algorithm,
- * workspace bytes}. */
+ * PCY_ERR_UNSUPPORTED when it cannot run these shapes). result (i64, 2 or 3 values) =
+ * {algorithm, workspace bytes, numerics}; numerics (written when the result has 3 values):
+ * PCY_NN_NUMERICS_DIRECT when each output is a sum of its products (its rounding error bounded
+ * by those terms' magnitudes), PCY_NN_NUMERICS_TRANSFORM when the algorithm computes through a
+ * transform (FFT, Winograd) that spreads rounding error over a tile: each output's error is then
+ * bounded by the largest magnitude in the output, not by its own terms (an output that is exactly
+ * 0 may come back as a tiny nonzero). */
+#define PCY_NN_NUMERICS_DIRECT 0
+#define PCY_NN_NUMERICS_TRANSFORM 1
 #define PCY_NN_CONV_GEOMETRY(X)                                                                    \
-  X(stride, INT_ARRAY, 0, OP, ANY) X(padding, INT_ARRAY, 0, OP, ANY)                              \
-  X(dilation, INT_ARRAY, 0, OP, ANY) X(groups, INT, 0, OP, ANY)
+  X(stride, INT_ARRAY, 0, OP, ANY)                                                                 \
+  X(padding, INT_ARRAY, 0, OP, ANY) X(dilation, INT_ARRAY, 0, OP, ANY) X(groups, INT, 0, OP, ANY)
 #define PCY_NN_CONVOLUTION_ARGS(X)                                                                 \
-  X(x, TENSOR, IN, OP, 4) X(w, TENSOR, IN, OP, 4) X(y, TENSOR, OUT, OP, 4)                        \
-  PCY_NN_CONV_GEOMETRY(X) X(algorithm, INT, 0, OP, ANY) X(math, INT, 0, OP, ANY)
+  X(x, TENSOR, IN, OP, 4)                                                                          \
+  X(w, TENSOR, IN, OP, 4) X(y, TENSOR, OUT, OP, 4) PCY_NN_CONV_GEOMETRY(X)                         \
+      X(algorithm, INT, 0, OP, ANY) X(math, INT, 0, OP, ANY)
 #define PCY_NN_CONVOLUTION_GRAD_DATA_ARGS(X)                                                       \
-  X(w, TENSOR, IN, OP, 4) X(dy, TENSOR, IN, OP, 4) X(dx, TENSOR, OUT, OP, 4)                      \
-  PCY_NN_CONV_GEOMETRY(X) X(algorithm, INT, 0, OP, ANY) X(math, INT, 0, OP, ANY)
+  X(w, TENSOR, IN, OP, 4)                                                                          \
+  X(dy, TENSOR, IN, OP, 4) X(dx, TENSOR, OUT, OP, 4) PCY_NN_CONV_GEOMETRY(X)                       \
+      X(algorithm, INT, 0, OP, ANY) X(math, INT, 0, OP, ANY)
 #define PCY_NN_CONVOLUTION_GRAD_FILTER_ARGS(X)                                                     \
-  X(x, TENSOR, IN, OP, 4) X(dy, TENSOR, IN, OP, 4) X(dw, TENSOR, OUT, OP, 4)                      \
-  PCY_NN_CONV_GEOMETRY(X) X(algorithm, INT, 0, OP, ANY) X(math, INT, 0, OP, ANY)
+  X(x, TENSOR, IN, OP, 4)                                                                          \
+  X(dy, TENSOR, IN, OP, 4) X(dw, TENSOR, OUT, OP, 4) PCY_NN_CONV_GEOMETRY(X)                       \
+      X(algorithm, INT, 0, OP, ANY) X(math, INT, 0, OP, ANY)
 #define PCY_NN_CONVOLUTION_BIAS_ARGS(X) X(y, TENSOR, INOUT, OP, 4) X(bias, TENSOR, IN, OP, 1)
 #define PCY_NN_CONVOLUTION_GRAD_BIAS_ARGS(X) X(dy, TENSOR, IN, OP, 4) X(db, TENSOR, OUT, OP, 1)
 #define PCY_NN_CONVOLUTION_ALGORITHM_ARGS(X)                                                       \
-  X(direction, INT, 0, OP, ANY) X(x_shape, INT_ARRAY, 0, OP, ANY)                                 \
-  X(w_shape, INT_ARRAY, 0, OP, ANY) PCY_NN_CONV_GEOMETRY(X) X(requested, INT, 0, OP, ANY)         \
-  X(math, INT, 0, OP, ANY) X(result, TENSOR, OUT, I64, 1)
+  X(direction, INT, 0, OP, ANY)                                                                    \
+  X(x_shape, INT_ARRAY, 0, OP, ANY) X(w_shape, INT_ARRAY, 0, OP, ANY) PCY_NN_CONV_GEOMETRY(X)      \
+      X(requested, INT, 0, OP, ANY) X(math, INT, 0, OP, ANY) X(result, TENSOR, OUT, I64, 1)
 
 /* ---- pooling ---------------------------------------------------------------------------------
  * x N x C x H x W, y N x C x P x Q, P = (H + 2 pad_h - win_h) / stride_h + 1 (floor; the
@@ -105,24 +115,25 @@
  * pooling_avg: the mean over the window; include_padding 1: divided by win_h win_w, 0: by the
  * number of elements of x in the window. pooling_avg_grad: its gradient (dx overwritten). */
 #define PCY_NN_POOL_GEOMETRY(X)                                                                    \
-  X(window, INT_ARRAY, 0, OP, ANY) X(stride, INT_ARRAY, 0, OP, ANY)                               \
-  X(padding, INT_ARRAY, 0, OP, ANY)
+  X(window, INT_ARRAY, 0, OP, ANY)                                                                 \
+  X(stride, INT_ARRAY, 0, OP, ANY) X(padding, INT_ARRAY, 0, OP, ANY)
 #define PCY_NN_POOLING_MAX_ARGS(X)                                                                 \
   X(x, TENSOR, IN, OP, 4) X(y, TENSOR, OUT, OP, 4) PCY_NN_POOL_GEOMETRY(X)
 #define PCY_NN_POOLING_MAX_INDEXED_ARGS(X)                                                         \
-  X(x, TENSOR, IN, OP, 4) X(y, TENSOR, OUT, OP, 4) X(indices, TENSOR, OUT, I32, 4)                \
-  PCY_NN_POOL_GEOMETRY(X)
+  X(x, TENSOR, IN, OP, 4)                                                                          \
+  X(y, TENSOR, OUT, OP, 4) X(indices, TENSOR, OUT, I32, 4) PCY_NN_POOL_GEOMETRY(X)
 #define PCY_NN_POOLING_MAX_GRAD_ARGS(X)                                                            \
-  X(x, TENSOR, IN, OP, 4) X(y, TENSOR, IN, OP, 4) X(dy, TENSOR, IN, OP, 4)                        \
-  X(dx, TENSOR, OUT, OP, 4) PCY_NN_POOL_GEOMETRY(X)
+  X(x, TENSOR, IN, OP, 4)                                                                          \
+  X(y, TENSOR, IN, OP, 4) X(dy, TENSOR, IN, OP, 4) X(dx, TENSOR, OUT, OP, 4)                       \
+      PCY_NN_POOL_GEOMETRY(X)
 #define PCY_NN_POOLING_MAX_GRAD_INDEXED_ARGS(X)                                                    \
   X(dy, TENSOR, IN, OP, 4) X(indices, TENSOR, IN, I32, 4) X(dx, TENSOR, OUT, OP, 4)
 #define PCY_NN_POOLING_AVG_ARGS(X)                                                                 \
-  X(x, TENSOR, IN, OP, 4) X(y, TENSOR, OUT, OP, 4) PCY_NN_POOL_GEOMETRY(X)                        \
-  X(include_padding, INT, 0, OP, ANY)
+  X(x, TENSOR, IN, OP, 4)                                                                          \
+  X(y, TENSOR, OUT, OP, 4) PCY_NN_POOL_GEOMETRY(X) X(include_padding, INT, 0, OP, ANY)
 #define PCY_NN_POOLING_AVG_GRAD_ARGS(X)                                                            \
-  X(dy, TENSOR, IN, OP, 4) X(dx, TENSOR, OUT, OP, 4) PCY_NN_POOL_GEOMETRY(X)                      \
-  X(include_padding, INT, 0, OP, ANY)
+  X(dy, TENSOR, IN, OP, 4)                                                                         \
+  X(dx, TENSOR, OUT, OP, 4) PCY_NN_POOL_GEOMETRY(X) X(include_padding, INT, 0, OP, ANY)
 
 /* ---- local response normalisation (across channels, as PyTorch's LocalResponseNorm) ----------
  * x, y N x C x H x W; s[c] = k + alpha / n * sum_{c' in W(c)} x[c']^2 with the window
@@ -131,12 +142,12 @@
  *   - 2 alpha beta / n x[c] sum_{c': c in W(c')} dy[c'] y[c'] / s[c'].
  * n >= 1, k > 0, beta >= 0. */
 #define PCY_NN_LRN_PARAMS(X)                                                                       \
-  X(n, INT, 0, OP, ANY) X(alpha, FLOAT, 0, OP, ANY) X(beta, FLOAT, 0, OP, ANY)                    \
-  X(k, FLOAT, 0, OP, ANY)
+  X(n, INT, 0, OP, ANY)                                                                            \
+  X(alpha, FLOAT, 0, OP, ANY) X(beta, FLOAT, 0, OP, ANY) X(k, FLOAT, 0, OP, ANY)
 #define PCY_NN_LRN_ARGS(X) X(x, TENSOR, IN, OP, 4) X(y, TENSOR, OUT, OP, 4) PCY_NN_LRN_PARAMS(X)
 #define PCY_NN_LRN_GRAD_ARGS(X)                                                                    \
-  X(x, TENSOR, IN, OP, 4) X(y, TENSOR, IN, OP, 4) X(dy, TENSOR, IN, OP, 4)                        \
-  X(dx, TENSOR, OUT, OP, 4) PCY_NN_LRN_PARAMS(X)
+  X(x, TENSOR, IN, OP, 4)                                                                          \
+  X(y, TENSOR, IN, OP, 4) X(dy, TENSOR, IN, OP, 4) X(dx, TENSOR, OUT, OP, 4) PCY_NN_LRN_PARAMS(X)
 
 /* ---- dropout ---------------------------------------------------------------------------------
  * x, y: the same element count (any shapes); mask: u8, one per element. 0 <= probability <= 1.
@@ -149,11 +160,12 @@
  * dropout_grad(dy, mask, dx): dx = mask ? dy * scale : 0 (a mask byte other than 0 counts as
  * kept). */
 #define PCY_NN_DROPOUT_ARGS(X)                                                                     \
-  X(x, TENSOR, IN, OP, ANY) X(y, TENSOR, OUT, OP, ANY) X(mask, TENSOR, OUT, U8, ANY)              \
-  X(probability, FLOAT, 0, OP, ANY) X(seed, INT, 0, OP, ANY)
+  X(x, TENSOR, IN, OP, ANY)                                                                        \
+  X(y, TENSOR, OUT, OP, ANY) X(mask, TENSOR, OUT, U8, ANY) X(probability, FLOAT, 0, OP, ANY)       \
+      X(seed, INT, 0, OP, ANY)
 #define PCY_NN_DROPOUT_GRAD_ARGS(X)                                                                \
-  X(dy, TENSOR, IN, OP, ANY) X(mask, TENSOR, IN, U8, ANY) X(dx, TENSOR, OUT, OP, ANY)             \
-  X(probability, FLOAT, 0, OP, ANY)
+  X(dy, TENSOR, IN, OP, ANY)                                                                       \
+  X(mask, TENSOR, IN, U8, ANY) X(dx, TENSOR, OUT, OP, ANY) X(probability, FLOAT, 0, OP, ANY)
 
 /* The dropout decision for element i: 1 keeps it (threshold t as above). Plain C, so host code
  * and device kernels (OpenCL C, CUDA) spell the same arithmetic. */
@@ -164,7 +176,7 @@
     (z) = ((z) ^ ((z) >> 27)) * 0x94D049BB133111EBull;                                             \
     (z) = (z) ^ ((z) >> 31);                                                                       \
   } while (0)
-#define PCY_NN_DROPOUT_THRESHOLD(p) ((uint32_t)((p) * 16777216.0 + 0.5))
+#define PCY_NN_DROPOUT_THRESHOLD(p) ((uint32_t)((p)*16777216.0 + 0.5))
 
 /* pcy_nn_<op>_schema and pcy_nn_<op>_args for every op. */
 #define PCY_NN_DECLARE_ACTIVATION(a, ARGS, PW, GRAD, PWGRAD)                                       \
@@ -172,8 +184,8 @@
   PCY_DECLARE_OP_SCHEMA(pcy_nn, a##_pointwise, PCY_NN_EXTENSION, PW)                               \
   PCY_DECLARE_OP_SCHEMA(pcy_nn, a##_grad, PCY_NN_EXTENSION, GRAD)                                  \
   PCY_DECLARE_OP_SCHEMA(pcy_nn, a##_pointwise_grad, PCY_NN_EXTENSION, PWGRAD)
-PCY_NN_DECLARE_ACTIVATION(sigmoid, PCY_NN_ACT_ARGS, PCY_NN_ACT_POINTWISE_ARGS,
-                          PCY_NN_ACT_GRAD_ARGS, PCY_NN_ACT_POINTWISE_GRAD_ARGS)
+PCY_NN_DECLARE_ACTIVATION(sigmoid, PCY_NN_ACT_ARGS, PCY_NN_ACT_POINTWISE_ARGS, PCY_NN_ACT_GRAD_ARGS,
+                          PCY_NN_ACT_POINTWISE_GRAD_ARGS)
 PCY_NN_DECLARE_ACTIVATION(relu, PCY_NN_ACT_ARGS, PCY_NN_ACT_POINTWISE_ARGS, PCY_NN_ACT_GRAD_ARGS,
                           PCY_NN_ACT_POINTWISE_GRAD_ARGS)
 PCY_NN_DECLARE_ACTIVATION(tanh, PCY_NN_ACT_ARGS, PCY_NN_ACT_POINTWISE_ARGS, PCY_NN_ACT_GRAD_ARGS,
@@ -212,17 +224,17 @@ PCY_DECLARE_OP_SCHEMA(pcy_nn, dropout_grad, PCY_NN_EXTENSION, PCY_NN_DROPOUT_GRA
   &pcy_nn_sigmoid_schema, &pcy_nn_sigmoid_pointwise_schema, &pcy_nn_sigmoid_grad_schema,           \
       &pcy_nn_sigmoid_pointwise_grad_schema, &pcy_nn_relu_schema, &pcy_nn_relu_pointwise_schema,   \
       &pcy_nn_relu_grad_schema, &pcy_nn_relu_pointwise_grad_schema, &pcy_nn_tanh_schema,           \
-      &pcy_nn_tanh_pointwise_schema, &pcy_nn_tanh_grad_schema,                                     \
-      &pcy_nn_tanh_pointwise_grad_schema, &pcy_nn_elu_schema, &pcy_nn_elu_pointwise_schema,        \
-      &pcy_nn_elu_grad_schema, &pcy_nn_elu_pointwise_grad_schema, &pcy_nn_softmax_schema,          \
-      &pcy_nn_log_softmax_schema, &pcy_nn_softmax_grad_schema, &pcy_nn_log_softmax_grad_schema,    \
-      &pcy_nn_convolution_schema, &pcy_nn_convolution_grad_data_schema,                            \
-      &pcy_nn_convolution_grad_filter_schema, &pcy_nn_convolution_bias_schema,                     \
-      &pcy_nn_convolution_grad_bias_schema, &pcy_nn_convolution_algorithm_schema,                  \
-      &pcy_nn_pooling_max_schema, &pcy_nn_pooling_max_indexed_schema,                              \
-      &pcy_nn_pooling_max_grad_schema, &pcy_nn_pooling_max_grad_indexed_schema,                    \
-      &pcy_nn_pooling_avg_schema, &pcy_nn_pooling_avg_grad_schema, &pcy_nn_lrn_schema,             \
-      &pcy_nn_lrn_grad_schema, &pcy_nn_dropout_schema, &pcy_nn_dropout_grad_schema
+      &pcy_nn_tanh_pointwise_schema, &pcy_nn_tanh_grad_schema, &pcy_nn_tanh_pointwise_grad_schema, \
+      &pcy_nn_elu_schema, &pcy_nn_elu_pointwise_schema, &pcy_nn_elu_grad_schema,                   \
+      &pcy_nn_elu_pointwise_grad_schema, &pcy_nn_softmax_schema, &pcy_nn_log_softmax_schema,       \
+      &pcy_nn_softmax_grad_schema, &pcy_nn_log_softmax_grad_schema, &pcy_nn_convolution_schema,    \
+      &pcy_nn_convolution_grad_data_schema, &pcy_nn_convolution_grad_filter_schema,                \
+      &pcy_nn_convolution_bias_schema, &pcy_nn_convolution_grad_bias_schema,                       \
+      &pcy_nn_convolution_algorithm_schema, &pcy_nn_pooling_max_schema,                            \
+      &pcy_nn_pooling_max_indexed_schema, &pcy_nn_pooling_max_grad_schema,                         \
+      &pcy_nn_pooling_max_grad_indexed_schema, &pcy_nn_pooling_avg_schema,                         \
+      &pcy_nn_pooling_avg_grad_schema, &pcy_nn_lrn_schema, &pcy_nn_lrn_grad_schema,                \
+      &pcy_nn_dropout_schema, &pcy_nn_dropout_grad_schema
 #ifdef __cplusplus
 inline constexpr const pcy_op_schema* pcy_nn_schemas[] = {PCY_NN_SCHEMA_LIST};
 #else
