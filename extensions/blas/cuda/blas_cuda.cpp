@@ -8,6 +8,10 @@
 // program_build) for nrm2 (scaled: cuBLAS loses small f32 values and denormals), axpby, axpy
 // with a device-resident alpha, beta-scaling of outputs (k == 0, alpha == 0), and a guard
 // around gemm/gemv with a device-resident alpha (cuBLAS dgemm multiplies NaN in A by it).
+//
+// BLAS-1 at memory speed (PERFORMANCE.md P4): our vectorised kernels serve asum, dot, nrm2,
+// axpy, scal, copy and swap wherever they beat cuBLAS, per op, dtype and size, from a table
+// shipped as data (measured_own_from below); one integer compare per call.
 #include "blas_call.hpp"
 
 #include "kernels_cu.hpp"
@@ -26,6 +30,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -35,8 +40,42 @@ using blas_bundle::blas_call;
 using blas_bundle::to_int;
 
 constexpr const char* bundle_name = "blas_cuda";
-constexpr uint32_t reduce_block = 256; // RWG in kernels_cu.hpp
-constexpr uint32_t max_reduce_blocks = 1024;
+constexpr uint32_t l1_block = 256;            // RWG in kernels_cu.hpp
+constexpr uint32_t max_l1_blocks = 4096;      // the partials buffer's capacity, per component
+constexpr uint32_t default_blocks_per_sm = 4; // __launch_bounds__(RWG, 4): <= 64 registers
+constexpr uint64_t counter_bytes = 256;       // the reductions' counter, then the partials
+
+// Which implementation serves a BLAS-1 call: our kernel from own_from[op][dtype] elements of a
+// contiguous (increment 1) vector on, cuBLAS below; one compare per call. The table is in
+// bytes of one vector (n * sizeof(T)); `always`: ours at every size, `never`: cuBLAS at every
+// size. Initial values (2026-12-01, before our kernels were measured on the H200): ours from
+// 1 MiB for the cells where cuBLAS was measured below 90 % of device-copy bandwidth at
+// 256 MiB-1 GiB (sasum, sscal, scopy 55-63 %, saxpy 78 %, dcopy 88 %) and where it was not
+// measured but is taken to share scopy's unvectorised kernel (sswap) or dasum's (dasum: 83-91 %);
+// cuBLAS where it measured 90-103 % (sdot, ddot, daxpy, dscal) and dswap (dcopy-like, not
+// measured); nrm2 ours at every size (cuBLAS's loses small values: reference semantics).
+// Update from `bench_blas_cuda --g9` run under PARENCHYMA_BLAS_CUDA_IMPL=own and =cublas
+// (docs/blas.md, "CUDA: which implementation serves an op"). Strided calls (an increment > 1)
+// stay cuBLAS; n beyond cuBLAS's int range is always ours.
+enum l1_op { L1_ASUM, L1_DOT, L1_NRM2, L1_AXPY, L1_SCAL, L1_COPY, L1_SWAP, L1_COUNT };
+constexpr uint64_t always = 0, never = UINT64_MAX, MiB = uint64_t(1) << 20;
+struct own_from_bytes {
+  const char* op;
+  uint64_t f32, f64;
+};
+constexpr std::array<own_from_bytes, L1_COUNT> measured_own_from{{
+    {"asum", MiB, MiB},
+    {"dot", never, never},
+    {"nrm2", always, always},
+    {"axpy", MiB, never},
+    {"scal", MiB, never},
+    {"copy", MiB, MiB},
+    {"swap", MiB, never},
+}};
+// Per op, f32 / f64: elements from which a contiguous call is ours, and for strided calls.
+struct l1_choice {
+  std::array<std::array<uint64_t, 2>, L1_COUNT> contiguous{}, strided{};
+};
 constexpr uint64_t guard_elements = 1u << 22; // the gemm guard's window, per cuBLAS call
 
 // Every cuBLAS entry point we call, resolved once at initialisation.
@@ -84,12 +123,14 @@ template <> struct cub<double> {
 template <class T>
 constexpr pcy_dtype dt = std::is_same_v<T, float> ? PCY_DTYPE_F32 : PCY_DTYPE_F64;
 
-// Our kernels for one dtype (kernels_cu.hpp, suffix _f32 / _f64).
+// Our kernels for one dtype (kernels_cu.hpp, suffix _f32 / _f64), in the order of
+// blas_cuda::kernel_names.
 struct own_kernels {
   pcy_kernel axpby = nullptr, axpy = nullptr, scale = nullptr, save = nullptr, restore = nullptr,
-             nrm2_1 = nullptr, nrm2_2 = nullptr;
-  std::array<pcy_kernel*, 7> all() {
-    return {&axpby, &axpy, &scale, &save, &restore, &nrm2_1, &nrm2_2};
+             asum = nullptr, dot = nullptr, nrm2 = nullptr, scal = nullptr, copy = nullptr,
+             swap = nullptr;
+  std::array<pcy_kernel*, std::size(blas_cuda::kernel_names)> all() {
+    return {&axpby, &axpy, &scale, &save, &restore, &asum, &dot, &nrm2, &scal, &copy, &swap};
   }
 };
 
@@ -109,8 +150,12 @@ struct cuda_context {
   CUcontext cu_ctx = nullptr;
   CUstream stream = nullptr;
   cublasPointerMode_t mode = CUBLAS_POINTER_MODE_HOST;
-  pcy_memory scratch = nullptr;   // device scalars for calls mixing host and device scalars
-  pcy_memory partials = nullptr;  // nrm2 stage 1: three sums per block
+  pcy_memory scratch = nullptr;      // device scalars for calls mixing host and device scalars
+  pcy_memory partials = nullptr;     // reductions: the counter, then up to 3 sums per block
+  const void* counter_dev = nullptr; // its device addresses, resolved once
+  const void* partials_dev = nullptr;
+  uint64_t max_blocks = 132 * default_blocks_per_sm; // SMs x blocks per SM (create_context)
+  l1_choice own_from;                                // copied from the bundle's table
   pcy_memory guard_mem = nullptr; // the saved output window of a guarded gemm/gemv
   uint64_t guard_bytes = 0;
   pcy_program program = nullptr;
@@ -156,6 +201,43 @@ struct cuda_context {
     l.args = args.begin();
     l.arg_count = static_cast<uint32_t>(args.size());
     sdk::check(fw->kernel_launch(&l));
+  }
+  // Whether our kernel serves a BLAS-1 call of n elements (one compare on the usual path).
+  template <class T> bool own(l1_op op, int64_t n, int64_t inc) const {
+    const size_t d = std::is_same_v<T, float> ? 0 : 1;
+    if (!kernels_reason.empty()) return false; // cuBLAS, or the reason for what needs ours
+    const uint64_t un = static_cast<uint64_t>(n);
+    return (inc == 1 ? un >= own_from.contiguous[op][d] : un >= own_from.strided[op][d]) ||
+           n > INT32_MAX;
+  }
+  // Our vector path applies: increments 1, element-aligned pointers, x and y misaligned alike.
+  template <class T> static int vec_ok(int64_t incx, const void* x, int64_t incy, const void* y) {
+    const auto ax = reinterpret_cast<uintptr_t>(x), ay = reinterpret_cast<uintptr_t>(y);
+    return incx == 1 && incy == 1 && ax % sizeof(T) == 0 && (ax & 15) == (ay & 15) ? 1 : 0;
+  }
+  // Threads of a BLAS-1 kernel: one vector per thread, at most SMs x blocks per SM blocks (the
+  // kernels loop with a grid stride).
+  uint64_t l1_threads(uint64_t n, uint64_t per_vector) const {
+    const uint64_t blocks =
+        std::clamp<uint64_t>((n / per_vector + l1_block - 1) / l1_block, 1, max_blocks);
+    return blocks * l1_block;
+  }
+  // result[0] = asum / nrm2 / dot on the device: one launch (the last block combines).
+  template <class T>
+  void reduce(pcy_queue q, pcy_kernel k, int64_t n, const T* x, int64_t incx, const T* y,
+              int64_t incy, T* result) const {
+    const long long ln = n, lix = incx, liy = incy;
+    const int vec = vec_ok<T>(incx, x, y != nullptr ? incy : 1, y != nullptr ? y : x);
+    const void *px = x, *py = y, *pr = result;
+    const uint64_t threads = l1_threads(static_cast<uint64_t>(n), 16 / sizeof(T));
+    if (y == nullptr)
+      launch(q, k, threads, l1_block,
+             {val(ln), ptr_arg(px), val(lix), val(vec), ptr_arg(partials_dev), ptr_arg(counter_dev),
+              ptr_arg(pr)});
+    else
+      launch(q, k, threads, l1_block,
+             {val(ln), ptr_arg(px), val(lix), ptr_arg(py), val(liy), val(vec),
+              ptr_arg(partials_dev), ptr_arg(counter_dev), ptr_arg(pr)});
   }
   // Threads for a grid-stride kernel over `count` elements: enough to fill the device.
   static uint64_t threads_for(uint64_t count) {
@@ -323,10 +405,18 @@ template <class T, int Which> void reduction(cuda_context& cx, const sdk::op_arg
     cx.zero_result<T>(a.queue(), *c.result);
     return;
   }
+  T* r = cx.dptr<T>(*c.result);
+  const bool two = Which != 0;
+  const int64_t incy = two ? c.y.inc : 1;
+  if (cx.own<T>(Which == 0 ? L1_ASUM : L1_DOT, c.n, std::max(c.x.inc, incy))) {
+    const own_kernels& k = cx.kernels<T>(name);
+    cx.reduce<T>(a.queue(), two ? k.dot : k.asum, c.n, cx.dptr<T>(*c.x.t), c.x.inc,
+                 two ? cx.dptr<T>(*c.y.t) : nullptr, incy, r);
+    return;
+  }
   cx.current();
   cx.pointer_mode(CUBLAS_POINTER_MODE_DEVICE); // the result stays on the device
   const int n = to_int(c.n, name, "n"), incx = to_int(c.x.inc, name, "incx");
-  T* r = cx.dptr<T>(*c.result);
   if constexpr (Which == 0)
     cx.check(cub<T>::asum(*cx.api)(cx.handle, n, cx.dptr<T>(*c.x.t), incx, r), "cublas asum");
   else
@@ -337,35 +427,50 @@ template <class T, int Which> void reduction(cuda_context& cx, const sdk::op_arg
 template <class T> void op_asum(cuda_context& cx, const sdk::op_args& a) { reduction<T, 0>(cx, a); }
 template <class T> void op_dot(cuda_context& cx, const sdk::op_args& a) { reduction<T, 2>(cx, a); }
 
-// Our kernels (a scaled sum of squares): cuBLAS's nrm2 returns 0 for small f32 values and
-// denormals. Two stages, the result stays on the device; n == 0 gives 0.
+// Always our kernel (a scaled sum of squares): cuBLAS's nrm2 returns 0 for small f32 values
+// and denormals. One launch, the result stays on the device; n == 0 gives 0.
 template <class T> void op_nrm2(cuda_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_nrm2(a, dt<T>);
   const own_kernels& k = cx.kernels<T>("nrm2");
-  const int n = to_int(c.n, "nrm2", "n");
-  const long long incx = c.x.inc;
-  const int groups = static_cast<int>(std::clamp<uint64_t>(
-      (static_cast<uint64_t>(n) + reduce_block - 1) / reduce_block, 1, max_reduce_blocks));
-  const void* x = cx.dptr<T>(*c.x.t);
-  const void* part = cx.mem_ptr(cx.partials);
-  const void* r = cx.dptr<T>(*c.result);
-  cx.launch(a.queue(), k.nrm2_1, uint64_t(groups) * reduce_block, reduce_block,
-            {val(n), ptr_arg(x), val(incx), val(groups), ptr_arg(part)});
-  cx.launch(a.queue(), k.nrm2_2, reduce_block, reduce_block,
-            {val(groups), ptr_arg(part), ptr_arg(r)});
+  if (c.n == 0) {
+    cx.zero_result<T>(a.queue(), *c.result);
+    return;
+  }
+  cx.reduce<T>(a.queue(), k.nrm2, c.n, cx.dptr<T>(*c.x.t), c.x.inc, nullptr, 1,
+               cx.dptr<T>(*c.result));
+}
+
+// Our elementwise BLAS-1 kernels: (n, [a, pa,] x, incx, [y, incy,] vec).
+template <class T>
+void own_l1(cuda_context& cx, pcy_queue q, pcy_kernel k, int64_t n,
+            const std::pair<T, const void*>* alpha, const T* x, int64_t incx, const T* y,
+            int64_t incy) {
+  const long long ln = n, lix = incx, liy = incy;
+  const int vec = cuda_context::vec_ok<T>(incx, x, y != nullptr ? incy : 1, y != nullptr ? y : x);
+  const void *px = x, *py = y;
+  const uint64_t threads = cx.l1_threads(static_cast<uint64_t>(n), 16 / sizeof(T));
+  if (alpha != nullptr && y != nullptr) // axpy
+    cx.launch(q, k, threads, l1_block,
+              {val(ln), val(alpha->first), ptr_arg(alpha->second), ptr_arg(px), val(lix),
+               ptr_arg(py), val(liy), val(vec)});
+  else if (alpha != nullptr) // scal
+    cx.launch(
+        q, k, threads, l1_block,
+        {val(ln), val(alpha->first), ptr_arg(alpha->second), ptr_arg(px), val(lix), val(vec)});
+  else // copy, swap
+    cx.launch(q, k, threads, l1_block,
+              {val(ln), ptr_arg(px), val(lix), ptr_arg(py), val(liy), val(vec)});
 }
 
 template <class T> void op_axpy(cuda_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_axpy(a, dt<T>);
   if (c.n == 0 || c.alpha.is_zero()) return; // reference axpy: y untouched, x not read
-  if (c.alpha.tensor != nullptr) {
-    // A device alpha of 0 must return too: our kernel looks at it on the device.
+  // A device alpha of 0 must return too: our kernel looks at it on the device.
+  if (c.alpha.tensor != nullptr || cx.own<T>(L1_AXPY, c.n, std::max(c.x.inc, c.y.inc))) {
     const own_kernels& k = cx.kernels<T>("axpy");
-    const int n = to_int(c.n, "axpy", "n");
-    const long long incx = c.x.inc, incy = c.y.inc;
-    const void *pa = cx.dptr<T>(*c.alpha.tensor), *x = cx.dptr<T>(*c.x.t), *y = cx.dptr<T>(*c.y.t);
-    cx.launch(a.queue(), k.axpy, cuda_context::threads_for(static_cast<uint64_t>(n)), 256,
-              {val(n), ptr_arg(pa), ptr_arg(x), val(incx), ptr_arg(y), val(incy)});
+    const auto al = cx.kscalar<T>(c.alpha);
+    own_l1<T>(cx, a.queue(), k.axpy, c.n, &al, cx.dptr<T>(*c.x.t), c.x.inc, cx.dptr<T>(*c.y.t),
+              c.y.inc);
     return;
   }
   cx.current();
@@ -381,18 +486,25 @@ template <class T> void op_axpby(cuda_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_axpby(a, dt<T>);
   if (c.n == 0) return;
   const own_kernels& k = cx.kernels<T>("axpby");
-  const int n = to_int(c.n, "axpby", "n");
-  const long long incx = c.x.inc, incy = c.y.inc;
+  const long long n = c.n, incx = c.x.inc, incy = c.y.inc;
   const auto [al, pa] = cx.kscalar<T>(c.alpha);
   const auto [be, pb] = cx.kscalar<T>(c.beta);
-  const void *x = cx.dptr<T>(*c.x.t), *y = cx.dptr<T>(*c.y.t);
-  cx.launch(a.queue(), k.axpby, cuda_context::threads_for(static_cast<uint64_t>(n)), 256,
-            {val(n), val(al), ptr_arg(pa), val(be), ptr_arg(pb), ptr_arg(x), val(incx), ptr_arg(y),
-             val(incy)});
+  const T *x = cx.dptr<T>(*c.x.t), *y = cx.dptr<T>(*c.y.t);
+  const int vec = cuda_context::vec_ok<T>(incx, x, incy, y);
+  const void *px = x, *py = y;
+  cx.launch(a.queue(), k.axpby, cx.l1_threads(static_cast<uint64_t>(n), 16 / sizeof(T)), l1_block,
+            {val(n), val(al), ptr_arg(pa), val(be), ptr_arg(pb), ptr_arg(px), val(incx),
+             ptr_arg(py), val(incy), val(vec)});
 }
 template <class T> void op_scal(cuda_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_scal(a, dt<T>);
   if (c.n == 0) return;
+  if (cx.own<T>(L1_SCAL, c.n, c.x.inc)) {
+    const own_kernels& k = cx.kernels<T>("scal");
+    const auto al = cx.kscalar<T>(c.alpha);
+    own_l1<T>(cx, a.queue(), k.scal, c.n, &al, cx.dptr<T>(*c.x.t), c.x.inc, nullptr, 1);
+    return;
+  }
   cx.current();
   const auto s = cx.prepare<T>(a.queue(), c.alpha, nullptr);
   cx.check(cub<T>::scal(*cx.api)(cx.handle, to_int(c.n, "scal", "n"), s.ptr[0], cx.dptr<T>(*c.x.t),
@@ -402,6 +514,11 @@ template <class T> void op_scal(cuda_context& cx, const sdk::op_args& a) {
 template <class T> void op_copy(cuda_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_copy(a, dt<T>);
   if (c.n == 0) return;
+  if (cx.own<T>(L1_COPY, c.n, std::max(c.x.inc, c.y.inc))) {
+    own_l1<T>(cx, a.queue(), cx.kernels<T>("copy").copy, c.n, nullptr, cx.dptr<T>(*c.x.t), c.x.inc,
+              cx.dptr<T>(*c.y.t), c.y.inc);
+    return;
+  }
   cx.current();
   cx.check(cub<T>::copy(*cx.api)(cx.handle, to_int(c.n, "copy", "n"), cx.dptr<T>(*c.x.t),
                                  to_int(c.x.inc, "copy", "incx"), cx.dptr<T>(*c.y.t),
@@ -411,6 +528,11 @@ template <class T> void op_copy(cuda_context& cx, const sdk::op_args& a) {
 template <class T> void op_swap(cuda_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_swap(a, dt<T>);
   if (c.n == 0) return;
+  if (cx.own<T>(L1_SWAP, c.n, std::max(c.x.inc, c.y.inc))) {
+    own_l1<T>(cx, a.queue(), cx.kernels<T>("swap").swap, c.n, nullptr, cx.dptr<T>(*c.x.t), c.x.inc,
+              cx.dptr<T>(*c.y.t), c.y.inc);
+    return;
+  }
   cx.current();
   cx.check(cub<T>::swap(*cx.api)(cx.handle, to_int(c.n, "swap", "n"), cx.dptr<T>(*c.x.t),
                                  to_int(c.x.inc, "swap", "incx"), cx.dptr<T>(*c.y.t),
@@ -479,7 +601,8 @@ public:
   using context_type = cuda_context;
   static constexpr const char* name = bundle_name;
   static constexpr const char* version = "1.0";
-  static constexpr const char* description = "BLAS on CUDA through cuBLAS (loaded at run time)";
+  static constexpr const char* description =
+      "BLAS on CUDA: cuBLAS (loaded at run time) and our own vectorised kernels";
   static constexpr const char* extension = PCY_BLAS_EXTENSION;
   static constexpr const char* framework = "cuda";
   static constexpr uint32_t min_framework_abi_minor = 0;
@@ -490,14 +613,15 @@ public:
       log_.info(reason_);
       return; // loads, serves no op, says why
     }
-    add<op_asum<float>, op_asum<double>>(pcy_blas_asum_schema, "asum");
-    add<op_axpy<float>, op_axpy<double>>(pcy_blas_axpy_schema, "axpy");
+    choose();
+    add<op_asum<float>, op_asum<double>>(pcy_blas_asum_schema, "asum", nullptr, L1_ASUM);
+    add<op_axpy<float>, op_axpy<double>>(pcy_blas_axpy_schema, "axpy", nullptr, L1_AXPY);
     add<op_axpby<float>, op_axpby<double>>(pcy_blas_axpby_schema, nullptr);
-    add<op_copy<float>, op_copy<double>>(pcy_blas_copy_schema, "copy", PCY_BLAS_COPY_SIG);
-    add<op_dot<float>, op_dot<double>>(pcy_blas_dot_schema, "dot");
+    add<op_copy<float>, op_copy<double>>(pcy_blas_copy_schema, "copy", PCY_BLAS_COPY_SIG, L1_COPY);
+    add<op_dot<float>, op_dot<double>>(pcy_blas_dot_schema, "dot", nullptr, L1_DOT);
     add<op_nrm2<float>, op_nrm2<double>>(pcy_blas_nrm2_schema, nullptr);
-    add<op_scal<float>, op_scal<double>>(pcy_blas_scal_schema, "scal");
-    add<op_swap<float>, op_swap<double>>(pcy_blas_swap_schema, "swap");
+    add<op_scal<float>, op_scal<double>>(pcy_blas_scal_schema, "scal", nullptr, L1_SCAL);
+    add<op_swap<float>, op_swap<double>>(pcy_blas_swap_schema, "swap", nullptr, L1_SWAP);
     add<op_gemv<float>, op_gemv<double>>(pcy_blas_gemv_schema, "gemv");
     add<op_gemm<float>, op_gemm<double>>(pcy_blas_gemm_schema, "gemm");
   }
@@ -515,7 +639,7 @@ public:
     if (!reason_.empty()) sdk::fail(PCY_ERR_UNAVAILABLE, reason_);
     const pcy_framework_api& fw = *a.framework;
     if (fw.native_handle == nullptr || fw.memory_alloc == nullptr || fw.memory_fill == nullptr ||
-        fw.memory_write == nullptr)
+        fw.memory_write == nullptr || fw.queue_finish == nullptr)
       sdk::fail(
           PCY_ERR_UNSUPPORTED,
           sdk::str("framework '", fw.name, "' lacks native_handle/memory slots blas_cuda needs"));
@@ -542,7 +666,35 @@ public:
     m.bytes = 2 * sizeof(double);
     sdk::check(fw.memory_alloc(&m));
     cx->scratch = m.memory;
-    cx->partials = cx->alloc(3 * uint64_t(max_reduce_blocks) * sizeof(double));
+    // The reductions' counter (0 between reductions: each last block resets it) and partials.
+    cx->partials = cx->alloc(counter_bytes + 3 * uint64_t(max_l1_blocks) * sizeof(double));
+    pcy_memory_fill_args f{};
+    f.struct_size = sizeof f;
+    f.queue = a.queue;
+    f.memory = cx->partials;
+    f.bytes = counter_bytes;
+    const uint32_t zero = 0;
+    f.pattern = &zero;
+    f.pattern_size = sizeof zero;
+    sdk::check(fw.memory_fill(&f));
+    sdk::check(fw.queue_finish(a.queue));
+    const auto base = reinterpret_cast<uintptr_t>(cx->mem_ptr(cx->partials));
+    cx->counter_dev = reinterpret_cast<const void*>(base);
+    cx->partials_dev = reinterpret_cast<const void*>(base + counter_bytes);
+    // BLAS-1 grids: SMs x blocks per SM (a grid-stride loop does the rest).
+    uint64_t sms = 132;
+    if (fw.device_properties != nullptr) {
+      const pcy_property* props = nullptr;
+      size_t count = 0;
+      if (pcy_error* e = fw.device_properties(a.framework_plugin, a.plugin_device, &props, &count))
+        e->destroy(e); // keep the H200's 132
+      else
+        for (size_t i = 0; i < count; ++i)
+          if (std::string_view(props[i].key) == PCY_PROP_COMPUTE_UNITS && props[i].i > 0)
+            sms = static_cast<uint64_t>(props[i].i);
+    }
+    cx->max_blocks = std::clamp<uint64_t>(sms * blocks_per_sm_, 1, max_l1_blocks);
+    cx->own_from = own_from_;
     build_kernels(*cx, a);
     return cx.release();
   }
@@ -567,18 +719,17 @@ private:
       e->destroy(e);
       log_.warn("our CUDA kernels are missing (", cx.kernels_reason, ")",
                 "; nrm2, axpby, and axpy/gemv/gemm with a "
-                "device-resident alpha or a zero alpha/k will fail");
+                "device-resident alpha or a zero alpha/k will fail; the other BLAS-1 ops use "
+                "cuBLAS at every size");
       return;
     }
     cx.program = b.program;
     log_.debug("built the CUDA kernels", b.cache_hit ? " (from the cache)" : "");
-    static constexpr std::array<const char*, 7> names{
-        "axpby", "axpy", "scale", "save_if_alpha0", "restore_if_alpha0", "nrm2_1", "nrm2_2"};
     for (const bool f64 : {false, true}) {
       own_kernels& k = f64 ? cx.f64 : cx.f32;
       auto slots = k.all();
-      for (size_t i = 0; i < names.size(); ++i) {
-        const std::string kname = sdk::str(names[i], f64 ? "_f64" : "_f32");
+      for (size_t i = 0; i < slots.size(); ++i) {
+        const std::string kname = sdk::str(blas_cuda::kernel_names[i], f64 ? "_f64" : "_f32");
         pcy_kernel_create_args kc{};
         kc.struct_size = sizeof kc;
         kc.program = cx.program;
@@ -638,14 +789,55 @@ private:
     return true;
   }
 
+  // The BLAS-1 choice (measured_own_from), read once: PARENCHYMA_BLAS_CUDA_IMPL=own|cublas
+  // forces one implementation at every size and increment (nrm2, axpby and device-resident
+  // alphas of axpy stay ours: cuBLAS does not give the reference semantics there);
+  // PARENCHYMA_BLAS_CUDA_BLOCKS_PER_SM (1-32) sizes the BLAS-1 grids, for tuning.
+  void choose() {
+    for (size_t op = 0; op < L1_COUNT; ++op)
+      for (size_t d = 0; d < 2; ++d) {
+        const uint64_t bytes = d == 0 ? measured_own_from[op].f32 : measured_own_from[op].f64;
+        const uint64_t size = d == 0 ? sizeof(float) : sizeof(double);
+        own_from_.contiguous[op][d] = bytes == never ? never : (bytes + size - 1) / size;
+        own_from_.strided[op][d] = op == L1_NRM2 ? always : never;
+      }
+    if (const char* e = sdk::host_setting(host_, "PARENCHYMA_BLAS_CUDA_IMPL")) {
+      const std::string_view v(e);
+      if (v == "own" || v == "cublas") {
+        log_.info("PARENCHYMA_BLAS_CUDA_IMPL=", v, ": BLAS-1 by ",
+                  v == "own" ? "our kernels" : "cuBLAS", " at every size");
+        for (size_t op = 0; op < L1_COUNT; ++op)
+          if (op != L1_NRM2)
+            for (size_t d = 0; d < 2; ++d)
+              own_from_.contiguous[op][d] = own_from_.strided[op][d] = v == "own" ? always : never;
+      } else {
+        log_.warn("PARENCHYMA_BLAS_CUDA_IMPL=", v, " ignored: expected 'own' or 'cublas'");
+      }
+    }
+    if (const char* e = sdk::host_setting(host_, "PARENCHYMA_BLAS_CUDA_BLOCKS_PER_SM")) {
+      const long v = std::strtol(e, nullptr, 10);
+      if (v >= 1 && v <= 32)
+        blocks_per_sm_ = static_cast<uint32_t>(v);
+      else
+        log_.warn("PARENCHYMA_BLAS_CUDA_BLOCKS_PER_SM=", e, " ignored: expected 1 to 32");
+    }
+  }
+
   template <void (*F32)(cuda_context&, const sdk::op_args&),
             void (*F64)(cuda_context&, const sdk::op_args&)>
-  void add(const pcy_op_schema& schema, const char* fn, const char* sig_1_0 = nullptr) {
-    // fn == nullptr: our own CUDA C kernel serves the op.
+  void add(const pcy_op_schema& schema, const char* fn, const char* sig_1_0 = nullptr,
+           int l1 = -1) {
+    // fn == nullptr: our own CUDA C kernel serves the op; l1 >= 0: ours or cuBLAS by size.
     const auto label = [&](const char* t) {
-      return fn != nullptr ? sdk::str("cuBLAS (", soname_, ") cublas", t, fn)
-                           : sdk::str("parenchyma CUDA C kernel ", schema.name, " (",
-                                      t[0] == 'S' ? "f32" : "f64", ")");
+      const std::string ours = sdk::str("parenchyma CUDA C kernel ", schema.name, " (",
+                                        t[0] == 'S' ? "f32" : "f64", ")");
+      if (fn == nullptr) return ours;
+      const std::string cublas = sdk::str("cuBLAS (", soname_, ") cublas", t, fn);
+      if (l1 < 0) return cublas;
+      const uint64_t from = own_from_.contiguous[static_cast<size_t>(l1)][t[0] == 'S' ? 0 : 1];
+      if (from == never) return cublas;
+      if (from == always) return ours;
+      return sdk::str(ours, " from ", from, " elements (increment 1), else ", cublas);
     };
     table_.add<F32, F64>(schema, label("S"), label("D"), sig_1_0);
   }
@@ -655,6 +847,8 @@ private:
   cublas_api api_;
   void* lib_ = nullptr;
   std::string soname_, reason_;
+  l1_choice own_from_;
+  uint32_t blocks_per_sm_ = default_blocks_per_sm;
   sdk::op_table<blas_cuda_bundle> table_;
 };
 
