@@ -75,6 +75,10 @@ template <> __device__ __forceinline__ double neg_inf<double>() {
   return __longlong_as_double((long long)0xfff0000000000000ull);
 }
 
+// Blocks of 256 threads (8 warps) for every kernel but the softmax row kernels (their own sizes).
+#define NN_BLOCK 256
+#define NN_WARPS 8
+
 #define GRID_LOOP(i, count)                                                                    \
   for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < (count);                        \
        i += (i64)gridDim.x * blockDim.x)
@@ -94,60 +98,107 @@ template <int A, class C> __device__ __forceinline__ C act_d(C y, C alpha) {
   return y > C(0) ? C(1) : y + alpha;
 }
 
-// y = f(x) (x == y in place); vec: every pointer is 16-byte aligned, so whole v16 words move.
+// Streaming loops: blocks of NN_BLOCK threads; a block takes a tile of EW_U * NN_BLOCK items
+// (T: a 16-byte word v16, or one element S) per step, its threads EW_U items each, coalesced:
+// all EW_U loads are issued before any store (x == y in place is safe: each item is read and
+// written by the same thread). Items after the last whole tile go one per thread.
+#define EW_U 4
+template <int A, class S, class T>
+__device__ __forceinline__ void act_fwd_t(i64 nv, typename io<S>::C alpha, const T* x, T* y) {
+  typedef typename io<S>::C C;
+  const int V = sizeof(T) / sizeof(S);
+  const i64 tile = EW_U * NN_BLOCK, tiles = nv / tile;
+  for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const i64 b = t * tile + threadIdx.x;
+    T r[EW_U];
+#pragma unroll
+    for (int u = 0; u < EW_U; ++u) r[u] = x[b + u * NN_BLOCK];
+#pragma unroll
+    for (int u = 0; u < EW_U; ++u) {
+      S* e = reinterpret_cast<S*>(&r[u]);
+#pragma unroll
+      for (int j = 0; j < V; ++j) e[j] = io<S>::st(act_f<A, C>(io<S>::ld(e[j]), alpha));
+    }
+#pragma unroll
+    for (int u = 0; u < EW_U; ++u) y[b + u * NN_BLOCK] = r[u];
+  }
+  for (i64 i = tiles * tile + (i64)blockIdx.x * NN_BLOCK + threadIdx.x; i < nv;
+       i += (i64)gridDim.x * NN_BLOCK) {
+    T r = x[i];
+    S* e = reinterpret_cast<S*>(&r);
+#pragma unroll
+    for (int j = 0; j < V; ++j) e[j] = io<S>::st(act_f<A, C>(io<S>::ld(e[j]), alpha));
+    y[i] = r;
+  }
+}
+template <int A, class S, class T>
+__device__ __forceinline__ void act_bwd_t(i64 nv, typename io<S>::C alpha, const T* y,
+                                          const T* dy, T* dx) {
+  typedef typename io<S>::C C;
+  const int V = sizeof(T) / sizeof(S);
+  const i64 tile = EW_U * NN_BLOCK, tiles = nv / tile;
+  for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const i64 b = t * tile + threadIdx.x;
+    T ry[EW_U], rd[EW_U];
+#pragma unroll
+    for (int u = 0; u < EW_U; ++u) {
+      ry[u] = y[b + u * NN_BLOCK];
+      rd[u] = dy[b + u * NN_BLOCK];
+    }
+#pragma unroll
+    for (int u = 0; u < EW_U; ++u) {
+      const S* ey = reinterpret_cast<const S*>(&ry[u]);
+      S* ed = reinterpret_cast<S*>(&rd[u]);
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        ed[j] = io<S>::st(io<S>::ld(ed[j]) * act_d<A, C>(io<S>::ld(ey[j]), alpha));
+    }
+#pragma unroll
+    for (int u = 0; u < EW_U; ++u) dx[b + u * NN_BLOCK] = rd[u];
+  }
+  for (i64 i = tiles * tile + (i64)blockIdx.x * NN_BLOCK + threadIdx.x; i < nv;
+       i += (i64)gridDim.x * NN_BLOCK) {
+    T ry = y[i], rd = dy[i];
+    const S* ey = reinterpret_cast<const S*>(&ry);
+    S* ed = reinterpret_cast<S*>(&rd);
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+      ed[j] = io<S>::st(io<S>::ld(ed[j]) * act_d<A, C>(io<S>::ld(ey[j]), alpha));
+    dx[i] = rd;
+  }
+}
+// y = f(x) (x == y in place); vec: every pointer is 16-byte aligned, so whole v16 words move and
+// the last n % V elements go one per thread.
 template <int A, class S>
 __device__ void act_fwd(i64 n, typename io<S>::C alpha, const S* x, S* y, int vec) {
   typedef typename io<S>::C C;
-  i64 done = 0;
-  if (vec) {
-    const int V = 16 / sizeof(S);
-    const i64 nv = n / V;
-    const v16* xv = reinterpret_cast<const v16*>(x);
-    v16* yv = reinterpret_cast<v16*>(y);
-    GRID_LOOP(i, nv) {
-      v16 r = xv[i];
-      S* e = reinterpret_cast<S*>(&r);
-#pragma unroll
-      for (int j = 0; j < V; ++j) e[j] = io<S>::st(act_f<A, C>(io<S>::ld(e[j]), alpha));
-      yv[i] = r;
-    }
-    done = nv * V;
+  if (!vec) {
+    act_fwd_t<A, S, S>(n, alpha, x, y);
+    return;
   }
-  for (i64 i = done + (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-       i += (i64)gridDim.x * blockDim.x)
-    y[i] = io<S>::st(act_f<A, C>(io<S>::ld(x[i]), alpha));
+  const int V = 16 / sizeof(S);
+  const i64 nv = n / V;
+  act_fwd_t<A, S, v16>(nv, alpha, reinterpret_cast<const v16*>(x), reinterpret_cast<v16*>(y));
+  const i64 i = nv * V + (i64)blockIdx.x * NN_BLOCK + threadIdx.x;
+  if (i < n) y[i] = io<S>::st(act_f<A, C>(io<S>::ld(x[i]), alpha));
 }
 // dx = dy * f'(y) (dy == dx in place).
 template <int A, class S>
 __device__ void act_bwd(i64 n, typename io<S>::C alpha, const S* y, const S* dy, S* dx, int vec) {
   typedef typename io<S>::C C;
-  i64 done = 0;
-  if (vec) {
-    const int V = 16 / sizeof(S);
-    const i64 nv = n / V;
-    const v16* yv = reinterpret_cast<const v16*>(y);
-    const v16* dyv = reinterpret_cast<const v16*>(dy);
-    v16* dxv = reinterpret_cast<v16*>(dx);
-    GRID_LOOP(i, nv) {
-      v16 ry = yv[i], rd = dyv[i];
-      const S* ey = reinterpret_cast<const S*>(&ry);
-      S* ed = reinterpret_cast<S*>(&rd);
-#pragma unroll
-      for (int j = 0; j < V; ++j)
-        ed[j] = io<S>::st(io<S>::ld(ed[j]) * act_d<A, C>(io<S>::ld(ey[j]), alpha));
-      dxv[i] = rd;
-    }
-    done = nv * V;
+  if (!vec) {
+    act_bwd_t<A, S, S>(n, alpha, y, dy, dx);
+    return;
   }
-  for (i64 i = done + (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-       i += (i64)gridDim.x * blockDim.x)
-    dx[i] = io<S>::st(io<S>::ld(dy[i]) * act_d<A, C>(io<S>::ld(y[i]), alpha));
+  const int V = 16 / sizeof(S);
+  const i64 nv = n / V;
+  act_bwd_t<A, S, v16>(nv, alpha, reinterpret_cast<const v16*>(y),
+                       reinterpret_cast<const v16*>(dy), reinterpret_cast<v16*>(dx));
+  const i64 i = nv * V + (i64)blockIdx.x * NN_BLOCK + threadIdx.x;
+  if (i < n) dx[i] = io<S>::st(io<S>::ld(dy[i]) * act_d<A, C>(io<S>::ld(y[i]), alpha));
 }
 
 // ---- reductions -------------------------------------------------------------------------------
-// Blocks of 256 threads (8 warps) for every kernel that reduces.
-#define NN_BLOCK 256
-#define NN_WARPS 8
 
 template <class C> __device__ __forceinline__ C warp_sum(C v) {
 #pragma unroll
@@ -244,6 +295,132 @@ __device__ void softmax_rows(i64 outer, i64 len, int per_warp, const S* in, cons
     }
   }
 }
+// The same rows held in registers: the input is read once. NT threads per block; W (1) one warp
+// per row, NT / 32 rows per block, or (0) one block per row; E values per thread (a compile-time
+// count, so the row lives in registers), so rows up to (W ? 32 : NT) * E long. vec: the rows'
+// starts and lengths are whole 16-byte words: thread t holds words t, t + width, ... (E / V of
+// them); otherwise elements t, t + width, ... Padding: -inf (forward; not summed) or 0 (grads).
+// Same rules as above: the maximum ignores NaN, -inf adds nothing to the sum, a NaN makes it NaN,
+// a +inf maximum makes it NaN.
+template <class C> __device__ __forceinline__ C max_of(C a, C b) { return b > a ? b : a; }
+template <class C> __device__ __forceinline__ C warp_max(C v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = max_of(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+// Whole-block sum or max of NW warps (sh: 32 values), every thread gets it.
+template <int NW, int MAX, class C> __device__ __forceinline__ C block_red(C v, C* sh) {
+  v = MAX ? warp_max(v) : warp_sum(v);
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+  __syncthreads();
+  C t = sh[0];
+#pragma unroll
+  for (int i = 1; i < NW; ++i) t = MAX ? max_of(t, sh[i]) : t + sh[i];
+  __syncthreads();
+  return t;
+}
+template <class S, int E, int WIDTH>
+__device__ __forceinline__ void row_load(const S* p, int len, int lane, int vec,
+                                         typename io<S>::C pad, typename io<S>::C* a) {
+  const int V = 16 / sizeof(S);
+  if (vec) {
+    const v16* pv = reinterpret_cast<const v16*>(p);
+    const int words = len / V;
+#pragma unroll
+    for (int k = 0; k < E / V; ++k) {
+      const int c = k * WIDTH + lane;
+      if (c < words) {
+        v16 r = pv[c];
+        const S* e = reinterpret_cast<const S*>(&r);
+#pragma unroll
+        for (int j = 0; j < V; ++j) a[k * V + j] = io<S>::ld(e[j]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < V; ++j) a[k * V + j] = pad;
+      }
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+      const int j = k * WIDTH + lane;
+      a[k] = j < len ? io<S>::ld(p[j]) : pad;
+    }
+  }
+}
+template <class S, int E, int WIDTH>
+__device__ __forceinline__ void row_store(S* p, int len, int lane, int vec,
+                                          const typename io<S>::C* a) {
+  const int V = 16 / sizeof(S);
+  if (vec) {
+    v16* pv = reinterpret_cast<v16*>(p);
+    const int words = len / V;
+#pragma unroll
+    for (int k = 0; k < E / V; ++k) {
+      const int c = k * WIDTH + lane;
+      if (c < words) {
+        v16 r;
+        S* e = reinterpret_cast<S*>(&r);
+#pragma unroll
+        for (int j = 0; j < V; ++j) e[j] = io<S>::st(a[k * V + j]);
+        pv[c] = r;
+      }
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+      const int j = k * WIDTH + lane;
+      if (j < len) p[j] = io<S>::st(a[k]);
+    }
+  }
+}
+template <int M, class S, int NT, int W, int E>
+__device__ __forceinline__ void softmax_reg(i64 outer, int len, int vec, const S* in, const S* d,
+                                            S* out, typename io<S>::C* sh) {
+  typedef typename io<S>::C C;
+  const int WIDTH = W ? 32 : NT;
+  const int lane = W ? (threadIdx.x & 31) : threadIdx.x;
+  const i64 first = W ? (i64)blockIdx.x * (NT / 32) + (threadIdx.x >> 5) : blockIdx.x;
+  const i64 step = W ? (i64)gridDim.x * (NT / 32) : gridDim.x;
+  for (i64 row = first; row < outer; row += step) {
+    const i64 base = row * len;
+    C a[E];
+    if (M < 2) {
+      row_load<S, E, WIDTH>(in + base, len, lane, vec, neg_inf<C>(), a);
+      C m = neg_inf<C>();
+#pragma unroll
+      for (int k = 0; k < E; ++k) m = max_of(m, a[k]);
+      m = W ? warp_max(m) : block_red<NT / 32, 1>(m, sh);
+      C s = C(0);
+#pragma unroll
+      for (int k = 0; k < E; ++k) {
+        const C e = m_exp(a[k] - m);
+        if (a[k] != neg_inf<C>()) s += e; // NaN lands here and propagates
+        if (M == 0) a[k] = e;
+      }
+      s = W ? warp_sum(s) : block_red<NT / 32, 0>(s, sh);
+      if (m == -neg_inf<C>()) s = m - m; // a +inf maximum: e^(inf - inf) is NaN, as the reference
+      if (M == 0) {
+#pragma unroll
+        for (int k = 0; k < E; ++k) a[k] = a[k] / s;
+      } else {
+        const C ls = m_log(s);
+#pragma unroll
+        for (int k = 0; k < E; ++k) a[k] = a[k] - m - ls;
+      }
+    } else {
+      C g[E];
+      row_load<S, E, WIDTH>(in + base, len, lane, vec, C(0), a);
+      row_load<S, E, WIDTH>(d + base, len, lane, vec, C(0), g);
+      C t = C(0);
+#pragma unroll
+      for (int k = 0; k < E; ++k) t += M == 2 ? g[k] * a[k] : g[k];
+      t = W ? warp_sum(t) : block_red<NT / 32, 0>(t, sh);
+#pragma unroll
+      for (int k = 0; k < E; ++k) a[k] = M == 2 ? a[k] * (g[k] - t) : g[k] - m_exp(a[k]) * t;
+    }
+    row_store<S, E, WIDTH>(out + base, len, lane, vec, a);
+  }
+}
 // inner > 1: one thread per (outer, inner) column, stepping by inner (coalesced across columns).
 template <int M, class S>
 __device__ void softmax_cols(i64 outer, i64 len, i64 inner, const S* in, const S* d, S* out) {
@@ -276,16 +453,25 @@ __device__ void softmax_cols(i64 outer, i64 len, i64 inner, const S* in, const S
 }
 
 // ---- pooling (x planes H x W, pooled planes P x Q) --------------------------------------------
+// Every kernel runs on 32-bit unsigned indices when the count allows (the divisions by the
+// extents are the costly part), else on 64-bit ones: body_i<S, I>, dispatched by the entry.
+#define IDX_LOOP(I, i, count)                                                                  \
+  for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < (count); i += (I)gridDim.x * blockDim.x)
+#define IDX_DISPATCH(F, total, ...)                                                            \
+  if ((total) <= 0x7fffffffll)                                                                 \
+    F<S, unsigned>((unsigned)(total), __VA_ARGS__);                                            \
+  else                                                                                         \
+    F<S, u64>((u64)(total), __VA_ARGS__)
 // Max over the window (padding excluded), the first maximum in row-major window order; NaN is
 // larger than any number (the first NaN wins). y and/or idx may be null.
-template <class S>
-__device__ void pool_max(i64 total, int H, int W, int P, int Q, int wh, int ww, int sh, int sw,
+template <class S, class I>
+__device__ __forceinline__ void pool_max_i(I total, int H, int W, int P, int Q, int wh, int ww, int sh, int sw,
                          int ph, int pw, const S* x, S* y, int* idx) {
   typedef typename io<S>::C C;
-  GRID_LOOP(i, total) {
-    const int q = (int)(i % Q), p = (int)((i / Q) % P);
-    const i64 nc = i / ((i64)P * Q);
-    const S* xp = x + nc * H * W;
+  IDX_LOOP(I, i, total) {
+    const I r = i / (I)Q, nc = r / (I)P;
+    const int q = (int)(i - r * (I)Q), p = (int)(r - nc * (I)P);
+    const S* xp = x + (i64)nc * H * W;
     const int h0 = p * sh - ph, w0 = q * sw - pw;
     const int hs = h0 < 0 ? 0 : h0, he = h0 + wh < H ? h0 + wh : H;
     const int ws = w0 < 0 ? 0 : w0, we = w0 + ww < W ? w0 + ww : W;
@@ -311,18 +497,18 @@ __device__ __forceinline__ void covering(int h, int pad, int win, int stride, in
   if (hi > P - 1) hi = P - 1;
 }
 // dx[h, w] = the sum of dy over the windows whose first maximum (idx) is (h, w): a gather.
-template <class S>
-__device__ void pool_max_gather(i64 total, int H, int W, int P, int Q, int wh, int ww, int sh,
+template <class S, class I>
+__device__ __forceinline__ void pool_max_gather_i(I total, int H, int W, int P, int Q, int wh, int ww, int sh,
                                 int sw, int ph, int pw, const int* idx, const S* dy, S* dx) {
   typedef typename io<S>::C C;
-  GRID_LOOP(i, total) {
-    const int w = (int)(i % W), h = (int)((i / W) % H);
-    const i64 nc = i / ((i64)H * W);
+  IDX_LOOP(I, i, total) {
+    const I r = i / (I)W, nc = r / (I)H;
+    const int w = (int)(i - r * (I)W), h = (int)(r - nc * (I)H);
     int p0, p1, q0, q1;
     covering(h, ph, wh, sh, P, p0, p1);
     covering(w, pw, ww, sw, Q, q0, q1);
     const int me = h * W + w;
-    const i64 base = nc * P * Q;
+    const i64 base = (i64)nc * P * Q;
     C acc = C(0);
     for (int p = p0; p <= p1; ++p)
       for (int q = q0; q <= q1; ++q) {
@@ -339,14 +525,14 @@ __device__ __forceinline__ int window_count(int p, int q, int H, int W, int wh, 
   const int ws = w0 < 0 ? 0 : w0, we = w0 + ww < W ? w0 + ww : W;
   return (he - hs) * (we - ws);
 }
-template <class S>
-__device__ void pool_avg(i64 total, int H, int W, int P, int Q, int wh, int ww, int sh, int sw,
+template <class S, class I>
+__device__ __forceinline__ void pool_avg_i(I total, int H, int W, int P, int Q, int wh, int ww, int sh, int sw,
                          int ph, int pw, int include_padding, const S* x, S* y) {
   typedef typename io<S>::C C;
-  GRID_LOOP(i, total) {
-    const int q = (int)(i % Q), p = (int)((i / Q) % P);
-    const i64 nc = i / ((i64)P * Q);
-    const S* xp = x + nc * H * W;
+  IDX_LOOP(I, i, total) {
+    const I r = i / (I)Q, nc = r / (I)P;
+    const int q = (int)(i - r * (I)Q), p = (int)(r - nc * (I)P);
+    const S* xp = x + (i64)nc * H * W;
     const int h0 = p * sh - ph, w0 = q * sw - pw;
     const int hs = h0 < 0 ? 0 : h0, he = h0 + wh < H ? h0 + wh : H;
     const int ws = w0 < 0 ? 0 : w0, we = w0 + ww < W ? w0 + ww : W;
@@ -357,17 +543,17 @@ __device__ void pool_avg(i64 total, int H, int W, int P, int Q, int wh, int ww, 
     y[i] = io<S>::st(acc / div);
   }
 }
-template <class S>
-__device__ void pool_avg_grad(i64 total, int H, int W, int P, int Q, int wh, int ww, int sh,
+template <class S, class I>
+__device__ __forceinline__ void pool_avg_grad_i(I total, int H, int W, int P, int Q, int wh, int ww, int sh,
                               int sw, int ph, int pw, int include_padding, const S* dy, S* dx) {
   typedef typename io<S>::C C;
-  GRID_LOOP(i, total) {
-    const int w = (int)(i % W), h = (int)((i / W) % H);
-    const i64 nc = i / ((i64)H * W);
+  IDX_LOOP(I, i, total) {
+    const I r = i / (I)W, nc = r / (I)H;
+    const int w = (int)(i - r * (I)W), h = (int)(r - nc * (I)H);
     int p0, p1, q0, q1;
     covering(h, ph, wh, sh, P, p0, p1);
     covering(w, pw, ww, sw, Q, q0, q1);
-    const i64 base = nc * P * Q;
+    const i64 base = (i64)nc * P * Q;
     C acc = C(0);
     for (int p = p0; p <= p1; ++p)
       for (int q = q0; q <= q1; ++q) {
@@ -377,6 +563,27 @@ __device__ void pool_avg_grad(i64 total, int H, int W, int P, int Q, int wh, int
       }
     dx[i] = io<S>::st(acc);
   }
+}
+template <class S>
+__device__ void pool_max(i64 total, int H, int W, int P, int Q, int wh, int ww, int sh, int sw,
+                         int ph, int pw, const S* x, S* y, int* idx) {
+  IDX_DISPATCH(pool_max_i, total, H, W, P, Q, wh, ww, sh, sw, ph, pw, x, y, idx);
+}
+template <class S>
+__device__ void pool_max_gather(i64 total, int H, int W, int P, int Q, int wh, int ww, int sh,
+                                int sw, int ph, int pw, const int* idx, const S* dy, S* dx) {
+  IDX_DISPATCH(pool_max_gather_i, total, H, W, P, Q, wh, ww, sh, sw, ph, pw, idx, dy, dx);
+}
+template <class S>
+__device__ void pool_avg(i64 total, int H, int W, int P, int Q, int wh, int ww, int sh, int sw,
+                         int ph, int pw, int include_padding, const S* x, S* y) {
+  IDX_DISPATCH(pool_avg_i, total, H, W, P, Q, wh, ww, sh, sw, ph, pw, include_padding, x, y);
+}
+template <class S>
+__device__ void pool_avg_grad(i64 total, int H, int W, int P, int Q, int wh, int ww, int sh,
+                              int sw, int ph, int pw, int include_padding, const S* dy, S* dx) {
+  IDX_DISPATCH(pool_avg_grad_i, total, H, W, P, Q, wh, ww, sh, sw, ph, pw, include_padding, dy,
+               dx);
 }
 // From indices alone (no geometry to gather by): dx (or, for half types, a float buffer)
 // zeroed first, then dy added at each index inside the plane by atomics.
@@ -518,9 +725,10 @@ __device__ void conv_bwd_filter(i64 total, conv_geom g, const S* x, const S* dy,
 }
 
 // ---- LRN across channels (computed in double; f32 and f64) ------------------------------------
-// One thread per (n, h, w) column. Window of c: [c - lo, c + hi] clipped to [0, C), lo = n/2,
-// hi = (n-1)/2, summed directly for every c (as the reference does): a running sum would lose
-// small squares after large ones (cancellation) and keep a NaN or Inf after it left the window.
+// Window of c: [c - lo, c + hi] clipped to [0, C), lo = n/2, hi = (n-1)/2, summed directly for
+// every c (as the reference does): a running sum would lose small squares after large ones
+// (cancellation) and keep a NaN or Inf after it left the window. One thread per element (the
+// windows' neighbours are cache hits).
 template <class S>
 __device__ __forceinline__ double lrn_scale(const S* x, i64 base, i64 plane, int C, int c, int lo,
                                             int hi, double an, double k) {
@@ -533,64 +741,121 @@ __device__ __forceinline__ double lrn_scale(const S* x, i64 base, i64 plane, int
   }
   return k + an * sum;
 }
-template <class S>
-__device__ void lrn_fwd(i64 cols, int C, i64 plane, int n, double alpha, double beta, double k,
-                        const S* x, S* y) {
+// One thread per element (count of them); base: the element's channel-0 index in its column.
+template <class S, class I>
+__device__ __forceinline__ void lrn_fwd_i(I count, int C, i64 plane, int n, double alpha,
+                                          double beta, double k, const S* x, S* y) {
   const int lo = n / 2, hi = (n - 1) / 2;
   const double an = alpha / n;
-  GRID_LOOP(col, cols) {
-    const i64 base = (col / plane) * C * plane + col % plane;
-    for (int c = 0; c < C; ++c) {
-      const i64 e = base + (i64)c * plane;
-      const double s = lrn_scale(x, base, plane, C, c, lo, hi, an, k);
-      y[e] = (S)((double)x[e] * pow(s, -beta));
-    }
+  IDX_LOOP(I, e, count) {
+    const I r = e / (I)plane, nn = r / (I)C;
+    const int c = (int)(r - nn * (I)C);
+    const i64 base = (i64)e - (i64)c * plane;
+    const double s = lrn_scale(x, base, plane, C, c, lo, hi, an, k);
+    y[e] = (S)((double)x[e] * pow(s, -beta));
   }
 }
-// ws: 2 doubles per element (t = dy y / s, and dy s^-beta), written and read by the same thread.
 template <class S>
-__device__ void lrn_bwd(i64 cols, int C, i64 plane, int n, double alpha, double beta, double k,
-                        const S* x, const S* y, const S* dy, S* dx, double* ws, i64 count) {
+__device__ void lrn_fwd(i64 count, int C, i64 plane, int n, double alpha, double beta, double k,
+                        const S* x, S* y) {
+  IDX_DISPATCH(lrn_fwd_i, count, C, plane, n, alpha, beta, k, x, y);
+}
+// Two launches over the elements: phase 0 fills ws (2 doubles per element: t = dy y / s, and
+// dy s^-beta), phase 1 computes dx from it:
+// dx[c] = dy s^-beta - f x[c] sum of t over c' with c in W(c'): c' in [c - hi, c + lo].
+template <class S, class I>
+__device__ __forceinline__ void lrn_bwd_i(I count, int C, i64 plane, int n, double alpha,
+                                          double beta, double k, const S* x, const S* y,
+                                          const S* dy, S* dx, double* ws, int phase) {
   const int lo = n / 2, hi = (n - 1) / 2;
   const double an = alpha / n, f = 2.0 * alpha * beta / n;
-  GRID_LOOP(col, cols) {
-    const i64 base = (col / plane) * C * plane + col % plane;
-    for (int c = 0; c < C; ++c) {
-      const i64 e = base + (i64)c * plane;
+  IDX_LOOP(I, e, count) {
+    const I r = e / (I)plane, nn = r / (I)C;
+    const int c = (int)(r - nn * (I)C);
+    const i64 base = (i64)e - (i64)c * plane;
+    if (phase == 0) {
       const double s = lrn_scale(x, base, plane, C, c, lo, hi, an, k);
       const double d = dy[e];
       ws[e] = d * (double)y[e] / s;
-      ws[count + e] = d * pow(s, -beta);
-    }
-    // dx[c] = dy s^-beta - f x[c] sum of t over c' with c in W(c'): c' in [c - hi, c + lo].
-    for (int c = 0; c < C; ++c) {
-      const i64 e = base + (i64)c * plane;
+      ws[(i64)count + e] = d * pow(s, -beta);
+    } else {
       const i64 c0 = (i64)c - hi < 0 ? 0 : (i64)c - hi;
       const i64 c1 = (i64)c + lo < (i64)C - 1 ? (i64)c + lo : (i64)C - 1;
       double ts = 0;
       for (i64 j = c0; j <= c1; ++j) ts += ws[base + j * plane];
-      dx[e] = (S)(ws[count + e] - f * (double)x[e] * ts);
+      dx[e] = (S)(ws[(i64)count + e] - f * (double)x[e] * ts);
     }
   }
 }
+template <class S>
+__device__ void lrn_bwd(i64 count, int C, i64 plane, int n, double alpha, double beta, double k,
+                        const S* x, const S* y, const S* dy, S* dx, double* ws, int phase) {
+  IDX_DISPATCH(lrn_bwd_i, count, C, plane, n, alpha, beta, k, x, y, dy, dx, ws, phase);
+}
 
 // ---- dropout (splitmix64, pcy_nn.h) -----------------------------------------------------------
+// vec: x, y (dy, dx) 16-byte aligned and the mask 4-byte aligned: groups of 4 elements (one or
+// two 16-byte words and 4 mask bytes) a thread, the last n % 4 elements one per thread.
+template <class S> struct alignas(16) quad { S v[4]; };
+struct alignas(4) mask4 { unsigned char v[4]; };
+__device__ __forceinline__ bool dropout_keep(u64 seed, unsigned int threshold, i64 i) {
+  u64 z = seed + ((u64)i + 1ull) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z = z ^ (z >> 31);
+  return (z >> 40) >= (u64)threshold;
+}
 template <class S>
 __device__ void dropout_fwd(i64 n, u64 seed, unsigned int threshold, S scale, const S* x, S* y,
-                            unsigned char* mask) {
-  GRID_LOOP(i, n) {
-    u64 z = seed + ((u64)i + 1ull) * 0x9E3779B97F4A7C15ull;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z = z ^ (z >> 31);
-    const bool keep = (z >> 40) >= (u64)threshold;
+                            unsigned char* mask, int vec) {
+  i64 done = 0;
+  if (vec) {
+    const i64 ng = n / 4;
+    const quad<S>* xq = reinterpret_cast<const quad<S>*>(x);
+    quad<S>* yq = reinterpret_cast<quad<S>*>(y);
+    mask4* mq = reinterpret_cast<mask4*>(mask);
+    GRID_LOOP(g, ng) {
+      quad<S> r = xq[g];
+      mask4 m;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const bool keep = dropout_keep(seed, threshold, 4 * g + j);
+        m.v[j] = keep ? 1 : 0;
+        r.v[j] = keep ? r.v[j] * scale : S(0);
+      }
+      mq[g] = m;
+      yq[g] = r;
+    }
+    done = ng * 4;
+  }
+  for (i64 i = done + (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (i64)gridDim.x * blockDim.x) {
+    const bool keep = dropout_keep(seed, threshold, i);
     mask[i] = keep ? 1 : 0;
     y[i] = keep ? x[i] * scale : S(0);
   }
 }
 template <class S>
-__device__ void dropout_bwd(i64 n, S scale, const S* dy, const unsigned char* mask, S* dx) {
-  GRID_LOOP(i, n) dx[i] = mask[i] != 0 ? dy[i] * scale : S(0);
+__device__ void dropout_bwd(i64 n, S scale, const S* dy, const unsigned char* mask, S* dx,
+                            int vec) {
+  i64 done = 0;
+  if (vec) {
+    const i64 ng = n / 4;
+    const quad<S>* dq = reinterpret_cast<const quad<S>*>(dy);
+    quad<S>* xq = reinterpret_cast<quad<S>*>(dx);
+    const mask4* mq = reinterpret_cast<const mask4*>(mask);
+    GRID_LOOP(g, ng) {
+      quad<S> r = dq[g];
+      const mask4 m = mq[g];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) r.v[j] = m.v[j] != 0 ? r.v[j] * scale : S(0);
+      xq[g] = r;
+    }
+    done = ng * 4;
+  }
+  for (i64 i = done + (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (i64)gridDim.x * blockDim.x)
+    dx[i] = mask[i] != 0 ? dy[i] * scale : S(0);
 }
 
 // ---- entry points -----------------------------------------------------------------------------
@@ -603,6 +868,13 @@ __device__ void dropout_bwd(i64 n, S scale, const S* dy, const unsigned char* ma
                                             S* dx, int vec) {                                  \
     act_bwd<A, S>(n, alpha, y, dy, dx, vec);                                                   \
   }
+// Register-held rows, variant R (the bundle's table: threads NT, warp rows W, E values a thread).
+#define NN_SOFTMAX_REG(M, NAME, S, D, R, NT, W, E, MINB)                                       \
+  extern "C" __global__ void __launch_bounds__(NT, MINB)                                       \
+      NAME##_r##R##_##D(i64 outer, int len, int vec, const S* in, const S* d, S* out) {        \
+    __shared__ io<S>::C sh[32];                                                                \
+    softmax_reg<M, S, NT, W, E>(outer, len, vec, in, d, out, sh);                              \
+  }
 #define NN_SOFTMAX(M, NAME, S, D)                                                              \
   extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                       \
       NAME##_rows_##D(i64 outer, i64 len, int per_warp, const S* in, const S* d, S* out) {     \
@@ -612,7 +884,14 @@ __device__ void dropout_bwd(i64 n, S scale, const S* dy, const unsigned char* ma
   extern "C" __global__ void NAME##_cols_##D(i64 outer, i64 len, i64 inner, const S* in,       \
                                              const S* d, S* out) {                             \
     softmax_cols<M, S>(outer, len, inner, in, d, out);                                         \
-  }
+  }                                                                                            \
+  NN_SOFTMAX_REG(M, NAME, S, D, 0, 256, 1, 8, 1)                                               \
+  NN_SOFTMAX_REG(M, NAME, S, D, 1, 256, 1, 16, 1)                                              \
+  NN_SOFTMAX_REG(M, NAME, S, D, 2, 256, 1, 32, 1)                                              \
+  NN_SOFTMAX_REG(M, NAME, S, D, 3, 512, 0, 8, 1)                                               \
+  NN_SOFTMAX_REG(M, NAME, S, D, 4, 512, 0, 16, 1)                                              \
+  NN_SOFTMAX_REG(M, NAME, S, D, 5, (M < 2 ? 512 : 1024), 0, (M < 2 ? 32 : 16),                  \
+                 (M < 2 && sizeof(S) < 8 ? 2 : 1))
 #define NN_POOL_GEOM int H, int W, int P, int Q, int wh, int ww, int sh, int sw, int ph, int pw
 #define NN_POOL_PASS H, W, P, Q, wh, ww, sh, sw, ph, pw
 #define NN_KERNELS(S, D)                                                                       \
@@ -666,22 +945,22 @@ __device__ void dropout_bwd(i64 n, S scale, const S* dy, const unsigned char* ma
     conv_bwd_filter<S>(total, g, x, dy, dw);                                                   \
   }
 #define NN_WIDE_KERNELS(S, D)                                                                  \
-  extern "C" __global__ void lrn_fwd_##D(i64 cols, int C, i64 plane, int n, double alpha,      \
+  extern "C" __global__ void lrn_fwd_##D(i64 count, int C, i64 plane, int n, double alpha,     \
                                          double beta, double k, const S* x, S* y) {            \
-    lrn_fwd<S>(cols, C, plane, n, alpha, beta, k, x, y);                                       \
+    lrn_fwd<S>(count, C, plane, n, alpha, beta, k, x, y);                                      \
   }                                                                                            \
-  extern "C" __global__ void lrn_bwd_##D(i64 cols, int C, i64 plane, int n, double alpha,      \
+  extern "C" __global__ void lrn_bwd_##D(i64 count, int C, i64 plane, int n, double alpha,     \
                                          double beta, double k, const S* x, const S* y,        \
-                                         const S* dy, S* dx, double* ws, i64 count) {          \
-    lrn_bwd<S>(cols, C, plane, n, alpha, beta, k, x, y, dy, dx, ws, count);                    \
+                                         const S* dy, S* dx, double* ws, int phase) {          \
+    lrn_bwd<S>(count, C, plane, n, alpha, beta, k, x, y, dy, dx, ws, phase);                   \
   }                                                                                            \
   extern "C" __global__ void dropout_fwd_##D(i64 n, u64 seed, unsigned int threshold, S scale, \
-                                             const S* x, S* y, unsigned char* mask) {          \
-    dropout_fwd<S>(n, seed, threshold, scale, x, y, mask);                                     \
+                                             const S* x, S* y, unsigned char* mask, int vec) { \
+    dropout_fwd<S>(n, seed, threshold, scale, x, y, mask, vec);                                \
   }                                                                                            \
   extern "C" __global__ void dropout_bwd_##D(i64 n, S scale, const S* dy,                      \
-                                             const unsigned char* mask, S* dx) {               \
-    dropout_bwd<S>(n, scale, dy, mask, dx);                                                    \
+                                             const unsigned char* mask, S* dx, int vec) {      \
+    dropout_bwd<S>(n, scale, dy, mask, dx, vec);                                               \
   }
 
 NN_KERNELS(float, f32)

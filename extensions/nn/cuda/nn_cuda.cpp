@@ -45,6 +45,7 @@ namespace nb = parenchyma::nn_bundle;
 constexpr const char* bundle_name = "nn_cuda";
 constexpr uint32_t block = 256;     // NN_BLOCK in kernels_cu.hpp
 constexpr uint32_t block_warps = 8; // NN_WARPS
+constexpr uint64_t ew_unroll = 4;   // EW_U: items a thread takes per step in the streaming loops
 constexpr int64_t own_algorithm = 100;
 
 // ---- dtypes -------------------------------------------------------------------------------
@@ -124,6 +125,25 @@ constexpr const char* kernel_names[K_COUNT] = {"sigmoid_fwd",
                                                "dropout_fwd",
                                                "dropout_bwd",
                                                "from_float"};
+// The softmax kernels that hold a row in registers (inner == 1): <mode>_r<v>_<suffix>, variant v
+// runs blocks of `threads`, `rows` rows a block (one warp a row) or one row a block (rows 1), rows
+// up to `cap` values. Table of kernels_cu.hpp's NN_SOFTMAX_REG lines; the gradients' last
+// variant differs (1024 threads of 16 values instead of 512 of 32: y and dy are both held).
+constexpr int softmax_variants = 6;
+struct softmax_variant {
+  uint32_t threads, rows;
+  uint64_t cap;
+};
+constexpr softmax_variant softmax_table[2][softmax_variants] = {
+    {{256, 8, 256}, {256, 8, 512}, {256, 8, 1024}, {512, 1, 4096}, {512, 1, 8192}, {512, 1, 16384}},
+    {{256, 8, 256},
+     {256, 8, 512},
+     {256, 8, 1024},
+     {512, 1, 4096},
+     {512, 1, 8192},
+     {1024, 1, 16384}}};
+constexpr const char* softmax_mode[4] = {"softmax", "log_softmax", "softmax_grad",
+                                         "log_softmax_grad"};
 constexpr bool kernel_exists(int k, int d) {
   if (k >= K_LRN_FWD && k <= K_DROPOUT_BWD) return d == F32 || d == F64;
   if (k == K_FROM_FLOAT) return d == F16 || d == BF16;
@@ -227,11 +247,13 @@ struct cuda_nn_context {
   pcy_queue queue = nullptr;
   CUcontext cu_ctx = nullptr;
   CUstream stream = nullptr;
-  uint64_t max_blocks = 1024; // grid cap of the grid-stride kernels: 16 blocks per SM
+  uint64_t max_blocks = 1024;     // grid cap of the grid-stride kernels: 16 blocks per SM
+  uint64_t stream_blocks = 16384; // grid cap of the streaming kernels: 256 blocks per SM
   bool fp64 = true;
   std::string uuid, device_name;
   pcy_program program = nullptr;
   pcy_kernel k[4][K_COUNT] = {};
+  pcy_kernel softmax_reg[4][4][softmax_variants] = {}; // [dtype][mode][variant]
   // cuDNN (null without it; dnn_reason says why)
   cudnnHandle_t dnn = nullptr;
   cudnnTensorDescriptor_t xd = nullptr, yd = nullptr;
@@ -261,14 +283,18 @@ struct cuda_nn_context {
   pcy_kernel kernel(int id, int d) const { return k[d][id]; }
   void launch(pcy_queue q, pcy_kernel kern, uint64_t blocks,
               std::initializer_list<pcy_kernel_arg> args) const {
+    launch(q, kern, blocks, block, args);
+  }
+  void launch(pcy_queue q, pcy_kernel kern, uint64_t blocks, uint32_t threads,
+              std::initializer_list<pcy_kernel_arg> args) const {
     pcy_kernel_launch_args l{};
     l.struct_size = sizeof l;
     l.queue = q;
     l.kernel = kern;
     l.dims = 1;
-    l.global[0] = blocks * block;
+    l.global[0] = blocks * threads;
     l.global[1] = l.global[2] = 1;
-    l.local[0] = block;
+    l.local[0] = threads;
     l.local[1] = l.local[2] = 1;
     l.args = args.begin();
     l.arg_count = static_cast<uint32_t>(args.size());
@@ -277,6 +303,12 @@ struct cuda_nn_context {
   // Blocks for a grid-stride kernel over `count` items of `per_block` each.
   uint64_t blocks_for(uint64_t count, uint64_t per_block = block) const {
     return std::clamp<uint64_t>((count + per_block - 1) / per_block, 1, max_blocks);
+  }
+  // Blocks for a streaming kernel over `count` items of `per_block` each: one step a block as
+  // long as the grid stays below stream_blocks (the block scheduler balances the SMs; a grid of
+  // a few waves would leave a partial last wave).
+  uint64_t stream_for(uint64_t count, uint64_t per_block) const {
+    return std::clamp<uint64_t>((count + per_block - 1) / per_block, 1, stream_blocks);
   }
   uint64_t ptr(const pcy_tensor& t) const {
     return reinterpret_cast<uint64_t>(sdk::native_of(*fw, t)) + t.byte_offset;
@@ -393,6 +425,10 @@ cuda_nn_context::~cuda_nn_context() {
   for (auto& row : k)
     for (pcy_kernel kern : row)
       if (kern != nullptr) fw->kernel_destroy(kern);
+  for (auto& per_dtype : softmax_reg)
+    for (auto& per_mode : per_dtype)
+      for (pcy_kernel kern : per_mode)
+        if (kern != nullptr) fw->kernel_destroy(kern);
   if (program != nullptr) fw->program_destroy(program);
 }
 
@@ -467,16 +503,20 @@ template <const pcy_op_schema& S, int A, bool G> struct act_op {
     if (c.n == 0) return;
     const auto n = static_cast<long long>(c.n);
     const compute_t<D> alpha = static_cast<compute_t<D>>(c.alpha);
-    const uint64_t per_thread = 16 / dt_bytes[d];
+    const uint64_t per_word = 16 / dt_bytes[d];
+    // Items: 16-byte words (vec) or elements; a block takes ew_unroll * block of them a step.
+    auto blocks = [&](int vec) {
+      return cx.stream_for(vec ? c.n / per_word : c.n, ew_unroll * block);
+    };
     if constexpr (!G) {
       const uint64_t x = cx.ptr(*c.x), y = cx.ptr(*c.y);
       const int vec = aligned16(x) && aligned16(y) ? 1 : 0;
-      cx.launch(a.queue(), cx.kernel(2 * A, d), cx.blocks_for(vec ? c.n / per_thread + 1 : c.n),
+      cx.launch(a.queue(), cx.kernel(2 * A, d), blocks(vec),
                 {val(n), val(alpha), val(x), val(y), val(vec)});
     } else {
       const uint64_t y = cx.ptr(*c.x), dy = cx.ptr(*c.dy), dx = cx.ptr(*c.y);
       const int vec = aligned16(y) && aligned16(dy) && aligned16(dx) ? 1 : 0;
-      cx.launch(a.queue(), cx.kernel(2 * A + 1, d), cx.blocks_for(vec ? c.n / per_thread + 1 : c.n),
+      cx.launch(a.queue(), cx.kernel(2 * A + 1, d), blocks(vec),
                 {val(n), val(alpha), val(y), val(dy), val(dx), val(vec)});
     }
   }
@@ -494,6 +534,19 @@ template <const pcy_op_schema& S, int M> struct softmax_op {
     const auto outer = static_cast<long long>(c.outer), len = static_cast<long long>(c.len),
                inner = static_cast<long long>(c.inner);
     if (c.inner == 1) {
+      // A row in registers where a variant holds it (f64 gradients: not the last one, it spills).
+      for (int v = 0; v < softmax_variants; ++v) {
+        const softmax_variant& sv = softmax_table[M < 2 ? 0 : 1][v];
+        if (c.len > sv.cap || (D == PCY_DTYPE_F64 && M >= 2 && v == softmax_variants - 1)) continue;
+        const int ilen = static_cast<int>(c.len);
+        const int vec = aligned16(in) && aligned16(out) && (M < 2 || aligned16(dy)) &&
+                                (c.len * dt_bytes[d]) % 16 == 0
+                            ? 1
+                            : 0;
+        cx.launch(a.queue(), cx.softmax_reg[d][M][v], cx.stream_for(c.outer, sv.rows), sv.threads,
+                  {val(outer), val(ilen), val(vec), val(in), val(dy), val(out)});
+        return;
+      }
       const int per_warp = c.len <= 1024 ? 1 : 0;
       const uint64_t blocks = per_warp ? cx.blocks_for(c.outer, block_warps)
                                        : std::min<uint64_t>(c.outer, cx.max_blocks);
@@ -637,15 +690,14 @@ template <const pcy_op_schema& S, bool G> struct lrn_op {
     const nb::lrn_call c = nb::decode_lrn<S>(a, D);
     const uint64_t count = static_cast<uint64_t>(c.N * c.C * c.H * c.W);
     if (count == 0) return;
-    const auto cols = static_cast<long long>(c.N * c.H * c.W),
-               plane = static_cast<long long>(c.H * c.W);
+    const auto plane = static_cast<long long>(c.H * c.W), cnt = static_cast<long long>(count);
     const int C = narrow(c.C, S, "C"), n = narrow(c.n, S, "n");
     const double alpha = c.alpha, beta = c.beta, k = c.k;
     const uint64_t x = cx.ptr(*c.x), y = cx.ptr(*c.y);
     if constexpr (!G) {
       cx.launch(
-          a.queue(), cx.kernel(K_LRN_FWD, d), cx.blocks_for(static_cast<uint64_t>(cols)),
-          {val(cols), val(C), val(plane), val(n), val(alpha), val(beta), val(k), val(x), val(y)});
+          a.queue(), cx.kernel(K_LRN_FWD, d), cx.blocks_for(count),
+          {val(cnt), val(C), val(plane), val(n), val(alpha), val(beta), val(k), val(x), val(y)});
     } else {
       uint64_t bytes = 0;
       if (!sdk::mul_ok(count, 2 * sizeof(double), bytes))
@@ -654,10 +706,10 @@ template <const pcy_op_schema& S, bool G> struct lrn_op {
       a.workspace(bytes, &native);
       const auto ws = reinterpret_cast<uint64_t>(native);
       const uint64_t dy = cx.ptr(*c.dy), dx = cx.ptr(*c.dx);
-      const auto cnt = static_cast<long long>(count);
-      cx.launch(a.queue(), cx.kernel(K_LRN_BWD, d), cx.blocks_for(static_cast<uint64_t>(cols)),
-                {val(cols), val(C), val(plane), val(n), val(alpha), val(beta), val(k), val(x),
-                 val(y), val(dy), val(dx), val(ws), val(cnt)});
+      for (const int phase : {0, 1}) // the workspace, then dx from it
+        cx.launch(a.queue(), cx.kernel(K_LRN_BWD, d), cx.blocks_for(count),
+                  {val(cnt), val(C), val(plane), val(n), val(alpha), val(beta), val(k), val(x),
+                   val(y), val(dy), val(dx), val(ws), val(phase)});
     }
   }
 };
@@ -672,14 +724,18 @@ template <const pcy_op_schema& S, bool G> struct dropout_op {
     const auto n = static_cast<long long>(c.n);
     const wide_t<D> scale = static_cast<wide_t<D>>(c.scale); // rounded to the op's dtype
     const uint64_t x = cx.ptr(*c.x), y = cx.ptr(*c.y), mask = cx.ptr(*c.mask);
+    // Groups of 4 elements a thread: 16-byte data words, 4-byte mask words.
+    const int vec = aligned16(x) && aligned16(y) && (mask & 3u) == 0 ? 1 : 0;
+    const uint64_t blocks = cx.stream_for(vec ? c.n / 4 : c.n, block);
     if constexpr (!G) {
       const unsigned long long seed = c.seed;
       const unsigned int threshold = c.threshold;
-      cx.launch(a.queue(), cx.kernel(K_DROPOUT_FWD, d), cx.blocks_for(c.n),
-                {val(n), val(seed), val(threshold), val(scale), val(x), val(y), val(mask)});
+      cx.launch(
+          a.queue(), cx.kernel(K_DROPOUT_FWD, d), blocks,
+          {val(n), val(seed), val(threshold), val(scale), val(x), val(y), val(mask), val(vec)});
     } else {
-      cx.launch(a.queue(), cx.kernel(K_DROPOUT_BWD, d), cx.blocks_for(c.n),
-                {val(n), val(scale), val(x), val(mask), val(y)});
+      cx.launch(a.queue(), cx.kernel(K_DROPOUT_BWD, d), blocks,
+                {val(n), val(scale), val(x), val(mask), val(y), val(vec)});
     }
   }
 };
@@ -1277,8 +1333,10 @@ cuda_nn_context* nn_cuda_bundle::create_context(const pcy_bundle_context_args& a
       for (size_t i = 0; i < count; ++i) {
         const std::string_view key = props[i].key;
         if (key == PCY_PROP_FP64) cx->fp64 = props[i].i != 0;
-        if (key == PCY_PROP_COMPUTE_UNITS && props[i].i > 0)
+        if (key == PCY_PROP_COMPUTE_UNITS && props[i].i > 0) {
           cx->max_blocks = static_cast<uint64_t>(props[i].i) * 16;
+          cx->stream_blocks = static_cast<uint64_t>(props[i].i) * 256;
+        }
         if (key == PCY_PROP_UUID && props[i].s != nullptr) cx->uuid = props[i].s;
         if (key == PCY_PROP_NAME && props[i].s != nullptr) cx->device_name = props[i].s;
       }
@@ -1317,6 +1375,17 @@ void nn_cuda_bundle::build_kernels(cuda_nn_context& cx, const pcy_bundle_context
       sdk::check(fw.kernel_create(&kc));
       cx.k[d][id] = kc.kernel;
     }
+  for (int d = 0; d < 4; ++d)
+    for (int m = 0; m < 4; ++m)
+      for (int v = 0; v < softmax_variants; ++v) {
+        const std::string kname = sdk::str(softmax_mode[m], "_r", v, "_", suffix[d]);
+        pcy_kernel_create_args kc{};
+        kc.struct_size = sizeof kc;
+        kc.program = cx.program;
+        kc.name = kname.c_str();
+        sdk::check(fw.kernel_create(&kc));
+        cx.softmax_reg[d][m][v] = kc.kernel;
+      }
 }
 
 // cuDNN's handle and descriptors, once per context; without them the convolutions run on our
