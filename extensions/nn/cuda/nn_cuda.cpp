@@ -1,20 +1,27 @@
 // NN bundle for the CUDA framework: every op of pcy_nn.h in f32 and f64, and in f16 and bf16
 // for the activations, softmax, pooling and convolution (compute in f32). Our own CUDA C
 // kernels (kernels_cu.hpp) serve everything but the convolutions proper, which run on cuDNN 9
-// (loaded at run time, legacy convolution API) and, without cuDNN, on our direct kernels.
+// (loaded at run time: its legacy convolution API and its graph API, cudnn_graph.hpp) and,
+// without cuDNN, on our direct kernels.
 // Everything is enqueued on the backend's CUstream; no op synchronises it.
 //
 // Convolution algorithm numbers (convolution_algorithm's result, the ops' `algorithm`): the
 // value of cuDNN's enum for the direction (cudnnConvolutionFwdAlgo_t 0..7,
 // cudnnConvolutionBwdDataAlgo_t 0..5, cudnnConvolutionBwdFilterAlgo_t 0..6), and 100 for our
-// own direct kernel. 0, the default, is cuDNN's algorithm 0 (IMPLICIT_GEMM / ALGO_0, which run
-// every geometry), or our kernel where cuDNN refuses it or is not in use.
+// own direct kernel, and 1000 + k for the k-th execution plan of cuDNN's graph API for the
+// problem (engine configurations of heuristics mode A, then the fallback list, that finalize
+// for these shapes and whose numerical notes the math mode allows; k < graph::max_plans).
+// 0, the default, is cuDNN's algorithm 0 (IMPLICIT_GEMM / ALGO_0, which run every geometry),
+// or our kernel where cuDNN refuses it or is not in use. -1 measures the legacy algorithms
+// (cudnnFind*Ex), then times the winner and every graph plan with events on the stream and
+// keeps the fastest; -2 takes the graph API's first plan (the legacy heuristic without one).
 //
 // Math: 1 strict (f32: CUDNN_FMA_MATH, no TF32), 2 TF32 allowed (CUDNN_DEFAULT_MATH), 0 the
 // setting PARENCHYMA_NN_MATH ("strict", the default, or "tf32"). f16/bf16 always use
 // CUDNN_TENSOR_OP_MATH with f32 accumulation; f64 CUDNN_DEFAULT_MATH.
 #include "nn_call.hpp"
 
+#include "cudnn_graph.hpp"
 #include "kernels_cu.hpp"
 #include <parenchyma/sdk/bundle.hpp>
 #include <parenchyma/sdk/op_schema.hpp>
@@ -30,6 +37,7 @@
 #include <cstdint>
 #include <cstring>
 #include <initializer_list>
+#include <limits>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -47,6 +55,9 @@ constexpr uint32_t block = 256;     // NN_BLOCK in kernels_cu.hpp
 constexpr uint32_t block_warps = 8; // NN_WARPS
 constexpr uint64_t ew_unroll = 4;   // EW_U: items a thread takes per step in the streaming loops
 constexpr int64_t own_algorithm = 100;
+namespace ng = parenchyma::nn_cuda::graph;
+constexpr int64_t graph_base = 1000; // 1000 + k: the k-th plan of cuDNN's graph API
+constexpr bool is_graph(int64_t a) { return a >= graph_base && a < graph_base + ng::max_plans; }
 
 // ---- dtypes -------------------------------------------------------------------------------
 
@@ -229,6 +240,7 @@ struct find_key {
 };
 struct find_result {
   int64_t algorithm = 0, workspace = 0;
+  int64_t numerics = -1; // PCY_NN_NUMERICS_*; -1: numerics_of(algorithm)
 };
 
 class nn_cuda_bundle;
@@ -263,6 +275,16 @@ struct cuda_nn_context {
   conv_key last;                 // what the descriptors hold (dt -1: nothing valid)
   int ws_algo[3] = {-1, -1, -1}; // workspace size cache for `last`, per direction
   size_t ws_bytes[3] = {0, 0, 0};
+  // cuDNN's graph API: the plans built per problem (never erased before the handle goes), and
+  // per direction the plan the last op ran with its variant pack, so a repeated op builds
+  // nothing.
+  std::map<ng::problem, ng::plan_set> plan_sets;
+  struct graph_last {
+    ng::problem p;
+    int64_t k = -1;
+    const ng::plan* plan = nullptr;
+    ng::binding bind;
+  } glast[3];
 
   cuda_nn_context() = default;
   cuda_nn_context(const cuda_nn_context&) = delete;
@@ -336,6 +358,9 @@ struct cuda_nn_context {
   // Sets the descriptors to g unless they hold it already; a refused geometry leaves them
   // invalid and returns cuDNN's status.
   cudnnStatus_t set_geometry(const conv_key& g);
+  // The graph API's plans for p, built on first use; null where the graph API is not in use.
+  // A set whose building failed has no plans and says why (error, refusal).
+  const ng::plan_set* graph_plans(const ng::problem& p);
 };
 
 // ---- the bundle ---------------------------------------------------------------------------
@@ -365,9 +390,20 @@ public:
 
   const cudnn_api& api() const { return dnn_; }
   bool has_cudnn() const { return dnn_lib_ != nullptr; }
+  const ng::api& graph_api() const { return graph_; }
+  bool has_graph() const { return has_cudnn() && graph_.loaded(); }
+  const std::string& graph_reason() const { return graph_reason_; }
+  template <class... A> void warn(const A&... a) const { log_.warn(a...); }
   bool tf32_default() const { return tf32_; }
   decltype(&::cuCtxGetCurrent) ctx_get = nullptr;
   decltype(&::cuCtxSetCurrent) ctx_set = nullptr;
+  // Events, to time the graph plans against the legacy algorithms (all null: no timing).
+  decltype(&::cuEventCreate) ev_create = nullptr;
+  decltype(&::cuEventDestroy) ev_destroy = nullptr;
+  decltype(&::cuEventRecord) ev_record = nullptr;
+  decltype(&::cuEventSynchronize) ev_sync = nullptr;
+  decltype(&::cuEventElapsedTime) ev_elapsed = nullptr;
+  bool has_events() const { return ev_elapsed != nullptr; }
 
   // The measured algorithms (requested -1), process-wide.
   mutable std::mutex find_mutex;
@@ -392,6 +428,8 @@ private:
   const pcy_host_services* host_;
   cudnn_api dnn_;
   void* dnn_lib_ = nullptr;
+  ng::api graph_;
+  std::string graph_reason_; // why the graph API is not in use
   std::string dnn_soname_, dnn_version_;
   bool tf32_ = false;
   std::string reason_;
@@ -415,6 +453,9 @@ cuda_nn_context::~cuda_nn_context() {
       current();
     } catch (...) { // tearing down: nothing to report to
     }
+    for (graph_last& l : glast)
+      l = graph_last{};
+    plan_sets.clear(); // the plans hold the handle
     const cudnn_api& d = api();
     if (xd) d.cudnnDestroyTensorDescriptor(xd);
     if (yd) d.cudnnDestroyTensorDescriptor(yd);
@@ -461,6 +502,38 @@ cudnnStatus_t cuda_nn_context::set_geometry(const conv_key& g) {
     s = d.cudnnSetConvolutionMathType(cd, static_cast<cudnnMathType_t>(g.math));
   if (s == CUDNN_STATUS_SUCCESS) last = g;
   return s;
+}
+
+// Direction `dir` of geometry g as the graph API describes it.
+ng::problem graph_problem(int dir, const conv_key& g) {
+  ng::problem p;
+  p.direction = dir;
+  p.data = cudnn_dtype(g.dt);
+  p.compute = g.dt == F64 ? CUDNN_DATA_DOUBLE : CUDNN_DATA_FLOAT;
+  p.tf32 = g.dt == F32 && g.math == CUDNN_DEFAULT_MATH;
+  p.N = g.N, p.C = g.C, p.H = g.H, p.W = g.W, p.K = g.K, p.R = g.R, p.S = g.S, p.groups = g.G;
+  p.P = nb::out_extent(g.H, g.R, g.sh, g.ph, g.dh);
+  p.Q = nb::out_extent(g.W, g.S, g.sw, g.pw, g.dw);
+  p.stride = {g.sh, g.sw};
+  p.pad = {g.ph, g.pw};
+  p.dil = {g.dh, g.dw};
+  return p;
+}
+
+const ng::plan_set* cuda_nn_context::graph_plans(const ng::problem& p) {
+  if (dnn == nullptr || !bundle->has_graph()) return nullptr;
+  auto it = plan_sets.find(p);
+  if (it == plan_sets.end()) {
+    it = plan_sets.try_emplace(p).first;
+    const ng::status s = ng::build(bundle->graph_api(), dnn, p, it->second);
+    // A refusal of the shapes (the graph's finalization) is an answer; any other failure is
+    // worth a line in the log: the legacy algorithms still serve.
+    if (!s.ok() && std::strncmp(s.what, "cudnnBackendFinalize", 20) != 0)
+      bundle->warn(direction_name[p.direction], " on ", device_name,
+                   ": cuDNN's graph API: ", s.what, " failed (", api().cudnnGetErrorString(s.code),
+                   "); its plans are not offered for these shapes");
+  }
+  return &it->second;
 }
 
 // ---- helpers shared by the ops -----------------------------------------------------------------
@@ -820,6 +893,38 @@ cudnnStatus_t workspace_size(cuda_nn_context& cx, int dir, int algo, size_t& byt
   return s;
 }
 
+// One legacy call of direction dir with algorithm algo on the set geometry; x, w, y are x/w/y,
+// or dx/w/dy, or x/dw/dy.
+cudnnStatus_t legacy_exec(const cuda_nn_context& cx, int dir, int algo, void* x, void* w, void* y,
+                          void* ws, size_t bytes) {
+  const cudnn_api& api = cx.api();
+  if (cx.last.dt == F64) {
+    const double one = 1, zero = 0;
+    return dir == 0 ? api.cudnnConvolutionForward(cx.dnn, &one, cx.xd, x, cx.wd, w, cx.cd,
+                                                  static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws,
+                                                  bytes, &zero, cx.yd, y)
+           : dir == 1
+               ? api.cudnnConvolutionBackwardData(cx.dnn, &one, cx.wd, w, cx.yd, y, cx.cd,
+                                                  static_cast<cudnnConvolutionBwdDataAlgo_t>(algo),
+                                                  ws, bytes, &zero, cx.xd, x)
+               : api.cudnnConvolutionBackwardFilter(
+                     cx.dnn, &one, cx.xd, x, cx.yd, y, cx.cd,
+                     static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws, bytes, &zero, cx.wd,
+                     w);
+  }
+  const float one = 1, zero = 0;
+  return dir == 0 ? api.cudnnConvolutionForward(cx.dnn, &one, cx.xd, x, cx.wd, w, cx.cd,
+                                                static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws,
+                                                bytes, &zero, cx.yd, y)
+         : dir == 1
+             ? api.cudnnConvolutionBackwardData(cx.dnn, &one, cx.wd, w, cx.yd, y, cx.cd,
+                                                static_cast<cudnnConvolutionBwdDataAlgo_t>(algo),
+                                                ws, bytes, &zero, cx.xd, x)
+             : api.cudnnConvolutionBackwardFilter(
+                   cx.dnn, &one, cx.xd, x, cx.yd, y, cx.cd,
+                   static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws, bytes, &zero, cx.wd, w);
+}
+
 // Runs one direction through cuDNN: x, w, y are x/w/y, or dx/w/dy, or x/dw/dy. Returns false
 // (nothing enqueued) where the default algorithm cannot run these shapes, so our kernel runs.
 template <int DIR, pcy_dtype D>
@@ -841,29 +946,60 @@ bool cudnn_run(cuda_nn_context& cx, const sdk::op_args& a, const nb::conv_call& 
   }
   void* ws = nullptr;
   if (bytes > 0) a.workspace(bytes, &ws);
-  const compute_t<D> one = 1, zero = 0;
-  void* x = reinterpret_cast<void*>(cx.ptr(*c.x));
-  void* w = reinterpret_cast<void*>(cx.ptr(*c.w));
-  void* y = reinterpret_cast<void*>(cx.ptr(*c.y));
-  const cudnn_api& api = cx.api();
+  s = legacy_exec(cx, DIR, algo, reinterpret_cast<void*>(cx.ptr(*c.x)),
+                  reinterpret_cast<void*>(cx.ptr(*c.w)), reinterpret_cast<void*>(cx.ptr(*c.y)), ws,
+                  bytes);
   constexpr const char* what[3] = {"nn.convolution: cudnnConvolutionForward",
                                    "nn.convolution_grad_data: cudnnConvolutionBackwardData",
                                    "nn.convolution_grad_filter: cudnnConvolutionBackwardFilter"};
-  if constexpr (DIR == 0)
-    s = api.cudnnConvolutionForward(cx.dnn, &one, cx.xd, x, cx.wd, w, cx.cd,
-                                    static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &zero,
-                                    cx.yd, y);
-  else if constexpr (DIR == 1)
-    s = api.cudnnConvolutionBackwardData(cx.dnn, &one, cx.wd, w, cx.yd, y, cx.cd,
-                                         static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws,
-                                         bytes, &zero, cx.xd, x);
-  else
-    s = api.cudnnConvolutionBackwardFilter(cx.dnn, &one, cx.xd, x, cx.yd, y, cx.cd,
-                                           static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws,
-                                           bytes, &zero, cx.wd, w);
   // The default refused at run time (nothing enqueued): our kernel runs instead.
   if (s == CUDNN_STATUS_NOT_SUPPORTED && c.algorithm == 0) return false;
   cx.check(s, what[DIR]);
+  return true;
+}
+
+// Runs one direction with the graph API's plan c.algorithm - 1000. The plan (and its variant
+// pack) of the last op of this direction is reused when the problem and pointers repeat.
+// Pointers not 16-byte aligned (the plans are built for 16) run the legacy default instead.
+template <int DIR, pcy_dtype D>
+bool graph_run(cuda_nn_context& cx, const sdk::op_args& a, const nb::conv_call& c) {
+  constexpr int d = index_of(D);
+  if (!cx.bundle->has_graph())
+    sdk::fail(PCY_ERR_UNSUPPORTED,
+              sdk::str("nn.", direction_name[DIR], ": algorithm ", c.algorithm,
+                       " is a plan of cuDNN's graph API, which is not in use here (",
+                       cx.bundle->graph_reason(),
+                       "); pass an algorithm that "
+                       "convolution_algorithm returned"));
+  cx.current();
+  const ng::problem p = graph_problem(DIR, key_of(cx, d, c));
+  const int64_t k = c.algorithm - graph_base;
+  cuda_nn_context::graph_last& l = cx.glast[DIR];
+  if (l.plan == nullptr || l.k != k || l.p != p) {
+    const ng::plan_set& set = *cx.graph_plans(p);
+    if (k >= static_cast<int64_t>(set.plans.size()))
+      sdk::fail(PCY_ERR_UNSUPPORTED,
+                sdk::str("nn.", direction_name[DIR], ": cuDNN's graph API has ", set.plans.size(),
+                         " plans for these shapes, not plan ", k, " (algorithm ", c.algorithm,
+                         "); pass an algorithm that convolution_algorithm returned"));
+    l = cuda_nn_context::graph_last{};
+    l.p = p;
+    l.k = k;
+    l.plan = set.plans[static_cast<size_t>(k)].get();
+  }
+  const uint64_t x = cx.ptr(*c.x), w = cx.ptr(*c.w), y = cx.ptr(*c.y);
+  void* ws = nullptr;
+  if (l.plan->workspace > 0) a.workspace(static_cast<uint64_t>(l.plan->workspace), &ws);
+  if (!aligned16(x) || !aligned16(w) || !aligned16(y) ||
+      !aligned16(reinterpret_cast<uint64_t>(ws))) {
+    nb::conv_call c0 = c;
+    c0.algorithm = 0;
+    return cudnn_run<DIR, D>(cx, a, c0);
+  }
+  const ng::status s =
+      ng::execute(cx.bundle->graph_api(), cx.dnn, *l.plan, l.bind, reinterpret_cast<void*>(x),
+                  reinterpret_cast<void*>(w), reinterpret_cast<void*>(y), ws);
+  if (!s.ok()) cx.check(s.code, sdk::str("nn.", direction_name[DIR], ": ", s.what).c_str());
   return true;
 }
 
@@ -889,7 +1025,8 @@ template <int DIR> struct conv_op {
     }
     if (c.algorithm != own_algorithm) {
       if (cx.dnn != nullptr) {
-        if (cudnn_run<DIR, D>(cx, a, c)) return;
+        if (is_graph(c.algorithm) ? graph_run<DIR, D>(cx, a, c) : cudnn_run<DIR, D>(cx, a, c))
+          return;
       } else if (c.algorithm != 0) {
         sdk::fail(PCY_ERR_UNSUPPORTED,
                   sdk::str("nn.", direction_name[DIR], ": algorithm ", c.algorithm,
@@ -1015,8 +1152,9 @@ find_result heuristic(cuda_nn_context& cx, int dir) {
 // Measures every algorithm of direction `dir` on the set geometry (cudnnFind*Ex, on zeroed
 // temporary buffers); the fastest that ran. Falls back to the heuristic where the buffers do
 // not fit on the device.
-find_result measure(cuda_nn_context& cx, int dir, const nb::conv_call& g, int d) {
-  // The shapes are arguments, not tensors: their byte counts may overflow (then no buffers).
+// The bytes of x, w and y of geometry g in dtype d; false where a count overflows (the shapes
+// are arguments, not tensors).
+bool conv_bytes(const nb::conv_call& g, int d, uint64_t& nx, uint64_t& nw, uint64_t& ny) {
   auto bytes_of = [&](std::initializer_list<int64_t> extents, uint64_t& out) {
     out = dt_bytes[d];
     bool ok = true;
@@ -1024,10 +1162,13 @@ find_result measure(cuda_nn_context& cx, int dir, const nb::conv_call& g, int d)
       ok = ok && sdk::mul_ok(out, static_cast<uint64_t>(e), out);
     return ok;
   };
+  return bytes_of({g.N, g.C, g.H, g.W}, nx) && bytes_of({g.K, g.C / g.groups, g.R, g.S}, nw) &&
+         bytes_of({g.N, g.K, g.P, g.Q}, ny);
+}
+
+find_result measure(cuda_nn_context& cx, int dir, const nb::conv_call& g, int d) {
   uint64_t nx = 0, nw = 0, ny = 0;
-  if (!bytes_of({g.N, g.C, g.H, g.W}, nx) || !bytes_of({g.K, g.C / g.groups, g.R, g.S}, nw) ||
-      !bytes_of({g.N, g.K, g.P, g.Q}, ny))
-    return heuristic(cx, dir);
+  if (!conv_bytes(g, d, nx, nw, ny)) return heuristic(cx, dir);
   // The largest workspace any algorithm asks for, within 1 GiB.
   uint64_t ws_max = 0;
   for (int algo = 0; algo < algo_count[dir]; ++algo) {
@@ -1077,6 +1218,129 @@ find_result measure(cuda_nn_context& cx, int dir, const nb::conv_call& g, int d)
   return first_ok(cx, dir, p, n);
 }
 
+// How a graph plan rounds: its engine's FFT and Winograd notes make it a transform.
+int64_t graph_numerics(const ng::plan& pl) {
+  constexpr uint32_t transform =
+      1u << CUDNN_NUMERICAL_NOTE_FFT | 1u << CUDNN_NUMERICAL_NOTE_WINOGRAD |
+      1u << CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_4x4 | 1u << CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_6x6 |
+      1u << CUDNN_NUMERICAL_NOTE_WINOGRAD_TILE_13x13;
+  return (pl.notes & transform) != 0 ? PCY_NN_NUMERICS_TRANSFORM : PCY_NN_NUMERICS_DIRECT;
+}
+
+// Plan k of the graph API for direction dir of key, as a result; algorithm -1 where there is
+// no such plan.
+find_result graph_plan(cuda_nn_context& cx, int dir, const conv_key& key, int64_t k) {
+  const ng::plan_set* set = cx.graph_plans(graph_problem(dir, key));
+  if (set == nullptr || k >= static_cast<int64_t>(set->plans.size())) return {-1, 0};
+  const ng::plan& pl = *set->plans[static_cast<size_t>(k)];
+  return {graph_base + k, pl.workspace, graph_numerics(pl)};
+}
+
+// An explicit graph algorithm number: its plan, or an error saying why there is none.
+find_result graph_explicit(cuda_nn_context& cx, int dir, const conv_key& key, int64_t req) {
+  if (!cx.bundle->has_graph())
+    sdk::fail(PCY_ERR_UNSUPPORTED,
+              sdk::str("nn.convolution_algorithm: algorithm ", req,
+                       " is a plan of cuDNN's graph API, which is not in use here (",
+                       cx.bundle->graph_reason(), ")"));
+  const find_result r = graph_plan(cx, dir, key, req - graph_base);
+  if (r.algorithm >= 0) return r;
+  const ng::plan_set& set = *cx.graph_plans(graph_problem(dir, key));
+  const ng::status why = !set.error.ok() ? set.error : set.refusal;
+  sdk::fail(PCY_ERR_UNSUPPORTED,
+            sdk::str("nn.convolution_algorithm: cuDNN's graph API has ", set.plans.size(),
+                     " plans for these shapes of ", direction_name[dir], ", not plan ",
+                     req - graph_base, " (algorithm ", req, ")",
+                     why.ok()
+                         ? std::string()
+                         : sdk::str("; ", why.what, ": ", cx.api().cudnnGetErrorString(why.code))));
+}
+
+// Two events for timing on the context's stream (configuration time only).
+struct event_pair {
+  const nn_cuda_bundle& b;
+  CUevent e0 = nullptr, e1 = nullptr;
+  explicit event_pair(const nn_cuda_bundle& bundle) : b(bundle) {
+    if (b.ev_create(&e0, CU_EVENT_DEFAULT) != CUDA_SUCCESS) e0 = nullptr;
+    if (b.ev_create(&e1, CU_EVENT_DEFAULT) != CUDA_SUCCESS) e1 = nullptr;
+  }
+  event_pair(const event_pair&) = delete;
+  event_pair& operator=(const event_pair&) = delete;
+  ~event_pair() {
+    if (e0) b.ev_destroy(e0);
+    if (e1) b.ev_destroy(e1);
+  }
+  bool ok() const { return e0 != nullptr && e1 != nullptr; }
+};
+
+// The median over 5 runs (after 2 warm-up runs) of the device time of `run`, a cuDNN call
+// enqueued on the stream, in ms; infinity where a call fails.
+template <class F> float time_ms(const cuda_nn_context& cx, const event_pair& ev, F&& run) {
+  constexpr float never = std::numeric_limits<float>::infinity();
+  const nn_cuda_bundle& b = *cx.bundle;
+  for (int i = 0; i < 2; ++i)
+    if (run() != CUDNN_STATUS_SUCCESS) return never;
+  std::array<float, 5> t{};
+  for (float& ms : t) {
+    if (b.ev_record(ev.e0, cx.stream) != CUDA_SUCCESS) return never;
+    if (run() != CUDNN_STATUS_SUCCESS) return never;
+    if (b.ev_record(ev.e1, cx.stream) != CUDA_SUCCESS || b.ev_sync(ev.e1) != CUDA_SUCCESS ||
+        b.ev_elapsed(&ms, ev.e0, ev.e1) != CUDA_SUCCESS)
+      return never;
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// Times the legacy choice r (on the set geometry) and every graph plan for key with events on
+// the stream, on zeroed temporary buffers; the fastest (r on a tie). r where nothing can be
+// timed (no events, no plans, no room for the buffers).
+find_result graph_measure(cuda_nn_context& cx, int dir, const nb::conv_call& g, int d,
+                          const conv_key& key, const find_result& r) {
+  if (!cx.bundle->has_events()) return r;
+  const ng::plan_set* set = cx.graph_plans(graph_problem(dir, key));
+  if (set == nullptr || set->plans.empty()) return r;
+  uint64_t nx = 0, nw = 0, ny = 0;
+  if (!conv_bytes(g, d, nx, nw, ny)) return r;
+  const bool legacy = r.algorithm >= 0 && r.algorithm < algo_count[dir];
+  uint64_t ws_max = legacy ? static_cast<uint64_t>(r.workspace) : 0;
+  for (const auto& pl : set->plans)
+    ws_max = std::max(ws_max, static_cast<uint64_t>(pl->workspace));
+  temp_buffers t(cx);
+  void* x = t.get(nx);
+  void* w = x ? t.get(nw) : nullptr;
+  void* y = w ? t.get(ny) : nullptr;
+  if (y == nullptr) return r;
+  void* ws = nullptr;
+  if (ws_max > 0) {
+    ws = t.get(ws_max);
+    if (ws == nullptr) ws_max = 0; // time those that need no workspace
+  }
+  const event_pair ev(*cx.bundle);
+  if (!ev.ok()) return r;
+  float best = std::numeric_limits<float>::infinity();
+  find_result out = r;
+  if (legacy && static_cast<uint64_t>(r.workspace) <= ws_max)
+    best = time_ms(cx, ev, [&] {
+      return legacy_exec(cx, dir, static_cast<int>(r.algorithm), x, w, y, ws,
+                         static_cast<size_t>(r.workspace));
+    });
+  const ng::api& api = cx.bundle->graph_api();
+  for (size_t k = 0; k < set->plans.size(); ++k) {
+    const ng::plan& pl = *set->plans[k];
+    if (static_cast<uint64_t>(pl.workspace) > ws_max) continue;
+    ng::binding bind;
+    void* pws = pl.workspace > 0 ? ws : nullptr;
+    const float ms =
+        time_ms(cx, ev, [&] { return ng::execute(api, cx.dnn, pl, bind, x, w, y, pws).code; });
+    if (ms < best) {
+      best = ms;
+      out = {graph_base + static_cast<int64_t>(k), pl.workspace, graph_numerics(pl)};
+    }
+  }
+  return out;
+}
+
 struct conv_algorithm_op {
   template <pcy_dtype D> static void run(cuda_nn_context& cx, const sdk::op_args& a) {
     constexpr int d = index_of(D);
@@ -1086,11 +1350,13 @@ struct conv_algorithm_op {
     const nb::conv_call& g = c.g;
     const bool empty = g.N == 0 || g.C == 0 || g.H == 0 || g.W == 0 || g.K == 0;
     int_conv_geometry(g, pcy_nn_convolution_algorithm_schema);
-    if (req >= algo_count[dir] && req != own_algorithm)
+    if (req >= algo_count[dir] && req != own_algorithm && !is_graph(req))
       sdk::fail(PCY_ERR_UNSUPPORTED,
                 sdk::str("nn.convolution_algorithm: argument requested: no algorithm ", req,
                          " for ", direction_name[dir], " (cuDNN's are 0..", algo_count[dir] - 1,
-                         ", parenchyma's direct kernel is ", own_algorithm, ")"));
+                         ", its graph API's plans ", graph_base, "..",
+                         graph_base + ng::max_plans - 1, ", parenchyma's direct kernel is ",
+                         own_algorithm, ")"));
     find_result r{own_algorithm, 0};
     if (cx.dnn == nullptr) {
       if (req >= 0 && req != own_algorithm && req != 0)
@@ -1106,14 +1372,18 @@ struct conv_algorithm_op {
     } else {
       cx.current();
       const conv_key key = key_of(cx, d, g);
-      const cudnnStatus_t s = cx.set_geometry(key);
-      if (s != CUDNN_STATUS_SUCCESS) {
+      const cudnnStatus_t s = is_graph(req) ? CUDNN_STATUS_SUCCESS : cx.set_geometry(key);
+      if (is_graph(req)) {
+        r = graph_explicit(cx, dir, key, req);
+      } else if (s != CUDNN_STATUS_SUCCESS) {
         if (req > 0)
           sdk::fail(PCY_ERR_UNSUPPORTED,
                     sdk::str("nn.convolution_algorithm: cuDNN refuses these shapes (",
                              cx.api().cudnnGetErrorString(s), "); algorithm ", req,
                              " cannot run them"));
-        // -1, -2, 0: our kernel
+        // -1, -2: the graph API's first plan, else (and 0) our kernel
+        if (req < 0)
+          if (const find_result f = graph_plan(cx, dir, key, 0); f.algorithm >= 0) r = f;
       } else if (req >= 0) {
         size_t bytes = 0;
         const cudnnStatus_t ws = req < algo_count[dir]
@@ -1130,7 +1400,8 @@ struct conv_algorithm_op {
           r = {req, static_cast<int64_t>(bytes)};
         }
       } else if (req == -2) {
-        r = heuristic(cx, dir);
+        r = graph_plan(cx, dir, key, 0);
+        if (r.algorithm < 0) r = heuristic(cx, dir);
       } else {
         const find_key fk{dir, key, cx.uuid};
         std::lock_guard lock(cx.bundle->find_mutex);
@@ -1138,13 +1409,14 @@ struct conv_algorithm_op {
         if (it != cx.bundle->find_cache.end()) {
           r = it->second;
         } else {
-          r = measure(cx, dir, g, d);
+          r = graph_measure(cx, dir, g, d, key, measure(cx, dir, g, d));
           cx.bundle->find_cache.emplace(fk, r);
         }
       }
     }
     // The result is device memory: a blocking write (configuration time).
-    int64_t out[3] = {r.algorithm, r.workspace, numerics_of(dir, r.algorithm)};
+    int64_t out[3] = {r.algorithm, r.workspace,
+                      r.numerics >= 0 ? r.numerics : numerics_of(dir, r.algorithm)};
     pcy_memory_transfer_args w{};
     w.struct_size = sizeof w;
     w.queue = a.queue();
@@ -1190,6 +1462,23 @@ bool nn_cuda_bundle::load_driver() {
     reason_ = "libcuda.so.1 lacks cuCtxGetCurrent/cuCtxSetCurrent: update the NVIDIA driver";
     return false;
   }
+  // Optional: the timing of the graph plans. The names as cuda.h maps them (cuEventDestroy is
+  // cuEventDestroy_v2, ...), so each symbol matches its declared type.
+#define PARENCHYMA_NAME(f) #f
+#define PARENCHYMA_CU_NAME(f) PARENCHYMA_NAME(f)
+  ev_create = reinterpret_cast<decltype(ev_create)>(dlsym(cuda, PARENCHYMA_CU_NAME(cuEventCreate)));
+  ev_destroy =
+      reinterpret_cast<decltype(ev_destroy)>(dlsym(cuda, PARENCHYMA_CU_NAME(cuEventDestroy)));
+  ev_record = reinterpret_cast<decltype(ev_record)>(dlsym(cuda, PARENCHYMA_CU_NAME(cuEventRecord)));
+  ev_sync =
+      reinterpret_cast<decltype(ev_sync)>(dlsym(cuda, PARENCHYMA_CU_NAME(cuEventSynchronize)));
+  ev_elapsed =
+      reinterpret_cast<decltype(ev_elapsed)>(dlsym(cuda, PARENCHYMA_CU_NAME(cuEventElapsedTime)));
+#undef PARENCHYMA_CU_NAME
+#undef PARENCHYMA_NAME
+  if (!ev_create || !ev_destroy || !ev_record || !ev_sync || !ev_elapsed)
+    ev_create = nullptr, ev_destroy = nullptr, ev_record = nullptr, ev_sync = nullptr,
+    ev_elapsed = nullptr;
   return true;
 }
 
@@ -1230,6 +1519,17 @@ void nn_cuda_bundle::load_cudnn() {
     }
     if (!why.empty()) dnn_lib_ = nullptr; // left loaded: unloading cuDNN early is not safe
   }
+  if (why.empty()) {
+    // The graph API (the backend functions of the same library) is optional: without it the
+    // legacy algorithms serve alone.
+    if (const char* missing = graph_.load(dnn_lib_))
+      graph_reason_ = sdk::str(dnn_soname_, " lacks ", missing, " (cuDNN's graph API)");
+  } else {
+    graph_reason_ = "cuDNN is not in use";
+  }
+  if (!graph_reason_.empty() && why.empty())
+    log_.info("cuDNN's graph API is not used: ", graph_reason_,
+              "; convolutions use the legacy algorithms only");
   if (!why.empty()) {
     reason_ = sdk::str("cuDNN is not used: ", why,
                        "; convolutions run on parenchyma's direct CUDA kernels (slower); install "
@@ -1243,8 +1543,9 @@ void nn_cuda_bundle::load_cudnn() {
 void nn_cuda_bundle::register_ops() {
   const std::string own = "parenchyma CUDA C kernel";
   const std::string conv =
-      has_cudnn() ? sdk::str("cuDNN ", dnn_version_, " (", dnn_soname_,
-                             ") legacy convolution API; parenchyma direct kernel as algorithm 100")
+      has_cudnn() ? sdk::str("cuDNN ", dnn_version_, " (", dnn_soname_, ") legacy convolution API",
+                             has_graph() ? " and graph API plans (algorithms 1000+)" : "",
+                             "; parenchyma direct kernel as algorithm 100")
                   : sdk::str("parenchyma CUDA C direct convolution (", reason_, ")");
   add<act_op<pcy_nn_sigmoid_schema, 0, false>>(pcy_nn_sigmoid_schema, true, own + " sigmoid_fwd");
   add<act_op<pcy_nn_sigmoid_pointwise_schema, 0, false>>(pcy_nn_sigmoid_pointwise_schema, true,
@@ -1284,8 +1585,11 @@ void nn_cuda_bundle::register_ops() {
   add<bias_op>(pcy_nn_convolution_bias_schema, true, own + " bias_add");
   add<bias_grad_op>(pcy_nn_convolution_grad_bias_schema, true, own + " bias_grad");
   add<conv_algorithm_op>(pcy_nn_convolution_algorithm_schema, true,
-                         has_cudnn() ? "cudnnFind*AlgorithmEx / cudnnGet*Algorithm_v7"
-                                     : "parenchyma direct kernel only (no cuDNN)");
+                         has_cudnn()
+                             ? (has_graph() ? "cudnnFind*AlgorithmEx / cudnnGet*Algorithm_v7 "
+                                              "+ graph API heuristics, plans timed"
+                                            : "cudnnFind*AlgorithmEx / cudnnGet*Algorithm_v7")
+                             : "parenchyma direct kernel only (no cuDNN)");
   add<pool_max_op<pcy_nn_pooling_max_schema, false>>(pcy_nn_pooling_max_schema, true,
                                                      own + " pool_max");
   add<pool_max_op<pcy_nn_pooling_max_indexed_schema, true>>(pcy_nn_pooling_max_indexed_schema, true,
