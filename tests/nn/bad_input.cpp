@@ -604,7 +604,7 @@ TEST_CASE("each NN bundle re-checks its arguments: hostile values from any host 
     };
     const auto &lx = tm.make(m1, {1, 4, 2, 2}), &ly = tm.make(m2, {1, 4, 2, 2});
     const auto &u8 = tm.make(m3, {4}, PCY_DTYPE_U8), &y4 = tm.make(m2, {4});
-    const auto &i64_2 = tm.make(m4, {2}, PCY_DTYPE_I64), &i64_3 = tm.make(m4, {3}, PCY_DTYPE_I64);
+    const auto &i64_2 = tm.make(m4, {2}, PCY_DTYPE_I64), &i64_4 = tm.make(m4, {4}, PCY_DTYPE_I64);
     const auto algo_call = [&](int64_t dir, std::vector<int64_t> xs, std::vector<int64_t> ws,
                                std::vector<int64_t> stride, int64_t requested,
                                const pcy_tensor& result) {
@@ -671,8 +671,8 @@ TEST_CASE("each NN bundle re-checks its arguments: hostile values from any host 
          algo_call(0, {1, 1, 4, 4}, {2, 1, 0, 3}, {1, 1}, -2, i64_2)},
         {"convolution_algorithm", "stride", "stride 0",
          algo_call(0, {1, 1, 4, 4}, {2, 1, 3, 3}, {0, 1}, -2, i64_2)},
-        {"convolution_algorithm", "result", "3 elements",
-         algo_call(0, {1, 1, 4, 4}, {2, 1, 3, 3}, {1, 1}, -2, i64_3)},
+        {"convolution_algorithm", "result", "4 elements",
+         algo_call(0, {1, 1, 4, 4}, {2, 1, 3, 3}, {1, 1}, -2, i64_4)},
         {"pooling_max", "x", "rank 3", pool(tm.make(m1, {2, 4, 4}), py, {2, 2}, {2, 2}, {0, 0})},
         {"pooling_max", "padding", "padding 2 for a window of 2",
          pool(px, tm.make(m2, {1, 2, 4, 4}), {2, 2}, {2, 2}, {2, 0})},

@@ -22,6 +22,7 @@
 #include <zlib.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <charconv>
 #include <chrono>
@@ -64,6 +65,9 @@ struct Options {
   // comparisons). A wrong gradient moves the curve by more: dropping the first layer's bias
   // gradient alone moves it by 5e-2.
   double tolerance = 1e-2;
+  // Each direction's convolution algorithm (forward, grad_data, grad_filter): measured by
+  // default; --algorithm pins them (a bundle's numbers, as parenchyma-conformance lists them).
+  std::array<int64_t, 3> algorithm{nn::algorithm_auto, nn::algorithm_auto, nn::algorithm_auto};
 };
 
 // A failure that ends the program with `code`.
@@ -296,10 +300,11 @@ struct Params {
   std::vector<SharedTensor<float>*> all() { return {&w1, &b1, &w2, &b2, &w3, &b3}; }
 };
 
-nn::ConvolutionParams conv_params(bool training) {
+nn::ConvolutionParams conv_params(bool training, const std::array<int64_t, 3>& algorithm) {
   nn::ConvolutionParams p;
   p.padding = {1, 1};
   p.training = training;
+  p.algorithm = algorithm;
   return p;
 }
 
@@ -307,19 +312,33 @@ nn::ConvolutionParams conv_params(bool training) {
 // every activation and gradient tensor, made once.
 class Pass {
 public:
-  Pass(const Backend& b, int64_t n, bool training)
-      : n_(n), c1_(b, {n, 1, side, side}, w1_shape, conv_params(training)),
-        c2_(b, {n, 8, side / 2, side / 2}, w2_shape, conv_params(training)), x_(c1_.x_shape()),
-        z1_(c1_.y_shape()), a1_(c1_.y_shape()), h1_(c2_.x_shape()), i1_(c2_.x_shape()),
-        z2_(c2_.y_shape()), a2_(c2_.y_shape()), h2_(pooled_), i2_(pooled_), ones_({n, 1}),
-        logits_({n, classes}), logp_({n, classes}), target_({n, classes}), loss_({1}),
-        dlogits_({n, classes}), dh2_(pooled_), da2_(c2_.y_shape()), dz2_(c2_.y_shape()),
+  Pass(const Backend& b, int64_t n, bool training, const std::array<int64_t, 3>& algorithm)
+      : n_(n), c1_(b, {n, 1, side, side}, w1_shape, conv_params(training, algorithm)),
+        c2_(b, {n, 8, side / 2, side / 2}, w2_shape, conv_params(training, algorithm)),
+        x_(c1_.x_shape()), z1_(c1_.y_shape()), a1_(c1_.y_shape()), h1_(c2_.x_shape()),
+        i1_(c2_.x_shape()), z2_(c2_.y_shape()), a2_(c2_.y_shape()), h2_(pooled_), i2_(pooled_),
+        ones_({n, 1}), logits_({n, classes}), logp_({n, classes}), target_({n, classes}),
+        loss_({1}), dlogits_({n, classes}), dh2_(pooled_), da2_(c2_.y_shape()), dz2_(c2_.y_shape()),
         dh1_(c2_.x_shape()), da1_(c1_.y_shape()), dz1_(c1_.y_shape()) {
     std::span<float> one = ones_.write_only();
     std::fill(one.begin(), one.end(), 1.0f);
   }
   int64_t size() const noexcept { return n_; }
   bool training() const noexcept { return c1_.params().training; }
+  // "fwd/data/filter" algorithm numbers of both convolutions, a '*' marking a transform (FFT,
+  // Winograd) whose rounding differs most from the other backends'.
+  std::string algorithms() const {
+    std::string out;
+    for (const nn::Convolution* c : {&c1_, &c2_}) {
+      out += out.empty() ? "" : ", ";
+      for (int d = 0; d < (training() ? 3 : 1); ++d) {
+        const auto dir = static_cast<nn::direction>(d);
+        out += (d ? "/" : "") + std::to_string(c->algorithm(dir)) +
+               (c->numerics(dir) == nn::conv_numerics::transform ? "*" : "");
+      }
+    }
+    return out;
+  }
 
   // The batch: samples idx of d; the target holds -1/N at each label (the gradient of the mean
   // negative log-likelihood with respect to the log-probabilities).
@@ -469,7 +488,7 @@ Run train(const std::string& request, const Digits& d, const Split& split, const
   auto pass_for = [&](int64_t n, bool training) -> Pass& {
     for (auto& ps : passes)
       if (ps->size() == n && (ps->training() || !training)) return *ps;
-    passes.push_back(std::make_unique<Pass>(b, n, training));
+    passes.push_back(std::make_unique<Pass>(b, n, training, o.algorithm));
     return *passes.back();
   };
   const int64_t n_train = static_cast<int64_t>(split.train.size());
@@ -481,6 +500,10 @@ Run train(const std::string& request, const Digits& d, const Split& split, const
   std::printf("  set-up %.3f s (convolution algorithms chosen for %zu batch sizes)\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t_setup).count(),
               passes.size());
+  for (const auto& ps : passes)
+    std::printf("    batch %3lld%s: convolution algorithms (fwd/data/filter) %s\n",
+                static_cast<long long>(ps->size()), ps->training() ? "" : " (held-out)",
+                ps->algorithms().c_str());
   std::printf("  epoch       loss   train  held-out    time\n");
 
   Rng shuffle(o.seed ^ 0x5DEECE66Dull);
@@ -550,6 +573,8 @@ int usage(const char* argv0, int rc) {
       "  --lr X             SGD learning rate of the first epoch (cosine decay), default 0.15\n"
       "  --seed N           initial weights and shuffling, default 1\n"
       "  --min-accuracy X   held-out accuracy every backend must reach, default 0.95\n"
+      "  --algorithm F,D,W  the convolutions' algorithms (forward, grad_data, grad_filter):\n"
+      "                     auto (measured, the default), heuristic, or a bundle's number\n"
       "  --tolerance X      largest relative difference of two backends' epoch losses,\n"
       "                     default 1e-2 (a near-tie that rounds the other way moves the\n"
       "                     curves apart by up to a few 1e-3; otherwise they agree to 1e-6)\n"
@@ -570,8 +595,9 @@ Options parse_args(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") throw Exit(usage(argv[0], 0), "");
-    static const char* const known[] = {"--backend", "--data",         "--epochs",    "--batch",
-                                        "--lr",      "--min-accuracy", "--tolerance", "--seed"};
+    static const char* const known[] = {"--backend",   "--data", "--epochs",
+                                        "--batch",     "--lr",   "--min-accuracy",
+                                        "--tolerance", "--seed", "--algorithm"};
     if (std::find(std::begin(known), std::end(known), a) == std::end(known))
       throw Exit(exit_usage, "unknown argument: " + a + " (see --help)");
     if (i + 1 >= argc) throw Exit(exit_usage, a + ": a value is missing");
@@ -593,6 +619,22 @@ Options parse_args(int argc, char** argv) {
       if (!parse_number(v, o.lr) || !(o.lr > 0 && o.lr < 100)) throw bad("a rate in (0, 100)");
     } else if (a == "--seed") {
       if (!parse_number(v, o.seed)) throw bad("an unsigned 64-bit integer");
+    } else if (a == "--algorithm") {
+      std::string_view rest(v);
+      for (int d = 0; d < 3; ++d) {
+        const size_t comma = rest.find(',');
+        if ((comma == std::string_view::npos) != (d == 2))
+          throw bad("three comma-separated algorithms (forward,grad_data,grad_filter)");
+        const std::string one(rest.substr(0, comma));
+        rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+        int64_t& out = o.algorithm[static_cast<size_t>(d)];
+        if (one == "auto")
+          out = nn::algorithm_auto;
+        else if (one == "heuristic")
+          out = nn::algorithm_heuristic;
+        else if (!parse_number(one.c_str(), out) || out < 0)
+          throw bad("three algorithms, each auto, heuristic or a number >= 0");
+      }
     } else if (a == "--min-accuracy") {
       if (!parse_number(v, o.min_accuracy) || !(o.min_accuracy >= 0 && o.min_accuracy <= 1))
         throw bad("a fraction in [0, 1]");
