@@ -288,7 +288,7 @@ int main(int argc, char** argv) {
   const char* impl = std::getenv("PARENCHYMA_BLAS_CUDA_IMPL");
   const std::string tag = impl != nullptr && *impl ? std::string("_") + impl : std::string();
   bench::suite s(g9 ? "g9_cuda_blas1" + tag : "g8_g10_cuda_blas");
-  bench::suite sc(g9 ? "g9_cuda_blas1_vs_copy" + tag : "g9_cuda_blas1_vs_copy");
+  bench::suite sc(g9 ? "g9_cuda_blas1_vs_copy" + tag : "g8_g9_cuda_blas1_vs_copy");
   for (bench::suite* x : {&s, &sc}) {
     x->meta("backend", b.name());
     x->meta("device", b.device().name);
