@@ -988,14 +988,12 @@ bool graph_run(cuda_nn_context& cx, const sdk::op_args& a, const nb::conv_call& 
     l.plan = set.plans[static_cast<size_t>(k)].get();
   }
   const uint64_t x = cx.ptr(*c.x), w = cx.ptr(*c.w), y = cx.ptr(*c.y);
+  nb::conv_call c0 = c;
+  c0.algorithm = 0;
+  if (!aligned16(x) || !aligned16(w) || !aligned16(y)) return cudnn_run<DIR, D>(cx, a, c0);
   void* ws = nullptr;
   if (l.plan->workspace > 0) a.workspace(static_cast<uint64_t>(l.plan->workspace), &ws);
-  if (!aligned16(x) || !aligned16(w) || !aligned16(y) ||
-      !aligned16(reinterpret_cast<uint64_t>(ws))) {
-    nb::conv_call c0 = c;
-    c0.algorithm = 0;
-    return cudnn_run<DIR, D>(cx, a, c0);
-  }
+  if (!aligned16(reinterpret_cast<uint64_t>(ws))) return cudnn_run<DIR, D>(cx, a, c0);
   const ng::status s =
       ng::execute(cx.bundle->graph_api(), cx.dnn, *l.plan, l.bind, reinterpret_cast<void*>(x),
                   reinterpret_cast<void*>(w), reinterpret_cast<void*>(y), ws);

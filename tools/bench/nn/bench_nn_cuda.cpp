@@ -20,6 +20,9 @@
 #include <cuda.h>
 #if __has_include(<cudnn.h>)
 #include <cudnn.h>
+// The bundle's graph-API helpers: its algorithms 1000 + k are plans built by them, so the peer
+// builds the same plan list on its own handle and executes plan k directly.
+#include "../../../extensions/nn/cuda/cudnn_graph.hpp"
 #define PCY_BENCH_CUDNN 1
 #else
 #define PCY_BENCH_CUDNN 0
@@ -376,10 +379,13 @@ void lrn(gpu& g) {
   X(cudnnConvolutionBackwardData)                                                                  \
   X(cudnnConvolutionBackwardFilter)
 
+namespace cg = parenchyma::nn_cuda::graph;
+
 struct cudnn {
   void* lib = nullptr;
   cudnnHandle_t h = nullptr;
   std::string why; // empty when usable
+  cg::api graph;   // not loaded(): graph_why says why
 #define X(f) decltype(&::f) f = nullptr;
   PCY_BENCH_CUDNN_FNS(X)
 #undef X
@@ -399,12 +405,14 @@ struct cudnn {
   }
     PCY_BENCH_CUDNN_FNS(X)
 #undef X
+    if (const char* missing = graph.load(lib)) graph_why = std::string("cuDNN lacks ") + missing;
     if (cudnnCreate(&h) != CUDNN_STATUS_SUCCESS) {
       why = "cudnnCreate failed";
       return;
     }
     check(cudnnSetStream(h, stream), "cudnnSetStream");
   }
+  std::string graph_why;
   ~cudnn() {
     if (h != nullptr) cudnnDestroy(h);
   }
@@ -521,6 +529,64 @@ void convolution(gpu& g, void* dnn, const char* label, nn::Shape xs, nn::Shape w
     const int64_t count[3] = {CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
                               CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
                               CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT};
+    if (why.empty() && algo >= 1000 && algo < 1000 + cg::max_plans) {
+      // A graph-API plan: the peer is the same plan (plan k of the same list, built here on the
+      // bench's handle on the same stream) run with cudnnBackendExecute.
+      try {
+        if (!d->graph.loaded()) throw std::runtime_error(d->graph_why);
+        const auto& xsh = conv->x_shape();
+        const auto& wsh = conv->w_shape();
+        const auto& ysh = conv->y_shape();
+        const auto& p = conv->params();
+        cg::problem pr;
+        pr.direction = k;
+        pr.data = conv->dtype() == PCY_DTYPE_F16    ? CUDNN_DATA_HALF
+                  : conv->dtype() == PCY_DTYPE_BF16 ? CUDNN_DATA_BFLOAT16
+                                                    : CUDNN_DATA_FLOAT;
+        pr.compute = CUDNN_DATA_FLOAT;
+        pr.tf32 = tf32 && pr.data == CUDNN_DATA_FLOAT;
+        pr.N = xsh[0], pr.C = xsh[1], pr.H = xsh[2], pr.W = xsh[3], pr.K = wsh[0], pr.R = wsh[2],
+        pr.S = wsh[3], pr.P = ysh[2], pr.Q = ysh[3], pr.groups = p.groups;
+        pr.stride = {p.stride[0], p.stride[1]};
+        pr.pad = {p.padding[0], p.padding[1]};
+        pr.dil = {p.dilation[0], p.dilation[1]};
+        cg::plan_set set;
+        const cg::status st = cg::build(d->graph, d->h, pr, set);
+        if (!st.ok())
+          throw std::runtime_error(std::string("cuDNN graph API: ") + st.what + ": " +
+                                   d->cudnnGetErrorString(st.code));
+        const auto i = static_cast<size_t>(algo - 1000);
+        if (i >= set.plans.size())
+          throw std::runtime_error("the graph API offers " + std::to_string(set.plans.size()) +
+                                   " plans here, not plan " + std::to_string(i));
+        const cg::plan& pl = *set.plans[i];
+        std::printf("# %s: peer: graph plan %zu (engine %lld, workspace %lld bytes) through "
+                    "cudnnBackendExecute\n",
+                    name(dirs[k]).c_str(), i, static_cast<long long>(pl.engine_index),
+                    static_cast<long long>(pl.workspace));
+        CUdeviceptr wsp = 0;
+        if (pl.workspace > 0)
+          cu(cuMemAlloc(&wsp, static_cast<size_t>(pl.workspace)), "cuMemAlloc (cuDNN workspace)");
+        void* wsv = reinterpret_cast<void*>(wsp);
+        auto vp = [&](auto& t) { return reinterpret_cast<void*>(g.ptr(t)); };
+        void* a0 = k == 1 ? vp(dx) : vp(x);
+        void* a1 = k == 2 ? vp(dw) : vp(w);
+        void* a2 = k == 0 ? vp(y) : vp(dy);
+        cg::binding bind;
+        auto peer = [&] {
+          const cg::status es = cg::execute(d->graph, d->h, pl, bind, a0, a1, a2, wsv);
+          if (!es.ok())
+            throw std::runtime_error(std::string("cuDNN ") + es.what + ": " +
+                                     d->cudnnGetErrorString(es.code));
+        };
+        g.pair(name(dirs[k]), "cudnn", peer, ours[k], 0, flops);
+        cu(cuStreamSynchronize(g.stream), "cuStreamSynchronize");
+        if (wsp) cuMemFree(wsp);
+        continue;
+      } catch (const std::exception& e) {
+        why = e.what();
+      }
+    }
     if (why.empty() && (algo < 0 || algo >= count[k]))
       why = "the bundle's algorithm " + std::to_string(algo) + " is not a cuDNN algorithm";
     if (why.empty()) {
