@@ -109,11 +109,18 @@ constexpr int64_t max_plans = 32;
 constexpr int64_t max_workspace = int64_t{1} << 30;
 constexpr int max_runtime_compiled = 4;
 
+// A plan bound to device pointers: the variant pack, remade only when a pointer changes.
+struct binding {
+  desc pack;
+  std::array<void*, 4> ptrs{}; // x, w, y, workspace
+};
+
 struct plan {
   desc config, engine, exec; // the configuration and its engine stay alive with the plan
   int64_t workspace = 0;     // bytes, in [0, max_workspace]
   int64_t engine_index = -1; // cuDNN's global engine index
   uint32_t notes = 0;        // bit n: numerical note n
+  binding bind;              // the variant pack of the plan's last execution (its user's own)
 };
 
 struct plan_set {
@@ -402,12 +409,6 @@ inline status build(const api& a, cudnnHandle_t h, const problem& p, plan_set& s
   s.error = st;
   return st;
 }
-
-// A plan bound to device pointers: the variant pack, remade only when a pointer changes.
-struct binding {
-  desc pack;
-  std::array<void*, 4> ptrs{}; // x, w, y, workspace
-};
 
 // Executes plan pl on handle h (whose stream the work goes to) with x, w, y (dx/dy or dw as the
 // direction has them) and a workspace of at least pl.workspace bytes (null when 0).

@@ -275,15 +275,14 @@ struct cuda_nn_context {
   conv_key last;                 // what the descriptors hold (dt -1: nothing valid)
   int ws_algo[3] = {-1, -1, -1}; // workspace size cache for `last`, per direction
   size_t ws_bytes[3] = {0, 0, 0};
-  // cuDNN's graph API: the plans built per problem (never erased before the handle goes), and
-  // per direction the plan the last op ran with its variant pack, so a repeated op builds
-  // nothing.
+  // cuDNN's graph API: the plans built per problem (never erased before the handle goes; each
+  // keeps the variant pack of its last run), and per direction the plan the last op ran, so a
+  // repeated op builds nothing.
   std::map<ng::problem, ng::plan_set> plan_sets;
   struct graph_last {
     ng::problem p;
     int64_t k = -1;
-    const ng::plan* plan = nullptr;
-    ng::binding bind;
+    ng::plan* plan = nullptr;
   } glast[3];
 
   cuda_nn_context() = default;
@@ -360,7 +359,7 @@ struct cuda_nn_context {
   cudnnStatus_t set_geometry(const conv_key& g);
   // The graph API's plans for p, built on first use; null where the graph API is not in use.
   // A set whose building failed has no plans and says why (error, refusal).
-  const ng::plan_set* graph_plans(const ng::problem& p);
+  ng::plan_set* graph_plans(const ng::problem& p);
 };
 
 // ---- the bundle ---------------------------------------------------------------------------
@@ -520,7 +519,7 @@ ng::problem graph_problem(int dir, const conv_key& g) {
   return p;
 }
 
-const ng::plan_set* cuda_nn_context::graph_plans(const ng::problem& p) {
+ng::plan_set* cuda_nn_context::graph_plans(const ng::problem& p) {
   if (dnn == nullptr || !bundle->has_graph()) return nullptr;
   auto it = plan_sets.find(p);
   if (it == plan_sets.end()) {
@@ -958,8 +957,8 @@ bool cudnn_run(cuda_nn_context& cx, const sdk::op_args& a, const nb::conv_call& 
   return true;
 }
 
-// Runs one direction with the graph API's plan c.algorithm - 1000. The plan (and its variant
-// pack) of the last op of this direction is reused when the problem and pointers repeat.
+// Runs one direction with the graph API's plan c.algorithm - 1000. The plan of the last op of
+// this direction is reused when the problem repeats, its variant pack when the pointers do.
 // Pointers not 16-byte aligned (the plans are built for 16) run the legacy default instead.
 template <int DIR, pcy_dtype D>
 bool graph_run(cuda_nn_context& cx, const sdk::op_args& a, const nb::conv_call& c) {
@@ -976,7 +975,7 @@ bool graph_run(cuda_nn_context& cx, const sdk::op_args& a, const nb::conv_call& 
   const int64_t k = c.algorithm - graph_base;
   cuda_nn_context::graph_last& l = cx.glast[DIR];
   if (l.plan == nullptr || l.k != k || l.p != p) {
-    const ng::plan_set& set = *cx.graph_plans(p);
+    ng::plan_set& set = *cx.graph_plans(p);
     if (k >= static_cast<int64_t>(set.plans.size()))
       sdk::fail(PCY_ERR_UNSUPPORTED,
                 sdk::str("nn.", direction_name[DIR], ": cuDNN's graph API has ", set.plans.size(),
@@ -995,7 +994,7 @@ bool graph_run(cuda_nn_context& cx, const sdk::op_args& a, const nb::conv_call& 
   if (l.plan->workspace > 0) a.workspace(static_cast<uint64_t>(l.plan->workspace), &ws);
   if (!aligned16(reinterpret_cast<uint64_t>(ws))) return cudnn_run<DIR, D>(cx, a, c0);
   const ng::status s =
-      ng::execute(cx.bundle->graph_api(), cx.dnn, *l.plan, l.bind, reinterpret_cast<void*>(x),
+      ng::execute(cx.bundle->graph_api(), cx.dnn, *l.plan, l.plan->bind, reinterpret_cast<void*>(x),
                   reinterpret_cast<void*>(w), reinterpret_cast<void*>(y), ws);
   if (!s.ok()) cx.check(s.code, sdk::str("nn.", direction_name[DIR], ": ", s.what).c_str());
   return true;
