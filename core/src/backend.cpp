@@ -160,11 +160,20 @@ BackendImpl::~BackendImpl() {
   for (auto& [bundle, ctx] : bundle_contexts_)
     if (ctx != nullptr) bundle->api().context_teardown(ctx);
   fallbacks_.clear();
-  if (workspace_ != nullptr) api->memory_free(workspace_);
+  workspace_.reset(); // freed here unless a graph still holds it
   api->queue_destroy(queue);
 }
 
 void BackendImpl::finish() { throw_if(api->queue_finish(queue), "waiting for the queue"); }
+
+namespace {
+[[noreturn]] [[gnu::noinline]] void refuse_while_recording(const BackendImpl& b, const char* what) {
+  throw error(errc::invalid_argument, b.name,
+              std::string(what) +
+                  " while the backend records a graph: a graph holds only ops (the recorded ops "
+                  "have not run yet); do it before recording or after it");
+}
+} // namespace
 
 pcy_bundle_context BackendImpl::bundle_context(const BundleInfo& bundle) {
   // Called with mutex_ held (resolution).
@@ -382,15 +391,25 @@ pcy_error* BackendImpl::workspace(const pcy_op_call* call, uint64_t bytes, pcy_m
                                   void** native) noexcept {
   auto* self = static_cast<BackendImpl*>(call->workspace_user);
   try {
-    if (bytes > self->workspace_bytes_) {
-      const uint64_t want = std::max<uint64_t>(bytes, self->workspace_bytes_ * 2);
-      if (self->workspace_ != nullptr) {
-        self->finish();
-        self->api->memory_free(self->workspace_);
-        self->workspace_ = nullptr;
-        self->workspace_native_ = nullptr;
-        self->workspace_bytes_ = 0;
+    const uint64_t have = self->workspace_ ? self->workspace_->bytes : 0;
+    if (bytes > have) [[unlikely]] {
+      if (self->recorder != nullptr && self->recorder->capturing)
+        return sdk::make_error(
+            PCY_ERR_UNSUPPORTED,
+            ("the op asks for " + std::to_string(bytes) + " bytes of workspace, more than " +
+             self->name + " holds (" + std::to_string(have) +
+             "), and a graph capture cannot allocate: run the op once on the backend before "
+             "recording (the workspace grows then and stays)")
+                .c_str(),
+            "core");
+      const uint64_t want = std::max<uint64_t>(bytes, have * 2);
+      if (self->workspace_) {
+        // A graph that captured the old buffer keeps it; otherwise it goes once the queue is done.
+        if (self->workspace_.use_count() == 1) self->finish();
+        self->workspace_.reset();
       }
+      auto buf = std::make_shared<WorkspaceBuffer>();
+      buf->api = self->api;
       pcy_memory_alloc_args a{};
       a.struct_size = sizeof a;
       a.context = self->context;
@@ -400,9 +419,8 @@ pcy_error* BackendImpl::workspace(const pcy_op_call* call, uint64_t bytes, pcy_m
       if (a.memory == nullptr)
         throw error(errc::plugin, self->framework->name(),
                     "memory_alloc reported success but returned no memory");
-      self->workspace_ = a.memory;
-      self->workspace_bytes_ = want;
-      self->workspace_native_ = nullptr;
+      buf->memory = a.memory;
+      buf->bytes = want;
       if (self->api->native_handle != nullptr) {
         pcy_native_handle_args h{};
         h.struct_size = sizeof h;
@@ -412,11 +430,18 @@ pcy_error* BackendImpl::workspace(const pcy_op_call* call, uint64_t bytes, pcy_m
         if (pcy_error* e = self->api->native_handle(&h))
           e->destroy(e);
         else
-          self->workspace_native_ = h.handle;
+          buf->native = h.handle;
       }
+      self->workspace_ = std::move(buf);
     }
-    *memory = self->workspace_;
-    if (native != nullptr) *native = self->workspace_native_;
+    if (self->recorder != nullptr && self->recorder->capturing) [[unlikely]] {
+      // The captured op bakes the buffer in: the graph keeps it.
+      auto& held = self->recorder->workspaces;
+      if (std::find(held.begin(), held.end(), self->workspace_) == held.end())
+        held.push_back(self->workspace_);
+    }
+    *memory = self->workspace_->memory;
+    if (native != nullptr) *native = self->workspace_->native;
     return nullptr;
   } catch (const std::exception& e) {
     return sdk::make_error(PCY_ERR_OUT_OF_MEMORY, e.what(), "core");
@@ -444,7 +469,11 @@ const Device& Backend::device() const noexcept {
 const Selection& Backend::selection() const noexcept { return impl_->selection; }
 pcy_context Backend::context() const noexcept { return impl_->context; }
 pcy_queue Backend::queue() const noexcept { return impl_->queue; }
-void Backend::synchronize() const { impl_->finish(); }
+void Backend::synchronize() const {
+  if (impl_->recorder != nullptr) [[unlikely]]
+    refuse_while_recording(*impl_, "synchronize()");
+  impl_->finish();
+}
 uint64_t Backend::fallback_count() const noexcept { return impl_->fallbacks.load(); }
 
 Registry& Backend::registry() const noexcept { return *impl_->registry->owner; }
@@ -620,6 +649,8 @@ void Backend::invoke(const OpKey& key, std::span<const OpArg> args) const {
     throw error(errc::invalid_argument, std::string(key.extension) + "." + key.name,
                 "called with " + std::to_string(args.size()) + " arguments, its schema has " +
                     std::to_string(op.arg_count));
+  if (impl_->recorder != nullptr) [[unlikely]]
+    return detail::record_op(*impl_, key, op, args);
   BackendImpl& target = *op.target;
   if (&target != impl_.get()) impl_->fallbacks.fetch_add(1, std::memory_order_relaxed);
 
@@ -645,6 +676,130 @@ void Backend::invoke(const OpKey& key, std::span<const OpArg> args) const {
   call.workspace_user = &target;
   if (pcy_error* e = op.fn(&call)) [[unlikely]]
     throw_if(e, (std::string(key.extension) + "." + key.name).c_str());
+}
+
+// ---- recording (graph.cpp holds the rest) --------------------------------------------------
+void detail::record_op(BackendImpl& b, const OpKey& key, BoundOp& op, std::span<const OpArg> args) {
+  Recorder& rec = *b.recorder;
+  const std::string label = op_label(key);
+  const std::string origin = std::string(key.extension) + "." + key.name;
+  if (!rec.failure.empty())
+    throw error(errc::invalid_argument, origin,
+                "the graph being recorded on " + b.name + " already failed (" + rec.failure +
+                    "): nothing more is recorded");
+  if (op.target != &b)
+    throw error(errc::unsupported, origin,
+                label + " cannot be recorded on " + b.name + ": it falls back to " +
+                    op.target->name + ", and a graph runs on one queue; record only ops that " +
+                    b.name + " serves itself (parenchyma-info --ops lists them)");
+  // The coherence of each tensor before this call touches it (restored after recording).
+  std::array<uint64_t, max_op_args> valid_before{};
+  for (size_t i = 0; i < args.size(); ++i)
+    if (args[i].kind == PCY_OP_ARG_TENSOR && args[i].tensor != nullptr)
+      valid_before[i] = args[i].tensor->impl().valid;
+
+  std::array<pcy_tensor, max_op_args> tensors;
+  std::array<pcy_op_arg, max_op_args> cargs;
+  std::array<pcy_op_arg_ext, max_op_args> exts;
+  // Always deferred: a refused call changes no tensor.
+  if (op.needs_ext)
+    pack<true, true>(key, op, b, args, tensors.data(), cargs.data(), exts.data());
+  else
+    pack<false, true>(key, op, b, args, tensors.data(), cargs.data(), nullptr);
+
+  // Every tensor the call touches: captured once, with the slot it has now.
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].kind != PCY_OP_ARG_TENSOR) continue;
+    TensorStorage::Impl& ti = args[i].tensor->impl();
+    const pcy_tensor& d = tensors[i];
+    const access acc = access_of[static_cast<unsigned>(args[i].intent) & 3u];
+    GraphTensor* t = nullptr;
+    for (GraphTensor& g : rec.tensors)
+      if (g.impl.get() == &ti) t = &g;
+    const std::string arg =
+        op.rules[i].name != nullptr ? std::string(op.rules[i].name) : "#" + std::to_string(i);
+    if (t == nullptr) {
+      GraphTensor g;
+      g.impl = args[i].tensor->shared_impl();
+      g.generation = ti.generation;
+      g.memory = d.memory;
+      g.native = d.data;
+      g.first = acc;
+      g.valid_before = valid_before[i];
+      g.op = label;
+      g.arg = arg;
+      rec.tensors.push_back(std::move(g));
+      t = &rec.tensors.back();
+    } else if (t->generation != ti.generation || t->memory != d.memory || t->native != d.data) {
+      throw error(errc::invalid_argument, origin,
+                  "argument " + arg + " of " + label +
+                      ": the tensor was resized or moved to another slot after an earlier op of "
+                      "this recording captured it");
+    }
+    t->written = t->written || acc != access::read;
+  }
+
+  pcy_op_call call;
+  call.struct_size = sizeof call;
+  call.ext = nullptr;
+  call.context = op.bundle;
+  call.queue = b.queue;
+  call.args = cargs.data();
+  call.arg_count = static_cast<uint32_t>(args.size());
+  call.arg_ext = op.needs_ext ? exts.data() : nullptr;
+  call.workspace = &BackendImpl::workspace;
+  call.workspace_user = &b;
+
+  if (rec.graph != nullptr) {
+    // Captured: the op enqueues as usual, and its work becomes part of the graph.
+    throw_if(b.api->queue_capture_begin(b.queue, rec.graph),
+             ("beginning a graph capture on " + b.name + " for " + label).c_str());
+    rec.capturing = true;
+    pcy_error* e = op.fn(&call);
+    rec.capturing = false;
+    pcy_error* end = b.api->queue_capture_end(b.queue, rec.graph);
+    if (e != nullptr || end != nullptr) {
+      std::string why = e != nullptr ? std::string(e->message) : std::string(end->message);
+      errc code = from_status((e != nullptr ? e : end)->code);
+      if (e != nullptr) e->destroy(e);
+      if (end != nullptr) end->destroy(end);
+      rec.failure = label + " cannot be recorded: " + why;
+      throw error(code == errc::invalid_argument ? errc::invalid_argument : errc::unsupported,
+                  origin,
+                  label + " cannot be recorded in a graph on " + b.name +
+                      " (it may wait for the device or the host, allocate, or copy host memory, "
+                      "none of which a capture can hold): " +
+                      why);
+    }
+  } else {
+    RecordedOp r;
+    r.label = label;
+    r.fn = op.fn;
+    r.args.assign(cargs.begin(), cargs.begin() + static_cast<std::ptrdiff_t>(args.size()));
+    r.tensors.assign(tensors.begin(), tensors.begin() + static_cast<std::ptrdiff_t>(args.size()));
+    r.shapes.resize(args.size());
+    if (op.needs_ext) {
+      r.exts.assign(exts.begin(), exts.begin() + static_cast<std::ptrdiff_t>(args.size()));
+      r.ints.resize(args.size());
+    }
+    for (size_t i = 0; i < args.size(); ++i) {
+      if (args[i].kind == PCY_OP_ARG_TENSOR) {
+        const pcy_tensor& d = tensors[i];
+        r.shapes[i].assign(d.shape, d.shape + d.ndim);
+        r.tensors[i].shape = r.shapes[i].data();
+        r.args[i].tensor = &r.tensors[i];
+      }
+      if (op.needs_ext && r.exts[i].count > 0) {
+        r.ints[i].assign(r.exts[i].ints, r.exts[i].ints + r.exts[i].count);
+        r.exts[i].ints = r.ints[i].data();
+      }
+    }
+    r.call = call;
+    r.call.args = r.args.data();
+    r.call.arg_ext = op.needs_ext ? r.exts.data() : nullptr;
+    rec.ops.push_back(std::move(r));
+  }
+  rec.labels.push_back(label);
 }
 
 // ---- user kernels ---------------------------------------------------------------------------
@@ -720,6 +875,8 @@ void Backend::launch(const Kernel& kernel, const LaunchDims& dims,
 
 void Backend::launch(const Kernel& kernel, const LaunchDims& dims,
                      std::span<const KernelArg> args) const {
+  if (impl_->recorder != nullptr) [[unlikely]]
+    refuse_while_recording(*impl_, "launching a user kernel");
   if (!kernel.impl_ || kernel.impl_->program->backend != impl_)
     throw error(errc::invalid_argument, impl_->name,
                 "the kernel was not built on this backend: build the program on it first");

@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -78,6 +79,7 @@ inline constexpr size_t max_struct_stride = 4096;
 
 struct BoundOp;
 struct ArgRule;
+struct Recorder;
 
 } // namespace detail
 
@@ -233,6 +235,21 @@ bool compatible(const std::vector<ArgRule>& bundle, const std::vector<ArgRule>& 
 
 } // namespace detail
 
+// One op workspace allocation (pcy_op_call::workspace): shared by its backend and by the
+// framework graphs whose captured ops were handed it (their device pointer is baked in).
+struct WorkspaceBuffer {
+  const pcy_framework_api* api = nullptr;
+  pcy_memory memory = nullptr;
+  void* native = nullptr;
+  uint64_t bytes = 0;
+  WorkspaceBuffer() = default;
+  WorkspaceBuffer(const WorkspaceBuffer&) = delete;
+  WorkspaceBuffer& operator=(const WorkspaceBuffer&) = delete;
+  ~WorkspaceBuffer() {
+    if (memory != nullptr) api->memory_free(memory);
+  }
+};
+
 class BackendImpl {
 public:
   BackendImpl(std::shared_ptr<DeviceContext> device, Selection selection,
@@ -253,6 +270,8 @@ public:
   pcy_queue queue = nullptr;
   std::atomic<uint64_t> fallbacks{0};
   std::weak_ptr<BackendImpl> self;
+  // The graph being recorded on this backend (graph.cpp), or null: Backend::invoke tests it once.
+  detail::Recorder* recorder = nullptr;
 
   void finish();
   bool shares_host_memory() const noexcept { return dev->shares_host; }
@@ -287,10 +306,54 @@ private:
   // Backends of other frameworks this one borrows ops from (its own queues, not shared).
   std::vector<std::pair<const DeviceContext*, std::shared_ptr<BackendImpl>>> fallbacks_;
   std::mutex mutex_; // guards resolution, bundle contexts and fallbacks (slow path only)
-  pcy_memory workspace_ = nullptr; // used by this backend's queue only: no lock
-  void* workspace_native_ = nullptr;
-  uint64_t workspace_bytes_ = 0;
+  // Used by this backend's queue only: no lock. Graphs that captured it share it.
+  std::shared_ptr<WorkspaceBuffer> workspace_;
 };
+
+namespace detail {
+
+// What a graph captured of one tensor (graph.cpp): the state it holds, the slot it saw, and how
+// the recorded ops use it (the access of the first use; whether any use writes it).
+struct GraphTensor {
+  std::shared_ptr<TensorStorage::Impl> impl;
+  uint64_t generation = 0;
+  pcy_memory memory = nullptr;
+  void* native = nullptr;
+  access first = access::read;
+  bool written = false;
+  uint64_t valid_before = 0; // its coherence before recording (restored after)
+  std::string op, arg;       // its first use, for errors
+};
+
+// One recorded call of a command list: a deep copy of the packed pcy_op_call, its internal
+// pointers relinked into the vectors here (whose buffers never move once filled).
+struct RecordedOp {
+  std::string label; // "blas.axpy (f32)"
+  pcy_op_fn fn = nullptr;
+  pcy_op_call call{};
+  std::vector<pcy_op_arg> args;
+  std::vector<pcy_tensor> tensors; // parallel to args
+  std::vector<pcy_op_arg_ext> exts;
+  std::vector<std::vector<int64_t>> shapes, ints;
+};
+
+// The recording state of one backend, from Graph::record until it returns.
+struct Recorder {
+  BackendImpl* backend = nullptr;
+  pcy_graph graph = nullptr; // the framework graph being captured; null: a command list
+  std::vector<GraphTensor> tensors;
+  std::vector<RecordedOp> ops; // command list only
+  std::vector<std::string> labels;
+  std::vector<std::shared_ptr<WorkspaceBuffer>> workspaces;
+  bool capturing = false; // inside queue_capture_begin .. end (one op)
+  std::string failure;    // a capture failed: the graph is unusable, the recording fails
+};
+
+// Records one call on a recording backend (backend.cpp): packs it as invoke does, then appends
+// it to the command list or runs it under capture.
+void record_op(BackendImpl& backend, const OpKey& key, BoundOp& op, std::span<const OpArg> args);
+
+} // namespace detail
 
 } // namespace v1
 } // namespace parenchyma

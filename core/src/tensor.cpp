@@ -108,6 +108,7 @@ void TensorStorage::Impl::release() {
   host = -1;
   valid = 0;
   next_group = 0;
+  ++generation; // a graph that captured a slot of it refuses to replay
 }
 
 SlotHold::~SlotHold() {
@@ -431,6 +432,12 @@ pcy_memory TensorStorage::Impl::device(BackendImpl& b, access intent, void** nat
 
 void* TensorStorage::Impl::host_access(access intent) {
   if (read_only && intent != access::read) refuse_write("on the host");
+  for (const auto& b : in_flight)
+    if (b->recorder != nullptr) [[unlikely]]
+      throw error(errc::invalid_argument, "SharedTensor",
+                  "host access to " + describe() + " while " + b->name +
+                      " records a graph that uses it: the recorded ops have not run yet; touch "
+                      "it on the host before recording or after it");
   settle_except(nullptr);
   if (host < 0) make_host_slot();
   const Slot& h = slots[static_cast<size_t>(host)];
@@ -456,7 +463,7 @@ const std::vector<int64_t>& empty_shape() {
 
 TensorStorage::Impl& TensorStorage::ensure() {
   if (!impl_) {
-    impl_ = std::make_unique<Impl>();
+    impl_ = std::make_shared<Impl>();
     impl_->dtype = dtype_;
     impl_->shape = {0};
   }
@@ -466,19 +473,22 @@ TensorStorage::Impl& TensorStorage::ensure() {
 TensorStorage::TensorStorage(pcy_dtype dtype, std::vector<int64_t> shape) : dtype_(dtype) {
   const uint64_t n = element_count(shape, dtype);
   count_ = n;
-  impl_ = std::make_unique<Impl>();
+  impl_ = std::make_shared<Impl>();
   impl_->dtype = dtype;
   impl_->count = n;
   impl_->bytes = n * element_size(dtype);
   impl_->shape = std::move(shape);
 }
-TensorStorage::~TensorStorage() = default;
+TensorStorage::~TensorStorage() {
+  if (impl_) impl_->orphaned = true; // a graph may still hold it: its replays refuse
+}
 TensorStorage::TensorStorage(TensorStorage&& o) noexcept
     : dtype_(o.dtype_), count_(std::exchange(o.count_, 0)), impl_(std::move(o.impl_)) {}
 TensorStorage& TensorStorage::operator=(TensorStorage&& o) noexcept {
   if (this != &o) {
     dtype_ = o.dtype_;
     count_ = std::exchange(o.count_, 0);
+    if (impl_) impl_->orphaned = true;
     impl_ = std::move(o.impl_);
   }
   return *this;
@@ -499,6 +509,7 @@ void TensorStorage::reshape(std::vector<int64_t> shape) {
                     " elements) to " + shape_string(shape) + " (" + std::to_string(n) +
                     " elements): the element count must stay the same; use resize() to change it");
   i.shape = std::move(shape);
+  ++i.generation;
 }
 
 void TensorStorage::resize(std::vector<int64_t> shape) {

@@ -60,6 +60,10 @@ struct TensorStorage::Impl {
   // The slot of the last device access: repeated ops on one backend take a short path.
   const BackendImpl* last_backend = nullptr;
   int last_slot = -1;
+  // Graphs (graph.cpp): bumped whenever the slots or the shape change (release, reshape); set
+  // once no TensorStorage owns it any more (only graphs that captured it hold it).
+  uint64_t generation = 0;
+  bool orphaned = false;
 
   ~Impl();
   void release();

@@ -63,7 +63,19 @@ inline constexpr int min_driver_version = 12000;
   X(cuOccupancyMaxPotentialBlockSize, 12000)                                                       \
   X(cuLaunchKernel, 12000)
 
-#define PCY_CUDA_OPTIONAL(X) X(cuFuncGetParamInfo, 12040)
+// The graph entry points (pcy_framework_api's graph slots): without them a backend replays
+// command lists instead.
+#define PCY_CUDA_OPTIONAL(X)                                                                       \
+  X(cuFuncGetParamInfo, 12040)                                                                     \
+  X(cuStreamBeginCapture, 12000)                                                                   \
+  X(cuStreamEndCapture, 12000)                                                                     \
+  X(cuGraphCreate, 12000)                                                                          \
+  X(cuGraphDestroy, 12000)                                                                         \
+  X(cuGraphGetNodes, 12000)                                                                        \
+  X(cuGraphAddChildGraphNode, 12000)                                                               \
+  X(cuGraphInstantiateWithFlags, 12000)                                                            \
+  X(cuGraphLaunch, 12000)                                                                          \
+  X(cuGraphExecDestroy, 12000)
 
 // The resolved entry points. Member names go through cuda.h's macros (cuMemAlloc is
 // cuMemAlloc_v2), so each member has the prototype of the ABI we request.

@@ -26,6 +26,7 @@ class event;
 class memory;
 class program;
 class kernel;
+class graph;
 
 // The context current on this thread as far as we know: set through make_current only, so an
 // op costs no driver call when it is already ours. Other code may change it behind our back;
@@ -74,6 +75,7 @@ public:
   using memory_type = memory;
   using program_type = program;
   using kernel_type = kernel;
+  using graph_type = graph;
   static constexpr const char* name = "cuda";
   static constexpr const char* version = "0.1.0";
   static constexpr const char* description =
@@ -196,6 +198,11 @@ public:
   void fill(memory& m, uint64_t offset, uint64_t bytes, const void* pattern, uint32_t size);
   void launch(kernel& k, const pcy_kernel_launch_args& args);
   void* native() const noexcept { return stream_; }
+  // Graphs (graph.cpp): each capture appends one segment to the graph, after the last one.
+  graph* create_graph();
+  void capture_begin(graph& g);
+  void capture_end(graph& g);
+  void launch_graph(graph& g);
 
 private:
   bool host_pinned(const void* p, uint64_t bytes) const;
@@ -249,6 +256,28 @@ private:
   std::vector<per_device> fns_;
   std::vector<size_t> param_sizes_;
   bool params_known_;
+};
+
+// A CUDA graph built from captured segments, each a child graph node after the one before.
+class graph {
+public:
+  graph(const driver& d, CUcontext ctx, CUstream stream, CUgraph g)
+      : d_(d), ctx_(ctx), stream_(stream), g_(g) {}
+  ~graph();
+  graph(const graph&) = delete;
+  graph& operator=(const graph&) = delete;
+  void instantiate();
+
+private:
+  friend class queue;
+  const driver& d_;
+  CUcontext ctx_;
+  CUstream stream_; // the queue it was built on, and the only one it launches on
+  CUgraph g_;
+  CUgraphNode last_ = nullptr;
+  CUgraphExec exec_ = nullptr;
+  bool capturing_ = false;
+  bool broken_ = false; // a capture failed: the graph is incomplete
 };
 
 } // namespace parenchyma::cuda

@@ -76,6 +76,7 @@ ABI_ASSERT(PCY_FRAMEWORK_API_SIZE_1_0 <= sizeof(pcy_framework_api), framework_si
  * inserted, removed or retyped in that minor's part of the struct — a major change. */
 #if defined(__LP64__)
 ABI_ASSERT(PCY_FRAMEWORK_API_SIZE_1_0 == 272, pin_framework_api_1_0);
+ABI_ASSERT(PCY_FRAMEWORK_API_SIZE_1_2 == 320, pin_framework_api_1_2);
 ABI_ASSERT(PCY_BUNDLE_API_SIZE_1_0 == 120, pin_bundle_api_1_0);
 ABI_ASSERT(PCY_BUNDLE_API_SIZE_1_1 == 128, pin_bundle_api_1_1);
 ABI_ASSERT(PCY_OP_CALL_SIZE_1_0 == 44, pin_op_call_1_0);
@@ -102,8 +103,12 @@ ABI_ASSERT(offsetof(pcy_bundle_api, op_available) >= PCY_BUNDLE_API_SIZE_1_0,
 ABI_ASSERT(offsetof(pcy_framework_api, initialize) >= sizeof(pcy_plugin_prefix),
            framework_slots_after_prefix);
 ABI_ASSERT(offsetof(pcy_framework_api, kernel_launch) + sizeof(void (*)(void)) ==
-               sizeof(pcy_framework_api),
-           framework_kernel_launch_last);
+               PCY_FRAMEWORK_API_SIZE_1_0,
+           framework_kernel_launch_last_of_1_0);
+/* 1.2: the graph slots come after every 1.0 slot, graph_destroy last. */
+ABI_ASSERT(offsetof(pcy_framework_api, graph_create) >= PCY_FRAMEWORK_API_SIZE_1_0,
+           framework_1_2_after_1_0);
+ABI_ASSERT(PCY_FRAMEWORK_API_SIZE_1_2 == sizeof(pcy_framework_api), framework_graph_destroy_last);
 ABI_ASSERT(offsetof(pcy_bundle_api, extension) >= sizeof(pcy_plugin_prefix),
            bundle_fields_after_prefix);
 
@@ -155,7 +160,7 @@ ABI_ASSERT(PCY_DEVICE_CPU == 1 && PCY_DEVICE_GPU == 2 && PCY_DEVICE_ACCELERATOR 
 ABI_ASSERT(PCY_HANDLE_HOST_POINTER == 1 && PCY_HANDLE_OPENCL_BUFFER == 3, handle_kind_values);
 ABI_ASSERT(PCY_INTENT_IN == 1 && PCY_INTENT_OUT == 2 && PCY_INTENT_INOUT == 3, intent_values);
 ABI_ASSERT(PCY_ABI_VERSION_MAJOR == 1, abi_major_is_1);
-ABI_ASSERT(PCY_ABI_VERSION_MINOR == 1, abi_minor_is_1);
+ABI_ASSERT(PCY_ABI_VERSION_MINOR == 2, abi_minor_is_2);
 ABI_ASSERT(PCY_DTYPE_U8 == 5 && PCY_DTYPE_F16 == 6 && PCY_DTYPE_BF16 == 7, dtype_values);
 ABI_ASSERT(PCY_OP_ARG_FLOAT == 3 && PCY_OP_ARG_INT_ARRAY == 4, op_arg_kind_values);
 ABI_ASSERT(PCY_SCHEMA_INT == 1 && PCY_SCHEMA_INT_ARRAY == 5 && PCY_SCHEMA_INTENT_OVERWRITE == 4,

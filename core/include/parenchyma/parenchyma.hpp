@@ -3,5 +3,6 @@
 
 #include <parenchyma/backend.hpp>
 #include <parenchyma/error.hpp>
+#include <parenchyma/graph.hpp>
 #include <parenchyma/registry.hpp>
 #include <parenchyma/shared_tensor.hpp>

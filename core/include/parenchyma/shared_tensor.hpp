@@ -80,12 +80,20 @@ public:
 
   struct Impl;
   Impl& impl() { return impl_ ? *impl_ : ensure(); }
+  // The state itself, shared: a Graph that captured the tensor holds it (core use).
+  std::shared_ptr<Impl> shared_impl() {
+    ensure_impl();
+    return impl_;
+  }
 
 private:
   Impl& ensure(); // a moved-from tensor gets a fresh, empty Impl
+  void ensure_impl() {
+    if (!impl_) ensure();
+  }
   pcy_dtype dtype_;
-  uint64_t count_ = 0; // the element count, kept beside Impl's so it reads without a call
-  std::unique_ptr<Impl> impl_;
+  uint64_t count_ = 0;         // the element count, kept beside Impl's so it reads without a call
+  std::shared_ptr<Impl> impl_; // shared only with the graphs that captured the tensor
 };
 
 // The half types (ABI 1.1), as 16-bit storage with conversions to and from float: what tensor

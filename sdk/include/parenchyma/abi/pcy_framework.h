@@ -217,6 +217,23 @@ typedef struct pcy_kernel_launch_args {
   uint32_t arg_count;
 } pcy_kernel_launch_args;
 
+/* ---- graphs (1.2) -------------------------------------------------------------------------- */
+/* Work captured from a queue once and launched again with one call (a CUDA graph). Optional:
+ * a plugin offers all six graph slots or none, and a host without them replays ops itself.
+ * A graph is built on one queue and launched only on it; it is used by one thread at a time.
+ *   graph_create         an empty graph for `queue`.
+ *   queue_capture_begin  from now on, work enqueued on `queue` from the calling thread is not
+ *                        run: it is appended to `graph`, after everything captured into it
+ *                        before. Operations that cannot be captured (host waits, transfers from
+ *                        pageable host memory, allocations) fail while capturing.
+ *   queue_capture_end    ends the capture begun on `queue`: the queue runs work again, whether
+ *                        the call succeeds or not. An error (something inside the capture
+ *                        failed or could not be captured) leaves `graph` unusable: destroy it.
+ *   graph_instantiate    after the last capture: makes the graph launchable (no capture after).
+ *   graph_launch         enqueues the whole graph on `queue` (the queue it was built on).
+ *   graph_destroy        may be called while a launch still runs: the plugin frees it after. */
+typedef struct pcy_graph_s* pcy_graph; /* [caller; until graph_destroy; one thread at a time] */
+
 /* ---- the table ----------------------------------------------------------------------------- */
 typedef struct pcy_framework_api {
   PCY_PLUGIN_PREFIX; /* kind == PCY_PLUGIN_FRAMEWORK */
@@ -265,14 +282,23 @@ typedef struct pcy_framework_api {
   pcy_error* (*kernel_create)(pcy_kernel_create_args* args);
   void (*kernel_destroy)(pcy_kernel kernel);
   pcy_error* (*kernel_launch)(const pcy_kernel_launch_args* args);
+
+  /* --- 1.2: graphs (optional, all or none; see above) --- */
+  pcy_error* (*graph_create)(pcy_queue queue, pcy_graph* out);
+  pcy_error* (*queue_capture_begin)(pcy_queue queue, pcy_graph graph);
+  pcy_error* (*queue_capture_end)(pcy_queue queue, pcy_graph graph);
+  pcy_error* (*graph_instantiate)(pcy_graph graph);
+  pcy_error* (*graph_launch)(pcy_queue queue, pcy_graph graph);
+  void (*graph_destroy)(pcy_graph graph);
 } pcy_framework_api;
 
 typedef const pcy_framework_api* (*pcy_framework_entry_fn)(void);
 
 /* Sizes at each minor that changed a struct (from offsetof of that minor's last field): a
  * receiver requires the pin of the minor whose fields it reads, and reads later fields only
- * behind PCY_HAS_FIELD. The framework ABI did not grow in 1.1. */
+ * behind PCY_HAS_FIELD. The framework ABI did not grow in 1.1; 1.2 appended the graph slots. */
 #define PCY_FRAMEWORK_API_SIZE_1_0 PCY_SIZE_THROUGH(pcy_framework_api, kernel_launch)
+#define PCY_FRAMEWORK_API_SIZE_1_2 PCY_SIZE_THROUGH(pcy_framework_api, graph_destroy)
 #define PCY_PROPERTY_SIZE_1_0 PCY_SIZE_THROUGH(pcy_property, f)
 #define PCY_FRAMEWORK_INIT_ARGS_SIZE_1_0 PCY_SIZE_THROUGH(pcy_framework_init_args, plugin)
 #define PCY_FRAMEWORK_PROBE_SIZE_1_0 PCY_SIZE_THROUGH(pcy_framework_probe, reason)

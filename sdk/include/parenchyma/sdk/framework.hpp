@@ -33,6 +33,10 @@
 //   memory:  bool export_to(pcy_handle_kind, pcy_memory_handle&);  false: kind unsupported [opt]
 //            void* native();                                                        [optional]
 //   program: kernel_type* create_kernel(const char* name);
+//   graphs (1.2, optional: a plugin class with `using graph_type = my_graph;`):
+//   queue:   graph_type* create_graph(); void capture_begin(graph_type&);
+//            void capture_end(graph_type&); void launch_graph(graph_type&);
+//   graph:   void instantiate();
 // Throw sdk::error (or anything) to fail: the firewall turns it into a pcy_error.
 #pragma once
 
@@ -77,6 +81,13 @@ namespace detail {
 template <class T, class H> T* from(H h) { return reinterpret_cast<T*>(h); }
 template <class H, class T> H to(T* p) { return reinterpret_cast<H>(p); }
 
+template <class P> struct graph_types { using graph = void; };
+template <class P>
+requires requires { typename P::graph_type; }
+struct graph_types<P> {
+  using graph = typename P::graph_type;
+};
+
 template <class P> struct program_types {
   using program = void;
   using kernel = void;
@@ -97,6 +108,8 @@ template <class P> struct framework_adapter {
   using Prog = typename detail::program_types<P>::program;
   using K = typename detail::program_types<P>::kernel;
   static constexpr bool has_programs = !std::is_void_v<Prog>;
+  using G = typename detail::graph_types<P>::graph;
+  static constexpr bool has_graphs = !std::is_void_v<G>;
 
   static pcy_error* initialize(pcy_framework_init_args* a) noexcept {
     return guard(P::name, [&] {
@@ -298,6 +311,37 @@ template <class P> struct framework_adapter {
     });
   }
 
+  static pcy_error* graph_create(pcy_queue q, pcy_graph* out) noexcept {
+    return guard(P::name, [&] {
+      if (out == nullptr) fail(PCY_ERR_INVALID_ARGUMENT, "graph_create without an out pointer");
+      *out = nullptr;
+      if constexpr (has_graphs) *out = detail::to<pcy_graph>(detail::from<Q>(q)->create_graph());
+    });
+  }
+  static pcy_error* queue_capture_begin(pcy_queue q, pcy_graph g) noexcept {
+    return guard(P::name, [&] {
+      if constexpr (has_graphs) detail::from<Q>(q)->capture_begin(*detail::from<G>(g));
+    });
+  }
+  static pcy_error* queue_capture_end(pcy_queue q, pcy_graph g) noexcept {
+    return guard(P::name, [&] {
+      if constexpr (has_graphs) detail::from<Q>(q)->capture_end(*detail::from<G>(g));
+    });
+  }
+  static pcy_error* graph_instantiate(pcy_graph g) noexcept {
+    return guard(P::name, [&] {
+      if constexpr (has_graphs) detail::from<G>(g)->instantiate();
+    });
+  }
+  static pcy_error* graph_launch(pcy_queue q, pcy_graph g) noexcept {
+    return guard(P::name, [&] {
+      if constexpr (has_graphs) detail::from<Q>(q)->launch_graph(*detail::from<G>(g));
+    });
+  }
+  static void graph_destroy(pcy_graph g) noexcept {
+    if constexpr (has_graphs) delete detail::from<G>(g);
+  }
+
   static constexpr pcy_framework_api make_table() noexcept {
     pcy_framework_api t{};
     t.struct_size = sizeof(pcy_framework_api);
@@ -338,6 +382,14 @@ template <class P> struct framework_adapter {
       t.kernel_create = &kernel_create;
       t.kernel_destroy = &kernel_destroy;
       t.kernel_launch = &kernel_launch;
+    }
+    if constexpr (has_graphs) {
+      t.graph_create = &graph_create;
+      t.queue_capture_begin = &queue_capture_begin;
+      t.queue_capture_end = &queue_capture_end;
+      t.graph_instantiate = &graph_instantiate;
+      t.graph_launch = &graph_launch;
+      t.graph_destroy = &graph_destroy;
     }
     return t;
   }

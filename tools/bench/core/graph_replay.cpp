@@ -1,0 +1,139 @@
+// P6 — replayable graphs: 100 alternating blas::axpy / blas::scal on 1024 f32 recorded once and
+// replayed, against the same 100 ops issued one by one; each sample runs the sequence `rounds`
+// times, then one Backend::synchronize; time per op. On every backend asked for (default: the
+// first device of every framework present). Where the framework has graphs of its own (CUDA), a
+// third row replays the same ops as a command list. Target (issue 12): on the H200 a replayed op
+// costs <= 1/5 of one issued by itself (ratio <= 0.2). Correctness is checked first: the replay
+// and the one-by-one ops must give the same values, and both must match a double loop.
+//   bench_graph_replay [backend request ...]     e.g. bench_graph_replay cuda native
+#include "harness.hpp"
+
+#include <parenchyma/blas.hpp>
+#include <parenchyma/graph.hpp>
+#include <parenchyma/parenchyma.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace pa = parenchyma;
+
+namespace {
+constexpr int ops = 100, n = 1024, rounds = 20;
+constexpr float a = 1.0001f, s = 0.9999f;
+
+double now_ns() {
+  return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                 std::chrono::steady_clock::now().time_since_epoch())
+                                 .count());
+}
+
+void sequence(const pa::Backend& b, pa::SharedTensor<float>& x, pa::SharedTensor<float>& y) {
+  for (int i = 0; i < ops; i += 2) {
+    pa::blas::axpy(b, a, x, y);
+    pa::blas::scal(b, s, x);
+  }
+}
+
+void fill(pa::SharedTensor<float>& x, pa::SharedTensor<float>& y) {
+  auto wx = x.write_only();
+  auto wy = y.write_only();
+  for (int i = 0; i < n; ++i)
+    wx[i] = 1.0f + 0.001f * static_cast<float>(i % 17), wy[i] = 0.5f - 0.002f * (i % 13);
+}
+
+// The replay against the ops one by one and a double loop: false (and a message) when off.
+bool check(const pa::Backend& b, const pa::Graph& g, pa::SharedTensor<float>& gx,
+           pa::SharedTensor<float>& gy) {
+  pa::SharedTensor<float> x({n}), y({n});
+  fill(x, y);
+  fill(gx, gy);
+  std::vector<double> rx(n), ry(n);
+  for (int i = 0; i < n; ++i)
+    rx[i] = x.read()[i], ry[i] = y.read()[i];
+  sequence(b, x, y);
+  g.replay();
+  for (int k = 0; k < ops; k += 2)
+    for (int i = 0; i < n; ++i)
+      ry[i] += double(a) * rx[i], rx[i] *= double(s);
+  const auto ox = x.read(), oy = y.read(), rgx = gx.read(), rgy = gy.read();
+  for (int i = 0; i < n; ++i) {
+    if (rgx[i] != ox[i] || rgy[i] != oy[i] || std::fabs(oy[i] - ry[i]) > 1e-4 * std::fabs(ry[i]) ||
+        std::fabs(ox[i] - rx[i]) > 1e-4 * std::fabs(rx[i])) {
+      std::fprintf(stderr,
+                   "%s: element %d: replay y %g x %g, one by one y %g x %g, expected y %g x %g\n",
+                   b.name().c_str(), i, double(rgy[i]), double(rgx[i]), double(oy[i]),
+                   double(ox[i]), ry[i], rx[i]);
+      return false;
+    }
+  }
+  return true;
+}
+} // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> requests(argv + 1, argv + argc);
+  if (requests.empty())
+    for (const char* f : {"cuda", "opencl", "native"})
+      requests.emplace_back(f);
+  bench::suite suite("graph_replay");
+  int measured = 0;
+  for (const std::string& req : requests) {
+    std::unique_ptr<pa::Backend> bp;
+    try {
+      bp = std::make_unique<pa::Backend>(req);
+    } catch (const pa::error& e) {
+      std::printf("skipped %s: %s\n", req.c_str(), e.what());
+      continue;
+    }
+    const pa::Backend& b = *bp;
+    suite.meta("device " + b.name(), b.device().name);
+    pa::SharedTensor<float> x({n}), y({n});
+    fill(x, y);
+    sequence(b, x, y); // resident on the device, ops resolved
+    b.synchronize();
+    std::vector<std::pair<std::string, pa::Graph>> graphs;
+    graphs.emplace_back("replay", pa::Graph::record(b, [&] { sequence(b, x, y); }));
+    if (graphs[0].second.kind() == pa::graph_kind::framework_graph)
+      graphs.emplace_back("command list",
+                          pa::Graph::record(
+                              b, [&] { sequence(b, x, y); }, pa::graph_kind::command_list));
+    for (auto& [label, g] : graphs)
+      if (!check(b, g, x, y)) return 1;
+    b.synchronize(); // x, y stay on the device from here: no transfer is timed
+    bench::options o;
+    o.reps = 15;
+    o.warmup = 2;
+    for (auto& [label, g] : graphs) {
+      const pa::Graph& graph = g;
+      suite.compare_sampled(
+          "100 small ops (axpy/scal 1024 f32) " + b.name() + ": " + label,
+          [&] {
+            const double t0 = now_ns();
+            for (int r = 0; r < rounds; ++r)
+              sequence(b, x, y);
+            b.synchronize();
+            return (now_ns() - t0) / (rounds * ops);
+          },
+          [&] {
+            const double t0 = now_ns();
+            for (int r = 0; r < rounds; ++r)
+              graph.replay();
+            b.synchronize();
+            return (now_ns() - t0) / (rounds * ops);
+          },
+          o, "one by one", label);
+    }
+    ++measured;
+  }
+  suite.write();
+  std::printf("P6 target: ratio <= 0.2 on the H200 (a replayed op <= 1/5 of one issued alone)\n");
+  if (measured == 0) {
+    std::printf("SKIPPED: no backend of %zu asked for is present\n", requests.size());
+    return 77;
+  }
+  return 0;
+}
