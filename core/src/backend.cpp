@@ -565,6 +565,23 @@ namespace {
 // The access an op's tensor argument takes, by its (checked) intent: IN, OUT, INOUT.
 constexpr access access_of[4] = {access::read, access::read, access::write_only, access::write};
 
+// The call record of one packed op on `target`'s queue (invoke and a recording build the same).
+[[gnu::always_inline]] inline pcy_op_call op_call(const detail::BoundOp& op, BackendImpl& target,
+                                                  pcy_op_arg* cargs, size_t count,
+                                                  pcy_op_arg_ext* exts) noexcept {
+  pcy_op_call call;
+  call.struct_size = sizeof call;
+  call.ext = nullptr;
+  call.context = op.bundle;
+  call.queue = target.queue;
+  call.args = cargs;
+  call.arg_count = static_cast<uint32_t>(count);
+  call.arg_ext = exts;
+  call.workspace = &BackendImpl::workspace;
+  call.workspace_user = &target;
+  return call;
+}
+
 // Checks and packs the arguments of one call. The per-call check against the schema is decided
 // at resolution: the (kind, intent) pair against the rule's, then (tensors) dtype and rank
 // compares. Defer (an op with a tensor that may be passed OUT): tensors are synced onto the
@@ -664,16 +681,8 @@ void Backend::invoke(const OpKey& key, std::span<const OpArg> args) const {
     pack<false, true>(key, op, target, args, tensors.data(), cargs.data(), nullptr);
   else
     pack<false, false>(key, op, target, args, tensors.data(), cargs.data(), nullptr);
-  pcy_op_call call;
-  call.struct_size = sizeof call;
-  call.ext = nullptr;
-  call.context = op.bundle;
-  call.queue = target.queue;
-  call.args = cargs.data();
-  call.arg_count = static_cast<uint32_t>(args.size());
-  call.arg_ext = needs_ext ? exts.data() : nullptr;
-  call.workspace = &BackendImpl::workspace;
-  call.workspace_user = &target;
+  pcy_op_call call =
+      op_call(op, target, cargs.data(), args.size(), needs_ext ? exts.data() : nullptr);
   if (pcy_error* e = op.fn(&call)) [[unlikely]]
     throw_if(e, (std::string(key.extension) + "." + key.name).c_str());
 }
@@ -739,16 +748,8 @@ void detail::record_op(BackendImpl& b, const OpKey& key, BoundOp& op, std::span<
     t->written = t->written || acc != access::read;
   }
 
-  pcy_op_call call;
-  call.struct_size = sizeof call;
-  call.ext = nullptr;
-  call.context = op.bundle;
-  call.queue = b.queue;
-  call.args = cargs.data();
-  call.arg_count = static_cast<uint32_t>(args.size());
-  call.arg_ext = op.needs_ext ? exts.data() : nullptr;
-  call.workspace = &BackendImpl::workspace;
-  call.workspace_user = &b;
+  pcy_op_call call =
+      op_call(op, b, cargs.data(), args.size(), op.needs_ext ? exts.data() : nullptr);
 
   if (rec.graph != nullptr) {
     // Captured: the op enqueues as usual, and its work becomes part of the graph.

@@ -3,6 +3,7 @@
 // "deny" fallback policy. Each must throw a parenchyma::error naming the op and the argument,
 // before anything runs: every tensor keeps its contents.
 #include "support/catch.hpp"
+#include "support/sandbox.hpp"
 
 #include <parenchyma/blas.hpp>
 #include <parenchyma/parenchyma.hpp>
@@ -153,35 +154,8 @@ TEST_CASE("aliasing that BLAS cannot honour is refused", "[blas]") {
   CHECK(snapshot(A) == A0);
 }
 
-namespace {
-// A plugin directory holding the given plugin files only, and a config file.
-struct sandbox {
-  std::filesystem::path dir;
-  explicit sandbox(const std::vector<std::string>& plugins, const std::string& config) {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "pcy-blas-XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    dir = tmpl;
-    std::filesystem::create_directory(dir / "plugins");
-    for (const auto& p : plugins)
-      std::filesystem::copy_file(std::filesystem::path(PARENCHYMA_TEST_PLUGIN_DIR) / p,
-                                 dir / "plugins" / p);
-    std::ofstream(dir / "config.json") << config;
-  }
-  ~sandbox() { std::filesystem::remove_all(dir); }
-  RegistryOptions options() const {
-    RegistryOptions o;
-    o.plugin_paths = {dir / "plugins"};
-    o.config_file = dir / "config.json";
-    o.environment = std::map<std::string, std::string>{};
-    o.default_plugin_dir = false;
-    o.default_config = false;
-    return o;
-  }
-};
-bool have_plugin(const char* file) {
-  return std::filesystem::exists(std::filesystem::path(PARENCHYMA_TEST_PLUGIN_DIR) / file);
-}
-} // namespace
+using test::have_plugin;
+using sandbox = test::plugin_sandbox;
 
 TEST_CASE("an op no framework offers fails under fallback deny, naming the op", "[blas]") {
   // native has no blas bundle here; only OpenCL's bundle (if OpenCL is present) could serve it.

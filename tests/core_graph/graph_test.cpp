@@ -8,6 +8,7 @@
 #define CATCH_CONFIG_RUNNER
 #endif
 #include "support/catch.hpp"
+#include "support/sandbox.hpp"
 
 #if PARENCHYMA_CATCH3
 #include <catch2/catch_session.hpp>
@@ -266,34 +267,7 @@ TEST_CASE("what cannot be recorded is refused, and the backend works after", "[g
   b.synchronize();
 }
 
-namespace {
-struct sandbox {
-  std::filesystem::path dir;
-  explicit sandbox(const std::vector<std::string>& plugins) {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "pcy-graph-XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    dir = tmpl;
-    std::filesystem::create_directory(dir / "plugins");
-    for (const auto& p : plugins)
-      std::filesystem::copy_file(std::filesystem::path(PARENCHYMA_TEST_PLUGIN_DIR) / p,
-                                 dir / "plugins" / p);
-    std::ofstream(dir / "config.json") << R"({"fallback": "allow", "log_level": "off"})";
-  }
-  ~sandbox() { std::filesystem::remove_all(dir); }
-  RegistryOptions options() const {
-    RegistryOptions o;
-    o.plugin_paths = {dir / "plugins"};
-    o.config_file = dir / "config.json";
-    o.environment = std::map<std::string, std::string>{};
-    o.default_plugin_dir = false;
-    o.default_config = false;
-    return o;
-  }
-};
-bool have_plugin(const char* file) {
-  return std::filesystem::exists(std::filesystem::path(PARENCHYMA_TEST_PLUGIN_DIR) / file);
-}
-} // namespace
+using test::have_plugin;
 
 TEST_CASE("an op that falls back to another framework cannot be recorded", "[graph]") {
   if (g_framework != "native") return; // one run is enough: the sandbox is the same everywhere
@@ -302,7 +276,9 @@ TEST_CASE("an op that falls back to another framework cannot be recorded", "[gra
     return;
   }
   // native without a BLAS bundle: its BLAS ops fall back to OpenCL.
-  sandbox s({"parenchyma-native.so", "parenchyma-opencl.so", "parenchyma-blas-opencl.so"});
+  test::plugin_sandbox s(
+      {"parenchyma-native.so", "parenchyma-opencl.so", "parenchyma-blas-opencl.so"},
+      R"({"fallback": "allow", "log_level": "off"})");
   Registry reg(s.options());
   const Framework* cl = reg.find_framework("opencl");
   if (cl == nullptr || cl->devices().empty()) {

@@ -897,31 +897,22 @@ cudnnStatus_t workspace_size(cuda_nn_context& cx, int dir, int algo, size_t& byt
 cudnnStatus_t legacy_exec(const cuda_nn_context& cx, int dir, int algo, void* x, void* w, void* y,
                           void* ws, size_t bytes) {
   const cudnn_api& api = cx.api();
-  if (cx.last.dt == F64) {
-    const double one = 1, zero = 0;
-    return dir == 0 ? api.cudnnConvolutionForward(cx.dnn, &one, cx.xd, x, cx.wd, w, cx.cd,
-                                                  static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws,
-                                                  bytes, &zero, cx.yd, y)
-           : dir == 1
-               ? api.cudnnConvolutionBackwardData(cx.dnn, &one, cx.wd, w, cx.yd, y, cx.cd,
-                                                  static_cast<cudnnConvolutionBwdDataAlgo_t>(algo),
-                                                  ws, bytes, &zero, cx.xd, x)
-               : api.cudnnConvolutionBackwardFilter(
-                     cx.dnn, &one, cx.xd, x, cx.yd, y, cx.cd,
-                     static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws, bytes, &zero, cx.wd,
-                     w);
-  }
-  const float one = 1, zero = 0;
-  return dir == 0 ? api.cudnnConvolutionForward(cx.dnn, &one, cx.xd, x, cx.wd, w, cx.cd,
+  // alpha = 1, beta = 0 in the compute type: double for f64, float otherwise.
+  static constexpr double one_d = 1, zero_d = 0;
+  static constexpr float one_f = 1, zero_f = 0;
+  const bool f64 = cx.last.dt == F64;
+  const void* one = f64 ? static_cast<const void*>(&one_d) : &one_f;
+  const void* zero = f64 ? static_cast<const void*>(&zero_d) : &zero_f;
+  return dir == 0 ? api.cudnnConvolutionForward(cx.dnn, one, cx.xd, x, cx.wd, w, cx.cd,
                                                 static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws,
-                                                bytes, &zero, cx.yd, y)
+                                                bytes, zero, cx.yd, y)
          : dir == 1
-             ? api.cudnnConvolutionBackwardData(cx.dnn, &one, cx.wd, w, cx.yd, y, cx.cd,
+             ? api.cudnnConvolutionBackwardData(cx.dnn, one, cx.wd, w, cx.yd, y, cx.cd,
                                                 static_cast<cudnnConvolutionBwdDataAlgo_t>(algo),
-                                                ws, bytes, &zero, cx.xd, x)
+                                                ws, bytes, zero, cx.xd, x)
              : api.cudnnConvolutionBackwardFilter(
-                   cx.dnn, &one, cx.xd, x, cx.yd, y, cx.cd,
-                   static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws, bytes, &zero, cx.wd, w);
+                   cx.dnn, one, cx.xd, x, cx.yd, y, cx.cd,
+                   static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws, bytes, zero, cx.wd, w);
 }
 
 // Runs one direction through cuDNN: x, w, y are x/w/y, or dx/w/dy, or x/dw/dy. Returns false

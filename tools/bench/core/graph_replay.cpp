@@ -6,6 +6,7 @@
 // costs <= 1/5 of one issued by itself (ratio <= 0.2). Correctness is checked first: the replay
 // and the one-by-one ops must give the same values, and both must match a double loop.
 //   bench_graph_replay [backend request ...]     e.g. bench_graph_replay cuda native
+#include "backends.hpp"
 #include "harness.hpp"
 
 #include <parenchyma/blas.hpp>
@@ -15,6 +16,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -24,12 +26,6 @@ namespace pa = parenchyma;
 namespace {
 constexpr int ops = 100, n = 1024, rounds = 20;
 constexpr float a = 1.0001f, s = 0.9999f;
-
-double now_ns() {
-  return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                 std::chrono::steady_clock::now().time_since_epoch())
-                                 .count());
-}
 
 void sequence(const pa::Backend& b, pa::SharedTensor<float>& x, pa::SharedTensor<float>& y) {
   for (int i = 0; i < ops; i += 2) {
@@ -75,21 +71,9 @@ bool check(const pa::Backend& b, const pa::Graph& g, pa::SharedTensor<float>& gx
 } // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> requests(argv + 1, argv + argc);
-  if (requests.empty())
-    for (const char* f : {"cuda", "opencl", "native"})
-      requests.emplace_back(f);
   bench::suite suite("graph_replay");
-  int measured = 0;
-  for (const std::string& req : requests) {
-    std::unique_ptr<pa::Backend> bp;
-    try {
-      bp = std::make_unique<pa::Backend>(req);
-    } catch (const pa::error& e) {
-      std::printf("skipped %s: %s\n", req.c_str(), e.what());
-      continue;
-    }
-    const pa::Backend& b = *bp;
+  size_t asked = 0;
+  const size_t ran = bench::for_each_backend(argc, argv, asked, [&](const pa::Backend& b) {
     suite.meta("device " + b.name(), b.device().name);
     pa::SharedTensor<float> x({n}), y({n});
     fill(x, y);
@@ -102,7 +86,7 @@ int main(int argc, char** argv) {
                           pa::Graph::record(
                               b, [&] { sequence(b, x, y); }, pa::graph_kind::command_list));
     for (auto& [label, g] : graphs)
-      if (!check(b, g, x, y)) return 1;
+      if (!check(b, g, x, y)) std::exit(1); // wrong results: nothing is timed
     b.synchronize(); // x, y stay on the device from here: no transfer is timed
     bench::options o;
     o.reps = 15;
@@ -112,27 +96,26 @@ int main(int argc, char** argv) {
       suite.compare_sampled(
           "100 small ops (axpy/scal 1024 f32) " + b.name() + ": " + label,
           [&] {
-            const double t0 = now_ns();
+            const double t0 = bench::now_ns();
             for (int r = 0; r < rounds; ++r)
               sequence(b, x, y);
             b.synchronize();
-            return (now_ns() - t0) / (rounds * ops);
+            return (bench::now_ns() - t0) / (rounds * ops);
           },
           [&] {
-            const double t0 = now_ns();
+            const double t0 = bench::now_ns();
             for (int r = 0; r < rounds; ++r)
               graph.replay();
             b.synchronize();
-            return (now_ns() - t0) / (rounds * ops);
+            return (bench::now_ns() - t0) / (rounds * ops);
           },
           o, "one by one", label);
     }
-    ++measured;
-  }
+  });
   suite.write();
   std::printf("P6 target: ratio <= 0.2 on the H200 (a replayed op <= 1/5 of one issued alone)\n");
-  if (measured == 0) {
-    std::printf("SKIPPED: no backend of %zu asked for is present\n", requests.size());
+  if (ran == 0) {
+    std::printf("SKIPPED: no backend of %zu asked for is present\n", asked);
     return 77;
   }
   return 0;

@@ -4,6 +4,7 @@
 // tools/bench/core/p1_torch.py alternates this program with PyTorch eager (and parenchyma's
 // Python binding) and writes the ratios. Correctness is checked first against a double loop.
 //   bench_small_ops [backend request ...]     e.g. bench_small_ops cuda opencl:1 native
+#include "backends.hpp"
 #include "harness.hpp"
 
 #include <parenchyma/blas.hpp>
@@ -12,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -20,12 +22,6 @@ namespace pa = parenchyma;
 
 namespace {
 constexpr int ops = 10000, n = 1024;
-
-double now_ns() {
-  return static_cast<double>(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                 std::chrono::steady_clock::now().time_since_epoch())
-                                 .count());
-}
 
 // One op pair on random data against a double-precision loop; false (and a message) when off.
 bool check(const pa::Backend& b) {
@@ -57,22 +53,11 @@ bool check(const pa::Backend& b) {
 } // namespace
 
 int main(int argc, char** argv) {
-  std::vector<std::string> requests(argv + 1, argv + argc);
-  if (requests.empty())
-    for (const char* f : {"cuda", "opencl", "native"})
-      requests.emplace_back(f);
   bench::suite s("small_ops_public");
-  int measured = 0;
-  for (const std::string& req : requests) {
-    std::unique_ptr<pa::Backend> b;
-    try {
-      b = std::make_unique<pa::Backend>(req);
-    } catch (const pa::error& e) {
-      std::printf("skipped %s: %s\n", req.c_str(), e.what());
-      continue;
-    }
-    if (!check(*b)) return 1;
-    s.meta("device " + b->name(), b->device().name);
+  size_t asked = 0;
+  const size_t ran = bench::for_each_backend(argc, argv, asked, [&](const pa::Backend& b) {
+    if (!check(b)) std::exit(1); // wrong results: nothing is timed
+    s.meta("device " + b.name(), b.device().name);
     pa::SharedTensor<float> x({n}), y({n});
     {
       auto wx = x.write_only();
@@ -80,31 +65,30 @@ int main(int argc, char** argv) {
       for (int i = 0; i < n; ++i)
         wx[i] = 1.0f, wy[i] = 0.5f;
     }
-    pa::blas::axpy(*b, 1.0001f, x, y); // resident on the device, ops resolved
-    pa::blas::scal(*b, 0.9999f, x);
-    b->synchronize();
+    pa::blas::axpy(b, 1.0001f, x, y); // resident on the device, ops resolved
+    pa::blas::scal(b, 0.9999f, x);
+    b.synchronize();
     bench::options o;
     o.reps = 15;
     o.warmup = 2;
     // The "peer" side is an empty sample (the harness wants a pair): the ratio columns are
     // meaningless here; ours_ns is the figure, and p1_torch.py joins it with its peers.
     s.compare_sampled(
-        "10k small ops (axpy/scal 1024 f32) " + b->name(), [] { return 1.0; },
+        "10k small ops (axpy/scal 1024 f32) " + b.name(), [] { return 1.0; },
         [&] {
-          const double t0 = now_ns();
+          const double t0 = bench::now_ns();
           for (int i = 0; i < ops; i += 2) {
-            pa::blas::axpy(*b, 1.0001f, x, y);
-            pa::blas::scal(*b, 0.9999f, x);
+            pa::blas::axpy(b, 1.0001f, x, y);
+            pa::blas::scal(b, 0.9999f, x);
           }
-          b->synchronize();
-          return (now_ns() - t0) / ops;
+          b.synchronize();
+          return (bench::now_ns() - t0) / ops;
         },
         o, "-", "public path");
-    ++measured;
-  }
+  });
   s.write();
-  if (measured == 0) {
-    std::printf("SKIPPED: no backend of %zu asked for is present\n", requests.size());
+  if (ran == 0) {
+    std::printf("SKIPPED: no backend of %zu asked for is present\n", asked);
     return 77;
   }
   return 0;
