@@ -75,7 +75,19 @@ inline constexpr int min_driver_version = 12000;
   X(cuGraphAddChildGraphNode, 12000)                                                               \
   X(cuGraphInstantiateWithFlags, 12000)                                                            \
   X(cuGraphLaunch, 12000)                                                                          \
-  X(cuGraphExecDestroy, 12000)
+  X(cuGraphExecDestroy, 12000)                                                                     \
+  PCY_CUDA_FLAT_CAPTURE(X)
+
+// Capture straight into one graph (12.3): each op's segment joins the graph as its own nodes, not
+// as a child graph. Built only against CUDA 13 headers, where cuStreamGetCaptureInfo's prototype
+// is the 12.3 ABI (with edge data) that version 12030 resolves to.
+#if CUDA_VERSION >= 13000
+#define PCY_CUDA_FLAT_CAPTURE(X)                                                                   \
+  X(cuStreamBeginCaptureToGraph, 12030)                                                            \
+  X(cuStreamGetCaptureInfo, 12030)
+#else
+#define PCY_CUDA_FLAT_CAPTURE(X)
+#endif
 
 // The resolved entry points. Member names go through cuda.h's macros (cuMemAlloc is
 // cuMemAlloc_v2), so each member has the prototype of the ABI we request.

@@ -274,7 +274,9 @@ private:
   CUcontext ctx_;
   CUstream stream_; // the queue it was built on, and the only one it launches on
   CUgraph g_;
-  CUgraphNode last_ = nullptr;
+  // The nodes the next captured segment depends on: the leaves so far (flat capture), or the
+  // one child-graph node of the last segment.
+  std::vector<CUgraphNode> last_;
   CUgraphExec exec_ = nullptr;
   bool capturing_ = false;
   bool broken_ = false; // a capture failed: the graph is incomplete

@@ -681,7 +681,24 @@ void train_step(gpu& g) {
 } // namespace
 
 int main(int argc, char** argv) {
-  const bool quick = argc > 1 && std::strcmp(argv[1], "--quick") == 0;
+  // --quick: fewer samples; --only GROUPS: a comma-separated subset of elementwise, dropout,
+  // softmax, pooling, lrn, conv, train (default: all).
+  bool quick = false;
+  std::string only;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0)
+      quick = true;
+    else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+      only = "," + std::string(argv[++i]) + ",";
+    else {
+      std::printf("usage: bench_nn_cuda [--quick] [--only elementwise,dropout,softmax,pooling,"
+                  "lrn,conv,train]\n");
+      return 2;
+    }
+  }
+  const auto run = [&](const char* group) {
+    return only.empty() || only.find("," + std::string(group) + ",") != std::string::npos;
+  };
   try {
     Backend b("cuda");
     gpu g(b);
@@ -706,23 +723,31 @@ int main(int argc, char** argv) {
     else
       std::printf("# no cuDNN peer: %s\n", d.why.c_str());
 #endif
-    elementwise<float>(g);
-    elementwise<f16>(g);
-    elementwise<bf16>(g);
-    dropout(g);
-    softmax<float>(g, 4096, 16384);
-    softmax<float>(g, 65536, 1000);
-    softmax<f16>(g, 4096, 16384);
-    softmax<bf16>(g, 4096, 16384);
-    pooling<float>(g);
-    pooling<f16>(g);
-    pooling<bf16>(g);
-    lrn(g);
-    convolutions<float>(g, dnn, false);
-    convolutions<float>(g, dnn, true);
-    convolutions<f16>(g, dnn, false);
-    convolutions<bf16>(g, dnn, false);
-    train_step(g);
+    if (run("elementwise")) {
+      elementwise<float>(g);
+      elementwise<f16>(g);
+      elementwise<bf16>(g);
+    }
+    if (run("dropout")) dropout(g);
+    if (run("softmax")) {
+      softmax<float>(g, 4096, 16384);
+      softmax<float>(g, 65536, 1000);
+      softmax<f16>(g, 4096, 16384);
+      softmax<bf16>(g, 4096, 16384);
+    }
+    if (run("pooling")) {
+      pooling<float>(g);
+      pooling<f16>(g);
+      pooling<bf16>(g);
+    }
+    if (run("lrn")) lrn(g);
+    if (run("conv")) {
+      convolutions<float>(g, dnn, false);
+      convolutions<float>(g, dnn, true);
+      convolutions<f16>(g, dnn, false);
+      convolutions<bf16>(g, dnn, false);
+    }
+    if (run("train")) train_step(g);
     g.meta.emplace_back("unavailable_cells", std::to_string(g.unavailable.size()));
     g.write();
   } catch (const std::exception& e) {

@@ -5,7 +5,7 @@ the same case names, so tools/bench/nn/compare.py can join both files. fp32 rows
 (torch.backends.cudnn.allow_tf32 = False, torch.backends.cuda.matmul.allow_tf32 = False); the
 "tf32" convolution rows allow TF32; f16 / bf16 rows run in those dtypes. cudnn.benchmark is on
 (PyTorch then measures cuDNN's algorithms once per shape, as the Convolution does).
-    python3 tools/bench/nn/n_torch.py [--quick]
+    python3 tools/bench/nn/n_torch.py [--quick] [--only REGEX]   only the cases whose name matches
     python3 tools/bench/nn/n_torch.py --smoke   every case on the CPU at small sizes, host-timed:
                                                 checks the script runs (no figures; no JSON)
 Writes $PARENCHYMA_BENCH_OUT/n_torch.json (or ./n_torch.json). Exit 77 with the reason when torch
@@ -31,6 +31,10 @@ def main():
         print(f"skipped: torch {torch.__version__} ({sys.executable}) sees no CUDA device")
         return SKIP
     quick = "--quick" in sys.argv
+    only = None
+    if "--only" in sys.argv:
+        import re
+        only = re.compile(sys.argv[sys.argv.index("--only") + 1])
     reps = 3 if smoke else 15 if quick else 21
     dev = "cpu" if smoke else "cuda"
 
@@ -59,6 +63,8 @@ def main():
         return start.elapsed_time(end) * 1e6 / inner
 
     def case(name, fn):
+        if only is not None and not only.search(name):
+            return
         try:
             fn()
             if not smoke:

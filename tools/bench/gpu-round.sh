@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# One call on the lent GPU machine, planned to fit its 10-minute limit: configure and build only
+# what the named phases need (Release, warnings as errors, outside the tree), then run the phases
+# in order, each under its own time limit, and copy logs and JSON to $OUT. Never changes GPU
+# clocks or settings.
+#   tools/bench/gpu-round.sh PHASE...
+# Phases:
+#   pycrash   tools/debug/python-cuda-crash.sh (the Python crash after a cuda Backend)
+#   python    tests/python with pytest (the CUDA interop tests included)
+#   p1        P1: bench_small_ops alternated with PyTorch eager (tools/bench/core/p1_torch.py)
+#   p3        P3/C1: bench_core_dispatch on the host CPU, 1 thread
+#   p6        P6: bench_graph_replay on cuda
+#   g9        P4: bench_blas_cuda --g9 --quick with our kernels forced (ours and cuBLAS per size)
+#   g9-table  the same with the shipped table
+#   g10       G10 and the f16/bf16 gemm rows: bench_blas_cuda --quick
+#   nn-fast   N1-N3: bench_nn_cuda and n_torch.py on elementwise, dropout, softmax, pooling, LRN
+#   nn-conv   N4, N6: the convolutions and the demo's training step, both sides
+#   tests     ctest over the whole suite (builds the tests)
+#   selftest  nn-cuda-selftest and the NN/BLAS conformance suites on cuda
+#   demo      parenchyma-nn-demo on every backend
+# Environment: PCY_GPU_BUILD (default /tmp/pcy-gpu), PCY_KCACHE (a kernel cache tarball to start
+# from, default .device/kcache.tgz; the cache is packed back into $OUT/kcache.tgz after each
+# phase), PCY_DEADLINE (seconds from the start after which no further phase begins; default 540).
+set -u
+SRC=$(cd "$(dirname "$0")/../.." && pwd)
+B=${PCY_GPU_BUILD:-/tmp/pcy-gpu}
+OUT=${OUT:-$B/out}
+L=$B/logs # everything comes back as one tarball: $OUT/round.tgz (logs and JSON)
+mkdir -p "$OUT" "$B/json" "$L"
+export PARENCHYMA_BENCH_OUT="$B/json" PARENCHYMA_CACHE_DIR="$B/kcache" PYTHONUNBUFFERED=1
+T0=$SECONDS
+say() { echo "== $* (+$((SECONDS - T0)) s)"; }
+phases=" $* "
+has() { [[ $phases == *" $1 "* ]]; }
+
+kc=${PCY_KCACHE:-$SRC/.device/kcache.tgz}
+[ -f "$kc" ] && mkdir -p "$B/kcache" && tar xzf "$kc" -C "$B/kcache" && say "kernel cache from $kc"
+
+# ---- build ------------------------------------------------------------------------------------
+targets=(parenchyma-info parenchyma-cuda parenchyma-native parenchyma-opencl parenchyma-blas-cuda
+  parenchyma-blas-native parenchyma-blas-opencl parenchyma-nn-cuda parenchyma-nn-native
+  parenchyma-nn-opencl)
+tests=OFF
+has pycrash && targets+=(_parenchyma)
+has python && targets+=(_parenchyma)
+has p1 && targets+=(bench_small_ops _parenchyma)
+has p3 && targets+=(bench_core_dispatch)
+has p6 && targets+=(bench_graph_replay)
+{ has g9 || has g9-table || has g10; } && targets+=(bench_blas_cuda)
+{ has nn-fast || has nn-conv; } && targets+=(bench_nn_cuda)
+has selftest && targets+=(nn-cuda-selftest parenchyma-conformance)
+has demo && targets+=(parenchyma-nn-demo)
+has tests && tests=ON
+say "machine: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
+PYB=$(python3 -m pybind11 --cmakedir 2>/dev/null)
+if [ ! -f "$B/CMakeCache.txt" ] || [ "$(grep -c "PARENCHYMA_BUILD_TESTS:BOOL=$tests" "$B/CMakeCache.txt")" = 0 ]; then
+  cmake -S "$SRC" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPARENCHYMA_WERROR=ON \
+    -DPARENCHYMA_BUILD_TESTS=$tests -DCMAKE_INCLUDE_PATH="${PARENCHYMA_EXTRA_INCLUDE:-$SRC/.device/include}" \
+    ${PYB:+-Dpybind11_DIR=$PYB} -DPython3_EXECUTABLE="$(command -v python3)" >"$L/configure.log" 2>&1 \
+    || { tail -30 "$L/configure.log"; exit 1; }
+fi
+say "configured"
+if [ $tests = ON ]; then ninja -C "$B" -j"$(nproc)" -k 0 >"$L/build.log" 2>&1
+else ninja -C "$B" -j"$(nproc)" -k 0 "${targets[@]}" >"$L/build.log" 2>&1; fi
+rc=$?
+grep -E "FAILED|error:" "$L/build.log" | head -20
+say "build exit code $rc"; tar czf "$OUT/round.tgz" -C "$B" logs 2>/dev/null
+
+bin=$B/bin
+pack() {
+  tar czf "$OUT/round.tgz" -C "$B" logs json 2>/dev/null
+  tar czf "$OUT/kcache.tgz" -C "$B/kcache" . 2>/dev/null
+}
+deadline=${PCY_DEADLINE:-540}
+
+# ---- phases -----------------------------------------------------------------------------------
+for p in "$@"; do
+  if [ $((SECONDS - T0)) -ge "$deadline" ]; then say "skipped $p: past the deadline"; continue; fi
+  case $p in
+  pycrash) say pycrash; PCY_LOGS="$L" timeout 240 "$SRC/tools/debug/python-cuda-crash.sh" "$B" 2>&1 | tee "$L/pycrash.log" | tail -150 ;;
+  python)
+    say "python tests"
+    PYTHONPATH="$B/python" timeout 240 python3 -m pytest -q -rs -p no:cacheprovider "$SRC/tests/python" \
+      >"$L/pytest.log" 2>&1; echo "pytest exit code $?"; tail -40 "$L/pytest.log" ;;
+  p1) say P1; timeout 200 python3 "$SRC/tools/bench/core/p1_torch.py" "$B" cuda 2>&1 | tail -20 ;;
+  p3) say "P3 (C1 on the host)"; OPENBLAS_NUM_THREADS=1 timeout 120 "$bin/bench_core_dispatch" 2>&1 | tail -8 ;;
+  p6) say P6; timeout 120 "$bin/bench_graph_replay" cuda 2>&1 | tail -12 ;;
+  g9)
+    say "P4 g9, ours forced"; PARENCHYMA_BLAS_CUDA_IMPL=own timeout 200 "$bin/bench_blas_cuda" --g9 --quick >"$L/g9-own.log" 2>&1
+    echo "exit code $?"; grep -E "CHECK" "$L/g9-own.log" | head -5 ;;
+  g9-table)
+    say "P4 g9, shipped table"; timeout 200 "$bin/bench_blas_cuda" --g9 --quick >"$L/g9-table.log" 2>&1
+    echo "exit code $?"; grep -E "CHECK" "$L/g9-table.log" | head -5 ;;
+  g10) say G10; timeout 200 "$bin/bench_blas_cuda" --quick >"$L/g10.log" 2>&1; echo "exit code $?"; grep -iE "gemm" "$L/g10.log" | tail -30 ;;
+  nn-fast)
+    say "N1-N3 ours"; timeout 240 "$bin/bench_nn_cuda" --quick --only elementwise,dropout,softmax,pooling,lrn >"$L/nn-fast.log" 2>&1
+    echo "exit code $?"; mv "$B/json/n_cuda_nn.json" "$B/json/n_cuda_nn_fast.json" 2>/dev/null
+    say "N1-N3 torch"; timeout 150 python3 "$SRC/tools/bench/nn/n_torch.py" --quick --only "relu|sigmoid|tanh|dropout|softmax|pool|lrn" >"$L/nn-fast-torch.log" 2>&1
+    echo "exit code $?"; mv "$B/json/n_torch.json" "$B/json/n_torch_fast.json" 2>/dev/null
+    python3 "$SRC/tools/bench/nn/compare.py" "$B/json/n_cuda_nn_fast.json" "$B/json/n_torch_fast.json" \
+      --out "$B/json/nn_vs_torch_fast.json" 2>&1 | tail -45 ;;
+  nn-conv)
+    say "N4/N6 ours"; timeout 300 "$bin/bench_nn_cuda" --quick --only conv,train >"$L/nn-conv.log" 2>&1
+    echo "exit code $?"; mv "$B/json/n_cuda_nn.json" "$B/json/n_cuda_nn_conv.json" 2>/dev/null
+    say "N4/N6 torch"; timeout 200 python3 "$SRC/tools/bench/nn/n_torch.py" --quick --only "conv|3x3|1x1|train" >"$L/nn-conv-torch.log" 2>&1
+    echo "exit code $?"; mv "$B/json/n_torch.json" "$B/json/n_torch_conv.json" 2>/dev/null
+    python3 "$SRC/tools/bench/nn/compare.py" "$B/json/n_cuda_nn_conv.json" "$B/json/n_torch_conv.json" \
+      --out "$B/json/nn_vs_torch_conv.json" 2>&1 | tail -60 ;;
+  tests)
+    say tests; (cd "$B" && timeout 400 ctest -j8 --timeout 240 --output-on-failure >"$L/ctest.log" 2>&1)
+    echo "ctest exit code $?"; grep -E "tests passed|tests failed|\(Failed|\(SEGFAULT|\(Timeout|\(Subprocess" "$L/ctest.log" | tail -30 ;;
+  selftest)
+    say selftest; timeout 150 "$bin/nn-cuda-selftest" >"$L/selftest.log" 2>&1; echo "selftest exit code $?"
+    grep -vE "PASS" "$L/selftest.log" | tail -10
+    for s in nn blas; do
+      timeout 150 "$bin/parenchyma-conformance" "$B/lib/parenchyma/plugins" --framework cuda --suite $s --require-ops >"$L/conf-$s.log" 2>&1
+      echo "conformance $s on cuda exit code $?"; grep -E "passed|failed" "$L/conf-$s.log" | tail -3
+    done ;;
+  demo) say demo; timeout 150 "$bin/parenchyma-nn-demo" >"$L/demo.log" 2>&1; echo "demo exit code $?"; tail -15 "$L/demo.log" ;;
+  *) echo "unknown phase $p" ;;
+  esac
+  pack
+done
+say end
