@@ -50,16 +50,40 @@ std::string device_name(DLDevice d) {
   }
 }
 
-// What an export hands out: the managed tensor, its shape and strides, and the bytes it keeps.
+// What an export hands out: the managed tensor (one of the two forms), its shape and strides,
+// and the bytes it keeps.
 struct Exported {
   DLManagedTensor managed{};
+#if PARENCHYMA_DLPACK_VERSIONED
+  DLManagedTensorVersioned versioned{};
+#endif
   std::vector<int64_t> shape, strides;
   std::vector<std::shared_ptr<SlotHold>> holds;
+  bool read_only = false;
 };
 
 void exported_deleter(DLManagedTensor* self) noexcept {
   delete static_cast<Exported*>(self->manager_ctx);
 }
+
+#if PARENCHYMA_DLPACK_VERSIONED
+void exported_versioned_deleter(DLManagedTensorVersioned* self) noexcept {
+  delete static_cast<Exported*>(self->manager_ctx);
+}
+
+// The versioned form of an export made by to_dlpack / to_dlpack_host (which own nothing else).
+DLManagedTensorVersioned* as_versioned(DLManagedTensor* m) noexcept {
+  auto* e = static_cast<Exported*>(m->manager_ctx);
+  e->versioned.version.major = DLPACK_MAJOR_VERSION;
+  e->versioned.version.minor = DLPACK_MINOR_VERSION;
+  e->versioned.manager_ctx = e;
+  e->versioned.deleter = &exported_versioned_deleter;
+  e->versioned.flags = e->read_only ? DLPACK_FLAG_BITMASK_READ_ONLY : 0;
+  e->versioned.dl_tensor = e->managed.dl_tensor;
+  e->managed.deleter = nullptr; // one owner: the versioned form
+  return &e->versioned;
+}
+#endif
 
 DLManagedTensor* make_managed(TensorStorage::Impl& t, void* data, DLDevice device) {
   auto e = std::make_unique<Exported>();
@@ -68,6 +92,7 @@ DLManagedTensor* make_managed(TensorStorage::Impl& t, void* data, DLDevice devic
   for (size_t i = t.shape.size(); i-- > 1;)
     e->strides[i - 1] = e->strides[i] * (t.shape[i] > 0 ? t.shape[i] : 1);
   e->holds = t.share_slots();
+  e->read_only = t.read_only;
   DLTensor& d = e->managed.dl_tensor;
   d.data = data;
   d.device = device;
@@ -402,6 +427,52 @@ TensorStorage from_dlpack(DLManagedTensor* m, const Backend* backend,
   impl.read_only = options.read_only;
   return t;
 }
+
+#if PARENCHYMA_DLPACK_VERSIONED
+DLManagedTensorVersioned* to_dlpack_versioned(TensorStorage& t, const Backend& backend,
+                                              const DLPackExportOptions& options) {
+  return as_versioned(to_dlpack(t, backend, options));
+}
+
+DLManagedTensorVersioned* to_dlpack_versioned_host(TensorStorage& t) {
+  return as_versioned(to_dlpack_host(t));
+}
+
+TensorStorage from_dlpack(DLManagedTensorVersioned* m, const Backend* backend,
+                          const DLPackImportOptions& options) {
+  if (m == nullptr) throw error(errc::invalid_argument, origin, "a null DLManagedTensorVersioned");
+  if (m->version.major != DLPACK_MAJOR_VERSION) {
+    const std::string got =
+        std::to_string(m->version.major) + "." + std::to_string(m->version.minor);
+    if (m->deleter != nullptr) m->deleter(m); // a struct we cannot read: released, as DLPack asks
+    throw error(errc::unsupported, origin,
+                "a DLManagedTensorVersioned of DLPack " + got + ": this library speaks DLPack " +
+                    std::to_string(DLPACK_MAJOR_VERSION) +
+                    ".x; the tensor was released (its deleter called) as the DLPack rules ask");
+  }
+  // The unversioned path does the work through an adapter that owns `m` once the import took it.
+  struct Adapter {
+    DLManagedTensor managed{};
+    DLManagedTensorVersioned* inner = nullptr;
+    static void deleter(DLManagedTensor* self) noexcept {
+      auto* a = static_cast<Adapter*>(self->manager_ctx);
+      DLManagedTensorVersioned* inner = a->inner;
+      delete a;
+      if (inner->deleter != nullptr) inner->deleter(inner);
+    }
+  };
+  auto a = std::make_unique<Adapter>();
+  a->managed.dl_tensor = m->dl_tensor;
+  a->managed.manager_ctx = a.get();
+  a->managed.deleter = &Adapter::deleter;
+  a->inner = m;
+  DLPackImportOptions o = options;
+  o.read_only = o.read_only || (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
+  TensorStorage t = from_dlpack(&a->managed, backend, o); // on error `m` stays the caller's
+  (void)a.release();                                       // now owned through the slot
+  return t;
+}
+#endif
 
 } // namespace v1
 } // namespace parenchyma

@@ -12,10 +12,11 @@ __dlpack__ export it back; parenchyma.blas runs BLAS ops; info() says what was f
 Every failure raises parenchyma.Error. docs/python.md has the rules.
 """
 
-from ._parenchyma import Backend, Error, Tensor, __version__, from_dlpack, info
+from ._parenchyma import DLPACK_VERSION, Backend, Error, Tensor, __version__, from_dlpack, info
 from . import blas, nn
 
 __all__ = [
+    "DLPACK_VERSION",
     "Backend",
     "Error",
     "Tensor",

@@ -3,6 +3,7 @@ from typing import Any, Optional
 
 from . import blas as blas
 from . import nn as nn
+from ._parenchyma import DLPACK_VERSION as DLPACK_VERSION
 from ._parenchyma import Backend as Backend
 from ._parenchyma import Error as Error
 from ._parenchyma import Tensor as Tensor

@@ -4,6 +4,8 @@ from typing import Any, Optional, Sequence, Tuple, Union
 from . import blas as blas
 
 __version__: str
+# The DLPack this build speaks: (1, minor) with versioned capsules, (0, 6) without.
+DLPACK_VERSION: Tuple[int, int]
 
 _Shape = Union[int, Sequence[int]]
 _DType = Union[str, Any]  # a name ("float32"), a numpy.dtype or a NumPy scalar type

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstring>
 #include <sstream>
+#include <type_traits>
 
 namespace parenchyma::python {
 
@@ -14,6 +15,8 @@ namespace {
 
 constexpr const char* capsule_name = "dltensor";
 constexpr const char* used_capsule_name = "used_dltensor";
+constexpr const char* versioned_capsule_name = "dltensor_versioned";
+constexpr const char* used_versioned_capsule_name = "used_dltensor_versioned";
 
 struct DtypeName {
   pcy_dtype dtype;
@@ -43,31 +46,55 @@ void capsule_destructor(PyObject* capsule) {
   if (m != nullptr && m->deleter != nullptr) m->deleter(m);
 }
 
-py::capsule make_capsule(DLManagedTensor* m) {
-  PyObject* c = PyCapsule_New(m, capsule_name, &capsule_destructor);
+template <class M> py::capsule make_capsule(M* m, const char* name, PyCapsule_Destructor d) {
+  PyObject* c = PyCapsule_New(m, name, d);
   if (c == nullptr) {
     if (m->deleter != nullptr) m->deleter(m);
     throw py::error_already_set();
   }
   return py::reinterpret_steal<py::capsule>(c);
 }
+py::capsule make_capsule(DLManagedTensor* m) {
+  return make_capsule(m, capsule_name, &capsule_destructor);
+}
 
-// A producer's tensor wrapped so that its deleter runs with the GIL held: the core may drop
-// its last use on any thread (a plugin callback, an op with the GIL released), and Python
-// producers (NumPy 1.24's deleter decrements the array) need the GIL.
-struct GilGuarded {
-  DLManagedTensor self{};
-  DLManagedTensor* inner = nullptr;
+#if PARENCHYMA_DLPACK_VERSIONED
+void versioned_capsule_destructor(PyObject* capsule) {
+  if (!PyCapsule_IsValid(capsule, versioned_capsule_name)) return;
+  auto* m = static_cast<DLManagedTensorVersioned*>(
+      PyCapsule_GetPointer(capsule, versioned_capsule_name));
+  if (m != nullptr && m->deleter != nullptr) m->deleter(m);
+}
+py::capsule make_capsule(DLManagedTensorVersioned* m) {
+  return make_capsule(m, versioned_capsule_name, &versioned_capsule_destructor);
+}
+#endif
 
-  static void deleter(DLManagedTensor* m) {
+// A producer's tensor (DLManagedTensor or DLManagedTensorVersioned) wrapped so that its deleter
+// runs with the GIL held: the core may drop its last use on any thread (a plugin callback, an op
+// with the GIL released), and Python producers (NumPy's deleter decrements the array) need the
+// GIL.
+template <class M> struct GilGuarded {
+  M self{};
+  M* inner = nullptr;
+
+  static void deleter(M* m) {
     auto* g = static_cast<GilGuarded*>(m->manager_ctx);
-    DLManagedTensor* inner = g->inner;
+    M* inner = g->inner;
     delete g;
     if (inner == nullptr || inner->deleter == nullptr) return;
     if (!Py_IsInitialized()) return; // interpreter gone: leaking beats crashing
     const PyGILState_STATE s = PyGILState_Ensure();
     inner->deleter(inner);
     PyGILState_Release(s);
+  }
+  static std::unique_ptr<GilGuarded> wrap(M* inner) {
+    auto g = std::make_unique<GilGuarded>();
+    g->self = *inner; // dl_tensor (and version, flags where M has them)
+    g->self.manager_ctx = g.get();
+    g->self.deleter = &GilGuarded::deleter;
+    g->inner = inner;
+    return g;
   }
 };
 
@@ -113,6 +140,18 @@ DLManagedTensor* export_tensor(const PyTensor& t, intptr_t consumer_stream = 0) 
   return keep.backend ? to_dlpack(*keep.storage, keep.backend->backend, o)
                       : to_dlpack_host(*keep.storage);
 }
+
+#if PARENCHYMA_DLPACK_VERSIONED
+DLManagedTensorVersioned* export_tensor_versioned(const PyTensor& t, intptr_t consumer_stream) {
+  const PyTensor keep = t;
+  py::gil_scoped_release nogil;
+  const OrderedLock lock(export_locks(keep));
+  DLPackExportOptions o;
+  o.consumer_stream = consumer_stream;
+  return keep.backend ? to_dlpack_versioned(*keep.storage, keep.backend->backend, o)
+                      : to_dlpack_versioned_host(*keep.storage);
+}
+#endif
 
 DLManagedTensor* export_host(const PyTensor& t) {
   const PyTensor keep = t;
@@ -216,8 +255,15 @@ py::tuple shape_tuple(const std::vector<int64_t>& s) {
 }
 
 py::capsule dlpack_method(const PyTensor& t, const py::object& stream,
-                          const py::object& /*max_version*/, const py::object& dl_device,
+                          const py::object& max_version, const py::object& dl_device,
                           const py::object& copy) {
+  // max_version (major, minor): the newest DLPack the consumer reads; >= 1 gets the versioned
+  // capsule where this build has it, anything else (None, (0, x)) the unversioned one.
+  bool versioned = false;
+  if (!max_version.is_none()) {
+    const auto mv = max_version.cast<std::pair<int, int>>();
+    versioned = PARENCHYMA_DLPACK_VERSIONED && mv.first >= 1;
+  }
   if (!copy.is_none() && copy.cast<bool>())
     throw py::buffer_error("parenchyma.Tensor.__dlpack__: copy=True is not supported (the "
                            "export is always zero-copy); copy on the consumer side");
@@ -241,6 +287,10 @@ py::capsule dlpack_method(const PyTensor& t, const py::object& stream,
                             "stream), 2 (per-thread default stream), a stream handle, or -1");
     if (export_device(t).device_type != kDLCUDA) consumer = 0; // host memory: nothing queued
   }
+#if PARENCHYMA_DLPACK_VERSIONED
+  if (versioned) return make_capsule(export_tensor_versioned(t, consumer));
+#endif
+  (void)versioned;
   return make_capsule(export_tensor(t, consumer));
 }
 
@@ -302,6 +352,23 @@ pcy_dtype dtype_from_object(const py::handle& obj, const char* what) {
   return dtype_from_name(name.cast<std::string>(), what);
 }
 
+// obj.__dlpack__(stream=...), asking for a versioned capsule where this build reads one
+// (max_version); a producer older than the 2023 protocol (a TypeError for the keyword) is asked
+// again without it.
+py::object call_dlpack(const py::object& obj, const py::object& stream) {
+#if PARENCHYMA_DLPACK_VERSIONED
+  try {
+    return obj.attr("__dlpack__")(py::arg("stream") = stream,
+                                  py::arg("max_version") =
+                                      py::make_tuple(DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION));
+  } catch (py::error_already_set& e) {
+    if (!e.matches(PyExc_TypeError)) throw;
+  }
+#endif
+  if (stream.is_none()) return obj.attr("__dlpack__")(); // NumPy 1.24 takes no stream argument
+  return obj.attr("__dlpack__")(py::arg("stream") = stream);
+}
+
 PyTensor import_dlpack(const py::object& obj, const std::shared_ptr<BackendState>& backend,
                        const DLPackImportOptions& options, const char* origin, const char* arg) {
   const std::string argument = std::string("argument ") + arg;
@@ -322,9 +389,9 @@ PyTensor import_dlpack(const py::object& obj, const std::shared_ptr<BackendState
         target = std::make_shared<BackendState>(Backend("cuda:" + std::to_string(id)));
       }
       const auto stream = reinterpret_cast<uintptr_t>(target->backend.native(PCY_NATIVE_QUEUE));
-      capsule = obj.attr("__dlpack__")(py::arg("stream") = py::int_(stream));
+      capsule = call_dlpack(obj, py::int_(stream));
     } else {
-      capsule = obj.attr("__dlpack__")();
+      capsule = call_dlpack(obj, py::none());
     }
   } else {
     fail(errc::invalid_argument, origin,
@@ -333,36 +400,55 @@ PyTensor import_dlpack(const py::object& obj, const std::shared_ptr<BackendState
              "__dlpack__ (a NumPy array, a PyTorch tensor, ...), got " +
              std::string(py::str(py::type::handle_of(obj).attr("__name__"))));
   }
-  if (PyCapsule_IsValid(capsule.ptr(), used_capsule_name))
+  if (PyCapsule_IsValid(capsule.ptr(), used_capsule_name) ||
+      PyCapsule_IsValid(capsule.ptr(), used_versioned_capsule_name))
     fail(errc::invalid_argument, origin,
          argument + ": the DLPack capsule was already consumed (a capsule imports once; call "
                     "__dlpack__ again for a new one)");
-  if (!PyCapsule_IsValid(capsule.ptr(), capsule_name))
-    fail(errc::invalid_argument, origin,
-         argument + ": expected a PyCapsule named 'dltensor' (an unversioned DLPack capsule)");
-  auto* inner = static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), capsule_name));
-  if (inner == nullptr) throw py::error_already_set();
-
-  auto guard = std::make_unique<GilGuarded>();
-  guard->self.dl_tensor = inner->dl_tensor;
-  guard->self.manager_ctx = guard.get();
-  guard->self.deleter = &GilGuarded::deleter;
-  guard->inner = inner;
   std::shared_ptr<TensorStorage> storage;
-  try {
-    py::gil_scoped_release nogil;
-    std::vector<std::mutex*> locks;
-    if (target) locks.push_back(&target->mutex);
-    const OrderedLock lock(std::move(locks));
-    storage =
-        share(parenchyma::from_dlpack(&guard->self, target ? &target->backend : nullptr, options));
-  } catch (const parenchyma::error& e) {
-    guard->inner = nullptr; // nothing was taken: the capsule still owns the producer's tensor
-    if (std::string_view(origin) == "parenchyma.from_dlpack") throw;
-    fail(e.code(), origin, argument + ": " + e.message());
+  // Imports the capsule's tensor of type M (nothing is consumed when it fails).
+  const auto take = [&](auto* inner, const char* used) {
+    if (inner == nullptr) throw py::error_already_set();
+    using M = std::remove_pointer_t<decltype(inner)>;
+    auto guard = GilGuarded<M>::wrap(inner);
+    try {
+      py::gil_scoped_release nogil;
+      std::vector<std::mutex*> locks;
+      if (target) locks.push_back(&target->mutex);
+      const OrderedLock lock(std::move(locks));
+      storage = share(
+          parenchyma::from_dlpack(&guard->self, target ? &target->backend : nullptr, options));
+    } catch (const parenchyma::error& e) {
+      guard->inner = nullptr; // nothing was taken: the capsule still owns the producer's tensor
+      if (std::string_view(origin) == "parenchyma.from_dlpack") throw;
+      fail(e.code(), origin, argument + ": " + e.message());
+    }
+    guard.release(); // owned by the storage now (or already released by a dense copy)
+    PyCapsule_SetName(capsule.ptr(), used);
+  };
+  if (PyCapsule_IsValid(capsule.ptr(), capsule_name)) {
+    take(static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), capsule_name)),
+         used_capsule_name);
+  } else if (PyCapsule_IsValid(capsule.ptr(), versioned_capsule_name)) {
+#if PARENCHYMA_DLPACK_VERSIONED
+    auto* inner = static_cast<DLManagedTensorVersioned*>(
+        PyCapsule_GetPointer(capsule.ptr(), versioned_capsule_name));
+    if (inner != nullptr && inner->version.major != DLPACK_MAJOR_VERSION)
+      fail(errc::unsupported, origin,
+           argument + ": a DLPack " + std::to_string(inner->version.major) + "." +
+               std::to_string(inner->version.minor) + " capsule; this build reads DLPack " +
+               std::to_string(DLPACK_MAJOR_VERSION) + ".x (the capsule was not consumed)");
+    take(inner, used_versioned_capsule_name);
+#else
+    fail(errc::unsupported, origin,
+         argument + ": a versioned DLPack capsule ('dltensor_versioned'), but this build speaks "
+                    "DLPack 0.6 only (built against dlpack.h < 1.0): pass max_version=None or "
+                    "rebuild against dlpack.h >= 1.0");
+#endif
+  } else {
+    fail(errc::invalid_argument, origin,
+         argument + ": expected a PyCapsule named 'dltensor' or 'dltensor_versioned'");
   }
-  guard.release(); // owned by the storage now (or already released by a dense copy)
-  PyCapsule_SetName(capsule.ptr(), used_capsule_name);
   PyTensor t;
   t.storage = std::move(storage);
   t.backend = std::move(target);
@@ -473,8 +559,10 @@ Threads: a tensor may be shared between Python threads; its operations are seria
       .def("__dlpack__", &dlpack_method, py::kw_only(), py::arg("stream") = py::none(),
            py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(),
            py::arg("copy") = py::none(),
-           "A DLPack capsule ('dltensor', DLPack 0.6 unversioned) of the tensor on its backend "
-           "(Tensor.backend), or of the host copy when it has none. CUDA: with a `stream` "
+           "A DLPack capsule of the tensor on its backend (Tensor.backend), or of the host copy "
+           "when it has none: 'dltensor_versioned' (DLPack 1.x, READ_ONLY flag for read-only "
+           "tensors) when max_version >= (1, 0) and this build speaks it "
+           "(parenchyma.DLPACK_VERSION), else 'dltensor' (unversioned). CUDA: with a `stream` "
            "(a CUstream as an int, 1 legacy default, 2 per-thread default) that stream waits "
            "for the backend's work through an event and the host does not wait; -1 asks for "
            "no ordering; None finishes the backend's queue first, so any stream may read. "

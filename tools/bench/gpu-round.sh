@@ -16,6 +16,7 @@
 #   nn-fast   N1-N3: bench_nn_cuda and n_torch.py on elementwise, dropout, softmax, pooling, LRN
 #   nn-conv   N4, N6: the convolutions and the demo's training step, both sides
 #   tests     ctest over the whole suite (builds the tests)
+#   conf-blas the BLAS conformance suite on cuda (f16/bf16 gemm cells included)
 #   selftest  nn-cuda-selftest and the NN/BLAS conformance suites on cuda
 #   demo      parenchyma-nn-demo on every backend
 # Environment: PCY_GPU_BUILD (default /tmp/pcy-gpu), PCY_KCACHE (a kernel cache tarball to start
@@ -49,6 +50,7 @@ has p6 && targets+=(bench_graph_replay)
 { has g9 || has g9-table || has g10; } && targets+=(bench_blas_cuda)
 { has nn-fast || has nn-conv; } && targets+=(bench_nn_cuda)
 has selftest && targets+=(nn-cuda-selftest parenchyma-conformance)
+has conf-blas && targets+=(parenchyma-conformance)
 has demo && targets+=(parenchyma-nn-demo)
 has tests && tests=ON
 say "machine: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
@@ -117,6 +119,10 @@ for p in "$@"; do
       timeout 150 "$bin/parenchyma-conformance" "$B/lib/parenchyma/plugins" --framework cuda --suite $s --require-ops >"$L/conf-$s.log" 2>&1
       echo "conformance $s on cuda exit code $?"; grep -E "passed|failed" "$L/conf-$s.log" | tail -3
     done ;;
+  conf-blas)
+    say "conformance blas on cuda"
+    timeout 150 "$bin/parenchyma-conformance" "$B/lib/parenchyma/plugins" --framework cuda --suite blas --require-ops >"$L/conf-blas.log" 2>&1
+    echo "exit code $?"; grep -E "FAIL|fail:|summary|note: gemm" "$L/conf-blas.log" | head -20 ;;
   demo) say demo; timeout 150 "$bin/parenchyma-nn-demo" >"$L/demo.log" 2>&1; echo "demo exit code $?"; tail -15 "$L/demo.log" ;;
   *) echo "unknown phase $p" ;;
   esac

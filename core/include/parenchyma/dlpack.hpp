@@ -27,16 +27,23 @@
 // the bytes goes; on an error nothing was taken: the caller still owns it.
 //
 // Threads: as SharedTensor (one thread at a time per tensor). A deleter may run on any thread.
-// DLPack version: the unversioned DLManagedTensor of dlpack.h 0.6 (what Debian ships, and what
-// NumPy 1.22+, PyTorch and CuPy accept); docs/python.md.
+// DLPack version: always the unversioned DLManagedTensor (dlpack.h 0.6, what Debian ships, and
+// what NumPy 1.22+, PyTorch and CuPy accept). Where the library was built against dlpack.h >= 1.0
+// (PARENCHYMA_DLPACK_VERSIONED, from parenchyma/dlpack_config.hpp), also DLManagedTensorVersioned:
+// the same tensors with a version and flags (READ_ONLY both ways); docs/python.md.
 #pragma once
 
 #include <parenchyma/export.hpp>
 
 #include <parenchyma/backend.hpp>
+#include <parenchyma/dlpack_config.hpp>
 #include <parenchyma/shared_tensor.hpp>
 
 #include <dlpack/dlpack.h>
+
+#if PARENCHYMA_DLPACK_VERSIONED && (!defined(DLPACK_MAJOR_VERSION) || DLPACK_MAJOR_VERSION < 1)
+#error "libparenchyma-core was built against dlpack.h >= 1.0; this dlpack/dlpack.h is older"
+#endif
 
 namespace parenchyma {
 inline namespace v1 {
@@ -75,6 +82,22 @@ PARENCHYMA_API DLManagedTensor* to_dlpack_host(TensorStorage& t);
 // ignored for host memory.
 PARENCHYMA_API TensorStorage from_dlpack(DLManagedTensor* tensor, const Backend* backend = nullptr,
                                          const DLPackImportOptions& options = {});
+
+#if PARENCHYMA_DLPACK_VERSIONED
+// The same with DLManagedTensorVersioned (DLPack >= 1.0). Export: version {1, minor of the
+// header the library was built with}; flags READ_ONLY where the tensor was imported read-only.
+// Import: a major version other than the library's is refused with errc::unsupported and, as
+// the DLPack rules ask of a consumer that cannot read the struct, the tensor's deleter is called;
+// READ_ONLY makes the tensor read-only (as DLPackImportOptions::read_only); every other error
+// leaves the tensor with the caller, as above.
+PARENCHYMA_API DLManagedTensorVersioned*
+to_dlpack_versioned(TensorStorage& t, const Backend& backend,
+                    const DLPackExportOptions& options = {});
+PARENCHYMA_API DLManagedTensorVersioned* to_dlpack_versioned_host(TensorStorage& t);
+PARENCHYMA_API TensorStorage from_dlpack(DLManagedTensorVersioned* tensor,
+                                         const Backend* backend = nullptr,
+                                         const DLPackImportOptions& options = {});
+#endif
 
 // The dtype of a DLPack data type, or errc::unsupported naming it.
 PARENCHYMA_API pcy_dtype dtype_from_dlpack(DLDataType type);

@@ -93,6 +93,13 @@ struct cublas_api {
 #define PARENCHYMA_DECLARE(f) decltype(&::f) f = nullptr;
   PARENCHYMA_CUBLAS_FUNCTIONS(PARENCHYMA_DECLARE)
 #undef PARENCHYMA_DECLARE
+  // Optional: gemm in f16 / bf16 (tensor cores, f32 accumulation). Spelled out: C++ sees an
+  // inline overload of the same name in cublas_api.h.
+  using gemm_ex_fn = cublasStatus_t (*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int,
+                                        int, int, const void*, const void*, cudaDataType, int,
+                                        const void*, cudaDataType, int, const void*, void*,
+                                        cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
+  gemm_ex_fn cublasGemmEx = nullptr;
   decltype(&::cuCtxGetCurrent) cuCtxGetCurrent = nullptr;
   decltype(&::cuCtxSetCurrent) cuCtxSetCurrent = nullptr;
 };
@@ -160,6 +167,7 @@ struct cuda_context {
   uint64_t guard_bytes = 0;
   pcy_program program = nullptr;
   own_kernels f32, f64;
+  pcy_kernel scale_f16 = nullptr, scale_bf16 = nullptr; // the half gemm's k == 0 / alpha == 0
   std::string kernels_reason; // why our kernels are missing (NVRTC absent, build failed)
 
   cuda_context() = default;
@@ -173,6 +181,8 @@ struct cuda_context {
     for (own_kernels* k : {&f32, &f64})
       for (pcy_kernel* kp : k->all())
         if (*kp != nullptr) fw->kernel_destroy(*kp);
+    for (pcy_kernel kp : {scale_f16, scale_bf16})
+      if (kp != nullptr) fw->kernel_destroy(kp);
     if (program != nullptr) fw->program_destroy(program);
     for (pcy_memory m : {scratch, partials, guard_mem})
       if (m != nullptr) fw->memory_free(m);
@@ -373,6 +383,23 @@ struct cuda_context {
     const void* px = x;
     launch(q, k.scale, threads_for(static_cast<uint64_t>(total)), 256,
            {val(total), val(ncols), val(b), ptr_arg(pb), ptr_arg(px), val(lld)});
+  }
+  // The same in f16 / bf16 (beta applied in float, rounded once).
+  void scale_half(pcy_queue q, pcy_dtype d, int64_t rows, int64_t cols, int64_t ld, float beta,
+                  void* x) const {
+    if (!kernels_reason.empty())
+      sdk::fail(PCY_ERR_UNSUPPORTED,
+                sdk::str("gemm with k == 0 or alpha == 0 in ", sdk::dtype_name(d),
+                         " needs the bundle's own kernels, which are not available: ",
+                         kernels_reason));
+    const long long total = rows * cols;
+    if (total == 0) return;
+    const int ncols = to_int(cols, "gemm", "n");
+    const long long lld = ld;
+    const void* px = x;
+    launch(q, d == PCY_DTYPE_F16 ? scale_f16 : scale_bf16,
+           threads_for(static_cast<uint64_t>(total)), 256,
+           {val(total), val(ncols), val(beta), ptr_arg(px), val(lld)});
   }
   // Around a cuBLAS call with a device-resident alpha: keeps beta * out of the window when
   // alpha is 0 (save) and puts it back afterwards (restore); both do nothing otherwise.
@@ -596,6 +623,36 @@ template <class T> void op_gemm(cuda_context& cx, const sdk::op_args& a) {
   }
 }
 
+// gemm in f16 / bf16: cublasGemmEx with f32 accumulation (CUBLAS_COMPUTE_32F: tensor cores,
+// no reduced-precision reduction), alpha and beta applied in f32, C rounded once to the storage
+// type. Scalars are host values (the front-end refuses device-resident ones for these dtypes).
+template <pcy_dtype D> void op_gemm_half(cuda_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_gemm(a, D);
+  if (c.alpha.tensor != nullptr || c.beta.tensor != nullptr)
+    sdk::fail(PCY_ERR_UNSUPPORTED,
+              sdk::str("blas.gemm (", sdk::dtype_name(D),
+                       "): a device-resident alpha or beta is not supported in this dtype; pass "
+                       "them as numbers (applied in f32)"));
+  if (c.m == 0 || c.n == 0) return;
+  void* C = cx.dptr<uint16_t>(*c.C);
+  const float alpha = static_cast<float>(c.alpha.value), beta = static_cast<float>(c.beta.value);
+  if (c.k == 0 || alpha == 0.f) { // C = beta * C; A and B are not read
+    cx.scale_half(a.queue(), D, c.m, c.n, c.ldc, beta, C);
+    return;
+  }
+  cx.current();
+  cx.pointer_mode(CUBLAS_POINTER_MODE_HOST);
+  const cudaDataType t = D == PCY_DTYPE_F16 ? CUDA_R_16F : CUDA_R_16BF;
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
+  cx.check(cx.api->cublasGemmEx(cx.handle, op_of(c.tb), op_of(c.ta), to_int(c.n, "gemm", "n"),
+                                to_int(c.m, "gemm", "m"), to_int(c.k, "gemm", "k"), &alpha,
+                                cx.dptr<uint16_t>(*c.B), t, to_int(c.ldb, "gemm", "ldb"),
+                                cx.dptr<uint16_t>(*c.A), t, to_int(c.lda, "gemm", "lda"), &beta,
+                                C, t, to_int(c.ldc, "gemm", "ldc"), CUBLAS_COMPUTE_32F,
+                                CUBLAS_GEMM_DEFAULT),
+           "cublasGemmEx");
+}
+
 class blas_cuda_bundle {
 public:
   using context_type = cuda_context;
@@ -624,6 +681,12 @@ public:
     add<op_swap<float>, op_swap<double>>(pcy_blas_swap_schema, "swap", nullptr, L1_SWAP);
     add<op_gemv<float>, op_gemv<double>>(pcy_blas_gemv_schema, "gemv");
     add<op_gemm<float>, op_gemm<double>>(pcy_blas_gemm_schema, "gemm");
+    if (api_.cublasGemmEx != nullptr) {
+      const std::string half = sdk::str("cuBLAS (", soname_,
+                                        ") cublasGemmEx, f32 accumulation (CUBLAS_COMPUTE_32F)");
+      table_.add<op_gemm_half<PCY_DTYPE_F16>>(pcy_blas_gemm_schema, PCY_DTYPE_F16, half);
+      table_.add<op_gemm_half<PCY_DTYPE_BF16>>(pcy_blas_gemm_schema, PCY_DTYPE_BF16, half);
+    }
   }
   blas_cuda_bundle(const blas_cuda_bundle&) = delete;
   blas_cuda_bundle& operator=(const blas_cuda_bundle&) = delete;
@@ -713,7 +776,7 @@ private:
     pcy_program_build_args b{};
     b.struct_size = sizeof b;
     b.context = a.context;
-    b.source = blas_cuda::kernel_source;
+    b.source = blas_cuda::kernel_source();
     if (pcy_error* e = fw.program_build(&b)) {
       cx.kernels_reason = sdk::str("building them failed: ", e->message);
       e->destroy(e);
@@ -737,6 +800,15 @@ private:
         sdk::check(fw.kernel_create(&kc));
         *slots[i] = kc.kernel;
       }
+    }
+    for (auto [kname, slot] :
+         {std::pair{"scale_f16", &cx.scale_f16}, {"scale_bf16", &cx.scale_bf16}}) {
+      pcy_kernel_create_args kc{};
+      kc.struct_size = sizeof kc;
+      kc.program = cx.program;
+      kc.name = kname;
+      sdk::check(fw.kernel_create(&kc));
+      *slot = kc.kernel;
     }
   }
 
@@ -786,6 +858,10 @@ private:
   }
     PARENCHYMA_CUBLAS_FUNCTIONS(PARENCHYMA_RESOLVE)
 #undef PARENCHYMA_RESOLVE
+    api_.cublasGemmEx =
+        reinterpret_cast<cublas_api::gemm_ex_fn>(dlsym(lib_, "cublasGemmEx"));
+    if (api_.cublasGemmEx == nullptr)
+      log_.info(soname_, " lacks cublasGemmEx: gemm in f16 and bf16 is not served on CUDA");
     return true;
   }
 

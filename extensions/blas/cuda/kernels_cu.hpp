@@ -19,6 +19,8 @@
 // device-resident alpha or beta is read on the device, never on the host.
 #pragma once
 
+#include <parenchyma/sdk/cuda_source.hpp>
+
 namespace parenchyma::blas_cuda {
 
 // Kernel names the bundle looks up, each with the suffixes _f32 and _f64 (blas_cuda.cpp).
@@ -26,8 +28,7 @@ inline constexpr const char* kernel_names[] = {
     "axpby", "axpy", "scale", "save_if_alpha0", "restore_if_alpha0", "asum", "dot", "nrm2",
     "scal",  "copy", "swap"};
 
-inline constexpr const char* kernel_source = R"CUDA(
-typedef long long i64;
+inline constexpr const char* kernel_body = R"CUDA(
 template <class T> __device__ __forceinline__ T value_of(T v, const T* p) { return p ? *p : v; }
 __device__ __forceinline__ float absolute(float v) { return fabsf(v); }
 __device__ __forceinline__ double absolute(double v) { return fabs(v); }
@@ -39,10 +40,6 @@ __device__ __forceinline__ double root(double v) { return sqrt(v); }
 #define COMBINE(al, v, be, OLD)                                                                \
   ((al) == T(0) ? ((be) == T(0) ? T(0) : (be) * (OLD))                                         \
                 : ((be) == T(0) ? (al) * (v) : (al) * (v) + (be) * (OLD)))
-
-#define GRID_LOOP(i, count)                                                                    \
-  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < (count);                        \
-       i += (i64)gridDim.x * blockDim.x)
 
 constexpr int RWG = 256; // block size of every BLAS-1 kernel (the launch passes it)
 constexpr int UNROLL = 4; // vectors in flight per thread and operand
@@ -430,6 +427,25 @@ __device__ void restore_if_alpha0(const T* pa, i64 total, int cols, const T* sav
 
 PCY_BLAS_CUDA_KERNELS(float, f32)
 PCY_BLAS_CUDA_KERNELS(double, f64)
+
+// gemm in f16 / bf16 (cuBLAS's cublasGemmEx does the product): x = beta x over a window for
+// k == 0 or alpha == 0, in float, rounded once to the storage type; beta == 0 stores zeros
+// without reading x.
+template <class S> __device__ void scale_half(i64 total, int cols, float b, S* x, i64 ld) {
+  GRID_LOOP(i, total) {
+    const i64 ix = (i / cols) * ld + i % cols;
+    x[ix] = io<S>::st(b == 0.f ? 0.f : b * io<S>::ld(x[ix]));
+  }
+}
+extern "C" __global__ void scale_f16(i64 total, int cols, float b, h16* x, i64 ld) {
+  scale_half<h16>(total, cols, b, x, ld);
+}
+extern "C" __global__ void scale_bf16(i64 total, int cols, float b, b16* x, i64 ld) {
+  scale_half<b16>(total, cols, b, x, ld);
+}
 )CUDA";
+
+// The whole source handed to program_build: the SDK's common part, then kernel_body.
+inline const char* kernel_source() { return sdk::cuda_source_with<kernel_body>().c_str(); }
 
 } // namespace parenchyma::blas_cuda

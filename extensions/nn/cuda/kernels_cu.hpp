@@ -1,8 +1,8 @@
 // NN bundle for CUDA: our own CUDA C kernels (every op but the cuDNN convolutions), built once
 // per bundle context through the framework's program_build (NVRTC for the device's own
 // architecture, cubin cache) and launched on the backend's stream. NVRTC sees no headers: the
-// half types are 16-bit words converted here (f16 by the PTX cvt instruction, bf16 by bit
-// operations), and every op computes in float (f32, f16, bf16) or double (f64).
+// half types are 16-bit words converted by the SDK's shared source (sdk/cuda_source.hpp), and
+// every op computes in float (f32, f16, bf16) or double (f64).
 //
 // Entry points are extern "C" <kernel>_<dtype> (f32, f64, f16, bf16; LRN and dropout f32/f64
 // only). Pointers travel as 8-byte scalars (device addresses with the tensor's byte offset
@@ -11,55 +11,14 @@
 // here). Every elementwise kernel loops with a grid stride, so any grid size is correct.
 #pragma once
 
+#include <parenchyma/sdk/cuda_source.hpp>
+
 namespace parenchyma::nn_cuda {
 
-inline constexpr const char* kernel_source = R"CUDA(
-typedef long long i64;
+inline constexpr const char* kernel_body = R"CUDA(
 typedef unsigned long long u64;
 
-struct h16 { unsigned short b; };
-struct b16 { unsigned short b; };
 struct alignas(16) v16 { unsigned int a, b, c, d; };
-
-__device__ __forceinline__ float h16_to_f(unsigned short h) {
-  float f;
-  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
-  return f;
-}
-__device__ __forceinline__ unsigned short f_to_h16(float f) {
-  unsigned short h;
-  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
-  return h;
-}
-__device__ __forceinline__ unsigned short f_to_b16(float f) {
-  unsigned int u = __float_as_uint(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u); // quiet NaN
-  u += 0x7fffu + ((u >> 16) & 1u); // round to nearest even
-  return (unsigned short)(u >> 16);
-}
-
-// Storage type S, compute type C.
-template <class S> struct io;
-template <> struct io<float> {
-  typedef float C;
-  static __device__ __forceinline__ float ld(float v) { return v; }
-  static __device__ __forceinline__ float st(float v) { return v; }
-};
-template <> struct io<double> {
-  typedef double C;
-  static __device__ __forceinline__ double ld(double v) { return v; }
-  static __device__ __forceinline__ double st(double v) { return v; }
-};
-template <> struct io<h16> {
-  typedef float C;
-  static __device__ __forceinline__ float ld(h16 v) { return h16_to_f(v.b); }
-  static __device__ __forceinline__ h16 st(float v) { h16 r; r.b = f_to_h16(v); return r; }
-};
-template <> struct io<b16> {
-  typedef float C;
-  static __device__ __forceinline__ float ld(b16 v) { return __uint_as_float((unsigned)v.b << 16); }
-  static __device__ __forceinline__ b16 st(float v) { b16 r; r.b = f_to_b16(v); return r; }
-};
 
 __device__ __forceinline__ float m_exp(float v) { return expf(v); }
 __device__ __forceinline__ double m_exp(double v) { return exp(v); }
@@ -78,10 +37,6 @@ template <> __device__ __forceinline__ double neg_inf<double>() {
 // Blocks of 256 threads (8 warps) for every kernel but the softmax row kernels (their own sizes).
 #define NN_BLOCK 256
 #define NN_WARPS 8
-
-#define GRID_LOOP(i, count)                                                                    \
-  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < (count);                        \
-       i += (i64)gridDim.x * blockDim.x)
 
 // ---- activations: 0 sigmoid, 1 relu, 2 tanh, 3 elu --------------------------------------------
 template <int A, class C> __device__ __forceinline__ C act_f(C x, C alpha) {
@@ -972,5 +927,8 @@ NN_WIDE_KERNELS(double, f64)
 extern "C" __global__ void from_float_f16(i64 n, const float* a, h16* x) { from_float<h16>(n, a, x); }
 extern "C" __global__ void from_float_bf16(i64 n, const float* a, b16* x) { from_float<b16>(n, a, x); }
 )CUDA";
+
+// The whole source handed to program_build: the SDK's common part, then kernel_body.
+inline const char* kernel_source() { return sdk::cuda_source_with<kernel_body>().c_str(); }
 
 } // namespace parenchyma::nn_cuda

@@ -1647,7 +1647,7 @@ void nn_cuda_bundle::build_kernels(cuda_nn_context& cx, const pcy_bundle_context
   pcy_program_build_args b{};
   b.struct_size = sizeof b;
   b.context = a.context;
-  b.source = nn_cuda::kernel_source;
+  b.source = nn_cuda::kernel_source();
   if (pcy_error* e = fw.program_build(&b)) {
     const pcy_status code = e->code;
     std::string msg = sdk::str("nn_cuda: building our CUDA kernels failed: ", e->message);

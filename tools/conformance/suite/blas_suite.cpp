@@ -38,6 +38,10 @@ struct blas_state {
   bool required = false;
 };
 
+bool is_half_cell(const std::string& name) {
+  return name.find(" f16") != std::string::npos || name.find(" bf16") != std::string::npos;
+}
+
 // Collects the cases in order; each runs with the state's backend.
 class registrar {
 public:
@@ -55,11 +59,26 @@ private:
     if (!st.backend) skip("no backend (the suite was not set up)");
     const Backend& b = *st.backend;
     const uint64_t before = b.fallback_count();
+    // f64 on a device without fp64, and gemm in f16 / bf16, are served only where a bundle
+    // says so: a skip even when every op is required.
+    const bool optional = name.find("f64") != std::string::npos || is_half_cell(name);
+    if (is_half_cell(name)) {
+      const pcy_dtype d = name.find(" bf16") != std::string::npos ? PCY_DTYPE_BF16 : PCY_DTYPE_F16;
+      std::string why;
+      try {
+        const OpRoute r = b.route(blas::detail::gemm_key(d));
+        if (r.framework != st.framework || r.fallback)
+          why = str("runs on ", r.framework, " by fallback: ", st.bundles, " does not serve it on ",
+                    st.framework);
+      } catch (const parenchyma::error& e) {
+        why = e.what();
+      }
+      if (!why.empty()) skip(str("not served here: ", why));
+    }
     try {
       f(b);
     } catch (const parenchyma::error& e) {
-      // An f64 cell a device cannot serve (no fp64) is a skip even when every op is required.
-      if (e.code() == errc::unsupported && (!st.required || name.find("f64") != std::string::npos))
+      if (e.code() == errc::unsupported && (!st.required || optional))
         skip(str("not served here: ", e.what()));
       throw;
     }
@@ -67,7 +86,7 @@ private:
       const std::string why =
           str("an op of this case ran on another framework by fallback: ", st.bundles,
               " does not serve it on ", st.framework);
-      if (st.required) fail_check(why);
+      if (st.required && !optional) fail_check(why);
       skip(why);
     }
   }
@@ -389,6 +408,100 @@ template <class T> void level23(registrar& reg) {
   gemm_case<T>(reg, false, false, 257, 300, 200, 0, false, false);
   gemm_case<T>(reg, true, false, 1, 4097, 7, 0, false, false);
   gemm_case<T>(reg, false, true, 4097, 1, 7, 0, false, true);
+}
+
+// ---- gemm in f16 / bf16 (served on CUDA: f32 accumulation, C rounded once) -------------------
+// Optional cells: a framework that does not serve them skips them (with the reason), even with
+// --require-ops. The reference is a double loop over the half-rounded inputs; the bound is one
+// rounding of the result to the storage type (2 units of its epsilon, relative) plus the f32
+// accumulation (8 eps_f32 sqrt(k) of the summed magnitudes) plus the smallest subnormal.
+template <class H> double half_eps() { return std::is_same_v<H, f16> ? 0x1p-10 : 0x1p-7; }
+template <class H> double half_denorm() { return std::is_same_v<H, f16> ? 0x1p-24 : 0x1p-133; }
+template <class H> const char* half_name() { return std::is_same_v<H, f16> ? "f16" : "bf16"; }
+
+template <class H>
+void half_gemm_case(registrar& reg, bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t pad,
+                    double alpha, double beta, bool poison) {
+  const std::string tag = std::string("gemm ") + half_name<H>() + (ta ? " T" : " N") +
+                          (tb ? "T" : "N") + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
+                          " k=" + std::to_string(k) + " ld+" + std::to_string(pad) +
+                          " alpha=" + g3(alpha) + " beta=" + g3(beta) +
+                          (poison ? " NaN in unread operands" : "");
+  reg.add(tag, [=](const Backend& b) {
+    const int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+    const int64_t lda = ac + pad, ldb = bc + pad, ldc = n + pad;
+    std::uniform_real_distribution<double> u(-1, 1);
+    const auto fill = [&](SharedTensor<H>& t, bool nan) {
+      for (H& v : t.write_only())
+        v = H(nan ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(u(rng())));
+    };
+    // alpha == 0 or k == 0: A and B are not read (NaN there must not leak); beta == 0: C is not.
+    SharedTensor<H> A({std::max<int64_t>(ar, 1), std::max<int64_t>(lda, 1)}),
+        B({std::max<int64_t>(br, 1), std::max<int64_t>(ldb, 1)}), C({m, ldc});
+    fill(A, poison && alpha == 0);
+    fill(B, poison && alpha == 0);
+    fill(C, poison && beta == 0);
+    const auto as_d = [](const SharedTensor<H>& t) {
+      std::vector<double> v;
+      for (const H& h : t.read())
+        v.push_back(static_cast<double>(static_cast<float>(h)));
+      return v;
+    };
+    const auto A0 = as_d(A), B0 = as_d(B), C0 = as_d(C);
+    blas::gemm_dims d;
+    d.m = m;
+    d.n = n;
+    d.k = k;
+    d.lda = std::max<int64_t>(lda, 1);
+    d.ldb = std::max<int64_t>(ldb, 1);
+    d.ldc = ldc;
+    blas::gemm(b, ta ? blas::trans : blas::no_trans, tb ? blas::trans : blas::no_trans, alpha, A, B,
+               beta, C, d);
+    const auto C1 = as_d(C);
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < ldc; ++j) {
+        const size_t ic = static_cast<size_t>(i * ldc + j);
+        if (j >= n) { // the gap past n columns: untouched, bit for bit (NaN stays NaN)
+          expect_true(C1[ic] == C0[ic] || (std::isnan(C1[ic]) && std::isnan(C0[ic])),
+                      str(tag, ": element ", ic, " outside the m x n window changed"));
+          continue;
+        }
+        double s = 0, mag = 0;
+        if (alpha != 0)
+          for (int64_t l = 0; l < k; ++l) {
+            const double a = ta ? A0[static_cast<size_t>(l * lda + i)]
+                                : A0[static_cast<size_t>(i * lda + l)];
+            const double bb = tb ? B0[static_cast<size_t>(j * ldb + l)]
+                                 : B0[static_cast<size_t>(l * ldb + j)];
+            s += a * bb;
+            mag += std::fabs(a * bb);
+          }
+        const double ref = alpha * s + (beta == 0 ? 0.0 : beta * C0[ic]);
+        const double tol = 2 * half_eps<H>() * std::fabs(ref) +
+                           8 * 0x1p-24 * (std::sqrt(static_cast<double>(k)) + 1) *
+                               (std::fabs(alpha) * mag + std::fabs(beta * C0[ic])) +
+                           half_denorm<H>();
+        if (std::fabs(C1[ic] - ref) <= tol)
+          pass_check();
+        else
+          fail_check(str(half_name<H>(), " ", tag, ": element ", ic, " got ", g10(C1[ic]),
+                         " expected ", g10(ref), " (tolerance ", g3(tol), ")"));
+      }
+  });
+}
+
+template <class H> void half_gemm(registrar& reg) {
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true}) {
+      half_gemm_case<H>(reg, ta, tb, 1, 1, 1, 0, 1.0, 0.0, false);
+      half_gemm_case<H>(reg, ta, tb, 7, 5, 3, 0, 0.5, 2.0, false);
+      half_gemm_case<H>(reg, ta, tb, 33, 65, 17, 3, -1.25, 0.5, false);
+      half_gemm_case<H>(reg, ta, tb, 130, 67, 257, 1, 1.0, 0.0, true);
+    }
+  half_gemm_case<H>(reg, false, false, 256, 384, 1000, 0, 0.125, 1.0, false);
+  half_gemm_case<H>(reg, false, false, 9, 17, 0, 2, 1.0, -0.5, false);    // k = 0: C = beta C
+  half_gemm_case<H>(reg, false, true, 9, 17, 11, 0, 0.0, 0.0, true);      // C = 0, nothing read
+  half_gemm_case<H>(reg, true, false, 12, 5, 40, 1, 0.0, 3.0, true);      // alpha = 0: beta C
 }
 
 // ---- reference-BLAS semantics: the edge cases ported code relies on (docs/blas.md) ----------
@@ -1060,6 +1173,17 @@ void routes(const blas_state& st) {
       note(str(k->name, " ", dn, ": ", r.implementation));
     }
   }
+  for (const pcy_dtype d : {PCY_DTYPE_F16, PCY_DTYPE_BF16}) { // optional cells: reported only
+    const char* dn = d == PCY_DTYPE_F16 ? "f16" : "bf16";
+    try {
+      const OpRoute r = b.route(blas::detail::gemm_key(d));
+      note(str("gemm ", dn, ": ", r.framework == st.framework && !r.fallback
+                                      ? r.implementation
+                                      : "runs on " + r.framework + " by fallback"));
+    } catch (const parenchyma::error& e) {
+      note(str("gemm ", dn, ": not served here: ", e.what()));
+    }
+  }
   if (served == 0) fail_check("no BLAS op of any dtype is served on " + st.framework);
 }
 
@@ -1078,6 +1202,8 @@ suite blas_suite() {
   level23<double>(reg);
   semantics<float>(reg);
   semantics<double>(reg);
+  half_gemm<f16>(reg);
+  half_gemm<bf16>(reg);
   reg.cases().push_back({"no op ran by fallback", [st] {
                            if (!st->backend) skip("no backend (the suite was not set up)");
                            const uint64_t n = st->backend->fallback_count();

@@ -1,6 +1,8 @@
 // parenchyma BLAS front-end: asum, axpy, axpby, copy, dot, nrm2, scal, swap, gemv, gemm on
 // SharedTensors, for f32 and f64, on any backend (header-only over the core; the ops run in the
-// "blas" bundle plugin of the framework that serves them).
+// "blas" bundle plugin of the framework that serves them). gemm also takes f16 and bf16 (f32
+// accumulation, host scalars) where a bundle serves them (cuBLAS on CUDA); elsewhere such a call
+// falls back to a framework that does, by the fallback policy, or fails naming the cell.
 //
 //   parenchyma::Backend backend;                         // the best framework present
 //   parenchyma::SharedTensor<float> a({m, k}), b({k, n}), c({m, n});
@@ -76,6 +78,19 @@ inline OpArg scalar_arg(const Scalar& s) noexcept { return s.arg(); }
 inline OpArg ntrans(transpose t) noexcept { return OpArg::integer(static_cast<int>(t)); }
 inline const char* trans_name(transpose t) noexcept {
   return t == transpose::yes ? "transposed" : "not transposed";
+}
+
+// gemm in f16 / bf16 applies alpha and beta in f32 (cuBLAS's mixed precision): they are host
+// values there.
+[[noreturn]] [[gnu::noinline]] inline void refuse_device_scalar(const ext::checker& c,
+                                                                const char* name) {
+  ext::fail(c.schema(), errc::invalid_argument, "argument ", name,
+            ": a one-element tensor as a scalar is supported for f32 and f64; in ",
+            ext::dtype_name(c.dtype()), " pass ", name, " as a number (applied in f32)");
+}
+inline void host_scalars_only(const ext::checker& c, const Scalar& alpha, const Scalar& beta) {
+  if (alpha.is_tensor()) refuse_device_scalar(c, "alpha");
+  if (beta.is_tensor()) refuse_device_scalar(c, "beta");
 }
 
 } // namespace detail
@@ -334,9 +349,12 @@ inline void gemv(const Backend& b, transpose ta, Scalar alpha, const TensorStora
 // write-only (it may be unwritten).
 inline void gemm(const Backend& b, transpose ta, transpose tb, Scalar alpha, const TensorStorage& A,
                  const TensorStorage& B, Scalar beta, TensorStorage& C, const gemm_dims& d = {}) {
-  ext::checker c(pcy_blas_gemm_schema, A, "A");
+  ext::checker c(pcy_blas_gemm_schema, A, "A",
+                 {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_F16, PCY_DTYPE_BF16});
   c.same_dtype(B, "B", "A");
   c.same_dtype(C, "C", "A");
+  if (c.dtype() == PCY_DTYPE_F16 || c.dtype() == PCY_DTYPE_BF16) [[unlikely]]
+    detail::host_scalars_only(c, alpha, beta);
   c.scalar(alpha, "alpha");
   c.scalar(beta, "beta");
   for (const TensorStorage* p : {&A, &B, const_cast<const TensorStorage*>(&C)})
