@@ -499,6 +499,7 @@ const std::vector<int64_t>& TensorStorage::shape() const noexcept {
 }
 uint64_t TensorStorage::bytes() const noexcept { return impl_ ? impl_->bytes : 0; }
 bool TensorStorage::initialized() const noexcept { return impl_ && impl_->valid != 0; }
+bool TensorStorage::read_only() const noexcept { return impl_ && impl_->read_only; }
 
 void TensorStorage::reshape(std::vector<int64_t> shape) {
   Impl& i = ensure();

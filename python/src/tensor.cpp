@@ -205,11 +205,14 @@ int tensor_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
       hold->strides[i] = stride;
       stride *= hold->shape[i];
     }
+    if ((flags & PyBUF_WRITABLE) == PyBUF_WRITABLE && t.storage->read_only())
+      fail(errc::invalid_argument, "parenchyma.Tensor",
+           "a writable buffer of a read-only tensor (imported read-only) was asked for");
     std::memset(view, 0, sizeof *view);
     view->buf = static_cast<char*>(dl.data) + dl.byte_offset;
     view->len = static_cast<Py_ssize_t>(t.storage->bytes());
     view->itemsize = item;
-    view->readonly = 0;
+    view->readonly = t.storage->read_only() ? 1 : 0;
     view->ndim = dl.ndim;
     view->format = (flags & PyBUF_FORMAT) ? const_cast<char*>(d.buffer_format) : nullptr;
     view->shape = (flags & PyBUF_ND) ? hold->shape.data() : nullptr;
@@ -310,8 +313,11 @@ py::object host_array(const PyTensor& t) {
     strides[i] = stride;
     stride *= shape[i];
   }
-  return py::array(py::dtype(dtype_name(t.storage->dtype())), std::move(shape), std::move(strides),
-                   static_cast<char*>(dl.data) + dl.byte_offset, base);
+  py::array a(py::dtype(dtype_name(t.storage->dtype())), std::move(shape), std::move(strides),
+              static_cast<char*>(dl.data) + dl.byte_offset, base);
+  if (t.storage->read_only()) // a read-only import stays read-only through NumPy
+    a.attr("flags").attr("writeable") = false;
+  return a;
 }
 
 } // namespace
@@ -606,7 +612,7 @@ Threads: a tensor may be shared between Python threads; its operations are seria
             cai["data"] =
                 py::make_tuple(reinterpret_cast<uintptr_t>(static_cast<char*>(r.m->dl_tensor.data) +
                                                            r.m->dl_tensor.byte_offset),
-                               false);
+                               t.storage->read_only());
             cai["strides"] = py::none();
             cai["stream"] = py::none(); // the export finished the backend's queue
             cai["version"] = 3;

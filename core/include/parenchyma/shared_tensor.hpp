@@ -57,6 +57,8 @@ public:
   uint64_t size() const noexcept { return count_; } // elements
   uint64_t bytes() const noexcept;
   bool initialized() const noexcept; // some slot holds written data
+  // Imported read-only (a read-only DLPack tensor): every write access is refused.
+  bool read_only() const noexcept;
 
   // Same element count, new shape; data kept. Throws errc::invalid_argument otherwise.
   void reshape(std::vector<int64_t> shape);
