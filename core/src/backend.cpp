@@ -4,6 +4,7 @@
 #include "tensor_impl.hpp"
 
 #include <parenchyma/sdk/common.hpp>
+#include <parenchyma/sdk/progress.hpp>
 
 #include <algorithm>
 #include <array>
@@ -188,8 +189,14 @@ pcy_bundle_context BackendImpl::bundle_context(const BundleInfo& bundle) {
   a.device = 0;
   a.plugin_device = dev->plugin_device;
   a.queue = queue;
-  throw_if(bundle.api().context_init(&a),
-           ("setting up bundle " + bundle.name() + " on " + name).c_str());
+  {
+    // A first use may compile the bundle's kernels (cached afterwards): say so on a terminal
+    // when it takes more than a second.
+    sdk::progress_line progress("setting up " + bundle.name() + " on " + name +
+                                " (a first use compiles its kernels; they are cached)");
+    throw_if(bundle.api().context_init(&a),
+             ("setting up bundle " + bundle.name() + " on " + name).c_str());
+  }
   bundle_contexts_.emplace_back(&bundle, a.bundle);
   return a.bundle;
 }

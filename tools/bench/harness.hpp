@@ -11,6 +11,8 @@
 // or the current directory, as <suite>.json.
 #pragma once
 
+#include <parenchyma/sdk/progress.hpp>
+
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -52,7 +54,8 @@ inline double percentile(std::vector<double> v, double p) {
 
 class suite {
 public:
-  explicit suite(std::string name) : name_(std::move(name)) {
+  explicit suite(std::string name)
+      : name_(std::move(name)), progress_(name_ + ": starting", std::chrono::milliseconds(500)) {
     meta("nproc", std::to_string(std::thread::hardware_concurrency()));
   }
   void meta(const std::string& key, const std::string& value) { meta_.emplace_back(key, value); }
@@ -70,12 +73,18 @@ public:
   result compare_sampled(const std::string& name, const std::function<double()>& peer,
                          const std::function<double()>& ours, options o = {},
                          std::string peer_label = "peer", std::string ours_label = "parenchyma") {
+    // On a terminal, one line on stderr says where a long run is (sdk::progress_line).
+    const std::string where = name_ + " #" + std::to_string(results_.size() + 1) + " " + name;
+    progress_.update(where + ": warm-up");
     for (int i = 0; i < o.warmup; ++i) {
       peer();
       ours();
     }
     std::vector<double> p, q, ratio, delta;
     for (int i = 0; i < o.reps; ++i) {
+      if (progress_.active())
+        progress_.update(where + ": sample " + std::to_string(i + 1) + "/" +
+                         std::to_string(o.reps));
       const double a = peer();
       const double b = ours();
       p.push_back(a);
@@ -96,6 +105,7 @@ public:
     r.peer_label = std::move(peer_label);
     r.ours_label = std::move(ours_label);
     results_.push_back(r);
+    progress_.erase();
     print(r);
     return r;
   }
@@ -155,6 +165,7 @@ private:
   std::string name_;
   std::vector<std::pair<std::string, std::string>> meta_;
   std::vector<result> results_;
+  parenchyma::sdk::progress_line progress_;
 };
 
 } // namespace bench

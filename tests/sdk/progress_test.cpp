@@ -1,0 +1,88 @@
+// sdk::progress_line: silent for its delay, then one updating line that is erased at the end;
+// quiet when the descriptor is not a terminal unless PARENCHYMA_PROGRESS=1; off with =0.
+#include "support/catch.hpp"
+
+#include <parenchyma/sdk/progress.hpp>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <string>
+#include <thread>
+
+namespace {
+
+using namespace std::chrono_literals;
+using parenchyma::sdk::progress_line;
+
+// What a progress line wrote into a pipe while `work` ran.
+template <class F> std::string captured(F work) {
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  REQUIRE(fcntl(fds[0], F_SETFL, O_NONBLOCK) == 0);
+  work(fds[1]);
+  close(fds[1]);
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;)
+    out.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  return out;
+}
+
+struct scoped_env {
+  explicit scoped_env(const char* value) {
+    if (value)
+      setenv("PARENCHYMA_PROGRESS", value, 1);
+    else
+      unsetenv("PARENCHYMA_PROGRESS");
+  }
+  ~scoped_env() { unsetenv("PARENCHYMA_PROGRESS"); }
+};
+
+} // namespace
+
+TEST_CASE("progress_line: a slow step shows one line that updates, then erases it", "[sdk]") {
+  scoped_env forced("1");
+  const std::string out = captured([](int fd) {
+    progress_line p("compiling kernels", 50ms, fd);
+    CHECK(p.active());
+    std::this_thread::sleep_for(400ms);
+    p.update("linking");
+    std::this_thread::sleep_for(400ms);
+  });
+  INFO(out);
+  CHECK(out.find("\r[parenchyma] compiling kernels 0 s") != std::string::npos);
+  CHECK(out.find("\r[parenchyma] linking") != std::string::npos);
+  CHECK(out.find('\n') == std::string::npos); // one line, never a new one
+  // The end erases what was shown: a carriage return, blanks, a carriage return.
+  REQUIRE(out.size() >= 2);
+  CHECK(out.back() == '\r');
+  const size_t last = out.rfind('\r', out.size() - 2);
+  REQUIRE(last != std::string::npos);
+  CHECK(out.find_first_not_of(' ', last + 1) == out.size() - 1);
+}
+
+TEST_CASE("progress_line: a step shorter than the delay shows nothing", "[sdk]") {
+  scoped_env forced("1");
+  const std::string out = captured([](int fd) {
+    progress_line p("quick", 2000ms, fd);
+    std::this_thread::sleep_for(20ms);
+  });
+  CHECK(out.empty());
+}
+
+TEST_CASE("progress_line: quiet off a terminal, and with PARENCHYMA_PROGRESS=0", "[sdk]") {
+  for (const char* v : {static_cast<const char*>(nullptr), "0"}) {
+    scoped_env env(v);
+    const std::string out = captured([](int fd) {
+      progress_line p("not shown", 0ms, fd);
+      CHECK_FALSE(p.active()); // a pipe is no terminal; no thread was started
+      std::this_thread::sleep_for(50ms);
+      p.erase();
+    });
+    CHECK(out.empty());
+  }
+}
