@@ -85,7 +85,11 @@ for p in "$@"; do
     say "python tests"
     PYTHONPATH="$B/python" timeout 240 python3 -m pytest -q -rs -p no:cacheprovider "$SRC/tests/python" \
       >"$L/pytest.log" 2>&1; echo "pytest exit code $?"; tail -40 "$L/pytest.log" ;;
-  p1) say P1; timeout 200 python3 "$SRC/tools/bench/core/p1_torch.py" "$B" cuda 2>&1 | tail -20 ;;
+  p1)
+    say "P1, BLAS-1 by the shipped table"; timeout 150 python3 "$SRC/tools/bench/core/p1_torch.py" "$B" cuda 2>&1 | tail -8
+    mv "$B/json/p1_small_ops.json" "$B/json/p1_small_ops_table.json" 2>/dev/null
+    say "P1, our kernels forced"; PARENCHYMA_BLAS_CUDA_IMPL=own timeout 150 python3 "$SRC/tools/bench/core/p1_torch.py" "$B" cuda 2>&1 | tail -8
+    mv "$B/json/p1_small_ops.json" "$B/json/p1_small_ops_own.json" 2>/dev/null ;;
   p3) say "P3 (C1 on the host)"; OPENBLAS_NUM_THREADS=1 timeout 120 "$bin/bench_core_dispatch" 2>&1 | tail -8 ;;
   p6) say P6; timeout 120 "$bin/bench_graph_replay" cuda 2>&1 | tail -12 ;;
   g9)
