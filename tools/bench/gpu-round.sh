@@ -19,6 +19,7 @@
 #   conf-blas the BLAS conformance suite on cuda (f16/bf16 gemm cells included)
 #   selftest  nn-cuda-selftest and the NN/BLAS conformance suites on cuda
 #   demo      parenchyma-nn-demo on every backend
+#   pocl      tools/debug/pocl_scan: which NN OpenCL kernel crashes PoCL's kernel compiler
 # Environment: PCY_GPU_BUILD (default /tmp/pcy-gpu), PCY_KCACHE (a kernel cache tarball to start
 # from, default .device/kcache.tgz; the cache is packed back into $OUT/kcache.tgz after each
 # phase), PCY_DEADLINE (seconds from the start after which no further phase begins; default 540).
@@ -127,6 +128,12 @@ for p in "$@"; do
     say "conformance blas on cuda"
     timeout 150 "$bin/parenchyma-conformance" "$B/lib/parenchyma/plugins" --framework cuda --suite blas --require-ops >"$L/conf-blas.log" 2>&1
     echo "exit code $?"; grep -E "FAIL|fail:|summary|note: gemm" "$L/conf-blas.log" | head -20 ;;
+  pocl)
+    say "PoCL kernel scan"
+    if g++ -std=c++20 -O1 -I"$SRC" "$SRC/tools/debug/pocl_scan.cpp" -o "$B/pocl_scan" -l:libOpenCL.so.1 >"$L/pocl-build.log" 2>&1; then
+      timeout 150 "$B/pocl_scan" Portable 2>"$L/pocl-f32.err" | tee "$L/pocl-f32.log" | grep -vE " ok$"
+      timeout 100 "$B/pocl_scan" Portable "-DREAL=double -DPCY_FP64 -DSWG=256 -DTS=16" 2>"$L/pocl-f64.err" | grep -vE " ok$"
+    else tail -5 "$L/pocl-build.log"; fi ;;
   demo) say demo; timeout 150 "$bin/parenchyma-nn-demo" >"$L/demo.log" 2>&1; echo "demo exit code $?"; tail -15 "$L/demo.log" ;;
   *) echo "unknown phase $p" ;;
   esac
