@@ -5,7 +5,7 @@
 # clocks or settings.
 #   tools/bench/gpu-round.sh PHASE...
 # Phases:
-#   pycrash   tools/debug/python-cuda-crash.sh (the Python crash after a cuda Backend)
+#   pycrash   tools/debug/python-crash.sh (the Python crash while the OpenCL plugin loads)
 #   python    tests/python with pytest (the CUDA interop tests included)
 #   p1        P1: bench_small_ops alternated with PyTorch eager (tools/bench/core/p1_torch.py)
 #   p3        P3/C1: bench_core_dispatch on the host CPU, 1 thread
@@ -81,7 +81,7 @@ deadline=${PCY_DEADLINE:-540}
 for p in "$@"; do
   if [ $((SECONDS - T0)) -ge "$deadline" ]; then say "skipped $p: past the deadline"; continue; fi
   case $p in
-  pycrash) say pycrash; PCY_LOGS="$L" timeout 240 "$SRC/tools/debug/python-cuda-crash.sh" "$B" 2>&1 | tee "$L/pycrash.log" | tail -150 ;;
+  pycrash) say pycrash; PCY_LOGS="$L" timeout 240 "$SRC/tools/debug/python-crash.sh" "$B" 2>&1 | tee "$L/pycrash.log" | tail -150 ;;
   python)
     say "python tests"
     PYTHONPATH="$B/python" timeout 240 python3 -m pytest -q -rs -p no:cacheprovider "$SRC/tests/python" \

@@ -16,6 +16,7 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/ucontext.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -71,7 +72,6 @@ static void put_maps(void) {
 }
 
 static void on_fatal(int sig, siginfo_t* info, void* uctx) {
-  (void)uctx;
   put("\n=== crash_trace: signal ");
   put_dec(sig);
   put(" (");
@@ -85,6 +85,25 @@ static void on_fatal(int sig, siginfo_t* info, void* uctx) {
   put(" (pid ");
   put_dec((long)getpid());
   put(")\n");
+#if defined(__x86_64__)
+  /* The faulting instruction and the words at the top of its stack (return addresses among
+     them): an answer even where unwinding through the signal frame fails. */
+  const ucontext_t* uc = (const ucontext_t*)uctx;
+  const uintptr_t rip = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+  const uintptr_t* rsp = (const uintptr_t*)uc->uc_mcontext.gregs[REG_RSP];
+  put("rip ");
+  put_hex(rip);
+  put(" rsp ");
+  put_hex((uintptr_t)rsp);
+  put("\nstack words:");
+  for (int i = 0; i < 48 && rsp != NULL; ++i) {
+    put(i % 6 == 0 ? "\n " : " ");
+    put_hex(rsp[i]);
+  }
+  put("\n");
+#else
+  (void)uctx;
+#endif
   void* frames[64];
   int n = backtrace(frames, 64);
   backtrace_symbols_fd(frames, n, 2);
