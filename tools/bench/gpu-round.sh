@@ -12,6 +12,7 @@
 #   p6        P6: bench_graph_replay on cuda
 #   g9        P4: bench_blas_cuda --g9 --quick with our kernels forced (ours and cuBLAS per size)
 #   g9-table  the same with the shipped table
+#   swap      swap's share of device-copy bandwidth at 64 MiB-1 GiB for 4, 8 and 16 blocks per SM
 #   g10       G10 and the f16/bf16 gemm rows: bench_blas_cuda --quick
 #   nn-fast   N1-N3: bench_nn_cuda and n_torch.py on elementwise, dropout, softmax, pooling, LRN
 #   nn-conv   N4, N6: the convolutions and the demo's training step, both sides
@@ -48,7 +49,7 @@ has python && targets+=(_parenchyma)
 has p1 && targets+=(bench_small_ops _parenchyma)
 has p3 && targets+=(bench_core_dispatch)
 has p6 && targets+=(bench_graph_replay)
-{ has g9 || has g9-table || has g10; } && targets+=(bench_blas_cuda)
+{ has g9 || has g9-table || has g10 || has swap; } && targets+=(bench_blas_cuda)
 { has nn-fast || has nn-conv; } && targets+=(bench_nn_cuda)
 has selftest && targets+=(nn-cuda-selftest parenchyma-conformance)
 has conf-blas && targets+=(parenchyma-conformance)
@@ -99,6 +100,13 @@ for p in "$@"; do
   g9-table)
     say "P4 g9, shipped table"; timeout 200 "$bin/bench_blas_cuda" --g9 --quick >"$L/g9-table.log" 2>&1
     echo "exit code $?"; grep -E "CHECK" "$L/g9-table.log" | head -5 ;;
+  swap)
+    for bps in 4 8 16; do
+      say "swap, $bps blocks per SM"
+      PARENCHYMA_BLAS_CUDA_IMPL=own PARENCHYMA_BLAS_CUDA_BLOCKS_PER_SM=$bps PARENCHYMA_BENCH_OUT="$L" \
+        timeout 60 "$bin/bench_blas_cuda" --g9 --quick --only swap,copy >"$L/swap-$bps.log" 2>&1
+      grep -E "=> .*(64 MiB|256 MiB|1 GiB)" "$L/swap-$bps.log"
+    done ;;
   g10) say G10; timeout 200 "$bin/bench_blas_cuda" --quick >"$L/g10.log" 2>&1; echo "exit code $?"; grep -iE "gemm" "$L/g10.log" | tail -30 ;;
   nn-fast)
     say "N1-N3 ours"; timeout 240 "$bin/bench_nn_cuda" --quick --only elementwise,dropout,softmax,pooling,lrn >"$L/nn-fast.log" 2>&1
@@ -108,9 +116,9 @@ for p in "$@"; do
     python3 "$SRC/tools/bench/nn/compare.py" "$B/json/n_cuda_nn_fast.json" "$B/json/n_torch_fast.json" \
       --out "$B/json/nn_vs_torch_fast.json" 2>&1 | tail -45 ;;
   nn-conv)
-    say "N4/N6 ours"; timeout 300 "$bin/bench_nn_cuda" --quick --only conv,train >"$L/nn-conv.log" 2>&1
+    say "N4/N6 ours"; timeout 200 "$bin/bench_nn_cuda" --quick --only conv,train >"$L/nn-conv.log" 2>&1
     echo "exit code $?"; mv "$B/json/n_cuda_nn.json" "$B/json/n_cuda_nn_conv.json" 2>/dev/null
-    say "N4/N6 torch"; timeout 200 python3 "$SRC/tools/bench/nn/n_torch.py" --quick --only "conv|3x3|1x1|train" >"$L/nn-conv-torch.log" 2>&1
+    say "N4/N6 torch"; timeout 120 python3 "$SRC/tools/bench/nn/n_torch.py" --quick --only "conv|3x3|1x1|train" >"$L/nn-conv-torch.log" 2>&1
     echo "exit code $?"; mv "$B/json/n_torch.json" "$B/json/n_torch_conv.json" 2>/dev/null
     python3 "$SRC/tools/bench/nn/compare.py" "$B/json/n_cuda_nn_conv.json" "$B/json/n_torch_conv.json" \
       --out "$B/json/nn_vs_torch_conv.json" 2>&1 | tail -60 ;;

@@ -48,15 +48,16 @@ constexpr uint64_t counter_bytes = 256;       // the reductions' counter, then t
 // Which implementation serves a BLAS-1 call: our kernel from own_from[op][dtype] elements of a
 // contiguous (increment 1) vector on, cuBLAS below; one compare per call. The table is in
 // bytes of one vector (n * sizeof(T)); `always`: ours at every size, `never`: cuBLAS at every
-// size. Initial values (2026-12-01, before our kernels were measured on the H200): ours from
-// 1 MiB for the cells where cuBLAS was measured below 90 % of device-copy bandwidth at
-// 256 MiB-1 GiB (sasum, sscal, scopy 55-63 %, saxpy 78 %, dcopy 88 %) and where it was not
-// measured but is taken to share scopy's unvectorised kernel (sswap) or dasum's (dasum: 83-91 %);
-// cuBLAS where it measured 90-103 % (sdot, ddot, daxpy, dscal) and dswap (dcopy-like, not
-// measured); nrm2 ours at every size (cuBLAS's loses small values: reference semantics).
-// Update from `bench_blas_cuda --g9` run under PARENCHYMA_BLAS_CUDA_IMPL=own and =cublas
-// (docs/blas.md, "CUDA: which implementation serves an op"). Strided calls (an increment > 1)
-// stay cuBLAS; n beyond cuBLAS's int range is always ours.
+// size. Measured on the H200 (2026-12-02, `bench_blas_cuda --g9` under
+// PARENCHYMA_BLAS_CUDA_IMPL=own: our kernel and cuBLAS on the same stream and buffers, device
+// events, 4 KiB-1 GiB; docs/blas.md "CUDA: which implementation serves an op"): each threshold is
+// the smallest size from which ours took less time than cuBLAS at every larger size. Ours are
+// faster at every size for dot, asum, nrm2 (0.25-0.98 of cuBLAS's time: one launch, vectorised),
+// scal and scopy (0.59-0.99); from 1 MiB for saxpy, 4 MiB for swap, 16 MiB for dcopy; daxpy
+// stays cuBLAS (1.00-1.03: cuBLAS's f64 axpy already streams at 95-98 % of a device copy).
+// Below a threshold the two differ by launch noise (0.94-1.08). nrm2 is ours at every size for
+// its semantics (cuBLAS's loses small values). Strided calls (an increment > 1) stay cuBLAS; n
+// beyond cuBLAS's int range is always ours.
 enum l1_op { L1_ASUM, L1_DOT, L1_NRM2, L1_AXPY, L1_SCAL, L1_COPY, L1_SWAP, L1_COUNT };
 constexpr uint64_t always = 0, never = UINT64_MAX, MiB = uint64_t(1) << 20;
 struct own_from_bytes {
@@ -64,13 +65,13 @@ struct own_from_bytes {
   uint64_t f32, f64;
 };
 constexpr std::array<own_from_bytes, L1_COUNT> measured_own_from{{
-    {"asum", MiB, MiB},
-    {"dot", never, never},
+    {"asum", always, always},
+    {"dot", always, always},
     {"nrm2", always, always},
     {"axpy", MiB, never},
-    {"scal", MiB, never},
-    {"copy", MiB, MiB},
-    {"swap", MiB, never},
+    {"scal", always, always},
+    {"copy", always, 16 * MiB},
+    {"swap", 4 * MiB, 4 * MiB},
 }};
 // Per op, f32 / f64: elements from which a contiguous call is ours, and for strided calls.
 struct l1_choice {

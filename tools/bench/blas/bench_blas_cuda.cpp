@@ -92,6 +92,12 @@ template <class T> struct l1_data {
   }
 };
 
+// --only OP[,OP...]: the BLAS-1 ops to time (default all), e.g. for tuning one kernel.
+std::string g_only;
+bool wanted(const std::string& op) {
+  return g_only.empty() || ("," + g_only + ",").find("," + op + ",") != std::string::npos;
+}
+
 std::string size_name(size_t bytes) {
   return bytes >= (size_t(1) << 30)   ? std::to_string(bytes >> 30) + " GiB"
          : bytes >= (size_t(1) << 20) ? std::to_string(bytes >> 20) + " MiB"
@@ -126,6 +132,7 @@ void level1(bench::suite& s, bench::suite& sc, gpu& g, l1_data<T>& d, size_t byt
         inner);
   };
   auto cmp = [&](const std::string& op, double moved, bool device_mode, auto peer, auto ours) {
+    if (!wanted(op)) return;
     const std::string name = p + op + sz;
     o.bytes = moved;
     const auto mode = device_mode ? CUBLAS_POINTER_MODE_DEVICE : CUBLAS_POINTER_MODE_HOST;
@@ -146,6 +153,7 @@ void level1(bench::suite& s, bench::suite& sc, gpu& g, l1_data<T>& d, size_t byt
   };
   // The reductions agree with cuBLAS (random data: relative 1e-3 in f32, 1e-9 in f64).
   auto check = [&](const char* op, auto peer, auto ours) {
+    if (!wanted(op)) return;
     cb(cublasSetPointerMode(g.h, CUBLAS_POINTER_MODE_DEVICE), "pointer mode");
     peer();
     ours();
@@ -212,6 +220,7 @@ void level1(bench::suite& s, bench::suite& sc, gpu& g, l1_data<T>& d, size_t byt
         "swap", 4 * B, false, [&] { cublasDswap(g.h, n, xp, 1, yp, 1); },
         [&] { blas::swap(g.b, n64, x, 1, y, 1); });
   }
+  if (!g_only.empty()) return; // the tuning runs stop here
   // axpby has no cuBLAS routine (always our kernel): against the device copy only.
   o.bytes = 3 * B;
   const bench::result ab = sc.compare_sampled(
@@ -272,8 +281,10 @@ int main(int argc, char** argv) {
       quick = true;
     else if (std::strcmp(argv[i], "--g9") == 0)
       g9 = true;
+    else if (std::strcmp(argv[i], "--only") == 0 && i + 1 < argc)
+      g_only = argv[++i];
     else {
-      std::printf("usage: bench_blas_cuda [--quick] [--g9]\n");
+      std::printf("usage: bench_blas_cuda [--quick] [--g9] [--only OP,OP...]\n");
       return 2;
     }
   }
