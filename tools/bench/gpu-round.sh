@@ -6,7 +6,8 @@
 #   tools/bench/gpu-round.sh PHASE...
 # Phases:
 #   pycrash   tools/debug/python-crash.sh (the Python crash while the OpenCL plugin loads)
-#   python    tests/python with pytest (the CUDA interop tests included)
+#   python    tests/python with pytest (the CUDA interop tests included); PCY_PYTEST_FALLBACK=1:
+#             after a crash, again with libstdc++ global and without the OpenCL plugins
 #   p1        P1: bench_small_ops alternated with PyTorch eager (tools/bench/core/p1_torch.py)
 #   p3        P3/C1: bench_core_dispatch on the host CPU, 1 thread
 #   p6        P6: bench_graph_replay on cuda
@@ -53,6 +54,7 @@ has p6 && targets+=(bench_graph_replay)
 { has nn-fast || has nn-conv; } && targets+=(bench_nn_cuda)
 has selftest && targets+=(nn-cuda-selftest parenchyma-conformance)
 has conf-blas && targets+=(parenchyma-conformance)
+has pocl && targets+=(parenchyma-conformance)
 has demo && targets+=(parenchyma-nn-demo)
 has tests && tests=ON
 say "machine: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
@@ -85,8 +87,19 @@ for p in "$@"; do
   pycrash) say pycrash; PCY_LOGS="$L" timeout 240 "$SRC/tools/debug/python-crash.sh" "$B" 2>&1 | tee "$L/pycrash.log" | tail -150 ;;
   python)
     say "python tests"
-    PYTHONPATH="$B/python" timeout 240 python3 -m pytest -q -rs -p no:cacheprovider "$SRC/tests/python" \
-      >"$L/pytest.log" 2>&1; echo "pytest exit code $?"; tail -40 "$L/pytest.log" ;;
+    PYTHONPATH="$B/python" timeout 200 python3 -m pytest -q -rs -p no:cacheprovider "$SRC/tests/python" \
+      >"$L/pytest.log" 2>&1; rc=$?; echo "pytest exit code $rc"; tail -30 "$L/pytest.log"
+    if [ $rc -ge 2 ] && [ -n "${PCY_PYTEST_FALLBACK:-}" ]; then
+      # A crash: again with libstdc++ in the global scope first, then without the OpenCL plugins.
+      say "python tests, libstdc++ made global first"
+      PYTHONPATH="$B/python" timeout 200 python3 -c "import ctypes, sys; ctypes.CDLL('libstdc++.so.6', mode=ctypes.RTLD_GLOBAL); import pytest; sys.exit(pytest.main(['-q', '-rs', '-p', 'no:cacheprovider', '$SRC/tests/python']))" \
+        >"$L/pytest-global.log" 2>&1; echo "pytest exit code $?"; tail -30 "$L/pytest-global.log"
+      iso=$B/iso-no-opencl/lib; mkdir -p "$iso/parenchyma/plugins"; cp -a "$B"/lib/libparenchyma-core.so* "$iso/"
+      cp -a "$B"/lib/parenchyma/plugins/*.so "$iso/parenchyma/plugins/"; rm -f "$iso"/parenchyma/plugins/*opencl*
+      say "python tests without the OpenCL plugins"
+      LD_LIBRARY_PATH="$iso:${LD_LIBRARY_PATH:-}" PYTHONPATH="$B/python" timeout 200 python3 -m pytest -q -rs -p no:cacheprovider "$SRC/tests/python" \
+        >"$L/pytest-no-opencl.log" 2>&1; echo "pytest exit code $?"; tail -30 "$L/pytest-no-opencl.log"
+    fi ;;
   p1)
     say "P1, BLAS-1 by the shipped table"; timeout 150 python3 "$SRC/tools/bench/core/p1_torch.py" "$B" cuda 2>&1 | tail -8
     mv "$B/json/p1_small_ops.json" "$B/json/p1_small_ops_table.json" 2>/dev/null
@@ -141,7 +154,12 @@ for p in "$@"; do
     if g++ -std=c++20 -O1 -I"$SRC" "$SRC/tools/debug/pocl_scan.cpp" -o "$B/pocl_scan" -l:libOpenCL.so.1 >"$L/pocl-build.log" 2>&1; then
       timeout 150 "$B/pocl_scan" Portable 2>"$L/pocl-f32.err" | tee "$L/pocl-f32.log" | grep -vE " ok$"
       timeout 100 "$B/pocl_scan" Portable "-DREAL=double -DPCY_FP64 -DSWG=256 -DTS=16" 2>"$L/pocl-f64.err" | grep -vE " ok$"
-    else tail -5 "$L/pocl-build.log"; fi ;;
+    else tail -5 "$L/pocl-build.log"; fi
+    if [ -x "$bin/parenchyma-conformance" ]; then
+      say "NN conformance on PoCL (opencl:0 when PoCL is the only platform)"
+      PARENCHYMA_OPENCL_PLATFORMS=portable timeout 200 "$bin/parenchyma-conformance" "$B/lib/parenchyma/plugins" --framework opencl --suite nn --require-ops >"$L/conf-nn-pocl.log" 2>&1
+      echo "exit code $?"; grep -E "FAIL|summary|on opencl" "$L/conf-nn-pocl.log" | head -12
+    fi ;;
   demo) say demo; timeout 150 "$bin/parenchyma-nn-demo" >"$L/demo.log" 2>&1; echo "demo exit code $?"; tail -15 "$L/demo.log" ;;
   *) echo "unknown phase $p" ;;
   esac

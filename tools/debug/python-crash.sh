@@ -64,16 +64,21 @@ run() { # name, then: env assignments... -- command...
 }
 
 run info -- python3 repro.py
-run dash-S -- python3 -S repro.py
-run isolated PCY_PATH="$B/python" -- python3 -I repro.py
-run locale-C PYTHONCOERCECLOCALE=0 LC_ALL=C -- python3 repro.py
+# Which object each reference to libstdc++'s call_once state binds to (the fault is a call
+# through a null pointer in pthread_once, under LLVM: std::call_once's TLS hand-off).
+echo "---- bindings"
+( cd "$W" && PYTHONPATH="$B/python" LD_DEBUG=bindings,files LD_DEBUG_OUTPUT="$W/lddebug" \
+    timeout 120 python3 repro.py >/dev/null 2>&1 )
+cat "$W"/lddebug.* 2>/dev/null | grep -E "once_call|__once_proxy" | sed 's/^ *[0-9]*: *//' | sort | uniq -c | head -30
+cat "$W"/lddebug.* 2>/dev/null | grep -E "file=.*(libstdc|libLLVM|libpocl|libOpenCL|parenchyma-core|_parenchyma).*\[0\];" | sed 's/^ *[0-9]*: *//' | head -20
+[ -n "${PCY_LOGS:-}" ] && cat "$W"/lddebug.* 2>/dev/null | grep -E "once|file=|calling init" > "$PCY_LOGS/lddebug-once.txt"
+pre() { printf 'import ctypes, os, sys\n%s\nexec(open("repro.py").read())\n' "$1" > "$W/pre-$2.py"; echo "pre-$2.py"; }
+run stdcxx-global -- python3 "$(pre 'ctypes.CDLL("libstdc++.so.6", mode=ctypes.RTLD_GLOBAL)' stdcxx)"
+run dlopen-global -- python3 "$(pre 'sys.setdlopenflags(os.RTLD_NOW | os.RTLD_GLOBAL)' global)"
+run pocl-first -- python3 "$(pre 'cl = ctypes.CDLL("libOpenCL.so.1"); n = ctypes.c_uint(); cl.clGetPlatformIDs(0, None, ctypes.byref(n))' pocl)"
+run llvm-first -- python3 "$(pre 'ctypes.CDLL("libLLVM-16.so.1")' llvm)"
+run core-global -- python3 "$(pre "ctypes.CDLL(\"$B/lib/libparenchyma-core.so\", mode=ctypes.RTLD_GLOBAL)" core)"
 run ctypes-ocl -- python3 ctypes_ocl.py
-run icd-pocl OCL_ICD_FILENAMES=libpocl.so.2 -- python3 repro.py
-run icd-nvidia OCL_ICD_FILENAMES=libnvidia-opencl.so.1 -- python3 repro.py
-for l in /usr/lib/x86_64-linux-gnu/libOpenCL.so.1; do
-  [ -e "$l" ] && PRE=$l run ocl-icd-loader -- python3 repro.py
-done
-run pocl-debug POCL_DEBUG=all -- python3 repro.py
 run backend-native WHAT=backend REQUEST=native -- python3 repro.py
 
 # C++ without Python, but loaded as Python loads us: a shim library linked to the core, opened

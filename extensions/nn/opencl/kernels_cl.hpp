@@ -157,16 +157,15 @@ void softmax_grad_row(long outer, long len, int logm, __global const real* y, lo
     __global const real* yr = y + yo + r * len;
     __global const real* dr = dy + dyo + r * len;
     __global real* xr = dx + dxo + r * len;
+    /* One loop on each side of the barrier, the mode a select inside it: PoCL 5 with LLVM 16+
+       aborts in its work-group compiler (issue 1435) on a barrier after an if/else of loops. */
     real acc = 0;
-    if (logm)
-      for (long j = lid; j < len; j += SWG) acc += dr[j];
-    else
-      for (long j = lid; j < len; j += SWG) acc += dr[j] * yr[j];
+    for (long j = lid; j < len; j += SWG) acc += logm ? dr[j] : dr[j] * yr[j];
     acc = wg_sum(s, acc);
-    if (logm)
-      for (long j = lid; j < len; j += SWG) xr[j] = dr[j] - exp(yr[j]) * acc;
-    else
-      for (long j = lid; j < len; j += SWG) xr[j] = yr[j] * (dr[j] - acc);
+    for (long j = lid; j < len; j += SWG) {
+      const real yv = yr[j], dv = dr[j];
+      xr[j] = logm ? dv - exp(yv) * acc : yv * (dv - acc);
+    }
   }
 }
 __kernel void softmax_grad_strided(long outer, long len, long inner, int logm,
