@@ -2,7 +2,8 @@
 # Narrows down the Python interpreter's crash on the GPU machine (docs/python.md): a process that
 # loads the OpenCL plugin under Python dies while the registry probes (PoCL 5 loaded), a C++
 # program does not. Each variant runs in its own process with a native backtrace on a fatal
-# signal (crash_trace.so; Python's faulthandler off, so the trace is the fault's own).
+# signal (crash_trace.so; Python's faulthandler off, so the trace is the fault's own), with the
+# core's fix off (PARENCHYMA_GLOBAL_CXX_RUNTIME=0) except in the "fixed" runs.
 #   tools/debug/python-crash.sh BUILD_DIR
 set -u
 B=$(cd "$1" && pwd)
@@ -50,7 +51,7 @@ run() { # name, then: env assignments... -- command...
   local envs=()
   while [ $# -gt 0 ] && [ "$1" != "--" ]; do envs+=("$1"); shift; done
   shift
-  ( cd "$W" && env "${envs[@]}" PYTHONPATH="$B/python" LD_PRELOAD="$W/crash_trace.so${PRE:+:$PRE}" \
+  ( cd "$W" && env PARENCHYMA_GLOBAL_CXX_RUNTIME=0 "${envs[@]}" PYTHONPATH="$B/python" LD_PRELOAD="$W/crash_trace.so${PRE:+:$PRE}" \
       timeout 120 "$@" ) >"$W/$name.log" 2>&1
   local rc=$?
   echo "rc $rc"
@@ -64,10 +65,12 @@ run() { # name, then: env assignments... -- command...
 }
 
 run info -- python3 repro.py
+run fixed PARENCHYMA_GLOBAL_CXX_RUNTIME=1 -- python3 repro.py
+run fixed-backend PARENCHYMA_GLOBAL_CXX_RUNTIME=1 WHAT=backend -- python3 repro.py
 # Which object each reference to libstdc++'s call_once state binds to (the fault is a call
 # through a null pointer in pthread_once, under LLVM: std::call_once's TLS hand-off).
 echo "---- bindings"
-( cd "$W" && PYTHONPATH="$B/python" LD_DEBUG=bindings,files LD_DEBUG_OUTPUT="$W/lddebug" \
+( cd "$W" && PARENCHYMA_GLOBAL_CXX_RUNTIME=0 PYTHONPATH="$B/python" LD_DEBUG=bindings,files LD_DEBUG_OUTPUT="$W/lddebug" \
     timeout 120 python3 repro.py >/dev/null 2>&1 )
 cat "$W"/lddebug.* 2>/dev/null | grep -E "once_call|__once_proxy" | sed 's/^ *[0-9]*: *//' | sort | uniq -c | head -30
 cat "$W"/lddebug.* 2>/dev/null | grep -E "file=.*(libstdc|libLLVM|libpocl|libOpenCL|parenchyma-core|_parenchyma).*\[0\];" | sed 's/^ *[0-9]*: *//' | head -20
