@@ -197,3 +197,67 @@ def test_from_numpy_and_asarray():
     np.testing.assert_array_equal(s.numpy(), [0, 2, 4, 6, 8])
     with pytest.raises(parenchyma.Error):
         parenchyma.Tensor.from_numpy([1, 2])
+
+
+# ---- DLPack >= 1.0: DLManagedTensorVersioned ('dltensor_versioned' capsules) ----------------
+versioned = pytest.mark.skipif(
+    parenchyma.DLPACK_VERSION[0] < 1,
+    reason=f"this build speaks DLPack {parenchyma.DLPACK_VERSION} (built against a dlpack.h "
+    "< 1.0, as Debian's libdlpack-dev 0.6): no versioned capsules")
+
+
+def test_dlpack_version_attribute():
+    major, minor = parenchyma.DLPACK_VERSION
+    assert (major, minor) >= (0, 6)
+
+
+@versioned
+def test_versioned_export_when_asked():
+    t = parenchyma.zeros((2, 3), "float32")
+    c = t.__dlpack__(max_version=(1, 0))
+    assert capsule_named(c, "dltensor_versioned")
+    u = parenchyma.from_dlpack(c)
+    assert capsule_named(c, "used_dltensor_versioned")
+    assert u.shape == (2, 3) and u.data_ptr() == t.data_ptr()
+    # An older consumer (max_version None or (0, x)) still gets the unversioned capsule.
+    assert capsule_named(t.__dlpack__(), "dltensor")
+    assert capsule_named(t.__dlpack__(max_version=(0, 8)), "dltensor")
+
+
+@versioned
+def test_versioned_read_only_flag_round_trip():
+    a = np.arange(4, dtype=np.float64)
+    r = parenchyma.from_dlpack(a, read_only=True)
+    w = parenchyma.from_dlpack(r.__dlpack__(max_version=(1, 1)))  # READ_ONLY travels in flags
+    assert not w.numpy().flags.writeable
+    with pytest.raises(parenchyma.Error, match="read-only"):
+        parenchyma.blas.scal(parenchyma.Backend("native"), 2.0, w)
+    np.testing.assert_array_equal(a, [0, 1, 2, 3])
+
+
+@versioned
+def test_versioned_import_from_numpy():
+    a = np.arange(6, dtype=np.float32)
+    try:
+        a.__dlpack__(max_version=(1, 0))
+    except TypeError:
+        pytest.skip(f"NumPy {np.__version__} exports no versioned capsules (max_version needs "
+                    "NumPy >= 2.1); the unversioned path is tested above")
+    t = parenchyma.from_dlpack(a)  # asks for max_version, gets a versioned capsule
+    assert t.data_ptr() == host_ptr(a)
+    ro = a.copy()
+    ro.flags.writeable = False
+    try:
+        r = parenchyma.from_dlpack(ro)
+    except BufferError:
+        pytest.skip("this NumPy refuses to export read-only arrays")
+    assert not r.numpy().flags.writeable  # NumPy's READ_ONLY flag is honoured
+
+
+def test_read_only_stays_read_only_through_numpy_and_buffers():
+    a = np.arange(3, dtype=np.float32)
+    r = parenchyma.from_dlpack(a, read_only=True)
+    assert not r.numpy().flags.writeable
+    assert memoryview(r).readonly
+    with pytest.raises(TypeError):
+        memoryview(r)[0] = 1.0

@@ -44,9 +44,10 @@ kc=${PCY_KCACHE:-$SRC/.device/kcache.tgz}
 targets=(parenchyma-info parenchyma-cuda parenchyma-native parenchyma-opencl parenchyma-blas-cuda
   parenchyma-blas-native parenchyma-blas-opencl parenchyma-nn-cuda parenchyma-nn-native
   parenchyma-nn-opencl)
-tests=OFF
+tests=ON # configured always (only the targets named are built, unless the tests phase runs)
+all=OFF
 has pycrash && targets+=(_parenchyma)
-has python && targets+=(_parenchyma)
+has python && targets+=(_parenchyma test_dlpack test_dlpack_versioned)
 has p1 && targets+=(bench_small_ops _parenchyma)
 has p3 && targets+=(bench_core_dispatch)
 has p6 && targets+=(bench_graph_replay)
@@ -56,7 +57,7 @@ has selftest && targets+=(nn-cuda-selftest parenchyma-conformance)
 has conf-blas && targets+=(parenchyma-conformance)
 has pocl && targets+=(parenchyma-conformance)
 has demo && targets+=(parenchyma-nn-demo)
-has tests && tests=ON
+has tests && all=ON
 say "machine: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 PYB=$(python3 -m pybind11 --cmakedir 2>/dev/null)
@@ -67,7 +68,7 @@ if [ ! -f "$B/CMakeCache.txt" ] || [ "$(grep -c "PARENCHYMA_BUILD_TESTS:BOOL=$te
     || { tail -30 "$L/configure.log"; exit 1; }
 fi
 say "configured"
-if [ $tests = ON ]; then ninja -C "$B" -j"$(nproc)" -k 0 >"$L/build.log" 2>&1
+if [ $all = ON ]; then ninja -C "$B" -j"$(nproc)" -k 0 >"$L/build.log" 2>&1
 else ninja -C "$B" -j"$(nproc)" -k 0 "${targets[@]}" >"$L/build.log" 2>&1; fi
 rc=$?
 grep -E "FAILED|error:" "$L/build.log" | head -20
@@ -86,6 +87,9 @@ for p in "$@"; do
   case $p in
   pycrash) say pycrash; PCY_LOGS="$L" timeout 240 "$SRC/tools/debug/python-crash.sh" "$B" 2>&1 | tee "$L/pycrash.log" | tail -150 ;;
   python)
+    say "DLPack C++ tests (versioned where dlpack.h >= 1.0)"
+    for t in dlpack dlpack_versioned; do (cd "$B" && timeout 60 "bin/test_$t" >"$L/test_$t.log" 2>&1); echo "test_$t exit code $?"; done
+    tail -3 "$L/test_dlpack_versioned.log"
     say "python tests"
     PYTHONPATH="$B/python" timeout 200 python3 -m pytest -q -rs -p no:cacheprovider "$SRC/tests/python" \
       >"$L/pytest.log" 2>&1; rc=$?; echo "pytest exit code $rc"; tail -30 "$L/pytest.log"
