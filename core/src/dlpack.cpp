@@ -469,7 +469,7 @@ TensorStorage from_dlpack(DLManagedTensorVersioned* m, const Backend* backend,
   DLPackImportOptions o = options;
   o.read_only = o.read_only || (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0;
   TensorStorage t = from_dlpack(&a->managed, backend, o); // on error `m` stays the caller's
-  (void)a.release();                                       // now owned through the slot
+  (void)a.release();                                      // now owned through the slot
   return t;
 }
 #endif

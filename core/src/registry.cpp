@@ -307,7 +307,8 @@ void RegistryImpl::promote_cxx_runtime() {
   Dl_info info{};
   if (dladdr(reinterpret_cast<void*>(&std::terminate), &info) == 0 || info.dli_fname == nullptr)
     return;
-  if (std::strstr(info.dli_fname, "libstdc++") == nullptr) return; // a static runtime: nothing to do
+  if (std::strstr(info.dli_fname, "libstdc++") == nullptr)
+    return; // a static runtime: nothing to do
   if (dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL) == nullptr)
     note(std::string("could not make ") + info.dli_fname + " global (" + dlerror() +
          "): C++ libraries that plugins load may misbehave in hosts that load us locally");

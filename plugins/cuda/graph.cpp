@@ -73,8 +73,7 @@ void queue::capture_begin(graph& g) {
   if (flat_capture(d_.api())) {
     check(d_,
           d_.api().cuStreamBeginCaptureToGraph(stream_, g.g_, g.last_.data(), nullptr,
-                                               g.last_.size(),
-                                               CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
+                                               g.last_.size(), CU_STREAM_CAPTURE_MODE_THREAD_LOCAL),
           "cuStreamBeginCaptureToGraph");
     g.capturing_ = true;
     return;
@@ -96,8 +95,8 @@ void queue::capture_end(graph& g) {
     CUstreamCaptureStatus status = CU_STREAM_CAPTURE_STATUS_NONE;
     const CUgraphNode* deps = nullptr;
     size_t count = 0;
-    const CUresult info = d_.api().cuStreamGetCaptureInfo(stream_, &status, nullptr, nullptr,
-                                                          &deps, nullptr, &count);
+    const CUresult info =
+        d_.api().cuStreamGetCaptureInfo(stream_, &status, nullptr, nullptr, &deps, nullptr, &count);
     std::vector<CUgraphNode> leaves;
     if (info == CUDA_SUCCESS && status == CU_STREAM_CAPTURE_STATUS_ACTIVE && deps != nullptr)
       leaves.assign(deps, deps + count);
@@ -107,8 +106,7 @@ void queue::capture_end(graph& g) {
     if (r != CUDA_SUCCESS || info != CUDA_SUCCESS || status != CU_STREAM_CAPTURE_STATUS_ACTIVE) {
       g.broken_ = true; // the graph may hold part of the segment: it never launches
       sdk::fail(status_of(r != CUDA_SUCCESS ? r : info),
-                sdk::str("cuStreamEndCapture: ",
-                         d_.describe(r != CUDA_SUCCESS ? r : info),
+                sdk::str("cuStreamEndCapture: ", d_.describe(r != CUDA_SUCCESS ? r : info),
                          " (something in the captured work waited for the device or the host, "
                          "allocated, or copied pageable host memory)"));
     }

@@ -61,8 +61,8 @@ py::capsule make_capsule(DLManagedTensor* m) {
 #if PARENCHYMA_DLPACK_VERSIONED
 void versioned_capsule_destructor(PyObject* capsule) {
   if (!PyCapsule_IsValid(capsule, versioned_capsule_name)) return;
-  auto* m = static_cast<DLManagedTensorVersioned*>(
-      PyCapsule_GetPointer(capsule, versioned_capsule_name));
+  auto* m =
+      static_cast<DLManagedTensorVersioned*>(PyCapsule_GetPointer(capsule, versioned_capsule_name));
   if (m != nullptr && m->deleter != nullptr) m->deleter(m);
 }
 py::capsule make_capsule(DLManagedTensorVersioned* m) {

@@ -78,10 +78,12 @@ int main() {
         same = same && std::fabs(p.data[i] - 0.5 * before[i]) <= 1e-15 * std::fabs(before[i]);
       check(same, "scal ran in place on the imported bytes (against a double loop)");
       DLManagedTensorVersioned* out = to_dlpack_versioned(t, *native);
-      check(out->version.major == DLPACK_MAJOR_VERSION && out->version.minor == DLPACK_MINOR_VERSION,
+      check(out->version.major == DLPACK_MAJOR_VERSION &&
+                out->version.minor == DLPACK_MINOR_VERSION,
             "export carries the library's DLPack version");
       check(out->dl_tensor.data == p.data.data(), "export is zero copy (the same pointer)");
-      check((out->flags & DLPACK_FLAG_BITMASK_READ_ONLY) == 0, "a writable tensor exports writable");
+      check((out->flags & DLPACK_FLAG_BITMASK_READ_ONLY) == 0,
+            "a writable tensor exports writable");
       out->deleter(out);
       check(p.deleted == 0, "the producer's bytes outlive the consumer's release");
     }
@@ -98,7 +100,8 @@ int main() {
     }
     check(refused, "READ_ONLY on import refuses writes, naming why");
     DLManagedTensorVersioned* out = to_dlpack_versioned_host(t);
-    check((out->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0, "a read-only tensor exports READ_ONLY");
+    check((out->flags & DLPACK_FLAG_BITMASK_READ_ONLY) != 0,
+          "a read-only tensor exports READ_ONLY");
     out->deleter(out);
   }
   {

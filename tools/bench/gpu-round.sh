@@ -13,6 +13,7 @@
 #   p6        P6: bench_graph_replay on cuda
 #   g9        P4: bench_blas_cuda --g9 --quick with our kernels forced (ours and cuBLAS per size)
 #   g9-table  the same with the shipped table
+#   swap-table swap and copy with the shipped table and grid, 64 MiB-1 GiB
 #   swap      swap's share of device-copy bandwidth at 64 MiB-1 GiB for 4, 8 and 16 blocks per SM
 #   g10       G10 and the f16/bf16 gemm rows: bench_blas_cuda --quick
 #   nn-fast   N1-N3: bench_nn_cuda and n_torch.py on elementwise, dropout, softmax, pooling, LRN
@@ -51,7 +52,7 @@ has python && targets+=(_parenchyma test_dlpack test_dlpack_versioned)
 has p1 && targets+=(bench_small_ops _parenchyma)
 has p3 && targets+=(bench_core_dispatch)
 has p6 && targets+=(bench_graph_replay)
-{ has g9 || has g9-table || has g10 || has swap; } && targets+=(bench_blas_cuda)
+{ has g9 || has g9-table || has g10 || has swap || has swap-table; } && targets+=(bench_blas_cuda)
 { has nn-fast || has nn-conv; } && targets+=(bench_nn_cuda)
 has selftest && targets+=(nn-cuda-selftest parenchyma-conformance)
 has conf-blas && targets+=(parenchyma-conformance)
@@ -117,6 +118,10 @@ for p in "$@"; do
   g9-table)
     say "P4 g9, shipped table"; timeout 200 "$bin/bench_blas_cuda" --g9 --quick >"$L/g9-table.log" 2>&1
     echo "exit code $?"; grep -E "CHECK" "$L/g9-table.log" | head -5 ;;
+  swap-table)
+    say "swap and copy, the shipped table"
+    PARENCHYMA_BENCH_OUT="$L" timeout 60 "$bin/bench_blas_cuda" --g9 --quick --only swap,copy >"$L/swap-table.log" 2>&1
+    grep -E "=> .*(64 MiB|256 MiB|1 GiB)" "$L/swap-table.log" ;;
   swap)
     for bps in 4 8 16; do
       say "swap, $bps blocks per SM"

@@ -16,8 +16,8 @@
 #include <signal.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/ucontext.h>
 #include <sys/syscall.h>
+#include <sys/ucontext.h>
 #include <unistd.h>
 
 static void put(const char* s) {

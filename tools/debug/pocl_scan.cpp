@@ -26,7 +26,8 @@ namespace {
 std::string only_kernel(const std::string& src, const std::string& keep) {
   std::string out;
   size_t pos = 0;
-  const std::regex def(R"(__kernel\s+(?:__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)\s*)?void\s+(\w+)\s*\()");
+  const std::regex def(
+      R"(__kernel\s+(?:__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)\s*)?void\s+(\w+)\s*\()");
   for (std::sregex_iterator it(src.begin(), src.end(), def), end; it != end; ++it) {
     const size_t start = static_cast<size_t>(it->position(0));
     const size_t open = src.find('{', start);
@@ -74,8 +75,9 @@ pid_t start_build(cl_platform_id platform, const std::string& src, const std::st
 std::string finish_build(pid_t pid) {
   int status = 0;
   waitpid(pid, &status, 0);
-  if (WIFSIGNALED(status)) return std::string("CRASH (signal ") + std::to_string(WTERMSIG(status)) +
-                                  ", " + strsignal(WTERMSIG(status)) + ")";
+  if (WIFSIGNALED(status))
+    return std::string("CRASH (signal ") + std::to_string(WTERMSIG(status)) + ", " +
+           strsignal(WTERMSIG(status)) + ")";
   const int rc = WEXITSTATUS(status);
   return rc == 0 ? "ok" : rc == 4 ? "build error" : "failed (" + std::to_string(rc) + ")";
 }
@@ -103,9 +105,11 @@ int main(int argc, char** argv) {
   }
   const std::string src = parenchyma::nn_opencl::kernel_source;
   std::printf("options: %s\n", options.c_str());
-  const std::regex def(R"(__kernel\s+(?:__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)\s*)?void\s+(\w+)\s*\()");
+  const std::regex def(
+      R"(__kernel\s+(?:__attribute__\s*\(\((?:[^()]|\([^()]*\))*\)\)\s*)?void\s+(\w+)\s*\()");
   // All builds at once (one process each; a CPU driver compiles on the calling thread).
-  std::vector<std::pair<std::string, pid_t>> runs{{"(whole program)", start_build(platform, src, options)}};
+  std::vector<std::pair<std::string, pid_t>> runs{
+      {"(whole program)", start_build(platform, src, options)}};
   for (std::sregex_iterator it(src.begin(), src.end(), def), end; it != end; ++it) {
     const std::string name = (*it)[1];
     runs.emplace_back(name, start_build(platform, only_kernel(src, name), options));

@@ -392,10 +392,10 @@ struct cuda_context {
   void scale_half(pcy_queue q, pcy_dtype d, int64_t rows, int64_t cols, int64_t ld, float beta,
                   void* x) const {
     if (!kernels_reason.empty())
-      sdk::fail(PCY_ERR_UNSUPPORTED,
-                sdk::str("gemm with k == 0 or alpha == 0 in ", sdk::dtype_name(d),
-                         " needs the bundle's own kernels, which are not available: ",
-                         kernels_reason));
+      sdk::fail(
+          PCY_ERR_UNSUPPORTED,
+          sdk::str("gemm with k == 0 or alpha == 0 in ", sdk::dtype_name(d),
+                   " needs the bundle's own kernels, which are not available: ", kernels_reason));
     const long long total = rows * cols;
     if (total == 0) return;
     const int ncols = to_int(cols, "gemm", "n");
@@ -651,8 +651,8 @@ template <pcy_dtype D> void op_gemm_half(cuda_context& cx, const sdk::op_args& a
   cx.check(cx.api->cublasGemmEx(cx.handle, op_of(c.tb), op_of(c.ta), to_int(c.n, "gemm", "n"),
                                 to_int(c.m, "gemm", "m"), to_int(c.k, "gemm", "k"), &alpha,
                                 cx.dptr<uint16_t>(*c.B), t, to_int(c.ldb, "gemm", "ldb"),
-                                cx.dptr<uint16_t>(*c.A), t, to_int(c.lda, "gemm", "lda"), &beta,
-                                C, t, to_int(c.ldc, "gemm", "ldc"), CUBLAS_COMPUTE_32F,
+                                cx.dptr<uint16_t>(*c.A), t, to_int(c.lda, "gemm", "lda"), &beta, C,
+                                t, to_int(c.ldc, "gemm", "ldc"), CUBLAS_COMPUTE_32F,
                                 CUBLAS_GEMM_DEFAULT),
            "cublasGemmEx");
 }
@@ -686,8 +686,8 @@ public:
     add<op_gemv<float>, op_gemv<double>>(pcy_blas_gemv_schema, "gemv");
     add<op_gemm<float>, op_gemm<double>>(pcy_blas_gemm_schema, "gemm");
     if (api_.cublasGemmEx != nullptr) {
-      const std::string half = sdk::str("cuBLAS (", soname_,
-                                        ") cublasGemmEx, f32 accumulation (CUBLAS_COMPUTE_32F)");
+      const std::string half =
+          sdk::str("cuBLAS (", soname_, ") cublasGemmEx, f32 accumulation (CUBLAS_COMPUTE_32F)");
       table_.add<op_gemm_half<PCY_DTYPE_F16>>(pcy_blas_gemm_schema, PCY_DTYPE_F16, half);
       table_.add<op_gemm_half<PCY_DTYPE_BF16>>(pcy_blas_gemm_schema, PCY_DTYPE_BF16, half);
     }
@@ -862,8 +862,7 @@ private:
   }
     PARENCHYMA_CUBLAS_FUNCTIONS(PARENCHYMA_RESOLVE)
 #undef PARENCHYMA_RESOLVE
-    api_.cublasGemmEx =
-        reinterpret_cast<cublas_api::gemm_ex_fn>(dlsym(lib_, "cublasGemmEx"));
+    api_.cublasGemmEx = reinterpret_cast<cublas_api::gemm_ex_fn>(dlsym(lib_, "cublasGemmEx"));
     if (api_.cublasGemmEx == nullptr)
       log_.info(soname_, " lacks cublasGemmEx: gemm in f16 and bf16 is not served on CUDA");
     return true;

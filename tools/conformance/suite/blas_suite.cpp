@@ -470,10 +470,10 @@ void half_gemm_case(registrar& reg, bool ta, bool tb, int64_t m, int64_t n, int6
         double s = 0, mag = 0;
         if (alpha != 0)
           for (int64_t l = 0; l < k; ++l) {
-            const double a = ta ? A0[static_cast<size_t>(l * lda + i)]
-                                : A0[static_cast<size_t>(i * lda + l)];
-            const double bb = tb ? B0[static_cast<size_t>(j * ldb + l)]
-                                 : B0[static_cast<size_t>(l * ldb + j)];
+            const double a =
+                ta ? A0[static_cast<size_t>(l * lda + i)] : A0[static_cast<size_t>(i * lda + l)];
+            const double bb =
+                tb ? B0[static_cast<size_t>(j * ldb + l)] : B0[static_cast<size_t>(l * ldb + j)];
             s += a * bb;
             mag += std::fabs(a * bb);
           }
@@ -504,9 +504,9 @@ template <class H> void half_gemm(registrar& reg) {
       half_gemm_case<H>(reg, ta, tb, 130, 67, 257, 1, 1.0, 0.0, true);
     }
   half_gemm_case<H>(reg, false, false, 256, 384, 1000, 0, 0.125, 1.0, false);
-  half_gemm_case<H>(reg, false, false, 9, 17, 0, 2, 1.0, -0.5, false);    // k = 0: C = beta C
-  half_gemm_case<H>(reg, false, true, 9, 17, 11, 0, 0.0, 0.0, true);      // C = 0, nothing read
-  half_gemm_case<H>(reg, true, false, 12, 5, 40, 1, 0.0, 3.0, true);      // alpha = 0: beta C
+  half_gemm_case<H>(reg, false, false, 9, 17, 0, 2, 1.0, -0.5, false); // k = 0: C = beta C
+  half_gemm_case<H>(reg, false, true, 9, 17, 11, 0, 0.0, 0.0, true);   // C = 0, nothing read
+  half_gemm_case<H>(reg, true, false, 12, 5, 40, 1, 0.0, 3.0, true);   // alpha = 0: beta C
 }
 
 // ---- reference-BLAS semantics: the edge cases ported code relies on (docs/blas.md) ----------
@@ -1182,9 +1182,10 @@ void routes(const blas_state& st) {
     const char* dn = d == PCY_DTYPE_F16 ? "f16" : "bf16";
     try {
       const OpRoute r = b.route(blas::detail::gemm_key(d));
-      note(str("gemm ", dn, ": ", r.framework == st.framework && !r.fallback
-                                      ? r.implementation
-                                      : "runs on " + r.framework + " by fallback"));
+      note(str("gemm ", dn, ": ",
+               r.framework == st.framework && !r.fallback
+                   ? r.implementation
+                   : "runs on " + r.framework + " by fallback"));
     } catch (const parenchyma::error& e) {
       note(str("gemm ", dn, ": not served here: ", e.what()));
     }
