@@ -146,7 +146,6 @@ struct RegistryImpl : std::enable_shared_from_this<RegistryImpl> {
 
 private:
   void load_candidate(const std::filesystem::path& path);
-  void promote_cxx_runtime(); // libstdc++ into the global scope before plugins load (registry.cpp)
   bool load_framework(const std::filesystem::path& path, const void* table,
                       const pcy_plugin_prefix& prefix, LoadReportEntry& e);
   bool load_bundle(const std::filesystem::path& path, const void* table,

@@ -7,13 +7,10 @@
 
 #include <boost/dll/runtime_symbol_info.hpp>
 
-#include <dlfcn.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <exception>
 #include <set>
 #include <sys/auxv.h>
 #include <sys/stat.h>
@@ -295,25 +292,6 @@ void RegistryImpl::note(std::string text) {
   notices.push_back(std::move(text));
 }
 
-// A host that loads the core with dlopen(RTLD_LOCAL) — Python importing our module — leaves the
-// C++ runtime out of the process's global symbol scope. A C++ library a plugin loads afterwards
-// (LLVM 16 under PoCL 5) then crashed calling a null function inside std::call_once (its TLS
-// hand-off went to another binding than libstdc++'s own; seen on the H200 under Python 3.12,
-// never in a C++ program, where libstdc++ is global from the start). The plugins are loaded the
-// way a C++ program would load them: the libstdc++ this process runs on is made global first
-// (RTLD_NOLOAD: only the scope changes; it is loaded already and stays loaded).
-// PARENCHYMA_GLOBAL_CXX_RUNTIME=0 leaves the scope alone (for diagnosis).
-void RegistryImpl::promote_cxx_runtime() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&std::terminate), &info) == 0 || info.dli_fname == nullptr)
-    return;
-  if (std::strstr(info.dli_fname, "libstdc++") == nullptr)
-    return; // a static runtime: nothing to do
-  if (dlopen(info.dli_fname, RTLD_NOW | RTLD_NOLOAD | RTLD_GLOBAL) == nullptr)
-    note(std::string("could not make ") + info.dli_fname + " global (" + dlerror() +
-         "): C++ libraries that plugins load may misbehave in hosts that load us locally");
-}
-
 void RegistryImpl::load() {
   if (secure && !options.environment)
     note("set-uid process: PARENCHYMA_* environment variables are ignored");
@@ -437,8 +415,6 @@ void RegistryImpl::load() {
   }
   {
     std::lock_guard<std::mutex> lock(detail::plugin_lifecycle_mutex());
-    if (!candidates.empty() && env("PARENCHYMA_GLOBAL_CXX_RUNTIME").value_or("1") != "0")
-      promote_cxx_runtime();
     for (const auto& c : candidates)
       load_candidate(c);
   }

@@ -12,8 +12,36 @@ __dlpack__ export it back; parenchyma.blas runs BLAS ops; info() says what was f
 Every failure raises parenchyma.Error. docs/python.md has the rules.
 """
 
-from ._parenchyma import DLPACK_VERSION, Backend, Error, Tensor, __version__, from_dlpack, info
-from . import blas, nn
+
+def _cxx_runtime_global():
+    """Makes the system's libstdc++ global before the compiled module loads.
+
+    Python loads extension modules locally (RTLD_LOCAL), so the C++ runtime they bring is not in
+    the process's global symbol scope. The plugins then load C++ libraries of their own (LLVM
+    under PoCL, cuDNN); if any library of ours carries a copy of the C++ runtime (toolchains that
+    link libstdc++ statically do), libstdc++'s own references could bind to that copy and those
+    libraries crash in std::call_once. Loading libstdc++ globally first gives the process one C++
+    runtime, as a C++ program has. PARENCHYMA_GLOBAL_CXX_RUNTIME=0 skips it (for diagnosis).
+    """
+    import os
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return
+    if os.environ.get("PARENCHYMA_GLOBAL_CXX_RUNTIME", "1") == "0":
+        return
+    import ctypes
+
+    try:
+        ctypes.CDLL("libstdc++.so.6", mode=ctypes.RTLD_GLOBAL)
+    except OSError:
+        pass  # no libstdc++.so.6 here (another C++ runtime): nothing to make global
+
+
+_cxx_runtime_global()
+
+from ._parenchyma import DLPACK_VERSION, Backend, Error, Tensor, __version__, from_dlpack, info  # noqa: E402
+from . import blas, nn  # noqa: E402
 
 __all__ = [
     "DLPACK_VERSION",

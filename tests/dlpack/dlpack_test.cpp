@@ -311,7 +311,7 @@ TEST_CASE("hostile DLPack tensors are refused and stay the caller's", "[dlpack][
     }
     CHECK(deleted == 0);
   };
-  CHECK_THROWS_AS(from_dlpack(nullptr), error);
+  CHECK_THROWS_AS(from_dlpack(static_cast<DLManagedTensor*>(nullptr)), error);
   d.dtype = {kDLFloat, 8, 1};
   refused(errc::unsupported, "float8");
   d.dtype = {kDLFloat, 32, 4};

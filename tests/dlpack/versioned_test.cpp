@@ -116,6 +116,15 @@ int main() {
           "a foreign major version is refused and released (deleter called once)");
   }
   {
+    bool refused = false;
+    try {
+      (void)from_dlpack(static_cast<DLManagedTensorVersioned*>(nullptr), native.get());
+    } catch (const error&) {
+      refused = true;
+    }
+    check(refused, "a null DLManagedTensorVersioned is refused");
+  }
+  {
     Producer p;
     std::vector<int64_t> bad{3, -7};
     p.m.dl_tensor.shape = bad.data();

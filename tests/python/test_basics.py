@@ -91,3 +91,19 @@ def test_info():
     assert i["ranking"] and set(i["ranking"]) <= set(names)
     assert i["selection"] == parenchyma.Backend().name
     assert any(o["op"] == "gemm" and o["extension"] == "blas" for o in i["ops"])
+
+
+def test_cxx_runtime_is_global_after_import():
+    # The package makes libstdc++ global before its compiled module loads (one C++ runtime in
+    # the process, as in a C++ program): without it, C++ libraries the plugins load later (LLVM
+    # under PoCL 5, cuDNN) crashed in std::call_once on the H200 (docs/python.md).
+    import ctypes
+    import os
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("the global-scope rule is about glibc's dynamic linker")
+    if os.environ.get("PARENCHYMA_GLOBAL_CXX_RUNTIME") == "0":
+        pytest.skip("PARENCHYMA_GLOBAL_CXX_RUNTIME=0 turns it off")
+    process = ctypes.CDLL(None)  # the global scope
+    assert hasattr(process, "_ZSt9terminatev"), "libstdc++ is not in the global symbol scope"

@@ -49,6 +49,7 @@ tests=ON # configured always (only the targets named are built, unless the tests
 all=OFF
 has pycrash && targets+=(_parenchyma)
 has python && targets+=(_parenchyma test_dlpack test_dlpack_versioned)
+has pyfix && targets+=(_parenchyma)
 has p1 && targets+=(bench_small_ops _parenchyma)
 has p3 && targets+=(bench_core_dispatch)
 has p6 && targets+=(bench_graph_replay)
@@ -87,6 +88,15 @@ for p in "$@"; do
   if [ $((SECONDS - T0)) -ge "$deadline" ]; then say "skipped $p: past the deadline"; continue; fi
   case $p in
   pycrash) say pycrash; PCY_LOGS="$L" timeout 240 "$SRC/tools/debug/python-crash.sh" "$B" 2>&1 | tee "$L/pycrash.log" | tail -150 ;;
+  pyfix)
+    say "toolchain: what our libraries export of the C++ runtime"
+    g++ --version | head -1; g++ -print-file-name=libstdc++.so; g++ -print-file-name=libstdc++.a
+    for f in "$B"/python/parenchyma/_parenchyma*.so "$B"/lib/libparenchyma-core.so "$B"/lib/parenchyma/plugins/parenchyma-opencl.so; do
+      echo "$(basename "$f"): $(nm -D --defined-only "$f" | grep -cE ' (_ZSt9terminatev|__once_proxy|_ZSt11__once_call)$') C++ runtime symbols exported; needs: $(readelf -d "$f" | grep -o 'libstdc++[^]]*' | head -1)"
+    done
+    say "python tests with the package's preload off (the build fix alone)"
+    PARENCHYMA_GLOBAL_CXX_RUNTIME=0 PYTHONPATH="$B/python" timeout 200 python3 -m pytest -q -rs -p no:cacheprovider "$SRC/tests/python" \
+      >"$L/pytest-preload-off.log" 2>&1; echo "pytest exit code $?"; tail -6 "$L/pytest-preload-off.log" ;;
   python)
     say "DLPack C++ tests (versioned where dlpack.h >= 1.0)"
     for t in dlpack dlpack_versioned; do (cd "$B" && timeout 60 "bin/test_$t" >"$L/test_$t.log" 2>&1); echo "test_$t exit code $?"; done
