@@ -272,6 +272,32 @@ template <class T> void gemm(bench::suite& s, gpu& g, int n, int reps) {
         },
         bench::options{.reps = reps, .inner = 20}, "cublas");
 }
+// gemm in f16 / bf16 through the public API against cublasGemmEx called directly (the same call
+// the bundle makes: f32 accumulation, host scalars), same stream and buffers. PyTorch's
+// torch.matmul on the same shapes: g10_torch.py ("hgemm" / "bgemm" rows).
+template <class H> void gemm_half(bench::suite& s, gpu& g, int n, int reps) {
+  constexpr bool f16 = std::is_same_v<H, parenchyma::f16>;
+  auto A = tensor<H>({n, n}), B = tensor<H>({n, n}), C = tensor<H>({n, n});
+  blas::gemm(g.b, blas::no_trans, blas::no_trans, 1.0, A, B, 0.0, C);
+  const void* ap = reinterpret_cast<const void*>(g.ptr(A));
+  const void* bp = reinterpret_cast<const void*>(g.ptr(B));
+  void* cp = reinterpret_cast<void*>(g.ptr(C));
+  const float one = 1, zero = 0;
+  const cudaDataType t = f16 ? CUDA_R_16F : CUDA_R_16BF;
+  cb(cublasSetPointerMode(g.h, CUBLAS_POINTER_MODE_HOST), "pointer mode");
+  const int inner = n <= 512 ? 50 : n <= 2048 ? 5 : 1;
+  bench::options o{.reps = reps, .inner = 1, .warmup = 3};
+  o.flops = 2.0 * n * n * n;
+  auto peer = [&] {
+    cb(cublasGemmEx(g.h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, bp, t, n, ap, t, n, &zero, cp, t,
+                    n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+       "cublasGemmEx");
+  };
+  auto ours = [&] { blas::gemm(g.b, blas::no_trans, blas::no_trans, 1.0, A, B, 0.0, C); };
+  s.compare_sampled(
+      std::string(f16 ? "hgemm " : "bgemm ") + std::to_string(n),
+      [&] { return g.time(peer, inner); }, [&] { return g.time(ours, inner); }, o, "cublas");
+}
 } // namespace
 
 int main(int argc, char** argv) {
@@ -331,6 +357,11 @@ int main(int argc, char** argv) {
     for (int n : {64, 128, 256, 512, 1024, 2048, 4096, 8192}) {
       gemm<float>(s, g, n, n >= 4096 ? 15 : reps);
       gemm<double>(s, g, n, n >= 4096 ? 15 : reps);
+    }
+  if (!g9)
+    for (int n : {256, 1024, 4096, 8192}) {
+      gemm_half<parenchyma::f16>(s, g, n, n >= 4096 ? 15 : reps);
+      gemm_half<parenchyma::bf16>(s, g, n, n >= 4096 ? 15 : reps);
     }
   s.write();
   sc.write();
