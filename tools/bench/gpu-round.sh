@@ -15,7 +15,7 @@
 #   g9-table  the same with the shipped table
 #   swap-table swap and copy with the shipped table and grid, 64 MiB-1 GiB
 #   swap      swap's share of device-copy bandwidth at 64 MiB-1 GiB for 4, 8 and 16 blocks per SM
-#   g10       G10 and the f16/bf16 gemm rows: bench_blas_cuda --quick
+#   g10       G10 and the f16/bf16 gemm rows: bench_blas_cuda --quick, then g10_torch.py
 #   nn-fast   N1-N3: bench_nn_cuda and n_torch.py on elementwise, dropout, softmax, pooling, LRN
 #   nn-conv   N4, N6: the convolutions and the demo's training step, both sides
 #   tests     ctest over the whole suite (builds the tests)
@@ -139,7 +139,10 @@ for p in "$@"; do
         timeout 60 "$bin/bench_blas_cuda" --g9 --quick --only swap,copy >"$L/swap-$bps.log" 2>&1
       grep -E "=> .*(64 MiB|256 MiB|1 GiB)" "$L/swap-$bps.log"
     done ;;
-  g10) say G10; timeout 200 "$bin/bench_blas_cuda" --quick >"$L/g10.log" 2>&1; echo "exit code $?"; grep -iE "gemm" "$L/g10.log" | tail -30 ;;
+  g10)
+    say "G10 and the f16/bf16 gemm rows"; timeout 240 "$bin/bench_blas_cuda" --quick >"$L/g10.log" 2>&1; echo "exit code $?"
+    grep -iE "gemm" "$L/g10.log" | tail -24
+    say "G10 torch.matmul peer"; timeout 150 python3 "$SRC/tools/bench/blas/g10_torch.py" --quick 2>&1 | tail -12 ;;
   nn-fast)
     say "N1-N3 ours"; timeout 240 "$bin/bench_nn_cuda" --quick --only elementwise,dropout,softmax,pooling,lrn >"$L/nn-fast.log" 2>&1
     echo "exit code $?"; mv "$B/json/n_cuda_nn.json" "$B/json/n_cuda_nn_fast.json" 2>/dev/null
