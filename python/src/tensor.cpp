@@ -129,29 +129,25 @@ std::vector<std::mutex*> export_locks(const PyTensor& t) {
   return l;
 }
 
-// Exports on the tensor's backend (the host copy when it has none), GIL released.
+// Exports on the tensor's backend (the host copy when it has none), GIL released: a
+// DLManagedTensor, or with Versioned a DLManagedTensorVersioned.
 // consumer_stream: DLPackExportOptions::consumer_stream (0: the host waits for the work).
-DLManagedTensor* export_tensor(const PyTensor& t, intptr_t consumer_stream = 0) {
+template <bool Versioned = false>
+auto export_tensor(const PyTensor& t, intptr_t consumer_stream = 0) {
   const PyTensor keep = t;
   py::gil_scoped_release nogil;
   const OrderedLock lock(export_locks(keep));
   DLPackExportOptions o;
   o.consumer_stream = consumer_stream;
-  return keep.backend ? to_dlpack(*keep.storage, keep.backend->backend, o)
-                      : to_dlpack_host(*keep.storage);
-}
-
 #if PARENCHYMA_DLPACK_VERSIONED
-DLManagedTensorVersioned* export_tensor_versioned(const PyTensor& t, intptr_t consumer_stream) {
-  const PyTensor keep = t;
-  py::gil_scoped_release nogil;
-  const OrderedLock lock(export_locks(keep));
-  DLPackExportOptions o;
-  o.consumer_stream = consumer_stream;
-  return keep.backend ? to_dlpack_versioned(*keep.storage, keep.backend->backend, o)
-                      : to_dlpack_versioned_host(*keep.storage);
-}
+  if constexpr (Versioned)
+    return keep.backend ? to_dlpack_versioned(*keep.storage, keep.backend->backend, o)
+                        : to_dlpack_versioned_host(*keep.storage);
+  else
 #endif
+    return keep.backend ? to_dlpack(*keep.storage, keep.backend->backend, o)
+                        : to_dlpack_host(*keep.storage);
+}
 
 DLManagedTensor* export_host(const PyTensor& t) {
   const PyTensor keep = t;
@@ -291,7 +287,7 @@ py::capsule dlpack_method(const PyTensor& t, const py::object& stream,
     if (export_device(t).device_type != kDLCUDA) consumer = 0; // host memory: nothing queued
   }
 #if PARENCHYMA_DLPACK_VERSIONED
-  if (versioned) return make_capsule(export_tensor_versioned(t, consumer));
+  if (versioned) return make_capsule(export_tensor<true>(t, consumer));
 #endif
   (void)versioned;
   return make_capsule(export_tensor(t, consumer));
