@@ -9,6 +9,7 @@
 #   python    tests/python with pytest (the CUDA interop tests included); PCY_PYTEST_FALLBACK=1:
 #             after a crash, again with libstdc++ global and without the OpenCL plugins
 #   p1        P1: bench_small_ops alternated with PyTorch eager (tools/bench/core/p1_torch.py)
+#   p2        P2: bench_blas_opencl --p2 on NVIDIA's OpenCL (the H200) and on PoCL
 #   p3        P3/C1: bench_core_dispatch on the host CPU, 1 thread
 #   p6        P6: bench_graph_replay on cuda
 #   g9        P4: bench_blas_cuda --g9 --quick with our kernels forced (ours and cuBLAS per size)
@@ -52,6 +53,7 @@ has python && targets+=(_parenchyma test_dlpack test_dlpack_versioned)
 has pyfix && targets+=(_parenchyma)
 has p1 && targets+=(bench_small_ops _parenchyma)
 has p3 && targets+=(bench_core_dispatch)
+has p2 && targets+=(bench_blas_opencl)
 has p6 && targets+=(bench_graph_replay)
 { has g9 || has g9-table || has g10 || has swap || has swap-table; } && targets+=(bench_blas_cuda)
 { has nn-fast || has nn-conv; } && targets+=(bench_nn_cuda)
@@ -120,6 +122,12 @@ for p in "$@"; do
     mv "$B/json/p1_small_ops.json" "$B/json/p1_small_ops_table.json" 2>/dev/null
     say "P1, our kernels forced"; PARENCHYMA_BLAS_CUDA_IMPL=own timeout 150 python3 "$SRC/tools/bench/core/p1_torch.py" "$B" cuda 2>&1 | tail -8
     mv "$B/json/p1_small_ops.json" "$B/json/p1_small_ops_own.json" 2>/dev/null ;;
+  p2)
+    for pf in nvidia portable; do
+      say "P2 on OpenCL platform '$pf'"
+      PARENCHYMA_OPENCL_PLATFORMS=$pf OPENBLAS_NUM_THREADS=1 timeout 120 "$bin/bench_blas_opencl" --p2 --quick 2>&1 | grep -E "P2|#" | tail -4
+      mv "$B"/json/p2_opencl_small_ops_default.json "$B/json/p2_opencl_small_ops_$pf.json" 2>/dev/null
+    done ;;
   p3) say "P3 (C1 on the host)"; OPENBLAS_NUM_THREADS=1 timeout 120 "$bin/bench_core_dispatch" 2>&1 | tail -8 ;;
   p6) say P6; timeout 120 "$bin/bench_graph_replay" cuda 2>&1 | tail -12 ;;
   g9)

@@ -10,13 +10,16 @@
 // public path against CLBlast direct, per op and size, from which the per-op thresholds in
 // blas_opencl.cpp (measured_clblast_from) are read off.
 //   OPENBLAS_NUM_THREADS=2 bench_blas_opencl [--quick] [--p2] [--gemm] [--crossover]
+// Built without CLBlast (the GPU machine has none), it runs P2 alone.
 #include "harness.hpp"
 
 #include <parenchyma/blas.hpp>
 #include <parenchyma/parenchyma.hpp>
 
 #include <cblas.h>
+#if PCY_BENCH_CLBLAST
 #include <clblast_c.h>
+#endif
 
 #include <CL/cl.h>
 
@@ -42,12 +45,14 @@ template <class T> SharedTensor<T> tensor(std::vector<int64_t> shape) {
 double ms_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 }
+#if PCY_BENCH_CLBLAST
 void ok(CLBlastStatusCode s, const char* what) {
   if (s != CLBlastSuccess) {
     std::printf("CLBlast %s failed: %d\n", what, static_cast<int>(s));
     std::exit(1);
   }
 }
+#endif
 
 struct ctx {
   const Backend& b;
@@ -65,6 +70,7 @@ template <class F> double cold(F&& f) {
   return ms_since(t0);
 }
 
+#if PCY_BENCH_CLBLAST
 template <class T> void level1(ctx& c, int n) {
   constexpr bool f32 = sizeof(T) == 4;
   const std::string p = f32 ? "s" : "d";
@@ -217,6 +223,8 @@ template <class T> void level23(ctx& c, int n, bool with_openblas) {
         gemm_ours, o, "openblas");
   }
 }
+#endif // PCY_BENCH_CLBLAST
+
 double now_ns() {
   return std::chrono::duration<double, std::nano>(
              std::chrono::steady_clock::now().time_since_epoch())
@@ -291,6 +299,7 @@ void p2_small_ops(ctx& c) {
   clReleaseProgram(prog);
 }
 
+#if PCY_BENCH_CLBLAST
 // Bursts of 16 calls + finish on each side: the throughput either implementation gives a
 // stream of ops of this size (what decides the per-op threshold).
 template <class F> double burst_ns(F&& f, const std::function<void()>& fin) {
@@ -381,6 +390,7 @@ void crossover(ctx& c) {
         o, "clblast", "own");
   }
 }
+#endif // PCY_BENCH_CLBLAST
 } // namespace
 
 int main(int argc, char** argv) {
@@ -421,6 +431,7 @@ int main(int argc, char** argv) {
               b.device().name.c_str(), impl && *impl ? impl : "default", backend_ms, first_op_ms);
   ctx c{b, static_cast<cl_command_queue>(b.native(PCY_NATIVE_QUEUE)), s, quick ? 15 : 21};
   if (all || only_p2) p2_small_ops(c);
+#if PCY_BENCH_CLBLAST
   if (only_crossover) crossover(c);
   if (all) {
     level1<float>(c, 4 << 20);  // 16 MiB
@@ -433,5 +444,10 @@ int main(int argc, char** argv) {
       level23<float>(c, n, true);
     level23<float>(c, 1024, true);
   }
+#else
+  if (!only_p2)
+    std::printf("# built without CLBlast: only P2 (--p2) runs here; C5, --gemm and --crossover "
+                "compare with CLBlast\n");
+#endif
   s.write();
 }
