@@ -4,9 +4,10 @@
 // program_build.
 //
 // It holds: i64, the grid-stride loop GRID_LOOP, the 16-bit storage types h16 (IEEE half) and
-// b16 (bfloat16) with their conversions to and from float (f16 by the PTX cvt instruction, bf16
-// by bit operations, round to nearest even, NaN kept quiet), and io<S>: how storage type S loads
-// to and stores from its compute type io<S>::C (float for f32, f16 and bf16; double for f64).
+// b16 (bfloat16) with their conversions to and from float (by the PTX cvt instructions; bf16
+// before sm_80 by bit operations; round to nearest even, NaN kept quiet), and io<S>: how storage
+// type S loads to and stores from its compute type io<S>::C (float for f32, f16 and bf16; double
+// for f64).
 #pragma once
 
 #include <string>
@@ -35,10 +36,18 @@ __device__ __forceinline__ unsigned short f_to_h16(float f) {
   return h;
 }
 __device__ __forceinline__ unsigned short f_to_b16(float f) {
+#if __CUDA_ARCH__ >= 800
+  // One instruction (round to nearest even, a NaN becomes the canonical quiet NaN). The bit
+  // operations cost bf16 sigmoid 104 registers, two blocks per SM and 0.57x PyTorch on the H200.
+  unsigned short h;
+  asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+#else
   unsigned int u = __float_as_uint(f);
   if ((u & 0x7fffffffu) > 0x7f800000u) return (unsigned short)((u >> 16) | 0x40u); // quiet NaN
   u += 0x7fffu + ((u >> 16) & 1u); // round to nearest even
   return (unsigned short)(u >> 16);
+#endif
 }
 
 // Storage type S, compute type C.
