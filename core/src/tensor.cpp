@@ -394,17 +394,7 @@ pcy_memory TensorStorage::Impl::device(BackendImpl& b, access intent) {
   return device(b, intent, nullptr);
 }
 
-pcy_memory TensorStorage::Impl::device(BackendImpl& b, access intent, void** native) {
-  // Short path: the same backend as last time, nothing else in flight, and no sync needed.
-  if (last_backend == &b && in_flight.size() == 1 && in_flight[0].get() == &b) [[likely]] {
-    const Slot& s = slots[static_cast<size_t>(last_slot)];
-    if ((intent == access::write_only || is_valid(s.group)) &&
-        (intent == access::read || !read_only)) {
-      if (intent != access::read) valid = uint64_t{1} << s.group;
-      if (native != nullptr) *native = s.native;
-      return s.memory;
-    }
-  }
+pcy_memory TensorStorage::Impl::device_slow(BackendImpl& b, access intent, void** native) {
   if (read_only && intent != access::read) refuse_write(("on " + b.name).c_str());
   settle_except(&b);
   int idx = find(b.dev.get());

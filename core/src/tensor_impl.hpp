@@ -82,8 +82,22 @@ struct TensorStorage::Impl {
   // into a device slot (nullptr for the host copy).
   void sync_into(int idx, BackendImpl* via);
   pcy_memory device(BackendImpl& b, access intent);
-  // The same, with the memory's native handle (for op tensor descriptors).
-  pcy_memory device(BackendImpl& b, access intent, void** native);
+  // The same, with the memory's native handle (for op tensor descriptors). The short path (the
+  // same backend as last time, nothing else in flight, no sync needed) is inline: Backend::invoke
+  // takes it for every tensor of a repeated op; device_slow does the rest.
+  pcy_memory device(BackendImpl& b, access intent, void** native) {
+    if (last_backend == &b && in_flight.size() == 1 && in_flight[0].get() == &b) [[likely]] {
+      const Slot& s = slots[static_cast<size_t>(last_slot)];
+      if ((intent == access::write_only || is_valid(s.group)) &&
+          (intent == access::read || !read_only)) {
+        if (intent != access::read) valid = uint64_t{1} << s.group;
+        if (native != nullptr) *native = s.native;
+        return s.memory;
+      }
+    }
+    return device_slow(b, intent, native);
+  }
+  pcy_memory device_slow(BackendImpl& b, access intent, void** native);
   void* host_access(access intent);
   std::string describe() const;
   void refuse_write(const char* where) const; // throws: the tensor is read-only
