@@ -12,6 +12,7 @@
 #   p2        P2: bench_blas_opencl --p2 on NVIDIA's OpenCL (the H200) and on PoCL
 #   p3        P3/C1: bench_core_dispatch on the host CPU, 1 thread
 #   p6        P6: bench_graph_replay on cuda
+#   p6-impl   the same with our BLAS-1 kernels forced, then cuBLAS forced, each op alone (PCY_P6_OPS), n = PCY_P6_SIZES
 #   g9        P4: bench_blas_cuda --g9 --quick with our kernels forced (ours and cuBLAS per size)
 #   g9-table  the same with the shipped table
 #   swap-table swap and copy with the shipped table and grid, 64 MiB-1 GiB
@@ -54,7 +55,7 @@ has pyfix && targets+=(_parenchyma)
 has p1 && targets+=(bench_small_ops _parenchyma)
 has p3 && targets+=(bench_core_dispatch)
 has p2 && targets+=(bench_blas_opencl)
-has p6 && targets+=(bench_graph_replay)
+{ has p6 || has p6-impl; } && targets+=(bench_graph_replay)
 { has g9 || has g9-table || has g10 || has swap || has swap-table; } && targets+=(bench_blas_cuda)
 { has nn-fast || has nn-conv; } && targets+=(bench_nn_cuda)
 has selftest && targets+=(nn-cuda-selftest parenchyma-conformance)
@@ -130,6 +131,17 @@ for p in "$@"; do
     done ;;
   p3) say "P3 (C1 on the host)"; OPENBLAS_NUM_THREADS=1 timeout 120 "$bin/bench_core_dispatch" 2>&1 | tail -8 ;;
   p6) say P6; timeout 120 "$bin/bench_graph_replay" cuda 2>&1 | tail -12 ;;
+  p6-impl)
+    # Which BLAS-1 implementation makes the cheaper graph node (the table chose by host-bound
+    # stream time, where the launch hides the kernel's own time).
+    for op in ${PCY_P6_OPS:-axpy scal}; do
+      for n in ${PCY_P6_SIZES:-1024 4096 16384 65536 262144 1048576 4194304}; do
+        for impl in own cublas; do
+          echo "$op n=$n $impl: $(PARENCHYMA_BLAS_CUDA_IMPL=$impl timeout 120 "$bin/bench_graph_replay" --n "$n" --op "$op" cuda 2>&1 | grep -E "replay" | head -1)"
+          mv "$B/json/graph_replay.json" "$B/json/graph_node_${op}_${impl}_$n.json" 2>/dev/null
+        done
+      done
+    done; pack ;;
   g9)
     say "P4 g9, ours forced"; PARENCHYMA_BLAS_CUDA_IMPL=own timeout 200 "$bin/bench_blas_cuda" --g9 --quick >"$L/g9-own.log" 2>&1
     echo "exit code $?"; grep -E "CHECK" "$L/g9-own.log" | head -5 ;;

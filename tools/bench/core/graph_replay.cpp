@@ -5,7 +5,9 @@
 // third row replays the same ops as a command list. Target (issue 12): on the H200 a replayed op
 // costs <= 1/5 of one issued by itself (ratio <= 0.2). Correctness is checked first: the replay
 // and the one-by-one ops must give the same values, and both must match a double loop.
-//   bench_graph_replay [backend request ...]     e.g. bench_graph_replay cuda native
+//   bench_graph_replay [--n N] [backend request ...]     e.g. bench_graph_replay cuda native
+// --n: the vector length (default 1024); --op axpy|scal|copy: 100 of that op alone instead of the
+// alternating pair (which BLAS-1 implementation makes the cheaper graph node, per op and size).
 #include "backends.hpp"
 #include "harness.hpp"
 
@@ -24,13 +26,25 @@
 namespace pa = parenchyma;
 
 namespace {
-constexpr int ops = 100, n = 1024, rounds = 20;
+constexpr int ops = 100, rounds = 20;
+int n = 1024;
+enum class which { pair, axpy, scal, copy } only = which::pair;
+const char* op_name() {
+  const char* names[] = {"axpy/scal", "axpy", "scal", "copy"};
+  return names[static_cast<int>(only)];
+}
 constexpr float a = 1.0001f, s = 0.9999f;
 
 void sequence(const pa::Backend& b, pa::SharedTensor<float>& x, pa::SharedTensor<float>& y) {
   for (int i = 0; i < ops; i += 2) {
-    pa::blas::axpy(b, a, x, y);
-    pa::blas::scal(b, s, x);
+    if (only == which::pair || only == which::axpy) pa::blas::axpy(b, a, x, y);
+    if (only == which::pair || only == which::scal) pa::blas::scal(b, s, x);
+    if (only == which::axpy) pa::blas::axpy(b, a, x, y);
+    if (only == which::scal) pa::blas::scal(b, s, x);
+    if (only == which::copy) {
+      pa::blas::copy(b, x, y);
+      pa::blas::copy(b, x, y);
+    }
   }
 }
 
@@ -44,7 +58,7 @@ void fill(pa::SharedTensor<float>& x, pa::SharedTensor<float>& y) {
 // The replay against the ops one by one and a double loop: false (and a message) when off.
 bool check(const pa::Backend& b, const pa::Graph& g, pa::SharedTensor<float>& gx,
            pa::SharedTensor<float>& gy) {
-  pa::SharedTensor<float> x({n}), y({n});
+  pa::SharedTensor<float> x({static_cast<int64_t>(n)}), y({static_cast<int64_t>(n)});
   fill(x, y);
   fill(gx, gy);
   std::vector<double> rx(n), ry(n);
@@ -52,9 +66,16 @@ bool check(const pa::Backend& b, const pa::Graph& g, pa::SharedTensor<float>& gx
     rx[i] = x.read()[i], ry[i] = y.read()[i];
   sequence(b, x, y);
   g.replay();
-  for (int k = 0; k < ops; k += 2)
-    for (int i = 0; i < n; ++i)
-      ry[i] += double(a) * rx[i], rx[i] *= double(s);
+  for (int k = 0; k < ops; ++k)
+    for (int i = 0; i < n; ++i) {
+      const bool ax = only == which::axpy || (only == which::pair && k % 2 == 0);
+      if (only == which::copy)
+        ry[i] = rx[i];
+      else if (ax)
+        ry[i] += double(a) * rx[i];
+      else
+        rx[i] *= double(s);
+    }
   const auto ox = x.read(), oy = y.read(), rgx = gx.read(), rgy = gy.read();
   for (int i = 0; i < n; ++i) {
     if (rgx[i] != ox[i] || rgy[i] != oy[i] || std::fabs(oy[i] - ry[i]) > 1e-4 * std::fabs(ry[i]) ||
@@ -71,11 +92,32 @@ bool check(const pa::Backend& b, const pa::Graph& g, pa::SharedTensor<float>& gx
 } // namespace
 
 int main(int argc, char** argv) {
+  std::vector<char*> rest{argv[0]};
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--n" && i + 1 < argc) {
+      n = std::atoi(argv[++i]);
+      if (n < 1) {
+        std::fprintf(stderr, "bench_graph_replay: --n wants a positive length\n");
+        return 2;
+      }
+    } else if (std::string(argv[i]) == "--op" && i + 1 < argc) {
+      const std::string o = argv[++i];
+      if (o != "axpy" && o != "scal" && o != "copy") {
+        std::fprintf(stderr, "bench_graph_replay: --op wants axpy, scal or copy\n");
+        return 2;
+      }
+      only = o == "axpy" ? which::axpy : o == "scal" ? which::scal : which::copy;
+    } else {
+      rest.push_back(argv[i]);
+    }
+  }
+  argc = static_cast<int>(rest.size());
+  argv = rest.data();
   bench::suite suite("graph_replay");
   size_t asked = 0;
   const size_t ran = bench::for_each_backend(argc, argv, asked, [&](const pa::Backend& b) {
     suite.meta("device " + b.name(), b.device().name);
-    pa::SharedTensor<float> x({n}), y({n});
+    pa::SharedTensor<float> x({static_cast<int64_t>(n)}), y({static_cast<int64_t>(n)});
     fill(x, y);
     sequence(b, x, y); // resident on the device, ops resolved
     b.synchronize();
@@ -94,7 +136,8 @@ int main(int argc, char** argv) {
     for (auto& [label, g] : graphs) {
       const pa::Graph& graph = g;
       suite.compare_sampled(
-          "100 small ops (axpy/scal 1024 f32) " + b.name() + ": " + label,
+          "100 small ops (" + std::string(op_name()) + " " + std::to_string(n) + " f32) " +
+              b.name() + ": " + label,
           [&] {
             const double t0 = bench::now_ns();
             for (int r = 0; r < rounds; ++r)
