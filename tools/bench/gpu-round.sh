@@ -178,7 +178,8 @@ for p in "$@"; do
     python3 "$SRC/tools/bench/nn/compare.py" "$B/json/n_cuda_nn_conv.json" "$B/json/n_torch_conv.json" \
       --out "$B/json/nn_vs_torch_conv.json" 2>&1 | tail -60 ;;
   tests)
-    say tests; (cd "$B" && timeout 400 ctest -j8 --timeout 240 --output-on-failure >"$L/ctest.log" 2>&1)
+    # PCY_CTEST_ARGS: more ctest arguments (e.g. -R cuda for a subset)
+    say tests; (cd "$B" && timeout 400 ctest -j8 --timeout 240 --output-on-failure ${PCY_CTEST_ARGS:-} >"$L/ctest.log" 2>&1)
     echo "ctest exit code $?"; grep -E "tests passed|tests failed|\(Failed|\(SEGFAULT|\(Timeout|\(Subprocess" "$L/ctest.log" | tail -30 ;;
   selftest)
     say selftest; timeout 150 "$bin/nn-cuda-selftest" >"$L/selftest.log" 2>&1; echo "selftest exit code $?"
