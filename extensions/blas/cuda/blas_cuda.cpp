@@ -58,12 +58,12 @@ constexpr uint64_t counter_bytes = 256;       // the reductions' counter, then t
 // Below a threshold the two differ by launch noise (0.94-1.08). nrm2 is ours at every size for
 // its semantics (cuBLAS's loses small values). Strided calls (an increment > 1) stay cuBLAS; n
 // beyond cuBLAS's int range is always ours.
-// Where the GPU rather than the launch is the bottleneck (a replayed graph, a queue that backs
-// up), the kernel's own time decides: 100 saxpy, sscal or scopy recorded in a graph and replayed
-// (`bench_graph_replay --op axpy|scal|copy --n N`, H200, 2026-12-02) cost 1.24-1.69 us a node
-// with ours against 0.92-1.56 us with cuBLAS's from 4 KiB to 1 MiB, and 2.67-2.78 against
-// 3.43-3.60 us at 4 MiB: in f32 they are ours from 4 MiB, where both measurements agree (f64 not
-// measured this way).
+// That sweep is launch-bound below a few MiB. Where the GPU rather than the launch is the
+// bottleneck (a replayed graph, a queue that backs up), the kernel's own time decides: 100
+// saxpy, sscal or scopy recorded in a graph and replayed (`bench_graph_replay --op
+// axpy|scal|copy --n N`, H200, 2026-12-02) cost 1.24-1.69 us a node with ours against 0.92-1.56
+// us with cuBLAS's from 4 KiB to 1 MiB, and 2.67-2.78 against 3.43-3.60 us at 4 MiB: in f32 they
+// are ours from 4 MiB, where both measurements agree (f64 not measured this way).
 enum l1_op { L1_ASUM, L1_DOT, L1_NRM2, L1_AXPY, L1_SCAL, L1_COPY, L1_SWAP, L1_COUNT };
 constexpr uint64_t always = 0, never = UINT64_MAX, MiB = uint64_t(1) << 20;
 struct own_from_bytes {

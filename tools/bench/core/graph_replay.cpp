@@ -35,15 +35,19 @@ const char* op_name() {
 }
 constexpr float a = 1.0001f, s = 0.9999f;
 
+// The op at position k of the sequence (the pair alternates axpy and scal, axpy first).
+which op_at(int k) {
+  if (only != which::pair) return only;
+  return k % 2 == 0 ? which::axpy : which::scal;
+}
+
 void sequence(const pa::Backend& b, pa::SharedTensor<float>& x, pa::SharedTensor<float>& y) {
-  for (int i = 0; i < ops; i += 2) {
-    if (only == which::pair || only == which::axpy) pa::blas::axpy(b, a, x, y);
-    if (only == which::pair || only == which::scal) pa::blas::scal(b, s, x);
-    if (only == which::axpy) pa::blas::axpy(b, a, x, y);
-    if (only == which::scal) pa::blas::scal(b, s, x);
-    if (only == which::copy) {
-      pa::blas::copy(b, x, y);
-      pa::blas::copy(b, x, y);
+  for (int k = 0; k < ops; ++k) {
+    switch (op_at(k)) {
+    case which::axpy: pa::blas::axpy(b, a, x, y); break;
+    case which::scal: pa::blas::scal(b, s, x); break;
+    case which::copy: pa::blas::copy(b, x, y); break;
+    case which::pair: break; // op_at never returns it
     }
   }
 }
@@ -66,16 +70,14 @@ bool check(const pa::Backend& b, const pa::Graph& g, pa::SharedTensor<float>& gx
     rx[i] = x.read()[i], ry[i] = y.read()[i];
   sequence(b, x, y);
   g.replay();
-  for (int k = 0; k < ops; ++k)
+  for (int k = 0; k < ops; ++k) {
+    const which op = op_at(k);
     for (int i = 0; i < n; ++i) {
-      const bool ax = only == which::axpy || (only == which::pair && k % 2 == 0);
-      if (only == which::copy)
-        ry[i] = rx[i];
-      else if (ax)
-        ry[i] += double(a) * rx[i];
-      else
-        rx[i] *= double(s);
+      if (op == which::axpy) ry[i] += double(a) * rx[i];
+      if (op == which::scal) rx[i] *= double(s);
+      if (op == which::copy) ry[i] = rx[i];
     }
+  }
   const auto ox = x.read(), oy = y.read(), rgx = gx.read(), rgy = gy.read();
   for (int i = 0; i < n; ++i) {
     if (rgx[i] != ox[i] || rgy[i] != oy[i] || std::fabs(oy[i] - ry[i]) > 1e-4 * std::fabs(ry[i]) ||
