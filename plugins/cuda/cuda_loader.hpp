@@ -64,9 +64,11 @@ inline constexpr int min_driver_version = 12000;
   X(cuLaunchKernel, 12000)
 
 // The graph entry points (pcy_framework_api's graph slots): without them a backend replays
-// command lists instead.
+// command lists instead. cuLaunchKernelEx: early launch (PCY_KERNEL_WAITS_FOR_PRIOR); without it
+// every kernel launches the usual way.
 #define PCY_CUDA_OPTIONAL(X)                                                                       \
   X(cuFuncGetParamInfo, 12040)                                                                     \
+  X(cuLaunchKernelEx, 12000)                                                                       \
   X(cuStreamBeginCapture, 12000)                                                                   \
   X(cuStreamEndCapture, 12000)                                                                     \
   X(cuGraphCreate, 12000)                                                                          \

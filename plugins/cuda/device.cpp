@@ -33,6 +33,12 @@ plugin::plugin(const pcy_host_services& host)
     log_.info("0 devices: ", reason_);
     return;
   }
+  // Early launch of kernels that wait for prior work themselves (PCY_KERNEL_WAITS_FOR_PRIOR).
+  const std::string early = sdk::settings(&host).get("PARENCHYMA_CUDA_EARLY_LAUNCH");
+  if (early != "" && early != "0" && early != "1")
+    log_.warn("PARENCHYMA_CUDA_EARLY_LAUNCH=", early, " ignored: expected 0 or 1");
+  early_launch_ = driver_.api().cuLaunchKernelEx != nullptr && early != "0";
+  if (early == "0") log_.info("PARENCHYMA_CUDA_EARLY_LAUNCH=0: every kernel launches after the work before it");
   int count = 0;
   const CUresult r = driver_.api().cuDeviceGetCount(&count);
   if (r != CUDA_SUCCESS) {

@@ -91,6 +91,9 @@ public:
   const sdk::logger& log() const noexcept { return log_; }
   const device_info& device(uint32_t i) const { return devices_[i]; }
   const staging_config& staging() const noexcept { return staging_; }
+  // Whether kernels created with PCY_KERNEL_WAITS_FOR_PRIOR may launch early (programmatic
+  // dependent launch): the driver has cuLaunchKernelEx and PARENCHYMA_CUDA_EARLY_LAUNCH is not 0.
+  bool early_launch() const noexcept { return early_launch_; }
   cuda::nvrtc& nvrtc() noexcept { return nvrtc_; }
   sdk::blob_cache& cache() noexcept { return cache_; }
 
@@ -99,6 +102,7 @@ private:
   driver driver_;
   sdk::logger log_;
   staging_config staging_;
+  bool early_launch_ = false;
   cuda::nvrtc nvrtc_;
   sdk::blob_cache cache_; // its destructor, at shutdown, completes the pending writes
   std::vector<device_info> devices_;
@@ -225,7 +229,7 @@ public:
   ~program();
   program(const program&) = delete;
   program& operator=(const program&) = delete;
-  kernel* create_kernel(const char* name);
+  kernel* create_kernel(const char* name, uint32_t flags);
 
 private:
   friend class kernel;
@@ -240,6 +244,9 @@ public:
     CUfunction fn = nullptr;
     int max_threads = 0;
     int suggested_block = 256;
+    // Launched with programmatic stream serialisation: the kernel was created with
+    // PCY_KERNEL_WAITS_FOR_PRIOR, the device is sm_90 or newer and early launch is on.
+    bool early = false;
   };
   kernel(std::string name, std::vector<per_device> fns, std::vector<size_t> param_sizes,
          bool params_known)

@@ -89,7 +89,7 @@ program::~program() {
   }
 }
 
-kernel* program::create_kernel(const char* name) {
+kernel* program::create_kernel(const char* name, uint32_t flags) {
   const auto& d = ctx_.drv();
   std::vector<kernel::per_device> fns;
   std::vector<size_t> sizes;
@@ -113,6 +113,9 @@ kernel* program::create_kernel(const char* name) {
         block > 0)
       f.suggested_block = block;
     f.suggested_block = std::min(f.suggested_block, f.max_threads);
+    // Programmatic dependent launch needs sm_90; the kernel's wait is empty below it.
+    f.early = (flags & PCY_KERNEL_WAITS_FOR_PRIOR) != 0 && s.info->cc >= 90 &&
+              ctx_.owner().early_launch();
     if (i == 0 && d.api().cuFuncGetParamInfo != nullptr) {
       // Parameter layout (CUDA 12.4+): lets a launch check the argument count and sizes.
       known = true;

@@ -285,6 +285,26 @@ void queue::launch(kernel& k, const pcy_kernel_launch_args& a) {
                        "(2^31-1 x 65535 x 65535); use a larger local size"));
 
   const CUresult r = call(d_, cu_ctx_, [&] {
+    if (f.early) {
+      // Programmatic stream serialisation: the kernel may start while the kernel before it on
+      // the stream still runs; it waits for it (griddepcontrol.wait) before touching memory.
+      // Captured into a graph, the edge from the kernel before becomes programmatic.
+      CUlaunchAttribute attr{};
+      attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+      attr.value.programmaticStreamSerializationAllowed = 1;
+      CUlaunchConfig c{};
+      c.gridDimX = static_cast<unsigned>(grid[0]);
+      c.gridDimY = static_cast<unsigned>(grid[1]);
+      c.gridDimZ = static_cast<unsigned>(grid[2]);
+      c.blockDimX = block[0];
+      c.blockDimY = block[1];
+      c.blockDimZ = block[2];
+      c.sharedMemBytes = static_cast<unsigned>(shared);
+      c.hStream = stream_;
+      c.attrs = &attr;
+      c.numAttrs = 1;
+      return d_.api().cuLaunchKernelEx(&c, f.fn, params, nullptr);
+    }
     return d_.api().cuLaunchKernel(f.fn, static_cast<unsigned>(grid[0]),
                                    static_cast<unsigned>(grid[1]), static_cast<unsigned>(grid[2]),
                                    block[0], block[1], block[2], static_cast<unsigned>(shared),

@@ -90,6 +90,8 @@ ABI_ASSERT(PCY_BUNDLE_INIT_ARGS_SIZE_1_0 == 40, pin_bundle_init_args_1_0);
 ABI_ASSERT(PCY_PROPERTY_SIZE_1_0 == 56, pin_property_1_0);
 ABI_ASSERT(PCY_TENSOR_SIZE_1_0 == 64, pin_tensor_1_0);
 ABI_ASSERT(PCY_MEMORY_HANDLE_SIZE_1_0 == 73, pin_memory_handle_1_0);
+ABI_ASSERT(PCY_KERNEL_CREATE_ARGS_SIZE_1_0 == 40, pin_kernel_create_args_1_0);
+ABI_ASSERT(PCY_KERNEL_CREATE_ARGS_SIZE_1_3 == 44, pin_kernel_create_args_1_3);
 ABI_ASSERT(sizeof(pcy_op_arg) == 32, op_arg_record_frozen);
 ABI_ASSERT(sizeof(pcy_kernel_arg) == 32, kernel_arg_record_frozen);
 #endif
@@ -109,6 +111,9 @@ ABI_ASSERT(offsetof(pcy_framework_api, kernel_launch) + sizeof(void (*)(void)) =
 ABI_ASSERT(offsetof(pcy_framework_api, graph_create) >= PCY_FRAMEWORK_API_SIZE_1_0,
            framework_1_2_after_1_0);
 ABI_ASSERT(PCY_FRAMEWORK_API_SIZE_1_2 == sizeof(pcy_framework_api), framework_graph_destroy_last);
+/* 1.3: kernel flags after every 1.0 field of pcy_kernel_create_args. */
+ABI_ASSERT(offsetof(pcy_kernel_create_args, flags) >= PCY_KERNEL_CREATE_ARGS_SIZE_1_0,
+           kernel_create_args_1_3_after_1_0);
 ABI_ASSERT(offsetof(pcy_bundle_api, extension) >= sizeof(pcy_plugin_prefix),
            bundle_fields_after_prefix);
 
@@ -160,7 +165,8 @@ ABI_ASSERT(PCY_DEVICE_CPU == 1 && PCY_DEVICE_GPU == 2 && PCY_DEVICE_ACCELERATOR 
 ABI_ASSERT(PCY_HANDLE_HOST_POINTER == 1 && PCY_HANDLE_OPENCL_BUFFER == 3, handle_kind_values);
 ABI_ASSERT(PCY_INTENT_IN == 1 && PCY_INTENT_OUT == 2 && PCY_INTENT_INOUT == 3, intent_values);
 ABI_ASSERT(PCY_ABI_VERSION_MAJOR == 1, abi_major_is_1);
-ABI_ASSERT(PCY_ABI_VERSION_MINOR == 2, abi_minor_is_2);
+ABI_ASSERT(PCY_ABI_VERSION_MINOR == 3, abi_minor_is_3);
+ABI_ASSERT(PCY_KERNEL_WAITS_FOR_PRIOR == 1, kernel_flag_values);
 ABI_ASSERT(PCY_DTYPE_U8 == 5 && PCY_DTYPE_F16 == 6 && PCY_DTYPE_BF16 == 7, dtype_values);
 ABI_ASSERT(PCY_OP_ARG_FLOAT == 3 && PCY_OP_ARG_INT_ARRAY == 4, op_arg_kind_values);
 ABI_ASSERT(PCY_SCHEMA_INT == 1 && PCY_SCHEMA_INT_ARRAY == 5 && PCY_SCHEMA_INTENT_OVERWRITE == 4,

@@ -21,6 +21,8 @@
 #   nn-fast   N1-N3: bench_nn_cuda and n_torch.py on elementwise, dropout, softmax, pooling, LRN
 #   nn-conv   N4, N6: the convolutions and the demo's training step, both sides
 #   tests     ctest over the whole suite (builds the tests)
+#   pdl       P6 and P1 with early launch on and off, our BLAS-1 kernels and cuBLAS's
+#   probe     tools/debug/pdl_probe.cu: raw launch, graph and PDL costs
 #   conf-blas the BLAS conformance suite on cuda (f16/bf16 gemm cells included)
 #   selftest  nn-cuda-selftest and the NN/BLAS conformance suites on cuda
 #   demo      parenchyma-nn-demo on every backend
@@ -55,7 +57,8 @@ has pyfix && targets+=(_parenchyma)
 has p1 && targets+=(bench_small_ops _parenchyma)
 has p3 && targets+=(bench_core_dispatch)
 has p2 && targets+=(bench_blas_opencl)
-{ has p6 || has p6-impl; } && targets+=(bench_graph_replay)
+{ has p6 || has p6-impl || has pdl; } && targets+=(bench_graph_replay)
+has pdl && targets+=(bench_small_ops _parenchyma)
 { has g9 || has g9-table || has g10 || has swap || has swap-table; } && targets+=(bench_blas_cuda)
 { has nn-fast || has nn-conv; } && targets+=(bench_nn_cuda)
 has selftest && targets+=(nn-cuda-selftest parenchyma-conformance)
@@ -142,6 +145,24 @@ for p in "$@"; do
         done
       done
     done; pack ;;
+  pdl)
+    # Early launch (programmatic dependent launch of kernels that wait for prior work) on and
+    # off, our BLAS-1 kernels and cuBLAS's, in a replayed graph (P6) and one by one (P1).
+    for early in 1 0; do
+      for impl in own cublas; do
+        say "P6 early launch $early, BLAS-1 by $impl"
+        PARENCHYMA_CUDA_EARLY_LAUNCH=$early PARENCHYMA_BLAS_CUDA_IMPL=$impl timeout 120 "$bin/bench_graph_replay" cuda 2>&1 | tail -4
+        mv "$B/json/graph_replay.json" "$B/json/graph_replay_${impl}_early$early.json" 2>/dev/null
+      done
+    done
+    for early in 1 0; do
+      say "P1 early launch $early, our kernels"
+      PARENCHYMA_CUDA_EARLY_LAUNCH=$early PARENCHYMA_BLAS_CUDA_IMPL=own timeout 150 python3 "$SRC/tools/bench/core/p1_torch.py" "$B" cuda 2>&1 | tail -4
+      mv "$B/json/p1_small_ops.json" "$B/json/p1_small_ops_own_early$early.json" 2>/dev/null
+    done; pack ;;
+  probe)
+    say "pdl_probe (raw CUDA runtime)"; nvcc -O2 -arch=sm_90 -o "$B/pdl_probe" "$SRC/tools/debug/pdl_probe.cu" &&
+      timeout 60 "$B/pdl_probe" 2>&1 | grep -v "result check: max rel err 1.66e-05 ok" | tee "$L/pdl_probe.txt" ;;
   g9)
     say "P4 g9, ours forced"; PARENCHYMA_BLAS_CUDA_IMPL=own timeout 200 "$bin/bench_blas_cuda" --g9 --quick >"$L/g9-own.log" 2>&1
     echo "exit code $?"; grep -E "CHECK" "$L/g9-own.log" | head -5 ;;

@@ -6,6 +6,7 @@
 //                 the previous runs and waits in griddepcontrol.wait)
 //   graph         100 ops captured once, replayed
 //   graph+pdl     the same captured with the PDL attribute (programmatic edges)
+//   segments      each op captured on its own into one graph, as the CUDA plugin records
 // and an empty kernel for the floor. Prints microseconds per op; checks the result against a
 // double-precision host loop.
 //   nvcc -O2 -arch=sm_90 -o /tmp/pdl_probe tools/debug/pdl_probe.cu && /tmp/pdl_probe
@@ -38,17 +39,20 @@ __device__ __forceinline__ void pdl_trigger() {
 }
 
 __global__ void empty_k() {}
-__global__ void axpy_k(int n, float a, const float* x, float* y) {
+// early: let the next kernel launch right after the wait, not at the end.
+__global__ void axpy_k(int n, float a, const float* x, float* y, int early) {
   pdl_wait();
+  if (early) pdl_trigger();
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) y[i] += a * x[i];
-  pdl_trigger();
+  if (!early) pdl_trigger();
 }
-__global__ void scal_k(int n, float a, float* x) {
+__global__ void scal_k(int n, float a, float* x, int early) {
   pdl_wait();
+  if (early) pdl_trigger();
   int i = blockIdx.x * blockDim.x + threadIdx.x;
   if (i < n) x[i] *= a;
-  pdl_trigger();
+  if (!early) pdl_trigger();
 }
 
 using clk = std::chrono::steady_clock;
@@ -58,6 +62,7 @@ static double us(clk::time_point a, clk::time_point b) {
 
 static const int N = 1024;
 static float *dx, *dy;
+static int trigger_early = 0; // set for the last variant of the segments run
 
 static void launch(cudaStream_t s, int i, bool pdl, bool empty) {
   cudaLaunchConfig_t c{};
@@ -72,9 +77,9 @@ static void launch(cudaStream_t s, int i, bool pdl, bool empty) {
   if (empty) {
     CK(cudaLaunchKernelEx(&c, empty_k));
   } else if (i % 2 == 0) {
-    CK(cudaLaunchKernelEx(&c, axpy_k, N, 0.5f, (const float*)dx, dy));
+    CK(cudaLaunchKernelEx(&c, axpy_k, N, 0.5f, (const float*)dx, dy, trigger_early));
   } else {
-    CK(cudaLaunchKernelEx(&c, scal_k, N, 0.999f, dx));
+    CK(cudaLaunchKernelEx(&c, scal_k, N, 0.999f, dx, trigger_early));
   }
 }
 
@@ -155,6 +160,63 @@ int main() {
       CK(cudaGraphExecDestroy(ge));
       CK(cudaGraphDestroy(g));
     }
+    // The way the CUDA plugin records: each op captured on its own into the one graph
+    // (cuStreamBeginCaptureToGraph after the previous segment's leaves). edata 1 carries the
+    // leaves' edge data from one segment to the next; 0 passes none (the plugin before PDL).
+    for (int variant = 0; variant < 4; ++variant) {
+      const bool pdl = variant > 0, edata = variant == 2;
+      trigger_early = variant == 3;
+      const int nodes = 100, replays = 100;
+      reset();
+      cudaGraph_t g;
+      CK(cudaGraphCreate(&g, 0));
+      std::vector<cudaGraphNode_t> leaves;
+      std::vector<cudaGraphEdgeData> leaf_data;
+      for (int i = 0; i < nodes; ++i) {
+        CK(cudaStreamBeginCaptureToGraph(s, g, leaves.data(), edata ? leaf_data.data() : nullptr,
+                                         leaves.size(), cudaStreamCaptureModeThreadLocal));
+        launch(s, i, pdl, false);
+        cudaStreamCaptureStatus st;
+        const cudaGraphNode_t* deps = nullptr;
+        const cudaGraphEdgeData* ed = nullptr;
+        size_t nd = 0;
+        CK(cudaStreamGetCaptureInfo(s, &st, nullptr, nullptr, &deps, &ed, &nd));
+        leaves.assign(deps, deps + nd);
+        if (ed != nullptr)
+          leaf_data.assign(ed, ed + nd);
+        else
+          leaf_data.assign(nd, cudaGraphEdgeData{});
+        cudaGraph_t same;
+        CK(cudaStreamEndCapture(s, &same));
+      }
+      size_t ne = 0;
+      CK(cudaGraphGetEdges(g, nullptr, nullptr, nullptr, &ne));
+      std::vector<cudaGraphNode_t> from(ne), to(ne);
+      std::vector<cudaGraphEdgeData> data(ne);
+      CK(cudaGraphGetEdges(g, from.data(), to.data(), data.data(), &ne));
+      int programmatic = 0;
+      for (auto& e : data)
+        programmatic += e.type == cudaGraphDependencyTypeProgrammatic;
+      cudaGraphExec_t ge;
+      CK(cudaGraphInstantiate(&ge, g, 0));
+      CK(cudaGraphUpload(ge, s));
+      CK(cudaStreamSynchronize(s));
+      reset();
+      auto t0 = clk::now();
+      for (int r = 0; r < replays; ++r)
+        CK(cudaGraphLaunch(ge, s));
+      CK(cudaStreamSynchronize(s));
+      auto t1 = clk::now();
+      std::printf("  segments%-4s%-6s%s %d nodes x %d replays: %.3f us/op (%zu edges, %d "
+                  "programmatic)\n",
+                  pdl ? "+pdl" : "", edata ? "+edata" : "", trigger_early ? "+trigger-at-start" : "",
+                  nodes, replays,
+                  us(t0, t1) / (nodes * replays), ne, programmatic);
+      check(nodes * replays, "segments");
+      CK(cudaGraphExecDestroy(ge));
+      CK(cudaGraphDestroy(g));
+    }
+    trigger_early = 0;
   }
   return 0;
 }

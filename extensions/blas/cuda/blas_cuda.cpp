@@ -807,6 +807,7 @@ private:
         kc.struct_size = sizeof kc;
         kc.program = cx.program;
         kc.name = kname.c_str();
+        kc.flags = PCY_KERNEL_WAITS_FOR_PRIOR; // each begins with PCY_WAIT_PRIOR()
         sdk::check(fw.kernel_create(&kc));
         *slots[i] = kc.kernel;
       }
@@ -817,6 +818,7 @@ private:
       kc.struct_size = sizeof kc;
       kc.program = cx.program;
       kc.name = kname;
+      kc.flags = PCY_KERNEL_WAITS_FOR_PRIOR;
       sdk::check(fw.kernel_create(&kc));
       *slot = kc.kernel;
     }

@@ -376,32 +376,39 @@ __device__ void restore_if_alpha0(const T* pa, i64 total, int cols, const T* sav
 #define PCY_BLAS_CUDA_KERNELS(T, S)                                                            \
   extern "C" __global__ void __launch_bounds__(RWG, 4)                                          \
       asum_##S(i64 n, const T* x, i64 incx, int vec, T* part, unsigned* counter, T* result) {  \
+    PCY_WAIT_PRIOR();                                                                          \
     reduce<T, asum_f>(n, x, incx, x, incx, vec, part, counter, result);                        \
   }                                                                                            \
   extern "C" __global__ void __launch_bounds__(RWG, 4)                                          \
       nrm2_##S(i64 n, const T* x, i64 incx, int vec, T* part, unsigned* counter, T* result) {  \
+    PCY_WAIT_PRIOR();                                                                          \
     reduce<T, nrm2_f>(n, x, incx, x, incx, vec, part, counter, result);                        \
   }                                                                                            \
   extern "C" __global__ void __launch_bounds__(RWG, 4)                                          \
       dot_##S(i64 n, const T* x, i64 incx, const T* y, i64 incy, int vec, T* part,             \
               unsigned* counter, T* result) {                                                  \
+    PCY_WAIT_PRIOR();                                                                          \
     reduce<T, dot_f>(n, x, incx, y, incy, vec, part, counter, result);                         \
   }                                                                                            \
   extern "C" __global__ void __launch_bounds__(RWG, 4)                                          \
       scal_##S(i64 n, T a, const T* pa, T* x, i64 incx, int vec) {                             \
+    PCY_WAIT_PRIOR();                                                                          \
     map2<T>(n, x, incx, x, incx, vec, scal_f<T>(value_of(a, pa)));                             \
   }                                                                                            \
   extern "C" __global__ void __launch_bounds__(RWG, 4)                                          \
       copy_##S(i64 n, const T* x, i64 incx, T* y, i64 incy, int vec) {                         \
+    PCY_WAIT_PRIOR();                                                                          \
     map2<T>(n, const_cast<T*>(x), incx, y, incy, vec, copy_f<T>());                            \
   }                                                                                            \
   extern "C" __global__ void __launch_bounds__(RWG, 4)                                          \
       swap_##S(i64 n, T* x, i64 incx, T* y, i64 incy, int vec) {                               \
+    PCY_WAIT_PRIOR();                                                                          \
     map2<T>(n, x, incx, y, incy, vec, swap_f<T>());                                            \
   }                                                                                            \
   /* y += alpha x; alpha == 0 (host or device) returns at once: y keeps its bits. */           \
   extern "C" __global__ void __launch_bounds__(RWG, 4)                                          \
       axpy_##S(i64 n, T a, const T* pa, const T* x, i64 incx, T* y, i64 incy, int vec) {       \
+    PCY_WAIT_PRIOR();                                                                          \
     const T al = value_of(a, pa);                                                              \
     if (al == T(0)) return;                                                                    \
     map2<T>(n, const_cast<T*>(x), incx, y, incy, vec, axpy_f<T>(al));                          \
@@ -410,18 +417,22 @@ __device__ void restore_if_alpha0(const T* pa, i64 total, int cols, const T* sav
   extern "C" __global__ void __launch_bounds__(RWG, 4)                                          \
       axpby_##S(i64 n, T a, const T* pa, T b, const T* pb, const T* x, i64 incx, T* y,         \
                 i64 incy, int vec) {                                                           \
+    PCY_WAIT_PRIOR();                                                                          \
     map2<T>(n, const_cast<T*>(x), incx, y, incy, vec,                                          \
             axpby_f<T>(value_of(a, pa), value_of(b, pb)));                                     \
   }                                                                                            \
   extern "C" __global__ void scale_##S(i64 total, int cols, T b, const T* pb, T* x, i64 ld) {  \
+    PCY_WAIT_PRIOR();                                                                          \
     scale<T>(total, cols, b, pb, x, ld);                                                       \
   }                                                                                            \
   extern "C" __global__ void save_if_alpha0_##S(const T* pa, T b, const T* pb, i64 total,      \
                                                 int cols, const T* c, i64 ld, T* saved) {      \
+    PCY_WAIT_PRIOR();                                                                          \
     save_if_alpha0<T>(pa, b, pb, total, cols, c, ld, saved);                                   \
   }                                                                                            \
   extern "C" __global__ void restore_if_alpha0_##S(const T* pa, i64 total, int cols,           \
                                                    const T* saved, T* c, i64 ld) {             \
+    PCY_WAIT_PRIOR();                                                                          \
     restore_if_alpha0<T>(pa, total, cols, saved, c, ld);                                       \
   }
 
@@ -438,9 +449,11 @@ template <class S> __device__ void scale_half(i64 total, int cols, float b, S* x
   }
 }
 extern "C" __global__ void scale_f16(i64 total, int cols, float b, h16* x, i64 ld) {
+  PCY_WAIT_PRIOR();
   scale_half<h16>(total, cols, b, x, ld);
 }
 extern "C" __global__ void scale_bf16(i64 total, int cols, float b, b16* x, i64 ld) {
+  PCY_WAIT_PRIOR();
   scale_half<b16>(total, cols, b, x, ld);
 }
 )CUDA";

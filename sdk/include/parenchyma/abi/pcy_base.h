@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define PCY_ABI_VERSION_MAJOR 1
-#define PCY_ABI_VERSION_MINOR 2
+#define PCY_ABI_VERSION_MINOR 3
 
 #if defined(_WIN32)
 #define PCY_EXPORT __declspec(dllexport)

@@ -182,12 +182,23 @@ typedef struct pcy_program_build_args {
   bool cache_hit;      /* out: loaded from the binary cache */
 } pcy_program_build_args;
 
+/* Kernel flags (1.3), a promise about the kernel's code that lets a plugin launch it sooner.
+ * PCY_KERNEL_WAITS_FOR_PRIOR: every thread of the kernel executes the device-side wait for prior
+ *   work before it reads or writes memory (CUDA C: the SDK's PCY_WAIT_PRIOR(), i.e.
+ *   `griddepcontrol.wait` on sm_90+, first in the kernel). The plugin may then start the kernel
+ *   while the work before it on the queue still runs (CUDA: programmatic dependent launch; in a
+ *   captured graph, a programmatic edge). A plugin that cannot do this launches it as usual. A
+ *   kernel that breaks the promise races with the work before it. */
+typedef enum pcy_kernel_flag { PCY_KERNEL_WAITS_FOR_PRIOR = 1u << 0 } pcy_kernel_flag;
+
 typedef struct pcy_kernel_create_args {
   size_t struct_size;
   const pcy_ext* ext;
   pcy_program program;
   const char* name;  /* [caller; the call] */
   pcy_kernel kernel; /* out [caller; until kernel_destroy; launches on one queue at a time] */
+  /* --- 1.3 --- */
+  uint32_t flags; /* pcy_kernel_flag bits; unknown bits are ignored */
 } pcy_kernel_create_args;
 
 typedef enum pcy_kernel_arg_kind {
@@ -296,7 +307,8 @@ typedef const pcy_framework_api* (*pcy_framework_entry_fn)(void);
 
 /* Sizes at each minor that changed a struct (from offsetof of that minor's last field): a
  * receiver requires the pin of the minor whose fields it reads, and reads later fields only
- * behind PCY_HAS_FIELD. The framework ABI did not grow in 1.1; 1.2 appended the graph slots. */
+ * behind PCY_HAS_FIELD. The framework ABI did not grow in 1.1; 1.2 appended the graph slots;
+ * 1.3 appended pcy_kernel_create_args.flags. */
 #define PCY_FRAMEWORK_API_SIZE_1_0 PCY_SIZE_THROUGH(pcy_framework_api, kernel_launch)
 #define PCY_FRAMEWORK_API_SIZE_1_2 PCY_SIZE_THROUGH(pcy_framework_api, graph_destroy)
 #define PCY_PROPERTY_SIZE_1_0 PCY_SIZE_THROUGH(pcy_property, f)
@@ -311,6 +323,7 @@ typedef const pcy_framework_api* (*pcy_framework_entry_fn)(void);
 #define PCY_NATIVE_HANDLE_ARGS_SIZE_1_0 PCY_SIZE_THROUGH(pcy_native_handle_args, handle)
 #define PCY_PROGRAM_BUILD_ARGS_SIZE_1_0 PCY_SIZE_THROUGH(pcy_program_build_args, cache_hit)
 #define PCY_KERNEL_CREATE_ARGS_SIZE_1_0 PCY_SIZE_THROUGH(pcy_kernel_create_args, kernel)
+#define PCY_KERNEL_CREATE_ARGS_SIZE_1_3 PCY_SIZE_THROUGH(pcy_kernel_create_args, flags)
 #define PCY_KERNEL_LAUNCH_ARGS_SIZE_1_0 PCY_SIZE_THROUGH(pcy_kernel_launch_args, arg_count)
 
 #ifdef __cplusplus

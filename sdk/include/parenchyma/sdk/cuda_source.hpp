@@ -3,11 +3,11 @@
 // cuda_common_source + its own source once (cuda_source_with below) and hands that to
 // program_build.
 //
-// It holds: i64, the grid-stride loop GRID_LOOP, the 16-bit storage types h16 (IEEE half) and
-// b16 (bfloat16) with their conversions to and from float (by the PTX cvt instructions; bf16
-// before sm_80 by bit operations; round to nearest even, NaN kept quiet), and io<S>: how storage
-// type S loads to and stores from its compute type io<S>::C (float for f32, f16 and bf16; double
-// for f64).
+// It holds: i64, the grid-stride loop GRID_LOOP, the early-launch macros PCY_WAIT_PRIOR and
+// PCY_START_NEXT, the 16-bit storage types h16 (IEEE half) and b16 (bfloat16) with their
+// conversions to and from float (by the PTX cvt instructions; bf16 before sm_80 by bit
+// operations; round to nearest even, NaN kept quiet), and io<S>: how storage type S loads to and
+// stores from its compute type io<S>::C (float for f32, f16 and bf16; double for f64).
 #pragma once
 
 #include <string>
@@ -21,6 +21,19 @@ typedef long long i64;
 #define GRID_LOOP(i, count)                                                                    \
   for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < (count);                        \
        i += (i64)gridDim.x * blockDim.x)
+
+// Early launch (pcy_kernel_create_args.flags, PCY_KERNEL_WAITS_FOR_PRIOR): a kernel created with
+// the flag calls PCY_WAIT_PRIOR() in every thread before it touches memory, so the plugin may
+// start it while the work before it still runs (programmatic dependent launch, sm_90+; elsewhere
+// both macros are empty and the launch is the usual one). PCY_START_NEXT() lets the next such
+// kernel begin its launch; a kernel without it lets it begin when its blocks exit.
+#if __CUDA_ARCH__ >= 900
+#define PCY_WAIT_PRIOR() asm volatile("griddepcontrol.wait;" ::: "memory")
+#define PCY_START_NEXT() asm volatile("griddepcontrol.launch_dependents;" :::)
+#else
+#define PCY_WAIT_PRIOR() ((void)0)
+#define PCY_START_NEXT() ((void)0)
+#endif
 
 struct h16 { unsigned short b; };
 struct b16 { unsigned short b; };

@@ -32,7 +32,8 @@
 //   event:   void wait();
 //   memory:  bool export_to(pcy_handle_kind, pcy_memory_handle&);  false: kind unsupported [opt]
 //            void* native();                                                        [optional]
-//   program: kernel_type* create_kernel(const char* name);
+//   program: kernel_type* create_kernel(const char* name); or create_kernel(const char* name,
+//            uint32_t flags) to see pcy_kernel_create_args.flags (1.3; 0 from older hosts);
 //   graphs (1.2, optional: a plugin class with `using graph_type = my_graph;`):
 //   queue:   graph_type* create_graph(); void capture_begin(graph_type&);
 //            void capture_end(graph_type&); void launch_graph(graph_type&);
@@ -298,7 +299,13 @@ template <class P> struct framework_adapter {
     return guard(P::name, [&] {
       require_struct(a, "pcy_kernel_create_args");
       if (a->name == nullptr) fail(PCY_ERR_INVALID_ARGUMENT, "kernel name is NULL");
-      a->kernel = detail::to<pcy_kernel>(detail::from<Prog>(a->program)->create_kernel(a->name));
+      Prog* prog = detail::from<Prog>(a->program);
+      const uint32_t flags =
+          PCY_HAS_FIELD(a, pcy_kernel_create_args, flags) ? a->flags : 0u; // 1.3
+      if constexpr (requires { prog->create_kernel(a->name, flags); })
+        a->kernel = detail::to<pcy_kernel>(prog->create_kernel(a->name, flags));
+      else
+        a->kernel = detail::to<pcy_kernel>(prog->create_kernel(a->name));
     });
   }
   static void kernel_destroy(pcy_kernel k) noexcept { delete detail::from<K>(k); }
