@@ -44,6 +44,9 @@ constexpr uint32_t l1_block = 256;            // RWG in kernels_cu.hpp
 constexpr uint32_t max_l1_blocks = 4096;      // the partials buffer's capacity, per component
 constexpr uint32_t default_blocks_per_sm = 4; // __launch_bounds__(RWG, 4): <= 64 registers
 constexpr uint64_t counter_bytes = 256;       // the reductions' counter, then the partials
+// axpy, scal and copy of at most this many elements take the one-element-per-thread kernels
+// (axpy_small_*, ...: a short kernel, cheaper per node of a replayed graph; see the table below).
+constexpr int64_t small_max = int64_t(1) << 16;
 
 // Which implementation serves a BLAS-1 call: our kernel from own_from[op][dtype] elements of a
 // contiguous (increment 1) vector on, cuBLAS below; one compare per call. The table is in
@@ -142,9 +145,10 @@ constexpr pcy_dtype dt = std::is_same_v<T, float> ? PCY_DTYPE_F32 : PCY_DTYPE_F6
 struct own_kernels {
   pcy_kernel axpby = nullptr, axpy = nullptr, scale = nullptr, save = nullptr, restore = nullptr,
              asum = nullptr, dot = nullptr, nrm2 = nullptr, scal = nullptr, copy = nullptr,
-             swap = nullptr;
+             swap = nullptr, axpy_small = nullptr, scal_small = nullptr, copy_small = nullptr;
   std::array<pcy_kernel*, std::size(blas_cuda::kernel_names)> all() {
-    return {&axpby, &axpy, &scale, &save, &restore, &asum, &dot, &nrm2, &scal, &copy, &swap};
+    return {&axpby, &axpy,  &scale, &save,       &restore,    &asum,      &dot,
+            &nrm2,  &scal, &copy,  &swap,       &axpy_small, &scal_small, &copy_small};
   }
 };
 
@@ -481,10 +485,24 @@ template <class T> void op_nrm2(cuda_context& cx, const sdk::op_args& a) {
 template <class T>
 void own_l1(cuda_context& cx, pcy_queue q, pcy_kernel k, int64_t n,
             const std::pair<T, const void*>* alpha, const T* x, int64_t incx, const T* y,
-            int64_t incy, uint64_t oversubscribe = 1) {
+            int64_t incy, uint64_t oversubscribe = 1, pcy_kernel small = nullptr) {
   const long long ln = n, lix = incx, liy = incy;
-  const int vec = cuda_context::vec_ok<T>(incx, x, y != nullptr ? incy : 1, y != nullptr ? y : x);
   const void *px = x, *py = y;
+  if (small != nullptr && n <= small_max) { // one element per thread, same arguments but vec
+    const uint64_t threads = static_cast<uint64_t>(n);
+    if (alpha != nullptr && y != nullptr) // axpy
+      cx.launch(q, small, threads, l1_block,
+                {val(ln), val(alpha->first), ptr_arg(alpha->second), ptr_arg(px), val(lix),
+                 ptr_arg(py), val(liy)});
+    else if (alpha != nullptr) // scal
+      cx.launch(q, small, threads, l1_block,
+                {val(ln), val(alpha->first), ptr_arg(alpha->second), ptr_arg(px), val(lix)});
+    else // copy
+      cx.launch(q, small, threads, l1_block,
+                {val(ln), ptr_arg(px), val(lix), ptr_arg(py), val(liy)});
+    return;
+  }
+  const int vec = cuda_context::vec_ok<T>(incx, x, y != nullptr ? incy : 1, y != nullptr ? y : x);
   const uint64_t threads = cx.l1_threads(static_cast<uint64_t>(n), 16 / sizeof(T), oversubscribe);
   if (alpha != nullptr && y != nullptr) // axpy
     cx.launch(q, k, threads, l1_block,
@@ -507,7 +525,7 @@ template <class T> void op_axpy(cuda_context& cx, const sdk::op_args& a) {
     const own_kernels& k = cx.kernels<T>("axpy");
     const auto al = cx.kscalar<T>(c.alpha);
     own_l1<T>(cx, a.queue(), k.axpy, c.n, &al, cx.dptr<T>(*c.x.t), c.x.inc, cx.dptr<T>(*c.y.t),
-              c.y.inc);
+              c.y.inc, 1, k.axpy_small);
     return;
   }
   cx.current();
@@ -539,7 +557,8 @@ template <class T> void op_scal(cuda_context& cx, const sdk::op_args& a) {
   if (cx.own<T>(L1_SCAL, c.n, c.x.inc)) {
     const own_kernels& k = cx.kernels<T>("scal");
     const auto al = cx.kscalar<T>(c.alpha);
-    own_l1<T>(cx, a.queue(), k.scal, c.n, &al, cx.dptr<T>(*c.x.t), c.x.inc, nullptr, 1);
+    own_l1<T>(cx, a.queue(), k.scal, c.n, &al, cx.dptr<T>(*c.x.t), c.x.inc, nullptr, 1, 1,
+              k.scal_small);
     return;
   }
   cx.current();
@@ -552,8 +571,9 @@ template <class T> void op_copy(cuda_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_copy(a, dt<T>);
   if (c.n == 0) return;
   if (cx.own<T>(L1_COPY, c.n, std::max(c.x.inc, c.y.inc))) {
-    own_l1<T>(cx, a.queue(), cx.kernels<T>("copy").copy, c.n, nullptr, cx.dptr<T>(*c.x.t), c.x.inc,
-              cx.dptr<T>(*c.y.t), c.y.inc);
+    const own_kernels& k = cx.kernels<T>("copy");
+    own_l1<T>(cx, a.queue(), k.copy, c.n, nullptr, cx.dptr<T>(*c.x.t), c.x.inc, cx.dptr<T>(*c.y.t),
+              c.y.inc, 1, k.copy_small);
     return;
   }
   cx.current();

@@ -26,7 +26,7 @@ namespace parenchyma::blas_cuda {
 // Kernel names the bundle looks up, each with the suffixes _f32 and _f64 (blas_cuda.cpp).
 inline constexpr const char* kernel_names[] = {
     "axpby", "axpy", "scale", "save_if_alpha0", "restore_if_alpha0", "asum", "dot", "nrm2",
-    "scal",  "copy", "swap"};
+    "scal",  "copy", "swap", "axpy_small", "scal_small", "copy_small"};
 
 inline constexpr const char* kernel_body = R"CUDA(
 template <class T> __device__ __forceinline__ T value_of(T v, const T* p) { return p ? *p : v; }
@@ -377,38 +377,45 @@ __device__ void restore_if_alpha0(const T* pa, i64 total, int cols, const T* sav
   extern "C" __global__ void __launch_bounds__(RWG, 4)                                          \
       asum_##S(i64 n, const T* x, i64 incx, int vec, T* part, unsigned* counter, T* result) {  \
     PCY_WAIT_PRIOR();                                                                          \
+    PCY_START_NEXT();                                                                          \
     reduce<T, asum_f>(n, x, incx, x, incx, vec, part, counter, result);                        \
   }                                                                                            \
   extern "C" __global__ void __launch_bounds__(RWG, 4)                                          \
       nrm2_##S(i64 n, const T* x, i64 incx, int vec, T* part, unsigned* counter, T* result) {  \
     PCY_WAIT_PRIOR();                                                                          \
+    PCY_START_NEXT();                                                                          \
     reduce<T, nrm2_f>(n, x, incx, x, incx, vec, part, counter, result);                        \
   }                                                                                            \
   extern "C" __global__ void __launch_bounds__(RWG, 4)                                          \
       dot_##S(i64 n, const T* x, i64 incx, const T* y, i64 incy, int vec, T* part,             \
               unsigned* counter, T* result) {                                                  \
     PCY_WAIT_PRIOR();                                                                          \
+    PCY_START_NEXT();                                                                          \
     reduce<T, dot_f>(n, x, incx, y, incy, vec, part, counter, result);                         \
   }                                                                                            \
   extern "C" __global__ void __launch_bounds__(RWG, 4)                                          \
       scal_##S(i64 n, T a, const T* pa, T* x, i64 incx, int vec) {                             \
     PCY_WAIT_PRIOR();                                                                          \
+    PCY_START_NEXT();                                                                          \
     map2<T>(n, x, incx, x, incx, vec, scal_f<T>(value_of(a, pa)));                             \
   }                                                                                            \
   extern "C" __global__ void __launch_bounds__(RWG, 4)                                          \
       copy_##S(i64 n, const T* x, i64 incx, T* y, i64 incy, int vec) {                         \
     PCY_WAIT_PRIOR();                                                                          \
+    PCY_START_NEXT();                                                                          \
     map2<T>(n, const_cast<T*>(x), incx, y, incy, vec, copy_f<T>());                            \
   }                                                                                            \
   extern "C" __global__ void __launch_bounds__(RWG, 4)                                          \
       swap_##S(i64 n, T* x, i64 incx, T* y, i64 incy, int vec) {                               \
     PCY_WAIT_PRIOR();                                                                          \
+    PCY_START_NEXT();                                                                          \
     map2<T>(n, x, incx, y, incy, vec, swap_f<T>());                                            \
   }                                                                                            \
   /* y += alpha x; alpha == 0 (host or device) returns at once: y keeps its bits. */           \
   extern "C" __global__ void __launch_bounds__(RWG, 4)                                          \
       axpy_##S(i64 n, T a, const T* pa, const T* x, i64 incx, T* y, i64 incy, int vec) {       \
     PCY_WAIT_PRIOR();                                                                          \
+    PCY_START_NEXT();                                                                          \
     const T al = value_of(a, pa);                                                              \
     if (al == T(0)) return;                                                                    \
     map2<T>(n, const_cast<T*>(x), incx, y, incy, vec, axpy_f<T>(al));                          \
@@ -418,21 +425,50 @@ __device__ void restore_if_alpha0(const T* pa, i64 total, int cols, const T* sav
       axpby_##S(i64 n, T a, const T* pa, T b, const T* pb, const T* x, i64 incx, T* y,         \
                 i64 incy, int vec) {                                                           \
     PCY_WAIT_PRIOR();                                                                          \
+    PCY_START_NEXT();                                                                          \
     map2<T>(n, const_cast<T*>(x), incx, y, incy, vec,                                          \
             axpby_f<T>(value_of(a, pa), value_of(b, pb)));                                     \
   }                                                                                            \
+  /* Small n: one element per thread, no vector head or unrolled loop (a short kernel costs   \
+     less per node of a replayed graph; blas_cuda.cpp picks it below small_max elements). */   \
+  extern "C" __global__ void __launch_bounds__(RWG)                                             \
+      axpy_small_##S(i64 n, T a, const T* pa, const T* x, i64 incx, T* y, i64 incy) {          \
+    PCY_WAIT_PRIOR();                                                                          \
+    PCY_START_NEXT();                                                                          \
+    const T al = value_of(a, pa);                                                              \
+    const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;                                  \
+    if (i < n && al != T(0)) y[i * incy] = y[i * incy] + al * x[i * incx];                     \
+  }                                                                                            \
+  extern "C" __global__ void __launch_bounds__(RWG)                                             \
+      scal_small_##S(i64 n, T a, const T* pa, T* x, i64 incx) {                                \
+    PCY_WAIT_PRIOR();                                                                          \
+    PCY_START_NEXT();                                                                          \
+    const T al = value_of(a, pa);                                                              \
+    const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;                                  \
+    if (i < n) x[i * incx] = al * x[i * incx];                                                 \
+  }                                                                                            \
+  extern "C" __global__ void __launch_bounds__(RWG)                                             \
+      copy_small_##S(i64 n, const T* x, i64 incx, T* y, i64 incy) {                            \
+    PCY_WAIT_PRIOR();                                                                          \
+    PCY_START_NEXT();                                                                          \
+    const i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x;                                  \
+    if (i < n) y[i * incy] = x[i * incx];                                                      \
+  }                                                                                            \
   extern "C" __global__ void scale_##S(i64 total, int cols, T b, const T* pb, T* x, i64 ld) {  \
     PCY_WAIT_PRIOR();                                                                          \
+    PCY_START_NEXT();                                                                          \
     scale<T>(total, cols, b, pb, x, ld);                                                       \
   }                                                                                            \
   extern "C" __global__ void save_if_alpha0_##S(const T* pa, T b, const T* pb, i64 total,      \
                                                 int cols, const T* c, i64 ld, T* saved) {      \
     PCY_WAIT_PRIOR();                                                                          \
+    PCY_START_NEXT();                                                                          \
     save_if_alpha0<T>(pa, b, pb, total, cols, c, ld, saved);                                   \
   }                                                                                            \
   extern "C" __global__ void restore_if_alpha0_##S(const T* pa, i64 total, int cols,           \
                                                    const T* saved, T* c, i64 ld) {             \
     PCY_WAIT_PRIOR();                                                                          \
+    PCY_START_NEXT();                                                                          \
     restore_if_alpha0<T>(pa, total, cols, saved, c, ld);                                       \
   }
 
@@ -450,10 +486,12 @@ template <class S> __device__ void scale_half(i64 total, int cols, float b, S* x
 }
 extern "C" __global__ void scale_f16(i64 total, int cols, float b, h16* x, i64 ld) {
   PCY_WAIT_PRIOR();
+  PCY_START_NEXT();
   scale_half<h16>(total, cols, b, x, ld);
 }
 extern "C" __global__ void scale_bf16(i64 total, int cols, float b, b16* x, i64 ld) {
   PCY_WAIT_PRIOR();
+  PCY_START_NEXT();
   scale_half<b16>(total, cols, b, x, ld);
 }
 )CUDA";

@@ -1,5 +1,5 @@
 // parenchyma-conformance: the BLAS bundle suite. Every op and dtype on fresh random data of
-// awkward sizes (1, 7, 1000, 4097; non-square and transposed matrices, leading dimensions >
+// awkward sizes (1, 7, 1000, 4097, 65537; non-square and transposed matrices, leading dimensions >
 // columns, increments 2, sub-matrices, scalars on the host and on the device, write-only outputs
 // pre-filled with NaN) is checked against a naive double-precision reference. Elements a strided
 // op must not touch are checked unchanged. semantics<T>() adds the reference-BLAS edge cases
@@ -145,7 +145,8 @@ void expect_true(bool ok, const std::string& what) {
 }
 
 template <class T> void level1(registrar& reg) {
-  const std::vector<int64_t> sizes{1, 7, 1000, 4097};
+  // 65537: past the CUDA bundle's one-element-per-thread kernels (small_max 65536 elements).
+  const std::vector<int64_t> sizes{1, 7, 1000, 4097, 65537};
   for (const int64_t n : sizes) {
     for (const int64_t inc : {1, 2}) {
       const std::string tag =
