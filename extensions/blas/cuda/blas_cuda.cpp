@@ -62,11 +62,16 @@ constexpr int64_t small_max = int64_t(1) << 16;
 // its semantics (cuBLAS's loses small values). Strided calls (an increment > 1) stay cuBLAS; n
 // beyond cuBLAS's int range is always ours.
 // That sweep is launch-bound below a few MiB. Where the GPU rather than the launch is the
-// bottleneck (a replayed graph, a queue that backs up), the kernel's own time decides: 100
-// saxpy, sscal or scopy recorded in a graph and replayed (`bench_graph_replay --op
-// axpy|scal|copy --n N`, H200, 2026-12-02) cost 1.24-1.69 us a node with ours against 0.92-1.56
-// us with cuBLAS's from 4 KiB to 1 MiB, and 2.67-2.78 against 3.43-3.60 us at 4 MiB: in f32 they
-// are ours from 4 MiB, where both measurements agree (f64 not measured this way).
+// bottleneck (a replayed graph, a queue that backs up), the kernel's own time decides: 100 saxpy,
+// sscal or scopy recorded in a graph and replayed (`bench_graph_replay --op axpy|scal|copy --n N`,
+// `gpu-round.sh p6-impl`). Before early launch our vectorised kernels lost there to cuBLAS's
+// below 4 MiB (1.24-1.69 against 0.92-1.56 us a node). With early launch (every kernel of ours
+// waits for prior work itself, PCY_KERNEL_WAITS_FOR_PRIOR) and the one-element-per-thread
+// kernels up to small_max, ours cost less a node at every size (H200, 2026-12-02b): 0.59-0.66
+// against 0.92-1.00 us at 4 KiB, 0.69-1.04 against 1.12-1.21 at 256 KiB, 1.30-1.42 against
+// 1.47-1.58 at 1 MiB, 2.51-2.71 against 3.43-3.61 at 4 MiB, 6.5-7.4 against 10.8-11.2 at 16 MiB;
+// one by one on a stream too (P1: 2.58-2.65 us an op against 3.5-4.0 with cuBLAS's). So f32
+// axpy, scal and copy are ours at every size (f64 and swap not re-measured this way).
 enum l1_op { L1_ASUM, L1_DOT, L1_NRM2, L1_AXPY, L1_SCAL, L1_COPY, L1_SWAP, L1_COUNT };
 constexpr uint64_t always = 0, never = UINT64_MAX, MiB = uint64_t(1) << 20;
 struct own_from_bytes {
@@ -77,9 +82,9 @@ constexpr std::array<own_from_bytes, L1_COUNT> measured_own_from{{
     {"asum", always, always},
     {"dot", always, always},
     {"nrm2", always, always},
-    {"axpy", 4 * MiB, never},
-    {"scal", 4 * MiB, always},
-    {"copy", 4 * MiB, 16 * MiB},
+    {"axpy", always, never},
+    {"scal", always, always},
+    {"copy", always, 16 * MiB},
     {"swap", 4 * MiB, 4 * MiB},
 }};
 // Per op, f32 / f64: elements from which a contiguous call is ours, and for strided calls.
