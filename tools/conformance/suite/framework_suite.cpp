@@ -31,6 +31,7 @@ struct fw_state {
   const Framework* fw = nullptr;
   std::string name;
   std::string add_one; // the add_one kernel in the framework's language; empty: none known
+  bool add_one_builtin = false; // ours: it keeps PCY_KERNEL_WAITS_FOR_PRIOR's promise
 
   std::mutex log_mutex;
   std::vector<std::string> log; // every message the suite's instances logged
@@ -118,8 +119,12 @@ const char* builtin_add_one(const std::string& fw) {
            "  size_t i = get_global_id(0);\n"
            "  if (i < n) x[i] += 1.0f;\n"
            "}\n";
-  if (fw == "cuda")
+  if (fw == "cuda") // waits for prior work first: it may be created with PCY_KERNEL_WAITS_FOR_PRIOR
     return "extern \"C\" __global__ void add_one(float* x, unsigned int n) {\n"
+           "#if __CUDA_ARCH__ >= 900\n"
+           "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
+           "  asm volatile(\"griddepcontrol.launch_dependents;\");\n"
+           "#endif\n"
            "  unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
            "  if (i < n) x[i] += 1.0f;\n"
            "}\n";
@@ -633,7 +638,8 @@ struct add_one_program {
   host::program program;
   host::kernel kernel;
 };
-add_one_program build_add_one(fw_state& s, fixture& f) {
+add_one_program build_add_one(fw_state& s, fixture& f, uint32_t flags = 0,
+                              size_t create_size = sizeof(pcy_kernel_create_args)) {
   if (s.api().program_build == nullptr) skip(s.name + " has no program slots (NULL)");
   PCY_REQUIRE(s.api().program_destroy != nullptr);
   PCY_REQUIRE(s.api().kernel_create != nullptr);
@@ -657,9 +663,10 @@ add_one_program build_add_one(fw_state& s, fixture& f) {
   add_one_program p;
   p.program = host::program(b.program, s.api().program_destroy);
   pcy_kernel_create_args k{};
-  k.struct_size = sizeof k;
+  k.struct_size = create_size;
   k.program = p.program.get();
   k.name = "add_one";
+  k.flags = flags; // beyond a 1.0-sized struct: the plugin must not read it
   PCY_REQUIRE(s.api().kernel_create(&k) == nullptr);
   p.kernel = host::kernel(k.kernel, s.api().kernel_destroy);
   return p;
@@ -693,6 +700,50 @@ void programs_launch(fw_state& s) {
     PCY_REQUIRE(out[i] == v[i] + 1.0f, "element ", i);
   for (uint32_t i = n; i < n + 5; ++i)
     PCY_REQUIRE(out[i] == v[i], "element ", i, " beyond n: must be untouched");
+}
+
+// Kernel flags (1.3): add_one created with PCY_KERNEL_WAITS_FOR_PRIOR (and a bit no minor
+// defines, which must be ignored) or from a 1.0-sized struct, launched 64 times in a row on one
+// buffer: each launch must see the one before (on CUDA the flag makes the launches early, and
+// the kernel's wait keeps them in order).
+void programs_kernel_flags(fw_state& s) {
+  if (!s.add_one.empty() && !s.add_one_builtin)
+    skip("the add_one from --kernel-source may not wait for prior work, as the flag promises");
+  for (const bool old_struct : {false, true}) {
+    PCY_INFO(old_struct ? "a 1.0-sized pcy_kernel_create_args" : "flags WAITS_FOR_PRIOR | 1 << 31");
+    fixture f(s);
+    add_one_program p = build_add_one(
+        s, f, old_struct ? 0u : PCY_KERNEL_WAITS_FOR_PRIOR | (1u << 31),
+        old_struct ? PCY_KERNEL_CREATE_ARGS_SIZE_1_0 : sizeof(pcy_kernel_create_args));
+    const uint32_t n = 1031, launches = 64;
+    const auto v = random_values<float>(n);
+    host::memory m = f.alloc(n * sizeof(float));
+    host::write(f.fw, f.q.get(), m.get(), 0, v.data(), v.size() * sizeof(float));
+    pcy_kernel_arg args[2] = {};
+    args[0].kind = PCY_ARG_MEMORY;
+    args[0].memory = m.get();
+    args[1].kind = PCY_ARG_SCALAR;
+    args[1].value = &n;
+    args[1].size = sizeof n;
+    pcy_kernel_launch_args l{};
+    l.struct_size = sizeof l;
+    l.queue = f.q.get();
+    l.kernel = p.kernel.get();
+    l.dims = 1;
+    l.global[0] = n;
+    l.args = args;
+    l.arg_count = 2;
+    for (uint32_t i = 0; i < launches; ++i)
+      PCY_REQUIRE(s.api().kernel_launch(&l) == nullptr, "launch ", i);
+    std::vector<float> out(n);
+    host::read(f.fw, f.q.get(), m.get(), 0, out.data(), out.size() * sizeof(float));
+    for (uint32_t i = 0; i < n; ++i) {
+      float want = v[i];
+      for (uint32_t k = 0; k < launches; ++k)
+        want += 1.0f;
+      PCY_REQUIRE(out[i] == want, "element ", i, ": ", out[i], ", expected ", want);
+    }
+  }
 }
 
 void programs_unknown_kernel(fw_state& s) {
@@ -779,6 +830,7 @@ constexpr named_body bodies[] = {
     {"import of a handle of no kind is refused", &import_none_refused},
     {"native handles, when supported", &native_handles},
     {"programs: build add_one, make its kernel, launch it", &programs_launch},
+    {"programs: kernel flags (1.3), 64 dependent launches in order", &programs_kernel_flags},
     {"programs: a kernel name the program lacks", &programs_unknown_kernel},
     {"programs: a source that does not compile gives PCY_ERR_BUILD", &programs_build_error},
     {"programs: a launch with 0 or 4 dimensions is refused", &programs_bad_dims},
@@ -800,6 +852,7 @@ suite framework_suite() {
     st->add_one = !t.options.add_one_source.empty() ? t.options.add_one_source
                   : builtin_add_one(st->name)       ? builtin_add_one(st->name)
                                                     : "";
+    st->add_one_builtin = t.options.add_one_source.empty() && builtin_add_one(st->name) != nullptr;
     if (t.framework.devices().empty())
       skip("0 devices: " +
            (t.framework.reason().empty() ? std::string("no reason given") : t.framework.reason()));
