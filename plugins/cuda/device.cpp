@@ -38,7 +38,8 @@ plugin::plugin(const pcy_host_services& host)
   if (early != "" && early != "0" && early != "1")
     log_.warn("PARENCHYMA_CUDA_EARLY_LAUNCH=", early, " ignored: expected 0 or 1");
   early_launch_ = driver_.api().cuLaunchKernelEx != nullptr && early != "0";
-  if (early == "0") log_.info("PARENCHYMA_CUDA_EARLY_LAUNCH=0: every kernel launches after the work before it");
+  if (early == "0")
+    log_.info("PARENCHYMA_CUDA_EARLY_LAUNCH=0: every kernel launches after the work before it");
   int count = 0;
   const CUresult r = driver_.api().cuDeviceGetCount(&count);
   if (r != CUDA_SUCCESS) {

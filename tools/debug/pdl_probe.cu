@@ -22,7 +22,7 @@
   do {                                                                                             \
     cudaError_t e_ = (x);                                                                          \
     if (e_ != cudaSuccess) {                                                                       \
-      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));     \
+      std::fprintf(stderr, "%s:%d %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));      \
       std::exit(1);                                                                                \
     }                                                                                              \
   } while (0)
@@ -209,8 +209,8 @@ int main() {
       auto t1 = clk::now();
       std::printf("  segments%-4s%-6s%s %d nodes x %d replays: %.3f us/op (%zu edges, %d "
                   "programmatic)\n",
-                  pdl ? "+pdl" : "", edata ? "+edata" : "", trigger_early ? "+trigger-at-start" : "",
-                  nodes, replays,
+                  pdl ? "+pdl" : "", edata ? "+edata" : "",
+                  trigger_early ? "+trigger-at-start" : "", nodes, replays,
                   us(t0, t1) / (nodes * replays), ne, programmatic);
       check(nodes * replays, "segments");
       CK(cudaGraphExecDestroy(ge));

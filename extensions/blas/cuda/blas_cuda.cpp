@@ -152,8 +152,8 @@ struct own_kernels {
              asum = nullptr, dot = nullptr, nrm2 = nullptr, scal = nullptr, copy = nullptr,
              swap = nullptr, axpy_small = nullptr, scal_small = nullptr, copy_small = nullptr;
   std::array<pcy_kernel*, std::size(blas_cuda::kernel_names)> all() {
-    return {&axpby, &axpy,  &scale, &save,       &restore,    &asum,      &dot,
-            &nrm2,  &scal, &copy,  &swap,       &axpy_small, &scal_small, &copy_small};
+    return {&axpby, &axpy, &scale, &save, &restore,    &asum,       &dot,
+            &nrm2,  &scal, &copy,  &swap, &axpy_small, &scal_small, &copy_small};
   }
 };
 

@@ -25,8 +25,8 @@ namespace parenchyma::blas_cuda {
 
 // Kernel names the bundle looks up, each with the suffixes _f32 and _f64 (blas_cuda.cpp).
 inline constexpr const char* kernel_names[] = {
-    "axpby", "axpy", "scale", "save_if_alpha0", "restore_if_alpha0", "asum", "dot", "nrm2",
-    "scal",  "copy", "swap", "axpy_small", "scal_small", "copy_small"};
+    "axpby", "axpy", "scale", "save_if_alpha0", "restore_if_alpha0", "asum",       "dot",
+    "nrm2",  "scal", "copy",  "swap",           "axpy_small",        "scal_small", "copy_small"};
 
 inline constexpr const char* kernel_body = R"CUDA(
 template <class T> __device__ __forceinline__ T value_of(T v, const T* p) { return p ? *p : v; }

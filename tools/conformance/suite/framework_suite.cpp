@@ -30,7 +30,7 @@ struct fw_state {
   Registry* registry = nullptr;
   const Framework* fw = nullptr;
   std::string name;
-  std::string add_one; // the add_one kernel in the framework's language; empty: none known
+  std::string add_one;          // the add_one kernel in the framework's language; empty: none known
   bool add_one_builtin = false; // ours: it keeps PCY_KERNEL_WAITS_FOR_PRIOR's promise
 
   std::mutex log_mutex;

@@ -300,8 +300,7 @@ template <class P> struct framework_adapter {
       require_struct(a, "pcy_kernel_create_args");
       if (a->name == nullptr) fail(PCY_ERR_INVALID_ARGUMENT, "kernel name is NULL");
       Prog* prog = detail::from<Prog>(a->program);
-      const uint32_t flags =
-          PCY_HAS_FIELD(a, pcy_kernel_create_args, flags) ? a->flags : 0u; // 1.3
+      const uint32_t flags = PCY_HAS_FIELD(a, pcy_kernel_create_args, flags) ? a->flags : 0u; // 1.3
       if constexpr (requires { prog->create_kernel(a->name, flags); })
         a->kernel = detail::to<pcy_kernel>(prog->create_kernel(a->name, flags));
       else
