@@ -4,6 +4,7 @@
 #include "tensor_impl.hpp"
 
 #include <parenchyma/sdk/common.hpp>
+#include <parenchyma/sdk/launch.hpp>
 #include <parenchyma/sdk/progress.hpp>
 
 #include <algorithm>
@@ -891,7 +892,7 @@ void Backend::launch(const Kernel& kernel, const LaunchDims& dims,
   constexpr size_t max_args = 64;
   if (args.size() > max_args)
     throw error(errc::invalid_argument, impl_->name, "more than 64 kernel arguments");
-  std::array<pcy_kernel_arg, max_args> cargs{};
+  std::array<pcy_kernel_arg, max_args> cargs; // each used entry is written whole below
   for (size_t i = 0; i < args.size(); ++i) {
     const KernelArg& a = args[i];
     pcy_kernel_arg& c = cargs[i];
@@ -900,30 +901,20 @@ void Backend::launch(const Kernel& kernel, const LaunchDims& dims,
       const access acc = a.intent == PCY_INTENT_IN    ? access::read
                          : a.intent == PCY_INTENT_OUT ? access::write_only
                                                       : access::write;
-      c.kind = PCY_ARG_MEMORY;
-      c.memory = a.tensor->device(*impl_, acc);
+      c = pcy_kernel_arg{PCY_ARG_MEMORY, a.tensor->device(*impl_, acc), nullptr, 0};
       break;
     }
     case KernelArg::kind::scalar:
-      c.kind = PCY_ARG_SCALAR;
-      c.value = a.value;
-      c.size = a.size;
+      c = pcy_kernel_arg{PCY_ARG_SCALAR, nullptr, a.value, a.size};
       break;
-    case KernelArg::kind::local:
-      c.kind = PCY_ARG_LOCAL;
-      c.size = a.size;
-      break;
+    case KernelArg::kind::local: c = pcy_kernel_arg{PCY_ARG_LOCAL, nullptr, nullptr, a.size}; break;
     }
   }
-  pcy_kernel_launch_args l{};
-  l.struct_size = sizeof l;
-  l.queue = impl_->queue;
-  l.kernel = kernel.impl_->kernel;
-  l.dims = dims.dims;
-  std::copy(std::begin(dims.global), std::end(dims.global), l.global);
-  std::copy(std::begin(dims.local), std::end(dims.local), l.local);
-  l.args = cargs.data();
-  l.arg_count = static_cast<uint32_t>(args.size());
+  const pcy_kernel_launch_args l =
+      sdk::launch_args(impl_->queue, kernel.impl_->kernel, dims.dims,
+                       {dims.global[0], dims.global[1], dims.global[2]},
+                       {dims.local[0], dims.local[1], dims.local[2]}, cargs.data(),
+                       static_cast<uint32_t>(args.size()));
   throw_if(impl_->api->kernel_launch(&l),
            ("launching kernel '" + kernel.impl_->name + "'").c_str());
 }

@@ -15,6 +15,7 @@
 #include "blas_call.hpp"
 
 #include "kernels_cu.hpp"
+#include <parenchyma/sdk/launch.hpp>
 #include <parenchyma/sdk/op_schema.hpp>
 
 #include <cublas_api.h>
@@ -215,17 +216,8 @@ struct cuda_context {
   }
   void launch(pcy_queue q, pcy_kernel k, uint64_t global, uint32_t local,
               std::initializer_list<pcy_kernel_arg> args) const {
-    pcy_kernel_launch_args l{};
-    l.struct_size = sizeof l;
-    l.queue = q;
-    l.kernel = k;
-    l.dims = 1;
-    l.global[0] = global;
-    l.global[1] = l.global[2] = 1;
-    l.local[0] = local;
-    l.local[1] = l.local[2] = 1;
-    l.args = args.begin();
-    l.arg_count = static_cast<uint32_t>(args.size());
+    const pcy_kernel_launch_args l = sdk::launch_args(
+        q, k, 1, {global, 1, 1}, {local, 1, 1}, args.begin(), static_cast<uint32_t>(args.size()));
     sdk::check(fw->kernel_launch(&l));
   }
   // Whether our kernel serves a BLAS-1 call of n elements (one compare on the usual path).

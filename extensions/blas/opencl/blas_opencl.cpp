@@ -12,6 +12,7 @@
 #include "blas_call.hpp"
 #include "kernels_cl.hpp"
 
+#include <parenchyma/sdk/launch.hpp>
 #include <parenchyma/sdk/op_schema.hpp>
 
 #include <algorithm>
@@ -142,19 +143,9 @@ struct ocl_context {
   }
   void launch(pcy_queue q, pcy_kernel k, uint32_t dims, std::array<uint64_t, 2> global,
               std::array<uint32_t, 2> local, std::initializer_list<pcy_kernel_arg> args) const {
-    pcy_kernel_launch_args l{};
-    l.struct_size = sizeof l;
-    l.queue = q;
-    l.kernel = k;
-    l.dims = dims;
-    l.global[0] = global[0];
-    l.global[1] = global[1];
-    l.global[2] = 1;
-    l.local[0] = local[0];
-    l.local[1] = local[1];
-    l.local[2] = 1;
-    l.args = args.begin();
-    l.arg_count = static_cast<uint32_t>(args.size());
+    const pcy_kernel_launch_args l =
+        sdk::launch_args(q, k, dims, {global[0], global[1], 1}, {local[0], local[1], 1},
+                         args.begin(), static_cast<uint32_t>(args.size()));
     sdk::check(fw->kernel_launch(&l));
   }
 };

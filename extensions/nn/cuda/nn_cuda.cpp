@@ -24,6 +24,7 @@
 #include "cudnn_graph.hpp"
 #include "kernels_cu.hpp"
 #include <parenchyma/sdk/bundle.hpp>
+#include <parenchyma/sdk/launch.hpp>
 #include <parenchyma/sdk/op_schema.hpp>
 
 #include <cuda.h>
@@ -308,17 +309,9 @@ struct cuda_nn_context {
   }
   void launch(pcy_queue q, pcy_kernel kern, uint64_t blocks, uint32_t threads,
               std::initializer_list<pcy_kernel_arg> args) const {
-    pcy_kernel_launch_args l{};
-    l.struct_size = sizeof l;
-    l.queue = q;
-    l.kernel = kern;
-    l.dims = 1;
-    l.global[0] = blocks * threads;
-    l.global[1] = l.global[2] = 1;
-    l.local[0] = threads;
-    l.local[1] = l.local[2] = 1;
-    l.args = args.begin();
-    l.arg_count = static_cast<uint32_t>(args.size());
+    const pcy_kernel_launch_args l =
+        sdk::launch_args(q, kern, 1, {blocks * threads, 1, 1}, {threads, 1, 1}, args.begin(),
+                         static_cast<uint32_t>(args.size()));
     sdk::check(fw->kernel_launch(&l));
   }
   // Blocks for a grid-stride kernel over `count` items of `per_block` each.

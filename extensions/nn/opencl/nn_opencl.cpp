@@ -11,6 +11,7 @@
 #include "kernels_cl.hpp"
 #include "nn_call.hpp"
 
+#include <parenchyma/sdk/launch.hpp>
 #include <parenchyma/sdk/op_schema.hpp>
 
 #include <algorithm>
@@ -123,17 +124,8 @@ struct ocl_context {
   }
   void launch(pcy_queue q, pcy_kernel k, uint32_t dims, std::array<uint64_t, 3> global,
               std::array<uint32_t, 3> local, std::initializer_list<pcy_kernel_arg> args) const {
-    pcy_kernel_launch_args l{};
-    l.struct_size = sizeof l;
-    l.queue = q;
-    l.kernel = k;
-    l.dims = dims;
-    for (int i = 0; i < 3; ++i) {
-      l.global[i] = global[i];
-      l.local[i] = local[i];
-    }
-    l.args = args.begin();
-    l.arg_count = static_cast<uint32_t>(args.size());
+    const pcy_kernel_launch_args l = sdk::launch_args(q, k, dims, global, local, args.begin(),
+                                                      static_cast<uint32_t>(args.size()));
     sdk::check(fw->kernel_launch(&l));
   }
   // A grid-stride kernel over `items` work items: whole groups of `local`, at most max_groups.
