@@ -11,7 +11,7 @@
 //
 // BLAS-1 at memory speed (PERFORMANCE.md P4): our vectorised kernels serve asum, dot, nrm2,
 // axpy, scal, copy and swap wherever they beat cuBLAS, per op, dtype and size, from a table
-// shipped as data (measured_own_from below); one integer compare per call.
+// shipped as data (measured_own_from below); two integer compares per call.
 #include "blas_call.hpp"
 
 #include "kernels_cu.hpp"
@@ -48,6 +48,11 @@ constexpr uint64_t counter_bytes = 256;       // the reductions' counter, then t
 // axpy, scal and copy of at most this many elements take the one-element-per-thread kernels
 // (axpy_small_*, ...: a short kernel, cheaper per node of a replayed graph; see the table below).
 constexpr int64_t small_max = int64_t(1) << 16;
+// Early launch (PCY_KERNEL_WAITS_FOR_PRIOR) for calls of at most this many bytes of one vector
+// or window. Above it a kernel's launch is a rounding error of its run time, and early launch
+// cost the one-input reductions bandwidth: sasum and snrm2 took 1.06-1.21x their earlier time
+// from 64 MiB to 1 GiB (80-86 % of a device copy instead of 92-103 %; H200, 2026-12-02b).
+constexpr uint64_t early_max = uint64_t(16) << 20;
 
 // Which implementation serves a BLAS-1 call: our kernel from own_from[op][dtype] elements of a
 // contiguous (increment 1) vector on, cuBLAS below; one compare per call. The table is in
@@ -72,25 +77,32 @@ constexpr int64_t small_max = int64_t(1) << 16;
 // against 0.92-1.00 us at 4 KiB, 0.69-1.04 against 1.12-1.21 at 256 KiB, 1.30-1.42 against
 // 1.47-1.58 at 1 MiB, 2.51-2.71 against 3.43-3.61 at 4 MiB, 6.5-7.4 against 10.8-11.2 at 16 MiB;
 // one by one on a stream too (P1: 2.58-2.65 us an op against 3.5-4.0 with cuBLAS's). So f32
-// axpy, scal and copy are ours at every size (f64 and swap not re-measured this way).
+// axpy, scal and copy are ours at every size; f64 and swap by the stream sweep below.
 enum l1_op { L1_ASUM, L1_DOT, L1_NRM2, L1_AXPY, L1_SCAL, L1_COPY, L1_SWAP, L1_COUNT };
 constexpr uint64_t always = 0, never = UINT64_MAX, MiB = uint64_t(1) << 20;
+// With early launch (2026-12-02b, `bench_blas_cuda --g9` under PARENCHYMA_BLAS_CUDA_IMPL=own):
+// ours took 0.44-0.99 of cuBLAS's time in every f32 and f64 cell from 4 KiB to 1 GiB but daxpy
+// at 256 MiB and 1 GiB (1.009-1.013): swap and dcopy are now ours at every size too, daxpy
+// below 128 MiB (0.83-0.99 there; cuBLAS's daxpy streams at 98-99 % of a device copy above).
+// `until`: bytes from which cuBLAS serves again (`never`: no upper bound).
 struct own_from_bytes {
   const char* op;
   uint64_t f32, f64;
+  uint64_t f32_until = never, f64_until = never;
 };
 constexpr std::array<own_from_bytes, L1_COUNT> measured_own_from{{
     {"asum", always, always},
     {"dot", always, always},
     {"nrm2", always, always},
-    {"axpy", always, never},
+    {"axpy", always, always, never, 128 * MiB},
     {"scal", always, always},
-    {"copy", always, 16 * MiB},
-    {"swap", 4 * MiB, 4 * MiB},
+    {"copy", always, always},
+    {"swap", always, always},
 }};
-// Per op, f32 / f64: elements from which a contiguous call is ours, and for strided calls.
+// Per op, f32 / f64: elements from which (and below which) a contiguous call is ours, and from
+// which a strided call is.
 struct l1_choice {
-  std::array<std::array<uint64_t, 2>, L1_COUNT> contiguous{}, strided{};
+  std::array<std::array<uint64_t, 2>, L1_COUNT> contiguous{}, until{}, strided{};
 };
 constexpr uint64_t guard_elements = 1u << 22; // the gemm guard's window, per cuBLAS call
 
@@ -183,7 +195,8 @@ struct cuda_context {
   pcy_memory guard_mem = nullptr; // the saved output window of a guarded gemm/gemv
   uint64_t guard_bytes = 0;
   pcy_program program = nullptr;
-  own_kernels f32, f64;
+  own_kernels f32, f64;           // created with PCY_KERNEL_WAITS_FOR_PRIOR: launched early
+  own_kernels f32_late, f64_late; // the same kernels without it, for calls above early_max
   pcy_kernel scale_f16 = nullptr, scale_bf16 = nullptr; // the half gemm's k == 0 / alpha == 0
   std::string kernels_reason; // why our kernels are missing (NVRTC absent, build failed)
 
@@ -195,7 +208,7 @@ struct cuda_context {
       current();
       api->cublasDestroy_v2(handle);
     }
-    for (own_kernels* k : {&f32, &f64})
+    for (own_kernels* k : {&f32, &f64, &f32_late, &f64_late})
       for (pcy_kernel* kp : k->all())
         if (*kp != nullptr) fw->kernel_destroy(*kp);
     for (pcy_kernel kp : {scale_f16, scale_bf16})
@@ -205,14 +218,17 @@ struct cuda_context {
       if (m != nullptr) fw->memory_free(m);
   }
 
-  template <class T> const own_kernels& kernels(const char* op) const {
+  // Our kernels for a call over `elements` elements: launched early up to early_max bytes, the
+  // usual way above (see early_max).
+  template <class T> const own_kernels& kernels(const char* op, uint64_t elements = 0) const {
     if (!kernels_reason.empty())
       sdk::fail(PCY_ERR_UNSUPPORTED,
                 sdk::str(op,
                          " on CUDA needs the bundle's own kernels for reference-BLAS "
                          "semantics, which are not available: ",
                          kernels_reason));
-    return std::is_same_v<T, float> ? f32 : f64;
+    const bool late = elements > early_max / sizeof(T);
+    return std::is_same_v<T, float> ? (late ? f32_late : f32) : (late ? f64_late : f64);
   }
   void launch(pcy_queue q, pcy_kernel k, uint64_t global, uint32_t local,
               std::initializer_list<pcy_kernel_arg> args) const {
@@ -220,12 +236,13 @@ struct cuda_context {
         q, k, 1, {global, 1, 1}, {local, 1, 1}, args.begin(), static_cast<uint32_t>(args.size()));
     sdk::check(fw->kernel_launch(&l));
   }
-  // Whether our kernel serves a BLAS-1 call of n elements (one compare on the usual path).
+  // Whether our kernel serves a BLAS-1 call of n elements (two compares on the usual path).
   template <class T> bool own(l1_op op, int64_t n, int64_t inc) const {
     const size_t d = std::is_same_v<T, float> ? 0 : 1;
     if (!kernels_reason.empty()) return false; // cuBLAS, or the reason for what needs ours
     const uint64_t un = static_cast<uint64_t>(n);
-    return (inc == 1 ? un >= own_from.contiguous[op][d] : un >= own_from.strided[op][d]) ||
+    return (inc == 1 ? un >= own_from.contiguous[op][d] && un < own_from.until[op][d]
+                     : un >= own_from.strided[op][d]) ||
            n > INT32_MAX;
   }
   // Our vector path applies: increments 1, element-aligned pointers, x and y misaligned alike.
@@ -385,9 +402,9 @@ struct cuda_context {
   template <class T>
   void scale(pcy_queue q, const char* op, int64_t rows, int64_t cols, int64_t ld,
              const blas_bundle::scalar_arg& beta, T* x) const {
-    const own_kernels& k = kernels<T>(op);
     const long long total = rows * cols; // <= the tensor's element count (decoder-checked)
     if (total == 0) return;
+    const own_kernels& k = kernels<T>(op, static_cast<uint64_t>(total));
     const int ncols = to_int(cols, op, "n");
     const long long lld = ld;
     const auto [b, pb] = kscalar<T>(beta);
@@ -417,8 +434,8 @@ struct cuda_context {
   template <class T>
   void guard_window(pcy_queue q, bool restore, const char* op, int64_t rows, int64_t cols,
                     int64_t ld, const T* alpha, const T* beta, T* out) {
-    const own_kernels& k = kernels<T>(op);
     const long long total = rows * cols, lld = ld;
+    const own_kernels& k = kernels<T>(op, static_cast<uint64_t>(total));
     const int ncols = to_int(cols, op, "n");
     const void* saved = guard_ptr(static_cast<uint64_t>(total) * sizeof(T));
     const void *pa = alpha, *pb = beta, *po = out;
@@ -447,7 +464,7 @@ template <class T, int Which> void reduction(cuda_context& cx, const sdk::op_arg
   const bool two = Which != 0;
   const int64_t incy = two ? c.y.inc : 1;
   if (cx.own<T>(Which == 0 ? L1_ASUM : L1_DOT, c.n, std::max(c.x.inc, incy))) {
-    const own_kernels& k = cx.kernels<T>(name);
+    const own_kernels& k = cx.kernels<T>(name, static_cast<uint64_t>(c.n));
     cx.reduce<T>(a.queue(), two ? k.dot : k.asum, c.n, cx.dptr<T>(*c.x.t), c.x.inc,
                  two ? cx.dptr<T>(*c.y.t) : nullptr, incy, r);
     return;
@@ -469,7 +486,7 @@ template <class T> void op_dot(cuda_context& cx, const sdk::op_args& a) { reduct
 // and denormals. One launch, the result stays on the device; n == 0 gives 0.
 template <class T> void op_nrm2(cuda_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_nrm2(a, dt<T>);
-  const own_kernels& k = cx.kernels<T>("nrm2");
+  const own_kernels& k = cx.kernels<T>("nrm2", static_cast<uint64_t>(c.n));
   if (c.n == 0) {
     cx.zero_result<T>(a.queue(), *c.result);
     return;
@@ -519,7 +536,7 @@ template <class T> void op_axpy(cuda_context& cx, const sdk::op_args& a) {
   if (c.n == 0 || c.alpha.is_zero()) return; // reference axpy: y untouched, x not read
   // A device alpha of 0 must return too: our kernel looks at it on the device.
   if (c.alpha.tensor != nullptr || cx.own<T>(L1_AXPY, c.n, std::max(c.x.inc, c.y.inc))) {
-    const own_kernels& k = cx.kernels<T>("axpy");
+    const own_kernels& k = cx.kernels<T>("axpy", static_cast<uint64_t>(c.n));
     const auto al = cx.kscalar<T>(c.alpha);
     own_l1<T>(cx, a.queue(), k.axpy, c.n, &al, cx.dptr<T>(*c.x.t), c.x.inc, cx.dptr<T>(*c.y.t),
               c.y.inc, 1, k.axpy_small);
@@ -537,7 +554,7 @@ template <class T> void op_axpy(cuda_context& cx, const sdk::op_args& a) {
 template <class T> void op_axpby(cuda_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_axpby(a, dt<T>);
   if (c.n == 0) return;
-  const own_kernels& k = cx.kernels<T>("axpby");
+  const own_kernels& k = cx.kernels<T>("axpby", static_cast<uint64_t>(c.n));
   const long long n = c.n, incx = c.x.inc, incy = c.y.inc;
   const auto [al, pa] = cx.kscalar<T>(c.alpha);
   const auto [be, pb] = cx.kscalar<T>(c.beta);
@@ -552,7 +569,7 @@ template <class T> void op_scal(cuda_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_scal(a, dt<T>);
   if (c.n == 0) return;
   if (cx.own<T>(L1_SCAL, c.n, c.x.inc)) {
-    const own_kernels& k = cx.kernels<T>("scal");
+    const own_kernels& k = cx.kernels<T>("scal", static_cast<uint64_t>(c.n));
     const auto al = cx.kscalar<T>(c.alpha);
     own_l1<T>(cx, a.queue(), k.scal, c.n, &al, cx.dptr<T>(*c.x.t), c.x.inc, nullptr, 1, 1,
               k.scal_small);
@@ -568,7 +585,7 @@ template <class T> void op_copy(cuda_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_copy(a, dt<T>);
   if (c.n == 0) return;
   if (cx.own<T>(L1_COPY, c.n, std::max(c.x.inc, c.y.inc))) {
-    const own_kernels& k = cx.kernels<T>("copy");
+    const own_kernels& k = cx.kernels<T>("copy", static_cast<uint64_t>(c.n));
     own_l1<T>(cx, a.queue(), k.copy, c.n, nullptr, cx.dptr<T>(*c.x.t), c.x.inc, cx.dptr<T>(*c.y.t),
               c.y.inc, 1, k.copy_small);
     return;
@@ -583,8 +600,8 @@ template <class T> void op_swap(cuda_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_swap(a, dt<T>);
   if (c.n == 0) return;
   if (cx.own<T>(L1_SWAP, c.n, std::max(c.x.inc, c.y.inc))) {
-    own_l1<T>(cx, a.queue(), cx.kernels<T>("swap").swap, c.n, nullptr, cx.dptr<T>(*c.x.t), c.x.inc,
-              cx.dptr<T>(*c.y.t), c.y.inc, 4);
+    own_l1<T>(cx, a.queue(), cx.kernels<T>("swap", static_cast<uint64_t>(c.n)).swap, c.n, nullptr,
+              cx.dptr<T>(*c.x.t), c.x.inc, cx.dptr<T>(*c.y.t), c.y.inc, 4);
     return;
   }
   cx.current();
@@ -815,20 +832,22 @@ private:
     }
     cx.program = b.program;
     log_.debug("built the CUDA kernels", b.cache_hit ? " (from the cache)" : "");
-    for (const bool f64 : {false, true}) {
-      own_kernels& k = f64 ? cx.f64 : cx.f32;
-      auto slots = k.all();
-      for (size_t i = 0; i < slots.size(); ++i) {
-        const std::string kname = sdk::str(blas_cuda::kernel_names[i], f64 ? "_f64" : "_f32");
-        pcy_kernel_create_args kc{};
-        kc.struct_size = sizeof kc;
-        kc.program = cx.program;
-        kc.name = kname.c_str();
-        kc.flags = PCY_KERNEL_WAITS_FOR_PRIOR; // each begins with PCY_WAIT_PRIOR()
-        sdk::check(fw.kernel_create(&kc));
-        *slots[i] = kc.kernel;
+    for (const bool f64 : {false, true})
+      for (const bool late : {false, true}) {
+        own_kernels& k = f64 ? (late ? cx.f64_late : cx.f64) : (late ? cx.f32_late : cx.f32);
+        auto slots = k.all();
+        for (size_t i = 0; i < slots.size(); ++i) {
+          const std::string kname = sdk::str(blas_cuda::kernel_names[i], f64 ? "_f64" : "_f32");
+          pcy_kernel_create_args kc{};
+          kc.struct_size = sizeof kc;
+          kc.program = cx.program;
+          kc.name = kname.c_str();
+          // Each begins with PCY_WAIT_PRIOR(): it may start early.
+          kc.flags = late ? 0u : static_cast<uint32_t>(PCY_KERNEL_WAITS_FOR_PRIOR);
+          sdk::check(fw.kernel_create(&kc));
+          *slots[i] = kc.kernel;
+        }
       }
-    }
     for (auto [kname, slot] :
          {std::pair{"scale_f16", &cx.scale_f16}, {"scale_bf16", &cx.scale_bf16}}) {
       pcy_kernel_create_args kc{};
@@ -901,8 +920,11 @@ private:
     for (size_t op = 0; op < L1_COUNT; ++op)
       for (size_t d = 0; d < 2; ++d) {
         const uint64_t bytes = d == 0 ? measured_own_from[op].f32 : measured_own_from[op].f64;
+        const uint64_t until =
+            d == 0 ? measured_own_from[op].f32_until : measured_own_from[op].f64_until;
         const uint64_t size = d == 0 ? sizeof(float) : sizeof(double);
         own_from_.contiguous[op][d] = bytes == never ? never : (bytes + size - 1) / size;
+        own_from_.until[op][d] = until == never ? never : until / size;
         own_from_.strided[op][d] = op == L1_NRM2 ? always : never;
       }
     if (const char* e = sdk::host_setting(host_, "PARENCHYMA_BLAS_CUDA_IMPL")) {
@@ -912,8 +934,10 @@ private:
                   v == "own" ? "our kernels" : "cuBLAS", " at every size");
         for (size_t op = 0; op < L1_COUNT; ++op)
           if (op != L1_NRM2)
-            for (size_t d = 0; d < 2; ++d)
+            for (size_t d = 0; d < 2; ++d) {
               own_from_.contiguous[op][d] = own_from_.strided[op][d] = v == "own" ? always : never;
+              own_from_.until[op][d] = never;
+            }
       } else {
         log_.warn("PARENCHYMA_BLAS_CUDA_IMPL=", v, " ignored: expected 'own' or 'cublas'");
       }
@@ -938,10 +962,15 @@ private:
       if (fn == nullptr) return ours;
       const std::string cublas = sdk::str("cuBLAS (", soname_, ") cublas", t, fn);
       if (l1 < 0) return cublas;
-      const uint64_t from = own_from_.contiguous[static_cast<size_t>(l1)][t[0] == 'S' ? 0 : 1];
+      const size_t d = t[0] == 'S' ? 0 : 1;
+      const uint64_t from = own_from_.contiguous[static_cast<size_t>(l1)][d];
+      const uint64_t until = own_from_.until[static_cast<size_t>(l1)][d];
       if (from == never) return cublas;
-      if (from == always) return ours;
-      return sdk::str(ours, " from ", from, " elements (increment 1), else ", cublas);
+      if (from == always && until == never) return ours;
+      if (until == never)
+        return sdk::str(ours, " from ", from, " elements (increment 1), else ", cublas);
+      return sdk::str(ours, " from ", from, " to ", until, " elements (increment 1), else ",
+                      cublas);
     };
     table_.add<F32, F64>(schema, label("S"), label("D"), sig_1_0);
   }
