@@ -119,6 +119,22 @@ int main() {
                 worst < 1e-3 ? "ok" : "WRONG");
   };
 
+  // Instantiates g, replays it `replays` times from fresh data and returns microseconds per node.
+  auto replay_us = [&](cudaGraph_t g, int nodes, int replays) {
+    cudaGraphExec_t ge;
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    CK(cudaGraphUpload(ge, s));
+    CK(cudaStreamSynchronize(s));
+    reset();
+    auto t0 = clk::now();
+    for (int r = 0; r < replays; ++r)
+      CK(cudaGraphLaunch(ge, s));
+    CK(cudaStreamSynchronize(s));
+    auto t1 = clk::now();
+    CK(cudaGraphExecDestroy(ge));
+    return us(t0, t1) / (nodes * replays);
+  };
+
   const int ops = 10000;
   for (int rep = 0; rep < 3; ++rep) {
     std::printf("round %d\n", rep);
@@ -140,24 +156,14 @@ int main() {
       const int nodes = 100, replays = 100;
       reset();
       cudaGraph_t g;
-      cudaGraphExec_t ge;
       CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
       for (int i = 0; i < nodes; ++i)
         launch(s, i, pdl, false);
       CK(cudaStreamEndCapture(s, &g));
-      CK(cudaGraphInstantiate(&ge, g, 0));
-      CK(cudaGraphUpload(ge, s));
-      CK(cudaStreamSynchronize(s));
-      reset();
-      auto t0 = clk::now();
-      for (int r = 0; r < replays; ++r)
-        CK(cudaGraphLaunch(ge, s));
-      CK(cudaStreamSynchronize(s));
-      auto t1 = clk::now();
+      const double per_node = replay_us(g, nodes, replays);
       std::printf("  graph%-5s  %d nodes x %d replays: %.3f us/op\n", pdl ? "+pdl" : "", nodes,
-                  replays, us(t0, t1) / (nodes * replays));
+                  replays, per_node);
       check(nodes * replays, pdl ? "graph+pdl" : "graph");
-      CK(cudaGraphExecDestroy(ge));
       CK(cudaGraphDestroy(g));
     }
     // The way the CUDA plugin records: each op captured on its own into the one graph
@@ -197,23 +203,13 @@ int main() {
       int programmatic = 0;
       for (auto& e : data)
         programmatic += e.type == cudaGraphDependencyTypeProgrammatic;
-      cudaGraphExec_t ge;
-      CK(cudaGraphInstantiate(&ge, g, 0));
-      CK(cudaGraphUpload(ge, s));
-      CK(cudaStreamSynchronize(s));
-      reset();
-      auto t0 = clk::now();
-      for (int r = 0; r < replays; ++r)
-        CK(cudaGraphLaunch(ge, s));
-      CK(cudaStreamSynchronize(s));
-      auto t1 = clk::now();
+      const double per_node = replay_us(g, nodes, replays);
       std::printf("  segments%-4s%-6s%s %d nodes x %d replays: %.3f us/op (%zu edges, %d "
                   "programmatic)\n",
                   pdl ? "+pdl" : "", edata ? "+edata" : "",
-                  trigger_early ? "+trigger-at-start" : "", nodes, replays,
-                  us(t0, t1) / (nodes * replays), ne, programmatic);
+                  trigger_early ? "+trigger-at-start" : "", nodes, replays, per_node, ne,
+                  programmatic);
       check(nodes * replays, "segments");
-      CK(cudaGraphExecDestroy(ge));
       CK(cudaGraphDestroy(g));
     }
     trigger_early = 0;

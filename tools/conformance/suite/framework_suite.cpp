@@ -6,7 +6,9 @@
 // plugin does not offer them.
 #include "suites.hpp"
 
+#include <parenchyma/sdk/cuda_source.hpp>
 #include <parenchyma/sdk/host.hpp>
+#include <parenchyma/sdk/launch.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -112,6 +114,17 @@ struct fixture {
 
 constexpr uint64_t awkward_sizes[] = {1, 3, 4097, (uint64_t{1} << 20) + 13};
 
+// The CUDA add_one waits for prior work first (the SDK's early-launch macros, from its common
+// CUDA source): it may be created with PCY_KERNEL_WAITS_FOR_PRIOR.
+constexpr const char* add_one_cuda = R"CUDA(
+extern "C" __global__ void add_one(float* x, unsigned int n) {
+  PCY_WAIT_PRIOR();
+  PCY_START_NEXT();
+  unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i < n) x[i] += 1.0f;
+}
+)CUDA";
+
 // add_one(float* x, uint32 n): x[i] += 1 for i < n, in each framework's kernel language.
 const char* builtin_add_one(const std::string& fw) {
   if (fw == "opencl")
@@ -119,15 +132,7 @@ const char* builtin_add_one(const std::string& fw) {
            "  size_t i = get_global_id(0);\n"
            "  if (i < n) x[i] += 1.0f;\n"
            "}\n";
-  if (fw == "cuda") // waits for prior work first: it may be created with PCY_KERNEL_WAITS_FOR_PRIOR
-    return "extern \"C\" __global__ void add_one(float* x, unsigned int n) {\n"
-           "#if __CUDA_ARCH__ >= 900\n"
-           "  asm volatile(\"griddepcontrol.wait;\" ::: \"memory\");\n"
-           "  asm volatile(\"griddepcontrol.launch_dependents;\");\n"
-           "#endif\n"
-           "  unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-           "  if (i < n) x[i] += 1.0f;\n"
-           "}\n";
+  if (fw == "cuda") return sdk::cuda_source_with<add_one_cuda>().c_str();
   if (fw == "stub" || fw == "mock") return "kernel add_one\n";
   return nullptr;
 }
@@ -672,6 +677,16 @@ add_one_program build_add_one(fw_state& s, fixture& f, uint32_t flags = 0,
   return p;
 }
 
+// One launch of add_one over the first n floats of m.
+pcy_error* launch_add_one(fw_state& s, fixture& f, const add_one_program& p, pcy_memory m,
+                          const uint32_t& n) {
+  const pcy_kernel_arg args[2] = {{PCY_ARG_MEMORY, m, nullptr, 0},
+                                  {PCY_ARG_SCALAR, nullptr, &n, sizeof n}};
+  const pcy_kernel_launch_args l =
+      sdk::launch_args(f.q.get(), p.kernel.get(), 1, {n, 1, 1}, {0, 0, 0}, args, 2);
+  return s.api().kernel_launch(&l);
+}
+
 void programs_launch(fw_state& s) {
   fixture f(s);
   add_one_program p = build_add_one(s, f);
@@ -679,21 +694,7 @@ void programs_launch(fw_state& s) {
   const auto v = random_values<float>(n + 5);
   host::memory m = f.alloc((n + 5) * sizeof(float));
   host::write(f.fw, f.q.get(), m.get(), 0, v.data(), v.size() * sizeof(float));
-  pcy_kernel_arg args[2] = {};
-  args[0].kind = PCY_ARG_MEMORY;
-  args[0].memory = m.get();
-  args[1].kind = PCY_ARG_SCALAR;
-  args[1].value = &n;
-  args[1].size = sizeof n;
-  pcy_kernel_launch_args l{};
-  l.struct_size = sizeof l;
-  l.queue = f.q.get();
-  l.kernel = p.kernel.get();
-  l.dims = 1;
-  l.global[0] = n;
-  l.args = args;
-  l.arg_count = 2;
-  PCY_REQUIRE(s.api().kernel_launch(&l) == nullptr);
+  PCY_REQUIRE(launch_add_one(s, f, p, m.get(), n) == nullptr);
   std::vector<float> out(n + 5);
   host::read(f.fw, f.q.get(), m.get(), 0, out.data(), out.size() * sizeof(float));
   for (uint32_t i = 0; i < n; ++i)
@@ -719,22 +720,8 @@ void programs_kernel_flags(fw_state& s) {
     const auto v = random_values<float>(n);
     host::memory m = f.alloc(n * sizeof(float));
     host::write(f.fw, f.q.get(), m.get(), 0, v.data(), v.size() * sizeof(float));
-    pcy_kernel_arg args[2] = {};
-    args[0].kind = PCY_ARG_MEMORY;
-    args[0].memory = m.get();
-    args[1].kind = PCY_ARG_SCALAR;
-    args[1].value = &n;
-    args[1].size = sizeof n;
-    pcy_kernel_launch_args l{};
-    l.struct_size = sizeof l;
-    l.queue = f.q.get();
-    l.kernel = p.kernel.get();
-    l.dims = 1;
-    l.global[0] = n;
-    l.args = args;
-    l.arg_count = 2;
     for (uint32_t i = 0; i < launches; ++i)
-      PCY_REQUIRE(s.api().kernel_launch(&l) == nullptr, "launch ", i);
+      PCY_REQUIRE(launch_add_one(s, f, p, m.get(), n) == nullptr, "launch ", i);
     std::vector<float> out(n);
     host::read(f.fw, f.q.get(), m.get(), 0, out.data(), out.size() * sizeof(float));
     for (uint32_t i = 0; i < n; ++i) {
