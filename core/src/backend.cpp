@@ -159,6 +159,7 @@ BackendImpl::BackendImpl(std::shared_ptr<DeviceContext> device_context, Selectio
 
 BackendImpl::~BackendImpl() {
   if (pcy_error* e = api->queue_finish(queue)) e->destroy(e);
+  host_synchronised();
   for (auto& [bundle, ctx] : bundle_contexts_)
     if (ctx != nullptr) bundle->api().context_teardown(ctx);
   fallbacks_.clear();
@@ -166,7 +167,10 @@ BackendImpl::~BackendImpl() {
   api->queue_destroy(queue);
 }
 
-void BackendImpl::finish() { throw_if(api->queue_finish(queue), "waiting for the queue"); }
+void BackendImpl::finish() {
+  throw_if(api->queue_finish(queue), "waiting for the queue");
+  host_synchronised();
+}
 
 namespace {
 [[noreturn]] [[gnu::noinline]] void refuse_while_recording(const BackendImpl& b, const char* what) {
@@ -652,15 +656,16 @@ pack(const OpKey& key, const detail::BoundOp& op, BackendImpl& target, std::span
       if constexpr (Defer)
         tensor_at[tensor_count++] = static_cast<uint8_t>(i);
       else
-        d.memory = ti.device(target, access_of[static_cast<unsigned>(a.intent) & 3u], &d.data);
+        d.memory = ti.device_for_op(target, access_of[static_cast<unsigned>(a.intent) & 3u],
+                                    &d.data, target.writebacks);
     }
   }
   // Every argument passed: now sync.
   for (size_t k = 0; Defer && k < tensor_count; ++k) {
     const OpArg& a = args[tensor_at[k]];
     pcy_tensor& d = tensors[tensor_at[k]];
-    d.memory =
-        a.tensor->impl().device(target, access_of[static_cast<unsigned>(a.intent) & 3u], &d.data);
+    d.memory = a.tensor->impl().device_for_op(
+        target, access_of[static_cast<unsigned>(a.intent) & 3u], &d.data, target.writebacks);
   }
 }
 
@@ -678,6 +683,9 @@ void Backend::invoke(const OpKey& key, std::span<const OpArg> args) const {
     return detail::record_op(*impl_, key, op, args);
   BackendImpl& target = *op.target;
   if (&target != impl_.get()) impl_->fallbacks.fetch_add(1, std::memory_order_relaxed);
+  // Imported host arrays the op writes apart from the array get the result after it (or the
+  // list is emptied when the op is refused or fails).
+  const writeback_scope writebacks{target};
 
   std::array<pcy_tensor, detail::max_op_args> tensors;
   std::array<pcy_op_arg, detail::max_op_args> cargs;
@@ -693,6 +701,8 @@ void Backend::invoke(const OpKey& key, std::span<const OpArg> args) const {
       op_call(op, target, cargs.data(), args.size(), needs_ext ? exts.data() : nullptr);
   if (pcy_error* e = op.fn(&call)) [[unlikely]]
     throw_if(e, (std::string(key.extension) + "." + key.name).c_str());
+  if (!target.writebacks.empty()) [[unlikely]]
+    target.write_back();
 }
 
 // ---- recording (graph.cpp holds the rest) --------------------------------------------------
@@ -718,11 +728,15 @@ void detail::record_op(BackendImpl& b, const OpKey& key, BoundOp& op, std::span<
   std::array<pcy_tensor, max_op_args> tensors;
   std::array<pcy_op_arg, max_op_args> cargs;
   std::array<pcy_op_arg_ext, max_op_args> exts;
-  // Always deferred: a refused call changes no tensor.
-  if (op.needs_ext)
-    pack<true, true>(key, op, b, args, tensors.data(), cargs.data(), exts.data());
-  else
-    pack<false, true>(key, op, b, args, tensors.data(), cargs.data(), nullptr);
+  // Always deferred: a refused call changes no tensor. Nothing runs now, so nothing is written
+  // back now: a replay writes back what its ops write (Graph::replay).
+  {
+    const writeback_scope none{b};
+    if (op.needs_ext)
+      pack<true, true>(key, op, b, args, tensors.data(), cargs.data(), exts.data());
+    else
+      pack<false, true>(key, op, b, args, tensors.data(), cargs.data(), nullptr);
+  }
 
   // Every tensor the call touches: captured once, with the slot it has now.
   for (size_t i = 0; i < args.size(); ++i) {
@@ -893,6 +907,7 @@ void Backend::launch(const Kernel& kernel, const LaunchDims& dims,
   if (args.size() > max_args)
     throw error(errc::invalid_argument, impl_->name, "more than 64 kernel arguments");
   std::array<pcy_kernel_arg, max_args> cargs; // each used entry is written whole below
+  const writeback_scope writebacks{*impl_};
   for (size_t i = 0; i < args.size(); ++i) {
     const KernelArg& a = args[i];
     pcy_kernel_arg& c = cargs[i];
@@ -901,7 +916,9 @@ void Backend::launch(const Kernel& kernel, const LaunchDims& dims,
       const access acc = a.intent == PCY_INTENT_IN    ? access::read
                          : a.intent == PCY_INTENT_OUT ? access::write_only
                                                       : access::write;
-      c = pcy_kernel_arg{PCY_ARG_MEMORY, a.tensor->device(*impl_, acc), nullptr, 0};
+      c = pcy_kernel_arg{PCY_ARG_MEMORY,
+                         a.tensor->impl().device_for_op(*impl_, acc, nullptr, impl_->writebacks),
+                         nullptr, 0};
       break;
     }
     case KernelArg::kind::scalar:
@@ -917,6 +934,8 @@ void Backend::launch(const Kernel& kernel, const LaunchDims& dims,
                        static_cast<uint32_t>(args.size()));
   throw_if(impl_->api->kernel_launch(&l),
            ("launching kernel '" + kernel.impl_->name + "'").c_str());
+  if (!impl_->writebacks.empty()) [[unlikely]]
+    impl_->write_back();
 }
 
 } // namespace v1

@@ -85,6 +85,17 @@ DLManagedTensorVersioned* as_versioned(DLManagedTensor* m) noexcept {
 }
 #endif
 
+// The bytes a tensor shares with the world outside the runtime, in the address space of a
+// DLPack device (host memory is one space, whatever kDLCPU or kDLCUDAHost called it).
+void set_extent(TensorStorage::Impl& t, DLDevice device, const void* data) {
+  const bool host = device.device_type == kDLCPU || device.device_type == kDLCUDAHost;
+  t.extent_space = host ? uint64_t{kDLCPU} << 32
+                        : (static_cast<uint64_t>(device.device_type) << 32) |
+                              static_cast<uint32_t>(device.device_id);
+  t.extent_lo = reinterpret_cast<uintptr_t>(data);
+  t.extent_hi = t.extent_lo + t.bytes;
+}
+
 DLManagedTensor* make_managed(TensorStorage::Impl& t, void* data, DLDevice device) {
   auto e = std::make_unique<Exported>();
   e->shape = t.shape;
@@ -103,6 +114,8 @@ DLManagedTensor* make_managed(TensorStorage::Impl& t, void* data, DLDevice devic
   d.byte_offset = 0;
   e->managed.manager_ctx = e.get();
   e->managed.deleter = &exported_deleter;
+  // What imports it again overlaps this tensor (checker::distinct compares the extents).
+  if (t.extent_space == 0) set_extent(t, device, data);
   return &e.release()->managed;
 }
 
@@ -379,6 +392,8 @@ TensorStorage from_dlpack(DLManagedTensor* m, const Backend* backend,
       if (p->deleter) p->deleter(p);
     });
     impl.read_only = options.read_only;
+    impl.external = true; // the program may touch the array between ops
+    set_extent(impl, d.device, base);
     return t;
   }
 
@@ -425,6 +440,7 @@ TensorStorage from_dlpack(DLManagedTensor* m, const Backend* backend,
   impl.slots.push_back(std::move(s));
   impl.valid = uint64_t{1} << impl.slots.back().group;
   impl.read_only = options.read_only;
+  set_extent(impl, d.device, base);
   return t;
 }
 

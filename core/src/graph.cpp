@@ -130,6 +130,7 @@ void Graph::replay() const {
     if (t.impl->generation != t.generation) [[unlikely]]
       refuse_tensor(t, "was resized or reshaped");
   }
+  const writeback_scope writebacks{b};
   // Each tensor made current on the device as its first use in the graph needs, and marked
   // written there when any op of the graph writes it (transfers happen here, before the graph).
   for (const detail::GraphTensor& t : g.tensors) {
@@ -137,7 +138,7 @@ void Graph::replay() const {
                        : t.written                   ? access::write
                                                      : access::read;
     void* native = nullptr;
-    const pcy_memory m = t.impl->device(b, acc, &native);
+    const pcy_memory m = t.impl->device_for_op(b, acc, &native, b.writebacks);
     if (m != t.memory || native != t.native) [[unlikely]]
       throw error(errc::internal, "Graph",
                   "argument " + t.arg + " of " + t.op + ": the tensor's slot on " + b.name +
@@ -147,11 +148,14 @@ void Graph::replay() const {
   if (g.graph != nullptr) {
     if (pcy_error* e = b.api->graph_launch(b.queue, g.graph)) [[unlikely]]
       throw_if(e, ("replaying a graph on " + b.name).c_str());
-    return;
+  } else {
+    for (const detail::RecordedOp& op : g.ops)
+      if (pcy_error* e = op.fn(&op.call)) [[unlikely]]
+        throw_if(e, ("replaying " + op.label + " of a graph on " + b.name).c_str());
   }
-  for (const detail::RecordedOp& op : g.ops)
-    if (pcy_error* e = op.fn(&op.call)) [[unlikely]]
-      throw_if(e, ("replaying " + op.label + " of a graph on " + b.name).c_str());
+  // Imported host arrays the graph wrote apart from the array get the results after it.
+  if (!b.writebacks.empty()) [[unlikely]]
+    b.write_back();
 }
 
 size_t Graph::op_count() const noexcept { return impl_ ? impl_->labels.size() : 0; }

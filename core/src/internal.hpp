@@ -250,6 +250,19 @@ struct WorkspaceBuffer {
   }
 };
 
+// An op wrote a tensor in a device slot that stands apart from its imported host array: the
+// result is copied back into the array on the op's queue right after the op (tensor.cpp).
+struct Writeback {
+  TensorStorage::Impl* tensor = nullptr;
+  int slot = -1;
+};
+
+// The host's synchronisation count: bumped whenever the host waits for a queue or touches a
+// tensor, so a device copy of an imported host array knows the program may have written the
+// array since it was made (TensorStorage::Impl::external).
+uint64_t host_epoch() noexcept;
+void host_synchronised() noexcept;
+
 class BackendImpl {
 public:
   BackendImpl(std::shared_ptr<DeviceContext> device, Selection selection,
@@ -274,6 +287,12 @@ public:
   detail::Recorder* recorder = nullptr;
 
   void finish();
+  // Tensors an op wrote whose imported host arrays want the result (see Writeback); filled while
+  // an op's arguments are packed, emptied right after the op: by write_back() when it ran, by
+  // drop_writebacks() when it did not.
+  std::vector<Writeback> writebacks;
+  void write_back();
+  void drop_writebacks() noexcept { writebacks.clear(); }
   bool shares_host_memory() const noexcept { return dev->shares_host; }
   // The op workspace (pcy_op_call::workspace): one buffer per backend, grown on demand.
   static pcy_error* workspace(const pcy_op_call* call, uint64_t bytes, pcy_memory* memory,
@@ -308,6 +327,15 @@ private:
   std::mutex mutex_; // guards resolution, bundle contexts and fallbacks (slow path only)
   // Used by this backend's queue only: no lock. Graphs that captured it share it.
   std::shared_ptr<WorkspaceBuffer> workspace_;
+};
+
+// Empties a backend's write-back list when the op that filled it ends without running.
+struct writeback_scope {
+  BackendImpl& b;
+  ~writeback_scope() {
+    if (!b.writebacks.empty()) [[unlikely]]
+      b.drop_writebacks();
+  }
 };
 
 namespace detail {

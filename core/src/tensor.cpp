@@ -4,6 +4,7 @@
 
 #include <parenchyma/sdk/common.hpp>
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <limits>
@@ -94,6 +95,10 @@ std::string TensorStorage::Impl::describe() const {
 void TensorStorage::Impl::release() {
   for (const auto& b : in_flight)
     if (pcy_error* e = b->api->queue_finish(b->queue)) e->destroy(e);
+  if (!in_flight.empty()) host_synchronised();
+  external = false;
+  extent_space = 0;
+  extent_lo = extent_hi = 0;
   in_flight.clear();
   while (!slots.empty()) { // newest first: an alias goes before what it aliases
     Slot& s = slots.back();
@@ -394,12 +399,19 @@ pcy_memory TensorStorage::Impl::device(BackendImpl& b, access intent) {
   return device(b, intent, nullptr);
 }
 
-pcy_memory TensorStorage::Impl::device_slow(BackendImpl& b, access intent, void** native) {
+pcy_memory TensorStorage::Impl::device_slow(BackendImpl& b, access intent, void** native,
+                                            std::vector<Writeback>* writebacks) {
   if (read_only && intent != access::read) refuse_write(("on " + b.name).c_str());
   settle_except(&b);
   int idx = find(b.dev.get());
   if (idx < 0) idx = make_device_slot(b);
   const int group = slots[static_cast<size_t>(idx)].group;
+  // A device copy that stands apart from an imported host array: the program may have written
+  // the array since the copy was made (it synchronised since), so the array is read again.
+  const bool apart = external && host >= 0 && slots[static_cast<size_t>(host)].group != group;
+  if (apart && intent != access::write_only && is_valid(slots[static_cast<size_t>(host)].group) &&
+      external_epoch != host_epoch())
+    valid &= ~(uint64_t{1} << group);
   if (intent != access::write_only) {
     if (valid == 0)
       throw error(errc::uninitialized, "SharedTensor",
@@ -414,14 +426,58 @@ pcy_memory TensorStorage::Impl::device_slow(BackendImpl& b, access intent, void*
     listed = listed || f.get() == &b;
   if (!listed) in_flight.push_back(b.self.lock());
   const Slot& slot = slots[static_cast<size_t>(idx)];
-  last_backend = &b;
+  // The short path (device()) is for slots that need nothing of this: an apart slot comes here.
+  last_backend = apart ? nullptr : &b;
   last_slot = idx;
+  if (apart) {
+    external_epoch = host_epoch();
+    if (intent != access::read && writebacks != nullptr) writebacks->push_back({this, idx});
+  }
   if (native != nullptr) *native = slot.native;
   return slot.memory;
 }
 
+namespace {
+std::atomic<uint64_t> host_epoch_count{1};
+} // namespace
+uint64_t host_epoch() noexcept { return host_epoch_count.load(std::memory_order_relaxed); }
+void host_synchronised() noexcept { host_epoch_count.fetch_add(1, std::memory_order_relaxed); }
+
+void BackendImpl::write_back() {
+  // Emptied whatever happens: no entry may outlive this op's tensors.
+  struct empty_on_exit {
+    std::vector<Writeback>& list;
+    ~empty_on_exit() { list.clear(); }
+  } guard{writebacks};
+  // The arrays change: every other device copy of an imported array (another import of the same
+  // buffer, say) is read again before its next use, on its queue after these copies.
+  host_synchronised();
+  const uint64_t epoch = host_epoch();
+  for (const Writeback& w : writebacks) {
+    TensorStorage::Impl& t = *w.tensor;
+    if (t.host < 0 || w.slot < 0 || static_cast<size_t>(w.slot) >= t.slots.size()) continue;
+    const Slot& from = t.slots[static_cast<size_t>(w.slot)];
+    const Slot& to = t.slots[static_cast<size_t>(t.host)];
+    if (!t.is_valid(from.group) || t.bytes == 0) continue;
+    pcy_memory_transfer_args r{};
+    r.struct_size = sizeof r;
+    r.queue = queue;
+    r.memory = from.memory;
+    r.host_pointer = to.host_ptr;
+    r.bytes = t.bytes;
+    r.blocking = false; // ordered after the op on its queue; the host waits at synchronisation
+    throw_if(api->memory_read(&r),
+             ("writing " + t.describe() + " back into its imported host array").c_str());
+    ++t.stats.device_to_host;
+    t.stats.bytes_to_host += t.bytes;
+    t.valid |= uint64_t{1} << to.group;
+    t.external_epoch = epoch;
+  }
+}
+
 void* TensorStorage::Impl::host_access(access intent) {
   if (read_only && intent != access::read) refuse_write("on the host");
+  host_synchronised();
   for (const auto& b : in_flight)
     if (b->recorder != nullptr) [[unlikely]]
       throw error(errc::invalid_argument, "SharedTensor",
@@ -490,6 +546,19 @@ const std::vector<int64_t>& TensorStorage::shape() const noexcept {
 uint64_t TensorStorage::bytes() const noexcept { return impl_ ? impl_->bytes : 0; }
 bool TensorStorage::initialized() const noexcept { return impl_ && impl_->valid != 0; }
 bool TensorStorage::read_only() const noexcept { return impl_ && impl_->read_only; }
+bool TensorStorage::same_memory_as(const TensorStorage& o) const noexcept {
+  if (this == &o) return true;
+  if (!impl_ || !o.impl_ || impl_->extent_space == 0) return false;
+  return impl_->extent_space == o.impl_->extent_space && impl_->extent_lo == o.impl_->extent_lo &&
+         impl_->extent_hi == o.impl_->extent_hi;
+}
+bool TensorStorage::shares_memory_with(const TensorStorage& o) const noexcept {
+  if (this == &o) return count_ != 0;
+  if (!impl_ || !o.impl_ || impl_->extent_space == 0) return false;
+  const Impl& a = *impl_;
+  const Impl& b = *o.impl_;
+  return a.extent_space == b.extent_space && a.extent_lo < b.extent_hi && b.extent_lo < a.extent_hi;
+}
 
 void TensorStorage::reshape(std::vector<int64_t> shape) {
   Impl& i = ensure();

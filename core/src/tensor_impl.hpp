@@ -54,6 +54,19 @@ struct TensorStorage::Impl {
   int next_group = 0;
   bool pinned_host = false;
   bool read_only = false; // imported read-only: every write access is refused
+  // The host copy is memory the program owns and may touch directly between ops (an imported
+  // host array: from_dlpack of kDLCPU memory). Where a device cannot use it in place, the device
+  // copy is refreshed from it before an op reads it if the host synchronised since
+  // (`host_epoch`), and every op that writes the tensor there writes the result back into it on
+  // the op's queue: the array reads the same at the synchronisation points whatever its
+  // address (docs/python.md, "Imported host arrays").
+  bool external = false;
+  uint64_t external_epoch = 0; // host_epoch() when the device copy and the array last agreed
+  // The bytes the tensor shares with memory outside the runtime (an import, or an export that
+  // something may import again): overlap with another tensor's extent means the two operands
+  // are one memory (checker::distinct). space 0: none; else the DLPack device (type << 32 | id).
+  uint64_t extent_space = 0;
+  uintptr_t extent_lo = 0, extent_hi = 0;
   // Backends whose queues may still be using this tensor's memory (kept alive until settled).
   std::vector<std::shared_ptr<BackendImpl>> in_flight;
   TransferStats stats;
@@ -97,7 +110,17 @@ struct TensorStorage::Impl {
     }
     return device_slow(b, intent, native);
   }
-  pcy_memory device_slow(BackendImpl& b, access intent, void** native);
+  pcy_memory device_slow(BackendImpl& b, access intent, void** native,
+                         std::vector<Writeback>* writebacks = nullptr);
+  // For an op's packing: the same, and a tensor whose device copy stands apart from an imported
+  // host array is listed in `writebacks`, which the op's caller writes back after the op.
+  pcy_memory device_for_op(BackendImpl& b, access intent, void** native,
+                           std::vector<Writeback>& writebacks) {
+    // last_backend is set only for a slot that uses the array in place (device_slow).
+    if (!external || last_backend == &b) [[likely]]
+      return device(b, intent, native);
+    return device_slow(b, intent, native, &writebacks);
+  }
   void* host_access(access intent);
   std::string describe() const;
   void refuse_write(const char* where) const; // throws: the tensor is read-only

@@ -18,7 +18,15 @@
 // refused with errc::unsupported, or exported through the host copy with through_host.
 //
 // Import (from_dlpack): a kDLCPU (or kDLCUDAHost) tensor becomes the tensor's host copy, aliased
-// (devices that share host memory alias it in turn when an op runs there); a kDLCUDA tensor
+// (devices that share host memory alias it in turn when an op runs there). The program may keep
+// using the array, with the same rule on every device and at every address: after an op and
+// Backend::synchronize() (or a host read of the tensor) the array holds the op's result, and
+// what the program writes into it after a synchronisation is what the next op reads. A device
+// that cannot use the array in place (CUDA, an OpenCL driver that would copy) gets a device copy
+// that the core keeps in step: results are copied back on the op's queue right after each op that
+// writes the tensor, and the copy is read again from the array when the host synchronised since.
+// Tensors whose imported bytes overlap are one memory for ops that need distinct operands
+// (TensorStorage::shares_memory_with). A kDLCUDA tensor
 // becomes a slot of a cuda backend of that device, imported through the memory-handle protocol.
 // Shapes, byte offset and dtype are honoured (f32, f64, f16, bf16, i32, i64, u8; one lane).
 // Strides must be dense row-major (as NULL strides are): other layouts are refused with

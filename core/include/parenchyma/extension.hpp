@@ -168,11 +168,33 @@ public:
            ": a scalar tensor must have one element, got shape ", shape_str(t));
     written(t, name);
   }
+  // Operands that must not share memory: the same tensor, or two tensors over overlapping
+  // bytes of one imported buffer (TensorStorage::shares_memory_with).
   void distinct(const TensorStorage& a, const char* an, const TensorStorage& b,
                 const char* bn) const {
     if (&a == &b)
       fail(s_, errc::invalid_argument, "argument ", an, ": is the same tensor as ", bn, "; ",
            s_.name, " needs distinct tensors (copy one first)");
+    if (a.shares_memory_with(b)) [[unlikely]]
+      fail(s_, errc::invalid_argument, "argument ", an, ": shares memory with ", bn,
+           " (both are views of one imported buffer, and their bytes overlap); ", s_.name,
+           " needs operands in distinct memory: copy one of them first");
+  }
+  // Vectors an elementwise op may update in place: one memory read and written with the same
+  // increment is fine; any other sharing is refused as distinct() does.
+  void in_place_or_distinct(const TensorStorage& x, const char* xn, int64_t incx,
+                            const TensorStorage& y, const char* yn, int64_t incy) const {
+    if (&x != &y && !x.shares_memory_with(y)) [[likely]]
+      return;
+    if (incx == incy && x.same_memory_as(y)) return;
+    if (&x == &y)
+      fail(s_, errc::invalid_argument, "argument ", xn, ": is the same tensor as ", yn,
+           " with another increment (", incx, " and ", incy, "); ", s_.name,
+           " runs in place only with equal increments: copy one first");
+    fail(s_, errc::invalid_argument, "argument ", xn, ": shares memory with ", yn,
+         " (both are views of one imported buffer, and their bytes overlap without being the "
+         "same elements); ",
+         s_.name, " needs them in distinct memory or exactly the same: copy one of them first");
   }
   void distinct(const Scalar& s, const char* sn, const TensorStorage& b, const char* bn) const {
     if (s.is_tensor()) distinct(*s.tensor(), sn, b, bn);

@@ -59,6 +59,13 @@ public:
   bool initialized() const noexcept; // some slot holds written data
   // Imported read-only (a read-only DLPack tensor): every write access is refused.
   bool read_only() const noexcept;
+  // Whether the two tensors are one memory: the same tensor (not empty), or byte ranges that
+  // overlap in memory both share with the world outside the runtime (two DLPack imports of one
+  // buffer, overlapping views, an export imported again). Ops that need distinct operands
+  // refuse such pairs (ext::checker::distinct).
+  bool shares_memory_with(const TensorStorage& other) const noexcept;
+  // The same tensor, or two imports of exactly the same bytes.
+  bool same_memory_as(const TensorStorage& other) const noexcept;
 
   // Same element count, new shape; data kept. Throws errc::invalid_argument otherwise.
   void reshape(std::vector<int64_t> shape);

@@ -121,7 +121,7 @@ inline void axpy(const Backend& b, int64_t n, Scalar alpha, const TensorStorage&
   c.vector(x, "x", n, incx, "incx");
   c.vector(y, "y", n, incy, "incy");
   c.distinct(alpha, "alpha", y, "y");
-  if (&x == &y && incx != incy) c.distinct(x, "x", y, "y (with incx != incy)");
+  c.in_place_or_distinct(x, "x", incx, y, "y", incy);
   c.written(x, "x");
   c.written(y, "y");
   ext::invoke<pcy_blas_axpy_schema>(b, c.dtype(),
@@ -141,11 +141,11 @@ inline void axpby(const Backend& b, int64_t n, Scalar alpha, const TensorStorage
   c.vector(y, "y", n, incy, "incy");
   c.distinct(alpha, "alpha", y, "y");
   c.distinct(beta, "beta", y, "y");
-  if (&x == &y && incx != incy) c.distinct(x, "x", y, "y (with incx != incy)");
+  c.in_place_or_distinct(x, "x", incx, y, "y", incy);
   c.written(x, "x");
   // Write-only only when y is fully overwritten (dense and whole) and beta is a host zero.
-  const bool overwrite = !beta.is_tensor() && beta.value() == 0 && &x != &y && incy == 1 &&
-                         static_cast<uint64_t>(n) == y.size();
+  const bool overwrite = !beta.is_tensor() && beta.value() == 0 && !x.same_memory_as(y) &&
+                         incy == 1 && static_cast<uint64_t>(n) == y.size();
   if (!overwrite) c.written(y, "y");
   ext::invoke<pcy_blas_axpby_schema>(b, c.dtype(),
                                      {OpArg::integer(n), detail::scalar_arg(alpha), OpArg::in(x),
