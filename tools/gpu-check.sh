@@ -2,7 +2,8 @@
 # parenchyma on the lent GPU machine: a quick check of what only a GPU can run — the NN
 # extension on cuda (nn-cuda-selftest, the NN conformance suite on cuda and on NVIDIA's OpenCL),
 # the Python package with PyTorch/CuPy (tests/python, CUDA interop included) and the NN demo.
-# Run from the tree root; results under $OUT. A dlpack/dlpack.h the machine lacks can be carried in
+# Run from the tree root; results under $OUT. PCY_GPU_TESTS="test_a test_b": also build those
+# ctest programs (tests on) and run them (e.g. the imported-array and fork tests on cuda). A dlpack/dlpack.h the machine lacks can be carried in
 # (PARENCHYMA_EXTRA_INCLUDE, default .device/include: cp /usr/include/dlpack/dlpack.h there first).
 set -u
 SRC=$(pwd); B=/tmp/b; OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
@@ -18,7 +19,7 @@ ls /usr/include/python3*/Python.h 2>&1 | head -2
 ldconfig -p | grep -E "libcudnn.so|libdnnl" | head -4
 say configure
 cmake -S "$SRC" -B "$B" -G Ninja -DCMAKE_BUILD_TYPE=Release -DPARENCHYMA_WERROR=ON \
-  -DPARENCHYMA_BUILD_TESTS=OFF -DCMAKE_INCLUDE_PATH="${PARENCHYMA_EXTRA_INCLUDE:-$SRC/.device/include}" \
+  -DPARENCHYMA_BUILD_TESTS=$([ -n "${PCY_GPU_TESTS:-}" ] && echo ON || echo OFF) -DCMAKE_INCLUDE_PATH="${PARENCHYMA_EXTRA_INCLUDE:-$SRC/.device/include}" \
   ${PYB:+-Dpybind11_DIR=$PYB} -DPython3_EXECUTABLE="$(command -v python3)" >"$OUT/configure.log" 2>&1 \
   || { tail -30 "$OUT/configure.log"; exit 1; }
 grep -iE "python|dlpack|cudnn|nn[_-]|dnnl|skipped|not found|without" "$OUT/configure.log" | head -30
@@ -42,4 +43,12 @@ tail -25 "$OUT/pytest.log"
 say demo
 ls "$B/bin" | grep -i demo
 timeout 90 "$B/bin/parenchyma-nn-demo" >"$OUT/demo.log" 2>&1; echo "demo rc $?"; tail -25 "$OUT/demo.log"
+if [ -n "${PCY_GPU_TESTS:-}" ]; then
+  say "tests: $PCY_GPU_TESTS"
+  ninja -C "$B" -j16 $PCY_GPU_TESTS >"$OUT/tests-build.log" 2>&1; echo "tests build rc $?"
+  grep -E "FAILED|error:" "$OUT/tests-build.log" | head -20
+  for t in $PCY_GPU_TESTS; do
+    timeout 200 "$B/bin/$t" >"$OUT/$t.log" 2>&1; echo "$t rc $?"; tail -6 "$OUT/$t.log"
+  done
+fi
 say end
