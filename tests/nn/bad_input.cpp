@@ -707,6 +707,26 @@ TEST_CASE("each NN bundle re-checks its arguments: hostile values from any host 
         {"dropout_grad", "probability", "probability -0.5",
          {in(x4), in(u8), out(y4), f_arg(-0.5)}},
     };
+    // An algorithm the bundle does not have: the message keeps the number, the reason and the
+    // bundle's list of algorithms (a null C string streamed into it once cut it short after
+    // "algorithm 99: ").
+    for (const char* op : {"convolution", "convolution_algorithm"}) {
+      if (!db.has(op)) continue;
+      INFO(name << ": nn." << op << " with algorithm 99");
+      pcy_error* e = std::string(op) == "convolution"
+                         ? db.call(op, conv(cx, cw, cy, g1, 99, 0))
+                         : db.call(op, algo_call(0, {1, 1, 4, 4}, {2, 1, 3, 3}, {1, 1}, 99, i64_2));
+      REQUIRE(e != nullptr);
+      const std::string msg = e->message ? e->message : "";
+      e->destroy(e);
+      INFO("message: " << msg);
+      const size_t at = msg.find("99");
+      REQUIRE(at != std::string::npos);
+      CHECK(msg.find("(null)") == std::string::npos);
+      // After the number: the reason, then the list, which names algorithm 0.
+      CHECK(msg.find('0', at + 2) != std::string::npos);
+      CHECK(msg.size() > at + 20);
+    }
     for (const hostile& h : calls) {
       if (!db.has(h.op)) {
         WARN(name << ": nn." << h.op << " f32 is not registered; its hostile call is skipped");
