@@ -3,9 +3,9 @@
 // f32 runs on oneDNN where oneDNN has the op with our semantics (convolution in its three
 // directions, average pooling forward and backward, softmax forward, the sigmoid / tanh
 // forward), with the inputs it would get wrong sent to our loops (a softmax over NaN or
-// infinities); everything else (LRN and
-// log_softmax: oneDNN 2.6 gets them wrong, see op_lrn and op_softmax), every f64 cell, and
-// every cell of a build without oneDNN runs on the loops of nn_loops.hpp. oneDNN threads itself
+// infinities). Everything else (LRN and log_softmax: oneDNN 2.6 gets them wrong, see op_lrn and
+// op_softmax; log_softmax uses only oneDNN's exp), every f64 cell, and every cell of a build
+// without oneDNN runs on the loops of nn_loops.hpp. oneDNN threads itself
 // (its OpenMP runtime); the loops run on the calling thread.
 //
 // Ops run on the calling thread. The host has synced every argument before the call, but the
