@@ -11,6 +11,7 @@
 
 #include <parenchyma/nn.hpp>
 #include <parenchyma/parenchyma.hpp>
+#include <parenchyma/sdk/common.hpp>
 
 #include <cmath>
 #include <cstring>
@@ -550,6 +551,18 @@ void expect_refused(pcy_error* e, const std::string& fw, const std::string& op,
   CHECK(msg.find("argument " + arg) != std::string::npos);
 }
 } // namespace
+
+// A bundle's message built with sdk::str keeps every piece after a null C string (streaming a
+// null char pointer is undefined; libstdc++ dropped the rest of the message).
+TEST_CASE("sdk::str: a null C string reads (null) and the message goes on", "[nn]") {
+  const char* none = nullptr;
+  const unsigned char* bytes = nullptr;
+  CHECK(sdk::str("algorithm ", 99, ": ", none, " (algorithms: ", "0 default", ")") ==
+        "algorithm 99: (null) (algorithms: 0 default)");
+  CHECK(sdk::str(bytes, " then ", std::string("more")) == "(null) then more");
+  const char text[] = "array";
+  CHECK(sdk::str(text, '!', 1.5) == "array!1.5");
+}
 
 TEST_CASE("each NN bundle re-checks its arguments: hostile values from any host are refused",
           "[nn]") {
