@@ -11,6 +11,7 @@
 
 #include <parenchyma/nn.hpp>
 #include <parenchyma/parenchyma.hpp>
+#include <parenchyma/sdk/common.hpp>
 
 #include <cmath>
 #include <cstring>
@@ -551,6 +552,18 @@ void expect_refused(pcy_error* e, const std::string& fw, const std::string& op,
 }
 } // namespace
 
+// A bundle's message built with sdk::str keeps every piece after a null C string (streaming a
+// null char pointer is undefined; libstdc++ dropped the rest of the message).
+TEST_CASE("sdk::str: a null C string reads (null) and the message goes on", "[nn]") {
+  const char* none = nullptr;
+  const unsigned char* bytes = nullptr;
+  CHECK(sdk::str("algorithm ", 99, ": ", none, " (algorithms: ", "0 default", ")") ==
+        "algorithm 99: (null) (algorithms: 0 default)");
+  CHECK(sdk::str(bytes, " then ", std::string("more")) == "(null) then more");
+  const char text[] = "array";
+  CHECK(sdk::str(text, '!', 1.5) == "array!1.5");
+}
+
 TEST_CASE("each NN bundle re-checks its arguments: hostile values from any host are refused",
           "[nn]") {
   Registry& reg = Registry::global();
@@ -707,6 +720,26 @@ TEST_CASE("each NN bundle re-checks its arguments: hostile values from any host 
         {"dropout_grad", "probability", "probability -0.5",
          {in(x4), in(u8), out(y4), f_arg(-0.5)}},
     };
+    // An algorithm the bundle does not have: the message keeps the number, the reason and the
+    // bundle's list of algorithms (a null C string streamed into it once cut it short after
+    // "algorithm 99: ").
+    for (const char* op : {"convolution", "convolution_algorithm"}) {
+      if (!db.has(op)) continue;
+      INFO(name << ": nn." << op << " with algorithm 99");
+      pcy_error* e = std::string(op) == "convolution"
+                         ? db.call(op, conv(cx, cw, cy, g1, 99, 0))
+                         : db.call(op, algo_call(0, {1, 1, 4, 4}, {2, 1, 3, 3}, {1, 1}, 99, i64_2));
+      REQUIRE(e != nullptr);
+      const std::string msg = e->message ? e->message : "";
+      e->destroy(e);
+      INFO("message: " << msg);
+      const size_t at = msg.find("99");
+      REQUIRE(at != std::string::npos);
+      CHECK(msg.find("(null)") == std::string::npos);
+      // After the number: the reason, then the list, which names algorithm 0.
+      CHECK(msg.find('0', at + 2) != std::string::npos);
+      CHECK(msg.size() > at + 20);
+    }
     for (const hostile& h : calls) {
       if (!db.has(h.op)) {
         WARN(name << ": nn." << h.op << " f32 is not registered; its hostile call is skipped");

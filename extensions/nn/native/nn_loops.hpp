@@ -610,16 +610,65 @@ template <class T> void lrn_scale(const lrn_geom& g, const T* x, double* s) {
       sc[i] = g.k + an * sc[i];
   }
 }
-// scratch: C x HW doubles.
+// s^-beta for the s of lrn_scale (s >= k > 0, or NaN / +Inf). f32 results with beta 0.75
+// (AlexNet's), 0.5 or 1 take square roots and a division (vectorised, a few ulps of double);
+// everything else std::pow.
+template <class T>
+inline void lrn_apply(const T* x, T* y, const double* s, int64_t n, double beta) {
+  if constexpr (sizeof(T) == 4) {
+    if (beta == 0.75) {
+      for (int64_t i = 0; i < n; ++i) {
+        const double r = std::sqrt(s[i]);
+        y[i] = static_cast<T>(static_cast<double>(x[i]) / (r * std::sqrt(r)));
+      }
+      return;
+    }
+    if (beta == 0.5) {
+      for (int64_t i = 0; i < n; ++i)
+        y[i] = static_cast<T>(static_cast<double>(x[i]) / std::sqrt(s[i]));
+      return;
+    }
+    if (beta == 1) {
+      for (int64_t i = 0; i < n; ++i)
+        y[i] = static_cast<T>(static_cast<double>(x[i]) / s[i]);
+      return;
+    }
+  }
+  for (int64_t i = 0; i < n; ++i)
+    y[i] = static_cast<T>(static_cast<double>(x[i]) * std::pow(s[i], -beta));
+}
+// One image: each channel's window summed afresh (never a running sum: one NaN, infinity or
+// huge square would then stay in the channels after its window). scratch: HW doubles.
+template <class T>
+inline void lrn_image_body(const lrn_geom& g, const T* xi, T* yi, double* scratch) {
+  const double an = g.alpha / static_cast<double>(g.n);
+  for (int64_t c = 0; c < g.C; ++c) {
+    double* s = scratch;
+    for (int64_t i = 0; i < g.HW; ++i)
+      s[i] = 0;
+    const int64_t lo = std::max<int64_t>(c - g.n / 2, 0), hi = std::min(c + (g.n - 1) / 2, g.C - 1);
+    for (int64_t cc = lo; cc <= hi; ++cc) {
+      const T* xc = xi + cc * g.HW;
+      for (int64_t i = 0; i < g.HW; ++i)
+        s[i] += static_cast<double>(xc[i]) * static_cast<double>(xc[i]);
+    }
+    for (int64_t i = 0; i < g.HW; ++i)
+      s[i] = g.k + an * s[i];
+    lrn_apply(xi + c * g.HW, yi + c * g.HW, s, g.HW, g.beta);
+  }
+}
+PCY_NN_NATIVE_CLONES inline void lrn_image(const lrn_geom& g, const float* x, float* y,
+                                           double* scratch) {
+  lrn_image_body(g, x, y, scratch);
+}
+PCY_NN_NATIVE_CLONES inline void lrn_image(const lrn_geom& g, const double* x, double* y,
+                                           double* scratch) {
+  lrn_image_body(g, x, y, scratch);
+}
 template <class T> void lrn_fwd(const lrn_geom& g, const T* x, T* y, double* scratch) {
   const int64_t CHW = g.C * g.HW;
-  for (int64_t n = 0; n < g.N; ++n) {
-    lrn_scale(g, x + n * CHW, scratch);
-    const T* xi = x + n * CHW;
-    T* yi = y + n * CHW;
-    for (int64_t i = 0; i < CHW; ++i)
-      yi[i] = static_cast<T>(static_cast<double>(xi[i]) * std::pow(scratch[i], -g.beta));
-  }
+  for (int64_t n = 0; n < g.N; ++n)
+    lrn_image(g, x + n * CHW, y + n * CHW, scratch);
 }
 // dx[c] = dy[c] s[c]^-beta - 2 alpha beta / n x[c] sum_{c': c in W(c')} dy[c'] y[c'] / s[c'].
 // scratch: 2 x C x HW doubles.

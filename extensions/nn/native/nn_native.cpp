@@ -1,9 +1,11 @@
 // NN bundle for the native (host CPU) framework: every op of pcy_nn.h in f32 and f64.
 //
 // f32 runs on oneDNN where oneDNN has the op with our semantics (convolution in its three
-// directions, average pooling forward and backward, LRN forward with an odd window, softmax and
-// log_softmax forward, the sigmoid / tanh / elu forward); everything else, every f64 cell, and
-// every cell of a build without oneDNN runs on the loops of nn_loops.hpp. oneDNN threads itself
+// directions, average pooling forward and backward, softmax forward, the sigmoid / tanh
+// forward), with the inputs it would get wrong sent to our loops (a softmax over NaN or
+// infinities). Everything else (LRN and log_softmax: oneDNN 2.6 gets them wrong, see op_lrn and
+// op_softmax; log_softmax uses only oneDNN's exp), every f64 cell, and every cell of a build
+// without oneDNN runs on the loops of nn_loops.hpp. oneDNN threads itself
 // (its OpenMP runtime); the loops run on the calling thread.
 //
 // Ops run on the calling thread. The host has synced every argument before the call, but the
@@ -35,6 +37,8 @@
 #endif
 
 #include <dlfcn.h>
+
+#include <cmath>
 
 #include <array>
 #include <bit>
@@ -103,7 +107,7 @@ template <size_t N> struct dn_cache {
 struct dn_state {
   dnnl::engine eng{dnnl::engine::kind::cpu, 0};
   dnnl::stream strm{eng};
-  dn_cache<8> eltwise, softmax, lrn, pool_fwd, pool_bwd;
+  dn_cache<8> eltwise, softmax, pool_fwd, pool_bwd;
   std::array<dn_cache<8>, 3> conv;
 
   // The cached primitive for key k, built by build(p) on the first call (p.ok false where
@@ -301,6 +305,66 @@ template <class T> bool all_finite(const T* x, uint64_t n) {
   return bad == 0;
 }
 
+#ifdef PARENCHYMA_NN_HAVE_DNNL
+// log_softmax of finite rows: our max per row and y = x - max, oneDNN's exp of y in place, our
+// sum per row in double and its log (std::log: correctly rounded to a few ulps, 0 for a sum of
+// exactly 1), then y = (x - max) - log(sum), as the loop computes it. False where oneDNN has
+// no exp for this size (the caller runs the loop).
+bool dn_log_softmax_rows(native_context& cx, const sdk::op_args& a, const float* x, float* y,
+                         uint64_t rows, uint64_t len) {
+  const uint64_t n = rows * len;
+  dn_state& d = *cx.dn;
+  const dn_key k{99, static_cast<int64_t>(n)}; // 99: exp (the activations use 0-3)
+  dn_prim& p = d.get(d.eltwise, k, n, [&](dn_prim& q) {
+    const dnnl::memory::desc md({static_cast<int64_t>(n)}, dtype_dn::f32, dtag::a);
+    const dnnl::eltwise_forward::primitive_desc pd(
+        {dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_exp, md, 0.f, 0.f},
+        dn_state::attr(), d.eng);
+    d.finish(q, pd, dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, md}, {DNNL_ARG_DST, md}});
+  });
+  if (!p.ok) return false;
+  double* mx = cx.doubles(rows); // each row's maximum
+  for (uint64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * len;
+    float* yr = y + r * len;
+    float m8[8];
+    for (float& v : m8)
+      v = xr[0];
+    uint64_t l = 0;
+    for (; l + 8 <= len; l += 8)
+      for (int j = 0; j < 8; ++j)
+        m8[j] = xr[l + j] > m8[j] ? xr[l + j] : m8[j];
+    float m = m8[0];
+    for (int j = 1; j < 8; ++j)
+      m = m8[j] > m ? m8[j] : m;
+    for (; l < len; ++l)
+      m = xr[l] > m ? xr[l] : m;
+    mx[r] = m;
+    for (l = 0; l < len; ++l)
+      yr[l] = xr[l] - m;
+  }
+  d.run(p, {y, y}, p.scratch_bytes ? workspace(a, p.scratch_bytes) : nullptr);
+  for (uint64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * len;
+    float* yr = y + r * len;
+    double s8[8] = {};
+    uint64_t l = 0;
+    for (; l + 8 <= len; l += 8)
+      for (int j = 0; j < 8; ++j)
+        s8[j] += static_cast<double>(yr[l + j]);
+    double s = ((s8[0] + s8[1]) + (s8[2] + s8[3])) + ((s8[4] + s8[5]) + (s8[6] + s8[7]));
+    for (; l < len; ++l)
+      s += static_cast<double>(yr[l]);
+    // The maximum's term is exactly 1, so s >= 1 (should oneDNN's exp(0) come out an ulp low,
+    // log(s) must still not go below 0: y is never above 0).
+    const float m = static_cast<float>(mx[r]), ls = static_cast<float>(std::log(std::max(s, 1.0)));
+    for (l = 0; l < len; ++l)
+      yr[l] = (xr[l] - m) - ls;
+  }
+  return true;
+}
+#endif
+
 template <const pcy_op_schema& S, bool LOG, class T>
 void op_softmax(native_context& cx, const sdk::op_args& a) {
   const nb::softmax_call c = nb::decode_softmax<S>(a, dt<T>);
@@ -309,27 +373,30 @@ void op_softmax(native_context& cx, const sdk::op_args& a) {
   const T* x = cx.ptr<const T>(*c.x);
   T* y = cx.ptr<T>(*c.y);
 #ifdef PARENCHYMA_NN_HAVE_DNNL
-  if constexpr (std::is_same_v<T, float>) {
-    // oneDNN's softmax drops NaN and infinities from a row's maximum and sum (a row holding
-    // one is not all NaN, as e^(x - max) / sum gives): such inputs run on our loop.
+  // oneDNN's softmax drops NaN and infinities from a row's maximum and sum (a row holding one is
+  // not all NaN, as e^(x - max) / sum gives): such inputs run on our loop. oneDNN 2.6's
+  // logsoftmax (f32) takes the log of the row's sum with an absolute error near 1.4e-6, so a
+  // dominant logit got +1.43e-6, a positive log-probability: never used. log_softmax rows
+  // (along the last axis) take only oneDNN's vectorised exp (dn_log_softmax_rows).
+  if constexpr (std::is_same_v<T, float> && LOG) {
+    const uint64_t n = c.outer * c.len * c.inner;
+    if (cx.dn && c.inner == 1 && n >= dnnl_min_elements && all_finite(x, n) &&
+        dn_log_softmax_rows(cx, a, x, y, c.outer, c.len))
+      return;
+  }
+  if constexpr (std::is_same_v<T, float> && !LOG) {
     const uint64_t n = c.outer * c.len * c.inner;
     if (cx.dn && n >= dnnl_min_elements && all_finite(x, n)) {
       dn_state& d = *cx.dn;
-      const dn_key k{LOG ? 1 : 0, static_cast<int64_t>(c.outer), static_cast<int64_t>(c.len),
+      const dn_key k{static_cast<int64_t>(c.outer), static_cast<int64_t>(c.len),
                      static_cast<int64_t>(c.inner)};
       dn_prim& p = d.get(d.softmax, k, n, [&](dn_prim& q) {
         const dnnl::memory::desc md({static_cast<int64_t>(c.outer), static_cast<int64_t>(c.len),
                                      static_cast<int64_t>(c.inner)},
                                     dtype_dn::f32, dtag::abc);
-        if constexpr (LOG) {
-          const dnnl::logsoftmax_forward::primitive_desc pd(
-              {dnnl::prop_kind::forward_inference, md, 1}, dn_state::attr(), d.eng);
-          d.finish(q, pd, dnnl::logsoftmax_forward(pd), {{DNNL_ARG_SRC, md}, {DNNL_ARG_DST, md}});
-        } else {
-          const dnnl::softmax_forward::primitive_desc pd(
-              {dnnl::prop_kind::forward_inference, md, 1}, dn_state::attr(), d.eng);
-          d.finish(q, pd, dnnl::softmax_forward(pd), {{DNNL_ARG_SRC, md}, {DNNL_ARG_DST, md}});
-        }
+        const dnnl::softmax_forward::primitive_desc pd({dnnl::prop_kind::forward_inference, md, 1},
+                                                       dn_state::attr(), d.eng);
+        d.finish(q, pd, dnnl::softmax_forward(pd), {{DNNL_ARG_SRC, md}, {DNNL_ARG_DST, md}});
       });
       if (p.ok) {
         d.run(p, {x, y}, p.scratch_bytes ? workspace(a, p.scratch_bytes) : nullptr);
@@ -462,7 +529,7 @@ bool conv_can(native_context& cx, int dir, const conv_geom& g, int64_t alg, uint
 // The default's (and the heuristic's) choice.
 template <class T> int64_t conv_choose(native_context& cx, int dir, const conv_geom& g) {
   uint64_t ws = 0;
-  const char* why = nullptr;
+  const char* why = "";
   if (conv_can<T>(cx, dir, g, alg_onednn, ws, why)) return alg_onednn;
   if (conv_can<T>(cx, dir, g, alg_im2col, ws, why) && ws <= im2col_default_limit) return alg_im2col;
   return alg_direct;
@@ -500,9 +567,9 @@ void op_conv(native_context& cx, const sdk::op_args& a) {
   const conv_geom g = geom_of(c);
   int64_t alg = c.algorithm;
   uint64_t ws = 0;
-  const char* why = nullptr;
+  const char* why = "";
   if (alg == alg_default) alg = degenerate(g) ? alg_direct : conv_choose<T>(cx, DIR, g);
-  if (alg >= alg_count || !conv_can<T>(cx, DIR, g, alg, ws, why))
+  if (!conv_can<T>(cx, DIR, g, alg, ws, why)) // sets why for every algorithm it refuses
     sdk::fail(alg >= alg_count ? PCY_ERR_INVALID_ARGUMENT : PCY_ERR_UNSUPPORTED,
               sdk::str(S.extension, ".", S.name, ": argument algorithm: ", c.algorithm, ": ", why,
                        " (this bundle's algorithms: ", alg_names, ")"));
@@ -578,7 +645,7 @@ template <class T> int64_t conv_measure(native_context& cx, int dir, const conv_
     std::vector<unsigned char> ws;
     for (int64_t alg = alg_onednn; alg < alg_count; ++alg) {
       uint64_t bytes = 0;
-      const char* why = nullptr;
+      const char* why = "";
       if (!conv_can<T>(cx, dir, g, alg, bytes, why)) continue;
       if (alg == alg_im2col && bytes > im2col_default_limit) continue;
       if (ws.size() < bytes) ws.resize(bytes);
@@ -611,11 +678,11 @@ template <class T> void op_conv_algorithm(native_context& cx, const sdk::op_args
   const conv_geom g = geom_of(c.g);
   int64_t alg = c.requested;
   uint64_t ws = 0;
-  const char* why = nullptr;
+  const char* why = "";
   if (alg >= 0) {
     const int64_t run =
         alg == alg_default ? (degenerate(g) ? alg_direct : conv_choose<T>(cx, dir, g)) : alg;
-    if (alg >= alg_count || !conv_can<T>(cx, dir, g, run, ws, why))
+    if (!conv_can<T>(cx, dir, g, run, ws, why)) // sets why for every algorithm it refuses
       sdk::fail(alg >= alg_count ? PCY_ERR_INVALID_ARGUMENT : PCY_ERR_UNSUPPORTED,
                 sdk::str(S.extension, ".", S.name, ": argument requested: algorithm ", alg, ": ",
                          why, " (this bundle's algorithms: ", alg_names, ")"));
@@ -777,44 +844,18 @@ lrn_geom lgeom(const nb::lrn_call& c) {
   return g;
 }
 
+// Our loop in f32 too: oneDNN 2.6's LRN across channels (its AVX2 kernel for C a multiple of 8)
+// keeps a running sum of squares along the channels, adding the square entering the window and
+// subtracting the one leaving it. One NaN, infinity or huge value (1e18: its square swamps the
+// others) then poisons or shifts every later channel of the pixel (Inf - Inf is NaN; 1e8 - 1e8
+// loses the small squares), and its reference kernel loses huge inputs too. The loop sums each
+// window afresh in double.
 template <class T> void op_lrn(native_context& cx, const sdk::op_args& a) {
   const nb::lrn_call c = nb::decode_lrn<pcy_nn_lrn_schema>(a, dt<T>);
   const lrn_geom g = lgeom(c);
   if (g.N * g.C * g.HW == 0) return;
   cx.settle(a.queue());
-  const T* x = cx.ptr<const T>(*c.x);
-  T* y = cx.ptr<T>(*c.y);
-#ifdef PARENCHYMA_NN_HAVE_DNNL
-  if constexpr (std::is_same_v<T, float>) {
-    if (cx.dn && g.n % 2 == 1) { // oneDNN's window is symmetric: ours only for an odd n
-      dn_state& d = *cx.dn;
-      const float fa = static_cast<float>(c.alpha), fb = static_cast<float>(c.beta),
-                  fk = static_cast<float>(c.k);
-      const dn_key k{c.N,
-                     c.C,
-                     c.H,
-                     c.W,
-                     c.n,
-                     static_cast<int64_t>(std::bit_cast<uint32_t>(fa)),
-                     static_cast<int64_t>(std::bit_cast<uint32_t>(fb)),
-                     static_cast<int64_t>(std::bit_cast<uint32_t>(fk))};
-      dn_prim& p =
-          d.get(d.lrn, k, static_cast<uint64_t>(c.N * c.C * c.H * c.W * c.n), [&](dn_prim& q) {
-            const auto md = md4(c.N, c.C, c.H, c.W);
-            const dnnl::lrn_forward::primitive_desc pd({dnnl::prop_kind::forward_inference,
-                                                        dnnl::algorithm::lrn_across_channels, md,
-                                                        c.n, fa, fb, fk},
-                                                       dn_state::attr(), d.eng);
-            d.finish(q, pd, dnnl::lrn_forward(pd), {{DNNL_ARG_SRC, md}, {DNNL_ARG_DST, md}});
-          });
-      if (p.ok) {
-        d.run(p, {x, y}, p.scratch_bytes ? workspace(a, p.scratch_bytes) : nullptr);
-        return;
-      }
-    }
-  }
-#endif
-  lrn_fwd(g, x, y, cx.doubles(static_cast<uint64_t>(g.C * g.HW)));
+  lrn_fwd(g, cx.ptr<const T>(*c.x), cx.ptr<T>(*c.y), cx.doubles(static_cast<uint64_t>(g.HW)));
 }
 template <class T> void op_lrn_grad(native_context& cx, const sdk::op_args& a) {
   const nb::lrn_call c = nb::decode_lrn<pcy_nn_lrn_grad_schema>(a, dt<T>);
@@ -874,7 +915,7 @@ public:
   static constexpr const char* version = "1.0";
 #ifdef PARENCHYMA_NN_HAVE_DNNL
   static constexpr const char* description =
-      "NN ops on the host CPU: oneDNN for f32 convolution, average pooling, LRN, softmax, "
+      "NN ops on the host CPU: oneDNN for f32 convolution, average pooling, softmax, "
       "sigmoid and tanh; native loops for the rest and for f64";
 #else
   static constexpr const char* description =
@@ -920,10 +961,11 @@ public:
 
     table_.add<op_softmax<pcy_nn_softmax_schema, false, float>,
                op_softmax<pcy_nn_softmax_schema, false, double>>(
-        pcy_nn_softmax_schema, both("softmax", small.c_str()), loop);
+        pcy_nn_softmax_schema,
+        both("softmax", "; native loop below 4096 elements or for NaN / infinite input"), loop);
     table_.add<op_softmax<pcy_nn_log_softmax_schema, true, float>,
-               op_softmax<pcy_nn_log_softmax_schema, true, double>>(
-        pcy_nn_log_softmax_schema, both("logsoftmax", small.c_str()), loop);
+               op_softmax<pcy_nn_log_softmax_schema, true, double>>(pcy_nn_log_softmax_schema, loop,
+                                                                    loop);
     table_.add<op_softmax_grad<pcy_nn_softmax_grad_schema, false, float>,
                op_softmax_grad<pcy_nn_softmax_grad_schema, false, double>>(
         pcy_nn_softmax_grad_schema, loop, loop);
@@ -971,9 +1013,7 @@ public:
     table_.add<op_pool_avg_grad<float>, op_pool_avg_grad<double>>(
         pcy_nn_pooling_avg_grad_schema, both("pooling_backward avg", ""), loop);
 
-    table_.add<op_lrn<float>, op_lrn<double>>(
-        pcy_nn_lrn_schema, both("lrn_forward across channels", "; native loop for an even n"),
-        loop);
+    table_.add<op_lrn<float>, op_lrn<double>>(pcy_nn_lrn_schema, loop, loop);
     table_.add<op_lrn_grad<float>, op_lrn_grad<double>>(pcy_nn_lrn_grad_schema, loop, loop);
 
     table_.add<op_dropout<float>, op_dropout<double>>(pcy_nn_dropout_schema, loop, loop);

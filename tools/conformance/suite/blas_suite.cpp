@@ -5,10 +5,12 @@
 // op must not touch are checked unchanged. semantics<T>() adds the reference-BLAS edge cases
 // (docs/blas.md, "Reference semantics"): NaN/Inf outputs under beta = 0, nrm2 near the type's
 // limits, quick returns compared bit for bit, alpha = 0 with NaN inputs, NaN-filled gaps, scal by
-// 0 of NaN. Each case runs through the front-end (parenchyma/blas.hpp) on a backend of the
-// framework under test. A cell the bundle does not serve here (errc::unsupported, or an op that
-// ran on another framework by fallback) skips its case, or fails it with --require-ops; an f64 cell
-// on a device without f64 is always a skip.
+// 0 of NaN. input_class_cases<T>() adds the input classes of input_classes.hpp (non-finite, huge,
+// tiny, wide-range, cancellation) on dot, asum, nrm2, axpy, gemv and gemm. Each case runs through
+// the front-end (parenchyma/blas.hpp) on a backend of the framework under test. A cell the bundle
+// does not serve here (errc::unsupported, or an op that ran on another framework by fallback) skips
+// its case, or fails it with --require-ops; an f64 cell on a device without f64 is always a skip.
+#include "input_classes.hpp"
 #include "suites.hpp"
 
 #include <parenchyma/blas.hpp>
@@ -1128,6 +1130,166 @@ template <class T> void device_alpha_large_gemm(registrar& reg) {
     }
 }
 
+// ---- input classes ---------------------------------------------------------------------------
+// The classes of input_classes.hpp (non-finite, huge, tiny, wide-range, cancellation) on every
+// op, at sizes past the bundles' small-size paths. Expected: the float64 reference (NaN where it
+// is NaN, the same infinity where it is infinite; a NaN or infinity in one row of A reaches only
+// that row's outputs), within 8 eps (sqrt(terms) + 1) of the summed magnitudes plus a few
+// subnormals. nrm2 and asum of a vector holding NaN are NaN, of one holding an infinity (and no
+// NaN) +Inf.
+
+namespace in = inputs;
+
+template <class T>
+void expect_class(const std::string& what, size_t i, double got, double ref, double magnitude,
+                  double terms) {
+  const double eps = std::numeric_limits<T>::epsilon();
+  const double tol = 8 * eps * (std::sqrt(terms) + 1) * magnitude +
+                     4 * static_cast<double>(std::numeric_limits<T>::denorm_min());
+  const bool ok = std::isnan(ref)   ? std::isnan(got)
+                  : std::isinf(ref) ? got == ref
+                                    : std::fabs(got - ref) <= tol;
+  if (ok)
+    pass_check();
+  else
+    fail_check(str(tname<T>(), " ", what, ": element ", i, " got ", g10(got), " expected ",
+                   g10(ref), " (tolerance ", g3(tol), ")"));
+}
+// n values of class c rounded to T; `huge` keeps the op's sums finite.
+template <class T>
+std::vector<double> class_values(in::input_class c, size_t n, double huge,
+                                 const in::positions& at = {}) {
+  std::vector<double> v =
+      in::make(c, n, {huge, static_cast<double>(std::numeric_limits<T>::min())}, rng(), at);
+  for (double& e : v)
+    e = static_cast<double>(static_cast<T>(e));
+  return v;
+}
+template <class T>
+SharedTensor<T> tensor_from(std::vector<int64_t> shape, const std::vector<double>& v) {
+  SharedTensor<T> t(std::move(shape));
+  auto w = t.write_only();
+  for (size_t i = 0; i < w.size(); ++i)
+    w[i] = static_cast<T>(v[i]);
+  return t;
+}
+
+template <class T> void input_class_cases(registrar& reg) {
+  const double max = static_cast<double>(std::numeric_limits<T>::max());
+  for (const in::input_class ic : in::all_classes) {
+    const std::string cls = std::string(" [") + in::class_name(ic) + "]";
+    for (const int64_t n : {4097, 65537}) {
+      // Twice for non-finite: with the NaN, and with only the infinities.
+      for (const bool no_nan : {false, true}) {
+        if (no_nan && ic != in::input_class::non_finite) continue;
+        const std::string tag = str(tname<T>(), " n=", n, cls, no_nan ? " (no NaN)" : "");
+        reg.add("dot/asum/nrm2/axpy " + tag, [=](const Backend& b) {
+          const double h = max / (4 * static_cast<double>(n));
+          std::vector<double> x = class_values<T>(ic, static_cast<size_t>(n), h);
+          if (no_nan)
+            for (double& e : x)
+              if (std::isnan(e)) e = 0.5;
+          const std::vector<double> y =
+              class_values<T>(in::input_class::wide_range, static_cast<size_t>(n), 1.0);
+          auto xt = tensor_from<T>({n}, x), yt = tensor_from<T>({n}, y);
+          SharedTensor<T> r1({1}), r2({1}), r3({1});
+          blas::dot(b, xt, yt, r1);
+          blas::asum(b, n, xt, 1, r2);
+          blas::nrm2(b, n, xt, 1, r3);
+          double dot = 0, dmag = 0, asum = 0;
+          bool any_nan = false, any_inf = false;
+          for (int64_t i = 0; i < n; ++i) {
+            dot += x[i] * y[i];
+            dmag += std::fabs(x[i] * y[i]);
+            asum += std::fabs(x[i]);
+            any_nan = any_nan || std::isnan(x[i]);
+            any_inf = any_inf || std::isinf(x[i]);
+          }
+          const double inf = std::numeric_limits<double>::infinity();
+          const double nrm = any_nan   ? std::numeric_limits<double>::quiet_NaN()
+                             : any_inf ? inf
+                                       : scaled_norm(x);
+          const double terms = static_cast<double>(n);
+          expect_class<T>("dot " + tag, 0, r1.read()[0], dot, dmag, terms);
+          expect_class<T>("asum " + tag, 0, r2.read()[0], asum, asum, terms);
+          expect_class<T>("nrm2 " + tag, 0, r3.read()[0], nrm, nrm, terms);
+          // axpy: elementwise, so each NaN or infinity stays where it is.
+          const double alpha = 0.75;
+          blas::axpy(b, n, alpha, xt, 1, yt, 1);
+          const auto y1 = values(yt);
+          for (int64_t i = 0; i < n; ++i)
+            expect_class<T>("axpy " + tag, static_cast<size_t>(i), y1[i],
+                            static_cast<double>(static_cast<T>(alpha)) * x[i] + y[i],
+                            std::fabs(x[i]) + std::fabs(y[i]), 1);
+        });
+      }
+    }
+    // gemv and gemm with A of the class: a non-finite value in row r of A reaches row r of the
+    // result only (for gemv T: column r).
+    for (const bool t : {false, true}) {
+      const int64_t m = 67, n = 129;
+      const std::string tag = str("gemv ", tname<T>(), t ? " T" : " N", " m=", m, " n=", n, cls);
+      reg.add(tag, [=](const Backend& b) {
+        const int64_t nx = t ? m : n, ny = t ? n : m;
+        const std::vector<double> A =
+            class_values<T>(ic, static_cast<size_t>(m * n), max / (4 * static_cast<double>(nx)),
+                            {5, static_cast<size_t>(2 * n + 7), static_cast<size_t>(m * n - 1)});
+        const std::vector<double> x =
+            class_values<T>(in::input_class::wide_range, static_cast<size_t>(nx), 1.0);
+        const std::vector<double> y =
+            class_values<T>(in::input_class::wide_range, static_cast<size_t>(ny), 1.0);
+        auto At = tensor_from<T>({m, n}, A), xt = tensor_from<T>({nx}, x),
+             yt = tensor_from<T>({ny}, y);
+        const double alpha = 1.5, beta = -0.5;
+        blas::gemv(b, t ? blas::trans : blas::no_trans, alpha, At, xt, beta, yt);
+        const auto y1 = values(yt);
+        for (int64_t r = 0; r < ny; ++r) {
+          double s = 0, mag = 0;
+          for (int64_t j = 0; j < nx; ++j) {
+            const double a = t ? A[j * n + r] : A[r * n + j];
+            s += a * x[j];
+            mag += std::fabs(a * x[j]);
+          }
+          expect_class<T>(tag, static_cast<size_t>(r), y1[r], alpha * s + beta * y[r],
+                          alpha * mag + std::fabs(beta * y[r]), static_cast<double>(nx));
+        }
+      });
+    }
+    for (const bool ta : {false, true}) {
+      const int64_t m = 65, n = 33, k = 129;
+      const std::string tag =
+          str("gemm ", tname<T>(), ta ? " TN" : " NN", " m=", m, " n=", n, " k=", k, cls);
+      reg.add(tag, [=](const Backend& b) {
+        const int64_t ar = ta ? k : m, ac = ta ? m : k;
+        const std::vector<double> A =
+            class_values<T>(ic, static_cast<size_t>(m * k), max / (4 * static_cast<double>(k)),
+                            {3, static_cast<size_t>(4 * ac + 9), static_cast<size_t>(m * k - 1)});
+        const std::vector<double> B =
+            class_values<T>(in::input_class::wide_range, static_cast<size_t>(k * n), 1.0);
+        const std::vector<double> C =
+            class_values<T>(in::input_class::wide_range, static_cast<size_t>(m * n), 1.0);
+        auto At = tensor_from<T>({ar, ac}, A), Bt = tensor_from<T>({k, n}, B),
+             Ct = tensor_from<T>({m, n}, C);
+        const double alpha = 0.5, beta = 2.0;
+        blas::gemm(b, ta ? blas::trans : blas::no_trans, blas::no_trans, alpha, At, Bt, beta, Ct);
+        const auto C1 = values(Ct);
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double s = 0, mag = 0;
+            for (int64_t l = 0; l < k; ++l) {
+              const double a = ta ? A[l * ac + i] : A[i * ac + l];
+              s += a * B[l * n + j];
+              mag += std::fabs(a * B[l * n + j]);
+            }
+            const size_t ic_ = static_cast<size_t>(i * n + j);
+            expect_class<T>(tag, ic_, C1[ic_], alpha * s + beta * C[ic_],
+                            alpha * mag + std::fabs(beta * C[ic_]), static_cast<double>(k));
+          }
+      });
+    }
+  }
+}
+
 template <class T> void semantics(registrar& reg) {
   beta0_gemv<T>(reg);
   beta0_gemm<T>(reg);
@@ -1209,6 +1371,8 @@ suite blas_suite() {
   level23<double>(reg);
   semantics<float>(reg);
   semantics<double>(reg);
+  input_class_cases<float>(reg);
+  input_class_cases<double>(reg);
   half_gemm<f16>(reg);
   half_gemm<bf16>(reg);
   reg.cases().push_back({"no op ran by fallback", [st] {

@@ -70,8 +70,14 @@ struct axis_view {
   }
 };
 
-// y and, per element, the magnitude its error scales with.
-inline summed softmax(const vec& x, const std::vector<int64_t>& shape, int64_t axis, bool log) {
+// y and, per element, the magnitude its error scales with. eps: the tested type's epsilon.
+// log_softmax's error scales with |x - max| (one correctly rounded subtraction) and |log s|,
+// plus the rounding of the row's sum s = 1 + r (r the sum of e^(x - max) over the others): an
+// absolute term that shrinks with r below one ulp of 1, where s rounds to 1 exactly and a
+// correct log gives 0. So a dominant logit's log-probability is held to about 0 (not to the
+// magnitude of x).
+inline summed softmax(const vec& x, const std::vector<int64_t>& shape, int64_t axis, bool log,
+                      double eps) {
   const axis_view a(shape, axis);
   summed r(x.size());
   for (int64_t o = 0; o < a.outer; ++o)
@@ -88,7 +94,7 @@ inline summed softmax(const vec& x, const std::vector<int64_t>& shape, int64_t a
         const double d = x[k] - m;
         if (log) {
           r.v[k] = d - ls;
-          r.mag[k] = std::fabs(x[k]) + std::fabs(m) + std::fabs(ls) + 1;
+          r.mag[k] = std::fabs(d) + std::fabs(ls) + std::min(1.0, (s - 1) / eps);
         } else {
           r.v[k] = std::exp(d) / s;
           r.mag[k] = r.v[k] * (1 + std::fabs(d)); // exp's error grows with its argument

@@ -8,10 +8,14 @@
 // dilations, groups, non-square and 1x1 filters and a filter as wide as the padded input, with
 // every algorithm the bundle offers, gradients also checked by finite differences in f64;
 // pooling with overlapping windows, padding up to half the window, ties and NaN; LRN windows
-// even, odd and wider than C; dropout's exact splitmix64 mask. A cell the bundle does not serve
+// even, odd and wider than C; dropout's exact splitmix64 mask. Every op a bundle may hand to a
+// vendor library (activations, softmax, LRN, average pooling, convolution) also runs on the
+// input classes of input_classes.hpp (non-finite, huge, tiny, wide-range, cancellation) at
+// sizes that take the library's path, in f32 and f64. A cell the bundle does not serve
 // here (errc::unsupported, or an op that ran on another framework by fallback) skips its case,
 // or fails it with --require-ops; f64 cells on a device without f64 and half cells the bundle
 // does not register are always skips.
+#include "input_classes.hpp"
 #include "nn_reference.hpp"
 #include "suites.hpp"
 
@@ -197,6 +201,7 @@ template <class T> bool same_bits(const std::vector<T>& a, const std::vector<T>&
 // Stops a case from flooding the report: past this many failed elements a check only counts.
 bool matches(double got, double ref, double tol) {
   if (std::isnan(ref)) return std::isnan(got);
+  if (got == ref) return true; // also where the bound is NaN (0 x an infinite magnitude)
   if (std::isinf(ref)) return got == ref;
   return std::fabs(got - ref) <= tol; // false for a NaN got
 }
@@ -513,7 +518,7 @@ template <class T> void softmax_cases(registrar& reg) {
           nn::log_softmax(b, xt, yt, c.axis);
         else
           nn::softmax(b, xt, yt, c.axis);
-        const auto ref = nn_ref::softmax(x, c.shape, axis, log);
+        const auto ref = nn_ref::softmax(x, c.shape, axis, log, eps<T>());
         const vec got = values(yt);
         for (size_t i = 0; i < n; ++i)
           expect_near<T>(what, i, got[i], ref.v[i], ref.mag[i], ref.terms[i]);
@@ -965,6 +970,242 @@ template <class T> void lrn_cases(registrar& reg) {
   }
 }
 
+// ---- input classes (vendor-backed ops) -----------------------------------------------------
+// The classes of input_classes.hpp on every op a bundle may hand to a vendor library (oneDNN,
+// cuDNN): activations, softmax and log_softmax, LRN, average pooling and convolution, at sizes
+// that take the library's path (>= 4096 elements, channel counts that are multiples of 8).
+// Outputs are held to the float64 reference (a NaN where it gives NaN, an infinity where it
+// gives one, nothing leaking to the outputs that do not depend on a non-finite input).
+
+namespace in = inputs;
+
+template <class T> double tiny_normal() {
+  if constexpr (std::is_same_v<T, f16>) return 0x1p-14;
+  if constexpr (std::is_same_v<T, bf16>) return 0x1p-126;
+  return static_cast<double>(std::numeric_limits<T>::min());
+}
+template <class T>
+vec class_vec(in::input_class c, size_t n, double huge_v, const in::positions& at = {}) {
+  vec v = in::make(c, n, {huge_v, tiny_normal<T>()}, rng(), at);
+  for (double& e : v)
+    e = rounded<T>(e);
+  return v;
+}
+std::string class_tag(in::input_class c) { return std::string(" [") + in::class_name(c) + "]"; }
+
+template <class T> void input_class_cases(registrar& reg) {
+  for (const in::input_class ic : in::all_classes) {
+    // Activations on oneDNN's path (>= 4096 elements); relu is ours everywhere.
+    for (const act_info& ai : acts) {
+      if (ai.a == nn_ref::act::relu) continue;
+      const std::string tag = std::string(ai.name) + " " + tname<T>() + " 4099" + class_tag(ic);
+      reg.add(tag, [=](const Backend& b) {
+        const size_t n = 4099;
+        act_all<T>(b, tag, ai.a, {static_cast<int64_t>(n)}, class_vec<T>(ic, n, huge<T>()), 1.0,
+                   random_vec<T>(n));
+      });
+    }
+    // softmax / log_softmax: 64 rows of 100 along the last axis, and along axis 0 (inner 64).
+    // Non-finite values in rows 1, 2, 3 only: those rows are NaN (e^(x - max) with a NaN, or
+    // Inf - Inf), -Inf gives 0 / -Inf; every other row is untouched by them.
+    for (const int64_t axis : {1, 0}) {
+      const std::vector<int64_t> shape =
+          axis == 1 ? std::vector<int64_t>{64, 100} : std::vector<int64_t>{100, 64};
+      const std::string tag = std::string("softmax/log_softmax ") + tname<T>() + " " +
+                              shape_tag(shape) + " axis=" + std::to_string(axis) + class_tag(ic);
+      reg.add(tag, [=](const Backend& b) {
+        served_or_skip<T>(b,
+                          {key<pcy_nn_softmax_schema, T>(), key<pcy_nn_log_softmax_schema, T>()});
+        const size_t n = count_of(shape);
+        const in::positions at = axis == 1 ? in::positions{105, 207, 309}
+                                           : in::positions{5 * 64 + 1, 7 * 64 + 2, 9 * 64 + 3};
+        // huge / 2: x - max stays finite.
+        const vec x = class_vec<T>(ic, n, huge<T>() / 2, at);
+        auto xt = tensor_of<T>(shape, x);
+        for (const bool log : {false, true}) {
+          const std::string what = tag + (log ? " log_softmax" : " softmax");
+          auto yt = poisoned<T>(shape);
+          if (log)
+            nn::log_softmax(b, xt, yt, axis);
+          else
+            nn::softmax(b, xt, yt, axis);
+          const vec got = values(yt);
+          expect_all<T>(what, got, nn_ref::softmax(x, shape, axis, log, eps<T>()));
+          if (log)
+            for (size_t i = 0; i < n; ++i)
+              if (got[i] > 0)
+                fail_check(str(tname<T>(), " ", what, ": element ", i, " is ", g10(got[i]),
+                               ": a log-probability above 0"));
+        }
+      });
+    }
+    // LRN: C a multiple of 8 (oneDNN's vector kernel), AlexNet's 96, and 17. Image 0 holds the
+    // non-finite values (channel 0, 8 and C - 1); image 1 must not notice.
+    struct lrn_shape {
+      std::vector<int64_t> shape;
+      nn_ref::lrn_params p;
+    };
+    for (const lrn_shape& ls : {lrn_shape{{2, 16, 3, 5}, {5, 1e-4, 0.75, 1.0}},
+                                lrn_shape{{1, 96, 2, 3}, {5, 1e-4, 0.75, 2.0}},
+                                lrn_shape{{2, 64, 2, 2}, {3, 0.5, 0.5, 1.0}},
+                                lrn_shape{{2, 17, 2, 3}, {5, 0.1, 0.75, 1.0}}}) {
+      const std::string tag = std::string("lrn ") + tname<T>() + " " + shape_tag(ls.shape) +
+                              str(" n=", ls.p.n, " beta=", ls.p.beta) + class_tag(ic);
+      reg.add(tag, [=](const Backend& b) {
+        served_or_skip<T>(b, {key<pcy_nn_lrn_schema, T>()});
+        const int64_t N = ls.shape[0], C = ls.shape[1], HW = ls.shape[2] * ls.shape[3];
+        const size_t n = count_of(ls.shape);
+        const auto at_ = [&](int64_t c, int64_t i) { return static_cast<size_t>(c * HW + i); };
+        const vec x =
+            // Huge for LRN: a window's sum of n squares stays finite in T.
+            class_vec<T>(ic, n,
+                         std::sqrt(static_cast<double>(std::numeric_limits<T>::max()) /
+                                   static_cast<double>(2 * ls.p.n)),
+                         {at_(0, 0), at_(8 % C, HW - 1), at_(C - 1, HW / 2)});
+        auto xt = tensor_of<T>(ls.shape, x);
+        auto yt = poisoned<T>(ls.shape);
+        nn::lrn(b, xt, yt, nn::LrnParams{ls.p.n, ls.p.alpha, ls.p.beta, ls.p.k});
+        expect_all<T>(tag + " forward", values(yt), nn_ref::lrn(x, N, C, HW, ls.p));
+      });
+    }
+    // Average pooling (oneDNN's f32 sums a window in f32): windows of huge values whose mean is
+    // finite, and the gradient from dy of the class.
+    for (const nn_ref::pool_geom& g : {nn_ref::pool_geom{2, 16, 9, 8, 3, 3, 2, 2, 1, 1},
+                                       nn_ref::pool_geom{1, 8, 8, 8, 2, 2, 2, 2, 0, 0}}) {
+      const std::string tag =
+          std::string("pooling_avg ") + tname<T>() +
+          str(" N", g.N, " C", g.C, " ", g.H, "x", g.W, " window ", g.win_h, "x", g.win_w) +
+          class_tag(ic);
+      reg.add(tag, [=](const Backend& b) {
+        served_or_skip<T>(
+            b, {key<pcy_nn_pooling_avg_schema, T>(), key<pcy_nn_pooling_avg_grad_schema, T>()});
+        const std::vector<int64_t> xs{g.N, g.C, g.H, g.W}, ys{g.N, g.C, g.P(), g.Q()};
+        const size_t plane = static_cast<size_t>(g.H * g.W);
+        // Huge for pooling: a window's sum stays finite in T.
+        const double h = huge<T>() / static_cast<double>(2 * g.win_h * g.win_w);
+        const vec x = class_vec<T>(ic, g.xs(), h, {0, 5 * plane + 10, 7 * plane + 20});
+        const vec dy = class_vec<T>(ic, g.ys(), h, {0, 3, g.ys() - 1});
+        auto xt = tensor_of<T>(xs, x), dyt = tensor_of<T>(ys, dy);
+        nn::PoolingParams p;
+        p.window = {g.win_h, g.win_w};
+        p.stride = {g.str_h, g.str_w};
+        p.padding = {g.pad_h, g.pad_w};
+        for (const bool incl : {true, false}) {
+          p.include_padding = incl;
+          const std::string what = tag + (incl ? " include_padding" : " exclude_padding");
+          auto ya = poisoned<T>(ys);
+          nn::pooling_avg(b, xt, ya, p);
+          expect_all<T>(what, values(ya), nn_ref::pool_avg(g, x, incl));
+          auto dxa = poisoned<T>(xs);
+          nn::pooling_avg_grad(b, dyt, dxa, p);
+          expect_all<T>(what + " grad", values(dxa), nn_ref::pool_avg_grad(g, dy, incl));
+        }
+      });
+    }
+    // Convolution, every algorithm the bundle offers: x of the class for the forward and
+    // grad_filter, dy of the class for grad_data; w ordinary. A transform (Winograd, FFT) mixes
+    // a tile's inputs, so a non-finite input reaches the tile's other outputs: those algorithms
+    // are held to the reference on finite classes only.
+    for (const nn_ref::conv_geom& g :
+         {nn_ref::conv_geom{2, 8, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1},
+          nn_ref::conv_geom{1, 3, 7, 7, 4, 3, 3, 2, 2, 0, 0, 1, 1, 1}}) {
+      const std::string tag =
+          std::string("convolution ") + tname<T>() + " " + geom_tag(g) + class_tag(ic);
+      reg.add(tag, [=](const Backend& b) {
+        served_or_skip<T>(b, {key<pcy_nn_convolution_schema, T>(),
+                              key<pcy_nn_convolution_grad_data_schema, T>(),
+                              key<pcy_nn_convolution_grad_filter_schema, T>(),
+                              key<pcy_nn_convolution_algorithm_schema, T>()});
+        const std::vector<int64_t> xs{g.N, g.C, g.H, g.W}, ws{g.K, g.Cg(), g.R, g.S},
+            ys{g.N, g.K, g.P(), g.Q()};
+        // The largest sum: grad_filter's N P Q terms, or C R S, K R S.
+        const double terms = static_cast<double>(
+            std::max({g.N * g.P() * g.Q(), g.Cg() * g.R * g.S, g.Kg() * g.R * g.S}));
+        const size_t plane = static_cast<size_t>(g.H * g.W);
+        const vec x = class_vec<T>(ic, g.xs(), huge<T>() / (4 * terms),
+                                   {plane + 9, 2 * plane + 20, g.xs() - 1});
+        const vec dy = class_vec<T>(ic, g.ys(), huge<T>() / (4 * terms), {1, g.ys() / 2});
+        const vec w = random_vec<T>(g.ws()), dy_plain = random_vec<T>(g.ys());
+        auto xt = tensor_of<T>(xs, x), wt = tensor_of<T>(ws, w), dyt = tensor_of<T>(ys, dy),
+             dyp = tensor_of<T>(ys, dy_plain);
+        const auto yref = nn_ref::conv_forward(g, x, w), dxref = nn_ref::conv_grad_data(g, w, dy),
+                   dwref = nn_ref::conv_grad_filter(g, x, dy_plain);
+        std::vector<std::array<int64_t, 3>> configs{{0, 0, 0}};
+        for (int64_t a = 1; a <= 7; ++a)
+          for (size_t d = 0; d < 3; ++d) {
+            std::array<int64_t, 3> al{0, 0, 0};
+            al[d] = a;
+            configs.push_back(al);
+          }
+        for (const auto& al : configs) {
+          std::unique_ptr<nn::Convolution> conv;
+          try {
+            conv = std::make_unique<nn::Convolution>(b, xs, ws, conv_params(g, al, !is_half<T>),
+                                                     dtype_v<T>);
+          } catch (const parenchyma::error& e) {
+            if (al == configs.front() ||
+                (e.code() != errc::unsupported && e.code() != errc::invalid_argument))
+              throw;
+            continue; // not offered for these shapes
+          }
+          const std::string what = str(tag, " algorithms ", al[0], ",", al[1], ",", al[2]);
+          const auto check = [&](const char* dir, nn::direction d, const vec& got,
+                                 const nn_ref::summed& ref) {
+            const nn::conv_numerics num = conv->numerics(d);
+            if (ic == in::input_class::non_finite && num == nn::conv_numerics::transform) return;
+            expect_conv<T>(what + " " + dir, got, ref, num);
+          };
+          auto yt = poisoned<T>(ys);
+          conv->forward(xt, wt, yt);
+          check("forward", nn::direction::forward, values(yt), yref);
+          auto dx = poisoned<T>(xs);
+          conv->grad_data(wt, dyt, dx);
+          check("grad_data", nn::direction::grad_data, values(dx), dxref);
+          auto dw = poisoned<T>(ws);
+          conv->grad_filter(xt, dyp, dw);
+          check("grad_filter", nn::direction::grad_filter, values(dw), dwref);
+        }
+      });
+    }
+  }
+  // A dominant logit (issue 21): rows of 100 with one logit 100 and the rest 0, 64 rows. Its
+  // log-probability is -log1p(99 e^-100), 0 to the type's precision: never above 0.
+  reg.add(std::string("log_softmax ") + tname<T>() + " 64x100 dominant logit",
+          [](const Backend& b) {
+            served_or_skip<T>(b, {key<pcy_nn_log_softmax_schema, T>()});
+            const std::vector<int64_t> shape{64, 100};
+            vec x(6400, 0.0);
+            for (size_t r = 0; r < 64; ++r)
+              x[r * 100 + r % 100] = 100;
+            auto xt = tensor_of<T>(shape, x);
+            auto yt = poisoned<T>(shape);
+            nn::log_softmax(b, xt, yt, 1);
+            const vec got = values(yt);
+            expect_all<T>("log_softmax dominant logit", got,
+                          nn_ref::softmax(x, shape, 1, true, eps<T>()));
+            for (size_t i = 0; i < got.size(); ++i)
+              if (got[i] > 0)
+                fail_check(str(tname<T>(), " log_softmax dominant logit: element ", i, " is ",
+                               g10(got[i]), ": a log-probability above 0"));
+          });
+  // LRN with one large value in channel 0 (issue 21: 0.8722 where 0.5946 is right).
+  if constexpr (!is_half<T>)
+    for (const int64_t C : {16, 24, 32, 64, 96, 256})
+      reg.add(str("lrn ", tname<T>(), " 1x", C, "x1x1 n=5 x[0] = 1e4, the rest 0.5"),
+              [C](const Backend& b) {
+                served_or_skip<T>(b, {key<pcy_nn_lrn_schema, T>()});
+                const std::vector<int64_t> shape{1, C, 1, 1};
+                vec x(static_cast<size_t>(C), 0.5);
+                x[0] = 1e4;
+                const nn_ref::lrn_params p{5, 1e-4, 0.75, 1.0};
+                auto xt = tensor_of<T>(shape, x);
+                auto yt = poisoned<T>(shape);
+                nn::lrn(b, xt, yt, nn::LrnParams{p.n, p.alpha, p.beta, p.k});
+                expect_all<T>(str("lrn C=", C, " x[0] = 1e4"), values(yt),
+                              nn_ref::lrn(x, 1, C, 1, p));
+              });
+}
+
 // ---- dropout -------------------------------------------------------------------------------
 
 template <class T> void dropout_cases(registrar& reg) {
@@ -1107,6 +1348,7 @@ template <class T> void all_cases(registrar& reg) {
     dropout_cases<T>(reg);
   }
   edge_cases<T>(reg);
+  if constexpr (!is_half<T>) input_class_cases<T>(reg);
 }
 
 // ---- routes --------------------------------------------------------------------------------

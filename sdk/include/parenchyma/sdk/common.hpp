@@ -13,6 +13,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 namespace parenchyma::sdk {
@@ -31,10 +32,27 @@ private:
   throw error(code, message);
 }
 
+namespace detail {
+// A piece of a message as streamed: a null C string reads "(null)" (streaming a null char
+// pointer is undefined: libstdc++ sets badbit and drops the rest of the message).
+template <class P> decltype(auto) piece(P&& p) {
+  using D = std::decay_t<P>;
+  if constexpr (std::is_pointer_v<D> &&
+                (std::is_same_v<std::remove_cv_t<std::remove_pointer_t<D>>, char> ||
+                 std::is_same_v<std::remove_cv_t<std::remove_pointer_t<D>>, signed char> ||
+                 std::is_same_v<std::remove_cv_t<std::remove_pointer_t<D>>, unsigned char>)) {
+    const D q = p; // a string literal decays here
+    return q != nullptr ? reinterpret_cast<const char*>(q) : static_cast<const char*>("(null)");
+  } else {
+    return std::forward<P>(p);
+  }
+}
+} // namespace detail
+
 // Builds a message from pieces: sdk::str("bad size ", n, " for ", name).
 template <class... A> std::string str(A&&... parts) {
   std::ostringstream os;
-  (os << ... << std::forward<A>(parts));
+  (os << ... << detail::piece(std::forward<A>(parts)));
   return os.str();
 }
 
