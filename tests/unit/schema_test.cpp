@@ -209,3 +209,17 @@ TEST_CASE("f16 and bf16 convert with round-to-nearest-even, keeping specials") {
   CHECK(SharedTensor<f16>({3}).storage().bytes() == 6);
   CHECK(SharedTensor<bf16>({3}).storage().bytes() == 6);
 }
+
+TEST_CASE("a front-end error message keeps its parts after a null C string") {
+  const char* unset = nullptr; // a reason nobody filled in
+  try {
+    ext::fail(pcy_blas_scal_schema, errc::invalid_argument, "argument alpha: ", unset,
+              " (this op's choices: a, b)");
+    FAIL("ext::fail returned");
+  } catch (const error& e) {
+    const std::string m = e.what();
+    CHECK(m.find("blas.scal") != std::string::npos);
+    CHECK(m.find("(null)") != std::string::npos);
+    CHECK(m.find("this op's choices: a, b") != std::string::npos);
+  }
+}

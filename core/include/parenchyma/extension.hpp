@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <sstream>
 #include <string>
+#include <type_traits>
 
 namespace parenchyma::ext {
 
@@ -70,10 +71,21 @@ inline std::string shape_str(const TensorStorage& t) {
   return os.str();
 }
 
+// A message part as a stream takes it; a null C string (a reason nobody set) reads "(null)"
+// instead of cutting the message short.
+template <class T> decltype(auto) message_part(const T& v) noexcept {
+  if constexpr (std::is_convertible_v<const T&, const char*>) {
+    const char* p = v;
+    return p != nullptr ? p : "(null)";
+  } else {
+    return (v);
+  }
+}
+
 // Throws errc `code` with origin "<extension>.<op>" and a message built from `parts`.
 template <class... A> [[noreturn]] void fail(const pcy_op_schema& s, errc code, const A&... parts) {
   std::ostringstream os;
-  (os << ... << parts);
+  (os << ... << message_part(parts));
   throw error(code, std::string(s.extension) + "." + s.name, os.str());
 }
 
