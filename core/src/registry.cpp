@@ -270,19 +270,14 @@ void RegistryImpl::note(std::string text) {
   notices.push_back(std::move(text));
 }
 
-namespace {
-// The stages of RegistryImpl::load, in order.
+// ---- the stages of RegistryImpl::load, in order ---------------------------------------------
 
 // 1. Configuration: the shipped default, then PARENCHYMA_CONFIG or the API's file. A config file
 //    that was named but cannot be used is an error: running with other settings than the ones
 //    asked for would be worse. Environment values that are malformed do not stop the registry (an
 //    explicit request must still work): they are noted, and PARENCHYMA_BACKEND's error is raised
 //    where it is used.
-void read_configuration(RegistryImpl& r, const fs::path& libdir) {
-  const RegistryOptions& options = r.options;
-  Config& config = r.config;
-  auto env = [&](const char* n) { return r.env(n); };
-  auto note = [&](std::string t) { r.note(std::move(t)); };
+void RegistryImpl::read_configuration(const fs::path& libdir) {
   if (options.default_config && !libdir.empty()) {
     const fs::path def = libdir / PARENCHYMA_CONFIG_RELPATH;
     std::error_code ec;
@@ -307,22 +302,18 @@ void read_configuration(RegistryImpl& r, const fs::path& libdir) {
     detail::set_log_level(*parsed);
   }
   if (auto b = env("PARENCHYMA_BACKEND"); b && !b->empty()) {
-    r.env_backend = *b;
+    env_backend = *b;
     try {
-      r.env_items = detail::parse_selection(*b, "PARENCHYMA_BACKEND");
+      env_items = detail::parse_selection(*b, "PARENCHYMA_BACKEND");
     } catch (const error& e) {
-      r.env_backend_error = e;
+      env_backend_error = e;
       note(std::string(e.what()) + " (used only when no backend is requested explicitly)");
     }
   }
 }
 
 // 2. The cache directory for compiled kernels, and the host services every plugin receives.
-void set_up_host(RegistryImpl& r) {
-  auto env = [&](const char* n) { return r.env(n); };
-  std::string& cache_dir = r.cache_dir;
-  const Config& config = r.config;
-  pcy_host_services& host = r.host;
+void RegistryImpl::set_up_host() {
   if (auto c = env("PARENCHYMA_CACHE_DIR"); c && !c->empty())
     cache_dir = *c;
   else if (!config.cache_dir.empty())
@@ -335,22 +326,17 @@ void set_up_host(RegistryImpl& r) {
   host.struct_size = sizeof host;
   host.host_abi_major = PCY_ABI_VERSION_MAJOR;
   host.host_abi_minor = PCY_ABI_VERSION_MINOR;
-  host.log_user = &r;
+  host.log_user = this;
   host.log = &detail::plugin_log;
   host.log_level = detail::log_level();
   host.cache_dir = cache_dir.empty() ? nullptr : cache_dir.c_str();
   host.setting = &host_setting;
-  host.setting_user = &r;
+  host.setting_user = this;
 }
 
 // 3. The search path (API, environment, config, next to the core library) and the plugin files
 //    on it, each entry that cannot be used reported.
-std::vector<fs::path> find_candidates(RegistryImpl& r, const fs::path& libdir) {
-  const RegistryOptions& options = r.options;
-  const Config& config = r.config;
-  auto env = [&](const char* n) { return r.env(n); };
-  auto add_report = [&](LoadReportEntry e) { r.add_report(std::move(e)); };
-  std::vector<fs::path>& search_path = r.search_path;
+std::vector<fs::path> RegistryImpl::find_candidates(const fs::path& libdir) {
   for (const auto& p : options.plugin_paths)
     search_path.push_back(p);
   if (auto pp = env("PARENCHYMA_PLUGIN_PATH"))
@@ -412,11 +398,7 @@ std::vector<fs::path> find_candidates(RegistryImpl& r, const fs::path& libdir) {
 }
 
 // 6. Two bundles serving one op on one framework: the config's bundle_priority, else load order.
-void note_shadowed_ops(RegistryImpl& r) {
-  auto& bundles = r.bundles;
-  auto& bundle_ops = r.bundle_ops;
-  const Config& config = r.config;
-  auto note = [&](std::string t) { r.note(std::move(t)); };
+void RegistryImpl::note_shadowed_ops() {
   std::map<std::string, std::vector<const BundleInfo*>> providers;
   for (size_t i = 0; i < bundles.size(); ++i)
     for (const OpEntry& op : bundle_ops[i])
@@ -442,15 +424,14 @@ void note_shadowed_ops(RegistryImpl& r) {
          cells.front() +
          "; the winner is the first in the config's bundle_priority, else the first loaded");
 }
-} // namespace
 
 void RegistryImpl::load() {
   if (secure && !options.environment)
     note("set-uid process: PARENCHYMA_* environment variables are ignored");
   const fs::path libdir = core_library_dir();
-  read_configuration(*this, libdir);
-  set_up_host(*this);
-  const std::vector<fs::path> candidates = find_candidates(*this, libdir);
+  read_configuration(libdir);
+  set_up_host();
+  const std::vector<fs::path> candidates = find_candidates(libdir);
   { // 4. Each candidate file: checked, loaded, its table checked, initialised, probed.
     std::lock_guard<std::mutex> lock(detail::plugin_lifecycle_mutex());
     for (const auto& c : candidates)
@@ -465,7 +446,7 @@ void RegistryImpl::load() {
         if (e.name == b->name() && e.status == "loaded")
           e.reason += "; framework '" + b->framework() + "' is not loaded: its ops are unused";
     }
-  note_shadowed_ops(*this);
+  note_shadowed_ops();
 }
 
 void RegistryImpl::load_candidate(const fs::path& path) {
