@@ -12,7 +12,6 @@ pcy_error* b_initialize(int slot, pcy_bundle_init_args* a) {
     scope c(slot, true, "initialize");
     if (PARENCHYMA_VALIDATE_SIZED(c.f, a, "pcy_bundle_init_args", PCY_BUNDLE_INIT_ARGS_SIZE_1_0))
       PARENCHYMA_VALIDATE_SIZED(c.f, a->host, "pcy_host_services", PCY_HOST_SERVICES_SIZE_1_0);
-    c.lifecycle();
     const auto fn = c.ok() ? c.b->orig.initialize : nullptr;
     if (std::string bad = c.verdict(); !bad.empty()) return report(bad);
     pcy_error* e = fn(a);
@@ -43,7 +42,6 @@ void b_shutdown(int slot, pcy_bundle_plugin p) {
   guarded_void([&] {
     scope c(slot, true, "shutdown");
     expect(c.s, c.f, slot, p, kind::bundle, "bundle instance", true);
-    c.lifecycle();
     std::vector<std::string> leaks;
     decltype(pcy_bundle_api::shutdown) fn = nullptr;
     if (c.ok()) {

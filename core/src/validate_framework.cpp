@@ -13,7 +13,6 @@ pcy_error* fw_initialize(int slot, pcy_framework_init_args* a) {
     if (PARENCHYMA_VALIDATE_SIZED(c.f, a, "pcy_framework_init_args",
                                   PCY_FRAMEWORK_INIT_ARGS_SIZE_1_0))
       PARENCHYMA_VALIDATE_SIZED(c.f, a->host, "pcy_host_services", PCY_HOST_SERVICES_SIZE_1_0);
-    c.lifecycle();
     const auto fn = c.ok() ? c.fw->orig.initialize : nullptr;
     if (std::string bad = c.verdict(); !bad.empty()) return report(bad);
     pcy_error* e = fn(a);
@@ -35,7 +34,6 @@ void fw_shutdown(int slot, pcy_plugin p) {
     expect(c.s, c.f, slot, p, kind::plugin, "plugin", true);
     std::vector<std::string> leaks;
     decltype(pcy_framework_api::shutdown) fn = nullptr;
-    c.lifecycle();
     if (c.ok()) {
       uint64_t n = 0;
       std::string text = collect_leaks(c.s, false, slot, p, n);
@@ -55,7 +53,6 @@ pcy_error* fw_probe(int slot, pcy_plugin p, pcy_framework_probe* out) {
     scope c(slot, false, "probe");
     expect(c.s, c.f, slot, p, kind::plugin, "plugin");
     PARENCHYMA_VALIDATE_SIZED(c.f, out, "pcy_framework_probe", PCY_FRAMEWORK_PROBE_SIZE_1_0);
-    c.lifecycle();
     const auto fn = c.ok() ? c.fw->orig.probe : nullptr;
     if (std::string bad = c.verdict(); !bad.empty()) return report(bad);
     return fn(p, out);
@@ -86,7 +83,6 @@ pcy_error* fw_device_properties(int slot, pcy_plugin p, uint32_t d, const pcy_pr
   return guarded([&]() -> pcy_error* {
     scope c(slot, false, "device_properties");
     expect(c.s, c.f, slot, p, kind::plugin, "plugin");
-    c.lifecycle();
     const auto fn = c.ok() ? c.fw->orig.device_properties : nullptr;
     if (std::string bad = c.verdict(); !bad.empty()) return report(bad);
     pcy_error* e = fn(p, d, props, n);
@@ -105,7 +101,6 @@ pcy_error* fw_context_create(int slot, pcy_plugin p, const uint32_t* devices, ui
   return guarded([&]() -> pcy_error* {
     scope c(slot, false, "context_create");
     expect(c.s, c.f, slot, p, kind::plugin, "plugin");
-    c.lifecycle();
     const auto fn = c.ok() ? c.fw->orig.context_create : nullptr;
     if (std::string bad = c.verdict(); !bad.empty()) return report(bad);
     pcy_error* e = fn(p, devices, n, out);
@@ -128,7 +123,6 @@ void fw_context_destroy(int slot, pcy_context ctx) {
     decltype(pcy_framework_api::context_destroy) fn = nullptr;
     std::string children;
     if (expect(c.s, c.f, slot, ctx, kind::context, "context", true) != nullptr) {
-      c.lifecycle();
       std::map<kind, int> by_kind;
       for (const auto& [h, r] : c.s.live)
         if (r.context == ctx && r.slot == slot && !on_bundle_side(r.k)) ++by_kind[r.k];

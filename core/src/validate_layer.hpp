@@ -34,6 +34,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -284,9 +285,11 @@ struct scope {
   finding f;
   std::string who = "?";
   const char* call;
+  sdk::slot_thread thread;
   fw_slot* fw = nullptr;
   bundle_slot* b = nullptr;
-  scope(int slot, bool bundle, const char* name) : call(name) {
+  // `name`: the slot's name in its list (its thread column decides the lifecycle rule), or "op".
+  scope(int slot, bool bundle, const char* name) : call(name), thread(thread_of(bundle, name)) {
     if (bundle) {
       b = b_of(s, slot, f);
       if (b != nullptr) who = b->name;
@@ -299,6 +302,7 @@ struct scope {
   // Counts a finding and releases the lock; empty when the call is fine. A thread rule broken
   // on the way is logged here, and the call goes on.
   std::string verdict() {
+    if (thread == sdk::slot_thread::lifecycle) lifecycle();
     std::string msg = ok() ? std::string() : count(s, who, call, f);
     lock.unlock();
     for (const auto& r : races)
@@ -325,7 +329,15 @@ struct scope {
     r->busy_by = me;
     held[held_n++] = h;
   }
-  // A lifecycle call: no other thread may be inside one of any plugin (G4).
+  // The thread column of a slot of the lists (PCY_FRAMEWORK_API_SLOTS, PCY_BUNDLE_API_SLOTS).
+  static sdk::slot_thread thread_of(bool bundle, const char* name) {
+    for (const sdk::slot_info& si : bundle ? std::span<const sdk::slot_info>(sdk::bundle_slots)
+                                           : std::span<const sdk::slot_info>(sdk::framework_slots))
+      if (std::strcmp(si.name, name) == 0) return si.thread;
+    return sdk::slot_thread::any;
+  }
+  // A lifecycle call (a slot whose thread column is LIFECYCLE, from verdict()): no other thread
+  // may be inside one of any plugin (G4).
   void lifecycle() {
     if (!ok()) return;
     const auto me = std::this_thread::get_id();
