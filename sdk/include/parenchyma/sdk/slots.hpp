@@ -29,21 +29,27 @@ struct slot_info {
   size_t offset; // in the table
 };
 
+// The list's column tokens, pasted (`need_##need`), so that a platform macro of the same name
+// (Windows defines OPTIONAL) is never expanded in them.
 namespace slot_column {
-inline constexpr slot_need REQUIRED = slot_need::required;
-inline constexpr slot_need OPTIONAL = slot_need::optional;
-inline constexpr slot_need PROGRAMS = slot_need::programs;
-inline constexpr slot_need GRAPHS = slot_need::graphs;
-inline constexpr slot_thread LIFECYCLE = slot_thread::lifecycle;
-inline constexpr slot_thread ENQUEUE = slot_thread::enqueue;
-inline constexpr slot_thread ANY = slot_thread::any;
+inline constexpr slot_need need_REQUIRED = slot_need::required;
+inline constexpr slot_need need_OPTIONAL = slot_need::optional;
+inline constexpr slot_need need_PROGRAMS = slot_need::programs;
+inline constexpr slot_need need_GRAPHS = slot_need::graphs;
+inline constexpr slot_thread thread_LIFECYCLE = slot_thread::lifecycle;
+inline constexpr slot_thread thread_ENQUEUE = slot_thread::enqueue;
+inline constexpr slot_thread thread_ANY = slot_thread::any;
 } // namespace slot_column
 
-#define PCY_SDK_FRAMEWORK_SLOT_INFO(...) PCY_SDK_SLOT_INFO_(pcy_framework_api, __VA_ARGS__)
-#define PCY_SDK_BUNDLE_SLOT_INFO(...) PCY_SDK_SLOT_INFO_(pcy_bundle_api, __VA_ARGS__)
-#define PCY_SDK_SLOT_INFO_(T, name, minor, need, thread, ret, params, args)                        \
-  ::parenchyma::sdk::slot_info{#name, minor, ::parenchyma::sdk::slot_column::need,                 \
-                               ::parenchyma::sdk::slot_column::thread, offsetof(T, name)},
+// (Each pastes its own columns: a column forwarded to another macro would be expanded first.)
+#define PCY_SDK_FRAMEWORK_SLOT_INFO(name, minor, need, thread, ret, params, args)                  \
+  ::parenchyma::sdk::slot_info{#name, minor, ::parenchyma::sdk::slot_column::need_##need,          \
+                               ::parenchyma::sdk::slot_column::thread_##thread,                    \
+                               offsetof(pcy_framework_api, name)},
+#define PCY_SDK_BUNDLE_SLOT_INFO(name, minor, need, thread, ret, params, args)                     \
+  ::parenchyma::sdk::slot_info{#name, minor, ::parenchyma::sdk::slot_column::need_##need,          \
+                               ::parenchyma::sdk::slot_column::thread_##thread,                    \
+                               offsetof(pcy_bundle_api, name)},
 
 inline constexpr slot_info framework_slots[] = {
     PCY_FRAMEWORK_API_SLOTS(PCY_SDK_FRAMEWORK_SLOT_INFO)};
