@@ -129,7 +129,8 @@ void drop(state& s, const void* h, const char* by) {
 }
 
 // The live objects an instance still owns, by kind: dropped (the plugin is going) and counted.
-std::string collect_leaks(state& s, bool bundle, int slot, const void* instance, uint64_t& total) {
+std::string collect_leaks(state& s, bool bundle, int slot, const void* instance, uint64_t& total,
+                          bool forget) {
   total = 0;
   std::map<kind, uint64_t> by_kind;
   std::string examples;
@@ -140,8 +141,12 @@ std::string collect_leaks(state& s, bool bundle, int slot, const void* instance,
         r.k != kind::plugin && r.k != kind::bundle) {
       ++by_kind[r.k];
       if (shown++ < 6) examples += str(shown == 1 ? "" : ", ", kind_name(r.k), " ", hex(it->first));
-      forget_exports(s, it->first, r);
-      it = s.live.erase(it);
+      if (forget) {
+        forget_exports(s, it->first, r);
+        it = s.live.erase(it);
+      } else {
+        ++it;
+      }
     } else {
       ++it;
     }

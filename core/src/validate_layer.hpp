@@ -268,8 +268,10 @@ void forget_exports(state& s, const void* h, const record& r);
 
 void drop(state& s, const void* h, const char* by);
 
-// The live objects an instance still owns, by kind: dropped (the plugin is going) and counted.
-std::string collect_leaks(state& s, bool bundle, int slot, const void* instance, uint64_t& total);
+// The live objects an instance still owns, by kind: counted, and dropped (the plugin is going)
+// unless `forget` is false.
+std::string collect_leaks(state& s, bool bundle, int slot, const void* instance, uint64_t& total,
+                          bool forget = true);
 
 void leak_report(state& s, const RegistryImpl* owner, const std::string& who, uint64_t n,
                  std::string text, std::vector<std::string>& out);
