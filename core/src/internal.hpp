@@ -145,6 +145,11 @@ struct RegistryImpl : std::enable_shared_from_this<RegistryImpl> {
   std::map<std::string, size_t> coverage(const Framework& fw) const;
 
 private:
+  // The stages of load (registry.cpp).
+  void read_configuration(const std::filesystem::path& libdir);
+  void set_up_host();
+  std::vector<std::filesystem::path> find_candidates(const std::filesystem::path& libdir);
+  void note_shadowed_ops();
   void load_candidate(const std::filesystem::path& path);
   bool load_framework(const std::filesystem::path& path, const void* table,
                       const pcy_plugin_prefix& prefix, LoadReportEntry& e);

@@ -5,6 +5,8 @@
 #include "internal.hpp"
 #include "validate.hpp"
 
+#include <parenchyma/sdk/slots.hpp>
+
 #include <boost/dll/runtime_symbol_info.hpp>
 
 #include <algorithm>
@@ -135,30 +137,6 @@ std::vector<std::string> split_paths(const std::string& s) {
     start = colon + 1;
   }
   return out;
-}
-
-const char* const required_framework_slots[] = {
-    "initialize",      "shutdown",     "probe",         "device_properties", "context_create",
-    "context_destroy", "queue_create", "queue_destroy", "queue_finish",      "memory_alloc",
-    "memory_free",     "memory_read",  "memory_write"};
-
-std::optional<std::string> missing_framework_slot(const pcy_framework_api& t) {
-  const void* slots[] = {reinterpret_cast<const void*>(t.initialize),
-                         reinterpret_cast<const void*>(t.shutdown),
-                         reinterpret_cast<const void*>(t.probe),
-                         reinterpret_cast<const void*>(t.device_properties),
-                         reinterpret_cast<const void*>(t.context_create),
-                         reinterpret_cast<const void*>(t.context_destroy),
-                         reinterpret_cast<const void*>(t.queue_create),
-                         reinterpret_cast<const void*>(t.queue_destroy),
-                         reinterpret_cast<const void*>(t.queue_finish),
-                         reinterpret_cast<const void*>(t.memory_alloc),
-                         reinterpret_cast<const void*>(t.memory_free),
-                         reinterpret_cast<const void*>(t.memory_read),
-                         reinterpret_cast<const void*>(t.memory_write)};
-  for (size_t i = 0; i < std::size(slots); ++i)
-    if (slots[i] == nullptr) return std::string(required_framework_slots[i]);
-  return std::nullopt;
 }
 
 // A plugin's error message, freed; bounded, since a plugin's text is not trusted either.
@@ -292,14 +270,14 @@ void RegistryImpl::note(std::string text) {
   notices.push_back(std::move(text));
 }
 
-void RegistryImpl::load() {
-  if (secure && !options.environment)
-    note("set-uid process: PARENCHYMA_* environment variables are ignored");
+// ---- the stages of RegistryImpl::load, in order ---------------------------------------------
 
-  // 1. Configuration: the shipped default, then PARENCHYMA_CONFIG or the API's file. A config
-  //    file that was named but cannot be used is an error: running with other settings than
-  //    the ones asked for would be worse.
-  const fs::path libdir = core_library_dir();
+// 1. Configuration: the shipped default, then PARENCHYMA_CONFIG or the API's file. A config file
+//    that was named but cannot be used is an error: running with other settings than the ones
+//    asked for would be worse. Environment values that are malformed do not stop the registry (an
+//    explicit request must still work): they are noted, and PARENCHYMA_BACKEND's error is raised
+//    where it is used.
+void RegistryImpl::read_configuration(const fs::path& libdir) {
   if (options.default_config && !libdir.empty()) {
     const fs::path def = libdir / PARENCHYMA_CONFIG_RELPATH;
     std::error_code ec;
@@ -314,8 +292,6 @@ void RegistryImpl::load() {
       throw error(e.code(), "PARENCHYMA_CONFIG", e.what());
     }
   }
-  // Environment values that are malformed do not stop the registry (an explicit request must
-  // still work): they are noted, and PARENCHYMA_BACKEND's error is raised where it is used.
   if (auto lvl = env("PARENCHYMA_LOG_LEVEL"); lvl && !lvl->empty()) {
     if (auto parsed = detail::parse_log_level(*lvl))
       detail::set_log_level(*parsed);
@@ -334,8 +310,10 @@ void RegistryImpl::load() {
       note(std::string(e.what()) + " (used only when no backend is requested explicitly)");
     }
   }
+}
 
-  // 2. Cache directory for compiled kernels.
+// 2. The cache directory for compiled kernels, and the host services every plugin receives.
+void RegistryImpl::set_up_host() {
   if (auto c = env("PARENCHYMA_CACHE_DIR"); c && !c->empty())
     cache_dir = *c;
   else if (!config.cache_dir.empty())
@@ -354,8 +332,11 @@ void RegistryImpl::load() {
   host.cache_dir = cache_dir.empty() ? nullptr : cache_dir.c_str();
   host.setting = &host_setting;
   host.setting_user = this;
+}
 
-  // 3. The search path: API, environment, config, next to the core library.
+// 3. The search path (API, environment, config, next to the core library) and the plugin files
+//    on it, each entry that cannot be used reported.
+std::vector<fs::path> RegistryImpl::find_candidates(const fs::path& libdir) {
   for (const auto& p : options.plugin_paths)
     search_path.push_back(p);
   if (auto pp = env("PARENCHYMA_PLUGIN_PATH"))
@@ -413,23 +394,11 @@ void RegistryImpl::load() {
     std::sort(files.begin(), files.end());
     candidates.insert(candidates.end(), files.begin(), files.end());
   }
-  {
-    std::lock_guard<std::mutex> lock(detail::plugin_lifecycle_mutex());
-    for (const auto& c : candidates)
-      load_candidate(c);
-  }
+  return candidates;
+}
 
-  // Bundles whose framework did not load are kept out of op routing (but stay in the report).
-  for (auto& b : bundles)
-    if (std::none_of(frameworks.begin(), frameworks.end(),
-                     [&](const auto& f) { return f->name() == b->framework(); })) {
-      if (b->reason_.empty()) b->reason_ = "framework '" + b->framework() + "' is not loaded";
-      for (auto& e : report)
-        if (e.name == b->name() && e.status == "loaded")
-          e.reason += "; framework '" + b->framework() + "' is not loaded: its ops are unused";
-    }
-
-  // Two bundles serving one op on one framework: the config's bundle_priority, else load order.
+// 6. Two bundles serving one op on one framework: the config's bundle_priority, else load order.
+void RegistryImpl::note_shadowed_ops() {
   std::map<std::string, std::vector<const BundleInfo*>> providers;
   for (size_t i = 0; i < bundles.size(); ++i)
     for (const OpEntry& op : bundle_ops[i])
@@ -454,6 +423,30 @@ void RegistryImpl::load() {
     note("bundle " + who + " also serves " + std::to_string(cells.size()) + " op(s), e.g. " +
          cells.front() +
          "; the winner is the first in the config's bundle_priority, else the first loaded");
+}
+
+void RegistryImpl::load() {
+  if (secure && !options.environment)
+    note("set-uid process: PARENCHYMA_* environment variables are ignored");
+  const fs::path libdir = core_library_dir();
+  read_configuration(libdir);
+  set_up_host();
+  const std::vector<fs::path> candidates = find_candidates(libdir);
+  { // 4. Each candidate file: checked, loaded, its table checked, initialised, probed.
+    std::lock_guard<std::mutex> lock(detail::plugin_lifecycle_mutex());
+    for (const auto& c : candidates)
+      load_candidate(c);
+  }
+  // 5. Bundles whose framework did not load are kept out of op routing (but stay in the report).
+  for (auto& b : bundles)
+    if (std::none_of(frameworks.begin(), frameworks.end(),
+                     [&](const auto& f) { return f->name() == b->framework(); })) {
+      if (b->reason_.empty()) b->reason_ = "framework '" + b->framework() + "' is not loaded";
+      for (auto& e : report)
+        if (e.name == b->name() && e.status == "loaded")
+          e.reason += "; framework '" + b->framework() + "' is not loaded: its ops are unused";
+    }
+  note_shadowed_ops();
 }
 
 void RegistryImpl::load_candidate(const fs::path& path) {
@@ -573,11 +566,13 @@ bool RegistryImpl::load_framework(const fs::path& path, const void* table,
   std::memset(t.get(), 0, sizeof *t);
   std::memcpy(t.get(), table, std::min<size_t>(prefix.struct_size, sizeof *t));
   t->struct_size = sizeof *t;
-  if (auto slot = missing_framework_slot(*t)) {
+  // The required slots, from the slot list (PCY_FRAMEWORK_API_SLOTS).
+  if (const char* slot = sdk::missing_required_slot(*t)) {
     e.stage = "entry";
-    e.reason = "required slot '" + *slot + "' is NULL or absent (table of " +
+    e.reason = "required slot '" + std::string(slot) + "' is NULL or absent (table of " +
                std::to_string(prefix.struct_size) + " bytes)";
-    e.advice = "implement " + *slot + " in the plugin; only optional slots may be left NULL";
+    e.advice =
+        "implement " + std::string(slot) + " in the plugin; only optional slots may be left NULL";
     return false;
   }
   validate::wrap_framework(*this, *t); // the validation layer, when on (docs/validation.md)
@@ -704,11 +699,13 @@ bool RegistryImpl::load_bundle(const fs::path& path, const void* table,
   std::memset(t.get(), 0, sizeof *t);
   std::memcpy(t.get(), table, std::min<size_t>(prefix.struct_size, sizeof *t));
   t->struct_size = sizeof *t;
-  if (t->initialize == nullptr || t->shutdown == nullptr || t->ops == nullptr ||
-      t->context_init == nullptr || t->context_teardown == nullptr || t->extension == nullptr ||
-      t->framework == nullptr) {
-    e.reason = "a required bundle slot (initialize, shutdown, ops, context_init, "
-               "context_teardown, extension, framework) is NULL or absent";
+  // The required slots, from the slot list (PCY_BUNDLE_API_SLOTS), and the two names.
+  const char* slot = sdk::missing_required_slot(*t);
+  if (slot == nullptr && t->extension == nullptr) slot = "extension";
+  if (slot == nullptr && t->framework == nullptr) slot = "framework";
+  if (slot != nullptr) {
+    e.reason = "required bundle slot '" + std::string(slot) + "' is NULL or absent (table of " +
+               std::to_string(prefix.struct_size) + " bytes)";
     e.advice = "rebuild the bundle with PCY_BUNDLE_PLUGIN from this SDK";
     return false;
   }

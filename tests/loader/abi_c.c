@@ -117,45 +117,53 @@ ABI_ASSERT(offsetof(pcy_kernel_create_args, flags) >= PCY_KERNEL_CREATE_ARGS_SIZ
 ABI_ASSERT(offsetof(pcy_bundle_api, extension) >= sizeof(pcy_plugin_prefix),
            bundle_fields_after_prefix);
 
-/* The 1.0 slot order, pinned: moving or inserting a slot is a major change (append only). */
+/* The slot lists (PCY_FRAMEWORK_API_SLOTS, PCY_BUNDLE_API_SLOTS) pin every slot, generated:
+ * - its place: slot k lies k function pointers after the table's first slot (nothing inserted
+ *   between slots, no slot retyped to another size);
+ * - its minor: it lies after the size pin of the minor before its own and inside the pin of its
+ *   own minor, so slots are appended in minor order and a slot's minor column tells the truth.
+ * A slot of a minor that has no pin here yet fails to compile: add the minor's size pin to the
+ * header and its two lines below. */
+#define SLOT_BYTES sizeof(void (*)(void))
+#define FW_BEFORE_0 offsetof(pcy_framework_api, initialize)
+#define FW_BEFORE_1 PCY_FRAMEWORK_API_SIZE_1_0
+#define FW_BEFORE_2 PCY_FRAMEWORK_API_SIZE_1_0
+#define FW_BEFORE_3 PCY_FRAMEWORK_API_SIZE_1_2
+#define FW_THROUGH_0 PCY_FRAMEWORK_API_SIZE_1_0
+#define FW_THROUGH_1 PCY_FRAMEWORK_API_SIZE_1_0
+#define FW_THROUGH_2 PCY_FRAMEWORK_API_SIZE_1_2
+#define FW_THROUGH_3 PCY_FRAMEWORK_API_SIZE_1_2
+#define B_BEFORE_0 offsetof(pcy_bundle_api, initialize)
+#define B_BEFORE_1 PCY_BUNDLE_API_SIZE_1_0
+#define B_BEFORE_2 PCY_BUNDLE_API_SIZE_1_1
+#define B_BEFORE_3 PCY_BUNDLE_API_SIZE_1_1
+#define B_THROUGH_0 PCY_BUNDLE_API_SIZE_1_0
+#define B_THROUGH_1 PCY_BUNDLE_API_SIZE_1_1
+#define B_THROUGH_2 PCY_BUNDLE_API_SIZE_1_1
+#define B_THROUGH_3 PCY_BUNDLE_API_SIZE_1_1
+#define SLOT_PINS(T, P, first, index, name, minor)                                                 \
+  ABI_ASSERT(offsetof(T, name) == offsetof(T, first) + (size_t)(index)*SLOT_BYTES,                 \
+             T##_##name##_place);                                                                  \
+  ABI_ASSERT(sizeof(((T*)0)->name) == SLOT_BYTES, T##_##name##_pointer);                           \
+  ABI_ASSERT(offsetof(T, name) >= P##_BEFORE_##minor, T##_##name##_after_earlier_minors);          \
+  ABI_ASSERT(PCY_SIZE_THROUGH(T, name) <= P##_THROUGH_##minor, T##_##name##_inside_its_minor);
+#define FW_SLOT_PINS(name, minor, need, thread, ret, params, args)                                 \
+  SLOT_PINS(pcy_framework_api, FW, initialize, PCY_FRAMEWORK_SLOT_##name, name, minor)
+#define B_SLOT_PINS(name, minor, need, thread, ret, params, args)                                  \
+  SLOT_PINS(pcy_bundle_api, B, initialize, PCY_BUNDLE_SLOT_##name, name, minor)
+PCY_FRAMEWORK_API_SLOTS(FW_SLOT_PINS)
+PCY_BUNDLE_API_SLOTS(B_SLOT_PINS)
+/* The tables end with their last slot; the bundle's fields before its slots keep their order. */
+ABI_ASSERT(offsetof(pcy_framework_api, initialize) + PCY_FRAMEWORK_SLOT_COUNT * SLOT_BYTES ==
+               sizeof(pcy_framework_api),
+           framework_slots_last);
+ABI_ASSERT(offsetof(pcy_bundle_api, initialize) + PCY_BUNDLE_SLOT_COUNT * SLOT_BYTES ==
+               sizeof(pcy_bundle_api),
+           bundle_slots_last);
 #define BEFORE(T, a, b) ABI_ASSERT(offsetof(T, a) < offsetof(T, b), T##_##a##_before_##b)
-BEFORE(pcy_framework_api, initialize, shutdown);
-BEFORE(pcy_framework_api, shutdown, probe);
-BEFORE(pcy_framework_api, probe, device_properties);
-BEFORE(pcy_framework_api, device_properties, context_create);
-BEFORE(pcy_framework_api, context_create, context_destroy);
-BEFORE(pcy_framework_api, context_destroy, queue_create);
-BEFORE(pcy_framework_api, queue_create, queue_destroy);
-BEFORE(pcy_framework_api, queue_destroy, queue_finish);
-BEFORE(pcy_framework_api, queue_finish, event_record);
-BEFORE(pcy_framework_api, event_record, event_wait);
-BEFORE(pcy_framework_api, event_wait, queue_wait_event);
-BEFORE(pcy_framework_api, queue_wait_event, event_destroy);
-BEFORE(pcy_framework_api, event_destroy, memory_alloc);
-BEFORE(pcy_framework_api, memory_alloc, memory_free);
-BEFORE(pcy_framework_api, memory_free, memory_read);
-BEFORE(pcy_framework_api, memory_read, memory_write);
-BEFORE(pcy_framework_api, memory_write, memory_copy);
-BEFORE(pcy_framework_api, memory_copy, memory_fill);
-BEFORE(pcy_framework_api, memory_fill, memory_export);
-BEFORE(pcy_framework_api, memory_export, memory_import);
-BEFORE(pcy_framework_api, memory_import, native_handle);
-BEFORE(pcy_framework_api, native_handle, program_build);
-BEFORE(pcy_framework_api, program_build, program_destroy);
-BEFORE(pcy_framework_api, program_destroy, kernel_create);
-BEFORE(pcy_framework_api, kernel_create, kernel_destroy);
-BEFORE(pcy_framework_api, kernel_destroy, kernel_launch);
 BEFORE(pcy_bundle_api, extension, framework);
 BEFORE(pcy_bundle_api, framework, min_framework_abi_minor);
 BEFORE(pcy_bundle_api, min_framework_abi_minor, initialize);
-BEFORE(pcy_bundle_api, initialize, shutdown);
-BEFORE(pcy_bundle_api, shutdown, ops);
-BEFORE(pcy_bundle_api, ops, context_init);
-BEFORE(pcy_bundle_api, context_init, context_teardown);
-BEFORE(pcy_bundle_api, context_teardown, op_available);
-ABI_ASSERT(offsetof(pcy_bundle_api, op_available) + sizeof(void (*)(void)) ==
-               sizeof(pcy_bundle_api),
-           bundle_op_available_last);
 
 /* Values written into enums are part of the ABI. */
 ABI_ASSERT(PCY_OK == 0 && PCY_ERR_LAUNCH == 10, status_values);

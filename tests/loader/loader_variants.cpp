@@ -5,11 +5,26 @@
 #include "support/catch.hpp"
 
 #include <parenchyma/parenchyma.hpp>
+#include <parenchyma/sdk/slots.hpp>
 
 #include <cstring>
 
 using namespace parenchyma;
 using namespace pcy_test;
+
+// The slot lists (abi.md C6) are append only (A2): along a list the minors never decrease, no
+// minor is newer than the headers', and the slots lie in table order. (abi_c99/abi_c11 pin each
+// slot's place and minor against the size pins; this checks the list itself.)
+constexpr bool appended_in_order(std::span<const sdk::slot_info> list) noexcept {
+  for (size_t i = 0; i < list.size(); ++i) {
+    if (list[i].minor > PCY_ABI_VERSION_MINOR) return false;
+    if (i > 0 && (list[i].minor < list[i - 1].minor || list[i].offset <= list[i - 1].offset))
+      return false;
+  }
+  return true;
+}
+static_assert(appended_in_order(sdk::framework_slots), "PCY_FRAMEWORK_API_SLOTS: append only");
+static_assert(appended_in_order(sdk::bundle_slots), "PCY_BUNDLE_API_SLOTS: append only");
 
 namespace {
 

@@ -44,6 +44,7 @@
 #define STUB_V_BUNDLE_WRITES_IN 22 // stubext.scribble writes its `in` tensor (tests/validate)
 #define STUB_V_XCTX_EVENTS 23      // declares cross_context_events (tests/validate)
 #define STUB_V_SLOW_PROBE 24       // probe takes a second (tests/validate: overlapping calls)
+#define STUB_V_GRAPHS 25 // offers the graph slots (1.2): every slot filled (tests/validate)
 
 #ifndef STUB_VARIANT
 #error "build with -DSTUB_VARIANT=STUB_V_<variant>"
@@ -130,9 +131,22 @@ private:
   std::vector<std::string> kernels_;
 };
 
+// A graph (STUB_V_GRAPHS): the stub runs work at once, so a captured graph holds nothing.
+class graph {
+public:
+  void instantiate() { instantiated_ = true; }
+
+private:
+  bool instantiated_ = false;
+};
+
 class queue {
 public:
   explicit queue(uint32_t device) : device_(device) {}
+  graph* create_graph() { return new graph; }
+  void capture_begin(graph&) {}
+  void capture_end(graph&) {}
+  void launch_graph(graph&) {}
   void finish() {}
   event* record() { return new event; }
   void wait(event&) {}
@@ -224,6 +238,9 @@ public:
   using memory_type = memory;
   using program_type = program;
   using kernel_type = kernel;
+#if STUB_VARIANT == STUB_V_GRAPHS
+  using graph_type = graph;
+#endif
   static constexpr const char* name = STUB_NAME;
   static constexpr const char* version = "1.0-test";
   static constexpr const char* description = STUB_DESCRIPTION;

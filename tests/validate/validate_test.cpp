@@ -11,14 +11,17 @@
 
 #include <parenchyma/blas.hpp>
 #include <parenchyma/parenchyma.hpp>
+#include <parenchyma/sdk/slots.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
 #include <optional>
+#include <sys/wait.h>
 #include <thread>
 
 using namespace parenchyma;
@@ -223,6 +226,84 @@ TEST_CASE("off, the host calls the plugin's own functions; on, the layer's") {
     CHECK(fw->api().program_build == nullptr);
     CHECK(fw->api().memory_alloc != nullptr);
   }
+}
+
+// Issue 21.8: the graph slots (1.2) went unwrapped because the layer listed the slots by hand.
+// Now the layer's wrappers come from the slot lists; this walks the lists, so a slot added to
+// them is checked here without a line of this test changing.
+TEST_CASE("every slot of every ABI table is wrapped (the slot lists)") {
+  env_guard env;
+  {
+    // The graphs stub fills every framework slot, the graph group included.
+    raw_library raw(stub_dir("graphs") / "parenchyma-stub.so");
+    Registry r(validated({stub_dir("graphs")}));
+    const Framework* fw = r.find_framework("stub");
+    REQUIRE(fw != nullptr);
+    for (const sdk::slot_info& slot : sdk::framework_slots) {
+      INFO("framework slot " << slot.name << " (1." << slot.minor << ")");
+      const void* theirs = sdk::slot_value(*raw.fw, slot);
+      const void* host = sdk::slot_value(fw->api(), slot);
+      REQUIRE(theirs != nullptr); // the stub offers it
+      CHECK(host != nullptr);
+      CHECK(host != theirs); // the layer's entry point, not the plugin's
+    }
+  }
+  {
+    const fs::path file = stub_dir("bundle_good") / "parenchyma-stubext_stub.so";
+    void* lib = ::dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+    INFO(file << ": " << (lib ? "" : ::dlerror()));
+    REQUIRE(lib != nullptr);
+    auto entry = reinterpret_cast<pcy_bundle_entry_fn>(::dlsym(lib, PCY_BUNDLE_ENTRY_SYMBOL));
+    REQUIRE(entry != nullptr);
+    const pcy_bundle_api* theirs_table = entry();
+    {
+      Registry r(validated({stub_dir("good"), stub_dir("bundle_good")}));
+      REQUIRE(r.bundles().size() == 1);
+      const pcy_bundle_api& host_table = r.bundles()[0]->api();
+      for (const sdk::slot_info& slot : sdk::bundle_slots) {
+        INFO("bundle slot " << slot.name << " (1." << slot.minor << ")");
+        const void* theirs = sdk::slot_value(*theirs_table, slot);
+        const void* host = sdk::slot_value(host_table, slot);
+        REQUIRE(theirs != nullptr);
+        CHECK(host != nullptr);
+        CHECK(host != theirs);
+      }
+    }
+    ::dlclose(lib);
+  }
+}
+
+TEST_CASE("graph slots: live graphs of the plugin, used on their own queue") {
+  validate::reset();
+  Registry r(validated({stub_dir("graphs")}));
+  const Framework* fw = r.find_framework("stub");
+  REQUIRE(fw != nullptr);
+  stub_objects o(*fw);
+  pcy_queue q2 = nullptr;
+  REQUIRE(o.api.queue_create(o.ctx, 0, &q2) == nullptr);
+  pcy_graph g = nullptr;
+  REQUIRE(o.api.graph_create(o.q, &g) == nullptr);
+  REQUIRE(g != nullptr);
+  // A correct capture and launch: no report.
+  REQUIRE(o.api.queue_capture_begin(o.q, g) == nullptr);
+  REQUIRE(o.api.queue_capture_end(o.q, g) == nullptr);
+  REQUIRE(o.api.graph_instantiate(g) == nullptr);
+  REQUIRE(o.api.graph_launch(o.q, g) == nullptr);
+  CHECK(validate::snapshot().violations == 0);
+  // Launched on another queue than it was built on.
+  require_report(o.api.graph_launch(q2, g), "graph_launch", "graph queue",
+                 {"was created for queue", "its own queue"});
+  require_report(o.api.queue_capture_begin(q2, g), "queue_capture_begin", "graph queue");
+  // Not a graph at all, and a graph after graph_destroy.
+  require_report(o.api.graph_instantiate(reinterpret_cast<pcy_graph>(o.q)), "graph_instantiate",
+                 "handle kind", {"is a queue", "not a graph"});
+  o.api.graph_destroy(g);
+  require_report(o.api.graph_launch(o.q, g), "graph_launch", "live handle",
+                 {"use after free", "graph_destroy"});
+  const validate::counters before = validate::snapshot();
+  o.api.graph_destroy(g); // not forwarded: the plugin would free it twice
+  require_logged(before, "graph_destroy", "live handle", {"double free"});
+  o.api.queue_destroy(q2);
 }
 
 TEST_CASE("the switch: RegistryOptions, then PARENCHYMA_VALIDATE, then the config") {
@@ -763,4 +844,45 @@ TEST_CASE("lifecycle serialised: two lifecycle calls at once") {
                                     "thread is inside stub.probe") &&
                       contains(msg, "[rule: lifecycle serialised]"));
   CHECK(named);
+}
+
+// Issue 21.8: a DLPack export keeps its registry's state alive after the Registry object is
+// gone, so the leak check at close never ran, not even at exit. The layer now reports what is
+// still alive in every registry left open when the process exits. Run in a subprocess: the
+// report is written while the child exits.
+TEST_CASE("a leaked DLPack export is reported at process exit (subprocess)") {
+#ifndef PCY_EXIT_LEAK_CHILD
+  WARN("skipped: built without DLPack (dlpack/dlpack.h not found), so there is no export to leak");
+#else
+  if (!fs::exists(native_plugin())) {
+    WARN("skipped: the native plugin is not built (" << native_plugin() << ")");
+    return;
+  }
+  auto run = [](const char* arg) {
+    const std::string cmd =
+        std::string("PARENCHYMA_LOG_LEVEL=warn '") + PCY_EXIT_LEAK_CHILD + "' " + arg + " 2>&1";
+    std::string out;
+    FILE* p = ::popen(cmd.c_str(), "r");
+    REQUIRE(p != nullptr);
+    char buf[4096];
+    size_t n = 0;
+    while ((n = std::fread(buf, 1, sizeof buf, p)) > 0)
+      out.append(buf, n);
+    const int status = ::pclose(p);
+    INFO("child output:\n" << out);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE(WEXITSTATUS(status) == 0);
+    return out;
+  };
+  const std::string leaked = run("");
+  INFO("child output:\n" << leaked);
+  CHECK(contains(leaked, "child: exiting with the export leaked"));
+  CHECK(contains(leaked, "at process exit"));
+  CHECK(contains(leaked, "1 memory"));
+  CHECK(contains(leaked, "[rule: leak]"));
+  const std::string clean = run("--release");
+  INFO("child output (export deleted):\n" << clean);
+  CHECK(contains(clean, "child: exiting with the export deleted"));
+  CHECK_FALSE(contains(clean, "[rule: leak]"));
+#endif
 }

@@ -167,27 +167,40 @@ typedef struct pcy_bundle_context_args {
 
 #define PCY_BUNDLE_CONTEXT_ARGS_SIZE_1_0 PCY_SIZE_THROUGH(pcy_bundle_context_args, bundle)
 
+/* The slots of pcy_bundle_api, ONE list, in table order (after the fields extension, framework
+ * and min_framework_abi_minor); the columns as for PCY_FRAMEWORK_API_SLOTS (pcy_framework.h).
+ * The validation layer's handles here are pcy_bundle_plugin and pcy_bundle_context.
+ *   initialize, shutdown  lifecycle of the bundle instance.
+ *   ops                   the ops, after initialize: [plugin; until shutdown; read-only].
+ *                         Resolved once by the host.
+ *   context_init          per-context state (compiled programs, library handles). Threads: one
+ *   context_teardown      call at a time per context; ops on one bundle context are serialised
+ *                         by the host.
+ *   op_available (1.1)    whether `op` (one of this bundle's descriptors) runs on this context's
+ *                         device, e.g. false for f64 ops on a device without fp64; then the host
+ *                         routes it elsewhere (fallback policy) instead of failing at call time.
+ *                         `reason` (may be set to NULL) [bundle; until context_teardown]. NULL
+ *                         slot: every op is available. */
+#define PCY_BUNDLE_API_SLOTS(X)                                                                    \
+  X(initialize, 0, REQUIRED, LIFECYCLE, pcy_error*, (pcy_bundle_init_args * args), (args))         \
+  X(shutdown, 0, REQUIRED, LIFECYCLE, void, (pcy_bundle_plugin plugin), (plugin))                  \
+  X(ops, 0, REQUIRED, ANY, pcy_error*,                                                             \
+    (pcy_bundle_plugin plugin, const pcy_op_desc** ops, size_t* count), (plugin, ops, count))      \
+  X(context_init, 0, REQUIRED, ANY, pcy_error*, (pcy_bundle_context_args * args), (args))          \
+  X(context_teardown, 0, REQUIRED, ANY, void, (pcy_bundle_context bundle), (bundle))               \
+  X(op_available, 1, OPTIONAL, ANY, bool,                                                          \
+    (pcy_bundle_context bundle, const pcy_op_desc* op, const char** reason), (bundle, op, reason))
+
 typedef struct pcy_bundle_api {
   PCY_PLUGIN_PREFIX;     /* kind == PCY_PLUGIN_BUNDLE */
   const char* extension; /* [plugin; static] e.g. "blas" */
   const char* framework; /* [plugin; static] the framework plugin's name, e.g. "native" */
   uint32_t min_framework_abi_minor; /* framework tables older than this are refused */
-
-  pcy_error* (*initialize)(pcy_bundle_init_args* args);
-  void (*shutdown)(pcy_bundle_plugin plugin);
-  /* The ops, after initialize: [plugin; until shutdown; read-only]. Resolved once by the host. */
-  pcy_error* (*ops)(pcy_bundle_plugin plugin, const pcy_op_desc** ops, size_t* count);
-  /* Per-context state (compiled programs, library handles). Threads: one call at a time per
-   * context; ops on one bundle context are serialised by the host. */
-  pcy_error* (*context_init)(pcy_bundle_context_args* args);
-  void (*context_teardown)(pcy_bundle_context bundle);
-  /* --- 1.1 --- */
-  /* Whether `op` (one of this bundle's descriptors) runs on this context's device, e.g. false
-   * for f64 ops on a device without fp64; then the host routes it elsewhere (fallback policy)
-   * instead of failing at call time. `reason` (may be set to NULL) [bundle; until
-   * context_teardown]. NULL slot: every op is available. */
-  bool (*op_available)(pcy_bundle_context bundle, const pcy_op_desc* op, const char** reason);
+  PCY_BUNDLE_API_SLOTS(PCY_SLOT_FIELD)
 } pcy_bundle_api;
+
+#define PCY_SLOT_INDEX_BUNDLE(name, minor, need, thread, ret, params, args) PCY_BUNDLE_SLOT_##name,
+enum pcy_bundle_slot_index { PCY_BUNDLE_API_SLOTS(PCY_SLOT_INDEX_BUNDLE) PCY_BUNDLE_SLOT_COUNT };
 
 #define PCY_BUNDLE_API_SIZE_1_0 PCY_SIZE_THROUGH(pcy_bundle_api, context_teardown)
 #define PCY_BUNDLE_API_SIZE_1_1 PCY_SIZE_THROUGH(pcy_bundle_api, op_available)
@@ -229,8 +242,8 @@ typedef const pcy_bundle_api* (*pcy_bundle_entry_fn)(void);
 
 #ifndef __cplusplus
 #define PCY_DECLARE_OP_SCHEMA(prefix, op, extension_name, ARGS)                                    \
-  static const pcy_arg_schema prefix##_##op##_args[] PCY_MAYBE_UNUSED = {ARGS(PCY_SCHEMA_ARG)};   \
-  static const pcy_op_schema prefix##_##op##_schema PCY_MAYBE_UNUSED = {                          \
+  static const pcy_arg_schema prefix##_##op##_args[] PCY_MAYBE_UNUSED = {ARGS(PCY_SCHEMA_ARG)};    \
+  static const pcy_op_schema prefix##_##op##_schema PCY_MAYBE_UNUSED = {                           \
       sizeof(pcy_op_schema), NULL, extension_name, #op, 0 ARGS(PCY_SCHEMA_COUNT),                  \
       prefix##_##op##_args};
 #else

@@ -246,62 +246,95 @@ typedef struct pcy_kernel_launch_args {
 typedef struct pcy_graph_s* pcy_graph; /* [caller; until graph_destroy; one thread at a time] */
 
 /* ---- the table ----------------------------------------------------------------------------- */
+/* The slots of pcy_framework_api, ONE list, in table order. Everything else about a slot — the
+ * struct field, the SDK adapter's table, the registry's required-slot check, the validation
+ * layer's wrapper and the layout pins — is generated from this list (docs/abi.md "Adding a
+ * slot"). Append only: a new minor's slots go last.
+ *
+ *   X(name, minor, need, thread, return type, (parameters), (argument names))
+ *
+ * minor   the ABI minor that added the slot (1.<minor>).
+ * need    REQUIRED: a table without it is refused at load. OPTIONAL: may be NULL. PROGRAMS,
+ *         GRAPHS: optional groups, offered all together or not at all.
+ * thread  the threading rule (docs/abi.md G2, G4) the validation layer checks: LIFECYCLE (never
+ *         at the same time as another lifecycle call of any plugin), ENQUEUE (calls that enqueue
+ *         on one queue come one at a time), ANY.
+ * The parameters' types are the argument rules the validation layer checks on every call: a
+ * handle (pcy_plugin, pcy_context, pcy_queue, pcy_event, pcy_memory, pcy_program, pcy_kernel,
+ * pcy_graph) must be a live handle of that kind made by this plugin (a destroying slot: not
+ * destroyed twice); an argument struct must have struct_size >= its 1.0 pin; a handle written
+ * through an out pointer is recorded as made by this plugin. Slots with further rules (same
+ * context, events across contexts, aliases, ...) have them in docs/validation.md.
+ *
+ * Lifecycle. initialize may refuse the host's ABI (PCY_ERR_VERSION). A plugin whose vendor
+ * library is absent still initialises and reports 0 devices with a reason in probe. shutdown is
+ * called once, after every object it made was destroyed. device_properties: an array [plugin;
+ * until shutdown; read-only]. context_create: a context over `count` devices (indices into the
+ * plugin's device list). Queues are in-order; queue_destroy waits for the queue's work first.
+ * event_wait: the host waits; queue_wait_event: the queue waits. native_handle: native objects
+ * for interop (cuBLAS, CLBlast, user code). Programs may be absent (the native plugin compiles
+ * nothing). Graphs (1.2): see "graphs" above. */
+#define PCY_FRAMEWORK_API_SLOTS(X)                                                                 \
+  X(initialize, 0, REQUIRED, LIFECYCLE, pcy_error*, (pcy_framework_init_args * args), (args))      \
+  X(shutdown, 0, REQUIRED, LIFECYCLE, void, (pcy_plugin plugin), (plugin))                         \
+  X(probe, 0, REQUIRED, LIFECYCLE, pcy_error*, (pcy_plugin plugin, pcy_framework_probe * out),     \
+    (plugin, out))                                                                                 \
+  X(device_properties, 0, REQUIRED, LIFECYCLE, pcy_error*,                                         \
+    (pcy_plugin plugin, uint32_t device, const pcy_property** props, size_t* count),               \
+    (plugin, device, props, count))                                                                \
+  X(context_create, 0, REQUIRED, LIFECYCLE, pcy_error*,                                            \
+    (pcy_plugin plugin, const uint32_t* devices, uint32_t count, pcy_context* out),                \
+    (plugin, devices, count, out))                                                                 \
+  X(context_destroy, 0, REQUIRED, LIFECYCLE, void, (pcy_context context), (context))               \
+  X(queue_create, 0, REQUIRED, ANY, pcy_error*,                                                    \
+    (pcy_context context, uint32_t device, pcy_queue * out), (context, device, out))               \
+  X(queue_destroy, 0, REQUIRED, ANY, void, (pcy_queue queue), (queue))                             \
+  X(queue_finish, 0, REQUIRED, ANY, pcy_error*, (pcy_queue queue), (queue))                        \
+  X(event_record, 0, OPTIONAL, ENQUEUE, pcy_error*, (pcy_queue queue, pcy_event * out),            \
+    (queue, out))                                                                                  \
+  X(event_wait, 0, OPTIONAL, ANY, pcy_error*, (pcy_event event), (event))                          \
+  X(queue_wait_event, 0, OPTIONAL, ENQUEUE, pcy_error*, (pcy_queue queue, pcy_event event),        \
+    (queue, event))                                                                                \
+  X(event_destroy, 0, OPTIONAL, ANY, void, (pcy_event event), (event))                             \
+  X(memory_alloc, 0, REQUIRED, ANY, pcy_error*, (pcy_memory_alloc_args * args), (args))            \
+  X(memory_free, 0, REQUIRED, ANY, void, (pcy_memory memory), (memory))                            \
+  X(memory_read, 0, REQUIRED, ENQUEUE, pcy_error*, (const pcy_memory_transfer_args* args), (args)) \
+  X(memory_write, 0, REQUIRED, ENQUEUE, pcy_error*, (const pcy_memory_transfer_args* args),        \
+    (args))                                                                                        \
+  X(memory_copy, 0, OPTIONAL, ENQUEUE, pcy_error*, (const pcy_memory_copy_args* args), (args))     \
+  X(memory_fill, 0, OPTIONAL, ENQUEUE, pcy_error*, (const pcy_memory_fill_args* args), (args))     \
+  X(memory_export, 0, OPTIONAL, ANY, pcy_error*, (pcy_memory_export_args * args), (args))          \
+  X(memory_import, 0, OPTIONAL, ANY, pcy_error*, (pcy_memory_import_args * args), (args))          \
+  X(native_handle, 0, OPTIONAL, ANY, pcy_error*, (pcy_native_handle_args * args), (args))          \
+  X(program_build, 0, PROGRAMS, ANY, pcy_error*, (pcy_program_build_args * args), (args))          \
+  X(program_destroy, 0, PROGRAMS, ANY, void, (pcy_program program), (program))                     \
+  X(kernel_create, 0, PROGRAMS, ANY, pcy_error*, (pcy_kernel_create_args * args), (args))          \
+  X(kernel_destroy, 0, PROGRAMS, ANY, void, (pcy_kernel kernel), (kernel))                         \
+  X(kernel_launch, 0, PROGRAMS, ENQUEUE, pcy_error*, (const pcy_kernel_launch_args* args), (args)) \
+  X(graph_create, 2, GRAPHS, ANY, pcy_error*, (pcy_queue queue, pcy_graph * out), (queue, out))    \
+  X(queue_capture_begin, 2, GRAPHS, ENQUEUE, pcy_error*, (pcy_queue queue, pcy_graph graph),       \
+    (queue, graph))                                                                                \
+  X(queue_capture_end, 2, GRAPHS, ENQUEUE, pcy_error*, (pcy_queue queue, pcy_graph graph),         \
+    (queue, graph))                                                                                \
+  X(graph_instantiate, 2, GRAPHS, ANY, pcy_error*, (pcy_graph graph), (graph))                     \
+  X(graph_launch, 2, GRAPHS, ENQUEUE, pcy_error*, (pcy_queue queue, pcy_graph graph),              \
+    (queue, graph))                                                                                \
+  X(graph_destroy, 2, GRAPHS, ANY, void, (pcy_graph graph), (graph))
+
+/* A struct field from a slot of a list. */
+#define PCY_SLOT_FIELD(name, minor, need, thread, ret, params, args) ret(*name) params;
+
 typedef struct pcy_framework_api {
   PCY_PLUGIN_PREFIX; /* kind == PCY_PLUGIN_FRAMEWORK */
-
-  /* Lifecycle. initialize may refuse the host's ABI (PCY_ERR_VERSION). A plugin whose vendor
-   * library is absent still initialises and reports 0 devices with a reason in probe.
-   * shutdown is called once, after every object it made was destroyed; threads: one. */
-  pcy_error* (*initialize)(pcy_framework_init_args* args);
-  void (*shutdown)(pcy_plugin plugin);
-  pcy_error* (*probe)(pcy_plugin plugin, pcy_framework_probe* out);
-
-  /* Devices: properties as an array [plugin; until shutdown; read-only]. */
-  pcy_error* (*device_properties)(pcy_plugin plugin, uint32_t device, const pcy_property** props,
-                                  size_t* count);
-
-  /* Contexts over `count` devices (indices into the plugin's device list). */
-  pcy_error* (*context_create)(pcy_plugin plugin, const uint32_t* devices, uint32_t count,
-                               pcy_context* out);
-  void (*context_destroy)(pcy_context context);
-
-  /* Queues (in-order) and events. */
-  pcy_error* (*queue_create)(pcy_context context, uint32_t device, pcy_queue* out);
-  void (*queue_destroy)(pcy_queue queue); /* waits for the queue's work first */
-  pcy_error* (*queue_finish)(pcy_queue queue);
-  pcy_error* (*event_record)(pcy_queue queue, pcy_event* out);
-  pcy_error* (*event_wait)(pcy_event event);                        /* host waits */
-  pcy_error* (*queue_wait_event)(pcy_queue queue, pcy_event event); /* queue waits */
-  void (*event_destroy)(pcy_event event);
-
-  /* Memory. */
-  pcy_error* (*memory_alloc)(pcy_memory_alloc_args* args);
-  void (*memory_free)(pcy_memory memory);
-  pcy_error* (*memory_read)(const pcy_memory_transfer_args* args);
-  pcy_error* (*memory_write)(const pcy_memory_transfer_args* args);
-  pcy_error* (*memory_copy)(const pcy_memory_copy_args* args);
-  pcy_error* (*memory_fill)(const pcy_memory_fill_args* args);
-  pcy_error* (*memory_export)(pcy_memory_export_args* args);
-  pcy_error* (*memory_import)(pcy_memory_import_args* args);
-
-  /* Native handles for interop (cuBLAS, CLBlast, user code). */
-  pcy_error* (*native_handle)(pcy_native_handle_args* args);
-
-  /* Programs: may be NULL (the native plugin compiles nothing). */
-  pcy_error* (*program_build)(pcy_program_build_args* args);
-  void (*program_destroy)(pcy_program program);
-  pcy_error* (*kernel_create)(pcy_kernel_create_args* args);
-  void (*kernel_destroy)(pcy_kernel kernel);
-  pcy_error* (*kernel_launch)(const pcy_kernel_launch_args* args);
-
-  /* --- 1.2: graphs (optional, all or none; see above) --- */
-  pcy_error* (*graph_create)(pcy_queue queue, pcy_graph* out);
-  pcy_error* (*queue_capture_begin)(pcy_queue queue, pcy_graph graph);
-  pcy_error* (*queue_capture_end)(pcy_queue queue, pcy_graph graph);
-  pcy_error* (*graph_instantiate)(pcy_graph graph);
-  pcy_error* (*graph_launch)(pcy_queue queue, pcy_graph graph);
-  void (*graph_destroy)(pcy_graph graph);
+  PCY_FRAMEWORK_API_SLOTS(PCY_SLOT_FIELD)
 } pcy_framework_api;
+
+/* The slots' positions (0, 1, ...) and their number, for layout checks and tools. */
+#define PCY_SLOT_INDEX_FRAMEWORK(name, minor, need, thread, ret, params, args)                     \
+  PCY_FRAMEWORK_SLOT_##name,
+enum pcy_framework_slot_index {
+  PCY_FRAMEWORK_API_SLOTS(PCY_SLOT_INDEX_FRAMEWORK) PCY_FRAMEWORK_SLOT_COUNT
+};
 
 typedef const pcy_framework_api* (*pcy_framework_entry_fn)(void);
 

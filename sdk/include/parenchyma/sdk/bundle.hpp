@@ -26,6 +26,7 @@
 
 #include <parenchyma/abi/pcy_bundle.h>
 #include <parenchyma/sdk/common.hpp>
+#include <parenchyma/sdk/slots.hpp>
 
 #include <span>
 
@@ -139,6 +140,16 @@ template <class B> struct bundle_adapter {
     }
   }
 
+  // Every slot of the list (PCY_BUNDLE_API_SLOTS) is this class's function of its name; the
+  // optional op_available only when the context type answers it.
+  static constexpr bool offers(pcy_bundle_slot_index slot) noexcept {
+    if (slot == PCY_BUNDLE_SLOT_op_available)
+      return requires(const Ctx& c, const pcy_op_desc& d, const char** r) {
+        { c.op_available(d, r) } -> std::convertible_to<bool>;
+      };
+    return true;
+  }
+
   static constexpr pcy_bundle_api make_table() noexcept {
     pcy_bundle_api t{};
     t.struct_size = sizeof(pcy_bundle_api);
@@ -151,15 +162,10 @@ template <class B> struct bundle_adapter {
     t.extension = B::extension;
     t.framework = B::framework;
     t.min_framework_abi_minor = B::min_framework_abi_minor;
-    t.initialize = &initialize;
-    t.shutdown = &shutdown;
-    t.ops = &ops;
-    t.context_init = &context_init;
-    t.context_teardown = &context_teardown;
-    if constexpr (requires(const Ctx& c, const pcy_op_desc& d, const char** r) {
-                    { c.op_available(d, r) } -> std::convertible_to<bool>;
-                  })
-      t.op_available = &op_available;
+#define PCY_SDK_BUNDLE_FILL(name, minor, need, thread, ret, params, args)                          \
+  if constexpr (offers(PCY_BUNDLE_SLOT_##name)) t.name = &name;
+    PCY_BUNDLE_API_SLOTS(PCY_SDK_BUNDLE_FILL)
+#undef PCY_SDK_BUNDLE_FILL
     return t;
   }
   static constexpr pcy_bundle_api table = make_table();

@@ -43,6 +43,7 @@
 
 #include <parenchyma/abi/pcy_framework.h>
 #include <parenchyma/sdk/common.hpp>
+#include <parenchyma/sdk/slots.hpp>
 
 #include <algorithm>
 #include <cstring>
@@ -348,6 +349,21 @@ template <class P> struct framework_adapter {
     if constexpr (has_graphs) delete detail::from<G>(g);
   }
 
+  // Whether the plugin class offers a slot: the optional groups by their types, the optional
+  // memory slots by their members; everything else always.
+  static constexpr bool offers(pcy_framework_slot_index slot) noexcept {
+    if (slot == PCY_FRAMEWORK_SLOT_memory_export) return requires(M & m, pcy_memory_handle & h) {
+        m.export_to(PCY_HANDLE_NONE, h);
+      };
+    if (slot == PCY_FRAMEWORK_SLOT_memory_import)
+      return requires(C & c, const pcy_memory_handle& h) { c.import(0u, h); };
+    switch (framework_slots[slot].need) {
+    case slot_need::programs: return has_programs;
+    case slot_need::graphs: return has_graphs;
+    default: return true;
+    }
+  }
+
   static constexpr pcy_framework_api make_table() noexcept {
     pcy_framework_api t{};
     t.struct_size = sizeof(pcy_framework_api);
@@ -358,45 +374,12 @@ template <class P> struct framework_adapter {
     t.name = P::name;
     t.plugin_version = P::version;
     t.description = P::description;
-    t.initialize = &initialize;
-    t.shutdown = &shutdown;
-    t.probe = &probe;
-    t.device_properties = &device_properties;
-    t.context_create = &context_create;
-    t.context_destroy = &context_destroy;
-    t.queue_create = &queue_create;
-    t.queue_destroy = &queue_destroy;
-    t.queue_finish = &queue_finish;
-    t.event_record = &event_record;
-    t.event_wait = &event_wait;
-    t.queue_wait_event = &queue_wait_event;
-    t.event_destroy = &event_destroy;
-    t.memory_alloc = &memory_alloc;
-    t.memory_free = &memory_free;
-    t.memory_read = &memory_read;
-    t.memory_write = &memory_write;
-    t.memory_copy = &memory_copy;
-    t.memory_fill = &memory_fill;
-    if constexpr (requires(M & m, pcy_memory_handle & h) { m.export_to(PCY_HANDLE_NONE, h); })
-      t.memory_export = &memory_export;
-    if constexpr (requires(C & c, const pcy_memory_handle& h) { c.import(0u, h); })
-      t.memory_import = &memory_import;
-    t.native_handle = &native_handle;
-    if constexpr (has_programs) {
-      t.program_build = &program_build;
-      t.program_destroy = &program_destroy;
-      t.kernel_create = &kernel_create;
-      t.kernel_destroy = &kernel_destroy;
-      t.kernel_launch = &kernel_launch;
-    }
-    if constexpr (has_graphs) {
-      t.graph_create = &graph_create;
-      t.queue_capture_begin = &queue_capture_begin;
-      t.queue_capture_end = &queue_capture_end;
-      t.graph_instantiate = &graph_instantiate;
-      t.graph_launch = &graph_launch;
-      t.graph_destroy = &graph_destroy;
-    }
+    // Every slot of the list (PCY_FRAMEWORK_API_SLOTS) is this class's function of its name,
+    // unless the plugin class does not offer it.
+#define PCY_SDK_FRAMEWORK_FILL(name, minor, need, thread, ret, params, args)                       \
+  if constexpr (offers(PCY_FRAMEWORK_SLOT_##name)) t.name = &name;
+    PCY_FRAMEWORK_API_SLOTS(PCY_SDK_FRAMEWORK_FILL)
+#undef PCY_SDK_FRAMEWORK_FILL
     return t;
   }
   static constexpr pcy_framework_api table = make_table();
