@@ -2,6 +2,8 @@
 // (validate_layer.hpp).
 #include "validate_layer.hpp"
 
+#include <algorithm>
+
 namespace parenchyma {
 inline namespace v1 {
 namespace validate {
@@ -104,7 +106,10 @@ pcy_error* run_op(int k, const pcy_op_call* call) {
     const pcy_framework_api* fw = nullptr; // the framework's own table (for finish, export)
     std::vector<watched> ins;
     std::vector<std::pair<const void*, std::pair<uint64_t, uint64_t>>> writes;
-    std::vector<size_t> ask; // ins whose memory's host view is not known yet
+    // Memories (of `in` and of written arguments) whose host view is not known yet: an `in`
+    // tensor whose bytes are written through another memory over the same host bytes (two
+    // imports of one buffer) is the caller's aliasing, not a bundle that wrote its input.
+    std::vector<const void*> ask;
     if (c.ok() && PARENCHYMA_VALIDATE_SIZED(f, call, "pcy_op_call", PCY_OP_CALL_SIZE_1_0)) {
       record* bc = expect(s, f, slot, call->context, kind::bundle_context, "bundle context");
       if (bc != nullptr && bc->plugin != instance)
@@ -155,28 +160,28 @@ pcy_error* run_op(int k, const pcy_op_call* call) {
                                        " of its memory, which has ", m->bytes)
                                  : str(name, " has a shape (or strides) that cannot be laid out"));
         if (f.rule != nullptr) break;
+        if (m->host < 0 && std::find(ask.begin(), ask.end(), a.tensor->memory) == ask.end())
+          ask.push_back(a.tensor->memory);
         if (raw(a.intent) != PCY_INTENT_IN) {
           writes.emplace_back(a.tensor->memory, *range);
           continue;
         }
         if (range->first == range->second) continue;
-        watched w{i, a.tensor->memory};
-        if (m->host < 0) ask.push_back(ins.size());
-        ins.push_back(w);
+        ins.push_back(watched{i, a.tensor->memory});
       }
       c.busy(call->context, bc, "bundle context");
       c.busy(call->queue, q, "queue");
     }
     if (std::string bad = c.verdict(); !bad.empty()) return report(bad);
 
-    // Host views of the `in` tensors' memory, asked of the framework once per memory.
-    for (size_t idx : ask) {
+    // Host views of the arguments' memory, asked of the framework once per memory.
+    for (const void* memory : ask) {
       if (fw == nullptr || fw->memory_export == nullptr) break;
       pcy_memory_handle h{};
       h.struct_size = sizeof h;
       pcy_memory_export_args x{};
       x.struct_size = sizeof x;
-      x.memory = static_cast<pcy_memory>(const_cast<void*>(ins[idx].memory));
+      x.memory = static_cast<pcy_memory>(const_cast<void*>(memory));
       x.kind = PCY_HANDLE_HOST_POINTER;
       x.handle = &h;
       pcy_error* e = fw->memory_export(&x);
@@ -184,7 +189,7 @@ pcy_error* run_op(int k, const pcy_op_call* call) {
           e == nullptr && raw(h.kind) == PCY_HANDLE_HOST_POINTER && h.host_pointer != nullptr;
       if (e != nullptr) e->destroy(e);
       std::lock_guard relock(s.m);
-      if (auto it = s.live.find(ins[idx].memory); it != s.live.end() && it->second.host < 0) {
+      if (auto it = s.live.find(memory); it != s.live.end() && it->second.host < 0) {
         it->second.host = visible ? 1 : 0;
         it->second.host_ptr = visible ? static_cast<const std::byte*>(h.host_pointer) : nullptr;
         it->second.host_bytes = visible ? h.bytes : 0;
