@@ -369,15 +369,19 @@ int run(int argc, char** argv) {
       for (const auto& [f, impl] : cells)
         width[f] = std::max(width[f], static_cast<int>(impl.size()));
     }
+    // The last column is not padded (no trailing blanks).
+    auto cell = [&](const std::string& f, const char* text) {
+      std::printf(" | %-*s", f == *frameworks.rbegin() ? 0 : width[f], text);
+    };
     std::printf("  %-*s", op_width, "");
     for (const auto& f : frameworks)
-      std::printf(" | %-*s", width[f], f.c_str());
+      cell(f, f.c_str());
     std::printf("\n");
     for (const auto& [op, cells] : matrix) {
       std::printf("  %-*s", op_width, op.c_str());
       for (const auto& f : frameworks) {
         auto it = cells.find(f);
-        std::printf(" | %-*s", width[f], it == cells.end() ? "-" : it->second.c_str());
+        cell(f, it == cells.end() ? "-" : it->second.c_str());
       }
       std::printf("\n");
     }
