@@ -1,6 +1,7 @@
 // parenchyma-info: every plugin tried (with status and reason), frameworks and devices, the
 // ranking, the backend that would be selected and why, and the op x framework coverage.
 //   parenchyma-info [--json] [--explain] [--ops] [--backend REQUEST]
+// Exits 3 when no backend would be selected, so a script can tell (codes in usage()).
 #include <parenchyma/parenchyma.hpp>
 #include <parenchyma/sdk/common.hpp>
 
