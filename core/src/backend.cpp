@@ -382,10 +382,13 @@ void BackendImpl::resolve(detail::BoundOp& op, const OpKey& key) {
       continue;
     }
     if (!bind_first(*target, *r.framework, true)) continue;
-    if (policy == fallback_policy::warn)
-      detail::log(PCY_LOG_WARN, "core",
-                  opname + " is not offered on " + name + here + "; it runs on " + target->name +
-                      " instead (data moves automatically)");
+    if (policy == fallback_policy::warn) {
+      std::unique_lock<std::mutex> once(registry->warned_mutex);
+      if (registry->warned.insert(opname + " " + name + " -> " + target->name).second)
+        detail::log(PCY_LOG_WARN, "core",
+                    opname + " is not offered on " + name + here + "; it runs on " + target->name +
+                        " instead (data moves automatically)");
+    }
     return;
   }
   op.failure = "no framework offers " + opname + notes + ": install a " + key.extension +

@@ -6,10 +6,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <limits>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -45,12 +47,59 @@ bool valid_name(std::string_view s) noexcept {
 
 namespace {
 
+char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+
+// Optimal string alignment distance, case-insensitive: insertions, deletions, substitutions and
+// swaps of neighbours each cost one. Names are short (at most 64 bytes in a request).
+size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::vector<size_t>> d(a.size() + 1, std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i)
+    d[i][0] = i;
+  for (size_t j = 0; j <= b.size(); ++j)
+    d[0][j] = j;
+  for (size_t i = 1; i <= a.size(); ++i)
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t cost = lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + cost});
+      if (i > 1 && j > 1 && lower(a[i - 1]) == lower(b[j - 2]) &&
+          lower(a[i - 2]) == lower(b[j - 1]))
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  return d[a.size()][b.size()];
+}
+
+} // namespace
+
+std::string closest_name(std::string_view name, const std::vector<std::string>& known) {
+  if (name.empty() || name.size() > 64) return {};
+  std::string best;
+  size_t best_d = std::numeric_limits<size_t>::max();
+  for (const auto& k : known) {
+    if (k == name) continue;
+    const size_t d = edit_distance(name, k);
+    // Close means: the same letters in another case (0), or at most 2 edits and fewer than a
+    // third of the known name's letters ("cdua" -> "cuda", not "mock" -> "cuda").
+    const bool close = d == 0 || (d <= 2 && d * 3 <= k.size());
+    if (close && d < best_d) {
+      best = k;
+      best_d = d;
+    }
+  }
+  return best;
+}
+
+std::string did_you_mean(std::string_view name, const std::vector<std::string>& known) {
+  const std::string c = closest_name(name, known);
+  return c.empty() ? std::string() : "did you mean \"" + c + "\"?";
+}
+
+namespace {
+
 using json = nlohmann::json;
 
-constexpr const char* known_keys[] = {"ranking",   "backend",         "plugin_paths",
-                                      "deny",      "fallback",        "log_level",
-                                      "cache_dir", "bundle_priority", "validate",
-                                      "settings"};
+constexpr const char* known_keys[] = {"ranking",  "backend",   "plugin_paths", "deny",
+                                      "fallback", "log_level", "cache_dir",    "bundle_priority",
+                                      "validate", "settings"};
 constexpr const char* kind_names[] = {"gpu", "accelerator", "cpu", "other"};
 
 std::string known_list() {
@@ -253,13 +302,16 @@ Config read_config(const std::filesystem::path& file, Config base) {
   return c;
 }
 
-std::vector<SelectItem> parse_selection(std::string_view text, std::string_view origin) {
+std::vector<SelectItem> parse_selection(std::string_view text, std::string_view origin,
+                                        const std::vector<std::string>& known) {
   std::vector<SelectItem> items;
-  auto fail = [&](const std::string& what) -> void {
+  // `hint`: a closing sentence such as "Did you mean \"opencl\"?".
+  auto fail = [&](const std::string& what, const std::string& hint = {}) -> void {
     throw error(errc::config, std::string(origin),
                 "\"" + quote_prefix(text) + "\": " + what +
                     ". Expected a comma-separated list such as \"cuda:1,opencl,native\" or "
-                    "\"!opencl\"");
+                    "\"!opencl\"" +
+                    (hint.empty() ? "" : ". " + hint));
   };
   if (text.size() > 4096) fail("longer than 4096 bytes");
   size_t start = 0;
@@ -281,8 +333,18 @@ std::vector<SelectItem> parse_selection(std::string_view text, std::string_view 
     }
     const size_t colon = body.find(':');
     const std::string_view name = body.substr(0, colon);
-    if (!valid_name(name))
-      fail("entry '" + item + "' is not a framework name (lower-case letters, digits, '_')");
+    if (!valid_name(name)) {
+      // "OpenCL": names are lower-case; suggest the framework meant, or the lower-case spelling.
+      std::string meant = closest_name(name, known);
+      if (meant.empty() && name.size() <= 64) {
+        std::string low;
+        for (char c : name)
+          low += lower(c);
+        if (valid_name(low)) meant = low;
+      }
+      fail("entry '" + item + "' is not a framework name (lower-case letters, digits, '_')",
+           meant.empty() ? "" : "Did you mean \"" + meant + "\"?");
+    }
     s.name = std::string(name);
     if (colon != std::string_view::npos) {
       const std::string_view idx = body.substr(colon + 1);

@@ -52,7 +52,12 @@ void throw_if(pcy_error* e, const char* context) {
   std::string origin = e->origin != nullptr ? e->origin : "plugin";
   std::string message = e->message != nullptr ? e->message : "(no message)";
   if (e->destroy != nullptr) e->destroy(e);
-  if (context != nullptr) message = std::string(context) + ": " + message;
+  // The context says what the core was doing (e.g. the op "nn.lrn"); a plugin's message that
+  // already opens with it (the SDK's argument checks name their op) does not get it twice.
+  if (context != nullptr) {
+    const std::string prefix = std::string(context) + ": ";
+    if (message.compare(0, prefix.size(), prefix) != 0) message = prefix + message;
+  }
   throw error(code, std::move(origin), message);
 }
 

@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -62,8 +63,16 @@ struct SelectItem {
   std::optional<uint32_t> device;
   bool deny = false;
 };
-// Parses "cuda:1,opencl,!native". `origin` names where it came from (for the error message).
-std::vector<SelectItem> parse_selection(std::string_view text, std::string_view origin);
+// Parses "cuda:1,opencl,!native". `origin` names where it came from (for the error message);
+// an entry that is not a name gets a "did you mean" from `known` (the frameworks present), or
+// its lower-case spelling where that is a name.
+std::vector<SelectItem> parse_selection(std::string_view text, std::string_view origin,
+                                        const std::vector<std::string>& known = {});
+// The entry of `known` that `name` most likely meant: the same name in another case, else the
+// nearest within a small edit distance (transpositions count one). Empty when none is close.
+std::string closest_name(std::string_view name, const std::vector<std::string>& known);
+// "did you mean \"x\"?" for closest_name, or "" when there is none.
+std::string did_you_mean(std::string_view name, const std::vector<std::string>& known);
 
 // ---- the plugin boundary (registry.cpp) ------------------------------------------------------
 // Plugin lifecycle calls (load, initialize, probe, device queries, context creation and
@@ -124,6 +133,12 @@ struct RegistryImpl : std::enable_shared_from_this<RegistryImpl> {
 
   std::mutex contexts_mutex;
   std::map<std::pair<const Framework*, uint32_t>, std::weak_ptr<DeviceContext>> contexts;
+
+  // Fallback warnings logged so far ("op from -> to"): each once per registry, however many
+  // backends resolve the op (a program that probes with one backend and runs with another
+  // logged it twice).
+  std::mutex warned_mutex;
+  std::set<std::string> warned;
 
   explicit RegistryImpl(RegistryOptions opts);
   ~RegistryImpl();

@@ -423,6 +423,21 @@ void RegistryImpl::note_shadowed_ops() {
     note("bundle " + who + " also serves " + std::to_string(cells.size()) + " op(s), e.g. " +
          cells.front() +
          "; the winner is the first in the config's bundle_priority, else the first loaded");
+  // A bundle_priority entry naming no bundle found here orders nothing: most likely a typo
+  // (the config may be shared with machines that have other bundles, so it is not refused).
+  std::vector<std::string> bundle_names;
+  for (const auto& b : bundles)
+    bundle_names.push_back(b->name());
+  for (const auto& n : config.bundle_priority)
+    if (std::find(bundle_names.begin(), bundle_names.end(), n) == bundle_names.end()) {
+      std::string list;
+      for (const auto& b : bundle_names)
+        list += (list.empty() ? "" : ", ") + b;
+      const std::string hint = detail::did_you_mean(n, bundle_names);
+      note("config key 'bundle_priority' names \"" + n + "\", which is no loaded bundle (" +
+           (list.empty() ? "none is loaded" : "loaded: " + list) + "), so the entry has no effect" +
+           (hint.empty() ? "" : "; " + hint));
+    }
 }
 
 void RegistryImpl::load() {
@@ -979,21 +994,28 @@ Selection RegistryImpl::select(std::string_view request) const {
         deny.emplace_back(i.name,
                           "PARENCHYMA_BACKEND=\"" + detail::quote_prefix(*env_backend) + "\"");
 
+  // Framework names present (loaded or not), for "did you mean" in the errors.
+  std::vector<std::string> known;
+  for (const auto& r : report)
+    if (r.kind == "framework") known.push_back(r.name);
   std::string source, text;
   std::vector<detail::SelectItem> items;
   if (!request.empty()) {
     source = "explicit request";
     text = std::string(request);
-    items = detail::parse_selection(text, source);
+    items = detail::parse_selection(text, source, known);
   } else if (env_backend) {
-    if (env_backend_error) throw *env_backend_error;
+    if (env_backend_error) {
+      detail::parse_selection(*env_backend, "PARENCHYMA_BACKEND", known); // throws, with a hint
+      throw *env_backend_error;
+    }
     source = "PARENCHYMA_BACKEND";
     text = *env_backend;
     items = env_items;
   } else if (!config.backend.empty()) {
     source = "config key 'backend'";
     text = config.backend;
-    items = detail::parse_selection(text, source);
+    items = detail::parse_selection(text, source, known);
   }
   for (const auto& i : items)
     if (i.deny && source != "PARENCHYMA_BACKEND")
@@ -1049,6 +1071,7 @@ Selection RegistryImpl::select(std::string_view request) const {
     std::string item = w.name + (w.device ? ":" + std::to_string(*w.device) : "");
     if (fw == nullptr) {
       why += "; " + item + ": no such framework plugin loaded";
+      if (auto hint = detail::did_you_mean(w.name, known); !hint.empty()) why += " (" + hint + ")";
       for (const auto& r : report)
         if (r.name == w.name && r.status != "loaded")
           why += " (" + r.path + " " + r.status + " at stage " + r.stage + ": " + r.reason + ")";

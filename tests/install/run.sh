@@ -8,8 +8,8 @@
 # installed mock example (framework and its example bundle, built against the installed SDK),
 # and must report a deliberately broken plugin failing by name: a mock whose fill is wrong
 # (PARENCHYMA_MOCK_BREAK=fill) and a file that is no library at all. A program built with
-# nothing but pkg-config's flags must start without LD_LIBRARY_PATH, and the documentation must
-# be installed.
+# nothing but pkg-config's flags (and a -std= of its own: the flags carry none) must start
+# without LD_LIBRARY_PATH, and the documentation, licence and changelog must be installed.
 #   run.sh <build dir> <source dir> <work dir> <cmake generator> <c++ compiler> [extra flags]
 # extra flags: compile and link flags for the two projects (the sanitizer flags of a sanitizer
 # build, whose installed library needs its runtime in the programs that load it).
@@ -42,6 +42,9 @@ ls "$libdir/parenchyma/plugins/" | grep -q '^parenchyma-native\.so$' \
   || fail "the native plugin is not installed in $libdir/parenchyma/plugins"
 [ -f "$prefix/share/doc/parenchyma/abi.md" ] && [ -f "$prefix/share/doc/parenchyma/config.md" ] \
   || fail "the documentation (docs/) is not installed in $prefix/share/doc/parenchyma"
+for f in LICENSE LICENSE-MIT LICENSE-APACHE CHANGELOG.md CONTRIBUTING.md; do
+  [ -f "$prefix/share/doc/parenchyma/$f" ] || fail "$f is not installed in $prefix/share/doc/parenchyma"
+done
 conformance=$prefix/bin/parenchyma-conformance
 [ -x "$conformance" ] || fail "parenchyma-conformance is not installed in $prefix/bin"
 examples=$prefix/share/parenchyma/examples
@@ -189,10 +192,14 @@ if command -v pkg-config > /dev/null 2>&1; then
   [ -f "$incdir/parenchyma/parenchyma.hpp" ] \
     || fail "pkg-config's includedir $incdir lacks parenchyma/parenchyma.hpp: the .pc file must be relocatable (prefix from \${pcfiledir}), since the package was installed with --prefix $prefix"
   [ -e "$pclibdir/libparenchyma-core.so" ] || fail "pkg-config's libdir $pclibdir lacks libparenchyma-core.so"
-  # Nothing but pkg-config's flags (the sanitizer's own aside), and run with no LD_LIBRARY_PATH:
-  # the prefix is not in the loader's path, so the flags must say where the library is.
+  # The language standard is the user's choice (C++20 or newer): a -std= in the flags would
+  # override a newer one given before it.
+  case " $flags " in *" -std="*) fail "pkg-config's flags carry a language standard: $flags" ;; esac
+  # Nothing but pkg-config's flags and a standard (the sanitizer's own aside), and run with no
+  # LD_LIBRARY_PATH: the prefix is not in the loader's path, so the flags must say where the
+  # library is.
   # shellcheck disable=SC2086
-  "$cxx" -o "$work/consumer-pc" "$here/consumer/main.cpp" $san_flags $flags \
+  "$cxx" -std=c++20 -o "$work/consumer-pc" "$here/consumer/main.cpp" $san_flags $flags \
     || fail "building the consumer with pkg-config's flags"
   out=$(clean_env "$work/consumer-pc" 2>&1) \
     || { printf '%s\n' "$out"; fail "the program built with pkg-config's flags does not run without LD_LIBRARY_PATH (an rpath in the .pc file's Libs?)"; }

@@ -6,6 +6,10 @@
 
 #include <parenchyma/parenchyma.hpp>
 
+#include <cstdio>
+#include <fcntl.h>
+#include <fstream>
+#include <iterator>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -149,6 +153,85 @@ TEST_CASE("two bundles serving one op: reported, load order wins, bundle_priorit
   const OpRoute route = Backend(r, "stub").route(negate_key);
   CHECK(route.bundle == "stubext_second");
   CHECK(route.implementation == "second negate loop");
+}
+
+TEST_CASE("a bundle_priority entry naming no loaded bundle is noticed once, with the bundles") {
+  const std::vector<fs::path> dirs{stub_dir("good"), stub_dir("bundle_good"),
+                                   stub_dir("bundle_second")};
+  scratch_dir tmp("bundle_priority_typo");
+  auto o = isolated(dirs);
+  o.config_file = tmp.write("prio.json", R"({"bundle_priority": ["stubext_secnd", "vendor_x"]})");
+  Registry r(o);
+  INFO("notices:\n"
+       << [&] {
+            std::string all;
+            for (const auto& n : r.notices())
+              all += n + "\n";
+            return all;
+          }());
+  // The typo: named, the loaded bundles listed, the one meant suggested.
+  CHECK(noticed(r, "bundle_priority", "\"stubext_secnd\""));
+  CHECK(noticed(r, "\"stubext_secnd\"", "stubext_stub, stubext_second"));
+  CHECK(noticed(r, "\"stubext_secnd\"", "did you mean \"stubext_second\"?"));
+  // A name close to none: named, no suggestion.
+  CHECK(noticed(r, "bundle_priority", "\"vendor_x\""));
+  CHECK_FALSE(noticed(r, "\"vendor_x\"", "did you mean"));
+  size_t about_priority = 0;
+  for (const auto& n : r.notices())
+    about_priority += contains(n, "bundle_priority") && contains(n, "no loaded bundle");
+  CHECK(about_priority == 2);
+  // A config naming loaded bundles only is not noticed.
+  auto good = isolated(dirs);
+  good.config_file = tmp.write("good.json", R"({"bundle_priority": ["stubext_second"]})");
+  CHECK_FALSE(noticed(Registry(good), "no loaded bundle"));
+}
+
+namespace {
+// What the process writes to stderr while f runs (the core's log goes there, unbuffered).
+template <class F> std::string stderr_of(F&& f) {
+  scratch_dir tmp("stderr");
+  const fs::path file = tmp.path() / "stderr.txt";
+  std::fflush(stderr);
+  const int saved = ::dup(2);
+  const int fd = ::open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+  REQUIRE(fd >= 0);
+  ::dup2(fd, 2);
+  ::close(fd);
+  try {
+    f();
+  } catch (...) {
+    std::fflush(stderr);
+    ::dup2(saved, 2);
+    ::close(saved);
+    throw;
+  }
+  std::fflush(stderr);
+  ::dup2(saved, 2);
+  ::close(saved);
+  std::ifstream in(file);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+size_t count_of(const std::string& text, std::string_view what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+} // namespace
+
+TEST_CASE("the fallback warning is logged once, however many backends resolve the op") {
+  // A program that probes a backend's routes and then runs with a new backend on the same
+  // device (the NN demo does) logged the warning twice.
+  Registry r(isolated({stub_dir("good"), stub_dir("kinds"), stub_dir("bundle_good")}));
+  const std::string log = stderr_of([&] {
+    for (int i = 0; i < 3; ++i) {
+      Backend cpu(r, "stubcpu");
+      CHECK(cpu.route(negate_key).fallback);
+    }
+  });
+  INFO("stderr:\n" << log);
+  CHECK(count_of(log, "is not offered on stubcpu:0") == 1);
+  CHECK(count_of(log, "runs on stub:0 instead") == 1);
 }
 
 TEST_CASE("a device the plugin cannot describe is left out; the others keep their own index") {

@@ -82,6 +82,31 @@ TEST_CASE("a bad PARENCHYMA_BACKEND value names the variable and the bad item") 
   }
 }
 
+TEST_CASE("a mis-spelt framework name gets a \"did you mean\" naming the framework meant") {
+  // Names are lower-case: "OpenCL" was refused with no hint of the spelling that works.
+  struct Case {
+    const char* request;
+    const char* meant; // nullptr: no suggestion
+  };
+  for (const Case& c :
+       {Case{"StubGPU", "stubgpu"}, Case{"STUB:0", "stub"}, Case{"stub-cpu", "stubcpu"},
+        Case{"Nothing_Like_It", "nothing_like_it"}, Case{"stubgpx", "stubgpu"},
+        Case{"stbucpu", "stubcpu"}, Case{"cuda", nullptr}}) {
+    INFO("request " << c.request);
+    Registry r(isolated(three_kinds(), {{"PARENCHYMA_BACKEND", c.request}}));
+    for (const bool from_env : {true, false}) {
+      INFO((from_env ? "PARENCHYMA_BACKEND" : "explicit request"));
+      const auto err = catch_error([&] { (void)(from_env ? r.select() : r.select(c.request)); });
+      INFO(err.what());
+      if (c.meant != nullptr)
+        CHECK(icontains(err.what(), std::string("did you mean \"") + c.meant + "\"?"));
+      else
+        CHECK_FALSE(icontains(err.what(), "did you mean"));
+      if (from_env) CHECK(contains(err.what(), "PARENCHYMA_BACKEND"));
+    }
+  }
+}
+
 TEST_CASE("a request for an absent backend is unavailable and says why") {
   Registry r(isolated(three_kinds()));
   SECTION("no such plugin") {

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # parenchyma-info with hostile environment: non-UTF-8 bytes in paths, a config that is a
-# directory or a FIFO, a malformed PARENCHYMA_BACKEND. It must report and exit (0, or 1 for an
-# unusable config file) — never abort (134), crash or hang.
+# directory or a FIFO, a malformed PARENCHYMA_BACKEND. It must report and exit (0; 1 for an
+# unusable config file; 3 when no backend would be selected) — never abort (134), crash or hang.
 set -u
 info="$1"
 tmp="$(mktemp -d)"
@@ -27,7 +27,7 @@ PARENCHYMA_CONFIG="$tmp/fifo.json" timeout 60 "$info" --json >"$tmp/out" 2>&1
 check "PARENCHYMA_CONFIG is a FIFO" 1 $? "$tmp/out" "FIFO"
 
 PARENCHYMA_BACKEND='stub:x1,,' timeout 60 "$info" >"$tmp/out" 2>&1
-check "malformed PARENCHYMA_BACKEND is a notice" 0 $? "$tmp/out" "PARENCHYMA_BACKEND"
+check "malformed PARENCHYMA_BACKEND is reported; nothing selected (3)" 3 $? "$tmp/out" "PARENCHYMA_BACKEND"
 PARENCHYMA_BACKEND='stub:x1' timeout 60 "$info" --backend native >"$tmp/out" 2>&1
 check "an explicit request still selects" 0 $? "$tmp/out" "native:0"
 PARENCHYMA_LOG_LEVEL=loudest timeout 60 "$info" >"$tmp/out" 2>&1

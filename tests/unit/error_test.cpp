@@ -87,6 +87,28 @@ TEST_CASE("an SDK-made error crosses back with the plugin's origin") {
   }
 }
 
+TEST_CASE("an op's name is said once: throw_if does not repeat a context the message opens with") {
+  // The SDK's argument checks open their messages with the op ("nn.lrn: argument n: ..."), and
+  // the core passes the op as the context: the two once read "nn.lrn: nn.lrn: argument n".
+  pcy_error* e = parenchyma::sdk::make_error(PCY_ERR_INVALID_ARGUMENT,
+                                             "nn.lrn: argument n: 0 is not >= 1", "nn_native");
+  try {
+    throw_if(e, "nn.lrn");
+    FAIL("throw_if did not throw");
+  } catch (const error& x) {
+    CHECK(std::string(x.what()) == "nn_native: nn.lrn: argument n: 0 is not >= 1");
+  }
+  // A message without it still gets the context; one that merely starts alike does too.
+  for (const char* m : {"argument n: 0 is not >= 1", "nn.lrn_grad: argument n"}) {
+    try {
+      throw_if(parenchyma::sdk::make_error(PCY_ERR_INVALID_ARGUMENT, m, "nn_native"), "nn.lrn");
+      FAIL("throw_if did not throw");
+    } catch (const error& x) {
+      CHECK(std::string(x.what()) == std::string("nn_native: nn.lrn: ") + m);
+    }
+  }
+}
+
 TEST_CASE("the SDK firewall turns every exception kind into a pcy_error") {
   auto run = [](auto f) { return parenchyma::sdk::guard("plug", f); };
   pcy_error* a = run([] { parenchyma::sdk::fail(PCY_ERR_NOT_FOUND, "no kernel 'k'"); });

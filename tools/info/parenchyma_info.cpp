@@ -1,14 +1,17 @@
 // parenchyma-info: every plugin tried (with status and reason), frameworks and devices, the
 // ranking, the backend that would be selected and why, and the op x framework coverage.
 //   parenchyma-info [--json] [--explain] [--ops] [--backend REQUEST]
+// Exits 3 when no backend would be selected, so a script can tell (codes in usage()).
 #include <parenchyma/parenchyma.hpp>
 #include <parenchyma/sdk/common.hpp>
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <iostream>
+#include <iterator>
 #include <map>
 #include <set>
 #include <string>
@@ -30,6 +33,41 @@ std::string value_text(const pa::property_value& v) {
   if (auto d = std::get_if<double>(&v)) return std::to_string(*d);
   return std::get<bool>(v) ? "true" : "false";
 }
+
+// Device memory sizes for a reader: "140.4 GiB", "48 KiB" (the JSON keeps the bytes).
+bool is_memory_property(const std::string& key) {
+  return key == PCY_PROP_GLOBAL_MEMORY || key == PCY_PROP_LOCAL_MEMORY ||
+         (key.size() > 6 && key.compare(key.size() - 6, 6, "_bytes") == 0);
+}
+std::string human_bytes(int64_t bytes) {
+  static const char* const units[] = {"bytes", "KiB", "MiB", "GiB", "TiB", "PiB"};
+  if (bytes < 1024) return std::to_string(bytes) + " bytes";
+  double v = static_cast<double>(bytes);
+  size_t u = 0;
+  while (v >= 1024.0 && u + 1 < std::size(units)) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  // Whole values without a decimal (48 KiB), others with one (140.4 GiB).
+  if (v == static_cast<double>(static_cast<int64_t>(v)))
+    std::snprintf(buf, sizeof buf, "%lld %s", static_cast<long long>(v), units[u]);
+  else
+    std::snprintf(buf, sizeof buf, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+std::string property_text(const std::string& key, const pa::property_value& v) {
+  if (auto i = std::get_if<int64_t>(&v); i != nullptr && *i >= 0 && is_memory_property(key))
+    return human_bytes(*i);
+  return value_text(v);
+}
+
+// Exit codes, as --help states them.
+constexpr int exit_ok = 0;         // a backend would be selected
+constexpr int exit_registry = 1;   // the registry cannot be created (e.g. an unusable config)
+constexpr int exit_usage = 2;      // bad arguments
+constexpr int exit_no_backend = 3; // the request (or the default ranking) selects no backend
 
 struct Outcome {
   bool ok = false;
@@ -143,6 +181,10 @@ void usage() {
       "  --markdown    with --ops: each extension's op schemas as Markdown tables (the\n"
       "                tables in docs/blas.md are this output)\n"
       "  --backend R   show what the request R (e.g. \"opencl,native\") would select\n"
+      "\nExit status: 0 a backend would be selected; 1 the registry cannot be created (e.g.\n"
+      "an unusable config file); 2 bad arguments; 3 no backend would be selected: the request\n"
+      "(--backend, else PARENCHYMA_BACKEND, else the config's \"backend\") cannot be met or no\n"
+      "device is available (the output and stderr say why).\n"
       "\nDocumentation: %s (configuration and environment: config.md; threads:\n"
       "threads.md; plugin ABI: abi.md), or docs/ in the source tree.\n",
       PARENCHYMA_DOC_DIR);
@@ -166,11 +208,11 @@ int run(int argc, char** argv) {
       request = argv[++i];
     else if (!std::strcmp(argv[i], "--help") || !std::strcmp(argv[i], "-h")) {
       usage();
-      return 0;
+      return exit_ok;
     } else {
       std::fprintf(stderr, "parenchyma-info: unknown argument '%s'\n", argv[i]);
       usage();
-      return 2;
+      return exit_usage;
     }
   }
 
@@ -179,18 +221,23 @@ int run(int argc, char** argv) {
     owned = std::make_unique<pa::Registry>();
   } catch (const pa::error& e) {
     std::fprintf(stderr, "parenchyma-info: %s\n", e.what());
-    return 1;
+    return exit_registry;
   }
   const pa::Registry& r = *owned;
   if (markdown) {
     if (!ops || json) {
       std::fprintf(stderr, "parenchyma-info: --markdown goes with --ops (and not --json)\n");
-      return 2;
+      return exit_usage;
     }
     print_schema_markdown(r.op_coverage());
-    return 0;
+    return exit_ok;
   }
   const Outcome sel = selected(r, request);
+  // A script tells "nothing would be selected" by the exit status; the reason goes to stderr
+  // too, so it is seen whatever the output format.
+  const int status = sel.ok ? exit_ok : exit_no_backend;
+  if (!sel.ok)
+    std::fprintf(stderr, "parenchyma-info: no backend selected: %s\n", sel.error.c_str());
   const auto ranking = r.ranking();
   const auto coverage = r.op_coverage();
 
@@ -258,7 +305,7 @@ int run(int argc, char** argv) {
                                    : nlohmann::json(r.config().ranking_by_kind)}};
     // Paths and plugin strings need not be UTF-8: replace what is not, never abort.
     std::cout << j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-    return 0;
+    return status;
   }
 
   std::cout << "Plugins\n";
@@ -277,7 +324,7 @@ int run(int argc, char** argv) {
     for (const auto& d : f->devices()) {
       std::printf("    [%u] %s (%s)\n", d.index, d.name.c_str(), pa::to_string(d.kind));
       for (const auto& [k, v] : d.properties) {
-        std::string text = value_text(v);
+        std::string text = property_text(k, v);
         if (!explain && text.size() > 100) text = text.substr(0, 97) + "...";
         std::printf("        %-18s %s\n", k.c_str(), text.c_str());
       }
@@ -313,17 +360,29 @@ int run(int argc, char** argv) {
     std::map<std::string, std::map<std::string, std::string>> matrix;
     for (const auto& c : coverage)
       matrix[c.extension + "." + c.op + " " + dtype_name(c.dtype)][c.framework] = c.implementation;
-    std::printf("  %-16s", "");
+    // Each column as wide as its longest entry: names are never cut.
+    int op_width = 0;
+    std::map<std::string, int> width;
     for (const auto& f : frameworks)
-      std::printf(" | %-24s", f.c_str());
+      width[f] = static_cast<int>(f.size());
+    for (const auto& [op, cells] : matrix) {
+      op_width = std::max(op_width, static_cast<int>(op.size()));
+      for (const auto& [f, impl] : cells)
+        width[f] = std::max(width[f], static_cast<int>(impl.size()));
+    }
+    // The last column is not padded (no trailing blanks).
+    auto cell = [&](const std::string& f, const char* text) {
+      std::printf(" | %-*s", f == *frameworks.rbegin() ? 0 : width[f], text);
+    };
+    std::printf("  %-*s", op_width, "");
+    for (const auto& f : frameworks)
+      cell(f, f.c_str());
     std::printf("\n");
     for (const auto& [op, cells] : matrix) {
-      std::printf("  %-16s", op.c_str());
+      std::printf("  %-*s", op_width, op.c_str());
       for (const auto& f : frameworks) {
         auto it = cells.find(f);
-        std::string cell = it == cells.end() ? "-" : it->second;
-        if (cell.size() > 24) cell = cell.substr(0, 21) + "...";
-        std::printf(" | %-24s", cell.c_str());
+        cell(f, it == cells.end() ? "-" : it->second.c_str());
       }
       std::printf("\n");
     }
@@ -346,7 +405,7 @@ int run(int argc, char** argv) {
     }
     std::cout << "\n";
   }
-  return 0;
+  return status;
 }
 
 int main(int argc, char** argv) {
@@ -356,6 +415,6 @@ int main(int argc, char** argv) {
     return run(argc, argv);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "parenchyma-info: %s\n", e.what());
-    return 1;
+    return exit_registry;
   }
 }
