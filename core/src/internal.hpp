@@ -65,6 +65,24 @@ struct SelectItem {
 // Parses "cuda:1,opencl,!native". `origin` names where it came from (for the error message).
 std::vector<SelectItem> parse_selection(std::string_view text, std::string_view origin);
 
+// ---- use after fork (fork.cpp) ---------------------------------------------------------------
+// Set in a child forked from a process that had created a registry: every use of the runtime
+// there (creating a registry or backend, ops, synchronize, tensor access) raises
+// errc::unavailable naming fork and the fix, and destructors skip their plugin calls.
+extern std::atomic<bool> runtime_forked;
+[[noreturn]] void refuse_after_fork(const char* what);
+// The check on the paths that use a backend: one relaxed load, no system call.
+inline void check_fork(const char* what) {
+  if (runtime_forked.load(std::memory_order_relaxed)) [[unlikely]]
+    refuse_after_fork(what);
+}
+inline bool forked() noexcept { return runtime_forked.load(std::memory_order_relaxed); }
+// Counts a new registry (RegistryImpl's member initialiser); refuses one in a forked child.
+uint64_t registry_created();
+// In a forked child: keeps the registry's libraries loaded for good and returns true (the
+// child tears nothing down); else false.
+bool abandon_after_fork(std::vector<boost::dll::shared_library>& libraries) noexcept;
+
 // ---- the plugin boundary (registry.cpp) ------------------------------------------------------
 // Plugin lifecycle calls (load, initialize, probe, device queries, context creation and
 // destruction, shutdown, unload) never run concurrently anywhere in the process: some drivers
@@ -109,8 +127,9 @@ struct RegistryImpl : std::enable_shared_from_this<RegistryImpl> {
   std::vector<std::vector<OpEntry>> bundle_ops;
   pcy_host_services host{};
   std::string cache_dir;
-  bool secure = false;       // set-uid: environment overrides ignored
-  Registry* owner = nullptr; // the Registry object this belongs to
+  bool secure = false;                          // set-uid: environment overrides ignored
+  uint64_t serial = detail::registry_created(); // refuses a registry in a forked child
+  Registry* owner = nullptr;                    // the Registry object this belongs to
 
   // PARENCHYMA_BACKEND as parsed at load (or the error that parsing it gave).
   std::optional<std::string> env_backend;
