@@ -133,6 +133,7 @@ DeviceContext::DeviceContext(std::shared_ptr<RegistryImpl> reg, const Framework&
 }
 
 DeviceContext::~DeviceContext() {
+  if (detail::inherited(*registry)) return; // fork.cpp: the parent's context, not ours
   if (transfer_queue_ != nullptr) api->queue_destroy(transfer_queue_);
   std::lock_guard<std::mutex> lock(detail::plugin_lifecycle_mutex());
   api->context_destroy(context);
@@ -158,6 +159,7 @@ BackendImpl::BackendImpl(std::shared_ptr<DeviceContext> device_context, Selectio
 }
 
 BackendImpl::~BackendImpl() {
+  if (detail::inherited(*registry)) return; // fork.cpp: the parent's queue, not ours
   if (pcy_error* e = api->queue_finish(queue)) e->destroy(e);
   host_synchronised();
   for (auto& [bundle, ctx] : bundle_contexts_)
@@ -468,6 +470,7 @@ Backend::Backend() : Backend(Registry::global(), {}) {}
 Backend::Backend(std::string_view request) : Backend(Registry::global(), request) {}
 Backend::Backend(Registry& registry, std::string_view request) {
   RegistryImpl& r = registry.impl();
+  detail::check_fork(r, "creating a Backend");
   Selection s = r.select(request);
   const Framework* fw = registry.find_framework(s.framework);
   auto ctx = r.context_for(*fw, s.device);
@@ -485,6 +488,7 @@ const Selection& Backend::selection() const noexcept { return impl_->selection; 
 pcy_context Backend::context() const noexcept { return impl_->context; }
 pcy_queue Backend::queue() const noexcept { return impl_->queue; }
 void Backend::synchronize() const {
+  detail::check_fork(*impl_->registry, "Backend::synchronize()");
   if (impl_->recorder != nullptr) [[unlikely]]
     refuse_while_recording(*impl_, "synchronize()");
   impl_->finish();
@@ -675,6 +679,7 @@ pack(const OpKey& key, const detail::BoundOp& op, BackendImpl& target, std::span
 } // namespace
 
 void Backend::invoke(const OpKey& key, std::span<const OpArg> args) const {
+  detail::check_fork(*impl_->registry, "running an op");
   detail::BoundOp& op = impl_->op(key);
   if (op.st != detail::BoundOp::state::ready) [[unlikely]]
     throw error(op.failure_code, std::string(key.extension) + "." + key.name, op.failure);

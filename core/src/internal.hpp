@@ -74,6 +74,23 @@ std::string closest_name(std::string_view name, const std::vector<std::string>& 
 // "did you mean \"x\"?" for closest_name, or "" when there is none.
 std::string did_you_mean(std::string_view name, const std::vector<std::string>& known);
 
+// ---- use after fork (fork.cpp) ---------------------------------------------------------------
+// Counts the forks this process descends from (a pthread_atfork child handler adds one). A
+// registry records the count when it is made; when it differs, the registry and everything
+// made from it (contexts, backends, tensor slots) came from a parent process: every use raises
+// errc::unavailable naming fork and the fix, and destructors skip their plugin calls. A child
+// forked while a registry existed refuses new registries too (the drivers it would load again
+// are the parent's, already initialised: PoCL then hangs); one forked while none existed makes
+// its own.
+extern std::atomic<uint32_t> fork_generation;
+[[noreturn]] void refuse_after_fork(const char* what);
+inline uint32_t current_fork_generation() noexcept {
+  return fork_generation.load(std::memory_order_relaxed);
+}
+// A registry being made (RegistryImpl's member initialiser): refused in a child forked while a
+// registry existed; else counted, and the fork count returned.
+uint32_t registry_opening();
+
 // ---- the plugin boundary (registry.cpp) ------------------------------------------------------
 // Plugin lifecycle calls (load, initialize, probe, device queries, context creation and
 // destruction, shutdown, unload) never run concurrently anywhere in the process: some drivers
@@ -118,8 +135,9 @@ struct RegistryImpl : std::enable_shared_from_this<RegistryImpl> {
   std::vector<std::vector<OpEntry>> bundle_ops;
   pcy_host_services host{};
   std::string cache_dir;
-  bool secure = false;       // set-uid: environment overrides ignored
-  Registry* owner = nullptr; // the Registry object this belongs to
+  bool secure = false;                                   // set-uid: environment overrides ignored
+  uint32_t fork_generation = detail::registry_opening(); // fork.cpp
+  Registry* owner = nullptr;                             // the Registry object this belongs to
 
   // PARENCHYMA_BACKEND as parsed at load (or the error that parsing it gave).
   std::optional<std::string> env_backend;
@@ -175,6 +193,30 @@ private:
   void add_report(LoadReportEntry entry);
   void note(std::string text);
 };
+
+namespace detail {
+// The check on the paths that use a backend: one relaxed load and a compare, no system call.
+inline bool inherited(const RegistryImpl& r) noexcept {
+  return r.fork_generation != current_fork_generation();
+}
+inline void check_fork(const RegistryImpl& r, const char* what) {
+  if (inherited(r)) [[unlikely]]
+    refuse_after_fork(what);
+}
+// A registry going (its destructor's first step): uncounted; a forked child's copy of a parent's
+// registry keeps its libraries loaded for good and returns true (nothing is torn down).
+bool registry_closing(RegistryImpl& r) noexcept;
+// Host access to a tensor (TensorStorage::Impl) whose slots or in-flight backends came from a
+// parent process: refused. Scans only in a process that was forked.
+template <class TensorImpl> void check_fork_of(const TensorImpl& t, const char* what) {
+  if (current_fork_generation() == 0) [[likely]]
+    return;
+  for (const auto& s : t.slots)
+    if (s.ctx && inherited(*s.ctx->registry)) refuse_after_fork(what);
+  for (const auto& b : t.in_flight)
+    if (inherited(*b->registry)) refuse_after_fork(what);
+}
+} // namespace detail
 
 // One plugin context on one device: shared by every backend made for that device from one
 // registry, and by the tensor slots allocated in it. Thread-safe: context-level plugin calls

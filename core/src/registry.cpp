@@ -209,6 +209,7 @@ RegistryImpl::RegistryImpl(RegistryOptions opts) : options(std::move(opts)) {
 }
 
 RegistryImpl::~RegistryImpl() {
+  if (detail::registry_closing(*this)) return; // fork.cpp: a forked child tears down nothing
   std::lock_guard<std::mutex> lock(detail::plugin_lifecycle_mutex());
   for (size_t i = bundles.size(); i-- > 0;)
     if (bundles[i]->plugin_ != nullptr) bundles[i]->api_->shutdown(bundles[i]->plugin_);

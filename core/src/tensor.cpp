@@ -103,7 +103,8 @@ void TensorStorage::Impl::release() {
   while (!slots.empty()) { // newest first: an alias goes before what it aliases
     Slot& s = slots.back();
     if (!s.hold) {
-      if (s.ctx && s.memory != nullptr) s.ctx->api->memory_free(s.memory);
+      if (s.ctx && s.memory != nullptr && !detail::inherited(*s.ctx->registry))
+        s.ctx->api->memory_free(s.memory);
       if (s.owns_host) std::free(s.host_ptr);
     }
     slots.pop_back();
@@ -117,7 +118,7 @@ void TensorStorage::Impl::release() {
 }
 
 SlotHold::~SlotHold() {
-  if (ctx && memory != nullptr) ctx->api->memory_free(memory);
+  if (ctx && memory != nullptr && !detail::inherited(*ctx->registry)) ctx->api->memory_free(memory);
   std::free(host_alloc);
   keep.reset(); // after the memory that may wrap its bytes
 }
@@ -401,6 +402,7 @@ pcy_memory TensorStorage::Impl::device(BackendImpl& b, access intent) {
 
 pcy_memory TensorStorage::Impl::device_slow(BackendImpl& b, access intent, void** native,
                                             std::vector<Writeback>* writebacks) {
+  detail::check_fork(*b.registry, "device access to a tensor");
   if (read_only && intent != access::read) refuse_write(("on " + b.name).c_str());
   settle_except(&b);
   int idx = find(b.dev.get());
@@ -476,6 +478,7 @@ void BackendImpl::write_back() {
 }
 
 void* TensorStorage::Impl::host_access(access intent) {
+  detail::check_fork_of(*this, "host access to a tensor");
   if (read_only && intent != access::read) refuse_write("on the host");
   host_synchronised();
   for (const auto& b : in_flight)

@@ -26,8 +26,9 @@ OrderedLock::~OrderedLock() {
 namespace {
 
 std::shared_ptr<BackendState> make_backend(const std::optional<std::string>& request) {
-  py::gil_scoped_release nogil; // the first Backend loads and probes every plugin
-  return std::make_shared<BackendState>(request ? Backend(*request) : Backend());
+  // The first Backend loads and probes every plugin: without the GIL.
+  return without_gil(
+      [&] { return std::make_shared<BackendState>(request ? Backend(*request) : Backend()); });
 }
 
 std::string repr(const PyBackend& b) {
@@ -83,9 +84,10 @@ GIL while they run, and take the backend's lock instead).)")
           "synchronize",
           [](const PyBackend& b) {
             const std::shared_ptr<BackendState> s = b.state;
-            py::gil_scoped_release nogil;
-            const OrderedLock lock({&s->mutex});
-            s->backend.synchronize();
+            without_gil([&] {
+              const OrderedLock lock({&s->mutex});
+              s->backend.synchronize();
+            });
           },
           "Waits for all work enqueued on this backend (releases the GIL meanwhile).")
       .def("__repr__", &repr)

@@ -10,11 +10,18 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <cxxabi.h>
+
+#include <cstdint>
+#include <exception>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 namespace parenchyma::python {
@@ -68,6 +75,64 @@ PyTensor import_dlpack(const py::object& obj, const std::shared_ptr<BackendState
                        const DLPackImportOptions& options, const char* origin, const char* arg);
 
 [[noreturn]] void fail(errc code, const std::string& origin, const std::string& message);
+// Sets the Python error for `e` (a parenchyma.Error), for C callbacks that report by return value.
+void set_python_error(const parenchyma::error& e);
+
+// ---- argument conversion (args.cpp) ----------------------------------------------------------
+// Every integer argument goes through these: a Python int or anything with __index__ (NumPy
+// integers). Not an integer, or outside [min, max]: parenchyma.Error ('invalid_argument',
+// `origin`) naming the argument `name` and the accepted range, never pybind11's cast error.
+int64_t int_arg(const py::handle& v, const std::string& origin, const std::string& name,
+                int64_t min = std::numeric_limits<int64_t>::min(),
+                int64_t max = std::numeric_limits<int64_t>::max());
+uint64_t uint_arg(const py::handle& v, const std::string& origin, const std::string& name);
+// A sequence of integers (not a str), each through int_arg as name[i].
+std::vector<int64_t> ints_arg(const py::handle& v, const std::string& origin,
+                              const std::string& name);
+
+// ---- the GIL (gil.cpp) -------------------------------------------------------------------------
+// Taking the GIL back while the interpreter exits would end the thread by a forced unwind
+// (pthread_exit), fatal through a noexcept destructor; gil.cpp's protocol avoids it.
+// reacquire_gil takes it back, or parks the thread for good when the interpreter exits.
+void reacquire_gil(PyThreadState* state);
+// Around a PyGILState_Ensure: false when this thread must not take the GIL (the interpreter
+// exits); after true, gil_take_end() once the GIL is held.
+bool gil_take_begin() noexcept;
+void gil_take_end() noexcept;
+// Registers the atexit hook the protocol needs (module init).
+void install_exit_guard();
+
+// Runs f() with the GIL released and returns its result. The GIL is taken back by a plain call,
+// never in a destructor (see gil.cpp); an exception f throws is rethrown once the GIL is held.
+// Every place that releases the GIL goes through this (not py::gil_scoped_release).
+template <class F> auto without_gil(F&& f) {
+  using R = std::invoke_result_t<F&>;
+  std::exception_ptr failure;
+  PyThreadState* const state = PyEval_SaveThread();
+  if constexpr (std::is_void_v<R>) {
+    try {
+      f();
+    } catch (abi::__forced_unwind&) {
+      throw; // thread cancellation: must propagate
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    reacquire_gil(state);
+    if (failure) std::rethrow_exception(failure);
+  } else {
+    std::optional<R> result;
+    try {
+      result.emplace(f());
+    } catch (abi::__forced_unwind&) {
+      throw;
+    } catch (...) {
+      failure = std::current_exception();
+    }
+    reacquire_gil(state);
+    if (failure) std::rethrow_exception(failure);
+    return R(std::move(*result));
+  }
+}
 
 void bind_errors(py::module_& m);
 void bind_backend(py::module_& m);

@@ -43,6 +43,8 @@ void raise(const parenchyma::error& e) {
 
 } // namespace
 
+void set_python_error(const parenchyma::error& e) { raise(e); }
+
 [[noreturn]] void fail(errc code, const std::string& origin, const std::string& message) {
   throw parenchyma::error(code, origin, message);
 }

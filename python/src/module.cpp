@@ -19,4 +19,5 @@ PYBIND11_MODULE(_parenchyma, m) {
   pp::bind_blas(m);
   pp::bind_nn(m);
   pp::bind_info(m);
+  pp::install_exit_guard();
 }

@@ -14,26 +14,20 @@ namespace {
 
 // A geometry pair from a Python int (both axes) or a sequence of two ints.
 nn::Pair pair_of(const py::object& v, const char* origin, const char* name) {
-  if (py::isinstance<py::int_>(v)) {
-    const auto i = v.cast<int64_t>();
+  if (py::hasattr(v, "__index__")) {
+    const int64_t i = int_arg(v, origin, name);
     return {i, i};
   }
-  try {
-    const auto t = v.cast<std::vector<int64_t>>();
-    if (t.size() == 2) return {t[0], t[1]};
-  } catch (const py::cast_error&) {
+  if (py::isinstance<py::sequence>(v) && !py::isinstance<py::str>(v) && py::len(v) == 2) {
+    const std::vector<int64_t> t = ints_arg(v, origin, name);
+    return {t[0], t[1]};
   }
   fail(errc::invalid_argument, origin,
        std::string("argument ") + name + ": expected an int or a pair of ints (height, width)");
 }
 
 nn::Shape shape_of(const py::object& v, const char* origin, const char* name) {
-  try {
-    return v.cast<std::vector<int64_t>>();
-  } catch (const py::cast_error&) {
-    fail(errc::invalid_argument, origin,
-         std::string("argument ") + name + ": expected a shape (a sequence of ints)");
-  }
+  return ints_arg(v, origin, name);
 }
 
 int64_t algorithm_of(const py::object& v, const char* origin) {
@@ -41,8 +35,8 @@ int64_t algorithm_of(const py::object& v, const char* origin) {
     const auto s = v.cast<std::string>();
     if (s == "auto") return nn::algorithm_auto;
     if (s == "heuristic") return nn::algorithm_heuristic;
-  } else if (py::isinstance<py::int_>(v)) {
-    return v.cast<int64_t>();
+  } else if (py::hasattr(v, "__index__")) {
+    return int_arg(v, origin, "algorithm");
   }
   fail(errc::invalid_argument, origin,
        "argument algorithm: expected 'auto', 'heuristic', an int (a bundle's algorithm) or a "
@@ -136,7 +130,9 @@ void bind_softmax(py::module_& m, const std::string& name, const char* what) {
   const std::string origin = "nn." + name;
   m.def(
       name.c_str(),
-      [origin](const PyBackend& b, const py::object& x, const py::object& y, int64_t axis) {
+      [origin](const PyBackend& b, const py::object& x, const py::object& y,
+               const py::object& axis_arg) {
+        const int64_t axis = int_arg(axis_arg, origin, "axis");
         const Operand ox = operand(b, x, origin.c_str(), "x"),
                       oy = operand(b, y, origin.c_str(), "y");
         run(b, {&ox, &oy}, [&](const Backend& be) { F(be, ox.storage(), oy.storage(), axis); });
@@ -147,7 +143,8 @@ void bind_softmax(py::module_& m, const std::string& name, const char* what) {
           .c_str());
   m.def((name + "_grad").c_str(),
         [origin](const PyBackend& b, const py::object& y, const py::object& dy,
-                 const py::object& dx, int64_t axis) {
+                 const py::object& dx, const py::object& axis_arg) {
+          const int64_t axis = int_arg(axis_arg, origin, "axis");
           const Operand oy = operand(b, y, origin.c_str(), "y"),
                         ody = operand(b, dy, origin.c_str(), "dy"),
                         odx = operand(b, dx, origin.c_str(), "dx");
@@ -233,14 +230,15 @@ knows its workspace. x: N x C x H x W, w: K x C/groups x R x S, y: N x K x P x Q
 math: 'by_setting' (PARENCHYMA_NN_MATH, strict unless set), 'strict' or 'tf32'.)")
       .def(py::init([](const PyBackend& b, const py::object& x_shape, const py::object& w_shape,
                        const py::object& stride, const py::object& padding,
-                       const py::object& dilation, int64_t groups, const py::object& algorithm,
-                       const std::string& math, bool training, const py::object& dtype) {
+                       const py::object& dilation, const py::object& groups,
+                       const py::object& algorithm, const std::string& math, bool training,
+                       const py::object& dtype) {
              constexpr const char* origin = "nn.convolution";
              nn::ConvolutionParams p;
              p.stride = pair_of(stride, origin, "stride");
              p.padding = pair_of(padding, origin, "padding");
              p.dilation = pair_of(dilation, origin, "dilation");
-             p.groups = groups;
+             p.groups = int_arg(groups, origin, "groups");
              if (py::isinstance<py::tuple>(algorithm) || py::isinstance<py::list>(algorithm)) {
                const auto v = algorithm.cast<std::vector<py::object>>();
                if (v.size() != 3)
@@ -260,11 +258,10 @@ math: 'by_setting' (PARENCHYMA_NN_MATH, strict unless set), 'strict' or 'tf32'.)
                              ws = shape_of(w_shape, origin, "w_shape");
              auto c = std::make_unique<PyConvolution>();
              c->backend = b.state;
-             {
-               py::gil_scoped_release nogil;
+             without_gil([&] {
                const OrderedLock lock({&b.state->mutex});
                c->conv = std::make_unique<nn::Convolution>(b.state->backend, xs, ws, p, dt);
-             }
+             });
              return c;
            }),
            py::arg("backend"), py::arg("x_shape"), py::arg("w_shape"), py::kw_only(),
@@ -451,8 +448,9 @@ math: 'by_setting' (PARENCHYMA_NN_MATH, strict unless set), 'strict' or 'tf32'.)
       "The gradient of pooling_avg (dx: the forward's input shape). Returns dx.");
   m.def(
       "lrn",
-      [](const PyBackend& b, const py::object& x, const py::object& y, int64_t n, double alpha,
-         double beta, double k) {
+      [](const PyBackend& b, const py::object& x, const py::object& y, const py::object& n_arg,
+         double alpha, double beta, double k) {
+        const int64_t n = int_arg(n_arg, "nn.lrn", "n");
         const Operand ox = operand(b, x, "nn.lrn", "x"), oy = operand(b, y, "nn.lrn", "y");
         run(b, {&ox, &oy}, [&](const Backend& be) {
           nn::lrn(be, ox.storage(), oy.storage(), nn::LrnParams{n, alpha, beta, k});
@@ -465,7 +463,8 @@ math: 'by_setting' (PARENCHYMA_NN_MATH, strict unless set), 'strict' or 'tf32'.)
   m.def(
       "lrn_grad",
       [](const PyBackend& b, const py::object& x, const py::object& y, const py::object& dy,
-         const py::object& dx, int64_t n, double alpha, double beta, double k) {
+         const py::object& dx, const py::object& n_arg, double alpha, double beta, double k) {
+        const int64_t n = int_arg(n_arg, "nn.lrn_grad", "n");
         const Operand ox = operand(b, x, "nn.lrn_grad", "x"),
                       oy = operand(b, y, "nn.lrn_grad", "y"),
                       ody = operand(b, dy, "nn.lrn_grad", "dy"),
@@ -482,7 +481,8 @@ math: 'by_setting' (PARENCHYMA_NN_MATH, strict unless set), 'strict' or 'tf32'.)
   m.def(
       "dropout",
       [](const PyBackend& b, const py::object& x, const py::object& y, const py::object& mask,
-         double probability, uint64_t seed) {
+         double probability, const py::object& seed_arg) {
+        const uint64_t seed = uint_arg(seed_arg, "nn.dropout", "seed");
         const Operand ox = operand(b, x, "nn.dropout", "x"), oy = operand(b, y, "nn.dropout", "y"),
                       om = operand(b, mask, "nn.dropout", "mask");
         run(b, {&ox, &oy, &om}, [&](const Backend& be) {

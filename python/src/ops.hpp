@@ -52,14 +52,13 @@ void run(const PyBackend& b, std::initializer_list<const Operand*> operands, F&&
   std::vector<std::mutex*> locks{&s->mutex};
   for (const Operand* o : operands)
     locks.push_back(o->tensor.mutex.get());
-  {
-    py::gil_scoped_release nogil;
+  without_gil([&] {
     const OrderedLock lock(std::move(locks));
     f(s->backend);
     for (const Operand* o : operands)
       if (o->temporary() && o->host_import && o->storage().initialized())
         (void)o->storage().host_read();
-  }
+  });
   for (const Operand* o : operands)
     if (!o->temporary()) o->held->backend = s;
 }

@@ -83,8 +83,10 @@ template <class M> struct GilGuarded {
     M* inner = g->inner;
     delete g;
     if (inner == nullptr || inner->deleter == nullptr) return;
-    if (!Py_IsInitialized()) return; // interpreter gone: leaking beats crashing
+    // Interpreter gone, or exiting (taking the GIL would end this thread): leaking beats crashing.
+    if (!Py_IsInitialized() || !gil_take_begin()) return;
     const PyGILState_STATE s = PyGILState_Ensure();
+    gil_take_end();
     inner->deleter(inner);
     PyGILState_Release(s);
   }
@@ -103,23 +105,12 @@ std::shared_ptr<TensorStorage> share(TensorStorage&& t) {
 }
 
 std::vector<int64_t> shape_from(const py::handle& shape) {
-  std::vector<int64_t> out;
-  if (py::isinstance<py::int_>(shape)) {
-    out.push_back(shape.cast<int64_t>());
-    return out;
-  }
+  if (py::hasattr(shape, "__index__")) return {int_arg(shape, "parenchyma.Tensor", "shape")};
   if (!py::isinstance<py::sequence>(shape) || py::isinstance<py::str>(shape))
     fail(errc::invalid_argument, "parenchyma.Tensor",
          "argument shape: expected an int or a sequence of ints, got " +
              std::string(py::str(py::type::handle_of(shape).attr("__name__"))));
-  for (const auto& d : shape) {
-    if (!py::isinstance<py::int_>(d) && !py::hasattr(d, "__index__"))
-      fail(errc::invalid_argument, "parenchyma.Tensor",
-           "argument shape: every dimension must be an int, got " +
-               std::string(py::str(py::repr(shape))));
-    out.push_back(py::reinterpret_steal<py::object>(PyNumber_Index(d.ptr())).cast<int64_t>());
-  }
-  return out;
+  return ints_arg(shape, "parenchyma.Tensor", "shape");
 }
 
 // The mutexes an export takes: the tensor's and, when it exports on a backend, the backend's.
@@ -135,25 +126,27 @@ std::vector<std::mutex*> export_locks(const PyTensor& t) {
 template <bool Versioned = false>
 auto export_tensor(const PyTensor& t, intptr_t consumer_stream = 0) {
   const PyTensor keep = t;
-  py::gil_scoped_release nogil;
-  const OrderedLock lock(export_locks(keep));
-  DLPackExportOptions o;
-  o.consumer_stream = consumer_stream;
+  return without_gil([&] {
+    const OrderedLock lock(export_locks(keep));
+    DLPackExportOptions o;
+    o.consumer_stream = consumer_stream;
 #if PARENCHYMA_DLPACK_VERSIONED
-  if constexpr (Versioned)
-    return keep.backend ? to_dlpack_versioned(*keep.storage, keep.backend->backend, o)
-                        : to_dlpack_versioned_host(*keep.storage);
-  else
+    if constexpr (Versioned)
+      return keep.backend ? to_dlpack_versioned(*keep.storage, keep.backend->backend, o)
+                          : to_dlpack_versioned_host(*keep.storage);
+    else
 #endif
-    return keep.backend ? to_dlpack(*keep.storage, keep.backend->backend, o)
-                        : to_dlpack_host(*keep.storage);
+      return keep.backend ? to_dlpack(*keep.storage, keep.backend->backend, o)
+                          : to_dlpack_host(*keep.storage);
+  });
 }
 
 DLManagedTensor* export_host(const PyTensor& t) {
   const PyTensor keep = t;
-  py::gil_scoped_release nogil;
-  const OrderedLock lock({keep.mutex.get()});
-  return to_dlpack_host(*keep.storage);
+  return without_gil([&] {
+    const OrderedLock lock({keep.mutex.get()});
+    return to_dlpack_host(*keep.storage);
+  });
 }
 
 // The managed tensor's deleter, as a scope guard (for exports that only read the pointer).
@@ -166,6 +159,16 @@ struct Release {
 
 DLDevice export_device(const PyTensor& t) {
   return t.backend ? dlpack_device(t.backend->backend) : DLDevice{kDLCPU, 0};
+}
+
+// Read-only queries of an unwritten tensor raise 'uninitialized' and leave it unwritten: an op
+// reading it later must still raise, not read what happened to be in memory.
+void require_written(const PyTensor& t, const char* what) {
+  if (t.storage->initialized()) return;
+  fail(errc::uninitialized, "parenchyma.Tensor",
+       std::string(what) +
+           " reads the tensor, but nothing was ever written to it: write it first "
+           "(t.numpy()[...] = values, an op output, Tensor.zeros or from_dlpack of written data)");
 }
 
 // ---- the buffer protocol (over the host copy) ----------------------------------------------
@@ -190,6 +193,11 @@ int tensor_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
       fail(errc::unsupported, "parenchyma.Tensor",
            std::string("the buffer protocol has no format for ") + d.name +
                ": use __dlpack__ or convert the tensor first");
+    // A read-only request (memoryview(t), numpy.asarray(t), bytes(t)) is a read: of an unwritten
+    // tensor it raises 'uninitialized' and changes nothing. Only a writable request (readinto,
+    // ctypes from_buffer), by which the caller says it writes, gets an unwritten tensor's host
+    // copy, which then counts as written (as numpy() does).
+    if ((flags & PyBUF_WRITABLE) != PyBUF_WRITABLE) require_written(t, "the buffer protocol");
     auto hold = std::make_unique<BufferHold>();
     hold->managed = export_host(t);
     const DLTensor& dl = hold->managed->dl_tensor;
@@ -218,7 +226,7 @@ int tensor_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
     view->obj = py::handle(obj).inc_ref().ptr();
     return 0;
   } catch (const parenchyma::error& e) {
-    PyErr_SetString(PyExc_BufferError, e.what());
+    set_python_error(e);
   } catch (py::error_already_set& e) {
     e.restore();
   } catch (const std::exception& e) {
@@ -253,22 +261,38 @@ py::tuple shape_tuple(const std::vector<int64_t>& s) {
   return t;
 }
 
+// A pair of ints such as max_version (major, minor) or dl_device (type, id).
+std::pair<int, int> int_pair(const py::handle& v, const char* origin, const char* name) {
+  const std::vector<int64_t> p = ints_arg(v, origin, name);
+  if (p.size() != 2)
+    fail(errc::invalid_argument, origin,
+         std::string("argument ") + name + ": expected a pair of ints, got " +
+             std::to_string(p.size()) + " values");
+  for (size_t i = 0; i < 2; ++i)
+    if (p[i] < std::numeric_limits<int>::min() || p[i] > std::numeric_limits<int>::max())
+      fail(errc::invalid_argument, origin,
+           std::string("argument ") + name + "[" + std::to_string(i) +
+               "]: " + std::to_string(p[i]) + " is out of range");
+  return {static_cast<int>(p[0]), static_cast<int>(p[1])};
+}
+
 py::capsule dlpack_method(const PyTensor& t, const py::object& stream,
                           const py::object& max_version, const py::object& dl_device,
                           const py::object& copy) {
   // max_version (major, minor): the newest DLPack the consumer reads; >= 1 gets the versioned
   // capsule where this build has it, anything else (None, (0, x)) the unversioned one.
+  constexpr const char* origin = "parenchyma.Tensor.__dlpack__";
   bool versioned = false;
   if (!max_version.is_none()) {
-    const auto mv = max_version.cast<std::pair<int, int>>();
+    const auto mv = int_pair(max_version, origin, "max_version");
     versioned = PARENCHYMA_DLPACK_VERSIONED && mv.first >= 1;
   }
-  if (!copy.is_none() && copy.cast<bool>())
+  if (!copy.is_none() && PyObject_IsTrue(copy.ptr()) == 1)
     throw py::buffer_error("parenchyma.Tensor.__dlpack__: copy=True is not supported (the "
                            "export is always zero-copy); copy on the consumer side");
   if (!dl_device.is_none()) {
     const DLDevice d = export_device(t);
-    const auto want = dl_device.cast<std::pair<int, int>>();
+    const auto want = int_pair(dl_device, origin, "dl_device");
     if (want.first != static_cast<int>(d.device_type) || want.second != d.device_id)
       throw py::buffer_error("parenchyma.Tensor.__dlpack__: the tensor exports on device (" +
                              std::to_string(d.device_type) + ", " + std::to_string(d.device_id) +
@@ -279,7 +303,9 @@ py::capsule dlpack_method(const PyTensor& t, const py::object& stream,
   // a CUstream as an int: that stream waits for our work through an event (CUDA only).
   intptr_t consumer = 0;
   if (!stream.is_none()) {
-    consumer = stream.cast<intptr_t>();
+    consumer = static_cast<intptr_t>(int_arg(stream, origin, "stream",
+                                             std::numeric_limits<intptr_t>::min(),
+                                             std::numeric_limits<intptr_t>::max()));
     if (consumer == 0)
       throw py::value_error("parenchyma.Tensor.__dlpack__: stream=0 is ambiguous for CUDA and "
                             "not allowed by the DLPack protocol; pass 1 (legacy default "
@@ -381,19 +407,32 @@ PyTensor import_dlpack(const py::object& obj, const std::shared_ptr<BackendState
   } else if (py::hasattr(obj, "__dlpack__")) {
     // A CUDA producer makes the data ready on the stream we name (the backend's); a host
     // producer takes no stream (NumPy 1.24 accepts none).
-    py::object device = py::none();
-    if (py::hasattr(obj, "__dlpack_device__")) device = obj.attr("__dlpack_device__")();
-    const bool cuda = !device.is_none() && device.cast<std::pair<int, int>>().first == kDLCUDA;
-    if (cuda) {
-      if (!target) {
-        const int id = device.cast<std::pair<int, int>>().second;
-        py::gil_scoped_release nogil;
-        target = std::make_shared<BackendState>(Backend("cuda:" + std::to_string(id)));
+    try {
+      py::object device = py::none();
+      if (py::hasattr(obj, "__dlpack_device__")) device = obj.attr("__dlpack_device__")();
+      const bool cuda = !device.is_none() && device.cast<std::pair<int, int>>().first == kDLCUDA;
+      if (cuda) {
+        if (!target) {
+          const int id = device.cast<std::pair<int, int>>().second;
+          target = without_gil([&] {
+            return std::make_shared<BackendState>(Backend("cuda:" + std::to_string(id)));
+          });
+        }
+        const auto stream = reinterpret_cast<uintptr_t>(target->backend.native(PCY_NATIVE_QUEUE));
+        capsule = call_dlpack(obj, py::int_(stream));
+      } else {
+        capsule = call_dlpack(obj, py::none());
       }
-      const auto stream = reinterpret_cast<uintptr_t>(target->backend.native(PCY_NATIVE_QUEUE));
-      capsule = call_dlpack(obj, py::int_(stream));
-    } else {
-      capsule = call_dlpack(obj, py::none());
+    } catch (py::error_already_set& e) {
+      // The producer refused to export (NumPy: a read-only or a bool array): say which argument
+      // and what to do, as a parenchyma.Error.
+      if (!e.matches(PyExc_BufferError)) throw;
+      fail(errc::invalid_argument, origin,
+           argument + ": its producer (" +
+               std::string(py::str(py::type::handle_of(obj).attr("__name__"))) +
+               ") refused to export it through DLPack: " + std::string(py::str(e.value())) +
+               " (pass an array the producer can export: a writable copy, or a supported dtype "
+               "such as x.astype(numpy.uint8) for bool)");
     }
   } else {
     fail(errc::invalid_argument, origin,
@@ -414,12 +453,13 @@ PyTensor import_dlpack(const py::object& obj, const std::shared_ptr<BackendState
     using M = std::remove_pointer_t<decltype(inner)>;
     auto guard = GilGuarded<M>::wrap(inner);
     try {
-      py::gil_scoped_release nogil;
-      std::vector<std::mutex*> locks;
-      if (target) locks.push_back(&target->mutex);
-      const OrderedLock lock(std::move(locks));
-      storage = share(
-          parenchyma::from_dlpack(&guard->self, target ? &target->backend : nullptr, options));
+      without_gil([&] {
+        std::vector<std::mutex*> locks;
+        if (target) locks.push_back(&target->mutex);
+        const OrderedLock lock(std::move(locks));
+        storage = share(
+            parenchyma::from_dlpack(&guard->self, target ? &target->backend : nullptr, options));
+      });
     } catch (const parenchyma::error& e) {
       guard->inner = nullptr; // nothing was taken: the capsule still owns the producer's tensor
       if (std::string_view(origin) == "parenchyma.from_dlpack") throw;
@@ -463,7 +503,9 @@ lives where it is used: a host copy plus one copy per backend it visited, kept c
 (only what an op needs moves, and only when it is stale).
 
 Tensor(shape, dtype="float32") makes an uninitialised tensor (an op reading it before something
-writes it raises parenchyma.Error 'uninitialized'; numpy() of it is like numpy.empty);
+writes it raises parenchyma.Error 'uninitialized'; so do the read-only queries memoryview(t),
+numpy.asarray(t), bytes(t) and data_ptr(), which leave it unwritten; numpy() of it is like
+numpy.empty and counts as a write);
 Tensor.zeros makes a zeroed one;
 parenchyma.from_dlpack / parenchyma.asarray alias existing memory (NumPy, PyTorch, ...).
 
@@ -533,9 +575,11 @@ Threads: a tensor may be shared between Python threads; its operations are seria
             {
               const PyTensor keep = t;
               const std::shared_ptr<BackendState> s = b.state;
-              py::gil_scoped_release nogil;
-              const OrderedLock lock({keep.mutex.get(), &s->mutex});
-              if (keep.storage->initialized()) (void)keep.storage->device(s->backend, access::read);
+              without_gil([&] {
+                const OrderedLock lock({keep.mutex.get(), &s->mutex});
+                if (keep.storage->initialized())
+                  (void)keep.storage->device(s->backend, access::read);
+              });
             }
             t.backend = b.state;
             return t;
@@ -580,12 +624,31 @@ Threads: a tensor may be shared between Python threads; its operations are seria
       .def(
           "data_ptr",
           [](const PyTensor& t) {
+            require_written(t, "data_ptr()");
             const Release r{export_tensor(t)};
             return reinterpret_cast<uintptr_t>(static_cast<char*>(r.m->dl_tensor.data) +
                                                r.m->dl_tensor.byte_offset);
           },
           "The address __dlpack__ would export (host or device memory), as an int; makes that "
-          "copy current like an export does.")
+          "copy current like an export does. A query: of a tensor nothing was written to it "
+          "raises parenchyma.Error ('uninitialized') and leaves the tensor unwritten.")
+      .def(
+          "__array__",
+          [](const PyTensor& t, const py::object& dtype, const py::object&) {
+            // NumPy reaches this only when the buffer protocol failed (an unwritten tensor,
+            // bfloat16), whose error NumPy drops: raise it here instead of an object array.
+            require_written(t, "numpy.asarray()");
+            if (t.storage->dtype() == PCY_DTYPE_BF16)
+              fail(errc::unsupported, "parenchyma.Tensor.__array__",
+                   "NumPy has no bfloat16 dtype: export with __dlpack__ to a library that has "
+                   "one (PyTorch, JAX)");
+            py::object a = host_array(t);
+            if (!dtype.is_none()) a = a.attr("astype")(dtype);
+            return a;
+          },
+          py::arg("dtype") = py::none(), py::arg("copy") = py::none(),
+          "numpy.asarray(t): the host copy as a NumPy array (the buffer protocol serves it "
+          "first); of an unwritten tensor raises parenchyma.Error ('uninitialized').")
       .def_property_readonly(
           "__cuda_array_interface__",
           [](const PyTensor& t) {

@@ -145,8 +145,11 @@ def test_bfloat16_has_no_numpy_view():
     t = parenchyma.zeros(4, "bfloat16")
     with pytest.raises(parenchyma.Error, match="bfloat16"):
         t.numpy()
-    with pytest.raises(BufferError, match="bfloat16"):
-        memoryview(t)
+    with pytest.raises(parenchyma.Error, match="bfloat16") as e:
+        memoryview(t)  # a parenchyma.Error like every other refusal, not a bare BufferError
+    assert e.value.code == "unsupported"
+    with pytest.raises(parenchyma.Error, match="bfloat16"):
+        np.asarray(t)
     assert t.__dlpack_device__() == (1, 0)
 
 
