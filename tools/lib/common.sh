@@ -111,13 +111,11 @@ pa_build() {
   local gen=()
   if command -v ninja >/dev/null 2>&1; then gen=(-G Ninja); fi
   # ccache when it is installed (PARENCHYMA_NO_CCACHE=1 or CCACHE_DISABLE=1 turn it off; a
-  # launcher given in the environment or on the command line wins). The sloppiness lets it cache
-  # the compiles that use a precompiled header.
+  # launcher given in the environment or on the command line wins).
   if [ -z "${PARENCHYMA_NO_CCACHE:-}" ] && [ -z "${CMAKE_CXX_COMPILER_LAUNCHER:-}" ] &&
      command -v ccache >/dev/null 2>&1; then
     cmake_args=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache
       "${cmake_args[@]}")
-    export CCACHE_SLOPPINESS="${CCACHE_SLOPPINESS:+$CCACHE_SLOPPINESS,}pch_defines,time_macros,include_file_mtime,include_file_ctime"
   fi
   if [ ! -f "$dir/CMakeCache.txt" ]; then
     cmake -S "$PARENCHYMA_ROOT" -B "$dir" "${gen[@]}" "${cmake_args[@]}"
