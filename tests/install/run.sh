@@ -4,7 +4,8 @@
 # out-of-tree plugin (find_package -> parenchyma::sdk + parenchyma_add_plugin), and check that
 # the application discovers, ranks and uses it through PARENCHYMA_PLUGIN_PATH. The application
 # and the plugin are built from the examples installed in share/parenchyma/examples. The
-# installed parenchyma-conformance must pass the installed plugins, the out-of-tree plugin and the
+# installed parenchyma-conformance must pass the installed plugins (the framework suite and, per
+# bundle suite, the cases that show each bundle found and computing), the out-of-tree plugin and the
 # installed mock example (framework and its example bundle, built against the installed SDK),
 # and must report a deliberately broken plugin failing by name: a mock whose fill is wrong
 # (PARENCHYMA_MOCK_BREAK=fill) and a file that is no library at all. A program built with
