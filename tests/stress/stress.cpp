@@ -6,7 +6,7 @@
 //   3. registries constructed and destroyed concurrently, each running an op;
 //   4. tensors handed from one thread's backend to another's.
 // A framework without devices exits 77 with the reason. PARENCHYMA_STRESS_SCALE scales the
-// iteration counts (the ThreadSanitizer run uses a smaller one).
+// iteration counts (tools/run-tests sets 0.5 in the sanitizer builds).
 #include <parenchyma/blas.hpp>
 #include <parenchyma/parenchyma.hpp>
 

@@ -20,7 +20,23 @@ PARENCHYMA_PACKAGES=(
   zlib1g-dev python3-sklearn
 )
 
-pa_log() { printf '\033[1m[parenchyma]\033[0m %s\n' "$*"; }
+# Bold only on a terminal: logs (CI, `| tee`) get plain text.
+if [ -t 1 ] && [ -z "${NO_COLOR:-}" ]; then
+  pa_log() { printf '\033[1m[parenchyma]\033[0m %s\n' "$*"; }
+else
+  pa_log() { printf '[parenchyma] %s\n' "$*"; }
+fi
+
+# pa_apt_install <packages...>: one apt-get install of them all, its steps shown as they happen
+# (what it fetches, what it sets up). Fails if any of them could not be installed.
+pa_apt_install() {
+  # Network waits are bounded: 20 s per connection, one retry; the whole step at most 15 minutes.
+  timeout 900 $PA_SUDO apt-get install -y -q --no-install-recommends \
+    -o Acquire::http::Timeout=20 -o Acquire::https::Timeout=20 -o Acquire::Retries=1 \
+    -o Dpkg::Use-Pty=0 "$@" 2>&1 |
+    grep --line-buffered -E '^(Get:|Setting up|E: |Err:)' | sed -u 's/^/  apt: /'
+  return "${PIPESTATUS[0]}"
+}
 
 pa_install_packages() {
   if [ -n "${PARENCHYMA_NO_INSTALL:-}" ]; then
@@ -31,38 +47,57 @@ pa_install_packages() {
     pa_log "not a Debian-like system: install the packages listed in README.md yourself"
     return 0
   fi
-  local missing=()
+  local missing=() installed
+  # One dpkg-query for the whole list (the names it does not know are missing too).
+  installed=" $(dpkg-query -W -f='${db:Status-Abbrev}|${Package}\n' "${PARENCHYMA_PACKAGES[@]}" \
+    2>/dev/null | sed -n 's/^ii *|//p' | tr '\n' ' ') "
   for p in "${PARENCHYMA_PACKAGES[@]}"; do
-    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-      missing+=("$p")
-    fi
+    case "$installed" in *" $p "*) ;; *) missing+=("$p") ;; esac
   done
   if [ ${#missing[@]} -eq 0 ]; then
     pa_log "all system packages present"
     return 0
   fi
   pa_log "missing packages: ${missing[*]}"
-  local sudo=""
+  PA_SUDO=""
   if [ "$(id -u)" -ne 0 ]; then
-    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then sudo="sudo -n"; else
+    if command -v sudo >/dev/null 2>&1 && sudo -n true 2>/dev/null; then PA_SUDO="sudo -n"; else
       pa_log "not root and no sudo: cannot install them; continuing with what is present"
       return 0
     fi
   fi
   export DEBIAN_FRONTEND=noninteractive
-  if ! timeout 120 $sudo apt-get update -qq >/dev/null 2>&1; then
-    pa_log "apt-get update failed (no network?): continuing with what is present"
+  local start=$SECONDS
+  # The package lists are fetched only when there are none, or when the install below fails
+  # with the lists that are there (stale or lacking a package).
+  local updated=0
+  if [ -z "$(ls -A /var/lib/apt/lists 2>/dev/null | grep -v -e '^lock$' -e '^partial$' -e '^auxfiles$')" ]; then
+    pa_log "apt-get update (no package lists yet)"
+    timeout 180 $PA_SUDO apt-get update -q -o Acquire::http::Timeout=20 -o Acquire::Retries=1 \
+      >/dev/null 2>&1 || pa_log "apt-get update failed (no network?)"
+    updated=1
   fi
-  # One by one, so that a package this distribution or mirror lacks does not block the others.
-  local failed=()
-  for p in "${missing[@]}"; do
-    if ! timeout 600 $sudo apt-get install -y -qq --no-install-recommends "$p" >/dev/null 2>&1; then
-      failed+=("$p")
+  pa_log "installing ${#missing[@]} packages with one apt-get install"
+  if ! pa_apt_install "${missing[@]}"; then
+    if [ $updated -eq 0 ]; then
+      pa_log "apt-get install failed: apt-get update, then again"
+      timeout 180 $PA_SUDO apt-get update -q -o Acquire::http::Timeout=20 -o Acquire::Retries=1 \
+        >/dev/null 2>&1 || pa_log "apt-get update failed (no network?)"
     fi
-  done
-  if [ ${#failed[@]} -gt 0 ]; then
-    pa_log "could not install: ${failed[*]} — parts that need them are skipped (CMake says which)"
+    if ! pa_apt_install "${missing[@]}"; then
+      # One by one, so that a package this distribution or mirror lacks does not block the others.
+      pa_log "apt-get install of them all failed: one by one"
+      local failed=()
+      for p in "${missing[@]}"; do
+        pa_log "installing $p"
+        pa_apt_install "$p" || failed+=("$p")
+      done
+      if [ ${#failed[@]} -gt 0 ]; then
+        pa_log "could not install: ${failed[*]} — parts that need them are skipped (CMake says which)"
+      fi
+    fi
   fi
+  pa_log "package step took $((SECONDS - start)) s"
 }
 
 # pa_build <build-dir> [extra cmake args...] -- [targets...]
@@ -75,6 +110,13 @@ pa_build() {
   done
   local gen=()
   if command -v ninja >/dev/null 2>&1; then gen=(-G Ninja); fi
+  # ccache when it is installed (PARENCHYMA_NO_CCACHE=1 or CCACHE_DISABLE=1 turn it off; a
+  # launcher given in the environment or on the command line wins).
+  if [ -z "${PARENCHYMA_NO_CCACHE:-}" ] && [ -z "${CMAKE_CXX_COMPILER_LAUNCHER:-}" ] &&
+     command -v ccache >/dev/null 2>&1; then
+    cmake_args=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache -DCMAKE_C_COMPILER_LAUNCHER=ccache
+      "${cmake_args[@]}")
+  fi
   if [ ! -f "$dir/CMakeCache.txt" ]; then
     cmake -S "$PARENCHYMA_ROOT" -B "$dir" "${gen[@]}" "${cmake_args[@]}"
   else
