@@ -5,6 +5,7 @@
 // lifetimes (each deleter runs exactly once, after the last user; exported bytes outlive the
 // tensor) and hostile DLPack tensors (refused with the reason, the caller keeps ownership).
 #include "support/catch.hpp"
+#include "support/errors.hpp"
 #include "support/random.hpp"
 
 #include <parenchyma/blas.hpp>
@@ -90,15 +91,7 @@ bool has(const char* text, const char* needle) {
   return std::string(text).find(needle) != std::string::npos;
 }
 
-// The message of the parenchyma::error fn throws ("" when it throws none).
-template <class F> std::string message_of(F&& fn) {
-  try {
-    fn();
-  } catch (const error& e) {
-    return e.what();
-  }
-  return {};
-}
+using pcy_test_support::message_of;
 
 // Whether the backend's memory is host memory (what DLPack exports as kDLCPU).
 bool shares_host(const Backend& b) {

@@ -11,6 +11,7 @@
 // asynchronous queues, runs it everywhere: the core's device copy kept in step with the array.
 #include "loader/testing.hpp"
 #include "support/catch.hpp"
+#include "support/errors.hpp"
 #include "support/random.hpp"
 
 #include <parenchyma/blas.hpp>
@@ -74,14 +75,7 @@ std::optional<Backend> backend_or_skip(const char* name, std::string& why) {
   return Backend(r, name);
 }
 
-template <class F> std::string message_of(F&& fn) {
-  try {
-    fn();
-  } catch (const error& e) {
-    return e.what();
-  }
-  return {};
-}
+using pcy_test_support::message_of;
 
 bool has(const std::string& text, const char* needle) {
   return text.find(needle) != std::string::npos;
