@@ -592,24 +592,31 @@ struct lrn_geom {
   double alpha = 0, beta = 0, k = 1;
 };
 
+// One channel's scale: s[i] = k + alpha/n * (sum of x^2 over the channels of c's window),
+// summed afresh in double for each channel (no running sum: nothing leaks across channels).
+template <class T>
+[[gnu::always_inline]] inline void lrn_channel_scale(const lrn_geom& g, const T* x, int64_t c,
+                                                     double* s) {
+  const double an = g.alpha / static_cast<double>(g.n);
+  for (int64_t i = 0; i < g.HW; ++i)
+    s[i] = 0;
+  const int64_t lo = std::max<int64_t>(c - g.n / 2, 0), hi = std::min(c + (g.n - 1) / 2, g.C - 1);
+  for (int64_t cc = lo; cc <= hi; ++cc) {
+    const T* xc = x + cc * g.HW;
+    for (int64_t i = 0; i < g.HW; ++i)
+      s[i] += static_cast<double>(xc[i]) * static_cast<double>(xc[i]);
+  }
+  for (int64_t i = 0; i < g.HW; ++i)
+    s[i] = g.k + an * s[i];
+}
+
 // s[c] = k + alpha / n * sum_{c' in [c - n/2, c + (n-1)/2] and [0, C)} x[c']^2, for one image:
 // s holds C x HW doubles.
 template <class T> void lrn_scale(const lrn_geom& g, const T* x, double* s) {
-  const double an = g.alpha / static_cast<double>(g.n);
-  for (int64_t c = 0; c < g.C; ++c) {
-    double* sc = s + c * g.HW;
-    for (int64_t i = 0; i < g.HW; ++i)
-      sc[i] = 0;
-    const int64_t lo = std::max<int64_t>(c - g.n / 2, 0), hi = std::min(c + (g.n - 1) / 2, g.C - 1);
-    for (int64_t cc = lo; cc <= hi; ++cc) {
-      const T* xc = x + cc * g.HW;
-      for (int64_t i = 0; i < g.HW; ++i)
-        sc[i] += static_cast<double>(xc[i]) * static_cast<double>(xc[i]);
-    }
-    for (int64_t i = 0; i < g.HW; ++i)
-      sc[i] = g.k + an * sc[i];
-  }
+  for (int64_t c = 0; c < g.C; ++c)
+    lrn_channel_scale(g, x, c, s + c * g.HW);
 }
+
 // s^-beta for the s of lrn_scale (s >= k > 0, or NaN / +Inf). f32 results with beta 0.75
 // (AlexNet's), 0.5 or 1 take square roots and a division (vectorised, a few ulps of double);
 // everything else std::pow.
@@ -641,20 +648,9 @@ inline void lrn_apply(const T* x, T* y, const double* s, int64_t n, double beta)
 // huge square would then stay in the channels after its window). scratch: HW doubles.
 template <class T>
 inline void lrn_image_body(const lrn_geom& g, const T* xi, T* yi, double* scratch) {
-  const double an = g.alpha / static_cast<double>(g.n);
   for (int64_t c = 0; c < g.C; ++c) {
-    double* s = scratch;
-    for (int64_t i = 0; i < g.HW; ++i)
-      s[i] = 0;
-    const int64_t lo = std::max<int64_t>(c - g.n / 2, 0), hi = std::min(c + (g.n - 1) / 2, g.C - 1);
-    for (int64_t cc = lo; cc <= hi; ++cc) {
-      const T* xc = xi + cc * g.HW;
-      for (int64_t i = 0; i < g.HW; ++i)
-        s[i] += static_cast<double>(xc[i]) * static_cast<double>(xc[i]);
-    }
-    for (int64_t i = 0; i < g.HW; ++i)
-      s[i] = g.k + an * s[i];
-    lrn_apply(xi + c * g.HW, yi + c * g.HW, s, g.HW, g.beta);
+    lrn_channel_scale(g, xi, c, scratch);
+    lrn_apply(xi + c * g.HW, yi + c * g.HW, scratch, g.HW, g.beta);
   }
 }
 PCY_NN_NATIVE_CLONES inline void lrn_image(const lrn_geom& g, const float* x, float* y,
