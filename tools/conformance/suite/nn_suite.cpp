@@ -247,6 +247,25 @@ void expect_all_transform(const std::string& what, const vec& got, const nn_ref:
   for (size_t i = 0; i < got.size(); ++i)
     expect_near<T>(what + " (transform numerics)", i, got[i], r.v[i], 2 * mag, terms);
 }
+
+// Average pooling and its gradient, with and without the padding counted, against the float64
+// references; `tag` names the case ("<tag> include_padding", "<tag> exclude_padding grad").
+template <class T>
+void expect_pool_avg(const Backend& b, const nn_ref::pool_geom& g, const vec& x, const vec& dy,
+                     const SharedTensor<T>& xt, const SharedTensor<T>& dyt,
+                     const std::vector<int64_t>& xs, const std::vector<int64_t>& ys,
+                     nn::PoolingParams p, const std::string& tag) {
+  for (const bool incl : {true, false}) {
+    p.include_padding = incl;
+    const std::string what = tag + (incl ? " include_padding" : " exclude_padding");
+    auto ya = poisoned<T>(ys);
+    nn::pooling_avg(b, xt, ya, p);
+    expect_all<T>(what, values(ya), nn_ref::pool_avg(g, x, incl));
+    auto dxa = poisoned<T>(xs);
+    nn::pooling_avg_grad(b, dyt, dxa, p);
+    expect_all<T>(what + " grad", values(dxa), nn_ref::pool_avg_grad(g, dy, incl));
+  }
+}
 template <class T>
 void expect_conv(const std::string& what, const vec& got, const nn_ref::summed& r,
                  nn::conv_numerics n) {
@@ -881,16 +900,7 @@ template <class T> void pooling_cases(registrar& reg) {
                         values(dx2), nn_ref::pool_max_grad(g, dy, *ind));
         }
         if (data == pool_data::nan) return; // the mean of NaN is NaN: nothing more to learn
-        for (const bool incl : {true, false}) {
-          p.include_padding = incl;
-          const std::string what = tag + (incl ? " avg include_padding" : " avg exclude_padding");
-          auto ya = poisoned<T>(ys);
-          nn::pooling_avg(b, xt, ya, p);
-          expect_all<T>(what, values(ya), nn_ref::pool_avg(g, x, incl));
-          auto dxa = poisoned<T>(xs);
-          nn::pooling_avg_grad(b, dyt, dxa, p);
-          expect_all<T>(what + " grad", values(dxa), nn_ref::pool_avg_grad(g, dy, incl));
-        }
+        expect_pool_avg<T>(b, g, x, dy, xt, dyt, xs, ys, p, tag + " avg");
         expect_true(same_bits(raw(xt), raw(tensor_of<T>(xs, x))), tag + ": x changed");
       });
     }
@@ -1090,16 +1100,7 @@ template <class T> void input_class_cases(registrar& reg) {
         p.window = {g.win_h, g.win_w};
         p.stride = {g.str_h, g.str_w};
         p.padding = {g.pad_h, g.pad_w};
-        for (const bool incl : {true, false}) {
-          p.include_padding = incl;
-          const std::string what = tag + (incl ? " include_padding" : " exclude_padding");
-          auto ya = poisoned<T>(ys);
-          nn::pooling_avg(b, xt, ya, p);
-          expect_all<T>(what, values(ya), nn_ref::pool_avg(g, x, incl));
-          auto dxa = poisoned<T>(xs);
-          nn::pooling_avg_grad(b, dyt, dxa, p);
-          expect_all<T>(what + " grad", values(dxa), nn_ref::pool_avg_grad(g, dy, incl));
-        }
+        expect_pool_avg<T>(b, g, x, dy, xt, dyt, xs, ys, p, tag);
       });
     }
     // Convolution, every algorithm the bundle offers: x of the class for the forward and
