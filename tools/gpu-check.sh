@@ -34,6 +34,9 @@ grep -vE "PASS" "$OUT/selftest.log" | head -60
 say "conformance nn cuda"
 timeout 150 "$B/bin/parenchyma-conformance" "$B/lib/parenchyma/plugins" --framework cuda --suite nn --require-ops >"$OUT/conf-nn-cuda.log" 2>&1; echo "rc $?"
 grep -E "FAIL|fail|passed|skipped" "$OUT/conf-nn-cuda.log" | head -40
+say "conformance blas cuda"
+timeout 150 "$B/bin/parenchyma-conformance" "$B/lib/parenchyma/plugins" --framework cuda --suite blas --require-ops >"$OUT/conf-blas-cuda.log" 2>&1; echo "rc $?"
+grep -E "FAIL|fail|passed|skipped" "$OUT/conf-blas-cuda.log" | head -40
 say "conformance nn opencl (NVIDIA)"
 PARENCHYMA_OPENCL_PLATFORMS=nvidia timeout 100 "$B/bin/parenchyma-conformance" "$B/lib/parenchyma/plugins" --framework opencl --suite nn --require-ops >"$OUT/conf-nn-nvcl.log" 2>&1; echo "rc $?"
 grep -E "FAIL|fail|passed|skipped" "$OUT/conf-nn-nvcl.log" | head -30

@@ -231,6 +231,17 @@ private:
   [[noreturn]] void launch_failed(const kernel& k, const pcy_kernel_launch_args& a, cl_int err,
                                   const size_t* global, const size_t* local) const;
 
+  // Host bytes that a non-blocking read still may write (until the next finish). A write from
+  // host memory that overlaps them waits for the queue first: NVIDIA's OpenCL (driver 580) takes
+  // the source of a write from pageable memory when the write is enqueued, not when the in-order
+  // queue reaches it, so a write of bytes that an earlier read had yet to fill sent stale data
+  // (an imported host array written back by one op and read again by the next, 2026-12-03).
+  struct host_range {
+    uintptr_t begin, end;
+  };
+  std::vector<host_range> pending_reads_;
+  void wait_for_reads_into(const void* host, uint64_t bytes);
+
   const cl_api& cl_;
   const device_info& dev_;
   cl_context ctx_;

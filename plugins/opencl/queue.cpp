@@ -2,6 +2,7 @@
 // transfers enqueued on a queue: read, write, copy, fill.
 #include "opencl.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -35,9 +36,20 @@ queue::~queue() {
 
 void queue::finish() {
   const cl_int err = cl_.clFinish(q_);
+  pending_reads_.clear();
   if (err != CL_SUCCESS)
     cl_fail(status_for(err, PCY_ERR_DEVICE), "clFinish", err,
             sdk::str("work on '", dev_.name, "' failed (a kernel may have faulted)"));
+}
+
+void queue::wait_for_reads_into(const void* host, uint64_t bytes) {
+  const auto begin = reinterpret_cast<uintptr_t>(host);
+  const uintptr_t end = begin + static_cast<uintptr_t>(bytes);
+  for (const host_range& r : pending_reads_)
+    if (r.begin < end && begin < r.end) {
+      finish();
+      return;
+    }
 }
 
 event* queue::record() {
@@ -72,12 +84,24 @@ void queue::read(memory& m, uint64_t offset, void* host, uint64_t bytes, bool bl
   if (err != CL_SUCCESS) [[unlikely]]
     cl_fail(status_for(err, PCY_ERR_DEVICE), "clEnqueueReadBuffer", err,
             sdk::str("reading ", bytes, " bytes from '", dev_.name, "'"));
+  if (blocking) return;
+  const auto begin = reinterpret_cast<uintptr_t>(host);
+  const host_range r{begin, begin + static_cast<uintptr_t>(bytes)};
+  // A few ranges are kept apart; past that they merge into one (a wait then may come sooner).
+  if (pending_reads_.size() < 16) {
+    pending_reads_.push_back(r);
+  } else {
+    pending_reads_[0].begin = std::min(pending_reads_[0].begin, r.begin);
+    pending_reads_[0].end = std::max(pending_reads_[0].end, r.end);
+  }
 }
 
 void queue::write(memory& m, uint64_t offset, const void* host, uint64_t bytes, bool blocking) {
   m.check_range(offset, bytes, "memory_write");
   same_context(m, "memory_write");
   if (bytes == 0) return;
+  if (!pending_reads_.empty()) [[unlikely]]
+    wait_for_reads_into(host, bytes);
   const cl_int err = cl_.clEnqueueWriteBuffer(
       q_, m.handle(), blocking ? CL_TRUE : CL_FALSE, static_cast<size_t>(offset),
       static_cast<size_t>(bytes), host, 0, nullptr, nullptr);

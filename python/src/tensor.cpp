@@ -462,7 +462,6 @@ PyTensor import_dlpack(const py::object& obj, const std::shared_ptr<BackendState
       });
     } catch (const parenchyma::error& e) {
       guard->inner = nullptr; // nothing was taken: the capsule still owns the producer's tensor
-      if (std::string_view(origin) == "parenchyma.from_dlpack") throw;
       fail(e.code(), origin, argument + ": " + e.message());
     }
     guard.release(); // owned by the storage now (or already released by a dense copy)

@@ -160,13 +160,17 @@ def read_only_array():
 @pytest.mark.parametrize("make", [read_only_array, lambda: np.zeros(8, dtype=bool)],
                          ids=["read-only", "bool"])
 def test_refused_exports_raise_parenchyma_error_naming_the_operand(native, make):
+    # NumPy < 1.25 refuses to export bool (invalid_argument: the producer refused); NumPy 2
+    # exports it as DLPack's bool, which has no parenchyma dtype yet (unsupported).
+    codes = ("invalid_argument",) if make is read_only_array else ("invalid_argument",
+                                                                   "unsupported")
     with pytest.raises(parenchyma.Error) as e:
         parenchyma.from_dlpack(make())
-    assert e.value.code == "invalid_argument"
-    assert "argument obj" in str(e.value)
+    assert e.value.code in codes, str(e.value)
+    assert e.value.origin == "parenchyma.from_dlpack" and "argument obj" in str(e.value)
     with pytest.raises(parenchyma.Error) as e:
         parenchyma.blas.scal(native, 2.0, make())
-    assert e.value.code == "invalid_argument"
+    assert e.value.code in codes, str(e.value)
     assert e.value.origin == "blas.scal" and "argument x" in str(e.value)
     with pytest.raises(parenchyma.Error) as e:
         parenchyma.blas.axpy(native, 1.0, t(8), make())

@@ -215,20 +215,26 @@ void report(bool ok, const std::string& what, const char* tn, size_t i, double g
 }
 // A sum: 8 eps (sqrt(terms) + 1) x sum of |terms| (plus a few of the type's smallest
 // denormals, for results that are denormal themselves).
+template <class T> double tiny_normal();
+// What flushing subnormal values to zero may lose in a sum of `terms` products (each product and
+// each partial sum below the smallest normal).
+template <class T> double flush_bound(double terms) { return 2 * (terms + 1) * tiny_normal<T>(); }
 template <class T>
 void expect_near(const std::string& what, size_t i, double got, double ref, double mag,
-                 double terms) {
-  const double tol = 8 * eps<T>() * (std::sqrt(terms) + 1) * mag + 4 * denorm_min<T>();
+                 double terms, double flush = 0) {
+  const double tol = 8 * eps<T>() * (std::sqrt(terms) + 1) * mag + 4 * denorm_min<T>() + flush;
   report(matches(got, ref, tol), what, tname<T>(), i, got, ref, tol);
 }
 template <class T>
-void expect_all(const std::string& what, const vec& got, const nn_ref::summed& r) {
+void expect_all(const std::string& what, const vec& got, const nn_ref::summed& r,
+                bool flush_to_zero = false) {
   if (got.size() != r.v.size()) {
     fail_check(str(tname<T>(), " ", what, ": ", got.size(), " elements, expected ", r.v.size()));
     return;
   }
   for (size_t i = 0; i < got.size(); ++i)
-    expect_near<T>(what, i, got[i], r.v[i], r.mag[i], r.terms[i]);
+    expect_near<T>(what, i, got[i], r.v[i], r.mag[i], r.terms[i],
+                   flush_to_zero ? flush_bound<T>(r.terms[i]) : 0);
 }
 // A convolution through a transform (FFT, Winograd: Convolution::numerics): rounding error is
 // spread over a tile, so each output is held to the bound of the output's largest magnitude and
@@ -245,7 +251,8 @@ void expect_all_transform(const std::string& what, const vec& got, const nn_ref:
     terms = std::max(terms, r.terms[i]);
   }
   for (size_t i = 0; i < got.size(); ++i)
-    expect_near<T>(what + " (transform numerics)", i, got[i], r.v[i], 2 * mag, terms);
+    expect_near<T>(what + " (transform numerics)", i, got[i], r.v[i], 2 * mag, terms,
+                   flush_bound<T>(terms));
 }
 
 // Average pooling and its gradient, with and without the padding counted, against the float64
@@ -266,13 +273,16 @@ void expect_pool_avg(const Backend& b, const nn_ref::pool_geom& g, const vec& x,
     expect_all<T>(what + " grad", values(dxa), nn_ref::pool_avg_grad(g, dy, incl));
   }
 }
+// A convolution may flush subnormal products and partial sums to zero (cuDNN's kernels run with
+// flush-to-zero; docs/nn.md "Input classes"): each of its terms may lose up to the smallest
+// normal, and so may each partial sum.
 template <class T>
 void expect_conv(const std::string& what, const vec& got, const nn_ref::summed& r,
                  nn::conv_numerics n) {
   if (n == nn::conv_numerics::transform)
     expect_all_transform<T>(what, got, r);
   else
-    expect_all<T>(what, got, r);
+    expect_all<T>(what, got, r, true);
 }
 // A transcendental function: a few ulps relative plus a small absolute term.
 template <class T>
@@ -989,10 +999,17 @@ template <class T> void lrn_cases(registrar& reg) {
 
 namespace in = inputs;
 
+// The scale of a transform algorithm's inputs on the classes with huge values (a power of two:
+// exact where the result stays normal).
+constexpr double transform_scale = 0x1p-16;
+
 template <class T> double tiny_normal() {
-  if constexpr (std::is_same_v<T, f16>) return 0x1p-14;
-  if constexpr (std::is_same_v<T, bf16>) return 0x1p-126;
-  return static_cast<double>(std::numeric_limits<T>::min());
+  if constexpr (std::is_same_v<T, f16>)
+    return 0x1p-14;
+  else if constexpr (std::is_same_v<T, bf16>)
+    return 0x1p-126;
+  else
+    return static_cast<double>(std::numeric_limits<T>::min());
 }
 template <class T>
 vec class_vec(in::input_class c, size_t n, double huge_v, const in::positions& at = {}) {
@@ -1106,7 +1123,9 @@ template <class T> void input_class_cases(registrar& reg) {
     // Convolution, every algorithm the bundle offers: x of the class for the forward and
     // grad_filter, dy of the class for grad_data; w ordinary. A transform (Winograd, FFT) mixes
     // a tile's inputs, so a non-finite input reaches the tile's other outputs: those algorithms
-    // are held to the reference on finite classes only.
+    // are held to the reference on finite classes only. Their intermediate values are sums over
+    // a tile (cuDNN's FFT: the padded plane), larger than the direct sums: on the classes with
+    // huge values they get the inputs scaled by transform_scale (docs/nn.md "Input classes").
     for (const nn_ref::conv_geom& g :
          {nn_ref::conv_geom{2, 8, 8, 8, 16, 3, 3, 1, 1, 1, 1, 1, 1, 1},
           nn_ref::conv_geom{1, 3, 7, 7, 4, 3, 3, 2, 2, 0, 0, 1, 1, 1}}) {
@@ -1131,6 +1150,21 @@ template <class T> void input_class_cases(registrar& reg) {
              dyp = tensor_of<T>(ys, dy_plain);
         const auto yref = nn_ref::conv_forward(g, x, w), dxref = nn_ref::conv_grad_data(g, w, dy),
                    dwref = nn_ref::conv_grad_filter(g, x, dy_plain);
+        // The transforms' inputs on the classes with huge values, and their references (from
+        // the scaled values as rounded to T: tiny ones may round to subnormals).
+        const bool scaled = ic == in::input_class::huge || ic == in::input_class::wide_range ||
+                            ic == in::input_class::cancellation;
+        const auto scale = [&](const vec& v) {
+          vec r = v;
+          for (double& e : r)
+            e = rounded<T>(e * transform_scale);
+          return r;
+        };
+        const vec xsc = scaled ? scale(x) : x, dysc = scaled ? scale(dy) : dy;
+        auto xtsc = tensor_of<T>(xs, xsc), dytsc = tensor_of<T>(ys, dysc);
+        const auto yref_sc = scaled ? nn_ref::conv_forward(g, xsc, w) : yref,
+                   dxref_sc = scaled ? nn_ref::conv_grad_data(g, w, dysc) : dxref,
+                   dwref_sc = scaled ? nn_ref::conv_grad_filter(g, xsc, dy_plain) : dwref;
         std::vector<std::array<int64_t, 3>> configs{{0, 0, 0}};
         for (int64_t a = 1; a <= 7; ++a)
           for (size_t d = 0; d < 3; ++d) {
@@ -1156,15 +1190,21 @@ template <class T> void input_class_cases(registrar& reg) {
             if (ic == in::input_class::non_finite && num == nn::conv_numerics::transform) return;
             expect_conv<T>(what + " " + dir, got, ref, num);
           };
+          const auto tr = [&](nn::direction d) {
+            return scaled && conv->numerics(d) == nn::conv_numerics::transform;
+          };
           auto yt = poisoned<T>(ys);
-          conv->forward(xt, wt, yt);
-          check("forward", nn::direction::forward, values(yt), yref);
+          conv->forward(tr(nn::direction::forward) ? xtsc : xt, wt, yt);
+          check("forward", nn::direction::forward, values(yt),
+                tr(nn::direction::forward) ? yref_sc : yref);
           auto dx = poisoned<T>(xs);
-          conv->grad_data(wt, dyt, dx);
-          check("grad_data", nn::direction::grad_data, values(dx), dxref);
+          conv->grad_data(wt, tr(nn::direction::grad_data) ? dytsc : dyt, dx);
+          check("grad_data", nn::direction::grad_data, values(dx),
+                tr(nn::direction::grad_data) ? dxref_sc : dxref);
           auto dw = poisoned<T>(ws);
-          conv->grad_filter(xt, dyp, dw);
-          check("grad_filter", nn::direction::grad_filter, values(dw), dwref);
+          conv->grad_filter(tr(nn::direction::grad_filter) ? xtsc : xt, dyp, dw);
+          check("grad_filter", nn::direction::grad_filter, values(dw),
+                tr(nn::direction::grad_filter) ? dwref_sc : dwref);
         }
       });
     }
