@@ -112,7 +112,43 @@ namespace {
 std::string op_label(const OpKey& key) {
   return std::string(key.extension) + "." + key.name + " (" + sdk::dtype_name(key.dtype) + ")";
 }
+
+// Slow work this thread waits for (a bundle's set-up, an op's first call), on a progress line
+// (a terminal, after a second: sdk::progress_line). The plugins' progress steps (host service
+// 1.4, e.g. each program they compile) show on it with their count.
+class WaitProgress {
+public:
+  explicit WaitProgress(std::string what) : line_(what), what_(std::move(what)), outer_(current_) {
+    if (line_.active()) current_ = this;
+  }
+  ~WaitProgress() {
+    if (current_ == this) current_ = outer_;
+  }
+  WaitProgress(const WaitProgress&) = delete;
+  WaitProgress& operator=(const WaitProgress&) = delete;
+  static void step(const char* text) noexcept {
+    WaitProgress* p = current_;
+    if (p == nullptr || text == nullptr) return;
+    try {
+      ++p->steps_;
+      p->line_.update(p->what_ + ": " + detail::quote_prefix(text, 120) + " (step " +
+                      std::to_string(p->steps_) + ")");
+    } catch (...) {
+      // a progress line that cannot be updated keeps its text
+    }
+  }
+
+private:
+  sdk::progress_line line_;
+  std::string what_;
+  int steps_ = 0;
+  WaitProgress* outer_;
+  static thread_local WaitProgress* current_;
+};
+thread_local WaitProgress* WaitProgress::current_ = nullptr;
 } // namespace
+
+void detail::plugin_progress(void*, const char* step) noexcept { WaitProgress::step(step); }
 
 // ---------------------------------------------------------------------------------------------
 DeviceContext::DeviceContext(std::shared_ptr<RegistryImpl> reg, const Framework& fw, uint32_t pos)
@@ -199,8 +235,8 @@ pcy_bundle_context BackendImpl::bundle_context(const BundleInfo& bundle) {
   {
     // A first use may compile the bundle's kernels (cached afterwards): say so on a terminal
     // when it takes more than a second.
-    sdk::progress_line progress("setting up " + bundle.name() + " on " + name +
-                                " (a first use compiles its kernels; they are cached)");
+    WaitProgress progress("setting up " + bundle.name() + " on " + name +
+                          " (a first use compiles its kernels; they are cached)");
     throw_if(bundle.api().context_init(&a),
              ("setting up bundle " + bundle.name() + " on " + name).c_str());
   }
@@ -678,6 +714,11 @@ pack(const OpKey& key, const detail::BoundOp& op, BackendImpl& target, std::span
 
 } // namespace
 
+namespace {
+void run_op(const OpKey& key, detail::BoundOp& op, BackendImpl& target,
+            std::span<const OpArg> args);
+} // namespace
+
 void Backend::invoke(const OpKey& key, std::span<const OpArg> args) const {
   detail::check_fork(*impl_->registry, "running an op");
   detail::BoundOp& op = impl_->op(key);
@@ -691,6 +732,20 @@ void Backend::invoke(const OpKey& key, std::span<const OpArg> args) const {
     return detail::record_op(*impl_, key, op, args);
   BackendImpl& target = *op.target;
   if (&target != impl_.get()) impl_->fallbacks.fetch_add(1, std::memory_order_relaxed);
+  if (!op.warm.load(std::memory_order_relaxed)) [[unlikely]] {
+    // A library may compile its kernels at an op's first call (CLBlast: seconds on PoCL).
+    WaitProgress progress("running " + op_label(key) + " on " + target.name +
+                          " for the first time (a library may compile kernels; they are cached)");
+    run_op(key, op, target, args);
+    op.warm.store(true, std::memory_order_relaxed);
+    return;
+  }
+  run_op(key, op, target, args);
+}
+
+namespace {
+void run_op(const OpKey& key, detail::BoundOp& op, BackendImpl& target,
+            std::span<const OpArg> args) {
   // Imported host arrays the op writes apart from the array get the result after it (or the
   // list is emptied when the op is refused or fails).
   const writeback_scope writebacks{target};
@@ -712,6 +767,7 @@ void Backend::invoke(const OpKey& key, std::span<const OpArg> args) const {
   if (!target.writebacks.empty()) [[unlikely]]
     target.write_back();
 }
+} // namespace
 
 // ---- recording (graph.cpp holds the rest) --------------------------------------------------
 void detail::record_op(BackendImpl& b, const OpKey& key, BoundOp& op, std::span<const OpArg> args) {
@@ -890,7 +946,10 @@ Program Backend::build_program(std::string_view source, std::string_view options
   a.source_size = source.size();
   const std::string opts(options);
   a.options = opts.empty() ? nullptr : opts.c_str();
-  throw_if(api.program_build(&a), "building a program");
+  {
+    WaitProgress progress("building a program on " + impl_->name);
+    throw_if(api.program_build(&a), "building a program");
+  }
   Program p;
   p.impl_ = std::make_shared<ProgramImpl>();
   p.impl_->backend = impl_;

@@ -40,6 +40,9 @@ void set_log_level(pcy_log_level level) noexcept;
 pcy_log_level log_level() noexcept;
 // The host-services log callback handed to plugins.
 void plugin_log(void* user, pcy_log_level level, const char* origin, const char* message);
+// The host's progress service (1.4): a plugin's step of slow work shows on the progress line of
+// the thread waiting for it (WaitProgress in backend.cpp), when there is one.
+void plugin_progress(void* user, const char* step) noexcept;
 
 // ---- text helpers (config.cpp) ---------------------------------------------------------------
 // At most `max` bytes of `text`, control bytes escaped, "..." appended when cut: what an error
@@ -287,6 +290,9 @@ struct BoundOp {
   OpRoute route;
   std::string failure; // why it cannot run (state::failed)
   errc failure_code = errc::unsupported;
+  // Set after the first call returned: that call shows a progress line when it is slow (a
+  // library compiling its kernels at first use, as CLBlast does).
+  std::atomic<bool> warm{false};
 };
 
 // The rules of a schema or of a 1.0 signature; nullopt when either is malformed.

@@ -333,6 +333,8 @@ void RegistryImpl::set_up_host() {
   host.cache_dir = cache_dir.empty() ? nullptr : cache_dir.c_str();
   host.setting = &host_setting;
   host.setting_user = this;
+  host.progress = &detail::plugin_progress;
+  host.progress_user = this;
 }
 
 // 3. The search path (API, environment, config, next to the core library) and the plugin files

@@ -58,6 +58,7 @@ program* context::build(std::string_view source, const char* options, bool& cach
         cache.remove(key);
       }
       cache_hit = false;
+      p_.log().progress(sdk::str("compiling ", sdk::kernels_in(source), " for sm_", cc));
       auto out = rtc.compile(source, split_options(options ? options : ""), cc);
       if (!out.log.empty()) p_.log().debug("NVRTC log for ", out.target, ":\n", out.log);
       if (!out.cubin)

@@ -76,6 +76,14 @@ settings settings::read(const pcy_host_services& host) {
   s.host_unified = flag(host, "PARENCHYMA_MOCK_HOST_UNIFIED", s.kind == PCY_DEVICE_CPU);
   s.fp64 = flag(host, "PARENCHYMA_MOCK_FP64", true);
   s.async = flag(host, "PARENCHYMA_MOCK_ASYNC", false);
+  if (const char* v = get(host, "PARENCHYMA_MOCK_BUILD_MS")) {
+    const std::string_view d(v);
+    uint32_t ms = 0;
+    const auto [end, ec] = std::from_chars(d.data(), d.data() + d.size(), ms);
+    if (ec != std::errc() || end != d.data() + d.size() || ms > 60000)
+      bad("PARENCHYMA_MOCK_BUILD_MS", d, "milliseconds from 0 to 60000");
+    s.build_ms = ms;
+  }
   if (const char* v = get(host, "PARENCHYMA_MOCK_BREAK")) {
     const std::string_view b(v);
     if (b != "fill" && b != "properties") bad("PARENCHYMA_MOCK_BREAK", b, "fill or properties");

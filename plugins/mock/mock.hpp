@@ -10,6 +10,8 @@
 //   PARENCHYMA_MOCK_ASYNC         1/0: queues run their work on a thread of their own (default 0)
 //   PARENCHYMA_MOCK_BREAK         fill or properties: one behaviour deliberately wrong, for
 //                                 testing the conformance suite itself (default none)
+//   PARENCHYMA_MOCK_BUILD_MS      0..60000: a program build takes this long (a slow compile,
+//                                 for testing progress reporting; default 0)
 // The SDK fixes the slot table when the library is loaded, before any setting can be read, so
 // a part switched off keeps its slot and answers PCY_ERR_UNSUPPORTED — what the host does for a
 // NULL slot (docs/abi.md C5).
@@ -41,6 +43,7 @@ struct settings {
   bool host_unified = false;
   bool fp64 = true;
   bool async = false;
+  uint32_t build_ms = 0;
   std::string broken; // empty, "fill" or "properties"
 
   // Throws sdk::error (PCY_ERR_INVALID_ARGUMENT) naming a setting whose value is not understood.

@@ -2,7 +2,9 @@
 // "kernel <name>", from a fixed set — with a build log naming the line that is wrong.
 #include "mock.hpp"
 
+#include <chrono>
 #include <string>
+#include <thread>
 
 namespace parenchyma::mock {
 
@@ -31,6 +33,10 @@ program* context::build(std::string_view source, const char*, bool& cache_hit) {
     kernels.emplace_back(line.substr(7));
   }
   if (kernels.empty()) sdk::fail(PCY_ERR_BUILD, "mock build log:\nthe program has no kernel");
+  plugin_.log().progress(
+      sdk::str("compiling ", kernels.front(), kernels.size() > 1 ? " and more" : ""));
+  if (plugin_.config().build_ms > 0) // PARENCHYMA_MOCK_BUILD_MS: a slow compile
+    std::this_thread::sleep_for(std::chrono::milliseconds(plugin_.config().build_ms));
   return new program(std::move(kernels));
 }
 

@@ -175,6 +175,7 @@ program* context::build(std::string_view source, const char* options, bool& cach
     }
   }
 
+  owner_.log().progress(sdk::str("compiling ", sdk::kernels_in(source)));
   cl_program p = build_from_source(source, opts);
   if (cache.writable()) {
     // The binaries are fetched here, on the thread that built the program, and only the bytes

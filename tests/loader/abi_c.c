@@ -85,6 +85,7 @@ ABI_ASSERT(PCY_OP_DESC_SIZE_1_0 == 56, pin_op_desc_1_0);
 ABI_ASSERT(PCY_OP_DESC_SIZE_1_1 == 64, pin_op_desc_1_1);
 ABI_ASSERT(PCY_HOST_SERVICES_SIZE_1_0 == 56, pin_host_services_1_0);
 ABI_ASSERT(PCY_HOST_SERVICES_SIZE_1_1 == 72, pin_host_services_1_1);
+ABI_ASSERT(PCY_HOST_SERVICES_SIZE_1_4 == 88, pin_host_services_1_4);
 ABI_ASSERT(PCY_BUNDLE_CONTEXT_ARGS_SIZE_1_0 == 72, pin_bundle_context_args_1_0);
 ABI_ASSERT(PCY_BUNDLE_INIT_ARGS_SIZE_1_0 == 40, pin_bundle_init_args_1_0);
 ABI_ASSERT(PCY_PROPERTY_SIZE_1_0 == 56, pin_property_1_0);
@@ -100,6 +101,8 @@ ABI_ASSERT(offsetof(pcy_op_call, arg_ext) >= PCY_OP_CALL_SIZE_1_0, op_call_1_1_a
 ABI_ASSERT(offsetof(pcy_op_desc, schema) >= PCY_OP_DESC_SIZE_1_0, op_desc_1_1_after_1_0);
 ABI_ASSERT(offsetof(pcy_host_services, setting) >= PCY_HOST_SERVICES_SIZE_1_0,
            host_services_1_1_after_1_0);
+ABI_ASSERT(offsetof(pcy_host_services, progress) >= PCY_HOST_SERVICES_SIZE_1_1,
+           host_services_1_4_after_1_1);
 ABI_ASSERT(offsetof(pcy_bundle_api, op_available) >= PCY_BUNDLE_API_SIZE_1_0,
            bundle_api_1_1_after_1_0);
 ABI_ASSERT(offsetof(pcy_framework_api, initialize) >= sizeof(pcy_plugin_prefix),
@@ -173,7 +176,7 @@ ABI_ASSERT(PCY_DEVICE_CPU == 1 && PCY_DEVICE_GPU == 2 && PCY_DEVICE_ACCELERATOR 
 ABI_ASSERT(PCY_HANDLE_HOST_POINTER == 1 && PCY_HANDLE_OPENCL_BUFFER == 3, handle_kind_values);
 ABI_ASSERT(PCY_INTENT_IN == 1 && PCY_INTENT_OUT == 2 && PCY_INTENT_INOUT == 3, intent_values);
 ABI_ASSERT(PCY_ABI_VERSION_MAJOR == 1, abi_major_is_1);
-ABI_ASSERT(PCY_ABI_VERSION_MINOR == 3, abi_minor_is_3);
+ABI_ASSERT(PCY_ABI_VERSION_MINOR == 4, abi_minor_is_4);
 ABI_ASSERT(PCY_KERNEL_WAITS_FOR_PRIOR == 1, kernel_flag_values);
 ABI_ASSERT(PCY_DTYPE_U8 == 5 && PCY_DTYPE_F16 == 6 && PCY_DTYPE_BF16 == 7, dtype_values);
 ABI_ASSERT(PCY_OP_ARG_FLOAT == 3 && PCY_OP_ARG_INT_ARRAY == 4, op_arg_kind_values);

@@ -8,7 +8,11 @@
 
 #include <parenchyma/parenchyma.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <vector>
@@ -194,4 +198,54 @@ TEST_CASE("0 devices: loaded, not ranked, and a request for it says why") {
   const auto e = catch_error([&] { Backend b(reg, "mock"); });
   CHECK(e.code() == errc::unavailable);
   CHECK(contains(e.what(), "PARENCHYMA_MOCK_DEVICES=0"));
+}
+
+// What the program wrote to stderr (fd 2) while `work` ran, progress lines forced on.
+template <class F> std::string stderr_of(F work) {
+  int fds[2];
+  REQUIRE(pipe(fds) == 0);
+  REQUIRE(fcntl(fds[0], F_SETFL, O_NONBLOCK) == 0);
+  const int saved = dup(2);
+  setenv("PARENCHYMA_PROGRESS", "1", 1);
+  dup2(fds[1], 2);
+  try {
+    work();
+  } catch (...) {
+    dup2(saved, 2);
+    unsetenv("PARENCHYMA_PROGRESS");
+    throw;
+  }
+  dup2(saved, 2);
+  close(saved);
+  unsetenv("PARENCHYMA_PROGRESS");
+  close(fds[1]);
+  std::string out;
+  char buf[4096];
+  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;)
+    out.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  return out;
+}
+
+TEST_CASE("a slow compile shows the plugin's step on the waiting thread's progress line") {
+  Registry reg(mock_only({{"PARENCHYMA_MOCK_BUILD_MS", "1600"}}));
+  Backend b(reg, "mock");
+  const std::string out = stderr_of([&] { (void)b.build_program("kernel add_one\n"); });
+  INFO(out);
+  // The core's line for the wait, then the plugin's step (host service 1.4) with its count.
+  CHECK(out.find("[parenchyma] building a program on mock:0: compiling add_one (step 1)") !=
+        std::string::npos);
+  // A fast build shows nothing.
+  Registry fast(mock_only({}));
+  Backend f(fast, "mock");
+  CHECK(stderr_of([&] { (void)f.build_program("kernel add_one\n"); }).empty());
+}
+
+TEST_CASE("PARENCHYMA_MOCK_BUILD_MS that is not a duration fails the mock at initialize") {
+  Registry reg(mock_only({{"PARENCHYMA_MOCK_BUILD_MS", "soon"}}));
+  CHECK(reg.find_framework("mock") == nullptr);
+  bool named = false;
+  for (const auto& e : reg.load_report())
+    named = named || e.reason.find("PARENCHYMA_MOCK_BUILD_MS") != std::string::npos;
+  CHECK(named);
 }

@@ -86,3 +86,20 @@ TEST_CASE("progress_line: quiet off a terminal, and with PARENCHYMA_PROGRESS=0",
     CHECK(out.empty());
   }
 }
+
+TEST_CASE("kernels_in names what a program compiles, for a progress step", "[sdk]") {
+  using parenchyma::sdk::kernels_in;
+  CHECK(kernels_in("__kernel void axpy(int n) {}") == "axpy");
+  CHECK(kernels_in("kernel void a(int n) {}\nkernel  void  b (int n) {}\n") ==
+        "a (and 1 more kernel)");
+  CHECK(kernels_in("__kernel void f(){}\n__kernel void g(){}\n__kernel void h(){}") ==
+        "f (and 2 more kernels)");
+  // CUDA C, past __launch_bounds__(...); a name pasted by a macro is not shown.
+  CHECK(kernels_in("extern \"C\" __global__ void __launch_bounds__(256, 2) gemv_t(int n) {}") ==
+        "gemv_t");
+  CHECK(kernels_in("#define K(N) extern \"C\" __global__ void N##_fwd(int n) {}\nK(relu)\n") ==
+        "a program of 1 kernel");
+  // Words that only contain the tags are not kernels.
+  CHECK(kernels_in("int my_kernel(int); void kernelish(void);") == "a program");
+  CHECK(kernels_in("") == "a program");
+}

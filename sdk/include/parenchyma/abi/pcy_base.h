@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define PCY_ABI_VERSION_MAJOR 1
-#define PCY_ABI_VERSION_MINOR 3
+#define PCY_ABI_VERSION_MINOR 4
 
 #if defined(_WIN32)
 #define PCY_EXPORT __declspec(dllexport)
@@ -113,10 +113,18 @@ typedef struct pcy_host_services {
    * and valid until shutdown returns. Thread-safe. */
   const char* (*setting)(void* setting_user, const char* name);
   void* setting_user; /* [host; until shutdown; passed back to setting unchanged] */
+  /* --- 1.4 --- */
+  /* A step of slow work the host is waiting for, e.g. "compiling softmax_rows (and 5 more
+   * kernels)" while a program builds: the host may show it on its progress line (a terminal,
+   * after a second). `step` is borrowed for the call. Call it on the thread that does the work,
+   * before the step; cheap, never blocks. NULL or absent (a 1.3 host): not shown. */
+  void (*progress)(void* progress_user, const char* step);
+  void* progress_user; /* [host; until shutdown; passed back to progress unchanged] */
 } pcy_host_services;
 
 #define PCY_HOST_SERVICES_SIZE_1_0 PCY_SIZE_THROUGH(pcy_host_services, cache_dir)
 #define PCY_HOST_SERVICES_SIZE_1_1 PCY_SIZE_THROUGH(pcy_host_services, setting_user)
+#define PCY_HOST_SERVICES_SIZE_1_4 PCY_SIZE_THROUGH(pcy_host_services, progress_user)
 
 /* ---------------------------------------------------------------------------------------------
  * Plugin identity: the frozen prefix that begins every entry table. It never changes across

@@ -5,6 +5,7 @@
 
 #include <parenchyma/abi/pcy_base.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <exception>
@@ -153,6 +154,12 @@ public:
   template <class... A> void info(A&&... a) const { emit(PCY_LOG_INFO, std::forward<A>(a)...); }
   template <class... A> void warn(A&&... a) const { emit(PCY_LOG_WARN, std::forward<A>(a)...); }
   template <class... A> void error(A&&... a) const { emit(PCY_LOG_ERROR, std::forward<A>(a)...); }
+  // A step of slow work the host waits for (1.4 host service; nothing on an older host).
+  void progress(const std::string& step) const noexcept {
+    if (host_ != nullptr && PCY_HAS_FIELD(host_, pcy_host_services, progress_user) &&
+        host_->progress != nullptr)
+      host_->progress(host_->progress_user, step.c_str());
+  }
 
 private:
   template <class... A> void emit(pcy_log_level level, A&&... a) const {
@@ -161,6 +168,53 @@ private:
   const pcy_host_services* host_ = nullptr;
   const char* origin_ = "plugin";
 };
+
+// What a program source compiles, for a progress step: its first kernel's name and how many
+// more it has ("softmax_rows (and 5 more kernels)"), from OpenCL C (`__kernel`/`kernel`) or CUDA
+// C (`__global__`) declarations; "a program" when none is found.
+inline std::string kernels_in(std::string_view source) {
+  std::string first;
+  size_t count = 0;
+  for (const std::string_view tag :
+       {std::string_view("__kernel"), std::string_view("__global__"), std::string_view("kernel")}) {
+    for (size_t at = source.find(tag); at != std::string_view::npos;
+         at = source.find(tag, at + tag.size())) {
+      const bool starts = at == 0 || !(std::isalnum(static_cast<unsigned char>(source[at - 1])) ||
+                                       source[at - 1] == '_');
+      const size_t end = at + tag.size();
+      if (!starts || end >= source.size() || !std::isspace(static_cast<unsigned char>(source[end])))
+        continue;
+      // The name: the identifier before the parameter list's '(' (past __launch_bounds__(...)).
+      size_t from = end, name_begin = 0, name_end = 0;
+      for (;;) {
+        const size_t paren = source.find('(', from);
+        if (paren == std::string_view::npos) break;
+        name_end = paren;
+        while (name_end > from && std::isspace(static_cast<unsigned char>(source[name_end - 1])))
+          --name_end;
+        name_begin = name_end;
+        while (name_begin > from &&
+               (std::isalnum(static_cast<unsigned char>(source[name_begin - 1])) ||
+                source[name_begin - 1] == '_'))
+          --name_begin;
+        if (source.substr(name_begin, name_end - name_begin) != "__launch_bounds__") break;
+        const size_t close = source.find(')', paren);
+        if (close == std::string_view::npos) break;
+        from = close + 1;
+      }
+      if (name_begin == name_end) continue;
+      ++count;
+      // A name pasted by a macro (NAME##_fwd) is not the kernel's: only plain names are shown.
+      if (first.empty() && (name_begin == 0 || source[name_begin - 1] != '#'))
+        first = std::string(source.substr(name_begin, name_end - name_begin));
+    }
+    if (count > 0) break; // one dialect per source
+  }
+  if (count == 0) return "a program";
+  if (first.empty()) return str("a program of ", count, " kernel", count > 1 ? "s" : "");
+  if (count == 1) return first;
+  return str(first, " (and ", count - 1, " more kernel", count > 2 ? "s" : "", ")");
+}
 
 // Checks the host's ABI at initialisation: same major, any minor.
 inline void check_host_abi(const pcy_host_services* host, const char* plugin) {
