@@ -13,11 +13,12 @@
 // input classes of input_classes.hpp (non-finite, huge, tiny, wide-range, cancellation) at
 // sizes that take the library's path, in f32 and f64. A cell the bundle does not serve
 // here (errc::unsupported, or an op that ran on another framework by fallback) skips its case,
-// or fails it with --require-ops; f64 cells on a device without f64 and half cells the bundle
-// does not register are always skips.
+// or fails it with --require-ops; f64 cells on a device that reports no fp64 and half cells the
+// bundle does not register are optional: always skips, with the reason (extension_suite.hpp
+// decides).
+#include "extension_suite.hpp"
 #include "input_classes.hpp"
 #include "nn_reference.hpp"
-#include "suites.hpp"
 
 #include <parenchyma/nn.hpp>
 
@@ -41,189 +42,32 @@ namespace {
 namespace nn = parenchyma::nn;
 using nn_ref::vec;
 
-struct nn_state {
-  std::unique_ptr<Backend> backend;
-  std::string framework;
-  std::string bundles; // the bundle names, for messages
-  bool required = false;
-};
-
-bool is_half_cell(const std::string& name) {
-  return name.find(" f16") != std::string::npos || name.find(" bf16") != std::string::npos;
-}
-
-// Collects the cases in order; each runs with the state's backend.
-class registrar {
-public:
-  explicit registrar(std::shared_ptr<nn_state> st) : st_(std::move(st)) {}
-  template <class F> void add(const std::string& name, F f) {
-    cases_.push_back({name, [st = st_, f = std::function<void(const Backend&)>(std::move(f)),
-                             name] { run_cell(*st, name, f); }});
-  }
-  std::vector<test_case>& cases() noexcept { return cases_; }
-
-private:
-  static void run_cell(nn_state& st, const std::string& name,
-                       const std::function<void(const Backend&)>& f) {
-    if (!st.backend) skip("no backend (the suite was not set up)");
-    const Backend& b = *st.backend;
-    const uint64_t before = b.fallback_count();
-    // f64 on a device without it, and the half types, are served only where a bundle says so:
-    // a skip even when every op is required.
-    const bool optional = name.find("f64") != std::string::npos || is_half_cell(name);
-    try {
-      f(b);
-    } catch (const parenchyma::error& e) {
-      if (e.code() == errc::unsupported && (!st.required || optional))
-        skip(str("not served here: ", e.what()));
-      throw;
-    }
-    if (b.fallback_count() != before) {
-      const std::string why =
-          str("an op of this case ran on another framework by fallback: ", st.bundles,
-              " does not serve it on ", st.framework);
-      if (st.required && !is_half_cell(name)) fail_check(why);
-      skip(why);
-    }
-  }
-  std::shared_ptr<nn_state> st_;
-  std::vector<test_case> cases_;
-};
-
 // ---- the element types ---------------------------------------------------------------------
 
-template <class T> constexpr bool is_half = std::is_same_v<T, f16> || std::is_same_v<T, bf16>;
-
-template <class T> const char* tname() {
-  if constexpr (std::is_same_v<T, f16>) return "f16";
-  if constexpr (std::is_same_v<T, bf16>) return "bf16";
-  return sizeof(T) == 4 ? "f32" : "f64";
-}
-template <class T> constexpr pcy_dtype dtype_v = dtype_of<T>::value;
-template <class T> double eps() {
-  if constexpr (std::is_same_v<T, f16>) return 0x1p-10;
-  if constexpr (std::is_same_v<T, bf16>) return 0x1p-7;
-  if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::epsilon();
-  return 0;
-}
-template <class T> double denorm_min() {
-  if constexpr (std::is_same_v<T, f16>) return 0x1p-24;
-  if constexpr (std::is_same_v<T, bf16>) return 0x1p-133;
-  if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::denorm_min();
-  return 0;
-}
 // A large finite value of the type (its largest power of ten or so).
 template <class T> double huge() {
   if constexpr (std::is_same_v<T, f16>) return 6e4;
   if constexpr (std::is_same_v<T, bf16>) return 1e38;
   return sizeof(T) == 4 ? 1e38 : 1e300;
 }
-template <class T> double to_d(T v) {
-  if constexpr (std::is_floating_point_v<T>)
-    return static_cast<double>(v);
-  else
-    return static_cast<double>(static_cast<float>(v));
-}
-template <class T> T from_d(double v) {
-  if constexpr (std::is_floating_point_v<T>)
-    return static_cast<T>(v);
-  else
-    return T(static_cast<float>(v));
-}
-template <class T> double rounded(double v) { return to_d(from_d<T>(v)); }
-
-// printf's %.10g and %.3g for messages.
-std::string g10(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.10g", v);
-  return buf;
-}
-std::string g3(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
-std::string shape_tag(const std::vector<int64_t>& s) {
-  std::string r;
-  for (size_t i = 0; i < s.size(); ++i)
-    r += (i ? "x" : "") + std::to_string(s[i]);
-  return r;
-}
-size_t count_of(const std::vector<int64_t>& s) {
-  size_t n = 1;
-  for (int64_t e : s)
-    n *= static_cast<size_t>(e);
-  return n;
-}
-
-// ---- tensors ---------------------------------------------------------------------------------
-
-// Values drawn in [lo, hi) and rounded to T: the reference computes from exactly what the op
-// sees.
-template <class T> vec random_vec(size_t n, double lo = -1, double hi = 1) {
-  std::uniform_real_distribution<double> u(lo, hi);
-  vec v(n);
-  for (double& e : v)
-    e = rounded<T>(u(rng()));
-  return v;
-}
-template <class T> SharedTensor<T> tensor_of(std::vector<int64_t> shape, const vec& v) {
-  SharedTensor<T> t(std::move(shape));
-  auto w = t.write_only();
-  for (size_t i = 0; i < w.size(); ++i)
-    w[i] = from_d<T>(v[i]);
-  return t;
-}
-// An output the op must overwrite completely: NaN everywhere.
-template <class T> SharedTensor<T> poisoned(std::vector<int64_t> shape) {
-  SharedTensor<T> t(std::move(shape));
-  for (T& e : t.write_only())
-    e = from_d<T>(std::numeric_limits<double>::quiet_NaN());
-  return t;
-}
-template <class T> vec values(const SharedTensor<T>& t) {
-  auto s = t.read();
-  vec v(s.size());
-  for (size_t i = 0; i < s.size(); ++i)
-    v[i] = to_d(s[i]);
-  return v;
-}
-template <class T> std::vector<T> raw(const SharedTensor<T>& t) {
-  auto s = t.read();
-  return {s.begin(), s.end()};
-}
-template <class T> bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
-}
-
 // ---- comparisons ---------------------------------------------------------------------------
 
-// Stops a case from flooding the report: past this many failed elements a check only counts.
 bool matches(double got, double ref, double tol) {
   if (std::isnan(ref)) return std::isnan(got);
   if (got == ref) return true; // also where the bound is NaN (0 x an infinite magnitude)
   if (std::isinf(ref)) return got == ref;
   return std::fabs(got - ref) <= tol; // false for a NaN got
 }
-void report(bool ok, const std::string& what, const char* tn, size_t i, double got, double ref,
-            double tol) {
-  if (ok)
-    pass_check();
-  else
-    fail_check(str(tn, " ", what, ": element ", i, " got ", g10(got), " expected ", g10(ref),
-                   " (tolerance ", g3(tol), ")"));
-}
-// A sum: 8 eps (sqrt(terms) + 1) x sum of |terms| (plus a few of the type's smallest
-// denormals, for results that are denormal themselves).
-template <class T> double tiny_normal();
 // What flushing subnormal values to zero may lose in a sum of `terms` products (each product and
 // each partial sum below the smallest normal).
 template <class T> double flush_bound(double terms) { return 2 * (terms + 1) * tiny_normal<T>(); }
+// A sum: the bound of a sum (sum_bound) plus a few of the type's smallest denormals, for results
+// that are denormal themselves.
 template <class T>
 void expect_near(const std::string& what, size_t i, double got, double ref, double mag,
                  double terms, double flush = 0) {
-  const double tol = 8 * eps<T>() * (std::sqrt(terms) + 1) * mag + 4 * denorm_min<T>() + flush;
-  report(matches(got, ref, tol), what, tname<T>(), i, got, ref, tol);
+  const double tol = sum_bound<T>(mag, terms) + 4 * denorm_min<T>() + flush;
+  report_element(matches(got, ref, tol), what, tname<T>(), i, got, ref, tol);
 }
 template <class T>
 void expect_all(const std::string& what, const vec& got, const nn_ref::summed& r,
@@ -288,11 +132,11 @@ void expect_conv(const std::string& what, const vec& got, const nn_ref::summed& 
 template <class T>
 void expect_func(const std::string& what, size_t i, double got, double ref, double abs_scale) {
   const double tol = 8 * eps<T>() * std::fabs(ref) + 2 * eps<T>() * abs_scale + 4 * denorm_min<T>();
-  report(matches(got, ref, tol), what, tname<T>(), i, got, ref, tol);
+  report_element(matches(got, ref, tol), what, tname<T>(), i, got, ref, tol);
 }
 // Exactly ref (NaN matches NaN; +0 and -0 are equal here).
 template <class T> void expect_exact(const std::string& what, size_t i, double got, double ref) {
-  report(matches(got, ref, 0), what, tname<T>(), i, got, ref, 0);
+  report_element(matches(got, ref, 0), what, tname<T>(), i, got, ref, 0);
 }
 void expect_true(bool ok, const std::string& what) {
   if (ok)
@@ -462,12 +306,12 @@ void act_all(const Backend& b, const std::string& tag, nn_ref::act a,
   check_act_grad<T>(tag + " pointwise_grad", a, y, dy, values(d), alpha);
 }
 
-template <class T> void activations(registrar& reg) {
+template <class T> void activations(extension_suite& reg) {
   const std::vector<std::vector<int64_t>> shapes{{1}, {7}, {13, 77}, {4097}, {3, 1, 5, 2}};
   for (const act_info& ai : acts)
     for (const auto& shape : shapes) {
       const std::string tag = std::string(ai.name) + " " + tname<T>() + " " + shape_tag(shape);
-      reg.add(tag, [=](const Backend& b) {
+      reg.add<T>(tag, [=](const Backend& b) {
         const size_t n = count_of(shape);
         const double alpha = 0.7;
         act_all<T>(b, tag, ai.a, shape, random_vec<T>(n, -6, 6), alpha, random_vec<T>(n));
@@ -476,7 +320,7 @@ template <class T> void activations(registrar& reg) {
   // NaN, -0, +0, tiny, and values where exp over- or underflows; infinities.
   for (const act_info& ai : acts) {
     const std::string tag = std::string(ai.name) + " " + tname<T>() + " NaN, -0, huge |x|";
-    reg.add(tag, [=](const Backend& b) {
+    reg.add<T>(tag, [=](const Backend& b) {
       const double inf = std::numeric_limits<double>::infinity();
       const double h = huge<T>();
       vec x{std::numeric_limits<double>::quiet_NaN(),
@@ -514,7 +358,7 @@ template <class T> void activations(registrar& reg) {
 
 // ---- softmax -------------------------------------------------------------------------------
 
-template <class T> void softmax_cases(registrar& reg) {
+template <class T> void softmax_cases(extension_suite& reg) {
   struct sm {
     std::vector<int64_t> shape;
     int64_t axis;
@@ -529,7 +373,7 @@ template <class T> void softmax_cases(registrar& reg) {
     const std::string tag = std::string("softmax/log_softmax ") + tname<T>() + " " +
                             shape_tag(c.shape) + " axis=" + std::to_string(c.axis) +
                             (c.offset != 0 ? " large values" : "");
-    reg.add(tag, [=](const Backend& b) {
+    reg.add<T>(tag, [=](const Backend& b) {
       served_or_skip<T>(b, {key<pcy_nn_softmax_schema, T>(), key<pcy_nn_log_softmax_schema, T>(),
                             key<pcy_nn_softmax_grad_schema, T>(),
                             key<pcy_nn_log_softmax_grad_schema, T>()});
@@ -687,11 +531,11 @@ void conv_finite_differences(const std::string& tag, const nn::Convolution& conv
   }
 }
 
-template <class T> void convolution_cases(registrar& reg) {
+template <class T> void convolution_cases(extension_suite& reg) {
   for (const conv_case& cc : conv_cases()) {
     const std::string tag = std::string("convolution ") + tname<T>() + " " + geom_tag(cc.g) + " (" +
                             cc.what + (cc.bias ? ", bias" : "") + ")";
-    reg.add(tag, [=](const Backend& b) {
+    reg.add<T>(tag, [=](const Backend& b) {
       served_or_skip<T>(b, {key<pcy_nn_convolution_schema, T>(),
                             key<pcy_nn_convolution_grad_data_schema, T>(),
                             key<pcy_nn_convolution_grad_filter_schema, T>(),
@@ -796,7 +640,7 @@ template <class T> void convolution_cases(registrar& reg) {
     });
   }
   // Without training, only the forward is configured; its gradients are refused.
-  reg.add(std::string("convolution ") + tname<T>() + " training = false", [](const Backend& b) {
+  reg.add<T>(std::string("convolution ") + tname<T>() + " training = false", [](const Backend& b) {
     served_or_skip<T>(
         b, {key<pcy_nn_convolution_schema, T>(), key<pcy_nn_convolution_algorithm_schema, T>()});
     const nn_ref::conv_geom g{2, 3, 6, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1};
@@ -824,7 +668,7 @@ template <class T> void convolution_cases(registrar& reg) {
 
 enum class pool_data { random, ties, nan };
 
-template <class T> void pooling_cases(registrar& reg) {
+template <class T> void pooling_cases(extension_suite& reg) {
   // N, C, H, W, window h/w, stride h/w, padding h/w
   const std::vector<nn_ref::pool_geom> geoms{
       {1, 1, 1, 1, 1, 1, 1, 1, 0, 0},  {2, 3, 7, 9, 3, 3, 2, 2, 1, 1},
@@ -840,7 +684,7 @@ template <class T> void pooling_cases(registrar& reg) {
           (data == pool_data::ties  ? " ties"
            : data == pool_data::nan ? " NaN"
                                     : "");
-      reg.add(tag, [=](const Backend& b) {
+      reg.add<T>(tag, [=](const Backend& b) {
         served_or_skip<T>(
             b, {key<pcy_nn_pooling_max_schema, T>(), key<pcy_nn_pooling_max_indexed_schema, T>(),
                 key<pcy_nn_pooling_max_grad_schema, T>(),
@@ -918,7 +762,7 @@ template <class T> void pooling_cases(registrar& reg) {
 
 // ---- LRN -----------------------------------------------------------------------------------
 
-template <class T> void lrn_cases(registrar& reg) {
+template <class T> void lrn_cases(extension_suite& reg) {
   struct lc {
     std::vector<int64_t> shape;
     nn_ref::lrn_params p;
@@ -934,7 +778,7 @@ template <class T> void lrn_cases(registrar& reg) {
     const std::string tag =
         std::string("lrn ") + tname<T>() + " " + shape_tag(c.shape) +
         str(" n=", c.p.n, " alpha=", c.p.alpha, " beta=", c.p.beta, " k=", c.p.k);
-    reg.add(tag, [=](const Backend& b) {
+    reg.add<T>(tag, [=](const Backend& b) {
       served_or_skip<T>(b, {key<pcy_nn_lrn_schema, T>(), key<pcy_nn_lrn_grad_schema, T>()});
       const int64_t N = c.shape[0], C = c.shape[1], HW = c.shape[2] * c.shape[3];
       const size_t n = count_of(c.shape);
@@ -1003,14 +847,6 @@ namespace in = inputs;
 // exact where the result stays normal).
 constexpr double transform_scale = 0x1p-16;
 
-template <class T> double tiny_normal() {
-  if constexpr (std::is_same_v<T, f16>)
-    return 0x1p-14;
-  else if constexpr (std::is_same_v<T, bf16>)
-    return 0x1p-126;
-  else
-    return static_cast<double>(std::numeric_limits<T>::min());
-}
 template <class T>
 vec class_vec(in::input_class c, size_t n, double huge_v, const in::positions& at = {}) {
   vec v = in::make(c, n, {huge_v, tiny_normal<T>()}, rng(), at);
@@ -1020,13 +856,13 @@ vec class_vec(in::input_class c, size_t n, double huge_v, const in::positions& a
 }
 std::string class_tag(in::input_class c) { return std::string(" [") + in::class_name(c) + "]"; }
 
-template <class T> void input_class_cases(registrar& reg) {
+template <class T> void input_class_cases(extension_suite& reg) {
   for (const in::input_class ic : in::all_classes) {
     // Activations on oneDNN's path (>= 4096 elements); relu is ours everywhere.
     for (const act_info& ai : acts) {
       if (ai.a == nn_ref::act::relu) continue;
       const std::string tag = std::string(ai.name) + " " + tname<T>() + " 4099" + class_tag(ic);
-      reg.add(tag, [=](const Backend& b) {
+      reg.add<T>(tag, [=](const Backend& b) {
         const size_t n = 4099;
         act_all<T>(b, tag, ai.a, {static_cast<int64_t>(n)}, class_vec<T>(ic, n, huge<T>()), 1.0,
                    random_vec<T>(n));
@@ -1040,7 +876,7 @@ template <class T> void input_class_cases(registrar& reg) {
           axis == 1 ? std::vector<int64_t>{64, 100} : std::vector<int64_t>{100, 64};
       const std::string tag = std::string("softmax/log_softmax ") + tname<T>() + " " +
                               shape_tag(shape) + " axis=" + std::to_string(axis) + class_tag(ic);
-      reg.add(tag, [=](const Backend& b) {
+      reg.add<T>(tag, [=](const Backend& b) {
         served_or_skip<T>(b,
                           {key<pcy_nn_softmax_schema, T>(), key<pcy_nn_log_softmax_schema, T>()});
         const size_t n = count_of(shape);
@@ -1078,7 +914,7 @@ template <class T> void input_class_cases(registrar& reg) {
                                 lrn_shape{{2, 17, 2, 3}, {5, 0.1, 0.75, 1.0}}}) {
       const std::string tag = std::string("lrn ") + tname<T>() + " " + shape_tag(ls.shape) +
                               str(" n=", ls.p.n, " beta=", ls.p.beta) + class_tag(ic);
-      reg.add(tag, [=](const Backend& b) {
+      reg.add<T>(tag, [=](const Backend& b) {
         served_or_skip<T>(b, {key<pcy_nn_lrn_schema, T>()});
         const int64_t N = ls.shape[0], C = ls.shape[1], HW = ls.shape[2] * ls.shape[3];
         const size_t n = count_of(ls.shape);
@@ -1103,7 +939,7 @@ template <class T> void input_class_cases(registrar& reg) {
           std::string("pooling_avg ") + tname<T>() +
           str(" N", g.N, " C", g.C, " ", g.H, "x", g.W, " window ", g.win_h, "x", g.win_w) +
           class_tag(ic);
-      reg.add(tag, [=](const Backend& b) {
+      reg.add<T>(tag, [=](const Backend& b) {
         served_or_skip<T>(
             b, {key<pcy_nn_pooling_avg_schema, T>(), key<pcy_nn_pooling_avg_grad_schema, T>()});
         const std::vector<int64_t> xs{g.N, g.C, g.H, g.W}, ys{g.N, g.C, g.P(), g.Q()};
@@ -1131,7 +967,7 @@ template <class T> void input_class_cases(registrar& reg) {
           nn_ref::conv_geom{1, 3, 7, 7, 4, 3, 3, 2, 2, 0, 0, 1, 1, 1}}) {
       const std::string tag =
           std::string("convolution ") + tname<T>() + " " + geom_tag(g) + class_tag(ic);
-      reg.add(tag, [=](const Backend& b) {
+      reg.add<T>(tag, [=](const Backend& b) {
         served_or_skip<T>(b, {key<pcy_nn_convolution_schema, T>(),
                               key<pcy_nn_convolution_grad_data_schema, T>(),
                               key<pcy_nn_convolution_grad_filter_schema, T>(),
@@ -1211,51 +1047,51 @@ template <class T> void input_class_cases(registrar& reg) {
   }
   // A dominant logit (issue 21): rows of 100 with one logit 100 and the rest 0, 64 rows. Its
   // log-probability is -log1p(99 e^-100), 0 to the type's precision: never above 0.
-  reg.add(std::string("log_softmax ") + tname<T>() + " 64x100 dominant logit",
-          [](const Backend& b) {
-            served_or_skip<T>(b, {key<pcy_nn_log_softmax_schema, T>()});
-            const std::vector<int64_t> shape{64, 100};
-            vec x(6400, 0.0);
-            for (size_t r = 0; r < 64; ++r)
-              x[r * 100 + r % 100] = 100;
-            auto xt = tensor_of<T>(shape, x);
-            auto yt = poisoned<T>(shape);
-            nn::log_softmax(b, xt, yt, 1);
-            const vec got = values(yt);
-            expect_all<T>("log_softmax dominant logit", got,
-                          nn_ref::softmax(x, shape, 1, true, eps<T>()));
-            for (size_t i = 0; i < got.size(); ++i)
-              if (got[i] > 0)
-                fail_check(str(tname<T>(), " log_softmax dominant logit: element ", i, " is ",
-                               g10(got[i]), ": a log-probability above 0"));
-          });
+  reg.add<T>(std::string("log_softmax ") + tname<T>() + " 64x100 dominant logit",
+             [](const Backend& b) {
+               served_or_skip<T>(b, {key<pcy_nn_log_softmax_schema, T>()});
+               const std::vector<int64_t> shape{64, 100};
+               vec x(6400, 0.0);
+               for (size_t r = 0; r < 64; ++r)
+                 x[r * 100 + r % 100] = 100;
+               auto xt = tensor_of<T>(shape, x);
+               auto yt = poisoned<T>(shape);
+               nn::log_softmax(b, xt, yt, 1);
+               const vec got = values(yt);
+               expect_all<T>("log_softmax dominant logit", got,
+                             nn_ref::softmax(x, shape, 1, true, eps<T>()));
+               for (size_t i = 0; i < got.size(); ++i)
+                 if (got[i] > 0)
+                   fail_check(str(tname<T>(), " log_softmax dominant logit: element ", i, " is ",
+                                  g10(got[i]), ": a log-probability above 0"));
+             });
   // LRN with one large value in channel 0 (issue 21: 0.8722 where 0.5946 is right).
   if constexpr (!is_half<T>)
     for (const int64_t C : {16, 24, 32, 64, 96, 256})
-      reg.add(str("lrn ", tname<T>(), " 1x", C, "x1x1 n=5 x[0] = 1e4, the rest 0.5"),
-              [C](const Backend& b) {
-                served_or_skip<T>(b, {key<pcy_nn_lrn_schema, T>()});
-                const std::vector<int64_t> shape{1, C, 1, 1};
-                vec x(static_cast<size_t>(C), 0.5);
-                x[0] = 1e4;
-                const nn_ref::lrn_params p{5, 1e-4, 0.75, 1.0};
-                auto xt = tensor_of<T>(shape, x);
-                auto yt = poisoned<T>(shape);
-                nn::lrn(b, xt, yt, nn::LrnParams{p.n, p.alpha, p.beta, p.k});
-                expect_all<T>(str("lrn C=", C, " x[0] = 1e4"), values(yt),
-                              nn_ref::lrn(x, 1, C, 1, p));
-              });
+      reg.add<T>(str("lrn ", tname<T>(), " 1x", C, "x1x1 n=5 x[0] = 1e4, the rest 0.5"),
+                 [C](const Backend& b) {
+                   served_or_skip<T>(b, {key<pcy_nn_lrn_schema, T>()});
+                   const std::vector<int64_t> shape{1, C, 1, 1};
+                   vec x(static_cast<size_t>(C), 0.5);
+                   x[0] = 1e4;
+                   const nn_ref::lrn_params p{5, 1e-4, 0.75, 1.0};
+                   auto xt = tensor_of<T>(shape, x);
+                   auto yt = poisoned<T>(shape);
+                   nn::lrn(b, xt, yt, nn::LrnParams{p.n, p.alpha, p.beta, p.k});
+                   expect_all<T>(str("lrn C=", C, " x[0] = 1e4"), values(yt),
+                                 nn_ref::lrn(x, 1, C, 1, p));
+                 });
 }
 
 // ---- dropout -------------------------------------------------------------------------------
 
-template <class T> void dropout_cases(registrar& reg) {
+template <class T> void dropout_cases(extension_suite& reg) {
   const std::vector<std::vector<int64_t>> shapes{{1}, {7}, {10, 101}, {4097}};
   for (const auto& shape : shapes)
     for (const double prob : {0.0, 0.3, 1.0}) {
       const std::string tag =
           std::string("dropout ") + tname<T>() + " " + shape_tag(shape) + " p=" + g10(prob);
-      reg.add(tag, [=](const Backend& b) {
+      reg.add<T>(tag, [=](const Backend& b) {
         served_or_skip<T>(b,
                           {key<pcy_nn_dropout_schema, T>(), key<pcy_nn_dropout_grad_schema, T>()});
         const size_t n = count_of(shape);
@@ -1282,8 +1118,8 @@ template <class T> void dropout_cases(registrar& reg) {
                         str(tname<T>(), " ", what, ": mask[", i, "] = ", int(mv[i]), ", expected ",
                             keep ? 1 : 0, " (splitmix64 of pcy_nn.h)"));
             const double ref = keep ? rounded<T>(x[i] * scale) : 0.0;
-            report(matches(yv[i], ref, 2 * eps<T>() * std::fabs(ref)), what + " y", tname<T>(), i,
-                   yv[i], ref, 2 * eps<T>() * std::fabs(ref));
+            report_element(matches(yv[i], ref, 2 * eps<T>() * std::fabs(ref)), what + " y",
+                           tname<T>(), i, yv[i], ref, 2 * eps<T>() * std::fabs(ref));
           }
           if (n >= 1000 && prob == 0.3) // the mask really is random
             expect_true(kept > n / 2 && kept < n * 9 / 10,
@@ -1317,8 +1153,8 @@ template <class T> void dropout_cases(registrar& reg) {
         const vec dxv = values(dx);
         for (size_t i = 0; i < n; ++i) {
           const double ref = mv[i] ? rounded<T>(dy[i] * scale) : 0.0;
-          report(matches(dxv[i], ref, 2 * eps<T>() * std::fabs(ref)), tag + " grad", tname<T>(), i,
-                 dxv[i], ref, 2 * eps<T>() * std::fabs(ref));
+          report_element(matches(dxv[i], ref, 2 * eps<T>() * std::fabs(ref)), tag + " grad",
+                         tname<T>(), i, dxv[i], ref, 2 * eps<T>() * std::fabs(ref));
         }
       });
     }
@@ -1326,8 +1162,8 @@ template <class T> void dropout_cases(registrar& reg) {
 
 // ---- empty tensors and refused arguments ---------------------------------------------------
 
-template <class T> void edge_cases(registrar& reg) {
-  reg.add(std::string("empty tensors ") + tname<T>(), [](const Backend& b) {
+template <class T> void edge_cases(extension_suite& reg) {
+  reg.add<T>(std::string("empty tensors ") + tname<T>(), [](const Backend& b) {
     served_or_skip<T>(b, {key<pcy_nn_relu_schema, T>(), key<pcy_nn_softmax_schema, T>()});
     SharedTensor<T> x({0}), y({0});
     (void)x.write_only();
@@ -1337,7 +1173,7 @@ template <class T> void edge_cases(registrar& reg) {
     nn::softmax(b, s, t, 1);
     expect_true(y.size() == 0 && t.size() == 0, "empty tensors grew");
   });
-  reg.add(std::string("refused arguments change nothing ") + tname<T>(), [](const Backend& b) {
+  reg.add<T>(std::string("refused arguments change nothing ") + tname<T>(), [](const Backend& b) {
     const vec xv = random_vec<T>(12);
     auto x = tensor_of<T>({12}, xv), y = tensor_of<T>({11}, random_vec<T>(11));
     const auto y0 = raw(y);
@@ -1379,7 +1215,7 @@ template <class T> void edge_cases(registrar& reg) {
   });
 }
 
-template <class T> void all_cases(registrar& reg) {
+template <class T> void all_cases(extension_suite& reg) {
   activations<T>(reg);
   softmax_cases<T>(reg);
   convolution_cases<T>(reg);
@@ -1435,95 +1271,27 @@ const key_fn all_keys[] = {PCY_NN_SUITE_KEY(sigmoid),
 #undef PCY_NN_SUITE_KEY
 static_assert(std::size(all_keys) == PCY_NN_OP_COUNT, "an op of pcy_nn.h is missing here");
 
-// The first case: every op in f32 and f64 routes to this framework's bundle (no fallback); the
-// half cells are listed where they are served.
-void routes(const nn_state& st) {
-  const Backend& b = *st.backend;
-  note(str("nn on ", b.name(), " (", b.device().name, "), bundle ", st.bundles));
-  int served = 0;
-  for (const pcy_dtype d : {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_F16, PCY_DTYPE_BF16}) {
-    const char* dn = ext::dtype_name(d);
-    const bool optional = d != PCY_DTYPE_F32; // f64: a device may lack it; halves: optional
-    int half_served = 0;
-    for (const key_fn kf : all_keys) {
-      const OpKey& k = kf(d);
-      const std::string cell = str("nn.", k.name, " ", dn);
-      OpRoute r;
-      try {
-        r = b.route(k);
-      } catch (const parenchyma::error& e) {
-        if (st.required && !optional)
-          fail_check(str(cell, " is not served here: ", e.what()));
-        else if (d == PCY_DTYPE_F64 || d == PCY_DTYPE_F32)
-          note(str(cell, ": not served here (its cases are skipped): ", e.what()));
-        continue;
-      }
-      const bool here = r.framework == st.framework && !r.fallback;
-      const bool half = d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16;
-      if (!here && st.required && !half)
-        fail_check(
-            str(cell, " routes to ", r.framework, " (", r.bundle, "), expected ", st.framework));
-      else if (!here)
-        note(str(cell, ": routes to ", r.framework, " (", r.bundle, ") by fallback"));
-      else
-        pass_check();
-      served += here ? 1 : 0;
-      half_served += here && half ? 1 : 0;
-      if (here) note(str(k.name, " ", dn, ": ", r.implementation));
-    }
-    if ((d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16) && half_served == 0)
-      note(str("no ", dn, " op is served here (the ", dn, " cases are skipped)"));
-  }
-  if (served == 0) fail_check("no NN op of any dtype is served on " + st.framework);
+// The ops the first case routes: every op in every dtype (the half ones reported where served).
+std::vector<const OpKey*> nn_keys(pcy_dtype d) {
+  std::vector<const OpKey*> keys;
+  for (const key_fn kf : all_keys)
+    keys.push_back(&kf(d));
+  return keys;
 }
 
 } // namespace
 
 suite nn_suite() {
-  auto st = std::make_shared<nn_state>();
-  registrar reg(st);
-  reg.cases().push_back({"every op and dtype is served by the bundle here", [st] {
-                           if (!st->backend) skip("no backend (the suite was not set up)");
-                           routes(*st);
-                         }});
+  extension_suite reg("nn", PCY_NN_EXTENSION,
+                      "the NN bundle of the framework: every op and dtype against a "
+                      "double-precision reference, gradients also by finite differences, "
+                      "pcy_nn.h's edge cases",
+                      nn_keys);
   all_cases<float>(reg);
   all_cases<double>(reg);
   all_cases<f16>(reg);
   all_cases<bf16>(reg);
-  reg.cases().push_back({"no op ran by fallback", [st] {
-                           if (!st->backend) skip("no backend (the suite was not set up)");
-                           const uint64_t n = st->backend->fallback_count();
-                           if (n != 0 && !st->required)
-                             skip(str(n, " op call(s) ran on another framework by fallback; "
-                                         "their cases were skipped"));
-                           expect_true(n == 0, str(n, " op call(s) ran by fallback: none may"));
-                         }});
-
-  suite s;
-  s.name = "nn";
-  s.extension = PCY_NN_EXTENSION;
-  s.description = "the NN bundle of the framework: every op and dtype against a double-precision "
-                  "reference, gradients also by finite differences, pcy_nn.h's edge cases";
-  s.cases = std::move(reg.cases());
-  s.setup = [st](const target& t) {
-    std::string names, reasons;
-    bool any_ops = false;
-    for (const BundleInfo* b : t.bundles) {
-      names += (names.empty() ? "" : ", ") + b->name();
-      if (!b->ops().empty())
-        any_ops = true;
-      else
-        reasons += str(reasons.empty() ? "" : "; ", b->name(), ": ",
-                       b->reason().empty() ? "no reason given" : b->reason());
-    }
-    if (!any_ops) skip(str(names, " serve(s) no ops here: ", reasons));
-    st->framework = t.framework.name();
-    st->bundles = names;
-    st->required = t.options.require_ops;
-    st->backend = std::make_unique<Backend>(t.registry, t.framework.name());
-  };
-  s.teardown = [st] { st->backend.reset(); };
-  return s;
+  return reg.finish();
 }
 
 } // namespace parenchyma::conformance
