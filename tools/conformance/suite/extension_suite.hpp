@@ -156,10 +156,9 @@ template <class T> double sum_bound(double magnitude, double terms) {
 
 // Values drawn in [lo, hi) and rounded to T: a reference computes from exactly what the op sees.
 template <class T> std::vector<double> random_vec(size_t n, double lo = -1, double hi = 1) {
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<double> v(n);
+  std::vector<double> v = random_values<double>(n, lo, hi);
   for (double& e : v)
-    e = rounded<T>(u(rng()));
+    e = rounded<T>(e);
   return v;
 }
 template <class T>
