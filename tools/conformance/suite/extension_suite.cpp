@@ -77,7 +77,8 @@ void routes(const extension_target& st, const extension_suite::keys_of& keys_of)
   const Backend& b = *st.backend;
   note(str(st.extension, " on ", b.name(), " (", b.device().name, "), bundle ", st.bundles));
   int served = 0;
-  for (const pcy_dtype d : {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_F16, PCY_DTYPE_BF16}) {
+  for (const pcy_dtype d : {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_F16, PCY_DTYPE_BF16,
+                            PCY_DTYPE_I32, PCY_DTYPE_I64, PCY_DTYPE_U8}) {
     const std::vector<const OpKey*> keys = keys_of(d);
     if (keys.empty()) continue;
     const char* dn = ext::dtype_name(d);
@@ -85,7 +86,7 @@ void routes(const extension_target& st, const extension_suite::keys_of& keys_of)
     const bool strict = st.required && !need.optional;
     int here_count = 0;
     for (const OpKey* k : keys) {
-      const std::string cell = str(st.extension, ".", k->name, " ", dn);
+      const std::string cell = str(k->extension, ".", k->name, " ", dn);
       OpRoute r;
       try {
         r = b.route(*k);
