@@ -11,9 +11,9 @@
 //     fallback) skips the cell, or fails it under --require-ops;
 //   - an optional dtype (f64 on a device that reports no fp64; f16 and bf16, which a bundle
 //     serves only where it registers them): the same gaps always skip, with the reason.
-// A cell that names its op keys is checked with Backend::route before it runs (so an optional
-// cell is not run on another framework at all); any cell is also checked by what happened when
-// it ran (errc::unsupported, Backend::fallback_count).
+// An optional cell that names its op keys is checked with Backend::route before it runs, so it
+// is not run on another framework at all; every cell is judged by what happened when it ran
+// (errc::unsupported, Backend::fallback_count).
 //
 // Also here, for every extension suite: the element types (names, epsilon, conversions), tensor
 // helpers (random, poisoned, read back), the message formats and the error bound of a sum.
@@ -68,8 +68,9 @@ public:
   // extension (PCY_BLAS_EXTENSION); `keys` the ops of each dtype, for the first case.
   extension_suite(std::string name, std::string extension, std::string description, keys_of keys);
 
-  // A cell: a case whose ops run in `dtype` on the backend. `keys`: the ops it calls, checked
-  // with Backend::route before it runs (optional).
+  // A cell: a case whose ops run in `dtype` on the backend. `keys`: the ops it calls (may be
+  // left out); where `dtype` is optional here they are routed first, and the cell is skipped
+  // unless this framework's bundle serves them all.
   void add(std::string name, pcy_dtype dtype, body f, std::vector<const OpKey*> keys = {});
   template <class T> void add(std::string name, body f, std::vector<const OpKey*> keys = {}) {
     add(std::move(name), dtype_of<T>::value, std::move(f), std::move(keys));
