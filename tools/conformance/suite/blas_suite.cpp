@@ -9,9 +9,10 @@
 // tiny, wide-range, cancellation) on dot, asum, nrm2, axpy, gemv and gemm. Each case runs through
 // the front-end (parenchyma/blas.hpp) on a backend of the framework under test. A cell the bundle
 // does not serve here (errc::unsupported, or an op that ran on another framework by fallback) skips
-// its case, or fails it with --require-ops; an f64 cell on a device without f64 is always a skip.
+// its case, or fails it with --require-ops; an f64 cell on a device that reports no fp64, and gemm
+// in f16 / bf16, are optional: always a skip, with the reason (extension_suite.hpp decides).
+#include "extension_suite.hpp"
 #include "input_classes.hpp"
-#include "suites.hpp"
 
 #include <parenchyma/blas.hpp>
 
@@ -32,121 +33,15 @@ namespace {
 
 namespace blas = parenchyma::blas;
 
-// What the cases share for one framework.
-struct blas_state {
-  std::unique_ptr<Backend> backend;
-  std::string framework;
-  std::string bundles; // the bundle names, for messages
-  bool required = false;
-};
-
-bool is_half_cell(const std::string& name) {
-  return name.find(" f16") != std::string::npos || name.find(" bf16") != std::string::npos;
-}
-
-// Collects the cases in order; each runs with the state's backend.
-class registrar {
-public:
-  explicit registrar(std::shared_ptr<blas_state> st) : st_(std::move(st)) {}
-  template <class F> void add(const std::string& name, F f) {
-    cases_.push_back({name, [st = st_, f = std::function<void(const Backend&)>(std::move(f)),
-                             name] { run_cell(*st, name, f); }});
-  }
-  std::vector<test_case>& cases() noexcept { return cases_; }
-  const std::shared_ptr<blas_state>& state() const noexcept { return st_; }
-
-private:
-  static void run_cell(blas_state& st, const std::string& name,
-                       const std::function<void(const Backend&)>& f) {
-    if (!st.backend) skip("no backend (the suite was not set up)");
-    const Backend& b = *st.backend;
-    const uint64_t before = b.fallback_count();
-    // f64 on a device without fp64, and gemm in f16 / bf16, are served only where a bundle
-    // says so: a skip even when every op is required.
-    const bool optional = name.find("f64") != std::string::npos || is_half_cell(name);
-    if (is_half_cell(name)) {
-      const pcy_dtype d = name.find(" bf16") != std::string::npos ? PCY_DTYPE_BF16 : PCY_DTYPE_F16;
-      std::string why;
-      try {
-        const OpRoute r = b.route(blas::detail::gemm_key(d));
-        if (r.framework != st.framework || r.fallback)
-          why = str("runs on ", r.framework, " by fallback: ", st.bundles, " does not serve it on ",
-                    st.framework);
-      } catch (const parenchyma::error& e) {
-        why = e.what();
-      }
-      if (!why.empty()) skip(str("not served here: ", why));
-    }
-    try {
-      f(b);
-    } catch (const parenchyma::error& e) {
-      if (e.code() == errc::unsupported && (!st.required || optional))
-        skip(str("not served here: ", e.what()));
-      throw;
-    }
-    if (b.fallback_count() != before) {
-      const std::string why =
-          str("an op of this case ran on another framework by fallback: ", st.bundles,
-              " does not serve it on ", st.framework);
-      if (st.required && !optional) fail_check(why);
-      skip(why);
-    }
-  }
-  std::shared_ptr<blas_state> st_;
-  std::vector<test_case> cases_;
-};
-
-template <class T> const char* tname() { return sizeof(T) == 4 ? "f32" : "f64"; }
-
-// printf's %.10g: values in messages, as the reference BLAS tests print them.
-std::string g10(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.10g", v);
-  return buf;
-}
-std::string g3(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
-
-template <class T> SharedTensor<T> random_tensor(std::vector<int64_t> shape) {
-  SharedTensor<T> t(std::move(shape));
-  std::uniform_real_distribution<double> u(-1, 1);
-  for (T& v : t.write_only())
-    v = static_cast<T>(u(rng()));
-  return t;
-}
-template <class T> std::vector<double> values(const SharedTensor<T>& t) {
-  auto s = t.read();
-  return std::vector<double>(s.begin(), s.end());
-}
-template <class T> SharedTensor<T> scalar_tensor(double v) {
-  SharedTensor<T> t({1});
-  t.write_only()[0] = static_cast<T>(v);
-  return t;
-}
-
 // |got - ref| <= tolerance, where the bound grows with the magnitude of the summed terms.
 template <class T>
 void expect_near(const std::string& what, size_t i, double got, double ref, double magnitude,
                  double terms) {
-  const double eps = std::numeric_limits<T>::epsilon();
-  const double tol = 8 * eps * (std::sqrt(terms) + 1) * magnitude + 1e-30;
-  if (std::fabs(got - ref) <= tol)
-    pass_check();
-  else
-    fail_check(str(tname<T>(), " ", what, ": element ", i, " got ", g10(got), " expected ",
-                   g10(ref), " (tolerance ", g3(tol), ")"));
-}
-void expect_true(bool ok, const std::string& what) {
-  if (ok)
-    pass_check();
-  else
-    fail_check(what);
+  const double tol = sum_bound<T>(magnitude, terms) + 1e-30;
+  report_element(std::fabs(got - ref) <= tol, what, tname<T>(), i, got, ref, tol);
 }
 
-template <class T> void level1(registrar& reg) {
+template <class T> void level1(extension_suite& reg) {
   // 65537: past the CUDA bundle's one-element-per-thread kernels (small_max 65536 elements).
   const std::vector<int64_t> sizes{1, 7, 1000, 4097, 65537};
   for (const int64_t n : sizes) {
@@ -156,7 +51,7 @@ template <class T> void level1(registrar& reg) {
       const int64_t len = 1 + (n - 1) * inc;
       for (const bool dev_scalar : {false, true}) {
         const std::string st = tag + (dev_scalar ? " device-scalars" : " host-scalars");
-        reg.add("axpy " + st, [=](const Backend& b) {
+        reg.add<T>("axpy " + st, [=](const Backend& b) {
           auto x = random_tensor<T>({len}), y = random_tensor<T>({len + 1});
           const auto x0 = values(x), y0 = values(y);
           const double alpha = 0.75;
@@ -173,7 +68,7 @@ template <class T> void level1(registrar& reg) {
                            (hit ? std::fabs(x0[i]) : 0) + std::fabs(y0[i]), 1);
           }
         });
-        reg.add("axpby " + st, [=](const Backend& b) {
+        reg.add<T>("axpby " + st, [=](const Backend& b) {
           auto x = random_tensor<T>({len}), y = random_tensor<T>({len});
           const auto x0 = values(x), y0 = values(y);
           const double alpha = -1.25, beta = 0.5;
@@ -189,7 +84,7 @@ template <class T> void level1(registrar& reg) {
             expect_near<T>("axpby " + st, i, y1[i], ref, std::fabs(x0[i]) + std::fabs(y0[i]), 2);
           }
         });
-        reg.add("scal " + st, [=](const Backend& b) {
+        reg.add<T>("scal " + st, [=](const Backend& b) {
           auto x = random_tensor<T>({len});
           const auto x0 = values(x);
           const double alpha = 3.0;
@@ -204,7 +99,7 @@ template <class T> void level1(registrar& reg) {
                            std::fabs(3 * x0[i]), 1);
         });
       }
-      reg.add("axpby beta=0 write-only " + tag, [=](const Backend& b) {
+      reg.add<T>("axpby beta=0 write-only " + tag, [=](const Backend& b) {
         auto x = random_tensor<T>({n});
         SharedTensor<T> y({n});
         if (n > 7) // poison what the op may see (else leave y unwritten); OUT never reads it
@@ -216,7 +111,7 @@ template <class T> void level1(registrar& reg) {
         for (int64_t i = 0; i < n; ++i)
           expect_near<T>("axpby beta=0 " + tag, i, y1[i], 2 * x0[i], std::fabs(2 * x0[i]), 1);
       });
-      reg.add("copy " + tag, [=](const Backend& b) {
+      reg.add<T>("copy " + tag, [=](const Backend& b) {
         auto x = random_tensor<T>({len}), y = random_tensor<T>({len});
         const auto x0 = values(x), y0 = values(y);
         blas::copy(b, n, x, inc, y, inc);
@@ -224,7 +119,7 @@ template <class T> void level1(registrar& reg) {
         for (int64_t i = 0; i < len; ++i)
           expect_near<T>("copy " + tag, i, y1[i], i % inc == 0 ? x0[i] : y0[i], 0, 1);
       });
-      reg.add("swap " + tag, [=](const Backend& b) {
+      reg.add<T>("swap " + tag, [=](const Backend& b) {
         auto x = random_tensor<T>({len}), y = random_tensor<T>({n});
         const auto x0 = values(x), y0 = values(y);
         blas::swap(b, n, x, inc, y, 1);
@@ -234,7 +129,7 @@ template <class T> void level1(registrar& reg) {
         for (int64_t i = 0; i < n; ++i)
           expect_near<T>("swap y " + tag, i, y1[i], x0[i * inc], 0, 1);
       });
-      reg.add("dot/asum/nrm2 " + tag, [=](const Backend& b) {
+      reg.add<T>("dot/asum/nrm2 " + tag, [=](const Backend& b) {
         auto x = random_tensor<T>({len}), y = random_tensor<T>({len});
         const auto x0 = values(x), y0 = values(y);
         SharedTensor<T> r1({1}), r2({1}), r3({1});
@@ -265,7 +160,7 @@ template <class T> void level1(registrar& reg) {
     }
   }
   // A result that stays on the device feeds the next op as a scalar: y = dot(x, x) * x + y.
-  reg.add(std::string("dot result as device scalar ") + tname<T>(), [=](const Backend& b) {
+  reg.add<T>(std::string("dot result as device scalar ") + tname<T>(), [=](const Backend& b) {
     auto x = random_tensor<T>({1000}), y = random_tensor<T>({1000});
     const auto x0 = values(x), y0 = values(y);
     SharedTensor<T> d({1});
@@ -281,13 +176,13 @@ template <class T> void level1(registrar& reg) {
 }
 
 template <class T>
-void gemv_case(registrar& reg, bool t, int64_t m, int64_t n, int64_t pad, int64_t inc,
+void gemv_case(extension_suite& reg, bool t, int64_t m, int64_t n, int64_t pad, int64_t inc,
                bool dev_scalars, bool beta0) {
   const std::string tag = std::string("gemv ") + tname<T>() + (t ? " T" : " N") +
                           " m=" + std::to_string(m) + " n=" + std::to_string(n) + " lda+" +
                           std::to_string(pad) + " inc=" + std::to_string(inc) +
                           (dev_scalars ? " device-scalars" : "") + (beta0 ? " beta=0" : "");
-  reg.add(tag, [=](const Backend& b) {
+  reg.add<T>(tag, [=](const Backend& b) {
     const int64_t lda = n + pad, nx = t ? m : n, ny = t ? n : m;
     auto A = random_tensor<T>({m, lda});
     auto x = random_tensor<T>({1 + (nx - 1) * inc});
@@ -326,14 +221,14 @@ void gemv_case(registrar& reg, bool t, int64_t m, int64_t n, int64_t pad, int64_
 }
 
 template <class T>
-void gemm_case(registrar& reg, bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t pad,
+void gemm_case(extension_suite& reg, bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t pad,
                bool dev_scalars, bool beta0, bool sub = false) {
   const std::string tag = std::string("gemm ") + tname<T>() + (ta ? " T" : " N") +
                           (tb ? "T" : "N") + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
                           " k=" + std::to_string(k) + " ld+" + std::to_string(pad) +
                           (dev_scalars ? " device-scalars" : "") +
                           (beta0 ? " beta=0 write-only" : "") + (sub ? " sub-matrix" : "");
-  reg.add(tag, [=](const Backend& b) {
+  reg.add<T>(tag, [=](const Backend& b) {
     const int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
     const int64_t extra = sub ? 2 : 0; // a sub-matrix: tensors with spare rows
     const int64_t lda = ac + pad, ldb = bc + pad, ldc = n + pad;
@@ -390,7 +285,7 @@ void gemm_case(registrar& reg, bool ta, bool tb, int64_t m, int64_t n, int64_t k
   });
 }
 
-template <class T> void level23(registrar& reg) {
+template <class T> void level23(extension_suite& reg) {
   for (const bool t : {false, true}) {
     gemv_case<T>(reg, t, 1, 1, 0, 1, false, false);
     gemv_case<T>(reg, t, 7, 1000, 3, 1, false, false);
@@ -419,86 +314,83 @@ template <class T> void level23(registrar& reg) {
 // rounding to the storage type of the result and of each part (alpha op(A) op(B) may be rounded
 // before beta C is added), 2 units of its epsilon each, plus the f32 accumulation (8 eps_f32
 // sqrt(k) of the summed magnitudes) plus the smallest subnormal.
-template <class H> double half_eps() { return std::is_same_v<H, f16> ? 0x1p-10 : 0x1p-7; }
-template <class H> double half_denorm() { return std::is_same_v<H, f16> ? 0x1p-24 : 0x1p-133; }
-template <class H> const char* half_name() { return std::is_same_v<H, f16> ? "f16" : "bf16"; }
 
 template <class H>
-void half_gemm_case(registrar& reg, bool ta, bool tb, int64_t m, int64_t n, int64_t k, int64_t pad,
-                    double alpha, double beta, bool poison) {
-  const std::string tag = std::string("gemm ") + half_name<H>() + (ta ? " T" : " N") +
+void half_gemm_case(extension_suite& reg, bool ta, bool tb, int64_t m, int64_t n, int64_t k,
+                    int64_t pad, double alpha, double beta, bool poison) {
+  const std::string tag = std::string("gemm ") + tname<H>() + (ta ? " T" : " N") +
                           (tb ? "T" : "N") + " m=" + std::to_string(m) + " n=" + std::to_string(n) +
                           " k=" + std::to_string(k) + " ld+" + std::to_string(pad) +
                           " alpha=" + g3(alpha) + " beta=" + g3(beta) +
                           (poison ? " NaN in unread operands" : "");
-  reg.add(tag, [=](const Backend& b) {
-    const int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
-    const int64_t lda = ac + pad, ldb = bc + pad, ldc = n + pad;
-    std::uniform_real_distribution<double> u(-1, 1);
-    const auto fill = [&](SharedTensor<H>& t, bool nan) {
-      for (H& v : t.write_only())
-        v = H(nan ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(u(rng())));
-    };
-    // alpha == 0 or k == 0: A and B are not read (NaN there must not leak); beta == 0: C is not.
-    SharedTensor<H> A({std::max<int64_t>(ar, 1), std::max<int64_t>(lda, 1)}),
-        B({std::max<int64_t>(br, 1), std::max<int64_t>(ldb, 1)}), C({m, ldc});
-    fill(A, poison && alpha == 0);
-    fill(B, poison && alpha == 0);
-    fill(C, poison && beta == 0);
-    const auto as_d = [](const SharedTensor<H>& t) {
-      std::vector<double> v;
-      for (const H& h : t.read())
-        v.push_back(static_cast<double>(static_cast<float>(h)));
-      return v;
-    };
-    const auto A0 = as_d(A), B0 = as_d(B), C0 = as_d(C);
-    blas::gemm_dims d;
-    d.m = m;
-    d.n = n;
-    d.k = k;
-    d.lda = std::max<int64_t>(lda, 1);
-    d.ldb = std::max<int64_t>(ldb, 1);
-    d.ldc = ldc;
-    blas::gemm(b, ta ? blas::trans : blas::no_trans, tb ? blas::trans : blas::no_trans, alpha, A, B,
-               beta, C, d);
-    const auto C1 = as_d(C);
-    for (int64_t i = 0; i < m; ++i)
-      for (int64_t j = 0; j < ldc; ++j) {
-        const size_t ic = static_cast<size_t>(i * ldc + j);
-        if (j >= n) { // the gap past n columns: untouched, bit for bit (NaN stays NaN)
-          expect_true(C1[ic] == C0[ic] || (std::isnan(C1[ic]) && std::isnan(C0[ic])),
-                      str(tag, ": element ", ic, " outside the m x n window changed"));
-          continue;
-        }
-        double s = 0, mag = 0;
-        if (alpha != 0)
-          for (int64_t l = 0; l < k; ++l) {
-            const double a =
-                ta ? A0[static_cast<size_t>(l * lda + i)] : A0[static_cast<size_t>(i * lda + l)];
-            const double bb =
-                tb ? B0[static_cast<size_t>(j * ldb + l)] : B0[static_cast<size_t>(l * ldb + j)];
-            s += a * bb;
-            mag += std::fabs(a * bb);
+  reg.add<H>(
+      tag,
+      [=](const Backend& b) {
+        const int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+        const int64_t lda = ac + pad, ldb = bc + pad, ldc = n + pad;
+        std::uniform_real_distribution<double> u(-1, 1);
+        const auto fill = [&](SharedTensor<H>& t, bool nan) {
+          for (H& v : t.write_only())
+            v = H(nan ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(u(rng())));
+        };
+        // alpha == 0 or k == 0: A and B are not read (NaN there must not leak); beta == 0: C is
+        // not.
+        SharedTensor<H> A({std::max<int64_t>(ar, 1), std::max<int64_t>(lda, 1)}),
+            B({std::max<int64_t>(br, 1), std::max<int64_t>(ldb, 1)}), C({m, ldc});
+        fill(A, poison && alpha == 0);
+        fill(B, poison && alpha == 0);
+        fill(C, poison && beta == 0);
+        const auto as_d = [](const SharedTensor<H>& t) {
+          std::vector<double> v;
+          for (const H& h : t.read())
+            v.push_back(static_cast<double>(static_cast<float>(h)));
+          return v;
+        };
+        const auto A0 = as_d(A), B0 = as_d(B), C0 = as_d(C);
+        blas::gemm_dims d;
+        d.m = m;
+        d.n = n;
+        d.k = k;
+        d.lda = std::max<int64_t>(lda, 1);
+        d.ldb = std::max<int64_t>(ldb, 1);
+        d.ldc = ldc;
+        blas::gemm(b, ta ? blas::trans : blas::no_trans, tb ? blas::trans : blas::no_trans, alpha,
+                   A, B, beta, C, d);
+        const auto C1 = as_d(C);
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < ldc; ++j) {
+            const size_t ic = static_cast<size_t>(i * ldc + j);
+            if (j >= n) { // the gap past n columns: untouched, bit for bit (NaN stays NaN)
+              expect_true(C1[ic] == C0[ic] || (std::isnan(C1[ic]) && std::isnan(C0[ic])),
+                          str(tag, ": element ", ic, " outside the m x n window changed"));
+              continue;
+            }
+            double s = 0, mag = 0;
+            if (alpha != 0)
+              for (int64_t l = 0; l < k; ++l) {
+                const double a = ta ? A0[static_cast<size_t>(l * lda + i)]
+                                    : A0[static_cast<size_t>(i * lda + l)];
+                const double bb = tb ? B0[static_cast<size_t>(j * ldb + l)]
+                                     : B0[static_cast<size_t>(l * ldb + j)];
+                s += a * bb;
+                mag += std::fabs(a * bb);
+              }
+            const double cterm = beta == 0 ? 0.0 : beta * C0[ic]; // beta == 0: C is not read
+            const double ref = alpha * s + cterm;
+            // The product may be rounded to the storage type before beta C is added (cuBLAS's
+            // split-k epilogues do): two roundings of the parts, plus the f32 accumulation.
+            const double tol =
+                2 * eps<H>() * (std::fabs(ref) + std::fabs(alpha * s) + std::fabs(cterm)) +
+                8 * 0x1p-24 * (std::sqrt(static_cast<double>(k)) + 1) *
+                    (std::fabs(alpha) * mag + std::fabs(cterm)) +
+                denorm_min<H>();
+            report_element(std::fabs(C1[ic] - ref) <= tol, tag, tname<H>(), ic, C1[ic], ref, tol);
           }
-        const double cterm = beta == 0 ? 0.0 : beta * C0[ic]; // beta == 0: C is not read
-        const double ref = alpha * s + cterm;
-        // The product may be rounded to the storage type before beta C is added (cuBLAS's
-        // split-k epilogues do): two roundings of the parts, plus the f32 accumulation.
-        const double tol =
-            2 * half_eps<H>() * (std::fabs(ref) + std::fabs(alpha * s) + std::fabs(cterm)) +
-            8 * 0x1p-24 * (std::sqrt(static_cast<double>(k)) + 1) *
-                (std::fabs(alpha) * mag + std::fabs(cterm)) +
-            half_denorm<H>();
-        if (std::fabs(C1[ic] - ref) <= tol)
-          pass_check();
-        else
-          fail_check(str(half_name<H>(), " ", tag, ": element ", ic, " got ", g10(C1[ic]),
-                         " expected ", g10(ref), " (tolerance ", g3(tol), ")"));
-      }
-  });
+      },
+      {&blas::detail::gemm_key(dtype_v<H>)});
 }
 
-template <class H> void half_gemm(registrar& reg) {
+template <class H> void half_gemm(extension_suite& reg) {
   for (const bool ta : {false, true})
     for (const bool tb : {false, true}) {
       half_gemm_case<H>(reg, ta, tb, 1, 1, 1, 0, 1.0, 0.0, false);
@@ -521,22 +413,12 @@ const char* mode_name(scal_mode s) {
                                   : "mixed-scalars";
 }
 
-template <class T> std::vector<T> raw(const SharedTensor<T>& t) {
-  auto s = t.read();
-  return {s.begin(), s.end()};
-}
-template <class T> SharedTensor<T> tensor_of(std::vector<int64_t> shape, const std::vector<T>& v) {
+template <class T>
+SharedTensor<T> tensor_from(std::vector<int64_t> shape, const std::vector<T>& v) {
   SharedTensor<T> t(std::move(shape));
   auto w = t.write_only();
   std::copy(v.begin(), v.end(), w.begin());
   return t;
-}
-template <class T> std::vector<T> uniform(size_t n, double lo = -1, double hi = 1) {
-  std::uniform_real_distribution<double> u(lo, hi);
-  std::vector<T> v(n);
-  for (T& e : v)
-    e = static_cast<T>(u(rng()));
-  return v;
 }
 // What an output holds before an op that must not read it: NaN, +Inf, -Inf in turn.
 template <class T> T poison(size_t i) {
@@ -546,7 +428,7 @@ template <class T> T poison(size_t i) {
   default: return -std::numeric_limits<T>::infinity();
   }
 }
-template <class T> std::vector<T> poisoned(size_t n) {
+template <class T> std::vector<T> poison_pattern(size_t n) {
   std::vector<T> v(n);
   for (size_t i = 0; i < n; ++i)
     v[i] = poison<T>(i);
@@ -579,7 +461,7 @@ template <class T> void expect_exact(const std::string& what, size_t i, T got, d
 
 // y = alpha op(A) x with beta = 0, y pre-filled with NaN/Inf: dense (write-only), dense with a
 // tail the op must not touch, strided. Every element outside the described ones keeps its bits.
-template <class T> void beta0_gemv(registrar& reg) {
+template <class T> void beta0_gemv(extension_suite& reg) {
   for (const bool t : {false, true})
     for (const int layout : {0, 1, 2}) // 0 dense, 1 tail, 2 strided
       for (const scal_mode sm : {scal_mode::host, scal_mode::device, scal_mode::mixed}) {
@@ -591,11 +473,11 @@ template <class T> void beta0_gemv(registrar& reg) {
                                  : layout == 1 ? "tail"
                                                : "strided") +
                                 " " + mode_name(sm);
-        reg.add(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
-          const auto A0 = uniform<T>(static_cast<size_t>(m * lda)), x0 = uniform<T>(nx);
-          const auto y0 = poisoned<T>(static_cast<size_t>(ylen));
-          auto A = tensor_of<T>({m, lda}, A0), x = tensor_of<T>({nx}, x0),
-               y = tensor_of<T>({ylen}, y0);
+        reg.add<T>(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
+          const auto A0 = random_values<T>(static_cast<size_t>(m * lda)), x0 = random_values<T>(nx);
+          const auto y0 = poison_pattern<T>(static_cast<size_t>(ylen));
+          auto A = tensor_from<T>({m, lda}, A0), x = tensor_from<T>({nx}, x0),
+               y = tensor_from<T>({ylen}, y0);
           const double alpha = 1.5;
           auto at = scalar_tensor<T>(alpha), bt = scalar_tensor<T>(0);
           const blas::Scalar al = sm == scal_mode::device ? blas::Scalar(at) : blas::Scalar(alpha);
@@ -623,7 +505,7 @@ template <class T> void beta0_gemv(registrar& reg) {
 
 // C = alpha op(A) op(B) with beta = 0, C pre-filled with NaN/Inf: whole (write-only), ldc > n,
 // and m x n smaller than the tensor (spare rows); what lies outside the window keeps its bits.
-template <class T> void beta0_gemm(registrar& reg) {
+template <class T> void beta0_gemm(extension_suite& reg) {
   struct shape {
     int64_t m, n, k;
   };
@@ -641,12 +523,12 @@ template <class T> void beta0_gemm(registrar& reg) {
                                    : layout == 1 ? "ldc>n"
                                                  : "spare-rows") +
                                   " " + mode_name(sm);
-          reg.add(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
-            const auto A0 = uniform<T>(static_cast<size_t>(ar * ac)),
-                       B0 = uniform<T>(static_cast<size_t>(br * bc));
-            const auto C0 = poisoned<T>(static_cast<size_t>(rows * ldc));
-            auto A = tensor_of<T>({ar, ac}, A0), B = tensor_of<T>({br, bc}, B0),
-                 C = tensor_of<T>({rows, ldc}, C0);
+          reg.add<T>(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
+            const auto A0 = random_values<T>(static_cast<size_t>(ar * ac)),
+                       B0 = random_values<T>(static_cast<size_t>(br * bc));
+            const auto C0 = poison_pattern<T>(static_cast<size_t>(rows * ldc));
+            auto A = tensor_from<T>({ar, ac}, A0), B = tensor_from<T>({br, bc}, B0),
+                 C = tensor_from<T>({rows, ldc}, C0);
             const double alpha = -0.75;
             auto at = scalar_tensor<T>(alpha), bt = scalar_tensor<T>(0);
             const blas::Scalar al =
@@ -677,17 +559,17 @@ template <class T> void beta0_gemm(registrar& reg) {
 }
 
 // y = alpha x + 0 y with y pre-filled with NaN/Inf: strided and with a tail.
-template <class T> void beta0_axpby(registrar& reg) {
+template <class T> void beta0_axpby(extension_suite& reg) {
   for (const int64_t n : {7, 1000})
     for (const int64_t inc : {1, 2})
       for (const scal_mode sm : {scal_mode::host, scal_mode::device, scal_mode::mixed}) {
         const int64_t len = 1 + (n - 1) * inc + 3; // a tail beyond the last element
         const std::string tag = "axpby beta=0 NaN/Inf y n=" + std::to_string(n) +
                                 " inc=" + std::to_string(inc) + " " + mode_name(sm);
-        reg.add(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
-          const auto x0 = uniform<T>(static_cast<size_t>(len));
-          const auto y0 = poisoned<T>(static_cast<size_t>(len));
-          auto x = tensor_of<T>({len}, x0), y = tensor_of<T>({len}, y0);
+        reg.add<T>(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
+          const auto x0 = random_values<T>(static_cast<size_t>(len));
+          const auto y0 = poison_pattern<T>(static_cast<size_t>(len));
+          auto x = tensor_from<T>({len}, x0), y = tensor_from<T>({len}, y0);
           const double alpha = 2.5;
           auto at = scalar_tensor<T>(alpha), bt = scalar_tensor<T>(0);
           const blas::Scalar al = sm == scal_mode::device ? blas::Scalar(at) : blas::Scalar(alpha);
@@ -716,7 +598,7 @@ double scaled_norm(const std::vector<double>& v) {
   return scale * std::sqrt(ss);
 }
 
-template <class T> void nrm2_limits(registrar& reg) {
+template <class T> void nrm2_limits(extension_suite& reg) {
   using lim = std::numeric_limits<T>;
   const bool f64 = sizeof(T) == 8;
   const double big = f64 ? 1e300 : 1e38, small = f64 ? 1e-300 : 1e-38;
@@ -727,7 +609,7 @@ template <class T> void nrm2_limits(registrar& reg) {
         static const char* names[] = {"big", "small", "denormal", "big+small", "wide"};
         const std::string tag = std::string("nrm2 ") + names[set] + " n=" + std::to_string(n) +
                                 " inc=" + std::to_string(inc);
-        reg.add(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
+        reg.add<T>(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
           const int64_t len = 1 + (n - 1) * inc;
           std::vector<T> x(static_cast<size_t>(len), lim::quiet_NaN()); // gaps: must not be read
           std::vector<double> used;
@@ -753,7 +635,7 @@ template <class T> void nrm2_limits(registrar& reg) {
             used.push_back(static_cast<double>(x[static_cast<size_t>(i * inc)]));
           }
           const double ref = scaled_norm(used);
-          auto xt = tensor_of<T>({len}, x);
+          auto xt = tensor_from<T>({len}, x);
           SharedTensor<T> r({1});
           blas::nrm2(b, n, xt, inc, r);
           const double got = r.read()[0];
@@ -778,14 +660,14 @@ template <class T> void nrm2_limits(registrar& reg) {
 }
 
 // n == 0 touches nothing; asum/dot/nrm2 of nothing are 0.
-template <class T> void quick_n0(registrar& reg) {
+template <class T> void quick_n0(extension_suite& reg) {
   for (const bool dev : {false, true}) {
     const std::string tag = std::string("n=0 ") + (dev ? "device-scalars" : "host-scalars");
-    reg.add(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
-      auto xv = uniform<T>(9), yv = uniform<T>(9);
+    reg.add<T>(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
+      auto xv = random_values<T>(9), yv = random_values<T>(9);
       xv[0] = yv[1] = std::numeric_limits<T>::quiet_NaN();
       yv[0] = T(-0.0);
-      auto x = tensor_of<T>({9}, xv), y = tensor_of<T>({9}, yv);
+      auto x = tensor_from<T>({9}, xv), y = tensor_from<T>({9}, yv);
       auto at = scalar_tensor<T>(0.5), bt = scalar_tensor<T>(0);
       const blas::Scalar al = dev ? blas::Scalar(at) : blas::Scalar(0.5);
       const blas::Scalar be = dev ? blas::Scalar(bt) : blas::Scalar(0.0);
@@ -814,7 +696,7 @@ template <class T> void quick_n0(registrar& reg) {
 
 // gemv with m == 0 or n == 0 leaves y exactly as it was, whatever beta is (reference BLAS
 // returns at once); y holds -0 and NaN so that any write (even 1 * y + 0) shows.
-template <class T> void quick_gemv(registrar& reg) {
+template <class T> void quick_gemv(extension_suite& reg) {
   struct mn {
     int64_t m, n;
   };
@@ -827,16 +709,17 @@ template <class T> void quick_gemv(registrar& reg) {
                                   " m=" + std::to_string(s.m) + " n=" + std::to_string(s.n) +
                                   " beta=" + std::to_string(beta).substr(0, 3) +
                                   (dev ? " device-scalars" : " host-scalars");
-          reg.add(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
+          reg.add<T>(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
             const int64_t cols = std::max<int64_t>(s.n, 1);
-            auto A =
-                tensor_of<T>({std::max<int64_t>(s.m, 1), cols},
-                             uniform<T>(static_cast<size_t>(std::max<int64_t>(s.m, 1) * cols)));
-            auto x = tensor_of<T>({std::max<int64_t>(nx, 1)}, uniform<T>(std::max<int64_t>(nx, 1)));
-            auto yv = uniform<T>(static_cast<size_t>(std::max<int64_t>(ny, 1)));
+            auto A = tensor_from<T>(
+                {std::max<int64_t>(s.m, 1), cols},
+                random_values<T>(static_cast<size_t>(std::max<int64_t>(s.m, 1) * cols)));
+            auto x = tensor_from<T>({std::max<int64_t>(nx, 1)},
+                                    random_values<T>(std::max<int64_t>(nx, 1)));
+            auto yv = random_values<T>(static_cast<size_t>(std::max<int64_t>(ny, 1)));
             yv[0] = T(-0.0);
             if (yv.size() > 2) yv[2] = std::numeric_limits<T>::quiet_NaN();
-            auto y = tensor_of<T>({static_cast<int64_t>(yv.size())}, yv);
+            auto y = tensor_from<T>({static_cast<int64_t>(yv.size())}, yv);
             auto at = scalar_tensor<T>(1.5), bt = scalar_tensor<T>(beta);
             const blas::Scalar al = dev ? blas::Scalar(at) : blas::Scalar(1.5);
             const blas::Scalar be = dev ? blas::Scalar(bt) : blas::Scalar(beta);
@@ -848,22 +731,22 @@ template <class T> void quick_gemv(registrar& reg) {
 }
 
 // gemv with alpha == 0: y = beta y, A and x not read (they hold NaN here).
-template <class T> void alpha0_gemv(registrar& reg) {
+template <class T> void alpha0_gemv(extension_suite& reg) {
   for (const bool t : {false, true})
     for (const double beta : {0.0, 0.5})
       for (const bool dev : {false, true}) {
         const std::string tag = std::string("gemv alpha=0 NaN in A, x ") + (t ? "T" : "N") +
                                 " beta=" + std::to_string(beta).substr(0, 3) +
                                 (dev ? " device-scalars" : " host-scalars");
-        reg.add(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
+        reg.add<T>(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
           const int64_t m = 19, n = 23, inc = 2, nx = t ? m : n, ny = t ? n : m;
-          auto Av = uniform<T>(static_cast<size_t>(m * n)), xv = uniform<T>(nx);
+          auto Av = random_values<T>(static_cast<size_t>(m * n)), xv = random_values<T>(nx);
           Av[3] = xv[1] = std::numeric_limits<T>::quiet_NaN();
           Av[7] = std::numeric_limits<T>::infinity();
           const int64_t ylen = 1 + (ny - 1) * inc;
-          const auto y0 = beta == 0 ? poisoned<T>(ylen) : uniform<T>(ylen);
-          auto A = tensor_of<T>({m, n}, Av), x = tensor_of<T>({nx}, xv),
-               y = tensor_of<T>({ylen}, y0);
+          const auto y0 = beta == 0 ? poison_pattern<T>(ylen) : random_values<T>(ylen);
+          auto A = tensor_from<T>({m, n}, Av), x = tensor_from<T>({nx}, xv),
+               y = tensor_from<T>({ylen}, y0);
           auto at = scalar_tensor<T>(0), bt = scalar_tensor<T>(beta);
           const blas::Scalar al = dev ? blas::Scalar(at) : blas::Scalar(0.0);
           const blas::Scalar be = dev ? blas::Scalar(bt) : blas::Scalar(beta);
@@ -882,23 +765,23 @@ template <class T> void alpha0_gemv(registrar& reg) {
 
 // gemm quick paths: k == 0 and alpha == 0 give C = beta C (beta = 0: C = 0, never read), with
 // A and B not read (NaN in them for alpha == 0); m == 0 or n == 0 touches nothing.
-template <class T> void quick_gemm(registrar& reg) {
+template <class T> void quick_gemm(extension_suite& reg) {
   for (const int which : {0, 1}) // 0: k == 0, 1: alpha == 0 with NaN in A and B
     for (const double beta : {0.0, 2.0})
       for (const bool dev : {false, true}) {
         const std::string tag = std::string("gemm ") + (which == 0 ? "k=0" : "alpha=0 NaN in A,B") +
                                 " beta=" + std::to_string(beta).substr(0, 3) +
                                 " ldc>n spare-rows " + (dev ? "device-scalars" : "host-scalars");
-        reg.add(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
+        reg.add<T>(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
           const int64_t m = 21, n = 13, k = which == 0 ? 0 : 11, ldc = n + 2, rows = m + 1;
-          auto Av = uniform<T>(static_cast<size_t>(m * std::max<int64_t>(k, 1))),
-               Bv = uniform<T>(static_cast<size_t>(std::max<int64_t>(k, 1) * n));
+          auto Av = random_values<T>(static_cast<size_t>(m * std::max<int64_t>(k, 1))),
+               Bv = random_values<T>(static_cast<size_t>(std::max<int64_t>(k, 1) * n));
           Av[5] = Bv[2] = std::numeric_limits<T>::quiet_NaN();
           Bv[4] = -std::numeric_limits<T>::infinity();
-          const auto C0 = beta == 0 ? poisoned<T>(rows * ldc) : uniform<T>(rows * ldc);
-          auto A = tensor_of<T>({m, std::max<int64_t>(k, 1)}, Av),
-               B = tensor_of<T>({std::max<int64_t>(k, 1), n}, Bv),
-               C = tensor_of<T>({rows, ldc}, C0);
+          const auto C0 = beta == 0 ? poison_pattern<T>(rows * ldc) : random_values<T>(rows * ldc);
+          auto A = tensor_from<T>({m, std::max<int64_t>(k, 1)}, Av),
+               B = tensor_from<T>({std::max<int64_t>(k, 1), n}, Bv),
+               C = tensor_from<T>({rows, ldc}, C0);
           const double alpha = which == 0 ? 1.5 : 0.0;
           auto at = scalar_tensor<T>(alpha), bt = scalar_tensor<T>(beta);
           const blas::Scalar al = dev ? blas::Scalar(at) : blas::Scalar(alpha);
@@ -928,12 +811,12 @@ template <class T> void quick_gemm(registrar& reg) {
                                 " n=" + std::to_string(s.n) +
                                 " beta=" + std::to_string(beta).substr(0, 3) +
                                 (dev ? " device-scalars" : " host-scalars");
-        reg.add(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
+        reg.add<T>(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
           auto A = random_tensor<T>({3, 5}), B = random_tensor<T>({5, 4});
-          auto Cv = uniform<T>(12);
+          auto Cv = random_values<T>(12);
           Cv[0] = T(-0.0);
           Cv[1] = std::numeric_limits<T>::quiet_NaN();
-          auto C = tensor_of<T>({3, 4}, Cv);
+          auto C = tensor_from<T>({3, 4}, Cv);
           auto at = scalar_tensor<T>(1.5), bt = scalar_tensor<T>(beta);
           const blas::Scalar al = dev ? blas::Scalar(at) : blas::Scalar(1.5);
           const blas::Scalar be = dev ? blas::Scalar(bt) : blas::Scalar(beta);
@@ -946,58 +829,58 @@ template <class T> void quick_gemm(registrar& reg) {
 
 // axpy with alpha == 0 returns at once: y keeps its bits even where x holds NaN or Inf.
 // axpby with alpha == 0 is y = beta y (x not read).
-template <class T> void alpha0_axpy(registrar& reg) {
+template <class T> void alpha0_axpy(extension_suite& reg) {
   for (const int64_t inc : {1, 2})
     for (const bool dev : {false, true}) {
       const std::string tag = "alpha=0 NaN/Inf in x inc=" + std::to_string(inc) +
                               (dev ? " device-scalars" : " host-scalars");
-      reg.add(std::string(tname<T>()) + " axpy " + tag, [=](const Backend& b) {
+      reg.add<T>(std::string(tname<T>()) + " axpy " + tag, [=](const Backend& b) {
         const int64_t n = 1000, len = 1 + (n - 1) * inc;
-        auto xv = uniform<T>(len), yv = uniform<T>(len);
+        auto xv = random_values<T>(len), yv = random_values<T>(len);
         for (int64_t i = 0; i < len; i += 7)
           xv[i] = poison<T>(static_cast<size_t>(i / 7));
         yv[0] = T(-0.0);
-        auto x = tensor_of<T>({len}, xv), y = tensor_of<T>({len}, yv);
+        auto x = tensor_from<T>({len}, xv), y = tensor_from<T>({len}, yv);
         auto at = scalar_tensor<T>(0);
         blas::axpy(b, n, dev ? blas::Scalar(at) : blas::Scalar(0.0), x, inc, y, inc);
         expect_untouched<T>("axpy " + tag, raw(y), yv);
       });
       for (const double beta : {0.0, 0.5})
-        reg.add(std::string(tname<T>()) + " axpby beta=" + std::to_string(beta).substr(0, 3) + " " +
-                    tag,
-                [=](const Backend& b) {
-                  const int64_t n = 1000, len = 1 + (n - 1) * inc;
-                  auto xv = uniform<T>(len);
-                  for (int64_t i = 0; i < len; i += 7)
-                    xv[i] = poison<T>(static_cast<size_t>(i / 7));
-                  const auto yv = beta == 0 ? poisoned<T>(len) : uniform<T>(len);
-                  auto x = tensor_of<T>({len}, xv), y = tensor_of<T>({len}, yv);
-                  auto at = scalar_tensor<T>(0), bt = scalar_tensor<T>(beta);
-                  blas::axpby(b, n, dev ? blas::Scalar(at) : blas::Scalar(0.0), x, inc,
-                              dev ? blas::Scalar(bt) : blas::Scalar(beta), y, inc);
-                  const auto y1 = raw(y);
-                  for (int64_t i = 0; i < len; ++i) {
-                    if (i % inc == 0)
-                      expect_exact<T>("axpby alpha=0 " + tag, i, y1[i],
-                                      beta == 0 ? 0.0 : beta * static_cast<double>(yv[i]));
-                    else
-                      expect_bits<T>("axpby alpha=0 " + tag + " (outside y)", i, y1[i], yv[i]);
-                  }
-                });
+        reg.add<T>(std::string(tname<T>()) + " axpby beta=" + std::to_string(beta).substr(0, 3) +
+                       " " + tag,
+                   [=](const Backend& b) {
+                     const int64_t n = 1000, len = 1 + (n - 1) * inc;
+                     auto xv = random_values<T>(len);
+                     for (int64_t i = 0; i < len; i += 7)
+                       xv[i] = poison<T>(static_cast<size_t>(i / 7));
+                     const auto yv = beta == 0 ? poison_pattern<T>(len) : random_values<T>(len);
+                     auto x = tensor_from<T>({len}, xv), y = tensor_from<T>({len}, yv);
+                     auto at = scalar_tensor<T>(0), bt = scalar_tensor<T>(beta);
+                     blas::axpby(b, n, dev ? blas::Scalar(at) : blas::Scalar(0.0), x, inc,
+                                 dev ? blas::Scalar(bt) : blas::Scalar(beta), y, inc);
+                     const auto y1 = raw(y);
+                     for (int64_t i = 0; i < len; ++i) {
+                       if (i % inc == 0)
+                         expect_exact<T>("axpby alpha=0 " + tag, i, y1[i],
+                                         beta == 0 ? 0.0 : beta * static_cast<double>(yv[i]));
+                       else
+                         expect_bits<T>("axpby alpha=0 " + tag + " (outside y)", i, y1[i], yv[i]);
+                     }
+                   });
     }
 }
 
 // Strided level-1 outputs: the gaps and the tail hold NaN and keep their bits.
-template <class T> void strided_untouched(registrar& reg) {
+template <class T> void strided_untouched(extension_suite& reg) {
   for (const bool dev : {false, true}) {
     const std::string tag =
         std::string("inc=3 NaN gaps ") + (dev ? "device-scalars" : "host-scalars");
-    reg.add(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
+    reg.add<T>(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
       const int64_t n = 333, inc = 3, len = 1 + (n - 1) * inc + 4;
-      auto base = poisoned<T>(len);
+      auto base = poison_pattern<T>(len);
       for (int64_t i = 0; i < n; ++i)
-        base[i * inc] = uniform<T>(1)[0];
-      auto xv = uniform<T>(len);
+        base[i * inc] = random_values<T>(1)[0];
+      auto xv = random_values<T>(len);
       auto at = scalar_tensor<T>(0.5), bt = scalar_tensor<T>(-2);
       const blas::Scalar al = dev ? blas::Scalar(at) : blas::Scalar(0.5);
       const blas::Scalar be = dev ? blas::Scalar(bt) : blas::Scalar(-2.0);
@@ -1009,24 +892,24 @@ template <class T> void strided_untouched(registrar& reg) {
             expect_bits<T>(tag + " " + op + " (gap)", i, got[i], base[i]);
         }
       };
-      auto x = tensor_of<T>({len}, xv);
+      auto x = tensor_from<T>({len}, xv);
       {
-        auto y = tensor_of<T>({len}, base);
+        auto y = tensor_from<T>({len}, base);
         blas::axpy(b, n, al, x, inc, y, inc);
         check_all("axpy", raw(y), [&](int64_t i) { return 0.5 * xv[i] + base[i]; });
       }
       {
-        auto y = tensor_of<T>({len}, base);
+        auto y = tensor_from<T>({len}, base);
         blas::axpby(b, n, al, x, inc, be, y, inc);
         check_all("axpby", raw(y), [&](int64_t i) { return 0.5 * xv[i] - 2.0 * base[i]; });
       }
       {
-        auto y = tensor_of<T>({len}, base);
+        auto y = tensor_from<T>({len}, base);
         blas::scal(b, n, be, y, inc);
         check_all("scal", raw(y), [&](int64_t i) { return -2.0 * base[i]; });
       }
       {
-        auto y = tensor_of<T>({len}, base);
+        auto y = tensor_from<T>({len}, base);
         blas::copy(b, n, x, inc, y, inc);
         check_all("copy", raw(y), [&](int64_t i) { return static_cast<double>(xv[i]); });
       }
@@ -1034,7 +917,7 @@ template <class T> void strided_untouched(registrar& reg) {
         auto zv = base;
         for (int64_t i = 0; i < n; ++i)
           zv[i * inc] = xv[i * inc];
-        auto y = tensor_of<T>({len}, base), z = tensor_of<T>({len}, zv);
+        auto y = tensor_from<T>({len}, base), z = tensor_from<T>({len}, zv);
         blas::swap(b, n, z, inc, y, inc);
         check_all("swap y", raw(y), [&](int64_t i) { return static_cast<double>(zv[i]); });
         check_all("swap x", raw(z), [&](int64_t i) { return static_cast<double>(base[i]); });
@@ -1045,18 +928,18 @@ template <class T> void strided_untouched(registrar& reg) {
 
 // scal by 0: IEEE multiplication, as reference dscal computes it. NaN * 0 and Inf * 0 are NaN,
 // -v * 0 is -0; nothing is replaced by a plain zero.
-template <class T> void scal0_nan(registrar& reg) {
+template <class T> void scal0_nan(extension_suite& reg) {
   for (const int64_t inc : {1, 2})
     for (const bool dev : {false, true}) {
       const std::string tag = "scal alpha=0 of NaN/Inf inc=" + std::to_string(inc) +
                               (dev ? " device-scalars" : " host-scalars");
-      reg.add(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
+      reg.add<T>(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
         const int64_t n = 1000, len = 1 + (n - 1) * inc;
-        auto xv = uniform<T>(len);
+        auto xv = random_values<T>(len);
         for (int64_t i = 0; i < len; i += 5)
           xv[i] = poison<T>(static_cast<size_t>(i / 5));
         xv[1] = T(-0.0);
-        auto x = tensor_of<T>({len}, xv);
+        auto x = tensor_from<T>({len}, xv);
         auto at = scalar_tensor<T>(0);
         blas::scal(b, n, dev ? blas::Scalar(at) : blas::Scalar(0.0), x, inc);
         const auto x1 = raw(x);
@@ -1082,25 +965,25 @@ template <class T> void scal0_nan(registrar& reg) {
 // A device-resident alpha with a host beta on a C larger than 4M elements (the CUDA bundle
 // guards cuBLAS in blocks of rows there): alpha == 0 with NaN/Inf in A and B gives beta C
 // exactly; a non-zero alpha the product. ldc > n: the column beyond n keeps its bits.
-template <class T> void device_alpha_large_gemm(registrar& reg) {
+template <class T> void device_alpha_large_gemm(extension_suite& reg) {
   for (const bool ta : {false, true})
     for (const double alpha : {0.0, -1.25}) {
       const std::string tag = std::string("gemm device alpha, host beta, large C ") +
                               (ta ? "TN" : "NN") +
                               " alpha=" + (alpha == 0 ? "0 NaN in A,B" : "-1.25");
-      reg.add(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
+      reg.add<T>(std::string(tname<T>()) + " " + tag, [=](const Backend& b) {
         const int64_t m = 2100, n = 2048, k = 3, ldc = n + 1;
         const int64_t ar = ta ? k : m, ac = ta ? m : k;
-        auto Av = uniform<T>(static_cast<size_t>(ar * ac)),
-             Bv = uniform<T>(static_cast<size_t>(k * n));
+        auto Av = random_values<T>(static_cast<size_t>(ar * ac)),
+             Bv = random_values<T>(static_cast<size_t>(k * n));
         if (alpha == 0) {
           Av[1] = std::numeric_limits<T>::quiet_NaN();
           Av[static_cast<size_t>(ar * ac - 1)] = std::numeric_limits<T>::infinity();
           Bv[static_cast<size_t>(k * n / 2)] = std::numeric_limits<T>::quiet_NaN();
         }
-        const auto C0 = uniform<T>(static_cast<size_t>(m * ldc));
-        auto A = tensor_of<T>({ar, ac}, Av), B = tensor_of<T>({k, n}, Bv),
-             C = tensor_of<T>({m, ldc}, C0);
+        const auto C0 = random_values<T>(static_cast<size_t>(m * ldc));
+        auto A = tensor_from<T>({ar, ac}, Av), B = tensor_from<T>({k, n}, Bv),
+             C = tensor_from<T>({m, ldc}, C0);
         auto at = scalar_tensor<T>(alpha);
         const double beta = 0.5;
         blas::gemm(b, ta ? blas::trans : blas::no_trans, blas::no_trans, at, A, B, beta, C,
@@ -1165,16 +1048,8 @@ std::vector<double> class_values(in::input_class c, size_t n, double huge,
     e = static_cast<double>(static_cast<T>(e));
   return v;
 }
-template <class T>
-SharedTensor<T> tensor_from(std::vector<int64_t> shape, const std::vector<double>& v) {
-  SharedTensor<T> t(std::move(shape));
-  auto w = t.write_only();
-  for (size_t i = 0; i < w.size(); ++i)
-    w[i] = static_cast<T>(v[i]);
-  return t;
-}
 
-template <class T> void input_class_cases(registrar& reg) {
+template <class T> void input_class_cases(extension_suite& reg) {
   const double max = static_cast<double>(std::numeric_limits<T>::max());
   for (const in::input_class ic : in::all_classes) {
     const std::string cls = std::string(" [") + in::class_name(ic) + "]";
@@ -1183,7 +1058,7 @@ template <class T> void input_class_cases(registrar& reg) {
       for (const bool no_nan : {false, true}) {
         if (no_nan && ic != in::input_class::non_finite) continue;
         const std::string tag = str(tname<T>(), " n=", n, cls, no_nan ? " (no NaN)" : "");
-        reg.add("dot/asum/nrm2/axpy " + tag, [=](const Backend& b) {
+        reg.add<T>("dot/asum/nrm2/axpy " + tag, [=](const Backend& b) {
           const double h = max / (4 * static_cast<double>(n));
           std::vector<double> x = class_values<T>(ic, static_cast<size_t>(n), h);
           if (no_nan)
@@ -1191,7 +1066,7 @@ template <class T> void input_class_cases(registrar& reg) {
               if (std::isnan(e)) e = 0.5;
           const std::vector<double> y =
               class_values<T>(in::input_class::wide_range, static_cast<size_t>(n), 1.0);
-          auto xt = tensor_from<T>({n}, x), yt = tensor_from<T>({n}, y);
+          auto xt = tensor_of<T>({n}, x), yt = tensor_of<T>({n}, y);
           SharedTensor<T> r1({1}), r2({1}), r3({1});
           blas::dot(b, xt, yt, r1);
           blas::asum(b, n, xt, 1, r2);
@@ -1229,7 +1104,7 @@ template <class T> void input_class_cases(registrar& reg) {
     for (const bool t : {false, true}) {
       const int64_t m = 67, n = 129;
       const std::string tag = str("gemv ", tname<T>(), t ? " T" : " N", " m=", m, " n=", n, cls);
-      reg.add(tag, [=](const Backend& b) {
+      reg.add<T>(tag, [=](const Backend& b) {
         const int64_t nx = t ? m : n, ny = t ? n : m;
         const std::vector<double> A =
             class_values<T>(ic, static_cast<size_t>(m * n), max / (4 * static_cast<double>(nx)),
@@ -1238,8 +1113,7 @@ template <class T> void input_class_cases(registrar& reg) {
             class_values<T>(in::input_class::wide_range, static_cast<size_t>(nx), 1.0);
         const std::vector<double> y =
             class_values<T>(in::input_class::wide_range, static_cast<size_t>(ny), 1.0);
-        auto At = tensor_from<T>({m, n}, A), xt = tensor_from<T>({nx}, x),
-             yt = tensor_from<T>({ny}, y);
+        auto At = tensor_of<T>({m, n}, A), xt = tensor_of<T>({nx}, x), yt = tensor_of<T>({ny}, y);
         const double alpha = 1.5, beta = -0.5;
         blas::gemv(b, t ? blas::trans : blas::no_trans, alpha, At, xt, beta, yt);
         const auto y1 = values(yt);
@@ -1259,7 +1133,7 @@ template <class T> void input_class_cases(registrar& reg) {
       const int64_t m = 65, n = 33, k = 129;
       const std::string tag =
           str("gemm ", tname<T>(), ta ? " TN" : " NN", " m=", m, " n=", n, " k=", k, cls);
-      reg.add(tag, [=](const Backend& b) {
+      reg.add<T>(tag, [=](const Backend& b) {
         const int64_t ar = ta ? k : m, ac = ta ? m : k;
         const std::vector<double> A =
             class_values<T>(ic, static_cast<size_t>(m * k), max / (4 * static_cast<double>(k)),
@@ -1268,8 +1142,8 @@ template <class T> void input_class_cases(registrar& reg) {
             class_values<T>(in::input_class::wide_range, static_cast<size_t>(k * n), 1.0);
         const std::vector<double> C =
             class_values<T>(in::input_class::wide_range, static_cast<size_t>(m * n), 1.0);
-        auto At = tensor_from<T>({ar, ac}, A), Bt = tensor_from<T>({k, n}, B),
-             Ct = tensor_from<T>({m, n}, C);
+        auto At = tensor_of<T>({ar, ac}, A), Bt = tensor_of<T>({k, n}, B),
+             Ct = tensor_of<T>({m, n}, C);
         const double alpha = 0.5, beta = 2.0;
         blas::gemm(b, ta ? blas::trans : blas::no_trans, blas::no_trans, alpha, At, Bt, beta, Ct);
         const auto C1 = values(Ct);
@@ -1290,7 +1164,7 @@ template <class T> void input_class_cases(registrar& reg) {
   }
 }
 
-template <class T> void semantics(registrar& reg) {
+template <class T> void semantics(extension_suite& reg) {
   beta0_gemv<T>(reg);
   beta0_gemm<T>(reg);
   beta0_axpby<T>(reg);
@@ -1305,66 +1179,23 @@ template <class T> void semantics(registrar& reg) {
   scal0_nan<T>(reg);
 }
 
-// The first case: every op and dtype routes to this framework's bundle (no fallback).
-void routes(const blas_state& st) {
-  const Backend& b = *st.backend;
-  note(str("blas on ", b.name(), " (", b.device().name, "), bundle ", st.bundles));
-  int served = 0;
-  for (const pcy_dtype d : {PCY_DTYPE_F32, PCY_DTYPE_F64}) {
-    const char* dn = d == PCY_DTYPE_F32 ? "f32" : "f64";
-    for (const OpKey* k :
-         {&blas::detail::asum_key(d), &blas::detail::axpy_key(d), &blas::detail::axpby_key(d),
-          &blas::detail::copy_key(d), &blas::detail::dot_key(d), &blas::detail::nrm2_key(d),
-          &blas::detail::scal_key(d), &blas::detail::swap_key(d), &blas::detail::gemv_key(d),
-          &blas::detail::gemm_key(d)}) {
-      const std::string cell = str("blas.", k->name, " ", dn);
-      OpRoute r;
-      try {
-        r = b.route(*k);
-      } catch (const parenchyma::error& e) {
-        // f64 on a device without it is not the bundle's fault; anything else is a gap.
-        if (st.required && d != PCY_DTYPE_F64)
-          fail_check(str(cell, " is not served here: ", e.what()));
-        else
-          note(str(cell, ": not served here (its cases are skipped): ", e.what()));
-        continue;
-      }
-      const bool here = r.framework == st.framework && !r.fallback;
-      if (!here && st.required)
-        fail_check(
-            str(cell, " routes to ", r.framework, " (", r.bundle, "), expected ", st.framework));
-      else if (!here)
-        note(str(cell, ": routes to ", r.framework, " (", r.bundle, ") by fallback"));
-      else
-        pass_check();
-      served += here ? 1 : 0;
-      note(str(k->name, " ", dn, ": ", r.implementation));
-    }
-  }
-  for (const pcy_dtype d : {PCY_DTYPE_F16, PCY_DTYPE_BF16}) { // optional cells: reported only
-    const char* dn = d == PCY_DTYPE_F16 ? "f16" : "bf16";
-    try {
-      const OpRoute r = b.route(blas::detail::gemm_key(d));
-      note(str("gemm ", dn, ": ",
-               r.framework == st.framework && !r.fallback
-                   ? r.implementation
-                   : "runs on " + r.framework + " by fallback"));
-    } catch (const parenchyma::error& e) {
-      note(str("gemm ", dn, ": not served here: ", e.what()));
-    }
-  }
-  if (served == 0) fail_check("no BLAS op of any dtype is served on " + st.framework);
+// The ops the first case routes, per dtype: every op in f32 and f64, gemm in f16 and bf16.
+std::vector<const OpKey*> blas_keys(pcy_dtype d) {
+  namespace k = blas::detail;
+  if (d == PCY_DTYPE_F32 || d == PCY_DTYPE_F64)
+    return {&k::asum_key(d), &k::axpy_key(d), &k::axpby_key(d), &k::copy_key(d), &k::dot_key(d),
+            &k::nrm2_key(d), &k::scal_key(d), &k::swap_key(d),  &k::gemv_key(d), &k::gemm_key(d)};
+  if (d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16) return {&k::gemm_key(d)};
+  return {};
 }
 
 } // namespace
 
 suite blas_suite() {
-  auto st = std::make_shared<blas_state>();
-  registrar reg(st);
-  reg.cases().push_back({"every op and dtype is served by the bundle here", [st] {
-                           if (!st->backend) skip("no backend (the suite was not set up)");
-                           routes(*st);
-                         }});
+  extension_suite reg("blas", PCY_BLAS_EXTENSION,
+                      "the BLAS bundle of the framework: every op and dtype against a reference, "
+                      "reference-BLAS edge cases",
+                      blas_keys);
   level1<float>(reg);
   level23<float>(reg);
   level1<double>(reg);
@@ -1375,40 +1206,7 @@ suite blas_suite() {
   input_class_cases<double>(reg);
   half_gemm<f16>(reg);
   half_gemm<bf16>(reg);
-  reg.cases().push_back({"no op ran by fallback", [st] {
-                           if (!st->backend) skip("no backend (the suite was not set up)");
-                           const uint64_t n = st->backend->fallback_count();
-                           if (n != 0 && !st->required)
-                             skip(str(n, " op call(s) ran on another framework by fallback; "
-                                         "their cases were skipped"));
-                           expect_true(n == 0, str(n, " op call(s) ran by fallback: none may"));
-                         }});
-
-  suite s;
-  s.name = "blas";
-  s.extension = PCY_BLAS_EXTENSION;
-  s.description = "the BLAS bundle of the framework: every op and dtype against a reference, "
-                  "reference-BLAS edge cases";
-  s.cases = std::move(reg.cases());
-  s.setup = [st](const target& t) {
-    std::string names, reasons;
-    bool any_ops = false;
-    for (const BundleInfo* b : t.bundles) {
-      names += (names.empty() ? "" : ", ") + b->name();
-      if (!b->ops().empty())
-        any_ops = true;
-      else
-        reasons += str(reasons.empty() ? "" : "; ", b->name(), ": ",
-                       b->reason().empty() ? "no reason given" : b->reason());
-    }
-    if (!any_ops) skip(str(names, " serve(s) no ops here: ", reasons));
-    st->framework = t.framework.name();
-    st->bundles = names;
-    st->required = t.options.require_ops;
-    st->backend = std::make_unique<Backend>(t.registry, t.framework.name());
-  };
-  s.teardown = [st] { st->backend.reset(); };
-  return s;
+  return reg.finish();
 }
 
 } // namespace parenchyma::conformance

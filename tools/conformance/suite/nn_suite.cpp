@@ -13,11 +13,12 @@
 // input classes of input_classes.hpp (non-finite, huge, tiny, wide-range, cancellation) at
 // sizes that take the library's path, in f32 and f64. A cell the bundle does not serve
 // here (errc::unsupported, or an op that ran on another framework by fallback) skips its case,
-// or fails it with --require-ops; f64 cells on a device without f64 and half cells the bundle
-// does not register are always skips.
+// or fails it with --require-ops; f64 cells on a device that reports no fp64 and half cells the
+// bundle does not register are optional: always skips, with the reason (extension_suite.hpp
+// decides).
+#include "extension_suite.hpp"
 #include "input_classes.hpp"
 #include "nn_reference.hpp"
-#include "suites.hpp"
 
 #include <parenchyma/nn.hpp>
 
@@ -41,189 +42,32 @@ namespace {
 namespace nn = parenchyma::nn;
 using nn_ref::vec;
 
-struct nn_state {
-  std::unique_ptr<Backend> backend;
-  std::string framework;
-  std::string bundles; // the bundle names, for messages
-  bool required = false;
-};
-
-bool is_half_cell(const std::string& name) {
-  return name.find(" f16") != std::string::npos || name.find(" bf16") != std::string::npos;
-}
-
-// Collects the cases in order; each runs with the state's backend.
-class registrar {
-public:
-  explicit registrar(std::shared_ptr<nn_state> st) : st_(std::move(st)) {}
-  template <class F> void add(const std::string& name, F f) {
-    cases_.push_back({name, [st = st_, f = std::function<void(const Backend&)>(std::move(f)),
-                             name] { run_cell(*st, name, f); }});
-  }
-  std::vector<test_case>& cases() noexcept { return cases_; }
-
-private:
-  static void run_cell(nn_state& st, const std::string& name,
-                       const std::function<void(const Backend&)>& f) {
-    if (!st.backend) skip("no backend (the suite was not set up)");
-    const Backend& b = *st.backend;
-    const uint64_t before = b.fallback_count();
-    // f64 on a device without it, and the half types, are served only where a bundle says so:
-    // a skip even when every op is required.
-    const bool optional = name.find("f64") != std::string::npos || is_half_cell(name);
-    try {
-      f(b);
-    } catch (const parenchyma::error& e) {
-      if (e.code() == errc::unsupported && (!st.required || optional))
-        skip(str("not served here: ", e.what()));
-      throw;
-    }
-    if (b.fallback_count() != before) {
-      const std::string why =
-          str("an op of this case ran on another framework by fallback: ", st.bundles,
-              " does not serve it on ", st.framework);
-      if (st.required && !is_half_cell(name)) fail_check(why);
-      skip(why);
-    }
-  }
-  std::shared_ptr<nn_state> st_;
-  std::vector<test_case> cases_;
-};
-
 // ---- the element types ---------------------------------------------------------------------
 
-template <class T> constexpr bool is_half = std::is_same_v<T, f16> || std::is_same_v<T, bf16>;
-
-template <class T> const char* tname() {
-  if constexpr (std::is_same_v<T, f16>) return "f16";
-  if constexpr (std::is_same_v<T, bf16>) return "bf16";
-  return sizeof(T) == 4 ? "f32" : "f64";
-}
-template <class T> constexpr pcy_dtype dtype_v = dtype_of<T>::value;
-template <class T> double eps() {
-  if constexpr (std::is_same_v<T, f16>) return 0x1p-10;
-  if constexpr (std::is_same_v<T, bf16>) return 0x1p-7;
-  if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::epsilon();
-  return 0;
-}
-template <class T> double denorm_min() {
-  if constexpr (std::is_same_v<T, f16>) return 0x1p-24;
-  if constexpr (std::is_same_v<T, bf16>) return 0x1p-133;
-  if constexpr (std::is_floating_point_v<T>) return std::numeric_limits<T>::denorm_min();
-  return 0;
-}
 // A large finite value of the type (its largest power of ten or so).
 template <class T> double huge() {
   if constexpr (std::is_same_v<T, f16>) return 6e4;
   if constexpr (std::is_same_v<T, bf16>) return 1e38;
   return sizeof(T) == 4 ? 1e38 : 1e300;
 }
-template <class T> double to_d(T v) {
-  if constexpr (std::is_floating_point_v<T>)
-    return static_cast<double>(v);
-  else
-    return static_cast<double>(static_cast<float>(v));
-}
-template <class T> T from_d(double v) {
-  if constexpr (std::is_floating_point_v<T>)
-    return static_cast<T>(v);
-  else
-    return T(static_cast<float>(v));
-}
-template <class T> double rounded(double v) { return to_d(from_d<T>(v)); }
-
-// printf's %.10g and %.3g for messages.
-std::string g10(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.10g", v);
-  return buf;
-}
-std::string g3(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.3g", v);
-  return buf;
-}
-std::string shape_tag(const std::vector<int64_t>& s) {
-  std::string r;
-  for (size_t i = 0; i < s.size(); ++i)
-    r += (i ? "x" : "") + std::to_string(s[i]);
-  return r;
-}
-size_t count_of(const std::vector<int64_t>& s) {
-  size_t n = 1;
-  for (int64_t e : s)
-    n *= static_cast<size_t>(e);
-  return n;
-}
-
-// ---- tensors ---------------------------------------------------------------------------------
-
-// Values drawn in [lo, hi) and rounded to T: the reference computes from exactly what the op
-// sees.
-template <class T> vec random_vec(size_t n, double lo = -1, double hi = 1) {
-  std::uniform_real_distribution<double> u(lo, hi);
-  vec v(n);
-  for (double& e : v)
-    e = rounded<T>(u(rng()));
-  return v;
-}
-template <class T> SharedTensor<T> tensor_of(std::vector<int64_t> shape, const vec& v) {
-  SharedTensor<T> t(std::move(shape));
-  auto w = t.write_only();
-  for (size_t i = 0; i < w.size(); ++i)
-    w[i] = from_d<T>(v[i]);
-  return t;
-}
-// An output the op must overwrite completely: NaN everywhere.
-template <class T> SharedTensor<T> poisoned(std::vector<int64_t> shape) {
-  SharedTensor<T> t(std::move(shape));
-  for (T& e : t.write_only())
-    e = from_d<T>(std::numeric_limits<double>::quiet_NaN());
-  return t;
-}
-template <class T> vec values(const SharedTensor<T>& t) {
-  auto s = t.read();
-  vec v(s.size());
-  for (size_t i = 0; i < s.size(); ++i)
-    v[i] = to_d(s[i]);
-  return v;
-}
-template <class T> std::vector<T> raw(const SharedTensor<T>& t) {
-  auto s = t.read();
-  return {s.begin(), s.end()};
-}
-template <class T> bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
-}
-
 // ---- comparisons ---------------------------------------------------------------------------
 
-// Stops a case from flooding the report: past this many failed elements a check only counts.
 bool matches(double got, double ref, double tol) {
   if (std::isnan(ref)) return std::isnan(got);
   if (got == ref) return true; // also where the bound is NaN (0 x an infinite magnitude)
   if (std::isinf(ref)) return got == ref;
   return std::fabs(got - ref) <= tol; // false for a NaN got
 }
-void report(bool ok, const std::string& what, const char* tn, size_t i, double got, double ref,
-            double tol) {
-  if (ok)
-    pass_check();
-  else
-    fail_check(str(tn, " ", what, ": element ", i, " got ", g10(got), " expected ", g10(ref),
-                   " (tolerance ", g3(tol), ")"));
-}
-// A sum: 8 eps (sqrt(terms) + 1) x sum of |terms| (plus a few of the type's smallest
-// denormals, for results that are denormal themselves).
-template <class T> double tiny_normal();
 // What flushing subnormal values to zero may lose in a sum of `terms` products (each product and
 // each partial sum below the smallest normal).
 template <class T> double flush_bound(double terms) { return 2 * (terms + 1) * tiny_normal<T>(); }
+// A sum: the bound of a sum (sum_bound) plus a few of the type's smallest denormals, for results
+// that are denormal themselves.
 template <class T>
 void expect_near(const std::string& what, size_t i, double got, double ref, double mag,
                  double terms, double flush = 0) {
-  const double tol = 8 * eps<T>() * (std::sqrt(terms) + 1) * mag + 4 * denorm_min<T>() + flush;
-  report(matches(got, ref, tol), what, tname<T>(), i, got, ref, tol);
+  const double tol = sum_bound<T>(mag, terms) + 4 * denorm_min<T>() + flush;
+  report_element(matches(got, ref, tol), what, tname<T>(), i, got, ref, tol);
 }
 template <class T>
 void expect_all(const std::string& what, const vec& got, const nn_ref::summed& r,
@@ -288,38 +132,13 @@ void expect_conv(const std::string& what, const vec& got, const nn_ref::summed& 
 template <class T>
 void expect_func(const std::string& what, size_t i, double got, double ref, double abs_scale) {
   const double tol = 8 * eps<T>() * std::fabs(ref) + 2 * eps<T>() * abs_scale + 4 * denorm_min<T>();
-  report(matches(got, ref, tol), what, tname<T>(), i, got, ref, tol);
+  report_element(matches(got, ref, tol), what, tname<T>(), i, got, ref, tol);
 }
 // Exactly ref (NaN matches NaN; +0 and -0 are equal here).
 template <class T> void expect_exact(const std::string& what, size_t i, double got, double ref) {
-  report(matches(got, ref, 0), what, tname<T>(), i, got, ref, 0);
-}
-void expect_true(bool ok, const std::string& what) {
-  if (ok)
-    pass_check();
-  else
-    fail_check(what);
+  report_element(matches(got, ref, 0), what, tname<T>(), i, got, ref, 0);
 }
 
-// Half cells run only where the bundle of this framework registers every op the case uses.
-template <class T> void served_or_skip(const Backend& b, const std::vector<const OpKey*>& keys) {
-  if constexpr (is_half<T>) {
-    for (const OpKey* k : keys) {
-      OpRoute r;
-      try {
-        r = b.route(*k);
-      } catch (const parenchyma::error& e) {
-        skip(str("nn.", k->name, " ", tname<T>(), " is not served here: ", e.what()));
-      }
-      if (r.fallback)
-        skip(str("nn.", k->name, " ", tname<T>(), " is not served here (routes to ", r.framework,
-                 ")"));
-    }
-  } else {
-    (void)b;
-    (void)keys;
-  }
-}
 template <const pcy_op_schema& S, class T> const OpKey* key() {
   return &ext::op_key<S>(dtype_v<T>);
 }
@@ -436,7 +255,6 @@ void check_act_grad(const std::string& what, nn_ref::act a, const vec& y, const 
 template <class T>
 void act_all(const Backend& b, const std::string& tag, nn_ref::act a,
              const std::vector<int64_t>& shape, const vec& x, double alpha, const vec& dy) {
-  served_or_skip<T>(b, act_keys<T>(a));
   auto xt = tensor_of<T>(shape, x);
   auto yt = poisoned<T>(shape);
   act_forward(b, a, xt, yt, alpha);
@@ -462,59 +280,65 @@ void act_all(const Backend& b, const std::string& tag, nn_ref::act a,
   check_act_grad<T>(tag + " pointwise_grad", a, y, dy, values(d), alpha);
 }
 
-template <class T> void activations(registrar& reg) {
+template <class T> void activations(extension_suite& reg) {
   const std::vector<std::vector<int64_t>> shapes{{1}, {7}, {13, 77}, {4097}, {3, 1, 5, 2}};
   for (const act_info& ai : acts)
     for (const auto& shape : shapes) {
       const std::string tag = std::string(ai.name) + " " + tname<T>() + " " + shape_tag(shape);
-      reg.add(tag, [=](const Backend& b) {
-        const size_t n = count_of(shape);
-        const double alpha = 0.7;
-        act_all<T>(b, tag, ai.a, shape, random_vec<T>(n, -6, 6), alpha, random_vec<T>(n));
-      });
+      reg.add<T>(
+          tag,
+          [=](const Backend& b) {
+            const size_t n = count_of(shape);
+            const double alpha = 0.7;
+            act_all<T>(b, tag, ai.a, shape, random_vec<T>(n, -6, 6), alpha, random_vec<T>(n));
+          },
+          act_keys<T>(ai.a));
     }
   // NaN, -0, +0, tiny, and values where exp over- or underflows; infinities.
   for (const act_info& ai : acts) {
     const std::string tag = std::string(ai.name) + " " + tname<T>() + " NaN, -0, huge |x|";
-    reg.add(tag, [=](const Backend& b) {
-      const double inf = std::numeric_limits<double>::infinity();
-      const double h = huge<T>();
-      vec x{std::numeric_limits<double>::quiet_NaN(),
-            -0.0,
-            0.0,
-            1e-30,
-            -1e-30,
-            20,
-            -20,
-            50,
-            -50,
-            100,
-            -100,
-            1e4,
-            -1e4,
-            h,
-            -h,
-            inf,
-            -inf};
-      for (double& v : x)
-        v = rounded<T>(v);
-      const vec more = random_vec<T>(30, -3, 3);
-      x.insert(x.end(), more.begin(), more.end());
-      vec dy = random_vec<T>(x.size());
-      // NaN in dy propagates to dx; relu's factor 0 (y <= 0) is left out: whether 0 * NaN or a
-      // select is meant, pcy_nn.h does not say.
-      const double alpha = 1.0;
-      for (size_t i = 0; i < x.size(); i += 7)
-        if (ai.a != nn_ref::act::relu || nn_ref::forward(ai.a, x[i], alpha) > 0)
-          dy[i] = std::numeric_limits<double>::quiet_NaN();
-      act_all<T>(b, tag, ai.a, {static_cast<int64_t>(x.size())}, x, alpha, dy);
-    });
+    reg.add<T>(
+        tag,
+        [=](const Backend& b) {
+          const double inf = std::numeric_limits<double>::infinity();
+          const double h = huge<T>();
+          vec x{std::numeric_limits<double>::quiet_NaN(),
+                -0.0,
+                0.0,
+                1e-30,
+                -1e-30,
+                20,
+                -20,
+                50,
+                -50,
+                100,
+                -100,
+                1e4,
+                -1e4,
+                h,
+                -h,
+                inf,
+                -inf};
+          for (double& v : x)
+            v = rounded<T>(v);
+          const vec more = random_vec<T>(30, -3, 3);
+          x.insert(x.end(), more.begin(), more.end());
+          vec dy = random_vec<T>(x.size());
+          // NaN in dy propagates to dx; relu's factor 0 (y <= 0) is left out: whether 0 * NaN or a
+          // select is meant, pcy_nn.h does not say.
+          const double alpha = 1.0;
+          for (size_t i = 0; i < x.size(); i += 7)
+            if (ai.a != nn_ref::act::relu || nn_ref::forward(ai.a, x[i], alpha) > 0)
+              dy[i] = std::numeric_limits<double>::quiet_NaN();
+          act_all<T>(b, tag, ai.a, {static_cast<int64_t>(x.size())}, x, alpha, dy);
+        },
+        act_keys<T>(ai.a));
   }
 }
 
 // ---- softmax -------------------------------------------------------------------------------
 
-template <class T> void softmax_cases(registrar& reg) {
+template <class T> void softmax_cases(extension_suite& reg) {
   struct sm {
     std::vector<int64_t> shape;
     int64_t axis;
@@ -529,41 +353,43 @@ template <class T> void softmax_cases(registrar& reg) {
     const std::string tag = std::string("softmax/log_softmax ") + tname<T>() + " " +
                             shape_tag(c.shape) + " axis=" + std::to_string(c.axis) +
                             (c.offset != 0 ? " large values" : "");
-    reg.add(tag, [=](const Backend& b) {
-      served_or_skip<T>(b, {key<pcy_nn_softmax_schema, T>(), key<pcy_nn_log_softmax_schema, T>(),
-                            key<pcy_nn_softmax_grad_schema, T>(),
-                            key<pcy_nn_log_softmax_grad_schema, T>()});
-      const size_t n = count_of(c.shape);
-      const int64_t axis = c.axis < 0 ? c.axis + static_cast<int64_t>(c.shape.size()) : c.axis;
-      vec x = random_vec<T>(n, -c.spread, c.spread);
-      for (double& v : x)
-        v = rounded<T>(v + c.offset);
-      const vec dy = random_vec<T>(n);
-      auto xt = tensor_of<T>(c.shape, x), dyt = tensor_of<T>(c.shape, dy);
-      for (const bool log : {false, true}) {
-        const std::string what = tag + (log ? " log_softmax" : " softmax");
-        auto yt = poisoned<T>(c.shape);
-        if (log)
-          nn::log_softmax(b, xt, yt, c.axis);
-        else
-          nn::softmax(b, xt, yt, c.axis);
-        const auto ref = nn_ref::softmax(x, c.shape, axis, log, eps<T>());
-        const vec got = values(yt);
-        for (size_t i = 0; i < n; ++i)
-          expect_near<T>(what, i, got[i], ref.v[i], ref.mag[i], ref.terms[i]);
-        // The gradient from the forward's output (the reference's, rounded to T).
-        vec y(n);
-        for (size_t i = 0; i < n; ++i)
-          y[i] = rounded<T>(ref.v[i]);
-        auto y_in = tensor_of<T>(c.shape, y);
-        auto dx = poisoned<T>(c.shape);
-        if (log)
-          nn::log_softmax_grad(b, y_in, dyt, dx, c.axis);
-        else
-          nn::softmax_grad(b, y_in, dyt, dx, c.axis);
-        expect_all<T>(what + "_grad", values(dx), nn_ref::softmax_grad(y, dy, c.shape, axis, log));
-      }
-    });
+    reg.add<T>(tag,
+               [=](const Backend& b) {
+                 const size_t n = count_of(c.shape);
+                 const int64_t axis =
+                     c.axis < 0 ? c.axis + static_cast<int64_t>(c.shape.size()) : c.axis;
+                 vec x = random_vec<T>(n, -c.spread, c.spread);
+                 for (double& v : x)
+                   v = rounded<T>(v + c.offset);
+                 const vec dy = random_vec<T>(n);
+                 auto xt = tensor_of<T>(c.shape, x), dyt = tensor_of<T>(c.shape, dy);
+                 for (const bool log : {false, true}) {
+                   const std::string what = tag + (log ? " log_softmax" : " softmax");
+                   auto yt = poisoned<T>(c.shape);
+                   if (log)
+                     nn::log_softmax(b, xt, yt, c.axis);
+                   else
+                     nn::softmax(b, xt, yt, c.axis);
+                   const auto ref = nn_ref::softmax(x, c.shape, axis, log, eps<T>());
+                   const vec got = values(yt);
+                   for (size_t i = 0; i < n; ++i)
+                     expect_near<T>(what, i, got[i], ref.v[i], ref.mag[i], ref.terms[i]);
+                   // The gradient from the forward's output (the reference's, rounded to T).
+                   vec y(n);
+                   for (size_t i = 0; i < n; ++i)
+                     y[i] = rounded<T>(ref.v[i]);
+                   auto y_in = tensor_of<T>(c.shape, y);
+                   auto dx = poisoned<T>(c.shape);
+                   if (log)
+                     nn::log_softmax_grad(b, y_in, dyt, dx, c.axis);
+                   else
+                     nn::softmax_grad(b, y_in, dyt, dx, c.axis);
+                   expect_all<T>(what + "_grad", values(dx),
+                                 nn_ref::softmax_grad(y, dy, c.shape, axis, log));
+                 }
+               },
+               {key<pcy_nn_softmax_schema, T>(), key<pcy_nn_log_softmax_schema, T>(),
+                key<pcy_nn_softmax_grad_schema, T>(), key<pcy_nn_log_softmax_grad_schema, T>()});
   }
 }
 
@@ -687,144 +513,150 @@ void conv_finite_differences(const std::string& tag, const nn::Convolution& conv
   }
 }
 
-template <class T> void convolution_cases(registrar& reg) {
+template <class T> void convolution_cases(extension_suite& reg) {
   for (const conv_case& cc : conv_cases()) {
     const std::string tag = std::string("convolution ") + tname<T>() + " " + geom_tag(cc.g) + " (" +
                             cc.what + (cc.bias ? ", bias" : "") + ")";
-    reg.add(tag, [=](const Backend& b) {
-      served_or_skip<T>(b, {key<pcy_nn_convolution_schema, T>(),
-                            key<pcy_nn_convolution_grad_data_schema, T>(),
-                            key<pcy_nn_convolution_grad_filter_schema, T>(),
-                            key<pcy_nn_convolution_bias_schema, T>(),
-                            key<pcy_nn_convolution_grad_bias_schema, T>(),
-                            key<pcy_nn_convolution_algorithm_schema, T>()});
-      const nn_ref::conv_geom& g = cc.g;
-      const std::vector<int64_t> xs{g.N, g.C, g.H, g.W}, ws{g.K, g.Cg(), g.R, g.S},
-          ys{g.N, g.K, g.P(), g.Q()};
-      const vec x = random_vec<T>(g.xs()), w = random_vec<T>(g.ws()), dy = random_vec<T>(g.ys()),
-                bias = random_vec<T>(static_cast<size_t>(g.K));
-      auto xt = tensor_of<T>(xs, x), wt = tensor_of<T>(ws, w), dyt = tensor_of<T>(ys, dy),
-           bt = tensor_of<T>({g.K}, bias);
-      auto yref = nn_ref::conv_forward(g, x, w);
-      if (cc.bias)
-        for (size_t i = 0; i < yref.v.size(); ++i) {
-          const double bv = bias[i / static_cast<size_t>(g.P() * g.Q()) % static_cast<size_t>(g.K)];
-          yref.v[i] += bv;
-          yref.mag[i] += std::fabs(bv);
-          yref.terms[i] += 1;
-        }
-      const auto dxref = nn_ref::conv_grad_data(g, w, dy),
-                 dwref = nn_ref::conv_grad_filter(g, x, dy), dbref = nn_ref::conv_grad_bias(g, dy);
+    reg.add<T>(
+        tag,
+        [=](const Backend& b) {
+          const nn_ref::conv_geom& g = cc.g;
+          const std::vector<int64_t> xs{g.N, g.C, g.H, g.W}, ws{g.K, g.Cg(), g.R, g.S},
+              ys{g.N, g.K, g.P(), g.Q()};
+          const vec x = random_vec<T>(g.xs()), w = random_vec<T>(g.ws()),
+                    dy = random_vec<T>(g.ys()), bias = random_vec<T>(static_cast<size_t>(g.K));
+          auto xt = tensor_of<T>(xs, x), wt = tensor_of<T>(ws, w), dyt = tensor_of<T>(ys, dy),
+               bt = tensor_of<T>({g.K}, bias);
+          auto yref = nn_ref::conv_forward(g, x, w);
+          if (cc.bias)
+            for (size_t i = 0; i < yref.v.size(); ++i) {
+              const double bv =
+                  bias[i / static_cast<size_t>(g.P() * g.Q()) % static_cast<size_t>(g.K)];
+              yref.v[i] += bv;
+              yref.mag[i] += std::fabs(bv);
+              yref.terms[i] += 1;
+            }
+          const auto dxref = nn_ref::conv_grad_data(g, w, dy),
+                     dwref = nn_ref::conv_grad_filter(g, x, dy),
+                     dbref = nn_ref::conv_grad_bias(g, dy);
 
-      // Every configuration the bundle can be asked for: measured, heuristic, its default 0,
-      // and each other algorithm number it accepts for one direction.
-      struct config {
-        std::string name;
-        std::array<int64_t, 3> algo;
-        bool optional; // refused with errc::unsupported: not offered for these shapes
-      };
-      std::vector<config> configs{{"algorithm_auto", {-1, -1, -1}, false},
-                                  {"algorithm_heuristic", {-2, -2, -2}, false},
-                                  {"algorithm 0", {0, 0, 0}, false}};
-      for (int64_t a = 1; a <= 7; ++a)
-        for (int d = 0; d < 3; ++d) {
-          std::array<int64_t, 3> al{0, 0, 0};
-          al[static_cast<size_t>(d)] = a;
-          static const char* dirs[] = {"forward", "grad_data", "grad_filter"};
-          configs.push_back({str("algorithm ", a, " for ", dirs[d]), al, true});
-        }
-      const bool strict = !is_half<T>;
-      bool fd_done = false;
-      for (const config& cf : configs) {
-        std::unique_ptr<nn::Convolution> conv;
-        try {
-          conv = std::make_unique<nn::Convolution>(b, xs, ws, conv_params(g, cf.algo, strict),
-                                                   dtype_v<T>);
-        } catch (const parenchyma::error& e) {
-          // A number the bundle does not have (invalid_argument) or cannot run for these
-          // shapes (unsupported): not offered here.
-          if (!cf.optional || (e.code() != errc::unsupported && e.code() != errc::invalid_argument))
-            throw;
-          continue;
-        }
-        const std::string what = tag + " " + cf.name;
-        note(str(cf.name, ": algorithms ", conv->algorithm(nn::direction::forward), ", ",
-                 conv->algorithm(nn::direction::grad_data), ", ",
-                 conv->algorithm(nn::direction::grad_filter), "; workspace ",
-                 conv->workspace_bytes(nn::direction::forward), ", ",
-                 conv->workspace_bytes(nn::direction::grad_data), ", ",
-                 conv->workspace_bytes(nn::direction::grad_filter), " bytes; numerics ",
-                 int(conv->numerics(nn::direction::forward)), ", ",
-                 int(conv->numerics(nn::direction::grad_data)), ", ",
-                 int(conv->numerics(nn::direction::grad_filter)), " (1: transform)"));
-        for (int d = 0; d < 3; ++d) {
-          const int64_t want = cf.algo[static_cast<size_t>(d)];
-          const int64_t got = conv->algorithm(static_cast<nn::direction>(d));
-          expect_true(want >= 0 ? got == want : got >= 0,
-                      str(what, ": direction ", d, " chose algorithm ", got,
-                          want >= 0 ? str(", asked for ", want) : std::string()));
-        }
-        expect_true(conv->y_shape() == ys, str(what, ": y_shape ", shape_tag(conv->y_shape()),
-                                               " expected ", shape_tag(ys)));
-        auto yt = poisoned<T>(ys);
-        if (cc.bias)
-          conv->forward(xt, wt, bt, yt);
-        else
-          conv->forward(xt, wt, yt);
-        expect_conv<T>(what + " forward", values(yt), yref, conv->numerics(nn::direction::forward));
-        auto dx = poisoned<T>(xs);
-        conv->grad_data(wt, dyt, dx);
-        const vec dxv = values(dx);
-        expect_conv<T>(what + " grad_data", dxv, dxref, conv->numerics(nn::direction::grad_data));
-        auto dw = poisoned<T>(ws);
-        conv->grad_filter(xt, dyt, dw);
-        const vec dwv = values(dw);
-        expect_conv<T>(what + " grad_filter", dwv, dwref,
-                       conv->numerics(nn::direction::grad_filter));
-        auto db = poisoned<T>({g.K});
-        conv->grad_bias(dyt, db);
-        const vec dbv = values(db);
-        expect_all<T>(what + " grad_bias", dbv, dbref);
-        if (std::is_same_v<T, double> && !fd_done) {
-          conv_finite_differences<T>(what, *conv, g, x, w, bias, dy, dxv, dwv, dbv, cc.bias);
-          fd_done = true;
-        }
-      }
-      // The inputs are IN: untouched.
-      expect_true(same_bits(raw(xt), raw(tensor_of<T>(xs, x))), tag + ": x changed");
-      expect_true(same_bits(raw(wt), raw(tensor_of<T>(ws, w))), tag + ": w changed");
-    });
+          // Every configuration the bundle can be asked for: measured, heuristic, its default 0,
+          // and each other algorithm number it accepts for one direction.
+          struct config {
+            std::string name;
+            std::array<int64_t, 3> algo;
+            bool optional; // refused with errc::unsupported: not offered for these shapes
+          };
+          std::vector<config> configs{{"algorithm_auto", {-1, -1, -1}, false},
+                                      {"algorithm_heuristic", {-2, -2, -2}, false},
+                                      {"algorithm 0", {0, 0, 0}, false}};
+          for (int64_t a = 1; a <= 7; ++a)
+            for (int d = 0; d < 3; ++d) {
+              std::array<int64_t, 3> al{0, 0, 0};
+              al[static_cast<size_t>(d)] = a;
+              static const char* dirs[] = {"forward", "grad_data", "grad_filter"};
+              configs.push_back({str("algorithm ", a, " for ", dirs[d]), al, true});
+            }
+          const bool strict = !is_half<T>;
+          bool fd_done = false;
+          for (const config& cf : configs) {
+            std::unique_ptr<nn::Convolution> conv;
+            try {
+              conv = std::make_unique<nn::Convolution>(b, xs, ws, conv_params(g, cf.algo, strict),
+                                                       dtype_v<T>);
+            } catch (const parenchyma::error& e) {
+              // A number the bundle does not have (invalid_argument) or cannot run for these
+              // shapes (unsupported): not offered here.
+              if (!cf.optional ||
+                  (e.code() != errc::unsupported && e.code() != errc::invalid_argument))
+                throw;
+              continue;
+            }
+            const std::string what = tag + " " + cf.name;
+            note(str(cf.name, ": algorithms ", conv->algorithm(nn::direction::forward), ", ",
+                     conv->algorithm(nn::direction::grad_data), ", ",
+                     conv->algorithm(nn::direction::grad_filter), "; workspace ",
+                     conv->workspace_bytes(nn::direction::forward), ", ",
+                     conv->workspace_bytes(nn::direction::grad_data), ", ",
+                     conv->workspace_bytes(nn::direction::grad_filter), " bytes; numerics ",
+                     int(conv->numerics(nn::direction::forward)), ", ",
+                     int(conv->numerics(nn::direction::grad_data)), ", ",
+                     int(conv->numerics(nn::direction::grad_filter)), " (1: transform)"));
+            for (int d = 0; d < 3; ++d) {
+              const int64_t want = cf.algo[static_cast<size_t>(d)];
+              const int64_t got = conv->algorithm(static_cast<nn::direction>(d));
+              expect_true(want >= 0 ? got == want : got >= 0,
+                          str(what, ": direction ", d, " chose algorithm ", got,
+                              want >= 0 ? str(", asked for ", want) : std::string()));
+            }
+            expect_true(conv->y_shape() == ys, str(what, ": y_shape ", shape_tag(conv->y_shape()),
+                                                   " expected ", shape_tag(ys)));
+            auto yt = poisoned<T>(ys);
+            if (cc.bias)
+              conv->forward(xt, wt, bt, yt);
+            else
+              conv->forward(xt, wt, yt);
+            expect_conv<T>(what + " forward", values(yt), yref,
+                           conv->numerics(nn::direction::forward));
+            auto dx = poisoned<T>(xs);
+            conv->grad_data(wt, dyt, dx);
+            const vec dxv = values(dx);
+            expect_conv<T>(what + " grad_data", dxv, dxref,
+                           conv->numerics(nn::direction::grad_data));
+            auto dw = poisoned<T>(ws);
+            conv->grad_filter(xt, dyt, dw);
+            const vec dwv = values(dw);
+            expect_conv<T>(what + " grad_filter", dwv, dwref,
+                           conv->numerics(nn::direction::grad_filter));
+            auto db = poisoned<T>({g.K});
+            conv->grad_bias(dyt, db);
+            const vec dbv = values(db);
+            expect_all<T>(what + " grad_bias", dbv, dbref);
+            if (std::is_same_v<T, double> && !fd_done) {
+              conv_finite_differences<T>(what, *conv, g, x, w, bias, dy, dxv, dwv, dbv, cc.bias);
+              fd_done = true;
+            }
+          }
+          // The inputs are IN: untouched.
+          expect_true(same_bits(raw(xt), raw(tensor_of<T>(xs, x))), tag + ": x changed");
+          expect_true(same_bits(raw(wt), raw(tensor_of<T>(ws, w))), tag + ": w changed");
+        },
+        {key<pcy_nn_convolution_schema, T>(), key<pcy_nn_convolution_grad_data_schema, T>(),
+         key<pcy_nn_convolution_grad_filter_schema, T>(), key<pcy_nn_convolution_bias_schema, T>(),
+         key<pcy_nn_convolution_grad_bias_schema, T>(),
+         key<pcy_nn_convolution_algorithm_schema, T>()});
   }
   // Without training, only the forward is configured; its gradients are refused.
-  reg.add(std::string("convolution ") + tname<T>() + " training = false", [](const Backend& b) {
-    served_or_skip<T>(
-        b, {key<pcy_nn_convolution_schema, T>(), key<pcy_nn_convolution_algorithm_schema, T>()});
-    const nn_ref::conv_geom g{2, 3, 6, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1};
-    nn::ConvolutionParams p = conv_params(g, {-2, -2, -2}, !is_half<T>);
-    p.training = false;
-    nn::Convolution conv(b, {g.N, g.C, g.H, g.W}, {g.K, g.C, g.R, g.S}, p, dtype_v<T>);
-    expect_true(conv.algorithm(nn::direction::grad_data) == -1, "grad_data was configured");
-    const vec x = random_vec<T>(g.xs()), w = random_vec<T>(g.ws()), dy = random_vec<T>(g.ys());
-    auto xt = tensor_of<T>({g.N, g.C, g.H, g.W}, x), wt = tensor_of<T>({g.K, g.C, g.R, g.S}, w),
-         dyt = tensor_of<T>({g.N, g.K, g.P(), g.Q()}, dy);
-    auto yt = poisoned<T>({g.N, g.K, g.P(), g.Q()});
-    conv.forward(xt, wt, yt);
-    expect_conv<T>("convolution training=false forward", values(yt), nn_ref::conv_forward(g, x, w),
-                   conv.numerics(nn::direction::forward));
-    auto dx = tensor_of<T>({g.N, g.C, g.H, g.W}, x);
-    expect_refused(
-        "grad_data without training", [&] { conv.grad_data(wt, dyt, dx); }, "convolution_grad_data",
-        "training");
-    expect_true(same_bits(raw(dx), raw(tensor_of<T>({g.N, g.C, g.H, g.W}, x))),
-                "a refused grad_data changed dx");
-  });
+  reg.add<T>(
+      std::string("convolution ") + tname<T>() + " training = false",
+      [](const Backend& b) {
+        const nn_ref::conv_geom g{2, 3, 6, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1};
+        nn::ConvolutionParams p = conv_params(g, {-2, -2, -2}, !is_half<T>);
+        p.training = false;
+        nn::Convolution conv(b, {g.N, g.C, g.H, g.W}, {g.K, g.C, g.R, g.S}, p, dtype_v<T>);
+        expect_true(conv.algorithm(nn::direction::grad_data) == -1, "grad_data was configured");
+        const vec x = random_vec<T>(g.xs()), w = random_vec<T>(g.ws()), dy = random_vec<T>(g.ys());
+        auto xt = tensor_of<T>({g.N, g.C, g.H, g.W}, x), wt = tensor_of<T>({g.K, g.C, g.R, g.S}, w),
+             dyt = tensor_of<T>({g.N, g.K, g.P(), g.Q()}, dy);
+        auto yt = poisoned<T>({g.N, g.K, g.P(), g.Q()});
+        conv.forward(xt, wt, yt);
+        expect_conv<T>("convolution training=false forward", values(yt),
+                       nn_ref::conv_forward(g, x, w), conv.numerics(nn::direction::forward));
+        auto dx = tensor_of<T>({g.N, g.C, g.H, g.W}, x);
+        expect_refused(
+            "grad_data without training", [&] { conv.grad_data(wt, dyt, dx); },
+            "convolution_grad_data", "training");
+        expect_true(same_bits(raw(dx), raw(tensor_of<T>({g.N, g.C, g.H, g.W}, x))),
+                    "a refused grad_data changed dx");
+      },
+      {key<pcy_nn_convolution_schema, T>(), key<pcy_nn_convolution_algorithm_schema, T>()});
 }
 
 // ---- pooling -------------------------------------------------------------------------------
 
 enum class pool_data { random, ties, nan };
 
-template <class T> void pooling_cases(registrar& reg) {
+template <class T> void pooling_cases(extension_suite& reg) {
   // N, C, H, W, window h/w, stride h/w, padding h/w
   const std::vector<nn_ref::pool_geom> geoms{
       {1, 1, 1, 1, 1, 1, 1, 1, 0, 0},  {2, 3, 7, 9, 3, 3, 2, 2, 1, 1},
@@ -840,85 +672,91 @@ template <class T> void pooling_cases(registrar& reg) {
           (data == pool_data::ties  ? " ties"
            : data == pool_data::nan ? " NaN"
                                     : "");
-      reg.add(tag, [=](const Backend& b) {
-        served_or_skip<T>(
-            b, {key<pcy_nn_pooling_max_schema, T>(), key<pcy_nn_pooling_max_indexed_schema, T>(),
-                key<pcy_nn_pooling_max_grad_schema, T>(),
-                key<pcy_nn_pooling_max_grad_indexed_schema, T>(),
-                key<pcy_nn_pooling_avg_schema, T>(), key<pcy_nn_pooling_avg_grad_schema, T>()});
-        const std::vector<int64_t> xs{g.N, g.C, g.H, g.W}, ys{g.N, g.C, g.P(), g.Q()};
-        nn::PoolingParams p;
-        p.window = {g.win_h, g.win_w};
-        p.stride = {g.str_h, g.str_w};
-        p.padding = {g.pad_h, g.pad_w};
-        expect_true(nn::pooling_output_shape(xs, p) == ys,
-                    str(tag, ": pooling_output_shape ", shape_tag(nn::pooling_output_shape(xs, p)),
-                        " expected ", shape_tag(ys)));
-        vec x;
-        if (data == pool_data::ties) { // few distinct values, all negative here and there
-          std::uniform_int_distribution<int> u(-3, 1);
-          x.resize(g.xs());
-          for (double& v : x)
-            v = u(rng());
-        } else {
-          x = random_vec<T>(g.xs(), -2, 2);
-          if (data == pool_data::nan)
-            for (size_t i = 3; i < x.size(); i += 11)
-              x[i] = std::numeric_limits<double>::quiet_NaN();
-        }
-        const vec dy = random_vec<T>(g.ys());
-        auto xt = tensor_of<T>(xs, x), dyt = tensor_of<T>(ys, dy);
+      reg.add<T>(
+          tag,
+          [=](const Backend& b) {
+            const std::vector<int64_t> xs{g.N, g.C, g.H, g.W}, ys{g.N, g.C, g.P(), g.Q()};
+            nn::PoolingParams p;
+            p.window = {g.win_h, g.win_w};
+            p.stride = {g.str_h, g.str_w};
+            p.padding = {g.pad_h, g.pad_w};
+            expect_true(nn::pooling_output_shape(xs, p) == ys,
+                        str(tag, ": pooling_output_shape ",
+                            shape_tag(nn::pooling_output_shape(xs, p)), " expected ",
+                            shape_tag(ys)));
+            vec x;
+            if (data == pool_data::ties) { // few distinct values, all negative here and there
+              std::uniform_int_distribution<int> u(-3, 1);
+              x.resize(g.xs());
+              for (double& v : x)
+                v = u(rng());
+            } else {
+              x = random_vec<T>(g.xs(), -2, 2);
+              if (data == pool_data::nan)
+                for (size_t i = 3; i < x.size(); i += 11)
+                  x[i] = std::numeric_limits<double>::quiet_NaN();
+            }
+            const vec dy = random_vec<T>(g.ys());
+            auto xt = tensor_of<T>(xs, x), dyt = tensor_of<T>(ys, dy);
 
-        vec yref;
-        std::vector<int32_t> iref;
-        nn_ref::pool_max(g, x, yref, iref);
-        auto y = poisoned<T>(ys);
-        nn::pooling_max(b, xt, y, p);
-        const vec yv = values(y);
-        for (size_t i = 0; i < yv.size(); ++i)
-          expect_exact<T>(tag + " pooling_max", i, yv[i], yref[i]);
-        auto y2 = poisoned<T>(ys);
-        SharedTensor<int32_t> idx(ys);
-        for (int32_t& v : idx.write_only())
-          v = -7;
-        nn::pooling_max(b, xt, y2, idx, p);
-        const vec y2v = values(y2);
-        const auto iv = raw(idx);
-        for (size_t i = 0; i < y2v.size(); ++i) {
-          expect_exact<T>(tag + " pooling_max_indexed y", i, y2v[i], yref[i]);
-          expect_true(iv[i] == iref[i], str(tname<T>(), " ", tag, " pooling_max_indexed: index ", i,
-                                            " is ", iv[i], ", expected ", iref[i],
-                                            " (the first maximum in row-major window order)"));
-        }
-        // Gradients: from x and y (y as the forward gave it: the reference, which matched).
-        auto y_in = tensor_of<T>(ys, yref);
-        auto dx = poisoned<T>(xs);
-        nn::pooling_max_grad(b, xt, y_in, dyt, dx, p);
-        expect_all<T>(tag + " pooling_max_grad", values(dx), nn_ref::pool_max_grad(g, dy, iref));
-        // From indices, some of them outside the plane (they add nothing).
-        std::vector<int32_t> hostile = iref;
-        const int32_t plane = static_cast<int32_t>(g.H * g.W);
-        for (size_t i = 0; i < hostile.size(); i += 5)
-          hostile[i] = i % 3 == 0 ? -1 : i % 3 == 1 ? plane : std::numeric_limits<int32_t>::max();
-        for (const auto* ind : {&iref, &hostile}) {
-          SharedTensor<int32_t> it(ys);
-          std::copy(ind->begin(), ind->end(), it.write_only().begin());
-          auto dx2 = poisoned<T>(xs);
-          nn::pooling_max_grad(b, dyt, it, dx2);
-          expect_all<T>(tag + (ind == &iref ? " pooling_max_grad indexed"
-                                            : " pooling_max_grad indexed, indices outside"),
-                        values(dx2), nn_ref::pool_max_grad(g, dy, *ind));
-        }
-        if (data == pool_data::nan) return; // the mean of NaN is NaN: nothing more to learn
-        expect_pool_avg<T>(b, g, x, dy, xt, dyt, xs, ys, p, tag + " avg");
-        expect_true(same_bits(raw(xt), raw(tensor_of<T>(xs, x))), tag + ": x changed");
-      });
+            vec yref;
+            std::vector<int32_t> iref;
+            nn_ref::pool_max(g, x, yref, iref);
+            auto y = poisoned<T>(ys);
+            nn::pooling_max(b, xt, y, p);
+            const vec yv = values(y);
+            for (size_t i = 0; i < yv.size(); ++i)
+              expect_exact<T>(tag + " pooling_max", i, yv[i], yref[i]);
+            auto y2 = poisoned<T>(ys);
+            SharedTensor<int32_t> idx(ys);
+            for (int32_t& v : idx.write_only())
+              v = -7;
+            nn::pooling_max(b, xt, y2, idx, p);
+            const vec y2v = values(y2);
+            const auto iv = raw(idx);
+            for (size_t i = 0; i < y2v.size(); ++i) {
+              expect_exact<T>(tag + " pooling_max_indexed y", i, y2v[i], yref[i]);
+              expect_true(iv[i] == iref[i],
+                          str(tname<T>(), " ", tag, " pooling_max_indexed: index ", i, " is ",
+                              iv[i], ", expected ", iref[i],
+                              " (the first maximum in row-major window order)"));
+            }
+            // Gradients: from x and y (y as the forward gave it: the reference, which matched).
+            auto y_in = tensor_of<T>(ys, yref);
+            auto dx = poisoned<T>(xs);
+            nn::pooling_max_grad(b, xt, y_in, dyt, dx, p);
+            expect_all<T>(tag + " pooling_max_grad", values(dx),
+                          nn_ref::pool_max_grad(g, dy, iref));
+            // From indices, some of them outside the plane (they add nothing).
+            std::vector<int32_t> hostile = iref;
+            const int32_t plane = static_cast<int32_t>(g.H * g.W);
+            for (size_t i = 0; i < hostile.size(); i += 5)
+              hostile[i] = i % 3 == 0   ? -1
+                           : i % 3 == 1 ? plane
+                                        : std::numeric_limits<int32_t>::max();
+            for (const auto* ind : {&iref, &hostile}) {
+              SharedTensor<int32_t> it(ys);
+              std::copy(ind->begin(), ind->end(), it.write_only().begin());
+              auto dx2 = poisoned<T>(xs);
+              nn::pooling_max_grad(b, dyt, it, dx2);
+              expect_all<T>(tag + (ind == &iref ? " pooling_max_grad indexed"
+                                                : " pooling_max_grad indexed, indices outside"),
+                            values(dx2), nn_ref::pool_max_grad(g, dy, *ind));
+            }
+            if (data == pool_data::nan) return; // the mean of NaN is NaN: nothing more to learn
+            expect_pool_avg<T>(b, g, x, dy, xt, dyt, xs, ys, p, tag + " avg");
+            expect_true(same_bits(raw(xt), raw(tensor_of<T>(xs, x))), tag + ": x changed");
+          },
+          {key<pcy_nn_pooling_max_schema, T>(), key<pcy_nn_pooling_max_indexed_schema, T>(),
+           key<pcy_nn_pooling_max_grad_schema, T>(),
+           key<pcy_nn_pooling_max_grad_indexed_schema, T>(), key<pcy_nn_pooling_avg_schema, T>(),
+           key<pcy_nn_pooling_avg_grad_schema, T>()});
     }
 }
 
 // ---- LRN -----------------------------------------------------------------------------------
 
-template <class T> void lrn_cases(registrar& reg) {
+template <class T> void lrn_cases(extension_suite& reg) {
   struct lc {
     std::vector<int64_t> shape;
     nn_ref::lrn_params p;
@@ -934,59 +772,60 @@ template <class T> void lrn_cases(registrar& reg) {
     const std::string tag =
         std::string("lrn ") + tname<T>() + " " + shape_tag(c.shape) +
         str(" n=", c.p.n, " alpha=", c.p.alpha, " beta=", c.p.beta, " k=", c.p.k);
-    reg.add(tag, [=](const Backend& b) {
-      served_or_skip<T>(b, {key<pcy_nn_lrn_schema, T>(), key<pcy_nn_lrn_grad_schema, T>()});
-      const int64_t N = c.shape[0], C = c.shape[1], HW = c.shape[2] * c.shape[3];
-      const size_t n = count_of(c.shape);
-      const vec x = random_vec<T>(n, -2, 2), dy = random_vec<T>(n);
-      const nn::LrnParams p{c.p.n, c.p.alpha, c.p.beta, c.p.k};
-      auto xt = tensor_of<T>(c.shape, x), dyt = tensor_of<T>(c.shape, dy);
-      auto yt = poisoned<T>(c.shape);
-      nn::lrn(b, xt, yt, p);
-      const auto yref = nn_ref::lrn(x, N, C, HW, c.p);
-      expect_all<T>(tag + " forward", values(yt), yref);
-      vec y(n);
-      for (size_t i = 0; i < n; ++i)
-        y[i] = rounded<T>(yref.v[i]);
-      auto y_in = tensor_of<T>(c.shape, y);
-      auto dx = poisoned<T>(c.shape);
-      nn::lrn_grad(b, xt, y_in, dyt, dx, p);
-      const vec dxv = values(dx);
-      expect_all<T>(tag + " grad", dxv, nn_ref::lrn_grad(x, y, dy, N, C, HW, c.p));
-      if constexpr (std::is_same_v<T, double>) {
-        // Finite differences of sum(y dy) through the bundle's forward.
-        const double h = 1e-6;
-        std::uniform_int_distribution<size_t> pick(0, n - 1);
-        const auto L = [&](const vec& xv) {
-          auto xx = tensor_of<T>(c.shape, xv);
-          auto yy = poisoned<T>(c.shape);
-          nn::lrn(b, xx, yy, p);
-          const vec yv = values(yy);
-          double s = 0, mag = 0;
-          for (size_t i = 0; i < n; ++i) {
-            s += yv[i] * dy[i];
-            mag += std::fabs(yv[i] * dy[i]);
-          }
-          return std::pair<double, double>{s, mag};
-        };
-        for (int k = 0; k < 4; ++k) {
-          const size_t i = pick(rng());
-          vec xp = x, xm = x;
-          xp[i] += h;
-          xm[i] -= h;
-          const auto lp = L(xp), lm = L(xm);
-          const double fd = (lp.first - lm.first) / (2 * h);
-          const double tol =
-              64 * eps<T>() * (lp.second + lm.second) / (2 * h) + 1e-6 * std::fabs(dxv[i]) + 1e-9;
-          if (std::fabs(fd - dxv[i]) <= tol)
-            pass_check();
-          else
-            fail_check(str("f64 ", tag, " finite differences: element ", i, " analytic ",
-                           g10(dxv[i]), ", (L(+h) - L(-h)) / 2h = ", g10(fd), " (tolerance ",
-                           g3(tol), ")"));
-        }
-      }
-    });
+    reg.add<T>(tag,
+               [=](const Backend& b) {
+                 const int64_t N = c.shape[0], C = c.shape[1], HW = c.shape[2] * c.shape[3];
+                 const size_t n = count_of(c.shape);
+                 const vec x = random_vec<T>(n, -2, 2), dy = random_vec<T>(n);
+                 const nn::LrnParams p{c.p.n, c.p.alpha, c.p.beta, c.p.k};
+                 auto xt = tensor_of<T>(c.shape, x), dyt = tensor_of<T>(c.shape, dy);
+                 auto yt = poisoned<T>(c.shape);
+                 nn::lrn(b, xt, yt, p);
+                 const auto yref = nn_ref::lrn(x, N, C, HW, c.p);
+                 expect_all<T>(tag + " forward", values(yt), yref);
+                 vec y(n);
+                 for (size_t i = 0; i < n; ++i)
+                   y[i] = rounded<T>(yref.v[i]);
+                 auto y_in = tensor_of<T>(c.shape, y);
+                 auto dx = poisoned<T>(c.shape);
+                 nn::lrn_grad(b, xt, y_in, dyt, dx, p);
+                 const vec dxv = values(dx);
+                 expect_all<T>(tag + " grad", dxv, nn_ref::lrn_grad(x, y, dy, N, C, HW, c.p));
+                 if constexpr (std::is_same_v<T, double>) {
+                   // Finite differences of sum(y dy) through the bundle's forward.
+                   const double h = 1e-6;
+                   std::uniform_int_distribution<size_t> pick(0, n - 1);
+                   const auto L = [&](const vec& xv) {
+                     auto xx = tensor_of<T>(c.shape, xv);
+                     auto yy = poisoned<T>(c.shape);
+                     nn::lrn(b, xx, yy, p);
+                     const vec yv = values(yy);
+                     double s = 0, mag = 0;
+                     for (size_t i = 0; i < n; ++i) {
+                       s += yv[i] * dy[i];
+                       mag += std::fabs(yv[i] * dy[i]);
+                     }
+                     return std::pair<double, double>{s, mag};
+                   };
+                   for (int k = 0; k < 4; ++k) {
+                     const size_t i = pick(rng());
+                     vec xp = x, xm = x;
+                     xp[i] += h;
+                     xm[i] -= h;
+                     const auto lp = L(xp), lm = L(xm);
+                     const double fd = (lp.first - lm.first) / (2 * h);
+                     const double tol = 64 * eps<T>() * (lp.second + lm.second) / (2 * h) +
+                                        1e-6 * std::fabs(dxv[i]) + 1e-9;
+                     if (std::fabs(fd - dxv[i]) <= tol)
+                       pass_check();
+                     else
+                       fail_check(str("f64 ", tag, " finite differences: element ", i, " analytic ",
+                                      g10(dxv[i]), ", (L(+h) - L(-h)) / 2h = ", g10(fd),
+                                      " (tolerance ", g3(tol), ")"));
+                   }
+                 }
+               },
+               {key<pcy_nn_lrn_schema, T>(), key<pcy_nn_lrn_grad_schema, T>()});
   }
 }
 
@@ -1003,14 +842,6 @@ namespace in = inputs;
 // exact where the result stays normal).
 constexpr double transform_scale = 0x1p-16;
 
-template <class T> double tiny_normal() {
-  if constexpr (std::is_same_v<T, f16>)
-    return 0x1p-14;
-  else if constexpr (std::is_same_v<T, bf16>)
-    return 0x1p-126;
-  else
-    return static_cast<double>(std::numeric_limits<T>::min());
-}
 template <class T>
 vec class_vec(in::input_class c, size_t n, double huge_v, const in::positions& at = {}) {
   vec v = in::make(c, n, {huge_v, tiny_normal<T>()}, rng(), at);
@@ -1020,17 +851,20 @@ vec class_vec(in::input_class c, size_t n, double huge_v, const in::positions& a
 }
 std::string class_tag(in::input_class c) { return std::string(" [") + in::class_name(c) + "]"; }
 
-template <class T> void input_class_cases(registrar& reg) {
+template <class T> void input_class_cases(extension_suite& reg) {
   for (const in::input_class ic : in::all_classes) {
     // Activations on oneDNN's path (>= 4096 elements); relu is ours everywhere.
     for (const act_info& ai : acts) {
       if (ai.a == nn_ref::act::relu) continue;
       const std::string tag = std::string(ai.name) + " " + tname<T>() + " 4099" + class_tag(ic);
-      reg.add(tag, [=](const Backend& b) {
-        const size_t n = 4099;
-        act_all<T>(b, tag, ai.a, {static_cast<int64_t>(n)}, class_vec<T>(ic, n, huge<T>()), 1.0,
-                   random_vec<T>(n));
-      });
+      reg.add<T>(
+          tag,
+          [=](const Backend& b) {
+            const size_t n = 4099;
+            act_all<T>(b, tag, ai.a, {static_cast<int64_t>(n)}, class_vec<T>(ic, n, huge<T>()), 1.0,
+                       random_vec<T>(n));
+          },
+          act_keys<T>(ai.a));
     }
     // softmax / log_softmax: 64 rows of 100 along the last axis, and along axis 0 (inner 64).
     // Non-finite values in rows 1, 2, 3 only: those rows are NaN (e^(x - max) with a NaN, or
@@ -1040,31 +874,32 @@ template <class T> void input_class_cases(registrar& reg) {
           axis == 1 ? std::vector<int64_t>{64, 100} : std::vector<int64_t>{100, 64};
       const std::string tag = std::string("softmax/log_softmax ") + tname<T>() + " " +
                               shape_tag(shape) + " axis=" + std::to_string(axis) + class_tag(ic);
-      reg.add(tag, [=](const Backend& b) {
-        served_or_skip<T>(b,
-                          {key<pcy_nn_softmax_schema, T>(), key<pcy_nn_log_softmax_schema, T>()});
-        const size_t n = count_of(shape);
-        const in::positions at = axis == 1 ? in::positions{105, 207, 309}
-                                           : in::positions{5 * 64 + 1, 7 * 64 + 2, 9 * 64 + 3};
-        // huge / 2: x - max stays finite.
-        const vec x = class_vec<T>(ic, n, huge<T>() / 2, at);
-        auto xt = tensor_of<T>(shape, x);
-        for (const bool log : {false, true}) {
-          const std::string what = tag + (log ? " log_softmax" : " softmax");
-          auto yt = poisoned<T>(shape);
-          if (log)
-            nn::log_softmax(b, xt, yt, axis);
-          else
-            nn::softmax(b, xt, yt, axis);
-          const vec got = values(yt);
-          expect_all<T>(what, got, nn_ref::softmax(x, shape, axis, log, eps<T>()));
-          if (log)
-            for (size_t i = 0; i < n; ++i)
-              if (got[i] > 0)
-                fail_check(str(tname<T>(), " ", what, ": element ", i, " is ", g10(got[i]),
-                               ": a log-probability above 0"));
-        }
-      });
+      reg.add<T>(tag,
+                 [=](const Backend& b) {
+                   const size_t n = count_of(shape);
+                   const in::positions at = axis == 1
+                                                ? in::positions{105, 207, 309}
+                                                : in::positions{5 * 64 + 1, 7 * 64 + 2, 9 * 64 + 3};
+                   // huge / 2: x - max stays finite.
+                   const vec x = class_vec<T>(ic, n, huge<T>() / 2, at);
+                   auto xt = tensor_of<T>(shape, x);
+                   for (const bool log : {false, true}) {
+                     const std::string what = tag + (log ? " log_softmax" : " softmax");
+                     auto yt = poisoned<T>(shape);
+                     if (log)
+                       nn::log_softmax(b, xt, yt, axis);
+                     else
+                       nn::softmax(b, xt, yt, axis);
+                     const vec got = values(yt);
+                     expect_all<T>(what, got, nn_ref::softmax(x, shape, axis, log, eps<T>()));
+                     if (log)
+                       for (size_t i = 0; i < n; ++i)
+                         if (got[i] > 0)
+                           fail_check(str(tname<T>(), " ", what, ": element ", i, " is ",
+                                          g10(got[i]), ": a log-probability above 0"));
+                   }
+                 },
+                 {key<pcy_nn_softmax_schema, T>(), key<pcy_nn_log_softmax_schema, T>()});
     }
     // LRN: C a multiple of 8 (oneDNN's vector kernel), AlexNet's 96, and 17. Image 0 holds the
     // non-finite values (channel 0, 8 and C - 1); image 1 must not notice.
@@ -1078,22 +913,25 @@ template <class T> void input_class_cases(registrar& reg) {
                                 lrn_shape{{2, 17, 2, 3}, {5, 0.1, 0.75, 1.0}}}) {
       const std::string tag = std::string("lrn ") + tname<T>() + " " + shape_tag(ls.shape) +
                               str(" n=", ls.p.n, " beta=", ls.p.beta) + class_tag(ic);
-      reg.add(tag, [=](const Backend& b) {
-        served_or_skip<T>(b, {key<pcy_nn_lrn_schema, T>()});
-        const int64_t N = ls.shape[0], C = ls.shape[1], HW = ls.shape[2] * ls.shape[3];
-        const size_t n = count_of(ls.shape);
-        const auto at_ = [&](int64_t c, int64_t i) { return static_cast<size_t>(c * HW + i); };
-        const vec x =
-            // Huge for LRN: a window's sum of n squares stays finite in T.
-            class_vec<T>(ic, n,
-                         std::sqrt(static_cast<double>(std::numeric_limits<T>::max()) /
-                                   static_cast<double>(2 * ls.p.n)),
-                         {at_(0, 0), at_(8 % C, HW - 1), at_(C - 1, HW / 2)});
-        auto xt = tensor_of<T>(ls.shape, x);
-        auto yt = poisoned<T>(ls.shape);
-        nn::lrn(b, xt, yt, nn::LrnParams{ls.p.n, ls.p.alpha, ls.p.beta, ls.p.k});
-        expect_all<T>(tag + " forward", values(yt), nn_ref::lrn(x, N, C, HW, ls.p));
-      });
+      reg.add<T>(tag,
+                 [=](const Backend& b) {
+                   const int64_t N = ls.shape[0], C = ls.shape[1], HW = ls.shape[2] * ls.shape[3];
+                   const size_t n = count_of(ls.shape);
+                   const auto at_ = [&](int64_t c, int64_t i) {
+                     return static_cast<size_t>(c * HW + i);
+                   };
+                   const vec x =
+                       // Huge for LRN: a window's sum of n squares stays finite in T.
+                       class_vec<T>(ic, n,
+                                    std::sqrt(static_cast<double>(std::numeric_limits<T>::max()) /
+                                              static_cast<double>(2 * ls.p.n)),
+                                    {at_(0, 0), at_(8 % C, HW - 1), at_(C - 1, HW / 2)});
+                   auto xt = tensor_of<T>(ls.shape, x);
+                   auto yt = poisoned<T>(ls.shape);
+                   nn::lrn(b, xt, yt, nn::LrnParams{ls.p.n, ls.p.alpha, ls.p.beta, ls.p.k});
+                   expect_all<T>(tag + " forward", values(yt), nn_ref::lrn(x, N, C, HW, ls.p));
+                 },
+                 {key<pcy_nn_lrn_schema, T>()});
     }
     // Average pooling (oneDNN's f32 sums a window in f32): windows of huge values whose mean is
     // finite, and the gradient from dy of the class.
@@ -1103,22 +941,22 @@ template <class T> void input_class_cases(registrar& reg) {
           std::string("pooling_avg ") + tname<T>() +
           str(" N", g.N, " C", g.C, " ", g.H, "x", g.W, " window ", g.win_h, "x", g.win_w) +
           class_tag(ic);
-      reg.add(tag, [=](const Backend& b) {
-        served_or_skip<T>(
-            b, {key<pcy_nn_pooling_avg_schema, T>(), key<pcy_nn_pooling_avg_grad_schema, T>()});
-        const std::vector<int64_t> xs{g.N, g.C, g.H, g.W}, ys{g.N, g.C, g.P(), g.Q()};
-        const size_t plane = static_cast<size_t>(g.H * g.W);
-        // Huge for pooling: a window's sum stays finite in T.
-        const double h = huge<T>() / static_cast<double>(2 * g.win_h * g.win_w);
-        const vec x = class_vec<T>(ic, g.xs(), h, {0, 5 * plane + 10, 7 * plane + 20});
-        const vec dy = class_vec<T>(ic, g.ys(), h, {0, 3, g.ys() - 1});
-        auto xt = tensor_of<T>(xs, x), dyt = tensor_of<T>(ys, dy);
-        nn::PoolingParams p;
-        p.window = {g.win_h, g.win_w};
-        p.stride = {g.str_h, g.str_w};
-        p.padding = {g.pad_h, g.pad_w};
-        expect_pool_avg<T>(b, g, x, dy, xt, dyt, xs, ys, p, tag);
-      });
+      reg.add<T>(tag,
+                 [=](const Backend& b) {
+                   const std::vector<int64_t> xs{g.N, g.C, g.H, g.W}, ys{g.N, g.C, g.P(), g.Q()};
+                   const size_t plane = static_cast<size_t>(g.H * g.W);
+                   // Huge for pooling: a window's sum stays finite in T.
+                   const double h = huge<T>() / static_cast<double>(2 * g.win_h * g.win_w);
+                   const vec x = class_vec<T>(ic, g.xs(), h, {0, 5 * plane + 10, 7 * plane + 20});
+                   const vec dy = class_vec<T>(ic, g.ys(), h, {0, 3, g.ys() - 1});
+                   auto xt = tensor_of<T>(xs, x), dyt = tensor_of<T>(ys, dy);
+                   nn::PoolingParams p;
+                   p.window = {g.win_h, g.win_w};
+                   p.stride = {g.str_h, g.str_w};
+                   p.padding = {g.pad_h, g.pad_w};
+                   expect_pool_avg<T>(b, g, x, dy, xt, dyt, xs, ys, p, tag);
+                 },
+                 {key<pcy_nn_pooling_avg_schema, T>(), key<pcy_nn_pooling_avg_grad_schema, T>()});
     }
     // Convolution, every algorithm the bundle offers: x of the class for the forward and
     // grad_filter, dy of the class for grad_data; w ordinary. A transform (Winograd, FFT) mixes
@@ -1131,213 +969,218 @@ template <class T> void input_class_cases(registrar& reg) {
           nn_ref::conv_geom{1, 3, 7, 7, 4, 3, 3, 2, 2, 0, 0, 1, 1, 1}}) {
       const std::string tag =
           std::string("convolution ") + tname<T>() + " " + geom_tag(g) + class_tag(ic);
-      reg.add(tag, [=](const Backend& b) {
-        served_or_skip<T>(b, {key<pcy_nn_convolution_schema, T>(),
-                              key<pcy_nn_convolution_grad_data_schema, T>(),
-                              key<pcy_nn_convolution_grad_filter_schema, T>(),
-                              key<pcy_nn_convolution_algorithm_schema, T>()});
-        const std::vector<int64_t> xs{g.N, g.C, g.H, g.W}, ws{g.K, g.Cg(), g.R, g.S},
-            ys{g.N, g.K, g.P(), g.Q()};
-        // The largest sum: grad_filter's N P Q terms, or C R S, K R S.
-        const double terms = static_cast<double>(
-            std::max({g.N * g.P() * g.Q(), g.Cg() * g.R * g.S, g.Kg() * g.R * g.S}));
-        const size_t plane = static_cast<size_t>(g.H * g.W);
-        const vec x = class_vec<T>(ic, g.xs(), huge<T>() / (4 * terms),
-                                   {plane + 9, 2 * plane + 20, g.xs() - 1});
-        const vec dy = class_vec<T>(ic, g.ys(), huge<T>() / (4 * terms), {1, g.ys() / 2});
-        const vec w = random_vec<T>(g.ws()), dy_plain = random_vec<T>(g.ys());
-        auto xt = tensor_of<T>(xs, x), wt = tensor_of<T>(ws, w), dyt = tensor_of<T>(ys, dy),
-             dyp = tensor_of<T>(ys, dy_plain);
-        const auto yref = nn_ref::conv_forward(g, x, w), dxref = nn_ref::conv_grad_data(g, w, dy),
-                   dwref = nn_ref::conv_grad_filter(g, x, dy_plain);
-        // The transforms' inputs on the classes with huge values, and their references (from
-        // the scaled values as rounded to T: tiny ones may round to subnormals).
-        const bool scaled = ic == in::input_class::huge || ic == in::input_class::wide_range ||
-                            ic == in::input_class::cancellation;
-        const auto scale = [&](const vec& v) {
-          vec r = v;
-          for (double& e : r)
-            e = rounded<T>(e * transform_scale);
-          return r;
-        };
-        const vec xsc = scaled ? scale(x) : x, dysc = scaled ? scale(dy) : dy;
-        auto xtsc = tensor_of<T>(xs, xsc), dytsc = tensor_of<T>(ys, dysc);
-        const auto yref_sc = scaled ? nn_ref::conv_forward(g, xsc, w) : yref,
-                   dxref_sc = scaled ? nn_ref::conv_grad_data(g, w, dysc) : dxref,
-                   dwref_sc = scaled ? nn_ref::conv_grad_filter(g, xsc, dy_plain) : dwref;
-        std::vector<std::array<int64_t, 3>> configs{{0, 0, 0}};
-        for (int64_t a = 1; a <= 7; ++a)
-          for (size_t d = 0; d < 3; ++d) {
-            std::array<int64_t, 3> al{0, 0, 0};
-            al[d] = a;
-            configs.push_back(al);
-          }
-        for (const auto& al : configs) {
-          std::unique_ptr<nn::Convolution> conv;
-          try {
-            conv = std::make_unique<nn::Convolution>(b, xs, ws, conv_params(g, al, !is_half<T>),
-                                                     dtype_v<T>);
-          } catch (const parenchyma::error& e) {
-            if (al == configs.front() ||
-                (e.code() != errc::unsupported && e.code() != errc::invalid_argument))
-              throw;
-            continue; // not offered for these shapes
-          }
-          const std::string what = str(tag, " algorithms ", al[0], ",", al[1], ",", al[2]);
-          const auto check = [&](const char* dir, nn::direction d, const vec& got,
-                                 const nn_ref::summed& ref) {
-            const nn::conv_numerics num = conv->numerics(d);
-            if (ic == in::input_class::non_finite && num == nn::conv_numerics::transform) return;
-            expect_conv<T>(what + " " + dir, got, ref, num);
-          };
-          const auto tr = [&](nn::direction d) {
-            return scaled && conv->numerics(d) == nn::conv_numerics::transform;
-          };
-          auto yt = poisoned<T>(ys);
-          conv->forward(tr(nn::direction::forward) ? xtsc : xt, wt, yt);
-          check("forward", nn::direction::forward, values(yt),
-                tr(nn::direction::forward) ? yref_sc : yref);
-          auto dx = poisoned<T>(xs);
-          conv->grad_data(wt, tr(nn::direction::grad_data) ? dytsc : dyt, dx);
-          check("grad_data", nn::direction::grad_data, values(dx),
-                tr(nn::direction::grad_data) ? dxref_sc : dxref);
-          auto dw = poisoned<T>(ws);
-          conv->grad_filter(tr(nn::direction::grad_filter) ? xtsc : xt, dyp, dw);
-          check("grad_filter", nn::direction::grad_filter, values(dw),
-                tr(nn::direction::grad_filter) ? dwref_sc : dwref);
-        }
-      });
+      reg.add<T>(
+          tag,
+          [=](const Backend& b) {
+            const std::vector<int64_t> xs{g.N, g.C, g.H, g.W}, ws{g.K, g.Cg(), g.R, g.S},
+                ys{g.N, g.K, g.P(), g.Q()};
+            // The largest sum: grad_filter's N P Q terms, or C R S, K R S.
+            const double terms = static_cast<double>(
+                std::max({g.N * g.P() * g.Q(), g.Cg() * g.R * g.S, g.Kg() * g.R * g.S}));
+            const size_t plane = static_cast<size_t>(g.H * g.W);
+            const vec x = class_vec<T>(ic, g.xs(), huge<T>() / (4 * terms),
+                                       {plane + 9, 2 * plane + 20, g.xs() - 1});
+            const vec dy = class_vec<T>(ic, g.ys(), huge<T>() / (4 * terms), {1, g.ys() / 2});
+            const vec w = random_vec<T>(g.ws()), dy_plain = random_vec<T>(g.ys());
+            auto xt = tensor_of<T>(xs, x), wt = tensor_of<T>(ws, w), dyt = tensor_of<T>(ys, dy),
+                 dyp = tensor_of<T>(ys, dy_plain);
+            const auto yref = nn_ref::conv_forward(g, x, w),
+                       dxref = nn_ref::conv_grad_data(g, w, dy),
+                       dwref = nn_ref::conv_grad_filter(g, x, dy_plain);
+            // The transforms' inputs on the classes with huge values, and their references (from
+            // the scaled values as rounded to T: tiny ones may round to subnormals).
+            const bool scaled = ic == in::input_class::huge || ic == in::input_class::wide_range ||
+                                ic == in::input_class::cancellation;
+            const auto scale = [&](const vec& v) {
+              vec r = v;
+              for (double& e : r)
+                e = rounded<T>(e * transform_scale);
+              return r;
+            };
+            const vec xsc = scaled ? scale(x) : x, dysc = scaled ? scale(dy) : dy;
+            auto xtsc = tensor_of<T>(xs, xsc), dytsc = tensor_of<T>(ys, dysc);
+            const auto yref_sc = scaled ? nn_ref::conv_forward(g, xsc, w) : yref,
+                       dxref_sc = scaled ? nn_ref::conv_grad_data(g, w, dysc) : dxref,
+                       dwref_sc = scaled ? nn_ref::conv_grad_filter(g, xsc, dy_plain) : dwref;
+            std::vector<std::array<int64_t, 3>> configs{{0, 0, 0}};
+            for (int64_t a = 1; a <= 7; ++a)
+              for (size_t d = 0; d < 3; ++d) {
+                std::array<int64_t, 3> al{0, 0, 0};
+                al[d] = a;
+                configs.push_back(al);
+              }
+            for (const auto& al : configs) {
+              std::unique_ptr<nn::Convolution> conv;
+              try {
+                conv = std::make_unique<nn::Convolution>(b, xs, ws, conv_params(g, al, !is_half<T>),
+                                                         dtype_v<T>);
+              } catch (const parenchyma::error& e) {
+                if (al == configs.front() ||
+                    (e.code() != errc::unsupported && e.code() != errc::invalid_argument))
+                  throw;
+                continue; // not offered for these shapes
+              }
+              const std::string what = str(tag, " algorithms ", al[0], ",", al[1], ",", al[2]);
+              const auto check = [&](const char* dir, nn::direction d, const vec& got,
+                                     const nn_ref::summed& ref) {
+                const nn::conv_numerics num = conv->numerics(d);
+                if (ic == in::input_class::non_finite && num == nn::conv_numerics::transform)
+                  return;
+                expect_conv<T>(what + " " + dir, got, ref, num);
+              };
+              const auto tr = [&](nn::direction d) {
+                return scaled && conv->numerics(d) == nn::conv_numerics::transform;
+              };
+              auto yt = poisoned<T>(ys);
+              conv->forward(tr(nn::direction::forward) ? xtsc : xt, wt, yt);
+              check("forward", nn::direction::forward, values(yt),
+                    tr(nn::direction::forward) ? yref_sc : yref);
+              auto dx = poisoned<T>(xs);
+              conv->grad_data(wt, tr(nn::direction::grad_data) ? dytsc : dyt, dx);
+              check("grad_data", nn::direction::grad_data, values(dx),
+                    tr(nn::direction::grad_data) ? dxref_sc : dxref);
+              auto dw = poisoned<T>(ws);
+              conv->grad_filter(tr(nn::direction::grad_filter) ? xtsc : xt, dyp, dw);
+              check("grad_filter", nn::direction::grad_filter, values(dw),
+                    tr(nn::direction::grad_filter) ? dwref_sc : dwref);
+            }
+          },
+          {key<pcy_nn_convolution_schema, T>(), key<pcy_nn_convolution_grad_data_schema, T>(),
+           key<pcy_nn_convolution_grad_filter_schema, T>(),
+           key<pcy_nn_convolution_algorithm_schema, T>()});
     }
   }
   // A dominant logit (issue 21): rows of 100 with one logit 100 and the rest 0, 64 rows. Its
   // log-probability is -log1p(99 e^-100), 0 to the type's precision: never above 0.
-  reg.add(std::string("log_softmax ") + tname<T>() + " 64x100 dominant logit",
-          [](const Backend& b) {
-            served_or_skip<T>(b, {key<pcy_nn_log_softmax_schema, T>()});
-            const std::vector<int64_t> shape{64, 100};
-            vec x(6400, 0.0);
-            for (size_t r = 0; r < 64; ++r)
-              x[r * 100 + r % 100] = 100;
-            auto xt = tensor_of<T>(shape, x);
-            auto yt = poisoned<T>(shape);
-            nn::log_softmax(b, xt, yt, 1);
-            const vec got = values(yt);
-            expect_all<T>("log_softmax dominant logit", got,
-                          nn_ref::softmax(x, shape, 1, true, eps<T>()));
-            for (size_t i = 0; i < got.size(); ++i)
-              if (got[i] > 0)
-                fail_check(str(tname<T>(), " log_softmax dominant logit: element ", i, " is ",
-                               g10(got[i]), ": a log-probability above 0"));
-          });
+  reg.add<T>(std::string("log_softmax ") + tname<T>() + " 64x100 dominant logit",
+             [](const Backend& b) {
+               const std::vector<int64_t> shape{64, 100};
+               vec x(6400, 0.0);
+               for (size_t r = 0; r < 64; ++r)
+                 x[r * 100 + r % 100] = 100;
+               auto xt = tensor_of<T>(shape, x);
+               auto yt = poisoned<T>(shape);
+               nn::log_softmax(b, xt, yt, 1);
+               const vec got = values(yt);
+               expect_all<T>("log_softmax dominant logit", got,
+                             nn_ref::softmax(x, shape, 1, true, eps<T>()));
+               for (size_t i = 0; i < got.size(); ++i)
+                 if (got[i] > 0)
+                   fail_check(str(tname<T>(), " log_softmax dominant logit: element ", i, " is ",
+                                  g10(got[i]), ": a log-probability above 0"));
+             },
+             {key<pcy_nn_log_softmax_schema, T>()});
   // LRN with one large value in channel 0 (issue 21: 0.8722 where 0.5946 is right).
   if constexpr (!is_half<T>)
     for (const int64_t C : {16, 24, 32, 64, 96, 256})
-      reg.add(str("lrn ", tname<T>(), " 1x", C, "x1x1 n=5 x[0] = 1e4, the rest 0.5"),
-              [C](const Backend& b) {
-                served_or_skip<T>(b, {key<pcy_nn_lrn_schema, T>()});
-                const std::vector<int64_t> shape{1, C, 1, 1};
-                vec x(static_cast<size_t>(C), 0.5);
-                x[0] = 1e4;
-                const nn_ref::lrn_params p{5, 1e-4, 0.75, 1.0};
-                auto xt = tensor_of<T>(shape, x);
-                auto yt = poisoned<T>(shape);
-                nn::lrn(b, xt, yt, nn::LrnParams{p.n, p.alpha, p.beta, p.k});
-                expect_all<T>(str("lrn C=", C, " x[0] = 1e4"), values(yt),
-                              nn_ref::lrn(x, 1, C, 1, p));
-              });
+      reg.add<T>(str("lrn ", tname<T>(), " 1x", C, "x1x1 n=5 x[0] = 1e4, the rest 0.5"),
+                 [C](const Backend& b) {
+                   const std::vector<int64_t> shape{1, C, 1, 1};
+                   vec x(static_cast<size_t>(C), 0.5);
+                   x[0] = 1e4;
+                   const nn_ref::lrn_params p{5, 1e-4, 0.75, 1.0};
+                   auto xt = tensor_of<T>(shape, x);
+                   auto yt = poisoned<T>(shape);
+                   nn::lrn(b, xt, yt, nn::LrnParams{p.n, p.alpha, p.beta, p.k});
+                   expect_all<T>(str("lrn C=", C, " x[0] = 1e4"), values(yt),
+                                 nn_ref::lrn(x, 1, C, 1, p));
+                 },
+                 {key<pcy_nn_lrn_schema, T>()});
 }
 
 // ---- dropout -------------------------------------------------------------------------------
 
-template <class T> void dropout_cases(registrar& reg) {
+template <class T> void dropout_cases(extension_suite& reg) {
   const std::vector<std::vector<int64_t>> shapes{{1}, {7}, {10, 101}, {4097}};
   for (const auto& shape : shapes)
     for (const double prob : {0.0, 0.3, 1.0}) {
       const std::string tag =
           std::string("dropout ") + tname<T>() + " " + shape_tag(shape) + " p=" + g10(prob);
-      reg.add(tag, [=](const Backend& b) {
-        served_or_skip<T>(b,
-                          {key<pcy_nn_dropout_schema, T>(), key<pcy_nn_dropout_grad_schema, T>()});
-        const size_t n = count_of(shape);
-        vec x = random_vec<T>(n, -3, 3);
-        for (size_t i = 2; i < n; i += 13)
-          x[i] = std::numeric_limits<double>::quiet_NaN(); // kept: NaN; dropped: 0
-        const double scale = prob >= 1 ? 0.0 : rounded<T>(1.0 / (1.0 - prob));
-        for (const uint64_t seed : {uint64_t{0}, uint64_t{42}, uint64_t{0xDEADBEEFCAFEBABEull},
-                                    static_cast<uint64_t>(rng()())}) {
-          const std::string what = tag + " seed=" + std::to_string(seed);
-          auto xt = tensor_of<T>(shape, x);
-          auto yt = poisoned<T>(shape);
-          SharedTensor<uint8_t> mask(shape);
-          for (uint8_t& m : mask.write_only())
-            m = 0xAB;
-          nn::dropout(b, xt, yt, mask, prob, seed);
-          const vec yv = values(yt);
-          const auto mv = raw(mask);
-          size_t kept = 0;
-          for (size_t i = 0; i < n; ++i) {
-            const bool keep = nn_ref::dropout_keep(seed, i, prob);
-            kept += keep ? 1 : 0;
-            expect_true(mv[i] == (keep ? 1 : 0),
-                        str(tname<T>(), " ", what, ": mask[", i, "] = ", int(mv[i]), ", expected ",
-                            keep ? 1 : 0, " (splitmix64 of pcy_nn.h)"));
-            const double ref = keep ? rounded<T>(x[i] * scale) : 0.0;
-            report(matches(yv[i], ref, 2 * eps<T>() * std::fabs(ref)), what + " y", tname<T>(), i,
-                   yv[i], ref, 2 * eps<T>() * std::fabs(ref));
-          }
-          if (n >= 1000 && prob == 0.3) // the mask really is random
-            expect_true(kept > n / 2 && kept < n * 9 / 10,
-                        str(what, ": ", kept, " of ", n, " kept with p = 0.3"));
-          // The same seed gives the same mask and y; another seed another mask.
-          auto y2 = poisoned<T>(shape);
-          SharedTensor<uint8_t> m2(shape);
-          nn::dropout(b, xt, y2, m2, prob, seed);
-          expect_true(same_bits(raw(m2), mv), what + ": a second run gave another mask");
-          expect_true(same_bits(raw(y2), raw(yt)), what + ": a second run gave another y");
-          if (n >= 1000 && prob == 0.3) {
-            SharedTensor<uint8_t> m3(shape);
-            auto y3 = poisoned<T>(shape);
-            nn::dropout(b, xt, y3, m3, prob, seed + 1);
-            expect_true(!same_bits(raw(m3), mv), what + ": seed + 1 gave the same mask");
-          }
-        }
-        // The gradient: any non-zero mask byte keeps.
-        const vec dy = random_vec<T>(n);
-        SharedTensor<uint8_t> mask(shape);
-        std::vector<uint8_t> mv(n);
-        std::uniform_int_distribution<int> byte(0, 3);
-        for (size_t i = 0; i < n; ++i) {
-          const int k = byte(rng());
-          mv[i] = static_cast<uint8_t>(k == 0 ? 0 : k == 1 ? 1 : k == 2 ? 2 : 255);
-        }
-        std::copy(mv.begin(), mv.end(), mask.write_only().begin());
-        auto dyt = tensor_of<T>(shape, dy);
-        auto dx = poisoned<T>(shape);
-        nn::dropout_grad(b, dyt, mask, dx, prob);
-        const vec dxv = values(dx);
-        for (size_t i = 0; i < n; ++i) {
-          const double ref = mv[i] ? rounded<T>(dy[i] * scale) : 0.0;
-          report(matches(dxv[i], ref, 2 * eps<T>() * std::fabs(ref)), tag + " grad", tname<T>(), i,
-                 dxv[i], ref, 2 * eps<T>() * std::fabs(ref));
-        }
-      });
+      reg.add<T>(
+          tag,
+          [=](const Backend& b) {
+            const size_t n = count_of(shape);
+            vec x = random_vec<T>(n, -3, 3);
+            for (size_t i = 2; i < n; i += 13)
+              x[i] = std::numeric_limits<double>::quiet_NaN(); // kept: NaN; dropped: 0
+            const double scale = prob >= 1 ? 0.0 : rounded<T>(1.0 / (1.0 - prob));
+            for (const uint64_t seed : {uint64_t{0}, uint64_t{42}, uint64_t{0xDEADBEEFCAFEBABEull},
+                                        static_cast<uint64_t>(rng()())}) {
+              const std::string what = tag + " seed=" + std::to_string(seed);
+              auto xt = tensor_of<T>(shape, x);
+              auto yt = poisoned<T>(shape);
+              SharedTensor<uint8_t> mask(shape);
+              for (uint8_t& m : mask.write_only())
+                m = 0xAB;
+              nn::dropout(b, xt, yt, mask, prob, seed);
+              const vec yv = values(yt);
+              const auto mv = raw(mask);
+              size_t kept = 0;
+              for (size_t i = 0; i < n; ++i) {
+                const bool keep = nn_ref::dropout_keep(seed, i, prob);
+                kept += keep ? 1 : 0;
+                expect_true(mv[i] == (keep ? 1 : 0),
+                            str(tname<T>(), " ", what, ": mask[", i, "] = ", int(mv[i]),
+                                ", expected ", keep ? 1 : 0, " (splitmix64 of pcy_nn.h)"));
+                const double ref = keep ? rounded<T>(x[i] * scale) : 0.0;
+                report_element(matches(yv[i], ref, 2 * eps<T>() * std::fabs(ref)), what + " y",
+                               tname<T>(), i, yv[i], ref, 2 * eps<T>() * std::fabs(ref));
+              }
+              if (n >= 1000 && prob == 0.3) // the mask really is random
+                expect_true(kept > n / 2 && kept < n * 9 / 10,
+                            str(what, ": ", kept, " of ", n, " kept with p = 0.3"));
+              // The same seed gives the same mask and y; another seed another mask.
+              auto y2 = poisoned<T>(shape);
+              SharedTensor<uint8_t> m2(shape);
+              nn::dropout(b, xt, y2, m2, prob, seed);
+              expect_true(same_bits(raw(m2), mv), what + ": a second run gave another mask");
+              expect_true(same_bits(raw(y2), raw(yt)), what + ": a second run gave another y");
+              if (n >= 1000 && prob == 0.3) {
+                SharedTensor<uint8_t> m3(shape);
+                auto y3 = poisoned<T>(shape);
+                nn::dropout(b, xt, y3, m3, prob, seed + 1);
+                expect_true(!same_bits(raw(m3), mv), what + ": seed + 1 gave the same mask");
+              }
+            }
+            // The gradient: any non-zero mask byte keeps.
+            const vec dy = random_vec<T>(n);
+            SharedTensor<uint8_t> mask(shape);
+            std::vector<uint8_t> mv(n);
+            std::uniform_int_distribution<int> byte(0, 3);
+            for (size_t i = 0; i < n; ++i) {
+              const int k = byte(rng());
+              mv[i] = static_cast<uint8_t>(k == 0 ? 0 : k == 1 ? 1 : k == 2 ? 2 : 255);
+            }
+            std::copy(mv.begin(), mv.end(), mask.write_only().begin());
+            auto dyt = tensor_of<T>(shape, dy);
+            auto dx = poisoned<T>(shape);
+            nn::dropout_grad(b, dyt, mask, dx, prob);
+            const vec dxv = values(dx);
+            for (size_t i = 0; i < n; ++i) {
+              const double ref = mv[i] ? rounded<T>(dy[i] * scale) : 0.0;
+              report_element(matches(dxv[i], ref, 2 * eps<T>() * std::fabs(ref)), tag + " grad",
+                             tname<T>(), i, dxv[i], ref, 2 * eps<T>() * std::fabs(ref));
+            }
+          },
+          {key<pcy_nn_dropout_schema, T>(), key<pcy_nn_dropout_grad_schema, T>()});
     }
 }
 
 // ---- empty tensors and refused arguments ---------------------------------------------------
 
-template <class T> void edge_cases(registrar& reg) {
-  reg.add(std::string("empty tensors ") + tname<T>(), [](const Backend& b) {
-    served_or_skip<T>(b, {key<pcy_nn_relu_schema, T>(), key<pcy_nn_softmax_schema, T>()});
-    SharedTensor<T> x({0}), y({0});
-    (void)x.write_only();
-    nn::relu(b, x, y);
-    SharedTensor<T> s({0, 3}), t({0, 3});
-    (void)s.write_only();
-    nn::softmax(b, s, t, 1);
-    expect_true(y.size() == 0 && t.size() == 0, "empty tensors grew");
-  });
-  reg.add(std::string("refused arguments change nothing ") + tname<T>(), [](const Backend& b) {
+template <class T> void edge_cases(extension_suite& reg) {
+  reg.add<T>(std::string("empty tensors ") + tname<T>(),
+             [](const Backend& b) {
+               SharedTensor<T> x({0}), y({0});
+               (void)x.write_only();
+               nn::relu(b, x, y);
+               SharedTensor<T> s({0, 3}), t({0, 3});
+               (void)s.write_only();
+               nn::softmax(b, s, t, 1);
+               expect_true(y.size() == 0 && t.size() == 0, "empty tensors grew");
+             },
+             {key<pcy_nn_relu_schema, T>(), key<pcy_nn_softmax_schema, T>()});
+  reg.add<T>(std::string("refused arguments change nothing ") + tname<T>(), [](const Backend& b) {
     const vec xv = random_vec<T>(12);
     auto x = tensor_of<T>({12}, xv), y = tensor_of<T>({11}, random_vec<T>(11));
     const auto y0 = raw(y);
@@ -1379,7 +1222,7 @@ template <class T> void edge_cases(registrar& reg) {
   });
 }
 
-template <class T> void all_cases(registrar& reg) {
+template <class T> void all_cases(extension_suite& reg) {
   activations<T>(reg);
   softmax_cases<T>(reg);
   convolution_cases<T>(reg);
@@ -1435,95 +1278,30 @@ const key_fn all_keys[] = {PCY_NN_SUITE_KEY(sigmoid),
 #undef PCY_NN_SUITE_KEY
 static_assert(std::size(all_keys) == PCY_NN_OP_COUNT, "an op of pcy_nn.h is missing here");
 
-// The first case: every op in f32 and f64 routes to this framework's bundle (no fallback); the
-// half cells are listed where they are served.
-void routes(const nn_state& st) {
-  const Backend& b = *st.backend;
-  note(str("nn on ", b.name(), " (", b.device().name, "), bundle ", st.bundles));
-  int served = 0;
-  for (const pcy_dtype d : {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_F16, PCY_DTYPE_BF16}) {
-    const char* dn = ext::dtype_name(d);
-    const bool optional = d != PCY_DTYPE_F32; // f64: a device may lack it; halves: optional
-    int half_served = 0;
-    for (const key_fn kf : all_keys) {
-      const OpKey& k = kf(d);
-      const std::string cell = str("nn.", k.name, " ", dn);
-      OpRoute r;
-      try {
-        r = b.route(k);
-      } catch (const parenchyma::error& e) {
-        if (st.required && !optional)
-          fail_check(str(cell, " is not served here: ", e.what()));
-        else if (d == PCY_DTYPE_F64 || d == PCY_DTYPE_F32)
-          note(str(cell, ": not served here (its cases are skipped): ", e.what()));
-        continue;
-      }
-      const bool here = r.framework == st.framework && !r.fallback;
-      const bool half = d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16;
-      if (!here && st.required && !half)
-        fail_check(
-            str(cell, " routes to ", r.framework, " (", r.bundle, "), expected ", st.framework));
-      else if (!here)
-        note(str(cell, ": routes to ", r.framework, " (", r.bundle, ") by fallback"));
-      else
-        pass_check();
-      served += here ? 1 : 0;
-      half_served += here && half ? 1 : 0;
-      if (here) note(str(k.name, " ", dn, ": ", r.implementation));
-    }
-    if ((d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16) && half_served == 0)
-      note(str("no ", dn, " op is served here (the ", dn, " cases are skipped)"));
-  }
-  if (served == 0) fail_check("no NN op of any dtype is served on " + st.framework);
+// The ops the first case routes: every op in f32, f64, f16 and bf16 (the half ones reported where
+// served).
+std::vector<const OpKey*> nn_keys(pcy_dtype d) {
+  std::vector<const OpKey*> keys;
+  if (d != PCY_DTYPE_F32 && d != PCY_DTYPE_F64 && d != PCY_DTYPE_F16 && d != PCY_DTYPE_BF16)
+    return keys; // pcy_nn.h's ops are floating point
+  for (const key_fn kf : all_keys)
+    keys.push_back(&kf(d));
+  return keys;
 }
 
 } // namespace
 
 suite nn_suite() {
-  auto st = std::make_shared<nn_state>();
-  registrar reg(st);
-  reg.cases().push_back({"every op and dtype is served by the bundle here", [st] {
-                           if (!st->backend) skip("no backend (the suite was not set up)");
-                           routes(*st);
-                         }});
+  extension_suite reg("nn", PCY_NN_EXTENSION,
+                      "the NN bundle of the framework: every op and dtype against a "
+                      "double-precision reference, gradients also by finite differences, "
+                      "pcy_nn.h's edge cases",
+                      nn_keys);
   all_cases<float>(reg);
   all_cases<double>(reg);
   all_cases<f16>(reg);
   all_cases<bf16>(reg);
-  reg.cases().push_back({"no op ran by fallback", [st] {
-                           if (!st->backend) skip("no backend (the suite was not set up)");
-                           const uint64_t n = st->backend->fallback_count();
-                           if (n != 0 && !st->required)
-                             skip(str(n, " op call(s) ran on another framework by fallback; "
-                                         "their cases were skipped"));
-                           expect_true(n == 0, str(n, " op call(s) ran by fallback: none may"));
-                         }});
-
-  suite s;
-  s.name = "nn";
-  s.extension = PCY_NN_EXTENSION;
-  s.description = "the NN bundle of the framework: every op and dtype against a double-precision "
-                  "reference, gradients also by finite differences, pcy_nn.h's edge cases";
-  s.cases = std::move(reg.cases());
-  s.setup = [st](const target& t) {
-    std::string names, reasons;
-    bool any_ops = false;
-    for (const BundleInfo* b : t.bundles) {
-      names += (names.empty() ? "" : ", ") + b->name();
-      if (!b->ops().empty())
-        any_ops = true;
-      else
-        reasons += str(reasons.empty() ? "" : "; ", b->name(), ": ",
-                       b->reason().empty() ? "no reason given" : b->reason());
-    }
-    if (!any_ops) skip(str(names, " serve(s) no ops here: ", reasons));
-    st->framework = t.framework.name();
-    st->bundles = names;
-    st->required = t.options.require_ops;
-    st->backend = std::make_unique<Backend>(t.registry, t.framework.name());
-  };
-  s.teardown = [st] { st->backend.reset(); };
-  return s;
+  return reg.finish();
 }
 
 } // namespace parenchyma::conformance

@@ -1,8 +1,8 @@
 // parenchyma-conformance: the suites. The framework suite checks any framework plugin through
-// its raw C table; each extension has a bundle suite (blas, nn) that runs when a bundle of
-// that extension for the framework is present. A suite is data — a name, a set-up, its cases —
-// made by an explicit function and listed in make_suites(), so nothing registers itself when a
-// library is loaded.
+// its raw C table; each extension has a bundle suite (blas, nn; built on extension_suite.hpp)
+// that runs when a bundle of that extension for the framework is present. A suite is data — a name,
+// a set-up, its cases — made by an explicit function and listed in make_suites(), so nothing
+// registers itself when a library is loaded.
 #pragma once
 
 #include "harness.hpp"
@@ -19,7 +19,8 @@ namespace parenchyma::conformance {
 // What a run asks of the suites.
 struct suite_options {
   // Every op of a bundle must be served here (not skipped as "unsupported", not run on another
-  // framework by fallback); f64 cells of a device without f64 are still skipped.
+  // framework by fallback); the optional cells (extension_suite.hpp: f64 on a device that
+  // reports no fp64, f16 and bf16) are still skipped, with the reason.
   bool require_ops = false;
   // The framework suite's add_one kernel in the framework's own language (--kernel-source);
   // empty: the suite's built-in sources (OpenCL C, CUDA C, the stub's and the mock's).
