@@ -90,7 +90,8 @@ HTML_REF = re.compile(r"<(?:img|a)\s[^>]*(?:src|href)=\"([^\"]+)\"")
 
 
 def links(roots):
-    problems, count, pages = [], 0, 0
+    """Also: every plot (.svg, .png outside api/, Doxygen's) is shown by some page."""
+    problems, count, pages, shown = [], 0, 0, set()
     for root in roots:
         if not os.path.isdir(root):
             problems.append("%s: no such directory (were the docs installed?)" % root)
@@ -111,10 +112,18 @@ def links(roots):
                         where = "%s:%d: link %s" % (page, no, target)
                         path, _, anchor = target.partition("#")
                         dest = os.path.normpath(os.path.join(dirpath, path)) if path else page
+                        shown.add(dest)
                         if not os.path.exists(dest):
                             problems.append(where + ": %s does not exist" % dest)
                         elif anchor and dest.endswith(".md") and anchor not in anchors_of(dest):
                             problems.append(where + ": no heading with the anchor #" + anchor)
+        for dirpath, dirs, files in os.walk(root):
+            dirs[:] = [d for d in dirs if d != "api"]
+            for name in files:
+                path = os.path.normpath(os.path.join(dirpath, name))
+                if name.endswith((".svg", ".png")) and path not in shown:
+                    problems.append("%s: a plot no page shows (show it in results.md or delete "
+                                    "it)" % path)
     if pages == 0:
         problems.append("no .md page under %s" % " ".join(roots))
     if problems:
