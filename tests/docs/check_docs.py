@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """The documentation tests (ctest label `docs`): the docs are part of the product.
 
-  check_docs.py links DIR...           every relative link and image of every .md under DIR
-                                       resolves (file, and #anchor where it names a heading)
+  check_docs.py links DIR|FILE...      every relative link and image of every .md under DIR
+                                       (or of FILE) resolves (file, and #anchor where it names a
+                                       heading), and every plot under DIR is shown by a page
   check_docs.py examples FLAGS SRC     every example marked in SRC's pages compiles and runs
   check_docs.py claims SRC             the versions and the checkable claims in the docs agree
                                        with their sources of truth (headers, CMake, config)
@@ -93,10 +94,14 @@ def links(roots):
     """Also: every plot (.svg, .png outside api/, Doxygen's) is shown by some page."""
     problems, count, pages, shown = [], 0, 0, set()
     for root in roots:
-        if not os.path.isdir(root):
+        if os.path.isfile(root):
+            walk = [(os.path.dirname(os.path.abspath(root)), [], [os.path.basename(root)])]
+        else:
+            walk = list(os.walk(root))
+        if not walk or not os.path.exists(root):
             problems.append("%s: no such directory (were the docs installed?)" % root)
             continue
-        for dirpath, _, files in os.walk(root):
+        for dirpath, _, files in walk:
             for name in sorted(files):
                 if not name.endswith(".md"):
                     continue
@@ -117,7 +122,7 @@ def links(roots):
                             problems.append(where + ": %s does not exist" % dest)
                         elif anchor and dest.endswith(".md") and anchor not in anchors_of(dest):
                             problems.append(where + ": no heading with the anchor #" + anchor)
-        for dirpath, dirs, files in os.walk(root):
+        for dirpath, dirs, files in os.walk(root) if os.path.isdir(root) else []:
             dirs[:] = [d for d in dirs if d != "api"]
             for name in files:
                 path = os.path.normpath(os.path.join(dirpath, name))
