@@ -42,8 +42,9 @@ std::string repr(const PyBackend& b) {
 void bind_backend(py::module_& m) {
   py::class_<PyBackend>(m, "Backend", R"(A framework and device with its own queue (a stream).
 
-Backend() picks the default: PARENCHYMA_BACKEND, then the configuration, then the ranking
-(CUDA > OpenCL > native on a machine that has them). Backend(request) asks for one explicitly:
+Backend() picks the default: PARENCHYMA_BACKEND, then the configuration, then the ranking: device
+kind first (GPU, then accelerator, then CPU), then the framework order for that kind (GPUs: cuda,
+then opencl; CPUs: native, then opencl). Backend(request) asks for one explicitly:
 "native", "opencl", "opencl:1", "cuda:0", or a list such as "cuda,opencl,native" (the first
 available). Raises parenchyma.Error (code 'unavailable') when the request cannot be met.
 

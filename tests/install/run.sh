@@ -10,7 +10,8 @@
 # and must report a deliberately broken plugin failing by name: a mock whose fill is wrong
 # (PARENCHYMA_MOCK_BREAK=fill) and a file that is no library at all. A program built with
 # nothing but pkg-config's flags (and a -std= of its own: the flags carry none) must start
-# without LD_LIBRARY_PATH, and the documentation, licence and changelog must be installed.
+# without LD_LIBRARY_PATH, and the documentation (with its plots), licence and changelog must be
+# installed; parenchyma-info --help names the installed documentation.
 #   run.sh <build dir> <source dir> <work dir> <cmake generator> <c++ compiler> [extra flags]
 # extra flags: compile and link flags for the two projects (the sanitizer flags of a sanitizer
 # build, whose installed library needs its runtime in the programs that load it).
@@ -51,6 +52,13 @@ ls "$libdir/parenchyma/plugins/" | grep -q '^parenchyma-native\.so$' \
 for f in LICENSE LICENSE-MIT LICENSE-APACHE CHANGELOG.md CONTRIBUTING.md; do
   [ -f "$prefix/share/doc/parenchyma/$f" ] || fail "$f is not installed in $prefix/share/doc/parenchyma"
 done
+# parenchyma-info names the documentation of the prefix it was installed into, not the one
+# configured at build time.
+help=$(clean_env "$prefix/bin/parenchyma-info" --help) || fail "parenchyma-info --help"
+printf '%s\n' "$help" | grep -q "Documentation: $prefix/share/doc/parenchyma " \
+  || { printf '%s\n' "$help"; fail "parenchyma-info --help does not name $prefix/share/doc/parenchyma"; }
+[ -f "$prefix/share/doc/parenchyma/plots/c1_native_dispatch.svg" ] \
+  || fail "the plots the pages show are not installed in $prefix/share/doc/parenchyma/plots"
 conformance=$prefix/bin/parenchyma-conformance
 [ -x "$conformance" ] || fail "parenchyma-conformance is not installed in $prefix/bin"
 examples=$prefix/share/parenchyma/examples

@@ -1,4 +1,4 @@
-// parenchyma benchmark harness: interleaved A/B ratios in one process (PERFORMANCE.md rules).
+// parenchyma benchmark harness: interleaved A/B ratios in one process (docs/performance.md).
 //
 //   bench::suite s("c1_native_dispatch");           // name of the JSON file / table
 //   s.meta("openblas", "0.3.21");                     // versions, threads, nproc...

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <map>
@@ -169,7 +170,26 @@ void print_schema_markdown(const std::vector<pa::OpCoverage>& coverage) {
   }
 }
 
+// Where the documentation is: beside this program's install prefix (<prefix>/<bindir>/.. plus
+// the docdir), wherever the tree was installed (`cmake --install --prefix P` or moved), else the
+// directory configured at build time.
+std::string doc_dir() {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path prefix = fs::read_symlink("/proc/self/exe", ec).parent_path();
+  if (!ec) {
+    for (const auto& part : fs::path(PARENCHYMA_BIN_DIR)) {
+      (void)part;
+      prefix = prefix.parent_path();
+    }
+    const fs::path docs = prefix / PARENCHYMA_DOC_DIR;
+    if (fs::is_regular_file(docs / "config.md", ec)) return docs.string();
+  }
+  return PARENCHYMA_DOC_DIR_CONFIGURED;
+}
+
 void usage() {
+  const std::string docs = doc_dir();
   std::printf(
       "usage: parenchyma-info [--json] [--explain] [--ops [--markdown]] [--backend REQUEST]\n"
       "  --json        machine-readable output (stable keys: plugins, frameworks, ranking,\n"
@@ -187,7 +207,7 @@ void usage() {
       "device is available (the output and stderr say why).\n"
       "\nDocumentation: %s (configuration and environment: config.md; threads:\n"
       "threads.md; plugin ABI: abi.md), or docs/ in the source tree.\n",
-      PARENCHYMA_DOC_DIR);
+      docs.c_str());
 }
 
 } // namespace

@@ -17,7 +17,7 @@ PARENCHYMA_PACKAGES=(
   libclblast-dev
   libbenchmark-dev
   libdlpack-dev pybind11-dev python3-dev python3-numpy python3-pytest python3-matplotlib
-  zlib1g-dev python3-sklearn
+  zlib1g-dev python3-sklearn doxygen
 )
 
 # Bold only on a terminal: logs (CI, `| tee`) get plain text.

@@ -169,8 +169,8 @@ private:
 // thread at a time; separately constructed backends are independent, so use one per thread.
 class PARENCHYMA_API Backend {
 public:
-  // The default backend: explicit > PARENCHYMA_BACKEND > config > ranking, in the global
-  // registry. Throws errc::unavailable when nothing can be selected.
+  // The default backend: PARENCHYMA_BACKEND > config > ranking (device kind first, then the
+  // framework order per kind: docs/config.md). Throws errc::unavailable when none can be had.
   Backend();
   // An explicit request ("opencl", "cuda:1", "cuda,opencl,native"): an error if it cannot be met.
   explicit Backend(std::string_view request);

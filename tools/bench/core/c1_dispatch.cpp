@@ -1,6 +1,6 @@
 // C1 — native dispatch: blas::scal/axpy on one-element tensors through Backend::invoke (core ->
 // bundle -> plugin) against calling the same CBLAS function directly, interleaved in one run.
-// Target (PERFORMANCE.md): <= +50 ns per op.
+// Target (docs/performance.md): <= +50 ns per op.
 #include "harness.hpp"
 
 #include <parenchyma/blas.hpp>

@@ -1,5 +1,5 @@
 // G1 enqueue of one op, G2 op + sync, G3 small-op rate: the plugin's kernel_launch slot against
-// raw cuLaunchKernel of the same function on the same stream (PERFORMANCE.md).
+// raw cuLaunchKernel of the same function on the same stream (docs/performance.md).
 //   G1: a burst of 128 launches timed on the host (shorter than the queue), then a sync.
 //   G2: launch + wait, 64 times per sample.
 //   G3: 10k alternating axpy/scal launches on 1024 floats, then one sync (time per op);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Joins bench_nn_cuda's JSON (n_cuda_nn.json) with n_torch.py's (n_torch.json) into the ratio
-table "parenchyma vs PyTorch", marking each PERFORMANCE.md target met or not met:
+table "parenchyma vs PyTorch", marking each target of docs/nn.md met or not met:
   N1 elementwise + grads (f32, 64M): >= 1.0x PyTorch and >= 0.95x device-copy bandwidth
   N2 softmax / log_softmax: >= 1.25x PyTorch on 4096x16384, >= 1.0x on 65536x1000
   N3 pooling >= 1.5x, LRN >= 5x, dropout >= 1.0x PyTorch
