@@ -1,11 +1,11 @@
 // parenchyma core: Backend (context + queue on one device), op resolution with per-op fallback,
 // op invocation, and user kernels.
 #include "internal.hpp"
+#include "progress.hpp"
 #include "tensor_impl.hpp"
 
 #include <parenchyma/sdk/common.hpp>
 #include <parenchyma/sdk/launch.hpp>
-#include <parenchyma/sdk/progress.hpp>
 
 #include <algorithm>
 #include <array>
@@ -199,8 +199,8 @@ pcy_bundle_context BackendImpl::bundle_context(const BundleInfo& bundle) {
   {
     // A first use may compile the bundle's kernels (cached afterwards): say so on a terminal
     // when it takes more than a second.
-    sdk::progress_line progress("setting up " + bundle.name() + " on " + name +
-                                " (a first use compiles its kernels; they are cached)");
+    detail::progress_line progress("setting up " + bundle.name() + " on " + name +
+                                   " (a first use compiles its kernels; they are cached)");
     throw_if(bundle.api().context_init(&a),
              ("setting up bundle " + bundle.name() + " on " + name).c_str());
   }
