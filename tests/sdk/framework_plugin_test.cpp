@@ -51,6 +51,7 @@ public:
       p.number(PCY_PROP_COMPUTE_UNITS, d);
       p.flag(PCY_PROP_FP64, d % 3 == 0);
       p.text(PCY_PROP_UUID, "uuid-" + std::to_string(d));
+      p.real("clock_ghz", 1.5 + d);
       if (d == 5) p.remove(PCY_PROP_COMPUTE_UNITS);
     }
   }
@@ -74,7 +75,7 @@ TEST_CASE("framework_plugin: properties stay valid while devices are added", "[s
   for (int d = 0; d < n; ++d) {
     INFO("device " << d);
     const auto props = plugin.properties(static_cast<uint32_t>(d));
-    REQUIRE(props.size() == (d == 5 ? 3u : 4u));
+    REQUIRE(props.size() == (d == 5 ? 4u : 5u));
     for (const auto& p : props)
       CHECK(p.struct_size == sizeof(pcy_property));
     const pcy_property* name = find(props, PCY_PROP_NAME);
@@ -87,6 +88,10 @@ TEST_CASE("framework_plugin: properties stay valid while devices are added", "[s
     REQUIRE(fp64 != nullptr);
     CHECK(fp64->type == PCY_VALUE_BOOL);
     CHECK(fp64->i == (d % 3 == 0 ? 1 : 0));
+    const pcy_property* clock = find(props, "clock_ghz");
+    REQUIRE(clock != nullptr);
+    CHECK(clock->type == PCY_VALUE_FLOAT);
+    CHECK(clock->f == 1.5 + d);
     const pcy_property* units = find(props, PCY_PROP_COMPUTE_UNITS);
     if (d == 5) {
       CHECK(units == nullptr);

@@ -65,6 +65,7 @@ public:
   }
   void number(const char* key, int64_t value) { add(key, PCY_VALUE_INT, nullptr, value); }
   void flag(const char* key, bool value) { add(key, PCY_VALUE_BOOL, nullptr, value ? 1 : 0); }
+  void real(const char* key, double value) { add(key, PCY_VALUE_FLOAT, nullptr, 0, value); }
   // Drops a property (its string, if any, stays owned): for plugins that test hosts on purpose.
   void remove(std::string_view key) {
     std::erase_if(props_, [&](const pcy_property& p) { return key == p.key; });
@@ -72,13 +73,14 @@ public:
   std::span<const pcy_property> view() const noexcept { return props_; }
 
 private:
-  void add(const char* key, pcy_value_type type, const char* s, int64_t i) {
+  void add(const char* key, pcy_value_type type, const char* s, int64_t i, double f = 0.0) {
     pcy_property p{};
     p.struct_size = sizeof p;
     p.key = key;
     p.type = type;
     p.s = s;
     p.i = i;
+    p.f = f;
     props_.push_back(p);
   }
   std::list<std::string> strings_;
