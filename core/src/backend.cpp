@@ -1,11 +1,11 @@
 // parenchyma core: Backend (context + queue on one device), op resolution with per-op fallback,
 // op invocation, and user kernels.
 #include "internal.hpp"
+#include "progress.hpp"
 #include "tensor_impl.hpp"
 
 #include <parenchyma/sdk/common.hpp>
 #include <parenchyma/sdk/launch.hpp>
-#include <parenchyma/sdk/progress.hpp>
 
 #include <algorithm>
 #include <array>
@@ -114,7 +114,7 @@ std::string op_label(const OpKey& key) {
 }
 
 // Slow work this thread waits for (a bundle's set-up, an op's first call), on a progress line
-// (a terminal, after a second: sdk::progress_line). The plugins' progress steps (host service
+// (a terminal, after a second: detail::progress_line). The plugins' progress steps (host service
 // 1.4, e.g. each program they compile) show on it with their count.
 class WaitProgress {
 public:
@@ -139,7 +139,7 @@ public:
   }
 
 private:
-  sdk::progress_line line_;
+  detail::progress_line line_;
   std::string what_;
   int steps_ = 0;
   WaitProgress* outer_;

@@ -25,9 +25,9 @@ const char* cache_dir_of(const pcy_host_services& host) {
 } // namespace
 
 plugin::plugin(const pcy_host_services& host)
-    : driver_({}, sdk::settings(&host)), log_(&host, name),
+    : framework_plugin(host, info.name), driver_({}, sdk::settings(&host)),
       staging_(staging_config::from_environment(sdk::settings(&host))),
-      nvrtc_(sdk::settings(&host)), cache_(cache_dir_of(host), name, log_) {
+      nvrtc_(sdk::settings(&host)), cache_(cache_dir_of(host), info.name, log_) {
   if (!driver_.ok()) {
     reason_ = driver_.reason();
     log_.info("0 devices: ", reason_);
@@ -53,7 +53,7 @@ plugin::plugin(const pcy_host_services& host)
   devices_.reserve(static_cast<size_t>(count));
   for (int i = 0; i < count; ++i) {
     try {
-      add_device(i);
+      add_gpu(i);
     } catch (const sdk::error& e) {
       // One broken GPU must not hide the others; the reason says why it is missing.
       reason_ += sdk::str(reason_.empty() ? "" : "; ", "device ", i, " skipped: ", e.what());
@@ -63,7 +63,7 @@ plugin::plugin(const pcy_host_services& host)
   if (cache_.enabled()) log_.debug("kernel cache: ", cache_.directory());
 }
 
-void plugin::add_device(int ordinal) {
+void plugin::add_gpu(int ordinal) {
   const auto& api = driver_.api();
   device_info d;
   d.ordinal = ordinal;
@@ -92,48 +92,34 @@ void plugin::add_device(int ordinal) {
   char bus[64] = {};
   check(driver_, api.cuDeviceGetPCIBusId(bus, sizeof bus - 1, d.device), "cuDeviceGetPCIBusId");
 
-  auto text = [&](const char* key, std::string value) {
-    d.strings.push_back(std::move(value));
-    pcy_property p{sizeof(pcy_property),     nullptr, key, PCY_VALUE_STRING,
-                   d.strings.back().c_str(), 0,       0.0};
-    d.properties.push_back(p);
-  };
-  auto number = [&](const char* key, int64_t v, pcy_value_type t = PCY_VALUE_INT) {
-    d.properties.push_back(pcy_property{sizeof(pcy_property), nullptr, key, t, nullptr, v, 0.0});
-  };
-  text(PCY_PROP_NAME, d.name);
-  text(PCY_PROP_VENDOR, "NVIDIA");
-  number(PCY_PROP_KIND, PCY_DEVICE_GPU);
-  text("compute_capability", sdk::str(major, ".", minor));
-  text("architecture", sdk::str("sm_", d.cc));
-  number(PCY_PROP_COMPUTE_UNITS, d.multiprocessors);
-  number(PCY_PROP_GLOBAL_MEMORY, static_cast<int64_t>(d.memory));
-  number(PCY_PROP_LOCAL_MEMORY, d.shared_per_block);
-  number(PCY_PROP_MAX_WORK_GROUP, d.max_threads_per_block);
-  text(PCY_PROP_DRIVER_VERSION, sdk::str("CUDA ", driver_.version_string()));
-  text(PCY_PROP_UUID, format_uuid(uuid));
-  text("pci_bus_id", bus);
-  number(PCY_PROP_HOST_UNIFIED, integrated ? 1 : 0, PCY_VALUE_BOOL);
-  number(PCY_PROP_FP64, 1, PCY_VALUE_BOOL);
-  number("clock_mhz", clock_khz / 1000);
-  number("device_ordinal", ordinal);
-  number("kernel_param_checks", api.cuFuncGetParamInfo != nullptr ? 1 : 0, PCY_VALUE_BOOL);
-  number("staging_chunk", static_cast<int64_t>(staging_.chunk_bytes));
-  number("staging_chunks", staging_.chunks);
-  number("staging_threshold", static_cast<int64_t>(staging_.threshold));
-  number("staging_write_threshold", static_cast<int64_t>(staging_.write_threshold));
-  number("staging_threads", staging_.threads);
+  // Everything the driver can refuse is asked above: the device and its properties are added
+  // together or not at all.
+  sdk::property_list& p = add_device();
+  p.text(PCY_PROP_NAME, d.name);
+  p.text(PCY_PROP_VENDOR, "NVIDIA");
+  p.number(PCY_PROP_KIND, PCY_DEVICE_GPU);
+  p.text("compute_capability", sdk::str(major, ".", minor));
+  p.text("architecture", sdk::str("sm_", d.cc));
+  p.number(PCY_PROP_COMPUTE_UNITS, d.multiprocessors);
+  p.number(PCY_PROP_GLOBAL_MEMORY, static_cast<int64_t>(d.memory));
+  p.number(PCY_PROP_LOCAL_MEMORY, d.shared_per_block);
+  p.number(PCY_PROP_MAX_WORK_GROUP, d.max_threads_per_block);
+  p.text(PCY_PROP_DRIVER_VERSION, sdk::str("CUDA ", driver_.version_string()));
+  p.text(PCY_PROP_UUID, format_uuid(uuid));
+  p.text("pci_bus_id", bus);
+  p.flag(PCY_PROP_HOST_UNIFIED, integrated);
+  p.flag(PCY_PROP_FP64, true);
+  p.number("clock_mhz", clock_khz / 1000);
+  p.number("device_ordinal", ordinal);
+  p.flag("kernel_param_checks", api.cuFuncGetParamInfo != nullptr);
+  p.number("staging_chunk", static_cast<int64_t>(staging_.chunk_bytes));
+  p.number("staging_chunks", staging_.chunks);
+  p.number("staging_threshold", static_cast<int64_t>(staging_.threshold));
+  p.number("staging_write_threshold", static_cast<int64_t>(staging_.write_threshold));
+  p.number("staging_threads", staging_.threads);
   log_.info("device ", ordinal, ": ", d.name, " (sm_", d.cc, ", ", d.multiprocessors, " SMs, ",
             pretty_bytes(d.memory), ", ", bus, ")");
   devices_.push_back(std::move(d));
-}
-
-std::span<const pcy_property> plugin::properties(uint32_t device) const {
-  return devices_[device].properties;
-}
-
-context* plugin::create_context(std::span<const uint32_t> devices) {
-  return new context(*this, devices);
 }
 
 // ---- context ---------------------------------------------------------------------------------

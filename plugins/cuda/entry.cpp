@@ -8,7 +8,7 @@ using adapter = parenchyma::sdk::framework_adapter<parenchyma::cuda::plugin>;
 pcy_error* native_handle(pcy_native_handle_args* a) noexcept {
   if (a != nullptr && a->struct_size >= sizeof(pcy_native_handle_args) &&
       a->object == PCY_NATIVE_DEVICE) {
-    return parenchyma::sdk::guard(parenchyma::cuda::plugin::name, [&] {
+    return parenchyma::sdk::guard(parenchyma::cuda::plugin::info.name, [&] {
       auto* c = reinterpret_cast<parenchyma::cuda::context*>(a->context);
       if (c == nullptr) parenchyma::sdk::fail(PCY_ERR_INVALID_ARGUMENT, "context is NULL");
       a->handle = c->native_device(a->device);

@@ -10,7 +10,6 @@
 #include <parenchyma/sdk/blob_cache.hpp>
 #include <parenchyma/sdk/framework.hpp>
 
-#include <deque>
 #include <memory>
 #include <span>
 #include <string>
@@ -63,32 +62,17 @@ struct device_info {
   uint64_t memory = 0;
   int max_threads_per_block = 0;
   int shared_per_block = 0;
-  std::deque<std::string> strings; // storage for string properties (stable addresses)
-  std::vector<pcy_property> properties;
 };
 
-class plugin {
+class plugin : public sdk::framework_plugin<context, queue, event, memory, program, kernel, graph> {
 public:
-  using context_type = context;
-  using queue_type = queue;
-  using event_type = event;
-  using memory_type = memory;
-  using program_type = program;
-  using kernel_type = kernel;
-  using graph_type = graph;
-  static constexpr const char* name = "cuda";
-  static constexpr const char* version = "0.1.0";
-  static constexpr const char* description =
-      "NVIDIA GPUs through the CUDA driver API (libcuda.so.1 at run time), kernels by NVRTC";
+  static constexpr sdk::plugin_info info{
+      "cuda", "0.1.0",
+      "NVIDIA GPUs through the CUDA driver API (libcuda.so.1 at run time), kernels by NVRTC"};
 
   explicit plugin(const pcy_host_services& host);
-  uint32_t device_count() const noexcept { return static_cast<uint32_t>(devices_.size()); }
-  const char* reason() const noexcept { return reason_.empty() ? nullptr : reason_.c_str(); }
-  std::span<const pcy_property> properties(uint32_t device) const;
-  context* create_context(std::span<const uint32_t> devices);
 
   const driver& drv() const noexcept { return driver_; }
-  const sdk::logger& log() const noexcept { return log_; }
   const device_info& device(uint32_t i) const { return devices_[i]; }
   const staging_config& staging() const noexcept { return staging_; }
   // Whether kernels created with PCY_KERNEL_WAITS_FOR_PRIOR may launch early (programmatic
@@ -98,15 +82,13 @@ public:
   sdk::blob_cache& cache() noexcept { return cache_; }
 
 private:
-  void add_device(int ordinal);
+  void add_gpu(int ordinal); // its device_info and its properties
   driver driver_;
-  sdk::logger log_;
   staging_config staging_;
   bool early_launch_ = false;
   cuda::nvrtc nvrtc_;
-  sdk::blob_cache cache_; // its destructor, at shutdown, completes the pending writes
-  std::vector<device_info> devices_;
-  std::string reason_;
+  sdk::blob_cache cache_;            // its destructor, at shutdown, completes the pending writes
+  std::vector<device_info> devices_; // in step with the base's device properties
 };
 
 // One device of a context: its primary context and staging pool.

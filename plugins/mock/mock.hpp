@@ -150,7 +150,8 @@ private:
 
 class context {
 public:
-  context(plugin& p, std::vector<uint32_t> devices) : plugin_(p), devices_(std::move(devices)) {}
+  context(plugin& p, std::span<const uint32_t> devices)
+      : plugin_(p), devices_(devices.begin(), devices.end()) {}
   queue* create_queue(uint32_t device);
   memory* alloc(uint32_t device, uint64_t bytes, uint32_t flags);
   memory* import(uint32_t device, const pcy_memory_handle& h);
@@ -164,39 +165,20 @@ private:
   std::vector<uint32_t> devices_; // the plugin's device indices, in the context's order
 };
 
-class plugin {
+class plugin : public sdk::framework_plugin<context, queue, event, memory, program, kernel> {
 public:
-  using context_type = context;
-  using queue_type = queue;
-  using event_type = event;
-  using memory_type = memory;
-  using program_type = program;
-  using kernel_type = kernel;
-  static constexpr const char* name = "mock";
-  static constexpr const char* version = "1.0";
-  static constexpr const char* description =
-      "mock devices over host memory, configured by PARENCHYMA_MOCK_* settings";
+  static constexpr sdk::plugin_info info{
+      "mock", "1.0", "mock devices over host memory, configured by PARENCHYMA_MOCK_* settings"};
 
   explicit plugin(const pcy_host_services& host);
-  uint32_t device_count() const noexcept { return settings_.devices; }
-  const char* reason() const noexcept { return reason_.empty() ? nullptr : reason_.c_str(); }
-  std::span<const pcy_property> properties(uint32_t device) const;
-  context* create_context(std::span<const uint32_t> devices);
 
   const settings& config() const noexcept { return settings_; }
-  const sdk::logger& log() const noexcept { return log_; }
   // A stand-in for a driver's device handle: stable while the plugin lives.
-  void* device_handle(uint32_t device) { return &devices_[device]; }
+  void* device_handle(uint32_t device) { return &ordinals_[device]; }
 
 private:
-  struct device_info {
-    std::string name, uuid;
-    std::vector<pcy_property> props; // point into name and uuid: built once, never resized
-  };
-  sdk::logger log_;
   settings settings_;
-  std::string reason_;
-  std::vector<device_info> devices_;
+  std::vector<uint32_t> ordinals_; // one per device: their addresses are the device handles
 };
 
 } // namespace parenchyma::mock

@@ -23,39 +23,30 @@ std::string cpuinfo_field(const char* field) {
   return {};
 }
 
-pcy_property prop_s(const char* key, const char* s) {
-  return pcy_property{sizeof(pcy_property), nullptr, key, PCY_VALUE_STRING, s, 0, 0};
-}
-pcy_property prop_i(const char* key, int64_t i, pcy_value_type t = PCY_VALUE_INT) {
-  return pcy_property{sizeof(pcy_property), nullptr, key, t, nullptr, i, 0};
-}
 } // namespace
 
 plugin::plugin(const pcy_host_services& host)
-    : log_(&host, name), pool_(std::max(1u, std::thread::hardware_concurrency())) {
-  cpu_name_ = cpuinfo_field("model name");
-  if (cpu_name_.empty()) cpu_name_ = "host CPU";
-  cpu_vendor_ = cpuinfo_field("vendor_id");
-  if (cpu_vendor_.empty()) cpu_vendor_ = "unknown";
+    : framework_plugin(host, info.name), pool_(std::max(1u, std::thread::hardware_concurrency())) {
+  std::string cpu_name = cpuinfo_field("model name");
+  if (cpu_name.empty()) cpu_name = "host CPU";
+  std::string cpu_vendor = cpuinfo_field("vendor_id");
+  if (cpu_vendor.empty()) cpu_vendor = "unknown";
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   const long page = ::sysconf(_SC_PAGESIZE);
   memory_bytes_ =
       pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
-  props_ = {prop_s(PCY_PROP_NAME, cpu_name_.c_str()),
-            prop_s(PCY_PROP_VENDOR, cpu_vendor_.c_str()),
-            prop_i(PCY_PROP_KIND, PCY_DEVICE_CPU),
-            prop_i(PCY_PROP_COMPUTE_UNITS, std::thread::hardware_concurrency()),
-            prop_i(PCY_PROP_GLOBAL_MEMORY, static_cast<int64_t>(memory_bytes_)),
-            prop_i("threads", pool_.size()),
-            prop_s(PCY_PROP_DRIVER_VERSION, version),
-            prop_i(PCY_PROP_HOST_UNIFIED, 1, PCY_VALUE_BOOL),
-            prop_i(PCY_PROP_FP64, 1, PCY_VALUE_BOOL)};
-  log_.debug("host CPU '", cpu_name_, "', ", pool_.size(), " worker threads");
+  log_.debug("host CPU '", cpu_name, "', ", pool_.size(), " worker threads");
+  sdk::property_list& p = add_device();
+  p.text(PCY_PROP_NAME, std::move(cpu_name));
+  p.text(PCY_PROP_VENDOR, std::move(cpu_vendor));
+  p.number(PCY_PROP_KIND, PCY_DEVICE_CPU);
+  p.number(PCY_PROP_COMPUTE_UNITS, std::thread::hardware_concurrency());
+  p.number(PCY_PROP_GLOBAL_MEMORY, static_cast<int64_t>(memory_bytes_));
+  p.number("threads", pool_.size());
+  p.text(PCY_PROP_DRIVER_VERSION, info.version);
+  p.flag(PCY_PROP_HOST_UNIFIED, true);
+  p.flag(PCY_PROP_FP64, true);
 }
-
-std::span<const pcy_property> plugin::properties(uint32_t) const { return props_; }
-
-context* plugin::create_context(std::span<const uint32_t>) { return new context(*this); }
 
 queue* context::create_queue(uint32_t device) {
   if (device != 0)

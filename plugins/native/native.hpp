@@ -123,7 +123,7 @@ private:
 
 class context {
 public:
-  explicit context(plugin& p) : plugin_(p) {}
+  context(plugin& p, std::span<const uint32_t>) : plugin_(p) {} // one device: the CPU
   queue* create_queue(uint32_t device);
   memory* alloc(uint32_t device, uint64_t bytes, uint32_t flags);
   memory* import(uint32_t device, const pcy_memory_handle& h);
@@ -132,32 +132,19 @@ private:
   plugin& plugin_;
 };
 
-class plugin {
+// One device, the host CPU; no reason() (it always has it).
+class plugin : public sdk::framework_plugin<context, queue, event, memory> {
 public:
-  using context_type = context;
-  using queue_type = queue;
-  using event_type = event;
-  using memory_type = memory;
-  static constexpr const char* name = "native";
-  static constexpr const char* version = "0.1.0";
-  static constexpr const char* description =
-      "the host CPU (aligned host memory, thread-pool queues)";
+  static constexpr sdk::plugin_info info{"native", "0.1.0",
+                                         "the host CPU (aligned host memory, thread-pool queues)"};
 
   explicit plugin(const pcy_host_services& host);
-  uint32_t device_count() const noexcept { return 1; }
-  const char* reason() const noexcept { return nullptr; }
-  std::span<const pcy_property> properties(uint32_t device) const;
-  context* create_context(std::span<const uint32_t> devices);
 
   thread_pool& pool() noexcept { return pool_; }
-  const sdk::logger& log() const noexcept { return log_; }
   uint64_t memory_bytes() const noexcept { return memory_bytes_; }
 
 private:
-  sdk::logger log_;
-  std::string cpu_name_, cpu_vendor_;
   uint64_t memory_bytes_ = 0;
-  std::vector<pcy_property> props_;
   thread_pool pool_;
 };
 

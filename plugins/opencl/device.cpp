@@ -64,23 +64,6 @@ int parse_version(const std::string& v) {
   return major * 100 + minor * 10;
 }
 
-pcy_property prop_string(const char* key, const std::string& value) {
-  pcy_property p{};
-  p.struct_size = sizeof p;
-  p.key = key;
-  p.type = PCY_VALUE_STRING;
-  p.s = value.c_str();
-  return p;
-}
-pcy_property prop_int(const char* key, int64_t value, pcy_value_type type = PCY_VALUE_INT) {
-  pcy_property p{};
-  p.struct_size = sizeof p;
-  p.key = key;
-  p.type = type;
-  p.i = value;
-  return p;
-}
-
 } // namespace
 
 void plugin::discover() {
@@ -222,26 +205,26 @@ void plugin::discover() {
         }
       }
 
-      auto& pr = d->props;
-      pr.push_back(prop_string(PCY_PROP_NAME, d->name));
-      pr.push_back(prop_string(PCY_PROP_VENDOR, d->vendor));
-      pr.push_back(prop_string("platform", d->platform_name));
-      pr.push_back(prop_int(PCY_PROP_KIND, d->kind));
-      pr.push_back(prop_int(PCY_PROP_COMPUTE_UNITS, d->compute_units));
-      pr.push_back(prop_int(PCY_PROP_GLOBAL_MEMORY, static_cast<int64_t>(d->global_memory)));
-      pr.push_back(prop_int(PCY_PROP_LOCAL_MEMORY, static_cast<int64_t>(d->local_memory)));
-      pr.push_back(prop_int(PCY_PROP_MAX_WORK_GROUP, static_cast<int64_t>(d->max_work_group)));
-      pr.push_back(prop_int("max_alloc", static_cast<int64_t>(d->max_alloc)));
-      pr.push_back(prop_string("opencl_version", d->version));
-      pr.push_back(prop_string("opencl_c_version", d->c_version));
-      pr.push_back(prop_string("platform_version", d->platform_version));
-      pr.push_back(prop_string(PCY_PROP_DRIVER_VERSION, d->driver_version));
-      pr.push_back(prop_string("extensions", d->extensions));
-      pr.push_back(prop_int(PCY_PROP_FP64, d->fp64, PCY_VALUE_BOOL));
-      pr.push_back(prop_int(PCY_PROP_HOST_UNIFIED, d->host_unified, PCY_VALUE_BOOL));
-      if (!d->uuid.empty()) pr.push_back(prop_string(PCY_PROP_UUID, d->uuid));
       d->shared_queue = share == "on" || (share != "off" && shared_queues::needed(pname, pversion));
-      pr.push_back(prop_int("shared_queue", d->shared_queue, PCY_VALUE_BOOL));
+      sdk::property_list& pr = add_device();
+      pr.text(PCY_PROP_NAME, d->name);
+      pr.text(PCY_PROP_VENDOR, d->vendor);
+      pr.text("platform", d->platform_name);
+      pr.number(PCY_PROP_KIND, d->kind);
+      pr.number(PCY_PROP_COMPUTE_UNITS, d->compute_units);
+      pr.number(PCY_PROP_GLOBAL_MEMORY, static_cast<int64_t>(d->global_memory));
+      pr.number(PCY_PROP_LOCAL_MEMORY, static_cast<int64_t>(d->local_memory));
+      pr.number(PCY_PROP_MAX_WORK_GROUP, static_cast<int64_t>(d->max_work_group));
+      pr.number("max_alloc", static_cast<int64_t>(d->max_alloc));
+      pr.text("opencl_version", d->version);
+      pr.text("opencl_c_version", d->c_version);
+      pr.text("platform_version", d->platform_version);
+      pr.text(PCY_PROP_DRIVER_VERSION, d->driver_version);
+      pr.text("extensions", d->extensions);
+      pr.flag(PCY_PROP_FP64, d->fp64);
+      pr.flag(PCY_PROP_HOST_UNIFIED, d->host_unified);
+      if (!d->uuid.empty()) pr.text(PCY_PROP_UUID, d->uuid);
+      pr.flag("shared_queue", d->shared_queue);
       if (d->shared_queue && share != "on")
         log_.info("device '", d->name, "' (", pversion,
                   "): its queues share one in-order OpenCL queue, process-wide (PoCL before 7.0 "

@@ -20,21 +20,13 @@ pcy_status status_for(cl_int err, pcy_status otherwise) noexcept {
 }
 
 plugin::plugin(const pcy_host_services& host)
-    : log_(&host, plugin_name), settings_(&host), cache_(host.cache_dir, plugin_name, log_) {
+    : framework_plugin(host, plugin_name), settings_(&host),
+      cache_(host.cache_dir, plugin_name, log_) {
   discover();
 }
 
 // Shutdown: the cache's destructor completes the entries still being written.
 plugin::~plugin() = default;
-
-std::span<const pcy_property> plugin::properties(uint32_t device) const {
-  const auto& props = devices_.at(device)->props;
-  return {props.data(), props.size()};
-}
-
-context* plugin::create_context(std::span<const uint32_t> devices) {
-  return new context(*this, devices);
-}
 
 } // namespace parenchyma::opencl
 

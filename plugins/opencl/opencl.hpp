@@ -53,7 +53,6 @@ struct device_info {
   // Every context on this device shares one cl_context per device set and one in-order
   // cl_command_queue, process-wide (see shared_queues below); decided at discovery.
   bool shared_queue = false;
-  std::vector<pcy_property> props;
 };
 
 // PoCL before 7.0 aborts ("pocl_release_dlhandle_cache: Assertion `found->ref_count > 0'") when
@@ -81,41 +80,24 @@ class memory;
 class program;
 class kernel;
 
-class plugin {
+class plugin : public sdk::framework_plugin<context, queue, event, memory, program, kernel> {
 public:
-  using context_type = context;
-  using queue_type = queue;
-  using event_type = event;
-  using memory_type = memory;
-  using program_type = program;
-  using kernel_type = kernel;
-  static constexpr const char* name = plugin_name;
-  static constexpr const char* version = "0.1.0";
-  static constexpr const char* description =
-      "OpenCL: every device of every platform through the ICD loader (libOpenCL.so.1)";
+  static constexpr sdk::plugin_info info{
+      plugin_name, "0.1.0",
+      "OpenCL: every device of every platform through the ICD loader (libOpenCL.so.1)"};
 
   explicit plugin(const pcy_host_services& host);
   ~plugin();
-  plugin(const plugin&) = delete;
-  plugin& operator=(const plugin&) = delete;
-
-  uint32_t device_count() const noexcept { return static_cast<uint32_t>(devices_.size()); }
-  const char* reason() const noexcept { return reason_.empty() ? nullptr : reason_.c_str(); }
-  std::span<const pcy_property> properties(uint32_t device) const;
-  context* create_context(std::span<const uint32_t> devices);
 
   const cl_api& cl() const noexcept { return cl_; }
-  const sdk::logger& log() const noexcept { return log_; }
   const device_info& device(uint32_t index) const { return *devices_.at(index); }
   sdk::blob_cache& cache() noexcept { return cache_; }
 
 private:
   void discover(); // device.cpp
   cl_api cl_;
-  sdk::logger log_;
   sdk::settings settings_;                            // the host's setting service
-  std::vector<std::unique_ptr<device_info>> devices_; // stable addresses: props point into them
-  std::string reason_;
+  std::vector<std::unique_ptr<device_info>> devices_; // in step with the base's properties
   // Last: destroyed first, it finishes the pending writes, whose closures still use cl_.
   sdk::blob_cache cache_;
 };

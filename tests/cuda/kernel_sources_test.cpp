@@ -1,5 +1,6 @@
-// The CUDA bundles' run-time kernel sources (blas_cuda, nn_cuda) compile with NVRTC for the
-// H200's architecture, sm_90, exactly as the bundles hand them to the CUDA plugin (no options):
+// The CUDA bundles' run-time kernel sources (extensions/{blas,nn}/cuda/kernels.cu after the SDK's
+// common part, as blas_cuda and nn_cuda join them) compile with NVRTC for the H200's
+// architecture, sm_90, exactly as the bundles hand them to the CUDA plugin (no options):
 // a source error shows here, on a machine without a GPU, instead of at first use on one.
 // Skipped (77) without NVRTC, and under the validation layer (no plugin call to check).
 #include "nvrtc_loader.hpp"

@@ -11,7 +11,7 @@
 // or the current directory, as <suite>.json.
 #pragma once
 
-#include <parenchyma/sdk/progress.hpp>
+#include "progress.hpp" // the core's (core/src)
 
 #include <algorithm>
 #include <chrono>
@@ -73,7 +73,7 @@ public:
   result compare_sampled(const std::string& name, const std::function<double()>& peer,
                          const std::function<double()>& ours, options o = {},
                          std::string peer_label = "peer", std::string ours_label = "parenchyma") {
-    // On a terminal, one line on stderr says where a long run is (sdk::progress_line).
+    // On a terminal, one line on stderr says where a long run is (the core's progress_line).
     const std::string where = name_ + " #" + std::to_string(results_.size() + 1) + " " + name;
     progress_.update(where + ": warm-up");
     for (int i = 0; i < o.warmup; ++i) {
@@ -165,7 +165,7 @@ private:
   std::string name_;
   std::vector<std::pair<std::string, std::string>> meta_;
   std::vector<result> results_;
-  parenchyma::sdk::progress_line progress_;
+  parenchyma::detail::progress_line progress_;
 };
 
 } // namespace bench

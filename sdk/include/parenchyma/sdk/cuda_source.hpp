@@ -89,7 +89,8 @@ template <> struct io<b16> {
 // clang-format on
 
 // The common source followed by `body`, built on first use and kept for the process.
-template <const char* const& Body> const std::string& cuda_source_with() {
+// Body: a NUL-terminated source, a char array or a const char* constant.
+template <const auto& Body> const std::string& cuda_source_with() {
   static const std::string s = std::string(cuda_common_source) + Body;
   return s;
 }

@@ -1,17 +1,19 @@
 // parenchyma SDK, C++ side: a framework plugin is a C++ class plus one macro.
 //
-//   class my_plugin {
+//   class my_plugin : public sdk::framework_plugin<my_context, my_queue, my_event, my_memory,
+//                                                  my_program, my_kernel> { // last two optional
 //   public:
-//     using context_type = my_context;  using queue_type = my_queue;
-//     using event_type = my_event;      using memory_type = my_memory;
-//     using program_type = my_program;  using kernel_type = my_kernel;   // optional pair
-//     static constexpr const char* name = "mine", *version = "1.0", *description = "...";
-//     explicit my_plugin(const pcy_host_services& host);                 // may throw
-//     uint32_t device_count() const;    const char* reason() const;     // reason may be NULL
-//     std::span<const pcy_property> properties(uint32_t device) const;
-//     context_type* create_context(std::span<const uint32_t> devices);
+//     static constexpr sdk::plugin_info info{"mine", "1.0", "what it drives, in one line"};
+//     explicit my_plugin(const pcy_host_services& host);    // may throw; adds its devices
 //   };
 //   PCY_FRAMEWORK_PLUGIN(my_plugin)
+//
+// The base (framework_plugin.hpp) names the object types and answers device_count(), reason()
+// and properties(device) from the devices the constructor added. A class may also name the types
+// itself (`using context_type = ...;` for context, queue, event, memory and the optional
+// program/kernel and graph types) and define those three members.
+// A context is made as `new context_type(plugin, devices)` (the device indices checked), or by
+// the plugin's `context_type* create_context(std::span<const uint32_t> devices)` if it has one.
 //
 // Objects are destroyed with `delete` (destructors must not throw). Operations are member
 // functions of the objects; each optional one that a type lacks becomes a NULL slot:
@@ -34,7 +36,7 @@
 //            void* native();                                                        [optional]
 //   program: kernel_type* create_kernel(const char* name); or create_kernel(const char* name,
 //            uint32_t flags) to see pcy_kernel_create_args.flags (1.3; 0 from older hosts);
-//   graphs (1.2, optional: a plugin class with `using graph_type = my_graph;`):
+//   graphs (1.2, optional: a plugin class with a graph type, the base's seventh argument):
 //   queue:   graph_type* create_graph(); void capture_begin(graph_type&);
 //            void capture_end(graph_type&); void launch_graph(graph_type&);
 //   graph:   void instantiate();
@@ -43,6 +45,7 @@
 
 #include <parenchyma/abi/pcy_framework.h>
 #include <parenchyma/sdk/common.hpp>
+#include <parenchyma/sdk/framework_plugin.hpp>
 #include <parenchyma/sdk/slots.hpp>
 
 #include <algorithm>
@@ -112,17 +115,18 @@ template <class P> struct framework_adapter {
   static constexpr bool has_programs = !std::is_void_v<Prog>;
   using G = typename detail::graph_types<P>::graph;
   static constexpr bool has_graphs = !std::is_void_v<G>;
+  static constexpr plugin_info info = detail::info_of<P>();
 
   static pcy_error* initialize(pcy_framework_init_args* a) noexcept {
-    return guard(P::name, [&] {
+    return guard(info.name, [&] {
       require_struct(a, "pcy_framework_init_args");
-      check_host_abi(a->host, P::name);
+      check_host_abi(a->host, info.name);
       a->plugin = detail::to<pcy_plugin>(new P(*a->host));
     });
   }
   static void shutdown(pcy_plugin p) noexcept { delete detail::from<P>(p); }
   static pcy_error* probe(pcy_plugin p, pcy_framework_probe* out) noexcept {
-    return guard(P::name, [&] {
+    return guard(info.name, [&] {
       require_struct(out, "pcy_framework_probe");
       auto* self = detail::from<P>(p);
       out->device_count = self->device_count();
@@ -131,7 +135,7 @@ template <class P> struct framework_adapter {
   }
   static pcy_error* device_properties(pcy_plugin p, uint32_t device, const pcy_property** props,
                                       size_t* count) noexcept {
-    return guard(P::name, [&] {
+    return guard(info.name, [&] {
       auto* self = detail::from<P>(p);
       if (device >= self->device_count())
         fail(PCY_ERR_NOT_FOUND,
@@ -143,38 +147,42 @@ template <class P> struct framework_adapter {
   }
   static pcy_error* context_create(pcy_plugin p, const uint32_t* devices, uint32_t n,
                                    pcy_context* out) noexcept {
-    return guard(P::name, [&] {
+    return guard(info.name, [&] {
       auto* self = detail::from<P>(p);
       if (n == 0 || devices == nullptr) fail(PCY_ERR_INVALID_ARGUMENT, "a context needs a device");
       for (uint32_t i = 0; i < n; ++i)
         if (devices[i] >= self->device_count())
           fail(PCY_ERR_NOT_FOUND,
                str("device ", devices[i], " does not exist (", self->device_count(), " devices)"));
-      *out = detail::to<pcy_context>(self->create_context(std::span<const uint32_t>(devices, n)));
+      const std::span<const uint32_t> list(devices, n);
+      if constexpr (requires { self->create_context(list); })
+        *out = detail::to<pcy_context>(self->create_context(list));
+      else
+        *out = detail::to<pcy_context>(new C(*self, list));
     });
   }
   static void context_destroy(pcy_context c) noexcept { delete detail::from<C>(c); }
   static pcy_error* queue_create(pcy_context c, uint32_t device, pcy_queue* out) noexcept {
-    return guard(P::name,
+    return guard(info.name,
                  [&] { *out = detail::to<pcy_queue>(detail::from<C>(c)->create_queue(device)); });
   }
   static void queue_destroy(pcy_queue q) noexcept { delete detail::from<Q>(q); }
   static pcy_error* queue_finish(pcy_queue q) noexcept {
-    return guard(P::name, [&] { detail::from<Q>(q)->finish(); });
+    return guard(info.name, [&] { detail::from<Q>(q)->finish(); });
   }
   static pcy_error* event_record(pcy_queue q, pcy_event* out) noexcept {
-    return guard(P::name, [&] { *out = detail::to<pcy_event>(detail::from<Q>(q)->record()); });
+    return guard(info.name, [&] { *out = detail::to<pcy_event>(detail::from<Q>(q)->record()); });
   }
   static pcy_error* event_wait(pcy_event e) noexcept {
-    return guard(P::name, [&] { detail::from<E>(e)->wait(); });
+    return guard(info.name, [&] { detail::from<E>(e)->wait(); });
   }
   static pcy_error* queue_wait_event(pcy_queue q, pcy_event e) noexcept {
-    return guard(P::name, [&] { detail::from<Q>(q)->wait(*detail::from<E>(e)); });
+    return guard(info.name, [&] { detail::from<Q>(q)->wait(*detail::from<E>(e)); });
   }
   static void event_destroy(pcy_event e) noexcept { delete detail::from<E>(e); }
 
   static pcy_error* memory_alloc(pcy_memory_alloc_args* a) noexcept {
-    return guard(P::name, [&] {
+    return guard(info.name, [&] {
       require_struct(a, "pcy_memory_alloc_args");
       if (a->bytes == 0) fail(PCY_ERR_INVALID_ARGUMENT, "memory_alloc of 0 bytes");
       a->memory =
@@ -183,28 +191,28 @@ template <class P> struct framework_adapter {
   }
   static void memory_free(pcy_memory m) noexcept { delete detail::from<M>(m); }
   static pcy_error* memory_read(const pcy_memory_transfer_args* a) noexcept {
-    return guard(P::name, [&] {
+    return guard(info.name, [&] {
       require_struct(a, "pcy_memory_transfer_args");
       detail::from<Q>(a->queue)->read(*detail::from<M>(a->memory), a->offset, a->host_pointer,
                                       a->bytes, a->blocking);
     });
   }
   static pcy_error* memory_write(const pcy_memory_transfer_args* a) noexcept {
-    return guard(P::name, [&] {
+    return guard(info.name, [&] {
       require_struct(a, "pcy_memory_transfer_args");
       detail::from<Q>(a->queue)->write(*detail::from<M>(a->memory), a->offset, a->host_pointer,
                                        a->bytes, a->blocking);
     });
   }
   static pcy_error* memory_copy(const pcy_memory_copy_args* a) noexcept {
-    return guard(P::name, [&] {
+    return guard(info.name, [&] {
       require_struct(a, "pcy_memory_copy_args");
       detail::from<Q>(a->queue)->copy(*detail::from<M>(a->src), a->src_offset,
                                       *detail::from<M>(a->dst), a->dst_offset, a->bytes);
     });
   }
   static pcy_error* memory_fill(const pcy_memory_fill_args* a) noexcept {
-    return guard(P::name, [&] {
+    return guard(info.name, [&] {
       require_struct(a, "pcy_memory_fill_args");
       const uint32_t ps = a->pattern_size;
       if (ps != 1 && ps != 2 && ps != 4 && ps != 8 && ps != 16)
@@ -219,20 +227,20 @@ template <class P> struct framework_adapter {
     });
   }
   static pcy_error* memory_export(pcy_memory_export_args* a) noexcept {
-    return guard(P::name, [&] {
+    return guard(info.name, [&] {
       require_struct(a, "pcy_memory_export_args");
       require_struct(a->handle, "pcy_memory_handle");
       const size_t size = a->handle->struct_size;
       std::memset(a->handle, 0, std::min(size, sizeof(pcy_memory_handle))); // never past its end
       a->handle->struct_size = size;
       if (!detail::from<M>(a->memory)->export_to(a->kind, *a->handle))
-        fail(PCY_ERR_UNSUPPORTED,
-             str(P::name, " memory cannot be exported as handle kind ", static_cast<int>(a->kind)));
+        fail(PCY_ERR_UNSUPPORTED, str(info.name, " memory cannot be exported as handle kind ",
+                                      static_cast<int>(a->kind)));
       a->handle->kind = a->kind;
     });
   }
   static pcy_error* memory_import(pcy_memory_import_args* a) noexcept {
-    return guard(P::name, [&] {
+    return guard(info.name, [&] {
       require_struct(a, "pcy_memory_import_args");
       require_struct(a->handle, "pcy_memory_handle");
       a->memory =
@@ -240,7 +248,7 @@ template <class P> struct framework_adapter {
     });
   }
   static pcy_error* native_handle(pcy_native_handle_args* a) noexcept {
-    return guard(P::name, [&] {
+    return guard(info.name, [&] {
       require_struct(a, "pcy_native_handle_args");
       a->handle = nullptr;
       // A member that exists answers, even with NULL (CUDA device 0 is a NULL CUdevice).
@@ -279,12 +287,12 @@ template <class P> struct framework_adapter {
       }
       if (!answered)
         fail(PCY_ERR_UNSUPPORTED,
-             str(P::name, " has no native handle of kind ", static_cast<int>(a->object)));
+             str(info.name, " has no native handle of kind ", static_cast<int>(a->object)));
     });
   }
 
   static pcy_error* program_build(pcy_program_build_args* a) noexcept {
-    return guard(P::name, [&] {
+    return guard(info.name, [&] {
       require_struct(a, "pcy_program_build_args");
       if (a->source == nullptr) fail(PCY_ERR_INVALID_ARGUMENT, "program source is NULL");
       std::string_view src = a->source_size ? std::string_view(a->source, a->source_size)
@@ -297,7 +305,7 @@ template <class P> struct framework_adapter {
   }
   static void program_destroy(pcy_program p) noexcept { delete detail::from<Prog>(p); }
   static pcy_error* kernel_create(pcy_kernel_create_args* a) noexcept {
-    return guard(P::name, [&] {
+    return guard(info.name, [&] {
       require_struct(a, "pcy_kernel_create_args");
       if (a->name == nullptr) fail(PCY_ERR_INVALID_ARGUMENT, "kernel name is NULL");
       Prog* prog = detail::from<Prog>(a->program);
@@ -310,7 +318,7 @@ template <class P> struct framework_adapter {
   }
   static void kernel_destroy(pcy_kernel k) noexcept { delete detail::from<K>(k); }
   static pcy_error* kernel_launch(const pcy_kernel_launch_args* a) noexcept {
-    return guard(P::name, [&] {
+    return guard(info.name, [&] {
       require_struct(a, "pcy_kernel_launch_args");
       if (a->dims < 1 || a->dims > 3)
         fail(PCY_ERR_INVALID_ARGUMENT, str("kernel launch with ", a->dims, " dimensions (1..3)"));
@@ -319,29 +327,29 @@ template <class P> struct framework_adapter {
   }
 
   static pcy_error* graph_create(pcy_queue q, pcy_graph* out) noexcept {
-    return guard(P::name, [&] {
+    return guard(info.name, [&] {
       if (out == nullptr) fail(PCY_ERR_INVALID_ARGUMENT, "graph_create without an out pointer");
       *out = nullptr;
       if constexpr (has_graphs) *out = detail::to<pcy_graph>(detail::from<Q>(q)->create_graph());
     });
   }
   static pcy_error* queue_capture_begin(pcy_queue q, pcy_graph g) noexcept {
-    return guard(P::name, [&] {
+    return guard(info.name, [&] {
       if constexpr (has_graphs) detail::from<Q>(q)->capture_begin(*detail::from<G>(g));
     });
   }
   static pcy_error* queue_capture_end(pcy_queue q, pcy_graph g) noexcept {
-    return guard(P::name, [&] {
+    return guard(info.name, [&] {
       if constexpr (has_graphs) detail::from<Q>(q)->capture_end(*detail::from<G>(g));
     });
   }
   static pcy_error* graph_instantiate(pcy_graph g) noexcept {
-    return guard(P::name, [&] {
+    return guard(info.name, [&] {
       if constexpr (has_graphs) detail::from<G>(g)->instantiate();
     });
   }
   static pcy_error* graph_launch(pcy_queue q, pcy_graph g) noexcept {
-    return guard(P::name, [&] {
+    return guard(info.name, [&] {
       if constexpr (has_graphs) detail::from<Q>(q)->launch_graph(*detail::from<G>(g));
     });
   }
@@ -371,9 +379,9 @@ template <class P> struct framework_adapter {
     t.abi_major = PCY_ABI_VERSION_MAJOR;
     t.abi_minor = PCY_ABI_VERSION_MINOR;
     t.kind = PCY_PLUGIN_FRAMEWORK;
-    t.name = P::name;
-    t.plugin_version = P::version;
-    t.description = P::description;
+    t.name = info.name;
+    t.plugin_version = info.version;
+    t.description = info.description;
     // Every slot of the list (PCY_FRAMEWORK_API_SLOTS) is this class's function of its name,
     // unless the plugin class does not offer it.
 #define PCY_SDK_FRAMEWORK_FILL(name, minor, need, thread, ret, params, args)                       \

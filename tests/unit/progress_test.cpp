@@ -1,8 +1,9 @@
-// sdk::progress_line: silent for its delay, then one updating line that is erased at the end;
-// quiet when the descriptor is not a terminal unless PARENCHYMA_PROGRESS=1; off with =0.
+// The core's progress_line (core/src/progress.hpp): silent for its delay, then one updating line
+// that is erased at the end; quiet when the descriptor is not a terminal unless
+// PARENCHYMA_PROGRESS=1; off with =0.
 #include "support/catch.hpp"
 
-#include <parenchyma/sdk/progress.hpp>
+#include "progress.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -15,7 +16,7 @@
 namespace {
 
 using namespace std::chrono_literals;
-using parenchyma::sdk::progress_line;
+using parenchyma::detail::progress_line;
 
 // What a progress line wrote into a pipe while `work` ran.
 template <class F> std::string captured(F work) {
@@ -44,7 +45,7 @@ struct scoped_env {
 
 } // namespace
 
-TEST_CASE("progress_line: a slow step shows one line that updates, then erases it", "[sdk]") {
+TEST_CASE("progress_line: a slow step shows one line that updates, then erases it", "[core]") {
   scoped_env forced("1");
   const std::string out = captured([](int fd) {
     progress_line p("compiling kernels", 50ms, fd);
@@ -65,7 +66,7 @@ TEST_CASE("progress_line: a slow step shows one line that updates, then erases i
   CHECK(out.find_first_not_of(' ', last + 1) == out.size() - 1);
 }
 
-TEST_CASE("progress_line: a step shorter than the delay shows nothing", "[sdk]") {
+TEST_CASE("progress_line: a step shorter than the delay shows nothing", "[core]") {
   scoped_env forced("1");
   const std::string out = captured([](int fd) {
     progress_line p("quick", 2000ms, fd);
@@ -74,7 +75,7 @@ TEST_CASE("progress_line: a step shorter than the delay shows nothing", "[sdk]")
   CHECK(out.empty());
 }
 
-TEST_CASE("progress_line: quiet off a terminal, and with PARENCHYMA_PROGRESS=0", "[sdk]") {
+TEST_CASE("progress_line: quiet off a terminal, and with PARENCHYMA_PROGRESS=0", "[core]") {
   for (const char* v : {static_cast<const char*>(nullptr), "0"}) {
     scoped_env env(v);
     const std::string out = captured([](int fd) {

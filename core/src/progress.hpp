@@ -1,7 +1,8 @@
-// parenchyma SDK: a one-line progress indicator for slow steps (a first-use kernel compile, a
-// long benchmark), for the core and the tools; plugins never print (they log through the host).
+// The core's one-line progress indicator for slow steps (a bundle's first use, which compiles
+// its kernels), also used by the benchmarks (tools/bench); not an installed header: plugins never
+// print (they log through the host), and applications see the line only through the core.
 //
-//   sdk::progress_line p("setting up nn_cuda on cuda:0 (first use compiles its kernels)");
+//   detail::progress_line p("setting up nn_cuda on cuda:0 (first use compiles its kernels)");
 //   ... slow work ...; p.update("another text");   // the line is erased when p goes
 //
 // On a terminal (stderr) it stays silent for `delay` (steps that end sooner show nothing), then
@@ -22,7 +23,9 @@
 #include <string>
 #include <thread>
 
-namespace parenchyma::sdk {
+namespace parenchyma {
+inline namespace v1 {
+namespace detail {
 
 class progress_line {
 public:
@@ -63,7 +66,8 @@ public:
 
   // Whether a line would be shown on `fd`: PARENCHYMA_PROGRESS, else whether fd is a terminal.
   static bool enabled(int fd) {
-    const std::string v = settings().get("PARENCHYMA_PROGRESS"); // the environment, set-uid safe
+    const std::string v =
+        sdk::settings().get("PARENCHYMA_PROGRESS"); // the environment, set-uid safe
     if (!v.empty()) return v != "0";
     return isatty(fd) == 1;
   }
@@ -111,4 +115,6 @@ private:
   std::thread thread_;
 };
 
-} // namespace parenchyma::sdk
+} // namespace detail
+} // namespace v1
+} // namespace parenchyma

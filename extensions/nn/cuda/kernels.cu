@@ -1,0 +1,914 @@
+
+typedef unsigned long long u64;
+
+struct alignas(16) v16 { unsigned int a, b, c, d; };
+
+__device__ __forceinline__ float m_exp(float v) { return expf(v); }
+__device__ __forceinline__ double m_exp(double v) { return exp(v); }
+__device__ __forceinline__ float m_expm1(float v) { return expm1f(v); }
+__device__ __forceinline__ double m_expm1(double v) { return expm1(v); }
+__device__ __forceinline__ float m_log(float v) { return logf(v); }
+__device__ __forceinline__ double m_log(double v) { return log(v); }
+__device__ __forceinline__ float m_tanh(float v) { return tanhf(v); }
+__device__ __forceinline__ double m_tanh(double v) { return tanh(v); }
+template <class C> __device__ __forceinline__ C neg_inf();
+template <> __device__ __forceinline__ float neg_inf<float>() { return __uint_as_float(0xff800000u); }
+template <> __device__ __forceinline__ double neg_inf<double>() {
+  return __longlong_as_double((long long)0xfff0000000000000ull);
+}
+
+// Blocks of 256 threads (8 warps) for every kernel but the softmax row kernels (their own sizes).
+#define NN_BLOCK 256
+#define NN_WARPS 8
+
+// ---- activations: 0 sigmoid, 1 relu, 2 tanh, 3 elu --------------------------------------------
+template <int A, class C> __device__ __forceinline__ C act_f(C x, C alpha) {
+  if (A == 0) return C(1) / (C(1) + m_exp(-x));
+  if (A == 1) return x < C(0) ? C(0) : x; // -0 and NaN pass through
+  if (A == 2) return m_tanh(x);
+  return x > C(0) ? x : alpha * m_expm1(x); // NaN: alpha * NaN
+}
+// f'(x) from the forward's output y.
+template <int A, class C> __device__ __forceinline__ C act_d(C y, C alpha) {
+  if (A == 0) return y * (C(1) - y);
+  if (A == 1) return y > C(0) ? C(1) : C(0);
+  if (A == 2) return C(1) - y * y;
+  return y > C(0) ? C(1) : y + alpha;
+}
+
+// Streaming loops: blocks of NN_BLOCK threads; a block takes a tile of EW_U * NN_BLOCK items
+// (T: a 16-byte word v16, or one element S) per step, its threads EW_U items each, coalesced:
+// all EW_U loads are issued before any store (x == y in place is safe: each item is read and
+// written by the same thread). Items after the last whole tile go one per thread.
+#define EW_U 4
+template <int A, class S, class T>
+__device__ __forceinline__ void act_fwd_t(i64 nv, typename io<S>::C alpha, const T* x, T* y) {
+  typedef typename io<S>::C C;
+  const int V = sizeof(T) / sizeof(S);
+  const i64 tile = EW_U * NN_BLOCK, tiles = nv / tile;
+  for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const i64 b = t * tile + threadIdx.x;
+    T r[EW_U];
+#pragma unroll
+    for (int u = 0; u < EW_U; ++u) r[u] = x[b + u * NN_BLOCK];
+#pragma unroll
+    for (int u = 0; u < EW_U; ++u) {
+      S* e = reinterpret_cast<S*>(&r[u]);
+#pragma unroll
+      for (int j = 0; j < V; ++j) e[j] = io<S>::st(act_f<A, C>(io<S>::ld(e[j]), alpha));
+    }
+#pragma unroll
+    for (int u = 0; u < EW_U; ++u) y[b + u * NN_BLOCK] = r[u];
+  }
+  for (i64 i = tiles * tile + (i64)blockIdx.x * NN_BLOCK + threadIdx.x; i < nv;
+       i += (i64)gridDim.x * NN_BLOCK) {
+    T r = x[i];
+    S* e = reinterpret_cast<S*>(&r);
+#pragma unroll
+    for (int j = 0; j < V; ++j) e[j] = io<S>::st(act_f<A, C>(io<S>::ld(e[j]), alpha));
+    y[i] = r;
+  }
+}
+template <int A, class S, class T>
+__device__ __forceinline__ void act_bwd_t(i64 nv, typename io<S>::C alpha, const T* y,
+                                          const T* dy, T* dx) {
+  typedef typename io<S>::C C;
+  const int V = sizeof(T) / sizeof(S);
+  const i64 tile = EW_U * NN_BLOCK, tiles = nv / tile;
+  for (i64 t = blockIdx.x; t < tiles; t += gridDim.x) {
+    const i64 b = t * tile + threadIdx.x;
+    T ry[EW_U], rd[EW_U];
+#pragma unroll
+    for (int u = 0; u < EW_U; ++u) {
+      ry[u] = y[b + u * NN_BLOCK];
+      rd[u] = dy[b + u * NN_BLOCK];
+    }
+#pragma unroll
+    for (int u = 0; u < EW_U; ++u) {
+      const S* ey = reinterpret_cast<const S*>(&ry[u]);
+      S* ed = reinterpret_cast<S*>(&rd[u]);
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        ed[j] = io<S>::st(io<S>::ld(ed[j]) * act_d<A, C>(io<S>::ld(ey[j]), alpha));
+    }
+#pragma unroll
+    for (int u = 0; u < EW_U; ++u) dx[b + u * NN_BLOCK] = rd[u];
+  }
+  for (i64 i = tiles * tile + (i64)blockIdx.x * NN_BLOCK + threadIdx.x; i < nv;
+       i += (i64)gridDim.x * NN_BLOCK) {
+    T ry = y[i], rd = dy[i];
+    const S* ey = reinterpret_cast<const S*>(&ry);
+    S* ed = reinterpret_cast<S*>(&rd);
+#pragma unroll
+    for (int j = 0; j < V; ++j)
+      ed[j] = io<S>::st(io<S>::ld(ed[j]) * act_d<A, C>(io<S>::ld(ey[j]), alpha));
+    dx[i] = rd;
+  }
+}
+// y = f(x) (x == y in place); vec: every pointer is 16-byte aligned, so whole v16 words move and
+// the last n % V elements go one per thread.
+template <int A, class S>
+__device__ void act_fwd(i64 n, typename io<S>::C alpha, const S* x, S* y, int vec) {
+  typedef typename io<S>::C C;
+  if (!vec) {
+    act_fwd_t<A, S, S>(n, alpha, x, y);
+    return;
+  }
+  const int V = 16 / sizeof(S);
+  const i64 nv = n / V;
+  act_fwd_t<A, S, v16>(nv, alpha, reinterpret_cast<const v16*>(x), reinterpret_cast<v16*>(y));
+  const i64 i = nv * V + (i64)blockIdx.x * NN_BLOCK + threadIdx.x;
+  if (i < n) y[i] = io<S>::st(act_f<A, C>(io<S>::ld(x[i]), alpha));
+}
+// dx = dy * f'(y) (dy == dx in place).
+template <int A, class S>
+__device__ void act_bwd(i64 n, typename io<S>::C alpha, const S* y, const S* dy, S* dx, int vec) {
+  typedef typename io<S>::C C;
+  if (!vec) {
+    act_bwd_t<A, S, S>(n, alpha, y, dy, dx);
+    return;
+  }
+  const int V = 16 / sizeof(S);
+  const i64 nv = n / V;
+  act_bwd_t<A, S, v16>(nv, alpha, reinterpret_cast<const v16*>(y),
+                       reinterpret_cast<const v16*>(dy), reinterpret_cast<v16*>(dx));
+  const i64 i = nv * V + (i64)blockIdx.x * NN_BLOCK + threadIdx.x;
+  if (i < n) dx[i] = io<S>::st(io<S>::ld(dy[i]) * act_d<A, C>(io<S>::ld(y[i]), alpha));
+}
+
+// ---- reductions -------------------------------------------------------------------------------
+
+template <class C> __device__ __forceinline__ C warp_sum(C v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+// The running (max, sum of e^(x - max)) of an online softmax, folded with another.
+template <class C> __device__ __forceinline__ void ms_fold(C& m, C& s, C m2, C s2) {
+  const C mm = m2 > m ? m2 : m;
+  const C a = m == mm ? s : s * m_exp(m - mm);
+  const C b = m2 == mm ? s2 : s2 * m_exp(m2 - mm);
+  m = mm;
+  s = a + b;
+}
+template <class C> __device__ __forceinline__ void ms_add(C& m, C& s, C x) {
+  if (x > m) {
+    s = s * m_exp(m - x) + C(1);
+    m = x;
+  } else if (x != neg_inf<C>()) {
+    s += m_exp(x - m); // NaN lands here and propagates
+  }
+}
+template <class C> __device__ __forceinline__ void warp_ms(C& m, C& s) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) {
+    const C m2 = __shfl_xor_sync(0xffffffffu, m, o), s2 = __shfl_xor_sync(0xffffffffu, s, o);
+    ms_fold(m, s, m2, s2);
+  }
+}
+// Whole-block versions: every thread gets the result (shared memory reused after a barrier).
+template <class C> __device__ __forceinline__ C block_sum(C v, C* sh) {
+  v = warp_sum(v);
+  const int w = threadIdx.x >> 5;
+  if ((threadIdx.x & 31) == 0) sh[w] = v;
+  __syncthreads();
+  C t = sh[0];
+#pragma unroll
+  for (int i = 1; i < NN_WARPS; ++i) t += sh[i];
+  __syncthreads();
+  return t;
+}
+template <class C> __device__ __forceinline__ void block_ms(C& m, C& s, C* sh) {
+  warp_ms(m, s);
+  const int w = threadIdx.x >> 5;
+  if ((threadIdx.x & 31) == 0) {
+    sh[w] = m;
+    sh[NN_WARPS + w] = s;
+  }
+  __syncthreads();
+  C mm = sh[0], ss = sh[NN_WARPS];
+#pragma unroll
+  for (int i = 1; i < NN_WARPS; ++i) ms_fold(mm, ss, sh[i], sh[NN_WARPS + i]);
+  __syncthreads();
+  m = mm;
+  s = ss;
+}
+
+// ---- softmax: 0 softmax, 1 log_softmax, 2 softmax_grad, 3 log_softmax_grad -------------------
+// inner == 1, rows of len contiguous values: one warp per row (per_warp) or one block per row.
+// Forward: in = x, out = y; gradients: in = y, d = dy, out = dx.
+template <int M, class S>
+__device__ void softmax_rows(i64 outer, i64 len, int per_warp, const S* in, const S* d, S* out,
+                             typename io<S>::C* sh) {
+  typedef typename io<S>::C C;
+  const int lane = per_warp ? (threadIdx.x & 31) : threadIdx.x;
+  const int width = per_warp ? 32 : NN_BLOCK;
+  const i64 first = per_warp ? (i64)blockIdx.x * NN_WARPS + (threadIdx.x >> 5) : blockIdx.x;
+  const i64 step = per_warp ? (i64)gridDim.x * NN_WARPS : gridDim.x;
+  for (i64 row = first; row < outer; row += step) {
+    const S* a = in + row * len;
+    S* o = out + row * len;
+    if (M < 2) {
+      C m = neg_inf<C>(), s = C(0);
+      for (i64 j = lane; j < len; j += width) ms_add(m, s, io<S>::ld(a[j]));
+      if (per_warp) warp_ms(m, s);
+      else block_ms(m, s, sh);
+      if (m == -neg_inf<C>()) s = m - m; // a +inf maximum: e^(inf - inf) is NaN, as the reference
+      if (M == 0) {
+        const C r = C(1) / s;
+        for (i64 j = lane; j < len; j += width) o[j] = io<S>::st(m_exp(io<S>::ld(a[j]) - m) * r);
+      } else {
+        const C ls = m_log(s);
+        for (i64 j = lane; j < len; j += width) o[j] = io<S>::st(io<S>::ld(a[j]) - m - ls);
+      }
+    } else {
+      const S* g = d + row * len;
+      C t = C(0);
+      for (i64 j = lane; j < len; j += width)
+        t += M == 2 ? io<S>::ld(g[j]) * io<S>::ld(a[j]) : io<S>::ld(g[j]);
+      t = per_warp ? warp_sum(t) : block_sum(t, sh);
+      for (i64 j = lane; j < len; j += width) {
+        const C yv = io<S>::ld(a[j]), dv = io<S>::ld(g[j]);
+        o[j] = io<S>::st(M == 2 ? yv * (dv - t) : dv - m_exp(yv) * t);
+      }
+    }
+  }
+}
+// The same rows held in registers: the input is read once. NT threads per block; W (1) one warp
+// per row, NT / 32 rows per block, or (0) one block per row; E values per thread (a compile-time
+// count, so the row lives in registers), so rows up to (W ? 32 : NT) * E long. vec: the rows'
+// starts and lengths are whole 16-byte words: thread t holds words t, t + width, ... (E / V of
+// them); otherwise elements t, t + width, ... Padding: -inf (forward; not summed) or 0 (grads).
+// Same rules as above: the maximum ignores NaN, -inf adds nothing to the sum, a NaN makes it NaN,
+// a +inf maximum makes it NaN.
+template <class C> __device__ __forceinline__ C max_of(C a, C b) { return b > a ? b : a; }
+template <class C> __device__ __forceinline__ C warp_max(C v) {
+#pragma unroll
+  for (int o = 16; o > 0; o >>= 1) v = max_of(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+// Whole-block sum or max of NW warps (sh: 32 values), every thread gets it.
+template <int NW, int MAX, class C> __device__ __forceinline__ C block_red(C v, C* sh) {
+  v = MAX ? warp_max(v) : warp_sum(v);
+  if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = v;
+  __syncthreads();
+  C t = sh[0];
+#pragma unroll
+  for (int i = 1; i < NW; ++i) t = MAX ? max_of(t, sh[i]) : t + sh[i];
+  __syncthreads();
+  return t;
+}
+template <class S, int E, int WIDTH>
+__device__ __forceinline__ void row_load(const S* p, int len, int lane, int vec,
+                                         typename io<S>::C pad, typename io<S>::C* a) {
+  const int V = 16 / sizeof(S);
+  if (vec) {
+    const v16* pv = reinterpret_cast<const v16*>(p);
+    const int words = len / V;
+#pragma unroll
+    for (int k = 0; k < E / V; ++k) {
+      const int c = k * WIDTH + lane;
+      if (c < words) {
+        v16 r = pv[c];
+        const S* e = reinterpret_cast<const S*>(&r);
+#pragma unroll
+        for (int j = 0; j < V; ++j) a[k * V + j] = io<S>::ld(e[j]);
+      } else {
+#pragma unroll
+        for (int j = 0; j < V; ++j) a[k * V + j] = pad;
+      }
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+      const int j = k * WIDTH + lane;
+      a[k] = j < len ? io<S>::ld(p[j]) : pad;
+    }
+  }
+}
+template <class S, int E, int WIDTH>
+__device__ __forceinline__ void row_store(S* p, int len, int lane, int vec,
+                                          const typename io<S>::C* a) {
+  const int V = 16 / sizeof(S);
+  if (vec) {
+    v16* pv = reinterpret_cast<v16*>(p);
+    const int words = len / V;
+#pragma unroll
+    for (int k = 0; k < E / V; ++k) {
+      const int c = k * WIDTH + lane;
+      if (c < words) {
+        v16 r;
+        S* e = reinterpret_cast<S*>(&r);
+#pragma unroll
+        for (int j = 0; j < V; ++j) e[j] = io<S>::st(a[k * V + j]);
+        pv[c] = r;
+      }
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < E; ++k) {
+      const int j = k * WIDTH + lane;
+      if (j < len) p[j] = io<S>::st(a[k]);
+    }
+  }
+}
+template <int M, class S, int NT, int W, int E>
+__device__ __forceinline__ void softmax_reg(i64 outer, int len, int vec, const S* in, const S* d,
+                                            S* out, typename io<S>::C* sh) {
+  typedef typename io<S>::C C;
+  const int WIDTH = W ? 32 : NT;
+  const int lane = W ? (threadIdx.x & 31) : threadIdx.x;
+  const i64 first = W ? (i64)blockIdx.x * (NT / 32) + (threadIdx.x >> 5) : blockIdx.x;
+  const i64 step = W ? (i64)gridDim.x * (NT / 32) : gridDim.x;
+  for (i64 row = first; row < outer; row += step) {
+    const i64 base = row * len;
+    C a[E];
+    if (M < 2) {
+      row_load<S, E, WIDTH>(in + base, len, lane, vec, neg_inf<C>(), a);
+      C m = neg_inf<C>();
+#pragma unroll
+      for (int k = 0; k < E; ++k) m = max_of(m, a[k]);
+      m = W ? warp_max(m) : block_red<NT / 32, 1>(m, sh);
+      C s = C(0);
+#pragma unroll
+      for (int k = 0; k < E; ++k) {
+        const C e = m_exp(a[k] - m);
+        if (a[k] != neg_inf<C>()) s += e; // NaN lands here and propagates
+        if (M == 0) a[k] = e;
+      }
+      s = W ? warp_sum(s) : block_red<NT / 32, 0>(s, sh);
+      if (m == -neg_inf<C>()) s = m - m; // a +inf maximum: e^(inf - inf) is NaN, as the reference
+      if (M == 0) {
+        const C r = C(1) / s; // one division a row: a division per value was a fifth of the time
+#pragma unroll
+        for (int k = 0; k < E; ++k) a[k] = a[k] * r;
+      } else {
+        const C ls = m_log(s);
+#pragma unroll
+        for (int k = 0; k < E; ++k) a[k] = a[k] - m - ls;
+      }
+    } else {
+      C g[E];
+      row_load<S, E, WIDTH>(in + base, len, lane, vec, C(0), a);
+      row_load<S, E, WIDTH>(d + base, len, lane, vec, C(0), g);
+      C t = C(0);
+#pragma unroll
+      for (int k = 0; k < E; ++k) t += M == 2 ? g[k] * a[k] : g[k];
+      t = W ? warp_sum(t) : block_red<NT / 32, 0>(t, sh);
+#pragma unroll
+      for (int k = 0; k < E; ++k) a[k] = M == 2 ? a[k] * (g[k] - t) : g[k] - m_exp(a[k]) * t;
+    }
+    row_store<S, E, WIDTH>(out + base, len, lane, vec, a);
+  }
+}
+// inner > 1: one thread per (outer, inner) column, stepping by inner (coalesced across columns).
+template <int M, class S>
+__device__ void softmax_cols(i64 outer, i64 len, i64 inner, const S* in, const S* d, S* out) {
+  typedef typename io<S>::C C;
+  GRID_LOOP(col, outer * inner) {
+    const i64 base = (col / inner) * len * inner + col % inner;
+    const S* a = in + base;
+    S* o = out + base;
+    if (M < 2) {
+      C m = neg_inf<C>(), s = C(0);
+      for (i64 j = 0; j < len; ++j) ms_add(m, s, io<S>::ld(a[j * inner]));
+      if (m == -neg_inf<C>()) s = m - m; // a +inf maximum: e^(inf - inf) is NaN, as the reference
+      if (M == 0) {
+        const C r = C(1) / s;
+        for (i64 j = 0; j < len; ++j) o[j * inner] = io<S>::st(m_exp(io<S>::ld(a[j * inner]) - m) * r);
+      } else {
+        const C ls = m_log(s);
+        for (i64 j = 0; j < len; ++j) o[j * inner] = io<S>::st(io<S>::ld(a[j * inner]) - m - ls);
+      }
+    } else {
+      const S* g = d + base;
+      C t = C(0);
+      for (i64 j = 0; j < len; ++j)
+        t += M == 2 ? io<S>::ld(g[j * inner]) * io<S>::ld(a[j * inner]) : io<S>::ld(g[j * inner]);
+      for (i64 j = 0; j < len; ++j) {
+        const C yv = io<S>::ld(a[j * inner]), dv = io<S>::ld(g[j * inner]);
+        o[j * inner] = io<S>::st(M == 2 ? yv * (dv - t) : dv - m_exp(yv) * t);
+      }
+    }
+  }
+}
+
+// ---- pooling (x planes H x W, pooled planes P x Q) --------------------------------------------
+// Every kernel runs on 32-bit unsigned indices when the count allows (the divisions by the
+// extents are the costly part), else on 64-bit ones: body_i<S, I>, dispatched by the entry.
+#define IDX_LOOP(I, i, count)                                                                  \
+  for (I i = (I)blockIdx.x * blockDim.x + threadIdx.x; i < (count); i += (I)gridDim.x * blockDim.x)
+#define IDX_DISPATCH(F, total, ...)                                                            \
+  if ((total) <= 0x7fffffffll)                                                                 \
+    F<S, unsigned>((unsigned)(total), __VA_ARGS__);                                            \
+  else                                                                                         \
+    F<S, u64>((u64)(total), __VA_ARGS__)
+// Max over the window (padding excluded), the first maximum in row-major window order; NaN is
+// larger than any number (the first NaN wins). y and/or idx may be null.
+template <class S, class I>
+__device__ __forceinline__ void pool_max_i(I total, int H, int W, int P, int Q, int wh, int ww, int sh, int sw,
+                         int ph, int pw, const S* x, S* y, int* idx) {
+  typedef typename io<S>::C C;
+  IDX_LOOP(I, i, total) {
+    const I r = i / (I)Q, nc = r / (I)P;
+    const int q = (int)(i - r * (I)Q), p = (int)(r - nc * (I)P);
+    const S* xp = x + (i64)nc * H * W;
+    const int h0 = p * sh - ph, w0 = q * sw - pw;
+    const int hs = h0 < 0 ? 0 : h0, he = h0 + wh < H ? h0 + wh : H;
+    const int ws = w0 < 0 ? 0 : w0, we = w0 + ww < W ? w0 + ww : W;
+    C best = C(0);
+    int bi = -1;
+    for (int h = hs; h < he; ++h)
+      for (int w = ws; w < we; ++w) {
+        const C v = io<S>::ld(xp[(i64)h * W + w]);
+        if (bi < 0 || v > best || (v != v && best == best)) {
+          best = v;
+          bi = h * W + w;
+        }
+      }
+    if (y) y[i] = io<S>::st(best);
+    if (idx) idx[i] = bi;
+  }
+}
+// The windows (p, q) that hold row h: p in [lo, hi].
+__device__ __forceinline__ void covering(int h, int pad, int win, int stride, int P, int& lo,
+                                         int& hi) {
+  lo = h + pad < win ? 0 : (h + pad - win) / stride + 1;
+  hi = (h + pad) / stride;
+  if (hi > P - 1) hi = P - 1;
+}
+// dx[h, w] = the sum of dy over the windows whose first maximum (idx) is (h, w): a gather.
+template <class S, class I>
+__device__ __forceinline__ void pool_max_gather_i(I total, int H, int W, int P, int Q, int wh, int ww, int sh,
+                                int sw, int ph, int pw, const int* idx, const S* dy, S* dx) {
+  typedef typename io<S>::C C;
+  IDX_LOOP(I, i, total) {
+    const I r = i / (I)W, nc = r / (I)H;
+    const int w = (int)(i - r * (I)W), h = (int)(r - nc * (I)H);
+    int p0, p1, q0, q1;
+    covering(h, ph, wh, sh, P, p0, p1);
+    covering(w, pw, ww, sw, Q, q0, q1);
+    const int me = h * W + w;
+    const i64 base = (i64)nc * P * Q;
+    C acc = C(0);
+    for (int p = p0; p <= p1; ++p)
+      for (int q = q0; q <= q1; ++q) {
+        const i64 o = base + (i64)p * Q + q;
+        if (idx[o] == me) acc += io<S>::ld(dy[o]);
+      }
+    dx[i] = io<S>::st(acc);
+  }
+}
+__device__ __forceinline__ int window_count(int p, int q, int H, int W, int wh, int ww, int sh,
+                                            int sw, int ph, int pw) {
+  const int h0 = p * sh - ph, w0 = q * sw - pw;
+  const int hs = h0 < 0 ? 0 : h0, he = h0 + wh < H ? h0 + wh : H;
+  const int ws = w0 < 0 ? 0 : w0, we = w0 + ww < W ? w0 + ww : W;
+  return (he - hs) * (we - ws);
+}
+template <class S, class I>
+__device__ __forceinline__ void pool_avg_i(I total, int H, int W, int P, int Q, int wh, int ww, int sh, int sw,
+                         int ph, int pw, int include_padding, const S* x, S* y) {
+  typedef typename io<S>::C C;
+  IDX_LOOP(I, i, total) {
+    const I r = i / (I)Q, nc = r / (I)P;
+    const int q = (int)(i - r * (I)Q), p = (int)(r - nc * (I)P);
+    const S* xp = x + (i64)nc * H * W;
+    const int h0 = p * sh - ph, w0 = q * sw - pw;
+    const int hs = h0 < 0 ? 0 : h0, he = h0 + wh < H ? h0 + wh : H;
+    const int ws = w0 < 0 ? 0 : w0, we = w0 + ww < W ? w0 + ww : W;
+    C acc = C(0);
+    for (int h = hs; h < he; ++h)
+      for (int w = ws; w < we; ++w) acc += io<S>::ld(xp[(i64)h * W + w]);
+    const C div = include_padding ? C(wh) * C(ww) : C((he - hs) * (we - ws)); // no int overflow
+    y[i] = io<S>::st(acc / div);
+  }
+}
+template <class S, class I>
+__device__ __forceinline__ void pool_avg_grad_i(I total, int H, int W, int P, int Q, int wh, int ww, int sh,
+                              int sw, int ph, int pw, int include_padding, const S* dy, S* dx) {
+  typedef typename io<S>::C C;
+  IDX_LOOP(I, i, total) {
+    const I r = i / (I)W, nc = r / (I)H;
+    const int w = (int)(i - r * (I)W), h = (int)(r - nc * (I)H);
+    int p0, p1, q0, q1;
+    covering(h, ph, wh, sh, P, p0, p1);
+    covering(w, pw, ww, sw, Q, q0, q1);
+    const i64 base = (i64)nc * P * Q;
+    C acc = C(0);
+    for (int p = p0; p <= p1; ++p)
+      for (int q = q0; q <= q1; ++q) {
+        const C div = include_padding ? C(wh) * C(ww)
+                                      : C(window_count(p, q, H, W, wh, ww, sh, sw, ph, pw));
+        acc += io<S>::ld(dy[base + (i64)p * Q + q]) / div;
+      }
+    dx[i] = io<S>::st(acc);
+  }
+}
+template <class S>
+__device__ void pool_max(i64 total, int H, int W, int P, int Q, int wh, int ww, int sh, int sw,
+                         int ph, int pw, const S* x, S* y, int* idx) {
+  IDX_DISPATCH(pool_max_i, total, H, W, P, Q, wh, ww, sh, sw, ph, pw, x, y, idx);
+}
+template <class S>
+__device__ void pool_max_gather(i64 total, int H, int W, int P, int Q, int wh, int ww, int sh,
+                                int sw, int ph, int pw, const int* idx, const S* dy, S* dx) {
+  IDX_DISPATCH(pool_max_gather_i, total, H, W, P, Q, wh, ww, sh, sw, ph, pw, idx, dy, dx);
+}
+template <class S>
+__device__ void pool_avg(i64 total, int H, int W, int P, int Q, int wh, int ww, int sh, int sw,
+                         int ph, int pw, int include_padding, const S* x, S* y) {
+  IDX_DISPATCH(pool_avg_i, total, H, W, P, Q, wh, ww, sh, sw, ph, pw, include_padding, x, y);
+}
+template <class S>
+__device__ void pool_avg_grad(i64 total, int H, int W, int P, int Q, int wh, int ww, int sh,
+                              int sw, int ph, int pw, int include_padding, const S* dy, S* dx) {
+  IDX_DISPATCH(pool_avg_grad_i, total, H, W, P, Q, wh, ww, sh, sw, ph, pw, include_padding, dy,
+               dx);
+}
+// From indices alone (no geometry to gather by): dx (or, for half types, a float buffer)
+// zeroed first, then dy added at each index inside the plane by atomics.
+__device__ __forceinline__ void atomic_add(float* p, float v) { atomicAdd(p, v); }
+__device__ __forceinline__ void atomic_add(double* p, double v) {
+#if __CUDA_ARCH__ >= 600
+  atomicAdd(p, v);
+#else
+  unsigned long long* a = reinterpret_cast<unsigned long long*>(p);
+  unsigned long long old = *a, assumed;
+  do {
+    assumed = old;
+    old = atomicCAS(a, assumed, (unsigned long long)__double_as_longlong(
+                                    __longlong_as_double((long long)assumed) + v));
+  } while (assumed != old);
+#endif
+}
+template <class S>
+__device__ void pool_scatter(i64 total, i64 PQ, i64 HW, const int* idx, const S* dy,
+                             typename io<S>::C* acc) {
+  GRID_LOOP(o, total) {
+    const int j = idx[o];
+    if (j < 0 || (i64)j >= HW) continue; // outside the plane: adds nothing
+    atomic_add(acc + (o / PQ) * HW + j, io<S>::ld(dy[o]));
+  }
+}
+template <class S> __device__ void fill_zero(i64 n, S* x) {
+  GRID_LOOP(i, n) x[i] = io<S>::st(typename io<S>::C(0));
+}
+template <class S> __device__ void from_float(i64 n, const float* a, S* x) {
+  GRID_LOOP(i, n) x[i] = io<S>::st(a[i]);
+}
+
+// ---- convolution bias -------------------------------------------------------------------------
+template <class S> __device__ void bias_add(i64 total, i64 PQ, int K, const S* b, S* y) {
+  GRID_LOOP(i, total) {
+    const int k = (int)((i / PQ) % K);
+    y[i] = io<S>::st(io<S>::ld(y[i]) + io<S>::ld(b[k]));
+  }
+}
+// One block per channel k (grid-stride over channels): db[k] = sum over n, p, q.
+template <class S>
+__device__ void bias_grad(int N, int K, i64 PQ, const S* dy, S* db, typename io<S>::C* sh) {
+  typedef typename io<S>::C C;
+  for (int k = blockIdx.x; k < K; k += gridDim.x) {
+    C acc = C(0);
+    for (i64 t = threadIdx.x; t < (i64)N * PQ; t += NN_BLOCK) {
+      const i64 n = t / PQ, j = t % PQ;
+      acc += io<S>::ld(dy[(n * K + k) * PQ + j]);
+    }
+    acc = block_sum(acc, sh);
+    if (threadIdx.x == 0) db[k] = io<S>::st(acc);
+  }
+}
+
+// ---- convolution without cuDNN: direct loops, accumulated in the compute type -----------------
+struct conv_geom {
+  int N, C, H, W, K, R, S, P, Q, sh, sw, ph, pw, dh, dw, G;
+};
+template <class S>
+__device__ void conv_fwd(i64 total, conv_geom g, const S* x, const S* w, S* y) {
+  typedef typename io<S>::C C;
+  const int Cg = g.C / g.G, Kg = g.K / g.G;
+  GRID_LOOP(i, total) {
+    const int q = (int)(i % g.Q), p = (int)((i / g.Q) % g.P), k = (int)((i / ((i64)g.Q * g.P)) % g.K);
+    const i64 n = i / ((i64)g.Q * g.P * g.K);
+    const int grp = k / Kg;
+    C acc = C(0);
+    for (int c = 0; c < Cg; ++c) {
+      const S* xc = x + ((n * g.C + (i64)grp * Cg + c) * g.H) * g.W;
+      const S* wc = w + (((i64)k * Cg + c) * g.R) * g.S;
+      for (int r = 0; r < g.R; ++r) {
+        const int h = p * g.sh - g.ph + r * g.dh;
+        if (h < 0 || h >= g.H) continue;
+        for (int s = 0; s < g.S; ++s) {
+          const int u = q * g.sw - g.pw + s * g.dw;
+          if (u < 0 || u >= g.W) continue;
+          acc += io<S>::ld(xc[(i64)h * g.W + u]) * io<S>::ld(wc[(i64)r * g.S + s]);
+        }
+      }
+    }
+    y[i] = io<S>::st(acc);
+  }
+}
+template <class S>
+__device__ void conv_bwd_data(i64 total, conv_geom g, const S* w, const S* dy, S* dx) {
+  typedef typename io<S>::C C;
+  const int Cg = g.C / g.G, Kg = g.K / g.G;
+  GRID_LOOP(i, total) {
+    const int u = (int)(i % g.W), h = (int)((i / g.W) % g.H), c = (int)((i / ((i64)g.W * g.H)) % g.C);
+    const i64 n = i / ((i64)g.W * g.H * g.C);
+    const int grp = c / Cg, cl = c % Cg;
+    C acc = C(0);
+    for (int kk = 0; kk < Kg; ++kk) {
+      const int k = grp * Kg + kk;
+      const S* dyk = dy + ((n * g.K + k) * g.P) * g.Q;
+      const S* wk = w + (((i64)k * Cg + cl) * g.R) * g.S;
+      for (int r = 0; r < g.R; ++r) {
+        const int t = h + g.ph - r * g.dh;
+        if (t < 0 || t % g.sh != 0) continue;
+        const int p = t / g.sh;
+        if (p >= g.P) continue;
+        for (int s = 0; s < g.S; ++s) {
+          const int v = u + g.pw - s * g.dw;
+          if (v < 0 || v % g.sw != 0) continue;
+          const int q = v / g.sw;
+          if (q >= g.Q) continue;
+          acc += io<S>::ld(dyk[(i64)p * g.Q + q]) * io<S>::ld(wk[(i64)r * g.S + s]);
+        }
+      }
+    }
+    dx[i] = io<S>::st(acc);
+  }
+}
+// One warp per filter element, its lanes over n, p, q.
+template <class S>
+__device__ void conv_bwd_filter(i64 total, conv_geom g, const S* x, const S* dy, S* dw) {
+  typedef typename io<S>::C C;
+  const int Cg = g.C / g.G, Kg = g.K / g.G;
+  const int lane = threadIdx.x & 31;
+  const i64 warps = (i64)gridDim.x * (blockDim.x >> 5);
+  const i64 terms = (i64)g.N * g.P * g.Q;
+  for (i64 e = (i64)blockIdx.x * (blockDim.x >> 5) + (threadIdx.x >> 5); e < total; e += warps) {
+    const int s = (int)(e % g.S), r = (int)((e / g.S) % g.R), cl = (int)((e / ((i64)g.S * g.R)) % Cg);
+    const int k = (int)(e / ((i64)g.S * g.R * Cg));
+    const int c = (k / Kg) * Cg + cl;
+    C acc = C(0);
+    for (i64 t = lane; t < terms; t += 32) {
+      const int q = (int)(t % g.Q), p = (int)((t / g.Q) % g.P);
+      const i64 n = t / ((i64)g.Q * g.P);
+      const int h = p * g.sh - g.ph + r * g.dh, u = q * g.sw - g.pw + s * g.dw;
+      if (h < 0 || h >= g.H || u < 0 || u >= g.W) continue;
+      acc += io<S>::ld(x[((n * g.C + c) * g.H + h) * g.W + u]) *
+             io<S>::ld(dy[((n * g.K + k) * g.P + p) * g.Q + q]);
+    }
+    acc = warp_sum(acc);
+    if (lane == 0) dw[e] = io<S>::st(acc);
+  }
+}
+
+// ---- LRN across channels (computed in double; f32 and f64) ------------------------------------
+// Window of c: [c - lo, c + hi] clipped to [0, C), lo = n/2, hi = (n-1)/2, summed directly for
+// every c (as the reference does): a running sum would lose small squares after large ones
+// (cancellation) and keep a NaN or Inf after it left the window. One thread per element (the
+// windows' neighbours are cache hits).
+template <class S>
+__device__ __forceinline__ double lrn_scale(const S* x, i64 base, i64 plane, int C, int c, int lo,
+                                            int hi, double an, double k) {
+  const i64 c0 = (i64)c - lo < 0 ? 0 : (i64)c - lo;
+  const i64 c1 = (i64)c + hi < (i64)C - 1 ? (i64)c + hi : (i64)C - 1;
+  double sum = 0;
+  for (i64 j = c0; j <= c1; ++j) {
+    const double v = x[base + j * plane];
+    sum += v * v;
+  }
+  return k + an * sum;
+}
+// One thread per element (count of them); base: the element's channel-0 index in its column.
+template <class S, class I>
+__device__ __forceinline__ void lrn_fwd_i(I count, int C, i64 plane, int n, double alpha,
+                                          double beta, double k, const S* x, S* y) {
+  const int lo = n / 2, hi = (n - 1) / 2;
+  const double an = alpha / n;
+  IDX_LOOP(I, e, count) {
+    const I r = e / (I)plane, nn = r / (I)C;
+    const int c = (int)(r - nn * (I)C);
+    const i64 base = (i64)e - (i64)c * plane;
+    const double s = lrn_scale(x, base, plane, C, c, lo, hi, an, k);
+    y[e] = (S)((double)x[e] * pow(s, -beta));
+  }
+}
+template <class S>
+__device__ void lrn_fwd(i64 count, int C, i64 plane, int n, double alpha, double beta, double k,
+                        const S* x, S* y) {
+  IDX_DISPATCH(lrn_fwd_i, count, C, plane, n, alpha, beta, k, x, y);
+}
+// Two launches over the elements: phase 0 fills ws (2 doubles per element: t = dy y / s, and
+// dy s^-beta), phase 1 computes dx from it:
+// dx[c] = dy s^-beta - f x[c] sum of t over c' with c in W(c'): c' in [c - hi, c + lo].
+template <class S, class I>
+__device__ __forceinline__ void lrn_bwd_i(I count, int C, i64 plane, int n, double alpha,
+                                          double beta, double k, const S* x, const S* y,
+                                          const S* dy, S* dx, double* ws, int phase) {
+  const int lo = n / 2, hi = (n - 1) / 2;
+  const double an = alpha / n, f = 2.0 * alpha * beta / n;
+  IDX_LOOP(I, e, count) {
+    const I r = e / (I)plane, nn = r / (I)C;
+    const int c = (int)(r - nn * (I)C);
+    const i64 base = (i64)e - (i64)c * plane;
+    if (phase == 0) {
+      const double s = lrn_scale(x, base, plane, C, c, lo, hi, an, k);
+      const double d = dy[e];
+      ws[e] = d * (double)y[e] / s;
+      ws[(i64)count + e] = d * pow(s, -beta);
+    } else {
+      const i64 c0 = (i64)c - hi < 0 ? 0 : (i64)c - hi;
+      const i64 c1 = (i64)c + lo < (i64)C - 1 ? (i64)c + lo : (i64)C - 1;
+      double ts = 0;
+      for (i64 j = c0; j <= c1; ++j) ts += ws[base + j * plane];
+      dx[e] = (S)(ws[(i64)count + e] - f * (double)x[e] * ts);
+    }
+  }
+}
+template <class S>
+__device__ void lrn_bwd(i64 count, int C, i64 plane, int n, double alpha, double beta, double k,
+                        const S* x, const S* y, const S* dy, S* dx, double* ws, int phase) {
+  IDX_DISPATCH(lrn_bwd_i, count, C, plane, n, alpha, beta, k, x, y, dy, dx, ws, phase);
+}
+
+// ---- dropout (splitmix64, pcy_nn.h) -----------------------------------------------------------
+// vec: x, y (dy, dx) 16-byte aligned and the mask 4-byte aligned: groups of 4 elements (one or
+// two 16-byte words and 4 mask bytes) a thread, the last n % 4 elements one per thread.
+template <class S> struct alignas(16) quad { S v[4]; };
+struct alignas(4) mask4 { unsigned char v[4]; };
+__device__ __forceinline__ bool dropout_keep(u64 seed, unsigned int threshold, i64 i) {
+  u64 z = seed + ((u64)i + 1ull) * 0x9E3779B97F4A7C15ull;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  z = z ^ (z >> 31);
+  return (z >> 40) >= (u64)threshold;
+}
+template <class S>
+__device__ void dropout_fwd(i64 n, u64 seed, unsigned int threshold, S scale, const S* x, S* y,
+                            unsigned char* mask, int vec) {
+  i64 done = 0;
+  if (vec) {
+    const i64 ng = n / 4;
+    const quad<S>* xq = reinterpret_cast<const quad<S>*>(x);
+    quad<S>* yq = reinterpret_cast<quad<S>*>(y);
+    mask4* mq = reinterpret_cast<mask4*>(mask);
+    GRID_LOOP(g, ng) {
+      quad<S> r = xq[g];
+      mask4 m;
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const bool keep = dropout_keep(seed, threshold, 4 * g + j);
+        m.v[j] = keep ? 1 : 0;
+        r.v[j] = keep ? r.v[j] * scale : S(0);
+      }
+      mq[g] = m;
+      yq[g] = r;
+    }
+    done = ng * 4;
+  }
+  for (i64 i = done + (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (i64)gridDim.x * blockDim.x) {
+    const bool keep = dropout_keep(seed, threshold, i);
+    mask[i] = keep ? 1 : 0;
+    y[i] = keep ? x[i] * scale : S(0);
+  }
+}
+template <class S>
+__device__ void dropout_bwd(i64 n, S scale, const S* dy, const unsigned char* mask, S* dx,
+                            int vec) {
+  i64 done = 0;
+  if (vec) {
+    const i64 ng = n / 4;
+    const quad<S>* dq = reinterpret_cast<const quad<S>*>(dy);
+    quad<S>* xq = reinterpret_cast<quad<S>*>(dx);
+    const mask4* mq = reinterpret_cast<const mask4*>(mask);
+    GRID_LOOP(g, ng) {
+      quad<S> r = dq[g];
+      const mask4 m = mq[g];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) r.v[j] = m.v[j] != 0 ? r.v[j] * scale : S(0);
+      xq[g] = r;
+    }
+    done = ng * 4;
+  }
+  for (i64 i = done + (i64)blockIdx.x * blockDim.x + threadIdx.x; i < n;
+       i += (i64)gridDim.x * blockDim.x)
+    dx[i] = mask[i] != 0 ? dy[i] * scale : S(0);
+}
+
+// ---- entry points -----------------------------------------------------------------------------
+#define NN_ACT(A, NAME, S, D)                                                                  \
+  extern "C" __global__ void NAME##_fwd_##D(i64 n, io<S>::C alpha, const S* x, S* y,           \
+                                            int vec) {                                         \
+    act_fwd<A, S>(n, alpha, x, y, vec);                                                        \
+  }                                                                                            \
+  extern "C" __global__ void NAME##_bwd_##D(i64 n, io<S>::C alpha, const S* y, const S* dy,    \
+                                            S* dx, int vec) {                                  \
+    act_bwd<A, S>(n, alpha, y, dy, dx, vec);                                                   \
+  }
+// Register-held rows, variant R (the bundle's table: threads NT, warp rows W, E values a thread).
+#define NN_SOFTMAX_REG(M, NAME, S, D, R, NT, W, E, MINB)                                       \
+  extern "C" __global__ void __launch_bounds__(NT, MINB)                                       \
+      NAME##_r##R##_##D(i64 outer, int len, int vec, const S* in, const S* d, S* out) {        \
+    __shared__ io<S>::C sh[32];                                                                \
+    softmax_reg<M, S, NT, W, E>(outer, len, vec, in, d, out, sh);                              \
+  }
+#define NN_SOFTMAX(M, NAME, S, D)                                                              \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                       \
+      NAME##_rows_##D(i64 outer, i64 len, int per_warp, const S* in, const S* d, S* out) {     \
+    __shared__ io<S>::C sh[2 * NN_WARPS];                                                      \
+    softmax_rows<M, S>(outer, len, per_warp, in, d, out, sh);                                  \
+  }                                                                                            \
+  extern "C" __global__ void NAME##_cols_##D(i64 outer, i64 len, i64 inner, const S* in,       \
+                                             const S* d, S* out) {                             \
+    softmax_cols<M, S>(outer, len, inner, in, d, out);                                         \
+  }                                                                                            \
+  NN_SOFTMAX_REG(M, NAME, S, D, 0, 256, 1, 8, 1)                                               \
+  NN_SOFTMAX_REG(M, NAME, S, D, 1, 256, 1, 16, 1)                                              \
+  NN_SOFTMAX_REG(M, NAME, S, D, 2, 256, 1, 32, 1)                                              \
+  NN_SOFTMAX_REG(M, NAME, S, D, 3, 512, 0, 8, 1)                                               \
+  NN_SOFTMAX_REG(M, NAME, S, D, 4, 512, 0, 16, 1)                                              \
+  NN_SOFTMAX_REG(M, NAME, S, D, 5, (M < 2 ? 512 : 1024), 0, (M < 2 ? 32 : 16),                  \
+                 (M < 2 && sizeof(S) < 8 ? 2 : 1))
+#define NN_POOL_GEOM int H, int W, int P, int Q, int wh, int ww, int sh, int sw, int ph, int pw
+#define NN_POOL_PASS H, W, P, Q, wh, ww, sh, sw, ph, pw
+#define NN_KERNELS(S, D)                                                                       \
+  NN_ACT(0, sigmoid, S, D)                                                                     \
+  NN_ACT(1, relu, S, D)                                                                        \
+  NN_ACT(2, tanh, S, D)                                                                        \
+  NN_ACT(3, elu, S, D)                                                                         \
+  NN_SOFTMAX(0, softmax, S, D)                                                                 \
+  NN_SOFTMAX(1, log_softmax, S, D)                                                             \
+  NN_SOFTMAX(2, softmax_grad, S, D)                                                            \
+  NN_SOFTMAX(3, log_softmax_grad, S, D)                                                        \
+  extern "C" __global__ void pool_max_##D(i64 total, NN_POOL_GEOM, const S* x, S* y,           \
+                                          int* idx) {                                          \
+    pool_max<S>(total, NN_POOL_PASS, x, y, idx);                                               \
+  }                                                                                            \
+  extern "C" __global__ void pool_max_gather_##D(i64 total, NN_POOL_GEOM, const int* idx,      \
+                                                 const S* dy, S* dx) {                         \
+    pool_max_gather<S>(total, NN_POOL_PASS, idx, dy, dx);                                      \
+  }                                                                                            \
+  extern "C" __global__ void pool_avg_##D(i64 total, NN_POOL_GEOM, int include_padding,        \
+                                          const S* x, S* y) {                                  \
+    pool_avg<S>(total, NN_POOL_PASS, include_padding, x, y);                                   \
+  }                                                                                            \
+  extern "C" __global__ void pool_avg_grad_##D(i64 total, NN_POOL_GEOM, int include_padding,   \
+                                               const S* dy, S* dx) {                           \
+    pool_avg_grad<S>(total, NN_POOL_PASS, include_padding, dy, dx);                            \
+  }                                                                                            \
+  extern "C" __global__ void pool_scatter_##D(i64 total, i64 PQ, i64 HW, const int* idx,       \
+                                              const S* dy, io<S>::C* acc) {                    \
+    pool_scatter<S>(total, PQ, HW, idx, dy, acc);                                              \
+  }                                                                                            \
+  extern "C" __global__ void fill_zero_##D(i64 n, S* x) { fill_zero<S>(n, x); }                \
+  extern "C" __global__ void bias_add_##D(i64 total, i64 PQ, int K, const S* b, S* y) {        \
+    bias_add<S>(total, PQ, K, b, y);                                                           \
+  }                                                                                            \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                       \
+      bias_grad_##D(int N, int K, i64 PQ, const S* dy, S* db) {                                \
+    __shared__ io<S>::C sh[NN_WARPS];                                                          \
+    bias_grad<S>(N, K, PQ, dy, db, sh);                                                        \
+  }                                                                                            \
+  extern "C" __global__ void conv_fwd_##D(i64 total, conv_geom g, const S* x, const S* w,      \
+                                          S* y) {                                              \
+    conv_fwd<S>(total, g, x, w, y);                                                            \
+  }                                                                                            \
+  extern "C" __global__ void conv_bwd_data_##D(i64 total, conv_geom g, const S* w,             \
+                                               const S* dy, S* dx) {                           \
+    conv_bwd_data<S>(total, g, w, dy, dx);                                                     \
+  }                                                                                            \
+  extern "C" __global__ void conv_bwd_filter_##D(i64 total, conv_geom g, const S* x,           \
+                                                 const S* dy, S* dw) {                         \
+    conv_bwd_filter<S>(total, g, x, dy, dw);                                                   \
+  }
+#define NN_WIDE_KERNELS(S, D)                                                                  \
+  extern "C" __global__ void lrn_fwd_##D(i64 count, int C, i64 plane, int n, double alpha,     \
+                                         double beta, double k, const S* x, S* y) {            \
+    lrn_fwd<S>(count, C, plane, n, alpha, beta, k, x, y);                                      \
+  }                                                                                            \
+  extern "C" __global__ void lrn_bwd_##D(i64 count, int C, i64 plane, int n, double alpha,     \
+                                         double beta, double k, const S* x, const S* y,        \
+                                         const S* dy, S* dx, double* ws, int phase) {          \
+    lrn_bwd<S>(count, C, plane, n, alpha, beta, k, x, y, dy, dx, ws, phase);                   \
+  }                                                                                            \
+  extern "C" __global__ void dropout_fwd_##D(i64 n, u64 seed, unsigned int threshold, S scale, \
+                                             const S* x, S* y, unsigned char* mask, int vec) { \
+    dropout_fwd<S>(n, seed, threshold, scale, x, y, mask, vec);                                \
+  }                                                                                            \
+  extern "C" __global__ void dropout_bwd_##D(i64 n, S scale, const S* dy,                      \
+                                             const unsigned char* mask, S* dx, int vec) {      \
+    dropout_bwd<S>(n, scale, dy, mask, dx, vec);                                               \
+  }
+
+NN_KERNELS(float, f32)
+NN_KERNELS(double, f64)
+NN_KERNELS(h16, f16)
+NN_KERNELS(b16, bf16)
+NN_WIDE_KERNELS(float, f32)
+NN_WIDE_KERNELS(double, f64)
+extern "C" __global__ void from_float_f16(i64 n, const float* a, h16* x) { from_float<h16>(n, a, x); }
+extern "C" __global__ void from_float_bf16(i64 n, const float* a, b16* x) { from_float<b16>(n, a, x); }

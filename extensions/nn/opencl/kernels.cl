@@ -1,0 +1,598 @@
+
+#ifdef PCY_FP64
+#pragma OPENCL EXTENSION cl_khr_fp64 : enable
+#ifndef cl_khr_fp64
+#error "the device has no cl_khr_fp64: f64 NN ops are not available"
+#endif
+#endif
+typedef REAL real;
+#define VEC4_(t) t##4
+#define VEC4(t) VEC4_(t)
+typedef VEC4(REAL) real4;
+
+#define GID ((long)get_global_id(0))
+#define GSIZE ((long)get_global_size(0))
+
+/* ---- activations: kind 0 sigmoid, 1 relu, 2 tanh, 3 elu ---------------------------------- */
+real act_f(int kind, real v, real alpha) {
+  switch (kind) {
+  case 0: return (real)1 / ((real)1 + exp(-v));
+  case 1: return v < (real)0 ? (real)0 : v; /* -0 and NaN pass through */
+  case 2: return tanh(v);
+  default: return v > (real)0 ? v : alpha * expm1(v);
+  }
+}
+/* dy * f'(x) from the forward's output y. */
+real act_g(int kind, real y, real dy, real alpha) {
+  switch (kind) {
+  case 0: return dy * (y * ((real)1 - y));
+  case 1: return dy * (y > (real)0 ? (real)1 : (real)0);
+  case 2: return dy * ((real)1 - y * y);
+  default: return dy * (y > (real)0 ? (real)1 : y + alpha);
+  }
+}
+
+/* y = f(x); x and y may be one buffer at one offset (the in-place forms). */
+__kernel void act_fwd(long n, int kind, real alpha, __global const real* x, long xo,
+                      __global real* y, long yo) {
+  x += xo;
+  y += yo;
+  const long n4 = n / 4;
+  for (long i = GID; i < n4; i += GSIZE) {
+    real4 v = vload4(i, x);
+    v.s0 = act_f(kind, v.s0, alpha);
+    v.s1 = act_f(kind, v.s1, alpha);
+    v.s2 = act_f(kind, v.s2, alpha);
+    v.s3 = act_f(kind, v.s3, alpha);
+    vstore4(v, i, y);
+  }
+  for (long i = n4 * 4 + GID; i < n; i += GSIZE) y[i] = act_f(kind, x[i], alpha);
+}
+
+/* dx = dy * f'(x); dy and dx may be one buffer (the in-place forms). */
+__kernel void act_bwd(long n, int kind, real alpha, __global const real* y, long yo,
+                      __global const real* dy, long dyo, __global real* dx, long dxo) {
+  y += yo;
+  dy += dyo;
+  dx += dxo;
+  const long n4 = n / 4;
+  for (long i = GID; i < n4; i += GSIZE) {
+    const real4 a = vload4(i, y), b = vload4(i, dy);
+    real4 r;
+    r.s0 = act_g(kind, a.s0, b.s0, alpha);
+    r.s1 = act_g(kind, a.s1, b.s1, alpha);
+    r.s2 = act_g(kind, a.s2, b.s2, alpha);
+    r.s3 = act_g(kind, a.s3, b.s3, alpha);
+    vstore4(r, i, dx);
+  }
+  for (long i = n4 * 4 + GID; i < n; i += GSIZE) dx[i] = act_g(kind, y[i], dy[i], alpha);
+}
+
+/* ---- work-group reductions (SWG work-items, every one calls) -------------------------------- */
+real wg_sum(__local real* s, real v) {
+  const int lid = get_local_id(0);
+  s[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int h = SWG / 2; h > 0; h >>= 1) {
+    if (lid < h) s[lid] += s[lid + h];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const real r = s[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+real wg_max(__local real* s, real v) {
+  const int lid = get_local_id(0);
+  s[lid] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int h = SWG / 2; h > 0; h >>= 1) {
+    if (lid < h) s[lid] = fmax(s[lid], s[lid + h]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const real r = s[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return r;
+}
+
+/* ---- softmax along an axis: rows outer x len x inner ---------------------------------------
+ * A NaN in a row is skipped by fmax but reaches the sum, so the whole row becomes NaN. */
+__kernel __attribute__((reqd_work_group_size(SWG, 1, 1)))
+void softmax_row(long outer, long len, int logm, __global const real* x, long xo,
+                 __global real* y, long yo) {
+  __local real s[SWG];
+  const int lid = get_local_id(0);
+  for (long r = get_group_id(0); r < outer; r += get_num_groups(0)) {
+    __global const real* xr = x + xo + r * len;
+    __global real* yr = y + yo + r * len;
+    real m = -INFINITY;
+    for (long j = lid; j < len; j += SWG) m = fmax(m, xr[j]);
+    m = wg_max(s, m);
+    real acc = 0;
+    for (long j = lid; j < len; j += SWG) acc += exp(xr[j] - m);
+    acc = wg_sum(s, acc);
+    if (logm) {
+      const real ls = log(acc);
+      for (long j = lid; j < len; j += SWG) yr[j] = xr[j] - m - ls;
+    } else {
+      for (long j = lid; j < len; j += SWG) yr[j] = exp(xr[j] - m) / acc;
+    }
+  }
+}
+__kernel void softmax_strided(long outer, long len, long inner, int logm, __global const real* x,
+                              long xo, __global real* y, long yo) {
+  const long total = outer * inner;
+  for (long t = GID; t < total; t += GSIZE) {
+    const long base = (t / inner) * len * inner + t % inner;
+    __global const real* xr = x + xo + base;
+    __global real* yr = y + yo + base;
+    real m = -INFINITY;
+    for (long j = 0; j < len; ++j) m = fmax(m, xr[j * inner]);
+    real acc = 0;
+    for (long j = 0; j < len; ++j) acc += exp(xr[j * inner] - m);
+    if (logm) {
+      const real ls = log(acc);
+      for (long j = 0; j < len; ++j) yr[j * inner] = xr[j * inner] - m - ls;
+    } else {
+      for (long j = 0; j < len; ++j) yr[j * inner] = exp(xr[j * inner] - m) / acc;
+    }
+  }
+}
+/* softmax: dx = y (dy - sum(dy y)); log_softmax: dx = dy - e^y sum(dy). */
+__kernel __attribute__((reqd_work_group_size(SWG, 1, 1)))
+void softmax_grad_row(long outer, long len, int logm, __global const real* y, long yo,
+                      __global const real* dy, long dyo, __global real* dx, long dxo) {
+  __local real s[SWG];
+  const int lid = get_local_id(0);
+  for (long r = get_group_id(0); r < outer; r += get_num_groups(0)) {
+    __global const real* yr = y + yo + r * len;
+    __global const real* dr = dy + dyo + r * len;
+    __global real* xr = dx + dxo + r * len;
+    /* One loop on each side of the barrier, the mode a select inside it: PoCL 5 with LLVM 16+
+       aborts in its work-group compiler (issue 1435) on a barrier after an if/else of loops. */
+    real acc = 0;
+    for (long j = lid; j < len; j += SWG) acc += logm ? dr[j] : dr[j] * yr[j];
+    acc = wg_sum(s, acc);
+    for (long j = lid; j < len; j += SWG) {
+      const real yv = yr[j], dv = dr[j];
+      xr[j] = logm ? dv - exp(yv) * acc : yv * (dv - acc);
+    }
+  }
+}
+__kernel void softmax_grad_strided(long outer, long len, long inner, int logm,
+                                   __global const real* y, long yo, __global const real* dy,
+                                   long dyo, __global real* dx, long dxo) {
+  const long total = outer * inner;
+  for (long t = GID; t < total; t += GSIZE) {
+    const long base = (t / inner) * len * inner + t % inner;
+    __global const real* yr = y + yo + base;
+    __global const real* dr = dy + dyo + base;
+    __global real* xr = dx + dxo + base;
+    real acc = 0;
+    if (logm)
+      for (long j = 0; j < len; ++j) acc += dr[j * inner];
+    else
+      for (long j = 0; j < len; ++j) acc += dr[j * inner] * yr[j * inner];
+    if (logm)
+      for (long j = 0; j < len; ++j) xr[j * inner] = dr[j * inner] - exp(yr[j * inner]) * acc;
+    else
+      for (long j = 0; j < len; ++j) xr[j * inner] = yr[j * inner] * (dr[j * inner] - acc);
+  }
+}
+
+/* ---- convolution ----------------------------------------------------------------------------
+ * Geometry: x N C H W, w K Cg R S (Cg = C / G), y N K P Q; stride sh sw, padding ph pw,
+ * dilation dh dw. The host checked that every coordinate below fits an int; offsets are long. */
+#define CONV_ARGS                                                                              \
+  int N, int C, int H, int W, int K, int R, int S, int P, int Q, int sh, int sw, int ph, int pw,  \
+      int dh, int dw, int G
+
+/* Direct forms: one work-item per output element. */
+__kernel void conv_fwd_direct(CONV_ARGS, __global const real* x, long xo, __global const real* w,
+                              long wo, __global real* y, long yo) {
+  x += xo;
+  w += wo;
+  y += yo;
+  const int Cg = C / G, Kg = K / G;
+  const long total = (long)N * K * P * Q;
+  for (long t = GID; t < total; t += GSIZE) {
+    const int q = (int)(t % Q), p = (int)((t / Q) % P), k = (int)((t / ((long)P * Q)) % K);
+    const long n = t / ((long)K * P * Q);
+    const int g = k / Kg;
+    real acc = 0;
+    for (int c = 0; c < Cg; ++c) {
+      __global const real* xc = x + (n * C + (long)g * Cg + c) * H * W;
+      __global const real* wc = w + ((long)k * Cg + c) * R * S;
+      for (int r = 0; r < R; ++r) {
+        const int ih = p * sh - ph + r * dh;
+        if (ih < 0 || ih >= H) continue;
+        for (int s = 0; s < S; ++s) {
+          const int iw = q * sw - pw + s * dw;
+          if (iw < 0 || iw >= W) continue;
+          acc += xc[(long)ih * W + iw] * wc[r * S + s];
+        }
+      }
+    }
+    y[t] = acc;
+  }
+}
+/* dx[n,c,h,w] = sum over k of the group, r, s with h = p sh - ph + r dh (w likewise). */
+__kernel void conv_data_direct(CONV_ARGS, __global const real* w, long wo, __global const real* dy,
+                               long dyo, __global real* dx, long dxo) {
+  w += wo;
+  dy += dyo;
+  dx += dxo;
+  const int Cg = C / G, Kg = K / G;
+  const long total = (long)N * C * H * W;
+  for (long t = GID; t < total; t += GSIZE) {
+    const int iw = (int)(t % W), ih = (int)((t / W) % H), c = (int)((t / ((long)H * W)) % C);
+    const long n = t / ((long)C * H * W);
+    const int g = c / Cg, cc = c % Cg;
+    real acc = 0;
+    for (int kk = 0; kk < Kg; ++kk) {
+      const int k = g * Kg + kk;
+      __global const real* wk = w + ((long)k * Cg + cc) * R * S;
+      __global const real* dk = dy + (n * K + k) * P * Q;
+      for (int r = 0; r < R; ++r) {
+        const int th = ih + ph - r * dh;
+        if (th < 0 || th % sh != 0) continue;
+        const int p = th / sh;
+        if (p >= P) continue;
+        for (int s = 0; s < S; ++s) {
+          const int tw = iw + pw - s * dw;
+          if (tw < 0 || tw % sw != 0) continue;
+          const int q = tw / sw;
+          if (q >= Q) continue;
+          acc += wk[r * S + s] * dk[(long)p * Q + q];
+        }
+      }
+    }
+    dx[t] = acc;
+  }
+}
+/* dw[k,c,r,s] = sum over n, p, q: one work-item per weight element (no race). */
+__kernel void conv_filter_direct(CONV_ARGS, __global const real* x, long xo,
+                                 __global const real* dy, long dyo, __global real* dwt, long dwo) {
+  x += xo;
+  dy += dyo;
+  dwt += dwo;
+  const int Cg = C / G, Kg = K / G;
+  const long total = (long)K * Cg * R * S;
+  for (long t = GID; t < total; t += GSIZE) {
+    const int s = (int)(t % S), r = (int)((t / S) % R), c = (int)((t / ((long)R * S)) % Cg);
+    const int k = (int)(t / ((long)Cg * R * S));
+    const int g = k / Kg;
+    real acc = 0;
+    for (long n = 0; n < N; ++n) {
+      __global const real* xc = x + (n * C + (long)g * Cg + c) * H * W;
+      __global const real* dk = dy + (n * K + k) * P * Q;
+      for (int p = 0; p < P; ++p) {
+        const int ih = p * sh - ph + r * dh;
+        if (ih < 0 || ih >= H) continue;
+        for (int q = 0; q < Q; ++q) {
+          const int iw = q * sw - pw + s * dw;
+          if (iw < 0 || iw >= W) continue;
+          acc += dk[(long)p * Q + q] * xc[(long)ih * W + iw];
+        }
+      }
+    }
+    dwt[t] = acc;
+  }
+}
+
+/* Implicit GEMM, one group g per get_group_id(2): out[m, j] = sum_kk A[m, kk] B[kk, j], with TS x
+ * TS tiles of A and B staged in local memory and one output per work-item. The loaders read the
+ * tensors in place (no im2col buffer) and give 0 outside the image or the matrices.
+ *   forward:     m = k (Kg rows), j = (n, p, q), kk = (c, r, s)
+ *   grad_data:   m = c (Cg rows), j = (n, h, w), kk = (k, r, s)
+ *   grad_filter: m = k (Kg rows), j = (c, r, s), kk = (n, p, q) */
+#define GEMM_BODY(M, NCOL, KD)                                                                 \
+  __local real As[TS][TS];                                                                     \
+  __local real Bs[TS][TS + 1];                                                                 \
+  const int tx = get_local_id(0), ty = get_local_id(1);                                        \
+  const long j = (long)get_group_id(0) * TS + tx;                                              \
+  const int m = get_group_id(1) * TS + ty;                                                     \
+  const int am = get_group_id(1) * TS + ty;                                                    \
+  const long bj = j;                                                                           \
+  real acc = 0;                                                                                \
+  for (long k0 = 0; k0 < (KD); k0 += TS) {                                                     \
+    {                                                                                          \
+      const long kk = k0 + tx;                                                                 \
+      real v = 0;                                                                              \
+      if (am < (M) && kk < (KD)) { LOAD_A }                                                    \
+      As[ty][tx] = v;                                                                          \
+    }                                                                                          \
+    {                                                                                          \
+      const long kk = k0 + ty;                                                                 \
+      real v = 0;                                                                              \
+      if (bj < (NCOL) && kk < (KD)) { LOAD_B }                                                 \
+      Bs[ty][tx] = v;                                                                          \
+    }                                                                                          \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+    for (int e = 0; e < TS; ++e) acc += As[ty][e] * Bs[e][tx];                                 \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                              \
+  }                                                                                            \
+  if (m < (M) && j < (NCOL)) { STORE }
+
+__kernel __attribute__((reqd_work_group_size(TS, TS, 1)))
+void conv_fwd_gemm(CONV_ARGS, __global const real* x, long xo, __global const real* w, long wo,
+                   __global real* y, long yo) {
+  x += xo;
+  w += wo;
+  y += yo;
+  const int Cg = C / G, Kg = K / G, g = get_group_id(2);
+  const long PQ = (long)P * Q, RS = (long)R * S;
+#define LOAD_A v = w[((long)g * Kg + am) * Cg * RS + kk];
+#define LOAD_B                                                                                 \
+  const int c = (int)(kk / RS), r = (int)((kk % RS) / S), s = (int)(kk % S);                   \
+  const long n = bj / PQ;                                                                      \
+  const int p = (int)((bj % PQ) / Q), q = (int)(bj % Q);                                       \
+  const int ih = p * sh - ph + r * dh, iw = q * sw - pw + s * dw;                              \
+  if (ih >= 0 && ih < H && iw >= 0 && iw < W) v = x[((n * C + (long)g * Cg + c) * H + ih) * W + iw];
+#define STORE y[((j / PQ) * K + (long)g * Kg + m) * PQ + j % PQ] = acc;
+  GEMM_BODY(Kg, N * PQ, Cg * RS)
+#undef LOAD_A
+#undef LOAD_B
+#undef STORE
+}
+__kernel __attribute__((reqd_work_group_size(TS, TS, 1)))
+void conv_data_gemm(CONV_ARGS, __global const real* w, long wo, __global const real* dy, long dyo,
+                    __global real* dx, long dxo) {
+  w += wo;
+  dy += dyo;
+  dx += dxo;
+  const int Cg = C / G, Kg = K / G, g = get_group_id(2);
+  const long HW = (long)H * W, RS = (long)R * S;
+#define LOAD_A v = w[(((long)g * Kg + kk / RS) * Cg + am) * RS + kk % RS];
+#define LOAD_B                                                                                 \
+  const int k = (int)(kk / RS), r = (int)((kk % RS) / S), s = (int)(kk % S);                   \
+  const long n = bj / HW;                                                                      \
+  const int ih = (int)((bj % HW) / W), iw = (int)(bj % W);                                     \
+  const int th = ih + ph - r * dh, tw = iw + pw - s * dw;                                      \
+  if (th >= 0 && tw >= 0 && th % sh == 0 && tw % sw == 0 && th / sh < P && tw / sw < Q)        \
+    v = dy[((n * K + (long)g * Kg + k) * P + th / sh) * Q + tw / sw];
+#define STORE dx[((j / HW) * C + (long)g * Cg + m) * HW + j % HW] = acc;
+  GEMM_BODY(Cg, N * HW, Kg * RS)
+#undef LOAD_A
+#undef LOAD_B
+#undef STORE
+}
+__kernel __attribute__((reqd_work_group_size(TS, TS, 1)))
+void conv_filter_gemm(CONV_ARGS, __global const real* x, long xo, __global const real* dy,
+                      long dyo, __global real* dwt, long dwo) {
+  x += xo;
+  dy += dyo;
+  dwt += dwo;
+  const int Cg = C / G, Kg = K / G, g = get_group_id(2);
+  const long PQ = (long)P * Q, RS = (long)R * S;
+#define LOAD_A v = dy[((kk / PQ) * K + (long)g * Kg + am) * PQ + kk % PQ];
+#define LOAD_B                                                                                 \
+  const int c = (int)(bj / RS), r = (int)((bj % RS) / S), s = (int)(bj % S);                   \
+  const long n = kk / PQ;                                                                      \
+  const int p = (int)((kk % PQ) / Q), q = (int)(kk % Q);                                       \
+  const int ih = p * sh - ph + r * dh, iw = q * sw - pw + s * dw;                              \
+  if (ih >= 0 && ih < H && iw >= 0 && iw < W) v = x[((n * C + (long)g * Cg + c) * H + ih) * W + iw];
+#define STORE dwt[((long)g * Kg + m) * Cg * RS + j] = acc;
+  GEMM_BODY(Kg, Cg * RS, N * PQ)
+#undef LOAD_A
+#undef LOAD_B
+#undef STORE
+}
+
+/* y[n,k,:,:] += bias[k] */
+__kernel void conv_bias(long total, int K, long PQ, __global real* y, long yo,
+                        __global const real* b, long bo) {
+  y += yo;
+  b += bo;
+  for (long t = GID; t < total; t += GSIZE) y[t] += b[(t / PQ) % K];
+}
+/* db[k] = sum over n, p, q of dy[n,k,p,q]: one work-group per k. */
+__kernel __attribute__((reqd_work_group_size(SWG, 1, 1)))
+void conv_grad_bias(long N, int K, long PQ, __global const real* dy, long dyo, __global real* db,
+                    long dbo) {
+  __local real s[SWG];
+  const int lid = get_local_id(0);
+  for (long k = get_group_id(0); k < K; k += get_num_groups(0)) {
+    real acc = 0;
+    for (long n = 0; n < N; ++n) {
+      __global const real* d = dy + dyo + (n * K + k) * PQ;
+      for (long i = lid; i < PQ; i += SWG) acc += d[i];
+    }
+    acc = wg_sum(s, acc);
+    if (lid == 0) db[dbo + k] = acc;
+  }
+}
+
+/* ---- pooling --------------------------------------------------------------------------------
+ * Planes of H x W pooled to P x Q; window wh ww, stride sh sw, padding ph pw. */
+#define POOL_ARGS                                                                              \
+  long planes, int H, int W, int P, int Q, int wh, int ww, int sh, int sw, int ph, int pw
+
+/* The first maximum of window (p, q) in row-major order as h W + w; NaN counts as the largest
+ * value (the first NaN wins). -1 for a window without elements (the geometry rules it out). */
+int window_argmax(__global const real* xp, int H, int W, int h0, int w0, int wh, int ww) {
+  int bi = -1;
+  real best = 0;
+  for (int r = max(h0, 0); r < min(h0 + wh, H); ++r)
+    for (int s = max(w0, 0); s < min(w0 + ww, W); ++s) {
+      const real v = xp[r * W + s];
+      if (bi < 0 || v > best || (isnan(v) && !isnan(best))) {
+        best = v;
+        bi = r * W + s;
+      }
+    }
+  return bi;
+}
+
+__kernel void pool_max(POOL_ARGS, __global const real* x, long xo, __global real* y, long yo,
+                       int with_indices, __global int* idx, long io) {
+  x += xo;
+  y += yo;
+  const long PQ = (long)P * Q, HW = (long)H * W, total = planes * PQ;
+  for (long t = GID; t < total; t += GSIZE) {
+    const int q = (int)(t % Q), p = (int)((t / Q) % P);
+    __global const real* xp = x + (t / PQ) * HW;
+    const int bi = window_argmax(xp, H, W, p * sh - ph, q * sw - pw, wh, ww);
+    y[t] = bi < 0 ? (real)NAN : xp[bi];
+    if (with_indices) idx[io + t] = bi;
+  }
+}
+
+/* The pooled rows p whose window covers input row h: [lo, hi]. */
+#define COVER(h, pad, win, st, PP, lo, hi)                                                     \
+  const int lo = max(0, (h + pad - win + st) >= 0 ? (h + pad - win + st) / st : 0);             \
+  const int hi = min(PP - 1, (h + pad) / st);
+
+/* dx[h,w] = the sum of dy over the windows whose first maximum (recomputed from x) is (h,w). */
+__kernel void pool_max_grad(POOL_ARGS, __global const real* x, long xo, __global const real* dy,
+                            long dyo, __global real* dx, long dxo) {
+  x += xo;
+  dy += dyo;
+  dx += dxo;
+  const long PQ = (long)P * Q, HW = (long)H * W, total = planes * HW;
+  for (long t = GID; t < total; t += GSIZE) {
+    const int iw = (int)(t % W), ih = (int)((t / W) % H);
+    const long plane = t / HW;
+    __global const real* xp = x + plane * HW;
+    __global const real* dp = dy + plane * PQ;
+    const int me = ih * W + iw;
+    COVER(ih, ph, wh, sh, P, p0, p1)
+    COVER(iw, pw, ww, sw, Q, q0, q1)
+    real acc = 0;
+    for (int p = p0; p <= p1; ++p)
+      for (int q = q0; q <= q1; ++q)
+        if (window_argmax(xp, H, W, p * sh - ph, q * sw - pw, wh, ww) == me)
+          acc += dp[(long)p * Q + q];
+    dx[t] = acc;
+  }
+}
+/* From indices (no window geometry in this op): dx = 0, then dy[p,q] added at indices[p,q] in
+ * row-major (p, q) order, the reference's order. One work-group per plane; work-item l owns the
+ * elements i with i % lanes == l, zeroes them and adds what lands on them, so no two work-items
+ * write one element (no atomics, no barrier). Indices outside the plane add nothing. */
+__kernel void pool_max_grad_idx(long planes, long HW, long PQ, __global const real* dy, long dyo,
+                                __global const int* idx, long io, __global real* dx, long dxo) {
+  const int lid = get_local_id(0), lanes = get_local_size(0);
+  for (long plane = get_group_id(0); plane < planes; plane += get_num_groups(0)) {
+    __global const real* dp = dy + dyo + plane * PQ;
+    __global const int* ip = idx + io + plane * PQ;
+    __global real* xp = dx + dxo + plane * HW;
+    for (long i = lid; i < HW; i += lanes) xp[i] = 0;
+    for (long j = 0; j < PQ; ++j) {
+      const int i = ip[j];
+      if (i >= 0 && i < HW && i % lanes == lid) xp[i] += dp[j];
+    }
+  }
+}
+
+/* The divisor of window (p, q): wh ww with include_padding, else its elements inside x. */
+int window_count(int H, int W, int h0, int w0, int wh, int ww, int incl) {
+  if (incl) return wh * ww;
+  return (min(h0 + wh, H) - max(h0, 0)) * (min(w0 + ww, W) - max(w0, 0));
+}
+__kernel void pool_avg(POOL_ARGS, int incl, __global const real* x, long xo, __global real* y,
+                       long yo) {
+  x += xo;
+  y += yo;
+  const long PQ = (long)P * Q, HW = (long)H * W, total = planes * PQ;
+  for (long t = GID; t < total; t += GSIZE) {
+    const int q = (int)(t % Q), p = (int)((t / Q) % P);
+    __global const real* xp = x + (t / PQ) * HW;
+    const int h0 = p * sh - ph, w0 = q * sw - pw;
+    real acc = 0;
+    for (int r = max(h0, 0); r < min(h0 + wh, H); ++r)
+      for (int s = max(w0, 0); s < min(w0 + ww, W); ++s) acc += xp[r * W + s];
+    y[t] = acc / (real)window_count(H, W, h0, w0, wh, ww, incl);
+  }
+}
+__kernel void pool_avg_grad(POOL_ARGS, int incl, __global const real* dy, long dyo,
+                            __global real* dx, long dxo) {
+  dy += dyo;
+  dx += dxo;
+  const long PQ = (long)P * Q, HW = (long)H * W, total = planes * HW;
+  for (long t = GID; t < total; t += GSIZE) {
+    const int iw = (int)(t % W), ih = (int)((t / W) % H);
+    __global const real* dp = dy + (t / HW) * PQ;
+    COVER(ih, ph, wh, sh, P, p0, p1)
+    COVER(iw, pw, ww, sw, Q, q0, q1)
+    real acc = 0;
+    for (int p = p0; p <= p1; ++p)
+      for (int q = q0; q <= q1; ++q)
+        acc += dp[(long)p * Q + q] /
+               (real)window_count(H, W, p * sh - ph, q * sw - pw, wh, ww, incl);
+    dx[t] = acc;
+  }
+}
+
+/* ---- LRN across channels: s[c] = k + alpha / n sum_{c' in [c - n/2, c + (n-1)/2]} x[c']^2 ---- */
+real lrn_s(__global const real* col, long HW, int c, int C, int n, real alpha, real k) {
+  real acc = 0;
+  for (int j = max(0, c - n / 2); j <= min(C - 1, c + (n - 1) / 2); ++j) {
+    const real v = col[j * HW];
+    acc += v * v;
+  }
+  return k + alpha / (real)n * acc;
+}
+__kernel void lrn_fwd(long total, int C, long HW, int n, real alpha, real beta, real k,
+                      __global const real* x, long xo, __global real* y, long yo) {
+  x += xo;
+  y += yo;
+  for (long t = GID; t < total; t += GSIZE) {
+    const int c = (int)((t / HW) % C);
+    __global const real* col = x + (t / (HW * C)) * C * HW + t % HW;
+    y[t] = x[t] * pow(lrn_s(col, HW, c, C, n, alpha, k), -beta);
+  }
+}
+/* s of every element into scratch (the workspace), for lrn_grad. */
+__kernel void lrn_scale(long total, int C, long HW, int n, real alpha, real k,
+                        __global const real* x, long xo, __global real* sc) {
+  x += xo;
+  for (long t = GID; t < total; t += GSIZE) {
+    const int c = (int)((t / HW) % C);
+    sc[t] = lrn_s(x + (t / (HW * C)) * C * HW + t % HW, HW, c, C, n, alpha, k);
+  }
+}
+/* dx[c] = dy[c] s[c]^-beta - 2 alpha beta / n x[c] sum_{c': c in W(c')} dy[c'] y[c'] / s[c'],
+ * c' in [c - (n-1)/2, c + n/2]. */
+__kernel void lrn_grad(long total, int C, long HW, int n, real alpha, real beta,
+                       __global const real* x, long xo, __global const real* y, long yo,
+                       __global const real* dy, long dyo, __global real* dx, long dxo,
+                       __global const real* sc) {
+  x += xo;
+  y += yo;
+  dy += dyo;
+  dx += dxo;
+  for (long t = GID; t < total; t += GSIZE) {
+    const int c = (int)((t / HW) % C);
+    const long col = (t / (HW * C)) * C * HW + t % HW;
+    real acc = 0;
+    for (int j = max(0, c - (n - 1) / 2); j <= min(C - 1, c + n / 2); ++j) {
+      const long e = col + j * HW;
+      acc += dy[e] * y[e] / sc[e];
+    }
+    dx[t] = dy[t] * pow(sc[t], -beta) - (real)2 * alpha * beta / (real)n * x[t] * acc;
+  }
+}
+
+/* ---- dropout: splitmix64 of pcy_nn.h (PCY_NN_DROPOUT_MIX) ------------------------------------ */
+__kernel void dropout_fwd(long n, ulong seed, uint thr, real scale, __global const real* x, long xo,
+                          __global real* y, long yo, __global uchar* mask, long mo) {
+  x += xo;
+  y += yo;
+  mask += mo;
+  for (long i = GID; i < n; i += GSIZE) {
+    ulong z = seed + ((ulong)i + 1UL) * 0x9E3779B97F4A7C15UL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9UL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBUL;
+    z = z ^ (z >> 31);
+    const int keep = (uint)(z >> 40) >= thr;
+    mask[i] = (uchar)keep;
+    y[i] = keep ? x[i] * scale : (real)0;
+  }
+}
+__kernel void dropout_bwd(long n, real scale, __global const real* dy, long dyo,
+                          __global const uchar* mask, long mo, __global real* dx, long dxo) {
+  dy += dyo;
+  mask += mo;
+  dx += dxo;
+  for (long i = GID; i < n; i += GSIZE) dx[i] = mask[i] != 0 ? dy[i] * scale : (real)0;
+}
