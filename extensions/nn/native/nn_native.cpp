@@ -1024,10 +1024,9 @@ public:
   std::span<const pcy_op_desc> ops() const { return table_.ops(); }
 
   context_type* create_context(const pcy_bundle_context_args& a) {
-    if (a.framework->native_handle == nullptr || a.framework->queue_finish == nullptr)
-      sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str("framework '", a.framework->name,
-                                              "' offers no native memory handles or queue_finish; "
-                                              "nn_native needs both to reach host pointers"));
+    // Native memory handles are the tensors' host pointers; queue_finish settles them.
+    sdk::require_slots(*a.framework, name,
+                       {PCY_FRAMEWORK_SLOT_native_handle, PCY_FRAMEWORK_SLOT_queue_finish});
     auto c = std::make_unique<native_context>();
     c->fw = a.framework;
     c->queue = a.queue;

@@ -28,7 +28,9 @@
 #include <parenchyma/sdk/common.hpp>
 #include <parenchyma/sdk/slots.hpp>
 
+#include <initializer_list>
 #include <span>
+#include <string>
 
 namespace parenchyma::sdk {
 
@@ -204,6 +206,19 @@ inline void* native_of(const pcy_framework_api& fw, const pcy_tensor& t) {
   if (t.data != nullptr) [[likely]]
     return t.data;
   return native_handle(fw, PCY_NATIVE_MEMORY, nullptr, 0, nullptr, t.memory);
+}
+
+// For create_context: fails UNSUPPORTED, naming each one, when the framework leaves any of
+// `needed` empty (a bundle lists the slots it calls).
+inline void require_slots(const pcy_framework_api& fw, const char* bundle,
+                          std::initializer_list<pcy_framework_slot_index> needed) {
+  std::string missing;
+  for (const pcy_framework_slot_index i : needed)
+    if (slot_value(fw, framework_slots[i]) == nullptr)
+      missing += str(missing.empty() ? "" : ", ", framework_slots[i].name);
+  if (!missing.empty())
+    fail(PCY_ERR_UNSUPPORTED, str("framework '", fw.name, "' lacks ", missing, ", which ", bundle,
+                                  " needs; update the framework plugin"));
 }
 
 } // namespace parenchyma::sdk
