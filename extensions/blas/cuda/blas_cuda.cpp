@@ -129,7 +129,7 @@ struct cublas_api {
                                         cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
   gemm_ex_fn cublasGemmEx = nullptr;
   // The driver calls that put a context current for cuBLAS.
-  sdk::cuda_driver<decltype(&::cuCtxGetCurrent), decltype(&::cuCtxSetCurrent)> driver;
+  sdk::cuda_driver<CUcontext, CUresult> driver;
 };
 
 // cuBLAS by dtype.
@@ -173,12 +173,11 @@ struct own_kernels {
 // Scalars and device addresses as kernel arguments (the launch copies them).
 using sdk::val;
 
-struct cuda_context : sdk::device_context {
-  explicit cuda_context(const pcy_bundle_context_args& a) : device_context(a) {}
-  const cublas_api* api = nullptr;
+struct cuda_context : sdk::cuda_device_context<CUcontext, CUresult, CUstream> {
+  explicit cuda_context(const pcy_bundle_context_args& a, const cublas_api& cublas)
+      : cuda_device_context(a, cublas.driver, bundle_name), api(&cublas) {}
+  const cublas_api* api;
   cublasHandle_t handle = nullptr;
-  CUcontext cu_ctx = nullptr;
-  CUstream stream = nullptr;
   cublasPointerMode_t mode = CUBLAS_POINTER_MODE_HOST;
   pcy_memory scratch = nullptr;      // device scalars for calls mixing host and device scalars
   pcy_memory partials = nullptr;     // reductions: the counter, then up to 3 sums per block
@@ -278,8 +277,6 @@ struct cuda_context : sdk::device_context {
     return native(guard_mem);
   }
 
-  // cuBLAS runs in the calling thread's current context: make it the backend's.
-  void current() const { api->driver.make_current(cu_ctx, bundle_name); }
   void check(cublasStatus_t s, const char* what) const {
     if (s != CUBLAS_STATUS_SUCCESS)
       sdk::fail(s == CUBLAS_STATUS_NOT_SUPPORTED ? PCY_ERR_UNSUPPORTED : PCY_ERR_DEVICE,
@@ -642,19 +639,13 @@ template <pcy_dtype D> void op_gemm_half(cuda_context& cx, const sdk::op_args& a
            "cublasGemmEx");
 }
 
-class blas_cuda_bundle {
-public:
-  using context_type = cuda_context;
-  static constexpr const char* name = bundle_name;
-  static constexpr const char* version = "1.0";
-  static constexpr const char* description =
-      "BLAS on CUDA: cuBLAS (loaded at run time) and our own vectorised kernels";
-  static constexpr const char* extension = PCY_BLAS_EXTENSION;
-  static constexpr const char* framework = "cuda";
-  static constexpr uint32_t min_framework_abi_minor = 0;
+constexpr sdk::bundle_identity identity{
+    bundle_name, PCY_BLAS_EXTENSION, "cuda",
+    "BLAS on CUDA: cuBLAS (loaded at run time) and our own vectorised kernels"};
 
-  explicit blas_cuda_bundle(const pcy_host_services& host)
-      : log_(&host, bundle_name), settings_(&host) {
+class blas_cuda_bundle : public sdk::bundle_base<identity, cuda_context> {
+public:
+  explicit blas_cuda_bundle(const pcy_host_services& host) : bundle_base(host) {
     if (!load()) {
       log_.info(reason_);
       return; // loads, serves no op, says why
@@ -693,11 +684,8 @@ public:
                        {PCY_FRAMEWORK_SLOT_native_handle, PCY_FRAMEWORK_SLOT_memory_alloc,
                         PCY_FRAMEWORK_SLOT_memory_fill, PCY_FRAMEWORK_SLOT_memory_write,
                         PCY_FRAMEWORK_SLOT_queue_finish});
-    auto cx = std::make_unique<cuda_context>(a);
-    cx->api = &api_;
-    cx->cu_ctx = static_cast<CUcontext>(cx->native(PCY_NATIVE_CONTEXT));
-    cx->stream = static_cast<CUstream>(cx->native(PCY_NATIVE_QUEUE));
-    cx->current();
+    auto cx = std::make_unique<cuda_context>(a, api_);
+    cx->current(); // cuBLAS runs in the calling thread's current context: the backend's
     cublasHandle_t h = nullptr;
     cx->check(api_.cublasCreate_v2(&h), "cublasCreate");
     cx->handle = h;
@@ -850,8 +838,6 @@ private:
     table_.add<F32, F64>(schema, label("S"), label("D"), sig_1_0);
   }
 
-  sdk::logger log_;
-  sdk::settings settings_;
   cublas_api api_;
   void* lib_ = nullptr;
   std::string soname_, reason_;

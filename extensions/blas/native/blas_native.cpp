@@ -195,17 +195,12 @@ template <class T> void op_gemm(native_context& cx, const sdk::op_args& a) {
                  to_int(c.ldb, "gemm", "ldb"), beta, C, ldc);
 }
 
-class blas_native_bundle {
-public:
-  using context_type = native_context;
-  static constexpr const char* name = "blas_native";
-  static constexpr const char* version = "1.0";
-  static constexpr const char* description = "BLAS on the host CPU through OpenBLAS (CBLAS)";
-  static constexpr const char* extension = PCY_BLAS_EXTENSION;
-  static constexpr const char* framework = "native";
-  static constexpr uint32_t min_framework_abi_minor = 0;
+constexpr sdk::bundle_identity identity{"blas_native", PCY_BLAS_EXTENSION, "native",
+                                        "BLAS on the host CPU through OpenBLAS (CBLAS)"};
 
-  explicit blas_native_bundle(const pcy_host_services&) {
+class blas_native_bundle : public sdk::bundle_base<identity, native_context> {
+public:
+  explicit blas_native_bundle(const pcy_host_services& host) : bundle_base(host) {
     const std::string lib = openblas_label() + " cblas_";
     auto add = [&]<auto F32, auto F64>(const pcy_op_schema& s, const char* fn,
                                        const char* sig_1_0 = nullptr) {

@@ -74,10 +74,7 @@ struct kernel_set {
   std::array<pcy_kernel, 4> gemmv{}; // CPU devices: the vector kernels, nn, nt, tn, tt
 };
 
-struct dtype_state {
-  bool available = false;
-  std::string reason; // why not available
-  pcy_program program = nullptr;
+struct dtype_state : sdk::dtype_program {
   kernel_set k;
   int gemm_nr = 16; // columns of the CPU vector gemm's register tile (two vectors)
 };
@@ -497,23 +494,18 @@ std::array<double, OP_COUNT> choose_thresholds(const sdk::settings& settings, bo
   return c;
 }
 
-class blas_opencl_bundle {
-public:
-  using context_type = ocl_context;
-  static constexpr const char* name = bundle_name;
-  static constexpr const char* version = "1.0";
-  static constexpr const char* description =
+constexpr sdk::bundle_identity identity{
+    bundle_name, PCY_BLAS_EXTENSION, "opencl",
 #ifdef PARENCHYMA_HAVE_CLBLAST
-      "BLAS on OpenCL: own OpenCL C kernels and CLBlast " PARENCHYMA_CLBLAST_VERSION;
+    "BLAS on OpenCL: own OpenCL C kernels and CLBlast " PARENCHYMA_CLBLAST_VERSION
 #else
-      "BLAS on OpenCL: own OpenCL C kernels (built without CLBlast)";
+    "BLAS on OpenCL: own OpenCL C kernels (built without CLBlast)"
 #endif
-  static constexpr const char* extension = PCY_BLAS_EXTENSION;
-  static constexpr const char* framework = "opencl";
-  static constexpr uint32_t min_framework_abi_minor = 0;
+};
 
-  explicit blas_opencl_bundle(const pcy_host_services& host)
-      : log_(&host, bundle_name), settings_(&host) {
+class blas_opencl_bundle : public sdk::bundle_base<identity, ocl_context> {
+public:
+  explicit blas_opencl_bundle(const pcy_host_services& host) : bundle_base(host) {
     clblast_from_ = choose_thresholds(settings_, forced_);
     if (const char* e = settings_.find("PARENCHYMA_BLAS_OPENCL_IMPL")) {
       const std::string_view v(e);
@@ -589,18 +581,10 @@ private:
         g.tiled ? " -DGEMM_TILED" : "", " -DTS_M=", g.ts_m, " -DTS_N=", g.ts_n, " -DTS_K=", g.ts_k,
         " -DWPT_M=", g.wpt_m, " -DWPT_N=", g.wpt_n, " -DGEMM_MR=", g.mr,
         " -DGEMM_VW=", d.gemm_nr / 2, " -DGEMM_MC=", g.mc, " -DGEMM_KC=", g.kc);
-    sdk::device_context::build_failure failed;
-    bool cache_hit = false;
     // f64 is optional: a device without cl_khr_fp64 fails the build; keep f32 serving.
-    d.program =
-        cx.build(blas_opencl::kernel_source, options.c_str(), must ? nullptr : &failed, &cache_hit);
-    if (d.program == nullptr) {
-      d.reason =
-          sdk::str("f64 BLAS kernels did not build on this OpenCL device (", failed.message, ")");
-      log_.info(d.reason);
+    if (!cx.build(d, blas_opencl::kernel_source, options, must,
+                  must ? "f32 BLAS kernels" : "f64 BLAS kernels", log_))
       return;
-    }
-    log_.debug("built ", real, " kernels", cache_hit ? " (from the cache)" : "");
     d.k.axpby = cx.kernel(d.program, "axpby_k");
     d.k.axpy = cx.kernel(d.program, "axpy_k");
     d.k.scal = cx.kernel(d.program, "scal_k");
@@ -653,8 +637,6 @@ private:
                                                          sig_1_0);
   }
 
-  sdk::logger log_;
-  sdk::settings settings_;
   std::array<double, OP_COUNT> clblast_from_{};
   bool forced_ = false; // PARENCHYMA_BLAS_OPENCL_IMPL chose one implementation for every size
   sdk::op_table<blas_opencl_bundle> table_;

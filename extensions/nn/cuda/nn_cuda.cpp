@@ -249,11 +249,11 @@ class nn_cuda_bundle;
 
 using sdk::val;
 
-struct cuda_nn_context : sdk::device_context {
-  explicit cuda_nn_context(const pcy_bundle_context_args& a) : device_context(a) {}
-  const nn_cuda_bundle* bundle = nullptr;
-  CUcontext cu_ctx = nullptr;
-  CUstream stream = nullptr;
+struct cuda_nn_context : sdk::cuda_device_context<CUcontext, CUresult, CUstream> {
+  cuda_nn_context(const pcy_bundle_context_args& a, const nn_cuda_bundle& b,
+                  const sdk::cuda_driver<CUcontext, CUresult>& driver)
+      : cuda_device_context(a, driver, bundle_name), bundle(&b) {}
+  const nn_cuda_bundle* bundle;
   uint64_t max_blocks = 1024;     // grid cap of the grid-stride kernels: 16 blocks per SM
   uint64_t stream_blocks = 16384; // grid cap of the streaming kernels: 256 blocks per SM
   bool fp64 = true;
@@ -290,7 +290,6 @@ struct cuda_nn_context : sdk::device_context {
   }
 
   const cudnn_api& api() const;
-  void current() const;
 
   using device_context::kernel;
   pcy_kernel kernel(int id, int d) const { return k[d][id]; }
@@ -337,18 +336,13 @@ struct cuda_nn_context : sdk::device_context {
 
 // ---- the bundle ---------------------------------------------------------------------------
 
-class nn_cuda_bundle {
-public:
-  using context_type = cuda_nn_context;
-  static constexpr const char* name = bundle_name;
-  static constexpr const char* version = "1.0";
-  static constexpr const char* description =
-      "NN ops on CUDA: parenchyma CUDA C kernels, convolutions through cuDNN 9 (loaded at run "
-      "time) or parenchyma's direct kernels without it";
-  static constexpr const char* extension = PCY_NN_EXTENSION;
-  static constexpr const char* framework = "cuda";
-  static constexpr uint32_t min_framework_abi_minor = 0;
+constexpr sdk::bundle_identity identity{
+    bundle_name, PCY_NN_EXTENSION, "cuda",
+    "NN ops on CUDA: parenchyma CUDA C kernels, convolutions through cuDNN 9 (loaded at run time) "
+    "or parenchyma's direct kernels without it"};
 
+class nn_cuda_bundle : public sdk::bundle_base<identity, cuda_nn_context> {
+public:
   explicit nn_cuda_bundle(const pcy_host_services& host);
   nn_cuda_bundle(const nn_cuda_bundle&) = delete;
   nn_cuda_bundle& operator=(const nn_cuda_bundle&) = delete;
@@ -368,7 +362,7 @@ public:
   template <class... A> void warn(const A&... a) const { log_.warn(a...); }
   bool tf32_default() const { return tf32_; }
   // The driver calls that put a context current for cuDNN.
-  sdk::cuda_driver<decltype(&::cuCtxGetCurrent), decltype(&::cuCtxSetCurrent)> driver;
+  sdk::cuda_driver<CUcontext, CUresult> driver;
   // Events, to time the graph plans against the legacy algorithms (all null: no timing).
   decltype(&::cuEventCreate) ev_create = nullptr;
   decltype(&::cuEventDestroy) ev_destroy = nullptr;
@@ -396,8 +390,6 @@ private:
   }
   void register_ops();
 
-  sdk::logger log_;
-  sdk::settings settings_;
   cudnn_api dnn_;
   void* dnn_lib_ = nullptr;
   ng::api graph_;
@@ -409,8 +401,6 @@ private:
 };
 
 const cudnn_api& cuda_nn_context::api() const { return bundle->api(); }
-
-void cuda_nn_context::current() const { bundle->driver.make_current(cu_ctx, bundle_name); }
 
 cuda_nn_context::~cuda_nn_context() {
   if (dnn != nullptr) {
@@ -1370,8 +1360,7 @@ struct conv_algorithm_op {
 
 // ---- the bundle's setup -------------------------------------------------------------------
 
-nn_cuda_bundle::nn_cuda_bundle(const pcy_host_services& host)
-    : log_(&host, bundle_name), settings_(&host) {
+nn_cuda_bundle::nn_cuda_bundle(const pcy_host_services& host) : bundle_base(host) {
   if (const char* m = settings_.find("PARENCHYMA_NN_MATH")) {
     const std::string v = m;
     if (v == "tf32")
@@ -1530,10 +1519,7 @@ cuda_nn_context* nn_cuda_bundle::create_context(const pcy_bundle_context_args& a
                       PCY_FRAMEWORK_SLOT_memory_write, PCY_FRAMEWORK_SLOT_queue_finish,
                       PCY_FRAMEWORK_SLOT_program_build, PCY_FRAMEWORK_SLOT_kernel_create,
                       PCY_FRAMEWORK_SLOT_kernel_launch});
-  auto cx = std::make_unique<cuda_nn_context>(a);
-  cx->bundle = this;
-  cx->cu_ctx = static_cast<CUcontext>(cx->native(PCY_NATIVE_CONTEXT));
-  cx->stream = static_cast<CUstream>(cx->native(PCY_NATIVE_QUEUE));
+  auto cx = std::make_unique<cuda_nn_context>(a, *this, driver);
   // No properties: fp64, 1024 blocks, no UUID (the cache then keys on the index).
   const sdk::device_facts dev = sdk::device_facts_of(a);
   cx->fp64 = dev.fp64;

@@ -73,10 +73,7 @@ constexpr std::array<const char*, K_COUNT> kernel_names{
 
 constexpr int64_t algo_direct = 0, algo_gemm = 1, algo_count = 2;
 
-struct dtype_state {
-  bool available = false;
-  std::string reason; // why not available
-  pcy_program program = nullptr;
+struct dtype_state : sdk::dtype_program {
   std::array<pcy_kernel, K_COUNT> k{};
 };
 
@@ -588,19 +585,14 @@ void op_dropout(ocl_context& cx, const sdk::op_args& a) {
 
 // ---- the bundle ----------------------------------------------------------------------------
 
-class nn_opencl_bundle {
-public:
-  using context_type = ocl_context;
-  static constexpr const char* name = bundle_name;
-  static constexpr const char* version = "1.0";
-  static constexpr const char* description =
-      "NN on OpenCL: own OpenCL C kernels (activations, softmax, direct and implicit-GEMM "
-      "convolution, pooling, LRN, dropout)";
-  static constexpr const char* extension = PCY_NN_EXTENSION;
-  static constexpr const char* framework = "opencl";
-  static constexpr uint32_t min_framework_abi_minor = 0;
+constexpr sdk::bundle_identity identity{
+    bundle_name, PCY_NN_EXTENSION, "opencl",
+    "NN on OpenCL: own OpenCL C kernels (activations, softmax, direct and implicit-GEMM "
+    "convolution, pooling, LRN, dropout)"};
 
-  explicit nn_opencl_bundle(const pcy_host_services& host) : log_(&host, bundle_name) {
+class nn_opencl_bundle : public sdk::bundle_base<identity, ocl_context> {
+public:
+  explicit nn_opencl_bundle(const pcy_host_services& host) : bundle_base(host) {
 #define PCY_ACT(a, K)                                                                              \
   add<op_act<pcy_nn_##a##_schema, K, false, float>,                                                \
       op_act<pcy_nn_##a##_schema, K, false, double>>(pcy_nn_##a##_schema);                         \
@@ -682,18 +674,10 @@ private:
   void build(ocl_context& cx, dtype_state& d, const char* real, bool must) {
     const std::string options =
         sdk::str("-DREAL=", real, must ? "" : " -DPCY_FP64", " -DSWG=", cx.swg, " -DTS=", cx.ts);
-    sdk::device_context::build_failure failed;
-    bool cache_hit = false;
     // f64 is optional: a device without cl_khr_fp64 fails the build; keep f32 serving.
-    d.program =
-        cx.build(nn_opencl::kernel_source, options.c_str(), must ? nullptr : &failed, &cache_hit);
-    if (d.program == nullptr) {
-      d.reason =
-          sdk::str("f64 NN kernels did not build on this OpenCL device (", failed.message, ")");
-      log_.info(d.reason);
+    if (!cx.build(d, nn_opencl::kernel_source, options, must,
+                  must ? "f32 NN kernels" : "f64 NN kernels", log_))
       return;
-    }
-    log_.debug("built ", real, " kernels", cache_hit ? " (from the cache)" : "");
     for (int i = 0; i < K_COUNT; ++i)
       d.k[i] = cx.kernel(d.program, kernel_names[i]);
     d.available = true;
@@ -706,7 +690,6 @@ private:
                          sdk::str("parenchyma OpenCL C kernels nn.", schema.name, " (f64)"));
   }
 
-  sdk::logger log_;
   sdk::op_table<nn_opencl_bundle> table_;
 };
 

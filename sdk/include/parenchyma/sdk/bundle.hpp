@@ -15,6 +15,9 @@
 //   };
 //   PCY_BUNDLE_PLUGIN(my_bundle)
 //
+// sdk::bundle_base (below) declares the identity and the context type from one
+// sdk::bundle_identity, and keeps the host's logger and settings.
+//
 // An op is a function void f(context_type&, const parenchyma::sdk::op_args&) wrapped by
 // parenchyma::sdk::op_entry<my_bundle, f> (the exception firewall) in its pcy_op_desc, which
 // sdk::op_table (op_schema.hpp) builds from the extension's schema.
@@ -79,6 +82,37 @@ public:
 
 private:
   const pcy_op_call& call_;
+};
+
+// What names a bundle plugin: the identity fields of its pcy_bundle_api.
+struct bundle_identity {
+  const char* name;        // "<extension>_<implementation>", e.g. "blas_cuda"
+  const char* extension;   // PCY_BLAS_EXTENSION, ...
+  const char* framework;   // the framework plugin's name
+  const char* description; // one line for the load report
+  const char* version = "1.0";
+  uint32_t min_framework_abi_minor = 0; // any 1.x framework unless the bundle needs more
+};
+
+// A base for a bundle class that gives it what the adapter reads (its identity and context
+// type) and what every bundle keeps of the host: log_ (messages with the bundle's name as
+// origin) and settings_ (sdk::settings, the host's setting service).
+//   constexpr sdk::bundle_identity my_identity{"blas_mine", PCY_BLAS_EXTENSION, "native", "..."};
+//   class my_bundle : public sdk::bundle_base<my_identity, my_context> { ... };
+template <const bundle_identity& Id, class Context> class bundle_base {
+public:
+  using context_type = Context;
+  static constexpr const char* name = Id.name;
+  static constexpr const char* version = Id.version;
+  static constexpr const char* description = Id.description;
+  static constexpr const char* extension = Id.extension;
+  static constexpr const char* framework = Id.framework;
+  static constexpr uint32_t min_framework_abi_minor = Id.min_framework_abi_minor;
+
+protected:
+  explicit bundle_base(const pcy_host_services& host) : log_(&host, Id.name), settings_(&host) {}
+  logger log_;
+  settings settings_;
 };
 
 template <class B, void (*F)(typename B::context_type&, const op_args&)>

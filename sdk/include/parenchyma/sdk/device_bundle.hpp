@@ -3,10 +3,10 @@
 // framework objects the context was made for and owns what it creates through them (memory,
 // programs, kernels: freed when the context goes); create_context checks the framework slots the
 // bundle needs (require_slots, bundle.hpp), reads the device's facts (device_facts_of) and asks the
-// native handles it binds a vendor library to (device_context::native). For CUDA bundles,
-// cuda_driver puts the context current for cuBLAS/cuDNN and open_cuda_library finds a vendor
-// library; for a vendor library whose first use of a routine is not thread-safe, first_use
-// serialises it.
+// native handles it binds a vendor library to (device_context::native). A CUDA bundle's context
+// derives from cuda_device_context, which keeps the CUcontext and CUstream and makes the context
+// current for cuBLAS/cuDNN (cuda_driver); open_cuda_library finds such a vendor library. For a
+// vendor library whose first use of a routine is not thread-safe, first_use serialises it.
 //
 //   struct my_context : sdk::device_context {
 //     explicit my_context(const pcy_bundle_context_args& a) : device_context(a) {}
@@ -79,6 +79,15 @@ inline device_facts device_facts_of(const pcy_bundle_context_args& a) {
   }
   return f;
 }
+
+// A program built for one dtype (the OpenCL bundles build one per dtype, -DREAL=float|double).
+// A dtype the device may lack (f64 without cl_khr_fp64) is optional: when its build fails it is
+// unavailable with the reason, and the context keeps serving the others.
+struct dtype_program {
+  bool available = false;
+  std::string reason; // why not available
+  pcy_program program = nullptr;
+};
 
 // The base of a device bundle's context: the framework objects it was made for, and the calls
 // every device bundle makes through them. What it creates it owns: freed (kernels, then
@@ -175,6 +184,23 @@ public:
     if (cache_hit != nullptr) *cache_hit = b.cache_hit;
     return b.program;
   }
+  // Builds `d` (see dtype_program): a failure throws when `required`, else leaves `d` unavailable
+  // with the reason "<what> did not build on this device (<message>)", logged at info. `what`
+  // names the kernels in the messages ("f64 BLAS kernels"). True when built (the caller then
+  // creates the kernels and sets d.available).
+  bool build(dtype_program& d, const char* source, const std::string& options, bool required,
+             const char* what, const logger& log) {
+    build_failure failed;
+    bool cache_hit = false;
+    d.program = build(source, options.c_str(), required ? nullptr : &failed, &cache_hit);
+    if (d.program == nullptr) {
+      d.reason = str(what, " did not build on this device (", failed.message, ")");
+      log.info(d.reason);
+      return false;
+    }
+    log.debug("built ", what, cache_hit ? " (from the cache)" : "");
+    return true;
+  }
   // A kernel of a program, owned by the context. `flags`: pcy_kernel_flags (1.3).
   pcy_kernel kernel(pcy_program program, const char* name, uint32_t flags = 0) {
     pcy_kernel_create_args k{};
@@ -226,9 +252,8 @@ private:
 
 // The driver calls a CUDA bundle makes to run a vendor library (cuBLAS, cuDNN) in its context:
 // cuCtxGetCurrent and cuCtxSetCurrent from libcuda.so.1, which the CUDA framework plugin has
-// loaded already. The types come from the bundle's cuda.h:
-//   sdk::cuda_driver<decltype(&cuCtxGetCurrent), decltype(&cuCtxSetCurrent)> driver;
-template <class GetCurrent, class SetCurrent> class cuda_driver {
+// loaded already. The types come from the bundle's cuda.h: sdk::cuda_driver<CUcontext, CUresult>.
+template <class Context, class Result> class cuda_driver {
 public:
   // Empty when loaded, else why not (the bundle's reason).
   std::string load() {
@@ -237,8 +262,8 @@ public:
       const char* e = dlerror();
       return str("libcuda.so.1 not found: ", e != nullptr ? e : "dlopen failed");
     }
-    get_ = reinterpret_cast<GetCurrent>(dlsym(lib_, "cuCtxGetCurrent"));
-    set_ = reinterpret_cast<SetCurrent>(dlsym(lib_, "cuCtxSetCurrent"));
+    get_ = symbol<Result (*)(Context*)>("cuCtxGetCurrent");
+    set_ = symbol<Result (*)(Context)>("cuCtxSetCurrent");
     if (get_ == nullptr || set_ == nullptr) {
       set_ = nullptr;
       return "libcuda.so.1 lacks cuCtxGetCurrent/cuCtxSetCurrent: update the NVIDIA driver";
@@ -252,18 +277,38 @@ public:
   }
   // Makes `c` the calling thread's current context (vendor libraries run in it); one driver call
   // when it is already. Throws naming `origin` when the driver refuses.
-  template <class Context> void make_current(Context c, const char* origin) const {
+  void make_current(Context c, const char* origin) const {
     Context now = nullptr;
-    if (get_(&now) == 0 && now == c) return;
-    if (const auto r = set_(c); r != 0)
+    if (get_(&now) == Result{} && now == c) return; // Result{}: CUDA_SUCCESS
+    if (const Result r = set_(c); r != Result{})
       fail(PCY_ERR_DEVICE,
            str(origin, ": cuCtxSetCurrent failed (CUresult ", static_cast<int>(r), ")"));
   }
 
 private:
   void* lib_ = nullptr; // left loaded: the framework plugin holds the driver anyway
-  GetCurrent get_ = nullptr;
-  SetCurrent set_ = nullptr;
+  Result (*get_)(Context*) = nullptr;
+  Result (*set_)(Context) = nullptr;
+};
+
+// The base of a CUDA bundle's context: device_context plus the CUcontext and the CUstream of the
+// backend's queue (asked once), which the bundle binds its vendor library to, and current(),
+// which makes that context the calling thread's before a vendor call.
+template <class Context, class Result, class Stream>
+class cuda_device_context : public device_context {
+public:
+  cuda_device_context(const pcy_bundle_context_args& a, const cuda_driver<Context, Result>& driver,
+                      const char* origin)
+      : device_context(a), cu_ctx(static_cast<Context>(native(PCY_NATIVE_CONTEXT))),
+        stream(static_cast<Stream>(native(PCY_NATIVE_QUEUE))), driver_(&driver), origin_(origin) {}
+  void current() const { driver_->make_current(cu_ctx, origin_); }
+
+  const Context cu_ctx;
+  const Stream stream;
+
+private:
+  const cuda_driver<Context, Result>* driver_;
+  const char* origin_;
 };
 
 // A vendor library a CUDA bundle loads at run time (cuBLAS, cuDNN): each of `names` as the
