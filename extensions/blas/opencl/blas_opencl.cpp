@@ -560,11 +560,10 @@ public:
     cx->max_groups =
         dev.cpu ? static_cast<uint32_t>(std::clamp<int64_t>(dev.compute_units * 4, 4, 256)) : 1024;
 
-    build(*cx, cx->f32, "float", true);
-    if (dev.fp64)
-      build(*cx, cx->f64, "double", false);
-    else
-      cx->f64.reason = "f64 BLAS on this OpenCL device: the device has no cl_khr_fp64";
+    sdk::build_f32_f64(dev, cx->f32, cx->f64, "BLAS",
+                       [&](sdk::dtype_program& d, const char* real, bool required) {
+                         build(*cx, static_cast<dtype_state&>(d), real, required);
+                       });
 
     cx->dummy = cx->alloc(16);
     cx->partials = cx->alloc(3 * uint64_t(cx->max_groups) * sizeof(double));

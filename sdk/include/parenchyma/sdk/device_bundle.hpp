@@ -63,8 +63,10 @@ inline device_facts device_facts_of(const pcy_bundle_context_args& a) {
     e->destroy(e); // the defaults
     return f;
   }
-  // Stepped by the elements' own struct_size: a newer framework may send larger ones.
-  const size_t stride = count > 0 ? props[0].struct_size : sizeof(pcy_property);
+  // Stepped by the elements' own struct_size: a newer framework may send larger ones (a smaller
+  // one is malformed: the defaults).
+  if (count == 0 || props == nullptr || props[0].struct_size < sizeof(pcy_property)) return f;
+  const size_t stride = props[0].struct_size;
   for (size_t i = 0; i < count; ++i) {
     const pcy_property& p =
         *reinterpret_cast<const pcy_property*>(reinterpret_cast<const char*>(props) + i * stride);
@@ -88,6 +90,20 @@ struct dtype_program {
   std::string reason; // why not available
   pcy_program program = nullptr;
 };
+
+// The f32 and f64 programs of a bundle that builds one per dtype: f32 always (a failure fails
+// the context), f64 where the device has fp64 (device_facts::fp64), and even then optional (a
+// failed build leaves it unavailable). build(program, real, required) builds one, real being
+// "float" or "double"; `what` names the ops in the reason ("f64 <what> on this device: ...").
+template <class Build>
+void build_f32_f64(const device_facts& dev, dtype_program& f32, dtype_program& f64,
+                   const char* what, Build&& build) {
+  build(f32, "float", true);
+  if (dev.fp64)
+    build(f64, "double", false);
+  else
+    f64.reason = str("f64 ", what, " on this device: the device has no fp64 (cl_khr_fp64)");
+}
 
 // The base of a device bundle's context: the framework objects it was made for, and the calls
 // every device bundle makes through them. What it creates it owns: freed (kernels, then
