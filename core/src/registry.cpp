@@ -5,6 +5,7 @@
 #include "internal.hpp"
 #include "validate.hpp"
 
+#include <parenchyma/sdk/dtype.hpp>
 #include <parenchyma/sdk/slots.hpp>
 
 #include <boost/dll/runtime_symbol_info.hpp>
@@ -173,19 +174,6 @@ template <class E> int64_t raw_enum(const E& e) noexcept {
   std::underlying_type_t<E> v;
   std::memcpy(&v, &e, sizeof v);
   return static_cast<int64_t>(v);
-}
-
-const char* dtype_label(int64_t t) {
-  switch (t) {
-  case PCY_DTYPE_F32: return "f32";
-  case PCY_DTYPE_F64: return "f64";
-  case PCY_DTYPE_I32: return "i32";
-  case PCY_DTYPE_I64: return "i64";
-  case PCY_DTYPE_U8: return "u8";
-  case PCY_DTYPE_F16: return "f16";
-  case PCY_DTYPE_BF16: return "bf16";
-  }
-  return nullptr;
 }
 
 } // namespace
@@ -405,8 +393,8 @@ void RegistryImpl::note_shadowed_ops() {
   std::map<std::string, std::vector<const BundleInfo*>> providers;
   for (size_t i = 0; i < bundles.size(); ++i)
     for (const OpEntry& op : bundle_ops[i])
-      providers[bundles[i]->extension() + "." + op.desc->name + " " + dtype_label(op.desc->dtype) +
-                " on " + bundles[i]->framework()]
+      providers[bundles[i]->extension() + "." + op.desc->name + " " +
+                sdk::dtype_name(op.desc->dtype) + " on " + bundles[i]->framework()]
           .push_back(bundles[i].get());
   auto priority = [&](const BundleInfo* b) {
     const auto& p = config.bundle_priority;
@@ -797,7 +785,7 @@ bool RegistryImpl::load_bundle(const fs::path& path, const void* table,
         stride >= PCY_OP_DESC_SIZE_1_1 && op->schema != nullptr ? op->schema : nullptr;
     if (!detail::valid_name(opname))
       why = "its name \"" + opname + "\" is not [a-z0-9_]+";
-    else if (dtype_label(raw_enum(op->dtype)) == nullptr)
+    else if (sdk::dtype_name_or_null(raw_enum(op->dtype)) == nullptr)
       why = "its dtype " + std::to_string(raw_enum(op->dtype)) + " is unknown";
     else if (op->fn == nullptr)
       why = "no function";

@@ -102,7 +102,7 @@ const pcy_op_desc* wrap_ops(state& s, int slot, const void* instance, const pcy_
     os.instance = instance;
     os.fn = d.fn;
     os.copy = &d;
-    const char* dt = sdk::dtype_name(static_cast<pcy_dtype>(raw(d.dtype)));
+    const char* dt = sdk::dtype_name_or_null(raw(d.dtype));
     os.label = str(bs.name, ".", d.name != nullptr ? detail::quote_prefix(d.name, 64) : "?", " (",
                    dt != nullptr ? dt : "?", ")");
     d.fn = op_entries[static_cast<size_t>(k)];

@@ -9,7 +9,7 @@ namespace parenchyma::mock {
 namespace {
 
 const char* get(const pcy_host_services& host, const char* name) {
-  return sdk::host_setting(&host, name);
+  return sdk::settings(&host).find(name);
 }
 
 [[noreturn]] void bad(const char* name, std::string_view value, const char* expected) {

@@ -19,6 +19,8 @@
 #include <parenchyma/shared_tensor.hpp>
 
 #include <parenchyma/abi/pcy_bundle.h>
+#include <parenchyma/sdk/dtype.hpp>
+#include <parenchyma/sdk/extent.hpp>
 
 #include <array>
 #include <cstdint>
@@ -49,18 +51,7 @@ private:
   const TensorStorage* tensor_ = nullptr;
 };
 
-inline const char* dtype_name(pcy_dtype t) noexcept {
-  switch (t) {
-  case PCY_DTYPE_F32: return "f32";
-  case PCY_DTYPE_F64: return "f64";
-  case PCY_DTYPE_I32: return "i32";
-  case PCY_DTYPE_I64: return "i64";
-  case PCY_DTYPE_U8: return "u8";
-  case PCY_DTYPE_F16: return "f16";
-  case PCY_DTYPE_BF16: return "bf16";
-  }
-  return "?";
-}
+using sdk::dtype_name;
 
 inline std::string shape_str(const TensorStorage& t) {
   std::ostringstream os;
@@ -150,7 +141,7 @@ public:
            " is negative; pass an element count >= 0");
   }
   // A vector of n elements with stride inc inside tensor t; 1 + (n - 1) * inc is computed
-  // without wrapping.
+  // without wrapping (sdk::vector_extent, which the bundles' decoder uses too).
   void vector(const TensorStorage& t, const char* name, int64_t n, int64_t inc,
               const char* inc_name) const {
     if (inc < 1)
@@ -158,8 +149,7 @@ public:
            " expected >= 1 (negative and zero increments are not supported)");
     if (n <= 0) return;
     uint64_t need = 0;
-    if (__builtin_mul_overflow(static_cast<uint64_t>(n - 1), static_cast<uint64_t>(inc), &need) ||
-        __builtin_add_overflow(need, uint64_t{1}, &need) || need > t.size())
+    if (!sdk::vector_extent(n, inc, need) || need > t.size())
       fail(s_, errc::invalid_argument, "argument ", name, ": ", n, " elements with ", inc_name,
            " = ", inc, " need more than the ", t.size(), " elements of a tensor of shape ",
            shape_str(t), "; pass a larger tensor or a smaller n");
@@ -218,7 +208,7 @@ public:
   }
   // A row-major matrix: `rows` x `cols` as stored, leading dimension ld, inside tensor t.
   // `exact`: no sizes or ld were given, so the shape must be exactly rows x cols. The extent
-  // (rows - 1) * ld + cols is computed without wrapping.
+  // (rows - 1) * ld + cols is computed without wrapping (sdk::matrix_extent, as in the decoder).
   template <class What>
   void matrix(const TensorStorage& t, const char* name, int64_t rows, int64_t cols, int64_t ld,
               const char* ld_name, bool exact, const What& what_fn) const {
@@ -239,8 +229,7 @@ public:
            " >= ", (cols > 1 ? cols : 1));
     if (rows == 0 || cols == 0) return;
     uint64_t need = 0;
-    if (__builtin_mul_overflow(static_cast<uint64_t>(rows - 1), static_cast<uint64_t>(ld), &need) ||
-        __builtin_add_overflow(need, static_cast<uint64_t>(cols), &need) || need > t.size())
+    if (!sdk::matrix_extent(rows, cols, ld, need) || need > t.size())
       fail(s_, errc::invalid_argument, "argument ", name, ": ", rows, " x ", cols, " with ",
            ld_name, " = ", ld, " needs more than the ", t.size(), " elements (", what(),
            ") of shape ", shape_str(t), "; pass a larger tensor or smaller sizes");

@@ -41,15 +41,6 @@ struct blas_call {
   }
 };
 
-// The element count of a tensor (overflow-checked), for bundles that size fills and copies.
-inline uint64_t elements(const pcy_tensor& t) {
-  uint64_t n = 1;
-  for (int32_t i = 0; i < t.ndim; ++i)
-    if (t.shape[i] < 0 || !sdk::mul_ok(n, static_cast<uint64_t>(t.shape[i]), n))
-      fail(PCY_ERR_INVALID_ARGUMENT, "blas: a tensor extent overflows the element count");
-  return n;
-}
-
 namespace detail {
 template <const pcy_op_schema& S> consteval uint32_t at(const char* name) {
   return sdk::arg_index(S, name);
@@ -163,13 +154,9 @@ inline blas_call decode_gemm(const sdk::op_args& a, pcy_dtype d) {
   return c;
 }
 
-// Vendor APIs index with 32-bit ints: refuse what does not fit instead of wrapping.
+// Vendor APIs index with 32-bit ints: sdk::to_int, with errors that begin "blas.<op>: ".
 PCY_SDK_HOT inline int to_int(int64_t v, const char* op, const char* name) {
-  if (v > std::numeric_limits<int>::max() || v < std::numeric_limits<int>::min())
-    fail(PCY_ERR_UNSUPPORTED, str("blas.", op, ": ", name, " = ", v,
-                                  " exceeds the 32-bit range of this implementation; split the "
-                                  "operation into smaller parts"));
-  return static_cast<int>(v);
+  return sdk::to_int(v, PCY_BLAS_EXTENSION, op, name);
 }
 
 } // namespace parenchyma::blas_bundle

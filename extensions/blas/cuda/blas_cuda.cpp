@@ -15,7 +15,7 @@
 #include "blas_call.hpp"
 
 #include "kernels_cu.hpp"
-#include <parenchyma/sdk/launch.hpp>
+#include <parenchyma/sdk/device_bundle.hpp>
 #include <parenchyma/sdk/op_schema.hpp>
 
 #include <cublas_api.h>
@@ -128,8 +128,8 @@ struct cublas_api {
                                         const void*, cudaDataType, int, const void*, void*,
                                         cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
   gemm_ex_fn cublasGemmEx = nullptr;
-  decltype(&::cuCtxGetCurrent) cuCtxGetCurrent = nullptr;
-  decltype(&::cuCtxSetCurrent) cuCtxSetCurrent = nullptr;
+  // The driver calls that put a context current for cuBLAS.
+  sdk::cuda_driver<CUcontext, CUresult> driver;
 };
 
 // cuBLAS by dtype.
@@ -170,21 +170,14 @@ struct own_kernels {
   }
 };
 
-// A device address as a kernel argument (8 bytes; the launch copies it).
-pcy_kernel_arg ptr_arg(const void* const& p) { return {PCY_ARG_SCALAR, nullptr, &p, sizeof p}; }
-template <class V> pcy_kernel_arg val(const V& v) {
-  return {PCY_ARG_SCALAR, nullptr, &v, sizeof(V)};
-}
+// Scalars and device addresses as kernel arguments (the launch copies them).
+using sdk::val;
 
-struct cuda_context {
-  const cublas_api* api = nullptr;
-  const pcy_framework_api* fw = nullptr;
-  pcy_context context = nullptr;
-  uint32_t device = 0;
-  pcy_queue queue = nullptr;
+struct cuda_context : sdk::cuda_device_context<CUcontext, CUresult, CUstream> {
+  explicit cuda_context(const pcy_bundle_context_args& a, const cublas_api& cublas)
+      : cuda_device_context(a, cublas.driver, bundle_name), api(&cublas) {}
+  const cublas_api* api;
   cublasHandle_t handle = nullptr;
-  CUcontext cu_ctx = nullptr;
-  CUstream stream = nullptr;
   cublasPointerMode_t mode = CUBLAS_POINTER_MODE_HOST;
   pcy_memory scratch = nullptr;      // device scalars for calls mixing host and device scalars
   pcy_memory partials = nullptr;     // reductions: the counter, then up to 3 sums per block
@@ -194,28 +187,19 @@ struct cuda_context {
   l1_choice own_from;                                // copied from the bundle's table
   pcy_memory guard_mem = nullptr; // the saved output window of a guarded gemm/gemv
   uint64_t guard_bytes = 0;
-  pcy_program program = nullptr;
   own_kernels f32, f64;           // created with PCY_KERNEL_WAITS_FOR_PRIOR: launched early
   own_kernels f32_late, f64_late; // the same kernels without it, for calls above early_max
   pcy_kernel scale_f16 = nullptr, scale_bf16 = nullptr; // the half gemm's k == 0 / alpha == 0
   std::string kernels_reason; // why our kernels are missing (NVRTC absent, build failed)
 
-  cuda_context() = default;
-  cuda_context(const cuda_context&) = delete;
-  cuda_context& operator=(const cuda_context&) = delete;
-  ~cuda_context() {
+  ~cuda_context() { // the kernels, the program and the memory go with device_context
     if (handle != nullptr) {
-      current();
+      try {
+        current();
+      } catch (...) { // tearing down: nothing to report to
+      }
       api->cublasDestroy_v2(handle);
     }
-    for (own_kernels* k : {&f32, &f64, &f32_late, &f64_late})
-      for (pcy_kernel* kp : k->all())
-        if (*kp != nullptr) fw->kernel_destroy(*kp);
-    for (pcy_kernel kp : {scale_f16, scale_bf16})
-      if (kp != nullptr) fw->kernel_destroy(kp);
-    if (program != nullptr) fw->program_destroy(program);
-    for (pcy_memory m : {scratch, partials, guard_mem})
-      if (m != nullptr) fw->memory_free(m);
   }
 
   // Our kernels for a call over `elements` elements: launched early up to early_max bytes, the
@@ -232,9 +216,7 @@ struct cuda_context {
   }
   void launch(pcy_queue q, pcy_kernel k, uint64_t global, uint32_t local,
               std::initializer_list<pcy_kernel_arg> args) const {
-    const pcy_kernel_launch_args l = sdk::launch_args(
-        q, k, 1, {global, 1, 1}, {local, 1, 1}, args.begin(), static_cast<uint32_t>(args.size()));
-    sdk::check(fw->kernel_launch(&l));
+    device_context::launch(q, k, 1, {global, 1, 1}, {local, 1, 1}, args);
   }
   // Whether our kernel serves a BLAS-1 call of n elements (two compares on the usual path).
   template <class T> bool own(l1_op op, int64_t n, int64_t inc) const {
@@ -270,54 +252,31 @@ struct cuda_context {
     const uint64_t threads = l1_threads(static_cast<uint64_t>(n), 16 / sizeof(T));
     if (y == nullptr)
       launch(q, k, threads, l1_block,
-             {val(ln), ptr_arg(px), val(lix), val(vec), ptr_arg(partials_dev), ptr_arg(counter_dev),
-              ptr_arg(pr)});
+             {val(ln), val(px), val(lix), val(vec), val(partials_dev), val(counter_dev), val(pr)});
     else
       launch(q, k, threads, l1_block,
-             {val(ln), ptr_arg(px), val(lix), ptr_arg(py), val(liy), val(vec),
-              ptr_arg(partials_dev), ptr_arg(counter_dev), ptr_arg(pr)});
+             {val(ln), val(px), val(lix), val(py), val(liy), val(vec), val(partials_dev),
+              val(counter_dev), val(pr)});
   }
   // Threads for a grid-stride kernel over `count` elements: enough to fill the device.
   static uint64_t threads_for(uint64_t count) {
     return std::clamp<uint64_t>((count + 255) / 256 * 256, 256, uint64_t(256) * 4096);
-  }
-  pcy_memory alloc(uint64_t bytes) const {
-    pcy_memory_alloc_args m{};
-    m.struct_size = sizeof m;
-    m.context = context;
-    m.device = device;
-    m.bytes = bytes;
-    sdk::check(fw->memory_alloc(&m));
-    return m.memory;
   }
   // The guard buffer, grown to `bytes` (after the stream drained: work may still use it).
   void* guard_ptr(uint64_t bytes) {
     if (bytes > guard_bytes) {
       if (guard_mem != nullptr) {
         sdk::check(fw->queue_finish(queue));
-        fw->memory_free(guard_mem);
+        free(guard_mem);
         guard_mem = nullptr;
         guard_bytes = 0;
       }
       guard_mem = alloc(bytes);
       guard_bytes = bytes;
     }
-    return mem_ptr(guard_mem);
-  }
-  void* mem_ptr(pcy_memory m) const {
-    pcy_native_handle_args a{};
-    a.struct_size = sizeof a;
-    a.object = PCY_NATIVE_MEMORY;
-    a.memory = m;
-    sdk::check(fw->native_handle(&a));
-    return a.handle;
+    return native(guard_mem);
   }
 
-  // cuBLAS runs in the calling thread's current context: make it the backend's.
-  void current() const {
-    CUcontext c = nullptr;
-    if (api->cuCtxGetCurrent(&c) != CUDA_SUCCESS || c != cu_ctx) api->cuCtxSetCurrent(cu_ctx);
-  }
   void check(cublasStatus_t s, const char* what) const {
     if (s != CUBLAS_STATUS_SUCCESS)
       sdk::fail(s == CUBLAS_STATUS_NOT_SUPPORTED ? PCY_ERR_UNSUPPORTED : PCY_ERR_DEVICE,
@@ -329,7 +288,7 @@ struct cuda_context {
     mode = m;
   }
   template <class T> T* dptr(const pcy_tensor& t) const {
-    void* base = t.data != nullptr ? t.data : mem_ptr(t.memory); // resolved once by the host
+    void* base = t.data != nullptr ? t.data : native(t.memory); // resolved once by the host
     return reinterpret_cast<T*>(reinterpret_cast<uintptr_t>(base) + t.byte_offset);
   }
   // A scalar as our kernels take it: host value plus a device pointer that replaces it.
@@ -375,28 +334,15 @@ struct cuda_context {
       w.bytes = sizeof(T);
       w.blocking = true;
       sdk::check(fw->memory_write(&w));
-      pcy_native_handle_args a{};
-      a.struct_size = sizeof a;
-      a.object = PCY_NATIVE_MEMORY;
-      a.memory = scratch;
-      sdk::check(fw->native_handle(&a));
-      r.ptr[i] = reinterpret_cast<const T*>(reinterpret_cast<uintptr_t>(a.handle) +
+      r.ptr[i] = reinterpret_cast<const T*>(reinterpret_cast<uintptr_t>(native(scratch)) +
                                             static_cast<uintptr_t>(i) * sizeof(double));
     }
     return r;
   }
   // Writes 0 to a one-element result (asum/dot/nrm2 of nothing).
   template <class T> void zero_result(pcy_queue q, const pcy_tensor& t) const {
-    pcy_memory_fill_args f{};
-    f.struct_size = sizeof f;
-    f.queue = q;
-    f.memory = t.memory;
-    f.offset = t.byte_offset;
-    f.bytes = sizeof(T);
     const T zero = 0;
-    f.pattern = &zero;
-    f.pattern_size = sizeof(T);
-    sdk::check(fw->memory_fill(&f));
+    fill(q, t.memory, t.byte_offset, sizeof(T), &zero, sizeof(T));
   }
   // x = beta * x over a rows x cols window, ld apart (beta == 0: zeros, x not read).
   template <class T>
@@ -410,7 +356,7 @@ struct cuda_context {
     const auto [b, pb] = kscalar<T>(beta);
     const void* px = x;
     launch(q, k.scale, threads_for(static_cast<uint64_t>(total)), 256,
-           {val(total), val(ncols), val(b), ptr_arg(pb), ptr_arg(px), val(lld)});
+           {val(total), val(ncols), val(b), val(pb), val(px), val(lld)});
   }
   // The same in f16 / bf16 (beta applied in float, rounded once).
   void scale_half(pcy_queue q, pcy_dtype d, int64_t rows, int64_t cols, int64_t ld, float beta,
@@ -427,7 +373,7 @@ struct cuda_context {
     const void* px = x;
     launch(q, d == PCY_DTYPE_F16 ? scale_f16 : scale_bf16,
            threads_for(static_cast<uint64_t>(total)), 256,
-           {val(total), val(ncols), val(beta), ptr_arg(px), val(lld)});
+           {val(total), val(ncols), val(beta), val(px), val(lld)});
   }
   // Around a cuBLAS call with a device-resident alpha: keeps beta * out of the window when
   // alpha is 0 (save) and puts it back afterwards (restore); both do nothing otherwise.
@@ -442,11 +388,10 @@ struct cuda_context {
     const T b = 0;
     if (!restore)
       launch(q, k.save, threads_for(static_cast<uint64_t>(total)), 256,
-             {ptr_arg(pa), val(b), ptr_arg(pb), val(total), val(ncols), ptr_arg(po), val(lld),
-              ptr_arg(saved)});
+             {val(pa), val(b), val(pb), val(total), val(ncols), val(po), val(lld), val(saved)});
     else
       launch(q, k.restore, threads_for(static_cast<uint64_t>(total)), 256,
-             {ptr_arg(pa), val(total), val(ncols), ptr_arg(saved), ptr_arg(po), val(lld)});
+             {val(pa), val(total), val(ncols), val(saved), val(po), val(lld)});
   }
 };
 
@@ -505,30 +450,27 @@ void own_l1(cuda_context& cx, pcy_queue q, pcy_kernel k, int64_t n,
   if (small != nullptr && n <= small_max) { // one element per thread, same arguments but vec
     const uint64_t threads = static_cast<uint64_t>(n);
     if (alpha != nullptr && y != nullptr) // axpy
-      cx.launch(q, small, threads, l1_block,
-                {val(ln), val(alpha->first), ptr_arg(alpha->second), ptr_arg(px), val(lix),
-                 ptr_arg(py), val(liy)});
+      cx.launch(
+          q, small, threads, l1_block,
+          {val(ln), val(alpha->first), val(alpha->second), val(px), val(lix), val(py), val(liy)});
     else if (alpha != nullptr) // scal
       cx.launch(q, small, threads, l1_block,
-                {val(ln), val(alpha->first), ptr_arg(alpha->second), ptr_arg(px), val(lix)});
+                {val(ln), val(alpha->first), val(alpha->second), val(px), val(lix)});
     else // copy
-      cx.launch(q, small, threads, l1_block,
-                {val(ln), ptr_arg(px), val(lix), ptr_arg(py), val(liy)});
+      cx.launch(q, small, threads, l1_block, {val(ln), val(px), val(lix), val(py), val(liy)});
     return;
   }
   const int vec = cuda_context::vec_ok<T>(incx, x, y != nullptr ? incy : 1, y != nullptr ? y : x);
   const uint64_t threads = cx.l1_threads(static_cast<uint64_t>(n), 16 / sizeof(T), oversubscribe);
   if (alpha != nullptr && y != nullptr) // axpy
     cx.launch(q, k, threads, l1_block,
-              {val(ln), val(alpha->first), ptr_arg(alpha->second), ptr_arg(px), val(lix),
-               ptr_arg(py), val(liy), val(vec)});
+              {val(ln), val(alpha->first), val(alpha->second), val(px), val(lix), val(py), val(liy),
+               val(vec)});
   else if (alpha != nullptr) // scal
-    cx.launch(
-        q, k, threads, l1_block,
-        {val(ln), val(alpha->first), ptr_arg(alpha->second), ptr_arg(px), val(lix), val(vec)});
-  else // copy, swap
     cx.launch(q, k, threads, l1_block,
-              {val(ln), ptr_arg(px), val(lix), ptr_arg(py), val(liy), val(vec)});
+              {val(ln), val(alpha->first), val(alpha->second), val(px), val(lix), val(vec)});
+  else // copy, swap
+    cx.launch(q, k, threads, l1_block, {val(ln), val(px), val(lix), val(py), val(liy), val(vec)});
 }
 
 template <class T> void op_axpy(cuda_context& cx, const sdk::op_args& a) {
@@ -562,8 +504,8 @@ template <class T> void op_axpby(cuda_context& cx, const sdk::op_args& a) {
   const int vec = cuda_context::vec_ok<T>(incx, x, incy, y);
   const void *px = x, *py = y;
   cx.launch(a.queue(), k.axpby, cx.l1_threads(static_cast<uint64_t>(n), 16 / sizeof(T)), l1_block,
-            {val(n), val(al), ptr_arg(pa), val(be), ptr_arg(pb), ptr_arg(px), val(incx),
-             ptr_arg(py), val(incy), val(vec)});
+            {val(n), val(al), val(pa), val(be), val(pb), val(px), val(incx), val(py), val(incy),
+             val(vec)});
 }
 template <class T> void op_scal(cuda_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_scal(a, dt<T>);
@@ -697,19 +639,13 @@ template <pcy_dtype D> void op_gemm_half(cuda_context& cx, const sdk::op_args& a
            "cublasGemmEx");
 }
 
-class blas_cuda_bundle {
-public:
-  using context_type = cuda_context;
-  static constexpr const char* name = bundle_name;
-  static constexpr const char* version = "1.0";
-  static constexpr const char* description =
-      "BLAS on CUDA: cuBLAS (loaded at run time) and our own vectorised kernels";
-  static constexpr const char* extension = PCY_BLAS_EXTENSION;
-  static constexpr const char* framework = "cuda";
-  static constexpr uint32_t min_framework_abi_minor = 0;
+constexpr sdk::bundle_identity identity{
+    bundle_name, PCY_BLAS_EXTENSION, "cuda",
+    "BLAS on CUDA: cuBLAS (loaded at run time) and our own vectorised kernels"};
 
-  explicit blas_cuda_bundle(const pcy_host_services& host)
-      : log_(&host, bundle_name), host_(&host) {
+class blas_cuda_bundle : public sdk::bundle_base<identity, cuda_context> {
+public:
+  explicit blas_cuda_bundle(const pcy_host_services& host) : bundle_base(host) {
     if (!load()) {
       log_.info(reason_);
       return; // loads, serves no op, says why
@@ -744,65 +680,33 @@ public:
 
   context_type* create_context(const pcy_bundle_context_args& a) {
     if (!reason_.empty()) sdk::fail(PCY_ERR_UNAVAILABLE, reason_);
-    const pcy_framework_api& fw = *a.framework;
-    if (fw.native_handle == nullptr || fw.memory_alloc == nullptr || fw.memory_fill == nullptr ||
-        fw.memory_write == nullptr || fw.queue_finish == nullptr)
-      sdk::fail(
-          PCY_ERR_UNSUPPORTED,
-          sdk::str("framework '", fw.name, "' lacks native_handle/memory slots blas_cuda needs"));
-    auto cx = std::make_unique<cuda_context>();
-    cx->api = &api_;
-    cx->fw = &fw;
-    cx->context = a.context;
-    cx->device = a.device;
-    cx->queue = a.queue;
-    cx->cu_ctx = static_cast<CUcontext>(
-        sdk::native_handle(fw, PCY_NATIVE_CONTEXT, a.context, a.device, nullptr, nullptr));
-    cx->stream = static_cast<CUstream>(
-        sdk::native_handle(fw, PCY_NATIVE_QUEUE, a.context, a.device, a.queue, nullptr));
-    cx->current();
+    sdk::require_slots(*a.framework, bundle_name,
+                       {PCY_FRAMEWORK_SLOT_native_handle, PCY_FRAMEWORK_SLOT_memory_alloc,
+                        PCY_FRAMEWORK_SLOT_memory_fill, PCY_FRAMEWORK_SLOT_memory_write,
+                        PCY_FRAMEWORK_SLOT_queue_finish});
+    auto cx = std::make_unique<cuda_context>(a, api_);
+    cx->current(); // cuBLAS runs in the calling thread's current context: the backend's
     cublasHandle_t h = nullptr;
     cx->check(api_.cublasCreate_v2(&h), "cublasCreate");
     cx->handle = h;
     cx->check(api_.cublasSetStream_v2(h, cx->stream), "cublasSetStream");
     cx->check(api_.cublasSetPointerMode_v2(h, CUBLAS_POINTER_MODE_HOST), "cublasSetPointerMode");
-    pcy_memory_alloc_args m{};
-    m.struct_size = sizeof m;
-    m.context = a.context;
-    m.device = a.device;
-    m.bytes = 2 * sizeof(double);
-    sdk::check(fw.memory_alloc(&m));
-    cx->scratch = m.memory;
+    cx->scratch = cx->alloc(2 * sizeof(double));
     // The reductions' counter (0 between reductions: each last block resets it) and partials.
     cx->partials = cx->alloc(counter_bytes + 3 * uint64_t(max_l1_blocks) * sizeof(double));
-    pcy_memory_fill_args f{};
-    f.struct_size = sizeof f;
-    f.queue = a.queue;
-    f.memory = cx->partials;
-    f.bytes = counter_bytes;
     const uint32_t zero = 0;
-    f.pattern = &zero;
-    f.pattern_size = sizeof zero;
-    sdk::check(fw.memory_fill(&f));
-    sdk::check(fw.queue_finish(a.queue));
-    const auto base = reinterpret_cast<uintptr_t>(cx->mem_ptr(cx->partials));
+    cx->fill(a.queue, cx->partials, 0, counter_bytes, &zero, sizeof zero);
+    sdk::check(a.framework->queue_finish(a.queue));
+    const auto base = reinterpret_cast<uintptr_t>(cx->native(cx->partials));
     cx->counter_dev = reinterpret_cast<const void*>(base);
     cx->partials_dev = reinterpret_cast<const void*>(base + counter_bytes);
-    // BLAS-1 grids: SMs x blocks per SM (a grid-stride loop does the rest).
-    uint64_t sms = 132;
-    if (fw.device_properties != nullptr) {
-      const pcy_property* props = nullptr;
-      size_t count = 0;
-      if (pcy_error* e = fw.device_properties(a.framework_plugin, a.plugin_device, &props, &count))
-        e->destroy(e); // keep the H200's 132
-      else
-        for (size_t i = 0; i < count; ++i)
-          if (std::string_view(props[i].key) == PCY_PROP_COMPUTE_UNITS && props[i].i > 0)
-            sms = static_cast<uint64_t>(props[i].i);
-    }
+    // BLAS-1 grids: SMs x blocks per SM (a grid-stride loop does the rest); the H200's 132 SMs
+    // where the device does not say.
+    const int64_t units = sdk::device_facts_of(a).compute_units;
+    const uint64_t sms = units > 0 ? static_cast<uint64_t>(units) : 132;
     cx->max_blocks = std::clamp<uint64_t>(sms * blocks_per_sm_, 1, max_l1_blocks);
     cx->own_from = own_from_;
-    build_kernels(*cx, a);
+    build_kernels(*cx);
     return cx.release();
   }
 
@@ -810,90 +714,49 @@ private:
   // Our kernels, once per context (the framework caches the cubin on disk). Without them
   // (no NVRTC, a failed build) the context still serves what cuBLAS does the reference way;
   // the ops that need them fail with the reason.
-  void build_kernels(cuda_context& cx, const pcy_bundle_context_args& a) {
-    const pcy_framework_api& fw = *a.framework;
+  void build_kernels(cuda_context& cx) {
+    const pcy_framework_api& fw = *cx.fw;
     if (fw.program_build == nullptr || fw.kernel_create == nullptr || fw.kernel_launch == nullptr) {
       cx.kernels_reason = sdk::str("framework '", fw.name, "' cannot build or launch programs");
       log_.warn(cx.kernels_reason);
       return;
     }
-    pcy_program_build_args b{};
-    b.struct_size = sizeof b;
-    b.context = a.context;
-    b.source = blas_cuda::kernel_source();
-    if (pcy_error* e = fw.program_build(&b)) {
-      cx.kernels_reason = sdk::str("building them failed: ", e->message);
-      e->destroy(e);
+    sdk::device_context::build_failure failed;
+    bool cache_hit = false;
+    const pcy_program program = cx.build(blas_cuda::kernel_source(), nullptr, &failed, &cache_hit);
+    if (program == nullptr) {
+      cx.kernels_reason = sdk::str("building them failed: ", failed.message);
       log_.warn("our CUDA kernels are missing (", cx.kernels_reason, ")",
                 "; nrm2, axpby, and axpy/gemv/gemm with a "
                 "device-resident alpha or a zero alpha/k will fail; the other BLAS-1 ops use "
                 "cuBLAS at every size");
       return;
     }
-    cx.program = b.program;
-    log_.debug("built the CUDA kernels", b.cache_hit ? " (from the cache)" : "");
+    log_.debug("built the CUDA kernels", cache_hit ? " (from the cache)" : "");
     for (const bool f64 : {false, true})
       for (const bool late : {false, true}) {
         own_kernels& k = f64 ? (late ? cx.f64_late : cx.f64) : (late ? cx.f32_late : cx.f32);
         auto slots = k.all();
-        for (size_t i = 0; i < slots.size(); ++i) {
-          const std::string kname = sdk::str(blas_cuda::kernel_names[i], f64 ? "_f64" : "_f32");
-          pcy_kernel_create_args kc{};
-          kc.struct_size = sizeof kc;
-          kc.program = cx.program;
-          kc.name = kname.c_str();
+        for (size_t i = 0; i < slots.size(); ++i)
           // Each begins with PCY_WAIT_PRIOR(): it may start early.
-          kc.flags = late ? 0u : static_cast<uint32_t>(PCY_KERNEL_WAITS_FOR_PRIOR);
-          sdk::check(fw.kernel_create(&kc));
-          *slots[i] = kc.kernel;
-        }
+          *slots[i] = cx.kernel(program,
+                                sdk::str(blas_cuda::kernel_names[i], f64 ? "_f64" : "_f32").c_str(),
+                                late ? 0u : static_cast<uint32_t>(PCY_KERNEL_WAITS_FOR_PRIOR));
       }
-    for (auto [kname, slot] :
-         {std::pair{"scale_f16", &cx.scale_f16}, {"scale_bf16", &cx.scale_bf16}}) {
-      pcy_kernel_create_args kc{};
-      kc.struct_size = sizeof kc;
-      kc.program = cx.program;
-      kc.name = kname;
-      kc.flags = PCY_KERNEL_WAITS_FOR_PRIOR;
-      sdk::check(fw.kernel_create(&kc));
-      *slot = kc.kernel;
-    }
+    cx.scale_f16 = cx.kernel(program, "scale_f16", PCY_KERNEL_WAITS_FOR_PRIOR);
+    cx.scale_bf16 = cx.kernel(program, "scale_bf16", PCY_KERNEL_WAITS_FOR_PRIOR);
   }
 
   bool load() {
     // The driver is already loaded by the CUDA framework plugin; we need two of its calls.
-    void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (cuda == nullptr) {
-      reason_ = sdk::str("libcuda.so.1 not found: ", dlerror());
-      return false;
-    }
-    api_.cuCtxGetCurrent =
-        reinterpret_cast<decltype(api_.cuCtxGetCurrent)>(dlsym(cuda, "cuCtxGetCurrent"));
-    api_.cuCtxSetCurrent =
-        reinterpret_cast<decltype(api_.cuCtxSetCurrent)>(dlsym(cuda, "cuCtxSetCurrent"));
-    if (api_.cuCtxGetCurrent == nullptr || api_.cuCtxSetCurrent == nullptr) {
-      reason_ = "libcuda.so.1 lacks cuCtxGetCurrent/cuCtxSetCurrent: update the NVIDIA driver";
-      return false;
-    }
-    std::vector<std::string> candidates{"libcublas.so.13", "libcublas.so.12"};
-    // Through the host, so the set-uid rule and a replaced environment hold here too.
-    for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
-      if (const char* root = sdk::host_setting(host_, var))
-        for (const char* v : {"13", "12"})
-          candidates.push_back(sdk::str(root, "/lib64/libcublas.so.", v));
-    for (const char* v : {"13", "12"})
-      candidates.push_back(sdk::str("/usr/local/cuda/lib64/libcublas.so.", v));
-    std::string first_error;
-    for (const std::string& c : candidates) {
-      lib_ = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
-      if (lib_ != nullptr) {
-        soname_ = c.substr(c.rfind('/') == std::string::npos ? 0 : c.rfind('/') + 1);
-        break;
-      }
-      if (first_error.empty()) first_error = dlerror();
-    }
+    reason_ = api_.driver.load();
+    if (!reason_.empty()) return false;
+    const sdk::cuda_library cublas = sdk::open_cuda_library(
+        settings_, {"libcublas.so.13", "libcublas.so.12"}, {"libcublas.so.13", "libcublas.so.12"});
+    lib_ = cublas.handle;
+    soname_ = cublas.soname;
     if (lib_ == nullptr) {
-      reason_ = sdk::str("libcublas.so.13 not found: ", first_error,
+      reason_ = sdk::str("libcublas.so.13 not found: ", cublas.first_error,
                          " (also tried libcublas.so.12 and /usr/local/cuda/lib64); install cuBLAS "
                          "or add its directory to LD_LIBRARY_PATH");
       return false;
@@ -927,7 +790,7 @@ private:
         own_from_.until[op][d] = until == never ? never : until / size;
         own_from_.strided[op][d] = op == L1_NRM2 ? always : never;
       }
-    if (const char* e = sdk::host_setting(host_, "PARENCHYMA_BLAS_CUDA_IMPL")) {
+    if (const char* e = settings_.find("PARENCHYMA_BLAS_CUDA_IMPL")) {
       const std::string_view v(e);
       if (v == "own" || v == "cublas") {
         log_.info("PARENCHYMA_BLAS_CUDA_IMPL=", v, ": BLAS-1 by ",
@@ -942,7 +805,7 @@ private:
         log_.warn("PARENCHYMA_BLAS_CUDA_IMPL=", v, " ignored: expected 'own' or 'cublas'");
       }
     }
-    if (const char* e = sdk::host_setting(host_, "PARENCHYMA_BLAS_CUDA_BLOCKS_PER_SM")) {
+    if (const char* e = settings_.find("PARENCHYMA_BLAS_CUDA_BLOCKS_PER_SM")) {
       const long v = std::strtol(e, nullptr, 10);
       if (v >= 1 && v <= 32)
         blocks_per_sm_ = static_cast<uint32_t>(v);
@@ -975,8 +838,6 @@ private:
     table_.add<F32, F64>(schema, label("S"), label("D"), sig_1_0);
   }
 
-  sdk::logger log_;
-  const pcy_host_services* host_;
   cublas_api api_;
   void* lib_ = nullptr;
   std::string soname_, reason_;

@@ -195,17 +195,12 @@ template <class T> void op_gemm(native_context& cx, const sdk::op_args& a) {
                  to_int(c.ldb, "gemm", "ldb"), beta, C, ldc);
 }
 
-class blas_native_bundle {
-public:
-  using context_type = native_context;
-  static constexpr const char* name = "blas_native";
-  static constexpr const char* version = "1.0";
-  static constexpr const char* description = "BLAS on the host CPU through OpenBLAS (CBLAS)";
-  static constexpr const char* extension = PCY_BLAS_EXTENSION;
-  static constexpr const char* framework = "native";
-  static constexpr uint32_t min_framework_abi_minor = 0;
+constexpr sdk::bundle_identity identity{"blas_native", PCY_BLAS_EXTENSION, "native",
+                                        "BLAS on the host CPU through OpenBLAS (CBLAS)"};
 
-  explicit blas_native_bundle(const pcy_host_services&) {
+class blas_native_bundle : public sdk::bundle_base<identity, native_context> {
+public:
+  explicit blas_native_bundle(const pcy_host_services& host) : bundle_base(host) {
     const std::string lib = openblas_label() + " cblas_";
     auto add = [&]<auto F32, auto F64>(const pcy_op_schema& s, const char* fn,
                                        const char* sig_1_0 = nullptr) {
@@ -231,10 +226,9 @@ public:
   std::span<const pcy_op_desc> ops() const { return table_.ops(); }
 
   context_type* create_context(const pcy_bundle_context_args& a) {
-    if (a.framework->native_handle == nullptr || a.framework->queue_finish == nullptr)
-      sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str("framework '", a.framework->name,
-                                              "' offers no native memory handles or queue_finish; "
-                                              "blas_native needs both to reach host pointers"));
+    // Native memory handles are the tensors' host pointers; queue_finish settles them.
+    sdk::require_slots(*a.framework, name,
+                       {PCY_FRAMEWORK_SLOT_native_handle, PCY_FRAMEWORK_SLOT_queue_finish});
     auto* c = new native_context;
     c->fw = a.framework;
     c->queue = a.queue;

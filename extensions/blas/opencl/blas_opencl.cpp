@@ -12,7 +12,7 @@
 #include "blas_call.hpp"
 #include "kernels_cl.hpp"
 
-#include <parenchyma/sdk/launch.hpp>
+#include <parenchyma/sdk/device_bundle.hpp>
 #include <parenchyma/sdk/op_schema.hpp>
 
 #include <algorithm>
@@ -74,10 +74,7 @@ struct kernel_set {
   std::array<pcy_kernel, 4> gemmv{}; // CPU devices: the vector kernels, nn, nt, tn, tt
 };
 
-struct dtype_state {
-  bool available = false;
-  std::string reason; // why not available
-  pcy_program program = nullptr;
+struct dtype_state : sdk::dtype_program {
   kernel_set k;
   int gemm_nr = 16; // columns of the CPU vector gemm's register tile (two vectors)
 };
@@ -91,9 +88,8 @@ struct gemm_shape {
   int mc = 96, kc = 128; // rows per work-item (a multiple of mr); k slice of B packed at once
 };
 
-struct ocl_context {
-  const pcy_framework_api* fw = nullptr;
-  pcy_queue queue = nullptr;
+struct ocl_context : sdk::device_context {
+  explicit ocl_context(const pcy_bundle_context_args& a) : device_context(a) {}
   void* cl_queue = nullptr; // cl_command_queue, for CLBlast
   // CLBlast serves a call of op with host scalars from this much work on (see
   // measured_clblast_from): one compare per call.
@@ -105,25 +101,6 @@ struct ocl_context {
   pcy_memory partials = nullptr; // stage-1 partial sums of the reductions (3 per group: nrm2)
   uint32_t max_groups = 64;
   gemm_shape gs;
-
-  ocl_context() = default;
-  ocl_context(const ocl_context&) = delete;
-  ocl_context& operator=(const ocl_context&) = delete;
-  ~ocl_context() {
-    for (dtype_state* d : {&f32, &f64}) {
-      for (pcy_kernel k :
-           {d->k.axpby, d->k.axpy, d->k.scal, d->k.copy, d->k.swap, d->k.scale, d->k.nrm2_1,
-            d->k.nrm2_2, d->k.reduce_1, d->k.reduce_2, d->k.gemv_n, d->k.gemv_t})
-        if (k != nullptr) fw->kernel_destroy(k);
-      for (pcy_kernel k : d->k.gemm)
-        if (k != nullptr) fw->kernel_destroy(k);
-      for (pcy_kernel k : d->k.gemmv)
-        if (k != nullptr) fw->kernel_destroy(k);
-      if (d->program != nullptr) fw->program_destroy(d->program);
-    }
-    if (dummy != nullptr) fw->memory_free(dummy);
-    if (partials != nullptr) fw->memory_free(partials);
-  }
 
   template <class T> const dtype_state& state() const {
     const dtype_state& d = std::is_same_v<T, float> ? f32 : f64;
@@ -141,20 +118,16 @@ struct ocl_context {
     }
     return true;
   }
+  // Our kernels take one or two dimensions.
   void launch(pcy_queue q, pcy_kernel k, uint32_t dims, std::array<uint64_t, 2> global,
               std::array<uint32_t, 2> local, std::initializer_list<pcy_kernel_arg> args) const {
-    const pcy_kernel_launch_args l =
-        sdk::launch_args(q, k, dims, {global[0], global[1], 1}, {local[0], local[1], 1},
-                         args.begin(), static_cast<uint32_t>(args.size()));
-    sdk::check(fw->kernel_launch(&l));
+    device_context::launch(q, k, dims, {global[0], global[1], 1}, {local[0], local[1], 1}, args);
   }
 };
 
 // Kernel argument builders; values point at locals that outlive the launch call.
-pcy_kernel_arg mem(pcy_memory m) { return {PCY_ARG_MEMORY, m, nullptr, 0}; }
-template <class V> pcy_kernel_arg val(const V& v) {
-  return {PCY_ARG_SCALAR, nullptr, &v, sizeof(V)};
-}
+using sdk::mem;
+using sdk::val;
 
 uint64_t round_up(uint64_t v, uint64_t m) { return (v + m - 1) / m * m; }
 
@@ -208,20 +181,14 @@ void clblast_check(CLBlastStatusCode s, const char* what) {
 // unlocked, and under ThreadSanitizer's timing a concurrent first dot failed inside CLBlast
 // (std::length_error, status -2039). So every context's first call of each routine and dtype is
 // serialised process-wide; later calls only read CLBlast's locked program cache and take no lock
-// (the flag belongs to the bundle context, whose ops the host serialises).
-std::mutex& clblast_first_use() {
-  static std::mutex m;
-  return m;
+// (the flag belongs to the bundle context, whose ops the host serialises): sdk::first_use.
+sdk::first_use& clblast_first_use() {
+  static sdk::first_use f;
+  return f;
 }
 template <class T, class F> void clblast_run(ocl_context& cx, op_id op, const char* what, F&& f) {
-  bool& warm = cx.clblast_warm[op][std::is_same_v<T, double> ? 1 : 0];
-  if (warm) [[likely]] {
-    clblast_check(f(), what);
-    return;
-  }
-  std::lock_guard lock(clblast_first_use());
-  clblast_check(f(), what);
-  warm = true;
+  clblast_first_use().run(cx.clblast_warm[op][std::is_same_v<T, double> ? 1 : 0],
+                          [&] { clblast_check(f(), what); });
 }
 // work: n for BLAS-1, m n for gemv, m n k for gemm (as a double: no overflow).
 template <class T>
@@ -507,11 +474,11 @@ void at_offset_zero(ocl_context& cx, const sdk::op_args& a) {
 
 // The per-op thresholds: the measured table, or one implementation at every size when
 // PARENCHYMA_BLAS_OPENCL_IMPL=own|clblast forces it (axpby and nrm2 stay ours).
-std::array<double, OP_COUNT> choose_thresholds(const pcy_host_services& host, bool& forced) {
+std::array<double, OP_COUNT> choose_thresholds(const sdk::settings& settings, bool& forced) {
   std::array<double, OP_COUNT> c = measured_clblast_from;
   forced = false;
 #ifdef PARENCHYMA_HAVE_CLBLAST
-  if (const char* e = sdk::host_setting(&host, "PARENCHYMA_BLAS_OPENCL_IMPL")) {
+  if (const char* e = settings.find("PARENCHYMA_BLAS_OPENCL_IMPL")) {
     const std::string_view v(e);
     if (v == "own" || v == "clblast") {
       c.fill(v == "own" ? never : 0.0);
@@ -519,7 +486,7 @@ std::array<double, OP_COUNT> choose_thresholds(const pcy_host_services& host, bo
     }
   }
 #else
-  (void)host;
+  (void)settings;
   c.fill(never);
 #endif
   c[AXPBY] = never; // CLBlast has no axpby
@@ -527,34 +494,20 @@ std::array<double, OP_COUNT> choose_thresholds(const pcy_host_services& host, bo
   return c;
 }
 
-pcy_kernel make_kernel(const pcy_framework_api& fw, pcy_program p, const char* name) {
-  pcy_kernel_create_args k{};
-  k.struct_size = sizeof k;
-  k.program = p;
-  k.name = name;
-  sdk::check(fw.kernel_create(&k));
-  return k.kernel;
-}
-
-class blas_opencl_bundle {
-public:
-  using context_type = ocl_context;
-  static constexpr const char* name = bundle_name;
-  static constexpr const char* version = "1.0";
-  static constexpr const char* description =
+constexpr sdk::bundle_identity identity{
+    bundle_name, PCY_BLAS_EXTENSION, "opencl",
 #ifdef PARENCHYMA_HAVE_CLBLAST
-      "BLAS on OpenCL: own OpenCL C kernels and CLBlast " PARENCHYMA_CLBLAST_VERSION;
+    "BLAS on OpenCL: own OpenCL C kernels and CLBlast " PARENCHYMA_CLBLAST_VERSION
 #else
-      "BLAS on OpenCL: own OpenCL C kernels (built without CLBlast)";
+    "BLAS on OpenCL: own OpenCL C kernels (built without CLBlast)"
 #endif
-  static constexpr const char* extension = PCY_BLAS_EXTENSION;
-  static constexpr const char* framework = "opencl";
-  static constexpr uint32_t min_framework_abi_minor = 0;
+};
 
-  explicit blas_opencl_bundle(const pcy_host_services& host)
-      : log_(&host, bundle_name), host_(&host) {
-    clblast_from_ = choose_thresholds(host, forced_);
-    if (const char* e = sdk::host_setting(&host, "PARENCHYMA_BLAS_OPENCL_IMPL")) {
+class blas_opencl_bundle : public sdk::bundle_base<identity, ocl_context> {
+public:
+  explicit blas_opencl_bundle(const pcy_host_services& host) : bundle_base(host) {
+    clblast_from_ = choose_thresholds(settings_, forced_);
+    if (const char* e = settings_.find("PARENCHYMA_BLAS_OPENCL_IMPL")) {
       const std::string_view v(e);
 #ifdef PARENCHYMA_HAVE_CLBLAST
       if (v != "own" && v != "clblast")
@@ -584,75 +537,41 @@ public:
   std::span<const pcy_op_desc> ops() const { return table_.ops(); }
 
   context_type* create_context(const pcy_bundle_context_args& a) {
-    const pcy_framework_api& fw = *a.framework;
-    if (fw.program_build == nullptr || fw.kernel_create == nullptr || fw.kernel_launch == nullptr ||
-        fw.native_handle == nullptr || fw.memory_alloc == nullptr)
-      sdk::fail(PCY_ERR_UNSUPPORTED,
-                sdk::str("framework '", fw.name,
-                         "' lacks program_build/kernel_launch/native_handle/memory slots that "
-                         "blas_opencl needs; update the OpenCL plugin"));
-    auto cx = std::make_unique<ocl_context>();
-    cx->fw = &fw;
-    cx->queue = a.queue;
+    sdk::require_slots(*a.framework, bundle_name,
+                       {PCY_FRAMEWORK_SLOT_program_build, PCY_FRAMEWORK_SLOT_kernel_create,
+                        PCY_FRAMEWORK_SLOT_kernel_launch, PCY_FRAMEWORK_SLOT_native_handle,
+                        PCY_FRAMEWORK_SLOT_memory_alloc});
+    auto cx = std::make_unique<ocl_context>(a);
     cx->clblast_from = clblast_from_;
-    cx->cl_queue = sdk::native_handle(fw, PCY_NATIVE_QUEUE, a.context, a.device, a.queue, nullptr);
+    cx->cl_queue = cx->native(PCY_NATIVE_QUEUE);
 
-    // The device decides the gemm form and the reduction width.
-    bool cpu = false, fp64 = true;
-    int64_t units = 0;
-    const pcy_property* props = nullptr;
-    size_t count = 0;
-    if (fw.device_properties != nullptr) {
-      if (pcy_error* e =
-              fw.device_properties(a.framework_plugin, a.plugin_device, &props, &count)) {
-        e->destroy(e); // no properties: GPU-style defaults, fp64 found out by building
-        props = nullptr;
-        count = 0;
-      }
-    }
-    for (size_t i = 0; i < count; ++i) {
-      const std::string_view key = props[i].key;
-      if (key == PCY_PROP_KIND) cpu = props[i].i == PCY_DEVICE_CPU;
-      if (key == PCY_PROP_COMPUTE_UNITS) units = props[i].i;
-      if (key == PCY_PROP_FP64) fp64 = props[i].i != 0;
-    }
-    cx->gs.tiled = !cpu;
-    if (const char* e = sdk::host_setting(host_, "PARENCHYMA_BLAS_OPENCL_GEMM"))
+    // The device decides the gemm form and the reduction width (no properties: GPU-style
+    // defaults, fp64 found out by building).
+    const sdk::device_facts dev = sdk::device_facts_of(a);
+    cx->gs.tiled = !dev.cpu;
+    if (const char* e = settings_.find("PARENCHYMA_BLAS_OPENCL_GEMM"))
       cx->gs.tiled = std::string_view(e) != "direct";
     // gemm: on a CPU device our vector kernel beats CLBlast at every size measured (the
     // table's "never"); other devices keep CLBlast's gemm wherever it is built in (not measured).
-    if (!forced_ && !cpu) cx->clblast_from[GEMM] = 0;
+    if (!forced_ && !dev.cpu) cx->clblast_from[GEMM] = 0;
 #ifndef PARENCHYMA_HAVE_CLBLAST
     cx->clblast_from[GEMM] = never;
 #endif
-    cx->max_groups = cpu ? static_cast<uint32_t>(std::clamp<int64_t>(units * 4, 4, 256)) : 1024;
+    cx->max_groups =
+        dev.cpu ? static_cast<uint32_t>(std::clamp<int64_t>(dev.compute_units * 4, 4, 256)) : 1024;
 
-    build(*cx, a, cx->f32, "float", true);
-    if (fp64)
-      build(*cx, a, cx->f64, "double", false);
-    else
-      cx->f64.reason = "f64 BLAS on this OpenCL device: the device has no cl_khr_fp64";
+    sdk::build_f32_f64(dev, cx->f32, cx->f64, "BLAS",
+                       [&](sdk::dtype_program& d, const char* real, bool required) {
+                         build(*cx, static_cast<dtype_state&>(d), real, required);
+                       });
 
-    cx->dummy = alloc(fw, a, 16);
-    cx->partials = alloc(fw, a, 3 * uint64_t(cx->max_groups) * sizeof(double));
+    cx->dummy = cx->alloc(16);
+    cx->partials = cx->alloc(3 * uint64_t(cx->max_groups) * sizeof(double));
     return cx.release();
   }
 
 private:
-  static pcy_memory alloc(const pcy_framework_api& fw, const pcy_bundle_context_args& a,
-                          uint64_t bytes) {
-    pcy_memory_alloc_args m{};
-    m.struct_size = sizeof m;
-    m.context = a.context;
-    m.device = a.device;
-    m.bytes = bytes;
-    sdk::check(fw.memory_alloc(&m));
-    return m.memory;
-  }
-
-  void build(ocl_context& cx, const pcy_bundle_context_args& a, dtype_state& d, const char* real,
-             bool must) {
-    const pcy_framework_api& fw = *a.framework;
+  void build(ocl_context& cx, dtype_state& d, const char* real, bool must) {
     const gemm_shape& g = cx.gs;
     // Two vectors of 8 floats or 4 doubles: one AVX2 register each (PoCL's CPU target here).
     d.gemm_nr = must ? g.nr : g.nr / 2;
@@ -661,42 +580,30 @@ private:
         g.tiled ? " -DGEMM_TILED" : "", " -DTS_M=", g.ts_m, " -DTS_N=", g.ts_n, " -DTS_K=", g.ts_k,
         " -DWPT_M=", g.wpt_m, " -DWPT_N=", g.wpt_n, " -DGEMM_MR=", g.mr,
         " -DGEMM_VW=", d.gemm_nr / 2, " -DGEMM_MC=", g.mc, " -DGEMM_KC=", g.kc);
-    pcy_program_build_args b{};
-    b.struct_size = sizeof b;
-    b.context = a.context;
-    b.source = blas_opencl::kernel_source;
-    b.options = options.c_str();
-    if (pcy_error* e = fw.program_build(&b)) {
-      if (must) sdk::check(e);
-      // f64 is optional: a device without cl_khr_fp64 fails the build; keep f32 serving.
-      d.reason =
-          sdk::str("f64 BLAS kernels did not build on this OpenCL device (", e->message, ")");
-      log_.info(d.reason);
-      e->destroy(e);
+    // f64 is optional: a device without cl_khr_fp64 fails the build; keep f32 serving.
+    if (!cx.build(d, blas_opencl::kernel_source, options, must,
+                  must ? "f32 BLAS kernels" : "f64 BLAS kernels", log_))
       return;
-    }
-    d.program = b.program;
-    log_.debug("built ", real, " kernels", b.cache_hit ? " (from the cache)" : "");
-    d.k.axpby = make_kernel(fw, d.program, "axpby_k");
-    d.k.axpy = make_kernel(fw, d.program, "axpy_k");
-    d.k.scal = make_kernel(fw, d.program, "scal_k");
-    d.k.copy = make_kernel(fw, d.program, "copy_k");
-    d.k.swap = make_kernel(fw, d.program, "swap_k");
-    d.k.scale = make_kernel(fw, d.program, "scale_k");
-    d.k.nrm2_1 = make_kernel(fw, d.program, "nrm2_1");
-    d.k.nrm2_2 = make_kernel(fw, d.program, "nrm2_2");
-    d.k.reduce_1 = make_kernel(fw, d.program, "reduce_1");
-    d.k.reduce_2 = make_kernel(fw, d.program, "reduce_2");
-    d.k.gemv_n = make_kernel(fw, d.program, "gemv_n");
-    d.k.gemv_t = make_kernel(fw, d.program, "gemv_t");
+    d.k.axpby = cx.kernel(d.program, "axpby_k");
+    d.k.axpy = cx.kernel(d.program, "axpy_k");
+    d.k.scal = cx.kernel(d.program, "scal_k");
+    d.k.copy = cx.kernel(d.program, "copy_k");
+    d.k.swap = cx.kernel(d.program, "swap_k");
+    d.k.scale = cx.kernel(d.program, "scale_k");
+    d.k.nrm2_1 = cx.kernel(d.program, "nrm2_1");
+    d.k.nrm2_2 = cx.kernel(d.program, "nrm2_2");
+    d.k.reduce_1 = cx.kernel(d.program, "reduce_1");
+    d.k.reduce_2 = cx.kernel(d.program, "reduce_2");
+    d.k.gemv_n = cx.kernel(d.program, "gemv_n");
+    d.k.gemv_t = cx.kernel(d.program, "gemv_t");
     const char* gemm_names[4] = {"gemm_nn", "gemm_nt", "gemm_tn", "gemm_tt"};
     if (g.tiled) {
       for (int i = 0; i < 4; ++i)
-        d.k.gemm[i] = make_kernel(fw, d.program, gemm_names[i]);
+        d.k.gemm[i] = cx.kernel(d.program, gemm_names[i]);
     } else {
       const char* names[4] = {"gemmv_nn", "gemmv_nt", "gemmv_tn", "gemmv_tt"};
       for (int i = 0; i < 4; ++i)
-        d.k.gemmv[i] = make_kernel(fw, d.program, names[i]);
+        d.k.gemmv[i] = cx.kernel(d.program, names[i]);
     }
     d.available = true;
   }
@@ -729,8 +636,6 @@ private:
                                                          sig_1_0);
   }
 
-  sdk::logger log_;
-  const pcy_host_services* host_;
   std::array<double, OP_COUNT> clblast_from_{};
   bool forced_ = false; // PARENCHYMA_BLAS_OPENCL_IMPL chose one implementation for every size
   sdk::op_table<blas_opencl_bundle> table_;

@@ -23,8 +23,7 @@
 
 #include "cudnn_graph.hpp"
 #include "kernels_cu.hpp"
-#include <parenchyma/sdk/bundle.hpp>
-#include <parenchyma/sdk/launch.hpp>
+#include <parenchyma/sdk/device_bundle.hpp>
 #include <parenchyma/sdk/op_schema.hpp>
 
 #include <cuda.h>
@@ -248,23 +247,17 @@ class nn_cuda_bundle;
 
 // ---- per-context state --------------------------------------------------------------------
 
-template <class V> pcy_kernel_arg val(const V& v) {
-  return {PCY_ARG_SCALAR, nullptr, &v, sizeof(V)};
-}
+using sdk::val;
 
-struct cuda_nn_context {
-  const nn_cuda_bundle* bundle = nullptr;
-  const pcy_framework_api* fw = nullptr;
-  pcy_context context = nullptr;
-  uint32_t device = 0;
-  pcy_queue queue = nullptr;
-  CUcontext cu_ctx = nullptr;
-  CUstream stream = nullptr;
+struct cuda_nn_context : sdk::cuda_device_context<CUcontext, CUresult, CUstream> {
+  cuda_nn_context(const pcy_bundle_context_args& a, const nn_cuda_bundle& b,
+                  const sdk::cuda_driver<CUcontext, CUresult>& driver)
+      : cuda_device_context(a, driver, bundle_name), bundle(&b) {}
+  const nn_cuda_bundle* bundle;
   uint64_t max_blocks = 1024;     // grid cap of the grid-stride kernels: 16 blocks per SM
   uint64_t stream_blocks = 16384; // grid cap of the streaming kernels: 256 blocks per SM
   bool fp64 = true;
   std::string uuid, device_name;
-  pcy_program program = nullptr;
   pcy_kernel k[4][K_COUNT] = {};
   pcy_kernel softmax_reg[4][4][softmax_variants] = {}; // [dtype][mode][variant]
   // cuDNN (null without it; dnn_reason says why)
@@ -286,9 +279,6 @@ struct cuda_nn_context {
     ng::plan* plan = nullptr;
   } glast[3];
 
-  cuda_nn_context() = default;
-  cuda_nn_context(const cuda_nn_context&) = delete;
-  cuda_nn_context& operator=(const cuda_nn_context&) = delete;
   ~cuda_nn_context();
 
   bool op_available(const pcy_op_desc& op, const char** reason) const {
@@ -300,8 +290,8 @@ struct cuda_nn_context {
   }
 
   const cudnn_api& api() const;
-  void current() const;
 
+  using device_context::kernel;
   pcy_kernel kernel(int id, int d) const { return k[d][id]; }
   void launch(pcy_queue q, pcy_kernel kern, uint64_t blocks,
               std::initializer_list<pcy_kernel_arg> args) const {
@@ -309,10 +299,7 @@ struct cuda_nn_context {
   }
   void launch(pcy_queue q, pcy_kernel kern, uint64_t blocks, uint32_t threads,
               std::initializer_list<pcy_kernel_arg> args) const {
-    const pcy_kernel_launch_args l =
-        sdk::launch_args(q, kern, 1, {blocks * threads, 1, 1}, {threads, 1, 1}, args.begin(),
-                         static_cast<uint32_t>(args.size()));
-    sdk::check(fw->kernel_launch(&l));
+    device_context::launch(q, kern, 1, {blocks * threads, 1, 1}, {threads, 1, 1}, args);
   }
   // Blocks for a grid-stride kernel over `count` items of `per_block` each.
   uint64_t blocks_for(uint64_t count, uint64_t per_block = block) const {
@@ -329,16 +316,8 @@ struct cuda_nn_context {
   }
   void zero(pcy_queue q, const pcy_tensor& t, uint64_t bytes) const {
     if (bytes == 0) return;
-    pcy_memory_fill_args f{};
-    f.struct_size = sizeof f;
-    f.queue = q;
-    f.memory = t.memory;
-    f.offset = t.byte_offset;
-    f.bytes = bytes;
     const uint8_t z = 0;
-    f.pattern = &z;
-    f.pattern_size = 1;
-    sdk::check(fw->memory_fill(&f));
+    fill(q, t.memory, t.byte_offset, bytes, &z, 1);
   }
   void check(cudnnStatus_t s, const char* what) const {
     if (s != CUDNN_STATUS_SUCCESS)
@@ -357,18 +336,13 @@ struct cuda_nn_context {
 
 // ---- the bundle ---------------------------------------------------------------------------
 
-class nn_cuda_bundle {
-public:
-  using context_type = cuda_nn_context;
-  static constexpr const char* name = bundle_name;
-  static constexpr const char* version = "1.0";
-  static constexpr const char* description =
-      "NN ops on CUDA: parenchyma CUDA C kernels, convolutions through cuDNN 9 (loaded at run "
-      "time) or parenchyma's direct kernels without it";
-  static constexpr const char* extension = PCY_NN_EXTENSION;
-  static constexpr const char* framework = "cuda";
-  static constexpr uint32_t min_framework_abi_minor = 0;
+constexpr sdk::bundle_identity identity{
+    bundle_name, PCY_NN_EXTENSION, "cuda",
+    "NN ops on CUDA: parenchyma CUDA C kernels, convolutions through cuDNN 9 (loaded at run time) "
+    "or parenchyma's direct kernels without it"};
 
+class nn_cuda_bundle : public sdk::bundle_base<identity, cuda_nn_context> {
+public:
   explicit nn_cuda_bundle(const pcy_host_services& host);
   nn_cuda_bundle(const nn_cuda_bundle&) = delete;
   nn_cuda_bundle& operator=(const nn_cuda_bundle&) = delete;
@@ -387,8 +361,8 @@ public:
   const std::string& graph_reason() const { return graph_reason_; }
   template <class... A> void warn(const A&... a) const { log_.warn(a...); }
   bool tf32_default() const { return tf32_; }
-  decltype(&::cuCtxGetCurrent) ctx_get = nullptr;
-  decltype(&::cuCtxSetCurrent) ctx_set = nullptr;
+  // The driver calls that put a context current for cuDNN.
+  sdk::cuda_driver<CUcontext, CUresult> driver;
   // Events, to time the graph plans against the legacy algorithms (all null: no timing).
   decltype(&::cuEventCreate) ev_create = nullptr;
   decltype(&::cuEventDestroy) ev_destroy = nullptr;
@@ -404,7 +378,7 @@ public:
 private:
   bool load_driver();
   void load_cudnn();
-  void build_kernels(cuda_nn_context& cx, const pcy_bundle_context_args& a) const;
+  void build_kernels(cuda_nn_context& cx) const;
   void setup_cudnn(cuda_nn_context& cx) const;
   template <class Op> void add(const pcy_op_schema& s, bool halves, const std::string& impl) {
     const pcy_dtype all[4] = {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_F16, PCY_DTYPE_BF16};
@@ -416,8 +390,6 @@ private:
   }
   void register_ops();
 
-  sdk::logger log_;
-  const pcy_host_services* host_;
   cudnn_api dnn_;
   void* dnn_lib_ = nullptr;
   ng::api graph_;
@@ -429,15 +401,6 @@ private:
 };
 
 const cudnn_api& cuda_nn_context::api() const { return bundle->api(); }
-
-void cuda_nn_context::current() const {
-  CUcontext c = nullptr;
-  if (bundle->ctx_get(&c) != CUDA_SUCCESS || c != cu_ctx) {
-    const CUresult r = bundle->ctx_set(cu_ctx);
-    if (r != CUDA_SUCCESS)
-      sdk::fail(PCY_ERR_DEVICE, sdk::str("nn_cuda: cuCtxSetCurrent failed (CUresult ", r, ")"));
-  }
-}
 
 cuda_nn_context::~cuda_nn_context() {
   if (dnn != nullptr) {
@@ -455,14 +418,7 @@ cuda_nn_context::~cuda_nn_context() {
     if (cd) d.cudnnDestroyConvolutionDescriptor(cd);
     d.cudnnDestroy(dnn);
   }
-  for (auto& row : k)
-    for (pcy_kernel kern : row)
-      if (kern != nullptr) fw->kernel_destroy(kern);
-  for (auto& per_dtype : softmax_reg)
-    for (auto& per_mode : per_dtype)
-      for (pcy_kernel kern : per_mode)
-        if (kern != nullptr) fw->kernel_destroy(kern);
-  if (program != nullptr) fw->program_destroy(program);
+  // The kernels, the program and the memory go with device_context.
 }
 
 cudnnDataType_t cudnn_dtype(int d) {
@@ -1062,17 +1018,9 @@ struct temp_buffers {
       return nullptr;
     }
     mems.push_back(m.memory);
-    pcy_memory_fill_args f{};
-    f.struct_size = sizeof f;
-    f.queue = cx.queue;
-    f.memory = m.memory;
-    f.bytes = m.bytes;
     const uint8_t z = 0;
-    f.pattern = &z;
-    f.pattern_size = 1;
-    sdk::check(cx.fw->memory_fill(&f));
-    return reinterpret_cast<void*>(
-        sdk::native_handle(*cx.fw, PCY_NATIVE_MEMORY, nullptr, 0, nullptr, m.memory));
+    cx.fill(cx.queue, m.memory, 0, m.bytes, &z, 1);
+    return cx.native(m.memory);
   }
 };
 
@@ -1412,9 +1360,8 @@ struct conv_algorithm_op {
 
 // ---- the bundle's setup -------------------------------------------------------------------
 
-nn_cuda_bundle::nn_cuda_bundle(const pcy_host_services& host)
-    : log_(&host, bundle_name), host_(&host) {
-  if (const char* m = sdk::host_setting(host_, "PARENCHYMA_NN_MATH")) {
+nn_cuda_bundle::nn_cuda_bundle(const pcy_host_services& host) : bundle_base(host) {
+  if (const char* m = settings_.find("PARENCHYMA_NN_MATH")) {
     const std::string v = m;
     if (v == "tf32")
       tf32_ = true;
@@ -1430,31 +1377,17 @@ nn_cuda_bundle::nn_cuda_bundle(const pcy_host_services& host)
 }
 
 bool nn_cuda_bundle::load_driver() {
-  // The CUDA framework plugin has loaded the driver already; we need two of its calls.
-  void* cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-  if (cuda == nullptr) {
-    const char* e = dlerror();
-    reason_ = sdk::str("libcuda.so.1 not found: ", e ? e : "dlopen failed");
-    return false;
-  }
-  ctx_get = reinterpret_cast<decltype(ctx_get)>(dlsym(cuda, "cuCtxGetCurrent"));
-  ctx_set = reinterpret_cast<decltype(ctx_set)>(dlsym(cuda, "cuCtxSetCurrent"));
-  if (ctx_get == nullptr || ctx_set == nullptr) {
-    reason_ = "libcuda.so.1 lacks cuCtxGetCurrent/cuCtxSetCurrent: update the NVIDIA driver";
-    return false;
-  }
-  // Optional: the timing of the graph plans. The names as cuda.h maps them (cuEventDestroy is
-  // cuEventDestroy_v2, ...), so each symbol matches its declared type.
+  reason_ = driver.load();
+  if (!reason_.empty()) return false;
+    // Optional: the timing of the graph plans. The names as cuda.h maps them (cuEventDestroy is
+    // cuEventDestroy_v2, ...), so each symbol matches its declared type.
 #define PARENCHYMA_NAME(f) #f
 #define PARENCHYMA_CU_NAME(f) PARENCHYMA_NAME(f)
-  ev_create = reinterpret_cast<decltype(ev_create)>(dlsym(cuda, PARENCHYMA_CU_NAME(cuEventCreate)));
-  ev_destroy =
-      reinterpret_cast<decltype(ev_destroy)>(dlsym(cuda, PARENCHYMA_CU_NAME(cuEventDestroy)));
-  ev_record = reinterpret_cast<decltype(ev_record)>(dlsym(cuda, PARENCHYMA_CU_NAME(cuEventRecord)));
-  ev_sync =
-      reinterpret_cast<decltype(ev_sync)>(dlsym(cuda, PARENCHYMA_CU_NAME(cuEventSynchronize)));
-  ev_elapsed =
-      reinterpret_cast<decltype(ev_elapsed)>(dlsym(cuda, PARENCHYMA_CU_NAME(cuEventElapsedTime)));
+  ev_create = driver.symbol<decltype(ev_create)>(PARENCHYMA_CU_NAME(cuEventCreate));
+  ev_destroy = driver.symbol<decltype(ev_destroy)>(PARENCHYMA_CU_NAME(cuEventDestroy));
+  ev_record = driver.symbol<decltype(ev_record)>(PARENCHYMA_CU_NAME(cuEventRecord));
+  ev_sync = driver.symbol<decltype(ev_sync)>(PARENCHYMA_CU_NAME(cuEventSynchronize));
+  ev_elapsed = driver.symbol<decltype(ev_elapsed)>(PARENCHYMA_CU_NAME(cuEventElapsedTime));
 #undef PARENCHYMA_CU_NAME
 #undef PARENCHYMA_NAME
   if (!ev_create || !ev_destroy || !ev_record || !ev_sync || !ev_elapsed)
@@ -1464,23 +1397,11 @@ bool nn_cuda_bundle::load_driver() {
 }
 
 void nn_cuda_bundle::load_cudnn() {
-  std::vector<std::string> candidates{"libcudnn.so.9", "libcudnn.so"};
-  for (const char* var : {"CUDA_HOME", "CUDA_PATH"})
-    if (const char* root = sdk::host_setting(host_, var))
-      candidates.push_back(sdk::str(root, "/lib64/libcudnn.so.9"));
-  candidates.push_back("/usr/local/cuda/lib64/libcudnn.so.9");
-  std::string first_error;
-  for (const std::string& c : candidates) {
-    dnn_lib_ = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (dnn_lib_ != nullptr) {
-      dnn_soname_ = c.substr(c.rfind('/') == std::string::npos ? 0 : c.rfind('/') + 1);
-      break;
-    }
-    if (first_error.empty()) {
-      const char* e = dlerror();
-      first_error = e ? e : "dlopen failed";
-    }
-  }
+  const sdk::cuda_library lib =
+      sdk::open_cuda_library(settings_, {"libcudnn.so.9", "libcudnn.so"}, {"libcudnn.so.9"});
+  dnn_lib_ = lib.handle;
+  dnn_soname_ = lib.soname;
+  const std::string& first_error = lib.first_error;
   std::string why;
   if (dnn_lib_ == nullptr) {
     why = sdk::str("libcudnn.so.9 not found (", first_error, ")");
@@ -1591,86 +1512,46 @@ void nn_cuda_bundle::register_ops() {
 }
 
 cuda_nn_context* nn_cuda_bundle::create_context(const pcy_bundle_context_args& a) {
-  if (ctx_get == nullptr) sdk::fail(PCY_ERR_UNAVAILABLE, reason_);
-  const pcy_framework_api& fw = *a.framework;
-  if (fw.native_handle == nullptr || fw.memory_alloc == nullptr || fw.memory_free == nullptr ||
-      fw.memory_fill == nullptr || fw.memory_write == nullptr || fw.queue_finish == nullptr ||
-      fw.program_build == nullptr || fw.kernel_create == nullptr || fw.kernel_launch == nullptr)
-    sdk::fail(PCY_ERR_UNSUPPORTED,
-              sdk::str("framework '", fw.name,
-                       "' lacks the memory, program or native-handle slots nn_cuda needs"));
-  auto cx = std::make_unique<cuda_nn_context>();
-  cx->bundle = this;
-  cx->fw = &fw;
-  cx->context = a.context;
-  cx->device = a.device;
-  cx->queue = a.queue;
-  cx->cu_ctx = static_cast<CUcontext>(
-      sdk::native_handle(fw, PCY_NATIVE_CONTEXT, a.context, a.device, nullptr, nullptr));
-  cx->stream = static_cast<CUstream>(
-      sdk::native_handle(fw, PCY_NATIVE_QUEUE, a.context, a.device, a.queue, nullptr));
-  if (fw.device_properties != nullptr) {
-    const pcy_property* props = nullptr;
-    size_t count = 0;
-    if (pcy_error* e = fw.device_properties(a.framework_plugin, a.plugin_device, &props, &count)) {
-      e->destroy(e); // defaults: fp64, 1024 blocks, no UUID (the cache then keys on the index)
-    } else {
-      for (size_t i = 0; i < count; ++i) {
-        const std::string_view key = props[i].key;
-        if (key == PCY_PROP_FP64) cx->fp64 = props[i].i != 0;
-        if (key == PCY_PROP_COMPUTE_UNITS && props[i].i > 0) {
-          cx->max_blocks = static_cast<uint64_t>(props[i].i) * 16;
-          cx->stream_blocks = static_cast<uint64_t>(props[i].i) * 256;
-        }
-        if (key == PCY_PROP_UUID && props[i].s != nullptr) cx->uuid = props[i].s;
-        if (key == PCY_PROP_NAME && props[i].s != nullptr) cx->device_name = props[i].s;
-      }
-    }
+  if (!driver.loaded()) sdk::fail(PCY_ERR_UNAVAILABLE, reason_);
+  sdk::require_slots(*a.framework, bundle_name,
+                     {PCY_FRAMEWORK_SLOT_native_handle, PCY_FRAMEWORK_SLOT_memory_alloc,
+                      PCY_FRAMEWORK_SLOT_memory_free, PCY_FRAMEWORK_SLOT_memory_fill,
+                      PCY_FRAMEWORK_SLOT_memory_write, PCY_FRAMEWORK_SLOT_queue_finish,
+                      PCY_FRAMEWORK_SLOT_program_build, PCY_FRAMEWORK_SLOT_kernel_create,
+                      PCY_FRAMEWORK_SLOT_kernel_launch});
+  auto cx = std::make_unique<cuda_nn_context>(a, *this, driver);
+  // No properties: fp64, 1024 blocks, no UUID (the cache then keys on the index).
+  const sdk::device_facts dev = sdk::device_facts_of(a);
+  cx->fp64 = dev.fp64;
+  if (dev.compute_units > 0) {
+    cx->max_blocks = static_cast<uint64_t>(dev.compute_units) * 16;
+    cx->stream_blocks = static_cast<uint64_t>(dev.compute_units) * 256;
   }
-  if (cx->uuid.empty()) cx->uuid = sdk::str("device#", a.plugin_device);
-  build_kernels(*cx, a);
+  cx->uuid = dev.uuid.empty() ? sdk::str("device#", a.plugin_device) : dev.uuid;
+  cx->device_name = dev.name;
+  build_kernels(*cx);
   setup_cudnn(*cx);
   return cx.release();
 }
 
 // Our kernels, once per context (the framework caches the cubin on disk). Without them the
 // context serves nothing: it fails, so the host routes the ops elsewhere with this reason.
-void nn_cuda_bundle::build_kernels(cuda_nn_context& cx, const pcy_bundle_context_args& a) const {
-  const pcy_framework_api& fw = *a.framework;
-  pcy_program_build_args b{};
-  b.struct_size = sizeof b;
-  b.context = a.context;
-  b.source = nn_cuda::kernel_source();
-  if (pcy_error* e = fw.program_build(&b)) {
-    const pcy_status code = e->code;
-    std::string msg = sdk::str("nn_cuda: building our CUDA kernels failed: ", e->message);
-    e->destroy(e);
-    sdk::fail(code, msg);
-  }
-  cx.program = b.program;
-  log_.debug("built the NN CUDA kernels", b.cache_hit ? " (from the cache)" : "");
+void nn_cuda_bundle::build_kernels(cuda_nn_context& cx) const {
+  sdk::device_context::build_failure failed;
+  bool cache_hit = false;
+  const pcy_program program = cx.build(nn_cuda::kernel_source(), nullptr, &failed, &cache_hit);
+  if (program == nullptr)
+    sdk::fail(failed.code, sdk::str("nn_cuda: building our CUDA kernels failed: ", failed.message));
+  log_.debug("built the NN CUDA kernels", cache_hit ? " (from the cache)" : "");
   for (int d = 0; d < 4; ++d)
-    for (int id = 0; id < K_COUNT; ++id) {
-      if (!kernel_exists(id, d)) continue;
-      const std::string kname = sdk::str(kernel_names[id], "_", suffix[d]);
-      pcy_kernel_create_args kc{};
-      kc.struct_size = sizeof kc;
-      kc.program = cx.program;
-      kc.name = kname.c_str();
-      sdk::check(fw.kernel_create(&kc));
-      cx.k[d][id] = kc.kernel;
-    }
+    for (int id = 0; id < K_COUNT; ++id)
+      if (kernel_exists(id, d))
+        cx.k[d][id] = cx.kernel(program, sdk::str(kernel_names[id], "_", suffix[d]).c_str());
   for (int d = 0; d < 4; ++d)
     for (int m = 0; m < 4; ++m)
-      for (int v = 0; v < softmax_variants; ++v) {
-        const std::string kname = sdk::str(softmax_mode[m], "_r", v, "_", suffix[d]);
-        pcy_kernel_create_args kc{};
-        kc.struct_size = sizeof kc;
-        kc.program = cx.program;
-        kc.name = kname.c_str();
-        sdk::check(fw.kernel_create(&kc));
-        cx.softmax_reg[d][m][v] = kc.kernel;
-      }
+      for (int v = 0; v < softmax_variants; ++v)
+        cx.softmax_reg[d][m][v] =
+            cx.kernel(program, sdk::str(softmax_mode[m], "_r", v, "_", suffix[d]).c_str());
 }
 
 // cuDNN's handle and descriptors, once per context; without them the convolutions run on our

@@ -908,24 +908,20 @@ inline void pin_runtime_libraries() {
 }
 #endif
 
-class nn_native_bundle {
-public:
-  using context_type = native_context;
-  static constexpr const char* name = "nn_native";
-  static constexpr const char* version = "1.0";
+constexpr sdk::bundle_identity identity{"nn_native", PCY_NN_EXTENSION, "native",
 #ifdef PARENCHYMA_NN_HAVE_DNNL
-  static constexpr const char* description =
-      "NN ops on the host CPU: oneDNN for f32 convolution, average pooling, softmax, "
-      "sigmoid and tanh; native loops for the rest and for f64";
+                                        "NN ops on the host CPU: oneDNN for f32 convolution, "
+                                        "average pooling, softmax, sigmoid and tanh; native loops "
+                                        "for the rest and for f64"
 #else
-  static constexpr const char* description =
-      "NN ops on the host CPU: native loops (built without oneDNN)";
+                                        "NN ops on the host CPU: native loops (built without "
+                                        "oneDNN)"
 #endif
-  static constexpr const char* extension = PCY_NN_EXTENSION;
-  static constexpr const char* framework = "native";
-  static constexpr uint32_t min_framework_abi_minor = 0;
+};
 
-  explicit nn_native_bundle(const pcy_host_services&) {
+class nn_native_bundle : public sdk::bundle_base<identity, native_context> {
+public:
+  explicit nn_native_bundle(const pcy_host_services& host) : bundle_base(host) {
 #ifdef PARENCHYMA_NN_HAVE_DNNL
     pin_runtime_libraries();
     const dnnl_version_t* v = dnnl_version();
@@ -1024,10 +1020,9 @@ public:
   std::span<const pcy_op_desc> ops() const { return table_.ops(); }
 
   context_type* create_context(const pcy_bundle_context_args& a) {
-    if (a.framework->native_handle == nullptr || a.framework->queue_finish == nullptr)
-      sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str("framework '", a.framework->name,
-                                              "' offers no native memory handles or queue_finish; "
-                                              "nn_native needs both to reach host pointers"));
+    // Native memory handles are the tensors' host pointers; queue_finish settles them.
+    sdk::require_slots(*a.framework, name,
+                       {PCY_FRAMEWORK_SLOT_native_handle, PCY_FRAMEWORK_SLOT_queue_finish});
     auto c = std::make_unique<native_context>();
     c->fw = a.framework;
     c->queue = a.queue;

@@ -11,7 +11,7 @@
 #include "kernels_cl.hpp"
 #include "nn_call.hpp"
 
-#include <parenchyma/sdk/launch.hpp>
+#include <parenchyma/sdk/device_bundle.hpp>
 #include <parenchyma/sdk/op_schema.hpp>
 
 #include <algorithm>
@@ -73,20 +73,15 @@ constexpr std::array<const char*, K_COUNT> kernel_names{
 
 constexpr int64_t algo_direct = 0, algo_gemm = 1, algo_count = 2;
 
-struct dtype_state {
-  bool available = false;
-  std::string reason; // why not available
-  pcy_program program = nullptr;
+struct dtype_state : sdk::dtype_program {
   std::array<pcy_kernel, K_COUNT> k{};
 };
 
 template <class T>
 constexpr pcy_dtype dt = std::is_same_v<T, float> ? PCY_DTYPE_F32 : PCY_DTYPE_F64;
 
-struct ocl_context {
-  const pcy_framework_api* fw = nullptr;
-  pcy_context ctx = nullptr;
-  uint32_t device = 0;
+struct ocl_context : sdk::device_context {
+  explicit ocl_context(const pcy_bundle_context_args& a) : device_context(a) {}
   void* device_id = nullptr; // cl_device_id: the key of the measured-algorithm cache
   bool cpu = false;
   uint32_t wg = 256;          // work-group size of the grid-stride kernels
@@ -96,18 +91,6 @@ struct ocl_context {
   uint64_t max_groups = 4096; // cap on the groups of a grid-stride launch
   dtype_state f32, f64;
   pcy_memory dummy = nullptr; // stands in for the indices of plain max pooling
-
-  ocl_context() = default;
-  ocl_context(const ocl_context&) = delete;
-  ocl_context& operator=(const ocl_context&) = delete;
-  ~ocl_context() {
-    for (dtype_state* d : {&f32, &f64}) {
-      for (pcy_kernel k : d->k)
-        if (k != nullptr) fw->kernel_destroy(k);
-      if (d->program != nullptr) fw->program_destroy(d->program);
-    }
-    if (dummy != nullptr) fw->memory_free(dummy);
-  }
 
   template <class T> const dtype_state& state() const {
     const dtype_state& d = std::is_same_v<T, float> ? f32 : f64;
@@ -122,12 +105,6 @@ struct ocl_context {
     }
     return true;
   }
-  void launch(pcy_queue q, pcy_kernel k, uint32_t dims, std::array<uint64_t, 3> global,
-              std::array<uint32_t, 3> local, std::initializer_list<pcy_kernel_arg> args) const {
-    const pcy_kernel_launch_args l = sdk::launch_args(q, k, dims, global, local, args.begin(),
-                                                      static_cast<uint32_t>(args.size()));
-    sdk::check(fw->kernel_launch(&l));
-  }
   // A grid-stride kernel over `items` work items: whole groups of `local`, at most max_groups.
   void grid(pcy_queue q, pcy_kernel k, uint64_t items, uint32_t local,
             std::initializer_list<pcy_kernel_arg> args) const {
@@ -136,10 +113,8 @@ struct ocl_context {
   }
 };
 
-pcy_kernel_arg mem(pcy_memory m) { return {PCY_ARG_MEMORY, m, nullptr, 0}; }
-template <class V> pcy_kernel_arg val(const V& v) {
-  return {PCY_ARG_SCALAR, nullptr, &v, sizeof(V)};
-}
+using sdk::mem;
+using sdk::val;
 
 // A tensor's byte_offset in elements of `size` bytes; one that is not a whole number of elements
 // cannot be addressed by the kernels and is refused.
@@ -367,20 +342,13 @@ struct scratch {
     const pcy_framework_api& f = *cx.fw;
     pcy_memory_alloc_args al{};
     al.struct_size = sizeof al;
-    al.context = cx.ctx;
+    al.context = cx.context;
     al.device = cx.device;
     al.bytes = bytes;
     sdk::check(f.memory_alloc(&al));
     m = al.memory;
     const uint32_t zero = 0;
-    pcy_memory_fill_args fl{};
-    fl.struct_size = sizeof fl;
-    fl.queue = q;
-    fl.memory = m;
-    fl.bytes = bytes;
-    fl.pattern = &zero;
-    fl.pattern_size = sizeof zero;
-    sdk::check(f.memory_fill(&fl));
+    cx.fill(q, m, 0, bytes, &zero, sizeof zero);
   }
   scratch(const scratch&) = delete;
   scratch& operator=(const scratch&) = delete;
@@ -617,28 +585,14 @@ void op_dropout(ocl_context& cx, const sdk::op_args& a) {
 
 // ---- the bundle ----------------------------------------------------------------------------
 
-pcy_kernel make_kernel(const pcy_framework_api& fw, pcy_program p, const char* name) {
-  pcy_kernel_create_args k{};
-  k.struct_size = sizeof k;
-  k.program = p;
-  k.name = name;
-  sdk::check(fw.kernel_create(&k));
-  return k.kernel;
-}
+constexpr sdk::bundle_identity identity{
+    bundle_name, PCY_NN_EXTENSION, "opencl",
+    "NN on OpenCL: own OpenCL C kernels (activations, softmax, direct and implicit-GEMM "
+    "convolution, pooling, LRN, dropout)"};
 
-class nn_opencl_bundle {
+class nn_opencl_bundle : public sdk::bundle_base<identity, ocl_context> {
 public:
-  using context_type = ocl_context;
-  static constexpr const char* name = bundle_name;
-  static constexpr const char* version = "1.0";
-  static constexpr const char* description =
-      "NN on OpenCL: own OpenCL C kernels (activations, softmax, direct and implicit-GEMM "
-      "convolution, pooling, LRN, dropout)";
-  static constexpr const char* extension = PCY_NN_EXTENSION;
-  static constexpr const char* framework = "opencl";
-  static constexpr uint32_t min_framework_abi_minor = 0;
-
-  explicit nn_opencl_bundle(const pcy_host_services& host) : log_(&host, bundle_name) {
+  explicit nn_opencl_bundle(const pcy_host_services& host) : bundle_base(host) {
 #define PCY_ACT(a, K)                                                                              \
   add<op_act<pcy_nn_##a##_schema, K, false, float>,                                                \
       op_act<pcy_nn_##a##_schema, K, false, double>>(pcy_nn_##a##_schema);                         \
@@ -685,40 +639,18 @@ public:
   std::span<const pcy_op_desc> ops() const { return table_.ops(); }
 
   context_type* create_context(const pcy_bundle_context_args& a) {
-    const pcy_framework_api& fw = *a.framework;
-    if (fw.program_build == nullptr || fw.kernel_create == nullptr || fw.kernel_launch == nullptr ||
-        fw.memory_alloc == nullptr || fw.memory_write == nullptr || fw.memory_fill == nullptr ||
-        fw.queue_finish == nullptr)
-      sdk::fail(PCY_ERR_UNSUPPORTED,
-                sdk::str("framework '", fw.name,
-                         "' lacks program/kernel/memory slots that nn_opencl needs; update the "
-                         "OpenCL plugin"));
-    auto cx = std::make_unique<ocl_context>();
-    cx->fw = &fw;
-    cx->ctx = a.context;
-    cx->device = a.device;
-    cx->device_id =
-        sdk::native_handle(fw, PCY_NATIVE_DEVICE, a.context, a.device, nullptr, nullptr);
+    sdk::require_slots(*a.framework, bundle_name,
+                       {PCY_FRAMEWORK_SLOT_program_build, PCY_FRAMEWORK_SLOT_kernel_create,
+                        PCY_FRAMEWORK_SLOT_kernel_launch, PCY_FRAMEWORK_SLOT_memory_alloc,
+                        PCY_FRAMEWORK_SLOT_memory_write, PCY_FRAMEWORK_SLOT_memory_fill,
+                        PCY_FRAMEWORK_SLOT_queue_finish});
+    auto cx = std::make_unique<ocl_context>(a);
+    cx->device_id = cx->native(PCY_NATIVE_DEVICE);
 
-    bool fp64 = true;
-    int64_t units = 0, max_wg = 256;
-    const pcy_property* props = nullptr;
-    size_t count = 0;
-    if (fw.device_properties != nullptr) {
-      if (pcy_error* e =
-              fw.device_properties(a.framework_plugin, a.plugin_device, &props, &count)) {
-        e->destroy(e); // no properties: GPU-style defaults, fp64 found out by building
-        props = nullptr;
-        count = 0;
-      }
-    }
-    for (size_t i = 0; i < count; ++i) {
-      const std::string_view key = props[i].key;
-      if (key == PCY_PROP_KIND) cx->cpu = props[i].i == PCY_DEVICE_CPU;
-      if (key == PCY_PROP_COMPUTE_UNITS) units = props[i].i;
-      if (key == PCY_PROP_FP64) fp64 = props[i].i != 0;
-      if (key == PCY_PROP_MAX_WORK_GROUP && props[i].i > 0) max_wg = props[i].i;
-    }
+    // No properties: GPU-style defaults, fp64 found out by building.
+    const sdk::device_facts dev = sdk::device_facts_of(a);
+    cx->cpu = dev.cpu;
+    const int64_t max_wg = dev.max_work_group > 0 ? dev.max_work_group : 256;
     uint32_t wg = 1;
     while (wg * 2 <= std::min<int64_t>(max_wg, 256))
       wg *= 2;
@@ -727,47 +659,26 @@ public:
     cx->ts = wg >= 256 ? 16 : wg >= 64 ? 8 : wg >= 16 ? 4 : 1;
     cx->lanes = cx->cpu ? 1 : std::min<uint32_t>(wg, 64);
     cx->max_groups =
-        cx->cpu ? static_cast<uint64_t>(std::clamp<int64_t>(units * 4, 4, 1024)) : 4096;
+        cx->cpu ? static_cast<uint64_t>(std::clamp<int64_t>(dev.compute_units * 4, 4, 1024)) : 4096;
 
-    build(*cx, a, cx->f32, "float", true);
-    if (fp64)
-      build(*cx, a, cx->f64, "double", false);
-    else
-      cx->f64.reason = "f64 NN ops on this OpenCL device: the device has no cl_khr_fp64";
-
-    pcy_memory_alloc_args m{};
-    m.struct_size = sizeof m;
-    m.context = a.context;
-    m.device = a.device;
-    m.bytes = 16;
-    sdk::check(fw.memory_alloc(&m));
-    cx->dummy = m.memory;
+    sdk::build_f32_f64(dev, cx->f32, cx->f64, "NN ops",
+                       [&](sdk::dtype_program& d, const char* real, bool required) {
+                         build(*cx, static_cast<dtype_state&>(d), real, required);
+                       });
+    cx->dummy = cx->alloc(16);
     return cx.release();
   }
 
 private:
-  void build(ocl_context& cx, const pcy_bundle_context_args& a, dtype_state& d, const char* real,
-             bool must) {
-    const pcy_framework_api& fw = *a.framework;
+  void build(ocl_context& cx, dtype_state& d, const char* real, bool must) {
     const std::string options =
         sdk::str("-DREAL=", real, must ? "" : " -DPCY_FP64", " -DSWG=", cx.swg, " -DTS=", cx.ts);
-    pcy_program_build_args b{};
-    b.struct_size = sizeof b;
-    b.context = a.context;
-    b.source = nn_opencl::kernel_source;
-    b.options = options.c_str();
-    if (pcy_error* e = fw.program_build(&b)) {
-      if (must) sdk::check(e);
-      // f64 is optional: a device without cl_khr_fp64 fails the build; keep f32 serving.
-      d.reason = sdk::str("f64 NN kernels did not build on this OpenCL device (", e->message, ")");
-      log_.info(d.reason);
-      e->destroy(e);
+    // f64 is optional: a device without cl_khr_fp64 fails the build; keep f32 serving.
+    if (!cx.build(d, nn_opencl::kernel_source, options, must,
+                  must ? "f32 NN kernels" : "f64 NN kernels", log_))
       return;
-    }
-    d.program = b.program;
-    log_.debug("built ", real, " kernels", b.cache_hit ? " (from the cache)" : "");
     for (int i = 0; i < K_COUNT; ++i)
-      d.k[i] = make_kernel(fw, d.program, kernel_names[i]);
+      d.k[i] = cx.kernel(d.program, kernel_names[i]);
     d.available = true;
   }
 
@@ -778,7 +689,6 @@ private:
                          sdk::str("parenchyma OpenCL C kernels nn.", schema.name, " (f64)"));
   }
 
-  sdk::logger log_;
   sdk::op_table<nn_opencl_bundle> table_;
 };
 

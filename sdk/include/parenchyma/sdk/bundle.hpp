@@ -15,6 +15,9 @@
 //   };
 //   PCY_BUNDLE_PLUGIN(my_bundle)
 //
+// sdk::bundle_base (below) declares the identity and the context type from one
+// sdk::bundle_identity, and keeps the host's logger and settings.
+//
 // An op is a function void f(context_type&, const parenchyma::sdk::op_args&) wrapped by
 // parenchyma::sdk::op_entry<my_bundle, f> (the exception firewall) in its pcy_op_desc, which
 // sdk::op_table (op_schema.hpp) builds from the extension's schema.
@@ -28,7 +31,9 @@
 #include <parenchyma/sdk/common.hpp>
 #include <parenchyma/sdk/slots.hpp>
 
+#include <initializer_list>
 #include <span>
+#include <string>
 
 namespace parenchyma::sdk {
 
@@ -77,6 +82,37 @@ public:
 
 private:
   const pcy_op_call& call_;
+};
+
+// What names a bundle plugin: the identity fields of its pcy_bundle_api.
+struct bundle_identity {
+  const char* name;        // "<extension>_<implementation>", e.g. "blas_cuda"
+  const char* extension;   // PCY_BLAS_EXTENSION, ...
+  const char* framework;   // the framework plugin's name
+  const char* description; // one line for the load report
+  const char* version = "1.0";
+  uint32_t min_framework_abi_minor = 0; // any 1.x framework unless the bundle needs more
+};
+
+// A base for a bundle class that gives it what the adapter reads (its identity and context
+// type) and what every bundle keeps of the host: log_ (messages with the bundle's name as
+// origin) and settings_ (sdk::settings, the host's setting service).
+//   constexpr sdk::bundle_identity my_identity{"blas_mine", PCY_BLAS_EXTENSION, "native", "..."};
+//   class my_bundle : public sdk::bundle_base<my_identity, my_context> { ... };
+template <const bundle_identity& Id, class Context> class bundle_base {
+public:
+  using context_type = Context;
+  static constexpr const char* name = Id.name;
+  static constexpr const char* version = Id.version;
+  static constexpr const char* description = Id.description;
+  static constexpr const char* extension = Id.extension;
+  static constexpr const char* framework = Id.framework;
+  static constexpr uint32_t min_framework_abi_minor = Id.min_framework_abi_minor;
+
+protected:
+  explicit bundle_base(const pcy_host_services& host) : log_(&host, Id.name), settings_(&host) {}
+  logger log_;
+  settings settings_;
 };
 
 template <class B, void (*F)(typename B::context_type&, const op_args&)>
@@ -204,6 +240,19 @@ inline void* native_of(const pcy_framework_api& fw, const pcy_tensor& t) {
   if (t.data != nullptr) [[likely]]
     return t.data;
   return native_handle(fw, PCY_NATIVE_MEMORY, nullptr, 0, nullptr, t.memory);
+}
+
+// For create_context: fails UNSUPPORTED, naming each one, when the framework leaves any of
+// `needed` empty (a bundle lists the slots it calls).
+inline void require_slots(const pcy_framework_api& fw, const char* bundle,
+                          std::initializer_list<pcy_framework_slot_index> needed) {
+  std::string missing;
+  for (const pcy_framework_slot_index i : needed)
+    if (slot_value(fw, framework_slots[i]) == nullptr)
+      missing += str(missing.empty() ? "" : ", ", framework_slots[i].name);
+  if (!missing.empty())
+    fail(PCY_ERR_UNSUPPORTED, str("framework '", fw.name, "' lacks ", missing, ", which ", bundle,
+                                  " needs; update the framework plugin"));
 }
 
 } // namespace parenchyma::sdk

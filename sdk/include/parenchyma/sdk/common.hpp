@@ -4,6 +4,7 @@
 #pragma once
 
 #include <parenchyma/abi/pcy_base.h>
+#include <parenchyma/sdk/dtype.hpp>
 
 #include <cctype>
 #include <cstdlib>
@@ -226,59 +227,31 @@ inline void check_host_abi(const pcy_host_services* host, const char* plugin) {
              ": use a plugin built against this host's SDK"));
 }
 
-// The one table of dtype facts, for plugins and the core alike.
-inline constexpr size_t dtype_size(pcy_dtype t) noexcept {
-  switch (t) {
-  case PCY_DTYPE_F32:
-  case PCY_DTYPE_I32: return 4;
-  case PCY_DTYPE_F64:
-  case PCY_DTYPE_I64: return 8;
-  case PCY_DTYPE_U8: return 1;
-  case PCY_DTYPE_F16:
-  case PCY_DTYPE_BF16: return 2;
-  }
-  return 0;
-}
-
-inline constexpr const char* dtype_name(pcy_dtype t) noexcept {
-  switch (t) {
-  case PCY_DTYPE_F32: return "f32";
-  case PCY_DTYPE_F64: return "f64";
-  case PCY_DTYPE_I32: return "i32";
-  case PCY_DTYPE_I64: return "i64";
-  case PCY_DTYPE_U8: return "u8";
-  case PCY_DTYPE_F16: return "f16";
-  case PCY_DTYPE_BF16: return "bf16";
-  }
-  return "?";
-}
-
-// A setting (environment variable, else the config's "settings") through the host (1.1), with
-// the host's rules (set-uid, replaced environments). A 1.0 host offers none: then nothing is set,
-// rather than a getenv that would break those rules.
-inline const char* host_setting(const pcy_host_services* host, const char* name) noexcept {
-  if (host == nullptr || !PCY_HAS_FIELD(host, pcy_host_services, setting_user) ||
-      host->setting == nullptr)
-    return nullptr;
-  const char* v = host->setting(host->setting_user, name);
-  return v != nullptr && *v != '\0' ? v : nullptr;
-}
-
-// Where a plugin reads its settings. Made from the host's services (what plugins do): the
-// host's setting service alone (host_setting above). Default-constructed (code that runs
-// without a host: the plugin's own tests and benchmarks): the process environment, ignored in
-// set-uid processes. Cheap to copy; every member may be called from any thread.
+// Where a plugin reads its settings: the one reader of the host's setting service (1.1). Made
+// from the host's services (what plugins do): the environment variable, else the config's
+// "settings", with the host's rules (set-uid, replaced environments); a 1.0 host offers none, and
+// then nothing is set, rather than a getenv that would break those rules. Default-constructed
+// (code that runs without a host: a plugin's own tests and benchmarks, the tools): the process
+// environment, ignored in set-uid processes. Cheap to copy; every member may be called from any
+// thread.
 class settings {
 public:
   settings() = default;
   explicit settings(const pcy_host_services* host) noexcept : host_(host), hosted_(true) {}
+  // The value, or nullptr when unset or empty. The string belongs to the host (until shutdown)
+  // or to the environment.
+  const char* find(const char* name) const noexcept {
+    const char* v = nullptr;
+    if (!hosted_)
+      v = ::secure_getenv(name);
+    else if (host_ != nullptr && PCY_HAS_FIELD(host_, pcy_host_services, setting_user) &&
+             host_->setting != nullptr)
+      v = host_->setting(host_->setting_user, name);
+    return v != nullptr && *v != '\0' ? v : nullptr;
+  }
   // The value, or "" when unset.
   std::string get(const char* name) const {
-    if (hosted_) {
-      const char* v = host_setting(host_, name);
-      return v != nullptr ? std::string(v) : std::string();
-    }
-    const char* v = ::secure_getenv(name);
+    const char* v = find(name);
     return v != nullptr ? std::string(v) : std::string();
   }
 

@@ -1,4 +1,5 @@
-// parenchyma SDK: the argument struct of a framework's kernel_launch, built field by field.
+// parenchyma SDK: the argument struct of a framework's kernel_launch, built field by field, and
+// the kernel arguments it points at.
 //
 // `pcy_kernel_launch_args l{};` followed by the field writes is what every caller wrote first,
 // and GCC turns the value-initialisation of a struct this size into `rep stosq`, whose start-up
@@ -34,5 +35,13 @@ inline pcy_kernel_launch_args launch_args(pcy_queue queue, pcy_kernel kernel, ui
   l.arg_count = count;
   return l;
 }
+
+// A kernel argument by value (a scalar, or a device address on CUDA): points at `v`, which must
+// outlive the launch call (the framework copies it before returning).
+template <class V> pcy_kernel_arg val(const V& v) noexcept {
+  return {PCY_ARG_SCALAR, nullptr, &v, sizeof(V)};
+}
+// A kernel argument that is a framework memory (an OpenCL buffer).
+inline pcy_kernel_arg mem(pcy_memory m) noexcept { return {PCY_ARG_MEMORY, m, nullptr, 0}; }
 
 } // namespace parenchyma::sdk

@@ -15,6 +15,7 @@
 
 #include <parenchyma/abi/pcy_bundle.h>
 #include <parenchyma/sdk/bundle.hpp>
+#include <parenchyma/sdk/extent.hpp>
 
 #include <cstdint>
 #include <deque>
@@ -24,13 +25,6 @@
 #include <string>
 #include <string_view>
 #include <vector>
-
-// Checks that run on every op: inlined, so only their (cold) failure paths cost a call.
-#if defined(__GNUC__)
-#define PCY_SDK_HOT [[gnu::always_inline]]
-#else
-#define PCY_SDK_HOT
-#endif
 
 namespace parenchyma::sdk {
 
@@ -61,15 +55,6 @@ inline std::string signature_of(const pcy_op_schema& s) {
     }
   }
   return sig;
-}
-
-// Index arithmetic on sizes a host passes in: every product and sum is overflow-checked, so a
-// bound check can never wrap modulo 2^64 into "fits".
-PCY_SDK_HOT inline bool mul_ok(uint64_t a, uint64_t b, uint64_t& out) noexcept {
-  return !__builtin_mul_overflow(a, b, &out);
-}
-PCY_SDK_HOT inline bool add_ok(uint64_t a, uint64_t b, uint64_t& out) noexcept {
-  return !__builtin_add_overflow(a, b, &out);
 }
 
 // A scalar slot: a host value, or a one-element tensor (then `tensor` is set).
@@ -152,8 +137,7 @@ public:
     if (n == 0) return v;
     const uint64_t have = elements(*v.t, tk);
     uint64_t need = 0;
-    if (!mul_ok(static_cast<uint64_t>(n - 1), static_cast<uint64_t>(v.inc), need) ||
-        !add_ok(need, 1, need) || need > have)
+    if (!vector_extent(n, v.inc, need) || need > have)
       bad(PCY_ERR_INVALID_ARGUMENT, tk,
           str(n, " elements with ", name(ik), " = ", v.inc, " do not fit in its ", have,
               " elements"));
@@ -177,8 +161,7 @@ public:
     if (rows == 0 || cols == 0) return t;
     const uint64_t have = elements(t, tk);
     uint64_t need = 0;
-    if (!mul_ok(static_cast<uint64_t>(rows - 1), static_cast<uint64_t>(ld), need) ||
-        !add_ok(need, static_cast<uint64_t>(cols), need) || need > have)
+    if (!matrix_extent(rows, cols, ld, need) || need > have)
       bad(PCY_ERR_INVALID_ARGUMENT, tk,
           str(rows, " x ", cols, " with ", name(ldk), " = ", ld, " does not fit in its ", have,
               " elements"));
@@ -199,13 +182,17 @@ private:
   pcy_dtype dtype_;
 };
 
-// Vendor APIs index with 32-bit ints: refuse what does not fit instead of wrapping.
-PCY_SDK_HOT inline int to_int(int64_t v, const pcy_op_schema& s, const char* what) {
+// Vendor APIs index with 32-bit ints: refuse what does not fit instead of wrapping. `what`
+// names the value in the error, which begins "<extension>.<op>: ".
+PCY_SDK_HOT inline int to_int(int64_t v, const char* extension, const char* op, const char* what) {
   if (v > std::numeric_limits<int>::max() || v < std::numeric_limits<int>::min())
-    fail(PCY_ERR_UNSUPPORTED, str(s.extension, ".", s.name, ": ", what, " = ", v,
+    fail(PCY_ERR_UNSUPPORTED, str(extension, ".", op, ": ", what, " = ", v,
                                   " exceeds the 32-bit range of this implementation; split the "
                                   "operation into smaller parts"));
   return static_cast<int>(v);
+}
+PCY_SDK_HOT inline int to_int(int64_t v, const pcy_op_schema& s, const char* what) {
+  return to_int(v, s.extension, s.name, what);
 }
 
 // A bundle's op table: one pcy_op_desc per op and dtype, each carrying the extension's schema
