@@ -7,11 +7,14 @@
 #   decoding and checks; never installed), and one bundle plugin per framework from the
 #   subfolders native/, opencl/ and cuda/ that exist and whose framework this build has.
 #
-# parenchyma_add_cuda_bundle(<name> SOURCES ... HEADERS <header>... [LIBRARIES ...])
+# parenchyma_add_cuda_bundle(<name> SOURCES ... HEADERS <header>... [LIBRARIES ...]
+#                            [KERNELS <file.cu>])
 #   A bundle for the CUDA framework that loads its vendor libraries at run time (dlopen): nothing
 #   CUDA is linked, only the HEADERS are needed, found under CUDAToolkit_ROOT, CUDA_HOME,
 #   CUDA_PATH, /usr/local/cuda, /opt/cuda or /usr and included as system headers (not ours to keep
 #   warning-free). Without one of them the bundle is skipped with a message (no target).
+#   KERNELS: the bundle's CUDA C file, embedded at build time as parenchyma::<name>::kernel_body
+#   in the generated header <name>_kernels.hpp (parenchyma_embed_source).
 
 function(parenchyma_add_extension ext)
   set(front parenchyma_${ext})
@@ -45,7 +48,7 @@ function(parenchyma_add_extension ext)
 endfunction()
 
 function(parenchyma_add_cuda_bundle name)
-  cmake_parse_arguments(ARG "" "" "SOURCES;HEADERS;LIBRARIES" ${ARGN})
+  cmake_parse_arguments(ARG "" "KERNELS" "SOURCES;HEADERS;LIBRARIES" ${ARGN})
   set(dirs)
   foreach(header IN LISTS ARG_HEADERS)
     string(MAKE_C_IDENTIFIER "${header}" id)
@@ -67,4 +70,8 @@ function(parenchyma_add_cuda_bundle name)
   parenchyma_add_plugin(${plugin} SOURCES ${ARG_SOURCES}
     LIBRARIES ${ARG_LIBRARIES} ${CMAKE_DL_LIBS})
   target_include_directories(parenchyma-${plugin} SYSTEM PRIVATE ${dirs})
+  if(ARG_KERNELS)
+    parenchyma_embed_source(parenchyma-${plugin} ${ARG_KERNELS} NAME kernel_body
+      NAMESPACE parenchyma::${name} HEADER ${name}_kernels.hpp)
+  endif()
 endfunction()

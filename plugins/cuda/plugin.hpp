@@ -101,13 +101,7 @@ struct device_slot {
 
 class context {
 public:
-  context(plugin& p, std::span<const uint32_t> devices);
-  ~context();
-  context(const context&) = delete;
-  context& operator=(const context&) = delete;
-
-  queue* create_queue(uint32_t device);
-  memory* alloc(uint32_t device, uint64_t bytes, uint32_t flags);
+  PCY_SDK_CONTEXT_MEMBERS(context, plugin, queue, memory);
   memory* import(uint32_t device, const pcy_memory_handle& handle);
   program* build(std::string_view source, const char* options, bool& cache_hit);
   void* native_context() const noexcept { return slots_[0].ctx; }
@@ -175,13 +169,7 @@ public:
   queue(const queue&) = delete;
   queue& operator=(const queue&) = delete;
 
-  void finish();
-  event* record();
-  void wait(event& e);
-  void read(memory& m, uint64_t offset, void* host, uint64_t bytes, bool blocking);
-  void write(memory& m, uint64_t offset, const void* host, uint64_t bytes, bool blocking);
-  void copy(memory& src, uint64_t src_offset, memory& dst, uint64_t dst_offset, uint64_t bytes);
-  void fill(memory& m, uint64_t offset, uint64_t bytes, const void* pattern, uint32_t size);
+  PCY_SDK_QUEUE_MEMBERS(memory, event);
   void launch(kernel& k, const pcy_kernel_launch_args& args);
   void* native() const noexcept { return stream_; }
   // Graphs (graph.cpp): each capture appends one segment to the graph, after the last one.

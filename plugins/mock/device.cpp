@@ -46,6 +46,10 @@ void context::check_device(uint32_t device) const {
                                           devices_.size(), " device(s))"));
 }
 
+context::context(plugin& owner, std::span<const uint32_t> devices)
+    : plugin_(owner), devices_(devices.begin(), devices.end()) {}
+context::~context() = default;
+
 queue* context::create_queue(uint32_t device) {
   check_device(device);
   return new queue(plugin_, devices_[device], plugin_.config().async);

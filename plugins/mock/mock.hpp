@@ -132,13 +132,7 @@ class queue {
 public:
   queue(const plugin& p, uint32_t device, bool async)
       : plugin_(p), device_(device), state_(std::make_shared<queue_state>(async)) {}
-  void finish() { state_->wait_for(state_->ticket()); }
-  event* record() { return new event(state_, state_->ticket()); }
-  void wait(event& e);
-  void read(memory& m, uint64_t off, void* host, uint64_t bytes, bool blocking);
-  void write(memory& m, uint64_t off, const void* host, uint64_t bytes, bool blocking);
-  void copy(memory& src, uint64_t so, memory& dst, uint64_t d, uint64_t bytes);
-  void fill(memory& m, uint64_t off, uint64_t bytes, const void* pattern, uint32_t size);
+  PCY_SDK_QUEUE_MEMBERS(memory, event);
   void launch(kernel& k, const pcy_kernel_launch_args& args);
   void* native();
 
@@ -150,10 +144,7 @@ private:
 
 class context {
 public:
-  context(plugin& p, std::span<const uint32_t> devices)
-      : plugin_(p), devices_(devices.begin(), devices.end()) {}
-  queue* create_queue(uint32_t device);
-  memory* alloc(uint32_t device, uint64_t bytes, uint32_t flags);
+  PCY_SDK_CONTEXT_MEMBERS(context, plugin, queue, memory);
   memory* import(uint32_t device, const pcy_memory_handle& h);
   program* build(std::string_view source, const char* options, bool& cache_hit);
   void* native_context();

@@ -74,6 +74,9 @@ void queue_state::run() {
   }
 }
 
+void queue::finish() { state_->wait_for(state_->ticket()); }
+event* queue::record() { return new event(state_, state_->ticket()); }
+
 void queue::wait(event& e) {
   if (e.queue() == state_) return; // the same in-order queue: already ordered
   // This queue's later work waits for the event's point in the other queue.

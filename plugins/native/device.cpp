@@ -48,6 +48,9 @@ plugin::plugin(const pcy_host_services& host)
   p.flag(PCY_PROP_FP64, true);
 }
 
+context::context(plugin& owner, std::span<const uint32_t>) : plugin_(owner) {}
+context::~context() = default;
+
 queue* context::create_queue(uint32_t device) {
   if (device != 0)
     sdk::fail(PCY_ERR_NOT_FOUND, sdk::str("device ", device, " is not in this context"));

@@ -107,13 +107,7 @@ class queue {
 public:
   explicit queue(thread_pool& pool) : pool_(pool), state_(std::make_shared<queue_state>()) {}
   ~queue();
-  void finish();
-  event* record();
-  void wait(event& e);
-  void read(memory& m, uint64_t off, void* host, uint64_t bytes, bool blocking);
-  void write(memory& m, uint64_t off, const void* host, uint64_t bytes, bool blocking);
-  void copy(memory& src, uint64_t so, memory& dst, uint64_t d, uint64_t bytes);
-  void fill(memory& m, uint64_t off, uint64_t bytes, const void* pattern, uint32_t size);
+  PCY_SDK_QUEUE_MEMBERS(memory, event);
 
 private:
   void enqueue(std::function<void()> job, uint64_t bytes, bool blocking);
@@ -123,9 +117,7 @@ private:
 
 class context {
 public:
-  context(plugin& p, std::span<const uint32_t>) : plugin_(p) {} // one device: the CPU
-  queue* create_queue(uint32_t device);
-  memory* alloc(uint32_t device, uint64_t bytes, uint32_t flags);
+  PCY_SDK_CONTEXT_MEMBERS(context, plugin, queue, memory); // one device: the CPU
   memory* import(uint32_t device, const pcy_memory_handle& h);
 
 private:

@@ -40,6 +40,11 @@
 //   queue:   graph_type* create_graph(); void capture_begin(graph_type&);
 //            void capture_end(graph_type&); void launch_graph(graph_type&);
 //   graph:   void instantiate();
+// The members every plugin has are declared by macros, so the lists are written once:
+//   class my_context { public: PCY_SDK_CONTEXT_MEMBERS(my_context, my_plugin, my_queue,
+//                                                      my_memory); ... };
+//   class my_queue { public: PCY_SDK_QUEUE_MEMBERS(my_memory, my_event); ... };
+// (each defined by the plugin; launch, native and the graph members are declared apart).
 // Throw sdk::error (or anything) to fail: the firewall turns it into a pcy_error.
 #pragma once
 
@@ -394,6 +399,28 @@ template <class P> struct framework_adapter {
 };
 
 } // namespace parenchyma::sdk
+
+// The required context members (the list above), declared in a plugin's context class: the
+// constructor the adapter calls (`new context(plugin, devices)`), the destructor, no copies,
+// create_queue and alloc.
+#define PCY_SDK_CONTEXT_MEMBERS(context_type, plugin_type, queue_type, memory_type)                \
+  context_type(plugin_type& owner, std::span<const uint32_t> devices);                             \
+  ~context_type();                                                                                 \
+  context_type(const context_type&) = delete;                                                      \
+  context_type& operator=(const context_type&) = delete;                                           \
+  queue_type* create_queue(uint32_t device);                                                       \
+  memory_type* alloc(uint32_t device, uint64_t bytes, uint32_t flags)
+
+// The required queue members (the list above), declared in a plugin's queue class.
+#define PCY_SDK_QUEUE_MEMBERS(memory_type, event_type)                                             \
+  void finish();                                                                                   \
+  event_type* record();                                                                            \
+  void wait(event_type& e);                                                                        \
+  void read(memory_type& m, uint64_t offset, void* host, uint64_t bytes, bool blocking);           \
+  void write(memory_type& m, uint64_t offset, const void* host, uint64_t bytes, bool blocking);    \
+  void copy(memory_type& src, uint64_t src_offset, memory_type& dst, uint64_t dst_offset,          \
+            uint64_t bytes);                                                                       \
+  void fill(memory_type& m, uint64_t offset, uint64_t bytes, const void* pattern, uint32_t size)
 
 // Emits the plugin's one exported symbol. Use once, at namespace scope, in one source file.
 #define PCY_FRAMEWORK_PLUGIN(PluginClass)                                                          \
