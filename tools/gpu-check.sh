@@ -34,6 +34,9 @@ grep -vE "PASS" "$OUT/selftest.log" | head -60
 say "conformance nn cuda"
 timeout 150 "$B/bin/parenchyma-conformance" "$B/lib/parenchyma/plugins" --framework cuda --suite nn --require-ops >"$OUT/conf-nn-cuda.log" 2>&1; echo "rc $?"
 grep -E "FAIL|fail|passed|skipped" "$OUT/conf-nn-cuda.log" | head -40
+say "conformance framework cuda"
+timeout 150 "$B/bin/parenchyma-conformance" "$B/lib/parenchyma/plugins" --framework cuda --suite framework --required >"$OUT/conf-fw-cuda.log" 2>&1; echo "rc $?"
+grep -E "FAIL|fail|passed|skipped" "$OUT/conf-fw-cuda.log" | head -20
 say "conformance blas cuda"
 timeout 150 "$B/bin/parenchyma-conformance" "$B/lib/parenchyma/plugins" --framework cuda --suite blas --require-ops >"$OUT/conf-blas-cuda.log" 2>&1; echo "rc $?"
 grep -E "FAIL|fail|passed|skipped" "$OUT/conf-blas-cuda.log" | head -40
