@@ -26,18 +26,23 @@ bool flag(const pcy_host_services& host, const char* name, bool fallback) {
   bad(name, s, "1 or 0");
 }
 
+// A whole number from 0 to `max`, or `fallback` when the setting is absent.
+uint32_t number(const pcy_host_services& host, const char* name, uint32_t fallback, uint32_t max,
+                const char* expected) {
+  const char* v = get(host, name);
+  if (v == nullptr) return fallback;
+  const std::string_view d(v);
+  uint32_t n = 0;
+  const auto [end, ec] = std::from_chars(d.data(), d.data() + d.size(), n);
+  if (ec != std::errc() || end != d.data() + d.size() || n > max) bad(name, d, expected);
+  return n;
+}
+
 } // namespace
 
 settings settings::read(const pcy_host_services& host) {
   settings s;
-  if (const char* v = get(host, "PARENCHYMA_MOCK_DEVICES")) {
-    const std::string_view d(v);
-    uint32_t n = 0;
-    const auto [end, ec] = std::from_chars(d.data(), d.data() + d.size(), n);
-    if (ec != std::errc() || end != d.data() + d.size() || n > 64)
-      bad("PARENCHYMA_MOCK_DEVICES", d, "a device count from 0 to 64");
-    s.devices = n;
-  }
+  s.devices = number(host, "PARENCHYMA_MOCK_DEVICES", s.devices, 64, "a device count from 0 to 64");
   if (const char* v = get(host, "PARENCHYMA_MOCK_KIND")) {
     const std::string_view k(v);
     if (k == "gpu")
@@ -76,14 +81,8 @@ settings settings::read(const pcy_host_services& host) {
   s.host_unified = flag(host, "PARENCHYMA_MOCK_HOST_UNIFIED", s.kind == PCY_DEVICE_CPU);
   s.fp64 = flag(host, "PARENCHYMA_MOCK_FP64", true);
   s.async = flag(host, "PARENCHYMA_MOCK_ASYNC", false);
-  if (const char* v = get(host, "PARENCHYMA_MOCK_BUILD_MS")) {
-    const std::string_view d(v);
-    uint32_t ms = 0;
-    const auto [end, ec] = std::from_chars(d.data(), d.data() + d.size(), ms);
-    if (ec != std::errc() || end != d.data() + d.size() || ms > 60000)
-      bad("PARENCHYMA_MOCK_BUILD_MS", d, "milliseconds from 0 to 60000");
-    s.build_ms = ms;
-  }
+  s.build_ms =
+      number(host, "PARENCHYMA_MOCK_BUILD_MS", s.build_ms, 60000, "milliseconds from 0 to 60000");
   if (const char* v = get(host, "PARENCHYMA_MOCK_BREAK")) {
     const std::string_view b(v);
     if (b != "fill" && b != "properties") bad("PARENCHYMA_MOCK_BREAK", b, "fill or properties");

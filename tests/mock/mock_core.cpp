@@ -5,10 +5,10 @@
 // names, and settings from the environment and from the config's "settings".
 #include "loader/testing.hpp"
 #include "support/catch.hpp"
+#include "support/pipe_capture.hpp"
 
 #include <parenchyma/parenchyma.hpp>
 
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -202,29 +202,20 @@ TEST_CASE("0 devices: loaded, not ranked, and a request for it says why") {
 
 // What the program wrote to stderr (fd 2) while `work` ran, progress lines forced on.
 template <class F> std::string stderr_of(F work) {
-  int fds[2];
-  REQUIRE(pipe(fds) == 0);
-  REQUIRE(fcntl(fds[0], F_SETFL, O_NONBLOCK) == 0);
-  const int saved = dup(2);
-  setenv("PARENCHYMA_PROGRESS", "1", 1);
-  dup2(fds[1], 2);
-  try {
+  return captured([&](int fd) {
+    const int saved = dup(2);
+    setenv("PARENCHYMA_PROGRESS", "1", 1);
+    dup2(fd, 2);
+    struct restore {
+      int saved;
+      ~restore() {
+        dup2(saved, 2);
+        close(saved);
+        unsetenv("PARENCHYMA_PROGRESS");
+      }
+    } r{saved};
     work();
-  } catch (...) {
-    dup2(saved, 2);
-    unsetenv("PARENCHYMA_PROGRESS");
-    throw;
-  }
-  dup2(saved, 2);
-  close(saved);
-  unsetenv("PARENCHYMA_PROGRESS");
-  close(fds[1]);
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;)
-    out.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
-  return out;
+  });
 }
 
 TEST_CASE("a slow compile shows the plugin's step on the waiting thread's progress line") {

@@ -2,6 +2,7 @@
 // that is erased at the end; quiet when the descriptor is not a terminal unless
 // PARENCHYMA_PROGRESS=1; off with =0.
 #include "support/catch.hpp"
+#include "support/pipe_capture.hpp"
 
 #include "progress.hpp"
 
@@ -18,20 +19,7 @@ namespace {
 using namespace std::chrono_literals;
 using parenchyma::detail::progress_line;
 
-// What a progress line wrote into a pipe while `work` ran.
-template <class F> std::string captured(F work) {
-  int fds[2];
-  REQUIRE(pipe(fds) == 0);
-  REQUIRE(fcntl(fds[0], F_SETFL, O_NONBLOCK) == 0);
-  work(fds[1]);
-  close(fds[1]);
-  std::string out;
-  char buf[4096];
-  for (ssize_t n; (n = read(fds[0], buf, sizeof buf)) > 0;)
-    out.append(buf, static_cast<size_t>(n));
-  close(fds[0]);
-  return out;
-}
+using pcy_test::captured;
 
 struct scoped_env {
   explicit scoped_env(const char* value) {
