@@ -195,6 +195,14 @@ struct cudnn_api {
 constexpr int algo_count[3] = {CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
                                CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
                                CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT};
+// The algorithm numbers of a direction, for messages (the list at the top of this file).
+constexpr const char* algorithm_list[3] = {
+    "0 the default, 0-7 cuDNN's cudnnConvolutionFwdAlgo_t, 100 parenchyma's direct kernel, "
+    "1000-1031 the graph API's plans, -1 measured, -2 the first plan",
+    "0 the default, 0-5 cuDNN's cudnnConvolutionBwdDataAlgo_t, 100 parenchyma's direct kernel, "
+    "1000-1031 the graph API's plans, -1 measured, -2 the first plan",
+    "0 the default, 0-6 cuDNN's cudnnConvolutionBwdFilterAlgo_t, 100 parenchyma's direct kernel, "
+    "1000-1031 the graph API's plans, -1 measured, -2 the first plan"};
 constexpr const char* direction_name[3] = {"convolution", "convolution_grad_data",
                                            "convolution_grad_filter"};
 
@@ -881,7 +889,9 @@ bool cudnn_run(cuda_nn_context& cx, const sdk::op_args& a, const nb::conv_call& 
     sdk::fail(PCY_ERR_UNSUPPORTED,
               sdk::str("nn.", direction_name[DIR], ": cuDNN algorithm ", c.algorithm,
                        " cannot run these shapes (", cx.api().cudnnGetErrorString(s),
-                       "); pass an algorithm that convolution_algorithm returned"));
+                       "); pass an algorithm that convolution_algorithm returned (this "
+                       "bundle's algorithms: ",
+                       algorithm_list[DIR], ")"));
   }
   void* ws = nullptr;
   if (bytes > 0) a.workspace(bytes, &ws);
@@ -1323,7 +1333,8 @@ struct conv_algorithm_op {
             sdk::fail(PCY_ERR_UNSUPPORTED,
                       sdk::str("nn.convolution_algorithm: cuDNN algorithm ", req, " of ",
                                direction_name[dir], " cannot run these shapes (",
-                               cx.api().cudnnGetErrorString(ws), ")"));
+                               cx.api().cudnnGetErrorString(ws),
+                               "; this bundle's algorithms: ", algorithm_list[dir], ")"));
           r = {own_algorithm, 0}; // the default falls back to our kernel
         } else {
           r = {req, static_cast<int64_t>(bytes)};
