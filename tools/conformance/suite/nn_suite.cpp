@@ -30,6 +30,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -997,11 +998,17 @@ template <class T> void input_class_cases(extension_suite& reg) {
                 e = rounded<T>(e * transform_scale);
               return r;
             };
-            const vec xsc = scaled ? scale(x) : x, dysc = scaled ? scale(dy) : dy;
-            auto xtsc = tensor_of<T>(xs, xsc), dytsc = tensor_of<T>(ys, dysc);
-            const auto yref_sc = scaled ? nn_ref::conv_forward(g, xsc, w) : yref,
-                       dxref_sc = scaled ? nn_ref::conv_grad_data(g, w, dysc) : dxref,
-                       dwref_sc = scaled ? nn_ref::conv_grad_filter(g, xsc, dy_plain) : dwref;
+            struct transformed {
+              SharedTensor<T> x, dy;
+              nn_ref::summed y, dx, dw;
+            };
+            std::optional<transformed> sc; // only on those classes
+            if (scaled) {
+              const vec xsc = scale(x), dysc = scale(dy);
+              sc.emplace(transformed{
+                  tensor_of<T>(xs, xsc), tensor_of<T>(ys, dysc), nn_ref::conv_forward(g, xsc, w),
+                  nn_ref::conv_grad_data(g, w, dysc), nn_ref::conv_grad_filter(g, xsc, dy_plain)});
+            }
             std::vector<std::array<int64_t, 3>> configs{{0, 0, 0}};
             for (int64_t a = 1; a <= 7; ++a)
               for (size_t d = 0; d < 3; ++d) {
@@ -1029,20 +1036,20 @@ template <class T> void input_class_cases(extension_suite& reg) {
                 expect_conv<T>(what + " " + dir, got, ref, num);
               };
               const auto tr = [&](nn::direction d) {
-                return scaled && conv->numerics(d) == nn::conv_numerics::transform;
+                return sc && conv->numerics(d) == nn::conv_numerics::transform;
               };
               auto yt = poisoned<T>(ys);
-              conv->forward(tr(nn::direction::forward) ? xtsc : xt, wt, yt);
+              conv->forward(tr(nn::direction::forward) ? sc->x : xt, wt, yt);
               check("forward", nn::direction::forward, values(yt),
-                    tr(nn::direction::forward) ? yref_sc : yref);
+                    tr(nn::direction::forward) ? sc->y : yref);
               auto dx = poisoned<T>(xs);
-              conv->grad_data(wt, tr(nn::direction::grad_data) ? dytsc : dyt, dx);
+              conv->grad_data(wt, tr(nn::direction::grad_data) ? sc->dy : dyt, dx);
               check("grad_data", nn::direction::grad_data, values(dx),
-                    tr(nn::direction::grad_data) ? dxref_sc : dxref);
+                    tr(nn::direction::grad_data) ? sc->dx : dxref);
               auto dw = poisoned<T>(ws);
-              conv->grad_filter(tr(nn::direction::grad_filter) ? xtsc : xt, dyp, dw);
+              conv->grad_filter(tr(nn::direction::grad_filter) ? sc->x : xt, dyp, dw);
               check("grad_filter", nn::direction::grad_filter, values(dw),
-                    tr(nn::direction::grad_filter) ? dwref_sc : dwref);
+                    tr(nn::direction::grad_filter) ? sc->dw : dwref);
             }
           },
           {key<pcy_nn_convolution_schema, T>(), key<pcy_nn_convolution_grad_data_schema, T>(),
