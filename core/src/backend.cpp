@@ -674,7 +674,8 @@ pack(const OpKey& key, const detail::BoundOp& op, BackendImpl& target, std::span
       if (a.tensor == nullptr) [[unlikely]]
         bad_call(key, op, i, a, "a tensor argument without a tensor");
       TensorStorage::Impl& ti = a.tensor->impl();
-      if (ti.dtype != static_cast<pcy_dtype>(r.want_dtype)) [[unlikely]]
+      if (ti.dtype != static_cast<pcy_dtype>(r.want_dtype) &&
+          r.want_dtype != PCY_SCHEMA_DTYPE_ANY) [[unlikely]]
         bad_call(key, op, i, a,
                  std::string("dtype ") + sdk::dtype_name(ti.dtype) + ", expected " +
                      sdk::dtype_name(static_cast<pcy_dtype>(r.want_dtype)));

@@ -23,12 +23,16 @@ namespace {
 
 constexpr const char* origin = "dlpack";
 constexpr int32_t max_dims = 64; // more than any producer makes; bounds what we read
+// DLPack 0.8's kDLBool (one byte per element), spelled as its value: older dlpack.h headers
+// (Debian 12's 0.6) lack the name.
+constexpr uint8_t dl_bool = 6;
 
 std::string type_name(DLDataType t) {
   const char* code = t.code == kDLInt      ? "int"
                      : t.code == kDLUInt   ? "uint"
                      : t.code == kDLFloat  ? "float"
                      : t.code == kDLBfloat ? "bfloat"
+                     : t.code == dl_bool   ? "bool"
                                            : nullptr;
   std::string s = code ? code : "code " + std::to_string(t.code) + " ";
   s += std::to_string(t.bits);
@@ -212,10 +216,13 @@ pcy_dtype dtype_from_dlpack(DLDataType t) {
     if (t.code == kDLInt && t.bits == 32) return PCY_DTYPE_I32;
     if (t.code == kDLInt && t.bits == 64) return PCY_DTYPE_I64;
     if (t.code == kDLUInt && t.bits == 8) return PCY_DTYPE_U8;
+    if (t.code == kDLInt && t.bits == 8) return PCY_DTYPE_I8;
+    if (t.code == kDLInt && t.bits == 16) return PCY_DTYPE_I16;
+    if (t.code == dl_bool && t.bits == 8) return PCY_DTYPE_BOOL;
   }
   throw error(errc::unsupported, origin,
               "the DLPack data type " + type_name(t) +
-                  " has no parenchyma dtype (f32, f64, f16, bf16, i32, i64, u8; one lane): "
+                  " has no parenchyma dtype (f32, f64, f16, bf16, i8, i16, i32, i64, u8, bool; one lane): "
                   "convert it first");
 }
 
@@ -228,6 +235,9 @@ DLDataType dtype_to_dlpack(pcy_dtype t) {
   case PCY_DTYPE_I32: return {kDLInt, 32, 1};
   case PCY_DTYPE_I64: return {kDLInt, 64, 1};
   case PCY_DTYPE_U8: return {kDLUInt, 8, 1};
+  case PCY_DTYPE_I8: return {kDLInt, 8, 1};
+  case PCY_DTYPE_I16: return {kDLInt, 16, 1};
+  case PCY_DTYPE_BOOL: return {dl_bool, 8, 1};
   }
   throw error(errc::unsupported, origin,
               "dtype " + std::to_string(static_cast<int>(t)) + " has no DLPack data type");

@@ -28,7 +28,8 @@ constexpr DtypeName dtype_names[] = {
     {PCY_DTYPE_F32, "float32", "f", "<f4"}, {PCY_DTYPE_F64, "float64", "d", "<f8"},
     {PCY_DTYPE_F16, "float16", "e", "<f2"}, {PCY_DTYPE_BF16, "bfloat16", nullptr, nullptr},
     {PCY_DTYPE_I32, "int32", "i", "<i4"},   {PCY_DTYPE_I64, "int64", "q", "<i8"},
-    {PCY_DTYPE_U8, "uint8", "B", "|u1"},
+    {PCY_DTYPE_U8, "uint8", "B", "|u1"},   {PCY_DTYPE_I8, "int8", "b", "|i1"},
+    {PCY_DTYPE_I16, "int16", "h", "<i2"},   {PCY_DTYPE_BOOL, "bool", "?", "|b1"},
 };
 
 const DtypeName& dtype_entry(pcy_dtype t) {

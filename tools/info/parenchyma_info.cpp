@@ -117,6 +117,7 @@ const char* intent_name(uint8_t kind, uint8_t i) {
 std::string dtype_rule(const pcy_arg_schema& a) {
   if (a.kind == PCY_SCHEMA_SCALAR) return "op";
   if (a.kind != PCY_SCHEMA_TENSOR) return "";
+  if (a.dtype == PCY_SCHEMA_DTYPE_ANY) return "any";
   return a.dtype == PCY_SCHEMA_DTYPE_OP ? "op" : dtype_name(static_cast<pcy_dtype>(a.dtype));
 }
 std::string rank_rule(const pcy_arg_schema& a) {

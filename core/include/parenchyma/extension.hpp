@@ -84,7 +84,8 @@ template <class... A> [[noreturn]] void fail(const pcy_op_schema& s, errc code, 
 // later call resolves with an index, not a name.
 template <const pcy_op_schema& S> const OpKey& op_key(pcy_dtype t) noexcept {
   static const OpKey f32{S, PCY_DTYPE_F32}, f64{S, PCY_DTYPE_F64}, f16{S, PCY_DTYPE_F16},
-      bf16{S, PCY_DTYPE_BF16}, i32{S, PCY_DTYPE_I32}, i64{S, PCY_DTYPE_I64}, u8{S, PCY_DTYPE_U8};
+      bf16{S, PCY_DTYPE_BF16}, i32{S, PCY_DTYPE_I32}, i64{S, PCY_DTYPE_I64}, u8{S, PCY_DTYPE_U8},
+      i8{S, PCY_DTYPE_I8}, i16{S, PCY_DTYPE_I16}, b8{S, PCY_DTYPE_BOOL};
   switch (t) {
   case PCY_DTYPE_F64: return f64;
   case PCY_DTYPE_F16: return f16;
@@ -92,6 +93,9 @@ template <const pcy_op_schema& S> const OpKey& op_key(pcy_dtype t) noexcept {
   case PCY_DTYPE_I32: return i32;
   case PCY_DTYPE_I64: return i64;
   case PCY_DTYPE_U8: return u8;
+  case PCY_DTYPE_I8: return i8;
+  case PCY_DTYPE_I16: return i16;
+  case PCY_DTYPE_BOOL: return b8;
   case PCY_DTYPE_F32: break;
   }
   return f32;

@@ -130,6 +130,11 @@ template <> struct dtype_of<double> { static constexpr pcy_dtype value = PCY_DTY
 template <> struct dtype_of<int32_t> { static constexpr pcy_dtype value = PCY_DTYPE_I32; };
 template <> struct dtype_of<int64_t> { static constexpr pcy_dtype value = PCY_DTYPE_I64; };
 template <> struct dtype_of<uint8_t> { static constexpr pcy_dtype value = PCY_DTYPE_U8; };
+template <> struct dtype_of<int8_t> { static constexpr pcy_dtype value = PCY_DTYPE_I8; };
+template <> struct dtype_of<int16_t> { static constexpr pcy_dtype value = PCY_DTYPE_I16; };
+// bool is one byte on every platform parenchyma builds for (checked below).
+template <> struct dtype_of<bool> { static constexpr pcy_dtype value = PCY_DTYPE_BOOL; };
+static_assert(sizeof(bool) == 1, "parenchyma's bool dtype is one byte");
 template <> struct dtype_of<f16> { static constexpr pcy_dtype value = PCY_DTYPE_F16; };
 template <> struct dtype_of<bf16> { static constexpr pcy_dtype value = PCY_DTYPE_BF16; };
 

@@ -30,7 +30,7 @@ extern "C" {
 #endif
 
 #define PCY_ABI_VERSION_MAJOR 1
-#define PCY_ABI_VERSION_MINOR 4
+#define PCY_ABI_VERSION_MINOR 5
 
 #if defined(_WIN32)
 #define PCY_EXPORT __declspec(dllexport)
@@ -156,7 +156,10 @@ typedef enum pcy_dtype {
   PCY_DTYPE_I64 = 4,
   PCY_DTYPE_U8 = 5,
   PCY_DTYPE_F16 = 6, /* 1.1: IEEE 754 binary16 */
-  PCY_DTYPE_BF16 = 7 /* 1.1: bfloat16 (the upper half of an f32) */
+  PCY_DTYPE_BF16 = 7, /* 1.1: bfloat16 (the upper half of an f32) */
+  PCY_DTYPE_I8 = 8,   /* 1.5 */
+  PCY_DTYPE_I16 = 9,  /* 1.5 */
+  PCY_DTYPE_BOOL = 10 /* 1.5: one byte, 0 (false) or 1 (true); any other byte reads as true */
 } pcy_dtype;
 
 /* Opaque handles: each plugin defines the struct behind its own handles. */

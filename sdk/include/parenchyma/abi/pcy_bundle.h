@@ -95,6 +95,9 @@ typedef enum pcy_schema_kind {
 } pcy_schema_kind;
 
 #define PCY_SCHEMA_DTYPE_OP 0 /* dtype rule: the op's dtype (else a fixed pcy_dtype) */
+/* 1.5: dtype rule "any dtype": the op reads the tensor's dtype from pcy_tensor::dtype (the array
+ * extension's inputs). A 1.4 host refuses schemas with it (no tensor has dtype 255). */
+#define PCY_SCHEMA_DTYPE_ANY 255
 #define PCY_SCHEMA_RANK_ANY (-1)
 /* Schema intent beyond pcy_arg_intent: an output the op overwrites where it writes and reads
  * only where its other arguments say so (beta != 0, a sub-range, an increment). The caller
@@ -106,7 +109,8 @@ typedef struct pcy_arg_schema {
   const char* name; /* [a-z][a-z0-9_]*, unique in the op, e.g. "alpha" */
   uint8_t kind;     /* pcy_schema_kind */
   uint8_t intent;   /* TENSOR: pcy_arg_intent or PCY_SCHEMA_INTENT_OVERWRITE; otherwise 0 */
-  uint8_t dtype;    /* TENSOR: PCY_SCHEMA_DTYPE_OP or a fixed pcy_dtype (e.g. I32 indices) */
+  uint8_t dtype;    /* TENSOR: PCY_SCHEMA_DTYPE_OP, a fixed pcy_dtype (e.g. I32 indices) or
+                       (1.5) PCY_SCHEMA_DTYPE_ANY */
   int8_t rank;      /* TENSOR: the exact number of dimensions, or PCY_SCHEMA_RANK_ANY */
 } pcy_arg_schema;
 
@@ -213,7 +217,7 @@ typedef const pcy_bundle_api* (*pcy_bundle_entry_fn)(void);
  *   PCY_DECLARE_OP_SCHEMA(myext, scale, "myext", MYEXT_SCALE_ARGS)
  * declares `myext_scale_args[]` and `myext_scale_schema` (static const in C, inline constexpr in
  * C++). The fields of X: name, kind (INT, FLOAT, SCALAR, TENSOR, INT_ARRAY), intent (0, IN, OUT,
- * INOUT, OVERWRITE), dtype (OP or a pcy_dtype suffix such as I32, U8), rank (ANY or 0..5). */
+ * INOUT, OVERWRITE), dtype (OP, ANY or a pcy_dtype suffix such as I32, U8), rank (ANY or 0..5). */
 #define PCY_SCHEMA_INTENT_0 0
 #define PCY_SCHEMA_INTENT_IN PCY_INTENT_IN
 #define PCY_SCHEMA_INTENT_OUT PCY_INTENT_OUT
@@ -223,6 +227,7 @@ typedef const pcy_bundle_api* (*pcy_bundle_entry_fn)(void);
 #define PCY_SCHEMA_DTYPE_I32 PCY_DTYPE_I32
 #define PCY_SCHEMA_DTYPE_I64 PCY_DTYPE_I64
 #define PCY_SCHEMA_DTYPE_U8 PCY_DTYPE_U8
+#define PCY_SCHEMA_DTYPE_BOOL PCY_DTYPE_BOOL
 #define PCY_SCHEMA_RANK_0 0
 #define PCY_SCHEMA_RANK_1 1
 #define PCY_SCHEMA_RANK_2 2

@@ -15,7 +15,10 @@ inline constexpr size_t dtype_size(pcy_dtype t) noexcept {
   case PCY_DTYPE_I32: return 4;
   case PCY_DTYPE_F64:
   case PCY_DTYPE_I64: return 8;
-  case PCY_DTYPE_U8: return 1;
+  case PCY_DTYPE_U8:
+  case PCY_DTYPE_I8:
+  case PCY_DTYPE_BOOL: return 1;
+  case PCY_DTYPE_I16:
   case PCY_DTYPE_F16:
   case PCY_DTYPE_BF16: return 2;
   }
@@ -34,6 +37,9 @@ inline constexpr const char* dtype_name_or_null(int64_t t) noexcept {
   case PCY_DTYPE_U8: return "u8";
   case PCY_DTYPE_F16: return "f16";
   case PCY_DTYPE_BF16: return "bf16";
+  case PCY_DTYPE_I8: return "i8";
+  case PCY_DTYPE_I16: return "i16";
+  case PCY_DTYPE_BOOL: return "bool";
   }
   return nullptr;
 }

@@ -111,7 +111,7 @@ public:
     const pcy_tensor& t = a_.t(k);
     const pcy_dtype want =
         s_.args[k].dtype == PCY_SCHEMA_DTYPE_OP ? dtype_ : static_cast<pcy_dtype>(s_.args[k].dtype);
-    if (t.dtype != want)
+    if (t.dtype != want && s_.args[k].dtype != PCY_SCHEMA_DTYPE_ANY)
       bad(PCY_ERR_INVALID_ARGUMENT, k,
           str("dtype ", dtype_name(t.dtype), ", expected ", dtype_name(want)));
     if (t.strides != nullptr)

@@ -1,0 +1,442 @@
+// Array bundles, shared part: decodes and checks an array op's program (pcy_array.h) against
+// the call's tensors, so a bundle called by any host never reads or writes outside a tensor and
+// never meets an instruction whose operand dtypes it does not implement. Errors name the op, the
+// argument and the word. Also the facts every bundle's code generator reads (register dtypes,
+// which dtypes the program computes in, a key for the kernel cache).
+#pragma once
+
+#include <parenchyma/abi/ext/pcy_array.h>
+#include <parenchyma/sdk/dtype.hpp>
+#include <parenchyma/sdk/op_schema.hpp>
+
+#include <array>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+namespace parenchyma::array_bundle {
+
+__extension__ typedef __int128 int128; // bounds arithmetic that cannot overflow
+
+using sdk::fail;
+using sdk::str;
+
+constexpr int max_rank = PCY_ARRAY_MAX_RANK;
+constexpr int max_operands = PCY_ARRAY_MAX_INPUTS + 1;
+constexpr int max_instructions = PCY_ARRAY_MAX_INSTRUCTIONS;
+
+// ---- dtype classes ----------------------------------------------------------------------------
+constexpr bool is_float(int d) noexcept { return d == PCY_DTYPE_F32 || d == PCY_DTYPE_F64; }
+constexpr bool is_half(int d) noexcept { return d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16; }
+constexpr bool is_int(int d) noexcept {
+  return d == PCY_DTYPE_I8 || d == PCY_DTYPE_I16 || d == PCY_DTYPE_I32 || d == PCY_DTYPE_I64 ||
+         d == PCY_DTYPE_U8;
+}
+constexpr bool is_bool(int d) noexcept { return d == PCY_DTYPE_BOOL; }
+constexpr bool is_number(int d) noexcept { return is_float(d) || is_int(d); }
+// A dtype registers compute in (everything but the half types).
+constexpr bool is_arith(int d) noexcept { return is_number(d) || is_bool(d); }
+constexpr bool is_dtype(int d) noexcept { return sdk::dtype_name_or_null(d) != nullptr; }
+
+constexpr const char* op_name(int op) noexcept {
+  switch (op) {
+#define PCY_ARRAY_OP_NAME(name, code, operands)                                                    \
+  case code: return #name;
+    PCY_ARRAY_OPS(PCY_ARRAY_OP_NAME)
+#undef PCY_ARRAY_OP_NAME
+  }
+  return nullptr;
+}
+constexpr int op_operands(int op) noexcept {
+  switch (op) {
+#define PCY_ARRAY_OP_ARITY(name, code, operands)                                                   \
+  case code: return operands;
+    PCY_ARRAY_OPS(PCY_ARRAY_OP_ARITY)
+#undef PCY_ARRAY_OP_ARITY
+  }
+  return -1;
+}
+constexpr bool is_float_unary(int op) noexcept {
+  return op >= PCY_ARRAY_OP_EXP && op <= PCY_ARRAY_OP_TRUNC;
+}
+constexpr bool is_compare(int op) noexcept {
+  return op >= PCY_ARRAY_OP_EQ && op <= PCY_ARRAY_OP_GE;
+}
+constexpr bool is_float_binary(int op) noexcept {
+  return op == PCY_ARRAY_OP_DIV || op == PCY_ARRAY_OP_ATAN2 ||
+         (op >= PCY_ARRAY_OP_COPYSIGN && op <= PCY_ARRAY_OP_LOGADDEXP);
+}
+
+struct instruction {
+  int op = 0;
+  int dtype = 0;
+  int64_t a = 0, b = 0, c = 0;
+  int64_t extent = 0; // GATHER
+};
+
+struct operand {
+  int64_t offset = 0;
+  std::array<int64_t, max_rank> strides{};
+  const pcy_tensor* tensor = nullptr;
+  int dtype = 0;
+};
+
+enum class kind { eval, reduce, scan };
+
+// A decoded program. Register k is instruction k; `dtype_mask` has bit d set for every dtype a
+// register holds (bundles refuse F64 on devices without fp64 from it).
+struct program {
+  kind what = kind::eval;
+  int rank = 0, reduced = 0, operands = 0, count = 0;
+  std::array<int64_t, max_rank> shape{};
+  std::array<operand, max_operands> ops{};
+  std::array<instruction, max_instructions> code{};
+  uint32_t dtype_mask = 0;
+  uint64_t elements = 0;      // of the whole index space
+  uint64_t kept_elements = 0; // of the kept (first rank - reduced) dimensions
+  std::span<const int64_t> words; // the program as sent (a key for kernel caches with dtypes)
+  int result_dtype() const noexcept { return code[static_cast<size_t>(count - 1)].dtype; }
+  bool uses(int dtype) const noexcept { return (dtype_mask >> dtype) & 1u; }
+};
+
+// The checks. `prog_k`: the program argument's index; `out_k`: the output's; inputs follow the
+// output's arguments at `in_k`, `inputs` of them.
+class decoder {
+public:
+  decoder(const pcy_op_schema& s, const sdk::op_args& a) : s_(s), a_(a) {}
+
+  [[noreturn]] [[gnu::cold]] [[gnu::noinline]] void bad(uint32_t k, const std::string& what) const {
+    fail(PCY_ERR_INVALID_ARGUMENT,
+         str(s_.extension, ".", s_.name, ": argument ", s_.args[k].name, ": ", what));
+  }
+
+  void decode(program& p, kind what, uint32_t prog_k, uint32_t out_k, uint32_t in_k,
+              int inputs) const {
+    const std::span<const int64_t> w = a_.ints(prog_k);
+    p.what = what;
+    p.words = w;
+    auto need = [&](size_t n, const char* what_) {
+      if (w.size() < n) bad(prog_k, str("the program ends early (", w.size(), " words; ", what_,
+                                          " needs ", n, ")"));
+    };
+    need(PCY_ARRAY_HEADER_WORDS, "the header");
+    if (w[0] != PCY_ARRAY_PROGRAM_VERSION)
+      bad(prog_k, str("word 0: version ", w[0], ", expected ", PCY_ARRAY_PROGRAM_VERSION));
+    if (w[1] < 0 || w[1] > max_rank)
+      bad(prog_k, str("word 1: rank ", w[1], " outside [0, ", max_rank, "]"));
+    p.rank = static_cast<int>(w[1]);
+    const int64_t k_lo = what == kind::scan ? 1 : 0;
+    const int64_t k_hi = what == kind::eval ? 0 : what == kind::scan ? 1 : p.rank;
+    if (w[2] < k_lo || w[2] > k_hi || w[2] > p.rank)
+      bad(prog_k, str("word 2: ", w[2], " reduced dimensions; this op takes ", k_lo, "..",
+                      k_hi > p.rank ? p.rank : k_hi));
+    p.reduced = static_cast<int>(w[2]);
+    if (w[3] != inputs + 1)
+      bad(prog_k, str("word 3: ", w[3], " operands; ", s_.name, " has ", inputs + 1,
+                      " (the output and ", inputs, " inputs)"));
+    p.operands = inputs + 1;
+    if (w[4] < 1 || w[4] > max_instructions)
+      bad(prog_k, str("word 4: ", w[4], " instructions, outside [1, ", max_instructions, "]"));
+    p.count = static_cast<int>(w[4]);
+    const size_t r = static_cast<size_t>(p.rank);
+    const size_t body = PCY_ARRAY_HEADER_WORDS + r + static_cast<size_t>(p.operands) * (1 + r);
+    const size_t total = body + static_cast<size_t>(p.count) * PCY_ARRAY_INSTRUCTION_WORDS;
+    need(total, "its header");
+    if (w.size() != total)
+      bad(prog_k, str(w.size(), " words, expected ", total, " for this header"));
+
+    size_t at = PCY_ARRAY_HEADER_WORDS;
+    p.elements = 1;
+    p.kept_elements = 1;
+    for (size_t d = 0; d < r; ++d, ++at) {
+      if (w[at] < 0) bad(prog_k, str("word ", at, ": extent ", w[at], " < 0"));
+      p.shape[d] = w[at];
+      if (!sdk::mul_ok(p.elements, static_cast<uint64_t>(w[at]), p.elements) ||
+          p.elements > (uint64_t{1} << 62))
+        bad(prog_k, str("word ", at, ": the index space's element count overflows"));
+      if (d < r - static_cast<size_t>(p.reduced)) p.kept_elements *= static_cast<uint64_t>(w[at]);
+    }
+    for (int o = 0; o < p.operands; ++o) {
+      operand& op = p.ops[static_cast<size_t>(o)];
+      const uint32_t tk = o == 0 ? out_k : in_k + static_cast<uint32_t>(o - 1);
+      op.tensor = &a_.t(tk);
+      op.dtype = static_cast<int>(op.tensor->dtype);
+      if (!is_dtype(op.dtype)) bad(tk, str("dtype ", op.dtype, " is unknown"));
+      if (op.tensor->strides != nullptr)
+        bad(tk, "strided tensors are described by the program, not by pcy_tensor::strides");
+      op.offset = w[at++];
+      for (size_t d = 0; d < r; ++d) op.strides[d] = w[at++];
+      if (o == 0 && what == kind::reduce)
+        for (size_t d = r - static_cast<size_t>(p.reduced); d < r; ++d)
+          if (op.strides[d] != 0)
+            bad(prog_k, str("the output's stride for reduced dimension ", d, " is ",
+                            op.strides[d], ", expected 0"));
+    }
+    // Every addressed element inside its tensor (GATHER's axis checked with its instruction).
+    if (p.elements > 0)
+      for (int o = 0; o < p.operands; ++o) check_bounds(p, o, prog_k, -1, 0);
+
+    for (int k = 0; k < p.count; ++k, at += PCY_ARRAY_INSTRUCTION_WORDS) {
+      instruction& in = p.code[static_cast<size_t>(k)];
+      in.op = PCY_ARRAY_WORD_OP(w[at]);
+      in.dtype = PCY_ARRAY_WORD_DTYPE(w[at]);
+      in.a = w[at + 1];
+      in.b = w[at + 2];
+      in.c = w[at + 3];
+      if (in.op == PCY_ARRAY_OP_GATHER) in.extent = PCY_ARRAY_GATHER_EXTENT(w[at]);
+      else if ((w[at] >> 16) != 0)
+        bad(prog_k, str("instruction ", k, ": unused bits set in word ", at));
+      check_instruction(p, k, prog_k);
+      p.dtype_mask |= 1u << in.dtype;
+    }
+    // The value's dtype against the output's.
+    const int v = p.result_dtype(), out = p.ops[0].dtype;
+    if (what != kind::reduce && v != out)
+      bad(prog_k, str("the program's value is ", dn(v), " but the output is ", dn(out),
+                      " (end the program with a CAST)"));
+  }
+
+  // The reduce kind's rules for the value's and the output's dtypes.
+  int reduce_kind(const program& p, uint32_t kind_k) const {
+    const int64_t kd = a_.i(kind_k);
+    const int v = p.result_dtype(), out = p.ops[0].dtype;
+    switch (kd) {
+    case PCY_ARRAY_REDUCE_SUM:
+    case PCY_ARRAY_REDUCE_PROD:
+    case PCY_ARRAY_REDUCE_MIN:
+    case PCY_ARRAY_REDUCE_MAX:
+      if (!is_number(v) || v != out)
+        bad(kind_k, str("kind ", kd, " needs a numeric value of the output's dtype (value ",
+                        dn(v), ", output ", dn(out), ")"));
+      if ((kd == PCY_ARRAY_REDUCE_MIN || kd == PCY_ARRAY_REDUCE_MAX) && empty_reduction(p))
+        bad(kind_k, "min and max of an empty reduction are undefined");
+      break;
+    case PCY_ARRAY_REDUCE_ARGMIN:
+    case PCY_ARRAY_REDUCE_ARGMAX:
+      if (!(is_number(v) || is_bool(v)) || out != PCY_DTYPE_I64)
+        bad(kind_k, str("argmin/argmax need a numeric value and an i64 output (value ", dn(v),
+                        ", output ", dn(out), ")"));
+      if (empty_reduction(p)) bad(kind_k, "argmin and argmax of an empty reduction are undefined");
+      break;
+    case PCY_ARRAY_REDUCE_ALL:
+    case PCY_ARRAY_REDUCE_ANY:
+      if (!is_bool(v) || !is_bool(out))
+        bad(kind_k, str("all/any need a bool value and output (value ", dn(v), ", output ",
+                        dn(out), ")"));
+      break;
+    case PCY_ARRAY_REDUCE_MEAN:
+    case PCY_ARRAY_REDUCE_VAR:
+    case PCY_ARRAY_REDUCE_STD:
+    case PCY_ARRAY_REDUCE_LOGSUMEXP:
+    case PCY_ARRAY_REDUCE_NORM2:
+      if (!is_float(v) || v != out)
+        bad(kind_k, str("kind ", kd, " needs a floating value of the output's dtype (value ",
+                        dn(v), ", output ", dn(out), ")"));
+      break;
+    default: bad(kind_k, str("unknown reduce kind ", kd));
+    }
+    return static_cast<int>(kd);
+  }
+
+  // Output and inputs: the output may be an input only through the same view (eval, scan on
+  // the same offset and strides); a reduce output shares memory with no input.
+  void check_aliasing(const program& p, uint32_t out_k, uint32_t in_k) const {
+    const operand& o = p.ops[0];
+    for (int i = 1; i < p.operands; ++i) {
+      const operand& x = p.ops[static_cast<size_t>(i)];
+      if (x.tensor->memory != o.tensor->memory || x.tensor->data != o.tensor->data) continue;
+      if (p.elements == 0) continue;
+      const bool same_view = p.what != kind::reduce && x.offset == o.offset &&
+                             x.strides == o.strides && x.dtype == o.dtype &&
+                             x.tensor->byte_offset == o.tensor->byte_offset;
+      if (!same_view)
+        bad(in_k + static_cast<uint32_t>(i - 1),
+            str("shares memory with the output (argument ", s_.args[out_k].name,
+                ") through another view; write to a new tensor, or update in place through "
+                "the same view"));
+    }
+  }
+
+  static const char* dn(int d) noexcept {
+    const char* n = sdk::dtype_name_or_null(d);
+    return n != nullptr ? n : "?";
+  }
+
+private:
+  static bool empty_reduction(const program& p) noexcept {
+    if (p.kept_elements == 0) return false; // nothing is written
+    for (int d = p.rank - p.reduced; d < p.rank; ++d)
+      if (p.shape[static_cast<size_t>(d)] == 0) return true;
+    return false;
+  }
+
+  // Operand o's addressed elements lie in [0, its tensor's elements). `gather_axis` >= 0: that
+  // dimension's extent is `gather_extent` instead of the shape's.
+  void check_bounds(const program& p, int o, uint32_t prog_k, int gather_axis,
+                    int64_t gather_extent) const {
+    const operand& op = p.ops[static_cast<size_t>(o)];
+    uint64_t have = 1;
+    for (int32_t i = 0; i < op.tensor->ndim; ++i)
+      if (op.tensor->shape[i] < 0 ||
+          !sdk::mul_ok(have, static_cast<uint64_t>(op.tensor->shape[i]), have))
+        bad(prog_k, str("operand ", o, ": its tensor's shape is invalid"));
+    // lo/hi in 128-bit-safe steps: |stride| and extents are bounded so each product fits.
+    int128 lo = op.offset, hi = op.offset;
+    for (int d = 0; d < p.rank; ++d) {
+      const int64_t ext = d == gather_axis ? gather_extent : p.shape[static_cast<size_t>(d)];
+      if (ext <= 0) continue;
+      const int128 span = static_cast<int128>(ext - 1) * op.strides[static_cast<size_t>(d)];
+      (span < 0 ? lo : hi) += span;
+    }
+    if (lo < 0 || hi >= static_cast<int128>(have))
+      bad(prog_k, str("operand ", o, " (", o == 0 ? "the output" : "an input",
+                      "): its view addresses elements ", static_cast<int64_t>(lo), "..",
+                      static_cast<int64_t>(hi), " of a tensor of ", have, " elements"));
+  }
+
+  void check_instruction(program& p, int k, uint32_t prog_k) const {
+    const instruction& in = p.code[static_cast<size_t>(k)];
+    auto no = [&](const std::string& why) {
+      const char* n = op_name(in.op);
+      bad(prog_k, str("instruction ", k, " (", n != nullptr ? n : "?", " ", dn(in.dtype),
+                      "): ", why));
+    };
+    if (op_name(in.op) == nullptr) no(str("unknown op code ", in.op));
+    if (!is_dtype(in.dtype)) no(str("unknown dtype ", in.dtype));
+    const int n = op_operands(in.op);
+    const int64_t regs[3] = {in.a, in.b, in.c};
+    int rd[3] = {0, 0, 0};
+    for (int i = 0; i < n; ++i) {
+      if (regs[i] < 0 || regs[i] >= k) no(str("operand ", i, " names register ", regs[i],
+                                             ", not an earlier instruction"));
+      rd[i] = p.code[static_cast<size_t>(regs[i])].dtype;
+    }
+    const int d = in.dtype;
+    auto operand_ok = [&](int o) {
+      if (o < 1 || o >= p.operands) no(str("operand ", o, " is not an input (1..", p.operands - 1,
+                                          ")"));
+      const int t = p.ops[static_cast<size_t>(o)].dtype;
+      if (t != d) no(str("input ", o, " has dtype ", dn(t)));
+    };
+    switch (in.op) {
+    case PCY_ARRAY_OP_LOAD: operand_ok(static_cast<int>(in.a)); return;
+    case PCY_ARRAY_OP_CONST:
+      if (!is_arith(d)) no("constants are numbers or bool");
+      return;
+    case PCY_ARRAY_OP_INDEX:
+      if (d != PCY_DTYPE_I64) no("INDEX is i64");
+      if (in.a < 0 || in.a >= p.rank) no(str("dimension ", in.a, " outside the rank ", p.rank));
+      return;
+    case PCY_ARRAY_OP_GATHER: {
+      operand_ok(static_cast<int>(in.a));
+      if (in.b < 0 || in.b >= k || p.code[static_cast<size_t>(in.b)].dtype != PCY_DTYPE_I64)
+        no("the index register must be an earlier i64 register");
+      if (in.c < 0 || in.c >= p.rank) no(str("dimension ", in.c, " outside the rank ", p.rank));
+      if (in.extent < 1) no("the gathered axis' extent must be >= 1");
+      if (p.elements > 0)
+        check_bounds(p, static_cast<int>(in.a), prog_k, static_cast<int>(in.c), in.extent);
+      return;
+    }
+    case PCY_ARRAY_OP_CAST: return; // any to any
+    case PCY_ARRAY_OP_WHERE:
+      if (rd[0] != PCY_DTYPE_BOOL) no("the condition must be bool");
+      if (rd[1] != d || rd[2] != d) no("both values must have the instruction's dtype");
+      return;
+    default: break;
+    }
+    if (!is_arith(d) && !is_compare(in.op))
+      no("half types only load, cast and store: compute in f32");
+    for (int i = 0; i < n; ++i)
+      if (!is_arith(rd[i])) no("half types only load, cast and store: compute in f32");
+    if (n == 2 && rd[0] != rd[1]) no(str("operands of dtypes ", dn(rd[0]), " and ", dn(rd[1])));
+    const int t = rd[0];
+    bool ok = false;
+    switch (in.op) {
+    case PCY_ARRAY_OP_NEG:
+    case PCY_ARRAY_OP_ABS:
+    case PCY_ARRAY_OP_SIGN:
+    case PCY_ARRAY_OP_SQUARE:
+    case PCY_ARRAY_OP_ADD:
+    case PCY_ARRAY_OP_SUB:
+    case PCY_ARRAY_OP_MUL:
+    case PCY_ARRAY_OP_FLOORDIV:
+    case PCY_ARRAY_OP_REM:
+    case PCY_ARRAY_OP_POW:
+    case PCY_ARRAY_OP_MINIMUM:
+    case PCY_ARRAY_OP_MAXIMUM: ok = is_number(t) && d == t; break;
+    case PCY_ARRAY_OP_NOT:
+    case PCY_ARRAY_OP_AND:
+    case PCY_ARRAY_OP_OR:
+    case PCY_ARRAY_OP_XOR: ok = (is_int(t) || is_bool(t)) && d == t; break;
+    case PCY_ARRAY_OP_SHL:
+    case PCY_ARRAY_OP_SHR: ok = is_int(t) && d == t; break;
+    case PCY_ARRAY_OP_ISNAN:
+    case PCY_ARRAY_OP_ISINF:
+    case PCY_ARRAY_OP_ISFINITE: ok = is_float(t) && d == PCY_DTYPE_BOOL; break;
+    default:
+      if (is_float_unary(in.op) || is_float_binary(in.op)) ok = is_float(t) && d == t;
+      else if (is_compare(in.op)) ok = is_arith(t) && d == PCY_DTYPE_BOOL;
+      break;
+    }
+    if (!ok) no(str("not defined for operands of dtype ", dn(t)));
+  }
+
+  const pcy_op_schema& s_;
+  const sdk::op_args& a_;
+};
+
+// Dimensions merged where every operand addresses them as one (stride[d] == stride[d + 1] *
+// shape[d + 1]), within the kept and within the reduced dimensions separately; size-1
+// dimensions dropped. Bundles run fewer, longer loops; the result is the same.
+struct collapsed {
+  int rank = 0, reduced = 0;
+  std::array<int64_t, max_rank> shape{};
+  std::array<std::array<int64_t, max_rank>, max_operands> strides{};
+  std::array<int64_t, max_operands> offset{};
+};
+
+// A program with INDEX or GATHER keeps its dimensions as they are (those name dimensions).
+inline collapsed collapse(const program& p) {
+  collapsed c;
+  std::array<bool, max_rank> pinned{};
+  bool keep = false;
+  for (int k = 0; k < p.count; ++k) {
+    const int op = p.code[static_cast<size_t>(k)].op;
+    keep = keep || op == PCY_ARRAY_OP_INDEX || op == PCY_ARRAY_OP_GATHER;
+  }
+  if (keep) pinned.fill(true);
+  for (int o = 0; o < p.operands; ++o) c.offset[static_cast<size_t>(o)] = p.ops[static_cast<size_t>(o)].offset;
+  auto group = [&](int from, int to, int& out_count) {
+    for (int d = from; d < to; ++d) {
+      const int64_t ext = p.shape[static_cast<size_t>(d)];
+      if (ext == 1 && !pinned[static_cast<size_t>(d)] && p.elements != 0) continue;
+      const int prev = c.rank - 1;
+      bool merge = out_count > 0 && !pinned[static_cast<size_t>(d)] && ext != 0;
+      if (merge)
+        for (int o = 0; o < p.operands && merge; ++o)
+          merge = c.strides[static_cast<size_t>(o)][static_cast<size_t>(prev)] ==
+                  p.ops[static_cast<size_t>(o)].strides[static_cast<size_t>(d)] * ext;
+      if (merge && c.shape[static_cast<size_t>(prev)] != 0) {
+        c.shape[static_cast<size_t>(prev)] *= ext;
+        for (int o = 0; o < p.operands; ++o)
+          c.strides[static_cast<size_t>(o)][static_cast<size_t>(prev)] =
+              p.ops[static_cast<size_t>(o)].strides[static_cast<size_t>(d)];
+      } else {
+        c.shape[static_cast<size_t>(c.rank)] = ext;
+        for (int o = 0; o < p.operands; ++o)
+          c.strides[static_cast<size_t>(o)][static_cast<size_t>(c.rank)] =
+              p.ops[static_cast<size_t>(o)].strides[static_cast<size_t>(d)];
+        ++c.rank;
+        ++out_count;
+      }
+    }
+  };
+  int kept = 0, red = 0;
+  group(0, p.rank - p.reduced, kept);
+  group(p.rank - p.reduced, p.rank, red);
+  c.reduced = red;
+  return c;
+}
+
+} // namespace parenchyma::array_bundle

@@ -1,0 +1,374 @@
+// The array extension through its front-end, on every framework with an array bundle here
+// (native always; OpenCL where a device and the bundle exist), against float64 / integer
+// references computed in this file on seeded random data of awkward sizes.
+#include "support/catch.hpp"
+#include "support/random.hpp"
+
+#include <parenchyma/array.hpp>
+#include <parenchyma/registry.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace parenchyma;
+namespace pa = parenchyma::array;
+using pcy_test_support::rng;
+
+namespace {
+
+// The backends whose framework has an array bundle and a device here.
+std::vector<Backend> backends() {
+  std::vector<Backend> out;
+  Registry& reg = Registry::global();
+  for (const char* name : {"native", "opencl", "cuda"}) {
+    const Framework* fw = reg.find_framework(name);
+    if (fw == nullptr || fw->devices().empty()) continue;
+    bool has = false;
+    for (const auto& b : reg.bundles())
+      has = has || (b->extension() == "array" && b->framework() == name && !b->ops().empty());
+    if (has) out.emplace_back(name);
+  }
+  return out;
+}
+
+std::vector<double> random_values(size_t n, double lo, double hi) {
+  std::uniform_real_distribution<double> d(lo, hi);
+  std::vector<double> v(n);
+  for (double& x : v) x = d(rng());
+  return v;
+}
+template <class T> std::vector<T> as(const std::vector<double>& v) {
+  return std::vector<T>(v.begin(), v.end());
+}
+
+// Row-major index helpers for references.
+std::vector<int64_t> unravel(int64_t i, const pa::Shape& s) {
+  std::vector<int64_t> idx(s.size());
+  for (size_t d = s.size(); d-- > 0;) {
+    idx[d] = i % s[d];
+    i /= s[d];
+  }
+  return idx;
+}
+// The element of an array of shape `s` (row-major values v) at broadcast index `idx` of a
+// larger shape.
+template <class T> T at_broadcast(const std::vector<T>& v, const pa::Shape& s,
+                                  const std::vector<int64_t>& idx) {
+  int64_t off = 0, stride = 1;
+  for (size_t d = s.size(); d-- > 0;) {
+    const int64_t i = idx[idx.size() - s.size() + d];
+    off += (s[d] == 1 ? 0 : i) * stride;
+    stride *= s[d];
+  }
+  return v[static_cast<size_t>(off)];
+}
+
+bool close(double got, double want, double rel, double abs) {
+  if (std::isnan(want)) return std::isnan(got);
+  return std::fabs(got - want) <= abs + rel * std::fabs(want);
+}
+
+bool same_bits(double a, double b) {
+  return (std::isnan(a) && std::isnan(b)) || (a == b && std::signbit(a) == std::signbit(b));
+}
+
+} // namespace
+
+TEST_CASE("array: a fused chain with broadcasting and promotion matches float64 loops", "[array]") {
+  for (const Backend& b : backends()) {
+    INFO("backend " << b.name());
+    const pa::Shape sa{37, 1, 5}, sb{4, 5}, sc{5};
+    const auto va = random_values(37 * 5, -3, 3), vb = random_values(20, -3, 3),
+               vc = random_values(5, 0.5, 2);
+    pa::Array a = pa::asarray(b, as<float>(va), sa);
+    pa::Array x = pa::asarray(b, vb, sb); // f64
+    pa::Array c = pa::asarray(b, as<float>(vc), sc);
+    const uint64_t before = pa::programs_run();
+    pa::Array y = pa::exp(a * x - 1.0) + pa::sin(c) / c - pa::sqrt(pa::abs(a)) * 2;
+    CHECK(y.is_pending());
+    CHECK(y.type() == PCY_DTYPE_F64);
+    CHECK(y.shape() == pa::Shape{37, 4, 5});
+    const std::vector<double> got = y.to_vector<double>();
+    CHECK(pa::programs_run() - before == 1); // one program for the whole chain
+    REQUIRE(got.size() == 37u * 4 * 5);
+    const auto fa = as<float>(va), fc = as<float>(vc);
+    for (int64_t i = 0; i < 37 * 4 * 5; ++i) {
+      const auto idx = unravel(i, {37, 4, 5});
+      const double av = at_broadcast(fa, sa, idx), xv = at_broadcast(vb, sb, idx);
+      const double cv = at_broadcast(fc, sc, idx);
+      // c is f32: sin(c)/c is computed in f32 then promoted (NumPy's order of promotion).
+      const float sc_over_c = std::sin(static_cast<float>(cv)) / static_cast<float>(cv);
+      const double want = std::exp(av * xv - 1.0) + static_cast<double>(sc_over_c) -
+                          static_cast<double>(std::sqrt(std::fabs(static_cast<float>(av))) * 2.0f);
+      REQUIRE(close(got[static_cast<size_t>(i)], want, 1e-12, 1e-12));
+    }
+  }
+}
+
+TEST_CASE("array: fused and unfused evaluation give the same bits", "[array]") {
+  for (const Backend& b : backends()) {
+    INFO("backend " << b.name());
+    const auto v = random_values(1001, -4, 4);
+    pa::Array a = pa::asarray(b, as<float>(v), {1001});
+    pa::Array fused = pa::tanh(a * a + 1.0f) - pa::exp(a) * 0.5f + pa::floor(a);
+    pa::Array t1 = (a * a).eval();
+    pa::Array t2 = (t1 + 1.0f).eval();
+    pa::Array t3 = pa::tanh(t2).eval();
+    pa::Array t4 = pa::exp(a).eval();
+    pa::Array t5 = (t4 * 0.5f).eval();
+    pa::Array t6 = (t3 - t5).eval();
+    pa::Array unfused = (t6 + pa::floor(a)).eval();
+    const auto f = fused.to_vector<float>(), u = unfused.to_vector<float>();
+    for (size_t i = 0; i < f.size(); ++i) REQUIRE(same_bits(f[i], u[i]));
+  }
+}
+
+TEST_CASE("array: integer semantics (wrap, floor division, remainder, division by zero, shifts)",
+          "[array]") {
+  for (const Backend& b : backends()) {
+    INFO("backend " << b.name());
+    const std::vector<int32_t> xs{7, -7, 7, -7, 5, INT32_MIN, INT32_MAX, 0, -1, 9};
+    const std::vector<int32_t> ys{2, 2, -2, -2, 0, -1, 1, 3, 40, 33};
+    pa::Array x = pa::asarray(b, xs, {10}), y = pa::asarray(b, ys, {10});
+    const auto fd = pa::floor_divide(x, y).to_vector<int32_t>();
+    const auto rm = pa::remainder(x, y).to_vector<int32_t>();
+    const auto ad = (x + y).to_vector<int32_t>();
+    const auto ml = (x * y).to_vector<int32_t>();
+    const auto sl = (x << y).to_vector<int32_t>();
+    const auto sr = (x >> y).to_vector<int32_t>();
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const int64_t a = xs[i], c = ys[i];
+      int64_t q = 0, r = 0;
+      if (c != 0) {
+        q = a / c;
+        r = a % c;
+        if (r != 0 && ((r < 0) != (c < 0))) {
+          r += c;
+          q -= 1;
+        }
+      }
+      INFO("x " << a << " y " << c);
+      CHECK(fd[i] == static_cast<int32_t>(static_cast<uint32_t>(q)));
+      CHECK(rm[i] == (c == -1 ? 0 : static_cast<int32_t>(r)));
+      CHECK(ad[i] == static_cast<int32_t>(static_cast<uint32_t>(a + c)));
+      CHECK(ml[i] == static_cast<int32_t>(static_cast<uint32_t>(static_cast<uint64_t>(a * c))));
+      CHECK(sl[i] == (c < 0 || c >= 32 ? 0 : static_cast<int32_t>(static_cast<uint32_t>(a) << c)));
+      CHECK(sr[i] == (c < 0 || c >= 32 ? (a < 0 ? -1 : 0) : static_cast<int32_t>(a >> c)));
+    }
+    // True division of integers gives f64 (the Array API's default floating dtype).
+    CHECK((x / y).type() == PCY_DTYPE_F64);
+  }
+}
+
+TEST_CASE("array: casts saturate, NaN goes to 0, half types round once", "[array]") {
+  for (const Backend& b : backends()) {
+    INFO("backend " << b.name());
+    const double nan = std::numeric_limits<double>::quiet_NaN(),
+                 inf = std::numeric_limits<double>::infinity();
+    const std::vector<double> v{nan, inf, -inf, 300.7, -300.7, 2.5, -2.5, 1e30, -0.0, 65519.99,
+                                65520.0, 1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40),
+                                5.9604644775390625e-08 * 0.5};
+    pa::Array x = pa::asarray(b, v, {static_cast<int64_t>(v.size())});
+    const auto i8 = x.astype(PCY_DTYPE_I8).to_vector<int8_t>();
+    const auto u8 = x.astype(PCY_DTYPE_U8).to_vector<uint8_t>();
+    const auto i64 = x.astype(PCY_DTYPE_I64).to_vector<int64_t>();
+    const auto h = x.astype(PCY_DTYPE_F16).astype(PCY_DTYPE_F64).to_vector<double>();
+    const auto bo = x.astype(PCY_DTYPE_BOOL).to_vector<uint8_t>();
+    CHECK(i8[0] == 0);
+    CHECK(i8[1] == 127);
+    CHECK(i8[2] == -128);
+    CHECK(i8[3] == 127);
+    CHECK(i8[4] == -128);
+    CHECK(i8[5] == 2);
+    CHECK(i8[6] == -2);
+    CHECK(u8[4] == 0);
+    CHECK(u8[3] == 255);
+    CHECK(i64[7] == INT64_MAX);
+    CHECK(i64[1] == INT64_MAX);
+    CHECK(std::isnan(h[0]));
+    CHECK(h[9] == 65504.0);                   // below the halfway point: the largest finite
+    CHECK(std::isinf(h[10]));                 // 65520 rounds up to inf
+    CHECK(h[11] == 1.0009765625); // just above a tie: one rounding (f32 first would tie to 1)
+    CHECK(h[12] == 0.0);                       // half the smallest subnormal: ties to even (0)
+    CHECK(std::signbit(h[8]));
+    CHECK(bo[0] == 1); // NaN is truthy
+    CHECK(bo[8] == 0);
+  }
+}
+
+TEST_CASE("array: reductions over any axes, keepdims, against float64 loops", "[array]") {
+  for (const Backend& b : backends()) {
+    INFO("backend " << b.name());
+    const pa::Shape s{6, 7, 33};
+    const auto v = random_values(6 * 7 * 33, -2, 2);
+    pa::Array x = pa::asarray(b, v, s);
+    for (const std::vector<int64_t>& axes :
+         {std::vector<int64_t>{}, {0}, {1}, {2}, {0, 2}, {1, 2}, {0, 1}}) {
+      INFO("axes " << axes.size() << (axes.empty() ? -1 : axes[0]));
+      std::vector<bool> red(3, axes.empty());
+      for (int64_t a : axes) red[static_cast<size_t>(a)] = true;
+      pa::Shape os;
+      for (size_t d = 0; d < 3; ++d)
+        if (!red[d]) os.push_back(s[d]);
+      const size_t on = [&] {
+        size_t n = 1;
+        for (int64_t e : os) n *= static_cast<size_t>(e);
+        return n;
+      }();
+      std::vector<double> sum(on, 0), mx(on, -1e300), sq(on, 0), lse(on, 0);
+      std::vector<int64_t> cnt(on, 0), amax(on, -1);
+      auto out_index = [&](const std::vector<int64_t>& idx) {
+        size_t o = 0;
+        for (size_t d = 0; d < 3; ++d)
+          if (!red[d]) o = o * static_cast<size_t>(s[d]) + static_cast<size_t>(idx[d]);
+        return o;
+      };
+      auto red_pos = [&](const std::vector<int64_t>& idx) {
+        int64_t p = 0;
+        for (size_t d = 0; d < 3; ++d)
+          if (red[d]) p = p * s[d] + idx[d];
+        return p;
+      };
+      for (size_t i = 0; i < v.size(); ++i) {
+        const auto idx = unravel(static_cast<int64_t>(i), s);
+        const size_t o = out_index(idx);
+        sum[o] += v[i];
+        ++cnt[o];
+        if (v[i] > mx[o]) {
+          mx[o] = v[i];
+          amax[o] = red_pos(idx);
+        }
+      }
+      for (size_t i = 0; i < v.size(); ++i) {
+        const size_t o = out_index(unravel(static_cast<int64_t>(i), s));
+        const double m = sum[o] / static_cast<double>(cnt[o]);
+        sq[o] += (v[i] - m) * (v[i] - m);
+        lse[o] += std::exp(v[i] - mx[o]);
+      }
+      const auto gs = pa::sum(x, axes).to_vector<double>();
+      const auto gm = pa::mean(x, axes).to_vector<double>();
+      const auto gv = pa::var(x, axes, 1.0).to_vector<double>();
+      const auto gx = pa::max(x, axes).to_vector<double>();
+      const auto gl = pa::logsumexp(x, axes).to_vector<double>();
+      REQUIRE(gs.size() == on);
+      for (size_t o = 0; o < on; ++o) {
+        CHECK(close(gs[o], sum[o], 0, 1e-11));
+        CHECK(close(gm[o], sum[o] / static_cast<double>(cnt[o]), 0, 1e-12));
+        CHECK(close(gv[o], sq[o] / static_cast<double>(cnt[o] - 1), 1e-12, 0));
+        CHECK(gx[o] == mx[o]);
+        CHECK(close(gl[o], mx[o] + std::log(lse[o]), 1e-12, 0));
+      }
+      if (axes.size() == 1) {
+        const auto ga = pa::argmax(x, axes[0]).to_vector<int64_t>();
+        for (size_t o = 0; o < on; ++o) CHECK(ga[o] == amax[o]);
+      }
+      pa::Array k = pa::sum(x, axes, true);
+      CHECK(k.ndim() == 3);
+    }
+    // NaN propagates through max and sum; argmax takes the first NaN.
+    std::vector<double> w{1, 2, std::nan(""), 5, std::nan("")};
+    pa::Array y = pa::asarray(b, w, {5});
+    CHECK(std::isnan(pa::max(y).item<double>()));
+    CHECK(std::isnan(pa::sum(y).item<double>()));
+    CHECK(pa::argmax(y).item<int64_t>() == 2);
+    // Integer sums accumulate in i64; bool all/any.
+    pa::Array i = pa::asarray(b, std::vector<int32_t>{INT32_MAX, INT32_MAX, 2}, {3});
+    CHECK(pa::sum(i).item<int64_t>() == int64_t{INT32_MAX} * 2 + 2);
+    CHECK(pa::all(i > 1).item<bool>());
+    CHECK(!pa::any(i < 0).item<bool>());
+  }
+}
+
+TEST_CASE("array: an elementwise chain feeding a reduction runs as one program", "[array]") {
+  for (const Backend& b : backends()) {
+    INFO("backend " << b.name());
+    const auto va = random_values(4097, -1, 1), vb = random_values(4097, -1, 1);
+    pa::Array a = pa::asarray(b, va, {4097}), c = pa::asarray(b, vb, {4097});
+    const uint64_t before = pa::programs_run();
+    const double got = pa::sum(pa::square(a - c)).item<double>();
+    CHECK(pa::programs_run() - before == 1);
+    double want = 0;
+    for (size_t i = 0; i < va.size(); ++i) want += (va[i] - vb[i]) * (va[i] - vb[i]);
+    CHECK(close(got, want, 1e-12, 0));
+  }
+}
+
+TEST_CASE("array: views (reshape, transpose, slices with steps, flip, broadcast) and writes",
+          "[array]") {
+  for (const Backend& b : backends()) {
+    INFO("backend " << b.name());
+    pa::Array x = pa::arange(b, 0, 24, 1, PCY_DTYPE_I32).reshape({2, 3, 4});
+    CHECK(x.is_view());
+    const auto t = x.permute_dims({2, 0, 1}).to_vector<int32_t>();
+    REQUIRE(t.size() == 24);
+    for (int64_t i = 0; i < 24; ++i) {
+      const auto idx = unravel(i, {4, 2, 3}); // (k, i, j) -> x[i, j, k]
+      CHECK(t[static_cast<size_t>(i)] == idx[1] * 12 + idx[2] * 4 + idx[0]);
+    }
+    const auto s = x.slice(2, -1, pa::Array::npos, -2).to_vector<int32_t>(); // x[:, :, ::-2]
+    REQUIRE(s.size() == 12);
+    CHECK(s[0] == 3);
+    CHECK(s[1] == 1);
+    CHECK(s[2] == 7);
+    const auto f = x.flip({1}).at(0).to_vector<int32_t>(); // x[0, ::-1, :]
+    CHECK(f == std::vector<int32_t>{8, 9, 10, 11, 4, 5, 6, 7, 0, 1, 2, 3});
+    const auto bc = pa::asarray(b, std::vector<int32_t>{1, 2}, {2, 1}).broadcast_to({2, 3});
+    CHECK(bc.to_vector<int32_t>() == std::vector<int32_t>{1, 1, 1, 2, 2, 2});
+    // A write into a strided slice changes only those elements.
+    pa::Array z = pa::zeros(b, {3, 5}, PCY_DTYPE_F32);
+    z.slice(1, 1, pa::Array::npos, 2).assign(pa::asarray(b, std::vector<float>{7, 8}, {2}));
+    CHECK(z.to_vector<float>() == std::vector<float>{0, 7, 0, 8, 0, 0, 7, 0, 8, 0, 0, 7, 0, 8, 0});
+    // A pending expression that reads the written memory keeps its value.
+    pa::Array w = pa::ones(b, {4}, PCY_DTYPE_F32);
+    pa::Array pending = w * 3.0f;
+    w.assign(pa::scalar(5.0));
+    CHECK(pending.to_vector<float>() == std::vector<float>{3, 3, 3, 3});
+    // In place through the same view: one program.
+    const uint64_t before = pa::programs_run();
+    w.assign(w * 2.0f + 1.0f);
+    CHECK(pa::programs_run() - before == 1);
+    CHECK(w.to_vector<float>() == std::vector<float>{11, 11, 11, 11});
+    // x.assign(flip(x)): the value is read through another view of the target: run first.
+    pa::Array r = pa::arange(b, 0, 5, 1, PCY_DTYPE_F32);
+    r.assign(r.flip());
+    CHECK(r.to_vector<float>() == std::vector<float>{4, 3, 2, 1, 0});
+  }
+}
+
+TEST_CASE("array: creation and scans", "[array]") {
+  for (const Backend& b : backends()) {
+    INFO("backend " << b.name());
+    CHECK(pa::linspace(b, 0, 1, 5).to_vector<double>() ==
+          std::vector<double>{0, 0.25, 0.5, 0.75, 1});
+    CHECK(pa::eye(b, 2, 3, 1, PCY_DTYPE_I8).to_vector<int8_t>() ==
+          std::vector<int8_t>{0, 1, 0, 0, 0, 1});
+    CHECK(pa::full(b, {2}, 2.5, PCY_DTYPE_F16).astype(PCY_DTYPE_F32).to_vector<float>() ==
+          std::vector<float>{2.5f, 2.5f});
+    pa::Array x = pa::arange(b, 1, 7, 1, PCY_DTYPE_I32).reshape({2, 3});
+    CHECK(pa::cumulative_sum(x, 1).to_vector<int64_t>() == std::vector<int64_t>{1, 3, 6, 4, 9, 15});
+    CHECK(pa::cumulative_sum(x, 0, true).to_vector<int64_t>() ==
+          std::vector<int64_t>{0, 0, 0, 1, 2, 3, 5, 7, 9});
+  }
+}
+
+TEST_CASE("array: bad arguments are refused naming the function and the argument", "[array]") {
+  Backend b("native");
+  pa::Array x = pa::zeros(b, {3, 4});
+  auto msg = [](auto&& f) {
+    try {
+      f();
+    } catch (const error& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  CHECK(msg([&] { (void)(x + pa::zeros(b, {5})); }).find("do not broadcast") != std::string::npos);
+  CHECK(msg([&] { (void)pa::sum(x, {2}); }).find("argument axis") != std::string::npos);
+  CHECK(msg([&] { (void)x.reshape({5, 3}); }).find("cannot reshape") != std::string::npos);
+  CHECK(msg([&] { (void)pa::max(pa::zeros(b, {3, 0}), {1}); }).find("empty") != std::string::npos);
+  CHECK(msg([&] { (void)(x & x); }).find("integers") != std::string::npos);
+}
