@@ -612,10 +612,11 @@ inline std::string instruction_code(dialect dl, const spec& s, int k) {
   }
   case PCY_ARRAY_OP_GATHER: {
     const long long p = in.a, dim = in.c;
+    const std::string gi = reg(in.b); // the index register (GATHER's words are immediates)
     const std::string at = fmt(
         "q%lld + (%s < 0 ? (i64)0 : %s > (i64)%lld ? (i64)%lld : %s) * m.w[%d] - idx%lld * m.w[%d]",
-        p, b.c_str(), b.c_str(), static_cast<long long>(in.extent - 1),
-        static_cast<long long>(in.extent - 1), b.c_str(),
+        p, gi.c_str(), gi.c_str(), static_cast<long long>(in.extent - 1),
+        static_cast<long long>(in.extent - 1), gi.c_str(),
         layout_of(s).stride(static_cast<int>(p), static_cast<int>(dim)), dim,
         layout_of(s).stride(static_cast<int>(p), static_cast<int>(dim)));
     const std::string e = fmt("o%lld[", p) + at + "]";

@@ -396,8 +396,9 @@ template <class Table, class Ctx> void register_ops(Table& table, const std::str
 #define PCY_ADD_EVAL(n)                                                                            \
   table.template add<op_eval<pcy_array_eval_##n##_schema, n>>(pcy_array_eval_##n##_schema, d, impl);
     PCY_ADD_EVAL(0)
-    PCY_ADD_EVAL(1) PCY_ADD_EVAL(2) PCY_ADD_EVAL(3) PCY_ADD_EVAL(4) PCY_ADD_EVAL(5) PCY_ADD_EVAL(6)
-        PCY_ADD_EVAL(7) PCY_ADD_EVAL(8)
+    PCY_ADD_EVAL(1)
+    PCY_ADD_EVAL(2) PCY_ADD_EVAL(3) PCY_ADD_EVAL(4) PCY_ADD_EVAL(5) PCY_ADD_EVAL(6) PCY_ADD_EVAL(7)
+        PCY_ADD_EVAL(8)
 #undef PCY_ADD_EVAL
             table.template add<op_random>(pcy_array_random_schema, d, impl);
     if (d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16) continue;
@@ -405,7 +406,8 @@ template <class Table, class Ctx> void register_ops(Table& table, const std::str
   table.template add<op_reduce<pcy_array_reduce_##n##_schema, n>>(pcy_array_reduce_##n##_schema,   \
                                                                   d, impl);
     PCY_ADD_REDUCE(1)
-    PCY_ADD_REDUCE(2) PCY_ADD_REDUCE(3) PCY_ADD_REDUCE(4)
+    PCY_ADD_REDUCE(2)
+    PCY_ADD_REDUCE(3) PCY_ADD_REDUCE(4)
 #undef PCY_ADD_REDUCE
         if (d == PCY_DTYPE_BOOL) continue;
     table.template add<op_scan<pcy_array_scan_1_schema, 1>>(pcy_array_scan_1_schema, d, impl);

@@ -48,7 +48,7 @@ public:
                                   " reports no fp64: f64 programs cannot run on it");
     cx->wg = 256;
     cx->max_groups = dev.compute_units > 0 ? static_cast<uint64_t>(dev.compute_units) * 16 : 4096;
-    cx->options = "--fmad=false";
+    cx->options = "--fmad=false --disable-warnings";
     return cx.release();
   }
 
