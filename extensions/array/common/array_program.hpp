@@ -93,8 +93,8 @@ struct program {
   std::array<operand, max_operands> ops{};
   std::array<instruction, max_instructions> code{};
   uint32_t dtype_mask = 0;
-  uint64_t elements = 0;          // of the whole index space
-  uint64_t kept_elements = 0;     // of the kept (first rank - reduced) dimensions
+  uint64_t elements = 0;      // of the whole index space
+  uint64_t kept_elements = 0; // of the kept (first rank - reduced) dimensions
   std::span<const int64_t> words; // the program as sent (a key for kernel caches with dtypes)
   int result_dtype() const noexcept { return code[static_cast<size_t>(count - 1)].dtype; }
   bool uses(int dtype) const noexcept { return (dtype_mask >> dtype) & 1u; }
@@ -117,9 +117,8 @@ public:
     p.what = what;
     p.words = w;
     auto need = [&](size_t n, const char* what_) {
-      if (w.size() < n)
-        bad(prog_k,
-            str("the program ends early (", w.size(), " words; ", what_, " needs ", n, ")"));
+      if (w.size() < n) bad(prog_k, str("the program ends early (", w.size(), " words; ", what_,
+                                          " needs ", n, ")"));
     };
     need(PCY_ARRAY_HEADER_WORDS, "the header");
     if (w[0] != PCY_ARRAY_PROGRAM_VERSION)
@@ -167,18 +166,16 @@ public:
       if (op.tensor->strides != nullptr)
         bad(tk, "strided tensors are described by the program, not by pcy_tensor::strides");
       op.offset = w[at++];
-      for (size_t d = 0; d < r; ++d)
-        op.strides[d] = w[at++];
+      for (size_t d = 0; d < r; ++d) op.strides[d] = w[at++];
       if (o == 0 && what == kind::reduce)
         for (size_t d = r - static_cast<size_t>(p.reduced); d < r; ++d)
           if (op.strides[d] != 0)
-            bad(prog_k, str("the output's stride for reduced dimension ", d, " is ", op.strides[d],
-                            ", expected 0"));
+            bad(prog_k, str("the output's stride for reduced dimension ", d, " is ",
+                            op.strides[d], ", expected 0"));
     }
     // Every addressed element inside its tensor (GATHER's axis checked with its instruction).
     if (p.elements > 0)
-      for (int o = 0; o < p.operands; ++o)
-        check_bounds(p, o, prog_k, -1, 0);
+      for (int o = 0; o < p.operands; ++o) check_bounds(p, o, prog_k, -1, 0);
 
     for (int k = 0; k < p.count; ++k, at += PCY_ARRAY_INSTRUCTION_WORDS) {
       instruction& in = p.code[static_cast<size_t>(k)];
@@ -187,8 +184,7 @@ public:
       in.a = w[at + 1];
       in.b = w[at + 2];
       in.c = w[at + 3];
-      if (in.op == PCY_ARRAY_OP_GATHER)
-        in.extent = PCY_ARRAY_GATHER_EXTENT(w[at]);
+      if (in.op == PCY_ARRAY_OP_GATHER) in.extent = PCY_ARRAY_GATHER_EXTENT(w[at]);
       else if ((w[at] >> 16) != 0)
         bad(prog_k, str("instruction ", k, ": unused bits set in word ", at));
       check_instruction(p, k, prog_k);
@@ -211,8 +207,8 @@ public:
     case PCY_ARRAY_REDUCE_MIN:
     case PCY_ARRAY_REDUCE_MAX:
       if (!is_number(v) || v != out)
-        bad(kind_k, str("kind ", kd, " needs a numeric value of the output's dtype (value ", dn(v),
-                        ", output ", dn(out), ")"));
+        bad(kind_k, str("kind ", kd, " needs a numeric value of the output's dtype (value ",
+                        dn(v), ", output ", dn(out), ")"));
       if ((kd == PCY_ARRAY_REDUCE_MIN || kd == PCY_ARRAY_REDUCE_MAX) && empty_reduction(p))
         bad(kind_k, "min and max of an empty reduction are undefined");
       break;
@@ -226,8 +222,8 @@ public:
     case PCY_ARRAY_REDUCE_ALL:
     case PCY_ARRAY_REDUCE_ANY:
       if (!is_bool(v) || !is_bool(out))
-        bad(kind_k,
-            str("all/any need a bool value and output (value ", dn(v), ", output ", dn(out), ")"));
+        bad(kind_k, str("all/any need a bool value and output (value ", dn(v), ", output ",
+                        dn(out), ")"));
       break;
     case PCY_ARRAY_REDUCE_MEAN:
     case PCY_ARRAY_REDUCE_VAR:
@@ -235,8 +231,8 @@ public:
     case PCY_ARRAY_REDUCE_LOGSUMEXP:
     case PCY_ARRAY_REDUCE_NORM2:
       if (!is_float(v) || v != out)
-        bad(kind_k, str("kind ", kd, " needs a floating value of the output's dtype (value ", dn(v),
-                        ", output ", dn(out), ")"));
+        bad(kind_k, str("kind ", kd, " needs a floating value of the output's dtype (value ",
+                        dn(v), ", output ", dn(out), ")"));
       break;
     default: bad(kind_k, str("unknown reduce kind ", kd));
     }
@@ -303,8 +299,8 @@ private:
     const instruction& in = p.code[static_cast<size_t>(k)];
     auto no = [&](const std::string& why) {
       const char* n = op_name(in.op);
-      bad(prog_k,
-          str("instruction ", k, " (", n != nullptr ? n : "?", " ", dn(in.dtype), "): ", why));
+      bad(prog_k, str("instruction ", k, " (", n != nullptr ? n : "?", " ", dn(in.dtype),
+                      "): ", why));
     };
     if (op_name(in.op) == nullptr) no(str("unknown op code ", in.op));
     if (!is_dtype(in.dtype)) no(str("unknown dtype ", in.dtype));
@@ -312,14 +308,14 @@ private:
     const int64_t regs[3] = {in.a, in.b, in.c};
     int rd[3] = {0, 0, 0};
     for (int i = 0; i < n; ++i) {
-      if (regs[i] < 0 || regs[i] >= k)
-        no(str("operand ", i, " names register ", regs[i], ", not an earlier instruction"));
+      if (regs[i] < 0 || regs[i] >= k) no(str("operand ", i, " names register ", regs[i],
+                                             ", not an earlier instruction"));
       rd[i] = p.code[static_cast<size_t>(regs[i])].dtype;
     }
     const int d = in.dtype;
     auto operand_ok = [&](int o) {
-      if (o < 1 || o >= p.operands)
-        no(str("operand ", o, " is not an input (1..", p.operands - 1, ")"));
+      if (o < 1 || o >= p.operands) no(str("operand ", o, " is not an input (1..", p.operands - 1,
+                                          ")"));
       const int t = p.ops[static_cast<size_t>(o)].dtype;
       if (t != d) no(str("input ", o, " has dtype ", dn(t)));
     };
@@ -379,10 +375,8 @@ private:
     case PCY_ARRAY_OP_ISINF:
     case PCY_ARRAY_OP_ISFINITE: ok = is_float(t) && d == PCY_DTYPE_BOOL; break;
     default:
-      if (is_float_unary(in.op) || is_float_binary(in.op))
-        ok = is_float(t) && d == t;
-      else if (is_compare(in.op))
-        ok = is_arith(t) && d == PCY_DTYPE_BOOL;
+      if (is_float_unary(in.op) || is_float_binary(in.op)) ok = is_float(t) && d == t;
+      else if (is_compare(in.op)) ok = is_arith(t) && d == PCY_DTYPE_BOOL;
       break;
     }
     if (!ok) no(str("not defined for operands of dtype ", dn(t)));
@@ -412,8 +406,7 @@ inline collapsed collapse(const program& p) {
     keep = keep || op == PCY_ARRAY_OP_INDEX || op == PCY_ARRAY_OP_GATHER;
   }
   if (keep) pinned.fill(true);
-  for (int o = 0; o < p.operands; ++o)
-    c.offset[static_cast<size_t>(o)] = p.ops[static_cast<size_t>(o)].offset;
+  for (int o = 0; o < p.operands; ++o) c.offset[static_cast<size_t>(o)] = p.ops[static_cast<size_t>(o)].offset;
   auto group = [&](int from, int to, int& out_count) {
     for (int d = from; d < to; ++d) {
       const int64_t ext = p.shape[static_cast<size_t>(d)];

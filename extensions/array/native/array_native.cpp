@@ -41,66 +41,50 @@ using kernel_fn = void (*)(void* out, const void* a, const void* b, const void* 
 // Numbers (integers wrap through uint64_t).
 struct op_neg {
   template <class T> static T f(T x) noexcept {
-    if constexpr (std::is_integral_v<T>)
-      return wrap<T>(0 - u(x));
-    else
-      return -x;
+    if constexpr (std::is_integral_v<T>) return wrap<T>(0 - u(x));
+    else return -x;
   }
 };
 struct op_abs {
   template <class T> static T f(T x) noexcept {
-    if constexpr (std::is_unsigned_v<T>)
-      return x;
-    else if constexpr (std::is_integral_v<T>)
-      return x < 0 ? wrap<T>(0 - u(x)) : x;
-    else
-      return std::fabs(x);
+    if constexpr (std::is_unsigned_v<T>) return x;
+    else if constexpr (std::is_integral_v<T>) return x < 0 ? wrap<T>(0 - u(x)) : x;
+    else return std::fabs(x);
   }
 };
 struct op_sign {
   template <class T> static T f(T x) noexcept {
-    if constexpr (std::is_integral_v<T>)
-      return static_cast<T>((x > 0) - (x < 0));
-    else
-      return fsign(x);
+    if constexpr (std::is_integral_v<T>) return static_cast<T>((x > 0) - (x < 0));
+    else return fsign(x);
   }
 };
 struct op_square {
   template <class T> static T f(T x) noexcept {
-    if constexpr (std::is_integral_v<T>)
-      return wrap<T>(u(x) * u(x));
-    else
-      return x * x;
+    if constexpr (std::is_integral_v<T>) return wrap<T>(u(x) * u(x));
+    else return x * x;
   }
 };
 struct op_add {
   template <class T> static T f(T x, T y) noexcept {
-    if constexpr (std::is_integral_v<T>)
-      return wrap<T>(u(x) + u(y));
-    else
-      return x + y;
+    if constexpr (std::is_integral_v<T>) return wrap<T>(u(x) + u(y));
+    else return x + y;
   }
 };
 struct op_sub {
   template <class T> static T f(T x, T y) noexcept {
-    if constexpr (std::is_integral_v<T>)
-      return wrap<T>(u(x) - u(y));
-    else
-      return x - y;
+    if constexpr (std::is_integral_v<T>) return wrap<T>(u(x) - u(y));
+    else return x - y;
   }
 };
 struct op_mul {
   template <class T> static T f(T x, T y) noexcept {
-    if constexpr (std::is_integral_v<T>)
-      return wrap<T>(u(x) * u(y));
-    else
-      return x * y;
+    if constexpr (std::is_integral_v<T>) return wrap<T>(u(x) * u(y));
+    else return x * y;
   }
 };
 struct op_floordiv {
   template <class T> static T f(T x, T y) noexcept {
-    if constexpr (std::is_integral_v<T>)
-      return int_floordiv(x, y);
+    if constexpr (std::is_integral_v<T>) return int_floordiv(x, y);
     else {
       T q, m;
       npy_divmod(x, y, q, m);
@@ -110,8 +94,7 @@ struct op_floordiv {
 };
 struct op_rem {
   template <class T> static T f(T x, T y) noexcept {
-    if constexpr (std::is_integral_v<T>)
-      return int_rem(x, y);
+    if constexpr (std::is_integral_v<T>) return int_rem(x, y);
     else {
       T q, m;
       npy_divmod(x, y, q, m);
@@ -121,26 +104,20 @@ struct op_rem {
 };
 struct op_pow {
   template <class T> static T f(T x, T y) noexcept {
-    if constexpr (std::is_integral_v<T>)
-      return int_pow(x, y);
-    else
-      return std::pow(x, y);
+    if constexpr (std::is_integral_v<T>) return int_pow(x, y);
+    else return std::pow(x, y);
   }
 };
 struct op_minimum {
   template <class T> static T f(T x, T y) noexcept {
-    if constexpr (std::is_integral_v<T>)
-      return x <= y ? x : y;
-    else
-      return (x <= y || x != x) ? x : y;
+    if constexpr (std::is_integral_v<T>) return x <= y ? x : y;
+    else return (x <= y || x != x) ? x : y;
   }
 };
 struct op_maximum {
   template <class T> static T f(T x, T y) noexcept {
-    if constexpr (std::is_integral_v<T>)
-      return x >= y ? x : y;
-    else
-      return (x >= y || x != x) ? x : y;
+    if constexpr (std::is_integral_v<T>) return x >= y ? x : y;
+    else return (x >= y || x != x) ? x : y;
   }
 };
 // Floating only.
@@ -182,7 +159,7 @@ struct op_not {
 struct op_lnot {
   template <class T> static T f(T x) noexcept { return static_cast<T>(x == 0 ? 1 : 0); }
 };
-PCY_BINARY(op_and, static_cast<T>(x& y))
+PCY_BINARY(op_and, static_cast<T>(x &y))
 PCY_BINARY(op_or, static_cast<T>(x | y))
 PCY_BINARY(op_xor, static_cast<T>(x ^ y))
 PCY_BINARY(op_shl, int_shl(x, y))
@@ -193,77 +170,60 @@ PCY_BINARY(op_shr, int_shr(x, y))
 // Registers of bool hold uint8_t; others their C type.
 template <int D> using reg_t = std::conditional_t<D == PCY_DTYPE_BOOL, uint8_t, ctype<D>>;
 
-template <class Op, class T>
-void k_unary(void* o, const void* a, const void*, const void*, int64_t n) {
+template <class Op, class T> void k_unary(void* o, const void* a, const void*, const void*, int64_t n) {
   T* out = static_cast<T*>(o);
   const T* x = static_cast<const T*>(a);
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = Op::f(x[i]);
+  for (int64_t i = 0; i < n; ++i) out[i] = Op::f(x[i]);
 }
 template <class Op, class T>
 void k_binary(void* o, const void* a, const void* b, const void*, int64_t n) {
   T* out = static_cast<T*>(o);
   const T* x = static_cast<const T*>(a);
   const T* y = static_cast<const T*>(b);
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = Op::f(x[i], y[i]);
+  for (int64_t i = 0; i < n; ++i) out[i] = Op::f(x[i], y[i]);
 }
 template <class T> void k_where(void* o, const void* a, const void* b, const void* c, int64_t n) {
   T* out = static_cast<T*>(o);
   const uint8_t* m = static_cast<const uint8_t*>(a);
   const T* x = static_cast<const T*>(b);
   const T* y = static_cast<const T*>(c);
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = m[i] ? x[i] : y[i];
+  for (int64_t i = 0; i < n; ++i) out[i] = m[i] ? x[i] : y[i];
 }
-template <int Cmp, class T>
-void k_compare(void* o, const void* a, const void* b, const void*, int64_t n) {
+template <int Cmp, class T> void k_compare(void* o, const void* a, const void* b, const void*, int64_t n) {
   uint8_t* out = static_cast<uint8_t*>(o);
   const T* x = static_cast<const T*>(a);
   const T* y = static_cast<const T*>(b);
   for (int64_t i = 0; i < n; ++i) {
     bool r;
-    if constexpr (Cmp == PCY_ARRAY_OP_EQ)
-      r = x[i] == y[i];
-    else if constexpr (Cmp == PCY_ARRAY_OP_NE)
-      r = x[i] != y[i];
-    else if constexpr (Cmp == PCY_ARRAY_OP_LT)
-      r = x[i] < y[i];
-    else if constexpr (Cmp == PCY_ARRAY_OP_LE)
-      r = x[i] <= y[i];
-    else if constexpr (Cmp == PCY_ARRAY_OP_GT)
-      r = x[i] > y[i];
-    else
-      r = x[i] >= y[i];
+    if constexpr (Cmp == PCY_ARRAY_OP_EQ) r = x[i] == y[i];
+    else if constexpr (Cmp == PCY_ARRAY_OP_NE) r = x[i] != y[i];
+    else if constexpr (Cmp == PCY_ARRAY_OP_LT) r = x[i] < y[i];
+    else if constexpr (Cmp == PCY_ARRAY_OP_LE) r = x[i] <= y[i];
+    else if constexpr (Cmp == PCY_ARRAY_OP_GT) r = x[i] > y[i];
+    else r = x[i] >= y[i];
     out[i] = r ? 1 : 0;
   }
 }
-template <int Pred, class T>
-void k_pred(void* o, const void* a, const void*, const void*, int64_t n) {
+template <int Pred, class T> void k_pred(void* o, const void* a, const void*, const void*, int64_t n) {
   uint8_t* out = static_cast<uint8_t*>(o);
   const T* x = static_cast<const T*>(a);
   for (int64_t i = 0; i < n; ++i) {
     bool r;
-    if constexpr (Pred == PCY_ARRAY_OP_ISNAN)
-      r = std::isnan(x[i]);
-    else if constexpr (Pred == PCY_ARRAY_OP_ISINF)
-      r = std::isinf(x[i]);
-    else
-      r = std::isfinite(x[i]);
+    if constexpr (Pred == PCY_ARRAY_OP_ISNAN) r = std::isnan(x[i]);
+    else if constexpr (Pred == PCY_ARRAY_OP_ISINF) r = std::isinf(x[i]);
+    else r = std::isfinite(x[i]);
     out[i] = r ? 1 : 0;
   }
 }
 // Casts between storage types; bool registers (uint8_t 0/1) as bool8.
 template <int D> using cast_t = std::conditional_t<D == PCY_DTYPE_BOOL, bool8, ctype<D>>;
-template <int From, int To>
-void k_cast(void* o, const void* a, const void*, const void*, int64_t n) {
+template <int From, int To> void k_cast(void* o, const void* a, const void*, const void*, int64_t n) {
   using F = cast_t<From>;
   using T = cast_t<To>;
   static_assert(sizeof(F) == sizeof(reg_t<From>) && sizeof(T) == sizeof(reg_t<To>));
   const F* x = static_cast<const F*>(a);
   T* out = static_cast<T*>(o);
-  for (int64_t i = 0; i < n; ++i)
-    out[i] = cast<T>(x[i]);
+  for (int64_t i = 0; i < n; ++i) out[i] = cast<T>(x[i]);
 }
 
 // ---- the dispatch tables, filled once --------------------------------------------------------
@@ -303,21 +263,18 @@ struct tables {
     using T = reg_t<D>;
 #define PCY_F1(OP, K) op[PCY_ARRAY_OP_##OP][D] = k_unary<K, T>;
 #define PCY_F2(OP, K) op[PCY_ARRAY_OP_##OP][D] = k_binary<K, T>;
-    PCY_F1(EXP, op_exp)
-    PCY_F1(EXPM1, op_expm1) PCY_F1(LOG, op_log) PCY_F1(LOG1P, op_log1p) PCY_F1(LOG2, op_log2)
-        PCY_F1(LOG10, op_log10) PCY_F1(SQRT, op_sqrt) PCY_F1(RSQRT, op_rsqrt) PCY_F1(SIN, op_sin)
-            PCY_F1(COS, op_cos) PCY_F1(TAN, op_tan) PCY_F1(ASIN, op_asin) PCY_F1(ACOS, op_acos)
-                PCY_F1(ATAN, op_atan) PCY_F1(SINH, op_sinh) PCY_F1(COSH, op_cosh)
-                    PCY_F1(TANH, op_tanh) PCY_F1(ASINH, op_asinh) PCY_F1(ACOSH, op_acosh)
-                        PCY_F1(ATANH, op_atanh) PCY_F1(ERF, op_erf) PCY_F1(FLOOR, op_floor)
-                            PCY_F1(CEIL, op_ceil) PCY_F1(ROUND, op_round) PCY_F1(TRUNC, op_trunc)
-                                PCY_F2(DIV, op_div) PCY_F2(ATAN2, op_atan2)
-                                    PCY_F2(COPYSIGN, op_copysign) PCY_F2(NEXTAFTER, op_nextafter)
-                                        PCY_F2(HYPOT, op_hypot) PCY_F2(LOGADDEXP, op_logaddexp)
+    PCY_F1(EXP, op_exp) PCY_F1(EXPM1, op_expm1) PCY_F1(LOG, op_log) PCY_F1(LOG1P, op_log1p)
+    PCY_F1(LOG2, op_log2) PCY_F1(LOG10, op_log10) PCY_F1(SQRT, op_sqrt) PCY_F1(RSQRT, op_rsqrt)
+    PCY_F1(SIN, op_sin) PCY_F1(COS, op_cos) PCY_F1(TAN, op_tan) PCY_F1(ASIN, op_asin)
+    PCY_F1(ACOS, op_acos) PCY_F1(ATAN, op_atan) PCY_F1(SINH, op_sinh) PCY_F1(COSH, op_cosh)
+    PCY_F1(TANH, op_tanh) PCY_F1(ASINH, op_asinh) PCY_F1(ACOSH, op_acosh)
+    PCY_F1(ATANH, op_atanh) PCY_F1(ERF, op_erf) PCY_F1(FLOOR, op_floor) PCY_F1(CEIL, op_ceil)
+    PCY_F1(ROUND, op_round) PCY_F1(TRUNC, op_trunc)
+    PCY_F2(DIV, op_div) PCY_F2(ATAN2, op_atan2) PCY_F2(COPYSIGN, op_copysign)
+    PCY_F2(NEXTAFTER, op_nextafter) PCY_F2(HYPOT, op_hypot) PCY_F2(LOGADDEXP, op_logaddexp)
 #undef PCY_F1
 #undef PCY_F2
-                                            op[PCY_ARRAY_OP_ISNAN][D] =
-                                                k_pred<PCY_ARRAY_OP_ISNAN, T>;
+    op[PCY_ARRAY_OP_ISNAN][D] = k_pred<PCY_ARRAY_OP_ISNAN, T>;
     op[PCY_ARRAY_OP_ISINF][D] = k_pred<PCY_ARRAY_OP_ISINF, T>;
     op[PCY_ARRAY_OP_ISFINITE][D] = k_pred<PCY_ARRAY_OP_ISFINITE, T>;
   }
@@ -330,7 +287,9 @@ struct tables {
     op[PCY_ARRAY_OP_SHL][D] = k_binary<op_shl, T>;
     op[PCY_ARRAY_OP_SHR][D] = k_binary<op_shr, T>;
   }
-  template <int From, int... To> void casts_from() { ((cast[From][To] = k_cast<From, To>), ...); }
+  template <int From, int... To> void casts_from() {
+    ((cast[From][To] = k_cast<From, To>), ...);
+  }
   template <int... D> void casts() { (casts_from<D, D...>(), ...); }
 
   tables() {
@@ -376,52 +335,34 @@ const tables& table() {
 // n elements of dtype size `es` from p with stride s (elements) into a register; bool bytes are
 // normalised to 0/1.
 template <class T> void gather_t(T* out, const T* p, int64_t s, int64_t n) {
-  if (s == 1)
-    std::memcpy(out, p, static_cast<size_t>(n) * sizeof(T));
-  else if (s == 0)
-    std::fill(out, out + n, *p);
+  if (s == 1) std::memcpy(out, p, static_cast<size_t>(n) * sizeof(T));
+  else if (s == 0) std::fill(out, out + n, *p);
   else
-    for (int64_t i = 0; i < n; ++i)
-      out[i] = p[i * s];
+    for (int64_t i = 0; i < n; ++i) out[i] = p[i * s];
 }
 void load(void* out, const char* base, int dtype, int64_t s, int64_t n) {
   switch (sdk::dtype_size(static_cast<pcy_dtype>(dtype))) {
   case 1: gather_t(static_cast<uint8_t*>(out), reinterpret_cast<const uint8_t*>(base), s, n); break;
-  case 2:
-    gather_t(static_cast<uint16_t*>(out), reinterpret_cast<const uint16_t*>(base), s, n);
-    break;
-  case 4:
-    gather_t(static_cast<uint32_t*>(out), reinterpret_cast<const uint32_t*>(base), s, n);
-    break;
-  default:
-    gather_t(static_cast<uint64_t*>(out), reinterpret_cast<const uint64_t*>(base), s, n);
-    break;
+  case 2: gather_t(static_cast<uint16_t*>(out), reinterpret_cast<const uint16_t*>(base), s, n); break;
+  case 4: gather_t(static_cast<uint32_t*>(out), reinterpret_cast<const uint32_t*>(base), s, n); break;
+  default: gather_t(static_cast<uint64_t*>(out), reinterpret_cast<const uint64_t*>(base), s, n); break;
   }
   if (dtype == PCY_DTYPE_BOOL) {
     uint8_t* b = static_cast<uint8_t*>(out);
-    for (int64_t i = 0; i < n; ++i)
-      b[i] = b[i] != 0 ? 1 : 0;
+    for (int64_t i = 0; i < n; ++i) b[i] = b[i] != 0 ? 1 : 0;
   }
 }
 template <class T> void scatter_t(T* p, const T* in, int64_t s, int64_t n) {
-  if (s == 1)
-    std::memcpy(p, in, static_cast<size_t>(n) * sizeof(T));
+  if (s == 1) std::memcpy(p, in, static_cast<size_t>(n) * sizeof(T));
   else
-    for (int64_t i = 0; i < n; ++i)
-      p[i * s] = in[i]; // s == 0: the last one wins (rank 0 only)
+    for (int64_t i = 0; i < n; ++i) p[i * s] = in[i]; // s == 0: the last one wins (rank 0 only)
 }
 void store(char* base, const void* in, size_t es, int64_t s, int64_t n) {
   switch (es) {
   case 1: scatter_t(reinterpret_cast<uint8_t*>(base), static_cast<const uint8_t*>(in), s, n); break;
-  case 2:
-    scatter_t(reinterpret_cast<uint16_t*>(base), static_cast<const uint16_t*>(in), s, n);
-    break;
-  case 4:
-    scatter_t(reinterpret_cast<uint32_t*>(base), static_cast<const uint32_t*>(in), s, n);
-    break;
-  default:
-    scatter_t(reinterpret_cast<uint64_t*>(base), static_cast<const uint64_t*>(in), s, n);
-    break;
+  case 2: scatter_t(reinterpret_cast<uint16_t*>(base), static_cast<const uint16_t*>(in), s, n); break;
+  case 4: scatter_t(reinterpret_cast<uint32_t*>(base), static_cast<const uint32_t*>(in), s, n); break;
+  default: scatter_t(reinterpret_cast<uint64_t*>(base), static_cast<const uint64_t*>(in), s, n); break;
   }
 }
 template <class T> void fill_const(void* out, T v, int64_t n) {
@@ -464,7 +405,8 @@ struct runner {
   runner(native_context& cx, const program& prog) : p(prog), c(collapse(prog)) {
     for (int o = 0; o < p.operands; ++o) {
       const pcy_tensor& t = *p.ops[static_cast<size_t>(o)].tensor;
-      base[static_cast<size_t>(o)] = static_cast<char*>(sdk::native_of(*cx.fw, t)) + t.byte_offset;
+      base[static_cast<size_t>(o)] =
+          static_cast<char*>(sdk::native_of(*cx.fw, t)) + t.byte_offset;
       es[static_cast<size_t>(o)] = sdk::dtype_size(t.dtype);
     }
     const size_t words = static_cast<size_t>(p.count) * block;
@@ -473,12 +415,9 @@ struct runner {
     for (int k = 0; k < p.count; ++k) {
       const instruction& in = p.code[static_cast<size_t>(k)];
       const int src = op_operands(in.op) > 0 ? p.code[static_cast<size_t>(in.a)].dtype : 0;
-      if (in.op == PCY_ARRAY_OP_CAST)
-        fn[static_cast<size_t>(k)] = tb.cast[src][in.dtype];
-      else if (in.op == PCY_ARRAY_OP_WHERE)
-        fn[static_cast<size_t>(k)] = tb.op[in.op][in.dtype];
-      else if (op_operands(in.op) > 0)
-        fn[static_cast<size_t>(k)] = tb.op[in.op][src];
+      if (in.op == PCY_ARRAY_OP_CAST) fn[static_cast<size_t>(k)] = tb.cast[src][in.dtype];
+      else if (in.op == PCY_ARRAY_OP_WHERE) fn[static_cast<size_t>(k)] = tb.op[in.op][in.dtype];
+      else if (op_operands(in.op) > 0) fn[static_cast<size_t>(k)] = tb.op[in.op][src];
       if (op_operands(in.op) > 0 && fn[static_cast<size_t>(k)] == nullptr)
         sdk::fail(PCY_ERR_INTERNAL, sdk::str("array_native: no kernel for instruction ", k));
     }
@@ -504,14 +443,15 @@ struct runner {
         int64_t* v = static_cast<int64_t*>(out);
         const int64_t i0 = idx[in.a];
         if (in.a == inner)
-          for (int64_t i = 0; i < n; ++i)
-            v[i] = i0 + i;
+          for (int64_t i = 0; i < n; ++i) v[i] = i0 + i;
         else
           std::fill(v, v + n, i0);
         break;
       }
       case PCY_ARRAY_OP_GATHER: gather(in, out, idx, inner, n, off); break;
-      default: fn[static_cast<size_t>(k)](out, reg(in.a), reg(in.b), reg(in.c), n); break;
+      default:
+        fn[static_cast<size_t>(k)](out, reg(in.a), reg(in.b), reg(in.c), n);
+        break;
       }
     }
     return reg(p.count - 1);
@@ -533,8 +473,7 @@ struct runner {
       std::memcpy(dst + static_cast<size_t>(i) * e, base[o] + at * static_cast<int64_t>(e), e);
     }
     if (in.dtype == PCY_DTYPE_BOOL)
-      for (int64_t i = 0; i < n; ++i)
-        dst[i] = dst[i] != 0 ? 1 : 0;
+      for (int64_t i = 0; i < n; ++i) dst[i] = dst[i] != 0 ? 1 : 0;
   }
 
   // Calls body(idx, off) for every index of dimensions [from, to) in row-major order (the
@@ -552,8 +491,7 @@ struct runner {
       for (; d >= from; --d) {
         const size_t ud = static_cast<size_t>(d);
         if (++idx[d] < c.shape[ud]) {
-          for (int o = 0; o < p.operands; ++o)
-            off[o] += c.strides[static_cast<size_t>(o)][ud];
+          for (int o = 0; o < p.operands; ++o) off[o] += c.strides[static_cast<size_t>(o)][ud];
           break;
         }
         for (int o = 0; o < p.operands; ++o)
@@ -571,8 +509,7 @@ void run_eval(native_context& cx, const program& p) {
   runner r(cx, p);
   std::array<int64_t, max_rank> idx{};
   std::array<int64_t, max_operands> off{};
-  for (int o = 0; o < p.operands; ++o)
-    off[static_cast<size_t>(o)] = r.c.offset[static_cast<size_t>(o)];
+  for (int o = 0; o < p.operands; ++o) off[static_cast<size_t>(o)] = r.c.offset[static_cast<size_t>(o)];
   const int inner = r.c.rank - 1;
   const int64_t len = inner >= 0 ? r.c.shape[static_cast<size_t>(inner)] : 1;
   const int64_t s_out = inner >= 0 ? r.c.strides[0][static_cast<size_t>(inner)] : 0;
@@ -584,8 +521,7 @@ void run_eval(native_context& cx, const program& p) {
       const void* v = r.chunk(idx.data(), inner, n, o2.data());
       store(r.base[0] + o2[0] * static_cast<int64_t>(r.es[0]), v, r.es[0], s_out, n);
       for (int o = 0; o < p.operands; ++o)
-        o2[static_cast<size_t>(o)] +=
-            n * (inner >= 0 ? r.c.strides[static_cast<size_t>(o)][static_cast<size_t>(inner)] : 0);
+        o2[static_cast<size_t>(o)] += n * (inner >= 0 ? r.c.strides[static_cast<size_t>(o)][static_cast<size_t>(inner)] : 0);
     }
     if (inner >= 0) idx[static_cast<size_t>(inner)] = 0;
   });
@@ -604,19 +540,15 @@ template <class T> T sum_chunk(const T* v, int64_t n) { // pairwise, fixed order
   if (n <= 8) {
     T s = T(0);
     for (int64_t i = 0; i < n; ++i) {
-      if constexpr (std::is_integral_v<T>)
-        s = wrap<T>(u(s) + u(v[i]));
-      else
-        s += v[i];
+      if constexpr (std::is_integral_v<T>) s = wrap<T>(u(s) + u(v[i]));
+      else s += v[i];
     }
     return s;
   }
   const int64_t h = n / 2;
   const T x = sum_chunk(v, h), y = sum_chunk(v + h, n - h);
-  if constexpr (std::is_integral_v<T>)
-    return wrap<T>(u(x) + u(y));
-  else
-    return x + y;
+  if constexpr (std::is_integral_v<T>) return wrap<T>(u(x) + u(y));
+  else return x + y;
 }
 
 template <class T> struct reducer {
@@ -659,17 +591,13 @@ template <class T> struct reducer {
     case PCY_ARRAY_REDUCE_NORM2: s.a += v * v; break;
     case PCY_ARRAY_REDUCE_PROD: s.a = op_mul::f(s.a, v); break;
     case PCY_ARRAY_REDUCE_MIN:
-      if (s.i < 0)
-        s.a = v;
-      else
-        s.a = op_minimum::f(s.a, v);
+      if (s.i < 0) s.a = v;
+      else s.a = op_minimum::f(s.a, v);
       s.i = 0;
       break;
     case PCY_ARRAY_REDUCE_MAX:
-      if (s.i < 0)
-        s.a = v;
-      else
-        s.a = op_maximum::f(s.a, v);
+      if (s.i < 0) s.a = v;
+      else s.a = op_maximum::f(s.a, v);
       s.i = 0;
       break;
     case PCY_ARRAY_REDUCE_ARGMIN:
@@ -699,8 +627,7 @@ template <class T> struct reducer {
       s.a = op_add::f(s.a, sum_chunk(v, n));
       return;
     }
-    for (int64_t i = 0; i < n; ++i)
-      add(s, v[i], pos + i);
+    for (int64_t i = 0; i < n; ++i) add(s, v[i], pos + i);
   }
   // After pass 0 of a two-pass kind: the value the second pass centres on.
   void between(acc_t<T>& s, int64_t count) const {
@@ -747,8 +674,7 @@ template <int D> void run_reduce_t(native_context& cx, const program& p, int kin
   const collapsed& c = r.c;
   const int kept = c.rank - c.reduced;
   int64_t count = 1;
-  for (int d = kept; d < c.rank; ++d)
-    count *= c.shape[static_cast<size_t>(d)];
+  for (int d = kept; d < c.rank; ++d) count *= c.shape[static_cast<size_t>(d)];
   if (p.kept_elements == 0) return;
   const bool twice = reducer<T>::two_pass(kind);
   const int out_dtype = p.ops[0].dtype;
@@ -764,8 +690,7 @@ template <int D> void run_reduce_t(native_context& cx, const program& p, int kin
   };
   std::array<int64_t, max_rank> idx{};
   std::array<int64_t, max_operands> off{};
-  for (int o = 0; o < p.operands; ++o)
-    off[static_cast<size_t>(o)] = c.offset[static_cast<size_t>(o)];
+  for (int o = 0; o < p.operands; ++o) off[static_cast<size_t>(o)] = c.offset[static_cast<size_t>(o)];
 
   // The outer path: the innermost kept dimension walked in chunks with one accumulator per
   // element, when the first input is contiguous there and not along the reduced dimensions.
@@ -784,13 +709,11 @@ template <int D> void run_reduce_t(native_context& cx, const program& p, int kin
         idx[static_cast<size_t>(kin)] = j;
         std::array<int64_t, max_operands> base_off = off;
         for (int o = 0; o < p.operands; ++o)
-          base_off[static_cast<size_t>(o)] +=
-              j * c.strides[static_cast<size_t>(o)][static_cast<size_t>(kin)];
+          base_off[static_cast<size_t>(o)] += j * c.strides[static_cast<size_t>(o)][static_cast<size_t>(kin)];
         for (int pass = 0; pass < (twice ? 2 : 1); ++pass) {
           const reducer<T> rd{kind, pass};
           if (pass == 0)
-            for (int64_t i = 0; i < n; ++i)
-              rd.init(acc[i]);
+            for (int64_t i = 0; i < n; ++i) rd.init(acc[i]);
           else
             for (int64_t i = 0; i < n; ++i) {
               reducer<T>{kind, 0}.between(acc[i], count);
@@ -801,8 +724,7 @@ template <int D> void run_reduce_t(native_context& cx, const program& p, int kin
           int64_t pos = 0;
           r.walk(kept, c.rank, ridx.data(), roff.data(), [&] {
             const T* v = static_cast<const T*>(r.chunk(ridx.data(), kin, n, roff.data()));
-            for (int64_t i = 0; i < n; ++i)
-              rd.add(acc[i], v[i], pos);
+            for (int64_t i = 0; i < n; ++i) rd.add(acc[i], v[i], pos);
             ++pos;
           });
         }
@@ -842,8 +764,7 @@ template <int D> void run_reduce_t(native_context& cx, const program& p, int kin
           rd.add_chunk(s, v, n, pos);
           pos += n;
           for (int o = 0; o < p.operands; ++o)
-            o2[static_cast<size_t>(o)] +=
-                n * c.strides[static_cast<size_t>(o)][static_cast<size_t>(inner)];
+            o2[static_cast<size_t>(o)] += n * c.strides[static_cast<size_t>(o)][static_cast<size_t>(inner)];
         }
         ridx[static_cast<size_t>(inner)] = 0;
       });
@@ -875,8 +796,7 @@ template <int D> void run_scan_t(native_context& cx, const program& p, int kind)
   const int kept = c.rank - c.reduced;
   std::array<int64_t, max_rank> idx{};
   std::array<int64_t, max_operands> off{};
-  for (int o = 0; o < p.operands; ++o)
-    off[static_cast<size_t>(o)] = c.offset[static_cast<size_t>(o)];
+  for (int o = 0; o < p.operands; ++o) off[static_cast<size_t>(o)] = c.offset[static_cast<size_t>(o)];
   const int inner = c.reduced > 0 ? c.rank - 1 : -1;
   const int64_t len = inner >= 0 ? c.shape[static_cast<size_t>(inner)] : 1;
   const int64_t s_out = inner >= 0 ? c.strides[0][static_cast<size_t>(inner)] : 0;
@@ -894,8 +814,7 @@ template <int D> void run_scan_t(native_context& cx, const program& p, int kind)
         std::memcpy(dst + i * s_out * static_cast<int64_t>(sizeof(T)), &run, sizeof(T));
       }
       for (int o = 0; o < p.operands; ++o)
-        o2[static_cast<size_t>(o)] +=
-            n * (inner >= 0 ? c.strides[static_cast<size_t>(o)][static_cast<size_t>(inner)] : 0);
+        o2[static_cast<size_t>(o)] += n * (inner >= 0 ? c.strides[static_cast<size_t>(o)][static_cast<size_t>(inner)] : 0);
     }
   });
 }
@@ -961,24 +880,22 @@ class array_native_bundle : public sdk::bundle_base<identity, native_context> {
 public:
   explicit array_native_bundle(const pcy_host_services& host) : bundle_base(host) {
     (void)table();
-    constexpr pcy_dtype all[] = {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_I32,  PCY_DTYPE_I64,
+    constexpr pcy_dtype all[] = {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_I32, PCY_DTYPE_I64,
                                  PCY_DTYPE_U8,  PCY_DTYPE_F16, PCY_DTYPE_BF16, PCY_DTYPE_I8,
                                  PCY_DTYPE_I16, PCY_DTYPE_BOOL};
     const std::string impl = "native blocked interpreter";
     for (pcy_dtype d : all) {
 #define PCY_ADD_EVAL(n)                                                                            \
   table_.add<op_eval<pcy_array_eval_##n##_schema, n>>(pcy_array_eval_##n##_schema, d, impl);
-      PCY_ADD_EVAL(0)
-      PCY_ADD_EVAL(1) PCY_ADD_EVAL(2) PCY_ADD_EVAL(3) PCY_ADD_EVAL(4) PCY_ADD_EVAL(5)
-          PCY_ADD_EVAL(6) PCY_ADD_EVAL(7) PCY_ADD_EVAL(8)
+      PCY_ADD_EVAL(0) PCY_ADD_EVAL(1) PCY_ADD_EVAL(2) PCY_ADD_EVAL(3) PCY_ADD_EVAL(4)
+      PCY_ADD_EVAL(5) PCY_ADD_EVAL(6) PCY_ADD_EVAL(7) PCY_ADD_EVAL(8)
 #undef PCY_ADD_EVAL
-              if (d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16) continue;
+      if (d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16) continue;
 #define PCY_ADD_REDUCE(n)                                                                          \
   table_.add<op_reduce<pcy_array_reduce_##n##_schema, n>>(pcy_array_reduce_##n##_schema, d, impl);
-      PCY_ADD_REDUCE(1)
-      PCY_ADD_REDUCE(2) PCY_ADD_REDUCE(3) PCY_ADD_REDUCE(4)
+      PCY_ADD_REDUCE(1) PCY_ADD_REDUCE(2) PCY_ADD_REDUCE(3) PCY_ADD_REDUCE(4)
 #undef PCY_ADD_REDUCE
-          if (d == PCY_DTYPE_BOOL) continue;
+      if (d == PCY_DTYPE_BOOL) continue;
       table_.add<op_scan<pcy_array_scan_1_schema, 1>>(pcy_array_scan_1_schema, d, impl);
       table_.add<op_scan<pcy_array_scan_2_schema, 2>>(pcy_array_scan_2_schema, d, impl);
     }
