@@ -372,3 +372,63 @@ TEST_CASE("array: bad arguments are refused naming the function and the argument
   CHECK(msg([&] { (void)pa::max(pa::zeros(b, {3, 0}), {1}); }).find("empty") != std::string::npos);
   CHECK(msg([&] { (void)(x & x); }).find("integers") != std::string::npos);
 }
+
+TEST_CASE("array: take, concat, stack and matmul against loops", "[array]") {
+  for (const Backend& b : backends()) {
+    INFO("backend " << b.name());
+    pa::Array table = pa::arange(b, 0, 12, 1, PCY_DTYPE_F32).reshape({4, 3});
+    pa::Array ids = pa::asarray(b, std::vector<int32_t>{3, -1, 0, 7, -9}, {5});
+    // Rows 3, 3 (-1), 0, 3 (7 clipped), 0 (-9 clipped).
+    CHECK(pa::take(table, ids, 0).to_vector<float>() ==
+          std::vector<float>{9, 10, 11, 9, 10, 11, 0, 1, 2, 9, 10, 11, 0, 1, 2});
+    CHECK(pa::take(table, pa::asarray(b, std::vector<int64_t>{2, 0}, {2}), 1).to_vector<float>() ==
+          std::vector<float>{2, 0, 5, 3, 8, 6, 11, 9});
+    pa::Array c = pa::concat({table, table.slice(0, 0, 1) * 10.0f}, 0);
+    CHECK(c.shape() == pa::Shape{5, 3});
+    CHECK(c.to_vector<float>().back() == 20.0f);
+    CHECK(pa::stack({table.at(0), table.at(1)}, 1).to_vector<float>() ==
+          std::vector<float>{0, 3, 1, 4, 2, 5});
+    for (const pcy_dtype t : {PCY_DTYPE_F64, PCY_DTYPE_I32}) {
+      const int64_t m = 7, k = 13, n = 5, batch = 3;
+      const auto va = random_values(static_cast<size_t>(batch * m * k), -4, 4);
+      const auto vb = random_values(static_cast<size_t>(k * n), -4, 4);
+      pa::Array x = pa::asarray(b, va, {batch, m, k}).astype(t);
+      pa::Array y = pa::asarray(b, vb, {k, n}).astype(t);
+      const auto got = pa::matmul(x, y).astype(PCY_DTYPE_F64).to_vector<double>();
+      const auto got2 = pa::matmul(x.at(1), y).astype(PCY_DTYPE_F64).to_vector<double>();
+      REQUIRE(got.size() == static_cast<size_t>(batch * m * n));
+      for (int64_t bi = 0; bi < batch; ++bi)
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double want = 0;
+            for (int64_t q = 0; q < k; ++q) {
+              double av = va[static_cast<size_t>((bi * m + i) * k + q)];
+              double bv = vb[static_cast<size_t>(q * n + j)];
+              if (t == PCY_DTYPE_I32) {
+                av = std::trunc(av);
+                bv = std::trunc(bv);
+              }
+              want += av * bv;
+            }
+            const double g = got[static_cast<size_t>((bi * m + i) * n + j)];
+            REQUIRE(close(g, want, 1e-12, 1e-12));
+            if (bi == 1) REQUIRE(close(got2[static_cast<size_t>(i * n + j)], want, 1e-12, 1e-12));
+          }
+    }
+  }
+}
+
+TEST_CASE("array: an operand of a value written into its own input refuses to run later",
+          "[array]") {
+  Backend b("native");
+  pa::Array w = pa::ones(b, {3});
+  pa::Array t = w * 2.0f; // named: still held after the write
+  w.assign(t + 1.0f);
+  CHECK(w.to_vector<float>() == std::vector<float>{3, 3, 3});
+  try {
+    (void)t.to_vector<float>();
+    FAIL("expected an error");
+  } catch (const error& e) {
+    CHECK(std::string(e.what()).find("eval() it before that write") != std::string::npos);
+  }
+}

@@ -173,9 +173,6 @@ public:
             bad(prog_k, str("the output's stride for reduced dimension ", d, " is ",
                             op.strides[d], ", expected 0"));
     }
-    // Every addressed element inside its tensor (GATHER's axis checked with its instruction).
-    if (p.elements > 0)
-      for (int o = 0; o < p.operands; ++o) check_bounds(p, o, prog_k, -1, 0);
 
     for (int k = 0; k < p.count; ++k, at += PCY_ARRAY_INSTRUCTION_WORDS) {
       instruction& in = p.code[static_cast<size_t>(k)];
@@ -189,6 +186,17 @@ public:
         bad(prog_k, str("instruction ", k, ": unused bits set in word ", at));
       check_instruction(p, k, prog_k);
       p.dtype_mask |= 1u << in.dtype;
+    }
+    // Every element the output and the LOADs address lies inside its tensor (a GATHERed operand
+    // is checked by its instruction, over the gathered axis' extent).
+    if (p.elements > 0) {
+      std::array<bool, max_operands> loaded{};
+      loaded[0] = true;
+      for (int k = 0; k < p.count; ++k)
+        if (p.code[static_cast<size_t>(k)].op == PCY_ARRAY_OP_LOAD)
+          loaded[static_cast<size_t>(p.code[static_cast<size_t>(k)].a)] = true;
+      for (int o = 0; o < p.operands; ++o)
+        if (loaded[static_cast<size_t>(o)]) check_bounds(p, o, prog_k, -1, 0);
     }
     // The value's dtype against the output's.
     const int v = p.result_dtype(), out = p.ops[0].dtype;

@@ -30,6 +30,7 @@
 
 #include <parenchyma/abi/ext/pcy_array.h>
 #include <parenchyma/backend.hpp>
+#include <parenchyma/blas.hpp>
 #include <parenchyma/error.hpp>
 #include <parenchyma/extension.hpp>
 #include <parenchyma/shared_tensor.hpp>
@@ -361,6 +362,18 @@ public:
   int push(int op, dtype t, int64_t a, int64_t b, int64_t c) {
     code_.insert(code_.end(), {PCY_ARRAY_WORD(op, t), a, b, c});
     return static_cast<int>(code_.size() / 4 - 1);
+  }
+  void push_word(int64_t w0, int64_t a, int64_t b, int64_t c) {
+    code_.insert(code_.end(), {w0, a, b, c});
+  }
+  // The operand number of a leaf whose strides are already over the index space.
+  int operand_of(const Node& leaf) {
+    for (size_t i = 0; i < inputs_.size(); ++i)
+      if (inputs_[i].storage.get() == leaf.storage.get() && inputs_[i].offset == leaf.offset &&
+          inputs_[i].strides == leaf.strides)
+        return static_cast<int>(i + 1);
+    inputs_.push_back({&leaf, leaf.storage, leaf.offset, leaf.strides});
+    return static_cast<int>(inputs_.size());
   }
   const std::vector<input>& inputs() const noexcept { return inputs_; }
   size_t instructions() const noexcept { return code_.size() / 4; }
@@ -1615,6 +1628,231 @@ inline Array to(const Backend& b, const Array& x) {
   Array c = v.copy();
   return Array(c.node(), b);
 }
+
+
+// ---- indexing, joining, products ------------------------------------------------------------------
+// take(x, indices, axis): x's elements at `indices` (integers; negative ones count from the end)
+// along `axis`: the result's shape is x's with that axis replaced by indices' shape. Indices
+// outside [-n, n) are clipped to the nearest end (NumPy's mode="clip"; the device never reads
+// outside x). An embedding lookup: take(table, ids, 0).
+inline Array take(const Array& x, const Array& indices, int64_t axis = 0) {
+  using namespace detail;
+  const Node& xn = node_of(x, "take");
+  const Node& in = node_of(indices, "take");
+  if (!is_integer(in.type))
+    fail("take", errc::invalid_argument, "argument indices: dtype ", name_of(in.type),
+         "; indices are integers");
+  auto backend = pick_backend(x.backend(), indices.backend(), "take");
+  if (!backend) fail("take", errc::invalid_argument, "no backend (wrap the arrays first)");
+  const size_t r = xn.shape.size();
+  const int64_t ax = norm_axis(axis, r, "take");
+  const int64_t n = xn.shape[static_cast<size_t>(ax)];
+  if (n == 0 && count_of(in.shape) > 0)
+    fail("take", errc::invalid_argument, "argument x: axis ", ax, " is empty; nothing to take");
+  Array src = view_base(x, "take");
+  Array idx = indices.ndim() == 0 ? indices.reshape({1}) : indices;
+  const size_t k = idx.ndim();
+  Shape out_shape(xn.shape.begin(), xn.shape.begin() + ax);
+  out_shape.insert(out_shape.end(), idx.shape().begin(), idx.shape().end());
+  out_shape.insert(out_shape.end(), xn.shape.begin() + ax + 1, xn.shape.end());
+  Array out(*backend, out_shape, xn.type);
+  if (count_of(out_shape) > 0) {
+    // Index space = out's shape; x is addressed over it with stride 0 on the index dimensions but
+    // the first, which carries x's axis stride (GATHER replaces that coordinate).
+    Shape xs(out_shape.size(), 0);
+    for (int64_t d = 0; d < ax; ++d) xs[static_cast<size_t>(d)] = src.strides()[static_cast<size_t>(d)];
+    xs[static_cast<size_t>(ax)] = src.strides()[static_cast<size_t>(ax)];
+    for (size_t d = static_cast<size_t>(ax) + 1; d < r; ++d) xs[d + k - 1] = src.strides()[d];
+    Shape is(out_shape.size(), 0);
+    Array iv = view_base(idx, "take");
+    for (size_t d = 0; d < k; ++d) is[static_cast<size_t>(ax) + d] = iv.strides()[d];
+    emitter e(out_shape, identity_perm(out_shape.size()));
+    // Operands are registered through leaves with their strides already over the index space.
+    auto lx = Array::leaf(src.node()->storage, src.offset(), xs, out_shape);
+    auto li = Array::leaf(iv.node()->storage, iv.offset(), is, out_shape);
+    const int ri = e.emit(*li);
+    const int ri64 = e.cast_to(ri, iv.type(), dt::i64);
+    const int zero = e.push(PCY_ARRAY_OP_CONST, dt::i64, 0, 0, 0);
+    const int neg = e.push(PCY_ARRAY_OP_LT, dt::boolean, ri64, zero, 0);
+    const int nn = e.push(PCY_ARRAY_OP_CONST, dt::i64, n, 0, 0);
+    const int wrapped = e.push(PCY_ARRAY_OP_ADD, dt::i64, ri64, nn, 0);
+    const int j = e.push(PCY_ARRAY_OP_WHERE, dt::i64, neg, wrapped, ri64);
+    const int ox = e.operand_of(*lx);
+    e.push_word(PCY_ARRAY_WORD(PCY_ARRAY_OP_GATHER, xn.type) | (n << 16), ox, j, ax);
+    const std::vector<int64_t> words = e.program(0, 0, dense_strides(out_shape));
+    run_program(*backend, eval_keys, 0, xn.type, words, *out.node()->storage, true, e, {});
+  } else {
+    (void)out.node()->storage->host(access::write_only);
+  }
+  return indices.ndim() == 0 ? out.squeeze({ax}) : out;
+}
+
+// concat(arrays, axis): joined along an existing axis (dtypes promoted); each part is written
+// into its slice of the result (one program per part).
+inline Array concat(std::span<const Array> xs, int64_t axis = 0) {
+  using namespace detail;
+  if (xs.empty()) fail("concat", errc::invalid_argument, "argument arrays: none given");
+  const Node& first = node_of(xs[0], "concat");
+  const size_t r = first.shape.size();
+  if (r == 0) fail("concat", errc::invalid_argument, "arrays of rank 0 cannot be concatenated");
+  const int64_t ax = norm_axis(axis, r, "concat");
+  std::optional<Backend> b;
+  dtype t = first.type;
+  Shape shape = first.shape;
+  shape[static_cast<size_t>(ax)] = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const Node& n = node_of(xs[i], "concat");
+    b = pick_backend(b, xs[i].backend(), "concat");
+    if (n.shape.size() != r)
+      fail("concat", errc::invalid_argument, "argument arrays: array ", i, " has ", n.shape.size(),
+           " dimensions, the first ", r);
+    for (size_t d = 0; d < r; ++d)
+      if (static_cast<int64_t>(d) != ax && n.shape[d] != first.shape[d])
+        fail("concat", errc::invalid_argument, "argument arrays: array ", i, " has shape ",
+             shape_str(n.shape), ", which differs from ", shape_str(first.shape),
+             " outside axis ", ax);
+    shape[static_cast<size_t>(ax)] += n.shape[static_cast<size_t>(ax)];
+    if (i > 0) t = promote(t, n.type);
+  }
+  if (!b) fail("concat", errc::invalid_argument, "no backend (wrap the arrays first)");
+  Array out(*b, shape, t);
+  int64_t at = 0;
+  for (const Array& x : xs) {
+    const int64_t len = x.shape()[static_cast<size_t>(ax)];
+    if (len > 0) out.slice(ax, at, at + len).assign(x);
+    at += len;
+  }
+  if (count_of(shape) == 0) (void)out.node()->storage->host(access::write_only);
+  return out;
+}
+inline Array concat(std::initializer_list<Array> xs, int64_t axis = 0) {
+  return concat(std::span<const Array>(xs.begin(), xs.size()), axis);
+}
+// stack(arrays, axis): joined along a new axis (same shapes).
+inline Array stack(std::span<const Array> xs, int64_t axis = 0) {
+  if (xs.empty()) detail::fail("stack", errc::invalid_argument, "argument arrays: none given");
+  const int64_t ax = detail::norm_axis(axis, xs[0].ndim() + 1, "stack");
+  std::vector<Array> ex;
+  ex.reserve(xs.size());
+  for (const Array& x : xs) {
+    if (x.shape() != xs[0].shape())
+      detail::fail("stack", errc::invalid_argument, "argument arrays: shapes ",
+                   detail::shape_str(x.shape()), " and ", detail::shape_str(xs[0].shape()), " differ");
+    ex.push_back(x.expand_dims(ax));
+  }
+  return concat(std::span<const Array>(ex), ax);
+}
+inline Array stack(std::initializer_list<Array> xs, int64_t axis = 0) {
+  return stack(std::span<const Array>(xs.begin(), xs.size()), axis);
+}
+
+namespace detail {
+// A 2-d operand as gemm takes it: a whole dense tensor, or the transpose of one (trans).
+inline bool gemm_operand(const Array& x, blas::transpose& t) {
+  const Node& n = *x.node();
+  if (n.k != Node::kind::leaf || n.offset != 0 || count_of(n.shape) != n.storage->size() ||
+      n.storage->shape().size() != 2)
+    return false;
+  const Shape& s = n.storage->shape();
+  if (n.shape == s && n.strides == Shape{s[1], 1}) {
+    t = blas::no_trans;
+    return true;
+  }
+  if (n.shape == Shape{s[1], s[0]} && n.strides == Shape{1, s[1]}) {
+    t = blas::trans;
+    return true;
+  }
+  return false;
+}
+} // namespace detail
+
+// matmul(x, y): the Array API's (NumPy's) matrix product with batch broadcasting; a 1-d operand
+// is a vector (a dimension added, then removed). 2-d f32/f64/f16/bf16 products run on the BLAS
+// extension's gemm (cuBLAS, CLBlast, OpenBLAS) where the backend has it; others (batches,
+// integers) as an elementwise product reduced over k, in one program.
+inline Array matmul(const Array& x, const Array& y) {
+  using namespace detail;
+  const Node& xn = node_of(x, "matmul");
+  const Node& yn = node_of(y, "matmul");
+  if (xn.shape.empty() || yn.shape.empty())
+    fail("matmul", errc::invalid_argument, "operands of rank 0; use multiply");
+  auto backend = pick_backend(x.backend(), y.backend(), "matmul");
+  if (!backend) fail("matmul", errc::invalid_argument, "no backend (wrap the arrays first)");
+  Array a = xn.shape.size() == 1 ? x.expand_dims(0) : x;
+  Array c = yn.shape.size() == 1 ? y.expand_dims(1) : y;
+  const int64_t k = a.shape().back();
+  if (c.shape()[c.ndim() - 2] != k)
+    fail("matmul", errc::invalid_argument, "shapes ", shape_str(xn.shape), " and ",
+         shape_str(yn.shape), ": the contracted extents differ (", k, " and ",
+         c.shape()[c.ndim() - 2], ")");
+  const dtype t = promote(xn.type, yn.type);
+  Array out;
+  if (a.ndim() == 2 && c.ndim() == 2 && is_floating(t) && k > 0) {
+    bool has_blas = true;
+    try {
+      (void)backend->route(ext::op_key<pcy_blas_gemm_schema>(t));
+    } catch (const error&) {
+      has_blas = false;
+    }
+    if (has_blas) {
+      Array aa = a.astype(t), cc = c.astype(t);
+      aa.eval(*backend);
+      cc.eval(*backend);
+      blas::transpose ta{}, tc{};
+      if (!gemm_operand(aa, ta)) {
+        aa = aa.copy();
+        ta = blas::no_trans;
+      }
+      if (!gemm_operand(cc, tc)) {
+        cc = cc.copy();
+        tc = blas::no_trans;
+      }
+      out = Array(*backend, {a.shape()[0], c.shape()[1]}, t);
+      blas::gemm(*backend, ta, tc, 1.0, *aa.node()->storage, *cc.node()->storage, 0.0,
+                 *out.node()->storage);
+    }
+  }
+  if (!out.valid()) {
+    // [..., m, k, 1] * [..., 1, k, n] summed over k.
+    Array p = a.astype(t).expand_dims(-1) * c.astype(t).expand_dims(-3);
+    const int64_t ax[] = {-2};
+    const int64_t ka = static_cast<int64_t>(p.ndim()) - 2;
+    const int64_t axk[] = {ka};
+    (void)ax;
+    out = is_bool(t) ? any(p, axk) : astype(sum(p, axk), t);
+  }
+  if (xn.shape.size() == 1) out = out.squeeze({-2});
+  if (yn.shape.size() == 1) out = out.squeeze({-1});
+  return out;
+}
+// vecdot(x, y, axis): sum(x * y) along axis (real dtypes), broadcast.
+inline Array vecdot(const Array& x, const Array& y, int64_t axis = -1) {
+  Array p = x * y;
+  const int64_t ax[] = {axis};
+  return sum(p, ax);
+}
+// tensordot(x, y, n): contracts x's last n axes with y's first n.
+inline Array tensordot(const Array& x, const Array& y, int64_t n = 2) {
+  using namespace detail;
+  const size_t rx = x.ndim(), ry = y.ndim();
+  if (n < 0 || static_cast<size_t>(n) > rx || static_cast<size_t>(n) > ry)
+    fail("tensordot", errc::invalid_argument, "argument axes: ", n, " for ranks ", rx, " and ", ry);
+  int64_t kk = 1;
+  Shape lead(x.shape().begin(), x.shape().end() - n), trail(y.shape().begin() + n, y.shape().end());
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t ex = x.shape()[rx - static_cast<size_t>(n) + static_cast<size_t>(i)];
+    if (ex != y.shape()[static_cast<size_t>(i)])
+      fail("tensordot", errc::invalid_argument, "contracted extents differ: ", shape_str(x.shape()),
+           " and ", shape_str(y.shape()));
+    kk *= ex;
+  }
+  const int64_t m = static_cast<int64_t>(count_of(lead)), nn = static_cast<int64_t>(count_of(trail));
+  Array r = matmul(x.reshape({m, kk}), y.reshape({kk, nn}));
+  Shape out = lead;
+  out.insert(out.end(), trail.begin(), trail.end());
+  return r.reshape(out);
+}
+inline Array matrix_transpose(const Array& x) { return x.mT(); }
 
 // ---- random numbers (counter-based Philox-4x32-10: the same bits on every device) ---------------
 namespace random {
