@@ -1,0 +1,317 @@
+/* parenchyma extension "array": elementwise expressions, reductions, scans and random numbers
+ * over n-d arrays (views with strides and offsets, broadcasting), as data: the op schemas every
+ * array bundle and the front-end parenchyma/array.hpp are built from, and the PROGRAM format the
+ * front-end sends and every bundle runs (docs/array.md has the user's view).
+ *
+ * One op evaluates a whole expression: the front-end records a chain of elementwise operations
+ * lazily and sends it as one program (a fused kernel on a GPU, a blocked vector loop on the CPU).
+ *
+ * ---- programs ------------------------------------------------------------------------------------
+ * A program is an INT_ARRAY (int64 words):
+ *   [0] PCY_ARRAY_PROGRAM_VERSION
+ *   [1] R        the rank of the index space (0 <= R <= PCY_ARRAY_MAX_RANK)
+ *   [2] K        reduced dimensions: the LAST K of the R are reduced (reduce: 0..R; scan: 1;
+ *                eval: 0)
+ *   [3] P        operands: 1 + the op's input tensors (the output is operand 0, input j is
+ *                operand j + 1); must equal the op's variant (eval_<P-1>, ...)
+ *   [4] M        instructions (1 <= M <= PCY_ARRAY_MAX_INSTRUCTIONS)
+ *   then shape[R]                       extents >= 0 of the index space
+ *   then, for each operand p = 0..P-1:  offset, strides[R]   (in elements, any sign; the
+ *                operand's element at index i = (i_0..i_R-1) is at offset + sum i_d strides[d]
+ *                of its tensor; a broadcast dimension has stride 0). For the output of a reduce
+ *                the K reduced strides must be 0; of a scan they address the scanned axis.
+ *   then M instructions of 4 words each: {op | dtype << 8, a, b, c}.
+ * A bundle refuses (PCY_ERR_INVALID_ARGUMENT, naming the word) a malformed program, and any
+ * operand whose addressed elements (over the whole index space, extents > 0) fall outside its
+ * tensor's elements. It never reads or writes outside a tensor.
+ *
+ * Instruction k defines register k (SSA); operands a, b, c name earlier registers (< k) unless the
+ * op says otherwise. Every register has the dtype of its instruction. The program's value is
+ * its LAST register: for eval, written to the output (its dtype must be the output's); for reduce
+ * and scan, the value reduced (its dtype is the op's accumulation dtype: see below).
+ * Arithmetic dtypes are BOOL, I8, I16, I32, I64, U8, F32, F64. F16 and BF16 registers come only
+ * from LOAD and CAST and go only into CAST or the output: the front-end computes half types in
+ * F32 with a CAST back after each operation (NumPy's per-operation rounding), so fused and
+ * unfused results agree to the bit.
+ *
+ * Sources:
+ *   LOAD a=p            operand p's element at the current index (dtype: the tensor's)
+ *   CONST a=value       integers and BOOL: the value as int64; F32, F64: the IEEE binary64 bits
+ *                       of the value (an F32 constant is rounded to nearest even)
+ *   INDEX a=d           the current index along dimension d, as I64
+ *   GATHER a=p b=reg c=d  operand p's element at the current index, with the index along
+ *                       dimension d replaced by register b's value (I64) clipped to
+ *                       [0, extent - 1]; extent = PCY_ARRAY_GATHER_EXTENT(word 0) >= 1, and
+ *                       operand p's stride for d is the gathered axis' stride (take(), an
+ *                       embedding lookup)
+ * Unary (result dtype = operand dtype unless said):
+ *   NEG ABS SIGN SQUARE (numbers: integers wrap: -INT_MIN = INT_MIN, abs(INT_MIN) = INT_MIN;
+ *   sign: -1, 0, 1, NaN for NaN, +0 for -0), floating only: EXP EXPM1 LOG LOG1P LOG2 LOG10 SQRT
+ *   RSQRT SIN COS TAN ASIN ACOS ATAN SINH COSH TANH ASINH ACOSH ATANH ERF FLOOR CEIL ROUND (half
+ *   to even) TRUNC; NOT (integers: ~x; BOOL: logical not); ISNAN ISINF ISFINITE (floating ->
+ *   BOOL).
+ * Binary (both operands and the result of one dtype unless said):
+ *   ADD SUB MUL (integers wrap), DIV (floating), FLOORDIV and REM (Python's: the remainder has
+ *   the divisor's sign; floating as NumPy's npy_divmod; integers: x // 0 = 0, x % 0 = 0,
+ *   INT_MIN // -1 = INT_MIN), POW (floating: C's pow; integers: exact with wrapping, a negative
+ *   exponent gives 0 except for bases 1 and -1), MINIMUM MAXIMUM (NaN propagates; as NumPy's:
+ *   maximum(a, b) = a >= b || isnan(a) ? a : b), ATAN2 (floating), AND OR XOR (integers and
+ *   BOOL), SHL SHR (integers; SHR is arithmetic on signed types; a shift outside [0, bits) gives
+ *   0, or -1 for SHR of a negative value), EQ NE LT LE GT GE (-> BOOL; IEEE: NaN compares
+ *   unequal).
+ *   COPYSIGN NEXTAFTER HYPOT LOGADDEXP (floating).
+ * Other:
+ *   WHERE a=cond (BOOL) b c   b where cond else c (b, c and the result of one dtype)
+ *   CAST a                    a converted to the instruction's dtype:
+ *     floating -> floating: round to nearest even (overflow to +-inf), NaN stays NaN;
+ *     floating -> integer: truncated toward zero, saturated to the type's range, NaN -> 0;
+ *     integer -> floating: round to nearest even; integer -> integer: two's complement wrap;
+ *     anything -> BOOL: x != 0 (NaN -> true); BOOL -> number: 0 or 1.
+ *
+ * ---- floating-point rules -----------------------------------------------------------------
+ * ADD SUB MUL DIV SQRT, the casts, MINIMUM MAXIMUM, comparisons, FLOOR CEIL ROUND TRUNC, ABS NEG
+ * SIGN SQUARE, FLOORDIV and REM are exact or correctly rounded on every bundle (no contraction
+ * into fma, denormals kept where the device has them). The others are within the ulp bounds
+ * docs/array.md lists per bundle. A bundle never reorders a program's operations.
+ *
+ * ---- reduce ---------------------------------------------------------------------------------
+ * out[kept index] = REDUCE over the K reduced dimensions of the program's value. `kind`:
+ *   SUM PROD        accumulate in the output dtype (value dtype == output dtype); floating sums
+ *                   in a fixed blocked order (the same bits run to run on one device)
+ *   MIN MAX         value dtype == output dtype; NaN propagates; an empty reduction is refused
+ *   ARGMIN ARGMAX   output I64: the flat index (row-major over the K reduced dimensions) of the
+ *                   first minimum / maximum; the first NaN wins; empty is refused
+ *   ALL ANY         value and output BOOL (empty: true / false)
+ *   MEAN            floating: SUM / N (empty: NaN)
+ *   VAR STD         floating: sum (v - mean)^2 / (N - correction) (two passes or a stable
+ *                   merge); N - correction <= 0 gives NaN; STD is its square root
+ *   LOGSUMEXP       floating: m + log(sum exp(v - m)), m the maximum (all -inf: -inf; any
+ *                   +inf: +inf; NaN propagates; empty: -inf)
+ *   NORM2           floating: sqrt(sum v^2) (no scaling: huge values overflow as NumPy's)
+ * Accumulation dtype: the value's (F32 accumulates in F32, as NumPy's pairwise sum does).
+ *
+ * ---- scan -----------------------------------------------------------------------------------
+ * K = 1: out[i] = CUMSUM (kind PCY_ARRAY_SCAN_SUM) or CUMPROD (PROD) of the value along the last
+ * dimension up to and including i; value dtype == output dtype.
+ *
+ * ---- random ---------------------------------------------------------------------------------
+ * Counter-based: Philox-4x32-10 (Salmon et al., SC'11) with key (seed low 32 bits, seed high 32
+ * bits) and counter (c0, c1, 0, 0) where c = offset + e (64-bit wrap), e the element's
+ * row-major position in the view. The same (seed, offset) gives the same bits on every bundle
+ * and device; the draw for element e never depends on the view's size, so offsets split a
+ * stream: element e of a draw at offset o equals element e - d of a draw at offset o + d.
+ * From the four 32-bit words w0..w3 of element e:
+ *   UNIFORM (floating)  a + (b - a) u, u = (w0 >> 8) 2^-24 (F32) or ((w0 >> 11) 2^32 + w1)
+ *                       2^-53 (F64, F16 and BF16 from F32's u then rounded), in [0, 1)
+ *   NORMAL (floating)   a + b z, z = sqrt(-2 log u1) cos(2 pi u2) with u1 = ((w0 >> 8) + 1)
+ *                       2^-24, u2 = (w1 >> 8) 2^-24 (F32; F64 from w0..w3 at 2^-53), computed
+ *                       by the portable routines pcy_array_random.h spells out (only + - * and
+ *                       integer operations: the same bits everywhere)
+ *   BERNOULLI           1 when w0 < t, t = floor(a 2^32) (clipped to [0, 2^32]), else 0, in the
+ *                       output dtype (BOOL, integers, floating)
+ *   RANDINT (integers)  a + floor(((w1 << 32 | w0) mod 2^64) / 2^64 (b - a)) via a 128-bit
+ *                       product (Lemire's multiply, no rejection: the bias is below 2^-32 for
+ *                       ranges below 2^32), a <= value < b
+ *   BITS (I64)          (w1 << 32 | w0) reinterpreted: 64 random bits (sort keys for
+ *                       permutations)
+ */
+#ifndef PCY_ARRAY_H
+#define PCY_ARRAY_H
+
+#include "../pcy_bundle.h"
+
+#define PCY_ARRAY_EXTENSION "array"
+
+#define PCY_ARRAY_PROGRAM_VERSION 1
+#define PCY_ARRAY_MAX_RANK 8
+#define PCY_ARRAY_MAX_INPUTS 8
+#define PCY_ARRAY_MAX_INSTRUCTIONS 256
+#define PCY_ARRAY_HEADER_WORDS 5
+#define PCY_ARRAY_INSTRUCTION_WORDS 4
+
+/* The instruction set: X(name, code, operands). `operands`: registers the instruction reads
+ * (0 for sources, whose words are immediates). Codes are frozen: new ones are appended. */
+#define PCY_ARRAY_OPS(X)                                                                           \
+  X(LOAD, 1, 0)                                                                                    \
+  X(CONST, 2, 0)                                                                                   \
+  X(INDEX, 3, 0)                                                                                   \
+  X(GATHER, 4, 0)                                                                                  \
+  X(CAST, 5, 1)                                                                                    \
+  X(NEG, 6, 1)                                                                                     \
+  X(ABS, 7, 1)                                                                                     \
+  X(SIGN, 8, 1)                                                                                    \
+  X(SQUARE, 9, 1)                                                                                  \
+  X(EXP, 10, 1)                                                                                    \
+  X(EXPM1, 11, 1)                                                                                  \
+  X(LOG, 12, 1)                                                                                    \
+  X(LOG1P, 13, 1)                                                                                  \
+  X(LOG2, 14, 1)                                                                                   \
+  X(LOG10, 15, 1)                                                                                  \
+  X(SQRT, 16, 1)                                                                                   \
+  X(RSQRT, 17, 1)                                                                                  \
+  X(SIN, 18, 1)                                                                                    \
+  X(COS, 19, 1)                                                                                    \
+  X(TAN, 20, 1)                                                                                    \
+  X(ASIN, 21, 1)                                                                                   \
+  X(ACOS, 22, 1)                                                                                   \
+  X(ATAN, 23, 1)                                                                                   \
+  X(SINH, 24, 1)                                                                                   \
+  X(COSH, 25, 1)                                                                                   \
+  X(TANH, 26, 1)                                                                                   \
+  X(ASINH, 27, 1)                                                                                  \
+  X(ACOSH, 28, 1)                                                                                  \
+  X(ATANH, 29, 1)                                                                                  \
+  X(ERF, 30, 1)                                                                                    \
+  X(FLOOR, 31, 1)                                                                                  \
+  X(CEIL, 32, 1)                                                                                   \
+  X(ROUND, 33, 1)                                                                                  \
+  X(TRUNC, 34, 1)                                                                                  \
+  X(NOT, 35, 1)                                                                                    \
+  X(ISNAN, 36, 1)                                                                                  \
+  X(ISINF, 37, 1)                                                                                  \
+  X(ISFINITE, 38, 1)                                                                               \
+  X(ADD, 39, 2)                                                                                    \
+  X(SUB, 40, 2)                                                                                    \
+  X(MUL, 41, 2)                                                                                    \
+  X(DIV, 42, 2)                                                                                    \
+  X(FLOORDIV, 43, 2)                                                                               \
+  X(REM, 44, 2)                                                                                    \
+  X(POW, 45, 2)                                                                                    \
+  X(MINIMUM, 46, 2)                                                                                \
+  X(MAXIMUM, 47, 2)                                                                                \
+  X(ATAN2, 48, 2)                                                                                  \
+  X(AND, 49, 2)                                                                                    \
+  X(OR, 50, 2)                                                                                     \
+  X(XOR, 51, 2)                                                                                    \
+  X(SHL, 52, 2)                                                                                    \
+  X(SHR, 53, 2)                                                                                    \
+  X(EQ, 54, 2)                                                                                     \
+  X(NE, 55, 2)                                                                                     \
+  X(LT, 56, 2)                                                                                     \
+  X(LE, 57, 2)                                                                                     \
+  X(GT, 58, 2)                                                                                     \
+  X(GE, 59, 2)                                                                                     \
+  X(COPYSIGN, 60, 2)                                                                               \
+  X(NEXTAFTER, 61, 2)                                                                              \
+  X(HYPOT, 62, 2)                                                                                  \
+  X(LOGADDEXP, 63, 2)                                                                              \
+  X(WHERE, 64, 3)
+
+#define PCY_ARRAY_OP_ENUM(name, code, operands) PCY_ARRAY_OP_##name = code,
+typedef enum pcy_array_op { PCY_ARRAY_OPS(PCY_ARRAY_OP_ENUM) PCY_ARRAY_OP_END } pcy_array_op;
+#undef PCY_ARRAY_OP_ENUM
+
+/* An instruction's first word: op | dtype << 8; GATHER also carries the gathered axis' extent
+ * from bit 16 (extent < 2^47). */
+#define PCY_ARRAY_WORD(op, dtype) ((int64_t)(op) | ((int64_t)(dtype) << 8))
+#define PCY_ARRAY_WORD_OP(w) ((int)((w)&0xFF))
+#define PCY_ARRAY_WORD_DTYPE(w) ((int)(((w) >> 8) & 0xFF))
+#define PCY_ARRAY_GATHER_EXTENT(w) ((int64_t)((uint64_t)(w) >> 16))
+
+/* reduce kinds */
+#define PCY_ARRAY_REDUCE_KINDS(X)                                                                  \
+  X(SUM, 1)                                                                                        \
+  X(PROD, 2)                                                                                       \
+  X(MIN, 3)                                                                                        \
+  X(MAX, 4)                                                                                        \
+  X(ARGMIN, 5)                                                                                     \
+  X(ARGMAX, 6)                                                                                     \
+  X(ALL, 7)                                                                                        \
+  X(ANY, 8)                                                                                        \
+  X(MEAN, 9)                                                                                       \
+  X(VAR, 10)                                                                                       \
+  X(STD, 11)                                                                                       \
+  X(LOGSUMEXP, 12)                                                                                 \
+  X(NORM2, 13)
+#define PCY_ARRAY_REDUCE_ENUM(name, code) PCY_ARRAY_REDUCE_##name = code,
+typedef enum pcy_array_reduce_kind {
+  PCY_ARRAY_REDUCE_KINDS(PCY_ARRAY_REDUCE_ENUM) PCY_ARRAY_REDUCE_END
+} pcy_array_reduce_kind;
+#undef PCY_ARRAY_REDUCE_ENUM
+
+#define PCY_ARRAY_SCAN_SUM 1
+#define PCY_ARRAY_SCAN_PROD 2
+
+/* random distributions */
+#define PCY_ARRAY_RANDOM_UNIFORM 1
+#define PCY_ARRAY_RANDOM_NORMAL 2
+#define PCY_ARRAY_RANDOM_BERNOULLI 3
+#define PCY_ARRAY_RANDOM_RANDINT 4
+#define PCY_ARRAY_RANDOM_BITS 5
+
+/* ---- the ops ----------------------------------------------------------------------------------
+ * eval_<n> (n = 0..8 input tensors): out = the program's value at every index. The op's dtype is
+ * the output's. The output may be an input only with the same offset and strides (an in-place
+ * update reads each element before writing it); any other overlap is refused.
+ * reduce_<n> (n = 1..4): out = the reduction (kind above, correction for VAR/STD); the output
+ * never overlaps an input.
+ * scan_<n> (n = 1..2): out = the scan (kind: PCY_ARRAY_SCAN_*).
+ * random: out (through the view: INT_ARRAY {R, shape[R], offset, strides[R]}) = the
+ * distribution's draw; a, b its parameters. */
+#define PCY_ARRAY_IN(X, k) X(in##k, TENSOR, IN, ANY, ANY)
+#define PCY_ARRAY_INPUTS_0(X)
+#define PCY_ARRAY_INPUTS_1(X) PCY_ARRAY_IN(X, 0)
+#define PCY_ARRAY_INPUTS_2(X) PCY_ARRAY_INPUTS_1(X) PCY_ARRAY_IN(X, 1)
+#define PCY_ARRAY_INPUTS_3(X) PCY_ARRAY_INPUTS_2(X) PCY_ARRAY_IN(X, 2)
+#define PCY_ARRAY_INPUTS_4(X) PCY_ARRAY_INPUTS_3(X) PCY_ARRAY_IN(X, 3)
+#define PCY_ARRAY_INPUTS_5(X) PCY_ARRAY_INPUTS_4(X) PCY_ARRAY_IN(X, 4)
+#define PCY_ARRAY_INPUTS_6(X) PCY_ARRAY_INPUTS_5(X) PCY_ARRAY_IN(X, 5)
+#define PCY_ARRAY_INPUTS_7(X) PCY_ARRAY_INPUTS_6(X) PCY_ARRAY_IN(X, 6)
+#define PCY_ARRAY_INPUTS_8(X) PCY_ARRAY_INPUTS_7(X) PCY_ARRAY_IN(X, 7)
+
+#define PCY_ARRAY_DEFINE_EVAL(X, n)                                                                \
+  X(program, INT_ARRAY, 0, OP, ANY) X(out, TENSOR, OVERWRITE, OP, ANY) PCY_ARRAY_INPUTS_##n(X)
+#define PCY_ARRAY_EVAL_0_ARGS(X) PCY_ARRAY_DEFINE_EVAL(X, 0)
+#define PCY_ARRAY_EVAL_1_ARGS(X) PCY_ARRAY_DEFINE_EVAL(X, 1)
+#define PCY_ARRAY_EVAL_2_ARGS(X) PCY_ARRAY_DEFINE_EVAL(X, 2)
+#define PCY_ARRAY_EVAL_3_ARGS(X) PCY_ARRAY_DEFINE_EVAL(X, 3)
+#define PCY_ARRAY_EVAL_4_ARGS(X) PCY_ARRAY_DEFINE_EVAL(X, 4)
+#define PCY_ARRAY_EVAL_5_ARGS(X) PCY_ARRAY_DEFINE_EVAL(X, 5)
+#define PCY_ARRAY_EVAL_6_ARGS(X) PCY_ARRAY_DEFINE_EVAL(X, 6)
+#define PCY_ARRAY_EVAL_7_ARGS(X) PCY_ARRAY_DEFINE_EVAL(X, 7)
+#define PCY_ARRAY_EVAL_8_ARGS(X) PCY_ARRAY_DEFINE_EVAL(X, 8)
+
+#define PCY_ARRAY_DEFINE_REDUCE(X, n)                                                                 \
+  X(program, INT_ARRAY, 0, OP, ANY)                                                                \
+  X(out, TENSOR, OVERWRITE, OP, ANY)                                                               \
+  X(kind, INT, 0, OP, ANY) X(correction, FLOAT, 0, OP, ANY) PCY_ARRAY_INPUTS_##n(X)
+#define PCY_ARRAY_REDUCE_1_ARGS(X) PCY_ARRAY_DEFINE_REDUCE(X, 1)
+#define PCY_ARRAY_REDUCE_2_ARGS(X) PCY_ARRAY_DEFINE_REDUCE(X, 2)
+#define PCY_ARRAY_REDUCE_3_ARGS(X) PCY_ARRAY_DEFINE_REDUCE(X, 3)
+#define PCY_ARRAY_REDUCE_4_ARGS(X) PCY_ARRAY_DEFINE_REDUCE(X, 4)
+
+#define PCY_ARRAY_DEFINE_SCAN(X, n)                                                                   \
+  X(program, INT_ARRAY, 0, OP, ANY)                                                                \
+  X(out, TENSOR, OVERWRITE, OP, ANY) X(kind, INT, 0, OP, ANY) PCY_ARRAY_INPUTS_##n(X)
+#define PCY_ARRAY_SCAN_1_ARGS(X) PCY_ARRAY_DEFINE_SCAN(X, 1)
+#define PCY_ARRAY_SCAN_2_ARGS(X) PCY_ARRAY_DEFINE_SCAN(X, 2)
+
+#define PCY_ARRAY_RANDOM_ARGS(X)                                                                   \
+  X(out, TENSOR, OVERWRITE, OP, ANY)                                                               \
+  X(view, INT_ARRAY, 0, OP, ANY) X(distribution, INT, 0, OP, ANY) X(seed, INT, 0, OP, ANY)        \
+      X(offset, INT, 0, OP, ANY) X(a, FLOAT, 0, OP, ANY) X(b, FLOAT, 0, OP, ANY)
+
+/* The variants, for code that lists them: X(op name, schema args macro, input count). */
+#define PCY_ARRAY_VARIANTS(X)                                                                      \
+  X(eval_0, PCY_ARRAY_EVAL_0_ARGS, 0)                                                              \
+  X(eval_1, PCY_ARRAY_EVAL_1_ARGS, 1)                                                              \
+  X(eval_2, PCY_ARRAY_EVAL_2_ARGS, 2)                                                              \
+  X(eval_3, PCY_ARRAY_EVAL_3_ARGS, 3)                                                              \
+  X(eval_4, PCY_ARRAY_EVAL_4_ARGS, 4)                                                              \
+  X(eval_5, PCY_ARRAY_EVAL_5_ARGS, 5)                                                              \
+  X(eval_6, PCY_ARRAY_EVAL_6_ARGS, 6)                                                              \
+  X(eval_7, PCY_ARRAY_EVAL_7_ARGS, 7)                                                              \
+  X(eval_8, PCY_ARRAY_EVAL_8_ARGS, 8)                                                              \
+  X(reduce_1, PCY_ARRAY_REDUCE_1_ARGS, 1)                                                          \
+  X(reduce_2, PCY_ARRAY_REDUCE_2_ARGS, 2)                                                          \
+  X(reduce_3, PCY_ARRAY_REDUCE_3_ARGS, 3)                                                          \
+  X(reduce_4, PCY_ARRAY_REDUCE_4_ARGS, 4)                                                          \
+  X(scan_1, PCY_ARRAY_SCAN_1_ARGS, 1)                                                              \
+  X(scan_2, PCY_ARRAY_SCAN_2_ARGS, 2)                                                              \
+  X(random, PCY_ARRAY_RANDOM_ARGS, 0)
+
+#define PCY_ARRAY_DECLARE(op, ARGS, n) PCY_DECLARE_OP_SCHEMA(pcy_array, op, PCY_ARRAY_EXTENSION, ARGS)
+PCY_ARRAY_VARIANTS(PCY_ARRAY_DECLARE)
+#undef PCY_ARRAY_DECLARE
+
+#endif /* PCY_ARRAY_H */
