@@ -17,15 +17,20 @@
  *                enables the extension)
  *
  * Floating-point CONTRACTION (a * b + c fused into one fma with a single rounding) would change
- * the bits. This file defends itself where the language lets it:
- *   - OpenCL C: `#pragma OPENCL FP_CONTRACT OFF` over this file's functions (DEFAULT after them);
- *   - Clang (C, C++): `#pragma STDC FP_CONTRACT OFF` likewise;
- *   - CUDA device code: every floating + and * of the transforms goes through __fadd_rn,
- *     __fmul_rn, __dadd_rn, __dmul_rn, which the compiler never fuses (so --fmad=true is fine);
- *   - GCC ignores the STDC pragma: compile with -ffp-contract=off, the default of GCC's ISO modes
- *     (-std=c99, -std=c++20; the GNU modes -std=gnu* default to -ffp-contract=fast, which fuses
- *     when the target has FMA instructions, e.g. -march=haswell or later).
- *   - Other compilers: turn contraction off (MSVC: /fp:precise without /fp:contract).
+ * the bits. This file turns it off over its own functions wherever the language lets it:
+ *   - OpenCL C: `#pragma OPENCL FP_CONTRACT OFF` (DEFAULT after them). Build without
+ *     -cl-mad-enable, -cl-unsafe-math-optimizations and -cl-fast-relaxed-math.
+ *   - CUDA device code: every floating + and * of the transforms is __fadd_rn, __fmul_rn,
+ *     __dadd_rn or __dmul_rn, which are never fused: --fmad=true (NVRTC's default) is fine, the
+ *     PTX has no fma (tests/array checks it). Do not pass --use_fast_math.
+ *   - Clang (C, C++): `#pragma STDC FP_CONTRACT OFF` (DEFAULT after them). Clang's
+ *     -ffp-contract=fast overrides the pragma: use the default (on) or -ffp-contract=off.
+ *   - GCC (C, C++): GCC ignores the STDC pragma; `#pragma GCC optimize("fp-contract=off")` between
+ *     push_options and pop_options does it instead, also in the GNU modes (-std=gnu*) whose
+ *     default, -ffp-contract=fast, fuses on targets with FMA (-march=haswell and later).
+ *     -ffp-contract=off on the command line is the belt to these braces.
+ *   - Other compilers: turn contraction off (MSVC: /fp:precise, without /fp:contract).
+ * Never -ffast-math (or any value-changing option) for code that includes this file.
  *
  * The functions (all PCY_RNG_FN; U32 = PCY_RNG_U32 etc.):
  *   pcy_rng_philox(key0, key1, c0, c1, c2, c3, out[4])   Philox-4x32-10 (Salmon et al., SC'11:
@@ -133,6 +138,9 @@
 #pragma OPENCL FP_CONTRACT OFF
 #elif defined(__clang__) && !defined(__CUDACC__)
 #pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__) && !defined(__CUDACC__)
+#pragma GCC push_options
+#pragma GCC optimize("fp-contract=off")
 #endif
 
 /* ---- the fitted constants (tools/array/fit_random_polys.py) ---------------------------------- */
@@ -571,6 +579,8 @@ static inline PCY_RNG_U64 pcy_rng_bernoulli_threshold(double p) {
 #pragma OPENCL FP_CONTRACT DEFAULT
 #elif defined(__clang__) && !defined(__CUDACC__)
 #pragma STDC FP_CONTRACT DEFAULT
+#elif defined(__GNUC__) && !defined(__CUDACC__)
+#pragma GCC pop_options
 #endif
 
 #endif /* PCY_ARRAY_RANDOM_H */
