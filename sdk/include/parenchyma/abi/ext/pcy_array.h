@@ -100,22 +100,6 @@
  * row-major position in the view. The same (seed, offset) gives the same bits on every bundle
  * and device; the draw for element e never depends on the view's size, so offsets split a
  * stream: element e of a draw at offset o equals element e - d of a draw at offset o + d.
-<<<<<<< HEAD
- * From the four 32-bit words w0..w3 of element e:
- *   UNIFORM (floating)  a + (b - a) u, u = (w0 >> 8) 2^-24 (F32) or ((w0 >> 11) 2^32 + w1)
- *                       2^-53 (F64, F16 and BF16 from F32's u then rounded), in [0, 1)
- *   NORMAL (floating)   a + b z, z = sqrt(-2 log u1) cos(2 pi u2) with u1 = ((w0 >> 8) + 1)
- *                       2^-24, u2 = (w1 >> 8) 2^-24 (F32; F64 from w0..w3 at 2^-53), computed
- *                       by the portable routines pcy_array_random.h spells out (only + - * and
- *                       integer operations: the same bits everywhere)
- *   BERNOULLI           1 when w0 < t, t = floor(a 2^32) (clipped to [0, 2^32]), else 0, in the
- *                       output dtype (BOOL, integers, floating)
- *   RANDINT (integers)  a + floor(((w1 << 32 | w0) mod 2^64) / 2^64 (b - a)) via a 128-bit
- *                       product (Lemire's multiply, no rejection: the bias is below 2^-32 for
- *                       ranges below 2^32), a <= value < b
- *   BITS (I64)          (w1 << 32 | w0) reinterpreted: 64 random bits (sort keys for
- *                       permutations)
-=======
  * From the four 32-bit words w0..w3 of element e (pcy_array_random.h: pcy_rng_words and the
  * transforms below, one source for every bundle: C, C++, OpenCL C and CUDA):
  *   UNIFORM (floating)  a + (b - a) u, u = (w0 >> 8) 2^-24 (F32) or ((w0 >> 11) 2^32 + w1)
@@ -136,7 +120,6 @@
  * The affine steps a + (b - a) u and a + b z round each operation on its own (no fused
  * multiply-add; F16 and BF16 in F32, then rounded once), so they too give the same bits on every
  * bundle.
->>>>>>> h-random
  */
 #ifndef PCY_ARRAY_H
 #define PCY_ARRAY_H
