@@ -432,3 +432,40 @@ TEST_CASE("array: an operand of a value written into its own input refuses to ru
     CHECK(std::string(e.what()).find("eval() it before that write") != std::string::npos);
   }
 }
+
+TEST_CASE("array: random draws: the same bits on every backend, offsets split one stream, "
+          "moments",
+          "[array]") {
+  Backend native("native");
+  const uint64_t seed = 0x5eed'0000'1234ull;
+  const auto ref_n = pa::random::normal(native, {1000}, seed, 77).to_vector<float>();
+  const auto ref_u = pa::random::uniform(native, {999}, seed, 5, -2, 3, PCY_DTYPE_F64).to_vector<double>();
+  for (const Backend& b : backends()) {
+    INFO("backend " << b.name());
+    const auto n = pa::random::normal(b, {1000}, seed, 77).to_vector<float>();
+    const auto u = pa::random::uniform(b, {999}, seed, 5, -2, 3, PCY_DTYPE_F64).to_vector<double>();
+    for (size_t i = 0; i < n.size(); ++i) REQUIRE(same_bits(n[i], ref_n[i]));
+    for (size_t i = 0; i < u.size(); ++i) REQUIRE(same_bits(u[i], ref_u[i]));
+    // Element e at offset o is element e - 10 at offset o + 10.
+    const auto shifted = pa::random::normal(b, {990}, seed, 87).to_vector<float>();
+    for (size_t i = 0; i < shifted.size(); ++i) REQUIRE(same_bits(shifted[i], n[i + 10]));
+    // A strided view draws in its own row-major order.
+    pa::Array z = pa::zeros(b, {4, 6});
+    pa::Array g = pa::random::normal(b, {4, 3}, seed, 77);
+    z.slice(1, 0, pa::Array::npos, 2).assign(g);
+    const auto zv = z.to_vector<float>();
+    for (size_t i = 0; i < 12; ++i) REQUIRE(same_bits(zv[(i / 3) * 6 + (i % 3) * 2], n[i]));
+    // Moments of a larger draw.
+    pa::random::Generator gen(seed);
+    pa::Array big = gen.normal(b, {200000}, 1.5, 2.0, PCY_DTYPE_F64);
+    const double m = pa::mean(big).item<double>(), sd = pa::std(big).item<double>();
+    CHECK(std::fabs(m - 1.5) < 0.02);
+    CHECK(std::fabs(sd - 2.0) < 0.02);
+    const double p = pa::mean(gen.bernoulli(b, {100000}, 0.25)).item<double>();
+    CHECK(std::fabs(p - 0.25) < 0.01);
+    pa::Array ri = gen.randint(b, {50000}, -3, 4, PCY_DTYPE_I32);
+    CHECK(pa::min(ri).item<int32_t>() == -3);
+    CHECK(pa::max(ri).item<int32_t>() == 3);
+    CHECK(gen.offset() == 200000 + 100000 + 50000);
+  }
+}

@@ -9,6 +9,7 @@
 #include "array_program.hpp"
 #include "array_scalar.hpp"
 
+#include <parenchyma/abi/ext/pcy_array_random.h>
 #include <parenchyma/sdk/bundle.hpp>
 #include <parenchyma/sdk/op_schema.hpp>
 
@@ -871,6 +872,172 @@ template <const pcy_op_schema& S, int N> void op_scan(native_context& cx, const 
   run_scan(cx, p, static_cast<int>(k));
 }
 
+
+// ---- random -------------------------------------------------------------------------------------
+// The view of a random op's output: {R, shape[R], offset, strides[R]} (pcy_array.h), checked
+// against the tensor.
+struct view_t {
+  int rank = 0;
+  std::array<int64_t, max_rank> shape{}, strides{};
+  int64_t offset = 0;
+  uint64_t elements = 1;
+};
+
+template <class T> void store_at(char* base, int64_t at, T v) {
+  std::memcpy(base + at * static_cast<int64_t>(sizeof(T)), &v, sizeof(T));
+}
+
+template <class F> void each_element(const view_t& v, F&& f) {
+  if (v.elements == 0) return;
+  std::array<int64_t, max_rank> idx{};
+  int64_t at = v.offset;
+  for (uint64_t e = 0; e < v.elements; ++e) {
+    f(e, at);
+    for (int d = v.rank - 1; d >= 0; --d) {
+      const size_t ud = static_cast<size_t>(d);
+      if (++idx[ud] < v.shape[ud]) {
+        at += v.strides[ud];
+        break;
+      }
+      at -= (v.shape[ud] - 1) * v.strides[ud];
+      idx[ud] = 0;
+    }
+  }
+}
+
+void op_random(native_context& cx, const sdk::op_args& a) {
+  constexpr const pcy_op_schema& S = pcy_array_random_schema;
+  const decoder dc(S, a);
+  constexpr uint32_t OUT = at<S>("out"), VIEW = at<S>("view"), DIST = at<S>("distribution");
+  const pcy_tensor& out = a.t(OUT);
+  const std::span<const int64_t> w = a.ints(VIEW);
+  view_t v;
+  if (w.empty() || w[0] < 0 || w[0] > max_rank)
+    dc.bad(VIEW, "word 0: the rank must be in [0, 8]");
+  v.rank = static_cast<int>(w[0]);
+  if (w.size() != static_cast<size_t>(2 + 2 * v.rank))
+    dc.bad(VIEW, sdk::str(w.size(), " words, expected ", 2 + 2 * v.rank, " for rank ", v.rank));
+  for (int d = 0; d < v.rank; ++d) {
+    v.shape[static_cast<size_t>(d)] = w[static_cast<size_t>(1 + d)];
+    v.strides[static_cast<size_t>(d)] = w[static_cast<size_t>(2 + v.rank + d)];
+    if (v.shape[static_cast<size_t>(d)] < 0) dc.bad(VIEW, "a negative extent");
+    if (!sdk::mul_ok(v.elements, static_cast<uint64_t>(v.shape[static_cast<size_t>(d)]), v.elements) ||
+        v.elements > (uint64_t{1} << 62))
+      dc.bad(VIEW, "the element count overflows");
+  }
+  v.offset = w[static_cast<size_t>(1 + v.rank)];
+  uint64_t have = 1;
+  for (int32_t i = 0; i < out.ndim; ++i)
+    if (out.shape[i] < 0 || !sdk::mul_ok(have, static_cast<uint64_t>(out.shape[i]), have))
+      dc.bad(OUT, "an invalid shape");
+  if (v.elements > 0) {
+    int128 lo = v.offset, hi = v.offset;
+    for (int d = 0; d < v.rank; ++d) {
+      const int128 span = static_cast<int128>(v.shape[static_cast<size_t>(d)] - 1) *
+                          v.strides[static_cast<size_t>(d)];
+      (span < 0 ? lo : hi) += span;
+    }
+    if (lo < 0 || hi >= static_cast<int128>(have))
+      dc.bad(VIEW, sdk::str("the view addresses elements outside the output's ", have));
+  }
+  const int64_t dist = a.i(DIST);
+  const int dt = static_cast<int>(out.dtype);
+  const bool fl = is_float(dt) || is_half(dt);
+  const bool ok = (dist == PCY_ARRAY_RANDOM_UNIFORM && fl) ||
+                  (dist == PCY_ARRAY_RANDOM_NORMAL && fl) ||
+                  (dist == PCY_ARRAY_RANDOM_BERNOULLI && is_dtype(dt)) ||
+                  (dist == PCY_ARRAY_RANDOM_RANDINT && is_int(dt)) ||
+                  (dist == PCY_ARRAY_RANDOM_BITS && dt == PCY_DTYPE_I64);
+  if (!ok)
+    dc.bad(DIST, sdk::str("distribution ", dist, " does not draw dtype ", decoder::dn(dt)));
+  const uint64_t seed = static_cast<uint64_t>(a.i(at<S>("seed")));
+  const uint64_t offset = static_cast<uint64_t>(a.i(at<S>("offset")));
+  const double pa_ = a.f(at<S>("a")), pb = a.f(at<S>("b"));
+  cx.settle(a.queue());
+  char* base = static_cast<char*>(sdk::native_of(*cx.fw, out)) + out.byte_offset;
+  auto words = [&](uint64_t e, PCY_RNG_U32 (&wd)[4]) { pcy_rng_words(seed, offset, e, wd); };
+  switch (dist) {
+  case PCY_ARRAY_RANDOM_UNIFORM:
+  case PCY_ARRAY_RANDOM_NORMAL: {
+    const bool normal = dist == PCY_ARRAY_RANDOM_NORMAL;
+    if (dt == PCY_DTYPE_F64) {
+      const double a64 = pa_, b64 = pb, scale = normal ? b64 : b64 - a64;
+      each_element(v, [&](uint64_t e, int64_t at_) {
+        PCY_RNG_U32 wd[4];
+        words(e, wd);
+        const double r = normal ? pcy_rng_normal_f64(wd[0], wd[1], wd[2], wd[3])
+                                : pcy_rng_uniform_f64(wd[0], wd[1]);
+        const double t = scale * r;
+        store_at(base, at_, a64 + t);
+      });
+    } else {
+      const float a32 = static_cast<float>(pa_), b32 = static_cast<float>(pb);
+      const float scale = normal ? b32 : b32 - a32;
+      each_element(v, [&](uint64_t e, int64_t at_) {
+        PCY_RNG_U32 wd[4];
+        words(e, wd);
+        const float r = normal ? pcy_rng_normal_f32(wd[0], wd[1]) : pcy_rng_uniform_f32(wd[0]);
+        const float t = scale * r;
+        const float x = a32 + t;
+        if (dt == PCY_DTYPE_F32) store_at(base, at_, x);
+        else if (dt == PCY_DTYPE_F16) store_at(base, at_, f16_from(static_cast<double>(x)));
+        else store_at(base, at_, bf16_from(static_cast<double>(x)));
+      });
+    }
+    break;
+  }
+  case PCY_ARRAY_RANDOM_BERNOULLI: {
+    const PCY_RNG_U64 t = pcy_rng_bernoulli_threshold(pa_);
+    const size_t es = sdk::dtype_size(out.dtype);
+    each_element(v, [&](uint64_t e, int64_t at_) {
+      PCY_RNG_U32 wd[4];
+      words(e, wd);
+      const bool one = pcy_rng_bernoulli(wd[0], t) != 0;
+      char* p = base + at_ * static_cast<int64_t>(es);
+      switch (dt) {
+      case PCY_DTYPE_F32: store_at(p, 0, one ? 1.0f : 0.0f); break;
+      case PCY_DTYPE_F64: store_at(p, 0, one ? 1.0 : 0.0); break;
+      case PCY_DTYPE_F16: store_at(p, 0, static_cast<uint16_t>(one ? 0x3C00 : 0)); break;
+      case PCY_DTYPE_BF16: store_at(p, 0, static_cast<uint16_t>(one ? 0x3F80 : 0)); break;
+      case PCY_DTYPE_I16: store_at(p, 0, static_cast<int16_t>(one)); break;
+      case PCY_DTYPE_I32: store_at(p, 0, static_cast<int32_t>(one)); break;
+      case PCY_DTYPE_I64: store_at(p, 0, static_cast<int64_t>(one)); break;
+      default: store_at(p, 0, static_cast<uint8_t>(one)); break; // U8, I8, BOOL
+      }
+    });
+    break;
+  }
+  case PCY_ARRAY_RANDOM_RANDINT: {
+    if (!(pb > pa_) || !std::isfinite(pa_) || !std::isfinite(pb))
+      dc.bad(at<S>("b"), "randint needs finite a < b");
+    const int64_t lo = static_cast<int64_t>(pa_);
+    const uint64_t range = static_cast<uint64_t>(static_cast<int64_t>(pb)) - static_cast<uint64_t>(lo);
+    const size_t es = sdk::dtype_size(out.dtype);
+    each_element(v, [&](uint64_t e, int64_t at_) {
+      PCY_RNG_U32 wd[4];
+      words(e, wd);
+      const int64_t x = pcy_rng_randint(wd[0], wd[1], lo, range);
+      char* p = base + at_ * static_cast<int64_t>(es);
+      switch (dt) {
+      case PCY_DTYPE_I8: store_at(p, 0, static_cast<int8_t>(x)); break;
+      case PCY_DTYPE_I16: store_at(p, 0, static_cast<int16_t>(x)); break;
+      case PCY_DTYPE_I32: store_at(p, 0, static_cast<int32_t>(x)); break;
+      case PCY_DTYPE_U8: store_at(p, 0, static_cast<uint8_t>(x)); break;
+      default: store_at(p, 0, x); break;
+      }
+    });
+    break;
+  }
+  default: // BITS
+    each_element(v, [&](uint64_t e, int64_t at_) {
+      PCY_RNG_U32 wd[4];
+      words(e, wd);
+      store_at(base, at_, static_cast<int64_t>((static_cast<uint64_t>(wd[1]) << 32) | wd[0]));
+    });
+    break;
+  }
+}
+
 constexpr sdk::bundle_identity identity{
     "array_native", PCY_ARRAY_EXTENSION, "native",
     "array expressions, reductions, scans and random numbers on the host CPU (a blocked vector "
@@ -885,6 +1052,7 @@ public:
                                  PCY_DTYPE_I16, PCY_DTYPE_BOOL};
     const std::string impl = "native blocked interpreter";
     for (pcy_dtype d : all) {
+      table_.add<op_random>(pcy_array_random_schema, d, impl + "; Philox-4x32-10");
 #define PCY_ADD_EVAL(n)                                                                            \
   table_.add<op_eval<pcy_array_eval_##n##_schema, n>>(pcy_array_eval_##n##_schema, d, impl);
       PCY_ADD_EVAL(0) PCY_ADD_EVAL(1) PCY_ADD_EVAL(2) PCY_ADD_EVAL(3) PCY_ADD_EVAL(4)
