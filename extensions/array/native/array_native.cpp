@@ -227,6 +227,81 @@ template <int From, int To> void k_cast(void* o, const void* a, const void*, con
   for (int64_t i = 0; i < n; ++i) out[i] = cast<T>(x[i]);
 }
 
+
+// ---- glibc's vector math (libmvec) on x86-64 with AVX2 and FMA --------------------------------
+// The transcendental functions dominate a chain's time when computed one element at a time
+// (glibc's sinf: about 8 ns). libmvec computes 8 floats or 4 doubles per call (within 4 ulp, as
+// glibc documents), special values as the scalar functions. Picked once at start-up by the CPU's
+// features; elsewhere the scalar loops above run.
+#if defined(__x86_64__) && defined(__GLIBC__) && defined(PCY_ARRAY_LIBMVEC)
+#include <immintrin.h>
+extern "C" {
+#define PCY_MVEC_DECL(fn)                                                                          \
+  __m256 _ZGVdN8v_##fn##f(__m256);                                                               \
+  __m256d _ZGVdN4v_##fn(__m256d);
+#define PCY_MVEC_DECL2(fn)                                                                         \
+  __m256 _ZGVdN8vv_##fn##f(__m256, __m256);                                                      \
+  __m256d _ZGVdN4vv_##fn(__m256d, __m256d);
+#define PCY_MVEC_UNARY(X) X(exp) X(expm1) X(log) X(log1p) X(log2) X(log10) X(sin) X(cos) X(tan) \
+  X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh) X(asinh) X(acosh) X(atanh) X(erf)
+PCY_MVEC_UNARY(PCY_MVEC_DECL)
+PCY_MVEC_DECL2(atan2)
+PCY_MVEC_DECL2(hypot)
+PCY_MVEC_DECL2(pow)
+}
+#define PCY_MVEC_KERNEL(fn)                                                                        \
+  __attribute__((target("avx2,fma"))) void mv_##fn##_f32(void* o, const void* a, const void*,    \
+                                                          const void*, int64_t n) {              \
+    float* out = static_cast<float*>(o);                                                           \
+    const float* x = static_cast<const float*>(a);                                                 \
+    int64_t i = 0;                                                                                 \
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _ZGVdN8v_##fn##f(_mm256_loadu_ps(x + i))); \
+    for (; i < n; ++i) out[i] = std::fn(x[i]);                                                     \
+  }                                                                                                \
+  __attribute__((target("avx2,fma"))) void mv_##fn##_f64(void* o, const void* a, const void*,    \
+                                                          const void*, int64_t n) {              \
+    double* out = static_cast<double*>(o);                                                         \
+    const double* x = static_cast<const double*>(a);                                               \
+    int64_t i = 0;                                                                                 \
+    for (; i + 4 <= n; i += 4) _mm256_storeu_pd(out + i, _ZGVdN4v_##fn(_mm256_loadu_pd(x + i)));  \
+    for (; i < n; ++i) out[i] = std::fn(x[i]);                                                     \
+  }
+#define PCY_MVEC_KERNEL2(fn)                                                                       \
+  __attribute__((target("avx2,fma"))) void mv_##fn##_f32(void* o, const void* a, const void* b, \
+                                                          const void*, int64_t n) {              \
+    float* out = static_cast<float*>(o);                                                           \
+    const float* x = static_cast<const float*>(a);                                                 \
+    const float* y = static_cast<const float*>(b);                                                 \
+    int64_t i = 0;                                                                                 \
+    for (; i + 8 <= n; i += 8)                                                                     \
+      _mm256_storeu_ps(out + i, _ZGVdN8vv_##fn##f(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i))); \
+    for (; i < n; ++i) out[i] = std::fn(x[i], y[i]);                                               \
+  }                                                                                                \
+  __attribute__((target("avx2,fma"))) void mv_##fn##_f64(void* o, const void* a, const void* b, \
+                                                          const void*, int64_t n) {              \
+    double* out = static_cast<double*>(o);                                                         \
+    const double* x = static_cast<const double*>(a);                                               \
+    const double* y = static_cast<const double*>(b);                                               \
+    int64_t i = 0;                                                                                 \
+    for (; i + 4 <= n; i += 4)                                                                     \
+      _mm256_storeu_pd(out + i, _ZGVdN4vv_##fn(_mm256_loadu_pd(x + i), _mm256_loadu_pd(y + i)));  \
+    for (; i < n; ++i) out[i] = std::fn(x[i], y[i]);                                               \
+  }
+PCY_MVEC_UNARY(PCY_MVEC_KERNEL)
+PCY_MVEC_KERNEL2(atan2)
+PCY_MVEC_KERNEL2(hypot)
+PCY_MVEC_KERNEL2(pow)
+bool use_libmvec() {
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                          std::getenv("PARENCHYMA_ARRAY_NO_LIBMVEC") == nullptr;
+  return yes;
+}
+constexpr const char* math_impl = "libmvec (AVX2) where the CPU has it, glibc otherwise";
+#else
+bool use_libmvec() { return false; }
+constexpr const char* math_impl = "glibc";
+#endif
+
 // ---- the dispatch tables, filled once --------------------------------------------------------
 constexpr int n_dtypes = 11; // pcy_dtype values 1..10
 constexpr int n_ops = PCY_ARRAY_OP_END;
@@ -323,6 +398,22 @@ struct tables {
     op[PCY_ARRAY_OP_XOR][PCY_DTYPE_BOOL] = k_binary<op_xor, B>;
     op[PCY_ARRAY_OP_WHERE][PCY_DTYPE_F16] = k_where<uint16_t>;
     op[PCY_ARRAY_OP_WHERE][PCY_DTYPE_BF16] = k_where<uint16_t>;
+#if defined(__x86_64__) && defined(__GLIBC__) && defined(PCY_ARRAY_LIBMVEC)
+    if (use_libmvec()) {
+#define PCY_MVEC_SET(fn, OP)                                                                       \
+  op[PCY_ARRAY_OP_##OP][PCY_DTYPE_F32] = mv_##fn##_f32;                                           \
+  op[PCY_ARRAY_OP_##OP][PCY_DTYPE_F64] = mv_##fn##_f64;
+      PCY_MVEC_SET(exp, EXP) PCY_MVEC_SET(expm1, EXPM1) PCY_MVEC_SET(log, LOG)
+      PCY_MVEC_SET(log1p, LOG1P) PCY_MVEC_SET(log2, LOG2) PCY_MVEC_SET(log10, LOG10)
+      PCY_MVEC_SET(sin, SIN) PCY_MVEC_SET(cos, COS) PCY_MVEC_SET(tan, TAN)
+      PCY_MVEC_SET(asin, ASIN) PCY_MVEC_SET(acos, ACOS) PCY_MVEC_SET(atan, ATAN)
+      PCY_MVEC_SET(sinh, SINH) PCY_MVEC_SET(cosh, COSH) PCY_MVEC_SET(tanh, TANH)
+      PCY_MVEC_SET(asinh, ASINH) PCY_MVEC_SET(acosh, ACOSH) PCY_MVEC_SET(atanh, ATANH)
+      PCY_MVEC_SET(erf, ERF) PCY_MVEC_SET(atan2, ATAN2) PCY_MVEC_SET(hypot, HYPOT)
+      PCY_MVEC_SET(pow, POW)
+#undef PCY_MVEC_SET
+    }
+#endif
     casts<PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_I32, PCY_DTYPE_I64, PCY_DTYPE_U8, PCY_DTYPE_F16,
           PCY_DTYPE_BF16, PCY_DTYPE_I8, PCY_DTYPE_I16, PCY_DTYPE_BOOL>();
   }
@@ -354,9 +445,11 @@ void load(void* out, const char* base, int dtype, int64_t s, int64_t n) {
   }
 }
 template <class T> void scatter_t(T* p, const T* in, int64_t s, int64_t n) {
-  if (s == 1) std::memcpy(p, in, static_cast<size_t>(n) * sizeof(T));
-  else
+  if (s == 1) {
+    if (p != in) std::memcpy(p, in, static_cast<size_t>(n) * sizeof(T)); // p == in: a LOAD
+  } else {
     for (int64_t i = 0; i < n; ++i) p[i * s] = in[i]; // s == 0: the last one wins (rank 0 only)
+  }
 }
 void store(char* base, const void* in, size_t es, int64_t s, int64_t n) {
   switch (es) {
@@ -402,6 +495,7 @@ struct runner {
   uint64_t* regs = nullptr;
   const tables& tb = table();
   std::array<kernel_fn, max_instructions> fn{};
+  std::array<const void*, max_instructions> rp{}; // each register's values for the chunk
 
   runner(native_context& cx, const program& prog) : p(prog), c(collapse(prog)) {
     for (int o = 0; o < p.operands; ++o) {
@@ -428,15 +522,18 @@ struct runner {
   // Evaluates the program for n elements starting at index `idx` (collapsed dimensions) and
   // walking dimension `inner`; `off` holds each operand's element offset at idx. Returns the
   // value's register.
-  void* chunk(const int64_t* idx, int inner, int64_t n, const int64_t* off) {
+  const void* chunk(const int64_t* idx, int inner, int64_t n, const int64_t* off) {
     for (int k = 0; k < p.count; ++k) {
       const instruction& in = p.code[static_cast<size_t>(k)];
       void* out = reg(k);
+      rp[static_cast<size_t>(k)] = out;
       switch (in.op) {
       case PCY_ARRAY_OP_LOAD: {
         const size_t o = static_cast<size_t>(in.a);
-        load(out, base[o] + off[o] * static_cast<int64_t>(es[o]), in.dtype,
-             inner >= 0 ? c.strides[o][static_cast<size_t>(inner)] : 0, n);
+        const char* src = base[o] + off[o] * static_cast<int64_t>(es[o]);
+        const int64_t s = inner >= 0 ? c.strides[o][static_cast<size_t>(inner)] : 0;
+        if (s == 1 && in.dtype != PCY_DTYPE_BOOL) rp[static_cast<size_t>(k)] = src; // no copy
+        else load(out, src, in.dtype, s, n);
         break;
       }
       case PCY_ARRAY_OP_CONST: constant(out, in.dtype, in.a, n); break;
@@ -451,11 +548,12 @@ struct runner {
       }
       case PCY_ARRAY_OP_GATHER: gather(in, out, idx, inner, n, off); break;
       default:
-        fn[static_cast<size_t>(k)](out, reg(in.a), reg(in.b), reg(in.c), n);
+        fn[static_cast<size_t>(k)](out, rp[static_cast<size_t>(in.a)], rp[static_cast<size_t>(in.b)],
+                                   rp[static_cast<size_t>(in.c)], n);
         break;
       }
     }
-    return reg(p.count - 1);
+    return rp[static_cast<size_t>(p.count - 1)];
   }
 
   void gather(const instruction& in, void* out, const int64_t* idx, int inner, int64_t n,
@@ -464,7 +562,7 @@ struct runner {
     const int d = static_cast<int>(in.c);
     const int64_t sd = c.strides[o][static_cast<size_t>(d)];
     const int64_t si = inner >= 0 ? c.strides[o][static_cast<size_t>(inner)] : 0;
-    const int64_t* g = static_cast<const int64_t*>(reg(in.b));
+    const int64_t* g = static_cast<const int64_t*>(rp[static_cast<size_t>(in.b)]);
     const size_t e = es[o];
     char* dst = static_cast<char*>(out);
     for (int64_t i = 0; i < n; ++i) {
@@ -1050,7 +1148,7 @@ public:
     constexpr pcy_dtype all[] = {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_I32, PCY_DTYPE_I64,
                                  PCY_DTYPE_U8,  PCY_DTYPE_F16, PCY_DTYPE_BF16, PCY_DTYPE_I8,
                                  PCY_DTYPE_I16, PCY_DTYPE_BOOL};
-    const std::string impl = "native blocked interpreter";
+    const std::string impl = std::string("native blocked interpreter; math: ") + math_impl;
     for (pcy_dtype d : all) {
       table_.add<op_random>(pcy_array_random_schema, d, impl + "; Philox-4x32-10");
 #define PCY_ADD_EVAL(n)                                                                            \
