@@ -829,6 +829,13 @@ inline Array where(const Array& cond, const Array& x, const Array& y) {
   return finish(std::move(n), backend);
 }
 
+inline Array where(const Array& cond, const Array& x, double y) { return where(cond, x, scalar(y)); }
+inline Array where(const Array& cond, double x, const Array& y) { return where(cond, scalar(x), y); }
+// Both values host scalars: the result is f64 unless a dtype is given.
+inline Array where(const Array& cond, double x, double y, dtype t = dt::f64) {
+  return where(cond, full_scalar(x, t), full_scalar(y, t));
+}
+
 // clip(x, lo, hi): min(max(x, lo), hi) in x's dtype (NaN propagates).
 inline Array clip(const Array& x, const Array& lo, const Array& hi) {
   const dtype t = detail::node_of(x, "clip").type;
