@@ -5,6 +5,7 @@
 #include "support/random.hpp"
 
 #include <parenchyma/array.hpp>
+#include <parenchyma/graph.hpp>
 #include <parenchyma/registry.hpp>
 
 #include <cmath>
@@ -467,5 +468,29 @@ TEST_CASE("array: random draws: the same bits on every backend, offsets split on
     CHECK(pa::min(ri).item<int32_t>() == -3);
     CHECK(pa::max(ri).item<int32_t>() == 3);
     CHECK(gen.offset() == 200000 + 100000 + 50000);
+  }
+}
+
+TEST_CASE("array: fused expressions record into graphs and replay with new inputs", "[array]") {
+  for (const Backend& b : backends()) {
+    INFO("backend " << b.name());
+    SharedTensor<float> x({257});
+    for (float& v : x.write_only()) v = 1.0f;
+    pa::Array a = pa::wrap(b, x);
+    pa::Array y = pa::empty(b, {257});
+    pa::Array total;
+    Graph g = Graph::record(b, [&] {
+      y.assign(pa::exp(a) * 2.0f + 1.0f); // one program, its words copied at recording
+      total = pa::sum(y * y);
+    });
+    for (int round = 1; round <= 3; ++round) {
+      for (float& v : x.write_only()) v = static_cast<float>(round) * 0.25f;
+      g.replay();
+      const float want = std::exp(static_cast<float>(round) * 0.25f) * 2.0f + 1.0f;
+      const auto yv = y.to_vector<float>();
+      CHECK(close(yv[0], want, 1e-6, 0));
+      CHECK(close(yv[256], want, 1e-6, 0));
+      CHECK(close(total.item<float>(), 257.0 * want * want, 1e-5, 0));
+    }
   }
 }

@@ -169,9 +169,20 @@ template <class... A> [[noreturn]] void fail(const char* fn, errc code, const A&
   throw error(code, std::string("array.") + fn, os.str());
 }
 
-// Expressions not yet run, of this thread (weak: a dropped expression is never run).
-inline std::vector<std::weak_ptr<Node>>& pending() {
-  thread_local std::vector<std::weak_ptr<Node>> list;
+// Expressions not yet run that read a tensor directly (an operand that is a view of it), of
+// this thread (weak: a dropped expression is never run). Running such an expression turns it
+// into a view of its result, so its parents no longer read the tensor: a write into a tensor
+// needs to run only the entries naming it.
+struct pending_entry {
+  std::weak_ptr<Node> node;
+  const TensorStorage* reads;
+};
+struct pending_list {
+  std::vector<pending_entry> entries;
+  size_t compact_at = 64;
+};
+inline pending_list& pending() {
+  thread_local pending_list list;
   return list;
 }
 
@@ -537,13 +548,15 @@ inline double scalar_value(const Node& s) {
 void materialise(Node& x, const Backend& b);
 
 inline void note_pending(const NodePtr& n) {
-  auto& p = pending();
-  p.push_back(n);
-  if (p.size() >= 256 && (p.size() & (p.size() - 1)) == 0) { // at powers of two: compact
-    std::erase_if(p, [](const std::weak_ptr<Node>& w) {
-      auto s = w.lock();
+  pending_list& p = pending();
+  for (const Node* c : {n->a.get(), n->b.get(), n->c.get()})
+    if (c != nullptr && c->k == Node::kind::leaf) p.entries.push_back({n, c->storage.get()});
+  if (p.entries.size() >= p.compact_at) { // drop the entries whose expression ran or died
+    std::erase_if(p.entries, [](const pending_entry& e) {
+      auto s = e.node.lock();
       return !s || s->k != Node::kind::op;
     });
+    p.compact_at = std::max<size_t>(64, 2 * p.entries.size());
   }
 }
 
@@ -954,11 +967,11 @@ inline bool contains(const Node& root, const Node* n) {
 // Before a write into `st`: runs every pending expression of this thread that reads it, except
 // `keep` (the value being written) and its operands that nothing else holds.
 inline void flush_readers(const TensorStorage* st, const Node* keep, const Backend& b) {
-  auto& list = pending();
+  auto& list = pending().entries;
   for (size_t i = 0; i < list.size(); ++i) {
-    NodePtr n = list[i].lock();
+    if (list[i].reads != st) continue;
+    NodePtr n = list[i].node.lock();
     if (!n || n->k != Node::kind::op || n.get() == keep) continue;
-    if (!reads(*n, st)) continue;
     if (keep != nullptr && contains(*keep, n.get())) continue; // written with the value
     materialise(*n, b);
   }
@@ -1070,7 +1083,7 @@ inline void Array::assign(const Array& value) {
   // Operands of the value that read the target and are held outside the value's tree (a named
   // Array) would read the new values if run later: they refuse to run (Node::stale).
   std::vector<std::pair<detail::Node*, long>> inside; // node, references from within the tree
-  {
+  if (val->k == detail::Node::kind::op && detail::reads(*val, st)) {
     std::vector<detail::Node*> stack{val.get()};
     while (!stack.empty()) {
       detail::Node* x = stack.back();
