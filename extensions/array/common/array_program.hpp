@@ -314,6 +314,10 @@ private:
     if (!is_dtype(in.dtype)) no(str("unknown dtype ", in.dtype));
     const int n = op_operands(in.op);
     const int64_t regs[3] = {in.a, in.b, in.c};
+    // Words an instruction does not use must be 0 (sources use a; GATHER uses a, b and c).
+    const int used = in.op == PCY_ARRAY_OP_GATHER ? 3 : n == 0 ? 1 : n;
+    for (int i = used; i < 3; ++i)
+      if (regs[i] != 0) no(str("its unused word ", i + 1, " is ", regs[i], ", expected 0"));
     int rd[3] = {0, 0, 0};
     for (int i = 0; i < n; ++i) {
       if (regs[i] < 0 || regs[i] >= k) no(str("operand ", i, " names register ", regs[i],
@@ -321,14 +325,14 @@ private:
       rd[i] = p.code[static_cast<size_t>(regs[i])].dtype;
     }
     const int d = in.dtype;
-    auto operand_ok = [&](int o) {
+    auto operand_ok = [&](int64_t o) { // the whole word: no truncation before the check
       if (o < 1 || o >= p.operands) no(str("operand ", o, " is not an input (1..", p.operands - 1,
                                           ")"));
       const int t = p.ops[static_cast<size_t>(o)].dtype;
       if (t != d) no(str("input ", o, " has dtype ", dn(t)));
     };
     switch (in.op) {
-    case PCY_ARRAY_OP_LOAD: operand_ok(static_cast<int>(in.a)); return;
+    case PCY_ARRAY_OP_LOAD: operand_ok(in.a); return;
     case PCY_ARRAY_OP_CONST:
       if (!is_arith(d)) no("constants are numbers or bool");
       return;
@@ -337,7 +341,7 @@ private:
       if (in.a < 0 || in.a >= p.rank) no(str("dimension ", in.a, " outside the rank ", p.rank));
       return;
     case PCY_ARRAY_OP_GATHER: {
-      operand_ok(static_cast<int>(in.a));
+      operand_ok(in.a);
       if (in.b < 0 || in.b >= k || p.code[static_cast<size_t>(in.b)].dtype != PCY_DTYPE_I64)
         no("the index register must be an earlier i64 register");
       if (in.c < 0 || in.c >= p.rank) no(str("dimension ", in.c, " outside the rank ", p.rank));

@@ -26,7 +26,7 @@
  * tensor's elements. It never reads or writes outside a tensor.
  *
  * Instruction k defines register k (SSA); operands a, b, c name earlier registers (< k) unless the
- * op says otherwise. Every register has the dtype of its instruction. The program's value is
+ * op says otherwise; the words an instruction does not use are 0. Every register has the dtype of its instruction. The program's value is
  * its LAST register: for eval, written to the output (its dtype must be the output's); for reduce
  * and scan, the value reduced (its dtype is the op's accumulation dtype: see below).
  * Arithmetic dtypes are BOOL, I8, I16, I32, I64, U8, F32, F64. F16 and BF16 registers come only
