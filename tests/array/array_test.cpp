@@ -494,3 +494,36 @@ TEST_CASE("array: fused expressions record into graphs and replay with new input
     }
   }
 }
+
+TEST_CASE("array: assign_all writes several results in one program (an Adam step)", "[array]") {
+  for (const Backend& b : backends()) {
+    INFO("backend " << b.name());
+    const auto vg = random_values(1000, -1, 1), vp = random_values(1000, -1, 1);
+    pa::Array p = pa::asarray(b, as<float>(vp), {1000}), g = pa::asarray(b, as<float>(vg), {1000});
+    pa::Array m = pa::zeros(b, {1000}), v = pa::zeros(b, {1000});
+    const double b1 = 0.9, b2 = 0.999, eps = 1e-8, step = 0.01;
+    std::vector<float> hm(1000, 0), hv(1000, 0), hp = as<float>(vp);
+    const auto fg = as<float>(vg);
+    for (int t = 0; t < 3; ++t) {
+      const uint64_t before = pa::programs_run();
+      pa::Array m_new = m * b1 + g * (1 - b1);
+      pa::Array v_new = v * b2 + pa::square(g) * (1 - b2);
+      pa::assign_all({m, v, p}, {m_new, v_new, p - m_new * step / (pa::sqrt(v_new) + eps)});
+      CHECK(pa::programs_run() - before == 1);
+      for (size_t i = 0; i < 1000; ++i) {
+        hm[i] = static_cast<float>(hm[i] * static_cast<float>(b1)) + static_cast<float>(fg[i] * static_cast<float>(1 - b1));
+        hv[i] = static_cast<float>(hv[i] * static_cast<float>(b2)) + static_cast<float>((fg[i] * fg[i]) * static_cast<float>(1 - b2));
+        hp[i] = hp[i] - (hm[i] * static_cast<float>(step)) / (std::sqrt(hv[i]) + static_cast<float>(eps));
+      }
+    }
+    const auto gm = m.to_vector<float>(), gv = v.to_vector<float>(), gp = p.to_vector<float>();
+    // The named values read the targets they were written into: they refuse to run again.
+    pa::Array again = g * (1 - b1);
+    CHECK(again.to_vector<float>().size() == 1000); // an expression of g alone is still fine
+    for (size_t i = 0; i < 1000; ++i) {
+      REQUIRE(same_bits(gm[i], hm[i]));
+      REQUIRE(same_bits(gv[i], hv[i]));
+      REQUIRE(same_bits(gp[i], hp[i]));
+    }
+  }
+}

@@ -2,8 +2,8 @@
 // that scikit-learn ships (sklearn/datasets/data/digits.csv.gz), on every backend present or on
 // the one named, through the public API only: the NN front-end (convolution, relu, max pooling,
 // log_softmax and their gradients), BLAS (the dense layer) and the array extension (the
-// cross-entropy loss as one fused reduction, the accuracy by argmax, the Adam step as fused
-// expressions per parameter). Every computation runs on the backend's device; the host uploads
+// cross-entropy loss as one fused reduction, the accuracy by argmax, the Adam step as one fused
+// program per parameter). Every computation runs on the backend's device; the host uploads
 // each mini-batch's images and labels and reads back one loss and two counts per epoch.
 //
 //   x [N,1,8,8] -> conv 1->8 3x3 pad 1 + bias -> relu -> max pool 2x2 -> conv 8->16 3x3 pad 1
@@ -397,8 +397,8 @@ public:
     nn::relu_grad(b, a1_, da1_, dz1_);
     c1_.grad_filter(x_, dz1_, g.w1);
     c1_.grad_bias(dz1_, g.b1);
-    // Adam (Kingma and Ba): m and v each one fused update, then the parameter's step from them,
-    // with the bias corrections folded into the step size.
+    // Adam (Kingma and Ba), one fused program per parameter: m, v and the parameter written in
+    // one pass (assign_all), the bias corrections folded into the step size.
     constexpr double b1 = 0.9, b2 = 0.999, eps = 1e-8;
     const double step = lr * std::sqrt(1 - std::pow(b2, static_cast<double>(t))) /
                         (1 - std::pow(b1, static_cast<double>(t)));
@@ -406,9 +406,9 @@ public:
     for (size_t i = 0; i < ps.size(); ++i) {
       pa::Array pa_ = pa::wrap(b, *ps[i]), gi = pa::wrap(b, *gs[i]);
       pa::Array mi = pa::wrap(b, *ms[i]), vi = pa::wrap(b, *vs[i]);
-      mi.assign(mi * b1 + gi * (1 - b1));
-      vi.assign(vi * b2 + pa::square(gi) * (1 - b2));
-      pa_.assign(pa_ - mi * step / (pa::sqrt(vi) + eps));
+      const pa::Array m_new = mi * b1 + gi * (1 - b1);
+      const pa::Array v_new = vi * b2 + pa::square(gi) * (1 - b2);
+      pa::assign_all({mi, vi, pa_}, {m_new, v_new, pa_ - m_new * step / (pa::sqrt(v_new) + eps)});
     }
   }
 

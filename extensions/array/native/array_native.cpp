@@ -532,7 +532,10 @@ struct runner {
         const size_t o = static_cast<size_t>(in.a);
         const char* src = base[o] + off[o] * static_cast<int64_t>(es[o]);
         const int64_t s = inner >= 0 ? c.strides[o][static_cast<size_t>(inner)] : 0;
-        if (s == 1 && in.dtype != PCY_DTYPE_BOOL) rp[static_cast<size_t>(k)] = src; // no copy
+        // Read in place (no copy), unless several outputs are stored one after another: then a
+        // store may overwrite what a later one still reads (in-place updates), so every value
+        // is in a register before the first store.
+        if (s == 1 && in.dtype != PCY_DTYPE_BOOL && p.outputs == 1) rp[static_cast<size_t>(k)] = src;
         else load(out, src, in.dtype, s, n);
         break;
       }
@@ -547,6 +550,7 @@ struct runner {
         break;
       }
       case PCY_ARRAY_OP_GATHER: gather(in, out, idx, inner, n, off); break;
+      case PCY_ARRAY_OP_STORE: rp[static_cast<size_t>(k)] = rp[static_cast<size_t>(in.b)]; break;
       default:
         fn[static_cast<size_t>(k)](out, rp[static_cast<size_t>(in.a)], rp[static_cast<size_t>(in.b)],
                                    rp[static_cast<size_t>(in.c)], n);
@@ -618,6 +622,14 @@ void run_eval(native_context& cx, const program& p) {
       const int64_t n = std::min(block, len - j);
       if (inner >= 0) idx[static_cast<size_t>(inner)] = j;
       const void* v = r.chunk(idx.data(), inner, n, o2.data());
+      // The further outputs' STOREs first: output 0 may be an input of theirs' (in place).
+      for (int k = 0; p.outputs > 1 && k < p.count; ++k) {
+        const instruction& in = p.code[static_cast<size_t>(k)];
+        if (in.op != PCY_ARRAY_OP_STORE) continue;
+        const size_t o = static_cast<size_t>(in.a);
+        store(r.base[o] + o2[o] * static_cast<int64_t>(r.es[o]), r.rp[static_cast<size_t>(k)],
+              r.es[o], inner >= 0 ? r.c.strides[o][static_cast<size_t>(inner)] : 0, n);
+      }
       store(r.base[0] + o2[0] * static_cast<int64_t>(r.es[0]), v, r.es[0], s_out, n);
       for (int o = 0; o < p.operands; ++o)
         o2[static_cast<size_t>(o)] += n * (inner >= 0 ? r.c.strides[static_cast<size_t>(o)][static_cast<size_t>(inner)] : 0);
@@ -944,6 +956,16 @@ template <const pcy_op_schema& S, int N> void op_eval(native_context& cx, const 
   cx.settle(a.queue());
   run_eval(cx, p);
 }
+template <const pcy_op_schema& S, int N, int O>
+void op_evalm(native_context& cx, const sdk::op_args& a) {
+  program p;
+  const decoder dc(S, a);
+  constexpr uint32_t in0 = at<S>("out") + O;
+  dc.decode(p, kind::eval, at<S>("program"), at<S>("out"), in0, N, O);
+  dc.check_aliasing(p, at<S>("out"), in0);
+  cx.settle(a.queue());
+  run_eval(cx, p);
+}
 template <const pcy_op_schema& S, int N> void op_reduce(native_context& cx, const sdk::op_args& a) {
   program p;
   const decoder dc(S, a);
@@ -1156,6 +1178,14 @@ public:
       PCY_ADD_EVAL(0) PCY_ADD_EVAL(1) PCY_ADD_EVAL(2) PCY_ADD_EVAL(3) PCY_ADD_EVAL(4)
       PCY_ADD_EVAL(5) PCY_ADD_EVAL(6) PCY_ADD_EVAL(7) PCY_ADD_EVAL(8)
 #undef PCY_ADD_EVAL
+#define PCY_ADD_EVALM(m, n)                                                                        \
+  table_.add<op_evalm<pcy_array_evalm##m##_##n##_schema, n, m>>(pcy_array_evalm##m##_##n##_schema, \
+                                                                d, impl);
+      PCY_ADD_EVALM(2, 0) PCY_ADD_EVALM(2, 1) PCY_ADD_EVALM(2, 2) PCY_ADD_EVALM(2, 3)
+      PCY_ADD_EVALM(2, 4) PCY_ADD_EVALM(2, 5) PCY_ADD_EVALM(2, 6)
+      PCY_ADD_EVALM(3, 0) PCY_ADD_EVALM(3, 1) PCY_ADD_EVALM(3, 2) PCY_ADD_EVALM(3, 3)
+      PCY_ADD_EVALM(3, 4) PCY_ADD_EVALM(3, 5) PCY_ADD_EVALM(3, 6)
+#undef PCY_ADD_EVALM
       if (d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16) continue;
 #define PCY_ADD_REDUCE(n)                                                                          \
   table_.add<op_reduce<pcy_array_reduce_##n##_schema, n>>(pcy_array_reduce_##n##_schema, d, impl);

@@ -329,7 +329,9 @@ inline std::optional<Backend> pick_backend(const std::optional<Backend>& x,
 // and then `perm` (index-space dimension j is the broadcast root's dimension perm[j]).
 class emitter {
 public:
-  emitter(const Shape& root, std::vector<int64_t> perm) : root_(root), perm_(std::move(perm)) {}
+  // `outputs`: operands 0..outputs-1 are outputs (multi-output evals); inputs follow.
+  emitter(const Shape& root, std::vector<int64_t> perm, int outputs = 1)
+      : root_(root), perm_(std::move(perm)), outputs_(outputs) {}
 
   struct input {
     const Node* leaf;
@@ -382,24 +384,32 @@ public:
     for (size_t i = 0; i < inputs_.size(); ++i)
       if (inputs_[i].storage.get() == leaf.storage.get() && inputs_[i].offset == leaf.offset &&
           inputs_[i].strides == leaf.strides)
-        return static_cast<int>(i + 1);
+        return static_cast<int>(i) + outputs_;
     inputs_.push_back({&leaf, leaf.storage, leaf.offset, leaf.strides});
-    return static_cast<int>(inputs_.size());
+    return static_cast<int>(inputs_.size()) - 1 + outputs_;
   }
   const std::vector<input>& inputs() const noexcept { return inputs_; }
   size_t instructions() const noexcept { return code_.size() / 4; }
 
   // The whole program with the output operand's view (offset, strides over the index space).
   std::vector<int64_t> program(int reduced, int64_t out_offset, const Shape& out_strides) const {
+    const std::pair<int64_t, const Shape*> out[] = {{out_offset, &out_strides}};
+    return program(reduced, out);
+  }
+  // With the views of every output (offset, strides over the index space).
+  std::vector<int64_t> program(int reduced,
+                               std::span<const std::pair<int64_t, const Shape*>> outs) const {
     const size_t r = perm_.size();
+    const size_t operands = inputs_.size() + outs.size();
     std::vector<int64_t> w;
-    w.reserve(PCY_ARRAY_HEADER_WORDS + r + (inputs_.size() + 1) * (r + 1) + code_.size());
+    w.reserve(PCY_ARRAY_HEADER_WORDS + r + operands * (r + 1) + code_.size());
     w.insert(w.end(), {PCY_ARRAY_PROGRAM_VERSION, static_cast<int64_t>(r), reduced,
-                       static_cast<int64_t>(inputs_.size() + 1),
-                       static_cast<int64_t>(code_.size() / 4)});
+                       static_cast<int64_t>(operands), static_cast<int64_t>(code_.size() / 4)});
     for (size_t j = 0; j < r; ++j) w.push_back(root_[static_cast<size_t>(perm_[j])]);
-    w.push_back(out_offset);
-    w.insert(w.end(), out_strides.begin(), out_strides.end());
+    for (const auto& [offset, strides] : outs) {
+      w.push_back(offset);
+      w.insert(w.end(), strides->begin(), strides->end());
+    }
     for (const input& in : inputs_) {
       w.push_back(in.offset);
       w.insert(w.end(), in.strides.begin(), in.strides.end());
@@ -423,13 +433,14 @@ private:
     for (size_t i = 0; i < inputs_.size(); ++i)
       if (inputs_[i].storage.get() == x.storage.get() && inputs_[i].offset == x.offset &&
           inputs_[i].strides == st)
-        return static_cast<int>(i + 1);
-    if (inputs_.size() >= PCY_ARRAY_MAX_INPUTS) return -1;
+        return static_cast<int>(i) + outputs_;
+    if (inputs_.size() >= (outputs_ == 1 ? size_t{PCY_ARRAY_MAX_INPUTS} : size_t{6})) return -1;
     inputs_.push_back({&x, x.storage, x.offset, std::move(st)});
-    return static_cast<int>(inputs_.size());
+    return static_cast<int>(inputs_.size()) - 1 + outputs_;
   }
   const Shape& root_;
   std::vector<int64_t> perm_;
+  int outputs_ = 1;
   std::vector<int64_t> code_;
   std::vector<input> inputs_;
   std::vector<std::pair<const Node*, int>> seen_;
@@ -453,6 +464,16 @@ inline constexpr key_fn eval_keys[] = {
 inline constexpr key_fn reduce_keys[] = {
     &ext::op_key<pcy_array_reduce_1_schema>, &ext::op_key<pcy_array_reduce_2_schema>,
     &ext::op_key<pcy_array_reduce_3_schema>, &ext::op_key<pcy_array_reduce_4_schema>};
+inline constexpr key_fn evalm2_keys[] = {
+    &ext::op_key<pcy_array_evalm2_0_schema>, &ext::op_key<pcy_array_evalm2_1_schema>,
+    &ext::op_key<pcy_array_evalm2_2_schema>, &ext::op_key<pcy_array_evalm2_3_schema>,
+    &ext::op_key<pcy_array_evalm2_4_schema>, &ext::op_key<pcy_array_evalm2_5_schema>,
+    &ext::op_key<pcy_array_evalm2_6_schema>};
+inline constexpr key_fn evalm3_keys[] = {
+    &ext::op_key<pcy_array_evalm3_0_schema>, &ext::op_key<pcy_array_evalm3_1_schema>,
+    &ext::op_key<pcy_array_evalm3_2_schema>, &ext::op_key<pcy_array_evalm3_3_schema>,
+    &ext::op_key<pcy_array_evalm3_4_schema>, &ext::op_key<pcy_array_evalm3_5_schema>,
+    &ext::op_key<pcy_array_evalm3_6_schema>};
 inline constexpr key_fn scan_keys[] = {&ext::op_key<pcy_array_scan_1_schema>,
                                        &ext::op_key<pcy_array_scan_2_schema>};
 
@@ -966,15 +987,21 @@ inline bool contains(const Node& root, const Node* n) {
 
 // Before a write into `st`: runs every pending expression of this thread that reads it, except
 // `keep` (the value being written) and its operands that nothing else holds.
-inline void flush_readers(const TensorStorage* st, const Node* keep, const Backend& b) {
+inline void flush_readers(const TensorStorage* st, std::span<const Node* const> keep,
+                          const Backend& b) {
   auto& list = pending().entries;
   for (size_t i = 0; i < list.size(); ++i) {
     if (list[i].reads != st) continue;
     NodePtr n = list[i].node.lock();
-    if (!n || n->k != Node::kind::op || n.get() == keep) continue;
-    if (keep != nullptr && contains(*keep, n.get())) continue; // written with the value
-    materialise(*n, b);
+    if (!n || n->k != Node::kind::op) continue;
+    bool written_with_value = false;
+    for (const Node* k : keep) written_with_value = written_with_value || contains(*k, n.get());
+    if (!written_with_value) materialise(*n, b);
   }
+}
+inline void flush_readers(const TensorStorage* st, const Node* keep, const Backend& b) {
+  const Node* const one[] = {keep};
+  flush_readers(st, std::span<const Node* const>(one, keep != nullptr ? 1 : 0), b);
 }
 
 } // namespace detail
@@ -1120,6 +1147,146 @@ inline void Array::assign(const Array& value) {
   for (detail::Node* x : stale) x->stale = true;
 }
 inline void Array::assign(double value) { assign(scalar(value)); }
+
+
+// assign_all({a, b, c}, {va, vb, vc}): several writes in ONE program (up to three targets of one
+// shape; values broadcast and cast to each target's dtype, sharing their common operations):
+// an optimiser's moments and parameter in one pass over memory. Each target may be an input
+// of the values through its own view (an in-place update); targets are distinct tensors.
+inline void assign_all(std::span<Array> targets, std::span<const Array> values) {
+  using namespace detail;
+  if (targets.empty() || targets.size() != values.size() || targets.size() > 3)
+    fail("assign_all", errc::invalid_argument, targets.size(), " targets and ", values.size(),
+         " values; give 1 to 3 of each");
+  if (targets.size() == 1) {
+    targets[0].assign(values[0]);
+    return;
+  }
+  std::optional<Backend> b;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    b = pick_backend(b, targets[i].backend(), "assign_all");
+    b = pick_backend(b, values[i].backend(), "assign_all");
+  }
+  if (!b) fail("assign_all", errc::invalid_argument, "no backend (wrap the arrays first)");
+  for (Array& t : targets) {
+    if (!t.is_view()) t.eval(*b);
+    if (t.node()->storage->read_only())
+      fail("assign_all", errc::invalid_argument, "a target is a read-only import; copy it first");
+  }
+  const Shape& shape = targets[0].shape();
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (targets[i].shape() != shape)
+      fail("assign_all", errc::invalid_argument, "targets of shapes ", shape_str(shape), " and ",
+           shape_str(targets[i].shape()), "; they must have one shape");
+    for (size_t j = 0; j < i; ++j)
+      if (targets[j].node()->storage.get() == targets[i].node()->storage.get())
+        fail("assign_all", errc::invalid_argument, "targets ", j, " and ", i,
+             " are views of one tensor; write them with separate assign calls");
+    if (broadcast_shapes(node_of(values[i], "assign_all").shape, shape, "assign_all") != shape)
+      fail("assign_all", errc::invalid_argument, "value ", i, " of shape ",
+           shape_str(values[i].shape()), " does not broadcast to ", shape_str(shape));
+  }
+  // Values that read a target through another view, or that something else still holds, run
+  // first (as assign does); pending readers of the targets run before the write.
+  std::vector<NodePtr> vals;
+  for (size_t i = 0; i < values.size(); ++i) vals.push_back(as_type(values[i].node(), targets[i].type()));
+  for (NodePtr& v : vals) {
+    bool other_view = false;
+    std::vector<const Node*> stack{v.get()};
+    while (!stack.empty() && !other_view) {
+      const Node* x = stack.back();
+      stack.pop_back();
+      if (x->k == Node::kind::leaf) {
+        for (const Array& t : targets)
+          other_view = other_view || (x->storage.get() == t.node()->storage.get() &&
+                                      (x->offset != t.offset() || x->strides != t.strides() ||
+                                       x->shape != t.shape()));
+      } else if (x->k == Node::kind::op) {
+        for (const Node* c : {x->a.get(), x->b.get(), x->c.get()})
+          if (c) stack.push_back(c);
+      }
+    }
+    if (other_view) {
+      Array tmp(v, b);
+      tmp.eval(*b);
+      v = tmp.copy().node();
+    }
+  }
+  std::vector<const Node*> keep;
+  for (const NodePtr& v : vals) keep.push_back(v.get());
+  for (const Array& t : targets) flush_readers(t.node()->storage.get(), keep, *b);
+  if (count_of(shape) == 0) return;
+  const int outputs = static_cast<int>(targets.size());
+  std::optional<emitter> e;
+  for (;;) {
+    e.emplace(shape, identity_perm(shape.size()), outputs);
+    bool fits = true;
+    std::array<int, 3> reg{};
+    for (size_t i = 1; i < vals.size() && fits; ++i) {
+      reg[i] = e->emit(*vals[i]);
+      fits = reg[i] >= 0;
+      if (fits) e->push(PCY_ARRAY_OP_STORE, targets[i].type(), static_cast<int64_t>(i), reg[i], 0);
+    }
+    if (fits) {
+      reg[0] = e->emit(*vals[0]);
+      fits = reg[0] >= 0;
+      // The program's value is its last register: output 0's, copied when it came earlier.
+      if (fits && static_cast<size_t>(reg[0]) + 1 != e->instructions())
+        e->push(PCY_ARRAY_OP_CAST, targets[0].type(), reg[0], 0, 0);
+    }
+    if (fits) break;
+    // Too many inputs: run the largest pending operand of the values first.
+    Node* big = nullptr;
+    for (const NodePtr& v : vals) {
+      std::vector<Node*> stack{v.get()};
+      while (!stack.empty()) {
+        Node* n = stack.back();
+        stack.pop_back();
+        if (n->k != Node::kind::op) continue;
+        if (big == nullptr || n->size > big->size) big = n;
+        for (Node* c : {n->a.get(), n->b.get(), n->c.get()})
+          if (c) stack.push_back(c);
+      }
+    }
+    if (big == nullptr) fail("assign_all", errc::internal, "values without inputs failed to fit");
+    materialise(*big, *b);
+  }
+  std::vector<std::pair<int64_t, const Shape*>> outs;
+  for (const Array& t : targets) outs.emplace_back(t.offset(), &t.strides());
+  const std::vector<int64_t> words = e->program(0, outs);
+  std::array<OpArg, 2> extra{};
+  for (size_t i = 1; i < targets.size(); ++i) {
+    TensorStorage& st = *targets[i].node()->storage;
+    bool whole = targets[i].is_dense_whole() || !st.initialized();
+    for (const auto& in : e->inputs()) whole = whole && in.storage.get() != &st;
+    extra[i - 1] = whole ? OpArg::out(st) : OpArg::inout(st);
+  }
+  TensorStorage& st0 = *targets[0].node()->storage;
+  bool whole0 = targets[0].is_dense_whole();
+  for (const auto& in : e->inputs()) whole0 = whole0 && in.storage.get() != &st0;
+  const std::span<const key_fn> keys =
+      outputs == 2 ? std::span<const key_fn>(evalm2_keys) : std::span<const key_fn>(evalm3_keys);
+  run_program(*b, keys, 0, targets[0].type(), words, st0, whole0, *e,
+              std::span<const OpArg>(extra.data(), targets.size() - 1));
+  // The values' expressions that read a target would read the new values if run again: any
+  // still held (a named m_new) refuses to run (Node::stale).
+  for (const NodePtr& v : vals) {
+    std::vector<Node*> stack{v.get()};
+    while (!stack.empty()) {
+      Node* x = stack.back();
+      stack.pop_back();
+      if (x->k != Node::kind::op) continue;
+      for (const Array& t : targets)
+        if (reads(*x, t.node()->storage.get())) x->stale = true;
+      for (Node* c : {x->a.get(), x->b.get(), x->c.get()})
+        if (c) stack.push_back(c);
+    }
+  }
+}
+inline void assign_all(std::initializer_list<Array> targets, std::initializer_list<Array> values) {
+  std::vector<Array> t(targets);
+  assign_all(std::span<Array>(t), std::span<const Array>(values.begin(), values.size()));
+}
 
 // ---- views -------------------------------------------------------------------------------------
 namespace detail {

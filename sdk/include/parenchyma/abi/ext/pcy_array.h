@@ -63,6 +63,10 @@
  *   COPYSIGN NEXTAFTER HYPOT LOGADDEXP (floating).
  * Other:
  *   WHERE a=cond (BOOL) b c   b where cond else c (b, c and the result of one dtype)
+ *   STORE a=o b=reg           (evalm2_*, evalm3_*) writes register b into output operand o
+ *                             (1 <= o < the op's outputs) at the current index; its dtype is
+ *                             that output's; its value is register b's. Output 0 gets the
+ *                             program's value as in eval.
  *   CAST a                    a converted to the instruction's dtype:
  *     floating -> floating: round to nearest even (overflow to +-inf), NaN stays NaN;
  *     floating -> integer: truncated toward zero, saturated to the type's range, NaN -> 0;
@@ -202,7 +206,8 @@
   X(NEXTAFTER, 61, 2) /* the next value after a toward b */                                        \
   X(HYPOT, 62, 2) /* sqrt(a^2 + b^2) without overflow */                                           \
   X(LOGADDEXP, 63, 2) /* ln(e^a + e^b) */                                                          \
-  X(WHERE, 64, 3) /* b where a (bool) else c */
+  X(WHERE, 64, 3) /* b where a (bool) else c */                                                   \
+  X(STORE, 65, 0) /* writes register b into output operand a (multi-output evals); value: b */
 
 #define PCY_ARRAY_OP_ENUM(name, code, operands) PCY_ARRAY_OP_##name = code,
 typedef enum pcy_array_op { PCY_ARRAY_OPS(PCY_ARRAY_OP_ENUM) PCY_ARRAY_OP_END } pcy_array_op;
@@ -252,6 +257,10 @@ typedef enum pcy_array_reduce_kind {
  * update reads each element before writing it); any other overlap is refused.
  * reduce_<n> (n = 1..4): out = the reduction (kind above, correction for VAR/STD); the output
  * never overlaps an input.
+ * evalm2_<n>, evalm3_<n> (n = 0..6 input tensors): eval with 2 or 3 outputs (out, out1, out2:
+ * operands 0..k-1; the inputs follow): the program's value goes to out, STORE instructions write
+ * the others — several results of one pass, such as an optimiser's state and parameter. Each
+ * output may be an input through the same view only; outputs never overlap each other.
  * scan_<n> (n = 1..2): out = the scan (kind: PCY_ARRAY_SCAN_*).
  * random: out (through the view: INT_ARRAY {R, shape[R], offset, strides[R]}) = the
  * distribution's draw; a, b its parameters. */
@@ -277,6 +286,28 @@ typedef enum pcy_array_reduce_kind {
 #define PCY_ARRAY_EVAL_6_ARGS(X) PCY_ARRAY_DEFINE_EVAL(X, 6)
 #define PCY_ARRAY_EVAL_7_ARGS(X) PCY_ARRAY_DEFINE_EVAL(X, 7)
 #define PCY_ARRAY_EVAL_8_ARGS(X) PCY_ARRAY_DEFINE_EVAL(X, 8)
+
+#define PCY_ARRAY_DEFINE_EVALM2(X, n)                                                              \
+  X(program, INT_ARRAY, 0, OP, ANY)                                                                \
+  X(out, TENSOR, OVERWRITE, OP, ANY) X(out1, TENSOR, OVERWRITE, ANY, ANY) PCY_ARRAY_INPUTS_##n(X)
+#define PCY_ARRAY_DEFINE_EVALM3(X, n)                                                              \
+  X(program, INT_ARRAY, 0, OP, ANY)                                                                \
+  X(out, TENSOR, OVERWRITE, OP, ANY)                                                               \
+  X(out1, TENSOR, OVERWRITE, ANY, ANY) X(out2, TENSOR, OVERWRITE, ANY, ANY) PCY_ARRAY_INPUTS_##n(X)
+#define PCY_ARRAY_EVALM2_0_ARGS(X) PCY_ARRAY_DEFINE_EVALM2(X, 0)
+#define PCY_ARRAY_EVALM2_1_ARGS(X) PCY_ARRAY_DEFINE_EVALM2(X, 1)
+#define PCY_ARRAY_EVALM2_2_ARGS(X) PCY_ARRAY_DEFINE_EVALM2(X, 2)
+#define PCY_ARRAY_EVALM2_3_ARGS(X) PCY_ARRAY_DEFINE_EVALM2(X, 3)
+#define PCY_ARRAY_EVALM2_4_ARGS(X) PCY_ARRAY_DEFINE_EVALM2(X, 4)
+#define PCY_ARRAY_EVALM2_5_ARGS(X) PCY_ARRAY_DEFINE_EVALM2(X, 5)
+#define PCY_ARRAY_EVALM2_6_ARGS(X) PCY_ARRAY_DEFINE_EVALM2(X, 6)
+#define PCY_ARRAY_EVALM3_0_ARGS(X) PCY_ARRAY_DEFINE_EVALM3(X, 0)
+#define PCY_ARRAY_EVALM3_1_ARGS(X) PCY_ARRAY_DEFINE_EVALM3(X, 1)
+#define PCY_ARRAY_EVALM3_2_ARGS(X) PCY_ARRAY_DEFINE_EVALM3(X, 2)
+#define PCY_ARRAY_EVALM3_3_ARGS(X) PCY_ARRAY_DEFINE_EVALM3(X, 3)
+#define PCY_ARRAY_EVALM3_4_ARGS(X) PCY_ARRAY_DEFINE_EVALM3(X, 4)
+#define PCY_ARRAY_EVALM3_5_ARGS(X) PCY_ARRAY_DEFINE_EVALM3(X, 5)
+#define PCY_ARRAY_EVALM3_6_ARGS(X) PCY_ARRAY_DEFINE_EVALM3(X, 6)
 
 #define PCY_ARRAY_DEFINE_REDUCE(X, n)                                                                 \
   X(program, INT_ARRAY, 0, OP, ANY)                                                                \
@@ -315,7 +346,21 @@ typedef enum pcy_array_reduce_kind {
   X(reduce_4, PCY_ARRAY_REDUCE_4_ARGS, 4)                                                          \
   X(scan_1, PCY_ARRAY_SCAN_1_ARGS, 1)                                                              \
   X(scan_2, PCY_ARRAY_SCAN_2_ARGS, 2)                                                              \
-  X(random, PCY_ARRAY_RANDOM_ARGS, 0)
+  X(random, PCY_ARRAY_RANDOM_ARGS, 0)                                                              \
+  X(evalm2_0, PCY_ARRAY_EVALM2_0_ARGS, 0)                                                          \
+  X(evalm2_1, PCY_ARRAY_EVALM2_1_ARGS, 1)                                                          \
+  X(evalm2_2, PCY_ARRAY_EVALM2_2_ARGS, 2)                                                          \
+  X(evalm2_3, PCY_ARRAY_EVALM2_3_ARGS, 3)                                                          \
+  X(evalm2_4, PCY_ARRAY_EVALM2_4_ARGS, 4)                                                          \
+  X(evalm2_5, PCY_ARRAY_EVALM2_5_ARGS, 5)                                                          \
+  X(evalm2_6, PCY_ARRAY_EVALM2_6_ARGS, 6)                                                          \
+  X(evalm3_0, PCY_ARRAY_EVALM3_0_ARGS, 0)                                                          \
+  X(evalm3_1, PCY_ARRAY_EVALM3_1_ARGS, 1)                                                          \
+  X(evalm3_2, PCY_ARRAY_EVALM3_2_ARGS, 2)                                                          \
+  X(evalm3_3, PCY_ARRAY_EVALM3_3_ARGS, 3)                                                          \
+  X(evalm3_4, PCY_ARRAY_EVALM3_4_ARGS, 4)                                                          \
+  X(evalm3_5, PCY_ARRAY_EVALM3_5_ARGS, 5)                                                          \
+  X(evalm3_6, PCY_ARRAY_EVALM3_6_ARGS, 6)
 
 #define PCY_ARRAY_DECLARE(op, ARGS, n) PCY_DECLARE_OP_SCHEMA(pcy_array, op, PCY_ARRAY_EXTENSION, ARGS)
 PCY_ARRAY_VARIANTS(PCY_ARRAY_DECLARE)
