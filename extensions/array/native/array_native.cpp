@@ -298,7 +298,6 @@ bool use_libmvec() {
 }
 constexpr const char* math_impl = "libmvec (AVX2) where the CPU has it, glibc otherwise";
 #else
-bool use_libmvec() { return false; }
 constexpr const char* math_impl = "glibc";
 #endif
 
