@@ -9,6 +9,11 @@
 #include "array_program.hpp"
 #include "array_scalar.hpp"
 
+// This file is built with -ffp-contract=off (CMakeLists.txt): the random core's functions may
+// inline here (GCC inlines nothing across its optimize pragma).
+#if defined(__GNUC__) && !defined(__clang__) && defined(PCY_ARRAY_NATIVE_NO_CONTRACTION)
+#define PCY_RNG_BUILT_WITHOUT_CONTRACTION 1
+#endif
 #include <parenchyma/abi/ext/pcy_array_random.h>
 #include <parenchyma/sdk/bundle.hpp>
 #include <parenchyma/sdk/op_schema.hpp>
@@ -25,7 +30,7 @@ namespace {
 using namespace parenchyma;
 using namespace parenchyma::array_bundle;
 
-constexpr int64_t block = 256; // elements per chunk (registers of 2 KiB at 8 bytes)
+constexpr int64_t block = 1024; // elements per chunk (registers of 8 KiB at 8 bytes)
 
 // ---- kernels over a chunk ----------------------------------------------------------------------
 using kernel_fn = void (*)(void* out, const void* a, const void* b, const void* c, int64_t n);
@@ -646,16 +651,25 @@ template <class T> struct acc_t {
   int64_t i;
 };
 
-template <class T> T sum_chunk(const T* v, int64_t n) { // pairwise, fixed order
-  if (n <= 8) {
-    T s = T(0);
-    for (int64_t i = 0; i < n; ++i) {
-      if constexpr (std::is_integral_v<T>) s = wrap<T>(u(s) + u(v[i]));
-      else s += v[i];
+// Pairwise summation in a fixed order (NumPy's scheme): blocks of up to 128 summed in 8 lanes
+// (independent chains the compiler vectorises), blocks combined pairwise.
+template <class T> T sum_chunk(const T* v, int64_t n) {
+  if (n <= 128) {
+    if constexpr (std::is_integral_v<T>) {
+      uint64_t s = 0;
+      for (int64_t i = 0; i < n; ++i) s += u(v[i]);
+      return wrap<T>(s);
+    } else {
+      T lane[8] = {};
+      int64_t i = 0;
+      for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; ++l) lane[l] += v[i + l];
+      T s = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+      for (; i < n; ++i) s += v[i];
+      return s;
     }
-    return s;
   }
-  const int64_t h = n / 2;
+  const int64_t h = (n / 2 + 7) / 8 * 8;
   const T x = sum_chunk(v, h), y = sum_chunk(v + h, n - h);
   if constexpr (std::is_integral_v<T>) return wrap<T>(u(x) + u(y));
   else return x + y;
@@ -735,6 +749,59 @@ template <class T> struct reducer {
     if (pass == 0 && (kind == PCY_ARRAY_REDUCE_SUM || kind == PCY_ARRAY_REDUCE_MEAN ||
                       kind == PCY_ARRAY_REDUCE_VAR || kind == PCY_ARRAY_REDUCE_STD)) {
       s.a = op_add::f(s.a, sum_chunk(v, n));
+      return;
+    }
+    if constexpr (std::is_floating_point_v<T>) {
+      if (pass == 1 && (kind == PCY_ARRAY_REDUCE_VAR || kind == PCY_ARRAY_REDUCE_STD)) {
+        // Squared deviations from the mean, summed as sum_chunk does (8 lanes, fixed order).
+        const T m = s.a;
+        T lane[8] = {};
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8)
+          for (int l = 0; l < 8; ++l) {
+            const T d = v[i + l] - m;
+            lane[l] += d * d;
+          }
+        T t = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+        for (; i < n; ++i) {
+          const T d = v[i] - m;
+          t += d * d;
+        }
+        s.b += t;
+        return;
+      }
+    }
+    if (pass == 0 && (kind == PCY_ARRAY_REDUCE_MAX || kind == PCY_ARRAY_REDUCE_MIN) && n > 0) {
+      T m = s.i < 0 ? v[0] : s.a;
+      if (kind == PCY_ARRAY_REDUCE_MAX)
+        for (int64_t i = 0; i < n; ++i) m = op_maximum::f(m, v[i]);
+      else
+        for (int64_t i = 0; i < n; ++i) m = op_minimum::f(m, v[i]);
+      s.a = m;
+      s.i = 0;
+      return;
+    }
+    if (pass == 0 && (kind == PCY_ARRAY_REDUCE_ARGMAX || kind == PCY_ARRAY_REDUCE_ARGMIN) && n > 0) {
+      if (s.i >= 0 && s.a != s.a) return; // a NaN already won
+      T best = s.i < 0 ? v[0] : s.a;
+      int64_t at = s.i < 0 ? 0 : -1;
+      const bool mx = kind == PCY_ARRAY_REDUCE_ARGMAX;
+      for (int64_t i = 0; i < n; ++i) {
+        const T x = v[i];
+        if (x != x) { // the first NaN wins
+          s.a = x;
+          s.i = pos + i;
+          return;
+        }
+        if (mx ? x > best : x < best) {
+          best = x;
+          at = i;
+        }
+      }
+      if (at >= 0) {
+        s.a = best;
+        s.i = pos + at;
+      }
       return;
     }
     for (int64_t i = 0; i < n; ++i) add(s, v[i], pos + i);
@@ -834,7 +901,13 @@ template <int D> void run_reduce_t(native_context& cx, const program& p, int kin
           int64_t pos = 0;
           r.walk(kept, c.rank, ridx.data(), roff.data(), [&] {
             const T* v = static_cast<const T*>(r.chunk(ridx.data(), kin, n, roff.data()));
-            for (int64_t i = 0; i < n; ++i) rd.add(acc[i], v[i], pos);
+            if (pass == 0 && (kind == PCY_ARRAY_REDUCE_SUM || kind == PCY_ARRAY_REDUCE_MEAN ||
+                              kind == PCY_ARRAY_REDUCE_VAR || kind == PCY_ARRAY_REDUCE_STD) &&
+                std::is_floating_point_v<T>) {
+              for (int64_t i = 0; i < n; ++i) acc[i].a += v[i]; // the common case, vectorised
+            } else {
+              for (int64_t i = 0; i < n; ++i) rd.add(acc[i], v[i], pos);
+            }
             ++pos;
           });
         }

@@ -30,7 +30,9 @@
  *   - GCC (C, C++): GCC ignores the STDC pragma; `#pragma GCC optimize("fp-contract=off")` between
  *     push_options and pop_options does it instead, also in the GNU modes (-std=gnu*) whose
  *     default, -ffp-contract=fast, fuses on targets with FMA (-march=haswell and later).
- *     -ffp-contract=off on the command line is the belt to these braces.
+ *     -ffp-contract=off on the command line is the belt to these braces. GCC does not inline
+ *     across different optimize options: code built with -ffp-contract=off throughout may define
+ *     PCY_RNG_BUILT_WITHOUT_CONTRACTION to skip the pragma and let the functions inline.
  *   - Other compilers: turn contraction off (MSVC: /fp:precise, without /fp:contract).
  * Never -ffast-math (or any value-changing option) for code that includes this file.
  *
@@ -145,7 +147,7 @@
 #pragma OPENCL FP_CONTRACT OFF
 #elif defined(__clang__) && !defined(__CUDACC__)
 #pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__) && !defined(__CUDACC__)
+#elif defined(__GNUC__) && !defined(__CUDACC__) && !defined(PCY_RNG_BUILT_WITHOUT_CONTRACTION)
 #pragma GCC push_options
 #pragma GCC optimize("fp-contract=off")
 #endif
@@ -586,7 +588,7 @@ static inline PCY_RNG_U64 pcy_rng_bernoulli_threshold(double p) {
 #pragma OPENCL FP_CONTRACT DEFAULT
 #elif defined(__clang__) && !defined(__CUDACC__)
 #pragma STDC FP_CONTRACT DEFAULT
-#elif defined(__GNUC__) && !defined(__CUDACC__)
+#elif defined(__GNUC__) && !defined(__CUDACC__) && !defined(PCY_RNG_BUILT_WITHOUT_CONTRACTION)
 #pragma GCC pop_options
 #endif
 
