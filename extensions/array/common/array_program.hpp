@@ -68,11 +68,13 @@ constexpr bool is_float_binary(int op) noexcept {
          (op >= PCY_ARRAY_OP_COPYSIGN && op <= PCY_ARRAY_OP_LOGADDEXP);
 }
 
+// Plain data without initialisers: a program's 256 slots are written up to its count, never
+// zeroed (the decoder runs on every call).
 struct instruction {
-  int op = 0;
-  int dtype = 0;
-  int64_t a = 0, b = 0, c = 0;
-  int64_t extent = 0; // GATHER
+  int op;
+  int dtype;
+  int64_t a, b, c;
+  int64_t extent; // GATHER
 };
 
 struct operand {
@@ -91,7 +93,7 @@ struct program {
   int rank = 0, reduced = 0, operands = 0, count = 0, outputs = 1;
   std::array<int64_t, max_rank> shape{};
   std::array<operand, max_operands> ops{};
-  std::array<instruction, max_instructions> code{};
+  std::array<instruction, max_instructions> code; // [0, count) set by the decoder
   uint32_t dtype_mask = 0;
   uint64_t elements = 0;      // of the whole index space
   uint64_t kept_elements = 0; // of the kept (first rank - reduced) dimensions
@@ -185,6 +187,7 @@ public:
       in.a = w[at + 1];
       in.b = w[at + 2];
       in.c = w[at + 3];
+      in.extent = 0;
       if (in.op == PCY_ARRAY_OP_GATHER) in.extent = PCY_ARRAY_GATHER_EXTENT(w[at]);
       else if ((w[at] >> 16) != 0)
         bad(prog_k, str("instruction ", k, ": unused bits set in word ", at));

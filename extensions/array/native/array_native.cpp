@@ -498,8 +498,8 @@ struct runner {
   std::array<size_t, max_operands> es{};
   uint64_t* regs = nullptr;
   const tables& tb = table();
-  std::array<kernel_fn, max_instructions> fn{};
-  std::array<const void*, max_instructions> rp{}; // each register's values for the chunk
+  std::array<kernel_fn, max_instructions> fn;      // [0, count) set by the constructor
+  std::array<const void*, max_instructions> rp;   // each register's values for the chunk
 
   runner(native_context& cx, const program& prog) : p(prog), c(collapse(prog)) {
     for (int o = 0; o < p.operands; ++o) {
@@ -514,6 +514,7 @@ struct runner {
     for (int k = 0; k < p.count; ++k) {
       const instruction& in = p.code[static_cast<size_t>(k)];
       const int src = op_operands(in.op) > 0 ? p.code[static_cast<size_t>(in.a)].dtype : 0;
+      fn[static_cast<size_t>(k)] = nullptr;
       if (in.op == PCY_ARRAY_OP_CAST) fn[static_cast<size_t>(k)] = tb.cast[src][in.dtype];
       else if (in.op == PCY_ARRAY_OP_WHERE) fn[static_cast<size_t>(k)] = tb.op[in.op][in.dtype];
       else if (op_operands(in.op) > 0) fn[static_cast<size_t>(k)] = tb.op[in.op][src];
