@@ -1,0 +1,1089 @@
+// Array bundles, shared part: the code generator of the GPU bundles. It turns a decoded program
+// (array_program.hpp, after collapse()) into the source of a kernel, in OpenCL C 1.2 or CUDA C++
+// (NVRTC), with the semantics of array_scalar.hpp spelled out bit by bit.
+//
+// Shapes, strides and offsets are NOT baked in: every kernel takes them in one struct argument,
+// `pcy_meta` (int64 words, layout below), so one compiled kernel serves every shape with the same
+// instruction words, operand dtypes, rank and reduced count. That tuple (with the op's kind) is
+// spec::key(), the key of each bundle's per-context kernel map; the framework's program build
+// caches the binaries on disk besides.
+//
+// Kernels (all grid-stride loops over 64-bit linear indices):
+//   pcy_eval        one work-item per output element; the index unravelled from the linear id
+//                   with the (collapsed) shape
+//   pcy_reduce_row  one work-group per output: each work-item folds the reduced positions
+//                   t, t + WG, ... in order, then a tree in local/shared memory in a fixed order
+//                   (the same bits run to run); used when the reduced dimensions are innermost
+//   pcy_reduce_col  one work-item per output looping over the reduced index in order; used when
+//                   they are outermost (neighbouring work-items read neighbouring elements), and
+//                   for small reductions
+//                   Two-pass kinds (VAR, STD, LOGSUMEXP) as the native bundle: the mean or the
+//                   maximum first, then the centred sum, in the same kernel.
+//   pcy_scan        one work-item per row, sequential along the last dimension (the native
+//                   bundle's order: the same bits)
+//   pcy_random      one work-item per element of the view: pcy_array_random.h's words and
+//                   transforms
+// Arguments: the P operands' buffers (OpenCL: __global T*; CUDA: T*) in operand order, then
+// pcy_meta by value, then, for reduce, `dof` (the value dtype: N - correction for VAR/STD), for
+// random, `lo` and `span` (float, or double for F64 draws).
+//
+// pcy_meta words (R the collapsed rank, P the operands):
+//   [0, R)                    shape
+//   [R, R + P)                each operand's element offset (the tensor's byte offset folded in)
+//   [R + P, R + P + P R)      operand p's strides at R + P + p R + d
+//   then extras: eval: n (elements); reduce: n_out, n_red, dof_ok; scan: n_rows;
+//   random: n, seed, offset, threshold (bernoulli), lo (randint), range (randint).
+#pragma once
+
+#include "array_program.hpp"
+
+#include <parenchyma/abi/ext/pcy_array.h>
+
+#include <array>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace parenchyma::array_bundle::codegen {
+
+enum class dialect { opencl, cuda };
+enum class job { eval, reduce, scan, random };
+
+// What a kernel is made from: everything but the shapes, strides and offsets.
+struct spec {
+  job what = job::eval;
+  int kind = 0; // reduce kind, scan kind or random distribution
+  int rank = 0, reduced = 0, operands = 0;
+  std::array<int, max_operands> dtypes{}; // operand p's storage dtype
+  int count = 0;                          // instructions (not for random)
+  std::array<instruction, max_instructions> code{};
+  // F32 transcendental functions (exp, log, sin, pow, ...) evaluated in F64 and rounded once:
+  // nearly always the correctly rounded result, as the host's libm gives (devices with fp64).
+  bool f32_via_f64 = false;
+
+  int value_dtype() const noexcept {
+    return what == job::random ? dtypes[0] : code[static_cast<size_t>(count - 1)].dtype;
+  }
+  bool uses_f64() const noexcept {
+    for (int o = 0; o < operands; ++o)
+      if (dtypes[static_cast<size_t>(o)] == PCY_DTYPE_F64) return true;
+    for (int k = 0; k < count; ++k) {
+      const instruction& in = code[static_cast<size_t>(k)];
+      if (in.dtype == PCY_DTYPE_F64) return true;
+      if (f32_via_f64 && in.dtype == PCY_DTYPE_F32 &&
+          (is_float_unary(in.op) || is_float_binary(in.op) || in.op == PCY_ARRAY_OP_POW))
+        return true;
+    }
+    return false;
+  }
+  // The kernel cache key: job, kind, rank, reduced, operand dtypes, instruction words.
+  std::string key() const {
+    std::string k;
+    auto put = [&](int64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
+    put(static_cast<int64_t>(what));
+    put(kind);
+    put(rank);
+    put(reduced);
+    put(operands);
+    put(f32_via_f64 ? 1 : 0);
+    for (int o = 0; o < operands; ++o)
+      put(dtypes[static_cast<size_t>(o)]);
+    for (int i = 0; i < count; ++i) {
+      const instruction& in = code[static_cast<size_t>(i)];
+      put(in.op | in.dtype << 8);
+      put(in.a);
+      put(in.b);
+      put(in.c);
+      put(in.extent);
+    }
+    return k;
+  }
+};
+
+// The meta words' layout of a spec.
+struct layout {
+  int rank, operands;
+  int shape(int d) const { return d; }
+  int offset(int p) const { return rank + p; }
+  int stride(int p, int d) const { return rank + operands + p * rank + d; }
+  int extra(int i) const { return rank + operands + operands * rank + i; }
+};
+inline layout layout_of(const spec& s) { return layout{s.rank, s.operands}; }
+
+inline spec make_spec(const program& p, const collapsed& c, job what, int kind) {
+  spec s;
+  s.what = what;
+  s.kind = kind;
+  s.rank = c.rank;
+  s.reduced = c.reduced;
+  s.operands = p.operands;
+  for (int o = 0; o < p.operands; ++o)
+    s.dtypes[static_cast<size_t>(o)] = p.ops[static_cast<size_t>(o)].dtype;
+  s.count = p.count;
+  s.code = p.code;
+  return s;
+}
+
+// The meta words of a program for its collapsed form; `elem_off[p]` is operand p's tensor byte
+// offset in elements.
+inline std::vector<int64_t> meta_words(const spec& s, const collapsed& c,
+                                       const std::array<int64_t, max_operands>& elem_off,
+                                       int extras) {
+  const layout l = layout_of(s);
+  std::vector<int64_t> w(static_cast<size_t>(l.extra(extras)), 0);
+  for (int d = 0; d < s.rank; ++d)
+    w[static_cast<size_t>(l.shape(d))] = c.shape[static_cast<size_t>(d)];
+  for (int p = 0; p < s.operands; ++p) {
+    w[static_cast<size_t>(l.offset(p))] =
+        c.offset[static_cast<size_t>(p)] + elem_off[static_cast<size_t>(p)];
+    for (int d = 0; d < s.rank; ++d)
+      w[static_cast<size_t>(l.stride(p, d))] =
+          c.strides[static_cast<size_t>(p)][static_cast<size_t>(d)];
+  }
+  if (w.empty()) w.push_back(0); // a struct needs a member
+  return w;
+}
+
+namespace detail {
+
+inline std::string fmt(const char* f, auto... v) {
+  const int n = std::snprintf(nullptr, 0, f, v...);
+  std::string out(static_cast<size_t>(n > 0 ? n : 0), '\0');
+  std::snprintf(out.data(), out.size() + 1, f, v...);
+  return out;
+}
+
+// Register / storage C types (the prelude's typedefs).
+inline const char* ctype(int d) {
+  switch (d) {
+  case PCY_DTYPE_F32: return "float";
+  case PCY_DTYPE_F64: return "double";
+  case PCY_DTYPE_I8: return "i8";
+  case PCY_DTYPE_I16: return "i16";
+  case PCY_DTYPE_I32: return "i32";
+  case PCY_DTYPE_I64: return "i64";
+  case PCY_DTYPE_U8: return "u8";
+  case PCY_DTYPE_BOOL: return "u8";
+  case PCY_DTYPE_F16: return "u16";
+  case PCY_DTYPE_BF16: return "u16";
+  default: return "void";
+  }
+}
+// Short names of the helpers' instances.
+inline const char* tname(int d) {
+  switch (d) {
+  case PCY_DTYPE_F32: return "f32";
+  case PCY_DTYPE_F64: return "f64";
+  case PCY_DTYPE_I8: return "i8";
+  case PCY_DTYPE_I16: return "i16";
+  case PCY_DTYPE_I32: return "i32";
+  case PCY_DTYPE_I64: return "i64";
+  case PCY_DTYPE_U8: return "u8";
+  case PCY_DTYPE_BOOL: return "b8";
+  case PCY_DTYPE_F16: return "f16";
+  case PCY_DTYPE_BF16: return "bf16";
+  default: return "x";
+  }
+}
+inline int bits_of(int d) {
+  switch (d) {
+  case PCY_DTYPE_I8:
+  case PCY_DTYPE_U8:
+  case PCY_DTYPE_BOOL: return 8;
+  case PCY_DTYPE_I16:
+  case PCY_DTYPE_F16:
+  case PCY_DTYPE_BF16: return 16;
+  case PCY_DTYPE_I32:
+  case PCY_DTYPE_F32: return 32;
+  default: return 64;
+  }
+}
+inline bool is_signed_int(int d) {
+  return d == PCY_DTYPE_I8 || d == PCY_DTYPE_I16 || d == PCY_DTYPE_I32 || d == PCY_DTYPE_I64;
+}
+inline const char* int_min(int d) {
+  switch (d) {
+  case PCY_DTYPE_I8: return "(-128)";
+  case PCY_DTYPE_I16: return "(-32768)";
+  case PCY_DTYPE_I32: return "(-2147483647 - 1)";
+  case PCY_DTYPE_I64: return "((i64)PCY_U64(0x8000000000000000))";
+  default: return "0";
+  }
+}
+inline const char* int_max(int d) {
+  switch (d) {
+  case PCY_DTYPE_I8: return "127";
+  case PCY_DTYPE_I16: return "32767";
+  case PCY_DTYPE_I32: return "2147483647";
+  case PCY_DTYPE_I64: return "((i64)PCY_U64(0x7fffffffffffffff))";
+  case PCY_DTYPE_U8: return "255";
+  case PCY_DTYPE_BOOL: return "1";
+  default: return "0";
+  }
+}
+
+// A math function's name for a float dtype: OpenCL overloads; CUDA's C names take an f for
+// float.
+inline std::string mf(dialect dl, const char* name, int d) {
+  return dl == dialect::cuda && d == PCY_DTYPE_F32 ? std::string(name) + "f" : std::string(name);
+}
+
+// ---- the prelude ---------------------------------------------------------------------------
+inline std::string prelude(dialect dl, bool f64, int wg) {
+  std::string s;
+  if (dl == dialect::opencl) {
+    s += "#define PCY_OPENCL 1\n";
+    if (f64) s += "#pragma OPENCL EXTENSION cl_khr_fp64 : enable\n#define PCY_RNG_F64 1\n";
+    s += R"(typedef char i8; typedef short i16; typedef int i32; typedef long i64;
+typedef uchar u8; typedef ushort u16; typedef uint u32; typedef ulong u64;
+#define PCY_U64(x) x##UL
+#define KERNEL __kernel
+#define GLOBAL __global
+#define SHARED __local
+#define FN static inline
+#define GID ((i64)get_global_id(0))
+#define GSIZE ((i64)get_global_size(0))
+#define LID ((int)get_local_id(0))
+#define GRP ((i64)get_group_id(0))
+#define NGRP ((i64)get_num_groups(0))
+#define BARRIER barrier(CLK_LOCAL_MEM_FENCE)
+#define F2U(x) as_uint(x)
+#define U2F(x) as_float(x)
+#define D2U(x) as_ulong(x)
+#define U2D(x) as_double(x)
+)";
+  } else {
+    s += R"(#define PCY_CUDA 1
+typedef signed char i8; typedef short i16; typedef int i32; typedef long long i64;
+typedef unsigned char u8; typedef unsigned short u16; typedef unsigned int u32;
+typedef unsigned long long u64;
+#define PCY_U64(x) x##ULL
+#define KERNEL extern "C" __global__
+#define GLOBAL
+#define SHARED __shared__
+#define FN static __device__ __forceinline__
+#define GID ((i64)blockIdx.x * (i64)blockDim.x + (i64)threadIdx.x)
+#define GSIZE ((i64)gridDim.x * (i64)blockDim.x)
+#define LID ((int)threadIdx.x)
+#define GRP ((i64)blockIdx.x)
+#define NGRP ((i64)gridDim.x)
+#define BARRIER __syncthreads()
+#define F2U(x) __float_as_uint(x)
+#define U2F(x) __uint_as_float(x)
+#define D2U(x) ((u64)__double_as_longlong(x))
+#define U2D(x) __longlong_as_double((i64)(x))
+#define PCY_RNG_FN static __device__ inline
+)";
+  }
+  s += fmt("#define PCY_WG %d\n", wg);
+  return s;
+}
+
+// Helpers after the random header (whose last pragma resets FP_CONTRACT): contraction off.
+inline std::string helpers(dialect dl, bool f64) {
+  std::string s;
+  if (dl == dialect::opencl) s += "#pragma OPENCL FP_CONTRACT OFF\n";
+  s += R"(
+#define U(x) ((u64)(i64)(x))
+/* ---- half types: one rounding, to nearest even, from an exact value ------------------------- */
+/* The value sig 2^(e - 63) (sig >= 2^63) to a binary format with `mant` fraction bits, exponent
+   bias `bias` and `ebits` exponent bits; `sign` is the sign bit in place. */
+FN u16 pcy_pack_half(u32 sign, int e, u64 sig, int mant, int bias, int ebits) {
+  const int emin = 1 - bias;
+  int shift, biased;
+  u64 q, rem, halfway;
+  if (e >= emin) { shift = 63 - mant; biased = e + bias; }
+  else { shift = 63 - mant + (emin - e); biased = 0; }
+  if (shift > 64) return (u16)sign;
+  if (shift == 64) { q = 0; rem = sig; }
+  else { q = sig >> shift; rem = sig & ((PCY_U64(1) << shift) - 1); }
+  halfway = PCY_U64(1) << (shift - 1);
+  if (rem > halfway || (rem == halfway && (q & 1))) q += 1;
+  if (biased == 0) return (u16)(sign | (u32)q); /* q == 2^mant: the smallest normal */
+  if (q >> (mant + 1)) { q >>= 1; biased += 1; }
+  if (biased >= (1 << ebits) - 1) return (u16)(sign | (((1u << ebits) - 1u) << mant));
+  return (u16)(sign | ((u32)biased << mant) | ((u32)q & ((1u << mant) - 1u)));
+}
+/* x != 0: shifts x left until bit 63 is set; returns the shift. */
+FN int pcy_norm64(u64* x) {
+  int n = 0;
+  if (!(*x >> 32)) { *x <<= 32; n += 32; }
+  if (!(*x >> 48)) { *x <<= 16; n += 16; }
+  if (!(*x >> 56)) { *x <<= 8; n += 8; }
+  if (!(*x >> 60)) { *x <<= 4; n += 4; }
+  if (!(*x >> 62)) { *x <<= 2; n += 2; }
+  if (!(*x >> 63)) { *x <<= 1; n += 1; }
+  return n;
+}
+FN u16 pcy_half_nan(u32 sign, int mant, int ebits) {
+  return (u16)(sign | (((1u << ebits) - 1u) << mant) | (1u << (mant - 1)));
+}
+FN u16 pcy_half_from_f32(float x, int mant, int bias, int ebits) {
+  const u32 b = F2U(x);
+  const u32 sign = (b >> 16) & 0x8000u;
+  const u32 E = (b >> 23) & 0xFFu, F = b & 0x7FFFFFu;
+  u64 sig;
+  int e;
+  if (E == 0xFFu) return F ? pcy_half_nan(sign, mant, ebits) : (u16)(sign | (((1u << ebits) - 1u) << mant));
+  if (E == 0u) {
+    if (F == 0u) return (u16)sign;
+    sig = (u64)F;
+    e = -149 + 63 - pcy_norm64(&sig);
+  } else {
+    sig = (u64)(F | 0x800000u) << 40;
+    e = (int)E - 127;
+  }
+  return pcy_pack_half(sign, e, sig, mant, bias, ebits);
+}
+/* An integer's magnitude m (and sign) as the native bundle converts it: to the nearest double
+   first (m >= 2^53 rounds), then to the half type. */
+FN u16 pcy_half_from_int(u64 m, int neg, int mant, int bias, int ebits) {
+  const u32 sign = neg ? 0x8000u : 0u;
+  u64 sig = m, q, rem;
+  int e;
+  if (m == 0) return (u16)sign;
+  e = 63 - pcy_norm64(&sig);
+  q = sig >> 11;
+  rem = sig & 0x7FFu;
+  if (rem > 0x400u || (rem == 0x400u && (q & 1))) q += 1;
+  if (q >> 53) { q >>= 1; e += 1; }
+  return pcy_pack_half(sign, e, q << 11, mant, bias, ebits);
+}
+/* Half bits to float (exact). */
+FN float pcy_f32_from_f16(u16 h) {
+  const u32 sign = ((u32)h & 0x8000u) << 16, E = ((u32)h >> 10) & 0x1Fu, F = (u32)h & 0x3FFu;
+  if (E == 0x1Fu) return U2F(sign | (F ? 0x7FC00000u : 0x7F800000u));
+  if (E == 0u) {
+    const float v = (float)F * U2F(0x33800000u); /* 2^-24 */
+    return sign ? -v : v;
+  }
+  return U2F(sign | ((E + 112u) << 23) | (F << 13));
+}
+FN float pcy_f32_from_bf16(u16 h) {
+  const u32 b = (u32)h << 16;
+  if ((b & 0x7F800000u) == 0x7F800000u && (b & 0x7FFFFFu)) return U2F((b & 0x80000000u) | 0x7FC00000u);
+  return U2F(b);
+}
+#define PCY_F16_FROM_F32(x) pcy_half_from_f32((x), 10, 15, 5)
+#define PCY_BF16_FROM_F32(x) pcy_half_from_f32((x), 7, 127, 8)
+#define PCY_F16_FROM_INT(m, n) pcy_half_from_int((m), (n), 10, 15, 5)
+#define PCY_BF16_FROM_INT(m, n) pcy_half_from_int((m), (n), 7, 127, 8)
+FN u64 pcy_upow(u64 base, u64 e) {
+  u64 r = 1;
+  while (e != 0) {
+    if (e & 1u) r *= base;
+    base *= base;
+    e >>= 1;
+  }
+  return r;
+}
+)";
+  if (f64)
+    s += R"(
+FN u16 pcy_half_from_f64(double x, int mant, int bias, int ebits) {
+  const u64 b = D2U(x);
+  const u32 sign = (u32)(b >> 48) & 0x8000u;
+  const u32 E = (u32)(b >> 52) & 0x7FFu;
+  const u64 F = b & PCY_U64(0xFFFFFFFFFFFFF);
+  u64 sig;
+  int e;
+  if (E == 0x7FFu) return F ? pcy_half_nan(sign, mant, ebits) : (u16)(sign | (((1u << ebits) - 1u) << mant));
+  if (E == 0u) {
+    if (F == 0u) return (u16)sign;
+    sig = F;
+    e = -1074 + 63 - pcy_norm64(&sig);
+  } else {
+    sig = (F | PCY_U64(0x10000000000000)) << 11;
+    e = (int)E - 1023;
+  }
+  return pcy_pack_half(sign, e, sig, mant, bias, ebits);
+}
+)";
+  // Integer floor division and remainder (Python's; x // 0 = 0, x % 0 = 0, MIN // -1 = MIN).
+  for (int d : {PCY_DTYPE_I8, PCY_DTYPE_I16, PCY_DTYPE_I32, PCY_DTYPE_I64, PCY_DTYPE_U8}) {
+    const char* T = ctype(d);
+    const char* n = tname(d);
+    if (is_signed_int(d)) {
+      s += fmt("FN %s pcy_fdiv_%s(%s a, %s b) {\n", T, n, T, T);
+      s += fmt("  %s q;\n  if (b == 0) return 0;\n  if (a == %s && b == -1) return a;\n", T,
+               int_min(d));
+      s += fmt(
+          "  q = (%s)(a / b);\n  if ((%s)(a %% b) != 0 && ((a < 0) != (b < 0))) q = (%s)(q - 1);\n"
+          "  return q;\n}\n",
+          T, T, T);
+      s += fmt("FN %s pcy_rem_%s(%s a, %s b) {\n", T, n, T, T);
+      s += fmt("  %s r;\n  if (b == 0) return 0;\n  if (a == %s && b == -1) return 0;\n", T,
+               int_min(d));
+      s += fmt("  r = (%s)(a %% b);\n  if (r != 0 && ((r < 0) != (b < 0))) r = (%s)(r + b);\n"
+               "  return r;\n}\n",
+               T, T);
+    } else {
+      s += fmt("FN %s pcy_fdiv_%s(%s a, %s b) { return b == 0 ? (%s)0 : (%s)(a / b); }\n", T, n, T,
+               T, T, T);
+      s += fmt("FN %s pcy_rem_%s(%s a, %s b) { return b == 0 ? (%s)0 : (%s)(a %% b); }\n", T, n, T,
+               T, T, T);
+    }
+  }
+  // Floating: NumPy's npy_divmod, logaddexp, sign.
+  for (int d : {PCY_DTYPE_F32, PCY_DTYPE_F64}) {
+    if (d == PCY_DTYPE_F64 && !f64) continue;
+    const std::string T = ctype(d), n = tname(d);
+    const std::string fmod_ = mf(dl, "fmod", d), floor_ = mf(dl, "floor", d),
+                      copysign_ = mf(dl, "copysign", d), log1p_ = mf(dl, "log1p", d),
+                      exp_ = mf(dl, "exp", d);
+    std::string t = R"(
+FN void pcy_divmod_$n($T a, $T b, $T* fdiv, $T* mod) {
+  $T m, dv, fd;
+  if (b == ($T)0) {
+    *mod = $fmod(a, b);
+    *fdiv = a / b;
+    return;
+  }
+  m = $fmod(a, b);
+  dv = (a - m) / b;
+  if (m != ($T)0) {
+    if ((b < ($T)0) != (m < ($T)0)) {
+      m = m + b;
+      dv = dv - ($T)1;
+    }
+  } else {
+    m = $copysign(($T)0, b);
+  }
+  if (dv != ($T)0) {
+    fd = $floor(dv);
+    if (dv - fd > ($T)0.5) fd = fd + ($T)1;
+  } else {
+    fd = $copysign(($T)0, a / b);
+  }
+  *fdiv = fd;
+  *mod = m;
+}
+FN $T pcy_floordiv_$n($T a, $T b) { $T q, m; pcy_divmod_$n(a, b, &q, &m); return q; }
+FN $T pcy_fmodpy_$n($T a, $T b) { $T q, m; pcy_divmod_$n(a, b, &q, &m); return m; }
+FN $T pcy_logaddexp_$n($T x, $T y) {
+  $T t;
+  if (x == y) return x + ($T)$LN2;
+  t = x - y;
+  if (t > ($T)0) return x + $log1p($exp(-t));
+  if (t <= ($T)0) return y + $log1p($exp(t));
+  return t;
+}
+FN $T pcy_sign_$n($T x) { return x > ($T)0 ? ($T)1 : x < ($T)0 ? ($T)-1 : x == ($T)0 ? ($T)0 : x; }
+)";
+    auto rep = [&](const std::string& from, const std::string& to) {
+      for (size_t at = t.find(from); at != std::string::npos; at = t.find(from, at + to.size()))
+        t.replace(at, from.size(), to);
+    };
+    // npy_logaddexp: x + ln 2 with ln 2 as T (the literal rounded to T, as the C++ cast does).
+    rep("$LN2", d == PCY_DTYPE_F32 ? "U2F(0x3F317218u)" : "U2D(PCY_U64(0x3FE62E42FEFA39EF))");
+    rep("$fmod", fmod_);
+    rep("$floor", floor_);
+    rep("$copysign", copysign_);
+    rep("$log1p", log1p_);
+    rep("$exp", exp_);
+    rep("$T", T);
+    rep("$n", n);
+    s += t;
+  }
+  return s;
+}
+
+// ---- instructions --------------------------------------------------------------------------
+inline std::string reg(int64_t k) { return fmt("r%lld", static_cast<long long>(k)); }
+
+inline std::string f32_bits(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return fmt("U2F(0x%08Xu)", u);
+}
+inline std::string f64_bits(double f) {
+  uint64_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return fmt("U2D(PCY_U64(0x%016llX))", static_cast<unsigned long long>(u));
+}
+inline std::string inf_of(int d, bool neg) {
+  if (d == PCY_DTYPE_F32) return neg ? "U2F(0xFF800000u)" : "U2F(0x7F800000u)";
+  return neg ? "U2D(PCY_U64(0xFFF0000000000000))" : "U2D(PCY_U64(0x7FF0000000000000))";
+}
+inline std::string nan_of(int d) {
+  return d == PCY_DTYPE_F32 ? "U2F(0x7FC00000u)" : "U2D(PCY_U64(0x7FF8000000000000))";
+}
+
+// A cast of expression x (dtype from) to dtype to.
+inline std::string cast_expr(dialect dl, const std::string& x, int from, int to) {
+  (void)dl;
+  const char* T = ctype(to);
+  if (from == to) return x;
+  if (to == PCY_DTYPE_BOOL) {
+    if (is_half(from)) return fmt("(u8)(((%s) & 0x7FFFu) != 0)", x.c_str());
+    return fmt("(u8)((%s) != 0)", x.c_str());
+  }
+  // From half types: through float (exact).
+  if (is_half(from)) {
+    const std::string f =
+        (from == PCY_DTYPE_F16 ? "pcy_f32_from_f16(" : "pcy_f32_from_bf16(") + x + ")";
+    if (is_half(to))
+      return (to == PCY_DTYPE_F16 ? "PCY_F16_FROM_F32(" : "PCY_BF16_FROM_F32(") + f + ")";
+    return cast_expr(dl, f, PCY_DTYPE_F32, to);
+  }
+  if (is_half(to)) {
+    const char* fromf = to == PCY_DTYPE_F16 ? "PCY_F16_FROM_F32(" : "PCY_BF16_FROM_F32(";
+    const char* fromi = to == PCY_DTYPE_F16 ? "PCY_F16_FROM_INT(" : "PCY_BF16_FROM_INT(";
+    if (from == PCY_DTYPE_F32) return fromf + x + ")";
+    if (from == PCY_DTYPE_F64)
+      return fmt(to == PCY_DTYPE_F16 ? "pcy_half_from_f64(%s, 10, 15, 5)"
+                                     : "pcy_half_from_f64(%s, 7, 127, 8)",
+                 x.c_str());
+    if (from == PCY_DTYPE_BOOL || from == PCY_DTYPE_U8)
+      return fromi + fmt("(u64)(%s), 0)", x.c_str());
+    // signed: magnitude as u64 (MIN's magnitude wraps to 2^(bits-1), right as unsigned)
+    return fromi + fmt("(%s) < 0 ? (u64)0 - U(%s) : U(%s), (%s) < 0)", x.c_str(), x.c_str(),
+                       x.c_str(), x.c_str());
+  }
+  if (from == PCY_DTYPE_BOOL) return fmt("(%s)(%s)", T, x.c_str()); // 0 or 1
+  if (is_float(to)) return fmt("(%s)(%s)", T, x.c_str()); // nearest even (int and float sources)
+  // integer target
+  if (is_int(from)) return fmt("(%s)U(%s)", T, x.c_str()); // wraps
+  // float -> integer: truncated, saturated, NaN -> 0 (bounds are exact in both float types)
+  const char* F = ctype(from);
+  std::string lo, hi;
+  switch (to) {
+  case PCY_DTYPE_I8:
+    lo = "-128";
+    hi = "128";
+    break;
+  case PCY_DTYPE_I16:
+    lo = "-32768";
+    hi = "32768";
+    break;
+  case PCY_DTYPE_I32:
+    lo = "-2147483648.0";
+    hi = "2147483648.0";
+    break;
+  case PCY_DTYPE_I64:
+    lo = "-9223372036854775808.0";
+    hi = "9223372036854775808.0";
+    break;
+  default:
+    lo = "0";
+    hi = "256";
+    break; // U8
+  }
+  return fmt(
+      "((%s) != (%s) ? (%s)0 : (%s) <= (%s)%s ? (%s)%s : (%s) >= (%s)%s ? (%s)%s : (%s)(%s))",
+      x.c_str(), x.c_str(), T, x.c_str(), F, lo.c_str(), T, int_min(to), x.c_str(), F, hi.c_str(),
+      T, int_max(to), T, x.c_str());
+}
+
+// The statement defining register k (the operand offsets q<p> and idx<d> in scope).
+inline std::string instruction_code(dialect dl, const spec& s, int k) {
+  const instruction& in = s.code[static_cast<size_t>(k)];
+  const int d = in.dtype;
+  const char* T = ctype(d);
+  const std::string r = reg(k);
+  const int t = op_operands(in.op) > 0 ? s.code[static_cast<size_t>(in.a)].dtype : d;
+  const std::string a = op_operands(in.op) > 0 ? reg(in.a) : "";
+  const std::string b = op_operands(in.op) > 1 ? reg(in.b) : "";
+  const std::string c = op_operands(in.op) > 2 ? reg(in.c) : "";
+  auto def = [&](const std::string& e) { return fmt("const %s ", T) + r + " = " + e + ";\n"; };
+  const bool fl = is_float(t), in_ = is_int(t), bo = is_bool(t);
+  const char* n = tname(t);
+  // Transcendental F32 functions through F64 where the spec asks (one rounding at the end).
+  const bool wide = s.f32_via_f64 && t == PCY_DTYPE_F32;
+  auto f1 = [&](const char* name) {
+    if (wide) return def(std::string("(float)") + name + "((double)" + a + ")");
+    return def(mf(dl, name, t) + "(" + a + ")");
+  };
+  auto f2 = [&](const char* name) {
+    if (wide) return def(std::string("(float)") + name + "((double)" + a + ", (double)" + b + ")");
+    return def(mf(dl, name, t) + "(" + a + ", " + b + ")");
+  };
+  // Exact functions stay in their dtype.
+  auto x1 = [&](const char* name) { return def(mf(dl, name, t) + "(" + a + ")"); };
+  auto x2 = [&](const char* name) { return def(mf(dl, name, t) + "(" + a + ", " + b + ")"); };
+  switch (in.op) {
+  case PCY_ARRAY_OP_LOAD: {
+    const std::string e =
+        fmt("o%lld[q%lld]", static_cast<long long>(in.a), static_cast<long long>(in.a));
+    return def(d == PCY_DTYPE_BOOL ? "(u8)(" + e + " != 0)" : e);
+  }
+  case PCY_ARRAY_OP_GATHER: {
+    const long long p = in.a, dim = in.c;
+    const std::string gi = reg(in.b); // the index register (GATHER's words are immediates)
+    const std::string at = fmt(
+        "q%lld + (%s < 0 ? (i64)0 : %s > (i64)%lld ? (i64)%lld : %s) * m.w[%d] - idx%lld * m.w[%d]",
+        p, gi.c_str(), gi.c_str(), static_cast<long long>(in.extent - 1),
+        static_cast<long long>(in.extent - 1), gi.c_str(),
+        layout_of(s).stride(static_cast<int>(p), static_cast<int>(dim)), dim,
+        layout_of(s).stride(static_cast<int>(p), static_cast<int>(dim)));
+    const std::string e = fmt("o%lld[", p) + at + "]";
+    return def(d == PCY_DTYPE_BOOL ? "(u8)(" + e + " != 0)" : e);
+  }
+  case PCY_ARRAY_OP_CONST: {
+    double f;
+    std::memcpy(&f, &in.a, sizeof f);
+    if (d == PCY_DTYPE_F32) return def(f32_bits(static_cast<float>(f)));
+    if (d == PCY_DTYPE_F64) return def(f64_bits(f));
+    if (d == PCY_DTYPE_BOOL) return def(in.a != 0 ? "(u8)1" : "(u8)0");
+    return def(fmt("(%s)(i64)PCY_U64(0x%016llX)", T, static_cast<unsigned long long>(in.a)));
+  }
+  case PCY_ARRAY_OP_INDEX: return def(fmt("idx%lld", static_cast<long long>(in.a)));
+  case PCY_ARRAY_OP_CAST: return def(cast_expr(dl, a, t, d));
+  case PCY_ARRAY_OP_WHERE: return def("(" + a + " ? " + b + " : " + c + ")");
+  case PCY_ARRAY_OP_NEG: return def(fl ? "-" + a : fmt("(%s)((u64)0 - U(%s))", T, a.c_str()));
+  case PCY_ARRAY_OP_ABS:
+    if (fl) return x1("fabs");
+    if (t == PCY_DTYPE_U8) return def(a);
+    return def(fmt("(%s < 0 ? (%s)((u64)0 - U(%s)) : %s)", a.c_str(), T, a.c_str(), a.c_str()));
+  case PCY_ARRAY_OP_SIGN:
+    if (fl) return def(fmt("pcy_sign_%s(%s)", n, a.c_str()));
+    return def(fmt("(%s)((%s > 0) - (%s < 0))", T, a.c_str(), a.c_str()));
+  case PCY_ARRAY_OP_SQUARE:
+    if (fl) return def(a + " * " + a);
+    return def(fmt("(%s)(U(%s) * U(%s))", T, a.c_str(), a.c_str()));
+  case PCY_ARRAY_OP_EXP: return f1("exp");
+  case PCY_ARRAY_OP_EXPM1: return f1("expm1");
+  case PCY_ARRAY_OP_LOG: return f1("log");
+  case PCY_ARRAY_OP_LOG1P: return f1("log1p");
+  case PCY_ARRAY_OP_LOG2: return f1("log2");
+  case PCY_ARRAY_OP_LOG10: return f1("log10");
+  case PCY_ARRAY_OP_SQRT: return x1("sqrt");
+  case PCY_ARRAY_OP_RSQRT: return def(fmt("(%s)1 / ", T) + mf(dl, "sqrt", t) + "(" + a + ")");
+  case PCY_ARRAY_OP_SIN: return f1("sin");
+  case PCY_ARRAY_OP_COS: return f1("cos");
+  case PCY_ARRAY_OP_TAN: return f1("tan");
+  case PCY_ARRAY_OP_ASIN: return f1("asin");
+  case PCY_ARRAY_OP_ACOS: return f1("acos");
+  case PCY_ARRAY_OP_ATAN: return f1("atan");
+  case PCY_ARRAY_OP_SINH: return f1("sinh");
+  case PCY_ARRAY_OP_COSH: return f1("cosh");
+  case PCY_ARRAY_OP_TANH: return f1("tanh");
+  case PCY_ARRAY_OP_ASINH: return f1("asinh");
+  case PCY_ARRAY_OP_ACOSH: return f1("acosh");
+  case PCY_ARRAY_OP_ATANH: return f1("atanh");
+  case PCY_ARRAY_OP_ERF: return f1("erf");
+  case PCY_ARRAY_OP_FLOOR: return x1("floor");
+  case PCY_ARRAY_OP_CEIL: return x1("ceil");
+  case PCY_ARRAY_OP_ROUND: return x1("rint");
+  case PCY_ARRAY_OP_TRUNC: return x1("trunc");
+  case PCY_ARRAY_OP_NOT:
+    if (bo) return def("(u8)(" + a + " == 0)");
+    return def(fmt("(%s)~%s", T, a.c_str()));
+  case PCY_ARRAY_OP_ISNAN: return def("(u8)(" + a + " != " + a + ")");
+  case PCY_ARRAY_OP_ISINF:
+    return def("(u8)(" + a + " == " + inf_of(t, false) + " || " + a + " == " + inf_of(t, true) +
+               ")");
+  case PCY_ARRAY_OP_ISFINITE:
+    return def("(u8)(" + a + " == " + a + " && " + a + " != " + inf_of(t, false) + " && " + a +
+               " != " + inf_of(t, true) + ")");
+  case PCY_ARRAY_OP_ADD:
+    return def(fl ? a + " + " + b : fmt("(%s)(U(%s) + U(%s))", T, a.c_str(), b.c_str()));
+  case PCY_ARRAY_OP_SUB:
+    return def(fl ? a + " - " + b : fmt("(%s)(U(%s) - U(%s))", T, a.c_str(), b.c_str()));
+  case PCY_ARRAY_OP_MUL:
+    return def(fl ? a + " * " + b : fmt("(%s)(U(%s) * U(%s))", T, a.c_str(), b.c_str()));
+  case PCY_ARRAY_OP_DIV: return def(a + " / " + b);
+  case PCY_ARRAY_OP_FLOORDIV:
+    return def(
+        fmt(fl ? "pcy_floordiv_%s(%s, %s)" : "pcy_fdiv_%s(%s, %s)", n, a.c_str(), b.c_str()));
+  case PCY_ARRAY_OP_REM:
+    return def(fmt(fl ? "pcy_fmodpy_%s(%s, %s)" : "pcy_rem_%s(%s, %s)", n, a.c_str(), b.c_str()));
+  case PCY_ARRAY_OP_POW:
+    if (fl) return f2("pow");
+    if (is_signed_int(t))
+      return def(fmt("(%s < 0 ? (%s == 1 ? (%s)1 : %s == -1 ? ((%s & 1) ? (%s)-1 : (%s)1) : (%s)0) "
+                     ": (%s)pcy_upow(U(%s), (u64)%s))",
+                     b.c_str(), a.c_str(), T, a.c_str(), b.c_str(), T, T, T, T, a.c_str(),
+                     b.c_str()));
+    return def(fmt("(%s)pcy_upow(U(%s), (u64)%s)", T, a.c_str(), b.c_str()));
+  case PCY_ARRAY_OP_MINIMUM:
+    if (fl)
+      return def(fmt("((%s <= %s || %s != %s) ? %s : %s)", a.c_str(), b.c_str(), a.c_str(),
+                     a.c_str(), a.c_str(), b.c_str()));
+    return def(fmt("(%s <= %s ? %s : %s)", a.c_str(), b.c_str(), a.c_str(), b.c_str()));
+  case PCY_ARRAY_OP_MAXIMUM:
+    if (fl)
+      return def(fmt("((%s >= %s || %s != %s) ? %s : %s)", a.c_str(), b.c_str(), a.c_str(),
+                     a.c_str(), a.c_str(), b.c_str()));
+    return def(fmt("(%s >= %s ? %s : %s)", a.c_str(), b.c_str(), a.c_str(), b.c_str()));
+  case PCY_ARRAY_OP_ATAN2: return f2("atan2");
+  case PCY_ARRAY_OP_AND: return def(fmt("(%s)(%s & %s)", T, a.c_str(), b.c_str()));
+  case PCY_ARRAY_OP_OR: return def(fmt("(%s)(%s | %s)", T, a.c_str(), b.c_str()));
+  case PCY_ARRAY_OP_XOR: return def(fmt("(%s)(%s ^ %s)", T, a.c_str(), b.c_str()));
+  case PCY_ARRAY_OP_SHL:
+    return def(fmt("((i64)%s < 0 || (i64)%s >= %d ? (%s)0 : (%s)(U(%s) << (int)%s))", b.c_str(),
+                   b.c_str(), bits_of(t), T, T, a.c_str(), b.c_str()));
+  case PCY_ARRAY_OP_SHR:
+    if (is_signed_int(t))
+      return def(
+          fmt("((i64)%s < 0 || (i64)%s >= %d ? (%s < 0 ? (%s)-1 : (%s)0) : (%s)(%s >> (int)%s))",
+              b.c_str(), b.c_str(), bits_of(t), a.c_str(), T, T, T, a.c_str(), b.c_str()));
+    return def(fmt("((i64)%s >= %d ? (%s)0 : (%s)(%s >> (int)%s))", b.c_str(), bits_of(t), T, T,
+                   a.c_str(), b.c_str()));
+  case PCY_ARRAY_OP_EQ: return def("(u8)(" + a + " == " + b + ")");
+  case PCY_ARRAY_OP_NE: return def("(u8)(" + a + " != " + b + ")");
+  case PCY_ARRAY_OP_LT: return def("(u8)(" + a + " < " + b + ")");
+  case PCY_ARRAY_OP_LE: return def("(u8)(" + a + " <= " + b + ")");
+  case PCY_ARRAY_OP_GT: return def("(u8)(" + a + " > " + b + ")");
+  case PCY_ARRAY_OP_GE: return def("(u8)(" + a + " >= " + b + ")");
+  case PCY_ARRAY_OP_COPYSIGN: return x2("copysign");
+  case PCY_ARRAY_OP_NEXTAFTER: return x2("nextafter");
+  case PCY_ARRAY_OP_HYPOT: return f2("hypot");
+  case PCY_ARRAY_OP_LOGADDEXP: return def(fmt("pcy_logaddexp_%s(%s, %s)", n, a.c_str(), b.c_str()));
+  default: break;
+  }
+  (void)in_;
+  return "#error unknown instruction\n";
+}
+
+// Which operands the program reads (their offsets are computed), besides the output.
+inline std::array<bool, max_operands> read_operands(const spec& s) {
+  std::array<bool, max_operands> r{};
+  for (int k = 0; k < s.count; ++k) {
+    const instruction& in = s.code[static_cast<size_t>(k)];
+    if (in.op == PCY_ARRAY_OP_LOAD || in.op == PCY_ARRAY_OP_GATHER)
+      r[static_cast<size_t>(in.a)] = true;
+  }
+  return r;
+}
+
+// Offsets q<p> of operand p at index idx0..idx<R-1>, for `which` operands.
+inline std::string offsets(const spec& s, const std::array<bool, max_operands>& which) {
+  const layout l = layout_of(s);
+  std::string o;
+  for (int p = 0; p < s.operands; ++p) {
+    if (!which[static_cast<size_t>(p)]) continue;
+    o += fmt("const i64 q%d = m.w[%d]", p, l.offset(p));
+    for (int d = 0; d < s.rank; ++d)
+      o += fmt(" + idx%d * m.w[%d]", d, l.stride(p, d));
+    o += ";\n";
+  }
+  return o;
+}
+
+// The program's value at the index in scope: a block defining r0..r<M-1>.
+inline std::string body(dialect dl, const spec& s) {
+  std::string b = offsets(s, read_operands(s));
+  for (int k = 0; k < s.count; ++k)
+    b += instruction_code(dl, s, k);
+  return b;
+}
+
+// idx<from>..idx<to-1> from linear `lin` (row-major over those dimensions).
+inline std::string unravel(int from, int to, const char* lin) {
+  std::string u = fmt("{ i64 rem_ = %s;\n", lin);
+  for (int d = to - 1; d >= from; --d) {
+    if (d > from)
+      u += fmt("idx%d = rem_ %% m.w[%d]; rem_ /= m.w[%d];\n", d, d, d);
+    else
+      u += fmt("idx%d = rem_;\n", d);
+  }
+  u += "}\n";
+  return u;
+}
+
+inline std::string params(const spec& s) {
+  std::string p;
+  for (int o = 0; o < s.operands; ++o) {
+    p += fmt("GLOBAL %s%s* o%d, ", o == 0 ? "" : "const ", ctype(s.dtypes[static_cast<size_t>(o)]),
+             o);
+  }
+  p += "const pcy_meta m";
+  return p;
+}
+
+inline std::string idx_decl(int rank) {
+  std::string d;
+  for (int i = 0; i < rank; ++i)
+    d += fmt("i64 idx%d = 0; ", i);
+  return d.empty() ? "" : d + "\n";
+}
+
+// ---- reduce kinds -----------------------------------------------------------------------------
+// The accumulator (a, b, i) of value dtype t; code snippets per kind.
+struct reducer {
+  dialect dl;
+  int kind;
+  int t;
+  bool two_pass() const {
+    return kind == PCY_ARRAY_REDUCE_VAR || kind == PCY_ARRAY_REDUCE_STD ||
+           kind == PCY_ARRAY_REDUCE_LOGSUMEXP;
+  }
+  bool arg() const { return kind == PCY_ARRAY_REDUCE_ARGMIN || kind == PCY_ARRAY_REDUCE_ARGMAX; }
+  std::string T() const { return ctype(t); }
+  std::string init_a() const {
+    switch (kind) {
+    case PCY_ARRAY_REDUCE_PROD:
+    case PCY_ARRAY_REDUCE_ALL: return "(" + T() + ")1";
+    case PCY_ARRAY_REDUCE_LOGSUMEXP: return inf_of(t, true);
+    case PCY_ARRAY_REDUCE_MIN: return is_float(t) ? inf_of(t, false) : "(" + T() + ")" + int_max(t);
+    case PCY_ARRAY_REDUCE_MAX: return is_float(t) ? inf_of(t, true) : "(" + T() + ")" + int_min(t);
+    default: return "(" + T() + ")0";
+    }
+  }
+  // Folds v at position pos into (a, i) (pass 0) or b (pass 1; c the centre).
+  std::string add0(const std::string& v) const {
+    const std::string Ts = T();
+    switch (kind) {
+    case PCY_ARRAY_REDUCE_SUM:
+    case PCY_ARRAY_REDUCE_MEAN:
+    case PCY_ARRAY_REDUCE_VAR:
+    case PCY_ARRAY_REDUCE_STD:
+      return is_float(t) ? "a = a + " + v + ";\n" : "a = (" + Ts + ")(U(a) + U(" + v + "));\n";
+    case PCY_ARRAY_REDUCE_NORM2: return "a = a + " + v + " * " + v + ";\n";
+    case PCY_ARRAY_REDUCE_PROD:
+      return is_float(t) ? "a = a * " + v + ";\n" : "a = (" + Ts + ")(U(a) * U(" + v + "));\n";
+    case PCY_ARRAY_REDUCE_MIN:
+      return is_float(t) ? "a = (a <= " + v + " || a != a) ? a : " + v + ";\n"
+                         : "a = a <= " + v + " ? a : " + v + ";\n";
+    case PCY_ARRAY_REDUCE_MAX:
+      return is_float(t) ? "a = (a >= " + v + " || a != a) ? a : " + v + ";\n"
+                         : "a = a >= " + v + " ? a : " + v + ";\n";
+    case PCY_ARRAY_REDUCE_ARGMIN:
+      return "if (i < 0 || (a == a && (" + v + " < a || " + v + " != " + v + "))) { a = " + v +
+             "; i = pos; }\n";
+    case PCY_ARRAY_REDUCE_ARGMAX:
+      return "if (i < 0 || (a == a && (" + v + " > a || " + v + " != " + v + "))) { a = " + v +
+             "; i = pos; }\n";
+    case PCY_ARRAY_REDUCE_ALL: return "a = (u8)(a & " + v + ");\n";
+    case PCY_ARRAY_REDUCE_ANY: return "a = (u8)(a | " + v + ");\n";
+    case PCY_ARRAY_REDUCE_LOGSUMEXP:
+      return "if (" + v + " != " + v + " || " + v + " > a) a = " + v + ";\n";
+    default: return "";
+    }
+  }
+  std::string add1(const std::string& v) const {
+    if (kind == PCY_ARRAY_REDUCE_LOGSUMEXP)
+      return "b = b + " + mf(dl, "exp", t) + "(" + v + " - c);\n";
+    return "{ const " + T() + " d_ = " + v + " - c; b = b + d_ * d_; }\n";
+  }
+  // Combines (a2, i2) into (a, i) (pass 0) — the tree's step.
+  std::string combine0() const {
+    switch (kind) {
+    case PCY_ARRAY_REDUCE_ARGMIN:
+    case PCY_ARRAY_REDUCE_ARGMAX: {
+      const char* cmp = kind == PCY_ARRAY_REDUCE_ARGMIN ? "<" : ">";
+      return fmt("if (i2 >= 0 && (i < 0 || (a2 != a2 ? (a == a || i2 < i) : (a == a && (a2 %s a || "
+                 "(a2 == a && i2 < i)))))) { a = a2; i = i2; }\n",
+                 cmp);
+    }
+    case PCY_ARRAY_REDUCE_NORM2: return "a = a + a2;\n"; // partial sums of squares
+    default: return add0("a2");
+    }
+  }
+};
+
+} // namespace detail
+
+// The whole source of the kernels for `s` in dialect `dl`. `random_header`: the text of
+// pcy_array_random.h (random only); `wg`: the work-group size of the row reductions (a power of
+// two).
+inline std::string source(const spec& s, dialect dl, std::string_view random_header, int wg) {
+  using namespace detail;
+  const bool f64 = s.uses_f64();
+  std::string src = prelude(dl, f64, wg);
+  if (s.what == job::random) {
+    src += "\n/* ---- pcy_array_random.h ---- */\n";
+    src += random_header;
+    src += "\n";
+  }
+  src += helpers(dl, f64);
+  const layout l = layout_of(s);
+  const int words = std::max(1, l.extra(s.what == job::random ? 6 : s.what == job::reduce ? 3 : 1));
+  src += fmt("typedef struct { i64 w[%d]; } pcy_meta;\n", words);
+  const int R = s.rank;
+
+  if (s.what == job::eval) {
+    src += "KERNEL void pcy_eval(" + params(s) + ") {\n";
+    src += fmt("  for (i64 lin = GID; lin < m.w[%d]; lin += GSIZE) {\n", l.extra(0));
+    src += idx_decl(R) + unravel(0, R, "lin") + body(dl, s);
+    std::array<bool, max_operands> out{};
+    out[0] = true;
+    src += offsets(s, out);
+    src += "o0[q0] = " + reg(s.count - 1) + ";\n  }\n}\n";
+    return src;
+  }
+
+  if (s.what == job::scan) {
+    const int t = s.value_dtype();
+    const char* T = ctype(t);
+    const bool prod = s.kind == PCY_ARRAY_SCAN_PROD;
+    const int kept = R - s.reduced;
+    src += "KERNEL void pcy_scan(" + params(s) + ") {\n";
+    src += fmt("  const i64 len = %s;\n", s.reduced > 0 ? fmt("m.w[%d]", R - 1).c_str() : "1");
+    src += fmt("  for (i64 row = GID; row < m.w[%d]; row += GSIZE) {\n", l.extra(0));
+    src += idx_decl(R) + unravel(0, kept, "row");
+    src += fmt("%s run = (%s)%d;\n", T, T, prod ? 1 : 0);
+    src += "for (i64 j = 0; j < len; ++j) {\n";
+    if (s.reduced > 0) src += fmt("idx%d = j;\n", R - 1);
+    src += body(dl, s);
+    const std::string v = reg(s.count - 1);
+    if (is_float(t))
+      src += prod ? "run = run * " + v + ";\n" : "run = run + " + v + ";\n";
+    else
+      src += fmt(prod ? "run = (%s)(U(run) * U(%s));\n" : "run = (%s)(U(run) + U(%s));\n", T,
+                 v.c_str());
+    std::array<bool, max_operands> out{};
+    out[0] = true;
+    src += offsets(s, out) + "o0[q0] = run;\n}\n  }\n}\n";
+    return src;
+  }
+
+  if (s.what == job::random) {
+    const int d = s.dtypes[0];
+    const char* T = ctype(d);
+    const char* P = d == PCY_DTYPE_F64 ? "double" : "float";
+    src += fmt(
+        "KERNEL void pcy_random(GLOBAL %s* o0, const pcy_meta m, const %s lo, const %s span) {\n",
+        T, P, P);
+    src += fmt("  for (i64 e = GID; e < m.w[%d]; e += GSIZE) {\n", l.extra(0));
+    src += idx_decl(R) + unravel(0, R, "e");
+    std::array<bool, max_operands> out{};
+    out[0] = true;
+    src += offsets(s, out);
+    src += fmt("u32 w[4];\npcy_rng_words((u64)m.w[%d], (u64)m.w[%d], (u64)e, w);\n", l.extra(1),
+               l.extra(2));
+    std::string val; // the draw in the output dtype
+    auto from_f32 = [&](const std::string& x) {
+      if (d == PCY_DTYPE_F32) return x;
+      return cast_expr(dl, x, PCY_DTYPE_F32, d);
+    };
+    switch (s.kind) {
+    case PCY_ARRAY_RANDOM_UNIFORM:
+      if (d == PCY_DTYPE_F64)
+        src += "const double u_ = pcy_rng_uniform_f64(w[0], w[1]);\nconst double y_ = lo + span * "
+               "u_;\n";
+      else
+        src += "const float u_ = pcy_rng_uniform_f32(w[0]);\nconst float y_ = lo + span * u_;\n";
+      val = d == PCY_DTYPE_F64 ? "y_" : from_f32("y_");
+      break;
+    case PCY_ARRAY_RANDOM_NORMAL:
+      if (d == PCY_DTYPE_F64)
+        src += "const double z_ = pcy_rng_normal_f64(w[0], w[1], w[2], w[3]);\nconst double y_ = "
+               "lo + span * z_;\n";
+      else
+        src +=
+            "const float z_ = pcy_rng_normal_f32(w[0], w[1]);\nconst float y_ = lo + span * z_;\n";
+      val = d == PCY_DTYPE_F64 ? "y_" : from_f32("y_");
+      break;
+    case PCY_ARRAY_RANDOM_BERNOULLI:
+      src += fmt("const u8 y_ = (u8)pcy_rng_bernoulli(w[0], (u64)m.w[%d]);\n", l.extra(3));
+      val = cast_expr(dl, "y_", PCY_DTYPE_BOOL, d);
+      break;
+    case PCY_ARRAY_RANDOM_RANDINT:
+      src += fmt("const i64 y_ = (i64)pcy_rng_randint(w[0], w[1], m.w[%d], (u64)m.w[%d]);\n",
+                 l.extra(4), l.extra(5));
+      val = cast_expr(dl, "y_", PCY_DTYPE_I64, d);
+      break;
+    default: // BITS
+      src += "const i64 y_ = (i64)((u64)w[1] << 32 | (u64)w[0]);\n";
+      val = cast_expr(dl, "y_", PCY_DTYPE_I64, d);
+      break;
+    }
+    src += "o0[q0] = " + val + ";\n  }\n}\n";
+    return src;
+  }
+
+  // reduce
+  const int t = s.value_dtype();
+  const reducer rd{dl, s.kind, t};
+  const std::string T = ctype(t);
+  const int kept = R - s.reduced;
+  const std::string v = reg(s.count - 1);
+  const std::string n_out = fmt("m.w[%d]", l.extra(0)), n_red = fmt("m.w[%d]", l.extra(1)),
+                    dof_ok = fmt("m.w[%d]", l.extra(2));
+  std::array<bool, max_operands> out{};
+  out[0] = true;
+  // finish: the output from (a, b, i, c, flag) and count.
+  std::string fin;
+  switch (s.kind) {
+  case PCY_ARRAY_REDUCE_ARGMIN:
+  case PCY_ARRAY_REDUCE_ARGMAX: fin = "o0[q0] = i;\n"; break;
+  case PCY_ARRAY_REDUCE_MEAN:
+    fin = "o0[q0] = " + n_red + " > 0 ? a / (" + T + ")" + n_red + " : " + nan_of(t) + ";\n";
+    break;
+  case PCY_ARRAY_REDUCE_VAR:
+    fin = "o0[q0] = " + dof_ok + " ? b / dof : " + nan_of(t) + ";\n";
+    break;
+  case PCY_ARRAY_REDUCE_STD:
+    fin = "o0[q0] = " + dof_ok + " ? " + mf(dl, "sqrt", t) + "(b / dof) : " + nan_of(t) + ";\n";
+    break;
+  case PCY_ARRAY_REDUCE_LOGSUMEXP:
+    fin = "o0[q0] = flag == -2 ? " + nan_of(t) + " : flag == -3 ? " + inf_of(t, false) +
+          " : (flag == -4 || " + n_red + " == 0) ? " + inf_of(t, true) + " : c + " +
+          mf(dl, "log", t) + "(b);\n";
+    break;
+  case PCY_ARRAY_REDUCE_NORM2: fin = "o0[q0] = " + mf(dl, "sqrt", t) + "(a);\n"; break;
+  default: fin = "o0[q0] = a;\n"; break;
+  }
+  // between the passes: the centre c (and flag) from a.
+  std::string between;
+  if (s.kind == PCY_ARRAY_REDUCE_LOGSUMEXP)
+    between = "flag = a != a ? -2 : a == " + inf_of(t, false) + " ? -3 : a == " + inf_of(t, true) +
+              " ? -4 : -1;\nc = flag == -1 ? a : (" + T + ")0;\n";
+  else if (rd.two_pass())
+    between = "c = " + n_red + " > 0 ? a / (" + T + ")" + n_red + " : (" + T + ")0;\n";
+  const std::string decl = T + " a = " + rd.init_a() + ", b = (" + T + ")0, c = (" + T +
+                           ")0;\ni64 i = -1;\nint flag = -1;\n";
+  const std::string dof_param = ", const " + T + " dof";
+
+  // Column kernel: one work-item per output, the reduced index in order.
+  src += "KERNEL void pcy_reduce_col(" + params(s) + dof_param + ") {\n";
+  src += "  for (i64 o = GID; o < " + n_out + "; o += GSIZE) {\n";
+  src += idx_decl(R) + unravel(0, kept, "o") + decl;
+  for (int pass = 0; pass < (rd.two_pass() ? 2 : 1); ++pass) {
+    if (pass == 1) src += between + "if (flag == -1) ";
+    src += "for (i64 pos = 0; pos < " + n_red + "; ++pos) {\n";
+    if (s.reduced > 0) src += unravel(kept, R, "pos");
+    src += body(dl, s) + (pass == 0 ? rd.add0(v) : rd.add1(v)) + "}\n";
+  }
+  src += "(void)dof; (void)flag; (void)c; (void)i; (void)b;\n";
+  if (s.reduced > 0)
+    for (int d = kept; d < R; ++d)
+      src += fmt("idx%d = 0;\n", d);
+  src += offsets(s, out) + fin + "  }\n}\n";
+
+  // Row kernel: one work-group per output, a fixed-order tree in shared memory.
+  src += "KERNEL void pcy_reduce_row(" + params(s) + dof_param + ") {\n";
+  src += "  SHARED " + T + " sa[PCY_WG];\n";
+  if (rd.arg()) src += "  SHARED i64 si[PCY_WG];\n";
+  src += "  const int t = LID;\n";
+  src += "  for (i64 o = GRP; o < " + n_out + "; o += NGRP) {\n";
+  src += idx_decl(R) + unravel(0, kept, "o") + decl;
+  auto tree = [&](const char* var, bool with_index) {
+    std::string x = fmt("sa[t] = %s;\n", var);
+    if (with_index) x += "si[t] = i;\n";
+    x += "BARRIER;\nfor (int h = PCY_WG / 2; h > 0; h >>= 1) {\n  if (t < h) {\n";
+    if (with_index)
+      x += "    const " + T + " a2 = sa[t + h]; const i64 i2 = si[t + h];\n    " + rd.combine0() +
+           "    sa[t] = a; si[t] = i;\n";
+    else if (std::string(var) == "a")
+      x += "    const " + T + " a2 = sa[t + h];\n    " + rd.combine0() + "    sa[t] = a;\n";
+    else
+      x += "    b = b + sa[t + h];\n    sa[t] = b;\n";
+    x += "  }\n  BARRIER;\n}\n";
+    x += fmt("%s = sa[0];\n", var);
+    if (with_index) x += "i = si[0];\n";
+    x += "BARRIER;\n";
+    return x;
+  };
+  for (int pass = 0; pass < (rd.two_pass() ? 2 : 1); ++pass) {
+    if (pass == 1) src += between + "if (flag == -1) {\n";
+    src += "for (i64 pos = t; pos < " + n_red + "; pos += PCY_WG) {\n";
+    if (s.reduced > 0) src += unravel(kept, R, "pos");
+    src += body(dl, s) + (pass == 0 ? rd.add0(v) : rd.add1(v)) + "}\n";
+    src += tree(pass == 0 ? "a" : "b", pass == 0 && rd.arg());
+    if (pass == 1) src += "}\n";
+  }
+  src += "(void)dof; (void)flag; (void)c; (void)i; (void)b;\n";
+  if (s.reduced > 0)
+    for (int d = kept; d < R; ++d)
+      src += fmt("idx%d = 0;\n", d);
+  src += "if (t == 0) {\n" + offsets(s, out) + fin + "}\n  }\n}\n";
+  return src;
+}
+
+} // namespace parenchyma::array_bundle::codegen

@@ -1,0 +1,418 @@
+// Array bundles, shared part: the host side of the GPU bundles (array_opencl, array_cuda). An op
+// decodes and checks its program (array_program.hpp), collapses it, looks its kernel up in the
+// context's map by codegen::spec::key() — building it through the framework's program build on
+// first use (array_codegen.hpp writes the source; the framework caches binaries on disk) — and
+// enqueues it on the call's queue with the shapes, strides and offsets as the pcy_meta argument.
+// Nothing waits. The two bundles differ only in the dialect, the build options and how a
+// tensor reaches a kernel (an OpenCL buffer; a CUDA device address by value).
+#pragma once
+
+#include "array_codegen.hpp"
+#include "array_program.hpp"
+
+#include <parenchyma/sdk/bundle.hpp>
+#include <parenchyma/sdk/device_bundle.hpp>
+#include <parenchyma/sdk/op_schema.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace parenchyma::array_bundle::gpu {
+
+using codegen::dialect;
+using codegen::job;
+
+struct built_kernels {
+  pcy_kernel k0 = nullptr; // eval, scan, random; reduce: the column kernel
+  pcy_kernel k1 = nullptr; // reduce: the row kernel
+};
+
+struct gpu_context : sdk::device_context {
+  explicit gpu_context(const pcy_bundle_context_args& a) : device_context(a) {}
+  dialect dl = dialect::opencl;
+  const char* bundle = "";
+  const char* random_header = "";
+  bool fp64 = true;
+  std::string device_name;
+  uint32_t wg = 256;            // work-group size of every kernel (a power of two)
+  uint64_t max_groups = 4096;   // cap on the groups of a grid-stride launch
+  std::string options;          // build options
+  std::string fallback_options; // OpenCL: without -cl-fp32-correctly-rounded-divide-sqrt
+  bool tried_fallback = false;
+  const sdk::logger* log = nullptr;
+  std::unordered_map<std::string, built_kernels> kernels;
+
+  bool op_available(const pcy_op_desc& op, const char** reason) const {
+    if (op.dtype == PCY_DTYPE_F64 && !fp64) {
+      *reason = no_fp64_reason.c_str();
+      return false;
+    }
+    return true;
+  }
+  std::string no_fp64_reason;
+
+  // The kernels of s, built on first use.
+  const built_kernels& get(const codegen::spec& s) {
+    const std::string key = s.key();
+    if (auto it = kernels.find(key); it != kernels.end()) return it->second;
+    if (!fp64 && s.uses_f64()) sdk::fail(PCY_ERR_UNSUPPORTED, no_fp64_reason);
+    const std::string src = codegen::source(s, dl, random_header, static_cast<int>(wg));
+    build_failure failed;
+    bool hit = false;
+    pcy_program prog = build(src.c_str(), options.c_str(), &failed, &hit);
+    if (prog == nullptr && !fallback_options.empty() && !tried_fallback) {
+      // The device refused the correctly rounded divide/sqrt option: OpenCL 1.2's bounds then
+      // (2.5 ulp divide, 3 ulp sqrt in f32; f64 is always correctly rounded).
+      tried_fallback = true;
+      build_failure again;
+      prog = build(src.c_str(), fallback_options.c_str(), &again, &hit);
+      if (prog != nullptr) {
+        log->info(bundle, ": ", device_name,
+                  " has no correctly rounded f32 divide/sqrt; f32 division within 2.5 ulp and "
+                  "sqrt within 3 ulp (",
+                  failed.message.substr(0, 200), ")");
+        options = fallback_options;
+      } else {
+        failed = again;
+      }
+    }
+    if (prog == nullptr)
+      sdk::fail(
+          failed.code == PCY_OK ? PCY_ERR_DEVICE : failed.code,
+          sdk::str(bundle, ": building a kernel for ", device_name, " failed: ", failed.message));
+    log->debug("built an array kernel", hit ? " (from the cache)" : "");
+    built_kernels b;
+    switch (s.what) {
+    case job::eval: b.k0 = kernel(prog, "pcy_eval"); break;
+    case job::scan: b.k0 = kernel(prog, "pcy_scan"); break;
+    case job::random: b.k0 = kernel(prog, "pcy_random"); break;
+    case job::reduce:
+      b.k0 = kernel(prog, "pcy_reduce_col");
+      b.k1 = kernel(prog, "pcy_reduce_row");
+      break;
+    }
+    return kernels.emplace(key, b).first->second;
+  }
+
+  uint64_t groups_for(uint64_t items) const {
+    return std::clamp<uint64_t>((items + wg - 1) / wg, 1, max_groups);
+  }
+};
+
+// One launch's arguments: the operands, the meta words, one or two trailing scalars.
+struct launch_args {
+  std::array<uint64_t, max_operands> ptr{}; // CUDA device addresses
+  std::vector<int64_t> meta;
+  std::array<pcy_kernel_arg, max_operands + 3> args{};
+  uint32_t count = 0;
+
+  void operands(const gpu_context& cx, const std::array<const pcy_tensor*, max_operands>& t,
+                int n) {
+    for (int o = 0; o < n; ++o) {
+      const pcy_tensor& x = *t[static_cast<size_t>(o)];
+      if (cx.dl == dialect::cuda) {
+        ptr[static_cast<size_t>(o)] = reinterpret_cast<uint64_t>(sdk::native_of(*cx.fw, x));
+        args[count++] = sdk::val(ptr[static_cast<size_t>(o)]);
+      } else {
+        args[count++] = sdk::mem(x.memory);
+      }
+    }
+  }
+  void add_meta() {
+    args[count++] = {PCY_ARG_SCALAR, nullptr, meta.data(), meta.size() * sizeof(int64_t)};
+  }
+  // A trailing scalar, kept here until the launch (the framework copies it then).
+  template <class V> void add(V v) {
+    static_assert(sizeof(V) <= sizeof(uint64_t));
+    uint64_t& slot = scalars[nscalars++];
+    std::memcpy(&slot, &v, sizeof v);
+    args[count++] = {PCY_ARG_SCALAR, nullptr, &slot, sizeof(V)};
+  }
+  std::array<uint64_t, 2> scalars{};
+  int nscalars = 0;
+};
+
+inline void run(const gpu_context& cx, pcy_queue q, pcy_kernel k, uint64_t groups,
+                const launch_args& a) {
+  const pcy_kernel_launch_args l =
+      sdk::launch_args(q, k, 1, {groups * cx.wg, 1, 1}, {cx.wg, 1, 1}, a.args.data(), a.count);
+  sdk::check(cx.fw->kernel_launch(&l));
+}
+
+// A tensor's byte offset in whole elements (kernels address elements).
+inline int64_t elem_offset(const pcy_op_schema& s, const pcy_tensor& t, const char* bundle) {
+  const uint64_t es = sdk::dtype_size(t.dtype);
+  if (t.byte_offset % es != 0)
+    sdk::fail(PCY_ERR_UNSUPPORTED,
+              sdk::str(s.extension, ".", s.name, ": a tensor starts at byte offset ", t.byte_offset,
+                       ", not a multiple of its ", es, "-byte elements; ", bundle,
+                       " addresses whole elements"));
+  return static_cast<int64_t>(t.byte_offset / es);
+}
+
+inline void offsets_of(const pcy_op_schema& s, const program& p, const char* bundle,
+                       std::array<int64_t, max_operands>& off,
+                       std::array<const pcy_tensor*, max_operands>& t) {
+  for (int o = 0; o < p.operands; ++o) {
+    t[static_cast<size_t>(o)] = p.ops[static_cast<size_t>(o)].tensor;
+    off[static_cast<size_t>(o)] = elem_offset(s, *t[static_cast<size_t>(o)], bundle);
+  }
+}
+
+// ---- the ops ---------------------------------------------------------------------------------
+template <const pcy_op_schema& S> consteval uint32_t at(const char* name) {
+  return sdk::arg_index(S, name);
+}
+
+template <const pcy_op_schema& S, int N> void op_eval(gpu_context& cx, const sdk::op_args& a) {
+  program p;
+  const decoder dc(S, a);
+  dc.decode(p, kind::eval, at<S>("program"), at<S>("out"), at<S>("out") + 1, N);
+  dc.check_aliasing(p, at<S>("out"), at<S>("out") + 1);
+  if (p.elements == 0) return;
+  const collapsed c = collapse(p);
+  codegen::spec s = codegen::make_spec(p, c, job::eval, 0);
+  s.f32_via_f64 = cx.fp64;
+  const built_kernels& k = cx.get(s);
+  std::array<int64_t, max_operands> off{};
+  std::array<const pcy_tensor*, max_operands> t{};
+  offsets_of(S, p, cx.bundle, off, t);
+  launch_args la;
+  la.meta = codegen::meta_words(s, c, off, 1);
+  la.meta[static_cast<size_t>(codegen::layout_of(s).extra(0))] = static_cast<int64_t>(p.elements);
+  la.operands(cx, t, p.operands);
+  la.add_meta();
+  run(cx, a.queue(), k.k0, cx.groups_for(p.elements), la);
+}
+
+// The column kernel when the first input runs along the innermost kept dimension and not along
+// the innermost reduced one (the reduced dimensions are outermost: neighbouring work-items read
+// neighbouring elements), or when there are many outputs and few reduced elements; else the row
+// kernel (a work-group per output).
+inline bool use_columns(const collapsed& c, uint64_t n_out, uint64_t n_red, uint32_t wg) {
+  const int kept = c.rank - c.reduced;
+  if (c.reduced == 0 || n_red <= 8) return true;
+  if (kept > 0 && std::abs(c.strides[1][static_cast<size_t>(kept - 1)]) == 1 &&
+      std::abs(c.strides[1][static_cast<size_t>(c.rank - 1)]) != 1)
+    return true;
+  return n_red < wg && n_out >= 4096;
+}
+
+template <class T> void add_dof(launch_args& la, double dof) { la.add(static_cast<T>(dof)); }
+
+template <const pcy_op_schema& S, int N> void op_reduce(gpu_context& cx, const sdk::op_args& a) {
+  program p;
+  const decoder dc(S, a);
+  constexpr uint32_t in0 = at<S>("in0");
+  dc.decode(p, kind::reduce, at<S>("program"), at<S>("out"), in0, N);
+  const int kd = dc.reduce_kind(p, at<S>("kind"));
+  dc.check_aliasing(p, at<S>("out"), in0);
+  const double corr = a.f(at<S>("correction"));
+  if (!std::isfinite(corr)) dc.bad(at<S>("correction"), "not finite");
+  if (p.kept_elements == 0) return;
+  const collapsed c = collapse(p);
+  codegen::spec s = codegen::make_spec(p, c, job::reduce, kd);
+  s.f32_via_f64 = cx.fp64;
+  const built_kernels& k = cx.get(s);
+  std::array<int64_t, max_operands> off{};
+  std::array<const pcy_tensor*, max_operands> t{};
+  offsets_of(S, p, cx.bundle, off, t);
+  uint64_t n_red = 1;
+  for (int d = c.rank - c.reduced; d < c.rank; ++d)
+    n_red *= static_cast<uint64_t>(c.shape[static_cast<size_t>(d)]);
+  const codegen::layout l = codegen::layout_of(s);
+  launch_args la;
+  la.meta = codegen::meta_words(s, c, off, 3);
+  const double dof = static_cast<double>(n_red) - corr;
+  la.meta[static_cast<size_t>(l.extra(0))] = static_cast<int64_t>(p.kept_elements);
+  la.meta[static_cast<size_t>(l.extra(1))] = static_cast<int64_t>(n_red);
+  la.meta[static_cast<size_t>(l.extra(2))] = dof > 0 ? 1 : 0;
+  la.operands(cx, t, p.operands);
+  la.add_meta();
+  switch (p.result_dtype()) {
+  case PCY_DTYPE_F32: add_dof<float>(la, dof); break;
+  case PCY_DTYPE_F64: add_dof<double>(la, dof); break;
+  case PCY_DTYPE_I8: add_dof<int8_t>(la, 0); break;
+  case PCY_DTYPE_I16: add_dof<int16_t>(la, 0); break;
+  case PCY_DTYPE_I32: add_dof<int32_t>(la, 0); break;
+  case PCY_DTYPE_I64: add_dof<int64_t>(la, 0); break;
+  case PCY_DTYPE_U8:
+  case PCY_DTYPE_BOOL: add_dof<uint8_t>(la, 0); break;
+  default: sdk::fail(PCY_ERR_INTERNAL, sdk::str(cx.bundle, ": reduce of an unchecked dtype"));
+  }
+  if (use_columns(c, p.kept_elements, n_red, cx.wg))
+    run(cx, a.queue(), k.k0, cx.groups_for(p.kept_elements), la);
+  else
+    run(cx, a.queue(), k.k1, std::min<uint64_t>(p.kept_elements, 65535), la);
+}
+
+template <const pcy_op_schema& S, int N> void op_scan(gpu_context& cx, const sdk::op_args& a) {
+  program p;
+  const decoder dc(S, a);
+  constexpr uint32_t in0 = at<S>("in0");
+  dc.decode(p, kind::scan, at<S>("program"), at<S>("out"), in0, N);
+  const int64_t kd = a.i(at<S>("kind"));
+  if (kd != PCY_ARRAY_SCAN_SUM && kd != PCY_ARRAY_SCAN_PROD)
+    dc.bad(at<S>("kind"), sdk::str("unknown scan kind ", kd));
+  if (!is_number(p.result_dtype())) dc.bad(at<S>("kind"), "scans need a numeric value");
+  dc.check_aliasing(p, at<S>("out"), in0);
+  if (p.elements == 0) return;
+  const collapsed c = collapse(p);
+  codegen::spec s = codegen::make_spec(p, c, job::scan, static_cast<int>(kd));
+  s.f32_via_f64 = cx.fp64;
+  const built_kernels& k = cx.get(s);
+  std::array<int64_t, max_operands> off{};
+  std::array<const pcy_tensor*, max_operands> t{};
+  offsets_of(S, p, cx.bundle, off, t);
+  uint64_t rows = 1;
+  for (int d = 0; d < c.rank - c.reduced; ++d)
+    rows *= static_cast<uint64_t>(c.shape[static_cast<size_t>(d)]);
+  launch_args la;
+  la.meta = codegen::meta_words(s, c, off, 1);
+  la.meta[static_cast<size_t>(codegen::layout_of(s).extra(0))] = static_cast<int64_t>(rows);
+  la.operands(cx, t, p.operands);
+  la.add_meta();
+  run(cx, a.queue(), k.k0, cx.groups_for(rows), la);
+}
+
+// random: the view {R, shape[R], offset, strides[R]} checked against the output; the draw's
+// parameters as pcy_array.h says (the affine steps in the output's precision, F32 for the half
+// types).
+inline void op_random(gpu_context& cx, const sdk::op_args& a) {
+  const pcy_op_schema& S = pcy_array_random_schema;
+  constexpr uint32_t out_k = at<pcy_array_random_schema>("out");
+  constexpr uint32_t view_k = at<pcy_array_random_schema>("view");
+  constexpr uint32_t dist_k = at<pcy_array_random_schema>("distribution");
+  auto bad = [&](uint32_t k, const std::string& what) {
+    sdk::fail(PCY_ERR_INVALID_ARGUMENT,
+              sdk::str(S.extension, ".", S.name, ": argument ", S.args[k].name, ": ", what));
+  };
+  const pcy_tensor& out = a.t(out_k);
+  const int dt = static_cast<int>(out.dtype);
+  if (out.strides != nullptr) bad(out_k, "strided tensors are described by the view");
+  const std::span<const int64_t> v = a.ints(view_k);
+  if (v.empty() || v[0] < 0 || v[0] > max_rank) bad(view_k, "word 0: the rank is outside [0, 8]");
+  const int R = static_cast<int>(v[0]);
+  if (v.size() != static_cast<size_t>(2 + 2 * R))
+    bad(view_k, sdk::str(v.size(), " words, expected ", 2 + 2 * R));
+  uint64_t n = 1;
+  int128 lo = v[static_cast<size_t>(1 + R)], hi = lo;
+  for (int d = 0; d < R; ++d) {
+    const int64_t e = v[static_cast<size_t>(1 + d)];
+    if (e < 0) bad(view_k, sdk::str("word ", 1 + d, ": extent ", e, " < 0"));
+    if (!sdk::mul_ok(n, static_cast<uint64_t>(e), n) || n > (uint64_t{1} << 62))
+      bad(view_k, "the element count overflows");
+  }
+  if (n == 0) return;
+  for (int d = 0; d < R; ++d) {
+    const int128 span =
+        static_cast<int128>(v[static_cast<size_t>(1 + d)] - 1) * v[static_cast<size_t>(2 + R + d)];
+    (span < 0 ? lo : hi) += span;
+  }
+  uint64_t have = 1;
+  for (int32_t i = 0; i < out.ndim; ++i)
+    if (out.shape[i] < 0 || !sdk::mul_ok(have, static_cast<uint64_t>(out.shape[i]), have))
+      bad(out_k, "its shape is invalid");
+  if (lo < 0 || hi >= static_cast<int128>(have))
+    bad(view_k, sdk::str("the view addresses elements ", static_cast<int64_t>(lo), "..",
+                         static_cast<int64_t>(hi), " of a tensor of ", have, " elements"));
+  const int64_t dist = a.i(dist_k);
+  const double pa = a.f(at<pcy_array_random_schema>("a")),
+               pb = a.f(at<pcy_array_random_schema>("b"));
+  const bool fl = is_float(dt) || is_half(dt);
+  switch (dist) {
+  case PCY_ARRAY_RANDOM_UNIFORM:
+  case PCY_ARRAY_RANDOM_NORMAL:
+    if (!fl) bad(dist_k, "uniform and normal draw floating values");
+    break;
+  case PCY_ARRAY_RANDOM_BERNOULLI: break;
+  case PCY_ARRAY_RANDOM_RANDINT:
+    if (!is_int(dt)) bad(dist_k, "randint draws integers");
+    break;
+  case PCY_ARRAY_RANDOM_BITS:
+    if (dt != PCY_DTYPE_I64) bad(dist_k, "bits draws i64");
+    break;
+  default: bad(dist_k, sdk::str("unknown distribution ", dist));
+  }
+  codegen::spec s;
+  s.what = job::random;
+  s.kind = static_cast<int>(dist);
+  s.rank = R;
+  s.operands = 1;
+  s.dtypes[0] = dt;
+  const built_kernels& k = cx.get(s);
+  const codegen::layout l = codegen::layout_of(s);
+  launch_args la;
+  la.meta.assign(static_cast<size_t>(l.extra(6)), 0);
+  for (int d = 0; d < R; ++d) {
+    la.meta[static_cast<size_t>(l.shape(d))] = v[static_cast<size_t>(1 + d)];
+    la.meta[static_cast<size_t>(l.stride(0, d))] = v[static_cast<size_t>(2 + R + d)];
+  }
+  la.meta[static_cast<size_t>(l.offset(0))] =
+      v[static_cast<size_t>(1 + R)] + elem_offset(S, out, cx.bundle);
+  la.meta[static_cast<size_t>(l.extra(0))] = static_cast<int64_t>(n);
+  la.meta[static_cast<size_t>(l.extra(1))] = a.i(at<pcy_array_random_schema>("seed"));
+  la.meta[static_cast<size_t>(l.extra(2))] = a.i(at<pcy_array_random_schema>("offset"));
+  // bernoulli: floor(p 2^32) clipped to [0, 2^32]; NaN gives 0
+  uint64_t thr = 0;
+  if (pa > 0.0) thr = pa >= 1.0 ? (uint64_t{1} << 32) : static_cast<uint64_t>(pa * 4294967296.0);
+  la.meta[static_cast<size_t>(l.extra(3))] = static_cast<int64_t>(thr);
+  // randint: lo and the range b - a mod 2^64
+  if (dist == PCY_ARRAY_RANDOM_RANDINT) {
+    const int64_t ilo = static_cast<int64_t>(pa), ihi = static_cast<int64_t>(pb);
+    la.meta[static_cast<size_t>(l.extra(4))] = ilo;
+    la.meta[static_cast<size_t>(l.extra(5))] =
+        static_cast<int64_t>(static_cast<uint64_t>(ihi) - static_cast<uint64_t>(ilo));
+  }
+  la.operands(cx, {&out}, 1);
+  la.add_meta();
+  if (dt == PCY_DTYPE_F64) {
+    // uniform: lo = a, span = b - a; normal: lo = mean, span = std
+    const double lo_ = pa, span_ = dist == PCY_ARRAY_RANDOM_UNIFORM ? pb - pa : pb;
+    la.add(lo_);
+    la.add(span_);
+    run(cx, a.queue(), k.k0, cx.groups_for(n), la);
+  } else {
+    const float fa = static_cast<float>(pa), fb = static_cast<float>(pb);
+    const float lo_ = fa, span_ = dist == PCY_ARRAY_RANDOM_UNIFORM ? fb - fa : fb;
+    la.add(lo_);
+    la.add(span_);
+    run(cx, a.queue(), k.k0, cx.groups_for(n), la);
+  }
+}
+
+// The ops and dtypes of the native bundle (and random for every dtype).
+template <class Table, class Ctx> void register_ops(Table& table, const std::string& impl) {
+  constexpr pcy_dtype all[] = {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_I32,  PCY_DTYPE_I64,
+                               PCY_DTYPE_U8,  PCY_DTYPE_F16, PCY_DTYPE_BF16, PCY_DTYPE_I8,
+                               PCY_DTYPE_I16, PCY_DTYPE_BOOL};
+  for (pcy_dtype d : all) {
+#define PCY_ADD_EVAL(n)                                                                            \
+  table.template add<op_eval<pcy_array_eval_##n##_schema, n>>(pcy_array_eval_##n##_schema, d, impl);
+    PCY_ADD_EVAL(0)
+    PCY_ADD_EVAL(1)
+    PCY_ADD_EVAL(2) PCY_ADD_EVAL(3) PCY_ADD_EVAL(4) PCY_ADD_EVAL(5) PCY_ADD_EVAL(6) PCY_ADD_EVAL(7)
+        PCY_ADD_EVAL(8)
+#undef PCY_ADD_EVAL
+            table.template add<op_random>(pcy_array_random_schema, d, impl);
+    if (d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16) continue;
+#define PCY_ADD_REDUCE(n)                                                                          \
+  table.template add<op_reduce<pcy_array_reduce_##n##_schema, n>>(pcy_array_reduce_##n##_schema,   \
+                                                                  d, impl);
+    PCY_ADD_REDUCE(1)
+    PCY_ADD_REDUCE(2)
+    PCY_ADD_REDUCE(3) PCY_ADD_REDUCE(4)
+#undef PCY_ADD_REDUCE
+        if (d == PCY_DTYPE_BOOL) continue;
+    table.template add<op_scan<pcy_array_scan_1_schema, 1>>(pcy_array_scan_1_schema, d, impl);
+    table.template add<op_scan<pcy_array_scan_2_schema, 2>>(pcy_array_scan_2_schema, d, impl);
+  }
+}
+
+} // namespace parenchyma::array_bundle::gpu

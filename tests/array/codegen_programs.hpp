@@ -1,0 +1,215 @@
+// Array GPU bundle tests, shared part: representative programs for the code generator
+// (array_codegen.hpp) — every instruction on every dtype it takes, every cast, every reduce kind,
+// both scans, every random distribution — as codegen specs, without tensors.
+#pragma once
+
+#include "array_codegen.hpp"
+
+#include <string>
+#include <vector>
+
+namespace array_codegen_test {
+
+namespace ab = parenchyma::array_bundle;
+namespace cg = parenchyma::array_bundle::codegen;
+
+struct named_spec {
+  std::string name;
+  cg::spec s;
+};
+
+inline int push(cg::spec& s, int op, int dtype, int64_t a = 0, int64_t b = 0, int64_t c = 0,
+                int64_t extent = 0) {
+  ab::instruction& in = s.code[static_cast<size_t>(s.count)];
+  in.op = op;
+  in.dtype = dtype;
+  in.a = a;
+  in.b = b;
+  in.c = c;
+  in.extent = extent;
+  return s.count++;
+}
+
+constexpr int arith_dtypes[] = {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_I8, PCY_DTYPE_I16,
+                                PCY_DTYPE_I32, PCY_DTYPE_I64, PCY_DTYPE_U8, PCY_DTYPE_BOOL};
+constexpr int all_dtypes[] = {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_I8, PCY_DTYPE_I16,
+                              PCY_DTYPE_I32, PCY_DTYPE_I64, PCY_DTYPE_U8, PCY_DTYPE_BOOL,
+                              PCY_DTYPE_F16, PCY_DTYPE_BF16};
+
+// Whether op (unary or binary) is defined on operands of dtype t (array_program.hpp's rules).
+inline bool defined_on(int op, int t) {
+  using namespace parenchyma::array_bundle;
+  switch (op) {
+  case PCY_ARRAY_OP_NEG:
+  case PCY_ARRAY_OP_ABS:
+  case PCY_ARRAY_OP_SIGN:
+  case PCY_ARRAY_OP_SQUARE:
+  case PCY_ARRAY_OP_ADD:
+  case PCY_ARRAY_OP_SUB:
+  case PCY_ARRAY_OP_MUL:
+  case PCY_ARRAY_OP_FLOORDIV:
+  case PCY_ARRAY_OP_REM:
+  case PCY_ARRAY_OP_POW:
+  case PCY_ARRAY_OP_MINIMUM:
+  case PCY_ARRAY_OP_MAXIMUM: return is_number(t);
+  case PCY_ARRAY_OP_NOT:
+  case PCY_ARRAY_OP_AND:
+  case PCY_ARRAY_OP_OR:
+  case PCY_ARRAY_OP_XOR: return is_int(t) || is_bool(t);
+  case PCY_ARRAY_OP_SHL:
+  case PCY_ARRAY_OP_SHR: return is_int(t);
+  case PCY_ARRAY_OP_ISNAN:
+  case PCY_ARRAY_OP_ISINF:
+  case PCY_ARRAY_OP_ISFINITE: return is_float(t);
+  default:
+    if (is_float_unary(op) || is_float_binary(op)) return is_float(t);
+    if (is_compare(op)) return is_arith(t);
+    return false;
+  }
+}
+inline int result_of(int op, int t) {
+  using namespace parenchyma::array_bundle;
+  if (is_compare(op) || op == PCY_ARRAY_OP_ISNAN || op == PCY_ARRAY_OP_ISINF ||
+      op == PCY_ARRAY_OP_ISFINITE)
+    return PCY_DTYPE_BOOL;
+  return t;
+}
+
+// An eval program over rank-2 operands (out, x, y of dtype t) with every op defined on t, their
+// results folded into one value by WHERE chains so every register is live.
+inline cg::spec all_ops(int t) {
+  cg::spec s;
+  s.what = cg::job::eval;
+  s.rank = 2;
+  s.operands = 3;
+  s.dtypes = {t, t, t};
+  const int x = push(s, PCY_ARRAY_OP_LOAD, t, 1);
+  const int y = push(s, PCY_ARRAY_OP_LOAD, t, 2);
+  const int cond = push(s, PCY_ARRAY_OP_CAST, PCY_DTYPE_BOOL, x);
+  int acc = x;
+  for (int op = PCY_ARRAY_OP_NEG; op < PCY_ARRAY_OP_WHERE; ++op) {
+    if (!defined_on(op, t)) continue;
+    const int n = parenchyma::array_bundle::op_operands(op);
+    int r = push(s, op, result_of(op, t), x, n > 1 ? y : 0);
+    if (result_of(op, t) != t) r = push(s, PCY_ARRAY_OP_CAST, t, r);
+    acc = push(s, PCY_ARRAY_OP_WHERE, t, cond, r, acc);
+  }
+  // a constant, an index and a gather
+  const int k = push(s, PCY_ARRAY_OP_CONST, t,
+                     t == PCY_DTYPE_F32 || t == PCY_DTYPE_F64 ? 0x3FF8000000000000 : 3);
+  acc = push(s, PCY_ARRAY_OP_WHERE, t, cond, k, acc);
+  const int i = push(s, PCY_ARRAY_OP_INDEX, PCY_DTYPE_I64, 1);
+  const int g = push(s, PCY_ARRAY_OP_GATHER, t, 2, i, 0, 5);
+  push(s, PCY_ARRAY_OP_WHERE, t, cond, g, acc);
+  return s;
+}
+
+// Every cast from `from` to each dtype and back, as one program (the round trips folded by
+// WHERE so each stays live).
+inline cg::spec cast_prog(int from) {
+  cg::spec s;
+  s.what = cg::job::eval;
+  s.rank = 1;
+  s.operands = 2;
+  s.dtypes = {from, from};
+  const int x = push(s, PCY_ARRAY_OP_LOAD, from, 1);
+  const int cond = push(s, PCY_ARRAY_OP_CAST, PCY_DTYPE_BOOL, x);
+  int acc = x;
+  for (int to : all_dtypes) {
+    if (to == from) continue;
+    const int c = push(s, PCY_ARRAY_OP_CAST, to, x);
+    const int back = push(s, PCY_ARRAY_OP_CAST, from, c);
+    acc = push(s, PCY_ARRAY_OP_WHERE, from, cond, back, acc);
+  }
+  return s;
+}
+
+inline cg::spec reduce_prog(int kind, int value, int out, int rank, int reduced) {
+  cg::spec s;
+  s.what = cg::job::reduce;
+  s.kind = kind;
+  s.rank = rank;
+  s.reduced = reduced;
+  s.operands = 2;
+  s.dtypes = {out, value};
+  push(s, PCY_ARRAY_OP_LOAD, value, 1);
+  return s;
+}
+
+inline cg::spec scan_prog(int kind, int t) {
+  cg::spec s;
+  s.what = cg::job::scan;
+  s.kind = kind;
+  s.rank = 2;
+  s.reduced = 1;
+  s.operands = 2;
+  s.dtypes = {t, t};
+  push(s, PCY_ARRAY_OP_LOAD, t, 1);
+  return s;
+}
+
+inline cg::spec random_prog(int dist, int t, int rank) {
+  cg::spec s;
+  s.what = cg::job::random;
+  s.kind = dist;
+  s.rank = rank;
+  s.operands = 1;
+  s.dtypes[0] = t;
+  return s;
+}
+
+// The representative set.
+inline std::vector<named_spec> representative() {
+  using namespace parenchyma::array_bundle;
+  std::vector<named_spec> v;
+  const char* (*dn)(int) = [](int d) { return cg::detail::tname(d); };
+  for (int t : arith_dtypes)
+    v.push_back({std::string("all ops ") + dn(t), all_ops(t)});
+  for (int from : all_dtypes)
+    v.push_back({std::string("casts from ") + dn(from), cast_prog(from)});
+  for (int kind = PCY_ARRAY_REDUCE_SUM; kind < PCY_ARRAY_REDUCE_END; ++kind) {
+    for (int t : arith_dtypes) {
+      const bool fl = is_float(t);
+      int out = t;
+      switch (kind) {
+      case PCY_ARRAY_REDUCE_ARGMIN:
+      case PCY_ARRAY_REDUCE_ARGMAX: out = PCY_DTYPE_I64; break;
+      case PCY_ARRAY_REDUCE_ALL:
+      case PCY_ARRAY_REDUCE_ANY:
+        if (t != PCY_DTYPE_BOOL) continue;
+        break;
+      case PCY_ARRAY_REDUCE_MEAN:
+      case PCY_ARRAY_REDUCE_VAR:
+      case PCY_ARRAY_REDUCE_STD:
+      case PCY_ARRAY_REDUCE_LOGSUMEXP:
+      case PCY_ARRAY_REDUCE_NORM2:
+        if (!fl) continue;
+        break;
+      default:
+        if (t == PCY_DTYPE_BOOL) continue;
+        break;
+      }
+      v.push_back(
+          {"reduce kind " + std::to_string(kind) + " " + dn(t), reduce_prog(kind, t, out, 3, 2)});
+    }
+  }
+  for (int t : arith_dtypes) {
+    if (t == PCY_DTYPE_BOOL) continue;
+    v.push_back({std::string("cumsum ") + dn(t), scan_prog(PCY_ARRAY_SCAN_SUM, t)});
+    v.push_back({std::string("cumprod ") + dn(t), scan_prog(PCY_ARRAY_SCAN_PROD, t)});
+  }
+  for (int t : all_dtypes) {
+    const bool fl = is_float(t) || is_half(t);
+    if (fl) {
+      v.push_back({std::string("uniform ") + dn(t), random_prog(PCY_ARRAY_RANDOM_UNIFORM, t, 2)});
+      v.push_back({std::string("normal ") + dn(t), random_prog(PCY_ARRAY_RANDOM_NORMAL, t, 2)});
+    }
+    v.push_back({std::string("bernoulli ") + dn(t), random_prog(PCY_ARRAY_RANDOM_BERNOULLI, t, 1)});
+    if (is_int(t))
+      v.push_back({std::string("randint ") + dn(t), random_prog(PCY_ARRAY_RANDOM_RANDINT, t, 3)});
+  }
+  v.push_back({"bits i64", random_prog(PCY_ARRAY_RANDOM_BITS, PCY_DTYPE_I64, 0)});
+  return v;
+}
+
+} // namespace array_codegen_test
