@@ -5,6 +5,7 @@
 #include "support/random.hpp"
 
 #include <parenchyma/array.hpp>
+#include <parenchyma/graph.hpp>
 #include <parenchyma/registry.hpp>
 
 #include <cmath>
@@ -371,4 +372,158 @@ TEST_CASE("array: bad arguments are refused naming the function and the argument
   CHECK(msg([&] { (void)x.reshape({5, 3}); }).find("cannot reshape") != std::string::npos);
   CHECK(msg([&] { (void)pa::max(pa::zeros(b, {3, 0}), {1}); }).find("empty") != std::string::npos);
   CHECK(msg([&] { (void)(x & x); }).find("integers") != std::string::npos);
+}
+
+TEST_CASE("array: take, concat, stack and matmul against loops", "[array]") {
+  for (const Backend& b : backends()) {
+    INFO("backend " << b.name());
+    pa::Array table = pa::arange(b, 0, 12, 1, PCY_DTYPE_F32).reshape({4, 3});
+    pa::Array ids = pa::asarray(b, std::vector<int32_t>{3, -1, 0, 7, -9}, {5});
+    // Rows 3, 3 (-1), 0, 3 (7 clipped), 0 (-9 clipped).
+    CHECK(pa::take(table, ids, 0).to_vector<float>() ==
+          std::vector<float>{9, 10, 11, 9, 10, 11, 0, 1, 2, 9, 10, 11, 0, 1, 2});
+    CHECK(pa::take(table, pa::asarray(b, std::vector<int64_t>{2, 0}, {2}), 1).to_vector<float>() ==
+          std::vector<float>{2, 0, 5, 3, 8, 6, 11, 9});
+    pa::Array c = pa::concat({table, table.slice(0, 0, 1) * 10.0f}, 0);
+    CHECK(c.shape() == pa::Shape{5, 3});
+    CHECK(c.to_vector<float>().back() == 20.0f);
+    CHECK(pa::stack({table.at(0), table.at(1)}, 1).to_vector<float>() ==
+          std::vector<float>{0, 3, 1, 4, 2, 5});
+    for (const pcy_dtype t : {PCY_DTYPE_F64, PCY_DTYPE_I32}) {
+      const int64_t m = 7, k = 13, n = 5, batch = 3;
+      const auto va = random_values(static_cast<size_t>(batch * m * k), -4, 4);
+      const auto vb = random_values(static_cast<size_t>(k * n), -4, 4);
+      pa::Array x = pa::asarray(b, va, {batch, m, k}).astype(t);
+      pa::Array y = pa::asarray(b, vb, {k, n}).astype(t);
+      const auto got = pa::matmul(x, y).astype(PCY_DTYPE_F64).to_vector<double>();
+      const auto got2 = pa::matmul(x.at(1), y).astype(PCY_DTYPE_F64).to_vector<double>();
+      REQUIRE(got.size() == static_cast<size_t>(batch * m * n));
+      for (int64_t bi = 0; bi < batch; ++bi)
+        for (int64_t i = 0; i < m; ++i)
+          for (int64_t j = 0; j < n; ++j) {
+            double want = 0;
+            for (int64_t q = 0; q < k; ++q) {
+              double av = va[static_cast<size_t>((bi * m + i) * k + q)];
+              double bv = vb[static_cast<size_t>(q * n + j)];
+              if (t == PCY_DTYPE_I32) {
+                av = std::trunc(av);
+                bv = std::trunc(bv);
+              }
+              want += av * bv;
+            }
+            const double g = got[static_cast<size_t>((bi * m + i) * n + j)];
+            REQUIRE(close(g, want, 1e-12, 1e-12));
+            if (bi == 1) REQUIRE(close(got2[static_cast<size_t>(i * n + j)], want, 1e-12, 1e-12));
+          }
+    }
+  }
+}
+
+TEST_CASE("array: an operand of a value written into its own input refuses to run later",
+          "[array]") {
+  Backend b("native");
+  pa::Array w = pa::ones(b, {3});
+  pa::Array t = w * 2.0f; // named: still held after the write
+  w.assign(t + 1.0f);
+  CHECK(w.to_vector<float>() == std::vector<float>{3, 3, 3});
+  try {
+    (void)t.to_vector<float>();
+    FAIL("expected an error");
+  } catch (const error& e) {
+    CHECK(std::string(e.what()).find("eval() it before that write") != std::string::npos);
+  }
+}
+
+TEST_CASE("array: random draws: the same bits on every backend, offsets split one stream, "
+          "moments",
+          "[array]") {
+  Backend native("native");
+  const uint64_t seed = 0x5eed'0000'1234ull;
+  const auto ref_n = pa::random::normal(native, {1000}, seed, 77).to_vector<float>();
+  const auto ref_u = pa::random::uniform(native, {999}, seed, 5, -2, 3, PCY_DTYPE_F64).to_vector<double>();
+  for (const Backend& b : backends()) {
+    INFO("backend " << b.name());
+    const auto n = pa::random::normal(b, {1000}, seed, 77).to_vector<float>();
+    const auto u = pa::random::uniform(b, {999}, seed, 5, -2, 3, PCY_DTYPE_F64).to_vector<double>();
+    for (size_t i = 0; i < n.size(); ++i) REQUIRE(same_bits(n[i], ref_n[i]));
+    for (size_t i = 0; i < u.size(); ++i) REQUIRE(same_bits(u[i], ref_u[i]));
+    // Element e at offset o is element e - 10 at offset o + 10.
+    const auto shifted = pa::random::normal(b, {990}, seed, 87).to_vector<float>();
+    for (size_t i = 0; i < shifted.size(); ++i) REQUIRE(same_bits(shifted[i], n[i + 10]));
+    // A strided view draws in its own row-major order.
+    pa::Array z = pa::zeros(b, {4, 6});
+    pa::Array g = pa::random::normal(b, {4, 3}, seed, 77);
+    z.slice(1, 0, pa::Array::npos, 2).assign(g);
+    const auto zv = z.to_vector<float>();
+    for (size_t i = 0; i < 12; ++i) REQUIRE(same_bits(zv[(i / 3) * 6 + (i % 3) * 2], n[i]));
+    // Moments of a larger draw.
+    pa::random::Generator gen(seed);
+    pa::Array big = gen.normal(b, {200000}, 1.5, 2.0, PCY_DTYPE_F64);
+    const double m = pa::mean(big).item<double>(), sd = pa::std(big).item<double>();
+    CHECK(std::fabs(m - 1.5) < 0.02);
+    CHECK(std::fabs(sd - 2.0) < 0.02);
+    const double p = pa::mean(gen.bernoulli(b, {100000}, 0.25)).item<double>();
+    CHECK(std::fabs(p - 0.25) < 0.01);
+    pa::Array ri = gen.randint(b, {50000}, -3, 4, PCY_DTYPE_I32);
+    CHECK(pa::min(ri).item<int32_t>() == -3);
+    CHECK(pa::max(ri).item<int32_t>() == 3);
+    CHECK(gen.offset() == 200000 + 100000 + 50000);
+  }
+}
+
+TEST_CASE("array: fused expressions record into graphs and replay with new inputs", "[array]") {
+  for (const Backend& b : backends()) {
+    INFO("backend " << b.name());
+    SharedTensor<float> x({257});
+    for (float& v : x.write_only()) v = 1.0f;
+    pa::Array a = pa::wrap(b, x);
+    pa::Array y = pa::empty(b, {257});
+    pa::Array total;
+    Graph g = Graph::record(b, [&] {
+      y.assign(pa::exp(a) * 2.0f + 1.0f); // one program, its words copied at recording
+      total = pa::sum(y * y);
+    });
+    for (int round = 1; round <= 3; ++round) {
+      for (float& v : x.write_only()) v = static_cast<float>(round) * 0.25f;
+      g.replay();
+      const float want = std::exp(static_cast<float>(round) * 0.25f) * 2.0f + 1.0f;
+      const auto yv = y.to_vector<float>();
+      CHECK(close(yv[0], want, 1e-6, 0));
+      CHECK(close(yv[256], want, 1e-6, 0));
+      CHECK(close(total.item<float>(), 257.0 * want * want, 1e-5, 0));
+    }
+  }
+}
+
+TEST_CASE("array: assign_all writes several results in one program (an Adam step)", "[array]") {
+  for (const Backend& b : backends()) {
+    INFO("backend " << b.name());
+    const auto vg = random_values(1000, -1, 1), vp = random_values(1000, -1, 1);
+    pa::Array p = pa::asarray(b, as<float>(vp), {1000}), g = pa::asarray(b, as<float>(vg), {1000});
+    pa::Array m = pa::zeros(b, {1000}), v = pa::zeros(b, {1000});
+    const double b1 = 0.9, b2 = 0.999, eps = 1e-8, step = 0.01;
+    std::vector<float> hm(1000, 0), hv(1000, 0), hp = as<float>(vp);
+    const auto fg = as<float>(vg);
+    for (int t = 0; t < 3; ++t) {
+      const uint64_t before = pa::programs_run();
+      pa::Array m_new = m * b1 + g * (1 - b1);
+      pa::Array v_new = v * b2 + pa::square(g) * (1 - b2);
+      pa::assign_all({m, v, p}, {m_new, v_new, p - m_new * step / (pa::sqrt(v_new) + eps)});
+      CHECK(pa::programs_run() - before == 1);
+      for (size_t i = 0; i < 1000; ++i) {
+        hm[i] = static_cast<float>(hm[i] * static_cast<float>(b1)) + static_cast<float>(fg[i] * static_cast<float>(1 - b1));
+        hv[i] = static_cast<float>(hv[i] * static_cast<float>(b2)) + static_cast<float>((fg[i] * fg[i]) * static_cast<float>(1 - b2));
+        hp[i] = hp[i] - (hm[i] * static_cast<float>(step)) / (std::sqrt(hv[i]) + static_cast<float>(eps));
+      }
+    }
+    const auto gm = m.to_vector<float>(), gv = v.to_vector<float>(), gp = p.to_vector<float>();
+    // The named values read the targets they were written into: they refuse to run again.
+    pa::Array again = g * (1 - b1);
+    CHECK(again.to_vector<float>().size() == 1000); // an expression of g alone is still fine
+    for (size_t i = 0; i < 1000; ++i) {
+      REQUIRE(same_bits(gm[i], hm[i]));
+      REQUIRE(same_bits(gv[i], hv[i]));
+      REQUIRE(same_bits(gp[i], hp[i]));
+    }
+  }
 }

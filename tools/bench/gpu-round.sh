@@ -27,6 +27,8 @@
 #   selftest  nn-cuda-selftest and the NN/BLAS conformance suites on cuda
 #   demo      parenchyma-nn-demo on every backend
 #   pocl      tools/debug/pocl_scan: which NN OpenCL kernel crashes PoCL's kernel compiler
+#   array     the array extension: its tests on every backend (cuda, NVIDIA OpenCL, PoCL, native),
+#             the NN demo on cuda, then A1-A4 (bench_array_cuda) against a device copy or fill
 # Environment: PCY_GPU_BUILD (default /tmp/pcy-gpu), PCY_KCACHE (a kernel cache tarball to start
 # from, default .device/kcache.tgz; the cache is packed back into $OUT/kcache.tgz after each
 # phase), PCY_DEADLINE (seconds from the start after which no further phase begins; default 540).
@@ -65,6 +67,8 @@ has selftest && targets+=(nn-cuda-selftest parenchyma-conformance)
 has conf-blas && targets+=(parenchyma-conformance)
 has pocl && targets+=(parenchyma-conformance)
 has demo && targets+=(parenchyma-nn-demo)
+has array && targets+=(bench_array_cuda test_array test_array_hostile test_array_random
+  parenchyma-array-native parenchyma-array-opencl parenchyma-array-cuda parenchyma-nn-demo)
 has tests && all=ON
 say "machine: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
@@ -132,6 +136,14 @@ for p in "$@"; do
       PARENCHYMA_OPENCL_PLATFORMS=$pf OPENBLAS_NUM_THREADS=1 timeout 120 "$bin/bench_blas_opencl" --p2 --quick 2>&1 | grep -E "P2|#" | tail -4
       mv "$B"/json/p2_opencl_small_ops_default.json "$B/json/p2_opencl_small_ops_$pf.json" 2>/dev/null
     done ;;
+  array)
+    for t in array array_hostile array_random $(ls "$bin" | grep -o '^test_array_gpu$' | sed 's/^test_//'); do
+      say "test_$t"; (cd "$B" && timeout 120 "$bin/test_$t" >"$L/test_$t.log" 2>&1); echo "test_$t exit code $?"
+      tail -4 "$L/test_$t.log"
+    done
+    say "NN demo on cuda (the array extension's loss, accuracy and Adam)"
+    timeout 120 "$bin/parenchyma-nn-demo" --backend cuda 2>&1 | tail -6
+    say "A1-A4 (bench_array_cuda)"; timeout 240 "$bin/bench_array_cuda" 2>&1 | tail -24 ;;
   p3) say "P3 (C1 on the host)"; OPENBLAS_NUM_THREADS=1 timeout 120 "$bin/bench_core_dispatch" 2>&1 | tail -8 ;;
   p6) say P6; timeout 120 "$bin/bench_graph_replay" cuda 2>&1 | tail -12 ;;
   p6-impl)

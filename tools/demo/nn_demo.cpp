@@ -1,19 +1,21 @@
 // parenchyma-nn-demo: trains a small convolutional network on the 1,797 8x8 handwritten digits
 // that scikit-learn ships (sklearn/datasets/data/digits.csv.gz), on every backend present or on
 // the one named, through the public API only: the NN front-end (convolution, relu, max pooling,
-// log_softmax and their gradients) and BLAS (the dense layer, the loss, the SGD updates). Every
-// computation runs on the backend's device; the host uploads each mini-batch and reads back only
-// the batch's log-probabilities (N x 10, for the accuracy) and the epoch's loss.
+// log_softmax and their gradients), BLAS (the dense layer) and the array extension (the
+// cross-entropy loss as one fused reduction, the accuracy by argmax, the Adam step as one fused
+// program per parameter). Every computation runs on the backend's device; the host uploads
+// each mini-batch's images and labels and reads back one loss and two counts per epoch.
 //
 //   x [N,1,8,8] -> conv 1->8 3x3 pad 1 + bias -> relu -> max pool 2x2 -> conv 8->16 3x3 pad 1
 //   + bias -> relu -> max pool 2x2 -> flatten [N,64] -> dense 64->10 (gemm + bias) ->
-//   log_softmax -> mean negative log-likelihood; plain SGD.
+//   log_softmax -> mean negative log-likelihood; Adam with a cosine learning-rate schedule.
 //
 // The initial weights (He, uniform) and the shuffling come from one seeded generator, so every
 // backend trains the same network on the same batches; at the end the per-epoch loss curves of
 // the backends are compared. Exit status: 0 when every backend reached the accuracy bar and the
 // curves agree; 1 when not (or a backend failed); 2 on bad usage or a malformed data file; 77
 // (skipped) when the data set is not installed or no backend serves the NN ops.
+#include <parenchyma/array.hpp>
 #include <parenchyma/blas.hpp>
 #include <parenchyma/nn.hpp>
 #include <parenchyma/parenchyma.hpp>
@@ -43,6 +45,7 @@
 using namespace parenchyma;
 namespace blas = parenchyma::blas;
 namespace nn = parenchyma::nn;
+namespace pa = parenchyma::array;
 
 namespace {
 
@@ -54,7 +57,7 @@ struct Options {
   std::string data, backend;
   int epochs = 20;
   int64_t batch = 32;
-  double lr = 0.15; // the first epoch's; a cosine schedule takes it towards 0
+  double lr = 0.01; // Adam's step of the first epoch; a cosine schedule takes it towards 0
   uint64_t seed = 1;
   double min_accuracy = 0.95;
   // The largest relative difference of two backends' per-epoch mean training loss. Two f32 runs
@@ -318,7 +321,7 @@ public:
         x_(c1_.x_shape()), z1_(c1_.y_shape()), a1_(c1_.y_shape()), h1_(c2_.x_shape()),
         i1_(c2_.x_shape()), z2_(c2_.y_shape()), a2_(c2_.y_shape()), h2_(pooled_), i2_(pooled_),
         ones_({n, 1}), logits_({n, classes}), logp_({n, classes}), target_({n, classes}),
-        loss_({1}), dlogits_({n, classes}), dh2_(pooled_), da2_(c2_.y_shape()), dz2_(c2_.y_shape()),
+        labels_t_({n, 1}), dlogits_({n, classes}), dh2_(pooled_), da2_(c2_.y_shape()), dz2_(c2_.y_shape()),
         dh1_(c2_.x_shape()), da1_(c1_.y_shape()), dz1_(c1_.y_shape()) {
     std::span<float> one = ones_.write_only();
     std::fill(one.begin(), one.end(), 1.0f);
@@ -340,17 +343,14 @@ public:
     return out;
   }
 
-  // The batch: samples idx of d; the target holds -1/N at each label (the gradient of the mean
-  // negative log-likelihood with respect to the log-probabilities).
+  // The batch: samples idx of d, and their labels (N x 1, i32).
   void load(const Digits& d, std::span<const uint32_t> idx) {
-    std::span<float> x = x_.write_only(), t = target_.write_only();
-    std::fill(t.begin(), t.end(), 0.0f);
-    labels_.assign(idx.size(), 0);
+    std::span<float> x = x_.write_only();
+    std::span<int32_t> l = labels_t_.write_only();
     for (size_t i = 0; i < idx.size(); ++i) {
       std::copy_n(d.x.begin() + static_cast<ptrdiff_t>(idx[i] * pixels), pixels,
                   x.begin() + static_cast<ptrdiff_t>(i * pixels));
-      labels_[i] = d.y[idx[i]];
-      t[i * classes + static_cast<size_t>(labels_[i])] = -1.0f / static_cast<float>(n_);
+      l[i] = d.y[idx[i]];
     }
   }
 
@@ -370,11 +370,18 @@ public:
   }
 
   // Adds weight * (this batch's mean loss) to loss_sum, computes every gradient into g and
-  // takes one SGD step on p.
-  void backward_step(const Backend& b, Params& p, Params& g, double lr, double weight,
-                     SharedTensor<float>& loss_sum) {
-    blas::dot(b, logp_, target_, loss_); // -mean log p(label)
-    blas::axpy(b, weight, loss_, loss_sum);
+  // takes one Adam step on p (moments m, v; step t from 1).
+  void backward_step(const Backend& b, Params& p, Params& g, Params& m, Params& v, int64_t t,
+                     double lr, double weight, pa::Array& loss_sum) {
+    // The one-hot mask of the labels, lazily: class index (1 x 10) == label (N x 1).
+    const pa::Array hot = pa::arange(b, 0, classes, 1, PCY_DTYPE_I32).reshape({1, classes}) ==
+                          pa::wrap(b, labels_t_);
+    const pa::Array logp = pa::wrap(b, logp_);
+    // The loss: -sum(log p(label)) / N, one fused reduction, accumulated on the device.
+    const double scale = -weight / static_cast<double>(n_);
+    loss_sum.assign(loss_sum + pa::sum(pa::where(hot, logp, 0.0f)) * scale);
+    // The gradient of the mean negative log-likelihood with respect to log p: -1/N at the label.
+    pa::wrap(b, target_).assign(pa::where(hot, -1.0 / static_cast<double>(n_), 0.0, PCY_DTYPE_F32));
     nn::log_softmax_grad(b, logp_, target_, dlogits_, 1);
     blas::gemm(b, blas::trans, blas::no_trans, 1.0, dlogits_, h2_, 0.0, g.w3); // dW = dL^T h2
     blas::gemv(b, blas::trans, 1.0, dlogits_, ones_, 0.0, g.b3);               // db = dL^T 1
@@ -390,20 +397,26 @@ public:
     nn::relu_grad(b, a1_, da1_, dz1_);
     c1_.grad_filter(x_, dz1_, g.w1);
     c1_.grad_bias(dz1_, g.b1);
-    const std::vector<SharedTensor<float>*> ps = p.all(), gs = g.all();
-    for (size_t i = 0; i < ps.size(); ++i)
-      blas::axpy(b, -lr, *gs[i], *ps[i]);
+    // Adam (Kingma and Ba), one fused program per parameter: m, v and the parameter written in
+    // one pass (assign_all), the bias corrections folded into the step size.
+    constexpr double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+    const double step = lr * std::sqrt(1 - std::pow(b2, static_cast<double>(t))) /
+                        (1 - std::pow(b1, static_cast<double>(t)));
+    const std::vector<SharedTensor<float>*> ps = p.all(), gs = g.all(), ms = m.all(), vs = v.all();
+    for (size_t i = 0; i < ps.size(); ++i) {
+      pa::Array pa_ = pa::wrap(b, *ps[i]), gi = pa::wrap(b, *gs[i]);
+      pa::Array mi = pa::wrap(b, *ms[i]), vi = pa::wrap(b, *vs[i]);
+      const pa::Array m_new = mi * b1 + gi * (1 - b1);
+      const pa::Array v_new = vi * b2 + pa::square(gi) * (1 - b2);
+      pa::assign_all({mi, vi, pa_}, {m_new, v_new, pa_ - m_new * step / (pa::sqrt(v_new) + eps)});
+    }
   }
 
-  // How many samples of the loaded batch the network classified right (reads N x 10 back).
-  int64_t correct() const {
-    const std::span<const float> lp = logp_.read();
-    int64_t right = 0;
-    for (size_t i = 0; i < labels_.size(); ++i) {
-      const float* row = lp.data() + i * classes;
-      right += std::max_element(row, row + classes) - row == labels_[i];
-    }
-    return right;
+  // Adds the number of samples of the loaded batch the network classified right to `right`
+  // (argmax on the device; nothing is read back).
+  void count_correct(const Backend& b, pa::Array& right) {
+    const pa::Array guess = pa::argmax(pa::wrap(b, logp_), int64_t{1}, true); // N x 1, i64
+    right.assign(right + pa::sum(guess == pa::wrap(b, labels_t_)));
   }
 
 private:
@@ -415,9 +428,9 @@ private:
   SharedTensor<int32_t> i1_;
   SharedTensor<float> z2_, a2_, h2_;
   SharedTensor<int32_t> i2_;
-  SharedTensor<float> ones_, logits_, logp_, target_, loss_;
+  SharedTensor<float> ones_, logits_, logp_, target_;
+  SharedTensor<int32_t> labels_t_;
   SharedTensor<float> dlogits_, dh2_, da2_, dz2_, dh1_, da1_, dz1_;
-  std::vector<int> labels_;
 };
 
 // ---- training on one backend -----------------------------------------------------------------
@@ -455,8 +468,8 @@ void print_routes(const Backend& b) {
       {"log_softmax_grad", ext::op_key<pcy_nn_log_softmax_grad_schema>(PCY_DTYPE_F32)},
       {"gemm", blas::detail::gemm_key(PCY_DTYPE_F32)},
       {"gemv", blas::detail::gemv_key(PCY_DTYPE_F32)},
-      {"dot", blas::detail::dot_key(PCY_DTYPE_F32)},
-      {"axpy", blas::detail::axpy_key(PCY_DTYPE_F32)},
+      {"array (fused f32)", ext::op_key<pcy_array_eval_3_schema>(PCY_DTYPE_F32)},
+      {"array (reduce)", ext::op_key<pcy_array_reduce_2_schema>(PCY_DTYPE_F32)},
   };
   for (const Op& op : ops) {
     const OpRoute r = b.route(op.key);
@@ -474,14 +487,18 @@ Run train(const std::string& request, const Digits& d, const Split& split, const
   print_routes(b);
 
   const auto t_setup = std::chrono::steady_clock::now();
-  Params p, g;
+  Params p, g, m, v;
+  for (SharedTensor<float>* t : m.all()) pa::wrap(b, *t).assign(0.0);
+  for (SharedTensor<float>* t : v.all()) pa::wrap(b, *t).assign(0.0);
   upload(p.w1, init.w1);
   upload(p.b1, init.b1);
   upload(p.w2, init.w2);
   upload(p.b2, init.b2);
   upload(p.w3, init.w3);
   upload(p.b3, init.b3);
-  SharedTensor<float> loss_sum({1});
+  pa::Array loss_sum = pa::zeros(b, {}, PCY_DTYPE_F32);
+  pa::Array right_train = pa::zeros(b, {}, PCY_DTYPE_I64), right_test = pa::zeros(b, {}, PCY_DTYPE_I64);
+  int64_t step = 0;
 
   // One Pass per batch size: the full batch, and the last partial batch of each split.
   std::vector<std::unique_ptr<Pass>> passes;
@@ -515,28 +532,30 @@ Run train(const std::string& request, const Digits& d, const Split& split, const
       std::swap(order[i], order[shuffle.below(i + 1)]);
     // Cosine decay (SGDR without restarts): the later epochs settle instead of jumping around.
     const double lr = o.lr * 0.5 * (1 + std::cos(pi * (epoch - 1) / o.epochs));
-    loss_sum.write_only()[0] = 0.0f;
-    int64_t right = 0;
+    loss_sum.assign(0.0);
+    right_train.assign(0.0);
+    right_test.assign(0.0);
     for (int64_t at = 0; at < n_train; at += o.batch) {
       const int64_t n = std::min(o.batch, n_train - at);
       Pass& ps = pass_for(n, true);
       ps.load(d, std::span<const uint32_t>(order).subspan(static_cast<size_t>(at),
                                                           static_cast<size_t>(n)));
       ps.forward(b, p);
-      ps.backward_step(b, p, g, lr, static_cast<double>(n) / static_cast<double>(n_train),
-                       loss_sum);
-      right += ps.correct(); // after the step is enqueued: the device runs the batch uninterrupted
+      ps.count_correct(b, right_train); // the forward's prediction, before the step
+      ps.backward_step(b, p, g, m, v, ++step, lr,
+                       static_cast<double>(n) / static_cast<double>(n_train), loss_sum);
     }
-    const double loss = loss_sum.read()[0];
-    int64_t test_right = 0;
     for (int64_t at = 0; at < n_test; at += o.batch) {
       const int64_t n = std::min(o.batch, n_test - at);
       Pass& ps = pass_for(n, false);
       ps.load(d, std::span<const uint32_t>(split.test)
                      .subspan(static_cast<size_t>(at), static_cast<size_t>(n)));
       ps.forward(b, p);
-      test_right += ps.correct();
+      ps.count_correct(b, right_test);
     }
+    // The epoch's three numbers: the only values read back.
+    const double loss = loss_sum.item<float>();
+    const int64_t right = right_train.item<int64_t>(), test_right = right_test.item<int64_t>();
     const double secs =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     run.loss.push_back(loss);
@@ -570,7 +589,7 @@ int usage(const char* argv0, int rc) {
       "                     usual install places)\n"
       "  --epochs N         default 20\n"
       "  --batch N          mini-batch size, default 32\n"
-      "  --lr X             SGD learning rate of the first epoch (cosine decay), default 0.15\n"
+      "  --lr X             Adam step size of the first epoch (cosine decay), default 0.01\n"
       "  --seed N           initial weights and shuffling, default 1\n"
       "  --min-accuracy X   held-out accuracy every backend must reach, default 0.95\n"
       "  --algorithm F,D,W  the convolutions' algorithms (forward, grad_data, grad_filter):\n"
@@ -692,7 +711,7 @@ int main(int argc, char** argv) {
                 path.c_str(), split.train.size(), split.test.size());
     std::printf("network:   conv 1->8 3x3 - relu - maxpool 2 - conv 8->16 3x3 - relu - maxpool 2 "
                 "- dense 64->10 - log_softmax (f32)\n");
-    std::printf("training:  %d epochs, batch %lld, SGD lr %g (cosine decay), seed %llu\n", o.epochs,
+    std::printf("training:  %d epochs, batch %lld, Adam lr %g (cosine decay), seed %llu\n", o.epochs,
                 static_cast<long long>(o.batch), o.lr, static_cast<unsigned long long>(o.seed));
 
     std::vector<std::string> requests;

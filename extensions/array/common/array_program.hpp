@@ -68,11 +68,13 @@ constexpr bool is_float_binary(int op) noexcept {
          (op >= PCY_ARRAY_OP_COPYSIGN && op <= PCY_ARRAY_OP_LOGADDEXP);
 }
 
+// Plain data without initialisers: a program's 256 slots are written up to its count, never
+// zeroed (the decoder runs on every call).
 struct instruction {
-  int op = 0;
-  int dtype = 0;
-  int64_t a = 0, b = 0, c = 0;
-  int64_t extent = 0; // GATHER
+  int op;
+  int dtype;
+  int64_t a, b, c;
+  int64_t extent; // GATHER
 };
 
 struct operand {
@@ -88,10 +90,10 @@ enum class kind { eval, reduce, scan };
 // register holds (bundles refuse F64 on devices without fp64 from it).
 struct program {
   kind what = kind::eval;
-  int rank = 0, reduced = 0, operands = 0, count = 0;
+  int rank = 0, reduced = 0, operands = 0, count = 0, outputs = 1;
   std::array<int64_t, max_rank> shape{};
   std::array<operand, max_operands> ops{};
-  std::array<instruction, max_instructions> code{};
+  std::array<instruction, max_instructions> code; // [0, count) set by the decoder
   uint32_t dtype_mask = 0;
   uint64_t elements = 0;      // of the whole index space
   uint64_t kept_elements = 0; // of the kept (first rank - reduced) dimensions
@@ -111,8 +113,9 @@ public:
          str(s_.extension, ".", s_.name, ": argument ", s_.args[k].name, ": ", what));
   }
 
+  // `outputs` (evalm2/evalm3: 2 or 3): operands 0..outputs-1 are the arguments from out_k on.
   void decode(program& p, kind what, uint32_t prog_k, uint32_t out_k, uint32_t in_k,
-              int inputs) const {
+              int inputs, int outputs = 1) const {
     const std::span<const int64_t> w = a_.ints(prog_k);
     p.what = what;
     p.words = w;
@@ -132,10 +135,12 @@ public:
       bad(prog_k, str("word 2: ", w[2], " reduced dimensions; this op takes ", k_lo, "..",
                       k_hi > p.rank ? p.rank : k_hi));
     p.reduced = static_cast<int>(w[2]);
-    if (w[3] != inputs + 1)
-      bad(prog_k, str("word 3: ", w[3], " operands; ", s_.name, " has ", inputs + 1,
-                      " (the output and ", inputs, " inputs)"));
-    p.operands = inputs + 1;
+    if (w[3] != inputs + outputs)
+      bad(prog_k, str("word 3: ", w[3], " operands; ", s_.name, " has ", inputs + outputs, " (",
+                      outputs, outputs == 1 ? " output" : " outputs", " and ", inputs,
+                      " inputs)"));
+    p.operands = inputs + outputs;
+    p.outputs = outputs;
     if (w[4] < 1 || w[4] > max_instructions)
       bad(prog_k, str("word 4: ", w[4], " instructions, outside [1, ", max_instructions, "]"));
     p.count = static_cast<int>(w[4]);
@@ -159,7 +164,8 @@ public:
     }
     for (int o = 0; o < p.operands; ++o) {
       operand& op = p.ops[static_cast<size_t>(o)];
-      const uint32_t tk = o == 0 ? out_k : in_k + static_cast<uint32_t>(o - 1);
+      const uint32_t tk = o < outputs ? out_k + static_cast<uint32_t>(o)
+                                      : in_k + static_cast<uint32_t>(o - outputs);
       op.tensor = &a_.t(tk);
       op.dtype = static_cast<int>(op.tensor->dtype);
       if (!is_dtype(op.dtype)) bad(tk, str("dtype ", op.dtype, " is unknown"));
@@ -173,9 +179,6 @@ public:
             bad(prog_k, str("the output's stride for reduced dimension ", d, " is ",
                             op.strides[d], ", expected 0"));
     }
-    // Every addressed element inside its tensor (GATHER's axis checked with its instruction).
-    if (p.elements > 0)
-      for (int o = 0; o < p.operands; ++o) check_bounds(p, o, prog_k, -1, 0);
 
     for (int k = 0; k < p.count; ++k, at += PCY_ARRAY_INSTRUCTION_WORDS) {
       instruction& in = p.code[static_cast<size_t>(k)];
@@ -184,17 +187,38 @@ public:
       in.a = w[at + 1];
       in.b = w[at + 2];
       in.c = w[at + 3];
+      in.extent = 0;
       if (in.op == PCY_ARRAY_OP_GATHER) in.extent = PCY_ARRAY_GATHER_EXTENT(w[at]);
       else if ((w[at] >> 16) != 0)
         bad(prog_k, str("instruction ", k, ": unused bits set in word ", at));
       check_instruction(p, k, prog_k);
       p.dtype_mask |= 1u << in.dtype;
     }
+    // Every element the output and the LOADs address lies inside its tensor (a GATHERed operand
+    // is checked by its instruction, over the gathered axis' extent).
+    if (p.elements > 0) {
+      std::array<bool, max_operands> loaded{};
+      for (int o = 0; o < outputs; ++o) loaded[static_cast<size_t>(o)] = true;
+      for (int k = 0; k < p.count; ++k)
+        if (p.code[static_cast<size_t>(k)].op == PCY_ARRAY_OP_LOAD)
+          loaded[static_cast<size_t>(p.code[static_cast<size_t>(k)].a)] = true;
+      for (int o = 0; o < p.operands; ++o)
+        if (loaded[static_cast<size_t>(o)]) check_bounds(p, o, prog_k, -1, 0);
+    }
     // The value's dtype against the output's.
     const int v = p.result_dtype(), out = p.ops[0].dtype;
     if (what != kind::reduce && v != out)
       bad(prog_k, str("the program's value is ", dn(v), " but the output is ", dn(out),
                       " (end the program with a CAST)"));
+    // Each further output is written by exactly one STORE.
+    for (int o = 1; o < outputs; ++o) {
+      int stores = 0;
+      for (int k = 0; k < p.count; ++k)
+        stores += p.code[static_cast<size_t>(k)].op == PCY_ARRAY_OP_STORE &&
+                  p.code[static_cast<size_t>(k)].a == o;
+      if (stores != 1)
+        bad(prog_k, str("output ", o, " is written by ", stores, " STORE instructions, expected 1"));
+    }
   }
 
   // The reduce kind's rules for the value's and the output's dtypes.
@@ -242,19 +266,26 @@ public:
   // Output and inputs: the output may be an input only through the same view (eval, scan on
   // the same offset and strides); a reduce output shares memory with no input.
   void check_aliasing(const program& p, uint32_t out_k, uint32_t in_k) const {
-    const operand& o = p.ops[0];
-    for (int i = 1; i < p.operands; ++i) {
-      const operand& x = p.ops[static_cast<size_t>(i)];
-      if (x.tensor->memory != o.tensor->memory || x.tensor->data != o.tensor->data) continue;
-      if (p.elements == 0) continue;
-      const bool same_view = p.what != kind::reduce && x.offset == o.offset &&
-                             x.strides == o.strides && x.dtype == o.dtype &&
-                             x.tensor->byte_offset == o.tensor->byte_offset;
-      if (!same_view)
-        bad(in_k + static_cast<uint32_t>(i - 1),
-            str("shares memory with the output (argument ", s_.args[out_k].name,
-                ") through another view; write to a new tensor, or update in place through "
-                "the same view"));
+    if (p.elements == 0) return;
+    for (int oi = 0; oi < p.outputs; ++oi) {
+      const operand& o = p.ops[static_cast<size_t>(oi)];
+      for (int i = 0; i < p.operands; ++i) {
+        if (i == oi) continue;
+        const operand& x = p.ops[static_cast<size_t>(i)];
+        if (x.tensor->memory != o.tensor->memory || x.tensor->data != o.tensor->data) continue;
+        const bool is_output = i < p.outputs;
+        const bool same_view = !is_output && p.what != kind::reduce && x.offset == o.offset &&
+                               x.strides == o.strides && x.dtype == o.dtype &&
+                               x.tensor->byte_offset == o.tensor->byte_offset;
+        if (same_view) continue;
+        const uint32_t k = is_output ? out_k + static_cast<uint32_t>(i)
+                                     : in_k + static_cast<uint32_t>(i - p.outputs);
+        bad(k, str("shares memory with ", is_output ? "another output" : "the output",
+                   " (argument ", s_.args[out_k + static_cast<uint32_t>(oi)].name,
+                   is_output ? "); outputs must be distinct tensors"
+                             : ") through another view; write to a new tensor, or update in "
+                               "place through the same view"));
+      }
     }
   }
 
@@ -306,6 +337,10 @@ private:
     if (!is_dtype(in.dtype)) no(str("unknown dtype ", in.dtype));
     const int n = op_operands(in.op);
     const int64_t regs[3] = {in.a, in.b, in.c};
+    // Words an instruction does not use must be 0 (sources use a; GATHER uses a, b and c).
+    const int used = in.op == PCY_ARRAY_OP_GATHER ? 3 : in.op == PCY_ARRAY_OP_STORE ? 2 : n == 0 ? 1 : n;
+    for (int i = used; i < 3; ++i)
+      if (regs[i] != 0) no(str("its unused word ", i + 1, " is ", regs[i], ", expected 0"));
     int rd[3] = {0, 0, 0};
     for (int i = 0; i < n; ++i) {
       if (regs[i] < 0 || regs[i] >= k) no(str("operand ", i, " names register ", regs[i],
@@ -313,14 +348,14 @@ private:
       rd[i] = p.code[static_cast<size_t>(regs[i])].dtype;
     }
     const int d = in.dtype;
-    auto operand_ok = [&](int o) {
-      if (o < 1 || o >= p.operands) no(str("operand ", o, " is not an input (1..", p.operands - 1,
-                                          ")"));
+    auto operand_ok = [&](int64_t o) { // the whole word: no truncation before the check
+      if (o < p.outputs || o >= p.operands)
+        no(str("operand ", o, " is not an input (", p.outputs, "..", p.operands - 1, ")"));
       const int t = p.ops[static_cast<size_t>(o)].dtype;
       if (t != d) no(str("input ", o, " has dtype ", dn(t)));
     };
     switch (in.op) {
-    case PCY_ARRAY_OP_LOAD: operand_ok(static_cast<int>(in.a)); return;
+    case PCY_ARRAY_OP_LOAD: operand_ok(in.a); return;
     case PCY_ARRAY_OP_CONST:
       if (!is_arith(d)) no("constants are numbers or bool");
       return;
@@ -329,7 +364,7 @@ private:
       if (in.a < 0 || in.a >= p.rank) no(str("dimension ", in.a, " outside the rank ", p.rank));
       return;
     case PCY_ARRAY_OP_GATHER: {
-      operand_ok(static_cast<int>(in.a));
+      operand_ok(in.a);
       if (in.b < 0 || in.b >= k || p.code[static_cast<size_t>(in.b)].dtype != PCY_DTYPE_I64)
         no("the index register must be an earlier i64 register");
       if (in.c < 0 || in.c >= p.rank) no(str("dimension ", in.c, " outside the rank ", p.rank));
@@ -339,6 +374,15 @@ private:
       return;
     }
     case PCY_ARRAY_OP_CAST: return; // any to any
+    case PCY_ARRAY_OP_STORE: {
+      if (in.a < 1 || in.a >= p.outputs)
+        no(str("output ", in.a, " is not a further output (1..", p.outputs - 1, ")"));
+      if (in.b < 0 || in.b >= k) no("the value must be an earlier register");
+      const int t = p.ops[static_cast<size_t>(in.a)].dtype;
+      if (d != t || p.code[static_cast<size_t>(in.b)].dtype != t)
+        no(str("the value and the instruction must have output ", in.a, "'s dtype ", dn(t)));
+      return;
+    }
     case PCY_ARRAY_OP_WHERE:
       if (rd[0] != PCY_DTYPE_BOOL) no("the condition must be bool");
       if (rd[1] != d || rd[2] != d) no("both values must have the instruction's dtype");

@@ -9,6 +9,12 @@
 #include "array_program.hpp"
 #include "array_scalar.hpp"
 
+// This file is built with -ffp-contract=off (CMakeLists.txt): the random core's functions may
+// inline here (GCC inlines nothing across its optimize pragma).
+#if defined(__GNUC__) && !defined(__clang__) && defined(PCY_ARRAY_NATIVE_NO_CONTRACTION)
+#define PCY_RNG_BUILT_WITHOUT_CONTRACTION 1
+#endif
+#include <parenchyma/abi/ext/pcy_array_random.h>
 #include <parenchyma/sdk/bundle.hpp>
 #include <parenchyma/sdk/op_schema.hpp>
 
@@ -24,7 +30,7 @@ namespace {
 using namespace parenchyma;
 using namespace parenchyma::array_bundle;
 
-constexpr int64_t block = 256; // elements per chunk (registers of 2 KiB at 8 bytes)
+constexpr int64_t block = 1024; // elements per chunk (registers of 8 KiB at 8 bytes)
 
 // ---- kernels over a chunk ----------------------------------------------------------------------
 using kernel_fn = void (*)(void* out, const void* a, const void* b, const void* c, int64_t n);
@@ -226,6 +232,80 @@ template <int From, int To> void k_cast(void* o, const void* a, const void*, con
   for (int64_t i = 0; i < n; ++i) out[i] = cast<T>(x[i]);
 }
 
+
+// ---- glibc's vector math (libmvec) on x86-64 with AVX2 and FMA --------------------------------
+// The transcendental functions dominate a chain's time when computed one element at a time
+// (glibc's sinf: about 8 ns). libmvec computes 8 floats or 4 doubles per call (within 4 ulp, as
+// glibc documents), special values as the scalar functions. Picked once at start-up by the CPU's
+// features; elsewhere the scalar loops above run.
+#if defined(__x86_64__) && defined(__GLIBC__) && defined(PCY_ARRAY_LIBMVEC)
+#include <immintrin.h>
+extern "C" {
+#define PCY_MVEC_DECL(fn)                                                                          \
+  __m256 _ZGVdN8v_##fn##f(__m256);                                                               \
+  __m256d _ZGVdN4v_##fn(__m256d);
+#define PCY_MVEC_DECL2(fn)                                                                         \
+  __m256 _ZGVdN8vv_##fn##f(__m256, __m256);                                                      \
+  __m256d _ZGVdN4vv_##fn(__m256d, __m256d);
+#define PCY_MVEC_UNARY(X) X(exp) X(expm1) X(log) X(log1p) X(log2) X(log10) X(sin) X(cos) X(tan) \
+  X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh) X(asinh) X(acosh) X(atanh) X(erf)
+PCY_MVEC_UNARY(PCY_MVEC_DECL)
+PCY_MVEC_DECL2(atan2)
+PCY_MVEC_DECL2(hypot)
+PCY_MVEC_DECL2(pow)
+}
+#define PCY_MVEC_KERNEL(fn)                                                                        \
+  __attribute__((target("avx2,fma"))) void mv_##fn##_f32(void* o, const void* a, const void*,    \
+                                                          const void*, int64_t n) {              \
+    float* out = static_cast<float*>(o);                                                           \
+    const float* x = static_cast<const float*>(a);                                                 \
+    int64_t i = 0;                                                                                 \
+    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _ZGVdN8v_##fn##f(_mm256_loadu_ps(x + i))); \
+    for (; i < n; ++i) out[i] = std::fn(x[i]);                                                     \
+  }                                                                                                \
+  __attribute__((target("avx2,fma"))) void mv_##fn##_f64(void* o, const void* a, const void*,    \
+                                                          const void*, int64_t n) {              \
+    double* out = static_cast<double*>(o);                                                         \
+    const double* x = static_cast<const double*>(a);                                               \
+    int64_t i = 0;                                                                                 \
+    for (; i + 4 <= n; i += 4) _mm256_storeu_pd(out + i, _ZGVdN4v_##fn(_mm256_loadu_pd(x + i)));  \
+    for (; i < n; ++i) out[i] = std::fn(x[i]);                                                     \
+  }
+#define PCY_MVEC_KERNEL2(fn)                                                                       \
+  __attribute__((target("avx2,fma"))) void mv_##fn##_f32(void* o, const void* a, const void* b, \
+                                                          const void*, int64_t n) {              \
+    float* out = static_cast<float*>(o);                                                           \
+    const float* x = static_cast<const float*>(a);                                                 \
+    const float* y = static_cast<const float*>(b);                                                 \
+    int64_t i = 0;                                                                                 \
+    for (; i + 8 <= n; i += 8)                                                                     \
+      _mm256_storeu_ps(out + i, _ZGVdN8vv_##fn##f(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i))); \
+    for (; i < n; ++i) out[i] = std::fn(x[i], y[i]);                                               \
+  }                                                                                                \
+  __attribute__((target("avx2,fma"))) void mv_##fn##_f64(void* o, const void* a, const void* b, \
+                                                          const void*, int64_t n) {              \
+    double* out = static_cast<double*>(o);                                                         \
+    const double* x = static_cast<const double*>(a);                                               \
+    const double* y = static_cast<const double*>(b);                                               \
+    int64_t i = 0;                                                                                 \
+    for (; i + 4 <= n; i += 4)                                                                     \
+      _mm256_storeu_pd(out + i, _ZGVdN4vv_##fn(_mm256_loadu_pd(x + i), _mm256_loadu_pd(y + i)));  \
+    for (; i < n; ++i) out[i] = std::fn(x[i], y[i]);                                               \
+  }
+PCY_MVEC_UNARY(PCY_MVEC_KERNEL)
+PCY_MVEC_KERNEL2(atan2)
+PCY_MVEC_KERNEL2(hypot)
+PCY_MVEC_KERNEL2(pow)
+bool use_libmvec() {
+  static const bool yes = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") &&
+                          std::getenv("PARENCHYMA_ARRAY_NO_LIBMVEC") == nullptr;
+  return yes;
+}
+constexpr const char* math_impl = "libmvec (AVX2) where the CPU has it, glibc otherwise";
+#else
+constexpr const char* math_impl = "glibc";
+#endif
+
 // ---- the dispatch tables, filled once --------------------------------------------------------
 constexpr int n_dtypes = 11; // pcy_dtype values 1..10
 constexpr int n_ops = PCY_ARRAY_OP_END;
@@ -322,6 +402,22 @@ struct tables {
     op[PCY_ARRAY_OP_XOR][PCY_DTYPE_BOOL] = k_binary<op_xor, B>;
     op[PCY_ARRAY_OP_WHERE][PCY_DTYPE_F16] = k_where<uint16_t>;
     op[PCY_ARRAY_OP_WHERE][PCY_DTYPE_BF16] = k_where<uint16_t>;
+#if defined(__x86_64__) && defined(__GLIBC__) && defined(PCY_ARRAY_LIBMVEC)
+    if (use_libmvec()) {
+#define PCY_MVEC_SET(fn, OP)                                                                       \
+  op[PCY_ARRAY_OP_##OP][PCY_DTYPE_F32] = mv_##fn##_f32;                                           \
+  op[PCY_ARRAY_OP_##OP][PCY_DTYPE_F64] = mv_##fn##_f64;
+      PCY_MVEC_SET(exp, EXP) PCY_MVEC_SET(expm1, EXPM1) PCY_MVEC_SET(log, LOG)
+      PCY_MVEC_SET(log1p, LOG1P) PCY_MVEC_SET(log2, LOG2) PCY_MVEC_SET(log10, LOG10)
+      PCY_MVEC_SET(sin, SIN) PCY_MVEC_SET(cos, COS) PCY_MVEC_SET(tan, TAN)
+      PCY_MVEC_SET(asin, ASIN) PCY_MVEC_SET(acos, ACOS) PCY_MVEC_SET(atan, ATAN)
+      PCY_MVEC_SET(sinh, SINH) PCY_MVEC_SET(cosh, COSH) PCY_MVEC_SET(tanh, TANH)
+      PCY_MVEC_SET(asinh, ASINH) PCY_MVEC_SET(acosh, ACOSH) PCY_MVEC_SET(atanh, ATANH)
+      PCY_MVEC_SET(erf, ERF) PCY_MVEC_SET(atan2, ATAN2) PCY_MVEC_SET(hypot, HYPOT)
+      PCY_MVEC_SET(pow, POW)
+#undef PCY_MVEC_SET
+    }
+#endif
     casts<PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_I32, PCY_DTYPE_I64, PCY_DTYPE_U8, PCY_DTYPE_F16,
           PCY_DTYPE_BF16, PCY_DTYPE_I8, PCY_DTYPE_I16, PCY_DTYPE_BOOL>();
   }
@@ -353,9 +449,11 @@ void load(void* out, const char* base, int dtype, int64_t s, int64_t n) {
   }
 }
 template <class T> void scatter_t(T* p, const T* in, int64_t s, int64_t n) {
-  if (s == 1) std::memcpy(p, in, static_cast<size_t>(n) * sizeof(T));
-  else
+  if (s == 1) {
+    if (p != in) std::memcpy(p, in, static_cast<size_t>(n) * sizeof(T)); // p == in: a LOAD
+  } else {
     for (int64_t i = 0; i < n; ++i) p[i * s] = in[i]; // s == 0: the last one wins (rank 0 only)
+  }
 }
 void store(char* base, const void* in, size_t es, int64_t s, int64_t n) {
   switch (es) {
@@ -400,7 +498,8 @@ struct runner {
   std::array<size_t, max_operands> es{};
   uint64_t* regs = nullptr;
   const tables& tb = table();
-  std::array<kernel_fn, max_instructions> fn{};
+  std::array<kernel_fn, max_instructions> fn;      // [0, count) set by the constructor
+  std::array<const void*, max_instructions> rp;   // each register's values for the chunk
 
   runner(native_context& cx, const program& prog) : p(prog), c(collapse(prog)) {
     for (int o = 0; o < p.operands; ++o) {
@@ -415,6 +514,7 @@ struct runner {
     for (int k = 0; k < p.count; ++k) {
       const instruction& in = p.code[static_cast<size_t>(k)];
       const int src = op_operands(in.op) > 0 ? p.code[static_cast<size_t>(in.a)].dtype : 0;
+      fn[static_cast<size_t>(k)] = nullptr;
       if (in.op == PCY_ARRAY_OP_CAST) fn[static_cast<size_t>(k)] = tb.cast[src][in.dtype];
       else if (in.op == PCY_ARRAY_OP_WHERE) fn[static_cast<size_t>(k)] = tb.op[in.op][in.dtype];
       else if (op_operands(in.op) > 0) fn[static_cast<size_t>(k)] = tb.op[in.op][src];
@@ -427,15 +527,21 @@ struct runner {
   // Evaluates the program for n elements starting at index `idx` (collapsed dimensions) and
   // walking dimension `inner`; `off` holds each operand's element offset at idx. Returns the
   // value's register.
-  void* chunk(const int64_t* idx, int inner, int64_t n, const int64_t* off) {
+  const void* chunk(const int64_t* idx, int inner, int64_t n, const int64_t* off) {
     for (int k = 0; k < p.count; ++k) {
       const instruction& in = p.code[static_cast<size_t>(k)];
       void* out = reg(k);
+      rp[static_cast<size_t>(k)] = out;
       switch (in.op) {
       case PCY_ARRAY_OP_LOAD: {
         const size_t o = static_cast<size_t>(in.a);
-        load(out, base[o] + off[o] * static_cast<int64_t>(es[o]), in.dtype,
-             inner >= 0 ? c.strides[o][static_cast<size_t>(inner)] : 0, n);
+        const char* src = base[o] + off[o] * static_cast<int64_t>(es[o]);
+        const int64_t s = inner >= 0 ? c.strides[o][static_cast<size_t>(inner)] : 0;
+        // Read in place (no copy), unless several outputs are stored one after another: then a
+        // store may overwrite what a later one still reads (in-place updates), so every value
+        // is in a register before the first store.
+        if (s == 1 && in.dtype != PCY_DTYPE_BOOL && p.outputs == 1) rp[static_cast<size_t>(k)] = src;
+        else load(out, src, in.dtype, s, n);
         break;
       }
       case PCY_ARRAY_OP_CONST: constant(out, in.dtype, in.a, n); break;
@@ -449,12 +555,14 @@ struct runner {
         break;
       }
       case PCY_ARRAY_OP_GATHER: gather(in, out, idx, inner, n, off); break;
+      case PCY_ARRAY_OP_STORE: rp[static_cast<size_t>(k)] = rp[static_cast<size_t>(in.b)]; break;
       default:
-        fn[static_cast<size_t>(k)](out, reg(in.a), reg(in.b), reg(in.c), n);
+        fn[static_cast<size_t>(k)](out, rp[static_cast<size_t>(in.a)], rp[static_cast<size_t>(in.b)],
+                                   rp[static_cast<size_t>(in.c)], n);
         break;
       }
     }
-    return reg(p.count - 1);
+    return rp[static_cast<size_t>(p.count - 1)];
   }
 
   void gather(const instruction& in, void* out, const int64_t* idx, int inner, int64_t n,
@@ -463,7 +571,7 @@ struct runner {
     const int d = static_cast<int>(in.c);
     const int64_t sd = c.strides[o][static_cast<size_t>(d)];
     const int64_t si = inner >= 0 ? c.strides[o][static_cast<size_t>(inner)] : 0;
-    const int64_t* g = static_cast<const int64_t*>(reg(in.b));
+    const int64_t* g = static_cast<const int64_t*>(rp[static_cast<size_t>(in.b)]);
     const size_t e = es[o];
     char* dst = static_cast<char*>(out);
     for (int64_t i = 0; i < n; ++i) {
@@ -519,6 +627,14 @@ void run_eval(native_context& cx, const program& p) {
       const int64_t n = std::min(block, len - j);
       if (inner >= 0) idx[static_cast<size_t>(inner)] = j;
       const void* v = r.chunk(idx.data(), inner, n, o2.data());
+      // The further outputs' STOREs first: output 0 may be an input of theirs' (in place).
+      for (int k = 0; p.outputs > 1 && k < p.count; ++k) {
+        const instruction& in = p.code[static_cast<size_t>(k)];
+        if (in.op != PCY_ARRAY_OP_STORE) continue;
+        const size_t o = static_cast<size_t>(in.a);
+        store(r.base[o] + o2[o] * static_cast<int64_t>(r.es[o]), r.rp[static_cast<size_t>(k)],
+              r.es[o], inner >= 0 ? r.c.strides[o][static_cast<size_t>(inner)] : 0, n);
+      }
       store(r.base[0] + o2[0] * static_cast<int64_t>(r.es[0]), v, r.es[0], s_out, n);
       for (int o = 0; o < p.operands; ++o)
         o2[static_cast<size_t>(o)] += n * (inner >= 0 ? r.c.strides[static_cast<size_t>(o)][static_cast<size_t>(inner)] : 0);
@@ -536,16 +652,25 @@ template <class T> struct acc_t {
   int64_t i;
 };
 
-template <class T> T sum_chunk(const T* v, int64_t n) { // pairwise, fixed order
-  if (n <= 8) {
-    T s = T(0);
-    for (int64_t i = 0; i < n; ++i) {
-      if constexpr (std::is_integral_v<T>) s = wrap<T>(u(s) + u(v[i]));
-      else s += v[i];
+// Pairwise summation in a fixed order (NumPy's scheme): blocks of up to 128 summed in 8 lanes
+// (independent chains the compiler vectorises), blocks combined pairwise.
+template <class T> T sum_chunk(const T* v, int64_t n) {
+  if (n <= 128) {
+    if constexpr (std::is_integral_v<T>) {
+      uint64_t s = 0;
+      for (int64_t i = 0; i < n; ++i) s += u(v[i]);
+      return wrap<T>(s);
+    } else {
+      T lane[8] = {};
+      int64_t i = 0;
+      for (; i + 8 <= n; i += 8)
+        for (int l = 0; l < 8; ++l) lane[l] += v[i + l];
+      T s = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+      for (; i < n; ++i) s += v[i];
+      return s;
     }
-    return s;
   }
-  const int64_t h = n / 2;
+  const int64_t h = (n / 2 + 7) / 8 * 8;
   const T x = sum_chunk(v, h), y = sum_chunk(v + h, n - h);
   if constexpr (std::is_integral_v<T>) return wrap<T>(u(x) + u(y));
   else return x + y;
@@ -625,6 +750,59 @@ template <class T> struct reducer {
     if (pass == 0 && (kind == PCY_ARRAY_REDUCE_SUM || kind == PCY_ARRAY_REDUCE_MEAN ||
                       kind == PCY_ARRAY_REDUCE_VAR || kind == PCY_ARRAY_REDUCE_STD)) {
       s.a = op_add::f(s.a, sum_chunk(v, n));
+      return;
+    }
+    if constexpr (std::is_floating_point_v<T>) {
+      if (pass == 1 && (kind == PCY_ARRAY_REDUCE_VAR || kind == PCY_ARRAY_REDUCE_STD)) {
+        // Squared deviations from the mean, summed as sum_chunk does (8 lanes, fixed order).
+        const T m = s.a;
+        T lane[8] = {};
+        int64_t i = 0;
+        for (; i + 8 <= n; i += 8)
+          for (int l = 0; l < 8; ++l) {
+            const T d = v[i + l] - m;
+            lane[l] += d * d;
+          }
+        T t = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+        for (; i < n; ++i) {
+          const T d = v[i] - m;
+          t += d * d;
+        }
+        s.b += t;
+        return;
+      }
+    }
+    if (pass == 0 && (kind == PCY_ARRAY_REDUCE_MAX || kind == PCY_ARRAY_REDUCE_MIN) && n > 0) {
+      T m = s.i < 0 ? v[0] : s.a;
+      if (kind == PCY_ARRAY_REDUCE_MAX)
+        for (int64_t i = 0; i < n; ++i) m = op_maximum::f(m, v[i]);
+      else
+        for (int64_t i = 0; i < n; ++i) m = op_minimum::f(m, v[i]);
+      s.a = m;
+      s.i = 0;
+      return;
+    }
+    if (pass == 0 && (kind == PCY_ARRAY_REDUCE_ARGMAX || kind == PCY_ARRAY_REDUCE_ARGMIN) && n > 0) {
+      if (s.i >= 0 && s.a != s.a) return; // a NaN already won
+      T best = s.i < 0 ? v[0] : s.a;
+      int64_t at = s.i < 0 ? 0 : -1;
+      const bool mx = kind == PCY_ARRAY_REDUCE_ARGMAX;
+      for (int64_t i = 0; i < n; ++i) {
+        const T x = v[i];
+        if (x != x) { // the first NaN wins
+          s.a = x;
+          s.i = pos + i;
+          return;
+        }
+        if (mx ? x > best : x < best) {
+          best = x;
+          at = i;
+        }
+      }
+      if (at >= 0) {
+        s.a = best;
+        s.i = pos + at;
+      }
       return;
     }
     for (int64_t i = 0; i < n; ++i) add(s, v[i], pos + i);
@@ -724,7 +902,13 @@ template <int D> void run_reduce_t(native_context& cx, const program& p, int kin
           int64_t pos = 0;
           r.walk(kept, c.rank, ridx.data(), roff.data(), [&] {
             const T* v = static_cast<const T*>(r.chunk(ridx.data(), kin, n, roff.data()));
-            for (int64_t i = 0; i < n; ++i) rd.add(acc[i], v[i], pos);
+            if (pass == 0 && (kind == PCY_ARRAY_REDUCE_SUM || kind == PCY_ARRAY_REDUCE_MEAN ||
+                              kind == PCY_ARRAY_REDUCE_VAR || kind == PCY_ARRAY_REDUCE_STD) &&
+                std::is_floating_point_v<T>) {
+              for (int64_t i = 0; i < n; ++i) acc[i].a += v[i]; // the common case, vectorised
+            } else {
+              for (int64_t i = 0; i < n; ++i) rd.add(acc[i], v[i], pos);
+            }
             ++pos;
           });
         }
@@ -845,6 +1029,16 @@ template <const pcy_op_schema& S, int N> void op_eval(native_context& cx, const 
   cx.settle(a.queue());
   run_eval(cx, p);
 }
+template <const pcy_op_schema& S, int N, int O>
+void op_evalm(native_context& cx, const sdk::op_args& a) {
+  program p;
+  const decoder dc(S, a);
+  constexpr uint32_t in0 = at<S>("out") + O;
+  dc.decode(p, kind::eval, at<S>("program"), at<S>("out"), in0, N, O);
+  dc.check_aliasing(p, at<S>("out"), in0);
+  cx.settle(a.queue());
+  run_eval(cx, p);
+}
 template <const pcy_op_schema& S, int N> void op_reduce(native_context& cx, const sdk::op_args& a) {
   program p;
   const decoder dc(S, a);
@@ -871,6 +1065,172 @@ template <const pcy_op_schema& S, int N> void op_scan(native_context& cx, const 
   run_scan(cx, p, static_cast<int>(k));
 }
 
+
+// ---- random -------------------------------------------------------------------------------------
+// The view of a random op's output: {R, shape[R], offset, strides[R]} (pcy_array.h), checked
+// against the tensor.
+struct view_t {
+  int rank = 0;
+  std::array<int64_t, max_rank> shape{}, strides{};
+  int64_t offset = 0;
+  uint64_t elements = 1;
+};
+
+template <class T> void store_at(char* base, int64_t at, T v) {
+  std::memcpy(base + at * static_cast<int64_t>(sizeof(T)), &v, sizeof(T));
+}
+
+template <class F> void each_element(const view_t& v, F&& f) {
+  if (v.elements == 0) return;
+  std::array<int64_t, max_rank> idx{};
+  int64_t at = v.offset;
+  for (uint64_t e = 0; e < v.elements; ++e) {
+    f(e, at);
+    for (int d = v.rank - 1; d >= 0; --d) {
+      const size_t ud = static_cast<size_t>(d);
+      if (++idx[ud] < v.shape[ud]) {
+        at += v.strides[ud];
+        break;
+      }
+      at -= (v.shape[ud] - 1) * v.strides[ud];
+      idx[ud] = 0;
+    }
+  }
+}
+
+void op_random(native_context& cx, const sdk::op_args& a) {
+  constexpr const pcy_op_schema& S = pcy_array_random_schema;
+  const decoder dc(S, a);
+  constexpr uint32_t OUT = at<S>("out"), VIEW = at<S>("view"), DIST = at<S>("distribution");
+  const pcy_tensor& out = a.t(OUT);
+  const std::span<const int64_t> w = a.ints(VIEW);
+  view_t v;
+  if (w.empty() || w[0] < 0 || w[0] > max_rank)
+    dc.bad(VIEW, "word 0: the rank must be in [0, 8]");
+  v.rank = static_cast<int>(w[0]);
+  if (w.size() != static_cast<size_t>(2 + 2 * v.rank))
+    dc.bad(VIEW, sdk::str(w.size(), " words, expected ", 2 + 2 * v.rank, " for rank ", v.rank));
+  for (int d = 0; d < v.rank; ++d) {
+    v.shape[static_cast<size_t>(d)] = w[static_cast<size_t>(1 + d)];
+    v.strides[static_cast<size_t>(d)] = w[static_cast<size_t>(2 + v.rank + d)];
+    if (v.shape[static_cast<size_t>(d)] < 0) dc.bad(VIEW, "a negative extent");
+    if (!sdk::mul_ok(v.elements, static_cast<uint64_t>(v.shape[static_cast<size_t>(d)]), v.elements) ||
+        v.elements > (uint64_t{1} << 62))
+      dc.bad(VIEW, "the element count overflows");
+  }
+  v.offset = w[static_cast<size_t>(1 + v.rank)];
+  uint64_t have = 1;
+  for (int32_t i = 0; i < out.ndim; ++i)
+    if (out.shape[i] < 0 || !sdk::mul_ok(have, static_cast<uint64_t>(out.shape[i]), have))
+      dc.bad(OUT, "an invalid shape");
+  if (v.elements > 0) {
+    int128 lo = v.offset, hi = v.offset;
+    for (int d = 0; d < v.rank; ++d) {
+      const int128 span = static_cast<int128>(v.shape[static_cast<size_t>(d)] - 1) *
+                          v.strides[static_cast<size_t>(d)];
+      (span < 0 ? lo : hi) += span;
+    }
+    if (lo < 0 || hi >= static_cast<int128>(have))
+      dc.bad(VIEW, sdk::str("the view addresses elements outside the output's ", have));
+  }
+  const int64_t dist = a.i(DIST);
+  const int dt = static_cast<int>(out.dtype);
+  const bool fl = is_float(dt) || is_half(dt);
+  const bool ok = (dist == PCY_ARRAY_RANDOM_UNIFORM && fl) ||
+                  (dist == PCY_ARRAY_RANDOM_NORMAL && fl) ||
+                  (dist == PCY_ARRAY_RANDOM_BERNOULLI && is_dtype(dt)) ||
+                  (dist == PCY_ARRAY_RANDOM_RANDINT && is_int(dt)) ||
+                  (dist == PCY_ARRAY_RANDOM_BITS && dt == PCY_DTYPE_I64);
+  if (!ok)
+    dc.bad(DIST, sdk::str("distribution ", dist, " does not draw dtype ", decoder::dn(dt)));
+  const uint64_t seed = static_cast<uint64_t>(a.i(at<S>("seed")));
+  const uint64_t offset = static_cast<uint64_t>(a.i(at<S>("offset")));
+  const double pa_ = a.f(at<S>("a")), pb = a.f(at<S>("b"));
+  cx.settle(a.queue());
+  char* base = static_cast<char*>(sdk::native_of(*cx.fw, out)) + out.byte_offset;
+  auto words = [&](uint64_t e, PCY_RNG_U32 (&wd)[4]) { pcy_rng_words(seed, offset, e, wd); };
+  switch (dist) {
+  case PCY_ARRAY_RANDOM_UNIFORM:
+  case PCY_ARRAY_RANDOM_NORMAL: {
+    const bool normal = dist == PCY_ARRAY_RANDOM_NORMAL;
+    if (dt == PCY_DTYPE_F64) {
+      const double a64 = pa_, b64 = pb, scale = normal ? b64 : b64 - a64;
+      each_element(v, [&](uint64_t e, int64_t at_) {
+        PCY_RNG_U32 wd[4];
+        words(e, wd);
+        const double r = normal ? pcy_rng_normal_f64(wd[0], wd[1], wd[2], wd[3])
+                                : pcy_rng_uniform_f64(wd[0], wd[1]);
+        const double t = scale * r;
+        store_at(base, at_, a64 + t);
+      });
+    } else {
+      const float a32 = static_cast<float>(pa_), b32 = static_cast<float>(pb);
+      const float scale = normal ? b32 : b32 - a32;
+      each_element(v, [&](uint64_t e, int64_t at_) {
+        PCY_RNG_U32 wd[4];
+        words(e, wd);
+        const float r = normal ? pcy_rng_normal_f32(wd[0], wd[1]) : pcy_rng_uniform_f32(wd[0]);
+        const float t = scale * r;
+        const float x = a32 + t;
+        if (dt == PCY_DTYPE_F32) store_at(base, at_, x);
+        else if (dt == PCY_DTYPE_F16) store_at(base, at_, f16_from(static_cast<double>(x)));
+        else store_at(base, at_, bf16_from(static_cast<double>(x)));
+      });
+    }
+    break;
+  }
+  case PCY_ARRAY_RANDOM_BERNOULLI: {
+    const PCY_RNG_U64 t = pcy_rng_bernoulli_threshold(pa_);
+    const size_t es = sdk::dtype_size(out.dtype);
+    each_element(v, [&](uint64_t e, int64_t at_) {
+      PCY_RNG_U32 wd[4];
+      words(e, wd);
+      const bool one = pcy_rng_bernoulli(wd[0], t) != 0;
+      char* p = base + at_ * static_cast<int64_t>(es);
+      switch (dt) {
+      case PCY_DTYPE_F32: store_at(p, 0, one ? 1.0f : 0.0f); break;
+      case PCY_DTYPE_F64: store_at(p, 0, one ? 1.0 : 0.0); break;
+      case PCY_DTYPE_F16: store_at(p, 0, static_cast<uint16_t>(one ? 0x3C00 : 0)); break;
+      case PCY_DTYPE_BF16: store_at(p, 0, static_cast<uint16_t>(one ? 0x3F80 : 0)); break;
+      case PCY_DTYPE_I16: store_at(p, 0, static_cast<int16_t>(one)); break;
+      case PCY_DTYPE_I32: store_at(p, 0, static_cast<int32_t>(one)); break;
+      case PCY_DTYPE_I64: store_at(p, 0, static_cast<int64_t>(one)); break;
+      default: store_at(p, 0, static_cast<uint8_t>(one)); break; // U8, I8, BOOL
+      }
+    });
+    break;
+  }
+  case PCY_ARRAY_RANDOM_RANDINT: {
+    if (!(pb > pa_) || !std::isfinite(pa_) || !std::isfinite(pb))
+      dc.bad(at<S>("b"), "randint needs finite a < b");
+    const int64_t lo = static_cast<int64_t>(pa_);
+    const uint64_t range = static_cast<uint64_t>(static_cast<int64_t>(pb)) - static_cast<uint64_t>(lo);
+    const size_t es = sdk::dtype_size(out.dtype);
+    each_element(v, [&](uint64_t e, int64_t at_) {
+      PCY_RNG_U32 wd[4];
+      words(e, wd);
+      const int64_t x = pcy_rng_randint(wd[0], wd[1], lo, range);
+      char* p = base + at_ * static_cast<int64_t>(es);
+      switch (dt) {
+      case PCY_DTYPE_I8: store_at(p, 0, static_cast<int8_t>(x)); break;
+      case PCY_DTYPE_I16: store_at(p, 0, static_cast<int16_t>(x)); break;
+      case PCY_DTYPE_I32: store_at(p, 0, static_cast<int32_t>(x)); break;
+      case PCY_DTYPE_U8: store_at(p, 0, static_cast<uint8_t>(x)); break;
+      default: store_at(p, 0, x); break;
+      }
+    });
+    break;
+  }
+  default: // BITS
+    each_element(v, [&](uint64_t e, int64_t at_) {
+      PCY_RNG_U32 wd[4];
+      words(e, wd);
+      store_at(base, at_, static_cast<int64_t>((static_cast<uint64_t>(wd[1]) << 32) | wd[0]));
+    });
+    break;
+  }
+}
+
 constexpr sdk::bundle_identity identity{
     "array_native", PCY_ARRAY_EXTENSION, "native",
     "array expressions, reductions, scans and random numbers on the host CPU (a blocked vector "
@@ -883,13 +1243,22 @@ public:
     constexpr pcy_dtype all[] = {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_I32, PCY_DTYPE_I64,
                                  PCY_DTYPE_U8,  PCY_DTYPE_F16, PCY_DTYPE_BF16, PCY_DTYPE_I8,
                                  PCY_DTYPE_I16, PCY_DTYPE_BOOL};
-    const std::string impl = "native blocked interpreter";
+    const std::string impl = std::string("native blocked interpreter; math: ") + math_impl;
     for (pcy_dtype d : all) {
+      table_.add<op_random>(pcy_array_random_schema, d, impl + "; Philox-4x32-10");
 #define PCY_ADD_EVAL(n)                                                                            \
   table_.add<op_eval<pcy_array_eval_##n##_schema, n>>(pcy_array_eval_##n##_schema, d, impl);
       PCY_ADD_EVAL(0) PCY_ADD_EVAL(1) PCY_ADD_EVAL(2) PCY_ADD_EVAL(3) PCY_ADD_EVAL(4)
       PCY_ADD_EVAL(5) PCY_ADD_EVAL(6) PCY_ADD_EVAL(7) PCY_ADD_EVAL(8)
 #undef PCY_ADD_EVAL
+#define PCY_ADD_EVALM(m, n)                                                                        \
+  table_.add<op_evalm<pcy_array_evalm##m##_##n##_schema, n, m>>(pcy_array_evalm##m##_##n##_schema, \
+                                                                d, impl);
+      PCY_ADD_EVALM(2, 0) PCY_ADD_EVALM(2, 1) PCY_ADD_EVALM(2, 2) PCY_ADD_EVALM(2, 3)
+      PCY_ADD_EVALM(2, 4) PCY_ADD_EVALM(2, 5) PCY_ADD_EVALM(2, 6)
+      PCY_ADD_EVALM(3, 0) PCY_ADD_EVALM(3, 1) PCY_ADD_EVALM(3, 2) PCY_ADD_EVALM(3, 3)
+      PCY_ADD_EVALM(3, 4) PCY_ADD_EVALM(3, 5) PCY_ADD_EVALM(3, 6)
+#undef PCY_ADD_EVALM
       if (d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16) continue;
 #define PCY_ADD_REDUCE(n)                                                                          \
   table_.add<op_reduce<pcy_array_reduce_##n##_schema, n>>(pcy_array_reduce_##n##_schema, d, impl);

@@ -30,6 +30,7 @@
 
 #include <parenchyma/abi/ext/pcy_array.h>
 #include <parenchyma/backend.hpp>
+#include <parenchyma/blas.hpp>
 #include <parenchyma/error.hpp>
 #include <parenchyma/extension.hpp>
 #include <parenchyma/shared_tensor.hpp>
@@ -168,9 +169,20 @@ template <class... A> [[noreturn]] void fail(const char* fn, errc code, const A&
   throw error(code, std::string("array.") + fn, os.str());
 }
 
-// Expressions not yet run, of this thread (weak: a dropped expression is never run).
-inline std::vector<std::weak_ptr<Node>>& pending() {
-  thread_local std::vector<std::weak_ptr<Node>> list;
+// Expressions not yet run that read a tensor directly (an operand that is a view of it), of
+// this thread (weak: a dropped expression is never run). Running such an expression turns it
+// into a view of its result, so its parents no longer read the tensor: a write into a tensor
+// needs to run only the entries naming it.
+struct pending_entry {
+  std::weak_ptr<Node> node;
+  const TensorStorage* reads;
+};
+struct pending_list {
+  std::vector<pending_entry> entries;
+  size_t compact_at = 64;
+};
+inline pending_list& pending() {
+  thread_local pending_list list;
   return list;
 }
 
@@ -317,7 +329,9 @@ inline std::optional<Backend> pick_backend(const std::optional<Backend>& x,
 // and then `perm` (index-space dimension j is the broadcast root's dimension perm[j]).
 class emitter {
 public:
-  emitter(const Shape& root, std::vector<int64_t> perm) : root_(root), perm_(std::move(perm)) {}
+  // `outputs`: operands 0..outputs-1 are outputs (multi-output evals); inputs follow.
+  emitter(const Shape& root, std::vector<int64_t> perm, int outputs = 1)
+      : root_(root), perm_(std::move(perm)), outputs_(outputs) {}
 
   struct input {
     const Node* leaf;
@@ -362,20 +376,40 @@ public:
     code_.insert(code_.end(), {PCY_ARRAY_WORD(op, t), a, b, c});
     return static_cast<int>(code_.size() / 4 - 1);
   }
+  void push_word(int64_t w0, int64_t a, int64_t b, int64_t c) {
+    code_.insert(code_.end(), {w0, a, b, c});
+  }
+  // The operand number of a leaf whose strides are already over the index space.
+  int operand_of(const Node& leaf) {
+    for (size_t i = 0; i < inputs_.size(); ++i)
+      if (inputs_[i].storage.get() == leaf.storage.get() && inputs_[i].offset == leaf.offset &&
+          inputs_[i].strides == leaf.strides)
+        return static_cast<int>(i) + outputs_;
+    inputs_.push_back({&leaf, leaf.storage, leaf.offset, leaf.strides});
+    return static_cast<int>(inputs_.size()) - 1 + outputs_;
+  }
   const std::vector<input>& inputs() const noexcept { return inputs_; }
   size_t instructions() const noexcept { return code_.size() / 4; }
 
   // The whole program with the output operand's view (offset, strides over the index space).
   std::vector<int64_t> program(int reduced, int64_t out_offset, const Shape& out_strides) const {
+    const std::pair<int64_t, const Shape*> out[] = {{out_offset, &out_strides}};
+    return program(reduced, out);
+  }
+  // With the views of every output (offset, strides over the index space).
+  std::vector<int64_t> program(int reduced,
+                               std::span<const std::pair<int64_t, const Shape*>> outs) const {
     const size_t r = perm_.size();
+    const size_t operands = inputs_.size() + outs.size();
     std::vector<int64_t> w;
-    w.reserve(PCY_ARRAY_HEADER_WORDS + r + (inputs_.size() + 1) * (r + 1) + code_.size());
+    w.reserve(PCY_ARRAY_HEADER_WORDS + r + operands * (r + 1) + code_.size());
     w.insert(w.end(), {PCY_ARRAY_PROGRAM_VERSION, static_cast<int64_t>(r), reduced,
-                       static_cast<int64_t>(inputs_.size() + 1),
-                       static_cast<int64_t>(code_.size() / 4)});
+                       static_cast<int64_t>(operands), static_cast<int64_t>(code_.size() / 4)});
     for (size_t j = 0; j < r; ++j) w.push_back(root_[static_cast<size_t>(perm_[j])]);
-    w.push_back(out_offset);
-    w.insert(w.end(), out_strides.begin(), out_strides.end());
+    for (const auto& [offset, strides] : outs) {
+      w.push_back(offset);
+      w.insert(w.end(), strides->begin(), strides->end());
+    }
     for (const input& in : inputs_) {
       w.push_back(in.offset);
       w.insert(w.end(), in.strides.begin(), in.strides.end());
@@ -399,13 +433,14 @@ private:
     for (size_t i = 0; i < inputs_.size(); ++i)
       if (inputs_[i].storage.get() == x.storage.get() && inputs_[i].offset == x.offset &&
           inputs_[i].strides == st)
-        return static_cast<int>(i + 1);
-    if (inputs_.size() >= PCY_ARRAY_MAX_INPUTS) return -1;
+        return static_cast<int>(i) + outputs_;
+    if (inputs_.size() >= (outputs_ == 1 ? size_t{PCY_ARRAY_MAX_INPUTS} : size_t{6})) return -1;
     inputs_.push_back({&x, x.storage, x.offset, std::move(st)});
-    return static_cast<int>(inputs_.size());
+    return static_cast<int>(inputs_.size()) - 1 + outputs_;
   }
   const Shape& root_;
   std::vector<int64_t> perm_;
+  int outputs_ = 1;
   std::vector<int64_t> code_;
   std::vector<input> inputs_;
   std::vector<std::pair<const Node*, int>> seen_;
@@ -429,6 +464,16 @@ inline constexpr key_fn eval_keys[] = {
 inline constexpr key_fn reduce_keys[] = {
     &ext::op_key<pcy_array_reduce_1_schema>, &ext::op_key<pcy_array_reduce_2_schema>,
     &ext::op_key<pcy_array_reduce_3_schema>, &ext::op_key<pcy_array_reduce_4_schema>};
+inline constexpr key_fn evalm2_keys[] = {
+    &ext::op_key<pcy_array_evalm2_0_schema>, &ext::op_key<pcy_array_evalm2_1_schema>,
+    &ext::op_key<pcy_array_evalm2_2_schema>, &ext::op_key<pcy_array_evalm2_3_schema>,
+    &ext::op_key<pcy_array_evalm2_4_schema>, &ext::op_key<pcy_array_evalm2_5_schema>,
+    &ext::op_key<pcy_array_evalm2_6_schema>};
+inline constexpr key_fn evalm3_keys[] = {
+    &ext::op_key<pcy_array_evalm3_0_schema>, &ext::op_key<pcy_array_evalm3_1_schema>,
+    &ext::op_key<pcy_array_evalm3_2_schema>, &ext::op_key<pcy_array_evalm3_3_schema>,
+    &ext::op_key<pcy_array_evalm3_4_schema>, &ext::op_key<pcy_array_evalm3_5_schema>,
+    &ext::op_key<pcy_array_evalm3_6_schema>};
 inline constexpr key_fn scan_keys[] = {&ext::op_key<pcy_array_scan_1_schema>,
                                        &ext::op_key<pcy_array_scan_2_schema>};
 
@@ -524,13 +569,15 @@ inline double scalar_value(const Node& s) {
 void materialise(Node& x, const Backend& b);
 
 inline void note_pending(const NodePtr& n) {
-  auto& p = pending();
-  p.push_back(n);
-  if (p.size() >= 256 && (p.size() & (p.size() - 1)) == 0) { // at powers of two: compact
-    std::erase_if(p, [](const std::weak_ptr<Node>& w) {
-      auto s = w.lock();
+  pending_list& p = pending();
+  for (const Node* c : {n->a.get(), n->b.get(), n->c.get()})
+    if (c != nullptr && c->k == Node::kind::leaf) p.entries.push_back({n, c->storage.get()});
+  if (p.entries.size() >= p.compact_at) { // drop the entries whose expression ran or died
+    std::erase_if(p.entries, [](const pending_entry& e) {
+      auto s = e.node.lock();
       return !s || s->k != Node::kind::op;
     });
+    p.compact_at = std::max<size_t>(64, 2 * p.entries.size());
   }
 }
 
@@ -816,6 +863,13 @@ inline Array where(const Array& cond, const Array& x, const Array& y) {
   return finish(std::move(n), backend);
 }
 
+inline Array where(const Array& cond, const Array& x, double y) { return where(cond, x, scalar(y)); }
+inline Array where(const Array& cond, double x, const Array& y) { return where(cond, scalar(x), y); }
+// Both values host scalars: the result is f64 unless a dtype is given.
+inline Array where(const Array& cond, double x, double y, dtype t = dt::f64) {
+  return where(cond, full_scalar(x, t), full_scalar(y, t));
+}
+
 // clip(x, lo, hi): min(max(x, lo), hi) in x's dtype (NaN propagates).
 inline Array clip(const Array& x, const Array& lo, const Array& hi) {
   const dtype t = detail::node_of(x, "clip").type;
@@ -933,15 +987,21 @@ inline bool contains(const Node& root, const Node* n) {
 
 // Before a write into `st`: runs every pending expression of this thread that reads it, except
 // `keep` (the value being written) and its operands that nothing else holds.
-inline void flush_readers(const TensorStorage* st, const Node* keep, const Backend& b) {
-  auto& list = pending();
+inline void flush_readers(const TensorStorage* st, std::span<const Node* const> keep,
+                          const Backend& b) {
+  auto& list = pending().entries;
   for (size_t i = 0; i < list.size(); ++i) {
-    NodePtr n = list[i].lock();
-    if (!n || n->k != Node::kind::op || n.get() == keep) continue;
-    if (!reads(*n, st)) continue;
-    if (keep != nullptr && contains(*keep, n.get())) continue; // written with the value
-    materialise(*n, b);
+    if (list[i].reads != st) continue;
+    NodePtr n = list[i].node.lock();
+    if (!n || n->k != Node::kind::op) continue;
+    bool written_with_value = false;
+    for (const Node* k : keep) written_with_value = written_with_value || contains(*k, n.get());
+    if (!written_with_value) materialise(*n, b);
   }
+}
+inline void flush_readers(const TensorStorage* st, const Node* keep, const Backend& b) {
+  const Node* const one[] = {keep};
+  flush_readers(st, std::span<const Node* const>(one, keep != nullptr ? 1 : 0), b);
 }
 
 } // namespace detail
@@ -1050,7 +1110,7 @@ inline void Array::assign(const Array& value) {
   // Operands of the value that read the target and are held outside the value's tree (a named
   // Array) would read the new values if run later: they refuse to run (Node::stale).
   std::vector<std::pair<detail::Node*, long>> inside; // node, references from within the tree
-  {
+  if (val->k == detail::Node::kind::op && detail::reads(*val, st)) {
     std::vector<detail::Node*> stack{val.get()};
     while (!stack.empty()) {
       detail::Node* x = stack.back();
@@ -1087,6 +1147,146 @@ inline void Array::assign(const Array& value) {
   for (detail::Node* x : stale) x->stale = true;
 }
 inline void Array::assign(double value) { assign(scalar(value)); }
+
+
+// assign_all({a, b, c}, {va, vb, vc}): several writes in ONE program (up to three targets of one
+// shape; values broadcast and cast to each target's dtype, sharing their common operations):
+// an optimiser's moments and parameter in one pass over memory. Each target may be an input
+// of the values through its own view (an in-place update); targets are distinct tensors.
+inline void assign_all(std::span<Array> targets, std::span<const Array> values) {
+  using namespace detail;
+  if (targets.empty() || targets.size() != values.size() || targets.size() > 3)
+    fail("assign_all", errc::invalid_argument, targets.size(), " targets and ", values.size(),
+         " values; give 1 to 3 of each");
+  if (targets.size() == 1) {
+    targets[0].assign(values[0]);
+    return;
+  }
+  std::optional<Backend> b;
+  for (size_t i = 0; i < targets.size(); ++i) {
+    b = pick_backend(b, targets[i].backend(), "assign_all");
+    b = pick_backend(b, values[i].backend(), "assign_all");
+  }
+  if (!b) fail("assign_all", errc::invalid_argument, "no backend (wrap the arrays first)");
+  for (Array& t : targets) {
+    if (!t.is_view()) t.eval(*b);
+    if (t.node()->storage->read_only())
+      fail("assign_all", errc::invalid_argument, "a target is a read-only import; copy it first");
+  }
+  const Shape& shape = targets[0].shape();
+  for (size_t i = 0; i < targets.size(); ++i) {
+    if (targets[i].shape() != shape)
+      fail("assign_all", errc::invalid_argument, "targets of shapes ", shape_str(shape), " and ",
+           shape_str(targets[i].shape()), "; they must have one shape");
+    for (size_t j = 0; j < i; ++j)
+      if (targets[j].node()->storage.get() == targets[i].node()->storage.get())
+        fail("assign_all", errc::invalid_argument, "targets ", j, " and ", i,
+             " are views of one tensor; write them with separate assign calls");
+    if (broadcast_shapes(node_of(values[i], "assign_all").shape, shape, "assign_all") != shape)
+      fail("assign_all", errc::invalid_argument, "value ", i, " of shape ",
+           shape_str(values[i].shape()), " does not broadcast to ", shape_str(shape));
+  }
+  // Values that read a target through another view, or that something else still holds, run
+  // first (as assign does); pending readers of the targets run before the write.
+  std::vector<NodePtr> vals;
+  for (size_t i = 0; i < values.size(); ++i) vals.push_back(as_type(values[i].node(), targets[i].type()));
+  for (NodePtr& v : vals) {
+    bool other_view = false;
+    std::vector<const Node*> stack{v.get()};
+    while (!stack.empty() && !other_view) {
+      const Node* x = stack.back();
+      stack.pop_back();
+      if (x->k == Node::kind::leaf) {
+        for (const Array& t : targets)
+          other_view = other_view || (x->storage.get() == t.node()->storage.get() &&
+                                      (x->offset != t.offset() || x->strides != t.strides() ||
+                                       x->shape != t.shape()));
+      } else if (x->k == Node::kind::op) {
+        for (const Node* c : {x->a.get(), x->b.get(), x->c.get()})
+          if (c) stack.push_back(c);
+      }
+    }
+    if (other_view) {
+      Array tmp(v, b);
+      tmp.eval(*b);
+      v = tmp.copy().node();
+    }
+  }
+  std::vector<const Node*> keep;
+  for (const NodePtr& v : vals) keep.push_back(v.get());
+  for (const Array& t : targets) flush_readers(t.node()->storage.get(), keep, *b);
+  if (count_of(shape) == 0) return;
+  const int outputs = static_cast<int>(targets.size());
+  std::optional<emitter> e;
+  for (;;) {
+    e.emplace(shape, identity_perm(shape.size()), outputs);
+    bool fits = true;
+    std::array<int, 3> reg{};
+    for (size_t i = 1; i < vals.size() && fits; ++i) {
+      reg[i] = e->emit(*vals[i]);
+      fits = reg[i] >= 0;
+      if (fits) e->push(PCY_ARRAY_OP_STORE, targets[i].type(), static_cast<int64_t>(i), reg[i], 0);
+    }
+    if (fits) {
+      reg[0] = e->emit(*vals[0]);
+      fits = reg[0] >= 0;
+      // The program's value is its last register: output 0's, copied when it came earlier.
+      if (fits && static_cast<size_t>(reg[0]) + 1 != e->instructions())
+        e->push(PCY_ARRAY_OP_CAST, targets[0].type(), reg[0], 0, 0);
+    }
+    if (fits) break;
+    // Too many inputs: run the largest pending operand of the values first.
+    Node* big = nullptr;
+    for (const NodePtr& v : vals) {
+      std::vector<Node*> stack{v.get()};
+      while (!stack.empty()) {
+        Node* n = stack.back();
+        stack.pop_back();
+        if (n->k != Node::kind::op) continue;
+        if (big == nullptr || n->size > big->size) big = n;
+        for (Node* c : {n->a.get(), n->b.get(), n->c.get()})
+          if (c) stack.push_back(c);
+      }
+    }
+    if (big == nullptr) fail("assign_all", errc::internal, "values without inputs failed to fit");
+    materialise(*big, *b);
+  }
+  std::vector<std::pair<int64_t, const Shape*>> outs;
+  for (const Array& t : targets) outs.emplace_back(t.offset(), &t.strides());
+  const std::vector<int64_t> words = e->program(0, outs);
+  std::array<OpArg, 2> extra{};
+  for (size_t i = 1; i < targets.size(); ++i) {
+    TensorStorage& st = *targets[i].node()->storage;
+    bool whole = targets[i].is_dense_whole() || !st.initialized();
+    for (const auto& in : e->inputs()) whole = whole && in.storage.get() != &st;
+    extra[i - 1] = whole ? OpArg::out(st) : OpArg::inout(st);
+  }
+  TensorStorage& st0 = *targets[0].node()->storage;
+  bool whole0 = targets[0].is_dense_whole();
+  for (const auto& in : e->inputs()) whole0 = whole0 && in.storage.get() != &st0;
+  const std::span<const key_fn> keys =
+      outputs == 2 ? std::span<const key_fn>(evalm2_keys) : std::span<const key_fn>(evalm3_keys);
+  run_program(*b, keys, 0, targets[0].type(), words, st0, whole0, *e,
+              std::span<const OpArg>(extra.data(), targets.size() - 1));
+  // The values' expressions that read a target would read the new values if run again: any
+  // still held (a named m_new) refuses to run (Node::stale).
+  for (const NodePtr& v : vals) {
+    std::vector<Node*> stack{v.get()};
+    while (!stack.empty()) {
+      Node* x = stack.back();
+      stack.pop_back();
+      if (x->k != Node::kind::op) continue;
+      for (const Array& t : targets)
+        if (reads(*x, t.node()->storage.get())) x->stale = true;
+      for (Node* c : {x->a.get(), x->b.get(), x->c.get()})
+        if (c) stack.push_back(c);
+    }
+  }
+}
+inline void assign_all(std::initializer_list<Array> targets, std::initializer_list<Array> values) {
+  std::vector<Array> t(targets);
+  assign_all(std::span<Array>(t), std::span<const Array>(values.begin(), values.size()));
+}
 
 // ---- views -------------------------------------------------------------------------------------
 namespace detail {
@@ -1615,6 +1815,231 @@ inline Array to(const Backend& b, const Array& x) {
   Array c = v.copy();
   return Array(c.node(), b);
 }
+
+
+// ---- indexing, joining, products ------------------------------------------------------------------
+// take(x, indices, axis): x's elements at `indices` (integers; negative ones count from the end)
+// along `axis`: the result's shape is x's with that axis replaced by indices' shape. Indices
+// outside [-n, n) are clipped to the nearest end (NumPy's mode="clip"; the device never reads
+// outside x). An embedding lookup: take(table, ids, 0).
+inline Array take(const Array& x, const Array& indices, int64_t axis = 0) {
+  using namespace detail;
+  const Node& xn = node_of(x, "take");
+  const Node& in = node_of(indices, "take");
+  if (!is_integer(in.type))
+    fail("take", errc::invalid_argument, "argument indices: dtype ", name_of(in.type),
+         "; indices are integers");
+  auto backend = pick_backend(x.backend(), indices.backend(), "take");
+  if (!backend) fail("take", errc::invalid_argument, "no backend (wrap the arrays first)");
+  const size_t r = xn.shape.size();
+  const int64_t ax = norm_axis(axis, r, "take");
+  const int64_t n = xn.shape[static_cast<size_t>(ax)];
+  if (n == 0 && count_of(in.shape) > 0)
+    fail("take", errc::invalid_argument, "argument x: axis ", ax, " is empty; nothing to take");
+  Array src = view_base(x, "take");
+  Array idx = indices.ndim() == 0 ? indices.reshape({1}) : indices;
+  const size_t k = idx.ndim();
+  Shape out_shape(xn.shape.begin(), xn.shape.begin() + ax);
+  out_shape.insert(out_shape.end(), idx.shape().begin(), idx.shape().end());
+  out_shape.insert(out_shape.end(), xn.shape.begin() + ax + 1, xn.shape.end());
+  Array out(*backend, out_shape, xn.type);
+  if (count_of(out_shape) > 0) {
+    // Index space = out's shape; x is addressed over it with stride 0 on the index dimensions but
+    // the first, which carries x's axis stride (GATHER replaces that coordinate).
+    Shape xs(out_shape.size(), 0);
+    for (int64_t d = 0; d < ax; ++d) xs[static_cast<size_t>(d)] = src.strides()[static_cast<size_t>(d)];
+    xs[static_cast<size_t>(ax)] = src.strides()[static_cast<size_t>(ax)];
+    for (size_t d = static_cast<size_t>(ax) + 1; d < r; ++d) xs[d + k - 1] = src.strides()[d];
+    Shape is(out_shape.size(), 0);
+    Array iv = view_base(idx, "take");
+    for (size_t d = 0; d < k; ++d) is[static_cast<size_t>(ax) + d] = iv.strides()[d];
+    emitter e(out_shape, identity_perm(out_shape.size()));
+    // Operands are registered through leaves with their strides already over the index space.
+    auto lx = Array::leaf(src.node()->storage, src.offset(), xs, out_shape);
+    auto li = Array::leaf(iv.node()->storage, iv.offset(), is, out_shape);
+    const int ri = e.emit(*li);
+    const int ri64 = e.cast_to(ri, iv.type(), dt::i64);
+    const int zero = e.push(PCY_ARRAY_OP_CONST, dt::i64, 0, 0, 0);
+    const int neg = e.push(PCY_ARRAY_OP_LT, dt::boolean, ri64, zero, 0);
+    const int nn = e.push(PCY_ARRAY_OP_CONST, dt::i64, n, 0, 0);
+    const int wrapped = e.push(PCY_ARRAY_OP_ADD, dt::i64, ri64, nn, 0);
+    const int j = e.push(PCY_ARRAY_OP_WHERE, dt::i64, neg, wrapped, ri64);
+    const int ox = e.operand_of(*lx);
+    e.push_word(PCY_ARRAY_WORD(PCY_ARRAY_OP_GATHER, xn.type) | (n << 16), ox, j, ax);
+    const std::vector<int64_t> words = e.program(0, 0, dense_strides(out_shape));
+    run_program(*backend, eval_keys, 0, xn.type, words, *out.node()->storage, true, e, {});
+  } else {
+    (void)out.node()->storage->host(access::write_only);
+  }
+  return indices.ndim() == 0 ? out.squeeze({ax}) : out;
+}
+
+// concat(arrays, axis): joined along an existing axis (dtypes promoted); each part is written
+// into its slice of the result (one program per part).
+inline Array concat(std::span<const Array> xs, int64_t axis = 0) {
+  using namespace detail;
+  if (xs.empty()) fail("concat", errc::invalid_argument, "argument arrays: none given");
+  const Node& first = node_of(xs[0], "concat");
+  const size_t r = first.shape.size();
+  if (r == 0) fail("concat", errc::invalid_argument, "arrays of rank 0 cannot be concatenated");
+  const int64_t ax = norm_axis(axis, r, "concat");
+  std::optional<Backend> b;
+  dtype t = first.type;
+  Shape shape = first.shape;
+  shape[static_cast<size_t>(ax)] = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const Node& n = node_of(xs[i], "concat");
+    b = pick_backend(b, xs[i].backend(), "concat");
+    if (n.shape.size() != r)
+      fail("concat", errc::invalid_argument, "argument arrays: array ", i, " has ", n.shape.size(),
+           " dimensions, the first ", r);
+    for (size_t d = 0; d < r; ++d)
+      if (static_cast<int64_t>(d) != ax && n.shape[d] != first.shape[d])
+        fail("concat", errc::invalid_argument, "argument arrays: array ", i, " has shape ",
+             shape_str(n.shape), ", which differs from ", shape_str(first.shape),
+             " outside axis ", ax);
+    shape[static_cast<size_t>(ax)] += n.shape[static_cast<size_t>(ax)];
+    if (i > 0) t = promote(t, n.type);
+  }
+  if (!b) fail("concat", errc::invalid_argument, "no backend (wrap the arrays first)");
+  Array out(*b, shape, t);
+  int64_t at = 0;
+  for (const Array& x : xs) {
+    const int64_t len = x.shape()[static_cast<size_t>(ax)];
+    if (len > 0) out.slice(ax, at, at + len).assign(x);
+    at += len;
+  }
+  if (count_of(shape) == 0) (void)out.node()->storage->host(access::write_only);
+  return out;
+}
+inline Array concat(std::initializer_list<Array> xs, int64_t axis = 0) {
+  return concat(std::span<const Array>(xs.begin(), xs.size()), axis);
+}
+// stack(arrays, axis): joined along a new axis (same shapes).
+inline Array stack(std::span<const Array> xs, int64_t axis = 0) {
+  if (xs.empty()) detail::fail("stack", errc::invalid_argument, "argument arrays: none given");
+  const int64_t ax = detail::norm_axis(axis, xs[0].ndim() + 1, "stack");
+  std::vector<Array> ex;
+  ex.reserve(xs.size());
+  for (const Array& x : xs) {
+    if (x.shape() != xs[0].shape())
+      detail::fail("stack", errc::invalid_argument, "argument arrays: shapes ",
+                   detail::shape_str(x.shape()), " and ", detail::shape_str(xs[0].shape()), " differ");
+    ex.push_back(x.expand_dims(ax));
+  }
+  return concat(std::span<const Array>(ex), ax);
+}
+inline Array stack(std::initializer_list<Array> xs, int64_t axis = 0) {
+  return stack(std::span<const Array>(xs.begin(), xs.size()), axis);
+}
+
+namespace detail {
+// A 2-d operand as gemm takes it: a whole dense tensor, or the transpose of one (trans).
+inline bool gemm_operand(const Array& x, blas::transpose& t) {
+  const Node& n = *x.node();
+  if (n.k != Node::kind::leaf || n.offset != 0 || count_of(n.shape) != n.storage->size() ||
+      n.storage->shape().size() != 2)
+    return false;
+  const Shape& s = n.storage->shape();
+  if (n.shape == s && n.strides == Shape{s[1], 1}) {
+    t = blas::no_trans;
+    return true;
+  }
+  if (n.shape == Shape{s[1], s[0]} && n.strides == Shape{1, s[1]}) {
+    t = blas::trans;
+    return true;
+  }
+  return false;
+}
+} // namespace detail
+
+// matmul(x, y): the Array API's (NumPy's) matrix product with batch broadcasting; a 1-d operand
+// is a vector (a dimension added, then removed). 2-d f32/f64/f16/bf16 products run on the BLAS
+// extension's gemm (cuBLAS, CLBlast, OpenBLAS) where the backend has it; others (batches,
+// integers) as an elementwise product reduced over k, in one program.
+inline Array matmul(const Array& x, const Array& y) {
+  using namespace detail;
+  const Node& xn = node_of(x, "matmul");
+  const Node& yn = node_of(y, "matmul");
+  if (xn.shape.empty() || yn.shape.empty())
+    fail("matmul", errc::invalid_argument, "operands of rank 0; use multiply");
+  auto backend = pick_backend(x.backend(), y.backend(), "matmul");
+  if (!backend) fail("matmul", errc::invalid_argument, "no backend (wrap the arrays first)");
+  Array a = xn.shape.size() == 1 ? x.expand_dims(0) : x;
+  Array c = yn.shape.size() == 1 ? y.expand_dims(1) : y;
+  const int64_t k = a.shape().back();
+  if (c.shape()[c.ndim() - 2] != k)
+    fail("matmul", errc::invalid_argument, "shapes ", shape_str(xn.shape), " and ",
+         shape_str(yn.shape), ": the contracted extents differ (", k, " and ",
+         c.shape()[c.ndim() - 2], ")");
+  const dtype t = promote(xn.type, yn.type);
+  Array out;
+  if (a.ndim() == 2 && c.ndim() == 2 && is_floating(t) && k > 0) {
+    bool has_blas = true;
+    try {
+      (void)backend->route(ext::op_key<pcy_blas_gemm_schema>(t));
+    } catch (const error&) {
+      has_blas = false;
+    }
+    if (has_blas) {
+      Array aa = a.astype(t), cc = c.astype(t);
+      aa.eval(*backend);
+      cc.eval(*backend);
+      blas::transpose ta{}, tc{};
+      if (!gemm_operand(aa, ta)) {
+        aa = aa.copy();
+        ta = blas::no_trans;
+      }
+      if (!gemm_operand(cc, tc)) {
+        cc = cc.copy();
+        tc = blas::no_trans;
+      }
+      out = Array(*backend, {a.shape()[0], c.shape()[1]}, t);
+      blas::gemm(*backend, ta, tc, 1.0, *aa.node()->storage, *cc.node()->storage, 0.0,
+                 *out.node()->storage);
+    }
+  }
+  if (!out.valid()) {
+    // [..., m, k, 1] * [..., 1, k, n] summed over k.
+    Array p = a.astype(t).expand_dims(-1) * c.astype(t).expand_dims(-3);
+    const int64_t ax[] = {-2};
+    const int64_t ka = static_cast<int64_t>(p.ndim()) - 2;
+    const int64_t axk[] = {ka};
+    (void)ax;
+    out = is_bool(t) ? any(p, axk) : astype(sum(p, axk), t);
+  }
+  if (xn.shape.size() == 1) out = out.squeeze({-2});
+  if (yn.shape.size() == 1) out = out.squeeze({-1});
+  return out;
+}
+// vecdot(x, y, axis): sum(x * y) along axis (real dtypes), broadcast.
+inline Array vecdot(const Array& x, const Array& y, int64_t axis = -1) {
+  Array p = x * y;
+  const int64_t ax[] = {axis};
+  return sum(p, ax);
+}
+// tensordot(x, y, n): contracts x's last n axes with y's first n.
+inline Array tensordot(const Array& x, const Array& y, int64_t n = 2) {
+  using namespace detail;
+  const size_t rx = x.ndim(), ry = y.ndim();
+  if (n < 0 || static_cast<size_t>(n) > rx || static_cast<size_t>(n) > ry)
+    fail("tensordot", errc::invalid_argument, "argument axes: ", n, " for ranks ", rx, " and ", ry);
+  int64_t kk = 1;
+  Shape lead(x.shape().begin(), x.shape().end() - n), trail(y.shape().begin() + n, y.shape().end());
+  for (int64_t i = 0; i < n; ++i) {
+    const int64_t ex = x.shape()[rx - static_cast<size_t>(n) + static_cast<size_t>(i)];
+    if (ex != y.shape()[static_cast<size_t>(i)])
+      fail("tensordot", errc::invalid_argument, "contracted extents differ: ", shape_str(x.shape()),
+           " and ", shape_str(y.shape()));
+    kk *= ex;
+  }
+  const int64_t m = static_cast<int64_t>(count_of(lead)), nn = static_cast<int64_t>(count_of(trail));
+  Array r = matmul(x.reshape({m, kk}), y.reshape({kk, nn}));
+  Shape out = lead;
+  out.insert(out.end(), trail.begin(), trail.end());
+  return r.reshape(out);
+}
+inline Array matrix_transpose(const Array& x) { return x.mT(); }
 
 // ---- random numbers (counter-based Philox-4x32-10: the same bits on every device) ---------------
 namespace random {

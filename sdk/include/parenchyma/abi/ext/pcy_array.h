@@ -26,7 +26,8 @@
  * tensor's elements. It never reads or writes outside a tensor.
  *
  * Instruction k defines register k (SSA); operands a, b, c name earlier registers (< k) unless the
- * op says otherwise. Every register has the dtype of its instruction. The program's value is
+ * op says otherwise; the words an instruction does not use are 0. Every register has the dtype
+ * of its instruction. The program's value is
  * its LAST register: for eval, written to the output (its dtype must be the output's); for reduce
  * and scan, the value reduced (its dtype is the op's accumulation dtype: see below).
  * Arithmetic dtypes are BOOL, I8, I16, I32, I64, U8, F32, F64. F16 and BF16 registers come only
@@ -62,6 +63,10 @@
  *   COPYSIGN NEXTAFTER HYPOT LOGADDEXP (floating).
  * Other:
  *   WHERE a=cond (BOOL) b c   b where cond else c (b, c and the result of one dtype)
+ *   STORE a=o b=reg           (evalm2_*, evalm3_*) writes register b into output operand o
+ *                             (1 <= o < the op's outputs) at the current index; its dtype is
+ *                             that output's; its value is register b's. Output 0 gets the
+ *                             program's value as in eval.
  *   CAST a                    a converted to the instruction's dtype:
  *     floating -> floating: round to nearest even (overflow to +-inf), NaN stays NaN;
  *     floating -> integer: truncated toward zero, saturated to the type's range, NaN -> 0;
@@ -100,20 +105,26 @@
  * row-major position in the view. The same (seed, offset) gives the same bits on every bundle
  * and device; the draw for element e never depends on the view's size, so offsets split a
  * stream: element e of a draw at offset o equals element e - d of a draw at offset o + d.
- * From the four 32-bit words w0..w3 of element e:
+ * From the four 32-bit words w0..w3 of element e (pcy_array_random.h: pcy_rng_words and the
+ * transforms below, one source for every bundle: C, C++, OpenCL C and CUDA):
  *   UNIFORM (floating)  a + (b - a) u, u = (w0 >> 8) 2^-24 (F32) or ((w0 >> 11) 2^32 + w1)
  *                       2^-53 (F64, F16 and BF16 from F32's u then rounded), in [0, 1)
  *   NORMAL (floating)   a + b z, z = sqrt(-2 log u1) cos(2 pi u2) with u1 = ((w0 >> 8) + 1)
- *                       2^-24, u2 = (w1 >> 8) 2^-24 (F32; F64 from w0..w3 at 2^-53), computed
- *                       by the portable routines pcy_array_random.h spells out (only + - * and
- *                       integer operations: the same bits everywhere)
- *   BERNOULLI           1 when w0 < t, t = floor(a 2^32) (clipped to [0, 2^32]), else 0, in the
- *                       output dtype (BOOL, integers, floating)
+ *                       2^-24, u2 = (w1 >> 8) 2^-24 (F32), or u1 = (((w0 >> 11) 2^32 + w1) + 1)
+ *                       2^-53, u2 = ((w2 >> 11) 2^32 + w3) 2^-53 (F64); z is what
+ *                       pcy_rng_normal_f32/_f64 compute (only + - * and integer operations:
+ *                       the same bits everywhere; within 4 ulp of the exact value; u1 = 1
+ *                       gives a zero)
+ *   BERNOULLI           1 when w0 < t, t = floor(a 2^32) (clipped to [0, 2^32]; a NaN gives 0),
+ *                       else 0, in the output dtype (BOOL, integers, floating)
  *   RANDINT (integers)  a + floor(((w1 << 32 | w0) mod 2^64) / 2^64 (b - a)) via a 128-bit
  *                       product (Lemire's multiply, no rejection: the bias is below 2^-32 for
- *                       ranges below 2^32), a <= value < b
+ *                       ranges below 2^32), a <= value < b; b - a taken mod 2^64 (unsigned)
  *   BITS (I64)          (w1 << 32 | w0) reinterpreted: 64 random bits (sort keys for
  *                       permutations)
+ * The affine steps a + (b - a) u and a + b z round each operation on its own (no fused
+ * multiply-add; F16 and BF16 in F32, then rounded once), so they too give the same bits on every
+ * bundle.
  */
 #ifndef PCY_ARRAY_H
 #define PCY_ARRAY_H
@@ -132,70 +143,71 @@
 /* The instruction set: X(name, code, operands). `operands`: registers the instruction reads
  * (0 for sources, whose words are immediates). Codes are frozen: new ones are appended. */
 #define PCY_ARRAY_OPS(X)                                                                           \
-  X(LOAD, 1, 0)                                                                                    \
-  X(CONST, 2, 0)                                                                                   \
-  X(INDEX, 3, 0)                                                                                   \
-  X(GATHER, 4, 0)                                                                                  \
-  X(CAST, 5, 1)                                                                                    \
-  X(NEG, 6, 1)                                                                                     \
-  X(ABS, 7, 1)                                                                                     \
-  X(SIGN, 8, 1)                                                                                    \
-  X(SQUARE, 9, 1)                                                                                  \
-  X(EXP, 10, 1)                                                                                    \
-  X(EXPM1, 11, 1)                                                                                  \
-  X(LOG, 12, 1)                                                                                    \
-  X(LOG1P, 13, 1)                                                                                  \
-  X(LOG2, 14, 1)                                                                                   \
-  X(LOG10, 15, 1)                                                                                  \
-  X(SQRT, 16, 1)                                                                                   \
-  X(RSQRT, 17, 1)                                                                                  \
-  X(SIN, 18, 1)                                                                                    \
-  X(COS, 19, 1)                                                                                    \
-  X(TAN, 20, 1)                                                                                    \
-  X(ASIN, 21, 1)                                                                                   \
-  X(ACOS, 22, 1)                                                                                   \
-  X(ATAN, 23, 1)                                                                                   \
-  X(SINH, 24, 1)                                                                                   \
-  X(COSH, 25, 1)                                                                                   \
-  X(TANH, 26, 1)                                                                                   \
-  X(ASINH, 27, 1)                                                                                  \
-  X(ACOSH, 28, 1)                                                                                  \
-  X(ATANH, 29, 1)                                                                                  \
-  X(ERF, 30, 1)                                                                                    \
-  X(FLOOR, 31, 1)                                                                                  \
-  X(CEIL, 32, 1)                                                                                   \
-  X(ROUND, 33, 1)                                                                                  \
-  X(TRUNC, 34, 1)                                                                                  \
-  X(NOT, 35, 1)                                                                                    \
-  X(ISNAN, 36, 1)                                                                                  \
-  X(ISINF, 37, 1)                                                                                  \
-  X(ISFINITE, 38, 1)                                                                               \
-  X(ADD, 39, 2)                                                                                    \
-  X(SUB, 40, 2)                                                                                    \
-  X(MUL, 41, 2)                                                                                    \
-  X(DIV, 42, 2)                                                                                    \
-  X(FLOORDIV, 43, 2)                                                                               \
-  X(REM, 44, 2)                                                                                    \
-  X(POW, 45, 2)                                                                                    \
-  X(MINIMUM, 46, 2)                                                                                \
-  X(MAXIMUM, 47, 2)                                                                                \
-  X(ATAN2, 48, 2)                                                                                  \
-  X(AND, 49, 2)                                                                                    \
-  X(OR, 50, 2)                                                                                     \
-  X(XOR, 51, 2)                                                                                    \
-  X(SHL, 52, 2)                                                                                    \
-  X(SHR, 53, 2)                                                                                    \
-  X(EQ, 54, 2)                                                                                     \
-  X(NE, 55, 2)                                                                                     \
-  X(LT, 56, 2)                                                                                     \
-  X(LE, 57, 2)                                                                                     \
-  X(GT, 58, 2)                                                                                     \
-  X(GE, 59, 2)                                                                                     \
-  X(COPYSIGN, 60, 2)                                                                               \
-  X(NEXTAFTER, 61, 2)                                                                              \
-  X(HYPOT, 62, 2)                                                                                  \
-  X(LOGADDEXP, 63, 2)                                                                              \
-  X(WHERE, 64, 3)
+  X(LOAD, 1, 0) /* operand a's element at the current index (the tensor's dtype) */                \
+  X(CONST, 2, 0) /* the value a (integers and bool as int64; floating as binary64 bits) */         \
+  X(INDEX, 3, 0) /* the current index along dimension a (i64) */                                   \
+  X(GATHER, 4, 0) /* operand a, dimension c's index replaced by register b (clipped) */            \
+  X(CAST, 5, 1) /* a converted to the dtype (rounds, saturates, wraps: see above) */               \
+  X(NEG, 6, 1) /* -a (integers wrap) */                                                            \
+  X(ABS, 7, 1) /* |a| (abs(INT_MIN) = INT_MIN) */                                                  \
+  X(SIGN, 8, 1) /* -1, 0 or 1 (NaN for NaN) */                                                     \
+  X(SQUARE, 9, 1) /* a * a */                                                                      \
+  X(EXP, 10, 1) /* e^a */                                                                          \
+  X(EXPM1, 11, 1) /* e^a - 1 */                                                                    \
+  X(LOG, 12, 1) /* ln a */                                                                         \
+  X(LOG1P, 13, 1) /* ln(1 + a) */                                                                  \
+  X(LOG2, 14, 1) /* log2 a */                                                                      \
+  X(LOG10, 15, 1) /* log10 a */                                                                    \
+  X(SQRT, 16, 1) /* sqrt a (correctly rounded) */                                                  \
+  X(RSQRT, 17, 1) /* 1 / sqrt a */                                                                 \
+  X(SIN, 18, 1) /* sin a */                                                                        \
+  X(COS, 19, 1) /* cos a */                                                                        \
+  X(TAN, 20, 1) /* tan a */                                                                        \
+  X(ASIN, 21, 1) /* asin a */                                                                      \
+  X(ACOS, 22, 1) /* acos a */                                                                      \
+  X(ATAN, 23, 1) /* atan a */                                                                      \
+  X(SINH, 24, 1) /* sinh a */                                                                      \
+  X(COSH, 25, 1) /* cosh a */                                                                      \
+  X(TANH, 26, 1) /* tanh a */                                                                      \
+  X(ASINH, 27, 1) /* asinh a */                                                                    \
+  X(ACOSH, 28, 1) /* acosh a */                                                                    \
+  X(ATANH, 29, 1) /* atanh a */                                                                    \
+  X(ERF, 30, 1) /* erf a */                                                                        \
+  X(FLOOR, 31, 1) /* floor a */                                                                    \
+  X(CEIL, 32, 1) /* ceil a */                                                                      \
+  X(ROUND, 33, 1) /* a rounded half to even */                                                     \
+  X(TRUNC, 34, 1) /* a rounded toward zero */                                                      \
+  X(NOT, 35, 1) /* ~a (integers), !a (bool) */                                                     \
+  X(ISNAN, 36, 1) /* a is NaN (bool) */                                                            \
+  X(ISINF, 37, 1) /* a is +-inf (bool) */                                                          \
+  X(ISFINITE, 38, 1) /* a is finite (bool) */                                                      \
+  X(ADD, 39, 2) /* a + b (integers wrap) */                                                        \
+  X(SUB, 40, 2) /* a - b (integers wrap) */                                                        \
+  X(MUL, 41, 2) /* a * b (integers wrap) */                                                        \
+  X(DIV, 42, 2) /* a / b (floating) */                                                             \
+  X(FLOORDIV, 43, 2) /* floor(a / b) (x // 0 = 0 for integers) */                                  \
+  X(REM, 44, 2) /* a - b floor(a / b), the divisor's sign (x % 0 = 0 for integers) */              \
+  X(POW, 45, 2) /* a ^ b */                                                                        \
+  X(MINIMUM, 46, 2) /* the smaller; NaN propagates */                                              \
+  X(MAXIMUM, 47, 2) /* the larger; NaN propagates */                                               \
+  X(ATAN2, 48, 2) /* atan2(a, b) */                                                                \
+  X(AND, 49, 2) /* a & b */                                                                        \
+  X(OR, 50, 2) /* a | b */                                                                         \
+  X(XOR, 51, 2) /* a ^ b */                                                                        \
+  X(SHL, 52, 2) /* a << b (0 outside [0, bits)) */                                                 \
+  X(SHR, 53, 2) /* a >> b, arithmetic (sign fill outside [0, bits)) */                             \
+  X(EQ, 54, 2) /* a == b (bool) */                                                                 \
+  X(NE, 55, 2) /* a != b (bool) */                                                                 \
+  X(LT, 56, 2) /* a < b (bool) */                                                                  \
+  X(LE, 57, 2) /* a <= b (bool) */                                                                 \
+  X(GT, 58, 2) /* a > b (bool) */                                                                  \
+  X(GE, 59, 2) /* a >= b (bool) */                                                                 \
+  X(COPYSIGN, 60, 2) /* |a| with b's sign */                                                       \
+  X(NEXTAFTER, 61, 2) /* the next value after a toward b */                                        \
+  X(HYPOT, 62, 2) /* sqrt(a^2 + b^2) without overflow */                                           \
+  X(LOGADDEXP, 63, 2) /* ln(e^a + e^b) */                                                          \
+  X(WHERE, 64, 3) /* b where a (bool) else c */                                                   \
+  X(STORE, 65, 0) /* writes register b into output operand a (multi-output evals); value: b */
 
 #define PCY_ARRAY_OP_ENUM(name, code, operands) PCY_ARRAY_OP_##name = code,
 typedef enum pcy_array_op { PCY_ARRAY_OPS(PCY_ARRAY_OP_ENUM) PCY_ARRAY_OP_END } pcy_array_op;
@@ -210,19 +222,19 @@ typedef enum pcy_array_op { PCY_ARRAY_OPS(PCY_ARRAY_OP_ENUM) PCY_ARRAY_OP_END } 
 
 /* reduce kinds */
 #define PCY_ARRAY_REDUCE_KINDS(X)                                                                  \
-  X(SUM, 1)                                                                                        \
-  X(PROD, 2)                                                                                       \
-  X(MIN, 3)                                                                                        \
-  X(MAX, 4)                                                                                        \
-  X(ARGMIN, 5)                                                                                     \
-  X(ARGMAX, 6)                                                                                     \
-  X(ALL, 7)                                                                                        \
-  X(ANY, 8)                                                                                        \
-  X(MEAN, 9)                                                                                       \
-  X(VAR, 10)                                                                                       \
-  X(STD, 11)                                                                                       \
-  X(LOGSUMEXP, 12)                                                                                 \
-  X(NORM2, 13)
+  X(SUM, 1) /* the sum (fixed blocked order) */                                                    \
+  X(PROD, 2) /* the product */                                                                     \
+  X(MIN, 3) /* the minimum (NaN propagates) */                                                     \
+  X(MAX, 4) /* the maximum (NaN propagates) */                                                     \
+  X(ARGMIN, 5) /* the flat index of the first minimum (i64) */                                     \
+  X(ARGMAX, 6) /* the flat index of the first maximum (i64) */                                     \
+  X(ALL, 7) /* every value true (bool) */                                                          \
+  X(ANY, 8) /* some value true (bool) */                                                           \
+  X(MEAN, 9) /* sum / N */                                                                         \
+  X(VAR, 10) /* sum (v - mean)^2 / (N - correction) */                                             \
+  X(STD, 11) /* sqrt of VAR */                                                                     \
+  X(LOGSUMEXP, 12) /* m + ln sum e^(v - m), m the maximum */                                       \
+  X(NORM2, 13) /* sqrt(sum v^2) */
 #define PCY_ARRAY_REDUCE_ENUM(name, code) PCY_ARRAY_REDUCE_##name = code,
 typedef enum pcy_array_reduce_kind {
   PCY_ARRAY_REDUCE_KINDS(PCY_ARRAY_REDUCE_ENUM) PCY_ARRAY_REDUCE_END
@@ -245,6 +257,10 @@ typedef enum pcy_array_reduce_kind {
  * update reads each element before writing it); any other overlap is refused.
  * reduce_<n> (n = 1..4): out = the reduction (kind above, correction for VAR/STD); the output
  * never overlaps an input.
+ * evalm2_<n>, evalm3_<n> (n = 0..6 input tensors): eval with 2 or 3 outputs (out, out1, out2:
+ * operands 0..k-1; the inputs follow): the program's value goes to out, STORE instructions write
+ * the others — several results of one pass, such as an optimiser's state and parameter. Each
+ * output may be an input through the same view only; outputs never overlap each other.
  * scan_<n> (n = 1..2): out = the scan (kind: PCY_ARRAY_SCAN_*).
  * random: out (through the view: INT_ARRAY {R, shape[R], offset, strides[R]}) = the
  * distribution's draw; a, b its parameters. */
@@ -270,6 +286,28 @@ typedef enum pcy_array_reduce_kind {
 #define PCY_ARRAY_EVAL_6_ARGS(X) PCY_ARRAY_DEFINE_EVAL(X, 6)
 #define PCY_ARRAY_EVAL_7_ARGS(X) PCY_ARRAY_DEFINE_EVAL(X, 7)
 #define PCY_ARRAY_EVAL_8_ARGS(X) PCY_ARRAY_DEFINE_EVAL(X, 8)
+
+#define PCY_ARRAY_DEFINE_EVALM2(X, n)                                                              \
+  X(program, INT_ARRAY, 0, OP, ANY)                                                                \
+  X(out, TENSOR, OVERWRITE, OP, ANY) X(out1, TENSOR, OVERWRITE, ANY, ANY) PCY_ARRAY_INPUTS_##n(X)
+#define PCY_ARRAY_DEFINE_EVALM3(X, n)                                                              \
+  X(program, INT_ARRAY, 0, OP, ANY)                                                                \
+  X(out, TENSOR, OVERWRITE, OP, ANY)                                                               \
+  X(out1, TENSOR, OVERWRITE, ANY, ANY) X(out2, TENSOR, OVERWRITE, ANY, ANY) PCY_ARRAY_INPUTS_##n(X)
+#define PCY_ARRAY_EVALM2_0_ARGS(X) PCY_ARRAY_DEFINE_EVALM2(X, 0)
+#define PCY_ARRAY_EVALM2_1_ARGS(X) PCY_ARRAY_DEFINE_EVALM2(X, 1)
+#define PCY_ARRAY_EVALM2_2_ARGS(X) PCY_ARRAY_DEFINE_EVALM2(X, 2)
+#define PCY_ARRAY_EVALM2_3_ARGS(X) PCY_ARRAY_DEFINE_EVALM2(X, 3)
+#define PCY_ARRAY_EVALM2_4_ARGS(X) PCY_ARRAY_DEFINE_EVALM2(X, 4)
+#define PCY_ARRAY_EVALM2_5_ARGS(X) PCY_ARRAY_DEFINE_EVALM2(X, 5)
+#define PCY_ARRAY_EVALM2_6_ARGS(X) PCY_ARRAY_DEFINE_EVALM2(X, 6)
+#define PCY_ARRAY_EVALM3_0_ARGS(X) PCY_ARRAY_DEFINE_EVALM3(X, 0)
+#define PCY_ARRAY_EVALM3_1_ARGS(X) PCY_ARRAY_DEFINE_EVALM3(X, 1)
+#define PCY_ARRAY_EVALM3_2_ARGS(X) PCY_ARRAY_DEFINE_EVALM3(X, 2)
+#define PCY_ARRAY_EVALM3_3_ARGS(X) PCY_ARRAY_DEFINE_EVALM3(X, 3)
+#define PCY_ARRAY_EVALM3_4_ARGS(X) PCY_ARRAY_DEFINE_EVALM3(X, 4)
+#define PCY_ARRAY_EVALM3_5_ARGS(X) PCY_ARRAY_DEFINE_EVALM3(X, 5)
+#define PCY_ARRAY_EVALM3_6_ARGS(X) PCY_ARRAY_DEFINE_EVALM3(X, 6)
 
 #define PCY_ARRAY_DEFINE_REDUCE(X, n)                                                                 \
   X(program, INT_ARRAY, 0, OP, ANY)                                                                \
@@ -308,7 +346,21 @@ typedef enum pcy_array_reduce_kind {
   X(reduce_4, PCY_ARRAY_REDUCE_4_ARGS, 4)                                                          \
   X(scan_1, PCY_ARRAY_SCAN_1_ARGS, 1)                                                              \
   X(scan_2, PCY_ARRAY_SCAN_2_ARGS, 2)                                                              \
-  X(random, PCY_ARRAY_RANDOM_ARGS, 0)
+  X(random, PCY_ARRAY_RANDOM_ARGS, 0)                                                              \
+  X(evalm2_0, PCY_ARRAY_EVALM2_0_ARGS, 0)                                                          \
+  X(evalm2_1, PCY_ARRAY_EVALM2_1_ARGS, 1)                                                          \
+  X(evalm2_2, PCY_ARRAY_EVALM2_2_ARGS, 2)                                                          \
+  X(evalm2_3, PCY_ARRAY_EVALM2_3_ARGS, 3)                                                          \
+  X(evalm2_4, PCY_ARRAY_EVALM2_4_ARGS, 4)                                                          \
+  X(evalm2_5, PCY_ARRAY_EVALM2_5_ARGS, 5)                                                          \
+  X(evalm2_6, PCY_ARRAY_EVALM2_6_ARGS, 6)                                                          \
+  X(evalm3_0, PCY_ARRAY_EVALM3_0_ARGS, 0)                                                          \
+  X(evalm3_1, PCY_ARRAY_EVALM3_1_ARGS, 1)                                                          \
+  X(evalm3_2, PCY_ARRAY_EVALM3_2_ARGS, 2)                                                          \
+  X(evalm3_3, PCY_ARRAY_EVALM3_3_ARGS, 3)                                                          \
+  X(evalm3_4, PCY_ARRAY_EVALM3_4_ARGS, 4)                                                          \
+  X(evalm3_5, PCY_ARRAY_EVALM3_5_ARGS, 5)                                                          \
+  X(evalm3_6, PCY_ARRAY_EVALM3_6_ARGS, 6)
 
 #define PCY_ARRAY_DECLARE(op, ARGS, n) PCY_DECLARE_OP_SCHEMA(pcy_array, op, PCY_ARRAY_EXTENSION, ARGS)
 PCY_ARRAY_VARIANTS(PCY_ARRAY_DECLARE)
