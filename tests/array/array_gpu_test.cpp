@@ -772,13 +772,19 @@ TEST_CASE("array gpu: random draws give the native bundle's bits", "[array][gpu]
   const Backend native("native");
   const uint64_t seed = 42, offset = 7;
   for (int d : all_types) {
+    // parameters exact in f32, and not (0.1, 0.7: the f32 roundings of a and b matter)
     std::vector<std::pair<int, std::pair<double, double>>> dists{
-        {PCY_ARRAY_RANDOM_BERNOULLI, {0.25, 0}}};
+        {PCY_ARRAY_RANDOM_BERNOULLI, {0.25, 0}}, {PCY_ARRAY_RANDOM_BERNOULLI, {0.3, 0}}};
     if (is_floating(d)) {
       dists.push_back({PCY_ARRAY_RANDOM_UNIFORM, {-1.5, 2.25}});
+      dists.push_back({PCY_ARRAY_RANDOM_UNIFORM, {0.1, 0.7}});
       dists.push_back({PCY_ARRAY_RANDOM_NORMAL, {0.5, 3}});
+      dists.push_back({PCY_ARRAY_RANDOM_NORMAL, {0.1, 1.3}});
     }
-    if (is_integer(d)) dists.push_back({PCY_ARRAY_RANDOM_RANDINT, {-100, 1000}});
+    if (is_integer(d)) {
+      dists.push_back({PCY_ARRAY_RANDOM_RANDINT, {-100, 1000}});
+      dists.push_back({PCY_ARRAY_RANDOM_RANDINT, {-9e18, 9e18}}); // a range beyond 2^63
+    }
     if (d == PCY_DTYPE_I64) dists.push_back({PCY_ARRAY_RANDOM_BITS, {0, 0}});
     for (const auto& [dist, ab] : dists) {
       const auto want =

@@ -39,6 +39,7 @@
 
 #include <parenchyma/abi/ext/pcy_array.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -57,9 +58,9 @@ struct spec {
   job what = job::eval;
   int kind = 0; // reduce kind, scan kind or random distribution
   int rank = 0, reduced = 0, operands = 0;
-  std::array<int, max_operands> dtypes{}; // operand p's storage dtype
-  int count = 0;                          // instructions (not for random)
-  std::array<instruction, max_instructions> code{};
+  std::array<int, max_operands> dtypes{};         // operand p's storage dtype
+  int count = 0;                                  // instructions (not for random)
+  std::array<instruction, max_instructions> code; // [0, count) set (never zeroed: per op call)
   // F32 transcendental functions (exp, log, sin, pow, ...) evaluated in F64 and rounded once:
   // nearly always the correctly rounded result, as the host's libm gives (devices with fp64).
   bool f32_via_f64 = false;
@@ -123,7 +124,7 @@ inline spec make_spec(const program& p, const collapsed& c, job what, int kind) 
   for (int o = 0; o < p.operands; ++o)
     s.dtypes[static_cast<size_t>(o)] = p.ops[static_cast<size_t>(o)].dtype;
   s.count = p.count;
-  s.code = p.code;
+  std::copy(p.code.begin(), p.code.begin() + p.count, s.code.begin());
   return s;
 }
 

@@ -334,6 +334,8 @@ inline void op_random(gpu_context& cx, const sdk::op_args& a) {
   case PCY_ARRAY_RANDOM_BERNOULLI: break;
   case PCY_ARRAY_RANDOM_RANDINT:
     if (!is_int(dt)) bad(dist_k, "randint draws integers");
+    if (!(pb > pa) || !std::isfinite(pa) || !std::isfinite(pb))
+      bad(at<pcy_array_random_schema>("b"), "randint needs finite a < b");
     break;
   case PCY_ARRAY_RANDOM_BITS:
     if (dt != PCY_DTYPE_I64) bad(dist_k, "bits draws i64");
@@ -397,17 +399,18 @@ template <class Table, class Ctx> void register_ops(Table& table, const std::str
   table.template add<op_eval<pcy_array_eval_##n##_schema, n>>(pcy_array_eval_##n##_schema, d, impl);
     PCY_ADD_EVAL(0)
     PCY_ADD_EVAL(1)
-    PCY_ADD_EVAL(2) PCY_ADD_EVAL(3) PCY_ADD_EVAL(4) PCY_ADD_EVAL(5) PCY_ADD_EVAL(6) PCY_ADD_EVAL(7)
-        PCY_ADD_EVAL(8)
+    PCY_ADD_EVAL(2)
+    PCY_ADD_EVAL(3) PCY_ADD_EVAL(4) PCY_ADD_EVAL(5) PCY_ADD_EVAL(6) PCY_ADD_EVAL(7) PCY_ADD_EVAL(8)
 #undef PCY_ADD_EVAL
-            table.template add<op_random>(pcy_array_random_schema, d, impl);
+        table.template add<op_random>(pcy_array_random_schema, d, impl);
     if (d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16) continue;
 #define PCY_ADD_REDUCE(n)                                                                          \
   table.template add<op_reduce<pcy_array_reduce_##n##_schema, n>>(pcy_array_reduce_##n##_schema,   \
                                                                   d, impl);
     PCY_ADD_REDUCE(1)
     PCY_ADD_REDUCE(2)
-    PCY_ADD_REDUCE(3) PCY_ADD_REDUCE(4)
+    PCY_ADD_REDUCE(3)
+    PCY_ADD_REDUCE(4)
 #undef PCY_ADD_REDUCE
         if (d == PCY_DTYPE_BOOL) continue;
     table.template add<op_scan<pcy_array_scan_1_schema, 1>>(pcy_array_scan_1_schema, d, impl);
