@@ -801,3 +801,54 @@ TEST_CASE("array gpu: random draws give the native bundle's bits", "[array][gpu]
     }
   }
 }
+
+TEST_CASE("array gpu: several outputs of one pass (evalm3) match the native bundle",
+          "[array][gpu]") {
+  const auto gpus = gpu_backends();
+  if (gpus.empty()) {
+    WARN("skipped: no array bundle on opencl or cuda with a device here");
+    return;
+  }
+  const Backend native("native");
+  const int64_t n = 1000;
+  const input x{PCY_DTYPE_F32, awkward(PCY_DTYPE_F32, n), {n}};
+  const input y{PCY_DTYPE_F32, awkward(PCY_DTYPE_F32, n), {n}};
+  // out0 (f32) = x + y; out1 (i32) = i32(x * y); out2 (bool) = x > y; y read reversed
+  program_words p;
+  p.shape = {n};
+  p.views = {{0, 1}, {0, 1}, {0, 1}, {0, 1}, {n - 1, -1}};
+  const int a = p.add(PCY_ARRAY_OP_LOAD, PCY_DTYPE_F32, 3);
+  const int b = p.add(PCY_ARRAY_OP_LOAD, PCY_DTYPE_F32, 4);
+  const int m = p.add(PCY_ARRAY_OP_MUL, PCY_DTYPE_F32, a, b);
+  const int mi = p.add(PCY_ARRAY_OP_CAST, PCY_DTYPE_I32, m);
+  p.add(PCY_ARRAY_OP_STORE, PCY_DTYPE_I32, 1, mi);
+  const int gt = p.add(PCY_ARRAY_OP_GT, PCY_DTYPE_BOOL, a, b);
+  p.add(PCY_ARRAY_OP_STORE, PCY_DTYPE_BOOL, 2, gt);
+  p.add(PCY_ARRAY_OP_ADD, PCY_DTYPE_F32, a, b);
+  const std::vector<int64_t> words = p.words();
+  auto go = [&](const Backend& bk) {
+    std::vector<std::vector<uint8_t>> outs;
+    pa::Array o0(bk, {n}, PCY_DTYPE_F32), o1(bk, {n}, PCY_DTYPE_I32), o2(bk, {n}, PCY_DTYPE_BOOL);
+    auto sx = upload(bk, x), sy = upload(bk, y);
+    const OpArg args[] = {OpArg::integers(words),
+                          OpArg::out(*o0.node()->storage),
+                          OpArg::out(*o1.node()->storage),
+                          OpArg::out(*o2.node()->storage),
+                          OpArg::in(*sx),
+                          OpArg::in(*sy)};
+    bk.invoke(ext::op_key<pcy_array_evalm3_2_schema>(PCY_DTYPE_F32), args);
+    for (const pa::Array* o : {&o0, &o1, &o2}) {
+      const auto* r = static_cast<const uint8_t*>(o->node()->storage->host_read());
+      outs.emplace_back(r, r + static_cast<size_t>(n) * dsize(o->type()));
+    }
+    return outs;
+  };
+  const auto want = go(native);
+  for (const Backend& g : gpus) {
+    INFO(g.name());
+    const auto got = go(g);
+    CHECK(first_difference(want[0], got[0], PCY_DTYPE_F32) == -1);
+    CHECK(first_difference(want[1], got[1], PCY_DTYPE_I32) == -1);
+    CHECK(first_difference(want[2], got[2], PCY_DTYPE_BOOL) == -1);
+  }
+}

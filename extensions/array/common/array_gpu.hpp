@@ -170,11 +170,14 @@ template <const pcy_op_schema& S> consteval uint32_t at(const char* name) {
   return sdk::arg_index(S, name);
 }
 
-template <const pcy_op_schema& S, int N> void op_eval(gpu_context& cx, const sdk::op_args& a) {
+// eval_<N> (O = 1) and evalm<O>_<N>: the outputs are operands 0..O-1, the inputs follow.
+template <const pcy_op_schema& S, int N, int O = 1>
+void op_eval(gpu_context& cx, const sdk::op_args& a) {
   program p;
   const decoder dc(S, a);
-  dc.decode(p, kind::eval, at<S>("program"), at<S>("out"), at<S>("out") + 1, N);
-  dc.check_aliasing(p, at<S>("out"), at<S>("out") + 1);
+  constexpr uint32_t in0 = at<S>("out") + O;
+  dc.decode(p, kind::eval, at<S>("program"), at<S>("out"), in0, N, O);
+  dc.check_aliasing(p, at<S>("out"), in0);
   if (p.elements == 0) return;
   const collapsed c = collapse(p);
   codegen::spec s = codegen::make_spec(p, c, job::eval, 0);
@@ -394,28 +397,34 @@ template <class Table, class Ctx> void register_ops(Table& table, const std::str
   constexpr pcy_dtype all[] = {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_I32,  PCY_DTYPE_I64,
                                PCY_DTYPE_U8,  PCY_DTYPE_F16, PCY_DTYPE_BF16, PCY_DTYPE_I8,
                                PCY_DTYPE_I16, PCY_DTYPE_BOOL};
+  // clang-format off
   for (pcy_dtype d : all) {
 #define PCY_ADD_EVAL(n)                                                                            \
-  table.template add<op_eval<pcy_array_eval_##n##_schema, n>>(pcy_array_eval_##n##_schema, d, impl);
-    PCY_ADD_EVAL(0)
-    PCY_ADD_EVAL(1)
-    PCY_ADD_EVAL(2)
-    PCY_ADD_EVAL(3) PCY_ADD_EVAL(4) PCY_ADD_EVAL(5) PCY_ADD_EVAL(6) PCY_ADD_EVAL(7) PCY_ADD_EVAL(8)
+    table.template add<op_eval<pcy_array_eval_##n##_schema, n>>(pcy_array_eval_##n##_schema, d,  \
+                                                                impl);
+    PCY_ADD_EVAL(0) PCY_ADD_EVAL(1) PCY_ADD_EVAL(2) PCY_ADD_EVAL(3) PCY_ADD_EVAL(4)
+    PCY_ADD_EVAL(5) PCY_ADD_EVAL(6) PCY_ADD_EVAL(7) PCY_ADD_EVAL(8)
 #undef PCY_ADD_EVAL
-        table.template add<op_random>(pcy_array_random_schema, d, impl);
+#define PCY_ADD_EVALM(m, n)                                                                        \
+    table.template add<op_eval<pcy_array_evalm##m##_##n##_schema, n, m>>(                         \
+        pcy_array_evalm##m##_##n##_schema, d, impl);
+    PCY_ADD_EVALM(2, 0) PCY_ADD_EVALM(2, 1) PCY_ADD_EVALM(2, 2) PCY_ADD_EVALM(2, 3)
+    PCY_ADD_EVALM(2, 4) PCY_ADD_EVALM(2, 5) PCY_ADD_EVALM(2, 6)
+    PCY_ADD_EVALM(3, 0) PCY_ADD_EVALM(3, 1) PCY_ADD_EVALM(3, 2) PCY_ADD_EVALM(3, 3)
+    PCY_ADD_EVALM(3, 4) PCY_ADD_EVALM(3, 5) PCY_ADD_EVALM(3, 6)
+#undef PCY_ADD_EVALM
+    table.template add<op_random>(pcy_array_random_schema, d, impl);
     if (d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16) continue;
 #define PCY_ADD_REDUCE(n)                                                                          \
-  table.template add<op_reduce<pcy_array_reduce_##n##_schema, n>>(pcy_array_reduce_##n##_schema,   \
-                                                                  d, impl);
-    PCY_ADD_REDUCE(1)
-    PCY_ADD_REDUCE(2)
-    PCY_ADD_REDUCE(3)
-    PCY_ADD_REDUCE(4)
+    table.template add<op_reduce<pcy_array_reduce_##n##_schema, n>>(                              \
+        pcy_array_reduce_##n##_schema, d, impl);
+    PCY_ADD_REDUCE(1) PCY_ADD_REDUCE(2) PCY_ADD_REDUCE(3) PCY_ADD_REDUCE(4)
 #undef PCY_ADD_REDUCE
-        if (d == PCY_DTYPE_BOOL) continue;
+    if (d == PCY_DTYPE_BOOL) continue;
     table.template add<op_scan<pcy_array_scan_1_schema, 1>>(pcy_array_scan_1_schema, d, impl);
     table.template add<op_scan<pcy_array_scan_2_schema, 2>>(pcy_array_scan_2_schema, d, impl);
   }
+  // clang-format on
 }
 
 } // namespace parenchyma::array_bundle::gpu
