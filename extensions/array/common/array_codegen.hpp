@@ -11,12 +11,15 @@
 // Kernels (all grid-stride loops over 64-bit linear indices):
 //   pcy_eval        one work-item per output element; the index unravelled from the linear id
 //                   with the (collapsed) shape
-//   pcy_reduce_row  one work-group per output: each work-item folds the reduced positions
-//                   t, t + WG, ... in order, then a tree in local/shared memory in a fixed order
-//                   (the same bits run to run); used when the reduced dimensions are innermost
-//   pcy_reduce_col  one work-item per output looping over the reduced index in order; used when
-//                   they are outermost (neighbouring work-items read neighbouring elements), and
-//                   for small reductions
+//   pcy_reduce_row  the tiled kernel: a work-group is cw outputs x cs slices (cs a power of two
+//                   chosen per launch from the layout: an argument, not baked in); slice k folds
+//                   the reduced positions k, k + cs, ... in order, then a tree over the slices in
+//                   local/shared memory in a fixed order (the same bits run to run). cs = the
+//                   work-group size (one group per output) when the reduced dimensions are
+//                   innermost; a small cs (many neighbouring outputs per group: coalesced, and
+//                   cs times the parallelism of one work-item per output) when outermost
+//   pcy_reduce_col  one work-item per output looping over the reduced index in order (CPU
+//                   devices with the reduced dimensions outermost, and tiny reductions)
 //                   Two-pass kinds (VAR, STD, LOGSUMEXP) as the native bundle: the mean or the
 //                   maximum first, then the centred sum, in the same kernel.
 //   pcy_scan        one work-item per row, sequential along the last dimension (the native
@@ -31,7 +34,8 @@
 //   [0, R)                    shape
 //   [R, R + P)                each operand's element offset (the tensor's byte offset folded in)
 //   [R + P, R + P + P R)      operand p's strides at R + P + p R + d
-//   then extras: eval: n (elements); reduce: n_out, n_red, dof_ok; scan: n_rows;
+//   then extras: eval: n (elements); reduce: n_out, n_red, dof_ok, cs (the tiled kernel's
+//   slices per output); scan: n_rows;
 //   random: n, seed, offset, threshold (bernoulli), lo (randint), range (randint).
 #pragma once
 
@@ -899,7 +903,7 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
   }
   src += helpers(dl, f64);
   const layout l = layout_of(s);
-  const int words = std::max(1, l.extra(s.what == job::random ? 6 : s.what == job::reduce ? 3 : 1));
+  const int words = std::max(1, l.extra(s.what == job::random ? 6 : s.what == job::reduce ? 4 : 1));
   src += fmt("typedef struct { i64 w[%d]; } pcy_meta;\n", words);
   const int R = s.rank;
 
@@ -1059,43 +1063,51 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
       src += fmt("idx%d = 0;\n", d);
   src += offsets(s, out) + fin + "  }\n}\n";
 
-  // Row kernel: one work-group per output, a fixed-order tree in shared memory.
+  // Tiled kernel: a work-group of PCY_WG work-items = cw outputs (lanes) x cs slices, cs =
+  // m.w[extra 3] (a power of two dividing PCY_WG): slice k folds the reduced positions k, k + cs,
+  // ... in order, then a tree over the slices in shared memory in a fixed order (the same bits run
+  // to run). cs = PCY_WG: one work-group per output (reduced dimensions innermost); a small cs:
+  // cw neighbouring outputs per group (reduced dimensions outermost: coalesced).
   src += "KERNEL void pcy_reduce_row(" + params(s) + dof_param + ") {\n";
   src += "  SHARED " + T + " sa[PCY_WG];\n";
   if (rd.arg()) src += "  SHARED i64 si[PCY_WG];\n";
   src += "  const int t = LID;\n";
-  src += "  for (i64 o = GRP; o < " + n_out + "; o += NGRP) {\n";
-  src += idx_decl(R) + unravel(0, kept, "o") + decl;
+  src += fmt("  const int cs = (int)m.w[%d], cw = PCY_WG / cs;\n", l.extra(3));
+  src += "  const int lane = t % cw, slice = t / cw;\n";
+  src += "  for (i64 base = GRP * cw; base < " + n_out + "; base += NGRP * cw) {\n";
+  src += "  const i64 o = base + lane;\n  const int live = o < " + n_out + ";\n";
+  src += idx_decl(R) + "if (live) " + unravel(0, kept, "o") + decl;
   auto tree = [&](const char* var, bool with_index) {
     std::string x = fmt("sa[t] = %s;\n", var);
     if (with_index) x += "si[t] = i;\n";
-    x += "BARRIER;\nfor (int h = PCY_WG / 2; h > 0; h >>= 1) {\n  if (t < h) {\n";
+    x += "BARRIER;\nfor (int h = cs / 2; h > 0; h >>= 1) {\n  if (slice < h) {\n";
     if (with_index)
-      x += "    const " + T + " a2 = sa[t + h]; const i64 i2 = si[t + h];\n    " + rd.combine0() +
-           "    sa[t] = a; si[t] = i;\n";
+      x += "    const " + T + " a2 = sa[t + h * cw]; const i64 i2 = si[t + h * cw];\n    " +
+           rd.combine0() + "    sa[t] = a; si[t] = i;\n";
     else if (std::string(var) == "a")
-      x += "    const " + T + " a2 = sa[t + h];\n    " + rd.combine0() + "    sa[t] = a;\n";
+      x += "    const " + T + " a2 = sa[t + h * cw];\n    " + rd.combine0() + "    sa[t] = a;\n";
     else
-      x += "    b = b + sa[t + h];\n    sa[t] = b;\n";
+      x += "    b = b + sa[t + h * cw];\n    sa[t] = b;\n";
     x += "  }\n  BARRIER;\n}\n";
-    x += fmt("%s = sa[0];\n", var);
-    if (with_index) x += "i = si[0];\n";
+    x += fmt("%s = sa[lane];\n", var);
+    if (with_index) x += "i = si[lane];\n";
     x += "BARRIER;\n";
     return x;
   };
   for (int pass = 0; pass < (rd.two_pass() ? 2 : 1); ++pass) {
-    if (pass == 1) src += between + "if (flag == -1) {\n";
-    src += "for (i64 pos = t; pos < " + n_red + "; pos += PCY_WG) {\n";
+    // every work-item reaches every barrier: the loops are guarded, the trees are not
+    if (pass == 1) src += between;
+    src += std::string("if (live") + (pass == 1 ? " && flag == -1" : "") +
+           ") for (i64 pos = slice; pos < " + n_red + "; pos += cs) {\n";
     if (s.reduced > 0) src += unravel(kept, R, "pos");
     src += body(dl, s) + (pass == 0 ? rd.add0(v) : rd.add1(v)) + "}\n";
     src += tree(pass == 0 ? "a" : "b", pass == 0 && rd.arg());
-    if (pass == 1) src += "}\n";
   }
   src += "(void)dof; (void)flag; (void)c; (void)i; (void)b;\n";
   if (s.reduced > 0)
     for (int d = kept; d < R; ++d)
       src += fmt("idx%d = 0;\n", d);
-  src += "if (t == 0) {\n" + offsets(s, out) + fin + "}\n  }\n}\n";
+  src += "if (live && slice == 0) {\n" + offsets(s, out) + fin + "}\n  }\n}\n";
   return src;
 }
 

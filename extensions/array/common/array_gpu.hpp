@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -39,6 +40,11 @@ struct gpu_context : sdk::device_context {
   const char* bundle = "";
   const char* random_header = "";
   bool fp64 = true;
+  bool cpu = false; // a CPU device (OpenCL on the host)
+  // Slices per output of the tiled reduce kernel when the reduced dimensions are outermost; 0:
+  // the column kernel. Default 8 on GPUs, 0 on CPU devices; PARENCHYMA_ARRAY_OUTER_SLICES (0, 1,
+  // 2, 4, ... up to the work-group) sets it (the tests run both kernels on any device).
+  int outer_slices = 8;
   std::string device_name;
   uint32_t wg = 256;            // work-group size of every kernel (a power of two)
   uint64_t max_groups = 4096;   // cap on the groups of a grid-stride launch
@@ -98,6 +104,21 @@ struct gpu_context : sdk::device_context {
       break;
     }
     return kernels.emplace(key, b).first->second;
+  }
+
+  // Reads PARENCHYMA_ARRAY_OUTER_SLICES (see outer_slices) after wg and cpu are set.
+  void configure(const sdk::settings& st) {
+    outer_slices = cpu ? 0 : static_cast<int>(std::min<uint32_t>(8, wg));
+    if (const char* v = st.find("PARENCHYMA_ARRAY_OUTER_SLICES")) {
+      const long n = std::strtol(v, nullptr, 10);
+      int cs = 0;
+      if (n > 0) {
+        cs = 1;
+        while (cs * 2 <= n && static_cast<uint32_t>(cs * 2) <= wg)
+          cs *= 2;
+      }
+      outer_slices = cs;
+    }
   }
 
   uint64_t groups_for(uint64_t items) const {
@@ -194,17 +215,22 @@ void op_eval(gpu_context& cx, const sdk::op_args& a) {
   run(cx, a.queue(), k.k0, cx.groups_for(p.elements), la);
 }
 
-// The column kernel when the first input runs along the innermost kept dimension and not along
-// the innermost reduced one (the reduced dimensions are outermost: neighbouring work-items read
-// neighbouring elements), or when there are many outputs and few reduced elements; else the row
-// kernel (a work-group per output).
-inline bool use_columns(const collapsed& c, uint64_t n_out, uint64_t n_red, uint32_t wg) {
+// The tiled reduce kernel's slices per output (a power of two dividing the work-group), or 0
+// for the column kernel (one work-item per output, no shared memory). Reduced dimensions
+// outermost (the first input runs along the innermost kept dimension, not along the innermost
+// reduced one): neighbouring work-items take neighbouring outputs — on a GPU 8 slices each, for
+// parallelism; on a CPU device the column kernel. Otherwise one slice per reduced element up to
+// the work-group (one group per output for long reductions).
+inline int slices_for(const collapsed& c, uint64_t n_red, uint32_t wg, int outer_slices) {
   const int kept = c.rank - c.reduced;
-  if (c.reduced == 0 || n_red <= 8) return true;
-  if (kept > 0 && std::abs(c.strides[1][static_cast<size_t>(kept - 1)]) == 1 &&
-      std::abs(c.strides[1][static_cast<size_t>(c.rank - 1)]) != 1)
-    return true;
-  return n_red < wg && n_out >= 4096;
+  if (c.reduced == 0 || n_red <= 4) return 0;
+  const bool outer = kept > 0 && std::abs(c.strides[1][static_cast<size_t>(kept - 1)]) == 1 &&
+                     std::abs(c.strides[1][static_cast<size_t>(c.rank - 1)]) != 1;
+  if (outer) return outer_slices;
+  uint32_t cs = 1;
+  while (cs < wg && cs < n_red)
+    cs *= 2;
+  return static_cast<int>(cs);
 }
 
 template <class T> void add_dof(launch_args& la, double dof) { la.add(static_cast<T>(dof)); }
@@ -231,11 +257,13 @@ template <const pcy_op_schema& S, int N> void op_reduce(gpu_context& cx, const s
     n_red *= static_cast<uint64_t>(c.shape[static_cast<size_t>(d)]);
   const codegen::layout l = codegen::layout_of(s);
   launch_args la;
-  la.meta = codegen::meta_words(s, c, off, 3);
+  la.meta = codegen::meta_words(s, c, off, 4);
+  const int cs = slices_for(c, n_red, cx.wg, cx.outer_slices);
   const double dof = static_cast<double>(n_red) - corr;
   la.meta[static_cast<size_t>(l.extra(0))] = static_cast<int64_t>(p.kept_elements);
   la.meta[static_cast<size_t>(l.extra(1))] = static_cast<int64_t>(n_red);
   la.meta[static_cast<size_t>(l.extra(2))] = dof > 0 ? 1 : 0;
+  la.meta[static_cast<size_t>(l.extra(3))] = cs;
   la.operands(cx, t, p.operands);
   la.add_meta();
   switch (p.result_dtype()) {
@@ -249,10 +277,13 @@ template <const pcy_op_schema& S, int N> void op_reduce(gpu_context& cx, const s
   case PCY_DTYPE_BOOL: add_dof<uint8_t>(la, 0); break;
   default: sdk::fail(PCY_ERR_INTERNAL, sdk::str(cx.bundle, ": reduce of an unchecked dtype"));
   }
-  if (use_columns(c, p.kept_elements, n_red, cx.wg))
+  if (cs == 0) {
     run(cx, a.queue(), k.k0, cx.groups_for(p.kept_elements), la);
-  else
-    run(cx, a.queue(), k.k1, std::min<uint64_t>(p.kept_elements, 65535), la);
+  } else {
+    const uint64_t per_group = cx.wg / static_cast<uint32_t>(cs);
+    run(cx, a.queue(), k.k1,
+        std::min<uint64_t>((p.kept_elements + per_group - 1) / per_group, 65535), la);
+  }
 }
 
 template <const pcy_op_schema& S, int N> void op_scan(gpu_context& cx, const sdk::op_args& a) {
