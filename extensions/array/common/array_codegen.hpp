@@ -35,7 +35,7 @@
 //   [R, R + P)                each operand's element offset (the tensor's byte offset folded in)
 //   [R + P, R + P + P R)      operand p's strides at R + P + p R + d
 //   then extras: eval: n (elements); reduce: n_out, n_red, dof_ok, cs (the tiled kernel's
-//   slices per output); scan: n_rows;
+//   slices per output), G, chunk, wi's offset (split reductions); scan: n_rows;
 //   random: n, seed, offset, threshold (bernoulli), lo (randint), range (randint).
 #pragma once
 
@@ -903,7 +903,7 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
   }
   src += helpers(dl, f64);
   const layout l = layout_of(s);
-  const int words = std::max(1, l.extra(s.what == job::random ? 6 : s.what == job::reduce ? 4 : 1));
+  const int words = std::max(1, l.extra(s.what == job::random ? 6 : s.what == job::reduce ? 7 : 1));
   src += fmt("typedef struct { i64 w[%d]; } pcy_meta;\n", words);
   const int R = s.rank;
 
@@ -1108,6 +1108,43 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
     for (int d = kept; d < R; ++d)
       src += fmt("idx%d = 0;\n", d);
   src += "if (live && slice == 0) {\n" + offsets(s, out) + fin + "}\n  }\n}\n";
+  if (rd.two_pass()) return src;
+
+  // Split reductions (one-pass kinds; few outputs, long reductions): pcy_reduce_part gives each
+  // of G fixed chunks of an output's reduced positions a work-group (the tree above), writing a
+  // partial (a, i) to the workspace (wa; wi from element m.w[extra 6]); pcy_reduce_fin then
+  // combines each output's G partials in chunk order. G and the chunk (extras 4, 5) depend on
+  // the shape and the device only: the same bits run to run.
+  const std::string ws_param = ", GLOBAL " + T + "* wa, GLOBAL i64* wi";
+  const std::string G = fmt("m.w[%d]", l.extra(4)), chunk = fmt("m.w[%d]", l.extra(5)),
+                    wi_at = fmt("m.w[%d]", l.extra(6));
+  src += "KERNEL void pcy_reduce_part(" + params(s) + dof_param + ws_param + ") {\n";
+  src += "  SHARED " + T + " sa[PCY_WG];\n";
+  if (rd.arg()) src += "  SHARED i64 si[PCY_WG];\n";
+  src += "  const int t = LID, cs = PCY_WG, cw = 1, lane = 0, slice = t;\n";
+  src += "  for (i64 grp = GRP; grp < " + n_out + " * " + G + "; grp += NGRP) {\n";
+  src += "  const i64 o = grp / " + G + ", g = grp % " + G + ";\n";
+  src += "  const i64 start = g * " + chunk + ";\n  i64 end = start + " + chunk +
+         ";\n  if (end > " + n_red + ") end = " + n_red + ";\n";
+  src += idx_decl(R) + unravel(0, kept, "o") + decl;
+  src += "for (i64 pos = start + t; pos < end; pos += PCY_WG) {\n";
+  if (s.reduced > 0) src += unravel(kept, R, "pos");
+  src += body(dl, s) + rd.add0(v) + "}\n";
+  src += tree("a", rd.arg());
+  src += "(void)dof; (void)flag; (void)c; (void)i; (void)b; (void)cw; (void)lane; (void)wi;\n";
+  src += "if (t == 0) { wa[grp] = a;" +
+         std::string(rd.arg() ? " wi[" + wi_at + " + grp] = i;" : "") + " }\n  }\n}\n";
+  src += "KERNEL void pcy_reduce_fin(" + params(s) + dof_param + ws_param + ") {\n";
+  src += "  for (i64 o = GID; o < " + n_out + "; o += GSIZE) {\n";
+  src += idx_decl(R) + unravel(0, kept, "o") + decl;
+  src += "for (i64 g = 0; g < " + G + "; ++g) {\n  const " + T + " a2 = wa[o * " + G + " + g];\n";
+  if (rd.arg()) src += "  const i64 i2 = wi[" + wi_at + " + o * " + G + " + g];\n";
+  src += "  " + rd.combine0() + "}\n";
+  src += "(void)dof; (void)flag; (void)c; (void)i; (void)b; (void)wi;\n";
+  if (s.reduced > 0)
+    for (int d = kept; d < R; ++d)
+      src += fmt("idx%d = 0;\n", d);
+  src += offsets(s, out) + fin + "  }\n}\n";
   return src;
 }
 

@@ -31,7 +31,9 @@ using codegen::job;
 
 struct built_kernels {
   pcy_kernel k0 = nullptr; // eval, scan, random; reduce: the column kernel
-  pcy_kernel k1 = nullptr; // reduce: the row kernel
+  pcy_kernel k1 = nullptr; // reduce: the tiled kernel
+  pcy_kernel k2 = nullptr; // reduce (one-pass kinds): the split reduction's parts
+  pcy_kernel k3 = nullptr; // ... and its final combination
 };
 
 struct gpu_context : sdk::device_context {
@@ -101,6 +103,11 @@ struct gpu_context : sdk::device_context {
     case job::reduce:
       b.k0 = kernel(prog, "pcy_reduce_col");
       b.k1 = kernel(prog, "pcy_reduce_row");
+      if (s.kind != PCY_ARRAY_REDUCE_VAR && s.kind != PCY_ARRAY_REDUCE_STD &&
+          s.kind != PCY_ARRAY_REDUCE_LOGSUMEXP) {
+        b.k2 = kernel(prog, "pcy_reduce_part");
+        b.k3 = kernel(prog, "pcy_reduce_fin");
+      }
       break;
     }
     return kernels.emplace(key, b).first->second;
@@ -130,7 +137,7 @@ struct gpu_context : sdk::device_context {
 struct launch_args {
   std::array<uint64_t, max_operands> ptr{}; // CUDA device addresses
   std::vector<int64_t> meta;
-  std::array<pcy_kernel_arg, max_operands + 3> args{};
+  std::array<pcy_kernel_arg, max_operands + 5> args{};
   uint32_t count = 0;
 
   void operands(const gpu_context& cx, const std::array<const pcy_tensor*, max_operands>& t,
@@ -145,6 +152,18 @@ struct launch_args {
       }
     }
   }
+  // The split reduction's workspace, twice (wa and wi): a buffer, or a device address.
+  void workspace(const gpu_context& cx, pcy_memory m, void* native) {
+    for (int r = 0; r < 2; ++r) {
+      if (cx.dl == dialect::cuda) {
+        ws_ptr = reinterpret_cast<uint64_t>(native);
+        args[count++] = {PCY_ARG_SCALAR, nullptr, &ws_ptr, sizeof ws_ptr};
+      } else {
+        args[count++] = sdk::mem(m);
+      }
+    }
+  }
+  uint64_t ws_ptr = 0;
   void add_meta() {
     args[count++] = {PCY_ARG_SCALAR, nullptr, meta.data(), meta.size() * sizeof(int64_t)};
   }
@@ -257,7 +276,7 @@ template <const pcy_op_schema& S, int N> void op_reduce(gpu_context& cx, const s
     n_red *= static_cast<uint64_t>(c.shape[static_cast<size_t>(d)]);
   const codegen::layout l = codegen::layout_of(s);
   launch_args la;
-  la.meta = codegen::meta_words(s, c, off, 4);
+  la.meta = codegen::meta_words(s, c, off, 7);
   const int cs = slices_for(c, n_red, cx.wg, cx.outer_slices);
   const double dof = static_cast<double>(n_red) - corr;
   la.meta[static_cast<size_t>(l.extra(0))] = static_cast<int64_t>(p.kept_elements);
@@ -277,12 +296,37 @@ template <const pcy_op_schema& S, int N> void op_reduce(gpu_context& cx, const s
   case PCY_DTYPE_BOOL: add_dof<uint8_t>(la, 0); break;
   default: sdk::fail(PCY_ERR_INTERNAL, sdk::str(cx.bundle, ": reduce of an unchecked dtype"));
   }
+  // Few outputs and long reductions of a one-pass kind: split each output's reduced positions
+  // into G chunks of at least 16 per work-item (parts, then their combination in order).
+  const uint64_t n_out = p.kept_elements;
+  uint64_t chunks = 0, chunk = 0;
+  if (k.k2 != nullptr && n_out * 4 < cx.max_groups) {
+    const uint64_t per = uint64_t{16} * cx.wg;
+    chunks = std::min<uint64_t>({n_red / per, 1024, (cx.max_groups * 4) / n_out});
+    if (chunks >= 2) {
+      chunk = (n_red + chunks - 1) / chunks;
+      chunks = (n_red + chunk - 1) / chunk; // no empty chunk
+    }
+  }
+  if (chunks >= 2) {
+    const uint64_t parts = n_out * chunks;
+    const uint64_t es = sdk::dtype_size(static_cast<pcy_dtype>(p.result_dtype()));
+    const uint64_t wi_at = (parts * es + 7) / 8; // wi's first element, in i64
+    la.meta[static_cast<size_t>(l.extra(4))] = static_cast<int64_t>(chunks);
+    la.meta[static_cast<size_t>(l.extra(5))] = static_cast<int64_t>(chunk);
+    la.meta[static_cast<size_t>(l.extra(6))] = static_cast<int64_t>(wi_at);
+    void* native = nullptr;
+    const pcy_memory ws = a.workspace((wi_at + parts) * 8, &native);
+    la.workspace(cx, ws, native);
+    run(cx, a.queue(), k.k2, std::min<uint64_t>(parts, 65535), la);
+    run(cx, a.queue(), k.k3, cx.groups_for(n_out), la);
+    return;
+  }
   if (cs == 0) {
-    run(cx, a.queue(), k.k0, cx.groups_for(p.kept_elements), la);
+    run(cx, a.queue(), k.k0, cx.groups_for(n_out), la);
   } else {
     const uint64_t per_group = cx.wg / static_cast<uint32_t>(cs);
-    run(cx, a.queue(), k.k1,
-        std::min<uint64_t>((p.kept_elements + per_group - 1) / per_group, 65535), la);
+    run(cx, a.queue(), k.k1, std::min<uint64_t>((n_out + per_group - 1) / per_group, 65535), la);
   }
 }
 
