@@ -862,3 +862,56 @@ TEST_CASE("array gpu: several outputs of one pass (evalm3) match the native bund
     CHECK(first_difference(want[2], got[2], PCY_DTYPE_BOOL) == -1);
   }
 }
+
+TEST_CASE("array gpu: blocked scans of few long rows", "[array][gpu]") {
+  const auto gpus = gpu_backends();
+  if (gpus.empty()) {
+    WARN("skipped: no array bundle on opencl or cuda with a device here");
+    return;
+  }
+  const Backend native("native");
+  const int64_t rows = 2, len = 100000;
+  for (int t : {PCY_DTYPE_I32, PCY_DTYPE_I64, PCY_DTYPE_U8, PCY_DTYPE_F32, PCY_DTYPE_F64}) {
+    for (int kind : {PCY_ARRAY_SCAN_SUM, PCY_ARRAY_SCAN_PROD}) {
+      const bool fl = t == PCY_DTYPE_F32 || t == PCY_DTYPE_F64;
+      input x{t, awkward(t, static_cast<size_t>(rows * len)), {rows * len}};
+      if (fl) { // values whose running sums and products stay finite
+        auto& g = rng();
+        std::uniform_real_distribution<double> u(-1, 1);
+        for (int64_t i = 0; i < rows * len; ++i) {
+          const double v = kind == PCY_ARRAY_SCAN_PROD ? 1 + u(g) / 4096 : u(g);
+          if (t == PCY_DTYPE_F32) {
+            const float f = static_cast<float>(v);
+            std::memcpy(x.bytes.data() + i * 4, &f, 4);
+          } else {
+            std::memcpy(x.bytes.data() + i * 8, &v, 8);
+          }
+        }
+      }
+      program_words p;
+      p.rank = 2;
+      p.reduced = 1;
+      p.shape = {rows, len};
+      p.views = {{0, len, 1}, {0, len, 1}};
+      p.add(PCY_ARRAY_OP_LOAD, t, 1);
+      const auto want = run(native, opkind::scan, p, t, rows * len, {x}, kind);
+      for (const Backend& gb : gpus) {
+        INFO(gb.name() << ": scan " << kind << " on " << dname(t));
+        const auto got = run(gb, opkind::scan, p, t, rows * len, {x}, kind);
+        if (!fl) {
+          CHECK(first_difference(want, got, t) == -1);
+          continue;
+        }
+        // the blocks associate differently: a sequential sum's bound
+        const double tol = (t == PCY_DTYPE_F32 ? 1.2e-7 : 2.3e-16) * static_cast<double>(len);
+        int bad = 0;
+        for (int64_t i = 0; i < rows * len; ++i) {
+          const double w = value_at(want, t, static_cast<size_t>(i)),
+                       v = value_at(got, t, static_cast<size_t>(i));
+          bad += std::fabs(v - w) <= tol * (1 + std::fabs(w)) ? 0 : 1;
+        }
+        CHECK(bad == 0);
+      }
+    }
+  }
+}

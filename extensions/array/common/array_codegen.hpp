@@ -23,7 +23,9 @@
 //                   Two-pass kinds (VAR, STD, LOGSUMEXP) as the native bundle: the mean or the
 //                   maximum first, then the centred sum, in the same kernel.
 //   pcy_scan        one work-item per row, sequential along the last dimension (the native
-//                   bundle's order: the same bits)
+//                   bundle's order: the same bits); for few long rows, blocked: pcy_scan_part
+//                   (block totals), pcy_scan_carry (each row's carries, in order),
+//                   pcy_scan_fin (each block from its carry) - deterministic
 //   pcy_random      one work-item per element of the view: pcy_array_random.h's words and
 //                   transforms
 // Arguments: the P operands' buffers (OpenCL: __global T*; CUDA: T*) in operand order, then
@@ -35,7 +37,7 @@
 //   [R, R + P)                each operand's element offset (the tensor's byte offset folded in)
 //   [R + P, R + P + P R)      operand p's strides at R + P + p R + d
 //   then extras: eval: n (elements); reduce: n_out, n_red, dof_ok, cs (the tiled kernel's
-//   slices per output), G, chunk, wi's offset (split reductions); scan: n_rows;
+//   slices per output), G, chunk, wi's offset (split reductions); scan: n_rows, B, blen;
 //   random: n, seed, offset, threshold (bernoulli), lo (randint), range (randint).
 #pragma once
 
@@ -903,7 +905,10 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
   }
   src += helpers(dl, f64);
   const layout l = layout_of(s);
-  const int words = std::max(1, l.extra(s.what == job::random ? 6 : s.what == job::reduce ? 7 : 1));
+  const int words = std::max(1, l.extra(s.what == job::random   ? 6
+                                        : s.what == job::reduce ? 7
+                                        : s.what == job::scan   ? 3
+                                                                : 1));
   src += fmt("typedef struct { i64 w[%d]; } pcy_meta;\n", words);
   const int R = s.rank;
 
@@ -929,22 +934,51 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
     const char* T = ctype(t);
     const bool prod = s.kind == PCY_ARRAY_SCAN_PROD;
     const int kept = R - s.reduced;
+    const std::string v = reg(s.count - 1);
+    auto fold = [&](const char* acc, const std::string& x) {
+      if (is_float(t))
+        return fmt(prod ? "%s = %s * %s;\n" : "%s = %s + %s;\n", acc, acc, x.c_str());
+      return fmt(prod ? "%s = (%s)(U(%s) * U(%s));\n" : "%s = (%s)(U(%s) + U(%s));\n", acc, T, acc,
+                 x.c_str());
+    };
+    std::array<bool, max_operands> out{};
+    out[0] = true;
+    const std::string len = s.reduced > 0 ? fmt("m.w[%d]", R - 1) : std::string("1");
+    const std::string set_j = s.reduced > 0 ? fmt("idx%d = j;\n", R - 1) : std::string();
+    // One work-item per row, in order (the native bundle's bits).
     src += "KERNEL void pcy_scan(" + params(s) + ") {\n";
-    src += fmt("  const i64 len = %s;\n", s.reduced > 0 ? fmt("m.w[%d]", R - 1).c_str() : "1");
+    src += "  const i64 len = " + len + ";\n";
     src += fmt("  for (i64 row = GID; row < m.w[%d]; row += GSIZE) {\n", l.extra(0));
     src += idx_decl(R) + unravel(0, kept, "row");
     src += fmt("%s run = (%s)%d;\n", T, T, prod ? 1 : 0);
-    src += "for (i64 j = 0; j < len; ++j) {\n";
-    if (s.reduced > 0) src += fmt("idx%d = j;\n", R - 1);
-    src += body(dl, s);
-    const std::string v = reg(s.count - 1);
-    if (is_float(t))
-      src += prod ? "run = run * " + v + ";\n" : "run = run + " + v + ";\n";
-    else
-      src += fmt(prod ? "run = (%s)(U(run) * U(%s));\n" : "run = (%s)(U(run) + U(%s));\n", T,
-                 v.c_str());
-    std::array<bool, max_operands> out{};
-    out[0] = true;
+    src += "for (i64 j = 0; j < len; ++j) {\n" + set_j + body(dl, s) + fold("run", v);
+    src += offsets(s, out) + "o0[q0] = run;\n}\n  }\n}\n";
+    // Blocked (few long rows): B blocks of blen per row (extras 1, 2), one work-item each:
+    // pcy_scan_part folds each block into wa; pcy_scan_carry turns a row's block totals into
+    // the carries before each block, in order; pcy_scan_fin rescans each block from its carry.
+    // Fixed blocks: the same bits run to run (floating sums associate differently from native).
+    const std::string B = fmt("m.w[%d]", l.extra(1)), blen = fmt("m.w[%d]", l.extra(2)),
+                      rows = fmt("m.w[%d]", l.extra(0));
+    const std::string ws = ", GLOBAL " + std::string(T) + "* wa";
+    const std::string head = "  const i64 len = " + len + ";\n  for (i64 item = GID; item < " +
+                             rows + " * " + B + "; item += GSIZE) {\n  const i64 row = item / " +
+                             B + ", blk = item % " + B + ";\n  const i64 j0 = blk * " + blen +
+                             ";\n  i64 j1 = j0 + " + blen + ";\n  if (j1 > len) j1 = len;\n";
+    src += "KERNEL void pcy_scan_part(" + params(s) + ws + ") {\n" + head;
+    src += idx_decl(R) + unravel(0, kept, "row");
+    src += fmt("%s run = (%s)%d;\n", T, T, prod ? 1 : 0);
+    src += "for (i64 j = j0; j < j1; ++j) {\n" + set_j + body(dl, s) + fold("run", v) + "}\n";
+    src += "(void)o0;\nwa[item] = run;\n  }\n}\n";
+    src += "KERNEL void pcy_scan_carry(" + params(s) + ws + ") {\n";
+    src += "  for (i64 row = GID; row < " + rows + "; row += GSIZE) {\n";
+    src += fmt("  %s run = (%s)%d;\n", T, T, prod ? 1 : 0);
+    src += "  for (i64 blk = 0; blk < " + B + "; ++blk) {\n    const " + T + " x = wa[row * " + B +
+           " + blk];\n    wa[row * " + B + " + blk] = run;\n    " + fold("run", "x") + "  }\n";
+    src += "  (void)o0;\n  }\n}\n";
+    src += "KERNEL void pcy_scan_fin(" + params(s) + ws + ") {\n" + head;
+    src += idx_decl(R) + unravel(0, kept, "row");
+    src += std::string(T) + " run = wa[item];\n";
+    src += "for (i64 j = j0; j < j1; ++j) {\n" + set_j + body(dl, s) + fold("run", v);
     src += offsets(s, out) + "o0[q0] = run;\n}\n  }\n}\n";
     return src;
   }

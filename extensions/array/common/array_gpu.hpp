@@ -98,7 +98,12 @@ struct gpu_context : sdk::device_context {
     built_kernels b;
     switch (s.what) {
     case job::eval: b.k0 = kernel(prog, "pcy_eval"); break;
-    case job::scan: b.k0 = kernel(prog, "pcy_scan"); break;
+    case job::scan:
+      b.k0 = kernel(prog, "pcy_scan");
+      b.k1 = kernel(prog, "pcy_scan_part");
+      b.k2 = kernel(prog, "pcy_scan_carry");
+      b.k3 = kernel(prog, "pcy_scan_fin");
+      break;
     case job::random: b.k0 = kernel(prog, "pcy_random"); break;
     case job::reduce:
       b.k0 = kernel(prog, "pcy_reduce_col");
@@ -153,8 +158,8 @@ struct launch_args {
     }
   }
   // The split reduction's workspace, twice (wa and wi): a buffer, or a device address.
-  void workspace(const gpu_context& cx, pcy_memory m, void* native) {
-    for (int r = 0; r < 2; ++r) {
+  void workspace(const gpu_context& cx, pcy_memory m, void* native, int times = 2) {
+    for (int r = 0; r < times; ++r) {
       if (cx.dl == dialect::cuda) {
         ws_ptr = reinterpret_cast<uint64_t>(native);
         args[count++] = {PCY_ARG_SCALAR, nullptr, &ws_ptr, sizeof ws_ptr};
@@ -352,11 +357,34 @@ template <const pcy_op_schema& S, int N> void op_scan(gpu_context& cx, const sdk
   for (int d = 0; d < c.rank - c.reduced; ++d)
     rows *= static_cast<uint64_t>(c.shape[static_cast<size_t>(d)]);
   launch_args la;
-  la.meta = codegen::meta_words(s, c, off, 1);
-  la.meta[static_cast<size_t>(codegen::layout_of(s).extra(0))] = static_cast<int64_t>(rows);
+  const codegen::layout l = codegen::layout_of(s);
+  la.meta = codegen::meta_words(s, c, off, 3);
+  la.meta[static_cast<size_t>(l.extra(0))] = static_cast<int64_t>(rows);
   la.operands(cx, t, p.operands);
   la.add_meta();
-  run(cx, a.queue(), k.k0, cx.groups_for(rows), la);
+  // Few long rows: blocks of at least 256 elements, enough for the device.
+  const uint64_t len =
+      c.reduced > 0 ? static_cast<uint64_t>(c.shape[static_cast<size_t>(c.rank - 1)]) : 1;
+  uint64_t blocks = 0, blen = 0;
+  if (rows * cx.wg < cx.max_groups * cx.wg / 2 && len >= 4096) {
+    blocks = std::min<uint64_t>(len / 256, std::max<uint64_t>(1, (cx.max_groups * cx.wg) / rows));
+    if (blocks >= 2) {
+      blen = (len + blocks - 1) / blocks;
+      blocks = (len + blen - 1) / blen;
+    }
+  }
+  if (blocks < 2) {
+    run(cx, a.queue(), k.k0, cx.groups_for(rows), la);
+    return;
+  }
+  la.meta[static_cast<size_t>(l.extra(1))] = static_cast<int64_t>(blocks);
+  la.meta[static_cast<size_t>(l.extra(2))] = static_cast<int64_t>(blen);
+  void* native = nullptr;
+  const pcy_memory ws = a.workspace(rows * blocks * 8, &native);
+  la.workspace(cx, ws, native, 1);
+  run(cx, a.queue(), k.k1, cx.groups_for(rows * blocks), la);
+  run(cx, a.queue(), k.k2, cx.groups_for(rows), la);
+  run(cx, a.queue(), k.k3, cx.groups_for(rows * blocks), la);
 }
 
 // random: the view {R, shape[R], offset, strides[R]} checked against the output; the draw's
