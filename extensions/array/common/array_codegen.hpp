@@ -978,6 +978,12 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
                  l.extra(4), l.extra(5));
       val = cast_expr(dl, "y_", PCY_DTYPE_I64, d);
       break;
+    case PCY_ARRAY_RANDOM_PERMUTATION:
+      src += fmt("const i64 y_ = (i64)pcy_rng_permute((u64)m.w[%d], (u64)m.w[%d], (u64)m.w[%d], "
+                 "(u64)e);\n",
+                 l.extra(1), l.extra(2), l.extra(0));
+      val = cast_expr(dl, "y_", PCY_DTYPE_I64, d);
+      break;
     default: // BITS
       src += "const i64 y_ = (i64)((u64)w[1] << 32 | (u64)w[0]);\n";
       val = cast_expr(dl, "y_", PCY_DTYPE_I64, d);

@@ -2104,6 +2104,23 @@ inline Array randint(const Backend& b, Shape shape, int64_t low, int64_t high, u
                       offset, static_cast<double>(low), static_cast<double>(high));
 }
 
+// permutation: a random permutation of 0 .. n-1 (i64 by default), the same on every device; no
+// sort (a Feistel network with Philox rounds, pcy_array_random.h). permutation(x) of an array:
+// take(x, permutation(n), axis 0).
+inline Array permutation(const Backend& b, int64_t n, uint64_t seed, uint64_t offset = 0,
+                         dtype t = dt::i64) {
+  if (n < 0 || (t != dt::i64 && t != dt::i32) || (t == dt::i32 && n > (int64_t{1} << 31)))
+    array::detail::fail("random.permutation", errc::invalid_argument,
+                        "needs n >= 0 and dtype i64 (or i32 for n <= 2^31); got n = ", n);
+  return detail::draw("random.permutation", b, {n}, t, PCY_ARRAY_RANDOM_PERMUTATION, seed, offset,
+                      0, 0);
+}
+inline Array permutation(const Array& x, uint64_t seed, uint64_t offset = 0) {
+  if (x.ndim() == 0)
+    array::detail::fail("random.permutation", errc::invalid_argument, "argument x: rank 0");
+  return take(x, permutation(x.need_backend("random.permutation"), x.shape()[0], seed, offset), 0);
+}
+
 // A stream: each draw takes the next elements of (seed, offset), so successive draws never
 // overlap and a program replays exactly from its seed.
 class Generator {
@@ -2126,6 +2143,10 @@ public:
   Array randint(const Backend& b, Shape s, int64_t low, int64_t high, dtype t = dt::i64) {
     const uint64_t o = take(s);
     return random::randint(b, std::move(s), low, high, seed_, o, t);
+  }
+  // A permutation takes one offset (its network is keyed by it).
+  Array permutation(const Backend& b, int64_t n, dtype t = dt::i64) {
+    return random::permutation(b, n, seed_, offset_++, t);
   }
 
 private:
