@@ -57,6 +57,7 @@ struct spec {
   job what = job::eval;
   int kind = 0; // reduce kind, scan kind or random distribution
   int rank = 0, reduced = 0, operands = 0;
+  int outputs = 1; // operands 0..outputs-1 are written (multi-output evals: STORE)
   std::array<int, max_operands> dtypes{}; // operand p's storage dtype
   int count = 0;                          // instructions (not for random)
   std::array<instruction, max_instructions> code{};
@@ -88,6 +89,7 @@ struct spec {
     put(rank);
     put(reduced);
     put(operands);
+    put(outputs);
     put(f32_via_f64 ? 1 : 0);
     for (int o = 0; o < operands; ++o)
       put(dtypes[static_cast<size_t>(o)]);
@@ -120,6 +122,7 @@ inline spec make_spec(const program& p, const collapsed& c, job what, int kind) 
   s.rank = c.rank;
   s.reduced = c.reduced;
   s.operands = p.operands;
+  s.outputs = p.outputs;
   for (int o = 0; o < p.operands; ++o)
     s.dtypes[static_cast<size_t>(o)] = p.ops[static_cast<size_t>(o)].dtype;
   s.count = p.count;
@@ -631,6 +634,7 @@ inline std::string instruction_code(dialect dl, const spec& s, int k) {
     return def(fmt("(%s)(i64)PCY_U64(0x%016llX)", T, static_cast<unsigned long long>(in.a)));
   }
   case PCY_ARRAY_OP_INDEX: return def(fmt("idx%lld", static_cast<long long>(in.a)));
+  case PCY_ARRAY_OP_STORE: return def(reg(in.b)); // written after the body (eval)
   case PCY_ARRAY_OP_CAST: return def(cast_expr(dl, a, t, d));
   case PCY_ARRAY_OP_WHERE: return def("(" + a + " ? " + b + " : " + c + ")");
   case PCY_ARRAY_OP_NEG: return def(fl ? "-" + a : fmt("(%s)((u64)0 - U(%s))", T, a.c_str()));
@@ -788,8 +792,8 @@ inline std::string unravel(int from, int to, const char* lin) {
 inline std::string params(const spec& s) {
   std::string p;
   for (int o = 0; o < s.operands; ++o) {
-    p += fmt("GLOBAL %s%s* o%d, ", o == 0 ? "" : "const ", ctype(s.dtypes[static_cast<size_t>(o)]),
-             o);
+    p += fmt("GLOBAL %s%s* o%d, ", o < s.outputs ? "" : "const ",
+             ctype(s.dtypes[static_cast<size_t>(o)]), o);
   }
   p += "const pcy_meta m";
   return p;
@@ -901,8 +905,16 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
     src += fmt("  for (i64 lin = GID; lin < m.w[%d]; lin += GSIZE) {\n", l.extra(0));
     src += idx_decl(R) + unravel(0, R, "lin") + body(dl, s);
     std::array<bool, max_operands> out{};
-    out[0] = true;
-    src += offsets(s, out);
+    for (int o = 0; o < s.outputs; ++o) out[static_cast<size_t>(o)] = true;
+    const std::array<bool, max_operands> read = read_operands(s);
+    for (int o = 0; o < s.outputs; ++o) out[static_cast<size_t>(o)] = !read[static_cast<size_t>(o)];
+    src += offsets(s, out); // the outputs' offsets the body did not define
+    // Every value is in a register before the first store (outputs may be inputs in place).
+    for (int k = 0; k < s.count; ++k)
+      if (s.code[static_cast<size_t>(k)].op == PCY_ARRAY_OP_STORE)
+        src += fmt("o%lld[q%lld] = ", static_cast<long long>(s.code[static_cast<size_t>(k)].a),
+                   static_cast<long long>(s.code[static_cast<size_t>(k)].a)) +
+               reg(k) + ";\n";
     src += "o0[q0] = " + reg(s.count - 1) + ";\n  }\n}\n";
     return src;
   }

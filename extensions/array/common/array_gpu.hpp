@@ -191,6 +191,30 @@ template <const pcy_op_schema& S, int N> void op_eval(gpu_context& cx, const sdk
   run(cx, a.queue(), k.k0, cx.groups_for(p.elements), la);
 }
 
+// evalm2_<n>, evalm3_<n>: eval with O outputs (STORE writes the further ones).
+template <const pcy_op_schema& S, int N, int O>
+void op_evalm(gpu_context& cx, const sdk::op_args& a) {
+  program p;
+  const decoder dc(S, a);
+  constexpr uint32_t in0 = at<S>("out") + O;
+  dc.decode(p, kind::eval, at<S>("program"), at<S>("out"), in0, N, O);
+  dc.check_aliasing(p, at<S>("out"), in0);
+  if (p.elements == 0) return;
+  const collapsed c = collapse(p);
+  codegen::spec s = codegen::make_spec(p, c, job::eval, 0);
+  s.f32_via_f64 = cx.fp64;
+  const built_kernels& k = cx.get(s);
+  std::array<int64_t, max_operands> off{};
+  std::array<const pcy_tensor*, max_operands> t{};
+  offsets_of(S, p, cx.bundle, off, t);
+  launch_args la;
+  la.meta = codegen::meta_words(s, c, off, 1);
+  la.meta[static_cast<size_t>(codegen::layout_of(s).extra(0))] = static_cast<int64_t>(p.elements);
+  la.operands(cx, t, p.operands);
+  la.add_meta();
+  run(cx, a.queue(), k.k0, cx.groups_for(p.elements), la);
+}
+
 // The column kernel when the first input runs along the innermost kept dimension and not along
 // the innermost reduced one (the reduced dimensions are outermost: neighbouring work-items read
 // neighbouring elements), or when there are many outputs and few reduced elements; else the row
@@ -405,6 +429,14 @@ template <class Table, class Ctx> void register_ops(Table& table, const std::str
         PCY_ADD_EVAL(8)
 #undef PCY_ADD_EVAL
             table.template add<op_random>(pcy_array_random_schema, d, impl);
+#define PCY_ADD_EVALM(m, n)                                                                        \
+  table.template add<op_evalm<pcy_array_evalm##m##_##n##_schema, n, m>>(                           \
+      pcy_array_evalm##m##_##n##_schema, d, impl);
+    PCY_ADD_EVALM(2, 0) PCY_ADD_EVALM(2, 1) PCY_ADD_EVALM(2, 2) PCY_ADD_EVALM(2, 3)
+    PCY_ADD_EVALM(2, 4) PCY_ADD_EVALM(2, 5) PCY_ADD_EVALM(2, 6)
+    PCY_ADD_EVALM(3, 0) PCY_ADD_EVALM(3, 1) PCY_ADD_EVALM(3, 2) PCY_ADD_EVALM(3, 3)
+    PCY_ADD_EVALM(3, 4) PCY_ADD_EVALM(3, 5) PCY_ADD_EVALM(3, 6)
+#undef PCY_ADD_EVALM
     if (d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16) continue;
 #define PCY_ADD_REDUCE(n)                                                                          \
   table.template add<op_reduce<pcy_array_reduce_##n##_schema, n>>(pcy_array_reduce_##n##_schema,   \
