@@ -1,0 +1,1 @@
+# Type stubs for parenchyma.array_api (filled below).
