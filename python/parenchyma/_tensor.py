@@ -71,6 +71,9 @@ def _unary(name):
 def _matmul(x, y):
     from .array_api import matmul
 
+    x, y = _operand(x), _operand(y)
+    if x is None or y is None:
+        return NotImplemented
     return matmul(x, y)
 
 
@@ -81,11 +84,11 @@ def _index_items(x, key):
         if isinstance(k, bool) or (isinstance(k, Tensor) and k.dtype == "bool"):
             raise _error("unsupported", "parenchyma.Tensor.__getitem__",
                          "boolean indexing is not supported; use parenchyma.array_api.where")
-        if isinstance(k, (Tensor, list)) or hasattr(k, "__array__") and not hasattr(k, "__index__"):
+        if _is_array_index(k):
             raise _error("unsupported", "parenchyma.Tensor.__getitem__",
-                         "integer-array indexing is not supported; use "
-                         "parenchyma.array_api.take (documented unsupported here too: no gather)"
-                         " or basic indexing (ints, slices, ..., None)")
+                         "integer-array indexing is supported for one integer array with the "
+                         "other axes whole (x[idx], x[:, idx]) only; use "
+                         "parenchyma.array_api.take(x, indices, axis=...) per axis")
         if not (k is None or k is Ellipsis or isinstance(k, slice) or hasattr(k, "__index__")):
             raise _error("invalid_argument", "parenchyma.Tensor.__getitem__",
                          "an index must be an int, a slice, Ellipsis or None, got "
@@ -106,7 +109,19 @@ def _index_items(x, key):
     return key
 
 
+def _is_array_index(k):
+    return isinstance(k, (Tensor, list)) or (hasattr(k, "__array__") and not hasattr(k, "__index__"))
+
+
 def _getitem(self, key):
+    keys = key if isinstance(key, tuple) else (key,)
+    arrays = [i for i, k in enumerate(keys) if _is_array_index(k)]
+    if len(arrays) == 1 and not (isinstance(keys[arrays[0]], Tensor) and keys[arrays[0]].dtype == "bool"):
+        rest = [k for i, k in enumerate(keys) if i != arrays[0]]
+        if all(isinstance(k, slice) and k == slice(None) for k in rest):
+            from . import array_api
+
+            return array_api.take(self, _operand(keys[arrays[0]]), axis=arrays[0])
     items = _index_items(self, key)
     v = self
     axis = 0

@@ -444,36 +444,28 @@ def imag(x, /):
 
 
 # ---- indexing -----------------------------------------------------------------------------
-take = _unsupported("take", "the array front-end has no gather (take) operation yet; index "
-                            "with ints and slices")
-take_along_axis = _unsupported("take_along_axis", "the array front-end has no gather operation yet")
+def take(x, indices, /, *, axis=None):
+    """x's elements at integer `indices` along `axis` (required unless x is 1-d). Indices
+    outside [-n, n) are clipped to the nearest end (NumPy's mode="clip"; the standard leaves
+    them unspecified)."""
+    if axis is None:
+        if x.ndim != 1:
+            raise _error("invalid_argument", "array_api.take",
+                         "argument axis: required for arrays of %d dimensions" % x.ndim)
+        axis = 0
+    return _a.take(x, _tensor_or_scalar(indices), axis)
+
+
+def take_along_axis(x, indices, /, *, axis=-1):
+    raise _error("unsupported", "array_api.take_along_axis",
+                 "not supported (take() gathers whole slices along one axis)")
 
 
 # ---- linear algebra -----------------------------------------------------------------------
 def matmul(x1, x2, /):
-    """Batched matrix product with broadcasting, through the front-end: the sum over the
-    contracted axis of x1[..., i, k, None] * x2[..., None, k, j] (one fused program)."""
-    x1, x2 = _tensor_or_scalar(x1), _tensor_or_scalar(x2)
-    if x1.ndim == 0 or x2.ndim == 0:
-        raise _error("invalid_argument", "array_api.matmul", "operands must have at least 1 "
-                     "dimension (use multiply for scalars)")
-    v1, v2 = x1.ndim == 1, x2.ndim == 1
-    a = _a.expand_dims(x1, 0) if v1 else x1
-    b = _a.expand_dims(x2, 1) if v2 else x2
-    if a.shape[-1] != b.shape[-2]:
-        raise _error("invalid_argument", "array_api.matmul",
-                     "shapes %s and %s: the contracted dimensions %d and %d differ"
-                     % (x1.shape, x2.shape, a.shape[-1], b.shape[-2]))
-    dt = result_type(a, b)
-    prod = _a.binary("multiply", _a.expand_dims(a, -1), _a.expand_dims(b, -3))
-    r = _a.reduce("sum", prod, -2, False, 0.0)
-    if r.dtype != dt:
-        r = _a.astype(r, dt, True)
-    if v1:
-        r = _a.squeeze(r, -2)
-    if v2:
-        r = _a.squeeze(r, -1)
-    return r
+    """The matrix product with batch broadcasting (the front-end's matmul: 2-d floating
+    products on the backend's gemm, others as one fused multiply-and-sum program)."""
+    return _a.product("matmul", _tensor_or_scalar(x1), _tensor_or_scalar(x2), 0)
 
 
 def matrix_transpose(x, /):
@@ -494,43 +486,30 @@ def _T(x, /):
 
 
 def vecdot(x1, x2, /, *, axis=-1):
-    n1, n2 = x1.shape[axis] if x1.ndim else None, x2.shape[axis] if x2.ndim else None
+    x1, x2 = _tensor_or_scalar(x1), _tensor_or_scalar(x2)
+    n1 = x1.shape[axis] if x1.ndim else None
+    n2 = x2.shape[axis] if x2.ndim else None
     if n1 != n2:
         raise _error("invalid_argument", "array_api.vecdot",
                      "the contracted dimensions differ: %s and %s" % (n1, n2))
+    r = _a.product("vecdot", x1, x2, axis)
     dt = result_type(x1, x2)
-    r = _a.reduce("sum", multiply(x1, x2), axis, False, 0.0)  # noqa: F821
     return r if r.dtype == dt else _a.astype(r, dt, True)
 
 
 def tensordot(x1, x2, /, *, axes=2):
     if isinstance(axes, int):
-        if axes < 0:
-            raise ValueError("tensordot: axes must be >= 0")
-        a1 = list(range(x1.ndim - axes, x1.ndim))
-        a2 = list(range(axes))
-    else:
-        a1, a2 = [list(a) if isinstance(a, (list, tuple)) else [a] for a in axes]
-    a1 = [a % x1.ndim if x1.ndim else a for a in a1]
-    a2 = [a % x2.ndim if x2.ndim else a for a in a2]
-    if len(a1) != len(a2) or builtins.any(x1.shape[i] != x2.shape[j] for i, j in zip(a1, a2)):
+        return _a.product("tensordot", x1, x2, axes)
+    a1, a2 = [list(a) if isinstance(a, (list, tuple)) else [a] for a in axes]
+    if len(a1) != len(a2):
         raise _error("invalid_argument", "array_api.tensordot",
-                     "the contracted dimensions of %s and %s differ" % (x1.shape, x2.shape))
+                     "argument axes: %d and %d axes" % (len(a1), len(a2)))
+    a1 = [a % x1.ndim for a in a1]
+    a2 = [a % x2.ndim for a in a2]
     free1 = [i for i in range(x1.ndim) if i not in a1]
     free2 = [j for j in range(x2.ndim) if j not in a2]
-    k = 1
-    for i in a1:
-        k *= x1.shape[i]
-    m = 1
-    for i in free1:
-        m *= x1.shape[i]
-    n = 1
-    for j in free2:
-        n *= x2.shape[j]
-    p1 = _a.reshape(_a.permute_dims(x1, free1 + a1), (m, k))
-    p2 = _a.reshape(_a.permute_dims(x2, a2 + free2), (k, n))
-    r = matmul(p1, p2)
-    return _a.reshape(r, tuple(x1.shape[i] for i in free1) + tuple(x2.shape[j] for j in free2))
+    return _a.product("tensordot", _a.permute_dims(x1, free1 + a1),
+                      _a.permute_dims(x2, a2 + free2), len(a1))
 
 
 # ---- manipulation -------------------------------------------------------------------------
@@ -559,66 +538,16 @@ def broadcast_to(x, /, shape):
     return _a.broadcast_to(x, tuple(shape))
 
 
-def _write_parts(parts, axis, shape, dtype, device, stack_axis=False):
-    out = _a.empty(shape, dtype, device)
-    pos = 0
-    for p in parts:
-        if stack_axis:
-            _a.assign(_a.at(out, pos, axis), p)
-            pos += 1
-        else:
-            n = p.shape[axis]
-            _a.assign(_a.slice(out, axis, pos, pos + n, 1), p)
-            pos += n
-    return out
-
-
 def concat(arrays, /, *, axis=0):
-    arrays = list(arrays)
-    if not arrays:
-        raise ValueError("concat: at least one array is required")
-    dt = result_type(*arrays)
-    dev = _device(None, *arrays)
+    arrays = [_tensor_or_scalar(a) for a in arrays]
     if axis is None:
-        arrays = [reshape(a, (-1,)) for a in arrays]
+        arrays = [_a.reshape(a, (-1,)) for a in arrays]
         axis = 0
-    nd = arrays[0].ndim
-    if nd == 0:
-        raise _error("invalid_argument", "array_api.concat", "0-d arrays cannot be concatenated")
-    ax = axis + nd if axis < 0 else axis
-    if not 0 <= ax < nd:
-        raise _error("invalid_argument", "array_api.concat",
-                     "argument axis: %d is out of range for %d dimensions" % (axis, nd))
-    base = list(arrays[0].shape)
-    total = 0
-    for a in arrays:
-        s = list(a.shape)
-        if len(s) != nd or s[:ax] + s[ax + 1:] != base[:ax] + base[ax + 1:]:
-            raise _error("invalid_argument", "array_api.concat",
-                         "shapes %s and %s differ outside axis %d"
-                         % (arrays[0].shape, a.shape, ax))
-        total += s[ax]
-    base[ax] = total
-    return _write_parts(arrays, ax, tuple(base), dt, dev)
+    return _a.join("concat", arrays, axis)
 
 
 def stack(arrays, /, *, axis=0):
-    arrays = list(arrays)
-    if not arrays:
-        raise ValueError("stack: at least one array is required")
-    shape = arrays[0].shape
-    for a in arrays:
-        if a.shape != shape:
-            raise _error("invalid_argument", "array_api.stack",
-                         "shapes %s and %s differ" % (shape, a.shape))
-    nd = len(shape) + 1
-    ax = axis + nd if axis < 0 else axis
-    if not 0 <= ax < nd:
-        raise _error("invalid_argument", "array_api.stack",
-                     "argument axis: %d is out of range for %d dimensions" % (axis, nd))
-    out_shape = shape[:ax] + (len(arrays),) + shape[ax:]
-    return _write_parts(arrays, ax, out_shape, result_type(*arrays), _device(None, *arrays),
-                        stack_axis=True)
+    return _a.join("stack", [_tensor_or_scalar(a) for a in arrays], axis)
 
 
 def unstack(x, /, *, axis=0):

@@ -59,7 +59,7 @@ Value value_of(const py::handle& obj, const std::string& fn, const char* arg) {
 }
 
 // The backend of an operation: its operands' (they must agree), else the default one.
-std::shared_ptr<BackendState> pick_backend(std::initializer_list<const Value*> values,
+std::shared_ptr<BackendState> pick_backend(const std::vector<const Value*>& values,
                                            const std::string& fn) {
   std::shared_ptr<BackendState> s;
   for (const Value* v : values) {
@@ -413,6 +413,53 @@ void bind_array(py::module_& parent) {
   m.def("at", [](const py::object& x, const py::object& index, int64_t axis) {
     const int64_t i = int_arg(index, "array.at", "index");
     return apply1(x, "at", [&](const pa::Array& a) { return a.at(i, axis); }, true);
+  });
+
+  // ---- indexing, joining, products ----
+  m.def("take", [](const py::object& x, const py::object& indices, int64_t axis) {
+    const Value vx = value_of(x, "take", "x"), vi = value_of(indices, "take", "indices");
+    if (vx.tensor == nullptr || vi.tensor == nullptr)
+      fail(errc::invalid_argument, "array.take", "x and indices must be Tensors");
+    const auto s = pick_backend({&vx, &vi}, "take");
+    const pa::Array ax = array_of(vx, s), ai = array_of(vi, s);
+    return tensor_of(locked(s, {&vx, &vi}, [&] { return pa::take(ax, ai, axis); }), s);
+  });
+  m.def("join", [](const std::string& name, const py::sequence& arrays, int64_t axis) {
+    std::vector<Value> vs;
+    vs.reserve(arrays.size());
+    for (size_t i = 0; i < arrays.size(); ++i) {
+      vs.push_back(value_of(arrays[i], name, "arrays"));
+      if (vs.back().tensor == nullptr)
+        fail(errc::invalid_argument, origin_prefix + name, "argument arrays: expected Tensors");
+    }
+    std::vector<const Value*> all;
+    for (const Value& v : vs) all.push_back(&v);
+    const auto s = pick_backend(all, name);
+    std::vector<pa::Array> as;
+    for (const Value& v : vs) as.push_back(array_of(v, s));
+    std::vector<std::mutex*> locks{&s->mutex};
+    for (const Value& v : vs) locks.push_back(v.tensor->mutex.get());
+    pa::Array r = without_gil([&] {
+      const OrderedLock lock(std::move(locks));
+      return name == "stack" ? pa::stack(std::span<const pa::Array>(as), axis)
+                             : pa::concat(std::span<const pa::Array>(as), axis);
+    });
+    return tensor_of(std::move(r), s);
+  });
+  m.def("product", [](const std::string& name, const py::object& x, const py::object& y,
+                      int64_t arg) {
+    const Value vx = value_of(x, name, "x1"), vy = value_of(y, name, "x2");
+    if (vx.tensor == nullptr || vy.tensor == nullptr)
+      fail(errc::invalid_argument, origin_prefix + name, "x1 and x2 must be Tensors");
+    const auto s = pick_backend({&vx, &vy}, name);
+    const pa::Array ax = array_of(vx, s), ay = array_of(vy, s);
+    return tensor_of(locked(s, {&vx, &vy}, [&] {
+                       if (name == "matmul") return pa::matmul(ax, ay);
+                       if (name == "vecdot") return pa::vecdot(ax, ay, arg);
+                       if (name == "tensordot") return pa::tensordot(ax, ay, arg);
+                       fail(errc::unsupported, origin_prefix + name, "no such product");
+                     }),
+                     s);
   });
 
   // ---- writes ----
