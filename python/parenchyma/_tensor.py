@@ -232,6 +232,7 @@ def _method(name):
         return getattr(array_api, name)(self, *args, **kwargs)
 
     f.__name__ = name
+    f.__doc__ = "parenchyma.array_api.%s(self, ...): see that function." % name
     return f
 
 

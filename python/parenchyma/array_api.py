@@ -142,7 +142,7 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
             a = np.asarray(obj, dtype=dt)
         if a.dtype.kind == "c":
             raise _error("unsupported", "array_api.asarray", "complex values are not supported")
-        t = from_dlpack(np.ascontiguousarray(a).copy())
+        t = _from_numpy(np.array(a, order="C", copy=True))
     else:
         if copy is False and dt is not None:
             a = np.asarray(obj)
@@ -152,12 +152,25 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
         if copy or not a.flags.c_contiguous or not a.flags.writeable:
             if copy is False:
                 raise ValueError("asarray: the data needs a copy (copy=False)")
-            a = np.ascontiguousarray(a).copy()
+            a = np.array(a, order="C", copy=True)
         _dtype(a.dtype.name, "obj")
-        t = from_dlpack(a)
+        t = _from_numpy(a)
     if device is not None:
         t.to(device)
     return t
+
+
+def _from_numpy(a):
+    """A Tensor aliasing the NumPy array a (bool: a copy through uint8 where NumPy cannot
+    export bool through DLPack, before 1.25)."""
+    from . import from_dlpack as _from
+
+    if a.dtype.name == "bool":
+        try:
+            return _from(a)
+        except (Error, BufferError, TypeError):
+            return _a.astype(_from(a.view("uint8")), "bool", True)
+    return _from(a)
 
 
 def from_dlpack(x, /, *, device=None, copy=None):
@@ -288,7 +301,7 @@ def can_cast(from_, to, /):
     return _a.promote(f, _dtype(to)) == _dtype(to)
 
 
-class finfo_object:
+class _FInfo:
     def __init__(self, dtype):
         import numpy as np
 
@@ -306,7 +319,7 @@ class finfo_object:
         return "finfo(dtype=%s)" % self.dtype
 
 
-class iinfo_object:
+class _IInfo:
     def __init__(self, dtype):
         import numpy as np
 
@@ -321,14 +334,14 @@ def finfo(type, /):
     name = type.dtype if isinstance(type, Tensor) else _dtype(type)
     if name not in _FLOATING:
         raise _error("invalid_argument", "array_api.finfo", name + " is not a floating dtype")
-    return finfo_object(name)
+    return _FInfo(name)
 
 
 def iinfo(type, /):
     name = type.dtype if isinstance(type, Tensor) else _dtype(type)
     if name not in _SIGNED + _UNSIGNED:
         raise _error("invalid_argument", "array_api.iinfo", name + " is not an integer dtype")
-    return iinfo_object(name)
+    return _IInfo(name)
 
 
 _KINDS = {
@@ -456,7 +469,7 @@ def take(x, indices, /, *, axis=None):
     return _a.take(x, _tensor_or_scalar(indices), axis)
 
 
-def take_along_axis(x, indices, /, *, axis=-1):
+def take_along_axis(*args, **kwargs):
     raise _error("unsupported", "array_api.take_along_axis",
                  "not supported (take() gathers whole slices along one axis)")
 
@@ -792,6 +805,10 @@ class _Info:
         if kind is not None:
             names = [d for d in names if isdtype(d, kind)]
         return {d: d for d in names}
+
+
+__all__ = sorted(n for n, v in list(globals().items())
+                 if not n.startswith("_") and n not in ("Backend", "Error", "Tensor", "builtins"))
 
 
 def _programs_run():

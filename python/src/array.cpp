@@ -86,6 +86,11 @@ pa::Array array_of(const Value& v, const std::shared_ptr<BackendState>& s) {
   return v.tensor != nullptr ? array_of(*v.tensor, s) : v.scalar;
 }
 
+// Whether `a` is its tensor, whole: dense, in order, of the tensor's shape.
+bool whole(const pa::Array& a) {
+  return a.is_view() && a.is_dense_whole() && a.shape() == a.node()->storage->shape();
+}
+
 // A Tensor holding `a`: its storage when `a` is a whole dense tensor, else the Array. `mutex`:
 // a view shares its base's.
 PyTensor tensor_of(pa::Array a, const std::shared_ptr<BackendState>& s,
@@ -93,7 +98,7 @@ PyTensor tensor_of(pa::Array a, const std::shared_ptr<BackendState>& s,
   PyTensor r;
   if (mutex) r.mutex = std::move(mutex);
   r.backend = s;
-  if (a.is_view() && a.is_dense_whole()) r.storage = a.node()->storage;
+  if (whole(a)) r.storage = a.node()->storage;
   else r.array = std::make_shared<const pa::Array>(std::move(a));
   return r;
 }
@@ -254,16 +259,16 @@ PyTensor dense(PyTensor& t) {
   if (!t.array) return t;
   const PyTensor keep = t;
   const std::shared_ptr<BackendState> s = t.backend;
-  std::shared_ptr<TensorStorage> whole, copy;
+  std::shared_ptr<TensorStorage> whole_st, copy;
   without_gil([&] {
     const OrderedLock lock({&s->mutex, keep.mutex.get()});
     pa::Array a = *keep.array;
     a.eval(s->backend);
-    if (a.is_dense_whole()) whole = a.node()->storage;
+    if (whole(a)) whole_st = a.node()->storage;
     else copy = a.copy().node()->storage;
   });
-  if (whole) {
-    t.storage = std::move(whole);
+  if (whole_st) {
+    t.storage = std::move(whole_st);
     t.array.reset();
     return t;
   }
@@ -478,7 +483,7 @@ void bind_array(py::module_& parent) {
       at.assign(av);
       return at;
     });
-    if (target.array && r.is_view() && r.is_dense_whole()) {
+    if (target.array && whole(r)) {
       target.storage = r.node()->storage;
       target.array.reset();
     }
