@@ -160,6 +160,7 @@ def _host(self):
 
 
 def _item(self):
+    """The value of a one-element tensor as a Python bool, int or float."""
     if self.size != 1:
         raise _error("invalid_argument", "parenchyma.Tensor.item",
                      "the tensor has %d elements; item() needs exactly one" % self.size)
@@ -167,6 +168,7 @@ def _item(self):
 
 
 def _tolist(self):
+    """The values as nested Python lists (a host copy)."""
     return self.numpy().tolist()
 
 
@@ -237,6 +239,8 @@ def _method(name):
 
 
 def _reshape(self, *shape, copy=None):
+    """A tensor of the same values in another shape: a view of a dense tensor, else a copy
+    (reshape((2, 3)) or reshape(2, 3); one extent may be -1)."""
     if len(shape) == 1 and not hasattr(shape[0], "__index__"):
         shape = tuple(shape[0])
     from . import array_api
@@ -245,6 +249,8 @@ def _reshape(self, *shape, copy=None):
 
 
 def _astype(self, dtype, copy=True):
+    """The values converted to dtype (a new tensor; copy=False returns self when the dtype
+    is the same)."""
     from . import array_api
 
     return array_api.astype(self, dtype, copy=copy)
@@ -266,8 +272,10 @@ def _device(self):
 
 
 def _to_device(self, device, stream=None):
+    """Tensor.to(device) (the Array API name; stream must be None)."""
     if stream is not None:
-        raise _error("unsupported", "parenchyma.Tensor.to_device", "argument stream: not supported")
+        raise _error("invalid_argument", "parenchyma.Tensor.to_device",
+                     "argument stream: only None is supported (the backend orders its own work)")
     return self.to(device)
 
 
@@ -318,7 +326,11 @@ def _install():
     T.tolist = _tolist
     T.reshape = _reshape
     T.astype = _astype
-    T.copy = lambda self: _a.copy(self)
+    def copy(self):
+        """A dense copy (a new tensor on the same backend)."""
+        return _a.copy(self)
+
+    T.copy = copy
     T.device = property(_device, doc="The backend the tensor's operations run on (the "
                                      "default backend for a host tensor).")
     T.to_device = _to_device

@@ -391,6 +391,7 @@ def _elementwise1(name, impl=None):
         return _a.unary(impl or name, _tensor(x, name))
 
     f.__name__ = name
+    f.__doc__ = "%s(x), elementwise (lazy: fuses with the operations around it)." % name
     return f
 
 
@@ -402,6 +403,8 @@ def _elementwise2(name, impl=None):
         return _a.binary(impl or name, _tensor_or_scalar(x1), _tensor_or_scalar(x2))
 
     f.__name__ = name
+    f.__doc__ = ("%s(x1, x2), elementwise with broadcasting and promotion (a Python scalar is "
+                 "weak; lazy: fuses with the operations around it)." % name)
     return f
 
 
