@@ -228,7 +228,11 @@ pa::Array new_array(const std::shared_ptr<BackendState>& s, pa::Shape shape, pcy
     if (e < 0)
       fail(errc::invalid_argument, std::string(origin_prefix) + fn,
            "argument shape: extent " + std::to_string(e) + " < 0");
-  return pa::Array(s->backend, std::move(shape), t);
+  pa::Array a(s->backend, std::move(shape), t);
+  // No elements: nothing to write, so it counts as written (a reduction over an empty axis
+  // reads it).
+  if (a.size() == 0) (void)a.node()->storage->host(access::write_only);
+  return a;
 }
 
 } // namespace

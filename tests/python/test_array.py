@@ -354,6 +354,7 @@ def test_scalar_conversions_and_repr(b):
 def test_reductions(b):
     for dt in ("int8", "int32", "float32", "float64", "bool", "uint8"):
         for shape, axes in [((4, 5, 3), None), ((4, 5, 3), 1), ((4, 5, 3), (0, 2)), ((1, 0), 0),
+                            ((0, 3), 0),
                             ((), None), ((7,), -1)]:
             x = rand(shape, dt, seed=11)
             t = T(x, b)
@@ -453,6 +454,8 @@ def test_creation(b):
           np.linspace(0, 1, 4, endpoint=False, dtype=np.float32))
     check(xp.eye(3, 4, k=1, dtype="int32", device=b), np.eye(3, 4, k=1, dtype=np.int32))
     check(xp.full((2, 0), 3, device=b), np.full((2, 0), 3, np.int64))
+    check(xp.sum(xp.zeros((0, 3), device=b), axis=0), np.zeros(3))
+    check(xp.prod(xp.empty((3, 0), dtype="int32", device=b), axis=1), np.ones(3, np.int64))
     check(xp.full((2,), 2**62 + 1, dtype="int64", device=b), np.full(2, 2**62 + 1, np.int64))
     check(xp.zeros((2, 3), dtype="bool", device=b), np.zeros((2, 3), bool))
     check(xp.ones(4, dtype="float16", device=b), np.ones(4, np.float16))
