@@ -28,7 +28,7 @@ def _operand(x):
     if isinstance(x, complex):
         raise _error("unsupported", "array", "complex numbers are not supported")
     if hasattr(x, "__dlpack__") or hasattr(x, "__array__") or isinstance(x, (list, tuple)):
-        from . import asarray
+        from .array_api import asarray  # NumPy scalars: 0-d, of their dtype (strong)
 
         return asarray(x)
     return None
@@ -313,6 +313,13 @@ def _install():
     T.__imatmul__ = imatmul
     T.__array_ufunc__ = None  # NumPy defers to Tensor's reflected operators
     T.__getitem__ = _getitem
+
+    def _iter(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (_a.at(self, i, 0) for i in range(self.shape[0]))
+
+    T.__iter__ = _iter
     T.__setitem__ = _setitem
     T.__bool__ = _bool
     T.__float__ = _scalar_conv("float", float)

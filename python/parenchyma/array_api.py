@@ -119,12 +119,13 @@ def asarray(obj, /, *, dtype=None, device=None, copy=None):
         if device is not None and x.backend is not None and x.backend != device:
             if copy is False:
                 raise ValueError("asarray: moving to another device needs a copy (copy=False)")
+        moves = device is not None and x.backend is not None and x.backend != device
         if dt is not None and dt != x.dtype:
             if copy is False:
                 raise ValueError("asarray: a dtype conversion needs a copy (copy=False)")
             x = _a.astype(x, dt, True)
-        elif copy:
-            x = _a.copy(x)
+        elif copy or moves:
+            x = _a.copy(x)  # the input keeps its backend
         if device is not None:
             x.to(device)
         return x

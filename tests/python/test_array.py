@@ -184,6 +184,10 @@ def test_weak_scalars(b):
     bo = T(np.array([True, False]), b)
     assert (bo + 1).dtype == "int64" and (bo & True).dtype == "bool"
     check(3 - i8, np.array([2, 1], np.int8))
+    # NumPy scalars and arrays are strong (their dtype counts); NumPy defers to Tensor
+    check(i8 + np.int16(1), np.array([2, 3], np.int16))
+    check(np.arange(2, dtype=np.int32) * i8, np.array([0, 2], np.int32))
+    check(xp.asarray(2.0) * np.float32(3), np.float64(6.0).reshape(()))
     check(2 ** T(np.array([1.0, 3.0]), b), np.array([2.0, 8.0]))
 
 
@@ -341,6 +345,7 @@ def test_scalar_conversions_and_repr(b):
     assert float(t[0, 0]) == 1.5 and int(t[0, 1]) == -2 and bool(t[0, 0])
     assert t.tolist() == [[1.5, -2.0]] and t[0, 1].item() == -2.0
     assert [10, 20, 30][T(np.array(2, np.int64), b)] == 30
+    assert [r.tolist() for r in T(np.arange(6).reshape(3, 2), b)] == [[0, 1], [2, 3], [4, 5]]
     with pytest.raises(ValueError):
         bool(t)
     with pytest.raises(TypeError):
