@@ -674,6 +674,7 @@ Threads: a tensor may be shared between Python threads; its operations are seria
             int64_t offset = 0;
             std::vector<int64_t> strides;
             const bool view = view_parts(held, t, offset, strides);
+            if (!view) t = held; // dense now (a pending expression ran into its own tensor)
             const Release r{export_tensor(t)};
             return reinterpret_cast<uintptr_t>(static_cast<char*>(r.m->dl_tensor.data) +
                                                r.m->dl_tensor.byte_offset) +

@@ -525,10 +525,21 @@ def test_existing_ops_take_views_and_expressions(b):
     assert parenchyma.blas.asum(b, e) == pytest.approx(np.abs(ref * 0.5 - 1).sum())
     np.testing.assert_array_equal(np.from_dlpack(t[1:]) if hasattr(np, "from_dlpack") else
                                   t[1:].numpy(), ref[1:])
+    lazy = t + 1  # pending, reads t: runs before an op writes t
+    parenchyma.blas.scal(b, 3.0, t)
+    check(lazy, ref + 1)
+    ref *= 3
+    check(t, ref)
+    out = T(np.zeros((4, 3), np.float32), b)
+    parenchyma.nn.relu(b, t.T - 10, out[::-1])  # an expression in, a reversed view out
+    check(out, np.maximum(ref.T - 10, 0)[::-1])
     w = t[::2, 1:3].numpy()  # a strided NumPy view over the base's host copy
     np.testing.assert_array_equal(w, ref[::2, 1:3])
     np.testing.assert_array_equal(np.asarray(t.T), ref.T)
     assert t.T.nbytes == ref.nbytes and t[0].size == 4
+    p = t * 1  # pending: data_ptr runs it first
+    assert p.data_ptr() != 0 and p.data_ptr() != t.data_ptr()
+    assert t[1:].data_ptr() == t.data_ptr() + 4 * 4  # a view: its first element's address
 
 
 def test_unsupported_are_clear():
