@@ -42,7 +42,7 @@ _cxx_runtime_global()
 
 from ._parenchyma import DLPACK_VERSION, Backend, Error, Tensor, __version__, from_dlpack, info  # noqa: E402
 from . import blas, nn  # noqa: E402
-from . import _tensor, array_api  # noqa: E402,F401  (_tensor: the Tensor's array methods)
+from . import _tensor, array_api, random  # noqa: E402,F401  (_tensor: the Tensor's array methods)
 
 __all__ = [
     "DLPACK_VERSION",
@@ -55,6 +55,7 @@ __all__ = [
     "from_dlpack",
     "info",
     "nn",
+    "random",
     "zeros",
     "__version__",
 ]

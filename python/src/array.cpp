@@ -586,6 +586,42 @@ void bind_array(py::module_& parent) {
     return tensor_of(locked(s, {}, [&] { return pa::eye(s->backend, n, cols, k, t); }), s);
   });
 
+  // ---- random numbers (counter-based Philox: the same values on every backend) ----
+  using Gen = pa::random::Generator;
+  py::class_<Gen>(m, "Generator")
+      .def(py::init([](const py::object& seed, const py::object& offset) {
+             return Gen(uint_arg(seed, "random.Generator", "seed"),
+                        uint_arg(offset, "random.Generator", "offset"));
+           }),
+           py::arg("seed"), py::arg("offset") = 0)
+      .def_property_readonly("seed", &Gen::seed)
+      .def_property_readonly("offset", &Gen::offset)
+      .def("draw", [](Gen& g, const std::string& dist, const py::object& shape, const py::object& a,
+                      const py::object& c, const py::object& dtype, const py::object& backend) {
+        const auto s = backend_arg(backend);
+        const auto sh = py::hasattr(shape, "__index__")
+                            ? std::vector<int64_t>{int_arg(shape, "random." + dist, "shape")}
+                            : ints_arg(shape, "random." + dist, "shape");
+        for (int64_t e : sh)
+          if (e < 0)
+            fail(errc::invalid_argument, "random." + dist,
+                 "argument shape: extent " + std::to_string(e) + " < 0");
+        const pcy_dtype t = dtype_from_object(dtype, "dtype");
+        const bool ints = dist == "randint";
+        const int64_t ia = ints ? int_arg(a, "random.randint", "low") : 0;
+        const int64_t ic = ints ? int_arg(c, "random.randint", "high") : 0;
+        const double fa = ints ? 0 : a.cast<double>();
+        const double fc = ints || c.is_none() ? 0 : c.cast<double>();
+        return tensor_of(locked(s, {}, [&] {
+                           if (dist == "uniform") return g.uniform(s->backend, sh, fa, fc, t);
+                           if (dist == "normal") return g.normal(s->backend, sh, fa, fc, t);
+                           if (dist == "bernoulli") return g.bernoulli(s->backend, sh, fa, t);
+                           if (ints) return g.randint(s->backend, sh, ia, ic, t);
+                           fail(errc::unsupported, "random." + dist, "no such distribution");
+                         }),
+                         s);
+      });
+
   // ---- dtypes ----
   m.def("promote", [](const py::object& a, const py::object& b) {
     return std::string(dtype_name(pa::promote(dtype_from_object(a, "dtype"),

@@ -25,6 +25,7 @@ MODULES = [  # (stub file, runtime module, title)
     ("blas.pyi", "parenchyma.blas", "parenchyma.blas"),
     ("nn.pyi", "parenchyma.nn", "parenchyma.nn"),
     ("array_api.pyi", "parenchyma.array_api", "parenchyma.array_api"),
+    ("random.pyi", "parenchyma.random", "parenchyma.random"),
 ]
 
 
@@ -111,7 +112,8 @@ def page(src):
                     head = "`%s%s`" % (m.name, signature(m))
                 out += ["- " + head + (": " + text.replace("\n", "\n  ") if text else ""), ""]
     # Public names of the module that no stub declares.
-    for modname in ("parenchyma", "parenchyma.blas", "parenchyma.nn", "parenchyma.array_api"):
+    for modname in ("parenchyma", "parenchyma.blas", "parenchyma.nn", "parenchyma.array_api",
+                    "parenchyma.random"):
         mod = importlib.import_module(modname)
         public = getattr(mod, "__all__", [n for n in dir(mod) if not n.startswith("_")])
         for n in public:
