@@ -2002,8 +2002,8 @@ inline Array matmul(const Array& x, const Array& y) {
   if (!out.valid()) {
     // [..., m, k, 1] * [..., 1, k, n] summed over k.
     // (bool: logical_and, reduced by any(); multiply refuses bool)
-    const Array pa = a.astype(t).expand_dims(-1), pc = c.astype(t).expand_dims(-3);
-    Array p = is_bool(t) ? logical_and(pa, pc) : pa * pc;
+    const Array lhs = a.astype(t).expand_dims(-1), rhs = c.astype(t).expand_dims(-3);
+    Array p = is_bool(t) ? logical_and(lhs, rhs) : lhs * rhs;
     const int64_t ax[] = {-2};
     const int64_t ka = static_cast<int64_t>(p.ndim()) - 2;
     const int64_t axk[] = {ka};
