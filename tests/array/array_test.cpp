@@ -416,6 +416,12 @@ TEST_CASE("array: take, concat, stack and matmul against loops", "[array]") {
             if (bi == 1) REQUIRE(close(got2[static_cast<size_t>(i * n + j)], want, 1e-12, 1e-12));
           }
     }
+    // bool: the logical or of logical ands, as NumPy's (p = [[1,0,0],[1,1,1]], q = [[0,1],[0,0],[1,0]])
+    pa::Array p = pa::asarray(b, std::vector<uint8_t>{1, 0, 0, 1, 1, 1}, {2, 3}).astype(PCY_DTYPE_BOOL);
+    pa::Array q = pa::asarray(b, std::vector<uint8_t>{0, 1, 0, 0, 1, 0}, {3, 2}).astype(PCY_DTYPE_BOOL);
+    pa::Array pq = pa::matmul(p, q);
+    CHECK(pq.type() == PCY_DTYPE_BOOL);
+    CHECK(pq.astype(PCY_DTYPE_U8).to_vector<uint8_t>() == std::vector<uint8_t>{0, 1, 1, 1});
   }
 }
 
