@@ -545,6 +545,12 @@ Interop: numpy() (a zero-copy NumPy view of the host copy), __dlpack__/__dlpack_
 the backend it was last used on, else the host copy), the buffer protocol (host copy) and
 __cuda_array_interface__ (CUDA backends only).
 
+Arrays: NumPy's operators, indexing (views), reductions and conversions, over the array
+front-end (parenchyma/array.hpp); parenchyma.array_api is the Array API namespace
+(t.__array_namespace__()). A Tensor made by them may be a view of part of another tensor or a
+pending expression; everything above takes it (an expression runs first, a view is copied
+densely where an export or op needs dense memory).
+
 Threads: a tensor may be shared between Python threads; its operations are serialised.)");
   cls.def(py::init([](const py::object& shape, const py::object& dtype) {
             PyTensor t;
