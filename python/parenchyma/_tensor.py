@@ -145,6 +145,12 @@ def _setitem(self, key, value):
     if o is None:
         raise _error("invalid_argument", "parenchyma.Tensor.__setitem__",
                      "cannot assign a " + type(value).__name__)
+    keys = key if isinstance(key, tuple) else (key,)
+    if any(_is_array_index(k) for k in keys):
+        raise _error("unsupported", "parenchyma.Tensor.__setitem__",
+                     "assigning through integer-array or boolean indices is not supported "
+                     "(a scatter); assign through basic indices (ints, slices, ..., None) or use "
+                     "parenchyma.array_api.where")
     if isinstance(key, tuple) and len(key) == 0 or key is Ellipsis:
         target = self
     else:

@@ -349,6 +349,10 @@ def test_setitem_and_inplace_write_through_views(b):
     ref[:] = 0
     check(lazy, ref2)
     check(t, ref)
+    with pytest.raises(parenchyma.Error, match="not supported"):
+        t[T(np.array([0, 1]), b)] = 1.0  # a scatter: refused, never written into a copy
+    with pytest.raises(parenchyma.Error, match="not supported"):
+        t[t > 0] = 1.0
     i = T(np.array([1, 2], np.int32), b)
     with pytest.raises(parenchyma.Error, match="dtype"):
         i += 1.5
