@@ -602,11 +602,29 @@ def permute_dims(x, /, axes):
     return _a.permute_dims(x, list(axes))
 
 
+def _row_major(x):
+    """Whether x's elements are in row-major order in memory (a reshape of it is a view)."""
+    kind = _a.kind(x)
+    if kind != "view":
+        return True  # a whole tensor; a pending expression runs into a dense one
+    _, strides = _a.view_layout(x)
+    expect = 1
+    for n, st in zip(reversed(x.shape), reversed(strides)):
+        if n != 1 and st != expect:
+            return False
+        expect *= n
+    return True
+
+
 def reshape(x, /, shape, *, copy=None):
+    """x's values in another shape: a view when x is in row-major order (always for
+    copy=False, which raises ValueError where that is not possible), else a copy."""
     if copy:
         return _a.reshape(_a.copy(x), tuple(shape))
-    r = _a.reshape(x, tuple(shape))
-    return r
+    if copy is False and x.size > 1 and not _row_major(x):
+        raise ValueError("reshape: this view is not in row-major order; reshaping it needs a "
+                         "copy (copy=False)")
+    return _a.reshape(x, tuple(shape))
 
 
 def roll(x, /, shift, *, axis=None):

@@ -304,6 +304,9 @@ def test_views_negative_steps_and_transposes(b):
           base.transpose(2, 0, 1)[::-1] - base[0, :, 0])
     check(xp.flip(t, axis=(0, 2)), np.flip(base, axis=(0, 2)))
     check(xp.reshape(t[::2], (-1, 4)), base[::2].reshape(-1, 4))
+    check(xp.reshape(t[1:3], (8, -1), copy=False), base[1:3].reshape(8, -1))
+    with pytest.raises(ValueError):
+        xp.reshape(t.mT, (-1,), copy=False)
     check(xp.expand_dims(t, axis=-1), np.expand_dims(base, -1))
     check(xp.squeeze(t[:, :1], axis=1), base[:, 0])
     check(xp.broadcast_to(t[0, :, :1], (3, 6, 5)), np.broadcast_to(base[0, :, :1], (3, 6, 5)))
