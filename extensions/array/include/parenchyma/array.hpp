@@ -720,7 +720,9 @@ inline Array binary(const char* fn, int op, const Array& x, const Array& y) {
   const Shape shape = broadcast_shapes(a.shape, b.shape, fn);
   dtype t = result_type(a, b), r = t;
   switch (op) {
-  case PCY_ARRAY_OP_DIV:
+  case PCY_ARRAY_OP_DIV: // true division: integers and bool give f64 (NumPy's, the default float)
+    t = r = is_floating(t) ? t : dt::f64;
+    break;
   case PCY_ARRAY_OP_ATAN2:
   case PCY_ARRAY_OP_COPYSIGN:
   case PCY_ARRAY_OP_NEXTAFTER:
@@ -1703,6 +1705,10 @@ inline Array empty(const Backend& b, Shape shape, dtype t = dt::f32) {
 }
 inline Array full(const Backend& b, Shape shape, double value, dtype t = dt::f32) {
   Array a = empty(b, std::move(shape), t);
+  if (a.size() == 0) { // nothing to write, but written: a reduction over it is well defined
+    (void)a.node()->storage->host(access::write_only);
+    return a;
+  }
   a.assign(is_half(t) ? full_scalar(value, dt::f32) : full_scalar(value, t));
   return a;
 }
@@ -2018,7 +2024,7 @@ inline Array matmul(const Array& x, const Array& y) {
 inline Array vecdot(const Array& x, const Array& y, int64_t axis = -1) {
   Array p = x * y;
   const int64_t ax[] = {axis};
-  return sum(p, ax);
+  return astype(sum(p, ax), p.type()); // the promoted dtype (sum alone gives i64 for integers)
 }
 // tensordot(x, y, n): contracts x's last n axes with y's first n.
 inline Array tensordot(const Array& x, const Array& y, int64_t n = 2) {
