@@ -285,7 +285,6 @@ context::context(plugin& owner, std::span<const uint32_t> devices)
     cl_fail(status_for(err, PCY_ERR_DEVICE), "clCreateContext", err,
             sdk::str("could not create a context on '", devices_.front()->name, "'"));
   map_queues_.assign(devices_.size(), nullptr);
-  unaligned_in_place_.assign(devices_.size(), -1);
 }
 
 context::~context() {

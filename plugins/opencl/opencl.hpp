@@ -124,7 +124,6 @@ private:
   cl_command_queue map_queue(uint32_t device);
   // Whether the driver uses host memory that is not aligned to CL_DEVICE_MEM_BASE_ADDR_ALIGN in
   // place (CL_MEM_USE_HOST_PTR without a copy of its own): asked of the device once.
-  bool uses_unaligned_host_memory(uint32_t device);
 
   plugin& owner_;
   const cl_api& cl_;
@@ -134,7 +133,6 @@ private:
   std::vector<cl_device_id> ids_;
   std::mutex map_mutex_;
   std::vector<cl_command_queue> map_queues_;
-  std::vector<int8_t> unaligned_in_place_; // per device: -1 not asked yet, 0 no, 1 yes
 };
 
 class event {

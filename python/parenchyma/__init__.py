@@ -42,17 +42,20 @@ _cxx_runtime_global()
 
 from ._parenchyma import DLPACK_VERSION, Backend, Error, Tensor, __version__, from_dlpack, info  # noqa: E402
 from . import blas, nn  # noqa: E402
+from . import _tensor, array_api, random  # noqa: E402,F401  (_tensor: the Tensor's array methods)
 
 __all__ = [
     "DLPACK_VERSION",
     "Backend",
     "Error",
     "Tensor",
+    "array_api",
     "asarray",
     "blas",
     "from_dlpack",
     "info",
     "nn",
+    "random",
     "zeros",
     "__version__",
 ]

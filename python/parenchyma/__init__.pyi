@@ -3,6 +3,8 @@ from typing import Any, Optional
 
 from . import blas as blas
 from . import nn as nn
+from . import array_api as array_api
+from . import random as random
 from ._parenchyma import DLPACK_VERSION as DLPACK_VERSION
 from ._parenchyma import Backend as Backend
 from ._parenchyma import Error as Error

@@ -24,6 +24,10 @@
 #include <utility>
 #include <vector>
 
+namespace parenchyma::array {
+class Array;
+}
+
 namespace parenchyma::python {
 
 namespace py = pybind11;
@@ -37,11 +41,15 @@ struct BackendState {
 };
 
 // The Python Tensor: the storage, its mutex (same reason) and the backend it was last used on,
-// which decides the device __dlpack__ exports on.
+// which decides the device __dlpack__ exports on. A Tensor made by the array operations
+// (array.cpp) may instead hold an array front-end value: a view of part of another tensor
+// (sharing its mutex) or a pending expression; exactly one of `storage` and `array` is set.
+// Code that needs a dense tensor asks dense() (array.cpp) for one.
 struct PyTensor {
-  std::shared_ptr<TensorStorage> storage;
+  std::shared_ptr<TensorStorage> storage; // the dense whole tensor; null while `array` is set
   std::shared_ptr<std::mutex> mutex = std::make_shared<std::mutex>();
   std::shared_ptr<BackendState> backend; // null: never used on a backend (exports the host copy)
+  std::shared_ptr<const array::Array> array; // set: a view or an expression (backend set too)
 };
 
 struct PyBackend {
@@ -134,11 +142,37 @@ template <class F> auto without_gil(F&& f) {
   }
 }
 
+// ---- array values (array.cpp) --------------------------------------------------------------
+// The shape and dtype, whichever the tensor holds.
+std::vector<int64_t> tensor_shape(const PyTensor& t);
+pcy_dtype tensor_dtype(const PyTensor& t);
+// Whether some copy holds written data (a view: its base's; an expression: yes, its inputs are
+// checked when it runs).
+bool tensor_initialized(const PyTensor& t);
+// A Tensor whose storage is dense and whole: t itself when it holds a storage; a pending
+// expression runs into a tensor of its own, which t then holds; a view of part of another
+// tensor gives a dense copy (a new Tensor; t stays the view).
+PyTensor dense(PyTensor& t);
+// A view (after running a pending expression, which makes t dense): its base tensor (the whole
+// storage, with t's mutex and backend), offset and strides in elements; false when t is dense.
+bool view_parts(PyTensor& t, PyTensor& base, int64_t& offset, std::vector<int64_t>& strides);
+// Tensor.to(backend) of a Tensor holding an Array: a pending expression runs on its backend
+// first; the value then lives on `s` (its data moves when next used there).
+void retarget(PyTensor& t, const std::shared_ptr<BackendState>& s);
+// After an op wrote `copy` (a dense() copy of the view `view`): the values written into the view.
+void write_back(PyTensor& view, const PyTensor& copy);
+// Runs this thread's pending array expressions that read `st` (before an op writes it: the
+// front-end tracks only its own writes).
+void flush_array_readers(const Backend& b, TensorStorage& st);
+// The backend array operations on host tensors use: Backend(), made on first use.
+std::shared_ptr<BackendState> default_backend();
+
 void bind_errors(py::module_& m);
 void bind_backend(py::module_& m);
 void bind_tensor(py::module_& m);
 void bind_blas(py::module_& m);
 void bind_nn(py::module_& m);
 void bind_info(py::module_& m);
+void bind_array(py::module_& m);
 
 } // namespace parenchyma::python

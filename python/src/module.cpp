@@ -19,5 +19,6 @@ PYBIND11_MODULE(_parenchyma, m) {
   pp::bind_blas(m);
   pp::bind_nn(m);
   pp::bind_info(m);
+  pp::bind_array(m);
   pp::install_exit_guard();
 }

@@ -20,6 +20,7 @@ struct Operand {
   PyTensor* held = nullptr;
   PyTensor tensor;
   bool host_import = true;
+  bool copied = false; // `tensor` is a dense copy of the held view: written back after the op
   bool temporary() const noexcept { return held == nullptr; }
   TensorStorage& storage() const noexcept { return *tensor.storage; }
 };
@@ -30,7 +31,8 @@ inline Operand operand(const PyBackend& b, const py::object& obj, const char* op
   Operand o;
   if (py::isinstance<PyTensor>(obj)) {
     o.held = &obj.cast<PyTensor&>();
-    o.tensor = *o.held;
+    o.tensor = dense(*o.held); // an array expression runs; a view of part of a tensor: a copy
+    o.copied = o.held->array != nullptr;
     return o;
   }
   if (py::hasattr(obj, "__dlpack_device__")) {
@@ -54,13 +56,18 @@ void run(const PyBackend& b, std::initializer_list<const Operand*> operands, F&&
     locks.push_back(o->tensor.mutex.get());
   without_gil([&] {
     const OrderedLock lock(std::move(locks));
+    // Array expressions still to run that read an operand run first: the op may write it.
+    for (const Operand* o : operands)
+      flush_array_readers(s->backend, o->storage());
     f(s->backend);
     for (const Operand* o : operands)
       if (o->temporary() && o->host_import && o->storage().initialized())
         (void)o->storage().host_read();
   });
-  for (const Operand* o : operands)
-    if (!o->temporary()) o->held->backend = s;
+  for (const Operand* o : operands) {
+    if (o->copied) write_back(*o->held, o->tensor);
+    else if (!o->temporary()) o->held->backend = s;
+  }
 }
 
 } // namespace parenchyma::python

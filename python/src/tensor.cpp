@@ -2,6 +2,8 @@
 // protocol and __cuda_array_interface__.
 #include "bindings.hpp"
 
+#include <parenchyma/sdk/dtype.hpp>
+
 #include <pybind11/numpy.h>
 
 #include <cstdint>
@@ -165,7 +167,7 @@ DLDevice export_device(const PyTensor& t) {
 // Read-only queries of an unwritten tensor raise 'uninitialized' and leave it unwritten: an op
 // reading it later must still raise, not read what happened to be in memory.
 void require_written(const PyTensor& t, const char* what) {
-  if (t.storage->initialized()) return;
+  if (tensor_initialized(t)) return;
   fail(errc::uninitialized, "parenchyma.Tensor",
        std::string(what) +
            " reads the tensor, but nothing was ever written to it: write it first "
@@ -188,8 +190,8 @@ int tensor_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
   view->obj = nullptr;
   try {
     const py::handle self(obj);
-    const PyTensor& t = self.cast<const PyTensor&>();
-    const DtypeName d = dtype_entry(t.storage->dtype());
+    PyTensor& held = self.cast<PyTensor&>();
+    const DtypeName d = dtype_entry(tensor_dtype(held));
     if (d.buffer_format == nullptr)
       fail(errc::unsupported, "parenchyma.Tensor",
            std::string("the buffer protocol has no format for ") + d.name +
@@ -198,7 +200,13 @@ int tensor_getbuffer(PyObject* obj, Py_buffer* view, int flags) {
     // tensor it raises 'uninitialized' and changes nothing. Only a writable request (readinto,
     // ctypes from_buffer), by which the caller says it writes, gets an unwritten tensor's host
     // copy, which then counts as written (as numpy() does).
-    if ((flags & PyBUF_WRITABLE) != PyBUF_WRITABLE) require_written(t, "the buffer protocol");
+    if ((flags & PyBUF_WRITABLE) != PyBUF_WRITABLE) require_written(held, "the buffer protocol");
+    // A view of part of a tensor exports a dense copy: readable, not writable.
+    const PyTensor t = dense(held);
+    if (held.array && (flags & PyBUF_WRITABLE) == PyBUF_WRITABLE)
+      fail(errc::invalid_argument, "parenchyma.Tensor",
+           "a writable buffer of a view (a strided part of a tensor) was asked for: the buffer "
+           "protocol exports dense memory; write through numpy() or copy() the view first");
     auto hold = std::make_unique<BufferHold>();
     hold->managed = export_host(t);
     const DLTensor& dl = hold->managed->dl_tensor;
@@ -277,12 +285,13 @@ std::pair<int, int> int_pair(const py::handle& v, const char* origin, const char
   return {static_cast<int>(p[0]), static_cast<int>(p[1])};
 }
 
-py::capsule dlpack_method(const PyTensor& t, const py::object& stream,
+py::capsule dlpack_method(PyTensor& held, const py::object& stream,
                           const py::object& max_version, const py::object& dl_device,
                           const py::object& copy) {
   // max_version (major, minor): the newest DLPack the consumer reads; >= 1 gets the versioned
   // capsule where this build has it, anything else (None, (0, x)) the unversioned one.
   constexpr const char* origin = "parenchyma.Tensor.__dlpack__";
+  const PyTensor t = dense(held); // a view exports a dense copy
   bool versioned = false;
   if (!max_version.is_none()) {
     const auto mv = int_pair(max_version, origin, "max_version");
@@ -340,6 +349,29 @@ py::object host_array(const PyTensor& t) {
               static_cast<char*>(dl.data) + dl.byte_offset, base);
   if (t.storage->read_only()) // a read-only import stays read-only through NumPy
     a.attr("flags").attr("writeable") = false;
+  return a;
+}
+
+// numpy() of any Tensor: a view of part of a tensor is a strided ndarray over its base's host
+// copy (writes through it reach the base); a pending expression runs first.
+py::object numpy_of(PyTensor& t) {
+  if (tensor_dtype(t) == PCY_DTYPE_BF16)
+    fail(errc::unsupported, "parenchyma.Tensor.numpy",
+         "NumPy has no bfloat16 dtype: export with __dlpack__ to a library that has one "
+         "(PyTorch, JAX)");
+  PyTensor base;
+  int64_t offset = 0;
+  std::vector<int64_t> strides;
+  if (!view_parts(t, base, offset, strides)) return host_array(t);
+  const py::array whole = host_array(base);
+  const auto item = static_cast<py::ssize_t>(whole.itemsize());
+  const std::vector<int64_t> sh = tensor_shape(t);
+  std::vector<py::ssize_t> shape(sh.begin(), sh.end()), bytes(strides.size());
+  for (size_t i = 0; i < strides.size(); ++i)
+    bytes[i] = static_cast<py::ssize_t>(strides[i]) * item;
+  py::array a(whole.dtype(), std::move(shape), std::move(bytes),
+              static_cast<const char*>(whole.data()) + offset * item, whole);
+  if (base.storage->read_only()) a.attr("flags").attr("writeable") = false;
   return a;
 }
 
@@ -513,6 +545,12 @@ Interop: numpy() (a zero-copy NumPy view of the host copy), __dlpack__/__dlpack_
 the backend it was last used on, else the host copy), the buffer protocol (host copy) and
 __cuda_array_interface__ (CUDA backends only).
 
+Arrays: NumPy's operators, indexing (views), reductions and conversions, over the array
+front-end (parenchyma/array.hpp); parenchyma.array_api is the Array API namespace
+(t.__array_namespace__()). A Tensor made by them may be a view of part of another tensor or a
+pending expression; everything above takes it (an expression runs first, a view is copied
+densely where an export or op needs dense memory).
+
 Threads: a tensor may be shared between Python threads; its operations are serialised.)");
   cls.def(py::init([](const py::object& shape, const py::object& dtype) {
             PyTensor t;
@@ -546,20 +584,34 @@ Threads: a tensor may be shared between Python threads; its operations are seria
           py::arg("array"), py::arg("backend") = py::none(),
           "A tensor aliasing a dense NumPy array's memory (no copy); see parenchyma.from_dlpack.")
       .def_property_readonly(
-          "shape", [](const PyTensor& t) { return shape_tuple(t.storage->shape()); },
+          "shape", [](const PyTensor& t) { return shape_tuple(tensor_shape(t)); },
           "The shape, as a tuple of ints.")
       .def_property_readonly(
-          "dtype", [](const PyTensor& t) { return std::string(dtype_name(t.storage->dtype())); },
+          "dtype", [](const PyTensor& t) { return std::string(dtype_name(tensor_dtype(t))); },
           "The dtype's name as NumPy spells it: float32, float64, float16, bfloat16, int32, "
           "int64 or uint8.")
       .def_property_readonly(
-          "size", [](const PyTensor& t) { return t.storage->size(); }, "The element count.")
+          "size",
+          [](const PyTensor& t) {
+            uint64_t n = 1;
+            for (int64_t e : tensor_shape(t))
+              n *= static_cast<uint64_t>(e);
+            return n;
+          },
+          "The element count.")
       .def_property_readonly(
-          "ndim", [](const PyTensor& t) { return t.storage->shape().size(); }, "The rank.")
+          "ndim", [](const PyTensor& t) { return tensor_shape(t).size(); }, "The rank.")
       .def_property_readonly(
-          "nbytes", [](const PyTensor& t) { return t.storage->bytes(); }, "The size in bytes.")
+          "nbytes",
+          [](const PyTensor& t) {
+            uint64_t n = sdk::dtype_size(tensor_dtype(t));
+            for (int64_t e : tensor_shape(t))
+              n *= static_cast<uint64_t>(e);
+            return n;
+          },
+          "The size in bytes (of the elements the tensor shows; a view's, not its base's).")
       .def_property_readonly(
-          "initialized", [](const PyTensor& t) { return t.storage->initialized(); },
+          "initialized", [](const PyTensor& t) { return tensor_initialized(t); },
           "Whether some copy holds written data.")
       .def_property_readonly(
           "backend",
@@ -572,6 +624,10 @@ Threads: a tensor may be shared between Python threads; its operations are seria
       .def(
           "to",
           [](PyTensor& t, const PyBackend& b) -> PyTensor& {
+            if (t.array) {
+              retarget(t, b.state);
+              return t;
+            }
             {
               const PyTensor keep = t;
               const std::shared_ptr<BackendState> s = b.state;
@@ -589,19 +645,14 @@ Threads: a tensor may be shared between Python threads; its operations are seria
           "backend __dlpack__ exports on. Returns self.")
       .def(
           "numpy",
-          [](const PyTensor& t) {
-            if (t.storage->dtype() == PCY_DTYPE_BF16)
-              fail(errc::unsupported, "parenchyma.Tensor.numpy",
-                   "NumPy has no bfloat16 dtype: export with __dlpack__ to a library that has "
-                   "one (PyTorch, JAX)");
-            return host_array(t);
-          },
+          [](PyTensor& t) { return numpy_of(t); },
           "A writable NumPy array viewing the tensor's host copy without a copy: the memory of "
           "a DLPack export of the host copy, which the array keeps alive (numpy.from_dlpack "
           "gives the same memory, read-only in NumPy 1.24). Writes through it are seen by the "
           "next parenchyma access. "
           "After an op that wrote the tensor on a device that does not share host memory, call "
-          "numpy() again for the new data.")
+          "numpy() again for the new data. A view (a strided part of a tensor: t[::2], t.T) gives "
+          "a strided array over its base's host copy; a pending expression runs first.")
       .def("__dlpack__", &dlpack_method, py::kw_only(), py::arg("stream") = py::none(),
            py::arg("max_version") = py::none(), py::arg("dl_device") = py::none(),
            py::arg("copy") = py::none(),
@@ -623,26 +674,34 @@ Threads: a tensor may be shared between Python threads; its operations are seria
           "(device_type, device_id) of what __dlpack__ exports: (1, 0) kDLCPU or (2, n) kDLCUDA.")
       .def(
           "data_ptr",
-          [](const PyTensor& t) {
-            require_written(t, "data_ptr()");
+          [](PyTensor& held) {
+            require_written(held, "data_ptr()");
+            PyTensor t = held;
+            int64_t offset = 0;
+            std::vector<int64_t> strides;
+            const bool view = view_parts(held, t, offset, strides);
+            if (!view) t = held; // dense now (a pending expression ran into its own tensor)
             const Release r{export_tensor(t)};
             return reinterpret_cast<uintptr_t>(static_cast<char*>(r.m->dl_tensor.data) +
-                                               r.m->dl_tensor.byte_offset);
+                                               r.m->dl_tensor.byte_offset) +
+                   (view ? static_cast<uintptr_t>(offset * static_cast<int64_t>(sdk::dtype_size(
+                                                               tensor_dtype(held))))
+                         : 0);
           },
           "The address __dlpack__ would export (host or device memory), as an int; makes that "
           "copy current like an export does. A query: of a tensor nothing was written to it "
           "raises parenchyma.Error ('uninitialized') and leaves the tensor unwritten.")
       .def(
           "__array__",
-          [](const PyTensor& t, const py::object& dtype, const py::object&) {
+          [](PyTensor& t, const py::object& dtype, const py::object&) {
             // NumPy reaches this only when the buffer protocol failed (an unwritten tensor,
             // bfloat16), whose error NumPy drops: raise it here instead of an object array.
             require_written(t, "numpy.asarray()");
-            if (t.storage->dtype() == PCY_DTYPE_BF16)
+            if (tensor_dtype(t) == PCY_DTYPE_BF16)
               fail(errc::unsupported, "parenchyma.Tensor.__array__",
                    "NumPy has no bfloat16 dtype: export with __dlpack__ to a library that has "
                    "one (PyTorch, JAX)");
-            py::object a = host_array(t);
+            py::object a = numpy_of(t);
             if (!dtype.is_none()) a = a.attr("astype")(dtype);
             return a;
           },
@@ -651,7 +710,11 @@ Threads: a tensor may be shared between Python threads; its operations are seria
           "first); of an unwritten tensor raises parenchyma.Error ('uninitialized').")
       .def_property_readonly(
           "__cuda_array_interface__",
-          [](const PyTensor& t) {
+          [](PyTensor& held) {
+            const PyTensor t = dense(held);
+            if (held.array)
+              throw py::attribute_error("__cuda_array_interface__: the tensor is a view (a "
+                                        "strided part of a tensor): copy() it first");
             bool cuda = false;
             try {
               cuda = t.backend && export_device(t).device_type == kDLCUDA;
@@ -681,12 +744,13 @@ Threads: a tensor may be shared between Python threads; its operations are seria
           "AttributeError otherwise. The memory stays valid while the Tensor lives.")
       .def("__len__",
            [](const PyTensor& t) {
-             if (t.storage->shape().empty()) throw py::type_error("len() of a 0-d tensor");
-             return t.storage->shape()[0];
+             const auto sh = tensor_shape(t);
+             if (sh.empty()) throw py::type_error("len() of a 0-d tensor");
+             return sh[0];
            })
-      .def("__repr__", [](const PyTensor& t) {
-        return "<parenchyma.Tensor shape=" + shape_text(t.storage->shape()) +
-               " dtype=" + dtype_name(t.storage->dtype()) +
+      .def("_header", [](const PyTensor& t) {
+        return "<parenchyma.Tensor shape=" + shape_text(tensor_shape(t)) +
+               " dtype=" + dtype_name(tensor_dtype(t)) +
                (t.backend ? " backend='" + t.backend->backend.name() + "'" : std::string()) + ">";
       });
 

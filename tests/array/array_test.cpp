@@ -416,6 +416,12 @@ TEST_CASE("array: take, concat, stack and matmul against loops", "[array]") {
             if (bi == 1) REQUIRE(close(got2[static_cast<size_t>(i * n + j)], want, 1e-12, 1e-12));
           }
     }
+    // bool: the logical or of logical ands, as NumPy's (p = [[1,0,0],[1,1,1]], q = [[0,1],[0,0],[1,0]])
+    pa::Array p = pa::asarray(b, std::vector<uint8_t>{1, 0, 0, 1, 1, 1}, {2, 3}).astype(PCY_DTYPE_BOOL);
+    pa::Array q = pa::asarray(b, std::vector<uint8_t>{0, 1, 0, 0, 1, 0}, {3, 2}).astype(PCY_DTYPE_BOOL);
+    pa::Array pq = pa::matmul(p, q);
+    CHECK(pq.type() == PCY_DTYPE_BOOL);
+    CHECK(pq.astype(PCY_DTYPE_U8).to_vector<uint8_t>() == std::vector<uint8_t>{0, 1, 1, 1});
   }
 }
 
@@ -526,4 +532,29 @@ TEST_CASE("array: assign_all writes several results in one program (an Adam step
       REQUIRE(same_bits(gp[i], hp[i]));
     }
   }
+}
+
+TEST_CASE("array: random permutations are bijections, the same on every backend, uniform",
+          "[array]") {
+  Backend native("native");
+  for (const int64_t n : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{1000}, int64_t{4097}}) {
+    const auto ref = pa::random::permutation(native, n, 77, 5).to_vector<int64_t>();
+    std::vector<int> seen(static_cast<size_t>(n), 0);
+    for (int64_t v : ref) {
+      REQUIRE(v >= 0);
+      REQUIRE(v < n);
+      ++seen[static_cast<size_t>(v)];
+    }
+    for (int c : seen) REQUIRE(c == 1);
+    for (const Backend& b : backends())
+      CHECK(pa::random::permutation(b, n, 77, 5).to_vector<int64_t>() == ref);
+    if (n == 4097) CHECK(pa::random::permutation(native, n, 77, 6).to_vector<int64_t>() != ref);
+  }
+  // Where element 0 lands over 6000 permutations of 6: each place about 1000 times.
+  std::vector<int> where(6, 0);
+  for (uint64_t s = 0; s < 6000; ++s)
+    ++where[static_cast<size_t>(pa::random::permutation(native, 6, s).to_vector<int64_t>()[0])];
+  double chi = 0;
+  for (int c : where) chi += (c - 1000.0) * (c - 1000.0) / 1000.0;
+  CHECK(chi < 20.5); // 5 degrees of freedom, p = 0.001
 }

@@ -38,8 +38,14 @@ int main() {
     return 1;
   }
   int failed = 0, count = 0;
+  // CI's time: every 4th program by default (each instruction and dtype still appears in most
+  // of them); PARENCHYMA_ARRAY_CODEGEN_ALL=1 compiles them all (about 30 s).
+  const char* all_env = std::getenv("PARENCHYMA_ARRAY_CODEGEN_ALL");
+  const size_t every = all_env != nullptr && *all_env == '1' ? 1 : 4;
+  size_t seen = 0;
   const auto t0 = std::chrono::steady_clock::now();
   for (const act::named_spec& n : act::representative()) {
+    if (seen++ % every != 0) continue;
     for (bool wide : {false, true}) {
       if (wide && n.s.what == cg::job::random) continue;
       cg::spec s = n.s;

@@ -264,9 +264,9 @@ TEST_CASE("host pointers are imported in place on host-unified devices", "[openc
   CHECK(back.host_pointer == buf.p);
   CHECK(back.bytes == n);
 
-  // Below the base alignment: imported only where the device uses such memory in place (PoCL's
-  // CPU devices do, at any address), and then really in place; else refused, and the core keeps
-  // a copy in step.
+  // Below the base alignment: refused on every device (PoCL would use it in place, but kernels
+  // compiled for aligned buffers then crash on it: CLBlast's XscalFast at 16 mod 32), so the
+  // core keeps a copy in step.
   pcy_memory_handle odd = h;
   odd.host_pointer = static_cast<unsigned char*>(buf.p) + 4;
   odd.bytes = 64;
@@ -275,22 +275,8 @@ TEST_CASE("host pointers are imported in place on host-unified devices", "[openc
   a.context = e.ctx.get();
   a.handle = &odd;
   pcy_error* err = e.api().memory_import(&a);
-  const pcy_property* platform = find_prop(e.fw.properties(0), "platform");
-  const bool pocl = platform != nullptr && platform->s != nullptr &&
-                    std::string(platform->s).find("Portable") != std::string::npos;
-  if (err != nullptr) {
-    CHECK_FALSE(pocl); // PoCL uses host memory in place at any address
-    expect_error([&] { host::check(err); }, PCY_ERR_UNSUPPORTED, {"not aligned"});
-    return;
-  }
-  auto* odd_memory = a.memory;
-  const uint32_t mark = 0x0BADCAFEu;
-  host::fill(e.fw, e.q.get(), odd_memory, 0, 64, &mark, 4);
-  host::finish(e.fw, e.q.get());
-  uint32_t first = 0;
-  std::memcpy(&first, static_cast<unsigned char*>(buf.p) + 4, 4);
-  CHECK(first == mark);
-  e.api().memory_free(odd_memory);
+  REQUIRE(err != nullptr);
+  expect_error([&] { host::check(err); }, PCY_ERR_UNSUPPORTED, {"not aligned"});
 }
 
 TEST_CASE("OpenCL buffers alias within a context and are refused across contexts",

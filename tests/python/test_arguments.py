@@ -88,6 +88,13 @@ def calls(b):
     for op, n in (("softmax", 2), ("log_softmax", 2), ("softmax_grad", 3), ("log_softmax_grad", 3)):
         table[f"nn.{op}.axis"] = [
             lambda v, op=op, n=n: getattr(nn, op)(b, *[t(2, 3) for _ in range(n)], axis=v)]
+    # the array methods (parenchyma/_tensor.py): axes are integers too
+    z = lambda: parenchyma.asarray(np.zeros((2, 3), np.float32))  # noqa: E731
+    for m in ("argmax", "argmin", "cumulative_sum", "cumulative_prod"):
+        table[f"Tensor.{m}.axis"] = [lambda v, m=m: getattr(z(), m)(axis=v)]
+    table["Tensor.squeeze.axis"] = [lambda v: z()[None].squeeze(v),
+                                    lambda v: z()[None].squeeze((0, v))]
+    table["Tensor.to_device.stream"] = [lambda v: z().to_device(b, stream=v)]
     table["nn.lrn.n"] = [lambda v: nn.lrn(b, x4(), x4(), n=v)]
     table["nn.lrn_grad.n"] = [lambda v: nn.lrn_grad(b, x4(), x4(), x4(), x4(), n=v)]
     table["nn.dropout.seed"] = [

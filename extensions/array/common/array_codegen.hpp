@@ -641,9 +641,7 @@ inline std::string instruction_code(dialect dl, const spec& s, int k) {
     return def(fmt("(%s)(i64)PCY_U64(0x%016llX)", T, static_cast<unsigned long long>(in.a)));
   }
   case PCY_ARRAY_OP_INDEX: return def(fmt("idx%lld", static_cast<long long>(in.a)));
-  // STORE: its value now; the write after the whole program (every load of this element first,
-  // as the native bundle reads a chunk before writing it)
-  case PCY_ARRAY_OP_STORE: return def(reg(in.b));
+  case PCY_ARRAY_OP_STORE: return def(reg(in.b)); // written after the body (eval)
   case PCY_ARRAY_OP_CAST: return def(cast_expr(dl, a, t, d));
   case PCY_ARRAY_OP_WHERE: return def("(" + a + " ? " + b + " : " + c + ")");
   case PCY_ARRAY_OP_NEG: return def(fl ? "-" + a : fmt("(%s)((u64)0 - U(%s))", T, a.c_str()));
@@ -917,14 +915,16 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
     src += fmt("  for (i64 lin = GID; lin < m.w[%d]; lin += GSIZE) {\n", l.extra(0));
     src += idx_decl(R) + unravel(0, R, "lin") + body(dl, s);
     std::array<bool, max_operands> out{};
-    for (int o = 0; o < s.outputs; ++o)
-      out[static_cast<size_t>(o)] = true;
-    src += offsets(s, out);
-    // the further outputs' STOREs, then output 0
+    for (int o = 0; o < s.outputs; ++o) out[static_cast<size_t>(o)] = true;
+    const std::array<bool, max_operands> read = read_operands(s);
+    for (int o = 0; o < s.outputs; ++o) out[static_cast<size_t>(o)] = !read[static_cast<size_t>(o)];
+    src += offsets(s, out); // the outputs' offsets the body did not define
+    // Every value is in a register before the first store (outputs may be inputs in place).
     for (int k = 0; k < s.count; ++k)
       if (s.code[static_cast<size_t>(k)].op == PCY_ARRAY_OP_STORE)
-        src += fmt("o%lld[q%lld] = %s;\n", static_cast<long long>(s.code[static_cast<size_t>(k)].a),
-                   static_cast<long long>(s.code[static_cast<size_t>(k)].a), reg(k).c_str());
+        src += fmt("o%lld[q%lld] = ", static_cast<long long>(s.code[static_cast<size_t>(k)].a),
+                   static_cast<long long>(s.code[static_cast<size_t>(k)].a)) +
+               reg(k) + ";\n";
     src += "o0[q0] = " + reg(s.count - 1) + ";\n  }\n}\n";
     return src;
   }
@@ -1027,6 +1027,12 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
     case PCY_ARRAY_RANDOM_RANDINT:
       src += fmt("const i64 y_ = (i64)pcy_rng_randint(w[0], w[1], m.w[%d], (u64)m.w[%d]);\n",
                  l.extra(4), l.extra(5));
+      val = cast_expr(dl, "y_", PCY_DTYPE_I64, d);
+      break;
+    case PCY_ARRAY_RANDOM_PERMUTATION:
+      src += fmt("const i64 y_ = (i64)pcy_rng_permute((u64)m.w[%d], (u64)m.w[%d], (u64)m.w[%d], "
+                 "(u64)e);\n",
+                 l.extra(1), l.extra(2), l.extra(0));
       val = cast_expr(dl, "y_", PCY_DTYPE_I64, d);
       break;
     default: // BITS

@@ -446,6 +446,10 @@ inline void op_random(gpu_context& cx, const sdk::op_args& a) {
   case PCY_ARRAY_RANDOM_BITS:
     if (dt != PCY_DTYPE_I64) bad(dist_k, "bits draws i64");
     break;
+  case PCY_ARRAY_RANDOM_PERMUTATION:
+    if (dt != PCY_DTYPE_I64 && !(dt == PCY_DTYPE_I32 && n <= (uint64_t{1} << 31)))
+      bad(dist_k, "a permutation is i64 (or i32 up to 2^31 elements)");
+    break;
   default: bad(dist_k, sdk::str("unknown distribution ", dist));
   }
   codegen::spec s;

@@ -1140,7 +1140,9 @@ void op_random(native_context& cx, const sdk::op_args& a) {
                   (dist == PCY_ARRAY_RANDOM_NORMAL && fl) ||
                   (dist == PCY_ARRAY_RANDOM_BERNOULLI && is_dtype(dt)) ||
                   (dist == PCY_ARRAY_RANDOM_RANDINT && is_int(dt)) ||
-                  (dist == PCY_ARRAY_RANDOM_BITS && dt == PCY_DTYPE_I64);
+                  (dist == PCY_ARRAY_RANDOM_BITS && dt == PCY_DTYPE_I64) ||
+                  (dist == PCY_ARRAY_RANDOM_PERMUTATION &&
+                   (dt == PCY_DTYPE_I64 || (dt == PCY_DTYPE_I32 && v.elements <= (uint64_t{1} << 31))));
   if (!ok)
     dc.bad(DIST, sdk::str("distribution ", dist, " does not draw dtype ", decoder::dn(dt)));
   const uint64_t seed = static_cast<uint64_t>(a.i(at<S>("seed")));
@@ -1221,6 +1223,13 @@ void op_random(native_context& cx, const sdk::op_args& a) {
     });
     break;
   }
+  case PCY_ARRAY_RANDOM_PERMUTATION:
+    each_element(v, [&](uint64_t e, int64_t at_) {
+      const uint64_t y = pcy_rng_permute(seed, offset, v.elements, e);
+      if (dt == PCY_DTYPE_I32) store_at(base, at_, static_cast<int32_t>(y));
+      else store_at(base, at_, static_cast<int64_t>(y));
+    });
+    break;
   default: // BITS
     each_element(v, [&](uint64_t e, int64_t at_) {
       PCY_RNG_U32 wd[4];

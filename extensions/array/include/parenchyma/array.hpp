@@ -720,7 +720,9 @@ inline Array binary(const char* fn, int op, const Array& x, const Array& y) {
   const Shape shape = broadcast_shapes(a.shape, b.shape, fn);
   dtype t = result_type(a, b), r = t;
   switch (op) {
-  case PCY_ARRAY_OP_DIV:
+  case PCY_ARRAY_OP_DIV: // true division: integers and bool give f64 (NumPy's, the default float)
+    t = r = is_floating(t) ? t : dt::f64;
+    break;
   case PCY_ARRAY_OP_ATAN2:
   case PCY_ARRAY_OP_COPYSIGN:
   case PCY_ARRAY_OP_NEXTAFTER:
@@ -1703,6 +1705,10 @@ inline Array empty(const Backend& b, Shape shape, dtype t = dt::f32) {
 }
 inline Array full(const Backend& b, Shape shape, double value, dtype t = dt::f32) {
   Array a = empty(b, std::move(shape), t);
+  if (a.size() == 0) { // nothing to write, but written: a reduction over it is well defined
+    (void)a.node()->storage->host(access::write_only);
+    return a;
+  }
   a.assign(is_half(t) ? full_scalar(value, dt::f32) : full_scalar(value, t));
   return a;
 }
@@ -2001,7 +2007,9 @@ inline Array matmul(const Array& x, const Array& y) {
   }
   if (!out.valid()) {
     // [..., m, k, 1] * [..., 1, k, n] summed over k.
-    Array p = a.astype(t).expand_dims(-1) * c.astype(t).expand_dims(-3);
+    // (bool: logical_and, reduced by any(); multiply refuses bool)
+    const Array lhs = a.astype(t).expand_dims(-1), rhs = c.astype(t).expand_dims(-3);
+    Array p = is_bool(t) ? logical_and(lhs, rhs) : lhs * rhs;
     const int64_t ax[] = {-2};
     const int64_t ka = static_cast<int64_t>(p.ndim()) - 2;
     const int64_t axk[] = {ka};
@@ -2016,7 +2024,7 @@ inline Array matmul(const Array& x, const Array& y) {
 inline Array vecdot(const Array& x, const Array& y, int64_t axis = -1) {
   Array p = x * y;
   const int64_t ax[] = {axis};
-  return sum(p, ax);
+  return astype(sum(p, ax), p.type()); // the promoted dtype (sum alone gives i64 for integers)
 }
 // tensordot(x, y, n): contracts x's last n axes with y's first n.
 inline Array tensordot(const Array& x, const Array& y, int64_t n = 2) {
@@ -2104,6 +2112,23 @@ inline Array randint(const Backend& b, Shape shape, int64_t low, int64_t high, u
                       offset, static_cast<double>(low), static_cast<double>(high));
 }
 
+// permutation: a random permutation of 0 .. n-1 (i64 by default), the same on every device; no
+// sort (a Feistel network with Philox rounds, pcy_array_random.h). permutation(x) of an array:
+// take(x, permutation(n), axis 0).
+inline Array permutation(const Backend& b, int64_t n, uint64_t seed, uint64_t offset = 0,
+                         dtype t = dt::i64) {
+  if (n < 0 || (t != dt::i64 && t != dt::i32) || (t == dt::i32 && n > (int64_t{1} << 31)))
+    array::detail::fail("random.permutation", errc::invalid_argument,
+                        "needs n >= 0 and dtype i64 (or i32 for n <= 2^31); got n = ", n);
+  return detail::draw("random.permutation", b, {n}, t, PCY_ARRAY_RANDOM_PERMUTATION, seed, offset,
+                      0, 0);
+}
+inline Array permutation(const Array& x, uint64_t seed, uint64_t offset = 0) {
+  if (x.ndim() == 0)
+    array::detail::fail("random.permutation", errc::invalid_argument, "argument x: rank 0");
+  return take(x, permutation(x.need_backend("random.permutation"), x.shape()[0], seed, offset), 0);
+}
+
 // A stream: each draw takes the next elements of (seed, offset), so successive draws never
 // overlap and a program replays exactly from its seed.
 class Generator {
@@ -2126,6 +2151,10 @@ public:
   Array randint(const Backend& b, Shape s, int64_t low, int64_t high, dtype t = dt::i64) {
     const uint64_t o = take(s);
     return random::randint(b, std::move(s), low, high, seed_, o, t);
+  }
+  // A permutation takes one offset (its network is keyed by it).
+  Array permutation(const Backend& b, int64_t n, dtype t = dt::i64) {
+    return random::permutation(b, n, seed_, offset_++, t);
   }
 
 private:

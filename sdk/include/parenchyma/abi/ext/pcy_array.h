@@ -120,8 +120,10 @@
  *   RANDINT (integers)  a + floor(((w1 << 32 | w0) mod 2^64) / 2^64 (b - a)) via a 128-bit
  *                       product (Lemire's multiply, no rejection: the bias is below 2^-32 for
  *                       ranges below 2^32), a <= value < b; b - a taken mod 2^64 (unsigned)
- *   BITS (I64)          (w1 << 32 | w0) reinterpreted: 64 random bits (sort keys for
- *                       permutations)
+ *   BITS (I64)          (w1 << 32 | w0) reinterpreted: 64 random bits
+ *   PERMUTATION (I32, I64)  element e = pcy_rng_permute(seed, offset, N, e), N the view's
+ *                       element count: a random permutation of [0, N) (a Feistel network with
+ *                       Philox rounds and cycle walking; no sort), the same on every device
  * The affine steps a + (b - a) u and a + b z round each operation on its own (no fused
  * multiply-add; F16 and BF16 in F32, then rounded once), so they too give the same bits on every
  * bundle.
@@ -250,6 +252,7 @@ typedef enum pcy_array_reduce_kind {
 #define PCY_ARRAY_RANDOM_BERNOULLI 3
 #define PCY_ARRAY_RANDOM_RANDINT 4
 #define PCY_ARRAY_RANDOM_BITS 5
+#define PCY_ARRAY_RANDOM_PERMUTATION 6
 
 /* ---- the ops ----------------------------------------------------------------------------------
  * eval_<n> (n = 0..8 input tensors): out = the program's value at every index. The op's dtype is

@@ -267,6 +267,44 @@ PCY_RNG_FN PCY_RNG_I64 pcy_rng_randint(PCY_RNG_U32 w0, PCY_RNG_U32 w1, PCY_RNG_I
   return (PCY_RNG_I64)((PCY_RNG_U64)lo + hi);
 }
 
+/* ---- permutations ---------------------------------------------------------------------------
+ * pcy_rng_permute(seed, offset, n, e): element e (0 <= e < n) of a random permutation of
+ * [0, n), computed on its own (no sort): a four-round Feistel network over b-bit integers (b the
+ * smallest even width with 2^b >= n, at least 2) whose round function is Philox-4x32-10 with key
+ * (seed low, seed high) and counter (x, round, offset low, offset high), keeping the low b/2 bits
+ * of word 0; values >= n walk the cycle (apply the network again) until one lands below n
+ * (fewer than 4 steps on average: 2^b < 4n). A bijection for every (seed, offset), the same
+ * integers on every device. */
+PCY_RNG_FN PCY_RNG_U64 pcy_rng_feistel(PCY_RNG_U32 key0, PCY_RNG_U32 key1, PCY_RNG_U32 off0,
+                                       PCY_RNG_U32 off1, PCY_RNG_U32 hb, PCY_RNG_U64 x) {
+  const PCY_RNG_U64 mask = ((PCY_RNG_U64)1 << hb) - 1u;
+  PCY_RNG_U64 l = x >> hb, r = x & mask;
+  PCY_RNG_U32 w[4];
+  PCY_RNG_U32 rnd;
+  for (rnd = 0; rnd < 4u; ++rnd) {
+    pcy_rng_philox(key0, key1, (PCY_RNG_U32)r, rnd, off0, off1, w);
+    const PCY_RNG_U64 f = (PCY_RNG_U64)w[0] & mask;
+    const PCY_RNG_U64 t = l ^ f;
+    l = r;
+    r = t;
+  }
+  return (l << hb) | r;
+}
+
+PCY_RNG_FN PCY_RNG_U64 pcy_rng_permute(PCY_RNG_U64 seed, PCY_RNG_U64 offset, PCY_RNG_U64 n,
+                                       PCY_RNG_U64 e) {
+  PCY_RNG_U32 bits = 2u;
+  while (bits < 64u && ((PCY_RNG_U64)1 << bits) < n) bits += 2u;
+  {
+    const PCY_RNG_U32 hb = bits / 2u;
+    const PCY_RNG_U32 k0 = (PCY_RNG_U32)seed, k1 = (PCY_RNG_U32)(seed >> 32);
+    const PCY_RNG_U32 o0 = (PCY_RNG_U32)offset, o1 = (PCY_RNG_U32)(offset >> 32);
+    PCY_RNG_U64 y = pcy_rng_feistel(k0, k1, o0, o1, hb, e);
+    while (y >= n) y = pcy_rng_feistel(k0, k1, o0, o1, hb, y);
+    return y;
+  }
+}
+
 /* ---- binary32 -------------------------------------------------------------------------------- */
 PCY_RNG_FN float pcy_rng_uniform_f32(PCY_RNG_U32 w0) { return (float)(w0 >> 8) * 0x1p-24f; }
 

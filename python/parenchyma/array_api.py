@@ -1,0 +1,839 @@
+"""parenchyma.array_api: the Python Array API standard (2024.12) over parenchyma.Tensor.
+
+    import parenchyma.array_api as xp
+    x = xp.linspace(0, 1, 5, dtype=xp.float32)      # on the default backend
+    y = xp.sum(xp.exp(x) * 2 - 1)                    # the chain runs fused with the sum
+
+Every function runs on the backend of its Tensor arguments (Tensor.device); creation functions
+take device=<parenchyma.Backend> (default: the default backend, parenchyma.Backend()). The
+semantics are the array front-end's (parenchyma/array.hpp): NumPy 2 promotion with Python-style
+weak scalars, broadcasting, views that share memory, lazy elementwise chains that run as one
+program. dtypes are their names (xp.float32 == "float32"). What is not supported raises
+parenchyma.Error (code 'unsupported'); docs/python.md has the table.
+"""
+
+import builtins
+import math as _math
+
+from ._parenchyma import Backend, Error, Tensor
+from ._parenchyma import _array as _a
+from . import _tensor  # noqa: F401  (installs the Tensor methods)
+
+__array_api_version__ = "2024.12"
+
+# ---- data types ---------------------------------------------------------------------------
+bool = "bool"  # noqa: A001  (the standard's name)
+int8 = "int8"
+int16 = "int16"
+int32 = "int32"
+int64 = "int64"
+uint8 = "uint8"
+float16 = "float16"  # an extension: the standard has no float16
+float32 = "float32"
+float64 = "float64"
+bfloat16 = "bfloat16"  # an extension (computes in float32)
+
+_ALL = (bool, int8, int16, int32, int64, uint8, float16, bfloat16, float32, float64)
+_SIGNED = (int8, int16, int32, int64)
+_UNSIGNED = (uint8,)
+_FLOATING = (float16, bfloat16, float32, float64)
+_UNSUPPORTED_DTYPES = ("uint16", "uint32", "uint64", "complex64", "complex128")
+
+e = _math.e
+inf = _math.inf
+nan = _math.nan
+pi = _math.pi
+newaxis = None
+
+
+def _error(code, origin, message):
+    err = Error(origin + ": " + message)
+    err.code, err.origin, err.message = code, origin, message
+    err.description = code.replace("_", " ")
+    return err
+
+
+def _unsupported(name, why="not supported by the parenchyma array front-end"):
+    def f(*args, **kwargs):
+        raise _error("unsupported", "array_api." + name, why)
+
+    f.__name__ = name
+    f.__doc__ = "Not supported: " + why + "."
+    return f
+
+
+def _dtype(d, origin="dtype"):
+    if d is None:
+        return None
+    name = getattr(d, "name", None) if not isinstance(d, str) else d
+    if name is None:
+        import numpy as np
+
+        name = np.dtype(d).name
+    if name in _UNSUPPORTED_DTYPES:
+        raise _error("unsupported", "array_api", "argument " + origin + ": " + name
+                     + " is not supported (dtypes: " + ", ".join(_ALL) + ")")
+    if name not in _ALL:
+        raise _error("invalid_argument", "array_api", "argument " + origin + ": unknown dtype "
+                     + repr(d))
+    return name
+
+
+def _device(device, *arrays):
+    if device is not None:
+        if not isinstance(device, Backend):
+            raise _error("invalid_argument", "array_api",
+                         "argument device: expected a parenchyma.Backend, got "
+                         + type(device).__name__)
+        return device
+    for x in arrays:
+        if isinstance(x, Tensor) and x.backend is not None:
+            return x.backend
+    return None
+
+
+def _tensor(x, origin):
+    if isinstance(x, Tensor):
+        return x
+    raise _error("invalid_argument", "array_api." + origin,
+                 "expected a parenchyma.Tensor, got " + type(x).__name__)
+
+
+def _axes(axis, ndim):
+    """None: all axes; an int or a tuple of ints."""
+    if axis is None:
+        return None
+    if isinstance(axis, tuple):
+        return list(axis)
+    return [axis]
+
+
+# ---- creation -----------------------------------------------------------------------------
+def asarray(obj, /, *, dtype=None, device=None, copy=None):
+    """A Tensor of obj (a Tensor, a Python scalar or nested sequence, any DLPack or NumPy-like
+    object); copy=None copies only when needed, False never (raising when it must), True
+    always."""
+    dt = _dtype(dtype)
+    if isinstance(obj, Tensor):
+        x = obj
+        if device is not None and x.backend is not None and x.backend != device:
+            if copy is False:
+                raise ValueError("asarray: moving to another device needs a copy (copy=False)")
+        moves = device is not None and x.backend is not None and x.backend != device
+        if dt is not None and dt != x.dtype:
+            if copy is False:
+                raise ValueError("asarray: a dtype conversion needs a copy (copy=False)")
+            x = _a.astype(x, dt, True)
+        elif copy or moves:
+            x = _a.copy(x)  # the input keeps its backend
+        if device is not None:
+            x.to(device)
+        return x
+    import numpy as np
+    from . import from_dlpack
+
+    if isinstance(obj, (builtins.bool, int, float)) or isinstance(obj, (list, tuple)):
+        if dt is None:
+            a = np.asarray(obj)
+            if a.dtype.kind == "f":
+                a = a.astype(np.float64)
+            elif a.dtype.kind in "iu":
+                a = a.astype(np.int64)
+        else:
+            a = np.asarray(obj, dtype=dt)
+        if a.dtype.kind == "c":
+            raise _error("unsupported", "array_api.asarray", "complex values are not supported")
+        t = _from_numpy(np.array(a, order="C", copy=True))
+    else:
+        if copy is False and dt is not None:
+            a = np.asarray(obj)
+            if a.dtype.name != dt:
+                raise ValueError("asarray: a dtype conversion needs a copy (copy=False)")
+        a = np.asarray(obj, dtype=dt)
+        if copy or not a.flags.c_contiguous or not a.flags.writeable:
+            if copy is False:
+                raise ValueError("asarray: the data needs a copy (copy=False)")
+            a = np.array(a, order="C", copy=True)
+        _dtype(a.dtype.name, "obj")
+        t = _from_numpy(a)
+    if device is not None:
+        t.to(device)
+    return t
+
+
+def _from_numpy(a):
+    """A Tensor aliasing the NumPy array a (bool: a copy through uint8 where NumPy cannot
+    export bool through DLPack, before 1.25)."""
+    from . import from_dlpack as _from
+
+    if a.dtype.name == "bool":
+        try:
+            return _from(a)
+        except (Error, BufferError, TypeError):
+            return _a.astype(_from(a.view("uint8")), "bool", True)
+    return _from(a)
+
+
+def from_dlpack(x, /, *, device=None, copy=None):
+    """Imports a DLPack producer (no copy unless copy=True)."""
+    from . import from_dlpack as _from
+
+    t = _from(x, device)
+    return _a.copy(t) if copy else t
+
+
+def empty(shape, *, dtype=None, device=None):
+    return _a.empty(_shape(shape), _dtype(dtype) or float64, _device(device))
+
+
+def empty_like(x, /, *, dtype=None, device=None):
+    return _a.empty(x.shape, _dtype(dtype) or x.dtype, _device(device, x))
+
+
+def zeros(shape, *, dtype=None, device=None):
+    return _a.full(_shape(shape), 0, _dtype(dtype) or float64, _device(device))
+
+
+def zeros_like(x, /, *, dtype=None, device=None):
+    return _a.full(x.shape, 0, _dtype(dtype) or x.dtype, _device(device, x))
+
+
+def ones(shape, *, dtype=None, device=None):
+    return _a.full(_shape(shape), 1, _dtype(dtype) or float64, _device(device))
+
+
+def ones_like(x, /, *, dtype=None, device=None):
+    return _a.full(x.shape, 1, _dtype(dtype) or x.dtype, _device(device, x))
+
+
+def _fill_dtype(v):
+    if isinstance(v, builtins.bool):
+        return bool
+    if isinstance(v, int):
+        return int64
+    if isinstance(v, float):
+        return float64
+    raise _error("invalid_argument", "array_api.full",
+                 "argument fill_value: expected a bool, int or float, got " + type(v).__name__)
+
+
+def full(shape, fill_value, *, dtype=None, device=None):
+    return _a.full(_shape(shape), fill_value, _dtype(dtype) or _fill_dtype(fill_value),
+                   _device(device))
+
+
+def full_like(x, /, fill_value, *, dtype=None, device=None):
+    return _a.full(x.shape, fill_value, _dtype(dtype) or x.dtype, _device(device, x))
+
+
+def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
+    if stop is None:
+        start, stop = 0, start
+    if dtype is None:
+        dtype = float64 if builtins.any(isinstance(v, float) for v in (start, stop, step)) \
+            else int64
+    return _a.arange(float(start), float(stop), float(step), _dtype(dtype), _device(device))
+
+
+def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
+    if isinstance(start, complex) or isinstance(stop, complex):
+        raise _error("unsupported", "array_api.linspace", "complex values are not supported")
+    return _a.linspace(float(start), float(stop), int(num), endpoint, _dtype(dtype) or float64,
+                       _device(device))
+
+
+def eye(n_rows, n_cols=None, /, *, k=0, dtype=None, device=None):
+    return _a.eye(n_rows, n_cols, k, _dtype(dtype) or float64, _device(device))
+
+
+def meshgrid(*arrays, indexing="xy"):
+    if indexing not in ("xy", "ij"):
+        raise ValueError("indexing must be 'xy' or 'ij'")
+    n = len(arrays)
+    shape = [a.shape[0] for a in arrays]
+    if indexing == "xy" and n >= 2:
+        shape[0], shape[1] = shape[1], shape[0]
+    out = []
+    for i, a in enumerate(arrays):
+        pos = i
+        if indexing == "xy" and n >= 2 and i < 2:
+            pos = 1 - i
+        s = [1] * n
+        s[pos] = a.shape[0]
+        out.append(_a.copy(broadcast_to(reshape(a, tuple(s)), tuple(shape))))
+    return out
+
+
+def _tri(x, k, lower):
+    n, m = x.shape[-2], x.shape[-1]
+    i = _a.expand_dims(arange(n, device=x.device), 1)
+    j = _a.expand_dims(arange(m, device=x.device), 0)
+    keep = (j - i <= k) if lower else (j - i >= k)
+    return where(keep, x, zeros((), dtype=x.dtype, device=x.device))
+
+
+def tril(x, /, *, k=0):
+    return _tri(x, k, True)
+
+
+def triu(x, /, *, k=0):
+    return _tri(x, k, False)
+
+
+def _shape(shape):
+    if hasattr(shape, "__index__"):
+        return (shape.__index__(),)
+    return tuple(shape)
+
+
+# ---- data type functions ------------------------------------------------------------------
+def astype(x, dtype, /, *, copy=True, device=None):
+    dt = _dtype(dtype)
+    if not copy and dt == x.dtype and (device is None or device == x.device):
+        return x
+    r = _a.astype(x, dt, True)
+    if device is not None:
+        r.to(device)
+    return r
+
+
+def can_cast(from_, to, /):
+    f = from_.dtype if isinstance(from_, Tensor) else _dtype(from_)
+    return _a.promote(f, _dtype(to)) == _dtype(to)
+
+
+class _FInfo:
+    def __init__(self, dtype):
+        import numpy as np
+
+        name = _dtype(dtype)
+        if name == bfloat16:
+            self.bits, self.eps, self.max = 16, 2.0 ** -7, 3.3895313892515355e38
+            self.min, self.smallest_normal = -self.max, 2.0 ** -126
+        else:
+            fi = np.finfo(name)
+            self.bits, self.eps, self.max = fi.bits, float(fi.eps), float(fi.max)
+            self.min, self.smallest_normal = float(fi.min), float(fi.smallest_normal)
+        self.dtype = name
+
+    def __repr__(self):
+        return "finfo(dtype=%s)" % self.dtype
+
+
+class _IInfo:
+    def __init__(self, dtype):
+        import numpy as np
+
+        ii = np.iinfo(_dtype(dtype))
+        self.bits, self.max, self.min, self.dtype = ii.bits, int(ii.max), int(ii.min), _dtype(dtype)
+
+    def __repr__(self):
+        return "iinfo(dtype=%s)" % self.dtype
+
+
+def finfo(type, /):
+    name = type.dtype if isinstance(type, Tensor) else _dtype(type)
+    if name not in _FLOATING:
+        raise _error("invalid_argument", "array_api.finfo", name + " is not a floating dtype")
+    return _FInfo(name)
+
+
+def iinfo(type, /):
+    name = type.dtype if isinstance(type, Tensor) else _dtype(type)
+    if name not in _SIGNED + _UNSIGNED:
+        raise _error("invalid_argument", "array_api.iinfo", name + " is not an integer dtype")
+    return _IInfo(name)
+
+
+_KINDS = {
+    "bool": (bool,),
+    "signed integer": _SIGNED,
+    "unsigned integer": _UNSIGNED,
+    "integral": _SIGNED + _UNSIGNED,
+    "real floating": _FLOATING,
+    "complex floating": (),
+    "numeric": _SIGNED + _UNSIGNED + _FLOATING,
+}
+
+
+def isdtype(dtype, kind):
+    d = _dtype(dtype)
+    if isinstance(kind, tuple):
+        return builtins.any(isdtype(d, k) for k in kind)
+    if isinstance(kind, str) and kind in _KINDS and kind != "bool":
+        return d in _KINDS[kind]
+    return d == _dtype(kind)
+
+
+def result_type(*arrays_and_dtypes):
+    """The dtype of an operation on these (Tensors and dtypes strong; Python scalars weak)."""
+    items = []
+    for a in arrays_and_dtypes:
+        if isinstance(a, Tensor):
+            items.append(a.dtype)
+        elif isinstance(a, (builtins.bool, int, float)):
+            items.append(a)
+        else:
+            items.append(_dtype(a))
+    strong = [a for a in items if isinstance(a, str)]
+    weak = [a for a in items if not isinstance(a, str)]
+    if not strong:
+        raise _error("invalid_argument", "array_api.result_type",
+                     "at least one array or dtype is required")
+    r = strong[0]
+    for a in strong[1:] + weak:
+        r = _a.result_type(r, a)
+    return r
+
+
+# ---- elementwise --------------------------------------------------------------------------
+def _elementwise1(name, impl=None):
+    def f(x, /):
+        return _a.unary(impl or name, _tensor(x, name))
+
+    f.__name__ = name
+    f.__doc__ = "%s(x), elementwise (lazy: fuses with the operations around it)." % name
+    return f
+
+
+def _elementwise2(name, impl=None):
+    def f(x1, x2, /):
+        if not isinstance(x1, Tensor) and not isinstance(x2, Tensor):
+            raise _error("invalid_argument", "array_api." + name,
+                         "at least one argument must be a parenchyma.Tensor")
+        return _a.binary(impl or name, _tensor_or_scalar(x1), _tensor_or_scalar(x2))
+
+    f.__name__ = name
+    f.__doc__ = ("%s(x1, x2), elementwise with broadcasting and promotion (a Python scalar is "
+                 "weak; lazy: fuses with the operations around it)." % name)
+    return f
+
+
+def _tensor_or_scalar(x):
+    if isinstance(x, (Tensor, builtins.bool, int, float)):
+        return x
+    return asarray(x)
+
+
+for _n in ("abs", "acos", "acosh", "asin", "asinh", "atan", "atanh", "bitwise_invert", "ceil",
+           "cos", "cosh", "exp", "expm1", "floor", "isfinite", "isinf", "isnan", "log", "log1p",
+           "log2", "log10", "logical_not", "negative", "positive", "reciprocal", "round", "sign",
+           "sin", "sinh", "square", "sqrt", "tan", "tanh", "trunc", "erf", "rsqrt"):
+    globals()[_n] = _elementwise1(_n)
+for _n in ("add", "atan2", "bitwise_and", "bitwise_left_shift", "bitwise_or",
+           "bitwise_right_shift", "bitwise_xor", "copysign", "divide", "equal", "floor_divide",
+           "greater", "greater_equal", "hypot", "less", "less_equal", "logaddexp", "logical_and",
+           "logical_or", "logical_xor", "maximum", "minimum", "multiply", "nextafter",
+           "not_equal", "pow", "remainder", "subtract"):
+    globals()[_n] = _elementwise2(_n)
+del _n
+
+
+def clip(x, /, min=None, max=None):
+    r = x
+    if min is not None:
+        r = _a.binary("maximum", r, min)
+    if max is not None:
+        r = _a.binary("minimum", r, max)
+    if r is x:
+        return _a.copy(x)
+    return r if r.dtype == x.dtype else _a.astype(r, x.dtype, True)
+
+
+def signbit(x, /):
+    if x.dtype in _FLOATING:
+        return less(copysign(1.0, x), 0)  # noqa: F821  (defined above by the loop)
+    if x.dtype in _SIGNED:
+        return less(x, 0)  # noqa: F821
+    return _a.full(x.shape, False, bool, x.device)
+
+
+def real(x, /):
+    return _a.copy(x)
+
+
+def conj(x, /):
+    return _a.copy(x)
+
+
+def imag(x, /):
+    return _a.full(x.shape, 0, x.dtype, x.device)
+
+
+# ---- indexing -----------------------------------------------------------------------------
+def take(x, indices, /, *, axis=None):
+    """x's elements at integer `indices` along `axis` (required unless x is 1-d). Indices
+    outside [-n, n) are clipped to the nearest end (NumPy's mode="clip"; the standard leaves
+    them unspecified)."""
+    if axis is None:
+        if x.ndim != 1:
+            raise _error("invalid_argument", "array_api.take",
+                         "argument axis: required for arrays of %d dimensions" % x.ndim)
+        axis = 0
+    return _a.take(x, _tensor_or_scalar(indices), axis)
+
+
+def take_along_axis(*args, **kwargs):
+    raise _error("unsupported", "array_api.take_along_axis",
+                 "not supported (take() gathers whole slices along one axis)")
+
+
+# ---- linear algebra -----------------------------------------------------------------------
+def matmul(x1, x2, /):
+    """The matrix product with batch broadcasting (the front-end's matmul: 2-d floating
+    products on the backend's gemm, others as one fused multiply-and-sum program)."""
+    return _a.product("matmul", _tensor_or_scalar(x1), _tensor_or_scalar(x2), 0)
+
+
+def matrix_transpose(x, /):
+    if x.ndim < 2:
+        raise _error("invalid_argument", "array_api.matrix_transpose",
+                     "needs at least 2 dimensions, got %d" % x.ndim)
+    axes = list(range(x.ndim))
+    axes[-1], axes[-2] = axes[-2], axes[-1]
+    return _a.permute_dims(x, axes)
+
+
+def _T(x, /):
+    if x.ndim != 2:
+        raise _error("invalid_argument", "parenchyma.Tensor.T",
+                     "T is the transpose of a 2-d tensor; this one has %d dimensions (use mT or "
+                     "permute_dims)" % x.ndim)
+    return _a.permute_dims(x, [1, 0])
+
+
+def vecdot(x1, x2, /, *, axis=-1):
+    x1, x2 = _tensor_or_scalar(x1), _tensor_or_scalar(x2)
+    n1 = x1.shape[axis] if x1.ndim else None
+    n2 = x2.shape[axis] if x2.ndim else None
+    if n1 != n2:
+        raise _error("invalid_argument", "array_api.vecdot",
+                     "the contracted dimensions differ: %s and %s" % (n1, n2))
+    r = _a.product("vecdot", x1, x2, axis)
+    dt = result_type(x1, x2)
+    return r if r.dtype == dt else _a.astype(r, dt, True)
+
+
+def tensordot(x1, x2, /, *, axes=2):
+    if isinstance(axes, int):
+        return _a.product("tensordot", x1, x2, axes)
+    a1, a2 = [list(a) if isinstance(a, (list, tuple)) else [a] for a in axes]
+    if len(a1) != len(a2):
+        raise _error("invalid_argument", "array_api.tensordot",
+                     "argument axes: %d and %d axes" % (len(a1), len(a2)))
+    a1 = [a % x1.ndim for a in a1]
+    a2 = [a % x2.ndim for a in a2]
+    free1 = [i for i in range(x1.ndim) if i not in a1]
+    free2 = [j for j in range(x2.ndim) if j not in a2]
+    return _a.product("tensordot", _a.permute_dims(x1, free1 + a1),
+                      _a.permute_dims(x2, a2 + free2), len(a1))
+
+
+# ---- manipulation -------------------------------------------------------------------------
+def broadcast_arrays(*arrays):
+    shape = broadcast_shapes(*[a.shape for a in arrays])
+    return [_a.broadcast_to(a, shape) for a in arrays]
+
+
+def broadcast_shapes(*shapes):
+    r = ()
+    for s in shapes:
+        n = builtins.max(len(r), len(s))
+        a = (1,) * (n - len(r)) + tuple(r)
+        b = (1,) * (n - len(s)) + tuple(s)
+        out = []
+        for i, (p, q) in enumerate(zip(a, b)):
+            if p != q and p != 1 and q != 1:
+                raise _error("invalid_argument", "array_api.broadcast_shapes",
+                             "shapes %s and %s do not broadcast" % (tuple(r), tuple(s)))
+            out.append(q if p == 1 else p)
+        r = tuple(out)
+    return r
+
+
+def broadcast_to(x, /, shape):
+    return _a.broadcast_to(x, tuple(shape))
+
+
+def concat(arrays, /, *, axis=0):
+    arrays = [_tensor_or_scalar(a) for a in arrays]
+    if axis is None:
+        arrays = [_a.reshape(a, (-1,)) for a in arrays]
+        axis = 0
+    return _a.join("concat", arrays, axis)
+
+
+def stack(arrays, /, *, axis=0):
+    return _a.join("stack", [_tensor_or_scalar(a) for a in arrays], axis)
+
+
+def unstack(x, /, *, axis=0):
+    return tuple(_a.at(x, i, axis) for i in range(x.shape[axis]))
+
+
+def expand_dims(x, /, axis=0):
+    return _a.expand_dims(x, axis)
+
+
+def flip(x, /, *, axis=None):
+    return _a.flip(x, axis)
+
+
+def moveaxis(x, source, destination, /):
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise ValueError("moveaxis: source and destination differ in length")
+    nd = x.ndim
+    src = [s % nd if -nd <= s < nd else _bad_axis("moveaxis", s, nd) for s in src]
+    dst = [d % nd if -nd <= d < nd else _bad_axis("moveaxis", d, nd) for d in dst]
+    order = [i for i in range(nd) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return _a.permute_dims(x, order)
+
+
+def _bad_axis(fn, a, nd):
+    raise _error("invalid_argument", "array_api." + fn,
+                 "axis %d is out of range for %d dimensions" % (a, nd))
+
+
+def permute_dims(x, /, axes):
+    return _a.permute_dims(x, list(axes))
+
+
+def _row_major(x):
+    """Whether x's elements are in row-major order in memory (a reshape of it is a view)."""
+    kind = _a.kind(x)
+    if kind != "view":
+        return True  # a whole tensor; a pending expression runs into a dense one
+    _, strides = _a.view_layout(x)
+    expect = 1
+    for n, st in zip(reversed(x.shape), reversed(strides)):
+        if n != 1 and st != expect:
+            return False
+        expect *= n
+    return True
+
+
+def reshape(x, /, shape, *, copy=None):
+    """x's values in another shape: a view when x is in row-major order (always for
+    copy=False, which raises ValueError where that is not possible), else a copy."""
+    if copy:
+        return _a.reshape(_a.copy(x), tuple(shape))
+    if copy is False and x.size > 1 and not _row_major(x):
+        raise ValueError("reshape: this view is not in row-major order; reshaping it needs a "
+                         "copy (copy=False)")
+    return _a.reshape(x, tuple(shape))
+
+
+def roll(x, /, shift, *, axis=None):
+    if axis is None:
+        return reshape(roll(reshape(x, (-1,)), shift, axis=0), x.shape)
+    shifts = [shift] if isinstance(shift, int) else list(shift)
+    axes = [axis] if isinstance(axis, int) else list(axis)
+    if len(shifts) != len(axes):
+        raise ValueError("roll: shift and axis differ in length")
+    r = x
+    for s, a in zip(shifts, axes):
+        n = r.shape[a]
+        if n == 0:
+            continue
+        s %= n
+        if s == 0:
+            continue
+        r = concat([_a.slice(r, a, n - s, None, 1), _a.slice(r, a, 0, n - s, 1)], axis=a)
+    return r if r is not x else _a.copy(x)
+
+
+def squeeze(x, /, axis):
+    return _a.squeeze(x, axis)
+
+
+def tile(x, repetitions, /):
+    reps = tuple(repetitions)
+    nd = builtins.max(x.ndim, len(reps))
+    reps = (1,) * (nd - len(reps)) + reps
+    shape = (1,) * (nd - x.ndim) + x.shape
+    v = _a.reshape(x, shape)
+    inter, target = [], []
+    for r, s in zip(reps, shape):
+        inter += [1, s]
+        target += [r, s]
+    v = _a.broadcast_to(_a.reshape(v, tuple(inter)), tuple(target))
+    return _a.reshape(_a.copy(v), tuple(r * s for r, s in zip(reps, shape)))
+
+
+def repeat(x, repeats, /, *, axis=None):
+    if not isinstance(repeats, int):
+        raise _error("unsupported", "array_api.repeat", "repeats must be an int here (a "
+                     "per-element array needs a gather)")
+    if axis is None:
+        x = reshape(x, (-1,))
+        axis = 0
+    ax = axis % x.ndim
+    v = _a.expand_dims(x, ax + 1)
+    shape = list(v.shape)
+    shape[ax + 1] = repeats
+    v = _a.copy(_a.broadcast_to(v, tuple(shape)))
+    out = list(x.shape)
+    out[ax] *= repeats
+    return _a.reshape(v, tuple(out))
+
+
+# ---- searching ----------------------------------------------------------------------------
+def argmax(x, /, *, axis=None, keepdims=False):
+    return _a.argreduce("argmax", x, axis, keepdims)
+
+
+def argmin(x, /, *, axis=None, keepdims=False):
+    return _a.argreduce("argmin", x, axis, keepdims)
+
+
+def where(condition, x1, x2, /):
+    return _a.where(_tensor_or_scalar(condition), _tensor_or_scalar(x1), _tensor_or_scalar(x2))
+
+
+def count_nonzero(x, /, *, axis=None, keepdims=False):
+    return sum(not_equal(x, 0), axis=axis, keepdims=keepdims)  # noqa: F821
+
+
+nonzero = _unsupported("nonzero", "its output shape depends on the data (not supported)")
+searchsorted = _unsupported("searchsorted")
+
+
+# ---- statistical --------------------------------------------------------------------------
+def _reduce(name, x, axis, keepdims, correction=0.0, dtype=None):
+    x = _tensor(x, name)
+    if dtype is not None:
+        x = _a.astype(x, _dtype(dtype), False)
+    if isinstance(axis, tuple) and len(axis) == 0:
+        # over no axes: the values themselves (in the reduction's dtype)
+        r = _a.reduce(name, _a.expand_dims(x, 0), 0, keepdims=False, correction=correction)
+        return r
+    return _a.reduce(name, x, axis, keepdims, float(correction))
+
+
+def sum(x, /, *, axis=None, dtype=None, keepdims=False):
+    return _reduce("sum", x, axis, keepdims, dtype=dtype)
+
+
+def prod(x, /, *, axis=None, dtype=None, keepdims=False):
+    return _reduce("prod", x, axis, keepdims, dtype=dtype)
+
+
+def max(x, /, *, axis=None, keepdims=False):
+    return _reduce("max", x, axis, keepdims)
+
+
+def min(x, /, *, axis=None, keepdims=False):
+    return _reduce("min", x, axis, keepdims)
+
+
+def mean(x, /, *, axis=None, keepdims=False):
+    return _reduce("mean", x, axis, keepdims)
+
+
+def var(x, /, *, axis=None, correction=0.0, keepdims=False):
+    return _reduce("var", x, axis, keepdims, correction)
+
+
+def std(x, /, *, axis=None, correction=0.0, keepdims=False):
+    return _reduce("std", x, axis, keepdims, correction)
+
+
+def logsumexp(x, /, *, axis=None, keepdims=False):
+    """An extension: log(sum(exp(x))) computed stably."""
+    return _reduce("logsumexp", x, axis, keepdims)
+
+
+def cumulative_sum(x, /, *, axis=None, dtype=None, include_initial=False):
+    if dtype is not None:
+        x = _a.astype(x, _dtype(dtype), False)
+    r = _a.scan("cumulative_sum", x, axis, include_initial)
+    return r if dtype is None or r.dtype == _dtype(dtype) else _a.astype(r, _dtype(dtype), False)
+
+
+def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
+    if dtype is not None:
+        x = _a.astype(x, _dtype(dtype), False)
+    r = _a.scan("cumulative_prod", x, axis, include_initial)
+    return r if dtype is None or r.dtype == _dtype(dtype) else _a.astype(r, _dtype(dtype), False)
+
+
+# ---- utility ------------------------------------------------------------------------------
+def all(x, /, *, axis=None, keepdims=False):
+    return _reduce("all", x, axis, keepdims)
+
+
+def any(x, /, *, axis=None, keepdims=False):
+    return _reduce("any", x, axis, keepdims)
+
+
+def diff(x, /, *, axis=-1, n=1, prepend=None, append=None):
+    parts = [p for p in (prepend, x, append) if p is not None]
+    if len(parts) > 1:
+        x = concat(parts, axis=axis)
+    for _ in range(n):
+        m = x.shape[axis]
+        x = subtract(_a.slice(x, axis, 1, None, 1), _a.slice(x, axis, 0, m - 1, 1))  # noqa: F821
+    return x
+
+
+# ---- linalg extension namespace (vector_norm, matmul, ...) -----------------------------------
+class _Linalg:
+    matmul = staticmethod(matmul)
+    matrix_transpose = staticmethod(matrix_transpose)
+    tensordot = staticmethod(tensordot)
+    vecdot = staticmethod(vecdot)
+
+    @staticmethod
+    def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
+        return _a.vector_norm(x, axis, float(ord), keepdims)
+
+
+linalg = _Linalg()
+
+
+# ---- unsupported parts of the standard ----------------------------------------------------
+for _n in ("argsort", "sort"):
+    globals()[_n] = _unsupported(_n, "sorting is not supported by the array front-end")
+for _n in ("unique_all", "unique_counts", "unique_inverse", "unique_values"):
+    globals()[_n] = _unsupported(_n, "set functions are not supported (data-dependent shapes)")
+del _n
+
+
+def __array_namespace_info__():
+    return _Info()
+
+
+class _Info:
+    def capabilities(self):
+        return {"boolean indexing": False, "data-dependent shapes": False,
+                "max dimensions": None}
+
+    def default_device(self):
+        return _a.default_backend()
+
+    def default_dtypes(self, *, device=None):
+        return {"real floating": float64, "complex floating": None, "integral": int64,
+                "indexing": int64}
+
+    def devices(self):
+        return [_a.default_backend()]
+
+    def dtypes(self, *, device=None, kind=None):
+        names = [d for d in _ALL if d != bfloat16]
+        if kind is not None:
+            names = [d for d in names if isdtype(d, kind)]
+        return {d: d for d in names}
+
+
+__all__ = sorted(n for n, v in list(globals().items())
+                 if not n.startswith("_") and n not in ("Backend", "Error", "Tensor", "builtins"))
+
+
+def _programs_run():
+    """The array programs (op calls, one kernel each on a GPU) this thread has run: a fused
+    chain of elementwise operations counts once."""
+    return _a.programs_run()
