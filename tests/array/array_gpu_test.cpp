@@ -490,7 +490,8 @@ TEST_CASE("array gpu: gather, index, where and constants through broadcast views
   }
 }
 
-TEST_CASE("array gpu: reductions of every kind along inner and outer dimensions", "[array][gpu]") {
+TEST_CASE("array gpu: reductions of every kind along inner and outer dimensions",
+          "[array][gpu][reduce]") {
   const auto gpus = gpu_backends();
   if (gpus.empty()) {
     WARN("skipped: no array bundle on opencl or cuda with a device here");

@@ -112,6 +112,12 @@ struct spec {
   }
 };
 
+// Extra meta words per job (see the layout above); the word after them says "fewer than 2^32
+// elements" (32-bit index arithmetic).
+inline int extras_of(job j) {
+  return j == job::random ? 6 : j == job::reduce ? 7 : j == job::scan ? 3 : 1;
+}
+
 // The meta words' layout of a spec.
 struct layout {
   int rank, operands;
@@ -119,6 +125,8 @@ struct layout {
   int offset(int p) const { return rank + p; }
   int stride(int p, int d) const { return rank + operands + p * rank + d; }
   int extra(int i) const { return rank + operands + operands * rank + i; }
+  int small(job j) const { return extra(extras_of(j)); }
+  int words(job j) const { return extra(extras_of(j) + 1); }
 };
 inline layout layout_of(const spec& s) { return layout{s.rank, s.operands}; }
 
@@ -143,7 +151,8 @@ inline std::vector<int64_t> meta_words(const spec& s, const collapsed& c,
                                        const std::array<int64_t, max_operands>& elem_off,
                                        int extras) {
   const layout l = layout_of(s);
-  std::vector<int64_t> w(static_cast<size_t>(l.extra(extras)), 0);
+  (void)extras;
+  std::vector<int64_t> w(static_cast<size_t>(l.words(s.what)), 0);
   for (int d = 0; d < s.rank; ++d)
     w[static_cast<size_t>(l.shape(d))] = c.shape[static_cast<size_t>(d)];
   for (int p = 0; p < s.operands; ++p) {
@@ -153,7 +162,11 @@ inline std::vector<int64_t> meta_words(const spec& s, const collapsed& c,
       w[static_cast<size_t>(l.stride(p, d))] =
           c.strides[static_cast<size_t>(p)][static_cast<size_t>(d)];
   }
-  if (w.empty()) w.push_back(0); // a struct needs a member
+  // fewer than 2^32 elements: every extent and linear index fits 32 bits
+  uint64_t n = 1;
+  for (int d = 0; d < s.rank; ++d)
+    n *= static_cast<uint64_t>(c.shape[static_cast<size_t>(d)]);
+  w[static_cast<size_t>(l.small(s.what))] = n < (uint64_t{1} << 32) ? 1 : 0;
   return w;
 }
 
@@ -784,8 +797,22 @@ inline std::string body(dialect dl, const spec& s) {
 }
 
 // idx<from>..idx<to-1> from linear `lin` (row-major over those dimensions).
-inline std::string unravel(int from, int to, const char* lin) {
-  std::string u = fmt("{ i64 rem_ = %s;\n", lin);
+// With `small` (the meta word that says the index space has fewer than 2^32 elements, so every
+// extent and linear index fits 32 bits) the divisions are 32-bit ones where it is set.
+inline std::string unravel(int from, int to, const char* lin, int small = -1) {
+  if (to - from < 2) small = -1; // no division
+  std::string u;
+  if (small >= 0) {
+    u += fmt("if (m.w[%d]) { u32 rem_ = (u32)(%s);\n", small, lin);
+    for (int d = to - 1; d >= from; --d) {
+      if (d > from)
+        u += fmt("idx%d = (i64)(rem_ %% (u32)m.w[%d]); rem_ /= (u32)m.w[%d];\n", d, d, d);
+      else
+        u += fmt("idx%d = (i64)rem_;\n", d);
+    }
+    u += "} else ";
+  }
+  u += fmt("{ i64 rem_ = %s;\n", lin);
   for (int d = to - 1; d >= from; --d) {
     if (d > from)
       u += fmt("idx%d = rem_ %% m.w[%d]; rem_ /= m.w[%d];\n", d, d, d);
@@ -903,21 +930,20 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
   }
   src += helpers(dl, f64);
   const layout l = layout_of(s);
-  const int words = std::max(1, l.extra(s.what == job::random   ? 6
-                                        : s.what == job::reduce ? 7
-                                        : s.what == job::scan   ? 3
-                                                                : 1));
+  const int words = l.words(s.what), sm = l.small(s.what);
   src += fmt("typedef struct { i64 w[%d]; } pcy_meta;\n", words);
   const int R = s.rank;
 
   if (s.what == job::eval) {
     src += "KERNEL void pcy_eval(" + params(s) + ") {\n";
     src += fmt("  for (i64 lin = GID; lin < m.w[%d]; lin += GSIZE) {\n", l.extra(0));
-    src += idx_decl(R) + unravel(0, R, "lin") + body(dl, s);
+    src += idx_decl(R) + unravel(0, R, "lin", sm) + body(dl, s);
     std::array<bool, max_operands> out{};
-    for (int o = 0; o < s.outputs; ++o) out[static_cast<size_t>(o)] = true;
+    for (int o = 0; o < s.outputs; ++o)
+      out[static_cast<size_t>(o)] = true;
     const std::array<bool, max_operands> read = read_operands(s);
-    for (int o = 0; o < s.outputs; ++o) out[static_cast<size_t>(o)] = !read[static_cast<size_t>(o)];
+    for (int o = 0; o < s.outputs; ++o)
+      out[static_cast<size_t>(o)] = !read[static_cast<size_t>(o)];
     src += offsets(s, out); // the outputs' offsets the body did not define
     // Every value is in a register before the first store (outputs may be inputs in place).
     for (int k = 0; k < s.count; ++k)
@@ -949,7 +975,7 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
     src += "KERNEL void pcy_scan(" + params(s) + ") {\n";
     src += "  const i64 len = " + len + ";\n";
     src += fmt("  for (i64 row = GID; row < m.w[%d]; row += GSIZE) {\n", l.extra(0));
-    src += idx_decl(R) + unravel(0, kept, "row");
+    src += idx_decl(R) + unravel(0, kept, "row", sm);
     src += fmt("%s run = (%s)%d;\n", T, T, prod ? 1 : 0);
     src += "for (i64 j = 0; j < len; ++j) {\n" + set_j + body(dl, s) + fold("run", v);
     src += offsets(s, out) + "o0[q0] = run;\n}\n  }\n}\n";
@@ -965,7 +991,7 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
                              B + ", blk = item % " + B + ";\n  const i64 j0 = blk * " + blen +
                              ";\n  i64 j1 = j0 + " + blen + ";\n  if (j1 > len) j1 = len;\n";
     src += "KERNEL void pcy_scan_part(" + params(s) + ws + ") {\n" + head;
-    src += idx_decl(R) + unravel(0, kept, "row");
+    src += idx_decl(R) + unravel(0, kept, "row", sm);
     src += fmt("%s run = (%s)%d;\n", T, T, prod ? 1 : 0);
     src += "for (i64 j = j0; j < j1; ++j) {\n" + set_j + body(dl, s) + fold("run", v) + "}\n";
     src += "(void)o0;\nwa[item] = run;\n  }\n}\n";
@@ -976,7 +1002,7 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
            " + blk];\n    wa[row * " + B + " + blk] = run;\n    " + fold("run", "x") + "  }\n";
     src += "  (void)o0;\n  }\n}\n";
     src += "KERNEL void pcy_scan_fin(" + params(s) + ws + ") {\n" + head;
-    src += idx_decl(R) + unravel(0, kept, "row");
+    src += idx_decl(R) + unravel(0, kept, "row", sm);
     src += std::string(T) + " run = wa[item];\n";
     src += "for (i64 j = j0; j < j1; ++j) {\n" + set_j + body(dl, s) + fold("run", v);
     src += offsets(s, out) + "o0[q0] = run;\n}\n  }\n}\n";
@@ -991,7 +1017,7 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
         "KERNEL void pcy_random(GLOBAL %s* o0, const pcy_meta m, const %s lo, const %s span) {\n",
         T, P, P);
     src += fmt("  for (i64 e = GID; e < m.w[%d]; e += GSIZE) {\n", l.extra(0));
-    src += idx_decl(R) + unravel(0, R, "e");
+    src += idx_decl(R) + unravel(0, R, "e", sm);
     std::array<bool, max_operands> out{};
     out[0] = true;
     src += offsets(s, out);
@@ -1090,11 +1116,11 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
   // Column kernel: one work-item per output, the reduced index in order.
   src += "KERNEL void pcy_reduce_col(" + params(s) + dof_param + ") {\n";
   src += "  for (i64 o = GID; o < " + n_out + "; o += GSIZE) {\n";
-  src += idx_decl(R) + unravel(0, kept, "o") + decl;
+  src += idx_decl(R) + unravel(0, kept, "o", sm) + decl;
   for (int pass = 0; pass < (rd.two_pass() ? 2 : 1); ++pass) {
     if (pass == 1) src += between + "if (flag == -1) ";
     src += "for (i64 pos = 0; pos < " + n_red + "; ++pos) {\n";
-    if (s.reduced > 0) src += unravel(kept, R, "pos");
+    if (s.reduced > 0) src += unravel(kept, R, "pos", sm);
     src += body(dl, s) + (pass == 0 ? rd.add0(v) : rd.add1(v)) + "}\n";
   }
   src += "(void)dof; (void)flag; (void)c; (void)i; (void)b;\n";
@@ -1116,7 +1142,7 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
   src += "  const int lane = t % cw, slice = t / cw;\n";
   src += "  for (i64 base = GRP * cw; base < " + n_out + "; base += NGRP * cw) {\n";
   src += "  const i64 o = base + lane;\n  const int live = o < " + n_out + ";\n";
-  src += idx_decl(R) + "if (live) " + unravel(0, kept, "o") + decl;
+  src += idx_decl(R) + "if (live) " + unravel(0, kept, "o", sm) + decl;
   auto tree = [&](const char* var, bool with_index) {
     std::string x = fmt("sa[t] = %s;\n", var);
     if (with_index) x += "si[t] = i;\n";
@@ -1139,7 +1165,7 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
     if (pass == 1) src += between;
     src += std::string("if (live") + (pass == 1 ? " && flag == -1" : "") +
            ") for (i64 pos = slice; pos < " + n_red + "; pos += cs) {\n";
-    if (s.reduced > 0) src += unravel(kept, R, "pos");
+    if (s.reduced > 0) src += unravel(kept, R, "pos", sm);
     src += body(dl, s) + (pass == 0 ? rd.add0(v) : rd.add1(v)) + "}\n";
     src += tree(pass == 0 ? "a" : "b", pass == 0 && rd.arg());
   }
@@ -1166,9 +1192,9 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
   src += "  const i64 o = grp / " + G + ", g = grp % " + G + ";\n";
   src += "  const i64 start = g * " + chunk + ";\n  i64 end = start + " + chunk +
          ";\n  if (end > " + n_red + ") end = " + n_red + ";\n";
-  src += idx_decl(R) + unravel(0, kept, "o") + decl;
+  src += idx_decl(R) + unravel(0, kept, "o", sm) + decl;
   src += "for (i64 pos = start + t; pos < end; pos += PCY_WG) {\n";
-  if (s.reduced > 0) src += unravel(kept, R, "pos");
+  if (s.reduced > 0) src += unravel(kept, R, "pos", sm);
   src += body(dl, s) + rd.add0(v) + "}\n";
   src += tree("a", rd.arg());
   src += "(void)dof; (void)flag; (void)c; (void)i; (void)b; (void)cw; (void)lane; (void)wi;\n";
@@ -1176,7 +1202,7 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
          std::string(rd.arg() ? " wi[" + wi_at + " + grp] = i;" : "") + " }\n  }\n}\n";
   src += "KERNEL void pcy_reduce_fin(" + params(s) + dof_param + ws_param + ") {\n";
   src += "  for (i64 o = GID; o < " + n_out + "; o += GSIZE) {\n";
-  src += idx_decl(R) + unravel(0, kept, "o") + decl;
+  src += idx_decl(R) + unravel(0, kept, "o", sm) + decl;
   src += "for (i64 g = 0; g < " + G + "; ++g) {\n  const " + T + " a2 = wa[o * " + G + " + g];\n";
   if (rd.arg()) src += "  const i64 i2 = wi[" + wi_at + " + o * " + G + " + g];\n";
   src += "  " + rd.combine0() + "}\n";

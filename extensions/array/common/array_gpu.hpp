@@ -461,7 +461,8 @@ inline void op_random(gpu_context& cx, const sdk::op_args& a) {
   const built_kernels& k = cx.get(s);
   const codegen::layout l = codegen::layout_of(s);
   launch_args la;
-  la.meta.assign(static_cast<size_t>(l.extra(6)), 0);
+  la.meta.assign(static_cast<size_t>(l.words(job::random)), 0);
+  la.meta[static_cast<size_t>(l.small(job::random))] = n < (uint64_t{1} << 32) ? 1 : 0;
   for (int d = 0; d < R; ++d) {
     la.meta[static_cast<size_t>(l.shape(d))] = v[static_cast<size_t>(1 + d)];
     la.meta[static_cast<size_t>(l.stride(0, d))] = v[static_cast<size_t>(2 + R + d)];
