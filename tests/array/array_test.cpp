@@ -558,3 +558,21 @@ TEST_CASE("array: random permutations are bijections, the same on every backend,
   for (int c : where) chi += (c - 1000.0) * (c - 1000.0) / 1000.0;
   CHECK(chi < 20.5); // 5 degrees of freedom, p = 0.001
 }
+
+TEST_CASE("array: x[{...}] indexing as NumPy's basic indexing", "[array]") {
+  Backend b("native");
+  pa::Array x = pa::arange(b, 0, 24, 1, PCY_DTYPE_I32).reshape({2, 3, 4});
+  CHECK(x[{1, pa::slice(0, pa::end, 2)}].to_vector<int32_t>() ==
+        std::vector<int32_t>{12, 13, 14, 15, 20, 21, 22, 23}); // x[1, ::2]
+  CHECK(x[{pa::ellipsis, 0}].to_vector<int32_t>() == std::vector<int32_t>{0, 4, 8, 12, 16, 20});
+  CHECK(x[{pa::slice(), -1, pa::slice(pa::end, pa::end, -3)}].to_vector<int32_t>() ==
+        std::vector<int32_t>{11, 8, 23, 20}); // x[:, -1, ::-3]
+  CHECK(x[{0, pa::newaxis, 1}].shape() == pa::Shape{1, 4});
+  CHECK(x[{pa::ellipsis}].shape() == pa::Shape{2, 3, 4});
+  try {
+    (void)x[{0, 0, 0, 0}];
+    FAIL("four indices for three dimensions were accepted");
+  } catch (const error& e) {
+    CHECK(std::string(e.what()).find("4 indices") != std::string::npos);
+  }
+}
