@@ -2,6 +2,7 @@
 // (native always; OpenCL where a device and the bundle exist), against float64 / integer
 // references computed in this file on seeded random data of awkward sizes.
 #include "support/catch.hpp"
+#include "array_backends.hpp"
 #include "support/random.hpp"
 
 #include <parenchyma/array.hpp>
@@ -21,20 +22,7 @@ using pcy_test_support::rng;
 
 namespace {
 
-// The backends whose framework has an array bundle and a device here.
-std::vector<Backend> backends() {
-  std::vector<Backend> out;
-  Registry& reg = Registry::global();
-  for (const char* name : {"native", "opencl", "cuda"}) {
-    const Framework* fw = reg.find_framework(name);
-    if (fw == nullptr || fw->devices().empty()) continue;
-    bool has = false;
-    for (const auto& b : reg.bundles())
-      has = has || (b->extension() == "array" && b->framework() == name && !b->ops().empty());
-    if (has) out.emplace_back(name);
-  }
-  return out;
-}
+std::vector<Backend> backends() { return array_test::array_backends(); }
 
 std::vector<double> random_values(size_t n, double lo, double hi) {
   std::uniform_real_distribution<double> d(lo, hi);
