@@ -158,6 +158,23 @@ inline cg::spec random_prog(int dist, int t, int rank) {
   return s;
 }
 
+// Three outputs (evalm3): f32 value, an i32 and a bool STOREd.
+inline cg::spec multi_output() {
+  cg::spec s;
+  s.what = cg::job::eval;
+  s.rank = 2;
+  s.operands = 5;
+  s.outputs = 3;
+  s.dtypes = {PCY_DTYPE_F32, PCY_DTYPE_I32, PCY_DTYPE_BOOL, PCY_DTYPE_F32, PCY_DTYPE_F32};
+  const int a = push(s, PCY_ARRAY_OP_LOAD, PCY_DTYPE_F32, 3);
+  const int b = push(s, PCY_ARRAY_OP_LOAD, PCY_DTYPE_F32, 4);
+  const int m = push(s, PCY_ARRAY_OP_MUL, PCY_DTYPE_F32, a, b);
+  push(s, PCY_ARRAY_OP_STORE, PCY_DTYPE_I32, 1, push(s, PCY_ARRAY_OP_CAST, PCY_DTYPE_I32, m));
+  push(s, PCY_ARRAY_OP_STORE, PCY_DTYPE_BOOL, 2, push(s, PCY_ARRAY_OP_GT, PCY_DTYPE_BOOL, a, b));
+  push(s, PCY_ARRAY_OP_ADD, PCY_DTYPE_F32, a, b);
+  return s;
+}
+
 // The representative set.
 inline std::vector<named_spec> representative() {
   using namespace parenchyma::array_bundle;
@@ -209,6 +226,7 @@ inline std::vector<named_spec> representative() {
       v.push_back({std::string("randint ") + dn(t), random_prog(PCY_ARRAY_RANDOM_RANDINT, t, 3)});
   }
   v.push_back({"bits i64", random_prog(PCY_ARRAY_RANDOM_BITS, PCY_DTYPE_I64, 0)});
+  v.push_back({"three outputs", multi_output()});
   return v;
 }
 

@@ -11,16 +11,21 @@
 // Kernels (all grid-stride loops over 64-bit linear indices):
 //   pcy_eval        one work-item per output element; the index unravelled from the linear id
 //                   with the (collapsed) shape
-//   pcy_reduce_row  one work-group per output: each work-item folds the reduced positions
-//                   t, t + WG, ... in order, then a tree in local/shared memory in a fixed order
-//                   (the same bits run to run); used when the reduced dimensions are innermost
-//   pcy_reduce_col  one work-item per output looping over the reduced index in order; used when
-//                   they are outermost (neighbouring work-items read neighbouring elements), and
-//                   for small reductions
+//   pcy_reduce_row  the tiled kernel: a work-group is cw outputs x cs slices (cs a power of two
+//                   chosen per launch from the layout: an argument, not baked in); slice k folds
+//                   the reduced positions k, k + cs, ... in order, then a tree over the slices in
+//                   local/shared memory in a fixed order (the same bits run to run). cs = the
+//                   work-group size (one group per output) when the reduced dimensions are
+//                   innermost; a small cs (many neighbouring outputs per group: coalesced, and
+//                   cs times the parallelism of one work-item per output) when outermost
+//   pcy_reduce_col  one work-item per output looping over the reduced index in order (CPU
+//                   devices with the reduced dimensions outermost, and tiny reductions)
 //                   Two-pass kinds (VAR, STD, LOGSUMEXP) as the native bundle: the mean or the
 //                   maximum first, then the centred sum, in the same kernel.
 //   pcy_scan        one work-item per row, sequential along the last dimension (the native
-//                   bundle's order: the same bits)
+//                   bundle's order: the same bits); for few long rows, blocked: pcy_scan_part
+//                   (block totals), pcy_scan_carry (each row's carries, in order),
+//                   pcy_scan_fin (each block from its carry) - deterministic
 //   pcy_random      one work-item per element of the view: pcy_array_random.h's words and
 //                   transforms
 // Arguments: the P operands' buffers (OpenCL: __global T*; CUDA: T*) in operand order, then
@@ -31,7 +36,8 @@
 //   [0, R)                    shape
 //   [R, R + P)                each operand's element offset (the tensor's byte offset folded in)
 //   [R + P, R + P + P R)      operand p's strides at R + P + p R + d
-//   then extras: eval: n (elements); reduce: n_out, n_red, dof_ok; scan: n_rows;
+//   then extras: eval: n (elements); reduce: n_out, n_red, dof_ok, cs (the tiled kernel's
+//   slices per output), G, chunk, wi's offset (split reductions); scan: n_rows, B, blen;
 //   random: n, seed, offset, threshold (bernoulli), lo (randint), range (randint).
 #pragma once
 
@@ -39,6 +45,7 @@
 
 #include <parenchyma/abi/ext/pcy_array.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
@@ -57,10 +64,10 @@ struct spec {
   job what = job::eval;
   int kind = 0; // reduce kind, scan kind or random distribution
   int rank = 0, reduced = 0, operands = 0;
-  int outputs = 1; // operands 0..outputs-1 are written (multi-output evals: STORE)
-  std::array<int, max_operands> dtypes{}; // operand p's storage dtype
-  int count = 0;                          // instructions (not for random)
-  std::array<instruction, max_instructions> code{};
+  int outputs = 1; // evalm2/evalm3: operands 0..outputs-1 are written (STORE for 1..)
+  std::array<int, max_operands> dtypes{};         // operand p's storage dtype
+  int count = 0;                                  // instructions (not for random)
+  std::array<instruction, max_instructions> code; // [0, count) set (never zeroed: per op call)
   // F32 transcendental functions (exp, log, sin, pow, ...) evaluated in F64 and rounded once:
   // nearly always the correctly rounded result, as the host's libm gives (devices with fp64).
   bool f32_via_f64 = false;
@@ -126,7 +133,7 @@ inline spec make_spec(const program& p, const collapsed& c, job what, int kind) 
   for (int o = 0; o < p.operands; ++o)
     s.dtypes[static_cast<size_t>(o)] = p.ops[static_cast<size_t>(o)].dtype;
   s.count = p.count;
-  s.code = p.code;
+  std::copy(p.code.begin(), p.code.begin() + p.count, s.code.begin());
   return s;
 }
 
@@ -896,7 +903,10 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
   }
   src += helpers(dl, f64);
   const layout l = layout_of(s);
-  const int words = std::max(1, l.extra(s.what == job::random ? 6 : s.what == job::reduce ? 3 : 1));
+  const int words = std::max(1, l.extra(s.what == job::random   ? 6
+                                        : s.what == job::reduce ? 7
+                                        : s.what == job::scan   ? 3
+                                                                : 1));
   src += fmt("typedef struct { i64 w[%d]; } pcy_meta;\n", words);
   const int R = s.rank;
 
@@ -924,22 +934,51 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
     const char* T = ctype(t);
     const bool prod = s.kind == PCY_ARRAY_SCAN_PROD;
     const int kept = R - s.reduced;
+    const std::string v = reg(s.count - 1);
+    auto fold = [&](const char* acc, const std::string& x) {
+      if (is_float(t))
+        return fmt(prod ? "%s = %s * %s;\n" : "%s = %s + %s;\n", acc, acc, x.c_str());
+      return fmt(prod ? "%s = (%s)(U(%s) * U(%s));\n" : "%s = (%s)(U(%s) + U(%s));\n", acc, T, acc,
+                 x.c_str());
+    };
+    std::array<bool, max_operands> out{};
+    out[0] = true;
+    const std::string len = s.reduced > 0 ? fmt("m.w[%d]", R - 1) : std::string("1");
+    const std::string set_j = s.reduced > 0 ? fmt("idx%d = j;\n", R - 1) : std::string();
+    // One work-item per row, in order (the native bundle's bits).
     src += "KERNEL void pcy_scan(" + params(s) + ") {\n";
-    src += fmt("  const i64 len = %s;\n", s.reduced > 0 ? fmt("m.w[%d]", R - 1).c_str() : "1");
+    src += "  const i64 len = " + len + ";\n";
     src += fmt("  for (i64 row = GID; row < m.w[%d]; row += GSIZE) {\n", l.extra(0));
     src += idx_decl(R) + unravel(0, kept, "row");
     src += fmt("%s run = (%s)%d;\n", T, T, prod ? 1 : 0);
-    src += "for (i64 j = 0; j < len; ++j) {\n";
-    if (s.reduced > 0) src += fmt("idx%d = j;\n", R - 1);
-    src += body(dl, s);
-    const std::string v = reg(s.count - 1);
-    if (is_float(t))
-      src += prod ? "run = run * " + v + ";\n" : "run = run + " + v + ";\n";
-    else
-      src += fmt(prod ? "run = (%s)(U(run) * U(%s));\n" : "run = (%s)(U(run) + U(%s));\n", T,
-                 v.c_str());
-    std::array<bool, max_operands> out{};
-    out[0] = true;
+    src += "for (i64 j = 0; j < len; ++j) {\n" + set_j + body(dl, s) + fold("run", v);
+    src += offsets(s, out) + "o0[q0] = run;\n}\n  }\n}\n";
+    // Blocked (few long rows): B blocks of blen per row (extras 1, 2), one work-item each:
+    // pcy_scan_part folds each block into wa; pcy_scan_carry turns a row's block totals into
+    // the carries before each block, in order; pcy_scan_fin rescans each block from its carry.
+    // Fixed blocks: the same bits run to run (floating sums associate differently from native).
+    const std::string B = fmt("m.w[%d]", l.extra(1)), blen = fmt("m.w[%d]", l.extra(2)),
+                      rows = fmt("m.w[%d]", l.extra(0));
+    const std::string ws = ", GLOBAL " + std::string(T) + "* wa";
+    const std::string head = "  const i64 len = " + len + ";\n  for (i64 item = GID; item < " +
+                             rows + " * " + B + "; item += GSIZE) {\n  const i64 row = item / " +
+                             B + ", blk = item % " + B + ";\n  const i64 j0 = blk * " + blen +
+                             ";\n  i64 j1 = j0 + " + blen + ";\n  if (j1 > len) j1 = len;\n";
+    src += "KERNEL void pcy_scan_part(" + params(s) + ws + ") {\n" + head;
+    src += idx_decl(R) + unravel(0, kept, "row");
+    src += fmt("%s run = (%s)%d;\n", T, T, prod ? 1 : 0);
+    src += "for (i64 j = j0; j < j1; ++j) {\n" + set_j + body(dl, s) + fold("run", v) + "}\n";
+    src += "(void)o0;\nwa[item] = run;\n  }\n}\n";
+    src += "KERNEL void pcy_scan_carry(" + params(s) + ws + ") {\n";
+    src += "  for (i64 row = GID; row < " + rows + "; row += GSIZE) {\n";
+    src += fmt("  %s run = (%s)%d;\n", T, T, prod ? 1 : 0);
+    src += "  for (i64 blk = 0; blk < " + B + "; ++blk) {\n    const " + T + " x = wa[row * " + B +
+           " + blk];\n    wa[row * " + B + " + blk] = run;\n    " + fold("run", "x") + "  }\n";
+    src += "  (void)o0;\n  }\n}\n";
+    src += "KERNEL void pcy_scan_fin(" + params(s) + ws + ") {\n" + head;
+    src += idx_decl(R) + unravel(0, kept, "row");
+    src += std::string(T) + " run = wa[item];\n";
+    src += "for (i64 j = j0; j < j1; ++j) {\n" + set_j + body(dl, s) + fold("run", v);
     src += offsets(s, out) + "o0[q0] = run;\n}\n  }\n}\n";
     return src;
   }
@@ -1064,43 +1103,88 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
       src += fmt("idx%d = 0;\n", d);
   src += offsets(s, out) + fin + "  }\n}\n";
 
-  // Row kernel: one work-group per output, a fixed-order tree in shared memory.
+  // Tiled kernel: a work-group of PCY_WG work-items = cw outputs (lanes) x cs slices, cs =
+  // m.w[extra 3] (a power of two dividing PCY_WG): slice k folds the reduced positions k, k + cs,
+  // ... in order, then a tree over the slices in shared memory in a fixed order (the same bits run
+  // to run). cs = PCY_WG: one work-group per output (reduced dimensions innermost); a small cs:
+  // cw neighbouring outputs per group (reduced dimensions outermost: coalesced).
   src += "KERNEL void pcy_reduce_row(" + params(s) + dof_param + ") {\n";
   src += "  SHARED " + T + " sa[PCY_WG];\n";
   if (rd.arg()) src += "  SHARED i64 si[PCY_WG];\n";
   src += "  const int t = LID;\n";
-  src += "  for (i64 o = GRP; o < " + n_out + "; o += NGRP) {\n";
-  src += idx_decl(R) + unravel(0, kept, "o") + decl;
+  src += fmt("  const int cs = (int)m.w[%d], cw = PCY_WG / cs;\n", l.extra(3));
+  src += "  const int lane = t % cw, slice = t / cw;\n";
+  src += "  for (i64 base = GRP * cw; base < " + n_out + "; base += NGRP * cw) {\n";
+  src += "  const i64 o = base + lane;\n  const int live = o < " + n_out + ";\n";
+  src += idx_decl(R) + "if (live) " + unravel(0, kept, "o") + decl;
   auto tree = [&](const char* var, bool with_index) {
     std::string x = fmt("sa[t] = %s;\n", var);
     if (with_index) x += "si[t] = i;\n";
-    x += "BARRIER;\nfor (int h = PCY_WG / 2; h > 0; h >>= 1) {\n  if (t < h) {\n";
+    x += "BARRIER;\nfor (int h = cs / 2; h > 0; h >>= 1) {\n  if (slice < h) {\n";
     if (with_index)
-      x += "    const " + T + " a2 = sa[t + h]; const i64 i2 = si[t + h];\n    " + rd.combine0() +
-           "    sa[t] = a; si[t] = i;\n";
+      x += "    const " + T + " a2 = sa[t + h * cw]; const i64 i2 = si[t + h * cw];\n    " +
+           rd.combine0() + "    sa[t] = a; si[t] = i;\n";
     else if (std::string(var) == "a")
-      x += "    const " + T + " a2 = sa[t + h];\n    " + rd.combine0() + "    sa[t] = a;\n";
+      x += "    const " + T + " a2 = sa[t + h * cw];\n    " + rd.combine0() + "    sa[t] = a;\n";
     else
-      x += "    b = b + sa[t + h];\n    sa[t] = b;\n";
+      x += "    b = b + sa[t + h * cw];\n    sa[t] = b;\n";
     x += "  }\n  BARRIER;\n}\n";
-    x += fmt("%s = sa[0];\n", var);
-    if (with_index) x += "i = si[0];\n";
+    x += fmt("%s = sa[lane];\n", var);
+    if (with_index) x += "i = si[lane];\n";
     x += "BARRIER;\n";
     return x;
   };
   for (int pass = 0; pass < (rd.two_pass() ? 2 : 1); ++pass) {
-    if (pass == 1) src += between + "if (flag == -1) {\n";
-    src += "for (i64 pos = t; pos < " + n_red + "; pos += PCY_WG) {\n";
+    // every work-item reaches every barrier: the loops are guarded, the trees are not
+    if (pass == 1) src += between;
+    src += std::string("if (live") + (pass == 1 ? " && flag == -1" : "") +
+           ") for (i64 pos = slice; pos < " + n_red + "; pos += cs) {\n";
     if (s.reduced > 0) src += unravel(kept, R, "pos");
     src += body(dl, s) + (pass == 0 ? rd.add0(v) : rd.add1(v)) + "}\n";
     src += tree(pass == 0 ? "a" : "b", pass == 0 && rd.arg());
-    if (pass == 1) src += "}\n";
   }
   src += "(void)dof; (void)flag; (void)c; (void)i; (void)b;\n";
   if (s.reduced > 0)
     for (int d = kept; d < R; ++d)
       src += fmt("idx%d = 0;\n", d);
-  src += "if (t == 0) {\n" + offsets(s, out) + fin + "}\n  }\n}\n";
+  src += "if (live && slice == 0) {\n" + offsets(s, out) + fin + "}\n  }\n}\n";
+  if (rd.two_pass()) return src;
+
+  // Split reductions (one-pass kinds; few outputs, long reductions): pcy_reduce_part gives each
+  // of G fixed chunks of an output's reduced positions a work-group (the tree above), writing a
+  // partial (a, i) to the workspace (wa; wi from element m.w[extra 6]); pcy_reduce_fin then
+  // combines each output's G partials in chunk order. G and the chunk (extras 4, 5) depend on
+  // the shape and the device only: the same bits run to run.
+  const std::string ws_param = ", GLOBAL " + T + "* wa, GLOBAL i64* wi";
+  const std::string G = fmt("m.w[%d]", l.extra(4)), chunk = fmt("m.w[%d]", l.extra(5)),
+                    wi_at = fmt("m.w[%d]", l.extra(6));
+  src += "KERNEL void pcy_reduce_part(" + params(s) + dof_param + ws_param + ") {\n";
+  src += "  SHARED " + T + " sa[PCY_WG];\n";
+  if (rd.arg()) src += "  SHARED i64 si[PCY_WG];\n";
+  src += "  const int t = LID, cs = PCY_WG, cw = 1, lane = 0, slice = t;\n";
+  src += "  for (i64 grp = GRP; grp < " + n_out + " * " + G + "; grp += NGRP) {\n";
+  src += "  const i64 o = grp / " + G + ", g = grp % " + G + ";\n";
+  src += "  const i64 start = g * " + chunk + ";\n  i64 end = start + " + chunk +
+         ";\n  if (end > " + n_red + ") end = " + n_red + ";\n";
+  src += idx_decl(R) + unravel(0, kept, "o") + decl;
+  src += "for (i64 pos = start + t; pos < end; pos += PCY_WG) {\n";
+  if (s.reduced > 0) src += unravel(kept, R, "pos");
+  src += body(dl, s) + rd.add0(v) + "}\n";
+  src += tree("a", rd.arg());
+  src += "(void)dof; (void)flag; (void)c; (void)i; (void)b; (void)cw; (void)lane; (void)wi;\n";
+  src += "if (t == 0) { wa[grp] = a;" +
+         std::string(rd.arg() ? " wi[" + wi_at + " + grp] = i;" : "") + " }\n  }\n}\n";
+  src += "KERNEL void pcy_reduce_fin(" + params(s) + dof_param + ws_param + ") {\n";
+  src += "  for (i64 o = GID; o < " + n_out + "; o += GSIZE) {\n";
+  src += idx_decl(R) + unravel(0, kept, "o") + decl;
+  src += "for (i64 g = 0; g < " + G + "; ++g) {\n  const " + T + " a2 = wa[o * " + G + " + g];\n";
+  if (rd.arg()) src += "  const i64 i2 = wi[" + wi_at + " + o * " + G + " + g];\n";
+  src += "  " + rd.combine0() + "}\n";
+  src += "(void)dof; (void)flag; (void)c; (void)i; (void)b; (void)wi;\n";
+  if (s.reduced > 0)
+    for (int d = kept; d < R; ++d)
+      src += fmt("idx%d = 0;\n", d);
+  src += offsets(s, out) + fin + "  }\n}\n";
   return src;
 }
 

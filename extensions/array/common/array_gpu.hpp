@@ -17,6 +17,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -30,7 +31,9 @@ using codegen::job;
 
 struct built_kernels {
   pcy_kernel k0 = nullptr; // eval, scan, random; reduce: the column kernel
-  pcy_kernel k1 = nullptr; // reduce: the row kernel
+  pcy_kernel k1 = nullptr; // reduce: the tiled kernel
+  pcy_kernel k2 = nullptr; // reduce (one-pass kinds): the split reduction's parts
+  pcy_kernel k3 = nullptr; // ... and its final combination
 };
 
 struct gpu_context : sdk::device_context {
@@ -39,6 +42,11 @@ struct gpu_context : sdk::device_context {
   const char* bundle = "";
   const char* random_header = "";
   bool fp64 = true;
+  bool cpu = false; // a CPU device (OpenCL on the host)
+  // Slices per output of the tiled reduce kernel when the reduced dimensions are outermost; 0:
+  // the column kernel. Default 8 on GPUs, 0 on CPU devices; PARENCHYMA_ARRAY_OUTER_SLICES (0, 1,
+  // 2, 4, ... up to the work-group) sets it (the tests run both kernels on any device).
+  int outer_slices = 8;
   std::string device_name;
   uint32_t wg = 256;            // work-group size of every kernel (a power of two)
   uint64_t max_groups = 4096;   // cap on the groups of a grid-stride launch
@@ -90,14 +98,39 @@ struct gpu_context : sdk::device_context {
     built_kernels b;
     switch (s.what) {
     case job::eval: b.k0 = kernel(prog, "pcy_eval"); break;
-    case job::scan: b.k0 = kernel(prog, "pcy_scan"); break;
+    case job::scan:
+      b.k0 = kernel(prog, "pcy_scan");
+      b.k1 = kernel(prog, "pcy_scan_part");
+      b.k2 = kernel(prog, "pcy_scan_carry");
+      b.k3 = kernel(prog, "pcy_scan_fin");
+      break;
     case job::random: b.k0 = kernel(prog, "pcy_random"); break;
     case job::reduce:
       b.k0 = kernel(prog, "pcy_reduce_col");
       b.k1 = kernel(prog, "pcy_reduce_row");
+      if (s.kind != PCY_ARRAY_REDUCE_VAR && s.kind != PCY_ARRAY_REDUCE_STD &&
+          s.kind != PCY_ARRAY_REDUCE_LOGSUMEXP) {
+        b.k2 = kernel(prog, "pcy_reduce_part");
+        b.k3 = kernel(prog, "pcy_reduce_fin");
+      }
       break;
     }
     return kernels.emplace(key, b).first->second;
+  }
+
+  // Reads PARENCHYMA_ARRAY_OUTER_SLICES (see outer_slices) after wg and cpu are set.
+  void configure(const sdk::settings& st) {
+    outer_slices = cpu ? 0 : static_cast<int>(std::min<uint32_t>(8, wg));
+    if (const char* v = st.find("PARENCHYMA_ARRAY_OUTER_SLICES")) {
+      const long n = std::strtol(v, nullptr, 10);
+      int cs = 0;
+      if (n > 0) {
+        cs = 1;
+        while (cs * 2 <= n && static_cast<uint32_t>(cs * 2) <= wg)
+          cs *= 2;
+      }
+      outer_slices = cs;
+    }
   }
 
   uint64_t groups_for(uint64_t items) const {
@@ -109,7 +142,7 @@ struct gpu_context : sdk::device_context {
 struct launch_args {
   std::array<uint64_t, max_operands> ptr{}; // CUDA device addresses
   std::vector<int64_t> meta;
-  std::array<pcy_kernel_arg, max_operands + 3> args{};
+  std::array<pcy_kernel_arg, max_operands + 5> args{};
   uint32_t count = 0;
 
   void operands(const gpu_context& cx, const std::array<const pcy_tensor*, max_operands>& t,
@@ -124,6 +157,18 @@ struct launch_args {
       }
     }
   }
+  // The split reduction's workspace, twice (wa and wi): a buffer, or a device address.
+  void workspace(const gpu_context& cx, pcy_memory m, void* native, int times = 2) {
+    for (int r = 0; r < times; ++r) {
+      if (cx.dl == dialect::cuda) {
+        ws_ptr = reinterpret_cast<uint64_t>(native);
+        args[count++] = {PCY_ARG_SCALAR, nullptr, &ws_ptr, sizeof ws_ptr};
+      } else {
+        args[count++] = sdk::mem(m);
+      }
+    }
+  }
+  uint64_t ws_ptr = 0;
   void add_meta() {
     args[count++] = {PCY_ARG_SCALAR, nullptr, meta.data(), meta.size() * sizeof(int64_t)};
   }
@@ -170,30 +215,9 @@ template <const pcy_op_schema& S> consteval uint32_t at(const char* name) {
   return sdk::arg_index(S, name);
 }
 
-template <const pcy_op_schema& S, int N> void op_eval(gpu_context& cx, const sdk::op_args& a) {
-  program p;
-  const decoder dc(S, a);
-  dc.decode(p, kind::eval, at<S>("program"), at<S>("out"), at<S>("out") + 1, N);
-  dc.check_aliasing(p, at<S>("out"), at<S>("out") + 1);
-  if (p.elements == 0) return;
-  const collapsed c = collapse(p);
-  codegen::spec s = codegen::make_spec(p, c, job::eval, 0);
-  s.f32_via_f64 = cx.fp64;
-  const built_kernels& k = cx.get(s);
-  std::array<int64_t, max_operands> off{};
-  std::array<const pcy_tensor*, max_operands> t{};
-  offsets_of(S, p, cx.bundle, off, t);
-  launch_args la;
-  la.meta = codegen::meta_words(s, c, off, 1);
-  la.meta[static_cast<size_t>(codegen::layout_of(s).extra(0))] = static_cast<int64_t>(p.elements);
-  la.operands(cx, t, p.operands);
-  la.add_meta();
-  run(cx, a.queue(), k.k0, cx.groups_for(p.elements), la);
-}
-
-// evalm2_<n>, evalm3_<n>: eval with O outputs (STORE writes the further ones).
-template <const pcy_op_schema& S, int N, int O>
-void op_evalm(gpu_context& cx, const sdk::op_args& a) {
+// eval_<N> (O = 1) and evalm<O>_<N>: the outputs are operands 0..O-1, the inputs follow.
+template <const pcy_op_schema& S, int N, int O = 1>
+void op_eval(gpu_context& cx, const sdk::op_args& a) {
   program p;
   const decoder dc(S, a);
   constexpr uint32_t in0 = at<S>("out") + O;
@@ -215,17 +239,22 @@ void op_evalm(gpu_context& cx, const sdk::op_args& a) {
   run(cx, a.queue(), k.k0, cx.groups_for(p.elements), la);
 }
 
-// The column kernel when the first input runs along the innermost kept dimension and not along
-// the innermost reduced one (the reduced dimensions are outermost: neighbouring work-items read
-// neighbouring elements), or when there are many outputs and few reduced elements; else the row
-// kernel (a work-group per output).
-inline bool use_columns(const collapsed& c, uint64_t n_out, uint64_t n_red, uint32_t wg) {
+// The tiled reduce kernel's slices per output (a power of two dividing the work-group), or 0
+// for the column kernel (one work-item per output, no shared memory). Reduced dimensions
+// outermost (the first input runs along the innermost kept dimension, not along the innermost
+// reduced one): neighbouring work-items take neighbouring outputs — on a GPU 8 slices each, for
+// parallelism; on a CPU device the column kernel. Otherwise one slice per reduced element up to
+// the work-group (one group per output for long reductions).
+inline int slices_for(const collapsed& c, uint64_t n_red, uint32_t wg, int outer_slices) {
   const int kept = c.rank - c.reduced;
-  if (c.reduced == 0 || n_red <= 8) return true;
-  if (kept > 0 && std::abs(c.strides[1][static_cast<size_t>(kept - 1)]) == 1 &&
-      std::abs(c.strides[1][static_cast<size_t>(c.rank - 1)]) != 1)
-    return true;
-  return n_red < wg && n_out >= 4096;
+  if (c.reduced == 0 || n_red <= 4) return 0;
+  const bool outer = kept > 0 && std::abs(c.strides[1][static_cast<size_t>(kept - 1)]) == 1 &&
+                     std::abs(c.strides[1][static_cast<size_t>(c.rank - 1)]) != 1;
+  if (outer) return outer_slices;
+  uint32_t cs = 1;
+  while (cs < wg && cs < n_red)
+    cs *= 2;
+  return static_cast<int>(cs);
 }
 
 template <class T> void add_dof(launch_args& la, double dof) { la.add(static_cast<T>(dof)); }
@@ -252,11 +281,13 @@ template <const pcy_op_schema& S, int N> void op_reduce(gpu_context& cx, const s
     n_red *= static_cast<uint64_t>(c.shape[static_cast<size_t>(d)]);
   const codegen::layout l = codegen::layout_of(s);
   launch_args la;
-  la.meta = codegen::meta_words(s, c, off, 3);
+  la.meta = codegen::meta_words(s, c, off, 7);
+  const int cs = slices_for(c, n_red, cx.wg, cx.outer_slices);
   const double dof = static_cast<double>(n_red) - corr;
   la.meta[static_cast<size_t>(l.extra(0))] = static_cast<int64_t>(p.kept_elements);
   la.meta[static_cast<size_t>(l.extra(1))] = static_cast<int64_t>(n_red);
   la.meta[static_cast<size_t>(l.extra(2))] = dof > 0 ? 1 : 0;
+  la.meta[static_cast<size_t>(l.extra(3))] = cs;
   la.operands(cx, t, p.operands);
   la.add_meta();
   switch (p.result_dtype()) {
@@ -270,10 +301,38 @@ template <const pcy_op_schema& S, int N> void op_reduce(gpu_context& cx, const s
   case PCY_DTYPE_BOOL: add_dof<uint8_t>(la, 0); break;
   default: sdk::fail(PCY_ERR_INTERNAL, sdk::str(cx.bundle, ": reduce of an unchecked dtype"));
   }
-  if (use_columns(c, p.kept_elements, n_red, cx.wg))
-    run(cx, a.queue(), k.k0, cx.groups_for(p.kept_elements), la);
-  else
-    run(cx, a.queue(), k.k1, std::min<uint64_t>(p.kept_elements, 65535), la);
+  // Few outputs and long reductions of a one-pass kind: split each output's reduced positions
+  // into G chunks of at least 16 per work-item (parts, then their combination in order).
+  const uint64_t n_out = p.kept_elements;
+  uint64_t chunks = 0, chunk = 0;
+  if (k.k2 != nullptr && n_out * 4 < cx.max_groups) {
+    const uint64_t per = uint64_t{16} * cx.wg;
+    chunks = std::min<uint64_t>({n_red / per, 1024, (cx.max_groups * 4) / n_out});
+    if (chunks >= 2) {
+      chunk = (n_red + chunks - 1) / chunks;
+      chunks = (n_red + chunk - 1) / chunk; // no empty chunk
+    }
+  }
+  if (chunks >= 2) {
+    const uint64_t parts = n_out * chunks;
+    const uint64_t es = sdk::dtype_size(static_cast<pcy_dtype>(p.result_dtype()));
+    const uint64_t wi_at = (parts * es + 7) / 8; // wi's first element, in i64
+    la.meta[static_cast<size_t>(l.extra(4))] = static_cast<int64_t>(chunks);
+    la.meta[static_cast<size_t>(l.extra(5))] = static_cast<int64_t>(chunk);
+    la.meta[static_cast<size_t>(l.extra(6))] = static_cast<int64_t>(wi_at);
+    void* native = nullptr;
+    const pcy_memory ws = a.workspace((wi_at + parts) * 8, &native);
+    la.workspace(cx, ws, native);
+    run(cx, a.queue(), k.k2, std::min<uint64_t>(parts, 65535), la);
+    run(cx, a.queue(), k.k3, cx.groups_for(n_out), la);
+    return;
+  }
+  if (cs == 0) {
+    run(cx, a.queue(), k.k0, cx.groups_for(n_out), la);
+  } else {
+    const uint64_t per_group = cx.wg / static_cast<uint32_t>(cs);
+    run(cx, a.queue(), k.k1, std::min<uint64_t>((n_out + per_group - 1) / per_group, 65535), la);
+  }
 }
 
 template <const pcy_op_schema& S, int N> void op_scan(gpu_context& cx, const sdk::op_args& a) {
@@ -298,11 +357,34 @@ template <const pcy_op_schema& S, int N> void op_scan(gpu_context& cx, const sdk
   for (int d = 0; d < c.rank - c.reduced; ++d)
     rows *= static_cast<uint64_t>(c.shape[static_cast<size_t>(d)]);
   launch_args la;
-  la.meta = codegen::meta_words(s, c, off, 1);
-  la.meta[static_cast<size_t>(codegen::layout_of(s).extra(0))] = static_cast<int64_t>(rows);
+  const codegen::layout l = codegen::layout_of(s);
+  la.meta = codegen::meta_words(s, c, off, 3);
+  la.meta[static_cast<size_t>(l.extra(0))] = static_cast<int64_t>(rows);
   la.operands(cx, t, p.operands);
   la.add_meta();
-  run(cx, a.queue(), k.k0, cx.groups_for(rows), la);
+  // Few long rows: blocks of at least 256 elements, enough for the device.
+  const uint64_t len =
+      c.reduced > 0 ? static_cast<uint64_t>(c.shape[static_cast<size_t>(c.rank - 1)]) : 1;
+  uint64_t blocks = 0, blen = 0;
+  if (rows * cx.wg < cx.max_groups * cx.wg / 2 && len >= 4096) {
+    blocks = std::min<uint64_t>(len / 256, std::max<uint64_t>(1, (cx.max_groups * cx.wg) / rows));
+    if (blocks >= 2) {
+      blen = (len + blocks - 1) / blocks;
+      blocks = (len + blen - 1) / blen;
+    }
+  }
+  if (blocks < 2) {
+    run(cx, a.queue(), k.k0, cx.groups_for(rows), la);
+    return;
+  }
+  la.meta[static_cast<size_t>(l.extra(1))] = static_cast<int64_t>(blocks);
+  la.meta[static_cast<size_t>(l.extra(2))] = static_cast<int64_t>(blen);
+  void* native = nullptr;
+  const pcy_memory ws = a.workspace(rows * blocks * 8, &native);
+  la.workspace(cx, ws, native, 1);
+  run(cx, a.queue(), k.k1, cx.groups_for(rows * blocks), la);
+  run(cx, a.queue(), k.k2, cx.groups_for(rows), la);
+  run(cx, a.queue(), k.k3, cx.groups_for(rows * blocks), la);
 }
 
 // random: the view {R, shape[R], offset, strides[R]} checked against the output; the draw's
@@ -358,6 +440,8 @@ inline void op_random(gpu_context& cx, const sdk::op_args& a) {
   case PCY_ARRAY_RANDOM_BERNOULLI: break;
   case PCY_ARRAY_RANDOM_RANDINT:
     if (!is_int(dt)) bad(dist_k, "randint draws integers");
+    if (!(pb > pa) || !std::isfinite(pa) || !std::isfinite(pb))
+      bad(at<pcy_array_random_schema>("b"), "randint needs finite a < b");
     break;
   case PCY_ARRAY_RANDOM_BITS:
     if (dt != PCY_DTYPE_I64) bad(dist_k, "bits draws i64");
@@ -420,35 +504,34 @@ template <class Table, class Ctx> void register_ops(Table& table, const std::str
   constexpr pcy_dtype all[] = {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_I32,  PCY_DTYPE_I64,
                                PCY_DTYPE_U8,  PCY_DTYPE_F16, PCY_DTYPE_BF16, PCY_DTYPE_I8,
                                PCY_DTYPE_I16, PCY_DTYPE_BOOL};
+  // clang-format off
   for (pcy_dtype d : all) {
 #define PCY_ADD_EVAL(n)                                                                            \
-  table.template add<op_eval<pcy_array_eval_##n##_schema, n>>(pcy_array_eval_##n##_schema, d, impl);
-    PCY_ADD_EVAL(0)
-    PCY_ADD_EVAL(1)
-    PCY_ADD_EVAL(2) PCY_ADD_EVAL(3) PCY_ADD_EVAL(4) PCY_ADD_EVAL(5) PCY_ADD_EVAL(6) PCY_ADD_EVAL(7)
-        PCY_ADD_EVAL(8)
+    table.template add<op_eval<pcy_array_eval_##n##_schema, n>>(pcy_array_eval_##n##_schema, d,  \
+                                                                impl);
+    PCY_ADD_EVAL(0) PCY_ADD_EVAL(1) PCY_ADD_EVAL(2) PCY_ADD_EVAL(3) PCY_ADD_EVAL(4)
+    PCY_ADD_EVAL(5) PCY_ADD_EVAL(6) PCY_ADD_EVAL(7) PCY_ADD_EVAL(8)
 #undef PCY_ADD_EVAL
-            table.template add<op_random>(pcy_array_random_schema, d, impl);
 #define PCY_ADD_EVALM(m, n)                                                                        \
-  table.template add<op_evalm<pcy_array_evalm##m##_##n##_schema, n, m>>(                           \
-      pcy_array_evalm##m##_##n##_schema, d, impl);
+    table.template add<op_eval<pcy_array_evalm##m##_##n##_schema, n, m>>(                         \
+        pcy_array_evalm##m##_##n##_schema, d, impl);
     PCY_ADD_EVALM(2, 0) PCY_ADD_EVALM(2, 1) PCY_ADD_EVALM(2, 2) PCY_ADD_EVALM(2, 3)
     PCY_ADD_EVALM(2, 4) PCY_ADD_EVALM(2, 5) PCY_ADD_EVALM(2, 6)
     PCY_ADD_EVALM(3, 0) PCY_ADD_EVALM(3, 1) PCY_ADD_EVALM(3, 2) PCY_ADD_EVALM(3, 3)
     PCY_ADD_EVALM(3, 4) PCY_ADD_EVALM(3, 5) PCY_ADD_EVALM(3, 6)
 #undef PCY_ADD_EVALM
+    table.template add<op_random>(pcy_array_random_schema, d, impl);
     if (d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16) continue;
 #define PCY_ADD_REDUCE(n)                                                                          \
-  table.template add<op_reduce<pcy_array_reduce_##n##_schema, n>>(pcy_array_reduce_##n##_schema,   \
-                                                                  d, impl);
-    PCY_ADD_REDUCE(1)
-    PCY_ADD_REDUCE(2)
-    PCY_ADD_REDUCE(3) PCY_ADD_REDUCE(4)
+    table.template add<op_reduce<pcy_array_reduce_##n##_schema, n>>(                              \
+        pcy_array_reduce_##n##_schema, d, impl);
+    PCY_ADD_REDUCE(1) PCY_ADD_REDUCE(2) PCY_ADD_REDUCE(3) PCY_ADD_REDUCE(4)
 #undef PCY_ADD_REDUCE
-        if (d == PCY_DTYPE_BOOL) continue;
+    if (d == PCY_DTYPE_BOOL) continue;
     table.template add<op_scan<pcy_array_scan_1_schema, 1>>(pcy_array_scan_1_schema, d, impl);
     table.template add<op_scan<pcy_array_scan_2_schema, 2>>(pcy_array_scan_2_schema, d, impl);
   }
+  // clang-format on
 }
 
 } // namespace parenchyma::array_bundle::gpu

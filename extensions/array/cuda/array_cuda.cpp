@@ -49,6 +49,7 @@ public:
     cx->wg = 256;
     cx->max_groups = dev.compute_units > 0 ? static_cast<uint64_t>(dev.compute_units) * 16 : 4096;
     cx->options = "--fmad=false --disable-warnings";
+    cx->configure(settings_);
     return cx.release();
   }
 

@@ -46,6 +46,7 @@ public:
     cx->random_header = array_opencl::random_header;
     cx->log = &log_;
     cx->fp64 = dev.fp64;
+    cx->cpu = dev.cpu;
     cx->device_name = dev.name.empty() ? std::string("the OpenCL device") : dev.name;
     cx->no_fp64_reason = sdk::str(bundle_name, ": ", cx->device_name,
                                   " has no fp64 (cl_khr_fp64): f64 programs cannot run on it");
@@ -58,6 +59,7 @@ public:
         dev.cpu ? static_cast<uint64_t>(std::clamp<int64_t>(dev.compute_units * 4, 4, 1024)) : 4096;
     cx->options = "-cl-fp32-correctly-rounded-divide-sqrt";
     cx->fallback_options = " ";
+    cx->configure(settings_);
     return cx.release();
   }
 

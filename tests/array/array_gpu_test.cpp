@@ -1,0 +1,917 @@
+// The GPU array bundles (array_opencl, array_cuda: one code generator) against the native bundle,
+// program by program, on raw bit patterns: every exact instruction (integer wrap, NumPy's divmod,
+// minimum/maximum, comparisons, shifts, floor/ceil/round/trunc, sqrt, division, copysign,
+// nextafter) on every dtype it takes, every cast between the ten dtypes (half inputs as arbitrary
+// 16-bit patterns), gathers and indices through strided, transposed and broadcast views — all
+// to the bit (NaNs compared as NaNs); reductions of every kind along inner and outer dimensions
+// (exact where the order cannot matter: integers, min/max, arg kinds, all/any; within a few ulp
+// of f32/f64 rounding for sums); scans (sequential on every bundle: to the bit); random draws
+// against pcy_array_random.h computed here, and against the native bundle once it has the op.
+// Runs on every framework here with a device and an array bundle besides native (opencl with
+// PoCL on the CPU machine; cuda on a GPU machine).
+#include "support/catch.hpp"
+#include "support/random.hpp"
+
+#include <parenchyma/abi/ext/pcy_array.h>
+#include <parenchyma/abi/ext/pcy_array_random.h>
+#include <parenchyma/array.hpp>
+#include <parenchyma/extension.hpp>
+#include <parenchyma/registry.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+using namespace parenchyma;
+namespace pa = parenchyma::array;
+using pcy_test_support::rng;
+
+namespace {
+
+bool has_array_bundle(const char* fw) {
+  Registry& reg = Registry::global();
+  const Framework* f = reg.find_framework(fw);
+  if (f == nullptr || f->devices().empty()) return false;
+  for (const auto& b : reg.bundles())
+    if (b->extension() == "array" && b->framework() == fw && !b->ops().empty()) return true;
+  return false;
+}
+bool has_op(const char* fw, const char* op) {
+  for (const auto& b : Registry::global().bundles())
+    if (b->extension() == "array" && b->framework() == fw)
+      for (const auto& o : b->ops())
+        if (std::string(o->name) == op) return true;
+  return false;
+}
+std::vector<Backend> gpu_backends() {
+  std::vector<Backend> out;
+  for (const char* n : {"opencl", "cuda"})
+    if (has_array_bundle(n)) out.emplace_back(n);
+  return out;
+}
+
+size_t dsize(int d) {
+  switch (d) {
+  case PCY_DTYPE_F64:
+  case PCY_DTYPE_I64: return 8;
+  case PCY_DTYPE_F32:
+  case PCY_DTYPE_I32: return 4;
+  case PCY_DTYPE_F16:
+  case PCY_DTYPE_BF16:
+  case PCY_DTYPE_I16: return 2;
+  default: return 1;
+  }
+}
+bool is_floating(int d) {
+  return d == PCY_DTYPE_F32 || d == PCY_DTYPE_F64 || d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16;
+}
+bool is_integer(int d) {
+  return d == PCY_DTYPE_I8 || d == PCY_DTYPE_I16 || d == PCY_DTYPE_I32 || d == PCY_DTYPE_I64 ||
+         d == PCY_DTYPE_U8;
+}
+const char* dname(int d) {
+  switch (d) {
+  case PCY_DTYPE_F32: return "f32";
+  case PCY_DTYPE_F64: return "f64";
+  case PCY_DTYPE_I8: return "i8";
+  case PCY_DTYPE_I16: return "i16";
+  case PCY_DTYPE_I32: return "i32";
+  case PCY_DTYPE_I64: return "i64";
+  case PCY_DTYPE_U8: return "u8";
+  case PCY_DTYPE_BOOL: return "bool";
+  case PCY_DTYPE_F16: return "f16";
+  case PCY_DTYPE_BF16: return "bf16";
+  default: return "?";
+  }
+}
+// Element i of raw data as a double (NaN-aware comparisons; halves decoded).
+double value_at(const std::vector<uint8_t>& b, int d, size_t i) {
+  const uint8_t* p = b.data() + i * dsize(d);
+  auto half = [](uint16_t h, int mant, int bias, int ebits) {
+    const int e = (h >> mant) & ((1 << ebits) - 1);
+    const int f = h & ((1 << mant) - 1);
+    double v = e == 0                  ? std::ldexp(f, 1 - bias - mant)
+               : e == (1 << ebits) - 1 ? (f ? std::numeric_limits<double>::quiet_NaN() : INFINITY)
+                                       : std::ldexp(f | (1 << mant), e - bias - mant);
+    return (h & 0x8000) ? -v : v;
+  };
+  switch (d) {
+  case PCY_DTYPE_F32: {
+    float f;
+    std::memcpy(&f, p, 4);
+    return f;
+  }
+  case PCY_DTYPE_F64: {
+    double f;
+    std::memcpy(&f, p, 8);
+    return f;
+  }
+  case PCY_DTYPE_F16:
+  case PCY_DTYPE_BF16: {
+    uint16_t h;
+    std::memcpy(&h, p, 2);
+    return d == PCY_DTYPE_F16 ? half(h, 10, 15, 5) : half(h, 7, 127, 8);
+  }
+  default: return 0;
+  }
+}
+
+// Raw bytes equal element by element, NaN == NaN for floating dtypes; returns the first
+// differing element or -1.
+int64_t first_difference(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b, int d) {
+  const size_t es = dsize(d), n = a.size() / es;
+  if (a.size() != b.size()) return 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (std::memcmp(a.data() + i * es, b.data() + i * es, es) == 0) continue;
+    if (is_floating(d) && std::isnan(value_at(a, d, i)) && std::isnan(value_at(b, d, i))) continue;
+    return static_cast<int64_t>(i);
+  }
+  return -1;
+}
+std::string show(const std::vector<uint8_t>& b, int d, int64_t i) {
+  std::string s;
+  const size_t es = dsize(d);
+  uint64_t bits = 0;
+  std::memcpy(&bits, b.data() + static_cast<size_t>(i) * es, es);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "0x%llx", static_cast<unsigned long long>(bits));
+  s = buf;
+  if (is_floating(d)) s += " (" + std::to_string(value_at(b, d, static_cast<size_t>(i))) + ")";
+  return s;
+}
+
+// Raw data of n elements of dtype d: special values first, then random ones.
+std::vector<uint8_t> awkward(int d, size_t n, bool shift_counts = false) {
+  std::vector<uint8_t> out(n * dsize(d));
+  auto& g = rng();
+  std::uniform_int_distribution<uint64_t> bits;
+  for (size_t i = 0; i < n; ++i) {
+    uint8_t* p = out.data() + i * dsize(d);
+    const uint64_t r = bits(g);
+    switch (d) {
+    case PCY_DTYPE_F32:
+    case PCY_DTYPE_F64: {
+      static const double specials[] = {0.0,
+                                        -0.0,
+                                        1.0,
+                                        -1.0,
+                                        0.5,
+                                        -0.5,
+                                        1.5,
+                                        2.5,
+                                        -2.5,
+                                        3.0,
+                                        -7.0,
+                                        INFINITY,
+                                        -INFINITY,
+                                        NAN,
+                                        1e300,
+                                        -1e300,
+                                        3e38,
+                                        -3.4e38,
+                                        1e-310,
+                                        -1e-40,
+                                        1e-45,
+                                        65504.0,
+                                        65520.0,
+                                        1e-8,
+                                        9.2233720368547758e18,
+                                        -9.2233720368547758e18,
+                                        2147483647.5,
+                                        -2147483648.7,
+                                        300.5,
+                                        -128.5,
+                                        255.9,
+                                        1.0000001,
+                                        0.1,
+                                        1e-30};
+      double v;
+      if (i < std::size(specials))
+        v = specials[i];
+      else {
+        // random sign, exponent, mantissa; a quarter small integers and halves
+        const int e = static_cast<int>(r % 160) - 80;
+        v = std::ldexp(static_cast<double>(r >> 11) * 0x1p-53 + 0.5, e) * ((r >> 10) & 1 ? -1 : 1);
+        if ((r & 3) == 0) v = std::round(v * 2) / 2;
+        if ((r & 15) == 1) v = static_cast<double>(static_cast<int>(r >> 40) % 20 - 10);
+      }
+      if (d == PCY_DTYPE_F32) {
+        const float f = static_cast<float>(v);
+        std::memcpy(p, &f, 4);
+      } else {
+        std::memcpy(p, &v, 8);
+      }
+      break;
+    }
+    case PCY_DTYPE_F16:
+    case PCY_DTYPE_BF16: {
+      const uint16_t h = static_cast<uint16_t>(r);
+      std::memcpy(p, &h, 2);
+      break;
+    }
+    case PCY_DTYPE_BOOL:
+      *p = (r & 3) == 0 ? static_cast<uint8_t>(r >> 8) : static_cast<uint8_t>(r & 1);
+      break;
+    default: {
+      const size_t es = dsize(d);
+      uint64_t v = r;
+      const uint64_t top = es == 8 ? ~uint64_t{0} : (uint64_t{1} << (8 * es)) - 1;
+      const uint64_t smin = uint64_t{1} << (8 * es - 1);
+      static const int64_t small[] = {0, 1, -1, 2, -2, 7, -7, 3};
+      if (i < 8)
+        v = static_cast<uint64_t>(small[i]);
+      else if (i == 8)
+        v = smin; // MIN (signed) / 128 (u8)
+      else if (i == 9)
+        v = smin - 1; // MAX
+      else if ((r & 3) == 0)
+        v = static_cast<uint64_t>(static_cast<int64_t>(r >> 20) % 100 - 50);
+      if (shift_counts && (r & 1))
+        v = static_cast<uint64_t>(static_cast<int64_t>(r >> 30) % 75 - 3);
+      v &= top;
+      std::memcpy(p, &v, es);
+      break;
+    }
+    }
+  }
+  return out;
+}
+
+// A program's words.
+struct program_words {
+  int64_t rank = 1, reduced = 0;
+  std::vector<int64_t> shape;
+  std::vector<std::vector<int64_t>> views; // per operand: offset, strides[rank]
+  std::vector<std::array<int64_t, 4>> code;
+  int add(int op, int dtype, int64_t a = 0, int64_t b = 0, int64_t c = 0, int64_t extent = 0) {
+    code.push_back({PCY_ARRAY_WORD(op, dtype) | (extent << 16), a, b, c});
+    return static_cast<int>(code.size()) - 1;
+  }
+  std::vector<int64_t> words() const {
+    std::vector<int64_t> w{PCY_ARRAY_PROGRAM_VERSION, rank, reduced,
+                           static_cast<int64_t>(views.size()), static_cast<int64_t>(code.size())};
+    w.insert(w.end(), shape.begin(), shape.end());
+    for (const auto& v : views)
+      w.insert(w.end(), v.begin(), v.end());
+    for (const auto& c : code)
+      w.insert(w.end(), c.begin(), c.end());
+    return w;
+  }
+};
+
+struct input {
+  int dtype;
+  std::vector<uint8_t> bytes;
+  std::vector<int64_t> shape; // the tensor's shape
+};
+
+std::shared_ptr<TensorStorage> upload(const Backend& b, const input& in) {
+  pa::Array a(b, in.shape, static_cast<pcy_dtype>(in.dtype));
+  auto st = a.node()->storage;
+  std::memcpy(st->host(access::write_only), in.bytes.data(), in.bytes.size());
+  return st;
+}
+
+enum class opkind { eval, reduce, scan };
+
+// Runs a program on b; returns the output's bytes (out_elems elements of out_dtype).
+std::vector<uint8_t> run(const Backend& b, opkind k, const program_words& p, int out_dtype,
+                         int64_t out_elems, const std::vector<input>& inputs, int64_t kind = 0,
+                         double correction = 0) {
+  pa::Array out(b, {out_elems}, static_cast<pcy_dtype>(out_dtype));
+  auto ost = out.node()->storage;
+  std::memset(ost->host(access::write_only), 0xA5,
+              static_cast<size_t>(out_elems) * dsize(out_dtype));
+  std::vector<std::shared_ptr<TensorStorage>> ins;
+  for (const input& in : inputs)
+    ins.push_back(upload(b, in));
+  const std::vector<int64_t> words = p.words();
+  std::vector<OpArg> args{OpArg::integers(words), OpArg::inout(*ost)};
+  if (k == opkind::reduce) {
+    args.push_back(OpArg::integer(kind));
+    args.push_back(OpArg::real(correction));
+  } else if (k == opkind::scan) {
+    args.push_back(OpArg::integer(kind));
+  }
+  for (auto& s : ins)
+    args.push_back(OpArg::in(*s));
+  const pcy_dtype t = static_cast<pcy_dtype>(out_dtype);
+  const size_t n = inputs.size();
+  if (k == opkind::eval) {
+    static const OpKey& (*keys[])(pcy_dtype) = {
+        &ext::op_key<pcy_array_eval_0_schema>, &ext::op_key<pcy_array_eval_1_schema>,
+        &ext::op_key<pcy_array_eval_2_schema>, &ext::op_key<pcy_array_eval_3_schema>};
+    b.invoke(keys[n](t), args);
+  } else if (k == opkind::reduce) {
+    static const OpKey& (*keys[])(pcy_dtype) = {&ext::op_key<pcy_array_reduce_1_schema>,
+                                                &ext::op_key<pcy_array_reduce_2_schema>};
+    b.invoke(keys[n - 1](t), args);
+  } else {
+    b.invoke(ext::op_key<pcy_array_scan_1_schema>(t), args);
+  }
+  const auto* r = static_cast<const uint8_t*>(ost->host_read());
+  return std::vector<uint8_t>(r, r + static_cast<size_t>(out_elems) * dsize(out_dtype));
+}
+
+constexpr int arith[] = {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_I8, PCY_DTYPE_I16,
+                         PCY_DTYPE_I32, PCY_DTYPE_I64, PCY_DTYPE_U8, PCY_DTYPE_BOOL};
+constexpr int all_types[] = {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_I8, PCY_DTYPE_I16,
+                             PCY_DTYPE_I32, PCY_DTYPE_I64, PCY_DTYPE_U8, PCY_DTYPE_BOOL,
+                             PCY_DTYPE_F16, PCY_DTYPE_BF16};
+
+bool defined_on(int op, int t) {
+  const bool num = is_integer(t) || t == PCY_DTYPE_F32 || t == PCY_DTYPE_F64;
+  const bool fl = t == PCY_DTYPE_F32 || t == PCY_DTYPE_F64;
+  switch (op) {
+  case PCY_ARRAY_OP_NEG:
+  case PCY_ARRAY_OP_ABS:
+  case PCY_ARRAY_OP_SIGN:
+  case PCY_ARRAY_OP_SQUARE:
+  case PCY_ARRAY_OP_ADD:
+  case PCY_ARRAY_OP_SUB:
+  case PCY_ARRAY_OP_MUL:
+  case PCY_ARRAY_OP_FLOORDIV:
+  case PCY_ARRAY_OP_REM:
+  case PCY_ARRAY_OP_MINIMUM:
+  case PCY_ARRAY_OP_MAXIMUM: return num;
+  case PCY_ARRAY_OP_POW: return is_integer(t); // floating pow is not exact
+  case PCY_ARRAY_OP_NOT:
+  case PCY_ARRAY_OP_AND:
+  case PCY_ARRAY_OP_OR:
+  case PCY_ARRAY_OP_XOR: return is_integer(t) || t == PCY_DTYPE_BOOL;
+  case PCY_ARRAY_OP_SHL:
+  case PCY_ARRAY_OP_SHR: return is_integer(t);
+  case PCY_ARRAY_OP_ISNAN:
+  case PCY_ARRAY_OP_ISINF:
+  case PCY_ARRAY_OP_ISFINITE:
+  case PCY_ARRAY_OP_SQRT:
+  case PCY_ARRAY_OP_RSQRT:
+  case PCY_ARRAY_OP_FLOOR:
+  case PCY_ARRAY_OP_CEIL:
+  case PCY_ARRAY_OP_ROUND:
+  case PCY_ARRAY_OP_TRUNC:
+  case PCY_ARRAY_OP_DIV:
+  case PCY_ARRAY_OP_COPYSIGN:
+  case PCY_ARRAY_OP_NEXTAFTER: return fl;
+  case PCY_ARRAY_OP_EQ:
+  case PCY_ARRAY_OP_NE:
+  case PCY_ARRAY_OP_LT:
+  case PCY_ARRAY_OP_LE:
+  case PCY_ARRAY_OP_GT:
+  case PCY_ARRAY_OP_GE: return true;
+  default: return false;
+  }
+}
+int arity(int op) {
+  if (op >= PCY_ARRAY_OP_ADD && op <= PCY_ARRAY_OP_LOGADDEXP) return 2;
+  return 1;
+}
+int result_of(int op, int t) {
+  if ((op >= PCY_ARRAY_OP_EQ && op <= PCY_ARRAY_OP_GE) || op == PCY_ARRAY_OP_ISNAN ||
+      op == PCY_ARRAY_OP_ISINF || op == PCY_ARRAY_OP_ISFINITE)
+    return PCY_DTYPE_BOOL;
+  return t;
+}
+
+} // namespace
+
+TEST_CASE("array gpu: every exact instruction matches the native bundle to the bit",
+          "[array][gpu]") {
+  const auto gpus = gpu_backends();
+  if (gpus.empty()) {
+    WARN("skipped: no array bundle on opencl or cuda with a device here");
+    return;
+  }
+  const Backend native("native");
+  const int64_t rows = 13, cols = 21, n = rows * cols;
+  for (int t : arith) {
+    // x: a transposed view of a cols x rows tensor; y: dense; both rows x cols
+    const input x{t, awkward(t, static_cast<size_t>(n)), {cols, rows}};
+    for (int op = PCY_ARRAY_OP_NEG; op < PCY_ARRAY_OP_WHERE; ++op) {
+      if (!defined_on(op, t)) continue;
+      const bool shifts =
+          op == PCY_ARRAY_OP_SHL || op == PCY_ARRAY_OP_SHR || op == PCY_ARRAY_OP_POW;
+      const input y{t, awkward(t, static_cast<size_t>(n), shifts), {rows, cols}};
+      program_words p;
+      p.rank = 2;
+      p.shape = {rows, cols};
+      p.views = {{0, cols, 1}, {0, 1, rows}, {0, cols, 1}};
+      const int a = p.add(PCY_ARRAY_OP_LOAD, t, 1);
+      const int b = p.add(PCY_ARRAY_OP_LOAD, t, 2);
+      const int out_t = result_of(op, t);
+      p.add(op, out_t, a, arity(op) == 2 ? b : 0);
+      const auto want = run(native, opkind::eval, p, out_t, n, {x, y});
+      for (const Backend& g : gpus) {
+        INFO(g.name() << ": op " << op << " on " << dname(t));
+        const auto got = run(g, opkind::eval, p, out_t, n, {x, y});
+        const int64_t i = first_difference(want, got, out_t);
+        INFO("element " << i << ": native " << (i >= 0 ? show(want, out_t, i) : "") << ", "
+                        << g.name() << " " << (i >= 0 ? show(got, out_t, i) : ""));
+        CHECK(i == -1);
+      }
+    }
+  }
+}
+
+TEST_CASE("array gpu: every cast between the ten dtypes matches the native bundle to the bit",
+          "[array][gpu]") {
+  const auto gpus = gpu_backends();
+  if (gpus.empty()) {
+    WARN("skipped: no array bundle on opencl or cuda with a device here");
+    return;
+  }
+  const Backend native("native");
+  const int64_t n = 4096;
+  for (int from : all_types) {
+    const input x{from, awkward(from, static_cast<size_t>(n)), {n}};
+    for (int to : all_types) {
+      if (to == from) continue;
+      program_words p;
+      p.shape = {n};
+      p.views = {{0, 1}, {0, 1}};
+      const int a = p.add(PCY_ARRAY_OP_LOAD, from, 1);
+      p.add(PCY_ARRAY_OP_CAST, to, a);
+      const auto want = run(native, opkind::eval, p, to, n, {x});
+      for (const Backend& g : gpus) {
+        INFO(g.name() << ": cast " << dname(from) << " -> " << dname(to));
+        const auto got = run(g, opkind::eval, p, to, n, {x});
+        const int64_t i = first_difference(want, got, to);
+        INFO("element " << i << ": from " << (i >= 0 ? show(x.bytes, from, i) : "") << " native "
+                        << (i >= 0 ? show(want, to, i) : "") << ", " << g.name() << " "
+                        << (i >= 0 ? show(got, to, i) : ""));
+        CHECK(i == -1);
+      }
+    }
+  }
+}
+
+TEST_CASE("array gpu: gather, index, where and constants through broadcast views", "[array][gpu]") {
+  const auto gpus = gpu_backends();
+  if (gpus.empty()) {
+    WARN("skipped: no array bundle on opencl or cuda with a device here");
+    return;
+  }
+  const Backend native("native");
+  // out[i, j] = where(idx[i, j] > 2, table[i, clip(idx[i, j])] + j, -1.5) with table 9 x 6
+  // (gathered along dim 1, extent 6), idx broadcast along i (a row of 11).
+  const int64_t rows = 9, cols = 11;
+  std::vector<int64_t> idx(static_cast<size_t>(cols));
+  for (int64_t j = 0; j < cols; ++j)
+    idx[static_cast<size_t>(j)] = j - 3; // -3..7: clipped
+  // (the gathered operand's view must fit the whole index space too: rows of 11, 6 gathered)
+  input table{PCY_DTYPE_F32, awkward(PCY_DTYPE_F32, rows * cols), {rows, cols}};
+  input ix{PCY_DTYPE_I64, std::vector<uint8_t>(sizeof(int64_t) * cols), {cols}};
+  std::memcpy(ix.bytes.data(), idx.data(), ix.bytes.size());
+  program_words p;
+  p.rank = 2;
+  p.shape = {rows, cols};
+  p.views = {{0, cols, 1}, {0, cols, 1}, {0, 0, 1}};
+  const int r0 = p.add(PCY_ARRAY_OP_LOAD, PCY_DTYPE_I64, 2);
+  const int g = p.add(PCY_ARRAY_OP_GATHER, PCY_DTYPE_F32, 1, r0, 1, 6);
+  const int j = p.add(PCY_ARRAY_OP_INDEX, PCY_DTYPE_I64, 1);
+  const int jf = p.add(PCY_ARRAY_OP_CAST, PCY_DTYPE_F32, j);
+  const int s = p.add(PCY_ARRAY_OP_ADD, PCY_DTYPE_F32, g, jf);
+  const int two = p.add(PCY_ARRAY_OP_CONST, PCY_DTYPE_I64, 2);
+  const int c = p.add(PCY_ARRAY_OP_GT, PCY_DTYPE_BOOL, r0, two);
+  double m15 = -1.5;
+  int64_t m15w;
+  std::memcpy(&m15w, &m15, 8);
+  const int k = p.add(PCY_ARRAY_OP_CONST, PCY_DTYPE_F32, m15w);
+  p.add(PCY_ARRAY_OP_WHERE, PCY_DTYPE_F32, c, s, k);
+  const auto want = run(native, opkind::eval, p, PCY_DTYPE_F32, rows * cols, {table, ix});
+  for (const Backend& gb : gpus) {
+    INFO(gb.name());
+    const auto got = run(gb, opkind::eval, p, PCY_DTYPE_F32, rows * cols, {table, ix});
+    CHECK(first_difference(want, got, PCY_DTYPE_F32) == -1);
+  }
+}
+
+TEST_CASE("array gpu: reductions of every kind along inner and outer dimensions", "[array][gpu]") {
+  const auto gpus = gpu_backends();
+  if (gpus.empty()) {
+    WARN("skipped: no array bundle on opencl or cuda with a device here");
+    return;
+  }
+  const Backend native("native");
+  struct layout {
+    const char* name;
+    std::vector<int64_t> shape; // program index space (kept dims first)
+    int64_t reduced;
+    std::vector<int64_t> strides; // the input's
+    int64_t elements;             // of the input tensor
+  };
+  const layout layouts[] = {
+      {"inner 1 (row kernel)", {6, 1000}, 1, {1000, 1}, 6000},
+      {"inner 2", {5, 7, 33}, 2, {231, 33, 1}, 1155},
+      {"outer 2 (column kernel)", {33, 5, 7}, 2, {1, 231, 33}, 1155},
+      {"all", {40, 50}, 2, {50, 1}, 2000},
+      {"none", {17}, 0, {1}, 17},
+      {"empty", {4, 0}, 1, {0, 1}, 1},
+      // long reductions to few outputs: split into chunks (parts, then their combination)
+      {"split, all of 600 x 1000", {600, 1000}, 2, {1000, 1}, 600000},
+      {"split, one row of 300000", {1, 300000}, 1, {300000, 1}, 300000},
+  };
+  for (const layout& L : layouts) {
+    int64_t outs = 1;
+    for (size_t d = 0; d + static_cast<size_t>(L.reduced) < L.shape.size(); ++d)
+      outs *= L.shape[d];
+    std::vector<int64_t> out_strides(L.shape.size(), 0);
+    for (int64_t d = static_cast<int64_t>(L.shape.size()) - L.reduced - 1, s = 1; d >= 0; --d) {
+      out_strides[static_cast<size_t>(d)] = s;
+      s *= L.shape[static_cast<size_t>(d)];
+    }
+    for (int kind = PCY_ARRAY_REDUCE_SUM; kind < PCY_ARRAY_REDUCE_END; ++kind) {
+      for (int t : arith) {
+        const bool fl = t == PCY_DTYPE_F32 || t == PCY_DTYPE_F64;
+        int out_t = t;
+        bool exact = true;
+        switch (kind) {
+        case PCY_ARRAY_REDUCE_ARGMIN:
+        case PCY_ARRAY_REDUCE_ARGMAX: out_t = PCY_DTYPE_I64; break;
+        case PCY_ARRAY_REDUCE_ALL:
+        case PCY_ARRAY_REDUCE_ANY:
+          if (t != PCY_DTYPE_BOOL) continue;
+          break;
+        case PCY_ARRAY_REDUCE_MIN:
+        case PCY_ARRAY_REDUCE_MAX:
+          if (t == PCY_DTYPE_BOOL) continue;
+          if (std::string(L.name) == "empty") continue; // refused
+          break;
+        case PCY_ARRAY_REDUCE_SUM:
+        case PCY_ARRAY_REDUCE_PROD:
+          if (t == PCY_DTYPE_BOOL) continue;
+          exact = !fl;
+          break;
+        default:
+          if (!fl) continue;
+          exact = false;
+          break;
+        }
+        if ((kind == PCY_ARRAY_REDUCE_ARGMIN || kind == PCY_ARRAY_REDUCE_ARGMAX) &&
+            std::string(L.name) == "empty")
+          continue;
+        // moderate floating values (sums stay meaningful); a NaN in a few rows
+        input x{t, awkward(t, static_cast<size_t>(L.elements)), {L.elements}};
+        if (fl) {
+          auto& g = rng();
+          std::uniform_real_distribution<double> u(-2, 2);
+          for (int64_t i = 0; i < L.elements; ++i) {
+            double v = u(g);
+            if (kind <= PCY_ARRAY_REDUCE_ARGMAX && i % 997 == 500) v = NAN;
+            if (kind == PCY_ARRAY_REDUCE_PROD) v = 1 + v / 64;
+            if (t == PCY_DTYPE_F32) {
+              const float f = static_cast<float>(v);
+              std::memcpy(x.bytes.data() + i * 4, &f, 4);
+            } else {
+              std::memcpy(x.bytes.data() + i * 8, &v, 8);
+            }
+          }
+        }
+        program_words p;
+        p.rank = static_cast<int64_t>(L.shape.size());
+        p.reduced = L.reduced;
+        p.shape = L.shape;
+        std::vector<int64_t> ov{0}, iv{0};
+        ov.insert(ov.end(), out_strides.begin(), out_strides.end());
+        iv.insert(iv.end(), L.strides.begin(), L.strides.end());
+        p.views = {ov, iv};
+        p.add(PCY_ARRAY_OP_LOAD, t, 1);
+        const double corr = kind == PCY_ARRAY_REDUCE_VAR ? 1.0 : 0.0;
+        const auto want = run(native, opkind::reduce, p, out_t, outs, {x}, kind, corr);
+        for (const Backend& gb : gpus) {
+          INFO(gb.name() << ": " << L.name << ", kind " << kind << " on " << dname(t));
+          const auto got = run(gb, opkind::reduce, p, out_t, outs, {x}, kind, corr);
+          if (exact) {
+            const int64_t i = first_difference(want, got, out_t);
+            INFO("output " << i << ": native " << (i >= 0 ? show(want, out_t, i) : "") << ", "
+                           << gb.name() << " " << (i >= 0 ? show(got, out_t, i) : ""));
+            CHECK(i == -1);
+          } else {
+            // a sequential sum's bound, n_red roundings (native sums NORM2 in order; the GPU
+            // bundles in chunks and trees)
+            int64_t n_red = 1;
+            for (size_t d = L.shape.size() - static_cast<size_t>(L.reduced); d < L.shape.size();
+                 ++d)
+              n_red *= L.shape[d];
+            const double tol =
+                (t == PCY_DTYPE_F32 ? 1.2e-7 : 2.3e-16) * static_cast<double>(n_red + 64);
+            for (int64_t o = 0; o < outs; ++o) {
+              const double w = value_at(want, out_t, static_cast<size_t>(o));
+              const double v = value_at(got, out_t, static_cast<size_t>(o));
+              INFO("output " << o << ": native " << w << ", " << gb.name() << " " << v);
+              if (std::isnan(w) || std::isinf(w))
+                CHECK(((std::isnan(v) && std::isnan(w)) || v == w));
+              else
+                CHECK(std::fabs(v - w) <= tol * (1 + std::fabs(w)));
+            }
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("array gpu: scans are sequential: the native bundle's bits", "[array][gpu]") {
+  const auto gpus = gpu_backends();
+  if (gpus.empty()) {
+    WARN("skipped: no array bundle on opencl or cuda with a device here");
+    return;
+  }
+  const Backend native("native");
+  const int64_t rows = 7, len = 300;
+  for (int t : arith) {
+    if (t == PCY_DTYPE_BOOL) continue;
+    for (int kind : {PCY_ARRAY_SCAN_SUM, PCY_ARRAY_SCAN_PROD}) {
+      input x{t, awkward(t, static_cast<size_t>(rows * len)), {rows * len}};
+      program_words p;
+      p.rank = 2;
+      p.reduced = 1;
+      p.shape = {rows, len};
+      p.views = {{0, len, 1}, {0, 1, rows}}; // the input transposed
+      p.add(PCY_ARRAY_OP_LOAD, t, 1);
+      const auto want = run(native, opkind::scan, p, t, rows * len, {x}, kind);
+      for (const Backend& gb : gpus) {
+        INFO(gb.name() << ": scan " << kind << " on " << dname(t));
+        const auto got = run(gb, opkind::scan, p, t, rows * len, {x}, kind);
+        CHECK(first_difference(want, got, t) == -1);
+      }
+    }
+  }
+}
+
+namespace {
+// Element e of a draw, computed here from pcy_array_random.h (the contract's formulas).
+std::vector<uint8_t> host_draw(int dist, int d, uint64_t seed, uint64_t offset, double a, double b,
+                               int64_t n) {
+  std::vector<uint8_t> out(static_cast<size_t>(n) * dsize(d));
+  const float fa = static_cast<float>(a), fb = static_cast<float>(b);
+  for (int64_t e = 0; e < n; ++e) {
+    uint32_t w[4];
+    pcy_rng_words(seed, offset, static_cast<uint64_t>(e), w);
+    uint8_t* p = out.data() + e * static_cast<int64_t>(dsize(d));
+    auto put_f32 = [&](float f) { std::memcpy(p, &f, 4); }; // F32 draws only here
+    switch (dist) {
+    case PCY_ARRAY_RANDOM_UNIFORM:
+      if (d == PCY_DTYPE_F64) {
+        const double v = a + (b - a) * pcy_rng_uniform_f64(w[0], w[1]);
+        std::memcpy(p, &v, 8);
+      } else {
+        put_f32(fa + (fb - fa) * pcy_rng_uniform_f32(w[0]));
+      }
+      break;
+    case PCY_ARRAY_RANDOM_NORMAL:
+      if (d == PCY_DTYPE_F64) {
+        const double v = a + b * pcy_rng_normal_f64(w[0], w[1], w[2], w[3]);
+        std::memcpy(p, &v, 8);
+      } else {
+        put_f32(fa + fb * pcy_rng_normal_f32(w[0], w[1]));
+      }
+      break;
+    case PCY_ARRAY_RANDOM_BERNOULLI: {
+      const int v = pcy_rng_bernoulli(w[0], pcy_rng_bernoulli_threshold(a));
+      if (d == PCY_DTYPE_F32) {
+        const float f = static_cast<float>(v);
+        std::memcpy(p, &f, 4);
+      } else if (d == PCY_DTYPE_F64) {
+        const double f = v;
+        std::memcpy(p, &f, 8);
+      } else {
+        const int64_t i = v;
+        std::memcpy(p, &i, dsize(d)); // little-endian: the low bytes
+      }
+      break;
+    }
+    case PCY_ARRAY_RANDOM_RANDINT: {
+      const int64_t lo = static_cast<int64_t>(a), hi = static_cast<int64_t>(b);
+      const int64_t v =
+          pcy_rng_randint(w[0], w[1], lo, static_cast<uint64_t>(hi) - static_cast<uint64_t>(lo));
+      std::memcpy(p, &v, dsize(d));
+      break;
+    }
+    default: {
+      const uint64_t v = static_cast<uint64_t>(w[1]) << 32 | w[0];
+      std::memcpy(p, &v, 8);
+      break;
+    }
+    }
+  }
+  return out;
+}
+
+std::vector<uint8_t> device_draw(const Backend& b, int dist, int d, std::vector<int64_t> shape,
+                                 std::vector<int64_t> strides, int64_t view_offset,
+                                 int64_t tensor_elems, uint64_t seed, uint64_t offset, double a,
+                                 double c) {
+  pa::Array out(b, {tensor_elems}, static_cast<pcy_dtype>(d));
+  auto st = out.node()->storage;
+  std::memset(st->host(access::write_only), 0, static_cast<size_t>(tensor_elems) * dsize(d));
+  std::vector<int64_t> view{static_cast<int64_t>(shape.size())};
+  view.insert(view.end(), shape.begin(), shape.end());
+  view.push_back(view_offset);
+  view.insert(view.end(), strides.begin(), strides.end());
+  const OpArg args[] = {OpArg::inout(*st),
+                        OpArg::integers(view),
+                        OpArg::integer(dist),
+                        OpArg::integer(static_cast<int64_t>(seed)),
+                        OpArg::integer(static_cast<int64_t>(offset)),
+                        OpArg::real(a),
+                        OpArg::real(c)};
+  b.invoke(ext::op_key<pcy_array_random_schema>(static_cast<pcy_dtype>(d)), args);
+  const auto* r = static_cast<const uint8_t*>(st->host_read());
+  return std::vector<uint8_t>(r, r + static_cast<size_t>(tensor_elems) * dsize(d));
+}
+} // namespace
+
+TEST_CASE("array gpu: random draws give pcy_array_random.h's bits, through any view",
+          "[array][gpu][random]") {
+  const auto gpus = gpu_backends();
+  if (gpus.empty()) {
+    WARN("skipped: no array bundle on opencl or cuda with a device here");
+    return;
+  }
+  struct draw {
+    int dist, d;
+    double a, b;
+  };
+  const draw draws[] = {{PCY_ARRAY_RANDOM_UNIFORM, PCY_DTYPE_F32, -2, 3},
+                        {PCY_ARRAY_RANDOM_UNIFORM, PCY_DTYPE_F64, -2, 3},
+                        {PCY_ARRAY_RANDOM_NORMAL, PCY_DTYPE_F32, 1, 2},
+                        {PCY_ARRAY_RANDOM_NORMAL, PCY_DTYPE_F64, 1, 2},
+                        {PCY_ARRAY_RANDOM_BERNOULLI, PCY_DTYPE_BOOL, 0.3, 0},
+                        {PCY_ARRAY_RANDOM_BERNOULLI, PCY_DTYPE_F32, 0.7, 0},
+                        {PCY_ARRAY_RANDOM_RANDINT, PCY_DTYPE_I64, -5, 1000003},
+                        {PCY_ARRAY_RANDOM_RANDINT, PCY_DTYPE_I32, 0, 10},
+                        {PCY_ARRAY_RANDOM_BITS, PCY_DTYPE_I64, 0, 0}};
+  const uint64_t seed = 0x0123456789ABCDEFull, offset = 0xFFFFFFFFFFFFFF00ull; // wraps
+  for (const draw& dr : draws) {
+    // a 2-D view, transposed into a 6 x 50 tensor at offset 0: element e = (i, j) row-major in
+    // the view (50 x 6) lands at j * 50 + i
+    const auto want_flat = host_draw(dr.dist, dr.d, seed, offset, dr.a, dr.b, 300);
+    std::vector<uint8_t> want(want_flat.size());
+    const size_t es = dsize(dr.d);
+    for (int64_t i = 0; i < 50; ++i)
+      for (int64_t j = 0; j < 6; ++j)
+        std::memcpy(want.data() + static_cast<size_t>(j * 50 + i) * es,
+                    want_flat.data() + static_cast<size_t>(i * 6 + j) * es, es);
+    for (const Backend& g : gpus) {
+      INFO(g.name() << ": distribution " << dr.dist << " " << dname(dr.d));
+      const auto got =
+          device_draw(g, dr.dist, dr.d, {50, 6}, {1, 50}, 0, 300, seed, offset, dr.a, dr.b);
+      const int64_t i = first_difference(want, got, dr.d);
+      INFO("element " << i << ": expected " << (i >= 0 ? show(want, dr.d, i) : "") << ", got "
+                      << (i >= 0 ? show(got, dr.d, i) : ""));
+      CHECK(i == -1);
+    }
+  }
+}
+
+TEST_CASE("array gpu: random draws give the native bundle's bits", "[array][gpu][random]") {
+  const auto gpus = gpu_backends();
+  if (gpus.empty()) {
+    WARN("skipped: no array bundle on opencl or cuda with a device here");
+    return;
+  }
+  if (!has_op("native", "random")) {
+    WARN("skipped: the native bundle has no random op yet (array_native registers none)");
+    return;
+  }
+  const Backend native("native");
+  const uint64_t seed = 42, offset = 7;
+  for (int d : all_types) {
+    // parameters exact in f32, and not (0.1, 0.7: the f32 roundings of a and b matter)
+    std::vector<std::pair<int, std::pair<double, double>>> dists{
+        {PCY_ARRAY_RANDOM_BERNOULLI, {0.25, 0}}, {PCY_ARRAY_RANDOM_BERNOULLI, {0.3, 0}}};
+    if (is_floating(d)) {
+      dists.push_back({PCY_ARRAY_RANDOM_UNIFORM, {-1.5, 2.25}});
+      dists.push_back({PCY_ARRAY_RANDOM_UNIFORM, {0.1, 0.7}});
+      dists.push_back({PCY_ARRAY_RANDOM_NORMAL, {0.5, 3}});
+      dists.push_back({PCY_ARRAY_RANDOM_NORMAL, {0.1, 1.3}});
+    }
+    if (is_integer(d)) {
+      dists.push_back({PCY_ARRAY_RANDOM_RANDINT, {-100, 1000}});
+      dists.push_back({PCY_ARRAY_RANDOM_RANDINT, {-9e18, 9e18}}); // a range beyond 2^63
+    }
+    if (d == PCY_DTYPE_I64) dists.push_back({PCY_ARRAY_RANDOM_BITS, {0, 0}});
+    for (const auto& [dist, ab] : dists) {
+      const auto want =
+          device_draw(native, dist, d, {1000}, {1}, 0, 1000, seed, offset, ab.first, ab.second);
+      for (const Backend& g : gpus) {
+        INFO(g.name() << ": distribution " << dist << " " << dname(d));
+        const auto got =
+            device_draw(g, dist, d, {1000}, {1}, 0, 1000, seed, offset, ab.first, ab.second);
+        const int64_t i = first_difference(want, got, d);
+        INFO("element " << i << ": native " << (i >= 0 ? show(want, d, i) : "") << ", " << g.name()
+                        << " " << (i >= 0 ? show(got, d, i) : ""));
+        CHECK(i == -1);
+      }
+    }
+  }
+}
+
+TEST_CASE("array gpu: several outputs of one pass (evalm3) match the native bundle",
+          "[array][gpu]") {
+  const auto gpus = gpu_backends();
+  if (gpus.empty()) {
+    WARN("skipped: no array bundle on opencl or cuda with a device here");
+    return;
+  }
+  const Backend native("native");
+  const int64_t n = 1000;
+  const input x{PCY_DTYPE_F32, awkward(PCY_DTYPE_F32, n), {n}};
+  const input y{PCY_DTYPE_F32, awkward(PCY_DTYPE_F32, n), {n}};
+  // out0 (f32) = x + y; out1 (i32) = i32(x * y); out2 (bool) = x > y; y read reversed
+  program_words p;
+  p.shape = {n};
+  p.views = {{0, 1}, {0, 1}, {0, 1}, {0, 1}, {n - 1, -1}};
+  const int a = p.add(PCY_ARRAY_OP_LOAD, PCY_DTYPE_F32, 3);
+  const int b = p.add(PCY_ARRAY_OP_LOAD, PCY_DTYPE_F32, 4);
+  const int m = p.add(PCY_ARRAY_OP_MUL, PCY_DTYPE_F32, a, b);
+  const int mi = p.add(PCY_ARRAY_OP_CAST, PCY_DTYPE_I32, m);
+  p.add(PCY_ARRAY_OP_STORE, PCY_DTYPE_I32, 1, mi);
+  const int gt = p.add(PCY_ARRAY_OP_GT, PCY_DTYPE_BOOL, a, b);
+  p.add(PCY_ARRAY_OP_STORE, PCY_DTYPE_BOOL, 2, gt);
+  p.add(PCY_ARRAY_OP_ADD, PCY_DTYPE_F32, a, b);
+  const std::vector<int64_t> words = p.words();
+  auto go = [&](const Backend& bk) {
+    std::vector<std::vector<uint8_t>> outs;
+    pa::Array o0(bk, {n}, PCY_DTYPE_F32), o1(bk, {n}, PCY_DTYPE_I32), o2(bk, {n}, PCY_DTYPE_BOOL);
+    auto sx = upload(bk, x), sy = upload(bk, y);
+    const OpArg args[] = {OpArg::integers(words),
+                          OpArg::out(*o0.node()->storage),
+                          OpArg::out(*o1.node()->storage),
+                          OpArg::out(*o2.node()->storage),
+                          OpArg::in(*sx),
+                          OpArg::in(*sy)};
+    bk.invoke(ext::op_key<pcy_array_evalm3_2_schema>(PCY_DTYPE_F32), args);
+    for (const pa::Array* o : {&o0, &o1, &o2}) {
+      const auto* r = static_cast<const uint8_t*>(o->node()->storage->host_read());
+      outs.emplace_back(r, r + static_cast<size_t>(n) * dsize(o->type()));
+    }
+    return outs;
+  };
+  const auto want = go(native);
+  for (const Backend& g : gpus) {
+    INFO(g.name());
+    const auto got = go(g);
+    CHECK(first_difference(want[0], got[0], PCY_DTYPE_F32) == -1);
+    CHECK(first_difference(want[1], got[1], PCY_DTYPE_I32) == -1);
+    CHECK(first_difference(want[2], got[2], PCY_DTYPE_BOOL) == -1);
+  }
+}
+
+TEST_CASE("array gpu: blocked scans of few long rows", "[array][gpu]") {
+  const auto gpus = gpu_backends();
+  if (gpus.empty()) {
+    WARN("skipped: no array bundle on opencl or cuda with a device here");
+    return;
+  }
+  const Backend native("native");
+  const int64_t rows = 2, len = 100000;
+  for (int t : {PCY_DTYPE_I32, PCY_DTYPE_I64, PCY_DTYPE_U8, PCY_DTYPE_F32, PCY_DTYPE_F64}) {
+    for (int kind : {PCY_ARRAY_SCAN_SUM, PCY_ARRAY_SCAN_PROD}) {
+      const bool fl = t == PCY_DTYPE_F32 || t == PCY_DTYPE_F64;
+      input x{t, awkward(t, static_cast<size_t>(rows * len)), {rows * len}};
+      if (fl) { // values whose running sums and products stay finite
+        auto& g = rng();
+        std::uniform_real_distribution<double> u(-1, 1);
+        for (int64_t i = 0; i < rows * len; ++i) {
+          const double v = kind == PCY_ARRAY_SCAN_PROD ? 1 + u(g) / 4096 : u(g);
+          if (t == PCY_DTYPE_F32) {
+            const float f = static_cast<float>(v);
+            std::memcpy(x.bytes.data() + i * 4, &f, 4);
+          } else {
+            std::memcpy(x.bytes.data() + i * 8, &v, 8);
+          }
+        }
+      }
+      program_words p;
+      p.rank = 2;
+      p.reduced = 1;
+      p.shape = {rows, len};
+      p.views = {{0, len, 1}, {0, len, 1}};
+      p.add(PCY_ARRAY_OP_LOAD, t, 1);
+      const auto want = run(native, opkind::scan, p, t, rows * len, {x}, kind);
+      for (const Backend& gb : gpus) {
+        INFO(gb.name() << ": scan " << kind << " on " << dname(t));
+        const auto got = run(gb, opkind::scan, p, t, rows * len, {x}, kind);
+        if (!fl) {
+          CHECK(first_difference(want, got, t) == -1);
+          continue;
+        }
+        // the blocks associate differently: a sequential sum's bound
+        const double tol = (t == PCY_DTYPE_F32 ? 1.2e-7 : 2.3e-16) * static_cast<double>(len);
+        int bad = 0;
+        for (int64_t i = 0; i < rows * len; ++i) {
+          const double w = value_at(want, t, static_cast<size_t>(i)),
+                       v = value_at(got, t, static_cast<size_t>(i));
+          bad += std::fabs(v - w) <= tol * (1 + std::fabs(w)) ? 0 : 1;
+        }
+        CHECK(bad == 0);
+      }
+    }
+  }
+}
