@@ -47,6 +47,15 @@ class Generator:
         """Integers in [low, high) (integer dtypes)."""
         return self._g.draw("randint", shape, low, high, dtype, device)
 
+    def permutation(self, x, *, dtype="int64", device=None):
+        """A random permutation of range(x) (x an int), or of x's first axis (x a Tensor); the
+        same on every backend, made without a sort (a Feistel network with Philox rounds)."""
+        if isinstance(x, int):
+            return self._g.draw("permutation", 1, x, None, dtype, device)
+        from . import array_api as _xp
+        idx = self._g.draw("permutation", 1, x.shape[0], None, dtype, x.device)
+        return _xp.take(x, idx, axis=0)
+
     def __repr__(self):
         return "Generator(seed=%d, offset=%d)" % (self.seed, self.offset)
 

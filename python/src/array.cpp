@@ -607,6 +607,11 @@ void bind_array(py::module_& parent) {
             fail(errc::invalid_argument, "random." + dist,
                  "argument shape: extent " + std::to_string(e) + " < 0");
         const pcy_dtype t = dtype_from_object(dtype, "dtype");
+        if (dist == "permutation") {
+          const int64_t n = int_arg(a, "random.permutation", "n");
+          const pcy_dtype pt = dtype_from_object(dtype, "dtype");
+          return tensor_of(locked(s, {}, [&] { return g.permutation(s->backend, n, pt); }), s);
+        }
         const bool ints = dist == "randint";
         const int64_t ia = ints ? int_arg(a, "random.randint", "low") : 0;
         const int64_t ic = ints ? int_arg(c, "random.randint", "high") : 0;

@@ -2,6 +2,7 @@
 // (native always; OpenCL where a device and the bundle exist), against float64 / integer
 // references computed in this file on seeded random data of awkward sizes.
 #include "support/catch.hpp"
+#include "array_backends.hpp"
 #include "support/random.hpp"
 
 #include <parenchyma/array.hpp>
@@ -21,20 +22,7 @@ using pcy_test_support::rng;
 
 namespace {
 
-// The backends whose framework has an array bundle and a device here.
-std::vector<Backend> backends() {
-  std::vector<Backend> out;
-  Registry& reg = Registry::global();
-  for (const char* name : {"native", "opencl", "cuda"}) {
-    const Framework* fw = reg.find_framework(name);
-    if (fw == nullptr || fw->devices().empty()) continue;
-    bool has = false;
-    for (const auto& b : reg.bundles())
-      has = has || (b->extension() == "array" && b->framework() == name && !b->ops().empty());
-    if (has) out.emplace_back(name);
-  }
-  return out;
-}
+std::vector<Backend> backends() { return array_test::array_backends(); }
 
 std::vector<double> random_values(size_t n, double lo, double hi) {
   std::uniform_real_distribution<double> d(lo, hi);
@@ -557,4 +545,22 @@ TEST_CASE("array: random permutations are bijections, the same on every backend,
   double chi = 0;
   for (int c : where) chi += (c - 1000.0) * (c - 1000.0) / 1000.0;
   CHECK(chi < 20.5); // 5 degrees of freedom, p = 0.001
+}
+
+TEST_CASE("array: x[{...}] indexing as NumPy's basic indexing", "[array]") {
+  Backend b("native");
+  pa::Array x = pa::arange(b, 0, 24, 1, PCY_DTYPE_I32).reshape({2, 3, 4});
+  CHECK(x[{1, pa::slice(0, pa::end, 2)}].to_vector<int32_t>() ==
+        std::vector<int32_t>{12, 13, 14, 15, 20, 21, 22, 23}); // x[1, ::2]
+  CHECK(x[{pa::ellipsis, 0}].to_vector<int32_t>() == std::vector<int32_t>{0, 4, 8, 12, 16, 20});
+  CHECK(x[{pa::slice(), -1, pa::slice(pa::end, pa::end, -3)}].to_vector<int32_t>() ==
+        std::vector<int32_t>{11, 8, 23, 20}); // x[:, -1, ::-3]
+  CHECK(x[{0, pa::newaxis, 1}].shape() == pa::Shape{1, 4});
+  CHECK(x[{pa::ellipsis}].shape() == pa::Shape{2, 3, 4});
+  try {
+    (void)x[{0, 0, 0, 0}];
+    FAIL("four indices for three dimensions were accepted");
+  } catch (const error& e) {
+    CHECK(std::string(e.what()).find("4 indices") != std::string::npos);
+  }
 }

@@ -3,6 +3,7 @@
 // seeded random mutations of valid programs are either refused or run without touching memory
 // outside the tensors (the sanitizer builds run this too).
 #include "support/catch.hpp"
+#include "array_backends.hpp"
 
 #include <parenchyma/abi/ext/pcy_array.h>
 #include <parenchyma/extension.hpp>
@@ -19,19 +20,7 @@ using namespace parenchyma;
 
 namespace {
 
-std::vector<Backend> array_backends() {
-  std::vector<Backend> out;
-  Registry& reg = Registry::global();
-  for (const char* name : {"native", "opencl", "cuda"}) {
-    const Framework* fw = reg.find_framework(name);
-    if (fw == nullptr || fw->devices().empty()) continue;
-    bool has = false;
-    for (const auto& b : reg.bundles())
-      has = has || (b->extension() == "array" && b->framework() == name && !b->ops().empty());
-    if (has) out.emplace_back(name);
-  }
-  return out;
-}
+using array_test::array_backends;
 
 int64_t w(int op, pcy_dtype t) { return PCY_ARRAY_WORD(op, t); }
 

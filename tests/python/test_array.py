@@ -595,6 +595,11 @@ def test_random_streams(b):
         g.randint(3, 5, 5, device=b)
     with pytest.raises(parenchyma.Error):
         g.uniform(3, dtype="int32", device=b)
+    p = parenchyma.random.Generator(5).permutation(1000, device=b).numpy()
+    assert sorted(p.tolist()) == list(range(1000)) and p.dtype == np.int64
+    x = xp.asarray(np.arange(12.0).reshape(6, 2), device=b)
+    rows = parenchyma.random.Generator(5).permutation(x).numpy()
+    assert sorted(rows[:, 0].tolist()) == [0, 2, 4, 6, 8, 10]
 
 
 def test_random_same_values_on_every_backend():

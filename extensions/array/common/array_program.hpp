@@ -10,6 +10,7 @@
 #include <parenchyma/sdk/op_schema.hpp>
 
 #include <array>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -429,6 +430,86 @@ private:
   const pcy_op_schema& s_;
   const sdk::op_args& a_;
 };
+
+
+// The random op's output view ({R, shape[R], offset, strides[R]}) and distribution, checked
+// against the output tensor: every bundle's op_random starts here.
+struct random_call {
+  int rank = 0;
+  std::array<int64_t, max_rank> shape{}, strides{};
+  int64_t offset = 0;
+  uint64_t elements = 1;
+  int64_t distribution = 0;
+  int dtype = 0;
+  uint64_t seed = 0, stream_offset = 0;
+  double a = 0, b = 0;
+};
+
+inline random_call decode_random(const sdk::op_args& args) {
+  const pcy_op_schema& S = pcy_array_random_schema;
+  const uint32_t OUT = sdk::arg_index(S, "out"), VIEW = sdk::arg_index(S, "view"),
+                 DIST = sdk::arg_index(S, "distribution");
+  auto bad = [&](uint32_t k, const std::string& what) {
+    fail(PCY_ERR_INVALID_ARGUMENT,
+         str(S.extension, ".", S.name, ": argument ", S.args[k].name, ": ", what));
+  };
+  random_call v;
+  const pcy_tensor& out = args.t(OUT);
+  if (out.strides != nullptr) bad(OUT, "strided tensors are described by the view");
+  const std::span<const int64_t> w = args.ints(VIEW);
+  if (w.empty() || w[0] < 0 || w[0] > max_rank) bad(VIEW, "word 0: the rank is outside [0, 8]");
+  v.rank = static_cast<int>(w[0]);
+  if (w.size() != static_cast<size_t>(2 + 2 * v.rank))
+    bad(VIEW, str(w.size(), " words, expected ", 2 + 2 * v.rank, " for rank ", v.rank));
+  for (int d = 0; d < v.rank; ++d) {
+    const size_t ud = static_cast<size_t>(d);
+    v.shape[ud] = w[1 + ud];
+    v.strides[ud] = w[2 + static_cast<size_t>(v.rank) + ud];
+    if (v.shape[ud] < 0) bad(VIEW, str("word ", 1 + d, ": extent ", v.shape[ud], " < 0"));
+    if (!sdk::mul_ok(v.elements, static_cast<uint64_t>(v.shape[ud]), v.elements) ||
+        v.elements > (uint64_t{1} << 62))
+      bad(VIEW, "the element count overflows");
+  }
+  v.offset = w[1 + static_cast<size_t>(v.rank)];
+  uint64_t have = 1;
+  for (int32_t i = 0; i < out.ndim; ++i)
+    if (out.shape[i] < 0 || !sdk::mul_ok(have, static_cast<uint64_t>(out.shape[i]), have))
+      bad(OUT, "its shape is invalid");
+  if (v.elements > 0) {
+    int128 lo = v.offset, hi = v.offset;
+    for (int d = 0; d < v.rank; ++d) {
+      const int128 span = static_cast<int128>(v.shape[static_cast<size_t>(d)] - 1) *
+                          v.strides[static_cast<size_t>(d)];
+      (span < 0 ? lo : hi) += span;
+    }
+    if (lo < 0 || hi >= static_cast<int128>(have))
+      bad(VIEW, str("the view addresses elements ", static_cast<int64_t>(lo), "..",
+                    static_cast<int64_t>(hi), " of a tensor of ", have, " elements"));
+  }
+  v.distribution = args.i(DIST);
+  v.dtype = static_cast<int>(out.dtype);
+  const int dt = v.dtype;
+  const bool fl = is_float(dt) || is_half(dt);
+  const bool ok = ((v.distribution == PCY_ARRAY_RANDOM_UNIFORM ||
+                    v.distribution == PCY_ARRAY_RANDOM_NORMAL) &&
+                   fl) ||
+                  (v.distribution == PCY_ARRAY_RANDOM_BERNOULLI && is_dtype(dt)) ||
+                  (v.distribution == PCY_ARRAY_RANDOM_RANDINT && is_int(dt)) ||
+                  (v.distribution == PCY_ARRAY_RANDOM_BITS && dt == PCY_DTYPE_I64) ||
+                  (v.distribution == PCY_ARRAY_RANDOM_PERMUTATION &&
+                   (dt == PCY_DTYPE_I64 ||
+                    (dt == PCY_DTYPE_I32 && v.elements <= (uint64_t{1} << 31))));
+  if (!ok)
+    bad(DIST, str("distribution ", v.distribution, " does not draw dtype ", decoder::dn(dt)));
+  v.seed = static_cast<uint64_t>(args.i(sdk::arg_index(S, "seed")));
+  v.stream_offset = static_cast<uint64_t>(args.i(sdk::arg_index(S, "offset")));
+  v.a = args.f(sdk::arg_index(S, "a"));
+  v.b = args.f(sdk::arg_index(S, "b"));
+  if (v.distribution == PCY_ARRAY_RANDOM_RANDINT &&
+      (!std::isfinite(v.a) || !std::isfinite(v.b) || !(v.b > v.a)))
+    bad(sdk::arg_index(S, "b"), "randint needs finite a < b");
+  return v;
+}
 
 // Dimensions merged where every operand addresses them as one (stride[d] == stride[d + 1] *
 // shape[d + 1]), within the kept and within the reduced dimensions separately; size-1

@@ -1069,12 +1069,7 @@ template <const pcy_op_schema& S, int N> void op_scan(native_context& cx, const 
 // ---- random -------------------------------------------------------------------------------------
 // The view of a random op's output: {R, shape[R], offset, strides[R]} (pcy_array.h), checked
 // against the tensor.
-struct view_t {
-  int rank = 0;
-  std::array<int64_t, max_rank> shape{}, strides{};
-  int64_t offset = 0;
-  uint64_t elements = 1;
-};
+using view_t = random_call;
 
 template <class T> void store_at(char* base, int64_t at, T v) {
   std::memcpy(base + at * static_cast<int64_t>(sizeof(T)), &v, sizeof(T));
@@ -1099,55 +1094,12 @@ template <class F> void each_element(const view_t& v, F&& f) {
 }
 
 void op_random(native_context& cx, const sdk::op_args& a) {
-  constexpr const pcy_op_schema& S = pcy_array_random_schema;
-  const decoder dc(S, a);
-  constexpr uint32_t OUT = at<S>("out"), VIEW = at<S>("view"), DIST = at<S>("distribution");
-  const pcy_tensor& out = a.t(OUT);
-  const std::span<const int64_t> w = a.ints(VIEW);
-  view_t v;
-  if (w.empty() || w[0] < 0 || w[0] > max_rank)
-    dc.bad(VIEW, "word 0: the rank must be in [0, 8]");
-  v.rank = static_cast<int>(w[0]);
-  if (w.size() != static_cast<size_t>(2 + 2 * v.rank))
-    dc.bad(VIEW, sdk::str(w.size(), " words, expected ", 2 + 2 * v.rank, " for rank ", v.rank));
-  for (int d = 0; d < v.rank; ++d) {
-    v.shape[static_cast<size_t>(d)] = w[static_cast<size_t>(1 + d)];
-    v.strides[static_cast<size_t>(d)] = w[static_cast<size_t>(2 + v.rank + d)];
-    if (v.shape[static_cast<size_t>(d)] < 0) dc.bad(VIEW, "a negative extent");
-    if (!sdk::mul_ok(v.elements, static_cast<uint64_t>(v.shape[static_cast<size_t>(d)]), v.elements) ||
-        v.elements > (uint64_t{1} << 62))
-      dc.bad(VIEW, "the element count overflows");
-  }
-  v.offset = w[static_cast<size_t>(1 + v.rank)];
-  uint64_t have = 1;
-  for (int32_t i = 0; i < out.ndim; ++i)
-    if (out.shape[i] < 0 || !sdk::mul_ok(have, static_cast<uint64_t>(out.shape[i]), have))
-      dc.bad(OUT, "an invalid shape");
-  if (v.elements > 0) {
-    int128 lo = v.offset, hi = v.offset;
-    for (int d = 0; d < v.rank; ++d) {
-      const int128 span = static_cast<int128>(v.shape[static_cast<size_t>(d)] - 1) *
-                          v.strides[static_cast<size_t>(d)];
-      (span < 0 ? lo : hi) += span;
-    }
-    if (lo < 0 || hi >= static_cast<int128>(have))
-      dc.bad(VIEW, sdk::str("the view addresses elements outside the output's ", have));
-  }
-  const int64_t dist = a.i(DIST);
-  const int dt = static_cast<int>(out.dtype);
-  const bool fl = is_float(dt) || is_half(dt);
-  const bool ok = (dist == PCY_ARRAY_RANDOM_UNIFORM && fl) ||
-                  (dist == PCY_ARRAY_RANDOM_NORMAL && fl) ||
-                  (dist == PCY_ARRAY_RANDOM_BERNOULLI && is_dtype(dt)) ||
-                  (dist == PCY_ARRAY_RANDOM_RANDINT && is_int(dt)) ||
-                  (dist == PCY_ARRAY_RANDOM_BITS && dt == PCY_DTYPE_I64) ||
-                  (dist == PCY_ARRAY_RANDOM_PERMUTATION &&
-                   (dt == PCY_DTYPE_I64 || (dt == PCY_DTYPE_I32 && v.elements <= (uint64_t{1} << 31))));
-  if (!ok)
-    dc.bad(DIST, sdk::str("distribution ", dist, " does not draw dtype ", decoder::dn(dt)));
-  const uint64_t seed = static_cast<uint64_t>(a.i(at<S>("seed")));
-  const uint64_t offset = static_cast<uint64_t>(a.i(at<S>("offset")));
-  const double pa_ = a.f(at<S>("a")), pb = a.f(at<S>("b"));
+  const random_call v = decode_random(a);
+  const pcy_tensor& out = a.t(at<pcy_array_random_schema>("out"));
+  const int64_t dist = v.distribution;
+  const int dt = v.dtype;
+  const uint64_t seed = v.seed, offset = v.stream_offset;
+  const double pa_ = v.a, pb = v.b;
   cx.settle(a.queue());
   char* base = static_cast<char*>(sdk::native_of(*cx.fw, out)) + out.byte_offset;
   auto words = [&](uint64_t e, PCY_RNG_U32 (&wd)[4]) { pcy_rng_words(seed, offset, e, wd); };
@@ -1203,8 +1155,6 @@ void op_random(native_context& cx, const sdk::op_args& a) {
     break;
   }
   case PCY_ARRAY_RANDOM_RANDINT: {
-    if (!(pb > pa_) || !std::isfinite(pa_) || !std::isfinite(pb))
-      dc.bad(at<S>("b"), "randint needs finite a < b");
     const int64_t lo = static_cast<int64_t>(pa_);
     const uint64_t range = static_cast<uint64_t>(static_cast<int64_t>(pb)) - static_cast<uint64_t>(lo);
     const size_t es = sdk::dtype_size(out.dtype);

@@ -255,6 +255,11 @@ public:
   Array slice(int64_t axis, int64_t start, int64_t stop = npos, int64_t step = 1) const;
   // x.at(i): index i along axis 0, removing that axis.
   Array at(int64_t index, int64_t axis = 0) const;
+  // x[{2, pa::slice(1, pa::end, 2), pa::newaxis, pa::ellipsis}]: NumPy's basic indexing (integers
+  // remove their axis, slices keep it — pa::slice() is `:` —, newaxis inserts one, one ellipsis
+  // stands for the axes not named); a view.
+  struct index_item;
+  Array operator[](std::initializer_list<index_item> items) const;
   // A dense copy (always a new tensor).
   Array copy() const;
   Array astype(dtype type) const;
@@ -1455,6 +1460,69 @@ inline Array Array::at(int64_t index, int64_t axis) const {
   sh.erase(sh.begin() + static_cast<int64_t>(d));
   st.erase(st.begin() + static_cast<int64_t>(d));
   return detail::make_view(v, off, std::move(st), std::move(sh));
+}
+
+
+// ---- indexing --------------------------------------------------------------------------------------
+inline constexpr int64_t end = Array::npos;
+struct slice {
+  int64_t start = Array::npos, stop = Array::npos, step = 1; // npos: the end the step walks from/to
+  slice() = default;
+  slice(int64_t start_, int64_t stop_ = Array::npos, int64_t step_ = 1)
+      : start(start_), stop(stop_), step(step_) {}
+};
+struct newaxis_t {};
+struct ellipsis_t {};
+inline constexpr newaxis_t newaxis{};
+inline constexpr ellipsis_t ellipsis{};
+struct Array::index_item {
+  enum class kind { integer, range, add_axis, rest } k;
+  int64_t i = 0;
+  ::parenchyma::array::slice s{};
+  index_item(int64_t v) : k(kind::integer), i(v) {}                    // NOLINT: implicit
+  index_item(int v) : k(kind::integer), i(v) {}                        // NOLINT
+  index_item(::parenchyma::array::slice v) : k(kind::range), s(v) {}   // NOLINT
+  index_item(newaxis_t) : k(kind::add_axis) {}                         // NOLINT
+  index_item(ellipsis_t) : k(kind::rest) {}                            // NOLINT
+};
+inline Array Array::operator[](std::initializer_list<index_item> items) const {
+  Array v = detail::view_base(*this, "index");
+  int named = 0, ellipses = 0;
+  for (const index_item& it : items) {
+    named += it.k == index_item::kind::integer || it.k == index_item::kind::range;
+    ellipses += it.k == index_item::kind::rest;
+  }
+  if (ellipses > 1) detail::fail("index", errc::invalid_argument, "more than one ellipsis");
+  if (named > static_cast<int>(v.ndim()))
+    detail::fail("index", errc::invalid_argument, named, " indices for an array of ", v.ndim(),
+                 " dimensions");
+  int64_t axis = 0; // the axis of the result the next item applies to
+  for (const index_item& it : items) {
+    switch (it.k) {
+    case index_item::kind::integer: v = v.at(it.i, axis); break;
+    case index_item::kind::range:
+      v = v.slice(axis, it.s.start, it.s.stop, it.s.step);
+      ++axis;
+      break;
+    case index_item::kind::add_axis:
+      v = v.expand_dims(axis);
+      ++axis;
+      break;
+    case index_item::kind::rest:
+      axis += static_cast<int64_t>(v.ndim()) - axis - [&] {
+        int rest = 0; // integer and slice items after the ellipsis
+        bool after = false;
+        for (const index_item& x : items) {
+          if (x.k == index_item::kind::rest) after = true;
+          else if (after && (x.k == index_item::kind::integer || x.k == index_item::kind::range))
+            ++rest;
+        }
+        return rest;
+      }();
+      break;
+    }
+  }
+  return v;
 }
 
 // Free-function forms.
