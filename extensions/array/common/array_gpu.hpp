@@ -387,71 +387,18 @@ template <const pcy_op_schema& S, int N> void op_scan(gpu_context& cx, const sdk
   run(cx, a.queue(), k.k3, cx.groups_for(rows * blocks), la);
 }
 
-// random: the view {R, shape[R], offset, strides[R]} checked against the output; the draw's
+// random: the view and distribution checked by decode_random (array_program.hpp); the draw's
 // parameters as pcy_array.h says (the affine steps in the output's precision, F32 for the half
 // types).
 inline void op_random(gpu_context& cx, const sdk::op_args& a) {
   const pcy_op_schema& S = pcy_array_random_schema;
-  constexpr uint32_t out_k = at<pcy_array_random_schema>("out");
-  constexpr uint32_t view_k = at<pcy_array_random_schema>("view");
-  constexpr uint32_t dist_k = at<pcy_array_random_schema>("distribution");
-  auto bad = [&](uint32_t k, const std::string& what) {
-    sdk::fail(PCY_ERR_INVALID_ARGUMENT,
-              sdk::str(S.extension, ".", S.name, ": argument ", S.args[k].name, ": ", what));
-  };
-  const pcy_tensor& out = a.t(out_k);
-  const int dt = static_cast<int>(out.dtype);
-  if (out.strides != nullptr) bad(out_k, "strided tensors are described by the view");
-  const std::span<const int64_t> v = a.ints(view_k);
-  if (v.empty() || v[0] < 0 || v[0] > max_rank) bad(view_k, "word 0: the rank is outside [0, 8]");
-  const int R = static_cast<int>(v[0]);
-  if (v.size() != static_cast<size_t>(2 + 2 * R))
-    bad(view_k, sdk::str(v.size(), " words, expected ", 2 + 2 * R));
-  uint64_t n = 1;
-  int128 lo = v[static_cast<size_t>(1 + R)], hi = lo;
-  for (int d = 0; d < R; ++d) {
-    const int64_t e = v[static_cast<size_t>(1 + d)];
-    if (e < 0) bad(view_k, sdk::str("word ", 1 + d, ": extent ", e, " < 0"));
-    if (!sdk::mul_ok(n, static_cast<uint64_t>(e), n) || n > (uint64_t{1} << 62))
-      bad(view_k, "the element count overflows");
-  }
-  if (n == 0) return;
-  for (int d = 0; d < R; ++d) {
-    const int128 span =
-        static_cast<int128>(v[static_cast<size_t>(1 + d)] - 1) * v[static_cast<size_t>(2 + R + d)];
-    (span < 0 ? lo : hi) += span;
-  }
-  uint64_t have = 1;
-  for (int32_t i = 0; i < out.ndim; ++i)
-    if (out.shape[i] < 0 || !sdk::mul_ok(have, static_cast<uint64_t>(out.shape[i]), have))
-      bad(out_k, "its shape is invalid");
-  if (lo < 0 || hi >= static_cast<int128>(have))
-    bad(view_k, sdk::str("the view addresses elements ", static_cast<int64_t>(lo), "..",
-                         static_cast<int64_t>(hi), " of a tensor of ", have, " elements"));
-  const int64_t dist = a.i(dist_k);
-  const double pa = a.f(at<pcy_array_random_schema>("a")),
-               pb = a.f(at<pcy_array_random_schema>("b"));
-  const bool fl = is_float(dt) || is_half(dt);
-  switch (dist) {
-  case PCY_ARRAY_RANDOM_UNIFORM:
-  case PCY_ARRAY_RANDOM_NORMAL:
-    if (!fl) bad(dist_k, "uniform and normal draw floating values");
-    break;
-  case PCY_ARRAY_RANDOM_BERNOULLI: break;
-  case PCY_ARRAY_RANDOM_RANDINT:
-    if (!is_int(dt)) bad(dist_k, "randint draws integers");
-    if (!(pb > pa) || !std::isfinite(pa) || !std::isfinite(pb))
-      bad(at<pcy_array_random_schema>("b"), "randint needs finite a < b");
-    break;
-  case PCY_ARRAY_RANDOM_BITS:
-    if (dt != PCY_DTYPE_I64) bad(dist_k, "bits draws i64");
-    break;
-  case PCY_ARRAY_RANDOM_PERMUTATION:
-    if (dt != PCY_DTYPE_I64 && !(dt == PCY_DTYPE_I32 && n <= (uint64_t{1} << 31)))
-      bad(dist_k, "a permutation is i64 (or i32 up to 2^31 elements)");
-    break;
-  default: bad(dist_k, sdk::str("unknown distribution ", dist));
-  }
+  const random_call rc = decode_random(a); // view, distribution, parameters checked
+  if (rc.elements == 0) return;
+  const pcy_tensor& out = a.t(at<pcy_array_random_schema>("out"));
+  const int dt = rc.dtype, R = rc.rank;
+  const int64_t dist = rc.distribution;
+  const uint64_t n = rc.elements;
+  const double pa = rc.a, pb = rc.b;
   codegen::spec s;
   s.what = job::random;
   s.kind = static_cast<int>(dist);
@@ -464,14 +411,13 @@ inline void op_random(gpu_context& cx, const sdk::op_args& a) {
   la.meta.assign(static_cast<size_t>(l.words(job::random)), 0);
   la.meta[static_cast<size_t>(l.small(job::random))] = n < (uint64_t{1} << 32) ? 1 : 0;
   for (int d = 0; d < R; ++d) {
-    la.meta[static_cast<size_t>(l.shape(d))] = v[static_cast<size_t>(1 + d)];
-    la.meta[static_cast<size_t>(l.stride(0, d))] = v[static_cast<size_t>(2 + R + d)];
+    la.meta[static_cast<size_t>(l.shape(d))] = rc.shape[static_cast<size_t>(d)];
+    la.meta[static_cast<size_t>(l.stride(0, d))] = rc.strides[static_cast<size_t>(d)];
   }
-  la.meta[static_cast<size_t>(l.offset(0))] =
-      v[static_cast<size_t>(1 + R)] + elem_offset(S, out, cx.bundle);
+  la.meta[static_cast<size_t>(l.offset(0))] = rc.offset + elem_offset(S, out, cx.bundle);
   la.meta[static_cast<size_t>(l.extra(0))] = static_cast<int64_t>(n);
-  la.meta[static_cast<size_t>(l.extra(1))] = a.i(at<pcy_array_random_schema>("seed"));
-  la.meta[static_cast<size_t>(l.extra(2))] = a.i(at<pcy_array_random_schema>("offset"));
+  la.meta[static_cast<size_t>(l.extra(1))] = static_cast<int64_t>(rc.seed);
+  la.meta[static_cast<size_t>(l.extra(2))] = static_cast<int64_t>(rc.stream_offset);
   // bernoulli: floor(p 2^32) clipped to [0, 2^32]; NaN gives 0
   uint64_t thr = 0;
   if (pa > 0.0) thr = pa >= 1.0 ? (uint64_t{1} << 32) : static_cast<uint64_t>(pa * 4294967296.0);
