@@ -47,6 +47,10 @@ struct gpu_context : sdk::device_context {
   // the column kernel. Default 8 on GPUs, 0 on CPU devices; PARENCHYMA_ARRAY_OUTER_SLICES (0, 1,
   // 2, 4, ... up to the work-group) sets it (the tests run both kernels on any device).
   int outer_slices = 8;
+  // F32 transcendental functions through F64 (nearly always correctly rounded: the host libm's
+  // bits) where the device has fp64; PARENCHYMA_ARRAY_F32_VIA_F64=0 keeps them in F32 (the
+  // device's own bounds; faster where fp64 is slow).
+  bool f32_via_f64 = true;
   std::string device_name;
   uint32_t wg = 256;            // work-group size of every kernel (a power of two)
   uint64_t max_groups = 4096;   // cap on the groups of a grid-stride launch
@@ -118,9 +122,13 @@ struct gpu_context : sdk::device_context {
     return kernels.emplace(key, b).first->second;
   }
 
-  // Reads PARENCHYMA_ARRAY_OUTER_SLICES (see outer_slices) after wg and cpu are set.
+  // Reads PARENCHYMA_ARRAY_OUTER_SLICES and PARENCHYMA_ARRAY_F32_VIA_F64 (see outer_slices,
+  // f32_via_f64) after wg, cpu and fp64 are set.
   void configure(const sdk::settings& st) {
     outer_slices = cpu ? 0 : static_cast<int>(std::min<uint32_t>(8, wg));
+    f32_via_f64 = fp64;
+    if (const char* v = st.find("PARENCHYMA_ARRAY_F32_VIA_F64"); v != nullptr && v[0] == '0')
+      f32_via_f64 = false;
     if (const char* v = st.find("PARENCHYMA_ARRAY_OUTER_SLICES")) {
       const long n = std::strtol(v, nullptr, 10);
       int cs = 0;
@@ -226,7 +234,7 @@ void op_eval(gpu_context& cx, const sdk::op_args& a) {
   if (p.elements == 0) return;
   const collapsed c = collapse(p);
   codegen::spec s = codegen::make_spec(p, c, job::eval, 0);
-  s.f32_via_f64 = cx.fp64;
+  s.f32_via_f64 = cx.f32_via_f64;
   const built_kernels& k = cx.get(s);
   std::array<int64_t, max_operands> off{};
   std::array<const pcy_tensor*, max_operands> t{};
@@ -271,7 +279,7 @@ template <const pcy_op_schema& S, int N> void op_reduce(gpu_context& cx, const s
   if (p.kept_elements == 0) return;
   const collapsed c = collapse(p);
   codegen::spec s = codegen::make_spec(p, c, job::reduce, kd);
-  s.f32_via_f64 = cx.fp64;
+  s.f32_via_f64 = cx.f32_via_f64;
   const built_kernels& k = cx.get(s);
   std::array<int64_t, max_operands> off{};
   std::array<const pcy_tensor*, max_operands> t{};
@@ -348,7 +356,7 @@ template <const pcy_op_schema& S, int N> void op_scan(gpu_context& cx, const sdk
   if (p.elements == 0) return;
   const collapsed c = collapse(p);
   codegen::spec s = codegen::make_spec(p, c, job::scan, static_cast<int>(kd));
-  s.f32_via_f64 = cx.fp64;
+  s.f32_via_f64 = cx.f32_via_f64;
   const built_kernels& k = cx.get(s);
   std::array<int64_t, max_operands> off{};
   std::array<const pcy_tensor*, max_operands> t{};
