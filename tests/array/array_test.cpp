@@ -93,7 +93,10 @@ TEST_CASE("array: a fused chain with broadcasting and promotion matches float64 
       const float sc_over_c = std::sin(static_cast<float>(cv)) / static_cast<float>(cv);
       const double want = std::exp(av * xv - 1.0) + static_cast<double>(sc_over_c) -
                           static_cast<double>(std::sqrt(std::fabs(static_cast<float>(av))) * 2.0f);
-      REQUIRE(close(got[static_cast<size_t>(i)], want, 1e-12, 1e-12));
+      // The host's f32 sin and sqrt on native; a device's own f32 functions elsewhere (within a
+      // few f32 ulp of each term, about 1 in magnitude here).
+      const bool host_math = b.framework().name() == "native";
+      REQUIRE(close(got[static_cast<size_t>(i)], want, 1e-12, host_math ? 1e-12 : 4e-6));
     }
   }
 }

@@ -100,15 +100,31 @@ struct spec {
     put(f32_via_f64 ? 1 : 0);
     for (int o = 0; o < operands; ++o)
       put(dtypes[static_cast<size_t>(o)]);
+    // Constants' values and GATHER's extent are kernel arguments (meta words): a new scalar
+    // (a learning rate, a step count) or another table size reuses the kernel.
     for (int i = 0; i < count; ++i) {
       const instruction& in = code[static_cast<size_t>(i)];
       put(in.op | in.dtype << 8);
-      put(in.a);
+      put(in.op == PCY_ARRAY_OP_CONST ? 0 : in.a);
       put(in.b);
       put(in.c);
-      put(in.extent);
     }
     return k;
+  }
+  // The meta word index, after the layout's own, of instruction k's runtime immediate (CONST's
+  // value, GATHER's extent); -1 for other instructions.
+  int immediate_slot(int k) const noexcept {
+    int slot = 0;
+    for (int i = 0; i < k; ++i) slot += has_immediate(code[static_cast<size_t>(i)].op);
+    return has_immediate(code[static_cast<size_t>(k)].op) ? slot : -1;
+  }
+  int immediates() const noexcept {
+    int n = 0;
+    for (int i = 0; i < count; ++i) n += has_immediate(code[static_cast<size_t>(i)].op);
+    return n;
+  }
+  static constexpr bool has_immediate(int op) noexcept {
+    return op == PCY_ARRAY_OP_CONST || op == PCY_ARRAY_OP_GATHER;
   }
 };
 
@@ -167,6 +183,25 @@ inline std::vector<int64_t> meta_words(const spec& s, const collapsed& c,
   for (int d = 0; d < s.rank; ++d)
     n *= static_cast<uint64_t>(c.shape[static_cast<size_t>(d)]);
   w[static_cast<size_t>(l.small(s.what))] = n < (uint64_t{1} << 32) ? 1 : 0;
+  // The runtime immediates: CONST values as the kernel reads them (F32: its bits in the low
+  // word, rounded from the program's binary64 as the native bundle rounds; F64: its bits;
+  // integers and bool: the value), GATHER extents.
+  for (int k = 0; k < s.count; ++k) {
+    const instruction& in = s.code[static_cast<size_t>(k)];
+    if (!spec::has_immediate(in.op)) continue;
+    int64_t v = in.op == PCY_ARRAY_OP_GATHER ? in.extent : in.a;
+    if (in.op == PCY_ARRAY_OP_CONST && in.dtype == PCY_DTYPE_F32) {
+      double f;
+      std::memcpy(&f, &in.a, sizeof f);
+      const float g = static_cast<float>(f);
+      uint32_t u;
+      std::memcpy(&u, &g, sizeof u);
+      v = static_cast<int64_t>(u);
+    } else if (in.op == PCY_ARRAY_OP_CONST && in.dtype == PCY_DTYPE_BOOL) {
+      v = in.a != 0 ? 1 : 0;
+    }
+    w.push_back(v);
+  }
   return w;
 }
 
@@ -636,22 +671,21 @@ inline std::string instruction_code(dialect dl, const spec& s, int k) {
   case PCY_ARRAY_OP_GATHER: {
     const long long p = in.a, dim = in.c;
     const std::string gi = reg(in.b); // the index register (GATHER's words are immediates)
+    const int ext = layout_of(s).words(s.what) + s.immediate_slot(k); // the extent's meta word
     const std::string at = fmt(
-        "q%lld + (%s < 0 ? (i64)0 : %s > (i64)%lld ? (i64)%lld : %s) * m.w[%d] - idx%lld * m.w[%d]",
-        p, gi.c_str(), gi.c_str(), static_cast<long long>(in.extent - 1),
-        static_cast<long long>(in.extent - 1), gi.c_str(),
+        "q%lld + (%s < 0 ? (i64)0 : %s > m.w[%d] - 1 ? m.w[%d] - 1 : %s) * m.w[%d] - idx%lld * m.w[%d]",
+        p, gi.c_str(), gi.c_str(), ext, ext, gi.c_str(),
         layout_of(s).stride(static_cast<int>(p), static_cast<int>(dim)), dim,
         layout_of(s).stride(static_cast<int>(p), static_cast<int>(dim)));
     const std::string e = fmt("o%lld[", p) + at + "]";
     return def(d == PCY_DTYPE_BOOL ? "(u8)(" + e + " != 0)" : e);
   }
-  case PCY_ARRAY_OP_CONST: {
-    double f;
-    std::memcpy(&f, &in.a, sizeof f);
-    if (d == PCY_DTYPE_F32) return def(f32_bits(static_cast<float>(f)));
-    if (d == PCY_DTYPE_F64) return def(f64_bits(f));
-    if (d == PCY_DTYPE_BOOL) return def(in.a != 0 ? "(u8)1" : "(u8)0");
-    return def(fmt("(%s)(i64)PCY_U64(0x%016llX)", T, static_cast<unsigned long long>(in.a)));
+  case PCY_ARRAY_OP_CONST: { // the value is a meta word (spec::immediate_slot)
+    const std::string w = fmt("m.w[%d]", layout_of(s).words(s.what) + s.immediate_slot(k));
+    if (d == PCY_DTYPE_F32) return def("U2F((u32)" + w + ")");
+    if (d == PCY_DTYPE_F64) return def("U2D(" + w + ")");
+    if (d == PCY_DTYPE_BOOL) return def("(u8)(" + w + " != 0)");
+    return def(fmt("(%s)", T) + w);
   }
   case PCY_ARRAY_OP_INDEX: return def(fmt("idx%lld", static_cast<long long>(in.a)));
   case PCY_ARRAY_OP_STORE: return def(reg(in.b)); // written after the body (eval)
@@ -930,7 +964,7 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
   }
   src += helpers(dl, f64);
   const layout l = layout_of(s);
-  const int words = l.words(s.what), sm = l.small(s.what);
+  const int words = l.words(s.what) + s.immediates(), sm = l.small(s.what);
   src += fmt("typedef struct { i64 w[%d]; } pcy_meta;\n", words);
   const int R = s.rank;
 

@@ -48,8 +48,9 @@ struct gpu_context : sdk::device_context {
   // 2, 4, ... up to the work-group) sets it (the tests run both kernels on any device).
   int outer_slices = 8;
   // F32 transcendental functions through F64 (nearly always correctly rounded: the host libm's
-  // bits) where the device has fp64; PARENCHYMA_ARRAY_F32_VIA_F64=0 keeps them in F32 (the
-  // device's own bounds; faster where fp64 is slow).
+  // bits) on CPU devices with fp64 (PoCL: cheap there); on GPUs in F32 with the device's own
+  // bounds (F64 math made a fused chain with a sin compute-bound on the H100: 0.82 of a copy).
+  // PARENCHYMA_ARRAY_F32_VIA_F64=1 or 0 sets it.
   bool f32_via_f64 = true;
   std::string device_name;
   uint32_t wg = 256;            // work-group size of every kernel (a power of two)
@@ -126,9 +127,9 @@ struct gpu_context : sdk::device_context {
   // f32_via_f64) after wg, cpu and fp64 are set.
   void configure(const sdk::settings& st) {
     outer_slices = cpu ? 0 : static_cast<int>(std::min<uint32_t>(8, wg));
-    f32_via_f64 = fp64;
-    if (const char* v = st.find("PARENCHYMA_ARRAY_F32_VIA_F64"); v != nullptr && v[0] == '0')
-      f32_via_f64 = false;
+    f32_via_f64 = fp64 && cpu;
+    if (const char* v = st.find("PARENCHYMA_ARRAY_F32_VIA_F64"); v != nullptr)
+      f32_via_f64 = fp64 && v[0] == '1';
     if (const char* v = st.find("PARENCHYMA_ARRAY_OUTER_SLICES")) {
       const long n = std::strtol(v, nullptr, 10);
       int cs = 0;
