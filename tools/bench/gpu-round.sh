@@ -67,7 +67,7 @@ has selftest && targets+=(nn-cuda-selftest parenchyma-conformance)
 has conf-blas && targets+=(parenchyma-conformance)
 has pocl && targets+=(parenchyma-conformance)
 has demo && targets+=(parenchyma-nn-demo)
-has array && targets+=(bench_array_cuda test_array test_array_hostile test_array_random
+has array && targets+=(bench_array_cuda test_array test_array_gpu test_array_hostile test_array_random
   parenchyma-array-native parenchyma-array-opencl parenchyma-array-cuda parenchyma-nn-demo)
 has tests && all=ON
 say "machine: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
@@ -137,10 +137,12 @@ for p in "$@"; do
       mv "$B"/json/p2_opencl_small_ops_default.json "$B/json/p2_opencl_small_ops_$pf.json" 2>/dev/null
     done ;;
   array)
-    for t in array array_hostile array_random $(ls "$bin" | grep -o '^test_array_gpu$' | sed 's/^test_//'); do
-      say "test_$t"; (cd "$B" && timeout 120 "$bin/test_$t" >"$L/test_$t.log" 2>&1); echo "test_$t exit code $?"
+    for t in array array_hostile array_random array_gpu; do
+      say "test_$t"; (cd "$B" && timeout 150 "$bin/test_$t" >"$L/test_$t.log" 2>&1); echo "test_$t exit code $?"
       tail -4 "$L/test_$t.log"
     done
+    say "test_array_gpu [reduce], the tiled kernel for outer reductions"
+    (cd "$B" && PARENCHYMA_ARRAY_OUTER_SLICES=8 timeout 100 "$bin/test_array_gpu" "[reduce]" 2>&1 | tail -3)
     say "NN demo on cuda (the array extension's loss, accuracy and Adam)"
     timeout 120 "$bin/parenchyma-nn-demo" --backend cuda 2>&1 | tail -6
     say "A1-A4 (bench_array_cuda)"; timeout 240 "$bin/bench_array_cuda" 2>&1 | tail -24 ;;
