@@ -317,11 +317,36 @@ std::vector<uint8_t> run(const Backend& b, opkind k, const program_words& p, int
   return std::vector<uint8_t>(r, r + static_cast<size_t>(out_elems) * dsize(out_dtype));
 }
 
-constexpr int arith[] = {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_I8, PCY_DTYPE_I16,
-                         PCY_DTYPE_I32, PCY_DTYPE_I64, PCY_DTYPE_U8, PCY_DTYPE_BOOL};
-constexpr int all_types[] = {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_I8, PCY_DTYPE_I16,
-                             PCY_DTYPE_I32, PCY_DTYPE_I64, PCY_DTYPE_U8, PCY_DTYPE_BOOL,
-                             PCY_DTYPE_F16, PCY_DTYPE_BF16};
+constexpr int arith_all[] = {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_I8, PCY_DTYPE_I16,
+                             PCY_DTYPE_I32, PCY_DTYPE_I64, PCY_DTYPE_U8, PCY_DTYPE_BOOL};
+constexpr int all_types_all[] = {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_I8, PCY_DTYPE_I16,
+                                 PCY_DTYPE_I32, PCY_DTYPE_I64, PCY_DTYPE_U8, PCY_DTYPE_BOOL,
+                                 PCY_DTYPE_F16, PCY_DTYPE_BF16};
+// Every dtype where a GPU is present or PARENCHYMA_ARRAY_GPU_ALL=1; with only CPU devices (PoCL in
+// CI, where each new program costs its compiler about 0.7 s) one of each kind: f32, f64, i8
+// (narrow signed), i64, u8 (unsigned), bool, and f16 for the casts.
+bool exhaustive() {
+  static const bool yes = [] {
+    if (const char* v = std::getenv("PARENCHYMA_ARRAY_GPU_ALL"); v != nullptr && *v == '1')
+      return true;
+    for (const Backend& b : gpu_backends())
+      if (b.device().kind != device_kind::cpu) return true;
+    return false;
+  }();
+  return yes;
+}
+std::vector<int> arith_types() {
+  if (exhaustive()) return {std::begin(arith_all), std::end(arith_all)};
+  return {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_I8, PCY_DTYPE_I64, PCY_DTYPE_U8, PCY_DTYPE_BOOL};
+}
+std::vector<int> reduce_types() {
+  if (exhaustive()) return {std::begin(arith_all), std::end(arith_all)};
+  return {PCY_DTYPE_F32, PCY_DTYPE_I64, PCY_DTYPE_BOOL};
+}
+std::vector<int> cast_types() {
+  if (exhaustive()) return {std::begin(all_types_all), std::end(all_types_all)};
+  return {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_I8, PCY_DTYPE_U8, PCY_DTYPE_BOOL, PCY_DTYPE_F16};
+}
 
 bool defined_on(int op, int t) {
   const bool num = is_integer(t) || t == PCY_DTYPE_F32 || t == PCY_DTYPE_F64;
@@ -388,7 +413,7 @@ TEST_CASE("array gpu: every exact instruction matches the native bundle to the b
   }
   const Backend native("native");
   const int64_t rows = 13, cols = 21, n = rows * cols;
-  for (int t : arith) {
+  for (int t : arith_types()) {
     // x: a transposed view of a cols x rows tensor; y: dense; both rows x cols
     const input x{t, awkward(t, static_cast<size_t>(n)), {cols, rows}};
     for (int op = PCY_ARRAY_OP_NEG; op < PCY_ARRAY_OP_WHERE; ++op) {
@@ -426,9 +451,9 @@ TEST_CASE("array gpu: every cast between the ten dtypes matches the native bundl
   }
   const Backend native("native");
   const int64_t n = 4096;
-  for (int from : all_types) {
+  for (int from : cast_types()) {
     const input x{from, awkward(from, static_cast<size_t>(n)), {n}};
-    for (int to : all_types) {
+    for (int to : cast_types()) {
       if (to == from) continue;
       program_words p;
       p.shape = {n};
@@ -526,7 +551,7 @@ TEST_CASE("array gpu: reductions of every kind along inner and outer dimensions"
       s *= L.shape[static_cast<size_t>(d)];
     }
     for (int kind = PCY_ARRAY_REDUCE_SUM; kind < PCY_ARRAY_REDUCE_END; ++kind) {
-      for (int t : arith) {
+      for (int t : reduce_types()) {
         const bool fl = t == PCY_DTYPE_F32 || t == PCY_DTYPE_F64;
         int out_t = t;
         bool exact = true;
@@ -624,7 +649,7 @@ TEST_CASE("array gpu: scans are sequential: the native bundle's bits", "[array][
   }
   const Backend native("native");
   const int64_t rows = 7, len = 300;
-  for (int t : arith) {
+  for (int t : arith_types()) {
     if (t == PCY_DTYPE_BOOL) continue;
     for (int kind : {PCY_ARRAY_SCAN_SUM, PCY_ARRAY_SCAN_PROD}) {
       input x{t, awkward(t, static_cast<size_t>(rows * len)), {rows * len}};
@@ -782,7 +807,7 @@ TEST_CASE("array gpu: random draws give the native bundle's bits", "[array][gpu]
   }
   const Backend native("native");
   const uint64_t seed = 42, offset = 7;
-  for (int d : all_types) {
+  for (int d : all_types_all) {
     // parameters exact in f32, and not (0.1, 0.7: the f32 roundings of a and b matter)
     std::vector<std::pair<int, std::pair<double, double>>> dists{
         {PCY_ARRAY_RANDOM_BERNOULLI, {0.25, 0}}, {PCY_ARRAY_RANDOM_BERNOULLI, {0.3, 0}}};
