@@ -53,8 +53,9 @@ Value value_of(const py::handle& obj, const std::string& fn, const char* arg) {
     return v;
   }
   fail(errc::invalid_argument, origin_prefix + fn,
-       std::string("argument ") + arg + ": expected a parenchyma.Tensor or a Python bool, int "
-                                        "or float, got " +
+       std::string("argument ") + arg +
+           ": expected a parenchyma.Tensor or a Python bool, int "
+           "or float, got " +
            std::string(py::str(py::type::handle_of(obj).attr("__name__"))));
 }
 
@@ -65,7 +66,8 @@ std::shared_ptr<BackendState> pick_backend(const std::vector<const Value*>& valu
   for (const Value* v : values) {
     if (v->tensor == nullptr || !v->tensor->backend) continue;
     const auto& b = v->tensor->backend;
-    if (!s) s = b;
+    if (!s)
+      s = b;
     else if (s != b && !(s->backend == b->backend))
       fail(errc::invalid_argument, origin_prefix + fn,
            "the operands live on different backends ('" + s->backend.name() + "' and '" +
@@ -98,8 +100,10 @@ PyTensor tensor_of(pa::Array a, const std::shared_ptr<BackendState>& s,
   PyTensor r;
   if (mutex) r.mutex = std::move(mutex);
   r.backend = s;
-  if (whole(a)) r.storage = a.node()->storage;
-  else r.array = std::make_shared<const pa::Array>(std::move(a));
+  if (whole(a))
+    r.storage = a.node()->storage;
+  else
+    r.array = std::make_shared<const pa::Array>(std::move(a));
   return r;
 }
 
@@ -136,25 +140,42 @@ PyTensor apply1(const py::handle& x, const std::string& fn,
 using Unary = pa::Array (*)(const pa::Array&);
 const std::map<std::string, Unary>& unary_ops() {
   static const std::map<std::string, Unary> ops = {
-      {"negative", &pa::negative}, {"abs", &pa::abs},
-      {"sign", &pa::sign},         {"square", &pa::square},
-      {"exp", &pa::exp},           {"expm1", &pa::expm1},
-      {"log", &pa::log},           {"log1p", &pa::log1p},
-      {"log2", &pa::log2},         {"log10", &pa::log10},
-      {"sqrt", &pa::sqrt},         {"rsqrt", &pa::rsqrt},
-      {"sin", &pa::sin},           {"cos", &pa::cos},
-      {"tan", &pa::tan},           {"asin", &pa::asin},
-      {"acos", &pa::acos},         {"atan", &pa::atan},
-      {"sinh", &pa::sinh},         {"cosh", &pa::cosh},
-      {"tanh", &pa::tanh},         {"asinh", &pa::asinh},
-      {"acosh", &pa::acosh},       {"atanh", &pa::atanh},
-      {"erf", &pa::erf},           {"floor", &pa::floor},
-      {"ceil", &pa::ceil},         {"round", &pa::round},
-      {"trunc", &pa::trunc},       {"isnan", &pa::isnan},
-      {"isinf", &pa::isinf},       {"isfinite", &pa::isfinite},
+      {"negative", &pa::negative},
+      {"abs", &pa::abs},
+      {"sign", &pa::sign},
+      {"square", &pa::square},
+      {"exp", &pa::exp},
+      {"expm1", &pa::expm1},
+      {"log", &pa::log},
+      {"log1p", &pa::log1p},
+      {"log2", &pa::log2},
+      {"log10", &pa::log10},
+      {"sqrt", &pa::sqrt},
+      {"rsqrt", &pa::rsqrt},
+      {"sin", &pa::sin},
+      {"cos", &pa::cos},
+      {"tan", &pa::tan},
+      {"asin", &pa::asin},
+      {"acos", &pa::acos},
+      {"atan", &pa::atan},
+      {"sinh", &pa::sinh},
+      {"cosh", &pa::cosh},
+      {"tanh", &pa::tanh},
+      {"asinh", &pa::asinh},
+      {"acosh", &pa::acosh},
+      {"atanh", &pa::atanh},
+      {"erf", &pa::erf},
+      {"floor", &pa::floor},
+      {"ceil", &pa::ceil},
+      {"round", &pa::round},
+      {"trunc", &pa::trunc},
+      {"isnan", &pa::isnan},
+      {"isinf", &pa::isinf},
+      {"isfinite", &pa::isfinite},
       {"bitwise_invert", &pa::bitwise_invert},
       {"logical_not", &pa::logical_not},
-      {"positive", &pa::positive}, {"reciprocal", &pa::reciprocal},
+      {"positive", &pa::positive},
+      {"reciprocal", &pa::reciprocal},
   };
   return ops;
 }
@@ -208,8 +229,9 @@ std::optional<int64_t> opt_int(const py::object& v, const std::string& fn, const
 std::shared_ptr<BackendState> backend_arg(const py::object& backend) {
   if (backend.is_none()) return default_backend();
   if (!py::isinstance<PyBackend>(backend))
-    fail(errc::invalid_argument, "array", "argument device: expected a parenchyma.Backend, got " +
-                                               std::string(py::str(py::type::handle_of(backend).attr("__name__"))));
+    fail(errc::invalid_argument, "array",
+         "argument device: expected a parenchyma.Backend, got " +
+             std::string(py::str(py::type::handle_of(backend).attr("__name__"))));
   return backend.cast<const PyBackend&>().state;
 }
 
@@ -268,8 +290,10 @@ PyTensor dense(PyTensor& t) {
     const OrderedLock lock({&s->mutex, keep.mutex.get()});
     pa::Array a = *keep.array;
     a.eval(s->backend);
-    if (whole(a)) whole_st = a.node()->storage;
-    else copy = a.copy().node()->storage;
+    if (whole(a))
+      whole_st = a.node()->storage;
+    else
+      copy = a.copy().node()->storage;
   });
   if (whole_st) {
     t.storage = std::move(whole_st);
@@ -317,8 +341,8 @@ void write_back(PyTensor& view, const PyTensor& copy) {
     pa::Array target = *keep.array;
     if (!target.is_view() || target.node()->storage->read_only()) return;
     const auto& sh = copy.storage->shape();
-    target.assign(pa::Array(
-        pa::Array::leaf(copy.storage, 0, pa::detail::dense_strides(sh), sh), s->backend));
+    target.assign(
+        pa::Array(pa::Array::leaf(copy.storage, 0, pa::detail::dense_strides(sh), sh), s->backend));
   });
 }
 
@@ -332,16 +356,16 @@ void bind_array(py::module_& parent) {
                 "the Tensor methods are the API).");
 
   m.def("default_backend", [] { return PyBackend{default_backend()}; });
-  m.def("programs_run", [] { return pa::programs_run(); },
-        "The array programs (op calls) this thread has run.");
+  m.def(
+      "programs_run", [] { return pa::programs_run(); },
+      "The array programs (op calls) this thread has run.");
   m.def("kind", [](const PyTensor& t) -> std::string {
     if (!t.array) return "dense";
     return t.array->is_pending() ? "pending" : "view";
   });
   m.def("view_layout", [](const PyTensor& t) {
     // (offset, strides) in elements over the view's base tensor, for numpy().
-    if (!t.array || !t.array->is_view())
-      fail(errc::internal, "array.view_layout", "not a view");
+    if (!t.array || !t.array->is_view()) fail(errc::internal, "array.view_layout", "not a view");
     return py::make_tuple(t.array->offset(), t.array->strides());
   });
 
@@ -369,13 +393,19 @@ void bind_array(py::module_& parent) {
     const pa::Array ac = array_of(vc, s), ax = array_of(vx, s), ay = array_of(vy, s);
     return tensor_of(locked(s, {&vc, &vx, &vy}, [&] { return pa::where(ac, ax, ay); }), s);
   });
-  m.def("astype", [](const py::object& x, const py::object& dtype, bool copy) {
-    const pcy_dtype t = dtype_from_object(dtype, "dtype");
-    return apply1(x, "astype", [&](const pa::Array& a) {
-      pa::Array r = pa::astype(a, t);
-      return r;
-    }, !copy);
-  }, py::arg("x"), py::arg("dtype"), py::arg("copy") = true);
+  m.def(
+      "astype",
+      [](const py::object& x, const py::object& dtype, bool copy) {
+        const pcy_dtype t = dtype_from_object(dtype, "dtype");
+        return apply1(
+            x, "astype",
+            [&](const pa::Array& a) {
+              pa::Array r = pa::astype(a, t);
+              return r;
+            },
+            !copy);
+      },
+      py::arg("x"), py::arg("dtype"), py::arg("copy") = true);
   m.def("copy", [](const py::object& x) {
     return apply1(x, "copy", [](const pa::Array& a) { return a.copy(); });
   });
@@ -385,43 +415,53 @@ void bind_array(py::module_& parent) {
 
   // ---- views ----
   m.def("reshape", [](const py::object& x, const py::object& shape) {
-    const std::vector<int64_t> sh = py::hasattr(shape, "__index__")
-                                        ? std::vector<int64_t>{int_arg(shape, "array.reshape", "shape")}
-                                        : ints_arg(shape, "array.reshape", "shape");
-    return apply1(x, "reshape", [&](const pa::Array& a) { return a.reshape(sh); }, true);
+    const std::vector<int64_t> sh =
+        py::hasattr(shape, "__index__")
+            ? std::vector<int64_t>{int_arg(shape, "array.reshape", "shape")}
+            : ints_arg(shape, "array.reshape", "shape");
+    return apply1(
+        x, "reshape", [&](const pa::Array& a) { return a.reshape(sh); }, true);
   });
   m.def("permute_dims", [](const py::object& x, const py::object& axes) {
     const auto ax = ints_arg(axes, "array.permute_dims", "axes");
-    return apply1(x, "permute_dims", [&](const pa::Array& a) { return a.permute_dims(ax); }, true);
+    return apply1(
+        x, "permute_dims", [&](const pa::Array& a) { return a.permute_dims(ax); }, true);
   });
   m.def("expand_dims", [](const py::object& x, const py::object& axis) {
     const int64_t ax = int_arg(axis, "array.expand_dims", "axis");
-    return apply1(x, "expand_dims", [&](const pa::Array& a) { return a.expand_dims(ax); }, true);
+    return apply1(
+        x, "expand_dims", [&](const pa::Array& a) { return a.expand_dims(ax); }, true);
   });
   m.def("squeeze", [](const py::object& x, const py::object& axes) {
     const auto ax = axes_arg(axes, "squeeze");
-    return apply1(x, "squeeze", [&](const pa::Array& a) { return a.squeeze(ax); }, true);
+    return apply1(
+        x, "squeeze", [&](const pa::Array& a) { return a.squeeze(ax); }, true);
   });
   m.def("broadcast_to", [](const py::object& x, const py::object& shape) {
     const auto sh = ints_arg(shape, "array.broadcast_to", "shape");
-    return apply1(x, "broadcast_to", [&](const pa::Array& a) { return a.broadcast_to(sh); }, true);
+    return apply1(
+        x, "broadcast_to", [&](const pa::Array& a) { return a.broadcast_to(sh); }, true);
   });
   m.def("flip", [](const py::object& x, const py::object& axes) {
     std::vector<int64_t> ax = axes_arg(axes, "flip");
     if (!axes.is_none() && ax.empty())
-      return apply1(x, "flip", [](const pa::Array& a) { return a; }, true);
-    return apply1(x, "flip", [&](const pa::Array& a) { return a.flip(ax); }, true);
+      return apply1(
+          x, "flip", [](const pa::Array& a) { return a; }, true);
+    return apply1(
+        x, "flip", [&](const pa::Array& a) { return a.flip(ax); }, true);
   });
   m.def("slice", [](const py::object& x, int64_t axis, const py::object& start,
                     const py::object& stop, const py::object& step) {
     const int64_t b = start.is_none() ? pa::Array::npos : int_arg(start, "array.slice", "start");
     const int64_t e = stop.is_none() ? pa::Array::npos : int_arg(stop, "array.slice", "stop");
     const int64_t st = step.is_none() ? 1 : int_arg(step, "array.slice", "step");
-    return apply1(x, "slice", [&](const pa::Array& a) { return a.slice(axis, b, e, st); }, true);
+    return apply1(
+        x, "slice", [&](const pa::Array& a) { return a.slice(axis, b, e, st); }, true);
   });
   m.def("at", [](const py::object& x, const py::object& index, int64_t axis) {
     const int64_t i = int_arg(index, "array.at", "index");
-    return apply1(x, "at", [&](const pa::Array& a) { return a.at(i, axis); }, true);
+    return apply1(
+        x, "at", [&](const pa::Array& a) { return a.at(i, axis); }, true);
   });
 
   // ---- indexing, joining, products ----
@@ -442,12 +482,15 @@ void bind_array(py::module_& parent) {
         fail(errc::invalid_argument, origin_prefix + name, "argument arrays: expected Tensors");
     }
     std::vector<const Value*> all;
-    for (const Value& v : vs) all.push_back(&v);
+    for (const Value& v : vs)
+      all.push_back(&v);
     const auto s = pick_backend(all, name);
     std::vector<pa::Array> as;
-    for (const Value& v : vs) as.push_back(array_of(v, s));
+    for (const Value& v : vs)
+      as.push_back(array_of(v, s));
     std::vector<std::mutex*> locks{&s->mutex};
-    for (const Value& v : vs) locks.push_back(v.tensor->mutex.get());
+    for (const Value& v : vs)
+      locks.push_back(v.tensor->mutex.get());
     pa::Array r = without_gil([&] {
       const OrderedLock lock(std::move(locks));
       return name == "stack" ? pa::stack(std::span<const pa::Array>(as), axis)
@@ -462,12 +505,13 @@ void bind_array(py::module_& parent) {
       fail(errc::invalid_argument, origin_prefix + name, "x1 and x2 must be Tensors");
     const auto s = pick_backend({&vx, &vy}, name);
     const pa::Array ax = array_of(vx, s), ay = array_of(vy, s);
-    return tensor_of(locked(s, {&vx, &vy}, [&] {
-                       if (name == "matmul") return pa::matmul(ax, ay);
-                       if (name == "vecdot") return pa::vecdot(ax, ay, arg);
-                       if (name == "tensordot") return pa::tensordot(ax, ay, arg);
-                       fail(errc::unsupported, origin_prefix + name, "no such product");
-                     }),
+    return tensor_of(locked(s, {&vx, &vy},
+                            [&] {
+                              if (name == "matmul") return pa::matmul(ax, ay);
+                              if (name == "vecdot") return pa::vecdot(ax, ay, arg);
+                              if (name == "tensordot") return pa::tensordot(ax, ay, arg);
+                              fail(errc::unsupported, origin_prefix + name, "no such product");
+                            }),
                      s);
   });
 
@@ -494,37 +538,48 @@ void bind_array(py::module_& parent) {
   });
 
   // ---- reductions and scans ----
-  m.def("reduce", [](const std::string& name, const py::object& x, const py::object& axes,
-                     bool keepdims, double correction) {
-    const auto ax = axes_arg(axes, name);
-    const std::span<const int64_t> sp(ax);
-    std::function<pa::Array(const pa::Array&)> f;
-    if (name == "sum") f = [&](const pa::Array& a) { return pa::sum(a, sp, keepdims); };
-    else if (name == "prod") f = [&](const pa::Array& a) { return pa::prod(a, sp, keepdims); };
-    else if (name == "max") f = [&](const pa::Array& a) { return pa::max(a, sp, keepdims); };
-    else if (name == "min") f = [&](const pa::Array& a) { return pa::min(a, sp, keepdims); };
-    else if (name == "mean") f = [&](const pa::Array& a) { return pa::mean(a, sp, keepdims); };
-    else if (name == "all") f = [&](const pa::Array& a) { return pa::all(a, sp, keepdims); };
-    else if (name == "any") f = [&](const pa::Array& a) { return pa::any(a, sp, keepdims); };
-    else if (name == "logsumexp")
-      f = [&](const pa::Array& a) { return pa::logsumexp(a, sp, keepdims); };
-    else if (name == "var")
-      f = [&](const pa::Array& a) { return pa::var(a, sp, correction, keepdims); };
-    else if (name == "std")
-      f = [&](const pa::Array& a) { return pa::std(a, sp, correction, keepdims); };
-    else fail(errc::unsupported, origin_prefix + name, "no such reduction");
-    return apply1(x, name, f);
-  }, py::arg("name"), py::arg("x"), py::arg("axis") = py::none(), py::arg("keepdims") = false,
-     py::arg("correction") = 0.0);
-  m.def("argreduce", [](const std::string& name, const py::object& x, const py::object& axis,
-                        bool keepdims) {
-    const auto ax = opt_int(axis, name, "axis");
-    if (name == "argmax")
-      return apply1(x, name, [&](const pa::Array& a) { return pa::argmax(a, ax, keepdims); });
-    if (name == "argmin")
-      return apply1(x, name, [&](const pa::Array& a) { return pa::argmin(a, ax, keepdims); });
-    fail(errc::unsupported, origin_prefix + name, "no such reduction");
-  });
+  m.def(
+      "reduce",
+      [](const std::string& name, const py::object& x, const py::object& axes, bool keepdims,
+         double correction) {
+        const auto ax = axes_arg(axes, name);
+        const std::span<const int64_t> sp(ax);
+        std::function<pa::Array(const pa::Array&)> f;
+        if (name == "sum")
+          f = [&](const pa::Array& a) { return pa::sum(a, sp, keepdims); };
+        else if (name == "prod")
+          f = [&](const pa::Array& a) { return pa::prod(a, sp, keepdims); };
+        else if (name == "max")
+          f = [&](const pa::Array& a) { return pa::max(a, sp, keepdims); };
+        else if (name == "min")
+          f = [&](const pa::Array& a) { return pa::min(a, sp, keepdims); };
+        else if (name == "mean")
+          f = [&](const pa::Array& a) { return pa::mean(a, sp, keepdims); };
+        else if (name == "all")
+          f = [&](const pa::Array& a) { return pa::all(a, sp, keepdims); };
+        else if (name == "any")
+          f = [&](const pa::Array& a) { return pa::any(a, sp, keepdims); };
+        else if (name == "logsumexp")
+          f = [&](const pa::Array& a) { return pa::logsumexp(a, sp, keepdims); };
+        else if (name == "var")
+          f = [&](const pa::Array& a) { return pa::var(a, sp, correction, keepdims); };
+        else if (name == "std")
+          f = [&](const pa::Array& a) { return pa::std(a, sp, correction, keepdims); };
+        else
+          fail(errc::unsupported, origin_prefix + name, "no such reduction");
+        return apply1(x, name, f);
+      },
+      py::arg("name"), py::arg("x"), py::arg("axis") = py::none(), py::arg("keepdims") = false,
+      py::arg("correction") = 0.0);
+  m.def("argreduce",
+        [](const std::string& name, const py::object& x, const py::object& axis, bool keepdims) {
+          const auto ax = opt_int(axis, name, "axis");
+          if (name == "argmax")
+            return apply1(x, name, [&](const pa::Array& a) { return pa::argmax(a, ax, keepdims); });
+          if (name == "argmin")
+            return apply1(x, name, [&](const pa::Array& a) { return pa::argmin(a, ax, keepdims); });
+          fail(errc::unsupported, origin_prefix + name, "no such reduction");
+        });
   m.def("vector_norm", [](const py::object& x, const py::object& axes, double ord, bool keepdims) {
     const auto ax = axes_arg(axes, "vector_norm");
     return apply1(x, "vector_norm", [&](const pa::Array& a) {
@@ -535,13 +590,11 @@ void bind_array(py::module_& parent) {
                    bool include_initial) {
     const auto ax = opt_int(axis, name, "axis");
     if (name == "cumulative_sum")
-      return apply1(x, name, [&](const pa::Array& a) {
-        return pa::cumulative_sum(a, ax, include_initial);
-      });
+      return apply1(x, name,
+                    [&](const pa::Array& a) { return pa::cumulative_sum(a, ax, include_initial); });
     if (name == "cumulative_prod")
-      return apply1(x, name, [&](const pa::Array& a) {
-        return pa::cumulative_prod(a, ax, include_initial);
-      });
+      return apply1(
+          x, name, [&](const pa::Array& a) { return pa::cumulative_prod(a, ax, include_initial); });
     fail(errc::unsupported, origin_prefix + name, "no such scan");
   });
 
@@ -559,17 +612,19 @@ void bind_array(py::module_& parent) {
     const pcy_dtype t = dtype_from_object(dtype, "dtype");
     const pa::Array v = fill_value(value, "full");
     pa::Array a = new_array(s, sh, t, "full");
-    return tensor_of(locked(s, {}, [&] {
-                       a.assign(v);
-                       return a;
-                     }),
+    return tensor_of(locked(s, {},
+                            [&] {
+                              a.assign(v);
+                              return a;
+                            }),
                      s);
   });
   m.def("arange", [](double start, double stop, double step, const py::object& dtype,
                      const py::object& backend) {
     const auto s = backend_arg(backend);
     const pcy_dtype t = dtype_from_object(dtype, "dtype");
-    return tensor_of(locked(s, {}, [&] { return pa::arange(s->backend, start, stop, step, t); }), s);
+    return tensor_of(locked(s, {}, [&] { return pa::arange(s->backend, start, stop, step, t); }),
+                     s);
   });
   m.def("linspace", [](double start, double stop, int64_t num, bool endpoint,
                        const py::object& dtype, const py::object& backend) {
@@ -617,20 +672,23 @@ void bind_array(py::module_& parent) {
         const int64_t ic = ints ? int_arg(c, "random.randint", "high") : 0;
         const double fa = ints ? 0 : a.cast<double>();
         const double fc = ints || c.is_none() ? 0 : c.cast<double>();
-        return tensor_of(locked(s, {}, [&] {
-                           if (dist == "uniform") return g.uniform(s->backend, sh, fa, fc, t);
-                           if (dist == "normal") return g.normal(s->backend, sh, fa, fc, t);
-                           if (dist == "bernoulli") return g.bernoulli(s->backend, sh, fa, t);
-                           if (ints) return g.randint(s->backend, sh, ia, ic, t);
-                           fail(errc::unsupported, "random." + dist, "no such distribution");
-                         }),
+        return tensor_of(locked(s, {},
+                                [&] {
+                                  if (dist == "uniform")
+                                    return g.uniform(s->backend, sh, fa, fc, t);
+                                  if (dist == "normal") return g.normal(s->backend, sh, fa, fc, t);
+                                  if (dist == "bernoulli")
+                                    return g.bernoulli(s->backend, sh, fa, t);
+                                  if (ints) return g.randint(s->backend, sh, ia, ic, t);
+                                  fail(errc::unsupported, "random." + dist, "no such distribution");
+                                }),
                          s);
       });
 
   // ---- dtypes ----
   m.def("promote", [](const py::object& a, const py::object& b) {
-    return std::string(dtype_name(pa::promote(dtype_from_object(a, "dtype"),
-                                              dtype_from_object(b, "dtype"))));
+    return std::string(
+        dtype_name(pa::promote(dtype_from_object(a, "dtype"), dtype_from_object(b, "dtype"))));
   });
   m.def("result_type", [](const py::object& a, const py::object& b) {
     // a, b: dtype names (strong) or Python scalars (weak): the front-end's rule on two

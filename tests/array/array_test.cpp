@@ -1,8 +1,8 @@
 // The array extension through its front-end, on every framework with an array bundle here
 // (native always; OpenCL where a device and the bundle exist), against float64 / integer
 // references computed in this file on seeded random data of awkward sizes.
-#include "support/catch.hpp"
 #include "array_backends.hpp"
+#include "support/catch.hpp"
 #include "support/random.hpp"
 
 #include <parenchyma/array.hpp>
@@ -27,7 +27,8 @@ std::vector<Backend> backends() { return array_test::array_backends(); }
 std::vector<double> random_values(size_t n, double lo, double hi) {
   std::uniform_real_distribution<double> d(lo, hi);
   std::vector<double> v(n);
-  for (double& x : v) x = d(rng());
+  for (double& x : v)
+    x = d(rng());
   return v;
 }
 template <class T> std::vector<T> as(const std::vector<double>& v) {
@@ -45,8 +46,8 @@ std::vector<int64_t> unravel(int64_t i, const pa::Shape& s) {
 }
 // The element of an array of shape `s` (row-major values v) at broadcast index `idx` of a
 // larger shape.
-template <class T> T at_broadcast(const std::vector<T>& v, const pa::Shape& s,
-                                  const std::vector<int64_t>& idx) {
+template <class T>
+T at_broadcast(const std::vector<T>& v, const pa::Shape& s, const std::vector<int64_t>& idx) {
   int64_t off = 0, stride = 1;
   for (size_t d = s.size(); d-- > 0;) {
     const int64_t i = idx[idx.size() - s.size() + d];
@@ -115,7 +116,8 @@ TEST_CASE("array: fused and unfused evaluation give the same bits", "[array]") {
     pa::Array t6 = (t3 - t5).eval();
     pa::Array unfused = (t6 + pa::floor(a)).eval();
     const auto f = fused.to_vector<float>(), u = unfused.to_vector<float>();
-    for (size_t i = 0; i < f.size(); ++i) REQUIRE(same_bits(f[i], u[i]));
+    for (size_t i = 0; i < f.size(); ++i)
+      REQUIRE(same_bits(f[i], u[i]));
   }
 }
 
@@ -161,8 +163,18 @@ TEST_CASE("array: casts saturate, NaN goes to 0, half types round once", "[array
     INFO("backend " << b.name());
     const double nan = std::numeric_limits<double>::quiet_NaN(),
                  inf = std::numeric_limits<double>::infinity();
-    const std::vector<double> v{nan, inf, -inf, 300.7, -300.7, 2.5, -2.5, 1e30, -0.0, 65519.99,
-                                65520.0, 1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40),
+    const std::vector<double> v{nan,
+                                inf,
+                                -inf,
+                                300.7,
+                                -300.7,
+                                2.5,
+                                -2.5,
+                                1e30,
+                                -0.0,
+                                65519.99,
+                                65520.0,
+                                1.0 + std::ldexp(1.0, -11) + std::ldexp(1.0, -40),
                                 5.9604644775390625e-08 * 0.5};
     pa::Array x = pa::asarray(b, v, {static_cast<int64_t>(v.size())});
     const auto i8 = x.astype(PCY_DTYPE_I8).to_vector<int8_t>();
@@ -182,10 +194,10 @@ TEST_CASE("array: casts saturate, NaN goes to 0, half types round once", "[array
     CHECK(i64[7] == INT64_MAX);
     CHECK(i64[1] == INT64_MAX);
     CHECK(std::isnan(h[0]));
-    CHECK(h[9] == 65504.0);                   // below the halfway point: the largest finite
-    CHECK(std::isinf(h[10]));                 // 65520 rounds up to inf
+    CHECK(h[9] == 65504.0);       // below the halfway point: the largest finite
+    CHECK(std::isinf(h[10]));     // 65520 rounds up to inf
     CHECK(h[11] == 1.0009765625); // just above a tie: one rounding (f32 first would tie to 1)
-    CHECK(h[12] == 0.0);                       // half the smallest subnormal: ties to even (0)
+    CHECK(h[12] == 0.0);          // half the smallest subnormal: ties to even (0)
     CHECK(std::signbit(h[8]));
     CHECK(bo[0] == 1); // NaN is truthy
     CHECK(bo[8] == 0);
@@ -202,13 +214,15 @@ TEST_CASE("array: reductions over any axes, keepdims, against float64 loops", "[
          {std::vector<int64_t>{}, {0}, {1}, {2}, {0, 2}, {1, 2}, {0, 1}}) {
       INFO("axes " << axes.size() << (axes.empty() ? -1 : axes[0]));
       std::vector<bool> red(3, axes.empty());
-      for (int64_t a : axes) red[static_cast<size_t>(a)] = true;
+      for (int64_t a : axes)
+        red[static_cast<size_t>(a)] = true;
       pa::Shape os;
       for (size_t d = 0; d < 3; ++d)
         if (!red[d]) os.push_back(s[d]);
       const size_t on = [&] {
         size_t n = 1;
-        for (int64_t e : os) n *= static_cast<size_t>(e);
+        for (int64_t e : os)
+          n *= static_cast<size_t>(e);
         return n;
       }();
       std::vector<double> sum(on, 0), mx(on, -1e300), sq(on, 0), lse(on, 0);
@@ -256,7 +270,8 @@ TEST_CASE("array: reductions over any axes, keepdims, against float64 loops", "[
       }
       if (axes.size() == 1) {
         const auto ga = pa::argmax(x, axes[0]).to_vector<int64_t>();
-        for (size_t o = 0; o < on; ++o) CHECK(ga[o] == amax[o]);
+        for (size_t o = 0; o < on; ++o)
+          CHECK(ga[o] == amax[o]);
       }
       pa::Array k = pa::sum(x, axes, true);
       CHECK(k.ndim() == 3);
@@ -284,7 +299,8 @@ TEST_CASE("array: an elementwise chain feeding a reduction runs as one program",
     const double got = pa::sum(pa::square(a - c)).item<double>();
     CHECK(pa::programs_run() - before == 1);
     double want = 0;
-    for (size_t i = 0; i < va.size(); ++i) want += (va[i] - vb[i]) * (va[i] - vb[i]);
+    for (size_t i = 0; i < va.size(); ++i)
+      want += (va[i] - vb[i]) * (va[i] - vb[i]);
     CHECK(close(got, want, 1e-12, 0));
   }
 }
@@ -407,9 +423,12 @@ TEST_CASE("array: take, concat, stack and matmul against loops", "[array]") {
             if (bi == 1) REQUIRE(close(got2[static_cast<size_t>(i * n + j)], want, 1e-12, 1e-12));
           }
     }
-    // bool: the logical or of logical ands, as NumPy's (p = [[1,0,0],[1,1,1]], q = [[0,1],[0,0],[1,0]])
-    pa::Array p = pa::asarray(b, std::vector<uint8_t>{1, 0, 0, 1, 1, 1}, {2, 3}).astype(PCY_DTYPE_BOOL);
-    pa::Array q = pa::asarray(b, std::vector<uint8_t>{0, 1, 0, 0, 1, 0}, {3, 2}).astype(PCY_DTYPE_BOOL);
+    // bool: the logical or of logical ands, as NumPy's (p = [[1,0,0],[1,1,1]], q =
+    // [[0,1],[0,0],[1,0]])
+    pa::Array p =
+        pa::asarray(b, std::vector<uint8_t>{1, 0, 0, 1, 1, 1}, {2, 3}).astype(PCY_DTYPE_BOOL);
+    pa::Array q =
+        pa::asarray(b, std::vector<uint8_t>{0, 1, 0, 0, 1, 0}, {3, 2}).astype(PCY_DTYPE_BOOL);
     pa::Array pq = pa::matmul(p, q);
     CHECK(pq.type() == PCY_DTYPE_BOOL);
     CHECK(pq.astype(PCY_DTYPE_U8).to_vector<uint8_t>() == std::vector<uint8_t>{0, 1, 1, 1});
@@ -437,22 +456,27 @@ TEST_CASE("array: random draws: the same bits on every backend, offsets split on
   Backend native("native");
   const uint64_t seed = 0x5eed'0000'1234ull;
   const auto ref_n = pa::random::normal(native, {1000}, seed, 77).to_vector<float>();
-  const auto ref_u = pa::random::uniform(native, {999}, seed, 5, -2, 3, PCY_DTYPE_F64).to_vector<double>();
+  const auto ref_u =
+      pa::random::uniform(native, {999}, seed, 5, -2, 3, PCY_DTYPE_F64).to_vector<double>();
   for (const Backend& b : backends()) {
     INFO("backend " << b.name());
     const auto n = pa::random::normal(b, {1000}, seed, 77).to_vector<float>();
     const auto u = pa::random::uniform(b, {999}, seed, 5, -2, 3, PCY_DTYPE_F64).to_vector<double>();
-    for (size_t i = 0; i < n.size(); ++i) REQUIRE(same_bits(n[i], ref_n[i]));
-    for (size_t i = 0; i < u.size(); ++i) REQUIRE(same_bits(u[i], ref_u[i]));
+    for (size_t i = 0; i < n.size(); ++i)
+      REQUIRE(same_bits(n[i], ref_n[i]));
+    for (size_t i = 0; i < u.size(); ++i)
+      REQUIRE(same_bits(u[i], ref_u[i]));
     // Element e at offset o is element e - 10 at offset o + 10.
     const auto shifted = pa::random::normal(b, {990}, seed, 87).to_vector<float>();
-    for (size_t i = 0; i < shifted.size(); ++i) REQUIRE(same_bits(shifted[i], n[i + 10]));
+    for (size_t i = 0; i < shifted.size(); ++i)
+      REQUIRE(same_bits(shifted[i], n[i + 10]));
     // A strided view draws in its own row-major order.
     pa::Array z = pa::zeros(b, {4, 6});
     pa::Array g = pa::random::normal(b, {4, 3}, seed, 77);
     z.slice(1, 0, pa::Array::npos, 2).assign(g);
     const auto zv = z.to_vector<float>();
-    for (size_t i = 0; i < 12; ++i) REQUIRE(same_bits(zv[(i / 3) * 6 + (i % 3) * 2], n[i]));
+    for (size_t i = 0; i < 12; ++i)
+      REQUIRE(same_bits(zv[(i / 3) * 6 + (i % 3) * 2], n[i]));
     // Moments of a larger draw.
     pa::random::Generator gen(seed);
     pa::Array big = gen.normal(b, {200000}, 1.5, 2.0, PCY_DTYPE_F64);
@@ -472,7 +496,8 @@ TEST_CASE("array: fused expressions record into graphs and replay with new input
   for (const Backend& b : backends()) {
     INFO("backend " << b.name());
     SharedTensor<float> x({257});
-    for (float& v : x.write_only()) v = 1.0f;
+    for (float& v : x.write_only())
+      v = 1.0f;
     pa::Array a = pa::wrap(b, x);
     pa::Array y = pa::empty(b, {257});
     pa::Array total;
@@ -481,7 +506,8 @@ TEST_CASE("array: fused expressions record into graphs and replay with new input
       total = pa::sum(y * y);
     });
     for (int round = 1; round <= 3; ++round) {
-      for (float& v : x.write_only()) v = static_cast<float>(round) * 0.25f;
+      for (float& v : x.write_only())
+        v = static_cast<float>(round) * 0.25f;
       g.replay();
       const float want = std::exp(static_cast<float>(round) * 0.25f) * 2.0f + 1.0f;
       const auto yv = y.to_vector<float>();
@@ -508,9 +534,12 @@ TEST_CASE("array: assign_all writes several results in one program (an Adam step
       pa::assign_all({m, v, p}, {m_new, v_new, p - m_new * step / (pa::sqrt(v_new) + eps)});
       CHECK(pa::programs_run() - before == 1);
       for (size_t i = 0; i < 1000; ++i) {
-        hm[i] = static_cast<float>(hm[i] * static_cast<float>(b1)) + static_cast<float>(fg[i] * static_cast<float>(1 - b1));
-        hv[i] = static_cast<float>(hv[i] * static_cast<float>(b2)) + static_cast<float>((fg[i] * fg[i]) * static_cast<float>(1 - b2));
-        hp[i] = hp[i] - (hm[i] * static_cast<float>(step)) / (std::sqrt(hv[i]) + static_cast<float>(eps));
+        hm[i] = static_cast<float>(hm[i] * static_cast<float>(b1)) +
+                static_cast<float>(fg[i] * static_cast<float>(1 - b1));
+        hv[i] = static_cast<float>(hv[i] * static_cast<float>(b2)) +
+                static_cast<float>((fg[i] * fg[i]) * static_cast<float>(1 - b2));
+        hp[i] = hp[i] -
+                (hm[i] * static_cast<float>(step)) / (std::sqrt(hv[i]) + static_cast<float>(eps));
       }
     }
     const auto gm = m.to_vector<float>(), gv = v.to_vector<float>(), gp = p.to_vector<float>();
@@ -536,7 +565,8 @@ TEST_CASE("array: random permutations are bijections, the same on every backend,
       REQUIRE(v < n);
       ++seen[static_cast<size_t>(v)];
     }
-    for (int c : seen) REQUIRE(c == 1);
+    for (int c : seen)
+      REQUIRE(c == 1);
     for (const Backend& b : backends())
       CHECK(pa::random::permutation(b, n, 77, 5).to_vector<int64_t>() == ref);
     if (n == 4097) CHECK(pa::random::permutation(native, n, 77, 6).to_vector<int64_t>() != ref);
@@ -546,7 +576,8 @@ TEST_CASE("array: random permutations are bijections, the same on every backend,
   for (uint64_t s = 0; s < 6000; ++s)
     ++where[static_cast<size_t>(pa::random::permutation(native, 6, s).to_vector<int64_t>()[0])];
   double chi = 0;
-  for (int c : where) chi += (c - 1000.0) * (c - 1000.0) / 1000.0;
+  for (int c : where)
+    chi += (c - 1000.0) * (c - 1000.0) / 1000.0;
   CHECK(chi < 20.5); // 5 degrees of freedom, p = 0.001
 }
 

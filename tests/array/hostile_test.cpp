@@ -2,8 +2,8 @@
 // Backend::invoke (no front-end) are refused with an error naming the argument and the word, and
 // seeded random mutations of valid programs are either refused or run without touching memory
 // outside the tensors (the sanitizer builds run this too).
-#include "support/catch.hpp"
 #include "array_backends.hpp"
+#include "support/catch.hpp"
 
 #include <parenchyma/abi/ext/pcy_array.h>
 #include <parenchyma/extension.hpp>
@@ -26,10 +26,28 @@ int64_t w(int op, pcy_dtype t) { return PCY_ARRAY_WORD(op, t); }
 
 // out[i] = in[i] * 2 over 16 elements: the program every case below starts from.
 std::vector<int64_t> valid_copy() {
-  return {PCY_ARRAY_PROGRAM_VERSION, 1, 0, 2, 3, 16, /*out*/ 0, 1, /*in*/ 0, 1,
-          w(PCY_ARRAY_OP_LOAD, PCY_DTYPE_F32), 1, 0, 0,
-          w(PCY_ARRAY_OP_CONST, PCY_DTYPE_F32), 0x4000000000000000, 0, 0, // 2.0
-          w(PCY_ARRAY_OP_MUL, PCY_DTYPE_F32), 0, 1, 0};
+  return {PCY_ARRAY_PROGRAM_VERSION,
+          1,
+          0,
+          2,
+          3,
+          16,
+          /*out*/ 0,
+          1,
+          /*in*/ 0,
+          1,
+          w(PCY_ARRAY_OP_LOAD, PCY_DTYPE_F32),
+          1,
+          0,
+          0,
+          w(PCY_ARRAY_OP_CONST, PCY_DTYPE_F32),
+          0x4000000000000000,
+          0,
+          0, // 2.0
+          w(PCY_ARRAY_OP_MUL, PCY_DTYPE_F32),
+          0,
+          1,
+          0};
 }
 
 std::string run(const Backend& b, const std::vector<int64_t>& prog, TensorStorage& out,
@@ -52,7 +70,8 @@ TEST_CASE("array bundles refuse hostile programs, naming the argument and the wo
   for (const Backend& b : array_backends()) {
     INFO("backend " << b.name());
     SharedTensor<float> in({16}), out({16});
-    for (float& v : in.write_only()) v = 1.5f;
+    for (float& v : in.write_only())
+      v = 1.5f;
     REQUIRE(run(b, valid_copy(), out, in).empty());
     CHECK(out.read()[15] == 3.0f);
     struct bad {
@@ -116,7 +135,8 @@ TEST_CASE("array bundles survive seeded random mutations of valid programs", "[a
   for (const Backend& b : array_backends()) {
     INFO("backend " << b.name());
     SharedTensor<float> in({16}), out({16});
-    for (float& v : in.write_only()) v = 0.5f;
+    for (float& v : in.write_only())
+      v = 0.5f;
     std::mt19937_64 rng(20261206);
     const std::vector<int64_t> base = valid_copy();
     int refused = 0, ran = 0;
@@ -129,7 +149,8 @@ TEST_CASE("array bundles survive seeded random mutations of valid programs", "[a
         case 0: p[at] = static_cast<int64_t>(rng() % 40) - 20; break;
         case 1: p[at] = static_cast<int64_t>(rng()); break;
         case 2: p[at] ^= int64_t{1} << (rng() % 63); break;
-        default: p[at] = w(static_cast<int>(1 + rng() % 70), static_cast<pcy_dtype>(1 + rng() % 10));
+        default:
+          p[at] = w(static_cast<int>(1 + rng() % 70), static_cast<pcy_dtype>(1 + rng() % 10));
         }
       }
       const std::string msg = run(b, p, out, in);

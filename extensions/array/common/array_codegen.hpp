@@ -115,12 +115,14 @@ struct spec {
   // value, GATHER's extent); -1 for other instructions.
   int immediate_slot(int k) const noexcept {
     int slot = 0;
-    for (int i = 0; i < k; ++i) slot += has_immediate(code[static_cast<size_t>(i)].op);
+    for (int i = 0; i < k; ++i)
+      slot += has_immediate(code[static_cast<size_t>(i)].op);
     return has_immediate(code[static_cast<size_t>(k)].op) ? slot : -1;
   }
   int immediates() const noexcept {
     int n = 0;
-    for (int i = 0; i < count; ++i) n += has_immediate(code[static_cast<size_t>(i)].op);
+    for (int i = 0; i < count; ++i)
+      n += has_immediate(code[static_cast<size_t>(i)].op);
     return n;
   }
   static constexpr bool has_immediate(int op) noexcept {
@@ -672,11 +674,11 @@ inline std::string instruction_code(dialect dl, const spec& s, int k) {
     const long long p = in.a, dim = in.c;
     const std::string gi = reg(in.b); // the index register (GATHER's words are immediates)
     const int ext = layout_of(s).words(s.what) + s.immediate_slot(k); // the extent's meta word
-    const std::string at = fmt(
-        "q%lld + (%s < 0 ? (i64)0 : %s > m.w[%d] - 1 ? m.w[%d] - 1 : %s) * m.w[%d] - idx%lld * m.w[%d]",
-        p, gi.c_str(), gi.c_str(), ext, ext, gi.c_str(),
-        layout_of(s).stride(static_cast<int>(p), static_cast<int>(dim)), dim,
-        layout_of(s).stride(static_cast<int>(p), static_cast<int>(dim)));
+    const std::string at = fmt("q%lld + (%s < 0 ? (i64)0 : %s > m.w[%d] - 1 ? m.w[%d] - 1 : %s) * "
+                               "m.w[%d] - idx%lld * m.w[%d]",
+                               p, gi.c_str(), gi.c_str(), ext, ext, gi.c_str(),
+                               layout_of(s).stride(static_cast<int>(p), static_cast<int>(dim)), dim,
+                               layout_of(s).stride(static_cast<int>(p), static_cast<int>(dim)));
     const std::string e = fmt("o%lld[", p) + at + "]";
     return def(d == PCY_DTYPE_BOOL ? "(u8)(" + e + " != 0)" : e);
   }

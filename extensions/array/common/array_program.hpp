@@ -96,8 +96,8 @@ struct program {
   std::array<operand, max_operands> ops{};
   std::array<instruction, max_instructions> code; // [0, count) set by the decoder
   uint32_t dtype_mask = 0;
-  uint64_t elements = 0;      // of the whole index space
-  uint64_t kept_elements = 0; // of the kept (first rank - reduced) dimensions
+  uint64_t elements = 0;          // of the whole index space
+  uint64_t kept_elements = 0;     // of the kept (first rank - reduced) dimensions
   std::span<const int64_t> words; // the program as sent (a key for kernel caches with dtypes)
   int result_dtype() const noexcept { return code[static_cast<size_t>(count - 1)].dtype; }
   bool uses(int dtype) const noexcept { return (dtype_mask >> dtype) & 1u; }
@@ -115,14 +115,15 @@ public:
   }
 
   // `outputs` (evalm2/evalm3: 2 or 3): operands 0..outputs-1 are the arguments from out_k on.
-  void decode(program& p, kind what, uint32_t prog_k, uint32_t out_k, uint32_t in_k,
-              int inputs, int outputs = 1) const {
+  void decode(program& p, kind what, uint32_t prog_k, uint32_t out_k, uint32_t in_k, int inputs,
+              int outputs = 1) const {
     const std::span<const int64_t> w = a_.ints(prog_k);
     p.what = what;
     p.words = w;
     auto need = [&](size_t n, const char* what_) {
-      if (w.size() < n) bad(prog_k, str("the program ends early (", w.size(), " words; ", what_,
-                                          " needs ", n, ")"));
+      if (w.size() < n)
+        bad(prog_k,
+            str("the program ends early (", w.size(), " words; ", what_, " needs ", n, ")"));
     };
     need(PCY_ARRAY_HEADER_WORDS, "the header");
     if (w[0] != PCY_ARRAY_PROGRAM_VERSION)
@@ -138,8 +139,7 @@ public:
     p.reduced = static_cast<int>(w[2]);
     if (w[3] != inputs + outputs)
       bad(prog_k, str("word 3: ", w[3], " operands; ", s_.name, " has ", inputs + outputs, " (",
-                      outputs, outputs == 1 ? " output" : " outputs", " and ", inputs,
-                      " inputs)"));
+                      outputs, outputs == 1 ? " output" : " outputs", " and ", inputs, " inputs)"));
     p.operands = inputs + outputs;
     p.outputs = outputs;
     if (w[4] < 1 || w[4] > max_instructions)
@@ -173,12 +173,13 @@ public:
       if (op.tensor->strides != nullptr)
         bad(tk, "strided tensors are described by the program, not by pcy_tensor::strides");
       op.offset = w[at++];
-      for (size_t d = 0; d < r; ++d) op.strides[d] = w[at++];
+      for (size_t d = 0; d < r; ++d)
+        op.strides[d] = w[at++];
       if (o == 0 && what == kind::reduce)
         for (size_t d = r - static_cast<size_t>(p.reduced); d < r; ++d)
           if (op.strides[d] != 0)
-            bad(prog_k, str("the output's stride for reduced dimension ", d, " is ",
-                            op.strides[d], ", expected 0"));
+            bad(prog_k, str("the output's stride for reduced dimension ", d, " is ", op.strides[d],
+                            ", expected 0"));
     }
 
     for (int k = 0; k < p.count; ++k, at += PCY_ARRAY_INSTRUCTION_WORDS) {
@@ -189,7 +190,8 @@ public:
       in.b = w[at + 2];
       in.c = w[at + 3];
       in.extent = 0;
-      if (in.op == PCY_ARRAY_OP_GATHER) in.extent = PCY_ARRAY_GATHER_EXTENT(w[at]);
+      if (in.op == PCY_ARRAY_OP_GATHER)
+        in.extent = PCY_ARRAY_GATHER_EXTENT(w[at]);
       else if ((w[at] >> 16) != 0)
         bad(prog_k, str("instruction ", k, ": unused bits set in word ", at));
       check_instruction(p, k, prog_k);
@@ -199,7 +201,8 @@ public:
     // is checked by its instruction, over the gathered axis' extent).
     if (p.elements > 0) {
       std::array<bool, max_operands> loaded{};
-      for (int o = 0; o < outputs; ++o) loaded[static_cast<size_t>(o)] = true;
+      for (int o = 0; o < outputs; ++o)
+        loaded[static_cast<size_t>(o)] = true;
       for (int k = 0; k < p.count; ++k)
         if (p.code[static_cast<size_t>(k)].op == PCY_ARRAY_OP_LOAD)
           loaded[static_cast<size_t>(p.code[static_cast<size_t>(k)].a)] = true;
@@ -218,7 +221,8 @@ public:
         stores += p.code[static_cast<size_t>(k)].op == PCY_ARRAY_OP_STORE &&
                   p.code[static_cast<size_t>(k)].a == o;
       if (stores != 1)
-        bad(prog_k, str("output ", o, " is written by ", stores, " STORE instructions, expected 1"));
+        bad(prog_k,
+            str("output ", o, " is written by ", stores, " STORE instructions, expected 1"));
     }
   }
 
@@ -232,8 +236,8 @@ public:
     case PCY_ARRAY_REDUCE_MIN:
     case PCY_ARRAY_REDUCE_MAX:
       if (!is_number(v) || v != out)
-        bad(kind_k, str("kind ", kd, " needs a numeric value of the output's dtype (value ",
-                        dn(v), ", output ", dn(out), ")"));
+        bad(kind_k, str("kind ", kd, " needs a numeric value of the output's dtype (value ", dn(v),
+                        ", output ", dn(out), ")"));
       if ((kd == PCY_ARRAY_REDUCE_MIN || kd == PCY_ARRAY_REDUCE_MAX) && empty_reduction(p))
         bad(kind_k, "min and max of an empty reduction are undefined");
       break;
@@ -247,8 +251,8 @@ public:
     case PCY_ARRAY_REDUCE_ALL:
     case PCY_ARRAY_REDUCE_ANY:
       if (!is_bool(v) || !is_bool(out))
-        bad(kind_k, str("all/any need a bool value and output (value ", dn(v), ", output ",
-                        dn(out), ")"));
+        bad(kind_k,
+            str("all/any need a bool value and output (value ", dn(v), ", output ", dn(out), ")"));
       break;
     case PCY_ARRAY_REDUCE_MEAN:
     case PCY_ARRAY_REDUCE_VAR:
@@ -256,8 +260,8 @@ public:
     case PCY_ARRAY_REDUCE_LOGSUMEXP:
     case PCY_ARRAY_REDUCE_NORM2:
       if (!is_float(v) || v != out)
-        bad(kind_k, str("kind ", kd, " needs a floating value of the output's dtype (value ",
-                        dn(v), ", output ", dn(out), ")"));
+        bad(kind_k, str("kind ", kd, " needs a floating value of the output's dtype (value ", dn(v),
+                        ", output ", dn(out), ")"));
       break;
     default: bad(kind_k, str("unknown reduce kind ", kd));
     }
@@ -331,21 +335,24 @@ private:
     const instruction& in = p.code[static_cast<size_t>(k)];
     auto no = [&](const std::string& why) {
       const char* n = op_name(in.op);
-      bad(prog_k, str("instruction ", k, " (", n != nullptr ? n : "?", " ", dn(in.dtype),
-                      "): ", why));
+      bad(prog_k,
+          str("instruction ", k, " (", n != nullptr ? n : "?", " ", dn(in.dtype), "): ", why));
     };
     if (op_name(in.op) == nullptr) no(str("unknown op code ", in.op));
     if (!is_dtype(in.dtype)) no(str("unknown dtype ", in.dtype));
     const int n = op_operands(in.op);
     const int64_t regs[3] = {in.a, in.b, in.c};
     // Words an instruction does not use must be 0 (sources use a; GATHER uses a, b and c).
-    const int used = in.op == PCY_ARRAY_OP_GATHER ? 3 : in.op == PCY_ARRAY_OP_STORE ? 2 : n == 0 ? 1 : n;
+    const int used = in.op == PCY_ARRAY_OP_GATHER  ? 3
+                     : in.op == PCY_ARRAY_OP_STORE ? 2
+                     : n == 0                      ? 1
+                                                   : n;
     for (int i = used; i < 3; ++i)
       if (regs[i] != 0) no(str("its unused word ", i + 1, " is ", regs[i], ", expected 0"));
     int rd[3] = {0, 0, 0};
     for (int i = 0; i < n; ++i) {
-      if (regs[i] < 0 || regs[i] >= k) no(str("operand ", i, " names register ", regs[i],
-                                             ", not an earlier instruction"));
+      if (regs[i] < 0 || regs[i] >= k)
+        no(str("operand ", i, " names register ", regs[i], ", not an earlier instruction"));
       rd[i] = p.code[static_cast<size_t>(regs[i])].dtype;
     }
     const int d = in.dtype;
@@ -420,8 +427,10 @@ private:
     case PCY_ARRAY_OP_ISINF:
     case PCY_ARRAY_OP_ISFINITE: ok = is_float(t) && d == PCY_DTYPE_BOOL; break;
     default:
-      if (is_float_unary(in.op) || is_float_binary(in.op)) ok = is_float(t) && d == t;
-      else if (is_compare(in.op)) ok = is_arith(t) && d == PCY_DTYPE_BOOL;
+      if (is_float_unary(in.op) || is_float_binary(in.op))
+        ok = is_float(t) && d == t;
+      else if (is_compare(in.op))
+        ok = is_arith(t) && d == PCY_DTYPE_BOOL;
       break;
     }
     if (!ok) no(str("not defined for operands of dtype ", dn(t)));
@@ -430,7 +439,6 @@ private:
   const pcy_op_schema& s_;
   const sdk::op_args& a_;
 };
-
 
 // The random op's output view ({R, shape[R], offset, strides[R]}) and distribution, checked
 // against the output tensor: every bundle's op_random starts here.
@@ -490,15 +498,14 @@ inline random_call decode_random(const sdk::op_args& args) {
   v.dtype = static_cast<int>(out.dtype);
   const int dt = v.dtype;
   const bool fl = is_float(dt) || is_half(dt);
-  const bool ok = ((v.distribution == PCY_ARRAY_RANDOM_UNIFORM ||
-                    v.distribution == PCY_ARRAY_RANDOM_NORMAL) &&
-                   fl) ||
-                  (v.distribution == PCY_ARRAY_RANDOM_BERNOULLI && is_dtype(dt)) ||
-                  (v.distribution == PCY_ARRAY_RANDOM_RANDINT && is_int(dt)) ||
-                  (v.distribution == PCY_ARRAY_RANDOM_BITS && dt == PCY_DTYPE_I64) ||
-                  (v.distribution == PCY_ARRAY_RANDOM_PERMUTATION &&
-                   (dt == PCY_DTYPE_I64 ||
-                    (dt == PCY_DTYPE_I32 && v.elements <= (uint64_t{1} << 31))));
+  const bool ok =
+      ((v.distribution == PCY_ARRAY_RANDOM_UNIFORM || v.distribution == PCY_ARRAY_RANDOM_NORMAL) &&
+       fl) ||
+      (v.distribution == PCY_ARRAY_RANDOM_BERNOULLI && is_dtype(dt)) ||
+      (v.distribution == PCY_ARRAY_RANDOM_RANDINT && is_int(dt)) ||
+      (v.distribution == PCY_ARRAY_RANDOM_BITS && dt == PCY_DTYPE_I64) ||
+      (v.distribution == PCY_ARRAY_RANDOM_PERMUTATION &&
+       (dt == PCY_DTYPE_I64 || (dt == PCY_DTYPE_I32 && v.elements <= (uint64_t{1} << 31))));
   if (!ok)
     bad(DIST, str("distribution ", v.distribution, " does not draw dtype ", decoder::dn(dt)));
   v.seed = static_cast<uint64_t>(args.i(sdk::arg_index(S, "seed")));
@@ -531,7 +538,8 @@ inline collapsed collapse(const program& p) {
     keep = keep || op == PCY_ARRAY_OP_INDEX || op == PCY_ARRAY_OP_GATHER;
   }
   if (keep) pinned.fill(true);
-  for (int o = 0; o < p.operands; ++o) c.offset[static_cast<size_t>(o)] = p.ops[static_cast<size_t>(o)].offset;
+  for (int o = 0; o < p.operands; ++o)
+    c.offset[static_cast<size_t>(o)] = p.ops[static_cast<size_t>(o)].offset;
   auto group = [&](int from, int to, int& out_count) {
     for (int d = from; d < to; ++d) {
       const int64_t ext = p.shape[static_cast<size_t>(d)];

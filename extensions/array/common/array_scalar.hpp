@@ -40,8 +40,7 @@ template <int D> using ctype = typename ctype_of<D>::type;
 
 // ---- half conversions (one rounding, to nearest even) ------------------------------------------
 // A binary format with `mant` fraction bits and exponent bias `bias` (f16: 10, 15; bf16: 7, 127).
-template <int mant, int bias, int exp_bits>
-inline uint16_t round_to_half(double x) noexcept {
+template <int mant, int bias, int exp_bits> inline uint16_t round_to_half(double x) noexcept {
   uint64_t b;
   std::memcpy(&b, &x, sizeof b);
   const uint16_t sign = static_cast<uint16_t>((b >> 48) & 0x8000u);
@@ -57,8 +56,8 @@ inline uint16_t round_to_half(double x) noexcept {
     return static_cast<uint16_t>(sign | static_cast<uint16_t>(q)); // q == 2^mant: smallest normal
   }
   int e = 0;
-  (void)std::frexp(a, &e); // a = f 2^e, f in [0.5, 1)
-  e -= 1;                  // a = m 2^e, m in [1, 2)
+  (void)std::frexp(a, &e);                            // a = f 2^e, f in [0.5, 1)
+  e -= 1;                                             // a = m 2^e, m in [1, 2)
   double q = std::nearbyint(std::ldexp(a, mant - e)); // in [2^mant, 2^(mant+1)]
   if (q >= std::ldexp(1.0, mant + 1)) {
     q = std::ldexp(1.0, mant);
@@ -88,24 +87,29 @@ inline double bf16_to(uint16_t h) noexcept { return half_to_double<7, 127, 8>(h)
 // ---- casts -----------------------------------------------------------------------------------
 // Any storage value as double (exact for every type but i64 beyond 2^53, rounded then).
 template <class S> inline double as_double(S v) noexcept {
-  if constexpr (std::is_same_v<S, half_bits>) return f16_to(v.v);
-  else if constexpr (std::is_same_v<S, bhalf_bits>) return bf16_to(v.v);
-  else if constexpr (std::is_same_v<S, bool8>) return v.v != 0 ? 1.0 : 0.0;
-  else return static_cast<double>(v);
+  if constexpr (std::is_same_v<S, half_bits>)
+    return f16_to(v.v);
+  else if constexpr (std::is_same_v<S, bhalf_bits>)
+    return bf16_to(v.v);
+  else if constexpr (std::is_same_v<S, bool8>)
+    return v.v != 0 ? 1.0 : 0.0;
+  else
+    return static_cast<double>(v);
 }
 template <class S> inline bool truthy(S v) noexcept {
   if constexpr (std::is_same_v<S, half_bits> || std::is_same_v<S, bhalf_bits>)
     return (v.v & 0x7FFFu) != 0;
-  else if constexpr (std::is_same_v<S, bool8>) return v.v != 0;
-  else return v != S(0) || (std::is_floating_point_v<S> && v != v);
+  else if constexpr (std::is_same_v<S, bool8>)
+    return v.v != 0;
+  else
+    return v != S(0) || (std::is_floating_point_v<S> && v != v);
 }
 template <class T> inline T saturate_from_double(double x) noexcept {
   if (std::isnan(x)) return T(0);
   constexpr double lo = static_cast<double>(std::numeric_limits<T>::min());
-  constexpr double hi_excl = std::is_same_v<T, int64_t> ? 9223372036854775808.0
-                                                          : static_cast<double>(
-                                                                std::numeric_limits<T>::max()) +
-                                                                1.0;
+  constexpr double hi_excl = std::is_same_v<T, int64_t>
+                                 ? 9223372036854775808.0
+                                 : static_cast<double>(std::numeric_limits<T>::max()) + 1.0;
   if (x <= lo) return std::numeric_limits<T>::min();
   if (x >= hi_excl) return std::numeric_limits<T>::max();
   return static_cast<T>(x); // truncates toward zero; in range
@@ -118,19 +122,23 @@ template <class To, class From> inline To cast(From v) noexcept {
   } else if constexpr (std::is_same_v<To, half_bits>) {
     if constexpr (std::is_same_v<From, float> || std::is_same_v<From, double>)
       return half_bits{f16_from(static_cast<double>(v))};
-    else return half_bits{f16_from(as_double(v))};
+    else
+      return half_bits{f16_from(as_double(v))};
   } else if constexpr (std::is_same_v<To, bhalf_bits>) {
     return bhalf_bits{bf16_from(as_double(v))};
   } else if constexpr (std::is_floating_point_v<To>) {
     if constexpr (std::is_same_v<From, half_bits> || std::is_same_v<From, bhalf_bits> ||
                   std::is_same_v<From, bool8>)
       return static_cast<To>(as_double(v));
-    else return static_cast<To>(v); // int -> float and float -> float: nearest even
-  } else { // integer target
-    if constexpr (std::is_same_v<From, bool8>) return static_cast<To>(v.v != 0 ? 1 : 0);
+    else
+      return static_cast<To>(v); // int -> float and float -> float: nearest even
+  } else {                       // integer target
+    if constexpr (std::is_same_v<From, bool8>)
+      return static_cast<To>(v.v != 0 ? 1 : 0);
     else if constexpr (std::is_integral_v<From>)
       return static_cast<To>(static_cast<uint64_t>(static_cast<int64_t>(v))); // wraps
-    else return saturate_from_double<To>(as_double(v));
+    else
+      return saturate_from_double<To>(as_double(v));
   }
 }
 
@@ -176,7 +184,8 @@ template <class T> inline T int_shl(T a, T b) noexcept {
 }
 template <class T> inline T int_shr(T a, T b) noexcept {
   constexpr int bits = 8 * sizeof(T);
-  if (b < 0 || static_cast<int64_t>(b) >= bits) return (std::is_signed_v<T> && a < 0) ? T(-1) : T(0);
+  if (b < 0 || static_cast<int64_t>(b) >= bits)
+    return (std::is_signed_v<T> && a < 0) ? T(-1) : T(0);
   return static_cast<T>(a >> static_cast<int>(b));
 }
 

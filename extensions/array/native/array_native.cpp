@@ -47,50 +47,66 @@ using kernel_fn = void (*)(void* out, const void* a, const void* b, const void* 
 // Numbers (integers wrap through uint64_t).
 struct op_neg {
   template <class T> static T f(T x) noexcept {
-    if constexpr (std::is_integral_v<T>) return wrap<T>(0 - u(x));
-    else return -x;
+    if constexpr (std::is_integral_v<T>)
+      return wrap<T>(0 - u(x));
+    else
+      return -x;
   }
 };
 struct op_abs {
   template <class T> static T f(T x) noexcept {
-    if constexpr (std::is_unsigned_v<T>) return x;
-    else if constexpr (std::is_integral_v<T>) return x < 0 ? wrap<T>(0 - u(x)) : x;
-    else return std::fabs(x);
+    if constexpr (std::is_unsigned_v<T>)
+      return x;
+    else if constexpr (std::is_integral_v<T>)
+      return x < 0 ? wrap<T>(0 - u(x)) : x;
+    else
+      return std::fabs(x);
   }
 };
 struct op_sign {
   template <class T> static T f(T x) noexcept {
-    if constexpr (std::is_integral_v<T>) return static_cast<T>((x > 0) - (x < 0));
-    else return fsign(x);
+    if constexpr (std::is_integral_v<T>)
+      return static_cast<T>((x > 0) - (x < 0));
+    else
+      return fsign(x);
   }
 };
 struct op_square {
   template <class T> static T f(T x) noexcept {
-    if constexpr (std::is_integral_v<T>) return wrap<T>(u(x) * u(x));
-    else return x * x;
+    if constexpr (std::is_integral_v<T>)
+      return wrap<T>(u(x) * u(x));
+    else
+      return x * x;
   }
 };
 struct op_add {
   template <class T> static T f(T x, T y) noexcept {
-    if constexpr (std::is_integral_v<T>) return wrap<T>(u(x) + u(y));
-    else return x + y;
+    if constexpr (std::is_integral_v<T>)
+      return wrap<T>(u(x) + u(y));
+    else
+      return x + y;
   }
 };
 struct op_sub {
   template <class T> static T f(T x, T y) noexcept {
-    if constexpr (std::is_integral_v<T>) return wrap<T>(u(x) - u(y));
-    else return x - y;
+    if constexpr (std::is_integral_v<T>)
+      return wrap<T>(u(x) - u(y));
+    else
+      return x - y;
   }
 };
 struct op_mul {
   template <class T> static T f(T x, T y) noexcept {
-    if constexpr (std::is_integral_v<T>) return wrap<T>(u(x) * u(y));
-    else return x * y;
+    if constexpr (std::is_integral_v<T>)
+      return wrap<T>(u(x) * u(y));
+    else
+      return x * y;
   }
 };
 struct op_floordiv {
   template <class T> static T f(T x, T y) noexcept {
-    if constexpr (std::is_integral_v<T>) return int_floordiv(x, y);
+    if constexpr (std::is_integral_v<T>)
+      return int_floordiv(x, y);
     else {
       T q, m;
       npy_divmod(x, y, q, m);
@@ -100,7 +116,8 @@ struct op_floordiv {
 };
 struct op_rem {
   template <class T> static T f(T x, T y) noexcept {
-    if constexpr (std::is_integral_v<T>) return int_rem(x, y);
+    if constexpr (std::is_integral_v<T>)
+      return int_rem(x, y);
     else {
       T q, m;
       npy_divmod(x, y, q, m);
@@ -110,20 +127,26 @@ struct op_rem {
 };
 struct op_pow {
   template <class T> static T f(T x, T y) noexcept {
-    if constexpr (std::is_integral_v<T>) return int_pow(x, y);
-    else return std::pow(x, y);
+    if constexpr (std::is_integral_v<T>)
+      return int_pow(x, y);
+    else
+      return std::pow(x, y);
   }
 };
 struct op_minimum {
   template <class T> static T f(T x, T y) noexcept {
-    if constexpr (std::is_integral_v<T>) return x <= y ? x : y;
-    else return (x <= y || x != x) ? x : y;
+    if constexpr (std::is_integral_v<T>)
+      return x <= y ? x : y;
+    else
+      return (x <= y || x != x) ? x : y;
   }
 };
 struct op_maximum {
   template <class T> static T f(T x, T y) noexcept {
-    if constexpr (std::is_integral_v<T>) return x >= y ? x : y;
-    else return (x >= y || x != x) ? x : y;
+    if constexpr (std::is_integral_v<T>)
+      return x >= y ? x : y;
+    else
+      return (x >= y || x != x) ? x : y;
   }
 };
 // Floating only.
@@ -165,7 +188,7 @@ struct op_not {
 struct op_lnot {
   template <class T> static T f(T x) noexcept { return static_cast<T>(x == 0 ? 1 : 0); }
 };
-PCY_BINARY(op_and, static_cast<T>(x &y))
+PCY_BINARY(op_and, static_cast<T>(x& y))
 PCY_BINARY(op_or, static_cast<T>(x | y))
 PCY_BINARY(op_xor, static_cast<T>(x ^ y))
 PCY_BINARY(op_shl, int_shl(x, y))
@@ -176,62 +199,78 @@ PCY_BINARY(op_shr, int_shr(x, y))
 // Registers of bool hold uint8_t; others their C type.
 template <int D> using reg_t = std::conditional_t<D == PCY_DTYPE_BOOL, uint8_t, ctype<D>>;
 
-template <class Op, class T> void k_unary(void* o, const void* a, const void*, const void*, int64_t n) {
+template <class Op, class T>
+void k_unary(void* o, const void* a, const void*, const void*, int64_t n) {
   T* out = static_cast<T*>(o);
   const T* x = static_cast<const T*>(a);
-  for (int64_t i = 0; i < n; ++i) out[i] = Op::f(x[i]);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = Op::f(x[i]);
 }
 template <class Op, class T>
 void k_binary(void* o, const void* a, const void* b, const void*, int64_t n) {
   T* out = static_cast<T*>(o);
   const T* x = static_cast<const T*>(a);
   const T* y = static_cast<const T*>(b);
-  for (int64_t i = 0; i < n; ++i) out[i] = Op::f(x[i], y[i]);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = Op::f(x[i], y[i]);
 }
 template <class T> void k_where(void* o, const void* a, const void* b, const void* c, int64_t n) {
   T* out = static_cast<T*>(o);
   const uint8_t* m = static_cast<const uint8_t*>(a);
   const T* x = static_cast<const T*>(b);
   const T* y = static_cast<const T*>(c);
-  for (int64_t i = 0; i < n; ++i) out[i] = m[i] ? x[i] : y[i];
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = m[i] ? x[i] : y[i];
 }
-template <int Cmp, class T> void k_compare(void* o, const void* a, const void* b, const void*, int64_t n) {
+template <int Cmp, class T>
+void k_compare(void* o, const void* a, const void* b, const void*, int64_t n) {
   uint8_t* out = static_cast<uint8_t*>(o);
   const T* x = static_cast<const T*>(a);
   const T* y = static_cast<const T*>(b);
   for (int64_t i = 0; i < n; ++i) {
     bool r;
-    if constexpr (Cmp == PCY_ARRAY_OP_EQ) r = x[i] == y[i];
-    else if constexpr (Cmp == PCY_ARRAY_OP_NE) r = x[i] != y[i];
-    else if constexpr (Cmp == PCY_ARRAY_OP_LT) r = x[i] < y[i];
-    else if constexpr (Cmp == PCY_ARRAY_OP_LE) r = x[i] <= y[i];
-    else if constexpr (Cmp == PCY_ARRAY_OP_GT) r = x[i] > y[i];
-    else r = x[i] >= y[i];
+    if constexpr (Cmp == PCY_ARRAY_OP_EQ)
+      r = x[i] == y[i];
+    else if constexpr (Cmp == PCY_ARRAY_OP_NE)
+      r = x[i] != y[i];
+    else if constexpr (Cmp == PCY_ARRAY_OP_LT)
+      r = x[i] < y[i];
+    else if constexpr (Cmp == PCY_ARRAY_OP_LE)
+      r = x[i] <= y[i];
+    else if constexpr (Cmp == PCY_ARRAY_OP_GT)
+      r = x[i] > y[i];
+    else
+      r = x[i] >= y[i];
     out[i] = r ? 1 : 0;
   }
 }
-template <int Pred, class T> void k_pred(void* o, const void* a, const void*, const void*, int64_t n) {
+template <int Pred, class T>
+void k_pred(void* o, const void* a, const void*, const void*, int64_t n) {
   uint8_t* out = static_cast<uint8_t*>(o);
   const T* x = static_cast<const T*>(a);
   for (int64_t i = 0; i < n; ++i) {
     bool r;
-    if constexpr (Pred == PCY_ARRAY_OP_ISNAN) r = std::isnan(x[i]);
-    else if constexpr (Pred == PCY_ARRAY_OP_ISINF) r = std::isinf(x[i]);
-    else r = std::isfinite(x[i]);
+    if constexpr (Pred == PCY_ARRAY_OP_ISNAN)
+      r = std::isnan(x[i]);
+    else if constexpr (Pred == PCY_ARRAY_OP_ISINF)
+      r = std::isinf(x[i]);
+    else
+      r = std::isfinite(x[i]);
     out[i] = r ? 1 : 0;
   }
 }
 // Casts between storage types; bool registers (uint8_t 0/1) as bool8.
 template <int D> using cast_t = std::conditional_t<D == PCY_DTYPE_BOOL, bool8, ctype<D>>;
-template <int From, int To> void k_cast(void* o, const void* a, const void*, const void*, int64_t n) {
+template <int From, int To>
+void k_cast(void* o, const void* a, const void*, const void*, int64_t n) {
   using F = cast_t<From>;
   using T = cast_t<To>;
   static_assert(sizeof(F) == sizeof(reg_t<From>) && sizeof(T) == sizeof(reg_t<To>));
   const F* x = static_cast<const F*>(a);
   T* out = static_cast<T*>(o);
-  for (int64_t i = 0; i < n; ++i) out[i] = cast<T>(x[i]);
+  for (int64_t i = 0; i < n; ++i)
+    out[i] = cast<T>(x[i]);
 }
-
 
 // ---- glibc's vector math (libmvec) on x86-64 with AVX2 and FMA --------------------------------
 // The transcendental functions dominate a chain's time when computed one element at a time
@@ -242,55 +281,64 @@ template <int From, int To> void k_cast(void* o, const void* a, const void*, con
 #include <immintrin.h>
 extern "C" {
 #define PCY_MVEC_DECL(fn)                                                                          \
-  __m256 _ZGVdN8v_##fn##f(__m256);                                                               \
+  __m256 _ZGVdN8v_##fn##f(__m256);                                                                 \
   __m256d _ZGVdN4v_##fn(__m256d);
 #define PCY_MVEC_DECL2(fn)                                                                         \
-  __m256 _ZGVdN8vv_##fn##f(__m256, __m256);                                                      \
+  __m256 _ZGVdN8vv_##fn##f(__m256, __m256);                                                        \
   __m256d _ZGVdN4vv_##fn(__m256d, __m256d);
-#define PCY_MVEC_UNARY(X) X(exp) X(expm1) X(log) X(log1p) X(log2) X(log10) X(sin) X(cos) X(tan) \
-  X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh) X(asinh) X(acosh) X(atanh) X(erf)
+#define PCY_MVEC_UNARY(X)                                                                          \
+  X(exp)                                                                                           \
+  X(expm1) X(log) X(log1p) X(log2) X(log10) X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh)   \
+      X(cosh) X(tanh) X(asinh) X(acosh) X(atanh) X(erf)
 PCY_MVEC_UNARY(PCY_MVEC_DECL)
 PCY_MVEC_DECL2(atan2)
 PCY_MVEC_DECL2(hypot)
 PCY_MVEC_DECL2(pow)
 }
 #define PCY_MVEC_KERNEL(fn)                                                                        \
-  __attribute__((target("avx2,fma"))) void mv_##fn##_f32(void* o, const void* a, const void*,    \
-                                                          const void*, int64_t n) {              \
+  __attribute__((target("avx2,fma"))) void mv_##fn##_f32(void* o, const void* a, const void*,      \
+                                                         const void*, int64_t n) {                 \
     float* out = static_cast<float*>(o);                                                           \
     const float* x = static_cast<const float*>(a);                                                 \
     int64_t i = 0;                                                                                 \
-    for (; i + 8 <= n; i += 8) _mm256_storeu_ps(out + i, _ZGVdN8v_##fn##f(_mm256_loadu_ps(x + i))); \
-    for (; i < n; ++i) out[i] = std::fn(x[i]);                                                     \
+    for (; i + 8 <= n; i += 8)                                                                     \
+      _mm256_storeu_ps(out + i, _ZGVdN8v_##fn##f(_mm256_loadu_ps(x + i)));                         \
+    for (; i < n; ++i)                                                                             \
+      out[i] = std::fn(x[i]);                                                                      \
   }                                                                                                \
-  __attribute__((target("avx2,fma"))) void mv_##fn##_f64(void* o, const void* a, const void*,    \
-                                                          const void*, int64_t n) {              \
+  __attribute__((target("avx2,fma"))) void mv_##fn##_f64(void* o, const void* a, const void*,      \
+                                                         const void*, int64_t n) {                 \
     double* out = static_cast<double*>(o);                                                         \
     const double* x = static_cast<const double*>(a);                                               \
     int64_t i = 0;                                                                                 \
-    for (; i + 4 <= n; i += 4) _mm256_storeu_pd(out + i, _ZGVdN4v_##fn(_mm256_loadu_pd(x + i)));  \
-    for (; i < n; ++i) out[i] = std::fn(x[i]);                                                     \
+    for (; i + 4 <= n; i += 4)                                                                     \
+      _mm256_storeu_pd(out + i, _ZGVdN4v_##fn(_mm256_loadu_pd(x + i)));                            \
+    for (; i < n; ++i)                                                                             \
+      out[i] = std::fn(x[i]);                                                                      \
   }
 #define PCY_MVEC_KERNEL2(fn)                                                                       \
-  __attribute__((target("avx2,fma"))) void mv_##fn##_f32(void* o, const void* a, const void* b, \
-                                                          const void*, int64_t n) {              \
+  __attribute__((target("avx2,fma"))) void mv_##fn##_f32(void* o, const void* a, const void* b,    \
+                                                         const void*, int64_t n) {                 \
     float* out = static_cast<float*>(o);                                                           \
     const float* x = static_cast<const float*>(a);                                                 \
     const float* y = static_cast<const float*>(b);                                                 \
     int64_t i = 0;                                                                                 \
     for (; i + 8 <= n; i += 8)                                                                     \
-      _mm256_storeu_ps(out + i, _ZGVdN8vv_##fn##f(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i))); \
-    for (; i < n; ++i) out[i] = std::fn(x[i], y[i]);                                               \
+      _mm256_storeu_ps(out + i,                                                                    \
+                       _ZGVdN8vv_##fn##f(_mm256_loadu_ps(x + i), _mm256_loadu_ps(y + i)));         \
+    for (; i < n; ++i)                                                                             \
+      out[i] = std::fn(x[i], y[i]);                                                                \
   }                                                                                                \
-  __attribute__((target("avx2,fma"))) void mv_##fn##_f64(void* o, const void* a, const void* b, \
-                                                          const void*, int64_t n) {              \
+  __attribute__((target("avx2,fma"))) void mv_##fn##_f64(void* o, const void* a, const void* b,    \
+                                                         const void*, int64_t n) {                 \
     double* out = static_cast<double*>(o);                                                         \
     const double* x = static_cast<const double*>(a);                                               \
     const double* y = static_cast<const double*>(b);                                               \
     int64_t i = 0;                                                                                 \
     for (; i + 4 <= n; i += 4)                                                                     \
-      _mm256_storeu_pd(out + i, _ZGVdN4vv_##fn(_mm256_loadu_pd(x + i), _mm256_loadu_pd(y + i)));  \
-    for (; i < n; ++i) out[i] = std::fn(x[i], y[i]);                                               \
+      _mm256_storeu_pd(out + i, _ZGVdN4vv_##fn(_mm256_loadu_pd(x + i), _mm256_loadu_pd(y + i)));   \
+    for (; i < n; ++i)                                                                             \
+      out[i] = std::fn(x[i], y[i]);                                                                \
   }
 PCY_MVEC_UNARY(PCY_MVEC_KERNEL)
 PCY_MVEC_KERNEL2(atan2)
@@ -343,18 +391,21 @@ struct tables {
     using T = reg_t<D>;
 #define PCY_F1(OP, K) op[PCY_ARRAY_OP_##OP][D] = k_unary<K, T>;
 #define PCY_F2(OP, K) op[PCY_ARRAY_OP_##OP][D] = k_binary<K, T>;
-    PCY_F1(EXP, op_exp) PCY_F1(EXPM1, op_expm1) PCY_F1(LOG, op_log) PCY_F1(LOG1P, op_log1p)
-    PCY_F1(LOG2, op_log2) PCY_F1(LOG10, op_log10) PCY_F1(SQRT, op_sqrt) PCY_F1(RSQRT, op_rsqrt)
-    PCY_F1(SIN, op_sin) PCY_F1(COS, op_cos) PCY_F1(TAN, op_tan) PCY_F1(ASIN, op_asin)
-    PCY_F1(ACOS, op_acos) PCY_F1(ATAN, op_atan) PCY_F1(SINH, op_sinh) PCY_F1(COSH, op_cosh)
-    PCY_F1(TANH, op_tanh) PCY_F1(ASINH, op_asinh) PCY_F1(ACOSH, op_acosh)
-    PCY_F1(ATANH, op_atanh) PCY_F1(ERF, op_erf) PCY_F1(FLOOR, op_floor) PCY_F1(CEIL, op_ceil)
-    PCY_F1(ROUND, op_round) PCY_F1(TRUNC, op_trunc)
-    PCY_F2(DIV, op_div) PCY_F2(ATAN2, op_atan2) PCY_F2(COPYSIGN, op_copysign)
-    PCY_F2(NEXTAFTER, op_nextafter) PCY_F2(HYPOT, op_hypot) PCY_F2(LOGADDEXP, op_logaddexp)
+    PCY_F1(EXP, op_exp)
+    PCY_F1(EXPM1, op_expm1) PCY_F1(LOG, op_log) PCY_F1(LOG1P, op_log1p) PCY_F1(LOG2, op_log2)
+        PCY_F1(LOG10, op_log10) PCY_F1(SQRT, op_sqrt) PCY_F1(RSQRT, op_rsqrt) PCY_F1(SIN, op_sin)
+            PCY_F1(COS, op_cos) PCY_F1(TAN, op_tan) PCY_F1(ASIN, op_asin) PCY_F1(ACOS, op_acos)
+                PCY_F1(ATAN, op_atan) PCY_F1(SINH, op_sinh) PCY_F1(COSH, op_cosh)
+                    PCY_F1(TANH, op_tanh) PCY_F1(ASINH, op_asinh) PCY_F1(ACOSH, op_acosh)
+                        PCY_F1(ATANH, op_atanh) PCY_F1(ERF, op_erf) PCY_F1(FLOOR, op_floor)
+                            PCY_F1(CEIL, op_ceil) PCY_F1(ROUND, op_round) PCY_F1(TRUNC, op_trunc)
+                                PCY_F2(DIV, op_div) PCY_F2(ATAN2, op_atan2)
+                                    PCY_F2(COPYSIGN, op_copysign) PCY_F2(NEXTAFTER, op_nextafter)
+                                        PCY_F2(HYPOT, op_hypot) PCY_F2(LOGADDEXP, op_logaddexp)
 #undef PCY_F1
 #undef PCY_F2
-    op[PCY_ARRAY_OP_ISNAN][D] = k_pred<PCY_ARRAY_OP_ISNAN, T>;
+                                            op[PCY_ARRAY_OP_ISNAN][D] =
+                                                k_pred<PCY_ARRAY_OP_ISNAN, T>;
     op[PCY_ARRAY_OP_ISINF][D] = k_pred<PCY_ARRAY_OP_ISINF, T>;
     op[PCY_ARRAY_OP_ISFINITE][D] = k_pred<PCY_ARRAY_OP_ISFINITE, T>;
   }
@@ -367,9 +418,7 @@ struct tables {
     op[PCY_ARRAY_OP_SHL][D] = k_binary<op_shl, T>;
     op[PCY_ARRAY_OP_SHR][D] = k_binary<op_shr, T>;
   }
-  template <int From, int... To> void casts_from() {
-    ((cast[From][To] = k_cast<From, To>), ...);
-  }
+  template <int From, int... To> void casts_from() { ((cast[From][To] = k_cast<From, To>), ...); }
   template <int... D> void casts() { (casts_from<D, D...>(), ...); }
 
   tables() {
@@ -405,16 +454,17 @@ struct tables {
 #if defined(__x86_64__) && defined(__GLIBC__) && defined(PCY_ARRAY_LIBMVEC)
     if (use_libmvec()) {
 #define PCY_MVEC_SET(fn, OP)                                                                       \
-  op[PCY_ARRAY_OP_##OP][PCY_DTYPE_F32] = mv_##fn##_f32;                                           \
+  op[PCY_ARRAY_OP_##OP][PCY_DTYPE_F32] = mv_##fn##_f32;                                            \
   op[PCY_ARRAY_OP_##OP][PCY_DTYPE_F64] = mv_##fn##_f64;
-      PCY_MVEC_SET(exp, EXP) PCY_MVEC_SET(expm1, EXPM1) PCY_MVEC_SET(log, LOG)
-      PCY_MVEC_SET(log1p, LOG1P) PCY_MVEC_SET(log2, LOG2) PCY_MVEC_SET(log10, LOG10)
-      PCY_MVEC_SET(sin, SIN) PCY_MVEC_SET(cos, COS) PCY_MVEC_SET(tan, TAN)
-      PCY_MVEC_SET(asin, ASIN) PCY_MVEC_SET(acos, ACOS) PCY_MVEC_SET(atan, ATAN)
-      PCY_MVEC_SET(sinh, SINH) PCY_MVEC_SET(cosh, COSH) PCY_MVEC_SET(tanh, TANH)
-      PCY_MVEC_SET(asinh, ASINH) PCY_MVEC_SET(acosh, ACOSH) PCY_MVEC_SET(atanh, ATANH)
-      PCY_MVEC_SET(erf, ERF) PCY_MVEC_SET(atan2, ATAN2) PCY_MVEC_SET(hypot, HYPOT)
-      PCY_MVEC_SET(pow, POW)
+      PCY_MVEC_SET(exp, EXP)
+      PCY_MVEC_SET(expm1, EXPM1) PCY_MVEC_SET(log, LOG) PCY_MVEC_SET(log1p, LOG1P)
+          PCY_MVEC_SET(log2, LOG2) PCY_MVEC_SET(log10, LOG10) PCY_MVEC_SET(sin, SIN)
+              PCY_MVEC_SET(cos, COS) PCY_MVEC_SET(tan, TAN) PCY_MVEC_SET(asin, ASIN)
+                  PCY_MVEC_SET(acos, ACOS) PCY_MVEC_SET(atan, ATAN) PCY_MVEC_SET(sinh, SINH)
+                      PCY_MVEC_SET(cosh, COSH) PCY_MVEC_SET(tanh, TANH) PCY_MVEC_SET(asinh, ASINH)
+                          PCY_MVEC_SET(acosh, ACOSH) PCY_MVEC_SET(atanh, ATANH)
+                              PCY_MVEC_SET(erf, ERF) PCY_MVEC_SET(atan2, ATAN2)
+                                  PCY_MVEC_SET(hypot, HYPOT) PCY_MVEC_SET(pow, POW)
 #undef PCY_MVEC_SET
     }
 #endif
@@ -431,36 +481,53 @@ const tables& table() {
 // n elements of dtype size `es` from p with stride s (elements) into a register; bool bytes are
 // normalised to 0/1.
 template <class T> void gather_t(T* out, const T* p, int64_t s, int64_t n) {
-  if (s == 1) std::memcpy(out, p, static_cast<size_t>(n) * sizeof(T));
-  else if (s == 0) std::fill(out, out + n, *p);
+  if (s == 1)
+    std::memcpy(out, p, static_cast<size_t>(n) * sizeof(T));
+  else if (s == 0)
+    std::fill(out, out + n, *p);
   else
-    for (int64_t i = 0; i < n; ++i) out[i] = p[i * s];
+    for (int64_t i = 0; i < n; ++i)
+      out[i] = p[i * s];
 }
 void load(void* out, const char* base, int dtype, int64_t s, int64_t n) {
   switch (sdk::dtype_size(static_cast<pcy_dtype>(dtype))) {
   case 1: gather_t(static_cast<uint8_t*>(out), reinterpret_cast<const uint8_t*>(base), s, n); break;
-  case 2: gather_t(static_cast<uint16_t*>(out), reinterpret_cast<const uint16_t*>(base), s, n); break;
-  case 4: gather_t(static_cast<uint32_t*>(out), reinterpret_cast<const uint32_t*>(base), s, n); break;
-  default: gather_t(static_cast<uint64_t*>(out), reinterpret_cast<const uint64_t*>(base), s, n); break;
+  case 2:
+    gather_t(static_cast<uint16_t*>(out), reinterpret_cast<const uint16_t*>(base), s, n);
+    break;
+  case 4:
+    gather_t(static_cast<uint32_t*>(out), reinterpret_cast<const uint32_t*>(base), s, n);
+    break;
+  default:
+    gather_t(static_cast<uint64_t*>(out), reinterpret_cast<const uint64_t*>(base), s, n);
+    break;
   }
   if (dtype == PCY_DTYPE_BOOL) {
     uint8_t* b = static_cast<uint8_t*>(out);
-    for (int64_t i = 0; i < n; ++i) b[i] = b[i] != 0 ? 1 : 0;
+    for (int64_t i = 0; i < n; ++i)
+      b[i] = b[i] != 0 ? 1 : 0;
   }
 }
 template <class T> void scatter_t(T* p, const T* in, int64_t s, int64_t n) {
   if (s == 1) {
     if (p != in) std::memcpy(p, in, static_cast<size_t>(n) * sizeof(T)); // p == in: a LOAD
   } else {
-    for (int64_t i = 0; i < n; ++i) p[i * s] = in[i]; // s == 0: the last one wins (rank 0 only)
+    for (int64_t i = 0; i < n; ++i)
+      p[i * s] = in[i]; // s == 0: the last one wins (rank 0 only)
   }
 }
 void store(char* base, const void* in, size_t es, int64_t s, int64_t n) {
   switch (es) {
   case 1: scatter_t(reinterpret_cast<uint8_t*>(base), static_cast<const uint8_t*>(in), s, n); break;
-  case 2: scatter_t(reinterpret_cast<uint16_t*>(base), static_cast<const uint16_t*>(in), s, n); break;
-  case 4: scatter_t(reinterpret_cast<uint32_t*>(base), static_cast<const uint32_t*>(in), s, n); break;
-  default: scatter_t(reinterpret_cast<uint64_t*>(base), static_cast<const uint64_t*>(in), s, n); break;
+  case 2:
+    scatter_t(reinterpret_cast<uint16_t*>(base), static_cast<const uint16_t*>(in), s, n);
+    break;
+  case 4:
+    scatter_t(reinterpret_cast<uint32_t*>(base), static_cast<const uint32_t*>(in), s, n);
+    break;
+  default:
+    scatter_t(reinterpret_cast<uint64_t*>(base), static_cast<const uint64_t*>(in), s, n);
+    break;
   }
 }
 template <class T> void fill_const(void* out, T v, int64_t n) {
@@ -498,14 +565,13 @@ struct runner {
   std::array<size_t, max_operands> es{};
   uint64_t* regs = nullptr;
   const tables& tb = table();
-  std::array<kernel_fn, max_instructions> fn;      // [0, count) set by the constructor
-  std::array<const void*, max_instructions> rp;   // each register's values for the chunk
+  std::array<kernel_fn, max_instructions> fn;   // [0, count) set by the constructor
+  std::array<const void*, max_instructions> rp; // each register's values for the chunk
 
   runner(native_context& cx, const program& prog) : p(prog), c(collapse(prog)) {
     for (int o = 0; o < p.operands; ++o) {
       const pcy_tensor& t = *p.ops[static_cast<size_t>(o)].tensor;
-      base[static_cast<size_t>(o)] =
-          static_cast<char*>(sdk::native_of(*cx.fw, t)) + t.byte_offset;
+      base[static_cast<size_t>(o)] = static_cast<char*>(sdk::native_of(*cx.fw, t)) + t.byte_offset;
       es[static_cast<size_t>(o)] = sdk::dtype_size(t.dtype);
     }
     const size_t words = static_cast<size_t>(p.count) * block;
@@ -515,9 +581,12 @@ struct runner {
       const instruction& in = p.code[static_cast<size_t>(k)];
       const int src = op_operands(in.op) > 0 ? p.code[static_cast<size_t>(in.a)].dtype : 0;
       fn[static_cast<size_t>(k)] = nullptr;
-      if (in.op == PCY_ARRAY_OP_CAST) fn[static_cast<size_t>(k)] = tb.cast[src][in.dtype];
-      else if (in.op == PCY_ARRAY_OP_WHERE) fn[static_cast<size_t>(k)] = tb.op[in.op][in.dtype];
-      else if (op_operands(in.op) > 0) fn[static_cast<size_t>(k)] = tb.op[in.op][src];
+      if (in.op == PCY_ARRAY_OP_CAST)
+        fn[static_cast<size_t>(k)] = tb.cast[src][in.dtype];
+      else if (in.op == PCY_ARRAY_OP_WHERE)
+        fn[static_cast<size_t>(k)] = tb.op[in.op][in.dtype];
+      else if (op_operands(in.op) > 0)
+        fn[static_cast<size_t>(k)] = tb.op[in.op][src];
       if (op_operands(in.op) > 0 && fn[static_cast<size_t>(k)] == nullptr)
         sdk::fail(PCY_ERR_INTERNAL, sdk::str("array_native: no kernel for instruction ", k));
     }
@@ -540,8 +609,10 @@ struct runner {
         // Read in place (no copy), unless several outputs are stored one after another: then a
         // store may overwrite what a later one still reads (in-place updates), so every value
         // is in a register before the first store.
-        if (s == 1 && in.dtype != PCY_DTYPE_BOOL && p.outputs == 1) rp[static_cast<size_t>(k)] = src;
-        else load(out, src, in.dtype, s, n);
+        if (s == 1 && in.dtype != PCY_DTYPE_BOOL && p.outputs == 1)
+          rp[static_cast<size_t>(k)] = src;
+        else
+          load(out, src, in.dtype, s, n);
         break;
       }
       case PCY_ARRAY_OP_CONST: constant(out, in.dtype, in.a, n); break;
@@ -549,7 +620,8 @@ struct runner {
         int64_t* v = static_cast<int64_t*>(out);
         const int64_t i0 = idx[in.a];
         if (in.a == inner)
-          for (int64_t i = 0; i < n; ++i) v[i] = i0 + i;
+          for (int64_t i = 0; i < n; ++i)
+            v[i] = i0 + i;
         else
           std::fill(v, v + n, i0);
         break;
@@ -557,8 +629,8 @@ struct runner {
       case PCY_ARRAY_OP_GATHER: gather(in, out, idx, inner, n, off); break;
       case PCY_ARRAY_OP_STORE: rp[static_cast<size_t>(k)] = rp[static_cast<size_t>(in.b)]; break;
       default:
-        fn[static_cast<size_t>(k)](out, rp[static_cast<size_t>(in.a)], rp[static_cast<size_t>(in.b)],
-                                   rp[static_cast<size_t>(in.c)], n);
+        fn[static_cast<size_t>(k)](out, rp[static_cast<size_t>(in.a)],
+                                   rp[static_cast<size_t>(in.b)], rp[static_cast<size_t>(in.c)], n);
         break;
       }
     }
@@ -581,7 +653,8 @@ struct runner {
       std::memcpy(dst + static_cast<size_t>(i) * e, base[o] + at * static_cast<int64_t>(e), e);
     }
     if (in.dtype == PCY_DTYPE_BOOL)
-      for (int64_t i = 0; i < n; ++i) dst[i] = dst[i] != 0 ? 1 : 0;
+      for (int64_t i = 0; i < n; ++i)
+        dst[i] = dst[i] != 0 ? 1 : 0;
   }
 
   // Calls body(idx, off) for every index of dimensions [from, to) in row-major order (the
@@ -599,7 +672,8 @@ struct runner {
       for (; d >= from; --d) {
         const size_t ud = static_cast<size_t>(d);
         if (++idx[d] < c.shape[ud]) {
-          for (int o = 0; o < p.operands; ++o) off[o] += c.strides[static_cast<size_t>(o)][ud];
+          for (int o = 0; o < p.operands; ++o)
+            off[o] += c.strides[static_cast<size_t>(o)][ud];
           break;
         }
         for (int o = 0; o < p.operands; ++o)
@@ -617,7 +691,8 @@ void run_eval(native_context& cx, const program& p) {
   runner r(cx, p);
   std::array<int64_t, max_rank> idx{};
   std::array<int64_t, max_operands> off{};
-  for (int o = 0; o < p.operands; ++o) off[static_cast<size_t>(o)] = r.c.offset[static_cast<size_t>(o)];
+  for (int o = 0; o < p.operands; ++o)
+    off[static_cast<size_t>(o)] = r.c.offset[static_cast<size_t>(o)];
   const int inner = r.c.rank - 1;
   const int64_t len = inner >= 0 ? r.c.shape[static_cast<size_t>(inner)] : 1;
   const int64_t s_out = inner >= 0 ? r.c.strides[0][static_cast<size_t>(inner)] : 0;
@@ -637,7 +712,8 @@ void run_eval(native_context& cx, const program& p) {
       }
       store(r.base[0] + o2[0] * static_cast<int64_t>(r.es[0]), v, r.es[0], s_out, n);
       for (int o = 0; o < p.operands; ++o)
-        o2[static_cast<size_t>(o)] += n * (inner >= 0 ? r.c.strides[static_cast<size_t>(o)][static_cast<size_t>(inner)] : 0);
+        o2[static_cast<size_t>(o)] +=
+            n * (inner >= 0 ? r.c.strides[static_cast<size_t>(o)][static_cast<size_t>(inner)] : 0);
     }
     if (inner >= 0) idx[static_cast<size_t>(inner)] = 0;
   });
@@ -658,22 +734,28 @@ template <class T> T sum_chunk(const T* v, int64_t n) {
   if (n <= 128) {
     if constexpr (std::is_integral_v<T>) {
       uint64_t s = 0;
-      for (int64_t i = 0; i < n; ++i) s += u(v[i]);
+      for (int64_t i = 0; i < n; ++i)
+        s += u(v[i]);
       return wrap<T>(s);
     } else {
       T lane[8] = {};
       int64_t i = 0;
       for (; i + 8 <= n; i += 8)
-        for (int l = 0; l < 8; ++l) lane[l] += v[i + l];
-      T s = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
-      for (; i < n; ++i) s += v[i];
+        for (int l = 0; l < 8; ++l)
+          lane[l] += v[i + l];
+      T s =
+          ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+      for (; i < n; ++i)
+        s += v[i];
       return s;
     }
   }
   const int64_t h = (n / 2 + 7) / 8 * 8;
   const T x = sum_chunk(v, h), y = sum_chunk(v + h, n - h);
-  if constexpr (std::is_integral_v<T>) return wrap<T>(u(x) + u(y));
-  else return x + y;
+  if constexpr (std::is_integral_v<T>)
+    return wrap<T>(u(x) + u(y));
+  else
+    return x + y;
 }
 
 template <class T> struct reducer {
@@ -716,13 +798,17 @@ template <class T> struct reducer {
     case PCY_ARRAY_REDUCE_NORM2: s.a += v * v; break;
     case PCY_ARRAY_REDUCE_PROD: s.a = op_mul::f(s.a, v); break;
     case PCY_ARRAY_REDUCE_MIN:
-      if (s.i < 0) s.a = v;
-      else s.a = op_minimum::f(s.a, v);
+      if (s.i < 0)
+        s.a = v;
+      else
+        s.a = op_minimum::f(s.a, v);
       s.i = 0;
       break;
     case PCY_ARRAY_REDUCE_MAX:
-      if (s.i < 0) s.a = v;
-      else s.a = op_maximum::f(s.a, v);
+      if (s.i < 0)
+        s.a = v;
+      else
+        s.a = op_maximum::f(s.a, v);
       s.i = 0;
       break;
     case PCY_ARRAY_REDUCE_ARGMIN:
@@ -763,7 +849,8 @@ template <class T> struct reducer {
             const T d = v[i + l] - m;
             lane[l] += d * d;
           }
-        T t = ((lane[0] + lane[1]) + (lane[2] + lane[3])) + ((lane[4] + lane[5]) + (lane[6] + lane[7]));
+        T t = ((lane[0] + lane[1]) + (lane[2] + lane[3])) +
+              ((lane[4] + lane[5]) + (lane[6] + lane[7]));
         for (; i < n; ++i) {
           const T d = v[i] - m;
           t += d * d;
@@ -775,14 +862,17 @@ template <class T> struct reducer {
     if (pass == 0 && (kind == PCY_ARRAY_REDUCE_MAX || kind == PCY_ARRAY_REDUCE_MIN) && n > 0) {
       T m = s.i < 0 ? v[0] : s.a;
       if (kind == PCY_ARRAY_REDUCE_MAX)
-        for (int64_t i = 0; i < n; ++i) m = op_maximum::f(m, v[i]);
+        for (int64_t i = 0; i < n; ++i)
+          m = op_maximum::f(m, v[i]);
       else
-        for (int64_t i = 0; i < n; ++i) m = op_minimum::f(m, v[i]);
+        for (int64_t i = 0; i < n; ++i)
+          m = op_minimum::f(m, v[i]);
       s.a = m;
       s.i = 0;
       return;
     }
-    if (pass == 0 && (kind == PCY_ARRAY_REDUCE_ARGMAX || kind == PCY_ARRAY_REDUCE_ARGMIN) && n > 0) {
+    if (pass == 0 && (kind == PCY_ARRAY_REDUCE_ARGMAX || kind == PCY_ARRAY_REDUCE_ARGMIN) &&
+        n > 0) {
       if (s.i >= 0 && s.a != s.a) return; // a NaN already won
       T best = s.i < 0 ? v[0] : s.a;
       int64_t at = s.i < 0 ? 0 : -1;
@@ -805,7 +895,8 @@ template <class T> struct reducer {
       }
       return;
     }
-    for (int64_t i = 0; i < n; ++i) add(s, v[i], pos + i);
+    for (int64_t i = 0; i < n; ++i)
+      add(s, v[i], pos + i);
   }
   // After pass 0 of a two-pass kind: the value the second pass centres on.
   void between(acc_t<T>& s, int64_t count) const {
@@ -852,7 +943,8 @@ template <int D> void run_reduce_t(native_context& cx, const program& p, int kin
   const collapsed& c = r.c;
   const int kept = c.rank - c.reduced;
   int64_t count = 1;
-  for (int d = kept; d < c.rank; ++d) count *= c.shape[static_cast<size_t>(d)];
+  for (int d = kept; d < c.rank; ++d)
+    count *= c.shape[static_cast<size_t>(d)];
   if (p.kept_elements == 0) return;
   const bool twice = reducer<T>::two_pass(kind);
   const int out_dtype = p.ops[0].dtype;
@@ -868,7 +960,8 @@ template <int D> void run_reduce_t(native_context& cx, const program& p, int kin
   };
   std::array<int64_t, max_rank> idx{};
   std::array<int64_t, max_operands> off{};
-  for (int o = 0; o < p.operands; ++o) off[static_cast<size_t>(o)] = c.offset[static_cast<size_t>(o)];
+  for (int o = 0; o < p.operands; ++o)
+    off[static_cast<size_t>(o)] = c.offset[static_cast<size_t>(o)];
 
   // The outer path: the innermost kept dimension walked in chunks with one accumulator per
   // element, when the first input is contiguous there and not along the reduced dimensions.
@@ -887,11 +980,13 @@ template <int D> void run_reduce_t(native_context& cx, const program& p, int kin
         idx[static_cast<size_t>(kin)] = j;
         std::array<int64_t, max_operands> base_off = off;
         for (int o = 0; o < p.operands; ++o)
-          base_off[static_cast<size_t>(o)] += j * c.strides[static_cast<size_t>(o)][static_cast<size_t>(kin)];
+          base_off[static_cast<size_t>(o)] +=
+              j * c.strides[static_cast<size_t>(o)][static_cast<size_t>(kin)];
         for (int pass = 0; pass < (twice ? 2 : 1); ++pass) {
           const reducer<T> rd{kind, pass};
           if (pass == 0)
-            for (int64_t i = 0; i < n; ++i) rd.init(acc[i]);
+            for (int64_t i = 0; i < n; ++i)
+              rd.init(acc[i]);
           else
             for (int64_t i = 0; i < n; ++i) {
               reducer<T>{kind, 0}.between(acc[i], count);
@@ -902,12 +997,15 @@ template <int D> void run_reduce_t(native_context& cx, const program& p, int kin
           int64_t pos = 0;
           r.walk(kept, c.rank, ridx.data(), roff.data(), [&] {
             const T* v = static_cast<const T*>(r.chunk(ridx.data(), kin, n, roff.data()));
-            if (pass == 0 && (kind == PCY_ARRAY_REDUCE_SUM || kind == PCY_ARRAY_REDUCE_MEAN ||
-                              kind == PCY_ARRAY_REDUCE_VAR || kind == PCY_ARRAY_REDUCE_STD) &&
+            if (pass == 0 &&
+                (kind == PCY_ARRAY_REDUCE_SUM || kind == PCY_ARRAY_REDUCE_MEAN ||
+                 kind == PCY_ARRAY_REDUCE_VAR || kind == PCY_ARRAY_REDUCE_STD) &&
                 std::is_floating_point_v<T>) {
-              for (int64_t i = 0; i < n; ++i) acc[i].a += v[i]; // the common case, vectorised
+              for (int64_t i = 0; i < n; ++i)
+                acc[i].a += v[i]; // the common case, vectorised
             } else {
-              for (int64_t i = 0; i < n; ++i) rd.add(acc[i], v[i], pos);
+              for (int64_t i = 0; i < n; ++i)
+                rd.add(acc[i], v[i], pos);
             }
             ++pos;
           });
@@ -948,7 +1046,8 @@ template <int D> void run_reduce_t(native_context& cx, const program& p, int kin
           rd.add_chunk(s, v, n, pos);
           pos += n;
           for (int o = 0; o < p.operands; ++o)
-            o2[static_cast<size_t>(o)] += n * c.strides[static_cast<size_t>(o)][static_cast<size_t>(inner)];
+            o2[static_cast<size_t>(o)] +=
+                n * c.strides[static_cast<size_t>(o)][static_cast<size_t>(inner)];
         }
         ridx[static_cast<size_t>(inner)] = 0;
       });
@@ -980,7 +1079,8 @@ template <int D> void run_scan_t(native_context& cx, const program& p, int kind)
   const int kept = c.rank - c.reduced;
   std::array<int64_t, max_rank> idx{};
   std::array<int64_t, max_operands> off{};
-  for (int o = 0; o < p.operands; ++o) off[static_cast<size_t>(o)] = c.offset[static_cast<size_t>(o)];
+  for (int o = 0; o < p.operands; ++o)
+    off[static_cast<size_t>(o)] = c.offset[static_cast<size_t>(o)];
   const int inner = c.reduced > 0 ? c.rank - 1 : -1;
   const int64_t len = inner >= 0 ? c.shape[static_cast<size_t>(inner)] : 1;
   const int64_t s_out = inner >= 0 ? c.strides[0][static_cast<size_t>(inner)] : 0;
@@ -998,7 +1098,8 @@ template <int D> void run_scan_t(native_context& cx, const program& p, int kind)
         std::memcpy(dst + i * s_out * static_cast<int64_t>(sizeof(T)), &run, sizeof(T));
       }
       for (int o = 0; o < p.operands; ++o)
-        o2[static_cast<size_t>(o)] += n * (inner >= 0 ? c.strides[static_cast<size_t>(o)][static_cast<size_t>(inner)] : 0);
+        o2[static_cast<size_t>(o)] +=
+            n * (inner >= 0 ? c.strides[static_cast<size_t>(o)][static_cast<size_t>(inner)] : 0);
     }
   });
 }
@@ -1065,7 +1166,6 @@ template <const pcy_op_schema& S, int N> void op_scan(native_context& cx, const 
   run_scan(cx, p, static_cast<int>(k));
 }
 
-
 // ---- random -------------------------------------------------------------------------------------
 // The view of a random op's output: {R, shape[R], offset, strides[R]} (pcy_array.h), checked
 // against the tensor.
@@ -1102,7 +1202,7 @@ void op_random(native_context& cx, const sdk::op_args& a) {
   const double pa_ = v.a, pb = v.b;
   cx.settle(a.queue());
   char* base = static_cast<char*>(sdk::native_of(*cx.fw, out)) + out.byte_offset;
-  auto words = [&](uint64_t e, PCY_RNG_U32 (&wd)[4]) { pcy_rng_words(seed, offset, e, wd); };
+  auto words = [&](uint64_t e, PCY_RNG_U32(&wd)[4]) { pcy_rng_words(seed, offset, e, wd); };
   switch (dist) {
   case PCY_ARRAY_RANDOM_UNIFORM:
   case PCY_ARRAY_RANDOM_NORMAL: {
@@ -1126,9 +1226,12 @@ void op_random(native_context& cx, const sdk::op_args& a) {
         const float r = normal ? pcy_rng_normal_f32(wd[0], wd[1]) : pcy_rng_uniform_f32(wd[0]);
         const float t = scale * r;
         const float x = a32 + t;
-        if (dt == PCY_DTYPE_F32) store_at(base, at_, x);
-        else if (dt == PCY_DTYPE_F16) store_at(base, at_, f16_from(static_cast<double>(x)));
-        else store_at(base, at_, bf16_from(static_cast<double>(x)));
+        if (dt == PCY_DTYPE_F32)
+          store_at(base, at_, x);
+        else if (dt == PCY_DTYPE_F16)
+          store_at(base, at_, f16_from(static_cast<double>(x)));
+        else
+          store_at(base, at_, bf16_from(static_cast<double>(x)));
       });
     }
     break;
@@ -1156,7 +1259,8 @@ void op_random(native_context& cx, const sdk::op_args& a) {
   }
   case PCY_ARRAY_RANDOM_RANDINT: {
     const int64_t lo = static_cast<int64_t>(pa_);
-    const uint64_t range = static_cast<uint64_t>(static_cast<int64_t>(pb)) - static_cast<uint64_t>(lo);
+    const uint64_t range =
+        static_cast<uint64_t>(static_cast<int64_t>(pb)) - static_cast<uint64_t>(lo);
     const size_t es = sdk::dtype_size(out.dtype);
     each_element(v, [&](uint64_t e, int64_t at_) {
       PCY_RNG_U32 wd[4];
@@ -1176,8 +1280,10 @@ void op_random(native_context& cx, const sdk::op_args& a) {
   case PCY_ARRAY_RANDOM_PERMUTATION:
     each_element(v, [&](uint64_t e, int64_t at_) {
       const uint64_t y = pcy_rng_permute(seed, offset, v.elements, e);
-      if (dt == PCY_DTYPE_I32) store_at(base, at_, static_cast<int32_t>(y));
-      else store_at(base, at_, static_cast<int64_t>(y));
+      if (dt == PCY_DTYPE_I32)
+        store_at(base, at_, static_cast<int32_t>(y));
+      else
+        store_at(base, at_, static_cast<int64_t>(y));
     });
     break;
   default: // BITS
@@ -1199,7 +1305,7 @@ class array_native_bundle : public sdk::bundle_base<identity, native_context> {
 public:
   explicit array_native_bundle(const pcy_host_services& host) : bundle_base(host) {
     (void)table();
-    constexpr pcy_dtype all[] = {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_I32, PCY_DTYPE_I64,
+    constexpr pcy_dtype all[] = {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_I32,  PCY_DTYPE_I64,
                                  PCY_DTYPE_U8,  PCY_DTYPE_F16, PCY_DTYPE_BF16, PCY_DTYPE_I8,
                                  PCY_DTYPE_I16, PCY_DTYPE_BOOL};
     const std::string impl = std::string("native blocked interpreter; math: ") + math_impl;
@@ -1207,23 +1313,25 @@ public:
       table_.add<op_random>(pcy_array_random_schema, d, impl + "; Philox-4x32-10");
 #define PCY_ADD_EVAL(n)                                                                            \
   table_.add<op_eval<pcy_array_eval_##n##_schema, n>>(pcy_array_eval_##n##_schema, d, impl);
-      PCY_ADD_EVAL(0) PCY_ADD_EVAL(1) PCY_ADD_EVAL(2) PCY_ADD_EVAL(3) PCY_ADD_EVAL(4)
-      PCY_ADD_EVAL(5) PCY_ADD_EVAL(6) PCY_ADD_EVAL(7) PCY_ADD_EVAL(8)
+      PCY_ADD_EVAL(0)
+      PCY_ADD_EVAL(1) PCY_ADD_EVAL(2) PCY_ADD_EVAL(3) PCY_ADD_EVAL(4) PCY_ADD_EVAL(5)
+          PCY_ADD_EVAL(6) PCY_ADD_EVAL(7) PCY_ADD_EVAL(8)
 #undef PCY_ADD_EVAL
 #define PCY_ADD_EVALM(m, n)                                                                        \
   table_.add<op_evalm<pcy_array_evalm##m##_##n##_schema, n, m>>(pcy_array_evalm##m##_##n##_schema, \
                                                                 d, impl);
-      PCY_ADD_EVALM(2, 0) PCY_ADD_EVALM(2, 1) PCY_ADD_EVALM(2, 2) PCY_ADD_EVALM(2, 3)
-      PCY_ADD_EVALM(2, 4) PCY_ADD_EVALM(2, 5) PCY_ADD_EVALM(2, 6)
-      PCY_ADD_EVALM(3, 0) PCY_ADD_EVALM(3, 1) PCY_ADD_EVALM(3, 2) PCY_ADD_EVALM(3, 3)
-      PCY_ADD_EVALM(3, 4) PCY_ADD_EVALM(3, 5) PCY_ADD_EVALM(3, 6)
+              PCY_ADD_EVALM(2, 0) PCY_ADD_EVALM(2, 1) PCY_ADD_EVALM(2, 2) PCY_ADD_EVALM(2, 3)
+                  PCY_ADD_EVALM(2, 4) PCY_ADD_EVALM(2, 5) PCY_ADD_EVALM(2, 6) PCY_ADD_EVALM(3, 0)
+                      PCY_ADD_EVALM(3, 1) PCY_ADD_EVALM(3, 2) PCY_ADD_EVALM(3, 3)
+                          PCY_ADD_EVALM(3, 4) PCY_ADD_EVALM(3, 5) PCY_ADD_EVALM(3, 6)
 #undef PCY_ADD_EVALM
-      if (d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16) continue;
+                              if (d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16) continue;
 #define PCY_ADD_REDUCE(n)                                                                          \
   table_.add<op_reduce<pcy_array_reduce_##n##_schema, n>>(pcy_array_reduce_##n##_schema, d, impl);
-      PCY_ADD_REDUCE(1) PCY_ADD_REDUCE(2) PCY_ADD_REDUCE(3) PCY_ADD_REDUCE(4)
+      PCY_ADD_REDUCE(1)
+      PCY_ADD_REDUCE(2) PCY_ADD_REDUCE(3) PCY_ADD_REDUCE(4)
 #undef PCY_ADD_REDUCE
-      if (d == PCY_DTYPE_BOOL) continue;
+          if (d == PCY_DTYPE_BOOL) continue;
       table_.add<op_scan<pcy_array_scan_1_schema, 1>>(pcy_array_scan_1_schema, d, impl);
       table_.add<op_scan<pcy_array_scan_2_schema, 2>>(pcy_array_scan_2_schema, d, impl);
     }

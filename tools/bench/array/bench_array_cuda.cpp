@@ -60,7 +60,8 @@ struct gpu {
   }
   double time(const std::function<void()>& f, int inner) {
     cu(cuEventRecord(e0, stream), "cuEventRecord");
-    for (int i = 0; i < inner; ++i) f();
+    for (int i = 0; i < inner; ++i)
+      f();
     cu(cuEventRecord(e1, stream), "cuEventRecord");
     cu(cuEventSynchronize(e1), "cuEventSynchronize");
     float ms = 0;
@@ -96,8 +97,10 @@ int main(int argc, char** argv) {
   bool quick = false;
   std::string request = "cuda";
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--quick") == 0) quick = true;
-    else request = argv[i];
+    if (std::strcmp(argv[i], "--quick") == 0)
+      quick = true;
+    else
+      request = argv[i];
   }
   try {
     Backend b(request);
@@ -113,8 +116,8 @@ int main(int argc, char** argv) {
     pa::Array d = pa::random::uniform(b, {n}, 3, 0, 0.5, 2);
     pa::Array y = pa::empty(b, {n});
     auto chain = [&] { y.assign(pa::sin(a * c + d) * 0.5f - pa::abs(a) / d + c * c); };
-    g.pair("A1 fused chain of 8 ops, 3 x " + std::to_string(n) + " f32", "copy", g.copy_of(4.0 * 4 * n),
-           chain, 4.0 * 4 * n);
+    g.pair("A1 fused chain of 8 ops, 3 x " + std::to_string(n) + " f32", "copy",
+           g.copy_of(4.0 * 4 * n), chain, 4.0 * 4 * n);
 
     // A2: reductions over the last and the first axis.
     pa::Array x = pa::random::normal(b, {rows, cols}, 4);
@@ -123,28 +126,34 @@ int main(int argc, char** argv) {
     for (int64_t axis : {int64_t{1}, int64_t{0}}) {
       const std::string ax = axis == 1 ? "last" : "first";
       const int64_t ax_[] = {axis};
-      g.pair("A2 sum over the " + ax + " axis " + shape, "copy", g.copy_of(2 * in_bytes),
-             [&] { (void)pa::sum(x, ax_); }, in_bytes);
-      g.pair("A2 max over the " + ax + " axis " + shape, "copy", g.copy_of(2 * in_bytes),
-             [&] { (void)pa::max(x, ax_); }, in_bytes);
-      g.pair("A2 argmax over the " + ax + " axis " + shape, "copy", g.copy_of(2 * in_bytes),
-             [&] { (void)pa::argmax(x, axis); }, in_bytes);
-      g.pair("A2 var over the " + ax + " axis " + shape, "copy", g.copy_of(2 * in_bytes),
-             [&] { (void)pa::var(x, ax_); }, in_bytes);
+      g.pair(
+          "A2 sum over the " + ax + " axis " + shape, "copy", g.copy_of(2 * in_bytes),
+          [&] { (void)pa::sum(x, ax_); }, in_bytes);
+      g.pair(
+          "A2 max over the " + ax + " axis " + shape, "copy", g.copy_of(2 * in_bytes),
+          [&] { (void)pa::max(x, ax_); }, in_bytes);
+      g.pair(
+          "A2 argmax over the " + ax + " axis " + shape, "copy", g.copy_of(2 * in_bytes),
+          [&] { (void)pa::argmax(x, axis); }, in_bytes);
+      g.pair(
+          "A2 var over the " + ax + " axis " + shape, "copy", g.copy_of(2 * in_bytes),
+          [&] { (void)pa::var(x, ax_); }, in_bytes);
     }
 
     // A3: a normal fill against a fill of the same bytes.
     pa::Array r = pa::empty(b, {n});
     uint64_t off = 0;
-    g.pair("A3 random normal fill of " + std::to_string(n) + " f32", "memset", g.fill_of(4.0 * n),
-           [&] {
-             r.assign(pa::random::normal(b, {n}, 9, off));
-             off += static_cast<uint64_t>(n);
-           },
-           4.0 * n);
+    g.pair(
+        "A3 random normal fill of " + std::to_string(n) + " f32", "memset", g.fill_of(4.0 * n),
+        [&] {
+          r.assign(pa::random::normal(b, {n}, 9, off));
+          off += static_cast<uint64_t>(n);
+        },
+        4.0 * n);
     // A direct draw (no assign: the draw's own tensor).
-    g.pair("A3 random normal draw of " + std::to_string(n) + " f32", "memset", g.fill_of(4.0 * n),
-           [&] { (void)pa::random::normal(b, {n}, 9, 0); }, 4.0 * n);
+    g.pair(
+        "A3 random normal draw of " + std::to_string(n) + " f32", "memset", g.fill_of(4.0 * n),
+        [&] { (void)pa::random::normal(b, {n}, 9, 0); }, 4.0 * n);
 
     // A4: host cost per call of a small op (n = 1), against blas::axpy, no synchronisation.
     pa::Array s1 = pa::ones(b, {1}), s2 = pa::ones(b, {1});
@@ -156,8 +165,9 @@ int main(int argc, char** argv) {
       s2.assign(s1 * 2.0f + 1.0f);
     }
     b.synchronize();
-    g.s.compare("A4 host cost: y = x * 2 + 1 (n = 1) vs axpy", [&] { blas::axpy(b, 1.0, bx, by); },
-                [&] { s2.assign(s1 * 2.0f + 1.0f); }, {.reps = 21, .inner = 2000});
+    g.s.compare(
+        "A4 host cost: y = x * 2 + 1 (n = 1) vs axpy", [&] { blas::axpy(b, 1.0, bx, by); },
+        [&] { s2.assign(s1 * 2.0f + 1.0f); }, {.reps = 21, .inner = 2000});
     b.synchronize();
     g.s.write();
   } catch (const std::exception& e) {

@@ -25,11 +25,16 @@ int main(int argc, char** argv) {
   int reps = 9;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
-    if (k == "--backend") backend = argv[i + 1];
-    else if (k == "--n") n = std::atoll(argv[i + 1]);
-    else if (k == "--rows") rows = std::atoll(argv[i + 1]);
-    else if (k == "--cols") cols = std::atoll(argv[i + 1]);
-    else if (k == "--reps") reps = std::atoi(argv[i + 1]);
+    if (k == "--backend")
+      backend = argv[i + 1];
+    else if (k == "--n")
+      n = std::atoll(argv[i + 1]);
+    else if (k == "--rows")
+      rows = std::atoll(argv[i + 1]);
+    else if (k == "--cols")
+      cols = std::atoll(argv[i + 1]);
+    else if (k == "--reps")
+      reps = std::atoi(argv[i + 1]);
     else {
       std::fprintf(stderr, "unknown option %s\n", argv[i]);
       return 2;
@@ -45,14 +50,16 @@ int main(int argc, char** argv) {
         const auto t0 = std::chrono::steady_clock::now();
         f();
         b.synchronize();
-        t.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count());
+        t.push_back(std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0)
+                        .count());
       }
       std::sort(t.begin(), t.end());
       std::printf("{\"case\": \"%s\", \"ns\": %.0f, \"backend\": \"%s\"}\n", name, t[t.size() / 2],
                   b.name().c_str());
       std::fflush(stdout);
     };
-    pa::Array a = pa::random::uniform(b, {n}, 1, 0, -1, 1), c = pa::random::uniform(b, {n}, 2, 0, -1, 1),
+    pa::Array a = pa::random::uniform(b, {n}, 1, 0, -1, 1),
+              c = pa::random::uniform(b, {n}, 2, 0, -1, 1),
               d = pa::random::uniform(b, {n}, 3, 0, 0.5, 2), y = pa::empty(b, {n});
     run("chain8", [&] { y.assign(pa::sin(a * c + d) * 0.5f - pa::abs(a) / d + c * c); });
     pa::Array x = pa::random::normal(b, {rows, cols}, 4);

@@ -155,12 +155,14 @@ inline Shape dense_strides(const Shape& s) {
 }
 inline uint64_t count_of(const Shape& s) {
   uint64_t n = 1;
-  for (int64_t e : s) n *= static_cast<uint64_t>(e);
+  for (int64_t e : s)
+    n *= static_cast<uint64_t>(e);
   return n;
 }
 inline std::string shape_str(const Shape& v) {
   std::string s = "(";
-  for (size_t i = 0; i < v.size(); ++i) s += (i ? ", " : "") + std::to_string(v[i]);
+  for (size_t i = 0; i < v.size(); ++i)
+    s += (i ? ", " : "") + std::to_string(v[i]);
   return s + (v.size() == 1 ? ",)" : ")");
 }
 template <class... A> [[noreturn]] void fail(const char* fn, errc code, const A&... parts) {
@@ -316,7 +318,8 @@ template <class T> Array wrap(const Backend& backend, SharedTensor<T>& t) {
   return wrap(backend, t.storage());
 }
 
-// ---- the program compiler ------------------------------------------------------------------------
+// ---- the program compiler
+// ------------------------------------------------------------------------
 namespace detail {
 
 inline constexpr uint32_t max_fused_ops = 64;
@@ -324,9 +327,8 @@ inline constexpr uint32_t max_fused_ops = 64;
 inline std::optional<Backend> pick_backend(const std::optional<Backend>& x,
                                            const std::optional<Backend>& y, const char* fn) {
   if (x && y && !(*x == *y))
-    fail(fn, errc::invalid_argument,
-         "the operands live on different backends (", x->name(), " and ", y->name(),
-         "); move one with pa::to(backend, x)");
+    fail(fn, errc::invalid_argument, "the operands live on different backends (", x->name(),
+         " and ", y->name(), "); move one with pa::to(backend, x)");
   return x ? x : y;
 }
 
@@ -410,7 +412,8 @@ public:
     w.reserve(PCY_ARRAY_HEADER_WORDS + r + operands * (r + 1) + code_.size());
     w.insert(w.end(), {PCY_ARRAY_PROGRAM_VERSION, static_cast<int64_t>(r), reduced,
                        static_cast<int64_t>(operands), static_cast<int64_t>(code_.size() / 4)});
-    for (size_t j = 0; j < r; ++j) w.push_back(root_[static_cast<size_t>(perm_[j])]);
+    for (size_t j = 0; j < r; ++j)
+      w.push_back(root_[static_cast<size_t>(perm_[j])]);
     for (const auto& [offset, strides] : outs) {
       w.push_back(offset);
       w.insert(w.end(), strides->begin(), strides->end());
@@ -434,7 +437,8 @@ private:
       over_root[rd] = x.shape[d] == 1 && root_[rd] != 1 ? 0 : x.strides[d];
     }
     Shape st(perm_.size());
-    for (size_t j = 0; j < perm_.size(); ++j) st[j] = over_root[static_cast<size_t>(perm_[j])];
+    for (size_t j = 0; j < perm_.size(); ++j)
+      st[j] = over_root[static_cast<size_t>(perm_[j])];
     for (size_t i = 0; i < inputs_.size(); ++i)
       if (inputs_[i].storage.get() == x.storage.get() && inputs_[i].offset == x.offset &&
           inputs_[i].strides == st)
@@ -453,7 +457,8 @@ private:
 
 inline std::vector<int64_t> identity_perm(size_t r) {
   std::vector<int64_t> p(r);
-  for (size_t i = 0; i < r; ++i) p[i] = static_cast<int64_t>(i);
+  for (size_t i = 0; i < r; ++i)
+    p[i] = static_cast<int64_t>(i);
   return p;
 }
 
@@ -502,15 +507,18 @@ inline void run_program(const Backend& b, std::span<const key_fn> keys, size_t f
   // An output nobody wrote yet is OUT even where the view covers part of it (the rest stays
   // undefined, as empty()'s).
   args[k++] = out_whole || !out.initialized() ? OpArg::out(out) : OpArg::inout(out);
-  for (const OpArg& x : extra) args[k++] = x;
-  for (const auto& in : e.inputs()) args[k++] = OpArg::in(*in.storage);
+  for (const OpArg& x : extra)
+    args[k++] = x;
+  for (const auto& in : e.inputs())
+    args[k++] = OpArg::in(*in.storage);
   b.invoke(keys[n - first](op_dtype), std::span<const OpArg>(args.data(), k));
   ++programs_run();
 }
 
 } // namespace detail
 
-// ---- building expressions ------------------------------------------------------------------------
+// ---- building expressions
+// ------------------------------------------------------------------------
 namespace detail {
 
 inline Shape broadcast_shapes(const Shape& x, const Shape& y, const char* fn) {
@@ -862,16 +870,22 @@ inline Array where(const Array& cond, const Array& x, const Array& y) {
   const Node& c = node_of(cond, "where");
   const Node& a = node_of(x, "where");
   const Node& b = node_of(y, "where");
-  auto backend = pick_backend(pick_backend(cond.backend(), x.backend(), "where"), y.backend(), "where");
-  const Shape shape = broadcast_shapes(broadcast_shapes(c.shape, a.shape, "where"), b.shape, "where");
+  auto backend =
+      pick_backend(pick_backend(cond.backend(), x.backend(), "where"), y.backend(), "where");
+  const Shape shape =
+      broadcast_shapes(broadcast_shapes(c.shape, a.shape, "where"), b.shape, "where");
   const dtype t = result_type(a, b);
   NodePtr n = make_op(PCY_ARRAY_OP_WHERE, t, shape, as_type(cond.node(), dt::boolean),
                       as_type(x.node(), t), as_type(y.node(), t));
   return finish(std::move(n), backend);
 }
 
-inline Array where(const Array& cond, const Array& x, double y) { return where(cond, x, scalar(y)); }
-inline Array where(const Array& cond, double x, const Array& y) { return where(cond, scalar(x), y); }
+inline Array where(const Array& cond, const Array& x, double y) {
+  return where(cond, x, scalar(y));
+}
+inline Array where(const Array& cond, double x, const Array& y) {
+  return where(cond, scalar(x), y);
+}
 // Both values host scalars: the result is f64 unless a dtype is given.
 inline Array where(const Array& cond, double x, double y, dtype t = dt::f64) {
   return where(cond, full_scalar(x, t), full_scalar(y, t));
@@ -930,7 +944,8 @@ inline Array clip(const Array& x, double lo, double hi) { return clip(x, scalar(
 // The number of programs (op calls) this thread has run through this front-end.
 inline uint64_t programs_run() noexcept { return detail::programs_run(); }
 
-// ---- running expressions ---------------------------------------------------------------------------
+// ---- running expressions
+// ---------------------------------------------------------------------------
 namespace detail {
 
 // Emits `x` as the program's value, running subtrees first while it needs more than 8 inputs.
@@ -1002,7 +1017,8 @@ inline void flush_readers(const TensorStorage* st, std::span<const Node* const> 
     NodePtr n = list[i].node.lock();
     if (!n || n->k != Node::kind::op) continue;
     bool written_with_value = false;
-    for (const Node* k : keep) written_with_value = written_with_value || contains(*k, n.get());
+    for (const Node* k : keep)
+      written_with_value = written_with_value || contains(*k, n.get());
     if (!written_with_value) materialise(*n, b);
   }
 }
@@ -1071,7 +1087,8 @@ inline void Array::assign(const Array& value) {
   if (self.k != detail::Node::kind::leaf) eval();
   const std::optional<Backend> picked = detail::pick_backend(backend_, value.backend(), "assign");
   if (!picked)
-    detail::fail("assign", errc::invalid_argument, "neither the target nor the value has a backend");
+    detail::fail("assign", errc::invalid_argument,
+                 "neither the target nor the value has a backend");
   const Backend b = *picked;
   if (!backend_) backend_ = b;
   const detail::Node& v = detail::node_of(value, "assign");
@@ -1093,8 +1110,9 @@ inline void Array::assign(const Array& value) {
       const detail::Node* x = stack.back();
       stack.pop_back();
       if (x->k == detail::Node::kind::leaf)
-        run_first = x->storage.get() == st && (x->offset != self.offset || x->strides != self.strides ||
-                                               x->shape != self.shape);
+        run_first =
+            x->storage.get() == st &&
+            (x->offset != self.offset || x->strides != self.strides || x->shape != self.shape);
       else if (x->k == detail::Node::kind::op)
         for (const detail::Node* c : {x->a.get(), x->b.get(), x->c.get()})
           if (c) stack.push_back(c);
@@ -1113,7 +1131,8 @@ inline void Array::assign(const Array& value) {
   detail::emit_fitting(*tree, b, detail::identity_perm(self.shape.size()), self.shape, e);
   const std::vector<int64_t> words = e->program(0, self.offset, self.strides);
   bool whole = is_dense_whole();
-  for (const auto& in : e->inputs()) whole = whole && in.storage.get() != st;
+  for (const auto& in : e->inputs())
+    whole = whole && in.storage.get() != st;
   // Operands of the value that read the target and are held outside the value's tree (a named
   // Array) would read the new values if run later: they refuse to run (Node::stale).
   std::vector<std::pair<detail::Node*, long>> inside; // node, references from within the tree
@@ -1145,16 +1164,19 @@ inline void Array::assign(const Array& value) {
       detail::Node* x = stack.back();
       stack.pop_back();
       for (const detail::NodePtr* c : {&x->a, &x->b, &x->c})
-        if (*c && c->get() == node) held = c;
-        else if (*c && (*c)->k == detail::Node::kind::op) stack.push_back(c->get());
+        if (*c && c->get() == node)
+          held = c;
+        else if (*c && (*c)->k == detail::Node::kind::op)
+          stack.push_back(c->get());
     }
-    if (held != nullptr && held->use_count() > refs && detail::reads(*node, st)) stale.push_back(node);
+    if (held != nullptr && held->use_count() > refs && detail::reads(*node, st))
+      stale.push_back(node);
   }
   detail::run_program(b, detail::eval_keys, 0, self.type, words, *st, whole, *e, {});
-  for (detail::Node* x : stale) x->stale = true;
+  for (detail::Node* x : stale)
+    x->stale = true;
 }
 inline void Array::assign(double value) { assign(scalar(value)); }
-
 
 // assign_all({a, b, c}, {va, vb, vc}): several writes in ONE program (up to three targets of one
 // shape; values broadcast and cast to each target's dtype, sharing their common operations):
@@ -1196,7 +1218,8 @@ inline void assign_all(std::span<Array> targets, std::span<const Array> values) 
   // Values that read a target through another view, or that something else still holds, run
   // first (as assign does); pending readers of the targets run before the write.
   std::vector<NodePtr> vals;
-  for (size_t i = 0; i < values.size(); ++i) vals.push_back(as_type(values[i].node(), targets[i].type()));
+  for (size_t i = 0; i < values.size(); ++i)
+    vals.push_back(as_type(values[i].node(), targets[i].type()));
   for (NodePtr& v : vals) {
     bool other_view = false;
     std::vector<const Node*> stack{v.get()};
@@ -1205,9 +1228,10 @@ inline void assign_all(std::span<Array> targets, std::span<const Array> values) 
       stack.pop_back();
       if (x->k == Node::kind::leaf) {
         for (const Array& t : targets)
-          other_view = other_view || (x->storage.get() == t.node()->storage.get() &&
-                                      (x->offset != t.offset() || x->strides != t.strides() ||
-                                       x->shape != t.shape()));
+          other_view =
+              other_view ||
+              (x->storage.get() == t.node()->storage.get() &&
+               (x->offset != t.offset() || x->strides != t.strides() || x->shape != t.shape()));
       } else if (x->k == Node::kind::op) {
         for (const Node* c : {x->a.get(), x->b.get(), x->c.get()})
           if (c) stack.push_back(c);
@@ -1220,8 +1244,10 @@ inline void assign_all(std::span<Array> targets, std::span<const Array> values) 
     }
   }
   std::vector<const Node*> keep;
-  for (const NodePtr& v : vals) keep.push_back(v.get());
-  for (const Array& t : targets) flush_readers(t.node()->storage.get(), keep, *b);
+  for (const NodePtr& v : vals)
+    keep.push_back(v.get());
+  for (const Array& t : targets)
+    flush_readers(t.node()->storage.get(), keep, *b);
   if (count_of(shape) == 0) return;
   const int outputs = static_cast<int>(targets.size());
   std::optional<emitter> e;
@@ -1259,18 +1285,21 @@ inline void assign_all(std::span<Array> targets, std::span<const Array> values) 
     materialise(*big, *b);
   }
   std::vector<std::pair<int64_t, const Shape*>> outs;
-  for (const Array& t : targets) outs.emplace_back(t.offset(), &t.strides());
+  for (const Array& t : targets)
+    outs.emplace_back(t.offset(), &t.strides());
   const std::vector<int64_t> words = e->program(0, outs);
   std::array<OpArg, 2> extra{};
   for (size_t i = 1; i < targets.size(); ++i) {
     TensorStorage& st = *targets[i].node()->storage;
     bool whole = targets[i].is_dense_whole() || !st.initialized();
-    for (const auto& in : e->inputs()) whole = whole && in.storage.get() != &st;
+    for (const auto& in : e->inputs())
+      whole = whole && in.storage.get() != &st;
     extra[i - 1] = whole ? OpArg::out(st) : OpArg::inout(st);
   }
   TensorStorage& st0 = *targets[0].node()->storage;
   bool whole0 = targets[0].is_dense_whole();
-  for (const auto& in : e->inputs()) whole0 = whole0 && in.storage.get() != &st0;
+  for (const auto& in : e->inputs())
+    whole0 = whole0 && in.storage.get() != &st0;
   const std::span<const key_fn> keys =
       outputs == 2 ? std::span<const key_fn>(evalm2_keys) : std::span<const key_fn>(evalm3_keys);
   run_program(*b, keys, 0, targets[0].type(), words, st0, whole0, *e,
@@ -1306,8 +1335,8 @@ inline Array view_base(const Array& x, const char* fn) {
 inline int64_t norm_axis(int64_t axis, size_t rank, const char* fn, const char* what = "axis") {
   const int64_t r = static_cast<int64_t>(rank);
   if (axis < -r || axis >= r)
-    fail(fn, errc::invalid_argument, "argument ", what, ": ", axis, " is out of range for an array of ",
-         rank, " dimensions");
+    fail(fn, errc::invalid_argument, "argument ", what, ": ", axis,
+         " is out of range for an array of ", rank, " dimensions");
   return axis < 0 ? axis + r : axis;
 }
 inline Array make_view(const Array& base, int64_t offset, Shape strides, Shape shape) {
@@ -1321,7 +1350,8 @@ inline Array Array::reshape(Shape shape) const {
   int64_t known = 1, infer = -1;
   for (size_t i = 0; i < shape.size(); ++i) {
     if (shape[i] == -1) {
-      if (infer >= 0) detail::fail("reshape", errc::invalid_argument, "argument shape: more than one -1");
+      if (infer >= 0)
+        detail::fail("reshape", errc::invalid_argument, "argument shape: more than one -1");
       infer = static_cast<int64_t>(i);
     } else if (shape[i] < 0) {
       detail::fail("reshape", errc::invalid_argument, "argument shape: extent ", shape[i], " < 0");
@@ -1390,8 +1420,8 @@ inline Array Array::squeeze(std::vector<int64_t> axes) const {
   for (int64_t a : axes) {
     const int64_t d = detail::norm_axis(a, v.ndim(), "squeeze");
     if (v.shape()[static_cast<size_t>(d)] != 1)
-      detail::fail("squeeze", errc::invalid_argument, "argument axes: dimension ", d, " has extent ",
-                   v.shape()[static_cast<size_t>(d)], ", not 1");
+      detail::fail("squeeze", errc::invalid_argument, "argument axes: dimension ", d,
+                   " has extent ", v.shape()[static_cast<size_t>(d)], ", not 1");
     drop[static_cast<size_t>(d)] = true;
   }
   Shape sh, st;
@@ -1462,8 +1492,8 @@ inline Array Array::at(int64_t index, int64_t axis) const {
   return detail::make_view(v, off, std::move(st), std::move(sh));
 }
 
-
-// ---- indexing --------------------------------------------------------------------------------------
+// ---- indexing
+// --------------------------------------------------------------------------------------
 inline constexpr int64_t end = Array::npos;
 struct slice {
   int64_t start = Array::npos, stop = Array::npos, step = 1; // npos: the end the step walks from/to
@@ -1479,11 +1509,11 @@ struct Array::index_item {
   enum class kind { integer, range, add_axis, rest } k;
   int64_t i = 0;
   ::parenchyma::array::slice s{};
-  index_item(int64_t v) : k(kind::integer), i(v) {}                    // NOLINT: implicit
-  index_item(int v) : k(kind::integer), i(v) {}                        // NOLINT
-  index_item(::parenchyma::array::slice v) : k(kind::range), s(v) {}   // NOLINT
-  index_item(newaxis_t) : k(kind::add_axis) {}                         // NOLINT
-  index_item(ellipsis_t) : k(kind::rest) {}                            // NOLINT
+  index_item(int64_t v) : k(kind::integer), i(v) {}                  // NOLINT: implicit
+  index_item(int v) : k(kind::integer), i(v) {}                      // NOLINT
+  index_item(::parenchyma::array::slice v) : k(kind::range), s(v) {} // NOLINT
+  index_item(newaxis_t) : k(kind::add_axis) {}                       // NOLINT
+  index_item(ellipsis_t) : k(kind::rest) {}                          // NOLINT
 };
 inline Array Array::operator[](std::initializer_list<index_item> items) const {
   Array v = detail::view_base(*this, "index");
@@ -1513,7 +1543,8 @@ inline Array Array::operator[](std::initializer_list<index_item> items) const {
         int rest = 0; // integer and slice items after the ellipsis
         bool after = false;
         for (const index_item& x : items) {
-          if (x.k == index_item::kind::rest) after = true;
+          if (x.k == index_item::kind::rest)
+            after = true;
           else if (after && (x.k == index_item::kind::integer || x.k == index_item::kind::range))
             ++rest;
         }
@@ -1531,11 +1562,16 @@ inline Array permute_dims(const Array& x, std::vector<int64_t> axes) {
   return x.permute_dims(std::move(axes));
 }
 inline Array expand_dims(const Array& x, int64_t axis) { return x.expand_dims(axis); }
-inline Array squeeze(const Array& x, std::vector<int64_t> axes) { return x.squeeze(std::move(axes)); }
+inline Array squeeze(const Array& x, std::vector<int64_t> axes) {
+  return x.squeeze(std::move(axes));
+}
 inline Array broadcast_to(const Array& x, Shape shape) { return x.broadcast_to(std::move(shape)); }
-inline Array flip(const Array& x, std::vector<int64_t> axes = {}) { return x.flip(std::move(axes)); }
+inline Array flip(const Array& x, std::vector<int64_t> axes = {}) {
+  return x.flip(std::move(axes));
+}
 
-// ---- reductions (run when called; the operand's pending expression is their prologue) -------------
+// ---- reductions (run when called; the operand's pending expression is their prologue)
+// -------------
 namespace detail {
 
 // The axes as a sorted, unique list of dimensions of a rank-r array (empty: all).
@@ -1563,16 +1599,20 @@ inline Array reduce(const char* fn, const Array& x, std::span<const int64_t> axe
   std::vector<int64_t> perm;
   Shape out_shape, keep_shape;
   std::vector<bool> is_red(r, false);
-  for (int64_t d : red) is_red[static_cast<size_t>(d)] = true;
+  for (int64_t d : red)
+    is_red[static_cast<size_t>(d)] = true;
   for (size_t d = 0; d < r; ++d)
     if (!is_red[d]) {
       perm.push_back(static_cast<int64_t>(d));
       keep_shape.push_back(xn.shape[d]);
     }
-  for (int64_t d : red) perm.push_back(d);
+  for (int64_t d : red)
+    perm.push_back(d);
   for (size_t d = 0; d < r; ++d) {
-    if (!is_red[d]) out_shape.push_back(xn.shape[d]);
-    else if (keepdims) out_shape.push_back(1);
+    if (!is_red[d])
+      out_shape.push_back(xn.shape[d]);
+    else if (keepdims)
+      out_shape.push_back(1);
   }
   const bool empty_red = [&] {
     for (int64_t d : red)
@@ -1600,9 +1640,7 @@ inline Array reduce(const char* fn, const Array& x, std::span<const int64_t> axe
 
 // The accumulation dtype of sum/prod (Array API: integers and bool in the default integer i64;
 // floating in their own dtype, half types accumulated in f32 and rounded at the end).
-constexpr dtype sum_type(dtype t) noexcept {
-  return is_floating(t) ? compute_type(t) : dt::i64;
-}
+constexpr dtype sum_type(dtype t) noexcept { return is_floating(t) ? compute_type(t) : dt::i64; }
 inline Array round_back(Array r, dtype t) { return is_half(t) ? astype(r, t) : r; }
 
 } // namespace detail
@@ -1612,11 +1650,13 @@ using Axes = std::initializer_list<int64_t>;
 // sum(x), sum(x, {0, 2}), sum(x, {1}, true): over the axes given (all when none), keepdims.
 inline Array sum(const Array& x, std::span<const int64_t> axes = {}, bool keepdims = false) {
   const dtype t = detail::node_of(x, "sum").type, a = detail::sum_type(t);
-  return detail::round_back(detail::reduce("sum", x, axes, keepdims, PCY_ARRAY_REDUCE_SUM, a, a), t);
+  return detail::round_back(detail::reduce("sum", x, axes, keepdims, PCY_ARRAY_REDUCE_SUM, a, a),
+                            t);
 }
 inline Array prod(const Array& x, std::span<const int64_t> axes = {}, bool keepdims = false) {
   const dtype t = detail::node_of(x, "prod").type, a = detail::sum_type(t);
-  return detail::round_back(detail::reduce("prod", x, axes, keepdims, PCY_ARRAY_REDUCE_PROD, a, a), t);
+  return detail::round_back(detail::reduce("prod", x, axes, keepdims, PCY_ARRAY_REDUCE_PROD, a, a),
+                            t);
 }
 inline Array max(const Array& x, std::span<const int64_t> axes = {}, bool keepdims = false) {
   const dtype t = detail::node_of(x, "max").type;
@@ -1632,14 +1672,16 @@ inline Array min(const Array& x, std::span<const int64_t> axes = {}, bool keepdi
 }
 // argmax(x) (flattened), argmax(x, axis): the first maximum's index (i64); NaN counts as the
 // maximum (the first NaN wins), as NumPy's.
-inline Array argmax(const Array& x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false) {
+inline Array argmax(const Array& x, std::optional<int64_t> axis = std::nullopt,
+                    bool keepdims = false) {
   const dtype t = detail::node_of(x, "argmax").type;
   const dtype a = is_bool(t) ? dt::u8 : detail::compute_type(t);
   if (!axis) return detail::reduce("argmax", x, {}, keepdims, PCY_ARRAY_REDUCE_ARGMAX, a, dt::i64);
   const int64_t ax[] = {*axis};
   return detail::reduce("argmax", x, ax, keepdims, PCY_ARRAY_REDUCE_ARGMAX, a, dt::i64);
 }
-inline Array argmin(const Array& x, std::optional<int64_t> axis = std::nullopt, bool keepdims = false) {
+inline Array argmin(const Array& x, std::optional<int64_t> axis = std::nullopt,
+                    bool keepdims = false) {
   const dtype t = detail::node_of(x, "argmin").type;
   const dtype a = is_bool(t) ? dt::u8 : detail::compute_type(t);
   if (!axis) return detail::reduce("argmin", x, {}, keepdims, PCY_ARRAY_REDUCE_ARGMIN, a, dt::i64);
@@ -1683,12 +1725,20 @@ inline Array vector_norm(const Array& x, std::span<const int64_t> axes = {}, dou
   const dtype t = detail::node_of(x, "vector_norm").type, a = detail::stat_type(t);
   Array ax = abs(astype(x, a));
   Array r;
-  if (ord == 2) r = detail::reduce("vector_norm", astype(x, a), axes, keepdims, PCY_ARRAY_REDUCE_NORM2, a, a);
-  else if (ord == 1) r = detail::reduce("vector_norm", ax, axes, keepdims, PCY_ARRAY_REDUCE_SUM, a, a);
-  else if (std::isinf(ord) && ord > 0) r = detail::reduce("vector_norm", ax, axes, keepdims, PCY_ARRAY_REDUCE_MAX, a, a);
-  else if (std::isinf(ord)) r = detail::reduce("vector_norm", ax, axes, keepdims, PCY_ARRAY_REDUCE_MIN, a, a);
-  else if (ord == 0) r = detail::reduce("vector_norm", astype(ax != 0.0, a), axes, keepdims, PCY_ARRAY_REDUCE_SUM, a, a);
-  else r = pow(detail::reduce("vector_norm", pow(ax, ord), axes, keepdims, PCY_ARRAY_REDUCE_SUM, a, a), 1.0 / ord);
+  if (ord == 2)
+    r = detail::reduce("vector_norm", astype(x, a), axes, keepdims, PCY_ARRAY_REDUCE_NORM2, a, a);
+  else if (ord == 1)
+    r = detail::reduce("vector_norm", ax, axes, keepdims, PCY_ARRAY_REDUCE_SUM, a, a);
+  else if (std::isinf(ord) && ord > 0)
+    r = detail::reduce("vector_norm", ax, axes, keepdims, PCY_ARRAY_REDUCE_MAX, a, a);
+  else if (std::isinf(ord))
+    r = detail::reduce("vector_norm", ax, axes, keepdims, PCY_ARRAY_REDUCE_MIN, a, a);
+  else if (ord == 0)
+    r = detail::reduce("vector_norm", astype(ax != 0.0, a), axes, keepdims, PCY_ARRAY_REDUCE_SUM, a,
+                       a);
+  else
+    r = pow(detail::reduce("vector_norm", pow(ax, ord), axes, keepdims, PCY_ARRAY_REDUCE_SUM, a, a),
+            1.0 / ord);
   return is_half(t) ? astype(r, t) : r;
 }
 inline Array sum(const Array& x, Axes axes, bool keepdims = false) {
@@ -1737,7 +1787,8 @@ inline Array scan(const char* fn, int kind, const Array& x, std::optional<int64_
   Shape out_shape = xn.shape;
   if (include_initial) out_shape[static_cast<size_t>(axis)] += 1;
   Array out(b, out_shape, a);
-  if (include_initial) out.slice(axis, 0, 1).assign(scalar(kind == PCY_ARRAY_SCAN_PROD ? 1.0 : 0.0));
+  if (include_initial)
+    out.slice(axis, 0, 1).assign(scalar(kind == PCY_ARRAY_SCAN_PROD ? 1.0 : 0.0));
   Array dst = include_initial ? out.slice(axis, 1) : out;
   if (count_of(xn.shape) > 0) {
     std::vector<int64_t> perm;
@@ -1745,7 +1796,8 @@ inline Array scan(const char* fn, int kind, const Array& x, std::optional<int64_
       if (static_cast<int64_t>(d) != axis) perm.push_back(static_cast<int64_t>(d));
     perm.push_back(axis);
     Shape ost(perm.size());
-    for (size_t j = 0; j < perm.size(); ++j) ost[j] = dst.strides()[static_cast<size_t>(perm[j])];
+    for (size_t j = 0; j < perm.size(); ++j)
+      ost[j] = dst.strides()[static_cast<size_t>(perm[j])];
     NodePtr tree = as_type(x.node(), a);
     std::optional<emitter> e;
     emit_fitting(*tree, b, perm, xn.shape, e);
@@ -1780,17 +1832,30 @@ inline Array full(const Backend& b, Shape shape, double value, dtype t = dt::f32
   a.assign(is_half(t) ? full_scalar(value, dt::f32) : full_scalar(value, t));
   return a;
 }
-inline Array zeros(const Backend& b, Shape shape, dtype t = dt::f32) { return full(b, std::move(shape), 0, t); }
-inline Array ones(const Backend& b, Shape shape, dtype t = dt::f32) { return full(b, std::move(shape), 1, t); }
-inline Array empty_like(const Array& x) { return empty(x.need_backend("empty_like"), x.shape(), x.type()); }
-inline Array zeros_like(const Array& x) { return zeros(x.need_backend("zeros_like"), x.shape(), x.type()); }
-inline Array ones_like(const Array& x) { return ones(x.need_backend("ones_like"), x.shape(), x.type()); }
-inline Array full_like(const Array& x, double v) { return full(x.need_backend("full_like"), x.shape(), v, x.type()); }
+inline Array zeros(const Backend& b, Shape shape, dtype t = dt::f32) {
+  return full(b, std::move(shape), 0, t);
+}
+inline Array ones(const Backend& b, Shape shape, dtype t = dt::f32) {
+  return full(b, std::move(shape), 1, t);
+}
+inline Array empty_like(const Array& x) {
+  return empty(x.need_backend("empty_like"), x.shape(), x.type());
+}
+inline Array zeros_like(const Array& x) {
+  return zeros(x.need_backend("zeros_like"), x.shape(), x.type());
+}
+inline Array ones_like(const Array& x) {
+  return ones(x.need_backend("ones_like"), x.shape(), x.type());
+}
+inline Array full_like(const Array& x, double v) {
+  return full(x.need_backend("full_like"), x.shape(), v, x.type());
+}
 
 namespace detail {
 // An array whose element i (along its only axis, or (i, j) for 2-d) comes from INDEX
 // instructions: `body` gets the emitter and returns the value's register (of dtype t).
-template <class F> Array from_index(const char* fn, const Backend& b, Shape shape, dtype t, F&& body) {
+template <class F>
+Array from_index(const char* fn, const Backend& b, Shape shape, dtype t, F&& body) {
   Array out(b, shape, t);
   if (count_of(shape) == 0) return out;
   emitter e(out.shape(), identity_perm(shape.size()));
@@ -1810,9 +1875,11 @@ inline int64_t f64_word(double v) {
 
 // arange(start, stop, step): ceil((stop - start) / step) values start + i step (computed in
 // f64, then cast; integer dtypes exact below 2^53).
-inline Array arange(const Backend& b, double start, double stop, double step = 1, dtype t = dt::f64) {
+inline Array arange(const Backend& b, double start, double stop, double step = 1,
+                    dtype t = dt::f64) {
   if (step == 0 || !std::isfinite(step) || !std::isfinite(start) || !std::isfinite(stop))
-    detail::fail("arange", errc::invalid_argument, "start, stop and step must be finite, step != 0");
+    detail::fail("arange", errc::invalid_argument,
+                 "start, stop and step must be finite, step != 0");
   const double len = std::ceil((stop - start) / step);
   const int64_t n = len > 0 ? static_cast<int64_t>(len) : 0;
   return detail::from_index("arange", b, {n}, t, [&](detail::emitter& e) {
@@ -1827,8 +1894,8 @@ inline Array arange(const Backend& b, double start, double stop, double step = 1
 }
 // linspace(start, stop, num, endpoint): num values from start; the last is stop exactly when
 // endpoint (as NumPy's).
-inline Array linspace(const Backend& b, double start, double stop, int64_t num, bool endpoint = true,
-                      dtype t = dt::f64) {
+inline Array linspace(const Backend& b, double start, double stop, int64_t num,
+                      bool endpoint = true, dtype t = dt::f64) {
   if (num < 0) detail::fail("linspace", errc::invalid_argument, "argument num: ", num, " < 0");
   const double div = endpoint ? static_cast<double>(num - 1) : static_cast<double>(num);
   const double step = div > 0 ? (stop - start) / div : 0;
@@ -1870,8 +1937,10 @@ template <class T> Array asarray(const Backend& b, std::span<const T> values, Sh
                  detail::shape_str(shape));
   Array a(b, shape, dtype_of<T>::value);
   TensorStorage& st = *a.node()->storage;
-  if (!values.empty()) std::memcpy(st.host(access::write_only), values.data(), values.size() * sizeof(T));
-  else (void)st.host(access::write_only);
+  if (!values.empty())
+    std::memcpy(st.host(access::write_only), values.data(), values.size() * sizeof(T));
+  else
+    (void)st.host(access::write_only);
   return a;
 }
 template <class T> Array asarray(const Backend& b, const std::vector<T>& values, Shape shape) {
@@ -1890,12 +1959,12 @@ inline Array to(const Backend& b, const Array& x) {
   return Array(c.node(), b);
 }
 
-
-// ---- indexing, joining, products ------------------------------------------------------------------
-// take(x, indices, axis): x's elements at `indices` (integers; negative ones count from the end)
-// along `axis`: the result's shape is x's with that axis replaced by indices' shape. Indices
-// outside [-n, n) are clipped to the nearest end (NumPy's mode="clip"; the device never reads
-// outside x). An embedding lookup: take(table, ids, 0).
+// ---- indexing, joining, products
+// ------------------------------------------------------------------ take(x, indices, axis): x's
+// elements at `indices` (integers; negative ones count from the end) along `axis`: the result's
+// shape is x's with that axis replaced by indices' shape. Indices outside [-n, n) are clipped to
+// the nearest end (NumPy's mode="clip"; the device never reads outside x). An embedding lookup:
+// take(table, ids, 0).
 inline Array take(const Array& x, const Array& indices, int64_t axis = 0) {
   using namespace detail;
   const Node& xn = node_of(x, "take");
@@ -1921,12 +1990,15 @@ inline Array take(const Array& x, const Array& indices, int64_t axis = 0) {
     // Index space = out's shape; x is addressed over it with stride 0 on the index dimensions but
     // the first, which carries x's axis stride (GATHER replaces that coordinate).
     Shape xs(out_shape.size(), 0);
-    for (int64_t d = 0; d < ax; ++d) xs[static_cast<size_t>(d)] = src.strides()[static_cast<size_t>(d)];
+    for (int64_t d = 0; d < ax; ++d)
+      xs[static_cast<size_t>(d)] = src.strides()[static_cast<size_t>(d)];
     xs[static_cast<size_t>(ax)] = src.strides()[static_cast<size_t>(ax)];
-    for (size_t d = static_cast<size_t>(ax) + 1; d < r; ++d) xs[d + k - 1] = src.strides()[d];
+    for (size_t d = static_cast<size_t>(ax) + 1; d < r; ++d)
+      xs[d + k - 1] = src.strides()[d];
     Shape is(out_shape.size(), 0);
     Array iv = view_base(idx, "take");
-    for (size_t d = 0; d < k; ++d) is[static_cast<size_t>(ax) + d] = iv.strides()[d];
+    for (size_t d = 0; d < k; ++d)
+      is[static_cast<size_t>(ax) + d] = iv.strides()[d];
     emitter e(out_shape, identity_perm(out_shape.size()));
     // Operands are registered through leaves with their strides already over the index space.
     auto lx = Array::leaf(src.node()->storage, src.offset(), xs, out_shape);
@@ -1970,8 +2042,8 @@ inline Array concat(std::span<const Array> xs, int64_t axis = 0) {
     for (size_t d = 0; d < r; ++d)
       if (static_cast<int64_t>(d) != ax && n.shape[d] != first.shape[d])
         fail("concat", errc::invalid_argument, "argument arrays: array ", i, " has shape ",
-             shape_str(n.shape), ", which differs from ", shape_str(first.shape),
-             " outside axis ", ax);
+             shape_str(n.shape), ", which differs from ", shape_str(first.shape), " outside axis ",
+             ax);
     shape[static_cast<size_t>(ax)] += n.shape[static_cast<size_t>(ax)];
     if (i > 0) t = promote(t, n.type);
   }
@@ -1998,7 +2070,8 @@ inline Array stack(std::span<const Array> xs, int64_t axis = 0) {
   for (const Array& x : xs) {
     if (x.shape() != xs[0].shape())
       detail::fail("stack", errc::invalid_argument, "argument arrays: shapes ",
-                   detail::shape_str(x.shape()), " and ", detail::shape_str(xs[0].shape()), " differ");
+                   detail::shape_str(x.shape()), " and ", detail::shape_str(xs[0].shape()),
+                   " differ");
     ex.push_back(x.expand_dims(ax));
   }
   return concat(std::span<const Array>(ex), ax);
@@ -2109,7 +2182,8 @@ inline Array tensordot(const Array& x, const Array& y, int64_t n = 2) {
            " and ", shape_str(y.shape()));
     kk *= ex;
   }
-  const int64_t m = static_cast<int64_t>(count_of(lead)), nn = static_cast<int64_t>(count_of(trail));
+  const int64_t m = static_cast<int64_t>(count_of(lead)),
+                nn = static_cast<int64_t>(count_of(trail));
   Array r = matmul(x.reshape({m, kk}), y.reshape({kk, nn}));
   Shape out = lead;
   out.insert(out.end(), trail.begin(), trail.end());
@@ -2130,14 +2204,18 @@ inline Array draw(const char* fn, const Backend& b, Shape shape, dtype t, int di
   view.insert(view.end(), out.shape().begin(), out.shape().end());
   view.push_back(0);
   view.insert(view.end(), out.strides().begin(), out.strides().end());
-  const OpArg args[] = {OpArg::out(*out.node()->storage), OpArg::integers(view),
-                        OpArg::integer(dist), OpArg::integer(static_cast<int64_t>(seed)),
-                        OpArg::integer(static_cast<int64_t>(offset)), OpArg::real(a), OpArg::real(c)};
+  const OpArg args[] = {OpArg::out(*out.node()->storage),
+                        OpArg::integers(view),
+                        OpArg::integer(dist),
+                        OpArg::integer(static_cast<int64_t>(seed)),
+                        OpArg::integer(static_cast<int64_t>(offset)),
+                        OpArg::real(a),
+                        OpArg::real(c)};
   if (out.size() > 0) {
     b.invoke(ext::op_key<pcy_array_random_schema>(t), args);
     ++array::detail::programs_run();
-  }
-  else (void)out.node()->storage->host(access::write_only);
+  } else
+    (void)out.node()->storage->host(access::write_only);
   (void)fn;
   return out;
 }

@@ -6,17 +6,14 @@
  * One op evaluates a whole expression: the front-end records a chain of elementwise operations
  * lazily and sends it as one program (a fused kernel on a GPU, a blocked vector loop on the CPU).
  *
- * ---- programs ------------------------------------------------------------------------------------
- * A program is an INT_ARRAY (int64 words):
- *   [0] PCY_ARRAY_PROGRAM_VERSION
- *   [1] R        the rank of the index space (0 <= R <= PCY_ARRAY_MAX_RANK)
- *   [2] K        reduced dimensions: the LAST K of the R are reduced (reduce: 0..R; scan: 1;
- *                eval: 0)
- *   [3] P        operands: 1 + the op's input tensors (the output is operand 0, input j is
- *                operand j + 1); must equal the op's variant (eval_<P-1>, ...)
- *   [4] M        instructions (1 <= M <= PCY_ARRAY_MAX_INSTRUCTIONS)
- *   then shape[R]                       extents >= 0 of the index space
- *   then, for each operand p = 0..P-1:  offset, strides[R]   (in elements, any sign; the
+ * ---- programs
+ * ------------------------------------------------------------------------------------ A program is
+ * an INT_ARRAY (int64 words): [0] PCY_ARRAY_PROGRAM_VERSION [1] R        the rank of the index
+ * space (0 <= R <= PCY_ARRAY_MAX_RANK) [2] K        reduced dimensions: the LAST K of the R are
+ * reduced (reduce: 0..R; scan: 1; eval: 0) [3] P        operands: 1 + the op's input tensors (the
+ * output is operand 0, input j is operand j + 1); must equal the op's variant (eval_<P-1>, ...) [4]
+ * M        instructions (1 <= M <= PCY_ARRAY_MAX_INSTRUCTIONS) then shape[R] extents >= 0 of the
+ * index space then, for each operand p = 0..P-1:  offset, strides[R]   (in elements, any sign; the
  *                operand's element at index i = (i_0..i_R-1) is at offset + sum i_d strides[d]
  *                of its tensor; a broadcast dimension has stride 0). For the output of a reduce
  *                the K reduced strides must be 0; of a scan they address the scanned axis.
@@ -145,71 +142,71 @@
 /* The instruction set: X(name, code, operands). `operands`: registers the instruction reads
  * (0 for sources, whose words are immediates). Codes are frozen: new ones are appended. */
 #define PCY_ARRAY_OPS(X)                                                                           \
-  X(LOAD, 1, 0) /* operand a's element at the current index (the tensor's dtype) */                \
-  X(CONST, 2, 0) /* the value a (integers and bool as int64; floating as binary64 bits) */         \
-  X(INDEX, 3, 0) /* the current index along dimension a (i64) */                                   \
-  X(GATHER, 4, 0) /* operand a, dimension c's index replaced by register b (clipped) */            \
-  X(CAST, 5, 1) /* a converted to the dtype (rounds, saturates, wraps: see above) */               \
-  X(NEG, 6, 1) /* -a (integers wrap) */                                                            \
-  X(ABS, 7, 1) /* |a| (abs(INT_MIN) = INT_MIN) */                                                  \
-  X(SIGN, 8, 1) /* -1, 0 or 1 (NaN for NaN) */                                                     \
-  X(SQUARE, 9, 1) /* a * a */                                                                      \
-  X(EXP, 10, 1) /* e^a */                                                                          \
-  X(EXPM1, 11, 1) /* e^a - 1 */                                                                    \
-  X(LOG, 12, 1) /* ln a */                                                                         \
-  X(LOG1P, 13, 1) /* ln(1 + a) */                                                                  \
-  X(LOG2, 14, 1) /* log2 a */                                                                      \
-  X(LOG10, 15, 1) /* log10 a */                                                                    \
-  X(SQRT, 16, 1) /* sqrt a (correctly rounded) */                                                  \
-  X(RSQRT, 17, 1) /* 1 / sqrt a */                                                                 \
-  X(SIN, 18, 1) /* sin a */                                                                        \
-  X(COS, 19, 1) /* cos a */                                                                        \
-  X(TAN, 20, 1) /* tan a */                                                                        \
-  X(ASIN, 21, 1) /* asin a */                                                                      \
-  X(ACOS, 22, 1) /* acos a */                                                                      \
-  X(ATAN, 23, 1) /* atan a */                                                                      \
-  X(SINH, 24, 1) /* sinh a */                                                                      \
-  X(COSH, 25, 1) /* cosh a */                                                                      \
-  X(TANH, 26, 1) /* tanh a */                                                                      \
-  X(ASINH, 27, 1) /* asinh a */                                                                    \
-  X(ACOSH, 28, 1) /* acosh a */                                                                    \
-  X(ATANH, 29, 1) /* atanh a */                                                                    \
-  X(ERF, 30, 1) /* erf a */                                                                        \
-  X(FLOOR, 31, 1) /* floor a */                                                                    \
-  X(CEIL, 32, 1) /* ceil a */                                                                      \
-  X(ROUND, 33, 1) /* a rounded half to even */                                                     \
-  X(TRUNC, 34, 1) /* a rounded toward zero */                                                      \
-  X(NOT, 35, 1) /* ~a (integers), !a (bool) */                                                     \
-  X(ISNAN, 36, 1) /* a is NaN (bool) */                                                            \
-  X(ISINF, 37, 1) /* a is +-inf (bool) */                                                          \
-  X(ISFINITE, 38, 1) /* a is finite (bool) */                                                      \
-  X(ADD, 39, 2) /* a + b (integers wrap) */                                                        \
-  X(SUB, 40, 2) /* a - b (integers wrap) */                                                        \
-  X(MUL, 41, 2) /* a * b (integers wrap) */                                                        \
-  X(DIV, 42, 2) /* a / b (floating) */                                                             \
-  X(FLOORDIV, 43, 2) /* floor(a / b) (x // 0 = 0 for integers) */                                  \
-  X(REM, 44, 2) /* a - b floor(a / b), the divisor's sign (x % 0 = 0 for integers) */              \
-  X(POW, 45, 2) /* a ^ b */                                                                        \
-  X(MINIMUM, 46, 2) /* the smaller; NaN propagates */                                              \
-  X(MAXIMUM, 47, 2) /* the larger; NaN propagates */                                               \
-  X(ATAN2, 48, 2) /* atan2(a, b) */                                                                \
-  X(AND, 49, 2) /* a & b */                                                                        \
-  X(OR, 50, 2) /* a | b */                                                                         \
-  X(XOR, 51, 2) /* a ^ b */                                                                        \
-  X(SHL, 52, 2) /* a << b (0 outside [0, bits)) */                                                 \
-  X(SHR, 53, 2) /* a >> b, arithmetic (sign fill outside [0, bits)) */                             \
-  X(EQ, 54, 2) /* a == b (bool) */                                                                 \
-  X(NE, 55, 2) /* a != b (bool) */                                                                 \
-  X(LT, 56, 2) /* a < b (bool) */                                                                  \
-  X(LE, 57, 2) /* a <= b (bool) */                                                                 \
-  X(GT, 58, 2) /* a > b (bool) */                                                                  \
-  X(GE, 59, 2) /* a >= b (bool) */                                                                 \
-  X(COPYSIGN, 60, 2) /* |a| with b's sign */                                                       \
+  X(LOAD, 1, 0)       /* operand a's element at the current index (the tensor's dtype) */          \
+  X(CONST, 2, 0)      /* the value a (integers and bool as int64; floating as binary64 bits) */    \
+  X(INDEX, 3, 0)      /* the current index along dimension a (i64) */                              \
+  X(GATHER, 4, 0)     /* operand a, dimension c's index replaced by register b (clipped) */        \
+  X(CAST, 5, 1)       /* a converted to the dtype (rounds, saturates, wraps: see above) */         \
+  X(NEG, 6, 1)        /* -a (integers wrap) */                                                     \
+  X(ABS, 7, 1)        /* |a| (abs(INT_MIN) = INT_MIN) */                                           \
+  X(SIGN, 8, 1)       /* -1, 0 or 1 (NaN for NaN) */                                               \
+  X(SQUARE, 9, 1)     /* a * a */                                                                  \
+  X(EXP, 10, 1)       /* e^a */                                                                    \
+  X(EXPM1, 11, 1)     /* e^a - 1 */                                                                \
+  X(LOG, 12, 1)       /* ln a */                                                                   \
+  X(LOG1P, 13, 1)     /* ln(1 + a) */                                                              \
+  X(LOG2, 14, 1)      /* log2 a */                                                                 \
+  X(LOG10, 15, 1)     /* log10 a */                                                                \
+  X(SQRT, 16, 1)      /* sqrt a (correctly rounded) */                                             \
+  X(RSQRT, 17, 1)     /* 1 / sqrt a */                                                             \
+  X(SIN, 18, 1)       /* sin a */                                                                  \
+  X(COS, 19, 1)       /* cos a */                                                                  \
+  X(TAN, 20, 1)       /* tan a */                                                                  \
+  X(ASIN, 21, 1)      /* asin a */                                                                 \
+  X(ACOS, 22, 1)      /* acos a */                                                                 \
+  X(ATAN, 23, 1)      /* atan a */                                                                 \
+  X(SINH, 24, 1)      /* sinh a */                                                                 \
+  X(COSH, 25, 1)      /* cosh a */                                                                 \
+  X(TANH, 26, 1)      /* tanh a */                                                                 \
+  X(ASINH, 27, 1)     /* asinh a */                                                                \
+  X(ACOSH, 28, 1)     /* acosh a */                                                                \
+  X(ATANH, 29, 1)     /* atanh a */                                                                \
+  X(ERF, 30, 1)       /* erf a */                                                                  \
+  X(FLOOR, 31, 1)     /* floor a */                                                                \
+  X(CEIL, 32, 1)      /* ceil a */                                                                 \
+  X(ROUND, 33, 1)     /* a rounded half to even */                                                 \
+  X(TRUNC, 34, 1)     /* a rounded toward zero */                                                  \
+  X(NOT, 35, 1)       /* ~a (integers), !a (bool) */                                               \
+  X(ISNAN, 36, 1)     /* a is NaN (bool) */                                                        \
+  X(ISINF, 37, 1)     /* a is +-inf (bool) */                                                      \
+  X(ISFINITE, 38, 1)  /* a is finite (bool) */                                                     \
+  X(ADD, 39, 2)       /* a + b (integers wrap) */                                                  \
+  X(SUB, 40, 2)       /* a - b (integers wrap) */                                                  \
+  X(MUL, 41, 2)       /* a * b (integers wrap) */                                                  \
+  X(DIV, 42, 2)       /* a / b (floating) */                                                       \
+  X(FLOORDIV, 43, 2)  /* floor(a / b) (x // 0 = 0 for integers) */                                 \
+  X(REM, 44, 2)       /* a - b floor(a / b), the divisor's sign (x % 0 = 0 for integers) */        \
+  X(POW, 45, 2)       /* a ^ b */                                                                  \
+  X(MINIMUM, 46, 2)   /* the smaller; NaN propagates */                                            \
+  X(MAXIMUM, 47, 2)   /* the larger; NaN propagates */                                             \
+  X(ATAN2, 48, 2)     /* atan2(a, b) */                                                            \
+  X(AND, 49, 2)       /* a & b */                                                                  \
+  X(OR, 50, 2)        /* a | b */                                                                  \
+  X(XOR, 51, 2)       /* a ^ b */                                                                  \
+  X(SHL, 52, 2)       /* a << b (0 outside [0, bits)) */                                           \
+  X(SHR, 53, 2)       /* a >> b, arithmetic (sign fill outside [0, bits)) */                       \
+  X(EQ, 54, 2)        /* a == b (bool) */                                                          \
+  X(NE, 55, 2)        /* a != b (bool) */                                                          \
+  X(LT, 56, 2)        /* a < b (bool) */                                                           \
+  X(LE, 57, 2)        /* a <= b (bool) */                                                          \
+  X(GT, 58, 2)        /* a > b (bool) */                                                           \
+  X(GE, 59, 2)        /* a >= b (bool) */                                                          \
+  X(COPYSIGN, 60, 2)  /* |a| with b's sign */                                                      \
   X(NEXTAFTER, 61, 2) /* the next value after a toward b */                                        \
-  X(HYPOT, 62, 2) /* sqrt(a^2 + b^2) without overflow */                                           \
+  X(HYPOT, 62, 2)     /* sqrt(a^2 + b^2) without overflow */                                       \
   X(LOGADDEXP, 63, 2) /* ln(e^a + e^b) */                                                          \
-  X(WHERE, 64, 3) /* b where a (bool) else c */                                                   \
-  X(STORE, 65, 0) /* writes register b into output operand a (multi-output evals); value: b */
+  X(WHERE, 64, 3)     /* b where a (bool) else c */                                                \
+  X(STORE, 65, 0)     /* writes register b into output operand a (multi-output evals); value: b */
 
 #define PCY_ARRAY_OP_ENUM(name, code, operands) PCY_ARRAY_OP_##name = code,
 typedef enum pcy_array_op { PCY_ARRAY_OPS(PCY_ARRAY_OP_ENUM) PCY_ARRAY_OP_END } pcy_array_op;
@@ -224,19 +221,19 @@ typedef enum pcy_array_op { PCY_ARRAY_OPS(PCY_ARRAY_OP_ENUM) PCY_ARRAY_OP_END } 
 
 /* reduce kinds */
 #define PCY_ARRAY_REDUCE_KINDS(X)                                                                  \
-  X(SUM, 1) /* the sum (fixed blocked order) */                                                    \
-  X(PROD, 2) /* the product */                                                                     \
-  X(MIN, 3) /* the minimum (NaN propagates) */                                                     \
-  X(MAX, 4) /* the maximum (NaN propagates) */                                                     \
-  X(ARGMIN, 5) /* the flat index of the first minimum (i64) */                                     \
-  X(ARGMAX, 6) /* the flat index of the first maximum (i64) */                                     \
-  X(ALL, 7) /* every value true (bool) */                                                          \
-  X(ANY, 8) /* some value true (bool) */                                                           \
-  X(MEAN, 9) /* sum / N */                                                                         \
-  X(VAR, 10) /* sum (v - mean)^2 / (N - correction) */                                             \
-  X(STD, 11) /* sqrt of VAR */                                                                     \
+  X(SUM, 1)        /* the sum (fixed blocked order) */                                             \
+  X(PROD, 2)       /* the product */                                                               \
+  X(MIN, 3)        /* the minimum (NaN propagates) */                                              \
+  X(MAX, 4)        /* the maximum (NaN propagates) */                                              \
+  X(ARGMIN, 5)     /* the flat index of the first minimum (i64) */                                 \
+  X(ARGMAX, 6)     /* the flat index of the first maximum (i64) */                                 \
+  X(ALL, 7)        /* every value true (bool) */                                                   \
+  X(ANY, 8)        /* some value true (bool) */                                                    \
+  X(MEAN, 9)       /* sum / N */                                                                   \
+  X(VAR, 10)       /* sum (v - mean)^2 / (N - correction) */                                       \
+  X(STD, 11)       /* sqrt of VAR */                                                               \
   X(LOGSUMEXP, 12) /* m + ln sum e^(v - m), m the maximum */                                       \
-  X(NORM2, 13) /* sqrt(sum v^2) */
+  X(NORM2, 13)     /* sqrt(sum v^2) */
 #define PCY_ARRAY_REDUCE_ENUM(name, code) PCY_ARRAY_REDUCE_##name = code,
 typedef enum pcy_array_reduce_kind {
   PCY_ARRAY_REDUCE_KINDS(PCY_ARRAY_REDUCE_ENUM) PCY_ARRAY_REDUCE_END
@@ -312,7 +309,7 @@ typedef enum pcy_array_reduce_kind {
 #define PCY_ARRAY_EVALM3_5_ARGS(X) PCY_ARRAY_DEFINE_EVALM3(X, 5)
 #define PCY_ARRAY_EVALM3_6_ARGS(X) PCY_ARRAY_DEFINE_EVALM3(X, 6)
 
-#define PCY_ARRAY_DEFINE_REDUCE(X, n)                                                                 \
+#define PCY_ARRAY_DEFINE_REDUCE(X, n)                                                              \
   X(program, INT_ARRAY, 0, OP, ANY)                                                                \
   X(out, TENSOR, OVERWRITE, OP, ANY)                                                               \
   X(kind, INT, 0, OP, ANY) X(correction, FLOAT, 0, OP, ANY) PCY_ARRAY_INPUTS_##n(X)
@@ -321,7 +318,7 @@ typedef enum pcy_array_reduce_kind {
 #define PCY_ARRAY_REDUCE_3_ARGS(X) PCY_ARRAY_DEFINE_REDUCE(X, 3)
 #define PCY_ARRAY_REDUCE_4_ARGS(X) PCY_ARRAY_DEFINE_REDUCE(X, 4)
 
-#define PCY_ARRAY_DEFINE_SCAN(X, n)                                                                   \
+#define PCY_ARRAY_DEFINE_SCAN(X, n)                                                                \
   X(program, INT_ARRAY, 0, OP, ANY)                                                                \
   X(out, TENSOR, OVERWRITE, OP, ANY) X(kind, INT, 0, OP, ANY) PCY_ARRAY_INPUTS_##n(X)
 #define PCY_ARRAY_SCAN_1_ARGS(X) PCY_ARRAY_DEFINE_SCAN(X, 1)
@@ -329,8 +326,9 @@ typedef enum pcy_array_reduce_kind {
 
 #define PCY_ARRAY_RANDOM_ARGS(X)                                                                   \
   X(out, TENSOR, OVERWRITE, OP, ANY)                                                               \
-  X(view, INT_ARRAY, 0, OP, ANY) X(distribution, INT, 0, OP, ANY) X(seed, INT, 0, OP, ANY)        \
-      X(offset, INT, 0, OP, ANY) X(a, FLOAT, 0, OP, ANY) X(b, FLOAT, 0, OP, ANY)
+  X(view, INT_ARRAY, 0, OP, ANY)                                                                   \
+  X(distribution, INT, 0, OP, ANY) X(seed, INT, 0, OP, ANY) X(offset, INT, 0, OP, ANY)             \
+      X(a, FLOAT, 0, OP, ANY) X(b, FLOAT, 0, OP, ANY)
 
 /* The variants, for code that lists them: X(op name, schema args macro, input count). */
 #define PCY_ARRAY_VARIANTS(X)                                                                      \
@@ -365,7 +363,8 @@ typedef enum pcy_array_reduce_kind {
   X(evalm3_5, PCY_ARRAY_EVALM3_5_ARGS, 5)                                                          \
   X(evalm3_6, PCY_ARRAY_EVALM3_6_ARGS, 6)
 
-#define PCY_ARRAY_DECLARE(op, ARGS, n) PCY_DECLARE_OP_SCHEMA(pcy_array, op, PCY_ARRAY_EXTENSION, ARGS)
+#define PCY_ARRAY_DECLARE(op, ARGS, n)                                                             \
+  PCY_DECLARE_OP_SCHEMA(pcy_array, op, PCY_ARRAY_EXTENSION, ARGS)
 PCY_ARRAY_VARIANTS(PCY_ARRAY_DECLARE)
 #undef PCY_ARRAY_DECLARE
 
