@@ -228,10 +228,7 @@ template <const pcy_op_schema& S> consteval uint32_t at(const char* name) {
 template <const pcy_op_schema& S, int N, int O = 1>
 void op_eval(gpu_context& cx, const sdk::op_args& a) {
   program p;
-  const decoder dc(S, a);
-  constexpr uint32_t in0 = at<S>("out") + O;
-  dc.decode(p, kind::eval, at<S>("program"), at<S>("out"), in0, N, O);
-  dc.check_aliasing(p, at<S>("out"), in0);
+  decode_eval<S, N, O>(a, p);
   if (p.elements == 0) return;
   const collapsed c = collapse(p);
   codegen::spec s = codegen::make_spec(p, c, job::eval, 0);
@@ -270,13 +267,9 @@ template <class T> void add_dof(launch_args& la, double dof) { la.add(static_cas
 
 template <const pcy_op_schema& S, int N> void op_reduce(gpu_context& cx, const sdk::op_args& a) {
   program p;
-  const decoder dc(S, a);
-  constexpr uint32_t in0 = at<S>("in0");
-  dc.decode(p, kind::reduce, at<S>("program"), at<S>("out"), in0, N);
-  const int kd = dc.reduce_kind(p, at<S>("kind"));
-  dc.check_aliasing(p, at<S>("out"), in0);
-  const double corr = a.f(at<S>("correction"));
-  if (!std::isfinite(corr)) dc.bad(at<S>("correction"), "not finite");
+  const reduce_args ra = decode_reduce<S, N>(a, p);
+  const int kd = ra.kind;
+  const double corr = ra.correction;
   if (p.kept_elements == 0) return;
   const collapsed c = collapse(p);
   codegen::spec s = codegen::make_spec(p, c, job::reduce, kd);
@@ -346,14 +339,7 @@ template <const pcy_op_schema& S, int N> void op_reduce(gpu_context& cx, const s
 
 template <const pcy_op_schema& S, int N> void op_scan(gpu_context& cx, const sdk::op_args& a) {
   program p;
-  const decoder dc(S, a);
-  constexpr uint32_t in0 = at<S>("in0");
-  dc.decode(p, kind::scan, at<S>("program"), at<S>("out"), in0, N);
-  const int64_t kd = a.i(at<S>("kind"));
-  if (kd != PCY_ARRAY_SCAN_SUM && kd != PCY_ARRAY_SCAN_PROD)
-    dc.bad(at<S>("kind"), sdk::str("unknown scan kind ", kd));
-  if (!is_number(p.result_dtype())) dc.bad(at<S>("kind"), "scans need a numeric value");
-  dc.check_aliasing(p, at<S>("out"), in0);
+  const int64_t kd = decode_scan<S, N>(a, p);
   if (p.elements == 0) return;
   const collapsed c = collapse(p);
   codegen::spec s = codegen::make_spec(p, c, job::scan, static_cast<int>(kd));

@@ -440,6 +440,46 @@ private:
   const sdk::op_args& a_;
 };
 
+// ---- each op's decoding, shared by the bundles --------------------------------------------------
+// The program, the aliasing rules and the op's other arguments, checked; indices of the schema's
+// arguments resolved at compile time (no name lookup per call).
+template <const pcy_op_schema& S, int N, int O = 1>
+inline void decode_eval(const sdk::op_args& a, program& p) {
+  constexpr uint32_t prog = sdk::arg_index(S, "program"), out = sdk::arg_index(S, "out");
+  const decoder dc(S, a);
+  dc.decode(p, kind::eval, prog, out, out + O, N, O);
+  dc.check_aliasing(p, out, out + O);
+}
+struct reduce_args {
+  int kind;
+  double correction;
+};
+template <const pcy_op_schema& S, int N>
+inline reduce_args decode_reduce(const sdk::op_args& a, program& p) {
+  constexpr uint32_t prog = sdk::arg_index(S, "program"), out = sdk::arg_index(S, "out"),
+                     in0 = sdk::arg_index(S, "in0"), kind_k = sdk::arg_index(S, "kind"),
+                     corr_k = sdk::arg_index(S, "correction");
+  const decoder dc(S, a);
+  dc.decode(p, kind::reduce, prog, out, in0, N);
+  const int k = dc.reduce_kind(p, kind_k);
+  dc.check_aliasing(p, out, in0);
+  const double corr = a.f(corr_k);
+  if (!std::isfinite(corr)) dc.bad(corr_k, "not finite");
+  return {k, corr};
+}
+template <const pcy_op_schema& S, int N> inline int decode_scan(const sdk::op_args& a, program& p) {
+  constexpr uint32_t prog = sdk::arg_index(S, "program"), out = sdk::arg_index(S, "out"),
+                     in0 = sdk::arg_index(S, "in0"), kind_k = sdk::arg_index(S, "kind");
+  const decoder dc(S, a);
+  dc.decode(p, kind::scan, prog, out, in0, N);
+  const int64_t k = a.i(kind_k);
+  if (k != PCY_ARRAY_SCAN_SUM && k != PCY_ARRAY_SCAN_PROD)
+    dc.bad(kind_k, str("unknown scan kind ", k));
+  if (!is_number(p.result_dtype())) dc.bad(kind_k, "scans need a numeric value");
+  dc.check_aliasing(p, out, in0);
+  return static_cast<int>(k);
+}
+
 // The random op's output view ({R, shape[R], offset, strides[R]}) and distribution, checked
 // against the output tensor: every bundle's op_random starts here.
 struct random_call {

@@ -288,8 +288,9 @@ extern "C" {
   __m256d _ZGVdN4vv_##fn(__m256d, __m256d);
 #define PCY_MVEC_UNARY(X)                                                                          \
   X(exp)                                                                                           \
-  X(expm1) X(log) X(log1p) X(log2) X(log10) X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh)   \
-      X(cosh) X(tanh) X(asinh) X(acosh) X(atanh) X(erf)
+  X(expm1)                                                                                         \
+  X(log) X(log1p) X(log2) X(log10) X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh)    \
+      X(tanh) X(asinh) X(acosh) X(atanh) X(erf)
 PCY_MVEC_UNARY(PCY_MVEC_DECL)
 PCY_MVEC_DECL2(atan2)
 PCY_MVEC_DECL2(hypot)
@@ -392,16 +393,17 @@ struct tables {
 #define PCY_F1(OP, K) op[PCY_ARRAY_OP_##OP][D] = k_unary<K, T>;
 #define PCY_F2(OP, K) op[PCY_ARRAY_OP_##OP][D] = k_binary<K, T>;
     PCY_F1(EXP, op_exp)
-    PCY_F1(EXPM1, op_expm1) PCY_F1(LOG, op_log) PCY_F1(LOG1P, op_log1p) PCY_F1(LOG2, op_log2)
-        PCY_F1(LOG10, op_log10) PCY_F1(SQRT, op_sqrt) PCY_F1(RSQRT, op_rsqrt) PCY_F1(SIN, op_sin)
-            PCY_F1(COS, op_cos) PCY_F1(TAN, op_tan) PCY_F1(ASIN, op_asin) PCY_F1(ACOS, op_acos)
-                PCY_F1(ATAN, op_atan) PCY_F1(SINH, op_sinh) PCY_F1(COSH, op_cosh)
-                    PCY_F1(TANH, op_tanh) PCY_F1(ASINH, op_asinh) PCY_F1(ACOSH, op_acosh)
-                        PCY_F1(ATANH, op_atanh) PCY_F1(ERF, op_erf) PCY_F1(FLOOR, op_floor)
-                            PCY_F1(CEIL, op_ceil) PCY_F1(ROUND, op_round) PCY_F1(TRUNC, op_trunc)
-                                PCY_F2(DIV, op_div) PCY_F2(ATAN2, op_atan2)
-                                    PCY_F2(COPYSIGN, op_copysign) PCY_F2(NEXTAFTER, op_nextafter)
-                                        PCY_F2(HYPOT, op_hypot) PCY_F2(LOGADDEXP, op_logaddexp)
+    PCY_F1(EXPM1, op_expm1)
+    PCY_F1(LOG, op_log) PCY_F1(LOG1P, op_log1p) PCY_F1(LOG2, op_log2) PCY_F1(LOG10, op_log10)
+        PCY_F1(SQRT, op_sqrt) PCY_F1(RSQRT, op_rsqrt) PCY_F1(SIN, op_sin) PCY_F1(COS, op_cos)
+            PCY_F1(TAN, op_tan) PCY_F1(ASIN, op_asin) PCY_F1(ACOS, op_acos) PCY_F1(ATAN, op_atan)
+                PCY_F1(SINH, op_sinh) PCY_F1(COSH, op_cosh) PCY_F1(TANH, op_tanh)
+                    PCY_F1(ASINH, op_asinh) PCY_F1(ACOSH, op_acosh) PCY_F1(ATANH, op_atanh)
+                        PCY_F1(ERF, op_erf) PCY_F1(FLOOR, op_floor) PCY_F1(CEIL, op_ceil)
+                            PCY_F1(ROUND, op_round) PCY_F1(TRUNC, op_trunc) PCY_F2(DIV, op_div)
+                                PCY_F2(ATAN2, op_atan2) PCY_F2(COPYSIGN, op_copysign)
+                                    PCY_F2(NEXTAFTER, op_nextafter) PCY_F2(HYPOT, op_hypot)
+                                        PCY_F2(LOGADDEXP, op_logaddexp)
 #undef PCY_F1
 #undef PCY_F2
                                             op[PCY_ARRAY_OP_ISNAN][D] =
@@ -457,14 +459,15 @@ struct tables {
   op[PCY_ARRAY_OP_##OP][PCY_DTYPE_F32] = mv_##fn##_f32;                                            \
   op[PCY_ARRAY_OP_##OP][PCY_DTYPE_F64] = mv_##fn##_f64;
       PCY_MVEC_SET(exp, EXP)
-      PCY_MVEC_SET(expm1, EXPM1) PCY_MVEC_SET(log, LOG) PCY_MVEC_SET(log1p, LOG1P)
-          PCY_MVEC_SET(log2, LOG2) PCY_MVEC_SET(log10, LOG10) PCY_MVEC_SET(sin, SIN)
-              PCY_MVEC_SET(cos, COS) PCY_MVEC_SET(tan, TAN) PCY_MVEC_SET(asin, ASIN)
-                  PCY_MVEC_SET(acos, ACOS) PCY_MVEC_SET(atan, ATAN) PCY_MVEC_SET(sinh, SINH)
-                      PCY_MVEC_SET(cosh, COSH) PCY_MVEC_SET(tanh, TANH) PCY_MVEC_SET(asinh, ASINH)
-                          PCY_MVEC_SET(acosh, ACOSH) PCY_MVEC_SET(atanh, ATANH)
-                              PCY_MVEC_SET(erf, ERF) PCY_MVEC_SET(atan2, ATAN2)
-                                  PCY_MVEC_SET(hypot, HYPOT) PCY_MVEC_SET(pow, POW)
+      PCY_MVEC_SET(expm1, EXPM1)
+      PCY_MVEC_SET(log, LOG) PCY_MVEC_SET(log1p, LOG1P) PCY_MVEC_SET(log2, LOG2)
+          PCY_MVEC_SET(log10, LOG10) PCY_MVEC_SET(sin, SIN) PCY_MVEC_SET(cos, COS)
+              PCY_MVEC_SET(tan, TAN) PCY_MVEC_SET(asin, ASIN) PCY_MVEC_SET(acos, ACOS)
+                  PCY_MVEC_SET(atan, ATAN) PCY_MVEC_SET(sinh, SINH) PCY_MVEC_SET(cosh, COSH)
+                      PCY_MVEC_SET(tanh, TANH) PCY_MVEC_SET(asinh, ASINH) PCY_MVEC_SET(acosh, ACOSH)
+                          PCY_MVEC_SET(atanh, ATANH) PCY_MVEC_SET(erf, ERF)
+                              PCY_MVEC_SET(atan2, ATAN2) PCY_MVEC_SET(hypot, HYPOT)
+                                  PCY_MVEC_SET(pow, POW)
 #undef PCY_MVEC_SET
     }
 #endif
@@ -1124,46 +1127,28 @@ template <const pcy_op_schema& S> consteval uint32_t at(const char* name) {
 
 template <const pcy_op_schema& S, int N> void op_eval(native_context& cx, const sdk::op_args& a) {
   program p;
-  const decoder dc(S, a);
-  dc.decode(p, kind::eval, at<S>("program"), at<S>("out"), at<S>("out") + 1, N);
-  dc.check_aliasing(p, at<S>("out"), at<S>("out") + 1);
+  decode_eval<S, N>(a, p);
   cx.settle(a.queue());
   run_eval(cx, p);
 }
 template <const pcy_op_schema& S, int N, int O>
 void op_evalm(native_context& cx, const sdk::op_args& a) {
   program p;
-  const decoder dc(S, a);
-  constexpr uint32_t in0 = at<S>("out") + O;
-  dc.decode(p, kind::eval, at<S>("program"), at<S>("out"), in0, N, O);
-  dc.check_aliasing(p, at<S>("out"), in0);
+  decode_eval<S, N, O>(a, p);
   cx.settle(a.queue());
   run_eval(cx, p);
 }
 template <const pcy_op_schema& S, int N> void op_reduce(native_context& cx, const sdk::op_args& a) {
   program p;
-  const decoder dc(S, a);
-  constexpr uint32_t in0 = at<S>("in0");
-  dc.decode(p, kind::reduce, at<S>("program"), at<S>("out"), in0, N);
-  const int k = dc.reduce_kind(p, at<S>("kind"));
-  dc.check_aliasing(p, at<S>("out"), in0);
-  const double corr = a.f(at<S>("correction"));
-  if (!std::isfinite(corr)) dc.bad(at<S>("correction"), "not finite");
+  const reduce_args r = decode_reduce<S, N>(a, p);
   cx.settle(a.queue());
-  run_reduce(cx, p, k, corr);
+  run_reduce(cx, p, r.kind, r.correction);
 }
 template <const pcy_op_schema& S, int N> void op_scan(native_context& cx, const sdk::op_args& a) {
   program p;
-  const decoder dc(S, a);
-  constexpr uint32_t in0 = at<S>("in0");
-  dc.decode(p, kind::scan, at<S>("program"), at<S>("out"), in0, N);
-  const int64_t k = a.i(at<S>("kind"));
-  if (k != PCY_ARRAY_SCAN_SUM && k != PCY_ARRAY_SCAN_PROD)
-    dc.bad(at<S>("kind"), sdk::str("unknown scan kind ", k));
-  if (!is_number(p.result_dtype())) dc.bad(at<S>("kind"), "scans need a numeric value");
-  dc.check_aliasing(p, at<S>("out"), in0);
+  const int k = decode_scan<S, N>(a, p);
   cx.settle(a.queue());
-  run_scan(cx, p, static_cast<int>(k));
+  run_scan(cx, p, k);
 }
 
 // ---- random -------------------------------------------------------------------------------------
@@ -1314,8 +1299,9 @@ public:
 #define PCY_ADD_EVAL(n)                                                                            \
   table_.add<op_eval<pcy_array_eval_##n##_schema, n>>(pcy_array_eval_##n##_schema, d, impl);
       PCY_ADD_EVAL(0)
-      PCY_ADD_EVAL(1) PCY_ADD_EVAL(2) PCY_ADD_EVAL(3) PCY_ADD_EVAL(4) PCY_ADD_EVAL(5)
-          PCY_ADD_EVAL(6) PCY_ADD_EVAL(7) PCY_ADD_EVAL(8)
+      PCY_ADD_EVAL(1)
+      PCY_ADD_EVAL(2) PCY_ADD_EVAL(3) PCY_ADD_EVAL(4) PCY_ADD_EVAL(5) PCY_ADD_EVAL(6)
+          PCY_ADD_EVAL(7) PCY_ADD_EVAL(8)
 #undef PCY_ADD_EVAL
 #define PCY_ADD_EVALM(m, n)                                                                        \
   table_.add<op_evalm<pcy_array_evalm##m##_##n##_schema, n, m>>(pcy_array_evalm##m##_##n##_schema, \
@@ -1329,7 +1315,8 @@ public:
 #define PCY_ADD_REDUCE(n)                                                                          \
   table_.add<op_reduce<pcy_array_reduce_##n##_schema, n>>(pcy_array_reduce_##n##_schema, d, impl);
       PCY_ADD_REDUCE(1)
-      PCY_ADD_REDUCE(2) PCY_ADD_REDUCE(3) PCY_ADD_REDUCE(4)
+      PCY_ADD_REDUCE(2)
+      PCY_ADD_REDUCE(3) PCY_ADD_REDUCE(4)
 #undef PCY_ADD_REDUCE
           if (d == PCY_DTYPE_BOOL) continue;
       table_.add<op_scan<pcy_array_scan_1_schema, 1>>(pcy_array_scan_1_schema, d, impl);
