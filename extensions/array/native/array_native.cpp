@@ -289,8 +289,9 @@ extern "C" {
 #define PCY_MVEC_UNARY(X)                                                                          \
   X(exp)                                                                                           \
   X(expm1)                                                                                         \
-  X(log) X(log1p) X(log2) X(log10) X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh)    \
-      X(tanh) X(asinh) X(acosh) X(atanh) X(erf)
+  X(log)                                                                                           \
+  X(log1p) X(log2) X(log10) X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh)   \
+      X(asinh) X(acosh) X(atanh) X(erf)
 PCY_MVEC_UNARY(PCY_MVEC_DECL)
 PCY_MVEC_DECL2(atan2)
 PCY_MVEC_DECL2(hypot)
@@ -394,20 +395,19 @@ struct tables {
 #define PCY_F2(OP, K) op[PCY_ARRAY_OP_##OP][D] = k_binary<K, T>;
     PCY_F1(EXP, op_exp)
     PCY_F1(EXPM1, op_expm1)
-    PCY_F1(LOG, op_log) PCY_F1(LOG1P, op_log1p) PCY_F1(LOG2, op_log2) PCY_F1(LOG10, op_log10)
-        PCY_F1(SQRT, op_sqrt) PCY_F1(RSQRT, op_rsqrt) PCY_F1(SIN, op_sin) PCY_F1(COS, op_cos)
-            PCY_F1(TAN, op_tan) PCY_F1(ASIN, op_asin) PCY_F1(ACOS, op_acos) PCY_F1(ATAN, op_atan)
-                PCY_F1(SINH, op_sinh) PCY_F1(COSH, op_cosh) PCY_F1(TANH, op_tanh)
-                    PCY_F1(ASINH, op_asinh) PCY_F1(ACOSH, op_acosh) PCY_F1(ATANH, op_atanh)
-                        PCY_F1(ERF, op_erf) PCY_F1(FLOOR, op_floor) PCY_F1(CEIL, op_ceil)
-                            PCY_F1(ROUND, op_round) PCY_F1(TRUNC, op_trunc) PCY_F2(DIV, op_div)
-                                PCY_F2(ATAN2, op_atan2) PCY_F2(COPYSIGN, op_copysign)
-                                    PCY_F2(NEXTAFTER, op_nextafter) PCY_F2(HYPOT, op_hypot)
-                                        PCY_F2(LOGADDEXP, op_logaddexp)
+    PCY_F1(LOG, op_log)
+    PCY_F1(LOG1P, op_log1p) PCY_F1(LOG2, op_log2) PCY_F1(LOG10, op_log10) PCY_F1(SQRT, op_sqrt)
+        PCY_F1(RSQRT, op_rsqrt) PCY_F1(SIN, op_sin) PCY_F1(COS, op_cos) PCY_F1(TAN, op_tan)
+            PCY_F1(ASIN, op_asin) PCY_F1(ACOS, op_acos) PCY_F1(ATAN, op_atan) PCY_F1(SINH, op_sinh)
+                PCY_F1(COSH, op_cosh) PCY_F1(TANH, op_tanh) PCY_F1(ASINH, op_asinh)
+                    PCY_F1(ACOSH, op_acosh) PCY_F1(ATANH, op_atanh) PCY_F1(ERF, op_erf)
+                        PCY_F1(FLOOR, op_floor) PCY_F1(CEIL, op_ceil) PCY_F1(ROUND, op_round)
+                            PCY_F1(TRUNC, op_trunc) PCY_F2(DIV, op_div) PCY_F2(ATAN2, op_atan2)
+                                PCY_F2(COPYSIGN, op_copysign) PCY_F2(NEXTAFTER, op_nextafter)
+                                    PCY_F2(HYPOT, op_hypot) PCY_F2(LOGADDEXP, op_logaddexp)
 #undef PCY_F1
 #undef PCY_F2
-                                            op[PCY_ARRAY_OP_ISNAN][D] =
-                                                k_pred<PCY_ARRAY_OP_ISNAN, T>;
+                                        op[PCY_ARRAY_OP_ISNAN][D] = k_pred<PCY_ARRAY_OP_ISNAN, T>;
     op[PCY_ARRAY_OP_ISINF][D] = k_pred<PCY_ARRAY_OP_ISINF, T>;
     op[PCY_ARRAY_OP_ISFINITE][D] = k_pred<PCY_ARRAY_OP_ISFINITE, T>;
   }
@@ -460,11 +460,12 @@ struct tables {
   op[PCY_ARRAY_OP_##OP][PCY_DTYPE_F64] = mv_##fn##_f64;
       PCY_MVEC_SET(exp, EXP)
       PCY_MVEC_SET(expm1, EXPM1)
-      PCY_MVEC_SET(log, LOG) PCY_MVEC_SET(log1p, LOG1P) PCY_MVEC_SET(log2, LOG2)
-          PCY_MVEC_SET(log10, LOG10) PCY_MVEC_SET(sin, SIN) PCY_MVEC_SET(cos, COS)
-              PCY_MVEC_SET(tan, TAN) PCY_MVEC_SET(asin, ASIN) PCY_MVEC_SET(acos, ACOS)
-                  PCY_MVEC_SET(atan, ATAN) PCY_MVEC_SET(sinh, SINH) PCY_MVEC_SET(cosh, COSH)
-                      PCY_MVEC_SET(tanh, TANH) PCY_MVEC_SET(asinh, ASINH) PCY_MVEC_SET(acosh, ACOSH)
+      PCY_MVEC_SET(log, LOG)
+      PCY_MVEC_SET(log1p, LOG1P) PCY_MVEC_SET(log2, LOG2) PCY_MVEC_SET(log10, LOG10)
+          PCY_MVEC_SET(sin, SIN) PCY_MVEC_SET(cos, COS) PCY_MVEC_SET(tan, TAN)
+              PCY_MVEC_SET(asin, ASIN) PCY_MVEC_SET(acos, ACOS) PCY_MVEC_SET(atan, ATAN)
+                  PCY_MVEC_SET(sinh, SINH) PCY_MVEC_SET(cosh, COSH) PCY_MVEC_SET(tanh, TANH)
+                      PCY_MVEC_SET(asinh, ASINH) PCY_MVEC_SET(acosh, ACOSH)
                           PCY_MVEC_SET(atanh, ATANH) PCY_MVEC_SET(erf, ERF)
                               PCY_MVEC_SET(atan2, ATAN2) PCY_MVEC_SET(hypot, HYPOT)
                                   PCY_MVEC_SET(pow, POW)
@@ -731,6 +732,53 @@ template <class T> struct acc_t {
   int64_t i;
 };
 
+// The maximum (or minimum) of n values in 8 independent lanes, NaN propagating (maximum's rule).
+// maximum/minimum as two selects (vectorised): the same values as op_maximum/op_minimum.
+template <class T> inline T sel_max(T a, T b) noexcept {
+  T r = a >= b ? a : b;
+  if constexpr (std::is_floating_point_v<T>) r = a != a ? a : r;
+  return r;
+}
+template <class T> inline T sel_min(T a, T b) noexcept {
+  T r = a <= b ? a : b;
+  if constexpr (std::is_floating_point_v<T>) r = a != a ? a : r;
+  return r;
+}
+// In 16-byte vectors of lanes (the x86-64 baseline) (GCC's vector extension: the selects vectorise,
+// the lanes are combined at the end), NaN propagating.
+template <class T> T extreme(const T* v, int64_t n, bool max) {
+  constexpr int L = static_cast<int>(16 / sizeof(T)), A = 4; // 4 independent accumulators
+  if (n < 2 * A * L) {
+    T m = v[0];
+    for (int64_t i = 1; i < n; ++i)
+      m = max ? sel_max(m, v[i]) : sel_min(m, v[i]);
+    return m;
+  }
+  typedef T vec __attribute__((vector_size(16)));
+  vec acc[A];
+  std::memcpy(acc, v, sizeof acc);
+  int64_t i = A * L;
+  auto step = [max](vec a, vec x) {
+    vec r = max ? (a >= x ? a : x) : (a <= x ? a : x);
+    if constexpr (std::is_floating_point_v<T>) r = a != a ? a : r;
+    return r;
+  };
+  for (; i + A * L <= n; i += A * L) {
+    vec x[A];
+    std::memcpy(x, v + i, sizeof x);
+    for (int k = 0; k < A; ++k)
+      acc[k] = step(acc[k], x[k]);
+  }
+  T lane[A * L];
+  std::memcpy(lane, acc, sizeof acc);
+  T m = lane[0];
+  for (int l = 1; l < A * L; ++l)
+    m = max ? sel_max(m, lane[l]) : sel_min(m, lane[l]);
+  for (; i < n; ++i)
+    m = max ? sel_max(m, v[i]) : sel_min(m, v[i]);
+  return m;
+}
+
 // Pairwise summation in a fixed order (NumPy's scheme): blocks of up to 128 summed in 8 lanes
 // (independent chains the compiler vectorises), blocks combined pairwise.
 template <class T> T sum_chunk(const T* v, int64_t n) {
@@ -863,39 +911,32 @@ template <class T> struct reducer {
       }
     }
     if (pass == 0 && (kind == PCY_ARRAY_REDUCE_MAX || kind == PCY_ARRAY_REDUCE_MIN) && n > 0) {
-      T m = s.i < 0 ? v[0] : s.a;
-      if (kind == PCY_ARRAY_REDUCE_MAX)
-        for (int64_t i = 0; i < n; ++i)
-          m = op_maximum::f(m, v[i]);
-      else
-        for (int64_t i = 0; i < n; ++i)
-          m = op_minimum::f(m, v[i]);
-      s.a = m;
+      const T m = extreme(v, n, kind == PCY_ARRAY_REDUCE_MAX);
+      s.a = s.i < 0
+                ? m
+                : (kind == PCY_ARRAY_REDUCE_MAX ? op_maximum::f(s.a, m) : op_minimum::f(s.a, m));
       s.i = 0;
       return;
     }
     if (pass == 0 && (kind == PCY_ARRAY_REDUCE_ARGMAX || kind == PCY_ARRAY_REDUCE_ARGMIN) &&
         n > 0) {
       if (s.i >= 0 && s.a != s.a) return; // a NaN already won
-      T best = s.i < 0 ? v[0] : s.a;
-      int64_t at = s.i < 0 ? 0 : -1;
+      // The chunk's extreme (8 lanes, NaN propagating), then its first position: the first
+      // maximum (minimum) of the chunk, or its first NaN.
       const bool mx = kind == PCY_ARRAY_REDUCE_ARGMAX;
-      for (int64_t i = 0; i < n; ++i) {
-        const T x = v[i];
-        if (x != x) { // the first NaN wins
-          s.a = x;
-          s.i = pos + i;
-          return;
-        }
-        if (mx ? x > best : x < best) {
-          best = x;
-          at = i;
-        }
+      const T m = extreme(v, n, mx);
+      const bool nan = m != m;
+      if (s.i >= 0 && !nan && !(mx ? m > s.a : m < s.a)) return; // an earlier one stays
+      int64_t at = 0;
+      if (nan) {
+        while (v[at] == v[at])
+          ++at;
+      } else {
+        while (!(v[at] == m))
+          ++at;
       }
-      if (at >= 0) {
-        s.a = best;
-        s.i = pos + at;
-      }
+      s.a = v[at];
+      s.i = pos + at;
       return;
     }
     for (int64_t i = 0; i < n; ++i)
@@ -998,20 +1039,45 @@ template <int D> void run_reduce_t(native_context& cx, const program& p, int kin
           std::array<int64_t, max_rank> ridx = idx;
           std::array<int64_t, max_operands> roff = base_off;
           int64_t pos = 0;
+          // The common cases in a dense array of running values (vectorised): sums, and the
+          // extremes (NaN propagating); the others through the reducer, per element.
+          const bool sums = pass == 0 &&
+                            (kind == PCY_ARRAY_REDUCE_SUM || kind == PCY_ARRAY_REDUCE_MEAN ||
+                             kind == PCY_ARRAY_REDUCE_VAR || kind == PCY_ARRAY_REDUCE_STD) &&
+                            std::is_floating_point_v<T>;
+          const bool ext =
+              pass == 0 && (kind == PCY_ARRAY_REDUCE_MAX || kind == PCY_ARRAY_REDUCE_MIN);
+          T run[block];
           r.walk(kept, c.rank, ridx.data(), roff.data(), [&] {
             const T* v = static_cast<const T*>(r.chunk(ridx.data(), kin, n, roff.data()));
-            if (pass == 0 &&
-                (kind == PCY_ARRAY_REDUCE_SUM || kind == PCY_ARRAY_REDUCE_MEAN ||
-                 kind == PCY_ARRAY_REDUCE_VAR || kind == PCY_ARRAY_REDUCE_STD) &&
-                std::is_floating_point_v<T>) {
-              for (int64_t i = 0; i < n; ++i)
-                acc[i].a += v[i]; // the common case, vectorised
+            if (sums) {
+              if (pos == 0)
+                for (int64_t i = 0; i < n; ++i)
+                  run[i] = v[i];
+              else
+                for (int64_t i = 0; i < n; ++i)
+                  run[i] += v[i];
+            } else if (ext) {
+              if (pos == 0)
+                for (int64_t i = 0; i < n; ++i)
+                  run[i] = v[i];
+              else if (kind == PCY_ARRAY_REDUCE_MAX)
+                for (int64_t i = 0; i < n; ++i)
+                  run[i] = sel_max(run[i], v[i]);
+              else
+                for (int64_t i = 0; i < n; ++i)
+                  run[i] = sel_min(run[i], v[i]);
             } else {
               for (int64_t i = 0; i < n; ++i)
                 rd.add(acc[i], v[i], pos);
             }
             ++pos;
           });
+          if ((sums || ext) && pos > 0)
+            for (int64_t i = 0; i < n; ++i) {
+              acc[i].a = run[i];
+              acc[i].i = 0;
+            }
         }
         const reducer<T> last{kind, twice ? 1 : 0};
         for (int64_t i = 0; i < n; ++i)
@@ -1300,8 +1366,9 @@ public:
   table_.add<op_eval<pcy_array_eval_##n##_schema, n>>(pcy_array_eval_##n##_schema, d, impl);
       PCY_ADD_EVAL(0)
       PCY_ADD_EVAL(1)
-      PCY_ADD_EVAL(2) PCY_ADD_EVAL(3) PCY_ADD_EVAL(4) PCY_ADD_EVAL(5) PCY_ADD_EVAL(6)
-          PCY_ADD_EVAL(7) PCY_ADD_EVAL(8)
+      PCY_ADD_EVAL(2)
+      PCY_ADD_EVAL(3) PCY_ADD_EVAL(4) PCY_ADD_EVAL(5) PCY_ADD_EVAL(6) PCY_ADD_EVAL(7)
+          PCY_ADD_EVAL(8)
 #undef PCY_ADD_EVAL
 #define PCY_ADD_EVALM(m, n)                                                                        \
   table_.add<op_evalm<pcy_array_evalm##m##_##n##_schema, n, m>>(pcy_array_evalm##m##_##n##_schema, \
@@ -1316,7 +1383,8 @@ public:
   table_.add<op_reduce<pcy_array_reduce_##n##_schema, n>>(pcy_array_reduce_##n##_schema, d, impl);
       PCY_ADD_REDUCE(1)
       PCY_ADD_REDUCE(2)
-      PCY_ADD_REDUCE(3) PCY_ADD_REDUCE(4)
+      PCY_ADD_REDUCE(3)
+      PCY_ADD_REDUCE(4)
 #undef PCY_ADD_REDUCE
           if (d == PCY_DTYPE_BOOL) continue;
       table_.add<op_scan<pcy_array_scan_1_schema, 1>>(pcy_array_scan_1_schema, d, impl);
