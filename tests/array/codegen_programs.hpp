@@ -36,44 +36,10 @@ constexpr int all_dtypes[] = {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_I8, PCY_DT
                               PCY_DTYPE_I32, PCY_DTYPE_I64, PCY_DTYPE_U8, PCY_DTYPE_BOOL,
                               PCY_DTYPE_F16, PCY_DTYPE_BF16};
 
-// Whether op (unary or binary) is defined on operands of dtype t (array_program.hpp's rules).
-inline bool defined_on(int op, int t) {
-  using namespace parenchyma::array_bundle;
-  switch (op) {
-  case PCY_ARRAY_OP_NEG:
-  case PCY_ARRAY_OP_ABS:
-  case PCY_ARRAY_OP_SIGN:
-  case PCY_ARRAY_OP_SQUARE:
-  case PCY_ARRAY_OP_ADD:
-  case PCY_ARRAY_OP_SUB:
-  case PCY_ARRAY_OP_MUL:
-  case PCY_ARRAY_OP_FLOORDIV:
-  case PCY_ARRAY_OP_REM:
-  case PCY_ARRAY_OP_POW:
-  case PCY_ARRAY_OP_MINIMUM:
-  case PCY_ARRAY_OP_MAXIMUM: return is_number(t);
-  case PCY_ARRAY_OP_NOT:
-  case PCY_ARRAY_OP_AND:
-  case PCY_ARRAY_OP_OR:
-  case PCY_ARRAY_OP_XOR: return is_int(t) || is_bool(t);
-  case PCY_ARRAY_OP_SHL:
-  case PCY_ARRAY_OP_SHR: return is_int(t);
-  case PCY_ARRAY_OP_ISNAN:
-  case PCY_ARRAY_OP_ISINF:
-  case PCY_ARRAY_OP_ISFINITE: return is_float(t);
-  default:
-    if (is_float_unary(op) || is_float_binary(op)) return is_float(t);
-    if (is_compare(op)) return is_arith(t);
-    return false;
-  }
-}
-inline int result_of(int op, int t) {
-  using namespace parenchyma::array_bundle;
-  if (is_compare(op) || op == PCY_ARRAY_OP_ISNAN || op == PCY_ARRAY_OP_ISINF ||
-      op == PCY_ARRAY_OP_ISFINITE)
-    return PCY_DTYPE_BOOL;
-  return t;
-}
+// Whether op (unary or binary) is defined on operands of dtype t, and its result's dtype: the
+// decoder's rules (array_program.hpp).
+inline bool defined_on(int op, int t) { return parenchyma::array_bundle::takes(op, t); }
+inline int result_of(int op, int t) { return parenchyma::array_bundle::result_of(op, t); }
 
 // An eval program over rank-2 operands (out, x, y of dtype t) with every op defined on t, their
 // results folded into one value by WHERE chains so every register is live.

@@ -69,6 +69,45 @@ constexpr bool is_float_binary(int op) noexcept {
          (op >= PCY_ARRAY_OP_COPYSIGN && op <= PCY_ARRAY_OP_LOGADDEXP);
 }
 
+// The type rules of the computing instructions (not the sources, CAST, WHERE or STORE): whether
+// `op` takes operands of dtype t, and the dtype of its result. The decoder checks programs
+// against them; tests build programs from them.
+constexpr bool takes(int op, int t) noexcept {
+  switch (op) {
+  case PCY_ARRAY_OP_NEG:
+  case PCY_ARRAY_OP_ABS:
+  case PCY_ARRAY_OP_SIGN:
+  case PCY_ARRAY_OP_SQUARE:
+  case PCY_ARRAY_OP_ADD:
+  case PCY_ARRAY_OP_SUB:
+  case PCY_ARRAY_OP_MUL:
+  case PCY_ARRAY_OP_FLOORDIV:
+  case PCY_ARRAY_OP_REM:
+  case PCY_ARRAY_OP_POW:
+  case PCY_ARRAY_OP_MINIMUM:
+  case PCY_ARRAY_OP_MAXIMUM: return is_number(t);
+  case PCY_ARRAY_OP_NOT:
+  case PCY_ARRAY_OP_AND:
+  case PCY_ARRAY_OP_OR:
+  case PCY_ARRAY_OP_XOR: return is_int(t) || is_bool(t);
+  case PCY_ARRAY_OP_SHL:
+  case PCY_ARRAY_OP_SHR: return is_int(t);
+  case PCY_ARRAY_OP_ISNAN:
+  case PCY_ARRAY_OP_ISINF:
+  case PCY_ARRAY_OP_ISFINITE: return is_float(t);
+  default:
+    if (is_float_unary(op) || is_float_binary(op)) return is_float(t);
+    if (is_compare(op)) return is_arith(t);
+    return false;
+  }
+}
+constexpr int result_of(int op, int t) noexcept {
+  if (is_compare(op) || op == PCY_ARRAY_OP_ISNAN || op == PCY_ARRAY_OP_ISINF ||
+      op == PCY_ARRAY_OP_ISFINITE)
+    return PCY_DTYPE_BOOL;
+  return t;
+}
+
 // Plain data without initialisers: a program's 256 slots are written up to its count, never
 // zeroed (the decoder runs on every call).
 struct instruction {
@@ -403,36 +442,7 @@ private:
       if (!is_arith(rd[i])) no("half types only load, cast and store: compute in f32");
     if (n == 2 && rd[0] != rd[1]) no(str("operands of dtypes ", dn(rd[0]), " and ", dn(rd[1])));
     const int t = rd[0];
-    bool ok = false;
-    switch (in.op) {
-    case PCY_ARRAY_OP_NEG:
-    case PCY_ARRAY_OP_ABS:
-    case PCY_ARRAY_OP_SIGN:
-    case PCY_ARRAY_OP_SQUARE:
-    case PCY_ARRAY_OP_ADD:
-    case PCY_ARRAY_OP_SUB:
-    case PCY_ARRAY_OP_MUL:
-    case PCY_ARRAY_OP_FLOORDIV:
-    case PCY_ARRAY_OP_REM:
-    case PCY_ARRAY_OP_POW:
-    case PCY_ARRAY_OP_MINIMUM:
-    case PCY_ARRAY_OP_MAXIMUM: ok = is_number(t) && d == t; break;
-    case PCY_ARRAY_OP_NOT:
-    case PCY_ARRAY_OP_AND:
-    case PCY_ARRAY_OP_OR:
-    case PCY_ARRAY_OP_XOR: ok = (is_int(t) || is_bool(t)) && d == t; break;
-    case PCY_ARRAY_OP_SHL:
-    case PCY_ARRAY_OP_SHR: ok = is_int(t) && d == t; break;
-    case PCY_ARRAY_OP_ISNAN:
-    case PCY_ARRAY_OP_ISINF:
-    case PCY_ARRAY_OP_ISFINITE: ok = is_float(t) && d == PCY_DTYPE_BOOL; break;
-    default:
-      if (is_float_unary(in.op) || is_float_binary(in.op))
-        ok = is_float(t) && d == t;
-      else if (is_compare(in.op))
-        ok = is_arith(t) && d == PCY_DTYPE_BOOL;
-      break;
-    }
+    const bool ok = takes(in.op, t) && d == result_of(in.op, t);
     if (!ok) no(str("not defined for operands of dtype ", dn(t)));
   }
 
