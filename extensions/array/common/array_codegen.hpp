@@ -90,6 +90,12 @@ struct spec {
   // The kernel cache key: job, kind, rank, reduced, operand dtypes, instruction words.
   std::string key() const {
     std::string k;
+    key_into(k);
+    return k;
+  }
+  // key() into k (cleared first; its capacity reused: no allocation per call once warm).
+  void key_into(std::string& k) const {
+    k.clear();
     auto put = [&](int64_t v) { k.append(reinterpret_cast<const char*>(&v), sizeof v); };
     put(static_cast<int64_t>(what));
     put(kind);
@@ -109,7 +115,6 @@ struct spec {
       put(in.b);
       put(in.c);
     }
-    return k;
   }
   // The meta word index, after the layout's own, of instruction k's runtime immediate (CONST's
   // value, GATHER's extent); -1 for other instructions.
@@ -165,12 +170,11 @@ inline spec make_spec(const program& p, const collapsed& c, job what, int kind) 
 
 // The meta words of a program for its collapsed form; `elem_off[p]` is operand p's tensor byte
 // offset in elements.
-inline std::vector<int64_t> meta_words(const spec& s, const collapsed& c,
-                                       const std::array<int64_t, max_operands>& elem_off,
-                                       int extras) {
+// Into w (replaced; its capacity reused: no allocation per call once warm).
+inline void meta_words_into(std::vector<int64_t>& w, const spec& s, const collapsed& c,
+                            const std::array<int64_t, max_operands>& elem_off) {
   const layout l = layout_of(s);
-  (void)extras;
-  std::vector<int64_t> w(static_cast<size_t>(l.words(s.what)), 0);
+  w.assign(static_cast<size_t>(l.words(s.what)), 0);
   for (int d = 0; d < s.rank; ++d)
     w[static_cast<size_t>(l.shape(d))] = c.shape[static_cast<size_t>(d)];
   for (int p = 0; p < s.operands; ++p) {
@@ -204,7 +208,6 @@ inline std::vector<int64_t> meta_words(const spec& s, const collapsed& c,
     }
     w.push_back(v);
   }
-  return w;
 }
 
 namespace detail {

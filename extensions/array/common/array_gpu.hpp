@@ -72,7 +72,8 @@ struct gpu_context : sdk::device_context {
 
   // The kernels of s, built on first use.
   const built_kernels& get(const codegen::spec& s) {
-    const std::string key = s.key();
+    thread_local std::string key; // reused: a warm call allocates nothing
+    s.key_into(key);
     if (auto it = kernels.find(key); it != kernels.end()) return it->second;
     if (!fp64 && s.uses_f64()) sdk::fail(PCY_ERR_UNSUPPORTED, no_fp64_reason);
     const std::string src = codegen::source(s, dl, random_header, static_cast<int>(wg));
@@ -150,7 +151,11 @@ struct gpu_context : sdk::device_context {
 // One launch's arguments: the operands, the meta words, one or two trailing scalars.
 struct launch_args {
   std::array<uint64_t, max_operands> ptr{}; // CUDA device addresses
-  std::vector<int64_t> meta;
+  // The meta words: this thread's buffer, reused (one launch is built at a time per thread).
+  std::vector<int64_t>& meta = []() -> std::vector<int64_t>& {
+    thread_local std::vector<int64_t> w;
+    return w;
+  }();
   std::array<pcy_kernel_arg, max_operands + 5> args{};
   uint32_t count = 0;
 
@@ -238,7 +243,7 @@ void op_eval(gpu_context& cx, const sdk::op_args& a) {
   std::array<const pcy_tensor*, max_operands> t{};
   offsets_of(S, p, cx.bundle, off, t);
   launch_args la;
-  la.meta = codegen::meta_words(s, c, off, 1);
+  codegen::meta_words_into(la.meta, s, c, off);
   la.meta[static_cast<size_t>(codegen::layout_of(s).extra(0))] = static_cast<int64_t>(p.elements);
   la.operands(cx, t, p.operands);
   la.add_meta();
@@ -283,7 +288,7 @@ template <const pcy_op_schema& S, int N> void op_reduce(gpu_context& cx, const s
     n_red *= static_cast<uint64_t>(c.shape[static_cast<size_t>(d)]);
   const codegen::layout l = codegen::layout_of(s);
   launch_args la;
-  la.meta = codegen::meta_words(s, c, off, 7);
+  codegen::meta_words_into(la.meta, s, c, off);
   const int cs = slices_for(c, n_red, cx.wg, cx.outer_slices);
   const double dof = static_cast<double>(n_red) - corr;
   la.meta[static_cast<size_t>(l.extra(0))] = static_cast<int64_t>(p.kept_elements);
@@ -353,7 +358,7 @@ template <const pcy_op_schema& S, int N> void op_scan(gpu_context& cx, const sdk
     rows *= static_cast<uint64_t>(c.shape[static_cast<size_t>(d)]);
   launch_args la;
   const codegen::layout l = codegen::layout_of(s);
-  la.meta = codegen::meta_words(s, c, off, 3);
+  codegen::meta_words_into(la.meta, s, c, off);
   la.meta[static_cast<size_t>(l.extra(0))] = static_cast<int64_t>(rows);
   la.operands(cx, t, p.operands);
   la.add_meta();

@@ -144,6 +144,148 @@ struct Node {
 };
 using NodePtr = std::shared_ptr<Node>;
 
+// Nodes are recycled per thread: a released node (its children released, its shape and strides
+// cleared, their capacity kept) goes to this thread's free list, and its shared_ptr control
+// block to a list of blocks of that size, so building and running an expression allocates
+// nothing once a thread has warmed up (the host cost of a small op: docs/array.md). A node
+// released on another thread than the one that made it joins that thread's lists. Under
+// AddressSanitizer nodes are plain allocations (use after free stays visible).
+#if defined(__SANITIZE_ADDRESS__)
+#define PCY_ARRAY_NODE_POOL 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define PCY_ARRAY_NODE_POOL 0
+#endif
+#endif
+#ifndef PCY_ARRAY_NODE_POOL
+#define PCY_ARRAY_NODE_POOL 1
+#endif
+struct node_pool {
+  static constexpr size_t keep = 4096; // nodes and blocks kept per thread at most
+  static constexpr size_t block_bytes = 64;
+  struct free_block {
+    free_block* next;
+  };
+  std::vector<Node*> nodes;
+  free_block* blocks = nullptr;
+  size_t block_count = 0;
+};
+// The lists, valid until the thread's destructors run (then nullptr: plain delete).
+struct node_pool_slot {
+  node_pool* pool = nullptr;
+  bool dead = false;
+};
+inline node_pool_slot& node_pool_here() noexcept {
+  thread_local node_pool_slot slot; // trivially destructible: usable during thread exit
+  return slot;
+}
+inline node_pool* node_pool_get() {
+  node_pool_slot& s = node_pool_here();
+  if (s.pool == nullptr && !s.dead) {
+    struct owner {
+      node_pool pool;
+      ~owner() {
+        node_pool_slot& sl = node_pool_here();
+        sl.pool = nullptr;
+        sl.dead = true;
+        for (Node* n : pool.nodes)
+          delete n;
+        while (pool.blocks != nullptr) {
+          node_pool::free_block* b = pool.blocks;
+          pool.blocks = b->next;
+          ::operator delete(b);
+        }
+      }
+    };
+    thread_local owner o;
+    s.pool = &o.pool;
+    s.pool->nodes.reserve(64);
+  }
+  return s.pool;
+}
+// The control blocks' allocator: blocks of block_bytes from the thread's list.
+template <class T> struct node_block_alloc {
+  using value_type = T;
+  node_block_alloc() = default;
+  template <class U> node_block_alloc(const node_block_alloc<U>&) noexcept {} // NOLINT
+  T* allocate(size_t n) {
+    if (n * sizeof(T) <= node_pool::block_bytes) {
+      if (node_pool* p = node_pool_get(); p != nullptr && p->blocks != nullptr) {
+        node_pool::free_block* b = p->blocks;
+        p->blocks = b->next;
+        --p->block_count;
+        return reinterpret_cast<T*>(b);
+      }
+      return static_cast<T*>(::operator new(node_pool::block_bytes));
+    }
+    return static_cast<T*>(::operator new(n * sizeof(T)));
+  }
+  void deallocate(T* q, size_t n) noexcept {
+    if (n * sizeof(T) <= node_pool::block_bytes) {
+      node_pool_slot& s = node_pool_here();
+      if (s.pool != nullptr && s.pool->block_count < node_pool::keep) {
+        auto* b = reinterpret_cast<node_pool::free_block*>(q);
+        b->next = s.pool->blocks;
+        s.pool->blocks = b;
+        ++s.pool->block_count;
+        return;
+      }
+    }
+    ::operator delete(q);
+  }
+  template <class U> bool operator==(const node_block_alloc<U>&) const noexcept { return true; }
+};
+struct node_recycler {
+  void operator()(Node* n) const noexcept {
+    // Children first (they may recycle in turn), then this node, reset to a default leaf.
+    n->a.reset();
+    n->b.reset();
+    n->c.reset();
+    n->storage.reset();
+    node_pool_slot& s = node_pool_here();
+    if (s.pool == nullptr || s.pool->nodes.size() >= node_pool::keep) {
+      delete n;
+      return;
+    }
+    n->k = Node::kind::leaf;
+    n->type = PCY_DTYPE_F32;
+    n->weak = false;
+    n->shape.clear();
+    n->offset = 0;
+    n->strides.clear();
+    n->word = 0;
+    n->op = 0;
+    n->size = 1;
+    n->stale = false;
+    try {
+      s.pool->nodes.push_back(n);
+    } catch (...) {
+      delete n;
+    }
+  }
+};
+// A new default node (kind leaf, no shape).
+inline NodePtr new_node() {
+#if PCY_ARRAY_NODE_POOL
+  node_pool* p = node_pool_get();
+  Node* n = nullptr;
+  if (p != nullptr && !p->nodes.empty()) {
+    n = p->nodes.back();
+    p->nodes.pop_back();
+  } else {
+    n = new Node();
+  }
+  try {
+    return NodePtr(n, node_recycler{}, node_block_alloc<Node>{});
+  } catch (...) {
+    delete n;
+    throw;
+  }
+#else
+  return new_node();
+#endif
+}
+
 inline Shape dense_strides(const Shape& s) {
   Shape st(s.size());
   int64_t acc = 1;
@@ -152,6 +294,16 @@ inline Shape dense_strides(const Shape& s) {
     acc *= s[i] > 0 ? s[i] : 1;
   }
   return st;
+}
+// Whether `strides` are the dense row-major strides of `s` (dense_strides(s)), not allocating.
+inline bool is_dense(const Shape& s, const Shape& strides) {
+  if (strides.size() != s.size()) return false;
+  int64_t acc = 1;
+  for (size_t i = s.size(); i-- > 0;) {
+    if (strides[i] != acc) return false;
+    acc *= s[i] > 0 ? s[i] : 1;
+  }
+  return true;
 }
 inline uint64_t count_of(const Shape& s) {
   uint64_t n = 1;
@@ -277,7 +429,7 @@ public:
   const detail::NodePtr& node() const noexcept { return node_; }
   static detail::NodePtr leaf(std::shared_ptr<TensorStorage> st, int64_t offset, Shape strides,
                               Shape shape) {
-    auto l = std::make_shared<detail::Node>();
+    auto l = detail::new_node();
     l->k = detail::Node::kind::leaf;
     l->type = st->dtype();
     l->shape = std::move(shape);
@@ -332,24 +484,81 @@ inline std::optional<Backend> pick_backend(const std::optional<Backend>& x,
   return x ? x : y;
 }
 
+// 0, 1, 2, ...: the identity permutation of up to 64 dimensions, as a span.
+inline constexpr auto iota_dims = [] {
+  std::array<int64_t, 64> v{};
+  for (size_t i = 0; i < v.size(); ++i)
+    v[i] = static_cast<int64_t>(i);
+  return v;
+}();
+inline std::span<const int64_t> identity(size_t r) {
+  if (r > iota_dims.size())
+    fail("eval", errc::invalid_argument, "an array of rank ", r, "; the limit is ",
+         iota_dims.size());
+  return {iota_dims.data(), r};
+}
+
+struct emitter_input {
+  const Node* leaf;
+  std::shared_ptr<TensorStorage> storage;
+  int64_t offset;
+  size_t strides; // where its strides over the index space start in the strides buffer
+};
+// An emitter's buffers, reused: a thread keeps those of finished emitters (their capacity), so
+// emitting and running a program allocates nothing after warm-up.
+struct emitter_buffers {
+  std::vector<int64_t> perm, code, strides, words, over_root;
+  std::vector<emitter_input> inputs;
+  std::vector<std::pair<const Node*, int>> seen;
+  void clear() noexcept {
+    perm.clear();
+    code.clear();
+    strides.clear();
+    words.clear();
+    over_root.clear();
+    inputs.clear();
+    seen.clear();
+  }
+};
+inline std::vector<std::unique_ptr<emitter_buffers>>& spare_emitter_buffers() {
+  thread_local std::vector<std::unique_ptr<emitter_buffers>> spare;
+  return spare;
+}
+
 // A program over an index space of `shape`: leaves map into it by right-aligned broadcasting
 // and then `perm` (index-space dimension j is the broadcast root's dimension perm[j]).
 class emitter {
 public:
   // `outputs`: operands 0..outputs-1 are outputs (multi-output evals); inputs follow.
-  emitter(const Shape& root, std::vector<int64_t> perm, int outputs = 1)
-      : root_(root), perm_(std::move(perm)), outputs_(outputs) {}
+  emitter(const Shape& root, std::span<const int64_t> perm, int outputs = 1)
+      : root_(root), outputs_(outputs) {
+    auto& spare = spare_emitter_buffers();
+    if (spare.empty()) {
+      buf_ = std::make_unique<emitter_buffers>();
+    } else {
+      buf_ = std::move(spare.back());
+      spare.pop_back();
+    }
+    buf_->perm.assign(perm.begin(), perm.end());
+  }
+  emitter(const emitter&) = delete;
+  emitter& operator=(const emitter&) = delete;
+  ~emitter() {
+    buf_->clear();
+    auto& spare = spare_emitter_buffers();
+    if (spare.size() < 8) {
+      try {
+        spare.push_back(std::move(buf_));
+      } catch (...) { // buf_ is freed
+      }
+    }
+  }
 
-  struct input {
-    const Node* leaf;
-    std::shared_ptr<TensorStorage> storage;
-    int64_t offset;
-    Shape strides; // over the index space
-  };
+  using input = emitter_input;
 
   // Registers the tree; returns its register, or -1 when it needs more than 8 inputs.
   int emit(const Node& x) {
-    for (const auto& [node, r] : seen_)
+    for (const auto& [node, r] : buf_->seen)
       if (node == &x) return r;
     int r = -1;
     switch (x.k) {
@@ -373,86 +582,92 @@ public:
       break;
     }
     }
-    seen_.emplace_back(&x, r);
+    buf_->seen.emplace_back(&x, r);
     return r;
   }
   int cast_to(int reg, dtype from, dtype to) {
     return from == to ? reg : push(PCY_ARRAY_OP_CAST, to, reg, 0, 0);
   }
   int push(int op, dtype t, int64_t a, int64_t b, int64_t c) {
-    code_.insert(code_.end(), {PCY_ARRAY_WORD(op, t), a, b, c});
-    return static_cast<int>(code_.size() / 4 - 1);
+    buf_->code.insert(buf_->code.end(), {PCY_ARRAY_WORD(op, t), a, b, c});
+    return static_cast<int>(buf_->code.size() / 4 - 1);
   }
   void push_word(int64_t w0, int64_t a, int64_t b, int64_t c) {
-    code_.insert(code_.end(), {w0, a, b, c});
+    buf_->code.insert(buf_->code.end(), {w0, a, b, c});
   }
   // The operand number of a leaf whose strides are already over the index space.
-  int operand_of(const Node& leaf) {
-    for (size_t i = 0; i < inputs_.size(); ++i)
-      if (inputs_[i].storage.get() == leaf.storage.get() && inputs_[i].offset == leaf.offset &&
-          inputs_[i].strides == leaf.strides)
-        return static_cast<int>(i) + outputs_;
-    inputs_.push_back({&leaf, leaf.storage, leaf.offset, leaf.strides});
-    return static_cast<int>(inputs_.size()) - 1 + outputs_;
-  }
-  const std::vector<input>& inputs() const noexcept { return inputs_; }
-  size_t instructions() const noexcept { return code_.size() / 4; }
+  int operand_of(const Node& leaf) { return add_input(leaf, leaf.strides); }
+  const std::vector<input>& inputs() const noexcept { return buf_->inputs; }
+  size_t instructions() const noexcept { return buf_->code.size() / 4; }
 
-  // The whole program with the output operand's view (offset, strides over the index space).
-  std::vector<int64_t> program(int reduced, int64_t out_offset, const Shape& out_strides) const {
-    const std::pair<int64_t, const Shape*> out[] = {{out_offset, &out_strides}};
+  // The whole program with the output operand's view (offset, strides over the index space);
+  // valid until the emitter is destroyed or program() is called again.
+  const std::vector<int64_t>& program(int reduced, int64_t out_offset,
+                                      std::span<const int64_t> out_strides) const {
+    const std::pair<int64_t, std::span<const int64_t>> out[] = {{out_offset, out_strides}};
     return program(reduced, out);
   }
   // With the views of every output (offset, strides over the index space).
-  std::vector<int64_t> program(int reduced,
-                               std::span<const std::pair<int64_t, const Shape*>> outs) const {
-    const size_t r = perm_.size();
-    const size_t operands = inputs_.size() + outs.size();
-    std::vector<int64_t> w;
-    w.reserve(PCY_ARRAY_HEADER_WORDS + r + operands * (r + 1) + code_.size());
-    w.insert(w.end(), {PCY_ARRAY_PROGRAM_VERSION, static_cast<int64_t>(r), reduced,
-                       static_cast<int64_t>(operands), static_cast<int64_t>(code_.size() / 4)});
+  const std::vector<int64_t>&
+  program(int reduced, std::span<const std::pair<int64_t, std::span<const int64_t>>> outs) const {
+    const std::vector<int64_t>& perm = buf_->perm;
+    const size_t r = perm.size();
+    const size_t operands = buf_->inputs.size() + outs.size();
+    std::vector<int64_t>& w = buf_->words;
+    w.clear();
+    w.reserve(PCY_ARRAY_HEADER_WORDS + r + operands * (r + 1) + buf_->code.size());
+    w.insert(w.end(),
+             {PCY_ARRAY_PROGRAM_VERSION, static_cast<int64_t>(r), reduced,
+              static_cast<int64_t>(operands), static_cast<int64_t>(buf_->code.size() / 4)});
     for (size_t j = 0; j < r; ++j)
-      w.push_back(root_[static_cast<size_t>(perm_[j])]);
+      w.push_back(root_[static_cast<size_t>(perm[j])]);
     for (const auto& [offset, strides] : outs) {
       w.push_back(offset);
-      w.insert(w.end(), strides->begin(), strides->end());
+      w.insert(w.end(), strides.begin(), strides.end());
     }
-    for (const input& in : inputs_) {
+    for (const input& in : buf_->inputs) {
       w.push_back(in.offset);
-      w.insert(w.end(), in.strides.begin(), in.strides.end());
+      const auto st = buf_->strides.begin() + static_cast<ptrdiff_t>(in.strides);
+      w.insert(w.end(), st, st + static_cast<ptrdiff_t>(r));
     }
-    w.insert(w.end(), code_.begin(), code_.end());
+    w.insert(w.end(), buf_->code.begin(), buf_->code.end());
     return w;
   }
 
 private:
+  // The input (leaf's tensor, offset, strides over the index space), added unless present;
+  // -1 past the op's input limit.
+  int add_input(const Node& x, std::span<const int64_t> st) {
+    std::vector<input>& ins = buf_->inputs;
+    for (size_t i = 0; i < ins.size(); ++i)
+      if (ins[i].storage.get() == x.storage.get() && ins[i].offset == x.offset &&
+          std::equal(st.begin(), st.end(),
+                     buf_->strides.begin() + static_cast<ptrdiff_t>(ins[i].strides)))
+        return static_cast<int>(i) + outputs_;
+    if (ins.size() >= (outputs_ == 1 ? size_t{PCY_ARRAY_MAX_INPUTS} : size_t{6})) return -1;
+    const size_t at = buf_->strides.size();
+    buf_->strides.insert(buf_->strides.end(), st.begin(), st.end());
+    ins.push_back({&x, x.storage, x.offset, at});
+    return static_cast<int>(ins.size()) - 1 + outputs_;
+  }
   int operand(const Node& x) {
     // The leaf's strides over the root's dimensions (right-aligned, 0 where broadcast), then
     // permuted into the index space.
     const size_t R = root_.size(), L = x.shape.size();
-    Shape over_root(R, 0);
+    std::vector<int64_t>& over_root = buf_->over_root;
+    over_root.assign(R + buf_->perm.size(), 0);
     for (size_t d = 0; d < L; ++d) {
       const size_t rd = R - L + d;
       over_root[rd] = x.shape[d] == 1 && root_[rd] != 1 ? 0 : x.strides[d];
     }
-    Shape st(perm_.size());
-    for (size_t j = 0; j < perm_.size(); ++j)
-      st[j] = over_root[static_cast<size_t>(perm_[j])];
-    for (size_t i = 0; i < inputs_.size(); ++i)
-      if (inputs_[i].storage.get() == x.storage.get() && inputs_[i].offset == x.offset &&
-          inputs_[i].strides == st)
-        return static_cast<int>(i) + outputs_;
-    if (inputs_.size() >= (outputs_ == 1 ? size_t{PCY_ARRAY_MAX_INPUTS} : size_t{6})) return -1;
-    inputs_.push_back({&x, x.storage, x.offset, std::move(st)});
-    return static_cast<int>(inputs_.size()) - 1 + outputs_;
+    int64_t* st = over_root.data() + R;
+    for (size_t j = 0; j < buf_->perm.size(); ++j)
+      st[j] = over_root[static_cast<size_t>(buf_->perm[j])];
+    return add_input(x, std::span<const int64_t>(st, buf_->perm.size()));
   }
   const Shape& root_;
-  std::vector<int64_t> perm_;
   int outputs_ = 1;
-  std::vector<int64_t> code_;
-  std::vector<input> inputs_;
-  std::vector<std::pair<const Node*, int>> seen_;
+  std::unique_ptr<emitter_buffers> buf_;
 };
 
 inline std::vector<int64_t> identity_perm(size_t r) {
@@ -521,19 +736,29 @@ inline void run_program(const Backend& b, std::span<const key_fn> keys, size_t f
 // ------------------------------------------------------------------------
 namespace detail {
 
-inline Shape broadcast_shapes(const Shape& x, const Shape& y, const char* fn) {
+// The broadcast shape of x and y into `out` (out.size() >= max rank); its rank.
+inline size_t broadcast_into(std::span<int64_t> out, std::span<const int64_t> x,
+                             std::span<const int64_t> y, const char* fn) {
   const size_t r = std::max(x.size(), y.size());
-  Shape out(r);
+  if (r > out.size())
+    fail(fn, errc::invalid_argument, "an array of rank ", r, "; the limit is ", out.size());
   for (size_t i = 0; i < r; ++i) {
     const int64_t a = i < r - x.size() ? 1 : x[i - (r - x.size())];
     const int64_t b = i < r - y.size() ? 1 : y[i - (r - y.size())];
     if (a != b && a != 1 && b != 1)
-      fail(fn, errc::invalid_argument, "shapes ", shape_str(x), " and ", shape_str(y),
-           " do not broadcast (dimension ", i, ": ", a, " and ", b,
-           "); each pair of trailing dimensions must be equal or 1");
+      fail(fn, errc::invalid_argument, "shapes ", shape_str(Shape(x.begin(), x.end())), " and ",
+           shape_str(Shape(y.begin(), y.end())), " do not broadcast (dimension ", i, ": ", a,
+           " and ", b, "); each pair of trailing dimensions must be equal or 1");
     out[i] = a == 1 ? b : a;
   }
-  return out;
+  return r;
+}
+// Room for a broadcast shape on the stack (ranks up to 64, as identity()).
+using shape_buffer = std::array<int64_t, 64>;
+inline Shape broadcast_shapes(const Shape& x, const Shape& y, const char* fn) {
+  shape_buffer buf;
+  const size_t r = broadcast_into(buf, x, y, fn);
+  return Shape(buf.begin(), buf.begin() + static_cast<ptrdiff_t>(r));
 }
 
 // The CONST word of value v in dtype t (pcy_array.h).
@@ -552,7 +777,7 @@ inline int64_t const_word(double v, dtype t) {
 }
 
 inline NodePtr scalar_node(double v, dtype t, bool weak) {
-  auto n = std::make_shared<Node>();
+  auto n = new_node();
   n->k = Node::kind::scalar;
   n->type = t;
   n->weak = weak;
@@ -561,7 +786,7 @@ inline NodePtr scalar_node(double v, dtype t, bool weak) {
   return n;
 }
 inline NodePtr int_scalar_node(int64_t v, dtype t, bool weak) {
-  auto n = std::make_shared<Node>();
+  auto n = new_node();
   n->k = Node::kind::scalar;
   n->type = t;
   n->weak = weak;
@@ -602,7 +827,7 @@ inline NodePtr as_type(const NodePtr& x, dtype t) {
   if (x->type == t) return x;
   if (x->k == Node::kind::scalar) {
     if (is_half(t)) { // constants are never half: an f32 constant, cast
-      auto n = std::make_shared<Node>();
+      auto n = new_node();
       n->k = Node::kind::op;
       n->op = PCY_ARRAY_OP_CAST;
       n->type = t;
@@ -624,7 +849,7 @@ inline NodePtr as_type(const NodePtr& x, dtype t) {
     }
     return int_scalar_node(v, t, x->weak);
   }
-  auto n = std::make_shared<Node>();
+  auto n = new_node();
   n->k = Node::kind::op;
   n->op = PCY_ARRAY_OP_CAST;
   n->type = t;
@@ -655,12 +880,13 @@ constexpr dtype float_of(dtype t) noexcept {
   return dt::f16;
 }
 
-inline NodePtr make_op(int op, dtype t, Shape shape, NodePtr a, NodePtr b = {}, NodePtr c = {}) {
-  auto n = std::make_shared<Node>();
+inline NodePtr make_op(int op, dtype t, std::span<const int64_t> shape, NodePtr a, NodePtr b = {},
+                       NodePtr c = {}) {
+  auto n = new_node();
   n->k = Node::kind::op;
   n->op = op;
   n->type = t;
-  n->shape = std::move(shape);
+  n->shape.assign(shape.begin(), shape.end()); // a recycled node's capacity
   n->size = 1 + a->size + (b ? b->size : 0) + (c ? c->size : 0);
   n->a = std::move(a);
   n->b = std::move(b);
@@ -671,8 +897,8 @@ inline NodePtr make_op(int op, dtype t, Shape shape, NodePtr a, NodePtr b = {}, 
 
 // An operation computed in dtype `t` (half types: in f32, rounded back to t after it, NumPy's
 // per-operation rounding), with result dtype `result` (t, or bool for predicates).
-inline NodePtr compute(int op, dtype t, dtype result, const Shape& shape, const NodePtr& a,
-                       const NodePtr& b = {}, const NodePtr& c = {}) {
+inline NodePtr compute(int op, dtype t, dtype result, std::span<const int64_t> shape,
+                       const NodePtr& a, const NodePtr& b = {}, const NodePtr& c = {}) {
   const dtype ct = compute_type(t);
   const dtype cr = result == t ? ct : result;
   NodePtr n = make_op(op, cr, shape, as_type(a, ct), b ? as_type(b, ct) : NodePtr{},
@@ -730,7 +956,8 @@ inline Array binary(const char* fn, int op, const Array& x, const Array& y) {
   const Node& a = node_of(x, fn);
   const Node& b = node_of(y, fn);
   auto backend = pick_backend(x.backend(), y.backend(), fn);
-  const Shape shape = broadcast_shapes(a.shape, b.shape, fn);
+  shape_buffer sbuf;
+  const std::span<const int64_t> shape(sbuf.data(), broadcast_into(sbuf, a.shape, b.shape, fn));
   dtype t = result_type(a, b), r = t;
   switch (op) {
   case PCY_ARRAY_OP_DIV: // true division: integers and bool give f64 (NumPy's, the default float)
@@ -872,8 +1099,10 @@ inline Array where(const Array& cond, const Array& x, const Array& y) {
   const Node& b = node_of(y, "where");
   auto backend =
       pick_backend(pick_backend(cond.backend(), x.backend(), "where"), y.backend(), "where");
-  const Shape shape =
-      broadcast_shapes(broadcast_shapes(c.shape, a.shape, "where"), b.shape, "where");
+  shape_buffer ca, cab;
+  const size_t rca = broadcast_into(ca, c.shape, a.shape, "where");
+  const std::span<const int64_t> shape(
+      cab.data(), broadcast_into(cab, std::span<const int64_t>(ca.data(), rca), b.shape, "where"));
   const dtype t = result_type(a, b);
   NodePtr n = make_op(PCY_ARRAY_OP_WHERE, t, shape, as_type(cond.node(), dt::boolean),
                       as_type(x.node(), t), as_type(y.node(), t));
@@ -948,9 +1177,34 @@ inline uint64_t programs_run() noexcept { return detail::programs_run(); }
 // ---------------------------------------------------------------------------
 namespace detail {
 
+// A vector that keeps its first N elements in place (a tree walk's stack without allocating).
+template <class T, size_t N> class small_vector {
+public:
+  void push_back(const T& v) {
+    if (n_ < N)
+      in_[n_] = v;
+    else
+      more_.push_back(v);
+    ++n_;
+  }
+  void pop_back() noexcept {
+    --n_;
+    if (n_ >= N) more_.pop_back();
+  }
+  T& back() noexcept { return (*this)[n_ - 1]; }
+  T& operator[](size_t i) noexcept { return i < N ? in_[i] : more_[i - N]; }
+  bool empty() const noexcept { return n_ == 0; }
+  size_t size() const noexcept { return n_; }
+
+private:
+  std::array<T, N> in_{};
+  std::vector<T> more_;
+  size_t n_ = 0;
+};
+
 // Emits `x` as the program's value, running subtrees first while it needs more than 8 inputs.
-inline int emit_fitting(Node& x, const Backend& b, const std::vector<int64_t>& perm,
-                        const Shape& root, std::optional<emitter>& out) {
+inline int emit_fitting(Node& x, const Backend& b, std::span<const int64_t> perm, const Shape& root,
+                        std::optional<emitter>& out) {
   for (;;) {
     out.emplace(root, perm);
     const int r = out->emit(x);
@@ -979,8 +1233,8 @@ inline void materialise(Node& x, const Backend& b) {
   const uint64_t n = count_of(x.shape);
   if (n > 0) {
     std::optional<emitter> e;
-    emit_fitting(x, b, identity_perm(x.shape.size()), x.shape, e);
-    const std::vector<int64_t> words = e->program(0, 0, strides);
+    emit_fitting(x, b, identity(x.shape.size()), x.shape, e);
+    const std::vector<int64_t>& words = e->program(0, 0, strides);
     run_program(b, eval_keys, 0, x.type, words, *st, true, *e, {});
   }
   x.k = Node::kind::leaf;
@@ -1038,7 +1292,7 @@ inline Array& Array::eval() {
     auto st = std::make_shared<TensorStorage>(x.type, Shape{});
     detail::emitter e(x.shape, {});
     e.push(PCY_ARRAY_OP_CONST, x.type, x.word, 0, 0);
-    const std::vector<int64_t> words = e.program(0, 0, {});
+    const std::vector<int64_t>& words = e.program(0, 0, {});
     detail::run_program(b, detail::eval_keys, 0, x.type, words, *st, true, e, {});
     x.k = detail::Node::kind::leaf;
     x.storage = std::move(st);
@@ -1054,7 +1308,7 @@ inline Array& Array::eval() {
 inline bool Array::is_dense_whole() const {
   const detail::Node& x = n();
   if (x.k != detail::Node::kind::leaf) return false;
-  return x.offset == 0 && x.strides == detail::dense_strides(x.shape) &&
+  return x.offset == 0 && detail::is_dense(x.shape, x.strides) &&
          detail::count_of(x.shape) == x.storage->size();
 }
 
@@ -1092,8 +1346,10 @@ inline void Array::assign(const Array& value) {
   const Backend b = *picked;
   if (!backend_) backend_ = b;
   const detail::Node& v = detail::node_of(value, "assign");
-  const Shape bs = detail::broadcast_shapes(v.shape, self.shape, "assign");
-  if (bs != self.shape)
+  detail::shape_buffer bsb;
+  const size_t bsr = detail::broadcast_into(bsb, v.shape, self.shape, "assign");
+  if (!std::equal(bsb.begin(), bsb.begin() + static_cast<ptrdiff_t>(bsr), self.shape.begin(),
+                  self.shape.end()))
     detail::fail("assign", errc::invalid_argument, "a value of shape ", detail::shape_str(v.shape),
                  " does not broadcast to the target's ", detail::shape_str(self.shape));
   if (self.storage->read_only())
@@ -1105,7 +1361,8 @@ inline void Array::assign(const Array& value) {
   // one that reads the target through another view too.
   bool run_first = val->k == detail::Node::kind::op && val.use_count() > 2;
   if (!run_first && detail::reads(*val, st)) {
-    std::vector<const detail::Node*> stack{val.get()};
+    detail::small_vector<const detail::Node*, 64> stack;
+    stack.push_back(val.get());
     while (!stack.empty() && !run_first) {
       const detail::Node* x = stack.back();
       stack.pop_back();
@@ -1128,38 +1385,42 @@ inline void Array::assign(const Array& value) {
   if (detail::count_of(self.shape) == 0) return;
   detail::NodePtr tree = detail::as_type(val, self.type);
   std::optional<detail::emitter> e;
-  detail::emit_fitting(*tree, b, detail::identity_perm(self.shape.size()), self.shape, e);
-  const std::vector<int64_t> words = e->program(0, self.offset, self.strides);
+  detail::emit_fitting(*tree, b, detail::identity(self.shape.size()), self.shape, e);
+  const std::vector<int64_t>& words = e->program(0, self.offset, self.strides);
   bool whole = is_dense_whole();
   for (const auto& in : e->inputs())
     whole = whole && in.storage.get() != st;
   // Operands of the value that read the target and are held outside the value's tree (a named
   // Array) would read the new values if run later: they refuse to run (Node::stale).
-  std::vector<std::pair<detail::Node*, long>> inside; // node, references from within the tree
+  detail::small_vector<std::pair<detail::Node*, long>, 64> inside; // node, references in the tree
   if (val->k == detail::Node::kind::op && detail::reads(*val, st)) {
-    std::vector<detail::Node*> stack{val.get()};
+    detail::small_vector<detail::Node*, 64> stack;
+    stack.push_back(val.get());
     while (!stack.empty()) {
       detail::Node* x = stack.back();
       stack.pop_back();
       if (x->k != detail::Node::kind::op) continue;
       for (const detail::NodePtr* c : {&x->a, &x->b, &x->c}) {
         if (!*c || (*c)->k != detail::Node::kind::op) continue;
-        auto it = std::find_if(inside.begin(), inside.end(),
-                               [&](const auto& p) { return p.first == c->get(); });
-        if (it == inside.end()) {
-          inside.emplace_back(c->get(), 1);
+        size_t at = 0;
+        while (at < inside.size() && inside[at].first != c->get())
+          ++at;
+        if (at == inside.size()) {
+          inside.push_back({c->get(), 1});
           stack.push_back(c->get());
         } else {
-          ++it->second;
+          ++inside[at].second;
         }
       }
     }
   }
-  std::vector<detail::Node*> stale;
-  for (const auto& [node, refs] : inside) {
+  detail::small_vector<detail::Node*, 16> stale;
+  for (size_t in = 0; in < inside.size(); ++in) {
+    const auto [node, refs] = inside[in];
     // use_count through a parent's member: the tree's references plus outside holders.
     const detail::NodePtr* held = nullptr;
-    std::vector<detail::Node*> stack{val.get()};
+    detail::small_vector<detail::Node*, 64> stack;
+    stack.push_back(val.get());
     while (!stack.empty() && held == nullptr) {
       detail::Node* x = stack.back();
       stack.pop_back();
@@ -1173,8 +1434,8 @@ inline void Array::assign(const Array& value) {
       stale.push_back(node);
   }
   detail::run_program(b, detail::eval_keys, 0, self.type, words, *st, whole, *e, {});
-  for (detail::Node* x : stale)
-    x->stale = true;
+  for (size_t i = 0; i < stale.size(); ++i)
+    stale[i]->stale = true;
 }
 inline void Array::assign(double value) { assign(scalar(value)); }
 
@@ -1252,7 +1513,7 @@ inline void assign_all(std::span<Array> targets, std::span<const Array> values) 
   const int outputs = static_cast<int>(targets.size());
   std::optional<emitter> e;
   for (;;) {
-    e.emplace(shape, identity_perm(shape.size()), outputs);
+    e.emplace(shape, identity(shape.size()), outputs);
     bool fits = true;
     std::array<int, 3> reg{};
     for (size_t i = 1; i < vals.size() && fits; ++i) {
@@ -1284,10 +1545,10 @@ inline void assign_all(std::span<Array> targets, std::span<const Array> values) 
     if (big == nullptr) fail("assign_all", errc::internal, "values without inputs failed to fit");
     materialise(*big, *b);
   }
-  std::vector<std::pair<int64_t, const Shape*>> outs;
+  std::vector<std::pair<int64_t, std::span<const int64_t>>> outs;
   for (const Array& t : targets)
-    outs.emplace_back(t.offset(), &t.strides());
-  const std::vector<int64_t> words = e->program(0, outs);
+    outs.emplace_back(t.offset(), std::span<const int64_t>(t.strides()));
+  const std::vector<int64_t>& words = e->program(0, outs);
   std::array<OpArg, 2> extra{};
   for (size_t i = 1; i < targets.size(); ++i) {
     TensorStorage& st = *targets[i].node()->storage;
@@ -1631,7 +1892,7 @@ inline Array reduce(const char* fn, const Array& x, std::span<const int64_t> axe
     NodePtr tree = as_type(x.node(), value_type);
     std::optional<emitter> e;
     emit_fitting(*tree, b, perm, xn.shape, e);
-    const std::vector<int64_t> words = e->program(static_cast<int>(red.size()), 0, out_strides);
+    const std::vector<int64_t>& words = e->program(static_cast<int>(red.size()), 0, out_strides);
     const OpArg extra[] = {OpArg::integer(kind), OpArg::real(correction)};
     run_program(b, reduce_keys, 1, out_type, words, *st, true, *e, extra);
   }
@@ -1801,7 +2062,7 @@ inline Array scan(const char* fn, int kind, const Array& x, std::optional<int64_
     NodePtr tree = as_type(x.node(), a);
     std::optional<emitter> e;
     emit_fitting(*tree, b, perm, xn.shape, e);
-    const std::vector<int64_t> words = e->program(1, dst.offset(), ost);
+    const std::vector<int64_t>& words = e->program(1, dst.offset(), ost);
     const OpArg extra[] = {OpArg::integer(kind)};
     run_program(b, scan_keys, 1, a, words, *dst.node()->storage, !include_initial, *e, extra);
   }
@@ -1858,10 +2119,10 @@ template <class F>
 Array from_index(const char* fn, const Backend& b, Shape shape, dtype t, F&& body) {
   Array out(b, shape, t);
   if (count_of(shape) == 0) return out;
-  emitter e(out.shape(), identity_perm(shape.size()));
+  emitter e(out.shape(), identity(shape.size()));
   const int r = body(e);
   (void)r;
-  const std::vector<int64_t> words = e.program(0, 0, dense_strides(shape));
+  const std::vector<int64_t>& words = e.program(0, 0, dense_strides(shape));
   run_program(b, eval_keys, 0, t, words, *out.node()->storage, true, e, {});
   (void)fn;
   return out;
@@ -1999,7 +2260,7 @@ inline Array take(const Array& x, const Array& indices, int64_t axis = 0) {
     Array iv = view_base(idx, "take");
     for (size_t d = 0; d < k; ++d)
       is[static_cast<size_t>(ax) + d] = iv.strides()[d];
-    emitter e(out_shape, identity_perm(out_shape.size()));
+    emitter e(out_shape, identity(out_shape.size()));
     // Operands are registered through leaves with their strides already over the index space.
     auto lx = Array::leaf(src.node()->storage, src.offset(), xs, out_shape);
     auto li = Array::leaf(iv.node()->storage, iv.offset(), is, out_shape);
@@ -2012,7 +2273,7 @@ inline Array take(const Array& x, const Array& indices, int64_t axis = 0) {
     const int j = e.push(PCY_ARRAY_OP_WHERE, dt::i64, neg, wrapped, ri64);
     const int ox = e.operand_of(*lx);
     e.push_word(PCY_ARRAY_WORD(PCY_ARRAY_OP_GATHER, xn.type) | (n << 16), ox, j, ax);
-    const std::vector<int64_t> words = e.program(0, 0, dense_strides(out_shape));
+    const std::vector<int64_t>& words = e.program(0, 0, dense_strides(out_shape));
     run_program(*backend, eval_keys, 0, xn.type, words, *out.node()->storage, true, e, {});
   } else {
     (void)out.node()->storage->host(access::write_only);
