@@ -492,6 +492,52 @@ TEST_CASE("array: random draws: the same bits on every backend, offsets split on
   }
 }
 
+TEST_CASE("array: var and std of data far from zero (cancellation) match float64", "[array]") {
+  // 1e4 + u, u in [-1, 1): E[x^2] - E[x]^2 in f32 would lose every digit; the contract's two
+  // passes or stable merge (the GPU bundles' one-pass Welford/Chan) keep them. Long rows (the
+  // split path on GPUs), short ones and a whole-array reduction.
+  std::mt19937_64 g(20261206);
+  std::uniform_real_distribution<double> u(-1, 1);
+  const int64_t rows = 7, cols = 42857;
+  std::vector<float> h(static_cast<size_t>(rows * cols));
+  for (float& v : h)
+    v = static_cast<float>(1e4 + u(g));
+  auto ref_var = [&](size_t first, size_t n, size_t step) {
+    double m = 0, s2 = 0;
+    for (size_t i = 0; i < n; ++i)
+      m += h[first + i * step];
+    m /= static_cast<double>(n);
+    for (size_t i = 0; i < n; ++i) {
+      const double d = h[first + i * step] - m;
+      s2 += d * d;
+    }
+    return s2 / static_cast<double>(n - 1);
+  };
+  for (const Backend& b : backends()) {
+    INFO("backend " << b.name());
+    SharedTensor<float> t({rows, cols});
+    std::copy(h.begin(), h.end(), t.write_only().begin());
+    pa::Array x = pa::wrap(b, t);
+    const int64_t last[] = {1}, first[] = {0};
+    const auto vr = pa::var(x, last, 1.0).to_vector<float>();
+    for (int64_t r = 0; r < rows; ++r) {
+      const double w = ref_var(static_cast<size_t>(r * cols), static_cast<size_t>(cols), 1);
+      INFO("row " << r);
+      CHECK(std::fabs(vr[static_cast<size_t>(r)] - w) <= 1e-3 * w);
+    }
+    const auto vc = pa::std(x, first, 1.0).to_vector<float>();
+    for (int64_t c = 0; c < cols; c += 997) {
+      const double w = std::sqrt(
+          ref_var(static_cast<size_t>(c), static_cast<size_t>(rows), static_cast<size_t>(cols)));
+      INFO("column " << c);
+      CHECK(std::fabs(vc[static_cast<size_t>(c)] - w) <= 1e-3 * w);
+    }
+    const double all = pa::var(x, {}, 1.0).item<float>();
+    const double wall = ref_var(0, h.size(), 1);
+    CHECK(std::fabs(all - wall) <= 1e-3 * wall);
+  }
+}
+
 TEST_CASE("array: fused expressions record into graphs and replay with new inputs", "[array]") {
   for (const Backend& b : backends()) {
     INFO("backend " << b.name());

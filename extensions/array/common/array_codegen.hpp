@@ -20,8 +20,10 @@
 //                   cs times the parallelism of one work-item per output) when outermost
 //   pcy_reduce_col  one work-item per output looping over the reduced index in order (CPU
 //                   devices with the reduced dimensions outermost, and tiny reductions)
-//                   Two-pass kinds (VAR, STD, LOGSUMEXP) as the native bundle: the mean or the
-//                   maximum first, then the centred sum, in the same kernel.
+//                   LOGSUMEXP in two passes as the native bundle (the maximum, then the
+//                   centred sum of exponentials) in the same kernel; VAR and STD in one pass
+//                   (each work-item's Welford count/mean/deviations, merged by Chan's formula
+//                   in the fixed tree and chunk order: one read of the input).
 //   pcy_scan        one work-item per row, sequential along the last dimension (the native
 //                   bundle's order: the same bits); for few long rows, blocked: pcy_scan_part
 //                   (block totals), pcy_scan_carry (each row's carries, in order),
@@ -885,9 +887,20 @@ struct reducer {
   dialect dl;
   int kind;
   int t;
-  bool two_pass() const {
-    return kind == PCY_ARRAY_REDUCE_VAR || kind == PCY_ARRAY_REDUCE_STD ||
-           kind == PCY_ARRAY_REDUCE_LOGSUMEXP;
+  bool two_pass() const { return kind == PCY_ARRAY_REDUCE_LOGSUMEXP; }
+  // VAR and STD in one pass: each work-item's running (count cn, mean a, sum of squared
+  // deviations b) by Welford's update, merged by Chan's formula in the trees and across chunks.
+  bool welford() const { return kind == PCY_ARRAY_REDUCE_VAR || kind == PCY_ARRAY_REDUCE_STD; }
+  // Merges a part (count n2, mean a2, deviations b2) into (cn, a, b); an empty side takes the
+  // other whole (no inf * 0).
+  std::string merge_welford(const std::string& n2, const std::string& a2,
+                            const std::string& b2) const {
+    const std::string Ts = T();
+    return "if (" + n2 + " > 0) { if (cn == 0) { a = " + a2 + "; b = " + b2 + "; cn = " + n2 +
+           "; } else { const i64 nn_ = cn + " + n2 + "; const " + Ts + " d_ = " + a2 +
+           " - a; const " + Ts + " f_ = (" + Ts + ")" + n2 + " / (" + Ts +
+           ")nn_; a = a + d_ * f_; b = b + " + b2 + " + d_ * d_ * (" + Ts +
+           ")cn * f_; cn = nn_; } }\n";
   }
   bool arg() const { return kind == PCY_ARRAY_REDUCE_ARGMIN || kind == PCY_ARRAY_REDUCE_ARGMAX; }
   std::string T() const { return ctype(t); }
@@ -905,10 +918,13 @@ struct reducer {
   std::string add0(const std::string& v) const {
     const std::string Ts = T();
     switch (kind) {
-    case PCY_ARRAY_REDUCE_SUM:
-    case PCY_ARRAY_REDUCE_MEAN:
     case PCY_ARRAY_REDUCE_VAR:
     case PCY_ARRAY_REDUCE_STD:
+      // on v - K, K the output's first value (no cancellation: the running mean stays near 0)
+      return "{ cn = cn + 1; const " + Ts + " x_ = " + v + " - K; const " + Ts +
+             " d_ = x_ - a; a = a + d_ / (" + Ts + ")cn; b = b + d_ * (x_ - a); }\n";
+    case PCY_ARRAY_REDUCE_SUM:
+    case PCY_ARRAY_REDUCE_MEAN:
       return is_float(t) ? "a = a + " + v + ";\n" : "a = (" + Ts + ")(U(a) + U(" + v + "));\n";
     case PCY_ARRAY_REDUCE_NORM2: return "a = a + " + v + " * " + v + ";\n";
     case PCY_ARRAY_REDUCE_PROD:
@@ -1146,23 +1162,28 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
   if (s.kind == PCY_ARRAY_REDUCE_LOGSUMEXP)
     between = "flag = a != a ? -2 : a == " + inf_of(t, false) + " ? -3 : a == " + inf_of(t, true) +
               " ? -4 : -1;\nc = flag == -1 ? a : (" + T + ")0;\n";
-  else if (rd.two_pass())
-    between = "c = " + n_red + " > 0 ? a / (" + T + ")" + n_red + " : (" + T + ")0;\n";
   const std::string decl = T + " a = " + rd.init_a() + ", b = (" + T + ")0, c = (" + T +
-                           ")0;\ni64 i = -1;\nint flag = -1;\n";
+                           ")0, K = (" + T + ")0;\ni64 i = -1, cn = 0;\nint flag = -1;\n";
+  // VAR/STD: K, the value at the output's reduced position 0 (every work-item of an output the
+  // same), the shift of the Welford updates.
+  const std::string shift =
+      rd.welford() ? "if (" + n_red + " > 0) {\n" +
+                         (s.reduced > 0 ? unravel(kept, R, "(i64)0", sm) : std::string()) +
+                         body(dl, s) + "K = " + v + ";\n}\n"
+                   : std::string();
   const std::string dof_param = ", const " + T + " dof";
 
   // Column kernel: one work-item per output, the reduced index in order.
   src += "KERNEL void pcy_reduce_col(" + params(s) + dof_param + ") {\n";
   src += "  for (i64 o = GID; o < " + n_out + "; o += GSIZE) {\n";
-  src += idx_decl(R) + unravel(0, kept, "o", sm) + decl;
+  src += idx_decl(R) + unravel(0, kept, "o", sm) + decl + shift;
   for (int pass = 0; pass < (rd.two_pass() ? 2 : 1); ++pass) {
     if (pass == 1) src += between + "if (flag == -1) ";
     src += "for (i64 pos = 0; pos < " + n_red + "; ++pos) {\n";
     if (s.reduced > 0) src += unravel(kept, R, "pos", sm);
     src += body(dl, s) + (pass == 0 ? rd.add0(v) : rd.add1(v)) + "}\n";
   }
-  src += "(void)dof; (void)flag; (void)c; (void)i; (void)b;\n";
+  src += "(void)dof; (void)flag; (void)c; (void)i; (void)b; (void)cn; (void)K;\n";
   if (s.reduced > 0)
     for (int d = kept; d < R; ++d)
       src += fmt("idx%d = 0;\n", d);
@@ -1175,14 +1196,24 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
   // cw neighbouring outputs per group (reduced dimensions outermost: coalesced).
   src += "KERNEL void pcy_reduce_row(" + params(s) + dof_param + ") {\n";
   src += "  SHARED " + T + " sa[PCY_WG];\n";
-  if (rd.arg()) src += "  SHARED i64 si[PCY_WG];\n";
+  if (rd.arg() || rd.welford()) src += "  SHARED i64 si[PCY_WG];\n";
+  if (rd.welford()) src += "  SHARED " + T + " sb[PCY_WG];\n";
   src += "  const int t = LID;\n";
   src += fmt("  const int cs = (int)m.w[%d], cw = PCY_WG / cs;\n", l.extra(3));
   src += "  const int lane = t % cw, slice = t / cw;\n";
   src += "  for (i64 base = GRP * cw; base < " + n_out + "; base += NGRP * cw) {\n";
   src += "  const i64 o = base + lane;\n  const int live = o < " + n_out + ";\n";
   src += idx_decl(R) + "if (live) " + unravel(0, kept, "o", sm) + decl;
+  if (rd.welford()) src += "if (live) {\n" + shift + "}\n";
   auto tree = [&](const char* var, bool with_index) {
+    if (rd.welford()) { // (cn, a, b) in (si, sa, sb)
+      std::string x = "sa[t] = a; sb[t] = b; si[t] = cn;\nBARRIER;\n"
+                      "for (int h = cs / 2; h > 0; h >>= 1) {\n  if (slice < h) {\n    " +
+                      rd.merge_welford("si[t + h * cw]", "sa[t + h * cw]", "sb[t + h * cw]") +
+                      "    sa[t] = a; sb[t] = b; si[t] = cn;\n  }\n  BARRIER;\n}\n"
+                      "a = sa[lane]; b = sb[lane]; cn = si[lane];\nBARRIER;\n";
+      return x;
+    }
     std::string x = fmt("sa[t] = %s;\n", var);
     if (with_index) x += "si[t] = i;\n";
     x += "BARRIER;\nfor (int h = cs / 2; h > 0; h >>= 1) {\n  if (slice < h) {\n";
@@ -1208,7 +1239,7 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
     src += body(dl, s) + (pass == 0 ? rd.add0(v) : rd.add1(v)) + "}\n";
     src += tree(pass == 0 ? "a" : "b", pass == 0 && rd.arg());
   }
-  src += "(void)dof; (void)flag; (void)c; (void)i; (void)b;\n";
+  src += "(void)dof; (void)flag; (void)c; (void)i; (void)b; (void)cn; (void)K;\n";
   if (s.reduced > 0)
     for (int d = kept; d < R; ++d)
       src += fmt("idx%d = 0;\n", d);
@@ -1225,27 +1256,40 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
                     wi_at = fmt("m.w[%d]", l.extra(6));
   src += "KERNEL void pcy_reduce_part(" + params(s) + dof_param + ws_param + ") {\n";
   src += "  SHARED " + T + " sa[PCY_WG];\n";
-  if (rd.arg()) src += "  SHARED i64 si[PCY_WG];\n";
+  if (rd.arg() || rd.welford()) src += "  SHARED i64 si[PCY_WG];\n";
+  if (rd.welford()) src += "  SHARED " + T + " sb[PCY_WG];\n";
   src += "  const int t = LID, cs = PCY_WG, cw = 1, lane = 0, slice = t;\n";
   src += "  for (i64 grp = GRP; grp < " + n_out + " * " + G + "; grp += NGRP) {\n";
   src += "  const i64 o = grp / " + G + ", g = grp % " + G + ";\n";
   src += "  const i64 start = g * " + chunk + ";\n  i64 end = start + " + chunk +
          ";\n  if (end > " + n_red + ") end = " + n_red + ";\n";
-  src += idx_decl(R) + unravel(0, kept, "o", sm) + decl;
+  src += idx_decl(R) + unravel(0, kept, "o", sm) + decl + shift;
   src += "for (i64 pos = start + t; pos < end; pos += PCY_WG) {\n";
   if (s.reduced > 0) src += unravel(kept, R, "pos", sm);
   src += body(dl, s) + rd.add0(v) + "}\n";
   src += tree("a", rd.arg());
-  src += "(void)dof; (void)flag; (void)c; (void)i; (void)b; (void)cw; (void)lane; (void)wi;\n";
-  src += "if (t == 0) { wa[grp] = a;" +
-         std::string(rd.arg() ? " wi[" + wi_at + " + grp] = i;" : "") + " }\n  }\n}\n";
+  src += "(void)dof; (void)flag; (void)c; (void)i; (void)b; (void)cw; (void)lane; (void)wi; "
+         "(void)cn; (void)K;\n";
+  // VAR/STD: the part's mean in wa[grp], its deviations in wa[parts + grp] (its count is the
+  // chunk's length)
+  src +=
+      "if (t == 0) { wa[grp] = a;" + std::string(rd.arg() ? " wi[" + wi_at + " + grp] = i;" : "") +
+      std::string(rd.welford() ? " wa[" + n_out + " * " + G + " + grp] = b;" : "") + " }\n  }\n}\n";
   src += "KERNEL void pcy_reduce_fin(" + params(s) + dof_param + ws_param + ") {\n";
   src += "  for (i64 o = GID; o < " + n_out + "; o += GSIZE) {\n";
   src += idx_decl(R) + unravel(0, kept, "o", sm) + decl;
   src += "for (i64 g = 0; g < " + G + "; ++g) {\n  const " + T + " a2 = wa[o * " + G + " + g];\n";
   if (rd.arg()) src += "  const i64 i2 = wi[" + wi_at + " + o * " + G + " + g];\n";
-  src += "  " + rd.combine0() + "}\n";
-  src += "(void)dof; (void)flag; (void)c; (void)i; (void)b; (void)wi;\n";
+  if (rd.welford()) {
+    src += "  i64 n2 = " + n_red + " - g * " + chunk + ";\n  if (n2 > " + chunk +
+           ") n2 = " + chunk + ";\n";
+    src += "  " +
+           rd.merge_welford("n2", "a2", "wa[" + n_out + " * " + G + " + o * " + G + " + g]") +
+           "}\n";
+  } else {
+    src += "  " + rd.combine0() + "}\n";
+  }
+  src += "(void)dof; (void)flag; (void)c; (void)i; (void)b; (void)wi; (void)cn; (void)K;\n";
   if (s.reduced > 0)
     for (int d = kept; d < R; ++d)
       src += fmt("idx%d = 0;\n", d);

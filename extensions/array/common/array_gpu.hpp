@@ -114,8 +114,7 @@ struct gpu_context : sdk::device_context {
     case job::reduce:
       b.k0 = kernel(prog, "pcy_reduce_col");
       b.k1 = kernel(prog, "pcy_reduce_row");
-      if (s.kind != PCY_ARRAY_REDUCE_VAR && s.kind != PCY_ARRAY_REDUCE_STD &&
-          s.kind != PCY_ARRAY_REDUCE_LOGSUMEXP) {
+      if (s.kind != PCY_ARRAY_REDUCE_LOGSUMEXP) {
         b.k2 = kernel(prog, "pcy_reduce_part");
         b.k3 = kernel(prog, "pcy_reduce_fin");
       }
@@ -308,8 +307,9 @@ template <const pcy_op_schema& S, int N> void op_reduce(gpu_context& cx, const s
   case PCY_DTYPE_BOOL: add_dof<uint8_t>(la, 0); break;
   default: sdk::fail(PCY_ERR_INTERNAL, sdk::str(cx.bundle, ": reduce of an unchecked dtype"));
   }
-  // Few outputs and long reductions of a one-pass kind: split each output's reduced positions
-  // into G chunks of at least 16 per work-item (parts, then their combination in order).
+  // Few outputs and long reductions of a one-pass kind (all but LOGSUMEXP): split each output's
+  // reduced positions into G chunks of at least 16 per work-item (parts, then their combination in
+  // order).
   const uint64_t n_out = p.kept_elements;
   uint64_t chunks = 0, chunk = 0;
   if (k.k2 != nullptr && n_out * 4 < cx.max_groups) {
@@ -323,7 +323,9 @@ template <const pcy_op_schema& S, int N> void op_reduce(gpu_context& cx, const s
   if (chunks >= 2) {
     const uint64_t parts = n_out * chunks;
     const uint64_t es = sdk::dtype_size(static_cast<pcy_dtype>(p.result_dtype()));
-    const uint64_t wi_at = (parts * es + 7) / 8; // wi's first element, in i64
+    // VAR/STD keep two values per part in wa (mean, deviations)
+    const uint64_t per_part = kd == PCY_ARRAY_REDUCE_VAR || kd == PCY_ARRAY_REDUCE_STD ? 2 : 1;
+    const uint64_t wi_at = (per_part * parts * es + 7) / 8; // wi's first element, in i64
     la.meta[static_cast<size_t>(l.extra(4))] = static_cast<int64_t>(chunks);
     la.meta[static_cast<size_t>(l.extra(5))] = static_cast<int64_t>(chunk);
     la.meta[static_cast<size_t>(l.extra(6))] = static_cast<int64_t>(wi_at);
