@@ -464,10 +464,10 @@ inline void gemm_batched(const Backend& b, transpose ta, transpose tb, Scalar al
     return count;
   };
   const bool sized = d.m >= 0 || d.n >= 0 || d.k >= 0;
-  if (d.m < 0 || d.n < 0 || d.ldc < 0 || d.stride_c < 0 || d.batch < 0)
+  if (d.m < 0 || d.n < 0 || d.ldc < 0 || d.stride_c == -1 || d.batch < 0)
     rank2(C, "C", "m, n, batch");
-  if (d.k < 0 || d.lda < 0 || d.stride_a < 0) rank2(A, "A", "k, lda, stride_a");
-  if (d.ldb < 0 || d.stride_b < 0) rank2(B, "B", "ldb, stride_b");
+  if (d.k < 0 || d.lda < 0 || d.stride_a == -1) rank2(A, "A", "k, lda, stride_a");
+  if (d.ldb < 0 || d.stride_b == -1) rank2(B, "B", "ldb, stride_b");
   const int64_t m = d.m >= 0 ? d.m : dim(C, 2);
   const int64_t n = d.n >= 0 ? d.n : dim(C, 1);
   const int64_t k = d.k >= 0 ? d.k : (ta_ ? dim(A, 2) : dim(A, 1));
@@ -494,7 +494,7 @@ inline void gemm_batched(const Backend& b, transpose ta, transpose tb, Scalar al
   // An input's stride from its shape: 0 when it holds one matrix (broadcast), else its matrix
   // size, when it holds batch matrices (checked here only when no sizes were given).
   const auto input_stride = [&](const TensorStorage& t, char which, int64_t given) -> int64_t {
-    if (given >= 0) return given;
+    if (given != -1) return given; // a negative one is refused below
     const int64_t count = matrices_in(t);
     if (count == 1) return 0;
     if (!sized && count != batch)
@@ -507,7 +507,7 @@ inline void gemm_batched(const Backend& b, transpose ta, transpose tb, Scalar al
   };
   const int64_t stride_a = input_stride(A, 'A', d.stride_a);
   const int64_t stride_b = input_stride(B, 'B', d.stride_b);
-  const int64_t stride_c = d.stride_c >= 0 ? d.stride_c : dim(C, 2) * dim(C, 1);
+  const int64_t stride_c = d.stride_c != -1 ? d.stride_c : dim(C, 2) * dim(C, 1);
   // No sizes given: the last two extents must be exactly the matrices (as gemm's exact check).
   const auto exact = [&](const TensorStorage& t, const char* name, int64_t rows, int64_t cols,
                          char which) {
