@@ -82,8 +82,7 @@ TEST_CASE("mismatched shapes name the op and the argument; nothing changes", "[b
   CHECK(snapshot(C) == C0);
 }
 
-TEST_CASE("gemm_batched: bad batches, strides and shapes are refused; nothing changes",
-          "[blas]") {
+TEST_CASE("gemm_batched: bad batches, strides and shapes are refused; nothing changes", "[blas]") {
   auto A = filled<float>({3, 4, 5}), B = filled<float>({3, 5, 2}), C = filled<float>({3, 4, 2});
   const auto a0 = snapshot(A), b0 = snapshot(B), c0 = snapshot(C);
   const auto run = [&](const SharedTensor<float>& a, const SharedTensor<float>& b,
@@ -466,11 +465,10 @@ TEST_CASE("each bundle re-checks its arguments: wrapping sizes from any host are
         name, "gemm", "A");
     // (batch - 1) * stride wraps; outputs that overlap (stride_c 1 < the 2 elements of C_i).
     expect_refused(
-        db.call("gemm_batched",
-                {i_arg(0), i_arg(0), i_arg(1), i_arg(1), i_arg(1), f_arg(1.0),
-                 t_arg(A, PCY_INTENT_IN), i_arg(1), i_arg(two32), t_arg(B, PCY_INTENT_IN),
-                 i_arg(1), i_arg(0), f_arg(0.0), t_arg(C, PCY_INTENT_INOUT), i_arg(1), i_arg(1),
-                 i_arg(two32 + 1)}),
+        db.call("gemm_batched", {i_arg(0), i_arg(0), i_arg(1), i_arg(1), i_arg(1), f_arg(1.0),
+                                 t_arg(A, PCY_INTENT_IN), i_arg(1), i_arg(two32),
+                                 t_arg(B, PCY_INTENT_IN), i_arg(1), i_arg(0), f_arg(0.0),
+                                 t_arg(C, PCY_INTENT_INOUT), i_arg(1), i_arg(1), i_arg(two32 + 1)}),
         name, "gemm_batched", "A");
     const std::vector<int64_t> two_by_two{2, 2};
     const pcy_tensor A4 = tensor_over(ma, two_by_two), C4 = tensor_over(mc, two_by_two);

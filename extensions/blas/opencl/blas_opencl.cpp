@@ -63,8 +63,8 @@ constexpr std::array<const char*, OP_COUNT> op_names{
 // measured on its own). Calls with device-resident scalars always use our kernels.
 constexpr double never = 1e300;
 constexpr std::array<double, OP_COUNT> measured_clblast_from{
-    /* asum */ 1 << 17, /* axpy */ 1 << 13, /* axpby */ never,  /* copy */ 1 << 13,
-    /* dot */ 1 << 17,  /* nrm2 */ never,   /* scal */ 1 << 13, /* swap */ 1 << 12,
+    /* asum */ 1 << 17, /* axpy */ 1 << 13, /* axpby */ never,       /* copy */ 1 << 13,
+    /* dot */ 1 << 17,  /* nrm2 */ never,   /* scal */ 1 << 13,      /* swap */ 1 << 12,
     /* gemv */ 0,       /* gemm */ never,   /* gemm_batched */ never};
 
 struct kernel_set {
@@ -235,8 +235,8 @@ void reduce(ocl_context& cx, pcy_queue q, const char* op, int mode, const blas_c
 // such windows `stride` elements apart (gemm_batched), in the grid's dimension 1.
 template <class T>
 void scale_window(ocl_context& cx, pcy_queue q, const char* op, int64_t rows, int64_t cols,
-                  int64_t ld, const blas_bundle::scalar_arg& beta, pcy_memory x,
-                  int64_t batch = 1, int64_t stride = 0) {
+                  int64_t ld, const blas_bundle::scalar_arg& beta, pcy_memory x, int64_t batch = 1,
+                  int64_t stride = 0) {
   const dtype_state& d = cx.state<T>();
   const int64_t total = rows * cols; // <= the tensor's element count (checked by the decoder)
   if (total == 0 || batch == 0) return;
@@ -483,8 +483,7 @@ template <class T> void op_gemm_batched(ocl_context& cx, const sdk::op_args& a) 
 #ifdef PARENCHYMA_HAVE_CLBLAST
   if (use_clblast<T>(cx, GEMM_BATCHED, c, double(c.m) * double(c.n) * double(c.k))) {
     if (c.beta.is_zero()) // as gemm: C must not be read
-      scale_window<T>(cx, a.queue(), op, c.m, c.n, c.ldc, c.beta, c.C->memory, c.batch,
-                      c.stride_c);
+      scale_window<T>(cx, a.queue(), op, c.m, c.n, c.ldc, c.beta, c.C->memory, c.batch, c.stride_c);
     clblast_run<T>(cx, GEMM_BATCHED, "CLBlast gemm_batched", [&] {
       return clb<T>::gemm_batched(
           CLBlastLayoutRowMajor, c.ta ? CLBlastTransposeYes : CLBlastTransposeNo,
@@ -691,18 +690,17 @@ private:
                         " on others (own kernel when a scalar is a tensor)");
 #endif
       if (clblast_from_[op] >= never) return own;
-      const std::string clblast = sdk::str("CLBlast ",
+      const std::string clblast = sdk::str(
+          "CLBlast ",
 #ifdef PARENCHYMA_HAVE_CLBLAST
-                                           PARENCHYMA_CLBLAST_VERSION,
+          PARENCHYMA_CLBLAST_VERSION,
 #endif
-                                           " CLBlast", f64 ? "D" : "S",
-                                           op == GEMM_BATCHED ? "gemmStridedBatched"
-                                                              : op_names[op]);
+          " CLBlast", f64 ? "D" : "S", op == GEMM_BATCHED ? "gemmStridedBatched" : op_names[op]);
       if (clblast_from_[op] <= 0) return clblast + " (own kernel when a scalar is a tensor)";
       return sdk::str(clblast, " from ", static_cast<int64_t>(clblast_from_[op]),
                       op == GEMM || op == GEMM_BATCHED ? " m n k"
-                      : op == GEMV ? " m n"
-                                   : " elements",
+                      : op == GEMV                     ? " m n"
+                                                       : " elements",
                       "; below: ", own);
     };
     table_.add<at_offset_zero<F32>, at_offset_zero<F64>>(schema, label(false), label(true),

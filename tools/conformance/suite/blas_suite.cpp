@@ -458,8 +458,7 @@ void half_gemm_batched_case(extension_suite& reg, bool ta, bool tb, int64_t batc
                   8 * 0x1p-24 * (std::sqrt(static_cast<double>(k)) + 1) *
                       (std::fabs(alpha) * mag + std::fabs(cterm)) +
                   denorm_min<H>();
-              report_element(std::fabs(C1[ic] - ref) <= tol, tag, tname<H>(), ic, C1[ic], ref,
-                             tol);
+              report_element(std::fabs(C1[ic] - ref) <= tol, tag, tname<H>(), ic, C1[ic], ref, tol);
             }
       },
       {&blas::detail::gemm_batched_key(dtype_v<H>)});
@@ -1236,9 +1235,8 @@ template <class T> void input_class_cases(extension_suite& reg) {
     // in row r of A_i reaches row r of C_i only.
     for (const bool ta : {false, true}) {
       const int64_t batch = 3, m = 33, n = 17, k = 65;
-      const std::string tag = str("gemm_batched ", tname<T>(), ta ? " TN" : " NN",
-                                  " batch=", batch, " m=", m, " n=", n, " k=", k, " broadcast B",
-                                  cls);
+      const std::string tag = str("gemm_batched ", tname<T>(), ta ? " TN" : " NN", " batch=", batch,
+                                  " m=", m, " n=", n, " k=", k, " broadcast B", cls);
       reg.add<T>(tag, [=](const Backend& b) {
         const int64_t ar = ta ? k : m, ac = ta ? m : k, per = m * k;
         const std::vector<double> A = class_values<T>(
@@ -1292,15 +1290,15 @@ struct batched_shape {
 };
 
 template <class T> void gemm_batched_case(extension_suite& reg, const batched_shape& s) {
-  const std::string tag = str(
-      "gemm_batched ", tname<T>(), s.ta ? " T" : " N", s.tb ? "T" : "N", " batch=", s.batch,
-      " m=", s.m, " n=", s.n, " k=", s.k,
-      s.broadcast == 1   ? " broadcast A"
-      : s.broadcast == 2 ? " broadcast B"
-                         : "",
-      s.pad != 0 ? str(" ld+", s.pad) : "", s.gap != 0 ? str(" gap ", s.gap) : "",
-      s.shaped ? " from shapes" : " explicit", " alpha=", g3(s.alpha), " beta=", g3(s.beta),
-      s.dev_scalars ? " device-scalars" : "", s.poison_inputs ? " NaN/Inf in A,B" : "");
+  const std::string tag =
+      str("gemm_batched ", tname<T>(), s.ta ? " T" : " N", s.tb ? "T" : "N", " batch=", s.batch,
+          " m=", s.m, " n=", s.n, " k=", s.k,
+          s.broadcast == 1   ? " broadcast A"
+          : s.broadcast == 2 ? " broadcast B"
+                             : "",
+          s.pad != 0 ? str(" ld+", s.pad) : "", s.gap != 0 ? str(" gap ", s.gap) : "",
+          s.shaped ? " from shapes" : " explicit", " alpha=", g3(s.alpha), " beta=", g3(s.beta),
+          s.dev_scalars ? " device-scalars" : "", s.poison_inputs ? " NaN/Inf in A,B" : "");
   reg.add<T>(tag, [=](const Backend& b) {
     const int64_t ar = s.ta ? s.k : s.m, ac = s.ta ? s.m : s.k;
     const int64_t br = s.tb ? s.n : s.k, bc = s.tb ? s.k : s.n;
@@ -1325,7 +1323,7 @@ template <class T> void gemm_batched_case(extension_suite& reg, const batched_sh
     // Shapes: [count, rows, cols] (a broadcast A 2-d, a broadcast B [1, rows, cols]), or flat
     // with explicit sizes.
     using shape_t = std::vector<int64_t>;
-    auto A = tensor_from<T>(!s.shaped              ? shape_t{la}
+    auto A = tensor_from<T>(!s.shaped          ? shape_t{la}
                             : s.broadcast == 1 ? shape_t{ar, ac}
                                                : shape_t{na, ar, ac},
                             A0);
@@ -1336,8 +1334,16 @@ template <class T> void gemm_batched_case(extension_suite& reg, const batched_sh
     const blas::Scalar be = s.dev_scalars ? blas::Scalar(bt) : blas::Scalar(s.beta);
     blas::gemm_batched_dims d;
     if (!s.shaped)
-      d = {.m = s.m, .n = s.n, .k = s.k, .lda = lda, .ldb = ldb, .ldc = ldc, .batch = s.batch,
-           .stride_a = sa, .stride_b = sb, .stride_c = sc};
+      d = {.m = s.m,
+           .n = s.n,
+           .k = s.k,
+           .lda = lda,
+           .ldb = ldb,
+           .ldc = ldc,
+           .batch = s.batch,
+           .stride_a = sa,
+           .stride_b = sb,
+           .stride_c = sc};
     blas::gemm_batched(b, s.ta ? blas::trans : blas::no_trans, s.tb ? blas::trans : blas::no_trans,
                        al, A, B, be, C, d);
     const auto C1 = raw(C);
@@ -1365,8 +1371,7 @@ template <class T> void gemm_batched_case(extension_suite& reg, const batched_sh
         }
     for (int64_t ic = 0; ic < lc; ++ic)
       if (!inside[static_cast<size_t>(ic)])
-        expect_bits<T>(tag + " (outside the C matrices)", static_cast<size_t>(ic), C1[ic],
-                       C0[ic]);
+        expect_bits<T>(tag + " (outside the C matrices)", static_cast<size_t>(ic), C1[ic], C0[ic]);
   });
 }
 
@@ -1377,10 +1382,10 @@ template <class T> void gemm_batched_cases(extension_suite& reg) {
       gemm_batched_case<T>(reg, bs{1, 7, 5, 3, ta, tb});
       gemm_batched_case<T>(reg, bs{3, 33, 65, 17, ta, tb, 0, 3, 5, false});
       gemm_batched_case<T>(reg, bs{7, 13, 9, 21, ta, tb, 0, 0, 0, true, -1.25, 0.0});
-      gemm_batched_case<T>(reg, bs{3, 20, 11, 30, ta, tb, 1, 0, 0, true});  // A broadcast
-      gemm_batched_case<T>(reg, bs{7, 9, 20, 13, ta, tb, 2, 0, 0, true});   // B broadcast
-      gemm_batched_case<T>(reg, bs{3, 17, 6, 9, ta, tb, 1, 1, 2, false});   // A broadcast, ld+
-      gemm_batched_case<T>(reg, bs{7, 6, 17, 9, ta, tb, 2, 2, 1, false});   // B broadcast, ld+
+      gemm_batched_case<T>(reg, bs{3, 20, 11, 30, ta, tb, 1, 0, 0, true}); // A broadcast
+      gemm_batched_case<T>(reg, bs{7, 9, 20, 13, ta, tb, 2, 0, 0, true});  // B broadcast
+      gemm_batched_case<T>(reg, bs{3, 17, 6, 9, ta, tb, 1, 1, 2, false});  // A broadcast, ld+
+      gemm_batched_case<T>(reg, bs{7, 6, 17, 9, ta, tb, 2, 2, 1, false});  // B broadcast, ld+
       gemm_batched_case<T>(reg, bs{3, 19, 23, 8, ta, tb, 0, 1, 3, false, 0.75, 0.0}); // gaps NaN
     }
   // Device-resident scalars (beta 0 on the device: NaN in C must not leak), larger products.
@@ -1416,11 +1421,10 @@ template <class T> void semantics(extension_suite& reg) {
 std::vector<const OpKey*> blas_keys(pcy_dtype d) {
   namespace k = blas::detail;
   if (d == PCY_DTYPE_F32 || d == PCY_DTYPE_F64)
-    return {&k::asum_key(d), &k::axpy_key(d), &k::axpby_key(d), &k::copy_key(d), &k::dot_key(d),
-            &k::nrm2_key(d), &k::scal_key(d), &k::swap_key(d),  &k::gemv_key(d), &k::gemm_key(d),
-            &k::gemm_batched_key(d)};
-  if (d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16)
-    return {&k::gemm_key(d), &k::gemm_batched_key(d)};
+    return {&k::asum_key(d), &k::axpy_key(d), &k::axpby_key(d),       &k::copy_key(d),
+            &k::dot_key(d),  &k::nrm2_key(d), &k::scal_key(d),        &k::swap_key(d),
+            &k::gemv_key(d), &k::gemm_key(d), &k::gemm_batched_key(d)};
+  if (d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16) return {&k::gemm_key(d), &k::gemm_batched_key(d)};
   return {};
 }
 
