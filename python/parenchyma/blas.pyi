@@ -32,3 +32,13 @@ def gemm(
     trans_a: bool = False,
     trans_b: bool = False,
 ) -> _T: ...
+def gemm_batched(
+    backend: Backend,
+    a: Any,
+    b: Any,
+    c: _T,
+    alpha: float = 1.0,
+    beta: float = 0.0,
+    trans_a: bool = False,
+    trans_b: bool = False,
+) -> _T: ...

@@ -144,6 +144,26 @@ argument is checked before anything runs: a bad one raises parenchyma.Error (cod
       py::arg("beta") = 0.0, py::arg("trans_a") = false, py::arg("trans_b") = false,
       "C = alpha * op(A) op(B) + beta * C for row-major 2-d tensors: C is m x n, op(A) m x k, "
       "op(B) k x n (op(X) = X.T when trans_x). beta == 0 never reads C. Returns c.");
+  m.def(
+      "gemm_batched",
+      [](const PyBackend& b, const py::object& a, const py::object& bm, const py::object& c,
+         double alpha, double beta, bool trans_a, bool trans_b) {
+        const Operand oa = operand(b, a, "blas.gemm_batched", "A"),
+                      ob = operand(b, bm, "blas.gemm_batched", "B"),
+                      oc = operand(b, c, "blas.gemm_batched", "C");
+        run(b, {&oa, &ob, &oc}, [&](const Backend& be) {
+          blas::gemm_batched(be, tr(trans_a), tr(trans_b), alpha, oa.storage(), ob.storage(), beta,
+                             oc.storage());
+        });
+        return c;
+      },
+      py::arg("backend"), py::arg("a"), py::arg("b"), py::arg("c"), py::arg("alpha") = 1.0,
+      py::arg("beta") = 0.0, py::arg("trans_a") = false, py::arg("trans_b") = false,
+      "C[i] = alpha * op(A[i]) op(B[i]) + beta * C[i] for every i of the batch: C is "
+      "[..., m, n] (the batch is the product of its leading extents), A [..., m, k] and B "
+      "[..., k, n] (op(X) = X.T when trans_x: the last two extents swapped), each with as many "
+      "matrices as C or exactly one (a 2-d A or B: the same matrix for every product). "
+      "beta == 0 never reads C. Returns c.");
 }
 
 } // namespace parenchyma::python

@@ -82,6 +82,72 @@ TEST_CASE("mismatched shapes name the op and the argument; nothing changes", "[b
   CHECK(snapshot(C) == C0);
 }
 
+TEST_CASE("gemm_batched: bad batches, strides and shapes are refused; nothing changes", "[blas]") {
+  auto A = filled<float>({3, 4, 5}), B = filled<float>({3, 5, 2}), C = filled<float>({3, 4, 2});
+  const auto a0 = snapshot(A), b0 = snapshot(B), c0 = snapshot(C);
+  const auto run = [&](const SharedTensor<float>& a, const SharedTensor<float>& b,
+                       const blas::gemm_batched_dims& d) {
+    blas::gemm_batched(native(), blas::no_trans, blas::no_trans, 1.0, a, b, 1.0, C, d);
+  };
+  const auto base = [] { // the explicit form of the good call
+    blas::gemm_batched_dims d;
+    d.m = 4, d.n = 2, d.k = 5, d.batch = 3, d.stride_a = 20, d.stride_b = 10, d.stride_c = 8;
+    return d;
+  };
+  blas::gemm_batched_dims d = base();
+  d.batch = 0;
+  expect_error([&] { run(A, B, d); }, errc::invalid_argument, "blas.gemm_batched",
+               {"argument batch", ">= 1"});
+  d.batch = -3;
+  expect_error([&] { run(A, B, d); }, errc::invalid_argument, "blas.gemm_batched",
+               {"argument batch"});
+  // Reads beyond A: the third A_i would start at element 2 * 21 = 42 of 60 and need 20.
+  d = base();
+  d.stride_a = 21;
+  expect_error([&] { run(A, B, d); }, errc::invalid_argument, "blas.gemm_batched",
+               {"argument A", "stride_a = 21", "60 elements"});
+  d = base();
+  d.batch = 4;
+  expect_error([&] { run(A, B, d); }, errc::invalid_argument, "blas.gemm_batched",
+               {"argument A", "4 matrices"});
+  d = base();
+  d.stride_b = -2; // -1 means "from the shapes"
+  expect_error([&] { run(A, B, d); }, errc::invalid_argument, "blas.gemm_batched",
+               {"argument stride_b", "negative"});
+  // Outputs that overlap: C_1 would start inside C_0.
+  d = base();
+  d.stride_c = 7;
+  expect_error([&] { run(A, B, d); }, errc::invalid_argument, "blas.gemm_batched",
+               {"argument stride_c", "overlap", ">= 8"});
+  d.stride_c = 0;
+  expect_error([&] { run(A, B, d); }, errc::invalid_argument, "blas.gemm_batched",
+               {"argument stride_c", "overlap"});
+  // From shapes: a batch count that is neither C's nor 1, a wrong k, a 1-d operand.
+  auto A4 = filled<float>({4, 4, 5}), Bk = filled<float>({3, 6, 2}), flat = filled<float>({40});
+  expect_error([&] { run(A4, B, {}); }, errc::invalid_argument, "blas.gemm_batched",
+               {"argument A", "holds 4 matrices", "expected 3"});
+  expect_error([&] { run(A, Bk, {}); }, errc::invalid_argument, "blas.gemm_batched",
+               {"argument B", "[3, 6, 2]", "[..., 5, 2]"});
+  expect_error([&] { run(A, flat, {}); }, errc::invalid_argument, "blas.gemm_batched",
+               {"argument B", "rank >= 2"});
+  // Aliasing and unsupported dtypes as gemm.
+  auto Bsq = filled<float>({3, 5, 5});
+  expect_error(
+      [&] { blas::gemm_batched(native(), blas::no_trans, blas::no_trans, 1.0, A, Bsq, 0.0, A); },
+      errc::invalid_argument, "blas.gemm_batched", {"same tensor"});
+  SharedTensor<int32_t> Ai({3, 4, 5});
+  expect_error(
+      [&] { blas::gemm_batched(native(), blas::no_trans, blas::no_trans, 1.0, Ai, B, 0.0, C); },
+      errc::invalid_argument, "blas.gemm_batched", {"argument A", "i32"});
+  CHECK(snapshot(A) == a0);
+  CHECK(snapshot(B) == b0);
+  CHECK(snapshot(C) == c0);
+  // The good call, explicit and from the shapes (a 2-d B broadcasts), runs.
+  run(A, B, base());
+  auto B2 = filled<float>({5, 2});
+  run(A, B2, {});
+}
+
 TEST_CASE("mismatched dtypes name the argument", "[blas]") {
   auto x = filled<float>({8});
   auto y = filled<double>({8});
@@ -397,6 +463,21 @@ TEST_CASE("each bundle re-checks its arguments: wrapping sizes from any host are
                          t_arg(A, PCY_INTENT_IN), i_arg(two32), t_arg(B, PCY_INTENT_IN), i_arg(1),
                          f_arg(0.0), t_arg(C, PCY_INTENT_INOUT), i_arg(two32)}),
         name, "gemm", "A");
+    // (batch - 1) * stride wraps; outputs that overlap (stride_c 1 < the 2 elements of C_i).
+    expect_refused(
+        db.call("gemm_batched", {i_arg(0), i_arg(0), i_arg(1), i_arg(1), i_arg(1), f_arg(1.0),
+                                 t_arg(A, PCY_INTENT_IN), i_arg(1), i_arg(two32),
+                                 t_arg(B, PCY_INTENT_IN), i_arg(1), i_arg(0), f_arg(0.0),
+                                 t_arg(C, PCY_INTENT_INOUT), i_arg(1), i_arg(1), i_arg(two32 + 1)}),
+        name, "gemm_batched", "A");
+    const std::vector<int64_t> two_by_two{2, 2};
+    const pcy_tensor A4 = tensor_over(ma, two_by_two), C4 = tensor_over(mc, two_by_two);
+    expect_refused(
+        db.call("gemm_batched",
+                {i_arg(0), i_arg(0), i_arg(2), i_arg(1), i_arg(1), f_arg(1.0),
+                 t_arg(A4, PCY_INTENT_IN), i_arg(1), i_arg(0), t_arg(B, PCY_INTENT_IN), i_arg(1),
+                 i_arg(0), f_arg(0.0), t_arg(C4, PCY_INTENT_INOUT), i_arg(1), i_arg(1), i_arg(2)}),
+        name, "gemm_batched", "stride_c");
     expect_refused(
         db.call("gemv", {i_arg(0), i_arg(two32 + 1), i_arg(1), f_arg(1.0), t_arg(A, PCY_INTENT_IN),
                          i_arg(two32), t_arg(x, PCY_INTENT_IN), i_arg(1), f_arg(0.0),

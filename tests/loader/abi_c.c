@@ -211,6 +211,17 @@ int main(void) {
     puts("FAIL: the BLAS schemas read wrong from C");
     ++failures;
   }
+  /* 1.5: gemm_batched, appended (17 arguments; A, B, C of any rank; batch last). */
+  if (PCY_BLAS_OP_COUNT != 11 || pcy_blas_schemas[10] != &pcy_blas_gemm_batched_schema ||
+      pcy_blas_gemm_batched_schema.arg_count != 17 ||
+      strcmp(pcy_blas_gemm_batched_args[13].name, "C") != 0 ||
+      pcy_blas_gemm_batched_args[13].intent != PCY_SCHEMA_INTENT_OVERWRITE ||
+      strcmp(pcy_blas_gemm_batched_args[8].name, "stride_a") != 0 ||
+      strcmp(pcy_blas_gemm_batched_args[16].name, "batch") != 0 ||
+      pcy_blas_gemm_batched_args[6].rank != PCY_SCHEMA_RANK_ANY) {
+    puts("FAIL: blas.gemm_batched's schema reads wrong from C");
+    ++failures;
+  }
   if (strcmp(PCY_FRAMEWORK_ENTRY_SYMBOL, "pcy_framework_entry") != 0 ||
       strcmp(PCY_BUNDLE_ENTRY_SYMBOL, "pcy_bundle_entry") != 0 ||
       strcmp(PCY_BLAS_EXTENSION, "blas") != 0) {

@@ -11,7 +11,8 @@ def test_import_and_version():
         assert hasattr(parenchyma, name), name
     import parenchyma.blas as blas
 
-    for op in ("asum", "axpy", "axpby", "copy", "dot", "nrm2", "scal", "swap", "gemv", "gemm"):
+    for op in ("asum", "axpy", "axpby", "copy", "dot", "nrm2", "scal", "swap", "gemv", "gemm",
+               "gemm_batched"):
         assert callable(getattr(blas, op)), op
         assert getattr(blas, op).__doc__
 

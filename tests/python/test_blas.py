@@ -86,6 +86,25 @@ def test_gemm_transposes_non_square(backend, dtype, trans_a, trans_b):
 
 
 @pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("trans_a", [False, True])
+@pytest.mark.parametrize("broadcast", ["none", "a", "b"])
+def test_gemm_batched(backend, dtype, trans_a, broadcast):
+    batch, m, n, k = 3, 13, 7, 9
+    rng = np.random.default_rng(8)
+    ashape = (k, m) if trans_a else (m, k)
+    a = rng.uniform(-1, 1, ashape if broadcast == "a" else (batch,) + ashape).astype(dtype)
+    b = rng.uniform(-1, 1, (1, k, n) if broadcast == "b" else (batch, k, n)).astype(dtype)
+    c = rng.uniform(-1, 1, (batch, m, n)).astype(dtype)
+    opa = np.swapaxes(a, -1, -2) if trans_a else a
+    ref = 0.5 * np.matmul(opa.astype(np.float64), b.astype(np.float64)) + 2.0 * c
+    tc = tensor(c)
+    out = blas.gemm_batched(backend, tensor(a), tensor(b), tc, alpha=0.5, beta=2.0,
+                            trans_a=trans_a)
+    assert out is tc
+    np.testing.assert_allclose(tc.numpy(), ref, rtol=tol(dtype, k), atol=tol(dtype, k))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
 def test_gemm_larger_and_beta_zero(backend, dtype):
     m, n, k = 129, 65, 77
     rng = np.random.default_rng(6)

@@ -239,6 +239,42 @@ public:
            ") of shape ", shape_str(t), "; pass a larger tensor or smaller sizes");
   }
 
+  // `count` row-major matrices of `rows` x `cols` as stored, leading dimension ld, the i-th
+  // starting at element i * stride of t (any rank: its elements in row-major order). The extent
+  // (count - 1) * stride + (rows - 1) * ld + cols is computed without wrapping, as the bundles'
+  // decoder does (sdk::strided_extent). `disjoint` (an output): with count > 1 the stride must
+  // keep the matrices apart (at least one matrix's extent).
+  template <class What>
+  void matrices(const TensorStorage& t, const char* name, int64_t rows, int64_t cols, int64_t ld,
+                const char* ld_name, int64_t stride, const char* stride_name, int64_t count,
+                bool disjoint, const What& what_fn) const {
+    const auto what = [&] { return std::string(what_fn()); };
+    if (rows < 0 || cols < 0)
+      fail(s_, errc::invalid_argument, "argument ", name, ": ", rows, " x ", cols,
+           " has a negative extent (", what(), ")");
+    if (ld < (cols > 1 ? cols : 1))
+      fail(s_, errc::invalid_argument, "argument ", ld_name, ": ", ld, " is smaller than the ",
+           cols, " columns ", name, " has as stored (", what(), "); pass ", ld_name,
+           " >= ", (cols > 1 ? cols : 1));
+    if (stride < 0)
+      fail(s_, errc::invalid_argument, "argument ", stride_name, ": ", stride,
+           " is negative; pass the element distance between consecutive matrices of ", name,
+           " (0: one matrix for every product)");
+    if (rows == 0 || cols == 0 || count <= 0) return;
+    uint64_t one = 0, need = 0;
+    if (!sdk::matrix_extent(rows, cols, ld, one) ||
+        !sdk::strided_extent(count, stride, one, need) || need > t.size())
+      fail(s_, errc::invalid_argument, "argument ", name, ": ", count, " matrices of ", rows, " x ",
+           cols, " with ", ld_name, " = ", ld, " and ", stride_name, " = ", stride,
+           " need more than the ", t.size(), " elements (", what(), ") of shape ", shape_str(t),
+           "; pass a larger tensor, a smaller batch or smaller strides");
+    if (disjoint && count > 1 && static_cast<uint64_t>(stride) < one)
+      fail(s_, errc::invalid_argument, "argument ", stride_name, ": ", stride,
+           " is smaller than the ", one, " elements one ", rows, " x ", cols, " matrix of ", name,
+           " spans with ", ld_name, " = ", ld, ", so the outputs would overlap; pass ", stride_name,
+           " >= ", one);
+  }
+
 private:
   [[noreturn]] [[gnu::noinline]] void
   unsupported_dtype(const char* first_name, std::initializer_list<pcy_dtype> allowed) const {

@@ -154,6 +154,38 @@ inline blas_call decode_gemm(const sdk::op_args& a, pcy_dtype d) {
   return c;
 }
 
+// gemm_batched: gemm's fields plus the batch and the element strides between its matrices.
+// A struct of its own so that the other ops' blas_call stays as small as it is.
+struct gemm_batched_call : blas_call {
+  int64_t batch = 0, stride_a = 0, stride_b = 0, stride_c = 0;
+};
+inline gemm_batched_call decode_gemm_batched(const sdk::op_args& a, pcy_dtype d) {
+  constexpr auto& S = pcy_blas_gemm_batched_schema;
+  sdk::decoder<S> dc(a, d);
+  gemm_batched_call c;
+  c.ta = dc.flag(detail::at<S>("transa"));
+  c.tb = dc.flag(detail::at<S>("transb"));
+  c.m = dc.count(detail::at<S>("m"));
+  c.n = dc.count(detail::at<S>("n"));
+  c.k = dc.count(detail::at<S>("k"));
+  c.batch = dc.count(detail::at<S>("batch"));
+  c.alpha = dc.scalar(detail::at<S>("alpha"));
+  c.lda = a.i(detail::at<S>("lda"));
+  c.stride_a = a.i(detail::at<S>("stride_a"));
+  c.A = &dc.matrices(detail::at<S>("A"), c.ta ? c.k : c.m, c.ta ? c.m : c.k, detail::at<S>("lda"),
+                     detail::at<S>("stride_a"), c.batch, false);
+  c.ldb = a.i(detail::at<S>("ldb"));
+  c.stride_b = a.i(detail::at<S>("stride_b"));
+  c.B = &dc.matrices(detail::at<S>("B"), c.tb ? c.n : c.k, c.tb ? c.k : c.n, detail::at<S>("ldb"),
+                     detail::at<S>("stride_b"), c.batch, false);
+  c.beta = dc.scalar(detail::at<S>("beta"));
+  c.ldc = a.i(detail::at<S>("ldc"));
+  c.stride_c = a.i(detail::at<S>("stride_c"));
+  c.C = &dc.matrices(detail::at<S>("C"), c.m, c.n, detail::at<S>("ldc"), detail::at<S>("stride_c"),
+                     c.batch, true);
+  return c;
+}
+
 // Vendor APIs index with 32-bit ints: sdk::to_int, with errors that begin "blas.<op>: ".
 PCY_SDK_HOT inline int to_int(int64_t v, const char* op, const char* name) {
   return sdk::to_int(v, PCY_BLAS_EXTENSION, op, name);

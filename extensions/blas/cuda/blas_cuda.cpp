@@ -114,7 +114,7 @@ constexpr uint64_t guard_elements = 1u << 22; // the gemm guard's window, per cu
   X(cublasSdot_v2) X(cublasDdot_v2) X(cublasSaxpy_v2) X(cublasDaxpy_v2) \
   X(cublasScopy_v2) X(cublasDcopy_v2) X(cublasSscal_v2) X(cublasDscal_v2) \
   X(cublasSswap_v2) X(cublasDswap_v2) X(cublasSgemv_v2) X(cublasDgemv_v2) \
-  X(cublasSgemm_v2) X(cublasDgemm_v2)
+  X(cublasSgemm_v2) X(cublasDgemm_v2) X(cublasSgemmStridedBatched) X(cublasDgemmStridedBatched)
 // clang-format on
 
 struct cublas_api {
@@ -128,6 +128,12 @@ struct cublas_api {
                                         const void*, cudaDataType, int, const void*, void*,
                                         cudaDataType, int, cublasComputeType_t, cublasGemmAlgo_t);
   gemm_ex_fn cublasGemmEx = nullptr;
+  // Optional too: gemm_batched in f16 / bf16 (spelled out for the same reason).
+  using gemm_strided_batched_ex_fn = cublasStatus_t (*)(
+      cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int, const void*, const void*,
+      cudaDataType, int, long long, const void*, cudaDataType, int, long long, const void*, void*,
+      cudaDataType, int, long long, int, cublasComputeType_t, cublasGemmAlgo_t);
+  gemm_strided_batched_ex_fn cublasGemmStridedBatchedEx = nullptr;
   // The driver calls that put a context current for cuBLAS.
   sdk::cuda_driver<CUcontext, CUresult> driver;
 };
@@ -143,6 +149,7 @@ template <> struct cub<float> {
   static auto swap(const cublas_api& a) { return a.cublasSswap_v2; }
   static auto gemv(const cublas_api& a) { return a.cublasSgemv_v2; }
   static auto gemm(const cublas_api& a) { return a.cublasSgemm_v2; }
+  static auto gemm_batched(const cublas_api& a) { return a.cublasSgemmStridedBatched; }
 };
 template <> struct cub<double> {
   static auto asum(const cublas_api& a) { return a.cublasDasum_v2; }
@@ -153,6 +160,7 @@ template <> struct cub<double> {
   static auto swap(const cublas_api& a) { return a.cublasDswap_v2; }
   static auto gemv(const cublas_api& a) { return a.cublasDgemv_v2; }
   static auto gemm(const cublas_api& a) { return a.cublasDgemm_v2; }
+  static auto gemm_batched(const cublas_api& a) { return a.cublasDgemmStridedBatched; }
 };
 
 template <class T>
@@ -573,6 +581,33 @@ template <class T> void op_gemv(cuda_context& cx, const sdk::op_args& a) {
            "cublas gemv");
   if (guarded) cx.guard_window<T>(a.queue(), true, "gemv", ny, 1, c.y.inc, s.ptr[0], s.ptr[1], y);
 }
+// One product C = alpha op(A) op(B) + beta C through cuBLAS, k > 0, the context current and
+// the scalars prepared. A device alpha may be 0, which cuBLAS (dgemm) multiplies into NaN in A
+// or B: the call is guarded, in blocks of rows of C so the saved window stays bounded (one
+// block when it fits).
+template <class T>
+void gemm_product(cuda_context& cx, pcy_queue q, const blas_call& c,
+                  const cuda_context::scalars<T>& s, const T* A, const T* B, T* C, const char* op) {
+  const int n = to_int(c.n, op, "n"), k = to_int(c.k, op, "k");
+  const int lda = to_int(c.lda, op, "lda"), ldb = to_int(c.ldb, op, "ldb"),
+            ldc = to_int(c.ldc, op, "ldc");
+  const bool guarded = c.alpha.tensor != nullptr;
+  const int64_t rows =
+      guarded ? std::max<int64_t>(1, static_cast<int64_t>(guard_elements) / c.n) : c.m;
+  for (int64_t i0 = 0; i0 < c.m; i0 += rows) {
+    const int64_t mb = std::min(rows, c.m - i0);
+    T* Cb = C + i0 * c.ldc;
+    // Rows i0.. of op(A): rows of A, or its columns when A is transposed.
+    const T* Ab = A + (c.ta ? i0 : i0 * c.lda);
+    if (guarded) cx.guard_window<T>(q, false, op, mb, c.n, c.ldc, s.ptr[0], s.ptr[1], Cb);
+    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
+    cx.check(cub<T>::gemm(*cx.api)(cx.handle, op_of(c.tb), op_of(c.ta), n, to_int(mb, op, "m"), k,
+                                   s.ptr[0], B, ldb, Ab, lda, s.ptr[1], Cb, ldc),
+             "cublas gemm");
+    if (guarded) cx.guard_window<T>(q, true, op, mb, c.n, c.ldc, s.ptr[0], s.ptr[1], Cb);
+  }
+}
+
 template <class T> void op_gemm(cuda_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_gemm(a, dt<T>);
   if (c.m == 0 || c.n == 0) return;
@@ -583,30 +618,39 @@ template <class T> void op_gemm(cuda_context& cx, const sdk::op_args& a) {
   }
   cx.current();
   const auto s = cx.prepare<T>(a.queue(), c.alpha, &c.beta);
-  const int n = to_int(c.n, "gemm", "n"), k = to_int(c.k, "gemm", "k");
-  const int lda = to_int(c.lda, "gemm", "lda"), ldb = to_int(c.ldb, "gemm", "ldb"),
-            ldc = to_int(c.ldc, "gemm", "ldc");
+  gemm_product<T>(cx, a.queue(), c, s, cx.dptr<T>(*c.A), cx.dptr<T>(*c.B), C, "gemm");
+}
+
+// gemm_batched: one cublas?gemmStridedBatched for the whole batch (stride 0 broadcasts an
+// operand). The quick paths scale each C_i with our kernel (a launch per product: they are
+// rare); a device-resident alpha runs the products one by one through gemm's guarded path.
+template <class T> void op_gemm_batched(cuda_context& cx, const sdk::op_args& a) {
+  const blas_bundle::gemm_batched_call c = blas_bundle::decode_gemm_batched(a, dt<T>);
+  const char* op = "gemm_batched";
+  if (c.m == 0 || c.n == 0 || c.batch == 0) return;
+  T* C = cx.dptr<T>(*c.C);
+  if (c.k == 0 || c.alpha.is_zero()) { // C_i = beta * C_i; A and B are not read
+    for (int64_t i = 0; i < c.batch; ++i)
+      cx.scale<T>(a.queue(), op, c.m, c.n, c.ldc, c.beta, C + i * c.stride_c);
+    return;
+  }
+  cx.current();
+  const auto s = cx.prepare<T>(a.queue(), c.alpha, &c.beta);
   const T* A = cx.dptr<T>(*c.A);
   const T* B = cx.dptr<T>(*c.B);
-  // A device alpha may be 0, which cuBLAS (dgemm) multiplies into NaN in A or B: guard the
-  // call, in blocks of rows of C so the saved window stays bounded (one block when it fits).
-  const bool guarded = c.alpha.tensor != nullptr;
-  const int64_t rows =
-      guarded ? std::max<int64_t>(1, static_cast<int64_t>(guard_elements) / c.n) : c.m;
-  for (int64_t i0 = 0; i0 < c.m; i0 += rows) {
-    const int64_t mb = std::min(rows, c.m - i0);
-    T* Cb = C + i0 * c.ldc;
-    // Rows i0.. of op(A): rows of A, or its columns when A is transposed.
-    const T* Ab = A + (c.ta ? i0 : i0 * c.lda);
-    if (guarded)
-      cx.guard_window<T>(a.queue(), false, "gemm", mb, c.n, c.ldc, s.ptr[0], s.ptr[1], Cb);
-    // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: swap the operands.
-    cx.check(cub<T>::gemm(*cx.api)(cx.handle, op_of(c.tb), op_of(c.ta), n, to_int(mb, "gemm", "m"),
-                                   k, s.ptr[0], B, ldb, Ab, lda, s.ptr[1], Cb, ldc),
-             "cublas gemm");
-    if (guarded)
-      cx.guard_window<T>(a.queue(), true, "gemm", mb, c.n, c.ldc, s.ptr[0], s.ptr[1], Cb);
+  if (c.alpha.tensor != nullptr) {
+    for (int64_t i = 0; i < c.batch; ++i)
+      gemm_product<T>(cx, a.queue(), c, s, A + i * c.stride_a, B + i * c.stride_b,
+                      C + i * c.stride_c, op);
+    return;
   }
+  // Row-major C_i = op(A_i) op(B_i) is column-major C_i^T = op(B_i)^T op(A_i)^T: swap operands.
+  cx.check(cub<T>::gemm_batched(*cx.api)(
+               cx.handle, op_of(c.tb), op_of(c.ta), to_int(c.n, op, "n"), to_int(c.m, op, "m"),
+               to_int(c.k, op, "k"), s.ptr[0], B, to_int(c.ldb, op, "ldb"), c.stride_b, A,
+               to_int(c.lda, op, "lda"), c.stride_a, s.ptr[1], C, to_int(c.ldc, op, "ldc"),
+               c.stride_c, to_int(c.batch, op, "batch")),
+           "cublas gemmStridedBatched");
 }
 
 // gemm in f16 / bf16: cublasGemmEx with f32 accumulation (CUBLAS_COMPUTE_32F: tensor cores,
@@ -639,6 +683,36 @@ template <pcy_dtype D> void op_gemm_half(cuda_context& cx, const sdk::op_args& a
            "cublasGemmEx");
 }
 
+// gemm_batched in f16 / bf16: cublasGemmStridedBatchedEx, as op_gemm_half per product.
+template <pcy_dtype D> void op_gemm_batched_half(cuda_context& cx, const sdk::op_args& a) {
+  const blas_bundle::gemm_batched_call c = blas_bundle::decode_gemm_batched(a, D);
+  const char* op = "gemm_batched";
+  if (c.alpha.tensor != nullptr || c.beta.tensor != nullptr)
+    sdk::fail(PCY_ERR_UNSUPPORTED,
+              sdk::str("blas.gemm_batched (", sdk::dtype_name(D),
+                       "): a device-resident alpha or beta is not supported in this dtype; pass "
+                       "them as numbers (applied in f32)"));
+  if (c.m == 0 || c.n == 0 || c.batch == 0) return;
+  auto* C = cx.dptr<uint16_t>(*c.C);
+  const float alpha = static_cast<float>(c.alpha.value), beta = static_cast<float>(c.beta.value);
+  if (c.k == 0 || alpha == 0.f) { // C_i = beta * C_i; A and B are not read
+    for (int64_t i = 0; i < c.batch; ++i)
+      cx.scale_half(a.queue(), D, c.m, c.n, c.ldc, beta, C + i * c.stride_c);
+    return;
+  }
+  cx.current();
+  cx.pointer_mode(CUBLAS_POINTER_MODE_HOST);
+  const cudaDataType t = D == PCY_DTYPE_F16 ? CUDA_R_16F : CUDA_R_16BF;
+  // Row-major C_i = op(A_i) op(B_i) is column-major C_i^T = op(B_i)^T op(A_i)^T: swap operands.
+  cx.check(cx.api->cublasGemmStridedBatchedEx(
+               cx.handle, op_of(c.tb), op_of(c.ta), to_int(c.n, op, "n"), to_int(c.m, op, "m"),
+               to_int(c.k, op, "k"), &alpha, cx.dptr<uint16_t>(*c.B), t, to_int(c.ldb, op, "ldb"),
+               c.stride_b, cx.dptr<uint16_t>(*c.A), t, to_int(c.lda, op, "lda"), c.stride_a, &beta,
+               C, t, to_int(c.ldc, op, "ldc"), c.stride_c, to_int(c.batch, op, "batch"),
+               CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+           "cublasGemmStridedBatchedEx");
+}
+
 constexpr sdk::bundle_identity identity{
     bundle_name, PCY_BLAS_EXTENSION, "cuda",
     "BLAS on CUDA: cuBLAS (loaded at run time) and our own vectorised kernels"};
@@ -661,11 +735,22 @@ public:
     add<op_swap<float>, op_swap<double>>(pcy_blas_swap_schema, "swap", nullptr, L1_SWAP);
     add<op_gemv<float>, op_gemv<double>>(pcy_blas_gemv_schema, "gemv");
     add<op_gemm<float>, op_gemm<double>>(pcy_blas_gemm_schema, "gemm");
+    add<op_gemm_batched<float>, op_gemm_batched<double>>(pcy_blas_gemm_batched_schema,
+                                                         "gemmStridedBatched");
     if (api_.cublasGemmEx != nullptr) {
       const std::string half =
           sdk::str("cuBLAS (", soname_, ") cublasGemmEx, f32 accumulation (CUBLAS_COMPUTE_32F)");
       table_.add<op_gemm_half<PCY_DTYPE_F16>>(pcy_blas_gemm_schema, PCY_DTYPE_F16, half);
       table_.add<op_gemm_half<PCY_DTYPE_BF16>>(pcy_blas_gemm_schema, PCY_DTYPE_BF16, half);
+    }
+    if (api_.cublasGemmStridedBatchedEx != nullptr) {
+      const std::string half = sdk::str("cuBLAS (", soname_,
+                                        ") cublasGemmStridedBatchedEx, f32 accumulation "
+                                        "(CUBLAS_COMPUTE_32F)");
+      table_.add<op_gemm_batched_half<PCY_DTYPE_F16>>(pcy_blas_gemm_batched_schema, PCY_DTYPE_F16,
+                                                      half);
+      table_.add<op_gemm_batched_half<PCY_DTYPE_BF16>>(pcy_blas_gemm_batched_schema, PCY_DTYPE_BF16,
+                                                       half);
     }
   }
   blas_cuda_bundle(const blas_cuda_bundle&) = delete;
@@ -772,6 +857,11 @@ private:
     api_.cublasGemmEx = reinterpret_cast<cublas_api::gemm_ex_fn>(dlsym(lib_, "cublasGemmEx"));
     if (api_.cublasGemmEx == nullptr)
       log_.info(soname_, " lacks cublasGemmEx: gemm in f16 and bf16 is not served on CUDA");
+    api_.cublasGemmStridedBatchedEx = reinterpret_cast<cublas_api::gemm_strided_batched_ex_fn>(
+        dlsym(lib_, "cublasGemmStridedBatchedEx"));
+    if (api_.cublasGemmStridedBatchedEx == nullptr)
+      log_.info(soname_, " lacks cublasGemmStridedBatchedEx: gemm_batched in f16 and bf16 is not "
+                         "served on CUDA");
     return true;
   }
 

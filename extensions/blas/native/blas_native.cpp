@@ -195,6 +195,32 @@ template <class T> void op_gemm(native_context& cx, const sdk::op_args& a) {
                  to_int(c.ldb, "gemm", "ldb"), beta, C, ldc);
 }
 
+// OpenBLAS 0.3.21 (Debian 12) has no strided-batch CBLAS call: one cblas_?gemm per product,
+// on the calling thread (OpenBLAS threads each product itself). The quick paths are gemm's,
+// per product.
+template <class T> void op_gemm_batched(native_context& cx, const sdk::op_args& a) {
+  const blas_bundle::gemm_batched_call c = blas_bundle::decode_gemm_batched(a, dt<T>);
+  cx.settle(a.queue());
+  const char* op = "gemm_batched";
+  const int m = to_int(c.m, op, "m"), n = to_int(c.n, op, "n"), k = to_int(c.k, op, "k"),
+            ldc = to_int(c.ldc, op, "ldc");
+  if (m == 0 || n == 0 || c.batch == 0) return;
+  const T alpha = cx.scalar<T>(c.alpha), beta = cx.scalar<T>(c.beta);
+  T* C = cx.ptr<T>(*c.C);
+  if (k == 0 || alpha == T(0)) { // C_i = beta * C_i; A and B are not read
+    for (int64_t i = 0; i < c.batch; ++i)
+      scale<T>(m, n, beta, C + i * c.stride_c, ldc);
+    return;
+  }
+  const T* A = cx.ptr<T>(*c.A);
+  const T* B = cx.ptr<T>(*c.B);
+  const int lda = to_int(c.lda, op, "lda"), ldb = to_int(c.ldb, op, "ldb");
+  for (int64_t i = 0; i < c.batch; ++i)
+    cblas<T>::gemm(CblasRowMajor, c.ta ? CblasTrans : CblasNoTrans,
+                   c.tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, A + i * c.stride_a, lda,
+                   B + i * c.stride_b, ldb, beta, C + i * c.stride_c, ldc);
+}
+
 constexpr sdk::bundle_identity identity{"blas_native", PCY_BLAS_EXTENSION, "native",
                                         "BLAS on the host CPU through OpenBLAS (CBLAS)"};
 
@@ -221,6 +247,8 @@ public:
     add.template operator()<op_swap<float>, op_swap<double>>(pcy_blas_swap_schema, "swap");
     add.template operator()<op_gemv<float>, op_gemv<double>>(pcy_blas_gemv_schema, "gemv");
     add.template operator()<op_gemm<float>, op_gemm<double>>(pcy_blas_gemm_schema, "gemm");
+    table_.add<op_gemm_batched<float>, op_gemm_batched<double>>(
+        pcy_blas_gemm_batched_schema, lib + "sgemm per product", lib + "dgemm per product");
   }
 
   std::span<const pcy_op_desc> ops() const { return table_.ops(); }

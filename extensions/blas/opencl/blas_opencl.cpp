@@ -42,9 +42,9 @@ using blas_bundle::to_int;
 constexpr const char* bundle_name = "blas_opencl";
 constexpr uint32_t reduce_wg = 256; // RWG: work-group size of reductions and gemv_n
 
-enum op_id { ASUM, AXPY, AXPBY, COPY, DOT, NRM2, SCAL, SWAP, GEMV, GEMM, OP_COUNT };
-constexpr std::array<const char*, OP_COUNT> op_names{"asum", "axpy", "axpby", "copy", "dot",
-                                                     "nrm2", "scal", "swap",  "gemv", "gemm"};
+enum op_id { ASUM, AXPY, AXPBY, COPY, DOT, NRM2, SCAL, SWAP, GEMV, GEMM, GEMM_BATCHED, OP_COUNT };
+constexpr std::array<const char*, OP_COUNT> op_names{
+    "asum", "axpy", "axpby", "copy", "dot", "nrm2", "scal", "swap", "gemv", "gemm", "gemm_batched"};
 
 // Which implementation serves a call, per op AND size: CLBlast from clblast_from[op] units of
 // work on (n for BLAS-1, m n for gemv, m n k for gemm), our kernel below it; one compare per
@@ -59,12 +59,13 @@ constexpr std::array<const char*, OP_COUNT> op_names{"asum", "axpy", "axpby", "c
 // is 5-6x slower at 64-256 and equal at 1024). never: our kernel at every size (axpby has no
 // CLBlast routine; CLBlast's nrm2 overflows and underflows; gemm on a CPU device is our vector
 // kernel, 4-10x faster than CLBlast's there; create_context sets CLBlast for gemm on other
-// devices). Calls with device-resident scalars always use our kernels.
+// devices). gemm_batched follows gemm (our kernel's batch is a third grid dimension; not
+// measured on its own). Calls with device-resident scalars always use our kernels.
 constexpr double never = 1e300;
 constexpr std::array<double, OP_COUNT> measured_clblast_from{
-    /* asum */ 1 << 17, /* axpy */ 1 << 13, /* axpby */ never,  /* copy */ 1 << 13,
-    /* dot */ 1 << 17,  /* nrm2 */ never,   /* scal */ 1 << 13, /* swap */ 1 << 12,
-    /* gemv */ 0,       /* gemm */ never};
+    /* asum */ 1 << 17, /* axpy */ 1 << 13, /* axpby */ never,       /* copy */ 1 << 13,
+    /* dot */ 1 << 17,  /* nrm2 */ never,   /* scal */ 1 << 13,      /* swap */ 1 << 12,
+    /* gemv */ 0,       /* gemm */ never,   /* gemm_batched */ never};
 
 struct kernel_set {
   pcy_kernel axpby = nullptr, axpy = nullptr, scal = nullptr, copy = nullptr, swap = nullptr;
@@ -123,6 +124,11 @@ struct ocl_context : sdk::device_context {
               std::array<uint32_t, 2> local, std::initializer_list<pcy_kernel_arg> args) const {
     device_context::launch(q, k, dims, {global[0], global[1], 1}, {local[0], local[1], 1}, args);
   }
+  // Two dimensions over a batch in the third (gemm_batched; local size 1 there).
+  void launch(pcy_queue q, pcy_kernel k, std::array<uint64_t, 2> global, uint64_t batch,
+              std::array<uint32_t, 2> local, std::initializer_list<pcy_kernel_arg> args) const {
+    device_context::launch(q, k, 3, {global[0], global[1], batch}, {local[0], local[1], 1}, args);
+  }
 };
 
 // Kernel argument builders; values point at locals that outlive the launch call.
@@ -160,6 +166,7 @@ template <> struct clb<float> {
   static constexpr auto copy = CLBlastScopy, swap = CLBlastSswap;
   static constexpr auto gemv = CLBlastSgemv;
   static constexpr auto gemm = CLBlastSgemm;
+  static constexpr auto gemm_batched = CLBlastSgemmStridedBatched;
 };
 template <> struct clb<double> {
   static constexpr auto asum = CLBlastDasum, nrm2 = CLBlastDnrm2;
@@ -169,6 +176,7 @@ template <> struct clb<double> {
   static constexpr auto copy = CLBlastDcopy, swap = CLBlastDswap;
   static constexpr auto gemv = CLBlastDgemv;
   static constexpr auto gemm = CLBlastDgemm;
+  static constexpr auto gemm_batched = CLBlastDgemmStridedBatched;
 };
 
 void clblast_check(CLBlastStatusCode s, const char* what) {
@@ -223,18 +231,21 @@ void reduce(ocl_context& cx, pcy_queue q, const char* op, int mode, const blas_c
             {val(g), mem(cx.partials), mem(c.result->memory)});
 }
 
-// x = beta * x over a rows x cols window, ld apart (beta == 0: zeros, x not read).
+// x = beta * x over a rows x cols window, ld apart (beta == 0: zeros, x not read); over `batch`
+// such windows `stride` elements apart (gemm_batched), in the grid's dimension 1.
 template <class T>
 void scale_window(ocl_context& cx, pcy_queue q, const char* op, int64_t rows, int64_t cols,
-                  int64_t ld, const blas_bundle::scalar_arg& beta, pcy_memory x) {
+                  int64_t ld, const blas_bundle::scalar_arg& beta, pcy_memory x, int64_t batch = 1,
+                  int64_t stride = 0) {
   const dtype_state& d = cx.state<T>();
   const int64_t total = rows * cols; // <= the tensor's element count (checked by the decoder)
-  if (total == 0) return;
+  if (total == 0 || batch == 0) return;
   const int ncols = to_int(cols, op, "n"), ild = to_int(ld, op, "ld");
   const kscalar<T> be = kernel_scalar<T>(cx, beta, 2);
-  cx.launch(
-      q, d.k.scale, 1, {round_up(static_cast<uint64_t>(total), 256), 1}, {256, 1},
-      {val(total), val(ncols), val(be.value), mem(be.buffer), val(be.flag), mem(x), val(ild)});
+  cx.launch(q, d.k.scale, 2,
+            {round_up(static_cast<uint64_t>(total), 256), static_cast<uint64_t>(batch)}, {256, 1},
+            {val(total), val(ncols), val(be.value), mem(be.buffer), val(be.flag), mem(x), val(ild),
+             val(stride)});
 }
 
 template <class T> void op_asum(ocl_context& cx, const sdk::op_args& a) {
@@ -430,6 +441,7 @@ template <class T> void op_gemm(ocl_context& cx, const sdk::op_args& a) {
             ldb = to_int(c.ldb, "gemm", "ldb"), ldc = to_int(c.ldc, "gemm", "ldc");
   const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1), be = kernel_scalar<T>(cx, c.beta, 2);
   const int flags = al.flag | be.flag;
+  const int64_t no_stride = 0; // the kernels' batch strides: gemm is a batch of one
   const gemm_shape& g = cx.gs;
   if (!g.tiled) { // CPU device: the vector kernel (kernels_cl.hpp)
     const uint64_t gm = (static_cast<uint64_t>(m) + g.mc - 1) / g.mc;
@@ -437,7 +449,7 @@ template <class T> void op_gemm(ocl_context& cx, const sdk::op_args& a) {
     cx.launch(a.queue(), d.k.gemmv[(c.ta ? 2 : 0) + (c.tb ? 1 : 0)], 2, {gn, gm}, {1, 1},
               {val(m), val(n), val(k), val(al.value), mem(al.buffer), val(be.value), mem(be.buffer),
                val(flags), mem(c.A->memory), val(lda), mem(c.B->memory), val(ldb), mem(c.C->memory),
-               val(ldc)});
+               val(ldc), val(no_stride), val(no_stride), val(no_stride)});
     return;
   }
   const uint32_t rts_n = static_cast<uint32_t>(g.ts_n / g.wpt_n);
@@ -454,7 +466,62 @@ template <class T> void op_gemm(ocl_context& cx, const sdk::op_args& a) {
   cx.launch(a.queue(), d.k.gemm[(c.ta ? 2 : 0) + (c.tb ? 1 : 0)], 2, {gx, gy}, {rts_n, ly},
             {val(m), val(n), val(k), val(al.value), mem(al.buffer), val(be.value), mem(be.buffer),
              val(flags), mem(c.A->memory), val(lda), mem(c.B->memory), val(ldb), mem(c.C->memory),
-             val(ldc)});
+             val(ldc), val(no_stride), val(no_stride), val(no_stride)});
+}
+
+// The batch is the kernels' third grid dimension (one launch for every product), or CLBlast's
+// XgemmStridedBatched where CLBlast serves gemm; the quick paths and the beta == 0 clearing
+// are gemm's, over every C_i at once.
+template <class T> void op_gemm_batched(ocl_context& cx, const sdk::op_args& a) {
+  const blas_bundle::gemm_batched_call c = blas_bundle::decode_gemm_batched(a, dt<T>);
+  const char* op = "gemm_batched";
+  if (c.m == 0 || c.n == 0 || c.batch == 0) return;
+  if (c.k == 0 || c.alpha.is_zero()) { // C_i = beta * C_i; A and B are not read
+    scale_window<T>(cx, a.queue(), op, c.m, c.n, c.ldc, c.beta, c.C->memory, c.batch, c.stride_c);
+    return;
+  }
+#ifdef PARENCHYMA_HAVE_CLBLAST
+  if (use_clblast<T>(cx, GEMM_BATCHED, c, double(c.m) * double(c.n) * double(c.k))) {
+    if (c.beta.is_zero()) // as gemm: C must not be read
+      scale_window<T>(cx, a.queue(), op, c.m, c.n, c.ldc, c.beta, c.C->memory, c.batch, c.stride_c);
+    clblast_run<T>(cx, GEMM_BATCHED, "CLBlast gemm_batched", [&] {
+      return clb<T>::gemm_batched(
+          CLBlastLayoutRowMajor, c.ta ? CLBlastTransposeYes : CLBlastTransposeNo,
+          c.tb ? CLBlastTransposeYes : CLBlastTransposeNo, c.m, c.n, c.k,
+          static_cast<T>(c.alpha.value), clm(cx, *c.A), 0, c.lda, c.stride_a, clm(cx, *c.B), 0,
+          c.ldb, c.stride_b, static_cast<T>(c.beta.value), clm(cx, *c.C), 0, c.ldc, c.stride_c,
+          c.batch, clq(cx), nullptr);
+    });
+    return;
+  }
+#endif
+  const dtype_state& d = cx.state<T>();
+  const int m = to_int(c.m, op, "m"), n = to_int(c.n, op, "n"), k = to_int(c.k, op, "k"),
+            lda = to_int(c.lda, op, "lda"), ldb = to_int(c.ldb, op, "ldb"),
+            ldc = to_int(c.ldc, op, "ldc");
+  const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1), be = kernel_scalar<T>(cx, c.beta, 2);
+  const int flags = al.flag | be.flag;
+  const int64_t sa = c.stride_a, sb = c.stride_b, sc = c.stride_c;
+  const uint64_t batch = static_cast<uint64_t>(c.batch);
+  const gemm_shape& g = cx.gs;
+  const size_t which = (c.ta ? 2 : 0) + (c.tb ? 1 : 0);
+  if (!g.tiled) { // CPU device: the vector kernel
+    const uint64_t gm = (static_cast<uint64_t>(m) + g.mc - 1) / g.mc;
+    const uint64_t gn = (static_cast<uint64_t>(n) + d.gemm_nr - 1) / d.gemm_nr;
+    cx.launch(a.queue(), d.k.gemmv[which], {gn, gm}, batch, {1, 1},
+              {val(m), val(n), val(k), val(al.value), mem(al.buffer), val(be.value), mem(be.buffer),
+               val(flags), mem(c.A->memory), val(lda), mem(c.B->memory), val(ldb), mem(c.C->memory),
+               val(ldc), val(sa), val(sb), val(sc)});
+    return;
+  }
+  const uint32_t rts_n = static_cast<uint32_t>(g.ts_n / g.wpt_n);
+  const uint32_t rts_m = static_cast<uint32_t>(g.ts_m / g.wpt_m);
+  const uint64_t gx = (static_cast<uint64_t>(n) + g.ts_n - 1) / g.ts_n * rts_n;
+  const uint64_t gy = (static_cast<uint64_t>(m) + g.ts_m - 1) / g.ts_m * rts_m;
+  cx.launch(a.queue(), d.k.gemm[which], {gx, gy}, batch, {rts_n, rts_m},
+            {val(m), val(n), val(k), val(al.value), mem(al.buffer), val(be.value), mem(be.buffer),
+             val(flags), mem(c.A->memory), val(lda), mem(c.B->memory), val(ldb), mem(c.C->memory),
+             val(ldc), val(sa), val(sb), val(sc)});
 }
 
 // ---- the bundle ------------------------------------------------------------------------------
@@ -532,6 +599,8 @@ public:
     add<op_swap<float>, op_swap<double>>(SWAP, pcy_blas_swap_schema);
     add<op_gemv<float>, op_gemv<double>>(GEMV, pcy_blas_gemv_schema);
     add<op_gemm<float>, op_gemm<double>>(GEMM, pcy_blas_gemm_schema);
+    add<op_gemm_batched<float>, op_gemm_batched<double>>(GEMM_BATCHED,
+                                                         pcy_blas_gemm_batched_schema);
   }
 
   std::span<const pcy_op_desc> ops() const { return table_.ops(); }
@@ -553,9 +622,9 @@ public:
       cx->gs.tiled = std::string_view(e) != "direct";
     // gemm: on a CPU device our vector kernel beats CLBlast at every size measured (the
     // table's "never"); other devices keep CLBlast's gemm wherever it is built in (not measured).
-    if (!forced_ && !dev.cpu) cx->clblast_from[GEMM] = 0;
+    if (!forced_ && !dev.cpu) cx->clblast_from[GEMM] = cx->clblast_from[GEMM_BATCHED] = 0;
 #ifndef PARENCHYMA_HAVE_CLBLAST
-    cx->clblast_from[GEMM] = never;
+    cx->clblast_from[GEMM] = cx->clblast_from[GEMM_BATCHED] = never;
 #endif
     cx->max_groups =
         dev.cpu ? static_cast<uint32_t>(std::clamp<int64_t>(dev.compute_units * 4, 4, 256)) : 1024;
@@ -615,21 +684,23 @@ private:
       const std::string own =
           sdk::str("parenchyma OpenCL C kernel ", op_names[op], f64 ? " (f64)" : " (f32)");
 #ifdef PARENCHYMA_HAVE_CLBLAST
-      if (op == GEMM && !forced_) // create_context: ours on CPU devices, CLBlast elsewhere
+      if ((op == GEMM || op == GEMM_BATCHED) && !forced_) // create_context: ours on CPU devices
         return sdk::str(own, " on CPU devices; CLBlast ", PARENCHYMA_CLBLAST_VERSION, " CLBlast",
-                        f64 ? "D" : "S", "gemm on others (own kernel when a scalar is a tensor)");
+                        f64 ? "D" : "S", op == GEMM ? "gemm" : "gemmStridedBatched",
+                        " on others (own kernel when a scalar is a tensor)");
 #endif
       if (clblast_from_[op] >= never) return own;
-      const std::string clblast = sdk::str("CLBlast ",
+      const std::string clblast = sdk::str(
+          "CLBlast ",
 #ifdef PARENCHYMA_HAVE_CLBLAST
-                                           PARENCHYMA_CLBLAST_VERSION,
+          PARENCHYMA_CLBLAST_VERSION,
 #endif
-                                           " CLBlast", f64 ? "D" : "S", op_names[op]);
+          " CLBlast", f64 ? "D" : "S", op == GEMM_BATCHED ? "gemmStridedBatched" : op_names[op]);
       if (clblast_from_[op] <= 0) return clblast + " (own kernel when a scalar is a tensor)";
       return sdk::str(clblast, " from ", static_cast<int64_t>(clblast_from_[op]),
-                      op == GEMM   ? " m n k"
-                      : op == GEMV ? " m n"
-                                   : " elements",
+                      op == GEMM || op == GEMM_BATCHED ? " m n k"
+                      : op == GEMV                     ? " m n"
+                                                       : " elements",
                       "; below: ", own);
     };
     table_.add<at_offset_zero<F32>, at_offset_zero<F64>>(schema, label(false), label(true),

@@ -36,13 +36,14 @@ __kernel void axpy_k(int n, real a, __global const real* pa, int flags, __global
 
 /* x = beta * x over a rows x cols window (ld apart; a vector is cols 1, ld inc), beta == 0
  * storing zeros without reading: the quick paths (alpha == 0, k == 0) and the clearing of an
- * output a vendor routine would read even with beta == 0. */
+ * output a vendor routine would read even with beta == 0. Dimension 1 walks a batch of such
+ * windows, `stride` elements apart (gemm_batched). */
 __kernel void scale_k(long total, int cols, real b, __global const real* pb, int flags,
-                      __global real* x, int ld) {
+                      __global real* x, int ld, long stride) {
   const long i = get_global_id(0);
   if (i >= total) return;
   const real be = BETA;
-  const long ix = (i / cols) * ld + i % cols;
+  const long ix = get_global_id(1) * stride + (i / cols) * ld + i % cols;
   x[ix] = be == (real)0 ? (real)0 : be * x[ix];
 }
 
@@ -243,7 +244,9 @@ __kernel void gemv_t(int m, int n, real a, __global const real* pa, real b,
   y[iy] = COMBINE(al, acc, be, y[iy]);
 }
 
-/* C = alpha op(A) op(B) + beta C, row-major. */
+/* C = alpha op(A) op(B) + beta C, row-major. Dimension 2 of the grid walks a strided batch
+ * (gemm_batched: the product of index z reads A + z sa, B + z sb and writes C + z sc; gemm is
+ * the batch of one). */
 #define A_AT(r, c) (TA ? A[(long)(c) * lda + (r)] : A[(long)(r) * lda + (c)])
 #define B_AT(r, c) (TB ? B[(long)(c) * ldb + (r)] : B[(long)(r) * ldb + (c)])
 
@@ -272,8 +275,12 @@ __kernel void gemv_t(int m, int n, real a, __global const real* pa, real b,
   __kernel __attribute__((reqd_work_group_size(RTS_N, RTS_M, 1)))                               \
   void NAME(int m, int n, int k, real a, __global const real* pa, real b,                       \
             __global const real* pb, int flags, __global const real* A, int lda,                \
-            __global const real* B, int ldb, __global real* C, int ldc) {                       \
+            __global const real* B, int ldb, __global real* C, int ldc, long sa, long sb,       \
+            long sc) {                                                                          \
     const int TA = TA_, TB = TB_;                                                               \
+    A += get_global_id(2) * sa;                                                                 \
+    B += get_global_id(2) * sb;                                                                 \
+    C += get_global_id(2) * sc;                                                                 \
     __local real As[TS_K][TS_M + 1];                                                            \
     __local real Bs[TS_K][TS_N + 1];                                                            \
     const int tx = get_local_id(0), ty = get_local_id(1);                                       \
@@ -355,8 +362,12 @@ typedef CAT(REAL, GEMM_VW) realv;
   __kernel __attribute__((reqd_work_group_size(1, 1, 1)))                                       \
   void NAME(int m, int n, int k, real a, __global const real* pa, real b,                       \
             __global const real* pb, int flags, __global const real* A, int lda,                \
-            __global const real* B, int ldb, __global real* C, int ldc) {                       \
+            __global const real* B, int ldb, __global real* C, int ldc, long sa, long sb,       \
+            long sc) {                                                                          \
     const int TA = TA_, TB = TB_;                                                               \
+    A += get_global_id(2) * sa;                                                                 \
+    B += get_global_id(2) * sb;                                                                 \
+    C += get_global_id(2) * sc;                                                                 \
     const int col0 = get_global_id(0) * (2 * GEMM_VW), row0 = get_global_id(1) * GEMM_MC;       \
     const int rows = min(GEMM_MC, m - row0);                                                    \
     const real al = ALPHA, be = BETA;                                                           \

@@ -404,6 +404,76 @@ template <class H> void half_gemm(extension_suite& reg) {
   half_gemm_case<H>(reg, true, false, 12, 5, 40, 1, 0.0, 3.0, true);   // alpha = 0: beta C
 }
 
+// gemm_batched in f16 / bf16 (CUDA: cublasGemmStridedBatchedEx): batch products from [batch,
+// rows, cols] shapes (a broadcast operand 2-d), each held to half_gemm_case's bound.
+template <class H>
+void half_gemm_batched_case(extension_suite& reg, bool ta, bool tb, int64_t batch, int64_t m,
+                            int64_t n, int64_t k, int broadcast, double alpha, double beta) {
+  const std::string tag = str("gemm_batched ", tname<H>(), ta ? " T" : " N", tb ? "T" : "N",
+                              " batch=", batch, " m=", m, " n=", n, " k=", k,
+                              broadcast == 1   ? " broadcast A"
+                              : broadcast == 2 ? " broadcast B"
+                                               : "",
+                              " alpha=", g3(alpha), " beta=", g3(beta));
+  reg.add<H>(
+      tag,
+      [=](const Backend& b) {
+        const int64_t ar = ta ? k : m, ac = ta ? m : k, br = tb ? n : k, bc = tb ? k : n;
+        std::uniform_real_distribution<double> u(-1, 1);
+        const auto make = [&](std::vector<int64_t> shape, bool nan) {
+          SharedTensor<H> t(std::move(shape));
+          for (H& v : t.write_only())
+            v = H(nan ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(u(rng())));
+          return t;
+        };
+        auto A = broadcast == 1 ? make({ar, ac}, false) : make({batch, ar, ac}, false);
+        auto B = broadcast == 2 ? make({br, bc}, false) : make({batch, br, bc}, false);
+        auto C = make({batch, m, n}, beta == 0); // beta == 0: NaN in C must not leak
+        const auto as_d = [](const SharedTensor<H>& t) {
+          std::vector<double> v;
+          for (const H& h : t.read())
+            v.push_back(static_cast<double>(static_cast<float>(h)));
+          return v;
+        };
+        const auto A0 = as_d(A), B0 = as_d(B), C0 = as_d(C);
+        blas::gemm_batched(b, ta ? blas::trans : blas::no_trans, tb ? blas::trans : blas::no_trans,
+                           alpha, A, B, beta, C);
+        const auto C1 = as_d(C);
+        const int64_t sa = broadcast == 1 ? 0 : ar * ac, sb = broadcast == 2 ? 0 : br * bc;
+        for (int64_t p = 0; p < batch; ++p)
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              const size_t ic = static_cast<size_t>((p * m + i) * n + j);
+              double s = 0, mag = 0;
+              for (int64_t l = 0; l < k; ++l) {
+                const double a = A0[static_cast<size_t>(p * sa + (ta ? l * ac + i : i * ac + l))];
+                const double bb = B0[static_cast<size_t>(p * sb + (tb ? j * bc + l : l * bc + j))];
+                s += a * bb;
+                mag += std::fabs(a * bb);
+              }
+              const double cterm = beta == 0 ? 0.0 : beta * C0[ic];
+              const double ref = alpha * s + cterm;
+              const double tol =
+                  2 * eps<H>() * (std::fabs(ref) + std::fabs(alpha * s) + std::fabs(cterm)) +
+                  8 * 0x1p-24 * (std::sqrt(static_cast<double>(k)) + 1) *
+                      (std::fabs(alpha) * mag + std::fabs(cterm)) +
+                  denorm_min<H>();
+              report_element(std::fabs(C1[ic] - ref) <= tol, tag, tname<H>(), ic, C1[ic], ref, tol);
+            }
+      },
+      {&blas::detail::gemm_batched_key(dtype_v<H>)});
+}
+
+template <class H> void half_gemm_batched(extension_suite& reg) {
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true}) {
+      half_gemm_batched_case<H>(reg, ta, tb, 1, 7, 5, 3, 0, 1.0, 0.0);
+      half_gemm_batched_case<H>(reg, ta, tb, 3, 33, 65, 17, 0, -1.25, 0.5);
+      half_gemm_batched_case<H>(reg, ta, tb, 7, 20, 9, 40, 1, 0.5, 0.0);
+      half_gemm_batched_case<H>(reg, ta, tb, 3, 9, 20, 13, 2, 1.0, 2.0);
+    }
+}
+
 // ---- reference-BLAS semantics: the edge cases ported code relies on (docs/blas.md) ----------
 
 enum class scal_mode { host, device, mixed }; // mixed: host alpha, device beta
@@ -1161,7 +1231,174 @@ template <class T> void input_class_cases(extension_suite& reg) {
           }
       });
     }
+    // gemm_batched with every A_i of the class and one B for all (stride 0): a non-finite value
+    // in row r of A_i reaches row r of C_i only.
+    for (const bool ta : {false, true}) {
+      const int64_t batch = 3, m = 33, n = 17, k = 65;
+      const std::string tag = str("gemm_batched ", tname<T>(), ta ? " TN" : " NN", " batch=", batch,
+                                  " m=", m, " n=", n, " k=", k, " broadcast B", cls);
+      reg.add<T>(tag, [=](const Backend& b) {
+        const int64_t ar = ta ? k : m, ac = ta ? m : k, per = m * k;
+        const std::vector<double> A = class_values<T>(
+            ic, static_cast<size_t>(batch * per), max / (4 * static_cast<double>(k)),
+            {2, static_cast<size_t>(per + 3 * ac + 5), static_cast<size_t>(batch * per - 1)});
+        const std::vector<double> B =
+            class_values<T>(in::input_class::wide_range, static_cast<size_t>(k * n), 1.0);
+        const std::vector<double> C =
+            class_values<T>(in::input_class::wide_range, static_cast<size_t>(batch * m * n), 1.0);
+        auto At = tensor_of<T>({batch, ar, ac}, A), Bt = tensor_of<T>({k, n}, B),
+             Ct = tensor_of<T>({batch, m, n}, C);
+        const double alpha = 0.5, beta = 2.0;
+        blas::gemm_batched(b, ta ? blas::trans : blas::no_trans, blas::no_trans, alpha, At, Bt,
+                           beta, Ct);
+        const auto C1 = values(Ct);
+        for (int64_t p = 0; p < batch; ++p)
+          for (int64_t i = 0; i < m; ++i)
+            for (int64_t j = 0; j < n; ++j) {
+              double s = 0, mag = 0;
+              for (int64_t l = 0; l < k; ++l) {
+                const double a = A[p * per + (ta ? l * ac + i : i * ac + l)];
+                s += a * B[l * n + j];
+                mag += std::fabs(a * B[l * n + j]);
+              }
+              const size_t ic_ = static_cast<size_t>((p * m + i) * n + j);
+              expect_class<T>(tag, ic_, C1[ic_], alpha * s + beta * C[ic_],
+                              alpha * mag + std::fabs(beta * C[ic_]), static_cast<double>(k));
+            }
+      });
+    }
   }
+}
+
+// ---- gemm_batched: strided batches of gemm products -------------------------------------------
+// Each case fills A, B and C with their matrices `stride` elements apart (gap: spare elements
+// between consecutive matrices and after the last; pad: leading dimensions beyond the columns),
+// runs the batch and checks every C_i against a double reference from its own A_i and B_i (a
+// broadcast operand: stride 0, the one matrix), and every element outside the C windows bit for
+// bit. C starts as NaN/Inf wherever beta == 0 (none of it may reach the result), as random values
+// otherwise. `shaped`: no sizes given, the front-end takes them from [batch, rows, cols] shapes.
+struct batched_shape {
+  int64_t batch, m, n, k;
+  bool ta, tb;
+  int broadcast = 0;  // 0 none, 1 A (stride_a 0), 2 B (stride_b 0)
+  int64_t pad = 0;    // leading dimensions beyond the columns
+  int64_t gap = 0;    // spare elements between matrices (and after the last)
+  bool shaped = true; // sizes from the shapes (pad and gap must be 0)
+  double alpha = 0.5, beta = 2.0;
+  bool dev_scalars = false;
+  bool poison_inputs = false; // NaN/Inf in A and B: only with alpha == 0 or k == 0
+};
+
+template <class T> void gemm_batched_case(extension_suite& reg, const batched_shape& s) {
+  const std::string tag =
+      str("gemm_batched ", tname<T>(), s.ta ? " T" : " N", s.tb ? "T" : "N", " batch=", s.batch,
+          " m=", s.m, " n=", s.n, " k=", s.k,
+          s.broadcast == 1   ? " broadcast A"
+          : s.broadcast == 2 ? " broadcast B"
+                             : "",
+          s.pad != 0 ? str(" ld+", s.pad) : "", s.gap != 0 ? str(" gap ", s.gap) : "",
+          s.shaped ? " from shapes" : " explicit", " alpha=", g3(s.alpha), " beta=", g3(s.beta),
+          s.dev_scalars ? " device-scalars" : "", s.poison_inputs ? " NaN/Inf in A,B" : "");
+  reg.add<T>(tag, [=](const Backend& b) {
+    const int64_t ar = s.ta ? s.k : s.m, ac = s.ta ? s.m : s.k;
+    const int64_t br = s.tb ? s.n : s.k, bc = s.tb ? s.k : s.n;
+    const int64_t lda = std::max<int64_t>(ac + s.pad, 1), ldb = std::max<int64_t>(bc + s.pad, 1),
+                  ldc = s.n + s.pad;
+    const int64_t sa = s.broadcast == 1 ? 0 : ar * lda + s.gap;
+    const int64_t sb = s.broadcast == 2 ? 0 : br * ldb + s.gap;
+    const int64_t sc = s.m * ldc + s.gap;
+    const int64_t na = s.broadcast == 1 ? 1 : s.batch, nb = s.broadcast == 2 ? 1 : s.batch;
+    const auto len = [&](int64_t count, int64_t stride, int64_t one) {
+      return std::max<int64_t>((count - 1) * stride + one + s.gap, 1);
+    };
+    const int64_t la = len(na, sa, ar * lda), lb = len(nb, sb, br * ldb),
+                  lc = len(s.batch, sc, s.m * ldc);
+    const auto inputs = [&](int64_t n) {
+      return s.poison_inputs ? poison_pattern<T>(static_cast<size_t>(n))
+                             : random_values<T>(static_cast<size_t>(n));
+    };
+    const std::vector<T> A0 = inputs(la), B0 = inputs(lb);
+    const std::vector<T> C0 = s.beta == 0 ? poison_pattern<T>(static_cast<size_t>(lc))
+                                          : random_values<T>(static_cast<size_t>(lc));
+    // Shapes: [count, rows, cols] (a broadcast A 2-d, a broadcast B [1, rows, cols]), or flat
+    // with explicit sizes.
+    using shape_t = std::vector<int64_t>;
+    auto A = tensor_from<T>(!s.shaped          ? shape_t{la}
+                            : s.broadcast == 1 ? shape_t{ar, ac}
+                                               : shape_t{na, ar, ac},
+                            A0);
+    auto B = tensor_from<T>(s.shaped ? shape_t{nb, br, bc} : shape_t{lb}, B0);
+    auto C = tensor_from<T>(s.shaped ? shape_t{s.batch, s.m, s.n} : shape_t{lc}, C0);
+    auto at = scalar_tensor<T>(s.alpha), bt = scalar_tensor<T>(s.beta);
+    const blas::Scalar al = s.dev_scalars ? blas::Scalar(at) : blas::Scalar(s.alpha);
+    const blas::Scalar be = s.dev_scalars ? blas::Scalar(bt) : blas::Scalar(s.beta);
+    blas::gemm_batched_dims d;
+    if (!s.shaped)
+      d = {.m = s.m,
+           .n = s.n,
+           .k = s.k,
+           .lda = lda,
+           .ldb = ldb,
+           .ldc = ldc,
+           .batch = s.batch,
+           .stride_a = sa,
+           .stride_b = sb,
+           .stride_c = sc};
+    blas::gemm_batched(b, s.ta ? blas::trans : blas::no_trans, s.tb ? blas::trans : blas::no_trans,
+                       al, A, B, be, C, d);
+    const auto C1 = raw(C);
+    std::vector<bool> inside(static_cast<size_t>(lc), false);
+    for (int64_t p = 0; p < s.batch; ++p)
+      for (int64_t i = 0; i < s.m; ++i)
+        for (int64_t j = 0; j < s.n; ++j) {
+          const int64_t ic = p * sc + i * ldc + j;
+          inside[static_cast<size_t>(ic)] = true;
+          double sum = 0, mag = 0;
+          if (s.alpha != 0)
+            for (int64_t l = 0; l < s.k; ++l) {
+              const double a = static_cast<double>(
+                  A0[static_cast<size_t>(p * sa + (s.ta ? l * lda + i : i * lda + l))]);
+              const double bb = static_cast<double>(
+                  B0[static_cast<size_t>(p * sb + (s.tb ? j * ldb + l : l * ldb + j))]);
+              sum += a * bb;
+              mag += std::fabs(a * bb);
+            }
+          const double c0 = static_cast<double>(C0[static_cast<size_t>(ic)]);
+          const double cterm = s.beta == 0 ? 0.0 : s.beta * c0; // beta == 0: C is not read
+          expect_near<T>(tag, static_cast<size_t>(ic), static_cast<double>(C1[ic]),
+                         s.alpha * sum + cterm, std::fabs(s.alpha) * mag + std::fabs(cterm),
+                         static_cast<double>(std::max<int64_t>(s.k, 1)));
+        }
+    for (int64_t ic = 0; ic < lc; ++ic)
+      if (!inside[static_cast<size_t>(ic)])
+        expect_bits<T>(tag + " (outside the C matrices)", static_cast<size_t>(ic), C1[ic], C0[ic]);
+  });
+}
+
+template <class T> void gemm_batched_cases(extension_suite& reg) {
+  using bs = batched_shape;
+  for (const bool ta : {false, true})
+    for (const bool tb : {false, true}) {
+      gemm_batched_case<T>(reg, bs{1, 7, 5, 3, ta, tb});
+      gemm_batched_case<T>(reg, bs{3, 33, 65, 17, ta, tb, 0, 3, 5, false});
+      gemm_batched_case<T>(reg, bs{7, 13, 9, 21, ta, tb, 0, 0, 0, true, -1.25, 0.0});
+      gemm_batched_case<T>(reg, bs{3, 20, 11, 30, ta, tb, 1, 0, 0, true}); // A broadcast
+      gemm_batched_case<T>(reg, bs{7, 9, 20, 13, ta, tb, 2, 0, 0, true});  // B broadcast
+      gemm_batched_case<T>(reg, bs{3, 17, 6, 9, ta, tb, 1, 1, 2, false});  // A broadcast, ld+
+      gemm_batched_case<T>(reg, bs{7, 6, 17, 9, ta, tb, 2, 2, 1, false});  // B broadcast, ld+
+      gemm_batched_case<T>(reg, bs{3, 19, 23, 8, ta, tb, 0, 1, 3, false, 0.75, 0.0}); // gaps NaN
+    }
+  // Device-resident scalars (beta 0 on the device: NaN in C must not leak), larger products.
+  gemm_batched_case<T>(reg, bs{3, 33, 29, 17, false, false, 0, 0, 4, false, -0.75, 0.0, true});
+  gemm_batched_case<T>(reg, bs{7, 10, 12, 14, true, false, 2, 2, 0, false, 1.5, -0.5, true});
+  gemm_batched_case<T>(reg, bs{3, 130, 67, 129, false, true});
+  gemm_batched_case<T>(reg, bs{7, 64, 64, 64, false, false, 1});
+  // Quick paths: k == 0 and alpha == 0 give C_i = beta C_i, A and B not read (NaN/Inf there).
+  gemm_batched_case<T>(reg, bs{3, 5, 9, 0, false, false, 0, 2, 1, false, 1.0, -0.5});
+  gemm_batched_case<T>(reg, bs{3, 5, 9, 0, false, false, 0, 0, 0, false, 1.0, 0.0});
+  gemm_batched_case<T>(reg, bs{3, 8, 7, 6, true, true, 0, 1, 2, false, 0.0, 3.0, false, true});
+  gemm_batched_case<T>(reg, bs{7, 8, 7, 6, false, true, 1, 0, 1, false, 0.0, 0.0, false, true});
+  gemm_batched_case<T>(reg, bs{3, 8, 7, 6, false, false, 2, 0, 0, false, 0.0, 2.0, true, true});
 }
 
 template <class T> void semantics(extension_suite& reg) {
@@ -1179,13 +1416,15 @@ template <class T> void semantics(extension_suite& reg) {
   scal0_nan<T>(reg);
 }
 
-// The ops the first case routes, per dtype: every op in f32 and f64, gemm in f16 and bf16.
+// The ops the first case routes, per dtype: every op in f32 and f64, gemm and gemm_batched in
+// f16 and bf16.
 std::vector<const OpKey*> blas_keys(pcy_dtype d) {
   namespace k = blas::detail;
   if (d == PCY_DTYPE_F32 || d == PCY_DTYPE_F64)
-    return {&k::asum_key(d), &k::axpy_key(d), &k::axpby_key(d), &k::copy_key(d), &k::dot_key(d),
-            &k::nrm2_key(d), &k::scal_key(d), &k::swap_key(d),  &k::gemv_key(d), &k::gemm_key(d)};
-  if (d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16) return {&k::gemm_key(d)};
+    return {&k::asum_key(d), &k::axpy_key(d), &k::axpby_key(d),       &k::copy_key(d),
+            &k::dot_key(d),  &k::nrm2_key(d), &k::scal_key(d),        &k::swap_key(d),
+            &k::gemv_key(d), &k::gemm_key(d), &k::gemm_batched_key(d)};
+  if (d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16) return {&k::gemm_key(d), &k::gemm_batched_key(d)};
   return {};
 }
 
@@ -1200,12 +1439,16 @@ suite blas_suite() {
   level23<float>(reg);
   level1<double>(reg);
   level23<double>(reg);
+  gemm_batched_cases<float>(reg);
+  gemm_batched_cases<double>(reg);
   semantics<float>(reg);
   semantics<double>(reg);
   input_class_cases<float>(reg);
   input_class_cases<double>(reg);
   half_gemm<f16>(reg);
   half_gemm<bf16>(reg);
+  half_gemm_batched<f16>(reg);
+  half_gemm_batched<bf16>(reg);
   return reg.finish();
 }
 

@@ -1,8 +1,9 @@
-// parenchyma BLAS front-end: asum, axpy, axpby, copy, dot, nrm2, scal, swap, gemv, gemm on
-// SharedTensors, for f32 and f64, on any backend (header-only over the core; the ops run in the
-// "blas" bundle plugin of the framework that serves them). gemm also takes f16 and bf16 (f32
-// accumulation, host scalars) where a bundle serves them (cuBLAS on CUDA); elsewhere such a call
-// falls back to a framework that does, by the fallback policy, or fails naming the cell.
+// parenchyma BLAS front-end: asum, axpy, axpby, copy, dot, nrm2, scal, swap, gemv, gemm,
+// gemm_batched on SharedTensors, for f32 and f64, on any backend (header-only over the core; the
+// ops run in the "blas" bundle plugin of the framework that serves them). gemm also takes f16 and
+// bf16 (f32 accumulation, host scalars) where a bundle serves them (cuBLAS on CUDA), and so does
+// gemm_batched; elsewhere such a call falls back to a framework that does, by the fallback policy,
+// or fails naming the cell.
 //
 //   parenchyma::Backend backend;                         // the best framework present
 //   parenchyma::SharedTensor<float> a({m, k}), b({k, n}), c({m, n});
@@ -28,6 +29,7 @@
 #include <parenchyma/extension.hpp>
 #include <parenchyma/shared_tensor.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <sstream>
@@ -53,6 +55,16 @@ struct gemm_dims {
   int64_t lda = -1, ldb = -1, ldc = -1;
 };
 
+// Sizes, leading dimensions, batch and strides for gemm_batched; -1 takes the value from the
+// shapes (see gemm_batched). A stride is the element distance between consecutive matrices of an
+// operand; 0 for A or B uses one matrix for every product (broadcast).
+struct gemm_batched_dims {
+  int64_t m = -1, n = -1, k = -1; // each C_i is m x n, op(A_i) m x k, op(B_i) k x n
+  int64_t lda = -1, ldb = -1, ldc = -1;
+  int64_t batch = -1;
+  int64_t stride_a = -1, stride_b = -1, stride_c = -1;
+};
+
 namespace detail {
 
 // The op keys, one per op and dtype, made from the schemas in pcy_blas.h.
@@ -68,6 +80,9 @@ inline const OpKey& scal_key(pcy_dtype t) noexcept { return ext::op_key<pcy_blas
 inline const OpKey& swap_key(pcy_dtype t) noexcept { return ext::op_key<pcy_blas_swap_schema>(t); }
 inline const OpKey& gemv_key(pcy_dtype t) noexcept { return ext::op_key<pcy_blas_gemv_schema>(t); }
 inline const OpKey& gemm_key(pcy_dtype t) noexcept { return ext::op_key<pcy_blas_gemm_schema>(t); }
+inline const OpKey& gemm_batched_key(pcy_dtype t) noexcept {
+  return ext::op_key<pcy_blas_gemm_batched_schema>(t);
+}
 
 // The default leading dimension of a 2-d tensor: its column count (at least 1, as BLAS wants).
 inline int64_t ld_of(const TensorStorage& t) noexcept {
@@ -404,6 +419,130 @@ inline void gemm(const Backend& b, transpose ta, transpose tb, Scalar alpha, con
        OpArg::integer(k), detail::scalar_arg(alpha), OpArg::in(A), OpArg::integer(lda),
        OpArg::in(B), OpArg::integer(ldb), detail::scalar_arg(beta),
        overwrite ? OpArg::out(C) : OpArg::inout(C), OpArg::integer(ldc)});
+}
+
+// C_i = alpha * op(A_i) op(B_i) + beta * C_i for i < batch, row-major, each product as gemm's;
+// X_i is the matrix that starts at element i * stride_x of X (its elements in row-major order).
+// With no dims given, the shapes say everything: C is [..., m, n] (batch = the product of its
+// leading extents, 1 for a 2-d C), A is [..., m, k] (or [..., k, m] transposed) and B
+// [..., k, n] (or [..., n, k]), each holding batch matrices or exactly one (a 2-d A or B, or
+// leading extents of product 1: stride 0, that matrix serves every product). Any value in
+// gemm_batched_dims replaces the one from the shapes: m, n, k and the leading dimensions as in
+// gemm (giving one drops the exact-shape check; the extents are still checked), batch (>= 1)
+// and the strides (the distance between matrices, in elements; C's at least one matrix's extent,
+// (m - 1) * ldc + n, so that no two outputs overlap). A shape-derived batch of 0 (a leading
+// extent 0) does nothing. With beta a host 0 and the batches covering C whole, C is write-only.
+// f32, f64, and f16 / bf16 (host scalars) where a bundle serves them, as gemm.
+inline void gemm_batched(const Backend& b, transpose ta, transpose tb, Scalar alpha,
+                         const TensorStorage& A, const TensorStorage& B, Scalar beta,
+                         TensorStorage& C, const gemm_batched_dims& d = {}) {
+  const pcy_op_schema& S = pcy_blas_gemm_batched_schema;
+  ext::checker c(S, A, "A", {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_F16, PCY_DTYPE_BF16});
+  c.same_dtype(B, "B", "A");
+  c.same_dtype(C, "C", "A");
+  if (c.dtype() == PCY_DTYPE_F16 || c.dtype() == PCY_DTYPE_BF16) [[unlikely]]
+    detail::host_scalars_only(c, alpha, beta);
+  c.scalar(alpha, "alpha");
+  c.scalar(beta, "beta");
+  const bool ta_ = ta == transpose::yes, tb_ = tb == transpose::yes;
+  // A value from the shapes needs the tensor's last two extents.
+  const auto rank2 = [&](const TensorStorage& t, const char* name, const char* value) {
+    if (t.shape().size() < 2)
+      ext::fail(S, errc::invalid_argument, "argument ", name,
+                ": expected a tensor of rank >= 2 ([..., rows, columns]) to take ", value,
+                " from, got shape ", ext::shape_str(t), "; reshape it or pass ", value,
+                " in gemm_batched_dims");
+  };
+  const auto dim = [](const TensorStorage& t, size_t from_end) {
+    return t.shape()[t.shape().size() - from_end];
+  };
+  // The number of matrices a tensor holds by its shape: the product of its leading extents.
+  const auto matrices_in = [](const TensorStorage& t) {
+    int64_t count = 1;
+    for (size_t i = 0; i + 2 < t.shape().size(); ++i)
+      count *= t.shape()[i];
+    return count;
+  };
+  const bool sized = d.m >= 0 || d.n >= 0 || d.k >= 0;
+  if (d.m < 0 || d.n < 0 || d.ldc < 0 || d.stride_c == -1 || d.batch < 0)
+    rank2(C, "C", "m, n, batch");
+  if (d.k < 0 || d.lda < 0 || d.stride_a == -1) rank2(A, "A", "k, lda, stride_a");
+  if (d.ldb < 0 || d.stride_b == -1) rank2(B, "B", "ldb, stride_b");
+  const int64_t m = d.m >= 0 ? d.m : dim(C, 2);
+  const int64_t n = d.n >= 0 ? d.n : dim(C, 1);
+  const int64_t k = d.k >= 0 ? d.k : (ta_ ? dim(A, 2) : dim(A, 1));
+  const int64_t lda = d.lda >= 0 ? d.lda : std::max<int64_t>(dim(A, 1), 1);
+  const int64_t ldb = d.ldb >= 0 ? d.ldb : std::max<int64_t>(dim(B, 1), 1);
+  const int64_t ldc = d.ldc >= 0 ? d.ldc : std::max<int64_t>(dim(C, 1), 1);
+  if (d.batch == 0 || d.batch < -1)
+    ext::fail(S, errc::invalid_argument, "argument batch: ", d.batch,
+              " is not a number of products; pass batch >= 1 (or -1: from C's shape)");
+  const int64_t batch = d.batch >= 1 ? d.batch : matrices_in(C);
+  // What each operand must be, spelled out only when a check fails.
+  const auto what = [&](char which) {
+    const std::string nb = std::to_string(batch) + " products";
+    if (which == 'C')
+      return "each C_i is m x n = " + std::to_string(m) + " x " + std::to_string(n) + ", " + nb;
+    const bool t = which == 'A' ? ta_ : tb_;
+    const std::string dims = which == 'A' ? "m x k" : "k x n";
+    const int64_t r = which == 'A' ? m : k, cdim = which == 'A' ? k : n;
+    return std::string("op(") + which + "_i) = " + which + "_i " +
+           detail::trans_name(t ? trans : no_trans) + " must be " + dims + " = " +
+           std::to_string(r) + " x " + std::to_string(cdim) + ", so " + which + "_i is stored " +
+           (t ? std::string(dims.rbegin(), dims.rend()) : dims) + ", " + nb;
+  };
+  // An input's stride from its shape: 0 when it holds one matrix (broadcast), else its matrix
+  // size, when it holds batch matrices (checked here only when no sizes were given).
+  const auto input_stride = [&](const TensorStorage& t, char which, int64_t given) -> int64_t {
+    if (given != -1) return given; // a negative one is refused below
+    const int64_t count = matrices_in(t);
+    if (count == 1) return 0;
+    if (!sized && count != batch)
+      ext::fail(S, errc::invalid_argument, "argument ", which == 'A' ? "A" : "B", ": shape ",
+                ext::shape_str(t), " holds ", count, " matrices, expected ", batch,
+                " (C's batch) or 1 (one matrix for every product) (", what(which),
+                "); fix the leading extents, or pass stride_", which == 'A' ? "a" : "b",
+                " and batch in gemm_batched_dims");
+    return dim(t, 2) * dim(t, 1);
+  };
+  const int64_t stride_a = input_stride(A, 'A', d.stride_a);
+  const int64_t stride_b = input_stride(B, 'B', d.stride_b);
+  const int64_t stride_c = d.stride_c != -1 ? d.stride_c : dim(C, 2) * dim(C, 1);
+  // No sizes given: the last two extents must be exactly the matrices (as gemm's exact check).
+  const auto exact = [&](const TensorStorage& t, const char* name, int64_t rows, int64_t cols,
+                         char which) {
+    if (dim(t, 2) != rows || dim(t, 1) != cols)
+      ext::fail(S, errc::invalid_argument, "argument ", name, ": shape ", ext::shape_str(t),
+                " expected [..., ", rows, ", ", cols, "] (", what(which),
+                "); fix the shape, or pass explicit sizes for sub-matrices");
+  };
+  if (!sized && d.lda < 0) exact(A, "A", ta_ ? k : m, ta_ ? m : k, 'A');
+  if (!sized && d.ldb < 0) exact(B, "B", tb_ ? n : k, tb_ ? k : n, 'B');
+  if (!sized && d.ldc < 0) exact(C, "C", m, n, 'C');
+  c.matrices(A, "A", ta_ ? k : m, ta_ ? m : k, lda, "lda", stride_a, "stride_a", batch, false,
+             [&] { return what('A'); });
+  c.matrices(B, "B", tb_ ? n : k, tb_ ? k : n, ldb, "ldb", stride_b, "stride_b", batch, false,
+             [&] { return what('B'); });
+  c.matrices(C, "C", m, n, ldc, "ldc", stride_c, "stride_c", batch, true,
+             [&] { return what('C'); });
+  c.distinct(A, "A", C, "C");
+  c.distinct(B, "B", C, "C");
+  c.distinct(alpha, "alpha", C, "C");
+  c.distinct(beta, "beta", C, "C");
+  if (batch == 0) return; // a leading extent 0: no product, nothing touched
+  c.written(A, "A");
+  c.written(B, "B");
+  // batch * m * n cannot overflow here: with stride_c == m * n, C's check bounded it by C's size.
+  const bool overwrite = !beta.is_tensor() && beta.value() == 0 && ldc == n && stride_c == m * n &&
+                         static_cast<uint64_t>(batch) * static_cast<uint64_t>(m * n) == C.size();
+  if (!overwrite) c.written(C, "C");
+  ext::invoke<pcy_blas_gemm_batched_schema>(
+      b, c.dtype(),
+      {detail::ntrans(ta), detail::ntrans(tb), OpArg::integer(m), OpArg::integer(n),
+       OpArg::integer(k), detail::scalar_arg(alpha), OpArg::in(A), OpArg::integer(lda),
+       OpArg::integer(stride_a), OpArg::in(B), OpArg::integer(ldb), OpArg::integer(stride_b),
+       detail::scalar_arg(beta), overwrite ? OpArg::out(C) : OpArg::inout(C), OpArg::integer(ldc),
+       OpArg::integer(stride_c), OpArg::integer(batch)});
 }
 
 } // namespace parenchyma::blas

@@ -40,4 +40,13 @@ PCY_SDK_HOT inline bool matrix_extent(int64_t rows, int64_t cols, int64_t ld,
          add_ok(out, static_cast<uint64_t>(cols), out);
 }
 
+// The elements `count` >= 1 blocks of `one` elements each span when block i starts at element
+// i * stride (stride >= 0; 0: one block serves every index): (count - 1) * stride + one. False
+// when that overflows. A strided batch of matrices is this with one = matrix_extent(...).
+PCY_SDK_HOT inline bool strided_extent(int64_t count, int64_t stride, uint64_t one,
+                                       uint64_t& out) noexcept {
+  return mul_ok(static_cast<uint64_t>(count - 1), static_cast<uint64_t>(stride), out) &&
+         add_ok(out, one, out);
+}
+
 } // namespace parenchyma::sdk

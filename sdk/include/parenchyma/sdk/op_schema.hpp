@@ -167,6 +167,32 @@ public:
               " elements"));
     return t;
   }
+  // `count` matrices of rows x cols with leading dimension `ld` (argument `ldk`) inside tensor
+  // `tk` (any rank: its elements in row-major order), the i-th starting at element i * stride
+  // (argument `sk`, >= 0): (count - 1) * stride + (rows - 1) * ld + cols elements, computed
+  // without wrapping. `disjoint` (an output): matrices of count > 1 must not overlap, so the
+  // stride is at least one matrix's extent.
+  PCY_SDK_HOT const pcy_tensor& matrices(uint32_t tk, int64_t rows, int64_t cols, uint32_t ldk,
+                                         uint32_t sk, int64_t count, bool disjoint) const {
+    const pcy_tensor& t = tensor(tk);
+    const int64_t ld = a_.i(ldk), stride = a_.i(sk);
+    if (ld < (cols > 1 ? cols : 1))
+      bad(PCY_ERR_INVALID_ARGUMENT, ldk,
+          str(ld, " is smaller than the ", cols, " columns ", name(tk), " has as stored"));
+    if (stride < 0) bad(PCY_ERR_INVALID_ARGUMENT, sk, str(stride, " < 0"));
+    if (rows == 0 || cols == 0 || count == 0) return t;
+    uint64_t one = 0, need = 0;
+    if (!matrix_extent(rows, cols, ld, one) || !strided_extent(count, stride, one, need) ||
+        need > elements(t, tk))
+      bad(PCY_ERR_INVALID_ARGUMENT, tk,
+          str(count, " matrices of ", rows, " x ", cols, " with ", name(ldk), " = ", ld, " and ",
+              name(sk), " = ", stride, " do not fit in its ", elements(t, tk), " elements"));
+    if (disjoint && count > 1 && static_cast<uint64_t>(stride) < one)
+      bad(PCY_ERR_INVALID_ARGUMENT, sk,
+          str(stride, " is smaller than the ", one, " elements one ", rows, " x ", cols,
+              " matrix of ", name(tk), " spans: the outputs would overlap"));
+    return t;
+  }
   // An int array of exactly `count` values (count < 0: any).
   std::span<const int64_t> ints(uint32_t k, int64_t count = -1) const {
     const auto v = a_.ints(k);

@@ -78,6 +78,19 @@
   X(A, TENSOR, IN, OP, 2) X(lda, INT, 0, OP, ANY) X(B, TENSOR, IN, OP, 2)                         \
   X(ldb, INT, 0, OP, ANY) X(beta, SCALAR, 0, OP, ANY) X(C, TENSOR, OVERWRITE, OP, 2)                  \
   X(ldc, INT, 0, OP, ANY)
+/* (1.5) C_i = alpha * op(A_i) op(B_i) + beta * C_i for i < batch, row-major, each product as
+ * gemm's; X_i is the matrix that starts at element i * stride_x of X (A, B and C of any rank:
+ * their elements in row-major order). stride_a or stride_b may be 0 (one matrix for every
+ * product); stride_c of batch > 1 is at least (m - 1) * ldc + n, so that no two outputs
+ * overlap (bundles refuse less). batch == 0 does nothing. C is OUT when beta is a host 0 and
+ * the batches cover C whole. No 1.0 signature: the op is new in 1.5. */
+#define PCY_BLAS_GEMM_BATCHED_ARGS(X)                                                              \
+  X(transa, INT, 0, OP, ANY) X(transb, INT, 0, OP, ANY) X(m, INT, 0, OP, ANY)                     \
+  X(n, INT, 0, OP, ANY) X(k, INT, 0, OP, ANY) X(alpha, SCALAR, 0, OP, ANY)                        \
+  X(A, TENSOR, IN, OP, ANY) X(lda, INT, 0, OP, ANY) X(stride_a, INT, 0, OP, ANY)                  \
+  X(B, TENSOR, IN, OP, ANY) X(ldb, INT, 0, OP, ANY) X(stride_b, INT, 0, OP, ANY)                  \
+  X(beta, SCALAR, 0, OP, ANY) X(C, TENSOR, OVERWRITE, OP, ANY) X(ldc, INT, 0, OP, ANY)            \
+  X(stride_c, INT, 0, OP, ANY) X(batch, INT, 0, OP, ANY)
 
 /* pcy_blas_<op>_schema and pcy_blas_<op>_args for every op. */
 PCY_DECLARE_OP_SCHEMA(pcy_blas, asum, PCY_BLAS_EXTENSION, PCY_BLAS_ASUM_ARGS)
@@ -90,19 +103,20 @@ PCY_DECLARE_OP_SCHEMA(pcy_blas, scal, PCY_BLAS_EXTENSION, PCY_BLAS_SCAL_ARGS)
 PCY_DECLARE_OP_SCHEMA(pcy_blas, swap, PCY_BLAS_EXTENSION, PCY_BLAS_SWAP_ARGS)
 PCY_DECLARE_OP_SCHEMA(pcy_blas, gemv, PCY_BLAS_EXTENSION, PCY_BLAS_GEMV_ARGS)
 PCY_DECLARE_OP_SCHEMA(pcy_blas, gemm, PCY_BLAS_EXTENSION, PCY_BLAS_GEMM_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_blas, gemm_batched, PCY_BLAS_EXTENSION, PCY_BLAS_GEMM_BATCHED_ARGS)
 
 /* Every op of the extension, for tools that list them (parenchyma-info, the docs table). */
 #ifdef __cplusplus
 inline constexpr const pcy_op_schema* pcy_blas_schemas[] = {
     &pcy_blas_asum_schema, &pcy_blas_axpy_schema, &pcy_blas_axpby_schema, &pcy_blas_copy_schema,
     &pcy_blas_dot_schema,  &pcy_blas_nrm2_schema, &pcy_blas_scal_schema,  &pcy_blas_swap_schema,
-    &pcy_blas_gemv_schema, &pcy_blas_gemm_schema};
+    &pcy_blas_gemv_schema, &pcy_blas_gemm_schema, &pcy_blas_gemm_batched_schema};
 #else
 static const pcy_op_schema* const pcy_blas_schemas[] PCY_MAYBE_UNUSED = {
     &pcy_blas_asum_schema, &pcy_blas_axpy_schema, &pcy_blas_axpby_schema, &pcy_blas_copy_schema,
     &pcy_blas_dot_schema,  &pcy_blas_nrm2_schema, &pcy_blas_scal_schema,  &pcy_blas_swap_schema,
-    &pcy_blas_gemv_schema, &pcy_blas_gemm_schema};
+    &pcy_blas_gemv_schema, &pcy_blas_gemm_schema, &pcy_blas_gemm_batched_schema};
 #endif
-#define PCY_BLAS_OP_COUNT 10
+#define PCY_BLAS_OP_COUNT 11
 
 #endif /* PCY_BLAS_H */
