@@ -429,13 +429,16 @@ def test_cumulative(b):
 
 # ---- linear algebra, manipulation, creation ------------------------------------------------
 def test_matmul(b):
-    cases = [((3, 4), (4, 5)), ((2, 1, 3, 4), (5, 4, 2)), ((4,), (4, 3)), ((3, 4), (4,)),
+    cases = [((3, 4), (4, 5)), ((2, 1, 3, 4), (5, 4, 2)), ((3, 4, 5), (3, 5, 2)),
+             ((6, 3), (2, 3, 5)), ((4,), (4, 3)), ((3, 4), (4,)),
              ((4,), (4,)), ((0, 2), (2, 3)), ((2, 0), (0, 3))]
     for dt in ("float64", "float32", "int32", "int8"):
         for s1, s2 in cases:
             x, y = rand(s1, dt, seed=1), rand(s2, dt, seed=2)
             ref = np.matmul(x, y)
             check(T(x, b) @ T(y, b), ref, exact=dt in INTS, rtol=1e-5 if dt == "float32" else None)
+    z = rand((3, 5, 4), "float32", seed=6)
+    check(T(z, b).mT @ T(z, b), np.matmul(z.transpose(0, 2, 1), z), exact=False, rtol=1e-5)
     x = rand((5, 4), "float64", seed=3)
     check(T(x, b)[::-1].T @ T(x, b)[:, ::2], x[::-1].T @ x[:, ::2], exact=False)
     check(xp.vecdot(T(x, b), T(x, b)), np.sum(x * x, axis=-1), exact=False)

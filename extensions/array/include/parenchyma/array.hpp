@@ -2359,12 +2359,47 @@ inline bool gemm_operand(const Array& x, blas::transpose& t) {
   }
   return false;
 }
+// A batched operand as gemm_batched takes it: a whole dense tensor [..., r, c] seen as is, or
+// the matrix transpose (mT) of one (trans).
+inline bool batched_operand(const Array& x, blas::transpose& t) {
+  const Node& n = *x.node();
+  if (n.k != Node::kind::leaf || n.offset != 0 || count_of(n.shape) != n.storage->size())
+    return false;
+  const Shape& s = n.storage->shape();
+  const size_t r = s.size();
+  if (r < 2 || n.shape.size() != r) return false;
+  if (n.shape == s && is_dense(n.shape, n.strides)) {
+    t = blas::no_trans;
+    return true;
+  }
+  Shape sw = s, st = dense_strides(s);
+  std::swap(sw[r - 1], sw[r - 2]);
+  std::swap(st[r - 1], st[r - 2]);
+  if (n.shape == sw && n.strides == st) {
+    t = blas::trans;
+    return true;
+  }
+  return false;
+}
+// Whether the backend serves a BLAS op of dtype t (resolution is cached: an index after the
+// first call).
+template <const pcy_op_schema& S> bool has_blas(const Backend& b, dtype t) {
+  try {
+    (void)b.route(ext::op_key<S>(t));
+    return true;
+  } catch (const error&) {
+    return false;
+  }
+}
 } // namespace detail
 
 // matmul(x, y): the Array API's (NumPy's) matrix product with batch broadcasting; a 1-d operand
-// is a vector (a dimension added, then removed). 2-d f32/f64/f16/bf16 products run on the BLAS
-// extension's gemm (cuBLAS, CLBlast, OpenBLAS) where the backend has it; others (batches,
-// integers) as an elementwise product reduced over k, in one program.
+// is a vector (a dimension added, then removed). Floating products run on the BLAS extension
+// where the backend has it: 2-d ones on gemm, batches on gemm_batched (one strided-batched call:
+// cuBLAS, CLBlast or our OpenCL kernels, OpenBLAS per matrix), an operand whose batch is one
+// matrix broadcast with stride 0, a partial broadcast ([2, 1, m, k] @ [3, k, n]) materialised
+// first; others (integers, bool, a backend without BLAS) as an elementwise product reduced over
+// k, in one program.
 inline Array matmul(const Array& x, const Array& y) {
   using namespace detail;
   const Node& xn = node_of(x, "matmul");
@@ -2382,14 +2417,40 @@ inline Array matmul(const Array& x, const Array& y) {
          c.shape()[c.ndim() - 2], ")");
   const dtype t = promote(xn.type, yn.type);
   Array out;
-  if (a.ndim() == 2 && c.ndim() == 2 && is_floating(t) && k > 0) {
-    bool has_blas = true;
-    try {
-      (void)backend->route(ext::op_key<pcy_blas_gemm_schema>(t));
-    } catch (const error&) {
-      has_blas = false;
+  const bool batched = a.ndim() > 2 || c.ndim() > 2;
+  if (batched && is_floating(t) && k > 0 && has_blas<pcy_blas_gemm_batched_schema>(*backend, t)) {
+    const Shape as(a.shape().begin(), a.shape().end() - 2),
+        cs(c.shape().begin(), c.shape().end() - 2);
+    const Shape bs = broadcast_shapes(as, cs, "matmul");
+    const int64_t m = a.shape()[a.ndim() - 2], n = c.shape().back();
+    Shape os = bs;
+    os.insert(os.end(), {m, n});
+    if (count_of(os) > 0) {
+      // One operand: its own batch (every matrix), or one matrix for all; else materialised.
+      auto prepare = [&](Array v, const Shape& vb, int64_t r, int64_t cc, blas::transpose& tr) {
+        v = v.astype(t);
+        const uint64_t nb = count_of(vb);
+        if (nb != 1 && nb != count_of(bs)) {
+          Shape full = bs;
+          full.insert(full.end(), {r, cc});
+          v = v.broadcast_to(full);
+        }
+        v.eval(*backend);
+        if (!batched_operand(v, tr)) {
+          v = v.copy();
+          tr = blas::no_trans;
+        }
+        return v;
+      };
+      blas::transpose ta{}, tc{};
+      Array aa = prepare(a, as, m, k, ta), cc = prepare(c, cs, k, n, tc);
+      out = Array(*backend, os, t);
+      blas::gemm_batched(*backend, ta, tc, 1.0, *aa.node()->storage, *cc.node()->storage, 0.0,
+                         *out.node()->storage);
     }
-    if (has_blas) {
+  }
+  if (!out.valid() && a.ndim() == 2 && c.ndim() == 2 && is_floating(t) && k > 0) {
+    if (has_blas<pcy_blas_gemm_schema>(*backend, t)) {
       Array aa = a.astype(t), cc = c.astype(t);
       aa.eval(*backend);
       cc.eval(*backend);
