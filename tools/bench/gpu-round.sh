@@ -226,7 +226,10 @@ for p in "$@"; do
   conf-blas)
     say "conformance blas on cuda"
     timeout 150 "$bin/parenchyma-conformance" "$B/lib/parenchyma/plugins" --framework cuda --suite blas --require-ops >"$L/conf-blas.log" 2>&1
-    echo "exit code $?"; grep -E "FAIL|fail:|summary|note: gemm" "$L/conf-blas.log" | head -20 ;;
+    echo "exit code $?"; grep -E "FAIL|fail:|summary|note: gemm" "$L/conf-blas.log" | head -20
+    say "conformance blas on NVIDIA's OpenCL (our kernels: no CLBlast there)"
+    PARENCHYMA_OPENCL_PLATFORMS=nvidia timeout 150 "$bin/parenchyma-conformance" "$B/lib/parenchyma/plugins" --framework opencl --suite blas >"$L/conf-blas-ocl.log" 2>&1
+    echo "exit code $?"; grep -E "FAIL|fail:|summary" "$L/conf-blas-ocl.log" | head -12 ;;
   pocl)
     say "PoCL kernel scan"
     if g++ -std=c++20 -O1 -I"$SRC" "$SRC/tools/debug/pocl_scan.cpp" -o "$B/pocl_scan" -l:libOpenCL.so.1 >"$L/pocl-build.log" 2>&1; then
