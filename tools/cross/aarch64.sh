@@ -18,7 +18,7 @@ jobs="${PARENCHYMA_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 # cannot be installed beside them (catch2: Multi-Arch: foreign; libdlpack-dev: no Multi-Arch),
 # and their content does not depend on the CPU (Catch2 v2 and DLPack are header-only, JSON
 # is Architecture: all).
-host_packages=(g++-aarch64-linux-gnu qemu-user cmake ninja-build pkg-config dpkg-dev
+host_packages=(g++-aarch64-linux-gnu qemu-user cmake ninja-build pkg-config
   catch2 nlohmann-json3-dev libdlpack-dev)
 # Debian's arm64 libraries, installed beside the amd64 ones (Multi-Arch: same).
 arm64_packages=(libboost-dev:arm64 libspdlog-dev:arm64 libfmt-dev:arm64
@@ -58,11 +58,11 @@ install_packages() {
       apt_get update >/dev/null
     fi
     pa_log "installing: ${missing[*]}"
-    if ! apt_get install -y --no-install-recommends "${missing[@]}" >"$dir.apt.log" 2>&1; then
-      pa_log "apt-get install failed; apt-get update, then again (log: $dir.apt.log)"
+    if ! apt_get install -y --no-install-recommends "${missing[@]}" >"$dir/apt.log" 2>&1; then
+      pa_log "apt-get install failed; apt-get update, then again (log: $dir/apt.log)"
       apt_get update >/dev/null
-      apt_get install -y --no-install-recommends "${missing[@]}" >"$dir.apt.log" 2>&1 ||
-        { tail -20 "$dir.apt.log"; return 1; }
+      apt_get install -y --no-install-recommends "${missing[@]}" >"$dir/apt.log" 2>&1 ||
+        { tail -20 "$dir/apt.log"; return 1; }
     fi
   fi
   if [ ! -f "$deps/usr/include/oneapi/dnnl/dnnl_config.h" ]; then
@@ -83,8 +83,8 @@ install_packages
 pa_log "cross build (aarch64) in $dir, $jobs jobs; not built for this target (preset" \
   "linux-aarch64): the OpenCL and CUDA plugins and bundles, the Python package"
 start=$SECONDS
-cmake --preset linux-aarch64 >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
-grep -E "not built|not found|skipped|: off" "$dir.configure.log" | sed 's/^-- /  cmake: /' || true
+cmake --preset linux-aarch64 >"$dir/configure.log" 2>&1 || { cat "$dir/configure.log"; exit 1; }
+grep -E "not built|not found|skipped|: off" "$dir/configure.log" | sed 's/^-- /  cmake: /' || true
 cmake --build "$dir" --parallel "$jobs"
 pa_log "cross build took $((SECONDS - start)) s"
 
