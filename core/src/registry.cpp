@@ -2,6 +2,7 @@
 //
 // Plugins are not trusted: every count, pointer, name and size they hand back is checked here,
 // at the boundary, and a plugin that fails a check is refused at its stage in the load report.
+#include "binary_format.hpp"
 #include "internal.hpp"
 #include "validate.hpp"
 
@@ -479,6 +480,14 @@ void RegistryImpl::load_candidate(const fs::path& path) {
     e.reason = "plugin file refused: " + *why;
     e.advice = "remove write access for other users (chmod o-w,g-w) and make the file and its "
                "directories owned by you or root";
+    return add_report(std::move(e));
+  }
+  if (auto why = detail::foreign_binary(path)) {
+    e.reason = *why;
+    e.advice = std::string("install the plugin's build for this platform (") +
+               detail::host_machine_name() +
+               "), or rebuild it with this platform's toolchain (docs/platforms.md): a plugin "
+               "folder holds the plugins of one platform";
     return add_report(std::move(e));
   }
 

@@ -1,8 +1,10 @@
 // parenchyma native plugin: the one device (the host CPU) and its properties; contexts.
 #include "native.hpp"
 
+#include <cstdlib>
 #include <fstream>
 #include <unistd.h>
+#include <utility>
 
 namespace parenchyma::native {
 
@@ -23,14 +25,37 @@ std::string cpuinfo_field(const char* field) {
   return {};
 }
 
+// The CPU's name and vendor as /proc/cpuinfo gives them: x86 writes "model name" and
+// "vendor_id"; arm64 Linux writes neither, only the MIDR fields "CPU implementer" and "CPU part"
+// (numbers: the implementer is named here, the part left as its number).
+std::pair<std::string, std::string> cpu_name_and_vendor() {
+  std::string name = cpuinfo_field("model name");
+  std::string vendor = cpuinfo_field("vendor_id");
+#if defined(__aarch64__)
+  const std::string implementer = cpuinfo_field("CPU implementer");
+  const std::string part = cpuinfo_field("CPU part");
+  if (name.empty() && !implementer.empty()) {
+    static constexpr std::pair<unsigned, const char*> known[] = {
+        {0x41, "Arm"},       {0x42, "Broadcom"},  {0x43, "Cavium"},        {0x46, "Fujitsu"},
+        {0x48, "HiSilicon"}, {0x4e, "NVIDIA"},    {0x50, "Applied Micro"}, {0x51, "Qualcomm"},
+        {0x61, "Apple"},     {0x6d, "Microsoft"}, {0xc0, "Ampere"}};
+    const unsigned long id = std::strtoul(implementer.c_str(), nullptr, 0);
+    vendor = "implementer " + implementer;
+    for (const auto& [code, who] : known)
+      if (code == id) vendor = who;
+    name = vendor + " aarch64 CPU" + (part.empty() ? "" : " (part " + part + ")");
+  }
+#endif
+  if (name.empty()) name = "host CPU";
+  if (vendor.empty()) vendor = "unknown";
+  return {std::move(name), std::move(vendor)};
+}
+
 } // namespace
 
 plugin::plugin(const pcy_host_services& host)
     : framework_plugin(host, info.name), pool_(std::max(1u, std::thread::hardware_concurrency())) {
-  std::string cpu_name = cpuinfo_field("model name");
-  if (cpu_name.empty()) cpu_name = "host CPU";
-  std::string cpu_vendor = cpuinfo_field("vendor_id");
-  if (cpu_vendor.empty()) cpu_vendor = "unknown";
+  auto [cpu_name, cpu_vendor] = cpu_name_and_vendor();
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   const long page = ::sysconf(_SC_PAGESIZE);
   memory_bytes_ =

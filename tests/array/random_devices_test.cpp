@@ -33,7 +33,8 @@ namespace rt = pcy_array_random_test;
 
 namespace {
 
-std::string header_text() {
+// Unused in a build with neither OpenCL nor NVRTC (their cases then say they are skipped).
+[[maybe_unused]] std::string header_text() {
   std::ifstream in(PCY_ARRAY_RANDOM_HEADER, std::ios::binary);
   REQUIRE(in.good());
   std::ostringstream s;
@@ -54,7 +55,7 @@ uint64_t randint_range(const rt::words& w) {
 }
 constexpr uint64_t bernoulli_threshold = 0x4ccccccc; // p = 0.3
 
-transforms on_host(const rt::words& w) {
+[[maybe_unused]] transforms on_host(const rt::words& w) {
   return {std::bit_cast<uint32_t>(pcy_rng_uniform_f32(w[0])),
           std::bit_cast<uint32_t>(pcy_rng_normal_f32(w[0], w[1])),
           std::bit_cast<uint64_t>(pcy_rng_uniform_f64(w[0], w[1])),

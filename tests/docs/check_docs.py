@@ -197,6 +197,8 @@ def examples(flags_file, src):
     env.setdefault("PARENCHYMA_CACHE_DIR", os.path.join(work, "cache"))
     env.pop("PARENCHYMA_BACKEND", None)
     cxx = shlex.split(cfg["cxx"])
+    # A cross build's programs run under its emulator (qemu-aarch64); empty natively.
+    emulator = shlex.split(cfg.get("emulator", ""))
     implicit = set(cfg.get("implicit", "").split(";"))  # the compiler's own: not as -I
     incs = ["-I" + d for d in dict.fromkeys(cfg["includes"].split(";")) if d and d not in implicit]
     defs = ["-D" + d for d in dict.fromkeys(cfg["defines"].split(";")) if d]
@@ -229,7 +231,7 @@ def examples(flags_file, src):
                 if rc != 0:
                     problems.append("the probe program does not compile:\n" + out)
                     return False
-            usable[backend] = run([exe, backend], env=env)[0] == 0
+            usable[backend] = run(emulator + [exe, backend], env=env)[0] == 0
         return usable[backend]
 
     # The C++ examples compile side by side (most of this test's time), then run one by one.
@@ -260,7 +262,7 @@ def examples(flags_file, src):
             if rc != 0:
                 problems.append(where + ": the C++ example does not compile:\n" + out)
                 continue
-            cmd = [exe]
+            cmd = emulator + [exe]
         else:
             if py_missing:
                 print("skip  %s: %s" % (where, py_missing))

@@ -859,8 +859,12 @@ TEST_CASE("a leaked DLPack export is reported at process exit (subprocess)") {
     return;
   }
   auto run = [](const char* arg) {
-    const std::string cmd =
-        std::string("PARENCHYMA_LOG_LEVEL=warn '") + PCY_EXIT_LEAK_CHILD + "' " + arg + " 2>&1";
+    // In a cross build the child runs under the emulator that runs this test
+    // (tests/CMakeLists.txt).
+    const char* emulator = std::getenv("PARENCHYMA_TEST_EMULATOR");
+    const std::string cmd = std::string("PARENCHYMA_LOG_LEVEL=warn ") +
+                            (emulator != nullptr ? emulator : "") + " '" + PCY_EXIT_LEAK_CHILD +
+                            "' " + arg + " 2>&1";
     std::string out;
     FILE* p = ::popen(cmd.c_str(), "r");
     REQUIRE(p != nullptr);

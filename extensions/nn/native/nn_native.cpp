@@ -365,6 +365,17 @@ bool dn_log_softmax_rows(native_context& cx, const sdk::op_args& a, const float*
 }
 #endif
 
+// oneDNN 2.6's softmax forward on aarch64 gave FLT_MIN (1.18e-38), not 0, for every probability
+// that underflows (rows with a wide range; seen under qemu-aarch64, whose CPU has SVE): there the
+// op runs on our loops (log_softmax, which takes only oneDNN's exp, keeps it).
+#if defined(__aarch64__)
+constexpr bool dnnl_softmax = false;
+#define PCY_NN_DNNL_SOFTMAX ""
+#else
+constexpr bool dnnl_softmax = true;
+#define PCY_NN_DNNL_SOFTMAX "softmax, "
+#endif
+
 template <const pcy_op_schema& S, bool LOG, class T>
 void op_softmax(native_context& cx, const sdk::op_args& a) {
   const nb::softmax_call c = nb::decode_softmax<S>(a, dt<T>);
@@ -384,7 +395,7 @@ void op_softmax(native_context& cx, const sdk::op_args& a) {
         dn_log_softmax_rows(cx, a, x, y, c.outer, c.len))
       return;
   }
-  if constexpr (std::is_same_v<T, float> && !LOG) {
+  if constexpr (std::is_same_v<T, float> && !LOG && dnnl_softmax) {
     const uint64_t n = c.outer * c.len * c.inner;
     if (cx.dn && n >= dnnl_min_elements && all_finite(x, n)) {
       dn_state& d = *cx.dn;
@@ -911,8 +922,8 @@ inline void pin_runtime_libraries() {
 constexpr sdk::bundle_identity identity{"nn_native", PCY_NN_EXTENSION, "native",
 #ifdef PARENCHYMA_NN_HAVE_DNNL
                                         "NN ops on the host CPU: oneDNN for f32 convolution, "
-                                        "average pooling, softmax, sigmoid and tanh; native loops "
-                                        "for the rest and for f64"
+                                        "average pooling, " PCY_NN_DNNL_SOFTMAX "sigmoid and tanh; "
+                                        "native loops for the rest and for f64"
 #else
                                         "NN ops on the host CPU: native loops (built without "
                                         "oneDNN)"
@@ -958,7 +969,10 @@ public:
     table_.add<op_softmax<pcy_nn_softmax_schema, false, float>,
                op_softmax<pcy_nn_softmax_schema, false, double>>(
         pcy_nn_softmax_schema,
-        both("softmax", "; native loop below 4096 elements or for NaN / infinite input"), loop);
+        dnnl_softmax
+            ? both("softmax", "; native loop below 4096 elements or for NaN / infinite input")
+            : loop,
+        loop);
     table_.add<op_softmax<pcy_nn_log_softmax_schema, true, float>,
                op_softmax<pcy_nn_log_softmax_schema, true, double>>(pcy_nn_log_softmax_schema, loop,
                                                                     loop);
