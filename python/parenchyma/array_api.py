@@ -761,6 +761,18 @@ def cumulative_prod(x, /, *, axis=None, dtype=None, include_initial=False):
     return r if dtype is None or r.dtype == _dtype(dtype) else _a.astype(r, _dtype(dtype), False)
 
 
+# ---- sorting ------------------------------------------------------------------------------
+def sort(x, /, *, axis=-1, descending=False, stable=True):
+    """Stable (equal values keep their order, descending too); NaN last ascending, first
+    descending; -0.0 and +0.0 equal."""
+    return _a.sort("sort", x, axis, descending, stable)
+
+
+def argsort(x, /, *, axis=-1, descending=False, stable=True):
+    """The positions (int64) that sort x along the axis; stable as sort()."""
+    return _a.sort("argsort", x, axis, descending, stable)
+
+
 # ---- utility ------------------------------------------------------------------------------
 def all(x, /, *, axis=None, keepdims=False):
     return _reduce("all", x, axis, keepdims)
@@ -796,8 +808,6 @@ linalg = _Linalg()
 
 
 # ---- unsupported parts of the standard ----------------------------------------------------
-for _n in ("argsort", "sort"):
-    globals()[_n] = _unsupported(_n, "sorting is not supported by the array front-end")
 for _n in ("unique_all", "unique_counts", "unique_inverse", "unique_values"):
     globals()[_n] = _unsupported(_n, "set functions are not supported (data-dependent shapes)")
 del _n

@@ -597,6 +597,16 @@ void bind_array(py::module_& parent) {
           x, name, [&](const pa::Array& a) { return pa::cumulative_prod(a, ax, include_initial); });
     fail(errc::unsupported, origin_prefix + name, "no such scan");
   });
+  m.def("sort", [](const std::string& name, const py::object& x, int64_t axis, bool descending,
+                   bool stable) {
+    if (name == "sort")
+      return apply1(x, name,
+                    [&](const pa::Array& a) { return pa::sort(a, axis, descending, stable); });
+    if (name == "argsort")
+      return apply1(x, name,
+                    [&](const pa::Array& a) { return pa::argsort(a, axis, descending, stable); });
+    fail(errc::unsupported, origin_prefix + name, "no such sort");
+  });
 
   // ---- creation ----
   m.def("empty", [](const py::object& shape, const py::object& dtype, const py::object& backend) {

@@ -24,6 +24,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using namespace parenchyma;
@@ -939,5 +940,90 @@ TEST_CASE("array gpu: blocked scans of few long rows", "[array][gpu]") {
         CHECK(bad == 0);
       }
     }
+  }
+}
+
+// Sorting is exact: the GPU bundles' bitonic network gives the native bundle's stable order, bit
+// for bit (values and positions), for awkward row lengths (padding), NaN of both signs, +-0,
+// +-inf and many duplicates, every axis (the axis moved innermost by the program) and both
+// directions.
+template <class T> std::vector<T> sort_input(size_t n, uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::uniform_int_distribution<int> d(-6, 6);
+  std::vector<T> v(n);
+  for (T& x : v) {
+    const int k = d(g);
+    if constexpr (std::is_floating_point_v<T>) {
+      x = static_cast<T>(k) / 2;
+      if (k == -6) x = std::numeric_limits<T>::quiet_NaN();
+      if (k == 6) x = -std::numeric_limits<T>::quiet_NaN();
+      if (k == 5) x = std::numeric_limits<T>::infinity();
+      if (k == -5) x = -std::numeric_limits<T>::infinity();
+      if (k == 0 && (g() & 1)) x = T(-0.0);
+    } else if constexpr (std::is_unsigned_v<T>) {
+      x = static_cast<T>(k + 6);
+    } else {
+      x = static_cast<T>(k * 1000);
+    }
+  }
+  return v;
+}
+template <class T> std::vector<uint8_t> bytes_of(const std::vector<T>& v) {
+  std::vector<uint8_t> b(v.size() * sizeof(T));
+  std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+template <class T>
+void sort_against_native(const Backend& native, const Backend& gb, const pa::Shape& s,
+                         uint64_t seed) {
+  size_t n = 1;
+  for (int64_t e : s)
+    n *= static_cast<size_t>(e);
+  const std::vector<T> v = sort_input<T>(n, seed);
+  const pa::Array xn = pa::asarray(native, v, s), xg = pa::asarray(gb, v, s);
+  for (size_t axis = 0; axis < s.size(); ++axis)
+    for (bool desc : {false, true}) {
+      INFO(gb.name() << ": " << sizeof(T) << "-byte elements, rank " << s.size() << ", axis "
+                     << axis << ", extent " << s[axis] << ", descending " << desc);
+      const auto ax = static_cast<int64_t>(axis);
+      CHECK(pa::argsort(xg, ax, desc).to_vector<int64_t>() ==
+            pa::argsort(xn, ax, desc).to_vector<int64_t>());
+      CHECK(bytes_of(pa::sort(xg, ax, desc).to_vector<T>()) ==
+            bytes_of(pa::sort(xn, ax, desc).to_vector<T>()));
+    }
+}
+
+TEST_CASE("array gpu: sort and argsort give the native bundle's stable order, bit for bit",
+          "[array][gpu][sort]") {
+  const auto gpus = gpu_backends();
+  if (gpus.empty()) {
+    WARN("skipped: no array bundle on opencl or cuda with a device here");
+    return;
+  }
+  const Backend native("native");
+  for (const Backend& gb : gpus) {
+    uint64_t seed = 1;
+    for (int64_t len : {1, 2, 3, 31, 1000, 4097}) {
+      sort_against_native<float>(native, gb, {len}, seed++);
+      sort_against_native<double>(native, gb, {3, len}, seed++);
+    }
+    sort_against_native<int32_t>(native, gb, {5, 33, 2}, seed++);
+    sort_against_native<int8_t>(native, gb, {4, 17}, seed++);
+    sort_against_native<int64_t>(native, gb, {2, 3, 9}, seed++);
+    sort_against_native<uint8_t>(native, gb, {70}, seed++);
+    if (exhaustive()) sort_against_native<int16_t>(native, gb, {6, 11}, seed++);
+    // bool, a strided and reversed view, an expression
+    const std::vector<uint8_t> bits = sort_input<uint8_t>(50, 99);
+    auto bools = [&](const Backend& b) { return pa::asarray(b, bits, {5, 10}) > 6; };
+    CHECK(pa::argsort(bools(gb), 1, true).to_vector<int64_t>() ==
+          pa::argsort(bools(native), 1, true).to_vector<int64_t>());
+    const std::vector<float> f = sort_input<float>(120, 7);
+    auto view = [&](const Backend& b) {
+      return pa::asarray(b, f, {12, 10}).slice(0, 11, pa::Array::npos, -3).permute_dims({1, 0});
+    };
+    CHECK(pa::argsort(view(gb), 0).to_vector<int64_t>() ==
+          pa::argsort(view(native), 0).to_vector<int64_t>());
+    CHECK(bytes_of(pa::sort(view(gb) * 2.0f, 1, true).to_vector<float>()) ==
+          bytes_of(pa::sort(view(native) * 2.0f, 1, true).to_vector<float>()));
   }
 }

@@ -114,6 +114,22 @@ inline cg::spec scan_prog(int kind, int t) {
   return s;
 }
 
+// sort_1: kind + 2 * descending (array_codegen.hpp); the output is the value's dtype (SORT) or
+// i64 (ARGSORT); a half input sorts through a CAST to f32.
+inline cg::spec sort_prog(int kind, int t, int rank) {
+  cg::spec s;
+  s.what = cg::job::sort;
+  s.kind = kind;
+  s.rank = rank;
+  s.reduced = 1;
+  s.operands = 2;
+  const int v = ab::is_half(t) ? PCY_DTYPE_F32 : t;
+  s.dtypes = {(kind & 1) == PCY_ARRAY_SORT_ARGSORT ? PCY_DTYPE_I64 : v, t};
+  const int x = push(s, PCY_ARRAY_OP_LOAD, t, 1);
+  if (ab::is_half(t)) push(s, PCY_ARRAY_OP_CAST, v, x);
+  return s;
+}
+
 inline cg::spec random_prog(int dist, int t, int rank) {
   cg::spec s;
   s.what = cg::job::random;
@@ -191,6 +207,10 @@ inline std::vector<named_spec> representative() {
     if (is_int(t))
       v.push_back({std::string("randint ") + dn(t), random_prog(PCY_ARRAY_RANDOM_RANDINT, t, 3)});
   }
+  for (int t : all_dtypes)
+    for (int kind = 0; kind < 4; ++kind)
+      v.push_back(
+          {"sort kind " + std::to_string(kind) + " " + dn(t), sort_prog(kind, t, 1 + kind % 3)});
   v.push_back({"bits i64", random_prog(PCY_ARRAY_RANDOM_BITS, PCY_DTYPE_I64, 0)});
   v.push_back({"three outputs", multi_output()});
   return v;

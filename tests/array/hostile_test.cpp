@@ -162,3 +162,49 @@ TEST_CASE("array bundles survive seeded random mutations of valid programs", "[a
     CHECK(ran > 0);
   }
 }
+
+TEST_CASE("array bundles refuse bad sort_1 arguments, naming them", "[array][sort]") {
+  for (const Backend& b : array_backends()) {
+    INFO("backend " << b.name());
+    SharedTensor<float> in({16}), out({16});
+    SharedTensor<int64_t> idx({16});
+    for (float& v : in.write_only())
+      v = 1.5f;
+    // out = sort(in) over one row of 16: rank 1, one reduced dimension, a LOAD
+    const std::vector<int64_t> prog = {
+        PCY_ARRAY_PROGRAM_VERSION,           1, 1, 2, 1, 16, 0, 1, 0, 1,
+        w(PCY_ARRAY_OP_LOAD, PCY_DTYPE_F32), 1, 0, 0};
+    auto sort = [&](const std::vector<int64_t>& p, TensorStorage& o, pcy_dtype t, int64_t kind,
+                    int64_t desc, TensorStorage& i) -> std::string {
+      const OpArg args[] = {OpArg::integers(p), OpArg::out(o), OpArg::integer(kind),
+                            OpArg::integer(desc), OpArg::in(i)};
+      try {
+        b.invoke(ext::op_key<pcy_array_sort_1_schema>(t), args);
+        b.synchronize();
+      } catch (const error& e) {
+        return e.what();
+      }
+      return "";
+    };
+    TensorStorage &fo = out.storage(), &fi = in.storage(), &io = idx.storage();
+    CHECK(sort(prog, fo, PCY_DTYPE_F32, PCY_ARRAY_SORT_SORT, 0, fi).empty());
+    CHECK(sort(prog, io, PCY_DTYPE_I64, PCY_ARRAY_SORT_ARGSORT, 1, fi).empty());
+    CHECK(idx.read()[15] == 15); // all equal: stable, descending too
+    CHECK(sort(prog, fo, PCY_DTYPE_F32, 2, 0, fi).find("argument kind") != std::string::npos);
+    CHECK(sort(prog, fo, PCY_DTYPE_F32, PCY_ARRAY_SORT_SORT, 2, fi).find("argument descending") !=
+          std::string::npos);
+    CHECK(sort(prog, fo, PCY_DTYPE_F32, PCY_ARRAY_SORT_ARGSORT, 0, fi).find("i64") !=
+          std::string::npos);
+    std::vector<int64_t> p = prog;
+    p[2] = 0; // no sorted dimension
+    CHECK(sort(p, fo, PCY_DTYPE_F32, PCY_ARRAY_SORT_SORT, 0, fi).find("argument program") !=
+          std::string::npos);
+    p = prog;
+    p[5] = 17; // a row past the tensors' end
+    CHECK(sort(p, fo, PCY_DTYPE_F32, PCY_ARRAY_SORT_SORT, 0, fi).find("addresses elements") !=
+          std::string::npos);
+    // in place (the output is the input): refused, a sort reads the whole row first
+    CHECK(sort(prog, fi, PCY_DTYPE_F32, PCY_ARRAY_SORT_SORT, 0, fi).find("shares memory") !=
+          std::string::npos);
+  }
+}

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The op tables of docs/array.md, made from the array extension's header (pcy_array.h): the
-instruction set (PCY_ARRAY_OPS) and the reduce kinds (PCY_ARRAY_REDUCE_KINDS), each line's
-comment its meaning. Writes the tables between the page's markers, or with --check fails
-(exit 1) when the page differs from what the header gives.
+instruction set (PCY_ARRAY_OPS), the reduce kinds (PCY_ARRAY_REDUCE_KINDS) and the sort kinds
+(PCY_ARRAY_SORT_KINDS), each line's comment its meaning. Writes the tables between the page's
+markers, or with --check fails (exit 1) when the page differs from what the header gives.
   tools/docs/array_ops.py [--check] [--root DIR]"""
 import argparse
 import pathlib
@@ -25,6 +25,9 @@ def tables(header):
         out.append("| `%s` | %s | %s | %s |" % (name, code, arity[n], doc.replace("|", "\\|")))
     out += ["", "| reduce kind | code | result |", "|---|---|---|"]
     for name, code, doc in entries(header, "PCY_ARRAY_REDUCE_KINDS", 2):
+        out.append("| `%s` | %s | %s |" % (name, code, doc.replace("|", "\\|")))
+    out += ["", "| sort kind | code | result |", "|---|---|---|"]
+    for name, code, doc in entries(header, "PCY_ARRAY_SORT_KINDS", 2):
         out.append("| `%s` | %s | %s |" % (name, code, doc.replace("|", "\\|")))
     return "\n".join(out)
 

@@ -30,9 +30,17 @@
 //                   pcy_scan_fin (each block from its carry) - deterministic
 //   pcy_random      one work-item per element of the view: pcy_array_random.h's words and
 //                   transforms
+//   pcy_sort_init   sort: each row's keys into the workspace (wk) with their positions (wi),
+//                   padded to P = the next power of two with position -1 (after every key);
+//   pcy_sort_step   one compare-exchange pass (k, j) of a bitonic network over each row's P
+//                   pairs: the order is the key's (pcy_array.h) with ties broken by position, a
+//                   strict total order, so the network gives exactly the stable order;
+//                   log2(P)(log2(P) + 1)/2 launches
+//   pcy_sort_out    the sorted values or positions into the output
 // Arguments: the P operands' buffers (OpenCL: __global T*; CUDA: T*) in operand order, then
 // pcy_meta by value, then, for reduce, `dof` (the value dtype: N - correction for VAR/STD), for
-// random, `lo` and `span` (float, or double for F64 draws).
+// random, `lo` and `span` (float, or double for F64 draws); for sort the workspace (wk, then
+// wi from i64 element m.w[extra 2]) and the pass's k and j (i64).
 //
 // pcy_meta words (R the collapsed rank, P the operands):
 //   [0, R)                    shape
@@ -40,6 +48,7 @@
 //   [R + P, R + P + P R)      operand p's strides at R + P + p R + d
 //   then extras: eval: n (elements); reduce: n_out, n_red, dof_ok, cs (the tiled kernel's
 //   slices per output), G, chunk, wi's offset (split reductions); scan: n_rows, B, blen;
+//   sort: n_rows, P, wi's offset;
 //   random: n, seed, offset, threshold (bernoulli), lo (randint), range (randint).
 #pragma once
 
@@ -59,12 +68,12 @@
 namespace parenchyma::array_bundle::codegen {
 
 enum class dialect { opencl, cuda };
-enum class job { eval, reduce, scan, random };
+enum class job { eval, reduce, scan, random, sort };
 
 // What a kernel is made from: everything but the shapes, strides and offsets.
 struct spec {
   job what = job::eval;
-  int kind = 0; // reduce kind, scan kind or random distribution
+  int kind = 0; // reduce kind, scan kind, random distribution; sort: kind + 2 * descending
   int rank = 0, reduced = 0, operands = 0;
   int outputs = 1; // evalm2/evalm3: operands 0..outputs-1 are written (STORE for 1..)
   std::array<int, max_operands> dtypes{};         // operand p's storage dtype
@@ -140,7 +149,7 @@ struct spec {
 // Extra meta words per job (see the layout above); the word after them says "fewer than 2^32
 // elements" (32-bit index arithmetic).
 inline int extras_of(job j) {
-  return j == job::random ? 6 : j == job::reduce ? 7 : j == job::scan ? 3 : 1;
+  return j == job::random ? 6 : j == job::reduce ? 7 : j == job::scan || j == job::sort ? 3 : 1;
 }
 
 // The meta words' layout of a spec.
@@ -1061,6 +1070,63 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
     src += std::string(T) + " run = wa[item];\n";
     src += "for (i64 j = j0; j < j1; ++j) {\n" + set_j + body(dl, s) + fold("run", v);
     src += offsets(s, out) + "o0[q0] = run;\n}\n  }\n}\n";
+    return src;
+  }
+
+  if (s.what == job::sort) {
+    const int t = s.value_dtype();
+    const std::string T = ctype(t);
+    const bool argsort = (s.kind & 1) == PCY_ARRAY_SORT_ARGSORT, desc = (s.kind & 2) != 0;
+    const int kept = R - s.reduced;
+    const std::string v = reg(s.count - 1);
+    std::array<bool, max_operands> out{};
+    out[0] = true;
+    const std::string len = s.reduced > 0 ? fmt("m.w[%d]", R - 1) : std::string("1");
+    const std::string set_j = s.reduced > 0 ? fmt("idx%d = j;\n", R - 1) : std::string();
+    const std::string rows = fmt("m.w[%d]", l.extra(0)), P = fmt("m.w[%d]", l.extra(1)),
+                      W = fmt("m.w[%d]", l.extra(2));
+    const std::string ws = ", GLOBAL " + T + "* wk, GLOBAL i64* wi, const i64 sk, const i64 sj";
+    // x before y in the key order: NaN after every number, equal to NaN; -0 == +0
+    auto before = [&](const std::string& x, const std::string& y) {
+      if (is_float(t))
+        return "(" + y + " != " + y + " ? " + x + " == " + x + " : " + x + " < " + y + ")";
+      return "(" + x + " < " + y + ")";
+    };
+    auto key_before = [&](const std::string& x, const std::string& y) {
+      return desc ? before(y, x) : before(x, y);
+    };
+    src += "KERNEL void pcy_sort_init(" + params(s) + ws + ") {\n";
+    src += "  const i64 len = " + len + ";\n";
+    src += "  for (i64 item = GID; item < " + rows + " * " + P + "; item += GSIZE) {\n";
+    src += "  const i64 row = item / " + P + ", j = item % " + P + ";\n";
+    src += "  if (j >= len) { wi[" + W + " + item] = -1; wk[item] = (" + T + ")0; continue; }\n";
+    src += idx_decl(R) + unravel(0, kept, "row", sm) + set_j + body(dl, s);
+    src +=
+        "(void)o0; (void)sk; (void)sj;\nwk[item] = " + v + ";\nwi[" + W + " + item] = j;\n  }\n}\n";
+    // One pass: pairs (i, i ^ sj) of each row, ascending where (i & sk) == 0.
+    src += "KERNEL void pcy_sort_step(" + params(s) + ws + ") {\n";
+    src += "  for (i64 item = GID; item < " + rows + " * " + P + "; item += GSIZE) {\n";
+    src += "  const i64 i = item % " + P + ", l = i ^ sj;\n  if (l <= i) continue;\n";
+    src += "  const i64 a = item, b = item - i + l;\n";
+    src += "  const i64 ia = wi[" + W + " + a], ib = wi[" + W + " + b];\n";
+    src += "  const " + T + " ka = wk[a], kb = wk[b];\n";
+    src += "  int lt; /* b before a */\n";
+    src += "  if (ia < 0 || ib < 0) lt = ia < 0 && ib >= 0;\n";
+    src += "  else if " + key_before("kb", "ka") + " lt = 1;\n";
+    src += "  else if " + key_before("ka", "kb") + " lt = 0;\n";
+    src += "  else lt = ib < ia;\n";
+    src += "  if (((i & sk) == 0) == (lt != 0)) { wk[a] = kb; wk[b] = ka; wi[" + W +
+           " + a] = ib; wi[" + W + " + b] = ia; }\n";
+    src += "  (void)o0;\n  }\n}\n";
+    src += "KERNEL void pcy_sort_out(" + params(s) + ws + ") {\n";
+    src += "  const i64 len = " + len + ";\n";
+    src += "  for (i64 item = GID; item < " + rows + " * len; item += GSIZE) {\n";
+    src += "  const i64 row = item / len, j = item % len;\n";
+    src += idx_decl(R) + unravel(0, kept, "row", sm) + set_j;
+    src += "(void)sk; (void)sj;\n" + offsets(s, out);
+    src += argsort ? "o0[q0] = wi[" + W + " + row * " + P + " + j];\n"
+                   : "o0[q0] = wk[row * " + P + " + j];\n";
+    src += "  }\n}\n";
     return src;
   }
 

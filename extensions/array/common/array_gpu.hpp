@@ -30,7 +30,7 @@ using codegen::dialect;
 using codegen::job;
 
 struct built_kernels {
-  pcy_kernel k0 = nullptr; // eval, scan, random; reduce: the column kernel
+  pcy_kernel k0 = nullptr; // eval, scan, random, sort (keys in); reduce: the column kernel
   pcy_kernel k1 = nullptr; // reduce: the tiled kernel
   pcy_kernel k2 = nullptr; // reduce (one-pass kinds): the split reduction's parts
   pcy_kernel k3 = nullptr; // ... and its final combination
@@ -111,6 +111,11 @@ struct gpu_context : sdk::device_context {
       b.k3 = kernel(prog, "pcy_scan_fin");
       break;
     case job::random: b.k0 = kernel(prog, "pcy_random"); break;
+    case job::sort:
+      b.k0 = kernel(prog, "pcy_sort_init");
+      b.k1 = kernel(prog, "pcy_sort_step");
+      b.k2 = kernel(prog, "pcy_sort_out");
+      break;
     case job::reduce:
       b.k0 = kernel(prog, "pcy_reduce_col");
       b.k1 = kernel(prog, "pcy_reduce_row");
@@ -389,6 +394,55 @@ template <const pcy_op_schema& S, int N> void op_scan(gpu_context& cx, const sdk
   run(cx, a.queue(), k.k3, cx.groups_for(rows * blocks), la);
 }
 
+// sort_1: a bitonic network over each row's (key, position) pairs padded to a power of two, one
+// launch per compare-exchange pass (array_codegen.hpp); ties broken by position: stable, and the
+// same result as the native bundle's stable sort, bit for bit.
+inline void op_sort(gpu_context& cx, const sdk::op_args& a) {
+  const pcy_op_schema& S = pcy_array_sort_1_schema;
+  program p;
+  const sort_args sa = decode_sort<pcy_array_sort_1_schema>(a, p);
+  if (p.elements == 0) return;
+  const collapsed c = collapse(p);
+  codegen::spec s = codegen::make_spec(p, c, job::sort, sa.kind + (sa.descending ? 2 : 0));
+  s.f32_via_f64 = cx.f32_via_f64;
+  const built_kernels& k = cx.get(s);
+  std::array<int64_t, max_operands> off{};
+  std::array<const pcy_tensor*, max_operands> t{};
+  offsets_of(S, p, cx.bundle, off, t);
+  uint64_t rows = 1;
+  for (int d = 0; d < c.rank - c.reduced; ++d)
+    rows *= static_cast<uint64_t>(c.shape[static_cast<size_t>(d)]);
+  const uint64_t len =
+      c.reduced > 0 ? static_cast<uint64_t>(c.shape[static_cast<size_t>(c.rank - 1)]) : 1;
+  uint64_t P = 1;
+  while (P < len)
+    P *= 2;
+  const uint64_t n = rows * P;
+  const uint64_t es = sdk::dtype_size(static_cast<pcy_dtype>(p.result_dtype()));
+  const uint64_t wi_at = (n * es + 7) / 8; // wi's first element, in i64
+  const codegen::layout l = codegen::layout_of(s);
+  launch_args la;
+  codegen::meta_words_into(la.meta, s, c, off);
+  la.meta[static_cast<size_t>(l.extra(0))] = static_cast<int64_t>(rows);
+  la.meta[static_cast<size_t>(l.extra(1))] = static_cast<int64_t>(P);
+  la.meta[static_cast<size_t>(l.extra(2))] = static_cast<int64_t>(wi_at);
+  la.operands(cx, t, p.operands);
+  la.add_meta();
+  void* native = nullptr;
+  const pcy_memory ws = a.workspace((wi_at + n) * 8, &native);
+  la.workspace(cx, ws, native);
+  la.add(int64_t{0});
+  la.add(int64_t{0});
+  run(cx, a.queue(), k.k0, cx.groups_for(n), la);
+  for (uint64_t kk = 2; kk <= P; kk *= 2)
+    for (uint64_t j = kk / 2; j > 0; j /= 2) {
+      la.scalars[0] = kk; // the framework copies the scalars at each launch
+      la.scalars[1] = j;
+      run(cx, a.queue(), k.k1, cx.groups_for(n), la);
+    }
+  run(cx, a.queue(), k.k2, cx.groups_for(rows * len), la);
+}
+
 // random: the view and distribution checked by decode_random (array_program.hpp); the draw's
 // parameters as pcy_array.h says (the affine steps in the output's precision, F32 for the half
 // types).
@@ -471,6 +525,7 @@ template <class Table, class Ctx> void register_ops(Table& table, const std::str
 #undef PCY_ADD_EVALM
     table.template add<op_random>(pcy_array_random_schema, d, impl);
     if (d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16) continue;
+    table.template add<op_sort>(pcy_array_sort_1_schema, d, impl);
 #define PCY_ADD_REDUCE(n)                                                                          \
     table.template add<op_reduce<pcy_array_reduce_##n##_schema, n>>(                              \
         pcy_array_reduce_##n##_schema, d, impl);

@@ -124,7 +124,7 @@ struct operand {
   int dtype = 0;
 };
 
-enum class kind { eval, reduce, scan };
+enum class kind { eval, reduce, scan, sort };
 
 // A decoded program. Register k is instruction k; `dtype_mask` has bit d set for every dtype a
 // register holds (bundles refuse F64 on devices without fp64 from it).
@@ -170,8 +170,9 @@ public:
     if (w[1] < 0 || w[1] > max_rank)
       bad(prog_k, str("word 1: rank ", w[1], " outside [0, ", max_rank, "]"));
     p.rank = static_cast<int>(w[1]);
-    const int64_t k_lo = what == kind::scan ? 1 : 0;
-    const int64_t k_hi = what == kind::eval ? 0 : what == kind::scan ? 1 : p.rank;
+    const bool one_axis = what == kind::scan || what == kind::sort;
+    const int64_t k_lo = one_axis ? 1 : 0;
+    const int64_t k_hi = what == kind::eval ? 0 : one_axis ? 1 : p.rank;
     if (w[2] < k_lo || w[2] > k_hi || w[2] > p.rank)
       bad(prog_k, str("word 2: ", w[2], " reduced dimensions; this op takes ", k_lo, "..",
                       k_hi > p.rank ? p.rank : k_hi));
@@ -250,7 +251,7 @@ public:
     }
     // The value's dtype against the output's.
     const int v = p.result_dtype(), out = p.ops[0].dtype;
-    if (what != kind::reduce && v != out)
+    if (what != kind::reduce && what != kind::sort && v != out)
       bad(prog_k, str("the program's value is ", dn(v), " but the output is ", dn(out),
                       " (end the program with a CAST)"));
     // Each further output is written by exactly one STORE.
@@ -318,9 +319,9 @@ public:
         const operand& x = p.ops[static_cast<size_t>(i)];
         if (x.tensor->memory != o.tensor->memory || x.tensor->data != o.tensor->data) continue;
         const bool is_output = i < p.outputs;
-        const bool same_view = !is_output && p.what != kind::reduce && x.offset == o.offset &&
-                               x.strides == o.strides && x.dtype == o.dtype &&
-                               x.tensor->byte_offset == o.tensor->byte_offset;
+        const bool same_view = !is_output && p.what != kind::reduce && p.what != kind::sort &&
+                               x.offset == o.offset && x.strides == o.strides &&
+                               x.dtype == o.dtype && x.tensor->byte_offset == o.tensor->byte_offset;
         if (same_view) continue;
         const uint32_t k = is_output ? out_k + static_cast<uint32_t>(i)
                                      : in_k + static_cast<uint32_t>(i - p.outputs);
@@ -488,6 +489,32 @@ template <const pcy_op_schema& S, int N> inline int decode_scan(const sdk::op_ar
   if (!is_number(p.result_dtype())) dc.bad(kind_k, "scans need a numeric value");
   dc.check_aliasing(p, out, in0);
   return static_cast<int>(k);
+}
+
+struct sort_args {
+  int kind;
+  bool descending;
+};
+template <const pcy_op_schema& S> inline sort_args decode_sort(const sdk::op_args& a, program& p) {
+  constexpr uint32_t prog = sdk::arg_index(S, "program"), out = sdk::arg_index(S, "out"),
+                     in0 = sdk::arg_index(S, "in0"), kind_k = sdk::arg_index(S, "kind"),
+                     desc_k = sdk::arg_index(S, "descending");
+  const decoder dc(S, a);
+  dc.decode(p, kind::sort, prog, out, in0, 1);
+  const int64_t k = a.i(kind_k), desc = a.i(desc_k);
+  const int v = p.result_dtype(), o = p.ops[0].dtype;
+  if (k != PCY_ARRAY_SORT_SORT && k != PCY_ARRAY_SORT_ARGSORT)
+    dc.bad(kind_k, str("unknown sort kind ", k));
+  if (!is_number(v) && !is_bool(v))
+    dc.bad(kind_k, str("sorts need a bool or numeric value (value ", decoder::dn(v), ")"));
+  if (k == PCY_ARRAY_SORT_SORT && v != o)
+    dc.bad(kind_k, str("sort writes the value's dtype (value ", decoder::dn(v), ", output ",
+                       decoder::dn(o), ")"));
+  if (k == PCY_ARRAY_SORT_ARGSORT && o != PCY_DTYPE_I64)
+    dc.bad(kind_k, str("argsort writes i64 (output ", decoder::dn(o), ")"));
+  if (desc != 0 && desc != 1) dc.bad(desc_k, str("descending is ", desc, ", expected 0 or 1"));
+  dc.check_aliasing(p, out, in0);
+  return {static_cast<int>(k), desc != 0};
 }
 
 // The random op's output view ({R, shape[R], offset, strides[R]}) and distribution, checked

@@ -290,8 +290,9 @@ extern "C" {
   X(exp)                                                                                           \
   X(expm1)                                                                                         \
   X(log)                                                                                           \
-  X(log1p) X(log2) X(log10) X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh)   \
-      X(asinh) X(acosh) X(atanh) X(erf)
+  X(log1p)                                                                                         \
+  X(log2) X(log10) X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh) X(asinh)   \
+      X(acosh) X(atanh) X(erf)
 PCY_MVEC_UNARY(PCY_MVEC_DECL)
 PCY_MVEC_DECL2(atan2)
 PCY_MVEC_DECL2(hypot)
@@ -396,13 +397,14 @@ struct tables {
     PCY_F1(EXP, op_exp)
     PCY_F1(EXPM1, op_expm1)
     PCY_F1(LOG, op_log)
-    PCY_F1(LOG1P, op_log1p) PCY_F1(LOG2, op_log2) PCY_F1(LOG10, op_log10) PCY_F1(SQRT, op_sqrt)
-        PCY_F1(RSQRT, op_rsqrt) PCY_F1(SIN, op_sin) PCY_F1(COS, op_cos) PCY_F1(TAN, op_tan)
-            PCY_F1(ASIN, op_asin) PCY_F1(ACOS, op_acos) PCY_F1(ATAN, op_atan) PCY_F1(SINH, op_sinh)
-                PCY_F1(COSH, op_cosh) PCY_F1(TANH, op_tanh) PCY_F1(ASINH, op_asinh)
-                    PCY_F1(ACOSH, op_acosh) PCY_F1(ATANH, op_atanh) PCY_F1(ERF, op_erf)
-                        PCY_F1(FLOOR, op_floor) PCY_F1(CEIL, op_ceil) PCY_F1(ROUND, op_round)
-                            PCY_F1(TRUNC, op_trunc) PCY_F2(DIV, op_div) PCY_F2(ATAN2, op_atan2)
+    PCY_F1(LOG1P, op_log1p)
+    PCY_F1(LOG2, op_log2) PCY_F1(LOG10, op_log10) PCY_F1(SQRT, op_sqrt) PCY_F1(RSQRT, op_rsqrt)
+        PCY_F1(SIN, op_sin) PCY_F1(COS, op_cos) PCY_F1(TAN, op_tan) PCY_F1(ASIN, op_asin)
+            PCY_F1(ACOS, op_acos) PCY_F1(ATAN, op_atan) PCY_F1(SINH, op_sinh) PCY_F1(COSH, op_cosh)
+                PCY_F1(TANH, op_tanh) PCY_F1(ASINH, op_asinh) PCY_F1(ACOSH, op_acosh)
+                    PCY_F1(ATANH, op_atanh) PCY_F1(ERF, op_erf) PCY_F1(FLOOR, op_floor)
+                        PCY_F1(CEIL, op_ceil) PCY_F1(ROUND, op_round) PCY_F1(TRUNC, op_trunc)
+                            PCY_F2(DIV, op_div) PCY_F2(ATAN2, op_atan2)
                                 PCY_F2(COPYSIGN, op_copysign) PCY_F2(NEXTAFTER, op_nextafter)
                                     PCY_F2(HYPOT, op_hypot) PCY_F2(LOGADDEXP, op_logaddexp)
 #undef PCY_F1
@@ -461,14 +463,14 @@ struct tables {
       PCY_MVEC_SET(exp, EXP)
       PCY_MVEC_SET(expm1, EXPM1)
       PCY_MVEC_SET(log, LOG)
-      PCY_MVEC_SET(log1p, LOG1P) PCY_MVEC_SET(log2, LOG2) PCY_MVEC_SET(log10, LOG10)
-          PCY_MVEC_SET(sin, SIN) PCY_MVEC_SET(cos, COS) PCY_MVEC_SET(tan, TAN)
-              PCY_MVEC_SET(asin, ASIN) PCY_MVEC_SET(acos, ACOS) PCY_MVEC_SET(atan, ATAN)
-                  PCY_MVEC_SET(sinh, SINH) PCY_MVEC_SET(cosh, COSH) PCY_MVEC_SET(tanh, TANH)
-                      PCY_MVEC_SET(asinh, ASINH) PCY_MVEC_SET(acosh, ACOSH)
-                          PCY_MVEC_SET(atanh, ATANH) PCY_MVEC_SET(erf, ERF)
-                              PCY_MVEC_SET(atan2, ATAN2) PCY_MVEC_SET(hypot, HYPOT)
-                                  PCY_MVEC_SET(pow, POW)
+      PCY_MVEC_SET(log1p, LOG1P)
+      PCY_MVEC_SET(log2, LOG2) PCY_MVEC_SET(log10, LOG10) PCY_MVEC_SET(sin, SIN)
+          PCY_MVEC_SET(cos, COS) PCY_MVEC_SET(tan, TAN) PCY_MVEC_SET(asin, ASIN)
+              PCY_MVEC_SET(acos, ACOS) PCY_MVEC_SET(atan, ATAN) PCY_MVEC_SET(sinh, SINH)
+                  PCY_MVEC_SET(cosh, COSH) PCY_MVEC_SET(tanh, TANH) PCY_MVEC_SET(asinh, ASINH)
+                      PCY_MVEC_SET(acosh, ACOSH) PCY_MVEC_SET(atanh, ATANH) PCY_MVEC_SET(erf, ERF)
+                          PCY_MVEC_SET(atan2, ATAN2) PCY_MVEC_SET(hypot, HYPOT)
+                              PCY_MVEC_SET(pow, POW)
 #undef PCY_MVEC_SET
     }
 #endif
@@ -1186,6 +1188,79 @@ void run_scan(native_context& cx, const program& p, int kind) {
   }
 }
 
+// ---- sort ---------------------------------------------------------------------------------------
+// Each row of the value into a buffer, a stable sort of its positions by the key order of
+// pcy_array.h (NaN above +inf and equal to NaN, -0 == +0), then the values or the positions.
+template <class T> constexpr bool key_less(T a, T b) noexcept {
+  if constexpr (std::is_floating_point_v<T>) {
+    if (std::isnan(b)) return !std::isnan(a);
+    return a < b; // false when a is NaN (b is not)
+  } else {
+    return a < b;
+  }
+}
+
+template <int D> void run_sort_t(native_context& cx, const program& p, int kind, bool desc) {
+  using T = reg_t<D>;
+  runner r(cx, p);
+  const collapsed& c = r.c;
+  if (p.elements == 0) return;
+  const int kept = c.rank - c.reduced;
+  std::array<int64_t, max_rank> idx{};
+  std::array<int64_t, max_operands> off{};
+  for (int o = 0; o < p.operands; ++o)
+    off[static_cast<size_t>(o)] = c.offset[static_cast<size_t>(o)];
+  const int inner = c.reduced > 0 ? c.rank - 1 : -1;
+  const int64_t len = inner >= 0 ? c.shape[static_cast<size_t>(inner)] : 1;
+  const int64_t s_out = inner >= 0 ? c.strides[0][static_cast<size_t>(inner)] : 0;
+  std::vector<T> row(static_cast<size_t>(len));
+  std::vector<int64_t> pos(static_cast<size_t>(len));
+  r.walk(0, kept, idx.data(), off.data(), [&] {
+    std::array<int64_t, max_operands> o2 = off;
+    std::array<int64_t, max_rank> ridx = idx;
+    for (int64_t j = 0; j < len; j += block) {
+      const int64_t n = std::min(block, len - j);
+      if (inner >= 0) ridx[static_cast<size_t>(inner)] = j;
+      const T* v = static_cast<const T*>(r.chunk(ridx.data(), inner, n, o2.data()));
+      std::copy(v, v + n, row.begin() + j);
+      for (int o = 0; o < p.operands; ++o)
+        o2[static_cast<size_t>(o)] +=
+            n * (inner >= 0 ? c.strides[static_cast<size_t>(o)][static_cast<size_t>(inner)] : 0);
+    }
+    for (int64_t i = 0; i < len; ++i)
+      pos[static_cast<size_t>(i)] = i;
+    const T* rv = row.data();
+    if (desc)
+      std::stable_sort(pos.begin(), pos.end(),
+                       [rv](int64_t a, int64_t b) { return key_less(rv[b], rv[a]); });
+    else
+      std::stable_sort(pos.begin(), pos.end(),
+                       [rv](int64_t a, int64_t b) { return key_less(rv[a], rv[b]); });
+    char* dst = r.base[0] + off[0] * static_cast<int64_t>(r.es[0]);
+    if (kind == PCY_ARRAY_SORT_ARGSORT)
+      for (int64_t i = 0; i < len; ++i)
+        std::memcpy(dst + i * s_out * 8, &pos[static_cast<size_t>(i)], 8);
+    else
+      for (int64_t i = 0; i < len; ++i)
+        std::memcpy(dst + i * s_out * static_cast<int64_t>(sizeof(T)),
+                    &row[static_cast<size_t>(pos[static_cast<size_t>(i)])], sizeof(T));
+  });
+}
+
+void run_sort(native_context& cx, const program& p, int kind, bool desc) {
+  switch (p.result_dtype()) {
+  case PCY_DTYPE_F32: run_sort_t<PCY_DTYPE_F32>(cx, p, kind, desc); break;
+  case PCY_DTYPE_F64: run_sort_t<PCY_DTYPE_F64>(cx, p, kind, desc); break;
+  case PCY_DTYPE_I8: run_sort_t<PCY_DTYPE_I8>(cx, p, kind, desc); break;
+  case PCY_DTYPE_I16: run_sort_t<PCY_DTYPE_I16>(cx, p, kind, desc); break;
+  case PCY_DTYPE_I32: run_sort_t<PCY_DTYPE_I32>(cx, p, kind, desc); break;
+  case PCY_DTYPE_I64: run_sort_t<PCY_DTYPE_I64>(cx, p, kind, desc); break;
+  case PCY_DTYPE_U8: run_sort_t<PCY_DTYPE_U8>(cx, p, kind, desc); break;
+  case PCY_DTYPE_BOOL: run_sort_t<PCY_DTYPE_BOOL>(cx, p, kind, desc); break;
+  default: sdk::fail(PCY_ERR_INTERNAL, "array_native: sort of an unchecked dtype");
+  }
+}
+
 // ---- the ops ------------------------------------------------------------------------------------
 template <const pcy_op_schema& S> consteval uint32_t at(const char* name) {
   return sdk::arg_index(S, name);
@@ -1215,6 +1290,13 @@ template <const pcy_op_schema& S, int N> void op_scan(native_context& cx, const 
   const int k = decode_scan<S, N>(a, p);
   cx.settle(a.queue());
   run_scan(cx, p, k);
+}
+
+void op_sort(native_context& cx, const sdk::op_args& a) {
+  program p;
+  const sort_args k = decode_sort<pcy_array_sort_1_schema>(a, p);
+  cx.settle(a.queue());
+  run_sort(cx, p, k.kind, k.descending);
 }
 
 // ---- random -------------------------------------------------------------------------------------
@@ -1349,8 +1431,8 @@ void op_random(native_context& cx, const sdk::op_args& a) {
 
 constexpr sdk::bundle_identity identity{
     "array_native", PCY_ARRAY_EXTENSION, "native",
-    "array expressions, reductions, scans and random numbers on the host CPU (a blocked vector "
-    "interpreter)"};
+    "array expressions, reductions, scans, sorts and random numbers on the host CPU (a blocked "
+    "vector interpreter)"};
 
 class array_native_bundle : public sdk::bundle_base<identity, native_context> {
 public:
@@ -1367,18 +1449,18 @@ public:
       PCY_ADD_EVAL(0)
       PCY_ADD_EVAL(1)
       PCY_ADD_EVAL(2)
-      PCY_ADD_EVAL(3) PCY_ADD_EVAL(4) PCY_ADD_EVAL(5) PCY_ADD_EVAL(6) PCY_ADD_EVAL(7)
-          PCY_ADD_EVAL(8)
+      PCY_ADD_EVAL(3)
+      PCY_ADD_EVAL(4) PCY_ADD_EVAL(5) PCY_ADD_EVAL(6) PCY_ADD_EVAL(7) PCY_ADD_EVAL(8)
 #undef PCY_ADD_EVAL
 #define PCY_ADD_EVALM(m, n)                                                                        \
   table_.add<op_evalm<pcy_array_evalm##m##_##n##_schema, n, m>>(pcy_array_evalm##m##_##n##_schema, \
                                                                 d, impl);
-              PCY_ADD_EVALM(2, 0) PCY_ADD_EVALM(2, 1) PCY_ADD_EVALM(2, 2) PCY_ADD_EVALM(2, 3)
-                  PCY_ADD_EVALM(2, 4) PCY_ADD_EVALM(2, 5) PCY_ADD_EVALM(2, 6) PCY_ADD_EVALM(3, 0)
-                      PCY_ADD_EVALM(3, 1) PCY_ADD_EVALM(3, 2) PCY_ADD_EVALM(3, 3)
-                          PCY_ADD_EVALM(3, 4) PCY_ADD_EVALM(3, 5) PCY_ADD_EVALM(3, 6)
+          PCY_ADD_EVALM(2, 0) PCY_ADD_EVALM(2, 1) PCY_ADD_EVALM(2, 2) PCY_ADD_EVALM(2, 3)
+              PCY_ADD_EVALM(2, 4) PCY_ADD_EVALM(2, 5) PCY_ADD_EVALM(2, 6) PCY_ADD_EVALM(3, 0)
+                  PCY_ADD_EVALM(3, 1) PCY_ADD_EVALM(3, 2) PCY_ADD_EVALM(3, 3) PCY_ADD_EVALM(3, 4)
+                      PCY_ADD_EVALM(3, 5) PCY_ADD_EVALM(3, 6)
 #undef PCY_ADD_EVALM
-                              if (d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16) continue;
+                          if (d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16) continue;
 #define PCY_ADD_REDUCE(n)                                                                          \
   table_.add<op_reduce<pcy_array_reduce_##n##_schema, n>>(pcy_array_reduce_##n##_schema, d, impl);
       PCY_ADD_REDUCE(1)
@@ -1386,7 +1468,8 @@ public:
       PCY_ADD_REDUCE(3)
       PCY_ADD_REDUCE(4)
 #undef PCY_ADD_REDUCE
-          if (d == PCY_DTYPE_BOOL) continue;
+      table_.add<op_sort>(pcy_array_sort_1_schema, d, impl);
+      if (d == PCY_DTYPE_BOOL) continue;
       table_.add<op_scan<pcy_array_scan_1_schema, 1>>(pcy_array_scan_1_schema, d, impl);
       table_.add<op_scan<pcy_array_scan_2_schema, 2>>(pcy_array_scan_2_schema, d, impl);
     }

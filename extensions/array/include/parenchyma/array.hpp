@@ -701,6 +701,7 @@ inline constexpr key_fn evalm3_keys[] = {
     &ext::op_key<pcy_array_evalm3_6_schema>};
 inline constexpr key_fn scan_keys[] = {&ext::op_key<pcy_array_scan_1_schema>,
                                        &ext::op_key<pcy_array_scan_2_schema>};
+inline constexpr key_fn sort_keys[] = {&ext::op_key<pcy_array_sort_1_schema>};
 
 // Programs this thread has run (each one op call: one kernel on a GPU); tests count fusion by it.
 inline uint64_t& programs_run() noexcept {
@@ -2076,6 +2077,52 @@ inline Array cumulative_sum(const Array& x, std::optional<int64_t> axis = std::n
 inline Array cumulative_prod(const Array& x, std::optional<int64_t> axis = std::nullopt,
                              bool include_initial = false) {
   return detail::scan("cumulative_prod", PCY_ARRAY_SCAN_PROD, x, axis, include_initial);
+}
+
+// sort(x, axis, descending): the values along the axis in order; argsort: their positions (i64).
+// Stable (equal values keep their order, descending too, as the Array API asks); NaN sorts last
+// ascending and first descending; -0 and +0 are equal. Half types sort as f32 (exact). `stable`
+// is accepted for the Array API: every sort is stable.
+namespace detail {
+inline Array sort(const char* fn, int kind, const Array& x, int64_t axis_in, bool descending) {
+  const Node& xn = node_of(x, fn);
+  const Backend& b = x.need_backend(fn);
+  if (xn.shape.empty())
+    fail(fn, errc::invalid_argument, "argument x: 0-d arrays have no axis to sort along");
+  const int64_t axis = norm_axis(axis_in, xn.shape.size(), fn);
+  const dtype t = xn.type, a = is_half(t) ? dt::f32 : t;
+  const dtype ot = kind == PCY_ARRAY_SORT_ARGSORT ? dt::i64 : a;
+  Array out(b, xn.shape, ot);
+  if (count_of(xn.shape) == 0) (void)out.node()->storage->host(access::write_only); // written
+  if (count_of(xn.shape) > 0) {
+    std::vector<int64_t> perm;
+    for (size_t d = 0; d < xn.shape.size(); ++d)
+      if (static_cast<int64_t>(d) != axis) perm.push_back(static_cast<int64_t>(d));
+    perm.push_back(axis);
+    Shape ost(perm.size());
+    for (size_t j = 0; j < perm.size(); ++j)
+      ost[j] = out.strides()[static_cast<size_t>(perm[j])];
+    // sort_1 takes one input: a pending expression runs first.
+    Array xe = x;
+    xe.eval();
+    NodePtr tree = as_type(xe.node(), a);
+    std::optional<emitter> e;
+    emit_fitting(*tree, b, perm, xn.shape, e);
+    const std::vector<int64_t>& words = e->program(1, out.offset(), ost);
+    const OpArg extra[] = {OpArg::integer(kind), OpArg::integer(descending ? 1 : 0)};
+    run_program(b, sort_keys, 1, ot, words, *out.node()->storage, true, *e, extra);
+  }
+  return kind == PCY_ARRAY_SORT_SORT && is_half(t) ? astype(out, t) : out;
+}
+} // namespace detail
+inline Array sort(const Array& x, int64_t axis = -1, bool descending = false, bool stable = true) {
+  (void)stable;
+  return detail::sort("sort", PCY_ARRAY_SORT_SORT, x, axis, descending);
+}
+inline Array argsort(const Array& x, int64_t axis = -1, bool descending = false,
+                     bool stable = true) {
+  (void)stable;
+  return detail::sort("argsort", PCY_ARRAY_SORT_ARGSORT, x, axis, descending);
 }
 
 // ---- creation (run when called) -----------------------------------------------------------------

@@ -1,7 +1,7 @@
-/* parenchyma extension "array": elementwise expressions, reductions, scans and random numbers
- * over n-d arrays (views with strides and offsets, broadcasting), as data: the op schemas every
- * array bundle and the front-end parenchyma/array.hpp are built from, and the PROGRAM format the
- * front-end sends and every bundle runs (docs/array.md has the user's view).
+/* parenchyma extension "array": elementwise expressions, reductions, scans, sorts and random
+ * numbers over n-d arrays (views with strides and offsets, broadcasting), as data: the op schemas
+ * every array bundle and the front-end parenchyma/array.hpp are built from, and the PROGRAM format
+ * the front-end sends and every bundle runs (docs/array.md has the user's view).
  *
  * One op evaluates a whole expression: the front-end records a chain of elementwise operations
  * lazily and sends it as one program (a fused kernel on a GPU, a blocked vector loop on the CPU).
@@ -16,7 +16,7 @@
  * index space then, for each operand p = 0..P-1:  offset, strides[R]   (in elements, any sign; the
  *                operand's element at index i = (i_0..i_R-1) is at offset + sum i_d strides[d]
  *                of its tensor; a broadcast dimension has stride 0). For the output of a reduce
- *                the K reduced strides must be 0; of a scan they address the scanned axis.
+ *                the K reduced strides must be 0; of a scan or sort they address its axis.
  *   then M instructions of 4 words each: {op | dtype << 8, a, b, c}.
  * A bundle refuses (PCY_ERR_INVALID_ARGUMENT, naming the word) a malformed program, and any
  * operand whose addressed elements (over the whole index space, extents > 0) fall outside its
@@ -95,6 +95,17 @@
  * ---- scan -----------------------------------------------------------------------------------
  * K = 1: out[i] = CUMSUM (kind PCY_ARRAY_SCAN_SUM) or CUMPROD (PROD) of the value along the last
  * dimension up to and including i; value dtype == output dtype.
+ *
+ * ---- sort -----------------------------------------------------------------------------------
+ * K = 1: each row (the last dimension, at every kept index) of the value, ordered by the sort
+ * kind (PCY_ARRAY_SORT_KINDS) and `descending` (0 or 1): SORT writes the ordered values (value
+ * dtype == output dtype), ARGSORT their positions in the row (output I64). The value is BOOL or a
+ * number (F16/BF16: sort a CAST to F32). The sort is stable, descending too: equal keys keep
+ * their order in the row (the Array API's rule; array-api-strict's flip(sort(flip(x))), so a
+ * descending sort is not an ascending one reversed). Keys: false < true; integers by value;
+ * floating by value with -0.0 == +0.0 (equal: they keep their order) and every NaN equal to the
+ * others and above +inf: NaNs come last ascending (NumPy's sort) and first descending. The
+ * output never shares memory with an input.
  *
  * ---- random ---------------------------------------------------------------------------------
  * Counter-based: Philox-4x32-10 (Salmon et al., SC'11) with key (seed low 32 bits, seed high 32
@@ -243,6 +254,16 @@ typedef enum pcy_array_reduce_kind {
 #define PCY_ARRAY_SCAN_SUM 1
 #define PCY_ARRAY_SCAN_PROD 2
 
+/* sort kinds */
+#define PCY_ARRAY_SORT_KINDS(X)                                                                    \
+  X(SORT, 0)    /* the row's values in order (the value's dtype) */                                \
+  X(ARGSORT, 1) /* the positions in the row of the values in order (i64) */
+#define PCY_ARRAY_SORT_ENUM(name, code) PCY_ARRAY_SORT_##name = code,
+typedef enum pcy_array_sort_kind {
+  PCY_ARRAY_SORT_KINDS(PCY_ARRAY_SORT_ENUM) PCY_ARRAY_SORT_END
+} pcy_array_sort_kind;
+#undef PCY_ARRAY_SORT_ENUM
+
 /* random distributions */
 #define PCY_ARRAY_RANDOM_UNIFORM 1
 #define PCY_ARRAY_RANDOM_NORMAL 2
@@ -262,6 +283,7 @@ typedef enum pcy_array_reduce_kind {
  * the others — several results of one pass, such as an optimiser's state and parameter. Each
  * output may be an input through the same view only; outputs never overlap each other.
  * scan_<n> (n = 1..2): out = the scan (kind: PCY_ARRAY_SCAN_*).
+ * sort_1: out = the sort of each row (kind: PCY_ARRAY_SORT_*; descending: 0 or 1); stable.
  * random: out (through the view: INT_ARRAY {R, shape[R], offset, strides[R]}) = the
  * distribution's draw; a, b its parameters. */
 #define PCY_ARRAY_IN(X, k) X(in##k, TENSOR, IN, ANY, ANY)
@@ -324,6 +346,11 @@ typedef enum pcy_array_reduce_kind {
 #define PCY_ARRAY_SCAN_1_ARGS(X) PCY_ARRAY_DEFINE_SCAN(X, 1)
 #define PCY_ARRAY_SCAN_2_ARGS(X) PCY_ARRAY_DEFINE_SCAN(X, 2)
 
+#define PCY_ARRAY_SORT_1_ARGS(X)                                                                   \
+  X(program, INT_ARRAY, 0, OP, ANY)                                                                \
+  X(out, TENSOR, OVERWRITE, OP, ANY)                                                               \
+  X(kind, INT, 0, OP, ANY) X(descending, INT, 0, OP, ANY) PCY_ARRAY_INPUTS_1(X)
+
 #define PCY_ARRAY_RANDOM_ARGS(X)                                                                   \
   X(out, TENSOR, OVERWRITE, OP, ANY)                                                               \
   X(view, INT_ARRAY, 0, OP, ANY)                                                                   \
@@ -361,7 +388,8 @@ typedef enum pcy_array_reduce_kind {
   X(evalm3_3, PCY_ARRAY_EVALM3_3_ARGS, 3)                                                          \
   X(evalm3_4, PCY_ARRAY_EVALM3_4_ARGS, 4)                                                          \
   X(evalm3_5, PCY_ARRAY_EVALM3_5_ARGS, 5)                                                          \
-  X(evalm3_6, PCY_ARRAY_EVALM3_6_ARGS, 6)
+  X(evalm3_6, PCY_ARRAY_EVALM3_6_ARGS, 6)                                                          \
+  X(sort_1, PCY_ARRAY_SORT_1_ARGS, 1)
 
 #define PCY_ARRAY_DECLARE(op, ARGS, n)                                                             \
   PCY_DECLARE_OP_SCHEMA(pcy_array, op, PCY_ARRAY_EXTENSION, ARGS)
