@@ -22,8 +22,11 @@
 //                   devices with the reduced dimensions outermost, and tiny reductions)
 //                   LOGSUMEXP in two passes as the native bundle (the maximum, then the
 //                   centred sum of exponentials) in the same kernel; VAR and STD in one pass
-//                   (each work-item's Welford count/mean/deviations, merged by Chan's formula
-//                   in the fixed tree and chunk order: one read of the input).
+//                   (one read of the input): each work-item sums blocks of 16 of its values
+//                   shifted by the block's first (after the output's first value is taken
+//                   off every value), merges each block into its count/mean/deviations by
+//                   Chan's formula, and the trees and split chunks merge those the same way,
+//                   in a fixed order.
 //   pcy_scan        one work-item per row, sequential along the last dimension (the native
 //                   bundle's order: the same bits); for few long rows, blocked: pcy_scan_part
 //                   (block totals), pcy_scan_carry (each row's carries, in order),
@@ -900,6 +903,18 @@ struct reducer {
   // VAR and STD in one pass: each work-item's running (count cn, mean a, sum of squared
   // deviations b) by Welford's update, merged by Chan's formula in the trees and across chunks.
   bool welford() const { return kind == PCY_ARRAY_REDUCE_VAR || kind == PCY_ARRAY_REDUCE_STD; }
+  // VAR/STD: the open block (bn values, shift Kb, sums s1 and s2) merged into (cn, a, b).
+  std::string flush_block() const {
+    const std::string Ts = T();
+    return "{ const " + Ts + " m_ = Kb + s1 / (" + Ts + ")bn; const " + Ts +
+           " q0_ = s2 - s1 * (s1 / (" + Ts + ")bn); const " + Ts + " q_ = q0_ < (" + Ts + ")0 ? (" +
+           Ts + ")0 : q0_; const i64 n_ = bn; " + merge_welford("n_", "m_", "q_") +
+           " bn = 0; s1 = (" + Ts + ")0; s2 = (" + Ts + ")0; }";
+  }
+  // After a work-item's loop: its last, partial block merged.
+  std::string after_loop() const {
+    return welford() ? "if (bn > 0) " + flush_block() + "\n" : std::string();
+  }
   // Merges a part (count n2, mean a2, deviations b2) into (cn, a, b); an empty side takes the
   // other whole (no inf * 0).
   std::string merge_welford(const std::string& n2, const std::string& a2,
@@ -929,9 +944,13 @@ struct reducer {
     switch (kind) {
     case PCY_ARRAY_REDUCE_VAR:
     case PCY_ARRAY_REDUCE_STD:
-      // on v - K, K the output's first value (no cancellation: the running mean stays near 0)
-      return "{ cn = cn + 1; const " + Ts + " x_ = " + v + " - K; const " + Ts +
-             " d_ = x_ - a; a = a + d_ / (" + Ts + ")cn; b = b + d_ * (x_ - a); }\n";
+      // x = v - K, K the output's first value; blocks of 16 of a work-item's values summed
+      // shifted by the block's first (s1 = sum y, s2 = sum y^2, y = x - Kb: the block's
+      // deviations lose at most 17 ulp to cancellation, as Kb is one of its values), each
+      // block merged into (cn, a, b) by Chan's formula: two divisions per 16 values
+      return "{ const " + Ts + " x_ = " + v + " - K; if (bn == 0) Kb = x_; const " + Ts +
+             " y_ = x_ - Kb; s1 = s1 + y_; s2 = s2 + y_ * y_; bn = bn + 1; if (bn == 16) " +
+             flush_block() + " }\n";
     case PCY_ARRAY_REDUCE_SUM:
     case PCY_ARRAY_REDUCE_MEAN:
       return is_float(t) ? "a = a + " + v + ";\n" : "a = (" + Ts + ")(U(a) + U(" + v + "));\n";
@@ -1228,8 +1247,11 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
   if (s.kind == PCY_ARRAY_REDUCE_LOGSUMEXP)
     between = "flag = a != a ? -2 : a == " + inf_of(t, false) + " ? -3 : a == " + inf_of(t, true) +
               " ? -4 : -1;\nc = flag == -1 ? a : (" + T + ")0;\n";
-  const std::string decl = T + " a = " + rd.init_a() + ", b = (" + T + ")0, c = (" + T +
-                           ")0, K = (" + T + ")0;\ni64 i = -1, cn = 0;\nint flag = -1;\n";
+  const std::string decl =
+      T + " a = " + rd.init_a() + ", b = (" + T + ")0, c = (" + T + ")0, K = (" + T +
+      ")0;\ni64 i = -1, cn = 0;\nint flag = -1;\n" +
+      (rd.welford() ? T + " Kb = (" + T + ")0, s1 = (" + T + ")0, s2 = (" + T + ")0;\nint bn = 0;\n"
+                    : std::string());
   // VAR/STD: K, the value at the output's reduced position 0 (every work-item of an output the
   // same), the shift of the Welford updates.
   const std::string shift =
@@ -1248,6 +1270,7 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
     src += "for (i64 pos = 0; pos < " + n_red + "; ++pos) {\n";
     if (s.reduced > 0) src += unravel(kept, R, "pos", sm);
     src += body(dl, s) + (pass == 0 ? rd.add0(v) : rd.add1(v)) + "}\n";
+    if (pass == 0) src += rd.after_loop();
   }
   src += "(void)dof; (void)flag; (void)c; (void)i; (void)b; (void)cn; (void)K;\n";
   if (s.reduced > 0)
@@ -1303,6 +1326,7 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
            ") for (i64 pos = slice; pos < " + n_red + "; pos += cs) {\n";
     if (s.reduced > 0) src += unravel(kept, R, "pos", sm);
     src += body(dl, s) + (pass == 0 ? rd.add0(v) : rd.add1(v)) + "}\n";
+    if (pass == 0) src += rd.after_loop();
     src += tree(pass == 0 ? "a" : "b", pass == 0 && rd.arg());
   }
   src += "(void)dof; (void)flag; (void)c; (void)i; (void)b; (void)cn; (void)K;\n";
@@ -1332,7 +1356,7 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
   src += idx_decl(R) + unravel(0, kept, "o", sm) + decl + shift;
   src += "for (i64 pos = start + t; pos < end; pos += PCY_WG) {\n";
   if (s.reduced > 0) src += unravel(kept, R, "pos", sm);
-  src += body(dl, s) + rd.add0(v) + "}\n";
+  src += body(dl, s) + rd.add0(v) + "}\n" + rd.after_loop();
   src += tree("a", rd.arg());
   src += "(void)dof; (void)flag; (void)c; (void)i; (void)b; (void)cw; (void)lane; (void)wi; "
          "(void)cn; (void)K;\n";
