@@ -185,7 +185,7 @@ void RegistryImpl::note(std::string text) {
 //    where it is used.
 void RegistryImpl::read_configuration(const fs::path& libdir) {
   if (options.default_config && !libdir.empty()) {
-    const fs::path def = libdir / PARENCHYMA_CONFIG_RELPATH;
+    const fs::path def = (libdir / PARENCHYMA_CONFIG_RELPATH).make_preferred();
     std::error_code ec;
     if (fs::exists(def, ec)) config = detail::read_config(def, config);
   }
@@ -251,7 +251,7 @@ std::vector<fs::path> RegistryImpl::find_candidates(const fs::path& libdir) {
   for (const auto& p : config.plugin_paths)
     search_path.push_back(os::path_from_utf8(p));
   if (options.default_plugin_dir && !libdir.empty())
-    search_path.push_back(libdir / PARENCHYMA_PLUGIN_RELDIR);
+    search_path.push_back((libdir / PARENCHYMA_PLUGIN_RELDIR).make_preferred());
 
   std::vector<fs::path> candidates;
   for (const auto& entry : search_path) {
