@@ -19,8 +19,6 @@
 #include <string_view>
 #include <vector>
 
-#include <unistd.h>
-
 #ifndef PCY_TEST_STUBS
 #error "PCY_TEST_STUBS (the stub variants' root directory) must be defined by CMake"
 #endif
@@ -32,6 +30,13 @@
 #endif
 #ifndef PCY_TEST_NATIVE_PLUGIN
 #define PCY_TEST_NATIVE_PLUGIN ""
+#endif
+
+// A plugin file's ending on this system: "parenchyma-stub" PCY_TEST_SO.
+#if defined(_WIN32)
+#define PCY_TEST_SO ".dll"
+#else
+#define PCY_TEST_SO ".so"
 #endif
 
 namespace pcy_test {
@@ -72,7 +77,12 @@ inline const parenchyma::LoadReportEntry* entry_for(const parenchyma::Registry& 
                                                     const fs::path& file) {
   for (const auto& e : r.load_report()) {
     std::error_code ec;
-    if (e.path == file.string() || fs::equivalent(fs::path(e.path), file, ec)) return &e;
+    // lexically: "dir\\name" and "dir/name" are one path on Windows (where fs::equivalent of
+    // libstdc++ 12 cannot tell).
+    if (e.path == file.string() ||
+        fs::path(e.path).lexically_normal() == file.lexically_normal() ||
+        fs::equivalent(fs::path(e.path), file, ec))
+      return &e;
   }
   return nullptr;
 }
@@ -91,10 +101,20 @@ class scratch_dir {
 public:
   explicit scratch_dir(std::string_view tag) {
     fs::create_directories(PCY_TEST_SCRATCH);
-    std::string tmpl = (fs::path(PCY_TEST_SCRATCH) / (std::string(tag) + "-XXXXXX")).string();
-    if (::mkdtemp(tmpl.data()) == nullptr)
-      throw std::runtime_error("mkdtemp failed under " + std::string(PCY_TEST_SCRATCH));
-    path_ = tmpl;
+    // A name nobody else has (as mkdtemp makes, which Windows lacks): create_directory is false
+    // for one that exists, and another random name is tried.
+    std::random_device rd;
+    for (int attempt = 0;; ++attempt) {
+      std::ostringstream name;
+      name << tag << '-' << std::hex << rd() << rd();
+      fs::path p = fs::path(PCY_TEST_SCRATCH) / name.str();
+      if (fs::create_directory(p)) {
+        path_ = std::move(p);
+        break;
+      }
+      if (attempt == 100)
+        throw std::runtime_error("no fresh scratch directory under " + std::string(PCY_TEST_SCRATCH));
+    }
     fs::permissions(path_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                                fs::perms::others_read | fs::perms::others_exec);
   }

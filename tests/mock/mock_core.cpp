@@ -181,7 +181,7 @@ TEST_CASE("settings: the environment, else the config's settings") {
 TEST_CASE("a setting the mock does not understand fails it at initialize, naming the setting") {
   Registry reg(mock_only({{"PARENCHYMA_MOCK_KIND", "quantum"}}));
   CHECK(reg.find_framework("mock") == nullptr);
-  const LoadReportEntry* e = entry_for(reg, mock_dir / "parenchyma-mock.so");
+  const LoadReportEntry* e = entry_for(reg, mock_dir / "parenchyma-mock" PCY_TEST_SO);
   REQUIRE(e != nullptr);
   CHECK(e->status == "failed");
   CHECK(e->stage == "initialize");

@@ -12,12 +12,23 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 #if defined(_WIN32)
 #include <malloc.h>
+#else
+#include <sys/auxv.h>
+#include <unistd.h> // environ
 #endif
 
 namespace parenchyma::sdk::os {
+
+// The file name ending of a shared library, and so of a plugin.
+#if defined(_WIN32)
+inline constexpr const char* shared_library_suffix = ".dll";
+#else
+inline constexpr const char* shared_library_suffix = ".so";
+#endif
 
 // ---- paths: UTF-8 in the API, the OS's own form at its boundary -----------------------------
 
@@ -84,6 +95,33 @@ inline std::optional<std::string> getenv_utf8(const char* name) {
   if (v == nullptr) return std::nullopt;
   return std::string(v);
 #endif
+}
+
+// Whether the process's environment must not be trusted: set-uid or set-gid on Linux
+// (AT_SECURE). Windows has no such processes: false there.
+inline bool secure_process() noexcept {
+#if defined(_WIN32)
+  return false;
+#else
+  return ::getauxval(AT_SECURE) != 0;
+#endif
+}
+
+// The whole process environment as UTF-8 name/value pairs (on Windows read as wide text).
+inline std::vector<std::pair<std::string, std::string>> environment_utf8() {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto add = [&](std::string kv) {
+    const size_t eq = kv.find('=', 1); // Windows keeps "=C:=C:\dir" entries: not variables
+    if (eq != std::string::npos && kv[0] != '=') out.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  };
+#if defined(_WIN32)
+  for (wchar_t** e = _wenviron; e != nullptr && *e != nullptr; ++e)
+    add(narrow(*e));
+#else
+  for (char** e = ::environ; e != nullptr && *e != nullptr; ++e)
+    add(*e);
+#endif
+  return out;
 }
 
 } // namespace parenchyma::sdk::os
