@@ -70,7 +70,7 @@ void plugin::discover() {
   // The setting PARENCHYMA_OPENCL_LIBRARY names another loader (a vendor's libOpenCL, or a
   // test's missing one); through the host, so ignored in set-uid processes like every setting.
   std::string library = settings_.get("PARENCHYMA_OPENCL_LIBRARY");
-  if (library.empty()) library = "libOpenCL.so.1";
+  if (library.empty()) library = sdk::os::opencl_library;
   if (!cl_.load(library.c_str(), reason_)) {
     log_.info("0 devices: ", reason_);
     return;

@@ -2,6 +2,7 @@
 // builds its own Registry over exactly the variant directories it names, and checks both the
 // load report (path, stage, status, reason, advice) and behaviour (a Backend on what loaded).
 #include "loader/testing.hpp"
+#include "loader/writable.hpp"
 #include "support/catch.hpp"
 
 #include <parenchyma/parenchyma.hpp>
@@ -310,7 +311,7 @@ TEST_CASE("search order decides which of two same-named plugins wins") {
   // API paths come before PARENCHYMA_PLUGIN_PATH, which comes before the config's plugin_paths.
   scratch_dir tmp("order");
   const auto config =
-      tmp.write("config.json", R"({"plugin_paths": [")" + stub_dir("good").string() + R"("]})");
+      tmp.write("config.json", R"({"plugin_paths": [")" + stub_dir("good").generic_string() + R"("]})");
   auto o =
       isolated({stub_dir("good")}, {{"PARENCHYMA_PLUGIN_PATH", stub_dir("newer_minor").string()}});
   {
@@ -350,7 +351,7 @@ TEST_CASE("plugin files or directories writable by other users are refused") {
   SECTION("a world-writable file") {
     scratch_dir dir("o_w_file");
     fs::copy_file(good, dir / "parenchyma-stub" PCY_TEST_SO);
-    fs::permissions(dir / "parenchyma-stub" PCY_TEST_SO, fs::perms::others_write, fs::perm_options::add);
+    make_writable_by_all(dir / "parenchyma-stub" PCY_TEST_SO);
     Registry r(isolated({dir.path()}));
     const auto& e = require_entry(r, dir / "parenchyma-stub" PCY_TEST_SO);
     CHECK(e.status != "loaded");
@@ -361,7 +362,7 @@ TEST_CASE("plugin files or directories writable by other users are refused") {
   SECTION("a world-writable directory") {
     scratch_dir dir("o_w_dir");
     fs::copy_file(good, dir / "parenchyma-stub" PCY_TEST_SO);
-    fs::permissions(dir.path(), fs::perms::others_write, fs::perm_options::add);
+    make_writable_by_all(dir.path());
     Registry r(isolated({dir.path()}));
     INFO("load report:\n" << describe(r));
     CHECK(r.find_framework("stub") == nullptr);

@@ -33,10 +33,13 @@
 #endif
 
 // A plugin file's ending on this system: "parenchyma-stub" PCY_TEST_SO.
+// The separator of PARENCHYMA_PLUGIN_PATH: ":" (";" on Windows).
 #if defined(_WIN32)
 #define PCY_TEST_SO ".dll"
+#define PCY_TEST_PATH_SEP ";"
 #else
 #define PCY_TEST_SO ".so"
+#define PCY_TEST_PATH_SEP ":"
 #endif
 
 namespace pcy_test {

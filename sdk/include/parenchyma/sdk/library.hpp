@@ -58,19 +58,24 @@ public:
   library() = default;
   library(const library&) = delete;
   library& operator=(const library&) = delete;
-  library(library&& o) noexcept : h_(std::exchange(o.h_, nullptr)) {}
+  library(library&& o) noexcept { *this = std::move(o); }
   library& operator=(library&& o) noexcept {
     if (this != &o) {
       close();
       h_ = std::exchange(o.h_, nullptr);
+#if defined(_WIN32)
+      keep_ = o.keep_;
+#endif
     }
     return *this;
   }
   ~library() { close(); }
 
   // Loads `path` (a file path, or a bare name the system searches for). Returns "" on success,
-  // else the system's own reason (dlerror; FormatMessageW on Windows).
-  std::string open(const std::filesystem::path& path) {
+  // else the system's own reason (dlerror; FormatMessageW on Windows). `keep_loaded`: the code
+  // stays mapped after close() (RTLD_NODELETE; on Windows close() then leaves it loaded), for
+  // libraries whose threads or exit handlers outlive our use of them (OpenCL ICD drivers).
+  std::string open(const std::filesystem::path& path, bool keep_loaded = false) {
     close();
 #if defined(_WIN32)
     // A path with a folder: its own folder is searched for its dependencies first.
@@ -82,10 +87,11 @@ public:
     h_ = ::LoadLibraryExW(path.c_str(), nullptr, flags);
     const DWORD err = ::GetLastError();
     if (have_mode) ::SetThreadErrorMode(old_mode, nullptr);
+    keep_ = keep_loaded;
     return h_ != nullptr ? std::string() : error_text(err);
 #else
     ::dlerror();
-    h_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    h_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL | (keep_loaded ? RTLD_NODELETE : 0));
     if (h_ != nullptr) return {};
     const char* e = ::dlerror();
     return e != nullptr ? std::string(e) : std::string("dlopen failed");
@@ -99,6 +105,7 @@ public:
     HMODULE m = nullptr;
     if (::GetModuleHandleExW(0, wide(name).c_str(), &m) == 0) return error_text(::GetLastError());
     h_ = m; // a reference of our own, released by close()
+    keep_ = false;
     return {};
 #else
     h_ = ::dlopen(name, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
@@ -125,7 +132,7 @@ public:
   void close() noexcept {
     if (h_ == nullptr) return;
 #if defined(_WIN32)
-    ::FreeLibrary(static_cast<HMODULE>(h_));
+    if (!keep_) ::FreeLibrary(static_cast<HMODULE>(h_));
 #else
     ::dlclose(h_);
 #endif
@@ -134,10 +141,23 @@ public:
 
   // Forgets the library without unloading it (it stays for the rest of the process).
   void leak() noexcept { h_ = nullptr; }
+  // The same, returning the system's handle (dlopen's; an HMODULE on Windows) for find().
+  void* release() noexcept { return reinterpret_cast<void*>(std::exchange(h_, nullptr)); }
+
+  // A symbol of a library held by its system handle (from release()), or nullptr.
+  static void* find(void* handle, const char* name) noexcept {
+    if (handle == nullptr) return nullptr;
+#if defined(_WIN32)
+    return reinterpret_cast<void*>(::GetProcAddress(static_cast<HMODULE>(handle), name));
+#else
+    return ::dlsym(handle, name);
+#endif
+  }
 
 private:
 #if defined(_WIN32)
   HMODULE h_ = nullptr;
+  bool keep_ = false;
 #else
   void* h_ = nullptr;
 #endif
