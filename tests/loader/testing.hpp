@@ -162,6 +162,23 @@ inline std::vector<unsigned char> random_bytes(size_t n) {
   return v;
 }
 
+// Sets or removes a variable of the process environment (Windows: _putenv_s, where an empty
+// value removes it).
+inline void set_env(const char* name, const char* value) {
+#if defined(_WIN32)
+  ::_putenv_s(name, value);
+#else
+  ::setenv(name, value, 1);
+#endif
+}
+inline void unset_env(const char* name) {
+#if defined(_WIN32)
+  ::_putenv_s(name, "");
+#else
+  ::unsetenv(name);
+#endif
+}
+
 // Runs f and returns the parenchyma::error it throws; fails the test if it throws nothing else.
 template <class F> parenchyma::error catch_error(F&& f) {
   try {

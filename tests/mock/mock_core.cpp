@@ -204,14 +204,14 @@ TEST_CASE("0 devices: loaded, not ranked, and a request for it says why") {
 template <class F> std::string stderr_of(F work) {
   return captured([&](int fd) {
     const int saved = dup(2);
-    setenv("PARENCHYMA_PROGRESS", "1", 1);
+    set_env("PARENCHYMA_PROGRESS", "1");
     dup2(fd, 2);
     struct restore {
       int saved;
       ~restore() {
         dup2(saved, 2);
         close(saved);
-        unsetenv("PARENCHYMA_PROGRESS");
+        unset_env("PARENCHYMA_PROGRESS");
       }
     } r{saved};
     work();

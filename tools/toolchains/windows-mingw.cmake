@@ -29,6 +29,23 @@ endforeach()
 include(${PCY_MINGW_SHIMS}/host-headers.cmake)
 pcy_host_headers(PCY_MINGW_HOST_HEADERS dlpack)
 set(PARENCHYMA_DLPACK_INCLUDE_DIR ${PCY_MINGW_HOST_HEADERS} CACHE PATH "DLPack (host's header)")
+# The Khronos OpenCL headers (plugins/opencl needs only them: OpenCL.dll is loaded at run time).
+if(EXISTS /usr/include/CL/cl.h)
+  pcy_host_headers(PCY_MINGW_HOST_HEADERS CL)
+  set(PARENCHYMA_OPENCL_INCLUDE_DIR ${PCY_MINGW_HOST_HEADERS} CACHE PATH "OpenCL (host's headers)")
+endif()
+# cuda.h and nvrtc.h (plugins/cuda needs only them: nvcuda.dll is loaded at run time), from the
+# host's CUDA toolkit where there is one; both are written for Windows too.
+if(EXISTS /usr/local/cuda/include/cuda.h AND EXISTS /usr/local/cuda/include/nvrtc.h)
+  set(pcy_cuda_dir ${CMAKE_BINARY_DIR}/mingw-cuda-headers)
+  foreach(h cuda.h nvrtc.h)
+    if(NOT EXISTS ${pcy_cuda_dir}/${h})
+      file(MAKE_DIRECTORY ${pcy_cuda_dir})
+      file(CREATE_LINK /usr/local/cuda/include/${h} ${pcy_cuda_dir}/${h} SYMBOLIC)
+    endif()
+  endforeach()
+  set(PARENCHYMA_CUDA_INCLUDE_DIR ${pcy_cuda_dir} CACHE PATH "cuda.h and nvrtc.h (host's toolkit)")
+endif()
 
 # The C++ runtime stays shared (libstdc++-6.dll, libgcc_s_seh-1.dll, libwinpthread-1.dll, put
 # beside the programs by tools/cross/windows.sh): the core's C++ API passes exceptions and

@@ -14,7 +14,7 @@
 #include <random>
 #include <set>
 #include <string>
-#include <parenchyma/sdk/os.hpp>
+#include <parenchyma/sdk/library.hpp>
 
 #ifndef PARENCHYMA_VERSION
 #define PARENCHYMA_VERSION "unknown"

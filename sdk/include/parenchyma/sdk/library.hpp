@@ -5,9 +5,11 @@
 
 #include <parenchyma/sdk/os.hpp>
 
+#include <cwchar>
 #include <filesystem>
 #include <string>
 #include <utility>
+#include <vector>
 
 #if defined(_WIN32)
 #ifndef WIN32_LEAN_AND_MEAN
@@ -19,6 +21,7 @@
 #include <windows.h>
 #else
 #include <dlfcn.h>
+#include <unistd.h> // environ
 #endif
 
 namespace parenchyma::sdk::os {
@@ -39,6 +42,27 @@ inline std::string error_text(unsigned long code) {
   return text + " (error " + std::to_string(code) + ")";
 }
 #endif
+
+// The whole process environment as UTF-8 name/value pairs (Windows: GetEnvironmentStringsW, the
+// wide block itself; the C runtime's _wenviron may not have been made yet).
+inline std::vector<std::pair<std::string, std::string>> environment_utf8() {
+  std::vector<std::pair<std::string, std::string>> out;
+  auto add = [&](std::string kv) {
+    const size_t eq = kv.find('=', 1); // Windows keeps "=C:=C:\\dir" entries: not variables
+    if (!kv.empty() && kv[0] != '=' && eq != std::string::npos)
+      out.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
+  };
+#if defined(_WIN32)
+  wchar_t* block = ::GetEnvironmentStringsW();
+  for (const wchar_t* e = block; e != nullptr && *e != L'\0'; e += std::wcslen(e) + 1)
+    add(narrow(e));
+  if (block != nullptr) ::FreeEnvironmentStringsW(block);
+#else
+  for (char** e = ::environ; e != nullptr && *e != nullptr; ++e)
+    add(*e);
+#endif
+  return out;
+}
 
 // The vendor libraries that plugins load at run time, by their name on this system.
 #if defined(_WIN32)

@@ -18,7 +18,6 @@
 #include <malloc.h>
 #else
 #include <sys/auxv.h>
-#include <unistd.h> // environ
 #endif
 
 namespace parenchyma::sdk::os {
@@ -105,23 +104,6 @@ inline bool secure_process() noexcept {
 #else
   return ::getauxval(AT_SECURE) != 0;
 #endif
-}
-
-// The whole process environment as UTF-8 name/value pairs (on Windows read as wide text).
-inline std::vector<std::pair<std::string, std::string>> environment_utf8() {
-  std::vector<std::pair<std::string, std::string>> out;
-  auto add = [&](std::string kv) {
-    const size_t eq = kv.find('=', 1); // Windows keeps "=C:=C:\dir" entries: not variables
-    if (eq != std::string::npos && kv[0] != '=') out.emplace_back(kv.substr(0, eq), kv.substr(eq + 1));
-  };
-#if defined(_WIN32)
-  for (wchar_t** e = _wenviron; e != nullptr && *e != nullptr; ++e)
-    add(narrow(*e));
-#else
-  for (char** e = ::environ; e != nullptr && *e != nullptr; ++e)
-    add(*e);
-#endif
-  return out;
 }
 
 } // namespace parenchyma::sdk::os
