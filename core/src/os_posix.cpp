@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdexcept>
-#include <sys/auxv.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -17,7 +16,7 @@ namespace detail::os {
 
 namespace fs = std::filesystem;
 
-const char* plugin_suffix() noexcept { return ".so"; }
+const char* plugin_suffix() noexcept { return sdk::os::shared_library_suffix; }
 char path_list_separator() noexcept { return ':'; }
 const char* dependency_tool() noexcept { return "ldd"; }
 
@@ -37,7 +36,7 @@ fs::path core_library_dir() {
   }
 }
 
-bool secure_process() noexcept { return ::getauxval(AT_SECURE) != 0; }
+bool secure_process() noexcept { return sdk::os::secure_process(); }
 
 namespace {
 

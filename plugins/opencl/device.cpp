@@ -1,6 +1,8 @@
 // Device discovery (every device of every platform, with its properties) and contexts.
 #include "opencl.hpp"
 
+#include <parenchyma/sdk/library.hpp>
+
 #include <algorithm>
 #include <cctype>
 

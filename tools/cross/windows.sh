@@ -37,7 +37,7 @@ start=$(date +%s)
 cmake -S "$root" -B "$dir" -G Ninja --toolchain "$root/tools/toolchains/windows-mingw.cmake" \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARENCHYMA_WERROR=ON -DPARENCHYMA_TEST_FLAGS="-O1 -g1" \
   -DPARENCHYMA_BUILD_BENCH=OFF -DPARENCHYMA_BUILD_PYTHON=OFF \
-  -DPARENCHYMA_WITH_OPENCL=OFF -DPARENCHYMA_WITH_CUDA=OFF # not yet ported: docs/platforms.md
+  -DPARENCHYMA_CUDA_BUNDLES=OFF # cuBLAS/cuDNN headers: none for mingw here (docs/platforms.md)
 # shellcheck disable=SC2086
 cmake --build "$dir" -j "$jobs" ${PARENCHYMA_WIN_TARGETS:+--target $PARENCHYMA_WIN_TARGETS}
 # The C++ runtime DLLs beside the programs and the core DLL (the toolchain links them shared).

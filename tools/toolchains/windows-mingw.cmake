@@ -25,6 +25,10 @@ set(PCY_MINGW_SHIMS ${CMAKE_CURRENT_LIST_DIR}/windows-mingw)
 foreach(pkg Boost spdlog fmt nlohmann_json Catch2)
   set(${pkg}_DIR ${PCY_MINGW_SHIMS} CACHE PATH "header-only ${pkg} for mingw (tools/toolchains)")
 endforeach()
+# pkg-config would answer with the host's packages (OpenBLAS for Linux): only mingw's own.
+set(ENV{PKG_CONFIG_LIBDIR} /usr/${PCY_MINGW_TRIPLE}/lib/pkgconfig)
+set(ENV{PKG_CONFIG_PATH} "")
+
 # DLPack's C header (core/CMakeLists.txt looks for dlpack/dlpack.h).
 include(${PCY_MINGW_SHIMS}/host-headers.cmake)
 pcy_host_headers(PCY_MINGW_HOST_HEADERS dlpack)
