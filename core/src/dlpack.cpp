@@ -221,10 +221,11 @@ pcy_dtype dtype_from_dlpack(DLDataType t) {
     if (t.code == kDLInt && t.bits == 16) return PCY_DTYPE_I16;
     if (t.code == dl_bool && t.bits == 8) return PCY_DTYPE_BOOL;
   }
-  throw error(errc::unsupported, origin,
-              "the DLPack data type " + type_name(t) +
-                  " has no parenchyma dtype (f32, f64, f16, bf16, i8, i16, i32, i64, u8, bool; one lane): "
-                  "convert it first");
+  throw error(
+      errc::unsupported, origin,
+      "the DLPack data type " + type_name(t) +
+          " has no parenchyma dtype (f32, f64, f16, bf16, i8, i16, i32, i64, u8, bool; one lane): "
+          "convert it first");
 }
 
 DLDataType dtype_to_dlpack(pcy_dtype t) {

@@ -63,7 +63,6 @@ inline const char* describe(std::filesystem::file_type t) noexcept {
   }
 }
 
-
 // The whole of a regular file of at most `limit` bytes. A FIFO or device at the path is refused,
 // not waited on. Throws std::runtime_error whose text completes "<file> ..." ("cannot be opened
 // (reason)", "is a directory, not ...", "is N bytes, more than ...").
@@ -71,8 +70,9 @@ std::string read_regular_file(const std::filesystem::path& file, uint64_t limit,
                               const char* expected);
 
 // The default folder of the kernel cache when neither PARENCHYMA_CACHE_DIR nor the config name
-// one: $XDG_CACHE_HOME/parenchyma, else $HOME/.cache/parenchyma (Linux); %LOCALAPPDATA%\parenchyma\cache
-// (Windows). Empty when the environment names no such place. `env` reads a variable.
+// one: $XDG_CACHE_HOME/parenchyma, else $HOME/.cache/parenchyma (Linux);
+// %LOCALAPPDATA%\parenchyma\cache (Windows). Empty when the environment names no such place. `env`
+// reads a variable.
 std::string default_cache_dir(const std::function<std::optional<std::string>(const char*)>& env);
 
 // Calls `child` in the child after each fork(); false where the system has no fork (Windows).

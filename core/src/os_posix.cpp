@@ -104,7 +104,8 @@ file_info examine(const fs::path& p) {
 std::string read_regular_file(const fs::path& file, uint64_t limit, const char* expected) {
   // Opened non-blocking, so a FIFO or device at the path is refused instead of hanging.
   const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw std::runtime_error(std::string("cannot be opened (") + std::strerror(errno) + ")");
+  if (fd < 0)
+    throw std::runtime_error(std::string("cannot be opened (") + std::strerror(errno) + ")");
   struct closer {
     int fd;
     ~closer() { ::close(fd); }

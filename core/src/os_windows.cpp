@@ -2,9 +2,10 @@
 // mingw-w64 and tested under wine, docs/platforms.md).
 #include "os.hpp"
 
+#include <windows.h>
+
 #include <aclapi.h>
 #include <sddl.h>
-#include <windows.h>
 
 #include <array>
 #include <memory>
@@ -77,8 +78,8 @@ public:
     add_well_known(WinLocalSystemSid);
     add_well_known(WinCreatorOwnerSid); // meaningful only in inherited entries: the owner
     PSID ti = nullptr;
-    if (::ConvertStringSidToSidW(
-            L"S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464", &ti) != 0) {
+    if (::ConvertStringSidToSidW(L"S-1-5-80-956008885-3418522649-1831038044-1853292631-2271478464",
+                                 &ti) != 0) {
       const DWORD n = ::GetLengthSid(ti);
       others_.emplace_back(static_cast<BYTE*>(ti), static_cast<BYTE*>(ti) + n);
       ::LocalFree(ti);
@@ -87,7 +88,8 @@ public:
 
   bool contains(PSID sid) const noexcept {
     if (sid == nullptr || ::IsValidSid(sid) == 0) return false;
-    if (!user_.empty() && ::EqualSid(sid, reinterpret_cast<const TOKEN_USER*>(user_.data())->User.Sid) != 0)
+    if (!user_.empty() &&
+        ::EqualSid(sid, reinterpret_cast<const TOKEN_USER*>(user_.data())->User.Sid) != 0)
       return true;
     for (const auto& o : others_)
       if (::EqualSid(sid, const_cast<BYTE*>(o.data())) != 0) return true;
@@ -147,8 +149,7 @@ std::optional<std::string> untrusted_component(const fs::path& p, bool leaf,
   if (rc != ERROR_SUCCESS)
     return utf8(p) + " cannot be examined (its owner and access list: " + error_text(rc) + ")";
   const std::unique_ptr<void, local_free> keep(sd);
-  if (!trusted.contains(owner))
-    return utf8(p) + " is owned by another account, " + sid_name(owner);
+  if (!trusted.contains(owner)) return utf8(p) + " is owned by another account, " + sid_name(owner);
   if (dacl == nullptr) return utf8(p) + " has no access list: every account may change it";
   ACL_SIZE_INFORMATION info{};
   if (::GetAclInformation(dacl, &info, sizeof info, AclSizeInformation) == 0)

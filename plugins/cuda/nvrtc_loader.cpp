@@ -8,8 +8,8 @@
 #include <sys/stat.h>
 
 #include <climits>
-#include <filesystem>
 #include <cstdlib>
+#include <filesystem>
 
 namespace parenchyma::cuda {
 
@@ -153,8 +153,10 @@ void nvrtc::load() {
     }
   }
   if (lib_ == nullptr) {
-    reason_ = sdk::str(library_names[0], " not found: install the CUDA NVRTC runtime "
-                       "(cuda-nvrtc-13-0, or put its directory in ", library_path_variable, ")");
+    reason_ = sdk::str(library_names[0],
+                       " not found: install the CUDA NVRTC runtime "
+                       "(cuda-nvrtc-13-0, or put its directory in ",
+                       library_path_variable, ")");
     if (!dl_error.empty()) reason_ += sdk::str("; ", dl_error);
     return;
   }

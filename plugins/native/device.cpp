@@ -22,8 +22,8 @@ namespace {
 #if defined(_WIN32)
 // Windows: the processor's name and vendor as the system records them in the registry.
 std::string cpuinfo_field(const char* field) {
-  const wchar_t* value = std::string_view(field) == "model name" ? L"ProcessorNameString"
-                                                                 : L"VendorIdentifier";
+  const wchar_t* value =
+      std::string_view(field) == "model name" ? L"ProcessorNameString" : L"VendorIdentifier";
   wchar_t buf[256] = {};
   DWORD size = sizeof buf;
   if (::RegGetValueW(HKEY_LOCAL_MACHINE, L"HARDWARE\\DESCRIPTION\\System\\CentralProcessor\\0",

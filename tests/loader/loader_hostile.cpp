@@ -102,7 +102,8 @@ TEST_CASE("context_create succeeding without a context is a plugin error, not a 
 
 TEST_CASE("an ops count with a NULL array refuses the bundle") {
   Registry r(isolated({stub_dir("good"), stub_dir("bundle_ops_null")}));
-  const auto e = require_entry(r, stub_dir("bundle_ops_null") / "parenchyma-stubext_opsnull" PCY_TEST_SO);
+  const auto e =
+      require_entry(r, stub_dir("bundle_ops_null") / "parenchyma-stubext_opsnull" PCY_TEST_SO);
   INFO(e.reason);
   CHECK(e.status == "failed");
   CHECK(contains(e.reason, "no array"));
@@ -113,7 +114,8 @@ TEST_CASE("an ops count with a NULL array refuses the bundle") {
 TEST_CASE("a malformed op in one bundle is left out there; the op is served by the others") {
   Registry r(isolated(
       {stub_dir("good"), stub_dir("kinds"), stub_dir("bundle_good"), stub_dir("bundle_bad_sig")}));
-  const auto e = require_entry(r, stub_dir("bundle_bad_sig") / "parenchyma-stubext_badsig" PCY_TEST_SO);
+  const auto e =
+      require_entry(r, stub_dir("bundle_bad_sig") / "parenchyma-stubext_badsig" PCY_TEST_SO);
   INFO(e.reason);
   CHECK(e.status == "loaded");
   CHECK(contains(e.reason, "malformed signature"));

@@ -289,8 +289,8 @@ TEST_CASE("PARENCHYMA_CONFIG names the config file") {
 TEST_CASE("the config's plugin_paths are searched") {
   scratch_dir tmp("cfgpaths");
   auto o = isolated({});
-  o.config_file =
-      tmp.write("paths.json", R"({"plugin_paths": [")" + stub_dir("kinds").generic_string() + R"("]})");
+  o.config_file = tmp.write("paths.json", R"({"plugin_paths": [")" +
+                                              stub_dir("kinds").generic_string() + R"("]})");
   Registry r(o);
   INFO("load report:\n" << describe(r));
   CHECK(r.find_framework("stubgpu") != nullptr);

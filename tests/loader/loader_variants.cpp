@@ -310,8 +310,8 @@ TEST_CASE("a second plugin with the same name is skipped as a duplicate") {
 TEST_CASE("search order decides which of two same-named plugins wins") {
   // API paths come before PARENCHYMA_PLUGIN_PATH, which comes before the config's plugin_paths.
   scratch_dir tmp("order");
-  const auto config =
-      tmp.write("config.json", R"({"plugin_paths": [")" + stub_dir("good").generic_string() + R"("]})");
+  const auto config = tmp.write("config.json", R"({"plugin_paths": [")" +
+                                                   stub_dir("good").generic_string() + R"("]})");
   auto o =
       isolated({stub_dir("good")}, {{"PARENCHYMA_PLUGIN_PATH", stub_dir("newer_minor").string()}});
   {
@@ -343,7 +343,8 @@ TEST_CASE("plugin files or directories writable by other users are refused") {
   SECTION("control: the same copy in a private directory loads") {
     scratch_dir dir("private");
     fs::copy_file(good, dir / "parenchyma-stub" PCY_TEST_SO);
-    fs::permissions(dir / "parenchyma-stub" PCY_TEST_SO, fs::perms::others_write, fs::perm_options::remove);
+    fs::permissions(dir / "parenchyma-stub" PCY_TEST_SO, fs::perms::others_write,
+                    fs::perm_options::remove);
     Registry r(isolated({dir.path()}));
     INFO("load report:\n" << describe(r));
     CHECK(r.find_framework("stub") != nullptr);
@@ -419,7 +420,8 @@ TEST_CASE("a bundle for the stub framework serves its op on a stub backend") {
 
 TEST_CASE("a bundle whose framework is absent is reported and never routed to") {
   Registry r(isolated({stub_dir("good"), stub_dir("bundle_orphan")}));
-  const auto& e = require_entry(r, stub_dir("bundle_orphan") / "parenchyma-stubext_absent" PCY_TEST_SO);
+  const auto& e =
+      require_entry(r, stub_dir("bundle_orphan") / "parenchyma-stubext_absent" PCY_TEST_SO);
   INFO("entry: [" << e.status << " @" << e.stage << "] " << e.reason);
   CHECK(e.status != "failed"); // nothing is wrong with the bundle itself
   CHECK(contains(e.reason, "absent_fw"));

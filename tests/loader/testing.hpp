@@ -82,8 +82,7 @@ inline const parenchyma::LoadReportEntry* entry_for(const parenchyma::Registry& 
     std::error_code ec;
     // lexically: "dir\\name" and "dir/name" are one path on Windows (where fs::equivalent of
     // libstdc++ 12 cannot tell).
-    if (e.path == file.string() ||
-        fs::path(e.path).lexically_normal() == file.lexically_normal() ||
+    if (e.path == file.string() || fs::path(e.path).lexically_normal() == file.lexically_normal() ||
         fs::equivalent(fs::path(e.path), file, ec))
       return &e;
   }
@@ -116,7 +115,8 @@ public:
         break;
       }
       if (attempt == 100)
-        throw std::runtime_error("no fresh scratch directory under " + std::string(PCY_TEST_SCRATCH));
+        throw std::runtime_error("no fresh scratch directory under " +
+                                 std::string(PCY_TEST_SCRATCH));
     }
     fs::permissions(path_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                                fs::perms::others_read | fs::perms::others_exec);

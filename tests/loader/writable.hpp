@@ -15,6 +15,7 @@
 #define NOMINMAX
 #endif
 #include <windows.h>
+
 #include <aclapi.h>
 #endif
 
@@ -39,11 +40,11 @@ inline void make_writable_by_all(const std::filesystem::path& p) {
   ea.Trustee.ptstrName = reinterpret_cast<LPWSTR>(everyone);
   PACL acl = nullptr;
   const DWORD rc = ::SetEntriesInAclW(1, &ea, old, &acl);
-  const DWORD rc2 = rc == ERROR_SUCCESS
-                        ? ::SetNamedSecurityInfoW(const_cast<wchar_t*>(p.c_str()), SE_FILE_OBJECT,
-                                                  DACL_SECURITY_INFORMATION, nullptr, nullptr, acl,
-                                                  nullptr)
-                        : rc;
+  const DWORD rc2 =
+      rc == ERROR_SUCCESS
+          ? ::SetNamedSecurityInfoW(const_cast<wchar_t*>(p.c_str()), SE_FILE_OBJECT,
+                                    DACL_SECURITY_INFORMATION, nullptr, nullptr, acl, nullptr)
+          : rc;
   if (acl != nullptr) ::LocalFree(acl);
   ::LocalFree(sd);
   if (rc2 != ERROR_SUCCESS)

@@ -5,6 +5,8 @@
 // failure named by its file, with the loader's stage, reason and advice.
 #include "runner.hpp"
 
+#include <parenchyma/sdk/library.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -14,7 +16,6 @@
 #include <random>
 #include <set>
 #include <string>
-#include <parenchyma/sdk/library.hpp>
 
 #ifndef PARENCHYMA_VERSION
 #define PARENCHYMA_VERSION "unknown"
@@ -67,7 +68,8 @@ bool is_plugin_name(const std::string& s) {
 // The report entry names plugin `name` (by its table, or by its file name before the table was
 // read).
 bool names(const LoadReportEntry& e, const std::string& name) {
-  return e.name == name || fs::path(e.path).filename() == "parenchyma-" + name + parenchyma::sdk::os::shared_library_suffix;
+  return e.name == name || fs::path(e.path).filename() ==
+                               "parenchyma-" + name + parenchyma::sdk::os::shared_library_suffix;
 }
 
 // The registry's environment: the process's, less what would change what is tested. A set-uid

@@ -1,6 +1,7 @@
 // parenchyma SDK: the on-disk cache of compiled kernels that plugins share (OpenCL binaries, CUDA
 // cubins, or any blob a plugin can rebuild). Header-only, POSIX and Windows (the file calls go
-// through detail::blob_io below); a plugin includes it and links nothing. docs/plugin-guide.md ("Kernel cache") says how a plugin uses it.
+// through detail::blob_io below); a plugin includes it and links nothing. docs/plugin-guide.md
+// ("Kernel cache") says how a plugin uses it.
 //
 // Layout: <root>/<kind>/<64 hex digits of the key><entry_suffix>. The key is a SHA-256 the plugin
 // computes over everything that changes its compiler's output. An entry file is
@@ -131,7 +132,9 @@ inline bool blob_cache_first(std::string what) {
 namespace blob_io {
 #if defined(_WIN32)
 using stat_t = struct _stat64;
-inline int stat(const std::string& p, stat_t& st) noexcept { return ::_wstat64(os::wide(p).c_str(), &st); }
+inline int stat(const std::string& p, stat_t& st) noexcept {
+  return ::_wstat64(os::wide(p).c_str(), &st);
+}
 inline int lstat(const std::string& p, stat_t& st) noexcept { return stat(p, st); }
 inline int fstat(int fd, stat_t& st) noexcept { return ::_fstat64(fd, &st); }
 inline int open_read(const std::string& p) noexcept {
@@ -476,7 +479,8 @@ private:
   }
 
   // The file's bytes (header included), or nullopt: a plain miss (r.why empty) or a refusal.
-  std::optional<blob> read_entry(const std::string& file, detail::blob_io::stat_t& st, refusal& r) const {
+  std::optional<blob> read_entry(const std::string& file, detail::blob_io::stat_t& st,
+                                 refusal& r) const {
     // lstat first, so that a FIFO or device planted at our name is not even opened.
     if (detail::blob_io::lstat(file, st) != 0) {
       if (errno != ENOENT && errno != ENOTDIR) r.why = str("lstat: ", std::strerror(errno));
@@ -536,7 +540,8 @@ private:
 
   // Logs a refused entry (once per path per process) and deletes it when it is a regular file
   // still at that name.
-  void refuse(const std::string& file, const detail::blob_io::stat_t& seen, const refusal& r) noexcept {
+  void refuse(const std::string& file, const detail::blob_io::stat_t& seen,
+              const refusal& r) noexcept {
     try {
       bool removed = false;
       detail::blob_io::stat_t now{};
@@ -668,7 +673,8 @@ private:
       sweep_once();
       const blob data = encode(kind_, key, payload);
       const std::string final_path = path(key);
-      const std::string stem = dir_ + "/" + sha256::hex(key) + ".tmp." + std::to_string(detail::blob_io::pid());
+      const std::string stem =
+          dir_ + "/" + sha256::hex(key) + ".tmp." + std::to_string(detail::blob_io::pid());
       detail::blob_fd fd;
       for (int attempt = 0; attempt < 16 && fd.fd < 0; ++attempt) {
         tmp = str(stem, ".", detail::blob_cache_state().serial.fetch_add(1));

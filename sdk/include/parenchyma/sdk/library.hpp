@@ -35,8 +35,8 @@ inline std::string error_text(unsigned long code) {
                                    nullptr, code, 0, reinterpret_cast<wchar_t*>(&buf), 0, nullptr);
   std::string text = n > 0 && buf != nullptr ? narrow(std::wstring_view(buf, n)) : std::string();
   if (buf != nullptr) ::LocalFree(buf);
-  while (!text.empty() && (text.back() == '\n' || text.back() == '\r' || text.back() == ' ' ||
-                           text.back() == '.'))
+  while (!text.empty() &&
+         (text.back() == '\n' || text.back() == '\r' || text.back() == ' ' || text.back() == '.'))
     text.pop_back();
   if (text.empty()) text = "Windows error";
   return text + " (error " + std::to_string(code) + ")";
@@ -106,8 +106,8 @@ public:
     const DWORD flags = path.has_parent_path() ? LOAD_WITH_ALTERED_SEARCH_PATH : 0;
     // No "insert the disk" or "bad image" message boxes for a broken plugin.
     DWORD old_mode = 0;
-    const bool have_mode = ::SetThreadErrorMode(SEM_FAILCRITICALERRORS | SEM_NOOPENFILEERRORBOX,
-                                                &old_mode) != 0;
+    const bool have_mode =
+        ::SetThreadErrorMode(SEM_FAILCRITICALERRORS | SEM_NOOPENFILEERRORBOX, &old_mode) != 0;
     h_ = ::LoadLibraryExW(path.c_str(), nullptr, flags);
     const DWORD err = ::GetLastError();
     if (have_mode) ::SetThreadErrorMode(old_mode, nullptr);
