@@ -158,13 +158,25 @@ std::optional<std::string> untrusted_component(const fs::path& p, bool leaf,
     void* raw = nullptr;
     if (::GetAce(dacl, i, &raw) == 0) continue;
     const auto* header = static_cast<const ACE_HEADER*>(raw);
-    if (header->AceType != ACCESS_ALLOWED_ACE_TYPE) continue; // deny entries only take away
     if ((header->AceFlags & INHERIT_ONLY_ACE) != 0) continue; // for children, checked there
+    // Every kind of entry begins with the header and the access mask.
     const auto* ace = static_cast<const ACCESS_ALLOWED_ACE*>(raw);
     if ((ace->Mask & dangerous_rights(leaf)) == 0) continue;
-    PSID who = const_cast<DWORD*>(&ace->SidStart);
-    if (!trusted.contains(who))
-      return utf8(p) + " is writable by " + sid_name(who) + " (its access list allows it)";
+    switch (header->AceType) {
+    case ACCESS_ALLOWED_ACE_TYPE:
+    case ACCESS_ALLOWED_CALLBACK_ACE_TYPE: { // a condition may hold: counted as granted
+      PSID who = const_cast<DWORD*>(&ace->SidStart);
+      if (!trusted.contains(who))
+        return utf8(p) + " is writable by " + sid_name(who) + " (its access list allows it)";
+      break;
+    }
+    case ACCESS_ALLOWED_OBJECT_ACE_TYPE:
+    case ACCESS_ALLOWED_CALLBACK_OBJECT_ACE_TYPE:
+      // Not read here (their account follows optional GUIDs): refused rather than passed.
+      return utf8(p) + " has an object access entry granting write rights, which this check "
+                       "cannot attribute to an account";
+    default: break; // deny and audit entries only take away or log
+    }
   }
   return std::nullopt;
 }

@@ -102,13 +102,17 @@ public:
   std::string open(const std::filesystem::path& path, bool keep_loaded = false) {
     close();
 #if defined(_WIN32)
-    // A path with a folder: its own folder is searched for its dependencies first.
-    const DWORD flags = path.has_parent_path() ? LOAD_WITH_ALTERED_SEARCH_PATH : 0;
+    // A path with a folder: its own folder is searched for its dependencies first (this needs
+    // an absolute path).
+    std::filesystem::path file = path;
+    std::error_code ec;
+    if (path.has_parent_path() && !path.is_absolute()) file = std::filesystem::absolute(path, ec);
+    const DWORD flags = file.has_parent_path() ? LOAD_WITH_ALTERED_SEARCH_PATH : 0;
     // No "insert the disk" or "bad image" message boxes for a broken plugin.
     DWORD old_mode = 0;
     const bool have_mode =
         ::SetThreadErrorMode(SEM_FAILCRITICALERRORS | SEM_NOOPENFILEERRORBOX, &old_mode) != 0;
-    h_ = ::LoadLibraryExW(path.c_str(), nullptr, flags);
+    h_ = ::LoadLibraryExW(file.c_str(), nullptr, flags);
     const DWORD err = ::GetLastError();
     if (have_mode) ::SetThreadErrorMode(old_mode, nullptr);
     keep_ = keep_loaded;
