@@ -36,8 +36,9 @@ fi
 default_targets="parenchyma-info parenchyma-native parenchyma-mock parenchyma-opencl parenchyma-cuda
   parenchyma-blas-mock parenchyma-blas-opencl parenchyma-nn-native parenchyma-array-native
   parenchyma-conformance test_loader_variants test_loader_selection test_unit_error test_unit_config
-  test_unit_tensor test_unit_backend test_mock_core test_abi_c99 test_abi_c11"
-default_tests='^(unit_(tensor|backend|error|config)|loader_(variants|selection)|abi_c99|abi_c11|conformance_(stub|native|opencl|cuda|refused_.*|bundle_suite_.*|cli_.*)|mock_.*|blas_conformance_opencl|nn_conformance_native)$'
+  test_unit_tensor test_unit_backend test_unit_opkey test_mock_core test_abi_c99 test_abi_c11
+  test_dlpack"
+default_tests='^(unit_(tensor|backend|error|config|opkey)|dlpack|loader_(variants|selection)|abi_c99|abi_c11|conformance_(stub|native|opencl|cuda|refused_.*|bundle_suite_.*|cli_.*)|mock_.*|blas_conformance_opencl|nn_conformance_native)$'
 targets="${PARENCHYMA_WIN_TARGETS:-$default_targets}"
 [ "$targets" = all ] && targets=""
 tests="${PARENCHYMA_WIN_TESTS:-$default_tests}"
