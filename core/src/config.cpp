@@ -10,10 +10,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <limits>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace parenchyma {
 inline namespace v1 {
@@ -173,47 +170,19 @@ void read_ranking(const json& v, const std::string& origin, Config& c) {
   c.ranking.clear();
 }
 
-// Reads a whole regular file of at most `limit` bytes. Opened non-blocking, so a FIFO or device
-// at the path is refused instead of hanging the process.
+// Reads a whole regular file of at most `limit` bytes (os.hpp: a FIFO or device at the path is
+// refused instead of hanging the process).
 std::string read_small_file(const std::filesystem::path& file, uint64_t limit,
                             const std::string& origin) {
-  const int fd = ::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) {
-    const int e = errno;
-    bad(origin, std::string("cannot be opened (") + std::strerror(e) +
-                    "): check the path given in PARENCHYMA_CONFIG (or the API) and its "
-                    "permissions");
+  try {
+    return os::read_regular_file(file, limit, "a JSON file");
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    if (what.rfind("cannot be opened", 0) == 0)
+      bad(origin, what + ": check the path given in PARENCHYMA_CONFIG (or the API) and its "
+                         "permissions");
+    bad(origin, what);
   }
-  struct closer {
-    int fd;
-    ~closer() { ::close(fd); }
-  } guard{fd};
-  struct stat st {};
-  if (::fstat(fd, &st) != 0)
-    bad(origin, std::string("cannot be examined: ") + std::strerror(errno));
-  if (!S_ISREG(st.st_mode)) {
-    const char* what = S_ISDIR(st.st_mode)                          ? "a directory"
-                       : S_ISFIFO(st.st_mode)                       ? "a FIFO"
-                       : S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode) ? "a device"
-                       : S_ISSOCK(st.st_mode)                       ? "a socket"
-                                                                    : "not a regular file";
-    bad(origin, std::string("is ") + what + ", not a JSON file: point it at a regular file");
-  }
-  if (static_cast<uint64_t>(st.st_size) > limit)
-    bad(origin, "is " + std::to_string(st.st_size) + " bytes, more than the " +
-                    std::to_string(limit) + " a config file may have");
-  std::string text;
-  text.resize(static_cast<size_t>(st.st_size));
-  size_t done = 0;
-  while (done < text.size()) {
-    const ssize_t n = ::read(fd, text.data() + done, text.size() - done);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) bad(origin, std::string("cannot be read: ") + std::strerror(errno));
-    if (n == 0) break; // shrank while we read: parse what is there
-    done += static_cast<size_t>(n);
-  }
-  text.resize(done);
-  return text;
 }
 
 } // namespace

@@ -7,7 +7,7 @@
 
 #include <parenchyma/sdk/common.hpp>
 
-#include <dlfcn.h>
+#include <parenchyma/sdk/library.hpp>
 
 #include <cstdlib>
 #include <cstring>
@@ -151,15 +151,15 @@ struct cuda_events {
 private:
   static cuda_events load() {
     cuda_events e;
-    // RTLD_NOLOAD: the cuda plugin has loaded the driver already if a cuda backend exists.
-    void* lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
-    if (lib == nullptr) lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (lib == nullptr) {
-      e.missing = "libcuda.so.1 cannot be loaded";
+    // The cuda plugin has loaded the driver already if a cuda backend exists.
+    const char* driver = sdk::os::cuda_driver_library;
+    sdk::os::library lib;
+    if (!lib.open_loaded(driver).empty() && !lib.open(driver).empty()) {
+      e.missing = std::string(driver) + " cannot be loaded";
       return e;
     }
     auto sym = [&](auto& f, const char* name) {
-      f = reinterpret_cast<std::remove_reference_t<decltype(f)>>(dlsym(lib, name));
+      f = lib.function<std::remove_reference_t<decltype(f)>>(name);
       if (f == nullptr && e.missing.empty()) e.missing = std::string("the driver lacks ") + name;
     };
     sym(e.ctx_push, "cuCtxPushCurrent_v2");
@@ -168,7 +168,8 @@ private:
     sym(e.event_record, "cuEventRecord");
     sym(e.stream_wait, "cuStreamWaitEvent");
     sym(e.event_destroy, "cuEventDestroy_v2");
-    return e; // the library stays loaded for the process (the plugin holds it too)
+    lib.leak(); // the library stays loaded for the process (the plugin holds it too)
+    return e;
   }
 };
 
@@ -220,10 +221,11 @@ pcy_dtype dtype_from_dlpack(DLDataType t) {
     if (t.code == kDLInt && t.bits == 16) return PCY_DTYPE_I16;
     if (t.code == dl_bool && t.bits == 8) return PCY_DTYPE_BOOL;
   }
-  throw error(errc::unsupported, origin,
-              "the DLPack data type " + type_name(t) +
-                  " has no parenchyma dtype (f32, f64, f16, bf16, i8, i16, i32, i64, u8, bool; one lane): "
-                  "convert it first");
+  throw error(
+      errc::unsupported, origin,
+      "the DLPack data type " + type_name(t) +
+          " has no parenchyma dtype (f32, f64, f16, bf16, i8, i16, i32, i64, u8, bool; one lane): "
+          "convert it first");
 }
 
 DLDataType dtype_to_dlpack(pcy_dtype t) {

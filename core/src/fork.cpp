@@ -12,8 +12,6 @@
 
 #include <parenchyma/error.hpp>
 
-#include <pthread.h>
-
 #include <atomic>
 #include <string>
 
@@ -34,8 +32,9 @@ void on_fork_child() noexcept {
     forked_with_registry.store(true, std::memory_order_relaxed);
 }
 
-// Installed when the library loads; glibc drops it when the library is unloaded.
-const int atfork_installed = ::pthread_atfork(nullptr, nullptr, &on_fork_child);
+// Installed when the library loads; glibc drops it when the library is unloaded. (Windows has no
+// fork: nothing to install there, and the count stays 0.)
+const bool atfork_installed = os::on_fork_child(&on_fork_child);
 
 } // namespace
 
@@ -61,10 +60,9 @@ bool registry_closing(RegistryImpl& r) noexcept {
   live_registries.fetch_sub(1, std::memory_order_relaxed);
   if (!inherited(r)) return false;
   // Never unloaded: unloading would run the drivers' teardown against the parent's state.
-  try {
-    new std::vector<boost::dll::shared_library>(std::move(r.libraries));
-  } catch (...) {
-  }
+  for (auto& lib : r.libraries)
+    lib.leak();
+  r.libraries.clear();
   return true;
 }
 

@@ -11,7 +11,7 @@
 #include <parenchyma/registry.hpp>
 #include <parenchyma/shared_tensor.hpp>
 
-#include <boost/dll/shared_library.hpp>
+#include "os.hpp"
 
 #include <array>
 #include <atomic>
@@ -133,7 +133,7 @@ struct RegistryImpl : std::enable_shared_from_this<RegistryImpl> {
   // Normalised copies of plugin tables (absent slots zeroed), parallel to frameworks/bundles.
   std::vector<std::unique_ptr<pcy_framework_api>> framework_tables;
   std::vector<std::unique_ptr<pcy_bundle_api>> bundle_tables;
-  std::vector<boost::dll::shared_library> libraries;
+  std::vector<sdk::os::library> libraries;
   // Checked ops per bundle (parallel to bundles).
   std::vector<std::vector<OpEntry>> bundle_ops;
   pcy_host_services host{};

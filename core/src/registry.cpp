@@ -9,22 +9,18 @@
 #include <parenchyma/sdk/dtype.hpp>
 #include <parenchyma/sdk/slots.hpp>
 
-#include <boost/dll/runtime_symbol_info.hpp>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <set>
-#include <sys/auxv.h>
-#include <sys/stat.h>
 #include <type_traits>
-#include <unistd.h>
 
 namespace parenchyma {
 inline namespace v1 {
 
 namespace fs = std::filesystem;
+namespace os = detail::os;
 
 const char* to_string(device_kind kind) noexcept {
   switch (kind) {
@@ -65,73 +61,11 @@ int kind_rank(device_kind k) {
   return 0;
 }
 
-// The directory holding this library (the core), found from the library's own location.
-fs::path core_library_dir() {
-  try {
-    std::error_code ec;
-    fs::path p = fs::path(boost::dll::this_line_location().string()).parent_path();
-    fs::path c = fs::weakly_canonical(p, ec);
-    return ec ? p : c;
-  } catch (...) {
-    return {};
-  }
-}
-
-std::string file_type(const struct stat& st) {
-  if (S_ISREG(st.st_mode)) return "a regular file";
-  if (S_ISDIR(st.st_mode)) return "a directory";
-  if (S_ISFIFO(st.st_mode)) return "a FIFO";
-  if (S_ISCHR(st.st_mode)) return "a character device";
-  if (S_ISBLK(st.st_mode)) return "a block device";
-  if (S_ISSOCK(st.st_mode)) return "a socket";
-  return "not a regular file";
-}
-
-// One path component as a place code is loaded from: owned by root or by us, and writable by
-// nobody else — a directory writable by others is acceptable only with the sticky bit (as /tmp
-// is: then nobody but an entry's owner can replace it, and each entry is checked in turn).
-std::optional<std::string> untrusted_component(const fs::path& p, const struct stat& st) {
-  const uid_t me = ::geteuid();
-  if (st.st_uid != 0 && st.st_uid != me)
-    return p.string() + " is owned by another user (uid " + std::to_string(st.st_uid) + ")";
-  const bool sticky_dir = S_ISDIR(st.st_mode) && (st.st_mode & S_ISVTX) != 0;
-  if ((st.st_mode & S_IWOTH) != 0 && !sticky_dir) return p.string() + " is writable by all users";
-  if ((st.st_mode & S_IWGRP) != 0 && !sticky_dir)
-    return p.string() + " is writable by its group (gid " + std::to_string(st.st_gid) + ")";
-  return std::nullopt;
-}
-
-std::optional<std::string> untrusted_chain(const fs::path& abs) {
-  for (fs::path cur = abs;; cur = cur.parent_path()) {
-    struct stat st {};
-    if (::stat(cur.c_str(), &st) != 0)
-      return cur.string() + " cannot be examined (" + std::strerror(errno) + ")";
-    if (auto why = untrusted_component(cur, st)) return why;
-    if (!cur.has_relative_path()) break; // reached the root
-  }
-  return std::nullopt;
-}
-
-// Why a plugin file or directory is not a trusted place to load code from (ld.so's and sudo's
-// rules for trusted paths): the path itself and every directory above it, both as written and
-// with symbolic links resolved, must pass untrusted_component.
-std::optional<std::string> untrusted(const fs::path& p) {
-  std::error_code ec;
-  const fs::path abs = fs::absolute(p, ec).lexically_normal();
-  if (ec) return p.string() + ": " + ec.message();
-  if (auto why = untrusted_chain(abs)) return why;
-  const fs::path canon = fs::canonical(abs, ec);
-  if (ec) return abs.string() + ": " + ec.message();
-  if (canon != abs)
-    if (auto why = untrusted_chain(canon)) return why;
-  return std::nullopt;
-}
-
 std::vector<std::string> split_paths(const std::string& s) {
   std::vector<std::string> out;
   size_t start = 0;
   while (start <= s.size()) {
-    const size_t colon = s.find(':', start);
+    const size_t colon = s.find(os::path_list_separator(), start);
     std::string part =
         s.substr(start, colon == std::string::npos ? std::string::npos : colon - start);
     if (!part.empty()) out.push_back(part);
@@ -152,21 +86,6 @@ std::string take_error(pcy_error* e) {
 // A string a plugin gave: empty for NULL, bounded.
 std::string plugin_string(const char* s, size_t max = 256) {
   return s == nullptr ? std::string() : detail::quote_prefix(s, max);
-}
-
-// What Boost.DLL reports for a failed load is "...(dlerror system message: TEXT): Bad file
-// descriptor" — the errno part is meaningless; keep dlerror's text.
-std::string load_failure(const std::string& what) {
-  const std::string marker = "dlerror system message: ";
-  const size_t at = what.find(marker);
-  if (at == std::string::npos) return what;
-  std::string text = what.substr(at + marker.size());
-  const size_t end = text.rfind("): ");
-  if (end != std::string::npos)
-    text.resize(end);
-  else if (!text.empty() && text.back() == ')')
-    text.pop_back();
-  return text;
 }
 
 // An enum field a plugin filled in, as the integer it holds: reading an out-of-range value
@@ -194,7 +113,7 @@ const pcy_op_desc* BundleInfo::find_op(std::string_view name, pcy_dtype dtype) c
 
 // ---------------------------------------------------------------------------------------------
 RegistryImpl::RegistryImpl(RegistryOptions opts) : options(std::move(opts)) {
-  secure = ::getauxval(AT_SECURE) != 0;
+  secure = os::secure_process();
 }
 
 RegistryImpl::~RegistryImpl() {
@@ -219,9 +138,7 @@ std::optional<std::string> RegistryImpl::env(const char* name) const {
     return it->second;
   }
   if (secure) return std::nullopt;
-  const char* v = std::getenv(name);
-  if (v == nullptr) return std::nullopt;
-  return std::string(v);
+  return sdk::os::getenv_utf8(name);
 }
 
 const char* RegistryImpl::setting(const char* name) {
@@ -269,7 +186,7 @@ void RegistryImpl::note(std::string text) {
 //    where it is used.
 void RegistryImpl::read_configuration(const fs::path& libdir) {
   if (options.default_config && !libdir.empty()) {
-    const fs::path def = libdir / PARENCHYMA_CONFIG_RELPATH;
+    const fs::path def = (libdir / PARENCHYMA_CONFIG_RELPATH).make_preferred();
     std::error_code ec;
     if (fs::exists(def, ec)) config = detail::read_config(def, config);
   }
@@ -308,10 +225,8 @@ void RegistryImpl::set_up_host() {
     cache_dir = *c;
   else if (!config.cache_dir.empty())
     cache_dir = config.cache_dir;
-  else if (auto x = env("XDG_CACHE_HOME"); x && !x->empty())
-    cache_dir = *x + "/parenchyma";
-  else if (auto home = env("HOME"); home && !home->empty())
-    cache_dir = *home + "/.cache/parenchyma";
+  else
+    cache_dir = os::default_cache_dir([this](const char* name) { return env(name); });
 
   host.struct_size = sizeof host;
   host.host_abi_major = PCY_ABI_VERSION_MAJOR;
@@ -333,37 +248,36 @@ std::vector<fs::path> RegistryImpl::find_candidates(const fs::path& libdir) {
     search_path.push_back(p);
   if (auto pp = env("PARENCHYMA_PLUGIN_PATH"))
     for (const auto& p : split_paths(*pp))
-      search_path.emplace_back(p);
+      search_path.push_back(os::path_from_utf8(p));
   for (const auto& p : config.plugin_paths)
-    search_path.emplace_back(p);
+    search_path.push_back(os::path_from_utf8(p));
   if (options.default_plugin_dir && !libdir.empty())
-    search_path.push_back(libdir / PARENCHYMA_PLUGIN_RELDIR);
+    search_path.push_back((libdir / PARENCHYMA_PLUGIN_RELDIR).make_preferred());
 
   std::vector<fs::path> candidates;
   for (const auto& entry : search_path) {
     LoadReportEntry e{
-        entry.string(), entry.filename().string(), "unknown", "file", "skipped", "", ""};
-    struct stat st {};
-    if (::stat(entry.c_str(), &st) != 0) {
-      const int err = errno;
-      e.reason = err == ENOENT
-                     ? "plugin path does not exist"
-                     : "plugin path cannot be examined (" + std::string(std::strerror(err)) + ")";
+        os::utf8(entry), os::utf8(entry.filename()), "unknown", "file", "skipped", "", ""};
+    const os::file_info st = os::examine(entry);
+    if (!st.error.empty()) {
+      e.reason = st.missing ? "plugin path does not exist"
+                            : "plugin path cannot be examined (" + st.error + ")";
       e.advice = "fix PARENCHYMA_PLUGIN_PATH / plugin_paths, or create the directory";
       add_report(std::move(e));
       continue;
     }
-    if (S_ISREG(st.st_mode)) {
+    if (st.type == fs::file_type::regular) {
       candidates.push_back(entry);
       continue;
     }
-    if (!S_ISDIR(st.st_mode)) {
-      e.reason = "plugin path is " + file_type(st) + ", not a plugin file or directory";
+    if (st.type != fs::file_type::directory) {
+      e.reason = std::string("plugin path is ") + os::describe(st.type) +
+                 ", not a plugin file or directory";
       e.advice = "fix PARENCHYMA_PLUGIN_PATH / plugin_paths";
       add_report(std::move(e));
       continue;
     }
-    if (auto why = untrusted(entry)) {
+    if (auto why = os::untrusted(entry)) {
       e.status = "failed";
       e.reason = "plugin directory refused: " + *why;
       e.advice = "remove write access for other users (chmod o-w,g-w), make the directory and "
@@ -375,7 +289,7 @@ std::vector<fs::path> RegistryImpl::find_candidates(const fs::path& libdir) {
     std::vector<fs::path> files;
     fs::directory_iterator it(entry, ec), end;
     for (; !ec && it != end; it.increment(ec))
-      if (it->path().extension() == ".so") files.push_back(it->path());
+      if (it->path().extension() == os::plugin_suffix()) files.push_back(it->path());
     if (ec) {
       e.status = "failed";
       e.reason = "plugin directory cannot be read (" + ec.message() + ")";
@@ -435,7 +349,7 @@ void RegistryImpl::note_shadowed_ops() {
 void RegistryImpl::load() {
   if (secure && !options.environment)
     note("set-uid process: PARENCHYMA_* environment variables are ignored");
-  const fs::path libdir = core_library_dir();
+  const fs::path libdir = os::core_library_dir();
   read_configuration(libdir);
   set_up_host();
   const std::vector<fs::path> candidates = find_candidates(libdir);
@@ -458,25 +372,25 @@ void RegistryImpl::load() {
 
 void RegistryImpl::load_candidate(const fs::path& path) {
   LoadReportEntry e;
-  e.path = path.string();
-  e.name = path.stem().string();
+  e.path = os::utf8(path);
+  e.name = os::utf8(path.stem());
   e.kind = "unknown";
   e.stage = "file";
   e.status = "failed";
 
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) {
-    e.reason = std::string("cannot be examined (") + std::strerror(errno) + ")";
+  const os::file_info st = os::examine(path);
+  if (!st.error.empty()) {
+    e.reason = "cannot be examined (" + st.error + ")";
     e.advice = "check the file and its permissions";
     return add_report(std::move(e));
   }
-  if (!S_ISREG(st.st_mode)) {
+  if (st.type != fs::file_type::regular) {
     e.status = "skipped";
-    e.reason = "is " + file_type(st) + ", not a plugin file";
+    e.reason = std::string("is ") + os::describe(st.type) + ", not a plugin file";
     e.advice = "remove it from the plugin directory";
     return add_report(std::move(e));
   }
-  if (auto why = untrusted(path)) {
+  if (auto why = os::untrusted(path)) {
     e.reason = "plugin file refused: " + *why;
     e.advice = "remove write access for other users (chmod o-w,g-w) and make the file and its "
                "directories owned by you or root";
@@ -492,21 +406,20 @@ void RegistryImpl::load_candidate(const fs::path& path) {
   }
 
   e.stage = "load";
-  boost::dll::shared_library lib;
-  try {
-    lib.load(boost::dll::fs::path(path.string()),
-             boost::dll::load_mode::rtld_now | boost::dll::load_mode::rtld_local);
-  } catch (const std::exception& ex) {
-    e.reason = load_failure(ex.what());
-    e.advice = "check that the file is a shared library for this platform and that its "
-               "dependencies are installed (ldd " +
-               path.string() + ")";
+  sdk::os::library lib;
+  if (std::string why = lib.open(path); !why.empty()) {
+    e.reason = why;
+    e.advice = std::string("check that the file is a shared library for this platform and that "
+                           "its dependencies are installed (") +
+               os::dependency_tool() + " " + os::utf8(path) + ")";
     return add_report(std::move(e));
   }
 
   e.stage = "entry";
-  const bool is_fw = lib.has(PCY_FRAMEWORK_ENTRY_SYMBOL);
-  const bool is_bundle = lib.has(PCY_BUNDLE_ENTRY_SYMBOL);
+  const auto fw_entry = lib.function<const pcy_framework_api* (*)()>(PCY_FRAMEWORK_ENTRY_SYMBOL);
+  const auto bundle_entry = lib.function<const pcy_bundle_api* (*)()>(PCY_BUNDLE_ENTRY_SYMBOL);
+  const bool is_fw = fw_entry != nullptr;
+  const bool is_bundle = bundle_entry != nullptr;
   if (!is_fw && !is_bundle) {
     e.reason = "no entry symbol " PCY_FRAMEWORK_ENTRY_SYMBOL " or " PCY_BUNDLE_ENTRY_SYMBOL;
     e.advice = "not a parenchyma plugin: build it with PCY_FRAMEWORK_PLUGIN / PCY_BUNDLE_PLUGIN "
@@ -515,9 +428,9 @@ void RegistryImpl::load_candidate(const fs::path& path) {
   }
   const void* table = nullptr;
   if (is_fw)
-    table = lib.get<const pcy_framework_api*()>(PCY_FRAMEWORK_ENTRY_SYMBOL)();
+    table = fw_entry();
   else
-    table = lib.get<const pcy_bundle_api*()>(PCY_BUNDLE_ENTRY_SYMBOL)();
+    table = bundle_entry();
   if (load_table(path, table, is_fw, e)) libraries.push_back(std::move(lib));
   add_report(std::move(e));
 }
@@ -607,7 +520,7 @@ bool RegistryImpl::load_framework(const fs::path& path, const void* table,
   }
   auto fw = std::make_unique<Framework>();
   fw->name_ = e.name;
-  fw->path_ = path.string();
+  fw->path_ = os::utf8(path);
   fw->version_ = plugin_string(prefix.plugin_version);
   fw->description_ = plugin_string(prefix.description, 400);
   fw->api_ = t.get();
@@ -749,7 +662,7 @@ bool RegistryImpl::load_bundle(const fs::path& path, const void* table,
   }
   auto b = std::make_unique<BundleInfo>();
   b->name_ = e.name;
-  b->path_ = path.string();
+  b->path_ = os::utf8(path);
   b->extension_ = extension;
   b->framework_ = framework;
   b->api_ = t.get();

@@ -105,7 +105,7 @@ void TensorStorage::Impl::release() {
     if (!s.hold) {
       if (s.ctx && s.memory != nullptr && !detail::inherited(*s.ctx->registry))
         s.ctx->api->memory_free(s.memory);
-      if (s.owns_host) std::free(s.host_ptr);
+      if (s.owns_host) sdk::os::aligned_free(s.host_ptr);
     }
     slots.pop_back();
   }
@@ -119,7 +119,7 @@ void TensorStorage::Impl::release() {
 
 SlotHold::~SlotHold() {
   if (ctx && memory != nullptr && !detail::inherited(*ctx->registry)) ctx->api->memory_free(memory);
-  std::free(host_alloc);
+  sdk::os::aligned_free(host_alloc);
   keep.reset(); // after the memory that may wrap its bytes
 }
 
@@ -231,7 +231,7 @@ int TensorStorage::Impl::make_host_slot() {
   }
   // 3. Plain page-aligned host memory (pages are touched only when written).
   const uint64_t rounded = (alloc_bytes + host_alignment - 1) / host_alignment * host_alignment;
-  void* p = std::aligned_alloc(host_alignment, rounded);
+  void* p = sdk::os::aligned_alloc(host_alignment, rounded);
   if (p == nullptr)
     throw error(errc::out_of_memory, "SharedTensor",
                 "host allocation of " + std::to_string(rounded) + " bytes failed for " +

@@ -1,8 +1,7 @@
 // Loads libcuda.so.1 and resolves the driver entry points once (see cuda_loader.hpp).
 #include "cuda_loader.hpp"
 
-#include <dlfcn.h>
-#include <sys/auxv.h>
+#include <parenchyma/sdk/library.hpp>
 
 #include <cstdio>
 #include <cstdlib>
@@ -18,8 +17,7 @@ std::string cuda_version_text(int v) { return sdk::str(v / 1000, ".", (v % 1000)
 } // namespace
 
 std::string safe_getenv(const char* name) {
-  if (getauxval(AT_SECURE) != 0) return {}; // set-uid: never trust the environment
-  const char* v = std::getenv(name);
+  const char* v = sdk::os::secure_getenv(name); // set-uid: never trust the environment
   return v ? std::string(v) : std::string();
 }
 
@@ -64,20 +62,19 @@ driver::driver(const std::string& library, const sdk::settings& settings) {
   std::string path = library;
   if (path.empty()) path = settings.get("PARENCHYMA_CUDA_DRIVER");
   const bool default_path = path.empty();
-  if (default_path) path = "libcuda.so.1";
+  if (default_path) path = sdk::os::cuda_driver_library; // libcuda.so.1, nvcuda.dll
 
-  lib_ = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (lib_ == nullptr) {
-    const char* why = ::dlerror();
-    reason_ = default_path ? sdk::str("libcuda.so.1 not found: no NVIDIA driver installed (",
-                                      why ? why : "dlopen failed", ")")
-                           : sdk::str(path, " (PARENCHYMA_CUDA_DRIVER) could not be loaded: ",
-                                      why ? why : "dlopen failed");
+  sdk::os::library lib;
+  if (const std::string why = lib.open(sdk::os::path_from_utf8(path)); !why.empty()) {
+    reason_ = default_path ? sdk::str(path, " not found: no NVIDIA driver installed (", why, ")")
+                           : sdk::str(path, " (PARENCHYMA_CUDA_DRIVER) could not be loaded: ", why);
     return;
   }
+  lib_ = lib.release(); // never unloaded (~driver)
 
   // The version first, through plain dlsym: it must work on drivers too old for the rest.
-  auto get_version = reinterpret_cast<version_fn>(::dlsym(lib_, "cuDriverGetVersion"));
+  auto get_version =
+      reinterpret_cast<version_fn>(sdk::os::library::find(lib_, "cuDriverGetVersion"));
   if (get_version == nullptr) {
     reason_ = sdk::str(path, " has no cuDriverGetVersion: not a CUDA driver library");
     return;
@@ -98,7 +95,8 @@ driver::driver(const std::string& library, const sdk::settings& settings) {
                        ": update the NVIDIA driver");
     return;
   }
-  auto get_proc = reinterpret_cast<get_proc_fn>(::dlsym(lib_, "cuGetProcAddress_v2"));
+  auto get_proc =
+      reinterpret_cast<get_proc_fn>(sdk::os::library::find(lib_, "cuGetProcAddress_v2"));
   if (get_proc == nullptr) {
     reason_ = sdk::str(path, " lacks cuGetProcAddress_v2 (CUDA >= 12.0): update the NVIDIA driver");
     return;

@@ -3,35 +3,49 @@
 
 #include "cuda_loader.hpp"
 
-#include <dlfcn.h>
+#include <parenchyma/sdk/library.hpp>
+
 #include <sys/stat.h>
 
 #include <climits>
 #include <cstdlib>
+#include <filesystem>
 
 namespace parenchyma::cuda {
 
 namespace {
+#if defined(_WIN32)
+constexpr const char* library_names[] = {"nvrtc64_130_0.dll", "nvrtc64_120_0.dll"};
+constexpr char list_separator = ';';
+constexpr const char* library_path_variable = "PATH";
+constexpr const char* toolkit_library_dir = "/bin";
+#else
 constexpr const char* library_names[] = {"libnvrtc.so.13", "libnvrtc.so.12"};
+constexpr char list_separator = ':';
+constexpr const char* library_path_variable = "LD_LIBRARY_PATH";
+constexpr const char* toolkit_library_dir = "/lib64";
+#endif
 
 std::vector<std::string> search_dirs(const sdk::settings& settings) {
   std::vector<std::string> dirs;
   auto add_list = [&](const std::string& list) {
     size_t start = 0;
     while (start <= list.size()) {
-      const size_t end = std::min(list.find(':', start), list.size());
+      const size_t end = std::min(list.find(list_separator, start), list.size());
       if (end > start) dirs.push_back(list.substr(start, end - start));
       start = end + 1;
     }
   };
-  add_list(safe_getenv("LD_LIBRARY_PATH"));
+  add_list(safe_getenv(library_path_variable));
   for (const char* var : {"CUDA_HOME", "CUDA_PATH"}) {
     const std::string root = settings.get(var);
-    if (!root.empty()) dirs.push_back(root + "/lib64");
+    if (!root.empty()) dirs.push_back(root + toolkit_library_dir);
   }
+#if !defined(_WIN32)
   for (const char* d : {"/usr/local/cuda/lib64", "/usr/lib/x86_64-linux-gnu", "/usr/lib64",
                         "/usr/lib/aarch64-linux-gnu", "/usr/lib"})
     dirs.emplace_back(d);
+#endif
   return dirs;
 }
 } // namespace
@@ -76,6 +90,18 @@ void nvrtc::locate() {
         candidates.push_back(d + "/" + name);
   }
   for (const auto& c : candidates) {
+#if defined(_WIN32)
+    // The file's canonical path, size and time (the same identity as below, from std::filesystem).
+    std::error_code ec;
+    const std::filesystem::path p = sdk::os::path_from_utf8(c);
+    if (!std::filesystem::is_regular_file(p, ec)) continue;
+    const auto size = std::filesystem::file_size(p, ec);
+    const auto time = std::filesystem::last_write_time(p, ec).time_since_epoch().count();
+    const auto canon = std::filesystem::canonical(p, ec);
+    path_ = c;
+    identity_ = sdk::str(ec ? c : sdk::os::utf8(canon), ":", static_cast<long long>(size), ":",
+                         static_cast<long long>(time));
+#else
     struct stat st {};
     if (::stat(c.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
     char real[PATH_MAX];
@@ -84,6 +110,7 @@ void nvrtc::locate() {
     identity_ = sdk::str(rp ? rp : c.c_str(), ":", static_cast<long long>(st.st_size), ":",
                          static_cast<long long>(st.st_mtim.tv_sec), ".",
                          static_cast<long long>(st.st_mtim.tv_nsec));
+#endif
     return;
   }
   if (!forced.empty()) {
@@ -108,27 +135,33 @@ void nvrtc::load() {
   locate();
   if (!reason_.empty() && path_.empty()) return;
   std::string dl_error;
+  // Never unloaded (~nvrtc): release() keeps the system's handle.
   if (!path_.empty()) {
-    lib_ = ::dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib_ == nullptr) {
-      const char* e = ::dlerror();
-      dl_error = sdk::str(path_, ": ", e ? e : "dlopen failed");
-    }
+    sdk::os::library l;
+    if (const std::string e = l.open(sdk::os::path_from_utf8(path_)); !e.empty())
+      dl_error = sdk::str(path_, ": ", e);
+    else
+      lib_ = l.release();
   } else {
-    for (const char* name : library_names)
-      if ((lib_ = ::dlopen(name, RTLD_NOW | RTLD_LOCAL)) != nullptr) {
+    for (const char* name : library_names) {
+      sdk::os::library l;
+      if (l.open(name).empty()) {
+        lib_ = l.release();
         path_ = name;
         break;
       }
+    }
   }
   if (lib_ == nullptr) {
-    reason_ = "libnvrtc.so.13 not found: install the CUDA NVRTC runtime (cuda-nvrtc-13-0, or "
-              "put its directory in LD_LIBRARY_PATH)";
+    reason_ = sdk::str(library_names[0],
+                       " not found: install the CUDA NVRTC runtime "
+                       "(cuda-nvrtc-13-0, or put its directory in ",
+                       library_path_variable, ")");
     if (!dl_error.empty()) reason_ += sdk::str("; ", dl_error);
     return;
   }
   auto sym = [&](const char* name) {
-    void* p = ::dlsym(lib_, name);
+    void* p = sdk::os::library::find(lib_, name);
     if (p == nullptr && reason_.empty())
       reason_ = sdk::str(path_, " lacks ", name, ": install a complete CUDA NVRTC runtime");
     return p;

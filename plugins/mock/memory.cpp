@@ -2,6 +2,8 @@
 // imported without copying (when PARENCHYMA_MOCK_SLOTS offers export and import).
 #include "mock.hpp"
 
+#include <parenchyma/sdk/os.hpp>
+
 #include <cstdlib>
 
 namespace parenchyma::mock {
@@ -11,7 +13,7 @@ constexpr uint64_t alignment = 64;
 } // namespace
 
 memory::~memory() {
-  if (owned_) std::free(ptr_);
+  if (owned_) sdk::os::aligned_free(ptr_);
 }
 
 std::byte* memory::at(uint64_t offset, uint64_t bytes, const char* what) const {
@@ -40,7 +42,7 @@ memory* context::alloc(uint32_t device, uint64_t bytes, uint32_t flags) {
   const uint64_t rounded = (bytes + alignment - 1) / alignment * alignment;
   if (rounded < bytes) // a size near 2^64 wraps when rounded up
     sdk::fail(PCY_ERR_OUT_OF_MEMORY, sdk::str("allocation of ", bytes, " bytes is too large"));
-  auto* p = static_cast<std::byte*>(std::aligned_alloc(alignment, rounded));
+  auto* p = static_cast<std::byte*>(sdk::os::aligned_alloc(alignment, rounded));
   if (p == nullptr)
     sdk::fail(PCY_ERR_OUT_OF_MEMORY, sdk::str("host allocation of ", bytes, " bytes failed"));
   // "Pinned" host memory is what every mock allocation already is: host memory.

@@ -3,12 +3,52 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <string_view>
+
+#if defined(_WIN32)
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#include <windows.h>
+#else
 #include <unistd.h>
+#endif
 #include <utility>
 
 namespace parenchyma::native {
 
 namespace {
+#if defined(_WIN32)
+// Windows: the processor's name and vendor as the system records them in the registry.
+std::string cpuinfo_field(const char* field) {
+  const wchar_t* value =
+      std::string_view(field) == "model name" ? L"ProcessorNameString" : L"VendorIdentifier";
+  wchar_t buf[256] = {};
+  DWORD size = sizeof buf;
+  if (::RegGetValueW(HKEY_LOCAL_MACHINE, L"HARDWARE\\DESCRIPTION\\System\\CentralProcessor\\0",
+                     value, RRF_RT_REG_SZ, nullptr, buf, &size) != ERROR_SUCCESS)
+    return {};
+  std::string v = sdk::os::narrow(buf);
+  while (!v.empty() && v.back() == ' ')
+    v.pop_back();
+  return v;
+}
+
+uint64_t host_memory_bytes() {
+  MEMORYSTATUSEX m{};
+  m.dwLength = sizeof m;
+  return ::GlobalMemoryStatusEx(&m) != 0 ? static_cast<uint64_t>(m.ullTotalPhys) : 0;
+}
+#else
+uint64_t host_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+}
+
 std::string cpuinfo_field(const char* field) {
   std::ifstream in("/proc/cpuinfo");
   std::string line;
@@ -24,6 +64,7 @@ std::string cpuinfo_field(const char* field) {
   }
   return {};
 }
+#endif
 
 // The CPU's name and vendor as /proc/cpuinfo gives them: x86 writes "model name" and
 // "vendor_id"; arm64 Linux writes neither, only the MIDR fields "CPU implementer" and "CPU part"
@@ -56,10 +97,7 @@ std::pair<std::string, std::string> cpu_name_and_vendor() {
 plugin::plugin(const pcy_host_services& host)
     : framework_plugin(host, info.name), pool_(std::max(1u, std::thread::hardware_concurrency())) {
   auto [cpu_name, cpu_vendor] = cpu_name_and_vendor();
-  const long pages = ::sysconf(_SC_PHYS_PAGES);
-  const long page = ::sysconf(_SC_PAGESIZE);
-  memory_bytes_ =
-      pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+  memory_bytes_ = host_memory_bytes();
   log_.debug("host CPU '", cpu_name, "', ", pool_.size(), " worker threads");
   sdk::property_list& p = add_device();
   p.text(PCY_PROP_NAME, std::move(cpu_name));

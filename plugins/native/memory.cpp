@@ -1,6 +1,8 @@
 // parenchyma native plugin: aligned host allocations, and host pointers shared without copying.
 #include "native.hpp"
 
+#include <parenchyma/sdk/os.hpp>
+
 #include <cstdlib>
 #include <cstring>
 
@@ -11,7 +13,7 @@ constexpr uint64_t alignment = 64;
 }
 
 memory::~memory() {
-  if (owned_) std::free(ptr);
+  if (owned_) sdk::os::aligned_free(ptr);
 }
 
 void memory::check_range(uint64_t offset, uint64_t bytes, const char* what) const {
@@ -34,7 +36,7 @@ memory* context::alloc(uint32_t device, uint64_t bytes, uint32_t) {
     sdk::fail(PCY_ERR_OUT_OF_MEMORY, sdk::str("allocation of ", bytes, " bytes exceeds the host's ",
                                               plugin_.memory_bytes(), " bytes of memory"));
   const uint64_t rounded = (bytes + alignment - 1) / alignment * alignment;
-  void* p = std::aligned_alloc(alignment, rounded);
+  void* p = sdk::os::aligned_alloc(alignment, rounded);
   if (p == nullptr)
     sdk::fail(PCY_ERR_OUT_OF_MEMORY, sdk::str("host allocation of ", bytes, " bytes failed"));
   return new memory(p, bytes, true);

@@ -1,33 +1,39 @@
 // Run-time loading of the OpenCL ICD loader and the table of OpenCL error names.
 #include "cl_loader.hpp"
 
-#include <dlfcn.h>
+#include <parenchyma/sdk/library.hpp>
 
 namespace parenchyma::opencl {
 
 bool cl_api::load(const char* library, std::string& why) {
+#if defined(_WIN32)
+  const char* install_advice = "install a GPU driver with OpenCL (it provides OpenCL.dll)";
+  const char* loader_advice = "update the GPU driver";
+#else
+  const char* install_advice = "install ocl-icd-libopencl1 and a vendor driver (pocl-opencl-icd)";
+  const char* loader_advice = "install ocl-icd-libopencl1";
+#endif
   // RTLD_NODELETE: ICD drivers (PoCL, NVIDIA) start threads and atexit handlers that call back
   // into the loader; unloading it under them would crash at process exit.
-  void* lib = ::dlopen(library, RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
-  if (lib == nullptr) {
-    const char* err = ::dlerror();
-    why = std::string(library) + " not found (" + (err ? err : "dlopen failed") +
-          "): install ocl-icd-libopencl1 and a vendor driver (pocl-opencl-icd)";
+  // (Windows: the library is never unloaded, the same effect.)
+  sdk::os::library lib;
+  if (const std::string err = lib.open(sdk::os::path_from_utf8(library), true); !err.empty()) {
+    why = std::string(library) + " not found (" + err + "): " + install_advice;
     return false;
   }
   cl_api api;
   std::string missing;
 #define PCY_OPENCL_RESOLVE(fn)                                                                     \
-  api.fn = reinterpret_cast<decltype(&::fn)>(::dlsym(lib, #fn));                                   \
+  api.fn = lib.function<decltype(&::fn)>(#fn);                                                     \
   if (api.fn == nullptr) missing += (missing.empty() ? "" : ", ") + std::string(#fn);
   PCY_OPENCL_FUNCTIONS(PCY_OPENCL_RESOLVE)
 #undef PCY_OPENCL_RESOLVE
   if (!missing.empty()) {
-    why = std::string(library) + " lacks " + missing +
-          ": an OpenCL 1.2 ICD loader is needed (install ocl-icd-libopencl1)";
-    ::dlclose(lib);
+    why = std::string(library) + " lacks " + missing + ": an OpenCL 1.2 ICD loader is needed (" +
+          loader_advice + ")";
     return false;
   }
+  lib.leak(); // loaded for the rest of the process (above)
   *this = api;
   return true;
 }

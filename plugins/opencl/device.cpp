@@ -1,6 +1,8 @@
 // Device discovery (every device of every platform, with its properties) and contexts.
 #include "opencl.hpp"
 
+#include <parenchyma/sdk/library.hpp>
+
 #include <algorithm>
 #include <cctype>
 
@@ -70,7 +72,7 @@ void plugin::discover() {
   // The setting PARENCHYMA_OPENCL_LIBRARY names another loader (a vendor's libOpenCL, or a
   // test's missing one); through the host, so ignored in set-uid processes like every setting.
   std::string library = settings_.get("PARENCHYMA_OPENCL_LIBRARY");
-  if (library.empty()) library = "libOpenCL.so.1";
+  if (library.empty()) library = sdk::os::opencl_library;
   if (!cl_.load(library.c_str(), reason_)) {
     log_.info("0 devices: ", reason_);
     return;

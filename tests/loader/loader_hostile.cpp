@@ -56,7 +56,7 @@ template <class F> int as_nobody(F&& f) {
 
 TEST_CASE("a device_properties count with a NULL array leaves the device out, no crash") {
   Registry r(isolated({stub_dir("props_null")}));
-  const auto e = require_entry(r, stub_dir("props_null") / "parenchyma-stub.so");
+  const auto e = require_entry(r, stub_dir("props_null") / "parenchyma-stub" PCY_TEST_SO);
   INFO(e.reason);
   CHECK(e.status == "loaded");
   CHECK(contains(e.reason, "no array"));
@@ -66,7 +66,7 @@ TEST_CASE("a device_properties count with a NULL array leaves the device out, no
 
 TEST_CASE("property elements smaller than pcy_property are refused") {
   Registry r(isolated({stub_dir("bad_stride")}));
-  const auto e = require_entry(r, stub_dir("bad_stride") / "parenchyma-stub.so");
+  const auto e = require_entry(r, stub_dir("bad_stride") / "parenchyma-stub" PCY_TEST_SO);
   INFO(e.reason);
   CHECK(contains(e.reason, "3 bytes"));
   CHECK(r.find_framework("stub")->devices().empty());
@@ -74,7 +74,7 @@ TEST_CASE("property elements smaller than pcy_property are refused") {
 
 TEST_CASE("a probe reporting 2^32-1 devices is refused at the probe stage") {
   Registry r(isolated({stub_dir("huge_devices"), stub_dir("kinds")}));
-  const auto e = require_entry(r, stub_dir("huge_devices") / "parenchyma-stub.so");
+  const auto e = require_entry(r, stub_dir("huge_devices") / "parenchyma-stub" PCY_TEST_SO);
   INFO(e.reason);
   CHECK(e.stage == "probe");
   CHECK(e.status == "failed");
@@ -85,7 +85,7 @@ TEST_CASE("a probe reporting 2^32-1 devices is refused at the probe stage") {
 
 TEST_CASE("a plugin name outside [a-z0-9_]+ is refused: it could be neither selected nor denied") {
   Registry r(isolated({stub_dir("bad_name")}));
-  const auto e = require_entry(r, stub_dir("bad_name") / "parenchyma-stub.so");
+  const auto e = require_entry(r, stub_dir("bad_name") / "parenchyma-stub" PCY_TEST_SO);
   INFO(e.reason);
   CHECK(e.status == "failed");
   CHECK(contains(e.reason, "Stub-Bad!"));
@@ -102,7 +102,8 @@ TEST_CASE("context_create succeeding without a context is a plugin error, not a 
 
 TEST_CASE("an ops count with a NULL array refuses the bundle") {
   Registry r(isolated({stub_dir("good"), stub_dir("bundle_ops_null")}));
-  const auto e = require_entry(r, stub_dir("bundle_ops_null") / "parenchyma-stubext_opsnull.so");
+  const auto e =
+      require_entry(r, stub_dir("bundle_ops_null") / "parenchyma-stubext_opsnull" PCY_TEST_SO);
   INFO(e.reason);
   CHECK(e.status == "failed");
   CHECK(contains(e.reason, "no array"));
@@ -113,7 +114,8 @@ TEST_CASE("an ops count with a NULL array refuses the bundle") {
 TEST_CASE("a malformed op in one bundle is left out there; the op is served by the others") {
   Registry r(isolated(
       {stub_dir("good"), stub_dir("kinds"), stub_dir("bundle_good"), stub_dir("bundle_bad_sig")}));
-  const auto e = require_entry(r, stub_dir("bundle_bad_sig") / "parenchyma-stubext_badsig.so");
+  const auto e =
+      require_entry(r, stub_dir("bundle_bad_sig") / "parenchyma-stubext_badsig" PCY_TEST_SO);
   INFO(e.reason);
   CHECK(e.status == "loaded");
   CHECK(contains(e.reason, "malformed signature"));
@@ -238,7 +240,7 @@ TEST_CASE("a device the plugin cannot describe is left out; the others keep thei
   Registry r(isolated({stub_dir("device0_fails"), stub_dir("bundle_good")}));
   const Framework* fw = r.find_framework("stub");
   REQUIRE(fw != nullptr);
-  const auto e = require_entry(r, stub_dir("device0_fails") / "parenchyma-stub.so");
+  const auto e = require_entry(r, stub_dir("device0_fails") / "parenchyma-stub" PCY_TEST_SO);
   INFO(e.reason);
   CHECK(contains(e.reason, "device 0 left out"));
   REQUIRE(fw->devices().size() == 2);
@@ -260,11 +262,11 @@ TEST_CASE("a device the plugin cannot describe is left out; the others keep thei
 // ---- trusted paths ---------------------------------------------------------------------------
 
 TEST_CASE("plugins load only from paths nobody else can change") {
-  const fs::path good = stub_dir("good") / "parenchyma-stub.so";
+  const fs::path good = stub_dir("good") / "parenchyma-stub" PCY_TEST_SO;
   auto place = [&](const scratch_dir& root, const std::string& sub) {
     fs::create_directories(root / sub);
-    fs::copy_file(good, root / sub / "parenchyma-stub.so");
-    return root / sub / "parenchyma-stub.so";
+    fs::copy_file(good, root / sub / "parenchyma-stub" PCY_TEST_SO);
+    return root / sub / "parenchyma-stub" PCY_TEST_SO;
   };
   SECTION("a plugin file named directly, inside a world-writable directory") {
     scratch_dir root("ww_parent");
@@ -312,7 +314,7 @@ TEST_CASE("plugins load only from paths nobody else can change") {
     const fs::path file = place(root, "open");
     fs::permissions(root / "open", fs::perms::all);
     fs::create_directories(root / "safe");
-    fs::create_symlink(file, root / "safe" / "parenchyma-stub.so");
+    fs::create_symlink(file, root / "safe" / "parenchyma-stub" PCY_TEST_SO);
     Registry r(isolated({root / "safe"}));
     INFO("load report:\n" << describe(r));
     CHECK(r.find_framework("stub") == nullptr);
@@ -346,7 +348,7 @@ TEST_CASE("plugins load only from paths nobody else can change") {
 
 TEST_CASE("a load failure says what dlopen said, without a stray errno text") {
   Registry r(isolated({stub_dir("not_library")}));
-  const auto e = require_entry(r, stub_dir("not_library") / "parenchyma-stub.so");
+  const auto e = require_entry(r, stub_dir("not_library") / "parenchyma-stub" PCY_TEST_SO);
   INFO(e.reason);
   CHECK(e.stage == "load");
   CHECK_FALSE(contains(e.reason, "Bad file descriptor"));

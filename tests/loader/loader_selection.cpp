@@ -250,7 +250,8 @@ TEST_CASE("ranking: the config's list, unlisted frameworks by device kind then n
 }
 
 TEST_CASE("PARENCHYMA_PLUGIN_PATH is honoured, colon-separated") {
-  const std::string path = stub_dir("good").string() + ":" + stub_dir("kinds").string();
+  const std::string path =
+      stub_dir("good").string() + PCY_TEST_PATH_SEP + stub_dir("kinds").string();
   Registry r(isolated({}, {{"PARENCHYMA_PLUGIN_PATH", path}}));
   INFO("load report:\n" << describe(r));
   CHECK(r.find_framework("stub") != nullptr);
@@ -288,8 +289,8 @@ TEST_CASE("PARENCHYMA_CONFIG names the config file") {
 TEST_CASE("the config's plugin_paths are searched") {
   scratch_dir tmp("cfgpaths");
   auto o = isolated({});
-  o.config_file =
-      tmp.write("paths.json", R"({"plugin_paths": [")" + stub_dir("kinds").string() + R"("]})");
+  o.config_file = tmp.write("paths.json", R"({"plugin_paths": [")" +
+                                              stub_dir("kinds").generic_string() + R"("]})");
   Registry r(o);
   INFO("load report:\n" << describe(r));
   CHECK(r.find_framework("stubgpu") != nullptr);

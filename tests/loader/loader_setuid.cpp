@@ -35,7 +35,7 @@ int child(bool expect_setuid) {
               << " (nosuid mount or no_new_privs?)\n";
     return 3;
   }
-  const fs::path plugin = stub_dir("good") / "parenchyma-stub.so";
+  const fs::path plugin = stub_dir("good") / "parenchyma-stub" PCY_TEST_SO;
   if (std::FILE* f = std::fopen(plugin.c_str(), "rb")) {
     std::fclose(f);
   } else {

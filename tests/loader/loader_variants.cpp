@@ -2,6 +2,7 @@
 // builds its own Registry over exactly the variant directories it names, and checks both the
 // load report (path, stage, status, reason, advice) and behaviour (a Backend on what loaded).
 #include "loader/testing.hpp"
+#include "loader/writable.hpp"
 #include "support/catch.hpp"
 
 #include <parenchyma/parenchyma.hpp>
@@ -97,7 +98,7 @@ void run_add_one(const Backend& b, uint32_t n) {
 TEST_CASE("a good stub framework loads with one accelerator device and works") {
   Registry r(isolated({stub_dir("good")}));
   INFO("load report:\n" << describe(r));
-  const auto& e = require_entry(r, stub_dir("good") / "parenchyma-stub.so");
+  const auto& e = require_entry(r, stub_dir("good") / "parenchyma-stub" PCY_TEST_SO);
   CHECK(e.status == "loaded");
   CHECK(e.stage == "ready");
   CHECK(e.kind == "framework");
@@ -144,16 +145,26 @@ TEST_CASE("a good stub framework loads with one accelerator device and works") {
 
 TEST_CASE("a text file named like a plugin is refused at the load stage") {
   Registry r(isolated({stub_dir("not_library")}));
-  check_refused(require_entry(r, stub_dir("not_library") / "parenchyma-stub.so"), "load");
+  check_refused(require_entry(r, stub_dir("not_library") / "parenchyma-stub" PCY_TEST_SO), "load");
   CHECK(r.frameworks().empty());
   CHECK(r.ranking().empty());
   const auto err = catch_error([&] { (void)r.select(); });
   CHECK(err.code() == errc::unavailable);
 }
 
+#if defined(PCY_TEST_WRONG_ARCH)
+TEST_CASE("a DLL built for another architecture is refused at the load stage") {
+  Registry r(isolated({stub_dir("wrong_arch")}));
+  const auto e = require_entry(r, stub_dir("wrong_arch") / "parenchyma-stub" PCY_TEST_SO);
+  INFO(e.reason);
+  check_refused(e, "load");
+  CHECK(r.frameworks().empty());
+}
+#endif
+
 TEST_CASE("a library without the entry symbol is refused at the entry stage") {
   Registry r(isolated({stub_dir("no_entry")}));
-  const auto& e = require_entry(r, stub_dir("no_entry") / "parenchyma-stub.so");
+  const auto& e = require_entry(r, stub_dir("no_entry") / "parenchyma-stub" PCY_TEST_SO);
   check_refused(e, "entry");
   CHECK(contains(e.reason, PCY_FRAMEWORK_ENTRY_SYMBOL));
   CHECK(r.find_framework("stub") == nullptr);
@@ -162,7 +173,7 @@ TEST_CASE("a library without the entry symbol is refused at the entry stage") {
 TEST_CASE("a plugin built for ABI major 2 is refused before initialize") {
   // Its initialize slot aborts the process: reaching this line at all means it was not called.
   Registry r(isolated({stub_dir("abi_major2")}));
-  const auto& e = require_entry(r, stub_dir("abi_major2") / "parenchyma-stub.so");
+  const auto& e = require_entry(r, stub_dir("abi_major2") / "parenchyma-stub" PCY_TEST_SO);
   check_refused(e, "version");
   CHECK(contains(e.reason, "2."));
   CHECK(icontains(e.reason + " " + e.advice, "rebuild"));
@@ -172,7 +183,7 @@ TEST_CASE("a plugin built for ABI major 2 is refused before initialize") {
 
 TEST_CASE("a table whose kind contradicts its entry symbol is refused before initialize") {
   Registry r(isolated({stub_dir("wrong_kind")}));
-  const auto& e = require_entry(r, stub_dir("wrong_kind") / "parenchyma-stub.so");
+  const auto& e = require_entry(r, stub_dir("wrong_kind") / "parenchyma-stub" PCY_TEST_SO);
   CHECK(e.status == "failed");
   CHECK(icontains(e.reason, "kind"));
   CHECK_FALSE(e.advice.empty());
@@ -183,7 +194,7 @@ TEST_CASE("a table whose kind contradicts its entry symbol is refused before ini
 TEST_CASE("an older minor whose table ends before the program slots loads without them") {
   // The slots beyond struct_size hold functions that abort: the host must never read them.
   Registry r(isolated({stub_dir("older_minor")}));
-  const auto& e = require_entry(r, stub_dir("older_minor") / "parenchyma-stub.so");
+  const auto& e = require_entry(r, stub_dir("older_minor") / "parenchyma-stub" PCY_TEST_SO);
   CHECK(e.status == "loaded");
   const Framework* fw = r.find_framework("stub");
   REQUIRE(fw != nullptr);
@@ -201,7 +212,7 @@ TEST_CASE("an older minor whose table ends before the program slots loads withou
 
 TEST_CASE("a newer minor with a larger table loads and works") {
   Registry r(isolated({stub_dir("newer_minor")}));
-  const auto& e = require_entry(r, stub_dir("newer_minor") / "parenchyma-stub.so");
+  const auto& e = require_entry(r, stub_dir("newer_minor") / "parenchyma-stub" PCY_TEST_SO);
   CHECK(e.status == "loaded");
   const Framework* fw = r.find_framework("stub");
   REQUIRE(fw != nullptr);
@@ -223,7 +234,7 @@ TEST_CASE("a newer minor with a larger table loads and works") {
 
 TEST_CASE("initialize returning an error fails the plugin with its message") {
   Registry r(isolated({stub_dir("init_error")}));
-  const auto& e = require_entry(r, stub_dir("init_error") / "parenchyma-stub.so");
+  const auto& e = require_entry(r, stub_dir("init_error") / "parenchyma-stub" PCY_TEST_SO);
   check_refused(e, "initialize");
   CHECK(contains(e.reason, "fake driver not responding"));
   CHECK(r.find_framework("stub") == nullptr);
@@ -231,7 +242,7 @@ TEST_CASE("initialize returning an error fails the plugin with its message") {
 
 TEST_CASE("a plugin constructor that throws is caught by the SDK firewall") {
   Registry r(isolated({stub_dir("ctor_throws")}));
-  const auto& e = require_entry(r, stub_dir("ctor_throws") / "parenchyma-stub.so");
+  const auto& e = require_entry(r, stub_dir("ctor_throws") / "parenchyma-stub" PCY_TEST_SO);
   check_refused(e, "initialize");
   CHECK(contains(e.reason, "stub constructor threw on purpose"));
   CHECK(r.find_framework("stub") == nullptr);
@@ -239,7 +250,7 @@ TEST_CASE("a plugin constructor that throws is caught by the SDK firewall") {
 
 TEST_CASE("a NULL required slot is refused at the entry stage, naming the slot") {
   Registry r(isolated({stub_dir("null_required")}));
-  const auto& e = require_entry(r, stub_dir("null_required") / "parenchyma-stub.so");
+  const auto& e = require_entry(r, stub_dir("null_required") / "parenchyma-stub" PCY_TEST_SO);
   check_refused(e, "entry");
   CHECK(contains(e.reason, "memory_alloc"));
   CHECK(r.find_framework("stub") == nullptr);
@@ -247,7 +258,7 @@ TEST_CASE("a NULL required slot is refused at the entry stage, naming the slot")
 
 TEST_CASE("NULL optional slots load and read as unsupported") {
   Registry r(isolated({stub_dir("null_optional")}));
-  const auto& e = require_entry(r, stub_dir("null_optional") / "parenchyma-stub.so");
+  const auto& e = require_entry(r, stub_dir("null_optional") / "parenchyma-stub" PCY_TEST_SO);
   CHECK(e.status == "loaded");
   Backend b(r, "stub");
   CHECK(catch_error([&] { (void)b.native(PCY_NATIVE_CONTEXT); }).code() == errc::unsupported);
@@ -267,7 +278,7 @@ TEST_CASE("NULL optional slots load and read as unsupported") {
 
 TEST_CASE("a framework with 0 devices loads, is not ranked, and says why") {
   Registry r(isolated({stub_dir("no_devices")}));
-  const auto& e = require_entry(r, stub_dir("no_devices") / "parenchyma-stub.so");
+  const auto& e = require_entry(r, stub_dir("no_devices") / "parenchyma-stub" PCY_TEST_SO);
   CHECK(e.status == "loaded");
   CHECK(contains(e.reason, "0 device"));
   CHECK_FALSE(e.advice.empty());
@@ -285,8 +296,8 @@ TEST_CASE("a framework with 0 devices loads, is not ranked, and says why") {
 
 TEST_CASE("a second plugin with the same name is skipped as a duplicate") {
   Registry r(isolated({stub_dir("duplicate")}));
-  const auto& first = require_entry(r, stub_dir("duplicate") / "parenchyma-stub_a.so");
-  const auto& second = require_entry(r, stub_dir("duplicate") / "parenchyma-stub_b.so");
+  const auto& first = require_entry(r, stub_dir("duplicate") / "parenchyma-stub_a" PCY_TEST_SO);
+  const auto& second = require_entry(r, stub_dir("duplicate") / "parenchyma-stub_b" PCY_TEST_SO);
   CHECK(first.status == "loaded");
   check_refused(second, second.stage.c_str(), "skipped");
   CHECK(icontains(second.reason, "duplicate"));
@@ -299,8 +310,8 @@ TEST_CASE("a second plugin with the same name is skipped as a duplicate") {
 TEST_CASE("search order decides which of two same-named plugins wins") {
   // API paths come before PARENCHYMA_PLUGIN_PATH, which comes before the config's plugin_paths.
   scratch_dir tmp("order");
-  const auto config =
-      tmp.write("config.json", R"({"plugin_paths": [")" + stub_dir("good").string() + R"("]})");
+  const auto config = tmp.write("config.json", R"({"plugin_paths": [")" +
+                                                   stub_dir("good").generic_string() + R"("]})");
   auto o =
       isolated({stub_dir("good")}, {{"PARENCHYMA_PLUGIN_PATH", stub_dir("newer_minor").string()}});
   {
@@ -308,7 +319,7 @@ TEST_CASE("search order decides which of two same-named plugins wins") {
     const Framework* fw = r.find_framework("stub");
     REQUIRE(fw != nullptr);
     CHECK(fw->abi_minor() == PCY_ABI_VERSION_MINOR);
-    const auto& loser = require_entry(r, stub_dir("newer_minor") / "parenchyma-stub.so");
+    const auto& loser = require_entry(r, stub_dir("newer_minor") / "parenchyma-stub" PCY_TEST_SO);
     CHECK(loser.status == "skipped");
     CHECK(icontains(loser.reason, "duplicate"));
   }
@@ -328,21 +339,22 @@ TEST_CASE("search order decides which of two same-named plugins wins") {
 }
 
 TEST_CASE("plugin files or directories writable by other users are refused") {
-  const fs::path good = stub_dir("good") / "parenchyma-stub.so";
+  const fs::path good = stub_dir("good") / "parenchyma-stub" PCY_TEST_SO;
   SECTION("control: the same copy in a private directory loads") {
     scratch_dir dir("private");
-    fs::copy_file(good, dir / "parenchyma-stub.so");
-    fs::permissions(dir / "parenchyma-stub.so", fs::perms::others_write, fs::perm_options::remove);
+    fs::copy_file(good, dir / "parenchyma-stub" PCY_TEST_SO);
+    fs::permissions(dir / "parenchyma-stub" PCY_TEST_SO, fs::perms::others_write,
+                    fs::perm_options::remove);
     Registry r(isolated({dir.path()}));
     INFO("load report:\n" << describe(r));
     CHECK(r.find_framework("stub") != nullptr);
   }
   SECTION("a world-writable file") {
     scratch_dir dir("o_w_file");
-    fs::copy_file(good, dir / "parenchyma-stub.so");
-    fs::permissions(dir / "parenchyma-stub.so", fs::perms::others_write, fs::perm_options::add);
+    fs::copy_file(good, dir / "parenchyma-stub" PCY_TEST_SO);
+    make_writable_by_all(dir / "parenchyma-stub" PCY_TEST_SO);
     Registry r(isolated({dir.path()}));
-    const auto& e = require_entry(r, dir / "parenchyma-stub.so");
+    const auto& e = require_entry(r, dir / "parenchyma-stub" PCY_TEST_SO);
     CHECK(e.status != "loaded");
     CHECK(icontains(e.reason, "writable"));
     CHECK_FALSE(e.advice.empty());
@@ -350,8 +362,8 @@ TEST_CASE("plugin files or directories writable by other users are refused") {
   }
   SECTION("a world-writable directory") {
     scratch_dir dir("o_w_dir");
-    fs::copy_file(good, dir / "parenchyma-stub.so");
-    fs::permissions(dir.path(), fs::perms::others_write, fs::perm_options::add);
+    fs::copy_file(good, dir / "parenchyma-stub" PCY_TEST_SO);
+    make_writable_by_all(dir.path());
     Registry r(isolated({dir.path()}));
     INFO("load report:\n" << describe(r));
     CHECK(r.find_framework("stub") == nullptr);
@@ -366,7 +378,7 @@ TEST_CASE("plugin files or directories writable by other users are refused") {
 TEST_CASE("a bundle for the stub framework serves its op on a stub backend") {
   Registry r(isolated({stub_dir("good"), stub_dir("bundle_good")}));
   INFO("load report:\n" << describe(r));
-  const auto& e = require_entry(r, stub_dir("bundle_good") / "parenchyma-stubext_stub.so");
+  const auto& e = require_entry(r, stub_dir("bundle_good") / "parenchyma-stubext_stub" PCY_TEST_SO);
   CHECK(e.status == "loaded");
   CHECK(e.kind == "bundle");
   REQUIRE(r.bundles().size() == 1);
@@ -408,7 +420,8 @@ TEST_CASE("a bundle for the stub framework serves its op on a stub backend") {
 
 TEST_CASE("a bundle whose framework is absent is reported and never routed to") {
   Registry r(isolated({stub_dir("good"), stub_dir("bundle_orphan")}));
-  const auto& e = require_entry(r, stub_dir("bundle_orphan") / "parenchyma-stubext_absent.so");
+  const auto& e =
+      require_entry(r, stub_dir("bundle_orphan") / "parenchyma-stubext_absent" PCY_TEST_SO);
   INFO("entry: [" << e.status << " @" << e.stage << "] " << e.reason);
   CHECK(e.status != "failed"); // nothing is wrong with the bundle itself
   CHECK(contains(e.reason, "absent_fw"));

@@ -19,8 +19,6 @@
 #include <string_view>
 #include <vector>
 
-#include <unistd.h>
-
 #ifndef PCY_TEST_STUBS
 #error "PCY_TEST_STUBS (the stub variants' root directory) must be defined by CMake"
 #endif
@@ -32,6 +30,16 @@
 #endif
 #ifndef PCY_TEST_NATIVE_PLUGIN
 #define PCY_TEST_NATIVE_PLUGIN ""
+#endif
+
+// A plugin file's ending on this system: "parenchyma-stub" PCY_TEST_SO.
+// The separator of PARENCHYMA_PLUGIN_PATH: ":" (";" on Windows).
+#if defined(_WIN32)
+#define PCY_TEST_SO ".dll"
+#define PCY_TEST_PATH_SEP ";"
+#else
+#define PCY_TEST_SO ".so"
+#define PCY_TEST_PATH_SEP ":"
 #endif
 
 namespace pcy_test {
@@ -72,7 +80,11 @@ inline const parenchyma::LoadReportEntry* entry_for(const parenchyma::Registry& 
                                                     const fs::path& file) {
   for (const auto& e : r.load_report()) {
     std::error_code ec;
-    if (e.path == file.string() || fs::equivalent(fs::path(e.path), file, ec)) return &e;
+    // lexically: "dir\\name" and "dir/name" are one path on Windows (where fs::equivalent of
+    // libstdc++ 12 cannot tell).
+    if (e.path == file.string() || fs::path(e.path).lexically_normal() == file.lexically_normal() ||
+        fs::equivalent(fs::path(e.path), file, ec))
+      return &e;
   }
   return nullptr;
 }
@@ -91,10 +103,21 @@ class scratch_dir {
 public:
   explicit scratch_dir(std::string_view tag) {
     fs::create_directories(PCY_TEST_SCRATCH);
-    std::string tmpl = (fs::path(PCY_TEST_SCRATCH) / (std::string(tag) + "-XXXXXX")).string();
-    if (::mkdtemp(tmpl.data()) == nullptr)
-      throw std::runtime_error("mkdtemp failed under " + std::string(PCY_TEST_SCRATCH));
-    path_ = tmpl;
+    // A name nobody else has (as mkdtemp makes, which Windows lacks): create_directory is false
+    // for one that exists, and another random name is tried.
+    std::random_device rd;
+    for (int attempt = 0;; ++attempt) {
+      std::ostringstream name;
+      name << tag << '-' << std::hex << rd() << rd();
+      fs::path p = fs::path(PCY_TEST_SCRATCH) / name.str();
+      if (fs::create_directory(p)) {
+        path_ = std::move(p);
+        break;
+      }
+      if (attempt == 100)
+        throw std::runtime_error("no fresh scratch directory under " +
+                                 std::string(PCY_TEST_SCRATCH));
+    }
     fs::permissions(path_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                                fs::perms::others_read | fs::perms::others_exec);
   }
@@ -137,6 +160,23 @@ inline std::vector<unsigned char> random_bytes(size_t n) {
   for (auto& x : v)
     x = static_cast<unsigned char>(d(rng()));
   return v;
+}
+
+// Sets or removes a variable of the process environment (Windows: _putenv_s, where an empty
+// value removes it).
+inline void set_env(const char* name, const char* value) {
+#if defined(_WIN32)
+  ::_putenv_s(name, value);
+#else
+  ::setenv(name, value, 1);
+#endif
+}
+inline void unset_env(const char* name) {
+#if defined(_WIN32)
+  ::_putenv_s(name, "");
+#else
+  ::unsetenv(name);
+#endif
 }
 
 // Runs f and returns the parenchyma::error it throws; fails the test if it throws nothing else.

@@ -181,7 +181,7 @@ TEST_CASE("settings: the environment, else the config's settings") {
 TEST_CASE("a setting the mock does not understand fails it at initialize, naming the setting") {
   Registry reg(mock_only({{"PARENCHYMA_MOCK_KIND", "quantum"}}));
   CHECK(reg.find_framework("mock") == nullptr);
-  const LoadReportEntry* e = entry_for(reg, mock_dir / "parenchyma-mock.so");
+  const LoadReportEntry* e = entry_for(reg, mock_dir / "parenchyma-mock" PCY_TEST_SO);
   REQUIRE(e != nullptr);
   CHECK(e->status == "failed");
   CHECK(e->stage == "initialize");
@@ -204,14 +204,14 @@ TEST_CASE("0 devices: loaded, not ranked, and a request for it says why") {
 template <class F> std::string stderr_of(F work) {
   return captured([&](int fd) {
     const int saved = dup(2);
-    setenv("PARENCHYMA_PROGRESS", "1", 1);
+    set_env("PARENCHYMA_PROGRESS", "1");
     dup2(fd, 2);
     struct restore {
       int saved;
       ~restore() {
         dup2(saved, 2);
         close(saved);
-        unsetenv("PARENCHYMA_PROGRESS");
+        unset_env("PARENCHYMA_PROGRESS");
       }
     } r{saved};
     work();

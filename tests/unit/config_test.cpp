@@ -24,11 +24,11 @@ TEST_CASE("a config file with every key") {
     "ranking": ["stubcpu", "stub"],
     "backend": "stub:0,stubcpu",
     "deny": ["stubgpu"],
-    "plugin_paths": [")" + stub_dir("kinds").string() +
+    "plugin_paths": [")" + stub_dir("kinds").generic_string() +
                                                R"("],
     "fallback": "allow",
     "log_level": "error",
-    "cache_dir": ")" + (tmp / "cache").string() +
+    "cache_dir": ")" + (tmp / "cache").generic_string() +
                                                R"("
   })");
   Registry r(with_file(file));
@@ -36,10 +36,10 @@ TEST_CASE("a config file with every key") {
   CHECK(c.ranking == std::vector<std::string>{"stubcpu", "stub"});
   CHECK(c.backend == "stub:0,stubcpu");
   CHECK(c.deny == std::vector<std::string>{"stubgpu"});
-  CHECK(c.plugin_paths == std::vector<std::string>{stub_dir("kinds").string()});
+  CHECK(c.plugin_paths == std::vector<std::string>{stub_dir("kinds").generic_string()});
   CHECK(c.fallback == fallback_policy::allow);
   CHECK(c.log_level == "error");
-  CHECK(c.cache_dir == (tmp / "cache").string());
+  CHECK(c.cache_dir == (tmp / "cache").generic_string());
   REQUIRE(c.sources.size() == 1);
   CHECK(fs::equivalent(c.sources[0], file));
   CHECK(r.find_framework("stubcpu") != nullptr); // plugin_paths took effect

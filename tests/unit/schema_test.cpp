@@ -19,8 +19,8 @@ using namespace pcy_test;
 namespace {
 
 Registry native_blas() {
-  return Registry(
-      isolated({native_plugin(), fs::path(PCY_TEST_PLUGIN_DIR) / "parenchyma-blas-native.so"}));
+  return Registry(isolated(
+      {native_plugin(), fs::path(PCY_TEST_PLUGIN_DIR) / "parenchyma-blas-native" PCY_TEST_SO}));
 }
 
 // Calls axpy through the core with hand-packed arguments, as a buggy front-end would.

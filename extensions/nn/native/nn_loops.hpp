@@ -305,7 +305,9 @@ template <class T>
 }
 // Built for AVX2 + FMA and for the baseline; the loader picks the one the CPU runs (an ifunc).
 // Not in sanitizer builds: ThreadSanitizer crashes on an ifunc resolved while a plugin loads.
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) && !defined(PCY_NN_NO_CLONES)
+// Not on Windows: PE has no ifunc (the baseline build only there, docs/platforms.md).
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) &&                             \
+    !defined(PCY_NN_NO_CLONES) && !defined(_WIN32)
 #define PCY_NN_NATIVE_CLONES __attribute__((target_clones("arch=haswell", "default")))
 #else
 #define PCY_NN_NATIVE_CLONES

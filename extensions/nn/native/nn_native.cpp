@@ -34,9 +34,8 @@
 #include <omp.h>
 #define PCY_NN_NATIVE_OMP 1
 #endif
+#include <dlfcn.h> // pin_runtime_libraries (oneDNN builds only: Linux)
 #endif
-
-#include <dlfcn.h>
 
 #include <cmath>
 

@@ -5,6 +5,8 @@
 // failure named by its file, with the loader's stage, reason and advice.
 #include "runner.hpp"
 
+#include <parenchyma/sdk/library.hpp>
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -14,11 +16,6 @@
 #include <random>
 #include <set>
 #include <string>
-
-#include <sys/auxv.h>
-#include <unistd.h>
-
-extern char** environ; // POSIX: the process environment, copied into the registry's own
 
 #ifndef PARENCHYMA_VERSION
 #define PARENCHYMA_VERSION "unknown"
@@ -71,19 +68,17 @@ bool is_plugin_name(const std::string& s) {
 // The report entry names plugin `name` (by its table, or by its file name before the table was
 // read).
 bool names(const LoadReportEntry& e, const std::string& name) {
-  return e.name == name || fs::path(e.path).filename() == "parenchyma-" + name + ".so";
+  return e.name == name || fs::path(e.path).filename() ==
+                               "parenchyma-" + name + parenchyma::sdk::os::shared_library_suffix;
 }
 
 // The registry's environment: the process's, less what would change what is tested. A set-uid
 // process gets none, as the host's own rule says.
 std::map<std::string, std::string> environment(bool keep_search_path) {
   std::map<std::string, std::string> env;
-  if (::getauxval(AT_SECURE) != 0) return env;
-  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
-    const std::string_view kv(*e);
-    const size_t eq = kv.find('=');
-    if (eq != std::string_view::npos) env.emplace(kv.substr(0, eq), kv.substr(eq + 1));
-  }
+  if (parenchyma::sdk::os::secure_process()) return env;
+  for (auto& [name, value] : parenchyma::sdk::os::environment_utf8())
+    env.emplace(std::move(name), std::move(value));
   env.erase("PARENCHYMA_BACKEND"); // the suites ask for the framework explicitly; no deny list
   if (!keep_search_path) {
     env.erase("PARENCHYMA_PLUGIN_PATH"); // a directory or file given: exactly those plugins

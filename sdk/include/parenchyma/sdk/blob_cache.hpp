@@ -1,6 +1,7 @@
 // parenchyma SDK: the on-disk cache of compiled kernels that plugins share (OpenCL binaries, CUDA
-// cubins, or any blob a plugin can rebuild). Header-only, POSIX; a plugin includes it and links
-// nothing. docs/plugin-guide.md ("Kernel cache") says how a plugin uses it.
+// cubins, or any blob a plugin can rebuild). Header-only, POSIX and Windows (the file calls go
+// through detail::blob_io below); a plugin includes it and links nothing. docs/plugin-guide.md
+// ("Kernel cache") says how a plugin uses it.
 //
 // Layout: <root>/<kind>/<64 hex digits of the key><entry_suffix>. The key is a SHA-256 the plugin
 // computes over everything that changes its compiler's output. An entry file is
@@ -58,9 +59,23 @@
 #include <parenchyma/sdk/common.hpp>
 #include <parenchyma/sdk/sha256.hpp>
 
+#include <parenchyma/sdk/os.hpp>
+
 #include <fcntl.h>
 #include <sys/stat.h>
+#if defined(_WIN32)
+#include <io.h>
+#include <process.h>
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#include <windows.h>
+#else
 #include <unistd.h>
+#endif
 
 #include <algorithm>
 #include <atomic>
@@ -109,6 +124,76 @@ inline bool blob_cache_first(std::string what) {
   return s.seen.insert(std::move(what)).second;
 }
 
+// The file calls of the cache, one spelling per system. Windows: wide paths (UTF-8 in), 64-bit
+// sizes, binary mode, handles not inherited, and rename replacing an existing entry
+// (MoveFileExW); it has no O_NOFOLLOW, O_NONBLOCK or lstat: a symbolic link or junction at an
+// entry's name is followed there (creating one needs a privilege an ordinary user lacks), and the
+// same-file check before deleting a refused entry compares sizes and times only.
+namespace blob_io {
+#if defined(_WIN32)
+using stat_t = struct _stat64;
+inline int stat(const std::string& p, stat_t& st) noexcept {
+  return ::_wstat64(os::wide(p).c_str(), &st);
+}
+inline int lstat(const std::string& p, stat_t& st) noexcept { return stat(p, st); }
+inline int fstat(int fd, stat_t& st) noexcept { return ::_fstat64(fd, &st); }
+inline int open_read(const std::string& p) noexcept {
+  return ::_wopen(os::wide(p).c_str(), _O_RDONLY | _O_BINARY | _O_NOINHERIT);
+}
+inline int create_new(const std::string& p) noexcept {
+  return ::_wopen(os::wide(p).c_str(), _O_WRONLY | _O_CREAT | _O_EXCL | _O_BINARY | _O_NOINHERIT,
+                  _S_IREAD | _S_IWRITE);
+}
+inline long long read(int fd, void* b, size_t n) noexcept {
+  return ::_read(fd, b, static_cast<unsigned>(std::min<size_t>(n, 1u << 30)));
+}
+inline long long write(int fd, const void* b, size_t n) noexcept {
+  return ::_write(fd, b, static_cast<unsigned>(std::min<size_t>(n, 1u << 30)));
+}
+inline int close(int fd) noexcept { return ::_close(fd); }
+inline int unlink(const std::string& p) noexcept { return ::_wunlink(os::wide(p).c_str()); }
+inline int rename(const std::string& from, const std::string& to) noexcept {
+  if (::MoveFileExW(os::wide(from).c_str(), os::wide(to).c_str(), MOVEFILE_REPLACE_EXISTING) != 0)
+    return 0;
+  const DWORD e = ::GetLastError();
+  errno = e == ERROR_ACCESS_DENIED ? EISDIR : e == ERROR_ALREADY_EXISTS ? EEXIST : EIO;
+  return -1;
+}
+inline long pid() noexcept { return static_cast<long>(::_getpid()); }
+inline bool same_file(const stat_t& a, const stat_t& b) noexcept {
+  return a.st_size == b.st_size && a.st_mtime == b.st_mtime && a.st_ctime == b.st_ctime;
+}
+inline bool is_link(unsigned) noexcept { return false; }
+inline bool is_socket(unsigned) noexcept { return false; }
+inline bool is_block(unsigned) noexcept { return false; }
+#else
+using stat_t = struct ::stat;
+inline int stat(const std::string& p, stat_t& st) noexcept { return ::stat(p.c_str(), &st); }
+inline int lstat(const std::string& p, stat_t& st) noexcept { return ::lstat(p.c_str(), &st); }
+inline int fstat(int fd, stat_t& st) noexcept { return ::fstat(fd, &st); }
+inline int open_read(const std::string& p) noexcept {
+  return ::open(p.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
+}
+inline int create_new(const std::string& p) noexcept {
+  return ::open(p.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+}
+inline long long read(int fd, void* b, size_t n) noexcept { return ::read(fd, b, n); }
+inline long long write(int fd, const void* b, size_t n) noexcept { return ::write(fd, b, n); }
+inline int close(int fd) noexcept { return ::close(fd); }
+inline int unlink(const std::string& p) noexcept { return ::unlink(p.c_str()); }
+inline int rename(const std::string& from, const std::string& to) noexcept {
+  return ::rename(from.c_str(), to.c_str());
+}
+inline long pid() noexcept { return static_cast<long>(::getpid()); }
+inline bool same_file(const stat_t& a, const stat_t& b) noexcept {
+  return a.st_dev == b.st_dev && a.st_ino == b.st_ino;
+}
+inline bool is_link(unsigned m) noexcept { return S_ISLNK(m); }
+inline bool is_socket(unsigned m) noexcept { return S_ISSOCK(m); }
+inline bool is_block(unsigned m) noexcept { return S_ISBLK(m); }
+#endif
+} // namespace blob_io
+
 inline void put_le(unsigned char* p, uint64_t v, int bytes) noexcept {
   for (int i = 0; i < bytes; ++i)
     p[i] = static_cast<unsigned char>(v >> (8 * i));
@@ -124,16 +209,16 @@ inline uint64_t get_le(const unsigned char* p, int bytes) noexcept {
 struct blob_fd {
   int fd = -1;
   ~blob_fd() {
-    if (fd >= 0) ::close(fd);
+    if (fd >= 0) blob_io::close(fd);
   }
 };
 
-inline const char* file_type_name(mode_t m) noexcept {
-  if (S_ISLNK(m)) return "a symbolic link";
+inline const char* file_type_name(unsigned m) noexcept {
+  if (blob_io::is_link(m)) return "a symbolic link";
   if (S_ISFIFO(m)) return "a FIFO";
-  if (S_ISSOCK(m)) return "a socket";
+  if (blob_io::is_socket(m)) return "a socket";
   if (S_ISCHR(m)) return "a character device";
-  if (S_ISBLK(m)) return "a block device";
+  if (blob_io::is_block(m)) return "a block device";
   if (S_ISDIR(m)) return "a directory";
   return "not a regular file";
 }
@@ -184,7 +269,7 @@ public:
     }
     cv_.notify_all();
     if (thread_.joinable()) {
-      if (::getpid() == writer_pid_)
+      if (detail::blob_io::pid() == writer_pid_)
         thread_.join();
       else
         thread_.detach(); // a forked child: the thread is not in this process
@@ -214,7 +299,7 @@ public:
     try {
       wait_pending(key);
       const std::string file = path(key);
-      struct stat st {};
+      detail::blob_io::stat_t st{};
       refusal r;
       auto data = read_entry(file, st, r);
       if (data && verify(*data, kind_, key, r.why)) {
@@ -243,7 +328,7 @@ public:
   void flush() noexcept {
     try {
       std::unique_lock lock(mu_);
-      if (!thread_.joinable() || ::getpid() != writer_pid_) return;
+      if (!thread_.joinable() || detail::blob_io::pid() != writer_pid_) return;
       cv_.wait(lock, [&] { return pending_.empty(); });
     } catch (...) {
     }
@@ -251,7 +336,7 @@ public:
   // Deletes the entry for `key` (the plugin's driver refused what load returned).
   void remove(const key_type& key) noexcept {
     try {
-      if (enabled()) ::unlink(path(key).c_str()); // removes the name; follows nothing
+      if (enabled()) detail::blob_io::unlink(path(key)); // removes the name; follows nothing
     } catch (...) {
     }
   }
@@ -394,9 +479,10 @@ private:
   }
 
   // The file's bytes (header included), or nullopt: a plain miss (r.why empty) or a refusal.
-  std::optional<blob> read_entry(const std::string& file, struct stat& st, refusal& r) const {
+  std::optional<blob> read_entry(const std::string& file, detail::blob_io::stat_t& st,
+                                 refusal& r) const {
     // lstat first, so that a FIFO or device planted at our name is not even opened.
-    if (::lstat(file.c_str(), &st) != 0) {
+    if (detail::blob_io::lstat(file, st) != 0) {
       if (errno != ENOENT && errno != ENOTDIR) r.why = str("lstat: ", std::strerror(errno));
       return std::nullopt;
     }
@@ -406,7 +492,7 @@ private:
     }
     if (!size_ok(st, r)) return std::nullopt;
     // O_NOFOLLOW and O_NONBLOCK again: the name may have been swapped since lstat.
-    detail::blob_fd fd{::open(file.c_str(), O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)};
+    detail::blob_fd fd{detail::blob_io::open_read(file)};
     r.regular = false; // until fstat says so again
     if (fd.fd < 0) {
       const int e = errno;
@@ -415,7 +501,7 @@ private:
                          : str("open: ", std::strerror(e));
       return std::nullopt;
     }
-    if (::fstat(fd.fd, &st) != 0) {
+    if (detail::blob_io::fstat(fd.fd, st) != 0) {
       r.why = str("fstat: ", std::strerror(errno));
       return std::nullopt;
     }
@@ -428,7 +514,7 @@ private:
     blob data(size);
     size_t got = 0;
     while (got < size) {
-      const ssize_t n = ::read(fd.fd, data.data() + got, size - got);
+      const long long n = detail::blob_io::read(fd.fd, data.data() + got, size - got);
       if (n < 0 && errno == EINTR) continue;
       if (n < 0) {
         r.why = str("read: ", std::strerror(errno));
@@ -443,7 +529,7 @@ private:
     return data;
   }
 
-  bool size_ok(const struct stat& st, refusal& r) const {
+  bool size_ok(const detail::blob_io::stat_t& st, refusal& r) const {
     r.regular = true;
     if (st.st_size < 0 || static_cast<uint64_t>(st.st_size) > max_entry_size_) {
       r.why = str(st.st_size, " bytes, larger than the ", max_entry_size_, "-byte limit");
@@ -454,13 +540,14 @@ private:
 
   // Logs a refused entry (once per path per process) and deletes it when it is a regular file
   // still at that name.
-  void refuse(const std::string& file, const struct stat& seen, const refusal& r) noexcept {
+  void refuse(const std::string& file, const detail::blob_io::stat_t& seen,
+              const refusal& r) noexcept {
     try {
       bool removed = false;
-      struct stat now {};
-      if (r.regular && ::lstat(file.c_str(), &now) == 0 && S_ISREG(now.st_mode) &&
-          now.st_dev == seen.st_dev && now.st_ino == seen.st_ino)
-        removed = ::unlink(file.c_str()) == 0;
+      detail::blob_io::stat_t now{};
+      if (r.regular && detail::blob_io::lstat(file, now) == 0 && S_ISREG(now.st_mode) &&
+          detail::blob_io::same_file(now, seen))
+        removed = detail::blob_io::unlink(file) == 0;
       if (detail::blob_cache_first("entry:" + file))
         warn("kernel cache: refused ", file, " (", r.why, "); ",
              removed     ? "deleted it"
@@ -473,7 +560,7 @@ private:
 
   void wait_pending(const key_type& key) {
     std::unique_lock lock(mu_);
-    if (!thread_.joinable() || ::getpid() != writer_pid_) return;
+    if (!thread_.joinable() || detail::blob_io::pid() != writer_pid_) return;
     cv_.wait(lock, [&] { return pending_.count(key) == 0; });
   }
 
@@ -484,7 +571,7 @@ private:
       std::unique_lock lock(mu_);
       if (!thread_.joinable()) {
         thread_ = std::thread([this] { writer(); });
-        writer_pid_ = ::getpid();
+        writer_pid_ = detail::blob_io::pid();
       }
       pending_.insert(key);
       try {
@@ -538,12 +625,12 @@ private:
     if (dir_ready_) return true;
     std::error_code ec;
     std::filesystem::create_directories(dir_, ec);
-    struct stat st {};
+    detail::blob_io::stat_t st{};
     if (ec) {
       disable_writes(str("cannot create it: ", ec.message()));
       return false;
     }
-    if (::stat(dir_.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) {
+    if (detail::blob_io::stat(dir_, st) != 0 || !S_ISDIR(st.st_mode)) {
       disable_writes("it is not a directory");
       return false;
     }
@@ -563,10 +650,10 @@ private:
         const std::string name = it->path().filename().string();
         if (name.find(".tmp.") == std::string::npos) continue;
         const std::string file = it->path().string();
-        struct stat st {};
-        if (::lstat(file.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        detail::blob_io::stat_t st{};
+        if (detail::blob_io::lstat(file, st) == 0 && S_ISREG(st.st_mode) &&
             now - st.st_mtime > stale_temporary_seconds)
-          ::unlink(file.c_str());
+          detail::blob_io::unlink(file);
       }
     } catch (...) {
       // best effort: what stays is swept by the next process
@@ -586,11 +673,12 @@ private:
       sweep_once();
       const blob data = encode(kind_, key, payload);
       const std::string final_path = path(key);
-      const std::string stem = dir_ + "/" + sha256::hex(key) + ".tmp." + std::to_string(::getpid());
+      const std::string stem =
+          dir_ + "/" + sha256::hex(key) + ".tmp." + std::to_string(detail::blob_io::pid());
       detail::blob_fd fd;
       for (int attempt = 0; attempt < 16 && fd.fd < 0; ++attempt) {
         tmp = str(stem, ".", detail::blob_cache_state().serial.fetch_add(1));
-        fd.fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+        fd.fd = detail::blob_io::create_new(tmp);
         if (fd.fd < 0 && errno != EEXIST) break;
       }
       if (fd.fd < 0) {
@@ -602,7 +690,7 @@ private:
       size_t done = 0;
       int err = 0;
       while (done < data.size()) {
-        const ssize_t n = ::write(fd.fd, data.data() + done, data.size() - done);
+        const long long n = detail::blob_io::write(fd.fd, data.data() + done, data.size() - done);
         if (n < 0 && errno == EINTR) continue;
         if (n <= 0) {
           err = n < 0 ? errno : EIO;
@@ -612,16 +700,16 @@ private:
       }
       const int fd_now = fd.fd;
       fd.fd = -1;
-      if (::close(fd_now) != 0 && err == 0) err = errno;
+      if (detail::blob_io::close(fd_now) != 0 && err == 0) err = errno;
       if (err != 0) {
-        ::unlink(tmp.c_str());
+        detail::blob_io::unlink(tmp);
         tmp.clear();
         disable_writes(str("writing an entry failed: ", std::strerror(err)));
         return false;
       }
-      if (::rename(tmp.c_str(), final_path.c_str()) != 0) {
+      if (detail::blob_io::rename(tmp, final_path) != 0) {
         const int e = errno;
-        ::unlink(tmp.c_str());
+        detail::blob_io::unlink(tmp);
         tmp.clear();
         if (e == EISDIR || e == ENOTEMPTY || e == EEXIST) {
           // Something we did not make occupies this one name: only this key goes uncached.
@@ -637,7 +725,7 @@ private:
       debug("kernel cache: stored ", final_path, " (", data.size(), " bytes)");
       return true;
     } catch (...) {
-      if (!tmp.empty()) ::unlink(tmp.c_str());
+      if (!tmp.empty()) detail::blob_io::unlink(tmp);
       disable_writes("out of memory");
       return false;
     }
@@ -684,7 +772,7 @@ private:
   std::multiset<key_type> pending_; // queued or being written
   bool stop_ = false;
   std::thread thread_;
-  pid_t writer_pid_ = 0;
+  long writer_pid_ = 0;
 };
 
 } // namespace parenchyma::sdk

@@ -5,6 +5,7 @@
 
 #include <parenchyma/abi/pcy_base.h>
 #include <parenchyma/sdk/dtype.hpp>
+#include <parenchyma/sdk/os.hpp>
 
 #include <cctype>
 #include <cstdlib>
@@ -243,7 +244,7 @@ public:
   const char* find(const char* name) const noexcept {
     const char* v = nullptr;
     if (!hosted_)
-      v = ::secure_getenv(name);
+      v = os::secure_getenv(name);
     else if (host_ != nullptr && PCY_HAS_FIELD(host_, pcy_host_services, setting_user) &&
              host_->setting != nullptr)
       v = host_->setting(host_->setting_user, name);

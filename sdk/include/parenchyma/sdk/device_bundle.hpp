@@ -29,7 +29,7 @@
 #include <parenchyma/sdk/launch.hpp>
 #include <parenchyma/sdk/slots.hpp>
 
-#include <dlfcn.h>
+#include <parenchyma/sdk/library.hpp>
 
 #include <algorithm>
 #include <array>
@@ -273,23 +273,22 @@ template <class Context, class Result> class cuda_driver {
 public:
   // Empty when loaded, else why not (the bundle's reason).
   std::string load() {
-    lib_ = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (lib_ == nullptr) {
-      const char* e = dlerror();
-      return str("libcuda.so.1 not found: ", e != nullptr ? e : "dlopen failed");
-    }
+    const char* driver = os::cuda_driver_library;
+    os::library l;
+    if (std::string e = l.open(driver); !e.empty()) return str(driver, " not found: ", e);
+    lib_ = l.release();
     get_ = symbol<Result (*)(Context*)>("cuCtxGetCurrent");
     set_ = symbol<Result (*)(Context)>("cuCtxSetCurrent");
     if (get_ == nullptr || set_ == nullptr) {
       set_ = nullptr;
-      return "libcuda.so.1 lacks cuCtxGetCurrent/cuCtxSetCurrent: update the NVIDIA driver";
+      return str(driver, " lacks cuCtxGetCurrent/cuCtxSetCurrent: update the NVIDIA driver");
     }
     return {};
   }
   bool loaded() const noexcept { return set_ != nullptr; }
   // Another driver entry point (nullptr when absent), e.g. the events a bundle times with.
   template <class F> F symbol(const char* name) const noexcept {
-    return lib_ != nullptr ? reinterpret_cast<F>(dlsym(lib_, name)) : nullptr;
+    return reinterpret_cast<F>(os::library::find(lib_, name));
   }
   // Makes `c` the calling thread's current context (vendor libraries run in it); one driver call
   // when it is already. Throws naming `origin` when the driver refuses.
@@ -332,7 +331,7 @@ private:
 // (read through `s`, so the host's rules hold) and /usr/local/cuda/lib64. Left loaded for the
 // process: these libraries keep process-wide state and register exit work.
 struct cuda_library {
-  void* handle = nullptr;
+  void* handle = nullptr;  // dlopen's handle (an HMODULE on Windows), never closed
   std::string soname;      // the file name that loaded (when handle is set)
   std::string first_error; // dlerror of the first name tried (when it is not)
 };
@@ -347,15 +346,14 @@ inline cuda_library open_cuda_library(const settings& s, std::initializer_list<c
     candidates.push_back(str("/usr/local/cuda/lib64/", n));
   cuda_library lib;
   for (const std::string& c : candidates) {
-    lib.handle = dlopen(c.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (lib.handle != nullptr) {
+    os::library l;
+    const std::string e = l.open(os::path_from_utf8(c));
+    if (e.empty()) {
+      lib.handle = l.release();
       lib.soname = c.substr(c.rfind('/') == std::string::npos ? 0 : c.rfind('/') + 1);
       return lib;
     }
-    if (lib.first_error.empty()) {
-      const char* e = dlerror();
-      lib.first_error = e != nullptr ? e : "dlopen failed";
-    }
+    if (lib.first_error.empty()) lib.first_error = e;
   }
   return lib;
 }

@@ -1,0 +1,80 @@
+#!/usr/bin/env bash
+# parenchyma for Windows x86-64: installs mingw-w64 and wine (apt), cross-builds into
+# build-windows/ with tools/toolchains/windows-mingw.cmake and runs the tests under wine64.
+#   tools/cross/windows.sh [ctest arguments...]       (tools/run-tests --target windows does this)
+# Environment: PARENCHYMA_JOBS (build jobs, default: the number of CPUs), PARENCHYMA_WIN_TARGETS
+# (the targets to build, default: those ported so far, below; "all" for everything),
+# PARENCHYMA_WIN_TESTS (a ctest -R regex, default: the tests of those targets).
+# docs/platforms.md says what runs and what does not yet.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+cd "$root"
+log() { printf '\n== %s\n' "$*"; }
+
+need=()
+command -v x86_64-w64-mingw32-g++-posix >/dev/null || need+=(g++-mingw-w64-x86-64-posix gcc-mingw-w64-x86-64-posix)
+[ -x /usr/lib/wine/wine64 ] || need+=(wine64)
+command -v cmake >/dev/null || need+=(cmake)
+command -v ninja >/dev/null || need+=(ninja-build)
+# The header-only libraries the cross build takes from the host (tools/toolchains/windows-mingw/).
+[ -d /usr/include/boost ] || need+=(libboost-dev)
+[ -d /usr/include/nlohmann ] || need+=(nlohmann-json3-dev)
+[ -d /usr/include/spdlog ] || need+=(libspdlog-dev)
+[ -d /usr/include/fmt ] || need+=(libfmt-dev)
+[ -f /usr/include/catch2/catch.hpp ] || need+=(catch2)
+[ -f /usr/include/dlpack/dlpack.h ] || need+=(libdlpack-dev)
+if [ ${#need[@]} -gt 0 ]; then
+  log "installing ${need[*]}"
+  sudo_=""
+  [ "$(id -u)" = 0 ] || sudo_=sudo
+  $sudo_ apt-get -o DPkg::Lock::Timeout=900 update
+  DEBIAN_FRONTEND=noninteractive $sudo_ apt-get -o DPkg::Lock::Timeout=900 install -y \
+    --no-install-recommends "${need[@]}"
+fi
+
+# What is ported so far (docs/platforms.md, "Status"): built and run by default.
+default_targets="parenchyma-info parenchyma-native parenchyma-mock parenchyma-opencl parenchyma-cuda
+  parenchyma-blas-mock parenchyma-blas-opencl parenchyma-nn-native parenchyma-array-native
+  parenchyma-conformance test_loader_variants test_loader_selection test_unit_error test_unit_config
+  test_unit_tensor test_unit_backend test_unit_opkey test_mock_core test_abi_c99 test_abi_c11
+  test_dlpack"
+default_tests='^(unit_(tensor|backend|error|config|opkey)|dlpack|loader_(variants|selection)|abi_c99|abi_c11|conformance_(stub|native|opencl|cuda|refused_.*|bundle_suite_.*|cli_.*)|mock_.*|blas_conformance_opencl|nn_conformance_native)$'
+targets="${PARENCHYMA_WIN_TARGETS:-$default_targets}"
+[ "$targets" = all ] && targets=""
+tests="${PARENCHYMA_WIN_TESTS:-$default_tests}"
+
+dir="$root/build-windows"
+jobs="${PARENCHYMA_JOBS:-$(nproc 2>/dev/null || echo 2)}"
+log "cross build (mingw-w64, posix threads) in $dir"
+start=$(date +%s)
+cmake -S "$root" -B "$dir" -G Ninja --toolchain "$root/tools/toolchains/windows-mingw.cmake" \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPARENCHYMA_WERROR=ON -DPARENCHYMA_TEST_FLAGS="-O1 -g1" \
+  -DPARENCHYMA_BUILD_BENCH=OFF -DPARENCHYMA_BUILD_PYTHON=OFF \
+  -DPARENCHYMA_CUDA_BUNDLES=OFF # cuBLAS/cuDNN headers: none for mingw here (docs/platforms.md)
+# shellcheck disable=SC2086
+cmake --build "$dir" -j "$jobs" ${targets:+--target $targets}
+# The C++ runtime DLLs beside the programs and the core DLL (the toolchain links them shared).
+for f in libstdc++-6.dll libgcc_s_seh-1.dll; do
+  cp -u "$(x86_64-w64-mingw32-g++-posix -print-file-name=$f)" "$dir/bin/"
+done
+cp -u "$(x86_64-w64-mingw32-g++-posix -print-file-name=libwinpthread-1.dll)" "$dir/bin/"
+log "cross build: $(( $(date +%s) - start )) s"
+
+# wine: its own prefix in the build tree, initialised once; console programs need no X.
+export WINEPREFIX="$dir/wineprefix" WINEDEBUG=-all WINEDLLOVERRIDES="mscoree,mshtml="
+if [ ! -f "$WINEPREFIX/system.reg" ]; then
+  log "initialising the wine prefix $WINEPREFIX"
+  /usr/lib/wine/wine64 wineboot --init >/dev/null 2>&1 || true
+  /usr/lib/wine/wineserver -w || true
+fi
+
+log "parenchyma-info.exe --json under wine"
+/usr/lib/wine/wine64 "$dir/bin/parenchyma-info.exe" --json >"$dir/info.json"
+grep -q '"name": "native"' "$dir/info.json"
+
+log "tests under wine64"
+start=$(date +%s)
+rc=0
+(cd "$dir" && ctest --output-on-failure -j "$jobs" -R "$tests" "$@") || rc=$?
+log "tests under wine: $(( $(date +%s) - start )) s (rc $rc)"
+exit $rc

@@ -1,0 +1,10 @@
+# Boost's headers (Boost.DLL, Boost.PFR, ...) for the mingw build: header-only parts only.
+include(${CMAKE_CURRENT_LIST_DIR}/host-headers.cmake)
+pcy_header_target(Boost::headers HEADERS boost)
+if(NOT TARGET Boost::boost)
+  add_library(Boost::boost INTERFACE IMPORTED)
+  set_property(TARGET Boost::boost PROPERTY INTERFACE_LINK_LIBRARIES Boost::headers)
+endif()
+set(Boost_FOUND TRUE)
+set(Boost_VERSION 1.74.0)
+set(Boost_INCLUDE_DIRS ${CMAKE_BINARY_DIR}/mingw-host-headers)
