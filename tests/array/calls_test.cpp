@@ -1,16 +1,24 @@
 // The host side of a small array op (docs/array.md, "Host cost"): once a thread has warmed up,
 // building an expression, emitting its program and running it through an array bundle makes no
 // heap allocation — in the front-end, the core and the bundle — on every framework here. This
-// program counts every operator new of the process (its own replacement).
+// program counts every operator new of the process (its own replacement); exit 0 passed, 1
+// failed, 77 skipped (with the reason).
 #include "array_backends.hpp"
 
 #include <parenchyma/array.hpp>
 
-#include "support/catch.hpp"
-
 #include <atomic>
+#include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <new>
+#include <vector>
+
+// GCC sees std::free of what its inlined operator new returned and warns; the replacement
+// pair below is malloc/free on both sides.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wmismatched-new-delete"
+#endif
 
 namespace {
 std::atomic<uint64_t> g_news{0};
@@ -25,30 +33,48 @@ void operator delete(void* p, std::size_t) noexcept { std::free(p); }
 
 namespace pa = parenchyma::array;
 
-TEST_CASE("a warm small elementwise op allocates nothing on the host", "[array][host]") {
+int main() {
 #if !PCY_ARRAY_NODE_POOL
-  SKIP("expression nodes are plain allocations under AddressSanitizer (use after free visible)");
-#endif
-  for (const parenchyma::Backend& b : array_test::array_backends()) {
-    INFO("backend " << b.name());
-    pa::Array x = pa::full(b, {3}, 2.0), y = pa::zeros(b, {3}), z = pa::ones(b, {3});
-    auto step = [&] {
-      y.assign(x * 2.0f + 1.0f);           // a fused chain with weak scalars
-      z.assign(pa::maximum(z, x) - y);     // reads its own target
-      y.assign(pa::where(x > 1.0f, y, z)); // comparison, where
-    };
-    // Warm-up: kernels built, node and buffer lists filled, pending lists compacted.
-    for (int i = 0; i < 200; ++i)
-      step();
-    b.synchronize();
-    const uint64_t before = g_news.load();
-    for (int i = 0; i < 100; ++i)
-      step();
-    const uint64_t made = g_news.load() - before;
-    b.synchronize();
-    CHECK(made == 0);
-    // The values are right (the loop is not a no-op): y = 5 where x > 1.
-    const std::vector<float> got = y.to_vector<float>();
-    CHECK(got == std::vector<float>{5, 5, 5});
+  std::printf("SKIPPED: expression nodes are plain allocations under AddressSanitizer (use after "
+              "free stays visible)\n");
+  return 77;
+#else
+  if (const char* v = std::getenv("PARENCHYMA_VALIDATE"); v != nullptr && *v && *v != '0') {
+    std::printf("SKIPPED: the validation layer copies and checks every plugin call (it "
+                "allocates); the hot path is measured without it\n");
+    return 77;
   }
+  int failed = 0;
+  try {
+    for (const parenchyma::Backend& b : array_test::array_backends()) {
+      pa::Array x = pa::full(b, {3}, 2.0), y = pa::zeros(b, {3}), z = pa::ones(b, {3});
+      auto step = [&] {
+        y.assign(x * 2.0f + 1.0f);           // a fused chain with weak scalars
+        z.assign(pa::maximum(z, x) - y);     // reads its own target
+        y.assign(pa::where(x > 1.0f, y, z)); // comparison, where
+      };
+      // Warm-up: kernels built, node and buffer lists filled, pending lists compacted.
+      for (int i = 0; i < 200; ++i)
+        step();
+      b.synchronize();
+      const uint64_t before = g_news.load();
+      for (int i = 0; i < 100; ++i)
+        step();
+      const uint64_t made = g_news.load() - before;
+      b.synchronize();
+      // The values are right (the loop is not a no-op): y = 5 where x > 1.
+      const std::vector<float> got = y.to_vector<float>();
+      const bool values_ok = got == std::vector<float>{5, 5, 5};
+      std::printf("%s: %llu heap allocations in 300 warm assignments (want 0); values %s\n",
+                  b.name().c_str(), static_cast<unsigned long long>(made),
+                  values_ok ? "right" : "WRONG");
+      if (made != 0 || !values_ok) failed = 1;
+    }
+  } catch (const std::exception& e) {
+    std::printf("error: %s\n", e.what());
+    return 1;
+  }
+  std::printf(failed ? "FAILED\n" : "passed\n");
+  return failed;
+#endif
 }
