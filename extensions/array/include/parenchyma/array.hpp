@@ -282,7 +282,7 @@ inline NodePtr new_node() {
     throw;
   }
 #else
-  return new_node();
+  return std::make_shared<Node>();
 #endif
 }
 
