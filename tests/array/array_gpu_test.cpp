@@ -970,7 +970,7 @@ template <class T> std::vector<T> sort_input(size_t n, uint64_t seed) {
 }
 template <class T> std::vector<uint8_t> bytes_of(const std::vector<T>& v) {
   std::vector<uint8_t> b(v.size() * sizeof(T));
-  std::memcpy(b.data(), v.data(), b.size());
+  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
   return b;
 }
 template <class T>
