@@ -82,7 +82,7 @@ std::string machine_name(uint16_t m) {
   return known != nullptr ? known : "ELF machine " + std::to_string(m);
 }
 
-std::string osabi_name(uint8_t abi) {
+[[maybe_unused]] std::string osabi_name(uint8_t abi) { // used where the core is an ELF one
   switch (abi) {
   case 1: return "HP-UX";
   case 2: return "NetBSD";
