@@ -1,13 +1,19 @@
 // parenchyma native plugin: the one device (the host CPU) and its properties; contexts.
 #include "native.hpp"
 
-#include <parenchyma/sdk/os.hpp> // <windows.h> on Windows
-
 #include <cstdlib>
 #include <fstream>
 #include <string_view>
 
-#if !defined(_WIN32)
+#if defined(_WIN32)
+#ifndef WIN32_LEAN_AND_MEAN
+#define WIN32_LEAN_AND_MEAN
+#endif
+#ifndef NOMINMAX
+#define NOMINMAX
+#endif
+#include <windows.h>
+#else
 #include <unistd.h>
 #endif
 #include <utility>

@@ -16,14 +16,6 @@
 
 #if defined(_WIN32)
 #include <malloc.h>
-// The SDK's one way to include <windows.h> (lean, no min/max macros).
-#ifndef WIN32_LEAN_AND_MEAN
-#define WIN32_LEAN_AND_MEAN
-#endif
-#ifndef NOMINMAX
-#define NOMINMAX
-#endif
-#include <windows.h>
 #else
 #include <sys/auxv.h>
 #endif
