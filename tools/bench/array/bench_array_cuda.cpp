@@ -150,6 +150,14 @@ int main(int argc, char** argv) {
           off += static_cast<uint64_t>(n);
         },
         4.0 * n);
+    // The same fill with uniform numbers (the generator's share of A3's time).
+    g.pair(
+        "A3' random uniform fill of " + std::to_string(n) + " f32", "memset", g.fill_of(4.0 * n),
+        [&] {
+          r.assign(pa::random::uniform(b, {n}, 9, off));
+          off += static_cast<uint64_t>(n);
+        },
+        4.0 * n);
     // A direct draw (no assign: the draw's own tensor).
     g.pair(
         "A3 random normal draw of " + std::to_string(n) + " f32", "memset", g.fill_of(4.0 * n),
