@@ -2,10 +2,11 @@
 
     g = parenchyma.random.Generator(seed=7)
     x = g.normal((1024, 64))                  # float32 on the default backend
-    m = g.bernoulli((1024,), 0.1)             # the next elements of the same stream
+    m = g.bernoulli((1024,), 0.1)             # the next counters of the same stream
 
-A Generator is a stream (seed, offset): each draw takes the next elements, so successive draws
-never overlap and a program replays exactly from its seed. The values are the same bits on every
+A Generator is a stream (seed, offset): each draw takes the next counters (four elements per
+counter; two for float64 and randint), so successive draws never overlap and a program replays
+exactly from its seed. The values are the same bits on every
 backend (native, OpenCL, CUDA): the array front-end's random op (parenchyma/array.hpp).
 """
 
@@ -16,7 +17,7 @@ __all__ = ["Generator", "default_rng"]
 
 
 class Generator:
-    """A random stream: (seed, offset); each draw advances offset by the elements drawn."""
+    """A random stream: (seed, offset); each draw advances offset by the counters it takes."""
 
     def __init__(self, seed, offset=0):
         self._g = _a.Generator(seed, offset)

@@ -6,7 +6,7 @@ from ._parenchyma import Backend, Tensor
 _Shape = Union[int, Sequence[int]]
 
 class Generator:
-    """A random stream: (seed, offset); each draw advances offset by the elements drawn."""
+    """A random stream: (seed, offset); each draw advances offset by the counters it takes."""
 
     def __init__(self, seed: int, offset: int = 0) -> None: ...
     @property

@@ -671,14 +671,32 @@ TEST_CASE("array gpu: scans are sequential: the native bundle's bits", "[array][
 }
 
 namespace {
-// Element e of a draw, computed here from pcy_array_random.h (the contract's formulas).
+// Element e of a draw, computed here from pcy_array_random.h (the contract's formulas: counter
+// offset + e / P, lane l = e mod P; P = 2 for the two-word draws, 4 for the others).
 std::vector<uint8_t> host_draw(int dist, int d, uint64_t seed, uint64_t offset, double a, double b,
                                int64_t n) {
   std::vector<uint8_t> out(static_cast<size_t>(n) * dsize(d));
   const float fa = static_cast<float>(a), fb = static_cast<float>(b);
+  const bool two_words =
+      dist == PCY_ARRAY_RANDOM_RANDINT || dist == PCY_ARRAY_RANDOM_BITS ||
+      ((dist == PCY_ARRAY_RANDOM_UNIFORM || dist == PCY_ARRAY_RANDOM_NORMAL) && d == PCY_DTYPE_F64);
+  const int64_t P = two_words ? 2 : 4;
   for (int64_t e = 0; e < n; ++e) {
-    uint32_t w[4];
-    pcy_rng_words(seed, offset, static_cast<uint64_t>(e), w);
+    uint32_t all[4];
+    pcy_rng_words(seed, offset, static_cast<uint64_t>(e / P), all);
+    const int64_t l = e % P;
+    // the lane's words first: w[0] (and w[1]) are the lane's own; a normal pair's are 2 h, 2 h + 1
+    uint32_t w[4] = {all[0], all[1], all[2], all[3]};
+    const bool normal = dist == PCY_ARRAY_RANDOM_NORMAL;
+    const bool odd = (l & 1) != 0; // a normal's sine member
+    if (normal && d != PCY_DTYPE_F64) {
+      w[0] = all[(l / 2) * 2];
+      w[1] = all[(l / 2) * 2 + 1];
+    } else if (!normal) {
+      const int64_t k = two_words ? 2 * l : l;
+      w[0] = all[k];
+      w[1] = two_words ? all[k + 1] : 0;
+    }
     uint8_t* p = out.data() + e * static_cast<int64_t>(dsize(d));
     auto put_f32 = [&](float f) { std::memcpy(p, &f, 4); }; // F32 draws only here
     switch (dist) {
@@ -692,10 +710,13 @@ std::vector<uint8_t> host_draw(int dist, int d, uint64_t seed, uint64_t offset, 
       break;
     case PCY_ARRAY_RANDOM_NORMAL:
       if (d == PCY_DTYPE_F64) {
-        const double v = a + b * pcy_rng_normal_f64(w[0], w[1], w[2], w[3]);
+        const double z = odd ? pcy_rng_normal_sin_f64(w[0], w[1], w[2], w[3])
+                             : pcy_rng_normal_f64(w[0], w[1], w[2], w[3]);
+        const double v = a + b * z;
         std::memcpy(p, &v, 8);
       } else {
-        put_f32(fa + fb * pcy_rng_normal_f32(w[0], w[1]));
+        put_f32(fa +
+                fb * (odd ? pcy_rng_normal_sin_f32(w[0], w[1]) : pcy_rng_normal_f32(w[0], w[1])));
       }
       break;
     case PCY_ARRAY_RANDOM_BERNOULLI: {

@@ -700,10 +700,15 @@ TEST_CASE("array: random draws: the same bits on every backend, offsets split on
       REQUIRE(same_bits(n[i], ref_n[i]));
     for (size_t i = 0; i < u.size(); ++i)
       REQUIRE(same_bits(u[i], ref_u[i]));
-    // Element e at offset o is element e - 10 at offset o + 10.
-    const auto shifted = pa::random::normal(b, {990}, seed, 87).to_vector<float>();
+    // Element e at offset o is element e - 40 at offset o + 10 (4 f32 elements per counter).
+    const auto shifted = pa::random::normal(b, {960}, seed, 87).to_vector<float>();
     for (size_t i = 0; i < shifted.size(); ++i)
-      REQUIRE(same_bits(shifted[i], n[i + 10]));
+      REQUIRE(same_bits(shifted[i], n[i + 40]));
+    // and element e - 20 at offset o + 10 for f64 (2 per counter)
+    const auto u_shift =
+        pa::random::uniform(b, {979}, seed, 15, -2, 3, PCY_DTYPE_F64).to_vector<double>();
+    for (size_t i = 0; i < u_shift.size(); ++i)
+      REQUIRE(same_bits(u_shift[i], u[i + 20]));
     // A strided view draws in its own row-major order.
     pa::Array z = pa::zeros(b, {4, 6});
     pa::Array g = pa::random::normal(b, {4, 3}, seed, 77);
@@ -722,7 +727,21 @@ TEST_CASE("array: random draws: the same bits on every backend, offsets split on
     pa::Array ri = gen.randint(b, {50000}, -3, 4, PCY_DTYPE_I32);
     CHECK(pa::min(ri).item<int32_t>() == -3);
     CHECK(pa::max(ri).item<int32_t>() == 3);
-    CHECK(gen.offset() == 200000 + 100000 + 50000);
+    // counters: 2 f64 normals, 4 Bernoulli draws, 2 randint draws per counter
+    CHECK(gen.offset() == 200000 / 2 + 100000 / 4 + 50000 / 2);
+    // Draws whose sizes are whole counters continue one stream; a partial counter is skipped.
+    pa::random::Generator g2(seed, 3);
+    const auto a8 = g2.normal(b, {8}).to_vector<float>();
+    const auto a7 = g2.normal(b, {7}).to_vector<float>(); // counters 5 .. 6, lane 3 of 6 unused
+    const auto a4 = g2.normal(b, {4}).to_vector<float>(); // counter 7
+    CHECK(g2.offset() == 3 + 2 + 2 + 1);
+    const auto one = pa::random::normal(b, {20}, seed, 3).to_vector<float>();
+    for (size_t i = 0; i < 8; ++i)
+      REQUIRE(same_bits(a8[i], one[i]));
+    for (size_t i = 0; i < 7; ++i)
+      REQUIRE(same_bits(a7[i], one[8 + i]));
+    for (size_t i = 0; i < 4; ++i)
+      REQUIRE(same_bits(a4[i], one[16 + i]));
   }
 }
 

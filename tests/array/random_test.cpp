@@ -189,15 +189,38 @@ TEST_CASE("array random: uniform", "[array][random]") {
 }
 
 TEST_CASE("array random: normal statistics", "[array][random]") {
-  const size_t n = draws();
+  // Both members of each Box-Muller pair (cos and sin of one angle), as a draw lays them out.
+  const size_t n = draws() / 2 * 2;
   std::vector<float> f(n);
   std::vector<double> d(n);
-  for (size_t e = 0; e < n; ++e) {
-    const rt::words w = rt::draw(20261206, 1000, e);
+  for (size_t e = 0; e < n; e += 2) {
+    const rt::words w = rt::draw(20261206, 1000, e / 2);
     f[e] = pcy_rng_normal_f32(w[0], w[1]);
+    f[e + 1] = pcy_rng_normal_sin_f32(w[0], w[1]);
     d[e] = pcy_rng_normal_f64(w[0], w[1], w[2], w[3]);
+    d[e + 1] = pcy_rng_normal_sin_f64(w[0], w[1], w[2], w[3]);
     REQUIRE((std::isfinite(f[e]) && std::isfinite(d[e])));
+    REQUIRE((std::isfinite(f[e + 1]) && std::isfinite(d[e + 1])));
   }
+  // The members of a pair are uncorrelated, and so are their squares (Box-Muller's pair is
+  // independent): correlations within 5 sigma (1 / sqrt(n / 2)) of 0.
+  auto corr = [](const auto& v, auto g) {
+    double sx = 0, sy = 0, sxx = 0, syy = 0, sxy = 0;
+    const double m = static_cast<double>(v.size() / 2);
+    for (size_t i = 0; i + 1 < v.size(); i += 2) {
+      const double x = g(static_cast<double>(v[i])), y = g(static_cast<double>(v[i + 1]));
+      sx += x, sy += y, sxx += x * x, syy += y * y, sxy += x * y;
+    }
+    const double cxy = sxy / m - (sx / m) * (sy / m);
+    return cxy / std::sqrt((sxx / m - (sx / m) * (sx / m)) * (syy / m - (sy / m) * (sy / m)));
+  };
+  const double bound = 5 / std::sqrt(static_cast<double>(n / 2));
+  const auto id = [](double x) { return x; };
+  const auto sq = [](double x) { return x * x; };
+  CHECK(std::fabs(corr(f, id)) < bound);
+  CHECK(std::fabs(corr(f, sq)) < bound);
+  CHECK(std::fabs(corr(d, id)) < bound);
+  CHECK(std::fabs(corr(d, sq)) < bound);
   const double sn = std::sqrt(static_cast<double>(n));
   for (const moments m : {moments_of(f), moments_of(d)}) {
     INFO("mean " << m.mean << " var " << m.var << " skew " << m.skew << " kurt " << m.kurt);
@@ -224,6 +247,10 @@ TEST_CASE("array random: normal transform accuracy", "[array][random]") {
     const float z = pcy_rng_normal_f32(k << 8 | 0x3f, j << 8 | 0xc1);
     const long double err = ulp_error(z, normal_ref(k, j, 24), 24);
     if (!(err <= worst32)) worst32 = err, at32[0] = k, at32[1] = j;
+    // the sine member: sin(2 pi j 2^-24) = cos(2 pi (j - 2^22) 2^-24)
+    const float zs = pcy_rng_normal_sin_f32(k << 8 | 0x3f, j << 8 | 0xc1);
+    const long double es = ulp_error(zs, normal_ref(k, (j - (1u << 22)) & 0xFFFFFFu, 24), 24);
+    if (!(es <= worst32)) worst32 = es, at32[0] = k, at32[1] = j;
   };
   const auto check64 = [&](uint64_t k, uint64_t j) {
     const auto w0 = static_cast<uint32_t>(k >> 32) << 11 | 0x2a5, w1 = static_cast<uint32_t>(k);
@@ -231,6 +258,10 @@ TEST_CASE("array random: normal transform accuracy", "[array][random]") {
     const double z = pcy_rng_normal_f64(w0, w1, w2, w3);
     const long double err = ulp_error(z, normal_ref(k, j, 53), 53);
     if (!(err <= worst64)) worst64 = err, at64[0] = k, at64[1] = j;
+    const double zs = pcy_rng_normal_sin_f64(w0, w1, w2, w3);
+    const uint64_t js = (j - (uint64_t(1) << 51)) & ((uint64_t(1) << 53) - 1);
+    const long double es = ulp_error(zs, normal_ref(k, js, 53), 53);
+    if (!(es <= worst64)) worst64 = es, at64[0] = k, at64[1] = j;
   };
   // every pair of edge integers
   for (uint32_t k : rt::edge_k24()) {

@@ -1153,60 +1153,90 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
     const int d = s.dtypes[0];
     const char* T = ctype(d);
     const char* P = d == PCY_DTYPE_F64 ? "double" : "float";
-    src += fmt(
-        "KERNEL void pcy_random(GLOBAL %s* o0, const pcy_meta m, const %s lo, const %s span) {\n",
-        T, P, P);
-    src += fmt("  for (i64 e = GID; e < m.w[%d]; e += GSIZE) {\n", l.extra(0));
-    src += idx_decl(R) + unravel(0, R, "e", sm);
     std::array<bool, max_operands> out{};
     out[0] = true;
-    src += offsets(s, out);
-    src += fmt("u32 w[4];\npcy_rng_words((u64)m.w[%d], (u64)m.w[%d], (u64)e, w);\n", l.extra(1),
-               l.extra(2));
-    std::string val; // the draw in the output dtype
     auto from_f32 = [&](const std::string& x) {
       if (d == PCY_DTYPE_F32) return x;
       return cast_expr(dl, x, PCY_DTYPE_F32, d);
     };
-    switch (s.kind) {
-    case PCY_ARRAY_RANDOM_UNIFORM:
-      if (d == PCY_DTYPE_F64)
-        src += "const double u_ = pcy_rng_uniform_f64(w[0], w[1]);\nconst double y_ = lo + span * "
-               "u_;\n";
-      else
-        src += "const float u_ = pcy_rng_uniform_f32(w[0]);\nconst float y_ = lo + span * u_;\n";
-      val = d == PCY_DTYPE_F64 ? "y_" : from_f32("y_");
-      break;
-    case PCY_ARRAY_RANDOM_NORMAL:
-      if (d == PCY_DTYPE_F64)
-        src += "const double z_ = pcy_rng_normal_f64(w[0], w[1], w[2], w[3]);\nconst double y_ = "
-               "lo + span * z_;\n";
-      else
-        src +=
-            "const float z_ = pcy_rng_normal_f32(w[0], w[1]);\nconst float y_ = lo + span * z_;\n";
-      val = d == PCY_DTYPE_F64 ? "y_" : from_f32("y_");
-      break;
-    case PCY_ARRAY_RANDOM_BERNOULLI:
-      src += fmt("const u8 y_ = (u8)pcy_rng_bernoulli(w[0], (u64)m.w[%d]);\n", l.extra(3));
-      val = cast_expr(dl, "y_", PCY_DTYPE_BOOL, d);
-      break;
-    case PCY_ARRAY_RANDOM_RANDINT:
-      src += fmt("const i64 y_ = (i64)pcy_rng_randint(w[0], w[1], m.w[%d], (u64)m.w[%d]);\n",
-                 l.extra(4), l.extra(5));
-      val = cast_expr(dl, "y_", PCY_DTYPE_I64, d);
-      break;
-    case PCY_ARRAY_RANDOM_PERMUTATION:
+    src += fmt(
+        "KERNEL void pcy_random(GLOBAL %s* o0, const pcy_meta m, const %s lo, const %s span) {\n",
+        T, P, P);
+    if (s.kind == PCY_ARRAY_RANDOM_PERMUTATION) { // one element per work-item, its own network
+      src += fmt("  for (i64 e = GID; e < m.w[%d]; e += GSIZE) {\n", l.extra(0));
+      src += idx_decl(R) + unravel(0, R, "e", sm) + offsets(s, out);
       src += fmt("const i64 y_ = (i64)pcy_rng_permute((u64)m.w[%d], (u64)m.w[%d], (u64)m.w[%d], "
                  "(u64)e);\n",
                  l.extra(1), l.extra(2), l.extra(0));
-      val = cast_expr(dl, "y_", PCY_DTYPE_I64, d);
-      break;
-    default: // BITS
-      src += "const i64 y_ = (i64)((u64)w[1] << 32 | (u64)w[0]);\n";
-      val = cast_expr(dl, "y_", PCY_DTYPE_I64, d);
+      src += "o0[q0] = " + cast_expr(dl, "y_", PCY_DTYPE_I64, d) + ";\n  }\n}\n";
+      return src;
+    }
+    // One counter per work-item: its four words give PER consecutive elements (pcy_array.h).
+    const int per = pcy_array_random_per_counter(s.kind, d);
+    src += fmt("  const i64 n_ = m.w[%d];\n", l.extra(0));
+    src += fmt("  for (i64 c = GID; c < (n_ + %d) / %d; c += GSIZE) {\n", per - 1, per);
+    src += fmt("u32 w[4];\npcy_rng_words((u64)m.w[%d], (u64)m.w[%d], (u64)c, w);\n", l.extra(1),
+               l.extra(2));
+    std::array<std::string, 4> val; // each lane's value in the output dtype
+    switch (s.kind) {
+    case PCY_ARRAY_RANDOM_UNIFORM:
+    case PCY_ARRAY_RANDOM_NORMAL: {
+      const bool normal = s.kind == PCY_ARRAY_RANDOM_NORMAL;
+      if (d == PCY_DTYPE_F64) {
+        if (normal)
+          src += "const double r_ = pcy_rng_radius_f64(w[0], w[1]);\n"
+                 "const u64 j_ = (u64)(w[2] >> 11) << 32 | (u64)w[3];\n"
+                 "const double y0_ = lo + span * (r_ * pcy_rng_cos2pi_f64(j_));\n"
+                 "const double y1_ = lo + span * (r_ * pcy_rng_sin2pi_f64(j_));\n";
+        else
+          src += "const double y0_ = lo + span * pcy_rng_uniform_f64(w[0], w[1]);\n"
+                 "const double y1_ = lo + span * pcy_rng_uniform_f64(w[2], w[3]);\n";
+        val[0] = "y0_";
+        val[1] = "y1_";
+      } else {
+        if (normal)
+          src += "const float ra_ = pcy_rng_radius_f32(w[0]), rb_ = pcy_rng_radius_f32(w[2]);\n"
+                 "const float y0_ = lo + span * (ra_ * pcy_rng_cos2pi_f32(w[1] >> 8));\n"
+                 "const float y1_ = lo + span * (ra_ * pcy_rng_sin2pi_f32(w[1] >> 8));\n"
+                 "const float y2_ = lo + span * (rb_ * pcy_rng_cos2pi_f32(w[3] >> 8));\n"
+                 "const float y3_ = lo + span * (rb_ * pcy_rng_sin2pi_f32(w[3] >> 8));\n";
+        else
+          for (int k = 0; k < 4; ++k)
+            src += fmt("const float y%d_ = lo + span * pcy_rng_uniform_f32(w[%d]);\n", k, k);
+        for (int k = 0; k < 4; ++k)
+          val[static_cast<size_t>(k)] = from_f32(fmt("y%d_", k));
+      }
       break;
     }
-    src += "o0[q0] = " + val + ";\n  }\n}\n";
+    case PCY_ARRAY_RANDOM_BERNOULLI:
+      for (int k = 0; k < 4; ++k) {
+        src +=
+            fmt("const u8 y%d_ = (u8)pcy_rng_bernoulli(w[%d], (u64)m.w[%d]);\n", k, k, l.extra(3));
+        val[static_cast<size_t>(k)] = cast_expr(dl, fmt("y%d_", k), PCY_DTYPE_BOOL, d);
+      }
+      break;
+    case PCY_ARRAY_RANDOM_RANDINT:
+      for (int k = 0; k < 2; ++k) {
+        src += fmt("const i64 y%d_ = (i64)pcy_rng_randint(w[%d], w[%d], m.w[%d], (u64)m.w[%d]);\n",
+                   k, 2 * k, 2 * k + 1, l.extra(4), l.extra(5));
+        val[static_cast<size_t>(k)] = cast_expr(dl, fmt("y%d_", k), PCY_DTYPE_I64, d);
+      }
+      break;
+    default: // BITS
+      for (int k = 0; k < 2; ++k) {
+        src += fmt("const i64 y%d_ = (i64)((u64)w[%d] << 32 | (u64)w[%d]);\n", k, 2 * k + 1, 2 * k);
+        val[static_cast<size_t>(k)] = cast_expr(dl, fmt("y%d_", k), PCY_DTYPE_I64, d);
+      }
+      break;
+    }
+    for (int k = 0; k < per; ++k) {
+      src += fmt("{ const i64 e = c * %d + %d;\n", per, k);
+      if (k > 0) src += "if (e < n_) {\n";
+      src += idx_decl(R) + unravel(0, R, "e", sm) + offsets(s, out);
+      src += "o0[q0] = " + val[static_cast<size_t>(k)] + ";\n";
+      src += k > 0 ? "} }\n" : "}\n";
+    }
+    src += "  }\n}\n";
     return src;
   }
 

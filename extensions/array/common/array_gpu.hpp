@@ -451,10 +451,31 @@ inline void op_random(gpu_context& cx, const sdk::op_args& a) {
   const random_call rc = decode_random(a); // view, distribution, parameters checked
   if (rc.elements == 0) return;
   const pcy_tensor& out = a.t(at<pcy_array_random_schema>("out"));
-  const int dt = rc.dtype, R = rc.rank;
+  const int dt = rc.dtype;
   const int64_t dist = rc.distribution;
   const uint64_t n = rc.elements;
   const double pa = rc.a, pb = rc.b;
+  // The view with neighbouring dimensions merged where they are one run of memory (row-major
+  // order kept: a dense output is rank 1, no division per element).
+  std::array<int64_t, max_rank> shape{}, strides{};
+  int R = 0;
+  for (int d = 0; d < rc.rank; ++d) {
+    const int64_t ext = rc.shape[static_cast<size_t>(d)], st = rc.strides[static_cast<size_t>(d)];
+    if (ext == 1) continue;
+    if (R > 0 && strides[static_cast<size_t>(R - 1)] == ext * st) {
+      shape[static_cast<size_t>(R - 1)] *= ext;
+      strides[static_cast<size_t>(R - 1)] = st;
+      continue;
+    }
+    shape[static_cast<size_t>(R)] = ext;
+    strides[static_cast<size_t>(R)] = st;
+    ++R;
+  }
+  if (R == 0) { // one element
+    shape[0] = 1;
+    strides[0] = 1;
+    R = 1;
+  }
   codegen::spec s;
   s.what = job::random;
   s.kind = static_cast<int>(dist);
@@ -467,9 +488,13 @@ inline void op_random(gpu_context& cx, const sdk::op_args& a) {
   la.meta.assign(static_cast<size_t>(l.words(job::random)), 0);
   la.meta[static_cast<size_t>(l.small(job::random))] = n < (uint64_t{1} << 32) ? 1 : 0;
   for (int d = 0; d < R; ++d) {
-    la.meta[static_cast<size_t>(l.shape(d))] = rc.shape[static_cast<size_t>(d)];
-    la.meta[static_cast<size_t>(l.stride(0, d))] = rc.strides[static_cast<size_t>(d)];
+    la.meta[static_cast<size_t>(l.shape(d))] = shape[static_cast<size_t>(d)];
+    la.meta[static_cast<size_t>(l.stride(0, d))] = strides[static_cast<size_t>(d)];
   }
+  // One work-item per counter (PER elements each), one per element for a permutation.
+  const int per = pcy_array_random_per_counter(static_cast<int>(dist), dt);
+  const uint64_t items =
+      per > 0 ? (n + static_cast<uint64_t>(per) - 1) / static_cast<uint64_t>(per) : n;
   la.meta[static_cast<size_t>(l.offset(0))] = rc.offset + elem_offset(S, out, cx.bundle);
   la.meta[static_cast<size_t>(l.extra(0))] = static_cast<int64_t>(n);
   la.meta[static_cast<size_t>(l.extra(1))] = static_cast<int64_t>(rc.seed);
@@ -492,13 +517,13 @@ inline void op_random(gpu_context& cx, const sdk::op_args& a) {
     const double lo_ = pa, span_ = dist == PCY_ARRAY_RANDOM_UNIFORM ? pb - pa : pb;
     la.add(lo_);
     la.add(span_);
-    run(cx, a.queue(), k.k0, cx.groups_for(n), la);
+    run(cx, a.queue(), k.k0, cx.groups_for(items), la);
   } else {
     const float fa = static_cast<float>(pa), fb = static_cast<float>(pb);
     const float lo_ = fa, span_ = dist == PCY_ARRAY_RANDOM_UNIFORM ? fb - fa : fb;
     la.add(lo_);
     la.add(span_);
-    run(cx, a.queue(), k.k0, cx.groups_for(n), la);
+    run(cx, a.queue(), k.k0, cx.groups_for(items), la);
   }
 }
 

@@ -23,6 +23,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -291,8 +292,9 @@ extern "C" {
   X(expm1)                                                                                         \
   X(log)                                                                                           \
   X(log1p)                                                                                         \
-  X(log2) X(log10) X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh) X(asinh)   \
-      X(acosh) X(atanh) X(erf)
+  X(log2)                                                                                          \
+  X(log10) X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh) X(asinh) X(acosh)  \
+      X(atanh) X(erf)
 PCY_MVEC_UNARY(PCY_MVEC_DECL)
 PCY_MVEC_DECL2(atan2)
 PCY_MVEC_DECL2(hypot)
@@ -398,15 +400,16 @@ struct tables {
     PCY_F1(EXPM1, op_expm1)
     PCY_F1(LOG, op_log)
     PCY_F1(LOG1P, op_log1p)
-    PCY_F1(LOG2, op_log2) PCY_F1(LOG10, op_log10) PCY_F1(SQRT, op_sqrt) PCY_F1(RSQRT, op_rsqrt)
-        PCY_F1(SIN, op_sin) PCY_F1(COS, op_cos) PCY_F1(TAN, op_tan) PCY_F1(ASIN, op_asin)
-            PCY_F1(ACOS, op_acos) PCY_F1(ATAN, op_atan) PCY_F1(SINH, op_sinh) PCY_F1(COSH, op_cosh)
-                PCY_F1(TANH, op_tanh) PCY_F1(ASINH, op_asinh) PCY_F1(ACOSH, op_acosh)
-                    PCY_F1(ATANH, op_atanh) PCY_F1(ERF, op_erf) PCY_F1(FLOOR, op_floor)
-                        PCY_F1(CEIL, op_ceil) PCY_F1(ROUND, op_round) PCY_F1(TRUNC, op_trunc)
-                            PCY_F2(DIV, op_div) PCY_F2(ATAN2, op_atan2)
-                                PCY_F2(COPYSIGN, op_copysign) PCY_F2(NEXTAFTER, op_nextafter)
-                                    PCY_F2(HYPOT, op_hypot) PCY_F2(LOGADDEXP, op_logaddexp)
+    PCY_F1(LOG2, op_log2)
+    PCY_F1(LOG10, op_log10) PCY_F1(SQRT, op_sqrt) PCY_F1(RSQRT, op_rsqrt) PCY_F1(SIN, op_sin)
+        PCY_F1(COS, op_cos) PCY_F1(TAN, op_tan) PCY_F1(ASIN, op_asin) PCY_F1(ACOS, op_acos)
+            PCY_F1(ATAN, op_atan) PCY_F1(SINH, op_sinh) PCY_F1(COSH, op_cosh) PCY_F1(TANH, op_tanh)
+                PCY_F1(ASINH, op_asinh) PCY_F1(ACOSH, op_acosh) PCY_F1(ATANH, op_atanh)
+                    PCY_F1(ERF, op_erf) PCY_F1(FLOOR, op_floor) PCY_F1(CEIL, op_ceil)
+                        PCY_F1(ROUND, op_round) PCY_F1(TRUNC, op_trunc) PCY_F2(DIV, op_div)
+                            PCY_F2(ATAN2, op_atan2) PCY_F2(COPYSIGN, op_copysign)
+                                PCY_F2(NEXTAFTER, op_nextafter) PCY_F2(HYPOT, op_hypot)
+                                    PCY_F2(LOGADDEXP, op_logaddexp)
 #undef PCY_F1
 #undef PCY_F2
                                         op[PCY_ARRAY_OP_ISNAN][D] = k_pred<PCY_ARRAY_OP_ISNAN, T>;
@@ -464,13 +467,13 @@ struct tables {
       PCY_MVEC_SET(expm1, EXPM1)
       PCY_MVEC_SET(log, LOG)
       PCY_MVEC_SET(log1p, LOG1P)
-      PCY_MVEC_SET(log2, LOG2) PCY_MVEC_SET(log10, LOG10) PCY_MVEC_SET(sin, SIN)
-          PCY_MVEC_SET(cos, COS) PCY_MVEC_SET(tan, TAN) PCY_MVEC_SET(asin, ASIN)
-              PCY_MVEC_SET(acos, ACOS) PCY_MVEC_SET(atan, ATAN) PCY_MVEC_SET(sinh, SINH)
-                  PCY_MVEC_SET(cosh, COSH) PCY_MVEC_SET(tanh, TANH) PCY_MVEC_SET(asinh, ASINH)
-                      PCY_MVEC_SET(acosh, ACOSH) PCY_MVEC_SET(atanh, ATANH) PCY_MVEC_SET(erf, ERF)
-                          PCY_MVEC_SET(atan2, ATAN2) PCY_MVEC_SET(hypot, HYPOT)
-                              PCY_MVEC_SET(pow, POW)
+      PCY_MVEC_SET(log2, LOG2)
+      PCY_MVEC_SET(log10, LOG10) PCY_MVEC_SET(sin, SIN) PCY_MVEC_SET(cos, COS)
+          PCY_MVEC_SET(tan, TAN) PCY_MVEC_SET(asin, ASIN) PCY_MVEC_SET(acos, ACOS)
+              PCY_MVEC_SET(atan, ATAN) PCY_MVEC_SET(sinh, SINH) PCY_MVEC_SET(cosh, COSH)
+                  PCY_MVEC_SET(tanh, TANH) PCY_MVEC_SET(asinh, ASINH) PCY_MVEC_SET(acosh, ACOSH)
+                      PCY_MVEC_SET(atanh, ATANH) PCY_MVEC_SET(erf, ERF) PCY_MVEC_SET(atan2, ATAN2)
+                          PCY_MVEC_SET(hypot, HYPOT) PCY_MVEC_SET(pow, POW)
 #undef PCY_MVEC_SET
     }
 #endif
@@ -1335,59 +1338,96 @@ void op_random(native_context& cx, const sdk::op_args& a) {
   const double pa_ = v.a, pb = v.b;
   cx.settle(a.queue());
   char* base = static_cast<char*>(sdk::native_of(*cx.fw, out)) + out.byte_offset;
-  auto words = [&](uint64_t e, PCY_RNG_U32(&wd)[4]) { pcy_rng_words(seed, offset, e, wd); };
+  // Element e takes counter offset + e / P and lane e % P (pcy_array.h): each counter's words
+  // and its P values are made once, when its first element comes (the walk is in element order).
+  const int P = pcy_array_random_per_counter(static_cast<int>(dist), dt);
+  auto per_counter = [&](auto value_type, auto fill, auto store) {
+    using V = typename decltype(value_type)::type;
+    V vals[4] = {};
+    uint64_t cur = ~uint64_t{0};
+    each_element(v, [&](uint64_t e, int64_t at_) {
+      const uint64_t c = e / static_cast<uint64_t>(P);
+      if (c != cur) {
+        PCY_RNG_U32 wd[4];
+        pcy_rng_words(seed, offset, c, wd);
+        fill(wd, vals);
+        cur = c;
+      }
+      store(at_, vals[e % static_cast<uint64_t>(P)]);
+    });
+  };
   switch (dist) {
   case PCY_ARRAY_RANDOM_UNIFORM:
   case PCY_ARRAY_RANDOM_NORMAL: {
     const bool normal = dist == PCY_ARRAY_RANDOM_NORMAL;
     if (dt == PCY_DTYPE_F64) {
       const double a64 = pa_, b64 = pb, scale = normal ? b64 : b64 - a64;
-      each_element(v, [&](uint64_t e, int64_t at_) {
-        PCY_RNG_U32 wd[4];
-        words(e, wd);
-        const double r = normal ? pcy_rng_normal_f64(wd[0], wd[1], wd[2], wd[3])
-                                : pcy_rng_uniform_f64(wd[0], wd[1]);
-        const double t = scale * r;
-        store_at(base, at_, a64 + t);
-      });
+      per_counter(
+          std::type_identity<double>{},
+          [&](const PCY_RNG_U32(&w)[4], double(&r)[4]) {
+            if (normal) {
+              r[0] = pcy_rng_normal_f64(w[0], w[1], w[2], w[3]);
+              r[1] = pcy_rng_normal_sin_f64(w[0], w[1], w[2], w[3]);
+            } else {
+              r[0] = pcy_rng_uniform_f64(w[0], w[1]);
+              r[1] = pcy_rng_uniform_f64(w[2], w[3]);
+            }
+          },
+          [&](int64_t at_, double r) {
+            const double t = scale * r;
+            store_at(base, at_, a64 + t);
+          });
     } else {
       const float a32 = static_cast<float>(pa_), b32 = static_cast<float>(pb);
       const float scale = normal ? b32 : b32 - a32;
-      each_element(v, [&](uint64_t e, int64_t at_) {
-        PCY_RNG_U32 wd[4];
-        words(e, wd);
-        const float r = normal ? pcy_rng_normal_f32(wd[0], wd[1]) : pcy_rng_uniform_f32(wd[0]);
-        const float t = scale * r;
-        const float x = a32 + t;
-        if (dt == PCY_DTYPE_F32)
-          store_at(base, at_, x);
-        else if (dt == PCY_DTYPE_F16)
-          store_at(base, at_, f16_from(static_cast<double>(x)));
-        else
-          store_at(base, at_, bf16_from(static_cast<double>(x)));
-      });
+      per_counter(
+          std::type_identity<float>{},
+          [&](const PCY_RNG_U32(&w)[4], float(&r)[4]) {
+            if (normal) {
+              r[0] = pcy_rng_normal_f32(w[0], w[1]);
+              r[1] = pcy_rng_normal_sin_f32(w[0], w[1]);
+              r[2] = pcy_rng_normal_f32(w[2], w[3]);
+              r[3] = pcy_rng_normal_sin_f32(w[2], w[3]);
+            } else {
+              for (int l = 0; l < 4; ++l)
+                r[l] = pcy_rng_uniform_f32(w[l]);
+            }
+          },
+          [&](int64_t at_, float r) {
+            const float t = scale * r;
+            const float x = a32 + t;
+            if (dt == PCY_DTYPE_F32)
+              store_at(base, at_, x);
+            else if (dt == PCY_DTYPE_F16)
+              store_at(base, at_, f16_from(static_cast<double>(x)));
+            else
+              store_at(base, at_, bf16_from(static_cast<double>(x)));
+          });
     }
     break;
   }
   case PCY_ARRAY_RANDOM_BERNOULLI: {
     const PCY_RNG_U64 t = pcy_rng_bernoulli_threshold(pa_);
     const size_t es = sdk::dtype_size(out.dtype);
-    each_element(v, [&](uint64_t e, int64_t at_) {
-      PCY_RNG_U32 wd[4];
-      words(e, wd);
-      const bool one = pcy_rng_bernoulli(wd[0], t) != 0;
-      char* p = base + at_ * static_cast<int64_t>(es);
-      switch (dt) {
-      case PCY_DTYPE_F32: store_at(p, 0, one ? 1.0f : 0.0f); break;
-      case PCY_DTYPE_F64: store_at(p, 0, one ? 1.0 : 0.0); break;
-      case PCY_DTYPE_F16: store_at(p, 0, static_cast<uint16_t>(one ? 0x3C00 : 0)); break;
-      case PCY_DTYPE_BF16: store_at(p, 0, static_cast<uint16_t>(one ? 0x3F80 : 0)); break;
-      case PCY_DTYPE_I16: store_at(p, 0, static_cast<int16_t>(one)); break;
-      case PCY_DTYPE_I32: store_at(p, 0, static_cast<int32_t>(one)); break;
-      case PCY_DTYPE_I64: store_at(p, 0, static_cast<int64_t>(one)); break;
-      default: store_at(p, 0, static_cast<uint8_t>(one)); break; // U8, I8, BOOL
-      }
-    });
+    per_counter(
+        std::type_identity<uint8_t>{},
+        [&](const PCY_RNG_U32(&w)[4], uint8_t(&r)[4]) {
+          for (int l = 0; l < 4; ++l)
+            r[l] = static_cast<uint8_t>(pcy_rng_bernoulli(w[l], t) != 0);
+        },
+        [&](int64_t at_, uint8_t one) {
+          char* p = base + at_ * static_cast<int64_t>(es);
+          switch (dt) {
+          case PCY_DTYPE_F32: store_at(p, 0, one ? 1.0f : 0.0f); break;
+          case PCY_DTYPE_F64: store_at(p, 0, one ? 1.0 : 0.0); break;
+          case PCY_DTYPE_F16: store_at(p, 0, static_cast<uint16_t>(one ? 0x3C00 : 0)); break;
+          case PCY_DTYPE_BF16: store_at(p, 0, static_cast<uint16_t>(one ? 0x3F80 : 0)); break;
+          case PCY_DTYPE_I16: store_at(p, 0, static_cast<int16_t>(one)); break;
+          case PCY_DTYPE_I32: store_at(p, 0, static_cast<int32_t>(one)); break;
+          case PCY_DTYPE_I64: store_at(p, 0, static_cast<int64_t>(one)); break;
+          default: store_at(p, 0, one); break; // U8, I8, BOOL
+          }
+        });
     break;
   }
   case PCY_ARRAY_RANDOM_RANDINT: {
@@ -1395,19 +1435,22 @@ void op_random(native_context& cx, const sdk::op_args& a) {
     const uint64_t range =
         static_cast<uint64_t>(static_cast<int64_t>(pb)) - static_cast<uint64_t>(lo);
     const size_t es = sdk::dtype_size(out.dtype);
-    each_element(v, [&](uint64_t e, int64_t at_) {
-      PCY_RNG_U32 wd[4];
-      words(e, wd);
-      const int64_t x = pcy_rng_randint(wd[0], wd[1], lo, range);
-      char* p = base + at_ * static_cast<int64_t>(es);
-      switch (dt) {
-      case PCY_DTYPE_I8: store_at(p, 0, static_cast<int8_t>(x)); break;
-      case PCY_DTYPE_I16: store_at(p, 0, static_cast<int16_t>(x)); break;
-      case PCY_DTYPE_I32: store_at(p, 0, static_cast<int32_t>(x)); break;
-      case PCY_DTYPE_U8: store_at(p, 0, static_cast<uint8_t>(x)); break;
-      default: store_at(p, 0, x); break;
-      }
-    });
+    per_counter(
+        std::type_identity<int64_t>{},
+        [&](const PCY_RNG_U32(&w)[4], int64_t(&r)[4]) {
+          r[0] = pcy_rng_randint(w[0], w[1], lo, range);
+          r[1] = pcy_rng_randint(w[2], w[3], lo, range);
+        },
+        [&](int64_t at_, int64_t x) {
+          char* p = base + at_ * static_cast<int64_t>(es);
+          switch (dt) {
+          case PCY_DTYPE_I8: store_at(p, 0, static_cast<int8_t>(x)); break;
+          case PCY_DTYPE_I16: store_at(p, 0, static_cast<int16_t>(x)); break;
+          case PCY_DTYPE_I32: store_at(p, 0, static_cast<int32_t>(x)); break;
+          case PCY_DTYPE_U8: store_at(p, 0, static_cast<uint8_t>(x)); break;
+          default: store_at(p, 0, x); break;
+          }
+        });
     break;
   }
   case PCY_ARRAY_RANDOM_PERMUTATION:
@@ -1420,11 +1463,13 @@ void op_random(native_context& cx, const sdk::op_args& a) {
     });
     break;
   default: // BITS
-    each_element(v, [&](uint64_t e, int64_t at_) {
-      PCY_RNG_U32 wd[4];
-      words(e, wd);
-      store_at(base, at_, static_cast<int64_t>((static_cast<uint64_t>(wd[1]) << 32) | wd[0]));
-    });
+    per_counter(
+        std::type_identity<int64_t>{},
+        [&](const PCY_RNG_U32(&w)[4], int64_t(&r)[4]) {
+          r[0] = static_cast<int64_t>((static_cast<uint64_t>(w[1]) << 32) | w[0]);
+          r[1] = static_cast<int64_t>((static_cast<uint64_t>(w[3]) << 32) | w[2]);
+        },
+        [&](int64_t at_, int64_t x) { store_at(base, at_, x); });
     break;
   }
 }
@@ -1450,7 +1495,8 @@ public:
       PCY_ADD_EVAL(1)
       PCY_ADD_EVAL(2)
       PCY_ADD_EVAL(3)
-      PCY_ADD_EVAL(4) PCY_ADD_EVAL(5) PCY_ADD_EVAL(6) PCY_ADD_EVAL(7) PCY_ADD_EVAL(8)
+      PCY_ADD_EVAL(4)
+      PCY_ADD_EVAL(5) PCY_ADD_EVAL(6) PCY_ADD_EVAL(7) PCY_ADD_EVAL(8)
 #undef PCY_ADD_EVAL
 #define PCY_ADD_EVALM(m, n)                                                                        \
   table_.add<op_evalm<pcy_array_evalm##m##_##n##_schema, n, m>>(pcy_array_evalm##m##_##n##_schema, \

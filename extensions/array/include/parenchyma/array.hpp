@@ -2644,27 +2644,28 @@ inline Array permutation(const Array& x, uint64_t seed, uint64_t offset = 0) {
   return take(x, permutation(x.need_backend("random.permutation"), x.shape()[0], seed, offset), 0);
 }
 
-// A stream: each draw takes the next elements of (seed, offset), so successive draws never
-// overlap and a program replays exactly from its seed.
+// A stream: each draw takes the next counters of (seed, offset) (4 elements per counter, 2 for
+// two-word draws: pcy_array.h), so successive draws never overlap and a program replays exactly
+// from its seed.
 class Generator {
 public:
   explicit Generator(uint64_t seed, uint64_t offset = 0) : seed_(seed), offset_(offset) {}
   uint64_t seed() const noexcept { return seed_; }
   uint64_t offset() const noexcept { return offset_; }
   Array uniform(const Backend& b, Shape s, double low = 0, double high = 1, dtype t = dt::f32) {
-    const uint64_t o = take(s);
+    const uint64_t o = take(s, PCY_ARRAY_RANDOM_UNIFORM, t);
     return random::uniform(b, std::move(s), seed_, o, low, high, t);
   }
   Array normal(const Backend& b, Shape s, double mean = 0, double std = 1, dtype t = dt::f32) {
-    const uint64_t o = take(s);
+    const uint64_t o = take(s, PCY_ARRAY_RANDOM_NORMAL, t);
     return random::normal(b, std::move(s), seed_, o, mean, std, t);
   }
   Array bernoulli(const Backend& b, Shape s, double p, dtype t = dt::boolean) {
-    const uint64_t o = take(s);
+    const uint64_t o = take(s, PCY_ARRAY_RANDOM_BERNOULLI, t);
     return random::bernoulli(b, std::move(s), p, seed_, o, t);
   }
   Array randint(const Backend& b, Shape s, int64_t low, int64_t high, dtype t = dt::i64) {
-    const uint64_t o = take(s);
+    const uint64_t o = take(s, PCY_ARRAY_RANDOM_RANDINT, t);
     return random::randint(b, std::move(s), low, high, seed_, o, t);
   }
   // A permutation takes one offset (its network is keyed by it).
@@ -2673,9 +2674,13 @@ public:
   }
 
 private:
-  uint64_t take(const Shape& s) {
+  // The counters a draw of s takes: ceil(elements / P), P elements per counter (pcy_array.h).
+  uint64_t take(const Shape& s, int distribution, dtype t) {
     const uint64_t o = offset_;
-    offset_ += array::detail::count_of(s);
+    const auto per = static_cast<uint64_t>(
+        pcy_array_random_per_counter(distribution, static_cast<int>(t)));
+    const uint64_t n = array::detail::count_of(s);
+    offset_ += n / per + (n % per != 0 ? 1 : 0);
     return o;
   }
   uint64_t seed_, offset_;

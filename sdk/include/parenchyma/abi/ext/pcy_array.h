@@ -109,26 +109,32 @@
  *
  * ---- random ---------------------------------------------------------------------------------
  * Counter-based: Philox-4x32-10 (Salmon et al., SC'11) with key (seed low 32 bits, seed high 32
- * bits) and counter (c0, c1, 0, 0) where c = offset + e (64-bit wrap), e the element's
- * row-major position in the view. The same (seed, offset) gives the same bits on every bundle
- * and device; the draw for element e never depends on the view's size, so offsets split a
- * stream: element e of a draw at offset o equals element e - d of a draw at offset o + d.
- * From the four 32-bit words w0..w3 of element e (pcy_array_random.h: pcy_rng_words and the
- * transforms below, one source for every bundle: C, C++, OpenCL C and CUDA):
- *   UNIFORM (floating)  a + (b - a) u, u = (w0 >> 8) 2^-24 (F32) or ((w0 >> 11) 2^32 + w1)
- *                       2^-53 (F64, F16 and BF16 from F32's u then rounded), in [0, 1)
- *   NORMAL (floating)   a + b z, z = sqrt(-2 log u1) cos(2 pi u2) with u1 = ((w0 >> 8) + 1)
- *                       2^-24, u2 = (w1 >> 8) 2^-24 (F32), or u1 = (((w0 >> 11) 2^32 + w1) + 1)
- *                       2^-53, u2 = ((w2 >> 11) 2^32 + w3) 2^-53 (F64); z is what
- *                       pcy_rng_normal_f32/_f64 compute (only + - * and integer operations:
- *                       the same bits everywhere; within 4 ulp of the exact value; u1 = 1
- *                       gives a zero)
- *   BERNOULLI           1 when w0 < t, t = floor(a 2^32) (clipped to [0, 2^32]; a NaN gives 0),
+ * bits) and counter (c0, c1, 0, 0) gives four 32-bit words w0..w3 per counter c (64 bits). The
+ * offset counts counters. A draw of one word per element (UNIFORM of F32, F16 and BF16, NORMAL
+ * of them, BERNOULLI) puts P = 4 elements on each counter, a draw of two words (UNIFORM and
+ * NORMAL of F64, RANDINT, BITS) P = 2: element e (its row-major position in the view) takes
+ * counter c = offset + floor(e / P) (64-bit wrap) and lane l = e mod P
+ * (pcy_array_random_per_counter). A draw of n elements uses ceil(n / P) counters from its
+ * offset; element e of a draw at offset o equals element e - P d of a draw at offset o + d, and
+ * never depends on the view's size. The same (seed, offset) gives the same bits on every bundle
+ * and device (pcy_array_random.h: pcy_rng_words and the transforms below, one source for every
+ * bundle: C, C++, OpenCL C and CUDA):
+ *   UNIFORM (floating)  a + (b - a) u, u = (w_l >> 8) 2^-24 (F32; F16 and BF16 from F32's u then
+ *                       rounded) or ((w_2l >> 11) 2^32 + w_2l+1) 2^-53 (F64), in [0, 1)
+ *   NORMAL (floating)   a + b z; lanes 2h and 2h + 1 are the Box-Muller pair of words
+ *                       (w_2h, w_2h+1) (F32) or of all four words (F64, h = 0):
+ *                       z = sqrt(-2 log u1) cos(2 pi u2) (even lane), sin(2 pi u2) (odd lane),
+ *                       u1 = ((w_2h >> 8) + 1) 2^-24, u2 = (w_2h+1 >> 8) 2^-24 (F32), or
+ *                       u1 = (((w0 >> 11) 2^32 + w1) + 1) 2^-53, u2 = ((w2 >> 11) 2^32 + w3)
+ *                       2^-53 (F64); z is what pcy_rng_normal[_sin]_f32/_f64 compute (only
+ *                       + - *, conversions and integer operations: the same bits everywhere;
+ *                       within 4 ulp of the exact value; u1 = 1 gives a zero)
+ *   BERNOULLI           1 when w_l < t, t = floor(a 2^32) (clipped to [0, 2^32]; a NaN gives 0),
  *                       else 0, in the output dtype (BOOL, integers, floating)
- *   RANDINT (integers)  a + floor(((w1 << 32 | w0) mod 2^64) / 2^64 (b - a)) via a 128-bit
+ *   RANDINT (integers)  a + floor(((w_2l+1 << 32 | w_2l) mod 2^64) / 2^64 (b - a)) via a 128-bit
  *                       product (Lemire's multiply, no rejection: the bias is below 2^-32 for
  *                       ranges below 2^32), a <= value < b; b - a taken mod 2^64 (unsigned)
- *   BITS (I64)          (w1 << 32 | w0) reinterpreted: 64 random bits
+ *   BITS (I64)          (w_2l+1 << 32 | w_2l) reinterpreted: 64 random bits
  *   PERMUTATION (I32, I64)  element e = pcy_rng_permute(seed, offset, N, e), N the view's
  *                       element count: a random permutation of [0, N) (a Feistel network with
  *                       Philox rounds and cycle walking; no sort), the same on every device
@@ -272,6 +278,19 @@ typedef enum pcy_array_sort_kind {
 #define PCY_ARRAY_RANDOM_BITS 5
 #define PCY_ARRAY_RANDOM_PERMUTATION 6
 
+/* Elements per counter of a draw (the stream layout above); 0 for PERMUTATION, which keys its
+ * own network with the offset. */
+static inline int pcy_array_random_per_counter(int distribution, int dtype) {
+  switch (distribution) {
+  case PCY_ARRAY_RANDOM_UNIFORM:
+  case PCY_ARRAY_RANDOM_NORMAL: return dtype == PCY_DTYPE_F64 ? 2 : 4;
+  case PCY_ARRAY_RANDOM_BERNOULLI: return 4;
+  case PCY_ARRAY_RANDOM_RANDINT:
+  case PCY_ARRAY_RANDOM_BITS: return 2;
+  default: return 0;
+  }
+}
+
 /* ---- the ops ----------------------------------------------------------------------------------
  * eval_<n> (n = 0..8 input tensors): out = the program's value at every index. The op's dtype is
  * the output's. The output may be an input only with the same offset and strides (an in-place
@@ -354,8 +373,9 @@ typedef enum pcy_array_sort_kind {
 #define PCY_ARRAY_RANDOM_ARGS(X)                                                                   \
   X(out, TENSOR, OVERWRITE, OP, ANY)                                                               \
   X(view, INT_ARRAY, 0, OP, ANY)                                                                   \
-  X(distribution, INT, 0, OP, ANY) X(seed, INT, 0, OP, ANY) X(offset, INT, 0, OP, ANY)             \
-      X(a, FLOAT, 0, OP, ANY) X(b, FLOAT, 0, OP, ANY)
+  X(distribution, INT, 0, OP, ANY)                                                                 \
+  X(seed, INT, 0, OP, ANY) X(offset, INT, 0, OP, ANY) X(a, FLOAT, 0, OP, ANY)                      \
+      X(b, FLOAT, 0, OP, ANY)
 
 /* The variants, for code that lists them: X(op name, schema args macro, input count). */
 #define PCY_ARRAY_VARIANTS(X)                                                                      \

@@ -2,9 +2,10 @@
  *
  * One source that every array bundle compiles as it is: C99 and C++20 on the host, OpenCL C 1.2
  * and CUDA C++ (NVRTC) on devices. The same (seed, offset, element) gives the SAME BITS
- * everywhere: the functions use only integer operations and IEEE float/double +, - and * whose
- * results are exact or correctly rounded (no division, no library call, no sqrt/log/cos, no
- * reinterpretation of a float's bits), so any conforming compiler computes them identically.
+ * everywhere: the functions use only integer operations, conversions between integers and
+ * floats (exact, or truncating toward zero), and IEEE float/double +, - and * whose results are
+ * exact or correctly rounded (no division, no library call, no sqrt/log/cos, no reinterpretation
+ * of a float's bits), so any conforming compiler computes them identically.
  *
  * The including code may define, before including this file:
  *   PCY_RNG_FN   the functions' qualifiers (default `static inline`; CUDA: `static __device__
@@ -39,33 +40,37 @@
  * The functions (all PCY_RNG_FN; U32 = PCY_RNG_U32 etc.):
  *   pcy_rng_philox(key0, key1, c0, c1, c2, c3, out[4])   Philox-4x32-10 (Salmon et al., SC'11:
  *        multipliers 0xD2511F53, 0xCD9E8D57; key increments 0x9E3779B9, 0xBB67AE85)
- *   pcy_rng_words(seed, offset, e, out[4])   the four words of element e of a draw at offset:
- *        key (seed low, seed high), counter c = offset + e (mod 2^64) as (c low, c high, 0, 0)
+ *   pcy_rng_words(seed, offset, i, out[4])   the four words of counter c = offset + i (mod
+ *        2^64): key (seed low, seed high), counter (c low, c high, 0, 0). Which element takes
+ *        which counter and word: pcy_array.h, "random" (4 or 2 elements per counter)
  *   pcy_rng_uniform_f32(w0) = (w0 >> 8) 2^-24                         in [0, 1), exact
  *   pcy_rng_uniform_f64(w0, w1) = ((w0 >> 11) 2^32 + w1) 2^-53        in [0, 1), exact
  *   pcy_rng_normal_f32(w0, w1) = sqrt(-2 ln u1) cos(2 pi u2), u1 = ((w0 >> 8) + 1) 2^-24 in
  *        (0, 1], u2 = (w1 >> 8) 2^-24; within 4 ulp of the exact value (tests/array: worst
- *        seen 3.1 ulp, binary32 and binary64)
+ *        seen 3.4 ulp in binary32, 3.2 in binary64); pcy_rng_normal_sin_f32: the pair's other
+ *        member, sin for cos
  *   pcy_rng_normal_f64(w0, w1, w2, w3): the same with u1 = (k1 + 1) 2^-53, k1 = (w0 >> 11) 2^32
- *        + w1, and u2 = k2 2^-53, k2 = (w2 >> 11) 2^32 + w3
+ *        + w1, and u2 = k2 2^-53, k2 = (w2 >> 11) 2^32 + w3; pcy_rng_normal_sin_f64 likewise
  *   pcy_rng_bernoulli(w0, t) = w0 < t (1 or 0), t from pcy_rng_bernoulli_threshold(p) =
  *        floor(p 2^32) clipped to [0, 2^32] (host only; NaN gives 0)
  *   pcy_rng_randint(w0, w1, lo, range) = lo + floor(x range / 2^64), x = w1 2^32 + w0: the high
  *        word of a 64x64-bit product in 32-bit limbs (mod 2^64 on the way back to signed)
  *
  * How the normal transform computes (every step exact or one rounding, in the stated order):
- *   ln u1: k = u1 2^B (B = 24 or 53) is an integer in [1, 2^B]; an integer binary search gives
- *     e = floor(log2 k); m = k 2^-e (an exact product with powers of two built from e's bits) is in
- *     [1, 2); m >= sqrt(2) halves m and increments e; then ln u1 = ln m - n ln 2, n = B - e, with
- *     ln m = f - f^2/2 + f^3 G(f), f = m - 1 (exact), G a fitted polynomial, and ln 2 split into
- *     a short LN2_HI (n LN2_HI exact) and LN2_LO: s = -2 ln u1 = 2 (n LN2_HI + (n LN2_LO - ln m)).
- *   sqrt s: s = t 4^j, t in [1, 4), j from a fixed ladder of exact scalings; 1/sqrt t from a cubic
- *     start and Newton steps y (3/2 - t y^2 / 2) (3 in binary32, 4 in binary64); r = t y, then
- *     r + (y/2)(t - r r); finally times 2^j. s = 0 (u1 = 1) gives 0.
- *   cos(2 pi u2): the top two bits of u2's integer give the quadrant q, the rest x in [0, 1) of a
- *     quarter turn: cos(pi/2 (q + x)) is cos, -sin, -cos, sin of pi/2 x for q = 0..3; x > 1/2
- *     reflects to 1 - x (in integers) and swaps sin and cos; with y in [0, 1/2] and v = y^2:
- *     sin(pi/2 y) = y S(v), cos(pi/2 y) = 1 + v C(v).
+ *   ln u1: k = u1 2^B (B = 24 or 53) is an integer in [1, 2^B]; e = floor(log2 k) from a count
+ *     of leading zeros (pcy_rng_log2_u32/_u64); m = k 2^-e (k shifted left to B bits, converted
+ *     exactly, times 2^(1-B)) is in [1, 2); m >= sqrt(2) halves m and increments e; then ln u1 = ln
+ * m - n ln 2, n = B - e, with ln m = f - f^2/2 + f^3 G(f), f = m - 1 (exact), G a fitted
+ * polynomial, and ln 2 split into a short LN2_HI (n LN2_HI exact) and LN2_LO: s = -2 ln u1 = 2 (n
+ * LN2_HI + (n LN2_LO - ln m)). sqrt s: s = t 4^j, t in [1, 4), j = floor(floor(log2 s) / 2),
+ * floor(log2 s) from the integer part of s 2^B (exact scaling, then a conversion that truncates),
+ * 4^-j and 2^j built from integer powers of two; 1/sqrt t from a cubic start and Newton steps y
+ * (3/2 - t y^2 / 2) (3 in binary32, 4 in binary64); r = t y, then r + (y/2)(t - r r); finally times
+ * 2^j. s = 0 (u1 = 1) gives 0. cos(2 pi u2): the top two bits of u2's integer give the quadrant q,
+ * the rest x in [0, 1) of a quarter turn: cos(pi/2 (q + x)) is cos, -sin, -cos, sin of pi/2 x for q
+ * = 0..3; x > 1/2 reflects to 1 - x (in integers) and swaps sin and cos; with y in [0, 1/2] and v =
+ * y^2: sin(pi/2 y) = y S(v), cos(pi/2 y) = 1 + v C(v). sin(2 pi u2) is the cosine a quarter turn
+ *     earlier (u2's integer minus 2^(B-2), modulo 2^B).
  *   z = sqrt(s) cos(2 pi u2) (one rounding; u1 = 1 gives a zero with the sign of the cosine).
  * The polynomials come from tools/array/fit_random_polys.py (mpmath), pasted below as exact
  * hexadecimal literals; changing any of them changes every normal draw of every bundle.
@@ -294,25 +299,29 @@ PCY_RNG_FN PCY_RNG_U64 pcy_rng_feistel(PCY_RNG_U32 key0, PCY_RNG_U32 key1, PCY_R
 PCY_RNG_FN PCY_RNG_U64 pcy_rng_permute(PCY_RNG_U64 seed, PCY_RNG_U64 offset, PCY_RNG_U64 n,
                                        PCY_RNG_U64 e) {
   PCY_RNG_U32 bits = 2u;
-  while (bits < 64u && ((PCY_RNG_U64)1 << bits) < n) bits += 2u;
+  while (bits < 64u && ((PCY_RNG_U64)1 << bits) < n)
+    bits += 2u;
   {
     const PCY_RNG_U32 hb = bits / 2u;
     const PCY_RNG_U32 k0 = (PCY_RNG_U32)seed, k1 = (PCY_RNG_U32)(seed >> 32);
     const PCY_RNG_U32 o0 = (PCY_RNG_U32)offset, o1 = (PCY_RNG_U32)(offset >> 32);
     PCY_RNG_U64 y = pcy_rng_feistel(k0, k1, o0, o1, hb, e);
-    while (y >= n) y = pcy_rng_feistel(k0, k1, o0, o1, hb, y);
+    while (y >= n)
+      y = pcy_rng_feistel(k0, k1, o0, o1, hb, y);
     return y;
   }
 }
 
-/* ---- binary32 -------------------------------------------------------------------------------- */
-PCY_RNG_FN float pcy_rng_uniform_f32(PCY_RNG_U32 w0) { return (float)(w0 >> 8) * 0x1p-24f; }
-
-/* -2 ln(k 2^-24) for an integer k in [1, 2^24]. */
-PCY_RNG_FN float pcy_rng_neg2log_f32(PCY_RNG_U32 k) {
-  PCY_RNG_U32 x = k;
+/* ---- floor(log2 x) of an integer x >= 1 (count leading zeros where the language has it) --- */
+PCY_RNG_FN int pcy_rng_log2_u32(PCY_RNG_U32 x) {
+#if PCY_RNG_OPENCL
+  return 31 - (int)clz(x);
+#elif defined(__CUDA_ARCH__)
+  return 31 - __clz((int)x);
+#elif defined(__GNUC__) || defined(__clang__)
+  return 31 - __builtin_clz(x);
+#else
   int e = 0;
-  float p = 1.0f, m, f, h, g, t, lnm, nf;
   if (x >> 16) {
     x >>= 16;
     e += 16;
@@ -329,15 +338,36 @@ PCY_RNG_FN float pcy_rng_neg2log_f32(PCY_RNG_U32 k) {
     x >>= 2;
     e += 2;
   }
-  if (x >> 1) {
-    e += 1;
+  if (x >> 1) e += 1;
+  return e;
+#endif
+}
+PCY_RNG_FN int pcy_rng_log2_u64(PCY_RNG_U64 x) {
+#if PCY_RNG_OPENCL
+  return 63 - (int)clz(x);
+#elif defined(__CUDA_ARCH__)
+  return 63 - __clzll((long long)x);
+#elif defined(__GNUC__) || defined(__clang__)
+  return 63 - __builtin_clzll(x);
+#else
+  int e = 0;
+  if (x >> 32) {
+    x >>= 32;
+    e += 32;
   }
-  if (e & 16) p = PCY_RNG_FMUL(p, 0x1p-16f);
-  if (e & 8) p = PCY_RNG_FMUL(p, 0x1p-8f);
-  if (e & 4) p = PCY_RNG_FMUL(p, 0x1p-4f);
-  if (e & 2) p = PCY_RNG_FMUL(p, 0x1p-2f);
-  if (e & 1) p = PCY_RNG_FMUL(p, 0x1p-1f);
-  m = PCY_RNG_FMUL((float)k, p); /* exact, in [1, 2) */
+  return e + pcy_rng_log2_u32((PCY_RNG_U32)x);
+#endif
+}
+
+/* ---- binary32 -------------------------------------------------------------------------------- */
+PCY_RNG_FN float pcy_rng_uniform_f32(PCY_RNG_U32 w0) { return (float)(w0 >> 8) * 0x1p-24f; }
+
+/* -2 ln(k 2^-24) for an integer k in [1, 2^24]. */
+PCY_RNG_FN float pcy_rng_neg2log_f32(PCY_RNG_U32 k) {
+  int e = pcy_rng_log2_u32(k); /* 0..24 */
+  float m, f, h, g, t, lnm, nf;
+  /* k 2^-e, exact, in [1, 2): k shifted to 24 bits, then scaled by a power of two */
+  m = e == 24 ? 1.0f : PCY_RNG_FMUL((float)(k << (23 - e)), 0x1p-23f);
   if (m >= PCY_RNG_F32_SQRT2) {
     m = PCY_RNG_FMUL(m, 0.5f);
     e += 1;
@@ -361,39 +391,16 @@ PCY_RNG_FN float pcy_rng_neg2log_f32(PCY_RNG_U32 k) {
   return PCY_RNG_FMUL(t, 2.0f);
 }
 
-/* sqrt(s) for s in {0} or [2^-32, 2^8). */
+/* sqrt(s) for s in {0} or [2^-24, 2^8). */
 PCY_RNG_FN float pcy_rng_sqrt_f32(float s) {
-  float t = s, sc = 1.0f, y, r;
-  int i;
+  float t, sc, y, r;
+  int i, j;
   if (!(s > 0.0f)) return 0.0f;
-  if (t < 0x1p-16f) {
-    t = PCY_RNG_FMUL(t, 0x1p16f);
-    sc = PCY_RNG_FMUL(sc, 0x1p-8f);
-  }
-  if (t < 0x1p-8f) {
-    t = PCY_RNG_FMUL(t, 0x1p8f);
-    sc = PCY_RNG_FMUL(sc, 0x1p-4f);
-  }
-  if (t < 0x1p-4f) {
-    t = PCY_RNG_FMUL(t, 0x1p4f);
-    sc = PCY_RNG_FMUL(sc, 0x1p-2f);
-  }
-  if (t < 0x1p-2f) {
-    t = PCY_RNG_FMUL(t, 0x1p2f);
-    sc = PCY_RNG_FMUL(sc, 0x1p-1f);
-  }
-  if (t < 1.0f) {
-    t = PCY_RNG_FMUL(t, 0x1p2f);
-    sc = PCY_RNG_FMUL(sc, 0x1p-1f);
-  }
-  if (t >= 0x1p4f) {
-    t = PCY_RNG_FMUL(t, 0x1p-4f);
-    sc = PCY_RNG_FMUL(sc, 0x1p2f);
-  }
-  if (t >= 0x1p2f) {
-    t = PCY_RNG_FMUL(t, 0x1p-2f);
-    sc = PCY_RNG_FMUL(sc, 0x1p1f);
-  }
+  /* s = t 4^j, t in [1, 4): j = floor(floor(log2 s) / 2), floor(log2 s) from the integer part of
+   * s 2^24 (exact scaling, in [1, 2^32)); t and 2^j exact products with powers of two. */
+  j = (pcy_rng_log2_u32((PCY_RNG_U32)PCY_RNG_FMUL(s, 0x1p24f)) >> 1) - 12; /* -12..3 */
+  t = PCY_RNG_FMUL(s, PCY_RNG_FMUL((float)(1u << (6 - 2 * j)), 0x1p-6f));
+  sc = PCY_RNG_FMUL((float)(1u << (j + 12)), 0x1p-12f);
   y = PCY_RNG_RSQRT3;
   y = PCY_RNG_FADD(PCY_RNG_FMUL(y, t), PCY_RNG_RSQRT2);
   y = PCY_RNG_FADD(PCY_RNG_FMUL(y, t), PCY_RNG_RSQRT1);
@@ -436,9 +443,22 @@ PCY_RNG_FN float pcy_rng_cos2pi_f32(PCY_RNG_U32 j) {
   return neg ? -a : a;
 }
 
+/* sin(2 pi j 2^-24) = cos(2 pi (j - 2^22) 2^-24), the angle shifted a quarter turn in integers. */
+PCY_RNG_FN float pcy_rng_sin2pi_f32(PCY_RNG_U32 j) {
+  return pcy_rng_cos2pi_f32((j - 0x400000u) & 0xFFFFFFu);
+}
+
+/* The Box-Muller radius sqrt(-2 ln u1), u1 = ((w0 >> 8) + 1) 2^-24. */
+PCY_RNG_FN float pcy_rng_radius_f32(PCY_RNG_U32 w0) {
+  return pcy_rng_sqrt_f32(pcy_rng_neg2log_f32((w0 >> 8) + 1u));
+}
+
+/* The pair of normals from (w0, w1): r cos(2 pi u2) and r sin(2 pi u2), u2 = (w1 >> 8) 2^-24. */
 PCY_RNG_FN float pcy_rng_normal_f32(PCY_RNG_U32 w0, PCY_RNG_U32 w1) {
-  const float r = pcy_rng_sqrt_f32(pcy_rng_neg2log_f32((w0 >> 8) + 1u));
-  return PCY_RNG_FMUL(r, pcy_rng_cos2pi_f32(w1 >> 8));
+  return PCY_RNG_FMUL(pcy_rng_radius_f32(w0), pcy_rng_cos2pi_f32(w1 >> 8));
+}
+PCY_RNG_FN float pcy_rng_normal_sin_f32(PCY_RNG_U32 w0, PCY_RNG_U32 w1) {
+  return PCY_RNG_FMUL(pcy_rng_radius_f32(w0), pcy_rng_sin2pi_f32(w1 >> 8));
 }
 
 /* ---- binary64 -------------------------------------------------------------------------------- */
@@ -450,39 +470,10 @@ PCY_RNG_FN double pcy_rng_uniform_f64(PCY_RNG_U32 w0, PCY_RNG_U32 w1) {
 
 /* -2 ln(k 2^-53) for an integer k in [1, 2^53]. */
 PCY_RNG_FN double pcy_rng_neg2log_f64(PCY_RNG_U64 k) {
-  PCY_RNG_U64 x = k;
-  int e = 0;
-  double p = 1.0, m, f, h, g, t, lnm, nf;
-  if (x >> 32) {
-    x >>= 32;
-    e += 32;
-  }
-  if (x >> 16) {
-    x >>= 16;
-    e += 16;
-  }
-  if (x >> 8) {
-    x >>= 8;
-    e += 8;
-  }
-  if (x >> 4) {
-    x >>= 4;
-    e += 4;
-  }
-  if (x >> 2) {
-    x >>= 2;
-    e += 2;
-  }
-  if (x >> 1) {
-    e += 1;
-  }
-  if (e & 32) p = PCY_RNG_DMUL(p, 0x1p-32);
-  if (e & 16) p = PCY_RNG_DMUL(p, 0x1p-16);
-  if (e & 8) p = PCY_RNG_DMUL(p, 0x1p-8);
-  if (e & 4) p = PCY_RNG_DMUL(p, 0x1p-4);
-  if (e & 2) p = PCY_RNG_DMUL(p, 0x1p-2);
-  if (e & 1) p = PCY_RNG_DMUL(p, 0x1p-1);
-  m = PCY_RNG_DMUL((double)k, p); /* exact, in [1, 2) */
+  int e = pcy_rng_log2_u64(k); /* 0..53 */
+  double m, f, h, g, t, lnm, nf;
+  /* k 2^-e, exact, in [1, 2): k shifted to 53 bits, then scaled by a power of two */
+  m = e == 53 ? 1.0 : PCY_RNG_DMUL((double)(k << (52 - e)), 0x1p-52);
   if (m >= PCY_RNG_F64_SQRT2) {
     m = PCY_RNG_DMUL(m, 0.5);
     e += 1;
@@ -517,43 +508,15 @@ PCY_RNG_FN double pcy_rng_neg2log_f64(PCY_RNG_U64 k) {
   return PCY_RNG_DMUL(t, 2.0);
 }
 
-/* sqrt(s) for s in {0} or [2^-64, 2^8). */
+/* sqrt(s) for s in {0} or [2^-53, 2^8). */
 PCY_RNG_FN double pcy_rng_sqrt_f64(double s) {
-  double t = s, sc = 1.0, y, r;
-  int i;
+  double t, sc, y, r;
+  int i, j;
   if (!(s > 0.0)) return 0.0;
-  if (t < 0x1p-32) {
-    t = PCY_RNG_DMUL(t, 0x1p32);
-    sc = PCY_RNG_DMUL(sc, 0x1p-16);
-  }
-  if (t < 0x1p-16) {
-    t = PCY_RNG_DMUL(t, 0x1p16);
-    sc = PCY_RNG_DMUL(sc, 0x1p-8);
-  }
-  if (t < 0x1p-8) {
-    t = PCY_RNG_DMUL(t, 0x1p8);
-    sc = PCY_RNG_DMUL(sc, 0x1p-4);
-  }
-  if (t < 0x1p-4) {
-    t = PCY_RNG_DMUL(t, 0x1p4);
-    sc = PCY_RNG_DMUL(sc, 0x1p-2);
-  }
-  if (t < 0x1p-2) {
-    t = PCY_RNG_DMUL(t, 0x1p2);
-    sc = PCY_RNG_DMUL(sc, 0x1p-1);
-  }
-  if (t < 1.0) {
-    t = PCY_RNG_DMUL(t, 0x1p2);
-    sc = PCY_RNG_DMUL(sc, 0x1p-1);
-  }
-  if (t >= 0x1p4) {
-    t = PCY_RNG_DMUL(t, 0x1p-4);
-    sc = PCY_RNG_DMUL(sc, 0x1p2);
-  }
-  if (t >= 0x1p2) {
-    t = PCY_RNG_DMUL(t, 0x1p-2);
-    sc = PCY_RNG_DMUL(sc, 0x1p1);
-  }
+  /* as in binary32, from the integer part of s 2^53 (in [1, 2^61)) */
+  j = ((pcy_rng_log2_u64((PCY_RNG_U64)PCY_RNG_DMUL(s, 0x1p53)) + 1) >> 1) - 27; /* -27..3 */
+  t = PCY_RNG_DMUL(s, PCY_RNG_DMUL((double)((PCY_RNG_U64)1 << (6 - 2 * j)), 0x1p-6));
+  sc = PCY_RNG_DMUL((double)((PCY_RNG_U64)1 << (j + 27)), 0x1p-27);
   y = (double)PCY_RNG_RSQRT3;
   y = PCY_RNG_DADD(PCY_RNG_DMUL(y, t), (double)PCY_RNG_RSQRT2);
   y = PCY_RNG_DADD(PCY_RNG_DMUL(y, t), (double)PCY_RNG_RSQRT1);
@@ -603,12 +566,28 @@ PCY_RNG_FN double pcy_rng_cos2pi_f64(PCY_RNG_U64 j) {
   return neg ? -a : a;
 }
 
+/* sin(2 pi j 2^-53) = cos(2 pi (j - 2^51) 2^-53). */
+PCY_RNG_FN double pcy_rng_sin2pi_f64(PCY_RNG_U64 j) {
+  return pcy_rng_cos2pi_f64((j - ((PCY_RNG_U64)1 << 51)) & (((PCY_RNG_U64)1 << 53) - 1u));
+}
+
+/* sqrt(-2 ln u1), u1 = (k1 + 1) 2^-53, k1 = (w0 >> 11) 2^32 + w1. */
+PCY_RNG_FN double pcy_rng_radius_f64(PCY_RNG_U32 w0, PCY_RNG_U32 w1) {
+  const PCY_RNG_U64 k1 = ((PCY_RNG_U64)(w0 >> 11) << 32 | (PCY_RNG_U64)w1) + 1u;
+  return pcy_rng_sqrt_f64(pcy_rng_neg2log_f64(k1));
+}
+
+/* The pair from (w0, w1, w2, w3): r cos(2 pi u2) and r sin(2 pi u2), u2 = k2 2^-53,
+ * k2 = (w2 >> 11) 2^32 + w3. */
 PCY_RNG_FN double pcy_rng_normal_f64(PCY_RNG_U32 w0, PCY_RNG_U32 w1, PCY_RNG_U32 w2,
                                      PCY_RNG_U32 w3) {
-  const PCY_RNG_U64 k1 = ((PCY_RNG_U64)(w0 >> 11) << 32 | (PCY_RNG_U64)w1) + 1u;
   const PCY_RNG_U64 k2 = (PCY_RNG_U64)(w2 >> 11) << 32 | (PCY_RNG_U64)w3;
-  const double r = pcy_rng_sqrt_f64(pcy_rng_neg2log_f64(k1));
-  return PCY_RNG_DMUL(r, pcy_rng_cos2pi_f64(k2));
+  return PCY_RNG_DMUL(pcy_rng_radius_f64(w0, w1), pcy_rng_cos2pi_f64(k2));
+}
+PCY_RNG_FN double pcy_rng_normal_sin_f64(PCY_RNG_U32 w0, PCY_RNG_U32 w1, PCY_RNG_U32 w2,
+                                         PCY_RNG_U32 w3) {
+  const PCY_RNG_U64 k2 = (PCY_RNG_U64)(w2 >> 11) << 32 | (PCY_RNG_U64)w3;
+  return PCY_RNG_DMUL(pcy_rng_radius_f64(w0, w1), pcy_rng_sin2pi_f64(k2));
 }
 #endif /* PCY_RNG_F64 */
 
