@@ -291,6 +291,30 @@ TEST_CASE("array random: normal transform accuracy", "[array][random]") {
   CHECK(worst64 <= 4);
 }
 
+TEST_CASE("array random: sincos2pi gives cos2pi's and sin2pi's bits", "[array][random]") {
+  std::vector<uint32_t> j24 = rt::edge_j24();
+  std::vector<uint64_t> j53 = rt::edge_j53();
+  for (size_t e = 0; e < 200000; ++e) {
+    const rt::words w = rt::draw(31337, 0, e);
+    j24.push_back(w[0] >> 8);
+    j53.push_back(uint64_t(w[2] >> 11) << 32 | w[3]);
+  }
+  for (uint32_t j : j24) {
+    float c, s;
+    pcy_rng_sincos2pi_f32(j, &c, &s);
+    INFO("j " << j);
+    REQUIRE(std::bit_cast<uint32_t>(c) == std::bit_cast<uint32_t>(pcy_rng_cos2pi_f32(j)));
+    REQUIRE(std::bit_cast<uint32_t>(s) == std::bit_cast<uint32_t>(pcy_rng_sin2pi_f32(j)));
+  }
+  for (uint64_t j : j53) {
+    double c, s;
+    pcy_rng_sincos2pi_f64(j, &c, &s);
+    INFO("j " << j);
+    REQUIRE(std::bit_cast<uint64_t>(c) == std::bit_cast<uint64_t>(pcy_rng_cos2pi_f64(j)));
+    REQUIRE(std::bit_cast<uint64_t>(s) == std::bit_cast<uint64_t>(pcy_rng_sin2pi_f64(j)));
+  }
+}
+
 TEST_CASE("array random: bernoulli", "[array][random]") {
   CHECK(pcy_rng_bernoulli_threshold(0.0) == 0);
   CHECK(pcy_rng_bernoulli_threshold(-0.5) == 0);

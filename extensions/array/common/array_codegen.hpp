@@ -1185,9 +1185,10 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
       if (d == PCY_DTYPE_F64) {
         if (normal)
           src += "const double r_ = pcy_rng_radius_f64(w[0], w[1]);\n"
-                 "const u64 j_ = (u64)(w[2] >> 11) << 32 | (u64)w[3];\n"
-                 "const double y0_ = lo + span * (r_ * pcy_rng_cos2pi_f64(j_));\n"
-                 "const double y1_ = lo + span * (r_ * pcy_rng_sin2pi_f64(j_));\n";
+                 "double c_, s_;\n"
+                 "pcy_rng_sincos2pi_f64((u64)(w[2] >> 11) << 32 | (u64)w[3], &c_, &s_);\n"
+                 "const double y0_ = lo + span * (r_ * c_);\n"
+                 "const double y1_ = lo + span * (r_ * s_);\n";
         else
           src += "const double y0_ = lo + span * pcy_rng_uniform_f64(w[0], w[1]);\n"
                  "const double y1_ = lo + span * pcy_rng_uniform_f64(w[2], w[3]);\n";
@@ -1196,10 +1197,13 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
       } else {
         if (normal)
           src += "const float ra_ = pcy_rng_radius_f32(w[0]), rb_ = pcy_rng_radius_f32(w[2]);\n"
-                 "const float y0_ = lo + span * (ra_ * pcy_rng_cos2pi_f32(w[1] >> 8));\n"
-                 "const float y1_ = lo + span * (ra_ * pcy_rng_sin2pi_f32(w[1] >> 8));\n"
-                 "const float y2_ = lo + span * (rb_ * pcy_rng_cos2pi_f32(w[3] >> 8));\n"
-                 "const float y3_ = lo + span * (rb_ * pcy_rng_sin2pi_f32(w[3] >> 8));\n";
+                 "float ca_, sa_, cb_, sb_;\n"
+                 "pcy_rng_sincos2pi_f32(w[1] >> 8, &ca_, &sa_);\n"
+                 "pcy_rng_sincos2pi_f32(w[3] >> 8, &cb_, &sb_);\n"
+                 "const float y0_ = lo + span * (ra_ * ca_);\n"
+                 "const float y1_ = lo + span * (ra_ * sa_);\n"
+                 "const float y2_ = lo + span * (rb_ * cb_);\n"
+                 "const float y3_ = lo + span * (rb_ * sb_);\n";
         else
           for (int k = 0; k < 4; ++k)
             src += fmt("const float y%d_ = lo + span * pcy_rng_uniform_f32(w[%d]);\n", k, k);

@@ -293,8 +293,9 @@ extern "C" {
   X(log)                                                                                           \
   X(log1p)                                                                                         \
   X(log2)                                                                                          \
-  X(log10) X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh) X(asinh) X(acosh)  \
-      X(atanh) X(erf)
+  X(log10)                                                                                         \
+  X(sin) X(cos) X(tan) X(asin) X(acos) X(atan) X(sinh) X(cosh) X(tanh) X(asinh) X(acosh) X(atanh)  \
+      X(erf)
 PCY_MVEC_UNARY(PCY_MVEC_DECL)
 PCY_MVEC_DECL2(atan2)
 PCY_MVEC_DECL2(hypot)
@@ -401,9 +402,10 @@ struct tables {
     PCY_F1(LOG, op_log)
     PCY_F1(LOG1P, op_log1p)
     PCY_F1(LOG2, op_log2)
-    PCY_F1(LOG10, op_log10) PCY_F1(SQRT, op_sqrt) PCY_F1(RSQRT, op_rsqrt) PCY_F1(SIN, op_sin)
-        PCY_F1(COS, op_cos) PCY_F1(TAN, op_tan) PCY_F1(ASIN, op_asin) PCY_F1(ACOS, op_acos)
-            PCY_F1(ATAN, op_atan) PCY_F1(SINH, op_sinh) PCY_F1(COSH, op_cosh) PCY_F1(TANH, op_tanh)
+    PCY_F1(LOG10, op_log10)
+    PCY_F1(SQRT, op_sqrt) PCY_F1(RSQRT, op_rsqrt) PCY_F1(SIN, op_sin) PCY_F1(COS, op_cos)
+        PCY_F1(TAN, op_tan) PCY_F1(ASIN, op_asin) PCY_F1(ACOS, op_acos) PCY_F1(ATAN, op_atan)
+            PCY_F1(SINH, op_sinh) PCY_F1(COSH, op_cosh) PCY_F1(TANH, op_tanh)
                 PCY_F1(ASINH, op_asinh) PCY_F1(ACOSH, op_acosh) PCY_F1(ATANH, op_atanh)
                     PCY_F1(ERF, op_erf) PCY_F1(FLOOR, op_floor) PCY_F1(CEIL, op_ceil)
                         PCY_F1(ROUND, op_round) PCY_F1(TRUNC, op_trunc) PCY_F2(DIV, op_div)
@@ -468,12 +470,12 @@ struct tables {
       PCY_MVEC_SET(log, LOG)
       PCY_MVEC_SET(log1p, LOG1P)
       PCY_MVEC_SET(log2, LOG2)
-      PCY_MVEC_SET(log10, LOG10) PCY_MVEC_SET(sin, SIN) PCY_MVEC_SET(cos, COS)
-          PCY_MVEC_SET(tan, TAN) PCY_MVEC_SET(asin, ASIN) PCY_MVEC_SET(acos, ACOS)
-              PCY_MVEC_SET(atan, ATAN) PCY_MVEC_SET(sinh, SINH) PCY_MVEC_SET(cosh, COSH)
-                  PCY_MVEC_SET(tanh, TANH) PCY_MVEC_SET(asinh, ASINH) PCY_MVEC_SET(acosh, ACOSH)
-                      PCY_MVEC_SET(atanh, ATANH) PCY_MVEC_SET(erf, ERF) PCY_MVEC_SET(atan2, ATAN2)
-                          PCY_MVEC_SET(hypot, HYPOT) PCY_MVEC_SET(pow, POW)
+      PCY_MVEC_SET(log10, LOG10)
+      PCY_MVEC_SET(sin, SIN) PCY_MVEC_SET(cos, COS) PCY_MVEC_SET(tan, TAN) PCY_MVEC_SET(asin, ASIN)
+          PCY_MVEC_SET(acos, ACOS) PCY_MVEC_SET(atan, ATAN) PCY_MVEC_SET(sinh, SINH)
+              PCY_MVEC_SET(cosh, COSH) PCY_MVEC_SET(tanh, TANH) PCY_MVEC_SET(asinh, ASINH)
+                  PCY_MVEC_SET(acosh, ACOSH) PCY_MVEC_SET(atanh, ATANH) PCY_MVEC_SET(erf, ERF)
+                      PCY_MVEC_SET(atan2, ATAN2) PCY_MVEC_SET(hypot, HYPOT) PCY_MVEC_SET(pow, POW)
 #undef PCY_MVEC_SET
     }
 #endif
@@ -1366,8 +1368,11 @@ void op_random(native_context& cx, const sdk::op_args& a) {
           std::type_identity<double>{},
           [&](const PCY_RNG_U32(&w)[4], double(&r)[4]) {
             if (normal) {
-              r[0] = pcy_rng_normal_f64(w[0], w[1], w[2], w[3]);
-              r[1] = pcy_rng_normal_sin_f64(w[0], w[1], w[2], w[3]);
+              const double rad = pcy_rng_radius_f64(w[0], w[1]);
+              double c, sn;
+              pcy_rng_sincos2pi_f64(static_cast<uint64_t>(w[2] >> 11) << 32 | w[3], &c, &sn);
+              r[0] = rad * c;
+              r[1] = rad * sn;
             } else {
               r[0] = pcy_rng_uniform_f64(w[0], w[1]);
               r[1] = pcy_rng_uniform_f64(w[2], w[3]);
@@ -1384,10 +1389,13 @@ void op_random(native_context& cx, const sdk::op_args& a) {
           std::type_identity<float>{},
           [&](const PCY_RNG_U32(&w)[4], float(&r)[4]) {
             if (normal) {
-              r[0] = pcy_rng_normal_f32(w[0], w[1]);
-              r[1] = pcy_rng_normal_sin_f32(w[0], w[1]);
-              r[2] = pcy_rng_normal_f32(w[2], w[3]);
-              r[3] = pcy_rng_normal_sin_f32(w[2], w[3]);
+              for (int h = 0; h < 2; ++h) { // a pair: one radius, one angle's cos and sin
+                const float rad = pcy_rng_radius_f32(w[2 * h]);
+                float c, sn;
+                pcy_rng_sincos2pi_f32(w[2 * h + 1] >> 8, &c, &sn);
+                r[2 * h] = rad * c;
+                r[2 * h + 1] = rad * sn;
+              }
             } else {
               for (int l = 0; l < 4; ++l)
                 r[l] = pcy_rng_uniform_f32(w[l]);
@@ -1496,7 +1504,8 @@ public:
       PCY_ADD_EVAL(2)
       PCY_ADD_EVAL(3)
       PCY_ADD_EVAL(4)
-      PCY_ADD_EVAL(5) PCY_ADD_EVAL(6) PCY_ADD_EVAL(7) PCY_ADD_EVAL(8)
+      PCY_ADD_EVAL(5)
+      PCY_ADD_EVAL(6) PCY_ADD_EVAL(7) PCY_ADD_EVAL(8)
 #undef PCY_ADD_EVAL
 #define PCY_ADD_EVALM(m, n)                                                                        \
   table_.add<op_evalm<pcy_array_evalm##m##_##n##_schema, n, m>>(pcy_array_evalm##m##_##n##_schema, \

@@ -448,6 +448,35 @@ PCY_RNG_FN float pcy_rng_sin2pi_f32(PCY_RNG_U32 j) {
   return pcy_rng_cos2pi_f32((j - 0x400000u) & 0xFFFFFFu);
 }
 
+/* cos and sin of 2 pi j 2^-24 together, the same bits as pcy_rng_cos2pi_f32 and
+ * pcy_rng_sin2pi_f32: the sine's angle is a quarter turn back, with the same reduced y, so one
+ * evaluation of each polynomial serves both (and no branch diverges). */
+PCY_RNG_FN void pcy_rng_sincos2pi_f32(PCY_RNG_U32 j, float* c, float* s) {
+  const PCY_RNG_U32 q = (j >> 22) & 3u;
+  PCY_RNG_U32 r = j & 0x3FFFFFu;
+  const int refl = r > 0x200000u;
+  const int sine = (int)(q & 1u) ^ refl;
+  float y, v, sp, cp;
+  if (refl) r = 0x400000u - r;
+  y = PCY_RNG_FMUL((float)r, 0x1p-22f);
+  v = PCY_RNG_FMUL(y, y);
+  sp = PCY_RNG_F32_SIN_S3;
+  sp = PCY_RNG_FADD(PCY_RNG_FMUL(sp, v), PCY_RNG_F32_SIN_S2);
+  sp = PCY_RNG_FADD(PCY_RNG_FMUL(sp, v), PCY_RNG_F32_SIN_S1);
+  sp = PCY_RNG_FADD(PCY_RNG_FMUL(sp, v), PCY_RNG_F32_SIN_S0);
+  sp = PCY_RNG_FMUL(y, sp);
+  cp = PCY_RNG_F32_COS_C3;
+  cp = PCY_RNG_FADD(PCY_RNG_FMUL(cp, v), PCY_RNG_F32_COS_C2);
+  cp = PCY_RNG_FADD(PCY_RNG_FMUL(cp, v), PCY_RNG_F32_COS_C1);
+  cp = PCY_RNG_FADD(PCY_RNG_FMUL(cp, v), PCY_RNG_F32_COS_C0);
+  cp = PCY_RNG_FADD(1.0f, PCY_RNG_FMUL(v, cp));
+  {
+    const float a = sine ? sp : cp, b = sine ? cp : sp;
+    *c = (q == 1u || q == 2u) ? -a : a;
+    *s = (q == 2u || q == 3u) ? -b : b;
+  }
+}
+
 /* The Box-Muller radius sqrt(-2 ln u1), u1 = ((w0 >> 8) + 1) 2^-24. */
 PCY_RNG_FN float pcy_rng_radius_f32(PCY_RNG_U32 w0) {
   return pcy_rng_sqrt_f32(pcy_rng_neg2log_f32((w0 >> 8) + 1u));
@@ -569,6 +598,40 @@ PCY_RNG_FN double pcy_rng_cos2pi_f64(PCY_RNG_U64 j) {
 /* sin(2 pi j 2^-53) = cos(2 pi (j - 2^51) 2^-53). */
 PCY_RNG_FN double pcy_rng_sin2pi_f64(PCY_RNG_U64 j) {
   return pcy_rng_cos2pi_f64((j - ((PCY_RNG_U64)1 << 51)) & (((PCY_RNG_U64)1 << 53) - 1u));
+}
+
+/* cos and sin of 2 pi j 2^-53 together (as pcy_rng_sincos2pi_f32). */
+PCY_RNG_FN void pcy_rng_sincos2pi_f64(PCY_RNG_U64 j, double* c, double* s) {
+  const PCY_RNG_U64 mid = (PCY_RNG_U64)1 << 50, quarter_turn = (PCY_RNG_U64)1 << 51;
+  const PCY_RNG_U64 q = (j >> 51) & 3u;
+  PCY_RNG_U64 r = j & (quarter_turn - 1u);
+  const int refl = r > mid;
+  const int sine = (int)(q & 1u) ^ refl;
+  double y, v, sp, cp;
+  if (refl) r = quarter_turn - r;
+  y = PCY_RNG_DMUL((double)r, 0x1p-51);
+  v = PCY_RNG_DMUL(y, y);
+  sp = PCY_RNG_F64_SIN_S6;
+  sp = PCY_RNG_DADD(PCY_RNG_DMUL(sp, v), PCY_RNG_F64_SIN_S5);
+  sp = PCY_RNG_DADD(PCY_RNG_DMUL(sp, v), PCY_RNG_F64_SIN_S4);
+  sp = PCY_RNG_DADD(PCY_RNG_DMUL(sp, v), PCY_RNG_F64_SIN_S3);
+  sp = PCY_RNG_DADD(PCY_RNG_DMUL(sp, v), PCY_RNG_F64_SIN_S2);
+  sp = PCY_RNG_DADD(PCY_RNG_DMUL(sp, v), PCY_RNG_F64_SIN_S1);
+  sp = PCY_RNG_DADD(PCY_RNG_DMUL(sp, v), PCY_RNG_F64_SIN_S0);
+  sp = PCY_RNG_DMUL(y, sp);
+  cp = PCY_RNG_F64_COS_C6;
+  cp = PCY_RNG_DADD(PCY_RNG_DMUL(cp, v), PCY_RNG_F64_COS_C5);
+  cp = PCY_RNG_DADD(PCY_RNG_DMUL(cp, v), PCY_RNG_F64_COS_C4);
+  cp = PCY_RNG_DADD(PCY_RNG_DMUL(cp, v), PCY_RNG_F64_COS_C3);
+  cp = PCY_RNG_DADD(PCY_RNG_DMUL(cp, v), PCY_RNG_F64_COS_C2);
+  cp = PCY_RNG_DADD(PCY_RNG_DMUL(cp, v), PCY_RNG_F64_COS_C1);
+  cp = PCY_RNG_DADD(PCY_RNG_DMUL(cp, v), PCY_RNG_F64_COS_C0);
+  cp = PCY_RNG_DADD(1.0, PCY_RNG_DMUL(v, cp));
+  {
+    const double a = sine ? sp : cp, b = sine ? cp : sp;
+    *c = (q == 1u || q == 2u) ? -a : a;
+    *s = (q == 2u || q == 3u) ? -b : b;
+  }
 }
 
 /* sqrt(-2 ln u1), u1 = (k1 + 1) 2^-53, k1 = (w0 >> 11) 2^32 + w1. */
