@@ -1058,3 +1058,47 @@ TEST_CASE("array gpu: sort and argsort give the native bundle's stable order, bi
     }
   }
 }
+
+TEST_CASE("array gpu: a repeated launch (the context's memo of its last one) sees new data, "
+          "constants, views and tensors",
+          "[array][gpu]") {
+  const auto gpus = gpu_backends();
+  if (gpus.empty()) {
+    WARN("skipped: no array bundle on opencl or cuda with a device here");
+    return;
+  }
+  for (const Backend& b : gpus) {
+    INFO(b.name());
+    const int64_t n = 1001;
+    pa::Array x = pa::random::uniform(b, {n}, 11, 0, -4, 4);
+    pa::Array y = pa::full(b, {n}, 7.0);
+    auto check = [&](float mul, float add, int64_t from, int64_t to) {
+      const auto xv = x.to_vector<float>(), yv = y.to_vector<float>();
+      for (int64_t i = from; i < to; ++i)
+        REQUIRE(yv[static_cast<size_t>(i)] == xv[static_cast<size_t>(i - from)] * mul + add);
+    };
+    for (int rep = 0; rep < 3; ++rep) { // the same program on the same tensors
+      y.assign(x * 2.0f + 1.0f);
+      check(2, 1, 0, n);
+      x.assign(x + 0.5f); // new data in the same tensor: the launch reads it again
+    }
+    y.assign(x * 3.0f + 1.0f); // another constant: other program words
+    check(3, 1, 0, n);
+    // a view at another offset: the same expression, another byte offset or view
+    pa::Array yv = y.slice(0, 1, n);
+    pa::Array xs = x.slice(0, 0, n - 1);
+    yv.assign(xs * 3.0f + 1.0f);
+    yv.assign(xs * 3.0f + 1.0f);
+    check(3, 1, 1, n);
+    // other tensors of the same shape: the same words, other memory
+    pa::Array x2 = pa::random::uniform(b, {n}, 12, 0, -1, 1), y2 = pa::zeros(b, {n});
+    y2.assign(x2 * 3.0f + 1.0f);
+    const auto a2 = x2.to_vector<float>(), b2 = y2.to_vector<float>();
+    for (size_t i = 0; i < a2.size(); ++i)
+      REQUIRE(b2[i] == a2[i] * 3.0f + 1.0f);
+    // a shorter tensor after the long one: a new launch of its own size
+    pa::Array x3 = pa::ones(b, {5}), y3 = pa::zeros(b, {5});
+    y3.assign(x3 * 3.0f + 1.0f);
+    CHECK(y3.to_vector<float>() == std::vector<float>(5, 4.0f));
+  }
+}

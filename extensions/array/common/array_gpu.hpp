@@ -36,6 +36,70 @@ struct built_kernels {
   pcy_kernel k3 = nullptr; // ... and its final combination
 };
 
+// The last eval launch of a context, to repeat it without decoding: a steady loop sends the same
+// program over the same tensors call after call. Its key is every input the decoding read — the
+// op, the program's words, and each operand's memory, native handle, dtype, byte offset and
+// shape — compared byte for byte; equal inputs passed every check before, so the same launch
+// (kernel, meta words, grid) is right again. One per context: the host serialises a context's
+// ops.
+struct eval_memo {
+  struct tensor_key {
+    pcy_memory memory = nullptr;
+    void* data = nullptr;
+    int32_t dtype = -1, ndim = -1;
+    uint64_t byte_offset = 0;
+    std::array<int64_t, max_rank> shape{};
+    bool operator==(const tensor_key&) const = default;
+  };
+  const pcy_op_schema* op = nullptr; // nullptr: empty
+  std::vector<int64_t> words;
+  std::array<tensor_key, max_operands> t{};
+  int operands = 0;
+  const void* kernels = nullptr; // the built_kernels (node-stable in the context's map)
+  std::vector<int64_t> meta;
+  uint64_t elements = 0;
+
+  static bool key_of(const pcy_tensor& x, tensor_key& k) noexcept {
+    if (x.ndim < 0 || x.ndim > max_rank || x.strides != nullptr) return false;
+    k.memory = x.memory;
+    k.data = x.data;
+    k.dtype = static_cast<int32_t>(x.dtype);
+    k.ndim = x.ndim;
+    k.byte_offset = x.byte_offset;
+    k.shape = {};
+    for (int32_t i = 0; i < x.ndim; ++i)
+      k.shape[static_cast<size_t>(i)] = x.shape[i];
+    return true;
+  }
+  // Operand o is argument first + o (eval's out, out1.., in0..).
+  bool matches(const pcy_op_schema& s, const sdk::op_args& a, uint32_t prog, uint32_t first,
+               int n) const noexcept {
+    if (op != &s || n != operands) return false;
+    const std::span<const int64_t> w = a.ints(prog);
+    if (w.size() != words.size() ||
+        (!w.empty() && std::memcmp(w.data(), words.data(), w.size() * sizeof(int64_t)) != 0))
+      return false;
+    tensor_key k;
+    for (int o = 0; o < n; ++o)
+      if (!key_of(a.t(first + static_cast<uint32_t>(o)), k) || !(k == t[static_cast<size_t>(o)]))
+        return false;
+    return true;
+  }
+  void store(const pcy_op_schema& s, const sdk::op_args& a, uint32_t prog, uint32_t first, int n,
+             const void* built, const std::vector<int64_t>& m, uint64_t elems) {
+    op = nullptr;
+    for (int o = 0; o < n; ++o)
+      if (!key_of(a.t(first + static_cast<uint32_t>(o)), t[static_cast<size_t>(o)])) return;
+    const std::span<const int64_t> w = a.ints(prog);
+    words.assign(w.begin(), w.end());
+    operands = n;
+    kernels = built;
+    meta.assign(m.begin(), m.end());
+    elements = elems;
+    op = &s;
+  }
+};
+
 struct gpu_context : sdk::device_context {
   explicit gpu_context(const pcy_bundle_context_args& a) : device_context(a) {}
   dialect dl = dialect::opencl;
@@ -60,6 +124,8 @@ struct gpu_context : sdk::device_context {
   bool tried_fallback = false;
   const sdk::logger* log = nullptr;
   std::unordered_map<std::string, built_kernels> kernels;
+  eval_memo memo; // the last eval launch (PARENCHYMA_ARRAY_MEMO=0: none)
+  bool use_memo = true;
 
   bool op_available(const pcy_op_desc& op, const char** reason) const {
     if (op.dtype == PCY_DTYPE_F64 && !fp64) {
@@ -133,6 +199,7 @@ struct gpu_context : sdk::device_context {
   void configure(const sdk::settings& st) {
     outer_slices = cpu ? 0 : static_cast<int>(std::min<uint32_t>(8, wg));
     f32_via_f64 = fp64 && cpu;
+    if (const char* v = st.find("PARENCHYMA_ARRAY_MEMO"); v != nullptr) use_memo = v[0] != '0';
     if (const char* v = st.find("PARENCHYMA_ARRAY_F32_VIA_F64"); v != nullptr)
       f32_via_f64 = fp64 && v[0] == '1';
     if (const char* v = st.find("PARENCHYMA_ARRAY_OUTER_SLICES")) {
@@ -236,6 +303,20 @@ template <const pcy_op_schema& S> consteval uint32_t at(const char* name) {
 // eval_<N> (O = 1) and evalm<O>_<N>: the outputs are operands 0..O-1, the inputs follow.
 template <const pcy_op_schema& S, int N, int O = 1>
 void op_eval(gpu_context& cx, const sdk::op_args& a) {
+  constexpr uint32_t prog_k = sdk::arg_index(S, "program"), out_k = sdk::arg_index(S, "out");
+  if (cx.use_memo && cx.memo.matches(S, a, prog_k, out_k, N + O)) { // the last launch again
+    const eval_memo& m = cx.memo;
+    std::array<const pcy_tensor*, max_operands> t{};
+    for (int o = 0; o < N + O; ++o)
+      t[static_cast<size_t>(o)] = &a.t(out_k + static_cast<uint32_t>(o));
+    launch_args la;
+    la.meta.assign(m.meta.begin(), m.meta.end());
+    la.operands(cx, t, N + O);
+    la.add_meta();
+    run(cx, a.queue(), static_cast<const built_kernels*>(m.kernels)->k0, cx.groups_for(m.elements),
+        la);
+    return;
+  }
   program p;
   decode_eval<S, N, O>(a, p);
   if (p.elements == 0) return;
@@ -252,6 +333,7 @@ void op_eval(gpu_context& cx, const sdk::op_args& a) {
   la.operands(cx, t, p.operands);
   la.add_meta();
   run(cx, a.queue(), k.k0, cx.groups_for(p.elements), la);
+  if (cx.use_memo) cx.memo.store(S, a, prog_k, out_k, N + O, &k, la.meta, p.elements);
 }
 
 // The tiled reduce kernel's slices per output (a power of two dividing the work-group), or 0
