@@ -85,11 +85,10 @@ def _bool_mask(self, keys, origin):
     for i, k in enumerate(keys):
         if isinstance(k, bool) or (isinstance(k, Tensor) and k.dtype == "bool"):
             found = i
-        elif _is_array_index(k) and not isinstance(k, Tensor):
-            import numpy as np
+        elif isinstance(k, list) or (hasattr(k, "__array__") and not isinstance(k, Tensor)):
+            import numpy as np  # a NumPy array or scalar, a list: a mask when its dtype is bool
 
-            a = np.asarray(k)
-            if a.dtype == np.bool_:
+            if np.asarray(k).dtype == np.bool_:
                 found = i
         if found is not None:
             break

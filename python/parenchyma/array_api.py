@@ -922,10 +922,15 @@ def _flat(x):
 def _index_operand(v, device, fn, arg):
     """v (a Tensor, or anything asarray takes) as an integer Tensor on `device`."""
     if not isinstance(v, Tensor):
-        v = asarray(v, device=device)
+        import numpy as np
+
+        a = np.asarray(v)
+        # an empty sequence is an integer one here (NumPy makes [] float64)
+        v = asarray(a.astype(np.int64) if a.size == 0 and a.dtype.kind == "f" else a,
+                    device=device)
     if v.dtype not in _SIGNED + _UNSIGNED:
         raise _error("invalid_argument", "array_api." + fn,
-                     "argument %s: dtype %s; indices are integers" % (arg, v.dtype))
+                     "argument %s: dtype %s; it takes integers" % (arg, v.dtype))
     return v
 
 
@@ -1110,6 +1115,9 @@ UniqueAllResult = _collections.namedtuple("UniqueAllResult",
 UniqueCountsResult = _collections.namedtuple("UniqueCountsResult", ["values", "counts"])
 UniqueInverseResult = _collections.namedtuple("UniqueInverseResult",
                                               ["values", "inverse_indices"])
+UniqueAllResult.__doc__ = "unique_all's result: (values, indices, inverse_indices, counts)."
+UniqueCountsResult.__doc__ = "unique_counts's result: (values, counts)."
+UniqueInverseResult.__doc__ = "unique_inverse's result: (values, inverse_indices)."
 
 
 def _unique(x, origin, indices=False, inverse=False, counts=False):
