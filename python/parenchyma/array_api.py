@@ -55,15 +55,6 @@ def _error(code, origin, message):
     return err
 
 
-def _unsupported(name, why="not supported by the parenchyma array front-end"):
-    def f(*args, **kwargs):
-        raise _error("unsupported", "array_api." + name, why)
-
-    f.__name__ = name
-    f.__doc__ = "Not supported: " + why + "."
-    return f
-
-
 def _dtype(d, origin="dtype"):
     if d is None:
         return None
