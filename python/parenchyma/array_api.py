@@ -894,7 +894,12 @@ def searchsorted(x1, x2, /, *, side="left", sorter=None):
                      "argument side: %r; 'left' or 'right'" % (side,))
     dev = x1.device
     if isinstance(x2, (builtins.bool, int, float)):
-        x2 = _a.full((), x2, _a.result_type(x1.dtype, x2), dev)
+        dt = _a.result_type(x1.dtype, x2)  # a weak scalar: x1's dtype where the value fits
+        if not isinstance(x2, (builtins.bool, float)) and dt in _SIGNED + _UNSIGNED:
+            info = iinfo(dt)
+            if not info.min <= x2 <= info.max:
+                dt = int64
+        x2 = _a.full((), x2, dt, dev)
     x2 = _tensor(_tensor_or_scalar(x2), "searchsorted")
     if sorter is not None:
         sorter = _index_operand(sorter, dev, "searchsorted", "sorter")

@@ -252,6 +252,13 @@ def test_searchsorted(backend):
             same(xp.searchsorted(T(x1, backend), T(x2, backend), side=side),
                  np.searchsorted(x1, x2, side=side).astype(np.int64))
     same(xp.searchsorted(T(x1, backend), 0.0), np.int64(np.searchsorted(x1, 0.0)))
+    i8 = np.array([-100, 0, 100], np.int8)
+    for v in (1000, -1000, 0, 100, 2.5):  # Python scalars: weak, and never wrapped
+        for side in ("left", "right"):
+            same(xp.searchsorted(T(i8, backend), v, side=side),
+                 np.int64(np.searchsorted(i8.astype(np.float64), v, side=side)))
+    f32 = np.array([0.1, 0.2], np.float32)  # a float scalar takes x1's dtype (NumPy 2)
+    same(xp.searchsorted(T(f32, backend), 0.1, side="right"), np.int64(1))
     b1 = np.array([False, False, True])
     same(xp.searchsorted(T(b1, backend), T(np.array([True, False]), backend), side="right"),
          np.array([3, 2], np.int64))
@@ -345,6 +352,26 @@ def test_repeat_array(backend):
         xp.repeat(T(a, backend), T(np.array([1, 2]), backend))
     with pytest.raises(parenchyma.Error, match="integers"):
         xp.repeat(T(a, backend), T(np.ones(6), backend))
+
+
+def test_bfloat16(backend):
+    # no NumPy bfloat16: compared through float32, with values bfloat16 holds exactly
+    a = values((50,), "float32", seed=3)
+    t = xp.astype(T(a, backend), "bfloat16")
+    v, i, inv, c = np_unique(a)
+    r = xp.unique_all(t)
+    assert r.values.dtype == "bfloat16"
+    same(xp.astype(r.values, "float32"), v, zeros=False)
+    same(r.indices, i)
+    same(r.inverse_indices, inv)
+    same(r.counts, c)
+    s = np.sort(a)
+    same(xp.searchsorted(xp.astype(T(s, backend), "bfloat16"), t, side="right"),
+         np.searchsorted(s, a, side="right").astype(np.int64))
+    m = a > 0
+    same(xp.astype(t[T(m, backend)], "float32"), a[m])
+    for g, ref in zip(xp.nonzero(t), np.nonzero(a)):
+        same(g, ref.astype(np.int64))
 
 
 def test_capabilities():
