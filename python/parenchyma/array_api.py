@@ -957,8 +957,8 @@ def _search(x1, v, right, nan_aware=None):
         x1 = _a.astype(x1, uint8, True)
     if v.dtype == bool:
         v = _a.astype(v, uint8, True)
-    if nan_aware is None:
-        nan_aware = x1.dtype in _FLOATING or v.dtype in _FLOATING
+    if nan_aware is None:  # only a NaN in v changes the comparisons (a NaN of x1 compares false)
+        nan_aware = v.dtype in _FLOATING
     if nan_aware:
         vnan = _a.unary("isnan", v)
         _a.eval(vnan)

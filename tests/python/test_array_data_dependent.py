@@ -278,6 +278,10 @@ def test_searchsorted_sorter_views_and_mixed_dtypes(backend):
          np.searchsorted(s, x2.T).astype(np.int64))  # a reversed view of a reversed copy
     f = x2.astype(np.float64) + 0.5
     same(xp.searchsorted(T(s, backend), T(f, backend)), np.searchsorted(s, f).astype(np.int64))
+    fs = np.concatenate([np.sort(f.reshape(-1)), [np.nan, np.nan]])  # float x1, integer x2
+    for side in ("left", "right"):
+        same(xp.searchsorted(T(fs, backend), T(x2, backend), side=side),
+             np.searchsorted(fs, x2, side=side).astype(np.int64))
     with pytest.raises(parenchyma.Error, match="1-d"):
         xp.searchsorted(T(np.zeros((2, 2)), backend), T(np.zeros(2), backend))
     with pytest.raises(parenchyma.Error, match="side"):
