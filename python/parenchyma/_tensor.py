@@ -77,13 +77,49 @@ def _matmul(x, y):
     return matmul(x, y)
 
 
+def _bool_mask(self, keys, origin):
+    """The boolean mask of an index, as a Tensor on self's device, when the index is one
+    (`x[mask]`, `x[mask, ...]`, `x[mask, :]`); None when the index has no boolean array.
+    Other forms with a boolean array raise 'unsupported'."""
+    found = None
+    for i, k in enumerate(keys):
+        if isinstance(k, bool) or (isinstance(k, Tensor) and k.dtype == "bool"):
+            found = i
+        elif isinstance(k, list) or (hasattr(k, "__array__") and not isinstance(k, Tensor)):
+            import numpy as np  # a NumPy array or scalar, a list: a mask when its dtype is bool
+
+            if np.asarray(k).dtype == np.bool_:
+                found = i
+        if found is not None:
+            break
+    if found is None:
+        return None
+    rest = keys[found + 1:]
+    if found != 0 or sum(1 for k in rest if k is Ellipsis) > 1 or not all(
+            k is Ellipsis or (isinstance(k, slice) and k == slice(None)) for k in rest):
+        raise _error("unsupported", origin,
+                     "a boolean index is supported as the whole index (x[mask], with mask of x's "
+                     "shape or of its leading dimensions, optionally followed by ... or :); "
+                     "combine it with other indices in separate steps, or use "
+                     "parenchyma.array_api.where")
+    from . import array_api
+
+    k = keys[0]
+    if isinstance(k, bool):
+        return array_api.full((), k, dtype="bool", device=self.device)
+    if isinstance(k, Tensor):
+        return k
+    return array_api.asarray(k, dtype="bool", device=self.device)
+
+
 def _index_items(x, key):
     if not isinstance(key, tuple):
         key = (key,)
     for k in key:
         if isinstance(k, bool) or (isinstance(k, Tensor) and k.dtype == "bool"):
             raise _error("unsupported", "parenchyma.Tensor.__getitem__",
-                         "boolean indexing is not supported; use parenchyma.array_api.where")
+                         "boolean indexing is supported as the whole index only (x[mask]); "
+                         "use parenchyma.array_api.where")
         if _is_array_index(k):
             raise _error("unsupported", "parenchyma.Tensor.__getitem__",
                          "integer-array indexing is supported for one integer array with the "
@@ -115,6 +151,11 @@ def _is_array_index(k):
 
 def _getitem(self, key):
     keys = key if isinstance(key, tuple) else (key,)
+    mask = _bool_mask(self, keys, "parenchyma.Tensor.__getitem__")
+    if mask is not None:
+        from . import array_api
+
+        return array_api._mask_get(self, mask)
     arrays = [i for i, k in enumerate(keys) if _is_array_index(k)]
     if len(arrays) == 1 and not (isinstance(keys[arrays[0]], Tensor) and keys[arrays[0]].dtype == "bool"):
         rest = [k for i, k in enumerate(keys) if i != arrays[0]]
@@ -146,11 +187,17 @@ def _setitem(self, key, value):
         raise _error("invalid_argument", "parenchyma.Tensor.__setitem__",
                      "cannot assign a " + type(value).__name__)
     keys = key if isinstance(key, tuple) else (key,)
+    mask = _bool_mask(self, keys, "parenchyma.Tensor.__setitem__")
+    if mask is not None:
+        from . import array_api
+
+        array_api._mask_set(self, mask, value)
+        return
     if any(_is_array_index(k) for k in keys):
         raise _error("unsupported", "parenchyma.Tensor.__setitem__",
-                     "assigning through integer-array or boolean indices is not supported "
-                     "(a scatter); assign through basic indices (ints, slices, ..., None) or use "
-                     "parenchyma.array_api.where")
+                     "assigning through integer-array indices is not supported (a scatter); "
+                     "assign through basic indices (ints, slices, ..., None), a boolean mask "
+                     "(x[mask] = value) or use parenchyma.array_api.where")
     if isinstance(key, tuple) and len(key) == 0 or key is Ellipsis:
         target = self
     else:

@@ -13,7 +13,9 @@ parenchyma.Error (code 'unsupported'); docs/python.md has the table.
 """
 
 import builtins
+import collections as _collections
 import math as _math
+import operator as _operator
 
 from ._parenchyma import Backend, Error, Tensor
 from ._parenchyma import _array as _a
@@ -51,15 +53,6 @@ def _error(code, origin, message):
     err.code, err.origin, err.message = code, origin, message
     err.description = code.replace("_", " ")
     return err
-
-
-def _unsupported(name, why="not supported by the parenchyma array front-end"):
-    def f(*args, **kwargs):
-        raise _error("unsupported", "array_api." + name, why)
-
-    f.__name__ = name
-    f.__doc__ = "Not supported: " + why + "."
-    return f
 
 
 def _dtype(d, origin="dtype"):
@@ -473,9 +466,135 @@ def take(x, indices, /, *, axis=None):
     return _a.take(x, _tensor_or_scalar(indices), axis)
 
 
-def take_along_axis(*args, **kwargs):
-    raise _error("unsupported", "array_api.take_along_axis",
-                 "not supported (take() gathers whole slices along one axis)")
+def take_along_axis(x, indices, /, *, axis=-1):
+    """x's elements at `indices` along `axis`, element by element (indices has x's rank; the
+    other axes broadcast, as NumPy's take_along_axis). Negative indices count from the end;
+    indices outside [-n, n) are clipped to the nearest end, as take() does. One gather on the
+    device (a non-row-major view of x is copied densely first); no synchronisation."""
+    x = _tensor(x, "take_along_axis")
+    dev = x.device
+    indices = _index_operand(indices, dev, "take_along_axis", "indices")
+    if x.ndim == 0:
+        raise _error("invalid_argument", "array_api.take_along_axis",
+                     "argument x: needs at least one dimension")
+    if indices.ndim != x.ndim:
+        raise _error("invalid_argument", "array_api.take_along_axis",
+                     "argument indices: %d dimensions; x has %d (they must be equal)"
+                     % (indices.ndim, x.ndim))
+    if not -x.ndim <= axis < x.ndim:
+        _bad_axis("take_along_axis", axis, x.ndim)
+    ax = axis % x.ndim
+    n = x.shape[ax]
+    xb = x.shape[:ax] + x.shape[ax + 1:]
+    ib = indices.shape[:ax] + indices.shape[ax + 1:]
+    try:
+        batch = broadcast_shapes(xb, ib)
+    except Error:
+        raise _error("invalid_argument", "array_api.take_along_axis",
+                     "the shapes %s and %s do not broadcast outside axis %d"
+                     % (x.shape, indices.shape, ax)) from None
+    k = indices.shape[ax]
+    if n == 0 and k > 0 and _math.prod(batch) > 0:
+        raise _error("invalid_argument", "array_api.take_along_axis",
+                     "argument x: axis %d is empty; nothing to take" % ax)
+    out_shape = batch + (k,)
+    if _math.prod(out_shape) == 0:
+        r = _a.empty(out_shape, x.dtype, dev)
+        return moveaxis(r, -1, ax)
+    # Flat positions into x with the axis moved last (row-major): the clipped index along the
+    # axis plus each batch coordinate times its stride (0 where x broadcasts that axis).
+    src = reshape(moveaxis(x, ax, -1), (-1,))
+    j = moveaxis(indices, ax, -1)
+    if j.dtype != int64:
+        j = _a.astype(j, int64, True)
+    j = _a.where(_a.binary("less", j, 0), _a.binary("add", j, n), j)
+    off = _a.binary("minimum", _a.binary("maximum", j, 0), builtins.max(n - 1, 0))
+    stride = n
+    nb = len(batch)
+    for d in range(nb - 1, -1, -1):
+        if xb[d] != 1 and batch[d] > 1:
+            s = [1] * (nb + 1)
+            s[d] = batch[d]
+            term = _a.reshape(_a.arange(0.0, float(batch[d]) * stride, float(stride), int64,
+                                        dev), tuple(s))
+            off = _a.binary("add", off, term)
+        stride *= xb[d]
+    off = _a.broadcast_to(off, out_shape)
+    return moveaxis(_a.take(src, off, 0), -1, ax)
+
+
+def _check_mask(x, mask, origin):
+    k = mask.ndim
+    if k > x.ndim or tuple(mask.shape) != tuple(x.shape[:k]):
+        raise _error("invalid_argument", origin,
+                     "a boolean index of shape %s does not match the tensor's shape %s (it must "
+                     "be the shape's leading dimensions)" % (mask.shape, x.shape))
+
+
+def _mask_get(x, mask):
+    """x[mask] for a bool mask of x's leading dimensions: the selected elements (or sub-arrays),
+    in row-major order, along one new first axis. Reads the count back (a synchronisation);
+    the positions and the gather run on the device."""
+    _check_mask(x, mask, "parenchyma.Tensor.__getitem__")
+    k = mask.ndim
+    count, pos = _true_positions(_flat(mask))
+    if k == 1:
+        src = x
+    elif k == 0:
+        src = _a.expand_dims(x, 0)
+    else:
+        src = _a.reshape(x, (_math.prod(x.shape[:k]),) + tuple(x.shape[k:]))
+    return _a.take(src, pos, 0)
+
+
+def _mask_set(x, mask, value):
+    """x[mask] = value. value broadcasts to the selection's shape (count,) + x.shape[k:]: one
+    that broadcasts to x.shape[k:] is written with one where() on the device, without a
+    synchronisation; one value per selected element (a first axis of length count) is gathered
+    to its place by the mask's running count (the count is read back to check the length)."""
+    origin = "parenchyma.Tensor.__setitem__"
+    _check_mask(x, mask, origin)
+    dev = x.device
+    rest = tuple(x.shape[mask.ndim:])
+    if isinstance(value, (builtins.bool, int, float)):
+        v = _a.full((), value, x.dtype, dev)
+    else:
+        v = value if isinstance(value, Tensor) else asarray(value, device=dev)
+        if v.dtype != x.dtype:
+            v = _a.astype(v, x.dtype, True)
+    while v.ndim > len(rest) + 1 and v.shape[0] == 1:
+        v = _a.squeeze(v, 0)
+    if v.ndim > len(rest) + 1:
+        raise _error("invalid_argument", origin,
+                     "a value of shape %s does not broadcast to the selection's shape (count,) + "
+                     "%s" % (v.shape, rest))
+    m = _a.reshape(mask, tuple(mask.shape) + (1,) * len(rest))
+    if v.ndim == len(rest) + 1 and v.shape[0] != 1:
+        # One value per selected element: element i of the selection takes v[running count - 1].
+        flat = _flat(mask)
+        cs = _a.scan("cumulative_sum", _a.astype(flat, int64, True), 0, False)
+        (count,) = _read_ints(_last(cs)) if flat.shape[0] else (0,)
+        if count != v.shape[0]:
+            raise _error("invalid_argument", origin,
+                         "a value of shape %s for %d selected elements (shape (%d,) + %s)"
+                         % (v.shape, count, count, rest))
+        if count == 0:
+            return
+        at = _a.reshape(_a.binary("maximum", _a.binary("subtract", cs, 1), 0), mask.shape)
+        v = _a.take(v, at, 0)
+    elif v.ndim == len(rest) + 1:
+        v = _a.squeeze(v, 0)
+    try:
+        new = _a.where(m, v, x)
+    except Error as e:
+        raise _error("invalid_argument", origin,
+                     "a value of shape %s does not broadcast to the selection's shape (count,) + "
+                     "%s (%s)" % (v.shape, rest, e)) from None
+    if tuple(new.shape) != tuple(x.shape):
+        raise _error("invalid_argument", origin,
+                     "a value of shape %s does not broadcast to the selection's shape (count,) + "
+                     "%s" % (v.shape, rest))
+    _a.assign(x, new)
 
 
 # ---- linear algebra -----------------------------------------------------------------------
@@ -665,9 +784,17 @@ def tile(x, repetitions, /):
 
 
 def repeat(x, repeats, /, *, axis=None):
-    if not isinstance(repeats, int):
-        raise _error("unsupported", "array_api.repeat", "repeats must be an int here (a "
-                     "per-element array needs a gather)")
+    """Each element of x (flattened when axis is None) `repeats` times along the axis. repeats
+    is an int or a 1-d integer array with one count per element of the axis (or one for all).
+    With an array, the result's length is its sum, read back to the host (a synchronisation,
+    as CuPy's); the gather indices are found on the device (a binary search of the running
+    count)."""
+    if isinstance(repeats, Tensor) or not hasattr(repeats, "__index__"):
+        return _repeat_array(x, repeats, axis)
+    repeats = _operator.index(repeats)
+    if repeats < 0:
+        raise _error("invalid_argument", "array_api.repeat",
+                     "argument repeats: %d; counts are >= 0" % repeats)
     if axis is None:
         x = reshape(x, (-1,))
         axis = 0
@@ -679,6 +806,35 @@ def repeat(x, repeats, /, *, axis=None):
     out = list(x.shape)
     out[ax] *= repeats
     return _a.reshape(v, tuple(out))
+
+
+def _repeat_array(x, repeats, axis):
+    x = _tensor(x, "repeat")
+    dev = x.device
+    r = _index_operand(repeats, dev, "repeat", "repeats")
+    if r.ndim > 1:
+        raise _error("invalid_argument", "array_api.repeat",
+                     "argument repeats: %d dimensions; an int or a 1-d array" % r.ndim)
+    if axis is None:
+        x = _flat(x)
+        axis = 0
+    if not -x.ndim <= axis < x.ndim:
+        _bad_axis("repeat", axis, x.ndim)
+    ax = axis % x.ndim
+    n = x.shape[ax]
+    if r.ndim == 0 or r.shape[0] != n:
+        if r.ndim == 1 and r.shape[0] != 1:
+            raise _error("invalid_argument", "array_api.repeat",
+                         "argument repeats: %d counts for an axis of %d" % (r.shape[0], n))
+        r = _a.broadcast_to(_a.reshape(r, (1,)), (n,))
+    if n == 0:
+        return _a.copy(x)
+    cs = _a.scan("cumulative_sum", _a.astype(r, int64, True), 0, False)
+    total, low = _read_ints(_last(cs), _a.reduce("min", r, None, False, 0.0))
+    if low < 0:
+        raise _error("invalid_argument", "array_api.repeat",
+                     "argument repeats: a count of %d; counts are >= 0" % low)
+    return _a.take(x, _running_count_search(cs, total, dev), ax)
 
 
 # ---- searching ----------------------------------------------------------------------------
@@ -698,8 +854,150 @@ def count_nonzero(x, /, *, axis=None, keepdims=False):
     return sum(not_equal(x, 0), axis=axis, keepdims=keepdims)  # noqa: F821
 
 
-nonzero = _unsupported("nonzero", "its output shape depends on the data (not supported)")
-searchsorted = _unsupported("searchsorted")
+def nonzero(x, /):
+    """The indices of x's nonzero elements (NaN is nonzero, -0.0 is zero): a tuple of x.ndim
+    int64 arrays, in row-major order. x needs at least one dimension (the standard's rule; a
+    0-d x raises). The result's length depends on the data: the call reads that count back to
+    the host (it synchronises, as CuPy's does); the indices are found and stay on the
+    device."""
+    x = _tensor(x, "nonzero")
+    if x.ndim == 0:
+        raise _error("invalid_argument", "array_api.nonzero",
+                     "x is zero-dimensional; nonzero needs at least one dimension (use "
+                     "nonzero(expand_dims(x)) or x != 0)")
+    count, flat = _true_positions(_a.astype(_flat(x), bool, True))
+    out = []
+    stride = _math.prod(x.shape)
+    for d, n in enumerate(x.shape):  # the row-major coordinates of each flat position
+        stride = stride // n if n else 0
+        i = flat
+        if stride > 1:
+            i = _a.binary("floor_divide", i, stride)
+        if d > 0:
+            i = _a.binary("remainder", i, n)
+        out.append(i)
+    return tuple(out)
+
+
+def searchsorted(x1, x2, /, *, side="left", sorter=None):
+    """The positions (int64, x2's shape) at which x2's values would be inserted into the 1-d
+    x1, sorted ascending (or sorted by `sorter`, the positions that sort it), to keep it sorted:
+    side="left" the first such position, "right" the last. The order is sort()'s: NaN after
+    every number, -0.0 equal to +0.0. A binary search on the device (log2(len(x1)) + 1
+    gathers over x2's elements); no synchronisation."""
+    x1 = _tensor(x1, "searchsorted")
+    if x1.ndim != 1:
+        raise _error("invalid_argument", "array_api.searchsorted",
+                     "argument x1: %d dimensions; x1 is 1-d" % x1.ndim)
+    if side not in ("left", "right"):
+        raise _error("invalid_argument", "array_api.searchsorted",
+                     "argument side: %r; 'left' or 'right'" % (side,))
+    dev = x1.device
+    if isinstance(x2, (builtins.bool, int, float)):
+        dt = _a.result_type(x1.dtype, x2)  # a weak scalar: x1's dtype where the value fits
+        if not isinstance(x2, (builtins.bool, float)) and dt in _SIGNED + _UNSIGNED:
+            info = iinfo(dt)
+            if not info.min <= x2 <= info.max:
+                dt = int64
+        x2 = _a.full((), x2, dt, dev)
+    x2 = _tensor(_tensor_or_scalar(x2), "searchsorted")
+    if sorter is not None:
+        sorter = _index_operand(sorter, dev, "searchsorted", "sorter")
+        if sorter.shape != x1.shape:
+            raise _error("invalid_argument", "array_api.searchsorted",
+                         "argument sorter: shape %s; x1 has %s" % (sorter.shape, x1.shape))
+        x1 = _a.take(x1, sorter, 0)
+    return _search(x1, x2, side == "right")
+
+
+# ---- data-dependent shapes: compaction and search on the device ---------------------------
+def _flat(x):
+    return _a.reshape(x, (-1,))
+
+
+def _index_operand(v, device, fn, arg):
+    """v (a Tensor, or anything asarray takes) as an integer Tensor on `device`."""
+    if not isinstance(v, Tensor):
+        import numpy as np
+
+        a = np.asarray(v)
+        # an empty sequence is an integer one here (NumPy makes [] float64)
+        v = asarray(a.astype(np.int64) if a.size == 0 and a.dtype.kind == "f" else a,
+                    device=device)
+    if v.dtype not in _SIGNED + _UNSIGNED:
+        raise _error("invalid_argument", "array_api." + fn,
+                     "argument %s: dtype %s; it takes integers" % (arg, v.dtype))
+    return v
+
+
+def _read_ints(*scalars):
+    """The values of 0-d integer tensors as Python ints, in one read back to the host (this
+    waits for the device: a data-dependent shape needs it)."""
+    parts = [_a.reshape(_a.astype(t, int64, True), (1,)) for t in scalars]
+    v = _a.join("concat", parts, 0) if len(parts) > 1 else parts[0]
+    return [int(i) for i in v.numpy().tolist()]
+
+
+def _last(t):
+    """t[-1] of a 1-d tensor as a 0-d tensor of its own (not a view: reading it back moves one
+    element, not t)."""
+    return _a.copy(_a.at(t, t.shape[0] - 1, 0))
+
+
+def _search(x1, v, right, nan_aware=None):
+    """For each element of v, the number of elements of the sorted 1-d x1 that sort before it
+    (right: before or equal), in sort()'s order (NaN last). Binary lifting: one gather and one
+    elementwise program per bit of len(x1); int64, v's shape."""
+    dev = x1.device
+    n = x1.shape[0]
+    pos = _a.full(v.shape, 0, int64, dev)
+    if n == 0 or v.size == 0:
+        return pos
+    if x1.dtype == bool:
+        x1 = _a.astype(x1, uint8, True)
+    if v.dtype == bool:
+        v = _a.astype(v, uint8, True)
+    if nan_aware is None:  # only a NaN in v changes the comparisons (a NaN of x1 compares false)
+        nan_aware = v.dtype in _FLOATING
+    if nan_aware:
+        vnan = _a.unary("isnan", v)
+        _a.eval(vnan)
+    step = 1 << (n.bit_length() - 1)
+    while step:
+        cand = _a.binary("add", pos, step)
+        a = _a.take(x1, _a.binary("minimum", _a.binary("subtract", cand, 1), n - 1), 0)
+        if right:
+            before = _a.binary("less_equal", a, v)
+            if nan_aware:  # NaN sorts after every number and with the other NaNs
+                before = _a.binary("logical_or", before, vnan)
+        else:
+            before = _a.binary("less", a, v)
+            if nan_aware:
+                before = _a.binary("logical_or", before, _a.binary(
+                    "logical_and", vnan, _a.unary("logical_not", _a.unary("isnan", a))))
+        ok = _a.binary("logical_and", before, _a.binary("less_equal", cand, n))
+        pos = _a.where(ok, cand, pos)
+        _a.eval(pos)
+        step >>= 1
+    return pos
+
+
+def _true_positions(flags):
+    """(count, positions): the positions (int64, 1-d, ascending) of the true elements of the 1-d
+    bool tensor `flags`. Reads the count back (a synchronisation); the positions are found on
+    the device by a binary search of the flags' running count."""
+    dev = flags.device
+    n = flags.shape[0]
+    if n == 0:
+        return 0, _a.empty((0,), int64, dev)
+    cs = _a.scan("cumulative_sum", _a.astype(flags, int64, True), 0, False)
+    (count,) = _read_ints(_last(cs))
+    return count, _running_count_search(cs, count, dev)
+
+
+def _running_count_search(cs, count, dev):
+    """Where the running count cs (nondecreasing, int64) first reaches 1, 2, ..., count."""
+    return _search(cs, _a.arange(0.0, float(count), 1.0, int64, dev), True, False)
 
 
 # ---- statistical --------------------------------------------------------------------------
@@ -807,10 +1105,94 @@ class _Linalg:
 linalg = _Linalg()
 
 
-# ---- unsupported parts of the standard ----------------------------------------------------
-for _n in ("unique_all", "unique_counts", "unique_inverse", "unique_values"):
-    globals()[_n] = _unsupported(_n, "set functions are not supported (data-dependent shapes)")
-del _n
+# ---- sets ---------------------------------------------------------------------------------
+UniqueAllResult = _collections.namedtuple("UniqueAllResult",
+                                          ["values", "indices", "inverse_indices", "counts"])
+UniqueCountsResult = _collections.namedtuple("UniqueCountsResult", ["values", "counts"])
+UniqueInverseResult = _collections.namedtuple("UniqueInverseResult",
+                                              ["values", "inverse_indices"])
+UniqueAllResult.__doc__ = "unique_all's result: (values, indices, inverse_indices, counts)."
+UniqueCountsResult.__doc__ = "unique_counts's result: (values, counts)."
+UniqueInverseResult.__doc__ = "unique_inverse's result: (values, inverse_indices)."
+
+
+def _unique(x, origin, indices=False, inverse=False, counts=False):
+    """The distinct values of x (flattened), ascending in sort()'s order, and what else is
+    asked: the index of each value's first occurrence, each element's value (x's shape), each
+    value's count (all int64). NaNs are each distinct (the standard's rule); -0.0 and +0.0 are
+    one value (the first in x's order). One stable sort and a binary search on the device; the
+    number of values is read back to the host (a synchronisation)."""
+    x = _tensor(x, origin)
+    dev = x.device
+    flat = _flat(x)
+    n = flat.shape[0]
+    r = {}
+    if n == 0:
+        r["values"] = _a.empty((0,), x.dtype, dev)
+        r["indices"] = _a.empty((0,), int64, dev)
+        r["counts"] = _a.empty((0,), int64, dev)
+        r["inverse_indices"] = _a.empty(x.shape, int64, dev)
+        return r
+    if indices:
+        perm = _a.sort("argsort", flat, 0, False, True)
+        s = _a.take(flat, perm, 0)
+    else:
+        s = _a.sort("sort", flat, 0, False, True)
+    # A value starts where it differs from the one before it (NaN != NaN: each NaN starts one).
+    new = _a.binary("not_equal", _a.slice(s, 0, 1, None, 1), _a.slice(s, 0, 0, n - 1, 1))
+    new = _a.join("concat", [_a.full((1,), 1, int64, dev), _a.astype(new, int64, True)], 0)
+    cs = _a.scan("cumulative_sum", new, 0, False)
+    (u,) = _read_ints(_last(cs))
+    starts = _running_count_search(cs, u, dev)
+    r["values"] = _a.take(s, starts, 0)
+    if indices:
+        r["indices"] = _a.take(perm, starts, 0)  # the sort is stable: a value's first occurrence
+    if counts:
+        ends = _a.join("concat", [_a.slice(starts, 0, 1, None, 1), _a.full((1,), n, int64, dev)],
+                       0)
+        r["counts"] = _a.binary("subtract", ends, starts)
+    if inverse:
+        # An element's value: the number of values that sort before it (a binary search of the
+        # values). A NaN is the k-th NaN value, after the u - nnan numbers.
+        g = _search(r["values"], flat, False, False)
+        if x.dtype in _FLOATING:
+            isn = _a.unary("isnan", flat)
+            csn = _a.scan("cumulative_sum", _a.astype(isn, int64, True), 0, False)
+            first_nan = _a.binary("subtract", u - 1, _last(csn))
+            g = _a.where(isn, _a.binary("add", csn, first_nan), g)
+        r["inverse_indices"] = _a.reshape(g, x.shape)
+    return r
+
+
+def unique_values(x, /):
+    """The distinct values of x, 1-d, ascending (NaNs each distinct, last). Synchronises: the
+    number of values is read back (see unique_all)."""
+    return _unique(x, "unique_values")["values"]
+
+
+def unique_counts(x, /):
+    """(values, counts): unique_values(x) and how often each occurs in x (int64)."""
+    r = _unique(x, "unique_counts", counts=True)
+    return UniqueCountsResult(r["values"], r["counts"])
+
+
+def unique_inverse(x, /):
+    """(values, inverse_indices): unique_values(x) and, for each element of x (x's shape), the
+    position of its value (int64): values[inverse_indices] is x."""
+    r = _unique(x, "unique_inverse", inverse=True)
+    return UniqueInverseResult(r["values"], r["inverse_indices"])
+
+
+def unique_all(x, /):
+    """(values, indices, inverse_indices, counts): the distinct values of x, ascending in
+    sort()'s order; the flat index of each one's first occurrence in x; for each element of x
+    (x's shape) the position of its value; how often each occurs. Indices and counts are int64.
+    NaNs are each distinct (the standard's rule: each is its own value, count 1); -0.0 and
+    +0.0 are one value. Runs on the device (a stable sort, then binary searches); the number of
+    values decides the result's shape, so it is read back to the host: the call synchronises,
+    as CuPy's does."""
+    r = _unique(x, "unique_all", indices=True, inverse=True, counts=True)
+    return UniqueAllResult(r["values"], r["indices"], r["inverse_indices"], r["counts"])
 
 
 def __array_namespace_info__():
@@ -819,7 +1201,7 @@ def __array_namespace_info__():
 
 class _Info:
     def capabilities(self):
-        return {"boolean indexing": False, "data-dependent shapes": False,
+        return {"boolean indexing": True, "data-dependent shapes": True,
                 "max dimensions": None}
 
     def default_device(self):
