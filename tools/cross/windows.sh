@@ -43,7 +43,63 @@ targets="${PARENCHYMA_WIN_TARGETS:-$default_targets}"
 [ "$targets" = all ] && targets=""
 tests="${PARENCHYMA_WIN_TESTS:-$default_tests}"
 
+# Where to build. wine gives a Unix file or folder the access list of its owner and mode bits;
+# a folder that others may write (/tmp: 1777, the sticky bit has no Windows meaning) shows as
+# writable by Everyone, and the core's trusted-path check then refuses, as it must, every plugin
+# below it. A checkout below such a folder (a CI clone in /tmp) therefore builds in a private
+# folder, PARENCHYMA_WIN_BUILD_DIR or one per checkout under ~/.cache/parenchyma/build-windows/,
+# with build-windows in the checkout a link to it. The compiled-in paths of the tests name the
+# real folder, so the test programs see the same trusted path. A tree whose checkout is gone or
+# no longer links to it is removed on the next run.
+others_may_write() { # the first folder from $1 up to / that group or others may write
+  local d="$1"
+  while :; do
+    if [ -n "$(find "$d" -maxdepth 0 -perm /022 2>/dev/null)" ]; then
+      printf '%s\n' "$d"
+      return 0
+    fi
+    [ "$d" = / ] && return 1
+    d="$(dirname "$d")"
+  done
+}
 dir="$root/build-windows"
+open=""
+if [ -n "${PARENCHYMA_WIN_BUILD_DIR:-}" ] || open="$(others_may_write "$(pwd -P)")"; then
+  cache="${XDG_CACHE_HOME:-$HOME/.cache}/parenchyma/build-windows"
+  if [ -z "${PARENCHYMA_WIN_BUILD_DIR:-}" ]; then
+    mkdir -p "$cache"
+    cache="$(cd "$cache" && pwd -P)"
+  fi
+  real="${PARENCHYMA_WIN_BUILD_DIR:-$cache/$(printf '%s' "$root" | sha256sum | cut -c1-16)}"
+  mkdir -p "$real"
+  real="$(cd "$real" && pwd -P)"
+  if bad="$(others_may_write "$real")"; then
+    echo "windows.sh: $bad may be written by other users, so wine shows it as writable by" \
+      "Everyone and the plugins below it are refused: set PARENCHYMA_WIN_BUILD_DIR to a" \
+      "private folder" >&2
+    exit 2
+  fi
+  if [ -e "$dir" ] && [ ! -L "$dir" ]; then
+    echo "windows.sh: $dir is a folder; remove it, the build moves to $real (a build" \
+      "below a folder that other users may write has its plugins refused under wine)" >&2
+    exit 2
+  fi
+  ln -sfn "$real" "$dir"
+  printf '%s\n' "$root" >"$real/.checkout"
+  if [ -z "${PARENCHYMA_WIN_BUILD_DIR:-}" ]; then
+    for old in "$cache"/*/; do
+      old="${old%/}"
+      [ "$old" = "$real" ] || [ ! -f "$old/.checkout" ] && continue
+      co="$(cat "$old/.checkout")"
+      if [ "$(readlink "$co/build-windows" 2>/dev/null)" != "$old" ]; then
+        log "removing $old (its checkout $co is gone)"
+        rm -rf "$old"
+      fi
+    done
+  fi
+  log "building in $real ($dir links to it)${open:+: other users may write $open}"
+  dir="$real"
+fi
 jobs="${PARENCHYMA_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 log "cross build (mingw-w64, posix threads) in $dir"
 start=$(date +%s)
