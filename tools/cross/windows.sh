@@ -37,7 +37,7 @@ default_targets="parenchyma-info parenchyma-native parenchyma-mock parenchyma-op
   parenchyma-blas-mock parenchyma-blas-opencl parenchyma-nn-native parenchyma-array-native
   parenchyma-conformance test_loader_variants test_loader_selection test_unit_error test_unit_config
   test_unit_tensor test_unit_backend test_unit_opkey test_mock_core test_abi_c99 test_abi_c11
-  test_dlpack"
+  test_dlpack parenchyma-demo"
 default_tests='^(unit_(tensor|backend|error|config|opkey)|dlpack|loader_(variants|selection)|abi_c99|abi_c11|conformance_(stub|native|opencl|cuda|refused_.*|bundle_suite_.*|cli_.*)|mock_.*|blas_conformance_opencl|nn_conformance_native)$'
 targets="${PARENCHYMA_WIN_TARGETS:-$default_targets}"
 [ "$targets" = all ] && targets=""
@@ -133,4 +133,51 @@ start=$(date +%s)
 rc=0
 (cd "$dir" && ctest --output-on-failure -j "$jobs" -R "$tests" "$@") || rc=$?
 log "tests under wine: $(( $(date +%s) - start )) s (rc $rc)"
+
+# An out-of-tree plugin against the installed SDK alone (issue 24's last criterion; on Linux
+# tests/install/run.sh does this and more): cmake --install into a prefix, build the installed
+# example share/parenchyma/examples/oot_plugin with the mingw toolchain and find_package of that
+# prefix, then the installed parenchyma-conformance.exe must load the DLL into the installed core
+# and pass it. PARENCHYMA_WIN_OOT=0 leaves this step out.
+oot_step() {
+  local work="$dir/oot" prefix out exports
+  prefix="$work/prefix"
+  rm -rf "$work"
+  mkdir -p "$work"
+  cmake --install "$dir" --prefix "$prefix" >"$work/install.log" 2>&1 \
+    || { cat "$work/install.log"; echo "FAILED: cmake --install $dir"; return 1; }
+  # The C++ runtime DLLs beside the installed programs, as in bin/ of the build tree.
+  cp "$dir"/bin/libstdc++-6.dll "$dir"/bin/libgcc_s_seh-1.dll "$dir"/bin/libwinpthread-1.dll \
+    "$prefix/bin/" || return 1
+  # find_package through parenchyma_DIR: the toolchain searches packages only below its roots.
+  if ! { cmake -S "$prefix/share/parenchyma/examples/oot_plugin" -B "$work/build" -G Ninja \
+    --toolchain "$root/tools/toolchains/windows-mingw.cmake" -DCMAKE_BUILD_TYPE=Release \
+    -Dparenchyma_DIR="$prefix/lib/cmake/parenchyma" >"$work/oot.log" 2>&1 \
+    && cmake --build "$work/build" -j "$jobs" >>"$work/oot.log" 2>&1; }; then
+    cat "$work/oot.log"
+    echo "FAILED: building the out-of-tree plugin"
+    return 1
+  fi
+  [ -f "$work/build/plugins/parenchyma-oot.dll" ] \
+    || { echo "FAILED: no $work/build/plugins/parenchyma-oot.dll"; return 1; }
+  # Its export table names the entry symbol and nothing else.
+  exports=$(x86_64-w64-mingw32-objdump -p "$work/build/plugins/parenchyma-oot.dll" \
+    | sed -n '/\[Ordinal\/Name Pointer\] Table/,/^$/p' | awk 'NF == 2 && $1 ~ /^\[/ {print $2}')
+  [ "$exports" = pcy_framework_entry ] \
+    || { echo "FAILED: the plugin exports '$exports', not only pcy_framework_entry"; return 1; }
+  out=$(/usr/lib/wine/wine64 "$prefix/bin/parenchyma-conformance.exe" "$work/build/plugins" \
+    --required 2>&1) || { printf '%s\n' "$out"; echo "FAILED: parenchyma-conformance"; return 1; }
+  printf '%s\n' "$out" | tail -n 3
+  printf '%s\n' "$out" | grep -q '^oot: [0-9]* passed, 0 failed' \
+    || { printf '%s\n' "$out"; echo "FAILED: oot was not tested"; return 1; }
+  echo "PASSED: an out-of-tree plugin (installed SDK) under the installed parenchyma-conformance"
+}
+if [ "${PARENCHYMA_WIN_OOT:-1}" != 0 ] && [ -z "${PARENCHYMA_WIN_TARGETS:-}" ]; then
+  log "out-of-tree plugin against the installed SDK (under wine)"
+  start=$(date +%s)
+  oot_rc=0
+  oot_step || oot_rc=$?
+  log "out-of-tree plugin: $(( $(date +%s) - start )) s (rc $oot_rc)"
+  [ $rc -ne 0 ] || rc=$oot_rc
+fi
 exit $rc
