@@ -82,8 +82,7 @@ void check_refused_by_windows(const Registry& r, const fs::path& file) {
 } // namespace
 
 TEST_CASE("the good stub DLL is an x86-64 PE and an unchanged copy of it loads") {
-  CHECK(machine_of(read_all(stub_dir("good") / ("parenchyma-stub" PCY_TEST_SO))) ==
-        machine_amd64);
+  CHECK(machine_of(read_all(stub_dir("good") / ("parenchyma-stub" PCY_TEST_SO))) == machine_amd64);
   scratch_dir dir("pe-baseline");
   const fs::path p = stub_for_machine(dir, machine_amd64);
   Registry r(isolated({dir.path()}));

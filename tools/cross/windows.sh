@@ -35,12 +35,13 @@ fi
 # What is ported so far (docs/platforms.md, "Status"): built and run by default.
 default_targets="parenchyma-info parenchyma-native parenchyma-mock parenchyma-opencl parenchyma-cuda
   parenchyma-blas-mock parenchyma-blas-opencl parenchyma-nn-native parenchyma-array-native
-  parenchyma-conformance test_loader_variants test_loader_selection test_unit_error test_unit_config
+  parenchyma-conformance test_loader_variants test_loader_selection
+  test_loader_foreign_pe test_unit_error test_unit_config
   test_unit_tensor test_unit_backend test_unit_opkey test_mock_core test_abi_c99 test_abi_c11
   test_dlpack parenchyma-demo"
 # dlpack is built but not run: its 11 cases pass under wine, then the process does not exit (a
 # hang in process teardown, not yet diagnosed: docs/platforms.md), which costs ctest's 600 s.
-default_tests='^(unit_(tensor|backend|error|config|opkey)|loader_(variants|selection)|abi_c99|abi_c11|conformance_(stub|native|opencl|cuda|refused_.*|bundle_suite_.*|cli_.*)|mock_.*|blas_conformance_opencl|nn_conformance_native)$'
+default_tests='^(unit_(tensor|backend|error|config|opkey)|loader_(variants|selection|foreign_pe)|abi_c99|abi_c11|conformance_(stub|native|opencl|cuda|refused_.*|bundle_suite_.*|cli_.*)|mock_.*|blas_conformance_opencl|nn_conformance_native)$'
 targets="${PARENCHYMA_WIN_TARGETS:-$default_targets}"
 [ "$targets" = all ] && targets=""
 tests="${PARENCHYMA_WIN_TESTS:-$default_tests}"
@@ -137,10 +138,10 @@ rc=0
 log "tests under wine: $(( $(date +%s) - start )) s (rc $rc)"
 
 # An out-of-tree plugin against the installed SDK alone (issue 24's last criterion; on Linux
-# tests/install/run.sh does this and more): cmake --install into a prefix (oot/prefix), build the installed
-# example share/parenchyma/examples/oot_plugin with the mingw toolchain and find_package of that
-# prefix, then the installed parenchyma-conformance.exe must load the DLL into the installed core
-# and pass it. PARENCHYMA_WIN_OOT=0 leaves this step out.
+# tests/install/run.sh does this and more): cmake --install into a prefix (oot/prefix), build
+# the installed example share/parenchyma/examples/oot_plugin with the mingw toolchain and
+# find_package of that prefix, then the installed parenchyma-conformance.exe must load the DLL
+# into the installed core and pass it. PARENCHYMA_WIN_OOT=0 leaves this step out.
 oot_step() {
   local work="$dir/oot" prefix out exports
   prefix="$work/prefix"
