@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # parenchyma for Windows x86-64: installs mingw-w64 and wine (apt), cross-builds into
-# build-windows/ with tools/toolchains/windows-mingw.cmake and runs the tests under wine64.
+# build-windows/ with tools/toolchains/windows-mingw.cmake, runs the tests under wine64, then
+# builds an out-of-tree plugin against the installed SDK and runs parenchyma-conformance on it.
 #   tools/cross/windows.sh [ctest arguments...]       (tools/run-tests --target windows does this)
 # Environment: PARENCHYMA_JOBS (build jobs, default: the number of CPUs), PARENCHYMA_WIN_TARGETS
-# (the targets to build, default: those ported so far, below; "all" for everything),
-# PARENCHYMA_WIN_TESTS (a ctest -R regex, default: the tests of those targets).
+# (the targets to build, default: those ported so far, below; "all" for everything; set, it
+# leaves the out-of-tree step out), PARENCHYMA_WIN_TESTS (a ctest -R regex, default: the tests
+# of those targets), PARENCHYMA_WIN_OOT=0 (no out-of-tree step), PARENCHYMA_WIN_BUILD_DIR (the
+# build tree's real folder; by default build-windows/, or a private folder when others may
+# write the checkout's folder or one above it, as /tmp: below).
 # docs/platforms.md says what runs and what does not yet.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -128,7 +132,7 @@ if [ ! -f "$WINEPREFIX/system.reg" ]; then
 fi
 # One wine server for all the programs below, stopped at the end: else each test program starts
 # one (about 2.5 s each) and it exits with the program (ctest -j1: 138 s for 43 tests, against
-# about 15 s with one persistent server).
+# 26 s with one persistent server, on a loaded machine).
 /usr/lib/wine/wineserver -p
 trap '/usr/lib/wine/wineserver -k 2>/dev/null || true' EXIT
 
