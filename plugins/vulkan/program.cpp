@@ -116,6 +116,39 @@ glsl_options parse_options(const char* options) {
   return out;
 }
 
+// Compute shaders need GLSL 430 (or 310 es). Checked before shaderc sees the source: glslang
+// prints its whole built-in table to stdout when it parses a compute shader at an older
+// version, and a plugin never prints.
+void check_version(std::string_view source) {
+  for (size_t start = 0; start < source.size();) {
+    size_t nl = source.find('\n', start);
+    if (nl == std::string_view::npos) nl = source.size();
+    std::string_view line = source.substr(start, nl - start);
+    start = nl + 1;
+    size_t i = 0;
+    while (i < line.size() && is_space(line[i]))
+      ++i;
+    if (i >= line.size() || line[i] != '#') continue;
+    ++i;
+    while (i < line.size() && is_space(line[i]))
+      ++i;
+    if (line.substr(i, 7) != "version") continue;
+    int version = 0;
+    size_t j = i + 7;
+    while (j < line.size() && is_space(line[j]))
+      ++j;
+    while (j < line.size() && line[j] >= '0' && line[j] <= '9')
+      version = version * 10 + (line[j++] - '0');
+    const bool es = line.find("es", j) != std::string_view::npos;
+    if (es ? version >= 310 : version >= 430) return;
+    sdk::fail(PCY_ERR_BUILD,
+              sdk::str("'", line.substr(i - 1), "': compute shaders need #version 430 or later "
+                                               "(or 310 es); use #version 450"));
+  }
+  sdk::fail(PCY_ERR_BUILD, "the GLSL source has no '#version' line: Vulkan compute shaders need "
+                           "one first (#version 450)");
+}
+
 std::vector<uint32_t> compile_glsl(const shaderc_api& sc, const glsl_kernel& k,
                                    const glsl_options& opts) {
   shaderc_api::compiler compiler = sc.compiler_initialize();
@@ -189,6 +222,7 @@ program* context::build(std::string_view source, const char* options, bool& cach
     std::string why;
     const shaderc_api* sc = owner_.shaderc(why);
     if (sc == nullptr) sdk::fail(PCY_ERR_UNSUPPORTED, why);
+    check_version(source);
     const glsl_options opts = parse_options(options);
     const std::vector<glsl_kernel> kernels = split_kernels(source);
     owner_.log().progress(sdk::str("compiling ", kernels.size() == 1 ? "kernel " : "kernels ",

@@ -95,10 +95,22 @@ bool shaderc_api::load(const char* library, std::string& why) {
   sdk::os::library lib;
   if (const std::string err = lib.open(sdk::os::path_from_utf8(library), true); !err.empty()) {
     why = std::string(library) + " not found (" + err +
-          "): GLSL cannot be compiled; install libshaderc1, or pass SPIR-V binaries";
+          ")";
     return false;
   }
   shaderc_api api;
+  // The plugin's own GLSL module (glsl/glsl_compiler.cpp) fills the table itself.
+  using table_fn = size_t (*)(shaderc_api*);
+  if (auto table = lib.function<table_fn>("pcy_vulkan_glsl_table")) {
+    if (table(&api) != sizeof(shaderc_api) || !api.loaded()) {
+      why = std::string(library) + " is the GLSL module of another build of the Vulkan plugin: "
+                                   "reinstall the plugin with its plugins/vulkan folder";
+      return false;
+    }
+    lib.leak();
+    *this = api;
+    return true;
+  }
   std::string missing;
   auto get = [&](auto& fn, const char* name) {
     fn = lib.function<std::remove_reference_t<decltype(fn)>>(name);
