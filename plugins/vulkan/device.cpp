@@ -143,7 +143,7 @@ void plugin::discover() {
     d->type = base.deviceType;
     // lavapipe/llvmpipe (and SwiftShader) report the CPU type: the same cores as the native
     // framework, through slower code, so the ranking places them below it (config ranking.cpu).
-    d->kind = base.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ? PCY_DEVICE_CPU
+    d->kind = base.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU     ? PCY_DEVICE_CPU
               : base.deviceType == VK_PHYSICAL_DEVICE_TYPE_OTHER ? PCY_DEVICE_OTHER
                                                                  : PCY_DEVICE_GPU;
     d->host_unified = base.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ||
@@ -153,9 +153,9 @@ void plugin::discover() {
     d->driver_info = drv.driverInfo;
     d->driver_version = driver_version_text(base.vendorID, base.driverVersion);
     if (!d->driver_info.empty()) d->driver_version += " (" + d->driver_info + ")";
-    d->api_version = sdk::str(VK_API_VERSION_MAJOR(base.apiVersion), ".",
-                              VK_API_VERSION_MINOR(base.apiVersion), ".",
-                              VK_API_VERSION_PATCH(base.apiVersion));
+    d->api_version =
+        sdk::str(VK_API_VERSION_MAJOR(base.apiVersion), ".", VK_API_VERSION_MINOR(base.apiVersion),
+                 ".", VK_API_VERSION_PATCH(base.apiVersion));
     d->uuid = uuid_text(v11.deviceUUID);
     d->subgroup_size = v11.subgroupSize;
     d->fp16 = f12.shaderFloat16 != VK_FALSE;
@@ -316,7 +316,8 @@ device_state::buffer device_state::make_buffer(uint64_t bytes, bool host_visible
                      "' failed; free other tensors or use smaller ones"));
   }
   r = fn.vkBindBufferMemory(device, b.handle, b.memory, 0);
-  if (r == VK_SUCCESS && host_visible) r = fn.vkMapMemory(device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped);
+  if (r == VK_SUCCESS && host_visible)
+    r = fn.vkMapMemory(device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped);
   if (r != VK_SUCCESS) {
     destroy_buffer(b);
     vk_fail(status_for(r, PCY_ERR_DEVICE), host_visible ? "vkMapMemory" : "vkBindBufferMemory", r,
@@ -375,7 +376,8 @@ context::context(plugin& owner, std::span<const uint32_t> devices) : owner_(owne
     if (!seen.insert(index).second)
       sdk::fail(PCY_ERR_INVALID_ARGUMENT,
                 sdk::str("context_create: device ", index, " is listed twice"));
-    devices_.push_back(std::make_shared<device_state>(owner.vk(), owner.device(index), owner.log()));
+    devices_.push_back(
+        std::make_shared<device_state>(owner.vk(), owner.device(index), owner.log()));
   }
 }
 

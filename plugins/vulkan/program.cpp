@@ -141,9 +141,9 @@ void check_version(std::string_view source) {
       version = version * 10 + (line[j++] - '0');
     const bool es = line.find("es", j) != std::string_view::npos;
     if (es ? version >= 310 : version >= 430) return;
-    sdk::fail(PCY_ERR_BUILD,
-              sdk::str("'", line.substr(i - 1), "': compute shaders need #version 430 or later "
-                                               "(or 310 es); use #version 450"));
+    sdk::fail(PCY_ERR_BUILD, sdk::str("'", line.substr(i - 1),
+                                      "': compute shaders need #version 430 or later "
+                                      "(or 310 es); use #version 450"));
   }
   sdk::fail(PCY_ERR_BUILD, "the GLSL source has no '#version' line: Vulkan compute shaders need "
                            "one first (#version 450)");
@@ -158,11 +158,9 @@ std::vector<uint32_t> compile_glsl(const shaderc_api& sc, const glsl_kernel& k,
     if (o != nullptr) sc.compile_options_release(o);
     sdk::fail(PCY_ERR_OUT_OF_MEMORY, "shaderc could not make a compiler");
   }
-  sc.compile_options_set_target_env(o, shaderc_api::target_env_vulkan,
-                                    shaderc_api::env_vulkan_1_2);
-  sc.compile_options_set_optimization_level(o, opts.optimise
-                                                   ? shaderc_api::optimization_performance
-                                                   : shaderc_api::optimization_zero);
+  sc.compile_options_set_target_env(o, shaderc_api::target_env_vulkan, shaderc_api::env_vulkan_1_2);
+  sc.compile_options_set_optimization_level(o, opts.optimise ? shaderc_api::optimization_performance
+                                                             : shaderc_api::optimization_zero);
   for (const auto& [name, value] : opts.macros)
     sc.compile_options_add_macro_definition(o, name.data(), name.size(), value.data(),
                                             value.size());
@@ -186,9 +184,9 @@ std::vector<uint32_t> compile_glsl(const shaderc_api& sc, const glsl_kernel& k,
   if (!ok) {
     while (!log.empty() && (log.back() == '\n' || log.back() == ' '))
       log.pop_back();
-    sdk::fail(PCY_ERR_BUILD, sdk::str("the GLSL of kernel '", k.name,
-                                      "' did not compile (shaderc); fix it:\n",
-                                      log.empty() ? "(shaderc gave no log)" : log));
+    sdk::fail(PCY_ERR_BUILD,
+              sdk::str("the GLSL of kernel '", k.name, "' did not compile (shaderc); fix it:\n",
+                       log.empty() ? "(shaderc gave no log)" : log));
   }
   return words;
 }
@@ -238,11 +236,10 @@ program* context::build(std::string_view source, const char* options, bool& cach
   for (const program::module& m : modules)
     for (const device_ref& d : devices_)
       if (m.iface.push_size > std::min(d->info.max_push_constants, 256u))
-        sdk::fail(PCY_ERR_BUILD,
-                  sdk::str("kernel '", m.name, "' has ", m.iface.push_size,
-                           " bytes of push constants, '", d->info.name, "' allows ",
-                           std::min(d->info.max_push_constants, 256u),
-                           ": pass fewer scalars, or put them in a buffer"));
+        sdk::fail(PCY_ERR_BUILD, sdk::str("kernel '", m.name, "' has ", m.iface.push_size,
+                                          " bytes of push constants, '", d->info.name, "' allows ",
+                                          std::min(d->info.max_push_constants, 256u),
+                                          ": pass fewer scalars, or put them in a buffer"));
   return new program(devices_, std::move(modules));
 }
 
@@ -389,9 +386,9 @@ void queue::launch(kernel& k, const pcy_kernel_launch_args& a) {
   const size_t buffers = in.bindings.size(), scalars = in.push.size();
   if (a.arg_count != buffers + scalars) [[unlikely]]
     sdk::fail(PCY_ERR_INVALID_ARGUMENT,
-              sdk::str("kernel '", k.name(), "' takes ", buffers + scalars, " arguments (",
-                       buffers, " buffers of set 0, ", scalars,
-                       " push-constant members), got ", a.arg_count));
+              sdk::str("kernel '", k.name(), "' takes ", buffers + scalars, " arguments (", buffers,
+                       " buffers of set 0, ", scalars, " push-constant members), got ",
+                       a.arg_count));
   if (a.arg_count != 0 && a.args == nullptr) [[unlikely]]
     sdk::fail(PCY_ERR_INVALID_ARGUMENT, "kernel launch: args is NULL");
 
@@ -405,9 +402,10 @@ void queue::launch(kernel& k, const pcy_kernel_launch_args& a) {
     case PCY_ARG_MEMORY: {
       if (bi >= buffers)
         sdk::fail(PCY_ERR_INVALID_ARGUMENT,
-                  sdk::str("argument ", i, " of kernel '", k.name(), "' is a buffer, but the "
-                           "kernel has only ", buffers, " buffer bindings (and ", scalars,
-                           " push-constant scalars)"));
+                  sdk::str("argument ", i, " of kernel '", k.name(),
+                           "' is a buffer, but the "
+                           "kernel has only ",
+                           buffers, " buffer bindings (and ", scalars, " push-constant scalars)"));
       const auto* m = reinterpret_cast<const memory*>(arg.memory);
       if (m == nullptr)
         sdk::fail(PCY_ERR_INVALID_ARGUMENT,
@@ -426,17 +424,18 @@ void queue::launch(kernel& k, const pcy_kernel_launch_args& a) {
     }
     case PCY_ARG_SCALAR: {
       if (si >= scalars)
-        sdk::fail(PCY_ERR_INVALID_ARGUMENT,
-                  sdk::str("argument ", i, " of kernel '", k.name(), "' is a scalar, but the "
-                           "kernel's push-constant block has only ", scalars, " members"));
+        sdk::fail(PCY_ERR_INVALID_ARGUMENT, sdk::str("argument ", i, " of kernel '", k.name(),
+                                                     "' is a scalar, but the "
+                                                     "kernel's push-constant block has only ",
+                                                     scalars, " members"));
       if (arg.value == nullptr || arg.size == 0)
         sdk::fail(PCY_ERR_INVALID_ARGUMENT, sdk::str("argument ", i, " of kernel '", k.name(),
                                                      "': a scalar without a value"));
       const kernel_interface::push_member& pm = in.push[si];
       if ((pm.size != 0 && arg.size != pm.size) || pm.offset + arg.size > sizeof push)
         sdk::fail(PCY_ERR_INVALID_ARGUMENT,
-                  sdk::str("argument ", i, " of kernel '", k.name(), "' (push-constant member ",
-                           si, ") is ", pm.size, " bytes, got a scalar of ", arg.size,
+                  sdk::str("argument ", i, " of kernel '", k.name(), "' (push-constant member ", si,
+                           ") is ", pm.size, " bytes, got a scalar of ", arg.size,
                            ": pass the type the kernel declares"));
       std::memcpy(push + pm.offset, arg.value, arg.size);
       ++si;
@@ -448,9 +447,9 @@ void queue::launch(kernel& k, const pcy_kernel_launch_args& a) {
                          "': Vulkan kernels declare their shared memory in the shader (a "
                          "'shared' array), not as a launch argument"));
     default:
-      sdk::fail(PCY_ERR_INVALID_ARGUMENT, sdk::str("argument ", i, " of kernel '", k.name(),
-                                                   "': unknown argument kind ",
-                                                   static_cast<int>(arg.kind)));
+      sdk::fail(PCY_ERR_INVALID_ARGUMENT,
+                sdk::str("argument ", i, " of kernel '", k.name(), "': unknown argument kind ",
+                         static_cast<int>(arg.kind)));
     }
   }
 
@@ -466,8 +465,8 @@ void queue::launch(kernel& k, const pcy_kernel_launch_args& a) {
     const uint64_t g = (a.global[d] + in.local[d] - 1) / in.local[d];
     if (g > dev_->info.max_group_count[d])
       sdk::fail(PCY_ERR_LAUNCH,
-                sdk::str("kernel '", k.name(), "': ", g, " work-groups in dimension ", d,
-                         ", '", dev_->info.name, "' allows ", dev_->info.max_group_count[d],
+                sdk::str("kernel '", k.name(), "': ", g, " work-groups in dimension ", d, ", '",
+                         dev_->info.name, "' allows ", dev_->info.max_group_count[d],
                          " (maxComputeWorkGroupCount); use a larger work-group size or a "
                          "loop in the kernel"));
     groups[d] = static_cast<uint32_t>(g);
@@ -490,8 +489,8 @@ void queue::launch(kernel& k, const pcy_kernel_launch_args& a) {
     }
     dev_->fn.vkUpdateDescriptorSets(dev_->device, static_cast<uint32_t>(writes.size()),
                                     writes.data(), 0, nullptr);
-    dev_->fn.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set,
-                                     0, nullptr);
+    dev_->fn.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set, 0,
+                                     nullptr);
   }
   if (in.push_size > 0)
     dev_->fn.vkCmdPushConstants(cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,

@@ -11,8 +11,7 @@ bool vk_api::load(const char* library, std::string& why) {
   // the one mapping; the library is never unloaded (Windows: the same effect).
   sdk::os::library lib;
   if (const std::string err = lib.open(sdk::os::path_from_utf8(library), true); !err.empty()) {
-    why = std::string(library) +
-          " not found (" + err +
+    why = std::string(library) + " not found (" + err +
           "): install the Vulkan loader (Debian: libvulkan1) and a driver (mesa-vulkan-drivers "
           "for lavapipe on the CPU, or the GPU vendor's driver)";
     return false;
@@ -94,8 +93,7 @@ std::string vk_device_api::load(const vk_api& vk, VkDevice device) {
 bool shaderc_api::load(const char* library, std::string& why) {
   sdk::os::library lib;
   if (const std::string err = lib.open(sdk::os::path_from_utf8(library), true); !err.empty()) {
-    why = std::string(library) + " not found (" + err +
-          ")";
+    why = std::string(library) + " not found (" + err + ")";
     return false;
   }
   shaderc_api api;

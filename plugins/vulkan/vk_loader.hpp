@@ -116,12 +116,12 @@ struct shaderc_api {
   using compiler = void*;
   using options = void*;
   using result = void*;
-  static constexpr int compute_shader = 2;            // shaderc_glsl_compute_shader
-  static constexpr int target_env_vulkan = 0;         // shaderc_target_env_vulkan
+  static constexpr int compute_shader = 2;    // shaderc_glsl_compute_shader
+  static constexpr int target_env_vulkan = 0; // shaderc_target_env_vulkan
   static constexpr uint32_t env_vulkan_1_2 = (1u << 22) | (2u << 12);
-  static constexpr int status_success = 0;            // shaderc_compilation_status_success
-  static constexpr int optimization_zero = 0;         // shaderc_optimization_level_zero
-  static constexpr int optimization_performance = 2;  // shaderc_optimization_level_performance
+  static constexpr int status_success = 0;           // shaderc_compilation_status_success
+  static constexpr int optimization_zero = 0;        // shaderc_optimization_level_zero
+  static constexpr int optimization_performance = 2; // shaderc_optimization_level_performance
 
   compiler (*compiler_initialize)() = nullptr;
   void (*compiler_release)(compiler) = nullptr;

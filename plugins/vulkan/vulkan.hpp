@@ -238,7 +238,7 @@ private:
   // The open batch's command buffer, begun; a barrier before each command after the first, so
   // that commands run in order (pcy queues are in-order).
   VkCommandBuffer command(); // caller holds mutex_
-  void submit();            // caller holds mutex_; submits the open batch if it has commands
+  void submit();             // caller holds mutex_; submits the open batch if it has commands
   void wait_value(uint64_t value, const char* what);
   void reap(); // recycle the batches that completed
   void same_device(const memory& m, const char* what) const;
@@ -253,7 +253,7 @@ private:
   batch open_;
   std::vector<batch> in_flight_;
   std::vector<VkCommandBuffer> spare_;
-  uint64_t submitted_ = 0; // the value of the last submitted batch
+  uint64_t submitted_ = 0;                              // the value of the last submitted batch
   std::vector<std::pair<VkSemaphore, uint64_t>> waits_; // for the next submit
 };
 
