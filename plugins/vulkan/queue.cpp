@@ -271,15 +271,21 @@ void queue::read(memory& m, uint64_t offset, void* host, uint64_t bytes, bool) {
   if (host == nullptr) sdk::fail(PCY_ERR_INVALID_ARGUMENT, "memory_read: host pointer is NULL");
   std::lock_guard lock(mutex_);
   // Always blocking (allowed: a non-blocking read "may" return early): the bytes come through a
-  // staging buffer that the host copies from once the batch is done.
-  const device_state::buffer s = staging(bytes);
-  VkCommandBuffer cmd = command();
-  const VkBufferCopy region{offset, 0, bytes};
-  dev_->fn.vkCmdCopyBuffer(cmd, m.handle(), s.handle, 1, &region);
-  submit();
-  wait_value(submitted_, "memory_read");
-  std::memcpy(host, s.mapped, static_cast<size_t>(bytes));
-  reap();
+  // staging buffer that the host copies from once the batch is done; in pieces of at most
+  // max_batch_staging, so a large read needs no staging buffer as large as itself.
+  auto* out = static_cast<unsigned char*>(host);
+  for (uint64_t done = 0; done < bytes;) {
+    const uint64_t piece = std::min(bytes - done, max_batch_staging);
+    const device_state::buffer s = staging(piece);
+    VkCommandBuffer cmd = command();
+    const VkBufferCopy region{offset + done, 0, piece};
+    dev_->fn.vkCmdCopyBuffer(cmd, m.handle(), s.handle, 1, &region);
+    submit();
+    wait_value(submitted_, "memory_read");
+    std::memcpy(out + done, s.mapped, static_cast<size_t>(piece));
+    reap();
+    done += piece;
+  }
 }
 
 void queue::write(memory& m, uint64_t offset, const void* host, uint64_t bytes, bool blocking) {
@@ -288,18 +294,25 @@ void queue::write(memory& m, uint64_t offset, const void* host, uint64_t bytes, 
   if (bytes == 0) return;
   if (host == nullptr) sdk::fail(PCY_ERR_INVALID_ARGUMENT, "memory_write: host pointer is NULL");
   std::lock_guard lock(mutex_);
-  // The host bytes are taken now (reads are blocking, so no earlier read still fills them).
-  const device_state::buffer s = staging(bytes);
-  std::memcpy(s.mapped, host, static_cast<size_t>(bytes));
-  VkCommandBuffer cmd = command();
-  const VkBufferCopy region{0, offset, bytes};
-  dev_->fn.vkCmdCopyBuffer(cmd, s.handle, m.handle(), 1, &region);
-  if (blocking) {
-    submit();
-    wait_value(submitted_, "memory_write");
-    reap();
-  } else if (open_.commands >= max_batch_commands || open_.staged >= max_batch_staging) {
-    submit();
+  // The host bytes are taken now (reads are blocking, so no earlier read still fills them). A
+  // write larger than max_batch_staging goes in pieces, each waited for before the next.
+  const auto* in = static_cast<const unsigned char*>(host);
+  const bool pieces = bytes > max_batch_staging;
+  for (uint64_t done = 0; done < bytes;) {
+    const uint64_t piece = std::min(bytes - done, max_batch_staging);
+    const device_state::buffer s = staging(piece);
+    std::memcpy(s.mapped, in + done, static_cast<size_t>(piece));
+    VkCommandBuffer cmd = command();
+    const VkBufferCopy region{0, offset + done, piece};
+    dev_->fn.vkCmdCopyBuffer(cmd, s.handle, m.handle(), 1, &region);
+    done += piece;
+    if (blocking || pieces) {
+      submit();
+      wait_value(submitted_, "memory_write");
+      reap();
+    } else if (open_.commands >= max_batch_commands || open_.staged >= max_batch_staging) {
+      submit();
+    }
   }
 }
 

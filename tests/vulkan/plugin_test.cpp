@@ -365,6 +365,43 @@ TEST_CASE("fills of every pattern size at offsets that vkCmdFillBuffer cannot ta
   }
 }
 
+TEST_CASE("transfers larger than the 64 MiB staging piece, and a buffer too large to bind") {
+  env e;
+  const uint64_t bytes = (uint64_t{150} << 20) + 5, offset = 3;
+  std::vector<unsigned char> data(bytes);
+  uint64_t state = 0x9e3779b97f4a7c15u;
+  for (auto& b : data) { // cheap pseudo-random bytes: every piece differs from the others
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    b = static_cast<unsigned char>(state);
+  }
+  host::memory m = e.alloc(bytes + offset);
+  host::write(e.fw, e.q.get(), m.get(), offset, data.data(), bytes, /*blocking=*/false);
+  std::vector<unsigned char> back(bytes);
+  host::read(e.fw, e.q.get(), m.get(), offset, back.data(), bytes);
+  REQUIRE(back == data);
+
+  // A kernel binds whole buffers: one above maxStorageBufferRange is refused with its size.
+  int64_t range = 0;
+  for (const pcy_property& p : e.fw.properties(0))
+    if (std::string(p.key) == "max_storage_buffer_range") range = p.i;
+  REQUIRE(range > 0);
+  if (static_cast<uint64_t>(range) >= bytes + offset) {
+    WARN("this device binds buffers of " << range << " bytes: the refusal is not reached");
+    return;
+  }
+  host::program p = build(e, two_kernels);
+  host::kernel iota = make_kernel(p.get(), "iota");
+  const int64_t base = 0;
+  const uint32_t n = 16;
+  const auto [code, message] =
+      outcome(launch(e, iota.get(), {mem(m.get()), scalar(base), scalar(n)}, n));
+  CHECK(code == PCY_ERR_UNSUPPORTED);
+  CHECK(message.find("maxStorageBufferRange") != std::string::npos);
+  CHECK(message.find(std::to_string(bytes + offset)) != std::string::npos);
+}
+
 TEST_CASE("a missing Vulkan loader: 0 devices and the reason") {
   test_host h;
   h.settings["PARENCHYMA_VULKAN_LIBRARY"] = "/nonexistent/libvulkan.so.1";
