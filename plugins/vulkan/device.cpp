@@ -2,6 +2,8 @@
 // the VkDevice each context makes per device, and contexts.
 #include "vulkan.hpp"
 
+#include <parenchyma/sdk/library.hpp>
+
 #include <algorithm>
 #include <cstdio>
 #include <set>
@@ -65,7 +67,7 @@ void plugin::discover() {
   // PARENCHYMA_VULKAN_LIBRARY names another loader (ignored in set-uid processes, like every
   // setting).
   std::string library = settings_.get("PARENCHYMA_VULKAN_LIBRARY");
-  if (library.empty()) library = "libvulkan.so.1";
+  if (library.empty()) library = sdk::os::vulkan_library;
   if (!vk_.load(library.c_str(), reason_)) {
     log_.info("0 devices: ", reason_);
     return;

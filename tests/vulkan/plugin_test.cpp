@@ -402,6 +402,25 @@ TEST_CASE("transfers larger than the 64 MiB staging piece, and a buffer too larg
   CHECK(message.find(std::to_string(bytes + offset)) != std::string::npos);
 }
 
+TEST_CASE("pinned (host-visible) memory: transfers, copies and kernels like device memory") {
+  env e;
+  const uint32_t n = 4099;
+  host::memory pinned =
+      host::alloc(e.fw, e.ctx.get(), 0, n * sizeof(float), PCY_MEMORY_HOST_PINNED);
+  const auto x = random_floats(n);
+  host::write(e.fw, e.q.get(), pinned.get(), 0, x.data(), n * sizeof(float));
+  host::memory device = e.alloc(n * sizeof(float));
+  host::copy(e.fw, e.q.get(), pinned.get(), 0, device.get(), 0, n * sizeof(float));
+  host::program p = build(e, two_kernels);
+  host::kernel scale = make_kernel(p.get(), "scale");
+  const float a = -2.0f;
+  REQUIRE(launch(e, scale.get(), {mem(pinned.get()), mem(device.get()), scalar(a), scalar(n)}, n) ==
+          nullptr);
+  const auto y = e.download<float>(pinned.get(), n);
+  for (uint32_t i = 0; i < n; ++i)
+    REQUIRE(y[i] == a * x[i]);
+}
+
 TEST_CASE("a missing Vulkan loader: 0 devices and the reason") {
   test_host h;
   h.settings["PARENCHYMA_VULKAN_LIBRARY"] = "/nonexistent/libvulkan.so.1";
