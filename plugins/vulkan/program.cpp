@@ -193,6 +193,39 @@ std::vector<uint32_t> compile_glsl(const shaderc_api& sc, const glsl_kernel& k,
 
 } // namespace
 
+// The modules of a cache entry (two parts per kernel: name, SPIR-V); empty, with a log line, when
+// the entry is not one of ours.
+static std::vector<program::module> from_cache(std::span<const unsigned char> payload,
+                                               const std::string& path, const sdk::logger& log) {
+  std::string why;
+  std::vector<program::module> modules;
+  try {
+    auto parts = sdk::blob_cache::unpack(payload, why);
+    if (parts && (parts->empty() || parts->size() % 2 != 0))
+      why = sdk::str(parts->size(), " parts, not two per kernel");
+    if (parts && why.empty())
+      for (size_t i = 0; i < parts->size(); i += 2) {
+        const auto& name = (*parts)[i];
+        const auto& bytes = (*parts)[i + 1];
+        if (bytes.size() % 4 != 0) throw std::runtime_error("SPIR-V of a size not a multiple of 4");
+        std::vector<uint32_t> words(bytes.size() / 4);
+        std::memcpy(words.data(), bytes.data(), bytes.size());
+        std::string n(name.begin(), name.end());
+        kernel_interface iface =
+            std::move(reflect(words, sdk::str("cached kernel '", n, "'")).front());
+        iface.entry = "main";
+        modules.push_back({std::move(n), std::move(words), std::move(iface)});
+      }
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  if (!why.empty()) {
+    log.info("kernel cache: ", path, " is not usable (", why, "); compiling again");
+    modules.clear();
+  }
+  return modules;
+}
+
 program* context::build(std::string_view source, const char* options, bool& cache_hit) {
   cache_hit = false;
   std::vector<program::module> modules;
@@ -217,20 +250,47 @@ program* context::build(std::string_view source, const char* options, bool& cach
       modules.push_back({std::move(name), words, std::move(k)});
     }
   } else {
-    std::string why;
-    const shaderc_api* sc = owner_.shaderc(why);
-    if (sc == nullptr) sdk::fail(PCY_ERR_UNSUPPORTED, why);
     check_version(source);
     const glsl_options opts = parse_options(options);
-    const std::vector<glsl_kernel> kernels = split_kernels(source);
-    owner_.log().progress(sdk::str("compiling ", kernels.size() == 1 ? "kernel " : "kernels ",
-                                   kernels.front().name, kernels.size() > 1 ? ", ..." : ""));
-    for (const glsl_kernel& k : kernels) {
-      std::vector<uint32_t> words = compile_glsl(*sc, k, opts);
-      std::vector<kernel_interface> ifaces = reflect(words, sdk::str("kernel '", k.name, "'"));
-      kernel_interface iface = std::move(ifaces.front());
-      iface.entry = "main";
-      modules.push_back({k.name, std::move(words), std::move(iface)});
+    // The SPIR-V of every kernel, from the cache when this source and these options were
+    // compiled before (SPIR-V does not depend on the device: one entry serves every device).
+    sdk::blob_cache& cache = owner_.cache();
+    sdk::blob_cache::key_type key{};
+    if (cache.enabled()) {
+      sdk::sha256 h;
+      h.field("parenchyma-vulkan-spirv-v1").field(plugin::info.version).field("vulkan1.2");
+      h.field(options != nullptr ? options : "").field(source);
+      key = h.finish();
+      if (auto payload = cache.load(key)) {
+        modules = from_cache(*payload, cache.path(key), owner_.log());
+        cache_hit = !modules.empty();
+        if (!cache_hit) cache.remove(key);
+      }
+    }
+    if (!cache_hit) {
+      std::string why;
+      const shaderc_api* sc = owner_.shaderc(why);
+      if (sc == nullptr) sdk::fail(PCY_ERR_UNSUPPORTED, why);
+      const std::vector<glsl_kernel> kernels = split_kernels(source);
+      owner_.log().progress(sdk::str("compiling ", kernels.size() == 1 ? "kernel " : "kernels ",
+                                     kernels.front().name, kernels.size() > 1 ? ", ..." : ""));
+      for (const glsl_kernel& k : kernels) {
+        std::vector<uint32_t> words = compile_glsl(*sc, k, opts);
+        std::vector<kernel_interface> ifaces = reflect(words, sdk::str("kernel '", k.name, "'"));
+        kernel_interface iface = std::move(ifaces.front());
+        iface.entry = "main";
+        modules.push_back({k.name, std::move(words), std::move(iface)});
+      }
+      if (cache.writable()) {
+        // Two parts per kernel: its name, its SPIR-V words.
+        std::vector<sdk::blob_cache::blob> parts;
+        for (const program::module& m : modules) {
+          parts.emplace_back(m.name.begin(), m.name.end());
+          const auto* w = reinterpret_cast<const unsigned char*>(m.words.data());
+          parts.emplace_back(w, w + m.words.size() * 4);
+        }
+        cache.store_later(key, sdk::blob_cache::pack(parts));
+      }
     }
   }
   for (const program::module& m : modules)

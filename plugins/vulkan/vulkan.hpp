@@ -11,6 +11,7 @@
 
 #include "vk_loader.hpp"
 
+#include <parenchyma/sdk/blob_cache.hpp>
 #include <parenchyma/sdk/framework.hpp>
 
 #include <array>
@@ -145,6 +146,8 @@ public:
   const device_info& device(uint32_t index) const { return *devices_.at(index); }
   // The GLSL compiler, loaded on first use; nullptr with `why` when there is none.
   const shaderc_api* shaderc(std::string& why);
+  // SPIR-V compiled from GLSL, by source and options (kind "vulkan" of the SDK's kernel cache).
+  sdk::blob_cache& cache() noexcept { return cache_; }
 
 private:
   void discover(); // device.cpp
@@ -155,6 +158,8 @@ private:
   bool shaderc_tried_ = false;
   shaderc_api shaderc_;
   std::string shaderc_why_;
+  // Last: destroyed first, it finishes the pending writes.
+  sdk::blob_cache cache_;
 };
 
 class context {

@@ -17,11 +17,13 @@
 #include <parenchyma/sdk/host.hpp>
 
 #include <dlfcn.h>
+#include <stdlib.h>
 
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <map>
@@ -419,6 +421,52 @@ TEST_CASE("pinned (host-visible) memory: transfers, copies and kernels like devi
   const auto y = e.download<float>(pinned.get(), n);
   for (uint32_t i = 0; i < n; ++i)
     REQUIRE(y[i] == a * x[i]);
+}
+
+TEST_CASE("GLSL compiled once comes from the kernel cache in the next plugin instance") {
+  char tmpl[] = "/tmp/pcy-vulkan-cache-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  auto run = [&](bool expect_hit) {
+    test_host h;
+    h.services.cache_dir = dir.c_str();
+    host::framework fw(&api(), &h.services);
+    const uint32_t d0 = 0;
+    host::context ctx = host::make_context(fw, {&d0, 1});
+    host::queue q = host::make_queue(fw, ctx.get(), 0);
+    pcy_program_build_args b{};
+    b.struct_size = sizeof b;
+    b.context = ctx.get();
+    b.source = two_kernels;
+    host::check(api().program_build(&b));
+    host::program p(b.program, api().program_destroy);
+    CHECK(b.cache_hit == expect_hit);
+    host::kernel iota = make_kernel(p.get(), "iota");
+    const uint32_t n = 300;
+    const int64_t base = 7;
+    host::memory m = host::alloc(fw, ctx.get(), 0, n * sizeof(float));
+    pcy_kernel_arg args[3] = {mem(m.get()), scalar(base), scalar(n)};
+    pcy_kernel_launch_args l{};
+    l.struct_size = sizeof l;
+    l.queue = q.get();
+    l.kernel = iota.get();
+    l.dims = 1;
+    l.global[0] = n;
+    l.args = args;
+    l.arg_count = 3;
+    host::check(api().kernel_launch(&l));
+    std::vector<float> y(n);
+    host::read(fw, q.get(), m.get(), 0, y.data(), n * sizeof(float));
+    for (uint32_t i = 0; i < n; ++i)
+      REQUIRE(y[i] == static_cast<float>(base + i));
+  };
+  run(false);
+  run(true);
+  // Entries that are not the cache's own are refused by it and compiled again.
+  for (const auto& f : std::filesystem::recursive_directory_iterator(dir))
+    if (f.is_regular_file()) std::ofstream(f.path(), std::ios::binary | std::ios::trunc) << "junk";
+  run(false);
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("a missing Vulkan loader: 0 devices and the reason") {
