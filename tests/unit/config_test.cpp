@@ -100,13 +100,14 @@ TEST_CASE("the shipped default config, and a file layered over it") {
   {
     Registry r(o);
     // The shipped ranking is by device kind: GPUs first, CUDA before OpenCL among them; among
-    // CPUs native first (an OpenCL CPU device runs on the same cores with slower code).
+    // CPUs native first (an OpenCL or Vulkan CPU device runs on the same cores with slower
+    // code). Vulkan is last of each kind until it has bundles (docs/vulkan.md).
     CHECK(r.config().ranking.empty());
     const auto& k = r.config().ranking_by_kind;
     REQUIRE(k.count("gpu"));
     REQUIRE(k.count("cpu"));
-    CHECK(k.at("gpu") == std::vector<std::string>{"cuda", "opencl"});
-    CHECK(k.at("cpu") == std::vector<std::string>{"native", "opencl"});
+    CHECK(k.at("gpu") == std::vector<std::string>{"cuda", "opencl", "vulkan"});
+    CHECK(k.at("cpu") == std::vector<std::string>{"native", "opencl", "vulkan"});
     CHECK(r.config().fallback == fallback_policy::warn);
     REQUIRE(r.config().sources.size() == 1);
     CHECK(contains(r.config().sources[0], "parenchyma.json"));
@@ -115,7 +116,8 @@ TEST_CASE("the shipped default config, and a file layered over it") {
   o.config_file = tmp.write("over.json", R"({"fallback": "deny"})");
   {
     Registry r(o);
-    CHECK(r.config().ranking_by_kind.at("gpu") == std::vector<std::string>{"cuda", "opencl"});
+    CHECK(r.config().ranking_by_kind.at("gpu") ==
+          std::vector<std::string>{"cuda", "opencl", "vulkan"});
     CHECK(r.config().fallback == fallback_policy::deny);
     CHECK(r.config().sources.size() == 2);
   }

@@ -8,13 +8,18 @@ PARENCHYMA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 # Debian 12 / Ubuntu 24.04 package names. Required: toolchain, Boost, spdlog, JSON, Catch2.
 # Optional: OpenBLAS (native BLAS bundle), OpenCL loader/headers and PoCL (OpenCL plugin and a
 # real CPU device to test it on), CLBlast (OpenCL BLAS bundle), Google Benchmark (benchmarks),
-# zlib and scikit-learn's digits data set (the NN demo, parenchyma-nn-demo).
+# zlib and scikit-learn's digits data set (the NN demo, parenchyma-nn-demo), the Vulkan headers,
+# loader and Mesa's lavapipe (the Vulkan plugin and a CPU device to test it on), shaderc, glslang
+# and SPIRV-Tools (the plugin's GLSL compiler module), glslc (its SPIR-V test) and the Vulkan
+# validation layers (its tests under validation).
 PARENCHYMA_PACKAGES=(
   g++ cmake ninja-build pkg-config
   libboost-dev libspdlog-dev nlohmann-json3-dev catch2
   libopenblas-dev libdnnl-dev
   ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo
   libclblast-dev
+  libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers glslang-tools glslc libshaderc-dev
+  glslang-dev spirv-tools
   libbenchmark-dev
   libdlpack-dev pybind11-dev python3-dev python3-numpy python3-pytest python3-matplotlib
   zlib1g-dev python3-sklearn doxygen

@@ -133,6 +133,17 @@ const char* builtin_add_one(const std::string& fw) {
            "  if (i < n) x[i] += 1.0f;\n"
            "}\n";
   if (fw == "cuda") return sdk::cuda_source_with<add_one_cuda>().c_str();
+  // GLSL: buffers fill the bindings of set 0, scalars the push-constant block (docs/vulkan.md).
+  if (fw == "vulkan")
+    return "#version 450\n"
+           "#kernel add_one\n"
+           "layout(local_size_x = 64) in;\n"
+           "layout(std430, set = 0, binding = 0) buffer data { float x[]; };\n"
+           "layout(push_constant) uniform args { uint n; };\n"
+           "void main() {\n"
+           "  uint i = gl_GlobalInvocationID.x;\n"
+           "  if (i < n) x[i] += 1.0;\n"
+           "}\n";
   if (fw == "stub" || fw == "mock") return "kernel add_one\n";
   return nullptr;
 }

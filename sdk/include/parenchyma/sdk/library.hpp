@@ -68,9 +68,11 @@ inline std::vector<std::pair<std::string, std::string>> environment_utf8() {
 #if defined(_WIN32)
 inline constexpr const char* cuda_driver_library = "nvcuda.dll";
 inline constexpr const char* opencl_library = "OpenCL.dll";
+inline constexpr const char* vulkan_library = "vulkan-1.dll";
 #else
 inline constexpr const char* cuda_driver_library = "libcuda.so.1";
 inline constexpr const char* opencl_library = "libOpenCL.so.1";
+inline constexpr const char* vulkan_library = "libvulkan.so.1";
 #endif
 
 // ---- shared libraries --------------------------------------------------------------------------

@@ -1,0 +1,397 @@
+// Device discovery (every Vulkan 1.2 physical device with a compute queue, with its properties),
+// the VkDevice each context makes per device, and contexts.
+#include "vulkan.hpp"
+
+#include <parenchyma/sdk/library.hpp>
+
+#include <algorithm>
+#include <cstdio>
+#include <set>
+
+namespace parenchyma::vulkan {
+namespace {
+
+std::string vendor_name(uint32_t id) {
+  switch (id) {
+  case 0x10DE: return "NVIDIA";
+  case 0x1002: return "AMD";
+  case 0x1022: return "AMD";
+  case 0x8086: return "Intel";
+  case 0x13B5: return "ARM";
+  case 0x5143: return "Qualcomm";
+  case 0x106B: return "Apple";
+  case 0x1010: return "Imagination Technologies";
+  case 0x10005: return "Mesa";
+  default: {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "0x%04x", id);
+    return buf;
+  }
+  }
+}
+
+// The driver version as its vendor encodes it (NVIDIA: 10.8.8.6 bits; others VK_MAKE_VERSION).
+std::string driver_version_text(uint32_t vendor, uint32_t v) {
+  char buf[48];
+  if (vendor == 0x10DE)
+    std::snprintf(buf, sizeof buf, "%u.%u.%u.%u", (v >> 22) & 0x3ff, (v >> 14) & 0xff,
+                  (v >> 6) & 0xff, v & 0x3f);
+  else
+    std::snprintf(buf, sizeof buf, "%u.%u.%u", VK_API_VERSION_MAJOR(v), VK_API_VERSION_MINOR(v),
+                  VK_API_VERSION_PATCH(v));
+  return buf;
+}
+
+std::string uuid_text(const uint8_t* u) {
+  char buf[40];
+  std::snprintf(buf, sizeof buf,
+                "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+                u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+                u[15]);
+  return buf;
+}
+
+const char* type_name(VkPhysicalDeviceType t) {
+  switch (t) {
+  case VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU: return "integrated_gpu";
+  case VK_PHYSICAL_DEVICE_TYPE_DISCRETE_GPU: return "discrete_gpu";
+  case VK_PHYSICAL_DEVICE_TYPE_VIRTUAL_GPU: return "virtual_gpu";
+  case VK_PHYSICAL_DEVICE_TYPE_CPU: return "cpu";
+  default: return "other";
+  }
+}
+
+} // namespace
+
+void plugin::discover() {
+  // PARENCHYMA_VULKAN_LIBRARY names another loader (ignored in set-uid processes, like every
+  // setting).
+  std::string library = settings_.get("PARENCHYMA_VULKAN_LIBRARY");
+  if (library.empty()) library = sdk::os::vulkan_library;
+  if (!vk_.load(library.c_str(), reason_)) {
+    log_.info("0 devices: ", reason_);
+    return;
+  }
+  uint32_t count = 0;
+  VkResult r = vk_.vkEnumeratePhysicalDevices(vk_.instance, &count, nullptr);
+  std::vector<VkPhysicalDevice> physical(count);
+  if (r == VK_SUCCESS && count > 0)
+    r = vk_.vkEnumeratePhysicalDevices(vk_.instance, &count, physical.data());
+  if (r != VK_SUCCESS && r != VK_INCOMPLETE) {
+    reason_ = sdk::str("vkEnumeratePhysicalDevices: ", vk_result_name(r),
+                       ": the Vulkan installation looks broken; run vulkaninfo to see why");
+    log_.warn("0 devices: ", reason_);
+    return;
+  }
+  physical.resize(count);
+  if (physical.empty()) {
+    reason_ = "the Vulkan loader found no device: install a driver (Debian: mesa-vulkan-drivers "
+              "for lavapipe on the CPU, or the GPU vendor's driver); check VK_ICD_FILENAMES";
+    log_.info("0 devices: ", reason_);
+    return;
+  }
+
+  std::string notes; // why some device is not offered
+  auto note = [&](const std::string& s) { notes += (notes.empty() ? "" : "; ") + s; };
+  for (VkPhysicalDevice p : physical) {
+    auto d = std::make_unique<device_info>();
+    d->physical = p;
+    VkPhysicalDeviceProperties base{};
+    vk_.vkGetPhysicalDeviceProperties(p, &base);
+    d->name = base.deviceName;
+    if (base.apiVersion < VK_API_VERSION_1_2) {
+      note(sdk::str("device '", d->name, "' speaks Vulkan ", VK_API_VERSION_MAJOR(base.apiVersion),
+                    ".", VK_API_VERSION_MINOR(base.apiVersion),
+                    ", this plugin needs 1.2: update the driver"));
+      continue;
+    }
+    VkPhysicalDeviceDriverProperties drv{};
+    drv.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
+    VkPhysicalDeviceVulkan11Properties v11{};
+    v11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES;
+    v11.pNext = &drv;
+    VkPhysicalDeviceProperties2 props{};
+    props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+    props.pNext = &v11;
+    vk_.vkGetPhysicalDeviceProperties2(p, &props);
+
+    VkPhysicalDeviceVulkan12Features f12{};
+    f12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+    VkPhysicalDeviceFeatures2 features{};
+    features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+    features.pNext = &f12;
+    vk_.vkGetPhysicalDeviceFeatures2(p, &features);
+    if (!f12.timelineSemaphore) {
+      note(sdk::str("device '", d->name, "' lacks timeline semaphores (Vulkan 1.2 feature)"));
+      continue;
+    }
+
+    uint32_t families = 0;
+    vk_.vkGetPhysicalDeviceQueueFamilyProperties(p, &families, nullptr);
+    std::vector<VkQueueFamilyProperties> fam(families);
+    vk_.vkGetPhysicalDeviceQueueFamilyProperties(p, &families, fam.data());
+    // A compute family; one without graphics first (a dedicated compute engine), else any.
+    uint32_t chosen = UINT32_MAX;
+    for (uint32_t i = 0; i < families; ++i)
+      if ((fam[i].queueFlags & VK_QUEUE_COMPUTE_BIT) && fam[i].queueCount > 0 &&
+          (chosen == UINT32_MAX || ((fam[chosen].queueFlags & VK_QUEUE_GRAPHICS_BIT) &&
+                                    !(fam[i].queueFlags & VK_QUEUE_GRAPHICS_BIT))))
+        chosen = i;
+    if (chosen == UINT32_MAX) {
+      note(sdk::str("device '", d->name, "' has no compute queue"));
+      continue;
+    }
+    d->queue_family = chosen;
+    d->type = base.deviceType;
+    // lavapipe/llvmpipe (and SwiftShader) report the CPU type: the same cores as the native
+    // framework, through slower code, so the ranking places them below it (config ranking.cpu).
+    d->kind = base.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU     ? PCY_DEVICE_CPU
+              : base.deviceType == VK_PHYSICAL_DEVICE_TYPE_OTHER ? PCY_DEVICE_OTHER
+                                                                 : PCY_DEVICE_GPU;
+    d->host_unified = base.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ||
+                      base.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
+    d->vendor = vendor_name(base.vendorID);
+    d->driver_name = drv.driverName;
+    d->driver_info = drv.driverInfo;
+    d->driver_version = driver_version_text(base.vendorID, base.driverVersion);
+    if (!d->driver_info.empty()) d->driver_version += " (" + d->driver_info + ")";
+    d->api_version =
+        sdk::str(VK_API_VERSION_MAJOR(base.apiVersion), ".", VK_API_VERSION_MINOR(base.apiVersion),
+                 ".", VK_API_VERSION_PATCH(base.apiVersion));
+    d->uuid = uuid_text(v11.deviceUUID);
+    d->subgroup_size = v11.subgroupSize;
+    d->fp16 = f12.shaderFloat16 != VK_FALSE;
+    d->fp64 = features.features.shaderFloat64 != VK_FALSE;
+    d->int64 = features.features.shaderInt64 != VK_FALSE;
+    vk_.vkGetPhysicalDeviceMemoryProperties(p, &d->memory);
+    for (uint32_t h = 0; h < d->memory.memoryHeapCount; ++h)
+      if (d->memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
+        d->global_memory += d->memory.memoryHeaps[h].size;
+    const VkPhysicalDeviceLimits& lim = base.limits;
+    d->local_memory = lim.maxComputeSharedMemorySize;
+    d->max_alloc = v11.maxMemoryAllocationSize;
+    d->max_storage_range = lim.maxStorageBufferRange;
+    d->max_work_group = lim.maxComputeWorkGroupInvocations;
+    d->max_push_constants = lim.maxPushConstantsSize;
+    d->min_storage_align = lim.minStorageBufferOffsetAlignment;
+    for (int i = 0; i < 3; ++i) {
+      d->max_group_count[i] = lim.maxComputeWorkGroupCount[i];
+      d->max_group_size[i] = lim.maxComputeWorkGroupSize[i];
+    }
+
+    sdk::property_list& pr = add_device();
+    pr.text(PCY_PROP_NAME, d->name);
+    pr.text(PCY_PROP_VENDOR, d->vendor);
+    pr.number(PCY_PROP_KIND, d->kind);
+    pr.text("device_type", type_name(base.deviceType));
+    pr.number(PCY_PROP_GLOBAL_MEMORY, static_cast<int64_t>(d->global_memory));
+    pr.number(PCY_PROP_LOCAL_MEMORY, static_cast<int64_t>(d->local_memory));
+    pr.number(PCY_PROP_MAX_WORK_GROUP, d->max_work_group);
+    pr.number("max_alloc", static_cast<int64_t>(d->max_alloc));
+    pr.number("max_storage_buffer_range", static_cast<int64_t>(d->max_storage_range));
+    pr.number("max_push_constants", d->max_push_constants);
+    pr.number("subgroup_size", d->subgroup_size);
+    pr.text("vulkan_version", d->api_version);
+    pr.text("driver_name", d->driver_name);
+    pr.text(PCY_PROP_DRIVER_VERSION, d->driver_version);
+    pr.text(PCY_PROP_UUID, d->uuid);
+    pr.flag(PCY_PROP_HOST_UNIFIED, d->host_unified);
+    pr.flag(PCY_PROP_FP64, d->fp64);
+    pr.flag("fp16", d->fp16);
+    pr.flag("int64", d->int64);
+    log_.debug("device ", devices_.size(), ": '", d->name, "' (", d->vendor, ", ",
+               type_name(base.deviceType), ", Vulkan ", d->api_version, ", driver ",
+               d->driver_version, ")");
+    devices_.push_back(std::move(d));
+  }
+  if (devices_.empty()) {
+    reason_ = "no usable Vulkan device" + (notes.empty() ? std::string() : ": " + notes);
+    log_.info("0 devices: ", reason_);
+  } else if (!notes.empty()) {
+    reason_ = notes;
+    log_.info(reason_);
+  }
+}
+
+// ---- one VkDevice -----------------------------------------------------------------------------
+
+device_state::device_state(const vk_api& api, const device_info& d, const sdk::logger& l)
+    : vk(api), info(d), log(l) {
+  // Every feature the device has, except robust buffer access (a cost on some GPUs; kernels
+  // bounds-check, as on every framework).
+  VkPhysicalDeviceVulkan12Features f12{};
+  f12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+  VkPhysicalDeviceVulkan11Features f11{};
+  f11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
+  f11.pNext = &f12;
+  VkPhysicalDeviceFeatures2 features{};
+  features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
+  features.pNext = &f11;
+  vk.vkGetPhysicalDeviceFeatures2(d.physical, &features);
+  features.features.robustBufferAccess = VK_FALSE;
+
+  const float priority = 1.0f;
+  VkDeviceQueueCreateInfo q{};
+  q.sType = VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO;
+  q.queueFamilyIndex = d.queue_family;
+  q.queueCount = 1;
+  q.pQueuePriorities = &priority;
+  VkDeviceCreateInfo info_{};
+  info_.sType = VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO;
+  info_.pNext = &features;
+  info_.queueCreateInfoCount = 1;
+  info_.pQueueCreateInfos = &q;
+  const VkResult r = vk.vkCreateDevice(d.physical, &info_, nullptr, &device);
+  if (r != VK_SUCCESS)
+    vk_fail(status_for(r, PCY_ERR_DEVICE), "vkCreateDevice", r,
+            sdk::str("could not open '", d.name, "'"));
+  if (std::string missing = fn.load(vk, device); !missing.empty()) {
+    auto destroy =
+        reinterpret_cast<PFN_vkDestroyDevice>(vk.vkGetDeviceProcAddr(device, "vkDestroyDevice"));
+    if (destroy != nullptr) destroy(device, nullptr);
+    sdk::fail(PCY_ERR_DEVICE, sdk::str("the driver of '", d.name, "' does not resolve ", missing,
+                                       ": a Vulkan 1.2 driver is needed"));
+  }
+  fn.vkGetDeviceQueue(device, d.queue_family, 0, &queue);
+}
+
+device_state::~device_state() {
+  // Every queue is gone (each held this state) and waited for its work; the buried buffers can
+  // go now.
+  fn.vkDeviceWaitIdle(device);
+  for (grave& g : graves_)
+    g.release();
+  graves_.clear(); // their timelines' semaphores go before the device
+  timelines_.clear();
+  fn.vkDestroyDevice(device, nullptr);
+}
+
+uint32_t device_state::memory_type(uint32_t bits, VkMemoryPropertyFlags want,
+                                   VkMemoryPropertyFlags prefer) const noexcept {
+  uint32_t fallback = UINT32_MAX;
+  for (uint32_t i = 0; i < info.memory.memoryTypeCount; ++i) {
+    const VkMemoryPropertyFlags f = info.memory.memoryTypes[i].propertyFlags;
+    if (!(bits & (1u << i)) || (f & want) != want) continue;
+    if ((f & prefer) == prefer) return i;
+    if (fallback == UINT32_MAX) fallback = i;
+  }
+  return fallback;
+}
+
+device_state::buffer device_state::make_buffer(uint64_t bytes, bool host_visible,
+                                               const char* what) {
+  buffer b;
+  VkBufferCreateInfo bi{};
+  bi.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+  bi.size = bytes;
+  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT |
+             VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  VkResult r = fn.vkCreateBuffer(device, &bi, nullptr, &b.handle);
+  if (r != VK_SUCCESS)
+    vk_fail(status_for(r, PCY_ERR_DEVICE), "vkCreateBuffer", r,
+            sdk::str(what, " of ", bytes, " bytes on '", info.name, "'"));
+  VkMemoryRequirements req{};
+  fn.vkGetBufferMemoryRequirements(device, b.handle, &req);
+  const uint32_t type =
+      host_visible
+          ? memory_type(req.memoryTypeBits,
+                        VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT,
+                        VK_MEMORY_PROPERTY_HOST_CACHED_BIT)
+          : memory_type(req.memoryTypeBits, VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT);
+  const uint32_t any = type != UINT32_MAX ? type : memory_type(req.memoryTypeBits, 0);
+  if (any == UINT32_MAX || (host_visible && type == UINT32_MAX)) {
+    fn.vkDestroyBuffer(device, b.handle, nullptr);
+    sdk::fail(PCY_ERR_DEVICE, sdk::str(what, " on '", info.name, "': no ",
+                                       host_visible ? "host-visible, coherent" : "suitable",
+                                       " memory type for a buffer"));
+  }
+  VkMemoryAllocateInfo ai{};
+  ai.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
+  ai.allocationSize = req.size;
+  ai.memoryTypeIndex = any;
+  r = fn.vkAllocateMemory(device, &ai, nullptr, &b.memory);
+  if (r != VK_SUCCESS) {
+    fn.vkDestroyBuffer(device, b.handle, nullptr);
+    vk_fail(status_for(r, PCY_ERR_DEVICE), "vkAllocateMemory", r,
+            sdk::str(what, " of ", bytes, " bytes on '", info.name,
+                     "' failed; free other tensors or use smaller ones"));
+  }
+  r = fn.vkBindBufferMemory(device, b.handle, b.memory, 0);
+  if (r == VK_SUCCESS && host_visible)
+    r = fn.vkMapMemory(device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped);
+  if (r != VK_SUCCESS) {
+    destroy_buffer(b);
+    vk_fail(status_for(r, PCY_ERR_DEVICE), host_visible ? "vkMapMemory" : "vkBindBufferMemory", r,
+            sdk::str(what, " on '", info.name, "'"));
+  }
+  return b;
+}
+
+void device_state::destroy_buffer(const buffer& b) noexcept {
+  if (b.handle != VK_NULL_HANDLE) fn.vkDestroyBuffer(device, b.handle, nullptr);
+  if (b.memory != VK_NULL_HANDLE) fn.vkFreeMemory(device, b.memory, nullptr); // unmaps too
+}
+
+void device_state::add_timeline(const std::shared_ptr<timeline>& t) {
+  std::lock_guard lock(mutex_);
+  timelines_.push_back(t);
+}
+
+void device_state::remove_timeline(const timeline* t) {
+  std::lock_guard lock(mutex_);
+  std::erase_if(timelines_, [&](const auto& p) { return p.get() == t; });
+}
+
+void device_state::bury(std::function<void()> release) {
+  std::unique_lock lock(mutex_);
+  grave g{std::move(release), {}};
+  for (const auto& t : timelines_)
+    if (const uint64_t v = t->covers.load(std::memory_order_acquire); v > 0)
+      g.until.emplace_back(t, v);
+  if (g.until.empty()) { // no queue ever recorded work: nothing can use it
+    lock.unlock();
+    g.release();
+    return;
+  }
+  graves_.push_back(std::move(g));
+}
+
+void device_state::collect() {
+  std::lock_guard lock(mutex_);
+  std::erase_if(graves_, [&](grave& g) {
+    for (const auto& [t, v] : g.until) {
+      uint64_t now = 0;
+      if (fn.vkGetSemaphoreCounterValue(device, t->semaphore, &now) != VK_SUCCESS || now < v)
+        return false;
+    }
+    g.release();
+    return true;
+  });
+}
+
+// ---- contexts ---------------------------------------------------------------------------------
+
+context::context(plugin& owner, std::span<const uint32_t> devices) : owner_(owner) {
+  std::set<uint32_t> seen;
+  for (uint32_t index : devices) {
+    if (!seen.insert(index).second)
+      sdk::fail(PCY_ERR_INVALID_ARGUMENT,
+                sdk::str("context_create: device ", index, " is listed twice"));
+    devices_.push_back(
+        std::make_shared<device_state>(owner.vk(), owner.device(index), owner.log()));
+  }
+}
+
+context::~context() = default;
+
+device_state& context::dev(uint32_t device) const {
+  if (device >= devices_.size()) [[unlikely]]
+    sdk::fail(PCY_ERR_NOT_FOUND, sdk::str("device ", device, " is not in this context (",
+                                          devices_.size(), " devices)"));
+  return *devices_[device];
+}
+
+queue* context::create_queue(uint32_t device) { return new queue(*this, device); }
+
+} // namespace parenchyma::vulkan

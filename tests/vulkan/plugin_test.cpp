@@ -1,0 +1,501 @@
+// Vulkan plugin tests: the built parenchyma-vulkan.so opened with dlopen (no core involved) and
+// driven through the SDK's host wrappers. What the framework conformance suite does not reach:
+// several kernels in one GLSL source, scalars of several sizes through push constants, a SPIR-V
+// module compiled by glslc, the errors a wrong launch or source gets, memory and kernels freed
+// while work that uses them is still queued, fills at odd offsets, a missing Vulkan loader.
+// Exits 77 (skipped, with the reason) when the plugin finds no device.
+#if !__has_include(<catch2/catch_test_macros.hpp>)
+#define CATCH_CONFIG_RUNNER // Catch2 v2: this file provides main()
+#endif
+#include "support/catch.hpp"
+
+#if PARENCHYMA_CATCH3
+#include <catch2/catch_session.hpp>
+#endif
+
+#include <parenchyma/abi/pcy_framework.h>
+#include <parenchyma/sdk/host.hpp>
+
+#include <dlfcn.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <mutex>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace host = parenchyma::sdk::host;
+
+namespace {
+
+const pcy_framework_api& api() {
+  static const pcy_framework_api* table = [] {
+    void* lib = ::dlopen(PCY_VULKAN_PLUGIN, RTLD_NOW | RTLD_LOCAL);
+    if (lib == nullptr) {
+      std::fprintf(stderr, "cannot open %s: %s\n", PCY_VULKAN_PLUGIN, ::dlerror());
+      std::abort();
+    }
+    auto entry = reinterpret_cast<pcy_framework_entry_fn>(::dlsym(lib, PCY_FRAMEWORK_ENTRY_SYMBOL));
+    return entry();
+  }();
+  return *table;
+}
+
+// Host services: log lines kept, settings from a map.
+struct test_host {
+  std::mutex mu;
+  std::vector<std::string> log;
+  std::map<std::string, std::string> settings;
+  pcy_host_services services{};
+  test_host() {
+    services.struct_size = sizeof services;
+    services.host_abi_major = PCY_ABI_VERSION_MAJOR;
+    services.host_abi_minor = PCY_ABI_VERSION_MINOR;
+    services.log_user = this;
+    services.log = [](void* u, pcy_log_level, const char* origin, const char* message) {
+      auto* h = static_cast<test_host*>(u);
+      std::lock_guard lock(h->mu);
+      h->log.push_back(std::string(origin) + ": " + message);
+    };
+    services.log_level = PCY_LOG_DEBUG;
+    services.setting_user = this;
+    services.setting = [](void* u, const char* name) -> const char* {
+      auto* h = static_cast<test_host*>(u);
+      auto it = h->settings.find(name);
+      return it == h->settings.end() ? nullptr : it->second.c_str();
+    };
+  }
+};
+
+struct env {
+  test_host h;
+  host::framework fw{&api(), &h.services};
+  uint32_t d0 = 0;
+  host::context ctx = host::make_context(fw, {&d0, 1});
+  host::queue q = host::make_queue(fw, ctx.get(), 0);
+
+  host::memory alloc(uint64_t bytes) { return host::alloc(fw, ctx.get(), 0, bytes); }
+  template <class T> host::memory upload(const std::vector<T>& v) {
+    host::memory m = alloc(v.size() * sizeof(T));
+    host::write(fw, q.get(), m.get(), 0, v.data(), v.size() * sizeof(T));
+    return m;
+  }
+  template <class T> std::vector<T> download(pcy_memory m, size_t n) {
+    std::vector<T> out(n);
+    host::read(fw, q.get(), m, 0, out.data(), n * sizeof(T));
+    return out;
+  }
+};
+
+// pcy_error -> (code, message); {0, ""} when the call succeeded.
+std::pair<int, std::string> outcome(pcy_error* e) {
+  if (e == nullptr) return {0, ""};
+  std::pair<int, std::string> r{static_cast<int>(e->code), e->message ? e->message : ""};
+  INFO("origin: " << (e->origin ? e->origin : "(null)") << ", message: " << r.second);
+  CHECK(std::string(e->origin ? e->origin : "") == "vulkan");
+  e->destroy(e);
+  return r;
+}
+
+pcy_error* try_build(env& e, const std::string& source, pcy_program* out,
+                     const char* options = nullptr) {
+  pcy_program_build_args b{};
+  b.struct_size = sizeof b;
+  b.context = e.ctx.get();
+  b.source = source.data();
+  b.source_size = source.size();
+  b.options = options;
+  pcy_error* err = api().program_build(&b);
+  *out = b.program;
+  return err;
+}
+
+host::program build(env& e, const std::string& source, const char* options = nullptr) {
+  pcy_program p = nullptr;
+  const auto [code, message] = outcome(try_build(e, source, &p, options));
+  INFO(message);
+  REQUIRE(code == 0);
+  return host::program(p, api().program_destroy);
+}
+
+host::kernel make_kernel(pcy_program p, const char* name) {
+  pcy_kernel_create_args k{};
+  k.struct_size = sizeof k;
+  k.program = p;
+  k.name = name;
+  host::check(api().kernel_create(&k));
+  return host::kernel(k.kernel, api().kernel_destroy);
+}
+
+pcy_kernel_arg mem(pcy_memory m) {
+  pcy_kernel_arg a{};
+  a.kind = PCY_ARG_MEMORY;
+  a.memory = m;
+  return a;
+}
+template <class T> pcy_kernel_arg scalar(const T& v) {
+  pcy_kernel_arg a{};
+  a.kind = PCY_ARG_SCALAR;
+  a.value = &v;
+  a.size = sizeof v;
+  return a;
+}
+
+pcy_error* launch(env& e, pcy_kernel k, std::vector<pcy_kernel_arg> args, uint64_t global,
+                  uint32_t local = 0) {
+  pcy_kernel_launch_args l{};
+  l.struct_size = sizeof l;
+  l.queue = e.q.get();
+  l.kernel = k;
+  l.dims = 1;
+  l.global[0] = global;
+  l.local[0] = local;
+  l.args = args.data();
+  l.arg_count = static_cast<uint32_t>(args.size());
+  return api().kernel_launch(&l);
+}
+
+std::vector<float> random_floats(size_t n) {
+  static std::mt19937 gen(12345);
+  std::uniform_real_distribution<float> d(-4.0f, 4.0f);
+  std::vector<float> v(n);
+  for (float& x : v)
+    x = d(gen);
+  return v;
+}
+
+// Two kernels in one source, a shared prefix, scalars of 4 and 8 bytes.
+const char* two_kernels = R"GLSL(#version 450
+#extension GL_ARB_gpu_shader_int64 : require
+layout(std430, set = 0, binding = 0) buffer ys { float y[]; };
+
+#kernel scale
+layout(local_size_x = 64) in;
+layout(std430, set = 0, binding = 1) readonly buffer xs { float x[]; };
+layout(push_constant) uniform args { float a; uint n; };
+void main() {
+  uint i = gl_GlobalInvocationID.x;
+  if (i < n) y[i] = a * x[i];
+}
+
+#kernel iota
+layout(local_size_x = 128) in;
+layout(push_constant) uniform args { int64_t base; uint n; };
+void main() {
+  uint i = gl_GlobalInvocationID.x;
+  if (i < n) y[i] = float(base + int64_t(i));
+}
+)GLSL";
+
+} // namespace
+
+TEST_CASE("two kernels of one GLSL source, with scalars of 4 and 8 bytes") {
+  env e;
+  host::program p = build(e, two_kernels);
+  host::kernel scale = make_kernel(p.get(), "scale");
+  host::kernel iota = make_kernel(p.get(), "iota");
+  const uint32_t n = 1000;
+  const auto x = random_floats(n + 3);
+  host::memory mx = e.upload(x);
+  host::memory my = e.alloc((n + 3) * sizeof(float));
+  const std::vector<float> sentinel(n + 3, -7.0f);
+  host::write(e.fw, e.q.get(), my.get(), 0, sentinel.data(), sentinel.size() * sizeof(float));
+  const float a = 1.5f;
+  REQUIRE(launch(e, scale.get(), {mem(my.get()), mem(mx.get()), scalar(a), scalar(n)}, n) ==
+          nullptr);
+  auto y = e.download<float>(my.get(), n + 3);
+  for (uint32_t i = 0; i < n; ++i)
+    REQUIRE(y[i] == a * x[i]);
+  for (uint32_t i = n; i < n + 3; ++i)
+    REQUIRE(y[i] == -7.0f);
+
+  const int64_t base = -500;
+  REQUIRE(launch(e, iota.get(), {mem(my.get()), scalar(base), scalar(n)}, n) == nullptr);
+  y = e.download<float>(my.get(), n + 3);
+  for (uint32_t i = 0; i < n; ++i)
+    REQUIRE(y[i] == static_cast<float>(base + i));
+  CHECK(y[n] == -7.0f);
+}
+
+TEST_CASE("a SPIR-V module compiled by glslc, given as bytes") {
+#ifndef PCY_VULKAN_AXPY_SPV
+  WARN("glslc was not found at configure time: the SPIR-V path is not tested here");
+#else
+  std::ifstream in(PCY_VULKAN_AXPY_SPV, std::ios::binary);
+  REQUIRE(in.good());
+  const std::string spirv((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  env e;
+  host::program p = build(e, spirv);
+  host::kernel k = make_kernel(p.get(), "main"); // the module's entry point
+  const uint32_t n = 777;
+  const auto x = random_floats(n), y0 = random_floats(n);
+  host::memory mx = e.upload(x), my = e.upload(y0);
+  const float a = -0.75f;
+  REQUIRE(launch(e, k.get(), {mem(mx.get()), mem(my.get()), scalar(a), scalar(n)}, n) == nullptr);
+  const auto y = e.download<float>(my.get(), n);
+  for (uint32_t i = 0; i < n; ++i) {
+    const double want = double(a) * x[i] + y0[i]; // the device may fuse the multiply-add
+    REQUIRE(std::abs(y[i] - want) <= 1e-5 * (1 + std::abs(want)));
+  }
+  // Options make no sense for a binary.
+  pcy_program none = nullptr;
+  const auto [code, message] = outcome(try_build(e, spirv, &none, "-DX=1"));
+  CHECK(code == PCY_ERR_BUILD);
+  CHECK(message.find("SPIR-V") != std::string::npos);
+#endif
+}
+
+TEST_CASE("wrong sources and launches get errors that say what is wrong") {
+  env e;
+  pcy_program none = nullptr;
+  SECTION("no #version") {
+    const auto [code, message] = outcome(try_build(e, "void main() {}", &none));
+    CHECK(code == PCY_ERR_BUILD);
+    CHECK(message.find("#version") != std::string::npos);
+  }
+  SECTION("a GLSL error carries the compiler's log and the kernel's name") {
+    const auto [code, message] =
+        outcome(try_build(e,
+                          "#version 450\n#kernel broken\nlayout(local_size_x = 1) in;\n"
+                          "void main() { undeclared = 1; }\n",
+                          &none));
+    CHECK(code == PCY_ERR_BUILD);
+    CHECK(message.find("broken") != std::string::npos);
+    CHECK(message.find("undeclared") != std::string::npos);
+  }
+  SECTION("an unknown build option") {
+    const auto [code, message] = outcome(try_build(e, two_kernels, &none, "-cl-fast-relaxed-math"));
+    CHECK(code == PCY_ERR_BUILD);
+    CHECK(message.find("-cl-fast-relaxed-math") != std::string::npos);
+  }
+  SECTION("a kernel name twice") {
+    const auto [code, message] = outcome(
+        try_build(e, "#version 450\n#kernel a\nvoid main(){}\n#kernel a\nvoid main(){}\n", &none));
+    CHECK(code == PCY_ERR_BUILD);
+    CHECK(message.find("twice") != std::string::npos);
+  }
+  SECTION("launches") {
+    host::program p = build(e, two_kernels, "-O0 -DUNUSED=3");
+    host::kernel k = make_kernel(p.get(), "scale");
+    host::memory m = e.alloc(256);
+    const float a = 1.0f;
+    const uint32_t n = 64;
+    const double wide = 1.0;
+    auto [c1, m1] = outcome(launch(e, k.get(), {mem(m.get()), scalar(a), scalar(n)}, n));
+    CHECK(c1 == PCY_ERR_INVALID_ARGUMENT);
+    CHECK(m1.find("takes 4 arguments") != std::string::npos);
+    auto [c2, m2] =
+        outcome(launch(e, k.get(), {mem(m.get()), mem(m.get()), scalar(wide), scalar(n)}, n));
+    CHECK(c2 == PCY_ERR_INVALID_ARGUMENT);
+    CHECK(m2.find("8") != std::string::npos);
+    auto [c3, m3] =
+        outcome(launch(e, k.get(), {mem(m.get()), mem(m.get()), scalar(a), scalar(n)}, n, 32));
+    CHECK(c3 == PCY_ERR_INVALID_ARGUMENT);
+    CHECK(m3.find("64") != std::string::npos);
+    pcy_kernel_arg local{};
+    local.kind = PCY_ARG_LOCAL;
+    local.size = 64;
+    auto [c4, m4] = outcome(launch(e, k.get(), {mem(m.get()), local, scalar(a), scalar(n)}, n));
+    CHECK(c4 == PCY_ERR_UNSUPPORTED);
+    CHECK(m4.find("shared") != std::string::npos);
+    auto [c5, m5] = outcome(launch(e, k.get(), {mem(m.get()), mem(m.get()), scalar(a), scalar(n)},
+                                   n, 64)); // the shader's own size is fine
+    CHECK(c5 == 0);
+    // A kernel of another context.
+    env other;
+    host::memory om = other.alloc(256);
+    auto [c6, m6] =
+        outcome(launch(other, k.get(), {mem(om.get()), mem(om.get()), scalar(a), scalar(n)}, n));
+    CHECK(c6 == PCY_ERR_INVALID_ARGUMENT);
+    CHECK(m6.find("another context") != std::string::npos);
+    host::finish(e.fw, e.q.get());
+  }
+  SECTION("an unknown kernel names the ones there are") {
+    host::program p = build(e, two_kernels);
+    pcy_kernel_create_args k{};
+    k.struct_size = sizeof k;
+    k.program = p.get();
+    k.name = "nope";
+    const auto [code, message] = outcome(api().kernel_create(&k));
+    CHECK(code == PCY_ERR_NOT_FOUND);
+    CHECK(message.find("scale, iota") != std::string::npos);
+  }
+}
+
+TEST_CASE("memory and kernels freed while queued work still uses them") {
+  env e;
+  host::program p = build(e, two_kernels);
+  host::kernel iota = make_kernel(p.get(), "iota");
+  const uint32_t n = 1 << 16;
+  const int64_t base = 3;
+  host::memory keep = e.alloc(n * sizeof(float));
+  for (int round = 0; round < 20; ++round) {
+    host::memory tmp = e.alloc(n * sizeof(float));
+    REQUIRE(launch(e, iota.get(), {mem(tmp.get()), scalar(base), scalar(n)}, n) == nullptr);
+    host::copy(e.fw, e.q.get(), tmp.get(), 0, keep.get(), 0, n * sizeof(float));
+    // tmp is freed here, before the queue ran the launch and the copy.
+  }
+  iota.reset(); // and the kernel, before a finish
+  const auto y = e.download<float>(keep.get(), n);
+  for (uint32_t i = 0; i < n; i += 997)
+    REQUIRE(y[i] == static_cast<float>(base + i));
+}
+
+TEST_CASE("fills of every pattern size at offsets that vkCmdFillBuffer cannot take") {
+  env e;
+  const uint64_t bytes = 3 * (uint64_t{1} << 20) + 48;
+  host::memory m = e.alloc(bytes);
+  std::vector<unsigned char> want(bytes, 0xAB);
+  host::write(e.fw, e.q.get(), m.get(), 0, want.data(), bytes);
+  const unsigned char pattern[16] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16};
+  for (uint32_t size : {1u, 2u, 4u, 8u, 16u}) {
+    const uint64_t offset = size * 3 + 1, len = (bytes - offset - 7) / size * size;
+    INFO("pattern " << size << ", offset " << offset << ", " << len << " bytes");
+    host::fill(e.fw, e.q.get(), m.get(), offset, len, pattern, size);
+    for (uint64_t i = 0; i < len; ++i)
+      want[offset + i] = pattern[i % size];
+    const auto got = e.download<unsigned char>(m.get(), bytes);
+    REQUIRE(got == want);
+  }
+}
+
+TEST_CASE("transfers larger than the 64 MiB staging piece, and a buffer too large to bind") {
+  env e;
+  const uint64_t bytes = (uint64_t{150} << 20) + 5, offset = 3;
+  std::vector<unsigned char> data(bytes);
+  uint64_t state = 0x9e3779b97f4a7c15u;
+  for (auto& b : data) { // cheap pseudo-random bytes: every piece differs from the others
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    b = static_cast<unsigned char>(state);
+  }
+  host::memory m = e.alloc(bytes + offset);
+  host::write(e.fw, e.q.get(), m.get(), offset, data.data(), bytes, /*blocking=*/false);
+  std::vector<unsigned char> back(bytes);
+  host::read(e.fw, e.q.get(), m.get(), offset, back.data(), bytes);
+  REQUIRE(back == data);
+
+  // A kernel binds whole buffers: one above maxStorageBufferRange is refused with its size.
+  int64_t range = 0;
+  for (const pcy_property& p : e.fw.properties(0))
+    if (std::string(p.key) == "max_storage_buffer_range") range = p.i;
+  REQUIRE(range > 0);
+  if (static_cast<uint64_t>(range) >= bytes + offset) {
+    WARN("this device binds buffers of " << range << " bytes: the refusal is not reached");
+    return;
+  }
+  host::program p = build(e, two_kernels);
+  host::kernel iota = make_kernel(p.get(), "iota");
+  const int64_t base = 0;
+  const uint32_t n = 16;
+  const auto [code, message] =
+      outcome(launch(e, iota.get(), {mem(m.get()), scalar(base), scalar(n)}, n));
+  CHECK(code == PCY_ERR_UNSUPPORTED);
+  CHECK(message.find("maxStorageBufferRange") != std::string::npos);
+  CHECK(message.find(std::to_string(bytes + offset)) != std::string::npos);
+}
+
+TEST_CASE("pinned (host-visible) memory: transfers, copies and kernels like device memory") {
+  env e;
+  const uint32_t n = 4099;
+  host::memory pinned =
+      host::alloc(e.fw, e.ctx.get(), 0, n * sizeof(float), PCY_MEMORY_HOST_PINNED);
+  const auto x = random_floats(n);
+  host::write(e.fw, e.q.get(), pinned.get(), 0, x.data(), n * sizeof(float));
+  host::memory device = e.alloc(n * sizeof(float));
+  host::copy(e.fw, e.q.get(), pinned.get(), 0, device.get(), 0, n * sizeof(float));
+  host::program p = build(e, two_kernels);
+  host::kernel scale = make_kernel(p.get(), "scale");
+  const float a = -2.0f;
+  REQUIRE(launch(e, scale.get(), {mem(pinned.get()), mem(device.get()), scalar(a), scalar(n)}, n) ==
+          nullptr);
+  const auto y = e.download<float>(pinned.get(), n);
+  for (uint32_t i = 0; i < n; ++i)
+    REQUIRE(y[i] == a * x[i]);
+}
+
+TEST_CASE("GLSL compiled once comes from the kernel cache in the next plugin instance") {
+  char tmpl[] = "/tmp/pcy-vulkan-cache-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  auto run = [&](bool expect_hit) {
+    test_host h;
+    h.services.cache_dir = dir.c_str();
+    host::framework fw(&api(), &h.services);
+    const uint32_t d0 = 0;
+    host::context ctx = host::make_context(fw, {&d0, 1});
+    host::queue q = host::make_queue(fw, ctx.get(), 0);
+    pcy_program_build_args b{};
+    b.struct_size = sizeof b;
+    b.context = ctx.get();
+    b.source = two_kernels;
+    host::check(api().program_build(&b));
+    host::program p(b.program, api().program_destroy);
+    CHECK(b.cache_hit == expect_hit);
+    host::kernel iota = make_kernel(p.get(), "iota");
+    const uint32_t n = 300;
+    const int64_t base = 7;
+    host::memory m = host::alloc(fw, ctx.get(), 0, n * sizeof(float));
+    pcy_kernel_arg args[3] = {mem(m.get()), scalar(base), scalar(n)};
+    pcy_kernel_launch_args l{};
+    l.struct_size = sizeof l;
+    l.queue = q.get();
+    l.kernel = iota.get();
+    l.dims = 1;
+    l.global[0] = n;
+    l.args = args;
+    l.arg_count = 3;
+    host::check(api().kernel_launch(&l));
+    std::vector<float> y(n);
+    host::read(fw, q.get(), m.get(), 0, y.data(), n * sizeof(float));
+    for (uint32_t i = 0; i < n; ++i)
+      REQUIRE(y[i] == static_cast<float>(base + i));
+  };
+  run(false);
+  run(true);
+  // Entries that are not the cache's own are refused by it and compiled again.
+  for (const auto& f : std::filesystem::recursive_directory_iterator(dir))
+    if (f.is_regular_file()) std::ofstream(f.path(), std::ios::binary | std::ios::trunc) << "junk";
+  run(false);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("a missing Vulkan loader: 0 devices and the reason") {
+  test_host h;
+  h.settings["PARENCHYMA_VULKAN_LIBRARY"] = "/nonexistent/libvulkan.so.1";
+  host::framework fw(&api(), &h.services);
+  const pcy_framework_probe p = fw.probe();
+  CHECK(p.device_count == 0);
+  REQUIRE(p.reason != nullptr);
+  const std::string reason = p.reason;
+  CHECK(reason.find("/nonexistent/libvulkan.so.1 not found") != std::string::npos);
+  CHECK(reason.find("libvulkan1") != std::string::npos);
+}
+
+int main(int argc, char** argv) {
+#ifndef PCY_VULKAN_GLSL_MODULE
+  std::printf("SKIPPED: the Vulkan plugin's GLSL compiler module was not built (install "
+              "libshaderc-dev, glslang-dev and spirv-tools, then configure again)\n");
+  return 77;
+#endif
+  {
+    test_host h;
+    host::framework fw(&api(), &h.services);
+    const pcy_framework_probe p = fw.probe();
+    if (p.device_count == 0) {
+      std::printf("SKIPPED: the Vulkan plugin found no device: %s\n",
+                  p.reason ? p.reason : "(no reason given)");
+      return 77;
+    }
+  }
+  return Catch::Session().run(argc, argv);
+}
