@@ -78,6 +78,13 @@ std::string default_cache_dir(const std::function<std::optional<std::string>(con
 // Calls `child` in the child after each fork(); false where the system has no fork (Windows).
 bool on_fork_child(void (*child)()) noexcept;
 
+// Whether the process is ending and the system has already taken down what the core would tear
+// down itself. On Windows, when ExitProcess unloads the core's DLL, the other threads are gone and
+// every plugin DLL (loaded after the core) has already been detached: the global registry must
+// then leave its plugins alone (calling into them hangs or crashes) and let the system reclaim
+// the memory. Always false on Linux, where the exit handlers run before any library is unloaded.
+bool process_ending() noexcept;
+
 } // namespace detail::os
 } // namespace v1
 } // namespace parenchyma

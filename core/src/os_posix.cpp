@@ -149,6 +149,8 @@ bool on_fork_child(void (*child)()) noexcept {
   return ::pthread_atfork(nullptr, nullptr, child) == 0;
 }
 
+bool process_ending() noexcept { return false; }
+
 } // namespace detail::os
 } // namespace v1
 } // namespace parenchyma

@@ -8,6 +8,7 @@
 #include <sddl.h>
 
 #include <array>
+#include <atomic>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -272,6 +273,23 @@ std::string default_cache_dir(const std::function<std::optional<std::string>(con
 
 bool on_fork_child(void (*)()) noexcept { return false; }
 
+namespace {
+std::atomic<bool> ending{false};
+}
+bool process_ending() noexcept { return ending.load(std::memory_order_acquire); }
+void note_process_detach(bool process_exit) noexcept {
+  if (process_exit) ending.store(true, std::memory_order_release);
+}
+
 } // namespace detail::os
 } // namespace v1
 } // namespace parenchyma
+
+// The core DLL's entry: DLL_PROCESS_DETACH with a non-NULL `reserved` is process termination
+// (ExitProcess), as opposed to FreeLibrary. The C runtime calls this before it runs the DLL's
+// exit handlers (the global registry's destructor among them).
+extern "C" BOOL WINAPI DllMain(HINSTANCE, DWORD reason, LPVOID reserved) {
+  if (reason == DLL_PROCESS_DETACH)
+    parenchyma::detail::os::note_process_detach(reserved != nullptr);
+  return TRUE;
+}

@@ -1043,9 +1043,16 @@ Registry::~Registry() = default;
 Registry& Registry::global() {
   // Destroyed by the exit handlers, in reverse order of construction: after every static the
   // program made before its first backend, and before the drivers' own exit handlers, which
-  // were registered while this registry loaded them.
-  static Registry instance;
-  return instance;
+  // were registered while this registry loaded them. Except where the system has already taken
+  // the plugins down (os::process_ending: Windows at ExitProcess), then left to the system.
+  struct holder {
+    Registry* r = new Registry();
+    ~holder() {
+      if (!detail::os::process_ending()) delete r;
+    }
+  };
+  static holder instance;
+  return *instance.r;
 }
 
 const std::vector<LoadReportEntry>& Registry::load_report() const noexcept { return impl_->report; }

@@ -745,6 +745,57 @@ TEST_CASE("array: random draws: the same bits on every backend, offsets split on
   }
 }
 
+TEST_CASE("array: fill_normal and fill_uniform draw into a view: the same bits as a new draw",
+          "[array]") {
+  const uint64_t seed = 4242;
+  for (const Backend& b : backends()) {
+    INFO("backend " << b.name());
+    // the whole tensor
+    pa::Array x = pa::empty(b, {37, 5});
+    pa::random::fill_normal(x, seed, 3, 1.0, 2.0);
+    const auto want = pa::random::normal(b, {37, 5}, seed, 3, 1.0, 2.0).to_vector<float>();
+    const auto got = x.to_vector<float>();
+    REQUIRE(got.size() == want.size());
+    for (size_t i = 0; i < got.size(); ++i)
+      REQUIRE(same_bits(got[i], want[i]));
+    // every other column of an f64 array: the view's row-major order; the rest untouched
+    pa::Array z = pa::full(b, {6, 8}, -7.0, PCY_DTYPE_F64);
+    pa::Array v = z.slice(1, 1, pa::Array::npos, 2);
+    pa::random::fill_uniform(v, seed, 11, -1, 1);
+    const auto u =
+        pa::random::uniform(b, {6, 4}, seed, 11, -1, 1, PCY_DTYPE_F64).to_vector<double>();
+    const auto zv = z.to_vector<double>();
+    for (size_t r = 0; r < 6; ++r)
+      for (size_t c = 0; c < 8; ++c) {
+        const double e = zv[r * 8 + c];
+        if (c % 2 == 1)
+          REQUIRE(same_bits(e, u[r * 4 + c / 2]));
+        else
+          REQUIRE(e == -7.0);
+      }
+    // an expression reading the target runs before the draw overwrites it
+    pa::Array y = pa::ones(b, {16});
+    pa::Array pending = y * 3.0f;
+    pa::random::fill_normal(y, seed);
+    CHECK(pending.to_vector<float>() == std::vector<float>(16, 3.0f));
+    // a Generator's fill takes the counters a draw of that shape takes
+    pa::random::Generator g(seed, 5);
+    pa::Array w = pa::empty(b, {10});
+    g.fill_normal(w);
+    CHECK(g.offset() == 5 + 3);
+    const auto wn = pa::random::normal(b, {10}, seed, 5).to_vector<float>();
+    const auto wv = w.to_vector<float>();
+    for (size_t i = 0; i < 10; ++i)
+      REQUIRE(same_bits(wv[i], wn[i]));
+    // refused: a pending expression, an integer array
+    pa::Array p2 = y + 1.0f;
+    CHECK_THROWS_WITH(pa::random::fill_normal(p2, seed),
+                      Catch::Matchers::Contains("pending expression"));
+    pa::Array iv = pa::zeros(b, {4}, PCY_DTYPE_I32);
+    CHECK_THROWS_WITH(pa::random::fill_uniform(iv, seed), Catch::Matchers::Contains("floating"));
+  }
+}
+
 TEST_CASE("array: var and std of data far from zero (cancellation) match float64", "[array]") {
   // 1e4 + u, u in [-1, 1): E[x^2] - E[x]^2 in f32 would lose every digit; the contract's two
   // passes or stable merge (the GPU bundles' one-pass Welford/Chan) keep them. Long rows (the

@@ -43,10 +43,7 @@ default_targets="parenchyma-info parenchyma-native parenchyma-mock parenchyma-op
   test_loader_foreign_pe test_unit_error test_unit_config
   test_unit_tensor test_unit_backend test_unit_opkey test_mock_core test_abi_c99 test_abi_c11
   test_dlpack parenchyma-demo"
-# dlpack is built but not run: its 11 cases pass under wine, then the process does not exit
-# (the global registry's destructor hangs in parenchyma-core.dll's DLL_PROCESS_DETACH:
-# docs/platforms.md), which costs ctest's 600 s.
-default_tests='^(unit_(tensor|backend|error|config|opkey)|loader_(variants|selection|foreign_pe)|abi_c99|abi_c11|conformance_(stub|native|opencl|cuda|refused_.*|bundle_suite_.*|cli_.*)|mock_.*|blas_conformance_opencl|nn_conformance_native)$'
+default_tests='^(unit_(tensor|backend|error|config|opkey)|loader_(variants|selection|foreign_pe)|abi_c99|abi_c11|conformance_(stub|native|opencl|cuda|refused_.*|bundle_suite_.*|cli_.*)|mock_.*|blas_conformance_opencl|nn_conformance_native|dlpack)$'
 targets="${PARENCHYMA_WIN_TARGETS:-$default_targets}"
 [ "$targets" = all ] && targets=""
 tests="${PARENCHYMA_WIN_TESTS:-$default_tests}"

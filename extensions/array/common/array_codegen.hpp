@@ -926,6 +926,22 @@ struct reducer {
            ")nn_; a = a + d_ * f_; b = b + " + b2 + " + d_ * d_ * (" + Ts +
            ")cn * f_; cn = nn_; } }\n";
   }
+  // VAR/STD's loop over a work-item's positions pos = first, first + step, ... < end: blocks of
+  // 16 positions, each an inner loop of a fixed count whose loads are independent (the compiler
+  // unrolls it, so 16 loads are in flight per work-item; the running form with its flush inside
+  // the loop kept one, and ran at half the memory's speed), then the block's flush. The same
+  // values in the same order as add0 one by one: the same bits. `value` computes v at pos.
+  std::string welford_loop(const std::string& first, const std::string& end,
+                           const std::string& step, const std::string& value,
+                           const std::string& v) const {
+    const std::string Ts = T();
+    return "for (i64 pos0_ = " + first + "; pos0_ < " + end + "; pos0_ += 16 * (" + step +
+           ")) {\n  for (int u_ = 0; u_ < 16; ++u_) {\n    const i64 pos = pos0_ + u_ * (" + step +
+           ");\n    if (pos < " + end + ") {\n" + value + "{ const " + Ts + " x_ = " + v +
+           " - K; if (u_ == 0) Kb = x_; const " + Ts +
+           " y_ = x_ - Kb; s1 = s1 + y_; s2 = s2 + y_ * y_; bn = bn + 1; }\n    }\n  }\n  " +
+           after_loop() + "}\n";
+  }
   bool arg() const { return kind == PCY_ARRAY_REDUCE_ARGMIN || kind == PCY_ARRAY_REDUCE_ARGMAX; }
   std::string T() const { return ctype(t); }
   std::string init_a() const {
@@ -1301,6 +1317,11 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
   src += idx_decl(R) + unravel(0, kept, "o", sm) + decl + shift;
   for (int pass = 0; pass < (rd.two_pass() ? 2 : 1); ++pass) {
     if (pass == 1) src += between + "if (flag == -1) ";
+    if (pass == 0 && rd.welford()) {
+      src += rd.welford_loop("0", n_red, "1",
+                             (s.reduced > 0 ? unravel(kept, R, "pos", sm) : "") + body(dl, s), v);
+      continue;
+    }
     src += "for (i64 pos = 0; pos < " + n_red + "; ++pos) {\n";
     if (s.reduced > 0) src += unravel(kept, R, "pos", sm);
     src += body(dl, s) + (pass == 0 ? rd.add0(v) : rd.add1(v)) + "}\n";
@@ -1356,11 +1377,18 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
   for (int pass = 0; pass < (rd.two_pass() ? 2 : 1); ++pass) {
     // every work-item reaches every barrier: the loops are guarded, the trees are not
     if (pass == 1) src += between;
-    src += std::string("if (live") + (pass == 1 ? " && flag == -1" : "") +
-           ") for (i64 pos = slice; pos < " + n_red + "; pos += cs) {\n";
-    if (s.reduced > 0) src += unravel(kept, R, "pos", sm);
-    src += body(dl, s) + (pass == 0 ? rd.add0(v) : rd.add1(v)) + "}\n";
-    if (pass == 0) src += rd.after_loop();
+    if (pass == 0 && rd.welford()) {
+      src += "if (live) {\n" +
+             rd.welford_loop("slice", n_red, "cs",
+                             (s.reduced > 0 ? unravel(kept, R, "pos", sm) : "") + body(dl, s), v) +
+             "}\n";
+    } else {
+      src += std::string("if (live") + (pass == 1 ? " && flag == -1" : "") +
+             ") for (i64 pos = slice; pos < " + n_red + "; pos += cs) {\n";
+      if (s.reduced > 0) src += unravel(kept, R, "pos", sm);
+      src += body(dl, s) + (pass == 0 ? rd.add0(v) : rd.add1(v)) + "}\n";
+      if (pass == 0) src += rd.after_loop();
+    }
     src += tree(pass == 0 ? "a" : "b", pass == 0 && rd.arg());
   }
   src += "(void)dof; (void)flag; (void)c; (void)i; (void)b; (void)cn; (void)K;\n";
@@ -1388,9 +1416,14 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
   src += "  const i64 start = g * " + chunk + ";\n  i64 end = start + " + chunk +
          ";\n  if (end > " + n_red + ") end = " + n_red + ";\n";
   src += idx_decl(R) + unravel(0, kept, "o", sm) + decl + shift;
-  src += "for (i64 pos = start + t; pos < end; pos += PCY_WG) {\n";
-  if (s.reduced > 0) src += unravel(kept, R, "pos", sm);
-  src += body(dl, s) + rd.add0(v) + "}\n" + rd.after_loop();
+  if (rd.welford()) {
+    src += rd.welford_loop("start + t", "end", "PCY_WG",
+                           (s.reduced > 0 ? unravel(kept, R, "pos", sm) : "") + body(dl, s), v);
+  } else {
+    src += "for (i64 pos = start + t; pos < end; pos += PCY_WG) {\n";
+    if (s.reduced > 0) src += unravel(kept, R, "pos", sm);
+    src += body(dl, s) + rd.add0(v) + "}\n" + rd.after_loop();
+  }
   src += tree("a", rd.arg());
   src += "(void)dof; (void)flag; (void)c; (void)i; (void)b; (void)cw; (void)lane; (void)wi; "
          "(void)cn; (void)K;\n";

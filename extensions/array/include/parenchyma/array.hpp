@@ -2588,7 +2588,58 @@ inline Array draw(const char* fn, const Backend& b, Shape shape, dtype t, int di
   (void)fn;
   return out;
 }
+// The same draw into an existing view (no new tensor): `out` must be a view, not a pending
+// expression; expressions not yet run that read its tensor run first.
+inline void draw_into(const char* fn, Array& out, int dist, uint64_t seed, uint64_t offset,
+                      double a, double c) {
+  const Backend& b = out.need_backend(fn);
+  if (out.is_pending())
+    array::detail::fail(fn, errc::invalid_argument,
+                        "argument out: a pending expression; eval() it first or draw into a view "
+                        "of a tensor");
+  array::detail::Node& x = *out.node();
+  if (x.storage->read_only())
+    array::detail::fail(fn, errc::invalid_argument,
+                        "argument out: a read-only import; copy it first");
+  if (out.size() == 0) return;
+  array::detail::flush_readers(x.storage.get(), nullptr, b);
+  const size_t r = out.ndim();
+  thread_local std::vector<int64_t> view;
+  view.clear();
+  view.push_back(static_cast<int64_t>(r));
+  view.insert(view.end(), x.shape.begin(), x.shape.end());
+  view.push_back(x.offset);
+  view.insert(view.end(), x.strides.begin(), x.strides.end());
+  const bool whole = out.is_dense_whole() || !x.storage->initialized();
+  const OpArg args[] = {whole ? OpArg::out(*x.storage) : OpArg::inout(*x.storage),
+                        OpArg::integers(view),
+                        OpArg::integer(dist),
+                        OpArg::integer(static_cast<int64_t>(seed)),
+                        OpArg::integer(static_cast<int64_t>(offset)),
+                        OpArg::real(a),
+                        OpArg::real(c)};
+  b.invoke(ext::op_key<pcy_array_random_schema>(x.type), args);
+  ++array::detail::programs_run();
+}
 } // namespace detail
+
+// fill_uniform, fill_normal: the draws below into an existing view (out's dtype, floating), as
+// PyTorch's in-place x.uniform_() and x.normal_(): no new tensor. The view's elements in row-major
+// order are the draw's elements, as in a new array of its shape.
+inline void fill_uniform(Array& out, uint64_t seed, uint64_t offset = 0, double low = 0,
+                         double high = 1) {
+  if (!out.valid() || !is_floating(out.type()))
+    array::detail::fail("random.fill_uniform", errc::invalid_argument,
+                        "argument out: needs a floating array");
+  detail::draw_into("random.fill_uniform", out, PCY_ARRAY_RANDOM_UNIFORM, seed, offset, low, high);
+}
+inline void fill_normal(Array& out, uint64_t seed, uint64_t offset = 0, double mean = 0,
+                        double std = 1) {
+  if (!out.valid() || !is_floating(out.type()))
+    array::detail::fail("random.fill_normal", errc::invalid_argument,
+                        "argument out: needs a floating array");
+  detail::draw_into("random.fill_normal", out, PCY_ARRAY_RANDOM_NORMAL, seed, offset, mean, std);
+}
 
 // uniform: [low, high) (floating dtypes).
 inline Array uniform(const Backend& b, Shape shape, uint64_t seed, uint64_t offset = 0,
@@ -2668,6 +2719,14 @@ public:
     const uint64_t o = take(s, PCY_ARRAY_RANDOM_RANDINT, t);
     return random::randint(b, std::move(s), low, high, seed_, o, t);
   }
+  void fill_uniform(Array& out, double low = 0, double high = 1) {
+    const uint64_t o = take(out.shape(), PCY_ARRAY_RANDOM_UNIFORM, out.type());
+    random::fill_uniform(out, seed_, o, low, high);
+  }
+  void fill_normal(Array& out, double mean = 0, double std = 1) {
+    const uint64_t o = take(out.shape(), PCY_ARRAY_RANDOM_NORMAL, out.type());
+    random::fill_normal(out, seed_, o, mean, std);
+  }
   // A permutation takes one offset (its network is keyed by it).
   Array permutation(const Backend& b, int64_t n, dtype t = dt::i64) {
     return random::permutation(b, n, seed_, offset_++, t);
@@ -2677,8 +2736,8 @@ private:
   // The counters a draw of s takes: ceil(elements / P), P elements per counter (pcy_array.h).
   uint64_t take(const Shape& s, int distribution, dtype t) {
     const uint64_t o = offset_;
-    const auto per = static_cast<uint64_t>(
-        pcy_array_random_per_counter(distribution, static_cast<int>(t)));
+    const auto per =
+        static_cast<uint64_t>(pcy_array_random_per_counter(distribution, static_cast<int>(t)));
     const uint64_t n = array::detail::count_of(s);
     offset_ += n / per + (n % per != 0 ? 1 : 0);
     return o;

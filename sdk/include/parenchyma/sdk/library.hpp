@@ -38,6 +38,10 @@ inline std::string error_text(unsigned long code) {
   while (!text.empty() &&
          (text.back() == '\n' || text.back() == '\r' || text.back() == ' ' || text.back() == '.'))
     text.pop_back();
+  // Templates keep their inserts unfilled (ERROR_BAD_EXE_FORMAT: "%1 is not a valid Win32
+  // application"); the report names the file beside this text.
+  for (size_t at = text.find("%1"); at != std::string::npos; at = text.find("%1", at))
+    text.replace(at, 2, "the file");
   if (text.empty()) text = "Windows error";
   return text + " (error " + std::to_string(code) + ")";
 }
