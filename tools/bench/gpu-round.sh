@@ -29,6 +29,7 @@
 #   pocl      tools/debug/pocl_scan: which NN OpenCL kernel crashes PoCL's kernel compiler
 #   array     the array extension: its tests on every backend (cuda, NVIDIA OpenCL, PoCL, native),
 #             the NN demo on cuda, then A1-A4 (bench_array_cuda) against a device copy or fill
+#   array-quick  the random and repeated-launch GPU tests, then A1-A4
 # Environment: PCY_GPU_BUILD (default /tmp/pcy-gpu), PCY_KCACHE (a kernel cache tarball to start
 # from, default .device/kcache.tgz; the cache is packed back into $OUT/kcache.tgz after each
 # phase), PCY_DEADLINE (seconds from the start after which no further phase begins; default 540).
@@ -69,6 +70,8 @@ has pocl && targets+=(parenchyma-conformance)
 has demo && targets+=(parenchyma-nn-demo)
 has array && targets+=(bench_array_cuda test_array test_array_gpu test_array_hostile test_array_random
   parenchyma-array-native parenchyma-array-opencl parenchyma-array-cuda parenchyma-nn-demo)
+has array-quick && targets+=(bench_array_cuda test_array_gpu test_array_random parenchyma-array-native
+  parenchyma-array-opencl parenchyma-array-cuda)
 has tests && all=ON
 say "machine: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
@@ -145,6 +148,11 @@ for p in "$@"; do
     (cd "$B" && PARENCHYMA_ARRAY_OUTER_SLICES=8 timeout 100 "$bin/test_array_gpu" "[reduce]" 2>&1 | tail -3)
     say "NN demo on cuda (the array extension's loss, accuracy and Adam)"
     timeout 120 "$bin/parenchyma-nn-demo" --backend cuda 2>&1 | tail -6
+    say "A1-A4 (bench_array_cuda)"; timeout 240 "$bin/bench_array_cuda" 2>&1 | tail -24 ;;
+  array-quick)
+    say "test_array_random"; (cd "$B" && timeout 100 "$bin/test_array_random" 2>&1 | tail -2)
+    say "test_array_gpu [random] and the repeated launch"
+    (cd "$B" && timeout 150 "$bin/test_array_gpu" "[random],*memo*" 2>&1 | tail -3)
     say "A1-A4 (bench_array_cuda)"; timeout 240 "$bin/bench_array_cuda" 2>&1 | tail -24 ;;
   p3) say "P3 (C1 on the host)"; OPENBLAS_NUM_THREADS=1 timeout 120 "$bin/bench_core_dispatch" 2>&1 | tail -8 ;;
   p6) say P6; timeout 120 "$bin/bench_graph_replay" cuda 2>&1 | tail -12 ;;
