@@ -119,12 +119,7 @@ void queue::copy(memory& src, uint64_t src_offset, memory& dst, uint64_t dst_off
               "memory_copy: source and destination belong to different OpenCL contexts, which "
               "cannot copy directly (the core stages the data through host memory)");
   if (bytes == 0) return;
-  if (src.handle() == dst.handle() && src_offset < dst_offset + bytes &&
-      dst_offset < src_offset + bytes)
-    sdk::fail(PCY_ERR_INVALID_ARGUMENT,
-              sdk::str("memory_copy: source [", src_offset, ", ", src_offset + bytes,
-                       ") and destination [", dst_offset, ", ", dst_offset + bytes,
-                       ") overlap in one buffer"));
+  sdk::refuse_overlap_in_one_buffer(src.handle() == dst.handle(), src_offset, dst_offset, bytes);
   const cl_int err = cl_.clEnqueueCopyBuffer(
       q_, src.handle(), dst.handle(), static_cast<size_t>(src_offset),
       static_cast<size_t>(dst_offset), static_cast<size_t>(bytes), 0, nullptr, nullptr);

@@ -326,12 +326,7 @@ void queue::copy(memory& src, uint64_t src_offset, memory& dst, uint64_t dst_off
               "(another context or device), which cannot copy directly (the core stages the "
               "data through host memory)");
   if (bytes == 0) return;
-  if (src.handle() == dst.handle() && src_offset < dst_offset + bytes &&
-      dst_offset < src_offset + bytes)
-    sdk::fail(PCY_ERR_INVALID_ARGUMENT,
-              sdk::str("memory_copy: source [", src_offset, ", ", src_offset + bytes,
-                       ") and destination [", dst_offset, ", ", dst_offset + bytes,
-                       ") overlap in one buffer"));
+  sdk::refuse_overlap_in_one_buffer(src.handle() == dst.handle(), src_offset, dst_offset, bytes);
   std::lock_guard lock(mutex_);
   VkCommandBuffer cmd = command();
   const VkBufferCopy region{src_offset, dst_offset, bytes};

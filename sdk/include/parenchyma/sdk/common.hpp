@@ -59,6 +59,16 @@ template <class... A> std::string str(A&&... parts) {
   return os.str();
 }
 
+// A framework's memory_copy within one buffer: the source and destination ranges must not
+// overlap (a device copy engine does not order the bytes of an overlapping copy).
+inline void refuse_overlap_in_one_buffer(bool same_buffer, uint64_t src_offset,
+                                         uint64_t dst_offset, uint64_t bytes) {
+  if (same_buffer && src_offset < dst_offset + bytes && dst_offset < src_offset + bytes)
+    fail(PCY_ERR_INVALID_ARGUMENT,
+         str("memory_copy: source [", src_offset, ", ", src_offset + bytes, ") and destination [",
+             dst_offset, ", ", dst_offset + bytes, ") overlap in one buffer"));
+}
+
 namespace detail {
 struct error_block {
   pcy_error err;

@@ -414,43 +414,10 @@ PCY_RNG_FN float pcy_rng_sqrt_f32(float s) {
   return PCY_RNG_FMUL(r, sc);
 }
 
-/* cos(2 pi j 2^-24) for an integer j in [0, 2^24). */
-PCY_RNG_FN float pcy_rng_cos2pi_f32(PCY_RNG_U32 j) {
-  const PCY_RNG_U32 q = (j >> 22) & 3u;
-  PCY_RNG_U32 r = j & 0x3FFFFFu;
-  int sine = (int)(q & 1u);
-  const int neg = q == 1u || q == 2u;
-  float y, v, a;
-  if (r > 0x200000u) {
-    r = 0x400000u - r;
-    sine = !sine;
-  }
-  y = PCY_RNG_FMUL((float)r, 0x1p-22f);
-  v = PCY_RNG_FMUL(y, y);
-  if (sine) {
-    a = PCY_RNG_F32_SIN_S3;
-    a = PCY_RNG_FADD(PCY_RNG_FMUL(a, v), PCY_RNG_F32_SIN_S2);
-    a = PCY_RNG_FADD(PCY_RNG_FMUL(a, v), PCY_RNG_F32_SIN_S1);
-    a = PCY_RNG_FADD(PCY_RNG_FMUL(a, v), PCY_RNG_F32_SIN_S0);
-    a = PCY_RNG_FMUL(y, a);
-  } else {
-    a = PCY_RNG_F32_COS_C3;
-    a = PCY_RNG_FADD(PCY_RNG_FMUL(a, v), PCY_RNG_F32_COS_C2);
-    a = PCY_RNG_FADD(PCY_RNG_FMUL(a, v), PCY_RNG_F32_COS_C1);
-    a = PCY_RNG_FADD(PCY_RNG_FMUL(a, v), PCY_RNG_F32_COS_C0);
-    a = PCY_RNG_FADD(1.0f, PCY_RNG_FMUL(v, a));
-  }
-  return neg ? -a : a;
-}
-
-/* sin(2 pi j 2^-24) = cos(2 pi (j - 2^22) 2^-24), the angle shifted a quarter turn in integers. */
-PCY_RNG_FN float pcy_rng_sin2pi_f32(PCY_RNG_U32 j) {
-  return pcy_rng_cos2pi_f32((j - 0x400000u) & 0xFFFFFFu);
-}
-
-/* cos and sin of 2 pi j 2^-24 together, the same bits as pcy_rng_cos2pi_f32 and
- * pcy_rng_sin2pi_f32: the sine's angle is a quarter turn back, with the same reduced y, so one
- * evaluation of each polynomial serves both (and no branch diverges). */
+/* cos and sin of 2 pi j 2^-24 for an integer j in [0, 2^24): the top two bits of j give the
+ * quadrant q, the rest r a point of the quarter turn, reflected to y in [0, 1/2] (x > 1/2: 1 - x,
+ * swapping sin and cos); sin(pi/2 y) = y S(v) and cos(pi/2 y) = 1 + v C(v), v = y^2, each
+ * evaluated once for both: the sine's angle is a quarter turn back (q - 1, the same y). */
 PCY_RNG_FN void pcy_rng_sincos2pi_f32(PCY_RNG_U32 j, float* c, float* s) {
   const PCY_RNG_U32 q = (j >> 22) & 3u;
   PCY_RNG_U32 r = j & 0x3FFFFFu;
@@ -475,6 +442,20 @@ PCY_RNG_FN void pcy_rng_sincos2pi_f32(PCY_RNG_U32 j, float* c, float* s) {
     *c = (q == 1u || q == 2u) ? -a : a;
     *s = (q == 2u || q == 3u) ? -b : b;
   }
+}
+
+/* cos(2 pi j 2^-24) for an integer j in [0, 2^24). */
+PCY_RNG_FN float pcy_rng_cos2pi_f32(PCY_RNG_U32 j) {
+  float c, s;
+  pcy_rng_sincos2pi_f32(j, &c, &s);
+  return c;
+}
+
+/* sin(2 pi j 2^-24) = cos(2 pi (j - 2^22) 2^-24), the angle a quarter turn back. */
+PCY_RNG_FN float pcy_rng_sin2pi_f32(PCY_RNG_U32 j) {
+  float c, s;
+  pcy_rng_sincos2pi_f32(j, &c, &s);
+  return s;
 }
 
 /* The Box-Muller radius sqrt(-2 ln u1), u1 = ((w0 >> 8) + 1) 2^-24. */
@@ -559,47 +540,6 @@ PCY_RNG_FN double pcy_rng_sqrt_f64(double s) {
   return PCY_RNG_DMUL(r, sc);
 }
 
-/* cos(2 pi j 2^-53) for an integer j in [0, 2^53). */
-PCY_RNG_FN double pcy_rng_cos2pi_f64(PCY_RNG_U64 j) {
-  const PCY_RNG_U64 mid = (PCY_RNG_U64)1 << 50, quarter_turn = (PCY_RNG_U64)1 << 51;
-  const PCY_RNG_U64 q = (j >> 51) & 3u;
-  PCY_RNG_U64 r = j & (quarter_turn - 1u);
-  int sine = (int)(q & 1u);
-  const int neg = q == 1u || q == 2u;
-  double y, v, a;
-  if (r > mid) {
-    r = quarter_turn - r;
-    sine = !sine;
-  }
-  y = PCY_RNG_DMUL((double)r, 0x1p-51);
-  v = PCY_RNG_DMUL(y, y);
-  if (sine) {
-    a = PCY_RNG_F64_SIN_S6;
-    a = PCY_RNG_DADD(PCY_RNG_DMUL(a, v), PCY_RNG_F64_SIN_S5);
-    a = PCY_RNG_DADD(PCY_RNG_DMUL(a, v), PCY_RNG_F64_SIN_S4);
-    a = PCY_RNG_DADD(PCY_RNG_DMUL(a, v), PCY_RNG_F64_SIN_S3);
-    a = PCY_RNG_DADD(PCY_RNG_DMUL(a, v), PCY_RNG_F64_SIN_S2);
-    a = PCY_RNG_DADD(PCY_RNG_DMUL(a, v), PCY_RNG_F64_SIN_S1);
-    a = PCY_RNG_DADD(PCY_RNG_DMUL(a, v), PCY_RNG_F64_SIN_S0);
-    a = PCY_RNG_DMUL(y, a);
-  } else {
-    a = PCY_RNG_F64_COS_C6;
-    a = PCY_RNG_DADD(PCY_RNG_DMUL(a, v), PCY_RNG_F64_COS_C5);
-    a = PCY_RNG_DADD(PCY_RNG_DMUL(a, v), PCY_RNG_F64_COS_C4);
-    a = PCY_RNG_DADD(PCY_RNG_DMUL(a, v), PCY_RNG_F64_COS_C3);
-    a = PCY_RNG_DADD(PCY_RNG_DMUL(a, v), PCY_RNG_F64_COS_C2);
-    a = PCY_RNG_DADD(PCY_RNG_DMUL(a, v), PCY_RNG_F64_COS_C1);
-    a = PCY_RNG_DADD(PCY_RNG_DMUL(a, v), PCY_RNG_F64_COS_C0);
-    a = PCY_RNG_DADD(1.0, PCY_RNG_DMUL(v, a));
-  }
-  return neg ? -a : a;
-}
-
-/* sin(2 pi j 2^-53) = cos(2 pi (j - 2^51) 2^-53). */
-PCY_RNG_FN double pcy_rng_sin2pi_f64(PCY_RNG_U64 j) {
-  return pcy_rng_cos2pi_f64((j - ((PCY_RNG_U64)1 << 51)) & (((PCY_RNG_U64)1 << 53) - 1u));
-}
-
 /* cos and sin of 2 pi j 2^-53 together (as pcy_rng_sincos2pi_f32). */
 PCY_RNG_FN void pcy_rng_sincos2pi_f64(PCY_RNG_U64 j, double* c, double* s) {
   const PCY_RNG_U64 mid = (PCY_RNG_U64)1 << 50, quarter_turn = (PCY_RNG_U64)1 << 51;
@@ -632,6 +572,20 @@ PCY_RNG_FN void pcy_rng_sincos2pi_f64(PCY_RNG_U64 j, double* c, double* s) {
     *c = (q == 1u || q == 2u) ? -a : a;
     *s = (q == 2u || q == 3u) ? -b : b;
   }
+}
+
+/* cos(2 pi j 2^-53) for an integer j in [0, 2^53). */
+PCY_RNG_FN double pcy_rng_cos2pi_f64(PCY_RNG_U64 j) {
+  double c, s;
+  pcy_rng_sincos2pi_f64(j, &c, &s);
+  return c;
+}
+
+/* sin(2 pi j 2^-53) = cos(2 pi (j - 2^51) 2^-53). */
+PCY_RNG_FN double pcy_rng_sin2pi_f64(PCY_RNG_U64 j) {
+  double c, s;
+  pcy_rng_sincos2pi_f64(j, &c, &s);
+  return s;
 }
 
 /* sqrt(-2 ln u1), u1 = (k1 + 1) 2^-53, k1 = (w0 >> 11) 2^32 + w1. */
