@@ -641,8 +641,8 @@ Threads: a tensor may be shared between Python threads; its operations are seria
            py::arg("copy") = py::none(),
            "A DLPack capsule of the tensor on its backend (Tensor.backend), or of the host copy "
            "when it has none: 'dltensor_versioned' (DLPack 1.x, READ_ONLY flag for read-only "
-           "tensors) when max_version >= (1, 0) and this build speaks it "
-           "(parenchyma.DLPACK_VERSION), else 'dltensor' (unversioned). CUDA: with a `stream` "
+           "tensors; parenchyma.DLPACK_VERSION) when max_version >= (1, 0), else 'dltensor' "
+           "(unversioned, DLPack 0.x). CUDA: with a `stream` "
            "(a CUstream as an int, 1 legacy default, 2 per-thread default) that stream waits "
            "for the backend's work through an event and the host does not wait; -1 asks for "
            "no ordering; None finishes the backend's queue first, so any stream may read. "
