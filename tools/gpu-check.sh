@@ -3,8 +3,8 @@
 # extension on cuda (nn-cuda-selftest, the NN conformance suite on cuda and on NVIDIA's OpenCL),
 # the Python package with PyTorch/CuPy (tests/python, CUDA interop included) and the NN demo.
 # Run from the tree root; results under $OUT. PCY_GPU_TESTS="test_a test_b": also build those
-# ctest programs (tests on) and run them (e.g. the imported-array and fork tests on cuda). A dlpack/dlpack.h the machine lacks can be carried in
-# (PARENCHYMA_EXTRA_INCLUDE, default .device/include: cp /usr/include/dlpack/dlpack.h there first).
+# ctest programs (tests on) and run them (e.g. the imported-array and fork tests on cuda). Headers the machine lacks can be carried in
+# (PARENCHYMA_EXTRA_INCLUDE, default .device/include; DLPack needs none: parenchyma/dlpack_abi.h).
 set -u
 SRC=$(pwd); B=/tmp/b; OUT=${OUT:-/tmp/out}; mkdir -p "$OUT"
 export PARENCHYMA_CACHE_DIR=/tmp/kcache

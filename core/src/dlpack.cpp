@@ -23,9 +23,8 @@ namespace {
 
 constexpr const char* origin = "dlpack";
 constexpr int32_t max_dims = 64; // more than any producer makes; bounds what we read
-// DLPack 0.8's kDLBool (one byte per element), spelled as its value: older dlpack.h headers
-// (Debian 12's 0.6) lack the name.
-constexpr uint8_t dl_bool = 6;
+// DLPack 0.8's kDLBool (one byte per element).
+constexpr uint8_t dl_bool = kDLBool;
 
 std::string type_name(DLDataType t) {
   const char* code = t.code == kDLInt      ? "int"
@@ -58,9 +57,7 @@ std::string device_name(DLDevice d) {
 // and the bytes it keeps.
 struct Exported {
   DLManagedTensor managed{};
-#if PARENCHYMA_DLPACK_VERSIONED
   DLManagedTensorVersioned versioned{};
-#endif
   std::vector<int64_t> shape, strides;
   std::vector<std::shared_ptr<SlotHold>> holds;
   bool read_only = false;
@@ -70,7 +67,6 @@ void exported_deleter(DLManagedTensor* self) noexcept {
   delete static_cast<Exported*>(self->manager_ctx);
 }
 
-#if PARENCHYMA_DLPACK_VERSIONED
 void exported_versioned_deleter(DLManagedTensorVersioned* self) noexcept {
   delete static_cast<Exported*>(self->manager_ctx);
 }
@@ -87,7 +83,6 @@ DLManagedTensorVersioned* as_versioned(DLManagedTensor* m) noexcept {
   e->managed.deleter = nullptr; // one owner: the versioned form
   return &e->versioned;
 }
-#endif
 
 // The bytes a tensor shares with the world outside the runtime, in the address space of a
 // DLPack device (host memory is one space, whatever kDLCPU or kDLCUDAHost called it).
@@ -456,7 +451,6 @@ TensorStorage from_dlpack(DLManagedTensor* m, const Backend* backend,
   return t;
 }
 
-#if PARENCHYMA_DLPACK_VERSIONED
 DLManagedTensorVersioned* to_dlpack_versioned(TensorStorage& t, const Backend& backend,
                                               const DLPackExportOptions& options) {
   return as_versioned(to_dlpack(t, backend, options));
@@ -500,7 +494,6 @@ TensorStorage from_dlpack(DLManagedTensorVersioned* m, const Backend* backend,
   (void)a.release();                                      // now owned through the slot
   return t;
 }
-#endif
 
 } // namespace v1
 } // namespace parenchyma

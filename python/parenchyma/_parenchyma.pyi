@@ -4,7 +4,7 @@ from typing import Any, Iterator, Optional, Sequence, Tuple, Union
 from . import blas as blas
 
 __version__: str
-# The DLPack this build speaks: (1, minor) with versioned capsules, (0, 6) without.
+# The newest DLPack every build speaks, (1, 0): versioned capsules; unversioned ones too.
 DLPACK_VERSION: Tuple[int, int]
 
 _Shape = Union[int, Sequence[int]]

@@ -7,12 +7,8 @@ PYBIND11_MODULE(_parenchyma, m) {
   m.doc() = "parenchyma: one runtime over CUDA, OpenCL and the host CPU, chosen at run time "
             "(the compiled part of the `parenchyma` package; import `parenchyma` instead).";
   m.attr("__version__") = PARENCHYMA_PYTHON_VERSION;
-  // The DLPack this build speaks: (1, minor) with DLManagedTensorVersioned, (0, 6) without.
-#if PARENCHYMA_DLPACK_VERSIONED
+  // The newest DLPack this build speaks (parenchyma/dlpack_abi.h); 0.x capsules are spoken too.
   m.attr("DLPACK_VERSION") = py::make_tuple(DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION);
-#else
-  m.attr("DLPACK_VERSION") = py::make_tuple(0, DLPACK_VERSION % 100 / 10);
-#endif
   pp::bind_errors(m);
   pp::bind_backend(m);
   pp::bind_tensor(m);

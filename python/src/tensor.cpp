@@ -61,7 +61,6 @@ py::capsule make_capsule(DLManagedTensor* m) {
   return make_capsule(m, capsule_name, &capsule_destructor);
 }
 
-#if PARENCHYMA_DLPACK_VERSIONED
 void versioned_capsule_destructor(PyObject* capsule) {
   if (!PyCapsule_IsValid(capsule, versioned_capsule_name)) return;
   auto* m =
@@ -71,7 +70,6 @@ void versioned_capsule_destructor(PyObject* capsule) {
 py::capsule make_capsule(DLManagedTensorVersioned* m) {
   return make_capsule(m, versioned_capsule_name, &versioned_capsule_destructor);
 }
-#endif
 
 // A producer's tensor (DLManagedTensor or DLManagedTensorVersioned) wrapped so that its deleter
 // runs with the GIL held: the core may drop its last use on any thread (a plugin callback, an op
@@ -133,12 +131,10 @@ auto export_tensor(const PyTensor& t, intptr_t consumer_stream = 0) {
     const OrderedLock lock(export_locks(keep));
     DLPackExportOptions o;
     o.consumer_stream = consumer_stream;
-#if PARENCHYMA_DLPACK_VERSIONED
     if constexpr (Versioned)
       return keep.backend ? to_dlpack_versioned(*keep.storage, keep.backend->backend, o)
                           : to_dlpack_versioned_host(*keep.storage);
     else
-#endif
       return keep.backend ? to_dlpack(*keep.storage, keep.backend->backend, o)
                           : to_dlpack_host(*keep.storage);
   });
@@ -289,13 +285,13 @@ py::capsule dlpack_method(PyTensor& held, const py::object& stream,
                           const py::object& max_version, const py::object& dl_device,
                           const py::object& copy) {
   // max_version (major, minor): the newest DLPack the consumer reads; >= 1 gets the versioned
-  // capsule where this build has it, anything else (None, (0, x)) the unversioned one.
+  // capsule, anything else (None, (0, x)) the unversioned one.
   constexpr const char* origin = "parenchyma.Tensor.__dlpack__";
   const PyTensor t = dense(held); // a view exports a dense copy
   bool versioned = false;
   if (!max_version.is_none()) {
     const auto mv = int_pair(max_version, origin, "max_version");
-    versioned = PARENCHYMA_DLPACK_VERSIONED && mv.first >= 1;
+    versioned = mv.first >= 1;
   }
   if (!copy.is_none() && PyObject_IsTrue(copy.ptr()) == 1)
     throw py::buffer_error("parenchyma.Tensor.__dlpack__: copy=True is not supported (the "
@@ -322,10 +318,7 @@ py::capsule dlpack_method(PyTensor& held, const py::object& stream,
                             "stream), 2 (per-thread default stream), a stream handle, or -1");
     if (export_device(t).device_type != kDLCUDA) consumer = 0; // host memory: nothing queued
   }
-#if PARENCHYMA_DLPACK_VERSIONED
   if (versioned) return make_capsule(export_tensor<true>(t, consumer));
-#endif
-  (void)versioned;
   return make_capsule(export_tensor(t, consumer));
 }
 
@@ -413,11 +406,9 @@ pcy_dtype dtype_from_object(const py::handle& obj, const char* what) {
   return dtype_from_name(name.cast<std::string>(), what);
 }
 
-// obj.__dlpack__(stream=...), asking for a versioned capsule where this build reads one
-// (max_version); a producer older than the 2023 protocol (a TypeError for the keyword) is asked
-// again without it.
+// obj.__dlpack__(stream=...), asking for a versioned capsule (max_version); a producer older
+// than the 2023 protocol (a TypeError for the keyword) is asked again without it.
 py::object call_dlpack(const py::object& obj, const py::object& stream) {
-#if PARENCHYMA_DLPACK_VERSIONED
   try {
     return obj.attr("__dlpack__")(py::arg("stream") = stream,
                                   py::arg("max_version") =
@@ -425,7 +416,6 @@ py::object call_dlpack(const py::object& obj, const py::object& stream) {
   } catch (py::error_already_set& e) {
     if (!e.matches(PyExc_TypeError)) throw;
   }
-#endif
   if (stream.is_none()) return obj.attr("__dlpack__")(); // NumPy 1.24 takes no stream argument
   return obj.attr("__dlpack__")(py::arg("stream") = stream);
 }
@@ -504,7 +494,6 @@ PyTensor import_dlpack(const py::object& obj, const std::shared_ptr<BackendState
     take(static_cast<DLManagedTensor*>(PyCapsule_GetPointer(capsule.ptr(), capsule_name)),
          used_capsule_name);
   } else if (PyCapsule_IsValid(capsule.ptr(), versioned_capsule_name)) {
-#if PARENCHYMA_DLPACK_VERSIONED
     auto* inner = static_cast<DLManagedTensorVersioned*>(
         PyCapsule_GetPointer(capsule.ptr(), versioned_capsule_name));
     if (inner != nullptr && inner->version.major != DLPACK_MAJOR_VERSION)
@@ -513,12 +502,6 @@ PyTensor import_dlpack(const py::object& obj, const std::shared_ptr<BackendState
                std::to_string(inner->version.minor) + " capsule; this build reads DLPack " +
                std::to_string(DLPACK_MAJOR_VERSION) + ".x (the capsule was not consumed)");
     take(inner, used_versioned_capsule_name);
-#else
-    fail(errc::unsupported, origin,
-         argument + ": a versioned DLPack capsule ('dltensor_versioned'), but this build speaks "
-                    "DLPack 0.6 only (built against dlpack.h < 1.0): pass max_version=None or "
-                    "rebuild against dlpack.h >= 1.0");
-#endif
   } else {
     fail(errc::invalid_argument, origin,
          argument + ": expected a PyCapsule named 'dltensor' or 'dltensor_versioned'");
@@ -658,8 +641,8 @@ Threads: a tensor may be shared between Python threads; its operations are seria
            py::arg("copy") = py::none(),
            "A DLPack capsule of the tensor on its backend (Tensor.backend), or of the host copy "
            "when it has none: 'dltensor_versioned' (DLPack 1.x, READ_ONLY flag for read-only "
-           "tensors) when max_version >= (1, 0) and this build speaks it "
-           "(parenchyma.DLPACK_VERSION), else 'dltensor' (unversioned). CUDA: with a `stream` "
+           "tensors; parenchyma.DLPACK_VERSION) when max_version >= (1, 0), else 'dltensor' "
+           "(unversioned, DLPack 0.x). CUDA: with a `stream` "
            "(a CUstream as an int, 1 legacy default, 2 per-thread default) that stream waits "
            "for the backend's work through an event and the host does not wait; -1 asks for "
            "no ordering; None finishes the backend's queue first, so any stream may read. "

@@ -15,11 +15,11 @@ deps="$dir/deps"
 jobs="${PARENCHYMA_JOBS:-$(nproc 2>/dev/null || echo 2)}"
 
 # Host tools, and headers the arm64 build can take from the host's packages: their arm64 twins
-# cannot be installed beside them (catch2: Multi-Arch: foreign; libdlpack-dev: no Multi-Arch),
-# and their content does not depend on the CPU (Catch2 v2 and DLPack are header-only, JSON
-# is Architecture: all).
+# cannot be installed beside them (catch2: Multi-Arch: foreign), and their content does not
+# depend on the CPU (Catch2 v2 is header-only, JSON is Architecture: all). DLPack needs no
+# package: the project declares its structs (core/include/parenchyma/dlpack_abi.h).
 host_packages=(g++-aarch64-linux-gnu qemu-user cmake ninja-build pkg-config
-  catch2 nlohmann-json3-dev libdlpack-dev)
+  catch2 nlohmann-json3-dev)
 # Debian's arm64 libraries, installed beside the amd64 ones (Multi-Arch: same).
 arm64_packages=(libboost-dev:arm64 libspdlog-dev:arm64 libfmt-dev:arm64
   libopenblas-dev:arm64 zlib1g-dev:arm64 libdnnl2:arm64)

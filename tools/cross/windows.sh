@@ -26,7 +26,6 @@ command -v ninja >/dev/null || need+=(ninja-build)
 [ -d /usr/include/spdlog ] || need+=(libspdlog-dev)
 [ -d /usr/include/fmt ] || need+=(libfmt-dev)
 [ -f /usr/include/catch2/catch.hpp ] || need+=(catch2)
-[ -f /usr/include/dlpack/dlpack.h ] || need+=(libdlpack-dev)
 if [ ${#need[@]} -gt 0 ]; then
   log "installing ${need[*]}"
   sudo_=""

@@ -29,10 +29,7 @@ endforeach()
 set(ENV{PKG_CONFIG_LIBDIR} /usr/${PCY_MINGW_TRIPLE}/lib/pkgconfig)
 set(ENV{PKG_CONFIG_PATH} "")
 
-# DLPack's C header (core/CMakeLists.txt looks for dlpack/dlpack.h).
 include(${PCY_MINGW_SHIMS}/host-headers.cmake)
-pcy_host_headers(PCY_MINGW_HOST_HEADERS dlpack)
-set(PARENCHYMA_DLPACK_INCLUDE_DIR ${PCY_MINGW_HOST_HEADERS} CACHE PATH "DLPack (host's header)")
 # The Khronos OpenCL headers (plugins/opencl needs only them: OpenCL.dll is loaded at run time).
 if(EXISTS /usr/include/CL/cl.h)
   pcy_host_headers(PCY_MINGW_HOST_HEADERS CL)

@@ -35,23 +35,21 @@
 // the bytes goes; on an error nothing was taken: the caller still owns it.
 //
 // Threads: as SharedTensor (one thread at a time per tensor). A deleter may run on any thread.
-// DLPack version: always the unversioned DLManagedTensor (dlpack.h 0.6, what Debian ships, and
-// what NumPy 1.22+, PyTorch and CuPy accept). Where the library was built against dlpack.h >= 1.0
-// (PARENCHYMA_DLPACK_VERSIONED, from parenchyma/dlpack_config.hpp), also DLManagedTensorVersioned:
-// the same tensors with a version and flags (READ_ONLY both ways); docs/python.md.
+// DLPack version: both kinds, always: the unversioned DLManagedTensor (DLPack 0.x, what NumPy
+// 1.22+, PyTorch and CuPy accept) and DLManagedTensorVersioned (DLPack 1.x): the same tensors with
+// a version and flags (READ_ONLY both ways); docs/python.md. The structs are declared by
+// parenchyma/dlpack_abi.h (the published ABI; no system dlpack/dlpack.h is needed).
 #pragma once
 
 #include <parenchyma/export.hpp>
 
 #include <parenchyma/backend.hpp>
-#include <parenchyma/dlpack_config.hpp>
+#include <parenchyma/dlpack_abi.h>
 #include <parenchyma/shared_tensor.hpp>
 
-#include <dlpack/dlpack.h>
-
-#if PARENCHYMA_DLPACK_VERSIONED && (!defined(DLPACK_MAJOR_VERSION) || DLPACK_MAJOR_VERSION < 1)
-#error "libparenchyma-core was built against dlpack.h >= 1.0; this dlpack/dlpack.h is older"
-#endif
+// 1: DLManagedTensorVersioned is spoken (always, since the project declares DLPack 1.x itself;
+// kept for code written when it depended on the system dlpack.h's version).
+#define PARENCHYMA_DLPACK_VERSIONED 1
 
 namespace parenchyma {
 inline namespace v1 {
@@ -91,9 +89,8 @@ PARENCHYMA_API DLManagedTensor* to_dlpack_host(TensorStorage& t);
 PARENCHYMA_API TensorStorage from_dlpack(DLManagedTensor* tensor, const Backend* backend = nullptr,
                                          const DLPackImportOptions& options = {});
 
-#if PARENCHYMA_DLPACK_VERSIONED
-// The same with DLManagedTensorVersioned (DLPack >= 1.0). Export: version {1, minor of the
-// header the library was built with}; flags READ_ONLY where the tensor was imported read-only.
+// The same with DLManagedTensorVersioned (DLPack >= 1.0). Export: version {1, minor of
+// parenchyma/dlpack_abi.h}; flags READ_ONLY where the tensor was imported read-only.
 // Import: a major version other than the library's is refused with errc::unsupported and, as
 // the DLPack rules ask of a consumer that cannot read the struct, the tensor's deleter is called;
 // READ_ONLY makes the tensor read-only (as DLPackImportOptions::read_only); every other error
@@ -105,7 +102,6 @@ PARENCHYMA_API DLManagedTensorVersioned* to_dlpack_versioned_host(TensorStorage&
 PARENCHYMA_API TensorStorage from_dlpack(DLManagedTensorVersioned* tensor,
                                          const Backend* backend = nullptr,
                                          const DLPackImportOptions& options = {});
-#endif
 
 // The dtype of a DLPack data type, or errc::unsupported naming it.
 PARENCHYMA_API pcy_dtype dtype_from_dlpack(DLDataType type);
