@@ -21,7 +21,7 @@ PARENCHYMA_PACKAGES=(
   libvulkan-dev mesa-vulkan-drivers vulkan-validationlayers glslang-tools glslc libshaderc-dev
   glslang-dev spirv-tools
   libbenchmark-dev
-  pybind11-dev python3-dev python3-numpy python3-pytest python3-matplotlib
+  pybind11-dev python3-dev python3-numpy python3-pytest python3-matplotlib python3-venv python3-pip
   zlib1g-dev python3-sklearn doxygen
 )
 
