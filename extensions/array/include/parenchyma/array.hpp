@@ -2563,31 +2563,6 @@ inline Array matrix_transpose(const Array& x) { return x.mT(); }
 // ---- random numbers (counter-based Philox-4x32-10: the same bits on every device) ---------------
 namespace random {
 namespace detail {
-inline Array draw(const char* fn, const Backend& b, Shape shape, dtype t, int dist, uint64_t seed,
-                  uint64_t offset, double a, double c) {
-  Array out = array::empty(b, std::move(shape), t);
-  const size_t r = out.ndim();
-  std::vector<int64_t> view;
-  view.reserve(2 + 2 * r);
-  view.push_back(static_cast<int64_t>(r));
-  view.insert(view.end(), out.shape().begin(), out.shape().end());
-  view.push_back(0);
-  view.insert(view.end(), out.strides().begin(), out.strides().end());
-  const OpArg args[] = {OpArg::out(*out.node()->storage),
-                        OpArg::integers(view),
-                        OpArg::integer(dist),
-                        OpArg::integer(static_cast<int64_t>(seed)),
-                        OpArg::integer(static_cast<int64_t>(offset)),
-                        OpArg::real(a),
-                        OpArg::real(c)};
-  if (out.size() > 0) {
-    b.invoke(ext::op_key<pcy_array_random_schema>(t), args);
-    ++array::detail::programs_run();
-  } else
-    (void)out.node()->storage->host(access::write_only);
-  (void)fn;
-  return out;
-}
 // The same draw into an existing view (no new tensor): `out` must be a view, not a pending
 // expression; expressions not yet run that read its tensor run first.
 inline void draw_into(const char* fn, Array& out, int dist, uint64_t seed, uint64_t offset,
@@ -2620,6 +2595,17 @@ inline void draw_into(const char* fn, Array& out, int dist, uint64_t seed, uint6
                         OpArg::real(c)};
   b.invoke(ext::op_key<pcy_array_random_schema>(x.type), args);
   ++array::detail::programs_run();
+}
+// A draw into a new array.
+inline Array draw(const char* fn, const Backend& b, Shape shape, dtype t, int dist, uint64_t seed,
+                  uint64_t offset, double a, double c) {
+  Array out = array::empty(b, std::move(shape), t);
+  if (out.size() == 0) {
+    (void)out.node()->storage->host(access::write_only); // an empty result, written
+    return out;
+  }
+  draw_into(fn, out, dist, seed, offset, a, c);
+  return out;
 }
 } // namespace detail
 
