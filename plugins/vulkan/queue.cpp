@@ -62,6 +62,13 @@ queue::~queue() {
   } catch (const std::exception& e) {
     dev_->log.warn("queue_destroy on '", dev_->info.name, "': ", e.what(),
                    "; waiting for the whole device instead");
+  }
+  // Then the VkQueue idle: the timeline's value says the batches' signals happened, not that the
+  // driver is done with the semaphore; destroying it (below, or by the last event holding it) may
+  // follow only once every batch that signals it has completed execution (vkDestroySemaphore's
+  // rule). lavapipe's queue thread still unlocked the semaphore's mutex after the waiter woke:
+  // ThreadSanitizer saw the semaphore freed under it (the install test, 2026-12-06).
+  {
     std::lock_guard submit_lock(dev_->submit_mutex);
     dev_->fn.vkQueueWaitIdle(dev_->queue);
   }
