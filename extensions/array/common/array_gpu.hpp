@@ -55,7 +55,7 @@ struct eval_memo {
   std::vector<int64_t> words;
   std::array<tensor_key, max_operands> t{};
   int operands = 0;
-  const void* kernels = nullptr; // the built_kernels (node-stable in the context's map)
+  const built_kernels* kernels = nullptr; // node-stable in the context's map
   std::vector<int64_t> meta;
   uint64_t elements = 0;
 
@@ -86,7 +86,7 @@ struct eval_memo {
     return true;
   }
   void store(const pcy_op_schema& s, const sdk::op_args& a, uint32_t prog, uint32_t first, int n,
-             const void* built, const std::vector<int64_t>& m, uint64_t elems) {
+             const built_kernels* built, const std::vector<int64_t>& m, uint64_t elems) {
     op = nullptr;
     for (int o = 0; o < n; ++o)
       if (!key_of(a.t(first + static_cast<uint32_t>(o)), t[static_cast<size_t>(o)])) return;
@@ -313,8 +313,7 @@ void op_eval(gpu_context& cx, const sdk::op_args& a) {
     la.meta.assign(m.meta.begin(), m.meta.end());
     la.operands(cx, t, N + O);
     la.add_meta();
-    run(cx, a.queue(), static_cast<const built_kernels*>(m.kernels)->k0, cx.groups_for(m.elements),
-        la);
+    run(cx, a.queue(), m.kernels->k0, cx.groups_for(m.elements), la);
     return;
   }
   program p;
