@@ -6,9 +6,10 @@
 # Environment: PARENCHYMA_JOBS (build jobs, default: the number of CPUs), PARENCHYMA_WIN_TARGETS
 # (the targets to build, default: those ported so far, below; "all" for everything; set, it
 # leaves the out-of-tree step out), PARENCHYMA_WIN_TESTS (a ctest -R regex, default: the tests
-# of those targets), PARENCHYMA_WIN_OOT=0 (no out-of-tree step), PARENCHYMA_WIN_BUILD_DIR (the
-# build tree's real folder; by default build-windows/, or a private folder when others may
-# write the checkout's folder or one above it, as /tmp: below).
+# of those targets; set, it leaves the validation pass out), PARENCHYMA_WIN_VALIDATE=0 (no pass
+# of the native suites with the validation layer on), PARENCHYMA_WIN_OOT=0 (no out-of-tree
+# step), PARENCHYMA_WIN_BUILD_DIR (the build tree's real folder; by default build-windows/, or a
+# private folder when others may write the checkout's folder or one above it, as /tmp: below).
 # docs/platforms.md says what runs and what does not yet.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -37,12 +38,12 @@ fi
 
 # What is ported so far (docs/platforms.md, "Status"): built and run by default.
 default_targets="parenchyma-info parenchyma-native parenchyma-mock parenchyma-opencl parenchyma-cuda
-  parenchyma-blas-mock parenchyma-blas-opencl parenchyma-nn-native parenchyma-array-native
+  parenchyma-blas-mock parenchyma-blas-native parenchyma-blas-opencl parenchyma-nn-native parenchyma-array-native
   parenchyma-conformance test_loader_variants test_loader_selection
-  test_loader_foreign_pe test_unit_error test_unit_config
+  test_loader_foreign_pe test_unit_error test_unit_config test_unit_schema
   test_unit_tensor test_unit_backend test_unit_opkey test_mock_core test_abi_c99 test_abi_c11
   test_dlpack parenchyma-demo"
-default_tests='^(unit_(tensor|backend|error|config|opkey)|loader_(variants|selection|foreign_pe)|abi_c99|abi_c11|conformance_(stub|native|opencl|cuda|refused_.*|bundle_suite_.*|cli_.*)|mock_.*|blas_conformance_opencl|nn_conformance_native|dlpack)$'
+default_tests='^(unit_(tensor|backend|error|config|opkey|schema)|loader_(variants|selection|foreign_pe)|abi_c99|abi_c11|conformance_(stub|native|opencl|cuda|refused_.*|bundle_suite_.*|cli_.*)|mock_.*|blas_conformance_(native|opencl)|nn_conformance_native|dlpack)$'
 targets="${PARENCHYMA_WIN_TARGETS:-$default_targets}"
 [ "$targets" = all ] && targets=""
 tests="${PARENCHYMA_WIN_TESTS:-$default_tests}"
@@ -142,6 +143,15 @@ start=$(date +%s)
 rc=0
 (cd "$dir" && ctest --output-on-failure -j "$jobs" -R "$tests" "$@") || rc=$?
 log "tests under wine: $(( $(date +%s) - start )) s (rc $rc)"
+# The validation layer on Windows: the native suites again with PARENCHYMA_VALIDATE=1 (every
+# plugin call checked; a finding fails the test). PARENCHYMA_WIN_VALIDATE=0 leaves it out.
+if [ "${PARENCHYMA_WIN_VALIDATE:-1}" != 0 ] && [ -z "${PARENCHYMA_WIN_TESTS:-}" ]; then
+  log "the native suites under wine with the validation layer on"
+  start=$(date +%s)
+  (cd "$dir" && PARENCHYMA_VALIDATE=1 ctest --output-on-failure -j "$jobs" \
+    -R '^(conformance_native|blas_conformance_native|nn_conformance_native)$') || rc=$?
+  log "validation pass under wine: $(( $(date +%s) - start )) s (rc $rc)"
+fi
 
 # An out-of-tree plugin against the installed SDK alone (issue 24's last criterion; on Linux
 # tests/install/run.sh does this and more): cmake --install into a prefix (oot/prefix), build

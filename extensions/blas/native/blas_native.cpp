@@ -1,4 +1,6 @@
-// BLAS bundle for the native (host CPU) framework: every op through OpenBLAS's CBLAS, row-major.
+// BLAS bundle for the native (host CPU) framework: every op through OpenBLAS's CBLAS, row-major,
+// or through our own loops (own_blas.hpp): where OpenBLAS is absent at build time (mingw-w64),
+// or chosen with PARENCHYMA_BLAS_NATIVE_IMPL=own (read when the bundle loads).
 //
 // Ops run on the calling thread. The host has synced every argument before the call, but the
 // native framework's queue may still be running earlier work (an asynchronous write, a user
@@ -8,7 +10,11 @@
 
 #include <parenchyma/sdk/op_schema.hpp>
 
+#include "own_blas.hpp"
+
+#if PARENCHYMA_HAVE_OPENBLAS
 #include <cblas.h>
+#endif
 
 #include <cmath>
 #include <deque>
@@ -22,6 +28,7 @@ namespace {
 using namespace parenchyma;
 using blas_bundle::blas_call;
 using blas_bundle::to_int;
+namespace own = blas_bundle::own;
 
 struct native_context {
   const pcy_framework_api* fw = nullptr;
@@ -39,7 +46,39 @@ struct native_context {
   }
 };
 
-// CBLAS by dtype.
+template <class T>
+constexpr pcy_dtype dt = std::is_same_v<T, float> ? PCY_DTYPE_F32 : PCY_DTYPE_F64;
+
+// The library by dtype: Own = our loops, else OpenBLAS's CBLAS (where built with it). One
+// interface: sizes as int64_t (the ops check that they fit OpenBLAS's int), `trans` as bool.
+template <class T, bool Own> struct lib {
+  static T asum(int64_t n, const T* x, int64_t inc) { return own::asum(n, x, inc); }
+  static T dot(int64_t n, const T* x, int64_t ix, const T* y, int64_t iy) {
+    return own::dot(n, x, ix, y, iy);
+  }
+  static T nrm2(int64_t n, const T* x, int64_t inc) { return own::nrm2(n, x, inc); }
+  static void axpy(int64_t n, T a, const T* x, int64_t ix, T* y, int64_t iy) {
+    own::axpy(n, a, x, ix, y, iy);
+  }
+  static void axpby(int64_t n, T a, const T* x, int64_t ix, T b, T* y, int64_t iy) {
+    own::axpby(n, a, x, ix, b, y, iy);
+  }
+  static void copy(int64_t n, const T* x, int64_t ix, T* y, int64_t iy) {
+    own::copy(n, x, ix, y, iy);
+  }
+  static void scal(int64_t n, T a, T* x, int64_t inc) { own::scal(n, a, x, inc); }
+  static void swap(int64_t n, T* x, int64_t ix, T* y, int64_t iy) { own::swap(n, x, ix, y, iy); }
+  static void gemv(bool t, int64_t m, int64_t n, T a, const T* A, int64_t lda, const T* x,
+                   int64_t ix, T b, T* y, int64_t iy) {
+    own::gemv(t, m, n, a, A, lda, x, ix, b, y, iy);
+  }
+  static void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T a, const T* A, int64_t lda,
+                   const T* B, int64_t ldb, T b, T* C, int64_t ldc) {
+    own::gemm(ta, tb, m, n, k, a, A, lda, B, ldb, b, C, ldc);
+  }
+};
+
+#if PARENCHYMA_HAVE_OPENBLAS
 template <class T> struct cblas;
 template <> struct cblas<float> {
   static constexpr auto asum = cblas_sasum;
@@ -70,8 +109,44 @@ template <> struct cblas<double> {
 #endif
 };
 
-template <class T>
-constexpr pcy_dtype dt = std::is_same_v<T, float> ? PCY_DTYPE_F32 : PCY_DTYPE_F64;
+constexpr auto tr(bool t) { return t ? CblasTrans : CblasNoTrans; }
+inline int i32(int64_t v) { return static_cast<int>(v); } // checked by the op (to_int)
+template <class T> struct lib<T, false> {
+  using C = cblas<T>;
+  static T asum(int64_t n, const T* x, int64_t inc) { return C::asum(i32(n), x, i32(inc)); }
+  static T dot(int64_t n, const T* x, int64_t ix, const T* y, int64_t iy) {
+    return C::dot(i32(n), x, i32(ix), y, i32(iy));
+  }
+  static T nrm2(int64_t n, const T* x, int64_t inc) { return C::nrm2(i32(n), x, i32(inc)); }
+  static void axpy(int64_t n, T a, const T* x, int64_t ix, T* y, int64_t iy) {
+    C::axpy(i32(n), a, x, i32(ix), y, i32(iy));
+  }
+  static void axpby(int64_t n, T a, const T* x, int64_t ix, T b, T* y, int64_t iy) {
+#ifdef PARENCHYMA_HAVE_CBLAS_AXPBY
+    C::axpby(i32(n), a, x, i32(ix), b, y, i32(iy));
+#else
+    C::scal(i32(n), b, y, i32(iy));
+    C::axpy(i32(n), a, x, i32(ix), y, i32(iy));
+#endif
+  }
+  static void copy(int64_t n, const T* x, int64_t ix, T* y, int64_t iy) {
+    C::copy(i32(n), x, i32(ix), y, i32(iy));
+  }
+  static void scal(int64_t n, T a, T* x, int64_t inc) { C::scal(i32(n), a, x, i32(inc)); }
+  static void swap(int64_t n, T* x, int64_t ix, T* y, int64_t iy) {
+    C::swap(i32(n), x, i32(ix), y, i32(iy));
+  }
+  static void gemv(bool t, int64_t m, int64_t n, T a, const T* A, int64_t lda, const T* x,
+                   int64_t ix, T b, T* y, int64_t iy) {
+    C::gemv(CblasRowMajor, tr(t), i32(m), i32(n), a, A, i32(lda), x, i32(ix), b, y, i32(iy));
+  }
+  static void gemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, T a, const T* A, int64_t lda,
+                   const T* B, int64_t ldb, T b, T* Cm, int64_t ldc) {
+    C::gemm(CblasRowMajor, tr(ta), tr(tb), i32(m), i32(n), i32(k), a, A, i32(lda), B, i32(ldb), b,
+            Cm, i32(ldc));
+  }
+};
+#endif
 
 // x = beta * x over rows x cols elements (ld apart; a vector is cols = 1, ld = inc). beta == 0
 // stores zeros without reading x (reference BLAS: NaN or Inf there never survive).
@@ -81,18 +156,18 @@ template <class T> void scale(int64_t rows, int64_t cols, T beta, T* x, int64_t 
       x[i * ld + j] = beta == T(0) ? T(0) : beta * x[i * ld + j];
 }
 
-template <class T> void op_asum(native_context& cx, const sdk::op_args& a) {
+template <class T, bool Own> void op_asum(native_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_asum(a, dt<T>);
   cx.settle(a.queue());
-  *cx.ptr<T>(*c.result) =
-      cblas<T>::asum(to_int(c.n, "asum", "n"), cx.ptr<T>(*c.x.t), to_int(c.x.inc, "asum", "incx"));
+  *cx.ptr<T>(*c.result) = lib<T, Own>::asum(to_int(c.n, "asum", "n"), cx.ptr<T>(*c.x.t),
+                                            to_int(c.x.inc, "asum", "incx"));
 }
-template <class T> void op_nrm2(native_context& cx, const sdk::op_args& a) {
+template <class T, bool Own> void op_nrm2(native_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_nrm2(a, dt<T>);
   cx.settle(a.queue());
   const int n = to_int(c.n, "nrm2", "n"), inc = to_int(c.x.inc, "nrm2", "incx");
   const T* x = cx.ptr<T>(*c.x.t);
-  T r = cblas<T>::nrm2(n, x, inc);
+  T r = lib<T, Own>::nrm2(n, x, inc);
   // OpenBLAS 0.3.21's arm64 kernels (Debian 12) return NaN for a vector holding +Inf and -Inf
   // and no NaN (their scaling divides an infinity by an infinity); the norm is +Inf. A NaN result
   // is checked against the input, so only a NaN in x gives NaN.
@@ -104,24 +179,24 @@ template <class T> void op_nrm2(native_context& cx, const sdk::op_args& a) {
   }
   *cx.ptr<T>(*c.result) = r;
 }
-template <class T> void op_dot(native_context& cx, const sdk::op_args& a) {
+template <class T, bool Own> void op_dot(native_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_dot(a, dt<T>);
   cx.settle(a.queue());
   *cx.ptr<T>(*c.result) =
-      cblas<T>::dot(to_int(c.n, "dot", "n"), cx.ptr<T>(*c.x.t), to_int(c.x.inc, "dot", "incx"),
-                    cx.ptr<T>(*c.y.t), to_int(c.y.inc, "dot", "incy"));
+      lib<T, Own>::dot(to_int(c.n, "dot", "n"), cx.ptr<T>(*c.x.t), to_int(c.x.inc, "dot", "incx"),
+                       cx.ptr<T>(*c.y.t), to_int(c.y.inc, "dot", "incy"));
 }
-template <class T> void op_axpy(native_context& cx, const sdk::op_args& a) {
+template <class T, bool Own> void op_axpy(native_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_axpy(a, dt<T>);
   if (c.n == 0) return;
   cx.settle(a.queue()); // also before reading a device-resident alpha
   const T alpha = cx.scalar<T>(c.alpha);
   if (alpha == T(0)) return; // reference BLAS: y untouched, x (NaN or not) never read
-  cblas<T>::axpy(to_int(c.n, "axpy", "n"), alpha, cx.ptr<T>(*c.x.t),
-                 to_int(c.x.inc, "axpy", "incx"), cx.ptr<T>(*c.y.t),
-                 to_int(c.y.inc, "axpy", "incy"));
+  lib<T, Own>::axpy(to_int(c.n, "axpy", "n"), alpha, cx.ptr<T>(*c.x.t),
+                    to_int(c.x.inc, "axpy", "incx"), cx.ptr<T>(*c.y.t),
+                    to_int(c.y.inc, "axpy", "incy"));
 }
-template <class T> void op_axpby(native_context& cx, const sdk::op_args& a) {
+template <class T, bool Own> void op_axpby(native_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_axpby(a, dt<T>);
   cx.settle(a.queue());
   const int n = to_int(c.n, "axpby", "n"), incx = to_int(c.x.inc, "axpby", "incx"),
@@ -133,23 +208,18 @@ template <class T> void op_axpby(native_context& cx, const sdk::op_args& a) {
     // alpha == 0: x is not read (as axpy); beta == 0: y is not read (it may be write-only, never
     // written), so garbage cannot leak in as NaN. Our own loop decides both, not OpenBLAS.
     scale<T>(n, 1, beta, y, incy);
-    if (alpha != T(0)) cblas<T>::axpy(n, alpha, x, incx, y, incy);
+    if (alpha != T(0)) lib<T, Own>::axpy(n, alpha, x, incx, y, incy);
     return;
   }
-#ifdef PARENCHYMA_HAVE_CBLAS_AXPBY
-  cblas<T>::axpby(n, alpha, x, incx, beta, y, incy);
-#else
-  cblas<T>::scal(n, beta, y, incy);
-  cblas<T>::axpy(n, alpha, x, incx, y, incy);
-#endif
+  lib<T, Own>::axpby(n, alpha, x, incx, beta, y, incy);
 }
-template <class T> void op_copy(native_context& cx, const sdk::op_args& a) {
+template <class T, bool Own> void op_copy(native_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_copy(a, dt<T>);
   cx.settle(a.queue());
-  cblas<T>::copy(to_int(c.n, "copy", "n"), cx.ptr<T>(*c.x.t), to_int(c.x.inc, "copy", "incx"),
-                 cx.ptr<T>(*c.y.t), to_int(c.y.inc, "copy", "incy"));
+  lib<T, Own>::copy(to_int(c.n, "copy", "n"), cx.ptr<T>(*c.x.t), to_int(c.x.inc, "copy", "incx"),
+                    cx.ptr<T>(*c.y.t), to_int(c.y.inc, "copy", "incy"));
 }
-template <class T> void op_scal(native_context& cx, const sdk::op_args& a) {
+template <class T, bool Own> void op_scal(native_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_scal(a, dt<T>);
   cx.settle(a.queue());
   const T alpha = cx.scalar<T>(c.alpha);
@@ -162,15 +232,15 @@ template <class T> void op_scal(native_context& cx, const sdk::op_args& a) {
       x[i * incx] *= alpha;
     return;
   }
-  cblas<T>::scal(n, alpha, x, incx);
+  lib<T, Own>::scal(n, alpha, x, incx);
 }
-template <class T> void op_swap(native_context& cx, const sdk::op_args& a) {
+template <class T, bool Own> void op_swap(native_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_swap(a, dt<T>);
   cx.settle(a.queue());
-  cblas<T>::swap(to_int(c.n, "swap", "n"), cx.ptr<T>(*c.x.t), to_int(c.x.inc, "swap", "incx"),
-                 cx.ptr<T>(*c.y.t), to_int(c.y.inc, "swap", "incy"));
+  lib<T, Own>::swap(to_int(c.n, "swap", "n"), cx.ptr<T>(*c.x.t), to_int(c.x.inc, "swap", "incx"),
+                    cx.ptr<T>(*c.y.t), to_int(c.y.inc, "swap", "incy"));
 }
-template <class T> void op_gemv(native_context& cx, const sdk::op_args& a) {
+template <class T, bool Own> void op_gemv(native_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_gemv(a, dt<T>);
   cx.settle(a.queue());
   const int m = to_int(c.m, "gemv", "m"), n = to_int(c.n, "gemv", "n");
@@ -185,11 +255,10 @@ template <class T> void op_gemv(native_context& cx, const sdk::op_args& a) {
     scale<T>(ny, 1, beta, y, incy);
     if (alpha == T(0)) return;
   }
-  cblas<T>::gemv(CblasRowMajor, c.ta ? CblasTrans : CblasNoTrans, m, n, alpha, cx.ptr<T>(*c.A),
-                 to_int(c.lda, "gemv", "lda"), cx.ptr<T>(*c.x.t), to_int(c.x.inc, "gemv", "incx"),
-                 beta, y, incy);
+  lib<T, Own>::gemv(c.ta, m, n, alpha, cx.ptr<T>(*c.A), to_int(c.lda, "gemv", "lda"),
+                    cx.ptr<T>(*c.x.t), to_int(c.x.inc, "gemv", "incx"), beta, y, incy);
 }
-template <class T> void op_gemm(native_context& cx, const sdk::op_args& a) {
+template <class T, bool Own> void op_gemm(native_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_gemm(a, dt<T>);
   cx.settle(a.queue());
   const int m = to_int(c.m, "gemm", "m"), n = to_int(c.n, "gemm", "n"),
@@ -203,15 +272,14 @@ template <class T> void op_gemm(native_context& cx, const sdk::op_args& a) {
     scale<T>(m, n, beta, C, ldc);
     return;
   }
-  cblas<T>::gemm(CblasRowMajor, c.ta ? CblasTrans : CblasNoTrans, c.tb ? CblasTrans : CblasNoTrans,
-                 m, n, k, alpha, cx.ptr<T>(*c.A), to_int(c.lda, "gemm", "lda"), cx.ptr<T>(*c.B),
-                 to_int(c.ldb, "gemm", "ldb"), beta, C, ldc);
+  lib<T, Own>::gemm(c.ta, c.tb, m, n, k, alpha, cx.ptr<T>(*c.A), to_int(c.lda, "gemm", "lda"),
+                    cx.ptr<T>(*c.B), to_int(c.ldb, "gemm", "ldb"), beta, C, ldc);
 }
 
 // OpenBLAS 0.3.21 (Debian 12) has no strided-batch CBLAS call: one cblas_?gemm per product,
 // on the calling thread (OpenBLAS threads each product itself). The quick paths are gemm's,
 // per product.
-template <class T> void op_gemm_batched(native_context& cx, const sdk::op_args& a) {
+template <class T, bool Own> void op_gemm_batched(native_context& cx, const sdk::op_args& a) {
   const blas_bundle::gemm_batched_call c = blas_bundle::decode_gemm_batched(a, dt<T>);
   cx.settle(a.queue());
   const char* op = "gemm_batched";
@@ -229,39 +297,44 @@ template <class T> void op_gemm_batched(native_context& cx, const sdk::op_args& 
   const T* B = cx.ptr<T>(*c.B);
   const int lda = to_int(c.lda, op, "lda"), ldb = to_int(c.ldb, op, "ldb");
   for (int64_t i = 0; i < c.batch; ++i)
-    cblas<T>::gemm(CblasRowMajor, c.ta ? CblasTrans : CblasNoTrans,
-                   c.tb ? CblasTrans : CblasNoTrans, m, n, k, alpha, A + i * c.stride_a, lda,
-                   B + i * c.stride_b, ldb, beta, C + i * c.stride_c, ldc);
+    lib<T, Own>::gemm(c.ta, c.tb, m, n, k, alpha, A + i * c.stride_a, lda, B + i * c.stride_b, ldb,
+                      beta, C + i * c.stride_c, ldc);
 }
 
-constexpr sdk::bundle_identity identity{"blas_native", PCY_BLAS_EXTENSION, "native",
-                                        "BLAS on the host CPU through OpenBLAS (CBLAS)"};
+#if PARENCHYMA_HAVE_OPENBLAS
+constexpr const char* description =
+    "BLAS on the host CPU through OpenBLAS (CBLAS), or our own loops "
+    "(PARENCHYMA_BLAS_NATIVE_IMPL=own)";
+#else
+constexpr const char* description =
+    "BLAS on the host CPU through our own loops (built without OpenBLAS)";
+#endif
+constexpr sdk::bundle_identity identity{"blas_native", PCY_BLAS_EXTENSION, "native", description};
 
 class blas_native_bundle : public sdk::bundle_base<identity, native_context> {
 public:
   explicit blas_native_bundle(const pcy_host_services& host) : bundle_base(host) {
-    const std::string lib = openblas_label() + " cblas_";
-    auto add = [&]<auto F32, auto F64>(const pcy_op_schema& s, const char* fn,
-                                       const char* sig_1_0 = nullptr) {
-      table_.add<F32, F64>(s, lib + "s" + fn, lib + "d" + fn, sig_1_0);
-    };
-    add.template operator()<op_asum<float>, op_asum<double>>(pcy_blas_asum_schema, "asum");
-    add.template operator()<op_axpy<float>, op_axpy<double>>(pcy_blas_axpy_schema, "axpy");
-#ifdef PARENCHYMA_HAVE_CBLAS_AXPBY
-    add.template operator()<op_axpby<float>, op_axpby<double>>(pcy_blas_axpby_schema, "axpby");
+#if PARENCHYMA_HAVE_OPENBLAS
+    bool own = false;
+    if (const char* e = settings_.find("PARENCHYMA_BLAS_NATIVE_IMPL")) {
+      const std::string_view v(e);
+      if (v == "own" || v == "openblas") {
+        own = v == "own";
+        log_.info("PARENCHYMA_BLAS_NATIVE_IMPL=", v, ": every op by ",
+                  own ? "our own loops" : "OpenBLAS");
+      } else {
+        log_.warn("PARENCHYMA_BLAS_NATIVE_IMPL=", v, " ignored: expected 'own' or 'openblas'");
+      }
+    }
+    if (own)
+      register_ops<true>("own loops ");
+    else
+      register_ops<false>(openblas_label() + " cblas_");
 #else
-    add.template operator()<op_axpby<float>, op_axpby<double>>(pcy_blas_axpby_schema, "scal+axpy");
+    if (settings_.find("PARENCHYMA_BLAS_NATIVE_IMPL") != nullptr)
+      log_.info("PARENCHYMA_BLAS_NATIVE_IMPL ignored: built without OpenBLAS, every op is ours");
+    register_ops<true>("own loops ");
 #endif
-    add.template operator()<op_copy<float>, op_copy<double>>(pcy_blas_copy_schema, "copy",
-                                                             PCY_BLAS_COPY_SIG);
-    add.template operator()<op_dot<float>, op_dot<double>>(pcy_blas_dot_schema, "dot");
-    add.template operator()<op_nrm2<float>, op_nrm2<double>>(pcy_blas_nrm2_schema, "nrm2");
-    add.template operator()<op_scal<float>, op_scal<double>>(pcy_blas_scal_schema, "scal");
-    add.template operator()<op_swap<float>, op_swap<double>>(pcy_blas_swap_schema, "swap");
-    add.template operator()<op_gemv<float>, op_gemv<double>>(pcy_blas_gemv_schema, "gemv");
-    add.template operator()<op_gemm<float>, op_gemm<double>>(pcy_blas_gemm_schema, "gemm");
-    table_.add<op_gemm_batched<float>, op_gemm_batched<double>>(
-        pcy_blas_gemm_batched_schema, lib + "sgemm per product", lib + "dgemm per product");
   }
 
   std::span<const pcy_op_desc> ops() const { return table_.ops(); }
@@ -277,6 +350,40 @@ public:
   }
 
 private:
+  // Every op through lib<T, Own>; `lib` labels the implementation ("own loops sasum").
+  template <bool Own> void register_ops(const std::string& lib) {
+    auto add = [&]<auto F32, auto F64>(const pcy_op_schema& s, const char* fn,
+                                       const char* sig_1_0 = nullptr) {
+      table_.add<F32, F64>(s, lib + "s" + fn, lib + "d" + fn, sig_1_0);
+    };
+    add.template operator()<op_asum<float, Own>, op_asum<double, Own>>(pcy_blas_asum_schema,
+                                                                       "asum");
+    add.template operator()<op_axpy<float, Own>, op_axpy<double, Own>>(pcy_blas_axpy_schema,
+                                                                       "axpy");
+#ifdef PARENCHYMA_HAVE_CBLAS_AXPBY
+    const char* axpby = "axpby";
+#else
+    const char* axpby = Own ? "axpby" : "scal+axpy";
+#endif
+    add.template operator()<op_axpby<float, Own>, op_axpby<double, Own>>(pcy_blas_axpby_schema,
+                                                                         axpby);
+    add.template operator()<op_copy<float, Own>, op_copy<double, Own>>(pcy_blas_copy_schema, "copy",
+                                                                       PCY_BLAS_COPY_SIG);
+    add.template operator()<op_dot<float, Own>, op_dot<double, Own>>(pcy_blas_dot_schema, "dot");
+    add.template operator()<op_nrm2<float, Own>, op_nrm2<double, Own>>(pcy_blas_nrm2_schema,
+                                                                       "nrm2");
+    add.template operator()<op_scal<float, Own>, op_scal<double, Own>>(pcy_blas_scal_schema,
+                                                                       "scal");
+    add.template operator()<op_swap<float, Own>, op_swap<double, Own>>(pcy_blas_swap_schema,
+                                                                       "swap");
+    add.template operator()<op_gemv<float, Own>, op_gemv<double, Own>>(pcy_blas_gemv_schema,
+                                                                       "gemv");
+    add.template operator()<op_gemm<float, Own>, op_gemm<double, Own>>(pcy_blas_gemm_schema,
+                                                                       "gemm");
+    table_.add<op_gemm_batched<float, Own>, op_gemm_batched<double, Own>>(
+        pcy_blas_gemm_batched_schema, lib + "sgemm per product", lib + "dgemm per product");
+  }
+#if PARENCHYMA_HAVE_OPENBLAS
   static std::string openblas_label() {
     // "OpenBLAS 0.3.21 DYNAMIC_ARCH NO_AFFINITY Haswell MAX_THREADS=64" -> first two words.
     std::string cfg = openblas_get_config();
@@ -284,6 +391,7 @@ private:
     if (sp != std::string::npos) sp = cfg.find(' ', sp + 1);
     return cfg.substr(0, sp);
   }
+#endif
   sdk::op_table<blas_native_bundle> table_;
 };
 
