@@ -6,6 +6,7 @@
 #include "support/catch.hpp"
 
 #include <parenchyma/parenchyma.hpp>
+#include <parenchyma/sdk/os.hpp>
 #include <parenchyma/sdk/slots.hpp>
 
 #include <cstring>
@@ -141,6 +142,55 @@ TEST_CASE("a good stub framework loads with one accelerator device and works") {
   round_trip(b, 1);
   round_trip(b, 4099);
   run_add_one(b, 1031);
+}
+
+// Paths are UTF-8 in the API and the OS's own form at its boundary (LoadLibraryExW, _wgetenv on
+// Windows, where a narrow path would be read in the ANSI code page): a plugin folder whose name
+// is not ASCII works given as a path, in the options' environment and in the process's.
+TEST_CASE("a plugin in a folder with a non-ASCII name loads; the report gives its path in UTF-8") {
+  scratch_dir s("utf8");
+  // "plugins-üñï-日本-ελ" in UTF-8 (Latin-1, CJK and Greek: outside every ANSI code page at once)
+  const std::string folder = "plugins-\xc3\xbc\xc3\xb1\xc3\xaf-\xe6\x97\xa5\xe6\x9c\xac-"
+                             "\xce\xb5\xce\xbb";
+  const fs::path dir = s.path() / sdk::os::path_from_utf8(folder);
+  fs::create_directories(dir);
+  const fs::path file = dir / ("parenchyma-stub" PCY_TEST_SO);
+  fs::copy_file(stub_dir("good") / ("parenchyma-stub" PCY_TEST_SO), file);
+  const std::string file_utf8 = sdk::os::utf8(file);
+  REQUIRE(file_utf8.find(folder) != std::string::npos);
+
+  auto check = [&](Registry&& r) {
+    INFO("load report:\n" << describe(r));
+    const LoadReportEntry* e = nullptr;
+    for (const auto& x : r.load_report())
+      if (x.name == "stub") e = &x;
+    REQUIRE(e != nullptr);
+    CHECK(e->status == "loaded");
+    CHECK(e->path == file_utf8); // UTF-8, byte for byte
+    CHECK(fs::equivalent(sdk::os::path_from_utf8(e->path), file));
+    Backend b(r, "stub");
+    round_trip(b, 17);
+  };
+  SECTION("given as a path") { check(Registry(isolated({dir}))); }
+  SECTION("in PARENCHYMA_PLUGIN_PATH of the options' environment (UTF-8)") {
+    check(Registry(isolated({}, {{"PARENCHYMA_PLUGIN_PATH", sdk::os::utf8(dir)}})));
+  }
+  SECTION("in PARENCHYMA_PLUGIN_PATH of the process's environment") {
+    RegistryOptions o = isolated({});
+    o.environment.reset(); // the process's own
+#if defined(_WIN32)
+    REQUIRE(::_wputenv_s(L"PARENCHYMA_PLUGIN_PATH", dir.wstring().c_str()) == 0);
+#else
+    set_env("PARENCHYMA_PLUGIN_PATH", sdk::os::utf8(dir).c_str());
+#endif
+    try {
+      check(Registry(o));
+    } catch (...) {
+      unset_env("PARENCHYMA_PLUGIN_PATH");
+      throw;
+    }
+    unset_env("PARENCHYMA_PLUGIN_PATH");
+  }
 }
 
 TEST_CASE("a text file named like a plugin is refused at the load stage") {
