@@ -1,4 +1,5 @@
-// Clean exit: many short-lived processes (exit_child) under each kernel-cache directory
+// Clean exit, on OpenCL (test exit) and on Vulkan (exit_vulkan; PCY_EXIT_FRAMEWORK says which):
+// many short-lived processes (exit_child) under each kernel-cache directory
 // condition — missing (created on demand), a regular file, read-only, and a full disk (a small
 // tmpfs) — all exit 0 with nothing on stderr from a crash or a sanitizer, and a writable
 // directory always ends with one complete, valid entry per run and no temporary files. Before
@@ -26,6 +27,13 @@
 namespace fs = std::filesystem;
 
 namespace {
+
+// The framework under test (PCY_EXIT_FRAMEWORK, set by CTest: opencl or vulkan); the children
+// inherit it.
+std::string framework() {
+  const char* e = std::getenv("PCY_EXIT_FRAMEWORK");
+  return e != nullptr && *e ? e : "opencl";
+}
 
 struct child_result {
   int code = -1;
@@ -76,14 +84,14 @@ bool crashed_output(const std::string& err) {
   return false;
 }
 
-// The entries in <cache>/opencl: every one must verify, and no temporary may be left.
+// The entries in <cache>/<framework>: every one must verify, and no temporary may be left.
 struct cache_census {
   size_t valid = 0, invalid = 0, temporaries = 0;
 };
 cache_census census(const fs::path& cache) {
   cache_census c;
   std::error_code ec;
-  for (const auto& f : fs::directory_iterator(cache / "opencl", ec)) {
+  for (const auto& f : fs::directory_iterator(cache / framework(), ec)) {
     const std::string name = f.path().filename().string();
     if (name.find(".tmp.") != std::string::npos) {
       ++c.temporaries;
@@ -98,7 +106,7 @@ cache_census census(const fs::path& cache) {
     std::vector<unsigned char> bytes((std::istreambuf_iterator<char>(in)),
                                      std::istreambuf_iterator<char>());
     std::string why;
-    if (cache_t::verify(bytes, "opencl", key, why))
+    if (cache_t::verify(bytes, framework().c_str(), key, why))
       ++c.valid;
     else
       ++c.invalid;
@@ -129,7 +137,7 @@ private:
 
 #define SKIP_WITHOUT_OPENCL(r)                                                                     \
   if ((r).code == 77) {                                                                            \
-    WARN("skipped: no OpenCL device here");                                                        \
+    WARN("skipped: no " << framework() << " device here");                                         \
     return;                                                                                        \
   }
 
@@ -171,12 +179,12 @@ TEST_CASE("a cache path that is a regular file: every run exits 0") {
 TEST_CASE("a read-only cache directory: every run exits 0 and writes nothing") {
   scratch s("readonly");
   const fs::path cache = s.path() / "cache";
-  fs::create_directories(cache / "opencl");
+  fs::create_directories(cache / framework());
   // As root permissions do not stop writes: the children then run as nobody, for whom this
   // root-owned 0755 directory is read-only. Otherwise it is made read-only for us.
   const bool root = ::geteuid() == 0;
   if (!root) {
-    ::chmod((cache / "opencl").c_str(), 0555);
+    ::chmod((cache / framework()).c_str(), 0555);
     ::chmod(cache.c_str(), 0555);
   }
   const std::string base = salt_base();
@@ -188,7 +196,7 @@ TEST_CASE("a read-only cache directory: every run exits 0 and writes nothing") {
     CHECK_FALSE(crashed_output(r.err));
   }
   ::chmod(cache.c_str(), 0755);
-  ::chmod((cache / "opencl").c_str(), 0755);
+  ::chmod((cache / framework()).c_str(), 0755);
   const auto c = census(cache);
   CHECK(c.valid + c.invalid + c.temporaries == 0);
 }
@@ -220,7 +228,7 @@ TEST_CASE("a full disk: every run exits 0 and leaves no partial file") {
     const auto r = run_child(cache, base + std::to_string(i), as::self);
     if (r.code == 77) {
       ::umount2(mnt.c_str(), MNT_DETACH);
-      WARN("skipped: no OpenCL device here");
+      WARN("skipped: no " << framework() << " device here");
       return;
     }
     INFO("stderr:\n" << r.err);
@@ -233,7 +241,7 @@ TEST_CASE("a full disk: every run exits 0 and leaves no partial file") {
   ::umount2(mnt.c_str(), MNT_DETACH);
 }
 
-TEST_CASE("a short-lived process on every OpenCL device exits 0 right after a first build") {
+TEST_CASE("a short-lived process on every device of the framework exits 0 after a first build") {
   // The user kernel is new to the driver too (its source is unique), so the driver compiles it
   // as main returns. With the binaries once fetched on the cache's thread, PoCL 5 generated code
   // in LLVM while exit() ran LLVM's static destructors: a crash at exit in every run on the H200
@@ -247,7 +255,7 @@ TEST_CASE("a short-lived process on every OpenCL device exits 0 right after a fi
   REQUIRE(count.code <= 64 + 32);
   const int devices = count.code - 64;
   if (devices == 0) {
-    WARN("skipped: no OpenCL device here");
+    WARN("skipped: no " << framework() << " device here");
     return;
   }
   const std::string base = salt_base();
