@@ -30,6 +30,9 @@
 #   array     the array extension: its tests on every backend (cuda, NVIDIA OpenCL, PoCL, native),
 #             the NN demo on cuda, then A1-A4 (bench_array_cuda) against a device copy or fill
 #   array-quick  the random and repeated-launch GPU tests, then A1-A4
+#   vulkan    NVIDIA's Vulkan driver: the loader and glvnd from .gl/*.deb (unpacked with dpkg -x;
+#             the machine has the ICD only) and .gl/parenchyma-glsl.so; parenchyma-info, the
+#             framework and BLAS conformance suites on vulkan, the thread stress test on vulkan
 # Environment: PCY_GPU_BUILD (default /tmp/pcy-gpu), PCY_KCACHE (a kernel cache tarball to start
 # from, default .device/kcache.tgz; the cache is packed back into $OUT/kcache.tgz after each
 # phase), PCY_DEADLINE (seconds from the start after which no further phase begins; default 540).
@@ -72,7 +75,16 @@ has array && targets+=(bench_array_cuda test_array test_array_gpu test_array_hos
   parenchyma-array-native parenchyma-array-opencl parenchyma-array-cuda parenchyma-nn-demo)
 has array-quick && targets+=(bench_array_cuda test_array_gpu test_array_random parenchyma-array-native
   parenchyma-array-opencl parenchyma-array-cuda)
+has vulkan && targets+=(parenchyma-vulkan parenchyma-blas-vulkan parenchyma-conformance test_stress)
 has tests && all=ON
+if has vulkan; then
+  # Before configuring: the Vulkan headers and loader (libvulkan-dev, libvulkan1) and the glvnd
+  # libraries NVIDIA's ICD loads, from the Debian packages carried in .gl/.
+  for d in "$SRC"/.gl/*.deb; do dpkg -x "$d" / 2>>"$L/vulkan-setup.log"; done
+  ldconfig 2>/dev/null
+  export VK_DRIVER_FILES=${VK_DRIVER_FILES:-/usr/local/nvidia/share/vulkan/icd.d/nvidia_icd.json}
+  say "vulkan: loader $(ls /usr/lib/x86_64-linux-gnu/libvulkan.so.1 2>&1), ICD $VK_DRIVER_FILES"
+fi
 say "machine: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 PYB=$(python3 -m pybind11 --cmakedir 2>/dev/null)
@@ -249,6 +261,17 @@ for p in "$@"; do
       PARENCHYMA_OPENCL_PLATFORMS=portable timeout 200 "$bin/parenchyma-conformance" "$B/lib/parenchyma/plugins" --framework opencl --suite nn --require-ops >"$L/conf-nn-pocl.log" 2>&1
       echo "exit code $?"; grep -E "FAIL|summary|on opencl" "$L/conf-nn-pocl.log" | head -12
     fi ;;
+  vulkan)
+    mkdir -p "$B/lib/parenchyma/plugins/vulkan"
+    cp "$SRC/.gl/parenchyma-glsl.so" "$B/lib/parenchyma/plugins/vulkan/" 2>/dev/null
+    say "parenchyma-info (vulkan)"; "$bin/parenchyma-info" 2>&1 | grep -iE "vulkan" | head -8
+    for s in framework blas; do
+      say "conformance $s on vulkan"
+      timeout 200 "$bin/parenchyma-conformance" "$B/lib/parenchyma/plugins" --framework vulkan \
+        --suite $s --require-ops >"$L/conf-vk-$s.log" 2>&1
+      echo "exit code $?"; grep -E "FAIL|summary|skip " "$L/conf-vk-$s.log" | head -12
+    done
+    say "thread stress on vulkan"; timeout 200 "$bin/test_stress" vulkan 2>&1 | tail -4 ;;
   demo) say demo; timeout 150 "$bin/parenchyma-nn-demo" >"$L/demo.log" 2>&1; echo "demo exit code $?"; tail -15 "$L/demo.log" ;;
   *) echo "unknown phase $p" ;;
   esac
