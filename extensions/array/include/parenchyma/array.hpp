@@ -334,7 +334,17 @@ struct pending_entry {
 struct pending_list {
   std::vector<pending_entry> entries;
   size_t compact_at = 64;
+  // One bit per tensor some entry reads (a hash of its address; a superset, recomputed when the
+  // list is compacted): a write into a tensor whose bit is clear has no reader to run and skips
+  // the scan, which is the common case of a loop writing its own targets.
+  uint64_t may_read = 0;
 };
+// The tensor's bit in pending_list::may_read.
+inline uint64_t storage_bit(const TensorStorage* t) noexcept {
+  const uint64_t h = static_cast<uint64_t>(reinterpret_cast<uintptr_t>(t) >> 4) *
+                     0x9E3779B97F4A7C15ull; // Fibonacci hashing: the top 6 bits pick the bit
+  return uint64_t{1} << (h >> 58);
+}
 inline pending_list& pending() {
   thread_local pending_list list;
   return list;
@@ -514,7 +524,8 @@ struct emitter_buffers {
     perm.clear();
     code.clear();
     strides.clear();
-    words.clear();
+    // words: kept at its size; program() overwrites all of it (a resize to the same size is
+    // free, a resize from empty fills zeros first)
     over_root.clear();
     inputs.clear();
     seen.clear();
@@ -589,11 +600,15 @@ public:
     return from == to ? reg : push(PCY_ARRAY_OP_CAST, to, reg, 0, 0);
   }
   int push(int op, dtype t, int64_t a, int64_t b, int64_t c) {
-    buf_->code.insert(buf_->code.end(), {PCY_ARRAY_WORD(op, t), a, b, c});
+    push_word(PCY_ARRAY_WORD(op, t), a, b, c);
     return static_cast<int>(buf_->code.size() / 4 - 1);
   }
   void push_word(int64_t w0, int64_t a, int64_t b, int64_t c) {
-    buf_->code.insert(buf_->code.end(), {w0, a, b, c});
+    std::vector<int64_t>& code = buf_->code; // (an initializer-list insert is the slow path)
+    code.push_back(w0);
+    code.push_back(a);
+    code.push_back(b);
+    code.push_back(c);
   }
   // The operand number of a leaf whose strides are already over the index space.
   int operand_of(const Node& leaf) { return add_input(leaf, leaf.strides); }
@@ -614,23 +629,28 @@ public:
     const size_t r = perm.size();
     const size_t operands = buf_->inputs.size() + outs.size();
     std::vector<int64_t>& w = buf_->words;
-    w.clear();
-    w.reserve(PCY_ARRAY_HEADER_WORDS + r + operands * (r + 1) + buf_->code.size());
-    w.insert(w.end(),
-             {PCY_ARRAY_PROGRAM_VERSION, static_cast<int64_t>(r), reduced,
-              static_cast<int64_t>(operands), static_cast<int64_t>(buf_->code.size() / 4)});
+    size_t total = PCY_ARRAY_HEADER_WORDS + r + buf_->inputs.size() * (r + 1) + buf_->code.size();
+    for (const auto& o : outs)
+      total += 1 + o.second.size();
+    w.resize(total); // sized once, then written in place
+    int64_t* p = w.data();
+    *p++ = PCY_ARRAY_PROGRAM_VERSION;
+    *p++ = static_cast<int64_t>(r);
+    *p++ = reduced;
+    *p++ = static_cast<int64_t>(operands);
+    *p++ = static_cast<int64_t>(buf_->code.size() / 4);
     for (size_t j = 0; j < r; ++j)
-      w.push_back(root_[static_cast<size_t>(perm[j])]);
+      *p++ = root_[static_cast<size_t>(perm[j])];
     for (const auto& [offset, strides] : outs) {
-      w.push_back(offset);
-      w.insert(w.end(), strides.begin(), strides.end());
+      *p++ = offset;
+      p = std::copy(strides.begin(), strides.end(), p);
     }
     for (const input& in : buf_->inputs) {
-      w.push_back(in.offset);
-      const auto st = buf_->strides.begin() + static_cast<ptrdiff_t>(in.strides);
-      w.insert(w.end(), st, st + static_cast<ptrdiff_t>(r));
+      *p++ = in.offset;
+      const int64_t* st = buf_->strides.data() + in.strides;
+      p = std::copy(st, st + r, p);
     }
-    w.insert(w.end(), buf_->code.begin(), buf_->code.end());
+    std::copy(buf_->code.begin(), buf_->code.end(), p);
     return w;
   }
 
@@ -717,17 +737,23 @@ inline void run_program(const Backend& b, std::span<const key_fn> keys, size_t f
   const size_t n = e.inputs().size();
   if (n < first || n - first >= keys.size())
     fail("eval", errc::internal, "no variant of the op takes ", n, " inputs");
-  std::array<OpArg, 24> args{};
+  if (2 + extra.size() + n > 24) fail("eval", errc::internal, "too many arguments");
+  // Room for the arguments, constructed one by one (not 24 value-initialised ones per call).
+  union slots {
+    OpArg a[24];
+    slots() noexcept {}
+  } args;
   size_t k = 0;
-  args[k++] = OpArg::integers(words);
+  std::construct_at(&args.a[k++], OpArg::integers(words));
   // An output nobody wrote yet is OUT even where the view covers part of it (the rest stays
   // undefined, as empty()'s).
-  args[k++] = out_whole || !out.initialized() ? OpArg::out(out) : OpArg::inout(out);
+  std::construct_at(&args.a[k++],
+                    out_whole || !out.initialized() ? OpArg::out(out) : OpArg::inout(out));
   for (const OpArg& x : extra)
-    args[k++] = x;
+    std::construct_at(&args.a[k++], x);
   for (const auto& in : e.inputs())
-    args[k++] = OpArg::in(*in.storage);
-  b.invoke(keys[n - first](op_dtype), std::span<const OpArg>(args.data(), k));
+    std::construct_at(&args.a[k++], OpArg::in(*in.storage));
+  b.invoke(keys[n - first](op_dtype), std::span<const OpArg>(args.a, k));
   ++programs_run();
 }
 
@@ -810,13 +836,19 @@ void materialise(Node& x, const Backend& b);
 inline void note_pending(const NodePtr& n) {
   pending_list& p = pending();
   for (const Node* c : {n->a.get(), n->b.get(), n->c.get()})
-    if (c != nullptr && c->k == Node::kind::leaf) p.entries.push_back({n, c->storage.get()});
+    if (c != nullptr && c->k == Node::kind::leaf) {
+      p.entries.push_back({n, c->storage.get()});
+      p.may_read |= storage_bit(c->storage.get());
+    }
   if (p.entries.size() >= p.compact_at) { // drop the entries whose expression ran or died
     std::erase_if(p.entries, [](const pending_entry& e) {
       auto s = e.node.lock();
       return !s || s->k != Node::kind::op;
     });
     p.compact_at = std::max<size_t>(64, 2 * p.entries.size());
+    p.may_read = 0;
+    for (const pending_entry& e : p.entries)
+      p.may_read |= storage_bit(e.reads);
   }
 }
 
@@ -1266,7 +1298,9 @@ inline bool contains(const Node& root, const Node* n) {
 // `keep` (the value being written) and its operands that nothing else holds.
 inline void flush_readers(const TensorStorage* st, std::span<const Node* const> keep,
                           const Backend& b) {
-  auto& list = pending().entries;
+  pending_list& p = pending();
+  if ((p.may_read & storage_bit(st)) == 0) return; // no entry reads st
+  auto& list = p.entries;
   for (size_t i = 0; i < list.size(); ++i) {
     if (list[i].reads != st) continue;
     NodePtr n = list[i].node.lock();
