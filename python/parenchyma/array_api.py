@@ -1221,6 +1221,86 @@ class _Info:
         return {d: d for d in names}
 
 
+# ---- docstrings of the functions above that have none in their body --------------------------
+_DOCS = {
+    "empty": "An uninitialised Tensor of `shape` (dtype: float64 by default) on `device` (default: "
+             "the default backend, or the innermost `with backend:` of this thread).",
+    "empty_like": "An uninitialised Tensor with x's shape (and dtype and device unless given).",
+    "zeros": "A Tensor of zeros of `shape` (dtype: float64 by default) on `device`.",
+    "zeros_like": "A Tensor of zeros with x's shape (and dtype and device unless given).",
+    "ones": "A Tensor of ones of `shape` (dtype: float64 by default) on `device`.",
+    "ones_like": "A Tensor of ones with x's shape (and dtype and device unless given).",
+    "full": "A Tensor of `shape` filled with `fill_value` (dtype: from the value unless given).",
+    "full_like": "A Tensor with x's shape filled with `fill_value`.",
+    "arange": "Evenly spaced values in [start, stop) with `step` (arange(n): 0 .. n-1).",
+    "linspace": "`num` evenly spaced values from start to stop (stop included when endpoint).",
+    "eye": "A 2-d Tensor with ones on the k-th diagonal and zeros elsewhere.",
+    "meshgrid": "Coordinate matrices from 1-d Tensors ('xy' or 'ij' indexing), as a list.",
+    "tril": "x with the elements above the k-th diagonal (of the last two axes) zeroed.",
+    "triu": "x with the elements below the k-th diagonal (of the last two axes) zeroed.",
+    "astype": "x converted to `dtype` (a new Tensor unless copy=False and nothing changes).",
+    "can_cast": "Whether `from_` (a dtype or a Tensor) converts to `to` under the promotion rules.",
+    "finfo": "Machine limits of a floating dtype (bits, eps, max, min, smallest_normal, dtype).",
+    "iinfo": "Machine limits of an integer dtype (bits, max, min, dtype).",
+    "isdtype": "Whether `dtype` is of `kind` ('bool', 'signed integer', 'unsigned integer', "
+               "'integral', 'real floating', 'complex floating', 'numeric', a dtype, or a tuple "
+               "of these).",
+    "clip": "x with its values limited to [min, max] (either may be None).",
+    "signbit": "Whether each element's sign bit is set (True for -0.0 and negative NaN).",
+    "real": "The real part: a copy of x (real dtypes only).",
+    "conj": "The complex conjugate: a copy of x (real dtypes only).",
+    "imag": "The imaginary part: zeros of x's shape (real dtypes only).",
+    "matrix_transpose": "The transpose of the last two axes (a view).",
+    "vecdot": "The dot product of x1 and x2 along `axis`, broadcasting the other axes.",
+    "tensordot": "The sum of products over `axes` (an int: the last n of x1 and first n of x2; "
+                 "or two sequences of axes).",
+    "broadcast_arrays": "The arrays broadcast to one shape (views), as a list.",
+    "broadcast_shapes": "The shape the given shapes broadcast to.",
+    "broadcast_to": "x broadcast to `shape` (a view).",
+    "concat": "The arrays joined along `axis` (axis=None: flattened first).",
+    "stack": "The arrays (of one shape) joined along a new axis.",
+    "unstack": "The slices of x along `axis`, as a tuple of views.",
+    "expand_dims": "x with a new axis of length one at `axis` (a view).",
+    "flip": "x with the order of the elements along `axis` reversed (a view; all axes by default).",
+    "moveaxis": "x with the axes `source` moved to `destination` (a view).",
+    "permute_dims": "x with its axes permuted as `axes` says (a view).",
+    "roll": "x with its elements shifted by `shift` along `axis` (flattened when None), wrapping.",
+    "squeeze": "x without the axes of length one that `axis` names (a view).",
+    "tile": "x repeated `repetitions` times along each axis.",
+    "argmax": "The index of the largest value (along `axis`, or of the flattened x); the first "
+              "one on ties.",
+    "argmin": "The index of the smallest value (along `axis`, or of the flattened x); the first "
+              "one on ties.",
+    "where": "x1 where condition is true, else x2 (broadcast together).",
+    "count_nonzero": "The number of non-zero elements (along `axis`).",
+    "sum": "The sum of the elements (along `axis`).",
+    "prod": "The product of the elements (along `axis`).",
+    "max": "The largest element (along `axis`); NaN propagates.",
+    "min": "The smallest element (along `axis`); NaN propagates.",
+    "mean": "The arithmetic mean (along `axis`).",
+    "var": "The variance (along `axis`), dividing by N - correction.",
+    "std": "The standard deviation (along `axis`), dividing by N - correction.",
+    "cumulative_sum": "The running sum along `axis` (include_initial: a leading zero).",
+    "cumulative_prod": "The running product along `axis` (include_initial: a leading one).",
+    "all": "Whether every element (along `axis`) is true.",
+    "any": "Whether some element (along `axis`) is true.",
+    "diff": "The n-th discrete difference along `axis` (with prepend / append joined first).",
+}
+for _n, _d in _DOCS.items():
+    globals()[_n].__doc__ = _d
+del _n, _d
+_Linalg.vector_norm.__doc__ = "The vector norm of order `ord` (along `axis`; all elements by default)."
+_Linalg.__doc__ = "The standard's linalg extension: matmul, matrix_transpose, tensordot, " \
+                  "vecdot, vector_norm."
+_Info.__doc__ = "What __array_namespace_info__() returns: the namespace's capabilities, devices " \
+                "and dtypes."
+_Info.capabilities.__doc__ = "{'boolean indexing', 'data-dependent shapes', 'max dimensions'}."
+_Info.default_device.__doc__ = "The default backend (of this thread: see `with backend:`)."
+_Info.default_dtypes.__doc__ = "The default dtypes: float64, int64 (indexing: int64)."
+_Info.devices.__doc__ = "The devices creation functions accept: the default backend."
+_Info.dtypes.__doc__ = "The supported dtypes ({name: name}), of one kind if `kind` is given."
+
+
 __all__ = sorted(n for n, v in list(globals().items())
                  if not n.startswith("_") and n not in ("Backend", "Error", "Tensor", "builtins"))
 
