@@ -1,14 +1,14 @@
 """Argument type errors for every compiled function and method, in one place.
 
 When no overload of a pybind11 function accepts the arguments, pybind11 raises a TypeError
-"incompatible function arguments" that lists the C++ signatures and names no parameter. install()
-wraps every compiled function and method whose signature has a typed parameter: the call goes
-straight through, and only when pybind11 refuses the arguments does the wrapper read the
-signature (the first line pybind11 writes into the docstring), find the first parameter that does
-not fit and raise parenchyma.ArgumentTypeError (a TypeError and a parenchyma.Error, code
+"incompatible function arguments" that lists the C++ signatures and names no parameter.
+install() wraps every compiled function and method: the call goes straight through, and only
+when pybind11 refuses the arguments does the wrapper read the signature (the first line pybind11
+writes into the docstring), find the first parameter that does not fit (or the missing or
+unexpected one) and raise parenchyma.ArgumentTypeError (a TypeError and a parenchyma.Error, code
 'invalid_argument') naming the function, the parameter, the type expected and the type given:
 
-    parenchyma.blas.axpy: argument alpha: expected float, got str
+    parenchyma.blas.axpy: argument alpha: expected float (or int), got str
 
 Arguments the compiled code converts itself (shapes, axes, dtypes, operands) raise the same
 ArgumentTypeError from C++ (python/src/args.cpp).
@@ -110,10 +110,10 @@ def _fits(value, typ):
             hasattr(value, "__float__") or hasattr(value, "__index__"))
     if typ == "int":
         return hasattr(value, "__index__") and not isinstance(value, (str, bytes))
-    if typ == "bool":
-        return isinstance(value, bool) or type(value).__name__ == "bool_"
+    if typ == "bool":  # pybind11 converts None and anything with __bool__ (not str: no __bool__)
+        return value is None or hasattr(type(value), "__bool__")
     if typ == "str":
-        return isinstance(value, str)
+        return isinstance(value, (str, bytes))
     if typ.startswith(("List[", "Tuple[", "Sequence[")):
         try:
             iter(value)
@@ -170,17 +170,11 @@ def _diagnose(sig, args, kwargs):
             continue
         v = bound[name]
         if not _fits(v, typ):
-            extra = ""
-            if typ == "int" and hasattr(v, "__index__"):
-                return "argument %s: %r does not fit a C++ integer" % (name, v)
-            return "argument %s: expected %s, got %s%s" % (name, _expected(typ), _type_name(v),
-                                                         extra)
+            return "argument %s: expected %s, got %s" % (name, _expected(typ), _type_name(v))
     return None
 
 
 def _raise(qualname, fn, args, kwargs, original):
-    from . import _parenchyma
-
     complaint = None
     for sig in _signatures(fn):
         complaint = _diagnose(sig, args, kwargs)
@@ -188,19 +182,10 @@ def _raise(qualname, fn, args, kwargs, original):
             break
     if complaint is None:  # not found: keep pybind11's account, without its overload list
         complaint = "arguments of the wrong types: " + str(original).split("\n")[0]
-    e = _parenchyma.ArgumentTypeError(qualname + ": " + complaint)
-    e.code, e.origin, e.message = "invalid_argument", qualname, complaint
-    e.description = "invalid argument"
-    raise e from None
+    raise type_error(qualname, complaint) from None
 
 
-def _typed(fn):
-    """Whether pybind11 converts some parameter itself (one not taken as a plain object)."""
-    return any(typ not in ("object",) and name != "self" and not star
-               for sig in _signatures(fn) for name, typ, _d, _k, star in sig)
-
-
-def _wrap(fn, qualname, bound_self=False):
+def _wrap(fn, qualname):
     @functools.wraps(fn)
     def call(*args, **kwargs):
         try:
@@ -209,7 +194,7 @@ def _wrap(fn, qualname, bound_self=False):
             text = str(e)
             if type(e) is not TypeError or not any(r in text.split("\n")[0] for r in _REFUSED):
                 raise
-            _raise(qualname, fn, args if not bound_self else args, kwargs, e)
+            _raise(qualname, fn, args, kwargs, e)
 
     call.__parenchyma_checked__ = True
     return call
@@ -225,7 +210,7 @@ def install(module, public):
     for name, obj in list(vars(module).items()):
         if name.startswith("__") and name.endswith("__"):
             continue
-        if _is_builtin(obj) and _typed(obj):
+        if _is_builtin(obj):
             setattr(module, name, _wrap(obj, public + "." + name))
         elif isinstance(obj, type) and obj.__module__.startswith("parenchyma"):
             _install_class(obj, public + "." + name)
@@ -235,8 +220,37 @@ def _install_class(cls, public):
     for name, raw in list(vars(cls).items()):
         if isinstance(raw, staticmethod):
             fn = raw.__func__
-            if _is_builtin(fn) and _typed(fn):
+            if _is_builtin(fn):
                 setattr(cls, name, staticmethod(_wrap(fn, public + "." + name)))
-        elif _is_builtin(raw) and _typed(raw):
+        elif _is_builtin(raw):
             qual = public if name == "__init__" else public + "." + name
             setattr(cls, name, _wrap(raw, qual))
+
+
+# ---- for the pure-Python functions -------------------------------------------------------------
+
+def type_error(origin, message):
+    """A parenchyma.ArgumentTypeError for `origin` ('parenchyma.array_api.arange')."""
+    from . import _parenchyma
+
+    e = _parenchyma.ArgumentTypeError(origin + ": " + message)
+    e.code, e.origin, e.message = "invalid_argument", origin, message
+    e.description = "invalid argument"
+    return e
+
+
+def as_float(value, origin, name):
+    """`value` as a Python float (anything with __float__ or __index__, not a str), else
+    ArgumentTypeError naming the argument."""
+    if isinstance(value, (str, bytes)) or not (hasattr(value, "__float__")
+                                               or hasattr(value, "__index__")):
+        raise type_error(origin, "argument %s: expected float (or int), got %s"
+                         % (name, _type_name(value)))
+    return float(value)
+
+
+def as_int(value, origin, name):
+    """`value` as a Python int (anything with __index__), else ArgumentTypeError."""
+    if not hasattr(value, "__index__") or isinstance(value, (str, bytes)):
+        raise type_error(origin, "argument %s: expected int, got %s" % (name, _type_name(value)))
+    return value.__index__()

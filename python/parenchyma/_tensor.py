@@ -126,9 +126,11 @@ def _index_items(x, key):
                          "other axes whole (x[idx], x[:, idx]) only; use "
                          "parenchyma.array_api.take(x, indices, axis=...) per axis")
         if not (k is None or k is Ellipsis or isinstance(k, slice) or hasattr(k, "__index__")):
-            raise _error("invalid_argument", "parenchyma.Tensor.__getitem__",
-                         "an index must be an int, a slice, Ellipsis or None, got "
-                         + type(k).__name__)
+            from ._args import type_error
+
+            raise type_error("parenchyma.Tensor.__getitem__",
+                             "argument key: an index must be an int, a slice, Ellipsis, None, "
+                             "an integer or boolean array, got " + type(k).__name__)
     n_ell = sum(1 for k in key if k is Ellipsis)
     if n_ell > 1:
         raise _error("invalid_argument", "parenchyma.Tensor.__getitem__",

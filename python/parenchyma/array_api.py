@@ -20,6 +20,7 @@ import operator as _operator
 from ._parenchyma import Backend, Error, Tensor
 from ._parenchyma import _array as _a
 from . import _tensor  # noqa: F401  (installs the Tensor methods)
+from ._args import as_float as _as_float, as_int as _as_int, type_error as _type_error
 
 __array_api_version__ = "2024.12"
 
@@ -75,9 +76,9 @@ def _dtype(d, origin="dtype"):
 def _device(device, *arrays):
     if device is not None:
         if not isinstance(device, Backend):
-            raise _error("invalid_argument", "array_api",
-                         "argument device: expected a parenchyma.Backend, got "
-                         + type(device).__name__)
+            raise _type_error("parenchyma.array_api",
+                              "argument device: expected a parenchyma.Backend, got "
+                              + type(device).__name__)
         return device
     for x in arrays:
         if isinstance(x, Tensor) and x.backend is not None:
@@ -88,8 +89,8 @@ def _device(device, *arrays):
 def _tensor(x, origin):
     if isinstance(x, Tensor):
         return x
-    raise _error("invalid_argument", "array_api." + origin,
-                 "expected a parenchyma.Tensor, got " + type(x).__name__)
+    raise _type_error("parenchyma.array_api." + origin,
+                      "argument x: expected a parenchyma.Tensor, got " + type(x).__name__)
 
 
 def _axes(axis, ndim):
@@ -206,8 +207,9 @@ def _fill_dtype(v):
         return int64
     if isinstance(v, float):
         return float64
-    raise _error("invalid_argument", "array_api.full",
-                 "argument fill_value: expected a bool, int or float, got " + type(v).__name__)
+    raise _type_error("parenchyma.array_api.full",
+                      "argument fill_value: expected a bool, int or float, got "
+                      + type(v).__name__)
 
 
 def full(shape, fill_value, *, dtype=None, device=None):
@@ -225,13 +227,17 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
     if dtype is None:
         dtype = float64 if builtins.any(isinstance(v, float) for v in (start, stop, step)) \
             else int64
-    return _a.arange(float(start), float(stop), float(step), _dtype(dtype), _device(device))
+    o = "parenchyma.array_api.arange"
+    return _a.arange(_as_float(start, o, "start"), _as_float(stop, o, "stop"),
+                     _as_float(step, o, "step"), _dtype(dtype), _device(device))
 
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
     if isinstance(start, complex) or isinstance(stop, complex):
         raise _error("unsupported", "array_api.linspace", "complex values are not supported")
-    return _a.linspace(float(start), float(stop), int(num), endpoint, _dtype(dtype) or float64,
+    o = "parenchyma.array_api.linspace"
+    return _a.linspace(_as_float(start, o, "start"), _as_float(stop, o, "stop"),
+                       _as_int(num, o, "num"), endpoint, _dtype(dtype) or float64,
                        _device(device))
 
 
@@ -392,8 +398,9 @@ def _elementwise1(name, impl=None):
 def _elementwise2(name, impl=None):
     def f(x1, x2, /):
         if not isinstance(x1, Tensor) and not isinstance(x2, Tensor):
-            raise _error("invalid_argument", "array_api." + name,
-                         "at least one argument must be a parenchyma.Tensor")
+            raise _type_error("parenchyma.array_api." + name,
+                              "argument x1 or x2: expected a parenchyma.Tensor (at least one of "
+                              "them), got %s and %s" % (type(x1).__name__, type(x2).__name__))
         return _a.binary(impl or name, _tensor_or_scalar(x1), _tensor_or_scalar(x2))
 
     f.__name__ = name
@@ -1009,7 +1016,8 @@ def _reduce(name, x, axis, keepdims, correction=0.0, dtype=None):
         # over no axes: the values themselves (in the reduction's dtype)
         r = _a.reduce(name, _a.expand_dims(x, 0), 0, keepdims=False, correction=correction)
         return r
-    return _a.reduce(name, x, axis, keepdims, float(correction))
+    return _a.reduce(name, x, axis, keepdims,
+                     _as_float(correction, "parenchyma.array_api." + name, "correction"))
 
 
 def sum(x, /, *, axis=None, dtype=None, keepdims=False):
@@ -1099,7 +1107,8 @@ class _Linalg:
 
     @staticmethod
     def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
-        return _a.vector_norm(x, axis, float(ord), keepdims)
+        return _a.vector_norm(x, axis, _as_float(ord, "parenchyma.array_api.linalg.vector_norm",
+                                                 "ord"), keepdims)
 
 
 linalg = _Linalg()

@@ -97,7 +97,9 @@ GIL while they run, and take the backend's lock instead).)")
             });
           },
           "Waits for all work enqueued on this backend (releases the GIL meanwhile).")
-      .def("__repr__", &repr)
+      .def("__repr__", &repr,
+           "<parenchyma.Backend 'name' framework='...' device='...' (kind)>: the backend's name, "
+           "framework, device and the device's kind.")
       .def(
           "__str__",
           [](const PyBackend& b) {

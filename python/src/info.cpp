@@ -177,7 +177,8 @@ py::dict info() {
 
 void bind_info(py::module_& m) {
   m.def("info", &info, R"(What the process's registry found, as a dict with the keys (and
-values) of `parenchyma-info --json`:
+values) of `parenchyma-info --json` (dtypes spelled as NumPy does, 'float32' for the tool's
+'f32'):
   version: 1, the layout's version;
   plugins: one dict per plugin file tried (name, kind, path, status, stage, reason, advice);
   frameworks: name, path, version, reason, devices (index, name, vendor, kind, properties);

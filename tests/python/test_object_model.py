@@ -239,8 +239,25 @@ def test_info_has_the_keys_of_parenchyma_info_json():
     assert i["version"] == j["version"] and i["ranking"] == j["ranking"]
     assert [d["backend"] for d in i["devices"]] == [d["backend"] for d in j["devices"]]
     assert i["selected"]["backend"] == j["selected"]["backend"]
-    assert sorted((o["extension"], o["op"], o["dtype"], o["framework"]) for o in i["ops"]) == \
-        sorted((o["extension"], o["op"], o["dtype"], o["framework"]) for o in j["ops"])
+    # dtypes: the package spells them as NumPy does, the tool as the C ABI does (f32)
+    numpy_name = {"bf16": "bfloat16", "f16": "float16", "f32": "float32", "f64": "float64",
+                  "i8": "int8", "i16": "int16", "i32": "int32", "i64": "int64", "u8": "uint8",
+                  "bool": "bool", "any": "any", "op": "op"}
+    assert sorted((o["extension"], o["op"], o["dtype"], o["framework"], o["bundle"])
+                  for o in i["ops"]) == \
+        sorted((o["extension"], o["op"], numpy_name[o["dtype"]], o["framework"], o["bundle"])
+               for o in j["ops"])
+    by_op = {(o["extension"], o["op"], o["dtype"], o["framework"], o["bundle"]): o["arguments"]
+             for o in i["ops"]}
+    for o in j["ops"]:
+        mine = by_op[(o["extension"], o["op"], numpy_name[o["dtype"]], o["framework"],
+                      o["bundle"])]
+        theirs = o["arguments"] and [dict(a, **({"dtype": numpy_name[a["dtype"]]}
+                                                if a.get("dtype") else {}))
+                                     for a in o["arguments"]]
+        assert mine == theirs, o
+    assert i["config"]["sources"] == j["config"]["sources"]
+    assert i["config"]["fallback"] == j["config"]["fallback"]
 
 
 def test_devices_lists_the_registry_devices_with_the_json_keys():
@@ -373,13 +390,20 @@ def test_argument_type_errors_name_the_parameter_and_the_type(native):
          "argument training", "bool"),
         (lambda: conv.algorithm(1), "argument direction", "str", "got int"),
         (lambda: nn.dropout(b, x, y, parenchyma.zeros(4, "uint8"), "half", 1),
-         "argument probability" if False else "float"),
+         "argument probability", "float",
+         "got str"),
         (lambda: nn.pooling_output_shape((1, 1, 4, 4), "2"), "argument window"),
-        (lambda: xp.arange("a"), "argument start", "float"),
+        (lambda: xp.arange("a", 5), "parenchyma.array_api.arange", "argument start", "float"),
+        (lambda: xp.linspace(0, 1, 2.5), "argument num", "int", "got float"),
+        (lambda: parenchyma.random.Generator(1).normal((2,), "m"), "argument mean"),
+        (lambda: xp.std(x, correction="1"), "argument correction"),
         (lambda: xp.zeros((2,), device="native"), "argument device", "parenchyma.Backend"),
-        (lambda: x + object(), "parenchyma.Tensor", "got object"),
         (lambda: parenchyma.random.Generator("seed"), "argument seed"),
         (lambda: x.reshape("a"), "shape"),
+        (lambda: x[1.5], "argument key", "got float"),
+        (lambda: xp.exp([1.0]), "argument x", "parenchyma.Tensor", "got list"),
+        (lambda: xp.add(1, 2), "argument x1 or x2"),
+        (lambda: xp.full((2,), "v"), "argument fill_value", "got str"),
     ]
     for fn, *names in cases:
         type_error(fn, *names)
