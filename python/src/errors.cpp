@@ -78,7 +78,7 @@ void bind_errors(py::module_& m) {
       "parenchyma.ArgumentTypeError",
       "An argument of the wrong type: both a parenchyma.Error (code 'invalid_argument') and a\n"
       "TypeError. The message names the function, the argument and the type expected:\n"
-      "'parenchyma.blas.axpy: argument alpha: expected float, got str'.",
+      "'parenchyma.blas.axpy: argument alpha: expected float (or int), got str'.",
       bases.ptr(), nullptr);
   if (type_error_type == nullptr) throw py::error_already_set();
   m.add_object("ArgumentTypeError", py::handle(type_error_type));

@@ -300,12 +300,12 @@ math: 'by_setting' (PARENCHYMA_NN_MATH, strict unless set), 'strict' or 'tf32'.)
             };
             const nn::ConvolutionParams& p = c.conv->params();
             return "<parenchyma.nn.Convolution x_shape=" + shape(c.conv->x_shape()) +
-                   " w_shape=" + shape(c.conv->w_shape()) + " y_shape=" +
-                   shape(c.conv->y_shape()) + " stride=" + pair(p.stride) +
-                   " padding=" + pair(p.padding) + " dilation=" + pair(p.dilation) +
-                   " groups=" + std::to_string(p.groups) + " dtype=" + dtype_name(c.conv->dtype()) +
-                   " algorithms=(" + std::to_string(c.conv->algorithm(nn::direction::forward)) +
-                   ", " + std::to_string(c.conv->algorithm(nn::direction::grad_data)) + ", " +
+                   " w_shape=" + shape(c.conv->w_shape()) + " y_shape=" + shape(c.conv->y_shape()) +
+                   " stride=" + pair(p.stride) + " padding=" + pair(p.padding) +
+                   " dilation=" + pair(p.dilation) + " groups=" + std::to_string(p.groups) +
+                   " dtype=" + dtype_name(c.conv->dtype()) + " algorithms=(" +
+                   std::to_string(c.conv->algorithm(nn::direction::forward)) + ", " +
+                   std::to_string(c.conv->algorithm(nn::direction::grad_data)) + ", " +
                    std::to_string(c.conv->algorithm(nn::direction::grad_filter)) + ") backend='" +
                    c.backend->backend.name() + "'>";
           },
