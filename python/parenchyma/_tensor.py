@@ -304,40 +304,56 @@ def _str(self):
 # ---- pickling ----------------------------------------------------------------------------------
 # A Tensor pickles by value: its shape, dtype, a host copy of its data (a NumPy array; None for an
 # unwritten tensor) and the name of its backend (Backend.name, the request string Backend()
-# takes; None for a host tensor). Unpickling makes the tensor on that backend; where no such
-# backend can be made (another machine), on the host (the default backend) with a
+# takes; None for a host tensor). Unpickling makes the tensor on a backend of that name; where
+# none can be made (another machine), on the host (used with the default backend) with a
 # RuntimeWarning naming the missing backend.
 
-_unpickle_backends = {}
+
+# Names this process in pickles (with a backend's token): a tensor unpickled in the process that
+# pickled it (copy.deepcopy) comes back on the very backend it was on, while that one lives.
+_PROCESS = None
 
 
-def _backend_named(name):
-    """A Backend for `name`: the thread's default one when it has that name, else one Backend
-    per name for the process (so tensors unpickled together share a backend); None with a
-    warning when it cannot be made."""
+def _process():
+    global _PROCESS
+    if _PROCESS is None:
+        import os
+
+        _PROCESS = "%d-%s" % (os.getpid(), os.urandom(8).hex())
+    return _PROCESS
+
+
+def _backend_named(name, origin=None):
+    """A Backend for `name`: the very backend the tensor was on when `origin` (process, token)
+    says it was pickled in this process and that backend lives; else the thread's default
+    backend when it has that name; else the most recently made backend of that name still in
+    use; else a new Backend(name); None, with a RuntimeWarning, when none can be made."""
     from ._parenchyma import Backend
 
+    if origin is not None and origin[0] == _process():
+        b = _a.live_backend(name, origin[1])
+        if b is not None:
+            return b
     default = _a.default_backend()
     if default.name == name:
         return default
-    b = _unpickle_backends.get(name)
-    if b is None:
-        try:
-            b = Backend(name)
-        except Error as e:
-            import warnings
+    b = _a.live_backend(name)
+    if b is not None:
+        return b
+    try:
+        return Backend(name)
+    except Error as e:
+        import warnings
 
-            warnings.warn("parenchyma: the pickled tensor's backend %r is not available here "
-                          "(%s); the tensor is made on the host and used with the default "
-                          "backend %r" % (name, e, default.name), RuntimeWarning, stacklevel=3)
-            return None
-        _unpickle_backends[name] = b
-    return b
+        warnings.warn("parenchyma: the pickled tensor's backend %r is not available here "
+                      "(%s); the tensor is made on the host and used with the default "
+                      "backend %r" % (name, e, default.name), RuntimeWarning, stacklevel=3)
+        return None
 
 
-def _rebuild(shape, dtype, data, backend):
+def _rebuild(shape, dtype, data, backend, origin=None):
     """Unpickles a Tensor (see _reduce)."""
-    b = _backend_named(backend) if backend is not None else None
+    b = _backend_named(backend, origin) if backend is not None else None
     if data is None:
         t = Tensor(shape, dtype)
         return t.to(b) if b is not None else t
@@ -356,17 +372,20 @@ def _rebuild(shape, dtype, data, backend):
 
 def _reduce(self):
     """Pickles the tensor by value: (shape, dtype, a host copy of the data or None when
-    unwritten, the backend's name or None)."""
+    unwritten, the backend's name or None, and where it was pickled: this process and the
+    backend's token, used only when unpickled in this same process)."""
     import numpy as np
 
-    backend = self.backend.name if self.backend is not None else None
+    b = self.backend
+    backend = b.name if b is not None else None
+    origin = (_process(), _a.backend_token(b)) if b is not None else None
     if not self.initialized:
-        return (_rebuild, (tuple(self.shape), self.dtype, None, backend))
+        return (_rebuild, (tuple(self.shape), self.dtype, None, backend, origin))
     if self.dtype == "bfloat16":
         data = np.array(_a.astype(self, "float32", True).numpy(), copy=True)
     else:
         data = np.array(self.numpy(), copy=True)
-    return (_rebuild, (tuple(self.shape), self.dtype, data, backend))
+    return (_rebuild, (tuple(self.shape), self.dtype, data, backend, origin))
 
 
 def _axes(axis):

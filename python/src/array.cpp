@@ -266,7 +266,10 @@ std::shared_ptr<BackendState> default_backend() {
   static auto* slot = new std::shared_ptr<BackendState>();
   if (!*slot) {
     auto s = without_gil([] { return std::make_shared<BackendState>(Backend()); });
-    if (!*slot) *slot = std::move(s); // another thread may have made it meanwhile
+    if (!*slot) { // another thread may have made it meanwhile
+      register_backend(s);
+      *slot = std::move(s);
+    }
   }
   return *slot;
 }
@@ -356,6 +359,20 @@ void bind_array(py::module_& parent) {
                 "the Tensor methods are the API).");
 
   m.def("default_backend", [] { return PyBackend{default_backend()}; });
+  m.def(
+      "live_backend",
+      [](const std::string& name, uintptr_t token) -> py::object {
+        const auto s = live_backend(name, token);
+        if (!s) return py::none();
+        return py::cast(PyBackend{s});
+      },
+      py::arg("name"), py::arg("token") = 0,
+      "The backend named `name` this process made and still uses: the one backend_token() "
+      "gave `token` for, or (token 0) the most recently made one; None when there is none.");
+  m.def(
+      "backend_token",
+      [](const PyBackend& b) { return reinterpret_cast<uintptr_t>(b.state.get()); },
+      "An integer naming this backend in this process (for live_backend).");
   m.def("context_backend", []() -> py::object {
     const auto& stack = thread_backends();
     if (stack.empty()) return py::none();

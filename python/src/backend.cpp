@@ -24,6 +24,38 @@ OrderedLock::~OrderedLock() {
     (*it)->unlock();
 }
 
+namespace {
+
+struct LiveBackends {
+  std::mutex mutex;
+  std::vector<std::pair<std::string, std::weak_ptr<BackendState>>> made; // oldest first
+};
+
+LiveBackends& live_backends() {
+  static auto* l = new LiveBackends(); // never destroyed: used until the process ends
+  return *l;
+}
+
+} // namespace
+
+void register_backend(const std::shared_ptr<BackendState>& s) {
+  LiveBackends& l = live_backends();
+  const std::lock_guard lock(l.mutex);
+  std::erase_if(l.made, [](const auto& e) { return e.second.expired(); });
+  l.made.emplace_back(s->backend.name(), s);
+}
+
+std::shared_ptr<BackendState> live_backend(const std::string& name, uintptr_t token) {
+  LiveBackends& l = live_backends();
+  const std::lock_guard lock(l.mutex);
+  for (auto it = l.made.rbegin(); it != l.made.rend(); ++it)
+    if (it->first == name)
+      if (auto s = it->second.lock();
+          s && (token == 0 || reinterpret_cast<uintptr_t>(s.get()) == token))
+        return s;
+  return nullptr;
+}
+
 std::vector<std::shared_ptr<BackendState>>& thread_backends() {
   thread_local std::vector<std::shared_ptr<BackendState>> stack;
   return stack;
@@ -33,8 +65,10 @@ namespace {
 
 std::shared_ptr<BackendState> make_backend(const std::optional<std::string>& request) {
   // The first Backend loads and probes every plugin: without the GIL.
-  return without_gil(
+  auto s = without_gil(
       [&] { return std::make_shared<BackendState>(request ? Backend(*request) : Backend()); });
+  register_backend(s);
+  return s;
 }
 
 std::string repr(const PyBackend& b) {

@@ -176,6 +176,11 @@ void flush_array_readers(const Backend& b, TensorStorage& st);
 std::shared_ptr<BackendState> default_backend();
 // This thread's stack of `with backend:` blocks (backend.cpp), innermost last.
 std::vector<std::shared_ptr<BackendState>>& thread_backends();
+// The backends the package made, by name (backend.cpp): unpickling finds one still in use.
+void register_backend(const std::shared_ptr<BackendState>& s);
+// The backend named `name` still in use: the one at address `token` (a BackendState*, as an
+// integer; 0: any), else (token 0) the most recently made one; null when there is none.
+std::shared_ptr<BackendState> live_backend(const std::string& name, uintptr_t token = 0);
 
 void bind_errors(py::module_& m);
 void bind_backend(py::module_& m);

@@ -439,6 +439,7 @@ PyTensor import_dlpack(const py::object& obj, const std::shared_ptr<BackendState
           target = without_gil([&] {
             return std::make_shared<BackendState>(Backend("cuda:" + std::to_string(id)));
           });
+          register_backend(target);
         }
         const auto stream = reinterpret_cast<uintptr_t>(target->backend.native(PCY_NATIVE_QUEUE));
         capsule = call_dlpack(obj, py::int_(stream));

@@ -476,3 +476,30 @@ def test_every_public_function_and_class_has_a_docstring():
     # and the array_api linalg extension's functions
     for f in ("matmul", "matrix_transpose", "tensordot", "vecdot", "vector_norm"):
         assert doc_of(getattr(xp.linalg, f)), f
+
+
+def test_copy_and_deepcopy_go_through_pickling(backend):
+    import copy
+
+    a = np.arange(6, dtype=np.int32).reshape(2, 3)
+    t = xp.asarray(a, device=backend)
+    for u in (copy.copy(t), copy.deepcopy(t)):
+        assert u is not t and u.backend == t.backend  # the same backend object, by its name
+        same(u.numpy(), a)
+        u.numpy()[0, 0] = 99
+        same(t.numpy(), a)  # by value
+
+
+def test_unpickling_in_the_same_process_finds_the_very_backend(native):
+    b = parenchyma.Backend("native")  # not the default backend: another of the same name
+    t = xp.asarray(np.arange(3.0), device=b)
+    u = pickle.loads(pickle.dumps(t))
+    assert u.backend == b and (u + t).backend == b
+    data = pickle.dumps(t)
+    del t, u
+    b = None  # gone: the same pickle now finds the default backend (of that name)
+    import gc
+
+    gc.collect()
+    v = pickle.loads(data)
+    assert v.backend == default_device() or v.backend.name == "native:0"
