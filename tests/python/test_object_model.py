@@ -502,4 +502,5 @@ def test_unpickling_in_the_same_process_finds_the_very_backend(native):
 
     gc.collect()
     v = pickle.loads(data)
-    assert v.backend == default_device() or v.backend.name == "native:0"
+    assert v.backend.name == "native:0"  # a live backend of that name (no dangling token)
+    np.testing.assert_array_equal(v.numpy(), np.arange(3.0))
