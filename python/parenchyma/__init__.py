@@ -40,18 +40,30 @@ def _cxx_runtime_global():
 
 _cxx_runtime_global()
 
-from ._parenchyma import DLPACK_VERSION, Backend, Error, Tensor, __version__, from_dlpack, info  # noqa: E402
+from . import _args, _parenchyma  # noqa: E402
+
+# Argument type errors name the parameter (parenchyma.ArgumentTypeError): before anything takes
+# the compiled functions.
+_args.install(_parenchyma, "parenchyma")
+_args.install(_parenchyma.blas, "parenchyma.blas")
+_args.install(_parenchyma.nn, "parenchyma.nn")
+_args.install(_parenchyma._array, "parenchyma._array")
+
+from ._parenchyma import (DLPACK_VERSION, ArgumentTypeError, Backend, Error,  # noqa: E402
+                          Tensor, __version__, devices, from_dlpack, info)
 from . import blas, nn  # noqa: E402
 from . import _tensor, array_api, random  # noqa: E402,F401  (_tensor: the Tensor's array methods)
 
 __all__ = [
     "DLPACK_VERSION",
+    "ArgumentTypeError",
     "Backend",
     "Error",
     "Tensor",
     "array_api",
     "asarray",
     "blas",
+    "devices",
     "from_dlpack",
     "info",
     "nn",
@@ -62,8 +74,11 @@ __all__ = [
 
 
 def zeros(shape, dtype="float32"):
-    """A Tensor of zeros of the given shape and dtype (on the host)."""
-    return Tensor.zeros(shape, dtype)
+    """A Tensor of zeros of the given shape and dtype (on the host; inside a `with backend:`
+    block of this thread, on that backend)."""
+    t = Tensor.zeros(shape, dtype)
+    context = _parenchyma._array.context_backend()
+    return t.to(context) if context is not None else t
 
 
 def asarray(obj, dtype=None, backend=None):
@@ -72,8 +87,11 @@ def asarray(obj, dtype=None, backend=None):
     A Tensor is returned as it is; an object with __dlpack__ (NumPy, PyTorch, ...) is imported
     with from_dlpack (aliasing its memory); anything else (lists, scalars, non-contiguous or
     read-only arrays) goes through numpy.ascontiguousarray first, a copy the Tensor keeps alive.
-    `dtype` converts (a copy) when the data has another one; `backend` is passed to from_dlpack.
+    `dtype` converts (a copy) when the data has another one; `backend` is passed to from_dlpack
+    (default: the backend of the innermost `with backend:` block of this thread, if any).
     """
+    if backend is None and not isinstance(obj, Tensor):
+        backend = _parenchyma._array.context_backend()
     if isinstance(obj, Tensor):
         if dtype is not None and str(_np_dtype(dtype)) != obj.dtype:
             raise _error("invalid_argument", "parenchyma.asarray",

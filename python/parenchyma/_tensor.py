@@ -126,9 +126,11 @@ def _index_items(x, key):
                          "other axes whole (x[idx], x[:, idx]) only; use "
                          "parenchyma.array_api.take(x, indices, axis=...) per axis")
         if not (k is None or k is Ellipsis or isinstance(k, slice) or hasattr(k, "__index__")):
-            raise _error("invalid_argument", "parenchyma.Tensor.__getitem__",
-                         "an index must be an int, a slice, Ellipsis or None, got "
-                         + type(k).__name__)
+            from ._args import type_error
+
+            raise type_error("parenchyma.Tensor.__getitem__",
+                             "argument key: an index must be an int, a slice, Ellipsis, None, "
+                             "an integer or boolean array, got " + type(k).__name__)
     n_ell = sum(1 for k in key if k is Ellipsis)
     if n_ell > 1:
         raise _error("invalid_argument", "parenchyma.Tensor.__getitem__",
@@ -251,13 +253,39 @@ def _index(self):
     return int(_item(self))
 
 
+# A tensor with more elements than this shows no values in repr() and str() (reading them
+# would copy the whole tensor to the host): only its description.
+_REPR_MAX_ELEMENTS = 1000
+
+
+def _describe(self):
+    """'<parenchyma.Tensor shape=(2, 3) dtype=float32 backend='opencl:0' ...>': the shape, the
+    dtype, the backend it was last used on (none: a host tensor), and whether it is unwritten,
+    read-only (no), a view or a pending expression."""
+    parts = ["shape=" + str(tuple(self.shape)), "dtype=" + self.dtype]
+    b = self.backend
+    parts.append("backend='" + b.name + "'" if b is not None else "backend=None (host)")
+    kind = _a.kind(self)
+    if kind != "dense":
+        parts.append(kind)
+    parts.append("written" if self.initialized else "unwritten")
+    return "<parenchyma.Tensor " + " ".join(parts) + ">"
+
+
+def _shows_values(self):
+    return (self.initialized and self.dtype != "bfloat16"
+            and self.size <= _REPR_MAX_ELEMENTS)
+
+
 def _repr(self):
-    if not self.initialized or self.dtype == "bfloat16":
-        return self._header()
+    """Tensor([...], dtype=..., backend='...') with the values of a small written tensor; the
+    description (shape, dtype, backend, state; no values) otherwise."""
+    if not _shows_values(self):
+        return _describe(self)
     import numpy as np
 
     a = self.numpy()
-    body = np.array2string(a, separator=", ", prefix="Tensor(", threshold=1000)
+    body = np.array2string(a, separator=", ", prefix="Tensor(", threshold=_REPR_MAX_ELEMENTS)
     extra = ""
     if self.backend is not None:
         extra = ", backend='" + self.backend.name + "'"
@@ -265,11 +293,99 @@ def _repr(self):
 
 
 def _str(self):
-    if not self.initialized or self.dtype == "bfloat16":
-        return self._header()
+    """The values as NumPy prints them (a small written tensor), else the description."""
+    if not _shows_values(self):
+        return _describe(self)
     import numpy as np
 
     return np.array2string(self.numpy())
+
+
+# ---- pickling ----------------------------------------------------------------------------------
+# A Tensor pickles by value: its shape, dtype, a host copy of its data (a NumPy array; None for an
+# unwritten tensor) and the name of its backend (Backend.name, the request string Backend()
+# takes; None for a host tensor). Unpickling makes the tensor on a backend of that name; where
+# none can be made (another machine), on the host (used with the default backend) with a
+# RuntimeWarning naming the missing backend.
+
+
+# Names this process in pickles (with a backend's token): a tensor unpickled in the process that
+# pickled it (copy.deepcopy) comes back on the very backend it was on, while that one lives.
+_PROCESS = None
+
+
+def _process():
+    global _PROCESS
+    if _PROCESS is None:
+        import os
+
+        _PROCESS = "%d-%s" % (os.getpid(), os.urandom(8).hex())
+    return _PROCESS
+
+
+def _backend_named(name, origin=None):
+    """A Backend for `name`: the very backend the tensor was on when `origin` (process, token)
+    says it was pickled in this process and that backend lives; else the thread's default
+    backend when it has that name; else the most recently made backend of that name still in
+    use; else a new Backend(name); None, with a RuntimeWarning, when none can be made."""
+    from ._parenchyma import Backend
+
+    if origin is not None and origin[0] == _process():
+        b = _a.live_backend(name, origin[1])
+        if b is not None:
+            return b
+    default = _a.default_backend()
+    if default.name == name:
+        return default
+    b = _a.live_backend(name)
+    if b is not None:
+        return b
+    try:
+        return Backend(name)
+    except Error as e:
+        import warnings
+
+        warnings.warn("parenchyma: the pickled tensor's backend %r is not available here "
+                      "(%s); the tensor is made on the host and used with the default "
+                      "backend %r" % (name, e, default.name), RuntimeWarning, stacklevel=3)
+        return None
+
+
+def _rebuild(shape, dtype, data, backend, origin=None):
+    """Unpickles a Tensor (see _reduce)."""
+    b = _backend_named(backend, origin) if backend is not None else None
+    if data is None:
+        t = Tensor(shape, dtype)
+        return t.to(b) if b is not None else t
+    from . import array_api
+
+    if dtype == "bfloat16":  # NumPy has none: pickled as float32 (exact), converted back
+        t = _a.astype(array_api.asarray(data), "bfloat16", True)
+    else:
+        t = array_api.asarray(data)
+    if tuple(t.shape) != tuple(shape) or t.dtype != dtype:
+        raise _error("invalid_argument", "parenchyma.Tensor (unpickling)",
+                     "the pickled data (%s %s) does not match the tensor (%s %s)"
+                     % (t.shape, t.dtype, tuple(shape), dtype))
+    return t.to(b) if b is not None else t
+
+
+def _reduce(self):
+    """Pickles the tensor by value: (shape, dtype, a host copy of the data or None when
+    unwritten, the backend's name or None, and where it was pickled: this process and the
+    backend's token, used only when unpickled in this same process)."""
+    import numpy as np
+
+    b = self.backend
+    backend = b.name if b is not None else None
+    origin = (_process(), _a.backend_token(b)) if b is not None else None
+    if not self.initialized:
+        return (_rebuild, (tuple(self.shape), self.dtype, None, backend, origin))
+    if self.dtype == "bfloat16":
+        data = np.array(_a.astype(self, "float32", True).numpy(), copy=True)
+    else:
+        data = np.array(self.numpy(), copy=True)
+    return (_rebuild, (tuple(self.shape), self.dtype, data, backend, origin))
 
 
 def _axes(axis):
@@ -381,6 +497,7 @@ def _install():
     T.__index__ = _index
     T.__repr__ = _repr
     T.__str__ = _str
+    T.__reduce__ = _reduce
     T.__array_namespace__ = _array_namespace
     T.item = _item
     T.tolist = _tolist

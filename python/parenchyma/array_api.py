@@ -20,6 +20,7 @@ import operator as _operator
 from ._parenchyma import Backend, Error, Tensor
 from ._parenchyma import _array as _a
 from . import _tensor  # noqa: F401  (installs the Tensor methods)
+from ._args import as_float as _as_float, as_int as _as_int, type_error as _type_error
 
 __array_api_version__ = "2024.12"
 
@@ -75,9 +76,9 @@ def _dtype(d, origin="dtype"):
 def _device(device, *arrays):
     if device is not None:
         if not isinstance(device, Backend):
-            raise _error("invalid_argument", "array_api",
-                         "argument device: expected a parenchyma.Backend, got "
-                         + type(device).__name__)
+            raise _type_error("parenchyma.array_api",
+                              "argument device: expected a parenchyma.Backend, got "
+                              + type(device).__name__)
         return device
     for x in arrays:
         if isinstance(x, Tensor) and x.backend is not None:
@@ -88,8 +89,8 @@ def _device(device, *arrays):
 def _tensor(x, origin):
     if isinstance(x, Tensor):
         return x
-    raise _error("invalid_argument", "array_api." + origin,
-                 "expected a parenchyma.Tensor, got " + type(x).__name__)
+    raise _type_error("parenchyma.array_api." + origin,
+                      "argument x: expected a parenchyma.Tensor, got " + type(x).__name__)
 
 
 def _axes(axis, ndim):
@@ -206,8 +207,9 @@ def _fill_dtype(v):
         return int64
     if isinstance(v, float):
         return float64
-    raise _error("invalid_argument", "array_api.full",
-                 "argument fill_value: expected a bool, int or float, got " + type(v).__name__)
+    raise _type_error("parenchyma.array_api.full",
+                      "argument fill_value: expected a bool, int or float, got "
+                      + type(v).__name__)
 
 
 def full(shape, fill_value, *, dtype=None, device=None):
@@ -225,13 +227,17 @@ def arange(start, /, stop=None, step=1, *, dtype=None, device=None):
     if dtype is None:
         dtype = float64 if builtins.any(isinstance(v, float) for v in (start, stop, step)) \
             else int64
-    return _a.arange(float(start), float(stop), float(step), _dtype(dtype), _device(device))
+    o = "parenchyma.array_api.arange"
+    return _a.arange(_as_float(start, o, "start"), _as_float(stop, o, "stop"),
+                     _as_float(step, o, "step"), _dtype(dtype), _device(device))
 
 
 def linspace(start, stop, /, num, *, dtype=None, device=None, endpoint=True):
     if isinstance(start, complex) or isinstance(stop, complex):
         raise _error("unsupported", "array_api.linspace", "complex values are not supported")
-    return _a.linspace(float(start), float(stop), int(num), endpoint, _dtype(dtype) or float64,
+    o = "parenchyma.array_api.linspace"
+    return _a.linspace(_as_float(start, o, "start"), _as_float(stop, o, "stop"),
+                       _as_int(num, o, "num"), endpoint, _dtype(dtype) or float64,
                        _device(device))
 
 
@@ -392,8 +398,9 @@ def _elementwise1(name, impl=None):
 def _elementwise2(name, impl=None):
     def f(x1, x2, /):
         if not isinstance(x1, Tensor) and not isinstance(x2, Tensor):
-            raise _error("invalid_argument", "array_api." + name,
-                         "at least one argument must be a parenchyma.Tensor")
+            raise _type_error("parenchyma.array_api." + name,
+                              "argument x1 or x2: expected a parenchyma.Tensor (at least one of "
+                              "them), got %s and %s" % (type(x1).__name__, type(x2).__name__))
         return _a.binary(impl or name, _tensor_or_scalar(x1), _tensor_or_scalar(x2))
 
     f.__name__ = name
@@ -1009,7 +1016,8 @@ def _reduce(name, x, axis, keepdims, correction=0.0, dtype=None):
         # over no axes: the values themselves (in the reduction's dtype)
         r = _a.reduce(name, _a.expand_dims(x, 0), 0, keepdims=False, correction=correction)
         return r
-    return _a.reduce(name, x, axis, keepdims, float(correction))
+    return _a.reduce(name, x, axis, keepdims,
+                     _as_float(correction, "parenchyma.array_api." + name, "correction"))
 
 
 def sum(x, /, *, axis=None, dtype=None, keepdims=False):
@@ -1099,7 +1107,8 @@ class _Linalg:
 
     @staticmethod
     def vector_norm(x, /, *, axis=None, keepdims=False, ord=2):
-        return _a.vector_norm(x, axis, float(ord), keepdims)
+        return _a.vector_norm(x, axis, _as_float(ord, "parenchyma.array_api.linalg.vector_norm",
+                                                 "ord"), keepdims)
 
 
 linalg = _Linalg()
@@ -1219,6 +1228,86 @@ class _Info:
         if kind is not None:
             names = [d for d in names if isdtype(d, kind)]
         return {d: d for d in names}
+
+
+# ---- docstrings of the functions above that have none in their body --------------------------
+_DOCS = {
+    "empty": "An uninitialised Tensor of `shape` (dtype: float64 by default) on `device` (default: "
+             "the default backend, or the innermost `with backend:` of this thread).",
+    "empty_like": "An uninitialised Tensor with x's shape (and dtype and device unless given).",
+    "zeros": "A Tensor of zeros of `shape` (dtype: float64 by default) on `device`.",
+    "zeros_like": "A Tensor of zeros with x's shape (and dtype and device unless given).",
+    "ones": "A Tensor of ones of `shape` (dtype: float64 by default) on `device`.",
+    "ones_like": "A Tensor of ones with x's shape (and dtype and device unless given).",
+    "full": "A Tensor of `shape` filled with `fill_value` (dtype: from the value unless given).",
+    "full_like": "A Tensor with x's shape filled with `fill_value`.",
+    "arange": "Evenly spaced values in [start, stop) with `step` (arange(n): 0 .. n-1).",
+    "linspace": "`num` evenly spaced values from start to stop (stop included when endpoint).",
+    "eye": "A 2-d Tensor with ones on the k-th diagonal and zeros elsewhere.",
+    "meshgrid": "Coordinate matrices from 1-d Tensors ('xy' or 'ij' indexing), as a list.",
+    "tril": "x with the elements above the k-th diagonal (of the last two axes) zeroed.",
+    "triu": "x with the elements below the k-th diagonal (of the last two axes) zeroed.",
+    "astype": "x converted to `dtype` (a new Tensor unless copy=False and nothing changes).",
+    "can_cast": "Whether `from_` (a dtype or a Tensor) converts to `to` under the promotion rules.",
+    "finfo": "Machine limits of a floating dtype (bits, eps, max, min, smallest_normal, dtype).",
+    "iinfo": "Machine limits of an integer dtype (bits, max, min, dtype).",
+    "isdtype": "Whether `dtype` is of `kind` ('bool', 'signed integer', 'unsigned integer', "
+               "'integral', 'real floating', 'complex floating', 'numeric', a dtype, or a tuple "
+               "of these).",
+    "clip": "x with its values limited to [min, max] (either may be None).",
+    "signbit": "Whether each element's sign bit is set (True for -0.0 and negative NaN).",
+    "real": "The real part: a copy of x (real dtypes only).",
+    "conj": "The complex conjugate: a copy of x (real dtypes only).",
+    "imag": "The imaginary part: zeros of x's shape (real dtypes only).",
+    "matrix_transpose": "The transpose of the last two axes (a view).",
+    "vecdot": "The dot product of x1 and x2 along `axis`, broadcasting the other axes.",
+    "tensordot": "The sum of products over `axes` (an int: the last n of x1 and first n of x2; "
+                 "or two sequences of axes).",
+    "broadcast_arrays": "The arrays broadcast to one shape (views), as a list.",
+    "broadcast_shapes": "The shape the given shapes broadcast to.",
+    "broadcast_to": "x broadcast to `shape` (a view).",
+    "concat": "The arrays joined along `axis` (axis=None: flattened first).",
+    "stack": "The arrays (of one shape) joined along a new axis.",
+    "unstack": "The slices of x along `axis`, as a tuple of views.",
+    "expand_dims": "x with a new axis of length one at `axis` (a view).",
+    "flip": "x with the order of the elements along `axis` reversed (a view; all axes by default).",
+    "moveaxis": "x with the axes `source` moved to `destination` (a view).",
+    "permute_dims": "x with its axes permuted as `axes` says (a view).",
+    "roll": "x with its elements shifted by `shift` along `axis` (flattened when None), wrapping.",
+    "squeeze": "x without the axes of length one that `axis` names (a view).",
+    "tile": "x repeated `repetitions` times along each axis.",
+    "argmax": "The index of the largest value (along `axis`, or of the flattened x); the first "
+              "one on ties.",
+    "argmin": "The index of the smallest value (along `axis`, or of the flattened x); the first "
+              "one on ties.",
+    "where": "x1 where condition is true, else x2 (broadcast together).",
+    "count_nonzero": "The number of non-zero elements (along `axis`).",
+    "sum": "The sum of the elements (along `axis`).",
+    "prod": "The product of the elements (along `axis`).",
+    "max": "The largest element (along `axis`); NaN propagates.",
+    "min": "The smallest element (along `axis`); NaN propagates.",
+    "mean": "The arithmetic mean (along `axis`).",
+    "var": "The variance (along `axis`), dividing by N - correction.",
+    "std": "The standard deviation (along `axis`), dividing by N - correction.",
+    "cumulative_sum": "The running sum along `axis` (include_initial: a leading zero).",
+    "cumulative_prod": "The running product along `axis` (include_initial: a leading one).",
+    "all": "Whether every element (along `axis`) is true.",
+    "any": "Whether some element (along `axis`) is true.",
+    "diff": "The n-th discrete difference along `axis` (with prepend / append joined first).",
+}
+for _n, _d in _DOCS.items():
+    globals()[_n].__doc__ = _d
+del _n, _d
+_Linalg.vector_norm.__doc__ = "The vector norm of order `ord` (along `axis`; all elements by default)."
+_Linalg.__doc__ = "The standard's linalg extension: matmul, matrix_transpose, tensordot, " \
+                  "vecdot, vector_norm."
+_Info.__doc__ = "What __array_namespace_info__() returns: the namespace's capabilities, devices " \
+                "and dtypes."
+_Info.capabilities.__doc__ = "{'boolean indexing', 'data-dependent shapes', 'max dimensions'}."
+_Info.default_device.__doc__ = "The default backend (of this thread: see `with backend:`)."
+_Info.default_dtypes.__doc__ = "The default dtypes: float64, int64 (indexing: int64)."
+_Info.devices.__doc__ = "The devices creation functions accept: the default backend."
+_Info.dtypes.__doc__ = "The supported dtypes ({name: name}), of one kind if `kind` is given."
 
 
 __all__ = sorted(n for n, v in list(globals().items())

@@ -12,6 +12,7 @@ backend (native, OpenCL, CUDA): the array front-end's random op (parenchyma/arra
 
 from ._parenchyma import _array as _a
 from . import _tensor  # noqa: F401  (the Tensor's array methods)
+from ._args import as_float as _as_float
 
 __all__ = ["Generator", "default_rng"]
 
@@ -34,15 +35,21 @@ class Generator:
 
     def uniform(self, shape, low=0.0, high=1.0, *, dtype="float32", device=None):
         """Values in [low, high) (floating dtypes)."""
-        return self._g.draw("uniform", shape, float(low), float(high), dtype, device)
+        o = "parenchyma.random.Generator.uniform"
+        return self._g.draw("uniform", shape, _as_float(low, o, "low"),
+                            _as_float(high, o, "high"), dtype, device)
 
     def normal(self, shape, mean=0.0, std=1.0, *, dtype="float32", device=None):
         """mean + std * z, z standard normal (floating dtypes)."""
-        return self._g.draw("normal", shape, float(mean), float(std), dtype, device)
+        o = "parenchyma.random.Generator.normal"
+        return self._g.draw("normal", shape, _as_float(mean, o, "mean"), _as_float(std, o, "std"),
+                            dtype, device)
 
     def bernoulli(self, shape, p, *, dtype="bool", device=None):
         """1 (True) with probability p, else 0."""
-        return self._g.draw("bernoulli", shape, float(p), None, dtype, device)
+        return self._g.draw("bernoulli", shape,
+                            _as_float(p, "parenchyma.random.Generator.bernoulli", "p"), None,
+                            dtype, device)
 
     def randint(self, shape, low, high, *, dtype="int64", device=None):
         """Integers in [low, high) (integer dtypes)."""

@@ -25,8 +25,7 @@ int64_t int_arg(const py::handle& v, const std::string& origin, const std::strin
   py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(v.ptr()));
   if (!index) {
     PyErr_Clear();
-    fail(errc::invalid_argument, origin,
-         "argument " + name + ": expected an int, got " + type_name(v));
+    fail_type(origin, "argument " + name + ": expected an int, got " + type_name(v));
   }
   int overflow = 0;
   const long long x = PyLong_AsLongLongAndOverflow(index.ptr(), &overflow);
@@ -42,8 +41,7 @@ uint64_t uint_arg(const py::handle& v, const std::string& origin, const std::str
   py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(v.ptr()));
   if (!index) {
     PyErr_Clear();
-    fail(errc::invalid_argument, origin,
-         "argument " + name + ": expected an int, got " + type_name(v));
+    fail_type(origin, "argument " + name + ": expected an int, got " + type_name(v));
   }
   const unsigned long long x = PyLong_AsUnsignedLongLong(index.ptr());
   if (x == static_cast<unsigned long long>(-1) && PyErr_Occurred()) {
@@ -59,8 +57,7 @@ std::vector<int64_t> ints_arg(const py::handle& v, const std::string& origin,
                               const std::string& name) {
   if (!py::isinstance<py::sequence>(v) || py::isinstance<py::str>(v) ||
       py::isinstance<py::bytes>(v))
-    fail(errc::invalid_argument, origin,
-         "argument " + name + ": expected a sequence of ints, got " + type_name(v));
+    fail_type(origin, "argument " + name + ": expected a sequence of ints, got " + type_name(v));
   std::vector<int64_t> out;
   const py::sequence seq = py::reinterpret_borrow<py::sequence>(v);
   const size_t n = seq.size();

@@ -52,11 +52,11 @@ Value value_of(const py::handle& obj, const std::string& fn, const char* arg) {
     v.scalar = pa::scalar(PyFloat_AsDouble(obj.ptr()));
     return v;
   }
-  fail(errc::invalid_argument, origin_prefix + fn,
-       std::string("argument ") + arg +
-           ": expected a parenchyma.Tensor or a Python bool, int "
-           "or float, got " +
-           std::string(py::str(py::type::handle_of(obj).attr("__name__"))));
+  fail_type(origin_prefix + fn,
+            std::string("argument ") + arg +
+                ": expected a parenchyma.Tensor or a Python bool, int "
+                "or float, got " +
+                std::string(py::str(py::type::handle_of(obj).attr("__name__"))));
 }
 
 // The backend of an operation: its operands' (they must agree), else the default one.
@@ -126,7 +126,7 @@ PyTensor apply1(const py::handle& x, const std::string& fn,
                 const std::function<pa::Array(const pa::Array&)>& f, bool view = false) {
   const Value vx = value_of(x, fn, "x");
   if (vx.tensor == nullptr)
-    fail(errc::invalid_argument, origin_prefix + fn, "argument x: expected a parenchyma.Tensor");
+    fail_type(origin_prefix + fn, "argument x: expected a parenchyma.Tensor");
   const auto s = pick_backend({&vx}, fn);
   const pa::Array ax = array_of(vx, s);
   pa::Array r = locked(s, {&vx}, [&] {
@@ -229,9 +229,8 @@ std::optional<int64_t> opt_int(const py::object& v, const std::string& fn, const
 std::shared_ptr<BackendState> backend_arg(const py::object& backend) {
   if (backend.is_none()) return default_backend();
   if (!py::isinstance<PyBackend>(backend))
-    fail(errc::invalid_argument, "array",
-         "argument device: expected a parenchyma.Backend, got " +
-             std::string(py::str(py::type::handle_of(backend).attr("__name__"))));
+    fail_type("array", "argument device: expected a parenchyma.Backend, got " +
+                           std::string(py::str(py::type::handle_of(backend).attr("__name__"))));
   return backend.cast<const PyBackend&>().state;
 }
 
@@ -239,8 +238,8 @@ std::shared_ptr<BackendState> backend_arg(const py::object& backend) {
 pa::Array fill_value(const py::handle& v, const char* fn) {
   const Value x = value_of(v, fn, "fill_value");
   if (x.tensor != nullptr)
-    fail(errc::invalid_argument, std::string(origin_prefix) + fn,
-         "argument fill_value: expected a Python bool, int or float");
+    fail_type(std::string(origin_prefix) + fn,
+              "argument fill_value: expected a Python bool, int or float");
   return x.scalar;
 }
 
@@ -262,11 +261,15 @@ pa::Array new_array(const std::shared_ptr<BackendState>& s, pa::Shape shape, pcy
 // ---- what the rest of the bindings use ------------------------------------------------------
 
 std::shared_ptr<BackendState> default_backend() {
+  if (const auto& stack = thread_backends(); !stack.empty()) return stack.back();
   // Never destroyed: a backend outliving the interpreter's teardown is not unloaded mid-exit.
   static auto* slot = new std::shared_ptr<BackendState>();
   if (!*slot) {
     auto s = without_gil([] { return std::make_shared<BackendState>(Backend()); });
-    if (!*slot) *slot = std::move(s); // another thread may have made it meanwhile
+    if (!*slot) { // another thread may have made it meanwhile
+      register_backend(s);
+      *slot = std::move(s);
+    }
   }
   return *slot;
 }
@@ -356,6 +359,25 @@ void bind_array(py::module_& parent) {
                 "the Tensor methods are the API).");
 
   m.def("default_backend", [] { return PyBackend{default_backend()}; });
+  m.def(
+      "live_backend",
+      [](const std::string& name, uintptr_t token) -> py::object {
+        const auto s = live_backend(name, token);
+        if (!s) return py::none();
+        return py::cast(PyBackend{s});
+      },
+      py::arg("name"), py::arg("token") = 0,
+      "The backend named `name` this process made and still uses: the one backend_token() "
+      "gave `token` for, or (token 0) the most recently made one; None when there is none.");
+  m.def(
+      "backend_token",
+      [](const PyBackend& b) { return reinterpret_cast<uintptr_t>(b.state.get()); },
+      "An integer naming this backend in this process (for live_backend).");
+  m.def("context_backend", []() -> py::object {
+    const auto& stack = thread_backends();
+    if (stack.empty()) return py::none();
+    return py::cast(PyBackend{stack.back()});
+  });
   m.def(
       "programs_run", [] { return pa::programs_run(); },
       "The array programs (op calls) this thread has run.");

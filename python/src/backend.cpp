@@ -2,6 +2,7 @@
 #include "bindings.hpp"
 
 #include <algorithm>
+#include <iterator>
 
 namespace parenchyma::python {
 
@@ -25,10 +26,49 @@ OrderedLock::~OrderedLock() {
 
 namespace {
 
+struct LiveBackends {
+  std::mutex mutex;
+  std::vector<std::pair<std::string, std::weak_ptr<BackendState>>> made; // oldest first
+};
+
+LiveBackends& live_backends() {
+  static auto* l = new LiveBackends(); // never destroyed: used until the process ends
+  return *l;
+}
+
+} // namespace
+
+void register_backend(const std::shared_ptr<BackendState>& s) {
+  LiveBackends& l = live_backends();
+  const std::lock_guard lock(l.mutex);
+  std::erase_if(l.made, [](const auto& e) { return e.second.expired(); });
+  l.made.emplace_back(s->backend.name(), s);
+}
+
+std::shared_ptr<BackendState> live_backend(const std::string& name, uintptr_t token) {
+  LiveBackends& l = live_backends();
+  const std::lock_guard lock(l.mutex);
+  for (auto it = l.made.rbegin(); it != l.made.rend(); ++it)
+    if (it->first == name)
+      if (auto s = it->second.lock();
+          s && (token == 0 || reinterpret_cast<uintptr_t>(s.get()) == token))
+        return s;
+  return nullptr;
+}
+
+std::vector<std::shared_ptr<BackendState>>& thread_backends() {
+  thread_local std::vector<std::shared_ptr<BackendState>> stack;
+  return stack;
+}
+
+namespace {
+
 std::shared_ptr<BackendState> make_backend(const std::optional<std::string>& request) {
   // The first Backend loads and probes every plugin: without the GIL.
-  return without_gil(
+  auto s = without_gil(
       [&] { return std::make_shared<BackendState>(request ? Backend(*request) : Backend()); });
+  register_backend(s);
+  return s;
 }
 
 std::string repr(const PyBackend& b) {
@@ -91,7 +131,49 @@ GIL while they run, and take the backend's lock instead).)")
             });
           },
           "Waits for all work enqueued on this backend (releases the GIL meanwhile).")
-      .def("__repr__", &repr)
+      .def("__repr__", &repr,
+           "<parenchyma.Backend 'name' framework='...' device='...' (kind)>: the backend's name, "
+           "framework, device and the device's kind.")
+      .def(
+          "__str__",
+          [](const PyBackend& b) {
+            const Backend& be = b.state->backend;
+            return be.name() + " (" + be.device().name + ", " + to_string(be.device().kind) + ")";
+          },
+          "The backend's name, then its device and the device's kind: 'opencl:0 (pthread-..., "
+          "cpu)'.")
+      .def(
+          "__enter__",
+          [](const py::object& self) {
+            thread_backends().push_back(self.cast<const PyBackend&>().state);
+            return self;
+          },
+          "`with backend:` makes this backend the default of this thread (for the array "
+          "operations on host tensors and the creation functions: parenchyma.asarray, "
+          "array_api.zeros, ...) until the block ends; blocks nest, and each thread has its own.")
+      .def(
+          "__exit__",
+          [](const PyBackend& b, const py::args&) {
+            auto& stack = thread_backends();
+            // The innermost entry of this backend (the last pushed, unless blocks were exited
+            // out of order by hand).
+            for (auto it = stack.rbegin(); it != stack.rend(); ++it)
+              if (*it == b.state) {
+                stack.erase(std::next(it).base());
+                break;
+              }
+            return false; // an exception in the block propagates
+          },
+          "Ends a `with backend:` block: the thread's previous default comes back (also when the "
+          "block raised, whose exception propagates).")
+      .def(
+          "__reduce__",
+          [](const PyBackend& b) {
+            return py::make_tuple(py::type::of<PyBackend>(),
+                                  py::make_tuple(b.state->backend.name()));
+          },
+          "Pickles the backend as its request string (Backend.name, e.g. 'opencl:0'): unpickling "
+          "calls Backend(name), a new backend (its own queue) on that device.")
       .def(
           "__eq__",
           [](const PyBackend& a, const py::object& o) {

@@ -83,6 +83,13 @@ PyTensor import_dlpack(const py::object& obj, const std::shared_ptr<BackendState
                        const DLPackImportOptions& options, const char* origin, const char* arg);
 
 [[noreturn]] void fail(errc code, const std::string& origin, const std::string& message);
+// An argument of the wrong Python type: raises parenchyma.ArgumentTypeError (a subclass of both
+// parenchyma.Error, code 'invalid_argument', and TypeError). `message` names the argument and
+// the type expected ("argument x: expected a parenchyma.Tensor, got str").
+struct argument_type_error : parenchyma::error {
+  using parenchyma::error::error;
+};
+[[noreturn]] void fail_type(const std::string& origin, const std::string& message);
 // Sets the Python error for `e` (a parenchyma.Error), for C callbacks that report by return value.
 void set_python_error(const parenchyma::error& e);
 
@@ -164,8 +171,16 @@ void write_back(PyTensor& view, const PyTensor& copy);
 // Runs this thread's pending array expressions that read `st` (before an op writes it: the
 // front-end tracks only its own writes).
 void flush_array_readers(const Backend& b, TensorStorage& st);
-// The backend array operations on host tensors use: Backend(), made on first use.
+// The backend array operations and creation functions on host tensors use: the innermost
+// `with backend:` of this thread, else Backend(), made on first use.
 std::shared_ptr<BackendState> default_backend();
+// This thread's stack of `with backend:` blocks (backend.cpp), innermost last.
+std::vector<std::shared_ptr<BackendState>>& thread_backends();
+// The backends the package made, by name (backend.cpp): unpickling finds one still in use.
+void register_backend(const std::shared_ptr<BackendState>& s);
+// The backend named `name` still in use: the one at address `token` (a BackendState*, as an
+// integer; 0: any), else (token 0) the most recently made one; null when there is none.
+std::shared_ptr<BackendState> live_backend(const std::string& name, uintptr_t token = 0);
 
 void bind_errors(py::module_& m);
 void bind_backend(py::module_& m);

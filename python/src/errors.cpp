@@ -8,6 +8,8 @@ namespace {
 // The exception type; created once per process and deliberately never released (it must
 // outlive every translator call, also during interpreter shutdown).
 PyObject* error_type = nullptr;
+// parenchyma.ArgumentTypeError(Error, TypeError): an argument of the wrong Python type.
+PyObject* type_error_type = nullptr;
 
 // The code as the enumerator's name: stable for programs to compare (to_string(errc) is the
 // human-readable form, "invalid argument").
@@ -30,15 +32,14 @@ const char* code_name(errc code) noexcept {
   return "internal";
 }
 
-void raise(const parenchyma::error& e) {
-  py::object inst =
-      py::reinterpret_steal<py::object>(PyObject_CallFunction(error_type, "s", e.what()));
+void raise(const parenchyma::error& e, PyObject* type = error_type) {
+  py::object inst = py::reinterpret_steal<py::object>(PyObject_CallFunction(type, "s", e.what()));
   if (!inst) return; // the call set a Python error (MemoryError); that one propagates
   inst.attr("code") = code_name(e.code());
   inst.attr("description") = to_string(e.code());
   inst.attr("origin") = e.origin();
   inst.attr("message") = e.message();
-  PyErr_SetObject(error_type, inst.ptr());
+  PyErr_SetObject(type, inst.ptr());
 }
 
 } // namespace
@@ -47,6 +48,10 @@ void set_python_error(const parenchyma::error& e) { raise(e); }
 
 [[noreturn]] void fail(errc code, const std::string& origin, const std::string& message) {
   throw parenchyma::error(code, origin, message);
+}
+
+[[noreturn]] void fail_type(const std::string& origin, const std::string& message) {
+  throw argument_type_error(errc::invalid_argument, origin, message);
 }
 
 void bind_errors(py::module_& m) {
@@ -68,9 +73,20 @@ void bind_errors(py::module_& m) {
       PyExc_Exception, attrs.ptr());
   if (error_type == nullptr) throw py::error_already_set();
   m.add_object("Error", py::handle(error_type));
+  py::tuple bases = py::make_tuple(py::handle(error_type), py::handle(PyExc_TypeError));
+  type_error_type = PyErr_NewExceptionWithDoc(
+      "parenchyma.ArgumentTypeError",
+      "An argument of the wrong type: both a parenchyma.Error (code 'invalid_argument') and a\n"
+      "TypeError. The message names the function, the argument and the type expected:\n"
+      "'parenchyma.blas.axpy: argument alpha: expected float (or int), got str'.",
+      bases.ptr(), nullptr);
+  if (type_error_type == nullptr) throw py::error_already_set();
+  m.add_object("ArgumentTypeError", py::handle(type_error_type));
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
+    } catch (const argument_type_error& e) {
+      raise(e, type_error_type);
     } catch (const parenchyma::error& e) {
       raise(e);
     }

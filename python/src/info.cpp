@@ -1,5 +1,6 @@
-// parenchyma Python bindings: parenchyma.info(), what parenchyma-info --json shows, as a dict
-// built from the public Registry API of the process's global registry.
+// parenchyma Python bindings: parenchyma.info() and parenchyma.devices(), what
+// parenchyma-info --json shows (the same keys, tools/info/parenchyma_info.cpp), as dicts built
+// from the public Registry API of the process's global registry.
 #include "bindings.hpp"
 
 #include <variant>
@@ -12,7 +13,7 @@ py::object property(const property_value& v) {
   return std::visit([](const auto& x) -> py::object { return py::cast(x); }, v);
 }
 
-py::list load_report(const Registry& r) {
+py::list plugins(const Registry& r) {
   py::list out;
   for (const LoadReportEntry& e : r.load_report()) {
     py::dict d;
@@ -55,32 +56,101 @@ py::list frameworks(const Registry& r) {
   return out;
 }
 
-py::dict info() {
-  const Registry& r = Registry::global();
-  py::dict out;
-  out["load_report"] = load_report(r);
-  out["frameworks"] = frameworks(r);
-  py::list ranking;
-  for (const Framework* f : r.ranking())
-    ranking.append(f->name());
-  out["ranking"] = ranking;
-  py::list devices;
+py::list devices(const Registry& r) {
+  py::list out;
   for (const RankedDevice& d : r.device_ranking()) {
     py::dict one;
     one["backend"] = d.framework->name() + ":" + std::to_string(d.device);
     one["kind"] = to_string(d.framework->devices()[d.device].kind);
     one["reason"] = d.reason;
-    devices.append(one);
+    out.append(one);
   }
-  out["devices"] = devices;
+  return out;
+}
+
+// The schema's strings as parenchyma-info prints them (printable, bounded).
+std::string schema_text(const char* s) {
+  std::string out;
+  for (size_t i = 0; s != nullptr && s[i] != '\0' && i < 64; ++i)
+    out += (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
+  return out;
+}
+
+const char* kind_name(uint8_t k) {
+  switch (k) {
+  case PCY_SCHEMA_INT: return "int";
+  case PCY_SCHEMA_FLOAT: return "float";
+  case PCY_SCHEMA_SCALAR: return "scalar";
+  case PCY_SCHEMA_TENSOR: return "tensor";
+  case PCY_SCHEMA_INT_ARRAY: return "int array";
+  default: return "?";
+  }
+}
+
+const char* intent_name(uint8_t kind, uint8_t i) {
+  if (kind != PCY_SCHEMA_TENSOR) return kind == PCY_SCHEMA_SCALAR ? "in" : "";
+  switch (i) {
+  case PCY_INTENT_IN: return "in";
+  case PCY_INTENT_OUT: return "out";
+  case PCY_INTENT_INOUT: return "inout";
+  case PCY_SCHEMA_INTENT_OVERWRITE: return "overwrite";
+  default: return "?";
+  }
+}
+
+// An op's arguments from its schema; None for a bundle without one (ABI 1.0).
+py::object arguments(const pcy_op_schema* s) {
+  if (s == nullptr) return py::none();
+  py::list out;
+  for (uint32_t i = 0; i < s->arg_count; ++i) {
+    const pcy_arg_schema& x = s->args[i];
+    py::dict one;
+    one["name"] = schema_text(x.name);
+    one["kind"] = kind_name(x.kind);
+    if (x.kind == PCY_SCHEMA_TENSOR || x.kind == PCY_SCHEMA_SCALAR) {
+      one["intent"] = intent_name(x.kind, x.intent);
+      if (x.kind == PCY_SCHEMA_SCALAR || x.dtype == PCY_SCHEMA_DTYPE_OP)
+        one["dtype"] = "op";
+      else if (x.dtype == PCY_SCHEMA_DTYPE_ANY)
+        one["dtype"] = "any";
+      else
+        one["dtype"] = dtype_name(static_cast<pcy_dtype>(x.dtype));
+    }
+    if (x.kind == PCY_SCHEMA_TENSOR)
+      one["rank"] =
+          x.rank == PCY_SCHEMA_RANK_ANY ? std::string("any") : std::to_string(int(x.rank));
+    out.append(one);
+  }
+  return out;
+}
+
+py::dict info() {
+  const Registry& r = Registry::global();
+  py::dict out;
+  out["version"] = 1;
+  out["plugins"] = plugins(r);
+  out["frameworks"] = frameworks(r);
+  py::list ranking;
+  for (const Framework* f : r.ranking())
+    ranking.append(f->name());
+  out["ranking"] = ranking;
+  out["devices"] = devices(r);
+  py::list notices;
+  for (const std::string& n : r.notices())
+    notices.append(n);
+  out["notices"] = notices;
+  py::dict selected;
   try {
     const Selection s = r.select();
-    out["selection"] = s.framework + ":" + std::to_string(s.device);
-    out["selection_reason"] = s.reason;
+    selected["backend"] = s.framework + ":" + std::to_string(s.device);
+    selected["framework"] = s.framework;
+    selected["device"] = s.device;
+    selected["reason"] = s.reason;
   } catch (const parenchyma::error& e) {
-    out["selection"] = py::none();
-    out["selection_reason"] = std::string(e.what());
+    selected["backend"] = py::none();
+    selected["error"] = std::string(e.what());
   }
+  out["selected"] = selected;
   py::list ops;
   for (const OpCoverage& c : r.op_coverage()) {
     py::dict one;
@@ -90,32 +160,41 @@ py::dict info() {
     one["framework"] = c.framework;
     one["bundle"] = c.bundle;
     one["implementation"] = c.implementation;
+    one["arguments"] = arguments(c.schema);
     ops.append(one);
   }
   out["ops"] = ops;
-  py::list notices;
-  for (const std::string& n : r.notices())
-    notices.append(n);
-  out["notices"] = notices;
-  py::list search;
-  for (const auto& p : r.search_path())
-    search.append(p.string());
-  out["search_path"] = search;
+  py::dict config;
+  config["sources"] = py::cast(r.config().sources);
+  config["fallback"] = to_string(r.config().fallback);
+  config["ranking"] = r.config().ranking_by_kind.empty() ? py::cast(r.config().ranking)
+                                                         : py::cast(r.config().ranking_by_kind);
+  out["config"] = config;
   return out;
 }
 
 } // namespace
 
 void bind_info(py::module_& m) {
-  m.def("info", &info, R"(What the process's registry found, as a dict (the data parenchyma-info
---json prints):
-  load_report: one dict per plugin file tried (name, kind, path, status, stage, reason, advice);
+  m.def("info", &info, R"(What the process's registry found, as a dict with the keys (and
+values) of `parenchyma-info --json` (dtypes spelled as NumPy does, 'float32' for the tool's
+'f32'):
+  version: 1, the layout's version;
+  plugins: one dict per plugin file tried (name, kind, path, status, stage, reason, advice);
   frameworks: name, path, version, reason, devices (index, name, vendor, kind, properties);
-  ranking: framework names, best first; devices: every device, best first, with the reason;
-  selection: the default backend's name ('opencl:0'), or None when nothing can be selected,
-    and selection_reason (why, or the error);
-  ops: extension, op, dtype, framework, bundle, implementation per op a bundle serves;
-  notices: configuration problems that did not stop the registry; search_path.)");
+  ranking: framework names, best first;
+  devices: every device, best first: backend ('opencl:0'), kind, reason (as devices());
+  notices: configuration problems that did not stop the registry;
+  selected: the default backend: backend ('opencl:0'), framework, device (index), reason; or,
+    when nothing can be selected, backend None and error;
+  ops: extension, op, dtype, framework, bundle, implementation, arguments (the op's schema:
+    name, kind, intent, dtype, rank per argument; None without a schema) per op a bundle serves;
+  config: sources (the config files read), fallback, ranking.)");
+  m.def(
+      "devices", [] { return devices(Registry::global()); },
+      R"(Every device the registry found, best first, as a list of dicts with the keys of
+`parenchyma-info --json`'s "devices": backend (the request string for Backend(), e.g.
+'opencl:0'), kind ('cpu', 'gpu', 'accelerator', 'other') and reason (why it ranks there).)");
 }
 
 } // namespace parenchyma::python

@@ -22,8 +22,8 @@ nn::Pair pair_of(const py::object& v, const char* origin, const char* name) {
     const std::vector<int64_t> t = ints_arg(v, origin, name);
     return {t[0], t[1]};
   }
-  fail(errc::invalid_argument, origin,
-       std::string("argument ") + name + ": expected an int or a pair of ints (height, width)");
+  fail_type(origin, std::string("argument ") + name +
+                        ": expected an int or a pair of ints (height, width)");
 }
 
 nn::Shape shape_of(const py::object& v, const char* origin, const char* name) {
@@ -267,14 +267,50 @@ math: 'by_setting' (PARENCHYMA_NN_MATH, strict unless set), 'strict' or 'tf32'.)
            py::arg("backend"), py::arg("x_shape"), py::arg("w_shape"), py::kw_only(),
            py::arg("stride") = 1, py::arg("padding") = 0, py::arg("dilation") = 1,
            py::arg("groups") = 1, py::arg("algorithm") = "auto", py::arg("math") = "by_setting",
-           py::arg("training") = true, py::arg("dtype") = "float32")
+           py::arg("training") = true, py::arg("dtype") = "float32",
+           "Configures the convolution on `backend` for inputs of x_shape and filters of w_shape "
+           "(see the class doc); raises parenchyma.Error naming the argument when the geometry "
+           "does not fit.")
       .def_property_readonly(
           "y_shape", [](const PyConvolution& c) { return py::tuple(py::cast(c.conv->y_shape())); },
           "The output shape N x K x P x Q.")
       .def_property_readonly(
-          "x_shape", [](const PyConvolution& c) { return py::tuple(py::cast(c.conv->x_shape())); })
+          "x_shape", [](const PyConvolution& c) { return py::tuple(py::cast(c.conv->x_shape())); },
+          "The input shape N x C x H x W it was configured for.")
       .def_property_readonly(
-          "w_shape", [](const PyConvolution& c) { return py::tuple(py::cast(c.conv->w_shape())); })
+          "w_shape", [](const PyConvolution& c) { return py::tuple(py::cast(c.conv->w_shape())); },
+          "The filter shape K x C/groups x R x S it was configured for.")
+      .def_property_readonly(
+          "backend", [](const PyConvolution& c) { return PyBackend{c.backend}; },
+          "The backend it runs on.")
+      .def_property_readonly(
+          "dtype", [](const PyConvolution& c) { return std::string(dtype_name(c.conv->dtype())); },
+          "The dtype of x, w and y.")
+      .def(
+          "__repr__",
+          [](const PyConvolution& c) {
+            const auto pair = [](const auto& v) {
+              return "(" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + ")";
+            };
+            const auto shape = [](const nn::Shape& v) {
+              std::string r = "(";
+              for (size_t i = 0; i < v.size(); ++i)
+                r += (i ? ", " : "") + std::to_string(v[i]);
+              return r + ")";
+            };
+            const nn::ConvolutionParams& p = c.conv->params();
+            return "<parenchyma.nn.Convolution x_shape=" + shape(c.conv->x_shape()) +
+                   " w_shape=" + shape(c.conv->w_shape()) + " y_shape=" + shape(c.conv->y_shape()) +
+                   " stride=" + pair(p.stride) + " padding=" + pair(p.padding) +
+                   " dilation=" + pair(p.dilation) + " groups=" + std::to_string(p.groups) +
+                   " dtype=" + dtype_name(c.conv->dtype()) + " algorithms=(" +
+                   std::to_string(c.conv->algorithm(nn::direction::forward)) + ", " +
+                   std::to_string(c.conv->algorithm(nn::direction::grad_data)) + ", " +
+                   std::to_string(c.conv->algorithm(nn::direction::grad_filter)) + ") backend='" +
+                   c.backend->backend.name() + "'>";
+          },
+          "The shapes, parameters, dtype, the chosen algorithms (forward, grad_data, "
+          "grad_filter) and the backend's name.")
       .def(
           "algorithm",
           [](const PyConvolution& c, const std::string& d) {

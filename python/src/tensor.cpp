@@ -30,7 +30,7 @@ constexpr DtypeName dtype_names[] = {
     {PCY_DTYPE_F32, "float32", "f", "<f4"}, {PCY_DTYPE_F64, "float64", "d", "<f8"},
     {PCY_DTYPE_F16, "float16", "e", "<f2"}, {PCY_DTYPE_BF16, "bfloat16", nullptr, nullptr},
     {PCY_DTYPE_I32, "int32", "i", "<i4"},   {PCY_DTYPE_I64, "int64", "q", "<i8"},
-    {PCY_DTYPE_U8, "uint8", "B", "|u1"},   {PCY_DTYPE_I8, "int8", "b", "|i1"},
+    {PCY_DTYPE_U8, "uint8", "B", "|u1"},    {PCY_DTYPE_I8, "int8", "b", "|i1"},
     {PCY_DTYPE_I16, "int16", "h", "<i2"},   {PCY_DTYPE_BOOL, "bool", "?", "|b1"},
 };
 
@@ -108,9 +108,9 @@ std::shared_ptr<TensorStorage> share(TensorStorage&& t) {
 std::vector<int64_t> shape_from(const py::handle& shape) {
   if (py::hasattr(shape, "__index__")) return {int_arg(shape, "parenchyma.Tensor", "shape")};
   if (!py::isinstance<py::sequence>(shape) || py::isinstance<py::str>(shape))
-    fail(errc::invalid_argument, "parenchyma.Tensor",
-         "argument shape: expected an int or a sequence of ints, got " +
-             std::string(py::str(py::type::handle_of(shape).attr("__name__"))));
+    fail_type("parenchyma.Tensor",
+              "argument shape: expected an int or a sequence of ints, got " +
+                  std::string(py::str(py::type::handle_of(shape).attr("__name__"))));
   return ints_arg(shape, "parenchyma.Tensor", "shape");
 }
 
@@ -281,9 +281,8 @@ std::pair<int, int> int_pair(const py::handle& v, const char* origin, const char
   return {static_cast<int>(p[0]), static_cast<int>(p[1])};
 }
 
-py::capsule dlpack_method(PyTensor& held, const py::object& stream,
-                          const py::object& max_version, const py::object& dl_device,
-                          const py::object& copy) {
+py::capsule dlpack_method(PyTensor& held, const py::object& stream, const py::object& max_version,
+                          const py::object& dl_device, const py::object& copy) {
   // max_version (major, minor): the newest DLPack the consumer reads; >= 1 gets the versioned
   // capsule, anything else (None, (0, x)) the unversioned one.
   constexpr const char* origin = "parenchyma.Tensor.__dlpack__";
@@ -399,9 +398,9 @@ pcy_dtype dtype_from_object(const py::handle& obj, const char* what) {
   try {
     name = py::module_::import("numpy").attr("dtype")(obj).attr("name");
   } catch (py::error_already_set&) {
-    fail(errc::invalid_argument, "parenchyma",
-         std::string("argument ") + what + ": expected a dtype such as 'float32', got " +
-             std::string(py::str(py::repr(obj))));
+    fail_type("parenchyma", std::string("argument ") + what +
+                                ": expected a dtype such as 'float32', got " +
+                                std::string(py::str(py::repr(obj))));
   }
   return dtype_from_name(name.cast<std::string>(), what);
 }
@@ -440,6 +439,7 @@ PyTensor import_dlpack(const py::object& obj, const std::shared_ptr<BackendState
           target = without_gil([&] {
             return std::make_shared<BackendState>(Backend("cuda:" + std::to_string(id)));
           });
+          register_backend(target);
         }
         const auto stream = reinterpret_cast<uintptr_t>(target->backend.native(PCY_NATIVE_QUEUE));
         capsule = call_dlpack(obj, py::int_(stream));
@@ -458,11 +458,10 @@ PyTensor import_dlpack(const py::object& obj, const std::shared_ptr<BackendState
                "such as x.astype(numpy.uint8) for bool)");
     }
   } else {
-    fail(errc::invalid_argument, origin,
-         argument +
-             ": expected a parenchyma.Tensor, a DLPack capsule or an object with "
-             "__dlpack__ (a NumPy array, a PyTorch tensor, ...), got " +
-             std::string(py::str(py::type::handle_of(obj).attr("__name__"))));
+    fail_type(origin, argument +
+                          ": expected a parenchyma.Tensor, a DLPack capsule or an object with "
+                          "__dlpack__ (a NumPy array, a PyTorch tensor, ...), got " +
+                          std::string(py::str(py::type::handle_of(obj).attr("__name__"))));
   }
   if (PyCapsule_IsValid(capsule.ptr(), used_capsule_name) ||
       PyCapsule_IsValid(capsule.ptr(), used_versioned_capsule_name))
@@ -558,9 +557,9 @@ Threads: a tensor may be shared between Python threads; its operations are seria
           "from_numpy",
           [](const py::object& array, const std::optional<PyBackend>& backend) {
             if (!py::hasattr(array, "__array_interface__") || !py::hasattr(array, "__dlpack__"))
-              fail(errc::invalid_argument, "parenchyma.Tensor.from_numpy",
-                   "argument array: expected a numpy.ndarray, got " +
-                       std::string(py::str(py::type::handle_of(array).attr("__name__"))));
+              fail_type("parenchyma.Tensor.from_numpy",
+                        "argument array: expected a numpy.ndarray, got " +
+                            std::string(py::str(py::type::handle_of(array).attr("__name__"))));
             return import_dlpack(array, backend ? backend->state : nullptr, {},
                                  "parenchyma.from_dlpack", "array");
           },
@@ -627,8 +626,7 @@ Threads: a tensor may be shared between Python threads; its operations are seria
           "Brings the tensor's data to `backend` (no-op when current there) and makes it the "
           "backend __dlpack__ exports on. Returns self.")
       .def(
-          "numpy",
-          [](PyTensor& t) { return numpy_of(t); },
+          "numpy", [](PyTensor& t) { return numpy_of(t); },
           "A writable NumPy array viewing the tensor's host copy without a copy: the memory of "
           "a DLPack export of the host copy, which the array keeps alive (numpy.from_dlpack "
           "gives the same memory, read-only in NumPy 1.24). Writes through it are seen by the "
@@ -667,8 +665,8 @@ Threads: a tensor may be shared between Python threads; its operations are seria
             const Release r{export_tensor(t)};
             return reinterpret_cast<uintptr_t>(static_cast<char*>(r.m->dl_tensor.data) +
                                                r.m->dl_tensor.byte_offset) +
-                   (view ? static_cast<uintptr_t>(offset * static_cast<int64_t>(sdk::dtype_size(
-                                                               tensor_dtype(held))))
+                   (view ? static_cast<uintptr_t>(
+                               offset * static_cast<int64_t>(sdk::dtype_size(tensor_dtype(held))))
                          : 0);
           },
           "The address __dlpack__ would export (host or device memory), as an int; makes that "

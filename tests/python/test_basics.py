@@ -80,17 +80,18 @@ def test_zeros_and_uninitialized():
 
 def test_info():
     i = parenchyma.info()
-    assert {"load_report", "ranking", "selection", "frameworks", "ops"} <= set(i)
-    assert i["load_report"] and all(
+    # the keys of parenchyma-info --json (test_object_model.py compares them with the tool's)
+    assert {"plugins", "ranking", "selected", "frameworks", "ops", "devices"} <= set(i)
+    assert i["plugins"] and all(
         {"name", "kind", "path", "status", "stage", "reason", "advice"} <= set(e)
-        for e in i["load_report"])
+        for e in i["plugins"])
     names = [f["name"] for f in i["frameworks"]]
     assert "native" in names
     native = next(f for f in i["frameworks"] if f["name"] == "native")
     assert native["devices"] and {"name", "kind", "properties"} <= set(native["devices"][0])
     assert isinstance(native["devices"][0]["properties"], dict)
     assert i["ranking"] and set(i["ranking"]) <= set(names)
-    assert i["selection"] == parenchyma.Backend().name
+    assert i["selected"]["backend"] == parenchyma.Backend().name
     assert any(o["op"] == "gemm" and o["extension"] == "blas" for o in i["ops"])
 
 

@@ -93,7 +93,9 @@ def page(src):
                     continue
                 if m.name.startswith("_") and m.name not in ("__init__", "__dlpack__",
                                                              "__dlpack_device__", "__array__",
-                                                             "__cuda_array_interface__"):
+                                                             "__cuda_array_interface__",
+                                                             "__repr__", "__str__", "__enter__",
+                                                             "__exit__", "__reduce__"):
                     continue
                 member = inspect.getattr_static(obj, m.name, None)
                 if member is None:
