@@ -63,7 +63,7 @@ uint16_t f32_to_f16(float f) { // round to nearest even
   const uint32_t ax = x & 0x7fffffffu;
   if (ax > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((ax >> 13) & 0x3ffu));
   if (ax >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u); // rounds past 65504: Inf
-  if (ax < 0x38800000u) { // below the smallest normal f16: subnormal or zero
+  if (ax < 0x38800000u) {              // below the smallest normal f16: subnormal or zero
     if (ax < 0x33000000u) return sign; // below half the smallest subnormal
     const uint32_t e = ax >> 23, man = (ax & 0x7fffffu) | 0x800000u;
     const uint32_t shift = 126 - e; // 14 .. 24
@@ -194,7 +194,7 @@ void ensure_mpi() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (finalized != 0)
-    sdk::fail(PCY_ERR_UNAVAILABLE, "coll.comm_init: MPI was already finalised in this process; "
+    sdk::fail(PCY_ERR_UNAVAILABLE, "MPI was already finalised in this process; "
                                    "make communicators before MPI_Finalize");
   int initialised = 0, provided = MPI_THREAD_SINGLE;
   MPI_Initialized(&initialised);
@@ -204,8 +204,7 @@ void ensure_mpi() {
       dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD);
     const int rc = MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
     if (rc != MPI_SUCCESS)
-      sdk::fail(PCY_ERR_UNAVAILABLE, str("coll.comm_init: MPI_Init_thread failed: ",
-                                         mpi_error_text(rc),
+      sdk::fail(PCY_ERR_UNAVAILABLE, str("MPI_Init_thread failed: ", mpi_error_text(rc),
                                          "; start the program with mpirun (docs/distributed.md)"));
     if (dladdr(reinterpret_cast<void*>(&finalise_at_exit), &info) != 0 && info.dli_fname)
       dlopen(info.dli_fname, RTLD_NOW | RTLD_NODELETE | RTLD_NOLOAD);
@@ -226,8 +225,9 @@ template <class F> void mpi(const std::string& where, const char* what, F&& f) {
     rc = f();
   }
   if (rc != MPI_SUCCESS)
-    sdk::fail(PCY_ERR_DEVICE, str(where, what, " failed: ", mpi_error_text(rc),
-                                  "; end the job on every rank (the communicator may be unusable)"));
+    sdk::fail(PCY_ERR_DEVICE,
+              str(where, what, " failed: ", mpi_error_text(rc),
+                  "; end the job on every rank (the communicator may be unusable)"));
 }
 
 // ---- per-context state ----------------------------------------------------------------------
@@ -262,7 +262,7 @@ struct call {
   coll_context& cx;
   comm_entry& c;
   const char* op;
-  std::string where; // "coll.<op>: rank r of n: "
+  std::string where; // "rank r of n: " (the host prefixes the bundle and the op)
 
   // Waits for the requests until the deadline; a timeout breaks the communicator.
   void wait(MPI_Request* reqs, int n, MPI_Status* status = nullptr) {
@@ -286,13 +286,14 @@ struct call {
     }
   }
   [[noreturn]] void timed_out() {
-    c.broken = str(where, "no answer from the other ranks within ", cx.set.timeout_s,
-                   " s (", PCY_COLL_TIMEOUT_SETTING,
+    c.broken = str(where, "no answer from the other ranks within ", cx.set.timeout_s, " s (",
+                   PCY_COLL_TIMEOUT_SETTING,
                    "): a rank exited, crashed, or called other ops (another order, dtype or size)");
     cx.abandon_staging();
     sdk::fail(PCY_ERR_DEVICE,
-              str(c.broken, "; the communicator is unusable now: end the job on every rank, fix "
-                            "the program, and raise ",
+              str(c.broken,
+                  "; the communicator is unusable now: end the job on every rank, fix "
+                  "the program, and raise ",
                   PCY_COLL_TIMEOUT_SETTING, " if a rank is only slow"));
   }
 
@@ -300,7 +301,7 @@ struct call {
   // cost of one small allgather; a rank that differs is named on every rank.
   void agree(pcy_dtype d, uint64_t n, int64_t extra) {
     if (!cx.set.check || c.size == 1) return;
-    const int64_t mine[4] = {static_cast<int64_t>(std::hash<std::string>{}(op) & 0x7fffffff),
+    const int64_t mine[4] = {static_cast<int64_t>(std::hash<std::string>{}(op)&0x7fffffff),
                              static_cast<int64_t>(d), static_cast<int64_t>(n), extra};
     std::vector<int64_t> all(4 * static_cast<size_t>(c.size));
     MPI_Request r = MPI_REQUEST_NULL;
@@ -311,52 +312,59 @@ struct call {
     for (int k = 0; k < c.size; ++k) {
       const int64_t* o = &all[4 * static_cast<size_t>(k)];
       if (std::equal(o, o + 4, mine)) continue;
-      std::string theirs = o[0] != mine[0] ? std::string("another op")
-                                           : str(op, "(", sdk::dtype_name(static_cast<pcy_dtype>(o[1])),
-                                                 ", ", o[2], " elements, ", extra_name(o[3]), ")");
+      std::string theirs = o[0] != mine[0]
+                               ? std::string("another op")
+                               : str(op, "(", sdk::dtype_name(static_cast<pcy_dtype>(o[1])), ", ",
+                                     o[2], " elements, ", extra_name(o[3]), ")");
       sdk::fail(PCY_ERR_INVALID_ARGUMENT,
-                str(where, "this rank called ", op, "(", sdk::dtype_name(d), ", ", n,
-                    " elements, ", extra_name(extra), ") but rank ", k, " called ", theirs,
+                str(where, "this rank called ", op, "(", sdk::dtype_name(d), ", ", n, " elements, ",
+                    extra_name(extra), ") but rank ", k, " called ", theirs,
                     "; every rank must call the same ops in the same order with the same dtype, "
                     "sizes, reduce and root (set ",
                     PCY_COLL_CHECK_SETTING, "=0 on every rank to skip this check)"));
     }
   }
-  std::string extra_name(int64_t e) const {
-    if (e >= 1000) return str("reduce ", reduce_name(e / 1000 - 1), ", root ", e % 1000);
-    return e >= 0 ? str("root ", e) : std::string("-");
+  // `extra` packs what else must agree: (reduce + 1) << 20 | (root + 1), 0 for neither.
+  static int64_t extra_of(int64_t reduce, int64_t root) { return (reduce + 1) << 20 | (root + 1); }
+  static std::string extra_name(int64_t e) {
+    const int64_t reduce = (e >> 20) - 1, root = (e & 0xfffff) - 1;
+    std::string s = reduce >= 0 ? str("reduce ", reduce_name(reduce)) : std::string();
+    if (root >= 0) s += str(s.empty() ? "" : ", ", "root ", root);
+    return s.empty() ? std::string("-") : s;
   }
   int count(uint64_t n) const {
     if (n > static_cast<uint64_t>(INT32_MAX))
-      sdk::fail(PCY_ERR_UNSUPPORTED, str(where, n, " elements: MPI counts stop at 2^31 - 1; "
-                                                   "split the tensor"));
+      sdk::fail(PCY_ERR_UNSUPPORTED, str(where, n,
+                                         " elements: MPI counts stop at 2^31 - 1; "
+                                         "split the tensor"));
     return static_cast<int>(n);
   }
 };
 
-comm_entry& entry_of(int64_t id, const char* op) {
+comm_entry& entry_of(int64_t id) {
   mpi_state& s = state();
   std::lock_guard<std::mutex> lock(s.mu);
   if (id < 1 || static_cast<uint64_t>(id) > s.comms.size())
     sdk::fail(PCY_ERR_INVALID_ARGUMENT,
-              str("coll.", op, ": argument comm: ", id,
+              str("argument comm: ", id,
                   " is no communicator of this bundle; make one with coll::Communicator"));
   comm_entry& c = s.comms[static_cast<size_t>(id - 1)];
   if (!c.broken.empty())
-    sdk::fail(PCY_ERR_DEVICE, str("coll.", op, ": the communicator broke earlier (", c.broken,
-                                  "); end the job on every rank"));
+    sdk::fail(PCY_ERR_DEVICE,
+              str("the communicator broke earlier (", c.broken, "); end the job on every rank"));
   return c;
 }
 
 call begin(coll_context& cx, const sdk::op_args& a, const char* op) {
-  comm_entry& c = entry_of(a.i(0), op);
+  comm_entry& c = entry_of(a.i(0));
   cx.settle(a.queue());
-  return call{cx, c, op, str("coll.", op, ": rank ", c.rank, " of ", c.size, ": ")};
+  return call{cx, c, op, str("rank ", c.rank, " of ", c.size, ": ")};
 }
 
 void check_reduce(const call& k, int64_t r) {
   if (r < PCY_COLL_REDUCE_SUM || r > PCY_COLL_REDUCE_AVG)
-    sdk::fail(PCY_ERR_INVALID_ARGUMENT, str(k.where, "argument reduce: ", r, " is not a reduction"));
+    sdk::fail(PCY_ERR_INVALID_ARGUMENT,
+              str(k.where, "argument reduce: ", r, " is not a reduction"));
 }
 void check_rank(const call& k, int64_t r, const char* name) {
   if (r < 0 || r >= k.c.size)
@@ -399,9 +407,8 @@ void reduce_to(call& k, pcy_dtype d, int64_t reduce, const void* send, void* rec
     float* s = k.cx.staging(n);
     to_f32(d, send != nullptr ? send : recv, s, n);
     if (root < 0)
-      mpi(k.where, "MPI_Iallreduce", [&] {
-        return MPI_Iallreduce(MPI_IN_PLACE, s, cnt, MPI_FLOAT, op, k.c.comm, &r);
-      });
+      mpi(k.where, "MPI_Iallreduce",
+          [&] { return MPI_Iallreduce(MPI_IN_PLACE, s, cnt, MPI_FLOAT, op, k.c.comm, &r); });
     else
       mpi(k.where, "MPI_Ireduce", [&] {
         return MPI_Ireduce(here ? MPI_IN_PLACE : s, here ? s : nullptr, cnt, MPI_FLOAT, op, root,
@@ -417,9 +424,8 @@ void reduce_to(call& k, pcy_dtype d, int64_t reduce, const void* send, void* rec
   }
   const void* sb = send != nullptr ? send : MPI_IN_PLACE;
   if (root < 0) {
-    mpi(k.where, "MPI_Iallreduce", [&] {
-      return MPI_Iallreduce(sb, recv, cnt, mpi_type(d), op, k.c.comm, &r);
-    });
+    mpi(k.where, "MPI_Iallreduce",
+        [&] { return MPI_Iallreduce(sb, recv, cnt, mpi_type(d), op, k.c.comm, &r); });
   } else {
     // Off root, MPI_IN_PLACE is not allowed: the send buffer is the data itself.
     const void* s = here ? sb : (send != nullptr ? send : recv);
@@ -440,7 +446,7 @@ template <pcy_dtype D> void op_all_reduce(coll_context& cx, const sdk::op_args& 
   if (dc.elements(y, 3) != n) dc.bad(PCY_ERR_INVALID_ARGUMENT, 3, str("expected ", n, " elements"));
   call k = begin(cx, a, "all_reduce");
   check_reduce(k, a.i(1));
-  k.agree(D, n, (a.i(1) + 1) * 1000);
+  k.agree(D, n, call::extra_of(a.i(1), -1));
   reduce_to(k, D, a.i(1), cx.ptr(x), cx.ptr(y), n, -1);
 }
 
@@ -450,7 +456,7 @@ template <pcy_dtype D> void op_all_reduce_inplace(coll_context& cx, const sdk::o
   const uint64_t n = dc.elements(x, 2);
   call k = begin(cx, a, "all_reduce");
   check_reduce(k, a.i(1));
-  k.agree(D, n, (a.i(1) + 1) * 1000);
+  k.agree(D, n, call::extra_of(a.i(1), -1));
   reduce_to(k, D, a.i(1), nullptr, cx.ptr(x), n, -1);
 }
 
@@ -462,7 +468,7 @@ template <pcy_dtype D> void op_reduce(coll_context& cx, const sdk::op_args& a) {
   call k = begin(cx, a, "reduce");
   check_reduce(k, a.i(1));
   check_rank(k, a.i(2), "root");
-  k.agree(D, n, (a.i(1) + 1) * 1000 + a.i(2));
+  k.agree(D, n, call::extra_of(a.i(1), a.i(2)));
   reduce_to(k, D, a.i(1), cx.ptr(x), cx.ptr(y), n, static_cast<int>(a.i(2)));
 }
 
@@ -473,7 +479,7 @@ template <pcy_dtype D> void op_reduce_inplace(coll_context& cx, const sdk::op_ar
   call k = begin(cx, a, "reduce");
   check_reduce(k, a.i(1));
   check_rank(k, a.i(2), "root");
-  k.agree(D, n, (a.i(1) + 1) * 1000 + a.i(2));
+  k.agree(D, n, call::extra_of(a.i(1), a.i(2)));
   reduce_to(k, D, a.i(1), nullptr, cx.ptr(x), n, static_cast<int>(a.i(2)));
 }
 
@@ -483,7 +489,7 @@ template <pcy_dtype D> void op_broadcast(coll_context& cx, const sdk::op_args& a
   const uint64_t n = dc.elements(x, 2);
   call k = begin(cx, a, "broadcast");
   check_rank(k, a.i(1), "root");
-  k.agree(D, n, a.i(1));
+  k.agree(D, n, call::extra_of(-1, a.i(1)));
   const int cnt = k.count(n);
   MPI_Request r = MPI_REQUEST_NULL;
   mpi(k.where, "MPI_Ibcast", [&] {
@@ -499,7 +505,7 @@ template <pcy_dtype D> void op_all_gather(coll_context& cx, const sdk::op_args& 
   call k = begin(cx, a, "all_gather");
   if (dc.elements(y, 2) != n * static_cast<uint64_t>(k.c.size))
     dc.bad(PCY_ERR_INVALID_ARGUMENT, 2, str("expected ", n * k.c.size, " elements (size x n)"));
-  k.agree(D, n, -1);
+  k.agree(D, n, 0);
   const int cnt = k.count(n);
   k.count(n * static_cast<uint64_t>(k.c.size));
   MPI_Request r = MPI_REQUEST_NULL;
@@ -517,12 +523,12 @@ template <pcy_dtype D> void op_all_gather_inplace(coll_context& cx, const sdk::o
   if (total % static_cast<uint64_t>(k.c.size) != 0)
     dc.bad(PCY_ERR_INVALID_ARGUMENT, 1, str(total, " elements, not a multiple of ", k.c.size));
   const uint64_t n = total / static_cast<uint64_t>(k.c.size);
-  k.agree(D, n, -1);
+  k.agree(D, n, 0);
   const int cnt = k.count(total) / k.c.size;
   MPI_Request r = MPI_REQUEST_NULL;
   mpi(k.where, "MPI_Iallgather", [&] {
-    return MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, cx.ptr(y), cnt, mpi_type(D),
-                          k.c.comm, &r);
+    return MPI_Iallgather(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, cx.ptr(y), cnt, mpi_type(D), k.c.comm,
+                          &r);
   });
   k.wait(&r, 1);
 }
@@ -536,7 +542,7 @@ template <pcy_dtype D> void op_reduce_scatter(coll_context& cx, const sdk::op_ar
     dc.bad(PCY_ERR_INVALID_ARGUMENT, 2, str("expected ", n * k.c.size, " elements (size x n)"));
   const int64_t reduce = a.i(1);
   check_reduce(k, reduce);
-  k.agree(D, n, (reduce + 1) * 1000);
+  k.agree(D, n, call::extra_of(reduce, -1));
   const int cnt = k.count(n);
   const uint64_t total = n * static_cast<uint64_t>(k.c.size);
   k.count(total);
@@ -573,7 +579,7 @@ template <pcy_dtype D> void op_all_to_all(coll_context& cx, const sdk::op_args& 
   if (total % static_cast<uint64_t>(k.c.size) != 0)
     dc.bad(PCY_ERR_INVALID_ARGUMENT, 1, str(total, " elements, not a multiple of ", k.c.size));
   const uint64_t n = total / static_cast<uint64_t>(k.c.size);
-  k.agree(D, n, -1);
+  k.agree(D, n, 0);
   const int cnt = k.count(total) / k.c.size;
   MPI_Request r = MPI_REQUEST_NULL;
   mpi(k.where, "MPI_Ialltoall", [&] {
@@ -603,12 +609,10 @@ template <pcy_dtype D> void op_send(coll_context& cx, const sdk::op_args& a) {
   MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   int nr = 0;
   if (cx.set.check)
-    mpi(k.where, "MPI_Isend", [&] {
-      return MPI_Isend(head, 2, MPI_INT64_T, peer, tag, k.c.comm, &r[nr++]);
-    });
-  mpi(k.where, "MPI_Isend", [&] {
-    return MPI_Isend(cx.ptr(x), cnt, mpi_type(D), peer, tag, k.c.comm, &r[nr++]);
-  });
+    mpi(k.where, "MPI_Isend",
+        [&] { return MPI_Isend(head, 2, MPI_INT64_T, peer, tag, k.c.comm, &r[nr++]); });
+  mpi(k.where, "MPI_Isend",
+      [&] { return MPI_Isend(cx.ptr(x), cnt, mpi_type(D), peer, tag, k.c.comm, &r[nr++]); });
   k.wait(r, nr);
 }
 
@@ -622,9 +626,8 @@ template <pcy_dtype D> void op_recv(coll_context& cx, const sdk::op_args& a) {
   MPI_Request r = MPI_REQUEST_NULL;
   if (cx.set.check) {
     int64_t head[2] = {0, 0};
-    mpi(k.where, "MPI_Irecv", [&] {
-      return MPI_Irecv(head, 2, MPI_INT64_T, peer, tag, k.c.comm, &r);
-    });
+    mpi(k.where, "MPI_Irecv",
+        [&] { return MPI_Irecv(head, 2, MPI_INT64_T, peer, tag, k.c.comm, &r); });
     k.wait(&r, 1);
     const auto sd = static_cast<pcy_dtype>(head[0]);
     if (sd != D || static_cast<uint64_t>(head[1]) != n) {
@@ -637,14 +640,13 @@ template <pcy_dtype D> void op_recv(coll_context& cx, const sdk::op_args& a) {
       k.wait(&r, 1);
       sdk::fail(PCY_ERR_INVALID_ARGUMENT,
                 str(k.where, "rank ", peer, " sent ", head[1], " ", sdk::dtype_name(sd),
-                    " elements on tag ", tag, ", this rank receives ", n, " ",
-                    sdk::dtype_name(D), "; pass a tensor of the sender's dtype and size"));
+                    " elements on tag ", tag, ", this rank receives ", n, " ", sdk::dtype_name(D),
+                    "; pass a tensor of the sender's dtype and size"));
     }
   }
   MPI_Status st{};
-  mpi(k.where, "MPI_Irecv", [&] {
-    return MPI_Irecv(cx.ptr(y), cnt, mpi_type(D), peer, tag, k.c.comm, &r);
-  });
+  mpi(k.where, "MPI_Irecv",
+      [&] { return MPI_Irecv(cx.ptr(y), cnt, mpi_type(D), peer, tag, k.c.comm, &r); });
   k.wait(&r, 1, &st);
   int got = 0;
   MPI_Get_count(&st, mpi_type(D), &got);
@@ -656,7 +658,7 @@ template <pcy_dtype D> void op_recv(coll_context& cx, const sdk::op_args& a) {
 
 void op_barrier(coll_context& cx, const sdk::op_args& a) {
   call k = begin(cx, a, "barrier");
-  k.agree(PCY_DTYPE_I64, 0, -1);
+  k.agree(PCY_DTYPE_I64, 0, 0);
   MPI_Request r = MPI_REQUEST_NULL;
   mpi(k.where, "MPI_Ibarrier", [&] { return MPI_Ibarrier(k.c.comm, &r); });
   k.wait(&r, 1);
@@ -682,10 +684,10 @@ void op_comm_init(coll_context& cx, const sdk::op_args& a) {
     std::memcpy(&base, &h, sizeof base);
   }
   comm_entry e;
-  std::string where = "coll.comm_init: ";
+  std::string where;
   mpi(where, "MPI_Comm_rank", [&] { return MPI_Comm_rank(base, &e.rank); });
   mpi(where, "MPI_Comm_size", [&] { return MPI_Comm_size(base, &e.size); });
-  where = str("coll.comm_init: rank ", e.rank, " of ", e.size, ": ");
+  where = str("rank ", e.rank, " of ", e.size, ": ");
   comm_entry scratch_entry = e; // for the waits below, before the entry is listed
   call k{cx, scratch_entry, "comm_init", where};
   MPI_Request r = MPI_REQUEST_NULL;
@@ -749,16 +751,15 @@ public:
     const std::string lib = mpi_label();
     add_all<op_all_reduce<PCY_DTYPE_F16>, op_all_reduce<PCY_DTYPE_BF16>,
             op_all_reduce<PCY_DTYPE_F32>, op_all_reduce<PCY_DTYPE_F64>,
-            op_all_reduce<PCY_DTYPE_I32>, op_all_reduce<PCY_DTYPE_I64>>(
-        pcy_coll_all_reduce_schema, lib + " MPI_Iallreduce");
+            op_all_reduce<PCY_DTYPE_I32>, op_all_reduce<PCY_DTYPE_I64>>(pcy_coll_all_reduce_schema,
+                                                                        lib + " MPI_Iallreduce");
     add_all<op_all_reduce_inplace<PCY_DTYPE_F16>, op_all_reduce_inplace<PCY_DTYPE_BF16>,
             op_all_reduce_inplace<PCY_DTYPE_F32>, op_all_reduce_inplace<PCY_DTYPE_F64>,
             op_all_reduce_inplace<PCY_DTYPE_I32>, op_all_reduce_inplace<PCY_DTYPE_I64>>(
         pcy_coll_all_reduce_inplace_schema, lib + " MPI_Iallreduce in place");
-    add_all<op_broadcast<PCY_DTYPE_F16>, op_broadcast<PCY_DTYPE_BF16>,
-            op_broadcast<PCY_DTYPE_F32>, op_broadcast<PCY_DTYPE_F64>,
-            op_broadcast<PCY_DTYPE_I32>, op_broadcast<PCY_DTYPE_I64>>(pcy_coll_broadcast_schema,
-                                                                      lib + " MPI_Ibcast");
+    add_all<op_broadcast<PCY_DTYPE_F16>, op_broadcast<PCY_DTYPE_BF16>, op_broadcast<PCY_DTYPE_F32>,
+            op_broadcast<PCY_DTYPE_F64>, op_broadcast<PCY_DTYPE_I32>, op_broadcast<PCY_DTYPE_I64>>(
+        pcy_coll_broadcast_schema, lib + " MPI_Ibcast");
     add_all<op_reduce<PCY_DTYPE_F16>, op_reduce<PCY_DTYPE_BF16>, op_reduce<PCY_DTYPE_F32>,
             op_reduce<PCY_DTYPE_F64>, op_reduce<PCY_DTYPE_I32>, op_reduce<PCY_DTYPE_I64>>(
         pcy_coll_reduce_schema, lib + " MPI_Ireduce");
@@ -768,8 +769,8 @@ public:
         pcy_coll_reduce_inplace_schema, lib + " MPI_Ireduce in place");
     add_all<op_all_gather<PCY_DTYPE_F16>, op_all_gather<PCY_DTYPE_BF16>,
             op_all_gather<PCY_DTYPE_F32>, op_all_gather<PCY_DTYPE_F64>,
-            op_all_gather<PCY_DTYPE_I32>, op_all_gather<PCY_DTYPE_I64>>(
-        pcy_coll_all_gather_schema, lib + " MPI_Iallgather");
+            op_all_gather<PCY_DTYPE_I32>, op_all_gather<PCY_DTYPE_I64>>(pcy_coll_all_gather_schema,
+                                                                        lib + " MPI_Iallgather");
     add_all<op_all_gather_inplace<PCY_DTYPE_F16>, op_all_gather_inplace<PCY_DTYPE_BF16>,
             op_all_gather_inplace<PCY_DTYPE_F32>, op_all_gather_inplace<PCY_DTYPE_F64>,
             op_all_gather_inplace<PCY_DTYPE_I32>, op_all_gather_inplace<PCY_DTYPE_I64>>(
@@ -780,16 +781,15 @@ public:
         pcy_coll_reduce_scatter_schema, lib + " MPI_Ireduce_scatter_block");
     add_all<op_all_to_all<PCY_DTYPE_F16>, op_all_to_all<PCY_DTYPE_BF16>,
             op_all_to_all<PCY_DTYPE_F32>, op_all_to_all<PCY_DTYPE_F64>,
-            op_all_to_all<PCY_DTYPE_I32>, op_all_to_all<PCY_DTYPE_I64>>(
-        pcy_coll_all_to_all_schema, lib + " MPI_Ialltoall");
+            op_all_to_all<PCY_DTYPE_I32>, op_all_to_all<PCY_DTYPE_I64>>(pcy_coll_all_to_all_schema,
+                                                                        lib + " MPI_Ialltoall");
     add_all<op_send<PCY_DTYPE_F16>, op_send<PCY_DTYPE_BF16>, op_send<PCY_DTYPE_F32>,
             op_send<PCY_DTYPE_F64>, op_send<PCY_DTYPE_I32>, op_send<PCY_DTYPE_I64>>(
         pcy_coll_send_schema, lib + " MPI_Isend");
     add_all<op_recv<PCY_DTYPE_F16>, op_recv<PCY_DTYPE_BF16>, op_recv<PCY_DTYPE_F32>,
             op_recv<PCY_DTYPE_F64>, op_recv<PCY_DTYPE_I32>, op_recv<PCY_DTYPE_I64>>(
         pcy_coll_recv_schema, lib + " MPI_Irecv");
-    table_.add<op_comm_init>(pcy_coll_comm_init_schema, PCY_DTYPE_I64,
-                             lib + " MPI_Comm_idup");
+    table_.add<op_comm_init>(pcy_coll_comm_init_schema, PCY_DTYPE_I64, lib + " MPI_Comm_idup");
     table_.add<op_barrier>(pcy_coll_barrier_schema, PCY_DTYPE_I64, lib + " MPI_Ibarrier");
   }
 

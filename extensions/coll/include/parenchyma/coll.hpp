@@ -67,9 +67,10 @@ public:
     c.distinct(x, "x", y, "y");
     c.written(x, "x");
     check_op(pcy_coll_all_reduce_schema, op);
-    ext::invoke<pcy_coll_all_reduce_schema>(
-        b_, c.dtype(),
-        {OpArg::integer(id_), OpArg::integer(static_cast<int64_t>(op)), OpArg::in(x), OpArg::out(y)});
+    ext::invoke<pcy_coll_all_reduce_schema>(b_, c.dtype(),
+                                            {OpArg::integer(id_),
+                                             OpArg::integer(static_cast<int64_t>(op)), OpArg::in(x),
+                                             OpArg::out(y)});
   }
   // x = op over ranks of x, on every rank.
   void all_reduce(TensorStorage& x, reduce_op op = reduce_op::sum) const {
@@ -85,10 +86,9 @@ public:
     ext::checker c(pcy_coll_broadcast_schema, x, "x", dtypes);
     check_rank(pcy_coll_broadcast_schema, root, "root");
     if (root == rank_) c.written(x, "x");
-    ext::invoke<pcy_coll_broadcast_schema>(
-        b_, c.dtype(),
-        {OpArg::integer(id_), OpArg::integer(root),
-         root == rank_ ? OpArg::inout(x) : OpArg::out(x)});
+    ext::invoke<pcy_coll_broadcast_schema>(b_, c.dtype(),
+                                           {OpArg::integer(id_), OpArg::integer(root),
+                                            root == rank_ ? OpArg::inout(x) : OpArg::out(x)});
   }
   // root's y = op over ranks of x (y: x's element count on every rank; untouched off root).
   void reduce(const TensorStorage& x, TensorStorage& y, reduce_op op, int root) const {
@@ -111,10 +111,10 @@ public:
     c.written(x, "x");
     check_op(pcy_coll_reduce_inplace_schema, op);
     check_rank(pcy_coll_reduce_inplace_schema, root, "root");
-    ext::invoke<pcy_coll_reduce_inplace_schema>(
-        b_, c.dtype(),
-        {OpArg::integer(id_), OpArg::integer(static_cast<int64_t>(op)), OpArg::integer(root),
-         OpArg::inout(x)});
+    ext::invoke<pcy_coll_reduce_inplace_schema>(b_, c.dtype(),
+                                                {OpArg::integer(id_),
+                                                 OpArg::integer(static_cast<int64_t>(op)),
+                                                 OpArg::integer(root), OpArg::inout(x)});
   }
   // y = every rank's x, in rank order (y: size() times x's element count).
   void all_gather(const TensorStorage& x, TensorStorage& y) const {
@@ -145,9 +145,10 @@ public:
     c.distinct(x, "x", y, "y");
     c.written(x, "x");
     check_op(pcy_coll_reduce_scatter_schema, op);
-    ext::invoke<pcy_coll_reduce_scatter_schema>(
-        b_, c.dtype(),
-        {OpArg::integer(id_), OpArg::integer(static_cast<int64_t>(op)), OpArg::in(x), OpArg::out(y)});
+    ext::invoke<pcy_coll_reduce_scatter_schema>(b_, c.dtype(),
+                                                {OpArg::integer(id_),
+                                                 OpArg::integer(static_cast<int64_t>(op)),
+                                                 OpArg::in(x), OpArg::out(y)});
   }
   // Block j of y = block rank() of rank j's x (x, y: the same element count, a multiple of size()).
   void all_to_all(const TensorStorage& x, TensorStorage& y) const {
@@ -166,13 +167,15 @@ public:
     check_peer(pcy_coll_send_schema, peer, tag);
     c.written(x, "x");
     ext::invoke<pcy_coll_send_schema>(
-        b_, c.dtype(), {OpArg::integer(id_), OpArg::integer(peer), OpArg::integer(tag), OpArg::in(x)});
+        b_, c.dtype(),
+        {OpArg::integer(id_), OpArg::integer(peer), OpArg::integer(tag), OpArg::in(x)});
   }
   void recv(TensorStorage& y, int peer, int tag = 0) const {
     ext::checker c(pcy_coll_recv_schema, y, "y", dtypes);
     check_peer(pcy_coll_recv_schema, peer, tag);
     ext::invoke<pcy_coll_recv_schema>(
-        b_, c.dtype(), {OpArg::integer(id_), OpArg::integer(peer), OpArg::integer(tag), OpArg::out(y)});
+        b_, c.dtype(),
+        {OpArg::integer(id_), OpArg::integer(peer), OpArg::integer(tag), OpArg::out(y)});
   }
   void barrier() const {
     ext::invoke<pcy_coll_barrier_schema>(b_, PCY_DTYPE_I64, {OpArg::integer(id_)});

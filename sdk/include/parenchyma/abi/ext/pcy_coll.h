@@ -1,7 +1,7 @@
 /* parenchyma extension "coll": collectives over an existing engine (MPI), every op's arguments as
  * data (the op schemas every coll bundle and the front-end parenchyma/coll.hpp are built from).
- * X(name, kind, intent, dtype, rank): see PCY_DECLARE_OP_SCHEMA in pcy_bundle.h. docs/distributed.md
- * is the user's guide.
+ * X(name, kind, intent, dtype, rank): see PCY_DECLARE_OP_SCHEMA in pcy_bundle.h.
+ * docs/distributed.md is the user's guide.
  *
  * Common rules.
  * - `comm` is a communicator id that comm_init returned (info[0]); every rank of the communicator
@@ -59,8 +59,8 @@
 #define PCY_COLL_COMM_INIT_ARGS(X) X(handle, INT, 0, OP, ANY) X(info, TENSOR, OUT, I64, 1)
 /* y = reduce over ranks of x, on every rank; x and y hold the same number of elements. */
 #define PCY_COLL_ALL_REDUCE_ARGS(X)                                                                \
-  X(comm, INT, 0, OP, ANY) X(reduce, INT, 0, OP, ANY) X(x, TENSOR, IN, OP, ANY)                  \
-  X(y, TENSOR, OUT, OP, ANY)
+  X(comm, INT, 0, OP, ANY)                                                                         \
+  X(reduce, INT, 0, OP, ANY) X(x, TENSOR, IN, OP, ANY) X(y, TENSOR, OUT, OP, ANY)
 /* x = reduce over ranks of x, on every rank. */
 #define PCY_COLL_ALL_REDUCE_INPLACE_ARGS(X)                                                        \
   X(comm, INT, 0, OP, ANY) X(reduce, INT, 0, OP, ANY) X(x, TENSOR, INOUT, OP, ANY)
@@ -70,12 +70,13 @@
 /* root's y = reduce over ranks of x; y is written on root only, left as it was elsewhere (the
  * front-end passes it OUT on root, INOUT elsewhere when it was written). */
 #define PCY_COLL_REDUCE_ARGS(X)                                                                    \
-  X(comm, INT, 0, OP, ANY) X(reduce, INT, 0, OP, ANY) X(root, INT, 0, OP, ANY)                   \
-  X(x, TENSOR, IN, OP, ANY) X(y, TENSOR, OVERWRITE, OP, ANY)
+  X(comm, INT, 0, OP, ANY)                                                                         \
+  X(reduce, INT, 0, OP, ANY) X(root, INT, 0, OP, ANY) X(x, TENSOR, IN, OP, ANY)                    \
+      X(y, TENSOR, OVERWRITE, OP, ANY)
 /* root's x = reduce over ranks of x; x is unchanged on the other ranks. */
 #define PCY_COLL_REDUCE_INPLACE_ARGS(X)                                                            \
-  X(comm, INT, 0, OP, ANY) X(reduce, INT, 0, OP, ANY) X(root, INT, 0, OP, ANY)                   \
-  X(x, TENSOR, INOUT, OP, ANY)
+  X(comm, INT, 0, OP, ANY)                                                                         \
+  X(reduce, INT, 0, OP, ANY) X(root, INT, 0, OP, ANY) X(x, TENSOR, INOUT, OP, ANY)
 /* y = the x of rank 0, then rank 1, ... concatenated; y holds size * n elements, x n. */
 #define PCY_COLL_ALL_GATHER_ARGS(X)                                                                \
   X(comm, INT, 0, OP, ANY) X(x, TENSOR, IN, OP, ANY) X(y, TENSOR, OUT, OP, ANY)
@@ -84,19 +85,20 @@
 /* x holds size * n elements, y n: y = block `rank` (elements rank * n .. rank * n + n - 1) of the
  * reduction over ranks of x. */
 #define PCY_COLL_REDUCE_SCATTER_ARGS(X)                                                            \
-  X(comm, INT, 0, OP, ANY) X(reduce, INT, 0, OP, ANY) X(x, TENSOR, IN, OP, ANY)                  \
-  X(y, TENSOR, OUT, OP, ANY)
+  X(comm, INT, 0, OP, ANY)                                                                         \
+  X(reduce, INT, 0, OP, ANY) X(x, TENSOR, IN, OP, ANY) X(y, TENSOR, OUT, OP, ANY)
 /* x and y hold size * n elements: block j of y = block `rank` of rank j's x. */
 #define PCY_COLL_ALL_TO_ALL_ARGS(X)                                                                \
   X(comm, INT, 0, OP, ANY) X(x, TENSOR, IN, OP, ANY) X(y, TENSOR, OUT, OP, ANY)
 /* Point to point: send x to rank `peer`; the matching recv names this rank, the same tag
- * (0 .. 32767), dtype and element count. Messages between two ranks with one tag arrive in order. */
+ * (0 .. 32767), dtype and element count. Messages between two ranks with one tag arrive in order.
+ */
 #define PCY_COLL_SEND_ARGS(X)                                                                      \
-  X(comm, INT, 0, OP, ANY) X(peer, INT, 0, OP, ANY) X(tag, INT, 0, OP, ANY)                      \
-  X(x, TENSOR, IN, OP, ANY)
+  X(comm, INT, 0, OP, ANY)                                                                         \
+  X(peer, INT, 0, OP, ANY) X(tag, INT, 0, OP, ANY) X(x, TENSOR, IN, OP, ANY)
 #define PCY_COLL_RECV_ARGS(X)                                                                      \
-  X(comm, INT, 0, OP, ANY) X(peer, INT, 0, OP, ANY) X(tag, INT, 0, OP, ANY)                      \
-  X(y, TENSOR, OUT, OP, ANY)
+  X(comm, INT, 0, OP, ANY)                                                                         \
+  X(peer, INT, 0, OP, ANY) X(tag, INT, 0, OP, ANY) X(y, TENSOR, OUT, OP, ANY)
 /* Returns on each rank once every rank has called it. Registered for dtype I64. */
 #define PCY_COLL_BARRIER_ARGS(X) X(comm, INT, 0, OP, ANY)
 
