@@ -6,6 +6,8 @@
 //   coll_matrix             the matrix
 //   coll_matrix early-exit  the last rank leaves before an all_reduce: the others must get an
 //                           error naming the op and their rank within PARENCHYMA_COLL_TIMEOUT
+//   coll_matrix crash       the last rank dies (_Exit(3), no MPI_Finalize) before an all_reduce:
+//                           the job must end promptly (mpirun ends it) with a failure status
 //   coll_matrix mismatch    the ranks call all_reduce with different sizes: every rank must get
 //                           an error naming the rank that differs, at once (no timeout)
 #include <parenchyma/coll.hpp>
@@ -15,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <random>
@@ -358,6 +361,25 @@ int early_exit(const coll::Communicator& comm) {
   return failures == 0 ? 0 : 1;
 }
 
+// The last rank dies without a word; mpirun sees it and ends the job (the others never return).
+int crash(const coll::Communicator& comm) {
+  comm.barrier();
+  if (comm.rank() == comm.size() - 1) {
+    std::printf("[rank %d] dying on purpose\n", comm.rank());
+    std::fflush(stdout);
+    std::_Exit(3);
+  }
+  SharedTensor<float> x({1003});
+  for (auto& v : x.write_only())
+    v = 1;
+  try {
+    comm.all_reduce(x);
+  } catch (const error& e) {
+    std::printf("[rank %d] %s\n", comm.rank(), e.what());
+  }
+  return 1; // a failure either way: the job must not succeed
+}
+
 // Different sizes on different ranks: every rank gets an error naming the other's call.
 int mismatch(const coll::Communicator& comm) {
   const int64_t n = 7 + comm.rank();
@@ -388,6 +410,7 @@ int main(int argc, char** argv) {
     my_rank = comm.rank();
     if (mode == "early-exit") return early_exit(comm);
     if (mode == "mismatch") return mismatch(comm);
+    if (mode == "crash") return crash(comm);
     return matrix(comm);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "[rank %d] FAIL: %s\n", my_rank, e.what());
