@@ -14,6 +14,7 @@
 #include <dlfcn.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -161,10 +162,10 @@ struct comm_entry {
 };
 
 struct mpi_state {
-  std::mutex mu;                // guards init and comms
-  bool serialise = false;       // MPI gave less than MPI_THREAD_MULTIPLE: one MPI call at a time
-  std::mutex call_mu;           // held around each MPI call when serialise
-  std::deque<comm_entry> comms; // id = index + 1; a deque keeps addresses stable
+  std::mutex mu;                      // guards init and comms
+  std::atomic<bool> serialise{false}; // less than MPI_THREAD_MULTIPLE: one MPI call at a time
+  std::mutex call_mu;                 // held around each MPI call when serialise
+  std::deque<comm_entry> comms;       // id = index + 1; a deque keeps addresses stable
 };
 
 // Leaked on purpose: the finalisation at exit may run after static destructors.
@@ -288,12 +289,17 @@ struct call {
     }
   }
   [[noreturn]] void timed_out() {
-    c.broken = str(where, "no answer from the other ranks within ", cx.set.timeout_s, " s (",
-                   PCY_COLL_TIMEOUT_SETTING,
-                   "): a rank exited, crashed, or called other ops (another order, dtype or size)");
+    const std::string why =
+        str(where, "no answer from the other ranks within ", cx.set.timeout_s, " s (",
+            PCY_COLL_TIMEOUT_SETTING,
+            "): a rank exited, crashed, or called other ops (another order, dtype or size)");
+    {
+      std::lock_guard<std::mutex> lock(state().mu); // entry_of reads it under the same lock
+      c.broken = why;
+    }
     cx.abandon_staging();
     sdk::fail(PCY_ERR_DEVICE,
-              str(c.broken,
+              str(why,
                   "; the communicator is unusable now: end the job on every rank, fix "
                   "the program, and raise ",
                   PCY_COLL_TIMEOUT_SETTING, " if a rank is only slow"));
