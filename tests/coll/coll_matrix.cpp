@@ -8,6 +8,9 @@
 //                           error naming the op and their rank within PARENCHYMA_COLL_TIMEOUT
 //   coll_matrix crash       the last rank dies (_Exit(3), no MPI_Finalize) before an all_reduce:
 //                           the job must end promptly (mpirun ends it) with a failure status
+//   coll_matrix fallback    a communicator on the OpenCL backend (no coll bundle there): the ops
+//                           run on the native bundle by fallback, the tensors staged through the
+//                           host, with the same results (exit 77 where no OpenCL backend exists)
 //   coll_matrix mismatch    the ranks call all_reduce with different sizes: every rank must get
 //                           an error naming the rank that differs, at once (no timeout)
 #include <parenchyma/coll.hpp>
@@ -20,6 +23,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <random>
 #include <string>
 #include <vector>
@@ -402,8 +406,58 @@ int mismatch(const coll::Communicator& comm) {
 
 } // namespace
 
+// A communicator on a backend whose framework has no coll bundle: every op falls back to the
+// native bundle (the fallback policy: allow here), the data moving between the device and host.
+int fallback() {
+  std::unique_ptr<Backend> ocl;
+  try {
+    ocl = std::make_unique<Backend>("opencl");
+  } catch (const error& e) {
+    std::printf("SKIPPED: no OpenCL backend here (%s)\n", e.what());
+    return 77;
+  }
+  coll::Communicator comm(*ocl);
+  my_rank = comm.rank();
+  const int size = comm.size();
+  SharedTensor<float> x({1003}), g({1003 * static_cast<int64_t>(size)});
+  {
+    auto w = x.write_only();
+    for (size_t i = 0; i < w.size(); ++i)
+      w[i] = static_cast<float>(comm.rank() * 10000 + static_cast<int>(i));
+  }
+  x.read(*ocl); // a copy on the OpenCL device too, so the op's sync has a device slot to consider
+  comm.all_gather(x, g);
+  comm.all_reduce(x, reduce_op::max);
+  const auto r = x.read();
+  const auto gr = g.read();
+  for (size_t i = 0; i < r.size(); ++i)
+    if (r[i] != static_cast<float>((size - 1) * 10000 + static_cast<int>(i))) {
+      fail("fallback all_reduce max: element %zu is %g", i, static_cast<double>(r[i]));
+      break;
+    }
+  for (size_t i = 0; i < gr.size(); ++i)
+    if (gr[i] !=
+        static_cast<float>(static_cast<int>(i / 1003) * 10000 + static_cast<int>(i % 1003))) {
+      fail("fallback all_gather: element %zu is %g", i, static_cast<double>(gr[i]));
+      break;
+    }
+  comm.barrier();
+  if (failures == 0)
+    std::printf("[rank %d of %d] coll on %s by fallback: passed\n", comm.rank(), size,
+                ocl->name().c_str());
+  return failures == 0 ? 0 : 1;
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "matrix";
+  if (mode == "fallback") {
+    try {
+      return fallback();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "[rank %d] FAIL: %s\n", my_rank, e.what());
+      return 1;
+    }
+  }
   try {
     Backend b;
     coll::Communicator comm(b);
