@@ -8,6 +8,8 @@
 //                           error naming the op and their rank within PARENCHYMA_COLL_TIMEOUT
 //   coll_matrix crash       the last rank dies (_Exit(3), no MPI_Finalize) before an all_reduce:
 //                           the job must end promptly (mpirun ends it) with a failure status
+//   coll_matrix mismatch-nocheck  the same with PARENCHYMA_COLL_CHECK=0: MPI's own failure or the
+//                           timeout, as an error naming the op and the rank on every rank
 //   coll_matrix fallback    a communicator on the OpenCL backend (no coll bundle there): the ops
 //                           run on the native bundle by fallback, the tensors staged through the
 //                           host, with the same results (exit 77 where no OpenCL backend exists)
@@ -365,6 +367,35 @@ int early_exit(const coll::Communicator& comm) {
   return failures == 0 ? 0 : 1;
 }
 
+// Different sizes with the cross-rank check off: MPI finds it (a truncation) or the timeout does;
+// either way an error on every rank, then the communicator refuses every op at once.
+int mismatch_nocheck(const coll::Communicator& comm) {
+  SharedTensor<float> x({7 + comm.rank() * 1000});
+  for (auto& v : x.write_only())
+    v = 1;
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    comm.all_reduce(x);
+    fail("all_reduce with different sizes and no check returned without an error");
+  } catch (const error& e) {
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::printf("[rank %d] after %.1f s: %s\n", comm.rank(), s, e.what());
+    const std::string m = e.what();
+    if (m.find("all_reduce") == std::string::npos ||
+        m.find("rank " + std::to_string(comm.rank())) == std::string::npos)
+      fail("the error does not name the op and this rank: %s", e.what());
+  }
+  try {
+    comm.barrier();
+    fail("an op on a broken communicator returned without an error");
+  } catch (const error& e) {
+    if (std::string(e.what()).find("broke earlier") == std::string::npos)
+      fail("unexpected error on the broken communicator: %s", e.what());
+  }
+  return failures == 0 ? 0 : 1;
+}
+
 // The last rank dies without a word; mpirun sees it and ends the job (the others never return).
 int crash(const coll::Communicator& comm) {
   comm.barrier();
@@ -401,6 +432,26 @@ int mismatch(const coll::Communicator& comm) {
       fail("the error does not name the op, the sizes and the other rank: %s", e.what());
   }
   comm.barrier(); // still usable: the check refused before any data moved
+  // send / recv of different sizes: the receiver refuses, naming the sender and both sizes; the
+  // sender completes (the receiver takes the message into scratch first).
+  if (comm.rank() == 0) {
+    SharedTensor<float> s({7});
+    for (auto& v : s.write_only())
+      v = 2;
+    comm.send(s, 1, 5);
+  } else if (comm.rank() == 1) {
+    SharedTensor<float> r({8});
+    try {
+      comm.recv(r, 0, 5);
+      fail("recv of 8 elements from a send of 7 returned without an error");
+    } catch (const error& e) {
+      std::printf("[rank %d] %s\n", comm.rank(), e.what());
+      const std::string m = e.what();
+      if (m.find("rank 0 sent 7") == std::string::npos || m.find("receives 8") == std::string::npos)
+        fail("the recv error does not name the sender and both sizes: %s", e.what());
+    }
+  }
+  comm.barrier();
   return failures == 0 ? 0 : 1;
 }
 
@@ -465,6 +516,7 @@ int main(int argc, char** argv) {
     if (mode == "early-exit") return early_exit(comm);
     if (mode == "mismatch") return mismatch(comm);
     if (mode == "crash") return crash(comm);
+    if (mode == "mismatch-nocheck") return mismatch_nocheck(comm);
     return matrix(comm);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "[rank %d] FAIL: %s\n", my_rank, e.what());

@@ -210,6 +210,10 @@ void ensure_mpi() {
     if (dladdr(reinterpret_cast<void*>(&finalise_at_exit), &info) != 0 && info.dli_fname)
       dlopen(info.dli_fname, RTLD_NOW | RTLD_NODELETE | RTLD_NOLOAD);
     std::atexit(finalise_at_exit);
+    // Open MPI reports some failures of a non-blocking collective (a truncation when the ranks'
+    // sizes differ) through MPI_COMM_WORLD's handler, which aborts by default. The program did
+    // not start MPI, so it has no MPI code of its own whose errors this would change.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
   } else {
     MPI_Query_thread(&provided);
   }
@@ -275,18 +279,45 @@ struct call {
     const auto deadline = start + std::chrono::duration_cast<clock::duration>(
                                       std::chrono::duration<double>(cx.set.timeout_s));
     const auto spin_until = start + std::chrono::milliseconds(20);
+    MPI_Status st[2] = {};
     for (unsigned polls = 1;; ++polls) {
-      int done = 0;
-      mpi(where, "MPI_Testall", [&] {
-        return n == 1 && status != nullptr ? MPI_Test(reqs, &done, status)
-                                           : MPI_Testall(n, reqs, &done, MPI_STATUSES_IGNORE);
-      });
-      if (done != 0) return;
+      int done = 0, rc;
+      if (state().serialise) {
+        std::lock_guard<std::mutex> lock(state().call_mu);
+        rc = MPI_Testall(n, reqs, &done, st);
+      } else {
+        rc = MPI_Testall(n, reqs, &done, st);
+      }
+      if (rc != MPI_SUCCESS) failed(rc, st, n);
+      if (done != 0) {
+        if (status != nullptr) *status = st[0];
+        return;
+      }
       if (polls % 64 != 0) continue;
       const auto now = clock::now();
       if (now > deadline) timed_out();
       if (now > spin_until) std::this_thread::sleep_for(std::chrono::microseconds(20));
     }
+  }
+  // An exchange that MPI failed midway (a truncation when sizes differ and the check is off):
+  // the communicator is unusable, as after a timeout.
+  [[noreturn]] void failed(int rc, const MPI_Status* st, int n) {
+    if (rc == MPI_ERR_IN_STATUS)
+      for (int i = 0; i < n; ++i)
+        if (st[i].MPI_ERROR != MPI_SUCCESS) {
+          rc = st[i].MPI_ERROR;
+          break;
+        }
+    const std::string why = str(where, "MPI failed the exchange: ", mpi_error_text(rc));
+    {
+      std::lock_guard<std::mutex> lock(state().mu);
+      c.broken = why;
+    }
+    cx.abandon_staging();
+    sdk::fail(PCY_ERR_DEVICE, str(why, "; do the ranks disagree on the op, dtype or size? (",
+                                  PCY_COLL_CHECK_SETTING,
+                                  "=1 names the rank that differs); the "
+                                  "communicator is unusable now: end the job on every rank"));
   }
   [[noreturn]] void timed_out() {
     const std::string why =
@@ -639,6 +670,13 @@ template <pcy_dtype D> void op_recv(coll_context& cx, const sdk::op_args& a) {
     k.wait(&r, 1);
     const auto sd = static_cast<pcy_dtype>(head[0]);
     if (sd != D || static_cast<uint64_t>(head[1]) != n) {
+      const bool known = sd == PCY_DTYPE_F16 || sd == PCY_DTYPE_BF16 || sd == PCY_DTYPE_F32 ||
+                         sd == PCY_DTYPE_F64 || sd == PCY_DTYPE_I32 || sd == PCY_DTYPE_I64;
+      if (!known || head[1] < 0 || head[1] > INT32_MAX)
+        sdk::fail(PCY_ERR_INVALID_ARGUMENT,
+                  str(k.where, "rank ", peer, " sent a header this bundle does not know on tag ",
+                      tag, " (dtype ", head[0], ", count ", head[1],
+                      "); is it a coll send of the same parenchyma version?"));
       // Take the message anyway (into scratch) so the sender completes, then refuse.
       std::vector<char> scratch(static_cast<size_t>(head[1]) * elem_size(sd) + 1);
       mpi(k.where, "MPI_Irecv", [&] {
