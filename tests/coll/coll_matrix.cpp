@@ -242,6 +242,12 @@ template <class T> void run_dtype(const coll::Communicator& comm) {
         comm.reduce_scatter(x, y, op);
         std::snprintf(what, sizeof what, "reduce_scatter %s", op_name(op));
         compare<T>(what, values(y), w, b, n);
+        compare<T>("reduce_scatter leaves x", values(x), big[static_cast<size_t>(rank)], {}, n);
+        comm.reduce_scatter(x, op); // in place: block `rank` of x
+        const auto all = values(x);
+        const auto at = all.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(rank) * n);
+        std::snprintf(what, sizeof what, "reduce_scatter in place %s", op_name(op));
+        compare<T>(what, std::vector<double>(at, at + static_cast<std::ptrdiff_t>(n)), w, b, n);
       }
     }
     // broadcast from the last rank and from rank 0.

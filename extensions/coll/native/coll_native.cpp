@@ -514,23 +514,18 @@ template <pcy_dtype D> void op_all_gather_inplace(coll_context& cx, const sdk::o
   k.wait(&r, 1);
 }
 
-template <pcy_dtype D> void op_reduce_scatter(coll_context& cx, const sdk::op_args& a) {
-  const sdk::decoder<pcy_coll_reduce_scatter_schema> dc(a, D);
-  const pcy_tensor &x = dc.tensor(2), &y = dc.tensor(3);
-  const uint64_t n = dc.elements(y, 3);
-  call k = begin(cx, a, "reduce_scatter");
-  if (dc.elements(x, 2) != n * static_cast<uint64_t>(k.c.size))
-    dc.bad(PCY_ERR_INVALID_ARGUMENT, 2, str("expected ", n * k.c.size, " elements (size x n)"));
-  const int64_t reduce = a.i(1);
-  check_reduce(k, reduce);
-  k.agree(D, n, call::extra_of(reduce, -1));
+// y = block `rank` of the reduction of x (size * n elements); y == nullptr: in place, the result
+// goes to block `rank` of x (MPI_IN_PLACE leaves it in block 0: moved).
+void reduce_scatter_to(call& k, pcy_dtype d, int64_t reduce, void* x, void* y, uint64_t n) {
   const int cnt = k.count(n);
   const uint64_t total = n * static_cast<uint64_t>(k.c.size);
   k.count(total);
+  const size_t es = elem_size(d), rank = static_cast<size_t>(k.c.rank);
+  void* out = y != nullptr ? y : static_cast<char*>(x) + rank * n * es;
   MPI_Request r = MPI_REQUEST_NULL;
-  if (is_half(D)) {
-    float* s = cx.staging(total);
-    to_f32(D, cx.ptr(x), s, total);
+  if (is_half(d)) {
+    float* s = k.cx.staging(total);
+    to_f32(d, x, s, total);
     mpi(k.where, "MPI_Ireduce_scatter_block", [&] {
       return MPI_Ireduce_scatter_block(MPI_IN_PLACE, s, cnt, MPI_FLOAT, mpi_op(reduce), k.c.comm,
                                        &r);
@@ -539,15 +534,41 @@ template <pcy_dtype D> void op_reduce_scatter(coll_context& cx, const sdk::op_ar
     if (reduce == PCY_COLL_REDUCE_AVG)
       for (size_t i = 0; i < n; ++i)
         s[i] /= static_cast<float>(k.c.size);
-    from_f32(D, s, cx.ptr(y), n);
+    from_f32(d, s, out, n);
     return;
   }
   mpi(k.where, "MPI_Ireduce_scatter_block", [&] {
-    return MPI_Ireduce_scatter_block(cx.ptr(x), cx.ptr(y), cnt, mpi_type(D), mpi_op(reduce),
-                                     k.c.comm, &r);
+    return MPI_Ireduce_scatter_block(y != nullptr ? x : MPI_IN_PLACE, y != nullptr ? y : x, cnt,
+                                     mpi_type(d), mpi_op(reduce), k.c.comm, &r);
   });
   k.wait(&r, 1);
-  if (reduce == PCY_COLL_REDUCE_AVG) divide(D, cx.ptr(y), n, k.c.size);
+  if (y == nullptr && rank != 0) std::memmove(out, x, n * es);
+  if (reduce == PCY_COLL_REDUCE_AVG) divide(d, out, n, k.c.size);
+}
+
+template <pcy_dtype D> void op_reduce_scatter(coll_context& cx, const sdk::op_args& a) {
+  const sdk::decoder<pcy_coll_reduce_scatter_schema> dc(a, D);
+  const pcy_tensor &x = dc.tensor(2), &y = dc.tensor(3);
+  const uint64_t n = dc.elements(y, 3);
+  call k = begin(cx, a, "reduce_scatter");
+  if (dc.elements(x, 2) != n * static_cast<uint64_t>(k.c.size))
+    dc.bad(PCY_ERR_INVALID_ARGUMENT, 2, str("expected ", n * k.c.size, " elements (size x n)"));
+  check_reduce(k, a.i(1));
+  k.agree(D, n, call::extra_of(a.i(1), -1));
+  reduce_scatter_to(k, D, a.i(1), cx.ptr(x), cx.ptr(y), n);
+}
+
+template <pcy_dtype D> void op_reduce_scatter_inplace(coll_context& cx, const sdk::op_args& a) {
+  const sdk::decoder<pcy_coll_reduce_scatter_inplace_schema> dc(a, D);
+  const pcy_tensor& x = dc.tensor(2);
+  const uint64_t total = dc.elements(x, 2);
+  call k = begin(cx, a, "reduce_scatter");
+  if (total % static_cast<uint64_t>(k.c.size) != 0)
+    dc.bad(PCY_ERR_INVALID_ARGUMENT, 2, str(total, " elements, not a multiple of ", k.c.size));
+  const uint64_t n = total / static_cast<uint64_t>(k.c.size);
+  check_reduce(k, a.i(1));
+  k.agree(D, n, call::extra_of(a.i(1), -1));
+  reduce_scatter_to(k, D, a.i(1), cx.ptr(x), nullptr, n);
 }
 
 template <pcy_dtype D> void op_all_to_all(coll_context& cx, const sdk::op_args& a) {
@@ -767,6 +788,10 @@ public:
             op_reduce_scatter<PCY_DTYPE_F32>, op_reduce_scatter<PCY_DTYPE_F64>,
             op_reduce_scatter<PCY_DTYPE_I32>, op_reduce_scatter<PCY_DTYPE_I64>>(
         pcy_coll_reduce_scatter_schema, lib + " MPI_Ireduce_scatter_block");
+    add_all<op_reduce_scatter_inplace<PCY_DTYPE_F16>, op_reduce_scatter_inplace<PCY_DTYPE_BF16>,
+            op_reduce_scatter_inplace<PCY_DTYPE_F32>, op_reduce_scatter_inplace<PCY_DTYPE_F64>,
+            op_reduce_scatter_inplace<PCY_DTYPE_I32>, op_reduce_scatter_inplace<PCY_DTYPE_I64>>(
+        pcy_coll_reduce_scatter_inplace_schema, lib + " MPI_Ireduce_scatter_block in place");
     add_all<op_all_to_all<PCY_DTYPE_F16>, op_all_to_all<PCY_DTYPE_BF16>,
             op_all_to_all<PCY_DTYPE_F32>, op_all_to_all<PCY_DTYPE_F64>,
             op_all_to_all<PCY_DTYPE_I32>, op_all_to_all<PCY_DTYPE_I64>>(pcy_coll_all_to_all_schema,

@@ -150,6 +150,17 @@ public:
                                                  OpArg::integer(static_cast<int64_t>(op)),
                                                  OpArg::in(x), OpArg::out(y)});
   }
+  // In place: x holds size() blocks; afterwards block rank() of x is the result and the other
+  // blocks hold unspecified values.
+  void reduce_scatter(TensorStorage& x, reduce_op op = reduce_op::sum) const {
+    ext::checker c(pcy_coll_reduce_scatter_inplace_schema, x, "x", dtypes);
+    divisible(pcy_coll_reduce_scatter_inplace_schema, x, "x");
+    c.written(x, "x");
+    check_op(pcy_coll_reduce_scatter_inplace_schema, op);
+    ext::invoke<pcy_coll_reduce_scatter_inplace_schema>(
+        b_, c.dtype(),
+        {OpArg::integer(id_), OpArg::integer(static_cast<int64_t>(op)), OpArg::inout(x)});
+  }
   // Block j of y = block rank() of rank j's x (x, y: the same element count, a multiple of size()).
   void all_to_all(const TensorStorage& x, TensorStorage& y) const {
     ext::checker c(pcy_coll_all_to_all_schema, x, "x", dtypes);

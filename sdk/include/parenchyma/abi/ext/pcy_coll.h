@@ -71,8 +71,8 @@
  * front-end passes it OUT on root, INOUT elsewhere when it was written). */
 #define PCY_COLL_REDUCE_ARGS(X)                                                                    \
   X(comm, INT, 0, OP, ANY)                                                                         \
-  X(reduce, INT, 0, OP, ANY) X(root, INT, 0, OP, ANY) X(x, TENSOR, IN, OP, ANY)                    \
-      X(y, TENSOR, OVERWRITE, OP, ANY)
+  X(reduce, INT, 0, OP, ANY)                                                                       \
+  X(root, INT, 0, OP, ANY) X(x, TENSOR, IN, OP, ANY) X(y, TENSOR, OVERWRITE, OP, ANY)
 /* root's x = reduce over ranks of x; x is unchanged on the other ranks. */
 #define PCY_COLL_REDUCE_INPLACE_ARGS(X)                                                            \
   X(comm, INT, 0, OP, ANY)                                                                         \
@@ -87,6 +87,10 @@
 #define PCY_COLL_REDUCE_SCATTER_ARGS(X)                                                            \
   X(comm, INT, 0, OP, ANY)                                                                         \
   X(reduce, INT, 0, OP, ANY) X(x, TENSOR, IN, OP, ANY) X(y, TENSOR, OUT, OP, ANY)
+/* In place: x holds size * n elements; afterwards block `rank` of x holds the result and the
+ * other blocks hold unspecified values. */
+#define PCY_COLL_REDUCE_SCATTER_INPLACE_ARGS(X)                                                    \
+  X(comm, INT, 0, OP, ANY) X(reduce, INT, 0, OP, ANY) X(x, TENSOR, INOUT, OP, ANY)
 /* x and y hold size * n elements: block j of y = block `rank` of rank j's x. */
 #define PCY_COLL_ALL_TO_ALL_ARGS(X)                                                                \
   X(comm, INT, 0, OP, ANY) X(x, TENSOR, IN, OP, ANY) X(y, TENSOR, OUT, OP, ANY)
@@ -114,6 +118,8 @@ PCY_DECLARE_OP_SCHEMA(pcy_coll, all_gather, PCY_COLL_EXTENSION, PCY_COLL_ALL_GAT
 PCY_DECLARE_OP_SCHEMA(pcy_coll, all_gather_inplace, PCY_COLL_EXTENSION,
                       PCY_COLL_ALL_GATHER_INPLACE_ARGS)
 PCY_DECLARE_OP_SCHEMA(pcy_coll, reduce_scatter, PCY_COLL_EXTENSION, PCY_COLL_REDUCE_SCATTER_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_coll, reduce_scatter_inplace, PCY_COLL_EXTENSION,
+                      PCY_COLL_REDUCE_SCATTER_INPLACE_ARGS)
 PCY_DECLARE_OP_SCHEMA(pcy_coll, all_to_all, PCY_COLL_EXTENSION, PCY_COLL_ALL_TO_ALL_ARGS)
 PCY_DECLARE_OP_SCHEMA(pcy_coll, send, PCY_COLL_EXTENSION, PCY_COLL_SEND_ARGS)
 PCY_DECLARE_OP_SCHEMA(pcy_coll, recv, PCY_COLL_EXTENSION, PCY_COLL_RECV_ARGS)
