@@ -3,6 +3,7 @@
  * keep — struct_size first, the extension chain second, the frozen plugin prefix identical in
  * every entry table. Run as a test, it also checks PCY_HAS_FIELD on a truncated struct. */
 #include <parenchyma/abi/ext/pcy_blas.h>
+#include <parenchyma/abi/ext/pcy_coll.h>
 #include <parenchyma/abi/ext/pcy_nn.h>
 #include <parenchyma/abi/pcy_base.h>
 #include <parenchyma/abi/pcy_bundle.h>

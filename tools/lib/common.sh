@@ -23,6 +23,7 @@ PARENCHYMA_PACKAGES=(
   libbenchmark-dev
   pybind11-dev python3-dev python3-numpy python3-pytest python3-matplotlib python3-venv python3-pip
   zlib1g-dev python3-sklearn doxygen
+  libopenmpi-dev openmpi-bin
 )
 
 # Bold only on a terminal: logs (CI, `| tee`) get plain text.
