@@ -37,7 +37,7 @@ namespace pa = parenchyma::array;
 
 namespace {
 // The steps on every array backend; `measure` counts the heap allocations of the last 100.
-int run_steps(bool measure) {
+[[maybe_unused]] int run_steps(bool measure) {
   int failed = 0;
   try {
     for (const parenchyma::Backend& b : array_test::array_backends()) {

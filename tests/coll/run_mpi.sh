@@ -23,6 +23,11 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 # Containers: shared memory without ptrace-based single copy, and no network probing.
 export OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_btl=self,vader
 export OMPI_MCA_rmaps_base_oversubscribe=1
+# AddressSanitizer builds: Open MPI 4.1 leaks in its MCA components and unloads them before the
+# leak check runs, so the stacks end in "<unknown module>" and no suppression can name them.
+# The ranks run with LeakSanitizer off; ASan's other checks and UBSan stay on (coll_half, which
+# needs no MPI, keeps the leak check).
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 if [ $expect_failure -eq 0 ]; then
   exec mpirun -np "$np" --oversubscribe --allow-run-as-root "$@"
 fi
