@@ -1,0 +1,413 @@
+// BLAS bundle for the Vulkan framework (plugins/vulkan): our own GLSL compute shaders
+// (kernels.comp) for every op of the schema, compiled by the framework's program_build (GLSL to
+// SPIR-V through shaderc, kept in the SDK's kernel cache) once per context and dtype:
+// -DREAL=float always, -DREAL=double only where the device has shaderFloat64 (the device's
+// "fp64" property); without it the f64 ops are unavailable with the reason, so the host routes
+// them to another framework (fallback policy) or reports them unsupported.
+// Kernel arguments follow the plugin's convention: buffers fill the bindings of set 0 in binding
+// order, scalars the push-constant members in member order (docs/vulkan.md). Scalars come as a
+// host value plus an optional one-element buffer (flags bit 0: alpha from the buffer, bit 1:
+// beta), so device-resident scalars never round-trip to the host. The reference-BLAS edge cases
+// (docs/blas.md, "Reference semantics") are decided here (quick returns) and in the kernels.
+// Everything per context (programs, kernels, scratch buffers) is made once in create_context; an
+// op decodes its arguments and records launches on the backend's queue.
+#include "blas_call.hpp"
+
+#include "blas_vulkan_kernels.hpp" // kernels.comp, embedded at build time (generated)
+
+#include <parenchyma/sdk/device_bundle.hpp>
+#include <parenchyma/sdk/op_schema.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <type_traits>
+
+namespace {
+
+using namespace parenchyma;
+using blas_bundle::blas_call;
+using blas_bundle::to_int;
+
+constexpr const char* bundle_name = "blas_vulkan";
+// Work-group sizes, fixed by the shaders (kernels.comp: RWG, GWG, 256, TS / WPT).
+constexpr uint32_t reduce_wg = 256; // reductions (RWG)
+constexpr uint32_t gemv_wg = 64;    // gemv_n and gemv_t (GWG)
+constexpr uint32_t elementwise_wg = 256;
+constexpr uint32_t gemm_ts = 32;      // a work-group's tile of C is gemm_ts x gemm_ts (TS)
+constexpr uint32_t gemm_threads = 16; // per dimension: TS / WPT
+// Element-wise kernels and batches are grid-strided: their grids stop here, well below the
+// 65535 work-groups per dimension every Vulkan device offers.
+constexpr uint64_t max_groups_1d = 4096;
+constexpr uint64_t max_batch_groups = 65535;
+
+enum op_id { ASUM, AXPY, AXPBY, COPY, DOT, NRM2, SCAL, SWAP, GEMV, GEMM, GEMM_BATCHED, OP_COUNT };
+constexpr std::array<const char*, OP_COUNT> op_names{
+    "asum", "axpy", "axpby", "copy", "dot", "nrm2", "scal", "swap", "gemv", "gemm", "gemm_batched"};
+
+struct kernel_set {
+  pcy_kernel axpby = nullptr, axpy = nullptr, scal = nullptr, copy = nullptr, swap = nullptr;
+  pcy_kernel scale = nullptr, nrm2_1 = nullptr, nrm2_2 = nullptr;
+  pcy_kernel reduce_1 = nullptr, reduce_2 = nullptr, gemv_n = nullptr, gemv_t = nullptr;
+  pcy_kernel gemm = nullptr;
+};
+
+struct dtype_state : sdk::dtype_program {
+  kernel_set k;
+};
+
+struct vk_context : sdk::device_context {
+  explicit vk_context(const pcy_bundle_context_args& a) : device_context(a) {}
+  dtype_state f32, f64;
+  pcy_memory dummy = nullptr;    // stands in for a scalar buffer when the scalar is a host value
+  pcy_memory partials = nullptr; // stage-1 partial sums of the reductions (3 per group: nrm2)
+  uint32_t max_groups = 64;      // work-groups of a reduction's first stage
+
+  template <class T> const dtype_state& state() const {
+    const dtype_state& d = std::is_same_v<T, float> ? f32 : f64;
+    if (!d.available) sdk::fail(PCY_ERR_UNSUPPORTED, d.reason);
+    return d;
+  }
+  // f64 ops on a device without shaderFloat64 are unavailable here, so the host routes them to
+  // another framework instead of failing at call time.
+  bool op_available(const pcy_op_desc& op, const char** reason) const {
+    if (op.dtype == PCY_DTYPE_F64 && !f64.available) {
+      *reason = f64.reason.c_str();
+      return false;
+    }
+    return true;
+  }
+  void launch1(pcy_queue q, pcy_kernel k, uint64_t global, uint32_t local,
+               std::initializer_list<pcy_kernel_arg> args) const {
+    device_context::launch(q, k, 1, {global, 1, 1}, {local, 1, 1}, args);
+  }
+};
+
+using sdk::mem;
+using sdk::val;
+
+template <class T>
+constexpr pcy_dtype dt = std::is_same_v<T, float> ? PCY_DTYPE_F32 : PCY_DTYPE_F64;
+
+// A grid of whole work-groups covering n work-items, capped (the kernel strides over the rest).
+uint64_t grid_1d(uint64_t n, uint32_t wg) {
+  return std::clamp<uint64_t>((n + wg - 1) / wg, 1, max_groups_1d) * wg;
+}
+
+// A scalar as kernel arguments: host value, buffer (tensor or dummy) and its flag bit.
+template <class T> struct kscalar {
+  T value = 0;
+  pcy_memory buffer = nullptr;
+  int flag = 0;
+};
+template <class T>
+kscalar<T> kernel_scalar(const vk_context& cx, const blas_bundle::scalar_arg& s, int bit) {
+  if (s.tensor != nullptr) return {T(0), s.tensor->memory, bit};
+  return {static_cast<T>(s.value), cx.dummy, 0};
+}
+
+// ---- level 1 ---------------------------------------------------------------------------------
+
+uint32_t reduce_groups(const vk_context& cx, int n) {
+  return static_cast<uint32_t>(std::clamp<uint64_t>(
+      (static_cast<uint64_t>(n) + reduce_wg - 1) / reduce_wg, 1, cx.max_groups));
+}
+
+// Two stages on the device; n == 0 gives 0 (every invocation adds nothing).
+template <class T>
+void reduce(const vk_context& cx, pcy_queue q, const char* op, int mode, const blas_call& c,
+            const pcy_tensor& y, int incy) {
+  const dtype_state& d = cx.state<T>();
+  const int n = to_int(c.n, op, "n"), incx = to_int(c.x.inc, op, "incx");
+  const uint32_t groups = reduce_groups(cx, n);
+  cx.launch1(q, d.k.reduce_1, uint64_t(groups) * reduce_wg, reduce_wg,
+             {mem(c.x.t->memory), mem(y.memory), mem(cx.partials), val(n), val(mode), val(incx),
+              val(incy)});
+  const int g = static_cast<int>(groups);
+  cx.launch1(q, d.k.reduce_2, reduce_wg, reduce_wg,
+             {mem(cx.partials), mem(c.result->memory), val(g)});
+}
+
+// x = beta * x over a rows x cols window, ld apart (beta == 0: zeros, x not read); over `batch`
+// such windows `stride` elements apart (gemm_batched), in the grid's dimension 1.
+template <class T>
+void scale_window(const vk_context& cx, pcy_queue q, const char* op, int64_t rows, int64_t cols,
+                  int64_t ld, const blas_bundle::scalar_arg& beta, pcy_memory x, int64_t batch = 1,
+                  int64_t stride = 0) {
+  const dtype_state& d = cx.state<T>();
+  const int64_t total64 = rows * cols; // <= the tensor's element count (checked by the decoder)
+  if (total64 == 0 || batch == 0) return;
+  const int total = to_int(total64, op, "m n"), ncols = to_int(cols, op, "n"),
+            ild = to_int(ld, op, "ld"), istride = to_int(stride, op, "stride_c"),
+            ibatch = to_int(batch, op, "batch");
+  const kscalar<T> be = kernel_scalar<T>(cx, beta, 2);
+  cx.launch(q, d.k.scale, 2,
+            {grid_1d(static_cast<uint64_t>(total), elementwise_wg),
+             std::min<uint64_t>(static_cast<uint64_t>(batch), max_batch_groups), 1},
+            {elementwise_wg, 1, 1},
+            {mem(be.buffer), mem(x), val(be.value), val(total), val(ncols), val(be.flag), val(ild),
+             val(istride), val(ibatch)});
+}
+
+template <class T> void op_asum(vk_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_asum(a, dt<T>);
+  reduce<T>(cx, a.queue(), "asum", 0, c, *c.x.t, 1);
+}
+template <class T> void op_dot(vk_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_dot(a, dt<T>);
+  reduce<T>(cx, a.queue(), "dot", 1, c, *c.y.t, to_int(c.y.inc, "dot", "incy"));
+}
+// Blue's scaled sums of squares (kernels.comp, nrm2_1 / nrm2_2): no overflow, no underflow.
+template <class T> void op_nrm2(vk_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_nrm2(a, dt<T>);
+  const dtype_state& d = cx.state<T>();
+  const int n = to_int(c.n, "nrm2", "n"), incx = to_int(c.x.inc, "nrm2", "incx");
+  const int groups = static_cast<int>(reduce_groups(cx, n));
+  cx.launch1(a.queue(), d.k.nrm2_1, uint64_t(groups) * reduce_wg, reduce_wg,
+             {mem(c.x.t->memory), mem(cx.partials), val(n), val(incx), val(groups)});
+  cx.launch1(a.queue(), d.k.nrm2_2, reduce_wg, reduce_wg,
+             {mem(cx.partials), mem(c.result->memory), val(groups)});
+}
+
+template <class T> void op_axpy(vk_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_axpy(a, dt<T>);
+  // A host alpha of 0 returns here (reference axpy); a device one in the kernel.
+  if (c.n == 0 || c.alpha.is_zero()) return;
+  const dtype_state& d = cx.state<T>();
+  const int n = to_int(c.n, "axpy", "n"), incx = to_int(c.x.inc, "axpy", "incx"),
+            incy = to_int(c.y.inc, "axpy", "incy");
+  const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1);
+  cx.launch1(a.queue(), d.k.axpy, grid_1d(uint64_t(n), elementwise_wg), elementwise_wg,
+             {mem(al.buffer), mem(c.x.t->memory), mem(c.y.t->memory), val(al.value), val(n),
+              val(al.flag), val(incx), val(incy)});
+}
+template <class T> void op_axpby(vk_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_axpby(a, dt<T>);
+  if (c.n == 0) return;
+  const dtype_state& d = cx.state<T>();
+  const int n = to_int(c.n, "axpby", "n"), incx = to_int(c.x.inc, "axpby", "incx"),
+            incy = to_int(c.y.inc, "axpby", "incy");
+  const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1), be = kernel_scalar<T>(cx, c.beta, 2);
+  const int flags = al.flag | be.flag;
+  cx.launch1(a.queue(), d.k.axpby, grid_1d(uint64_t(n), elementwise_wg), elementwise_wg,
+             {mem(al.buffer), mem(be.buffer), mem(c.x.t->memory), mem(c.y.t->memory), val(al.value),
+              val(be.value), val(n), val(flags), val(incx), val(incy)});
+}
+template <class T> void op_scal(vk_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_scal(a, dt<T>);
+  if (c.n == 0) return;
+  const dtype_state& d = cx.state<T>();
+  const int n = to_int(c.n, "scal", "n"), incx = to_int(c.x.inc, "scal", "incx");
+  const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1);
+  cx.launch1(a.queue(), d.k.scal, grid_1d(uint64_t(n), elementwise_wg), elementwise_wg,
+             {mem(al.buffer), mem(c.x.t->memory), val(al.value), val(n), val(al.flag), val(incx)});
+}
+template <class T, bool Swap> void copy_or_swap(vk_context& cx, const sdk::op_args& a) {
+  const char* op = Swap ? "swap" : "copy";
+  const blas_call c =
+      Swap ? blas_bundle::decode_swap(a, dt<T>) : blas_bundle::decode_copy(a, dt<T>);
+  if (c.n == 0) return;
+  const dtype_state& d = cx.state<T>();
+  const int n = to_int(c.n, op, "n"), incx = to_int(c.x.inc, op, "incx"),
+            incy = to_int(c.y.inc, op, "incy");
+  cx.launch1(a.queue(), Swap ? d.k.swap : d.k.copy, grid_1d(uint64_t(n), elementwise_wg),
+             elementwise_wg,
+             {mem(c.x.t->memory), mem(c.y.t->memory), val(n), val(incx), val(incy)});
+}
+template <class T> void op_copy(vk_context& cx, const sdk::op_args& a) {
+  copy_or_swap<T, false>(cx, a);
+}
+template <class T> void op_swap(vk_context& cx, const sdk::op_args& a) {
+  copy_or_swap<T, true>(cx, a);
+}
+
+// ---- level 2 and 3 ---------------------------------------------------------------------------
+
+template <class T> void op_gemv(vk_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_gemv(a, dt<T>);
+  if (c.m == 0 || c.n == 0) return; // reference BLAS: y stays exactly as it was
+  const int64_t ny = c.ta ? c.n : c.m;
+  if (c.alpha.is_zero()) { // y = beta * y; A and x are not read
+    scale_window<T>(cx, a.queue(), "gemv", ny, 1, c.y.inc, c.beta, c.y.t->memory);
+    return;
+  }
+  const dtype_state& d = cx.state<T>();
+  const int m = to_int(c.m, "gemv", "m"), n = to_int(c.n, "gemv", "n"),
+            lda = to_int(c.lda, "gemv", "lda"), incx = to_int(c.x.inc, "gemv", "incx"),
+            incy = to_int(c.y.inc, "gemv", "incy");
+  const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1), be = kernel_scalar<T>(cx, c.beta, 2);
+  const int flags = al.flag | be.flag;
+  const std::initializer_list<pcy_kernel_arg> args{mem(al.buffer),
+                                                   mem(be.buffer),
+                                                   mem(c.A->memory),
+                                                   mem(c.x.t->memory),
+                                                   mem(c.y.t->memory),
+                                                   val(al.value),
+                                                   val(be.value),
+                                                   val(m),
+                                                   val(n),
+                                                   val(flags),
+                                                   val(lda),
+                                                   val(incx),
+                                                   val(incy)};
+  if (c.ta) // an invocation per column of A
+    cx.launch1(a.queue(), d.k.gemv_t, grid_1d(uint64_t(n), gemv_wg), gemv_wg, args);
+  else // a work-group per row of A (grid-strided past max_groups_1d rows)
+    cx.launch1(a.queue(), d.k.gemv_n, std::min<uint64_t>(uint64_t(m), max_groups_1d) * gemv_wg,
+               gemv_wg, args);
+}
+
+// gemm and gemm_batched: one kernel, the transposes in flags (bits 2 and 3), the batch in the
+// grid's dimension 2 (grid-strided past max_batch_groups).
+template <class T>
+void gemm_launch(const vk_context& cx, pcy_queue q, const char* op, const blas_bundle::blas_call& c,
+                 int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c) {
+  const dtype_state& d = cx.state<T>();
+  const int m = to_int(c.m, op, "m"), n = to_int(c.n, op, "n"), k = to_int(c.k, op, "k"),
+            lda = to_int(c.lda, op, "lda"), ldb = to_int(c.ldb, op, "ldb"),
+            ldc = to_int(c.ldc, op, "ldc"), sa = to_int(stride_a, op, "stride_a"),
+            sb = to_int(stride_b, op, "stride_b"), sc = to_int(stride_c, op, "stride_c"),
+            nb = to_int(batch, op, "batch");
+  const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1), be = kernel_scalar<T>(cx, c.beta, 2);
+  const int flags = al.flag | be.flag | (c.ta ? 4 : 0) | (c.tb ? 8 : 0);
+  const uint64_t gx = (static_cast<uint64_t>(n) + gemm_ts - 1) / gemm_ts * gemm_threads;
+  const uint64_t gy = (static_cast<uint64_t>(m) + gemm_ts - 1) / gemm_ts * gemm_threads;
+  const uint64_t gz = std::min<uint64_t>(static_cast<uint64_t>(batch), max_batch_groups);
+  cx.launch(q, d.k.gemm, 3, {gx, gy, gz}, {gemm_threads, gemm_threads, 1},
+            {mem(al.buffer), mem(be.buffer), mem(c.A->memory), mem(c.B->memory), mem(c.C->memory),
+             val(al.value), val(be.value), val(m), val(n), val(k), val(flags), val(lda), val(ldb),
+             val(ldc), val(sa), val(sb), val(sc), val(nb)});
+}
+
+template <class T> void op_gemm(vk_context& cx, const sdk::op_args& a) {
+  const blas_call c = blas_bundle::decode_gemm(a, dt<T>);
+  if (c.m == 0 || c.n == 0) return;
+  if (c.k == 0 || c.alpha.is_zero()) { // C = beta * C; A and B are not read
+    scale_window<T>(cx, a.queue(), "gemm", c.m, c.n, c.ldc, c.beta, c.C->memory);
+    return;
+  }
+  gemm_launch<T>(cx, a.queue(), "gemm", c, 1, 0, 0, 0);
+}
+
+template <class T> void op_gemm_batched(vk_context& cx, const sdk::op_args& a) {
+  const blas_bundle::gemm_batched_call c = blas_bundle::decode_gemm_batched(a, dt<T>);
+  const char* op = "gemm_batched";
+  if (c.m == 0 || c.n == 0 || c.batch == 0) return;
+  if (c.k == 0 || c.alpha.is_zero()) { // C_i = beta * C_i; A and B are not read
+    scale_window<T>(cx, a.queue(), op, c.m, c.n, c.ldc, c.beta, c.C->memory, c.batch, c.stride_c);
+    return;
+  }
+  gemm_launch<T>(cx, a.queue(), op, c, c.batch, c.stride_a, c.stride_b, c.stride_c);
+}
+
+// ---- the bundle ------------------------------------------------------------------------------
+
+// The kernels bind each buffer from its start: a tensor that begins elsewhere (byte_offset != 0,
+// which no host in this tree passes) is refused rather than touching the memory before it.
+template <void (*F)(vk_context&, const sdk::op_args&)>
+void at_offset_zero(vk_context& cx, const sdk::op_args& a) {
+  for (uint32_t k = 0; k < a.size(); ++k)
+    if (a.is_tensor(k) && a.t(k).byte_offset != 0)
+      sdk::fail(PCY_ERR_UNSUPPORTED,
+                sdk::str("argument ", k, " starts at byte offset ", a.t(k).byte_offset,
+                         "; blas_vulkan takes tensors at offset 0"));
+  F(cx, a);
+}
+
+constexpr sdk::bundle_identity identity{bundle_name, PCY_BLAS_EXTENSION, "vulkan",
+                                        "BLAS on Vulkan: own GLSL compute shaders"};
+
+class blas_vulkan_bundle : public sdk::bundle_base<identity, vk_context> {
+public:
+  explicit blas_vulkan_bundle(const pcy_host_services& host) : bundle_base(host) {
+    add<op_asum<float>, op_asum<double>>(ASUM, pcy_blas_asum_schema);
+    add<op_axpy<float>, op_axpy<double>>(AXPY, pcy_blas_axpy_schema);
+    add<op_axpby<float>, op_axpby<double>>(AXPBY, pcy_blas_axpby_schema);
+    add<op_copy<float>, op_copy<double>>(COPY, pcy_blas_copy_schema, PCY_BLAS_COPY_SIG);
+    add<op_dot<float>, op_dot<double>>(DOT, pcy_blas_dot_schema);
+    add<op_nrm2<float>, op_nrm2<double>>(NRM2, pcy_blas_nrm2_schema);
+    add<op_scal<float>, op_scal<double>>(SCAL, pcy_blas_scal_schema);
+    add<op_swap<float>, op_swap<double>>(SWAP, pcy_blas_swap_schema);
+    add<op_gemv<float>, op_gemv<double>>(GEMV, pcy_blas_gemv_schema);
+    add<op_gemm<float>, op_gemm<double>>(GEMM, pcy_blas_gemm_schema);
+    add<op_gemm_batched<float>, op_gemm_batched<double>>(GEMM_BATCHED,
+                                                         pcy_blas_gemm_batched_schema);
+  }
+
+  std::span<const pcy_op_desc> ops() const { return table_.ops(); }
+
+  context_type* create_context(const pcy_bundle_context_args& a) {
+    sdk::require_slots(*a.framework, bundle_name,
+                       {PCY_FRAMEWORK_SLOT_program_build, PCY_FRAMEWORK_SLOT_kernel_create,
+                        PCY_FRAMEWORK_SLOT_kernel_launch, PCY_FRAMEWORK_SLOT_memory_alloc});
+    auto cx = std::make_unique<vk_context>(a);
+    const sdk::device_facts dev = sdk::device_facts_of(a);
+    // A reduction's first stage: a few groups per core on a CPU device (lavapipe), more on GPUs.
+    cx->max_groups = dev.cpu ? 16 : 1024;
+
+    build(*cx, cx->f32, "float", true);
+    if (dev.fp64)
+      build(*cx, cx->f64, "double", false);
+    else
+      cx->f64.reason = "f64 BLAS on this device: the Vulkan device has no shaderFloat64 (its "
+                       "'fp64' property is false); f64 ops run on another framework";
+
+    cx->dummy = cx->alloc(16);
+    cx->partials = cx->alloc(3 * uint64_t(cx->max_groups) * sizeof(double));
+    return cx.release();
+  }
+
+private:
+  void build(vk_context& cx, dtype_state& d, const char* real, bool must) {
+    const std::string options =
+        sdk::str("-DREAL=", real, must ? "" : " -DPCY_FP64", " -DRWG=", reduce_wg,
+                 " -DGWG=", gemv_wg, " -DTS=", gemm_ts, " -DTSK=16");
+    // f64 is optional: a device that fails to build or create it keeps f32 serving.
+    if (!cx.build(d, blas_vulkan::kernel_source, options, must,
+                  must ? "f32 BLAS shaders" : "f64 BLAS shaders", log_))
+      return;
+    auto kernel = [&](const char* kname) { return cx.kernel(d.program, kname); };
+    try {
+      d.k.axpby = kernel("axpby_k");
+      d.k.axpy = kernel("axpy_k");
+      d.k.scal = kernel("scal_k");
+      d.k.copy = kernel("copy_k");
+      d.k.swap = kernel("swap_k");
+      d.k.scale = kernel("scale_k");
+      d.k.nrm2_1 = kernel("nrm2_1");
+      d.k.nrm2_2 = kernel("nrm2_2");
+      d.k.reduce_1 = kernel("reduce_1");
+      d.k.reduce_2 = kernel("reduce_2");
+      d.k.gemv_n = kernel("gemv_n");
+      d.k.gemv_t = kernel("gemv_t");
+      d.k.gemm = kernel("gemm");
+    } catch (const std::exception& e) {
+      if (must) throw;
+      d.reason = sdk::str("f64 BLAS shaders did not load on this device (", e.what(), ")");
+      log_.info(d.reason);
+      return;
+    }
+    d.available = true;
+  }
+
+  template <void (*F32)(vk_context&, const sdk::op_args&),
+            void (*F64)(vk_context&, const sdk::op_args&)>
+  void add(op_id op, const pcy_op_schema& schema, const char* sig_1_0 = nullptr) {
+    auto label = [&](bool f64) {
+      return sdk::str("parenchyma GLSL compute shader ", op_names[op], f64 ? " (f64)" : " (f32)");
+    };
+    table_.add<at_offset_zero<F32>, at_offset_zero<F64>>(schema, label(false), label(true),
+                                                         sig_1_0);
+  }
+
+  sdk::op_table<blas_vulkan_bundle> table_;
+};
+
+} // namespace
+
+PCY_BUNDLE_PLUGIN(blas_vulkan_bundle)
