@@ -354,8 +354,9 @@ public:
     if (dev.fp64)
       build(*cx, cx->f64, "double", false);
     else
-      cx->f64.reason = "f64 BLAS on this device: the Vulkan device has no shaderFloat64 (its "
-                       "'fp64' property is false); f64 ops run on another framework";
+      cx->f64.reason =
+          "f64 BLAS on this device: the Vulkan device has no shaderFloat64 (its "
+          "'fp64' property is false); f64 ops go to another framework where one serves them";
 
     cx->dummy = cx->alloc(16);
     cx->partials = cx->alloc(3 * uint64_t(cx->max_groups) * sizeof(double));
