@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <cstdlib>
 #include <initializer_list>
 #include <memory>
 #include <span>
@@ -41,8 +42,10 @@ constexpr uint32_t gemv_wg = 64;    // gemv_n and gemv_t (GWG)
 constexpr uint32_t elementwise_wg = 256;
 constexpr uint32_t gemm_ts = 32;      // a work-group's tile of C is gemm_ts x gemm_ts (TS)
 constexpr uint32_t gemm_threads = 16; // per dimension: TS / WPT
-// Element-wise kernels and batches are grid-strided: their grids stop here, well below the
-// 65535 work-groups per dimension every Vulkan device offers.
+// Element-wise kernels, gemv's rows and gemm's batch are grid-strided: their grids stop here,
+// at most the 65535 work-groups per dimension every Vulkan device offers.
+// PARENCHYMA_BLAS_VULKAN_GRID_CAP=N lowers every such cap (the reductions' groups too) to N
+// work-groups, a test aid: small problems then take the strided loops of every kernel.
 constexpr uint64_t max_groups_1d = 4096;
 constexpr uint64_t max_batch_groups = 65535;
 
@@ -67,6 +70,7 @@ struct vk_context : sdk::device_context {
   pcy_memory dummy = nullptr;    // stands in for a scalar buffer when the scalar is a host value
   pcy_memory partials = nullptr; // stage-1 partial sums of the reductions (3 per group: nrm2)
   uint32_t max_groups = 64;      // work-groups of a reduction's first stage
+  uint64_t grid_cap = max_groups_1d, batch_cap = max_batch_groups; // see max_groups_1d
 
   template <class T> const dtype_state& state() const {
     const dtype_state& d = std::is_same_v<T, float> ? f32 : f64;
@@ -95,8 +99,8 @@ template <class T>
 constexpr pcy_dtype dt = std::is_same_v<T, float> ? PCY_DTYPE_F32 : PCY_DTYPE_F64;
 
 // A grid of whole work-groups covering n work-items, capped (the kernel strides over the rest).
-uint64_t grid_1d(uint64_t n, uint32_t wg) {
-  return std::clamp<uint64_t>((n + wg - 1) / wg, 1, max_groups_1d) * wg;
+uint64_t grid_1d(const vk_context& cx, uint64_t n, uint32_t wg) {
+  return std::clamp<uint64_t>((n + wg - 1) / wg, 1, cx.grid_cap) * wg;
 }
 
 // A scalar as kernel arguments: host value, buffer (tensor or dummy) and its flag bit.
@@ -147,8 +151,8 @@ void scale_window(const vk_context& cx, pcy_queue q, const char* op, int64_t row
             ibatch = to_int(batch, op, "batch");
   const kscalar<T> be = kernel_scalar<T>(cx, beta, 2);
   cx.launch(q, d.k.scale, 2,
-            {grid_1d(static_cast<uint64_t>(total), elementwise_wg),
-             std::min<uint64_t>(static_cast<uint64_t>(batch), max_batch_groups), 1},
+            {grid_1d(cx, static_cast<uint64_t>(total), elementwise_wg),
+             std::min<uint64_t>(static_cast<uint64_t>(batch), cx.batch_cap), 1},
             {elementwise_wg, 1, 1},
             {mem(be.buffer), mem(x), val(be.value), val(total), val(ncols), val(be.flag), val(ild),
              val(istride), val(ibatch)});
@@ -182,7 +186,7 @@ template <class T> void op_axpy(vk_context& cx, const sdk::op_args& a) {
   const int n = to_int(c.n, "axpy", "n"), incx = to_int(c.x.inc, "axpy", "incx"),
             incy = to_int(c.y.inc, "axpy", "incy");
   const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1);
-  cx.launch1(a.queue(), d.k.axpy, grid_1d(uint64_t(n), elementwise_wg), elementwise_wg,
+  cx.launch1(a.queue(), d.k.axpy, grid_1d(cx, uint64_t(n), elementwise_wg), elementwise_wg,
              {mem(al.buffer), mem(c.x.t->memory), mem(c.y.t->memory), val(al.value), val(n),
               val(al.flag), val(incx), val(incy)});
 }
@@ -194,7 +198,7 @@ template <class T> void op_axpby(vk_context& cx, const sdk::op_args& a) {
             incy = to_int(c.y.inc, "axpby", "incy");
   const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1), be = kernel_scalar<T>(cx, c.beta, 2);
   const int flags = al.flag | be.flag;
-  cx.launch1(a.queue(), d.k.axpby, grid_1d(uint64_t(n), elementwise_wg), elementwise_wg,
+  cx.launch1(a.queue(), d.k.axpby, grid_1d(cx, uint64_t(n), elementwise_wg), elementwise_wg,
              {mem(al.buffer), mem(be.buffer), mem(c.x.t->memory), mem(c.y.t->memory), val(al.value),
               val(be.value), val(n), val(flags), val(incx), val(incy)});
 }
@@ -204,7 +208,7 @@ template <class T> void op_scal(vk_context& cx, const sdk::op_args& a) {
   const dtype_state& d = cx.state<T>();
   const int n = to_int(c.n, "scal", "n"), incx = to_int(c.x.inc, "scal", "incx");
   const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1);
-  cx.launch1(a.queue(), d.k.scal, grid_1d(uint64_t(n), elementwise_wg), elementwise_wg,
+  cx.launch1(a.queue(), d.k.scal, grid_1d(cx, uint64_t(n), elementwise_wg), elementwise_wg,
              {mem(al.buffer), mem(c.x.t->memory), val(al.value), val(n), val(al.flag), val(incx)});
 }
 template <class T, bool Swap> void copy_or_swap(vk_context& cx, const sdk::op_args& a) {
@@ -215,7 +219,7 @@ template <class T, bool Swap> void copy_or_swap(vk_context& cx, const sdk::op_ar
   const dtype_state& d = cx.state<T>();
   const int n = to_int(c.n, op, "n"), incx = to_int(c.x.inc, op, "incx"),
             incy = to_int(c.y.inc, op, "incy");
-  cx.launch1(a.queue(), Swap ? d.k.swap : d.k.copy, grid_1d(uint64_t(n), elementwise_wg),
+  cx.launch1(a.queue(), Swap ? d.k.swap : d.k.copy, grid_1d(cx, uint64_t(n), elementwise_wg),
              elementwise_wg,
              {mem(c.x.t->memory), mem(c.y.t->memory), val(n), val(incx), val(incy)});
 }
@@ -256,14 +260,14 @@ template <class T> void op_gemv(vk_context& cx, const sdk::op_args& a) {
                                                    val(incx),
                                                    val(incy)};
   if (c.ta) // an invocation per column of A
-    cx.launch1(a.queue(), d.k.gemv_t, grid_1d(uint64_t(n), gemv_wg), gemv_wg, args);
-  else // a work-group per row of A (grid-strided past max_groups_1d rows)
-    cx.launch1(a.queue(), d.k.gemv_n, std::min<uint64_t>(uint64_t(m), max_groups_1d) * gemv_wg,
+    cx.launch1(a.queue(), d.k.gemv_t, grid_1d(cx, uint64_t(n), gemv_wg), gemv_wg, args);
+  else // a work-group per row of A (grid-strided past grid_cap rows)
+    cx.launch1(a.queue(), d.k.gemv_n, std::min<uint64_t>(uint64_t(m), cx.grid_cap) * gemv_wg,
                gemv_wg, args);
 }
 
 // gemm and gemm_batched: one kernel, the transposes in flags (bits 2 and 3), the batch in the
-// grid's dimension 2 (grid-strided past max_batch_groups).
+// grid's dimension 2 (grid-strided past batch_cap).
 template <class T>
 void gemm_launch(const vk_context& cx, pcy_queue q, const char* op, const blas_bundle::blas_call& c,
                  int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c) {
@@ -277,7 +281,7 @@ void gemm_launch(const vk_context& cx, pcy_queue q, const char* op, const blas_b
   const int flags = al.flag | be.flag | (c.ta ? 4 : 0) | (c.tb ? 8 : 0);
   const uint64_t gx = (static_cast<uint64_t>(n) + gemm_ts - 1) / gemm_ts * gemm_threads;
   const uint64_t gy = (static_cast<uint64_t>(m) + gemm_ts - 1) / gemm_ts * gemm_threads;
-  const uint64_t gz = std::min<uint64_t>(static_cast<uint64_t>(batch), max_batch_groups);
+  const uint64_t gz = std::min<uint64_t>(static_cast<uint64_t>(batch), cx.batch_cap);
   cx.launch(q, d.k.gemm, 3, {gx, gy, gz}, {gemm_threads, gemm_threads, 1},
             {mem(al.buffer), mem(be.buffer), mem(c.A->memory), mem(c.B->memory), mem(c.C->memory),
              val(al.value), val(be.value), val(m), val(n), val(k), val(flags), val(lda), val(ldb),
@@ -325,6 +329,15 @@ constexpr sdk::bundle_identity identity{bundle_name, PCY_BLAS_EXTENSION, "vulkan
 class blas_vulkan_bundle : public sdk::bundle_base<identity, vk_context> {
 public:
   explicit blas_vulkan_bundle(const pcy_host_services& host) : bundle_base(host) {
+    if (const char* e = settings_.find("PARENCHYMA_BLAS_VULKAN_GRID_CAP")) {
+      char* end = nullptr;
+      const unsigned long long v = std::strtoull(e, &end, 10);
+      if (end != e && *end == '\0' && v >= 1 && v <= max_batch_groups)
+        grid_cap_ = v;
+      else
+        log_.warn("PARENCHYMA_BLAS_VULKAN_GRID_CAP=", e, " ignored: expected 1 to ",
+                  max_batch_groups, " work-groups");
+    }
     add<op_asum<float>, op_asum<double>>(ASUM, pcy_blas_asum_schema);
     add<op_axpy<float>, op_axpy<double>>(AXPY, pcy_blas_axpy_schema);
     add<op_axpby<float>, op_axpby<double>>(AXPBY, pcy_blas_axpby_schema);
@@ -349,6 +362,10 @@ public:
     const sdk::device_facts dev = sdk::device_facts_of(a);
     // A reduction's first stage: a few groups per core on a CPU device (lavapipe), more on GPUs.
     cx->max_groups = dev.cpu ? 16 : 1024;
+    if (grid_cap_ > 0) {
+      cx->grid_cap = cx->batch_cap = grid_cap_;
+      cx->max_groups = static_cast<uint32_t>(std::min<uint64_t>(cx->max_groups, grid_cap_));
+    }
 
     build(*cx, cx->f32, "float", true);
     if (dev.fp64)
@@ -406,6 +423,7 @@ private:
                                                          sig_1_0);
   }
 
+  uint64_t grid_cap_ = 0; // PARENCHYMA_BLAS_VULKAN_GRID_CAP; 0: the defaults
   sdk::op_table<blas_vulkan_bundle> table_;
 };
 
