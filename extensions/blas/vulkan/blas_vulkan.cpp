@@ -40,8 +40,9 @@ constexpr const char* bundle_name = "blas_vulkan";
 constexpr uint32_t reduce_wg = 256; // reductions (RWG)
 constexpr uint32_t gemv_wg = 64;    // gemv_n and gemv_t (GWG)
 constexpr uint32_t elementwise_wg = 256;
-constexpr uint32_t gemm_ts = 32;      // a work-group's tile of C is gemm_ts x gemm_ts (TS)
-constexpr uint32_t gemm_threads = 16; // per dimension: TS / WPT
+constexpr uint32_t gemm_ts = 32;        // a work-group's tile of C is gemm_ts x gemm_ts (TS)
+constexpr uint32_t gemm_threads = 16;   // per dimension: TS / WPT
+constexpr uint32_t gemm_direct_ts = 64; // gemm_direct's tile of C: gemm_threads x its DW (4)
 // Element-wise kernels, gemv's rows and gemm's batch are grid-strided: their grids stop here,
 // at most the 65535 work-groups per dimension every Vulkan device offers.
 // PARENCHYMA_BLAS_VULKAN_GRID_CAP=N lowers every such cap (the reductions' groups too) to N
@@ -57,7 +58,7 @@ struct kernel_set {
   pcy_kernel axpby = nullptr, axpy = nullptr, scal = nullptr, copy = nullptr, swap = nullptr;
   pcy_kernel scale = nullptr, nrm2_1 = nullptr, nrm2_2 = nullptr;
   pcy_kernel reduce_1 = nullptr, reduce_2 = nullptr, gemv_n = nullptr, gemv_t = nullptr;
-  pcy_kernel gemm = nullptr;
+  pcy_kernel gemm = nullptr, gemm_direct = nullptr;
 };
 
 struct dtype_state : sdk::dtype_program {
@@ -71,6 +72,7 @@ struct vk_context : sdk::device_context {
   pcy_memory partials = nullptr; // stage-1 partial sums of the reductions (3 per group: nrm2)
   uint32_t max_groups = 64;      // work-groups of a reduction's first stage
   uint64_t grid_cap = max_groups_1d, batch_cap = max_batch_groups; // see max_groups_1d
+  bool gemm_tiled = true; // the shared-memory gemm; false: gemm_direct (CPU devices)
 
   template <class T> const dtype_state& state() const {
     const dtype_state& d = std::is_same_v<T, float> ? f32 : f64;
@@ -279,10 +281,12 @@ void gemm_launch(const vk_context& cx, pcy_queue q, const char* op, const blas_b
             nb = to_int(batch, op, "batch");
   const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1), be = kernel_scalar<T>(cx, c.beta, 2);
   const int flags = al.flag | be.flag | (c.ta ? 4 : 0) | (c.tb ? 8 : 0);
-  const uint64_t gx = (static_cast<uint64_t>(n) + gemm_ts - 1) / gemm_ts * gemm_threads;
-  const uint64_t gy = (static_cast<uint64_t>(m) + gemm_ts - 1) / gemm_ts * gemm_threads;
+  const uint64_t ts = cx.gemm_tiled ? gemm_ts : gemm_direct_ts;
+  const uint64_t gx = (static_cast<uint64_t>(n) + ts - 1) / ts * gemm_threads;
+  const uint64_t gy = (static_cast<uint64_t>(m) + ts - 1) / ts * gemm_threads;
   const uint64_t gz = std::min<uint64_t>(static_cast<uint64_t>(batch), cx.batch_cap);
-  cx.launch(q, d.k.gemm, 3, {gx, gy, gz}, {gemm_threads, gemm_threads, 1},
+  cx.launch(q, cx.gemm_tiled ? d.k.gemm : d.k.gemm_direct, 3, {gx, gy, gz},
+            {gemm_threads, gemm_threads, 1},
             {mem(al.buffer), mem(be.buffer), mem(c.A->memory), mem(c.B->memory), mem(c.C->memory),
              val(al.value), val(be.value), val(m), val(n), val(k), val(flags), val(lda), val(ldb),
              val(ldc), val(sa), val(sb), val(sc), val(nb)});
@@ -329,6 +333,12 @@ constexpr sdk::bundle_identity identity{bundle_name, PCY_BLAS_EXTENSION, "vulkan
 class blas_vulkan_bundle : public sdk::bundle_base<identity, vk_context> {
 public:
   explicit blas_vulkan_bundle(const pcy_host_services& host) : bundle_base(host) {
+    if (const char* e = settings_.find("PARENCHYMA_BLAS_VULKAN_GEMM")) {
+      if (std::string_view(e) == "tiled" || std::string_view(e) == "direct")
+        gemm_form_ = e;
+      else
+        log_.warn("PARENCHYMA_BLAS_VULKAN_GEMM=", e, " ignored: expected 'tiled' or 'direct'");
+    }
     if (const char* e = settings_.find("PARENCHYMA_BLAS_VULKAN_GRID_CAP")) {
       char* end = nullptr;
       const unsigned long long v = std::strtoull(e, &end, 10);
@@ -362,6 +372,11 @@ public:
     const sdk::device_facts dev = sdk::device_facts_of(a);
     // A reduction's first stage: a few groups per core on a CPU device (lavapipe), more on GPUs.
     cx->max_groups = dev.cpu ? 16 : 1024;
+    // gemm: the barrier-free form on CPU devices (lavapipe), the shared-memory tiles elsewhere;
+    // PARENCHYMA_BLAS_VULKAN_GEMM=tiled|direct picks one for every device.
+    cx->gemm_tiled = gemm_form_.empty() ? !dev.cpu : gemm_form_ == "tiled";
+    log_.debug("gemm on ", dev.name.empty() ? "the device" : dev.name, ": ",
+               cx->gemm_tiled ? "shared-memory tiles (gemm)" : "barrier-free (gemm_direct)");
     if (grid_cap_ > 0) {
       cx->grid_cap = cx->batch_cap = grid_cap_;
       cx->max_groups = static_cast<uint32_t>(std::min<uint64_t>(cx->max_groups, grid_cap_));
@@ -404,6 +419,7 @@ private:
       d.k.gemv_n = kernel("gemv_n");
       d.k.gemv_t = kernel("gemv_t");
       d.k.gemm = kernel("gemm");
+      d.k.gemm_direct = kernel("gemm_direct");
     } catch (const std::exception& e) {
       if (must) throw;
       d.reason = sdk::str("f64 BLAS shaders did not load on this device (", e.what(), ")");
@@ -424,6 +440,7 @@ private:
   }
 
   uint64_t grid_cap_ = 0; // PARENCHYMA_BLAS_VULKAN_GRID_CAP; 0: the defaults
+  std::string gemm_form_; // PARENCHYMA_BLAS_VULKAN_GEMM; empty: by the device
   sdk::op_table<blas_vulkan_bundle> table_;
 };
 

@@ -471,3 +471,71 @@ void main() {
     }
   }
 }
+
+#kernel gemm_direct
+// gemm without shared memory or barriers, for CPU devices (lavapipe runs a work-group's
+// invocations as SIMD lanes, and every barrier splits the shader there): each invocation keeps a
+// DW x DW block of C in registers, rows ty DW .. ty DW + DW - 1 of the work-group's tile and
+// columns tx, tx + RTS, ... (neighbouring lanes read neighbouring columns of B), and reads A and
+// B straight from memory. op(A)(r, l) = A[r ars + l als] and op(B)(l, c) = B[l brs + c bcs]: the
+// transposes are strides, not branches. Rows and columns past m and n read row m - 1 and column
+// n - 1 (valid memory, no branch in the k loop) and are not stored. Arguments as gemm's.
+#define DW 4
+#define DTS (RTS * DW)
+layout(local_size_x = RTS, local_size_y = RTS) in;
+layout(std430, set = 0, binding = 0) readonly buffer PA { real pa[]; };
+layout(std430, set = 0, binding = 1) readonly buffer PB { real pb[]; };
+layout(std430, set = 0, binding = 2) readonly buffer MA { real A[]; };
+layout(std430, set = 0, binding = 3) readonly buffer MB { real B[]; };
+layout(std430, set = 0, binding = 4) buffer MC { real C[]; };
+layout(push_constant) uniform args {
+  real a;
+  real b;
+  int m;
+  int n;
+  int k;
+  int flags;
+  int lda;
+  int ldb;
+  int ldc;
+  int sa;
+  int sb;
+  int sc;
+  int batch;
+};
+void main() {
+  const bool ta = (flags & 4) != 0, tb = (flags & 8) != 0;
+  const int ars = ta ? 1 : lda, als = ta ? lda : 1, brs = tb ? 1 : ldb, bcs = tb ? ldb : 1;
+  const int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y);
+  const int row0 = int(gl_WorkGroupID.y) * DTS + ty * DW, col0 = int(gl_WorkGroupID.x) * DTS + tx;
+  const real al = ALPHA, be = BETA;
+  int ar[DW], bc[DW];
+  for (int i = 0; i < DW; ++i) {
+    ar[i] = min(row0 + i, m - 1) * ars;
+    bc[i] = min(col0 + i * RTS, n - 1) * bcs;
+  }
+  for (int z = int(gl_WorkGroupID.z); z < batch; z += int(gl_NumWorkGroups.z)) {
+    const int oa = z * sa, ob = z * sb, oc = z * sc;
+    real acc[DW][DW];
+    for (int i = 0; i < DW; ++i)
+      for (int j = 0; j < DW; ++j) acc[i][j] = real(0);
+    for (int l = 0; l < k; ++l) {
+      const int ia = oa + l * als, ib = ob + l * brs;
+      real av[DW], bv[DW];
+      for (int i = 0; i < DW; ++i) av[i] = A[ia + ar[i]];
+      for (int j = 0; j < DW; ++j) bv[j] = B[ib + bc[j]];
+      for (int i = 0; i < DW; ++i)
+        for (int j = 0; j < DW; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
+    }
+    for (int i = 0; i < DW; ++i) {
+      const int row = row0 + i;
+      if (row >= m) break;
+      for (int j = 0; j < DW; ++j) {
+        const int col = col0 + j * RTS;
+        if (col >= n) break;
+        const int ic = oc + row * ldc + col;
+        C[ic] = COMBINE(al, acc[i][j], be, C[ic]);
+      }
+    }
+  }
+}
