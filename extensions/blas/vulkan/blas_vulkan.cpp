@@ -433,7 +433,11 @@ private:
             void (*F64)(vk_context&, const sdk::op_args&)>
   void add(op_id op, const pcy_op_schema& schema, const char* sig_1_0 = nullptr) {
     auto label = [&](bool f64) {
-      return sdk::str("parenchyma GLSL compute shader ", op_names[op], f64 ? " (f64)" : " (f32)");
+      const char* dtype = f64 ? " (f64)" : " (f32)";
+      if (op == GEMM || op == GEMM_BATCHED) // create_context picks the form per device
+        return sdk::str("parenchyma GLSL compute shader ", op_names[op], dtype,
+                        ": gemm_direct on CPU devices, shared-memory tiles on others");
+      return sdk::str("parenchyma GLSL compute shader ", op_names[op], dtype);
     };
     table_.add<at_offset_zero<F32>, at_offset_zero<F64>>(schema, label(false), label(true),
                                                          sig_1_0);
