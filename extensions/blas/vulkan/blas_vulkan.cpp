@@ -268,8 +268,9 @@ template <class T> void op_gemv(vk_context& cx, const sdk::op_args& a) {
                gemv_wg, args);
 }
 
-// gemm and gemm_batched: one kernel, the transposes in flags (bits 2 and 3), the batch in the
-// grid's dimension 2 (grid-strided past batch_cap).
+// gemm and gemm_batched: one kernel per form, the transposes in flags (bits 2 and 3), tiles of C
+// in the grid's dimensions 0 and 1 (grid-strided past grid_cap), the batch in dimension 2
+// (grid-strided past batch_cap).
 template <class T>
 void gemm_launch(const vk_context& cx, pcy_queue q, const char* op, const blas_bundle::blas_call& c,
                  int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c) {
@@ -282,8 +283,11 @@ void gemm_launch(const vk_context& cx, pcy_queue q, const char* op, const blas_b
   const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1), be = kernel_scalar<T>(cx, c.beta, 2);
   const int flags = al.flag | be.flag | (c.ta ? 4 : 0) | (c.tb ? 8 : 0);
   const uint64_t ts = cx.gemm_tiled ? gemm_ts : gemm_direct_ts;
-  const uint64_t gx = (static_cast<uint64_t>(n) + ts - 1) / ts * gemm_threads;
-  const uint64_t gy = (static_cast<uint64_t>(m) + ts - 1) / ts * gemm_threads;
+  // The shaders stride over tiles past the grid (and over the batch): grids capped as BLAS-1's.
+  const uint64_t gx =
+      std::min<uint64_t>((static_cast<uint64_t>(n) + ts - 1) / ts, cx.grid_cap) * gemm_threads;
+  const uint64_t gy =
+      std::min<uint64_t>((static_cast<uint64_t>(m) + ts - 1) / ts, cx.grid_cap) * gemm_threads;
   const uint64_t gz = std::min<uint64_t>(static_cast<uint64_t>(batch), cx.batch_cap);
   cx.launch(q, cx.gemm_tiled ? d.k.gemm : d.k.gemm_direct, 3, {gx, gy, gz},
             {gemm_threads, gemm_threads, 1},

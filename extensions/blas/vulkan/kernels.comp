@@ -394,7 +394,8 @@ void main() {
 // strided by RTS (neighbouring invocations touch neighbouring columns); A and B pass through
 // shared memory in TSK-deep slices, read along memory's contiguous direction. Dimension 2 walks
 // a strided batch (gemm_batched: product z reads A + z sa, B + z sb, writes C + z sc; gemm is the
-// batch of one), grid-strided so that a batch above maxComputeWorkGroupCount still runs.
+// batch of one). Tiles and batch are grid-strided, so that any size fits the grid the bundle
+// caps below maxComputeWorkGroupCount (the loops are uniform in a work-group: barriers are safe).
 layout(local_size_x = RTS, local_size_y = RTS) in;
 layout(std430, set = 0, binding = 0) readonly buffer PA { real pa[]; };
 layout(std430, set = 0, binding = 1) readonly buffer PB { real pb[]; };
@@ -422,54 +423,57 @@ void main() {
   const bool ta = (flags & 4) != 0, tb = (flags & 8) != 0;
   const int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y);
   const int tid = ty * RTS + tx;
-  const int row0 = int(gl_WorkGroupID.y) * TS, col0 = int(gl_WorkGroupID.x) * TS;
   const real al = ALPHA, be = BETA;
-  for (int z = int(gl_WorkGroupID.z); z < batch; z += int(gl_NumWorkGroups.z)) {
-    const int oa = z * sa, ob = z * sb, oc = z * sc;
-    real acc[WPT][WPT];
-    for (int wm = 0; wm < WPT; ++wm)
-      for (int wn = 0; wn < WPT; ++wn) acc[wm][wn] = real(0);
-    for (int t = 0; t < k; t += TSK) {
-      for (int e = tid; e < TS * TSK; e += RTS * RTS) {
-        // A[r][kk] of the tile; walk memory contiguously: along k for A, along m for A^T
-        const int r = ta ? e % TS : e / TSK, kk = ta ? e / TS : e % TSK;
-        const int gr = row0 + r, gk = t + kk;
-        real v = real(0);
-        if (gr < m && gk < k) v = ta ? A[oa + gk * lda + gr] : A[oa + gr * lda + gk];
-        As[kk][r] = v;
-      }
-      for (int e = tid; e < TS * TSK; e += RTS * RTS) {
-        // B[kk][c] of the tile: along n for B, along k for B^T
-        const int c = tb ? e / TSK : e % TS, kk = tb ? e % TSK : e / TS;
-        const int gc = col0 + c, gk = t + kk;
-        real v = real(0);
-        if (gc < n && gk < k) v = tb ? B[ob + gc * ldb + gk] : B[ob + gk * ldb + gc];
-        Bs[kk][c] = v;
-      }
-      memoryBarrierShared();
-      barrier();
-      for (int kk = 0; kk < TSK; ++kk) {
-        real bv[WPT];
-        for (int wn = 0; wn < WPT; ++wn) bv[wn] = Bs[kk][tx + wn * RTS];
+  const int tiles_m = (m + TS - 1) / TS, tiles_n = (n + TS - 1) / TS;
+  for (int z = int(gl_WorkGroupID.z); z < batch; z += int(gl_NumWorkGroups.z))
+    for (int tm = int(gl_WorkGroupID.y); tm < tiles_m; tm += int(gl_NumWorkGroups.y))
+      for (int tn = int(gl_WorkGroupID.x); tn < tiles_n; tn += int(gl_NumWorkGroups.x)) {
+        const int row0 = tm * TS, col0 = tn * TS;
+        const int oa = z * sa, ob = z * sb, oc = z * sc;
+        real acc[WPT][WPT];
+        for (int wm = 0; wm < WPT; ++wm)
+          for (int wn = 0; wn < WPT; ++wn) acc[wm][wn] = real(0);
+        for (int t = 0; t < k; t += TSK) {
+          for (int e = tid; e < TS * TSK; e += RTS * RTS) {
+            // A[r][kk] of the tile; walk memory contiguously: along k for A, along m for A^T
+            const int r = ta ? e % TS : e / TSK, kk = ta ? e / TS : e % TSK;
+            const int gr = row0 + r, gk = t + kk;
+            real v = real(0);
+            if (gr < m && gk < k) v = ta ? A[oa + gk * lda + gr] : A[oa + gr * lda + gk];
+            As[kk][r] = v;
+          }
+          for (int e = tid; e < TS * TSK; e += RTS * RTS) {
+            // B[kk][c] of the tile: along n for B, along k for B^T
+            const int c = tb ? e / TSK : e % TS, kk = tb ? e % TSK : e / TS;
+            const int gc = col0 + c, gk = t + kk;
+            real v = real(0);
+            if (gc < n && gk < k) v = tb ? B[ob + gc * ldb + gk] : B[ob + gk * ldb + gc];
+            Bs[kk][c] = v;
+          }
+          memoryBarrierShared();
+          barrier();
+          for (int kk = 0; kk < TSK; ++kk) {
+            real bv[WPT];
+            for (int wn = 0; wn < WPT; ++wn) bv[wn] = Bs[kk][tx + wn * RTS];
+            for (int wm = 0; wm < WPT; ++wm) {
+              const real av = As[kk][ty + wm * RTS];
+              for (int wn = 0; wn < WPT; ++wn) acc[wm][wn] = fma(av, bv[wn], acc[wm][wn]);
+            }
+          }
+          memoryBarrierShared();
+          barrier();
+        }
         for (int wm = 0; wm < WPT; ++wm) {
-          const real av = As[kk][ty + wm * RTS];
-          for (int wn = 0; wn < WPT; ++wn) acc[wm][wn] = fma(av, bv[wn], acc[wm][wn]);
+          const int row = row0 + ty + wm * RTS;
+          if (row >= m) continue;
+          for (int wn = 0; wn < WPT; ++wn) {
+            const int col = col0 + tx + wn * RTS;
+            if (col >= n) continue;
+            const int ic = oc + row * ldc + col;
+            C[ic] = COMBINE(al, acc[wm][wn], be, C[ic]);
+          }
         }
       }
-      memoryBarrierShared();
-      barrier();
-    }
-    for (int wm = 0; wm < WPT; ++wm) {
-      const int row = row0 + ty + wm * RTS;
-      if (row >= m) continue;
-      for (int wn = 0; wn < WPT; ++wn) {
-        const int col = col0 + tx + wn * RTS;
-        if (col >= n) continue;
-        const int ic = oc + row * ldc + col;
-        C[ic] = COMBINE(al, acc[wm][wn], be, C[ic]);
-      }
-    }
-  }
 }
 
 #kernel gemm_direct
@@ -507,35 +511,38 @@ void main() {
   const bool ta = (flags & 4) != 0, tb = (flags & 8) != 0;
   const int ars = ta ? 1 : lda, als = ta ? lda : 1, brs = tb ? 1 : ldb, bcs = tb ? ldb : 1;
   const int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y);
-  const int row0 = int(gl_WorkGroupID.y) * DTS + ty * DW, col0 = int(gl_WorkGroupID.x) * DTS + tx;
   const real al = ALPHA, be = BETA;
-  int ar[DW], bc[DW];
-  for (int i = 0; i < DW; ++i) {
-    ar[i] = min(row0 + i, m - 1) * ars;
-    bc[i] = min(col0 + i * RTS, n - 1) * bcs;
-  }
-  for (int z = int(gl_WorkGroupID.z); z < batch; z += int(gl_NumWorkGroups.z)) {
-    const int oa = z * sa, ob = z * sb, oc = z * sc;
-    real acc[DW][DW];
-    for (int i = 0; i < DW; ++i)
-      for (int j = 0; j < DW; ++j) acc[i][j] = real(0);
-    for (int l = 0; l < k; ++l) {
-      const int ia = oa + l * als, ib = ob + l * brs;
-      real av[DW], bv[DW];
-      for (int i = 0; i < DW; ++i) av[i] = A[ia + ar[i]];
-      for (int j = 0; j < DW; ++j) bv[j] = B[ib + bc[j]];
-      for (int i = 0; i < DW; ++i)
-        for (int j = 0; j < DW; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
-    }
-    for (int i = 0; i < DW; ++i) {
-      const int row = row0 + i;
-      if (row >= m) break;
-      for (int j = 0; j < DW; ++j) {
-        const int col = col0 + j * RTS;
-        if (col >= n) break;
-        const int ic = oc + row * ldc + col;
-        C[ic] = COMBINE(al, acc[i][j], be, C[ic]);
+  const int tiles_m = (m + DTS - 1) / DTS, tiles_n = (n + DTS - 1) / DTS;
+  for (int z = int(gl_WorkGroupID.z); z < batch; z += int(gl_NumWorkGroups.z))
+    for (int tm = int(gl_WorkGroupID.y); tm < tiles_m; tm += int(gl_NumWorkGroups.y))
+      for (int tn = int(gl_WorkGroupID.x); tn < tiles_n; tn += int(gl_NumWorkGroups.x)) {
+        const int row0 = tm * DTS + ty * DW, col0 = tn * DTS + tx;
+        int ar[DW], bc[DW];
+        for (int i = 0; i < DW; ++i) {
+          ar[i] = min(row0 + i, m - 1) * ars;
+          bc[i] = min(col0 + i * RTS, n - 1) * bcs;
+        }
+        const int oa = z * sa, ob = z * sb, oc = z * sc;
+        real acc[DW][DW];
+        for (int i = 0; i < DW; ++i)
+          for (int j = 0; j < DW; ++j) acc[i][j] = real(0);
+        for (int l = 0; l < k; ++l) {
+          const int ia = oa + l * als, ib = ob + l * brs;
+          real av[DW], bv[DW];
+          for (int i = 0; i < DW; ++i) av[i] = A[ia + ar[i]];
+          for (int j = 0; j < DW; ++j) bv[j] = B[ib + bc[j]];
+          for (int i = 0; i < DW; ++i)
+            for (int j = 0; j < DW; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
+        }
+        for (int i = 0; i < DW; ++i) {
+          const int row = row0 + i;
+          if (row >= m) break;
+          for (int j = 0; j < DW; ++j) {
+            const int col = col0 + j * RTS;
+            if (col >= n) break;
+            const int ic = oc + row * ldc + col;
+            C[ic] = COMBINE(al, acc[i][j], be, C[ic]);
+          }
+        }
       }
-    }
-  }
 }
