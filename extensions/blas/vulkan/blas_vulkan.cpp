@@ -43,8 +43,8 @@ constexpr uint32_t elementwise_wg = 256;
 constexpr uint32_t gemm_ts = 32;        // a work-group's tile of C is gemm_ts x gemm_ts (TS)
 constexpr uint32_t gemm_threads = 16;   // per dimension: TS / WPT
 constexpr uint32_t gemm_direct_ts = 64; // gemm_direct's tile of C: gemm_threads x its DW (4)
-// Element-wise kernels, gemv's rows and gemm's batch are grid-strided: their grids stop here,
-// at most the 65535 work-groups per dimension every Vulkan device offers.
+// Element-wise kernels, gemv's rows, gemm's tiles and batch are grid-strided: their grids stop
+// here, at most the 65535 work-groups per dimension every Vulkan device offers.
 // PARENCHYMA_BLAS_VULKAN_GRID_CAP=N lowers every such cap (the reductions' groups too) to N
 // work-groups, a test aid: small problems then take the strided loops of every kernel.
 constexpr uint64_t max_groups_1d = 4096;
