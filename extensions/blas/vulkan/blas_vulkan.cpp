@@ -1,7 +1,7 @@
 // BLAS bundle for the Vulkan framework (plugins/vulkan): our own GLSL compute shaders
-// (kernels.comp) for every op of the schema, compiled by the framework's program_build (GLSL to
-// SPIR-V through shaderc, kept in the SDK's kernel cache) once per context and dtype:
-// -DREAL=float always, -DREAL=double only where the device has shaderFloat64 (the device's
+// (kernels.comp) for every op of the schema, each compiled by the framework's program_build (GLSL
+// to SPIR-V through shaderc, kept in the SDK's kernel cache) on its first use in a context, per
+// dtype: -DREAL=float always, -DREAL=double only where the device has shaderFloat64 (the device's
 // "fp64" property); without it the f64 ops are unavailable with the reason, so the host routes
 // them to another framework (fallback policy) or reports them unsupported.
 // Kernel arguments follow the plugin's convention: buffers fill the bindings of set 0 in binding
@@ -9,8 +9,9 @@
 // host value plus an optional one-element buffer (flags bit 0: alpha from the buffer, bit 1:
 // beta), so device-resident scalars never round-trip to the host. The reference-BLAS edge cases
 // (docs/blas.md, "Reference semantics") are decided here (quick returns) and in the kernels.
-// Everything per context (programs, kernels, scratch buffers) is made once in create_context; an
-// op decodes its arguments and records launches on the backend's queue.
+// The scratch buffers are made in create_context, with one shader per dtype (scal, which proves
+// the GLSL compiler and the dtype work); an op decodes its arguments, fetches its kernels (built
+// on first use) and records launches on the backend's queue.
 #include "blas_call.hpp"
 
 #include "blas_vulkan_kernels.hpp" // kernels.comp, embedded at build time (generated)
@@ -28,6 +29,7 @@
 #include <string>
 #include <string_view>
 #include <type_traits>
+#include <vector>
 
 namespace {
 
@@ -54,15 +56,73 @@ enum op_id { ASUM, AXPY, AXPBY, COPY, DOT, NRM2, SCAL, SWAP, GEMV, GEMM, GEMM_BA
 constexpr std::array<const char*, OP_COUNT> op_names{
     "asum", "axpy", "axpby", "copy", "dot", "nrm2", "scal", "swap", "gemv", "gemm", "gemm_batched"};
 
-struct kernel_set {
-  pcy_kernel axpby = nullptr, axpy = nullptr, scal = nullptr, copy = nullptr, swap = nullptr;
-  pcy_kernel scale = nullptr, nrm2_1 = nullptr, nrm2_2 = nullptr;
-  pcy_kernel reduce_1 = nullptr, reduce_2 = nullptr, gemv_n = nullptr, gemv_t = nullptr;
-  pcy_kernel gemm = nullptr, gemm_direct = nullptr;
+// The kernels of kernels.comp, by its `#kernel` names.
+enum kernel_id {
+  K_AXPBY,
+  K_AXPY,
+  K_SCAL,
+  K_COPY,
+  K_SWAP,
+  K_SCALE,
+  K_NRM2_1,
+  K_NRM2_2,
+  K_REDUCE_1,
+  K_REDUCE_2,
+  K_GEMV_N,
+  K_GEMV_T,
+  K_GEMM,
+  K_GEMM_DIRECT,
+  K_COUNT
 };
+constexpr std::array<const char*, K_COUNT> kernel_names{
+    "axpby_k", "axpy_k",   "scal_k",   "copy_k", "swap_k", "scale_k", "nrm2_1",
+    "nrm2_2",  "reduce_1", "reduce_2", "gemv_n", "gemv_t", "gemm",    "gemm_direct"};
 
-struct dtype_state : sdk::dtype_program {
-  kernel_set k;
+// kernels.comp cut into one source per kernel: the shared lines before the first `#kernel`, that
+// kernel's section, every other line blank (so the compiler's line numbers are the file's). Each
+// kernel is then its own program, built on its first use: a process that calls one op compiles
+// one shader (about 0.1 s with shaderc, against 2.3 s for all of them in both dtypes), and each
+// lands in the kernel cache on its own. Cut once per process.
+const std::array<std::string, K_COUNT>& kernel_sources() {
+  static const std::array<std::string, K_COUNT> sources = [] {
+    std::vector<std::string_view> lines;
+    const std::string_view all(blas_vulkan::kernel_source);
+    for (size_t at = 0; at <= all.size();) {
+      const size_t nl = all.find('\n', at);
+      lines.push_back(all.substr(at, nl == std::string_view::npos ? all.size() - at : nl - at));
+      if (nl == std::string_view::npos) break;
+      at = nl + 1;
+    }
+    std::vector<int> owner(lines.size(), -1); // -1: shared; else the kernel_id
+    int current = -1;
+    for (size_t i = 0; i < lines.size(); ++i) {
+      std::string_view l = lines[i];
+      if (l.substr(0, 8) == "#kernel ") {
+        const std::string_view name = l.substr(8);
+        current = -2; // a kernel the bundle does not use: left out
+        for (int k = 0; k < K_COUNT; ++k)
+          if (name == kernel_names[k]) current = k;
+      }
+      owner[i] = current;
+    }
+    std::array<std::string, K_COUNT> out;
+    for (int k = 0; k < K_COUNT; ++k)
+      for (size_t i = 0; i < lines.size(); ++i) {
+        if (owner[i] == -1 || owner[i] == k) out[k].append(lines[i]);
+        out[k].push_back('\n');
+      }
+    return out;
+  }();
+  return sources;
+}
+
+// One dtype's kernels: available (with the options every kernel of it is built with) or not (with
+// the reason); each kernel built on first use.
+struct dtype_state {
+  bool available = false;
+  std::string reason;  // why not available
+  std::string options; // the program_build options: -DREAL=... and the work-group sizes
+  std::array<pcy_kernel, K_COUNT> k{};
 };
 
 struct vk_context : sdk::device_context {
@@ -74,10 +134,22 @@ struct vk_context : sdk::device_context {
   uint64_t grid_cap = max_groups_1d, batch_cap = max_batch_groups; // see max_groups_1d
   bool gemm_tiled = true; // the shared-memory gemm; false: gemm_direct (CPU devices)
 
-  template <class T> const dtype_state& state() const {
-    const dtype_state& d = std::is_same_v<T, float> ? f32 : f64;
+  // The kernel `id` of dtype T, built on its first use (the host serialises a context's ops).
+  template <class T> pcy_kernel get(kernel_id id) {
+    dtype_state& d = std::is_same_v<T, float> ? f32 : f64;
     if (!d.available) sdk::fail(PCY_ERR_UNSUPPORTED, d.reason);
-    return d;
+    if (d.k[id] == nullptr) [[unlikely]]
+      d.k[id] = make_kernel(d, id);
+    return d.k[id];
+  }
+  // Builds one kernel's program (a failure throws the framework's error, its compiler log in it).
+  pcy_kernel make_kernel(const dtype_state& d, kernel_id id) {
+    build_failure failed;
+    pcy_program p = build(kernel_sources()[id].c_str(), d.options.c_str(), &failed);
+    if (p == nullptr)
+      sdk::fail(failed.code, sdk::str("blas_vulkan: shader ", kernel_names[id], " (", d.options,
+                                      "): ", failed.message));
+    return kernel(p, kernel_names[id]);
   }
   // f64 ops on a device without shaderFloat64 are unavailable here, so the host routes them to
   // another framework instead of failing at call time.
@@ -126,33 +198,31 @@ uint32_t reduce_groups(const vk_context& cx, int n) {
 
 // Two stages on the device; n == 0 gives 0 (every invocation adds nothing).
 template <class T>
-void reduce(const vk_context& cx, pcy_queue q, const char* op, int mode, const blas_call& c,
+void reduce(vk_context& cx, pcy_queue q, const char* op, int mode, const blas_call& c,
             const pcy_tensor& y, int incy) {
-  const dtype_state& d = cx.state<T>();
   const int n = to_int(c.n, op, "n"), incx = to_int(c.x.inc, op, "incx");
   const uint32_t groups = reduce_groups(cx, n);
-  cx.launch1(q, d.k.reduce_1, uint64_t(groups) * reduce_wg, reduce_wg,
+  cx.launch1(q, cx.get<T>(K_REDUCE_1), uint64_t(groups) * reduce_wg, reduce_wg,
              {mem(c.x.t->memory), mem(y.memory), mem(cx.partials), val(n), val(mode), val(incx),
               val(incy)});
   const int g = static_cast<int>(groups);
-  cx.launch1(q, d.k.reduce_2, reduce_wg, reduce_wg,
+  cx.launch1(q, cx.get<T>(K_REDUCE_2), reduce_wg, reduce_wg,
              {mem(cx.partials), mem(c.result->memory), val(g)});
 }
 
 // x = beta * x over a rows x cols window, ld apart (beta == 0: zeros, x not read); over `batch`
 // such windows `stride` elements apart (gemm_batched), in the grid's dimension 1.
 template <class T>
-void scale_window(const vk_context& cx, pcy_queue q, const char* op, int64_t rows, int64_t cols,
+void scale_window(vk_context& cx, pcy_queue q, const char* op, int64_t rows, int64_t cols,
                   int64_t ld, const blas_bundle::scalar_arg& beta, pcy_memory x, int64_t batch = 1,
                   int64_t stride = 0) {
-  const dtype_state& d = cx.state<T>();
   const int64_t total64 = rows * cols; // <= the tensor's element count (checked by the decoder)
   if (total64 == 0 || batch == 0) return;
   const int total = to_int(total64, op, "m n"), ncols = to_int(cols, op, "n"),
             ild = to_int(ld, op, "ld"), istride = to_int(stride, op, "stride_c"),
             ibatch = to_int(batch, op, "batch");
   const kscalar<T> be = kernel_scalar<T>(cx, beta, 2);
-  cx.launch(q, d.k.scale, 2,
+  cx.launch(q, cx.get<T>(K_SCALE), 2,
             {grid_1d(cx, static_cast<uint64_t>(total), elementwise_wg),
              std::min<uint64_t>(static_cast<uint64_t>(batch), cx.batch_cap), 1},
             {elementwise_wg, 1, 1},
@@ -171,12 +241,11 @@ template <class T> void op_dot(vk_context& cx, const sdk::op_args& a) {
 // Blue's scaled sums of squares (kernels.comp, nrm2_1 / nrm2_2): no overflow, no underflow.
 template <class T> void op_nrm2(vk_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_nrm2(a, dt<T>);
-  const dtype_state& d = cx.state<T>();
   const int n = to_int(c.n, "nrm2", "n"), incx = to_int(c.x.inc, "nrm2", "incx");
   const int groups = static_cast<int>(reduce_groups(cx, n));
-  cx.launch1(a.queue(), d.k.nrm2_1, uint64_t(groups) * reduce_wg, reduce_wg,
+  cx.launch1(a.queue(), cx.get<T>(K_NRM2_1), uint64_t(groups) * reduce_wg, reduce_wg,
              {mem(c.x.t->memory), mem(cx.partials), val(n), val(incx), val(groups)});
-  cx.launch1(a.queue(), d.k.nrm2_2, reduce_wg, reduce_wg,
+  cx.launch1(a.queue(), cx.get<T>(K_NRM2_2), reduce_wg, reduce_wg,
              {mem(cx.partials), mem(c.result->memory), val(groups)});
 }
 
@@ -184,33 +253,31 @@ template <class T> void op_axpy(vk_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_axpy(a, dt<T>);
   // A host alpha of 0 returns here (reference axpy); a device one in the kernel.
   if (c.n == 0 || c.alpha.is_zero()) return;
-  const dtype_state& d = cx.state<T>();
   const int n = to_int(c.n, "axpy", "n"), incx = to_int(c.x.inc, "axpy", "incx"),
             incy = to_int(c.y.inc, "axpy", "incy");
   const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1);
-  cx.launch1(a.queue(), d.k.axpy, grid_1d(cx, uint64_t(n), elementwise_wg), elementwise_wg,
+  cx.launch1(a.queue(), cx.get<T>(K_AXPY), grid_1d(cx, uint64_t(n), elementwise_wg), elementwise_wg,
              {mem(al.buffer), mem(c.x.t->memory), mem(c.y.t->memory), val(al.value), val(n),
               val(al.flag), val(incx), val(incy)});
 }
 template <class T> void op_axpby(vk_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_axpby(a, dt<T>);
   if (c.n == 0) return;
-  const dtype_state& d = cx.state<T>();
   const int n = to_int(c.n, "axpby", "n"), incx = to_int(c.x.inc, "axpby", "incx"),
             incy = to_int(c.y.inc, "axpby", "incy");
   const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1), be = kernel_scalar<T>(cx, c.beta, 2);
   const int flags = al.flag | be.flag;
-  cx.launch1(a.queue(), d.k.axpby, grid_1d(cx, uint64_t(n), elementwise_wg), elementwise_wg,
+  cx.launch1(a.queue(), cx.get<T>(K_AXPBY), grid_1d(cx, uint64_t(n), elementwise_wg),
+             elementwise_wg,
              {mem(al.buffer), mem(be.buffer), mem(c.x.t->memory), mem(c.y.t->memory), val(al.value),
               val(be.value), val(n), val(flags), val(incx), val(incy)});
 }
 template <class T> void op_scal(vk_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_scal(a, dt<T>);
   if (c.n == 0) return;
-  const dtype_state& d = cx.state<T>();
   const int n = to_int(c.n, "scal", "n"), incx = to_int(c.x.inc, "scal", "incx");
   const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1);
-  cx.launch1(a.queue(), d.k.scal, grid_1d(cx, uint64_t(n), elementwise_wg), elementwise_wg,
+  cx.launch1(a.queue(), cx.get<T>(K_SCAL), grid_1d(cx, uint64_t(n), elementwise_wg), elementwise_wg,
              {mem(al.buffer), mem(c.x.t->memory), val(al.value), val(n), val(al.flag), val(incx)});
 }
 template <class T, bool Swap> void copy_or_swap(vk_context& cx, const sdk::op_args& a) {
@@ -218,10 +285,9 @@ template <class T, bool Swap> void copy_or_swap(vk_context& cx, const sdk::op_ar
   const blas_call c =
       Swap ? blas_bundle::decode_swap(a, dt<T>) : blas_bundle::decode_copy(a, dt<T>);
   if (c.n == 0) return;
-  const dtype_state& d = cx.state<T>();
   const int n = to_int(c.n, op, "n"), incx = to_int(c.x.inc, op, "incx"),
             incy = to_int(c.y.inc, op, "incy");
-  cx.launch1(a.queue(), Swap ? d.k.swap : d.k.copy, grid_1d(cx, uint64_t(n), elementwise_wg),
+  cx.launch1(a.queue(), cx.get<T>(Swap ? K_SWAP : K_COPY), grid_1d(cx, uint64_t(n), elementwise_wg),
              elementwise_wg,
              {mem(c.x.t->memory), mem(c.y.t->memory), val(n), val(incx), val(incy)});
 }
@@ -242,7 +308,6 @@ template <class T> void op_gemv(vk_context& cx, const sdk::op_args& a) {
     scale_window<T>(cx, a.queue(), "gemv", ny, 1, c.y.inc, c.beta, c.y.t->memory);
     return;
   }
-  const dtype_state& d = cx.state<T>();
   const int m = to_int(c.m, "gemv", "m"), n = to_int(c.n, "gemv", "n"),
             lda = to_int(c.lda, "gemv", "lda"), incx = to_int(c.x.inc, "gemv", "incx"),
             incy = to_int(c.y.inc, "gemv", "incy");
@@ -262,19 +327,18 @@ template <class T> void op_gemv(vk_context& cx, const sdk::op_args& a) {
                                                    val(incx),
                                                    val(incy)};
   if (c.ta) // an invocation per column of A
-    cx.launch1(a.queue(), d.k.gemv_t, grid_1d(cx, uint64_t(n), gemv_wg), gemv_wg, args);
+    cx.launch1(a.queue(), cx.get<T>(K_GEMV_T), grid_1d(cx, uint64_t(n), gemv_wg), gemv_wg, args);
   else // a work-group per row of A (grid-strided past grid_cap rows)
-    cx.launch1(a.queue(), d.k.gemv_n, std::min<uint64_t>(uint64_t(m), cx.grid_cap) * gemv_wg,
-               gemv_wg, args);
+    cx.launch1(a.queue(), cx.get<T>(K_GEMV_N),
+               std::min<uint64_t>(uint64_t(m), cx.grid_cap) * gemv_wg, gemv_wg, args);
 }
 
 // gemm and gemm_batched: one kernel per form, the transposes in flags (bits 2 and 3), tiles of C
 // in the grid's dimensions 0 and 1 (grid-strided past grid_cap), the batch in dimension 2
 // (grid-strided past batch_cap).
 template <class T>
-void gemm_launch(const vk_context& cx, pcy_queue q, const char* op, const blas_bundle::blas_call& c,
+void gemm_launch(vk_context& cx, pcy_queue q, const char* op, const blas_bundle::blas_call& c,
                  int64_t batch, int64_t stride_a, int64_t stride_b, int64_t stride_c) {
-  const dtype_state& d = cx.state<T>();
   const int m = to_int(c.m, op, "m"), n = to_int(c.n, op, "n"), k = to_int(c.k, op, "k"),
             lda = to_int(c.lda, op, "lda"), ldb = to_int(c.ldb, op, "ldb"),
             ldc = to_int(c.ldc, op, "ldc"), sa = to_int(stride_a, op, "stride_a"),
@@ -289,7 +353,7 @@ void gemm_launch(const vk_context& cx, pcy_queue q, const char* op, const blas_b
   const uint64_t gy =
       std::min<uint64_t>((static_cast<uint64_t>(m) + ts - 1) / ts, cx.grid_cap) * gemm_threads;
   const uint64_t gz = std::min<uint64_t>(static_cast<uint64_t>(batch), cx.batch_cap);
-  cx.launch(q, cx.gemm_tiled ? d.k.gemm : d.k.gemm_direct, 3, {gx, gy, gz},
+  cx.launch(q, cx.get<T>(cx.gemm_tiled ? K_GEMM : K_GEMM_DIRECT), 3, {gx, gy, gz},
             {gemm_threads, gemm_threads, 1},
             {mem(al.buffer), mem(be.buffer), mem(c.A->memory), mem(c.B->memory), mem(c.C->memory),
              val(al.value), val(be.value), val(m), val(n), val(k), val(flags), val(lda), val(ldb),
@@ -386,9 +450,11 @@ public:
       cx->max_groups = static_cast<uint32_t>(std::min<uint64_t>(cx->max_groups, grid_cap_));
     }
 
-    build(*cx, cx->f32, "float", true);
+    // One kernel per dtype now (scal, the smallest), so that a device or a build without a GLSL
+    // compiler fails the context (f32) or marks f64 unavailable at once; the others on first use.
+    prepare(*cx, cx->f32, "float", true);
     if (dev.fp64)
-      build(*cx, cx->f64, "double", false);
+      prepare(*cx, cx->f64, "double", false);
     else
       cx->f64.reason =
           "f64 BLAS on this device: the Vulkan device has no shaderFloat64 (its "
@@ -400,33 +466,15 @@ public:
   }
 
 private:
-  void build(vk_context& cx, dtype_state& d, const char* real, bool must) {
-    const std::string options =
-        sdk::str("-DREAL=", real, must ? "" : " -DPCY_FP64", " -DRWG=", reduce_wg,
-                 " -DGWG=", gemv_wg, " -DTS=", gemm_ts, " -DTSK=16");
-    // f64 is optional: a device that fails to build or create it keeps f32 serving.
-    if (!cx.build(d, blas_vulkan::kernel_source, options, must,
-                  must ? "f32 BLAS shaders" : "f64 BLAS shaders", log_))
-      return;
-    auto kernel = [&](const char* kname) { return cx.kernel(d.program, kname); };
+  void prepare(vk_context& cx, dtype_state& d, const char* real, bool must) {
+    d.options = sdk::str("-DREAL=", real, must ? "" : " -DPCY_FP64", " -DRWG=", reduce_wg,
+                         " -DGWG=", gemv_wg, " -DTS=", gemm_ts, " -DTSK=16");
     try {
-      d.k.axpby = kernel("axpby_k");
-      d.k.axpy = kernel("axpy_k");
-      d.k.scal = kernel("scal_k");
-      d.k.copy = kernel("copy_k");
-      d.k.swap = kernel("swap_k");
-      d.k.scale = kernel("scale_k");
-      d.k.nrm2_1 = kernel("nrm2_1");
-      d.k.nrm2_2 = kernel("nrm2_2");
-      d.k.reduce_1 = kernel("reduce_1");
-      d.k.reduce_2 = kernel("reduce_2");
-      d.k.gemv_n = kernel("gemv_n");
-      d.k.gemv_t = kernel("gemv_t");
-      d.k.gemm = kernel("gemm");
-      d.k.gemm_direct = kernel("gemm_direct");
+      d.k[K_SCAL] = cx.make_kernel(d, K_SCAL);
     } catch (const std::exception& e) {
       if (must) throw;
-      d.reason = sdk::str("f64 BLAS shaders did not load on this device (", e.what(), ")");
+      // f64 is optional: a device that fails to build or load it keeps f32 serving.
+      d.reason = sdk::str("f64 BLAS shaders did not build on this device (", e.what(), ")");
       log_.info(d.reason);
       return;
     }
