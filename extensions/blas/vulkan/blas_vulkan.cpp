@@ -39,12 +39,17 @@ using blas_bundle::to_int;
 
 constexpr const char* bundle_name = "blas_vulkan";
 // Work-group sizes, fixed by the shaders (kernels.comp: RWG, GWG, 256, TS / WPT).
-constexpr uint32_t reduce_wg = 256; // reductions (RWG)
-constexpr uint32_t gemv_wg = 64;    // gemv_n and gemv_t (GWG)
-constexpr uint32_t elementwise_wg = 256;
-constexpr uint32_t gemm_ts = 32;        // a work-group's tile of C is gemm_ts x gemm_ts (TS)
-constexpr uint32_t gemm_threads = 16;   // per dimension: TS / WPT
-constexpr uint32_t gemm_direct_ts = 64; // gemm_direct's tile of C: gemm_threads x its DW (4)
+// The shaders' work-group sizes are set at build time (-D): `wg` invocations for the element-wise
+// kernels (EWG) and the reductions (RWG), 64 for gemv (GWG), gemm's tile TS (gemm: TS / 2
+// invocations a dimension, each 2 x 2 outputs; gemm_direct: the same invocations, 4 x 4 outputs
+// each, a tile of 2 TS). 256 invocations (TS 32) where the device allows them, else 128 (TS 16):
+// Vulkan promises only 128 (maxComputeWorkGroupInvocations).
+struct work_groups {
+  uint32_t wg = 256, ts = 32;
+  uint32_t threads() const { return ts / 2; }     // gemm's invocations a dimension
+  uint32_t direct_tile() const { return 2 * ts; } // gemm_direct's tile of C
+};
+constexpr uint32_t gemv_wg = 64; // gemv_n and gemv_t (GWG)
 // Element-wise kernels, gemv's rows, gemm's tiles and batch are grid-strided: their grids stop
 // here, at most the 65535 work-groups per dimension every Vulkan device offers.
 // PARENCHYMA_BLAS_VULKAN_GRID_CAP=N lowers every such cap (the reductions' groups too) to N
@@ -133,6 +138,7 @@ struct vk_context : sdk::device_context {
   uint32_t max_groups = 64;      // work-groups of a reduction's first stage
   uint64_t grid_cap = max_groups_1d, batch_cap = max_batch_groups; // see max_groups_1d
   bool gemm_tiled = true; // the shared-memory gemm; false: gemm_direct (CPU devices)
+  work_groups w;
 
   // The kernel `id` of dtype T, built on its first use (the host serialises a context's ops).
   template <class T> pcy_kernel get(kernel_id id) {
@@ -192,8 +198,8 @@ kscalar<T> kernel_scalar(const vk_context& cx, const blas_bundle::scalar_arg& s,
 // ---- level 1 ---------------------------------------------------------------------------------
 
 uint32_t reduce_groups(const vk_context& cx, int n) {
-  return static_cast<uint32_t>(std::clamp<uint64_t>(
-      (static_cast<uint64_t>(n) + reduce_wg - 1) / reduce_wg, 1, cx.max_groups));
+  return static_cast<uint32_t>(
+      std::clamp<uint64_t>((static_cast<uint64_t>(n) + cx.w.wg - 1) / cx.w.wg, 1, cx.max_groups));
 }
 
 // Two stages on the device; n == 0 gives 0 (every invocation adds nothing).
@@ -202,11 +208,11 @@ void reduce(vk_context& cx, pcy_queue q, const char* op, int mode, const blas_ca
             const pcy_tensor& y, int incy) {
   const int n = to_int(c.n, op, "n"), incx = to_int(c.x.inc, op, "incx");
   const uint32_t groups = reduce_groups(cx, n);
-  cx.launch1(q, cx.get<T>(K_REDUCE_1), uint64_t(groups) * reduce_wg, reduce_wg,
+  cx.launch1(q, cx.get<T>(K_REDUCE_1), uint64_t(groups) * cx.w.wg, cx.w.wg,
              {mem(c.x.t->memory), mem(y.memory), mem(cx.partials), val(n), val(mode), val(incx),
               val(incy)});
   const int g = static_cast<int>(groups);
-  cx.launch1(q, cx.get<T>(K_REDUCE_2), reduce_wg, reduce_wg,
+  cx.launch1(q, cx.get<T>(K_REDUCE_2), cx.w.wg, cx.w.wg,
              {mem(cx.partials), mem(c.result->memory), val(g)});
 }
 
@@ -223,9 +229,9 @@ void scale_window(vk_context& cx, pcy_queue q, const char* op, int64_t rows, int
             ibatch = to_int(batch, op, "batch");
   const kscalar<T> be = kernel_scalar<T>(cx, beta, 2);
   cx.launch(q, cx.get<T>(K_SCALE), 2,
-            {grid_1d(cx, static_cast<uint64_t>(total), elementwise_wg),
+            {grid_1d(cx, static_cast<uint64_t>(total), cx.w.wg),
              std::min<uint64_t>(static_cast<uint64_t>(batch), cx.batch_cap), 1},
-            {elementwise_wg, 1, 1},
+            {cx.w.wg, 1, 1},
             {mem(be.buffer), mem(x), val(be.value), val(total), val(ncols), val(be.flag), val(ild),
              val(istride), val(ibatch)});
 }
@@ -243,9 +249,9 @@ template <class T> void op_nrm2(vk_context& cx, const sdk::op_args& a) {
   const blas_call c = blas_bundle::decode_nrm2(a, dt<T>);
   const int n = to_int(c.n, "nrm2", "n"), incx = to_int(c.x.inc, "nrm2", "incx");
   const int groups = static_cast<int>(reduce_groups(cx, n));
-  cx.launch1(a.queue(), cx.get<T>(K_NRM2_1), uint64_t(groups) * reduce_wg, reduce_wg,
+  cx.launch1(a.queue(), cx.get<T>(K_NRM2_1), uint64_t(groups) * cx.w.wg, cx.w.wg,
              {mem(c.x.t->memory), mem(cx.partials), val(n), val(incx), val(groups)});
-  cx.launch1(a.queue(), cx.get<T>(K_NRM2_2), reduce_wg, reduce_wg,
+  cx.launch1(a.queue(), cx.get<T>(K_NRM2_2), cx.w.wg, cx.w.wg,
              {mem(cx.partials), mem(c.result->memory), val(groups)});
 }
 
@@ -256,7 +262,7 @@ template <class T> void op_axpy(vk_context& cx, const sdk::op_args& a) {
   const int n = to_int(c.n, "axpy", "n"), incx = to_int(c.x.inc, "axpy", "incx"),
             incy = to_int(c.y.inc, "axpy", "incy");
   const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1);
-  cx.launch1(a.queue(), cx.get<T>(K_AXPY), grid_1d(cx, uint64_t(n), elementwise_wg), elementwise_wg,
+  cx.launch1(a.queue(), cx.get<T>(K_AXPY), grid_1d(cx, uint64_t(n), cx.w.wg), cx.w.wg,
              {mem(al.buffer), mem(c.x.t->memory), mem(c.y.t->memory), val(al.value), val(n),
               val(al.flag), val(incx), val(incy)});
 }
@@ -267,8 +273,7 @@ template <class T> void op_axpby(vk_context& cx, const sdk::op_args& a) {
             incy = to_int(c.y.inc, "axpby", "incy");
   const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1), be = kernel_scalar<T>(cx, c.beta, 2);
   const int flags = al.flag | be.flag;
-  cx.launch1(a.queue(), cx.get<T>(K_AXPBY), grid_1d(cx, uint64_t(n), elementwise_wg),
-             elementwise_wg,
+  cx.launch1(a.queue(), cx.get<T>(K_AXPBY), grid_1d(cx, uint64_t(n), cx.w.wg), cx.w.wg,
              {mem(al.buffer), mem(be.buffer), mem(c.x.t->memory), mem(c.y.t->memory), val(al.value),
               val(be.value), val(n), val(flags), val(incx), val(incy)});
 }
@@ -277,7 +282,7 @@ template <class T> void op_scal(vk_context& cx, const sdk::op_args& a) {
   if (c.n == 0) return;
   const int n = to_int(c.n, "scal", "n"), incx = to_int(c.x.inc, "scal", "incx");
   const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1);
-  cx.launch1(a.queue(), cx.get<T>(K_SCAL), grid_1d(cx, uint64_t(n), elementwise_wg), elementwise_wg,
+  cx.launch1(a.queue(), cx.get<T>(K_SCAL), grid_1d(cx, uint64_t(n), cx.w.wg), cx.w.wg,
              {mem(al.buffer), mem(c.x.t->memory), val(al.value), val(n), val(al.flag), val(incx)});
 }
 template <class T, bool Swap> void copy_or_swap(vk_context& cx, const sdk::op_args& a) {
@@ -287,9 +292,8 @@ template <class T, bool Swap> void copy_or_swap(vk_context& cx, const sdk::op_ar
   if (c.n == 0) return;
   const int n = to_int(c.n, op, "n"), incx = to_int(c.x.inc, op, "incx"),
             incy = to_int(c.y.inc, op, "incy");
-  cx.launch1(a.queue(), cx.get<T>(Swap ? K_SWAP : K_COPY), grid_1d(cx, uint64_t(n), elementwise_wg),
-             elementwise_wg,
-             {mem(c.x.t->memory), mem(c.y.t->memory), val(n), val(incx), val(incy)});
+  cx.launch1(a.queue(), cx.get<T>(Swap ? K_SWAP : K_COPY), grid_1d(cx, uint64_t(n), cx.w.wg),
+             cx.w.wg, {mem(c.x.t->memory), mem(c.y.t->memory), val(n), val(incx), val(incy)});
 }
 template <class T> void op_copy(vk_context& cx, const sdk::op_args& a) {
   copy_or_swap<T, false>(cx, a);
@@ -346,7 +350,8 @@ void gemm_launch(vk_context& cx, pcy_queue q, const char* op, const blas_bundle:
             nb = to_int(batch, op, "batch");
   const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1), be = kernel_scalar<T>(cx, c.beta, 2);
   const int flags = al.flag | be.flag | (c.ta ? 4 : 0) | (c.tb ? 8 : 0);
-  const uint64_t ts = cx.gemm_tiled ? gemm_ts : gemm_direct_ts;
+  const uint64_t ts = cx.gemm_tiled ? cx.w.ts : cx.w.direct_tile();
+  const uint32_t gemm_threads = cx.w.threads();
   // The shaders stride over tiles past the grid (and over the batch): grids capped as BLAS-1's.
   const uint64_t gx =
       std::min<uint64_t>((static_cast<uint64_t>(n) + ts - 1) / ts, cx.grid_cap) * gemm_threads;
@@ -407,6 +412,12 @@ public:
       else
         log_.warn("PARENCHYMA_BLAS_VULKAN_GEMM=", e, " ignored: expected 'tiled' or 'direct'");
     }
+    if (const char* e = settings_.find("PARENCHYMA_BLAS_VULKAN_WORK_GROUP")) {
+      if (std::string_view(e) == "128")
+        small_groups_ = true;
+      else if (std::string_view(e) != "256")
+        log_.warn("PARENCHYMA_BLAS_VULKAN_WORK_GROUP=", e, " ignored: expected 128 or 256");
+    }
     if (const char* e = settings_.find("PARENCHYMA_BLAS_VULKAN_GRID_CAP")) {
       char* end = nullptr;
       const unsigned long long v = std::strtoull(e, &end, 10);
@@ -440,11 +451,16 @@ public:
     const sdk::device_facts dev = sdk::device_facts_of(a);
     // A reduction's first stage: a few groups per core on a CPU device (lavapipe), more on GPUs.
     cx->max_groups = dev.cpu ? 16 : 1024;
+    // 256 invocations a work-group where the device allows them (or does not say), else 128;
+    // PARENCHYMA_BLAS_VULKAN_WORK_GROUP=128 takes the small sizes on any device (a test aid).
+    if ((dev.max_work_group > 0 && dev.max_work_group < 256) || small_groups_)
+      cx->w = work_groups{128, 16};
     // gemm: the barrier-free form on CPU devices (lavapipe), the shared-memory tiles elsewhere;
     // PARENCHYMA_BLAS_VULKAN_GEMM=tiled|direct picks one for every device.
     cx->gemm_tiled = gemm_form_.empty() ? !dev.cpu : gemm_form_ == "tiled";
-    log_.debug("gemm on ", dev.name.empty() ? "the device" : dev.name, ": ",
-               cx->gemm_tiled ? "shared-memory tiles (gemm)" : "barrier-free (gemm_direct)");
+    log_.debug("on ", dev.name.empty() ? "the device" : dev.name, ": work-groups of ", cx->w.wg,
+               ", gemm ",
+               cx->gemm_tiled ? "in shared-memory tiles (gemm)" : "barrier-free (gemm_direct)");
     if (grid_cap_ > 0) {
       cx->grid_cap = cx->batch_cap = grid_cap_;
       cx->max_groups = static_cast<uint32_t>(std::min<uint64_t>(cx->max_groups, grid_cap_));
@@ -467,8 +483,8 @@ public:
 
 private:
   void prepare(vk_context& cx, dtype_state& d, const char* real, bool must) {
-    d.options = sdk::str("-DREAL=", real, must ? "" : " -DPCY_FP64", " -DRWG=", reduce_wg,
-                         " -DGWG=", gemv_wg, " -DTS=", gemm_ts, " -DTSK=16");
+    d.options = sdk::str("-DREAL=", real, must ? "" : " -DPCY_FP64", " -DRWG=", cx.w.wg,
+                         " -DEWG=", cx.w.wg, " -DGWG=", gemv_wg, " -DTS=", cx.w.ts, " -DTSK=16");
     try {
       d.k[K_SCAL] = cx.make_kernel(d, K_SCAL);
     } catch (const std::exception& e) {
@@ -495,8 +511,9 @@ private:
                                                          sig_1_0);
   }
 
-  uint64_t grid_cap_ = 0; // PARENCHYMA_BLAS_VULKAN_GRID_CAP; 0: the defaults
-  std::string gemm_form_; // PARENCHYMA_BLAS_VULKAN_GEMM; empty: by the device
+  uint64_t grid_cap_ = 0;     // PARENCHYMA_BLAS_VULKAN_GRID_CAP; 0: the defaults
+  std::string gemm_form_;     // PARENCHYMA_BLAS_VULKAN_GEMM; empty: by the device
+  bool small_groups_ = false; // PARENCHYMA_BLAS_VULKAN_WORK_GROUP=128
   sdk::op_table<blas_vulkan_bundle> table_;
 };
 

@@ -21,6 +21,9 @@
 #ifndef RWG
 #define RWG 256
 #endif
+#ifndef EWG
+#define EWG 256
+#endif
 #ifndef GWG
 #define GWG 64
 #endif
@@ -71,7 +74,7 @@ bool nan_bits(float v) {
 #define GSTRIDE int(gl_NumWorkGroups.x * gl_WorkGroupSize.x)
 
 #kernel axpby_k
-layout(local_size_x = 256) in;
+layout(local_size_x = EWG) in;
 layout(std430, set = 0, binding = 0) readonly buffer PA { real pa[]; };
 layout(std430, set = 0, binding = 1) readonly buffer PB { real pb[]; };
 layout(std430, set = 0, binding = 2) readonly buffer X { real x[]; };
@@ -87,7 +90,7 @@ void main() {
 
 #kernel axpy_k
 // alpha == 0 returns at once, as reference axpy: y keeps its bits even where x is NaN.
-layout(local_size_x = 256) in;
+layout(local_size_x = EWG) in;
 layout(std430, set = 0, binding = 0) readonly buffer PA { real pa[]; };
 layout(std430, set = 0, binding = 1) readonly buffer X { real x[]; };
 layout(std430, set = 0, binding = 2) buffer Y { real y[]; };
@@ -99,7 +102,7 @@ void main() {
 }
 
 #kernel scal_k
-layout(local_size_x = 256) in;
+layout(local_size_x = EWG) in;
 layout(std430, set = 0, binding = 0) readonly buffer PA { real pa[]; };
 layout(std430, set = 0, binding = 1) buffer X { real x[]; };
 layout(push_constant) uniform args { real a; int n; int flags; int incx; };
@@ -109,7 +112,7 @@ void main() {
 }
 
 #kernel copy_k
-layout(local_size_x = 256) in;
+layout(local_size_x = EWG) in;
 layout(std430, set = 0, binding = 0) readonly buffer X { real x[]; };
 layout(std430, set = 0, binding = 1) writeonly buffer Y { real y[]; };
 layout(push_constant) uniform args { int n; int incx; int incy; };
@@ -118,7 +121,7 @@ void main() {
 }
 
 #kernel swap_k
-layout(local_size_x = 256) in;
+layout(local_size_x = EWG) in;
 layout(std430, set = 0, binding = 0) buffer X { real x[]; };
 layout(std430, set = 0, binding = 1) buffer Y { real y[]; };
 layout(push_constant) uniform args { int n; int incx; int incy; };
@@ -134,7 +137,7 @@ void main() {
 // x = beta * x over a rows x cols window (rows ld apart; a vector is cols 1, ld inc), beta == 0
 // storing zeros without reading: the quick paths (alpha == 0, k == 0). Dimension 1 walks a batch
 // of such windows `stride` elements apart (gemm_batched).
-layout(local_size_x = 256) in;
+layout(local_size_x = EWG) in;
 layout(std430, set = 0, binding = 0) readonly buffer PB { real pb[]; };
 layout(std430, set = 0, binding = 1) buffer X { real x[]; };
 layout(push_constant) uniform args {
