@@ -5,7 +5,7 @@
 #   with the core's headers; an application links only parenchyma::core), the target
 #   parenchyma_<ext>_bundle_common for what the extension's bundles share (common/: argument
 #   decoding and checks; never installed), and one bundle plugin per framework from the
-#   subfolders native/, opencl/ and cuda/ that exist and whose framework this build has.
+#   subfolders native/, opencl/, cuda/ and vulkan/ that exist and whose framework this build has.
 #
 # parenchyma_add_cuda_bundle(<name> SOURCES ... HEADERS <header>... [LIBRARIES ...]
 #                            [KERNELS <file.cu>])
@@ -39,6 +39,11 @@ function(parenchyma_add_extension ext)
   endif()
   if(PARENCHYMA_WITH_CUDA AND PARENCHYMA_CUDA_BUNDLES)
     list(APPEND frameworks cuda)
+  endif()
+  # Vulkan bundles need no Vulkan header (they use the framework ABI), but only mean something
+  # where the framework plugin is built.
+  if(PARENCHYMA_WITH_VULKAN AND TARGET parenchyma-vulkan)
+    list(APPEND frameworks vulkan)
   endif()
   foreach(fw IN LISTS frameworks)
     if(EXISTS ${CMAKE_CURRENT_SOURCE_DIR}/${fw}/CMakeLists.txt)

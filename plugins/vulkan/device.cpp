@@ -93,6 +93,12 @@ void plugin::discover() {
 
   std::string notes; // why some device is not offered
   auto note = [&](const std::string& s) { notes += (notes.empty() ? "" : "; ") + s; };
+  // PARENCHYMA_VULKAN_NO_FP64=1 treats every device as one without shaderFloat64 (a test aid:
+  // the f64-less path of bundles on a device that has fp64): the property says no and the
+  // feature is not enabled, so a shader that uses double fails to load.
+  const std::string no_fp64 = settings_.get("PARENCHYMA_VULKAN_NO_FP64");
+  const bool hide_fp64 = !no_fp64.empty() && no_fp64 != "0";
+  if (hide_fp64) log_.info("PARENCHYMA_VULKAN_NO_FP64: devices offered without shaderFloat64");
   for (VkPhysicalDevice p : physical) {
     auto d = std::make_unique<device_info>();
     d->physical = p;
@@ -161,7 +167,7 @@ void plugin::discover() {
     d->uuid = uuid_text(v11.deviceUUID);
     d->subgroup_size = v11.subgroupSize;
     d->fp16 = f12.shaderFloat16 != VK_FALSE;
-    d->fp64 = features.features.shaderFloat64 != VK_FALSE;
+    d->fp64 = features.features.shaderFloat64 != VK_FALSE && !hide_fp64;
     d->int64 = features.features.shaderInt64 != VK_FALSE;
     vk_.vkGetPhysicalDeviceMemoryProperties(p, &d->memory);
     for (uint32_t h = 0; h < d->memory.memoryHeapCount; ++h)
@@ -229,6 +235,7 @@ device_state::device_state(const vk_api& api, const device_info& d, const sdk::l
   features.pNext = &f11;
   vk.vkGetPhysicalDeviceFeatures2(d.physical, &features);
   features.features.robustBufferAccess = VK_FALSE;
+  if (!d.fp64) features.features.shaderFloat64 = VK_FALSE; // PARENCHYMA_VULKAN_NO_FP64
 
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo q{};

@@ -1,0 +1,551 @@
+#version 450
+// BLAS kernels of blas_vulkan: GLSL compute shaders, compiled at run time by the Vulkan plugin
+// (one `#kernel NAME` section per kernel; the lines before the first are shared), once per
+// dtype with -DREAL=float or -DREAL=double (the latter only on a device with shaderFloat64).
+// Conventions of every kernel:
+//  - buffers are set 0 in binding order, scalars the push-constant block in member order
+//    (REAL members first, so that a double sits at an 8-byte offset);
+//  - a scalar comes as a host value plus a one-element buffer: bit 0 of `flags` takes alpha from
+//    pa[0], bit 1 beta from pb[0] (device-resident scalars never round-trip to the host);
+//  - indices are 32-bit: a kernel binds whole buffers of at most maxStorageBufferRange bytes
+//    (the plugin refuses larger ones), so no element index reaches 2^31;
+//  - element-wise kernels walk their range grid-strided, so the bundle can cap the grid below
+//    maxComputeWorkGroupCount whatever n is.
+// Reference-BLAS semantics are decided here, where a device-resident scalar can be seen:
+// beta == 0 never reads y or C, alpha == 0 never reads x, A or B, axpy with alpha == 0 leaves y
+// alone, and nrm2 scales its sums of squares so that they neither overflow nor underflow.
+#ifndef REAL
+#define REAL float
+#endif
+#define real REAL
+#ifndef RWG
+#define RWG 256
+#endif
+#ifndef EWG
+#define EWG 256
+#endif
+#ifndef GWG
+#define GWG 64
+#endif
+#ifndef TS
+#define TS 32
+#endif
+#ifndef TSK
+#define TSK 16
+#endif
+#define WPT 2
+#define RTS (TS / WPT)
+
+#define ALPHA (((flags & 1) != 0) ? pa[0] : a)
+#define BETA (((flags & 2) != 0) ? pb[0] : b)
+// al * v + be * old, where al == 0 drops v and be == 0 drops old (never multiplied: a NaN or
+// Inf there stays out of the result).
+#define COMBINE(al, v, be, OLD)                                                                    \
+  ((al) == real(0) ? ((be) == real(0) ? real(0) : (be) * (OLD))                                    \
+                   : ((be) == real(0) ? (al) * (v) : (al) * (v) + (be) * (OLD)))
+// nrm2's thresholds and scales (see nrm2_1), powers of two: exact.
+#ifdef PCY_FP64
+#define NRM2_TSML ldexp(real(1), -511)
+#define NRM2_TBIG ldexp(real(1), 486)
+#define NRM2_SSML ldexp(real(1), 537)
+#define NRM2_SBIG ldexp(real(1), -538)
+#else
+#define NRM2_TSML ldexp(real(1), -63)
+#define NRM2_TBIG ldexp(real(1), 52)
+#define NRM2_SSML ldexp(real(1), 75)
+#define NRM2_SBIG ldexp(real(1), -76)
+#endif
+// NaN by its bits, not isnan(v) (v != v), which a compiler may fold where it assumes finite
+// values. nrm2 must let a NaN through next to an Inf: its sums are also `precise`, since Mesa's
+// NIR (lavapipe) otherwise rewrites the inexact float arithmetic and comparisons of nrm2_2 so
+// that a NaN next to an Inf came out as Inf (the conformance suite's non-finite class).
+#ifdef PCY_FP64
+bool nan_bits(double v) {
+  const uvec2 u = unpackDouble2x32(v); // (low word, high word)
+  return (u.y & 0x7ff00000u) == 0x7ff00000u && ((u.y & 0xfffffu) | u.x) != 0u;
+}
+#else
+bool nan_bits(float v) {
+  const uint u = floatBitsToUint(v);
+  return (u & 0x7f800000u) == 0x7f800000u && (u & 0x7fffffu) != 0u;
+}
+#endif
+#define GID int(gl_GlobalInvocationID.x)
+#define GSTRIDE int(gl_NumWorkGroups.x * gl_WorkGroupSize.x)
+
+#kernel axpby_k
+layout(local_size_x = EWG) in;
+layout(std430, set = 0, binding = 0) readonly buffer PA { real pa[]; };
+layout(std430, set = 0, binding = 1) readonly buffer PB { real pb[]; };
+layout(std430, set = 0, binding = 2) readonly buffer X { real x[]; };
+layout(std430, set = 0, binding = 3) buffer Y { real y[]; };
+layout(push_constant) uniform args { real a; real b; int n; int flags; int incx; int incy; };
+void main() {
+  const real al = ALPHA, be = BETA;
+  for (int i = GID; i < n; i += GSTRIDE) {
+    const int iy = i * incy;
+    y[iy] = COMBINE(al, x[i * incx], be, y[iy]);
+  }
+}
+
+#kernel axpy_k
+// alpha == 0 returns at once, as reference axpy: y keeps its bits even where x is NaN.
+layout(local_size_x = EWG) in;
+layout(std430, set = 0, binding = 0) readonly buffer PA { real pa[]; };
+layout(std430, set = 0, binding = 1) readonly buffer X { real x[]; };
+layout(std430, set = 0, binding = 2) buffer Y { real y[]; };
+layout(push_constant) uniform args { real a; int n; int flags; int incx; int incy; };
+void main() {
+  const real al = ALPHA;
+  if (al == real(0)) return;
+  for (int i = GID; i < n; i += GSTRIDE) y[i * incy] += al * x[i * incx];
+}
+
+#kernel scal_k
+layout(local_size_x = EWG) in;
+layout(std430, set = 0, binding = 0) readonly buffer PA { real pa[]; };
+layout(std430, set = 0, binding = 1) buffer X { real x[]; };
+layout(push_constant) uniform args { real a; int n; int flags; int incx; };
+void main() {
+  const real al = ALPHA;
+  for (int i = GID; i < n; i += GSTRIDE) x[i * incx] *= al;
+}
+
+#kernel copy_k
+layout(local_size_x = EWG) in;
+layout(std430, set = 0, binding = 0) readonly buffer X { real x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer Y { real y[]; };
+layout(push_constant) uniform args { int n; int incx; int incy; };
+void main() {
+  for (int i = GID; i < n; i += GSTRIDE) y[i * incy] = x[i * incx];
+}
+
+#kernel swap_k
+layout(local_size_x = EWG) in;
+layout(std430, set = 0, binding = 0) buffer X { real x[]; };
+layout(std430, set = 0, binding = 1) buffer Y { real y[]; };
+layout(push_constant) uniform args { int n; int incx; int incy; };
+void main() {
+  for (int i = GID; i < n; i += GSTRIDE) {
+    const real t = x[i * incx];
+    x[i * incx] = y[i * incy];
+    y[i * incy] = t;
+  }
+}
+
+#kernel scale_k
+// x = beta * x over a rows x cols window (rows ld apart; a vector is cols 1, ld inc), beta == 0
+// storing zeros without reading: the quick paths (alpha == 0, k == 0). Dimension 1 walks a batch
+// of such windows `stride` elements apart (gemm_batched).
+layout(local_size_x = EWG) in;
+layout(std430, set = 0, binding = 0) readonly buffer PB { real pb[]; };
+layout(std430, set = 0, binding = 1) buffer X { real x[]; };
+layout(push_constant) uniform args {
+  real b;
+  int total;
+  int cols;
+  int flags;
+  int ld;
+  int stride;
+  int batch;
+};
+void main() {
+  const real be = BETA;
+  for (int z = int(gl_GlobalInvocationID.y); z < batch; z += int(gl_NumWorkGroups.y))
+    for (int i = GID; i < total; i += GSTRIDE) {
+      const int ix = z * stride + (i / cols) * ld + i % cols;
+      x[ix] = be == real(0) ? real(0) : be * x[ix];
+    }
+}
+
+#kernel reduce_1
+// Reductions, stage 1: each work-group folds a grid-strided share of the vector into one
+// partial sum. mode 0: sum |x| (asum), 1: sum x*y (dot).
+layout(local_size_x = RWG) in;
+layout(std430, set = 0, binding = 0) readonly buffer X { real x[]; };
+layout(std430, set = 0, binding = 1) readonly buffer Y { real y[]; };
+layout(std430, set = 0, binding = 2) writeonly buffer P { real part[]; };
+layout(push_constant) uniform args { int n; int mode; int incx; int incy; };
+shared real s[RWG];
+void main() {
+  const int lid = int(gl_LocalInvocationID.x);
+  real acc = real(0);
+  if (mode == 0) {
+    for (int i = GID; i < n; i += GSTRIDE) acc += abs(x[i * incx]);
+  } else {
+    for (int i = GID; i < n; i += GSTRIDE) acc = fma(x[i * incx], y[i * incy], acc);
+  }
+  s[lid] = acc;
+  memoryBarrierShared();
+  barrier();
+  for (int h = RWG / 2; h > 0; h >>= 1) {
+    if (lid < h) s[lid] += s[lid + h];
+    memoryBarrierShared();
+    barrier();
+  }
+  if (lid == 0) part[gl_WorkGroupID.x] = s[0];
+}
+
+#kernel reduce_2
+// Stage 2: one work-group folds the partial sums into result[0].
+layout(local_size_x = RWG) in;
+layout(std430, set = 0, binding = 0) readonly buffer P { real part[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer R { real result[]; };
+layout(push_constant) uniform args { int groups; };
+shared real s[RWG];
+void main() {
+  const int lid = int(gl_LocalInvocationID.x);
+  real acc = real(0);
+  for (int i = lid; i < groups; i += RWG) acc += part[i];
+  s[lid] = acc;
+  memoryBarrierShared();
+  barrier();
+  for (int h = RWG / 2; h > 0; h >>= 1) {
+    if (lid < h) s[lid] += s[lid + h];
+    memoryBarrierShared();
+    barrier();
+  }
+  if (lid == 0) result[0] = s[0];
+}
+
+#kernel nrm2_1
+// nrm2 without overflow or underflow: Blue's three accumulators (as LAPACK's nrm2 since 3.10).
+// |x| below TSML is scaled up by SSML, above TBIG down by SBIG, the rest summed as is, so no
+// square overflows or underflows; the three sums are plain sums that fold in parallel, and
+// stage 2 combines them once. The constants are powers of two (exact scaling) chosen from the
+// type's digits and exponent range. Stage 1: part[g], part[groups + g], part[2 groups + g] are
+// the small, medium and big sums of work-group g.
+layout(local_size_x = RWG) in;
+layout(std430, set = 0, binding = 0) readonly buffer X { real x[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer P { real part[]; };
+layout(push_constant) uniform args { int n; int incx; int groups; };
+shared real s0[RWG];
+shared real s1[RWG];
+shared real s2[RWG];
+void main() {
+  const real tsml = NRM2_TSML, tbig = NRM2_TBIG, ssml = NRM2_SSML, sbig = NRM2_SBIG;
+  const int lid = int(gl_LocalInvocationID.x);
+  precise real sml = real(0), med = real(0), big = real(0);
+  for (int i = GID; i < n; i += GSTRIDE) {
+    const real ax = abs(x[i * incx]);
+    if (nan_bits(ax)) {
+      // first, by its bits: the comparisons below are no place to classify a NaN
+      med += ax;
+    } else if (ax > tbig) {
+      const real v = ax * sbig;
+      big = fma(v, v, big);
+    } else if (ax < tsml) {
+      const real v = ax * ssml;
+      sml = fma(v, v, sml);
+    } else {
+      med = fma(ax, ax, med);
+    }
+  }
+  s0[lid] = sml;
+  s1[lid] = med;
+  s2[lid] = big;
+  memoryBarrierShared();
+  barrier();
+  for (int h = RWG / 2; h > 0; h >>= 1) {
+    if (lid < h) {
+      s0[lid] += s0[lid + h];
+      s1[lid] += s1[lid + h];
+      s2[lid] += s2[lid + h];
+    }
+    memoryBarrierShared();
+    barrier();
+  }
+  if (lid == 0) {
+    const int g = int(gl_WorkGroupID.x);
+    part[g] = s0[0];
+    part[groups + g] = s1[0];
+    part[2 * groups + g] = s2[0];
+  }
+}
+
+#kernel nrm2_2
+// Stage 2: fold the three sums of every group, then combine them into the norm.
+layout(local_size_x = RWG) in;
+layout(std430, set = 0, binding = 0) readonly buffer P { real part[]; };
+layout(std430, set = 0, binding = 1) writeonly buffer R { real result[]; };
+layout(push_constant) uniform args { int groups; };
+shared real s0[RWG];
+shared real s1[RWG];
+shared real s2[RWG];
+void main() {
+  const real ssml = NRM2_SSML, sbig = NRM2_SBIG;
+  const int lid = int(gl_LocalInvocationID.x);
+  precise real sml = real(0), med = real(0), big = real(0);
+  for (int i = lid; i < groups; i += RWG) {
+    sml += part[i];
+    med += part[groups + i];
+    big += part[2 * groups + i];
+  }
+  s0[lid] = sml;
+  s1[lid] = med;
+  s2[lid] = big;
+  memoryBarrierShared();
+  barrier();
+  for (int h = RWG / 2; h > 0; h >>= 1) {
+    if (lid < h) {
+      s0[lid] += s0[lid + h];
+      s1[lid] += s1[lid + h];
+      s2[lid] += s2[lid + h];
+    }
+    memoryBarrierShared();
+    barrier();
+  }
+  if (lid != 0) return;
+  sml = s0[0];
+  med = s1[0];
+  big = s2[0];
+  precise real scl = real(1), sumsq = med;
+  if (big > real(0)) {
+    // next to the big values the medium ones matter only scaled down; the small never
+    if (med > real(0) || nan_bits(med)) big += (med * sbig) * sbig;
+    scl = real(1) / sbig;
+    sumsq = big;
+  } else if (sml > real(0)) {
+    if (med > real(0) || nan_bits(med)) {
+      const real ymed = sqrt(med), ysml = sqrt(sml) / ssml;
+      const real ymin = ysml > ymed ? ymed : ysml, ymax = ysml > ymed ? ysml : ymed; // NaN: ymax
+      scl = real(1);
+      sumsq = ymax * ymax * (real(1) + (ymin / ymax) * (ymin / ymax));
+    } else {
+      scl = real(1) / ssml;
+      sumsq = sml;
+    }
+  }
+  result[0] = scl * sqrt(sumsq);
+}
+
+#kernel gemv_n
+// y = alpha A x + beta y, A m x n row-major: a work-group per row (grid-strided over the rows),
+// reduced in shared memory.
+layout(local_size_x = GWG) in;
+layout(std430, set = 0, binding = 0) readonly buffer PA { real pa[]; };
+layout(std430, set = 0, binding = 1) readonly buffer PB { real pb[]; };
+layout(std430, set = 0, binding = 2) readonly buffer MA { real A[]; };
+layout(std430, set = 0, binding = 3) readonly buffer X { real x[]; };
+layout(std430, set = 0, binding = 4) buffer Y { real y[]; };
+layout(push_constant) uniform args {
+  real a;
+  real b;
+  int m;
+  int n;
+  int flags;
+  int lda;
+  int incx;
+  int incy;
+};
+shared real s[GWG];
+void main() {
+  const int lid = int(gl_LocalInvocationID.x);
+  const real al = ALPHA, be = BETA;
+  for (int row = int(gl_WorkGroupID.x); row < m; row += int(gl_NumWorkGroups.x)) {
+    real acc = real(0);
+    const int base = row * lda;
+    for (int j = lid; j < n; j += GWG) acc = fma(A[base + j], x[j * incx], acc);
+    s[lid] = acc;
+    memoryBarrierShared();
+    barrier();
+    for (int h = GWG / 2; h > 0; h >>= 1) {
+      if (lid < h) s[lid] += s[lid + h];
+      memoryBarrierShared();
+      barrier();
+    }
+    if (lid == 0) {
+      const int iy = row * incy;
+      y[iy] = COMBINE(al, s[0], be, y[iy]);
+    }
+    memoryBarrierShared();
+    barrier(); // s is written again for the next row
+  }
+}
+
+#kernel gemv_t
+// y = alpha A^T x + beta y: an invocation per column, reading A's rows contiguously.
+layout(local_size_x = GWG) in;
+layout(std430, set = 0, binding = 0) readonly buffer PA { real pa[]; };
+layout(std430, set = 0, binding = 1) readonly buffer PB { real pb[]; };
+layout(std430, set = 0, binding = 2) readonly buffer MA { real A[]; };
+layout(std430, set = 0, binding = 3) readonly buffer X { real x[]; };
+layout(std430, set = 0, binding = 4) buffer Y { real y[]; };
+layout(push_constant) uniform args {
+  real a;
+  real b;
+  int m;
+  int n;
+  int flags;
+  int lda;
+  int incx;
+  int incy;
+};
+void main() {
+  const real al = ALPHA, be = BETA;
+  for (int col = GID; col < n; col += GSTRIDE) {
+    real acc = real(0);
+    for (int i = 0; i < m; ++i) acc = fma(A[i * lda + col], x[i * incx], acc);
+    const int iy = col * incy;
+    y[iy] = COMBINE(al, acc, be, y[iy]);
+  }
+}
+
+#kernel gemm
+// C = alpha op(A) op(B) + beta C, row-major; bit 2 of flags transposes A, bit 3 B. A work-group
+// of RTS x RTS invocations computes a TS x TS tile of C, each invocation WPT x WPT outputs
+// strided by RTS (neighbouring invocations touch neighbouring columns); A and B pass through
+// shared memory in TSK-deep slices, read along memory's contiguous direction. Dimension 2 walks
+// a strided batch (gemm_batched: product z reads A + z sa, B + z sb, writes C + z sc; gemm is the
+// batch of one). Tiles and batch are grid-strided, so that any size fits the grid the bundle
+// caps below maxComputeWorkGroupCount (the loops are uniform in a work-group: barriers are safe).
+layout(local_size_x = RTS, local_size_y = RTS) in;
+layout(std430, set = 0, binding = 0) readonly buffer PA { real pa[]; };
+layout(std430, set = 0, binding = 1) readonly buffer PB { real pb[]; };
+layout(std430, set = 0, binding = 2) readonly buffer MA { real A[]; };
+layout(std430, set = 0, binding = 3) readonly buffer MB { real B[]; };
+layout(std430, set = 0, binding = 4) buffer MC { real C[]; };
+layout(push_constant) uniform args {
+  real a;
+  real b;
+  int m;
+  int n;
+  int k;
+  int flags;
+  int lda;
+  int ldb;
+  int ldc;
+  int sa;
+  int sb;
+  int sc;
+  int batch;
+};
+shared real As[TSK][TS + 1];
+shared real Bs[TSK][TS + 1];
+void main() {
+  const bool ta = (flags & 4) != 0, tb = (flags & 8) != 0;
+  const int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y);
+  const int tid = ty * RTS + tx;
+  const real al = ALPHA, be = BETA;
+  const int tiles_m = (m + TS - 1) / TS, tiles_n = (n + TS - 1) / TS;
+  for (int z = int(gl_WorkGroupID.z); z < batch; z += int(gl_NumWorkGroups.z))
+    for (int tm = int(gl_WorkGroupID.y); tm < tiles_m; tm += int(gl_NumWorkGroups.y))
+      for (int tn = int(gl_WorkGroupID.x); tn < tiles_n; tn += int(gl_NumWorkGroups.x)) {
+        const int row0 = tm * TS, col0 = tn * TS;
+        const int oa = z * sa, ob = z * sb, oc = z * sc;
+        real acc[WPT][WPT];
+        for (int wm = 0; wm < WPT; ++wm)
+          for (int wn = 0; wn < WPT; ++wn) acc[wm][wn] = real(0);
+        for (int t = 0; t < k; t += TSK) {
+          for (int e = tid; e < TS * TSK; e += RTS * RTS) {
+            // A[r][kk] of the tile; walk memory contiguously: along k for A, along m for A^T
+            const int r = ta ? e % TS : e / TSK, kk = ta ? e / TS : e % TSK;
+            const int gr = row0 + r, gk = t + kk;
+            real v = real(0);
+            if (gr < m && gk < k) v = ta ? A[oa + gk * lda + gr] : A[oa + gr * lda + gk];
+            As[kk][r] = v;
+          }
+          for (int e = tid; e < TS * TSK; e += RTS * RTS) {
+            // B[kk][c] of the tile: along n for B, along k for B^T
+            const int c = tb ? e / TSK : e % TS, kk = tb ? e % TSK : e / TS;
+            const int gc = col0 + c, gk = t + kk;
+            real v = real(0);
+            if (gc < n && gk < k) v = tb ? B[ob + gc * ldb + gk] : B[ob + gk * ldb + gc];
+            Bs[kk][c] = v;
+          }
+          memoryBarrierShared();
+          barrier();
+          for (int kk = 0; kk < TSK; ++kk) {
+            real bv[WPT];
+            for (int wn = 0; wn < WPT; ++wn) bv[wn] = Bs[kk][tx + wn * RTS];
+            for (int wm = 0; wm < WPT; ++wm) {
+              const real av = As[kk][ty + wm * RTS];
+              for (int wn = 0; wn < WPT; ++wn) acc[wm][wn] = fma(av, bv[wn], acc[wm][wn]);
+            }
+          }
+          memoryBarrierShared();
+          barrier();
+        }
+        for (int wm = 0; wm < WPT; ++wm) {
+          const int row = row0 + ty + wm * RTS;
+          if (row >= m) continue;
+          for (int wn = 0; wn < WPT; ++wn) {
+            const int col = col0 + tx + wn * RTS;
+            if (col >= n) continue;
+            const int ic = oc + row * ldc + col;
+            C[ic] = COMBINE(al, acc[wm][wn], be, C[ic]);
+          }
+        }
+      }
+}
+
+#kernel gemm_direct
+// gemm without shared memory or barriers, for CPU devices (lavapipe runs a work-group's
+// invocations as SIMD lanes, and every barrier splits the shader there): each invocation keeps a
+// DW x DW block of C in registers, rows ty DW .. ty DW + DW - 1 of the work-group's tile and
+// columns tx, tx + RTS, ... (neighbouring lanes read neighbouring columns of B), and reads A and
+// B straight from memory. op(A)(r, l) = A[r ars + l als] and op(B)(l, c) = B[l brs + c bcs]: the
+// transposes are strides, not branches. Rows and columns past m and n read row m - 1 and column
+// n - 1 (valid memory, no branch in the k loop) and are not stored. Arguments as gemm's.
+#define DW 4
+#define DTS (RTS * DW)
+layout(local_size_x = RTS, local_size_y = RTS) in;
+layout(std430, set = 0, binding = 0) readonly buffer PA { real pa[]; };
+layout(std430, set = 0, binding = 1) readonly buffer PB { real pb[]; };
+layout(std430, set = 0, binding = 2) readonly buffer MA { real A[]; };
+layout(std430, set = 0, binding = 3) readonly buffer MB { real B[]; };
+layout(std430, set = 0, binding = 4) buffer MC { real C[]; };
+layout(push_constant) uniform args {
+  real a;
+  real b;
+  int m;
+  int n;
+  int k;
+  int flags;
+  int lda;
+  int ldb;
+  int ldc;
+  int sa;
+  int sb;
+  int sc;
+  int batch;
+};
+void main() {
+  const bool ta = (flags & 4) != 0, tb = (flags & 8) != 0;
+  const int ars = ta ? 1 : lda, als = ta ? lda : 1, brs = tb ? 1 : ldb, bcs = tb ? ldb : 1;
+  const int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y);
+  const real al = ALPHA, be = BETA;
+  const int tiles_m = (m + DTS - 1) / DTS, tiles_n = (n + DTS - 1) / DTS;
+  for (int z = int(gl_WorkGroupID.z); z < batch; z += int(gl_NumWorkGroups.z))
+    for (int tm = int(gl_WorkGroupID.y); tm < tiles_m; tm += int(gl_NumWorkGroups.y))
+      for (int tn = int(gl_WorkGroupID.x); tn < tiles_n; tn += int(gl_NumWorkGroups.x)) {
+        const int row0 = tm * DTS + ty * DW, col0 = tn * DTS + tx;
+        int ar[DW], bc[DW];
+        for (int i = 0; i < DW; ++i) {
+          ar[i] = min(row0 + i, m - 1) * ars;
+          bc[i] = min(col0 + i * RTS, n - 1) * bcs;
+        }
+        const int oa = z * sa, ob = z * sb, oc = z * sc;
+        real acc[DW][DW];
+        for (int i = 0; i < DW; ++i)
+          for (int j = 0; j < DW; ++j) acc[i][j] = real(0);
+        for (int l = 0; l < k; ++l) {
+          const int ia = oa + l * als, ib = ob + l * brs;
+          real av[DW], bv[DW];
+          for (int i = 0; i < DW; ++i) av[i] = A[ia + ar[i]];
+          for (int j = 0; j < DW; ++j) bv[j] = B[ib + bc[j]];
+          for (int i = 0; i < DW; ++i)
+            for (int j = 0; j < DW; ++j) acc[i][j] = fma(av[i], bv[j], acc[i][j]);
+        }
+        for (int i = 0; i < DW; ++i) {
+          const int row = row0 + i;
+          if (row >= m) break;
+          for (int j = 0; j < DW; ++j) {
+            const int col = col0 + j * RTS;
+            if (col >= n) break;
+            const int ic = oc + row * ldc + col;
+            C[ic] = COMBINE(al, acc[i][j], be, C[ic]);
+          }
+        }
+      }
+}
