@@ -1,4 +1,4 @@
-// Thread stress over one framework (argv[1]: native, opencl or cuda): the thread rules of
+// Thread stress over one framework (argv[1]: native, opencl, cuda or vulkan): the thread rules of
 // docs/threads.md under load, every result checked against a double-precision loop.
 //   1. N threads, each with its own Backend and tensors, running BLAS ops (dot, axpy, scal,
 //      asum, nrm2, gemv, gemm) on fresh random data of awkward sizes;
