@@ -35,7 +35,8 @@
 #             framework and BLAS conformance suites on vulkan, the thread stress test on vulkan
 # Environment: PCY_GPU_BUILD (default /tmp/pcy-gpu), PCY_KCACHE (a kernel cache tarball to start
 # from, default .device/kcache.tgz; the cache is packed back into $OUT/kcache.tgz after each
-# phase), PCY_DEADLINE (seconds from the start after which no further phase begins; default 540).
+# phase), PCY_DEADLINE (seconds from the start after which no further phase begins; default 540),
+# PCY_TARGETS_ONLY=1 (build only the native plugins and what the phases name).
 set -u
 SRC=$(cd "$(dirname "$0")/../.." && pwd)
 B=${PCY_GPU_BUILD:-/tmp/pcy-gpu}
@@ -55,6 +56,8 @@ kc=${PCY_KCACHE:-$SRC/.device/kcache.tgz}
 targets=(parenchyma-info parenchyma-cuda parenchyma-native parenchyma-opencl parenchyma-blas-cuda
   parenchyma-blas-native parenchyma-blas-opencl parenchyma-nn-cuda parenchyma-nn-native
   parenchyma-nn-opencl)
+# PCY_TARGETS_ONLY=1: build only what the named phases add (not the CUDA/OpenCL/NN set above).
+[ -n "${PCY_TARGETS_ONLY:-}" ] && targets=(parenchyma-info parenchyma-native parenchyma-blas-native)
 tests=ON # configured always (only the targets named are built, unless the tests phase runs)
 all=OFF
 has pycrash && targets+=(_parenchyma)
