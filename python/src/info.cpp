@@ -3,6 +3,8 @@
 // from the public Registry API of the process's global registry.
 #include "bindings.hpp"
 
+#include <parenchyma/sdk/schema_names.hpp>
+
 #include <variant>
 
 namespace parenchyma::python {
@@ -68,36 +70,6 @@ py::list devices(const Registry& r) {
   return out;
 }
 
-// The schema's strings as parenchyma-info prints them (printable, bounded).
-std::string schema_text(const char* s) {
-  std::string out;
-  for (size_t i = 0; s != nullptr && s[i] != '\0' && i < 64; ++i)
-    out += (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
-  return out;
-}
-
-const char* kind_name(uint8_t k) {
-  switch (k) {
-  case PCY_SCHEMA_INT: return "int";
-  case PCY_SCHEMA_FLOAT: return "float";
-  case PCY_SCHEMA_SCALAR: return "scalar";
-  case PCY_SCHEMA_TENSOR: return "tensor";
-  case PCY_SCHEMA_INT_ARRAY: return "int array";
-  default: return "?";
-  }
-}
-
-const char* intent_name(uint8_t kind, uint8_t i) {
-  if (kind != PCY_SCHEMA_TENSOR) return kind == PCY_SCHEMA_SCALAR ? "in" : "";
-  switch (i) {
-  case PCY_INTENT_IN: return "in";
-  case PCY_INTENT_OUT: return "out";
-  case PCY_INTENT_INOUT: return "inout";
-  case PCY_SCHEMA_INTENT_OVERWRITE: return "overwrite";
-  default: return "?";
-  }
-}
-
 // An op's arguments from its schema; None for a bundle without one (ABI 1.0).
 py::object arguments(const pcy_op_schema* s) {
   if (s == nullptr) return py::none();
@@ -105,10 +77,10 @@ py::object arguments(const pcy_op_schema* s) {
   for (uint32_t i = 0; i < s->arg_count; ++i) {
     const pcy_arg_schema& x = s->args[i];
     py::dict one;
-    one["name"] = schema_text(x.name);
-    one["kind"] = kind_name(x.kind);
+    one["name"] = sdk::schema_text(x.name);
+    one["kind"] = sdk::schema_kind_name(x.kind);
     if (x.kind == PCY_SCHEMA_TENSOR || x.kind == PCY_SCHEMA_SCALAR) {
-      one["intent"] = intent_name(x.kind, x.intent);
+      one["intent"] = sdk::schema_intent_name(x.kind, x.intent);
       if (x.kind == PCY_SCHEMA_SCALAR || x.dtype == PCY_SCHEMA_DTYPE_OP)
         one["dtype"] = "op";
       else if (x.dtype == PCY_SCHEMA_DTYPE_ANY)

@@ -4,6 +4,7 @@
 // Exits 3 when no backend would be selected, so a script can tell (codes in usage()).
 #include <parenchyma/parenchyma.hpp>
 #include <parenchyma/sdk/common.hpp>
+#include <parenchyma/sdk/schema_names.hpp>
 
 #include <nlohmann/json.hpp>
 
@@ -87,33 +88,6 @@ Outcome selected(const pa::Registry& r, const std::string& request) {
   return o;
 }
 
-// A string from a plugin's schema, printable and bounded (the registry checked the structure).
-std::string schema_text(const char* s) {
-  std::string out;
-  for (size_t i = 0; s != nullptr && s[i] != '\0' && i < 64; ++i)
-    out += (s[i] >= 0x20 && s[i] < 0x7f) ? s[i] : '?';
-  return out;
-}
-const char* kind_name(uint8_t k) {
-  switch (k) {
-  case PCY_SCHEMA_INT: return "int";
-  case PCY_SCHEMA_FLOAT: return "float";
-  case PCY_SCHEMA_SCALAR: return "scalar";
-  case PCY_SCHEMA_TENSOR: return "tensor";
-  case PCY_SCHEMA_INT_ARRAY: return "int array";
-  default: return "?";
-  }
-}
-const char* intent_name(uint8_t kind, uint8_t i) {
-  if (kind != PCY_SCHEMA_TENSOR) return kind == PCY_SCHEMA_SCALAR ? "in" : "";
-  switch (i) {
-  case PCY_INTENT_IN: return "in";
-  case PCY_INTENT_OUT: return "out";
-  case PCY_INTENT_INOUT: return "inout";
-  case PCY_SCHEMA_INTENT_OVERWRITE: return "overwrite";
-  default: return "?";
-  }
-}
 std::string dtype_rule(const pcy_arg_schema& a) {
   if (a.kind == PCY_SCHEMA_SCALAR) return "op";
   if (a.kind != PCY_SCHEMA_TENSOR) return "";
@@ -131,9 +105,10 @@ nlohmann::json arguments_json(const pcy_op_schema* s) {
   nlohmann::json a = nlohmann::json::array();
   for (uint32_t i = 0; i < s->arg_count; ++i) {
     const pcy_arg_schema& x = s->args[i];
-    nlohmann::json one = {{"name", schema_text(x.name)}, {"kind", kind_name(x.kind)}};
+    nlohmann::json one = {{"name", pa::sdk::schema_text(x.name)},
+                          {"kind", pa::sdk::schema_kind_name(x.kind)}};
     if (x.kind == PCY_SCHEMA_TENSOR || x.kind == PCY_SCHEMA_SCALAR) {
-      one["intent"] = intent_name(x.kind, x.intent);
+      one["intent"] = pa::sdk::schema_intent_name(x.kind, x.intent);
       one["dtype"] = dtype_rule(x);
     }
     if (x.kind == PCY_SCHEMA_TENSOR) one["rank"] = rank_rule(x);
@@ -158,11 +133,11 @@ void print_schema_markdown(const std::vector<pa::OpCoverage>& coverage) {
       std::string args;
       for (uint32_t i = 0; i < s->arg_count; ++i) {
         const pcy_arg_schema& x = s->args[i];
-        args +=
-            (i ? "; " : "") + std::string("`") + schema_text(x.name) + "`: " + kind_name(x.kind);
+        args += (i ? "; " : "") + std::string("`") + pa::sdk::schema_text(x.name) +
+                "`: " + pa::sdk::schema_kind_name(x.kind);
         if (x.kind == PCY_SCHEMA_TENSOR)
-          args += std::string(", ") + intent_name(x.kind, x.intent) + ", " + dtype_rule(x) +
-                  ", rank " + rank_rule(x);
+          args += std::string(", ") + pa::sdk::schema_intent_name(x.kind, x.intent) + ", " +
+                  dtype_rule(x) + ", rank " + rank_rule(x);
         else if (x.kind == PCY_SCHEMA_SCALAR)
           args += " (a float, or a one-element tensor in)";
       }
