@@ -64,7 +64,8 @@ child_result run_child(const fs::path& cache, const std::string& salt, as who,
     else
       ::execl(PCY_EXIT_CHILD, PCY_EXIT_CHILD, salt.c_str(), device.c_str(),
               static_cast<char*>(nullptr));
-    ::_exit(93);
+    // 94: nobody may not reach the program (a build tree below a 0700 folder, as mktemp -d makes)
+    ::_exit(who == as::nobody && errno == EACCES ? 94 : 93);
   }
   int status = 0;
   ::waitpid(pid, &status, 0);
@@ -191,6 +192,13 @@ TEST_CASE("a read-only cache directory: every run exits 0 and writes nothing") {
   for (int i = 0; i < 5; ++i) {
     const auto r = run_child(cache, base + std::to_string(i), as::nobody);
     SKIP_WITHOUT_OPENCL(r);
+    if (r.code == 94) {
+      WARN("skipped: user nobody cannot reach " << PCY_EXIT_CHILD
+                                                << " (a folder above it is not searchable by "
+                                                   "others); build in a world-searchable path");
+      ::chmod(cache.c_str(), 0755);
+      return;
+    }
     INFO("stderr:\n" << r.err);
     CHECK(r.code == 0);
     CHECK_FALSE(crashed_output(r.err));
