@@ -10,6 +10,7 @@
 #include <parenchyma/sdk/slots.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -1040,15 +1041,22 @@ Registry::Registry(RegistryOptions options)
 
 Registry::~Registry() = default;
 
+namespace {
+std::atomic<bool> g_keep_global{false}; // Registry::keep_global_at_exit
+} // namespace
+
+void Registry::keep_global_at_exit() noexcept { g_keep_global.store(true); }
+
 Registry& Registry::global() {
   // Destroyed by the exit handlers, in reverse order of construction: after every static the
   // program made before its first backend, and before the drivers' own exit handlers, which
   // were registered while this registry loaded them. Except where the system has already taken
-  // the plugins down (os::process_ending: Windows at ExitProcess), then left to the system.
+  // the plugins down (os::process_ending: Windows at ExitProcess), or where threads may still
+  // be inside calls (keep_global_at_exit): then left to the system.
   struct holder {
     Registry* r = new Registry();
     ~holder() {
-      if (!detail::os::process_ending()) delete r;
+      if (!detail::os::process_ending() && !g_keep_global.load()) delete r;
     }
   };
   static holder instance;

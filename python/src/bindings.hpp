@@ -116,6 +116,10 @@ bool gil_take_begin() noexcept;
 void gil_take_end() noexcept;
 // Registers the atexit hook the protocol needs (module init).
 void install_exit_guard();
+// Around runtime code run without the GIL: a thread inside one at process exit keeps the global
+// registry loaded (Registry::keep_global_at_exit).
+void runtime_call_begin() noexcept;
+void runtime_call_end() noexcept;
 
 // Runs f() with the GIL released and returns its result. The GIL is taken back by a plain call,
 // never in a destructor (see gil.cpp); an exception f throws is rethrown once the GIL is held.
@@ -123,15 +127,18 @@ void install_exit_guard();
 template <class F> auto without_gil(F&& f) {
   using R = std::invoke_result_t<F&>;
   std::exception_ptr failure;
+  runtime_call_begin(); // before the GIL goes: the exit hook, holding it, sees this thread
   PyThreadState* const state = PyEval_SaveThread();
   if constexpr (std::is_void_v<R>) {
     try {
       f();
     } catch (abi::__forced_unwind&) {
+      runtime_call_end();
       throw; // thread cancellation: must propagate
     } catch (...) {
       failure = std::current_exception();
     }
+    runtime_call_end();
     reacquire_gil(state);
     if (failure) std::rethrow_exception(failure);
   } else {
@@ -139,10 +146,12 @@ template <class F> auto without_gil(F&& f) {
     try {
       result.emplace(f());
     } catch (abi::__forced_unwind&) {
+      runtime_call_end();
       throw;
     } catch (...) {
       failure = std::current_exception();
     }
+    runtime_call_end();
     reacquire_gil(state);
     if (failure) std::rethrow_exception(failure);
     return R(std::move(*result));

@@ -13,6 +13,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 namespace parenchyma::python {
@@ -21,22 +22,40 @@ namespace {
 
 // Threads between "I will take the GIL" and "I have it" (or "I gave up").
 std::atomic<int> taking{0};
+// Threads running runtime code with the GIL released (without_gil's f).
+std::atomic<int> inside{0};
 std::atomic<bool> exiting{false};
 // The thread that ran the atexit hook (the one that finalises): it keeps taking the GIL.
 std::thread::id exit_thread;
 
+// The C library's exit handlers run after finalisation, when no thread can start a call (the
+// GIL is gone); one registered here runs before the global registry's destructor (registered
+// when it was made, earlier). A daemon thread still inside a call then (on_exit's wait timed
+// out) uses its plugins: the registry is left loaded rather than shut down under it.
+void at_process_exit() {
+  if (inside.load(std::memory_order_seq_cst) > 0) Registry::keep_global_at_exit();
+}
+
 void on_exit() {
   exit_thread = std::this_thread::get_id();
+  std::atexit(&at_process_exit);
   exiting.store(true, std::memory_order_seq_cst);
-  if (taking.load(std::memory_order_seq_cst) == 0) return;
   // Threads that saw no exit are waiting for the GIL: let them have it, then take it back
-  // (finalisation has not begun, so this cannot end the thread). Bounded: a thread stuck
-  // elsewhere must not hold up the exit.
-  PyThreadState* const state = PyEval_SaveThread();
+  // (finalisation has not begun, so this cannot end the thread). Threads inside a runtime call
+  // finish it first: the exit handlers that follow destroy libraries' statics (CLBlast's
+  // kernel database: a crash in about one exit in 240 with a daemon thread in an op on PoCL).
+  // Each such thread then parks when it comes back for the GIL, so the loop ends; bounded: a
+  // thread stuck elsewhere must not hold up the exit.
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (taking.load(std::memory_order_seq_cst) > 0 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  PyEval_RestoreThread(state);
+  auto busy = [] {
+    return taking.load(std::memory_order_seq_cst) > 0 || inside.load(std::memory_order_seq_cst) > 0;
+  };
+  while (busy() && std::chrono::steady_clock::now() < deadline) {
+    PyThreadState* const state = PyEval_SaveThread();
+    while (busy() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    PyEval_RestoreThread(state);
+  }
 }
 
 [[noreturn]] void park() {
@@ -56,6 +75,9 @@ bool gil_take_begin() noexcept {
 }
 
 void gil_take_end() noexcept { taking.fetch_sub(1, std::memory_order_seq_cst); }
+
+void runtime_call_begin() noexcept { inside.fetch_add(1, std::memory_order_seq_cst); }
+void runtime_call_end() noexcept { inside.fetch_sub(1, std::memory_order_seq_cst); }
 
 void reacquire_gil(PyThreadState* state) {
   if (!gil_take_begin()) park();

@@ -202,6 +202,11 @@ public:
   // tensor using them are gone: pending kernel-cache writes complete and no plugin thread
   // outlives the process's exit handlers.
   static Registry& global();
+  // Leaves the global registry and its plugins loaded at process exit instead of shutting them
+  // down, for a host whose other threads may still be inside runtime calls when the process
+  // exits (Python's daemon threads: the Python package calls it at exit when a thread is inside
+  // an op). Pending kernel-cache writes are then abandoned. Cannot be undone.
+  static void keep_global_at_exit() noexcept;
 
   const std::vector<LoadReportEntry>& load_report() const noexcept;
   const std::vector<std::unique_ptr<Framework>>& frameworks() const noexcept;
