@@ -96,9 +96,48 @@ def _class_for(typ):
     return obj if isinstance(obj, type) else None
 
 
+_SPELLINGS = (  # pybind11 3 writes typing's protocols and PEP 604 unions; 2.x the plain names
+    ("typing.SupportsFloat", "float"), ("typing.SupportsIndex", "int"), ("typing.SupportsInt", "int"),
+    ("collections.abc.Sequence[", "Sequence["), ("collections.abc.Callable", "Callable"),
+    ("typing.Sequence[", "Sequence["), ("typing.Optional[", "Optional["),
+    ("typing.Union[", "Union["), ("typing.Any", "Any"), ("typing.Callable", "Callable"),
+    ("list[", "List["), ("tuple[", "Tuple["), ("dict[", "Dict["),
+)
+
+
+def _normal(typ):
+    """A signature's type in pybind11 2.x's spelling, whichever pybind11 wrote it."""
+    typ = typ.strip()
+    for new, old in _SPELLINGS:
+        typ = typ.replace(new, old)
+    return typ
+
+
+def _alternatives(typ):
+    """The members of a PEP 604 union `a | b` (outside brackets), else [typ]."""
+    parts, depth, cur = [], 0, []
+    for ch in typ:
+        if ch in "[(":
+            depth += 1
+        elif ch in "])":
+            depth -= 1
+        if ch == "|" and depth == 0:
+            parts.append("".join(cur).strip())
+            cur = []
+            continue
+        cur.append(ch)
+    parts.append("".join(cur).strip())
+    return [p for p in parts if p]
+
+
 def _fits(value, typ):
     """Whether pybind11 could convert `value` to `typ` (as far as its type goes)."""
-    typ = typ.strip()
+    typ = _normal(typ)
+    union = _alternatives(typ)
+    if len(union) > 1:
+        return any(_fits(value, t) for t in union)
+    if typ == "None":
+        return value is None
     if typ in ("object", "", "Any") or typ.startswith("Callable"):
         return True
     if typ.startswith("Optional[") and typ.endswith("]"):
@@ -134,7 +173,13 @@ def _type_name(value):
 
 
 def _expected(typ):
-    typ = _short(typ)
+    typ = _short(_normal(typ))
+    union = _alternatives(typ)
+    if sorted(union) == ["float", "int"]:
+        return "float (or int)"
+    if len(union) == 2 and "None" in union:
+        typ = [t for t in union if t != "None"][0]
+        return _expected(typ) + " or None"
     if typ == "float":
         return "float (or int)"
     if typ == "int":
