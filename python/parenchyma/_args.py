@@ -21,8 +21,8 @@ _REFUSED = ("incompatible function arguments", "incompatible constructor argumen
 _SIGNATURE = re.compile(r"^(?:\d+\. )?(\w+)\((.*)\)(?: -> .*)?$")
 
 
-def _split_top(text):
-    """Splits `text` at the commas outside brackets and quotes."""
+def _split_top(text, sep=","):
+    """Splits `text` at `sep` outside brackets and quotes (the parts stripped, empty ones dropped)."""
     parts, depth, quote, cur = [], 0, None, []
     for ch in text:
         if quote:
@@ -36,14 +36,14 @@ def _split_top(text):
             depth += 1
         elif ch in "])}":
             depth -= 1
-        elif ch == "," and depth == 0:
+        elif ch == sep and depth == 0:
             parts.append("".join(cur).strip())
             cur = []
             continue
         cur.append(ch)
     if "".join(cur).strip():
         parts.append("".join(cur).strip())
-    return parts
+    return [p for p in parts if p]
 
 
 def _parse(params):
@@ -115,19 +115,7 @@ def _normal(typ):
 
 def _alternatives(typ):
     """The members of a PEP 604 union `a | b` (outside brackets), else [typ]."""
-    parts, depth, cur = [], 0, []
-    for ch in typ:
-        if ch in "[(":
-            depth += 1
-        elif ch in "])":
-            depth -= 1
-        if ch == "|" and depth == 0:
-            parts.append("".join(cur).strip())
-            cur = []
-            continue
-        cur.append(ch)
-    parts.append("".join(cur).strip())
-    return [p for p in parts if p]
+    return _split_top(typ, "|")
 
 
 def _fits(value, typ):
