@@ -1,0 +1,882 @@
+// Issue 25's Vulkan figures, as ratios measured in one run through the public API
+// (docs/vulkan.md, "Measuring"):
+//   BLAS-1  sdot, saxpy, sscal, scopy, snrm2 at 256 MiB, 512 MiB and 1 GiB per vector, each
+//           against a device copy (the framework's memory_copy, vkCmdCopyBuffer, on the same
+//           queue) scaled to the bytes the op moves: the fraction of device-copy bandwidth
+//           reached (target >= 0.85).
+//   sgemm   n = 1024 ... 8192 on vulkan against the same gemm on parenchyma's `cuda` backend
+//           (blas_cuda, cuBLAS) in the same process, when the cuda framework has a device; else
+//           the column says why it is absent.
+//   small   scal / axpy on 1024 floats through the public API plus the synchronize that observes
+//           their completion, against a raw Vulkan record + vkCmdDispatch + vkQueueSubmit + fence
+//           wait of a trivial scal shader (vk_scal.comp), done by this program on its own
+//           VkInstance / VkDevice of the same physical device (matched by deviceUUID), with the
+//           loader opened by dlopen (nothing links libvulkan). Both sides wait for completion on
+//           every call (round trip), and in a burst of 64 ops then one wait (target <= 1.3x).
+// Every time is host wall time of `inner` calls followed by a wait for the queue (the Vulkan
+// plugin has no device timers), interleaved with the peer (harness.hpp), after a warm-up.
+//   bench_blas_vulkan [--quick] [--backend vulkan:N]
+// --quick: small sizes (1 and 8 MiB, gemm 64-256, plus a 256 MiB row that lavapipe refuses: its
+// maxStorageBufferRange is 128 MiB), for a smoke run on lavapipe in seconds.
+#include "harness.hpp"
+#include "vk_scal_spv.hpp"
+
+#include <parenchyma/blas.hpp>
+#include <parenchyma/parenchyma.hpp>
+
+#ifndef VK_NO_PROTOTYPES
+#define VK_NO_PROTOTYPES
+#endif
+#include <vulkan/vulkan.h>
+
+#include <dlfcn.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+using namespace parenchyma;
+namespace blas = parenchyma::blas;
+
+namespace {
+
+// ---- helpers ----------------------------------------------------------------------------------
+
+std::string size_name(size_t bytes) {
+  return bytes >= (size_t(1) << 30)   ? std::to_string(bytes >> 30) + " GiB"
+         : bytes >= (size_t(1) << 20) ? std::to_string(bytes >> 20) + " MiB"
+                                      : std::to_string(bytes >> 10) + " KiB";
+}
+
+// A device property as text, or "".
+std::string prop_text(const Device& d, const std::string& key) {
+  for (const auto& [k, v] : d.properties)
+    if (k == key) {
+      if (const auto* s = std::get_if<std::string>(&v)) return *s;
+      if (const auto* i = std::get_if<int64_t>(&v)) return std::to_string(*i);
+      if (const auto* b = std::get_if<bool>(&v)) return *b ? "true" : "false";
+      if (const auto* f = std::get_if<double>(&v)) return std::to_string(*f);
+    }
+  return "";
+}
+int64_t prop_int(const Device& d, const std::string& key) {
+  for (const auto& [k, v] : d.properties)
+    if (k == key)
+      if (const auto* i = std::get_if<int64_t>(&v)) return *i;
+  return 0;
+}
+
+// Fresh random data in [-1, 1) (never zeros), quick enough for 1 GiB vectors.
+void fill_random(std::span<float> v, uint64_t seed) {
+  uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+  for (float& f : v) {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    f = static_cast<float>(static_cast<double>(s >> 11) * 0x1.0p-52 - 1.0);
+  }
+}
+
+double now_ns() {
+  return std::chrono::duration<double, std::nano>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+[[noreturn]] void check_failed(const std::string& what) {
+  std::printf("CHECK FAILED: %s\n", what.c_str());
+  std::exit(1);
+}
+
+// The median of `reps` samples of one side alone (no peer to interleave with).
+double solo(const std::function<double()>& sample, int reps, int warmup) {
+  for (int i = 0; i < warmup; ++i)
+    sample();
+  std::vector<double> v;
+  for (int i = 0; i < reps; ++i)
+    v.push_back(sample());
+  return bench::percentile(v, 0.5);
+}
+
+// ---- the raw Vulkan baseline ------------------------------------------------------------------
+
+// A Vulkan info struct, zeroed, with its sType.
+template <class T> T vk(VkStructureType type) {
+  T v{};
+  v.sType = type;
+  return v;
+}
+
+#define BENCH_VK_INSTANCE(X)                                                                       \
+  X(vkDestroyInstance)                                                                             \
+  X(vkEnumeratePhysicalDevices)                                                                    \
+  X(vkGetPhysicalDeviceProperties2)                                                                \
+  X(vkGetPhysicalDeviceQueueFamilyProperties)                                                      \
+  X(vkGetPhysicalDeviceMemoryProperties)                                                           \
+  X(vkCreateDevice)                                                                                \
+  X(vkGetDeviceProcAddr)
+#define BENCH_VK_DEVICE(X)                                                                         \
+  X(vkDestroyDevice)                                                                               \
+  X(vkDeviceWaitIdle)                                                                              \
+  X(vkGetDeviceQueue)                                                                              \
+  X(vkCreateBuffer)                                                                                \
+  X(vkDestroyBuffer)                                                                               \
+  X(vkGetBufferMemoryRequirements)                                                                 \
+  X(vkAllocateMemory)                                                                              \
+  X(vkFreeMemory)                                                                                  \
+  X(vkBindBufferMemory)                                                                            \
+  X(vkCreateDescriptorSetLayout)                                                                   \
+  X(vkDestroyDescriptorSetLayout)                                                                  \
+  X(vkCreatePipelineLayout)                                                                        \
+  X(vkDestroyPipelineLayout)                                                                       \
+  X(vkCreateDescriptorPool)                                                                        \
+  X(vkDestroyDescriptorPool)                                                                       \
+  X(vkAllocateDescriptorSets)                                                                      \
+  X(vkUpdateDescriptorSets)                                                                        \
+  X(vkCreateShaderModule)                                                                          \
+  X(vkDestroyShaderModule)                                                                         \
+  X(vkCreateComputePipelines)                                                                      \
+  X(vkDestroyPipeline)                                                                             \
+  X(vkCreateCommandPool)                                                                           \
+  X(vkDestroyCommandPool)                                                                          \
+  X(vkAllocateCommandBuffers)                                                                      \
+  X(vkBeginCommandBuffer)                                                                          \
+  X(vkEndCommandBuffer)                                                                            \
+  X(vkCmdBindPipeline)                                                                             \
+  X(vkCmdBindDescriptorSets)                                                                       \
+  X(vkCmdPushConstants)                                                                            \
+  X(vkCmdDispatch)                                                                                 \
+  X(vkCmdPipelineBarrier)                                                                          \
+  X(vkCmdFillBuffer)                                                                               \
+  X(vkQueueSubmit)                                                                                 \
+  X(vkCreateFence)                                                                                 \
+  X(vkDestroyFence)                                                                                \
+  X(vkWaitForFences)                                                                               \
+  X(vkResetFences)
+
+// One VkDevice on the backend's physical device, a 1024-float storage buffer, the scal pipeline
+// and one command buffer re-recorded for every call (begin resets it), with a fence to wait on.
+class raw_vulkan {
+public:
+#define BENCH_VK_FIELD(f) PFN_##f f = nullptr;
+  BENCH_VK_INSTANCE(BENCH_VK_FIELD)
+  BENCH_VK_DEVICE(BENCH_VK_FIELD)
+#undef BENCH_VK_FIELD
+
+  // Sets `why` and returns false when the baseline cannot be had.
+  bool init(const std::string& uuid, uint32_t n, std::string& why) {
+    n_ = n;
+    const char* env = std::getenv("PARENCHYMA_VULKAN_LIBRARY"); // the plugin's loader, if set
+    const char* name = env && *env ? env : "libvulkan.so.1";
+    lib_ = dlopen(name, RTLD_NOW | RTLD_LOCAL);
+    if (!lib_) return fail(why, std::string("dlopen ") + name + ": " + dlerror());
+    auto gipa = reinterpret_cast<PFN_vkGetInstanceProcAddr>(dlsym(lib_, "vkGetInstanceProcAddr"));
+    if (!gipa) return fail(why, "no vkGetInstanceProcAddr in the loader");
+    auto create = reinterpret_cast<PFN_vkCreateInstance>(gipa(nullptr, "vkCreateInstance"));
+    auto app = vk<VkApplicationInfo>(VK_STRUCTURE_TYPE_APPLICATION_INFO);
+    app.pApplicationName = "bench_blas_vulkan";
+    app.apiVersion = VK_API_VERSION_1_2;
+    auto ici = vk<VkInstanceCreateInfo>(VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO);
+    ici.pApplicationInfo = &app;
+    if (!create || !ok(create(&ici, nullptr, &instance_), "vkCreateInstance", why)) return false;
+    bool found = true;
+#define BENCH_VK_LOAD_I(f)                                                                         \
+  f = reinterpret_cast<PFN_##f>(gipa(instance_, #f));                                              \
+  found = found && f != nullptr;
+    BENCH_VK_INSTANCE(BENCH_VK_LOAD_I)
+#undef BENCH_VK_LOAD_I
+    if (!found) return fail(why, "an instance function is missing");
+    // The physical device whose deviceUUID is the backend's.
+    uint32_t count = 0;
+    vkEnumeratePhysicalDevices(instance_, &count, nullptr);
+    std::vector<VkPhysicalDevice> pds(count);
+    vkEnumeratePhysicalDevices(instance_, &count, pds.data());
+    for (VkPhysicalDevice pd : pds) {
+      auto id = vk<VkPhysicalDeviceIDProperties>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_ID_PROPERTIES);
+      auto p2 = vk<VkPhysicalDeviceProperties2>(VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2);
+      p2.pNext = &id;
+      vkGetPhysicalDeviceProperties2(pd, &p2);
+      const uint8_t* u = id.deviceUUID;
+      char text[40];
+      std::snprintf(text, sizeof text,
+                    "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+                    u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+                    u[13], u[14], u[15]);
+      if (text == uuid) {
+        physical_ = pd;
+        device_name = p2.properties.deviceName;
+      }
+    }
+    if (!physical_) return fail(why, "no physical device with the backend's uuid " + uuid);
+    uint32_t nf = 0;
+    vkGetPhysicalDeviceQueueFamilyProperties(physical_, &nf, nullptr);
+    std::vector<VkQueueFamilyProperties> fams(nf);
+    vkGetPhysicalDeviceQueueFamilyProperties(physical_, &nf, fams.data());
+    uint32_t family = UINT32_MAX;
+    for (uint32_t i = 0; i < nf && family == UINT32_MAX; ++i)
+      if (fams[i].queueFlags & VK_QUEUE_COMPUTE_BIT) family = i;
+    if (family == UINT32_MAX) return fail(why, "no compute queue family");
+    const float priority = 1;
+    auto qci = vk<VkDeviceQueueCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO);
+    qci.queueFamilyIndex = family;
+    qci.queueCount = 1;
+    qci.pQueuePriorities = &priority;
+    auto dci = vk<VkDeviceCreateInfo>(VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO);
+    dci.queueCreateInfoCount = 1;
+    dci.pQueueCreateInfos = &qci;
+    if (!ok(vkCreateDevice(physical_, &dci, nullptr, &device_), "vkCreateDevice", why))
+      return false;
+#define BENCH_VK_LOAD_D(f)                                                                         \
+  f = reinterpret_cast<PFN_##f>(vkGetDeviceProcAddr(device_, #f));                                 \
+  found = found && f != nullptr;
+    BENCH_VK_DEVICE(BENCH_VK_LOAD_D)
+#undef BENCH_VK_LOAD_D
+    if (!found) return fail(why, "a device function is missing");
+    vkGetDeviceQueue(device_, family, 0, &queue_);
+    return make_objects(family, why);
+  }
+
+  // Records `ops` dispatches of scal (a full barrier between them, as the plugin puts between
+  // the commands of a batch), submits them once and waits for the fence.
+  void run(int ops, float a) {
+    auto bi = vk<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+    bi.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+    vkBeginCommandBuffer(cmd_, &bi);
+    struct {
+      uint32_t n;
+      float a;
+    } pc{n_, a};
+    auto mb = vk<VkMemoryBarrier>(VK_STRUCTURE_TYPE_MEMORY_BARRIER);
+    mb.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT;
+    mb.dstAccessMask = VK_ACCESS_SHADER_WRITE_BIT | VK_ACCESS_SHADER_READ_BIT;
+    for (int i = 0; i < ops; ++i) {
+      if (i > 0)
+        vkCmdPipelineBarrier(cmd_, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                             VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT, 0, 1, &mb, 0, nullptr, 0,
+                             nullptr);
+      vkCmdBindPipeline(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, pipeline_);
+      vkCmdBindDescriptorSets(cmd_, VK_PIPELINE_BIND_POINT_COMPUTE, layout_, 0, 1, &set_, 0,
+                              nullptr);
+      vkCmdPushConstants(cmd_, layout_, VK_SHADER_STAGE_COMPUTE_BIT, 0, sizeof pc, &pc);
+      vkCmdDispatch(cmd_, (n_ + 255) / 256, 1, 1);
+    }
+    vkEndCommandBuffer(cmd_);
+    auto si = vk<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &cmd_;
+    if (vkQueueSubmit(queue_, 1, &si, fence_) != VK_SUCCESS) check_failed("raw vkQueueSubmit");
+    if (vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX) != VK_SUCCESS)
+      check_failed("raw vkWaitForFences");
+    vkResetFences(device_, 1, &fence_);
+  }
+
+  std::string device_name;
+
+  ~raw_vulkan() {
+    if (device_ && vkDestroyDevice) {
+      if (vkDeviceWaitIdle) vkDeviceWaitIdle(device_);
+      if (fence_) vkDestroyFence(device_, fence_, nullptr);
+      if (pool_) vkDestroyCommandPool(device_, pool_, nullptr);
+      if (pipeline_) vkDestroyPipeline(device_, pipeline_, nullptr);
+      if (module_) vkDestroyShaderModule(device_, module_, nullptr);
+      if (dpool_) vkDestroyDescriptorPool(device_, dpool_, nullptr);
+      if (layout_) vkDestroyPipelineLayout(device_, layout_, nullptr);
+      if (dsl_) vkDestroyDescriptorSetLayout(device_, dsl_, nullptr);
+      if (buffer_) vkDestroyBuffer(device_, buffer_, nullptr);
+      if (memory_) vkFreeMemory(device_, memory_, nullptr);
+      vkDestroyDevice(device_, nullptr);
+    }
+    if (instance_ && vkDestroyInstance) vkDestroyInstance(instance_, nullptr);
+    // The loader stays open: the plugin may share it, and its atexit handlers may need it.
+  }
+
+private:
+  static bool fail(std::string& why, std::string text) {
+    why = std::move(text);
+    return false;
+  }
+  static bool ok(VkResult r, const char* what, std::string& why) {
+    if (r == VK_SUCCESS) return true;
+    return fail(why, std::string(what) + " failed: VkResult " + std::to_string(r));
+  }
+
+  bool make_objects(uint32_t family, std::string& why) {
+    auto bci = vk<VkBufferCreateInfo>(VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO);
+    bci.size = uint64_t(n_) * sizeof(float);
+    bci.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+    if (!ok(vkCreateBuffer(device_, &bci, nullptr, &buffer_), "vkCreateBuffer", why)) return false;
+    VkMemoryRequirements req;
+    vkGetBufferMemoryRequirements(device_, buffer_, &req);
+    VkPhysicalDeviceMemoryProperties mp;
+    vkGetPhysicalDeviceMemoryProperties(physical_, &mp);
+    uint32_t type = UINT32_MAX;
+    for (int pass = 0; pass < 2 && type == UINT32_MAX; ++pass)
+      for (uint32_t i = 0; i < mp.memoryTypeCount && type == UINT32_MAX; ++i)
+        if ((req.memoryTypeBits & (1u << i)) &&
+            (pass == 1 || (mp.memoryTypes[i].propertyFlags & VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT)))
+          type = i;
+    auto mai = vk<VkMemoryAllocateInfo>(VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO);
+    mai.allocationSize = req.size;
+    mai.memoryTypeIndex = type;
+    if (type == UINT32_MAX ||
+        !ok(vkAllocateMemory(device_, &mai, nullptr, &memory_), "vkAllocateMemory", why))
+      return why.empty() ? fail(why, "no memory type for the buffer") : false;
+    if (!ok(vkBindBufferMemory(device_, buffer_, memory_, 0), "vkBindBufferMemory", why))
+      return false;
+    VkDescriptorSetLayoutBinding binding{0, VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1,
+                                         VK_SHADER_STAGE_COMPUTE_BIT, nullptr};
+    auto dlci =
+        vk<VkDescriptorSetLayoutCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO);
+    dlci.bindingCount = 1;
+    dlci.pBindings = &binding;
+    if (!ok(vkCreateDescriptorSetLayout(device_, &dlci, nullptr, &dsl_),
+            "vkCreateDescriptorSetLayout", why))
+      return false;
+    VkPushConstantRange range{VK_SHADER_STAGE_COMPUTE_BIT, 0, 8};
+    auto plci = vk<VkPipelineLayoutCreateInfo>(VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO);
+    plci.setLayoutCount = 1;
+    plci.pSetLayouts = &dsl_;
+    plci.pushConstantRangeCount = 1;
+    plci.pPushConstantRanges = &range;
+    if (!ok(vkCreatePipelineLayout(device_, &plci, nullptr, &layout_), "vkCreatePipelineLayout",
+            why))
+      return false;
+    VkDescriptorPoolSize ps{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, 1};
+    auto dpci = vk<VkDescriptorPoolCreateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO);
+    dpci.maxSets = 1;
+    dpci.poolSizeCount = 1;
+    dpci.pPoolSizes = &ps;
+    if (!ok(vkCreateDescriptorPool(device_, &dpci, nullptr, &dpool_), "vkCreateDescriptorPool",
+            why))
+      return false;
+    auto dsai = vk<VkDescriptorSetAllocateInfo>(VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO);
+    dsai.descriptorPool = dpool_;
+    dsai.descriptorSetCount = 1;
+    dsai.pSetLayouts = &dsl_;
+    if (!ok(vkAllocateDescriptorSets(device_, &dsai, &set_), "vkAllocateDescriptorSets", why))
+      return false;
+    VkDescriptorBufferInfo dbi{buffer_, 0, VK_WHOLE_SIZE};
+    auto w = vk<VkWriteDescriptorSet>(VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET);
+    w.dstSet = set_;
+    w.descriptorCount = 1;
+    w.descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    w.pBufferInfo = &dbi;
+    vkUpdateDescriptorSets(device_, 1, &w, 0, nullptr);
+    auto smci = vk<VkShaderModuleCreateInfo>(VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO);
+    smci.codeSize = sizeof bench_vk::scal_spv;
+    smci.pCode = bench_vk::scal_spv;
+    if (!ok(vkCreateShaderModule(device_, &smci, nullptr, &module_), "vkCreateShaderModule", why))
+      return false;
+    auto cpci = vk<VkComputePipelineCreateInfo>(VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO);
+    cpci.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+    cpci.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+    cpci.stage.module = module_;
+    cpci.stage.pName = "main";
+    cpci.layout = layout_;
+    if (!ok(vkCreateComputePipelines(device_, VK_NULL_HANDLE, 1, &cpci, nullptr, &pipeline_),
+            "vkCreateComputePipelines", why))
+      return false;
+    auto cpi = vk<VkCommandPoolCreateInfo>(VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO);
+    cpi.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+    cpi.queueFamilyIndex = family;
+    if (!ok(vkCreateCommandPool(device_, &cpi, nullptr, &pool_), "vkCreateCommandPool", why))
+      return false;
+    auto cbai = vk<VkCommandBufferAllocateInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO);
+    cbai.commandPool = pool_;
+    cbai.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+    cbai.commandBufferCount = 1;
+    if (!ok(vkAllocateCommandBuffers(device_, &cbai, &cmd_), "vkAllocateCommandBuffers", why))
+      return false;
+    auto fci = vk<VkFenceCreateInfo>(VK_STRUCTURE_TYPE_FENCE_CREATE_INFO);
+    if (!ok(vkCreateFence(device_, &fci, nullptr, &fence_), "vkCreateFence", why)) return false;
+    // The data: 1.0f everywhere (not zeros), then one dispatch to check the pipeline runs.
+    auto bi = vk<VkCommandBufferBeginInfo>(VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO);
+    vkBeginCommandBuffer(cmd_, &bi);
+    vkCmdFillBuffer(cmd_, buffer_, 0, VK_WHOLE_SIZE, 0x3f800000u);
+    vkEndCommandBuffer(cmd_);
+    auto si = vk<VkSubmitInfo>(VK_STRUCTURE_TYPE_SUBMIT_INFO);
+    si.commandBufferCount = 1;
+    si.pCommandBuffers = &cmd_;
+    if (!ok(vkQueueSubmit(queue_, 1, &si, fence_), "vkQueueSubmit", why) ||
+        !ok(vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX), "vkWaitForFences", why))
+      return false;
+    vkResetFences(device_, 1, &fence_);
+    return true;
+  }
+
+  void* lib_ = nullptr;
+  uint32_t n_ = 0;
+  VkInstance instance_ = VK_NULL_HANDLE;
+  VkPhysicalDevice physical_ = VK_NULL_HANDLE;
+  VkDevice device_ = VK_NULL_HANDLE;
+  VkQueue queue_ = VK_NULL_HANDLE;
+  VkBuffer buffer_ = VK_NULL_HANDLE;
+  VkDeviceMemory memory_ = VK_NULL_HANDLE;
+  VkDescriptorSetLayout dsl_ = VK_NULL_HANDLE;
+  VkPipelineLayout layout_ = VK_NULL_HANDLE;
+  VkDescriptorPool dpool_ = VK_NULL_HANDLE;
+  VkDescriptorSet set_ = VK_NULL_HANDLE;
+  VkShaderModule module_ = VK_NULL_HANDLE;
+  VkPipeline pipeline_ = VK_NULL_HANDLE;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer cmd_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+};
+
+// ---- the three parts ---------------------------------------------------------------------------
+
+struct l1_row {
+  std::string op{}, size{};
+  std::string status{}; // "" when timed, else why not
+  double ours_gbs = 0, copy_gbs = 0, fraction = 0, f10 = 0, f90 = 0;
+};
+struct gemm_row {
+  int n = 0;
+  std::string status{};
+  double vk_gflops = 0, cu_gflops = 0, ratio = 0; // ratio: vulkan speed / cuBLAS speed
+};
+struct small_row {
+  std::string name{}, status{};
+  double raw_ns = 0, ours_ns = 0, ratio = 0, p10 = 0, p90 = 0;
+};
+
+struct bench_ctx {
+  const Backend& b;
+  bench::suite& s;
+  bool quick;
+  int reps;
+};
+
+// Small ops on 1024 floats: the public API against the raw dispatch, both waiting.
+void small_ops(bench_ctx& c, std::vector<small_row>& rows) {
+  constexpr uint32_t n = 1024;
+  const std::string uuid = prop_text(c.b.device(), "uuid");
+  raw_vulkan raw;
+  std::string why;
+  if (!raw.init(uuid, n, why)) {
+    rows.push_back({"raw baseline", "absent: " + why});
+    c.s.meta("raw_vulkan", "absent: " + why);
+    return;
+  }
+  c.s.meta("raw_vulkan_device", raw.device_name);
+  SharedTensor<float> x({n}), y({n});
+  fill_random(x.write_only(), 11);
+  fill_random(y.write_only(), 12);
+  const float a = 0.999999f, alpha = 1e-6f;
+  blas::scal(c.b, a, x); // uploads, builds scal
+  blas::axpy(c.b, alpha, x, y);
+  c.b.synchronize();
+  raw.run(1, a);
+  const long inner = c.quick ? 50 : 400;
+  bench::options o{.reps = c.reps, .inner = inner, .warmup = 3};
+  auto add = [&](const bench::result& r) {
+    rows.push_back({r.name, "", r.peer_ns, r.ours_ns, r.ratio, r.p10, r.p90});
+  };
+  add(c.s.compare(
+      "scal n=1024 op+wait", [&] { raw.run(1, a); },
+      [&] {
+        blas::scal(c.b, a, x);
+        c.b.synchronize();
+      },
+      o, "raw_vk"));
+  add(c.s.compare(
+      "axpy n=1024 op+wait", [&] { raw.run(1, a); },
+      [&] {
+        blas::axpy(c.b, alpha, x, y);
+        c.b.synchronize();
+      },
+      o, "raw_vk"));
+  // A burst of 64 ops then one wait, per op: the enqueue cost with the submit shared.
+  constexpr int burst = 64;
+  bench::options ob{.reps = c.reps, .inner = 1, .warmup = 3};
+  const long bursts = c.quick ? 4 : 20;
+  auto per_op = [&](auto f) {
+    return [f, bursts]() mutable {
+      const double t0 = now_ns();
+      for (long i = 0; i < bursts; ++i)
+        f();
+      return (now_ns() - t0) / double(bursts * burst);
+    };
+  };
+  add(c.s.compare_sampled("scal n=1024 burst of 64, one wait", per_op([&] { raw.run(burst, a); }),
+                          per_op([&] {
+                            for (int i = 0; i < burst; ++i)
+                              blas::scal(c.b, a, x);
+                            c.b.synchronize();
+                          }),
+                          ob, "raw_vk"));
+}
+
+// BLAS-1 at one size: each op against the device copy moving the same bytes.
+void level1(bench_ctx& c, size_t bytes, std::vector<l1_row>& rows) {
+  const std::string sz = size_name(bytes);
+  const char* ops[] = {"dot", "axpy", "scal", "copy", "nrm2"};
+  auto skip_all = [&](const std::string& why) {
+    for (const char* op : ops)
+      rows.push_back({std::string("s") + op, sz, why});
+    c.s.meta("s* " + sz, why);
+    std::printf("  %s: %s\n", sz.c_str(), why.c_str());
+  };
+  const Device& d = c.b.device();
+  const int64_t global = prop_int(d, "global_memory"), max_alloc = prop_int(d, "max_alloc");
+  if (global > 0 && double(2 * bytes) > 0.9 * double(global))
+    return skip_all("skipped: two vectors of " + sz + " do not fit in the device's " +
+                    size_name(size_t(global)) + " (global_memory)");
+  if (max_alloc > 0 && int64_t(bytes) > max_alloc)
+    return skip_all("skipped: " + sz + " is above the device's max_alloc " +
+                    size_name(size_t(max_alloc)));
+  const int64_t n = int64_t(bytes / sizeof(float));
+  std::optional<SharedTensor<float>> xo, yo;
+  SharedTensor<float> r({1});
+  // Host references, and a few elements to check the elementwise ops by.
+  double dot_ref = 0, dot_abs = 0, nrm_ref = 0;
+  std::vector<int64_t> idx;
+  for (int i = 0; i < 61; ++i)
+    idx.push_back(i == 60 ? n - 1 : int64_t((uint64_t(i) * 2654435761u) % uint64_t(n)));
+  std::vector<float> xs, ys;
+  pcy_memory xm = nullptr, ym = nullptr;
+  try {
+    xo.emplace(std::vector<int64_t>{n});
+    yo.emplace(std::vector<int64_t>{n});
+    auto hx = xo->write_only();
+    auto hy = yo->write_only();
+    fill_random(hx, bytes + 1);
+    fill_random(hy, bytes + 2);
+    for (int64_t i = 0; i < n; ++i) {
+      dot_ref += double(hx[i]) * hy[i];
+      dot_abs += std::fabs(double(hx[i]) * hy[i]);
+      nrm_ref += double(hx[i]) * hx[i];
+    }
+    nrm_ref = std::sqrt(nrm_ref);
+    for (int64_t i : idx) {
+      xs.push_back(hx[i]);
+      ys.push_back(hy[i]);
+    }
+    xm = xo->read(c.b); // uploads
+    ym = yo->write(c.b);
+    r.write_only()[0] = 0;
+  } catch (const parenchyma::error& e) {
+    return skip_all(std::string("skipped: ") + e.what());
+  }
+  auto& x = *xo;
+  auto& y = *yo;
+  const auto& api = c.b.framework().api();
+  if (!api.memory_copy) return skip_all("skipped: the framework has no memory_copy");
+  auto device_copy = [&] {
+    pcy_memory_copy_args a{};
+    a.struct_size = sizeof a;
+    a.queue = c.b.queue();
+    a.src = xm;
+    a.dst = ym;
+    a.bytes = bytes;
+    throw_if(api.memory_copy(&a), "memory_copy");
+  };
+  // Each op once, checked; an op the plugin refuses (a buffer above maxStorageBufferRange, say)
+  // is reported with the error's text and not timed.
+  const float alpha = 1e-3f, sa = 0.999999f;
+  std::vector<std::string> refused(5);
+  auto once = [&](int k, auto f) {
+    try {
+      f();
+      c.b.synchronize();
+    } catch (const parenchyma::error& e) {
+      refused[k] = std::string("refused: ") + e.what();
+    }
+  };
+  auto rel = [](double got, double want, double scale) {
+    return std::fabs(got - want) <= 1e-5 * scale + 1e-30;
+  };
+  once(0, [&] { blas::dot(c.b, n, x, 1, y, 1, r); });
+  if (refused[0].empty() && !rel(r.read()[0], dot_ref, dot_abs))
+    check_failed("sdot " + sz + ": " + std::to_string(r.read()[0]) + " vs " +
+                 std::to_string(dot_ref));
+  once(4, [&] { blas::nrm2(c.b, n, x, 1, r); });
+  if (refused[4].empty() && !rel(r.read()[0], nrm_ref, 10 * nrm_ref))
+    check_failed("snrm2 " + sz + ": " + std::to_string(r.read()[0]) + " vs " +
+                 std::to_string(nrm_ref));
+  auto check_y = [&](const char* op, auto want) {
+    auto hy = y.read();
+    for (size_t i = 0; i < idx.size(); ++i)
+      if (!(std::fabs(hy[idx[i]] - want(i)) <= 1e-6f * std::fabs(want(i)) + 1e-30f))
+        check_failed(std::string(op) + " " + sz + ": y[" + std::to_string(idx[i]) +
+                     "] = " + std::to_string(hy[idx[i]]) + ", want " + std::to_string(want(i)));
+  };
+  once(3, [&] { blas::copy(c.b, n, x, 1, y, 1); });
+  if (refused[3].empty()) check_y("scopy", [&](size_t i) { return xs[i]; });
+  once(1, [&] { blas::axpy(c.b, n, alpha, x, 1, y, 1); });
+  if (refused[1].empty())
+    check_y("saxpy",
+            [&](size_t i) { return std::fma(alpha, xs[i], refused[3].empty() ? xs[i] : ys[i]); });
+  once(2, [&] { blas::scal(c.b, n, sa, x, 1); });
+  if (refused[2].empty()) {
+    auto hx = x.read();
+    for (size_t i = 0; i < idx.size(); ++i)
+      if (!(std::fabs(hx[idx[i]] - sa * xs[i]) <= 1e-6f * std::fabs(xs[i])))
+        check_failed("sscal " + sz + ": x[" + std::to_string(idx[i]) + "] wrong");
+  }
+  xm = x.read(c.b); // the device slots are current again (the checks read them to the host)
+  ym = y.write(c.b);
+  // The device copy itself must work before it is a ceiling.
+  try {
+    device_copy();
+    c.b.synchronize();
+  } catch (const parenchyma::error& e) {
+    return skip_all(std::string("skipped: the device copy failed: ") + e.what());
+  }
+  const size_t budget = c.quick ? (size_t(16) << 20) : (size_t(2) << 30);
+  const long inner = std::clamp<long>(long(budget / bytes), 2, 64);
+  auto timed = [&](auto f) {
+    return [f, inner, &c]() mutable {
+      const double t0 = now_ns();
+      for (long i = 0; i < inner; ++i)
+        f();
+      c.b.synchronize();
+      return (now_ns() - t0) / double(inner);
+    };
+  };
+  const double B = double(bytes);
+  auto copy_ns = timed(device_copy);
+  struct spec {
+    int k;
+    double moved;
+    std::function<void()> f;
+  };
+  const std::vector<spec> specs = {
+      {0, 2 * B, [&] { blas::dot(c.b, n, x, 1, y, 1, r); }},
+      {1, 3 * B, [&] { blas::axpy(c.b, n, alpha, x, 1, y, 1); }},
+      {2, 2 * B, [&] { blas::scal(c.b, n, sa, x, 1); }},
+      {3, 2 * B, [&] { blas::copy(c.b, n, x, 1, y, 1); }},
+      {4, B, [&] { blas::nrm2(c.b, n, x, 1, r); }},
+  };
+  for (const spec& sp : specs) {
+    const std::string op = std::string("s") + ops[sp.k];
+    if (!refused[sp.k].empty()) {
+      rows.push_back({op, sz, refused[sp.k]});
+      c.s.meta(op + " " + sz, refused[sp.k]);
+      std::printf("%-44s %s\n", (op + " " + sz).c_str(), refused[sp.k].c_str());
+      continue;
+    }
+    bench::options o{.reps = c.reps, .inner = 1, .warmup = 2, .bytes = sp.moved};
+    // The copy of `bytes` reads and writes 2 B: scaled to the bytes the op moves.
+    const bench::result res = c.s.compare_sampled(
+        op + " " + sz + " vs copy", [&] { return copy_ns() * sp.moved / (2 * B); }, timed(sp.f), o,
+        "copy", "vulkan");
+    rows.push_back({op, sz, "", sp.moved / res.ours_ns, sp.moved / res.peer_ns, 1 / res.ratio,
+                    1 / res.p90, 1 / res.p10});
+  }
+}
+
+// sgemm n x n on vulkan, against the cuda backend's (cuBLAS) when there is one.
+void sgemm(bench_ctx& c, const Backend* cu, const std::string& cu_why, int n,
+           std::vector<gemm_row>& rows) {
+  const Device& d = c.b.device();
+  const double mat = double(n) * n * sizeof(float);
+  const int64_t global = prop_int(d, "global_memory");
+  if (global > 0 && 3 * mat > 0.9 * double(global)) {
+    rows.push_back({n, "skipped: three " + size_name(size_t(mat)) + " matrices do not fit"});
+    return;
+  }
+  std::vector<float> ha(size_t(n) * n), hb(size_t(n) * n);
+  fill_random(ha, uint64_t(n) * 3 + 1);
+  fill_random(hb, uint64_t(n) * 3 + 2);
+  auto make = [&](const std::vector<float>& h) {
+    SharedTensor<float> t({n, n});
+    std::copy(h.begin(), h.end(), t.write_only().begin());
+    return t;
+  };
+  // C sampled at 16 places against a double-precision sum.
+  auto check = [&](const SharedTensor<float>& C, const char* who) {
+    auto hc = C.read();
+    for (int s = 0; s < 16; ++s) {
+      const int i = int((uint64_t(s) * 7919u + 3u) % uint64_t(n));
+      const int j = int((uint64_t(s) * 104729u + 5u) % uint64_t(n));
+      double ref = 0, mag = 0;
+      for (int k = 0; k < n; ++k) {
+        ref += double(ha[size_t(i) * n + k]) * hb[size_t(k) * n + j];
+        mag += std::fabs(double(ha[size_t(i) * n + k]) * hb[size_t(k) * n + j]);
+      }
+      if (!(std::fabs(hc[size_t(i) * n + j] - ref) <= 1e-4 * mag))
+        check_failed(std::string("sgemm ") + std::to_string(n) + " on " + who + ": C[" +
+                     std::to_string(i) + "][" + std::to_string(j) + "] = " +
+                     std::to_string(hc[size_t(i) * n + j]) + ", want " + std::to_string(ref));
+    }
+  };
+  gemm_row row{n};
+  const double flops = 2.0 * n * n * n;
+  try {
+    auto A = make(ha), B = make(hb);
+    SharedTensor<float> C({n, n});
+    const double t0 = now_ns();
+    blas::gemm(c.b, blas::no_trans, blas::no_trans, 1.0, A, B, 0.0, C);
+    c.b.synchronize();
+    const double first_ns = now_ns() - t0;
+    check(C, "vulkan");
+    // Slow cells get fewer samples, so that the run stays within its time.
+    const int inner = n <= 256 ? 4 : n <= 2048 ? 3 : 1;
+    const int reps = std::clamp(int(20e9 / (first_ns * inner * (cu ? 1.2 : 1))), 5, c.reps);
+    auto vk = [&] {
+      const double s0 = now_ns();
+      for (int i = 0; i < inner; ++i)
+        blas::gemm(c.b, blas::no_trans, blas::no_trans, 1.0, A, B, 0.0, C);
+      c.b.synchronize();
+      return (now_ns() - s0) / inner;
+    };
+    if (!cu) {
+      const double ns = solo(vk, reps, 2);
+      row.vk_gflops = flops / ns;
+      row.status = cu_why;
+      std::printf("%-44s vulkan %12.1f ns  %.1f GFLOP/s (%d samples)\n",
+                  ("sgemm " + std::to_string(n)).c_str(), ns, row.vk_gflops, reps);
+      c.s.meta("sgemm " + std::to_string(n) + " vulkan_ns", std::to_string(ns));
+    } else {
+      auto Ac = make(ha), Bc = make(hb);
+      SharedTensor<float> Cc({n, n});
+      blas::gemm(*cu, blas::no_trans, blas::no_trans, 1.0, Ac, Bc, 0.0, Cc);
+      cu->synchronize();
+      check(Cc, "cuda");
+      auto cub = [&] {
+        const double s0 = now_ns();
+        for (int i = 0; i < inner; ++i)
+          blas::gemm(*cu, blas::no_trans, blas::no_trans, 1.0, Ac, Bc, 0.0, Cc);
+        cu->synchronize();
+        return (now_ns() - s0) / inner;
+      };
+      bench::options o{.reps = reps, .inner = 1, .warmup = 2, .flops = flops};
+      const bench::result res =
+          c.s.compare_sampled("sgemm " + std::to_string(n), cub, vk, o, "cublas", "vulkan");
+      row.vk_gflops = flops / res.ours_ns;
+      row.cu_gflops = flops / res.peer_ns;
+      row.ratio = 1 / res.ratio;
+    }
+  } catch (const parenchyma::error& e) {
+    row.status = std::string("refused: ") + e.what();
+    std::printf("sgemm %d: %s\n", n, row.status.c_str());
+  }
+  rows.push_back(row);
+}
+
+std::string route_text(const Backend& b, const OpKey& key) {
+  try {
+    const OpRoute r = b.route(key);
+    return r.framework + " / " + r.bundle + (r.fallback ? " (fallback)" : "") + ": " +
+           r.implementation;
+  } catch (const parenchyma::error& e) {
+    return std::string("none: ") + e.what();
+  }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  bool quick = false;
+  std::string request = "vulkan";
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--quick") == 0)
+      quick = true;
+    else if (std::strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
+      request = argv[++i];
+    else {
+      std::printf("usage: bench_blas_vulkan [--quick] [--backend vulkan:N]\n");
+      return 2;
+    }
+  }
+  std::optional<Backend> vb;
+  try {
+    vb.emplace(request);
+  } catch (const parenchyma::error& e) {
+    std::printf("no Vulkan backend: %s\n", e.what());
+    return 77;
+  }
+  const Backend& b = *vb;
+  const Device& d = b.device();
+  bench::suite s(quick ? "vulkan_blas_quick" : "vulkan_blas");
+  s.meta("backend", b.name());
+  s.meta("device", d.name);
+  for (const char* k : {"device_type", "driver_name", "driver_version", "vulkan_version",
+                        "global_memory", "max_storage_buffer_range", "uuid"})
+    s.meta(k, prop_text(d, k));
+  s.meta("scal_route", route_text(b, blas::detail::scal_key(PCY_DTYPE_F32)));
+  s.meta("gemm_route", route_text(b, blas::detail::gemm_key(PCY_DTYPE_F32)));
+  s.meta("timing", "host wall time of `inner` calls + Backend::synchronize, per call");
+  std::printf("# bench_blas_vulkan%s on %s: %s (%s, %s %s)\n", quick ? " --quick" : "",
+              b.name().c_str(), d.name.c_str(), prop_text(d, "device_type").c_str(),
+              prop_text(d, "driver_name").c_str(), prop_text(d, "driver_version").c_str());
+  std::printf("# routes: scal %s; gemm %s\n",
+              route_text(b, blas::detail::scal_key(PCY_DTYPE_F32)).c_str(),
+              route_text(b, blas::detail::gemm_key(PCY_DTYPE_F32)).c_str());
+  // The cuBLAS column: parenchyma's cuda backend, when the cuda framework has a device.
+  std::optional<Backend> cb;
+  std::string cu_why;
+  try {
+    cb.emplace("cuda");
+    s.meta("cuda_device", cb->device().name);
+    s.meta("cuda_gemm_route", route_text(*cb, blas::detail::gemm_key(PCY_DTYPE_F32)));
+  } catch (const parenchyma::error& e) {
+    cu_why = std::string("cuBLAS absent: no cuda backend: ") + e.what();
+    s.meta("cuda", cu_why);
+  }
+  std::printf("# cuBLAS column: %s\n",
+              cb ? ("cuda backend on " + cb->device().name).c_str() : cu_why.c_str());
+  bench_ctx c{b, s, quick, 15};
+
+  std::printf("\n# small ops: public API (op + synchronize) vs raw Vulkan (record + dispatch + "
+              "submit + fence wait), both waiting for completion\n");
+  std::vector<small_row> small;
+  small_ops(c, small);
+
+  std::printf("\n# BLAS-1 f32 vs the device copy (memory_copy) of the same bytes\n");
+  std::vector<l1_row> l1;
+  const std::vector<size_t> sizes =
+      quick ? std::vector<size_t>{size_t(1) << 20, size_t(8) << 20, size_t(256) << 20}
+            : std::vector<size_t>{size_t(256) << 20, size_t(512) << 20, size_t(1) << 30};
+  for (size_t bytes : sizes)
+    level1(c, bytes, l1);
+
+  std::printf("\n# sgemm vulkan vs cuBLAS (the cuda backend)\n");
+  std::vector<gemm_row> gm;
+  for (int n : quick ? std::vector<int>{64, 128, 256} : std::vector<int>{1024, 2048, 4096, 8192})
+    sgemm(c, cb ? &*cb : nullptr, cu_why, n, gm);
+
+  // ---- the summary ----
+  std::printf("\n== BLAS-1 f32 on %s: fraction of device-copy bandwidth (target >= 0.85)\n",
+              d.name.c_str());
+  std::printf("%-6s %-8s %12s %12s %9s  %s\n", "op", "size", "ours GB/s", "copy GB/s", "fraction",
+              "[p10 p90] / status");
+  for (const l1_row& r : l1)
+    if (r.status.empty())
+      std::printf("%-6s %-8s %12.2f %12.2f %9.3f  [%.3f %.3f]\n", r.op.c_str(), r.size.c_str(),
+                  r.ours_gbs, r.copy_gbs, r.fraction, r.f10, r.f90);
+    else
+      std::printf("%-6s %-8s %12s %12s %9s  %s\n", r.op.c_str(), r.size.c_str(), "-", "-", "-",
+                  r.status.c_str());
+  std::printf("\n== sgemm on %s vs cuBLAS (ratio: vulkan speed / cuBLAS speed)\n", d.name.c_str());
+  std::printf("%-6s %14s %14s %9s  %s\n", "n", "vulkan GF/s", "cuBLAS GF/s", "ratio", "status");
+  for (const gemm_row& r : gm)
+    if (r.cu_gflops > 0)
+      std::printf("%-6d %14.1f %14.1f %9.3f\n", r.n, r.vk_gflops, r.cu_gflops, r.ratio);
+    else if (r.vk_gflops > 0)
+      std::printf("%-6d %14.1f %14s %9s  %s\n", r.n, r.vk_gflops, "-", "-", r.status.c_str());
+    else
+      std::printf("%-6d %14s %14s %9s  %s\n", r.n, "-", "-", "-", r.status.c_str());
+  std::printf("\n== small ops, 1024 f32, per op, both sides waiting for completion (target <= "
+              "1.3x)\n");
+  std::printf("%-36s %12s %12s %9s  %s\n", "case", "raw Vk ns", "ours ns", "ratio",
+              "[p10 p90] / status");
+  for (const small_row& r : small)
+    if (r.status.empty())
+      std::printf("%-36s %12.0f %12.0f %9.3f  [%.3f %.3f]\n", r.name.c_str(), r.raw_ns, r.ours_ns,
+                  r.ratio, r.p10, r.p90);
+    else
+      std::printf("%-36s %12s %12s %9s  %s\n", r.name.c_str(), "-", "-", "-", r.status.c_str());
+  s.write();
+  return 0;
+}
