@@ -33,6 +33,8 @@
 #   vulkan    NVIDIA's Vulkan driver: the loader and glvnd from .gl/*.deb (unpacked with dpkg -x;
 #             the machine has the ICD only) and .gl/parenchyma-glsl.so; parenchyma-info, the
 #             framework and BLAS conformance suites on vulkan, the thread stress test on vulkan
+#   vulkan-bench  issue 25's Vulkan figures: bench_blas_vulkan (BLAS-1 vs a device copy, sgemm vs
+#             cuBLAS through the cuda backend, small ops vs a raw vkCmdDispatch), set up as `vulkan`
 # Environment: PCY_GPU_BUILD (default /tmp/pcy-gpu), PCY_KCACHE (a kernel cache tarball to start
 # from, default .device/kcache.tgz; the cache is packed back into $OUT/kcache.tgz after each
 # phase), PCY_DEADLINE (seconds from the start after which no further phase begins; default 540),
@@ -79,8 +81,11 @@ has array && targets+=(bench_array_cuda test_array test_array_gpu test_array_hos
 has array-quick && targets+=(bench_array_cuda test_array_gpu test_array_random parenchyma-array-native
   parenchyma-array-opencl parenchyma-array-cuda)
 has vulkan && targets+=(parenchyma-vulkan parenchyma-blas-vulkan parenchyma-conformance test_stress)
+# The cuda plugin and blas_cuda too (also under PCY_TARGETS_ONLY): the bench's cuBLAS column.
+has vulkan-bench && targets+=(parenchyma-vulkan parenchyma-blas-vulkan bench_blas_vulkan parenchyma-cuda
+  parenchyma-blas-cuda)
 has tests && all=ON
-if has vulkan; then
+if has vulkan || has vulkan-bench; then
   # Before configuring: the Vulkan headers and loader (libvulkan-dev, libvulkan1) and the glvnd
   # libraries NVIDIA's ICD loads, from the Debian packages carried in .gl/.
   for d in "$SRC"/.gl/*.deb; do dpkg -x "$d" / 2>>"$L/vulkan-setup.log"; done
@@ -275,6 +280,13 @@ for p in "$@"; do
       echo "exit code $?"; grep -E "FAIL|summary|skip " "$L/conf-vk-$s.log" | head -12
     done
     say "thread stress on vulkan"; timeout 200 "$bin/test_stress" vulkan 2>&1 | tail -4 ;;
+  vulkan-bench)
+    mkdir -p "$B/lib/parenchyma/plugins/vulkan"
+    cp "$SRC/.gl/parenchyma-glsl.so" "$B/lib/parenchyma/plugins/vulkan/" 2>/dev/null
+    say "bench_blas_vulkan (NVIDIA's Vulkan driver; cuBLAS through the cuda backend)"
+    timeout 200 "$bin/bench_blas_vulkan" >"$L/vulkan-bench.log" 2>&1; echo "exit code $?"
+    grep -E "^# |CHECK" "$L/vulkan-bench.log" | head -8
+    sed -n '/^== /,$p' "$L/vulkan-bench.log" | cut -c1-200 ;;
   demo) say demo; timeout 150 "$bin/parenchyma-nn-demo" >"$L/demo.log" 2>&1; echo "demo exit code $?"; tail -15 "$L/demo.log" ;;
   *) echo "unknown phase $p" ;;
   esac

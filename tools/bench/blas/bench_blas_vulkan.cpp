@@ -15,9 +15,10 @@
 //           every call (round trip), and in a burst of 64 ops then one wait (target <= 1.3x).
 // Every time is host wall time of `inner` calls followed by a wait for the queue (the Vulkan
 // plugin has no device timers), interleaved with the peer (harness.hpp), after a warm-up.
-//   bench_blas_vulkan [--quick] [--backend vulkan:N]
+//   bench_blas_vulkan [--quick] [--backend vulkan:N] [--small-n N]
 // --quick: small sizes (1 and 8 MiB, gemm 64-256, plus a 256 MiB row that lavapipe refuses: its
-// maxStorageBufferRange is 128 MiB), for a smoke run on lavapipe in seconds.
+// maxStorageBufferRange is 128 MiB), for a smoke run on lavapipe in seconds. --small-n N: the
+// small ops on N floats instead of 1024 (how the per-call cost grows with the grid).
 #include "harness.hpp"
 #include "vk_scal_spv.hpp"
 
@@ -163,7 +164,7 @@ template <class T> T vk(VkStructureType type) {
   X(vkWaitForFences)                                                                               \
   X(vkResetFences)
 
-// One VkDevice on the backend's physical device, a 1024-float storage buffer, the scal pipeline
+// One VkDevice on the backend's physical device, an n-float storage buffer, the scal pipeline
 // and one command buffer re-recorded for every call (begin resets it), with a fence to wait on.
 class raw_vulkan {
 public:
@@ -456,9 +457,9 @@ struct bench_ctx {
   int reps;
 };
 
-// Small ops on 1024 floats: the public API against the raw dispatch, both waiting.
-void small_ops(bench_ctx& c, std::vector<small_row>& rows) {
-  constexpr uint32_t n = 1024;
+// Small ops on n floats (1024; --small-n): the public API against the raw dispatch, both waiting.
+void small_ops(bench_ctx& c, uint32_t n, std::vector<small_row>& rows) {
+  const std::string sn = " n=" + std::to_string(n);
   const std::string uuid = prop_text(c.b.device(), "uuid");
   raw_vulkan raw;
   std::string why;
@@ -482,14 +483,14 @@ void small_ops(bench_ctx& c, std::vector<small_row>& rows) {
     rows.push_back({r.name, "", r.peer_ns, r.ours_ns, r.ratio, r.p10, r.p90});
   };
   add(c.s.compare(
-      "scal n=1024 op+wait", [&] { raw.run(1, a); },
+      "scal" + sn + " op+wait", [&] { raw.run(1, a); },
       [&] {
         blas::scal(c.b, a, x);
         c.b.synchronize();
       },
       o, "raw_vk"));
   add(c.s.compare(
-      "axpy n=1024 op+wait", [&] { raw.run(1, a); },
+      "axpy" + sn + " op+wait", [&] { raw.run(1, a); },
       [&] {
         blas::axpy(c.b, alpha, x, y);
         c.b.synchronize();
@@ -507,8 +508,8 @@ void small_ops(bench_ctx& c, std::vector<small_row>& rows) {
       return (now_ns() - t0) / double(bursts * burst);
     };
   };
-  add(c.s.compare_sampled("scal n=1024 burst of 64, one wait", per_op([&] { raw.run(burst, a); }),
-                          per_op([&] {
+  add(c.s.compare_sampled("scal" + sn + " burst of 64, one wait",
+                          per_op([&] { raw.run(burst, a); }), per_op([&] {
                             for (int i = 0; i < burst; ++i)
                               blas::scal(c.b, a, x);
                             c.b.synchronize();
@@ -778,14 +779,17 @@ std::string route_text(const Backend& b, const OpKey& key) {
 
 int main(int argc, char** argv) {
   bool quick = false;
+  uint32_t small_n = 1024; // the small ops' size
   std::string request = "vulkan";
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0)
       quick = true;
     else if (std::strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
       request = argv[++i];
+    else if (std::strcmp(argv[i], "--small-n") == 0 && i + 1 < argc)
+      small_n = uint32_t(std::max(1L, std::atol(argv[++i])));
     else {
-      std::printf("usage: bench_blas_vulkan [--quick] [--backend vulkan:N]\n");
+      std::printf("usage: bench_blas_vulkan [--quick] [--backend vulkan:N] [--small-n N]\n");
       return 2;
     }
   }
@@ -831,7 +835,7 @@ int main(int argc, char** argv) {
   std::printf("\n# small ops: public API (op + synchronize) vs raw Vulkan (record + dispatch + "
               "submit + fence wait), both waiting for completion\n");
   std::vector<small_row> small;
-  small_ops(c, small);
+  small_ops(c, small_n, small);
 
   std::printf("\n# BLAS-1 f32 vs the device copy (memory_copy) of the same bytes\n");
   std::vector<l1_row> l1;
@@ -867,8 +871,9 @@ int main(int argc, char** argv) {
       std::printf("%-6d %14.1f %14s %9s  %s\n", r.n, r.vk_gflops, "-", "-", r.status.c_str());
     else
       std::printf("%-6d %14s %14s %9s  %s\n", r.n, "-", "-", "-", r.status.c_str());
-  std::printf("\n== small ops, 1024 f32, per op, both sides waiting for completion (target <= "
-              "1.3x)\n");
+  std::printf("\n== small ops, %u f32, per op, both sides waiting for completion (target <= "
+              "1.3x)\n",
+              small_n);
   std::printf("%-36s %12s %12s %9s  %s\n", "case", "raw Vk ns", "ours ns", "ratio",
               "[p10 p90] / status");
   for (const small_row& r : small)
