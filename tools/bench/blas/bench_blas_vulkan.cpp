@@ -765,6 +765,16 @@ void sgemm(bench_ctx& c, const Backend* cu, const std::string& cu_why, int n,
   rows.push_back(row);
 }
 
+// Whether the op runs on the backend's own framework (not a fallback to another).
+bool runs_here(const Backend& b, const OpKey& key) {
+  try {
+    const OpRoute r = b.route(key);
+    return !r.fallback && r.framework == b.framework().name();
+  } catch (const parenchyma::error&) {
+    return false;
+  }
+}
+
 std::string route_text(const Backend& b, const OpKey& key) {
   try {
     const OpRoute r = b.route(key);
@@ -817,6 +827,16 @@ int main(int argc, char** argv) {
   std::printf("# routes: scal %s; gemm %s\n",
               route_text(b, blas::detail::scal_key(PCY_DTYPE_F32)).c_str(),
               route_text(b, blas::detail::gemm_key(PCY_DTYPE_F32)).c_str());
+  // Figures of another framework would be mislabelled: every op timed must run on vulkan.
+  for (const OpKey* k :
+       {&blas::detail::scal_key(PCY_DTYPE_F32), &blas::detail::axpy_key(PCY_DTYPE_F32),
+        &blas::detail::dot_key(PCY_DTYPE_F32), &blas::detail::nrm2_key(PCY_DTYPE_F32),
+        &blas::detail::copy_key(PCY_DTYPE_F32), &blas::detail::gemm_key(PCY_DTYPE_F32)})
+    if (!runs_here(b, *k)) {
+      std::printf("blas.%s f32 does not run on %s: %s\n", k->name, b.name().c_str(),
+                  route_text(b, *k).c_str());
+      return 1;
+    }
   // The cuBLAS column: parenchyma's cuda backend, when the cuda framework has a device.
   std::optional<Backend> cb;
   std::string cu_why;
@@ -824,10 +844,15 @@ int main(int argc, char** argv) {
     cb.emplace("cuda");
     s.meta("cuda_device", cb->device().name);
     s.meta("cuda_gemm_route", route_text(*cb, blas::detail::gemm_key(PCY_DTYPE_F32)));
+    if (!runs_here(*cb, blas::detail::gemm_key(PCY_DTYPE_F32))) {
+      cu_why = "cuBLAS absent: the cuda backend's sgemm does not run on cuda: " +
+               route_text(*cb, blas::detail::gemm_key(PCY_DTYPE_F32));
+      cb.reset();
+    }
   } catch (const parenchyma::error& e) {
     cu_why = std::string("cuBLAS absent: no cuda backend: ") + e.what();
-    s.meta("cuda", cu_why);
   }
+  if (!cb) s.meta("cuda", cu_why);
   std::printf("# cuBLAS column: %s\n",
               cb ? ("cuda backend on " + cb->device().name).c_str() : cu_why.c_str());
   bench_ctx c{b, s, quick, 15};
