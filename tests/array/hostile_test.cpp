@@ -4,6 +4,7 @@
 // outside the tensors (the sanitizer builds run this too).
 #include "array_backends.hpp"
 #include "support/catch.hpp"
+#include "support/scale.hpp"
 
 #include <parenchyma/abi/ext/pcy_array.h>
 #include <parenchyma/extension.hpp>
@@ -130,8 +131,7 @@ TEST_CASE("array bundles refuse hostile programs, naming the argument and the wo
 }
 
 TEST_CASE("array bundles survive seeded random mutations of valid programs", "[array]") {
-  const char* scale = std::getenv("PARENCHYMA_STRESS_SCALE");
-  const int rounds = static_cast<int>(3000 * (scale ? std::atof(scale) : 1.0));
+  const int rounds = parenchyma::test::stress_scaled(3000);
   for (const Backend& b : array_backends()) {
     INFO("backend " << b.name());
     SharedTensor<float> in({16}), out({16});

@@ -6,6 +6,7 @@
 // the global registry was destroyed at exit, the cache writer outlived main(), crashed the
 // process at exit in some runs and left no entry in others.
 #include "support/catch.hpp"
+#include "support/scale.hpp"
 
 #include <parenchyma/sdk/blob_cache.hpp>
 
@@ -34,6 +35,9 @@ std::string framework() {
   const char* e = std::getenv("PCY_EXIT_FRAMEWORK");
   return e != nullptr && *e ? e : "opencl";
 }
+
+// The number of runs of a case (fewer under the sanitizers, where each child takes seconds).
+int runs_of(int n) { return parenchyma::test::stress_scaled(n, 2); }
 
 struct child_result {
   int code = -1;
@@ -148,7 +152,7 @@ TEST_CASE("short-lived processes with a writable cache exit 0 and always leave t
   scratch s("writable");
   const fs::path cache = s.path() / "not" / "yet" / "there";
   const std::string base = salt_base();
-  const int runs = 10;
+  const int runs = runs_of(10);
   for (int i = 0; i < runs; ++i) {
     const auto r = run_child(cache, base + std::to_string(i), as::self);
     SKIP_WITHOUT_OPENCL(r);
@@ -168,7 +172,7 @@ TEST_CASE("a cache path that is a regular file: every run exits 0") {
   const fs::path cache = s.path() / "cache";
   std::ofstream(cache) << "not a directory\n";
   const std::string base = salt_base();
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < runs_of(5); ++i) {
     const auto r = run_child(cache, base + std::to_string(i), as::self);
     SKIP_WITHOUT_OPENCL(r);
     INFO("stderr:\n" << r.err);
@@ -189,7 +193,7 @@ TEST_CASE("a read-only cache directory: every run exits 0 and writes nothing") {
     ::chmod(cache.c_str(), 0555);
   }
   const std::string base = salt_base();
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < runs_of(5); ++i) {
     const auto r = run_child(cache, base + std::to_string(i), as::nobody);
     SKIP_WITHOUT_OPENCL(r);
     if (r.code == 94) {
@@ -232,7 +236,7 @@ TEST_CASE("a full disk: every run exits 0 and leaves no partial file") {
   fs::resize_file(mnt / "filler", fs::file_size(mnt / "filler", ec) - 4096, ec);
   const fs::path cache = mnt / "cache";
   const std::string base = salt_base();
-  for (int i = 0; i < 5; ++i) {
+  for (int i = 0; i < runs_of(5); ++i) {
     const auto r = run_child(cache, base + std::to_string(i), as::self);
     if (r.code == 77) {
       ::umount2(mnt.c_str(), MNT_DETACH);
@@ -268,7 +272,7 @@ TEST_CASE("a short-lived process on every device of the framework exits 0 after 
   }
   const std::string base = salt_base();
   for (int d = 0; d < devices; ++d)
-    for (int i = 0; i < 3; ++i) {
+    for (int i = 0; i < runs_of(3); ++i) {
       const auto r =
           run_child(s.path() / "cache", base + "d" + std::to_string(d) + "-" + std::to_string(i),
                     as::self, std::to_string(d));

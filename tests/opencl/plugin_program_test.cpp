@@ -4,6 +4,7 @@
 // plugin uses it (the SDK's blob_cache: hit, miss, corrupted/truncated/rejected entries,
 // concurrent builders, unwritable directory; the cache itself is tested in tests/sdk).
 #include "plugin_fixture.hpp"
+#include "support/scale.hpp"
 
 #include <parenchyma/sdk/blob_cache.hpp>
 
@@ -459,8 +460,11 @@ TEST_CASE("temporary files left by killed writers are swept, live ones kept", "[
 TEST_CASE("one kernel launched from many queues and contexts at once, sizes varying",
           "[opencl][kernels][threads]") {
   // PoCL's hazard is in the first launches of a kernel: each round builds new ones (another
-  // build option, another PoCL kernel hash).
-  constexpr int per_context = 4, contexts = 2, iterations = 40, slots = 4, rounds = 10;
+  // build option, another PoCL kernel hash). Under the sanitizers half the rounds and
+  // iterations (87 s of the test's 100 under ThreadSanitizer at full size).
+  constexpr int per_context = 4, contexts = 2, slots = 4;
+  const int iterations = parenchyma::test::stress_scaled(40),
+            rounds = parenchyma::test::stress_scaled(10);
   std::vector<std::unique_ptr<env>> envs;
   for (int c = 0; c < contexts; ++c)
     envs.push_back(std::make_unique<env>());

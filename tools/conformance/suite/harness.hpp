@@ -3,8 +3,8 @@
 // required check ends it, skip() ends it as skipped with a reason. The installed program uses
 // it instead of a test framework, so a plugin author needs nothing but the installed SDK.
 //
-// Threads: checks may come from any thread while a case runs (they are counted under a lock);
-// one case runs at a time.
+// Threads: checks may come from any thread while a case runs (passes are counted atomically,
+// failures under a lock); one case runs at a time.
 #pragma once
 
 #include <parenchyma/sdk/common.hpp>
@@ -28,6 +28,21 @@ struct case_skipped {
 };
 
 [[noreturn]] inline void skip(std::string reason) { throw case_skipped{std::move(reason)}; }
+
+// True in a build under AddressSanitizer or ThreadSanitizer (10-20x slower). A case whose size
+// matters only for one framework's code (a threshold of that bundle) may take a smaller size
+// elsewhere there; what it checks stays the same.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+inline constexpr bool sanitized_build = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+inline constexpr bool sanitized_build = true;
+#else
+inline constexpr bool sanitized_build = false;
+#endif
+#else
+inline constexpr bool sanitized_build = false;
+#endif
 
 // One check of the running case. A failed one is recorded with where it is, what it checked,
 // `message` (may be empty) and the context lines in scope (PCY_INFO). Returns `ok`.
