@@ -12,9 +12,17 @@
 //
 // The initial weights (He, uniform) and the shuffling come from one seeded generator, so every
 // backend trains the same network on the same batches; at the end the per-epoch loss curves of
-// the backends are compared. Exit status: 0 when every backend reached the accuracy bar and the
-// curves agree; 1 when not (or a backend failed); 2 on bad usage or a malformed data file; 77
-// (skipped) when the data set is not installed or no backend serves the NN ops.
+// the backends are compared.
+//
+// --data-parallel (under mpirun -np N) trains on one backend across the N ranks instead: each
+// rank runs the network on its shard of every global batch, the gradients (each rank's share of
+// the global batch's mean) are summed over the ranks with the coll extension's all_reduce
+// before each Adam step, so every rank takes the single-process step (docs/distributed.md,
+// "Data-parallel training"; ctest nn_data_parallel_np2/_np3 compare the two curves).
+//
+// Exit status: 0 when every backend reached the accuracy bar and the curves agree; 1 when not
+// (or a backend failed); 2 on bad usage or a malformed data file; 77 (skipped) when the data set
+// is not installed, no backend serves the NN ops or (--data-parallel) no coll bundle is there.
 #include <parenchyma/array.hpp>
 #include <parenchyma/blas.hpp>
 #include <parenchyma/coll.hpp>
