@@ -68,7 +68,8 @@ int64_t handle_of(const py::object& comm) {
   return static_cast<int64_t>(v);
 }
 
-// The operands' names as the C++ front-end spells them (origin coll.<op>).
+// Runs one op of the communicator as every op module does (ops.hpp's run: the GIL released, the
+// backend's and the operands' locks held); the front-end checks the arguments (origin coll.<op>).
 template <class F>
 void run_op(const PyCommunicator& c, std::initializer_list<const Operand*> operands, F&& f) {
   run(c.backend, operands, [&](const Backend&) { f(*c.comm); });
@@ -95,14 +96,15 @@ duplicated, so its messages never mix with the program's own; it lives until the
 Tensors: float16, bfloat16, float32, float64, int32, int64; only element counts matter. op:
 'sum', 'prod', 'min', 'max' or 'avg' (float16/bfloat16 reduce through float32).)")
       .def(py::init([](const PyBackend& b, const py::object& comm) {
-             const int64_t handle = comm.is_none() ? 0 : handle_of(comm);
+             const bool world = comm.is_none();
+             const int64_t handle = world ? 0 : handle_of(comm);
              auto c = std::make_unique<PyCommunicator>();
              c->backend = b;
              without_gil([&] {
                const OrderedLock lock({&b.state->mutex});
                c->comm = std::make_unique<coll::Communicator>(
-                   handle == 0 ? coll::Communicator(b.state->backend)
-                               : coll::Communicator::from_mpi(b.state->backend, handle));
+                   world ? coll::Communicator(b.state->backend)
+                         : coll::Communicator::from_mpi(b.state->backend, handle));
              });
              return c;
            }),
