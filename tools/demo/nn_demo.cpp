@@ -464,6 +464,7 @@ struct Run {
   std::vector<double> loss, train_acc, test_acc;
   double seconds = 0;
   uint64_t fallbacks = 0;
+  bool ranks_in_step = true; // data-parallel: every rank ended with the same parameters
 };
 
 struct Split {
@@ -648,6 +649,21 @@ Run train(const std::string& request, const Digits& d, const Split& split, const
   }
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   run.fallbacks = b.fallback_count();
+  if (comm) {
+    // Every rank took the same steps from the same all-reduced gradients, so the parameters must
+    // be the same bits everywhere: their maximum and minimum over the ranks equal this rank's.
+    for (SharedTensor<float>* t : p.all()) {
+      SharedTensor<float> hi(t->shape()), lo(t->shape());
+      comm->all_reduce(*t, hi, coll::reduce_op::max);
+      comm->all_reduce(*t, lo, coll::reduce_op::min);
+      const std::span<const float> mine = t->read(), h = hi.read(), l = lo.read();
+      run.ranks_in_step = run.ranks_in_step &&
+                          std::memcmp(mine.data(), h.data(), mine.size_bytes()) == 0 &&
+                          std::memcmp(mine.data(), l.data(), mine.size_bytes()) == 0;
+    }
+    std::printf("  ranks in step: the parameters are %s on all %d ranks\n",
+                run.ranks_in_step ? "bit for bit the same" : "NOT the same", ranks);
+  }
   if (run.fallbacks)
     std::printf("  note: %llu op calls ran on another framework (fallback)\n",
                 static_cast<unsigned long long>(run.fallbacks));
@@ -898,7 +914,12 @@ int main(int argc, char** argv) {
                 : agree         ? "yes"
                                 : "NO");
     if (failed) std::printf("check:     FAILED: a backend failed (see above)\n");
-    return failed || !accurate || !agree || runs.empty() ? exit_fail : 0;
+    const bool in_step =
+        std::all_of(runs.begin(), runs.end(), [](const Run& r) { return r.ranks_in_step; });
+    if (o.data_parallel)
+      std::printf("check:     every rank ended with the same parameters: %s\n",
+                  in_step ? "yes" : "NO");
+    return failed || !accurate || !agree || !in_step || runs.empty() ? exit_fail : 0;
   } catch (const Exit& e) {
     if (e.code == exit_skip)
       std::printf("%s\n", e.what());
