@@ -8,7 +8,8 @@
 
 Backend picks a framework and device; Tensor holds data with lazily coherent copies per
 device; from_dlpack/asarray import any DLPack producer without a copy, Tensor.numpy() and
-__dlpack__ export it back; parenchyma.blas runs BLAS ops; info() says what was found.
+__dlpack__ export it back; parenchyma.blas runs BLAS ops; parenchyma.coll runs collectives between
+the processes of an MPI job; info() says what was found.
 Every failure raises parenchyma.Error. docs/python.md has the rules.
 """
 
@@ -47,11 +48,12 @@ from . import _args, _parenchyma  # noqa: E402
 _args.install(_parenchyma, "parenchyma")
 _args.install(_parenchyma.blas, "parenchyma.blas")
 _args.install(_parenchyma.nn, "parenchyma.nn")
+_args.install(_parenchyma.coll, "parenchyma.coll")
 _args.install(_parenchyma._array, "parenchyma._array")
 
 from ._parenchyma import (DLPACK_VERSION, ArgumentTypeError, Backend, Error,  # noqa: E402
                           Tensor, __version__, devices, from_dlpack, info)
-from . import blas, nn  # noqa: E402
+from . import blas, coll, nn  # noqa: E402
 from . import _tensor, array_api, random  # noqa: E402,F401  (_tensor: the Tensor's array methods)
 
 __all__ = [
@@ -63,6 +65,7 @@ __all__ = [
     "array_api",
     "asarray",
     "blas",
+    "coll",
     "devices",
     "from_dlpack",
     "info",

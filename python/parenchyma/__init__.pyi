@@ -3,6 +3,7 @@ from typing import Any, Optional
 
 from . import blas as blas
 from . import nn as nn
+from . import coll as coll
 from . import array_api as array_api
 from . import random as random
 from ._parenchyma import DLPACK_VERSION as DLPACK_VERSION

@@ -198,5 +198,6 @@ void bind_blas(py::module_& m);
 void bind_nn(py::module_& m);
 void bind_info(py::module_& m);
 void bind_array(py::module_& m);
+void bind_coll(py::module_& m);
 
 } // namespace parenchyma::python

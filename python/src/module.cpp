@@ -16,5 +16,6 @@ PYBIND11_MODULE(_parenchyma, m) {
   pp::bind_nn(m);
   pp::bind_info(m);
   pp::bind_array(m);
+  pp::bind_coll(m);
   pp::install_exit_guard();
 }

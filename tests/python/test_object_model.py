@@ -437,8 +437,8 @@ def doc_of(obj):
 
 
 def public_objects():
-    for modname in ("parenchyma", "parenchyma.blas", "parenchyma.nn", "parenchyma.array_api",
-                    "parenchyma.random"):
+    for modname in ("parenchyma", "parenchyma.blas", "parenchyma.nn", "parenchyma.coll",
+                    "parenchyma.array_api", "parenchyma.random"):
         mod = __import__(modname, fromlist=["_"])
         yield modname, mod
         names = getattr(mod, "__all__", None) or [n for n in dir(mod) if not n.startswith("_")]

@@ -12,11 +12,20 @@
 //
 // The initial weights (He, uniform) and the shuffling come from one seeded generator, so every
 // backend trains the same network on the same batches; at the end the per-epoch loss curves of
-// the backends are compared. Exit status: 0 when every backend reached the accuracy bar and the
-// curves agree; 1 when not (or a backend failed); 2 on bad usage or a malformed data file; 77
-// (skipped) when the data set is not installed or no backend serves the NN ops.
+// the backends are compared.
+//
+// --data-parallel (under mpirun -np N) trains on one backend across the N ranks instead: each
+// rank runs the network on its shard of every global batch, the gradients (each rank's share of
+// the global batch's mean) are summed over the ranks with the coll extension's all_reduce
+// before each Adam step, so every rank takes the single-process step (docs/distributed.md,
+// "Data-parallel training"; ctest nn_data_parallel_np2/_np3 compare the two curves).
+//
+// Exit status: 0 when every backend reached the accuracy bar and the curves agree; 1 when not
+// (or a backend failed); 2 on bad usage or a malformed data file; 77 (skipped) when the data set
+// is not installed, no backend serves the NN ops or (--data-parallel) no coll bundle is there.
 #include <parenchyma/array.hpp>
 #include <parenchyma/blas.hpp>
+#include <parenchyma/coll.hpp>
 #include <parenchyma/nn.hpp>
 #include <parenchyma/parenchyma.hpp>
 
@@ -35,6 +44,7 @@
 #include <iterator>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -44,6 +54,7 @@
 
 using namespace parenchyma;
 namespace blas = parenchyma::blas;
+namespace coll = parenchyma::coll;
 namespace nn = parenchyma::nn;
 namespace pa = parenchyma::array;
 
@@ -71,6 +82,12 @@ struct Options {
   // Each direction's convolution algorithm (forward, grad_data, grad_filter): measured by
   // default; --algorithm pins them (a bundle's numbers, as parenchyma-conformance lists them).
   std::array<int64_t, 3> algorithm{nn::algorithm_auto, nn::algorithm_auto, nn::algorithm_auto};
+  // Data-parallel training over the ranks of an MPI job (the coll extension): each rank trains
+  // on its shard of every global batch and the gradients are summed over the ranks before each
+  // step. One backend (native unless --backend); rank 0 prints.
+  bool data_parallel = false;
+  // Also print each epoch as one machine-readable line ("curve <backend> epoch=E loss=X ...").
+  bool curve = false;
 };
 
 // A failure that ends the program with `code`.
@@ -321,8 +338,8 @@ public:
         x_(c1_.x_shape()), z1_(c1_.y_shape()), a1_(c1_.y_shape()), h1_(c2_.x_shape()),
         i1_(c2_.x_shape()), z2_(c2_.y_shape()), a2_(c2_.y_shape()), h2_(pooled_), i2_(pooled_),
         ones_({n, 1}), logits_({n, classes}), logp_({n, classes}), target_({n, classes}),
-        labels_t_({n, 1}), dlogits_({n, classes}), dh2_(pooled_), da2_(c2_.y_shape()), dz2_(c2_.y_shape()),
-        dh1_(c2_.x_shape()), da1_(c1_.y_shape()), dz1_(c1_.y_shape()) {
+        labels_t_({n, 1}), dlogits_({n, classes}), dh2_(pooled_), da2_(c2_.y_shape()),
+        dz2_(c2_.y_shape()), dh1_(c2_.x_shape()), da1_(c1_.y_shape()), dz1_(c1_.y_shape()) {
     std::span<float> one = ones_.write_only();
     std::fill(one.begin(), one.end(), 1.0f);
   }
@@ -369,19 +386,22 @@ public:
     nn::log_softmax(b, logits_, logp_, 1);
   }
 
-  // Adds weight * (this batch's mean loss) to loss_sum, computes every gradient into g and
-  // takes one Adam step on p (moments m, v; step t from 1).
-  void backward_step(const Backend& b, Params& p, Params& g, Params& m, Params& v, int64_t t,
-                     double lr, double weight, pa::Array& loss_sum) {
+  // Adds weight * (the global batch's mean loss) to loss_sum and computes every gradient into g:
+  // the loaded samples' part of the mean over a global batch of `global_n` samples (global_n
+  // is size() in one process; in data-parallel training the ranks' parts are then summed).
+  void backward(const Backend& b, const Params& p, Params& g, int64_t global_n, double weight,
+                pa::Array& loss_sum) {
     // The one-hot mask of the labels, lazily: class index (1 x 10) == label (N x 1).
-    const pa::Array hot = pa::arange(b, 0, classes, 1, PCY_DTYPE_I32).reshape({1, classes}) ==
-                          pa::wrap(b, labels_t_);
+    const pa::Array hot =
+        pa::arange(b, 0, classes, 1, PCY_DTYPE_I32).reshape({1, classes}) == pa::wrap(b, labels_t_);
     const pa::Array logp = pa::wrap(b, logp_);
     // The loss: -sum(log p(label)) / N, one fused reduction, accumulated on the device.
-    const double scale = -weight / static_cast<double>(n_);
+    const double scale = -weight / static_cast<double>(global_n);
     loss_sum.assign(loss_sum + pa::sum(pa::where(hot, logp, 0.0f)) * scale);
-    // The gradient of the mean negative log-likelihood with respect to log p: -1/N at the label.
-    pa::wrap(b, target_).assign(pa::where(hot, -1.0 / static_cast<double>(n_), 0.0, PCY_DTYPE_F32));
+    // The gradient of the mean negative log-likelihood with respect to log p: -1/N at the label
+    // (N the global batch: every rank scales by it, so the ranks' sum is the global mean's).
+    pa::wrap(b, target_)
+        .assign(pa::where(hot, -1.0 / static_cast<double>(global_n), 0.0, PCY_DTYPE_F32));
     nn::log_softmax_grad(b, logp_, target_, dlogits_, 1);
     blas::gemm(b, blas::trans, blas::no_trans, 1.0, dlogits_, h2_, 0.0, g.w3); // dW = dL^T h2
     blas::gemv(b, blas::trans, 1.0, dlogits_, ones_, 0.0, g.b3);               // db = dL^T 1
@@ -397,19 +417,6 @@ public:
     nn::relu_grad(b, a1_, da1_, dz1_);
     c1_.grad_filter(x_, dz1_, g.w1);
     c1_.grad_bias(dz1_, g.b1);
-    // Adam (Kingma and Ba), one fused program per parameter: m, v and the parameter written in
-    // one pass (assign_all), the bias corrections folded into the step size.
-    constexpr double b1 = 0.9, b2 = 0.999, eps = 1e-8;
-    const double step = lr * std::sqrt(1 - std::pow(b2, static_cast<double>(t))) /
-                        (1 - std::pow(b1, static_cast<double>(t)));
-    const std::vector<SharedTensor<float>*> ps = p.all(), gs = g.all(), ms = m.all(), vs = v.all();
-    for (size_t i = 0; i < ps.size(); ++i) {
-      pa::Array pa_ = pa::wrap(b, *ps[i]), gi = pa::wrap(b, *gs[i]);
-      pa::Array mi = pa::wrap(b, *ms[i]), vi = pa::wrap(b, *vs[i]);
-      const pa::Array m_new = mi * b1 + gi * (1 - b1);
-      const pa::Array v_new = vi * b2 + pa::square(gi) * (1 - b2);
-      pa::assign_all({mi, vi, pa_}, {m_new, v_new, pa_ - m_new * step / (pa::sqrt(v_new) + eps)});
-    }
   }
 
   // Adds the number of samples of the loaded batch the network classified right to `right`
@@ -433,6 +440,23 @@ private:
   SharedTensor<float> dlogits_, dh2_, da2_, dz2_, dh1_, da1_, dz1_;
 };
 
+// One Adam step (Kingma and Ba) on p with the gradients g (moments m, v; step t from 1), one
+// fused program per parameter: m, v and the parameter written in one pass (assign_all), the bias
+// corrections folded into the step size.
+void adam_step(const Backend& b, Params& p, Params& g, Params& m, Params& v, int64_t t, double lr) {
+  constexpr double b1 = 0.9, b2 = 0.999, eps = 1e-8;
+  const double step = lr * std::sqrt(1 - std::pow(b2, static_cast<double>(t))) /
+                      (1 - std::pow(b1, static_cast<double>(t)));
+  const std::vector<SharedTensor<float>*> ps = p.all(), gs = g.all(), ms = m.all(), vs = v.all();
+  for (size_t i = 0; i < ps.size(); ++i) {
+    pa::Array pa_ = pa::wrap(b, *ps[i]), gi = pa::wrap(b, *gs[i]);
+    pa::Array mi = pa::wrap(b, *ms[i]), vi = pa::wrap(b, *vs[i]);
+    const pa::Array m_new = mi * b1 + gi * (1 - b1);
+    const pa::Array v_new = vi * b2 + pa::square(gi) * (1 - b2);
+    pa::assign_all({mi, vi, pa_}, {m_new, v_new, pa_ - m_new * step / (pa::sqrt(v_new) + eps)});
+  }
+}
+
 // ---- training on one backend -----------------------------------------------------------------
 
 struct Run {
@@ -440,6 +464,7 @@ struct Run {
   std::vector<double> loss, train_acc, test_acc;
   double seconds = 0;
   uint64_t fallbacks = 0;
+  bool ranks_in_step = true; // data-parallel: every rank ended with the same parameters
 };
 
 struct Split {
@@ -478,6 +503,16 @@ void print_routes(const Backend& b) {
   }
 }
 
+// Rank `rank`'s part [first, first + count) of a global batch of n samples split over `ranks`
+// ranks: contiguous, sizes differing by at most one (a part may be empty when n < ranks).
+struct Shard {
+  int64_t first, count;
+};
+Shard shard_of(int64_t n, int rank, int ranks) {
+  const int64_t lo = n * rank / ranks, hi = n * (rank + 1) / ranks;
+  return {lo, hi - lo};
+}
+
 Run train(const std::string& request, const Digits& d, const Split& split, const Options& o,
           const HostParams& init) {
   Backend b(request);
@@ -485,19 +520,36 @@ Run train(const std::string& request, const Digits& d, const Split& split, const
   run.backend = b.name();
   std::printf("\n== %s (%s) ==\n", b.name().c_str(), b.device().name.c_str());
   print_routes(b);
+  // Data-parallel: the ranks of MPI_COMM_WORLD, on this backend (collective: every rank).
+  std::optional<coll::Communicator> comm;
+  if (o.data_parallel) {
+    comm.emplace(b);
+    const OpRoute r = b.route(ext::op_key<pcy_coll_all_reduce_inplace_schema>(PCY_DTYPE_F32));
+    std::printf("  %-25s %s: %s%s\n", "all_reduce (coll)", r.framework.c_str(),
+                r.implementation.c_str(), r.fallback ? " (fallback)" : "");
+  }
+  const int rank = comm ? comm->rank() : 0, ranks = comm ? comm->size() : 1;
 
   const auto t_setup = std::chrono::steady_clock::now();
   Params p, g, m, v;
-  for (SharedTensor<float>* t : m.all()) pa::wrap(b, *t).assign(0.0);
-  for (SharedTensor<float>* t : v.all()) pa::wrap(b, *t).assign(0.0);
+  for (SharedTensor<float>* t : m.all())
+    pa::wrap(b, *t).assign(0.0);
+  for (SharedTensor<float>* t : v.all())
+    pa::wrap(b, *t).assign(0.0);
   upload(p.w1, init.w1);
   upload(p.b1, init.b1);
   upload(p.w2, init.w2);
   upload(p.b2, init.b2);
   upload(p.w3, init.w3);
   upload(p.b3, init.b3);
+  // Every rank starts from rank 0's weights (the same seed gives the same ones; the broadcast
+  // is what a program whose ranks draw their own would need).
+  if (comm)
+    for (SharedTensor<float>* t : p.all())
+      comm->broadcast(*t, 0);
   pa::Array loss_sum = pa::zeros(b, {}, PCY_DTYPE_F32);
-  pa::Array right_train = pa::zeros(b, {}, PCY_DTYPE_I64), right_test = pa::zeros(b, {}, PCY_DTYPE_I64);
+  pa::Array right_train = pa::zeros(b, {}, PCY_DTYPE_I64),
+            right_test = pa::zeros(b, {}, PCY_DTYPE_I64);
   int64_t step = 0;
 
   // One Pass per batch size: the full batch, and the last partial batch of each split.
@@ -510,9 +562,12 @@ Run train(const std::string& request, const Digits& d, const Split& split, const
   };
   const int64_t n_train = static_cast<int64_t>(split.train.size());
   const int64_t n_test = static_cast<int64_t>(split.test.size());
-  (void)pass_for(std::min(o.batch, n_train), true);
-  if (n_train % o.batch) (void)pass_for(n_train % o.batch, true);
-  if (n_test % o.batch) (void)pass_for(n_test % o.batch, false);
+  // This rank's part of each batch size (a data-parallel rank sees its shards only).
+  auto local = [&](int64_t n) { return shard_of(n, rank, ranks).count; };
+  for (const auto& [n, training] :
+       {std::pair{std::min(o.batch, n_train), true}, std::pair{n_train % o.batch, true},
+        std::pair{std::min(o.batch, n_test), false}, std::pair{n_test % o.batch, false}})
+    if (local(n) > 0) (void)pass_for(local(n), training);
   b.synchronize();
   std::printf("  set-up %.3f s (convolution algorithms chosen for %zu batch sizes)\n",
               std::chrono::duration<double>(std::chrono::steady_clock::now() - t_setup).count(),
@@ -536,23 +591,42 @@ Run train(const std::string& request, const Digits& d, const Split& split, const
     right_train.assign(0.0);
     right_test.assign(0.0);
     for (int64_t at = 0; at < n_train; at += o.batch) {
+      // The global batch: n samples; this rank's shard of it (all of it in one process).
       const int64_t n = std::min(o.batch, n_train - at);
-      Pass& ps = pass_for(n, true);
-      ps.load(d, std::span<const uint32_t>(order).subspan(static_cast<size_t>(at),
-                                                          static_cast<size_t>(n)));
-      ps.forward(b, p);
-      ps.count_correct(b, right_train); // the forward's prediction, before the step
-      ps.backward_step(b, p, g, m, v, ++step, lr,
-                       static_cast<double>(n) / static_cast<double>(n_train), loss_sum);
+      const Shard sh = shard_of(n, rank, ranks);
+      if (sh.count > 0) {
+        Pass& ps = pass_for(sh.count, true);
+        ps.load(d, std::span<const uint32_t>(order).subspan(static_cast<size_t>(at + sh.first),
+                                                            static_cast<size_t>(sh.count)));
+        ps.forward(b, p);
+        ps.count_correct(b, right_train); // the forward's prediction, before the step
+        ps.backward(b, p, g, n, static_cast<double>(n) / static_cast<double>(n_train), loss_sum);
+      } else {
+        for (SharedTensor<float>* t : g.all()) // an empty shard adds nothing to the sum
+          pa::wrap(b, *t).assign(0.0);
+      }
+      // Each rank's gradients are its shard's part of the global batch's mean (scaled by 1/n,
+      // n the global batch): their sum over the ranks is the single-process gradient. Every
+      // rank then takes the same Adam step.
+      if (comm)
+        for (SharedTensor<float>* t : g.all())
+          comm->all_reduce(*t, coll::reduce_op::sum);
+      adam_step(b, p, g, m, v, ++step, lr);
     }
     for (int64_t at = 0; at < n_test; at += o.batch) {
       const int64_t n = std::min(o.batch, n_test - at);
-      Pass& ps = pass_for(n, false);
+      const Shard sh = shard_of(n, rank, ranks);
+      if (sh.count == 0) continue;
+      Pass& ps = pass_for(sh.count, false);
       ps.load(d, std::span<const uint32_t>(split.test)
-                     .subspan(static_cast<size_t>(at), static_cast<size_t>(n)));
+                     .subspan(static_cast<size_t>(at + sh.first), static_cast<size_t>(sh.count)));
       ps.forward(b, p);
       ps.count_correct(b, right_test);
     }
+    // The ranks' partial sums: the epoch's loss and counts over the whole data set.
+    if (comm)
+      for (pa::Array* a : {&loss_sum, &right_train, &right_test})
+        comm->all_reduce(a->storage(), coll::reduce_op::sum);
     // The epoch's three numbers: the only values read back.
     const double loss = loss_sum.item<float>();
     const int64_t right = right_train.item<int64_t>(), test_right = right_test.item<int64_t>();
@@ -563,6 +637,10 @@ Run train(const std::string& request, const Digits& d, const Split& split, const
     run.test_acc.push_back(static_cast<double>(test_right) / static_cast<double>(n_test));
     std::printf("  %5d  %9.6f  %5.1f %%  %5.1f %%  %5.2f s\n", epoch, loss,
                 100 * run.train_acc.back(), 100 * run.test_acc.back(), secs);
+    if (o.curve) // machine-readable (tests/coll/nn_data_parallel.sh compares these lines)
+      std::printf("curve %s epoch=%d loss=%.9e train_right=%lld test_right=%lld\n",
+                  run.backend.c_str(), epoch, loss, static_cast<long long>(right),
+                  static_cast<long long>(test_right));
     std::fflush(stdout);
     if (!std::isfinite(loss)) {
       std::printf("  the loss diverged (try a smaller --lr)\n");
@@ -571,6 +649,21 @@ Run train(const std::string& request, const Digits& d, const Split& split, const
   }
   run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   run.fallbacks = b.fallback_count();
+  if (comm) {
+    // Every rank took the same steps from the same all-reduced gradients, so the parameters must
+    // be the same bits everywhere: their maximum and minimum over the ranks equal this rank's.
+    for (SharedTensor<float>* t : p.all()) {
+      SharedTensor<float> hi(t->shape()), lo(t->shape());
+      comm->all_reduce(*t, hi, coll::reduce_op::max);
+      comm->all_reduce(*t, lo, coll::reduce_op::min);
+      const std::span<const float> mine = t->read(), h = hi.read(), l = lo.read();
+      run.ranks_in_step = run.ranks_in_step &&
+                          std::memcmp(mine.data(), h.data(), mine.size_bytes()) == 0 &&
+                          std::memcmp(mine.data(), l.data(), mine.size_bytes()) == 0;
+    }
+    std::printf("  ranks in step: the parameters are %s on all %d ranks\n",
+                run.ranks_in_step ? "bit for bit the same" : "NOT the same", ranks);
+  }
   if (run.fallbacks)
     std::printf("  note: %llu op calls ran on another framework (fallback)\n",
                 static_cast<unsigned long long>(run.fallbacks));
@@ -597,6 +690,12 @@ int usage(const char* argv0, int rc) {
       "  --tolerance X      largest relative difference of two backends' epoch losses,\n"
       "                     default 1e-2 (a near-tie that rounds the other way moves the\n"
       "                     curves apart by up to a few 1e-3; otherwise they agree to 1e-6)\n"
+      "  --data-parallel    train across the ranks of an MPI job (start with mpirun -np N):\n"
+      "                     each rank takes its shard of every global batch (--batch), the\n"
+      "                     gradients are summed over the ranks (coll all_reduce) before each\n"
+      "                     step; one backend (native unless --backend); rank 0 prints\n"
+      "  --curve            print each epoch also as a line 'curve <backend> epoch=E loss=X\n"
+      "                     train_right=N test_right=N' (loss with 10 significant digits)\n"
       "  exit: 0 ok, 1 accuracy or curves off (or a backend failed), 2 usage or bad data,\n"
       "  77 skipped (no data set, or no backend serves the NN ops)\n",
       argv0);
@@ -614,6 +713,10 @@ Options parse_args(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--help" || a == "-h") throw Exit(usage(argv[0], 0), "");
+    if (a == "--data-parallel" || a == "--curve") { // flags without a value
+      (a == "--curve" ? o.curve : o.data_parallel) = true;
+      continue;
+    }
     static const char* const known[] = {"--backend",   "--data", "--epochs",
                                         "--batch",     "--lr",   "--min-accuracy",
                                         "--tolerance", "--seed", "--algorithm"};
@@ -668,6 +771,7 @@ Options parse_args(int argc, char** argv) {
 // device, in ranking order.
 std::vector<std::string> backends_to_run(const Options& o) {
   if (!o.backend.empty()) return {o.backend};
+  if (o.data_parallel) return {"native"};
   std::vector<std::string> out;
   for (const Framework* f : Registry::global().ranking())
     out.push_back(f->name());
@@ -699,6 +803,24 @@ std::string cannot_run(const std::string& request) {
 int main(int argc, char** argv) {
   try {
     const Options o = parse_args(argc, argv);
+    // Data-parallel: join the MPI job first (every rank), then only rank 0 prints; errors still
+    // go to stderr on every rank.
+    int ranks = 1;
+    if (o.data_parallel) {
+      try {
+        const coll::Communicator world(Backend("native"));
+        ranks = world.size();
+        if (world.rank() != 0 && !std::freopen("/dev/null", "w", stdout))
+          throw Exit(exit_fail, "cannot silence rank " + std::to_string(world.rank()) +
+                                    "'s output: " + std::strerror(errno));
+      } catch (const parenchyma::error& e) {
+        if (e.code() == errc::unsupported || e.code() == errc::not_found)
+          throw Exit(exit_skip, std::string("skipped: --data-parallel needs the coll extension's "
+                                            "native bundle (MPI): ") +
+                                    e.what());
+        throw;
+      }
+    }
     const std::string path = find_digits(o.data);
     const Digits d = parse_digits(path, gunzip(path));
 
@@ -711,8 +833,13 @@ int main(int argc, char** argv) {
                 path.c_str(), split.train.size(), split.test.size());
     std::printf("network:   conv 1->8 3x3 - relu - maxpool 2 - conv 8->16 3x3 - relu - maxpool 2 "
                 "- dense 64->10 - log_softmax (f32)\n");
-    std::printf("training:  %d epochs, batch %lld, Adam lr %g (cosine decay), seed %llu\n", o.epochs,
-                static_cast<long long>(o.batch), o.lr, static_cast<unsigned long long>(o.seed));
+    std::printf("training:  %d epochs, batch %lld, Adam lr %g (cosine decay), seed %llu\n",
+                o.epochs, static_cast<long long>(o.batch), o.lr,
+                static_cast<unsigned long long>(o.seed));
+    if (o.data_parallel)
+      std::printf("parallel:  data-parallel over %d MPI ranks: each takes its shard of every "
+                  "global batch of %lld; gradients summed over the ranks before each step\n",
+                  ranks, static_cast<long long>(o.batch));
 
     std::vector<std::string> requests;
     std::string skipped;
@@ -787,7 +914,12 @@ int main(int argc, char** argv) {
                 : agree         ? "yes"
                                 : "NO");
     if (failed) std::printf("check:     FAILED: a backend failed (see above)\n");
-    return failed || !accurate || !agree || runs.empty() ? exit_fail : 0;
+    const bool in_step =
+        std::all_of(runs.begin(), runs.end(), [](const Run& r) { return r.ranks_in_step; });
+    if (o.data_parallel)
+      std::printf("check:     every rank ended with the same parameters: %s\n",
+                  in_step ? "yes" : "NO");
+    return failed || !accurate || !agree || !in_step || runs.empty() ? exit_fail : 0;
   } catch (const Exit& e) {
     if (e.code == exit_skip)
       std::printf("%s\n", e.what());

@@ -24,6 +24,7 @@ MODULES = [  # (stub file, runtime module, title)
     ("_parenchyma.pyi", "parenchyma", "parenchyma (compiled: Backend, Tensor, ...)"),
     ("blas.pyi", "parenchyma.blas", "parenchyma.blas"),
     ("nn.pyi", "parenchyma.nn", "parenchyma.nn"),
+    ("coll.pyi", "parenchyma.coll", "parenchyma.coll"),
     ("array_api.pyi", "parenchyma.array_api", "parenchyma.array_api"),
     ("random.pyi", "parenchyma.random", "parenchyma.random"),
 ]
@@ -114,8 +115,8 @@ def page(src):
                     head = "`%s%s`" % (m.name, signature(m))
                 out += ["- " + head + (": " + text.replace("\n", "\n  ") if text else ""), ""]
     # Public names of the module that no stub declares.
-    for modname in ("parenchyma", "parenchyma.blas", "parenchyma.nn", "parenchyma.array_api",
-                    "parenchyma.random"):
+    for modname in ("parenchyma", "parenchyma.blas", "parenchyma.nn", "parenchyma.coll",
+                    "parenchyma.array_api", "parenchyma.random"):
         mod = importlib.import_module(modname)
         public = getattr(mod, "__all__", [n for n in dir(mod) if not n.startswith("_")])
         for n in public:

@@ -11,7 +11,8 @@ PARENCHYMA_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 # zlib and scikit-learn's digits data set (the NN demo, parenchyma-nn-demo), the Vulkan headers,
 # loader and Mesa's lavapipe (the Vulkan plugin and a CPU device to test it on), shaderc, glslang
 # and SPIRV-Tools (the plugin's GLSL compiler module), glslc (its SPIR-V test) and the Vulkan
-# validation layers (its tests under validation).
+# validation layers (its tests under validation), Open MPI (the coll bundle, its tests) and
+# mpi4py (tests/python/test_coll.py's mpi4py communicator).
 PARENCHYMA_PACKAGES=(
   g++ cmake ninja-build pkg-config
   libboost-dev libspdlog-dev nlohmann-json3-dev catch2
@@ -23,7 +24,7 @@ PARENCHYMA_PACKAGES=(
   libbenchmark-dev
   pybind11-dev python3-dev python3-numpy python3-pytest python3-matplotlib python3-venv python3-pip
   zlib1g-dev python3-sklearn doxygen
-  libopenmpi-dev openmpi-bin
+  libopenmpi-dev openmpi-bin python3-mpi4py
 )
 
 # Bold only on a terminal: logs (CI, `| tee`) get plain text.
