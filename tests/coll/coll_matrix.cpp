@@ -565,7 +565,8 @@ int cuda_graph(const coll::Communicator& comm) {
       const float hwant = static_cast<float>(f16(static_cast<float>(hw / size)));
       if (static_cast<float>(hv[static_cast<size_t>(i)]) != hwant)
         fail("graph replay %d: f16 all_reduce avg[%lld] is %g, expected %g", round,
-             static_cast<long long>(i), static_cast<double>(static_cast<float>(hv[static_cast<size_t>(i)])),
+             static_cast<long long>(i),
+             static_cast<double>(static_cast<float>(hv[static_cast<size_t>(i)])),
              static_cast<double>(hwant));
       double mx = -1e30;
       for (int r = 0; r < size; ++r)

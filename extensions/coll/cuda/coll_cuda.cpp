@@ -18,10 +18,9 @@
 // by our kernel (NCCL's ncclAvg pre-scales floats); all_to_all is grouped ncclSend / ncclRecv;
 // tags are accepted but NCCL matches a peer's sends and receives in call order; barrier is an
 // all_reduce of one element and a host wait (not recordable). docs/distributed.md.
-#include "coll_cuda_kernels.hpp" // kernels.cu, generated in the build tree
+#include "kernels_cu.hpp"
 
 #include <parenchyma/abi/ext/pcy_coll.h>
-#include <parenchyma/sdk/cuda_source.hpp>
 #include <parenchyma/sdk/device_bundle.hpp>
 #include <parenchyma/sdk/op_schema.hpp>
 
@@ -801,8 +800,7 @@ private:
       return;
     }
     sdk::device_context::build_failure failed;
-    const pcy_program program =
-        cx.build(sdk::cuda_source_with<coll_cuda::kernel_body>().c_str(), nullptr, &failed);
+    const pcy_program program = cx.build(coll_cuda::kernel_source(), nullptr, &failed);
     if (program == nullptr) {
       cx.kernels_reason = str("building them failed: ", failed.message);
       log_.warn("our CUDA kernels are missing (", cx.kernels_reason,
