@@ -30,6 +30,11 @@
 #   array     the array extension: its tests on every backend (cuda, NVIDIA OpenCL, PoCL, native),
 #             the NN demo on cuda, then A1-A4 (bench_array_cuda) against a device copy or fill
 #   array-quick  the random and repeated-launch GPU tests, then A1-A4
+#   coll-nccl the coll extension's NCCL bundle (coll_cuda): where libnccl.so.2 is, the load report,
+#             the coll tests on cuda with one rank (coll_cuda_np1: file rendezvous, the matrix and a
+#             replayed graph; coll_cuda_mpi_np1 under mpirun where MPI is), then bench_coll_nccl
+#             (ncclAllReduce direct vs through parenchyma on the stream, and per op in graphs).
+#             PCY_NCCL_LIB: a directory holding libnccl.so.2, put first on LD_LIBRARY_PATH
 #   vulkan    NVIDIA's Vulkan driver: the loader and glvnd from .gl/*.deb (unpacked with dpkg -x;
 #             the machine has the ICD only) and .gl/parenchyma-glsl.so; parenchyma-info, the
 #             framework and BLAS conformance suites on vulkan, the thread stress test on vulkan
@@ -78,6 +83,7 @@ has array && targets+=(bench_array_cuda test_array test_array_gpu test_array_hos
   parenchyma-array-native parenchyma-array-opencl parenchyma-array-cuda parenchyma-nn-demo)
 has array-quick && targets+=(bench_array_cuda test_array_gpu test_array_random parenchyma-array-native
   parenchyma-array-opencl parenchyma-array-cuda)
+has coll-nccl && targets+=(parenchyma-coll-cuda test_coll_matrix bench_coll_nccl)
 has vulkan && targets+=(parenchyma-vulkan parenchyma-blas-vulkan parenchyma-conformance test_stress)
 has tests && all=ON
 if has vulkan; then
@@ -98,6 +104,20 @@ if [ ! -f "$B/CMakeCache.txt" ] || [ "$(grep -c "PARENCHYMA_BUILD_TESTS:BOOL=$te
     || { tail -30 "$L/configure.log"; exit 1; }
 fi
 say "configured"
+# coll-nccl's targets exist only where CMake found nccl.h (and MPI for parts of the tests): an
+# unknown target would stop ninja before it builds anything, so those not configured are dropped.
+if has coll-nccl; then
+  known=$(ninja -C "$B" -t targets all 2>/dev/null | sed 's/:.*//')
+  keep=()
+  for t in "${targets[@]}"; do
+    case $t in
+    parenchyma-coll-cuda | test_coll_matrix | bench_coll_nccl)
+      if grep -qx "$t" <<<"$known"; then keep+=("$t"); else say "coll-nccl: target $t not configured here (nccl.h not found? see $L/configure.log)"; fi ;;
+    *) keep+=("$t") ;;
+    esac
+  done
+  targets=("${keep[@]}")
+fi
 if [ $all = ON ]; then ninja -C "$B" -j"$(nproc)" -k 0 >"$L/build.log" 2>&1
 else ninja -C "$B" -j"$(nproc)" -k 0 "${targets[@]}" >"$L/build.log" 2>&1; fi
 rc=$?
@@ -275,6 +295,15 @@ for p in "$@"; do
       echo "exit code $?"; grep -E "FAIL|summary|skip " "$L/conf-vk-$s.log" | head -12
     done
     say "thread stress on vulkan"; timeout 200 "$bin/test_stress" vulkan 2>&1 | tail -4 ;;
+  coll-nccl)
+    [ -n "${PCY_NCCL_LIB:-}" ] && export LD_LIBRARY_PATH="$PCY_NCCL_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    say "coll-nccl: libnccl.so.2 $( (ldconfig -p | grep -m1 'libnccl.so.2 ' | sed 's/.*=> //'; ls /usr/local/cuda/lib64/libnccl.so.2 2>/dev/null) | head -1)"
+    "$bin/parenchyma-info" 2>&1 | grep -E "coll_(cuda|native) " | head -4
+    say "coll tests on cuda, one rank (ctest -R coll_cuda)"
+    (cd "$B" && timeout 300 ctest -R coll_cuda -V --timeout 280 >"$L/coll-nccl-ctest.log" 2>&1); echo "ctest exit code $?"
+    grep -E "coll on |SKIPPED|FAIL|passed|recorded|Test +#|tests passed|tests failed" "$L/coll-nccl-ctest.log" | tail -24
+    say "bench_coll_nccl (targets: stream <= +1 us per op, graph <= 0.6 us per op)"
+    timeout 200 "$bin/bench_coll_nccl" 2>&1 | tee "$L/bench_coll_nccl.log" | tail -10 ;;
   demo) say demo; timeout 150 "$bin/parenchyma-nn-demo" >"$L/demo.log" 2>&1; echo "demo exit code $?"; tail -15 "$L/demo.log" ;;
   *) echo "unknown phase $p" ;;
   esac

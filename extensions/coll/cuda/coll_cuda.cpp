@@ -129,8 +129,14 @@ nccl_state& state() {
 
 // ---- per-context state -----------------------------------------------------------------------
 
+// PARENCHYMA_COLL_NCCL_BLOCKING=1: blocking NCCL communicators (config.blocking 1): creation and
+// enqueues then wait inside NCCL, unbounded by the timeout; for measuring what the non-blocking
+// mode costs per op. Default 0.
+constexpr const char* blocking_setting = "PARENCHYMA_COLL_NCCL_BLOCKING";
+
 struct coll_settings {
   double timeout_s = PCY_COLL_TIMEOUT_DEFAULT;
+  bool blocking = false;
 };
 
 enum kernel_id {
@@ -642,7 +648,7 @@ void op_comm_init_rank(coll_context& cx, const sdk::op_args& a) {
   cx.current();
   sdk::check(cx.fw->queue_finish(a.queue())); // set-up: earlier work first, then no overlap
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  config.blocking = 0;
+  config.blocking = cx.set.blocking ? 1 : 0;
   call k{cx, e, "comm_init_rank", str("rank ", rank, " of ", size, ": ")};
   k.check(cx.api->ncclCommInitRankConfig(&e.comm, e.size, id, e.rank, &config),
           "ncclCommInitRankConfig");
@@ -714,6 +720,12 @@ public:
                   PCY_COLL_TIMEOUT_DEFAULT);
       else
         set_.timeout_s = v;
+    }
+    if (const char* b = settings_.find(blocking_setting)) {
+      if (std::strcmp(b, "1") == 0)
+        set_.blocking = true;
+      else if (std::strcmp(b, "0") != 0)
+        log_.warn(blocking_setting, "=", b, " is neither 0 nor 1; communicators stay non-blocking");
     }
     if (!load()) {
       log_.info(reason_);
