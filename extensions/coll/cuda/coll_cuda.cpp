@@ -213,11 +213,15 @@ struct call {
   }
   // Breaks the communicator (aborted: NCCL's kernels for it end, the stream drains) and throws.
   [[noreturn]] void broke(const std::string& why, pcy_status code = PCY_ERR_DEVICE) {
+    ncclComm_t abort = nullptr; // aborted once, by the call that broke it
     {
       std::lock_guard<std::mutex> lock(state().mu);
-      if (c.broken.empty()) c.broken = why;
+      if (c.broken.empty()) {
+        c.broken = why;
+        abort = c.comm;
+      }
     }
-    if (c.comm != nullptr) api().ncclCommAbort(c.comm);
+    if (abort != nullptr) api().ncclCommAbort(abort);
     sdk::fail(code, str(why, "; the communicator is aborted and unusable now: end the job on "
                              "every rank"));
   }
@@ -356,6 +360,7 @@ void reduce_to(call& k, const sdk::op_args& a, pcy_dtype d, int64_t reduce, cons
                void* recv, uint64_t n, int root) {
   const bool here = root < 0 || root == k.c.rank;
   const CUstream s = k.stream();
+  if (n == 0) return; // nothing moves (NCCL would refuse the null buffers of empty tensors)
   if (through_f32(d, reduce)) {
     void* ws = nullptr;
     if (n > 0) a.workspace(n * sizeof(float), &ws);
@@ -432,6 +437,7 @@ template <pcy_dtype D> void op_broadcast(coll_context& cx, const sdk::op_args& a
   const uint64_t n = dc.elements(x, 2);
   call k = begin(cx, a, "broadcast");
   check_rank(k, a.i(1), "root");
+  if (n == 0) return;
   void* p = k.ptr(x, n);
   k.check(k.api().ncclBroadcast(p, p, n * elem_size(D), ncclInt8, static_cast<int>(a.i(1)),
                                 k.c.comm, k.stream()),
@@ -446,6 +452,7 @@ template <pcy_dtype D> void op_all_gather(coll_context& cx, const sdk::op_args& 
   const uint64_t total = n * static_cast<uint64_t>(k.c.size);
   if (dc.elements(y, 2) != total)
     dc.bad(PCY_ERR_INVALID_ARGUMENT, 2, str("expected ", total, " elements (size x n)"));
+  if (n == 0) return;
   k.check(k.api().ncclAllGather(k.ptr(x, n), k.ptr(y, total), n * elem_size(D), ncclInt8, k.c.comm,
                                 k.stream()),
           "ncclAllGather");
@@ -460,6 +467,7 @@ template <pcy_dtype D> void op_all_gather_inplace(coll_context& cx, const sdk::o
   if (total % static_cast<uint64_t>(k.c.size) != 0)
     dc.bad(PCY_ERR_INVALID_ARGUMENT, 1, str(total, " elements, not a multiple of ", k.c.size));
   const uint64_t bytes = total / static_cast<uint64_t>(k.c.size) * elem_size(D);
+  if (bytes == 0) return;
   char* p = static_cast<char*>(k.ptr(y, total));
   k.check(k.api().ncclAllGather(p == nullptr ? nullptr : p + k.c.rank * bytes, p, bytes, ncclInt8,
                                 k.c.comm, k.stream()),
@@ -472,6 +480,7 @@ void reduce_scatter_to(call& k, const sdk::op_args& a, pcy_dtype d, int64_t redu
                        void* y, uint64_t n) {
   const uint64_t total = n * static_cast<uint64_t>(k.c.size);
   const size_t es = elem_size(d), rank = static_cast<size_t>(k.c.rank);
+  if (n == 0) return;
   void* out = y != nullptr ? y : (x == nullptr ? nullptr : static_cast<char*>(x) + rank * n * es);
   if (through_f32(d, reduce)) {
     void* ws = nullptr;
@@ -556,6 +565,7 @@ template <pcy_dtype D> void op_send(coll_context& cx, const sdk::op_args& a) {
   const uint64_t n = dc.elements(x, 3);
   call k = begin(cx, a, "send");
   check_peer(k, a.i(1), a.i(2));
+  if (n == 0) return; // the matching recv has no elements either (pcy_coll.h)
   k.check(k.api().ncclSend(k.ptr(x, n), n * elem_size(D), ncclInt8, static_cast<int>(a.i(1)),
                            k.c.comm, k.stream()),
           "ncclSend");
@@ -567,6 +577,7 @@ template <pcy_dtype D> void op_recv(coll_context& cx, const sdk::op_args& a) {
   const uint64_t n = dc.elements(y, 3);
   call k = begin(cx, a, "recv");
   check_peer(k, a.i(1), a.i(2));
+  if (n == 0) return;
   k.check(k.api().ncclRecv(k.ptr(y, n), n * elem_size(D), ncclInt8, static_cast<int>(a.i(1)),
                            k.c.comm, k.stream()),
           "ncclRecv");
