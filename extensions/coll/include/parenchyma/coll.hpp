@@ -11,6 +11,7 @@
 
 #include <parenchyma/abi/ext/pcy_coll.h>
 #include <parenchyma/extension.hpp>
+#include <parenchyma/registry.hpp>
 
 #include <algorithm>
 #include <array>
@@ -57,14 +58,9 @@ public:
   // there are more).
   explicit Communicator(const Backend& b) : b_(b) { init(PCY_COLL_HANDLE_WORLD); }
 
-  // Whether the backend's own coll bundle makes its communicators from a unique id (NCCL).
-  static bool uses_unique_id(const Backend& b) {
-    try {
-      return !b.route(ext::op_key<pcy_coll_unique_id_schema>(PCY_DTYPE_I64)).fallback;
-    } catch (const error&) {
-      return false;
-    }
-  }
+  // Whether the backend's own coll bundle makes its communicators from a unique id (NCCL). Read
+  // from the load report (binds nothing: no other framework's context is made to answer).
+  static bool uses_unique_id(const Backend& b) { return served_here(b, "unique_id"); }
   // A new unique id, made by the backend's bundle (call it on the rank that will be rank 0).
   static unique_id_t unique_id(const Backend& b) {
     SharedTensor<int64_t> uid({PCY_COLL_UNIQUE_ID_WORDS});
@@ -298,13 +294,7 @@ private:
       }
     }
     Backend host("native");
-    bool mpi = false;
-    try {
-      mpi = !host.route(ext::op_key<pcy_coll_comm_init_schema>(PCY_DTYPE_I64)).fallback;
-    } catch (const error&) {
-      mpi = false;
-    }
-    if (!mpi) {
+    if (!served_here(host, "comm_init")) {
       if (handle != PCY_COLL_HANDLE_WORLD)
         throw error(errc::unavailable, "coll.comm_init",
                     "from_mpi on this backend needs the MPI bundle (coll_native) to pass NCCL's id "
@@ -329,6 +319,13 @@ private:
     unique_id_t id{};
     std::copy(v.begin(), v.end(), id.begin());
     join(id, world.rank(), world.size(), world.local_rank(), world.local_size());
+  }
+  // Whether a coll bundle of the backend's own framework serves `op` (any dtype).
+  static bool served_here(const Backend& b, const char* op) {
+    const std::string& fw = b.framework().name();
+    for (const OpCoverage& c : b.registry().op_coverage())
+      if (c.framework == fw && c.op == op && c.extension == PCY_COLL_EXTENSION) return true;
+    return false;
   }
   static int env_int(const char* name) {
     const char* v = std::getenv(name);
