@@ -79,22 +79,25 @@ public:
     return c;
   }
   // File rendezvous, without MPI: rank 0 makes the id and writes it to `path` (a file on a file
-  // system every rank sees, fresh for each job: an old file there is replaced by rank 0, but a
-  // rank that reads it first would use a dead id); the others poll for it for up to
-  // PARENCHYMA_COLL_TIMEOUT seconds.
+  // system every rank sees), the others poll for it for up to PARENCHYMA_COLL_TIMEOUT seconds;
+  // rank 0 removes it once every rank has joined. A file left by a job that failed first is
+  // replaced by rank 0, but a rank that read it before would join a dead id (and time out).
   static Communicator rendezvous(const Backend& b, const std::string& path, int rank, int size) {
     if (size < 1 || rank < 0 || rank >= size)
       throw error(errc::invalid_argument, "coll.comm_init_rank",
                   "rank " + std::to_string(rank) + " of " + std::to_string(size) +
                       ": pass 0 <= rank < size");
-    unique_id_t id{};
-    if (rank == 0) {
-      id = unique_id(b);
-      write_id(path, id);
-    } else {
-      id = read_id(path, rank);
+    if (rank != 0) return from_unique_id(b, read_id(path, rank), rank, size);
+    const unique_id_t id = unique_id(b);
+    write_id(path, id);
+    try {
+      Communicator c = from_unique_id(b, id, rank, size);
+      std::remove(path.c_str()); // every rank has joined, so has read it: the path is free again
+      return c;
+    } catch (...) {
+      std::remove(path.c_str());
+      throw;
     }
-    return from_unique_id(b, id, rank, size);
   }
 
   // Over a communicator of the program's own (an MPI_Comm, passed by value; any MPI whose
