@@ -114,6 +114,7 @@ struct comm_entry {
   CUcontext ctx = nullptr; // the context (device) it was made in
   int rank = 0, size = 1, local_rank = 0, local_size = 1;
   std::string broken; // set by a timeout or an NCCL error: later ops fail at once with it
+  std::string where;  // "rank r of n: ", every error's start (made once, not per op)
 };
 
 struct nccl_state {
@@ -198,7 +199,7 @@ struct call {
   coll_context& cx;
   comm_entry& c;
   const char* op;
-  std::string where; // "rank r of n: " (the host prefixes the bundle and the op)
+  const std::string& where; // c.where (the host prefixes the bundle and the op)
 
   const nccl_api& api() const { return *cx.api; }
   CUstream stream() const { return cx.stream; }
@@ -284,7 +285,7 @@ comm_entry& entry_of(int64_t id) {
 
 call begin(coll_context& cx, const sdk::op_args& a, const char* op) {
   comm_entry& c = entry_of(a.i(0));
-  call k{cx, c, op, str("rank ", c.rank, " of ", c.size, ": ")};
+  call k{cx, c, op, c.where};
   if (c.ctx != cx.cu_ctx)
     sdk::fail(PCY_ERR_INVALID_ARGUMENT,
               str(k.where, "the communicator was made on another CUDA device or context than this "
@@ -660,7 +661,8 @@ void op_comm_init_rank(coll_context& cx, const sdk::op_args& a) {
   sdk::check(cx.fw->queue_finish(a.queue())); // set-up: earlier work first, then no overlap
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
   config.blocking = cx.set.blocking ? 1 : 0;
-  call k{cx, e, "comm_init_rank", str("rank ", rank, " of ", size, ": ")};
+  e.where = str("rank ", rank, " of ", size, ": ");
+  call k{cx, e, "comm_init_rank", e.where};
   k.check(cx.api->ncclCommInitRankConfig(&e.comm, e.size, id, e.rank, &config),
           "ncclCommInitRankConfig");
   k.settle();
