@@ -16,7 +16,9 @@ template <class T> __device__ void divide(i64 n, T* y, T divisor) {
 
 extern "C" __global__ void widen_f16(i64 n, const h16* x, float* y) { widen(n, x, y); }
 extern "C" __global__ void widen_bf16(i64 n, const b16* x, float* y) { widen(n, x, y); }
-extern "C" __global__ void narrow_f16(i64 n, const float* x, h16* y, float d) { narrow(n, x, y, d); }
+extern "C" __global__ void narrow_f16(i64 n, const float* x, h16* y, float d) {
+  narrow(n, x, y, d);
+}
 extern "C" __global__ void narrow_bf16(i64 n, const float* x, b16* y, float d) {
   narrow(n, x, y, d);
 }
