@@ -296,7 +296,7 @@ private:
         return;
       }
     }
-    Backend host("native");
+    Backend host(b_.registry(), "native"); // the same registry: its MPI bundle, or none
     if (!served_here(host, "comm_init")) {
       if (handle != PCY_COLL_HANDLE_WORLD)
         throw error(errc::unavailable, "coll.comm_init",
