@@ -33,8 +33,10 @@
 #   coll-nccl the coll extension's NCCL bundle (coll_cuda): where libnccl.so.2 is, the load report,
 #             the coll tests on cuda with one rank (coll_cuda_np1: file rendezvous, the matrix and a
 #             replayed graph; coll_cuda_mpi_np1 under mpirun where MPI is), then bench_coll_nccl
-#             (ncclAllReduce direct vs through parenchyma on the stream, and per op in graphs).
-#             PCY_NCCL_LIB: a directory holding libnccl.so.2, put first on LD_LIBRARY_PATH
+#             (ncclAllReduce direct vs through parenchyma on the stream, and per op in graphs);
+#             on a machine of several GPUs also the matrix with one process a GPU (file
+#             rendezvous). libnccl.so.2: PCY_NCCL_LIB (a directory), else the loader's, the
+#             toolkit's, or the first found under /opt, /usr/local, /usr/lib (PyTorch's wheel)
 #   vulkan    NVIDIA's Vulkan driver: the loader and glvnd from .gl/*.deb (unpacked with dpkg -x;
 #             the machine has the ICD only) and .gl/parenchyma-glsl.so; parenchyma-info, the
 #             framework and BLAS conformance suites on vulkan, the thread stress test on vulkan
@@ -296,12 +298,33 @@ for p in "$@"; do
     done
     say "thread stress on vulkan"; timeout 200 "$bin/test_stress" vulkan 2>&1 | tail -4 ;;
   coll-nccl)
-    [ -n "${PCY_NCCL_LIB:-}" ] && export LD_LIBRARY_PATH="$PCY_NCCL_LIB${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-    say "coll-nccl: libnccl.so.2 $( (ldconfig -p | grep -m1 'libnccl.so.2 ' | sed 's/.*=> //'; ls /usr/local/cuda/lib64/libnccl.so.2 2>/dev/null) | head -1)"
+    export NCCL_NVLS_ENABLE=0 # the lent machines' rule: NVLink multicast stays off in NCCL
+    # libnccl.so.2: PCY_NCCL_LIB, else the loader's path or the toolkit's, else the one the image's
+    # PyTorch carries (the nvidia-nccl wheel's lib directory), put on LD_LIBRARY_PATH.
+    nl=${PCY_NCCL_LIB:+$PCY_NCCL_LIB/libnccl.so.2}
+    [ -z "$nl" ] && nl=$(ldconfig -p | grep -m1 'libnccl.so.2 ' | sed 's/.*=> //')
+    [ -z "$nl" ] && [ -e /usr/local/cuda/lib64/libnccl.so.2 ] && nl=/usr/local/cuda/lib64/libnccl.so.2
+    [ -z "$nl" ] && nl=$(find /opt /usr/local /usr/lib -name libnccl.so.2 2>/dev/null | head -1)
+    [ -n "$nl" ] && export LD_LIBRARY_PATH="$(dirname "$nl")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    say "coll-nccl: libnccl.so.2 ${nl:-not found}"
     "$bin/parenchyma-info" 2>&1 | grep -E "coll_(cuda|native) " | head -4
     say "coll tests on cuda, one rank (ctest -R coll_cuda)"
     (cd "$B" && timeout 300 ctest -R coll_cuda -V --timeout 280 >"$L/coll-nccl-ctest.log" 2>&1); echo "ctest exit code $?"
     grep -E "coll on |SKIPPED|FAIL|passed|recorded|Test +#|tests passed|tests failed" "$L/coll-nccl-ctest.log" | tail -24
+    ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+    if [ "${ngpu:-0}" -ge 2 ]; then
+      say "coll on cuda, $ngpu ranks: one process a GPU, the id through a file rendezvous"
+      id="$B/coll-nccl-$$.id"; rm -f "$id"; pids=()
+      for r in $(seq 0 $((ngpu - 1))); do
+        CUDA_VISIBLE_DEVICES=$r PARENCHYMA_COLL_RENDEZVOUS=$id PARENCHYMA_COLL_RANK=$r \
+          PARENCHYMA_COLL_SIZE=$ngpu PARENCHYMA_COLL_TIMEOUT=60 PARENCHYMA_LOG_LEVEL=warn \
+          timeout 280 "$bin/test_coll_matrix" cuda >"$L/coll-nccl-rank$r.log" 2>&1 &
+        pids+=($!)
+      done
+      for r in "${!pids[@]}"; do
+        wait "${pids[$r]}"; echo "rank $r exit code $?"; grep -E "FAIL|passed|coll on" "$L/coll-nccl-rank$r.log" | head -8
+      done
+    fi
     say "bench_coll_nccl (targets: stream <= +1 us per op, graph <= 0.6 us per op)"
     timeout 200 "$bin/bench_coll_nccl" 2>&1 | tee "$L/bench_coll_nccl.log" | tail -10 ;;
   demo) say demo; timeout 150 "$bin/parenchyma-nn-demo" >"$L/demo.log" 2>&1; echo "demo exit code $?"; tail -15 "$L/demo.log" ;;
