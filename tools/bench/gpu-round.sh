@@ -97,6 +97,13 @@ if has vulkan; then
   say "vulkan: loader $(ls /usr/lib/x86_64-linux-gnu/libvulkan.so.1 2>&1), ICD $VK_DRIVER_FILES"
 fi
 say "machine: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
+# coll-nccl needs nccl.h at configure time: the toolkit's, else the one PyTorch's nvidia-nccl
+# wheel carries (its include directory joins CMAKE_INCLUDE_PATH).
+if has coll-nccl && [ ! -e /usr/local/cuda/include/nccl.h ]; then
+  nh=$(find /opt /usr/include /usr/local -name nccl.h -not -path '*/nccl_device/*' 2>/dev/null | head -1)
+  say "coll-nccl: nccl.h ${nh:-not found (the bundle will not be built)}"
+  [ -n "$nh" ] && PARENCHYMA_EXTRA_INCLUDE="${PARENCHYMA_EXTRA_INCLUDE:-$SRC/.device/include};$(dirname "$nh")"
+fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 PYB=$(python3 -m pybind11 --cmakedir 2>/dev/null)
 if [ ! -f "$B/CMakeCache.txt" ] || [ "$(grep -c "PARENCHYMA_BUILD_TESTS:BOOL=$tests" "$B/CMakeCache.txt")" = 0 ]; then
