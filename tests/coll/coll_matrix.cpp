@@ -15,9 +15,17 @@
 //                           host, with the same results (exit 77 where no OpenCL backend exists)
 //   coll_matrix mismatch    the ranks call all_reduce with different sizes: every rank must get
 //                           an error naming the rank that differs, at once (no timeout)
+//   coll_matrix cuda        the matrix on the cuda backend through the NCCL bundle (coll_cuda),
+//                           then ops recorded into a CUDA graph and replayed, checked after each
+//                           replay against host values written between replays; exit 77 with
+//                           "SKIPPED: no CUDA device" / "... no NCCL bundle" where there is none.
+//                           One rank per GPU: the id by MPI (under mpirun), by the file that
+//                           PARENCHYMA_COLL_RENDEZVOUS names, or one rank alone.
 #include <parenchyma/coll.hpp>
 #include <parenchyma/error.hpp>
+#include <parenchyma/graph.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -505,8 +513,139 @@ int fallback() {
   return failures == 0 ? 0 : 1;
 }
 
+// Ops recorded into a graph on the cuda backend, replayed twice with new host inputs between
+// the replays: each replay must give the outputs of the inputs it found (so the ops really ran
+// in the replay, on the data then current). out-of-place ops, so even one rank moves data.
+int cuda_graph(const coll::Communicator& comm) {
+  const int size = comm.size(), rank = comm.rank();
+  const int64_t n = 1003;
+  SharedTensor<float> x({n}), sum({n}), gathered({n * size}), scattered({n});
+  SharedTensor<float> xs({n * size}), a2a({n * size});
+  SharedTensor<f16> h({n}), havg({n});
+  auto fill = [&](int round) {
+    auto xv = x.write_only();
+    auto hv = h.write_only();
+    for (int64_t i = 0; i < n; ++i) {
+      xv[static_cast<size_t>(i)] = static_cast<float>(round * 1000 + rank * 7 + i % 13);
+      hv[static_cast<size_t>(i)] = f16(static_cast<float>(round + rank + i % 5));
+    }
+    auto bv = xs.write_only();
+    for (int64_t i = 0; i < n * size; ++i)
+      bv[static_cast<size_t>(i)] = static_cast<float>(round * 100 + rank + i % 11);
+  };
+  // Outputs start as sentinels (the graph must overwrite them).
+  for (auto* t : {&sum, &gathered, &scattered, &a2a})
+    for (auto& v : t->write_only())
+      v = -12345;
+  for (auto& v : havg.write_only())
+    v = f16(-1.0f);
+  fill(0);
+  Graph g = Graph::record(comm.backend(), [&] {
+    comm.all_reduce(x, sum, reduce_op::sum);
+    comm.all_reduce(h, havg, reduce_op::avg); // through f32: our kernels in the graph too
+    comm.all_gather(x, gathered);
+    comm.reduce_scatter(xs, scattered, reduce_op::max);
+    comm.all_to_all(xs, a2a);
+  });
+  std::printf("[rank %d] recorded %zu coll ops into a graph\n", rank, g.op_count());
+  for (int round = 1; round <= 2; ++round) {
+    fill(round);
+    g.replay();
+    const auto s = sum.read(), ga = gathered.read(), sc = scattered.read(), aa = a2a.read();
+    const auto hv = havg.read();
+    for (int64_t i = 0; i < n; ++i) {
+      double want = 0, hw = 0;
+      for (int r = 0; r < size; ++r) {
+        want += round * 1000 + r * 7 + i % 13;
+        hw += round + r + i % 5;
+      }
+      if (s[static_cast<size_t>(i)] != static_cast<float>(want))
+        fail("graph replay %d: all_reduce sum[%lld] is %g, expected %g", round,
+             static_cast<long long>(i), static_cast<double>(s[static_cast<size_t>(i)]), want);
+      const float hwant = static_cast<float>(f16(static_cast<float>(hw / size)));
+      if (static_cast<float>(hv[static_cast<size_t>(i)]) != hwant)
+        fail("graph replay %d: f16 all_reduce avg[%lld] is %g, expected %g", round,
+             static_cast<long long>(i),
+             static_cast<double>(static_cast<float>(hv[static_cast<size_t>(i)])),
+             static_cast<double>(hwant));
+      double mx = -1e30;
+      for (int r = 0; r < size; ++r)
+        mx = std::max<double>(mx, round * 100 + r + (rank * n + i) % 11);
+      if (sc[static_cast<size_t>(i)] != static_cast<float>(mx))
+        fail("graph replay %d: reduce_scatter max[%lld] is %g, expected %g", round,
+             static_cast<long long>(i), static_cast<double>(sc[static_cast<size_t>(i)]), mx);
+    }
+    for (int r = 0; r < size; ++r)
+      for (int64_t i = 0; i < n; ++i) {
+        const size_t at = static_cast<size_t>(r * n + i);
+        const double g_want = round * 1000 + r * 7 + i % 13;
+        if (ga[at] != static_cast<float>(g_want))
+          fail("graph replay %d: all_gather[%zu] is %g, expected %g", round, at,
+               static_cast<double>(ga[at]), g_want);
+        const double a_want = round * 100 + r + (rank * n + i) % 11; // block rank of rank r's xs
+        if (aa[at] != static_cast<float>(a_want))
+          fail("graph replay %d: all_to_all[%zu] is %g, expected %g", round, at,
+               static_cast<double>(aa[at]), a_want);
+      }
+  }
+  // barrier waits on the host: refused while recording, with a message that says so.
+  try {
+    Graph::record(comm.backend(), [&] { comm.barrier(); });
+    fail("recording a barrier into a graph did not fail");
+  } catch (const error& e) {
+    if (std::string(e.what()).find("graph") == std::string::npos)
+      fail("the refused barrier's error does not say why: %s", e.what());
+  }
+  comm.barrier();
+  if (failures == 0)
+    std::printf("[rank %d of %d] coll on cuda in a graph: 2 replays passed\n", rank, size);
+  return failures == 0 ? 0 : 1;
+}
+
+int cuda(bool graph_only) {
+  std::unique_ptr<Backend> gpu;
+  try {
+    gpu = std::make_unique<Backend>("cuda");
+  } catch (const std::exception& e) {
+    std::printf("SKIPPED: no CUDA device (%s)\n", e.what());
+    return 77;
+  }
+  if (!coll::Communicator::uses_unique_id(*gpu)) {
+    std::string route = "nowhere";
+    try {
+      const OpRoute r = gpu->route(ext::op_key<pcy_coll_all_reduce_schema>(PCY_DTYPE_F32));
+      route = r.bundle + " on " + r.framework;
+    } catch (const std::exception& e) {
+      route = e.what();
+    }
+    std::printf("SKIPPED: the cuda backend has no NCCL coll bundle (coll.all_reduce runs on %s; "
+                "is libnccl.so.2 missing? parenchyma-info says why)\n",
+                route.c_str());
+    return 77;
+  }
+  coll::Communicator comm(*gpu);
+  my_rank = comm.rank();
+  const OpRoute r = gpu->route(ext::op_key<pcy_coll_all_reduce_schema>(PCY_DTYPE_F32));
+  std::printf("[rank %d of %d] coll on %s: %s (%s)\n", comm.rank(), comm.size(),
+              gpu->name().c_str(), r.bundle.c_str(), r.implementation.c_str());
+  if (r.fallback || r.bundle.find("coll_cuda") == std::string::npos) {
+    fail("coll.all_reduce on cuda runs on %s, not the NCCL bundle", r.bundle.c_str());
+    return 1;
+  }
+  if (!graph_only && matrix(comm) != 0) return 1;
+  return cuda_graph(comm);
+}
+
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "matrix";
+  if (mode == "cuda" || mode == "cuda-graph") {
+    try {
+      return cuda(mode == "cuda-graph");
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "[rank %d] FAIL: %s\n", my_rank, e.what());
+      return 1;
+    }
+  }
   if (mode == "fallback") {
     try {
       return fallback();

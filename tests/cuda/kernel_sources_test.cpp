@@ -7,6 +7,9 @@
 
 #include "extensions/blas/cuda/kernels_cu.hpp"
 #include "extensions/nn/cuda/kernels_cu.hpp"
+#ifdef PARENCHYMA_TEST_COLL_CUDA
+#include "extensions/coll/cuda/kernels_cu.hpp"
+#endif
 
 #include <chrono>
 #include <cstdio>
@@ -29,8 +32,13 @@ int main() {
   const struct {
     const char* name;
     const char* source;
-  } sources[] = {{"blas_cuda", parenchyma::blas_cuda::kernel_source()},
-                 {"nn_cuda", parenchyma::nn_cuda::kernel_source()}};
+  } sources[] = {
+      {"blas_cuda", parenchyma::blas_cuda::kernel_source()},
+      {"nn_cuda", parenchyma::nn_cuda::kernel_source()},
+#ifdef PARENCHYMA_TEST_COLL_CUDA
+      {"coll_cuda", parenchyma::coll_cuda::kernel_source()},
+#endif
+  };
   for (const auto& s : sources) {
     const auto t0 = std::chrono::steady_clock::now();
     try {

@@ -30,6 +30,13 @@
 #   array     the array extension: its tests on every backend (cuda, NVIDIA OpenCL, PoCL, native),
 #             the NN demo on cuda, then A1-A4 (bench_array_cuda) against a device copy or fill
 #   array-quick  the random and repeated-launch GPU tests, then A1-A4
+#   coll-nccl the coll extension's NCCL bundle (coll_cuda): where libnccl.so.2 is, the load report,
+#             the coll tests on cuda with one rank (coll_cuda_np1: file rendezvous, the matrix and a
+#             replayed graph; coll_cuda_mpi_np1 under mpirun where MPI is), then bench_coll_nccl
+#             (ncclAllReduce direct vs through parenchyma on the stream, and per op in graphs);
+#             on a machine of several GPUs also the matrix with one process a GPU (file
+#             rendezvous). libnccl.so.2: PCY_NCCL_LIB (a directory), else the loader's, the
+#             toolkit's, or the first found under /opt, /usr/local, /usr/lib (PyTorch's wheel)
 #   vulkan    NVIDIA's Vulkan driver: the loader and glvnd from .gl/*.deb (unpacked with dpkg -x;
 #             the machine has the ICD only) and .gl/parenchyma-glsl.so; parenchyma-info, the
 #             framework and BLAS conformance suites on vulkan, the thread stress test on vulkan
@@ -80,6 +87,7 @@ has array && targets+=(bench_array_cuda test_array test_array_gpu test_array_hos
   parenchyma-array-native parenchyma-array-opencl parenchyma-array-cuda parenchyma-nn-demo)
 has array-quick && targets+=(bench_array_cuda test_array_gpu test_array_random parenchyma-array-native
   parenchyma-array-opencl parenchyma-array-cuda)
+has coll-nccl && targets+=(parenchyma-coll-cuda test_coll_matrix bench_coll_nccl)
 has vulkan && targets+=(parenchyma-vulkan parenchyma-blas-vulkan parenchyma-conformance test_stress)
 # The cuda plugin and blas_cuda too (also under PCY_TARGETS_ONLY): the bench's cuBLAS column.
 has vulkan-bench && targets+=(parenchyma-vulkan parenchyma-blas-vulkan bench_blas_vulkan parenchyma-cuda
@@ -94,6 +102,13 @@ if has vulkan || has vulkan-bench; then
   say "vulkan: loader $(ls /usr/lib/x86_64-linux-gnu/libvulkan.so.1 2>&1), ICD $VK_DRIVER_FILES"
 fi
 say "machine: $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) cores"
+# coll-nccl needs nccl.h at configure time: the toolkit's, else the one PyTorch's nvidia-nccl
+# wheel carries (its include directory joins CMAKE_INCLUDE_PATH).
+if has coll-nccl && [ ! -e /usr/local/cuda/include/nccl.h ]; then
+  nh=$(find /opt /usr/include /usr/local -name nccl.h -not -path '*/nccl_device/*' 2>/dev/null | head -1)
+  say "coll-nccl: nccl.h ${nh:-not found (the bundle will not be built)}"
+  [ -n "$nh" ] && PARENCHYMA_EXTRA_INCLUDE="${PARENCHYMA_EXTRA_INCLUDE:-$SRC/.device/include};$(dirname "$nh")"
+fi
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
 PYB=$(python3 -m pybind11 --cmakedir 2>/dev/null)
 if [ ! -f "$B/CMakeCache.txt" ] || [ "$(grep -c "PARENCHYMA_BUILD_TESTS:BOOL=$tests" "$B/CMakeCache.txt")" = 0 ]; then
@@ -103,6 +118,20 @@ if [ ! -f "$B/CMakeCache.txt" ] || [ "$(grep -c "PARENCHYMA_BUILD_TESTS:BOOL=$te
     || { tail -30 "$L/configure.log"; exit 1; }
 fi
 say "configured"
+# coll-nccl's targets exist only where CMake found nccl.h (and MPI for parts of the tests): an
+# unknown target would stop ninja before it builds anything, so those not configured are dropped.
+if has coll-nccl; then
+  known=$(ninja -C "$B" -t targets all 2>/dev/null | sed 's/:.*//')
+  keep=()
+  for t in "${targets[@]}"; do
+    case $t in
+    parenchyma-coll-cuda | test_coll_matrix | bench_coll_nccl)
+      if grep -qx "$t" <<<"$known"; then keep+=("$t"); else say "coll-nccl: target $t not configured here (nccl.h not found? see $L/configure.log)"; fi ;;
+    *) keep+=("$t") ;;
+    esac
+  done
+  targets=("${keep[@]}")
+fi
 if [ $all = ON ]; then ninja -C "$B" -j"$(nproc)" -k 0 >"$L/build.log" 2>&1
 else ninja -C "$B" -j"$(nproc)" -k 0 "${targets[@]}" >"$L/build.log" 2>&1; fi
 rc=$?
@@ -287,6 +316,36 @@ for p in "$@"; do
     timeout 200 "$bin/bench_blas_vulkan" >"$L/vulkan-bench.log" 2>&1; echo "exit code $?"
     grep -E "^# |CHECK" "$L/vulkan-bench.log" | head -8
     sed -n '/^== /,$p' "$L/vulkan-bench.log" | cut -c1-200 ;;
+  coll-nccl)
+    export NCCL_NVLS_ENABLE=0 # the lent machines' rule: NVLink multicast stays off in NCCL
+    # libnccl.so.2: PCY_NCCL_LIB, else the loader's path or the toolkit's, else the one the image's
+    # PyTorch carries (the nvidia-nccl wheel's lib directory), put on LD_LIBRARY_PATH.
+    nl=${PCY_NCCL_LIB:+$PCY_NCCL_LIB/libnccl.so.2}
+    [ -z "$nl" ] && nl=$(ldconfig -p | grep -m1 'libnccl.so.2 ' | sed 's/.*=> //')
+    [ -z "$nl" ] && [ -e /usr/local/cuda/lib64/libnccl.so.2 ] && nl=/usr/local/cuda/lib64/libnccl.so.2
+    [ -z "$nl" ] && nl=$(find /opt /usr/local /usr/lib -name libnccl.so.2 2>/dev/null | head -1)
+    [ -n "$nl" ] && export LD_LIBRARY_PATH="$(dirname "$nl")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+    say "coll-nccl: libnccl.so.2 ${nl:-not found}"
+    "$bin/parenchyma-info" 2>&1 | grep -E "coll_(cuda|native) " | head -4
+    say "coll tests on cuda, one rank (ctest -R coll_cuda)"
+    (cd "$B" && timeout 300 ctest -R coll_cuda -V --timeout 280 >"$L/coll-nccl-ctest.log" 2>&1); echo "ctest exit code $?"
+    grep -E "coll on |SKIPPED|FAIL|passed|recorded|Test +#|tests passed|tests failed" "$L/coll-nccl-ctest.log" | tail -24
+    ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+    if [ "${ngpu:-0}" -ge 2 ]; then
+      say "coll on cuda, $ngpu ranks: one process a GPU, the id through a file rendezvous"
+      id="$B/coll-nccl-$$.id"; rm -f "$id"; pids=()
+      for r in $(seq 0 $((ngpu - 1))); do
+        CUDA_VISIBLE_DEVICES=$r PARENCHYMA_COLL_RENDEZVOUS=$id PARENCHYMA_COLL_RANK=$r \
+          PARENCHYMA_COLL_SIZE=$ngpu PARENCHYMA_COLL_TIMEOUT=60 PARENCHYMA_LOG_LEVEL=warn \
+          timeout 280 "$bin/test_coll_matrix" cuda >"$L/coll-nccl-rank$r.log" 2>&1 &
+        pids+=($!)
+      done
+      for r in "${!pids[@]}"; do
+        wait "${pids[$r]}"; echo "rank $r exit code $?"; grep -E "FAIL|passed|coll on" "$L/coll-nccl-rank$r.log" | head -8
+      done
+    fi
+    say "bench_coll_nccl (targets: stream <= +1 us per op, graph <= 0.6 us per op)"
+    timeout 200 "$bin/bench_coll_nccl" 2>&1 | tee "$L/bench_coll_nccl.log" | tail -10 ;;
   demo) say demo; timeout 150 "$bin/parenchyma-nn-demo" >"$L/demo.log" 2>&1; echo "demo exit code $?"; tail -15 "$L/demo.log" ;;
   *) echo "unknown phase $p" ;;
   esac

@@ -32,6 +32,12 @@
 /* 0 turns the cross-rank check of each op's dtype, element count, reduce and root off (1: on,
  * the default). */
 #define PCY_COLL_CHECK_SETTING "PARENCHYMA_COLL_CHECK"
+/* The file rendezvous of engines started from a unique id (front-end, docs/distributed.md): the
+ * path of a file that rank 0 writes the id to and the other ranks read, and this process's rank
+ * and the number of ranks (environment variables). */
+#define PCY_COLL_RENDEZVOUS_SETTING "PARENCHYMA_COLL_RENDEZVOUS"
+#define PCY_COLL_RANK_SETTING "PARENCHYMA_COLL_RANK"
+#define PCY_COLL_SIZE_SETTING "PARENCHYMA_COLL_SIZE"
 
 /* The reductions, the values of `reduce`. */
 #define PCY_COLL_REDUCE_SUM 0
@@ -106,6 +112,25 @@
 /* Returns on each rank once every rank has called it. Registered for dtype I64. */
 #define PCY_COLL_BARRIER_ARGS(X) X(comm, INT, 0, OP, ANY)
 
+/* Communicators of engines that start from a unique id rather than from MPI (NCCL: the coll_cuda
+ * bundle). The id is PCY_COLL_UNIQUE_ID_WORDS int64 words (NCCL's 128-byte ncclUniqueId); the
+ * program moves it from the rank that made it to the others (the front-end: through the MPI
+ * bundle's broadcast, or a file: docs/distributed.md). A bundle that serves these ops serves
+ * every other coll op for the communicators they make; the MPI bundle serves neither. */
+#define PCY_COLL_UNIQUE_ID_WORDS 16
+/* unique_id(uid): writes a new id to uid (PCY_COLL_UNIQUE_ID_WORDS elements), on the one rank
+ * that becomes rank 0. Registered for dtype I64. */
+#define PCY_COLL_UNIQUE_ID_ARGS(X) X(uid, TENSOR, OUT, I64, 1)
+/* comm_init_rank(rank, size, local_rank, local_size, uid, info): collective over the `size`
+ * processes that pass the same uid (PCY_COLL_UNIQUE_ID_WORDS values), each with its own `rank`
+ * (0 .. size-1); local_rank / local_size: the rank among the ranks on this host and their number
+ * (written back to info). Writes info as comm_init does. Registered for dtype I64. */
+#define PCY_COLL_COMM_INIT_RANK_ARGS(X)                                                            \
+  X(rank, INT, 0, OP, ANY)                                                                         \
+  X(size, INT, 0, OP, ANY)                                                                         \
+  X(local_rank, INT, 0, OP, ANY)                                                                   \
+  X(local_size, INT, 0, OP, ANY) X(uid, INT_ARRAY, 0, OP, ANY) X(info, TENSOR, OUT, I64, 1)
+
 /* pcy_coll_<op>_schema and pcy_coll_<op>_args */
 PCY_DECLARE_OP_SCHEMA(pcy_coll, comm_init, PCY_COLL_EXTENSION, PCY_COLL_COMM_INIT_ARGS)
 PCY_DECLARE_OP_SCHEMA(pcy_coll, all_reduce, PCY_COLL_EXTENSION, PCY_COLL_ALL_REDUCE_ARGS)
@@ -124,5 +149,7 @@ PCY_DECLARE_OP_SCHEMA(pcy_coll, all_to_all, PCY_COLL_EXTENSION, PCY_COLL_ALL_TO_
 PCY_DECLARE_OP_SCHEMA(pcy_coll, send, PCY_COLL_EXTENSION, PCY_COLL_SEND_ARGS)
 PCY_DECLARE_OP_SCHEMA(pcy_coll, recv, PCY_COLL_EXTENSION, PCY_COLL_RECV_ARGS)
 PCY_DECLARE_OP_SCHEMA(pcy_coll, barrier, PCY_COLL_EXTENSION, PCY_COLL_BARRIER_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_coll, unique_id, PCY_COLL_EXTENSION, PCY_COLL_UNIQUE_ID_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_coll, comm_init_rank, PCY_COLL_EXTENSION, PCY_COLL_COMM_INIT_RANK_ARGS)
 
 #endif /* PCY_COLL_H */
