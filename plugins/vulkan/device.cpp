@@ -113,9 +113,12 @@ void plugin::discover() {
     }
     VkPhysicalDeviceDriverProperties drv{};
     drv.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_DRIVER_PROPERTIES;
+    VkPhysicalDeviceVulkan12Properties v12{};
+    v12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_PROPERTIES;
+    v12.pNext = &drv;
     VkPhysicalDeviceVulkan11Properties v11{};
     v11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_PROPERTIES;
-    v11.pNext = &drv;
+    v11.pNext = &v12;
     VkPhysicalDeviceProperties2 props{};
     props.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
     props.pNext = &v11;
@@ -169,6 +172,9 @@ void plugin::discover() {
     d->fp16 = f12.shaderFloat16 != VK_FALSE;
     d->fp64 = features.features.shaderFloat64 != VK_FALSE && !hide_fp64;
     d->int64 = features.features.shaderInt64 != VK_FALSE;
+    d->denorm_preserve16 = v12.shaderDenormPreserveFloat16 != VK_FALSE;
+    d->denorm_preserve32 = v12.shaderDenormPreserveFloat32 != VK_FALSE;
+    d->denorm_preserve64 = v12.shaderDenormPreserveFloat64 != VK_FALSE;
     vk_.vkGetPhysicalDeviceMemoryProperties(p, &d->memory);
     for (uint32_t h = 0; h < d->memory.memoryHeapCount; ++h)
       if (d->memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
@@ -205,6 +211,7 @@ void plugin::discover() {
     pr.flag(PCY_PROP_FP64, d->fp64);
     pr.flag("fp16", d->fp16);
     pr.flag("int64", d->int64);
+    pr.flag("denorm_preserve_f32", d->denorm_preserve32);
     log_.debug("device ", devices_.size(), ": '", d->name, "' (", d->vendor, ", ",
                type_name(base.deviceType), ", Vulkan ", d->api_version, ", driver ",
                d->driver_version, ")");

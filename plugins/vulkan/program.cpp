@@ -321,8 +321,56 @@ kernel* program::create_kernel(const char* name) {
 
 // ---- kernels ----------------------------------------------------------------------------------
 
-void kernel::add(const device_ref& dev, std::span<const uint32_t> words) {
+// SPIR-V as compiled (and cached) asks nothing of subnormals, and a driver may then flush them:
+// NVIDIA's flushed f32 subnormal results to zero (blas_vulkan's nrm2, dot and axpy on tiny
+// values, 2026-12-07). Where the device can preserve them, the module given to the driver gains
+// the DenormPreserve capability and one DenormPreserve execution mode per float width it
+// declares (SPIR-V 1.4 and later have float controls in the core; older modules are left alone).
+// Modules that already say something about subnormals are left as they are.
+std::vector<uint32_t> with_denorm_preserve(std::span<const uint32_t> words, const device_info& d) {
+  constexpr uint32_t op_capability = 17, op_entry_point = 15, op_execution_mode = 16;
+  constexpr uint32_t cap_float16 = 9, cap_float64 = 10, cap_denorm_preserve = 4464,
+                     cap_denorm_flush = 4465, mode_denorm_preserve = 4459;
+  std::vector<uint32_t> out(words.begin(), words.end());
+  if (words.size() < 5 || words[0] != 0x07230203u || words[1] < 0x00010400u) return out;
+  bool f16 = false, f64 = false;
+  size_t after_caps = 0, after_entries = 0;
+  std::vector<uint32_t> entries;
+  for (size_t i = 5; i < words.size();) {
+    const uint32_t count = words[i] >> 16, op = words[i] & 0xffffu;
+    if (count == 0 || i + count > words.size()) return out; // malformed: the driver will say
+    if (op == op_capability && count >= 2) {
+      if (words[i + 1] == cap_denorm_preserve || words[i + 1] == cap_denorm_flush) return out;
+      f16 = f16 || words[i + 1] == cap_float16;
+      f64 = f64 || words[i + 1] == cap_float64;
+      after_caps = i + count;
+    } else if (op == op_entry_point && count >= 3) {
+      entries.push_back(words[i + 2]);
+      after_entries = i + count;
+    } else if (op == op_execution_mode) {
+      after_entries = i + count;
+    }
+    i += count;
+  }
+  std::vector<uint32_t> widths;
+  if (d.denorm_preserve32) widths.push_back(32);
+  if (f16 && d.denorm_preserve16) widths.push_back(16);
+  if (f64 && d.denorm_preserve64) widths.push_back(64);
+  if (widths.empty() || entries.empty() || after_caps == 0 || after_entries < after_caps)
+    return out;
+  std::vector<uint32_t> modes;
+  for (const uint32_t e : entries)
+    for (const uint32_t w : widths)
+      modes.insert(modes.end(), {(4u << 16) | op_execution_mode, e, mode_denorm_preserve, w});
+  out.insert(out.begin() + static_cast<std::ptrdiff_t>(after_entries), modes.begin(), modes.end());
+  const uint32_t cap[] = {(2u << 16) | op_capability, cap_denorm_preserve};
+  out.insert(out.begin() + static_cast<std::ptrdiff_t>(after_caps), std::begin(cap), std::end(cap));
+  return out;
+}
+
+void kernel::add(const device_ref& dev, std::span<const uint32_t> given) {
   const vk_device_api& fn = dev->fn;
+  const std::vector<uint32_t> words = with_denorm_preserve(given, dev->info);
   pipeline p;
   p.dev = dev;
   // Pushed first: the destructor releases whatever was made if a later step fails.

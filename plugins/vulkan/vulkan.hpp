@@ -49,6 +49,9 @@ struct device_info {
   uint32_t queue_family = 0;
   uint32_t subgroup_size = 0;
   bool host_unified = false, fp16 = false, fp64 = false, int64 = false;
+  // shaderDenormPreserveFloat16/32/64: the device keeps subnormal results when a module asks
+  // (DenormPreserve); without the request a driver may flush them (NVIDIA's does for f32).
+  bool denorm_preserve16 = false, denorm_preserve32 = false, denorm_preserve64 = false;
   uint64_t global_memory = 0, local_memory = 0, max_alloc = 0, max_storage_range = 0;
   uint32_t max_work_group = 0, max_push_constants = 0;
   uint32_t max_group_count[3] = {0, 0, 0};
