@@ -439,6 +439,7 @@ struct l1_row {
   std::string op{}, size{};
   std::string status{}; // "" when timed, else why not
   double ours_gbs = 0, copy_gbs = 0, fraction = 0, f10 = 0, f90 = 0;
+  double cuda_copy_gbs = 0; // the cuda framework's device copy of the same bytes; 0: none
 };
 struct gemm_row {
   int n = 0;
@@ -455,7 +456,45 @@ struct bench_ctx {
   bench::suite& s;
   bool quick;
   int reps;
+  const Backend* cu = nullptr; // the cuda backend on the same machine, when there is one
 };
+
+// The cuda framework's device copy (cuMemcpyDtoD on its stream) of `bytes`, in GB/s of bytes read
+// and written (2 x bytes), best of 7 runs of a few copies; 0 where it cannot run. On NVIDIA
+// hardware this is the memory's limit, which vkCmdCopyBuffer (the Vulkan copy) may not reach.
+double cuda_copy_gbs(const Backend& cu, size_t bytes) {
+  try {
+    const int64_t n = int64_t(bytes / sizeof(float));
+    SharedTensor<float> x({n}), y({n});
+    for (float& v : x.write_only())
+      v = 1.0f;
+    const pcy_memory xm = x.read(cu), ym = y.write(cu);
+    const auto& api = cu.framework().api();
+    if (!api.memory_copy) return 0;
+    auto copy = [&] {
+      pcy_memory_copy_args a{};
+      a.struct_size = sizeof a;
+      a.queue = cu.queue();
+      a.src = xm;
+      a.dst = ym;
+      a.bytes = bytes;
+      throw_if(api.memory_copy(&a), "cuda memory_copy");
+    };
+    copy();
+    cu.synchronize();
+    double best = 1e300;
+    for (int rep = 0; rep < 7; ++rep) {
+      const double t0 = now_ns();
+      for (int i = 0; i < 4; ++i)
+        copy();
+      cu.synchronize();
+      best = std::min(best, (now_ns() - t0) / 4);
+    }
+    return 2.0 * double(bytes) / best;
+  } catch (const parenchyma::error&) {
+    return 0;
+  }
+}
 
 // Small ops on n floats (1024; --small-n): the public API against the raw dispatch, both waiting.
 void small_ops(bench_ctx& c, uint32_t n, std::vector<small_row>& rows) {
@@ -646,6 +685,8 @@ void level1(bench_ctx& c, size_t bytes, std::vector<l1_row>& rows) {
   };
   const double B = double(bytes);
   auto copy_ns = timed(device_copy);
+  const double cu_gbs = c.cu != nullptr ? cuda_copy_gbs(*c.cu, bytes) : 0;
+  if (cu_gbs > 0) c.s.meta("cuda copy GB/s " + sz, std::to_string(cu_gbs));
   struct spec {
     int k;
     double moved;
@@ -672,7 +713,9 @@ void level1(bench_ctx& c, size_t bytes, std::vector<l1_row>& rows) {
         op + " " + sz + " vs copy", [&] { return copy_ns() * sp.moved / (2 * B); }, timed(sp.f), o,
         "copy", "vulkan");
     rows.push_back({op, sz, "", sp.moved / res.ours_ns, sp.moved / res.peer_ns, 1 / res.ratio,
-                    1 / res.p90, 1 / res.p10});
+                    1 / res.p90, 1 / res.p10, cu_gbs});
+    if (cu_gbs > 0)
+      c.s.meta(op + " " + sz + " of cuda copy", std::to_string(sp.moved / res.ours_ns / cu_gbs));
   }
 }
 
@@ -855,7 +898,7 @@ int main(int argc, char** argv) {
   if (!cb) s.meta("cuda", cu_why);
   std::printf("# cuBLAS column: %s\n",
               cb ? ("cuda backend on " + cb->device().name).c_str() : cu_why.c_str());
-  bench_ctx c{b, s, quick, 15};
+  bench_ctx c{b, s, quick, 15, cb ? &*cb : nullptr};
 
   std::printf("\n# small ops: public API (op + synchronize) vs raw Vulkan (record + dispatch + "
               "submit + fence wait), both waiting for completion\n");
@@ -878,10 +921,16 @@ int main(int argc, char** argv) {
   // ---- the summary ----
   std::printf("\n== BLAS-1 f32 on %s: fraction of device-copy bandwidth (target >= 0.85)\n",
               d.name.c_str());
-  std::printf("%-6s %-8s %12s %12s %9s  %s\n", "op", "size", "ours GB/s", "copy GB/s", "fraction",
-              "[p10 p90] / status");
+  std::printf("(copy: vkCmdCopyBuffer; cuda copy: the cuda framework's cuMemcpyDtoD of the same "
+              "bytes, the memory's limit on NVIDIA hardware)\n");
+  std::printf("%-6s %-8s %12s %12s %9s  %-15s %12s %8s\n", "op", "size", "ours GB/s", "copy GB/s",
+              "fraction", "[p10 p90]", "cuda copy", "of cuda");
   for (const l1_row& r : l1)
-    if (r.status.empty())
+    if (r.status.empty() && r.cuda_copy_gbs > 0)
+      std::printf("%-6s %-8s %12.2f %12.2f %9.3f  [%.3f %.3f] %12.2f %8.3f\n", r.op.c_str(),
+                  r.size.c_str(), r.ours_gbs, r.copy_gbs, r.fraction, r.f10, r.f90, r.cuda_copy_gbs,
+                  r.ours_gbs / r.cuda_copy_gbs);
+    else if (r.status.empty())
       std::printf("%-6s %-8s %12.2f %12.2f %9.3f  [%.3f %.3f]\n", r.op.c_str(), r.size.c_str(),
                   r.ours_gbs, r.copy_gbs, r.fraction, r.f10, r.f90);
     else
