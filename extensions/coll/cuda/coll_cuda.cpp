@@ -18,6 +18,7 @@
 // by our kernel (NCCL's ncclAvg pre-scales floats); all_to_all is grouped ncclSend / ncclRecv;
 // tags are accepted but NCCL matches a peer's sends and receives in call order; barrier is an
 // all_reduce of one element and a host wait (not recordable). docs/distributed.md.
+#include "bundle_common.hpp"
 #include "kernels_cu.hpp"
 
 #include <parenchyma/abi/ext/pcy_coll.h>
@@ -725,15 +726,7 @@ constexpr sdk::bundle_identity identity{
 class coll_cuda_bundle : public sdk::bundle_base<identity, coll_context> {
 public:
   explicit coll_cuda_bundle(const pcy_host_services& host) : bundle_base(host) {
-    if (const char* t = settings_.find(PCY_COLL_TIMEOUT_SETTING)) {
-      char* end = nullptr;
-      const double v = std::strtod(t, &end);
-      if (end == t || *end != '\0' || !(v > 0) || !std::isfinite(v))
-        log_.warn(PCY_COLL_TIMEOUT_SETTING, "=", t, " is not a positive number of seconds; using ",
-                  PCY_COLL_TIMEOUT_DEFAULT);
-      else
-        set_.timeout_s = v;
-    }
+    set_.timeout_s = parenchyma::coll_bundle::timeout_setting(settings_, log_, set_.timeout_s);
     if (const char* b = settings_.find(blocking_setting)) {
       if (std::strcmp(b, "1") == 0)
         set_.blocking = true;
@@ -745,50 +738,24 @@ public:
       return; // loads, serves no op, says why
     }
     const std::string lib = label_;
-    add_all<op_all_reduce<PCY_DTYPE_F16>, op_all_reduce<PCY_DTYPE_BF16>,
-            op_all_reduce<PCY_DTYPE_F32>, op_all_reduce<PCY_DTYPE_F64>,
-            op_all_reduce<PCY_DTYPE_I32>, op_all_reduce<PCY_DTYPE_I64>>(pcy_coll_all_reduce_schema,
-                                                                        lib + " ncclAllReduce");
-    add_all<op_all_reduce_inplace<PCY_DTYPE_F16>, op_all_reduce_inplace<PCY_DTYPE_BF16>,
-            op_all_reduce_inplace<PCY_DTYPE_F32>, op_all_reduce_inplace<PCY_DTYPE_F64>,
-            op_all_reduce_inplace<PCY_DTYPE_I32>, op_all_reduce_inplace<PCY_DTYPE_I64>>(
-        pcy_coll_all_reduce_inplace_schema, lib + " ncclAllReduce in place");
-    add_all<op_broadcast<PCY_DTYPE_F16>, op_broadcast<PCY_DTYPE_BF16>, op_broadcast<PCY_DTYPE_F32>,
-            op_broadcast<PCY_DTYPE_F64>, op_broadcast<PCY_DTYPE_I32>, op_broadcast<PCY_DTYPE_I64>>(
-        pcy_coll_broadcast_schema, lib + " ncclBroadcast");
-    add_all<op_reduce<PCY_DTYPE_F16>, op_reduce<PCY_DTYPE_BF16>, op_reduce<PCY_DTYPE_F32>,
-            op_reduce<PCY_DTYPE_F64>, op_reduce<PCY_DTYPE_I32>, op_reduce<PCY_DTYPE_I64>>(
-        pcy_coll_reduce_schema, lib + " ncclReduce");
-    add_all<op_reduce_inplace<PCY_DTYPE_F16>, op_reduce_inplace<PCY_DTYPE_BF16>,
-            op_reduce_inplace<PCY_DTYPE_F32>, op_reduce_inplace<PCY_DTYPE_F64>,
-            op_reduce_inplace<PCY_DTYPE_I32>, op_reduce_inplace<PCY_DTYPE_I64>>(
-        pcy_coll_reduce_inplace_schema, lib + " ncclReduce in place");
-    add_all<op_all_gather<PCY_DTYPE_F16>, op_all_gather<PCY_DTYPE_BF16>,
-            op_all_gather<PCY_DTYPE_F32>, op_all_gather<PCY_DTYPE_F64>,
-            op_all_gather<PCY_DTYPE_I32>, op_all_gather<PCY_DTYPE_I64>>(pcy_coll_all_gather_schema,
-                                                                        lib + " ncclAllGather");
-    add_all<op_all_gather_inplace<PCY_DTYPE_F16>, op_all_gather_inplace<PCY_DTYPE_BF16>,
-            op_all_gather_inplace<PCY_DTYPE_F32>, op_all_gather_inplace<PCY_DTYPE_F64>,
-            op_all_gather_inplace<PCY_DTYPE_I32>, op_all_gather_inplace<PCY_DTYPE_I64>>(
-        pcy_coll_all_gather_inplace_schema, lib + " ncclAllGather in place");
-    add_all<op_reduce_scatter<PCY_DTYPE_F16>, op_reduce_scatter<PCY_DTYPE_BF16>,
-            op_reduce_scatter<PCY_DTYPE_F32>, op_reduce_scatter<PCY_DTYPE_F64>,
-            op_reduce_scatter<PCY_DTYPE_I32>, op_reduce_scatter<PCY_DTYPE_I64>>(
-        pcy_coll_reduce_scatter_schema, lib + " ncclReduceScatter");
-    add_all<op_reduce_scatter_inplace<PCY_DTYPE_F16>, op_reduce_scatter_inplace<PCY_DTYPE_BF16>,
-            op_reduce_scatter_inplace<PCY_DTYPE_F32>, op_reduce_scatter_inplace<PCY_DTYPE_F64>,
-            op_reduce_scatter_inplace<PCY_DTYPE_I32>, op_reduce_scatter_inplace<PCY_DTYPE_I64>>(
-        pcy_coll_reduce_scatter_inplace_schema, lib + " ncclReduceScatter in place");
-    add_all<op_all_to_all<PCY_DTYPE_F16>, op_all_to_all<PCY_DTYPE_BF16>,
-            op_all_to_all<PCY_DTYPE_F32>, op_all_to_all<PCY_DTYPE_F64>,
-            op_all_to_all<PCY_DTYPE_I32>, op_all_to_all<PCY_DTYPE_I64>>(
-        pcy_coll_all_to_all_schema, lib + " grouped ncclSend/ncclRecv");
-    add_all<op_send<PCY_DTYPE_F16>, op_send<PCY_DTYPE_BF16>, op_send<PCY_DTYPE_F32>,
-            op_send<PCY_DTYPE_F64>, op_send<PCY_DTYPE_I32>, op_send<PCY_DTYPE_I64>>(
-        pcy_coll_send_schema, lib + " ncclSend");
-    add_all<op_recv<PCY_DTYPE_F16>, op_recv<PCY_DTYPE_BF16>, op_recv<PCY_DTYPE_F32>,
-            op_recv<PCY_DTYPE_F64>, op_recv<PCY_DTYPE_I32>, op_recv<PCY_DTYPE_I64>>(
-        pcy_coll_recv_schema, lib + " ncclRecv");
+    add_all<PCY_COLL_DTYPES(op_all_reduce)>(pcy_coll_all_reduce_schema, lib + " ncclAllReduce");
+    add_all<PCY_COLL_DTYPES(op_all_reduce_inplace)>(pcy_coll_all_reduce_inplace_schema,
+                                                    lib + " ncclAllReduce in place");
+    add_all<PCY_COLL_DTYPES(op_broadcast)>(pcy_coll_broadcast_schema, lib + " ncclBroadcast");
+    add_all<PCY_COLL_DTYPES(op_reduce)>(pcy_coll_reduce_schema, lib + " ncclReduce");
+    add_all<PCY_COLL_DTYPES(op_reduce_inplace)>(pcy_coll_reduce_inplace_schema,
+                                                lib + " ncclReduce in place");
+    add_all<PCY_COLL_DTYPES(op_all_gather)>(pcy_coll_all_gather_schema, lib + " ncclAllGather");
+    add_all<PCY_COLL_DTYPES(op_all_gather_inplace)>(pcy_coll_all_gather_inplace_schema,
+                                                    lib + " ncclAllGather in place");
+    add_all<PCY_COLL_DTYPES(op_reduce_scatter)>(pcy_coll_reduce_scatter_schema,
+                                                lib + " ncclReduceScatter");
+    add_all<PCY_COLL_DTYPES(op_reduce_scatter_inplace)>(pcy_coll_reduce_scatter_inplace_schema,
+                                                        lib + " ncclReduceScatter in place");
+    add_all<PCY_COLL_DTYPES(op_all_to_all)>(pcy_coll_all_to_all_schema,
+                                            lib + " grouped ncclSend/ncclRecv");
+    add_all<PCY_COLL_DTYPES(op_send)>(pcy_coll_send_schema, lib + " ncclSend");
+    add_all<PCY_COLL_DTYPES(op_recv)>(pcy_coll_recv_schema, lib + " ncclRecv");
     table_.add<op_barrier>(pcy_coll_barrier_schema, PCY_DTYPE_I64,
                            lib + " ncclAllReduce of one element, then a host wait");
     table_.add<op_unique_id>(pcy_coll_unique_id_schema, PCY_DTYPE_I64, lib + " ncclGetUniqueId");

@@ -6,6 +6,7 @@
 // native op is. Every MPI exchange is non-blocking and polled against a deadline
 // (PARENCHYMA_COLL_TIMEOUT seconds): a peer that is gone or calls something else gives an error
 // naming the op and the rank, never a hang. docs/distributed.md is the guide.
+#include "bundle_common.hpp"
 #include "half.hpp"
 
 #include <parenchyma/abi/ext/pcy_coll.h>
@@ -742,15 +743,7 @@ constexpr sdk::bundle_identity identity{"coll_native", PCY_COLL_EXTENSION, "nati
 class coll_native_bundle : public sdk::bundle_base<identity, coll_context> {
 public:
   explicit coll_native_bundle(const pcy_host_services& host) : bundle_base(host) {
-    if (const char* t = settings_.find(PCY_COLL_TIMEOUT_SETTING)) {
-      char* end = nullptr;
-      const double v = std::strtod(t, &end);
-      if (end == t || *end != '\0' || !(v > 0) || !std::isfinite(v))
-        log_.warn(PCY_COLL_TIMEOUT_SETTING, "=", t, " is not a positive number of seconds; using ",
-                  PCY_COLL_TIMEOUT_DEFAULT);
-      else
-        set_.timeout_s = v;
-    }
+    set_.timeout_s = parenchyma::coll_bundle::timeout_setting(settings_, log_, set_.timeout_s);
     if (const char* c = settings_.find(PCY_COLL_CHECK_SETTING)) {
       if (std::strcmp(c, "0") == 0)
         set_.check = false;
@@ -758,50 +751,23 @@ public:
         log_.warn(PCY_COLL_CHECK_SETTING, "=", c, " is neither 0 nor 1; the check stays on");
     }
     const std::string lib = mpi_label();
-    add_all<op_all_reduce<PCY_DTYPE_F16>, op_all_reduce<PCY_DTYPE_BF16>,
-            op_all_reduce<PCY_DTYPE_F32>, op_all_reduce<PCY_DTYPE_F64>,
-            op_all_reduce<PCY_DTYPE_I32>, op_all_reduce<PCY_DTYPE_I64>>(pcy_coll_all_reduce_schema,
-                                                                        lib + " MPI_Iallreduce");
-    add_all<op_all_reduce_inplace<PCY_DTYPE_F16>, op_all_reduce_inplace<PCY_DTYPE_BF16>,
-            op_all_reduce_inplace<PCY_DTYPE_F32>, op_all_reduce_inplace<PCY_DTYPE_F64>,
-            op_all_reduce_inplace<PCY_DTYPE_I32>, op_all_reduce_inplace<PCY_DTYPE_I64>>(
-        pcy_coll_all_reduce_inplace_schema, lib + " MPI_Iallreduce in place");
-    add_all<op_broadcast<PCY_DTYPE_F16>, op_broadcast<PCY_DTYPE_BF16>, op_broadcast<PCY_DTYPE_F32>,
-            op_broadcast<PCY_DTYPE_F64>, op_broadcast<PCY_DTYPE_I32>, op_broadcast<PCY_DTYPE_I64>>(
-        pcy_coll_broadcast_schema, lib + " MPI_Ibcast");
-    add_all<op_reduce<PCY_DTYPE_F16>, op_reduce<PCY_DTYPE_BF16>, op_reduce<PCY_DTYPE_F32>,
-            op_reduce<PCY_DTYPE_F64>, op_reduce<PCY_DTYPE_I32>, op_reduce<PCY_DTYPE_I64>>(
-        pcy_coll_reduce_schema, lib + " MPI_Ireduce");
-    add_all<op_reduce_inplace<PCY_DTYPE_F16>, op_reduce_inplace<PCY_DTYPE_BF16>,
-            op_reduce_inplace<PCY_DTYPE_F32>, op_reduce_inplace<PCY_DTYPE_F64>,
-            op_reduce_inplace<PCY_DTYPE_I32>, op_reduce_inplace<PCY_DTYPE_I64>>(
-        pcy_coll_reduce_inplace_schema, lib + " MPI_Ireduce in place");
-    add_all<op_all_gather<PCY_DTYPE_F16>, op_all_gather<PCY_DTYPE_BF16>,
-            op_all_gather<PCY_DTYPE_F32>, op_all_gather<PCY_DTYPE_F64>,
-            op_all_gather<PCY_DTYPE_I32>, op_all_gather<PCY_DTYPE_I64>>(pcy_coll_all_gather_schema,
-                                                                        lib + " MPI_Iallgather");
-    add_all<op_all_gather_inplace<PCY_DTYPE_F16>, op_all_gather_inplace<PCY_DTYPE_BF16>,
-            op_all_gather_inplace<PCY_DTYPE_F32>, op_all_gather_inplace<PCY_DTYPE_F64>,
-            op_all_gather_inplace<PCY_DTYPE_I32>, op_all_gather_inplace<PCY_DTYPE_I64>>(
-        pcy_coll_all_gather_inplace_schema, lib + " MPI_Iallgather in place");
-    add_all<op_reduce_scatter<PCY_DTYPE_F16>, op_reduce_scatter<PCY_DTYPE_BF16>,
-            op_reduce_scatter<PCY_DTYPE_F32>, op_reduce_scatter<PCY_DTYPE_F64>,
-            op_reduce_scatter<PCY_DTYPE_I32>, op_reduce_scatter<PCY_DTYPE_I64>>(
-        pcy_coll_reduce_scatter_schema, lib + " MPI_Ireduce_scatter_block");
-    add_all<op_reduce_scatter_inplace<PCY_DTYPE_F16>, op_reduce_scatter_inplace<PCY_DTYPE_BF16>,
-            op_reduce_scatter_inplace<PCY_DTYPE_F32>, op_reduce_scatter_inplace<PCY_DTYPE_F64>,
-            op_reduce_scatter_inplace<PCY_DTYPE_I32>, op_reduce_scatter_inplace<PCY_DTYPE_I64>>(
+    add_all<PCY_COLL_DTYPES(op_all_reduce)>(pcy_coll_all_reduce_schema, lib + " MPI_Iallreduce");
+    add_all<PCY_COLL_DTYPES(op_all_reduce_inplace)>(pcy_coll_all_reduce_inplace_schema,
+                                                    lib + " MPI_Iallreduce in place");
+    add_all<PCY_COLL_DTYPES(op_broadcast)>(pcy_coll_broadcast_schema, lib + " MPI_Ibcast");
+    add_all<PCY_COLL_DTYPES(op_reduce)>(pcy_coll_reduce_schema, lib + " MPI_Ireduce");
+    add_all<PCY_COLL_DTYPES(op_reduce_inplace)>(pcy_coll_reduce_inplace_schema,
+                                                lib + " MPI_Ireduce in place");
+    add_all<PCY_COLL_DTYPES(op_all_gather)>(pcy_coll_all_gather_schema, lib + " MPI_Iallgather");
+    add_all<PCY_COLL_DTYPES(op_all_gather_inplace)>(pcy_coll_all_gather_inplace_schema,
+                                                    lib + " MPI_Iallgather in place");
+    add_all<PCY_COLL_DTYPES(op_reduce_scatter)>(pcy_coll_reduce_scatter_schema,
+                                                lib + " MPI_Ireduce_scatter_block");
+    add_all<PCY_COLL_DTYPES(op_reduce_scatter_inplace)>(
         pcy_coll_reduce_scatter_inplace_schema, lib + " MPI_Ireduce_scatter_block in place");
-    add_all<op_all_to_all<PCY_DTYPE_F16>, op_all_to_all<PCY_DTYPE_BF16>,
-            op_all_to_all<PCY_DTYPE_F32>, op_all_to_all<PCY_DTYPE_F64>,
-            op_all_to_all<PCY_DTYPE_I32>, op_all_to_all<PCY_DTYPE_I64>>(pcy_coll_all_to_all_schema,
-                                                                        lib + " MPI_Ialltoall");
-    add_all<op_send<PCY_DTYPE_F16>, op_send<PCY_DTYPE_BF16>, op_send<PCY_DTYPE_F32>,
-            op_send<PCY_DTYPE_F64>, op_send<PCY_DTYPE_I32>, op_send<PCY_DTYPE_I64>>(
-        pcy_coll_send_schema, lib + " MPI_Isend");
-    add_all<op_recv<PCY_DTYPE_F16>, op_recv<PCY_DTYPE_BF16>, op_recv<PCY_DTYPE_F32>,
-            op_recv<PCY_DTYPE_F64>, op_recv<PCY_DTYPE_I32>, op_recv<PCY_DTYPE_I64>>(
-        pcy_coll_recv_schema, lib + " MPI_Irecv");
+    add_all<PCY_COLL_DTYPES(op_all_to_all)>(pcy_coll_all_to_all_schema, lib + " MPI_Ialltoall");
+    add_all<PCY_COLL_DTYPES(op_send)>(pcy_coll_send_schema, lib + " MPI_Isend");
+    add_all<PCY_COLL_DTYPES(op_recv)>(pcy_coll_recv_schema, lib + " MPI_Irecv");
     table_.add<op_comm_init>(pcy_coll_comm_init_schema, PCY_DTYPE_I64, lib + " MPI_Comm_idup");
     table_.add<op_barrier>(pcy_coll_barrier_schema, PCY_DTYPE_I64, lib + " MPI_Ibarrier");
   }
