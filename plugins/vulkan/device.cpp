@@ -214,7 +214,8 @@ void plugin::discover() {
     pr.flag("denorm_preserve_f32", d->denorm_preserve32);
     log_.debug("device ", devices_.size(), ": '", d->name, "' (", d->vendor, ", ",
                type_name(base.deviceType), ", Vulkan ", d->api_version, ", driver ",
-               d->driver_version, ")");
+               d->driver_version, "; subnormals kept on request: f16 ", d->denorm_preserve16,
+               ", f32 ", d->denorm_preserve32, ", f64 ", d->denorm_preserve64, ")");
     devices_.push_back(std::move(d));
   }
   if (devices_.empty()) {

@@ -302,6 +302,7 @@ for p in "$@"; do
     mkdir -p "$B/lib/parenchyma/plugins/vulkan"
     cp "$SRC/.gl/parenchyma-glsl.so" "$B/lib/parenchyma/plugins/vulkan/" 2>/dev/null
     say "parenchyma-info (vulkan)"; "$bin/parenchyma-info" 2>&1 | grep -iE "vulkan" | head -8
+    PARENCHYMA_LOG_LEVEL=debug "$bin/parenchyma-info" 2>&1 | grep -E "subnormals|denorm" | head -4
     for s in framework blas; do
       say "conformance $s on vulkan"
       timeout 200 "$bin/parenchyma-conformance" "$B/lib/parenchyma/plugins" --framework vulkan \

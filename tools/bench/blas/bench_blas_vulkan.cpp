@@ -41,6 +41,7 @@
 #include <functional>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <variant>
 #include <vector>
@@ -470,7 +471,7 @@ double cuda_copy_gbs(const Backend& cu, size_t bytes) {
       v = 1.0f;
     const pcy_memory xm = x.read(cu), ym = y.write(cu);
     const auto& api = cu.framework().api();
-    if (!api.memory_copy) return 0;
+    if (!api.memory_copy) throw std::runtime_error("the cuda framework has no memory_copy");
     auto copy = [&] {
       pcy_memory_copy_args a{};
       a.struct_size = sizeof a;
@@ -491,7 +492,8 @@ double cuda_copy_gbs(const Backend& cu, size_t bytes) {
       best = std::min(best, (now_ns() - t0) / 4);
     }
     return 2.0 * double(bytes) / best;
-  } catch (const parenchyma::error&) {
+  } catch (const std::exception& e) {
+    std::printf("# cuda copy of %s absent: %s\n", size_name(bytes).c_str(), e.what());
     return 0;
   }
 }
