@@ -175,6 +175,7 @@ void plugin::discover() {
     d->denorm_preserve16 = v12.shaderDenormPreserveFloat16 != VK_FALSE;
     d->denorm_preserve32 = v12.shaderDenormPreserveFloat32 != VK_FALSE;
     d->denorm_preserve64 = v12.shaderDenormPreserveFloat64 != VK_FALSE;
+    d->device_address = f12.bufferDeviceAddress != VK_FALSE;
     vk_.vkGetPhysicalDeviceMemoryProperties(p, &d->memory);
     for (uint32_t h = 0; h < d->memory.memoryHeapCount; ++h)
       if (d->memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
@@ -212,6 +213,7 @@ void plugin::discover() {
     pr.flag("fp16", d->fp16);
     pr.flag("int64", d->int64);
     pr.flag("denorm_preserve_f32", d->denorm_preserve32);
+    pr.flag("buffer_device_address", d->device_address);
     log_.debug("device ", devices_.size(), ": '", d->name, "' (", d->vendor, ", ",
                type_name(base.deviceType), ", Vulkan ", d->api_version, ", driver ",
                d->driver_version, ")");
@@ -243,6 +245,9 @@ device_state::device_state(const vk_api& api, const device_info& d, const sdk::l
   vk.vkGetPhysicalDeviceFeatures2(d.physical, &features);
   features.features.robustBufferAccess = VK_FALSE;
   if (!d.fp64) features.features.shaderFloat64 = VK_FALSE; // PARENCHYMA_VULKAN_NO_FP64
+  // Capture and replay of addresses is for debuggers; multi-device addresses need device groups.
+  f12.bufferDeviceAddressCaptureReplay = VK_FALSE;
+  f12.bufferDeviceAddressMultiDevice = VK_FALSE;
 
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo q{};
@@ -300,6 +305,7 @@ device_state::buffer device_state::make_buffer(uint64_t bytes, bool host_visible
   bi.size = bytes;
   bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT |
              VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  if (info.device_address) bi.usage |= VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
   bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   VkResult r = fn.vkCreateBuffer(device, &bi, nullptr, &b.handle);
   if (r != VK_SUCCESS)
@@ -324,6 +330,10 @@ device_state::buffer device_state::make_buffer(uint64_t bytes, bool host_visible
   ai.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
   ai.allocationSize = req.size;
   ai.memoryTypeIndex = any;
+  VkMemoryAllocateFlagsInfo flags{};
+  flags.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO;
+  flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
+  if (info.device_address) ai.pNext = &flags;
   r = fn.vkAllocateMemory(device, &ai, nullptr, &b.memory);
   if (r != VK_SUCCESS) {
     fn.vkDestroyBuffer(device, b.handle, nullptr);
@@ -334,6 +344,12 @@ device_state::buffer device_state::make_buffer(uint64_t bytes, bool host_visible
   r = fn.vkBindBufferMemory(device, b.handle, b.memory, 0);
   if (r == VK_SUCCESS && host_visible)
     r = fn.vkMapMemory(device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped);
+  if (r == VK_SUCCESS && info.device_address) {
+    VkBufferDeviceAddressInfo di{};
+    di.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO;
+    di.buffer = b.handle;
+    b.address = fn.vkGetBufferDeviceAddress(device, &di);
+  }
   if (r != VK_SUCCESS) {
     destroy_buffer(b);
     vk_fail(status_for(r, PCY_ERR_DEVICE), host_visible ? "vkMapMemory" : "vkBindBufferMemory", r,
