@@ -99,6 +99,12 @@ void plugin::discover() {
   const std::string no_fp64 = settings_.get("PARENCHYMA_VULKAN_NO_FP64");
   const bool hide_fp64 = !no_fp64.empty() && no_fp64 != "0";
   if (hide_fp64) log_.info("PARENCHYMA_VULKAN_NO_FP64: devices offered without shaderFloat64");
+  // PARENCHYMA_VULKAN_NO_DEVICE_ADDRESS=1 likewise offers every device without
+  // bufferDeviceAddress (a test aid: the refusals of a tensor above maxStorageBufferRange).
+  const std::string no_address = settings_.get("PARENCHYMA_VULKAN_NO_DEVICE_ADDRESS");
+  const bool hide_address = !no_address.empty() && no_address != "0";
+  if (hide_address)
+    log_.info("PARENCHYMA_VULKAN_NO_DEVICE_ADDRESS: devices offered without bufferDeviceAddress");
   for (VkPhysicalDevice p : physical) {
     auto d = std::make_unique<device_info>();
     d->physical = p;
@@ -175,7 +181,7 @@ void plugin::discover() {
     d->denorm_preserve16 = v12.shaderDenormPreserveFloat16 != VK_FALSE;
     d->denorm_preserve32 = v12.shaderDenormPreserveFloat32 != VK_FALSE;
     d->denorm_preserve64 = v12.shaderDenormPreserveFloat64 != VK_FALSE;
-    d->device_address = f12.bufferDeviceAddress != VK_FALSE;
+    d->device_address = f12.bufferDeviceAddress != VK_FALSE && !hide_address;
     vk_.vkGetPhysicalDeviceMemoryProperties(p, &d->memory);
     for (uint32_t h = 0; h < d->memory.memoryHeapCount; ++h)
       if (d->memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
@@ -244,7 +250,8 @@ device_state::device_state(const vk_api& api, const device_info& d, const sdk::l
   features.pNext = &f11;
   vk.vkGetPhysicalDeviceFeatures2(d.physical, &features);
   features.features.robustBufferAccess = VK_FALSE;
-  if (!d.fp64) features.features.shaderFloat64 = VK_FALSE; // PARENCHYMA_VULKAN_NO_FP64
+  if (!d.fp64) features.features.shaderFloat64 = VK_FALSE;   // PARENCHYMA_VULKAN_NO_FP64
+  if (!d.device_address) f12.bufferDeviceAddress = VK_FALSE; // PARENCHYMA_VULKAN_NO_DEVICE_ADDRESS
   // Capture and replay of addresses is for debuggers; multi-device addresses need device groups.
   f12.bufferDeviceAddressCaptureReplay = VK_FALSE;
   f12.bufferDeviceAddressMultiDevice = VK_FALSE;

@@ -36,9 +36,8 @@ constexpr int64_t limit = int64_t{128} << 20; // lavapipe's maxStorageBufferRang
 constexpr int64_t big = int64_t{160} << 20;   // bytes of each large tensor
 constexpr int64_t n = big / 4;                // f32 elements of a large vector
 
-RegistryOptions options() {
-  RegistryOptions o;
-  std::map<std::string, std::string> env; // the settings the plugins see (this environment only)
+RegistryOptions options(std::map<std::string, std::string> env = {}) {
+  RegistryOptions o; // env: the settings the plugins see (this environment only)
   const char* c = std::getenv("PARENCHYMA_CACHE_DIR");
   env["PARENCHYMA_CACHE_DIR"] =
       c && *c ? c : "/tmp/pcy-vulkan-large-cache-" + std::to_string(::getpid());
@@ -251,6 +250,37 @@ TEST_CASE("gemm whose C is 160 MiB") {
   });
   INFO("gemm: first wrong element of C " << bad);
   CHECK(bad == -1);
+}
+
+TEST_CASE("a device without bufferDeviceAddress refuses them by name") {
+  REQUIRE(vk().skip.empty()); // main() exits 77 first
+  Registry r(options({{"PARENCHYMA_VULKAN_NO_DEVICE_ADDRESS", "1"}}));
+  Backend b(r, "vulkan");
+  CHECK(prop_int(b.device(), "buffer_device_address") == 0);
+  SharedTensor<float> x({n});
+  fill(x.write_only(), 9);
+  std::string message;
+  try {
+    blas::scal(b, 2.0f, x);
+    b.synchronize();
+  } catch (const parenchyma::error& e) {
+    message = e.what();
+  }
+  INFO(message);
+  CHECK(message.find("maxStorageBufferRange") != std::string::npos);
+  CHECK(message.find("bufferDeviceAddress") != std::string::npos);
+  CHECK(message.find(std::to_string(big)) != std::string::npos);
+  // A tensor within the limit still runs (bound as a descriptor).
+  SharedTensor<float> small({1000});
+  fill(small.write_only(), 10);
+  std::vector<float> before;
+  {
+    auto h = small.read();
+    before.assign(h.begin(), h.end());
+  }
+  blas::scal(b, 2.0f, small);
+  auto h = small.read();
+  CHECK(first_bad(1000, [&](int64_t i) { return h[i] != 2.0f * before[i]; }) == -1);
 }
 
 int main(int argc, char** argv) {
