@@ -419,12 +419,16 @@ void run_op(vk_context& cx, const sdk::op_args& a) {
       sdk::fail(PCY_ERR_UNSUPPORTED,
                 sdk::str("argument ", k, " starts at byte offset ", t.byte_offset,
                          "; blas_vulkan takes tensors at offset 0"));
+    // The element count; a negative or overflowing shape is left to the op's decoder, which
+    // refuses it by name (INVALID_ARGUMENT).
     uint64_t elements = 1;
-    for (int32_t d = 0; d < t.ndim && t.shape != nullptr; ++d)
-      if (t.shape[d] >= 0 && elements <= UINT64_MAX / (static_cast<uint64_t>(t.shape[d]) + 1))
-        elements *= static_cast<uint64_t>(t.shape[d]);
-      else
-        elements = UINT64_MAX; // malformed or huge: refused below (the decoder says more)
+    bool valid = t.shape != nullptr || t.ndim == 0;
+    for (int32_t d = 0; valid && d < t.ndim; ++d) {
+      const int64_t e = t.shape[d];
+      valid = e >= 0 && (e == 0 || elements <= UINT64_MAX / static_cast<uint64_t>(e));
+      if (valid) elements *= static_cast<uint64_t>(e);
+    }
+    if (!valid) continue;
     if (elements >= max_index_elements)
       sdk::fail(PCY_ERR_UNSUPPORTED,
                 sdk::str("argument ", k, " has ", elements,
