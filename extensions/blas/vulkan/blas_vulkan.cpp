@@ -5,8 +5,11 @@
 // "fp64" property); without it the f64 ops are unavailable with the reason, so the host routes
 // them to another framework (fallback policy) or reports them unsupported.
 // Kernel arguments follow the plugin's convention: buffers fill the bindings of set 0 in binding
-// order, scalars the push-constant members in member order (docs/vulkan.md). Scalars come as a
-// host value plus an optional one-element buffer (flags bit 0: alpha from the buffer, bit 1:
+// order (or, in a kernel's address form, its buffer_reference push constants in member order),
+// scalars the other push-constant members in member order (docs/vulkan.md). Each kernel has two
+// forms: descriptors, and device addresses (-DPCY_ADDRESSES), which an op takes when one of its
+// tensors is larger than a descriptor can bind (maxStorageBufferRange; see run_op). Scalars come
+// as a host value plus an optional one-element buffer (flags bit 0: alpha from the buffer, bit 1:
 // beta), so device-resident scalars never round-trip to the host. The reference-BLAS edge cases
 // (docs/blas.md, "Reference semantics") are decided here (quick returns) and in the kernels.
 // The scratch buffers are made in create_context, with one shader per dtype (scal, which proves
