@@ -99,6 +99,12 @@ void plugin::discover() {
   const std::string no_fp64 = settings_.get("PARENCHYMA_VULKAN_NO_FP64");
   const bool hide_fp64 = !no_fp64.empty() && no_fp64 != "0";
   if (hide_fp64) log_.info("PARENCHYMA_VULKAN_NO_FP64: devices offered without shaderFloat64");
+  // PARENCHYMA_VULKAN_NO_DEVICE_ADDRESS=1 likewise offers every device without
+  // bufferDeviceAddress (a test aid: the refusals of a tensor above maxStorageBufferRange).
+  const std::string no_address = settings_.get("PARENCHYMA_VULKAN_NO_DEVICE_ADDRESS");
+  const bool hide_address = !no_address.empty() && no_address != "0";
+  if (hide_address)
+    log_.info("PARENCHYMA_VULKAN_NO_DEVICE_ADDRESS: devices offered without bufferDeviceAddress");
   for (VkPhysicalDevice p : physical) {
     auto d = std::make_unique<device_info>();
     d->physical = p;
@@ -175,6 +181,7 @@ void plugin::discover() {
     d->denorm_preserve16 = v12.shaderDenormPreserveFloat16 != VK_FALSE;
     d->denorm_preserve32 = v12.shaderDenormPreserveFloat32 != VK_FALSE;
     d->denorm_preserve64 = v12.shaderDenormPreserveFloat64 != VK_FALSE;
+    d->device_address = f12.bufferDeviceAddress != VK_FALSE && !hide_address;
     vk_.vkGetPhysicalDeviceMemoryProperties(p, &d->memory);
     for (uint32_t h = 0; h < d->memory.memoryHeapCount; ++h)
       if (d->memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
@@ -212,6 +219,7 @@ void plugin::discover() {
     pr.flag("fp16", d->fp16);
     pr.flag("int64", d->int64);
     pr.flag("denorm_preserve_f32", d->denorm_preserve32);
+    pr.flag("buffer_device_address", d->device_address);
     log_.debug("device ", devices_.size(), ": '", d->name, "' (", d->vendor, ", ",
                type_name(base.deviceType), ", Vulkan ", d->api_version, ", driver ",
                d->driver_version, "; subnormals kept on request: f16 ", d->denorm_preserve16,
@@ -243,7 +251,11 @@ device_state::device_state(const vk_api& api, const device_info& d, const sdk::l
   features.pNext = &f11;
   vk.vkGetPhysicalDeviceFeatures2(d.physical, &features);
   features.features.robustBufferAccess = VK_FALSE;
-  if (!d.fp64) features.features.shaderFloat64 = VK_FALSE; // PARENCHYMA_VULKAN_NO_FP64
+  if (!d.fp64) features.features.shaderFloat64 = VK_FALSE;   // PARENCHYMA_VULKAN_NO_FP64
+  if (!d.device_address) f12.bufferDeviceAddress = VK_FALSE; // PARENCHYMA_VULKAN_NO_DEVICE_ADDRESS
+  // Capture and replay of addresses is for debuggers; multi-device addresses need device groups.
+  f12.bufferDeviceAddressCaptureReplay = VK_FALSE;
+  f12.bufferDeviceAddressMultiDevice = VK_FALSE;
 
   const float priority = 1.0f;
   VkDeviceQueueCreateInfo q{};
@@ -301,6 +313,7 @@ device_state::buffer device_state::make_buffer(uint64_t bytes, bool host_visible
   bi.size = bytes;
   bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT |
              VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  if (info.device_address) bi.usage |= VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
   bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
   VkResult r = fn.vkCreateBuffer(device, &bi, nullptr, &b.handle);
   if (r != VK_SUCCESS)
@@ -325,6 +338,10 @@ device_state::buffer device_state::make_buffer(uint64_t bytes, bool host_visible
   ai.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
   ai.allocationSize = req.size;
   ai.memoryTypeIndex = any;
+  VkMemoryAllocateFlagsInfo flags{};
+  flags.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO;
+  flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
+  if (info.device_address) ai.pNext = &flags;
   r = fn.vkAllocateMemory(device, &ai, nullptr, &b.memory);
   if (r != VK_SUCCESS) {
     fn.vkDestroyBuffer(device, b.handle, nullptr);
@@ -335,6 +352,12 @@ device_state::buffer device_state::make_buffer(uint64_t bytes, bool host_visible
   r = fn.vkBindBufferMemory(device, b.handle, b.memory, 0);
   if (r == VK_SUCCESS && host_visible)
     r = fn.vkMapMemory(device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped);
+  if (r == VK_SUCCESS && info.device_address) {
+    VkBufferDeviceAddressInfo di{};
+    di.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO;
+    di.buffer = b.handle;
+    b.address = fn.vkGetBufferDeviceAddress(device, &di);
+  }
   if (r != VK_SUCCESS) {
     destroy_buffer(b);
     vk_fail(status_for(r, PCY_ERR_DEVICE), host_visible ? "vkMapMemory" : "vkBindBufferMemory", r,

@@ -4,7 +4,8 @@
 // `#kernel NAME` starts each one, and lines before the first are shared by all; without such a
 // line the whole source is one kernel named "main". A SPIR-V module's kernels are its GLCompute
 // entry points. Arguments: PCY_ARG_MEMORY arguments fill the buffer bindings of set 0 in
-// binding order, PCY_ARG_SCALAR arguments the push-constant block's members in member order.
+// binding order, then the push constants' buffer_reference members (device addresses) in member
+// order; PCY_ARG_SCALAR arguments the push-constant block's other members in member order.
 #include "vulkan.hpp"
 
 #include <algorithm>
@@ -370,6 +371,13 @@ std::vector<uint32_t> with_denorm_preserve(std::span<const uint32_t> words, cons
 
 void kernel::add(const device_ref& dev, std::span<const uint32_t> given) {
   const vk_device_api& fn = dev->fn;
+  if (iface_.pointers > 0 && !dev->info.device_address)
+    sdk::fail(PCY_ERR_UNSUPPORTED,
+              sdk::str("kernel '", name_, "' takes ", iface_.pointers,
+                       " buffer_reference push constants, but '", dev->info.name,
+                       "' has no bufferDeviceAddress (its 'buffer_device_address' property is "
+                       "false): bind the buffers as descriptors (at most maxStorageBufferRange, ",
+                       dev->info.max_storage_range, " bytes, each) on this device"));
   const std::vector<uint32_t> words = with_denorm_preserve(given, dev->info);
   pipeline p;
   p.dev = dev;
@@ -491,62 +499,88 @@ void queue::launch(kernel& k, const pcy_kernel_launch_args& a) {
     sdk::fail(PCY_ERR_INVALID_ARGUMENT,
               sdk::str("kernel '", k.name(), "' was built in another context than the queue's"));
   const kernel_interface& in = k.iface();
-  const size_t buffers = in.bindings.size(), scalars = in.push.size();
-  if (a.arg_count != buffers + scalars) [[unlikely]]
+  // Memory arguments fill the bindings in binding order, then the push constants' pointers
+  // (buffer_reference members) in member order; scalars fill the other push members in order.
+  const size_t buffers = in.bindings.size(), pointers = in.pointers,
+               scalars = in.push.size() - in.pointers;
+  if (a.arg_count != buffers + pointers + scalars) [[unlikely]]
     sdk::fail(PCY_ERR_INVALID_ARGUMENT,
-              sdk::str("kernel '", k.name(), "' takes ", buffers + scalars, " arguments (", buffers,
-                       " buffers of set 0, ", scalars, " push-constant members), got ",
-                       a.arg_count));
+              sdk::str("kernel '", k.name(), "' takes ", buffers + pointers + scalars,
+                       " arguments (", buffers, " buffers of set 0, ", pointers,
+                       " buffer_reference push constants, ", scalars,
+                       " other push-constant members), got ", a.arg_count));
   if (a.arg_count != 0 && a.args == nullptr) [[unlikely]]
     sdk::fail(PCY_ERR_INVALID_ARGUMENT, "kernel launch: args is NULL");
 
   std::vector<VkDescriptorBufferInfo> infos;
   infos.reserve(buffers);
   unsigned char push[256] = {};
-  size_t bi = 0, si = 0;
+  size_t bi = 0, pi = 0, si = 0; // bindings, pointer members, scalar members filled
+  auto next_member = [&](size_t& at, bool pointer) -> const kernel_interface::push_member* {
+    for (size_t seen = 0, m = 0; m < in.push.size(); ++m)
+      if (in.push[m].pointer == pointer && seen++ == at) {
+        ++at;
+        return &in.push[m];
+      }
+    return nullptr;
+  };
   for (uint32_t i = 0; i < a.arg_count; ++i) {
     const pcy_kernel_arg& arg = a.args[i];
     switch (arg.kind) {
     case PCY_ARG_MEMORY: {
-      if (bi >= buffers)
-        sdk::fail(PCY_ERR_INVALID_ARGUMENT,
-                  sdk::str("argument ", i, " of kernel '", k.name(),
-                           "' is a buffer, but the "
-                           "kernel has only ",
-                           buffers, " buffer bindings (and ", scalars, " push-constant scalars)"));
+      if (bi >= buffers + pointers)
+        sdk::fail(PCY_ERR_INVALID_ARGUMENT, sdk::str("argument ", i, " of kernel '", k.name(),
+                                                     "' is a buffer, but the kernel has only ",
+                                                     buffers, " buffer bindings and ", pointers,
+                                                     " buffer_reference push constants (and ",
+                                                     scalars, " other push-constant members)"));
       const auto* m = reinterpret_cast<const memory*>(arg.memory);
       if (m == nullptr)
         sdk::fail(PCY_ERR_INVALID_ARGUMENT,
                   sdk::str("argument ", i, " of kernel '", k.name(), "': NULL memory"));
       same_device(*m, sdk::str("argument ", i, " of kernel '", k.name(), "'").c_str());
+      if (bi >= buffers) { // a buffer_reference: the buffer's address, no range limit
+        const kernel_interface::push_member* pm = next_member(pi, true);
+        const VkDeviceAddress address = m->address();
+        std::memcpy(push + pm->offset, &address, sizeof address);
+        ++bi;
+        break;
+      }
       if (m->bytes() > dev_->info.max_storage_range)
         sdk::fail(PCY_ERR_UNSUPPORTED,
                   sdk::str("argument ", i, " of kernel '", k.name(), "': a buffer of ", m->bytes(),
                            " bytes, above '", dev_->info.name, "' maxStorageBufferRange (",
                            dev_->info.max_storage_range,
-                           " bytes); binding windows are not implemented yet: use smaller "
-                           "tensors on this device"));
+                           " bytes), the most a descriptor binding can hold; ",
+                           dev_->info.device_address
+                               ? "take the buffer as a buffer_reference push constant "
+                                 "(GL_EXT_buffer_reference: the device has bufferDeviceAddress, "
+                                 "which has no such limit), or use smaller tensors"
+                               : "the device has no bufferDeviceAddress either (which a "
+                                 "buffer_reference needs): use smaller tensors on this device"));
       infos.push_back({m->handle(), 0, VK_WHOLE_SIZE});
       ++bi;
       break;
     }
     case PCY_ARG_SCALAR: {
-      if (si >= scalars)
+      const kernel_interface::push_member* member = next_member(si, false);
+      if (member == nullptr)
         sdk::fail(PCY_ERR_INVALID_ARGUMENT, sdk::str("argument ", i, " of kernel '", k.name(),
                                                      "' is a scalar, but the "
                                                      "kernel's push-constant block has only ",
-                                                     scalars, " members"));
+                                                     scalars, " scalar members (and ", pointers,
+                                                     " buffer_reference members, which take "
+                                                     "memory arguments)"));
       if (arg.value == nullptr || arg.size == 0)
         sdk::fail(PCY_ERR_INVALID_ARGUMENT, sdk::str("argument ", i, " of kernel '", k.name(),
                                                      "': a scalar without a value"));
-      const kernel_interface::push_member& pm = in.push[si];
+      const kernel_interface::push_member& pm = *member;
       if ((pm.size != 0 && arg.size != pm.size) || pm.offset + arg.size > sizeof push)
         sdk::fail(PCY_ERR_INVALID_ARGUMENT,
-                  sdk::str("argument ", i, " of kernel '", k.name(), "' (push-constant member ", si,
-                           ") is ", pm.size, " bytes, got a scalar of ", arg.size,
+                  sdk::str("argument ", i, " of kernel '", k.name(), "' (push-constant member ",
+                           si - 1, ") is ", pm.size, " bytes, got a scalar of ", arg.size,
                            ": pass the type the kernel declares"));
       std::memcpy(push + pm.offset, arg.value, arg.size);
-      ++si;
       break;
     }
     case PCY_ARG_LOCAL:

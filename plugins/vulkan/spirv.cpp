@@ -1,6 +1,7 @@
 // A small SPIR-V reader: the compute entry points of a module with each one's work-group size,
-// its buffer bindings and its push-constant block, which is what a launch needs to map
-// pcy_kernel_args onto descriptors and push constants (and to refuse a wrong call by name).
+// its buffer bindings and its push-constant block (buffer_reference members among them), which is
+// what a launch needs to map pcy_kernel_args onto descriptors and push constants (and to refuse a
+// wrong call by name).
 #include "vulkan.hpp"
 
 #include <algorithm>
@@ -43,6 +44,7 @@ enum : uint32_t {
   class_uniform = 2,
   class_push_constant = 9,
   class_storage_buffer = 12,
+  class_physical_storage_buffer = 5349,
 };
 
 std::string literal_string(std::span<const uint32_t> w) {
@@ -158,6 +160,13 @@ std::vector<kernel_interface> reflect(std::span<const uint32_t> words, std::stri
         kernel_interface::push_member pm;
         pm.offset = member_offset.count({type, m}) ? member_offset[{type, m}] : 0;
         pm.size = type_size(members->second[m]);
+        if (auto ptr_type = pointer_to.find(members->second[m]);
+            ptr_type != pointer_to.end() &&
+            ptr_type->second.first == class_physical_storage_buffer) {
+          pm.pointer = true; // a buffer_reference: the address of a PCY_ARG_MEMORY argument
+          pm.size = 8;
+          ++shared.pointers;
+        }
         shared.push.push_back(pm);
         shared.push_size = std::max(shared.push_size, pm.offset + std::max(pm.size, 4u));
       }

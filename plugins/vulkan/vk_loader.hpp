@@ -78,7 +78,8 @@ namespace parenchyma::vulkan {
   X(vkCreateDescriptorPool)                                                                        \
   X(vkDestroyDescriptorPool)                                                                       \
   X(vkAllocateDescriptorSets)                                                                      \
-  X(vkUpdateDescriptorSets)
+  X(vkUpdateDescriptorSets)                                                                        \
+  X(vkGetBufferDeviceAddress)
 
 #define PCY_VULKAN_MEMBER(fn) PFN_##fn fn = nullptr;
 

@@ -52,6 +52,9 @@ struct device_info {
   // shaderDenormPreserveFloat16/32/64: the device keeps subnormal results when a module asks
   // (DenormPreserve); without the request a driver may flush them (NVIDIA's does for f32).
   bool denorm_preserve16 = false, denorm_preserve32 = false, denorm_preserve64 = false;
+  // bufferDeviceAddress (Vulkan 1.2): every buffer gets a 64-bit address, which a kernel takes
+  // as a buffer_reference member of its push constants (no maxStorageBufferRange limit there).
+  bool device_address = false;
   uint64_t global_memory = 0, local_memory = 0, max_alloc = 0, max_storage_range = 0;
   uint32_t max_work_group = 0, max_push_constants = 0;
   uint32_t max_group_count[3] = {0, 0, 0};
@@ -103,7 +106,8 @@ public:
   struct buffer {
     VkBuffer handle = VK_NULL_HANDLE;
     VkDeviceMemory memory = VK_NULL_HANDLE;
-    void* mapped = nullptr; // host-visible buffers are mapped for their whole life
+    void* mapped = nullptr;      // host-visible buffers are mapped for their whole life
+    VkDeviceAddress address = 0; // 0 without bufferDeviceAddress
   };
   buffer make_buffer(uint64_t bytes, bool host_visible, const char* what);
   void destroy_buffer(const buffer& b) noexcept;
@@ -197,6 +201,7 @@ public:
   VkBuffer handle() const noexcept { return buffer_.handle; }
   const device_state* device() const noexcept { return dev_.get(); }
   uint64_t bytes() const noexcept { return bytes_; }
+  VkDeviceAddress address() const noexcept { return buffer_.address; }
   void check_range(uint64_t offset, uint64_t bytes, const char* what) const;
 
 private:
@@ -277,9 +282,13 @@ struct kernel_interface {
   std::vector<binding> bindings; // sorted by binding
   struct push_member {
     uint32_t offset = 0, size = 0; // size 0: not a scalar or vector of scalars
+    // A buffer_reference (PhysicalStorageBuffer pointer, 8 bytes): filled by a PCY_ARG_MEMORY
+    // argument with the buffer's device address, after the bindings.
+    bool pointer = false;
   };
   std::vector<push_member> push; // in member order
   uint32_t push_size = 0;
+  uint32_t pointers = 0; // push members that are pointers
 };
 // The GLCompute entry points of a SPIR-V module with each one's interface; throws BUILD with
 // what is wrong.

@@ -515,6 +515,23 @@ TEST_CASE("each bundle re-checks its arguments: wrapping sizes from any host are
       if (off != nullptr) off->destroy(off);
       CHECK(db.contents(my) == std::vector<float>{2, 4, 3, 4});
     }
+    // Vulkan's shaders index with 32-bit ints: a tensor of 2^31 - 2^21 elements or more is
+    // refused with its size before anything runs (the memory here is 4 floats: nothing may touch
+    // it).
+    if (std::string(name) == "vulkan") {
+      const std::vector<int64_t> big{(int64_t{1} << 31) - (int64_t{1} << 21)};
+      const pcy_tensor xb = tensor_over(my, big);
+      pcy_error* e =
+          db.call("scal", {i_arg(big[0]), f_arg(2.0), t_arg(xb, PCY_INTENT_INOUT), i_arg(1)});
+      REQUIRE(e != nullptr);
+      const std::string msg = e->message ? e->message : "";
+      CHECK(e->code == PCY_ERR_UNSUPPORTED);
+      e->destroy(e);
+      INFO(msg);
+      CHECK(msg.find(std::to_string(big[0]) + " elements") != std::string::npos);
+      CHECK(msg.find("32-bit") != std::string::npos);
+      CHECK(db.contents(my) == std::vector<float>{2, 2, 3, 4});
+    }
   }
   CHECK(tested >= 1); // native always has a device and its bundle here
 }

@@ -55,7 +55,7 @@ struct test_host {
   std::vector<std::string> log;
   std::map<std::string, std::string> settings;
   pcy_host_services services{};
-  test_host() {
+  explicit test_host(std::map<std::string, std::string> s = {}) : settings(std::move(s)) {
     services.struct_size = sizeof services;
     services.host_abi_major = PCY_ABI_VERSION_MAJOR;
     services.host_abi_minor = PCY_ABI_VERSION_MINOR;
@@ -76,6 +76,8 @@ struct test_host {
 };
 
 struct env {
+  env() = default;
+  explicit env(std::map<std::string, std::string> settings) : h(std::move(settings)) {}
   test_host h;
   host::framework fw{&api(), &h.services};
   uint32_t d0 = 0;
@@ -134,6 +136,18 @@ host::kernel make_kernel(pcy_program p, const char* name) {
   host::check(api().kernel_create(&k));
   return host::kernel(k.kernel, api().kernel_destroy);
 }
+
+// A buffer by its device address: a buffer_reference push constant between two scalars.
+const char* by_address = R"(#version 450
+#extension GL_EXT_buffer_reference : require
+layout(local_size_x = 64) in;
+layout(buffer_reference, std430, buffer_reference_align = 4) buffer Words { uint w[]; };
+layout(push_constant) uniform args { uint first; Words data; uint n; };
+void main() {
+  uint i = gl_GlobalInvocationID.x;
+  if (i < n) data.w[first + i] = 0xC0DE0000u + i;
+}
+)";
 
 pcy_kernel_arg mem(pcy_memory m) {
   pcy_kernel_arg a{};
@@ -402,6 +416,63 @@ TEST_CASE("transfers larger than the 64 MiB staging piece, and a buffer too larg
   CHECK(code == PCY_ERR_UNSUPPORTED);
   CHECK(message.find("maxStorageBufferRange") != std::string::npos);
   CHECK(message.find(std::to_string(bytes + offset)) != std::string::npos);
+
+  // The same buffer as a buffer_reference push constant (its device address): no range limit.
+  // The kernel writes words past maxStorageBufferRange, read back with the host's data around.
+  bool device_address = false;
+  for (const pcy_property& q : e.fw.properties(0))
+    if (std::string(q.key) == "buffer_device_address") device_address = q.i != 0;
+  if (!device_address) {
+    WARN("this device has no bufferDeviceAddress: the address form is not reached");
+    return;
+  }
+  host::program pa = build(e, by_address);
+  host::kernel words = make_kernel(pa.get(), "main");
+  const uint32_t count = 1000;
+  const uint32_t first = static_cast<uint32_t>((bytes + offset) / 4) - count - 1;
+  REQUIRE(uint64_t{first} * 4 > static_cast<uint64_t>(range));
+  // Scalars and the buffer interleaved: the memory argument fills the pointer member.
+  REQUIRE(launch(e, words.get(), {scalar(first), mem(m.get()), scalar(count)}, count) == nullptr);
+  std::vector<uint32_t> got(count + 2);
+  host::read(e.fw, e.q.get(), m.get(), (uint64_t{first} - 1) * 4, got.data(), got.size() * 4);
+  std::vector<uint32_t> want(count + 2);
+  std::memcpy(&want[0], data.data() + (uint64_t{first} - 1) * 4 - offset, 4);
+  std::memcpy(&want[count + 1], data.data() + (uint64_t{first} + count) * 4 - offset, 4);
+  for (uint32_t i = 0; i < count; ++i)
+    want[i + 1] = 0xC0DE0000u + i;
+  CHECK(got == want);
+  // A launch that gives the pointer a scalar is refused by name.
+  const auto [c2, m2] =
+      outcome(launch(e, words.get(), {scalar(first), scalar(first), scalar(count)}, count));
+  CHECK(c2 == PCY_ERR_INVALID_ARGUMENT);
+  CHECK(m2.find("buffer_reference") != std::string::npos);
+}
+
+TEST_CASE("a device without bufferDeviceAddress refuses buffer_reference kernels by name") {
+  env e(std::map<std::string, std::string>{{"PARENCHYMA_VULKAN_NO_DEVICE_ADDRESS", "1"}});
+  bool reported = false;
+  for (const pcy_property& q : e.fw.properties(0))
+    if (std::string(q.key) == "buffer_device_address") {
+      reported = true;
+      CHECK(q.i == 0);
+    }
+  CHECK(reported);
+  host::program p = build(e, by_address); // SPIR-V does not depend on the device
+  pcy_kernel_create_args k{};
+  k.struct_size = sizeof k;
+  k.program = p.get();
+  k.name = "main";
+  const auto [code, message] = outcome(api().kernel_create(&k));
+  CHECK(code == PCY_ERR_UNSUPPORTED);
+  CHECK(message.find("bufferDeviceAddress") != std::string::npos);
+  CHECK(message.find("maxStorageBufferRange") != std::string::npos);
+  // Descriptor kernels still run.
+  host::program d = build(e, two_kernels);
+  host::kernel iota = make_kernel(d.get(), "iota");
+  host::memory m = e.alloc(16 * sizeof(float));
+  const int64_t base = 0;
+  const uint32_t n = 16;
+  CHECK(launch(e, iota.get(), {mem(m.get()), scalar(base), scalar(n)}, n) == nullptr);
 }
 
 TEST_CASE("pinned (host-visible) memory: transfers, copies and kernels like device memory") {

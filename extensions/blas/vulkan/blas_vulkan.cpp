@@ -5,8 +5,11 @@
 // "fp64" property); without it the f64 ops are unavailable with the reason, so the host routes
 // them to another framework (fallback policy) or reports them unsupported.
 // Kernel arguments follow the plugin's convention: buffers fill the bindings of set 0 in binding
-// order, scalars the push-constant members in member order (docs/vulkan.md). Scalars come as a
-// host value plus an optional one-element buffer (flags bit 0: alpha from the buffer, bit 1:
+// order (or, in a kernel's address form, its buffer_reference push constants in member order),
+// scalars the other push-constant members in member order (docs/vulkan.md). Each kernel has two
+// forms: descriptors, and device addresses (-DPCY_ADDRESSES), which an op takes when one of its
+// tensors is larger than a descriptor can bind (maxStorageBufferRange; see run_op). Scalars come
+// as a host value plus an optional one-element buffer (flags bit 0: alpha from the buffer, bit 1:
 // beta), so device-resident scalars never round-trip to the host. The reference-BLAS edge cases
 // (docs/blas.md, "Reference semantics") are decided here (quick returns) and in the kernels.
 // The scratch buffers are made in create_context, with one shader per dtype (scal, which proves
@@ -127,8 +130,13 @@ struct dtype_state {
   bool available = false;
   std::string reason;  // why not available
   std::string options; // the program_build options: -DREAL=... and the work-group sizes
-  std::array<pcy_kernel, K_COUNT> k{};
+  std::array<pcy_kernel, K_COUNT> k{};  // buffers bound as descriptors
+  std::array<pcy_kernel, K_COUNT> ka{}; // buffers by device address (-DPCY_ADDRESSES)
 };
+
+// Element indices are 32-bit ints in the shaders: a tensor stays below 2^31 - 2^21 elements, so
+// that no index, nor an index a grid stride (at most 2^20 invocations) past one, reaches 2^31.
+constexpr uint64_t max_index_elements = (uint64_t(1) << 31) - (uint64_t(1) << 21);
 
 struct vk_context : sdk::device_context {
   explicit vk_context(const pcy_bundle_context_args& a) : device_context(a) {}
@@ -139,21 +147,31 @@ struct vk_context : sdk::device_context {
   uint64_t grid_cap = max_groups_1d, batch_cap = max_batch_groups; // see max_groups_1d
   bool gemm_tiled = true; // the shared-memory gemm; false: gemm_direct (CPU devices)
   work_groups w;
+  // Binding windows: a tensor of more than `max_binding` bytes (the device's
+  // maxStorageBufferRange, or PARENCHYMA_BLAS_VULKAN_MAX_BINDING) cannot be a descriptor; the op
+  // then runs the kernels' address form, which takes every buffer by its device address
+  // (bufferDeviceAddress, `device_address`). Set per op by run_op.
+  uint64_t max_binding = UINT64_MAX;
+  bool device_address = false;
+  bool addresses = false; // the current op takes its buffers by address
 
-  // The kernel `id` of dtype T, built on its first use (the host serialises a context's ops).
+  // The kernel `id` of dtype T in the current op's form, built on its first use (the host
+  // serialises a context's ops).
   template <class T> pcy_kernel get(kernel_id id) {
     dtype_state& d = std::is_same_v<T, float> ? f32 : f64;
     if (!d.available) sdk::fail(PCY_ERR_UNSUPPORTED, d.reason);
-    if (d.k[id] == nullptr) [[unlikely]]
-      d.k[id] = make_kernel(d, id);
-    return d.k[id];
+    pcy_kernel& k = addresses ? d.ka[id] : d.k[id];
+    if (k == nullptr) [[unlikely]]
+      k = make_kernel(d, id, addresses);
+    return k;
   }
   // Builds one kernel's program (a failure throws the framework's error, its compiler log in it).
-  pcy_kernel make_kernel(const dtype_state& d, kernel_id id) {
+  pcy_kernel make_kernel(const dtype_state& d, kernel_id id, bool by_address = false) {
     build_failure failed;
-    pcy_program p = build(kernel_sources()[id].c_str(), d.options.c_str(), &failed);
+    const std::string options = by_address ? d.options + " -DPCY_ADDRESSES" : d.options;
+    pcy_program p = build(kernel_sources()[id].c_str(), options.c_str(), &failed);
     if (p == nullptr)
-      sdk::fail(failed.code, sdk::str("blas_vulkan: shader ", kernel_names[id], " (", d.options,
+      sdk::fail(failed.code, sdk::str("blas_vulkan: shader ", kernel_names[id], " (", options,
                                       "): ", failed.message));
     return kernel(p, kernel_names[id]);
   }
@@ -388,16 +406,75 @@ template <class T> void op_gemm_batched(vk_context& cx, const sdk::op_args& a) {
 
 // ---- the bundle ------------------------------------------------------------------------------
 
-// The kernels bind each buffer from its start: a tensor that begins elsewhere (byte_offset != 0,
-// which no host in this tree passes) is refused rather than touching the memory before it.
+// Before every op: the kernels take each buffer from its start, so a tensor that begins
+// elsewhere (byte_offset != 0, which no host in this tree passes) is refused rather than touching
+// the memory before it; a tensor too large for 32-bit indices is refused; and the op's form is
+// chosen: descriptors when every tensor fits a binding (maxStorageBufferRange), else device
+// addresses (every buffer of the op), or a refusal naming the limit on a device without them.
 template <void (*F)(vk_context&, const sdk::op_args&)>
-void at_offset_zero(vk_context& cx, const sdk::op_args& a) {
-  for (uint32_t k = 0; k < a.size(); ++k)
-    if (a.is_tensor(k) && a.t(k).byte_offset != 0)
+void run_op(vk_context& cx, const sdk::op_args& a) {
+  uint64_t largest = 0;
+  uint32_t largest_arg = 0;
+  for (uint32_t k = 0; k < a.size(); ++k) {
+    if (!a.is_tensor(k)) continue;
+    const pcy_tensor& t = a.t(k);
+    if (t.byte_offset != 0)
       sdk::fail(PCY_ERR_UNSUPPORTED,
-                sdk::str("argument ", k, " starts at byte offset ", a.t(k).byte_offset,
+                sdk::str("argument ", k, " starts at byte offset ", t.byte_offset,
                          "; blas_vulkan takes tensors at offset 0"));
+    // The element count; a negative or overflowing shape is left to the op's decoder, which
+    // refuses it by name (INVALID_ARGUMENT).
+    uint64_t elements = 1;
+    bool valid = t.shape != nullptr || t.ndim == 0;
+    for (int32_t d = 0; valid && d < t.ndim; ++d) {
+      const int64_t e = t.shape[d];
+      valid = e >= 0 && (e == 0 || elements <= UINT64_MAX / static_cast<uint64_t>(e));
+      if (valid) elements *= static_cast<uint64_t>(e);
+    }
+    if (!valid) continue;
+    if (elements >= max_index_elements)
+      sdk::fail(PCY_ERR_UNSUPPORTED,
+                sdk::str("argument ", k, " has ", elements,
+                         " elements; blas_vulkan's shaders index with 32-bit integers and take "
+                         "tensors below ",
+                         max_index_elements, " elements: split the data into smaller tensors"));
+    const uint64_t bytes = elements * (t.dtype == PCY_DTYPE_F64 ? 8 : 4);
+    if (bytes > largest) {
+      largest = bytes;
+      largest_arg = k;
+    }
+  }
+  cx.addresses = largest > cx.max_binding;
+  if (cx.addresses && !cx.device_address)
+    sdk::fail(PCY_ERR_UNSUPPORTED,
+              sdk::str("argument ", largest_arg, " is a tensor of ", largest,
+                       " bytes, above the device's maxStorageBufferRange (", cx.max_binding,
+                       " bytes), the most a shader can bind, and the device has no "
+                       "bufferDeviceAddress (its 'buffer_device_address' property is false), "
+                       "which blas_vulkan uses past that limit: use smaller tensors on this "
+                       "device, or another framework"));
   F(cx, a);
+}
+
+// A number property of the device; `otherwise` when the framework does not say.
+int64_t device_number(const pcy_bundle_context_args& a, std::string_view key, int64_t otherwise) {
+  const pcy_framework_api& fw = *a.framework;
+  const pcy_property* props = nullptr;
+  size_t count = 0;
+  if (fw.device_properties == nullptr) return otherwise;
+  if (pcy_error* e = fw.device_properties(a.framework_plugin, a.plugin_device, &props, &count)) {
+    e->destroy(e);
+    return otherwise;
+  }
+  if (count == 0 || props == nullptr || props[0].struct_size < sizeof(pcy_property))
+    return otherwise;
+  const size_t stride = props[0].struct_size; // a newer framework may send larger elements
+  for (size_t i = 0; i < count; ++i) {
+    const pcy_property& p =
+        *reinterpret_cast<const pcy_property*>(reinterpret_cast<const char*>(props) + i * stride);
+    if (p.key != nullptr && key == p.key) return p.i;
+  }
+  return otherwise;
 }
 
 constexpr sdk::bundle_identity identity{bundle_name, PCY_BLAS_EXTENSION, "vulkan",
@@ -417,6 +494,14 @@ public:
         small_groups_ = true;
       else if (std::string_view(e) != "256")
         log_.warn("PARENCHYMA_BLAS_VULKAN_WORK_GROUP=", e, " ignored: expected 128 or 256");
+    }
+    if (const char* e = settings_.find("PARENCHYMA_BLAS_VULKAN_MAX_BINDING")) {
+      char* end = nullptr;
+      const unsigned long long v = std::strtoull(e, &end, 10);
+      if (end != e && *end == '\0')
+        max_binding_ = v;
+      else
+        log_.warn("PARENCHYMA_BLAS_VULKAN_MAX_BINDING=", e, " ignored: expected a byte count");
     }
     if (const char* e = settings_.find("PARENCHYMA_BLAS_VULKAN_GRID_CAP")) {
       char* end = nullptr;
@@ -461,6 +546,11 @@ public:
     log_.debug("on ", dev.name.empty() ? "the device" : dev.name, ": work-groups of ", cx->w.wg,
                ", gemm ",
                cx->gemm_tiled ? "in shared-memory tiles (gemm)" : "barrier-free (gemm_direct)");
+    // Tensors above maxStorageBufferRange take the address form of the kernels (see run_op).
+    cx->max_binding = static_cast<uint64_t>(
+        std::max<int64_t>(0, device_number(a, "max_storage_buffer_range", INT64_MAX)));
+    cx->max_binding = std::min(cx->max_binding, max_binding_);
+    cx->device_address = device_number(a, "buffer_device_address", 0) != 0;
     if (grid_cap_ > 0) {
       cx->grid_cap = cx->batch_cap = grid_cap_;
       cx->max_groups = static_cast<uint32_t>(std::min<uint64_t>(cx->max_groups, grid_cap_));
@@ -507,13 +597,13 @@ private:
                         ": gemm_direct on CPU devices, shared-memory tiles on others");
       return sdk::str("parenchyma GLSL compute shader ", op_names[op], dtype);
     };
-    table_.add<at_offset_zero<F32>, at_offset_zero<F64>>(schema, label(false), label(true),
-                                                         sig_1_0);
+    table_.add<run_op<F32>, run_op<F64>>(schema, label(false), label(true), sig_1_0);
   }
 
-  uint64_t grid_cap_ = 0;     // PARENCHYMA_BLAS_VULKAN_GRID_CAP; 0: the defaults
-  std::string gemm_form_;     // PARENCHYMA_BLAS_VULKAN_GEMM; empty: by the device
-  bool small_groups_ = false; // PARENCHYMA_BLAS_VULKAN_WORK_GROUP=128
+  uint64_t grid_cap_ = 0;             // PARENCHYMA_BLAS_VULKAN_GRID_CAP; 0: the defaults
+  uint64_t max_binding_ = UINT64_MAX; // PARENCHYMA_BLAS_VULKAN_MAX_BINDING (a test aid)
+  std::string gemm_form_;             // PARENCHYMA_BLAS_VULKAN_GEMM; empty: by the device
+  bool small_groups_ = false;         // PARENCHYMA_BLAS_VULKAN_WORK_GROUP=128
   sdk::op_table<blas_vulkan_bundle> table_;
 };
 

@@ -3,12 +3,18 @@
 // (one `#kernel NAME` section per kernel; the lines before the first are shared), once per
 // dtype with -DREAL=float or -DREAL=double (the latter only on a device with shaderFloat64).
 // Conventions of every kernel:
-//  - buffers are set 0 in binding order, scalars the push-constant block in member order
-//    (REAL members first, so that a double sits at an 8-byte offset);
+//  - buffers are declared by BUF(binding, access, Block, array) and listed by PTR(Block, array) at
+//    the head of the push-constant block, in binding order. By default (descriptors) BUF is a
+//    storage buffer of set 0 at that binding and PTR nothing; with -DPCY_ADDRESSES BUF is a
+//    GL_EXT_buffer_reference type and PTR a member of that type, filled with the buffer's device
+//    address by the plugin: no binding, so no maxStorageBufferRange limit (docs/vulkan.md). The
+//    kernel bodies are the same: `array` names the elements either way. Scalars follow in the
+//    push-constant block in member order (REAL members first, so that a double sits at an 8-byte
+//    offset after the 8-byte addresses);
 //  - a scalar comes as a host value plus a one-element buffer: bit 0 of `flags` takes alpha from
 //    pa[0], bit 1 beta from pb[0] (device-resident scalars never round-trip to the host);
-//  - indices are 32-bit: a kernel binds whole buffers of at most maxStorageBufferRange bytes
-//    (the plugin refuses larger ones), so no element index reaches 2^31;
+//  - indices are 32-bit: the bundle refuses a tensor of 2^31 - 2^21 elements or more (a bound
+//    buffer is below 4 GiB anyway), so no index, nor one a grid stride past it, reaches 2^31;
 //  - element-wise kernels walk their range grid-strided, so the bundle can cap the grid below
 //    maxComputeWorkGroupCount whatever n is.
 // Reference-BLAS semantics are decided here, where a device-resident scalar can be seen:
@@ -18,6 +24,34 @@
 #define REAL float
 #endif
 #define real REAL
+#ifdef PCY_ADDRESSES
+#extension GL_EXT_buffer_reference : require
+#ifdef PCY_FP64
+#define RALIGN 8
+#else
+#define RALIGN 4
+#endif
+#define BUF(binding_, access, Block, array)                                                        \
+  layout(buffer_reference, std430, buffer_reference_align = RALIGN) access buffer Block {          \
+    real v[];                                                                                      \
+  };
+#define PTR(Block, array) Block array##_ref;
+// Every array name of the kernels, as the elements behind its address.
+#define pa pa_ref.v
+#define pb pb_ref.v
+#define xs xs_ref.v
+#define ys ys_ref.v
+#define A A_ref.v
+#define B B_ref.v
+#define C C_ref.v
+#define part part_ref.v
+#define result result_ref.v
+#else
+#define BUF(binding_, access, Block, array)                                                        \
+  layout(std430, set = 0, binding = binding_) access buffer Block { real array[]; };
+#define PTR(Block, array)
+#endif
+#define RW // BUF's access for a buffer read and written
 #ifndef RWG
 #define RWG 256
 #endif
@@ -75,61 +109,71 @@ bool nan_bits(float v) {
 
 #kernel axpby_k
 layout(local_size_x = EWG) in;
-layout(std430, set = 0, binding = 0) readonly buffer PA { real pa[]; };
-layout(std430, set = 0, binding = 1) readonly buffer PB { real pb[]; };
-layout(std430, set = 0, binding = 2) readonly buffer X { real x[]; };
-layout(std430, set = 0, binding = 3) buffer Y { real y[]; };
-layout(push_constant) uniform args { real a; real b; int n; int flags; int incx; int incy; };
+BUF(0, readonly, PA, pa)
+BUF(1, readonly, PB, pb)
+BUF(2, readonly, X, xs)
+BUF(3, RW, Y, ys)
+layout(push_constant) uniform args {
+  PTR(PA, pa) PTR(PB, pb) PTR(X, xs) PTR(Y, ys)
+ real a; real b; int n; int flags; int incx; int incy; };
 void main() {
   const real al = ALPHA, be = BETA;
   for (int i = GID; i < n; i += GSTRIDE) {
     const int iy = i * incy;
-    y[iy] = COMBINE(al, x[i * incx], be, y[iy]);
+    ys[iy] = COMBINE(al, xs[i * incx], be, ys[iy]);
   }
 }
 
 #kernel axpy_k
 // alpha == 0 returns at once, as reference axpy: y keeps its bits even where x is NaN.
 layout(local_size_x = EWG) in;
-layout(std430, set = 0, binding = 0) readonly buffer PA { real pa[]; };
-layout(std430, set = 0, binding = 1) readonly buffer X { real x[]; };
-layout(std430, set = 0, binding = 2) buffer Y { real y[]; };
-layout(push_constant) uniform args { real a; int n; int flags; int incx; int incy; };
+BUF(0, readonly, PA, pa)
+BUF(1, readonly, X, xs)
+BUF(2, RW, Y, ys)
+layout(push_constant) uniform args {
+  PTR(PA, pa) PTR(X, xs) PTR(Y, ys)
+ real a; int n; int flags; int incx; int incy; };
 void main() {
   const real al = ALPHA;
   if (al == real(0)) return;
-  for (int i = GID; i < n; i += GSTRIDE) y[i * incy] += al * x[i * incx];
+  for (int i = GID; i < n; i += GSTRIDE) ys[i * incy] += al * xs[i * incx];
 }
 
 #kernel scal_k
 layout(local_size_x = EWG) in;
-layout(std430, set = 0, binding = 0) readonly buffer PA { real pa[]; };
-layout(std430, set = 0, binding = 1) buffer X { real x[]; };
-layout(push_constant) uniform args { real a; int n; int flags; int incx; };
+BUF(0, readonly, PA, pa)
+BUF(1, RW, X, xs)
+layout(push_constant) uniform args {
+  PTR(PA, pa) PTR(X, xs)
+ real a; int n; int flags; int incx; };
 void main() {
   const real al = ALPHA;
-  for (int i = GID; i < n; i += GSTRIDE) x[i * incx] *= al;
+  for (int i = GID; i < n; i += GSTRIDE) xs[i * incx] *= al;
 }
 
 #kernel copy_k
 layout(local_size_x = EWG) in;
-layout(std430, set = 0, binding = 0) readonly buffer X { real x[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer Y { real y[]; };
-layout(push_constant) uniform args { int n; int incx; int incy; };
+BUF(0, readonly, X, xs)
+BUF(1, writeonly, Y, ys)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(Y, ys)
+ int n; int incx; int incy; };
 void main() {
-  for (int i = GID; i < n; i += GSTRIDE) y[i * incy] = x[i * incx];
+  for (int i = GID; i < n; i += GSTRIDE) ys[i * incy] = xs[i * incx];
 }
 
 #kernel swap_k
 layout(local_size_x = EWG) in;
-layout(std430, set = 0, binding = 0) buffer X { real x[]; };
-layout(std430, set = 0, binding = 1) buffer Y { real y[]; };
-layout(push_constant) uniform args { int n; int incx; int incy; };
+BUF(0, RW, X, xs)
+BUF(1, RW, Y, ys)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(Y, ys)
+ int n; int incx; int incy; };
 void main() {
   for (int i = GID; i < n; i += GSTRIDE) {
-    const real t = x[i * incx];
-    x[i * incx] = y[i * incy];
-    y[i * incy] = t;
+    const real t = xs[i * incx];
+    xs[i * incx] = ys[i * incy];
+    ys[i * incy] = t;
   }
 }
 
@@ -138,9 +182,11 @@ void main() {
 // storing zeros without reading: the quick paths (alpha == 0, k == 0). Dimension 1 walks a batch
 // of such windows `stride` elements apart (gemm_batched).
 layout(local_size_x = EWG) in;
-layout(std430, set = 0, binding = 0) readonly buffer PB { real pb[]; };
-layout(std430, set = 0, binding = 1) buffer X { real x[]; };
+BUF(0, readonly, PB, pb)
+BUF(1, RW, X, xs)
 layout(push_constant) uniform args {
+  PTR(PB, pb) PTR(X, xs)
+
   real b;
   int total;
   int cols;
@@ -154,7 +200,7 @@ void main() {
   for (int z = int(gl_GlobalInvocationID.y); z < batch; z += int(gl_NumWorkGroups.y))
     for (int i = GID; i < total; i += GSTRIDE) {
       const int ix = z * stride + (i / cols) * ld + i % cols;
-      x[ix] = be == real(0) ? real(0) : be * x[ix];
+      xs[ix] = be == real(0) ? real(0) : be * xs[ix];
     }
 }
 
@@ -162,18 +208,20 @@ void main() {
 // Reductions, stage 1: each work-group folds a grid-strided share of the vector into one
 // partial sum. mode 0: sum |x| (asum), 1: sum x*y (dot).
 layout(local_size_x = RWG) in;
-layout(std430, set = 0, binding = 0) readonly buffer X { real x[]; };
-layout(std430, set = 0, binding = 1) readonly buffer Y { real y[]; };
-layout(std430, set = 0, binding = 2) writeonly buffer P { real part[]; };
-layout(push_constant) uniform args { int n; int mode; int incx; int incy; };
+BUF(0, readonly, X, xs)
+BUF(1, readonly, Y, ys)
+BUF(2, writeonly, P, part)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(Y, ys) PTR(P, part)
+ int n; int mode; int incx; int incy; };
 shared real s[RWG];
 void main() {
   const int lid = int(gl_LocalInvocationID.x);
   real acc = real(0);
   if (mode == 0) {
-    for (int i = GID; i < n; i += GSTRIDE) acc += abs(x[i * incx]);
+    for (int i = GID; i < n; i += GSTRIDE) acc += abs(xs[i * incx]);
   } else {
-    for (int i = GID; i < n; i += GSTRIDE) acc = fma(x[i * incx], y[i * incy], acc);
+    for (int i = GID; i < n; i += GSTRIDE) acc = fma(xs[i * incx], ys[i * incy], acc);
   }
   s[lid] = acc;
   memoryBarrierShared();
@@ -189,9 +237,11 @@ void main() {
 #kernel reduce_2
 // Stage 2: one work-group folds the partial sums into result[0].
 layout(local_size_x = RWG) in;
-layout(std430, set = 0, binding = 0) readonly buffer P { real part[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer R { real result[]; };
-layout(push_constant) uniform args { int groups; };
+BUF(0, readonly, P, part)
+BUF(1, writeonly, R, result)
+layout(push_constant) uniform args {
+  PTR(P, part) PTR(R, result)
+ int groups; };
 shared real s[RWG];
 void main() {
   const int lid = int(gl_LocalInvocationID.x);
@@ -216,9 +266,11 @@ void main() {
 // type's digits and exponent range. Stage 1: part[g], part[groups + g], part[2 groups + g] are
 // the small, medium and big sums of work-group g.
 layout(local_size_x = RWG) in;
-layout(std430, set = 0, binding = 0) readonly buffer X { real x[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer P { real part[]; };
-layout(push_constant) uniform args { int n; int incx; int groups; };
+BUF(0, readonly, X, xs)
+BUF(1, writeonly, P, part)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(P, part)
+ int n; int incx; int groups; };
 shared real s0[RWG];
 shared real s1[RWG];
 shared real s2[RWG];
@@ -227,7 +279,7 @@ void main() {
   const int lid = int(gl_LocalInvocationID.x);
   precise real sml = real(0), med = real(0), big = real(0);
   for (int i = GID; i < n; i += GSTRIDE) {
-    const real ax = abs(x[i * incx]);
+    const real ax = abs(xs[i * incx]);
     if (nan_bits(ax)) {
       // first, by its bits: the comparisons below are no place to classify a NaN
       med += ax;
@@ -266,9 +318,11 @@ void main() {
 #kernel nrm2_2
 // Stage 2: fold the three sums of every group, then combine them into the norm.
 layout(local_size_x = RWG) in;
-layout(std430, set = 0, binding = 0) readonly buffer P { real part[]; };
-layout(std430, set = 0, binding = 1) writeonly buffer R { real result[]; };
-layout(push_constant) uniform args { int groups; };
+BUF(0, readonly, P, part)
+BUF(1, writeonly, R, result)
+layout(push_constant) uniform args {
+  PTR(P, part) PTR(R, result)
+ int groups; };
 shared real s0[RWG];
 shared real s1[RWG];
 shared real s2[RWG];
@@ -323,12 +377,14 @@ void main() {
 // y = alpha A x + beta y, A m x n row-major: a work-group per row (grid-strided over the rows),
 // reduced in shared memory.
 layout(local_size_x = GWG) in;
-layout(std430, set = 0, binding = 0) readonly buffer PA { real pa[]; };
-layout(std430, set = 0, binding = 1) readonly buffer PB { real pb[]; };
-layout(std430, set = 0, binding = 2) readonly buffer MA { real A[]; };
-layout(std430, set = 0, binding = 3) readonly buffer X { real x[]; };
-layout(std430, set = 0, binding = 4) buffer Y { real y[]; };
+BUF(0, readonly, PA, pa)
+BUF(1, readonly, PB, pb)
+BUF(2, readonly, MA, A)
+BUF(3, readonly, X, xs)
+BUF(4, RW, Y, ys)
 layout(push_constant) uniform args {
+  PTR(PA, pa) PTR(PB, pb) PTR(MA, A) PTR(X, xs) PTR(Y, ys)
+
   real a;
   real b;
   int m;
@@ -345,7 +401,7 @@ void main() {
   for (int row = int(gl_WorkGroupID.x); row < m; row += int(gl_NumWorkGroups.x)) {
     real acc = real(0);
     const int base = row * lda;
-    for (int j = lid; j < n; j += GWG) acc = fma(A[base + j], x[j * incx], acc);
+    for (int j = lid; j < n; j += GWG) acc = fma(A[base + j], xs[j * incx], acc);
     s[lid] = acc;
     memoryBarrierShared();
     barrier();
@@ -356,7 +412,7 @@ void main() {
     }
     if (lid == 0) {
       const int iy = row * incy;
-      y[iy] = COMBINE(al, s[0], be, y[iy]);
+      ys[iy] = COMBINE(al, s[0], be, ys[iy]);
     }
     memoryBarrierShared();
     barrier(); // s is written again for the next row
@@ -366,12 +422,14 @@ void main() {
 #kernel gemv_t
 // y = alpha A^T x + beta y: an invocation per column, reading A's rows contiguously.
 layout(local_size_x = GWG) in;
-layout(std430, set = 0, binding = 0) readonly buffer PA { real pa[]; };
-layout(std430, set = 0, binding = 1) readonly buffer PB { real pb[]; };
-layout(std430, set = 0, binding = 2) readonly buffer MA { real A[]; };
-layout(std430, set = 0, binding = 3) readonly buffer X { real x[]; };
-layout(std430, set = 0, binding = 4) buffer Y { real y[]; };
+BUF(0, readonly, PA, pa)
+BUF(1, readonly, PB, pb)
+BUF(2, readonly, MA, A)
+BUF(3, readonly, X, xs)
+BUF(4, RW, Y, ys)
 layout(push_constant) uniform args {
+  PTR(PA, pa) PTR(PB, pb) PTR(MA, A) PTR(X, xs) PTR(Y, ys)
+
   real a;
   real b;
   int m;
@@ -385,9 +443,9 @@ void main() {
   const real al = ALPHA, be = BETA;
   for (int col = GID; col < n; col += GSTRIDE) {
     real acc = real(0);
-    for (int i = 0; i < m; ++i) acc = fma(A[i * lda + col], x[i * incx], acc);
+    for (int i = 0; i < m; ++i) acc = fma(A[i * lda + col], xs[i * incx], acc);
     const int iy = col * incy;
-    y[iy] = COMBINE(al, acc, be, y[iy]);
+    ys[iy] = COMBINE(al, acc, be, ys[iy]);
   }
 }
 
@@ -400,12 +458,14 @@ void main() {
 // batch of one). Tiles and batch are grid-strided, so that any size fits the grid the bundle
 // caps below maxComputeWorkGroupCount (the loops are uniform in a work-group: barriers are safe).
 layout(local_size_x = RTS, local_size_y = RTS) in;
-layout(std430, set = 0, binding = 0) readonly buffer PA { real pa[]; };
-layout(std430, set = 0, binding = 1) readonly buffer PB { real pb[]; };
-layout(std430, set = 0, binding = 2) readonly buffer MA { real A[]; };
-layout(std430, set = 0, binding = 3) readonly buffer MB { real B[]; };
-layout(std430, set = 0, binding = 4) buffer MC { real C[]; };
+BUF(0, readonly, PA, pa)
+BUF(1, readonly, PB, pb)
+BUF(2, readonly, MA, A)
+BUF(3, readonly, MB, B)
+BUF(4, RW, MC, C)
 layout(push_constant) uniform args {
+  PTR(PA, pa) PTR(PB, pb) PTR(MA, A) PTR(MB, B) PTR(MC, C)
+
   real a;
   real b;
   int m;
@@ -490,12 +550,14 @@ void main() {
 #define DW 4
 #define DTS (RTS * DW)
 layout(local_size_x = RTS, local_size_y = RTS) in;
-layout(std430, set = 0, binding = 0) readonly buffer PA { real pa[]; };
-layout(std430, set = 0, binding = 1) readonly buffer PB { real pb[]; };
-layout(std430, set = 0, binding = 2) readonly buffer MA { real A[]; };
-layout(std430, set = 0, binding = 3) readonly buffer MB { real B[]; };
-layout(std430, set = 0, binding = 4) buffer MC { real C[]; };
+BUF(0, readonly, PA, pa)
+BUF(1, readonly, PB, pb)
+BUF(2, readonly, MA, A)
+BUF(3, readonly, MB, B)
+BUF(4, RW, MC, C)
 layout(push_constant) uniform args {
+  PTR(PA, pa) PTR(PB, pb) PTR(MA, A) PTR(MB, B) PTR(MC, C)
+
   real a;
   real b;
   int m;

@@ -16,8 +16,9 @@
 // Every time is host wall time of `inner` calls followed by a wait for the queue (the Vulkan
 // plugin has no device timers), interleaved with the peer (harness.hpp), after a warm-up.
 //   bench_blas_vulkan [--quick] [--backend vulkan:N] [--small-n N]
-// --quick: small sizes (1 and 8 MiB, gemm 64-256, plus a 256 MiB row that lavapipe refuses: its
-// maxStorageBufferRange is 128 MiB), for a smoke run on lavapipe in seconds. --small-n N: the
+// --quick: small sizes (1 and 8 MiB, gemm 64-256, plus a 256 MiB row, above lavapipe's 128 MiB
+// maxStorageBufferRange: blas_vulkan takes it by device address), for a smoke run on lavapipe in
+// seconds. --small-n N: the
 // small ops on N floats instead of 1024 (how the per-call cost grows with the grid).
 #include "harness.hpp"
 #include "vk_scal_spv.hpp"
@@ -622,8 +623,8 @@ void level1(bench_ctx& c, size_t bytes, std::vector<l1_row>& rows) {
     a.bytes = bytes;
     throw_if(api.memory_copy(&a), "memory_copy");
   };
-  // Each op once, checked; an op the plugin refuses (a buffer above maxStorageBufferRange, say)
-  // is reported with the error's text and not timed.
+  // Each op once, checked; an op the plugin refuses (a buffer above maxStorageBufferRange on a
+  // device without bufferDeviceAddress, say) is reported with the error's text and not timed.
   const float alpha = 1e-3f, sa = 0.999999f;
   std::vector<std::string> refused(5);
   auto once = [&](int k, auto f) {
