@@ -536,6 +536,10 @@ int cuda_graph(const coll::Communicator& comm) {
     for (int64_t i = 0; i < n * size; ++i)
       bv[static_cast<size_t>(i)] = static_cast<float>(round * 100 + rank + i % 11);
   };
+  // An op that needs workspace (f16 avg: through f32) runs once before recording, as for every
+  // op (docs/graphs.md): a capture cannot allocate, and the workspace stays once grown.
+  fill(0);
+  comm.all_reduce(h, havg, reduce_op::avg);
   // Outputs start as sentinels (the graph must overwrite them).
   for (auto* t : {&sum, &gathered, &scattered, &a2a})
     for (auto& v : t->write_only())

@@ -470,7 +470,7 @@ double cuda_copy_gbs(const Backend& cu, size_t bytes) {
     SharedTensor<float> x({n}), y({n});
     for (float& v : x.write_only())
       v = 1.0f;
-    const pcy_memory xm = x.read(cu), ym = y.write(cu);
+    const pcy_memory xm = x.read(cu), ym = y.write_only(cu);
     const auto& api = cu.framework().api();
     if (!api.memory_copy) throw std::runtime_error("the cuda framework has no memory_copy");
     auto copy = [&] {
