@@ -92,16 +92,6 @@ ncclRedOp_t nccl_op(int64_t reduce) {
   }
 }
 
-size_t elem_size(pcy_dtype d) {
-  switch (d) {
-  case PCY_DTYPE_F16:
-  case PCY_DTYPE_BF16: return 2;
-  case PCY_DTYPE_F32:
-  case PCY_DTYPE_I32: return 4;
-  default: return 8;
-  }
-}
-
 constexpr bool is_half(pcy_dtype d) { return d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16; }
 // f16 / bf16 SUM, PROD and AVG go through f32; MIN and MAX are exact in 16 bits.
 constexpr bool through_f32(pcy_dtype d, int64_t reduce) {
@@ -270,22 +260,8 @@ struct call {
   void* ptr(const pcy_tensor& t, uint64_t n) const { return n == 0 ? nullptr : cx.ptr(t); }
 };
 
-comm_entry& entry_of(int64_t id) {
-  nccl_state& s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (id < 1 || static_cast<uint64_t>(id) > s.comms.size())
-    sdk::fail(PCY_ERR_INVALID_ARGUMENT,
-              str("argument comm: ", id,
-                  " is no communicator of this bundle; make one with coll::Communicator"));
-  comm_entry& c = s.comms[static_cast<size_t>(id - 1)];
-  if (!c.broken.empty())
-    sdk::fail(PCY_ERR_DEVICE,
-              str("the communicator broke earlier (", c.broken, "); end the job on every rank"));
-  return c;
-}
-
 call begin(coll_context& cx, const sdk::op_args& a, const char* op) {
-  comm_entry& c = entry_of(a.i(0));
+  comm_entry& c = parenchyma::coll_bundle::entry_of(state(), a.i(0));
   call k{cx, c, op, c.where};
   if (c.ctx != cx.cu_ctx)
     sdk::fail(PCY_ERR_INVALID_ARGUMENT,
@@ -301,15 +277,9 @@ call begin(coll_context& cx, const sdk::op_args& a, const char* op) {
   return k;
 }
 
-void check_reduce(const call& k, int64_t r) {
-  if (r < PCY_COLL_REDUCE_SUM || r > PCY_COLL_REDUCE_AVG)
-    sdk::fail(PCY_ERR_INVALID_ARGUMENT,
-              str(k.where, "argument reduce: ", r, " is not a reduction"));
-}
+void check_reduce(const call& k, int64_t r) { parenchyma::coll_bundle::check_reduce(k.where, r); }
 void check_rank(const call& k, int64_t r, const char* name) {
-  if (r < 0 || r >= k.c.size)
-    sdk::fail(PCY_ERR_INVALID_ARGUMENT,
-              str(k.where, "argument ", name, ": ", r, " outside 0 .. ", k.c.size - 1));
+  parenchyma::coll_bundle::check_rank(k.where, k.c.size, r, name);
 }
 
 // ---- our kernels around NCCL -------------------------------------------------------------------
@@ -441,7 +411,7 @@ template <pcy_dtype D> void op_broadcast(coll_context& cx, const sdk::op_args& a
   check_rank(k, a.i(1), "root");
   if (n == 0) return;
   void* p = k.ptr(x, n);
-  k.check(k.api().ncclBroadcast(p, p, n * elem_size(D), ncclInt8, static_cast<int>(a.i(1)),
+  k.check(k.api().ncclBroadcast(p, p, n * sdk::dtype_size(D), ncclInt8, static_cast<int>(a.i(1)),
                                 k.c.comm, k.stream()),
           "ncclBroadcast");
 }
@@ -455,8 +425,8 @@ template <pcy_dtype D> void op_all_gather(coll_context& cx, const sdk::op_args& 
   if (dc.elements(y, 2) != total)
     dc.bad(PCY_ERR_INVALID_ARGUMENT, 2, str("expected ", total, " elements (size x n)"));
   if (n == 0) return;
-  k.check(k.api().ncclAllGather(k.ptr(x, n), k.ptr(y, total), n * elem_size(D), ncclInt8, k.c.comm,
-                                k.stream()),
+  k.check(k.api().ncclAllGather(k.ptr(x, n), k.ptr(y, total), n * sdk::dtype_size(D), ncclInt8,
+                                k.c.comm, k.stream()),
           "ncclAllGather");
 }
 
@@ -468,7 +438,7 @@ template <pcy_dtype D> void op_all_gather_inplace(coll_context& cx, const sdk::o
   call k = begin(cx, a, "all_gather");
   if (total % static_cast<uint64_t>(k.c.size) != 0)
     dc.bad(PCY_ERR_INVALID_ARGUMENT, 1, str(total, " elements, not a multiple of ", k.c.size));
-  const uint64_t bytes = total / static_cast<uint64_t>(k.c.size) * elem_size(D);
+  const uint64_t bytes = total / static_cast<uint64_t>(k.c.size) * sdk::dtype_size(D);
   if (bytes == 0) return;
   char* p = static_cast<char*>(k.ptr(y, total));
   k.check(k.api().ncclAllGather(p == nullptr ? nullptr : p + k.c.rank * bytes, p, bytes, ncclInt8,
@@ -481,7 +451,7 @@ template <pcy_dtype D> void op_all_gather_inplace(coll_context& cx, const sdk::o
 void reduce_scatter_to(call& k, const sdk::op_args& a, pcy_dtype d, int64_t reduce, void* x,
                        void* y, uint64_t n) {
   const uint64_t total = n * static_cast<uint64_t>(k.c.size);
-  const size_t es = elem_size(d), rank = static_cast<size_t>(k.c.rank);
+  const size_t es = sdk::dtype_size(d), rank = static_cast<size_t>(k.c.rank);
   if (n == 0) return;
   void* out = y != nullptr ? y : (x == nullptr ? nullptr : static_cast<char*>(x) + rank * n * es);
   if (through_f32(d, reduce)) {
@@ -536,7 +506,7 @@ template <pcy_dtype D> void op_all_to_all(coll_context& cx, const sdk::op_args& 
   call k = begin(cx, a, "all_to_all");
   if (total % static_cast<uint64_t>(k.c.size) != 0)
     dc.bad(PCY_ERR_INVALID_ARGUMENT, 1, str(total, " elements, not a multiple of ", k.c.size));
-  const size_t bytes = total / static_cast<uint64_t>(k.c.size) * elem_size(D);
+  const size_t bytes = total / static_cast<uint64_t>(k.c.size) * sdk::dtype_size(D);
   if (bytes == 0) return; // nothing moves; NCCL has no empty point-to-point to order
   const auto* xs = static_cast<const char*>(k.ptr(x, total));
   auto* ys = static_cast<char*>(k.ptr(y, total));
@@ -568,7 +538,7 @@ template <pcy_dtype D> void op_send(coll_context& cx, const sdk::op_args& a) {
   call k = begin(cx, a, "send");
   check_peer(k, a.i(1), a.i(2));
   if (n == 0) return; // the matching recv has no elements either (pcy_coll.h)
-  k.check(k.api().ncclSend(k.ptr(x, n), n * elem_size(D), ncclInt8, static_cast<int>(a.i(1)),
+  k.check(k.api().ncclSend(k.ptr(x, n), n * sdk::dtype_size(D), ncclInt8, static_cast<int>(a.i(1)),
                            k.c.comm, k.stream()),
           "ncclSend");
 }
@@ -580,7 +550,7 @@ template <pcy_dtype D> void op_recv(coll_context& cx, const sdk::op_args& a) {
   call k = begin(cx, a, "recv");
   check_peer(k, a.i(1), a.i(2));
   if (n == 0) return;
-  k.check(k.api().ncclRecv(k.ptr(y, n), n * elem_size(D), ncclInt8, static_cast<int>(a.i(1)),
+  k.check(k.api().ncclRecv(k.ptr(y, n), n * sdk::dtype_size(D), ncclInt8, static_cast<int>(a.i(1)),
                            k.c.comm, k.stream()),
           "ncclRecv");
 }

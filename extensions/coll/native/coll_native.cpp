@@ -59,16 +59,6 @@ void from_f32(pcy_dtype d, const float* src, void* dst, size_t n) {
       o[i] = f32_to_bf16(src[i]);
 }
 
-size_t elem_size(pcy_dtype d) {
-  switch (d) {
-  case PCY_DTYPE_F16:
-  case PCY_DTYPE_BF16: return 2;
-  case PCY_DTYPE_F32:
-  case PCY_DTYPE_I32: return 4;
-  default: return 8;
-  }
-}
-
 // The MPI type a dtype moves as; f16 / bf16 move as 16-bit words and reduce through f32.
 MPI_Datatype mpi_type(pcy_dtype d) {
   switch (d) {
@@ -323,35 +313,15 @@ struct call {
   }
 };
 
-comm_entry& entry_of(int64_t id) {
-  mpi_state& s = state();
-  std::lock_guard<std::mutex> lock(s.mu);
-  if (id < 1 || static_cast<uint64_t>(id) > s.comms.size())
-    sdk::fail(PCY_ERR_INVALID_ARGUMENT,
-              str("argument comm: ", id,
-                  " is no communicator of this bundle; make one with coll::Communicator"));
-  comm_entry& c = s.comms[static_cast<size_t>(id - 1)];
-  if (!c.broken.empty())
-    sdk::fail(PCY_ERR_DEVICE,
-              str("the communicator broke earlier (", c.broken, "); end the job on every rank"));
-  return c;
-}
-
 call begin(coll_context& cx, const sdk::op_args& a, const char* op) {
-  comm_entry& c = entry_of(a.i(0));
+  comm_entry& c = parenchyma::coll_bundle::entry_of(state(), a.i(0));
   cx.settle(a.queue());
   return call{cx, c, op, str("rank ", c.rank, " of ", c.size, ": ")};
 }
 
-void check_reduce(const call& k, int64_t r) {
-  if (r < PCY_COLL_REDUCE_SUM || r > PCY_COLL_REDUCE_AVG)
-    sdk::fail(PCY_ERR_INVALID_ARGUMENT,
-              str(k.where, "argument reduce: ", r, " is not a reduction"));
-}
+void check_reduce(const call& k, int64_t r) { parenchyma::coll_bundle::check_reduce(k.where, r); }
 void check_rank(const call& k, int64_t r, const char* name) {
-  if (r < 0 || r >= k.c.size)
-    sdk::fail(PCY_ERR_INVALID_ARGUMENT,
-              str(k.where, "argument ", name, ": ", r, " outside 0 .. ", k.c.size - 1));
+  parenchyma::coll_bundle::check_rank(k.where, k.c.size, r, name);
 }
 
 // y[i] /= size (AVG); integers truncate toward zero.
@@ -521,7 +491,7 @@ void reduce_scatter_to(call& k, pcy_dtype d, int64_t reduce, void* x, void* y, u
   const int cnt = k.count(n);
   const uint64_t total = n * static_cast<uint64_t>(k.c.size);
   k.count(total);
-  const size_t es = elem_size(d), rank = static_cast<size_t>(k.c.rank);
+  const size_t es = sdk::dtype_size(d), rank = static_cast<size_t>(k.c.rank);
   void* out = y != nullptr ? y : static_cast<char*>(x) + rank * n * es;
   MPI_Request r = MPI_REQUEST_NULL;
   if (is_half(d)) {
@@ -642,7 +612,7 @@ template <pcy_dtype D> void op_recv(coll_context& cx, const sdk::op_args& a) {
                       tag, " (dtype ", head[0], ", count ", head[1],
                       "); is it a coll send of the same parenchyma version?"));
       // Take the message anyway (into scratch) so the sender completes, then refuse.
-      std::vector<char> scratch(static_cast<size_t>(head[1]) * elem_size(sd) + 1);
+      std::vector<char> scratch(static_cast<size_t>(head[1]) * sdk::dtype_size(sd) + 1);
       mpi(k.where, "MPI_Irecv", [&] {
         return MPI_Irecv(scratch.data(), static_cast<int>(head[1]), mpi_type(sd), peer, tag,
                          k.c.comm, &r);
