@@ -141,6 +141,100 @@ PCY_SDK_HOT inline softmax_call decode_softmax(const sdk::op_args& a, pcy_dtype 
   return c;
 }
 
+// ---- normalisation (layer_norm, rms_norm and their gradients) ------------------------------
+
+// The statistics dtype of an op's dtype (pcy_nn.h): f64 for f64, f32 otherwise.
+constexpr pcy_dtype norm_stat_dtype(pcy_dtype d) {
+  return d == PCY_DTYPE_F64 ? PCY_DTYPE_F64 : PCY_DTYPE_F32;
+}
+
+struct norm_call {
+  const pcy_tensor* x = nullptr;
+  const pcy_tensor* weight = nullptr;
+  const pcy_tensor* bias = nullptr;    // layer_norm only
+  const pcy_tensor* y = nullptr;       // forward: y; gradient: dx
+  const pcy_tensor* mean = nullptr;    // layer_norm's; null for rms_norm or when not saved
+  const pcy_tensor* rstd = nullptr;    // null when not saved (forward)
+  const pcy_tensor* dy = nullptr;      // gradient only
+  const pcy_tensor* dweight = nullptr; // gradient only
+  const pcy_tensor* dbias = nullptr;   // layer_norm_grad only
+  uint64_t outer = 0, n = 0;
+  double epsilon = 0;                  // forward only
+};
+
+template <const pcy_op_schema& S>
+PCY_SDK_HOT inline norm_call decode_norm(const sdk::op_args& a, pcy_dtype d) {
+  const sdk::decoder<S> dc(a, d);
+  norm_call c;
+  constexpr bool grad = detail::has<S>("dx");
+  constexpr bool layer = detail::has<S>("mean");
+  constexpr uint32_t X = at<S>("x"), W = at<S>("weight"), AX = at<S>("axis");
+  c.x = &dc.tensor(X);
+  const uint64_t total = dc.elements(*c.x, X);
+  const int64_t axis = a.i(AX);
+  if (axis < 0 || axis >= c.x->ndim)
+    dc.bad(PCY_ERR_INVALID_ARGUMENT, AX, str(axis, " is outside the ", c.x->ndim, " dimensions"));
+  c.outer = 1;
+  c.n = 1;
+  for (int32_t i = 0; i < c.x->ndim; ++i)
+    (i < axis ? c.outer : c.n) *= static_cast<uint64_t>(c.x->shape[i]); // no overflow: total
+  (void)total;
+  auto same_shape = [&](const pcy_tensor& t, uint32_t k) {
+    bool same = t.ndim == c.x->ndim;
+    for (int32_t i = 0; same && i < t.ndim; ++i)
+      same = t.shape[i] == c.x->shape[i];
+    if (!same) dc.bad(PCY_ERR_INVALID_ARGUMENT, k, "its shape differs from the input's");
+  };
+  // A statistics tensor: the statistics dtype, outer elements (or 0 where `optional`).
+  auto stat = [&](uint32_t k, bool optional) -> const pcy_tensor* {
+    const pcy_tensor& t = dc.tensor(k);
+    if (t.dtype != norm_stat_dtype(d))
+      dc.bad(PCY_ERR_INVALID_ARGUMENT, k,
+             str("dtype ", sdk::dtype_name(t.dtype), ", expected ",
+                 sdk::dtype_name(norm_stat_dtype(d)), " (the statistics dtype of ",
+                 sdk::dtype_name(d), ")"));
+    const uint64_t m = dc.elements(t, k);
+    if (optional && m == 0) return nullptr;
+    if (m != c.outer)
+      dc.bad(PCY_ERR_INVALID_ARGUMENT, k,
+             str(m, " elements, expected ", c.outer, optional ? " (one per row) or 0" : " (one per row)"));
+    return &t;
+  };
+  c.weight = &dc.tensor(W);
+  detail::same_count(dc, *c.weight, W, c.n);
+  if constexpr (!grad) {
+    constexpr uint32_t Y = at<S>("y"), R = at<S>("rstd"), E = at<S>("epsilon");
+    c.y = &dc.tensor(Y);
+    same_shape(*c.y, Y);
+    if constexpr (layer) {
+      constexpr uint32_t B = at<S>("bias");
+      c.bias = &dc.tensor(B);
+      detail::same_count(dc, *c.bias, B, c.n);
+      c.mean = stat(at<S>("mean"), true);
+    }
+    c.rstd = stat(R, true);
+    c.epsilon = a.f(E);
+    if (!(c.epsilon >= 0) || !std::isfinite(c.epsilon))
+      dc.bad(PCY_ERR_INVALID_ARGUMENT, E, str(c.epsilon, ", expected a finite value >= 0"));
+  } else {
+    constexpr uint32_t DY = at<S>("dy"), DX = at<S>("dx"), DW = at<S>("dweight");
+    if constexpr (layer) {
+      constexpr uint32_t DB = at<S>("dbias");
+      c.mean = stat(at<S>("mean"), false);
+      c.dbias = &dc.tensor(DB);
+      detail::same_count(dc, *c.dbias, DB, c.n);
+    }
+    c.rstd = stat(at<S>("rstd"), false);
+    c.dy = &dc.tensor(DY);
+    same_shape(*c.dy, DY);
+    c.y = &dc.tensor(DX);
+    same_shape(*c.y, DX);
+    c.dweight = &dc.tensor(DW);
+    detail::same_count(dc, *c.dweight, DW, c.n);
+  }
+  return c;
+}
+
 // ---- geometry -----------------------------------------------------------------------------
 
 // A geometry pair (height, width) with every value >= lo.

@@ -721,4 +721,75 @@ template <class T> void dropout_bwd(const T* dy, const uint8_t* mask, T* dx, uin
     dx[i] = mask[i] != 0 ? dy[i] * scale : T(0);
 }
 
+
+// ---- normalisation (pcy_nn.h) ---------------------------------------------------------------
+// Rows of n: layer_norm (LAYER) or rms_norm, sums in double. S: the statistics type; mean and
+// rstd may be null (not saved).
+template <bool LAYER, class T, class S>
+void norm_fwd(const T* x, const T* w, const T* b, T* y, S* mean, S* rstd, uint64_t outer,
+              uint64_t n, double eps) {
+  const double dn = static_cast<double>(n);
+  for (uint64_t r = 0; r < outer; ++r) {
+    const T* xr = x + r * n;
+    T* yr = y + r * n;
+    double mu = 0;
+    if constexpr (LAYER) {
+      for (uint64_t j = 0; j < n; ++j)
+        mu += static_cast<double>(xr[j]);
+      mu /= dn;
+    }
+    double v = 0;
+    for (uint64_t j = 0; j < n; ++j) {
+      const double d = static_cast<double>(xr[j]) - mu;
+      v += d * d;
+    }
+    v /= dn;
+    const double rs = 1.0 / std::sqrt(v + eps);
+    for (uint64_t j = 0; j < n; ++j) {
+      double h = (static_cast<double>(xr[j]) - mu) * rs * static_cast<double>(w[j]);
+      if constexpr (LAYER) h += static_cast<double>(b[j]);
+      yr[j] = static_cast<T>(h);
+    }
+    if (LAYER && mean != nullptr) mean[r] = static_cast<S>(mu); // n = 0: 0 / 0, NaN
+    if (rstd != nullptr) rstd[r] = static_cast<S>(rs);
+  }
+}
+// The gradients: dx per row; dw (and db for LAYER) summed over the rows in row order, in
+// double (acc: 2 n doubles).
+template <bool LAYER, class T, class S>
+void norm_bwd(const T* x, const T* w, const S* mean, const S* rstd, const T* dy, T* dx, T* dw,
+              T* db, uint64_t outer, uint64_t n, double* acc) {
+  for (uint64_t j = 0; j < 2 * n; ++j)
+    acc[j] = 0;
+  const double dn = static_cast<double>(n);
+  for (uint64_t r = 0; r < outer; ++r) {
+    const T* xr = x + r * n;
+    const T* dyr = dy + r * n;
+    T* dxr = dx + r * n;
+    const double mu = LAYER ? static_cast<double>(mean[r]) : 0.0;
+    const double rs = static_cast<double>(rstd[r]);
+    double sg = 0, sgx = 0;
+    for (uint64_t j = 0; j < n; ++j) {
+      const double xh = (static_cast<double>(xr[j]) - mu) * rs;
+      const double d = static_cast<double>(dyr[j]);
+      const double g = d * static_cast<double>(w[j]);
+      sg += g;
+      sgx += g * xh;
+      acc[j] += d * xh;
+      acc[n + j] += d;
+    }
+    sg /= dn;
+    sgx /= dn;
+    for (uint64_t j = 0; j < n; ++j) {
+      const double xh = (static_cast<double>(xr[j]) - mu) * rs;
+      const double g = static_cast<double>(dyr[j]) * static_cast<double>(w[j]);
+      dxr[j] = static_cast<T>(rs * (LAYER ? g - sg - xh * sgx : g - xh * sgx));
+    }
+  }
+  for (uint64_t j = 0; j < n; ++j) {
+    dw[j] = static_cast<T>(acc[j]);
+    if constexpr (LAYER) db[j] = static_cast<T>(acc[n + j]);
+  }
+}
+
 } // namespace parenchyma::nn_native

@@ -893,6 +893,32 @@ template <class T> void op_dropout_grad(native_context& cx, const sdk::op_args& 
               static_cast<T>(c.scale));
 }
 
+// ---- normalisation --------------------------------------------------------------------------
+
+template <const pcy_op_schema& S, bool LAYER, class T>
+void op_norm(native_context& cx, const sdk::op_args& a) {
+  const nb::norm_call c = nb::decode_norm<S>(a, dt<T>);
+  if (c.outer == 0) return;
+  cx.settle(a.queue());
+  using St = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  norm_fwd<LAYER>(cx.ptr<const T>(*c.x), cx.ptr<const T>(*c.weight),
+                  LAYER ? cx.ptr<const T>(*c.bias) : static_cast<const T*>(nullptr),
+                  cx.ptr<T>(*c.y), c.mean ? cx.ptr<St>(*c.mean) : nullptr,
+                  c.rstd ? cx.ptr<St>(*c.rstd) : nullptr, c.outer, c.n, c.epsilon);
+}
+template <const pcy_op_schema& S, bool LAYER, class T>
+void op_norm_grad(native_context& cx, const sdk::op_args& a) {
+  const nb::norm_call c = nb::decode_norm<S>(a, dt<T>);
+  if (c.n == 0) return;
+  cx.settle(a.queue());
+  using St = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  norm_bwd<LAYER>(cx.ptr<const T>(*c.x), cx.ptr<const T>(*c.weight),
+                  LAYER ? cx.ptr<const St>(*c.mean) : static_cast<const St*>(nullptr),
+                  cx.ptr<const St>(*c.rstd), cx.ptr<const T>(*c.dy), cx.ptr<T>(*c.y),
+                  cx.ptr<T>(*c.dweight), LAYER ? cx.ptr<T>(*c.dbias) : static_cast<T*>(nullptr),
+                  c.outer, c.n, cx.doubles(2 * c.n));
+}
+
 // ---- the bundle ---------------------------------------------------------------------------
 
 #ifdef PARENCHYMA_NN_HAVE_DNNL
@@ -1028,6 +1054,18 @@ public:
     table_.add<op_dropout<float>, op_dropout<double>>(pcy_nn_dropout_schema, loop, loop);
     table_.add<op_dropout_grad<float>, op_dropout_grad<double>>(pcy_nn_dropout_grad_schema, loop,
                                                                 loop);
+
+    table_.add<op_norm<pcy_nn_layer_norm_schema, true, float>,
+               op_norm<pcy_nn_layer_norm_schema, true, double>>(pcy_nn_layer_norm_schema, loop,
+                                                                loop);
+    table_.add<op_norm_grad<pcy_nn_layer_norm_grad_schema, true, float>,
+               op_norm_grad<pcy_nn_layer_norm_grad_schema, true, double>>(
+        pcy_nn_layer_norm_grad_schema, loop, loop);
+    table_.add<op_norm<pcy_nn_rms_norm_schema, false, float>,
+               op_norm<pcy_nn_rms_norm_schema, false, double>>(pcy_nn_rms_norm_schema, loop, loop);
+    table_.add<op_norm_grad<pcy_nn_rms_norm_grad_schema, false, float>,
+               op_norm_grad<pcy_nn_rms_norm_grad_schema, false, double>>(
+        pcy_nn_rms_norm_grad_schema, loop, loop);
   }
 
   std::span<const pcy_op_desc> ops() const { return table_.ops(); }

@@ -377,4 +377,82 @@ inline bool dropout_keep(uint64_t seed, uint64_t i, double probability) {
   return (z >> 40) >= t;
 }
 
+// ---- normalisation (layer_norm, rms_norm) -------------------------------------------------
+// Rows of n (outer rows). The forward: y with each element's magnitude (|x - mean| and |mean|
+// scaled, plus |bias|: the error a sum of n terms in the statistics dtype leaves), and each
+// row's mean and rstd.
+struct norm_fwd_ref {
+  summed y;
+  vec mean, rstd;
+};
+inline norm_fwd_ref norm_forward(const vec& x, const vec& w, const vec& b, size_t outer, size_t n,
+                                 double epsilon, bool layer) {
+  norm_fwd_ref r{summed(outer * n), vec(outer), vec(outer)};
+  for (size_t o = 0; o < outer; ++o) {
+    const double* xr = x.data() + o * n;
+    double mu = 0, amu = 0;
+    if (layer) {
+      for (size_t j = 0; j < n; ++j) {
+        mu += xr[j];
+        amu += std::fabs(xr[j]);
+      }
+      mu /= static_cast<double>(n);
+      amu /= static_cast<double>(n);
+    }
+    double v = 0;
+    for (size_t j = 0; j < n; ++j)
+      v += (xr[j] - mu) * (xr[j] - mu);
+    v /= static_cast<double>(n);
+    const double rs = 1 / std::sqrt(v + epsilon);
+    r.mean[o] = mu;
+    r.rstd[o] = rs;
+    for (size_t j = 0; j < n; ++j) {
+      const size_t k = o * n + j;
+      r.y.v[k] = (xr[j] - mu) * rs * w[j] + (layer ? b[j] : 0.0);
+      r.y.mag[k] = (std::fabs(xr[j]) + amu) * rs * std::fabs(w[j]) + (layer ? std::fabs(b[j]) : 0);
+      r.y.terms[k] = static_cast<double>(n);
+    }
+  }
+  return r;
+}
+// The gradients from the statistics the op was given (mean, rstd as stored).
+struct norm_bwd_ref {
+  summed dx, dw, db;
+};
+inline norm_bwd_ref norm_backward(const vec& x, const vec& w, const vec& mean, const vec& rstd,
+                                  const vec& dy, size_t outer, size_t n, bool layer) {
+  norm_bwd_ref r{summed(outer * n), summed(n), summed(n)};
+  const double dn = static_cast<double>(n);
+  for (size_t o = 0; o < outer; ++o) {
+    const double mu = layer ? mean[o] : 0, rs = rstd[o];
+    double sg = 0, sgx = 0, ag = 0, agx = 0;
+    for (size_t j = 0; j < n; ++j) {
+      const size_t k = o * n + j;
+      const double xh = (x[k] - mu) * rs, axh = (std::fabs(x[k]) + std::fabs(mu)) * rs;
+      const double g = dy[k] * w[j];
+      sg += g;
+      ag += std::fabs(g);
+      sgx += g * xh;
+      agx += std::fabs(g) * axh;
+      r.dw.v[j] += dy[k] * xh;
+      r.dw.mag[j] += std::fabs(dy[k]) * axh;
+      r.db.v[j] += dy[k];
+      r.db.mag[j] += std::fabs(dy[k]);
+    }
+    for (size_t j = 0; j < n; ++j) {
+      const size_t k = o * n + j;
+      const double xh = (x[k] - mu) * rs, axh = (std::fabs(x[k]) + std::fabs(mu)) * rs;
+      const double g = dy[k] * w[j];
+      r.dx.v[k] = rs * (g - (layer ? sg / dn : 0) - xh * sgx / dn);
+      r.dx.mag[k] = rs * (std::fabs(g) + (layer ? ag / dn : 0) + axh * agx / dn);
+      r.dx.terms[k] = dn;
+    }
+  }
+  for (size_t j = 0; j < n; ++j) {
+    r.dw.terms[j] = static_cast<double>(outer);
+    r.db.terms[j] = static_cast<double>(outer);
+  }
+  return r;
+}
+
 } // namespace parenchyma::conformance::nn_ref

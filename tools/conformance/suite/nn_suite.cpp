@@ -1229,6 +1229,134 @@ template <class T> void edge_cases(extension_suite& reg) {
   });
 }
 
+// ---- normalisation -------------------------------------------------------------------------
+
+// layer_norm and rms_norm with their gradients: rows short and long (one past a block of 4096),
+// along every axis, rows far from zero (cancellation), a row holding NaN and one holding an
+// infinity, no rows and empty rows, and the statistics not saved; then the refusals.
+template <class T> void norm_cases(extension_suite& reg) {
+  using St = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  struct nc {
+    std::vector<int64_t> shape;
+    int64_t axis;
+    double offset, spread; // x = offset + spread * U(-1, 1)
+    bool non_finite;       // row 1 holds a NaN, row 2 an infinity
+  };
+  const std::vector<nc> cases{{{3, 5, 7}, 1, 0, 2, false},    {{3, 5, 7}, 2, 0, 2, false},
+                              {{3, 5, 7}, 0, 0, 2, false},    {{3, 5, 7}, -1, 0, 2, false},
+                              {{1}, 0, 0, 1, false},          {{64, 100}, 1, 0, 3, false},
+                              {{3, 4099}, 1, 0, 1, false},    {{7, 1000}, 1, 1000, 1, false},
+                              {{2, 3, 1, 11}, 3, 0, 50, false}, {{5, 33}, 1, 0, 1, true},
+                              {{0, 5}, 1, 0, 1, false},       {{4, 0}, 1, 0, 1, false}};
+  for (const nc& c : cases)
+    for (const bool layer : {true, false}) {
+      const std::string tag = std::string(layer ? "layer_norm " : "rms_norm ") + tname<T>() + " " +
+                              shape_tag(c.shape) + " axis=" + std::to_string(c.axis) +
+                              (c.offset != 0 ? " far from zero" : "") +
+                              (c.non_finite ? " NaN and infinity rows" : "");
+      reg.add<T>(
+          tag,
+          [=](const Backend& b) {
+            const auto rank = static_cast<int64_t>(c.shape.size());
+            const int64_t axis = c.axis < 0 ? c.axis + rank : c.axis;
+            size_t outer = 1, n = 1;
+            for (int64_t i = 0; i < rank; ++i)
+              (i < axis ? outer : n) *= static_cast<size_t>(c.shape[static_cast<size_t>(i)]);
+            vec x = random_vec<T>(outer * n, -c.spread, c.spread);
+            for (double& v : x)
+              v = rounded<T>(v + c.offset);
+            if (c.non_finite) {
+              x[1 * n + 3] = std::numeric_limits<double>::quiet_NaN();
+              x[2 * n + 5] = -std::numeric_limits<double>::infinity();
+            }
+            const vec w = random_vec<T>(n, 0.5, 1.5), bias = random_vec<T>(n),
+                      dy = random_vec<T>(outer * n);
+            const double epsilon = 1e-5;
+            auto xt = tensor_of<T>(c.shape, x), wt = tensor_of<T>({static_cast<int64_t>(n)}, w),
+                 bt = tensor_of<T>({static_cast<int64_t>(n)}, bias), dyt = tensor_of<T>(c.shape, dy);
+            const std::vector<int64_t> rows{static_cast<int64_t>(outer)};
+            auto yt = poisoned<T>(c.shape);
+            auto mt = poisoned<St>(rows), rt = poisoned<St>(rows);
+            if (layer)
+              nn::layer_norm(b, xt, wt, bt, yt, mt, rt, c.axis, epsilon);
+            else
+              nn::rms_norm(b, xt, wt, yt, rt, c.axis, epsilon);
+            const auto ref = nn_ref::norm_forward(x, w, bias, outer, n, epsilon, layer);
+            expect_all<T>(tag + " y", values(yt), ref.y);
+            const vec gm = values(mt), gr = values(rt);
+            for (size_t o = 0; o < outer; ++o) {
+              double amu = 0;
+              for (size_t j = 0; j < n; ++j)
+                amu += std::fabs(x[o * n + j]) / static_cast<double>(n);
+              if (layer)
+                expect_near<St>(tag + " mean", o, gm[o], ref.mean[o], amu, static_cast<double>(n));
+              expect_near<St>(tag + " rstd", o, gr[o], ref.rstd[o],
+                              ref.rstd[o] * (1 + 4 * amu * ref.rstd[o]), static_cast<double>(n));
+            }
+            // Not saved: statistics tensors of 0 elements; y as before.
+            auto y2 = poisoned<T>(c.shape);
+            SharedTensor<St> none({0}), none2({0});
+            if (layer)
+              nn::layer_norm(b, xt, wt, bt, y2, none, none2, c.axis, epsilon);
+            else
+              nn::rms_norm(b, xt, wt, y2, none, c.axis, epsilon);
+            expect_all<T>(tag + " y (statistics not saved)", values(y2), ref.y);
+            // The gradients from the reference's statistics rounded to the statistics dtype.
+            vec mean(outer), rstd(outer);
+            for (size_t o = 0; o < outer; ++o) {
+              mean[o] = rounded<St>(ref.mean[o]);
+              rstd[o] = rounded<St>(ref.rstd[o]);
+            }
+            auto min = tensor_of<St>(rows, mean), rin = tensor_of<St>(rows, rstd);
+            const std::vector<int64_t> ns{static_cast<int64_t>(n)};
+            auto dx = poisoned<T>(c.shape), dw = poisoned<T>(ns), db = poisoned<T>(ns);
+            if (layer)
+              nn::layer_norm_grad(b, xt, wt, min, rin, dyt, dx, dw, db, c.axis);
+            else
+              nn::rms_norm_grad(b, xt, wt, rin, dyt, dx, dw, c.axis);
+            const auto g = nn_ref::norm_backward(x, w, mean, rstd, dy, outer, n, layer);
+            expect_all<T>(tag + " dx", values(dx), g.dx);
+            expect_all<T>(tag + " dweight", values(dw), g.dw);
+            if (layer) expect_all<T>(tag + " dbias", values(db), g.db);
+          },
+          layer ? std::vector<const OpKey*>{key<pcy_nn_layer_norm_schema, T>(),
+                                            key<pcy_nn_layer_norm_grad_schema, T>()}
+                : std::vector<const OpKey*>{key<pcy_nn_rms_norm_schema, T>(),
+                                            key<pcy_nn_rms_norm_grad_schema, T>()});
+    }
+  reg.add<T>(std::string("layer_norm / rms_norm ") + tname<T>() + " refusals: y untouched",
+             [](const Backend& b) {
+               using Wrong = std::conditional_t<std::is_same_v<T, double>, float, double>;
+               auto x = random_tensor<T>({4, 6}), w = random_tensor<T>({6}),
+                    bias = random_tensor<T>({6}), w5 = random_tensor<T>({5});
+               auto y = poisoned<T>({4, 6});
+               SharedTensor<St> m({4}), r({4}), r3({3});
+               SharedTensor<Wrong> rw({4});
+               const auto y0 = raw(y);
+               expect_refused(
+                   "layer_norm weight of 5", [&] { nn::layer_norm(b, x, w5, bias, y, m, r, 1); },
+                   "layer_norm", "weight");
+               expect_refused(
+                   "layer_norm rstd of 3", [&] { nn::layer_norm(b, x, w, bias, y, m, r3, 1); },
+                   "layer_norm", "rstd");
+               expect_refused(
+                   "rms_norm rstd of the wrong dtype", [&] { nn::rms_norm(b, x, w, y, rw, 1); },
+                   "rms_norm", "rstd");
+               expect_refused(
+                   "rms_norm axis 2 of a 2-d tensor", [&] { nn::rms_norm(b, x, w, y, r, 2); },
+                   "rms_norm", "axis");
+               expect_refused(
+                   "layer_norm negative epsilon",
+                   [&] { nn::layer_norm(b, x, w, bias, y, m, r, 1, -1e-5); }, "layer_norm",
+                   "epsilon");
+               expect_refused(
+                   "rms_norm y aliasing x", [&] { nn::rms_norm(b, x, w, x, r, 1); }, "rms_norm",
+                   "y");
+               expect_true(same_bits(raw(y), y0), "a refused norm changed y");
+             },
+             {key<pcy_nn_layer_norm_schema, T>(), key<pcy_nn_rms_norm_schema, T>()});
+}
+
 template <class T> void all_cases(extension_suite& reg) {
   activations<T>(reg);
   softmax_cases<T>(reg);
@@ -1238,6 +1366,7 @@ template <class T> void all_cases(extension_suite& reg) {
     lrn_cases<T>(reg);
     dropout_cases<T>(reg);
   }
+  norm_cases<T>(reg);
   edge_cases<T>(reg);
   if constexpr (!is_half<T>) input_class_cases<T>(reg);
 }
@@ -1281,7 +1410,11 @@ const key_fn all_keys[] = {PCY_NN_SUITE_KEY(sigmoid),
                            PCY_NN_SUITE_KEY(lrn),
                            PCY_NN_SUITE_KEY(lrn_grad),
                            PCY_NN_SUITE_KEY(dropout),
-                           PCY_NN_SUITE_KEY(dropout_grad)};
+                           PCY_NN_SUITE_KEY(dropout_grad),
+                           PCY_NN_SUITE_KEY(layer_norm),
+                           PCY_NN_SUITE_KEY(layer_norm_grad),
+                           PCY_NN_SUITE_KEY(rms_norm),
+                           PCY_NN_SUITE_KEY(rms_norm_grad)};
 #undef PCY_NN_SUITE_KEY
 static_assert(std::size(all_keys) == PCY_NN_OP_COUNT, "an op of pcy_nn.h is missing here");
 

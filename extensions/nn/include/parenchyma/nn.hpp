@@ -1,5 +1,5 @@
 // parenchyma NN front-end: activations (sigmoid, relu, tanh, elu), softmax and log_softmax,
-// convolution, pooling, LRN and dropout, each with its gradient, on SharedTensors, on any
+// convolution, pooling, LRN, dropout, layer_norm and rms_norm, each with its gradient, on SharedTensors, on any
 // backend (header-only over the core; the ops run in the "nn" bundle plugin of the framework
 // that serves them). The semantics of every op are in parenchyma/abi/ext/pcy_nn.h and
 // docs/nn.md.
@@ -33,6 +33,7 @@
 #include <limits>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace parenchyma::nn {
@@ -783,6 +784,186 @@ inline void dropout_grad(const Backend& b, const TensorStorage& dy, const Tensor
   c.written(mask, "mask");
   ext::invoke<S>(b, c.dtype(),
                  {OpArg::in(dy), OpArg::in(mask), OpArg::out(dx), OpArg::real(probability)});
+}
+
+// ---- normalisation ------------------------------------------------------------------------
+
+namespace detail {
+// The statistics dtype of a norm op (pcy_nn.h): f64 for f64 data, f32 otherwise.
+inline pcy_dtype norm_stat_dtype(pcy_dtype d) {
+  return d == PCY_DTYPE_F64 ? PCY_DTYPE_F64 : PCY_DTYPE_F32;
+}
+struct norm_rows {
+  int64_t axis = 0;
+  uint64_t outer = 1, n = 1;
+};
+inline norm_rows norm_rows_of(const pcy_op_schema& s, const TensorStorage& x, int64_t axis) {
+  norm_rows r;
+  r.axis = axis_of(s, x, axis);
+  const Shape& sh = x.shape();
+  for (size_t i = 0; i < sh.size(); ++i)
+    (static_cast<int64_t>(i) < r.axis ? r.outer : r.n) *= static_cast<uint64_t>(sh[i]);
+  return r;
+}
+inline void norm_param(const pcy_op_schema& s, const TensorStorage& t, const char* name,
+                       uint64_t n) {
+  if (t.size() != n)
+    ext::fail(s, errc::invalid_argument, "argument ", name, ": ", t.size(), " elements (shape ",
+              ext::shape_str(t), "), expected ", n,
+              " (the normalised dimensions of x from axis on)");
+}
+inline void norm_stat(const pcy_op_schema& s, const TensorStorage& t, const char* name,
+                      pcy_dtype data, uint64_t outer, bool optional) {
+  const pcy_dtype want = norm_stat_dtype(data);
+  if (t.dtype() != want)
+    ext::fail(s, errc::invalid_argument, "argument ", name, ": dtype ", ext::dtype_name(t.dtype()),
+              ", expected ", ext::dtype_name(want), " (the statistics dtype of ",
+              ext::dtype_name(data), " data)");
+  if (t.size() != outer && !(optional && t.size() == 0))
+    ext::fail(s, errc::invalid_argument, "argument ", name, ": ", t.size(), " elements (shape ",
+              ext::shape_str(t), "), expected ", outer, " (one per row of x)",
+              optional ? " or 0 (not saved)" : "");
+}
+inline void norm_check_eps(const pcy_op_schema& s, double epsilon) {
+  if (!(epsilon >= 0) || !std::isfinite(epsilon))
+    ext::fail(s, errc::invalid_argument, "argument epsilon: ", epsilon,
+              " expected a finite value >= 0");
+}
+} // namespace detail
+
+// Layer normalisation over the dimensions of x from `axis` on (negative counts from the end):
+// each row's mean and biased variance, y = (x - mean) / sqrt(var + epsilon) * weight + bias.
+// weight and bias: one value per normalised element. mean and rstd (1 / sqrt(var + epsilon)):
+// one per row, f32 (f64 for f64 data), for layer_norm_grad; tensors of 0 elements save nothing.
+inline void layer_norm(const Backend& b, const TensorStorage& x, const TensorStorage& weight,
+                       const TensorStorage& bias, TensorStorage& y, TensorStorage& mean,
+                       TensorStorage& rstd, int64_t axis = -1, double epsilon = 1e-5) {
+  constexpr auto& S = pcy_nn_layer_norm_schema;
+  ext::checker c(S, x, "x", detail::any_float);
+  c.same_dtype(weight, "weight", "x");
+  c.same_dtype(bias, "bias", "x");
+  c.same_dtype(y, "y", "x");
+  const detail::norm_rows r = detail::norm_rows_of(S, x, axis);
+  detail::exact_shape(S, y, "y", x.shape(), "the shape of x");
+  detail::norm_param(S, weight, "weight", r.n);
+  detail::norm_param(S, bias, "bias", r.n);
+  detail::norm_stat(S, mean, "mean", c.dtype(), r.outer, true);
+  detail::norm_stat(S, rstd, "rstd", c.dtype(), r.outer, true);
+  detail::norm_check_eps(S, epsilon);
+  for (const auto& [t, n] : {std::pair<const TensorStorage*, const char*>{&x, "x"},
+                             {&weight, "weight"},
+                             {&bias, "bias"}}) {
+    c.distinct(*t, n, y, "y");
+    if (mean.size() != 0) c.distinct(*t, n, mean, "mean");
+    if (rstd.size() != 0) c.distinct(*t, n, rstd, "rstd");
+  }
+  if (mean.size() != 0) c.distinct(y, "y", mean, "mean");
+  if (rstd.size() != 0) c.distinct(y, "y", rstd, "rstd");
+  if (mean.size() != 0 && rstd.size() != 0) c.distinct(mean, "mean", rstd, "rstd");
+  c.written(x, "x");
+  c.written(weight, "weight");
+  c.written(bias, "bias");
+  ext::invoke<S>(b, c.dtype(),
+                 {OpArg::in(x), OpArg::in(weight), OpArg::in(bias), OpArg::out(y), OpArg::out(mean),
+                  OpArg::out(rstd), OpArg::integer(r.axis), OpArg::real(epsilon)});
+}
+// dx, and dweight and dbias summed over the rows, from the forward's x, weight, mean and rstd.
+inline void layer_norm_grad(const Backend& b, const TensorStorage& x, const TensorStorage& weight,
+                            const TensorStorage& mean, const TensorStorage& rstd,
+                            const TensorStorage& dy, TensorStorage& dx, TensorStorage& dweight,
+                            TensorStorage& dbias, int64_t axis = -1) {
+  constexpr auto& S = pcy_nn_layer_norm_grad_schema;
+  ext::checker c(S, x, "x", detail::any_float);
+  c.same_dtype(weight, "weight", "x");
+  c.same_dtype(dy, "dy", "x");
+  c.same_dtype(dx, "dx", "x");
+  c.same_dtype(dweight, "dweight", "x");
+  c.same_dtype(dbias, "dbias", "x");
+  const detail::norm_rows r = detail::norm_rows_of(S, x, axis);
+  detail::exact_shape(S, dy, "dy", x.shape(), "the shape of x");
+  detail::exact_shape(S, dx, "dx", x.shape(), "the shape of x");
+  detail::norm_param(S, weight, "weight", r.n);
+  detail::norm_param(S, dweight, "dweight", r.n);
+  detail::norm_param(S, dbias, "dbias", r.n);
+  detail::norm_stat(S, mean, "mean", c.dtype(), r.outer, false);
+  detail::norm_stat(S, rstd, "rstd", c.dtype(), r.outer, false);
+  for (const auto& [t, n] : {std::pair<const TensorStorage*, const char*>{&x, "x"},
+                             {&weight, "weight"},
+                             {&mean, "mean"},
+                             {&rstd, "rstd"},
+                             {&dy, "dy"}}) {
+    c.distinct(*t, n, dx, "dx");
+    c.distinct(*t, n, dweight, "dweight");
+    c.distinct(*t, n, dbias, "dbias");
+  }
+  c.distinct(dx, "dx", dweight, "dweight");
+  c.distinct(dx, "dx", dbias, "dbias");
+  c.distinct(dweight, "dweight", dbias, "dbias");
+  for (const auto& [t, n] : {std::pair<const TensorStorage*, const char*>{&x, "x"},
+                             {&weight, "weight"},
+                             {&mean, "mean"},
+                             {&rstd, "rstd"},
+                             {&dy, "dy"}})
+    c.written(*t, n);
+  ext::invoke<S>(b, c.dtype(),
+                 {OpArg::in(x), OpArg::in(weight), OpArg::in(mean), OpArg::in(rstd), OpArg::in(dy),
+                  OpArg::out(dx), OpArg::out(dweight), OpArg::out(dbias),
+                  OpArg::integer(r.axis)});
+}
+// Root-mean-square normalisation over the dimensions of x from `axis` on:
+// y = x / sqrt(mean(x^2) + epsilon) * weight; rstd as for layer_norm (0 elements: not saved).
+inline void rms_norm(const Backend& b, const TensorStorage& x, const TensorStorage& weight,
+                     TensorStorage& y, TensorStorage& rstd, int64_t axis = -1,
+                     double epsilon = 1e-6) {
+  constexpr auto& S = pcy_nn_rms_norm_schema;
+  ext::checker c(S, x, "x", detail::any_float);
+  c.same_dtype(weight, "weight", "x");
+  c.same_dtype(y, "y", "x");
+  const detail::norm_rows r = detail::norm_rows_of(S, x, axis);
+  detail::exact_shape(S, y, "y", x.shape(), "the shape of x");
+  detail::norm_param(S, weight, "weight", r.n);
+  detail::norm_stat(S, rstd, "rstd", c.dtype(), r.outer, true);
+  detail::norm_check_eps(S, epsilon);
+  c.distinct(x, "x", y, "y");
+  c.distinct(weight, "weight", y, "y");
+  if (rstd.size() != 0) {
+    c.distinct(x, "x", rstd, "rstd");
+    c.distinct(weight, "weight", rstd, "rstd");
+    c.distinct(y, "y", rstd, "rstd");
+  }
+  c.written(x, "x");
+  c.written(weight, "weight");
+  ext::invoke<S>(b, c.dtype(),
+                 {OpArg::in(x), OpArg::in(weight), OpArg::out(y), OpArg::out(rstd),
+                  OpArg::integer(r.axis), OpArg::real(epsilon)});
+}
+inline void rms_norm_grad(const Backend& b, const TensorStorage& x, const TensorStorage& weight,
+                          const TensorStorage& rstd, const TensorStorage& dy, TensorStorage& dx,
+                          TensorStorage& dweight, int64_t axis = -1) {
+  constexpr auto& S = pcy_nn_rms_norm_grad_schema;
+  ext::checker c(S, x, "x", detail::any_float);
+  c.same_dtype(weight, "weight", "x");
+  c.same_dtype(dy, "dy", "x");
+  c.same_dtype(dx, "dx", "x");
+  c.same_dtype(dweight, "dweight", "x");
+  const detail::norm_rows r = detail::norm_rows_of(S, x, axis);
+  detail::exact_shape(S, dy, "dy", x.shape(), "the shape of x");
+  detail::exact_shape(S, dx, "dx", x.shape(), "the shape of x");
+  detail::norm_param(S, weight, "weight", r.n);
+  detail::norm_param(S, dweight, "dweight", r.n);
+  detail::norm_stat(S, rstd, "rstd", c.dtype(), r.outer, false);
+  for (const auto& [t, n] : {std::pair<const TensorStorage*, const char*>{&x, "x"},
+                             {&weight, "weight"},
+                             {&rstd, "rstd"},
+                             {&dy, "dy"}}) {
+    c.distinct(*t, n, dx, "dx");
+    c.distinct(*t, n, dweight, "dweight");
+    c.written(*t, n);
+  }
+  c.distinct(dx, "dx", dweight, "dweight");
+  ext::invoke<S>(b, c.dtype(),
+                 {OpArg::in(x), OpArg::in(weight), OpArg::in(rstd), OpArg::in(dy), OpArg::out(dx),
+                  OpArg::out(dweight), OpArg::integer(r.axis)});
 }
 
 } // namespace parenchyma::nn

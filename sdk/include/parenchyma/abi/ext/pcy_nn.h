@@ -178,6 +178,48 @@
   } while (0)
 #define PCY_NN_DROPOUT_THRESHOLD(p) ((uint32_t)((p)*16777216.0 + 0.5))
 
+/* ---- normalisation ---------------------------------------------------------------------------
+ * Over the trailing dimensions of x from `axis` on (0 <= axis < rank): x is outer rows of n
+ * elements, outer = x.shape[0] ... x.shape[axis-1], n = x.shape[axis] ... x.shape[rank-1].
+ * weight and bias hold n elements each (any shapes) in the op's dtype; y has x's shape. The
+ * statistics (mean, rstd) hold one value per row (outer elements, any shapes) in the statistics
+ * dtype: f64 for f64 ops, f32 for f32, f16 and bf16 ops; a statistics tensor of 0 elements is
+ * not written (inference: nothing saved). Sums are taken in the statistics dtype or wider, the
+ * variance from the mean (two passes or an equivalent update, never E[x^2] - E[x]^2, so rows far
+ * from zero keep their digits). epsilon >= 0 and finite.
+ * layer_norm(x, weight, bias, y, mean, rstd, axis, epsilon):
+ *   mean = sum(x) / n; var = sum((x - mean)^2) / n (biased); rstd = 1 / sqrt(var + epsilon);
+ *   y = (x - mean) rstd weight + bias.
+ * layer_norm_grad(x, weight, mean, rstd, dy, dx, dweight, dbias, axis): with
+ *   xhat = (x - mean) rstd and g = dy weight (per row, means over the row's n elements),
+ *   dx = rstd (g - mean(g) - xhat mean(g xhat)); dweight[j] = sum over rows of dy xhat;
+ *   dbias[j] = sum over rows of dy. mean and rstd are the forward's (outer elements each).
+ * rms_norm(x, weight, y, rstd, axis, epsilon): rstd = 1 / sqrt(sum(x^2) / n + epsilon);
+ *   y = x rstd weight.
+ * rms_norm_grad(x, weight, rstd, dy, dx, dweight, axis): xhat = x rstd, g = dy weight,
+ *   dx = rstd (g - xhat mean(g xhat)); dweight[j] = sum over rows of dy xhat.
+ * A row holding NaN or an infinity gives NaN throughout that row (and its statistics); n = 0
+ * writes nothing but the statistics, which are NaN (0 / 0). The weight gradients are summed in
+ * a fixed order (the same bits on every run of a framework). */
+#define PCY_NN_LAYER_NORM_ARGS(X)                                                                  \
+  X(x, TENSOR, IN, OP, ANY)                                                                        \
+  X(weight, TENSOR, IN, OP, ANY) X(bias, TENSOR, IN, OP, ANY) X(y, TENSOR, OUT, OP, ANY)           \
+      X(mean, TENSOR, OUT, ANY, ANY) X(rstd, TENSOR, OUT, ANY, ANY) X(axis, INT, 0, OP, ANY)       \
+          X(epsilon, FLOAT, 0, OP, ANY)
+#define PCY_NN_LAYER_NORM_GRAD_ARGS(X)                                                             \
+  X(x, TENSOR, IN, OP, ANY)                                                                        \
+  X(weight, TENSOR, IN, OP, ANY) X(mean, TENSOR, IN, ANY, ANY) X(rstd, TENSOR, IN, ANY, ANY)       \
+      X(dy, TENSOR, IN, OP, ANY) X(dx, TENSOR, OUT, OP, ANY) X(dweight, TENSOR, OUT, OP, ANY)      \
+          X(dbias, TENSOR, OUT, OP, ANY) X(axis, INT, 0, OP, ANY)
+#define PCY_NN_RMS_NORM_ARGS(X)                                                                    \
+  X(x, TENSOR, IN, OP, ANY)                                                                        \
+  X(weight, TENSOR, IN, OP, ANY) X(y, TENSOR, OUT, OP, ANY) X(rstd, TENSOR, OUT, ANY, ANY)         \
+      X(axis, INT, 0, OP, ANY) X(epsilon, FLOAT, 0, OP, ANY)
+#define PCY_NN_RMS_NORM_GRAD_ARGS(X)                                                               \
+  X(x, TENSOR, IN, OP, ANY)                                                                        \
+  X(weight, TENSOR, IN, OP, ANY) X(rstd, TENSOR, IN, ANY, ANY) X(dy, TENSOR, IN, OP, ANY)          \
+      X(dx, TENSOR, OUT, OP, ANY) X(dweight, TENSOR, OUT, OP, ANY) X(axis, INT, 0, OP, ANY)
+
 /* pcy_nn_<op>_schema and pcy_nn_<op>_args for every op. */
 #define PCY_NN_DECLARE_ACTIVATION(a, ARGS, PW, GRAD, PWGRAD)                                       \
   PCY_DECLARE_OP_SCHEMA(pcy_nn, a, PCY_NN_EXTENSION, ARGS)                                         \
@@ -218,6 +260,10 @@ PCY_DECLARE_OP_SCHEMA(pcy_nn, lrn, PCY_NN_EXTENSION, PCY_NN_LRN_ARGS)
 PCY_DECLARE_OP_SCHEMA(pcy_nn, lrn_grad, PCY_NN_EXTENSION, PCY_NN_LRN_GRAD_ARGS)
 PCY_DECLARE_OP_SCHEMA(pcy_nn, dropout, PCY_NN_EXTENSION, PCY_NN_DROPOUT_ARGS)
 PCY_DECLARE_OP_SCHEMA(pcy_nn, dropout_grad, PCY_NN_EXTENSION, PCY_NN_DROPOUT_GRAD_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, layer_norm, PCY_NN_EXTENSION, PCY_NN_LAYER_NORM_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, layer_norm_grad, PCY_NN_EXTENSION, PCY_NN_LAYER_NORM_GRAD_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, rms_norm, PCY_NN_EXTENSION, PCY_NN_RMS_NORM_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, rms_norm_grad, PCY_NN_EXTENSION, PCY_NN_RMS_NORM_GRAD_ARGS)
 
 /* Every op of the extension, for tools that list them (parenchyma-info, the docs table). */
 #define PCY_NN_SCHEMA_LIST                                                                         \
@@ -234,12 +280,13 @@ PCY_DECLARE_OP_SCHEMA(pcy_nn, dropout_grad, PCY_NN_EXTENSION, PCY_NN_DROPOUT_GRA
       &pcy_nn_pooling_max_indexed_schema, &pcy_nn_pooling_max_grad_schema,                         \
       &pcy_nn_pooling_max_grad_indexed_schema, &pcy_nn_pooling_avg_schema,                         \
       &pcy_nn_pooling_avg_grad_schema, &pcy_nn_lrn_schema, &pcy_nn_lrn_grad_schema,                \
-      &pcy_nn_dropout_schema, &pcy_nn_dropout_grad_schema
+      &pcy_nn_dropout_schema, &pcy_nn_dropout_grad_schema, &pcy_nn_layer_norm_schema,             \
+      &pcy_nn_layer_norm_grad_schema, &pcy_nn_rms_norm_schema, &pcy_nn_rms_norm_grad_schema
 #ifdef __cplusplus
 inline constexpr const pcy_op_schema* pcy_nn_schemas[] = {PCY_NN_SCHEMA_LIST};
 #else
 static const pcy_op_schema* const pcy_nn_schemas[] PCY_MAYBE_UNUSED = {PCY_NN_SCHEMA_LIST};
 #endif
-#define PCY_NN_OP_COUNT 36
+#define PCY_NN_OP_COUNT 40
 
 #endif /* PCY_NN_H */
