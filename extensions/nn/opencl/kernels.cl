@@ -596,3 +596,84 @@ __kernel void dropout_bwd(long n, real scale, __global const real* dy, long dyo,
   dx += dxo;
   for (long i = GID; i < n; i += GSIZE) dx[i] = mask[i] != 0 ? dy[i] * scale : (real)0;
 }
+
+/* ---- layer_norm / rms_norm (pcy_nn.h): one work-group per row of n ---------------------------
+ * Two passes over the row (the mean, then the squares about it); save: 1 mean, 2 rstd. */
+__kernel __attribute__((reqd_work_group_size(SWG, 1, 1)))
+void norm_fwd(long outer, long n, int layer, real eps, __global const real* x, long xo,
+              __global const real* w, long wo, __global const real* b, long bo, __global real* y,
+              long yo, __global real* mean, long mo, __global real* rstd, long ro, int save) {
+  __local real s[SWG];
+  const int lid = get_local_id(0);
+  w += wo;
+  b += bo;
+  for (long r = get_group_id(0); r < outer; r += get_num_groups(0)) {
+    __global const real* xr = x + xo + r * n;
+    __global real* yr = y + yo + r * n;
+    real mu = 0;
+    if (layer) {
+      real acc = 0;
+      for (long j = lid; j < n; j += SWG) acc += xr[j];
+      mu = wg_sum(s, acc) / (real)n;
+    }
+    real acc = 0;
+    for (long j = lid; j < n; j += SWG) {
+      const real d = xr[j] - mu;
+      acc += d * d;
+    }
+    const real rs = (real)1 / sqrt(wg_sum(s, acc) / (real)n + eps);
+    for (long j = lid; j < n; j += SWG) {
+      real h = (xr[j] - mu) * rs * w[j];
+      if (layer) h += b[j];
+      yr[j] = h;
+    }
+    if (lid == 0) {
+      if (save & 1) mean[mo + r] = mu;
+      if (save & 2) rstd[ro + r] = rs;
+    }
+  }
+}
+/* dx per row: rstd (g - mean(g) - xhat mean(g xhat)), g = dy w (rms_norm: no mean(g) term). */
+__kernel __attribute__((reqd_work_group_size(SWG, 1, 1)))
+void norm_bwd_row(long outer, long n, int layer, __global const real* x, long xo,
+                  __global const real* w, long wo, __global const real* mean, long mo,
+                  __global const real* rstd, long ro, __global const real* dy, long dyo,
+                  __global real* dx, long dxo) {
+  __local real s[SWG];
+  const int lid = get_local_id(0);
+  w += wo;
+  for (long r = get_group_id(0); r < outer; r += get_num_groups(0)) {
+    __global const real* xr = x + xo + r * n;
+    __global const real* dyr = dy + dyo + r * n;
+    __global real* dxr = dx + dxo + r * n;
+    const real mu = layer ? mean[mo + r] : (real)0, rs = rstd[ro + r];
+    real sg = 0, sgx = 0;
+    for (long j = lid; j < n; j += SWG) {
+      const real g = dyr[j] * w[j];
+      sg += g;
+      sgx += g * ((xr[j] - mu) * rs);
+    }
+    sg = layer ? wg_sum(s, sg) / (real)n : (real)0;
+    sgx = wg_sum(s, sgx) / (real)n;
+    for (long j = lid; j < n; j += SWG)
+      dxr[j] = rs * (dyr[j] * w[j] - sg - ((xr[j] - mu) * rs) * sgx);
+  }
+}
+/* dweight[j] = sum over rows of dy xhat, dbias[j] = sum of dy: one work-item per column, the
+ * rows in order (the same bits on every run). */
+__kernel void norm_bwd_cols(long outer, long n, int layer, __global const real* x, long xo,
+                            __global const real* mean, long mo, __global const real* rstd, long ro,
+                            __global const real* dy, long dyo, __global real* dw, long dwo,
+                            __global real* db, long dbo) {
+  for (long j = GID; j < n; j += GSIZE) {
+    real aw = 0, ab = 0;
+    for (long r = 0; r < outer; ++r) {
+      const real d = dy[dyo + r * n + j];
+      const real mu = layer ? mean[mo + r] : (real)0;
+      aw += d * ((x[xo + r * n + j] - mu) * rstd[ro + r]);
+      ab += d;
+    }
+    dw[dwo + j] = aw;
+    if (layer) db[dbo + j] = ab;
+  }
+}

@@ -59,6 +59,9 @@ enum kernel_id {
   K_LRN_GRAD,
   K_DROP_FWD,
   K_DROP_BWD,
+  K_NORM_FWD,
+  K_NORM_BWD_ROW,
+  K_NORM_BWD_COLS,
   K_COUNT
 };
 constexpr std::array<const char*, K_COUNT> kernel_names{
@@ -69,7 +72,8 @@ constexpr std::array<const char*, K_COUNT> kernel_names{
     "conv_bias",       "conv_grad_bias",    "pool_max",
     "pool_max_grad",   "pool_max_grad_idx", "pool_avg",
     "pool_avg_grad",   "lrn_fwd",           "lrn_scale",
-    "lrn_grad",        "dropout_fwd",       "dropout_bwd"};
+    "lrn_grad",        "dropout_fwd",       "dropout_bwd",
+    "norm_fwd",        "norm_bwd_row",      "norm_bwd_cols"};
 
 constexpr int64_t algo_direct = 0, algo_gemm = 1, algo_count = 2;
 
@@ -583,12 +587,59 @@ void op_dropout(ocl_context& cx, const sdk::op_args& a) {
   }
 }
 
+// ---- normalisation -------------------------------------------------------------------------
+
+// layer_norm / rms_norm: one work-group per row; the statistics are `real` (the statistics dtype
+// of f32 and f64 is the op's). A statistics tensor not saved (or an empty one) is bound to the
+// dummy buffer and not written.
+template <const pcy_op_schema& S, bool Layer, class T>
+void op_norm(ocl_context& cx, const sdk::op_args& a) {
+  const nb::norm_call c = nb::decode_norm<S>(a, dt<T>);
+  const dtype_state& d = cx.state<T>();
+  if (c.outer == 0) return;
+  const int64_t outer = static_cast<int64_t>(c.outer), n = static_cast<int64_t>(c.n);
+  const int32_t layer = Layer ? 1 : 0, save = (c.mean ? 1 : 0) | (c.rstd ? 2 : 0);
+  const T eps = static_cast<T>(c.epsilon);
+  const int64_t xo = off<T>(*c.x, S, "x"), wo = off<T>(*c.weight, S, "weight"),
+                bo = Layer ? off<T>(*c.bias, S, "bias") : 0, yo = off<T>(*c.y, S, "y"),
+                mo = c.mean ? off<T>(*c.mean, S, "mean") : 0,
+                ro = c.rstd ? off<T>(*c.rstd, S, "rstd") : 0;
+  auto m = [&](const pcy_tensor* t) { return mem(t && t->memory ? t->memory : cx.dummy); };
+  cx.launch(a.queue(), d.k[K_NORM_FWD], 1, {std::min<uint64_t>(c.outer, 65536) * cx.swg, 1, 1},
+            {cx.swg, 1, 1},
+            {val(outer), val(n), val(layer), val(eps), m(c.x), val(xo), m(c.weight), val(wo),
+             m(c.bias), val(bo), m(c.y), val(yo), m(c.mean), val(mo), m(c.rstd), val(ro),
+             val(save)});
+}
+template <const pcy_op_schema& S, bool Layer, class T>
+void op_norm_grad(ocl_context& cx, const sdk::op_args& a) {
+  const nb::norm_call c = nb::decode_norm<S>(a, dt<T>);
+  const dtype_state& d = cx.state<T>();
+  if (c.n == 0) return;
+  const int64_t outer = static_cast<int64_t>(c.outer), n = static_cast<int64_t>(c.n);
+  const int32_t layer = Layer ? 1 : 0;
+  const int64_t xo = off<T>(*c.x, S, "x"), wo = off<T>(*c.weight, S, "weight"),
+                mo = Layer ? off<T>(*c.mean, S, "mean") : 0, ro = off<T>(*c.rstd, S, "rstd"),
+                dyo = off<T>(*c.dy, S, "dy"), dxo = off<T>(*c.y, S, "dx"),
+                dwo = off<T>(*c.dweight, S, "dweight"),
+                dbo = Layer ? off<T>(*c.dbias, S, "dbias") : 0;
+  auto m = [&](const pcy_tensor* t) { return mem(t && t->memory ? t->memory : cx.dummy); };
+  if (c.outer != 0)
+    cx.launch(a.queue(), d.k[K_NORM_BWD_ROW], 1,
+              {std::min<uint64_t>(c.outer, 65536) * cx.swg, 1, 1}, {cx.swg, 1, 1},
+              {val(outer), val(n), val(layer), m(c.x), val(xo), m(c.weight), val(wo), m(c.mean),
+               val(mo), m(c.rstd), val(ro), m(c.dy), val(dyo), m(c.y), val(dxo)});
+  cx.grid(a.queue(), d.k[K_NORM_BWD_COLS], c.n, cx.wg,
+          {val(outer), val(n), val(layer), m(c.x), val(xo), m(c.mean), val(mo), m(c.rstd),
+           val(ro), m(c.dy), val(dyo), m(c.dweight), val(dwo), m(c.dbias), val(dbo)});
+}
+
 // ---- the bundle ----------------------------------------------------------------------------
 
 constexpr sdk::bundle_identity identity{
     bundle_name, PCY_NN_EXTENSION, "opencl",
     "NN on OpenCL: own OpenCL C kernels (activations, softmax, direct and implicit-GEMM "
-    "convolution, pooling, LRN, dropout)"};
+    "convolution, pooling, LRN, dropout, layer_norm, rms_norm)"};
 
 class nn_opencl_bundle : public sdk::bundle_base<identity, ocl_context> {
 public:
@@ -633,6 +684,10 @@ public:
     PCY_ADD2(op_lrn, pcy_nn_lrn_grad_schema, true);
     PCY_ADD2(op_dropout, pcy_nn_dropout_schema, false);
     PCY_ADD2(op_dropout, pcy_nn_dropout_grad_schema, true);
+    PCY_ADD2(op_norm, pcy_nn_layer_norm_schema, true);
+    PCY_ADD2(op_norm_grad, pcy_nn_layer_norm_grad_schema, true);
+    PCY_ADD2(op_norm, pcy_nn_rms_norm_schema, false);
+    PCY_ADD2(op_norm_grad, pcy_nn_rms_norm_grad_schema, false);
 #undef PCY_ADD2
   }
 
