@@ -799,6 +799,103 @@ __device__ void dropout_bwd(i64 n, S scale, const S* dy, const unsigned char* ma
     dx[i] = mask[i] != 0 ? dy[i] * scale : S(0);
 }
 
+// ---- layer_norm / rms_norm (pcy_nn.h) ----------------------------------------------------------
+// One block of NN_BLOCK threads per row, two passes (the mean, then the squares about it), in
+// the compute type C (the statistics dtype). mean and rstd may be null (not saved).
+__device__ __forceinline__ float m_sqrt(float v) { return sqrtf(v); }
+__device__ __forceinline__ double m_sqrt(double v) { return sqrt(v); }
+template <class S>
+__device__ void norm_fwd(i64 outer, i64 n, int layer, typename io<S>::C eps, const S* x,
+                         const S* w, const S* b, S* y, typename io<S>::C* mean,
+                         typename io<S>::C* rstd, typename io<S>::C* sh) {
+  typedef typename io<S>::C C;
+  for (i64 r = blockIdx.x; r < outer; r += gridDim.x) {
+    const S* xr = x + r * n;
+    S* yr = y + r * n;
+    C mu = C(0);
+    if (layer) {
+      C acc = C(0);
+      for (i64 j = threadIdx.x; j < n; j += NN_BLOCK) acc += io<S>::ld(xr[j]);
+      mu = block_sum(acc, sh) / C(n);
+    }
+    C acc = C(0);
+    for (i64 j = threadIdx.x; j < n; j += NN_BLOCK) {
+      const C d = io<S>::ld(xr[j]) - mu;
+      acc += d * d;
+    }
+    const C rs = C(1) / m_sqrt(block_sum(acc, sh) / C(n) + eps);
+    for (i64 j = threadIdx.x; j < n; j += NN_BLOCK) {
+      C h = (io<S>::ld(xr[j]) - mu) * rs * io<S>::ld(w[j]);
+      if (layer) h += io<S>::ld(b[j]);
+      yr[j] = io<S>::st(h);
+    }
+    if (threadIdx.x == 0) {
+      if (mean) mean[r] = mu;
+      if (rstd) rstd[r] = rs;
+    }
+  }
+}
+// dx per row: rstd (g - mean(g) - xhat mean(g xhat)), g = dy w (rms_norm: no mean(g) term).
+template <class S>
+__device__ void norm_bwd_row(i64 outer, i64 n, int layer, const S* x, const S* w,
+                             const typename io<S>::C* mean, const typename io<S>::C* rstd,
+                             const S* dy, S* dx, typename io<S>::C* sh) {
+  typedef typename io<S>::C C;
+  for (i64 r = blockIdx.x; r < outer; r += gridDim.x) {
+    const S* xr = x + r * n;
+    const S* dyr = dy + r * n;
+    S* dxr = dx + r * n;
+    const C mu = layer ? mean[r] : C(0), rs = rstd[r];
+    C sg = C(0), sgx = C(0);
+    for (i64 j = threadIdx.x; j < n; j += NN_BLOCK) {
+      const C g = io<S>::ld(dyr[j]) * io<S>::ld(w[j]);
+      sg += g;
+      sgx += g * ((io<S>::ld(xr[j]) - mu) * rs);
+    }
+    sg = layer ? block_sum(sg, sh) / C(n) : C(0);
+    sgx = block_sum(sgx, sh) / C(n);
+    for (i64 j = threadIdx.x; j < n; j += NN_BLOCK) {
+      const C g = io<S>::ld(dyr[j]) * io<S>::ld(w[j]);
+      dxr[j] = io<S>::st(rs * (g - sg - ((io<S>::ld(xr[j]) - mu) * rs) * sgx));
+    }
+  }
+}
+// dweight[j] = sum over rows of dy xhat, dbias[j] = sum of dy: a block takes 32 columns, its 8
+// warps every 8th row each (coalesced along the columns), the 8 partial sums added in warp order
+// (the same bits on every run and grid).
+template <class S>
+__device__ void norm_bwd_cols(i64 outer, i64 n, int layer, const S* x,
+                              const typename io<S>::C* mean, const typename io<S>::C* rstd,
+                              const S* dy, S* dw, S* db, typename io<S>::C* sh) {
+  typedef typename io<S>::C C;
+  const int cl = threadIdx.x & 31, rl = threadIdx.x >> 5;
+  for (i64 g = blockIdx.x; g * 32 < n; g += gridDim.x) {
+    const i64 j = g * 32 + cl;
+    C aw = C(0), ab = C(0);
+    if (j < n)
+      for (i64 r = rl; r < outer; r += NN_WARPS) {
+        const C d = io<S>::ld(dy[r * n + j]);
+        const C mu = layer ? mean[r] : C(0);
+        aw += d * ((io<S>::ld(x[r * n + j]) - mu) * rstd[r]);
+        ab += d;
+      }
+    sh[threadIdx.x] = aw;
+    sh[NN_BLOCK + threadIdx.x] = ab;
+    __syncthreads();
+    if (rl == 0 && j < n) {
+      C sw = C(0), sb = C(0);
+#pragma unroll
+      for (int k = 0; k < NN_WARPS; ++k) {
+        sw += sh[k * 32 + cl];
+        sb += sh[NN_BLOCK + k * 32 + cl];
+      }
+      dw[j] = io<S>::st(sw);
+      if (layer) db[j] = io<S>::st(sb);
+    }
+    __syncthreads();
+  }
+}
+
 // ---- entry points -----------------------------------------------------------------------------
 #define NN_ACT(A, NAME, S, D)                                                                  \
   extern "C" __global__ void NAME##_fwd_##D(i64 n, io<S>::C alpha, const S* x, S* y,           \
@@ -884,6 +981,24 @@ __device__ void dropout_bwd(i64 n, S scale, const S* dy, const unsigned char* ma
   extern "C" __global__ void conv_bwd_filter_##D(i64 total, conv_geom g, const S* x,           \
                                                  const S* dy, S* dw) {                         \
     conv_bwd_filter<S>(total, g, x, dy, dw);                                                   \
+  }                                                                                            \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                       \
+      norm_fwd_##D(i64 outer, i64 n, int layer, io<S>::C eps, const S* x, const S* w,          \
+                   const S* b, S* y, io<S>::C* mean, io<S>::C* rstd) {                         \
+    __shared__ io<S>::C sh[NN_WARPS];                                                          \
+    norm_fwd<S>(outer, n, layer, eps, x, w, b, y, mean, rstd, sh);                             \
+  }                                                                                            \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                       \
+      norm_bwd_row_##D(i64 outer, i64 n, int layer, const S* x, const S* w,                    \
+                       const io<S>::C* mean, const io<S>::C* rstd, const S* dy, S* dx) {       \
+    __shared__ io<S>::C sh[NN_WARPS];                                                          \
+    norm_bwd_row<S>(outer, n, layer, x, w, mean, rstd, dy, dx, sh);                            \
+  }                                                                                            \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                       \
+      norm_bwd_cols_##D(i64 outer, i64 n, int layer, const S* x, const io<S>::C* mean,         \
+                        const io<S>::C* rstd, const S* dy, S* dw, S* db) {                     \
+    __shared__ io<S>::C sh[2 * NN_BLOCK];                                                      \
+    norm_bwd_cols<S>(outer, n, layer, x, mean, rstd, dy, dw, db, sh);                          \
   }
 #define NN_WIDE_KERNELS(S, D)                                                                  \
   extern "C" __global__ void lrn_fwd_##D(i64 count, int C, i64 plane, int n, double alpha,     \

@@ -97,6 +97,9 @@ enum kid : int {
   K_CONV_FWD,
   K_CONV_BWD_DATA,
   K_CONV_BWD_FILTER,
+  K_NORM_FWD,
+  K_NORM_BWD_ROW,
+  K_NORM_BWD_COLS,
   K_LRN_FWD, // f32 and f64 only from here
   K_LRN_BWD,
   K_DROPOUT_FWD,
@@ -131,6 +134,9 @@ constexpr const char* kernel_names[K_COUNT] = {"sigmoid_fwd",
                                                "conv_fwd",
                                                "conv_bwd_data",
                                                "conv_bwd_filter",
+                                               "norm_fwd",
+                                               "norm_bwd_row",
+                                               "norm_bwd_cols",
                                                "lrn_fwd",
                                                "lrn_bwd",
                                                "dropout_fwd",
@@ -765,6 +771,37 @@ template <const pcy_op_schema& S, bool G> struct dropout_op {
     } else {
       cx.launch(a.queue(), cx.kernel(K_DROPOUT_BWD, d), blocks,
                 {val(n), val(scale), val(x), val(mask), val(y), val(vec)});
+    }
+  }
+};
+
+// ---- normalisation -------------------------------------------------------------------------
+
+// layer_norm / rms_norm (L) and their gradients: a block per row; the weight gradients a block
+// per 32 columns. Statistics in wide_t<D> (pcy_nn.h's statistics dtype); 0 where not saved.
+template <const pcy_op_schema& S, bool L> struct norm_op {
+  template <pcy_dtype D> static void run(cuda_nn_context& cx, const sdk::op_args& a) {
+    constexpr int d = index_of(D);
+    const nb::norm_call c = nb::decode_norm<S>(a, D);
+    const auto outer = static_cast<long long>(c.outer), n = static_cast<long long>(c.n);
+    const int layer = L ? 1 : 0;
+    auto p = [&](const pcy_tensor* t) { return t ? cx.ptr(*t) : uint64_t{0}; };
+    if constexpr (!nb::detail::has<S>("dx")) {
+      if (c.outer == 0) return;
+      const wide_t<D> eps = static_cast<wide_t<D>>(c.epsilon);
+      cx.launch(a.queue(), cx.kernel(K_NORM_FWD, d), std::min<uint64_t>(c.outer, 65535),
+                {val(outer), val(n), val(layer), val(eps), val(p(c.x)), val(p(c.weight)),
+                 val(p(c.bias)), val(p(c.y)), val(p(c.mean)), val(p(c.rstd))});
+    } else {
+      if (c.n == 0) return;
+      if (c.outer != 0)
+        cx.launch(a.queue(), cx.kernel(K_NORM_BWD_ROW, d), std::min<uint64_t>(c.outer, 65535),
+                  {val(outer), val(n), val(layer), val(p(c.x)), val(p(c.weight)), val(p(c.mean)),
+                   val(p(c.rstd)), val(p(c.dy)), val(p(c.y))});
+      cx.launch(a.queue(), cx.kernel(K_NORM_BWD_COLS, d),
+                std::min<uint64_t>((c.n + 31) / 32, 65535),
+                {val(outer), val(n), val(layer), val(p(c.x)), val(p(c.mean)), val(p(c.rstd)),
+                 val(p(c.dy)), val(p(c.dweight)), val(p(c.dbias))});
     }
   }
 };
@@ -1520,6 +1557,14 @@ void nn_cuda_bundle::register_ops() {
                                                 own + " dropout_fwd (splitmix64)");
   add<dropout_op<pcy_nn_dropout_grad_schema, true>>(pcy_nn_dropout_grad_schema, false,
                                                     own + " dropout_bwd");
+  add<norm_op<pcy_nn_layer_norm_schema, true>>(pcy_nn_layer_norm_schema, true,
+                                               own + " norm_fwd (a block per row)");
+  add<norm_op<pcy_nn_layer_norm_grad_schema, true>>(pcy_nn_layer_norm_grad_schema, true,
+                                                    own + " norm_bwd_row + norm_bwd_cols");
+  add<norm_op<pcy_nn_rms_norm_schema, false>>(pcy_nn_rms_norm_schema, true,
+                                              own + " norm_fwd (a block per row)");
+  add<norm_op<pcy_nn_rms_norm_grad_schema, false>>(pcy_nn_rms_norm_grad_schema, true,
+                                                   own + " norm_bwd_row + norm_bwd_cols");
 }
 
 cuda_nn_context* nn_cuda_bundle::create_context(const pcy_bundle_context_args& a) {
