@@ -130,3 +130,49 @@ def lrn_grad(
 ) -> _T: ...
 def dropout(backend: Backend, x: Any, y: _T, mask: Any, probability: float, seed: int) -> _T: ...
 def dropout_grad(backend: Backend, dy: Any, mask: Any, dx: _T, probability: float) -> _T: ...
+def layer_norm(
+    backend: Backend,
+    x: Any,
+    weight: Any,
+    bias: Any,
+    y: _T,
+    mean: Optional[Any] = None,
+    rstd: Optional[Any] = None,
+    *,
+    axis: int = -1,
+    epsilon: float = 1e-5,
+) -> _T: ...
+def layer_norm_grad(
+    backend: Backend,
+    x: Any,
+    weight: Any,
+    mean: Any,
+    rstd: Any,
+    dy: Any,
+    dx: _T,
+    dweight: _T,
+    dbias: _T,
+    *,
+    axis: int = -1,
+) -> Tuple[_T, _T, _T]: ...
+def rms_norm(
+    backend: Backend,
+    x: Any,
+    weight: Any,
+    y: _T,
+    rstd: Optional[Any] = None,
+    *,
+    axis: int = -1,
+    epsilon: float = 1e-6,
+) -> _T: ...
+def rms_norm_grad(
+    backend: Backend,
+    x: Any,
+    weight: Any,
+    rstd: Any,
+    dy: Any,
+    dx: _T,
+    dweight: _T,
+    *,
+    axis: int = -1,
+) -> Tuple[_T, _T]: ...

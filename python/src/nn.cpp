@@ -156,6 +156,18 @@ void bind_softmax(py::module_& m, const std::string& name, const char* what) {
         "The gradient, from the forward's output y. Returns dx.");
 }
 
+// A statistics argument of layer_norm / rms_norm: a tensor, or None (an empty tensor of the
+// statistics dtype: not saved).
+Operand stat_operand(const PyBackend& b, const py::object& obj, const Operand& x, const char* op,
+                     const char* name) {
+  if (!obj.is_none()) return operand(b, obj, op, name);
+  Operand o;
+  o.tensor.storage = std::make_shared<TensorStorage>(
+      x.storage().dtype() == PCY_DTYPE_F64 ? PCY_DTYPE_F64 : PCY_DTYPE_F32,
+      std::vector<int64_t>{0});
+  return o;
+}
+
 } // namespace
 
 void bind_nn(py::module_& parent) {
@@ -544,6 +556,95 @@ math: 'by_setting' (PARENCHYMA_NN_MATH, strict unless set), 'strict' or 'tf32'.)
       },
       py::arg("backend"), py::arg("dy"), py::arg("mask"), py::arg("dx"), py::arg("probability"),
       "dx = mask ? dy / (1 - probability) : 0. Returns dx.");
+
+  m.def(
+      "layer_norm",
+      [](const PyBackend& b, const py::object& x, const py::object& weight,
+         const py::object& bias, const py::object& y, const py::object& mean,
+         const py::object& rstd, const py::object& axis_arg, double epsilon) {
+        const char* op = "nn.layer_norm";
+        const int64_t axis = int_arg(axis_arg, op, "axis");
+        const Operand ox = operand(b, x, op, "x"), ow = operand(b, weight, op, "weight"),
+                      ob = operand(b, bias, op, "bias"), oy = operand(b, y, op, "y");
+        const Operand om = stat_operand(b, mean, ox, op, "mean"),
+                      orr = stat_operand(b, rstd, ox, op, "rstd");
+        run(b, {&ox, &ow, &ob, &oy, &om, &orr}, [&](const Backend& be) {
+          nn::layer_norm(be, ox.storage(), ow.storage(), ob.storage(), oy.storage(), om.storage(),
+                         orr.storage(), axis, epsilon);
+        });
+        return y;
+      },
+      py::arg("backend"), py::arg("x"), py::arg("weight"), py::arg("bias"), py::arg("y"),
+      py::arg("mean") = py::none(), py::arg("rstd") = py::none(), py::kw_only(),
+      py::arg("axis") = -1, py::arg("epsilon") = 1e-5,
+      "Layer normalisation over the dimensions of x from axis on: y = (x - mean) / sqrt(var + "
+      "epsilon) * weight + bias (biased variance). weight, bias: one value per normalised "
+      "element. mean, rstd: one per row, float32 (float64 for float64 data), saved for "
+      "layer_norm_grad; None saves nothing. Returns y.");
+  m.def(
+      "layer_norm_grad",
+      [](const PyBackend& b, const py::object& x, const py::object& weight,
+         const py::object& mean, const py::object& rstd, const py::object& dy,
+         const py::object& dx, const py::object& dweight, const py::object& dbias,
+         const py::object& axis_arg) {
+        const char* op = "nn.layer_norm_grad";
+        const int64_t axis = int_arg(axis_arg, op, "axis");
+        const Operand ox = operand(b, x, op, "x"), ow = operand(b, weight, op, "weight"),
+                      om = operand(b, mean, op, "mean"), orr = operand(b, rstd, op, "rstd"),
+                      ody = operand(b, dy, op, "dy"), odx = operand(b, dx, op, "dx"),
+                      odw = operand(b, dweight, op, "dweight"),
+                      odb = operand(b, dbias, op, "dbias");
+        run(b, {&ox, &ow, &om, &orr, &ody, &odx, &odw, &odb}, [&](const Backend& be) {
+          nn::layer_norm_grad(be, ox.storage(), ow.storage(), om.storage(), orr.storage(),
+                              ody.storage(), odx.storage(), odw.storage(), odb.storage(), axis);
+        });
+        return py::make_tuple(dx, dweight, dbias);
+      },
+      py::arg("backend"), py::arg("x"), py::arg("weight"), py::arg("mean"), py::arg("rstd"),
+      py::arg("dy"), py::arg("dx"), py::arg("dweight"), py::arg("dbias"), py::kw_only(),
+      py::arg("axis") = -1,
+      "The gradients of layer_norm from its input x, weight and saved mean and rstd: dx, and "
+      "dweight and dbias summed over the rows. Returns (dx, dweight, dbias).");
+  m.def(
+      "rms_norm",
+      [](const PyBackend& b, const py::object& x, const py::object& weight, const py::object& y,
+         const py::object& rstd, const py::object& axis_arg, double epsilon) {
+        const char* op = "nn.rms_norm";
+        const int64_t axis = int_arg(axis_arg, op, "axis");
+        const Operand ox = operand(b, x, op, "x"), ow = operand(b, weight, op, "weight"),
+                      oy = operand(b, y, op, "y");
+        const Operand orr = stat_operand(b, rstd, ox, op, "rstd");
+        run(b, {&ox, &ow, &oy, &orr}, [&](const Backend& be) {
+          nn::rms_norm(be, ox.storage(), ow.storage(), oy.storage(), orr.storage(), axis, epsilon);
+        });
+        return y;
+      },
+      py::arg("backend"), py::arg("x"), py::arg("weight"), py::arg("y"),
+      py::arg("rstd") = py::none(), py::kw_only(), py::arg("axis") = -1,
+      py::arg("epsilon") = 1e-6,
+      "Root-mean-square normalisation over the dimensions of x from axis on: y = x / "
+      "sqrt(mean(x^2) + epsilon) * weight. rstd: one per row (float32, float64 for float64 "
+      "data), saved for rms_norm_grad; None saves nothing. Returns y.");
+  m.def(
+      "rms_norm_grad",
+      [](const PyBackend& b, const py::object& x, const py::object& weight,
+         const py::object& rstd, const py::object& dy, const py::object& dx,
+         const py::object& dweight, const py::object& axis_arg) {
+        const char* op = "nn.rms_norm_grad";
+        const int64_t axis = int_arg(axis_arg, op, "axis");
+        const Operand ox = operand(b, x, op, "x"), ow = operand(b, weight, op, "weight"),
+                      orr = operand(b, rstd, op, "rstd"), ody = operand(b, dy, op, "dy"),
+                      odx = operand(b, dx, op, "dx"), odw = operand(b, dweight, op, "dweight");
+        run(b, {&ox, &ow, &orr, &ody, &odx, &odw}, [&](const Backend& be) {
+          nn::rms_norm_grad(be, ox.storage(), ow.storage(), orr.storage(), ody.storage(),
+                            odx.storage(), odw.storage(), axis);
+        });
+        return py::make_tuple(dx, dweight);
+      },
+      py::arg("backend"), py::arg("x"), py::arg("weight"), py::arg("rstd"), py::arg("dy"),
+      py::arg("dx"), py::arg("dweight"), py::kw_only(), py::arg("axis") = -1,
+      "The gradients of rms_norm from its input x, weight and saved rstd: dx, and dweight summed "
+      "over the rows. Returns (dx, dweight).");
 }
 
 } // namespace parenchyma::python

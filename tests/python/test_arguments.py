@@ -95,6 +95,16 @@ def calls(b):
     table["Tensor.squeeze.axis"] = [lambda v: z()[None].squeeze(v),
                                     lambda v: z()[None].squeeze((0, v))]
     table["Tensor.to_device.stream"] = [lambda v: z().to_device(b, stream=v)]
+    f64 = lambda *s: t(*s, dtype="float64")  # noqa: E731
+    table["nn.layer_norm.axis"] = [lambda v: nn.layer_norm(b, *[f64(2, 3)] * 2, f64(2, 3), f64(2, 3),
+                                                           axis=v)]
+    table["nn.layer_norm_grad.axis"] = [
+        lambda v: nn.layer_norm_grad(b, f64(2, 3), f64(2, 3), f64(2), f64(2), f64(2, 3), f64(2, 3),
+                                     f64(2, 3), f64(2, 3), axis=v)]
+    table["nn.rms_norm.axis"] = [lambda v: nn.rms_norm(b, f64(2, 3), f64(2, 3), f64(2, 3), axis=v)]
+    table["nn.rms_norm_grad.axis"] = [
+        lambda v: nn.rms_norm_grad(b, f64(2, 3), f64(2, 3), f64(2), f64(2, 3), f64(2, 3), f64(2, 3),
+                                   axis=v)]
     table["nn.lrn.n"] = [lambda v: nn.lrn(b, x4(), x4(), n=v)]
     table["nn.lrn_grad.n"] = [lambda v: nn.lrn_grad(b, x4(), x4(), x4(), x4(), n=v)]
     table["nn.dropout.seed"] = [

@@ -155,6 +155,57 @@ def test_lrn_and_dropout(backend):
     np.testing.assert_allclose(out.numpy(), np.where(m != 0, d / np.float32(0.75), 0), rtol=1e-6)
 
 
+def test_layer_norm_and_rms_norm_against_numpy(backend):
+    x = rand((6, 5, 37), "float64", 12) * 3 + 100  # far from zero: cancellation
+    w = rand((5, 37), "float64", 13) + 1
+    b = rand((5, 37), "float64", 14)
+    dy = rand((6, 5, 37), "float64", 15)
+    rows = x.reshape(6, -1)
+    mu = rows.mean(axis=1, keepdims=True)
+    var = ((rows - mu) ** 2).mean(axis=1, keepdims=True)
+    rs = 1 / np.sqrt(var + 1e-5)
+    xh = (rows - mu) * rs
+    ref = (xh * w.reshape(1, -1) + b.reshape(1, -1)).reshape(x.shape)
+    y = tensor(np.zeros_like(x))
+    mean = tensor(np.zeros(6))
+    rstd = tensor(np.zeros(6))
+    nn.layer_norm(backend, tensor(x), tensor(w), tensor(b), y, mean, rstd, axis=1)
+    np.testing.assert_allclose(y.numpy(), ref, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(mean.numpy(), mu[:, 0], rtol=1e-12)
+    np.testing.assert_allclose(rstd.numpy(), rs[:, 0], rtol=1e-9)
+    y2 = tensor(np.zeros_like(x))
+    nn.layer_norm(backend, tensor(x), tensor(w), tensor(b), y2, axis=1)  # nothing saved
+    np.testing.assert_allclose(y2.numpy(), ref, rtol=1e-9, atol=1e-9)
+    # the gradients: dx from the formula, dweight and dbias summed over the rows
+    g = dy.reshape(6, -1) * w.reshape(1, -1)
+    dx_ref = rs * (g - g.mean(axis=1, keepdims=True) - xh * (g * xh).mean(axis=1, keepdims=True))
+    dx, dw, db = (tensor(np.zeros_like(x)), tensor(np.zeros_like(w)), tensor(np.zeros_like(w)))
+    nn.layer_norm_grad(backend, tensor(x), tensor(w), mean, rstd, tensor(dy), dx, dw, db, axis=1)
+    np.testing.assert_allclose(dx.numpy(), dx_ref.reshape(x.shape), rtol=1e-8, atol=1e-9)
+    np.testing.assert_allclose(dw.numpy(), (dy.reshape(6, -1) * xh).sum(0).reshape(w.shape),
+                               rtol=1e-8, atol=1e-9)
+    np.testing.assert_allclose(db.numpy(), dy.sum(axis=0), rtol=1e-10, atol=1e-12)
+    # rms_norm along the last axis, float32 (statistics float32)
+    x32 = rand((9, 130), "float32", 16)
+    w32 = rand(130, "float32", 17)
+    rr = 1 / np.sqrt((x32.astype("float64") ** 2).mean(axis=1, keepdims=True) + 1e-6)
+    y32 = tensor(np.zeros_like(x32))
+    r32 = tensor(np.zeros(9, "float32"))
+    nn.rms_norm(backend, tensor(x32), tensor(w32), y32, r32)
+    np.testing.assert_allclose(y32.numpy(), x32 * rr * w32, rtol=2e-5, atol=2e-6)
+    dy32 = rand((9, 130), "float32", 18)
+    dx32, dw32 = tensor(np.zeros_like(x32)), tensor(np.zeros_like(w32))
+    nn.rms_norm_grad(backend, tensor(x32), tensor(w32), r32, tensor(dy32), dx32, dw32)
+    xh32 = x32 * r32.numpy()[:, None].astype("float64")
+    g32 = dy32 * w32.astype("float64")
+    ref_dx = r32.numpy()[:, None] * (g32 - xh32 * (g32 * xh32).mean(axis=1, keepdims=True))
+    np.testing.assert_allclose(dx32.numpy(), ref_dx, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(dw32.numpy(), (dy32 * xh32).sum(0), rtol=1e-4, atol=1e-5)
+    with pytest.raises(parenchyma.Error) as e:  # statistics of the wrong dtype
+        nn.rms_norm(backend, tensor(x32), tensor(w32), y32, tensor(np.zeros(9)))
+    assert e.value.origin == "nn.rms_norm" and "argument rstd" in str(e.value)
+
+
 def test_errors_name_the_argument(native):
     x = tensor(np.zeros((2, 3), "float32"))
     with pytest.raises(parenchyma.Error) as e:
