@@ -20,6 +20,8 @@
 #   g10       G10 and the f16/bf16 gemm rows: bench_blas_cuda --quick, then g10_torch.py
 #   nn-fast   N1-N3: bench_nn_cuda and n_torch.py on elementwise, dropout, softmax, pooling, LRN
 #   nn-conv   N4, N6: the convolutions and the demo's training step, both sides
+#   nn-norm   the NN conformance suite on cuda (every case; failures listed), then N7: layer_norm
+#             and rms_norm with their gradients, bench_nn_cuda and n_torch.py
 #   tests     ctest over the whole suite (builds the tests)
 #   pdl       P6 and P1 with early launch on and off, our BLAS-1 kernels and cuBLAS's
 #   probe     tools/debug/pdl_probe.cu: raw launch, graph and PDL costs
@@ -79,6 +81,7 @@ has p2 && targets+=(bench_blas_opencl)
 has pdl && targets+=(bench_small_ops _parenchyma)
 { has g9 || has g9-table || has g10 || has swap || has swap-table; } && targets+=(bench_blas_cuda)
 { has nn-fast || has nn-conv; } && targets+=(bench_nn_cuda)
+has nn-norm && targets+=(bench_nn_cuda parenchyma-conformance)
 has selftest && targets+=(nn-cuda-selftest parenchyma-conformance)
 has conf-blas && targets+=(parenchyma-conformance)
 has pocl && targets+=(parenchyma-conformance)
@@ -273,6 +276,16 @@ for p in "$@"; do
     # PCY_CTEST_ARGS: more ctest arguments (e.g. -R cuda for a subset)
     say tests; (cd "$B" && timeout 400 ctest -j8 --timeout 240 --output-on-failure ${PCY_CTEST_ARGS:-} >"$L/ctest.log" 2>&1)
     echo "ctest exit code $?"; grep -E "tests passed|tests failed|\(Failed|\(SEGFAULT|\(Timeout|\(Subprocess" "$L/ctest.log" | tail -30 ;;
+  nn-norm)
+    say "conformance nn on cuda"
+    timeout 150 "$bin/parenchyma-conformance" "$B/lib/parenchyma/plugins" --framework cuda --suite nn --require-ops >"$L/conf-nn.log" 2>&1
+    echo "exit code $?"; grep -E "FAIL|fail:|summary" "$L/conf-nn.log" | head -30
+    say "N7 ours"; timeout 120 "$bin/bench_nn_cuda" --quick --only norm >"$L/nn-norm.log" 2>&1
+    echo "exit code $?"; mv "$B/json/n_cuda_nn.json" "$B/json/n_cuda_nn_norm.json" 2>/dev/null
+    say "N7 torch"; timeout 100 python3 "$SRC/tools/bench/nn/n_torch.py" --quick --only "norm" >"$L/nn-norm-torch.log" 2>&1
+    echo "exit code $?"; mv "$B/json/n_torch.json" "$B/json/n_torch_norm.json" 2>/dev/null
+    python3 "$SRC/tools/bench/nn/compare.py" "$B/json/n_cuda_nn_norm.json" "$B/json/n_torch_norm.json" \
+      --out "$B/json/nn_vs_torch_norm.json" 2>&1 | tail -20 ;;
   selftest)
     say selftest; timeout 150 "$bin/nn-cuda-selftest" >"$L/selftest.log" 2>&1; echo "selftest exit code $?"
     grep -vE "PASS" "$L/selftest.log" | tail -10

@@ -306,6 +306,33 @@ template <class T> void softmax(gpu& g, int64_t rows, int64_t cols) {
   g.copy_pair("log_softmax" + sz, B, [&] { nn::log_softmax(g.b, x, y, 1); });
 }
 
+// ---- N7: layer_norm, rms_norm -----------------------------------------------------------------
+
+// Each op over rows of `cols` and its gradient. Bytes a pass must move: the forward reads x and
+// writes y (weight, bias and the statistics are a row's worth: not counted); the gradient reads
+// x and dy and writes dx.
+template <class T> void norms(gpu& g, int64_t rows, int64_t cols) {
+  using St = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const std::string sz = " " + std::to_string(rows) + "x" + std::to_string(cols) + " " + dname<T>();
+  auto x = tensor<T>({rows, cols}, 3), w = tensor<T>({cols}, 5), b = tensor<T>({cols}, 6),
+       dy = tensor<T>({rows, cols}, 7);
+  SharedTensor<T> y({rows, cols}), dx({rows, cols}), dw({cols}), db({cols});
+  SharedTensor<St> mean({rows}), rstd({rows});
+  const double el = double(rows * cols) * sizeof(T);
+  try {
+    served<pcy_nn_layer_norm_schema>(g.b, SharedTensor<T>::dtype);
+  } catch (const std::exception& e) {
+    g.skip("layer_norm" + sz, e.what());
+    return;
+  }
+  g.copy_pair("layer_norm" + sz, 2 * el, [&] { nn::layer_norm(g.b, x, w, b, y, mean, rstd); });
+  g.copy_pair("layer_norm_grad" + sz, 3 * el,
+              [&] { nn::layer_norm_grad(g.b, x, w, mean, rstd, dy, dx, dw, db); });
+  g.copy_pair("rms_norm" + sz, 2 * el, [&] { nn::rms_norm(g.b, x, w, y, rstd); });
+  g.copy_pair("rms_norm_grad" + sz, 3 * el,
+              [&] { nn::rms_norm_grad(g.b, x, w, rstd, dy, dx, dw); });
+}
+
 // ---- N3: pooling, LRN -------------------------------------------------------------------------
 
 template <class T> void pooling(gpu& g) {
@@ -682,7 +709,7 @@ void train_step(gpu& g) {
 
 int main(int argc, char** argv) {
   // --quick: fewer samples; --only GROUPS: a comma-separated subset of elementwise, dropout,
-  // softmax, pooling, lrn, conv, train (default: all).
+  // softmax, pooling, lrn, norm, conv, train (default: all).
   bool quick = false;
   std::string only;
   for (int i = 1; i < argc; ++i) {
@@ -692,7 +719,7 @@ int main(int argc, char** argv) {
       only = "," + std::string(argv[++i]) + ",";
     else {
       std::printf("usage: bench_nn_cuda [--quick] [--only elementwise,dropout,softmax,pooling,"
-                  "lrn,conv,train]\n");
+                  "lrn,norm,conv,train]\n");
       return 2;
     }
   }
@@ -741,6 +768,12 @@ int main(int argc, char** argv) {
       pooling<bf16>(g);
     }
     if (run("lrn")) lrn(g);
+    if (run("norm")) {
+      norms<float>(g, 4096, 4096);
+      norms<float>(g, 65536, 768);
+      norms<f16>(g, 4096, 4096);
+      norms<bf16>(g, 4096, 4096);
+    }
     if (run("conv")) {
       convolutions<float>(g, dnn, false);
       convolutions<float>(g, dnn, true);

@@ -118,6 +118,24 @@ def main():
             case(f"log_softmax {rows}x{cols} {dt}", lambda: torch.log_softmax(x, 1))
             del x
 
+    # N7: layer_norm and rms_norm over the last axis, and their gradients (aten's backward
+    # kernels for layer_norm; autograd of F.rms_norm with its graph kept).
+    for rows, cols, dts in ((4096, 4096, ("f32",) + halves), (65536, 768, ("f32",))):
+        for dt in dts:
+            x, dy = rand((small(rows, 64), cols), dt), rand((small(rows, 64), cols), dt)
+            w, b = rand(cols, dt) + 1, rand(cols, dt)
+            sz = f" {rows}x{cols} {dt}"
+            case("layer_norm" + sz, lambda: torch.ops.aten.native_layer_norm(x, [cols], w, b, 1e-5))
+            _, mu, rs = torch.ops.aten.native_layer_norm(x, [cols], w, b, 1e-5)
+            case("layer_norm_grad" + sz, lambda: torch.ops.aten.native_layer_norm_backward(
+                dy, x, [cols], mu, rs, w, b, [True, True, True]))
+            case("rms_norm" + sz, lambda: F.rms_norm(x, [cols], w, 1e-6))
+            xg, wg = x.clone().requires_grad_(True), w.clone().requires_grad_(True)
+            yg = F.rms_norm(xg, [cols], wg, 1e-6)
+            case("rms_norm_grad" + sz,
+                 lambda: torch.autograd.grad(yg, (xg, wg), dy, retain_graph=True))
+            del x, dy, w, b, mu, rs, xg, wg, yg
+
     # N3: pooling, LRN.
     for dt in ("f32",) + halves:
         x = rand((small(32, 16), 64, 112, 112), dt)
