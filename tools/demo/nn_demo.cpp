@@ -1,13 +1,14 @@
 // parenchyma-nn-demo: trains a small convolutional network on the 1,797 8x8 handwritten digits
 // that scikit-learn ships (sklearn/datasets/data/digits.csv.gz), on every backend present or on
 // the one named, through the public API only: the NN front-end (convolution, relu, max pooling,
-// log_softmax and their gradients), BLAS (the dense layer) and the array extension (the
+// layer_norm, log_softmax and their gradients), BLAS (the dense layer) and the array extension (the
 // cross-entropy loss as one fused reduction, the accuracy by argmax, the Adam step as one fused
 // program per parameter). Every computation runs on the backend's device; the host uploads
 // each mini-batch's images and labels and reads back one loss and two counts per epoch.
 //
 //   x [N,1,8,8] -> conv 1->8 3x3 pad 1 + bias -> relu -> max pool 2x2 -> conv 8->16 3x3 pad 1
-//   + bias -> relu -> max pool 2x2 -> flatten [N,64] -> dense 64->10 (gemm + bias) ->
+//   + bias -> relu -> max pool 2x2 -> flatten [N,64] -> layer norm (64 scales and shifts) ->
+//   dense 64->10 (gemm + bias) ->
 //   log_softmax -> mean negative log-likelihood; Adam with a cosine learning-rate schedule.
 //
 // The initial weights (He, uniform) and the shuffling come from one seeded generator, so every
@@ -285,7 +286,7 @@ const nn::Shape w1_shape{8, 1, 3, 3}, w2_shape{16, 8, 3, 3};
 constexpr int64_t hidden = 16 * 2 * 2; // the flattened features after the second pooling
 
 struct HostParams {
-  std::vector<float> w1, b1, w2, b2, w3, b3;
+  std::vector<float> w1, b1, w2, b2, w3, b3, lnw, lnb;
 };
 
 // He initialisation (uniform, bound sqrt(6 / fan_in)); biases zero.
@@ -305,6 +306,8 @@ HostParams init_params(uint64_t seed) {
   p.b2.assign(16, 0.0f);
   p.w3 = he(classes * hidden, hidden);
   p.b3.assign(classes, 0.0f);
+  p.lnw.assign(hidden, 1.0f); // layer norm: the identity scale and shift
+  p.lnb.assign(hidden, 0.0f);
   return p;
 }
 
@@ -316,8 +319,8 @@ void upload(SharedTensor<float>& t, const std::vector<float>& v) {
 // The trained parameters (and, with the same shapes, their gradients).
 struct Params {
   SharedTensor<float> w1{8, 1, 3, 3}, b1{8}, w2{16, 8, 3, 3}, b2{16}, w3{classes, hidden},
-      b3{1, classes};
-  std::vector<SharedTensor<float>*> all() { return {&w1, &b1, &w2, &b2, &w3, &b3}; }
+      b3{1, classes}, lnw{hidden}, lnb{hidden};
+  std::vector<SharedTensor<float>*> all() { return {&w1, &b1, &w2, &b2, &w3, &b3, &lnw, &lnb}; }
 };
 
 nn::ConvolutionParams conv_params(bool training, const std::array<int64_t, 3>& algorithm) {
@@ -337,7 +340,7 @@ public:
         c2_(b, {n, 8, side / 2, side / 2}, w2_shape, conv_params(training, algorithm)),
         x_(c1_.x_shape()), z1_(c1_.y_shape()), a1_(c1_.y_shape()), h1_(c2_.x_shape()),
         i1_(c2_.x_shape()), z2_(c2_.y_shape()), a2_(c2_.y_shape()), h2_(pooled_), i2_(pooled_),
-        ones_({n, 1}), logits_({n, classes}), logp_({n, classes}), target_({n, classes}),
+        hn_(flat_), mean_({n}), rstd_({n}), dhn_(flat_), ones_({n, 1}), logits_({n, classes}), logp_({n, classes}), target_({n, classes}),
         labels_t_({n, 1}), dlogits_({n, classes}), dh2_(pooled_), da2_(c2_.y_shape()),
         dz2_(c2_.y_shape()), dh1_(c2_.x_shape()), da1_(c1_.y_shape()), dz1_(c1_.y_shape()) {
     std::span<float> one = ones_.write_only();
@@ -380,9 +383,11 @@ public:
     h2_.reshape(pooled_);
     nn::pooling_max(b, a2_, h2_, i2_, pool_);
     h2_.reshape(flat_);
-    // logits = 1 b3 + h2 w3^T: the bias as a rank-1 product with a ones column.
+    // Each sample's features normalised (mean and rstd kept for the gradient).
+    nn::layer_norm(b, h2_, p.lnw, p.lnb, hn_, mean_, rstd_, 1);
+    // logits = 1 b3 + hn w3^T: the bias as a rank-1 product with a ones column.
     blas::gemm(b, blas::no_trans, blas::no_trans, 1.0, ones_, p.b3, 0.0, logits_);
-    blas::gemm(b, blas::no_trans, blas::trans, 1.0, h2_, p.w3, 1.0, logits_);
+    blas::gemm(b, blas::no_trans, blas::trans, 1.0, hn_, p.w3, 1.0, logits_);
     nn::log_softmax(b, logits_, logp_, 1);
   }
 
@@ -403,10 +408,11 @@ public:
     pa::wrap(b, target_)
         .assign(pa::where(hot, -1.0 / static_cast<double>(global_n), 0.0, PCY_DTYPE_F32));
     nn::log_softmax_grad(b, logp_, target_, dlogits_, 1);
-    blas::gemm(b, blas::trans, blas::no_trans, 1.0, dlogits_, h2_, 0.0, g.w3); // dW = dL^T h2
+    blas::gemm(b, blas::trans, blas::no_trans, 1.0, dlogits_, hn_, 0.0, g.w3); // dW = dL^T hn
     blas::gemv(b, blas::trans, 1.0, dlogits_, ones_, 0.0, g.b3);               // db = dL^T 1
+    blas::gemm(b, blas::no_trans, blas::no_trans, 1.0, dlogits_, p.w3, 0.0, dhn_); // dhn = dL W
     dh2_.reshape(flat_);
-    blas::gemm(b, blas::no_trans, blas::no_trans, 1.0, dlogits_, p.w3, 0.0, dh2_); // dh2 = dL W
+    nn::layer_norm_grad(b, h2_, p.lnw, mean_, rstd_, dhn_, dh2_, g.lnw, g.lnb, 1);
     dh2_.reshape(pooled_);
     nn::pooling_max_grad(b, dh2_, i2_, da2_);
     nn::relu_grad(b, a2_, da2_, dz2_);
@@ -435,6 +441,7 @@ private:
   SharedTensor<int32_t> i1_;
   SharedTensor<float> z2_, a2_, h2_;
   SharedTensor<int32_t> i2_;
+  SharedTensor<float> hn_, mean_, rstd_, dhn_;
   SharedTensor<float> ones_, logits_, logp_, target_;
   SharedTensor<int32_t> labels_t_;
   SharedTensor<float> dlogits_, dh2_, da2_, dz2_, dh1_, da1_, dz1_;
@@ -489,6 +496,8 @@ void print_routes(const Backend& b) {
       {"pooling_max_indexed", ext::op_key<pcy_nn_pooling_max_indexed_schema>(PCY_DTYPE_F32)},
       {"pooling_max_grad_indexed",
        ext::op_key<pcy_nn_pooling_max_grad_indexed_schema>(PCY_DTYPE_F32)},
+      {"layer_norm", ext::op_key<pcy_nn_layer_norm_schema>(PCY_DTYPE_F32)},
+      {"layer_norm_grad", ext::op_key<pcy_nn_layer_norm_grad_schema>(PCY_DTYPE_F32)},
       {"log_softmax", ext::op_key<pcy_nn_log_softmax_schema>(PCY_DTYPE_F32)},
       {"log_softmax_grad", ext::op_key<pcy_nn_log_softmax_grad_schema>(PCY_DTYPE_F32)},
       {"gemm", blas::detail::gemm_key(PCY_DTYPE_F32)},
@@ -542,6 +551,8 @@ Run train(const std::string& request, const Digits& d, const Split& split, const
   upload(p.b2, init.b2);
   upload(p.w3, init.w3);
   upload(p.b3, init.b3);
+  upload(p.lnw, init.lnw);
+  upload(p.lnb, init.lnb);
   // Every rank starts from rank 0's weights (the same seed gives the same ones; the broadcast
   // is what a program whose ranks draw their own would need).
   if (comm)
@@ -675,7 +686,7 @@ Run train(const std::string& request, const Digits& d, const Split& split, const
 int usage(const char* argv0, int rc) {
   std::printf(
       "usage: %s [options]\n"
-      "  Trains a small CNN (conv-relu-pool x2, dense, log_softmax) on scikit-learn's 8x8\n"
+      "  Trains a small CNN (conv-relu-pool x2, layer_norm, dense, log_softmax) on scikit-learn's 8x8\n"
       "  digits on every backend present, or on one, then compares the loss curves.\n"
       "  --backend NAME     train only there (native, opencl, cuda:1, ...)\n"
       "  --data PATH        digits.csv.gz (default: PARENCHYMA_DIGITS, then scikit-learn's\n"
@@ -832,7 +843,7 @@ int main(int argc, char** argv) {
     std::printf("data:      %zu digits from %s: %zu to train on, %zu held out\n", d.size(),
                 path.c_str(), split.train.size(), split.test.size());
     std::printf("network:   conv 1->8 3x3 - relu - maxpool 2 - conv 8->16 3x3 - relu - maxpool 2 "
-                "- dense 64->10 - log_softmax (f32)\n");
+                "- layer_norm 64 - dense 64->10 - log_softmax (f32)\n");
     std::printf("training:  %d epochs, batch %lld, Adam lr %g (cosine decay), seed %llu\n",
                 o.epochs, static_cast<long long>(o.batch), o.lr,
                 static_cast<unsigned long long>(o.seed));
