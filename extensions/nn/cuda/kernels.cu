@@ -860,20 +860,24 @@ __device__ void norm_bwd_row(i64 outer, i64 n, int layer, const S* x, const S* w
     }
   }
 }
-// dweight[j] = sum over rows of dy xhat, dbias[j] = sum of dy: a block takes 32 columns, its 8
-// warps every 8th row each (coalesced along the columns), the 8 partial sums added in warp order
-// (the same bits on every run and grid).
+// dweight[j] = sum over rows of dy xhat, dbias[j] = sum of dy, in two steps with a fixed order
+// (the same bits on every run): step 1, blockIdx.y = chunk c of `rows_per` rows: a block takes
+// 32 columns, its 8 warps every 8th row of the chunk each (coalesced along the columns), the 8
+// partial sums added in warp order into part[c][j] (dweight) and part[chunks + c][j] (dbias);
+// step 2 (norm_cols_sum) adds the chunks' partial sums in chunk order.
 template <class S>
-__device__ void norm_bwd_cols(i64 outer, i64 n, int layer, const S* x,
+__device__ void norm_bwd_cols(i64 outer, i64 n, int layer, i64 rows_per, const S* x,
                               const typename io<S>::C* mean, const typename io<S>::C* rstd,
-                              const S* dy, S* dw, S* db, typename io<S>::C* sh) {
+                              const S* dy, typename io<S>::C* part, typename io<S>::C* sh) {
   typedef typename io<S>::C C;
   const int cl = threadIdx.x & 31, rl = threadIdx.x >> 5;
+  const i64 chunks = gridDim.y, c = blockIdx.y;
+  const i64 r0 = c * rows_per, r1 = r0 + rows_per < outer ? r0 + rows_per : outer;
   for (i64 g = blockIdx.x; g * 32 < n; g += gridDim.x) {
     const i64 j = g * 32 + cl;
     C aw = C(0), ab = C(0);
     if (j < n)
-      for (i64 r = rl; r < outer; r += NN_WARPS) {
+      for (i64 r = r0 + rl; r < r1; r += NN_WARPS) {
         const C d = io<S>::ld(dy[r * n + j]);
         const C mu = layer ? mean[r] : C(0);
         aw += d * ((io<S>::ld(x[r * n + j]) - mu) * rstd[r]);
@@ -889,10 +893,24 @@ __device__ void norm_bwd_cols(i64 outer, i64 n, int layer, const S* x,
         sw += sh[k * 32 + cl];
         sb += sh[NN_BLOCK + k * 32 + cl];
       }
-      dw[j] = io<S>::st(sw);
-      if (layer) db[j] = io<S>::st(sb);
+      part[c * n + j] = sw;
+      if (layer) part[(chunks + c) * n + j] = sb;
     }
     __syncthreads();
+  }
+}
+template <class S>
+__device__ void norm_cols_sum(i64 n, int layer, i64 chunks, const typename io<S>::C* part, S* dw,
+                              S* db) {
+  typedef typename io<S>::C C;
+  GRID_LOOP(j, n) {
+    C sw = C(0), sb = C(0);
+    for (i64 c = 0; c < chunks; ++c) {
+      sw += part[c * n + j];
+      if (layer) sb += part[(chunks + c) * n + j];
+    }
+    dw[j] = io<S>::st(sw);
+    if (layer) db[j] = io<S>::st(sb);
   }
 }
 
@@ -995,10 +1013,15 @@ __device__ void norm_bwd_cols(i64 outer, i64 n, int layer, const S* x,
     norm_bwd_row<S>(outer, n, layer, x, w, mean, rstd, dy, dx, sh);                            \
   }                                                                                            \
   extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                       \
-      norm_bwd_cols_##D(i64 outer, i64 n, int layer, const S* x, const io<S>::C* mean,         \
-                        const io<S>::C* rstd, const S* dy, S* dw, S* db) {                     \
+      norm_bwd_cols_##D(i64 outer, i64 n, int layer, i64 rows_per, const S* x,                \
+                        const io<S>::C* mean, const io<S>::C* rstd, const S* dy,               \
+                        io<S>::C* part) {                                                      \
     __shared__ io<S>::C sh[2 * NN_BLOCK];                                                      \
-    norm_bwd_cols<S>(outer, n, layer, x, mean, rstd, dy, dw, db, sh);                          \
+    norm_bwd_cols<S>(outer, n, layer, rows_per, x, mean, rstd, dy, part, sh);                  \
+  }                                                                                            \
+  extern "C" __global__ void norm_cols_sum_##D(i64 n, int layer, i64 chunks,                   \
+                                               const io<S>::C* part, S* dw, S* db) {           \
+    norm_cols_sum<S>(n, layer, chunks, part, dw, db);                                          \
   }
 #define NN_WIDE_KERNELS(S, D)                                                                  \
   extern "C" __global__ void lrn_fwd_##D(i64 count, int C, i64 plane, int n, double alpha,     \

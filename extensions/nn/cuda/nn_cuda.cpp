@@ -100,6 +100,7 @@ enum kid : int {
   K_NORM_FWD,
   K_NORM_BWD_ROW,
   K_NORM_BWD_COLS,
+  K_NORM_COLS_SUM,
   K_LRN_FWD, // f32 and f64 only from here
   K_LRN_BWD,
   K_DROPOUT_FWD,
@@ -137,6 +138,7 @@ constexpr const char* kernel_names[K_COUNT] = {"sigmoid_fwd",
                                                "norm_fwd",
                                                "norm_bwd_row",
                                                "norm_bwd_cols",
+                                               "norm_cols_sum",
                                                "lrn_fwd",
                                                "lrn_bwd",
                                                "dropout_fwd",
@@ -314,6 +316,11 @@ struct cuda_nn_context : sdk::cuda_device_context<CUcontext, CUresult, CUstream>
   void launch(pcy_queue q, pcy_kernel kern, uint64_t blocks, uint32_t threads,
               std::initializer_list<pcy_kernel_arg> args) const {
     device_context::launch(q, kern, 1, {blocks * threads, 1, 1}, {threads, 1, 1}, args);
+  }
+  // A grid of bx x by blocks of `block` threads.
+  void launch_2d(pcy_queue q, pcy_kernel kern, uint64_t bx, uint64_t by,
+                 std::initializer_list<pcy_kernel_arg> args) const {
+    device_context::launch(q, kern, 2, {bx * block, by, 1}, {block, 1, 1}, args);
   }
   // Blocks for a grid-stride kernel over `count` items of `per_block` each.
   uint64_t blocks_for(uint64_t count, uint64_t per_block = block) const {
@@ -798,10 +805,24 @@ template <const pcy_op_schema& S, bool L> struct norm_op {
         cx.launch(a.queue(), cx.kernel(K_NORM_BWD_ROW, d), std::min<uint64_t>(c.outer, 65535),
                   {val(outer), val(n), val(layer), val(p(c.x)), val(p(c.weight)), val(p(c.mean)),
                    val(p(c.rstd)), val(p(c.dy)), val(p(c.y))});
-      cx.launch(a.queue(), cx.kernel(K_NORM_BWD_COLS, d),
-                std::min<uint64_t>((c.n + 31) / 32, 65535),
-                {val(outer), val(n), val(layer), val(p(c.x)), val(p(c.mean)), val(p(c.rstd)),
-                 val(p(c.dy)), val(p(c.dweight)), val(p(c.dbias))});
+      // The weight gradients: chunks of up to 256 rows (at most 256 chunks; a function of the
+      // shape only, so every device sums in the same order), partial sums in the workspace.
+      const uint64_t chunks = std::clamp<uint64_t>(c.outer / 256, 1, 256);
+      const auto rows_per = static_cast<long long>((c.outer + chunks - 1) / chunks);
+      uint64_t bytes = 0;
+      if (!sdk::mul_ok(chunks * 2 * sizeof(wide_t<D>), c.n, bytes))
+        sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str(S.extension, ".", S.name,
+                                                ": the workspace size overflows"));
+      void* native = nullptr;
+      a.workspace(bytes, &native);
+      const auto part = reinterpret_cast<uint64_t>(native);
+      const auto ch = static_cast<long long>(chunks);
+      cx.launch_2d(a.queue(), cx.kernel(K_NORM_BWD_COLS, d),
+                   std::min<uint64_t>((c.n + 31) / 32, 65535), chunks,
+                   {val(outer), val(n), val(layer), val(rows_per), val(p(c.x)), val(p(c.mean)),
+                    val(p(c.rstd)), val(p(c.dy)), val(part)});
+      cx.launch(a.queue(), cx.kernel(K_NORM_COLS_SUM, d), cx.blocks_for(c.n),
+                {val(n), val(layer), val(ch), val(part), val(p(c.dweight)), val(p(c.dbias))});
     }
   }
 };
