@@ -824,6 +824,22 @@ inline void norm_stat(const pcy_op_schema& s, const TensorStorage& t, const char
               ext::shape_str(t), "), expected ", outer, " (one per row of x)",
               optional ? " or 0 (not saved)" : "");
 }
+// What both gradients check of x, weight, dy, dx and dweight; the rows of x.
+inline norm_rows norm_grad_common(const pcy_op_schema& s, const ext::checker& c,
+                                  const TensorStorage& x, const TensorStorage& weight,
+                                  const TensorStorage& dy, const TensorStorage& dx,
+                                  const TensorStorage& dweight, int64_t axis) {
+  c.same_dtype(weight, "weight", "x");
+  c.same_dtype(dy, "dy", "x");
+  c.same_dtype(dx, "dx", "x");
+  c.same_dtype(dweight, "dweight", "x");
+  const norm_rows r = norm_rows_of(s, x, axis);
+  exact_shape(s, dy, "dy", x.shape(), "the shape of x");
+  exact_shape(s, dx, "dx", x.shape(), "the shape of x");
+  norm_param(s, weight, "weight", r.n);
+  norm_param(s, dweight, "dweight", r.n);
+  return r;
+}
 inline void norm_check_eps(const pcy_op_schema& s, double epsilon) {
   if (!(epsilon >= 0) || !std::isfinite(epsilon))
     ext::fail(s, errc::invalid_argument, "argument epsilon: ", epsilon,
@@ -874,16 +890,8 @@ inline void layer_norm_grad(const Backend& b, const TensorStorage& x, const Tens
                             TensorStorage& dbias, int64_t axis = -1) {
   constexpr auto& S = pcy_nn_layer_norm_grad_schema;
   ext::checker c(S, x, "x", detail::any_float);
-  c.same_dtype(weight, "weight", "x");
-  c.same_dtype(dy, "dy", "x");
-  c.same_dtype(dx, "dx", "x");
-  c.same_dtype(dweight, "dweight", "x");
+  const detail::norm_rows r = detail::norm_grad_common(S, c, x, weight, dy, dx, dweight, axis);
   c.same_dtype(dbias, "dbias", "x");
-  const detail::norm_rows r = detail::norm_rows_of(S, x, axis);
-  detail::exact_shape(S, dy, "dy", x.shape(), "the shape of x");
-  detail::exact_shape(S, dx, "dx", x.shape(), "the shape of x");
-  detail::norm_param(S, weight, "weight", r.n);
-  detail::norm_param(S, dweight, "dweight", r.n);
   detail::norm_param(S, dbias, "dbias", r.n);
   detail::norm_stat(S, mean, "mean", c.dtype(), r.outer, false);
   detail::norm_stat(S, rstd, "rstd", c.dtype(), r.outer, false);
@@ -942,15 +950,7 @@ inline void rms_norm_grad(const Backend& b, const TensorStorage& x, const Tensor
                           TensorStorage& dweight, int64_t axis = -1) {
   constexpr auto& S = pcy_nn_rms_norm_grad_schema;
   ext::checker c(S, x, "x", detail::any_float);
-  c.same_dtype(weight, "weight", "x");
-  c.same_dtype(dy, "dy", "x");
-  c.same_dtype(dx, "dx", "x");
-  c.same_dtype(dweight, "dweight", "x");
-  const detail::norm_rows r = detail::norm_rows_of(S, x, axis);
-  detail::exact_shape(S, dy, "dy", x.shape(), "the shape of x");
-  detail::exact_shape(S, dx, "dx", x.shape(), "the shape of x");
-  detail::norm_param(S, weight, "weight", r.n);
-  detail::norm_param(S, dweight, "dweight", r.n);
+  const detail::norm_rows r = detail::norm_grad_common(S, c, x, weight, dy, dx, dweight, axis);
   detail::norm_stat(S, rstd, "rstd", c.dtype(), r.outer, false);
   for (const auto& [t, n] : {std::pair<const TensorStorage*, const char*>{&x, "x"},
                              {&weight, "weight"},
