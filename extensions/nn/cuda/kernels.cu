@@ -860,6 +860,104 @@ __device__ void norm_bwd_row(i64 outer, i64 n, int layer, const S* x, const S* w
     }
   }
 }
+// Rows held in registers (n <= V * NN_BLOCK): each element is read once. The forward: a block
+// per row (grid-stride), the row's V values a thread in registers across both passes.
+template <class S, int V>
+__device__ void norm_fwd_reg(i64 outer, i64 n, int layer, typename io<S>::C eps, const S* x,
+                             const S* w, const S* b, S* y, typename io<S>::C* mean,
+                             typename io<S>::C* rstd, typename io<S>::C* sh) {
+  typedef typename io<S>::C C;
+  for (i64 r = blockIdx.x; r < outer; r += gridDim.x) {
+    const S* xr = x + r * n;
+    S* yr = y + r * n;
+    C v[V];
+    C acc = C(0);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      const i64 j = threadIdx.x + (i64)k * NN_BLOCK;
+      v[k] = j < n ? io<S>::ld(xr[j]) : C(0);
+      acc += v[k];
+    }
+    const C mu = layer ? block_sum(acc, sh) / C(n) : C(0);
+    acc = C(0);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      const i64 j = threadIdx.x + (i64)k * NN_BLOCK;
+      const C d = j < n ? v[k] - mu : C(0);
+      acc += d * d;
+    }
+    const C rs = C(1) / m_sqrt(block_sum(acc, sh) / C(n) + eps);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      const i64 j = threadIdx.x + (i64)k * NN_BLOCK;
+      if (j < n) {
+        C h = (v[k] - mu) * rs * io<S>::ld(w[j]);
+        if (layer) h += io<S>::ld(b[j]);
+        yr[j] = io<S>::st(h);
+      }
+    }
+    if (threadIdx.x == 0) {
+      if (mean) mean[r] = mu;
+      if (rstd) rstd[r] = rs;
+    }
+  }
+}
+// The gradient, fused: block c takes rows [c rows_per, (c + 1) rows_per), reads each row's x and
+// dy once (into registers), writes dx, and keeps its columns' sums of dy xhat and dy in registers;
+// at the end they go to part[c][j] and part[gridDim.x + c][j] (norm_cols_sum adds the blocks'
+// sums in block order: the same bits on every run).
+template <class S, int V>
+__device__ void norm_bwd_reg(i64 outer, i64 n, int layer, i64 rows_per, const S* x, const S* w,
+                             const typename io<S>::C* mean, const typename io<S>::C* rstd,
+                             const S* dy, S* dx, typename io<S>::C* part,
+                             typename io<S>::C* sh) {
+  typedef typename io<S>::C C;
+  C wv[V], aw[V], ab[V];
+#pragma unroll
+  for (int k = 0; k < V; ++k) {
+    const i64 j = threadIdx.x + (i64)k * NN_BLOCK;
+    wv[k] = j < n ? io<S>::ld(w[j]) : C(0);
+    aw[k] = C(0);
+    ab[k] = C(0);
+  }
+  const i64 r0 = (i64)blockIdx.x * rows_per, r1 = r0 + rows_per < outer ? r0 + rows_per : outer;
+  for (i64 r = r0; r < r1; ++r) {
+    const C mu = layer ? mean[r] : C(0), rs = rstd[r];
+    C xh[V], g[V];
+    C sg = C(0), sgx = C(0);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      const i64 j = threadIdx.x + (i64)k * NN_BLOCK;
+      if (j < n) {
+        const C d = io<S>::ld(dy[r * n + j]);
+        xh[k] = (io<S>::ld(x[r * n + j]) - mu) * rs;
+        g[k] = d * wv[k];
+        sg += g[k];
+        sgx += g[k] * xh[k];
+        aw[k] += d * xh[k];
+        ab[k] += d;
+      } else {
+        xh[k] = C(0);
+        g[k] = C(0);
+      }
+    }
+    sg = layer ? block_sum(sg, sh) / C(n) : C(0);
+    sgx = block_sum(sgx, sh) / C(n);
+#pragma unroll
+    for (int k = 0; k < V; ++k) {
+      const i64 j = threadIdx.x + (i64)k * NN_BLOCK;
+      if (j < n) dx[r * n + j] = io<S>::st(rs * (g[k] - sg - xh[k] * sgx));
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < V; ++k) {
+    const i64 j = threadIdx.x + (i64)k * NN_BLOCK;
+    if (j < n) {
+      part[(i64)blockIdx.x * n + j] = aw[k];
+      if (layer) part[((i64)gridDim.x + blockIdx.x) * n + j] = ab[k];
+    }
+  }
+}
 // dweight[j] = sum over rows of dy xhat, dbias[j] = sum of dy, in two steps with a fixed order
 // (the same bits on every run): step 1, blockIdx.y = chunk c of `rows_per` rows: a block takes
 // 32 columns, its 8 warps every 8th row of the chunk each (coalesced along the columns), the 8
@@ -948,6 +1046,21 @@ __device__ void norm_cols_sum(i64 n, int layer, i64 chunks, const typename io<S>
   NN_SOFTMAX_REG(M, NAME, S, D, 4, 512, 0, 16, 1)                                              \
   NN_SOFTMAX_REG(M, NAME, S, D, 5, (M < 2 ? 512 : 1024), 0, (M < 2 ? 32 : 16),                  \
                  (M < 2 && sizeof(S) < 8 ? 2 : 1))
+// The register-held norm kernels for rows of at most V * NN_BLOCK elements.
+#define NN_NORM_REG(S, D, V)                                                                   \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                       \
+      norm_fwd_r##V##_##D(i64 outer, i64 n, int layer, io<S>::C eps, const S* x, const S* w,   \
+                          const S* b, S* y, io<S>::C* mean, io<S>::C* rstd) {                  \
+    __shared__ io<S>::C sh[NN_WARPS];                                                          \
+    norm_fwd_reg<S, V>(outer, n, layer, eps, x, w, b, y, mean, rstd, sh);                      \
+  }                                                                                            \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                       \
+      norm_bwd_r##V##_##D(i64 outer, i64 n, int layer, i64 rows_per, const S* x, const S* w,   \
+                          const io<S>::C* mean, const io<S>::C* rstd, const S* dy, S* dx,      \
+                          io<S>::C* part) {                                                    \
+    __shared__ io<S>::C sh[NN_WARPS];                                                          \
+    norm_bwd_reg<S, V>(outer, n, layer, rows_per, x, w, mean, rstd, dy, dx, part, sh);         \
+  }
 #define NN_POOL_GEOM int H, int W, int P, int Q, int wh, int ww, int sh, int sw, int ph, int pw
 #define NN_POOL_PASS H, W, P, Q, wh, ww, sh, sw, ph, pw
 #define NN_KERNELS(S, D)                                                                       \
@@ -1022,7 +1135,10 @@ __device__ void norm_cols_sum(i64 n, int layer, i64 chunks, const typename io<S>
   extern "C" __global__ void norm_cols_sum_##D(i64 n, int layer, i64 chunks,                   \
                                                const io<S>::C* part, S* dw, S* db) {           \
     norm_cols_sum<S>(n, layer, chunks, part, dw, db);                                          \
-  }
+  }                                                                                            \
+  NN_NORM_REG(S, D, 1)                                                                         \
+  NN_NORM_REG(S, D, 4)                                                                         \
+  NN_NORM_REG(S, D, 16)
 #define NN_WIDE_KERNELS(S, D)                                                                  \
   extern "C" __global__ void lrn_fwd_##D(i64 count, int C, i64 plane, int n, double alpha,     \
                                          double beta, double k, const S* x, S* y) {            \

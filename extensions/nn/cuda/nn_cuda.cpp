@@ -101,6 +101,12 @@ enum kid : int {
   K_NORM_BWD_ROW,
   K_NORM_BWD_COLS,
   K_NORM_COLS_SUM,
+  K_NORM_FWD_R1,
+  K_NORM_FWD_R4,
+  K_NORM_FWD_R16,
+  K_NORM_BWD_R1,
+  K_NORM_BWD_R4,
+  K_NORM_BWD_R16,
   K_LRN_FWD, // f32 and f64 only from here
   K_LRN_BWD,
   K_DROPOUT_FWD,
@@ -139,6 +145,12 @@ constexpr const char* kernel_names[K_COUNT] = {"sigmoid_fwd",
                                                "norm_bwd_row",
                                                "norm_bwd_cols",
                                                "norm_cols_sum",
+                                               "norm_fwd_r1",
+                                               "norm_fwd_r4",
+                                               "norm_fwd_r16",
+                                               "norm_bwd_r1",
+                                               "norm_bwd_r4",
+                                               "norm_bwd_r16",
                                                "lrn_fwd",
                                                "lrn_bwd",
                                                "dropout_fwd",
@@ -793,36 +805,60 @@ template <const pcy_op_schema& S, bool L> struct norm_op {
     const auto outer = static_cast<long long>(c.outer), n = static_cast<long long>(c.n);
     const int layer = L ? 1 : 0;
     auto p = [&](const pcy_tensor* t) { return t ? cx.ptr(*t) : uint64_t{0}; };
+    // Rows of at most 4096 elements are held in registers (variants r1, r4, r16: 1, 4 or 16
+    // values a thread), so each element is read once.
+    const int reg = c.n <= 256 ? 0 : c.n <= 1024 ? 1 : c.n <= 4096 ? 2 : -1;
+    auto workspace = [&](uint64_t chunks) {
+      uint64_t bytes = 0;
+      if (!sdk::mul_ok(chunks * 2 * sizeof(wide_t<D>), c.n, bytes))
+        sdk::fail(PCY_ERR_UNSUPPORTED,
+                  sdk::str(S.extension, ".", S.name, ": the workspace size overflows"));
+      void* native = nullptr;
+      a.workspace(bytes, &native);
+      return reinterpret_cast<uint64_t>(native);
+    };
+    auto sum_chunks = [&](uint64_t part, uint64_t chunks) {
+      const auto ch = static_cast<long long>(chunks);
+      cx.launch(a.queue(), cx.kernel(K_NORM_COLS_SUM, d), cx.blocks_for(c.n),
+                {val(n), val(layer), val(ch), val(part), val(p(c.dweight)), val(p(c.dbias))});
+    };
     if constexpr (!nb::detail::has<S>("dx")) {
       if (c.outer == 0) return;
       const wide_t<D> eps = static_cast<wide_t<D>>(c.epsilon);
-      cx.launch(a.queue(), cx.kernel(K_NORM_FWD, d), std::min<uint64_t>(c.outer, 65535),
+      cx.launch(a.queue(), cx.kernel(reg >= 0 ? K_NORM_FWD_R1 + reg : K_NORM_FWD, d),
+                std::min<uint64_t>(c.outer, 65535),
                 {val(outer), val(n), val(layer), val(eps), val(p(c.x)), val(p(c.weight)),
                  val(p(c.bias)), val(p(c.y)), val(p(c.mean)), val(p(c.rstd))});
+    } else if (c.n == 0) {
+      return;
+    } else if (reg >= 0 && c.outer != 0) {
+      // Fused: a block per chunk of rows (at most 1024 chunks of at least 8 rows: a function of
+      // the shape only, so every device sums in the same order) writes dx and its columns'
+      // partial sums; then the chunks' sums are added in order.
+      const uint64_t want = std::clamp<uint64_t>(c.outer / 8, 1, 1024);
+      const uint64_t rows_per = (c.outer + want - 1) / want;
+      const uint64_t chunks = (c.outer + rows_per - 1) / rows_per;
+      const uint64_t part = workspace(chunks);
+      const auto rp = static_cast<long long>(rows_per);
+      cx.launch(a.queue(), cx.kernel(K_NORM_BWD_R1 + reg, d), chunks,
+                {val(outer), val(n), val(layer), val(rp), val(p(c.x)), val(p(c.weight)),
+                 val(p(c.mean)), val(p(c.rstd)), val(p(c.dy)), val(p(c.y)), val(part)});
+      sum_chunks(part, chunks);
     } else {
-      if (c.n == 0) return;
       if (c.outer != 0)
         cx.launch(a.queue(), cx.kernel(K_NORM_BWD_ROW, d), std::min<uint64_t>(c.outer, 65535),
                   {val(outer), val(n), val(layer), val(p(c.x)), val(p(c.weight)), val(p(c.mean)),
                    val(p(c.rstd)), val(p(c.dy)), val(p(c.y))});
       // The weight gradients: chunks of up to 256 rows (at most 256 chunks; a function of the
-      // shape only, so every device sums in the same order), partial sums in the workspace.
+      // shape only), partial sums in the workspace, then added in chunk order.
       const uint64_t chunks = std::clamp<uint64_t>(c.outer / 256, 1, 256);
       const auto rows_per = static_cast<long long>((c.outer + chunks - 1) / chunks);
-      uint64_t bytes = 0;
-      if (!sdk::mul_ok(chunks * 2 * sizeof(wide_t<D>), c.n, bytes))
-        sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str(S.extension, ".", S.name,
-                                                ": the workspace size overflows"));
-      void* native = nullptr;
-      a.workspace(bytes, &native);
-      const auto part = reinterpret_cast<uint64_t>(native);
-      const auto ch = static_cast<long long>(chunks);
+      const uint64_t part = workspace(chunks);
       cx.launch_2d(a.queue(), cx.kernel(K_NORM_BWD_COLS, d),
                    std::min<uint64_t>((c.n + 31) / 32, 65535), chunks,
                    {val(outer), val(n), val(layer), val(rows_per), val(p(c.x)), val(p(c.mean)),
                     val(p(c.rstd)), val(p(c.dy)), val(part)});
-      cx.launch(a.queue(), cx.kernel(K_NORM_COLS_SUM, d), cx.blocks_for(c.n),
-                {val(n), val(layer), val(ch), val(part), val(p(c.dweight)), val(p(c.dbias))});
+      sum_chunks(part, chunks);
     }
   }
 };

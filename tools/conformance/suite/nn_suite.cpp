@@ -1231,7 +1231,8 @@ template <class T> void edge_cases(extension_suite& reg) {
 
 // ---- normalisation -------------------------------------------------------------------------
 
-// layer_norm and rms_norm with their gradients: rows short and long (one past a block of 4096),
+// layer_norm and rms_norm with their gradients: rows short and long (one past a block of 4096;
+// 1000 and 3001 take cuda's register-held kernels, 300 rows its fused gradient's many chunks),
 // along every axis, rows far from zero (cancellation), a row holding NaN and one holding an
 // infinity, no rows and empty rows, and the statistics not saved; then the refusals.
 template <class T> void norm_cases(extension_suite& reg) {
@@ -1246,6 +1247,7 @@ template <class T> void norm_cases(extension_suite& reg) {
                               {{3, 5, 7}, 0, 0, 2, false},    {{3, 5, 7}, -1, 0, 2, false},
                               {{1}, 0, 0, 1, false},          {{64, 100}, 1, 0, 3, false},
                               {{3, 4099}, 1, 0, 1, false},    {{7, 1000}, 1, 1000, 1, false},
+                              {{9, 3001}, 1, 0, 1, false},    {{300, 70}, 1, 0, 2, false},
                               {{2, 3, 1, 11}, 3, 0, 50, false}, {{5, 33}, 1, 0, 1, true},
                               {{0, 5}, 1, 0, 1, false},       {{4, 0}, 1, 0, 1, false}};
   for (const nc& c : cases)
