@@ -300,7 +300,8 @@ PCY_SDK_HOT inline xent_call decode_xent(const sdk::op_args& a, pcy_dtype d) {
   } else {
     constexpr uint32_t DL = at<S>("dloss"), DX = at<S>("dlogits");
     if (ns != c.rows)
-      dc.bad(PCY_ERR_INVALID_ARGUMENT, E, str(ns, " elements, expected ", c.rows, " (one per row)"));
+      dc.bad(PCY_ERR_INVALID_ARGUMENT, E,
+             str(ns, " elements, expected ", c.rows, " (one per row)"));
     c.lse = &st;
     c.dloss = &dc.tensor(DL);
     const uint64_t m = dc.elements(*c.dloss, DL);

@@ -860,8 +860,8 @@ template <const pcy_op_schema& S> struct xent_op {
       if (red != 0) {
         uint64_t bytes = 0;
         if (!sdk::mul_ok(2 * sizeof(wide_t<D>), std::max<uint64_t>(c.rows, 1), bytes))
-          sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str(S.extension, ".", S.name,
-                                                  ": the workspace size overflows"));
+          sdk::fail(PCY_ERR_UNSUPPORTED,
+                    sdk::str(S.extension, ".", S.name, ": the workspace size overflows"));
         void* native = nullptr;
         a.workspace(bytes, &native);
         part = reinterpret_cast<uint64_t>(native);

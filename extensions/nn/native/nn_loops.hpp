@@ -796,9 +796,7 @@ void norm_bwd(const T* x, const T* w, const S* mean, const S* rstd, const T* dy,
 // ---- cross entropy (pcy_nn.h) ---------------------------------------------------------------
 // Rows of C classes, in double; the reductions over the rows in row order. lse may be null.
 inline bool xent_ignored(int32_t t, int64_t ignore) { return static_cast<int64_t>(t) == ignore; }
-inline bool xent_valid(int32_t t, uint64_t C) {
-  return t >= 0 && static_cast<uint64_t>(t) < C;
-}
+inline bool xent_valid(int32_t t, uint64_t C) { return t >= 0 && static_cast<uint64_t>(t) < C; }
 template <class T, class S>
 void xent_fwd(const T* x, const int32_t* labels, T* loss, S* lse, uint64_t rows, uint64_t C,
               int64_t ignore, double eps, int reduction) {
@@ -832,8 +830,8 @@ void xent_fwd(const T* x, const int32_t* labels, T* loss, S* lse, uint64_t rows,
   if (reduction == 2) loss[0] = static_cast<T>(total);
 }
 template <class T, class S>
-void xent_bwd(const T* x, const int32_t* labels, const S* lse, const T* dloss, T* dx,
-              uint64_t rows, uint64_t C, int64_t ignore, double eps, int reduction) {
+void xent_bwd(const T* x, const int32_t* labels, const S* lse, const T* dloss, T* dx, uint64_t rows,
+              uint64_t C, int64_t ignore, double eps, int reduction) {
   double g0 = reduction == 0 ? 0.0 : static_cast<double>(dloss[0]);
   if (reduction == 1) {
     uint64_t count = 0;

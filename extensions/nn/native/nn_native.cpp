@@ -930,17 +930,17 @@ template <class T> void op_xent(native_context& cx, const sdk::op_args& a) {
   const bool any = c.rows != 0;
   xent_fwd(any && c.classes != 0 ? cx.ptr<const T>(*c.logits) : nullptr,
            any ? cx.ptr<const int32_t>(*c.labels) : nullptr, cx.ptr<T>(*c.loss),
-           any && c.lse ? cx.ptr<St>(*c.lse) : nullptr, c.rows, c.classes, c.ignore_index, c.smoothing,
-           c.reduction);
+           any && c.lse ? cx.ptr<St>(*c.lse) : nullptr, c.rows, c.classes, c.ignore_index,
+           c.smoothing, c.reduction);
 }
 template <class T> void op_xent_grad(native_context& cx, const sdk::op_args& a) {
   const nb::xent_call c = nb::decode_xent<pcy_nn_cross_entropy_grad_schema>(a, dt<T>);
   if (c.rows == 0 || c.classes == 0) return;
   cx.settle(a.queue());
   using St = std::conditional_t<std::is_same_v<T, double>, double, float>;
-  xent_bwd(cx.ptr<const T>(*c.logits), cx.ptr<const int32_t>(*c.labels),
-           cx.ptr<const St>(*c.lse), cx.ptr<const T>(*c.dloss), cx.ptr<T>(*c.dlogits), c.rows,
-           c.classes, c.ignore_index, c.smoothing, c.reduction);
+  xent_bwd(cx.ptr<const T>(*c.logits), cx.ptr<const int32_t>(*c.labels), cx.ptr<const St>(*c.lse),
+           cx.ptr<const T>(*c.dloss), cx.ptr<T>(*c.dlogits), c.rows, c.classes, c.ignore_index,
+           c.smoothing, c.reduction);
 }
 
 // ---- the bundle ---------------------------------------------------------------------------

@@ -1371,80 +1371,82 @@ template <class T> void xent_cases(extension_suite& reg) {
     double offset, spread;
     bool odd; // row 1 holds a NaN; labels C and -5 in rows 2 and 3
   };
-  const std::vector<xc> cases{{{5, 1}, -100, 0, 2, false},     {{3, 4, 7}, -100, 0, 3, false},
-                              {{7}, -100, 0, 3, false},        {{9, 7}, 2, 0, 3, false},
+  const std::vector<xc> cases{{{5, 1}, -100, 0, 2, false},       {{3, 4, 7}, -100, 0, 3, false},
+                              {{7}, -100, 0, 3, false},          {{9, 7}, 2, 0, 3, false},
                               {{6, 1000}, -100, 1000, 4, false}, {{3, 4099}, -100, 0, 5, false},
-                              {{9, 7}, -100, 0, 3, true},      {{0, 7}, -100, 0, 1, false}};
+                              {{9, 7}, -100, 0, 3, true},        {{0, 7}, -100, 0, 1, false}};
   for (const xc& c : cases) {
     const std::string tag = std::string("cross_entropy ") + tname<T>() + " " + shape_tag(c.shape) +
                             " ignore_index=" + std::to_string(c.ignore) +
                             (c.offset != 0 ? " far from zero" : "") +
                             (c.odd ? " NaN row and labels outside the classes" : "");
-    reg.add<T>(
-        tag,
-        [=](const Backend& b) {
-          const size_t C = static_cast<size_t>(c.shape.back());
-          const size_t rows = count_of(c.shape) / std::max<size_t>(C, 1);
-          std::vector<int64_t> rshape(c.shape.begin(), c.shape.end() - 1);
-          if (rshape.empty()) rshape = {1};
-          vec x = random_vec<T>(rows * C, -c.spread, c.spread);
-          for (double& v : x)
-            v = rounded<T>(v + c.offset);
-          std::vector<int32_t> labels(rows);
-          std::uniform_int_distribution<int32_t> u(0, static_cast<int32_t>(C) - 1);
-          for (size_t o = 0; o < rows; ++o)
-            labels[o] = o % 4 == 3 ? static_cast<int32_t>(c.ignore) : u(rng());
-          if (c.odd) {
-            x[1 * C + 3] = std::numeric_limits<double>::quiet_NaN();
-            labels[2] = static_cast<int32_t>(C);
-            labels[3] = -5;
-          }
-          auto xt = tensor_of<T>(c.shape, x);
-          SharedTensor<int32_t> lt(rshape);
-          {
-            auto w = lt.write_only();
-            for (size_t o = 0; o < rows; ++o)
-              w[o] = labels[o];
-          }
-          const std::vector<int64_t> one{1};
-          for (const double ls : {0.0, 0.1})
-            for (const int red : {0, 1, 2}) {
-              const auto R = static_cast<nn::Reduction>(red);
-              const std::string what = tag + " label_smoothing=" + g3(ls) + " reduction " +
-                                       (red == 0 ? "none" : red == 1 ? "mean" : "sum");
-              const std::vector<int64_t> lshape = red == 0 ? rshape : one;
-              auto loss = poisoned<T>(lshape);
-              auto lse = poisoned<St>({static_cast<int64_t>(rows)});
-              nn::cross_entropy(b, xt, lt, loss, lse, c.ignore, ls, R);
-              const auto ref = nn_ref::xent_forward(x, labels, rows, C, c.ignore, ls, red);
-              expect_all<T>(what + " loss", values(loss), ref.loss);
-              const vec gl = values(lse);
-              for (size_t o = 0; o < rows; ++o) {
-                double ax = 0;
-                for (size_t j = 0; j < C; ++j)
-                  ax = std::max(ax, std::fabs(x[o * C + j]));
-                expect_near<St>(what + " lse", o, gl[o], ref.lse[o], ax + 1,
-                                static_cast<double>(C));
-              }
-              // lse not saved: the loss as before.
-              auto loss2 = poisoned<T>(lshape);
-              SharedTensor<St> none({0});
-              nn::cross_entropy(b, xt, lt, loss2, none, c.ignore, ls, R);
-              expect_all<T>(what + " loss (lse not saved)", values(loss2), ref.loss);
-              // The gradient from the reference's lse rounded to the statistics dtype.
-              vec lr(rows);
-              for (size_t o = 0; o < rows; ++o)
-                lr[o] = rounded<St>(ref.lse[o]);
-              const vec dl = random_vec<T>(red == 0 ? rows : 1, 0.5, 2);
-              auto lin = tensor_of<St>({static_cast<int64_t>(rows)}, lr);
-              auto dlt = tensor_of<T>(lshape, dl);
-              auto dx = poisoned<T>(c.shape);
-              nn::cross_entropy_grad(b, xt, lt, lin, dlt, dx, c.ignore, ls, R);
-              expect_all<T>(what + " dlogits", values(dx),
-                            nn_ref::xent_backward(x, labels, lr, dl, rows, C, c.ignore, ls, red));
-            }
-        },
-        {key<pcy_nn_cross_entropy_schema, T>(), key<pcy_nn_cross_entropy_grad_schema, T>()});
+    reg.add<T>(tag,
+               [=](const Backend& b) {
+                 const size_t C = static_cast<size_t>(c.shape.back());
+                 const size_t rows = count_of(c.shape) / std::max<size_t>(C, 1);
+                 std::vector<int64_t> rshape(c.shape.begin(), c.shape.end() - 1);
+                 if (rshape.empty()) rshape = {1};
+                 vec x = random_vec<T>(rows * C, -c.spread, c.spread);
+                 for (double& v : x)
+                   v = rounded<T>(v + c.offset);
+                 std::vector<int32_t> labels(rows);
+                 std::uniform_int_distribution<int32_t> u(0, static_cast<int32_t>(C) - 1);
+                 for (size_t o = 0; o < rows; ++o)
+                   labels[o] = o % 4 == 3 ? static_cast<int32_t>(c.ignore) : u(rng());
+                 if (c.odd) {
+                   x[1 * C + 3] = std::numeric_limits<double>::quiet_NaN();
+                   labels[2] = static_cast<int32_t>(C);
+                   labels[3] = -5;
+                 }
+                 auto xt = tensor_of<T>(c.shape, x);
+                 SharedTensor<int32_t> lt(rshape);
+                 {
+                   auto w = lt.write_only();
+                   for (size_t o = 0; o < rows; ++o)
+                     w[o] = labels[o];
+                 }
+                 const std::vector<int64_t> one{1};
+                 for (const double ls : {0.0, 0.1})
+                   for (const int red : {0, 1, 2}) {
+                     const auto R = static_cast<nn::Reduction>(red);
+                     const std::string what = tag + " label_smoothing=" + g3(ls) + " reduction " +
+                                              (red == 0   ? "none"
+                                               : red == 1 ? "mean"
+                                                          : "sum");
+                     const std::vector<int64_t> lshape = red == 0 ? rshape : one;
+                     auto loss = poisoned<T>(lshape);
+                     auto lse = poisoned<St>({static_cast<int64_t>(rows)});
+                     nn::cross_entropy(b, xt, lt, loss, lse, c.ignore, ls, R);
+                     const auto ref = nn_ref::xent_forward(x, labels, rows, C, c.ignore, ls, red);
+                     expect_all<T>(what + " loss", values(loss), ref.loss);
+                     const vec gl = values(lse);
+                     for (size_t o = 0; o < rows; ++o) {
+                       double ax = 0;
+                       for (size_t j = 0; j < C; ++j)
+                         ax = std::max(ax, std::fabs(x[o * C + j]));
+                       expect_near<St>(what + " lse", o, gl[o], ref.lse[o], ax + 1,
+                                       static_cast<double>(C));
+                     }
+                     // lse not saved: the loss as before.
+                     auto loss2 = poisoned<T>(lshape);
+                     SharedTensor<St> none({0});
+                     nn::cross_entropy(b, xt, lt, loss2, none, c.ignore, ls, R);
+                     expect_all<T>(what + " loss (lse not saved)", values(loss2), ref.loss);
+                     // The gradient from the reference's lse rounded to the statistics dtype.
+                     vec lr(rows);
+                     for (size_t o = 0; o < rows; ++o)
+                       lr[o] = rounded<St>(ref.lse[o]);
+                     const vec dl = random_vec<T>(red == 0 ? rows : 1, 0.5, 2);
+                     auto lin = tensor_of<St>({static_cast<int64_t>(rows)}, lr);
+                     auto dlt = tensor_of<T>(lshape, dl);
+                     auto dx = poisoned<T>(c.shape);
+                     nn::cross_entropy_grad(b, xt, lt, lin, dlt, dx, c.ignore, ls, R);
+                     expect_all<T>(
+                         what + " dlogits", values(dx),
+                         nn_ref::xent_backward(x, labels, lr, dl, rows, C, c.ignore, ls, red));
+                   }
+               },
+               {key<pcy_nn_cross_entropy_schema, T>(), key<pcy_nn_cross_entropy_grad_schema, T>()});
   }
   reg.add<T>(
       std::string("cross_entropy ") + tname<T>() + " refusals: outputs untouched",
@@ -1498,8 +1500,7 @@ template <class T> void xent_cases(extension_suite& reg) {
         expect_refused(
             "cross_entropy_grad dloss of 1 for reduction none",
             [&] {
-              nn::cross_entropy_grad(b, x, labels, lse, dloss, dx, -100, 0.0,
-                                     nn::Reduction::none);
+              nn::cross_entropy_grad(b, x, labels, lse, dloss, dx, -100, 0.0, nn::Reduction::none);
             },
             "cross_entropy_grad", "dloss");
         expect_true(same_bits(raw(loss), l0) && same_bits(raw(loss4), l40) &&

@@ -1,8 +1,8 @@
 // parenchyma NN front-end: activations (sigmoid, relu, tanh, elu), softmax and log_softmax,
-// convolution, pooling, LRN, dropout, layer_norm, rms_norm and cross_entropy, each with its gradient, on SharedTensors, on any
-// backend (header-only over the core; the ops run in the "nn" bundle plugin of the framework
-// that serves them). The semantics of every op are in parenchyma/abi/ext/pcy_nn.h and
-// docs/nn.md.
+// convolution, pooling, LRN, dropout, layer_norm, rms_norm and cross_entropy, each with its
+// gradient, on SharedTensors, on any backend (header-only over the core; the ops run in the "nn"
+// bundle plugin of the framework that serves them). The semantics of every op are in
+// parenchyma/abi/ext/pcy_nn.h and docs/nn.md.
 //
 //   parenchyma::Backend backend;
 //   parenchyma::SharedTensor<float> x({32, 3, 28, 28}), w({16, 3, 3, 3});
@@ -966,7 +966,6 @@ inline void rms_norm_grad(const Backend& b, const TensorStorage& x, const Tensor
                   OpArg::out(dweight), OpArg::integer(r.axis)});
 }
 
-
 // ---- cross entropy ------------------------------------------------------------------------
 
 // How cross_entropy reduces the per-row losses (pcy_nn.h: 0, 1, 2).
@@ -1011,8 +1010,8 @@ inline void xent_loss_shape(const pcy_op_schema& s, const TensorStorage& t, cons
               reduction == Reduction::none ? " (one per row: reduction none)"
                                            : " (a reduced loss: one element)");
 }
-inline void xent_lse(const pcy_op_schema& s, const TensorStorage& t, pcy_dtype data,
-                     uint64_t rows, bool optional) {
+inline void xent_lse(const pcy_op_schema& s, const TensorStorage& t, pcy_dtype data, uint64_t rows,
+                     bool optional) {
   const pcy_dtype want = norm_stat_dtype(data);
   if (t.dtype() != want)
     ext::fail(s, errc::invalid_argument, "argument lse: dtype ", ext::dtype_name(t.dtype()),
@@ -1038,12 +1037,11 @@ inline void cross_entropy(const Backend& b, const TensorStorage& logits,
   constexpr auto& S = pcy_nn_cross_entropy_schema;
   ext::checker c(S, logits, "logits", detail::any_float);
   c.same_dtype(loss, "loss", "logits");
-  const detail::xent_rows r =
-      detail::xent_common(S, logits, labels, label_smoothing, reduction);
+  const detail::xent_rows r = detail::xent_common(S, logits, labels, label_smoothing, reduction);
   detail::xent_loss_shape(S, loss, "loss", r.rows, reduction);
   detail::xent_lse(S, lse, c.dtype(), r.rows, true);
-  for (const auto& [t, n] : {std::pair<const TensorStorage*, const char*>{&logits, "logits"},
-                             {&labels, "labels"}}) {
+  for (const auto& [t, n] :
+       {std::pair<const TensorStorage*, const char*>{&logits, "logits"}, {&labels, "labels"}}) {
     c.distinct(*t, n, loss, "loss");
     if (lse.size() != 0) c.distinct(*t, n, lse, "lse");
     c.written(*t, n);
@@ -1066,8 +1064,7 @@ inline void cross_entropy_grad(const Backend& b, const TensorStorage& logits,
   ext::checker c(S, logits, "logits", detail::any_float);
   c.same_dtype(dloss, "dloss", "logits");
   c.same_dtype(dlogits, "dlogits", "logits");
-  const detail::xent_rows r =
-      detail::xent_common(S, logits, labels, label_smoothing, reduction);
+  const detail::xent_rows r = detail::xent_common(S, logits, labels, label_smoothing, reduction);
   detail::xent_loss_shape(S, dloss, "dloss", r.rows, reduction);
   detail::xent_lse(S, lse, c.dtype(), r.rows, false);
   detail::exact_shape(S, dlogits, "dlogits", logits.shape(), "the shape of logits");
@@ -1080,8 +1077,8 @@ inline void cross_entropy_grad(const Backend& b, const TensorStorage& logits,
   }
   ext::invoke<S>(b, c.dtype(),
                  {OpArg::in(logits), OpArg::in(labels), OpArg::in(lse), OpArg::in(dloss),
-                  OpArg::out(dlogits), OpArg::integer(ignore_index),
-                  OpArg::real(label_smoothing), OpArg::integer(static_cast<int64_t>(reduction))});
+                  OpArg::out(dlogits), OpArg::integer(ignore_index), OpArg::real(label_smoothing),
+                  OpArg::integer(static_cast<int64_t>(reduction))});
 }
 
 } // namespace parenchyma::nn

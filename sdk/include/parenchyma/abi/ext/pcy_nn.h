@@ -244,14 +244,15 @@
  * bits on every run of a framework). */
 #define PCY_NN_CROSS_ENTROPY_ARGS(X)                                                               \
   X(logits, TENSOR, IN, OP, ANY)                                                                   \
-  X(labels, TENSOR, IN, I32, ANY) X(loss, TENSOR, OUT, OP, ANY) X(lse, TENSOR, OUT, ANY, ANY)      \
-      X(ignore_index, INT, 0, OP, ANY) X(label_smoothing, FLOAT, 0, OP, ANY)                       \
-          X(reduction, INT, 0, OP, ANY)
+  X(labels, TENSOR, IN, I32, ANY)                                                                  \
+  X(loss, TENSOR, OUT, OP, ANY) X(lse, TENSOR, OUT, ANY, ANY) X(ignore_index, INT, 0, OP, ANY)     \
+      X(label_smoothing, FLOAT, 0, OP, ANY) X(reduction, INT, 0, OP, ANY)
 #define PCY_NN_CROSS_ENTROPY_GRAD_ARGS(X)                                                          \
   X(logits, TENSOR, IN, OP, ANY)                                                                   \
-  X(labels, TENSOR, IN, I32, ANY) X(lse, TENSOR, IN, ANY, ANY) X(dloss, TENSOR, IN, OP, ANY)       \
-      X(dlogits, TENSOR, OUT, OP, ANY) X(ignore_index, INT, 0, OP, ANY)                            \
-          X(label_smoothing, FLOAT, 0, OP, ANY) X(reduction, INT, 0, OP, ANY)
+  X(labels, TENSOR, IN, I32, ANY)                                                                  \
+  X(lse, TENSOR, IN, ANY, ANY) X(dloss, TENSOR, IN, OP, ANY) X(dlogits, TENSOR, OUT, OP, ANY)      \
+      X(ignore_index, INT, 0, OP, ANY) X(label_smoothing, FLOAT, 0, OP, ANY)                       \
+          X(reduction, INT, 0, OP, ANY)
 
 /* pcy_nn_<op>_schema and pcy_nn_<op>_args for every op. */
 #define PCY_NN_DECLARE_ACTIVATION(a, ARGS, PW, GRAD, PWGRAD)                                       \
@@ -298,8 +299,7 @@ PCY_DECLARE_OP_SCHEMA(pcy_nn, layer_norm_grad, PCY_NN_EXTENSION, PCY_NN_LAYER_NO
 PCY_DECLARE_OP_SCHEMA(pcy_nn, rms_norm, PCY_NN_EXTENSION, PCY_NN_RMS_NORM_ARGS)
 PCY_DECLARE_OP_SCHEMA(pcy_nn, rms_norm_grad, PCY_NN_EXTENSION, PCY_NN_RMS_NORM_GRAD_ARGS)
 PCY_DECLARE_OP_SCHEMA(pcy_nn, cross_entropy, PCY_NN_EXTENSION, PCY_NN_CROSS_ENTROPY_ARGS)
-PCY_DECLARE_OP_SCHEMA(pcy_nn, cross_entropy_grad, PCY_NN_EXTENSION,
-                      PCY_NN_CROSS_ENTROPY_GRAD_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, cross_entropy_grad, PCY_NN_EXTENSION, PCY_NN_CROSS_ENTROPY_GRAD_ARGS)
 
 /* Every op of the extension, for tools that list them (parenchyma-info, the docs table). */
 #define PCY_NN_SCHEMA_LIST                                                                         \
@@ -316,8 +316,8 @@ PCY_DECLARE_OP_SCHEMA(pcy_nn, cross_entropy_grad, PCY_NN_EXTENSION,
       &pcy_nn_pooling_max_indexed_schema, &pcy_nn_pooling_max_grad_schema,                         \
       &pcy_nn_pooling_max_grad_indexed_schema, &pcy_nn_pooling_avg_schema,                         \
       &pcy_nn_pooling_avg_grad_schema, &pcy_nn_lrn_schema, &pcy_nn_lrn_grad_schema,                \
-      &pcy_nn_dropout_schema, &pcy_nn_dropout_grad_schema, &pcy_nn_layer_norm_schema,             \
-      &pcy_nn_layer_norm_grad_schema, &pcy_nn_rms_norm_schema, &pcy_nn_rms_norm_grad_schema,      \
+      &pcy_nn_dropout_schema, &pcy_nn_dropout_grad_schema, &pcy_nn_layer_norm_schema,              \
+      &pcy_nn_layer_norm_grad_schema, &pcy_nn_rms_norm_schema, &pcy_nn_rms_norm_grad_schema,       \
       &pcy_nn_cross_entropy_schema, &pcy_nn_cross_entropy_grad_schema
 #ifdef __cplusplus
 inline constexpr const pcy_op_schema* pcy_nn_schemas[] = {PCY_NN_SCHEMA_LIST};
