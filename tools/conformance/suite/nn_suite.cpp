@@ -8,8 +8,10 @@
 // dilations, groups, non-square and 1x1 filters and a filter as wide as the padded input, with
 // every algorithm the bundle offers, gradients also checked by finite differences in f64;
 // pooling with overlapping windows, padding up to half the window, ties and NaN; LRN windows
-// even, odd and wider than C; dropout's exact splitmix64 mask. Every op a bundle may hand to a
-// vendor library (activations, softmax, LRN, average pooling, convolution) also runs on the
+// even, odd and wider than C; dropout's exact splitmix64 mask; cross_entropy with ignored rows,
+// label smoothing, every reduction, logits far from zero, NaN rows and labels outside the
+// classes. Every op a bundle may hand to a vendor library (activations, softmax, LRN, average
+// pooling, convolution) also runs on the
 // input classes of input_classes.hpp (non-finite, huge, tiny, wide-range, cancellation) at
 // sizes that take the library's path, in f32 and f64. A cell the bundle does not serve
 // here (errc::unsupported, or an op that ran on another framework by fallback) skips its case,

@@ -9,7 +9,8 @@
  * - Geometry arrays (stride, padding, dilation, window) are INT_ARRAYs of two values: (height,
  *   width). Strides, dilations and windows are >= 1, paddings >= 0.
  * - The op's dtype is that of its data tensors (f32, f64; f16 and bf16 where a bundle says so);
- *   indices are i32, dropout masks u8, convolution_algorithm's result i64.
+ *   indices and cross_entropy's labels are i32, dropout masks u8, convolution_algorithm's
+ *   result i64.
  * - Empty tensors are allowed where the shapes allow them: the op then does nothing.
  * - NaN propagates through every elementwise op; max pooling treats NaN as larger than any
  *   number (a window holding a NaN yields NaN).
