@@ -951,7 +951,8 @@ __device__ void xent_fwd(i64 rows, i64 C_, i64 ignore, typename io<S>::C eps, in
       C v = C(0);
       if (counted)
         v = t >= 0 && (i64)t < C_
-                ? (C(1) - eps) * (l - io<S>::ld(xr[t])) + eps * (l - sx / C(C_))
+                ? (C(1) - eps) * (l - io<S>::ld(xr[t])) +
+                      (eps > C(0) ? eps * (l - sx / C(C_)) : C(0)) // a -inf logit: eps 0 adds 0
                 : m_nan<C>();
       if (red == 0) {
         loss[r] = io<S>::st(v);

@@ -819,8 +819,9 @@ void xent_fwd(const T* x, const int32_t* labels, T* loss, S* lse, uint64_t rows,
     double v = 0;
     if (!xent_ignored(t, ignore)) {
       ++count;
+      // The smoothing term only where eps > 0 (a -inf logit makes it infinite).
       v = xent_valid(t, C) ? (1 - eps) * (l - static_cast<double>(xr[t])) +
-                                 eps * (l - sx / static_cast<double>(C))
+                                 (eps > 0 ? eps * (l - sx / static_cast<double>(C)) : 0.0)
                            : std::numeric_limits<double>::quiet_NaN();
       total += v;
     }

@@ -710,8 +710,9 @@ void xent_fwd(long rows, long C, long ignore, real eps, int red, __global const 
       real v = 0;
       if ((long)t != ignore) {
         ++count;
-        v = t >= 0 && (long)t < C ? ((real)1 - eps) * (l - xr[t]) + eps * (l - sx / (real)C)
-                                  : (real)NAN;
+        v = t >= 0 && (long)t < C
+                ? ((real)1 - eps) * (l - xr[t]) + (eps > 0 ? eps * (l - sx / (real)C) : (real)0)
+                : (real)NAN; /* the smoothing term only where eps > 0: a -inf logit */
         total += v;
       }
       if (red == 0) loss[losso + r] = v;

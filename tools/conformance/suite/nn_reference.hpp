@@ -477,7 +477,7 @@ inline xent_fwd_ref xent_forward(const vec& x, const std::vector<int32_t>& label
       has_nan = has_nan || std::isnan(xr[j]);
       m = std::max(m, xr[j]);
       sx += xr[j];
-      ax += std::fabs(xr[j]);
+      if (std::isfinite(xr[j])) ax += std::fabs(xr[j]);
     }
     double se = 0;
     for (size_t j = 0; j < C; ++j)
@@ -491,7 +491,7 @@ inline xent_fwd_ref xent_forward(const vec& x, const std::vector<int32_t>& label
       if (!xent_valid(t, C)) {
         v = nan;
       } else {
-        v = (1 - eps) * (l - xr[t]) + eps * (l - sx / static_cast<double>(C));
+        v = (1 - eps) * (l - xr[t]) + (eps > 0 ? eps * (l - sx / static_cast<double>(C)) : 0.0);
         mag = 2 * std::fabs(l) + std::fabs(xr[t]) + ax / static_cast<double>(C) + 1;
       }
       total += v;
@@ -538,7 +538,7 @@ inline summed xent_backward(const vec& x, const std::vector<int32_t>& labels, co
       const double p = std::exp(x[k] - lse[o]);
       const double h = static_cast<int32_t>(j) == t ? 1 - eps : 0.0;
       r.v[k] = g * (p - off - h);
-      r.mag[k] = std::fabs(g) * (p * (2 + std::fabs(x[k]) + std::fabs(lse[o])) + off + h);
+      r.mag[k] = std::fabs(g) * ((p == 0 ? 0 : p * (2 + std::fabs(x[k]) + std::fabs(lse[o]))) + off + h);
     }
   }
   return r;

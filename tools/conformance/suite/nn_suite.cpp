@@ -1371,7 +1371,7 @@ template <class T> void xent_cases(extension_suite& reg) {
     std::vector<int64_t> shape; // the classes last
     int64_t ignore;
     double offset, spread;
-    bool odd; // row 1 holds a NaN; labels C and -5 in rows 2 and 3
+    bool odd; // row 1 holds a NaN; labels C and -5 in rows 2 and 3; row 5 a -inf logit
   };
   const std::vector<xc> cases{{{5, 1}, -100, 0, 2, false},       {{3, 4, 7}, -100, 0, 3, false},
                               {{7}, -100, 0, 3, false},          {{9, 7}, 2, 0, 3, false},
@@ -1381,7 +1381,7 @@ template <class T> void xent_cases(extension_suite& reg) {
     const std::string tag = std::string("cross_entropy ") + tname<T>() + " " + shape_tag(c.shape) +
                             " ignore_index=" + std::to_string(c.ignore) +
                             (c.offset != 0 ? " far from zero" : "") +
-                            (c.odd ? " NaN row and labels outside the classes" : "");
+                            (c.odd ? " NaN row, labels outside the classes, a -inf logit" : "");
     reg.add<T>(tag,
                [=](const Backend& b) {
                  const size_t C = static_cast<size_t>(c.shape.back());
@@ -1399,6 +1399,9 @@ template <class T> void xent_cases(extension_suite& reg) {
                    x[1 * C + 3] = std::numeric_limits<double>::quiet_NaN();
                    labels[2] = static_cast<int32_t>(C);
                    labels[3] = -5;
+                   // A masked logit (-inf) next to row 5's label: finite without smoothing.
+                   x[5 * C + static_cast<size_t>(labels[5] + 1) % C] =
+                       -std::numeric_limits<double>::infinity();
                  }
                  auto xt = tensor_of<T>(c.shape, x);
                  SharedTensor<int32_t> lt(rshape);
