@@ -230,10 +230,12 @@
  * eps = label_smoothing, finite, in [0, 1]; reduction 0 'none', 1 'mean', 2 'sum'.
  * cross_entropy(logits, labels, loss, lse, ignore_index, label_smoothing, reduction):
  *   a row whose label t equals ignore_index (any value) is ignored; otherwise its loss is
- *   (1 - eps) (lse - x_t) + eps (lse - sum_j x_j / C). loss (op dtype): 'none' one per row
- *   (rows elements, any shape; ignored rows 0); 'sum' 1 element, the sum over the rows; 'mean'
- *   1 element, the sum over the rows not ignored divided by their number (NaN where every row
- *   is ignored or there are none). lse: rows elements, or 0 elements (not saved).
+ *   (1 - eps) (lse - x_t) + eps (lse - sum_j x_j / C), the eps term only where eps > 0 (so a
+ *   -inf logit, a masked class, leaves the loss finite without smoothing). loss (op dtype):
+ *   'none' one per row (rows elements, any shape; ignored rows 0); 'sum' 1 element, the sum
+ *   over the rows; 'mean' 1 element, the sum over the rows not ignored divided by their number
+ *   (NaN where every row is ignored or there are none). lse: rows elements, or 0 elements (not
+ *   saved).
  * cross_entropy_grad(logits, labels, lse, dloss, dlogits, ignore_index, label_smoothing,
  *   reduction): dloss has the loss's shape (rows elements for 'none', 1 element otherwise); lse
  *   is the forward's (rows elements, required); dlogits (logits' shape) =
