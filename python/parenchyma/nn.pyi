@@ -176,3 +176,26 @@ def rms_norm_grad(
     *,
     axis: int = -1,
 ) -> Tuple[_T, _T]: ...
+def cross_entropy(
+    backend: Backend,
+    logits: Any,
+    labels: Any,
+    loss: _T,
+    lse: Optional[Any] = None,
+    *,
+    ignore_index: int = -100,
+    label_smoothing: float = 0.0,
+    reduction: str = "mean",
+) -> _T: ...
+def cross_entropy_grad(
+    backend: Backend,
+    logits: Any,
+    labels: Any,
+    lse: Any,
+    dloss: Any,
+    dlogits: _T,
+    *,
+    ignore_index: int = -100,
+    label_smoothing: float = 0.0,
+    reduction: str = "mean",
+) -> _T: ...

@@ -168,6 +168,19 @@ Operand stat_operand(const PyBackend& b, const py::object& obj, const Operand& x
   return o;
 }
 
+// cross_entropy's reduction: 'none', 'mean' or 'sum'.
+nn::Reduction reduction_of(const py::object& v, const char* origin) {
+  if (py::isinstance<py::str>(v)) {
+    const auto s = v.cast<std::string>();
+    if (s == "none") return nn::Reduction::none;
+    if (s == "mean") return nn::Reduction::mean;
+    if (s == "sum") return nn::Reduction::sum;
+    fail(errc::invalid_argument, origin,
+         "argument reduction: '" + s + "', expected 'none', 'mean' or 'sum'");
+  }
+  fail(errc::invalid_argument, origin, "argument reduction: expected 'none', 'mean' or 'sum'");
+}
+
 } // namespace
 
 void bind_nn(py::module_& parent) {
@@ -645,6 +658,57 @@ math: 'by_setting' (PARENCHYMA_NN_MATH, strict unless set), 'strict' or 'tf32'.)
       py::arg("dx"), py::arg("dweight"), py::kw_only(), py::arg("axis") = -1,
       "The gradients of rms_norm from its input x, weight and saved rstd: dx, and dweight summed "
       "over the rows. Returns (dx, dweight).");
+
+  m.def(
+      "cross_entropy",
+      [](const PyBackend& b, const py::object& logits, const py::object& labels,
+         const py::object& loss, const py::object& lse, const py::object& ignore_arg,
+         double label_smoothing, const py::object& reduction_arg) {
+        const char* op = "nn.cross_entropy";
+        const int64_t ignore = int_arg(ignore_arg, op, "ignore_index");
+        const nn::Reduction red = reduction_of(reduction_arg, op);
+        const Operand ox = operand(b, logits, op, "logits"), ot = operand(b, labels, op, "labels"),
+                      ol = operand(b, loss, op, "loss");
+        const Operand os = stat_operand(b, lse, ox, op, "lse");
+        run(b, {&ox, &ot, &ol, &os}, [&](const Backend& be) {
+          nn::cross_entropy(be, ox.storage(), ot.storage(), ol.storage(), os.storage(), ignore,
+                            label_smoothing, red);
+        });
+        return loss;
+      },
+      py::arg("backend"), py::arg("logits"), py::arg("labels"), py::arg("loss"),
+      py::arg("lse") = py::none(), py::kw_only(), py::arg("ignore_index") = -100,
+      py::arg("label_smoothing") = 0.0, py::arg("reduction") = "mean",
+      "Softmax cross entropy of logits (rows x classes, the classes on the last axis) with int32 "
+      "labels (one per row): per row (1 - s) (lse - x[label]) + s (lse - mean(x)), s = "
+      "label_smoothing in [0, 1]; rows labelled ignore_index count for nothing, a label outside "
+      "the classes gives NaN. loss: one per row ('none') or one element ('mean' over the rows "
+      "not ignored, 'sum'). lse: each row's log-sum-exp (float32, float64 for float64 logits), "
+      "saved for cross_entropy_grad; None saves nothing. Returns loss.");
+  m.def(
+      "cross_entropy_grad",
+      [](const PyBackend& b, const py::object& logits, const py::object& labels,
+         const py::object& lse, const py::object& dloss, const py::object& dlogits,
+         const py::object& ignore_arg, double label_smoothing, const py::object& reduction_arg) {
+        const char* op = "nn.cross_entropy_grad";
+        const int64_t ignore = int_arg(ignore_arg, op, "ignore_index");
+        const nn::Reduction red = reduction_of(reduction_arg, op);
+        const Operand ox = operand(b, logits, op, "logits"), ot = operand(b, labels, op, "labels"),
+                      os = operand(b, lse, op, "lse"), odl = operand(b, dloss, op, "dloss"),
+                      odx = operand(b, dlogits, op, "dlogits");
+        run(b, {&ox, &ot, &os, &odl, &odx}, [&](const Backend& be) {
+          nn::cross_entropy_grad(be, ox.storage(), ot.storage(), os.storage(), odl.storage(),
+                                 odx.storage(), ignore, label_smoothing, red);
+        });
+        return dlogits;
+      },
+      py::arg("backend"), py::arg("logits"), py::arg("labels"), py::arg("lse"), py::arg("dloss"),
+      py::arg("dlogits"), py::kw_only(), py::arg("ignore_index") = -100,
+      py::arg("label_smoothing") = 0.0, py::arg("reduction") = "mean",
+      "The gradient of cross_entropy from the logits, labels and the forward's lse, and the "
+      "loss's gradient dloss (the loss's shape): dlogits = g (softmax(x) - (1 - s) onehot - s / "
+      "classes), g = dloss[row] ('none'), dloss ('sum') or dloss / the rows not ignored "
+      "('mean'); ignored rows 0. Returns dlogits.");
 }
 
 } // namespace parenchyma::python

@@ -633,6 +633,15 @@ TEST_CASE("each NN bundle re-checks its arguments: hostile values from any host 
                                out(result)};
     };
 
+    // cross_entropy: logits 2 x 2, i32 labels, a loss of 1 (mean), lse of 2.
+    const auto &xl = tm.make(m1, {2, 2}), &xlab = tm.make(m4, {2}, PCY_DTYPE_I32),
+               &xs1 = tm.make(m2, {1}), &xst = tm.make(m3, {2});
+    const auto xent = [&](const pcy_tensor& lg, const pcy_tensor& lab, const pcy_tensor& loss,
+                          const pcy_tensor& lse, int64_t red, double ls) {
+      return std::vector<harg>{in(lg),      in(lab),   out(loss), out(lse),
+                               i_arg(-100), f_arg(ls), i_arg(red)};
+    };
+
     std::vector<hostile> calls{
         {"relu", "x", "a negative extent", {in(tm.make(m1, {-1})), out(y4)}},
         {"relu", "x", "extents whose product overflows", {in(tm.make(m1, {big, big})), out(y4)}},
@@ -719,6 +728,28 @@ TEST_CASE("each NN bundle re-checks its arguments: hostile values from any host 
         {"dropout", "mask", "an f32 mask", {in(x4), out(y4), out(tm.make(m3, {4})), f_arg(0.5), i_arg(1)}},
         {"dropout_grad", "probability", "probability -0.5",
          {in(x4), in(u8), out(y4), f_arg(-0.5)}},
+        {"cross_entropy", "labels", "f32 labels", xent(xl, tm.make(m3, {2}), xs1, xst, 1, 0.0)},
+        {"cross_entropy", "labels", "3 labels for 2 rows",
+         xent(xl, tm.make(m3, {3}, PCY_DTYPE_I32), xs1, xst, 1, 0.0)},
+        {"cross_entropy", "logits", "a scalar", xent(tm.make(m1, {}), xlab, xs1, xst, 1, 0.0)},
+        {"cross_entropy", "loss", "2 elements for mean", xent(xl, xlab, xst, xst, 1, 0.0)},
+        {"cross_entropy", "loss", "1 element for none", xent(xl, xlab, xs1, xst, 0, 0.0)},
+        {"cross_entropy", "label_smoothing", "label_smoothing 2", xent(xl, xlab, xs1, xst, 1, 2.0)},
+        {"cross_entropy", "label_smoothing", "label_smoothing NaN",
+         xent(xl, xlab, xs1, xst, 1, std::nan(""))},
+        {"cross_entropy", "reduction", "reduction 3", xent(xl, xlab, xs1, xst, 3, 0.0)},
+        {"cross_entropy", "lse", "lse of 3", xent(xl, xlab, xs1, tm.make(m2, {3}), 1, 0.0)},
+        {"cross_entropy", "lse", "an f64 lse",
+         xent(xl, xlab, xs1, tm.make(m2, {2}, PCY_DTYPE_F64), 1, 0.0)},
+        {"cross_entropy_grad", "lse", "lse of 0 (required)",
+         {in(xl), in(xlab), in(tm.make(m2, {0})), in(xs1), out(tm.make(m3, {2, 2})), i_arg(-100),
+          f_arg(0.0), i_arg(2)}},
+        {"cross_entropy_grad", "dlogits", "another shape",
+         {in(xl), in(xlab), in(xst), in(xs1), out(tm.make(m3, {4})), i_arg(-100), f_arg(0.0),
+          i_arg(2)}},
+        {"cross_entropy_grad", "dloss", "1 element for none",
+         {in(xl), in(xlab), in(xst), in(xs1), out(tm.make(m3, {2, 2})), i_arg(-100), f_arg(0.0),
+          i_arg(0)}},
     };
     // An algorithm the bundle does not have: the message keeps the number, the reason and the
     // bundle's list of algorithms (a null C string streamed into it once cut it short after

@@ -105,6 +105,11 @@ def calls(b):
     table["nn.rms_norm_grad.axis"] = [
         lambda v: nn.rms_norm_grad(b, f64(2, 3), f64(2, 3), f64(2), f64(2, 3), f64(2, 3), f64(2, 3),
                                    axis=v)]
+    i32 = lambda *s: t(*s, dtype="int32")  # noqa: E731
+    table["nn.cross_entropy.ignore_index"] = [
+        lambda v: nn.cross_entropy(b, t(2, 3), i32(2), t(1), ignore_index=v)]
+    table["nn.cross_entropy_grad.ignore_index"] = [
+        lambda v: nn.cross_entropy_grad(b, t(2, 3), i32(2), t(2), t(1), t(2, 3), ignore_index=v)]
     table["nn.lrn.n"] = [lambda v: nn.lrn(b, x4(), x4(), n=v)]
     table["nn.lrn_grad.n"] = [lambda v: nn.lrn_grad(b, x4(), x4(), x4(), x4(), n=v)]
     table["nn.dropout.seed"] = [

@@ -206,6 +206,67 @@ def test_layer_norm_and_rms_norm_against_numpy(backend):
     assert e.value.origin == "nn.rms_norm" and "argument rstd" in str(e.value)
 
 
+def xent_numpy(x, t, ignore, s, reduction):
+    """cross_entropy and its gradient (for dloss = 1 / per-row ones) in float64 NumPy."""
+    rows, c = x.reshape(-1, x.shape[-1]).shape
+    xr = x.reshape(rows, c).astype("float64")
+    m = xr.max(axis=1, keepdims=True)
+    lse = (m + np.log(np.exp(xr - m).sum(axis=1, keepdims=True)))[:, 0]
+    keep = t.reshape(-1) != ignore
+    tt = np.where(keep, t.reshape(-1), 0)
+    per = (1 - s) * (lse - xr[np.arange(rows), tt]) + s * (lse - xr.mean(axis=1))
+    per = np.where(keep, per, 0.0)
+    loss = {"none": per, "mean": per.sum() / keep.sum(), "sum": per.sum()}[reduction]
+    onehot = np.zeros_like(xr)
+    onehot[np.arange(rows), tt] = 1
+    g = np.exp(xr - lse[:, None]) - (1 - s) * onehot - s / c
+    return loss, lse, np.where(keep[:, None], g, 0.0), keep
+
+
+def test_cross_entropy_against_numpy(backend):
+    for dtype, tol in (("float64", 1e-10), ("float32", 2e-5)):
+        stat = "float64" if dtype == "float64" else "float32"
+        x = rand((3, 4, 11), dtype, 21, -4, 4) + np.asarray(50, dtype)  # far from zero
+        t = np.random.default_rng(22).integers(0, 11, (3, 4)).astype("int32")
+        t[0, 1] = t[2, 3] = 5 if dtype == "float32" else -100
+        ignore = 5 if dtype == "float32" else -100
+        for s in (0.0, 0.1):
+            for red in ("none", "mean", "sum"):
+                ref, lse_ref, g, keep = xent_numpy(x, t, ignore, s, red)
+                loss = tensor(np.zeros((3, 4) if red == "none" else (1,), dtype))
+                lse = tensor(np.zeros(12, stat))
+                nn.cross_entropy(backend, tensor(x), tensor(t), loss, lse, ignore_index=ignore,
+                                 label_smoothing=s, reduction=red)
+                np.testing.assert_allclose(loss.numpy().reshape(np.shape(ref)), ref, rtol=tol,
+                                           atol=tol)
+                np.testing.assert_allclose(lse.numpy(), lse_ref, rtol=tol)
+                loss2 = tensor(np.zeros((3, 4) if red == "none" else (1,), dtype))
+                nn.cross_entropy(backend, tensor(x), tensor(t), loss2, ignore_index=ignore,
+                                 label_smoothing=s, reduction=red)  # lse not saved
+                np.testing.assert_allclose(loss2.numpy(), loss.numpy(), rtol=tol, atol=tol)
+                dl = rand((3, 4) if red == "none" else (1,), dtype, 23, 0.5, 2)
+                scale = dl.reshape(-1, 1).astype("float64")
+                if red == "mean":
+                    scale = scale / keep.sum()
+                dx = tensor(np.zeros_like(x))
+                nn.cross_entropy_grad(backend, tensor(x), tensor(t), lse, tensor(dl), dx,
+                                      ignore_index=ignore, label_smoothing=s, reduction=red)
+                np.testing.assert_allclose(dx.numpy().reshape(12, 11), g * scale, rtol=tol * 10,
+                                           atol=tol)
+    x = tensor(rand((4, 3)))
+    t = tensor(np.zeros(4, "int32"))
+    with pytest.raises(parenchyma.Error) as e:
+        nn.cross_entropy(backend, x, t, tensor(np.zeros(1, "float32")), reduction="avg")
+    assert e.value.code == "invalid_argument" and e.value.origin == "nn.cross_entropy"
+    assert "argument reduction" in str(e.value)
+    with pytest.raises(parenchyma.Error) as e:
+        nn.cross_entropy(backend, x, t, tensor(np.zeros(1, "float32")), label_smoothing=2.0)
+    assert e.value.origin == "nn.cross_entropy" and "argument label_smoothing" in str(e.value)
+    with pytest.raises(parenchyma.Error) as e:  # int64 labels
+        nn.cross_entropy(backend, x, tensor(np.zeros(4, "int64")), tensor(np.zeros(1, "float32")))
+    assert e.value.origin == "nn.cross_entropy" and "argument labels" in str(e.value)
+
+
 def test_errors_name_the_argument(native):
     x = tensor(np.zeros((2, 3), "float32"))
     with pytest.raises(parenchyma.Error) as e:

@@ -235,6 +235,89 @@ PCY_SDK_HOT inline norm_call decode_norm(const sdk::op_args& a, pcy_dtype d) {
   return c;
 }
 
+// ---- cross entropy ----------------------------------------------------------------------------
+
+struct xent_call {
+  const pcy_tensor* logits = nullptr;
+  const pcy_tensor* labels = nullptr;
+  const pcy_tensor* loss = nullptr;    // forward only
+  const pcy_tensor* lse = nullptr;     // forward: null when not saved
+  const pcy_tensor* dloss = nullptr;   // gradient only
+  const pcy_tensor* dlogits = nullptr; // gradient only
+  uint64_t rows = 0, classes = 0;
+  int64_t ignore_index = -100;
+  double smoothing = 0;
+  int reduction = 1; // 0 none, 1 mean, 2 sum
+};
+
+template <const pcy_op_schema& S>
+PCY_SDK_HOT inline xent_call decode_xent(const sdk::op_args& a, pcy_dtype d) {
+  const sdk::decoder<S> dc(a, d);
+  xent_call c;
+  constexpr bool grad = detail::has<S>("dlogits");
+  constexpr uint32_t L = at<S>("logits"), T = at<S>("labels"), E = at<S>("lse"),
+                     II = at<S>("ignore_index"), LS = at<S>("label_smoothing"),
+                     R = at<S>("reduction");
+  c.logits = &dc.tensor(L);
+  (void)dc.elements(*c.logits, L);
+  if (c.logits->ndim < 1) dc.bad(PCY_ERR_INVALID_ARGUMENT, L, "a scalar, expected rank >= 1");
+  c.classes = static_cast<uint64_t>(c.logits->shape[c.logits->ndim - 1]);
+  c.rows = 1;
+  for (int32_t i = 0; i + 1 < c.logits->ndim; ++i)
+    c.rows *= static_cast<uint64_t>(c.logits->shape[i]); // no overflow: the element count
+  c.labels = &dc.tensor(T);
+  const uint64_t nl = dc.elements(*c.labels, T);
+  if (nl != c.rows)
+    dc.bad(PCY_ERR_INVALID_ARGUMENT, T, str(nl, " elements, expected ", c.rows, " (one per row)"));
+  c.ignore_index = a.i(II);
+  c.smoothing = a.f(LS);
+  if (!(c.smoothing >= 0 && c.smoothing <= 1))
+    dc.bad(PCY_ERR_INVALID_ARGUMENT, LS, str(c.smoothing, ", expected a value in [0, 1]"));
+  const int64_t r = a.i(R);
+  if (r < 0 || r > 2)
+    dc.bad(PCY_ERR_INVALID_ARGUMENT, R, str(r, ", expected 0 (none), 1 (mean) or 2 (sum)"));
+  c.reduction = static_cast<int>(r);
+  const uint64_t per = c.reduction == 0 ? c.rows : 1;
+  const pcy_tensor& st = dc.tensor(E);
+  if (st.dtype != norm_stat_dtype(d))
+    dc.bad(PCY_ERR_INVALID_ARGUMENT, E,
+           str("dtype ", sdk::dtype_name(st.dtype), ", expected ",
+               sdk::dtype_name(norm_stat_dtype(d)), " (the statistics dtype of ",
+               sdk::dtype_name(d), ")"));
+  const uint64_t ns = dc.elements(st, E);
+  if constexpr (!grad) {
+    constexpr uint32_t LO = at<S>("loss");
+    c.loss = &dc.tensor(LO);
+    const uint64_t m = dc.elements(*c.loss, LO);
+    if (m != per)
+      dc.bad(PCY_ERR_INVALID_ARGUMENT, LO,
+             str(m, " elements, expected ", per,
+                 c.reduction == 0 ? " (one per row: reduction none)" : " (a reduced loss)"));
+    if (ns != 0 && ns != c.rows)
+      dc.bad(PCY_ERR_INVALID_ARGUMENT, E,
+             str(ns, " elements, expected ", c.rows, " (one per row) or 0"));
+    c.lse = ns != 0 ? &st : nullptr;
+  } else {
+    constexpr uint32_t DL = at<S>("dloss"), DX = at<S>("dlogits");
+    if (ns != c.rows)
+      dc.bad(PCY_ERR_INVALID_ARGUMENT, E,
+             str(ns, " elements, expected ", c.rows, " (one per row)"));
+    c.lse = &st;
+    c.dloss = &dc.tensor(DL);
+    const uint64_t m = dc.elements(*c.dloss, DL);
+    if (m != per)
+      dc.bad(PCY_ERR_INVALID_ARGUMENT, DL,
+             str(m, " elements, expected ", per,
+                 c.reduction == 0 ? " (one per row: reduction none)" : " (a reduced loss)"));
+    c.dlogits = &dc.tensor(DX);
+    bool same = c.dlogits->ndim == c.logits->ndim;
+    for (int32_t i = 0; same && i < c.logits->ndim; ++i)
+      same = c.dlogits->shape[i] == c.logits->shape[i];
+    if (!same) dc.bad(PCY_ERR_INVALID_ARGUMENT, DX, "its shape differs from the logits'");
+  }
+  return c;
+}
+
 // ---- geometry -----------------------------------------------------------------------------
 
 // A geometry pair (height, width) with every value >= lo.

@@ -16,6 +16,11 @@ template <> __device__ __forceinline__ float neg_inf<float>() { return __uint_as
 template <> __device__ __forceinline__ double neg_inf<double>() {
   return __longlong_as_double((long long)0xfff0000000000000ull);
 }
+template <class C> __device__ __forceinline__ C m_nan();
+template <> __device__ __forceinline__ float m_nan<float>() { return __uint_as_float(0x7fc00000u); }
+template <> __device__ __forceinline__ double m_nan<double>() {
+  return __longlong_as_double((long long)0x7ff8000000000000ull);
+}
 
 // Blocks of 256 threads (8 warps) for every kernel but the softmax row kernels (their own sizes).
 #define NN_BLOCK 256
@@ -1012,6 +1017,100 @@ __device__ void norm_cols_sum(i64 n, int layer, i64 chunks, const typename io<S>
   }
 }
 
+// ---- cross_entropy (pcy_nn.h) -----------------------------------------------------------------
+// One block of NN_BLOCK threads per row of C classes, in the compute type C (the statistics
+// dtype): the row's max (max_of skips a NaN; the sums take it), then sum e^(x - max) and sum x.
+// red 0 writes each row's loss; red 1 / 2 write it (and 1 where counted) into part[r] and
+// part[rows + r] for xent_reduce. lse may be null (not saved). A label outside [0, C) that is
+// not ignored is never read through: NaN.
+template <class S>
+__device__ void xent_fwd(i64 rows, i64 C_, i64 ignore, typename io<S>::C eps, int red,
+                         const S* x, const int* labels, S* loss, typename io<S>::C* lse,
+                         typename io<S>::C* part, typename io<S>::C* sh) {
+  typedef typename io<S>::C C;
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    const S* xr = x + r * C_;
+    C m = neg_inf<C>();
+    for (i64 j = threadIdx.x; j < C_; j += NN_BLOCK) m = max_of(m, io<S>::ld(xr[j]));
+    m = block_red<NN_WARPS, 1>(m, sh);
+    C se = C(0), sx = C(0);
+    for (i64 j = threadIdx.x; j < C_; j += NN_BLOCK) {
+      const C v = io<S>::ld(xr[j]);
+      se += m_exp(v - m);
+      sx += v;
+    }
+    se = block_sum(se, sh);
+    sx = block_sum(sx, sh);
+    if (threadIdx.x == 0) {
+      const C l = m + m_log(se);
+      if (lse) lse[r] = l;
+      const int t = labels[r];
+      const bool counted = (i64)t != ignore;
+      C v = C(0);
+      if (counted)
+        v = t >= 0 && (i64)t < C_
+                ? (C(1) - eps) * (l - io<S>::ld(xr[t])) +
+                      (eps > C(0) ? eps * (l - sx / C(C_)) : C(0)) // a -inf logit: eps 0 adds 0
+                : m_nan<C>();
+      if (red == 0) {
+        loss[r] = io<S>::st(v);
+      } else {
+        part[r] = v;
+        part[rows + r] = counted ? C(1) : C(0);
+      }
+    }
+  }
+}
+// 'mean' / 'sum' of the rows' losses in part: one block, thread k adds rows k, k + NN_BLOCK, ...
+// in order, then the block's fixed tree (the same bits on every run).
+template <class S>
+__device__ void xent_reduce(i64 rows, int red, const typename io<S>::C* part, S* loss,
+                            typename io<S>::C* sh) {
+  typedef typename io<S>::C C;
+  C t = C(0), n = C(0);
+  for (i64 r = threadIdx.x; r < rows; r += NN_BLOCK) {
+    t += part[r];
+    n += part[rows + r];
+  }
+  t = block_sum(t, sh);
+  n = block_sum(n, sh);
+  if (threadIdx.x == 0) loss[0] = io<S>::st(red == 1 ? t / n : t); // 0 / 0: NaN
+}
+// The gradient's scale for 'mean' and 'sum' (one block): g[0] = dloss[0] (/ the rows counted).
+template <class S>
+__device__ void xent_scale(i64 rows, i64 ignore, int red, const int* labels, const S* dloss,
+                           typename io<S>::C* g, typename io<S>::C* sh) {
+  typedef typename io<S>::C C;
+  C n = C(0);
+  for (i64 r = threadIdx.x; r < rows; r += NN_BLOCK) n += (i64)labels[r] != ignore ? C(1) : C(0);
+  n = block_sum(n, sh);
+  if (threadIdx.x == 0) g[0] = red == 1 ? io<S>::ld(dloss[0]) / n : io<S>::ld(dloss[0]);
+}
+// dlogits = g (e^(x - lse) - (1 - eps) onehot(t) - eps / C), a block per row; g = dloss[r]
+// ('none') or g0[0] (xent_scale's). Ignored rows 0.
+template <class S>
+__device__ void xent_bwd(i64 rows, i64 C_, i64 ignore, typename io<S>::C eps, int red,
+                         const S* x, const int* labels, const typename io<S>::C* lse,
+                         const S* dloss, const typename io<S>::C* g0, S* dx) {
+  typedef typename io<S>::C C;
+  const C off = eps / C(C_);
+  for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
+    const S* xr = x + r * C_;
+    S* dr = dx + r * C_;
+    const int t = labels[r];
+    if ((i64)t == ignore) {
+      for (i64 j = threadIdx.x; j < C_; j += NN_BLOCK) dr[j] = io<S>::st(C(0));
+      continue;
+    }
+    const bool ok = t >= 0 && (i64)t < C_;
+    const C g = red == 0 ? io<S>::ld(dloss[r]) : g0[0], l = lse[r];
+    for (i64 j = threadIdx.x; j < C_; j += NN_BLOCK) {
+      const C h = j == (i64)t ? C(1) - eps : C(0);
+      dr[j] = io<S>::st(ok ? g * (m_exp(io<S>::ld(xr[j]) - l) - off - h) : m_nan<C>());
+    }
+  }
+}
+
 // ---- entry points -----------------------------------------------------------------------------
 #define NN_ACT(A, NAME, S, D)                                                                  \
   extern "C" __global__ void NAME##_fwd_##D(i64 n, io<S>::C alpha, const S* x, S* y,           \
@@ -1138,7 +1237,30 @@ __device__ void norm_cols_sum(i64 n, int layer, i64 chunks, const typename io<S>
   }                                                                                            \
   NN_NORM_REG(S, D, 1)                                                                         \
   NN_NORM_REG(S, D, 4)                                                                         \
-  NN_NORM_REG(S, D, 16)
+  NN_NORM_REG(S, D, 16)                                                                        \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                       \
+      xent_fwd_##D(i64 rows, i64 C, i64 ignore, io<S>::C eps, int red, const S* x,             \
+                   const int* labels, S* loss, io<S>::C* lse, io<S>::C* part) {                \
+    __shared__ io<S>::C sh[NN_WARPS];                                                          \
+    xent_fwd<S>(rows, C, ignore, eps, red, x, labels, loss, lse, part, sh);                    \
+  }                                                                                            \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                       \
+      xent_reduce_##D(i64 rows, int red, const io<S>::C* part, S* loss) {                      \
+    __shared__ io<S>::C sh[NN_WARPS];                                                          \
+    xent_reduce<S>(rows, red, part, loss, sh);                                                 \
+  }                                                                                            \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                       \
+      xent_scale_##D(i64 rows, i64 ignore, int red, const int* labels, const S* dloss,         \
+                     io<S>::C* g) {                                                            \
+    __shared__ io<S>::C sh[NN_WARPS];                                                          \
+    xent_scale<S>(rows, ignore, red, labels, dloss, g, sh);                                    \
+  }                                                                                            \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                       \
+      xent_bwd_##D(i64 rows, i64 C, i64 ignore, io<S>::C eps, int red, const S* x,             \
+                   const int* labels, const io<S>::C* lse, const S* dloss, const io<S>::C* g0, \
+                   S* dx) {                                                                    \
+    xent_bwd<S>(rows, C, ignore, eps, red, x, labels, lse, dloss, g0, dx);                     \
+  }
 #define NN_WIDE_KERNELS(S, D)                                                                  \
   extern "C" __global__ void lrn_fwd_##D(i64 count, int C, i64 plane, int n, double alpha,     \
                                          double beta, double k, const S* x, S* y) {            \

@@ -107,6 +107,10 @@ enum kid : int {
   K_NORM_BWD_R1,
   K_NORM_BWD_R4,
   K_NORM_BWD_R16,
+  K_XENT_FWD,
+  K_XENT_REDUCE,
+  K_XENT_SCALE,
+  K_XENT_BWD,
   K_LRN_FWD, // f32 and f64 only from here
   K_LRN_BWD,
   K_DROPOUT_FWD,
@@ -151,6 +155,10 @@ constexpr const char* kernel_names[K_COUNT] = {"sigmoid_fwd",
                                                "norm_bwd_r1",
                                                "norm_bwd_r4",
                                                "norm_bwd_r16",
+                                               "xent_fwd",
+                                               "xent_reduce",
+                                               "xent_scale",
+                                               "xent_bwd",
                                                "lrn_fwd",
                                                "lrn_bwd",
                                                "dropout_fwd",
@@ -859,6 +867,61 @@ template <const pcy_op_schema& S, bool L> struct norm_op {
                    {val(outer), val(n), val(layer), val(rows_per), val(p(c.x)), val(p(c.mean)),
                     val(p(c.rstd)), val(p(c.dy)), val(part)});
       sum_chunks(part, chunks);
+    }
+  }
+};
+
+// ---- cross entropy -------------------------------------------------------------------------
+
+// A block per row. 'mean' / 'sum': the rows' losses (and counts) in the workspace, then one
+// block adds them in a fixed order (no atomics: the same bits on every run). The gradient: one
+// block computes the scale of 'mean' / 'sum' into the workspace, then a block per row.
+template <const pcy_op_schema& S> struct xent_op {
+  template <pcy_dtype D> static void run(cuda_nn_context& cx, const sdk::op_args& a) {
+    constexpr int d = index_of(D);
+    constexpr bool grad = nb::detail::has<S>("dlogits");
+    const nb::xent_call c = nb::decode_xent<S>(a, D);
+    const auto rows = static_cast<long long>(c.rows), C = static_cast<long long>(c.classes),
+               ign = static_cast<long long>(c.ignore_index);
+    const int red = c.reduction;
+    const wide_t<D> eps = static_cast<wide_t<D>>(c.smoothing);
+    // Empty tensors (no classes) are not resolved: nothing is read through them.
+    auto p = [&](const pcy_tensor* t) {
+      return t && (t->data != nullptr || t->memory != nullptr) ? cx.ptr(*t) : uint64_t{0};
+    };
+    const uint64_t blocks = std::min<uint64_t>(c.rows, 65535);
+    if constexpr (!grad) {
+      if (c.rows == 0 && red == 0) return;
+      uint64_t part = 0;
+      if (red != 0) {
+        uint64_t bytes = 0;
+        if (!sdk::mul_ok(2 * sizeof(wide_t<D>), std::max<uint64_t>(c.rows, 1), bytes))
+          sdk::fail(PCY_ERR_UNSUPPORTED,
+                    sdk::str(S.extension, ".", S.name, ": the workspace size overflows"));
+        void* native = nullptr;
+        a.workspace(bytes, &native);
+        part = reinterpret_cast<uint64_t>(native);
+      }
+      if (c.rows != 0)
+        cx.launch(a.queue(), cx.kernel(K_XENT_FWD, d), blocks,
+                  {val(rows), val(C), val(ign), val(eps), val(red), val(p(c.logits)),
+                   val(p(c.labels)), val(p(c.loss)), val(p(c.lse)), val(part)});
+      if (red != 0)
+        cx.launch(a.queue(), cx.kernel(K_XENT_REDUCE, d), 1,
+                  {val(rows), val(red), val(part), val(p(c.loss))});
+    } else {
+      if (c.rows == 0 || c.classes == 0) return;
+      uint64_t g0 = 0;
+      if (red != 0) {
+        void* native = nullptr;
+        a.workspace(sizeof(wide_t<D>), &native);
+        g0 = reinterpret_cast<uint64_t>(native);
+        cx.launch(a.queue(), cx.kernel(K_XENT_SCALE, d), 1,
+                  {val(rows), val(ign), val(red), val(p(c.labels)), val(p(c.dloss)), val(g0)});
+      }
+      cx.launch(a.queue(), cx.kernel(K_XENT_BWD, d), blocks,
+                {val(rows), val(C), val(ign), val(eps), val(red), val(p(c.logits)),
+                 val(p(c.labels)), val(p(c.lse)), val(p(c.dloss)), val(g0), val(p(c.dlogits))});
     }
   }
 };
@@ -1622,6 +1685,10 @@ void nn_cuda_bundle::register_ops() {
                                               own + " norm_fwd (a block per row)");
   add<norm_op<pcy_nn_rms_norm_grad_schema, false>>(pcy_nn_rms_norm_grad_schema, true,
                                                    own + " norm_bwd_row + norm_bwd_cols");
+  add<xent_op<pcy_nn_cross_entropy_schema>>(pcy_nn_cross_entropy_schema, true,
+                                            own + " xent_fwd (a block per row) + xent_reduce");
+  add<xent_op<pcy_nn_cross_entropy_grad_schema>>(pcy_nn_cross_entropy_grad_schema, true,
+                                                 own + " xent_scale + xent_bwd (a block per row)");
 }
 
 cuda_nn_context* nn_cuda_bundle::create_context(const pcy_bundle_context_args& a) {

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 
 namespace parenchyma::nn_native {
 
@@ -789,6 +790,75 @@ void norm_bwd(const T* x, const T* w, const S* mean, const S* rstd, const T* dy,
   for (uint64_t j = 0; j < n; ++j) {
     dw[j] = static_cast<T>(acc[j]);
     if constexpr (LAYER) db[j] = static_cast<T>(acc[n + j]);
+  }
+}
+
+// ---- cross entropy (pcy_nn.h) ---------------------------------------------------------------
+// Rows of C classes, in double; the reductions over the rows in row order. lse may be null.
+inline bool xent_ignored(int32_t t, int64_t ignore) { return static_cast<int64_t>(t) == ignore; }
+inline bool xent_valid(int32_t t, uint64_t C) { return t >= 0 && static_cast<uint64_t>(t) < C; }
+template <class T, class S>
+void xent_fwd(const T* x, const int32_t* labels, T* loss, S* lse, uint64_t rows, uint64_t C,
+              int64_t ignore, double eps, int reduction) {
+  double total = 0;
+  uint64_t count = 0;
+  for (uint64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * C;
+    double m = -std::numeric_limits<double>::infinity(), sx = 0;
+    for (uint64_t j = 0; j < C; ++j) {
+      const double v = static_cast<double>(xr[j]);
+      m = v > m || v != v ? v : m; // a NaN wins
+      sx += v;
+    }
+    double se = 0;
+    for (uint64_t j = 0; j < C; ++j)
+      se += std::exp(static_cast<double>(xr[j]) - m);
+    const double l = m + std::log(se);
+    if (lse != nullptr) lse[r] = static_cast<S>(l);
+    const int32_t t = labels[r];
+    double v = 0;
+    if (!xent_ignored(t, ignore)) {
+      ++count;
+      // The smoothing term only where eps > 0 (a -inf logit makes it infinite).
+      v = xent_valid(t, C) ? (1 - eps) * (l - static_cast<double>(xr[t])) +
+                                 (eps > 0 ? eps * (l - sx / static_cast<double>(C)) : 0.0)
+                           : std::numeric_limits<double>::quiet_NaN();
+      total += v;
+    }
+    if (reduction == 0) loss[r] = static_cast<T>(v);
+  }
+  if (reduction == 1) loss[0] = static_cast<T>(total / static_cast<double>(count)); // 0/0: NaN
+  if (reduction == 2) loss[0] = static_cast<T>(total);
+}
+template <class T, class S>
+void xent_bwd(const T* x, const int32_t* labels, const S* lse, const T* dloss, T* dx, uint64_t rows,
+              uint64_t C, int64_t ignore, double eps, int reduction) {
+  double g0 = reduction == 0 ? 0.0 : static_cast<double>(dloss[0]);
+  if (reduction == 1) {
+    uint64_t count = 0;
+    for (uint64_t r = 0; r < rows; ++r)
+      count += xent_ignored(labels[r], ignore) ? 0 : 1;
+    g0 /= static_cast<double>(count);
+  }
+  const double off = eps / static_cast<double>(C);
+  for (uint64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * C;
+    T* dr = dx + r * C;
+    const int32_t t = labels[r];
+    if (xent_ignored(t, ignore)) {
+      for (uint64_t j = 0; j < C; ++j)
+        dr[j] = T(0);
+      continue;
+    }
+    const bool ok = xent_valid(t, C);
+    const double g = reduction == 0 ? static_cast<double>(dloss[r]) : g0;
+    const double l = static_cast<double>(lse[r]);
+    for (uint64_t j = 0; j < C; ++j) {
+      const double p = std::exp(static_cast<double>(xr[j]) - l);
+      const double v = ok ? g * (p - off - (static_cast<int64_t>(j) == t ? 1 - eps : 0.0))
+                          : std::numeric_limits<double>::quiet_NaN();
+      dr[j] = static_cast<T>(v);
+    }
   }
 }
 

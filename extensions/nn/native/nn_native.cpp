@@ -919,6 +919,30 @@ void op_norm_grad(native_context& cx, const sdk::op_args& a) {
                   c.outer, c.n, cx.doubles(2 * c.n));
 }
 
+// ---- cross entropy --------------------------------------------------------------------------
+
+template <class T> void op_xent(native_context& cx, const sdk::op_args& a) {
+  const nb::xent_call c = nb::decode_xent<pcy_nn_cross_entropy_schema>(a, dt<T>);
+  if (c.rows == 0 && c.reduction == 0) return;
+  cx.settle(a.queue());
+  using St = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  // Empty tensors (no rows, or no classes) are not resolved: nothing is read through them.
+  const bool any = c.rows != 0;
+  xent_fwd(any && c.classes != 0 ? cx.ptr<const T>(*c.logits) : nullptr,
+           any ? cx.ptr<const int32_t>(*c.labels) : nullptr, cx.ptr<T>(*c.loss),
+           any && c.lse ? cx.ptr<St>(*c.lse) : nullptr, c.rows, c.classes, c.ignore_index,
+           c.smoothing, c.reduction);
+}
+template <class T> void op_xent_grad(native_context& cx, const sdk::op_args& a) {
+  const nb::xent_call c = nb::decode_xent<pcy_nn_cross_entropy_grad_schema>(a, dt<T>);
+  if (c.rows == 0 || c.classes == 0) return;
+  cx.settle(a.queue());
+  using St = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  xent_bwd(cx.ptr<const T>(*c.logits), cx.ptr<const int32_t>(*c.labels), cx.ptr<const St>(*c.lse),
+           cx.ptr<const T>(*c.dloss), cx.ptr<T>(*c.dlogits), c.rows, c.classes, c.ignore_index,
+           c.smoothing, c.reduction);
+}
+
 // ---- the bundle ---------------------------------------------------------------------------
 
 #ifdef PARENCHYMA_NN_HAVE_DNNL
@@ -1066,6 +1090,9 @@ public:
     table_.add<op_norm_grad<pcy_nn_rms_norm_grad_schema, false, float>,
                op_norm_grad<pcy_nn_rms_norm_grad_schema, false, double>>(
         pcy_nn_rms_norm_grad_schema, loop, loop);
+    table_.add<op_xent<float>, op_xent<double>>(pcy_nn_cross_entropy_schema, loop, loop);
+    table_.add<op_xent_grad<float>, op_xent_grad<double>>(pcy_nn_cross_entropy_grad_schema, loop,
+                                                          loop);
   }
 
   std::span<const pcy_op_desc> ops() const { return table_.ops(); }

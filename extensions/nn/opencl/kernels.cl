@@ -677,3 +677,76 @@ __kernel void norm_bwd_cols(long outer, long n, int layer, __global const real* 
     if (layer) db[dbo + j] = ab;
   }
 }
+
+/* ---- cross_entropy (pcy_nn.h): one work-group per row of C classes ---------------------------
+ * The row's max (fmax skips a NaN, the sums take it), then sum e^(x - max) and sum x. red 0
+ * writes each row's loss; red 1 (mean) and 2 (sum) run in ONE work-group, its first work-item
+ * adding the rows' losses in row order (the same bits on every run). save: lse written. */
+__kernel __attribute__((reqd_work_group_size(SWG, 1, 1)))
+void xent_fwd(long rows, long C, long ignore, real eps, int red, __global const real* x, long xo,
+              __global const int* labels, long lo, __global real* loss, long losso,
+              __global real* lse, long lseo, int save) {
+  __local real s[SWG];
+  const int lid = get_local_id(0);
+  real total = 0;
+  long count = 0;
+  for (long r = get_group_id(0); r < rows; r += get_num_groups(0)) {
+    __global const real* xr = x + xo + r * C;
+    real m = -INFINITY;
+    for (long j = lid; j < C; j += SWG) m = fmax(m, xr[j]);
+    m = wg_max(s, m);
+    real acc = 0, sx = 0;
+    for (long j = lid; j < C; j += SWG) {
+      const real v = xr[j];
+      acc += exp(v - m);
+      sx += v;
+    }
+    acc = wg_sum(s, acc);
+    sx = wg_sum(s, sx);
+    if (lid == 0) {
+      const real l = m + log(acc);
+      if (save) lse[lseo + r] = l;
+      const int t = labels[lo + r];
+      real v = 0;
+      if ((long)t != ignore) {
+        ++count;
+        v = t >= 0 && (long)t < C
+                ? ((real)1 - eps) * (l - xr[t]) + (eps > 0 ? eps * (l - sx / (real)C) : (real)0)
+                : (real)NAN; /* the smoothing term only where eps > 0: a -inf logit */
+        total += v;
+      }
+      if (red == 0) loss[losso + r] = v;
+    }
+  }
+  if (lid == 0 && red != 0) loss[losso] = red == 1 ? total / (real)count : total; /* 0/0: NaN */
+}
+/* dlogits = g (e^(x - lse) - (1 - eps) onehot(t) - eps / C); red 1 (mean): every work-group
+ * counts the rows not ignored itself (a pass over the labels). Ignored rows 0, labels outside
+ * the classes NaN. */
+__kernel __attribute__((reqd_work_group_size(SWG, 1, 1)))
+void xent_bwd(long rows, long C, long ignore, real eps, int red, __global const real* x, long xo,
+              __global const int* labels, long lo, __global const real* lse, long lseo,
+              __global const real* dloss, long dlo, __global real* dx, long dxo) {
+  __local real s[SWG];
+  const int lid = get_local_id(0);
+  real g0 = red == 0 ? (real)0 : dloss[dlo];
+  if (red == 1) {
+    real cnt = 0;
+    for (long r = lid; r < rows; r += SWG) cnt += (long)labels[lo + r] != ignore ? (real)1 : (real)0;
+    g0 /= wg_sum(s, cnt);
+  }
+  const real off = eps / (real)C;
+  for (long r = get_group_id(0); r < rows; r += get_num_groups(0)) {
+    __global const real* xr = x + xo + r * C;
+    __global real* dr = dx + dxo + r * C;
+    const int t = labels[lo + r];
+    if ((long)t == ignore) {
+      for (long j = lid; j < C; j += SWG) dr[j] = 0;
+      continue;
+    }
+    const int ok = t >= 0 && (long)t < C;
+    const real g = red == 0 ? dloss[dlo + r] : g0, l = lse[lseo + r];
+    for (long j = lid; j < C; j += SWG)
+      dr[j] = ok ? g * (exp(xr[j] - l) - off - (j == (long)t ? (real)1 - eps : (real)0)) : (real)NAN;
+  }
+}

@@ -62,6 +62,8 @@ enum kernel_id {
   K_NORM_FWD,
   K_NORM_BWD_ROW,
   K_NORM_BWD_COLS,
+  K_XENT_FWD,
+  K_XENT_BWD,
   K_COUNT
 };
 constexpr std::array<const char*, K_COUNT> kernel_names{
@@ -73,7 +75,8 @@ constexpr std::array<const char*, K_COUNT> kernel_names{
     "pool_max_grad",   "pool_max_grad_idx", "pool_avg",
     "pool_avg_grad",   "lrn_fwd",           "lrn_scale",
     "lrn_grad",        "dropout_fwd",       "dropout_bwd",
-    "norm_fwd",        "norm_bwd_row",      "norm_bwd_cols"};
+    "norm_fwd",        "norm_bwd_row",      "norm_bwd_cols",
+    "xent_fwd",        "xent_bwd"};
 
 constexpr int64_t algo_direct = 0, algo_gemm = 1, algo_count = 2;
 
@@ -634,12 +637,54 @@ void op_norm_grad(ocl_context& cx, const sdk::op_args& a) {
            val(ro), m(c.dy), val(dyo), m(c.dweight), val(dwo), m(c.dbias), val(dbo)});
 }
 
+// ---- cross entropy -------------------------------------------------------------------------
+
+// A work-group per row; 'mean' and 'sum' in one work-group (the rows' losses added in row order).
+// lse is `real` (the statistics dtype of f32 and f64 is the op's); not saved: the dummy buffer.
+template <class T> void op_xent(ocl_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_cross_entropy_schema;
+  const nb::xent_call c = nb::decode_xent<S>(a, dt<T>);
+  const dtype_state& d = cx.state<T>();
+  if (c.rows == 0 && c.reduction == 0) return;
+  const int64_t rows = static_cast<int64_t>(c.rows), C = static_cast<int64_t>(c.classes);
+  const int32_t red = c.reduction, save = c.lse && c.rows != 0 ? 1 : 0;
+  const T eps = static_cast<T>(c.smoothing);
+  const int64_t ign = c.ignore_index;
+  const int64_t xo = off<T>(*c.logits, S, "logits"),
+                lo = elem_off(*c.labels, sizeof(int32_t), S, "labels"),
+                loso = off<T>(*c.loss, S, "loss"), so = save ? off<T>(*c.lse, S, "lse") : 0;
+  auto m = [&](const pcy_tensor* t) { return mem(t && t->memory ? t->memory : cx.dummy); };
+  const uint64_t groups = red == 0 ? std::min<uint64_t>(c.rows, 65536) : 1;
+  cx.launch(a.queue(), d.k[K_XENT_FWD], 1, {groups * cx.swg, 1, 1}, {cx.swg, 1, 1},
+            {val(rows), val(C), val(ign), val(eps), val(red), m(c.logits), val(xo), m(c.labels),
+             val(lo), m(c.loss), val(loso), m(save ? c.lse : nullptr), val(so), val(save)});
+}
+template <class T> void op_xent_grad(ocl_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_cross_entropy_grad_schema;
+  const nb::xent_call c = nb::decode_xent<S>(a, dt<T>);
+  const dtype_state& d = cx.state<T>();
+  if (c.rows == 0 || c.classes == 0) return;
+  const int64_t rows = static_cast<int64_t>(c.rows), C = static_cast<int64_t>(c.classes);
+  const int32_t red = c.reduction;
+  const T eps = static_cast<T>(c.smoothing);
+  const int64_t ign = c.ignore_index;
+  const int64_t xo = off<T>(*c.logits, S, "logits"),
+                lo = elem_off(*c.labels, sizeof(int32_t), S, "labels"),
+                so = off<T>(*c.lse, S, "lse"), dlo = off<T>(*c.dloss, S, "dloss"),
+                dxo = off<T>(*c.dlogits, S, "dlogits");
+  cx.launch(a.queue(), d.k[K_XENT_BWD], 1, {std::min<uint64_t>(c.rows, 65536) * cx.swg, 1, 1},
+            {cx.swg, 1, 1},
+            {val(rows), val(C), val(ign), val(eps), val(red), mem(c.logits->memory), val(xo),
+             mem(c.labels->memory), val(lo), mem(c.lse->memory), val(so), mem(c.dloss->memory),
+             val(dlo), mem(c.dlogits->memory), val(dxo)});
+}
+
 // ---- the bundle ----------------------------------------------------------------------------
 
 constexpr sdk::bundle_identity identity{
     bundle_name, PCY_NN_EXTENSION, "opencl",
     "NN on OpenCL: own OpenCL C kernels (activations, softmax, direct and implicit-GEMM "
-    "convolution, pooling, LRN, dropout, layer_norm, rms_norm)"};
+    "convolution, pooling, LRN, dropout, layer_norm, rms_norm, cross_entropy)"};
 
 class nn_opencl_bundle : public sdk::bundle_base<identity, ocl_context> {
 public:
@@ -688,6 +733,8 @@ public:
     PCY_ADD2(op_norm_grad, pcy_nn_layer_norm_grad_schema, true);
     PCY_ADD2(op_norm, pcy_nn_rms_norm_schema, false);
     PCY_ADD2(op_norm_grad, pcy_nn_rms_norm_grad_schema, false);
+    add<op_xent<float>, op_xent<double>>(pcy_nn_cross_entropy_schema);
+    add<op_xent_grad<float>, op_xent_grad<double>>(pcy_nn_cross_entropy_grad_schema);
 #undef PCY_ADD2
   }
 

@@ -455,4 +455,93 @@ inline norm_bwd_ref norm_backward(const vec& x, const vec& w, const vec& mean, c
   return r;
 }
 
+// ---- cross entropy ------------------------------------------------------------------------
+// Rows of C classes. The forward: each row's lse, and the loss ('none': per row; 'mean' /
+// 'sum': one element) with its magnitude (|lse|, |x_t|, the row's mean |x| and 1 for the
+// exponentials' sum, each C terms).
+struct xent_fwd_ref {
+  summed loss;
+  vec lse;
+};
+inline bool xent_valid(int32_t t, size_t C) { return t >= 0 && static_cast<size_t>(t) < C; }
+inline xent_fwd_ref xent_forward(const vec& x, const std::vector<int32_t>& labels, size_t rows,
+                                 size_t C, int64_t ignore, double eps, int reduction) {
+  xent_fwd_ref r{summed(reduction == 0 ? rows : 1), vec(rows)};
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  double total = 0, tmag = 0, count = 0;
+  for (size_t o = 0; o < rows; ++o) {
+    const double* xr = x.data() + o * C;
+    bool has_nan = false;
+    double m = -std::numeric_limits<double>::infinity(), sx = 0, ax = 0;
+    for (size_t j = 0; j < C; ++j) {
+      has_nan = has_nan || std::isnan(xr[j]);
+      m = std::max(m, xr[j]);
+      sx += xr[j];
+      if (std::isfinite(xr[j])) ax += std::fabs(xr[j]);
+    }
+    double se = 0;
+    for (size_t j = 0; j < C; ++j)
+      se += std::exp(xr[j] - m);
+    const double l = has_nan ? nan : m + std::log(se);
+    r.lse[o] = l;
+    double v = 0, mag = 0;
+    const int32_t t = labels[o];
+    if (static_cast<int64_t>(t) != ignore) {
+      count += 1;
+      if (!xent_valid(t, C)) {
+        v = nan;
+      } else {
+        v = (1 - eps) * (l - xr[t]) + (eps > 0 ? eps * (l - sx / static_cast<double>(C)) : 0.0);
+        mag = 2 * std::fabs(l) + std::fabs(xr[t]) + ax / static_cast<double>(C) + 1;
+      }
+      total += v;
+      tmag += mag;
+    }
+    if (reduction == 0) {
+      r.loss.v[o] = v;
+      r.loss.mag[o] = mag;
+      r.loss.terms[o] = static_cast<double>(C);
+    }
+  }
+  if (reduction != 0) {
+    r.loss.v[0] = reduction == 1 ? total / count : total; // 0 / 0: NaN
+    r.loss.mag[0] = reduction == 1 ? tmag / count : tmag;
+    r.loss.terms[0] = static_cast<double>(C + rows);
+  }
+  return r;
+}
+// dlogits from the lse the op was given (as stored) and dloss.
+inline summed xent_backward(const vec& x, const std::vector<int32_t>& labels, const vec& lse,
+                            const vec& dloss, size_t rows, size_t C, int64_t ignore, double eps,
+                            int reduction) {
+  summed r(rows * C);
+  double g0 = reduction == 0 ? 0 : dloss[0];
+  if (reduction == 1) {
+    double count = 0;
+    for (size_t o = 0; o < rows; ++o)
+      count += static_cast<int64_t>(labels[o]) == ignore ? 0 : 1;
+    g0 /= count;
+  }
+  const double off = eps / static_cast<double>(C);
+  for (size_t o = 0; o < rows; ++o) {
+    const int32_t t = labels[o];
+    const bool ignored = static_cast<int64_t>(t) == ignore, ok = xent_valid(t, C);
+    const double g = reduction == 0 ? dloss[o] : g0;
+    for (size_t j = 0; j < C; ++j) {
+      const size_t k = o * C + j;
+      r.terms[k] = 1;
+      if (ignored) continue; // 0
+      if (!ok) {
+        r.v[k] = std::numeric_limits<double>::quiet_NaN();
+        continue;
+      }
+      const double p = std::exp(x[k] - lse[o]);
+      const double h = static_cast<int32_t>(j) == t ? 1 - eps : 0.0;
+      r.v[k] = g * (p - off - h);
+      r.mag[k] = std::fabs(g) * ((p == 0 ? 0 : p * (2 + std::fabs(x[k]) + std::fabs(lse[o]))) + off + h);
+    }
+  }
+  return r;
+}
+
 } // namespace parenchyma::conformance::nn_ref

@@ -8,8 +8,10 @@
 // dilations, groups, non-square and 1x1 filters and a filter as wide as the padded input, with
 // every algorithm the bundle offers, gradients also checked by finite differences in f64;
 // pooling with overlapping windows, padding up to half the window, ties and NaN; LRN windows
-// even, odd and wider than C; dropout's exact splitmix64 mask. Every op a bundle may hand to a
-// vendor library (activations, softmax, LRN, average pooling, convolution) also runs on the
+// even, odd and wider than C; dropout's exact splitmix64 mask; cross_entropy with ignored rows,
+// label smoothing, every reduction, logits far from zero, NaN rows and labels outside the
+// classes. Every op a bundle may hand to a vendor library (activations, softmax, LRN, average
+// pooling, convolution) also runs on the
 // input classes of input_classes.hpp (non-finite, huge, tiny, wide-range, cancellation) at
 // sizes that take the library's path, in f32 and f64. A cell the bundle does not serve
 // here (errc::unsupported, or an op that ran on another framework by fallback) skips its case,
@@ -1359,6 +1361,162 @@ template <class T> void norm_cases(extension_suite& reg) {
              {key<pcy_nn_layer_norm_schema, T>(), key<pcy_nn_rms_norm_schema, T>()});
 }
 
+// ---- cross entropy -------------------------------------------------------------------------
+
+// cross_entropy and its gradient: 1, 7, 1000 and 4099 classes over several rows (and leading
+// dimensions), random labels with some rows ignored (ignore_index -100, and one inside the
+// classes), label_smoothing 0 and 0.1, every reduction, logits far from zero (+1000), a row
+// holding NaN and labels outside the classes (NaN rows), no rows; then the refusals.
+template <class T> void xent_cases(extension_suite& reg) {
+  using St = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  struct xc {
+    std::vector<int64_t> shape; // the classes last
+    int64_t ignore;
+    double offset, spread;
+    bool odd; // row 1 holds a NaN; labels C and -5 in rows 2 and 3; row 5 a -inf logit
+  };
+  const std::vector<xc> cases{{{5, 1}, -100, 0, 2, false},       {{3, 4, 7}, -100, 0, 3, false},
+                              {{7}, -100, 0, 3, false},          {{9, 7}, 2, 0, 3, false},
+                              {{6, 1000}, -100, 1000, 4, false}, {{3, 4099}, -100, 0, 5, false},
+                              {{9, 7}, -100, 0, 3, true},        {{0, 7}, -100, 0, 1, false}};
+  for (const xc& c : cases) {
+    const std::string tag = std::string("cross_entropy ") + tname<T>() + " " + shape_tag(c.shape) +
+                            " ignore_index=" + std::to_string(c.ignore) +
+                            (c.offset != 0 ? " far from zero" : "") +
+                            (c.odd ? " NaN row, labels outside the classes, a -inf logit" : "");
+    reg.add<T>(tag,
+               [=](const Backend& b) {
+                 const size_t C = static_cast<size_t>(c.shape.back());
+                 const size_t rows = count_of(c.shape) / std::max<size_t>(C, 1);
+                 std::vector<int64_t> rshape(c.shape.begin(), c.shape.end() - 1);
+                 if (rshape.empty()) rshape = {1};
+                 vec x = random_vec<T>(rows * C, -c.spread, c.spread);
+                 for (double& v : x)
+                   v = rounded<T>(v + c.offset);
+                 std::vector<int32_t> labels(rows);
+                 std::uniform_int_distribution<int32_t> u(0, static_cast<int32_t>(C) - 1);
+                 for (size_t o = 0; o < rows; ++o)
+                   labels[o] = o % 4 == 3 ? static_cast<int32_t>(c.ignore) : u(rng());
+                 if (c.odd) {
+                   x[1 * C + 3] = std::numeric_limits<double>::quiet_NaN();
+                   labels[2] = static_cast<int32_t>(C);
+                   labels[3] = -5;
+                   // A masked logit (-inf) next to row 5's label: finite without smoothing.
+                   x[5 * C + static_cast<size_t>(labels[5] + 1) % C] =
+                       -std::numeric_limits<double>::infinity();
+                 }
+                 auto xt = tensor_of<T>(c.shape, x);
+                 SharedTensor<int32_t> lt(rshape);
+                 {
+                   auto w = lt.write_only();
+                   for (size_t o = 0; o < rows; ++o)
+                     w[o] = labels[o];
+                 }
+                 const std::vector<int64_t> one{1};
+                 for (const double ls : {0.0, 0.1})
+                   for (const int red : {0, 1, 2}) {
+                     const auto R = static_cast<nn::Reduction>(red);
+                     const std::string what = tag + " label_smoothing=" + g3(ls) + " reduction " +
+                                              (red == 0   ? "none"
+                                               : red == 1 ? "mean"
+                                                          : "sum");
+                     const std::vector<int64_t> lshape = red == 0 ? rshape : one;
+                     auto loss = poisoned<T>(lshape);
+                     auto lse = poisoned<St>({static_cast<int64_t>(rows)});
+                     nn::cross_entropy(b, xt, lt, loss, lse, c.ignore, ls, R);
+                     const auto ref = nn_ref::xent_forward(x, labels, rows, C, c.ignore, ls, red);
+                     expect_all<T>(what + " loss", values(loss), ref.loss);
+                     const vec gl = values(lse);
+                     for (size_t o = 0; o < rows; ++o) {
+                       double ax = 0;
+                       for (size_t j = 0; j < C; ++j)
+                         ax = std::max(ax, std::fabs(x[o * C + j]));
+                       expect_near<St>(what + " lse", o, gl[o], ref.lse[o], ax + 1,
+                                       static_cast<double>(C));
+                     }
+                     // lse not saved: the loss as before.
+                     auto loss2 = poisoned<T>(lshape);
+                     SharedTensor<St> none({0});
+                     nn::cross_entropy(b, xt, lt, loss2, none, c.ignore, ls, R);
+                     expect_all<T>(what + " loss (lse not saved)", values(loss2), ref.loss);
+                     // The gradient from the reference's lse rounded to the statistics dtype.
+                     vec lr(rows);
+                     for (size_t o = 0; o < rows; ++o)
+                       lr[o] = rounded<St>(ref.lse[o]);
+                     const vec dl = random_vec<T>(red == 0 ? rows : 1, 0.5, 2);
+                     auto lin = tensor_of<St>({static_cast<int64_t>(rows)}, lr);
+                     auto dlt = tensor_of<T>(lshape, dl);
+                     auto dx = poisoned<T>(c.shape);
+                     nn::cross_entropy_grad(b, xt, lt, lin, dlt, dx, c.ignore, ls, R);
+                     expect_all<T>(
+                         what + " dlogits", values(dx),
+                         nn_ref::xent_backward(x, labels, lr, dl, rows, C, c.ignore, ls, red));
+                   }
+               },
+               {key<pcy_nn_cross_entropy_schema, T>(), key<pcy_nn_cross_entropy_grad_schema, T>()});
+  }
+  reg.add<T>(
+      std::string("cross_entropy ") + tname<T>() + " refusals: outputs untouched",
+      [](const Backend& b) {
+        auto x = random_tensor<T>({4, 6});
+        SharedTensor<int32_t> labels({4});
+        for (int32_t& v : labels.write_only())
+          v = 1;
+        SharedTensor<int64_t> wide({4});
+        for (int64_t& v : wide.write_only())
+          v = 1;
+        auto loss = poisoned<T>({1}), loss4 = poisoned<T>({4});
+        auto lse = poisoned<St>({4}), lse3 = poisoned<St>({3});
+        auto dloss = random_tensor<T>({1});
+        auto dx = poisoned<T>({4, 6});
+        const auto l0 = raw(loss), l40 = raw(loss4), s0 = raw(lse), d0 = raw(dx);
+        expect_refused(
+            "cross_entropy i64 labels", [&] { nn::cross_entropy(b, x, wide, loss, lse); },
+            "cross_entropy", "labels");
+        expect_refused(
+            "cross_entropy loss of 4 for reduction mean",
+            [&] { nn::cross_entropy(b, x, labels, loss4, lse); }, "cross_entropy", "loss");
+        expect_refused(
+            "cross_entropy loss of 1 for reduction none",
+            [&] { nn::cross_entropy(b, x, labels, loss, lse, -100, 0.0, nn::Reduction::none); },
+            "cross_entropy", "loss");
+        expect_refused(
+            "cross_entropy label_smoothing 2",
+            [&] { nn::cross_entropy(b, x, labels, loss, lse, -100, 2.0); }, "cross_entropy",
+            "label_smoothing");
+        expect_refused(
+            "cross_entropy reduction 3",
+            [&] {
+              nn::cross_entropy(b, x, labels, loss, lse, -100, 0.0, static_cast<nn::Reduction>(3));
+            },
+            "cross_entropy", "reduction");
+        expect_refused(
+            "cross_entropy lse of 3", [&] { nn::cross_entropy(b, x, labels, loss, lse3); },
+            "cross_entropy", "lse");
+        expect_refused(
+            "cross_entropy_grad lse of 0",
+            [&] {
+              SharedTensor<St> none({0});
+              nn::cross_entropy_grad(b, x, labels, none, dloss, dx);
+            },
+            "cross_entropy_grad", "lse");
+        expect_refused(
+            "cross_entropy_grad label_smoothing 2",
+            [&] { nn::cross_entropy_grad(b, x, labels, lse, dloss, dx, -100, 2.0); },
+            "cross_entropy_grad", "label_smoothing");
+        expect_refused(
+            "cross_entropy_grad dloss of 1 for reduction none",
+            [&] {
+              nn::cross_entropy_grad(b, x, labels, lse, dloss, dx, -100, 0.0, nn::Reduction::none);
+            },
+            "cross_entropy_grad", "dloss");
+        expect_true(same_bits(raw(loss), l0) && same_bits(raw(loss4), l40) &&
+                        same_bits(raw(lse), s0) && same_bits(raw(dx), d0),
+                    "a refused cross_entropy changed an output");
+      },
+      {key<pcy_nn_cross_entropy_schema, T>(), key<pcy_nn_cross_entropy_grad_schema, T>()});
+}
+
 template <class T> void all_cases(extension_suite& reg) {
   activations<T>(reg);
   softmax_cases<T>(reg);
@@ -1369,6 +1527,7 @@ template <class T> void all_cases(extension_suite& reg) {
     dropout_cases<T>(reg);
   }
   norm_cases<T>(reg);
+  xent_cases<T>(reg);
   edge_cases<T>(reg);
   if constexpr (!is_half<T>) input_class_cases<T>(reg);
 }
@@ -1416,7 +1575,9 @@ const key_fn all_keys[] = {PCY_NN_SUITE_KEY(sigmoid),
                            PCY_NN_SUITE_KEY(layer_norm),
                            PCY_NN_SUITE_KEY(layer_norm_grad),
                            PCY_NN_SUITE_KEY(rms_norm),
-                           PCY_NN_SUITE_KEY(rms_norm_grad)};
+                           PCY_NN_SUITE_KEY(rms_norm_grad),
+                           PCY_NN_SUITE_KEY(cross_entropy),
+                           PCY_NN_SUITE_KEY(cross_entropy_grad)};
 #undef PCY_NN_SUITE_KEY
 static_assert(std::size(all_keys) == PCY_NN_OP_COUNT, "an op of pcy_nn.h is missing here");
 

@@ -1,8 +1,8 @@
 // parenchyma NN front-end: activations (sigmoid, relu, tanh, elu), softmax and log_softmax,
-// convolution, pooling, LRN, dropout, layer_norm and rms_norm, each with its gradient, on SharedTensors, on any
-// backend (header-only over the core; the ops run in the "nn" bundle plugin of the framework
-// that serves them). The semantics of every op are in parenchyma/abi/ext/pcy_nn.h and
-// docs/nn.md.
+// convolution, pooling, LRN, dropout, layer_norm, rms_norm and cross_entropy, each with its
+// gradient, on SharedTensors, on any backend (header-only over the core; the ops run in the "nn"
+// bundle plugin of the framework that serves them). The semantics of every op are in
+// parenchyma/abi/ext/pcy_nn.h and docs/nn.md.
 //
 //   parenchyma::Backend backend;
 //   parenchyma::SharedTensor<float> x({32, 3, 28, 28}), w({16, 3, 3, 3});
@@ -964,6 +964,121 @@ inline void rms_norm_grad(const Backend& b, const TensorStorage& x, const Tensor
   ext::invoke<S>(b, c.dtype(),
                  {OpArg::in(x), OpArg::in(weight), OpArg::in(rstd), OpArg::in(dy), OpArg::out(dx),
                   OpArg::out(dweight), OpArg::integer(r.axis)});
+}
+
+// ---- cross entropy ------------------------------------------------------------------------
+
+// How cross_entropy reduces the per-row losses (pcy_nn.h: 0, 1, 2).
+enum class Reduction : int64_t { none = 0, mean = 1, sum = 2 };
+
+namespace detail {
+struct xent_rows {
+  uint64_t rows = 1, classes = 0;
+};
+inline xent_rows xent_common(const pcy_op_schema& s, const TensorStorage& logits,
+                             const TensorStorage& labels, double label_smoothing,
+                             Reduction reduction) {
+  xent_rows r;
+  const Shape& sh = logits.shape();
+  if (sh.empty())
+    ext::fail(s, errc::invalid_argument,
+              "argument logits: a scalar, expected rank >= 1 (rows x classes, the classes last)");
+  r.classes = static_cast<uint64_t>(sh.back());
+  for (size_t i = 0; i + 1 < sh.size(); ++i)
+    r.rows *= static_cast<uint64_t>(sh[i]);
+  if (labels.dtype() != PCY_DTYPE_I32)
+    ext::fail(s, errc::invalid_argument, "argument labels: dtype ", ext::dtype_name(labels.dtype()),
+              " expected i32");
+  if (labels.size() != r.rows)
+    ext::fail(s, errc::invalid_argument, "argument labels: ", labels.size(), " elements (shape ",
+              ext::shape_str(labels), "), expected ", r.rows, " (one per row of logits)");
+  if (!(label_smoothing >= 0 && label_smoothing <= 1))
+    ext::fail(s, errc::invalid_argument, "argument label_smoothing: ", label_smoothing,
+              " expected a value in [0, 1]");
+  const auto red = static_cast<int64_t>(reduction);
+  if (red < 0 || red > 2)
+    ext::fail(s, errc::invalid_argument, "argument reduction: ", red,
+              " expected 0 (none), 1 (mean) or 2 (sum)");
+  return r;
+}
+inline void xent_loss_shape(const pcy_op_schema& s, const TensorStorage& t, const char* name,
+                            uint64_t rows, Reduction reduction) {
+  const uint64_t want = reduction == Reduction::none ? rows : 1;
+  if (t.size() != want)
+    ext::fail(s, errc::invalid_argument, "argument ", name, ": ", t.size(), " elements (shape ",
+              ext::shape_str(t), "), expected ", want,
+              reduction == Reduction::none ? " (one per row: reduction none)"
+                                           : " (a reduced loss: one element)");
+}
+inline void xent_lse(const pcy_op_schema& s, const TensorStorage& t, pcy_dtype data, uint64_t rows,
+                     bool optional) {
+  const pcy_dtype want = norm_stat_dtype(data);
+  if (t.dtype() != want)
+    ext::fail(s, errc::invalid_argument, "argument lse: dtype ", ext::dtype_name(t.dtype()),
+              ", expected ", ext::dtype_name(want), " (the statistics dtype of ",
+              ext::dtype_name(data), " logits)");
+  if (t.size() != rows && !(optional && t.size() == 0))
+    ext::fail(s, errc::invalid_argument, "argument lse: ", t.size(), " elements (shape ",
+              ext::shape_str(t), "), expected ", rows, " (one per row of logits)",
+              optional ? " or 0 (not saved)" : "");
+}
+} // namespace detail
+
+// Softmax cross entropy with integer labels over the LAST axis of logits (rows x classes; the
+// other dimensions are rows): loss per row (1 - s) (lse - x[label]) + s (lse - mean(x)), with
+// s = label_smoothing; rows whose label is ignore_index count for nothing. loss: one per row
+// (Reduction::none) or one element (mean over the rows not ignored, or sum). lse: each row's
+// log-sum-exp, f32 (f64 for f64 logits), for cross_entropy_grad; 0 elements saves nothing. A
+// label outside [0, classes) that is not ignore_index gives a NaN loss.
+inline void cross_entropy(const Backend& b, const TensorStorage& logits,
+                          const TensorStorage& labels, TensorStorage& loss, TensorStorage& lse,
+                          int64_t ignore_index = -100, double label_smoothing = 0.0,
+                          Reduction reduction = Reduction::mean) {
+  constexpr auto& S = pcy_nn_cross_entropy_schema;
+  ext::checker c(S, logits, "logits", detail::any_float);
+  c.same_dtype(loss, "loss", "logits");
+  const detail::xent_rows r = detail::xent_common(S, logits, labels, label_smoothing, reduction);
+  detail::xent_loss_shape(S, loss, "loss", r.rows, reduction);
+  detail::xent_lse(S, lse, c.dtype(), r.rows, true);
+  for (const auto& [t, n] :
+       {std::pair<const TensorStorage*, const char*>{&logits, "logits"}, {&labels, "labels"}}) {
+    c.distinct(*t, n, loss, "loss");
+    if (lse.size() != 0) c.distinct(*t, n, lse, "lse");
+    c.written(*t, n);
+  }
+  if (lse.size() != 0) c.distinct(loss, "loss", lse, "lse");
+  ext::invoke<S>(b, c.dtype(),
+                 {OpArg::in(logits), OpArg::in(labels), OpArg::out(loss), OpArg::out(lse),
+                  OpArg::integer(ignore_index), OpArg::real(label_smoothing),
+                  OpArg::integer(static_cast<int64_t>(reduction))});
+}
+// dlogits (the shape of logits) from the forward's lse and the loss's gradient dloss (the
+// loss's shape): g (softmax(x) - (1 - s) onehot(label) - s / classes) per row, g = dloss[row]
+// (none), dloss[0] (sum) or dloss[0] / the rows not ignored (mean); ignored rows get 0.
+inline void cross_entropy_grad(const Backend& b, const TensorStorage& logits,
+                               const TensorStorage& labels, const TensorStorage& lse,
+                               const TensorStorage& dloss, TensorStorage& dlogits,
+                               int64_t ignore_index = -100, double label_smoothing = 0.0,
+                               Reduction reduction = Reduction::mean) {
+  constexpr auto& S = pcy_nn_cross_entropy_grad_schema;
+  ext::checker c(S, logits, "logits", detail::any_float);
+  c.same_dtype(dloss, "dloss", "logits");
+  c.same_dtype(dlogits, "dlogits", "logits");
+  const detail::xent_rows r = detail::xent_common(S, logits, labels, label_smoothing, reduction);
+  detail::xent_loss_shape(S, dloss, "dloss", r.rows, reduction);
+  detail::xent_lse(S, lse, c.dtype(), r.rows, false);
+  detail::exact_shape(S, dlogits, "dlogits", logits.shape(), "the shape of logits");
+  for (const auto& [t, n] : {std::pair<const TensorStorage*, const char*>{&logits, "logits"},
+                             {&labels, "labels"},
+                             {&lse, "lse"},
+                             {&dloss, "dloss"}}) {
+    c.distinct(*t, n, dlogits, "dlogits");
+    c.written(*t, n);
+  }
+  ext::invoke<S>(b, c.dtype(),
+                 {OpArg::in(logits), OpArg::in(labels), OpArg::in(lse), OpArg::in(dloss),
+                  OpArg::out(dlogits), OpArg::integer(ignore_index), OpArg::real(label_smoothing),
+                  OpArg::integer(static_cast<int64_t>(reduction))});
 }
 
 } // namespace parenchyma::nn

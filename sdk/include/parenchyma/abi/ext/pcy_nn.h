@@ -9,7 +9,8 @@
  * - Geometry arrays (stride, padding, dilation, window) are INT_ARRAYs of two values: (height,
  *   width). Strides, dilations and windows are >= 1, paddings >= 0.
  * - The op's dtype is that of its data tensors (f32, f64; f16 and bf16 where a bundle says so);
- *   indices are i32, dropout masks u8, convolution_algorithm's result i64.
+ *   indices and cross_entropy's labels are i32, dropout masks u8, convolution_algorithm's
+ *   result i64.
  * - Empty tensors are allowed where the shapes allow them: the op then does nothing.
  * - NaN propagates through every elementwise op; max pooling treats NaN as larger than any
  *   number (a window holding a NaN yields NaN).
@@ -220,6 +221,42 @@
   X(weight, TENSOR, IN, OP, ANY) X(rstd, TENSOR, IN, ANY, ANY) X(dy, TENSOR, IN, OP, ANY)          \
       X(dx, TENSOR, OUT, OP, ANY) X(dweight, TENSOR, OUT, OP, ANY) X(axis, INT, 0, OP, ANY)
 
+/* ---- cross entropy ---------------------------------------------------------------------------
+ * Softmax cross entropy with integer class labels, fused (PyTorch's cross_entropy with class
+ * indices). logits (rank >= 1): rows x C, the classes along the LAST axis, rows = the product of
+ * the other extents. labels: i32, one per row (rows elements, any shape). lse: the statistics
+ * dtype (f64 for f64 ops, f32 for f32, f16 and bf16 ops), rows elements, each row's
+ * log(sum_j e^x_j) computed from the row's maximum (e^(x - max): no overflow far from zero).
+ * eps = label_smoothing, finite, in [0, 1]; reduction 0 'none', 1 'mean', 2 'sum'.
+ * cross_entropy(logits, labels, loss, lse, ignore_index, label_smoothing, reduction):
+ *   a row whose label t equals ignore_index (any value) is ignored; otherwise its loss is
+ *   (1 - eps) (lse - x_t) + eps (lse - sum_j x_j / C), the eps term only where eps > 0 (so a
+ *   -inf logit, a masked class, leaves the loss finite without smoothing). loss (op dtype):
+ *   'none' one per row (rows elements, any shape; ignored rows 0); 'sum' 1 element, the sum
+ *   over the rows; 'mean' 1 element, the sum over the rows not ignored divided by their number
+ *   (NaN where every row is ignored or there are none). lse: rows elements, or 0 elements (not
+ *   saved).
+ * cross_entropy_grad(logits, labels, lse, dloss, dlogits, ignore_index, label_smoothing,
+ *   reduction): dloss has the loss's shape (rows elements for 'none', 1 element otherwise); lse
+ *   is the forward's (rows elements, required); dlogits (logits' shape) =
+ *   g (e^(x - lse) - (1 - eps) onehot(t) - eps / C), g = dloss[row] ('none'), dloss[0] ('sum'),
+ *   dloss[0] / (the number of rows not ignored) ('mean'); ignored rows get 0.
+ * A label outside [0, C) that is not ignore_index is never read through: the row's loss is NaN
+ * (so is a 'mean' or 'sum'), and its gradient row is NaN. A row holding NaN gives a NaN loss
+ * (and lse and gradient row). The reductions over the rows are taken in a fixed order (the same
+ * bits on every run of a framework). */
+#define PCY_NN_CROSS_ENTROPY_ARGS(X)                                                               \
+  X(logits, TENSOR, IN, OP, ANY)                                                                   \
+  X(labels, TENSOR, IN, I32, ANY)                                                                  \
+  X(loss, TENSOR, OUT, OP, ANY) X(lse, TENSOR, OUT, ANY, ANY) X(ignore_index, INT, 0, OP, ANY)     \
+      X(label_smoothing, FLOAT, 0, OP, ANY) X(reduction, INT, 0, OP, ANY)
+#define PCY_NN_CROSS_ENTROPY_GRAD_ARGS(X)                                                          \
+  X(logits, TENSOR, IN, OP, ANY)                                                                   \
+  X(labels, TENSOR, IN, I32, ANY)                                                                  \
+  X(lse, TENSOR, IN, ANY, ANY) X(dloss, TENSOR, IN, OP, ANY) X(dlogits, TENSOR, OUT, OP, ANY)      \
+      X(ignore_index, INT, 0, OP, ANY) X(label_smoothing, FLOAT, 0, OP, ANY)                       \
+          X(reduction, INT, 0, OP, ANY)
+
 /* pcy_nn_<op>_schema and pcy_nn_<op>_args for every op. */
 #define PCY_NN_DECLARE_ACTIVATION(a, ARGS, PW, GRAD, PWGRAD)                                       \
   PCY_DECLARE_OP_SCHEMA(pcy_nn, a, PCY_NN_EXTENSION, ARGS)                                         \
@@ -264,6 +301,8 @@ PCY_DECLARE_OP_SCHEMA(pcy_nn, layer_norm, PCY_NN_EXTENSION, PCY_NN_LAYER_NORM_AR
 PCY_DECLARE_OP_SCHEMA(pcy_nn, layer_norm_grad, PCY_NN_EXTENSION, PCY_NN_LAYER_NORM_GRAD_ARGS)
 PCY_DECLARE_OP_SCHEMA(pcy_nn, rms_norm, PCY_NN_EXTENSION, PCY_NN_RMS_NORM_ARGS)
 PCY_DECLARE_OP_SCHEMA(pcy_nn, rms_norm_grad, PCY_NN_EXTENSION, PCY_NN_RMS_NORM_GRAD_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, cross_entropy, PCY_NN_EXTENSION, PCY_NN_CROSS_ENTROPY_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, cross_entropy_grad, PCY_NN_EXTENSION, PCY_NN_CROSS_ENTROPY_GRAD_ARGS)
 
 /* Every op of the extension, for tools that list them (parenchyma-info, the docs table). */
 #define PCY_NN_SCHEMA_LIST                                                                         \
@@ -280,13 +319,14 @@ PCY_DECLARE_OP_SCHEMA(pcy_nn, rms_norm_grad, PCY_NN_EXTENSION, PCY_NN_RMS_NORM_G
       &pcy_nn_pooling_max_indexed_schema, &pcy_nn_pooling_max_grad_schema,                         \
       &pcy_nn_pooling_max_grad_indexed_schema, &pcy_nn_pooling_avg_schema,                         \
       &pcy_nn_pooling_avg_grad_schema, &pcy_nn_lrn_schema, &pcy_nn_lrn_grad_schema,                \
-      &pcy_nn_dropout_schema, &pcy_nn_dropout_grad_schema, &pcy_nn_layer_norm_schema,             \
-      &pcy_nn_layer_norm_grad_schema, &pcy_nn_rms_norm_schema, &pcy_nn_rms_norm_grad_schema
+      &pcy_nn_dropout_schema, &pcy_nn_dropout_grad_schema, &pcy_nn_layer_norm_schema,              \
+      &pcy_nn_layer_norm_grad_schema, &pcy_nn_rms_norm_schema, &pcy_nn_rms_norm_grad_schema,       \
+      &pcy_nn_cross_entropy_schema, &pcy_nn_cross_entropy_grad_schema
 #ifdef __cplusplus
 inline constexpr const pcy_op_schema* pcy_nn_schemas[] = {PCY_NN_SCHEMA_LIST};
 #else
 static const pcy_op_schema* const pcy_nn_schemas[] PCY_MAYBE_UNUSED = {PCY_NN_SCHEMA_LIST};
 #endif
-#define PCY_NN_OP_COUNT 40
+#define PCY_NN_OP_COUNT 42
 
 #endif /* PCY_NN_H */
