@@ -222,9 +222,10 @@
       X(dx, TENSOR, OUT, OP, ANY) X(dweight, TENSOR, OUT, OP, ANY) X(axis, INT, 0, OP, ANY)
 
 /* ---- cross entropy ---------------------------------------------------------------------------
- * Softmax cross entropy with integer class labels, fused (PyTorch's cross_entropy with class
- * indices). logits (rank >= 1): rows x C, the classes along the LAST axis, rows = the product of
- * the other extents. labels: i32, one per row (rows elements, any shape). lse: the statistics
+ * Softmax cross entropy with integer labels (one index of the classes per row), fused
+ * (PyTorch's cross_entropy given indices as its target). logits (rank >= 1): rows x C, the
+ * classes along the LAST axis, rows = the product of the other extents. labels: i32, one per
+ * row (rows elements, any shape). lse: the statistics
  * dtype (f64 for f64 ops, f32 for f32, f16 and bf16 ops), rows elements, each row's
  * log(sum_j e^x_j) computed from the row's maximum (e^(x - max): no overflow far from zero).
  * eps = label_smoothing, finite, in [0, 1]; reduction 0 'none', 1 'mean', 2 'sum'.
