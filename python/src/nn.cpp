@@ -572,9 +572,9 @@ math: 'by_setting' (PARENCHYMA_NN_MATH, strict unless set), 'strict' or 'tf32'.)
 
   m.def(
       "layer_norm",
-      [](const PyBackend& b, const py::object& x, const py::object& weight,
-         const py::object& bias, const py::object& y, const py::object& mean,
-         const py::object& rstd, const py::object& axis_arg, double epsilon) {
+      [](const PyBackend& b, const py::object& x, const py::object& weight, const py::object& bias,
+         const py::object& y, const py::object& mean, const py::object& rstd,
+         const py::object& axis_arg, double epsilon) {
         const char* op = "nn.layer_norm";
         const int64_t axis = int_arg(axis_arg, op, "axis");
         const Operand ox = operand(b, x, op, "x"), ow = operand(b, weight, op, "weight"),
@@ -596,10 +596,9 @@ math: 'by_setting' (PARENCHYMA_NN_MATH, strict unless set), 'strict' or 'tf32'.)
       "layer_norm_grad; None saves nothing. Returns y.");
   m.def(
       "layer_norm_grad",
-      [](const PyBackend& b, const py::object& x, const py::object& weight,
-         const py::object& mean, const py::object& rstd, const py::object& dy,
-         const py::object& dx, const py::object& dweight, const py::object& dbias,
-         const py::object& axis_arg) {
+      [](const PyBackend& b, const py::object& x, const py::object& weight, const py::object& mean,
+         const py::object& rstd, const py::object& dy, const py::object& dx,
+         const py::object& dweight, const py::object& dbias, const py::object& axis_arg) {
         const char* op = "nn.layer_norm_grad";
         const int64_t axis = int_arg(axis_arg, op, "axis");
         const Operand ox = operand(b, x, op, "x"), ow = operand(b, weight, op, "weight"),
@@ -633,16 +632,15 @@ math: 'by_setting' (PARENCHYMA_NN_MATH, strict unless set), 'strict' or 'tf32'.)
         return y;
       },
       py::arg("backend"), py::arg("x"), py::arg("weight"), py::arg("y"),
-      py::arg("rstd") = py::none(), py::kw_only(), py::arg("axis") = -1,
-      py::arg("epsilon") = 1e-6,
+      py::arg("rstd") = py::none(), py::kw_only(), py::arg("axis") = -1, py::arg("epsilon") = 1e-6,
       "Root-mean-square normalisation over the dimensions of x from axis on: y = x / "
       "sqrt(mean(x^2) + epsilon) * weight. rstd: one per row (float32, float64 for float64 "
       "data), saved for rms_norm_grad; None saves nothing. Returns y.");
   m.def(
       "rms_norm_grad",
-      [](const PyBackend& b, const py::object& x, const py::object& weight,
-         const py::object& rstd, const py::object& dy, const py::object& dx,
-         const py::object& dweight, const py::object& axis_arg) {
+      [](const PyBackend& b, const py::object& x, const py::object& weight, const py::object& rstd,
+         const py::object& dy, const py::object& dx, const py::object& dweight,
+         const py::object& axis_arg) {
         const char* op = "nn.rms_norm_grad";
         const int64_t axis = int_arg(axis_arg, op, "axis");
         const Operand ox = operand(b, x, op, "x"), ow = operand(b, weight, op, "weight"),

@@ -8,9 +8,9 @@
 
 #include <parenchyma/abi/ext/pcy_array_random.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>

@@ -340,9 +340,10 @@ public:
         c2_(b, {n, 8, side / 2, side / 2}, w2_shape, conv_params(training, algorithm)),
         x_(c1_.x_shape()), z1_(c1_.y_shape()), a1_(c1_.y_shape()), h1_(c2_.x_shape()),
         i1_(c2_.x_shape()), z2_(c2_.y_shape()), a2_(c2_.y_shape()), h2_(pooled_), i2_(pooled_),
-        hn_(flat_), mean_({n}), rstd_({n}), dhn_(flat_), ones_({n, 1}), logits_({n, classes}), logp_({n, classes}), target_({n, classes}),
-        labels_t_({n, 1}), dlogits_({n, classes}), dh2_(pooled_), da2_(c2_.y_shape()),
-        dz2_(c2_.y_shape()), dh1_(c2_.x_shape()), da1_(c1_.y_shape()), dz1_(c1_.y_shape()) {
+        hn_(flat_), mean_({n}), rstd_({n}), dhn_(flat_), ones_({n, 1}), logits_({n, classes}),
+        logp_({n, classes}), target_({n, classes}), labels_t_({n, 1}), dlogits_({n, classes}),
+        dh2_(pooled_), da2_(c2_.y_shape()), dz2_(c2_.y_shape()), dh1_(c2_.x_shape()),
+        da1_(c1_.y_shape()), dz1_(c1_.y_shape()) {
     std::span<float> one = ones_.write_only();
     std::fill(one.begin(), one.end(), 1.0f);
   }
@@ -686,7 +687,8 @@ Run train(const std::string& request, const Digits& d, const Split& split, const
 int usage(const char* argv0, int rc) {
   std::printf(
       "usage: %s [options]\n"
-      "  Trains a small CNN (conv-relu-pool x2, layer_norm, dense, log_softmax) on scikit-learn's 8x8\n"
+      "  Trains a small CNN (conv-relu-pool x2, layer_norm, dense, log_softmax) on scikit-learn's "
+      "8x8\n"
       "  digits on every backend present, or on one, then compares the loss curves.\n"
       "  --backend NAME     train only there (native, opencl, cuda:1, ...)\n"
       "  --data PATH        digits.csv.gz (default: PARENCHYMA_DIGITS, then scikit-learn's\n"

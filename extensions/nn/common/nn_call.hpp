@@ -159,7 +159,7 @@ struct norm_call {
   const pcy_tensor* dweight = nullptr; // gradient only
   const pcy_tensor* dbias = nullptr;   // layer_norm_grad only
   uint64_t outer = 0, n = 0;
-  double epsilon = 0;                  // forward only
+  double epsilon = 0; // forward only
 };
 
 template <const pcy_op_schema& S>
@@ -197,7 +197,8 @@ PCY_SDK_HOT inline norm_call decode_norm(const sdk::op_args& a, pcy_dtype d) {
     if (optional && m == 0) return nullptr;
     if (m != c.outer)
       dc.bad(PCY_ERR_INVALID_ARGUMENT, k,
-             str(m, " elements, expected ", c.outer, optional ? " (one per row) or 0" : " (one per row)"));
+             str(m, " elements, expected ", c.outer,
+                 optional ? " (one per row) or 0" : " (one per row)"));
     return &t;
   };
   c.weight = &dc.tensor(W);

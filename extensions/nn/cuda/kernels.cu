@@ -810,9 +810,9 @@ __device__ void dropout_bwd(i64 n, S scale, const S* dy, const unsigned char* ma
 __device__ __forceinline__ float m_sqrt(float v) { return sqrtf(v); }
 __device__ __forceinline__ double m_sqrt(double v) { return sqrt(v); }
 template <class S>
-__device__ void norm_fwd(i64 outer, i64 n, int layer, typename io<S>::C eps, const S* x,
-                         const S* w, const S* b, S* y, typename io<S>::C* mean,
-                         typename io<S>::C* rstd, typename io<S>::C* sh) {
+__device__ void norm_fwd(i64 outer, i64 n, int layer, typename io<S>::C eps, const S* x, const S* w,
+                         const S* b, S* y, typename io<S>::C* mean, typename io<S>::C* rstd,
+                         typename io<S>::C* sh) {
   typedef typename io<S>::C C;
   for (i64 r = blockIdx.x; r < outer; r += gridDim.x) {
     const S* xr = x + r * n;
@@ -820,7 +820,8 @@ __device__ void norm_fwd(i64 outer, i64 n, int layer, typename io<S>::C eps, con
     C mu = C(0);
     if (layer) {
       C acc = C(0);
-      for (i64 j = threadIdx.x; j < n; j += NN_BLOCK) acc += io<S>::ld(xr[j]);
+      for (i64 j = threadIdx.x; j < n; j += NN_BLOCK)
+        acc += io<S>::ld(xr[j]);
       mu = block_sum(acc, sh) / C(n);
     }
     C acc = C(0);
@@ -914,8 +915,7 @@ __device__ void norm_fwd_reg(i64 outer, i64 n, int layer, typename io<S>::C eps,
 template <class S, int V>
 __device__ void norm_bwd_reg(i64 outer, i64 n, int layer, i64 rows_per, const S* x, const S* w,
                              const typename io<S>::C* mean, const typename io<S>::C* rstd,
-                             const S* dy, S* dx, typename io<S>::C* part,
-                             typename io<S>::C* sh) {
+                             const S* dy, S* dx, typename io<S>::C* part, typename io<S>::C* sh) {
   typedef typename io<S>::C C;
   C wv[V], aw[V], ab[V];
 #pragma unroll
@@ -1024,14 +1024,15 @@ __device__ void norm_cols_sum(i64 n, int layer, i64 chunks, const typename io<S>
 // part[rows + r] for xent_reduce. lse may be null (not saved). A label outside [0, C) that is
 // not ignored is never read through: NaN.
 template <class S>
-__device__ void xent_fwd(i64 rows, i64 C_, i64 ignore, typename io<S>::C eps, int red,
-                         const S* x, const int* labels, S* loss, typename io<S>::C* lse,
+__device__ void xent_fwd(i64 rows, i64 C_, i64 ignore, typename io<S>::C eps, int red, const S* x,
+                         const int* labels, S* loss, typename io<S>::C* lse,
                          typename io<S>::C* part, typename io<S>::C* sh) {
   typedef typename io<S>::C C;
   for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
     const S* xr = x + r * C_;
     C m = neg_inf<C>();
-    for (i64 j = threadIdx.x; j < C_; j += NN_BLOCK) m = max_of(m, io<S>::ld(xr[j]));
+    for (i64 j = threadIdx.x; j < C_; j += NN_BLOCK)
+      m = max_of(m, io<S>::ld(xr[j]));
     m = block_red<NN_WARPS, 1>(m, sh);
     C se = C(0), sx = C(0);
     for (i64 j = threadIdx.x; j < C_; j += NN_BLOCK) {
@@ -1082,16 +1083,17 @@ __device__ void xent_scale(i64 rows, i64 ignore, int red, const int* labels, con
                            typename io<S>::C* g, typename io<S>::C* sh) {
   typedef typename io<S>::C C;
   C n = C(0);
-  for (i64 r = threadIdx.x; r < rows; r += NN_BLOCK) n += (i64)labels[r] != ignore ? C(1) : C(0);
+  for (i64 r = threadIdx.x; r < rows; r += NN_BLOCK)
+    n += (i64)labels[r] != ignore ? C(1) : C(0);
   n = block_sum(n, sh);
   if (threadIdx.x == 0) g[0] = red == 1 ? io<S>::ld(dloss[0]) / n : io<S>::ld(dloss[0]);
 }
 // dlogits = g (e^(x - lse) - (1 - eps) onehot(t) - eps / C), a block per row; g = dloss[r]
 // ('none') or g0[0] (xent_scale's). Ignored rows 0.
 template <class S>
-__device__ void xent_bwd(i64 rows, i64 C_, i64 ignore, typename io<S>::C eps, int red,
-                         const S* x, const int* labels, const typename io<S>::C* lse,
-                         const S* dloss, const typename io<S>::C* g0, S* dx) {
+__device__ void xent_bwd(i64 rows, i64 C_, i64 ignore, typename io<S>::C eps, int red, const S* x,
+                         const int* labels, const typename io<S>::C* lse, const S* dloss,
+                         const typename io<S>::C* g0, S* dx) {
   typedef typename io<S>::C C;
   const C off = eps / C(C_);
   for (i64 r = blockIdx.x; r < rows; r += gridDim.x) {
@@ -1099,7 +1101,8 @@ __device__ void xent_bwd(i64 rows, i64 C_, i64 ignore, typename io<S>::C eps, in
     S* dr = dx + r * C_;
     const int t = labels[r];
     if ((i64)t == ignore) {
-      for (i64 j = threadIdx.x; j < C_; j += NN_BLOCK) dr[j] = io<S>::st(C(0));
+      for (i64 j = threadIdx.x; j < C_; j += NN_BLOCK)
+        dr[j] = io<S>::st(C(0));
       continue;
     }
     const bool ok = t >= 0 && (i64)t < C_;
@@ -1146,120 +1149,114 @@ __device__ void xent_bwd(i64 rows, i64 C_, i64 ignore, typename io<S>::C eps, in
   NN_SOFTMAX_REG(M, NAME, S, D, 5, (M < 2 ? 512 : 1024), 0, (M < 2 ? 32 : 16),                  \
                  (M < 2 && sizeof(S) < 8 ? 2 : 1))
 // The register-held norm kernels for rows of at most V * NN_BLOCK elements.
-#define NN_NORM_REG(S, D, V)                                                                   \
-  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                       \
-      norm_fwd_r##V##_##D(i64 outer, i64 n, int layer, io<S>::C eps, const S* x, const S* w,   \
-                          const S* b, S* y, io<S>::C* mean, io<S>::C* rstd) {                  \
-    __shared__ io<S>::C sh[NN_WARPS];                                                          \
-    norm_fwd_reg<S, V>(outer, n, layer, eps, x, w, b, y, mean, rstd, sh);                      \
-  }                                                                                            \
-  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                       \
-      norm_bwd_r##V##_##D(i64 outer, i64 n, int layer, i64 rows_per, const S* x, const S* w,   \
-                          const io<S>::C* mean, const io<S>::C* rstd, const S* dy, S* dx,      \
-                          io<S>::C* part) {                                                    \
-    __shared__ io<S>::C sh[NN_WARPS];                                                          \
-    norm_bwd_reg<S, V>(outer, n, layer, rows_per, x, w, mean, rstd, dy, dx, part, sh);         \
+#define NN_NORM_REG(S, D, V)                                                                       \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                           \
+      norm_fwd_r##V##_##D(i64 outer, i64 n, int layer, io<S>::C eps, const S* x, const S* w,       \
+                          const S* b, S* y, io<S>::C* mean, io<S>::C* rstd) {                      \
+    __shared__ io<S>::C sh[NN_WARPS];                                                              \
+    norm_fwd_reg<S, V>(outer, n, layer, eps, x, w, b, y, mean, rstd, sh);                          \
+  }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK) norm_bwd_r##V##_##D(                      \
+      i64 outer, i64 n, int layer, i64 rows_per, const S* x, const S* w, const io<S>::C* mean,     \
+      const io<S>::C* rstd, const S* dy, S* dx, io<S>::C* part) {                                  \
+    __shared__ io<S>::C sh[NN_WARPS];                                                              \
+    norm_bwd_reg<S, V>(outer, n, layer, rows_per, x, w, mean, rstd, dy, dx, part, sh);             \
   }
 #define NN_POOL_GEOM int H, int W, int P, int Q, int wh, int ww, int sh, int sw, int ph, int pw
 #define NN_POOL_PASS H, W, P, Q, wh, ww, sh, sw, ph, pw
-#define NN_KERNELS(S, D)                                                                       \
-  NN_ACT(0, sigmoid, S, D)                                                                     \
-  NN_ACT(1, relu, S, D)                                                                        \
-  NN_ACT(2, tanh, S, D)                                                                        \
-  NN_ACT(3, elu, S, D)                                                                         \
-  NN_SOFTMAX(0, softmax, S, D)                                                                 \
-  NN_SOFTMAX(1, log_softmax, S, D)                                                             \
-  NN_SOFTMAX(2, softmax_grad, S, D)                                                            \
-  NN_SOFTMAX(3, log_softmax_grad, S, D)                                                        \
-  extern "C" __global__ void pool_max_##D(i64 total, NN_POOL_GEOM, const S* x, S* y,           \
-                                          int* idx) {                                          \
-    pool_max<S>(total, NN_POOL_PASS, x, y, idx);                                               \
-  }                                                                                            \
-  extern "C" __global__ void pool_max_gather_##D(i64 total, NN_POOL_GEOM, const int* idx,      \
-                                                 const S* dy, S* dx) {                         \
-    pool_max_gather<S>(total, NN_POOL_PASS, idx, dy, dx);                                      \
-  }                                                                                            \
-  extern "C" __global__ void pool_avg_##D(i64 total, NN_POOL_GEOM, int include_padding,        \
-                                          const S* x, S* y) {                                  \
-    pool_avg<S>(total, NN_POOL_PASS, include_padding, x, y);                                   \
-  }                                                                                            \
-  extern "C" __global__ void pool_avg_grad_##D(i64 total, NN_POOL_GEOM, int include_padding,   \
-                                               const S* dy, S* dx) {                           \
-    pool_avg_grad<S>(total, NN_POOL_PASS, include_padding, dy, dx);                            \
-  }                                                                                            \
-  extern "C" __global__ void pool_scatter_##D(i64 total, i64 PQ, i64 HW, const int* idx,       \
-                                              const S* dy, io<S>::C* acc) {                    \
-    pool_scatter<S>(total, PQ, HW, idx, dy, acc);                                              \
-  }                                                                                            \
-  extern "C" __global__ void fill_zero_##D(i64 n, S* x) { fill_zero<S>(n, x); }                \
-  extern "C" __global__ void bias_add_##D(i64 total, i64 PQ, int K, const S* b, S* y) {        \
-    bias_add<S>(total, PQ, K, b, y);                                                           \
-  }                                                                                            \
-  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                       \
-      bias_grad_##D(int N, int K, i64 PQ, const S* dy, S* db) {                                \
-    __shared__ io<S>::C sh[NN_WARPS];                                                          \
-    bias_grad<S>(N, K, PQ, dy, db, sh);                                                        \
-  }                                                                                            \
-  extern "C" __global__ void conv_fwd_##D(i64 total, conv_geom g, const S* x, const S* w,      \
-                                          S* y) {                                              \
-    conv_fwd<S>(total, g, x, w, y);                                                            \
-  }                                                                                            \
-  extern "C" __global__ void conv_bwd_data_##D(i64 total, conv_geom g, const S* w,             \
-                                               const S* dy, S* dx) {                           \
-    conv_bwd_data<S>(total, g, w, dy, dx);                                                     \
-  }                                                                                            \
-  extern "C" __global__ void conv_bwd_filter_##D(i64 total, conv_geom g, const S* x,           \
-                                                 const S* dy, S* dw) {                         \
-    conv_bwd_filter<S>(total, g, x, dy, dw);                                                   \
-  }                                                                                            \
-  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                       \
-      norm_fwd_##D(i64 outer, i64 n, int layer, io<S>::C eps, const S* x, const S* w,          \
-                   const S* b, S* y, io<S>::C* mean, io<S>::C* rstd) {                         \
-    __shared__ io<S>::C sh[NN_WARPS];                                                          \
-    norm_fwd<S>(outer, n, layer, eps, x, w, b, y, mean, rstd, sh);                             \
-  }                                                                                            \
-  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                       \
-      norm_bwd_row_##D(i64 outer, i64 n, int layer, const S* x, const S* w,                    \
-                       const io<S>::C* mean, const io<S>::C* rstd, const S* dy, S* dx) {       \
-    __shared__ io<S>::C sh[NN_WARPS];                                                          \
-    norm_bwd_row<S>(outer, n, layer, x, w, mean, rstd, dy, dx, sh);                            \
-  }                                                                                            \
-  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                       \
-      norm_bwd_cols_##D(i64 outer, i64 n, int layer, i64 rows_per, const S* x,                \
-                        const io<S>::C* mean, const io<S>::C* rstd, const S* dy,               \
-                        io<S>::C* part) {                                                      \
-    __shared__ io<S>::C sh[2 * NN_BLOCK];                                                      \
-    norm_bwd_cols<S>(outer, n, layer, rows_per, x, mean, rstd, dy, part, sh);                  \
-  }                                                                                            \
-  extern "C" __global__ void norm_cols_sum_##D(i64 n, int layer, i64 chunks,                   \
-                                               const io<S>::C* part, S* dw, S* db) {           \
-    norm_cols_sum<S>(n, layer, chunks, part, dw, db);                                          \
-  }                                                                                            \
-  NN_NORM_REG(S, D, 1)                                                                         \
-  NN_NORM_REG(S, D, 4)                                                                         \
-  NN_NORM_REG(S, D, 16)                                                                        \
-  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                       \
-      xent_fwd_##D(i64 rows, i64 C, i64 ignore, io<S>::C eps, int red, const S* x,             \
-                   const int* labels, S* loss, io<S>::C* lse, io<S>::C* part) {                \
-    __shared__ io<S>::C sh[NN_WARPS];                                                          \
-    xent_fwd<S>(rows, C, ignore, eps, red, x, labels, loss, lse, part, sh);                    \
-  }                                                                                            \
-  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                       \
-      xent_reduce_##D(i64 rows, int red, const io<S>::C* part, S* loss) {                      \
-    __shared__ io<S>::C sh[NN_WARPS];                                                          \
-    xent_reduce<S>(rows, red, part, loss, sh);                                                 \
-  }                                                                                            \
-  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                       \
-      xent_scale_##D(i64 rows, i64 ignore, int red, const int* labels, const S* dloss,         \
-                     io<S>::C* g) {                                                            \
-    __shared__ io<S>::C sh[NN_WARPS];                                                          \
-    xent_scale<S>(rows, ignore, red, labels, dloss, g, sh);                                    \
-  }                                                                                            \
-  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                       \
-      xent_bwd_##D(i64 rows, i64 C, i64 ignore, io<S>::C eps, int red, const S* x,             \
-                   const int* labels, const io<S>::C* lse, const S* dloss, const io<S>::C* g0, \
-                   S* dx) {                                                                    \
-    xent_bwd<S>(rows, C, ignore, eps, red, x, labels, lse, dloss, g0, dx);                     \
+#define NN_KERNELS(S, D)                                                                           \
+  NN_ACT(0, sigmoid, S, D)                                                                         \
+  NN_ACT(1, relu, S, D)                                                                            \
+  NN_ACT(2, tanh, S, D)                                                                            \
+  NN_ACT(3, elu, S, D)                                                                             \
+  NN_SOFTMAX(0, softmax, S, D)                                                                     \
+  NN_SOFTMAX(1, log_softmax, S, D)                                                                 \
+  NN_SOFTMAX(2, softmax_grad, S, D)                                                                \
+  NN_SOFTMAX(3, log_softmax_grad, S, D)                                                            \
+  extern "C" __global__ void pool_max_##D(i64 total, NN_POOL_GEOM, const S* x, S* y, int* idx) {   \
+    pool_max<S>(total, NN_POOL_PASS, x, y, idx);                                                   \
+  }                                                                                                \
+  extern "C" __global__ void pool_max_gather_##D(i64 total, NN_POOL_GEOM, const int* idx,          \
+                                                 const S* dy, S* dx) {                             \
+    pool_max_gather<S>(total, NN_POOL_PASS, idx, dy, dx);                                          \
+  }                                                                                                \
+  extern "C" __global__ void pool_avg_##D(i64 total, NN_POOL_GEOM, int include_padding,            \
+                                          const S* x, S* y) {                                      \
+    pool_avg<S>(total, NN_POOL_PASS, include_padding, x, y);                                       \
+  }                                                                                                \
+  extern "C" __global__ void pool_avg_grad_##D(i64 total, NN_POOL_GEOM, int include_padding,       \
+                                               const S* dy, S* dx) {                               \
+    pool_avg_grad<S>(total, NN_POOL_PASS, include_padding, dy, dx);                                \
+  }                                                                                                \
+  extern "C" __global__ void pool_scatter_##D(i64 total, i64 PQ, i64 HW, const int* idx,           \
+                                              const S* dy, io<S>::C* acc) {                        \
+    pool_scatter<S>(total, PQ, HW, idx, dy, acc);                                                  \
+  }                                                                                                \
+  extern "C" __global__ void fill_zero_##D(i64 n, S* x) { fill_zero<S>(n, x); }                    \
+  extern "C" __global__ void bias_add_##D(i64 total, i64 PQ, int K, const S* b, S* y) {            \
+    bias_add<S>(total, PQ, K, b, y);                                                               \
+  }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                           \
+      bias_grad_##D(int N, int K, i64 PQ, const S* dy, S* db) {                                    \
+    __shared__ io<S>::C sh[NN_WARPS];                                                              \
+    bias_grad<S>(N, K, PQ, dy, db, sh);                                                            \
+  }                                                                                                \
+  extern "C" __global__ void conv_fwd_##D(i64 total, conv_geom g, const S* x, const S* w, S* y) {  \
+    conv_fwd<S>(total, g, x, w, y);                                                                \
+  }                                                                                                \
+  extern "C" __global__ void conv_bwd_data_##D(i64 total, conv_geom g, const S* w, const S* dy,    \
+                                               S* dx) {                                            \
+    conv_bwd_data<S>(total, g, w, dy, dx);                                                         \
+  }                                                                                                \
+  extern "C" __global__ void conv_bwd_filter_##D(i64 total, conv_geom g, const S* x, const S* dy,  \
+                                                 S* dw) {                                          \
+    conv_bwd_filter<S>(total, g, x, dy, dw);                                                       \
+  }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                           \
+      norm_fwd_##D(i64 outer, i64 n, int layer, io<S>::C eps, const S* x, const S* w, const S* b,  \
+                   S* y, io<S>::C* mean, io<S>::C* rstd) {                                         \
+    __shared__ io<S>::C sh[NN_WARPS];                                                              \
+    norm_fwd<S>(outer, n, layer, eps, x, w, b, y, mean, rstd, sh);                                 \
+  }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                           \
+      norm_bwd_row_##D(i64 outer, i64 n, int layer, const S* x, const S* w, const io<S>::C* mean,  \
+                       const io<S>::C* rstd, const S* dy, S* dx) {                                 \
+    __shared__ io<S>::C sh[NN_WARPS];                                                              \
+    norm_bwd_row<S>(outer, n, layer, x, w, mean, rstd, dy, dx, sh);                                \
+  }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                           \
+      norm_bwd_cols_##D(i64 outer, i64 n, int layer, i64 rows_per, const S* x,                     \
+                        const io<S>::C* mean, const io<S>::C* rstd, const S* dy, io<S>::C* part) { \
+    __shared__ io<S>::C sh[2 * NN_BLOCK];                                                          \
+    norm_bwd_cols<S>(outer, n, layer, rows_per, x, mean, rstd, dy, part, sh);                      \
+  }                                                                                                \
+  extern "C" __global__ void norm_cols_sum_##D(i64 n, int layer, i64 chunks, const io<S>::C* part, \
+                                               S* dw, S* db) {                                     \
+    norm_cols_sum<S>(n, layer, chunks, part, dw, db);                                              \
+  }                                                                                                \
+  NN_NORM_REG(S, D, 1)                                                                             \
+  NN_NORM_REG(S, D, 4)                                                                             \
+  NN_NORM_REG(S, D, 16)                                                                            \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                           \
+      xent_fwd_##D(i64 rows, i64 C, i64 ignore, io<S>::C eps, int red, const S* x,                 \
+                   const int* labels, S* loss, io<S>::C* lse, io<S>::C* part) {                    \
+    __shared__ io<S>::C sh[NN_WARPS];                                                              \
+    xent_fwd<S>(rows, C, ignore, eps, red, x, labels, loss, lse, part, sh);                        \
+  }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                           \
+      xent_reduce_##D(i64 rows, int red, const io<S>::C* part, S* loss) {                          \
+    __shared__ io<S>::C sh[NN_WARPS];                                                              \
+    xent_reduce<S>(rows, red, part, loss, sh);                                                     \
+  }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK) xent_scale_##D(                           \
+      i64 rows, i64 ignore, int red, const int* labels, const S* dloss, io<S>::C* g) {             \
+    __shared__ io<S>::C sh[NN_WARPS];                                                              \
+    xent_scale<S>(rows, ignore, red, labels, dloss, g, sh);                                        \
+  }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK) xent_bwd_##D(                             \
+      i64 rows, i64 C, i64 ignore, io<S>::C eps, int red, const S* x, const int* labels,           \
+      const io<S>::C* lse, const S* dloss, const io<S>::C* g0, S* dx) {                            \
+    xent_bwd<S>(rows, C, ignore, eps, red, x, labels, lse, dloss, g0, dx);                         \
   }
 #define NN_WIDE_KERNELS(S, D)                                                                  \
   extern "C" __global__ void lrn_fwd_##D(i64 count, int C, i64 plane, int n, double alpha,     \

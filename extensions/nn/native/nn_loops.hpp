@@ -722,7 +722,6 @@ template <class T> void dropout_bwd(const T* dy, const uint8_t* mask, T* dx, uin
     dx[i] = mask[i] != 0 ? dy[i] * scale : T(0);
 }
 
-
 // ---- normalisation (pcy_nn.h) ---------------------------------------------------------------
 // Rows of n: layer_norm (LAYER) or rms_norm, sums in double. S: the statistics type; mean and
 // rstd may be null (not saved).

@@ -633,8 +633,8 @@ void op_norm_grad(ocl_context& cx, const sdk::op_args& a) {
               {val(outer), val(n), val(layer), m(c.x), val(xo), m(c.weight), val(wo), m(c.mean),
                val(mo), m(c.rstd), val(ro), m(c.dy), val(dyo), m(c.y), val(dxo)});
   cx.grid(a.queue(), d.k[K_NORM_BWD_COLS], c.n, cx.wg,
-          {val(outer), val(n), val(layer), m(c.x), val(xo), m(c.mean), val(mo), m(c.rstd),
-           val(ro), m(c.dy), val(dyo), m(c.dweight), val(dwo), m(c.dbias), val(dbo)});
+          {val(outer), val(n), val(layer), m(c.x), val(xo), m(c.mean), val(mo), m(c.rstd), val(ro),
+           m(c.dy), val(dyo), m(c.dweight), val(dwo), m(c.dbias), val(dbo)});
 }
 
 // ---- cross entropy -------------------------------------------------------------------------

@@ -538,7 +538,8 @@ inline summed xent_backward(const vec& x, const std::vector<int32_t>& labels, co
       const double p = std::exp(x[k] - lse[o]);
       const double h = static_cast<int32_t>(j) == t ? 1 - eps : 0.0;
       r.v[k] = g * (p - off - h);
-      r.mag[k] = std::fabs(g) * ((p == 0 ? 0 : p * (2 + std::fabs(x[k]) + std::fabs(lse[o]))) + off + h);
+      r.mag[k] =
+          std::fabs(g) * ((p == 0 ? 0 : p * (2 + std::fabs(x[k]) + std::fabs(lse[o]))) + off + h);
     }
   }
   return r;

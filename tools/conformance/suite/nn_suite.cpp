@@ -1245,13 +1245,20 @@ template <class T> void norm_cases(extension_suite& reg) {
     double offset, spread; // x = offset + spread * U(-1, 1)
     bool non_finite;       // row 1 holds a NaN, row 2 an infinity
   };
-  const std::vector<nc> cases{{{3, 5, 7}, 1, 0, 2, false},    {{3, 5, 7}, 2, 0, 2, false},
-                              {{3, 5, 7}, 0, 0, 2, false},    {{3, 5, 7}, -1, 0, 2, false},
-                              {{1}, 0, 0, 1, false},          {{64, 100}, 1, 0, 3, false},
-                              {{3, 4099}, 1, 0, 1, false},    {{7, 1000}, 1, 1000, 1, false},
-                              {{9, 3001}, 1, 0, 1, false},    {{300, 70}, 1, 0, 2, false},
-                              {{2, 3, 1, 11}, 3, 0, 50, false}, {{5, 33}, 1, 0, 1, true},
-                              {{0, 5}, 1, 0, 1, false},       {{4, 0}, 1, 0, 1, false}};
+  const std::vector<nc> cases{{{3, 5, 7}, 1, 0, 2, false},
+                              {{3, 5, 7}, 2, 0, 2, false},
+                              {{3, 5, 7}, 0, 0, 2, false},
+                              {{3, 5, 7}, -1, 0, 2, false},
+                              {{1}, 0, 0, 1, false},
+                              {{64, 100}, 1, 0, 3, false},
+                              {{3, 4099}, 1, 0, 1, false},
+                              {{7, 1000}, 1, 1000, 1, false},
+                              {{9, 3001}, 1, 0, 1, false},
+                              {{300, 70}, 1, 0, 2, false},
+                              {{2, 3, 1, 11}, 3, 0, 50, false},
+                              {{5, 33}, 1, 0, 1, true},
+                              {{0, 5}, 1, 0, 1, false},
+                              {{4, 0}, 1, 0, 1, false}};
   for (const nc& c : cases)
     for (const bool layer : {true, false}) {
       const std::string tag = std::string(layer ? "layer_norm " : "rms_norm ") + tname<T>() + " " +
@@ -1277,7 +1284,8 @@ template <class T> void norm_cases(extension_suite& reg) {
                       dy = random_vec<T>(outer * n);
             const double epsilon = 1e-5;
             auto xt = tensor_of<T>(c.shape, x), wt = tensor_of<T>({static_cast<int64_t>(n)}, w),
-                 bt = tensor_of<T>({static_cast<int64_t>(n)}, bias), dyt = tensor_of<T>(c.shape, dy);
+                 bt = tensor_of<T>({static_cast<int64_t>(n)}, bias),
+                 dyt = tensor_of<T>(c.shape, dy);
             const std::vector<int64_t> rows{static_cast<int64_t>(outer)};
             auto yt = poisoned<T>(c.shape);
             auto mt = poisoned<St>(rows), rt = poisoned<St>(rows);
@@ -1328,37 +1336,36 @@ template <class T> void norm_cases(extension_suite& reg) {
                 : std::vector<const OpKey*>{key<pcy_nn_rms_norm_schema, T>(),
                                             key<pcy_nn_rms_norm_grad_schema, T>()});
     }
-  reg.add<T>(std::string("layer_norm / rms_norm ") + tname<T>() + " refusals: y untouched",
-             [](const Backend& b) {
-               using Wrong = std::conditional_t<std::is_same_v<T, double>, float, double>;
-               auto x = random_tensor<T>({4, 6}), w = random_tensor<T>({6}),
-                    bias = random_tensor<T>({6}), w5 = random_tensor<T>({5});
-               auto y = poisoned<T>({4, 6});
-               SharedTensor<St> m({4}), r({4}), r3({3});
-               SharedTensor<Wrong> rw({4});
-               const auto y0 = raw(y);
-               expect_refused(
-                   "layer_norm weight of 5", [&] { nn::layer_norm(b, x, w5, bias, y, m, r, 1); },
-                   "layer_norm", "weight");
-               expect_refused(
-                   "layer_norm rstd of 3", [&] { nn::layer_norm(b, x, w, bias, y, m, r3, 1); },
-                   "layer_norm", "rstd");
-               expect_refused(
-                   "rms_norm rstd of the wrong dtype", [&] { nn::rms_norm(b, x, w, y, rw, 1); },
-                   "rms_norm", "rstd");
-               expect_refused(
-                   "rms_norm axis 2 of a 2-d tensor", [&] { nn::rms_norm(b, x, w, y, r, 2); },
-                   "rms_norm", "axis");
-               expect_refused(
-                   "layer_norm negative epsilon",
-                   [&] { nn::layer_norm(b, x, w, bias, y, m, r, 1, -1e-5); }, "layer_norm",
-                   "epsilon");
-               expect_refused(
-                   "rms_norm y aliasing x", [&] { nn::rms_norm(b, x, w, x, r, 1); }, "rms_norm",
-                   "y");
-               expect_true(same_bits(raw(y), y0), "a refused norm changed y");
-             },
-             {key<pcy_nn_layer_norm_schema, T>(), key<pcy_nn_rms_norm_schema, T>()});
+  reg.add<T>(
+      std::string("layer_norm / rms_norm ") + tname<T>() + " refusals: y untouched",
+      [](const Backend& b) {
+        using Wrong = std::conditional_t<std::is_same_v<T, double>, float, double>;
+        auto x = random_tensor<T>({4, 6}), w = random_tensor<T>({6}), bias = random_tensor<T>({6}),
+             w5 = random_tensor<T>({5});
+        auto y = poisoned<T>({4, 6});
+        SharedTensor<St> m({4}), r({4}), r3({3});
+        SharedTensor<Wrong> rw({4});
+        const auto y0 = raw(y);
+        expect_refused(
+            "layer_norm weight of 5", [&] { nn::layer_norm(b, x, w5, bias, y, m, r, 1); },
+            "layer_norm", "weight");
+        expect_refused(
+            "layer_norm rstd of 3", [&] { nn::layer_norm(b, x, w, bias, y, m, r3, 1); },
+            "layer_norm", "rstd");
+        expect_refused(
+            "rms_norm rstd of the wrong dtype", [&] { nn::rms_norm(b, x, w, y, rw, 1); },
+            "rms_norm", "rstd");
+        expect_refused(
+            "rms_norm axis 2 of a 2-d tensor", [&] { nn::rms_norm(b, x, w, y, r, 2); }, "rms_norm",
+            "axis");
+        expect_refused(
+            "layer_norm negative epsilon",
+            [&] { nn::layer_norm(b, x, w, bias, y, m, r, 1, -1e-5); }, "layer_norm", "epsilon");
+        expect_refused(
+            "rms_norm y aliasing x", [&] { nn::rms_norm(b, x, w, x, r, 1); }, "rms_norm", "y");
+        expect_true(same_bits(raw(y), y0), "a refused norm changed y");
+      },
+      {key<pcy_nn_layer_norm_schema, T>(), key<pcy_nn_rms_norm_schema, T>()});
 }
 
 // ---- cross entropy -------------------------------------------------------------------------

@@ -915,8 +915,7 @@ inline void layer_norm_grad(const Backend& b, const TensorStorage& x, const Tens
     c.written(*t, n);
   ext::invoke<S>(b, c.dtype(),
                  {OpArg::in(x), OpArg::in(weight), OpArg::in(mean), OpArg::in(rstd), OpArg::in(dy),
-                  OpArg::out(dx), OpArg::out(dweight), OpArg::out(dbias),
-                  OpArg::integer(r.axis)});
+                  OpArg::out(dx), OpArg::out(dweight), OpArg::out(dbias), OpArg::integer(r.axis)});
 }
 // Root-mean-square normalisation over the dimensions of x from `axis` on:
 // y = x / sqrt(mean(x^2) + epsilon) * weight; rstd as for layer_norm (0 elements: not saved).

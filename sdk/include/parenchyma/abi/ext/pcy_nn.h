@@ -204,22 +204,25 @@
  * a fixed order (the same bits on every run of a framework). */
 #define PCY_NN_LAYER_NORM_ARGS(X)                                                                  \
   X(x, TENSOR, IN, OP, ANY)                                                                        \
-  X(weight, TENSOR, IN, OP, ANY) X(bias, TENSOR, IN, OP, ANY) X(y, TENSOR, OUT, OP, ANY)           \
-      X(mean, TENSOR, OUT, ANY, ANY) X(rstd, TENSOR, OUT, ANY, ANY) X(axis, INT, 0, OP, ANY)       \
-          X(epsilon, FLOAT, 0, OP, ANY)
+  X(weight, TENSOR, IN, OP, ANY)                                                                   \
+  X(bias, TENSOR, IN, OP, ANY) X(y, TENSOR, OUT, OP, ANY) X(mean, TENSOR, OUT, ANY, ANY)           \
+      X(rstd, TENSOR, OUT, ANY, ANY) X(axis, INT, 0, OP, ANY) X(epsilon, FLOAT, 0, OP, ANY)
 #define PCY_NN_LAYER_NORM_GRAD_ARGS(X)                                                             \
   X(x, TENSOR, IN, OP, ANY)                                                                        \
-  X(weight, TENSOR, IN, OP, ANY) X(mean, TENSOR, IN, ANY, ANY) X(rstd, TENSOR, IN, ANY, ANY)       \
-      X(dy, TENSOR, IN, OP, ANY) X(dx, TENSOR, OUT, OP, ANY) X(dweight, TENSOR, OUT, OP, ANY)      \
-          X(dbias, TENSOR, OUT, OP, ANY) X(axis, INT, 0, OP, ANY)
+  X(weight, TENSOR, IN, OP, ANY)                                                                   \
+  X(mean, TENSOR, IN, ANY, ANY) X(rstd, TENSOR, IN, ANY, ANY) X(dy, TENSOR, IN, OP, ANY)           \
+      X(dx, TENSOR, OUT, OP, ANY) X(dweight, TENSOR, OUT, OP, ANY) X(dbias, TENSOR, OUT, OP, ANY)  \
+          X(axis, INT, 0, OP, ANY)
 #define PCY_NN_RMS_NORM_ARGS(X)                                                                    \
   X(x, TENSOR, IN, OP, ANY)                                                                        \
-  X(weight, TENSOR, IN, OP, ANY) X(y, TENSOR, OUT, OP, ANY) X(rstd, TENSOR, OUT, ANY, ANY)         \
-      X(axis, INT, 0, OP, ANY) X(epsilon, FLOAT, 0, OP, ANY)
+  X(weight, TENSOR, IN, OP, ANY)                                                                   \
+  X(y, TENSOR, OUT, OP, ANY) X(rstd, TENSOR, OUT, ANY, ANY) X(axis, INT, 0, OP, ANY)               \
+      X(epsilon, FLOAT, 0, OP, ANY)
 #define PCY_NN_RMS_NORM_GRAD_ARGS(X)                                                               \
   X(x, TENSOR, IN, OP, ANY)                                                                        \
-  X(weight, TENSOR, IN, OP, ANY) X(rstd, TENSOR, IN, ANY, ANY) X(dy, TENSOR, IN, OP, ANY)          \
-      X(dx, TENSOR, OUT, OP, ANY) X(dweight, TENSOR, OUT, OP, ANY) X(axis, INT, 0, OP, ANY)
+  X(weight, TENSOR, IN, OP, ANY)                                                                   \
+  X(rstd, TENSOR, IN, ANY, ANY) X(dy, TENSOR, IN, OP, ANY) X(dx, TENSOR, OUT, OP, ANY)             \
+      X(dweight, TENSOR, OUT, OP, ANY) X(axis, INT, 0, OP, ANY)
 
 /* ---- cross entropy ---------------------------------------------------------------------------
  * Softmax cross entropy with integer labels (one index of the classes per row), fused
@@ -249,14 +252,15 @@
 #define PCY_NN_CROSS_ENTROPY_ARGS(X)                                                               \
   X(logits, TENSOR, IN, OP, ANY)                                                                   \
   X(labels, TENSOR, IN, I32, ANY)                                                                  \
-  X(loss, TENSOR, OUT, OP, ANY) X(lse, TENSOR, OUT, ANY, ANY) X(ignore_index, INT, 0, OP, ANY)     \
+  X(loss, TENSOR, OUT, OP, ANY)                                                                    \
+  X(lse, TENSOR, OUT, ANY, ANY) X(ignore_index, INT, 0, OP, ANY)                                   \
       X(label_smoothing, FLOAT, 0, OP, ANY) X(reduction, INT, 0, OP, ANY)
 #define PCY_NN_CROSS_ENTROPY_GRAD_ARGS(X)                                                          \
   X(logits, TENSOR, IN, OP, ANY)                                                                   \
   X(labels, TENSOR, IN, I32, ANY)                                                                  \
-  X(lse, TENSOR, IN, ANY, ANY) X(dloss, TENSOR, IN, OP, ANY) X(dlogits, TENSOR, OUT, OP, ANY)      \
-      X(ignore_index, INT, 0, OP, ANY) X(label_smoothing, FLOAT, 0, OP, ANY)                       \
-          X(reduction, INT, 0, OP, ANY)
+  X(lse, TENSOR, IN, ANY, ANY)                                                                     \
+  X(dloss, TENSOR, IN, OP, ANY) X(dlogits, TENSOR, OUT, OP, ANY) X(ignore_index, INT, 0, OP, ANY)  \
+      X(label_smoothing, FLOAT, 0, OP, ANY) X(reduction, INT, 0, OP, ANY)
 
 /* pcy_nn_<op>_schema and pcy_nn_<op>_args for every op. */
 #define PCY_NN_DECLARE_ACTIVATION(a, ARGS, PW, GRAD, PWGRAD)                                       \
