@@ -148,6 +148,28 @@ constexpr pcy_dtype norm_stat_dtype(pcy_dtype d) {
   return d == PCY_DTYPE_F64 ? PCY_DTYPE_F64 : PCY_DTYPE_F32;
 }
 
+namespace detail {
+// A statistics tensor (argument k) of an op of dtype d: the statistics dtype, `want` elements
+// (or none where `optional`: then null).
+template <const pcy_op_schema& S>
+PCY_SDK_HOT inline const pcy_tensor* stat_tensor(const sdk::decoder<S>& dc, uint32_t k,
+                                                 pcy_dtype d, uint64_t want, bool optional) {
+  const pcy_tensor& t = dc.tensor(k);
+  if (t.dtype != norm_stat_dtype(d))
+    dc.bad(PCY_ERR_INVALID_ARGUMENT, k,
+           str("dtype ", sdk::dtype_name(t.dtype), ", expected ",
+               sdk::dtype_name(norm_stat_dtype(d)), " (the statistics dtype of ",
+               sdk::dtype_name(d), ")"));
+  const uint64_t m = dc.elements(t, k);
+  if (optional && m == 0) return nullptr;
+  if (m != want)
+    dc.bad(PCY_ERR_INVALID_ARGUMENT, k,
+           str(m, " elements, expected ", want,
+               optional ? " (one per row) or 0" : " (one per row)"));
+  return &t;
+}
+} // namespace detail
+
 struct norm_call {
   const pcy_tensor* x = nullptr;
   const pcy_tensor* weight = nullptr;
@@ -185,21 +207,8 @@ PCY_SDK_HOT inline norm_call decode_norm(const sdk::op_args& a, pcy_dtype d) {
       same = t.shape[i] == c.x->shape[i];
     if (!same) dc.bad(PCY_ERR_INVALID_ARGUMENT, k, "its shape differs from the input's");
   };
-  // A statistics tensor: the statistics dtype, outer elements (or 0 where `optional`).
-  auto stat = [&](uint32_t k, bool optional) -> const pcy_tensor* {
-    const pcy_tensor& t = dc.tensor(k);
-    if (t.dtype != norm_stat_dtype(d))
-      dc.bad(PCY_ERR_INVALID_ARGUMENT, k,
-             str("dtype ", sdk::dtype_name(t.dtype), ", expected ",
-                 sdk::dtype_name(norm_stat_dtype(d)), " (the statistics dtype of ",
-                 sdk::dtype_name(d), ")"));
-    const uint64_t m = dc.elements(t, k);
-    if (optional && m == 0) return nullptr;
-    if (m != c.outer)
-      dc.bad(PCY_ERR_INVALID_ARGUMENT, k,
-             str(m, " elements, expected ", c.outer,
-                 optional ? " (one per row) or 0" : " (one per row)"));
-    return &t;
+  auto stat = [&](uint32_t k, bool optional) {
+    return detail::stat_tensor(dc, k, d, c.outer, optional);
   };
   c.weight = &dc.tensor(W);
   detail::same_count(dc, *c.weight, W, c.n);
@@ -279,13 +288,6 @@ PCY_SDK_HOT inline xent_call decode_xent(const sdk::op_args& a, pcy_dtype d) {
     dc.bad(PCY_ERR_INVALID_ARGUMENT, R, str(r, ", expected 0 (none), 1 (mean) or 2 (sum)"));
   c.reduction = static_cast<int>(r);
   const uint64_t per = c.reduction == 0 ? c.rows : 1;
-  const pcy_tensor& st = dc.tensor(E);
-  if (st.dtype != norm_stat_dtype(d))
-    dc.bad(PCY_ERR_INVALID_ARGUMENT, E,
-           str("dtype ", sdk::dtype_name(st.dtype), ", expected ",
-               sdk::dtype_name(norm_stat_dtype(d)), " (the statistics dtype of ",
-               sdk::dtype_name(d), ")"));
-  const uint64_t ns = dc.elements(st, E);
   if constexpr (!grad) {
     constexpr uint32_t LO = at<S>("loss");
     c.loss = &dc.tensor(LO);
@@ -294,16 +296,10 @@ PCY_SDK_HOT inline xent_call decode_xent(const sdk::op_args& a, pcy_dtype d) {
       dc.bad(PCY_ERR_INVALID_ARGUMENT, LO,
              str(m, " elements, expected ", per,
                  c.reduction == 0 ? " (one per row: reduction none)" : " (a reduced loss)"));
-    if (ns != 0 && ns != c.rows)
-      dc.bad(PCY_ERR_INVALID_ARGUMENT, E,
-             str(ns, " elements, expected ", c.rows, " (one per row) or 0"));
-    c.lse = ns != 0 ? &st : nullptr;
+    c.lse = detail::stat_tensor(dc, E, d, c.rows, true);
   } else {
     constexpr uint32_t DL = at<S>("dloss"), DX = at<S>("dlogits");
-    if (ns != c.rows)
-      dc.bad(PCY_ERR_INVALID_ARGUMENT, E,
-             str(ns, " elements, expected ", c.rows, " (one per row)"));
-    c.lse = &st;
+    c.lse = detail::stat_tensor(dc, E, d, c.rows, false);
     c.dloss = &dc.tensor(DL);
     const uint64_t m = dc.elements(*c.dloss, DL);
     if (m != per)
