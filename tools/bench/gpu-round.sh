@@ -85,7 +85,9 @@ has nn-norm && targets+=(bench_nn_cuda parenchyma-conformance)
 has selftest && targets+=(nn-cuda-selftest parenchyma-conformance)
 has conf-blas && targets+=(parenchyma-conformance)
 has pocl && targets+=(parenchyma-conformance)
-has demo && targets+=(parenchyma-nn-demo)
+# The demo's loss, accuracy and optimiser run on the array extension: its bundles too.
+has demo && targets+=(parenchyma-nn-demo parenchyma-array-native parenchyma-array-opencl
+  parenchyma-array-cuda)
 has array && targets+=(bench_array_cuda test_array test_array_gpu test_array_hostile test_array_random
   parenchyma-array-native parenchyma-array-opencl parenchyma-array-cuda parenchyma-nn-demo)
 has array-quick && targets+=(bench_array_cuda test_array_gpu test_array_random parenchyma-array-native
