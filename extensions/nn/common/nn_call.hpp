@@ -39,6 +39,15 @@ PCY_SDK_HOT inline uint64_t same_count(const sdk::decoder<S>& dc, const pcy_tens
   if (m != n) dc.bad(PCY_ERR_INVALID_ARGUMENT, k, str(m, " elements, expected ", n));
   return m;
 }
+// Tensor t (argument k) has the shape of `like`; else an error ending in `why`.
+template <const pcy_op_schema& S>
+PCY_SDK_HOT inline void same_shape(const sdk::decoder<S>& dc, const pcy_tensor& t, uint32_t k,
+                                   const pcy_tensor& like, const char* why) {
+  bool same = t.ndim == like.ndim;
+  for (int32_t i = 0; same && i < t.ndim; ++i)
+    same = t.shape[i] == like.shape[i];
+  if (!same) dc.bad(PCY_ERR_INVALID_ARGUMENT, k, why);
+}
 template <const pcy_op_schema& S> constexpr bool has(const char* name) {
   for (uint32_t i = 0; i < S.arg_count; ++i)
     if (std::string_view(S.args[i].name) == name) return true;
@@ -117,10 +126,7 @@ PCY_SDK_HOT inline softmax_call decode_softmax(const sdk::op_args& a, pcy_dtype 
   if (axis < 0 || axis >= c.x->ndim)
     dc.bad(PCY_ERR_INVALID_ARGUMENT, AX, str(axis, " is outside the ", c.x->ndim, " dimensions"));
   auto same_shape = [&](const pcy_tensor& t, uint32_t k) {
-    bool same = t.ndim == c.x->ndim;
-    for (int32_t i = 0; same && i < t.ndim; ++i)
-      same = t.shape[i] == c.x->shape[i];
-    if (!same) dc.bad(PCY_ERR_INVALID_ARGUMENT, k, "its shape differs from the input's");
+    detail::same_shape(dc, t, k, *c.x, "its shape differs from the input's");
   };
   c.y = &dc.tensor(OUT);
   same_shape(*c.y, OUT);
@@ -144,9 +150,7 @@ PCY_SDK_HOT inline softmax_call decode_softmax(const sdk::op_args& a, pcy_dtype 
 // ---- normalisation (layer_norm, rms_norm and their gradients) ------------------------------
 
 // The statistics dtype of an op's dtype (pcy_nn.h): f64 for f64, f32 otherwise.
-constexpr pcy_dtype norm_stat_dtype(pcy_dtype d) {
-  return d == PCY_DTYPE_F64 ? PCY_DTYPE_F64 : PCY_DTYPE_F32;
-}
+constexpr pcy_dtype norm_stat_dtype(pcy_dtype d) { return PCY_NN_STATISTICS_DTYPE(d); }
 
 namespace detail {
 // A statistics tensor (argument k) of an op of dtype d: the statistics dtype, `want` elements
@@ -202,10 +206,7 @@ PCY_SDK_HOT inline norm_call decode_norm(const sdk::op_args& a, pcy_dtype d) {
     (i < axis ? c.outer : c.n) *= static_cast<uint64_t>(c.x->shape[i]); // no overflow: total
   (void)total;
   auto same_shape = [&](const pcy_tensor& t, uint32_t k) {
-    bool same = t.ndim == c.x->ndim;
-    for (int32_t i = 0; same && i < t.ndim; ++i)
-      same = t.shape[i] == c.x->shape[i];
-    if (!same) dc.bad(PCY_ERR_INVALID_ARGUMENT, k, "its shape differs from the input's");
+    detail::same_shape(dc, t, k, *c.x, "its shape differs from the input's");
   };
   auto stat = [&](uint32_t k, bool optional) {
     return detail::stat_tensor(dc, k, d, c.outer, optional);
@@ -288,29 +289,25 @@ PCY_SDK_HOT inline xent_call decode_xent(const sdk::op_args& a, pcy_dtype d) {
     dc.bad(PCY_ERR_INVALID_ARGUMENT, R, str(r, ", expected 0 (none), 1 (mean) or 2 (sum)"));
   c.reduction = static_cast<int>(r);
   const uint64_t per = c.reduction == 0 ? c.rows : 1;
-  if constexpr (!grad) {
-    constexpr uint32_t LO = at<S>("loss");
-    c.loss = &dc.tensor(LO);
-    const uint64_t m = dc.elements(*c.loss, LO);
+  auto loss_like = [&](uint32_t k) { // loss or dloss: one per row, or the reduced one
+    const pcy_tensor& t = dc.tensor(k);
+    const uint64_t m = dc.elements(t, k);
     if (m != per)
-      dc.bad(PCY_ERR_INVALID_ARGUMENT, LO,
+      dc.bad(PCY_ERR_INVALID_ARGUMENT, k,
              str(m, " elements, expected ", per,
                  c.reduction == 0 ? " (one per row: reduction none)" : " (a reduced loss)"));
+    return &t;
+  };
+  if constexpr (!grad) {
+    constexpr uint32_t LO = at<S>("loss");
+    c.loss = loss_like(LO);
     c.lse = detail::stat_tensor(dc, E, d, c.rows, true);
   } else {
     constexpr uint32_t DL = at<S>("dloss"), DX = at<S>("dlogits");
     c.lse = detail::stat_tensor(dc, E, d, c.rows, false);
-    c.dloss = &dc.tensor(DL);
-    const uint64_t m = dc.elements(*c.dloss, DL);
-    if (m != per)
-      dc.bad(PCY_ERR_INVALID_ARGUMENT, DL,
-             str(m, " elements, expected ", per,
-                 c.reduction == 0 ? " (one per row: reduction none)" : " (a reduced loss)"));
+    c.dloss = loss_like(DL);
     c.dlogits = &dc.tensor(DX);
-    bool same = c.dlogits->ndim == c.logits->ndim;
-    for (int32_t i = 0; same && i < c.logits->ndim; ++i)
-      same = c.dlogits->shape[i] == c.logits->shape[i];
-    if (!same) dc.bad(PCY_ERR_INVALID_ARGUMENT, DX, "its shape differs from the logits'");
+    detail::same_shape(dc, *c.dlogits, DX, *c.logits, "its shape differs from the logits'");
   }
   return c;
 }

@@ -789,10 +789,6 @@ inline void dropout_grad(const Backend& b, const TensorStorage& dy, const Tensor
 // ---- normalisation ------------------------------------------------------------------------
 
 namespace detail {
-// The statistics dtype of a norm op (pcy_nn.h): f64 for f64 data, f32 otherwise.
-inline pcy_dtype norm_stat_dtype(pcy_dtype d) {
-  return d == PCY_DTYPE_F64 ? PCY_DTYPE_F64 : PCY_DTYPE_F32;
-}
 struct norm_rows {
   int64_t axis = 0;
   uint64_t outer = 1, n = 1;
@@ -812,17 +808,24 @@ inline void norm_param(const pcy_op_schema& s, const TensorStorage& t, const cha
               ext::shape_str(t), "), expected ", n,
               " (the normalised dimensions of x from axis on)");
 }
-inline void norm_stat(const pcy_op_schema& s, const TensorStorage& t, const char* name,
-                      pcy_dtype data, uint64_t outer, bool optional) {
-  const pcy_dtype want = norm_stat_dtype(data);
+// A statistics tensor (pcy_nn.h's statistics dtype of `data`, the dtype of `input`; one per row
+// of `of`, or 0 where `optional`: not saved).
+inline void stat_arg(const pcy_op_schema& s, const TensorStorage& t, const char* name,
+                     pcy_dtype data, uint64_t rows, bool optional, const char* input,
+                     const char* of) {
+  const pcy_dtype want = PCY_NN_STATISTICS_DTYPE(data);
   if (t.dtype() != want)
     ext::fail(s, errc::invalid_argument, "argument ", name, ": dtype ", ext::dtype_name(t.dtype()),
               ", expected ", ext::dtype_name(want), " (the statistics dtype of ",
-              ext::dtype_name(data), " data)");
-  if (t.size() != outer && !(optional && t.size() == 0))
+              ext::dtype_name(data), " ", input, ")");
+  if (t.size() != rows && !(optional && t.size() == 0))
     ext::fail(s, errc::invalid_argument, "argument ", name, ": ", t.size(), " elements (shape ",
-              ext::shape_str(t), "), expected ", outer, " (one per row of x)",
+              ext::shape_str(t), "), expected ", rows, " (one per row of ", of, ")",
               optional ? " or 0 (not saved)" : "");
+}
+inline void norm_stat(const pcy_op_schema& s, const TensorStorage& t, const char* name,
+                      pcy_dtype data, uint64_t outer, bool optional) {
+  stat_arg(s, t, name, data, outer, optional, "data", "x");
 }
 // What both gradients check of x, weight, dy, dx and dweight; the rows of x.
 inline norm_rows norm_grad_common(const pcy_op_schema& s, const ext::checker& c,
@@ -1011,15 +1014,7 @@ inline void xent_loss_shape(const pcy_op_schema& s, const TensorStorage& t, cons
 }
 inline void xent_lse(const pcy_op_schema& s, const TensorStorage& t, pcy_dtype data, uint64_t rows,
                      bool optional) {
-  const pcy_dtype want = norm_stat_dtype(data);
-  if (t.dtype() != want)
-    ext::fail(s, errc::invalid_argument, "argument lse: dtype ", ext::dtype_name(t.dtype()),
-              ", expected ", ext::dtype_name(want), " (the statistics dtype of ",
-              ext::dtype_name(data), " logits)");
-  if (t.size() != rows && !(optional && t.size() == 0))
-    ext::fail(s, errc::invalid_argument, "argument lse: ", t.size(), " elements (shape ",
-              ext::shape_str(t), "), expected ", rows, " (one per row of logits)",
-              optional ? " or 0 (not saved)" : "");
+  stat_arg(s, t, "lse", data, rows, optional, "logits", "logits");
 }
 } // namespace detail
 

@@ -262,6 +262,10 @@
   X(dloss, TENSOR, IN, OP, ANY) X(dlogits, TENSOR, OUT, OP, ANY) X(ignore_index, INT, 0, OP, ANY)  \
       X(label_smoothing, FLOAT, 0, OP, ANY) X(reduction, INT, 0, OP, ANY)
 
+/* The statistics dtype (layer_norm's mean and rstd, rms_norm's rstd, cross_entropy's lse) of an
+ * op of dtype d: f64 for f64, f32 for f32, f16 and bf16. */
+#define PCY_NN_STATISTICS_DTYPE(d) ((d) == PCY_DTYPE_F64 ? PCY_DTYPE_F64 : PCY_DTYPE_F32)
+
 /* pcy_nn_<op>_schema and pcy_nn_<op>_args for every op. */
 #define PCY_NN_DECLARE_ACTIVATION(a, ARGS, PW, GRAD, PWGRAD)                                       \
   PCY_DECLARE_OP_SCHEMA(pcy_nn, a, PCY_NN_EXTENSION, ARGS)                                         \
