@@ -183,6 +183,26 @@ template <class C> __device__ __forceinline__ C block_sum(C v, C* sh) {
   __syncthreads();
   return t;
 }
+// Two sums at once (one pair of barriers); sh holds 2 NN_WARPS values.
+template <class C> __device__ __forceinline__ void block_sum2(C& a, C& b, C* sh) {
+  a = warp_sum(a);
+  b = warp_sum(b);
+  const int w = threadIdx.x >> 5;
+  if ((threadIdx.x & 31) == 0) {
+    sh[w] = a;
+    sh[NN_WARPS + w] = b;
+  }
+  __syncthreads();
+  C ta = sh[0], tb = sh[NN_WARPS];
+#pragma unroll
+  for (int i = 1; i < NN_WARPS; ++i) {
+    ta += sh[i];
+    tb += sh[NN_WARPS + i];
+  }
+  __syncthreads();
+  a = ta;
+  b = tb;
+}
 template <class C> __device__ __forceinline__ void block_ms(C& m, C& s, C* sh) {
   warp_ms(m, s);
   const int w = threadIdx.x >> 5;
@@ -858,48 +878,87 @@ __device__ void norm_bwd_row(i64 outer, i64 n, int layer, const S* x, const S* w
       sg += g;
       sgx += g * ((io<S>::ld(xr[j]) - mu) * rs);
     }
-    sg = layer ? block_sum(sg, sh) / C(n) : C(0);
-    sgx = block_sum(sgx, sh) / C(n);
+    block_sum2(sg, sgx, sh);
+    sg = layer ? sg / C(n) : C(0);
+    sgx = sgx / C(n);
     for (i64 j = threadIdx.x; j < n; j += NN_BLOCK) {
       const C g = io<S>::ld(dyr[j]) * io<S>::ld(w[j]);
       dxr[j] = io<S>::st(rs * (g - sg - ((io<S>::ld(xr[j]) - mu) * rs) * sgx));
     }
   }
 }
-// Rows held in registers (n <= V * NN_BLOCK): each element is read once. The forward: a block
-// per row (grid-stride), the row's V values a thread in registers across both passes.
-template <class S, int V>
+// Rows held in registers (n <= V * NN_BLOCK): each element is read once. A thread holds V
+// values of a row in groups of P consecutive elements (P 4: one 4-element word a load, the host
+// checks n % 4 == 0 and the rows' alignment; P 1: single elements), group k of thread t at
+// element (k NN_BLOCK + t) P. The forward: a block per row (grid-stride).
+template <class S> struct alignas(4 * sizeof(S)) word4 { S v[4]; };
+template <class S, int P>
+__device__ __forceinline__ void ld_group(const S* p, typename io<S>::C* out) {
+  if (P == 4) {
+    const word4<S> t = *reinterpret_cast<const word4<S>*>(p);
+#pragma unroll
+    for (int e = 0; e < 4; ++e) out[e] = io<S>::ld(t.v[e]);
+  } else {
+    out[0] = io<S>::ld(*p);
+  }
+}
+template <class S, int P>
+__device__ __forceinline__ void st_group(S* p, const typename io<S>::C* in) {
+  if (P == 4) {
+    word4<S> t;
+#pragma unroll
+    for (int e = 0; e < 4; ++e) t.v[e] = io<S>::st(in[e]);
+    *reinterpret_cast<word4<S>*>(p) = t;
+  } else {
+    *p = io<S>::st(in[0]);
+  }
+}
+template <class S, int V, int P>
 __device__ void norm_fwd_reg(i64 outer, i64 n, int layer, typename io<S>::C eps, const S* x,
                              const S* w, const S* b, S* y, typename io<S>::C* mean,
                              typename io<S>::C* rstd, typename io<S>::C* sh) {
   typedef typename io<S>::C C;
+  constexpr int G = V / P;
   for (i64 r = blockIdx.x; r < outer; r += gridDim.x) {
     const S* xr = x + r * n;
     S* yr = y + r * n;
     C v[V];
     C acc = C(0);
 #pragma unroll
-    for (int k = 0; k < V; ++k) {
-      const i64 j = threadIdx.x + (i64)k * NN_BLOCK;
-      v[k] = j < n ? io<S>::ld(xr[j]) : C(0);
-      acc += v[k];
+    for (int k = 0; k < G; ++k) {
+      const i64 j = ((i64)k * NN_BLOCK + threadIdx.x) * P;
+      if (j < n) {
+        ld_group<S, P>(xr + j, v + k * P);
+      } else {
+#pragma unroll
+        for (int e = 0; e < P; ++e) v[k * P + e] = C(0);
+      }
+#pragma unroll
+      for (int e = 0; e < P; ++e) acc += v[k * P + e];
     }
     const C mu = layer ? block_sum(acc, sh) / C(n) : C(0);
     acc = C(0);
 #pragma unroll
-    for (int k = 0; k < V; ++k) {
-      const i64 j = threadIdx.x + (i64)k * NN_BLOCK;
-      const C d = j < n ? v[k] - mu : C(0);
-      acc += d * d;
+    for (int k = 0; k < G; ++k) {
+      const i64 j = ((i64)k * NN_BLOCK + threadIdx.x) * P;
+#pragma unroll
+      for (int e = 0; e < P; ++e) {
+        const C d = j < n ? v[k * P + e] - mu : C(0);
+        acc += d * d;
+      }
     }
     const C rs = C(1) / m_sqrt(block_sum(acc, sh) / C(n) + eps);
 #pragma unroll
-    for (int k = 0; k < V; ++k) {
-      const i64 j = threadIdx.x + (i64)k * NN_BLOCK;
+    for (int k = 0; k < G; ++k) {
+      const i64 j = ((i64)k * NN_BLOCK + threadIdx.x) * P;
       if (j < n) {
-        C h = (v[k] - mu) * rs * io<S>::ld(w[j]);
-        if (layer) h += io<S>::ld(b[j]);
-        yr[j] = io<S>::st(h);
+        C wk[P], h[P];
+        ld_group<S, P>(w + j, wk);
+        if (layer) ld_group<S, P>(b + j, h);
+#pragma unroll
+        for (int e = 0; e < P; ++e)
+          h[e] = (v[k * P + e] - mu) * rs * wk[e] + (layer ? h[e] : C(0));
+        st_group<S, P>(yr + j, h);
       }
     }
     if (threadIdx.x == 0) {
@@ -911,17 +970,26 @@ __device__ void norm_fwd_reg(i64 outer, i64 n, int layer, typename io<S>::C eps,
 // The gradient, fused: block c takes rows [c rows_per, (c + 1) rows_per), reads each row's x and
 // dy once (into registers), writes dx, and keeps its columns' sums of dy xhat and dy in registers;
 // at the end they go to part[c][j] and part[gridDim.x + c][j] (norm_cols_sum adds the blocks'
-// sums in block order: the same bits on every run).
-template <class S, int V>
+// sums in a fixed order: the same bits on every run).
+template <class S, int V, int P>
 __device__ void norm_bwd_reg(i64 outer, i64 n, int layer, i64 rows_per, const S* x, const S* w,
                              const typename io<S>::C* mean, const typename io<S>::C* rstd,
                              const S* dy, S* dx, typename io<S>::C* part, typename io<S>::C* sh) {
   typedef typename io<S>::C C;
+  constexpr int G = V / P;
   C wv[V], aw[V], ab[V];
 #pragma unroll
+  for (int k = 0; k < G; ++k) {
+    const i64 j = ((i64)k * NN_BLOCK + threadIdx.x) * P;
+    if (j < n) {
+      ld_group<S, P>(w + j, wv + k * P);
+    } else {
+#pragma unroll
+      for (int e = 0; e < P; ++e) wv[k * P + e] = C(0);
+    }
+  }
+#pragma unroll
   for (int k = 0; k < V; ++k) {
-    const i64 j = threadIdx.x + (i64)k * NN_BLOCK;
-    wv[k] = j < n ? io<S>::ld(w[j]) : C(0);
     aw[k] = C(0);
     ab[k] = C(0);
   }
@@ -931,35 +999,53 @@ __device__ void norm_bwd_reg(i64 outer, i64 n, int layer, i64 rows_per, const S*
     C xh[V], g[V];
     C sg = C(0), sgx = C(0);
 #pragma unroll
-    for (int k = 0; k < V; ++k) {
-      const i64 j = threadIdx.x + (i64)k * NN_BLOCK;
+    for (int k = 0; k < G; ++k) {
+      const i64 j = ((i64)k * NN_BLOCK + threadIdx.x) * P;
       if (j < n) {
-        const C d = io<S>::ld(dy[r * n + j]);
-        xh[k] = (io<S>::ld(x[r * n + j]) - mu) * rs;
-        g[k] = d * wv[k];
-        sg += g[k];
-        sgx += g[k] * xh[k];
-        aw[k] += d * xh[k];
-        ab[k] += d;
+        C d[P];
+        ld_group<S, P>(dy + r * n + j, d);
+        ld_group<S, P>(x + r * n + j, xh + k * P);
+#pragma unroll
+        for (int e = 0; e < P; ++e) {
+          const int q = k * P + e;
+          xh[q] = (xh[q] - mu) * rs;
+          g[q] = d[e] * wv[q];
+          sg += g[q];
+          sgx += g[q] * xh[q];
+          aw[q] += d[e] * xh[q];
+          ab[q] += d[e];
+        }
       } else {
-        xh[k] = C(0);
-        g[k] = C(0);
+#pragma unroll
+        for (int e = 0; e < P; ++e) {
+          xh[k * P + e] = C(0);
+          g[k * P + e] = C(0);
+        }
       }
     }
-    sg = layer ? block_sum(sg, sh) / C(n) : C(0);
-    sgx = block_sum(sgx, sh) / C(n);
+    block_sum2(sg, sgx, sh);
+    sg = layer ? sg / C(n) : C(0);
+    sgx = sgx / C(n);
 #pragma unroll
-    for (int k = 0; k < V; ++k) {
-      const i64 j = threadIdx.x + (i64)k * NN_BLOCK;
-      if (j < n) dx[r * n + j] = io<S>::st(rs * (g[k] - sg - xh[k] * sgx));
+    for (int k = 0; k < G; ++k) {
+      const i64 j = ((i64)k * NN_BLOCK + threadIdx.x) * P;
+      if (j < n) {
+        C o[P];
+#pragma unroll
+        for (int e = 0; e < P; ++e) o[e] = rs * (g[k * P + e] - sg - xh[k * P + e] * sgx);
+        st_group<S, P>(dx + r * n + j, o);
+      }
     }
   }
 #pragma unroll
-  for (int k = 0; k < V; ++k) {
-    const i64 j = threadIdx.x + (i64)k * NN_BLOCK;
+  for (int k = 0; k < G; ++k) {
+    const i64 j = ((i64)k * NN_BLOCK + threadIdx.x) * P;
     if (j < n) {
-      part[(i64)blockIdx.x * n + j] = aw[k];
-      if (layer) part[((i64)gridDim.x + blockIdx.x) * n + j] = ab[k];
+#pragma unroll
+      for (int e = 0; e < P; ++e) {
+        part[(i64)blockIdx.x * n + j + e] = aw[k * P + e];
+        if (layer) part[((i64)gridDim.x + blockIdx.x) * n + j + e] = ab[k * P + e];
+      }
     }
   }
 }
@@ -967,7 +1053,7 @@ __device__ void norm_bwd_reg(i64 outer, i64 n, int layer, i64 rows_per, const S*
 // (the same bits on every run): step 1, blockIdx.y = chunk c of `rows_per` rows: a block takes
 // 32 columns, its 8 warps every 8th row of the chunk each (coalesced along the columns), the 8
 // partial sums added in warp order into part[c][j] (dweight) and part[chunks + c][j] (dbias);
-// step 2 (norm_cols_sum) adds the chunks' partial sums in chunk order.
+// step 2 (norm_cols_sum) adds the chunks' partial sums in a fixed order.
 template <class S>
 __device__ void norm_bwd_cols(i64 outer, i64 n, int layer, i64 rows_per, const S* x,
                               const typename io<S>::C* mean, const typename io<S>::C* rstd,
@@ -1002,18 +1088,46 @@ __device__ void norm_bwd_cols(i64 outer, i64 n, int layer, i64 rows_per, const S
     __syncthreads();
   }
 }
+// Step 2: a block of NS_THREADS threads takes 32 columns, its warps every NS_WARPS-th chunk each
+// (four partial sums a thread, so four loads are in flight), then the warps' sums in warp order:
+// a fixed order, the same bits on every run.
+#define NS_THREADS 1024
+#define NS_WARPS 32
 template <class S>
 __device__ void norm_cols_sum(i64 n, int layer, i64 chunks, const typename io<S>::C* part, S* dw,
-                              S* db) {
+                              S* db, typename io<S>::C* sh) {
   typedef typename io<S>::C C;
-  GRID_LOOP(j, n) {
-    C sw = C(0), sb = C(0);
-    for (i64 c = 0; c < chunks; ++c) {
-      sw += part[c * n + j];
-      if (layer) sb += part[(chunks + c) * n + j];
+  const int cl = threadIdx.x & 31, wl = threadIdx.x >> 5;
+  for (i64 g = blockIdx.x; g * 32 < n; g += gridDim.x) {
+    const i64 j = g * 32 + cl;
+    C w4[4] = {C(0), C(0), C(0), C(0)}, b4[4] = {C(0), C(0), C(0), C(0)};
+    if (j < n) {
+      i64 c = wl;
+      for (; c + 3 * NS_WARPS < chunks; c += 4 * NS_WARPS) {
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+          w4[u] += part[(c + u * NS_WARPS) * n + j];
+          if (layer) b4[u] += part[(chunks + c + u * NS_WARPS) * n + j];
+        }
+      }
+      for (; c < chunks; c += NS_WARPS) {
+        w4[0] += part[c * n + j];
+        if (layer) b4[0] += part[(chunks + c) * n + j];
+      }
     }
-    dw[j] = io<S>::st(sw);
-    if (layer) db[j] = io<S>::st(sb);
+    sh[threadIdx.x] = (w4[0] + w4[1]) + (w4[2] + w4[3]);
+    sh[NS_THREADS + threadIdx.x] = (b4[0] + b4[1]) + (b4[2] + b4[3]);
+    __syncthreads();
+    if (wl == 0 && j < n) {
+      C sw = C(0), sb = C(0);
+      for (int k = 0; k < NS_WARPS; ++k) {
+        sw += sh[k * 32 + cl];
+        sb += sh[NS_THREADS + k * 32 + cl];
+      }
+      dw[j] = io<S>::st(sw);
+      if (layer) db[j] = io<S>::st(sb);
+    }
+    __syncthreads();
   }
 }
 
@@ -1148,19 +1262,19 @@ __device__ void xent_bwd(i64 rows, i64 C_, i64 ignore, typename io<S>::C eps, in
   NN_SOFTMAX_REG(M, NAME, S, D, 4, 512, 0, 16, 1)                                              \
   NN_SOFTMAX_REG(M, NAME, S, D, 5, (M < 2 ? 512 : 1024), 0, (M < 2 ? 32 : 16),                  \
                  (M < 2 && sizeof(S) < 8 ? 2 : 1))
-// The register-held norm kernels for rows of at most V * NN_BLOCK elements.
-#define NN_NORM_REG(S, D, V)                                                                       \
+// The register-held norm kernels for rows of at most V * NN_BLOCK elements (suffix v: P 4).
+#define NN_NORM_REG(S, D, V, P, SUF)                                                               \
   extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                           \
-      norm_fwd_r##V##_##D(i64 outer, i64 n, int layer, io<S>::C eps, const S* x, const S* w,       \
-                          const S* b, S* y, io<S>::C* mean, io<S>::C* rstd) {                      \
+      norm_fwd_r##V##SUF##_##D(i64 outer, i64 n, int layer, io<S>::C eps, const S* x, const S* w,  \
+                               const S* b, S* y, io<S>::C* mean, io<S>::C* rstd) {                 \
     __shared__ io<S>::C sh[NN_WARPS];                                                              \
-    norm_fwd_reg<S, V>(outer, n, layer, eps, x, w, b, y, mean, rstd, sh);                          \
+    norm_fwd_reg<S, V, P>(outer, n, layer, eps, x, w, b, y, mean, rstd, sh);                       \
   }                                                                                                \
-  extern "C" __global__ void __launch_bounds__(NN_BLOCK) norm_bwd_r##V##_##D(                      \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK) norm_bwd_r##V##SUF##_##D(                 \
       i64 outer, i64 n, int layer, i64 rows_per, const S* x, const S* w, const io<S>::C* mean,     \
       const io<S>::C* rstd, const S* dy, S* dx, io<S>::C* part) {                                  \
-    __shared__ io<S>::C sh[NN_WARPS];                                                              \
-    norm_bwd_reg<S, V>(outer, n, layer, rows_per, x, w, mean, rstd, dy, dx, part, sh);             \
+    __shared__ io<S>::C sh[2 * NN_WARPS];                                                          \
+    norm_bwd_reg<S, V, P>(outer, n, layer, rows_per, x, w, mean, rstd, dy, dx, part, sh);          \
   }
 #define NN_POOL_GEOM int H, int W, int P, int Q, int wh, int ww, int sh, int sw, int ph, int pw
 #define NN_POOL_PASS H, W, P, Q, wh, ww, sh, sw, ph, pw
@@ -1221,7 +1335,7 @@ __device__ void xent_bwd(i64 rows, i64 C_, i64 ignore, typename io<S>::C eps, in
   extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                           \
       norm_bwd_row_##D(i64 outer, i64 n, int layer, const S* x, const S* w, const io<S>::C* mean,  \
                        const io<S>::C* rstd, const S* dy, S* dx) {                                 \
-    __shared__ io<S>::C sh[NN_WARPS];                                                              \
+    __shared__ io<S>::C sh[2 * NN_WARPS];                                                          \
     norm_bwd_row<S>(outer, n, layer, x, w, mean, rstd, dy, dx, sh);                                \
   }                                                                                                \
   extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                           \
@@ -1230,13 +1344,16 @@ __device__ void xent_bwd(i64 rows, i64 C_, i64 ignore, typename io<S>::C eps, in
     __shared__ io<S>::C sh[2 * NN_BLOCK];                                                          \
     norm_bwd_cols<S>(outer, n, layer, rows_per, x, mean, rstd, dy, part, sh);                      \
   }                                                                                                \
-  extern "C" __global__ void norm_cols_sum_##D(i64 n, int layer, i64 chunks, const io<S>::C* part, \
-                                               S* dw, S* db) {                                     \
-    norm_cols_sum<S>(n, layer, chunks, part, dw, db);                                              \
+  extern "C" __global__ void __launch_bounds__(NS_THREADS)                                         \
+      norm_cols_sum_##D(i64 n, int layer, i64 chunks, const io<S>::C* part, S* dw, S* db) {        \
+    __shared__ io<S>::C sh[2 * NS_THREADS];                                                        \
+    norm_cols_sum<S>(n, layer, chunks, part, dw, db, sh);                                          \
   }                                                                                                \
-  NN_NORM_REG(S, D, 1)                                                                             \
-  NN_NORM_REG(S, D, 4)                                                                             \
-  NN_NORM_REG(S, D, 16)                                                                            \
+  NN_NORM_REG(S, D, 1, 1, )                                                                        \
+  NN_NORM_REG(S, D, 4, 1, )                                                                        \
+  NN_NORM_REG(S, D, 16, 1, )                                                                       \
+  NN_NORM_REG(S, D, 4, 4, v)                                                                       \
+  NN_NORM_REG(S, D, 16, 4, v)                                                                      \
   extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                           \
       xent_fwd_##D(i64 rows, i64 C, i64 ignore, io<S>::C eps, int red, const S* x,                 \
                    const int* labels, S* loss, io<S>::C* lse, io<S>::C* part) {                    \

@@ -107,6 +107,10 @@ enum kid : int {
   K_NORM_BWD_R1,
   K_NORM_BWD_R4,
   K_NORM_BWD_R16,
+  K_NORM_FWD_R4V,
+  K_NORM_FWD_R16V,
+  K_NORM_BWD_R4V,
+  K_NORM_BWD_R16V,
   K_XENT_FWD,
   K_XENT_REDUCE,
   K_XENT_SCALE,
@@ -155,6 +159,10 @@ constexpr const char* kernel_names[K_COUNT] = {"sigmoid_fwd",
                                                "norm_bwd_r1",
                                                "norm_bwd_r4",
                                                "norm_bwd_r16",
+                                               "norm_fwd_r4v",
+                                               "norm_fwd_r16v",
+                                               "norm_bwd_r4v",
+                                               "norm_bwd_r16v",
                                                "xent_fwd",
                                                "xent_reduce",
                                                "xent_scale",
@@ -814,8 +822,16 @@ template <const pcy_op_schema& S, bool L> struct norm_op {
     const int layer = L ? 1 : 0;
     auto p = [&](const pcy_tensor* t) { return t ? cx.ptr(*t) : uint64_t{0}; };
     // Rows of at most 4096 elements are held in registers (variants r1, r4, r16: 1, 4 or 16
-    // values a thread), so each element is read once.
+    // values a thread), so each element is read once. r4 and r16 read and write words of 4
+    // elements (variants r4v, r16v) where n % 4 == 0 and every row tensor is aligned to one.
     const int reg = c.n <= 256 ? 0 : c.n <= 1024 ? 1 : c.n <= 4096 ? 2 : -1;
+    const uint64_t word = 4 * sdk::dtype_size(D);
+    auto word_aligned = [&](std::initializer_list<const pcy_tensor*> ts) {
+      if (c.n % 4 != 0 || reg < 1) return false;
+      for (const pcy_tensor* t : ts)
+        if (t && p(t) % word != 0) return false;
+      return true;
+    };
     auto workspace = [&](uint64_t chunks) {
       uint64_t bytes = 0;
       if (!sdk::mul_ok(chunks * 2 * sizeof(wide_t<D>), c.n, bytes))
@@ -827,13 +843,20 @@ template <const pcy_op_schema& S, bool L> struct norm_op {
     };
     auto sum_chunks = [&](uint64_t part, uint64_t chunks) {
       const auto ch = static_cast<long long>(chunks);
-      cx.launch(a.queue(), cx.kernel(K_NORM_COLS_SUM, d), cx.blocks_for(c.n),
+      // Blocks of 1024 threads, 32 columns each (kernels.cu's NS_THREADS).
+      cx.launch(a.queue(), cx.kernel(K_NORM_COLS_SUM, d), std::min<uint64_t>((c.n + 31) / 32, 65535),
+                1024,
                 {val(n), val(layer), val(ch), val(part), val(p(c.dweight)), val(p(c.dbias))});
     };
     if constexpr (!nb::detail::has<S>("dx")) {
       if (c.outer == 0) return;
       const wide_t<D> eps = static_cast<wide_t<D>>(c.epsilon);
-      cx.launch(a.queue(), cx.kernel(reg >= 0 ? K_NORM_FWD_R1 + reg : K_NORM_FWD, d),
+      const bool v4 = word_aligned({c.x, c.weight, c.bias, c.y});
+      cx.launch(a.queue(),
+                cx.kernel(v4          ? K_NORM_FWD_R4V + (reg - 1)
+                          : reg >= 0 ? K_NORM_FWD_R1 + reg
+                                     : K_NORM_FWD,
+                          d),
                 std::min<uint64_t>(c.outer, 65535),
                 {val(outer), val(n), val(layer), val(eps), val(p(c.x)), val(p(c.weight)),
                  val(p(c.bias)), val(p(c.y)), val(p(c.mean)), val(p(c.rstd))});
@@ -848,7 +871,9 @@ template <const pcy_op_schema& S, bool L> struct norm_op {
       const uint64_t chunks = (c.outer + rows_per - 1) / rows_per;
       const uint64_t part = workspace(chunks);
       const auto rp = static_cast<long long>(rows_per);
-      cx.launch(a.queue(), cx.kernel(K_NORM_BWD_R1 + reg, d), chunks,
+      const bool v4 = word_aligned({c.x, c.weight, c.dy, c.y});
+      cx.launch(a.queue(), cx.kernel(v4 ? K_NORM_BWD_R4V + (reg - 1) : K_NORM_BWD_R1 + reg, d),
+                chunks,
                 {val(outer), val(n), val(layer), val(rp), val(p(c.x)), val(p(c.weight)),
                  val(p(c.mean)), val(p(c.rstd)), val(p(c.dy)), val(p(c.y)), val(part)});
       sum_chunks(part, chunks);

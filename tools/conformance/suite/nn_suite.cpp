@@ -1255,6 +1255,12 @@ template <class T> void norm_cases(extension_suite& reg) {
                               {{7, 1000}, 1, 1000, 1, false},
                               {{9, 3001}, 1, 0, 1, false},
                               {{300, 70}, 1, 0, 2, false},
+                              // n % 4 == 0 (4-element words on CUDA) in each row class; 129
+                              // chunks of rows for the gradient's column sums
+                              {{33, 516}, 1, 1000, 1, false},
+                              {{5, 2048}, 1, 0, 2, false},
+                              {{6, 3000}, 1, 0, 1, false},
+                              {{1032, 520}, 1, 0, 1, false},
                               {{2, 3, 1, 11}, 3, 0, 50, false},
                               {{5, 33}, 1, 0, 1, true},
                               {{0, 5}, 1, 0, 1, false},
