@@ -1049,6 +1049,108 @@ __device__ void norm_bwd_reg(i64 outer, i64 n, int layer, i64 rows_per, const S*
     }
   }
 }
+// The gradient for rows of n % 4 == 0, at most 4096 elements, f32 / f16 / bf16 (the host checks
+// the words' alignment): as norm_bwd_reg<S, 16, 4>, but the columns' running sums live in shared
+// memory (thread t's slot q at cs[q NN_BLOCK + t]: its own words, no barrier) and the next row's
+// x, dy, mean and rstd are loaded before this row is reduced and written: each block keeps loads
+// in flight through its barriers, and holds fewer registers (three blocks an SM).
+template <class S>
+__device__ void norm_bwd_pf(i64 outer, i64 n, int layer, i64 rows_per, const S* x, const S* w,
+                            const typename io<S>::C* mean, const typename io<S>::C* rstd,
+                            const S* dy, S* dx, typename io<S>::C* part, typename io<S>::C* sh,
+                            typename io<S>::C* cs) {
+  typedef typename io<S>::C C;
+  constexpr int V = 16, P = 4, G = V / P;
+  const int t = threadIdx.x;
+  C* aw = cs;
+  C* ab = cs + V * NN_BLOCK;
+#pragma unroll
+  for (int q = 0; q < V; ++q) {
+    aw[q * NN_BLOCK + t] = C(0);
+    ab[q * NN_BLOCK + t] = C(0);
+  }
+  const i64 r0 = (i64)blockIdx.x * rows_per, r1 = r0 + rows_per < outer ? r0 + rows_per : outer;
+  word4<S> xr[G], dr[G];
+  C mu_n = C(0), rs_n = C(0);
+  if (r0 < r1) {
+#pragma unroll
+    for (int k = 0; k < G; ++k) {
+      const i64 j = ((i64)k * NN_BLOCK + t) * P;
+      if (j < n) {
+        xr[k] = *reinterpret_cast<const word4<S>*>(x + r0 * n + j);
+        dr[k] = *reinterpret_cast<const word4<S>*>(dy + r0 * n + j);
+      }
+    }
+    mu_n = layer ? mean[r0] : C(0);
+    rs_n = rstd[r0];
+  }
+  for (i64 r = r0; r < r1; ++r) {
+    const C mu = mu_n, rs = rs_n;
+    C xh[V], g[V];
+    C sg = C(0), sgx = C(0);
+#pragma unroll
+    for (int k = 0; k < G; ++k) {
+      const i64 j = ((i64)k * NN_BLOCK + t) * P;
+      if (j < n) {
+        C wk[P];
+        ld_group<S, P>(w + j, wk);
+#pragma unroll
+        for (int e = 0; e < P; ++e) {
+          const int q = k * P + e;
+          const C d = io<S>::ld(dr[k].v[e]);
+          xh[q] = (io<S>::ld(xr[k].v[e]) - mu) * rs;
+          g[q] = d * wk[e];
+          sg += g[q];
+          sgx += g[q] * xh[q];
+          aw[q * NN_BLOCK + t] += d * xh[q];
+          ab[q * NN_BLOCK + t] += d;
+        }
+      } else {
+#pragma unroll
+        for (int e = 0; e < P; ++e) {
+          xh[k * P + e] = C(0);
+          g[k * P + e] = C(0);
+        }
+      }
+    }
+    if (r + 1 < r1) { // the next row's loads fly while this row is reduced and written
+#pragma unroll
+      for (int k = 0; k < G; ++k) {
+        const i64 j = ((i64)k * NN_BLOCK + t) * P;
+        if (j < n) {
+          xr[k] = *reinterpret_cast<const word4<S>*>(x + (r + 1) * n + j);
+          dr[k] = *reinterpret_cast<const word4<S>*>(dy + (r + 1) * n + j);
+        }
+      }
+      mu_n = layer ? mean[r + 1] : C(0);
+      rs_n = rstd[r + 1];
+    }
+    block_sum2(sg, sgx, sh);
+    sg = layer ? sg / C(n) : C(0);
+    sgx = sgx / C(n);
+#pragma unroll
+    for (int k = 0; k < G; ++k) {
+      const i64 j = ((i64)k * NN_BLOCK + t) * P;
+      if (j < n) {
+        C o[P];
+#pragma unroll
+        for (int e = 0; e < P; ++e) o[e] = rs * (g[k * P + e] - sg - xh[k * P + e] * sgx);
+        st_group<S, P>(dx + r * n + j, o);
+      }
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < G; ++k) {
+    const i64 j = ((i64)k * NN_BLOCK + t) * P;
+    if (j < n) {
+#pragma unroll
+      for (int e = 0; e < P; ++e) {
+        part[(i64)blockIdx.x * n + j + e] = aw[(k * P + e) * NN_BLOCK + t];
+        if (layer) part[((i64)gridDim.x + blockIdx.x) * n + j + e] = ab[(k * P + e) * NN_BLOCK + t];
+      }
+    }
+  }
+}
 // dweight[j] = sum over rows of dy xhat, dbias[j] = sum of dy, in two steps with a fixed order
 // (the same bits on every run): step 1, blockIdx.y = chunk c of `rows_per` rows: a block takes
 // 32 columns, its 8 warps every 8th row of the chunk each (coalesced along the columns), the 8
@@ -1398,6 +1500,18 @@ NN_KERNELS(float, f32)
 NN_KERNELS(double, f64)
 NN_KERNELS(h16, f16)
 NN_KERNELS(b16, bf16)
+// The prefetching norm gradient (32 KB of shared memory a block in f32; f64 would need 64).
+#define NN_NORM_PF(S, D)                                                                           \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK, 3) norm_bwd_r16p_##D(                     \
+      i64 outer, i64 n, int layer, i64 rows_per, const S* x, const S* w, const io<S>::C* mean,     \
+      const io<S>::C* rstd, const S* dy, S* dx, io<S>::C* part) {                                  \
+    __shared__ io<S>::C sh[2 * NN_WARPS];                                                          \
+    __shared__ io<S>::C cs[2 * 16 * NN_BLOCK];                                                     \
+    norm_bwd_pf<S>(outer, n, layer, rows_per, x, w, mean, rstd, dy, dx, part, sh, cs);             \
+  }
+NN_NORM_PF(float, f32)
+NN_NORM_PF(h16, f16)
+NN_NORM_PF(b16, bf16)
 NN_WIDE_KERNELS(float, f32)
 NN_WIDE_KERNELS(double, f64)
 extern "C" __global__ void from_float_f16(i64 n, const float* a, h16* x) { from_float<h16>(n, a, x); }

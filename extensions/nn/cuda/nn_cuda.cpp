@@ -111,6 +111,7 @@ enum kid : int {
   K_NORM_FWD_R16V,
   K_NORM_BWD_R4V,
   K_NORM_BWD_R16V,
+  K_NORM_BWD_R16P,
   K_XENT_FWD,
   K_XENT_REDUCE,
   K_XENT_SCALE,
@@ -163,6 +164,7 @@ constexpr const char* kernel_names[K_COUNT] = {"sigmoid_fwd",
                                                "norm_fwd_r16v",
                                                "norm_bwd_r4v",
                                                "norm_bwd_r16v",
+                                               "norm_bwd_r16p",
                                                "xent_fwd",
                                                "xent_reduce",
                                                "xent_scale",
@@ -194,6 +196,7 @@ constexpr const char* softmax_mode[4] = {"softmax", "log_softmax", "softmax_grad
 constexpr bool kernel_exists(int k, int d) {
   if (k >= K_LRN_FWD && k <= K_DROPOUT_BWD) return d == F32 || d == F64;
   if (k == K_FROM_FLOAT) return d == F16 || d == BF16;
+  if (k == K_NORM_BWD_R16P) return d != F64;
   return true;
 }
 
@@ -844,8 +847,8 @@ template <const pcy_op_schema& S, bool L> struct norm_op {
     auto sum_chunks = [&](uint64_t part, uint64_t chunks) {
       const auto ch = static_cast<long long>(chunks);
       // Blocks of 1024 threads, 32 columns each (kernels.cu's NS_THREADS).
-      cx.launch(a.queue(), cx.kernel(K_NORM_COLS_SUM, d), std::min<uint64_t>((c.n + 31) / 32, 65535),
-                1024,
+      cx.launch(a.queue(), cx.kernel(K_NORM_COLS_SUM, d),
+                std::min<uint64_t>((c.n + 31) / 32, 65535), 1024,
                 {val(n), val(layer), val(ch), val(part), val(p(c.dweight)), val(p(c.dbias))});
     };
     if constexpr (!nb::detail::has<S>("dx")) {
@@ -853,7 +856,7 @@ template <const pcy_op_schema& S, bool L> struct norm_op {
       const wide_t<D> eps = static_cast<wide_t<D>>(c.epsilon);
       const bool v4 = word_aligned({c.x, c.weight, c.bias, c.y});
       cx.launch(a.queue(),
-                cx.kernel(v4          ? K_NORM_FWD_R4V + (reg - 1)
+                cx.kernel(v4         ? K_NORM_FWD_R4V + (reg - 1)
                           : reg >= 0 ? K_NORM_FWD_R1 + reg
                                      : K_NORM_FWD,
                           d),
@@ -872,8 +875,11 @@ template <const pcy_op_schema& S, bool L> struct norm_op {
       const uint64_t part = workspace(chunks);
       const auto rp = static_cast<long long>(rows_per);
       const bool v4 = word_aligned({c.x, c.weight, c.dy, c.y});
-      cx.launch(a.queue(), cx.kernel(v4 ? K_NORM_BWD_R4V + (reg - 1) : K_NORM_BWD_R1 + reg, d),
-                chunks,
+      // Rows of 1025-4096 in words, f32 and half: the prefetching kernel (norm_bwd_r16p).
+      const int kid = !v4                              ? K_NORM_BWD_R1 + reg
+                      : reg == 2 && D != PCY_DTYPE_F64 ? K_NORM_BWD_R16P
+                                                       : K_NORM_BWD_R4V + (reg - 1);
+      cx.launch(a.queue(), cx.kernel(kid, d), chunks,
                 {val(outer), val(n), val(layer), val(rp), val(p(c.x)), val(p(c.weight)),
                  val(p(c.mean)), val(p(c.rstd)), val(p(c.dy)), val(p(c.y)), val(part)});
       sum_chunks(part, chunks);
