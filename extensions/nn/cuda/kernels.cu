@@ -967,6 +967,63 @@ __device__ void norm_fwd_reg(i64 outer, i64 n, int layer, typename io<S>::C eps,
     }
   }
 }
+// Short rows (n <= 32 G P): a warp per row, 8 rows a block (grid-stride), lane l holding groups
+// k < G at element (32 k + l) P; the sums by shuffles alone, no barrier.
+template <class S, int G, int P>
+__device__ void norm_fwd_warp(i64 outer, i64 n, int layer, typename io<S>::C eps, const S* x,
+                              const S* w, const S* b, S* y, typename io<S>::C* mean,
+                              typename io<S>::C* rstd) {
+  typedef typename io<S>::C C;
+  const int l = threadIdx.x & 31;
+  for (i64 r = (i64)blockIdx.x * NN_WARPS + (threadIdx.x >> 5); r < outer;
+       r += (i64)gridDim.x * NN_WARPS) {
+    const S* xr = x + r * n;
+    S* yr = y + r * n;
+    C v[G * P];
+    C acc = C(0);
+#pragma unroll
+    for (int k = 0; k < G; ++k) {
+      const i64 j = ((i64)k * 32 + l) * P;
+      if (j < n) {
+        ld_group<S, P>(xr + j, v + k * P);
+      } else {
+#pragma unroll
+        for (int e = 0; e < P; ++e) v[k * P + e] = C(0);
+      }
+#pragma unroll
+      for (int e = 0; e < P; ++e) acc += v[k * P + e];
+    }
+    const C mu = layer ? warp_sum(acc) / C(n) : C(0);
+    acc = C(0);
+#pragma unroll
+    for (int k = 0; k < G; ++k) {
+      const i64 j = ((i64)k * 32 + l) * P;
+#pragma unroll
+      for (int e = 0; e < P; ++e) {
+        const C d = j < n ? v[k * P + e] - mu : C(0);
+        acc += d * d;
+      }
+    }
+    const C rs = C(1) / m_sqrt(warp_sum(acc) / C(n) + eps);
+#pragma unroll
+    for (int k = 0; k < G; ++k) {
+      const i64 j = ((i64)k * 32 + l) * P;
+      if (j < n) {
+        C wk[P], h[P];
+        ld_group<S, P>(w + j, wk);
+        if (layer) ld_group<S, P>(b + j, h);
+#pragma unroll
+        for (int e = 0; e < P; ++e)
+          h[e] = (v[k * P + e] - mu) * rs * wk[e] + (layer ? h[e] : C(0));
+        st_group<S, P>(yr + j, h);
+      }
+    }
+    if (l == 0) {
+      if (mean) mean[r] = mu;
+      if (rstd) rstd[r] = rs;
+    }
+  }
+}
 // The gradient, fused: block c takes rows [c rows_per, (c + 1) rows_per), reads each row's x and
 // dy once (into registers), writes dx, and keeps its columns' sums of dy xhat and dy in registers;
 // at the end they go to part[c][j] and part[gridDim.x + c][j] (norm_cols_sum adds the blocks'
@@ -1455,6 +1512,16 @@ __device__ void xent_bwd(i64 rows, i64 C_, i64 ignore, typename io<S>::C eps, in
   NN_NORM_REG(S, D, 4, 1, )                                                                        \
   NN_NORM_REG(S, D, 16, 1, )                                                                       \
   NN_NORM_REG(S, D, 4, 4, v)                                                                       \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                           \
+      norm_fwd_w1_##D(i64 outer, i64 n, int layer, io<S>::C eps, const S* x, const S* w,           \
+                      const S* b, S* y, io<S>::C* mean, io<S>::C* rstd) {                          \
+    norm_fwd_warp<S, 8, 1>(outer, n, layer, eps, x, w, b, y, mean, rstd);                          \
+  }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                           \
+      norm_fwd_w4_##D(i64 outer, i64 n, int layer, io<S>::C eps, const S* x, const S* w,           \
+                      const S* b, S* y, io<S>::C* mean, io<S>::C* rstd) {                          \
+    norm_fwd_warp<S, 8, 4>(outer, n, layer, eps, x, w, b, y, mean, rstd);                          \
+  }                                                                                                \
   NN_NORM_REG(S, D, 16, 4, v)                                                                      \
   extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                           \
       xent_fwd_##D(i64 rows, i64 C, i64 ignore, io<S>::C eps, int red, const S* x,                 \

@@ -112,6 +112,8 @@ enum kid : int {
   K_NORM_BWD_R4V,
   K_NORM_BWD_R16V,
   K_NORM_BWD_R16P,
+  K_NORM_FWD_W1,
+  K_NORM_FWD_W4,
   K_XENT_FWD,
   K_XENT_REDUCE,
   K_XENT_SCALE,
@@ -165,6 +167,8 @@ constexpr const char* kernel_names[K_COUNT] = {"sigmoid_fwd",
                                                "norm_bwd_r4v",
                                                "norm_bwd_r16v",
                                                "norm_bwd_r16p",
+                                               "norm_fwd_w1",
+                                               "norm_fwd_w4",
                                                "xent_fwd",
                                                "xent_reduce",
                                                "xent_scale",
@@ -830,7 +834,7 @@ template <const pcy_op_schema& S, bool L> struct norm_op {
     const int reg = c.n <= 256 ? 0 : c.n <= 1024 ? 1 : c.n <= 4096 ? 2 : -1;
     const uint64_t word = 4 * sdk::dtype_size(D);
     auto word_aligned = [&](std::initializer_list<const pcy_tensor*> ts) {
-      if (c.n % 4 != 0 || reg < 1) return false;
+      if (c.n % 4 != 0) return false;
       for (const pcy_tensor* t : ts)
         if (t && p(t) % word != 0) return false;
       return true;
@@ -855,12 +859,14 @@ template <const pcy_op_schema& S, bool L> struct norm_op {
       if (c.outer == 0) return;
       const wide_t<D> eps = static_cast<wide_t<D>>(c.epsilon);
       const bool v4 = word_aligned({c.x, c.weight, c.bias, c.y});
-      cx.launch(a.queue(),
-                cx.kernel(v4         ? K_NORM_FWD_R4V + (reg - 1)
-                          : reg >= 0 ? K_NORM_FWD_R1 + reg
-                                     : K_NORM_FWD,
-                          d),
-                std::min<uint64_t>(c.outer, 65535),
+      // Rows of at most 1024 in words, or 256 elements: a warp per row (w4, w1), 8 a block.
+      const bool warp = (v4 && c.n <= 1024) || c.n <= 256;
+      const int kid = warp       ? (v4 ? K_NORM_FWD_W4 : K_NORM_FWD_W1)
+                      : v4       ? K_NORM_FWD_R4V + (reg - 1)
+                      : reg >= 0 ? K_NORM_FWD_R1 + reg
+                                 : K_NORM_FWD;
+      cx.launch(a.queue(), cx.kernel(kid, d),
+                std::min<uint64_t>(warp ? (c.outer + 7) / 8 : c.outer, 65535),
                 {val(outer), val(n), val(layer), val(eps), val(p(c.x)), val(p(c.weight)),
                  val(p(c.bias)), val(p(c.y)), val(p(c.mean)), val(p(c.rstd))});
     } else if (c.n == 0) {
@@ -874,7 +880,7 @@ template <const pcy_op_schema& S, bool L> struct norm_op {
       const uint64_t chunks = (c.outer + rows_per - 1) / rows_per;
       const uint64_t part = workspace(chunks);
       const auto rp = static_cast<long long>(rows_per);
-      const bool v4 = word_aligned({c.x, c.weight, c.dy, c.y});
+      const bool v4 = reg >= 1 && word_aligned({c.x, c.weight, c.dy, c.y});
       // Rows of 1025-4096 in words, f32 and half: the prefetching kernel (norm_bwd_r16p).
       const int kid = !v4                              ? K_NORM_BWD_R1 + reg
                       : reg == 2 && D != PCY_DTYPE_F64 ? K_NORM_BWD_R16P
