@@ -16,6 +16,18 @@
 
 namespace parenchyma::nn_native {
 
+// Built for AVX2 + FMA (x86-64-v3) and for the baseline; the loader picks the one the CPU runs
+// (an ifunc). The clone is named by ISA level, not by a CPU: GCC dispatches "arch=haswell" on the
+// CPU model, so every later CPU (an AVX-512 Xeon, an EPYC) ran the baseline build.
+// Not in sanitizer builds: ThreadSanitizer crashes on an ifunc resolved while a plugin loads.
+// Not on Windows: PE has no ifunc (the baseline build only there, docs/platforms.md).
+#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) &&                             \
+    !defined(PCY_NN_NO_CLONES) && !defined(_WIN32)
+#define PCY_NN_NATIVE_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define PCY_NN_NATIVE_CLONES
+#endif
+
 // ---- helpers ------------------------------------------------------------------------------
 
 // A dot product with eight independent partial sums (vectorised without reassociation flags).
@@ -51,6 +63,28 @@ inline void valid_range(int64_t n_out, int64_t stride, int64_t off, int64_t in, 
   hi = lim <= 0 ? 0 : (lim + stride - 1) / stride;
   hi = std::min(hi, n_out);
   lo = std::min(lo, hi);
+}
+
+// Sum of f(j) over j in [0, n) in double, with eight independent partial sums (lane j % 8) added
+// in a fixed tree at the end: the same bits on every run, and a loop the compiler vectorises
+// (one running sum is a chain of dependent adds).
+#if defined(__GNUC__)
+#define PCY_NN_AI __attribute__((always_inline)) // inlined into the clones too (their arch differs)
+#else
+#define PCY_NN_AI
+#endif
+[[gnu::always_inline]] inline double lane_tree(const double* a) {
+  return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
+}
+template <class F> [[gnu::always_inline]] inline double lane_sum(uint64_t n, F f) {
+  double a[8] = {};
+  uint64_t j = 0;
+  for (; j + 8 <= n; j += 8)
+    for (uint64_t k = 0; k < 8; ++k)
+      a[k] += f(j + k);
+  for (uint64_t k = 0; j < n; ++j, ++k)
+    a[k] += f(j);
+  return lane_tree(a);
 }
 
 template <class T> inline void zero(T* p, uint64_t n) {
@@ -160,8 +194,28 @@ void softmax_fwd(const T* x, T* y, uint64_t outer, uint64_t len, uint64_t inner,
 
 // softmax: dx = y (dy - sum(dy y)); log_softmax: dx = dy - e^y sum(dy). scratch: inner doubles.
 template <class T>
-void softmax_bwd(const T* y, const T* dy, T* dx, uint64_t outer, uint64_t len, uint64_t inner,
-                 bool log, double* scratch) {
+[[gnu::always_inline]] inline void softmax_bwd_body(const T* y, const T* dy, T* dx, uint64_t outer,
+                                                    uint64_t len, uint64_t inner, bool log,
+                                                    double* scratch) {
+  if (inner == 1) { // rows: the sum in lanes, then one pass
+    for (uint64_t o = 0; o < outer; ++o) {
+      const T* yr = y + o * len;
+      const T* dyr = dy + o * len;
+      T* dxr = dx + o * len;
+      if (log) {
+        const T s =
+            static_cast<T>(lane_sum(len, [&](uint64_t l) PCY_NN_AI { return double(dyr[l]); }));
+        for (uint64_t l = 0; l < len; ++l)
+          dxr[l] = dyr[l] - std::exp(yr[l]) * s;
+      } else {
+        const T s = static_cast<T>(
+            lane_sum(len, [&](uint64_t l) PCY_NN_AI { return double(dyr[l]) * double(yr[l]); }));
+        for (uint64_t l = 0; l < len; ++l)
+          dxr[l] = yr[l] * (dyr[l] - s);
+      }
+    }
+    return;
+  }
   double* sum = scratch;
   for (uint64_t o = 0; o < outer; ++o) {
     const uint64_t base = o * len * inner;
@@ -304,15 +358,6 @@ template <class T>
     if (K == 0) break;
   }
 }
-// Built for AVX2 + FMA and for the baseline; the loader picks the one the CPU runs (an ifunc).
-// Not in sanitizer builds: ThreadSanitizer crashes on an ifunc resolved while a plugin loads.
-// Not on Windows: PE has no ifunc (the baseline build only there, docs/platforms.md).
-#if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) &&                             \
-    !defined(PCY_NN_NO_CLONES) && !defined(_WIN32)
-#define PCY_NN_NATIVE_CLONES __attribute__((target_clones("arch=haswell", "default")))
-#else
-#define PCY_NN_NATIVE_CLONES
-#endif
 PCY_NN_NATIVE_CLONES inline void gemm(int64_t M, int64_t N, int64_t K, const float* A, int64_t sai,
                                       int64_t sak, const float* B, float* C) {
   gemm_body(M, N, K, A, sai, sak, B, C);
@@ -726,24 +771,20 @@ template <class T> void dropout_bwd(const T* dy, const uint8_t* mask, T* dx, uin
 // Rows of n: layer_norm (LAYER) or rms_norm, sums in double. S: the statistics type; mean and
 // rstd may be null (not saved).
 template <bool LAYER, class T, class S>
-void norm_fwd(const T* x, const T* w, const T* b, T* y, S* mean, S* rstd, uint64_t outer,
-              uint64_t n, double eps) {
+[[gnu::always_inline]] inline void norm_fwd_body(const T* x, const T* w, const T* b, T* y, S* mean,
+                                                 S* rstd, uint64_t outer, uint64_t n, double eps) {
   const double dn = static_cast<double>(n);
   for (uint64_t r = 0; r < outer; ++r) {
     const T* xr = x + r * n;
     T* yr = y + r * n;
     double mu = 0;
-    if constexpr (LAYER) {
-      for (uint64_t j = 0; j < n; ++j)
-        mu += static_cast<double>(xr[j]);
-      mu /= dn;
-    }
-    double v = 0;
-    for (uint64_t j = 0; j < n; ++j) {
-      const double d = static_cast<double>(xr[j]) - mu;
-      v += d * d;
-    }
-    v /= dn;
+    if constexpr (LAYER) mu = lane_sum(n, [&](uint64_t j) PCY_NN_AI { return double(xr[j]); }) / dn;
+    const double v = lane_sum(n,
+                              [&](uint64_t j) PCY_NN_AI {
+                                const double d = double(xr[j]) - mu;
+                                return d * d;
+                              }) /
+                     dn;
     const double rs = 1.0 / std::sqrt(v + eps);
     for (uint64_t j = 0; j < n; ++j) {
       double h = (static_cast<double>(xr[j]) - mu) * rs * static_cast<double>(w[j]);
@@ -755,12 +796,15 @@ void norm_fwd(const T* x, const T* w, const T* b, T* y, S* mean, S* rstd, uint64
   }
 }
 // The gradients: dx per row; dw (and db for LAYER) summed over the rows in row order, in
-// double (acc: 2 n doubles).
+// double (acc: 2 n doubles); the row sums in lanes (lane_sum's order).
 template <bool LAYER, class T, class S>
-void norm_bwd(const T* x, const T* w, const S* mean, const S* rstd, const T* dy, T* dx, T* dw,
-              T* db, uint64_t outer, uint64_t n, double* acc) {
+[[gnu::always_inline]] inline void norm_bwd_body(const T* x, const T* w, const S* mean,
+                                                 const S* rstd, const T* dy, T* dx, T* dw, T* db,
+                                                 uint64_t outer, uint64_t n, double* acc) {
   for (uint64_t j = 0; j < 2 * n; ++j)
     acc[j] = 0;
+  double* aw = acc;
+  double* ab = acc + n;
   const double dn = static_cast<double>(n);
   for (uint64_t r = 0; r < outer; ++r) {
     const T* xr = x + r * n;
@@ -768,28 +812,71 @@ void norm_bwd(const T* x, const T* w, const S* mean, const S* rstd, const T* dy,
     T* dxr = dx + r * n;
     const double mu = LAYER ? static_cast<double>(mean[r]) : 0.0;
     const double rs = static_cast<double>(rstd[r]);
-    double sg = 0, sgx = 0;
-    for (uint64_t j = 0; j < n; ++j) {
+    double lg[8] = {}, lx[8] = {};
+    auto step = [&](uint64_t j, uint64_t k) PCY_NN_AI {
       const double xh = (static_cast<double>(xr[j]) - mu) * rs;
       const double d = static_cast<double>(dyr[j]);
       const double g = d * static_cast<double>(w[j]);
-      sg += g;
-      sgx += g * xh;
-      acc[j] += d * xh;
-      acc[n + j] += d;
-    }
-    sg /= dn;
-    sgx /= dn;
-    for (uint64_t j = 0; j < n; ++j) {
+      lg[k] += g;
+      lx[k] += g * xh;
+      aw[j] += d * xh;
+      ab[j] += d;
+    };
+    uint64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+      for (uint64_t k = 0; k < 8; ++k)
+        step(j + k, k);
+    for (uint64_t k = 0; j < n; ++j, ++k)
+      step(j, k);
+    const double sg = lane_tree(lg) / dn, sgx = lane_tree(lx) / dn;
+    for (j = 0; j < n; ++j) {
       const double xh = (static_cast<double>(xr[j]) - mu) * rs;
       const double g = static_cast<double>(dyr[j]) * static_cast<double>(w[j]);
       dxr[j] = static_cast<T>(rs * (LAYER ? g - sg - xh * sgx : g - xh * sgx));
     }
   }
   for (uint64_t j = 0; j < n; ++j) {
-    dw[j] = static_cast<T>(acc[j]);
-    if constexpr (LAYER) db[j] = static_cast<T>(acc[n + j]);
+    dw[j] = static_cast<T>(aw[j]);
+    if constexpr (LAYER) db[j] = static_cast<T>(ab[j]);
   }
+}
+
+// Built like gemm (AVX2 + FMA and the baseline) for f32 and f64.
+#define PCY_NN_NORM_CLONES(T)                                                                      \
+  PCY_NN_NATIVE_CLONES inline void norm_fwd_c(bool layer, const T* x, const T* w, const T* b,      \
+                                              T* y, T* mean, T* rstd, uint64_t outer, uint64_t n,  \
+                                              double eps) {                                        \
+    if (layer)                                                                                     \
+      norm_fwd_body<true>(x, w, b, y, mean, rstd, outer, n, eps);                                  \
+    else                                                                                           \
+      norm_fwd_body<false>(x, w, b, y, mean, rstd, outer, n, eps);                                 \
+  }                                                                                                \
+  PCY_NN_NATIVE_CLONES inline void norm_bwd_c(bool layer, const T* x, const T* w, const T* mean,   \
+                                              const T* rstd, const T* dy, T* dx, T* dw, T* db,     \
+                                              uint64_t outer, uint64_t n, double* acc) {           \
+    if (layer)                                                                                     \
+      norm_bwd_body<true>(x, w, mean, rstd, dy, dx, dw, db, outer, n, acc);                        \
+    else                                                                                           \
+      norm_bwd_body<false>(x, w, mean, rstd, dy, dx, dw, db, outer, n, acc);                       \
+  }                                                                                                \
+  PCY_NN_NATIVE_CLONES inline void softmax_bwd(const T* y, const T* dy, T* dx, uint64_t outer,     \
+                                               uint64_t len, uint64_t inner, bool log,             \
+                                               double* scratch) {                                  \
+    softmax_bwd_body(y, dy, dx, outer, len, inner, log, scratch);                                  \
+  }
+PCY_NN_NORM_CLONES(float)
+PCY_NN_NORM_CLONES(double)
+#undef PCY_NN_NORM_CLONES
+// Statistics of the data's type (pcy_nn.h's statistics dtype for f32 and f64).
+template <bool LAYER, class T>
+void norm_fwd(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, uint64_t outer,
+              uint64_t n, double eps) {
+  norm_fwd_c(LAYER, x, w, b, y, mean, rstd, outer, n, eps);
+}
+template <bool LAYER, class T>
+void norm_bwd(const T* x, const T* w, const T* mean, const T* rstd, const T* dy, T* dx, T* dw,
+              T* db, uint64_t outer, uint64_t n, double* acc) {
+  norm_bwd_c(LAYER, x, w, mean, rstd, dy, dx, dw, db, outer, n, acc);
 }
 
 // ---- cross entropy (pcy_nn.h) ---------------------------------------------------------------

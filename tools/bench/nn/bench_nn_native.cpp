@@ -258,6 +258,275 @@ void elementwise(bench::suite& s, const Backend& b, dnn& d, int reps) {
       grad, o, "memcpy");
 }
 
+// The gradients and the ops N5 did not cover (issue 27's CPU side): each against oneDNN where
+// it has the op (the backward primitives with their forward hints and workspaces), else against
+// memcpy of the bytes the op must move.
+using args_t = std::unordered_map<int, dnnl::memory>;
+auto runner(dnn& d, dnnl::primitive& p, const args_t& a) {
+  return [&d, &p, &a] {
+    p.execute(d.s, a);
+    d.s.wait();
+  };
+}
+
+void activation_grads(bench::suite& s, const Backend& b, dnn& d, int reps) {
+  const int64_t n = int64_t(8) << 20;
+  auto x = tensor({n}), dy = tensor({n});
+  SharedTensor<float> y({n}), dx({n});
+  auto pdy = copy_of(dy);
+  std::vector<float> pdx(static_cast<size_t>(n));
+  struct act {
+    const char* name;
+    void (*fwd)(const Backend&, const TensorStorage&, TensorStorage&);
+    void (*grad)(const Backend&, const TensorStorage&, const TensorStorage&, TensorStorage&);
+    dnnl::algorithm alg; // the variant that takes the forward's output
+  };
+  for (const act& a :
+       {act{"relu_grad", &nn::relu, &nn::relu_grad, dnnl::algorithm::eltwise_relu_use_dst_for_bwd},
+        act{"sigmoid_grad", &nn::sigmoid, &nn::sigmoid_grad,
+            dnnl::algorithm::eltwise_logistic_use_dst_for_bwd},
+        act{"tanh_grad", &nn::tanh, &nn::tanh_grad,
+            dnnl::algorithm::eltwise_tanh_use_dst_for_bwd}}) {
+    a.fwd(b, x, y);
+    auto py = copy_of(y);
+    auto ym = d.mem({n}, tag::a, py.data()), dym = d.mem({n}, tag::a, pdy.data()),
+         dxm = d.mem({n}, tag::a, pdx.data());
+    dnnl::eltwise_forward::primitive_desc hint(
+        {dnnl::prop_kind::forward_training, a.alg, ym.get_desc(), 0.f, 0.f}, d.eng);
+    dnnl::eltwise_backward::desc bd(a.alg, dxm.get_desc(), ym.get_desc(), 0.f, 0.f);
+    dnnl::primitive prim = dnnl::eltwise_backward({bd, d.eng, hint});
+    const args_t args{{DNNL_ARG_DST, ym}, {DNNL_ARG_DIFF_DST, dym}, {DNNL_ARG_DIFF_SRC, dxm}};
+    auto peer = runner(d, prim, args);
+    auto ours = [&] { a.grad(b, y, dy, dx); };
+    ours();
+    peer();
+    check(a.name, dx.read(), pdx, 1e-5);
+    bench::options o{.reps = reps, .inner = 1, .warmup = 2};
+    o.bytes = 12.0 * double(n);
+    s.compare(std::string(a.name) + " 8M vs onednn", peer, ours, o, "onednn");
+  }
+}
+
+void softmax_grads(bench::suite& s, const Backend& b, dnn& d, int reps) {
+  const int64_t M = 256, L = 1000;
+  auto x = tensor({M, L}), dy = tensor({M, L});
+  SharedTensor<float> y({M, L}), dx({M, L});
+  auto pdy = copy_of(dy);
+  std::vector<float> pdx(dx.size());
+  for (bool log : {false, true}) {
+    if (log)
+      nn::log_softmax(b, x, y, 1);
+    else
+      nn::softmax(b, x, y, 1);
+    auto py = copy_of(y);
+    auto ym = d.mem({M, L}, tag::ab, py.data()), dym = d.mem({M, L}, tag::ab, pdy.data()),
+         dxm = d.mem({M, L}, tag::ab, pdx.data());
+    dnnl::primitive prim;
+    if (log) {
+      dnnl::logsoftmax_forward::primitive_desc hint(
+          {dnnl::prop_kind::forward_training, ym.get_desc(), 1}, d.eng);
+      prim = dnnl::logsoftmax_backward({{dxm.get_desc(), ym.get_desc(), 1}, d.eng, hint});
+    } else {
+      dnnl::softmax_forward::primitive_desc hint(
+          {dnnl::prop_kind::forward_training, ym.get_desc(), 1}, d.eng);
+      prim = dnnl::softmax_backward({{dxm.get_desc(), ym.get_desc(), 1}, d.eng, hint});
+    }
+    const args_t args{{DNNL_ARG_DST, ym}, {DNNL_ARG_DIFF_DST, dym}, {DNNL_ARG_DIFF_SRC, dxm}};
+    auto peer = runner(d, prim, args);
+    auto ours = [&] {
+      if (log)
+        nn::log_softmax_grad(b, y, dy, dx, 1);
+      else
+        nn::softmax_grad(b, y, dy, dx, 1);
+    };
+    ours();
+    peer();
+    check(log ? "log_softmax_grad" : "softmax_grad", dx.read(), pdx, 1e-5);
+    bench::options o{.reps = reps, .inner = 20, .warmup = 2};
+    o.bytes = 12.0 * double(M * L);
+    s.compare(log ? "log_softmax_grad 256x1000" : "softmax_grad 256x1000", peer, ours, o, "onednn");
+  }
+}
+
+void pooling_grads(bench::suite& s, const Backend& b, dnn& d, int reps) {
+  const int64_t N = 8, C = 64, H = 56, W = 56;
+  auto x = tensor({N, C, H, W});
+  auto px = copy_of(x);
+  for (const bool max : {true, false}) {
+    const nn::PoolingParams p =
+        max ? nn::PoolingParams{.window = {3, 3}, .stride = {2, 2}, .padding = {1, 1}}
+            : nn::PoolingParams{.window = {2, 2}};
+    const nn::Shape ys = nn::pooling_output_shape(x.shape(), p);
+    SharedTensor<float> y(ys), dx({N, C, H, W});
+    SharedTensor<int32_t> idx(ys);
+    auto dy = tensor(ys);
+    auto pdy = copy_of(dy);
+    std::vector<float> py(y.size()), pdx(dx.size());
+    const dims st{p.stride[0] ? p.stride[0] : p.window[0], p.stride[1] ? p.stride[1] : p.window[1]};
+    const dims pad{p.padding[0], p.padding[1]}, win{p.window[0], p.window[1]};
+    const dims yd{ys[0], ys[1], ys[2], ys[3]};
+    auto xm = d.mem({N, C, H, W}, tag::nchw, px.data()), ym = d.mem(yd, tag::nchw, py.data()),
+         dym = d.mem(yd, tag::nchw, pdy.data()), dxm = d.mem({N, C, H, W}, tag::nchw, pdx.data());
+    const auto alg =
+        max ? dnnl::algorithm::pooling_max : dnnl::algorithm::pooling_avg_include_padding;
+    dnnl::pooling_forward::primitive_desc fpd(
+        {dnnl::prop_kind::forward_training, alg, xm.get_desc(), ym.get_desc(), st, win, pad, pad},
+        d.eng);
+    dnnl::memory ws;
+    args_t fa{{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}};
+    if (max) {
+      ws = dnnl::memory(fpd.workspace_desc(), d.eng);
+      fa[DNNL_ARG_WORKSPACE] = ws;
+    }
+    dnnl::pooling_forward fwd(fpd);
+    fwd.execute(d.s, fa);
+    d.s.wait();
+    dnnl::primitive prim = dnnl::pooling_backward(
+        {{alg, dxm.get_desc(), dym.get_desc(), st, win, pad, pad}, d.eng, fpd});
+    args_t ba{{DNNL_ARG_DIFF_DST, dym}, {DNNL_ARG_DIFF_SRC, dxm}};
+    if (max) ba[DNNL_ARG_WORKSPACE] = ws;
+    auto peer = runner(d, prim, ba);
+    if (max)
+      nn::pooling_max(b, x, y, idx, p);
+    else
+      nn::pooling_avg(b, x, y, p);
+    auto ours = [&] {
+      if (max)
+        nn::pooling_max_grad(b, dy, idx, dx);
+      else
+        nn::pooling_avg_grad(b, dy, dx, p);
+    };
+    ours();
+    peer();
+    check(max ? "max pool grad" : "avg pool grad", dx.read(), pdx, 1e-5);
+    bench::options o{.reps = reps, .inner = 5, .warmup = 2};
+    o.bytes = 4.0 * double(dx.size() + dy.size());
+    s.compare(max ? "max pool 3x3/2 pad 1 grad 8x64x56x56" : "avg pool 2x2 grad 8x64x56x56", peer,
+              ours, o, "onednn");
+  }
+}
+
+void lrn_cells(bench::suite& s, const Backend& b, dnn& d, int reps) {
+  const int64_t N = 8, C = 64, H = 28, W = 28;
+  const nn::LrnParams p{.n = 5, .alpha = 1e-4, .beta = 0.75, .k = 1.0};
+  auto x = tensor({N, C, H, W}), dy = tensor({N, C, H, W});
+  SharedTensor<float> y({N, C, H, W}), dx({N, C, H, W});
+  auto px = copy_of(x), pdy = copy_of(dy);
+  std::vector<float> py(y.size()), pdx(dx.size());
+  const dims xd{N, C, H, W};
+  auto xm = d.mem(xd, tag::nchw, px.data()), ym = d.mem(xd, tag::nchw, py.data()),
+       dym = d.mem(xd, tag::nchw, pdy.data()), dxm = d.mem(xd, tag::nchw, pdx.data());
+  dnnl::lrn_forward::primitive_desc fpd({dnnl::prop_kind::forward_training,
+                                         dnnl::algorithm::lrn_across_channels, xm.get_desc(), p.n,
+                                         float(p.alpha), float(p.beta), float(p.k)},
+                                        d.eng);
+  dnnl::memory ws(fpd.workspace_desc(), d.eng);
+  dnnl::primitive fwd = dnnl::lrn_forward(fpd);
+  const args_t fa{{DNNL_ARG_SRC, xm}, {DNNL_ARG_DST, ym}, {DNNL_ARG_WORKSPACE, ws}};
+  dnnl::primitive bwd =
+      dnnl::lrn_backward({{dnnl::algorithm::lrn_across_channels, xm.get_desc(), dxm.get_desc(), p.n,
+                           float(p.alpha), float(p.beta), float(p.k)},
+                          d.eng,
+                          fpd});
+  const args_t ba{{DNNL_ARG_SRC, xm},
+                  {DNNL_ARG_DIFF_DST, dym},
+                  {DNNL_ARG_WORKSPACE, ws},
+                  {DNNL_ARG_DIFF_SRC, dxm}};
+  auto peer_f = runner(d, fwd, fa);
+  auto peer_b = runner(d, bwd, ba);
+  auto ours_f = [&] { nn::lrn(b, x, y, p); };
+  auto ours_b = [&] { nn::lrn_grad(b, x, y, dy, dx, p); };
+  ours_f();
+  peer_f();
+  ours_b();
+  peer_b();
+  check("lrn", y.read(), py, 1e-5);
+  check("lrn_grad", dx.read(), pdx, 1e-4);
+  bench::options o{.reps = reps, .inner = 2, .warmup = 2};
+  o.bytes = 8.0 * double(x.size());
+  s.compare("lrn n=5 8x64x28x28", peer_f, ours_f, o, "onednn");
+  o.bytes = 16.0 * double(x.size());
+  s.compare("lrn_grad n=5 8x64x28x28", peer_b, ours_b, o, "onednn");
+}
+
+void norm_cells(bench::suite& s, const Backend& b, dnn& d, int reps) {
+  const int64_t M = 2048, L = 768;
+  const double eps = 1e-5;
+  auto x = tensor({M, L}), w = tensor({L}), bias = tensor({L}), dy = tensor({M, L});
+  SharedTensor<float> y({M, L}), mean({M}), rstd({M}), dx({M, L}), dw({L}), db({L});
+  auto px = copy_of(x), pw = copy_of(w), pb = copy_of(bias), pdy = copy_of(dy);
+  std::vector<float> py(y.size()), pmean(M), pvar(M), pdx(dx.size()), pdw(L), pdb(L);
+  auto xm = d.mem({M, L}, tag::ab, px.data()), ym = d.mem({M, L}, tag::ab, py.data()),
+       dym = d.mem({M, L}, tag::ab, pdy.data()), dxm = d.mem({M, L}, tag::ab, pdx.data()),
+       mm = d.mem({M}, tag::a, pmean.data()), vm = d.mem({M}, tag::a, pvar.data()),
+       wm = d.mem({L}, tag::a, pw.data()), bm = d.mem({L}, tag::a, pb.data()),
+       dwm = d.mem({L}, tag::a, pdw.data()), dbm = d.mem({L}, tag::a, pdb.data());
+  const auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+  dnnl::layer_normalization_forward::primitive_desc fpd(
+      {dnnl::prop_kind::forward_training, xm.get_desc(), float(eps), flags}, d.eng);
+  dnnl::primitive fwd = dnnl::layer_normalization_forward(fpd);
+  const args_t fa{{DNNL_ARG_SRC, xm},      {DNNL_ARG_DST, ym},   {DNNL_ARG_MEAN, mm},
+                  {DNNL_ARG_VARIANCE, vm}, {DNNL_ARG_SCALE, wm}, {DNNL_ARG_SHIFT, bm}};
+  dnnl::primitive bwd = dnnl::layer_normalization_backward(
+      {{dnnl::prop_kind::backward, dxm.get_desc(), xm.get_desc(), float(eps), flags}, d.eng, fpd});
+  const args_t ba{{DNNL_ARG_SRC, xm},         {DNNL_ARG_DIFF_DST, dym},   {DNNL_ARG_MEAN, mm},
+                  {DNNL_ARG_VARIANCE, vm},    {DNNL_ARG_SCALE, wm},       {DNNL_ARG_DIFF_SRC, dxm},
+                  {DNNL_ARG_DIFF_SCALE, dwm}, {DNNL_ARG_DIFF_SHIFT, dbm}, {DNNL_ARG_SHIFT, bm}};
+  auto peer_f = runner(d, fwd, fa);
+  auto peer_b = runner(d, bwd, ba);
+  auto ours_f = [&] { nn::layer_norm(b, x, w, bias, y, mean, rstd, 1, eps); };
+  auto ours_b = [&] { nn::layer_norm_grad(b, x, w, mean, rstd, dy, dx, dw, db, 1); };
+  ours_f();
+  peer_f();
+  ours_b();
+  peer_b();
+  check("layer_norm", y.read(), py, 1e-4);
+  check("layer_norm_grad dx", dx.read(), pdx, 1e-3);
+  check("layer_norm_grad dweight", dw.read(), pdw, 1e-3);
+  bench::options o{.reps = reps, .inner = 5, .warmup = 2};
+  o.bytes = 8.0 * double(M * L);
+  s.compare("layer_norm 2048x768", peer_f, ours_f, o, "onednn");
+  o.bytes = 12.0 * double(M * L);
+  s.compare("layer_norm_grad 2048x768", peer_b, ours_b, o, "onednn");
+  // rms_norm and dropout: oneDNN 2.6 has neither; memcpy of the bytes they move is the peer.
+  std::vector<float> src(size_t(M * L) * 3 / 2), dst(size_t(M * L) * 3 / 2);
+  fill(src);
+  SharedTensor<float> rs({M});
+  auto rms_f = [&] { nn::rms_norm(b, x, w, y, rs, 1, eps); };
+  auto rms_b = [&] { nn::rms_norm_grad(b, x, w, rs, dy, dx, dw, 1); };
+  rms_f();
+  rms_b();
+  o.bytes = 8.0 * double(M * L);
+  s.compare(
+      "rms_norm 2048x768 vs memcpy", [&] { par_copy(dst.data(), src.data(), size_t(M * L)); },
+      rms_f, o, "memcpy");
+  o.bytes = 12.0 * double(M * L);
+  s.compare(
+      "rms_norm_grad 2048x768 vs memcpy",
+      [&] { par_copy(dst.data(), src.data(), size_t(M * L) * 3 / 2); }, rms_b, o, "memcpy");
+}
+
+void dropout_cells(bench::suite& s, const Backend& b, int reps) {
+  const int64_t n = int64_t(8) << 20;
+  auto x = tensor({n});
+  SharedTensor<float> y({n}), dx({n});
+  SharedTensor<uint8_t> mask({n});
+  std::vector<float> src(size_t(n) * 9 / 8 + 1), dst(size_t(n) * 9 / 8 + 1);
+  fill(src);
+  auto f = [&] { nn::dropout(b, x, y, mask, 0.1, 7); };
+  auto g = [&] { nn::dropout_grad(b, y, mask, dx, 0.1); };
+  f();
+  g();
+  bench::options o{.reps = reps, .inner = 1, .warmup = 2};
+  o.bytes = 9.0 * double(n); // reads x, writes y and the byte mask
+  s.compare(
+      "dropout 8M vs memcpy", [&] { par_copy(dst.data(), src.data(), size_t(n) * 9 / 8); }, f, o,
+      "memcpy");
+  s.compare(
+      "dropout_grad 8M vs memcpy", [&] { par_copy(dst.data(), src.data(), size_t(n) * 9 / 8); }, g,
+      o, "memcpy");
+}
+
 int child(bool quick) {
   const int threads = omp_get_max_threads();
   Backend b("native");
@@ -287,6 +556,12 @@ int child(bool quick) {
   pooling(s, b, d, reps);
   softmax(s, b, d, reps);
   elementwise(s, b, d, reps);
+  activation_grads(s, b, d, reps);
+  softmax_grads(s, b, d, reps);
+  pooling_grads(s, b, d, reps);
+  lrn_cells(s, b, d, reps);
+  norm_cells(s, b, d, reps);
+  dropout_cells(s, b, reps);
   s.write();
   return 0;
 }
