@@ -559,19 +559,103 @@ inline int64_t window_argmax(const pool_geom& g, const T* xp, int64_t h0, int64_
   return best;
 }
 
-template <class T> void pool_max_fwd(const pool_geom& g, const T* x, T* y, int32_t* idx) {
+// One output, without branches on the data (a compare picks the maximum and its position; a NaN
+// only marks the window, which window_argmax then takes again): random data mispredicted most
+// compares of a branching loop.
+template <class T>
+[[gnu::always_inline]] inline int64_t pool_max_one(const pool_geom& g, const T* xp, int64_t p,
+                                                   int64_t q) {
+  int64_t h0, h1, w0, w1;
+  pool_window(g, p, q, h0, h1, w0, w1);
+  int64_t at = h0 * g.W + w0;
+  T bv = xp[at];
+  bool nan = false;
+  for (int64_t h = h0; h < h1; ++h)
+    for (int64_t w = w0; w < w1; ++w) {
+      const T v = xp[h * g.W + w];
+      const bool gt = v > bv;
+      bv = gt ? v : bv;
+      at = gt ? h * g.W + w : at;
+      nan |= v != v;
+    }
+  return nan ? window_argmax(g, xp, h0, h1, w0, w1) : at;
+}
+// Outputs q0 .. q0 + nb - 1 of row p whose windows lie inside the plane's columns, column
+// stride SW: the window's maximum for the whole block at once (a loop the compiler vectorises);
+// nz[i] becomes NaN where the window holds a NaN or an infinity (v - v), which the caller takes
+// again one at a time.
+template <int SW, class T>
+[[gnu::always_inline]] inline void pool_max_block(const pool_geom& g, const T* xp, int64_t h0,
+                                                  int64_t h1, int64_t c0, int64_t nb, T* bv,
+                                                  T* nz) {
+  for (int64_t i = 0; i < nb; ++i) {
+    bv[i] = xp[h0 * g.W + c0 + i * SW];
+    nz[i] = T(0);
+  }
+  for (int64_t h = h0; h < h1; ++h)
+    for (int64_t s = 0; s < g.ww; ++s) {
+      const T* src = xp + h * g.W + c0 + s;
+      for (int64_t i = 0; i < nb; ++i) {
+        const T v = src[i * SW];
+        bv[i] = v > bv[i] ? v : bv[i];
+        nz[i] += v - v;
+      }
+    }
+}
+// Rows of outputs: without indices and where the column stride is 1 or 2, the outputs whose
+// windows lie inside the plane's columns in blocks of 64 (pool_max_block), the rest (and every
+// output of the indexed forward) one at a time. The first maximum
+// in row-major order, a NaN above every number (window_argmax for a window holding one).
+template <class T>
+[[gnu::always_inline]] inline void pool_max_body(const pool_geom& g, const T* x, T* y,
+                                                 int32_t* idx) {
   const int64_t HW = g.H * g.W, PQ = g.P * g.Q;
+  int64_t qa = 0, qb = 0; // outputs with whole windows along the columns: [qa, qb)
+  if (idx == nullptr && (g.sw == 1 || g.sw == 2))
+    valid_range(g.Q, g.sw, -g.pw, g.W - g.ww + 1, qa, qb);
+  constexpr int64_t B = 64;
   for (int64_t pl = 0; pl < g.planes; ++pl) {
     const T* xp = x + pl * HW;
-    for (int64_t p = 0; p < g.P; ++p)
-      for (int64_t q = 0; q < g.Q; ++q) {
-        int64_t h0, h1, w0, w1;
-        pool_window(g, p, q, h0, h1, w0, w1);
-        const int64_t at = window_argmax(g, xp, h0, h1, w0, w1);
-        y[pl * PQ + p * g.Q + q] = xp[at];
-        if (idx != nullptr) idx[pl * PQ + p * g.Q + q] = static_cast<int32_t>(at);
+    T* yp = y + pl * PQ;
+    int32_t* ip = idx != nullptr ? idx + pl * PQ : nullptr;
+    auto one = [&](int64_t p, int64_t q) PCY_NN_AI {
+      const int64_t at = pool_max_one(g, xp, p, q);
+      yp[p * g.Q + q] = xp[at];
+      if (ip != nullptr) ip[p * g.Q + q] = static_cast<int32_t>(at);
+    };
+    for (int64_t p = 0; p < g.P; ++p) {
+      const int64_t hs = p * g.sh - g.ph;
+      const int64_t h0 = std::max<int64_t>(hs, 0), h1 = std::min(hs + g.wh, g.H);
+      for (int64_t q = 0; q < qa; ++q)
+        one(p, q);
+      for (int64_t q0 = qa; q0 < qb; q0 += B) {
+        const int64_t nb = std::min(B, qb - q0);
+        T bv[B], nz[B];
+        const int64_t c0 = q0 * g.sw - g.pw; // the first window's first column
+        if (g.sw == 1)
+          pool_max_block<1>(g, xp, h0, h1, c0, nb, bv, nz);
+        else
+          pool_max_block<2>(g, xp, h0, h1, c0, nb, bv, nz);
+        for (int64_t i = 0; i < nb; ++i) {
+          if (ip != nullptr || nz[i] != T(0)) { // the position too, or a non-finite window
+            one(p, q0 + i);
+            continue;
+          }
+          yp[p * g.Q + q0 + i] = bv[i];
+        }
       }
+      for (int64_t q = std::max(qa, qb); q < g.Q; ++q)
+        one(p, q);
+    }
   }
+}
+PCY_NN_NATIVE_CLONES inline void pool_max_fwd(const pool_geom& g, const float* x, float* y,
+                                              int32_t* idx) {
+  pool_max_body(g, x, y, idx);
+}
+PCY_NN_NATIVE_CLONES inline void pool_max_fwd(const pool_geom& g, const double* x, double* y,
+                                              int32_t* idx) {
+  pool_max_body(g, x, y, idx);
 }
 template <class T> void pool_max_bwd(const pool_geom& g, const T* x, const T* dy, T* dx) {
   const int64_t HW = g.H * g.W, PQ = g.P * g.Q;
