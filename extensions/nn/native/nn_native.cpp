@@ -309,18 +309,23 @@ template <class T> bool all_finite(const T* x, uint64_t n) {
 // sum per row in double and its log (std::log: correctly rounded to a few ulps, 0 for a sum of
 // exactly 1), then y = (x - max) - log(sum), as the loop computes it. False where oneDNN has
 // no exp for this size (the caller runs the loop).
-bool dn_log_softmax_rows(native_context& cx, const sdk::op_args& a, const float* x, float* y,
-                         uint64_t rows, uint64_t len) {
-  const uint64_t n = rows * len;
+// oneDNN's exp over n f32 elements (its cached primitive; ok false where it refused).
+dn_prim& dn_exp(native_context& cx, uint64_t n) {
   dn_state& d = *cx.dn;
   const dn_key k{99, static_cast<int64_t>(n)}; // 99: exp (the activations use 0-3)
-  dn_prim& p = d.get(d.eltwise, k, n, [&](dn_prim& q) {
+  return d.get(d.eltwise, k, n, [&](dn_prim& q) {
     const dnnl::memory::desc md({static_cast<int64_t>(n)}, dtype_dn::f32, dtag::a);
     const dnnl::eltwise_forward::primitive_desc pd(
         {dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_exp, md, 0.f, 0.f},
         dn_state::attr(), d.eng);
     d.finish(q, pd, dnnl::eltwise_forward(pd), {{DNNL_ARG_SRC, md}, {DNNL_ARG_DST, md}});
   });
+}
+bool dn_log_softmax_rows(native_context& cx, const sdk::op_args& a, const float* x, float* y,
+                         uint64_t rows, uint64_t len) {
+  const uint64_t n = rows * len;
+  dn_state& d = *cx.dn;
+  dn_prim& p = dn_exp(cx, n);
   if (!p.ok) return false;
   double* mx = cx.doubles(rows); // each row's maximum
   for (uint64_t r = 0; r < rows; ++r) {
@@ -423,8 +428,32 @@ void op_softmax_grad(native_context& cx, const sdk::op_args& a) {
   const nb::softmax_call c = nb::decode_softmax<S>(a, dt<T>);
   if (c.outer == 0 || c.len == 0 || c.inner == 0) return;
   cx.settle(a.queue());
-  softmax_bwd(cx.ptr<const T>(*c.x), cx.ptr<const T>(*c.dy), cx.ptr<T>(*c.y), c.outer, c.len,
-              c.inner, LOG, cx.doubles(c.inner));
+  const T* y = cx.ptr<const T>(*c.x);
+  const T* dy = cx.ptr<const T>(*c.dy);
+  T* dx = cx.ptr<T>(*c.y);
+#ifdef PARENCHYMA_NN_HAVE_DNNL
+  // log_softmax rows with finite y: e^y by oneDNN's vectorised exp into dx, then
+  // dx = dy - e^y sum(dy) with the row's sum in lanes (as our loop).
+  if constexpr (std::is_same_v<T, float> && LOG) {
+    const uint64_t n = c.outer * c.len;
+    if (cx.dn && c.inner == 1 && n >= dnnl_min_elements && all_finite(y, n)) {
+      dn_prim& p = dn_exp(cx, n);
+      if (p.ok) {
+        cx.dn->run(p, {y, dx}, p.scratch_bytes ? workspace(a, p.scratch_bytes) : nullptr);
+        for (uint64_t r = 0; r < c.outer; ++r) {
+          const float* dyr = dy + r * c.len;
+          float* dxr = dx + r * c.len;
+          const auto sum = static_cast<float>(
+              lane_sum(c.len, [&](uint64_t l) { return static_cast<double>(dyr[l]); }));
+          for (uint64_t l = 0; l < c.len; ++l)
+            dxr[l] = dyr[l] - dxr[l] * sum;
+        }
+        return;
+      }
+    }
+  }
+#endif
+  softmax_bwd(y, dy, dx, c.outer, c.len, c.inner, LOG, cx.doubles(c.inner));
 }
 
 // ---- convolution --------------------------------------------------------------------------
