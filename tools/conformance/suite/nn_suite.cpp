@@ -347,11 +347,19 @@ template <class T> void softmax_cases(extension_suite& reg) {
     int64_t axis;
     double offset, spread; // x = offset + spread * U(-1, 1)
   };
-  const std::vector<sm> cases{{{3, 5, 7}, 0, 0, 3},   {{3, 5, 7}, 1, 0, 3},
-                              {{3, 5, 7}, 2, 0, 3},   {{3, 5, 7}, -1, 0, 3},
-                              {{2, 1, 3}, 1, 0, 3},   {{1}, 0, 0, 3},
-                              {{4, 257}, 1, 0, 10},   {{6, 33, 2}, 1, 1000, 20},
-                              {{1000}, 0, -1000, 30}, {{2, 3, 1, 11}, 3, 0, 50}};
+  const std::vector<sm> cases{{{3, 5, 7}, 0, 0, 3},
+                              {{3, 5, 7}, 1, 0, 3},
+                              {{3, 5, 7}, 2, 0, 3},
+                              {{3, 5, 7}, -1, 0, 3},
+                              {{2, 1, 3}, 1, 0, 3},
+                              {{1}, 0, 0, 3},
+                              {{4, 257}, 1, 0, 10},
+                              {{6, 33, 2}, 1, 1000, 20},
+                              {{1000}, 0, -1000, 30},
+                              {{2, 3, 1, 11}, 3, 0, 50},
+                              // 4096 elements and more: the native bundle's oneDNN paths
+                              {{64, 1000}, 1, 0, 10},
+                              {{16, 300, 3}, 1, 0, 10}};
   for (const sm& c : cases) {
     const std::string tag = std::string("softmax/log_softmax ") + tname<T>() + " " +
                             shape_tag(c.shape) + " axis=" + std::to_string(c.axis) +
