@@ -1533,6 +1533,12 @@ template <class T> void xent_cases(extension_suite& reg) {
 // magnitudes 2^-8 to 2^6, so the order of its additions shows in the bits: besides the float64
 // tolerance, each dweight element must equal, bit for bit, the sum in the compute dtype (f32;
 // f64 for f64) in increasing position order, rounded once; and a second run the same bits.
+// All the digits of a double (bit-exact checks: %.17g tells any two apart).
+std::string g17(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.17g", v);
+  return b;
+}
 template <class T> void embedding_cases(extension_suite& reg) {
   using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
   struct ec {
@@ -1618,8 +1624,8 @@ template <class T> void embedding_cases(extension_suite& reg) {
                       str(tname<T>(), " ", tag, " dweight: ", bad,
                           " elements differ from the sum in position order in the compute dtype "
                           "(first: element ",
-                          at, bad ? str(" got ", g10(got[at]), " expected ",
-                                        g10(rounded<T>(static_cast<double>(exact[at]))))
+                          at, bad ? str(" got ", g17(got[at]), " expected ",
+                                        g17(rounded<T>(static_cast<double>(exact[at]))))
                                   : std::string(),
                           ")"));
           // Run it again over a fresh poisoned output: the same bits.
