@@ -1202,7 +1202,11 @@ __device__ void emb_rows(i64 V, i64 D, i64 P, const u64* keys, const S* dy, S* d
     const i64 lo = emb_lower(keys, P, (u64)v << 32), hi = emb_lower(keys, P, (u64)(v + 1) << 32);
     for (i64 j = threadIdx.x; j < D; j += NN_BLOCK) {
       C acc = C(0);
-      for (i64 s = lo; s < hi; ++s) acc += io<S>::ld(dy[(i64)(keys[s] & 0xffffffffull) * D + j]);
+      for (i64 s = lo; s < hi; ++s) {
+        const u64 k = keys[s];
+        // always true of sorted keys; keeps any other order from reading outside dy
+        if ((i64)(k >> 32) == v) acc += io<S>::ld(dy[(i64)(k & 0xffffffffull) * D + j]);
+      }
       dw[v * D + j] = io<S>::st(acc);
     }
   }

@@ -822,7 +822,8 @@ void emb_sort_local(long P, long k0, long k1, long j0, __global ulong* keys) {
 }
 /* dweight: a work-group per vocabulary row v; its segment of the sorted keys (binary search for
  * v << 32 and (v + 1) << 32), then D columns across the work-items, each summing its column of
- * the segment's dy rows in position order (the keys' order) from +0. Rows without keys get 0. */
+ * the segment's dy rows in position order (the keys' order) from +0. Rows without keys get 0.
+ * Every key read is checked to be v's, so no order of the keys could read outside dy. */
 long emb_lower(__global const ulong* keys, long P, ulong key) {
   long lo = 0, hi = P;
   while (lo < hi) {
@@ -841,7 +842,11 @@ void emb_rows(long V, long D, long P, __global const ulong* keys, __global const
                hi = emb_lower(keys, P, (ulong)(v + 1) << 32);
     for (long j = lid; j < D; j += SWG) {
       real acc = (real)0;
-      for (long s = lo; s < hi; ++s) acc += dy[dyo + (long)(keys[s] & 0xffffffffUL) * D + j];
+      for (long s = lo; s < hi; ++s) {
+        const ulong k = keys[s];
+        /* always true of sorted keys; keeps any other order from reading outside dy */
+        if ((long)(k >> 32) == v) acc += dy[dyo + (long)(k & 0xffffffffUL) * D + j];
+      }
       dw[dwo + v * D + j] = acc;
     }
   }
