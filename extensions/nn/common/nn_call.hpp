@@ -315,10 +315,10 @@ PCY_SDK_HOT inline xent_call decode_xent(const sdk::op_args& a, pcy_dtype d) {
 // ---- embedding ----------------------------------------------------------------------------
 
 struct embedding_call {
-  const pcy_tensor* weight = nullptr;  // forward: weight; gradient: dweight
+  const pcy_tensor* weight = nullptr; // forward: weight; gradient: dweight
   const pcy_tensor* indices = nullptr;
-  const pcy_tensor* y = nullptr;       // forward: y; gradient: dy
-  uint64_t V = 0, D = 0, n = 0;        // n: the number of indices
+  const pcy_tensor* y = nullptr; // forward: y; gradient: dy
+  uint64_t V = 0, D = 0, n = 0;  // n: the number of indices
   int64_t padding_idx = -1;
 };
 

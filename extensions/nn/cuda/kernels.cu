@@ -1118,10 +1118,10 @@ __device__ void xent_bwd(i64 rows, i64 C_, i64 ignore, typename io<S>::C eps, in
 // The forward: a grid-stride gather over the n x D elements of y (consecutive threads take
 // consecutive columns: coalesced along D), the element copied as stored; an index outside
 // [0, V) gives NaN.
-template <class S>
-__device__ void emb_fwd(i64 n, i64 D, i64 V, const S* w, const int* idx, S* y) {
+template <class S> __device__ void emb_fwd(i64 n, i64 D, i64 V, const S* w, const int* idx, S* y) {
   const i64 total = n * D;
-  for (i64 e = (i64)blockIdx.x * NN_BLOCK + threadIdx.x; e < total; e += (i64)gridDim.x * NN_BLOCK) {
+  for (i64 e = (i64)blockIdx.x * NN_BLOCK + threadIdx.x; e < total;
+       e += (i64)gridDim.x * NN_BLOCK) {
     const i64 i = e / D, j = e - i * D;
     const int v = idx[i];
     y[e] = v >= 0 && (i64)v < V ? w[(i64)v * D + j] : io<S>::st(m_nan<typename io<S>::C>());
@@ -1152,7 +1152,8 @@ __device__ __forceinline__ void emb_cmpx(u64& a, u64& b, bool up) {
   }
 }
 __device__ void emb_sort_global(i64 P, i64 k, i64 j, u64* keys) {
-  for (i64 t = (i64)blockIdx.x * NN_BLOCK + threadIdx.x; t < P / 2; t += (i64)gridDim.x * NN_BLOCK) {
+  for (i64 t = (i64)blockIdx.x * NN_BLOCK + threadIdx.x; t < P / 2;
+       t += (i64)gridDim.x * NN_BLOCK) {
     const i64 i = 2 * j * (t / j) + t % j;
     u64 a = keys[i], b = keys[i + j];
     emb_cmpx(a, b, (i & k) == 0);

@@ -974,9 +974,9 @@ template <const pcy_op_schema& S> struct embedding_op {
       a.workspace(P * sizeof(uint64_t), &native);
       const uint64_t keys = reinterpret_cast<uint64_t>(native);
       const bool any = c.n != 0;
-      cx.launch(a.queue(), cx.kernel(K_EMB_KEYS, d), cx.blocks_for(P),
-                {val(n), val(Pl), val(V), val(pad), val(any ? p(c.indices) : uint64_t{0}),
-                 val(keys)});
+      cx.launch(
+          a.queue(), cx.kernel(K_EMB_KEYS, d), cx.blocks_for(P),
+          {val(n), val(Pl), val(V), val(pad), val(any ? p(c.indices) : uint64_t{0}), val(keys)});
       if (any) {
         const uint64_t groups = std::min<uint64_t>(P / chunk, 65535);
         auto local = [&](long long k0, long long k1, long long j0) {
@@ -992,9 +992,9 @@ template <const pcy_op_schema& S> struct embedding_op {
           local(k, k, ch / 2);
         }
       }
-      cx.launch(a.queue(), cx.kernel(K_EMB_ROWS, d), std::min<uint64_t>(c.V, 65535),
-                {val(V), val(Dm), val(Pl), val(keys), val(any ? p(c.y) : uint64_t{0}),
-                 val(p(c.weight))});
+      cx.launch(
+          a.queue(), cx.kernel(K_EMB_ROWS, d), std::min<uint64_t>(c.V, 65535),
+          {val(V), val(Dm), val(Pl), val(keys), val(any ? p(c.y) : uint64_t{0}), val(p(c.weight))});
     }
   }
 };
@@ -1763,7 +1763,7 @@ void nn_cuda_bundle::register_ops() {
   add<xent_op<pcy_nn_cross_entropy_grad_schema>>(pcy_nn_cross_entropy_grad_schema, true,
                                                  own + " xent_scale + xent_bwd (a block per row)");
   add<embedding_op<pcy_nn_embedding_schema>>(pcy_nn_embedding_schema, true,
-                                            own + " emb_fwd (a gather)");
+                                             own + " emb_fwd (a gather)");
   add<embedding_op<pcy_nn_embedding_grad_schema>>(
       pcy_nn_embedding_grad_schema, true,
       own + " emb_keys + bitonic emb_sort_local / emb_sort_global + emb_rows (no atomics)");

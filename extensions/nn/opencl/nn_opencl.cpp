@@ -702,8 +702,7 @@ template <class T> void op_embedding(ocl_context& cx, const sdk::op_args& a) {
   // An empty table (V = 0) has no buffer to bind: the dummy stands in (never read).
   const bool table = c.V != 0 && c.weight->memory != nullptr;
   const int64_t wo = table ? off<T>(*c.weight, S, "weight") : 0,
-                io = elem_off(*c.indices, sizeof(int32_t), S, "indices"),
-                yo = off<T>(*c.y, S, "y");
+                io = elem_off(*c.indices, sizeof(int32_t), S, "indices"), yo = off<T>(*c.y, S, "y");
   cx.grid(a.queue(), d.k[K_EMB_FWD], total, cx.wg,
           {val(n), val(D), val(V), mem(table ? c.weight->memory : cx.dummy), val(wo),
            mem(c.indices->memory), val(io), mem(c.y->memory), val(yo)});
@@ -746,10 +745,10 @@ template <class T> void op_embedding_grad(ocl_context& cx, const sdk::op_args& a
       local(k, k, ch / 2);
     }
   }
-  cx.launch(a.queue(), d.k[K_EMB_ROWS], 1, {std::min<uint64_t>(c.V, 65536) * cx.swg, 1, 1},
-            {cx.swg, 1, 1},
-            {val(V), val(D), val(Pl), mem(keys), mem(dym), val(dyo), mem(c.weight->memory),
-             val(dwo)});
+  cx.launch(
+      a.queue(), d.k[K_EMB_ROWS], 1, {std::min<uint64_t>(c.V, 65536) * cx.swg, 1, 1},
+      {cx.swg, 1, 1},
+      {val(V), val(D), val(Pl), mem(keys), mem(dym), val(dyo), mem(c.weight->memory), val(dwo)});
 }
 
 // ---- the bundle ----------------------------------------------------------------------------

@@ -1547,11 +1547,11 @@ template <class T> void embedding_cases(extension_suite& reg) {
     int64_t padding_idx;
     bool odd; // indices outside [0, V) at a few positions
   };
-  const std::vector<ec> cases{{1, 1, {5}, -1, false},          {7, 3, {4099}, -1, false},
-                              {7, 129, {41, 100}, 3, false},   {1000, 3, {5000}, 0, true},
+  const std::vector<ec> cases{{1, 1, {5}, -1, false},           {7, 3, {4099}, -1, false},
+                              {7, 129, {41, 100}, 3, false},    {1000, 3, {5000}, 0, true},
                               {1000, 1000, {2, 37}, 999, true}, {129, 16, {}, -1, false},
-                              {3000, 2, {17}, -1, false},      {5, 4, {0}, 2, false},
-                              {5, 0, {3, 2}, 1, true},         {0, 4, {3}, -1, false},
+                              {3000, 2, {17}, -1, false},       {5, 4, {0}, 2, false},
+                              {5, 0, {3, 2}, 1, true},          {0, 4, {3}, -1, false},
                               {1, 3, {4, 4, 4}, 0, false}};
   for (const ec& c : cases) {
     const std::string tag = std::string("embedding ") + tname<T>() + " V=" + std::to_string(c.V) +
@@ -1559,82 +1559,83 @@ template <class T> void embedding_cases(extension_suite& reg) {
                             (c.ishape.empty() ? std::string("scalar") : shape_tag(c.ishape)) +
                             " padding_idx=" + std::to_string(c.padding_idx) +
                             (c.odd ? " indices outside the table" : "");
-    reg.add<T>(
-        tag,
-        [=](const Backend& b) {
-          const size_t V = static_cast<size_t>(c.V), D = static_cast<size_t>(c.D);
-          const size_t n = count_of(c.ishape);
-          std::vector<int32_t> idx(n);
-          if (V != 0) {
-            std::uniform_int_distribution<int32_t> u(0, static_cast<int32_t>(V) - 1);
-            for (int32_t& v : idx)
-              v = u(rng());
-            if (c.padding_idx >= 0)
-              for (size_t i = 0; i < n; i += 5)
-                idx[i] = static_cast<int32_t>(c.padding_idx);
-          } else {
-            for (size_t i = 0; i < n; ++i)
-              idx[i] = static_cast<int32_t>(i);
-          }
-          if (c.odd) {
-            const int32_t outside[] = {static_cast<int32_t>(V), -1,
-                                       std::numeric_limits<int32_t>::max(),
-                                       std::numeric_limits<int32_t>::min()};
-            for (size_t k = 0; k < 4 && k < n; ++k)
-              idx[(k * 7 + 1) % n] = outside[k];
-          }
-          SharedTensor<int32_t> it(c.ishape);
-          {
-            auto w = it.write_only();
-            for (size_t i = 0; i < n; ++i)
-              w[i] = idx[i];
-          }
-          std::vector<int64_t> yshape = c.ishape;
-          yshape.push_back(c.D);
-          // The forward.
-          const vec w = random_vec<T>(V * D, -2, 2);
-          auto wt = tensor_of<T>({c.V, c.D}, w);
-          auto y = poisoned<T>(yshape);
-          nn::embedding(b, wt, it, y, c.padding_idx);
-          const nn_ref::summed fr = nn_ref::embedding_forward(w, idx, V, D);
-          const vec gy = values(y);
-          expect_true(gy.size() == fr.v.size(), tag + " y: element count");
-          for (size_t k = 0; k < gy.size() && k < fr.v.size(); ++k)
-            expect_exact<T>(tag + " y", k, gy[k], fr.v[k]);
-          // The gradient.
-          vec dy = random_vec<T>(n * D, -1, 1);
-          std::uniform_int_distribution<int> e(-8, 6);
-          for (double& v : dy)
-            v = rounded<T>(std::ldexp(v, e(rng())));
-          auto dyt = tensor_of<T>(yshape, dy);
-          auto dw = poisoned<T>({c.V, c.D});
-          nn::embedding_grad(b, it, dyt, dw, c.padding_idx);
-          const std::vector<T> first = raw(dw);
-          const vec got = values(dw);
-          expect_all<T>(tag + " dweight", got,
-                        nn_ref::embedding_backward(idx, dy, V, D, c.padding_idx));
-          const std::vector<C> exact =
-              nn_ref::embedding_backward_ordered<C>(idx, dy, V, D, c.padding_idx);
-          size_t bad = 0, at = 0;
-          for (size_t k = 0; k < got.size() && k < exact.size(); ++k) {
-            const double want = rounded<T>(static_cast<double>(exact[k]));
-            if (std::memcmp(&got[k], &want, sizeof(double)) != 0 && bad++ == 0) at = k;
-          }
-          expect_true(bad == 0,
-                      str(tname<T>(), " ", tag, " dweight: ", bad,
-                          " elements differ from the sum in position order in the compute dtype "
-                          "(first: element ",
-                          at, bad ? str(" got ", g17(got[at]), " expected ",
-                                        g17(rounded<T>(static_cast<double>(exact[at]))))
-                                  : std::string(),
-                          ")"));
-          // Run it again over a fresh poisoned output: the same bits.
-          auto dw2 = poisoned<T>({c.V, c.D});
-          nn::embedding_grad(b, it, dyt, dw2, c.padding_idx);
-          expect_true(same_bits(raw(dw2), first),
-                      str(tname<T>(), " ", tag, " dweight: a second run gave other bits"));
-        },
-        {key<pcy_nn_embedding_schema, T>(), key<pcy_nn_embedding_grad_schema, T>()});
+    reg.add<T>(tag,
+               [=](const Backend& b) {
+                 const size_t V = static_cast<size_t>(c.V), D = static_cast<size_t>(c.D);
+                 const size_t n = count_of(c.ishape);
+                 std::vector<int32_t> idx(n);
+                 if (V != 0) {
+                   std::uniform_int_distribution<int32_t> u(0, static_cast<int32_t>(V) - 1);
+                   for (int32_t& v : idx)
+                     v = u(rng());
+                   if (c.padding_idx >= 0)
+                     for (size_t i = 0; i < n; i += 5)
+                       idx[i] = static_cast<int32_t>(c.padding_idx);
+                 } else {
+                   for (size_t i = 0; i < n; ++i)
+                     idx[i] = static_cast<int32_t>(i);
+                 }
+                 if (c.odd) {
+                   const int32_t outside[] = {static_cast<int32_t>(V), -1,
+                                              std::numeric_limits<int32_t>::max(),
+                                              std::numeric_limits<int32_t>::min()};
+                   for (size_t k = 0; k < 4 && k < n; ++k)
+                     idx[(k * 7 + 1) % n] = outside[k];
+                 }
+                 SharedTensor<int32_t> it(c.ishape);
+                 {
+                   auto w = it.write_only();
+                   for (size_t i = 0; i < n; ++i)
+                     w[i] = idx[i];
+                 }
+                 std::vector<int64_t> yshape = c.ishape;
+                 yshape.push_back(c.D);
+                 // The forward.
+                 const vec w = random_vec<T>(V * D, -2, 2);
+                 auto wt = tensor_of<T>({c.V, c.D}, w);
+                 auto y = poisoned<T>(yshape);
+                 nn::embedding(b, wt, it, y, c.padding_idx);
+                 const nn_ref::summed fr = nn_ref::embedding_forward(w, idx, V, D);
+                 const vec gy = values(y);
+                 expect_true(gy.size() == fr.v.size(), tag + " y: element count");
+                 for (size_t k = 0; k < gy.size() && k < fr.v.size(); ++k)
+                   expect_exact<T>(tag + " y", k, gy[k], fr.v[k]);
+                 // The gradient.
+                 vec dy = random_vec<T>(n * D, -1, 1);
+                 std::uniform_int_distribution<int> e(-8, 6);
+                 for (double& v : dy)
+                   v = rounded<T>(std::ldexp(v, e(rng())));
+                 auto dyt = tensor_of<T>(yshape, dy);
+                 auto dw = poisoned<T>({c.V, c.D});
+                 nn::embedding_grad(b, it, dyt, dw, c.padding_idx);
+                 const std::vector<T> first = raw(dw);
+                 const vec got = values(dw);
+                 expect_all<T>(tag + " dweight", got,
+                               nn_ref::embedding_backward(idx, dy, V, D, c.padding_idx));
+                 const std::vector<C> exact =
+                     nn_ref::embedding_backward_ordered<C>(idx, dy, V, D, c.padding_idx);
+                 size_t bad = 0, at = 0;
+                 for (size_t k = 0; k < got.size() && k < exact.size(); ++k) {
+                   const double want = rounded<T>(static_cast<double>(exact[k]));
+                   if (std::memcmp(&got[k], &want, sizeof(double)) != 0 && bad++ == 0) at = k;
+                 }
+                 expect_true(
+                     bad == 0,
+                     str(tname<T>(), " ", tag, " dweight: ", bad,
+                         " elements differ from the sum in position order in the compute dtype "
+                         "(first: element ",
+                         at,
+                         bad ? str(" got ", g17(got[at]), " expected ",
+                                   g17(rounded<T>(static_cast<double>(exact[at]))))
+                             : std::string(),
+                         ")"));
+                 // Run it again over a fresh poisoned output: the same bits.
+                 auto dw2 = poisoned<T>({c.V, c.D});
+                 nn::embedding_grad(b, it, dyt, dw2, c.padding_idx);
+                 expect_true(same_bits(raw(dw2), first),
+                             str(tname<T>(), " ", tag, " dweight: a second run gave other bits"));
+               },
+               {key<pcy_nn_embedding_schema, T>(), key<pcy_nn_embedding_grad_schema, T>()});
   }
   reg.add<T>(
       std::string("embedding ") + tname<T>() + " refusals: outputs untouched",
@@ -1652,8 +1653,7 @@ template <class T> void embedding_cases(extension_suite& reg) {
         auto dw = poisoned<T>({6, 4}), dw3 = poisoned<T>({1, 6, 4});
         const auto y0 = raw(y), y50 = raw(y5), yf0 = raw(yflat), dw0 = raw(dw), dw30 = raw(dw3);
         expect_refused(
-            "embedding i64 indices", [&] { nn::embedding(b, w, wide, y); }, "embedding",
-            "indices");
+            "embedding i64 indices", [&] { nn::embedding(b, w, wide, y); }, "embedding", "indices");
         expect_refused(
             "embedding weight of rank 1", [&] { nn::embedding(b, w1, idx, y); }, "embedding",
             "weight");

@@ -1,7 +1,7 @@
 // parenchyma NN front-end: activations (sigmoid, relu, tanh, elu), softmax and log_softmax,
-// convolution, pooling, LRN, dropout, layer_norm, rms_norm, cross_entropy and embedding, each with its
-// gradient, on SharedTensors, on any backend (header-only over the core; the ops run in the "nn"
-// bundle plugin of the framework that serves them). The semantics of every op are in
+// convolution, pooling, LRN, dropout, layer_norm, rms_norm, cross_entropy and embedding, each with
+// its gradient, on SharedTensors, on any backend (header-only over the core; the ops run in the
+// "nn" bundle plugin of the framework that serves them). The semantics of every op are in
 // parenchyma/abi/ext/pcy_nn.h and docs/nn.md.
 //
 //   parenchyma::Backend backend;
@@ -1087,8 +1087,8 @@ inline void embedding_common(const pcy_op_schema& s, const TensorStorage& table,
                              int64_t padding_idx) {
   const Shape& ts = table.shape();
   if (ts.size() != 2)
-    ext::fail(s, errc::invalid_argument, "argument ", table_name, ": shape ",
-              ext::shape_str(table), ", expected 2 dimensions (V rows x D values)");
+    ext::fail(s, errc::invalid_argument, "argument ", table_name, ": shape ", ext::shape_str(table),
+              ", expected 2 dimensions (V rows x D values)");
   if (indices.dtype() != PCY_DTYPE_I32)
     ext::fail(s, errc::invalid_argument, "argument indices: dtype ",
               ext::dtype_name(indices.dtype()), " expected i32");
@@ -1120,9 +1120,9 @@ inline void embedding(const Backend& b, const TensorStorage& weight, const Tenso
   c.distinct(indices, "indices", y, "y");
   c.written(weight, "weight");
   c.written(indices, "indices");
-  ext::invoke<S>(b, c.dtype(),
-                 {OpArg::in(weight), OpArg::in(indices), OpArg::out(y),
-                  OpArg::integer(padding_idx)});
+  ext::invoke<S>(
+      b, c.dtype(),
+      {OpArg::in(weight), OpArg::in(indices), OpArg::out(y), OpArg::integer(padding_idx)});
 }
 // dweight (V x D, overwritten) = for each row v the sum of the dy rows (dy: the shape of
 // indices + [D]) at the positions whose index is v, added in increasing position order in f32
@@ -1138,9 +1138,9 @@ inline void embedding_grad(const Backend& b, const TensorStorage& indices, const
   c.distinct(dy, "dy", dweight, "dweight");
   c.written(indices, "indices");
   c.written(dy, "dy");
-  ext::invoke<S>(b, c.dtype(),
-                 {OpArg::in(indices), OpArg::in(dy), OpArg::out(dweight),
-                  OpArg::integer(padding_idx)});
+  ext::invoke<S>(
+      b, c.dtype(),
+      {OpArg::in(indices), OpArg::in(dy), OpArg::out(dweight), OpArg::integer(padding_idx)});
 }
 
 } // namespace parenchyma::nn

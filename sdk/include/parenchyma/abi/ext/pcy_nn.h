@@ -358,7 +358,7 @@ PCY_DECLARE_OP_SCHEMA(pcy_nn, embedding_grad, PCY_NN_EXTENSION, PCY_NN_EMBEDDING
       &pcy_nn_pooling_avg_grad_schema, &pcy_nn_lrn_schema, &pcy_nn_lrn_grad_schema,                \
       &pcy_nn_dropout_schema, &pcy_nn_dropout_grad_schema, &pcy_nn_layer_norm_schema,              \
       &pcy_nn_layer_norm_grad_schema, &pcy_nn_rms_norm_schema, &pcy_nn_rms_norm_grad_schema,       \
-      &pcy_nn_cross_entropy_schema, &pcy_nn_cross_entropy_grad_schema, &pcy_nn_embedding_schema,  \
+      &pcy_nn_cross_entropy_schema, &pcy_nn_cross_entropy_grad_schema, &pcy_nn_embedding_schema,   \
       &pcy_nn_embedding_grad_schema
 #ifdef __cplusplus
 inline constexpr const pcy_op_schema* pcy_nn_schemas[] = {PCY_NN_SCHEMA_LIST};
