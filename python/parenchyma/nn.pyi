@@ -199,3 +199,19 @@ def cross_entropy_grad(
     label_smoothing: float = 0.0,
     reduction: str = "mean",
 ) -> _T: ...
+def embedding(
+    backend: Backend,
+    weight: Any,
+    indices: Any,
+    y: Optional[Any] = None,
+    *,
+    padding_idx: int = -1,
+) -> Any: ...
+def embedding_grad(
+    backend: Backend,
+    indices: Any,
+    dy: Any,
+    num_embeddings: Union[int, Any],
+    *,
+    padding_idx: int = -1,
+) -> Any: ...

@@ -707,6 +707,69 @@ math: 'by_setting' (PARENCHYMA_NN_MATH, strict unless set), 'strict' or 'tf32'.)
       "loss's gradient dloss (the loss's shape): dlogits = g (softmax(x) - (1 - s) onehot - s / "
       "classes), g = dloss[row] ('none'), dloss ('sum') or dloss / the rows not ignored "
       "('mean'); ignored rows 0. Returns dlogits.");
+  m.def(
+      "embedding",
+      [](const PyBackend& b, const py::object& weight, const py::object& indices,
+         const py::object& y, const py::object& padding_arg) {
+        const char* op = "nn.embedding";
+        const int64_t padding_idx = int_arg(padding_arg, op, "padding_idx");
+        const Operand ow = operand(b, weight, op, "weight"),
+                      oi = operand(b, indices, op, "indices");
+        py::object out = y;
+        if (out.is_none()) { // a new tensor of the shape of indices + [D], weight's dtype
+          nn::Shape shape = oi.storage().shape();
+          const nn::Shape& ws = ow.storage().shape();
+          shape.push_back(ws.size() == 2 ? ws[1] : 0); // a bad weight: nn::embedding says why
+          PyTensor t;
+          t.storage = std::make_shared<TensorStorage>(ow.storage().dtype(), shape);
+          out = py::cast(std::move(t));
+        }
+        const Operand oy = operand(b, out, op, "y");
+        run(b, {&ow, &oi, &oy}, [&](const Backend& be) {
+          nn::embedding(be, ow.storage(), oi.storage(), oy.storage(), padding_idx);
+        });
+        return out;
+      },
+      py::arg("backend"), py::arg("weight"), py::arg("indices"), py::arg("y") = py::none(),
+      py::kw_only(), py::arg("padding_idx") = -1,
+      "A table lookup: y[..., :] = weight[indices[...], :] with weight V x D and int32 indices "
+      "of any shape; y has the shape of indices + (D,) (None: a new tensor). An index outside "
+      "[0, V) gives a row of NaN. padding_idx (-1: none, else in [0, V)) does not change the "
+      "forward. Returns y.");
+  m.def(
+      "embedding_grad",
+      [](const PyBackend& b, const py::object& indices, const py::object& dy,
+         const py::object& dweight, const py::object& padding_arg) {
+        const char* op = "nn.embedding_grad";
+        const int64_t padding_idx = int_arg(padding_arg, op, "padding_idx");
+        const Operand oi = operand(b, indices, op, "indices"), ody = operand(b, dy, op, "dy");
+        py::object out = dweight;
+        if (!py::isinstance<PyTensor>(out) && !py::hasattr(out, "__dlpack__")) {
+          // num_embeddings: a new V x D tensor, dy's dtype, D = dy's last extent
+          const int64_t V = int_arg(out, op, "num_embeddings");
+          if (V < 0)
+            fail(errc::invalid_argument, op,
+                 "argument num_embeddings: " + std::to_string(V) + ", expected >= 0");
+          const nn::Shape& ds = ody.storage().shape();
+          PyTensor t;
+          t.storage = std::make_shared<TensorStorage>(
+              ody.storage().dtype(), nn::Shape{V, ds.empty() ? int64_t{0} : ds.back()});
+          out = py::cast(std::move(t));
+        }
+        const Operand odw = operand(b, out, op, "dweight");
+        run(b, {&oi, &ody, &odw}, [&](const Backend& be) {
+          nn::embedding_grad(be, oi.storage(), ody.storage(), odw.storage(), padding_idx);
+        });
+        return out;
+      },
+      py::arg("backend"), py::arg("indices"), py::arg("dy"), py::arg("num_embeddings"),
+      py::kw_only(), py::arg("padding_idx") = -1,
+      "The gradient of embedding with respect to its table: dweight (V x D, overwritten) row v = "
+      "the sum of the dy rows (dy: the shape of indices + (D,)) at the positions whose index is "
+      "v, added in increasing position order in float32 (float64 for float64) and rounded once, "
+      "so every run and backend gives the same bits. padding_idx's row, rows never indexed and "
+      "indices outside [0, V) give or add nothing. num_embeddings: V (a new tensor) or the "
+      "dweight tensor to overwrite. Returns dweight.");
 }
 
 } // namespace parenchyma::python

@@ -642,6 +642,18 @@ TEST_CASE("each NN bundle re-checks its arguments: hostile values from any host 
                                i_arg(-100), f_arg(ls), i_arg(red)};
     };
 
+    // embedding: weight 3 x 2, i32 indices of 2, y 2 x 2; embedding_grad's dy 2 x 2, dweight 3 x 2.
+    const auto &ew = tm.make(m1, {3, 2}), &eidx = tm.make(m4, {2}, PCY_DTYPE_I32),
+               &ey = tm.make(m2, {2, 2});
+    const auto emb = [&](const pcy_tensor& w, const pcy_tensor& idx, const pcy_tensor& y,
+                         int64_t pad) {
+      return std::vector<harg>{in(w), in(idx), out(y), i_arg(pad)};
+    };
+    const auto emb_grad = [&](const pcy_tensor& idx, const pcy_tensor& dy, const pcy_tensor& dw,
+                              int64_t pad) {
+      return std::vector<harg>{in(idx), in(dy), out(dw), i_arg(pad)};
+    };
+
     std::vector<hostile> calls{
         {"relu", "x", "a negative extent", {in(tm.make(m1, {-1})), out(y4)}},
         {"relu", "x", "extents whose product overflows", {in(tm.make(m1, {big, big})), out(y4)}},
@@ -747,6 +759,31 @@ TEST_CASE("each NN bundle re-checks its arguments: hostile values from any host 
         {"cross_entropy_grad", "dlogits", "another shape",
          {in(xl), in(xlab), in(xst), in(xs1), out(tm.make(m3, {4})), i_arg(-100), f_arg(0.0),
           i_arg(2)}},
+        {"embedding", "weight", "rank 1", emb(tm.make(m1, {6}), eidx, ey, -1)},
+        {"embedding", "weight", "a negative extent", emb(tm.make(m1, {-3, 2}), eidx, ey, -1)},
+        {"embedding", "weight", "2^31 rows", emb(tm.make(m1, {int64_t{1} << 31, 0}), eidx, ey, -1)},
+        {"embedding", "indices", "f32 indices", emb(ew, tm.make(m4, {2}), ey, -1)},
+        {"embedding", "indices", "i64 indices", emb(ew, tm.make(m4, {2}, PCY_DTYPE_I64), ey, -1)},
+        {"embedding", "indices", "2^31 indices",
+         emb(ew, tm.make(m4, {int64_t{1} << 31}, PCY_DTYPE_I32), tm.make(m2, {int64_t{1} << 31, 2}),
+             -1)},
+        {"embedding", "y", "D 3", emb(ew, eidx, tm.make(m2, {2, 3}), -1)},
+        {"embedding", "y", "flattened", emb(ew, eidx, tm.make(m2, {4}), -1)},
+        {"embedding", "y", "3 rows for 2 indices", emb(ew, eidx, tm.make(m2, {3, 2}), -1)},
+        {"embedding", "y", "a scalar", emb(ew, eidx, tm.make(m2, {}), -1)},
+        {"embedding", "y", "f64", emb(ew, eidx, tm.make(m2, {2, 2}, PCY_DTYPE_F64), -1)},
+        {"embedding", "padding_idx", "padding_idx V", emb(ew, eidx, ey, 3)},
+        {"embedding", "padding_idx", "padding_idx -2", emb(ew, eidx, ey, -2)},
+        {"embedding", "padding_idx", "padding_idx 2^40", emb(ew, eidx, ey, int64_t{1} << 40)},
+        {"embedding_grad", "dweight", "rank 3", emb_grad(eidx, ey, tm.make(m3, {1, 3, 2}), -1)},
+        {"embedding_grad", "dweight", "f64", emb_grad(eidx, ey, tm.make(m3, {3, 2}, PCY_DTYPE_F64), -1)},
+        {"embedding_grad", "indices", "u8 indices",
+         emb_grad(tm.make(m4, {2}, PCY_DTYPE_U8), ey, tm.make(m3, {3, 2}), -1)},
+        {"embedding_grad", "dy", "D 3", emb_grad(eidx, tm.make(m2, {2, 3}), tm.make(m3, {3, 2}), -1)},
+        {"embedding_grad", "dy", "a negative extent",
+         emb_grad(eidx, tm.make(m2, {2, -2}), tm.make(m3, {3, 2}), -1)},
+        {"embedding_grad", "padding_idx", "padding_idx V",
+         emb_grad(eidx, ey, tm.make(m3, {3, 2}), 3)},
         {"cross_entropy_grad", "dloss", "1 element for none",
          {in(xl), in(xlab), in(xst), in(xs1), out(tm.make(m3, {2, 2})), i_arg(-100), f_arg(0.0),
           i_arg(0)}},

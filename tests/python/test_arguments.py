@@ -110,6 +110,11 @@ def calls(b):
         lambda v: nn.cross_entropy(b, t(2, 3), i32(2), t(1), ignore_index=v)]
     table["nn.cross_entropy_grad.ignore_index"] = [
         lambda v: nn.cross_entropy_grad(b, t(2, 3), i32(2), t(2), t(1), t(2, 3), ignore_index=v)]
+    table["nn.embedding.padding_idx"] = [
+        lambda v: nn.embedding(b, t(4, 3), i32(2), padding_idx=v)]
+    table["nn.embedding_grad.padding_idx"] = [
+        lambda v: nn.embedding_grad(b, i32(2), t(2, 3), t(4, 3), padding_idx=v)]
+    table["nn.embedding_grad.num_embeddings"] = [lambda v: nn.embedding_grad(b, i32(2), t(2, 3), v)]
     table["nn.lrn.n"] = [lambda v: nn.lrn(b, x4(), x4(), n=v)]
     table["nn.lrn_grad.n"] = [lambda v: nn.lrn_grad(b, x4(), x4(), x4(), x4(), n=v)]
     table["nn.dropout.seed"] = [

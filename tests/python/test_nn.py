@@ -267,6 +267,84 @@ def test_cross_entropy_against_numpy(backend):
     assert e.value.origin == "nn.cross_entropy" and "argument labels" in str(e.value)
 
 
+def embedding_grad_numpy(idx, dy, v, d, padding_idx, dtype):
+    """dweight summed in position order in the compute dtype (float32 / float64), as pcy_nn.h
+    specifies its bits, and the float64 sum."""
+    acc = np.zeros((v, d), "float64" if dtype == "float64" else "float32")
+    ref = np.zeros((v, d), "float64")
+    flat = idx.reshape(-1)
+    rows = dy.reshape(-1, d)
+    for i, k in enumerate(flat):
+        if 0 <= k < v and k != padding_idx:
+            acc[k] += rows[i].astype(acc.dtype)
+            ref[k] += rows[i]
+    return acc.astype(dtype), ref
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_embedding_against_numpy(backend, dtype):
+    v, d = 7, 5
+    w = rand((v, d), dtype, 31, -2, 2)
+    idx = np.random.default_rng(32).integers(0, v, (9, 61)).astype("int32")  # many repeats
+    idx[0, 0], idx[3, 7], idx[8, 60] = v, -1, 2**31 - 1  # outside the table: NaN rows
+    for padding_idx in (-1, 2):
+        y = nn.embedding(backend, tensor(w), tensor(idx), padding_idx=padding_idx)
+        got = y.numpy()
+        assert got.shape == (9, 61, d) and got.dtype == np.dtype(dtype)
+        ok = (idx >= 0) & (idx < v)
+        np.testing.assert_array_equal(got[ok], w[idx[ok]])  # padding_idx's row too
+        assert np.isnan(got[~ok]).all()
+        out = tensor(np.zeros((9, 61, d), dtype))
+        assert nn.embedding(backend, tensor(w), tensor(idx), out) is out
+        np.testing.assert_array_equal(out.numpy()[ok], w[idx[ok]])
+        # The gradient: magnitudes 2^-8 .. 2^6, so the order of the additions shows in the bits.
+        g = np.random.default_rng(33)
+        dy = (g.uniform(-1, 1, (9, 61, d)) * 2.0 ** g.integers(-8, 7, (9, 61, d))).astype(dtype)
+        exact, ref = embedding_grad_numpy(idx, dy, v, d, padding_idx, dtype)
+        dw = nn.embedding_grad(backend, tensor(idx), tensor(dy), v, padding_idx=padding_idx)
+        np.testing.assert_allclose(dw.numpy(), ref, rtol=tol(dtype) * 10, atol=tol(dtype))
+        np.testing.assert_array_equal(dw.numpy(), exact)  # bit for bit, position order
+        if padding_idx >= 0:
+            assert (dw.numpy()[padding_idx] == 0).all()
+        into = tensor(np.full((v, d), np.nan, dtype))  # overwritten, not accumulated
+        assert nn.embedding_grad(backend, tensor(idx), tensor(dy), into,
+                                 padding_idx=padding_idx) is into
+        np.testing.assert_array_equal(into.numpy(), exact)
+    # Rows never indexed are 0; a scalar index; no indices at all.
+    dw = nn.embedding_grad(backend, tensor(np.array([1, 1], "int32")), tensor(np.ones((2, 3), dtype)),
+                           4)
+    np.testing.assert_array_equal(dw.numpy(), [[0] * 3, [2] * 3, [0] * 3, [0] * 3])
+    y = nn.embedding(backend, tensor(w), tensor(np.array(3, "int32")))
+    np.testing.assert_array_equal(y.numpy(), w[3])
+    y = nn.embedding(backend, tensor(w), tensor(np.zeros((0,), "int32")))
+    assert y.numpy().shape == (0, d)
+    dw = nn.embedding_grad(backend, tensor(np.zeros((0,), "int32")), tensor(np.zeros((0, d), dtype)),
+                           v)
+    np.testing.assert_array_equal(dw.numpy(), np.zeros((v, d), dtype))
+
+
+def test_embedding_errors(native):
+    w = tensor(rand((4, 3)))
+    with pytest.raises(parenchyma.Error) as e:  # int64 indices
+        nn.embedding(native, w, tensor(np.zeros(2, "int64")))
+    assert e.value.code == "invalid_argument" and e.value.origin == "nn.embedding"
+    assert "argument indices" in str(e.value)
+    with pytest.raises(parenchyma.Error) as e:
+        nn.embedding(native, w, tensor(np.zeros(2, "int32")), padding_idx=4)
+    assert e.value.origin == "nn.embedding" and "argument padding_idx" in str(e.value)
+    with pytest.raises(parenchyma.Error) as e:
+        nn.embedding(native, w, tensor(np.zeros(2, "int32")), tensor(np.zeros((2, 4), "float32")))
+    assert e.value.origin == "nn.embedding" and "argument y" in str(e.value)
+    with pytest.raises(parenchyma.Error) as e:
+        nn.embedding_grad(native, tensor(np.zeros(2, "int32")), tensor(np.zeros((2, 3), "float32")),
+                          tensor(np.zeros((4, 2), "float32")))
+    assert e.value.origin == "nn.embedding_grad" and "argument dy" in str(e.value)
+    with pytest.raises(parenchyma.Error) as e:
+        nn.embedding_grad(native, tensor(np.zeros(2, "int32")), tensor(np.zeros((2, 3), "float32")),
+                          -1)
+    assert e.value.origin == "nn.embedding_grad" and "argument num_embeddings" in str(e.value)
+
+
 def test_errors_name_the_argument(native):
     x = tensor(np.zeros((2, 3), "float32"))
     with pytest.raises(parenchyma.Error) as e:

@@ -312,6 +312,55 @@ PCY_SDK_HOT inline xent_call decode_xent(const sdk::op_args& a, pcy_dtype d) {
   return c;
 }
 
+// ---- embedding ----------------------------------------------------------------------------
+
+struct embedding_call {
+  const pcy_tensor* weight = nullptr; // forward: weight; gradient: dweight
+  const pcy_tensor* indices = nullptr;
+  const pcy_tensor* y = nullptr; // forward: y; gradient: dy
+  uint64_t V = 0, D = 0, n = 0;  // n: the number of indices
+  int64_t padding_idx = -1;
+};
+
+// embedding(weight, indices, y, padding_idx) and embedding_grad(indices, dy, dweight,
+// padding_idx): the table (weight or dweight) V x D, y or dy of the shape of indices + [D].
+// V and N below 2^31 (i32 indices; the kernels' 64-bit sort keys hold an index and a position
+// in 32 bits each).
+template <const pcy_op_schema& S>
+PCY_SDK_HOT inline embedding_call decode_embedding(const sdk::op_args& a, pcy_dtype d) {
+  const sdk::decoder<S> dc(a, d);
+  embedding_call c;
+  constexpr bool grad = detail::has<S>("dweight");
+  constexpr uint32_t W = at<S>(grad ? "dweight" : "weight"), I = at<S>("indices"),
+                     Y = at<S>(grad ? "dy" : "y"), P = at<S>("padding_idx");
+  c.weight = &dc.tensor(W);
+  if (c.weight->ndim != 2 || c.weight->shape == nullptr)
+    dc.bad(PCY_ERR_INVALID_ARGUMENT, W, str(c.weight->ndim, " dimensions, expected 2 (V x D)"));
+  (void)dc.elements(*c.weight, W);
+  c.V = static_cast<uint64_t>(c.weight->shape[0]);
+  c.D = static_cast<uint64_t>(c.weight->shape[1]);
+  if (c.V >= (uint64_t{1} << 31))
+    dc.bad(PCY_ERR_UNSUPPORTED, W, str(c.V, " rows, at most 2^31 - 1 (i32 indices)"));
+  c.indices = &dc.tensor(I);
+  c.n = dc.elements(*c.indices, I);
+  if (c.n >= (uint64_t{1} << 31))
+    dc.bad(PCY_ERR_UNSUPPORTED, I, str(c.n, " indices, at most 2^31 - 1"));
+  c.y = &dc.tensor(Y);
+  (void)dc.elements(*c.y, Y);
+  bool same = c.y->ndim == c.indices->ndim + 1 && c.y->shape != nullptr &&
+              static_cast<uint64_t>(c.y->shape[c.y->ndim - 1]) == c.D;
+  for (int32_t i = 0; same && i < c.indices->ndim; ++i)
+    same = c.y->shape[i] == c.indices->shape[i];
+  if (!same)
+    dc.bad(PCY_ERR_INVALID_ARGUMENT, Y,
+           str("its shape is not the shape of indices followed by D = ", c.D));
+  c.padding_idx = a.i(P);
+  if (c.padding_idx != -1 && (c.padding_idx < 0 || static_cast<uint64_t>(c.padding_idx) >= c.V))
+    dc.bad(PCY_ERR_INVALID_ARGUMENT, P,
+           str(c.padding_idx, ", expected -1 (none) or a row in [0, ", c.V, ")"));
+  return c;
+}
+
 // ---- geometry -----------------------------------------------------------------------------
 
 // A geometry pair (height, width) with every value >= lo.

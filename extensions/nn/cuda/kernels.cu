@@ -1387,6 +1387,105 @@ __device__ void xent_bwd(i64 rows, i64 C_, i64 ignore, typename io<S>::C eps, in
   }
 }
 
+// ---- embedding (pcy_nn.h) ---------------------------------------------------------------------
+// The forward: a grid-stride gather over the n x D elements of y (consecutive threads take
+// consecutive columns: coalesced along D), the element copied as stored; an index outside
+// [0, V) gives NaN.
+template <class S> __device__ void emb_fwd(i64 n, i64 D, i64 V, const S* w, const int* idx, S* y) {
+  const i64 total = n * D;
+  for (i64 e = (i64)blockIdx.x * NN_BLOCK + threadIdx.x; e < total;
+       e += (i64)gridDim.x * NN_BLOCK) {
+    const i64 i = e / D, j = e - i * D;
+    const int v = idx[i];
+    y[e] = v >= 0 && (i64)v < V ? w[(i64)v * D + j] : io<S>::st(m_nan<typename io<S>::C>());
+  }
+}
+// The gradient, without atomics. emb_keys: P keys (index << 32 | position) for the positions
+// that add (index in [0, V), not padding_idx), ~0 (after every real key) for the others and for
+// the padding up to P, a power of two >= 2 NN_BLOCK. Real keys are distinct: one sorted order.
+__device__ void emb_keys(i64 n, i64 P, i64 V, i64 pad, const int* idx, u64* keys) {
+  for (i64 i = (i64)blockIdx.x * NN_BLOCK + threadIdx.x; i < P; i += (i64)gridDim.x * NN_BLOCK) {
+    u64 k = ~0ull;
+    if (i < n) {
+      const int v = idx[i];
+      if (v >= 0 && (i64)v < V && (i64)v != pad) k = ((u64)(unsigned)v << 32) | (u64)i;
+    }
+    keys[i] = k;
+  }
+}
+// Bitonic sort, ascending. Step (k, j): element i (bit j clear) against i + j, ascending where
+// bit k of i is clear. emb_sort_global: one step over the array (P / 2 pairs); emb_sort_local:
+// the steps inside chunks of 2 NN_BLOCK keys in shared memory, k from k0 to k1 (doubling), j
+// from (k == k0 ? j0 : k / 2) down to 1.
+__device__ __forceinline__ void emb_cmpx(u64& a, u64& b, bool up) {
+  if ((a > b) == up) {
+    const u64 t = a;
+    a = b;
+    b = t;
+  }
+}
+__device__ void emb_sort_global(i64 P, i64 k, i64 j, u64* keys) {
+  for (i64 t = (i64)blockIdx.x * NN_BLOCK + threadIdx.x; t < P / 2;
+       t += (i64)gridDim.x * NN_BLOCK) {
+    const i64 i = 2 * j * (t / j) + t % j;
+    u64 a = keys[i], b = keys[i + j];
+    emb_cmpx(a, b, (i & k) == 0);
+    keys[i] = a;
+    keys[i + j] = b;
+  }
+}
+__device__ void emb_sort_local(i64 P, i64 k0, i64 k1, i64 j0, u64* keys, u64* sh) {
+  const int t = threadIdx.x;
+  for (i64 base = (i64)blockIdx.x * 2 * NN_BLOCK; base < P; base += (i64)gridDim.x * 2 * NN_BLOCK) {
+    sh[t] = keys[base + t];
+    sh[t + NN_BLOCK] = keys[base + t + NN_BLOCK];
+    __syncthreads();
+    for (i64 k = k0; k <= k1; k <<= 1)
+      for (i64 j = k == k0 ? j0 : k >> 1; j > 0; j >>= 1) {
+        const i64 i = 2 * j * (t / j) + t % j;
+        u64 a = sh[i], b = sh[i + j];
+        emb_cmpx(a, b, ((base + i) & k) == 0);
+        sh[i] = a;
+        sh[i + j] = b;
+        __syncthreads();
+      }
+    keys[base + t] = sh[t];
+    keys[base + t + NN_BLOCK] = sh[t + NN_BLOCK];
+    __syncthreads();
+  }
+}
+// The first sorted key >= key.
+__device__ __forceinline__ i64 emb_lower(const u64* keys, i64 P, u64 key) {
+  i64 lo = 0, hi = P;
+  while (lo < hi) {
+    const i64 mid = lo + (hi - lo) / 2;
+    if (keys[mid] < key)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+// dweight: a block per vocabulary row v finds its segment of the sorted keys, then its threads
+// take the D columns, each adding its column of the segment's dy rows in position order (the
+// keys' order) from +0 in the compute type, rounded once. Rows without keys get 0.
+template <class S>
+__device__ void emb_rows(i64 V, i64 D, i64 P, const u64* keys, const S* dy, S* dw) {
+  typedef typename io<S>::C C;
+  for (i64 v = blockIdx.x; v < V; v += gridDim.x) {
+    const i64 lo = emb_lower(keys, P, (u64)v << 32), hi = emb_lower(keys, P, (u64)(v + 1) << 32);
+    for (i64 j = threadIdx.x; j < D; j += NN_BLOCK) {
+      C acc = C(0);
+      for (i64 s = lo; s < hi; ++s) {
+        const u64 k = keys[s];
+        // always true of sorted keys; keeps any other order from reading outside dy
+        if ((i64)(k >> 32) == v) acc += io<S>::ld(dy[(i64)(k & 0xffffffffull) * D + j]);
+      }
+      dw[v * D + j] = io<S>::st(acc);
+    }
+  }
+}
+
 // ---- entry points -----------------------------------------------------------------------------
 #define NN_ACT(A, NAME, S, D)                                                                  \
   extern "C" __global__ void NAME##_fwd_##D(i64 n, io<S>::C alpha, const S* x, S* y,           \
@@ -1543,6 +1642,25 @@ __device__ void xent_bwd(i64 rows, i64 C_, i64 ignore, typename io<S>::C eps, in
       i64 rows, i64 C, i64 ignore, io<S>::C eps, int red, const S* x, const int* labels,           \
       const io<S>::C* lse, const S* dloss, const io<S>::C* g0, S* dx) {                            \
     xent_bwd<S>(rows, C, ignore, eps, red, x, labels, lse, dloss, g0, dx);                         \
+  }                                                                                                \
+  extern "C" __global__ void emb_fwd_##D(i64 n, i64 Dm, i64 V, const S* w, const int* idx, S* y) { \
+    emb_fwd<S>(n, Dm, V, w, idx, y);                                                               \
+  }                                                                                                \
+  extern "C" __global__ void emb_keys_##D(i64 n, i64 P, i64 V, i64 pad, const int* idx,            \
+                                          u64* keys) {                                             \
+    emb_keys(n, P, V, pad, idx, keys);                                                             \
+  }                                                                                                \
+  extern "C" __global__ void emb_sort_global_##D(i64 P, i64 k, i64 j, u64* keys) {                 \
+    emb_sort_global(P, k, j, keys);                                                                \
+  }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                           \
+      emb_sort_local_##D(i64 P, i64 k0, i64 k1, i64 j0, u64* keys) {                               \
+    __shared__ u64 sh[2 * NN_BLOCK];                                                               \
+    emb_sort_local(P, k0, k1, j0, keys, sh);                                                       \
+  }                                                                                                \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                           \
+      emb_rows_##D(i64 V, i64 Dm, i64 P, const u64* keys, const S* dy, S* dw) {                    \
+    emb_rows<S>(V, Dm, P, keys, dy, dw);                                                           \
   }
 #define NN_WIDE_KERNELS(S, D)                                                                  \
   extern "C" __global__ void lrn_fwd_##D(i64 count, int C, i64 plane, int n, double alpha,     \

@@ -1,5 +1,6 @@
 // NN bundle for the CUDA framework: every op of pcy_nn.h in f32 and f64, and in f16 and bf16
-// for the activations, softmax, pooling and convolution (compute in f32). Our own CUDA C
+// for the activations, softmax, pooling, convolution, layer_norm, rms_norm, cross_entropy and
+// embedding (compute in f32). Our own CUDA C
 // kernels (kernels_cu.hpp) serve everything but the convolutions proper, which run on cuDNN 9
 // (loaded at run time: its legacy convolution API and its graph API, cudnn_graph.hpp) and,
 // without cuDNN, on our direct kernels.
@@ -118,6 +119,11 @@ enum kid : int {
   K_XENT_REDUCE,
   K_XENT_SCALE,
   K_XENT_BWD,
+  K_EMB_FWD,
+  K_EMB_KEYS,
+  K_EMB_SORT_GLOBAL,
+  K_EMB_SORT_LOCAL,
+  K_EMB_ROWS,
   K_LRN_FWD, // f32 and f64 only from here
   K_LRN_BWD,
   K_DROPOUT_FWD,
@@ -173,6 +179,11 @@ constexpr const char* kernel_names[K_COUNT] = {"sigmoid_fwd",
                                                "xent_reduce",
                                                "xent_scale",
                                                "xent_bwd",
+                                               "emb_fwd",
+                                               "emb_keys",
+                                               "emb_sort_global",
+                                               "emb_sort_local",
+                                               "emb_rows",
                                                "lrn_fwd",
                                                "lrn_bwd",
                                                "dropout_fwd",
@@ -963,6 +974,68 @@ template <const pcy_op_schema& S> struct xent_op {
   }
 };
 
+// ---- embedding -----------------------------------------------------------------------------
+
+// The forward: a grid-stride gather over y's n x D elements. The gradient, deterministic and
+// without atomics: P = max(2^ceil(log2 n), 2 block) 64-bit keys (index << 32 | position; ~0 for
+// positions that add nothing) in the workspace, sorted by a bitonic network (the steps inside a
+// chunk of 2 block keys in shared memory, the wider ones over the whole array), then a block
+// per vocabulary row sums its segment's dy rows in position order in the compute type.
+template <const pcy_op_schema& S> struct embedding_op {
+  template <pcy_dtype D> static void run(cuda_nn_context& cx, const sdk::op_args& a) {
+    constexpr int d = index_of(D);
+    constexpr bool grad = nb::detail::has<S>("dweight");
+    const nb::embedding_call c = nb::decode_embedding<S>(a, D);
+    const auto n = static_cast<long long>(c.n), Dm = static_cast<long long>(c.D),
+               V = static_cast<long long>(c.V), pad = static_cast<long long>(c.padding_idx);
+    // Empty tensors are not resolved: nothing is read through them.
+    auto p = [&](const pcy_tensor* t) {
+      return t && (t->data != nullptr || t->memory != nullptr) ? cx.ptr(*t) : uint64_t{0};
+    };
+    if constexpr (!grad) {
+      if (c.n == 0 || c.D == 0) return;
+      uint64_t total = 0;
+      if (!sdk::mul_ok(c.n, c.D, total))
+        sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str(S.extension, ".", S.name, ": n x D overflows"));
+      cx.launch(a.queue(), cx.kernel(K_EMB_FWD, d), cx.blocks_for(total),
+                {val(n), val(Dm), val(V), val(c.V != 0 ? p(c.weight) : uint64_t{0}),
+                 val(p(c.indices)), val(p(c.y))});
+    } else {
+      if (c.V == 0 || c.D == 0) return;
+      const uint64_t chunk = 2 * uint64_t{block};
+      uint64_t P = chunk;
+      while (P < c.n)
+        P *= 2; // n < 2^31: no overflow
+      const auto Pl = static_cast<long long>(P);
+      void* native = nullptr;
+      a.workspace(P * sizeof(uint64_t), &native);
+      const uint64_t keys = reinterpret_cast<uint64_t>(native);
+      const bool any = c.n != 0;
+      cx.launch(
+          a.queue(), cx.kernel(K_EMB_KEYS, d), cx.blocks_for(P),
+          {val(n), val(Pl), val(V), val(pad), val(any ? p(c.indices) : uint64_t{0}), val(keys)});
+      if (any) {
+        const uint64_t groups = std::min<uint64_t>(P / chunk, 65535);
+        auto local = [&](long long k0, long long k1, long long j0) {
+          cx.launch(a.queue(), cx.kernel(K_EMB_SORT_LOCAL, d), groups,
+                    {val(Pl), val(k0), val(k1), val(j0), val(keys)});
+        };
+        const auto ch = static_cast<long long>(chunk);
+        local(2, ch, 1);
+        for (long long k = 2 * ch; k <= Pl; k *= 2) {
+          for (long long j = k / 2; j >= ch; j /= 2)
+            cx.launch(a.queue(), cx.kernel(K_EMB_SORT_GLOBAL, d), cx.blocks_for(P / 2),
+                      {val(Pl), val(k), val(j), val(keys)});
+          local(k, k, ch / 2);
+        }
+      }
+      cx.launch(
+          a.queue(), cx.kernel(K_EMB_ROWS, d), std::min<uint64_t>(c.V, 65535),
+          {val(V), val(Dm), val(Pl), val(keys), val(any ? p(c.y) : uint64_t{0}), val(p(c.weight))});
+    }
+  }
+};
+
 // ---- convolution bias ---------------------------------------------------------------------
 
 struct bias_op {
@@ -1726,6 +1799,11 @@ void nn_cuda_bundle::register_ops() {
                                             own + " xent_fwd (a block per row) + xent_reduce");
   add<xent_op<pcy_nn_cross_entropy_grad_schema>>(pcy_nn_cross_entropy_grad_schema, true,
                                                  own + " xent_scale + xent_bwd (a block per row)");
+  add<embedding_op<pcy_nn_embedding_schema>>(pcy_nn_embedding_schema, true,
+                                             own + " emb_fwd (a gather)");
+  add<embedding_op<pcy_nn_embedding_grad_schema>>(
+      pcy_nn_embedding_grad_schema, true,
+      own + " emb_keys + bitonic emb_sort_local / emb_sort_global + emb_rows (no atomics)");
 }
 
 cuda_nn_context* nn_cuda_bundle::create_context(const pcy_bundle_context_args& a) {

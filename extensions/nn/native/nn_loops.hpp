@@ -1032,4 +1032,36 @@ void xent_bwd(const T* x, const int32_t* labels, const S* lse, const T* dloss, T
   }
 }
 
+// ---- embedding (pcy_nn.h) -------------------------------------------------------------------
+// The forward: a row copy per position; an index outside [0, V) gives a NaN row.
+template <class T>
+void embedding_fwd(const T* w, const int32_t* idx, T* y, uint64_t V, uint64_t D, uint64_t n) {
+  for (uint64_t i = 0; i < n; ++i) {
+    const int32_t v = idx[i];
+    T* yr = y + i * D;
+    if (v >= 0 && static_cast<uint64_t>(v) < V)
+      std::memcpy(yr, w + static_cast<uint64_t>(v) * D, D * sizeof(T));
+    else
+      for (uint64_t j = 0; j < D; ++j)
+        yr[j] = std::numeric_limits<T>::quiet_NaN();
+  }
+}
+// The gradient: dweight = 0, then each position's dy row added to its index's row, in position
+// order, in T (the compute dtype of f32 and f64); padding_idx (-1: none) and indices outside
+// [0, V) add nothing.
+template <class T>
+void embedding_bwd(const int32_t* idx, const T* dy, T* dw, uint64_t V, uint64_t D, uint64_t n,
+                   int64_t padding_idx) {
+  for (uint64_t k = 0; k < V * D; ++k)
+    dw[k] = T(0);
+  for (uint64_t i = 0; i < n; ++i) {
+    const int32_t v = idx[i];
+    if (v < 0 || static_cast<uint64_t>(v) >= V || static_cast<int64_t>(v) == padding_idx) continue;
+    T* r = dw + static_cast<uint64_t>(v) * D;
+    const T* g = dy + i * D;
+    for (uint64_t j = 0; j < D; ++j)
+      r[j] += g[j];
+  }
+}
+
 } // namespace parenchyma::nn_native

@@ -972,6 +972,26 @@ template <class T> void op_xent_grad(native_context& cx, const sdk::op_args& a) 
            c.smoothing, c.reduction);
 }
 
+// ---- embedding ------------------------------------------------------------------------------
+
+template <class T> void op_embedding(native_context& cx, const sdk::op_args& a) {
+  const nb::embedding_call c = nb::decode_embedding<pcy_nn_embedding_schema>(a, dt<T>);
+  if (c.n == 0 || c.D == 0) return;
+  cx.settle(a.queue());
+  // An empty table (V = 0) is not resolved: every index is outside it.
+  embedding_fwd(c.V != 0 ? cx.ptr<const T>(*c.weight) : nullptr, cx.ptr<const int32_t>(*c.indices),
+                cx.ptr<T>(*c.y), c.V, c.D, c.n);
+}
+template <class T> void op_embedding_grad(native_context& cx, const sdk::op_args& a) {
+  const nb::embedding_call c = nb::decode_embedding<pcy_nn_embedding_grad_schema>(a, dt<T>);
+  if (c.V == 0 || c.D == 0) return;
+  cx.settle(a.queue());
+  const bool any = c.n != 0;
+  embedding_bwd(any ? cx.ptr<const int32_t>(*c.indices) : nullptr,
+                any ? cx.ptr<const T>(*c.y) : nullptr, cx.ptr<T>(*c.weight), c.V, c.D, c.n,
+                c.padding_idx);
+}
+
 // ---- the bundle ---------------------------------------------------------------------------
 
 #ifdef PARENCHYMA_NN_HAVE_DNNL
@@ -1122,6 +1142,9 @@ public:
     table_.add<op_xent<float>, op_xent<double>>(pcy_nn_cross_entropy_schema, loop, loop);
     table_.add<op_xent_grad<float>, op_xent_grad<double>>(pcy_nn_cross_entropy_grad_schema, loop,
                                                           loop);
+    table_.add<op_embedding<float>, op_embedding<double>>(pcy_nn_embedding_schema, loop, loop);
+    table_.add<op_embedding_grad<float>, op_embedding_grad<double>>(pcy_nn_embedding_grad_schema,
+                                                                    loop, loop);
   }
 
   std::span<const pcy_op_desc> ops() const { return table_.ops(); }

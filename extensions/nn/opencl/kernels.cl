@@ -750,3 +750,104 @@ void xent_bwd(long rows, long C, long ignore, real eps, int red, __global const 
       dr[j] = ok ? g * (exp(xr[j] - l) - off - (j == (long)t ? (real)1 - eps : (real)0)) : (real)NAN;
   }
 }
+
+/* ---- embedding (pcy_nn.h) ---------------------------------------------------------------------
+ * The forward: a gather, one work-item per element of y (n x D), coalesced along D; an index
+ * outside [0, V) gives NaN. */
+__kernel void emb_fwd(long n, long D, long V, __global const real* w, long wo,
+                      __global const int* idx, long io, __global real* y, long yo) {
+  const long total = n * D;
+  for (long e = GID; e < total; e += GSIZE) {
+    const long i = e / D, j = e - i * D;
+    const int v = idx[io + i];
+    y[yo + e] = v >= 0 && (long)v < V ? w[wo + (long)v * D + j] : (real)NAN;
+  }
+}
+/* The gradient, deterministic: keys (index << 32 | position) of the positions that contribute
+ * (index in [0, V), not padding_idx), the rest ULONG_MAX (after every real key); P keys, P a
+ * power of two >= 2 SWG. Real keys are distinct, so the sorted order is unique. */
+__kernel void emb_keys(long n, long P, long V, long pad, __global const int* idx, long io,
+                       __global ulong* keys) {
+  for (long i = GID; i < P; i += GSIZE) {
+    ulong k = ULONG_MAX;
+    if (i < n) {
+      const int v = idx[io + i];
+      if (v >= 0 && (long)v < V && (long)v != pad) k = ((ulong)(uint)v << 32) | (ulong)i;
+    }
+    keys[i] = k;
+  }
+}
+/* Bitonic sort of the P keys, ascending. A compare-exchange of step (k, j): element i (bit j
+ * clear) and i + j, ascending where bit k of i is clear. emb_sort_global does one step over the
+ * whole array (P / 2 work-items); emb_sort_local the steps whose pairs stay inside a chunk of
+ * 2 SWG keys, in local memory: for k from k0 to k1 (doubling), j from (k == k0 ? j0 : k / 2)
+ * down to 1. */
+void emb_cmpx(ulong* a, ulong* b, int up) {
+  const ulong x = *a, y = *b;
+  if ((x > y) == up) {
+    *a = y;
+    *b = x;
+  }
+}
+__kernel void emb_sort_global(long P, long k, long j, __global ulong* keys) {
+  for (long t = GID; t < P / 2; t += GSIZE) {
+    const long i = 2 * j * (t / j) + t % j;
+    ulong a = keys[i], b = keys[i + j];
+    emb_cmpx(&a, &b, (i & k) == 0);
+    keys[i] = a;
+    keys[i + j] = b;
+  }
+}
+__kernel __attribute__((reqd_work_group_size(SWG, 1, 1)))
+void emb_sort_local(long P, long k0, long k1, long j0, __global ulong* keys) {
+  __local ulong s[2 * SWG];
+  const int lid = get_local_id(0);
+  for (long base = (long)get_group_id(0) * 2 * SWG; base < P; base += (long)get_num_groups(0) * 2 * SWG) {
+    s[lid] = keys[base + lid];
+    s[lid + SWG] = keys[base + lid + SWG];
+    barrier(CLK_LOCAL_MEM_FENCE);
+    for (long k = k0; k <= k1; k <<= 1)
+      for (long j = k == k0 ? j0 : k >> 1; j > 0; j >>= 1) {
+        const long i = 2 * j * (lid / j) + lid % j;
+        ulong a = s[i], b = s[i + j];
+        emb_cmpx(&a, &b, ((base + i) & k) == 0);
+        s[i] = a;
+        s[i + j] = b;
+        barrier(CLK_LOCAL_MEM_FENCE);
+      }
+    keys[base + lid] = s[lid];
+    keys[base + lid + SWG] = s[lid + SWG];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+}
+/* dweight: a work-group per vocabulary row v; its segment of the sorted keys (binary search for
+ * v << 32 and (v + 1) << 32), then D columns across the work-items, each summing its column of
+ * the segment's dy rows in position order (the keys' order) from +0. Rows without keys get 0.
+ * Every key read is checked to be v's, so no order of the keys could read outside dy. */
+long emb_lower(__global const ulong* keys, long P, ulong key) {
+  long lo = 0, hi = P;
+  while (lo < hi) {
+    const long mid = lo + (hi - lo) / 2;
+    if (keys[mid] < key) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo;
+}
+__kernel __attribute__((reqd_work_group_size(SWG, 1, 1)))
+void emb_rows(long V, long D, long P, __global const ulong* keys, __global const real* dy,
+              long dyo, __global real* dw, long dwo) {
+  const int lid = get_local_id(0);
+  for (long v = get_group_id(0); v < V; v += get_num_groups(0)) {
+    const long lo = emb_lower(keys, P, (ulong)v << 32),
+               hi = emb_lower(keys, P, (ulong)(v + 1) << 32);
+    for (long j = lid; j < D; j += SWG) {
+      real acc = (real)0;
+      for (long s = lo; s < hi; ++s) {
+        const ulong k = keys[s];
+        /* always true of sorted keys; keeps any other order from reading outside dy */
+        if ((long)(k >> 32) == v) acc += dy[dyo + (long)(k & 0xffffffffUL) * D + j];
+      }
+      dw[dwo + v * D + j] = acc;
+    }
+  }
+}

@@ -7,7 +7,7 @@
 // offset). Convolution algorithms: 0 direct (one work-item per output element, the default), 1
 // implicit GEMM with local-memory tiles; convolution_algorithm measures them once per shape,
 // dtype and device (process-wide cache), or picks by heuristic. No op needs workspace but
-// lrn_grad, which keeps the scale of every element there.
+// lrn_grad, which keeps the scale of every element there, and embedding_grad (its sort keys).
 #include "kernels_cl.hpp"
 #include "nn_call.hpp"
 
@@ -64,6 +64,11 @@ enum kernel_id {
   K_NORM_BWD_COLS,
   K_XENT_FWD,
   K_XENT_BWD,
+  K_EMB_FWD,
+  K_EMB_KEYS,
+  K_EMB_SORT_GLOBAL,
+  K_EMB_SORT_LOCAL,
+  K_EMB_ROWS,
   K_COUNT
 };
 constexpr std::array<const char*, K_COUNT> kernel_names{
@@ -76,7 +81,9 @@ constexpr std::array<const char*, K_COUNT> kernel_names{
     "pool_avg_grad",   "lrn_fwd",           "lrn_scale",
     "lrn_grad",        "dropout_fwd",       "dropout_bwd",
     "norm_fwd",        "norm_bwd_row",      "norm_bwd_cols",
-    "xent_fwd",        "xent_bwd"};
+    "xent_fwd",        "xent_bwd",          "emb_fwd",
+    "emb_keys",        "emb_sort_global",   "emb_sort_local",
+    "emb_rows"};
 
 constexpr int64_t algo_direct = 0, algo_gemm = 1, algo_count = 2;
 
@@ -679,12 +686,77 @@ template <class T> void op_xent_grad(ocl_context& cx, const sdk::op_args& a) {
              val(dlo), mem(c.dlogits->memory), val(dxo)});
 }
 
+// ---- embedding -----------------------------------------------------------------------------
+
+// The forward: a grid-stride gather over the n x D elements of y.
+template <class T> void op_embedding(ocl_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_embedding_schema;
+  const nb::embedding_call c = nb::decode_embedding<S>(a, dt<T>);
+  const dtype_state& d = cx.state<T>();
+  if (c.n == 0 || c.D == 0) return;
+  const int64_t n = static_cast<int64_t>(c.n), D = static_cast<int64_t>(c.D),
+                V = static_cast<int64_t>(c.V);
+  uint64_t total = 0;
+  if (!sdk::mul_ok(c.n, c.D, total))
+    sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str(S.extension, ".", S.name, ": n x D overflows"));
+  // An empty table (V = 0) has no buffer to bind: the dummy stands in (never read).
+  const bool table = c.V != 0 && c.weight->memory != nullptr;
+  const int64_t wo = table ? off<T>(*c.weight, S, "weight") : 0,
+                io = elem_off(*c.indices, sizeof(int32_t), S, "indices"), yo = off<T>(*c.y, S, "y");
+  cx.grid(a.queue(), d.k[K_EMB_FWD], total, cx.wg,
+          {val(n), val(D), val(V), mem(table ? c.weight->memory : cx.dummy), val(wo),
+           mem(c.indices->memory), val(io), mem(c.y->memory), val(yo)});
+}
+// The gradient without atomics: P = max(2^ceil(log2 n), 2 SWG) 64-bit keys (index << 32 |
+// position; ~0 for positions that add nothing) in the workspace, sorted by a bitonic network
+// (the steps inside a chunk of 2 SWG keys in local memory, the wider ones over the whole
+// array), then a work-group per vocabulary row sums its segment's dy rows in position order.
+template <class T> void op_embedding_grad(ocl_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_embedding_grad_schema;
+  const nb::embedding_call c = nb::decode_embedding<S>(a, dt<T>);
+  const dtype_state& d = cx.state<T>();
+  if (c.V == 0 || c.D == 0) return;
+  const int64_t n = static_cast<int64_t>(c.n), D = static_cast<int64_t>(c.D),
+                V = static_cast<int64_t>(c.V), pad = c.padding_idx;
+  const uint64_t chunk = 2 * uint64_t{cx.swg};
+  uint64_t P = chunk;
+  while (P < c.n)
+    P *= 2; // n < 2^31: no overflow
+  const int64_t Pl = static_cast<int64_t>(P);
+  pcy_memory keys = a.workspace(P * sizeof(uint64_t));
+  const bool any = c.n != 0;
+  const int64_t io = any ? elem_off(*c.indices, sizeof(int32_t), S, "indices") : 0,
+                dyo = any ? off<T>(*c.y, S, "dy") : 0, dwo = off<T>(*c.weight, S, "dweight");
+  const pcy_memory im = any ? c.indices->memory : cx.dummy, dym = any ? c.y->memory : cx.dummy;
+  cx.grid(a.queue(), d.k[K_EMB_KEYS], P, cx.wg,
+          {val(n), val(Pl), val(V), val(pad), mem(im), val(io), mem(keys)});
+  if (any) {
+    const uint64_t groups = std::min<uint64_t>(P / chunk, 65536);
+    auto local = [&](int64_t k0, int64_t k1, int64_t j0) {
+      cx.launch(a.queue(), d.k[K_EMB_SORT_LOCAL], 1, {groups * cx.swg, 1, 1}, {cx.swg, 1, 1},
+                {val(Pl), val(k0), val(k1), val(j0), mem(keys)});
+    };
+    const auto ch = static_cast<int64_t>(chunk);
+    local(2, ch, 1);
+    for (int64_t k = 2 * ch; k <= Pl; k *= 2) {
+      for (int64_t j = k / 2; j >= ch; j /= 2)
+        cx.grid(a.queue(), d.k[K_EMB_SORT_GLOBAL], P / 2, cx.wg,
+                {val(Pl), val(k), val(j), mem(keys)});
+      local(k, k, ch / 2);
+    }
+  }
+  cx.launch(
+      a.queue(), d.k[K_EMB_ROWS], 1, {std::min<uint64_t>(c.V, 65536) * cx.swg, 1, 1},
+      {cx.swg, 1, 1},
+      {val(V), val(D), val(Pl), mem(keys), mem(dym), val(dyo), mem(c.weight->memory), val(dwo)});
+}
+
 // ---- the bundle ----------------------------------------------------------------------------
 
 constexpr sdk::bundle_identity identity{
     bundle_name, PCY_NN_EXTENSION, "opencl",
     "NN on OpenCL: own OpenCL C kernels (activations, softmax, direct and implicit-GEMM "
-    "convolution, pooling, LRN, dropout, layer_norm, rms_norm, cross_entropy)"};
+    "convolution, pooling, LRN, dropout, layer_norm, rms_norm, cross_entropy, embedding)"};
 
 class nn_opencl_bundle : public sdk::bundle_base<identity, ocl_context> {
 public:
@@ -735,6 +807,8 @@ public:
     PCY_ADD2(op_norm_grad, pcy_nn_rms_norm_grad_schema, false);
     add<op_xent<float>, op_xent<double>>(pcy_nn_cross_entropy_schema);
     add<op_xent_grad<float>, op_xent_grad<double>>(pcy_nn_cross_entropy_grad_schema);
+    add<op_embedding<float>, op_embedding<double>>(pcy_nn_embedding_schema);
+    add<op_embedding_grad<float>, op_embedding_grad<double>>(pcy_nn_embedding_grad_schema);
 #undef PCY_ADD2
   }
 

@@ -545,4 +545,50 @@ inline summed xent_backward(const vec& x, const std::vector<int32_t>& labels, co
   return r;
 }
 
+// ---- embedding ------------------------------------------------------------------------------
+// The forward: y[i, :] = w[idx[i], :] (exact), NaN rows for indices outside [0, V).
+inline summed embedding_forward(const vec& w, const std::vector<int32_t>& idx, size_t V, size_t D) {
+  summed r(idx.size() * D);
+  for (size_t i = 0; i < idx.size(); ++i)
+    for (size_t j = 0; j < D; ++j) {
+      const bool ok = idx[i] >= 0 && static_cast<size_t>(idx[i]) < V;
+      r.v[i * D + j] =
+          ok ? w[static_cast<size_t>(idx[i]) * D + j] : std::numeric_limits<double>::quiet_NaN();
+      r.terms[i * D + j] = 1;
+    }
+  return r;
+}
+// The gradient in double: dw[v, :] = the sum of the dy rows indexed v (magnitude: the sum of
+// their absolute values; terms: how many); padding_idx's row and indices outside add nothing.
+inline summed embedding_backward(const std::vector<int32_t>& idx, const vec& dy, size_t V, size_t D,
+                                 int64_t padding_idx) {
+  summed r(V * D);
+  for (size_t i = 0; i < idx.size(); ++i) {
+    const int32_t v = idx[i];
+    if (v < 0 || static_cast<size_t>(v) >= V || static_cast<int64_t>(v) == padding_idx) continue;
+    for (size_t j = 0; j < D; ++j) {
+      const size_t k = static_cast<size_t>(v) * D + j;
+      r.v[k] += dy[i * D + j];
+      r.mag[k] += std::fabs(dy[i * D + j]);
+      r.terms[k] += 1;
+    }
+  }
+  return r;
+}
+// The gradient exactly as pcy_nn.h specifies its bits: each row summed in the compute type C
+// (float for f16, bf16 and f32; double for f64) in increasing position order from +0; the caller
+// rounds each sum once to the op's dtype.
+template <class C>
+std::vector<C> embedding_backward_ordered(const std::vector<int32_t>& idx, const vec& dy, size_t V,
+                                          size_t D, int64_t padding_idx) {
+  std::vector<C> r(V * D, C(0));
+  for (size_t i = 0; i < idx.size(); ++i) {
+    const int32_t v = idx[i];
+    if (v < 0 || static_cast<size_t>(v) >= V || static_cast<int64_t>(v) == padding_idx) continue;
+    for (size_t j = 0; j < D; ++j)
+      r[static_cast<size_t>(v) * D + j] += static_cast<C>(dy[i * D + j]);
+  }
+  return r;
+}
+
 } // namespace parenchyma::conformance::nn_ref

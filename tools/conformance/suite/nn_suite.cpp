@@ -10,8 +10,9 @@
 // pooling with overlapping windows, padding up to half the window, ties and NaN; LRN windows
 // even, odd and wider than C; dropout's exact splitmix64 mask; cross_entropy with ignored rows,
 // label smoothing, every reduction, logits far from zero, NaN rows and labels outside the
-// classes. Every op a bundle may hand to a vendor library (activations, softmax, LRN, average
-// pooling, convolution) also runs on the
+// classes; embedding with repeated, padding and outside indices, its gradient bit for bit
+// against the sum in position order. Every op a bundle may hand to a vendor library
+// (activations, softmax, LRN, average pooling, convolution) also runs on the
 // input classes of input_classes.hpp (non-finite, huge, tiny, wide-range, cancellation) at
 // sizes that take the library's path, in f32 and f64. A cell the bundle does not serve
 // here (errc::unsupported, or an op that ran on another framework by fallback) skips its case,
@@ -1538,6 +1539,168 @@ template <class T> void xent_cases(extension_suite& reg) {
       {key<pcy_nn_cross_entropy_schema, T>(), key<pcy_nn_cross_entropy_grad_schema, T>()});
 }
 
+// ---- embedding -----------------------------------------------------------------------------
+
+// embedding and its gradient: tables of awkward V x D (1, 3, 129, 1000; an empty table, D = 0),
+// indices of rank 0 to 2 and 0 to ~5000 positions with many repeats (V = 7 under 4099 indices),
+// padding_idx, indices outside [0, V) (NaN rows, no contribution). The gradient's dy spans
+// magnitudes 2^-8 to 2^6, so the order of its additions shows in the bits: besides the float64
+// tolerance, each dweight element must equal, bit for bit, the sum in the compute dtype (f32;
+// f64 for f64) in increasing position order, rounded once; and a second run the same bits.
+// All the digits of a double (bit-exact checks: %.17g tells any two apart).
+std::string g17(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.17g", v);
+  return b;
+}
+template <class T> void embedding_cases(extension_suite& reg) {
+  using C = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  struct ec {
+    int64_t V, D;
+    std::vector<int64_t> ishape;
+    int64_t padding_idx;
+    bool odd; // indices outside [0, V) at a few positions
+  };
+  const std::vector<ec> cases{{1, 1, {5}, -1, false},           {7, 3, {4099}, -1, false},
+                              {7, 129, {41, 100}, 3, false},    {1000, 3, {5000}, 0, true},
+                              {1000, 1000, {2, 37}, 999, true}, {129, 16, {}, -1, false},
+                              {3000, 2, {17}, -1, false},       {5, 4, {0}, 2, false},
+                              {5, 0, {3, 2}, 1, true},          {0, 4, {3}, -1, false},
+                              {1, 3, {4, 4, 4}, 0, false}};
+  for (const ec& c : cases) {
+    const std::string tag = std::string("embedding ") + tname<T>() + " V=" + std::to_string(c.V) +
+                            " D=" + std::to_string(c.D) + " indices " +
+                            (c.ishape.empty() ? std::string("scalar") : shape_tag(c.ishape)) +
+                            " padding_idx=" + std::to_string(c.padding_idx) +
+                            (c.odd ? " indices outside the table" : "");
+    reg.add<T>(tag,
+               [=](const Backend& b) {
+                 const size_t V = static_cast<size_t>(c.V), D = static_cast<size_t>(c.D);
+                 const size_t n = count_of(c.ishape);
+                 std::vector<int32_t> idx(n);
+                 if (V != 0) {
+                   std::uniform_int_distribution<int32_t> u(0, static_cast<int32_t>(V) - 1);
+                   for (int32_t& v : idx)
+                     v = u(rng());
+                   if (c.padding_idx >= 0)
+                     for (size_t i = 0; i < n; i += 5)
+                       idx[i] = static_cast<int32_t>(c.padding_idx);
+                 } else {
+                   for (size_t i = 0; i < n; ++i)
+                     idx[i] = static_cast<int32_t>(i);
+                 }
+                 if (c.odd) {
+                   const int32_t outside[] = {static_cast<int32_t>(V), -1,
+                                              std::numeric_limits<int32_t>::max(),
+                                              std::numeric_limits<int32_t>::min()};
+                   for (size_t k = 0; k < 4 && k < n; ++k)
+                     idx[(k * 7 + 1) % n] = outside[k];
+                 }
+                 SharedTensor<int32_t> it(c.ishape);
+                 {
+                   auto w = it.write_only();
+                   for (size_t i = 0; i < n; ++i)
+                     w[i] = idx[i];
+                 }
+                 std::vector<int64_t> yshape = c.ishape;
+                 yshape.push_back(c.D);
+                 // The forward.
+                 const vec w = random_vec<T>(V * D, -2, 2);
+                 auto wt = tensor_of<T>({c.V, c.D}, w);
+                 auto y = poisoned<T>(yshape);
+                 nn::embedding(b, wt, it, y, c.padding_idx);
+                 const nn_ref::summed fr = nn_ref::embedding_forward(w, idx, V, D);
+                 const vec gy = values(y);
+                 expect_true(gy.size() == fr.v.size(), tag + " y: element count");
+                 for (size_t k = 0; k < gy.size() && k < fr.v.size(); ++k)
+                   expect_exact<T>(tag + " y", k, gy[k], fr.v[k]);
+                 // The gradient.
+                 vec dy = random_vec<T>(n * D, -1, 1);
+                 std::uniform_int_distribution<int> e(-8, 6);
+                 for (double& v : dy)
+                   v = rounded<T>(std::ldexp(v, e(rng())));
+                 auto dyt = tensor_of<T>(yshape, dy);
+                 auto dw = poisoned<T>({c.V, c.D});
+                 nn::embedding_grad(b, it, dyt, dw, c.padding_idx);
+                 const std::vector<T> first = raw(dw);
+                 const vec got = values(dw);
+                 expect_all<T>(tag + " dweight", got,
+                               nn_ref::embedding_backward(idx, dy, V, D, c.padding_idx));
+                 const std::vector<C> exact =
+                     nn_ref::embedding_backward_ordered<C>(idx, dy, V, D, c.padding_idx);
+                 size_t bad = 0, at = 0;
+                 for (size_t k = 0; k < got.size() && k < exact.size(); ++k) {
+                   const double want = rounded<T>(static_cast<double>(exact[k]));
+                   if (std::memcmp(&got[k], &want, sizeof(double)) != 0 && bad++ == 0) at = k;
+                 }
+                 expect_true(
+                     bad == 0,
+                     str(tname<T>(), " ", tag, " dweight: ", bad,
+                         " elements differ from the sum in position order in the compute dtype "
+                         "(first: element ",
+                         at,
+                         bad ? str(" got ", g17(got[at]), " expected ",
+                                   g17(rounded<T>(static_cast<double>(exact[at]))))
+                             : std::string(),
+                         ")"));
+                 // Run it again over a fresh poisoned output: the same bits.
+                 auto dw2 = poisoned<T>({c.V, c.D});
+                 nn::embedding_grad(b, it, dyt, dw2, c.padding_idx);
+                 expect_true(same_bits(raw(dw2), first),
+                             str(tname<T>(), " ", tag, " dweight: a second run gave other bits"));
+               },
+               {key<pcy_nn_embedding_schema, T>(), key<pcy_nn_embedding_grad_schema, T>()});
+  }
+  reg.add<T>(
+      std::string("embedding ") + tname<T>() + " refusals: outputs untouched",
+      [](const Backend& b) {
+        auto w = random_tensor<T>({6, 4});
+        SharedTensor<int32_t> idx({2, 3});
+        for (int32_t& v : idx.write_only())
+          v = 1;
+        SharedTensor<int64_t> wide({2, 3});
+        for (int64_t& v : wide.write_only())
+          v = 1;
+        auto w1 = random_tensor<T>({24});
+        auto y = poisoned<T>({2, 3, 4}), y5 = poisoned<T>({2, 3, 5}), yflat = poisoned<T>({6, 4});
+        auto dy = random_tensor<T>({2, 3, 4});
+        auto dw = poisoned<T>({6, 4}), dw3 = poisoned<T>({1, 6, 4});
+        const auto y0 = raw(y), y50 = raw(y5), yf0 = raw(yflat), dw0 = raw(dw), dw30 = raw(dw3);
+        expect_refused(
+            "embedding i64 indices", [&] { nn::embedding(b, w, wide, y); }, "embedding", "indices");
+        expect_refused(
+            "embedding weight of rank 1", [&] { nn::embedding(b, w1, idx, y); }, "embedding",
+            "weight");
+        expect_refused(
+            "embedding y of D 5", [&] { nn::embedding(b, w, idx, y5); }, "embedding", "y");
+        expect_refused(
+            "embedding y flattened", [&] { nn::embedding(b, w, idx, yflat); }, "embedding", "y");
+        expect_refused(
+            "embedding padding_idx V", [&] { nn::embedding(b, w, idx, y, 6); }, "embedding",
+            "padding_idx");
+        expect_refused(
+            "embedding padding_idx -2", [&] { nn::embedding(b, w, idx, y, -2); }, "embedding",
+            "padding_idx");
+        expect_refused(
+            "embedding_grad i64 indices", [&] { nn::embedding_grad(b, wide, dy, dw); },
+            "embedding_grad", "indices");
+        expect_refused(
+            "embedding_grad dweight of rank 3", [&] { nn::embedding_grad(b, idx, dy, dw3); },
+            "embedding_grad", "dweight");
+        expect_refused(
+            "embedding_grad dy of D 5", [&] { nn::embedding_grad(b, idx, y5, dw); },
+            "embedding_grad", "dy");
+        expect_refused(
+            "embedding_grad padding_idx 6", [&] { nn::embedding_grad(b, idx, dy, dw, 6); },
+            "embedding_grad", "padding_idx");
+        expect_true(same_bits(raw(y), y0) && same_bits(raw(y5), y50) &&
+                        same_bits(raw(yflat), yf0) && same_bits(raw(dw), dw0) &&
+                        same_bits(raw(dw3), dw30),
+                    "a refused embedding changed an output");
+      },
+      {key<pcy_nn_embedding_schema, T>(), key<pcy_nn_embedding_grad_schema, T>()});
+}
+
 template <class T> void all_cases(extension_suite& reg) {
   activations<T>(reg);
   softmax_cases<T>(reg);
@@ -1549,6 +1712,7 @@ template <class T> void all_cases(extension_suite& reg) {
   }
   norm_cases<T>(reg);
   xent_cases<T>(reg);
+  embedding_cases<T>(reg);
   edge_cases<T>(reg);
   if constexpr (!is_half<T>) input_class_cases<T>(reg);
 }
@@ -1598,7 +1762,9 @@ const key_fn all_keys[] = {PCY_NN_SUITE_KEY(sigmoid),
                            PCY_NN_SUITE_KEY(rms_norm),
                            PCY_NN_SUITE_KEY(rms_norm_grad),
                            PCY_NN_SUITE_KEY(cross_entropy),
-                           PCY_NN_SUITE_KEY(cross_entropy_grad)};
+                           PCY_NN_SUITE_KEY(cross_entropy_grad),
+                           PCY_NN_SUITE_KEY(embedding),
+                           PCY_NN_SUITE_KEY(embedding_grad)};
 #undef PCY_NN_SUITE_KEY
 static_assert(std::size(all_keys) == PCY_NN_OP_COUNT, "an op of pcy_nn.h is missing here");
 

@@ -1,7 +1,7 @@
 // parenchyma NN front-end: activations (sigmoid, relu, tanh, elu), softmax and log_softmax,
-// convolution, pooling, LRN, dropout, layer_norm, rms_norm and cross_entropy, each with its
-// gradient, on SharedTensors, on any backend (header-only over the core; the ops run in the "nn"
-// bundle plugin of the framework that serves them). The semantics of every op are in
+// convolution, pooling, LRN, dropout, layer_norm, rms_norm, cross_entropy and embedding, each with
+// its gradient, on SharedTensors, on any backend (header-only over the core; the ops run in the
+// "nn" bundle plugin of the framework that serves them). The semantics of every op are in
 // parenchyma/abi/ext/pcy_nn.h and docs/nn.md.
 //
 //   parenchyma::Backend backend;
@@ -1073,6 +1073,74 @@ inline void cross_entropy_grad(const Backend& b, const TensorStorage& logits,
                  {OpArg::in(logits), OpArg::in(labels), OpArg::in(lse), OpArg::in(dloss),
                   OpArg::out(dlogits), OpArg::integer(ignore_index), OpArg::real(label_smoothing),
                   OpArg::integer(static_cast<int64_t>(reduction))});
+}
+
+// ---- embedding ----------------------------------------------------------------------------
+
+namespace detail {
+// The checks shared by embedding and embedding_grad: table V x D (weight or dweight), i32
+// indices of any shape, rows (y or dy) of the shape of indices + [D], padding_idx -1 or in
+// [0, V).
+inline void embedding_common(const pcy_op_schema& s, const TensorStorage& table,
+                             const char* table_name, const TensorStorage& indices,
+                             const TensorStorage& rows, const char* rows_name,
+                             int64_t padding_idx) {
+  const Shape& ts = table.shape();
+  if (ts.size() != 2)
+    ext::fail(s, errc::invalid_argument, "argument ", table_name, ": shape ", ext::shape_str(table),
+              ", expected 2 dimensions (V rows x D values)");
+  if (indices.dtype() != PCY_DTYPE_I32)
+    ext::fail(s, errc::invalid_argument, "argument indices: dtype ",
+              ext::dtype_name(indices.dtype()), " expected i32");
+  if (ts[0] >= (int64_t{1} << 31))
+    ext::fail(s, errc::invalid_argument, "argument ", table_name, ": ", ts[0],
+              " rows, at most 2^31 - 1 (i32 indices)");
+  if (indices.size() >= (uint64_t{1} << 31))
+    ext::fail(s, errc::invalid_argument, "argument indices: ", indices.size(),
+              " elements, at most 2^31 - 1");
+  Shape want = indices.shape();
+  want.push_back(ts[1]);
+  exact_shape(s, rows, rows_name, want, "the shape of indices followed by D");
+  if (padding_idx != -1 && (padding_idx < 0 || padding_idx >= ts[0]))
+    ext::fail(s, errc::invalid_argument, "argument padding_idx: ", padding_idx,
+              " expected -1 (none) or a row in [0, ", ts[0], ")");
+}
+} // namespace detail
+
+// A table lookup: y (the shape of indices + [D]) gets row indices[i] of weight (V x D) for each
+// position i; an index outside [0, V) gives a row of NaN. padding_idx (-1: none) does not change
+// the forward (PyTorch's semantics); it matters to embedding_grad.
+inline void embedding(const Backend& b, const TensorStorage& weight, const TensorStorage& indices,
+                      TensorStorage& y, int64_t padding_idx = -1) {
+  constexpr auto& S = pcy_nn_embedding_schema;
+  ext::checker c(S, weight, "weight", detail::any_float);
+  c.same_dtype(y, "y", "weight");
+  detail::embedding_common(S, weight, "weight", indices, y, "y", padding_idx);
+  c.distinct(weight, "weight", y, "y");
+  c.distinct(indices, "indices", y, "y");
+  c.written(weight, "weight");
+  c.written(indices, "indices");
+  ext::invoke<S>(
+      b, c.dtype(),
+      {OpArg::in(weight), OpArg::in(indices), OpArg::out(y), OpArg::integer(padding_idx)});
+}
+// dweight (V x D, overwritten) = for each row v the sum of the dy rows (dy: the shape of
+// indices + [D]) at the positions whose index is v, added in increasing position order in f32
+// (f64 for f64) and rounded once: the same bits on every run and framework. Rows never indexed,
+// padding_idx's row and indices outside [0, V) give or add nothing.
+inline void embedding_grad(const Backend& b, const TensorStorage& indices, const TensorStorage& dy,
+                           TensorStorage& dweight, int64_t padding_idx = -1) {
+  constexpr auto& S = pcy_nn_embedding_grad_schema;
+  ext::checker c(S, dy, "dy", detail::any_float);
+  c.same_dtype(dweight, "dweight", "dy");
+  detail::embedding_common(S, dweight, "dweight", indices, dy, "dy", padding_idx);
+  c.distinct(indices, "indices", dweight, "dweight");
+  c.distinct(dy, "dy", dweight, "dweight");
+  c.written(indices, "indices");
+  c.written(dy, "dy");
+  ext::invoke<S>(
+      b, c.dtype(),
+      {OpArg::in(indices), OpArg::in(dy), OpArg::out(dweight), OpArg::integer(padding_idx)});
 }
 
 } // namespace parenchyma::nn

@@ -9,8 +9,8 @@
  * - Geometry arrays (stride, padding, dilation, window) are INT_ARRAYs of two values: (height,
  *   width). Strides, dilations and windows are >= 1, paddings >= 0.
  * - The op's dtype is that of its data tensors (f32, f64; f16 and bf16 where a bundle says so);
- *   indices and cross_entropy's labels are i32, dropout masks u8, convolution_algorithm's
- *   result i64.
+ *   indices, cross_entropy's labels and embedding's indices are i32, dropout masks u8,
+ *   convolution_algorithm's result i64.
  * - Empty tensors are allowed where the shapes allow them: the op then does nothing.
  * - NaN propagates through every elementwise op; max pooling treats NaN as larger than any
  *   number (a window holding a NaN yields NaN).
@@ -262,8 +262,34 @@
   X(dloss, TENSOR, IN, OP, ANY) X(dlogits, TENSOR, OUT, OP, ANY) X(ignore_index, INT, 0, OP, ANY)  \
       X(label_smoothing, FLOAT, 0, OP, ANY) X(reduction, INT, 0, OP, ANY)
 
-/* The statistics dtype (layer_norm's mean and rstd, rms_norm's rstd, cross_entropy's lse) of an
- * op of dtype d: f64 for f64, f32 for f32, f16 and bf16. */
+/* ---- embedding -------------------------------------------------------------------------------
+ * A lookup table (PyTorch's embedding). weight: V x D (rank 2; V rows of D values, the op's
+ * dtype). indices: i32, any shape S (rank >= 0, may be empty), N = its element count.
+ * padding_idx: -1 (none) or a row in [0, V).
+ * embedding(weight, indices, y, padding_idx): y has the shape S + [D] (N x D elements, row
+ *   major), the op's dtype; y[i, :] = weight[indices[i], :] for each position i (row-major
+ *   order of indices). An index outside [0, V) is never read through: its y row is NaN.
+ *   padding_idx does not change the forward (its row is copied like any other).
+ * embedding_grad(indices, dy, dweight, padding_idx): dy has the shape S + [D] (N x D
+ *   elements); dweight (V x D) is overwritten, not accumulated:
+ *     dweight[v, :] = sum of dy[i, :] over the positions i with indices[i] == v,
+ *   the terms added one by one in INCREASING POSITION ORDER i, starting from +0, in the
+ *   compute dtype (PCY_NN_STATISTICS_DTYPE: f32 for f16, bf16 and f32 ops, f64 for f64), and
+ *   rounded once to the op's dtype. A row never indexed is 0; padding_idx's row is 0; an index
+ *   outside [0, V) contributes nothing. Since the order of the additions is fixed, every run
+ *   of every framework gives the same bits (no floating-point atomics anywhere).
+ * Empty cases: N = 0 (y empty; dweight all 0), D = 0 (nothing to write), V = 0 (every index is
+ * outside: y rows NaN where D > 0). */
+#define PCY_NN_EMBEDDING_ARGS(X)                                                                   \
+  X(weight, TENSOR, IN, OP, 2)                                                                     \
+  X(indices, TENSOR, IN, I32, ANY) X(y, TENSOR, OUT, OP, ANY) X(padding_idx, INT, 0, OP, ANY)
+#define PCY_NN_EMBEDDING_GRAD_ARGS(X)                                                              \
+  X(indices, TENSOR, IN, I32, ANY)                                                                 \
+  X(dy, TENSOR, IN, OP, ANY) X(dweight, TENSOR, OUT, OP, 2) X(padding_idx, INT, 0, OP, ANY)
+
+/* The statistics dtype (layer_norm's mean and rstd, rms_norm's rstd, cross_entropy's lse; the
+ * compute dtype of embedding_grad's sums) of an op of dtype d: f64 for f64, f32 for f32, f16
+ * and bf16. */
 #define PCY_NN_STATISTICS_DTYPE(d) ((d) == PCY_DTYPE_F64 ? PCY_DTYPE_F64 : PCY_DTYPE_F32)
 
 /* pcy_nn_<op>_schema and pcy_nn_<op>_args for every op. */
@@ -312,6 +338,8 @@ PCY_DECLARE_OP_SCHEMA(pcy_nn, rms_norm, PCY_NN_EXTENSION, PCY_NN_RMS_NORM_ARGS)
 PCY_DECLARE_OP_SCHEMA(pcy_nn, rms_norm_grad, PCY_NN_EXTENSION, PCY_NN_RMS_NORM_GRAD_ARGS)
 PCY_DECLARE_OP_SCHEMA(pcy_nn, cross_entropy, PCY_NN_EXTENSION, PCY_NN_CROSS_ENTROPY_ARGS)
 PCY_DECLARE_OP_SCHEMA(pcy_nn, cross_entropy_grad, PCY_NN_EXTENSION, PCY_NN_CROSS_ENTROPY_GRAD_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, embedding, PCY_NN_EXTENSION, PCY_NN_EMBEDDING_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, embedding_grad, PCY_NN_EXTENSION, PCY_NN_EMBEDDING_GRAD_ARGS)
 
 /* Every op of the extension, for tools that list them (parenchyma-info, the docs table). */
 #define PCY_NN_SCHEMA_LIST                                                                         \
@@ -330,12 +358,13 @@ PCY_DECLARE_OP_SCHEMA(pcy_nn, cross_entropy_grad, PCY_NN_EXTENSION, PCY_NN_CROSS
       &pcy_nn_pooling_avg_grad_schema, &pcy_nn_lrn_schema, &pcy_nn_lrn_grad_schema,                \
       &pcy_nn_dropout_schema, &pcy_nn_dropout_grad_schema, &pcy_nn_layer_norm_schema,              \
       &pcy_nn_layer_norm_grad_schema, &pcy_nn_rms_norm_schema, &pcy_nn_rms_norm_grad_schema,       \
-      &pcy_nn_cross_entropy_schema, &pcy_nn_cross_entropy_grad_schema
+      &pcy_nn_cross_entropy_schema, &pcy_nn_cross_entropy_grad_schema, &pcy_nn_embedding_schema,   \
+      &pcy_nn_embedding_grad_schema
 #ifdef __cplusplus
 inline constexpr const pcy_op_schema* pcy_nn_schemas[] = {PCY_NN_SCHEMA_LIST};
 #else
 static const pcy_op_schema* const pcy_nn_schemas[] PCY_MAYBE_UNUSED = {PCY_NN_SCHEMA_LIST};
 #endif
-#define PCY_NN_OP_COUNT 42
+#define PCY_NN_OP_COUNT 44
 
 #endif /* PCY_NN_H */
