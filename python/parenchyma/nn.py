@@ -1,6 +1,6 @@
 """Neural-network ops on parenchyma backends: activations (sigmoid, relu, tanh, elu) with their
 in-place forms and gradients, softmax / log_softmax, Convolution, pooling, LRN, dropout,
-layer_norm, rms_norm and cross_entropy.
+layer_norm, rms_norm, cross_entropy and batch_norm.
 
 Every op takes the backend first, then its operands: parenchyma.Tensor objects, or DLPack
 producers (NumPy arrays, PyTorch tensors, ...) imported for the call without a copy. Images are
@@ -28,6 +28,7 @@ _names = [
     "lrn", "lrn_grad", "dropout", "dropout_grad",
     "layer_norm", "layer_norm_grad", "rms_norm", "rms_norm_grad",
     "cross_entropy", "cross_entropy_grad",
+    "batch_norm", "batch_norm_grad",
 ]
 globals().update({n: getattr(_nn, n) for n in _names})
 

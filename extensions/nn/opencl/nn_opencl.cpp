@@ -64,6 +64,8 @@ enum kernel_id {
   K_NORM_BWD_COLS,
   K_XENT_FWD,
   K_XENT_BWD,
+  K_BN_FWD,
+  K_BN_BWD,
   K_COUNT
 };
 constexpr std::array<const char*, K_COUNT> kernel_names{
@@ -76,7 +78,8 @@ constexpr std::array<const char*, K_COUNT> kernel_names{
     "pool_avg_grad",   "lrn_fwd",           "lrn_scale",
     "lrn_grad",        "dropout_fwd",       "dropout_bwd",
     "norm_fwd",        "norm_bwd_row",      "norm_bwd_cols",
-    "xent_fwd",        "xent_bwd"};
+    "xent_fwd",        "xent_bwd",          "bn_fwd",
+    "bn_bwd"};
 
 constexpr int64_t algo_direct = 0, algo_gemm = 1, algo_count = 2;
 
@@ -679,12 +682,59 @@ template <class T> void op_xent_grad(ocl_context& cx, const sdk::op_args& a) {
              val(dlo), mem(c.dlogits->memory), val(dxo)});
 }
 
+// ---- batch normalisation -------------------------------------------------------------------
+
+// A work-group per channel (two passes in training, sums in a fixed order); the statistics are
+// `real` (the statistics dtype of f32 and f64 is the op's). Absent tensors (and the empty x and
+// y of an empty batch) are bound to the dummy buffer and not touched.
+template <class T> void op_bn(ocl_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_batch_norm_schema;
+  const nb::bn_call c = nb::decode_bn<S>(a, dt<T>);
+  const dtype_state& d = cx.state<T>();
+  if (c.C == 0) return;
+  const auto N = static_cast<int64_t>(c.N), C = static_cast<int64_t>(c.C),
+             sp = static_cast<int64_t>(c.spatial);
+  const int32_t flags = (c.training ? 1 : 0) | (c.running_mean ? 2 : 0) |
+                        (c.running_var ? 4 : 0) | (c.mean ? 8 : 0) | (c.rstd ? 16 : 0);
+  const T momentum = static_cast<T>(c.momentum), eps = static_cast<T>(c.epsilon);
+  auto o = [&](const pcy_tensor* t, const char* name) {
+    return t && t->memory ? off<T>(*t, S, name) : int64_t{0};
+  };
+  auto m = [&](const pcy_tensor* t) { return mem(t && t->memory ? t->memory : cx.dummy); };
+  cx.launch(a.queue(), d.k[K_BN_FWD], 1, {std::min<uint64_t>(c.C, 65536) * cx.swg, 1, 1},
+            {cx.swg, 1, 1},
+            {val(N), val(C), val(sp), val(flags), val(momentum), val(eps), m(c.x), val(o(c.x, "x")),
+             m(c.weight), val(o(c.weight, "weight")), m(c.bias), val(o(c.bias, "bias")),
+             m(c.running_mean), val(o(c.running_mean, "running_mean")), m(c.running_var),
+             val(o(c.running_var, "running_var")), m(c.y), val(o(c.y, "y")), m(c.mean),
+             val(o(c.mean, "save_mean")), m(c.rstd), val(o(c.rstd, "save_rstd"))});
+}
+template <class T> void op_bn_grad(ocl_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_batch_norm_grad_schema;
+  const nb::bn_call c = nb::decode_bn<S>(a, dt<T>);
+  const dtype_state& d = cx.state<T>();
+  if (c.C == 0) return;
+  const auto N = static_cast<int64_t>(c.N), C = static_cast<int64_t>(c.C),
+             sp = static_cast<int64_t>(c.spatial);
+  const int32_t flags = (c.training ? 1 : 0) | (c.dweight ? 2 : 0) | (c.dbias ? 4 : 0);
+  auto o = [&](const pcy_tensor* t, const char* name) {
+    return t && t->memory ? off<T>(*t, S, name) : int64_t{0};
+  };
+  auto m = [&](const pcy_tensor* t) { return mem(t && t->memory ? t->memory : cx.dummy); };
+  cx.launch(a.queue(), d.k[K_BN_BWD], 1, {std::min<uint64_t>(c.C, 65536) * cx.swg, 1, 1},
+            {cx.swg, 1, 1},
+            {val(N), val(C), val(sp), val(flags), m(c.x), val(o(c.x, "x")), m(c.weight),
+             val(o(c.weight, "weight")), m(c.mean), val(o(c.mean, "mean")), m(c.rstd),
+             val(o(c.rstd, "rstd")), m(c.dy), val(o(c.dy, "dy")), m(c.y), val(o(c.y, "dx")),
+             m(c.dweight), val(o(c.dweight, "dweight")), m(c.dbias), val(o(c.dbias, "dbias"))});
+}
+
 // ---- the bundle ----------------------------------------------------------------------------
 
 constexpr sdk::bundle_identity identity{
     bundle_name, PCY_NN_EXTENSION, "opencl",
     "NN on OpenCL: own OpenCL C kernels (activations, softmax, direct and implicit-GEMM "
-    "convolution, pooling, LRN, dropout, layer_norm, rms_norm, cross_entropy)"};
+    "convolution, pooling, LRN, dropout, layer_norm, rms_norm, cross_entropy, batch_norm)"};
 
 class nn_opencl_bundle : public sdk::bundle_base<identity, ocl_context> {
 public:
@@ -735,6 +785,8 @@ public:
     PCY_ADD2(op_norm_grad, pcy_nn_rms_norm_grad_schema, false);
     add<op_xent<float>, op_xent<double>>(pcy_nn_cross_entropy_schema);
     add<op_xent_grad<float>, op_xent_grad<double>>(pcy_nn_cross_entropy_grad_schema);
+    add<op_bn<float>, op_bn<double>>(pcy_nn_batch_norm_schema);
+    add<op_bn_grad<float>, op_bn_grad<double>>(pcy_nn_batch_norm_grad_schema);
 #undef PCY_ADD2
   }
 
