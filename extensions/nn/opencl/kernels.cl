@@ -697,6 +697,8 @@ void bn_fwd(long N, long C, long sp, int flags, real momentum, real eps, __globa
     __global real* yc = y + yo + c * sp;
     real mu, rs;
     if (flags & 1) {
+      /* the running statistics read before the sums' barriers, written after them */
+      const real rm0 = (flags & 2) ? rm[rmo + c] : (real)0, rv0 = (flags & 4) ? rv[rvo + c] : (real)0;
       real acc = 0;
       for (long i = lid; i < M; i += SWG) acc += BN_AT(xc, i);
       mu = wg_sum(s, acc) / (real)M;
@@ -708,9 +710,8 @@ void bn_fwd(long N, long C, long sp, int flags, real momentum, real eps, __globa
       const real var = wg_sum(s, acc) / (real)M;
       rs = (real)1 / sqrt(var + eps);
       if (lid == 0) {
-        if (flags & 2) rm[rmo + c] = ((real)1 - momentum) * rm[rmo + c] + momentum * mu;
-        if (flags & 4)
-          rv[rvo + c] = ((real)1 - momentum) * rv[rvo + c] + momentum * (var * (real)M / (real)(M - 1));
+        if (flags & 2) rm[rmo + c] = ((real)1 - momentum) * rm0 + momentum * mu;
+        if (flags & 4) rv[rvo + c] = ((real)1 - momentum) * rv0 + momentum * (var * (real)M / (real)(M - 1));
       }
     } else {
       mu = rm[rmo + c];
