@@ -697,7 +697,9 @@ void bn_fwd(long N, long C, long sp, int flags, real momentum, real eps, __globa
     __global real* yc = y + yo + c * sp;
     real mu, rs;
     if (flags & 1) {
-      /* the running statistics read before the sums' barriers, written after them */
+      /* The running statistics are read by every work-item before the sums' barriers and
+       * written after them from those copies (an update that read them under `lid == 0` after
+       * the barriers was applied once per work-item on PoCL 3.1). */
       const real rm0 = (flags & 2) ? rm[rmo + c] : (real)0, rv0 = (flags & 4) ? rv[rvo + c] : (real)0;
       real acc = 0;
       for (long i = lid; i < M; i += SWG) acc += BN_AT(xc, i);
