@@ -1113,33 +1113,73 @@ __device__ void bn_stats(i64 C_, i64 M, i64 chunks, int phase, int flags,
     }
   }
 }
-// y = (x - mean) rstd w + b elementwise, the statistics from st.
+// y = (x - mean) rstd w + b elementwise, the statistics from st. vec: x and y 16-byte aligned
+// and sp a multiple of V = 16 / sizeof(S), so a v16 word holds V elements of one channel (the
+// results are those of the scalar path: each element's arithmetic is the same).
 template <class S>
 __device__ void bn_apply(i64 total, i64 C_, i64 sp, const S* x, const S* w, const S* b,
-                         const typename io<S>::C* st, S* y) {
+                         const typename io<S>::C* st, S* y, int vec) {
   typedef typename io<S>::C C;
+  if (vec) {
+    const int V = 16 / sizeof(S);
+    const v16* xv = reinterpret_cast<const v16*>(x);
+    v16* yv = reinterpret_cast<v16*>(y);
+    GRID_LOOP(t, total / V) {
+      const i64 c = (t * V / sp) % C_;
+      const C mu = st[c], rs = st[C_ + c], wc = io<S>::ld(w[c]), bc = io<S>::ld(b[c]);
+      v16 r = xv[t];
+      S* e = reinterpret_cast<S*>(&r);
+#pragma unroll
+      for (int j = 0; j < V; ++j) e[j] = io<S>::st((io<S>::ld(e[j]) - mu) * rs * wc + bc);
+      yv[t] = r;
+    }
+    return;
+  }
   GRID_LOOP(i, total) {
     const i64 c = (i / sp) % C_;
     y[i] = io<S>::st((io<S>::ld(x[i]) - st[c]) * st[C_ + c] * io<S>::ld(w[c]) + io<S>::ld(b[c]));
   }
 }
-// dx elementwise: training rstd (g - mean(g) - xhat mean(g xhat)) with g = dy w, mean(g) = w
-// sum(dy) / M and mean(g xhat) = w sum(dy xhat) / M (st, bn_stats' phase 3); otherwise rstd g.
+// One element of dx: training rstd (g - mean(g) - xhat mean(g xhat)) with g = dy w, mean(g) =
+// w sum(dy) / M and mean(g xhat) = w sum(dy xhat) / M (st, bn_stats' phase 3); otherwise rstd g
+// (x does not enter: a NaN x leaves dx finite).
+template <class C>
+__device__ __forceinline__ C bn_dx1(int training, C xv, C dyv, C mu, C rs, C wc, C mg, C mgx) {
+  const C g = dyv * wc;
+  return training ? rs * (g - mg - ((xv - mu) * rs) * mgx) : rs * g;
+}
+// dx elementwise; vec as for bn_apply (x, dy and dx aligned).
 template <class S>
 __device__ void bn_dx(i64 total, i64 C_, i64 sp, i64 M, int training, const S* x, const S* w,
                       const typename io<S>::C* mean, const typename io<S>::C* rstd,
-                      const typename io<S>::C* st, const S* dy, S* dx) {
+                      const typename io<S>::C* st, const S* dy, S* dx, int vec) {
   typedef typename io<S>::C C;
+  if (vec) {
+    const int V = 16 / sizeof(S);
+    const v16 *xv = reinterpret_cast<const v16*>(x), *dyv = reinterpret_cast<const v16*>(dy);
+    v16* dxv = reinterpret_cast<v16*>(dx);
+    GRID_LOOP(t, total / V) {
+      const i64 c = (t * V / sp) % C_;
+      const C rs = rstd[c], wc = io<S>::ld(w[c]);
+      const C mu = training ? mean[c] : C(0);
+      const C mg = training ? wc * st[c] / C(M) : C(0), mgx = training ? wc * st[C_ + c] / C(M) : C(0);
+      const v16 rx = xv[t];
+      v16 rd = dyv[t];
+      const S* ex = reinterpret_cast<const S*>(&rx);
+      S* ed = reinterpret_cast<S*>(&rd);
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        ed[j] = io<S>::st(bn_dx1<C>(training, io<S>::ld(ex[j]), io<S>::ld(ed[j]), mu, rs, wc, mg, mgx));
+      dxv[t] = rd;
+    }
+    return;
+  }
   GRID_LOOP(i, total) {
     const i64 c = (i / sp) % C_;
-    const C rs = rstd[c], wc = io<S>::ld(w[c]), g = io<S>::ld(dy[i]) * wc;
-    if (training) {
-      const C xh = (io<S>::ld(x[i]) - mean[c]) * rs;
-      const C mg = wc * st[c] / C(M), mgx = wc * st[C_ + c] / C(M);
-      dx[i] = io<S>::st(rs * (g - mg - xh * mgx));
-    } else {
-      dx[i] = io<S>::st(rs * g);
-    }
+    const C rs = rstd[c], wc = io<S>::ld(w[c]);
+    const C mu = training ? mean[c] : C(0);
+    const C mg = training ? wc * st[c] / C(M) : C(0), mgx = training ? wc * st[C_ + c] / C(M) : C(0);
+    dx[i] = io<S>::st(bn_dx1<C>(training, io<S>::ld(x[i]), io<S>::ld(dy[i]), mu, rs, wc, mg, mgx));
   }
 }
 
@@ -1376,13 +1416,13 @@ __device__ void xent_bwd(i64 rows, i64 C_, i64 ignore, typename io<S>::C eps, in
     bn_stats<S>(C, M, chunks, phase, flags, momentum, eps, part, st, rm, rv, sm, sr, dw, db);      \
   }                                                                                                \
   extern "C" __global__ void bn_apply_##D(i64 total, i64 C, i64 sp, const S* x, const S* w,        \
-                                          const S* b, const io<S>::C* st, S* y) {                  \
-    bn_apply<S>(total, C, sp, x, w, b, st, y);                                                     \
+                                          const S* b, const io<S>::C* st, S* y, int vec) {         \
+    bn_apply<S>(total, C, sp, x, w, b, st, y, vec);                                                \
   }                                                                                                \
   extern "C" __global__ void bn_dx_##D(i64 total, i64 C, i64 sp, i64 M, int training, const S* x,  \
                                        const S* w, const io<S>::C* mean, const io<S>::C* rstd,     \
-                                       const io<S>::C* st, const S* dy, S* dx) {                   \
-    bn_dx<S>(total, C, sp, M, training, x, w, mean, rstd, st, dy, dx);                             \
+                                       const io<S>::C* st, const S* dy, S* dx, int vec) {          \
+    bn_dx<S>(total, C, sp, M, training, x, w, mean, rstd, st, dy, dx, vec);                        \
   }                                                                                                \
   extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                           \
       xent_fwd_##D(i64 rows, i64 C, i64 ignore, io<S>::C eps, int red, const S* x,                 \

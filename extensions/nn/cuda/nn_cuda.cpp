@@ -946,6 +946,7 @@ template <const pcy_op_schema& S> struct bn_op {
     constexpr int d = index_of(D);
     constexpr bool grad = nb::detail::has<S>("dx");
     using W = wide_t<D>;
+    constexpr uint64_t V = 16 / sdk::dtype_size(D); // elements of a 16-byte word
     const nb::bn_call c = nb::decode_bn<S>(a, D);
     if (c.C == 0) return;
     // Empty tensors (x, y of an empty batch; absent ones) are not resolved: null pointers.
@@ -993,19 +994,24 @@ template <const pcy_op_schema& S> struct bn_op {
       } else {
         stats(2, flags);
       }
+      // Whole v16 words of one channel where x and y are 16-byte aligned and sp % V == 0.
+      const int vec = aligned16(p(c.x)) && aligned16(p(c.y)) && c.spatial % V == 0 ? 1 : 0;
       if (total != 0)
-        cx.launch(a.queue(), cx.kernel(K_BN_APPLY, d), cx.blocks_for(total),
+        cx.launch(a.queue(), cx.kernel(K_BN_APPLY, d), cx.blocks_for(vec ? total / V : total),
                   {val(tot), val(C), val(sp), val(p(c.x)), val(p(c.weight)), val(p(c.bias)),
-                   val(st), val(p(c.y))});
+                   val(st), val(p(c.y)), val(vec)});
     } else {
       part_launch(2, p(c.mean), p(c.rstd));
       stats(3, 0);
       const int training = c.training ? 1 : 0;
+      const int vec =
+          aligned16(p(c.x)) && aligned16(p(c.dy)) && aligned16(p(c.y)) && c.spatial % V == 0 ? 1
+                                                                                            : 0;
       if (total != 0)
-        cx.launch(a.queue(), cx.kernel(K_BN_DX, d), cx.blocks_for(total),
+        cx.launch(a.queue(), cx.kernel(K_BN_DX, d), cx.blocks_for(vec ? total / V : total),
                   {val(tot), val(C), val(sp), val(M), val(training), val(p(c.x)),
                    val(p(c.weight)), val(p(c.mean)), val(p(c.rstd)), val(st), val(p(c.dy)),
-                   val(p(c.y))});
+                   val(p(c.y)), val(vec)});
     }
   }
 };
