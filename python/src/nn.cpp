@@ -174,8 +174,7 @@ Operand optional_operand(const PyBackend& b, const py::object& obj, const Operan
                          const char* op, const char* name) {
   if (!obj.is_none()) return operand(b, obj, op, name);
   Operand o;
-  o.tensor.storage =
-      std::make_shared<TensorStorage>(x.storage().dtype(), std::vector<int64_t>{0});
+  o.tensor.storage = std::make_shared<TensorStorage>(x.storage().dtype(), std::vector<int64_t>{0});
   return o;
 }
 
@@ -733,9 +732,8 @@ math: 'by_setting' (PARENCHYMA_NN_MATH, strict unless set), 'strict' or 'tf32'.)
                       osm = stat_operand(b, save_mean, ox, op, "save_mean"),
                       osr = stat_operand(b, save_rstd, ox, op, "save_rstd");
         run(b, {&ox, &ow, &ob, &oy, &orm, &orv, &osm, &osr}, [&](const Backend& be) {
-          nn::batch_norm(be, ox.storage(), ow.storage(), ob.storage(), orm.storage(),
-                         orv.storage(), oy.storage(), osm.storage(), osr.storage(), training,
-                         momentum, epsilon);
+          nn::batch_norm(be, ox.storage(), ow.storage(), ob.storage(), orm.storage(), orv.storage(),
+                         oy.storage(), osm.storage(), osr.storage(), training, momentum, epsilon);
         });
         return py::make_tuple(y, save_mean, save_rstd);
       },
@@ -763,14 +761,13 @@ math: 'by_setting' (PARENCHYMA_NN_MATH, strict unless set), 'strict' or 'tf32'.)
                       odb = optional_operand(b, dbias, ox, op, "dbias");
         run(b, {&ox, &ow, &om, &orr, &ody, &odx, &odw, &odb}, [&](const Backend& be) {
           nn::batch_norm_grad(be, ox.storage(), ow.storage(), om.storage(), orr.storage(),
-                              ody.storage(), odx.storage(), odw.storage(), odb.storage(),
-                              training);
+                              ody.storage(), odx.storage(), odw.storage(), odb.storage(), training);
         });
         return py::make_tuple(dx, dweight, dbias);
       },
       py::arg("backend"), py::arg("x"), py::arg("weight"), py::arg("mean"), py::arg("rstd"),
-      py::arg("dy"), py::arg("dx"), py::arg("dweight") = py::none(),
-      py::arg("dbias") = py::none(), py::kw_only(), py::arg("training"),
+      py::arg("dy"), py::arg("dx"), py::arg("dweight") = py::none(), py::arg("dbias") = py::none(),
+      py::kw_only(), py::arg("training"),
       "The gradients of batch_norm from its input x, weight and saved mean and rstd: dx, and "
       "dweight and dbias summed over N x spatial (None: not computed). training as in the "
       "forward: True adds the batch statistics' own gradient to dx. Returns (dx, dweight, "

@@ -579,8 +579,8 @@ TEST_CASE("batch_norm: shapes, statistics, training, aliasing, unwritten tensors
           {"argument y", "[60]"});
   invalid([&] { nn::batch_norm(b, x, w, bias, rm, rv, y, sm, sr, true, 1.5); }, "batch_norm",
           {"argument momentum"});
-  invalid([&] { nn::batch_norm(b, x, w, bias, rm, rv, y, sm, sr, true, 0.1, 0.0); },
-          "batch_norm", {"argument epsilon"});
+  invalid([&] { nn::batch_norm(b, x, w, bias, rm, rv, y, sm, sr, true, 0.1, 0.0); }, "batch_norm",
+          {"argument epsilon"});
   invalid([&] { nn::batch_norm(b, x, w, bias, rm, rv, y, sm, rm, true); }, "batch_norm",
           {"running_mean", "same tensor"});
   invalid([&] { nn::batch_norm(b, x, w, bias, rm, rv, x, sm, sr, true); }, "batch_norm",
@@ -589,8 +589,8 @@ TEST_CASE("batch_norm: shapes, statistics, training, aliasing, unwritten tensors
                errc::uninitialized, "batch_norm", {"argument running_mean"});
   invalid([&] { nn::batch_norm_grad(b, x, w, sm, sr, dy, dx, w2, db, true); }, "batch_norm_grad",
           {"argument dweight", "or 0 (absent)"});
-  invalid([&] { nn::batch_norm_grad(b, x, w, none, sr, dy, dx, dw, db, true); },
-          "batch_norm_grad", {"argument mean"});
+  invalid([&] { nn::batch_norm_grad(b, x, w, none, sr, dy, dx, dw, db, true); }, "batch_norm_grad",
+          {"argument mean"});
   invalid([&] { nn::batch_norm_grad(b, x, w, sm, sr, dy, dy, dw, db, true); }, "batch_norm_grad",
           {"same tensor"});
   expect_error([&] { nn::batch_norm_grad(b, x, w, unwritten, sr, dy, dx, dw, db, true); },
@@ -695,13 +695,13 @@ TEST_CASE("each NN bundle re-checks its arguments: hostile values from any host 
     const auto bn = [&](const pcy_tensor& x, const pcy_tensor& w, const pcy_tensor& rm,
                         const pcy_tensor& rv, const pcy_tensor& y, const pcy_tensor& sr,
                         int64_t training, double momentum, double eps) {
-      return std::vector<harg>{in(x),  in(w),  in(w),          inout(rm),       inout(rv),
-                               out(y), out(bs2), out(sr), i_arg(training), f_arg(momentum),
-                               f_arg(eps)};
+      return std::vector<harg>{in(x),           in(w),           in(w),     inout(rm),
+                               inout(rv),       out(y),          out(bs2),  out(sr),
+                               i_arg(training), f_arg(momentum), f_arg(eps)};
     };
     const auto bn_grad = [&](const pcy_tensor& mean, const pcy_tensor& dx, const pcy_tensor& dw,
                              int64_t training) {
-      return std::vector<harg>{in(bx), in(bw),  in(mean), in(bs),          in(by),
+      return std::vector<harg>{in(bx),  in(bw),  in(mean), in(bs),         in(by),
                                out(dx), out(dw), out(bs2), i_arg(training)};
     };
 

@@ -156,8 +156,8 @@ namespace detail {
 // A statistics tensor (argument k) of an op of dtype d: the statistics dtype, `want` elements
 // (or none where `optional`: then null).
 template <const pcy_op_schema& S>
-PCY_SDK_HOT inline const pcy_tensor* stat_tensor(const sdk::decoder<S>& dc, uint32_t k,
-                                                 pcy_dtype d, uint64_t want, bool optional,
+PCY_SDK_HOT inline const pcy_tensor* stat_tensor(const sdk::decoder<S>& dc, uint32_t k, pcy_dtype d,
+                                                 uint64_t want, bool optional,
                                                  const char* per = "one per row") {
   const pcy_tensor& t = dc.tensor(k);
   if (t.dtype != norm_stat_dtype(d))
@@ -328,15 +328,15 @@ PCY_SDK_HOT inline xent_call decode_xent(const sdk::op_args& a, pcy_dtype d) {
 struct bn_call {
   const pcy_tensor* x = nullptr;
   const pcy_tensor* weight = nullptr;
-  const pcy_tensor* bias = nullptr;         // forward only
-  const pcy_tensor* running_mean = nullptr; // forward; null when absent
-  const pcy_tensor* running_var = nullptr;  // forward; null when absent
-  const pcy_tensor* y = nullptr;            // forward: y; gradient: dx
-  const pcy_tensor* mean = nullptr;         // forward: save_mean (null: not saved); gradient
-  const pcy_tensor* rstd = nullptr;         // forward: save_rstd (null: not saved); gradient
-  const pcy_tensor* dy = nullptr;           // gradient only
-  const pcy_tensor* dweight = nullptr;      // gradient; null when not computed
-  const pcy_tensor* dbias = nullptr;        // gradient; null when not computed
+  const pcy_tensor* bias = nullptr;          // forward only
+  const pcy_tensor* running_mean = nullptr;  // forward; null when absent
+  const pcy_tensor* running_var = nullptr;   // forward; null when absent
+  const pcy_tensor* y = nullptr;             // forward: y; gradient: dx
+  const pcy_tensor* mean = nullptr;          // forward: save_mean (null: not saved); gradient
+  const pcy_tensor* rstd = nullptr;          // forward: save_rstd (null: not saved); gradient
+  const pcy_tensor* dy = nullptr;            // gradient only
+  const pcy_tensor* dweight = nullptr;       // gradient; null when not computed
+  const pcy_tensor* dbias = nullptr;         // gradient; null when not computed
   uint64_t N = 0, C = 0, spatial = 0, M = 0; // M = N spatial, the elements of a channel
   bool training = false;
   double momentum = 0, epsilon = 0; // forward only

@@ -1130,7 +1130,8 @@ __device__ void bn_apply(i64 total, i64 C_, i64 sp, const S* x, const S* w, cons
       v16 r = xv[t];
       S* e = reinterpret_cast<S*>(&r);
 #pragma unroll
-      for (int j = 0; j < V; ++j) e[j] = io<S>::st((io<S>::ld(e[j]) - mu) * rs * wc + bc);
+      for (int j = 0; j < V; ++j)
+        e[j] = io<S>::st((io<S>::ld(e[j]) - mu) * rs * wc + bc);
       yv[t] = r;
     }
     return;
@@ -1162,14 +1163,16 @@ __device__ void bn_dx(i64 total, i64 C_, i64 sp, i64 M, int training, const S* x
       const i64 c = (t * V / sp) % C_;
       const C rs = rstd[c], wc = io<S>::ld(w[c]);
       const C mu = training ? mean[c] : C(0);
-      const C mg = training ? wc * st[c] / C(M) : C(0), mgx = training ? wc * st[C_ + c] / C(M) : C(0);
+      const C mg = training ? wc * st[c] / C(M) : C(0),
+              mgx = training ? wc * st[C_ + c] / C(M) : C(0);
       const v16 rx = xv[t];
       v16 rd = dyv[t];
       const S* ex = reinterpret_cast<const S*>(&rx);
       S* ed = reinterpret_cast<S*>(&rd);
 #pragma unroll
       for (int j = 0; j < V; ++j)
-        ed[j] = io<S>::st(bn_dx1<C>(training, io<S>::ld(ex[j]), io<S>::ld(ed[j]), mu, rs, wc, mg, mgx));
+        ed[j] =
+            io<S>::st(bn_dx1<C>(training, io<S>::ld(ex[j]), io<S>::ld(ed[j]), mu, rs, wc, mg, mgx));
       dxv[t] = rd;
     }
     return;
@@ -1178,7 +1181,8 @@ __device__ void bn_dx(i64 total, i64 C_, i64 sp, i64 M, int training, const S* x
     const i64 c = (i / sp) % C_;
     const C rs = rstd[c], wc = io<S>::ld(w[c]);
     const C mu = training ? mean[c] : C(0);
-    const C mg = training ? wc * st[c] / C(M) : C(0), mgx = training ? wc * st[C_ + c] / C(M) : C(0);
+    const C mg = training ? wc * st[c] / C(M) : C(0),
+            mgx = training ? wc * st[C_ + c] / C(M) : C(0);
     dx[i] = io<S>::st(bn_dx1<C>(training, io<S>::ld(x[i]), io<S>::ld(dy[i]), mu, rs, wc, mg, mgx));
   }
 }
@@ -1404,7 +1408,7 @@ __device__ void xent_bwd(i64 rows, i64 C_, i64 ignore, typename io<S>::C eps, in
   NN_NORM_REG(S, D, 4)                                                                             \
   NN_NORM_REG(S, D, 16)                                                                            \
   extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                           \
-      bn_part_##D(i64 N, i64 C, i64 sp, i64 per, int mode, const S* x, const S* dy,               \
+      bn_part_##D(i64 N, i64 C, i64 sp, i64 per, int mode, const S* x, const S* dy,                \
                   const io<S>::C* mean, const io<S>::C* rstd, io<S>::C* part) {                    \
     __shared__ io<S>::C sh[NN_WARPS];                                                              \
     bn_part<S>(N, C, sp, per, mode, x, dy, mean, rstd, part, sh);                                  \

@@ -984,8 +984,8 @@ template <const pcy_op_schema& S> struct bn_op {
                  val(p(c.dweight)), val(p(c.dbias))});
     };
     if constexpr (!grad) {
-      const int flags = (c.running_mean ? 2 : 0) | (c.running_var ? 4 : 0) | (c.mean ? 8 : 0) |
-                        (c.rstd ? 16 : 0);
+      const int flags =
+          (c.running_mean ? 2 : 0) | (c.running_var ? 4 : 0) | (c.mean ? 8 : 0) | (c.rstd ? 16 : 0);
       if (c.training) {
         part_launch(0, 0, 0);
         stats(0, flags);
@@ -1006,12 +1006,11 @@ template <const pcy_op_schema& S> struct bn_op {
       const int training = c.training ? 1 : 0;
       const int vec =
           aligned16(p(c.x)) && aligned16(p(c.dy)) && aligned16(p(c.y)) && c.spatial % V == 0 ? 1
-                                                                                            : 0;
+                                                                                             : 0;
       if (total != 0)
         cx.launch(a.queue(), cx.kernel(K_BN_DX, d), cx.blocks_for(vec ? total / V : total),
-                  {val(tot), val(C), val(sp), val(M), val(training), val(p(c.x)),
-                   val(p(c.weight)), val(p(c.mean)), val(p(c.rstd)), val(st), val(p(c.dy)),
-                   val(p(c.y)), val(vec)});
+                  {val(tot), val(C), val(sp), val(M), val(training), val(p(c.x)), val(p(c.weight)),
+                   val(p(c.mean)), val(p(c.rstd)), val(st), val(p(c.dy)), val(p(c.y)), val(vec)});
     }
   }
 };

@@ -700,7 +700,8 @@ void bn_fwd(long N, long C, long sp, int flags, real momentum, real eps, __globa
       /* The running statistics are read by every work-item before the sums' barriers and
        * written after them from those copies (an update that read them under `lid == 0` after
        * the barriers was applied once per work-item on PoCL 3.1). */
-      const real rm0 = (flags & 2) ? rm[rmo + c] : (real)0, rv0 = (flags & 4) ? rv[rvo + c] : (real)0;
+      const real rm0 = (flags & 2) ? rm[rmo + c] : (real)0;
+      const real rv0 = (flags & 4) ? rv[rvo + c] : (real)0;
       real acc = 0;
       for (long i = lid; i < M; i += SWG) acc += BN_AT(xc, i);
       mu = wg_sum(s, acc) / (real)M;
@@ -713,7 +714,8 @@ void bn_fwd(long N, long C, long sp, int flags, real momentum, real eps, __globa
       rs = (real)1 / sqrt(var + eps);
       if (lid == 0) {
         if (flags & 2) rm[rmo + c] = ((real)1 - momentum) * rm0 + momentum * mu;
-        if (flags & 4) rv[rvo + c] = ((real)1 - momentum) * rv0 + momentum * (var * (real)M / (real)(M - 1));
+        if (flags & 4)
+          rv[rvo + c] = ((real)1 - momentum) * rv0 + momentum * (var * (real)M / (real)(M - 1));
       }
     } else {
       mu = rm[rmo + c];

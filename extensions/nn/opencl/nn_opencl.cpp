@@ -694,20 +694,22 @@ template <class T> void op_bn(ocl_context& cx, const sdk::op_args& a) {
   if (c.C == 0) return;
   const auto N = static_cast<int64_t>(c.N), C = static_cast<int64_t>(c.C),
              sp = static_cast<int64_t>(c.spatial);
-  const int32_t flags = (c.training ? 1 : 0) | (c.running_mean ? 2 : 0) |
-                        (c.running_var ? 4 : 0) | (c.mean ? 8 : 0) | (c.rstd ? 16 : 0);
+  const int32_t flags = (c.training ? 1 : 0) | (c.running_mean ? 2 : 0) | (c.running_var ? 4 : 0) |
+                        (c.mean ? 8 : 0) | (c.rstd ? 16 : 0);
   const T momentum = static_cast<T>(c.momentum), eps = static_cast<T>(c.epsilon);
   auto o = [&](const pcy_tensor* t, const char* name) {
     return t && t->memory ? off<T>(*t, S, name) : int64_t{0};
   };
   auto m = [&](const pcy_tensor* t) { return mem(t && t->memory ? t->memory : cx.dummy); };
+  const int64_t xo = o(c.x, "x"), wo = o(c.weight, "weight"), bo = o(c.bias, "bias"),
+                rmo = o(c.running_mean, "running_mean"), rvo = o(c.running_var, "running_var"),
+                yo = o(c.y, "y"), smo = o(c.mean, "save_mean"), sro = o(c.rstd, "save_rstd");
   cx.launch(a.queue(), d.k[K_BN_FWD], 1, {std::min<uint64_t>(c.C, 65536) * cx.swg, 1, 1},
-            {cx.swg, 1, 1},
-            {val(N), val(C), val(sp), val(flags), val(momentum), val(eps), m(c.x), val(o(c.x, "x")),
-             m(c.weight), val(o(c.weight, "weight")), m(c.bias), val(o(c.bias, "bias")),
-             m(c.running_mean), val(o(c.running_mean, "running_mean")), m(c.running_var),
-             val(o(c.running_var, "running_var")), m(c.y), val(o(c.y, "y")), m(c.mean),
-             val(o(c.mean, "save_mean")), m(c.rstd), val(o(c.rstd, "save_rstd"))});
+            {cx.swg, 1, 1}, {val(N),    val(C),  val(sp),           val(flags),  val(momentum),
+                             val(eps),  m(c.x),  val(xo),           m(c.weight), val(wo),
+                             m(c.bias), val(bo), m(c.running_mean), val(rmo),    m(c.running_var),
+                             val(rvo),  m(c.y),  val(yo),           m(c.mean),   val(smo),
+                             m(c.rstd), val(sro)});
 }
 template <class T> void op_bn_grad(ocl_context& cx, const sdk::op_args& a) {
   constexpr auto& S = pcy_nn_batch_norm_grad_schema;
@@ -721,12 +723,14 @@ template <class T> void op_bn_grad(ocl_context& cx, const sdk::op_args& a) {
     return t && t->memory ? off<T>(*t, S, name) : int64_t{0};
   };
   auto m = [&](const pcy_tensor* t) { return mem(t && t->memory ? t->memory : cx.dummy); };
+  const int64_t xo = o(c.x, "x"), wo = o(c.weight, "weight"), mo = o(c.mean, "mean"),
+                ro = o(c.rstd, "rstd"), dyo = o(c.dy, "dy"), dxo = o(c.y, "dx"),
+                dwo = o(c.dweight, "dweight"), dbo = o(c.dbias, "dbias");
   cx.launch(a.queue(), d.k[K_BN_BWD], 1, {std::min<uint64_t>(c.C, 65536) * cx.swg, 1, 1},
             {cx.swg, 1, 1},
-            {val(N), val(C), val(sp), val(flags), m(c.x), val(o(c.x, "x")), m(c.weight),
-             val(o(c.weight, "weight")), m(c.mean), val(o(c.mean, "mean")), m(c.rstd),
-             val(o(c.rstd, "rstd")), m(c.dy), val(o(c.dy, "dy")), m(c.y), val(o(c.y, "dx")),
-             m(c.dweight), val(o(c.dweight, "dweight")), m(c.dbias), val(o(c.dbias, "dbias"))});
+            {val(N),  val(C),    val(sp),      val(flags), m(c.x),     val(xo), m(c.weight),
+             val(wo), m(c.mean), val(mo),      m(c.rstd),  val(ro),    m(c.dy), val(dyo),
+             m(c.y),  val(dxo),  m(c.dweight), val(dwo),   m(c.dbias), val(dbo)});
 }
 
 // ---- the bundle ----------------------------------------------------------------------------

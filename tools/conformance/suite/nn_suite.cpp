@@ -11,14 +11,13 @@
 // even, odd and wider than C; dropout's exact splitmix64 mask; cross_entropy with ignored rows,
 // label smoothing, every reduction, logits far from zero, NaN rows and labels outside the
 // classes; batch_norm in training and evaluation over awkward shapes, a large batch, data far
-// from zero, NaN and infinite channels and absent statistics. Every op a bundle may hand to a vendor library (activations, softmax, LRN, average
-// pooling, convolution) also runs on the
-// input classes of input_classes.hpp (non-finite, huge, tiny, wide-range, cancellation) at
-// sizes that take the library's path, in f32 and f64. A cell the bundle does not serve
-// here (errc::unsupported, or an op that ran on another framework by fallback) skips its case,
-// or fails it with --require-ops; f64 cells on a device that reports no fp64 and half cells the
-// bundle does not register are optional: always skips, with the reason (extension_suite.hpp
-// decides).
+// from zero, NaN and infinite channels and absent statistics. Every op a bundle may hand to a
+// vendor library (activations, softmax, LRN, average pooling, convolution) also runs on the input
+// classes of input_classes.hpp (non-finite, huge, tiny, wide-range, cancellation) at sizes that
+// take the library's path, in f32 and f64. A cell the bundle does not serve here
+// (errc::unsupported, or an op that ran on another framework by fallback) skips its case, or fails
+// it with --require-ops; f64 cells on a device that reports no fp64 and half cells the bundle does
+// not register are optional: always skips, with the reason (extension_suite.hpp decides).
 #include "extension_suite.hpp"
 #include "input_classes.hpp"
 #include "nn_reference.hpp"
@@ -1667,11 +1666,12 @@ template <class T> void bn_cases(extension_suite& reg) {
             "momentum");
         expect_refused(
             "batch_norm epsilon 0",
-            [&] { nn::batch_norm(b, x, w, bias, rm, rv, y, sm, sr, true, 0.1, 0.0); },
-            "batch_norm", "epsilon");
+            [&] { nn::batch_norm(b, x, w, bias, rm, rv, y, sm, sr, true, 0.1, 0.0); }, "batch_norm",
+            "epsilon");
         expect_refused(
-            "batch_norm weight of 4", [&] { nn::batch_norm(b, x, w4, bias, rm, rv, y, sm, sr, true); },
-            "batch_norm", "weight");
+            "batch_norm weight of 4",
+            [&] { nn::batch_norm(b, x, w4, bias, rm, rv, y, sm, sr, true); }, "batch_norm",
+            "weight");
         expect_refused(
             "batch_norm save_rstd of the wrong dtype",
             [&] { nn::batch_norm(b, x, w, bias, rm, rv, y, sm, rw, true); }, "batch_norm",

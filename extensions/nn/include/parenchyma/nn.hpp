@@ -1,7 +1,7 @@
 // parenchyma NN front-end: activations (sigmoid, relu, tanh, elu), softmax and log_softmax,
 // convolution, pooling, LRN, dropout, layer_norm, rms_norm, cross_entropy and batch_norm, each
-// with its gradient, on SharedTensors, on any backend (header-only over the core; the ops run in the "nn"
-// bundle plugin of the framework that serves them). The semantics of every op are in
+// with its gradient, on SharedTensors, on any backend (header-only over the core; the ops run in
+// the "nn" bundle plugin of the framework that serves them). The semantics of every op are in
 // parenchyma/abi/ext/pcy_nn.h and docs/nn.md.
 //
 //   parenchyma::Backend backend;
@@ -1179,9 +1179,8 @@ inline void batch_norm(const Backend& b, const TensorStorage& x, const TensorSto
   auto running = [](TensorStorage& t) { return t.size() == 0 ? OpArg::out(t) : OpArg::inout(t); };
   ext::invoke<S>(b, c.dtype(),
                  {OpArg::in(x), OpArg::in(weight), OpArg::in(bias), running(running_mean),
-                  running(running_var), OpArg::out(y), OpArg::out(save_mean),
-                  OpArg::out(save_rstd), OpArg::integer(training ? 1 : 0), OpArg::real(momentum),
-                  OpArg::real(epsilon)});
+                  running(running_var), OpArg::out(y), OpArg::out(save_mean), OpArg::out(save_rstd),
+                  OpArg::integer(training ? 1 : 0), OpArg::real(momentum), OpArg::real(epsilon)});
 }
 // dx, and dweight and dbias (one per channel, or 0 elements: not computed) summed over N x
 // spatial, from the forward's x, weight and save_mean / save_rstd; `training` as in the forward
