@@ -1529,6 +1529,7 @@ template <class T> void xent_cases(extension_suite& reg) {
 // batch_norm and its gradient: shapes from one channel ([7, 1, 300]) to many of one element
 // ([3, 64, 1, 1]), a large batch (M = 113088 values a channel: cuda's chunked sums), data far
 // from zero (cancellation), a channel holding NaN and one an infinity, training and evaluation,
+// spatial extents that are multiples of 8 (cuda's 16-byte words for y and dx in every dtype),
 // the running and saved statistics present or absent, dweight / dbias absent, no batch in
 // evaluation, no channels; the gradient run twice (the same bits); then the refusals.
 template <class T> void bn_cases(extension_suite& reg) {
@@ -1555,7 +1556,9 @@ template <class T> void bn_cases(extension_suite& reg) {
                               {{4, 3, 17, 13}, 0, 2, false, true},
                               {{8, 6, 2, 3}, 0, 1, false, false, true},
                               {{0, 3, 5}, 0, 1, false},
-                              {{2, 0, 5}, 0, 1, true}};
+                              {{2, 0, 5}, 0, 1, true},
+                              {{4, 5, 8, 6}, 0, 1, true},
+                              {{3, 2, 16}, 0, 1, false}};
   for (const bc& c : cases) {
     const std::string tag = std::string("batch_norm ") + tname<T>() + " " + shape_tag(c.shape) +
                             (c.training ? " training" : " evaluation") +
