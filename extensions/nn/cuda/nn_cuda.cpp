@@ -1,5 +1,6 @@
 // NN bundle for the CUDA framework: every op of pcy_nn.h in f32 and f64, and in f16 and bf16
-// for the activations, softmax, pooling and convolution (compute in f32). Our own CUDA C
+// for the activations, softmax, pooling, convolution, layer_norm / rms_norm, cross_entropy and
+// batch_norm (compute in f32). Our own CUDA C
 // kernels (kernels_cu.hpp) serve everything but the convolutions proper, which run on cuDNN 9
 // (loaded at run time: its legacy convolution API and its graph API, cudnn_graph.hpp) and,
 // without cuDNN, on our direct kernels.
