@@ -1636,6 +1636,70 @@ template <class T> void bn_cases(extension_suite& reg) {
         },
         {key<pcy_nn_batch_norm_schema, T>(), key<pcy_nn_batch_norm_grad_schema, T>()});
   }
+  // f64: the gradient against finite differences of the op's own forward (L = sum(y dy)),
+  // every element of x, weight and bias, in training (the batch statistics move with x) and in
+  // evaluation (the running statistics do not).
+  if constexpr (std::is_same_v<T, double>)
+    for (const bool training : {true, false})
+      reg.add<T>(
+          std::string("batch_norm f64 3x4x5 ") + (training ? "training" : "evaluation") +
+              " gradient by finite differences",
+          [=](const Backend& b) {
+            const std::vector<int64_t> xs{3, 4, 5}, cs{4};
+            const vec x = random_vec<T>(60, -2, 2), w = random_vec<T>(4, 0.5, 1.5),
+                      bias = random_vec<T>(4), dy = random_vec<T>(60),
+                      rm0 = random_vec<T>(4, -0.5, 0.5), rv0 = random_vec<T>(4, 0.5, 1.5);
+            auto loss = [&](const vec& xv, const vec& wv, const vec& bv) {
+              auto xt = tensor_of<T>(xs, xv), wt = tensor_of<T>(cs, wv), bt = tensor_of<T>(cs, bv);
+              auto rm = tensor_of<T>(cs, rm0), rv = tensor_of<T>(cs, rv0), y = poisoned<T>(xs);
+              SharedTensor<T> n1({0}), n2({0}), n3({0}), n4({0}); // absent statistics
+              if (training)
+                nn::batch_norm(b, xt, wt, bt, n1, n2, y, n3, n4, true);
+              else
+                nn::batch_norm(b, xt, wt, bt, rm, rv, y, n3, n4, false);
+              const vec yv = values(y);
+              double l = 0, mag = 0;
+              for (size_t i = 0; i < yv.size(); ++i) {
+                l += yv[i] * dy[i];
+                mag += std::fabs(yv[i] * dy[i]);
+              }
+              return std::pair<double, double>{l, 16 * eps<T>() * (mag + 1)};
+            };
+            auto xt = tensor_of<T>(xs, x), wt = tensor_of<T>(cs, w), bt = tensor_of<T>(cs, bias),
+                 dyt = tensor_of<T>(xs, dy), rm = tensor_of<T>(cs, rm0), rv = tensor_of<T>(cs, rv0);
+            auto y = poisoned<T>(xs), sm = poisoned<T>(cs), sr = poisoned<T>(cs);
+            nn::batch_norm(b, xt, wt, bt, rm, rv, y, sm, sr, training, 0.0);
+            auto dx = poisoned<T>(xs), dw = poisoned<T>(cs), db = poisoned<T>(cs);
+            nn::batch_norm_grad(b, xt, wt, sm, sr, dyt, dx, dw, db, training);
+            const vec gx = values(dx), gw = values(dw), gb = values(db);
+            const double h = 1e-6;
+            auto compare = [&](const char* what, size_t i, std::pair<double, double> lp,
+                               std::pair<double, double> lm, double analytic) {
+              const double fd = (lp.first - lm.first) / (2 * h);
+              const double tol =
+                  (lp.second + lm.second) / (2 * h) + 1e-8 * std::fabs(analytic) + 1e-9;
+              report_element(std::fabs(fd - analytic) <= tol,
+                             str("batch_norm ", training ? "training" : "evaluation",
+                                 " finite differences ", what),
+                             tname<T>(), i, analytic, fd, tol);
+            };
+            for (size_t i = 0; i < x.size(); ++i) {
+              vec xp = x, xm = x;
+              xp[i] += h;
+              xm[i] -= h;
+              compare("dx", i, loss(xp, w, bias), loss(xm, w, bias), gx[i]);
+            }
+            for (size_t c = 0; c < 4; ++c) {
+              vec wp = w, wm = w, bp = bias, bm = bias;
+              wp[c] += h;
+              wm[c] -= h;
+              bp[c] += h;
+              bm[c] -= h;
+              compare("dweight", c, loss(x, wp, bias), loss(x, wm, bias), gw[c]);
+              compare("dbias", c, loss(x, w, bp), loss(x, w, bm), gb[c]);
+            }
+          },
+          {key<pcy_nn_batch_norm_schema, T>(), key<pcy_nn_batch_norm_grad_schema, T>()});
   reg.add<T>(
       std::string("batch_norm ") + tname<T>() + " refusals: outputs untouched",
       [](const Backend& b) {
