@@ -358,7 +358,8 @@ PCY_SDK_HOT inline bn_call decode_bn(const sdk::op_args& a, pcy_dtype d) {
   c.spatial = 1;
   for (int32_t i = 2; i < c.x->ndim; ++i)
     c.spatial *= static_cast<uint64_t>(c.x->shape[i]);
-  // No overflow: where C > 0, N spatial <= the element count; where C == 0 nothing is read.
+  // M = N spatial <= the element count where N, C > 0; where N == 0 the product of the spatial
+  // extents may wrap, but M is 0 and no kernel indexes with it; where C == 0 nothing is read.
   c.M = c.C != 0 ? c.N * c.spatial : 0;
   c.training = dc.flag(TR);
   auto same_shape = [&](const pcy_tensor& t, uint32_t k) {
