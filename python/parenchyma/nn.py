@@ -1,6 +1,6 @@
 """Neural-network ops on parenchyma backends: activations (sigmoid, relu, tanh, elu) with their
 in-place forms and gradients, softmax / log_softmax, Convolution, pooling, LRN, dropout,
-layer_norm, rms_norm, cross_entropy and embedding.
+layer_norm, rms_norm, cross_entropy, embedding and batch_norm.
 
 Every op takes the backend first, then its operands: parenchyma.Tensor objects, or DLPack
 producers (NumPy arrays, PyTorch tensors, ...) imported for the call without a copy. Images are
@@ -29,6 +29,7 @@ _names = [
     "layer_norm", "layer_norm_grad", "rms_norm", "rms_norm_grad",
     "cross_entropy", "cross_entropy_grad",
     "embedding", "embedding_grad",
+    "batch_norm", "batch_norm_grad",
 ]
 globals().update({n: getattr(_nn, n) for n in _names})
 

@@ -199,6 +199,34 @@ def cross_entropy_grad(
     label_smoothing: float = 0.0,
     reduction: str = "mean",
 ) -> _T: ...
+def batch_norm(
+    backend: Backend,
+    x: Any,
+    weight: Any,
+    bias: Any,
+    y: _T,
+    running_mean: Optional[Any] = None,
+    running_var: Optional[Any] = None,
+    save_mean: Optional[_T] = None,
+    save_rstd: Optional[_T] = None,
+    *,
+    training: bool,
+    momentum: float = 0.1,
+    epsilon: float = 1e-5,
+) -> Tuple[_T, Optional[_T], Optional[_T]]: ...
+def batch_norm_grad(
+    backend: Backend,
+    x: Any,
+    weight: Any,
+    mean: Any,
+    rstd: Any,
+    dy: Any,
+    dx: _T,
+    dweight: Optional[_T] = None,
+    dbias: Optional[_T] = None,
+    *,
+    training: bool,
+) -> Tuple[_T, Optional[_T], Optional[_T]]: ...
 def embedding(
     backend: Backend,
     weight: Any,

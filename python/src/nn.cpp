@@ -168,6 +168,16 @@ Operand stat_operand(const PyBackend& b, const py::object& obj, const Operand& x
   return o;
 }
 
+// An optional output of x's dtype (batch_norm_grad's dweight, dbias): a tensor, or None (an
+// empty tensor: not computed).
+Operand optional_operand(const PyBackend& b, const py::object& obj, const Operand& x,
+                         const char* op, const char* name) {
+  if (!obj.is_none()) return operand(b, obj, op, name);
+  Operand o;
+  o.tensor.storage = std::make_shared<TensorStorage>(x.storage().dtype(), std::vector<int64_t>{0});
+  return o;
+}
+
 // cross_entropy's reduction: 'none', 'mean' or 'sum'.
 nn::Reduction reduction_of(const py::object& v, const char* origin) {
   if (py::isinstance<py::str>(v)) {
@@ -707,6 +717,61 @@ math: 'by_setting' (PARENCHYMA_NN_MATH, strict unless set), 'strict' or 'tf32'.)
       "loss's gradient dloss (the loss's shape): dlogits = g (softmax(x) - (1 - s) onehot - s / "
       "classes), g = dloss[row] ('none'), dloss ('sum') or dloss / the rows not ignored "
       "('mean'); ignored rows 0. Returns dlogits.");
+
+  m.def(
+      "batch_norm",
+      [](const PyBackend& b, const py::object& x, const py::object& weight, const py::object& bias,
+         const py::object& y, const py::object& running_mean, const py::object& running_var,
+         const py::object& save_mean, const py::object& save_rstd, bool training, double momentum,
+         double epsilon) {
+        const char* op = "nn.batch_norm";
+        const Operand ox = operand(b, x, op, "x"), ow = operand(b, weight, op, "weight"),
+                      ob = operand(b, bias, op, "bias"), oy = operand(b, y, op, "y");
+        const Operand orm = stat_operand(b, running_mean, ox, op, "running_mean"),
+                      orv = stat_operand(b, running_var, ox, op, "running_var"),
+                      osm = stat_operand(b, save_mean, ox, op, "save_mean"),
+                      osr = stat_operand(b, save_rstd, ox, op, "save_rstd");
+        run(b, {&ox, &ow, &ob, &oy, &orm, &orv, &osm, &osr}, [&](const Backend& be) {
+          nn::batch_norm(be, ox.storage(), ow.storage(), ob.storage(), orm.storage(), orv.storage(),
+                         oy.storage(), osm.storage(), osr.storage(), training, momentum, epsilon);
+        });
+        return py::make_tuple(y, save_mean, save_rstd);
+      },
+      py::arg("backend"), py::arg("x"), py::arg("weight"), py::arg("bias"), py::arg("y"),
+      py::arg("running_mean") = py::none(), py::arg("running_var") = py::none(),
+      py::arg("save_mean") = py::none(), py::arg("save_rstd") = py::none(), py::kw_only(),
+      py::arg("training"), py::arg("momentum") = 0.1, py::arg("epsilon") = 1e-5,
+      "Batch normalisation as torch.nn.BatchNorm: x is N x C x spatial (rank >= 2), the "
+      "statistics per channel over N x spatial. weight, bias: one per channel. running_mean, "
+      "running_var: one per channel (float32, float64 for float64 data) or None; training "
+      "updates them in place with momentum (the variance unbiased), evaluation (training=False) "
+      "normalises with them (both required). save_mean, save_rstd receive the mean and 1 / "
+      "sqrt(var + epsilon) used, for batch_norm_grad; None saves nothing. Training needs more "
+      "than one value per channel. Returns (y, save_mean, save_rstd).");
+  m.def(
+      "batch_norm_grad",
+      [](const PyBackend& b, const py::object& x, const py::object& weight, const py::object& mean,
+         const py::object& rstd, const py::object& dy, const py::object& dx,
+         const py::object& dweight, const py::object& dbias, bool training) {
+        const char* op = "nn.batch_norm_grad";
+        const Operand ox = operand(b, x, op, "x"), ow = operand(b, weight, op, "weight"),
+                      om = operand(b, mean, op, "mean"), orr = operand(b, rstd, op, "rstd"),
+                      ody = operand(b, dy, op, "dy"), odx = operand(b, dx, op, "dx");
+        const Operand odw = optional_operand(b, dweight, ox, op, "dweight"),
+                      odb = optional_operand(b, dbias, ox, op, "dbias");
+        run(b, {&ox, &ow, &om, &orr, &ody, &odx, &odw, &odb}, [&](const Backend& be) {
+          nn::batch_norm_grad(be, ox.storage(), ow.storage(), om.storage(), orr.storage(),
+                              ody.storage(), odx.storage(), odw.storage(), odb.storage(), training);
+        });
+        return py::make_tuple(dx, dweight, dbias);
+      },
+      py::arg("backend"), py::arg("x"), py::arg("weight"), py::arg("mean"), py::arg("rstd"),
+      py::arg("dy"), py::arg("dx"), py::arg("dweight") = py::none(), py::arg("dbias") = py::none(),
+      py::kw_only(), py::arg("training"),
+      "The gradients of batch_norm from its input x, weight and saved mean and rstd: dx, and "
+      "dweight and dbias summed over N x spatial (None: not computed). training as in the "
+      "forward: True adds the batch statistics' own gradient to dx. Returns (dx, dweight, "
+      "dbias).");
   m.def(
       "embedding",
       [](const PyBackend& b, const py::object& weight, const py::object& indices,

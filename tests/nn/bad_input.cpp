@@ -552,6 +552,53 @@ void expect_refused(pcy_error* e, const std::string& fw, const std::string& op,
 }
 } // namespace
 
+TEST_CASE("batch_norm: shapes, statistics, training, aliasing, unwritten tensors", "[nn]") {
+  Backend& b = native();
+  const nn::Shape xs{4, 3, 5};
+  auto x = filled<float>(xs), y = filled<float>(xs), dy = filled<float>(xs), dx = filled<float>(xs);
+  auto w = filled<float>({3}), bias = filled<float>({3}), w2 = filled<float>({2});
+  auto rm = filled<float>({3}), rv = filled<float>({3}), sm = filled<float>({3}),
+       sr = filled<float>({3}), dw = filled<float>({3}), db = filled<float>({3});
+  auto x1 = filled<float>({1, 3}), y1 = filled<float>({1, 3}), flat = filled<float>({60});
+  SharedTensor<float> none({0}), unwritten({3});
+  SharedTensor<double> rmd({3});
+  const auto y0 = snapshot(y), rm0 = snapshot(rm), rv0 = snapshot(rv), dx0 = snapshot(dx);
+  invalid([&] { nn::batch_norm(b, flat, w, bias, rm, rv, flat, sm, sr, false); }, "batch_norm",
+          {"argument x", "rank >= 2"});
+  invalid([&] { nn::batch_norm(b, x1, w, bias, rm, rv, y1, sm, sr, true); }, "batch_norm",
+          {"argument x", "more than 1 value per channel"});
+  invalid([&] { nn::batch_norm(b, x, w2, bias, rm, rv, y, sm, sr, true); }, "batch_norm",
+          {"argument weight", "one per channel"});
+  invalid([&] { nn::batch_norm(b, x, w, bias, rmd, rv, y, sm, sr, true); }, "batch_norm",
+          {"argument running_mean", "f64", "f32"});
+  invalid([&] { nn::batch_norm(b, x, w, bias, rm, none, y, sm, sr, false); }, "batch_norm",
+          {"argument running_var", "absent"});
+  invalid([&] { nn::batch_norm(b, x, w, bias, rm, rv, flat, sm, sr, true); }, "batch_norm",
+          {"argument y", "[60]"});
+  invalid([&] { nn::batch_norm(b, x, w, bias, rm, rv, y, sm, sr, true, 1.5); }, "batch_norm",
+          {"argument momentum"});
+  invalid([&] { nn::batch_norm(b, x, w, bias, rm, rv, y, sm, sr, true, 0.1, 0.0); }, "batch_norm",
+          {"argument epsilon"});
+  invalid([&] { nn::batch_norm(b, x, w, bias, rm, rv, y, sm, rm, true); }, "batch_norm",
+          {"running_mean", "same tensor"});
+  invalid([&] { nn::batch_norm(b, x, w, bias, rm, rv, x, sm, sr, true); }, "batch_norm",
+          {"same tensor"});
+  expect_error([&] { nn::batch_norm(b, x, w, bias, unwritten, rv, y, sm, sr, true); },
+               errc::uninitialized, "batch_norm", {"argument running_mean"});
+  invalid([&] { nn::batch_norm_grad(b, x, w, sm, sr, dy, dx, w2, db, true); }, "batch_norm_grad",
+          {"argument dweight", "or 0 (absent)"});
+  invalid([&] { nn::batch_norm_grad(b, x, w, none, sr, dy, dx, dw, db, true); }, "batch_norm_grad",
+          {"argument mean"});
+  invalid([&] { nn::batch_norm_grad(b, x, w, sm, sr, dy, dy, dw, db, true); }, "batch_norm_grad",
+          {"same tensor"});
+  expect_error([&] { nn::batch_norm_grad(b, x, w, unwritten, sr, dy, dx, dw, db, true); },
+               errc::uninitialized, "batch_norm_grad", {"argument mean"});
+  CHECK(same(snapshot(y), y0));
+  CHECK(same(snapshot(rm), rm0));
+  CHECK(same(snapshot(rv), rv0));
+  CHECK(same(snapshot(dx), dx0));
+}
+
 // A bundle's message built with sdk::str keeps every piece after a null C string (streaming a
 // null char pointer is undefined; libstdc++ dropped the rest of the message).
 TEST_CASE("sdk::str: a null C string reads (null) and the message goes on", "[nn]") {
@@ -654,7 +701,53 @@ TEST_CASE("each NN bundle re-checks its arguments: hostile values from any host 
       return std::vector<harg>{in(idx), in(dy), out(dw), i_arg(pad)};
     };
 
+    // batch_norm: x 2 x 3 x 2, weight, bias and statistics of 3.
+    const auto &bx = tm.make(m1, {2, 3, 2}), &bw = tm.make(m2, {3}), &bs = tm.make(m3, {3}),
+               &bs2 = tm.make(m4, {3}), &by = tm.make(m4, {2, 3, 2});
+    const auto bn = [&](const pcy_tensor& x, const pcy_tensor& w, const pcy_tensor& rm,
+                        const pcy_tensor& rv, const pcy_tensor& y, const pcy_tensor& sr,
+                        int64_t training, double momentum, double eps) {
+      return std::vector<harg>{in(x),           in(w),           in(w),     inout(rm),
+                               inout(rv),       out(y),          out(bs2),  out(sr),
+                               i_arg(training), f_arg(momentum), f_arg(eps)};
+    };
+    const auto bn_grad = [&](const pcy_tensor& mean, const pcy_tensor& dx, const pcy_tensor& dw,
+                             int64_t training) {
+      return std::vector<harg>{in(bx),  in(bw),  in(mean), in(bs),         in(by),
+                               out(dx), out(dw), out(bs2), i_arg(training)};
+    };
+
     std::vector<hostile> calls{
+        {"batch_norm", "x", "rank 1",
+         bn(tm.make(m1, {6}), bw, bs, bs, tm.make(m4, {6}), bs2, 1, 0.1, 1e-5)},
+        {"batch_norm", "x", "one value per channel in training",
+         bn(tm.make(m1, {1, 3}), bw, bs, bs, tm.make(m4, {1, 3}), bs2, 1, 0.1, 1e-5)},
+        {"batch_norm", "x", "an empty batch in training",
+         bn(tm.make(m1, {0, 3, 2}), bw, bs, bs, tm.make(m4, {0, 3, 2}), bs2, 1, 0.1, 1e-5)},
+        {"batch_norm", "weight", "weight of 2",
+         bn(bx, tm.make(m2, {2}), bs, bs, by, bs2, 1, 0.1, 1e-5)},
+        {"batch_norm", "running_mean", "running_mean of 2",
+         bn(bx, bw, tm.make(m3, {2}), bs, by, bs2, 1, 0.1, 1e-5)},
+        {"batch_norm", "running_var", "an f64 running_var",
+         bn(bx, bw, bs, tm.make(m3, {3}, PCY_DTYPE_F64), by, bs2, 1, 0.1, 1e-5)},
+        {"batch_norm", "running_mean", "absent in evaluation",
+         bn(bx, bw, tm.make(m3, {0}), bs, by, bs2, 0, 0.1, 1e-5)},
+        {"batch_norm", "save_rstd", "save_rstd of 4",
+         bn(bx, bw, bs, bs, by, tm.make(m4, {4}), 1, 0.1, 1e-5)},
+        {"batch_norm", "y", "another shape", bn(bx, bw, bs, bs, tm.make(m4, {3, 2, 2}), bs2, 1, 0.1, 1e-5)},
+        {"batch_norm", "training", "training 2", bn(bx, bw, bs, bs, by, bs2, 2, 0.1, 1e-5)},
+        {"batch_norm", "momentum", "momentum 1.5", bn(bx, bw, bs, bs, by, bs2, 1, 1.5, 1e-5)},
+        {"batch_norm", "momentum", "momentum NaN", bn(bx, bw, bs, bs, by, bs2, 1, std::nan(""), 1e-5)},
+        {"batch_norm", "epsilon", "epsilon 0", bn(bx, bw, bs, bs, by, bs2, 0, 0.1, 0.0)},
+        {"batch_norm", "epsilon", "epsilon inf", bn(bx, bw, bs, bs, by, bs2, 1, 0.1, HUGE_VAL)},
+        {"batch_norm_grad", "mean", "mean of 0 (required)",
+         bn_grad(tm.make(m3, {0}), tm.make(m4, {2, 3, 2}), tm.make(m2, {3}), 1)},
+        {"batch_norm_grad", "dweight", "dweight of 2",
+         bn_grad(bs, tm.make(m4, {2, 3, 2}), tm.make(m2, {2}), 1)},
+        {"batch_norm_grad", "dx", "another shape",
+         bn_grad(bs, tm.make(m4, {12}), tm.make(m2, {3}), 1)},
+        {"batch_norm_grad", "training", "training -1",
+         bn_grad(bs, tm.make(m4, {2, 3, 2}), tm.make(m2, {3}), -1)},
         {"relu", "x", "a negative extent", {in(tm.make(m1, {-1})), out(y4)}},
         {"relu", "x", "extents whose product overflows", {in(tm.make(m1, {big, big})), out(y4)}},
         {"relu", "y", "5 elements for 4", {in(x4), out(tm.make(m2, {5}))}},

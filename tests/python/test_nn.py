@@ -345,6 +345,111 @@ def test_embedding_errors(native):
     assert e.value.origin == "nn.embedding_grad" and "argument num_embeddings" in str(e.value)
 
 
+def bn_numpy(x, w, b, rm, rv, training, momentum, eps):
+    """batch_norm in float64 NumPy: y, the statistics used, the running statistics after."""
+    axes = (0,) + tuple(range(2, x.ndim))
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    xd = x.astype("float64")
+    if training:
+        m = xd.size // x.shape[1]
+        mu = xd.mean(axis=axes)
+        var = ((xd - mu.reshape(shape)) ** 2).mean(axis=axes)
+        rm = (1 - momentum) * rm + momentum * mu
+        rv = (1 - momentum) * rv + momentum * var * m / (m - 1)
+    else:
+        mu, var = rm.astype("float64"), rv.astype("float64")
+    rs = 1 / np.sqrt(var + eps)
+    y = (xd - mu.reshape(shape)) * rs.reshape(shape) * w.reshape(shape) + b.reshape(shape)
+    return y, mu, rs, rm, rv
+
+
+def bn_grad_numpy(x, w, mu, rs, dy, training):
+    axes = (0,) + tuple(range(2, x.ndim))
+    shape = (1, -1) + (1,) * (x.ndim - 2)
+    xh = (x.astype("float64") - mu.reshape(shape)) * rs.reshape(shape)
+    g = dy * w.reshape(shape)
+    if training:
+        dx = rs.reshape(shape) * (g - g.mean(axis=axes, keepdims=True)
+                                  - xh * (g * xh).mean(axis=axes, keepdims=True))
+    else:
+        dx = rs.reshape(shape) * g
+    return dx, (dy * xh).sum(axis=axes), dy.sum(axis=axes)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_batch_norm_against_numpy(backend, dtype):
+    tol = 1e-10 if dtype == "float64" else 2e-4
+    stat = dtype
+    for shape, training, offset in (((4, 3, 5, 7), True, 0.0), ((6, 5, 11), True, 100.0),
+                                    ((3, 4), True, 0.0), ((4, 3, 5, 7), False, 0.0)):
+        c = shape[1]
+        x = rand(shape, dtype, 31, -2, 2) + np.asarray(offset, dtype)  # offset: cancellation
+        w = rand(c, dtype, 32) + np.asarray(1, dtype)
+        b = rand(c, dtype, 33)
+        rm0 = rand(c, stat, 34, -0.5, 0.5)
+        rv0 = rand(c, stat, 35, 0.5, 1.5)
+        dy = rand(shape, dtype, 36)
+        y_ref, mu, rs, rm_ref, rv_ref = bn_numpy(x, w, b, rm0, rv0, training, 0.2, 1e-5)
+        y = tensor(np.zeros_like(x))
+        rm, rv = tensor(rm0), tensor(rv0)
+        sm, sr = tensor(np.zeros(c, stat)), tensor(np.zeros(c, stat))
+        out = nn.batch_norm(backend, tensor(x), tensor(w), tensor(b), y, rm, rv, sm, sr,
+                            training=training, momentum=0.2)
+        assert out[0] is y and out[1] is sm and out[2] is sr
+        scale = 1 + abs(offset)
+        np.testing.assert_allclose(y.numpy(), y_ref, rtol=tol * scale, atol=tol * scale)
+        np.testing.assert_allclose(sm.numpy(), mu, rtol=tol, atol=tol * scale)
+        np.testing.assert_allclose(sr.numpy(), rs, rtol=tol * scale)
+        np.testing.assert_allclose(rm.numpy(), rm_ref, rtol=tol, atol=tol * scale)
+        np.testing.assert_allclose(rv.numpy(), rv_ref, rtol=tol * scale)
+        if training:  # without running or saved statistics: the same y
+            y2 = tensor(np.zeros_like(x))
+            nn.batch_norm(backend, tensor(x), tensor(w), tensor(b), y2, training=True)
+            np.testing.assert_allclose(y2.numpy(), y.numpy(), rtol=0, atol=0)
+        # the gradients from the saved statistics (as stored)
+        smv, srv = sm.numpy().astype("float64"), sr.numpy().astype("float64")
+        dx_ref, dw_ref, db_ref = bn_grad_numpy(x, w, smv, srv, dy, training)
+        dx, dw, db = tensor(np.zeros_like(x)), tensor(np.zeros(c, dtype)), tensor(np.zeros(c, dtype))
+        nn.batch_norm_grad(backend, tensor(x), tensor(w), sm, sr, tensor(dy), dx, dw, db,
+                           training=training)
+        np.testing.assert_allclose(dx.numpy(), dx_ref, rtol=tol * 10 * scale, atol=tol * scale)
+        np.testing.assert_allclose(dw.numpy(), dw_ref, rtol=tol * 10, atol=tol * scale)
+        np.testing.assert_allclose(db.numpy(), db_ref, rtol=tol * 10, atol=tol)
+        dx2 = tensor(np.zeros_like(x))
+        got = nn.batch_norm_grad(backend, tensor(x), tensor(w), sm, sr, tensor(dy), dx2,
+                                 training=training)  # dweight, dbias not computed
+        assert got[1] is None and got[2] is None
+        np.testing.assert_allclose(dx2.numpy(), dx.numpy(), rtol=0, atol=0)
+
+
+def test_batch_norm_refusals(backend):
+    x = tensor(rand((1, 3)))
+    w, b = tensor(rand(3)), tensor(rand(3))
+    y = tensor(np.zeros((1, 3), "float32"))
+    with pytest.raises(parenchyma.Error) as e:  # one value per channel
+        nn.batch_norm(backend, x, w, b, y, training=True)
+    assert e.value.code == "invalid_argument" and e.value.origin == "nn.batch_norm"
+    assert "more than 1 value per channel" in str(e.value)
+    with pytest.raises(parenchyma.Error) as e:  # evaluation without running statistics
+        nn.batch_norm(backend, x, w, b, y, training=False)
+    assert e.value.origin == "nn.batch_norm" and "running_mean" in str(e.value)
+    x4 = tensor(rand((4, 3)))
+    y4 = tensor(np.zeros((4, 3), "float32"))
+    with pytest.raises(parenchyma.Error) as e:
+        nn.batch_norm(backend, x4, w, b, y4, training=True, momentum=-0.5)
+    assert "argument momentum" in str(e.value)
+    with pytest.raises(parenchyma.Error) as e:  # running statistics of the data's dtype (f64)
+        nn.batch_norm(backend, tensor(rand((4, 3), "float64")), tensor(rand(3, "float64")),
+                      tensor(rand(3, "float64")), tensor(np.zeros((4, 3))),
+                      tensor(np.zeros(3, "float32")), training=True)
+    assert "argument running_mean" in str(e.value)
+    with pytest.raises(parenchyma.Error) as e:
+        nn.batch_norm_grad(backend, x4, w, tensor(np.zeros(3, "float32")),
+                           tensor(np.ones(3, "float32")), x4, tensor(np.zeros((4, 3), "float32")),
+                           tensor(np.zeros(2, "float32")), training=True)
+    assert e.value.origin == "nn.batch_norm_grad" and "argument dweight" in str(e.value)
+
+
 def test_errors_name_the_argument(native):
     x = tensor(np.zeros((2, 3), "float32"))
     with pytest.raises(parenchyma.Error) as e:

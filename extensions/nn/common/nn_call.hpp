@@ -156,8 +156,9 @@ namespace detail {
 // A statistics tensor (argument k) of an op of dtype d: the statistics dtype, `want` elements
 // (or none where `optional`: then null).
 template <const pcy_op_schema& S>
-PCY_SDK_HOT inline const pcy_tensor* stat_tensor(const sdk::decoder<S>& dc, uint32_t k,
-                                                 pcy_dtype d, uint64_t want, bool optional) {
+PCY_SDK_HOT inline const pcy_tensor* stat_tensor(const sdk::decoder<S>& dc, uint32_t k, pcy_dtype d,
+                                                 uint64_t want, bool optional,
+                                                 const char* per = "one per row") {
   const pcy_tensor& t = dc.tensor(k);
   if (t.dtype != norm_stat_dtype(d))
     dc.bad(PCY_ERR_INVALID_ARGUMENT, k,
@@ -168,8 +169,18 @@ PCY_SDK_HOT inline const pcy_tensor* stat_tensor(const sdk::decoder<S>& dc, uint
   if (optional && m == 0) return nullptr;
   if (m != want)
     dc.bad(PCY_ERR_INVALID_ARGUMENT, k,
-           str(m, " elements, expected ", want,
-               optional ? " (one per row) or 0" : " (one per row)"));
+           str(m, " elements, expected ", want, " (", per, ")", optional ? " or 0" : ""));
+  return &t;
+}
+// An optional output of the op's dtype (argument k): `want` elements, or 0 (then null).
+template <const pcy_op_schema& S>
+PCY_SDK_HOT inline const pcy_tensor* optional_param(const sdk::decoder<S>& dc, uint32_t k,
+                                                    uint64_t want) {
+  const pcy_tensor& t = dc.tensor(k);
+  const uint64_t m = dc.elements(t, k);
+  if (m == 0 && want != 0) return nullptr;
+  if (m != want)
+    dc.bad(PCY_ERR_INVALID_ARGUMENT, k, str(m, " elements, expected ", want, " or 0 (absent)"));
   return &t;
 }
 } // namespace detail
@@ -308,6 +319,92 @@ PCY_SDK_HOT inline xent_call decode_xent(const sdk::op_args& a, pcy_dtype d) {
     c.dloss = loss_like(DL);
     c.dlogits = &dc.tensor(DX);
     detail::same_shape(dc, *c.dlogits, DX, *c.logits, "its shape differs from the logits'");
+  }
+  return c;
+}
+
+// ---- batch normalisation -------------------------------------------------------------------
+
+struct bn_call {
+  const pcy_tensor* x = nullptr;
+  const pcy_tensor* weight = nullptr;
+  const pcy_tensor* bias = nullptr;          // forward only
+  const pcy_tensor* running_mean = nullptr;  // forward; null when absent
+  const pcy_tensor* running_var = nullptr;   // forward; null when absent
+  const pcy_tensor* y = nullptr;             // forward: y; gradient: dx
+  const pcy_tensor* mean = nullptr;          // forward: save_mean (null: not saved); gradient
+  const pcy_tensor* rstd = nullptr;          // forward: save_rstd (null: not saved); gradient
+  const pcy_tensor* dy = nullptr;            // gradient only
+  const pcy_tensor* dweight = nullptr;       // gradient; null when not computed
+  const pcy_tensor* dbias = nullptr;         // gradient; null when not computed
+  uint64_t N = 0, C = 0, spatial = 0, M = 0; // M = N spatial, the elements of a channel
+  bool training = false;
+  double momentum = 0, epsilon = 0; // forward only
+};
+
+template <const pcy_op_schema& S>
+PCY_SDK_HOT inline bn_call decode_bn(const sdk::op_args& a, pcy_dtype d) {
+  const sdk::decoder<S> dc(a, d);
+  bn_call c;
+  constexpr bool grad = detail::has<S>("dx");
+  constexpr uint32_t X = at<S>("x"), W = at<S>("weight"), TR = at<S>("training");
+  c.x = &dc.tensor(X);
+  (void)dc.elements(*c.x, X);
+  if (c.x->ndim < 2)
+    dc.bad(PCY_ERR_INVALID_ARGUMENT, X,
+           str("rank ", c.x->ndim, ", expected rank >= 2 (N x C x spatial)"));
+  c.N = static_cast<uint64_t>(c.x->shape[0]);
+  c.C = static_cast<uint64_t>(c.x->shape[1]);
+  c.spatial = 1;
+  for (int32_t i = 2; i < c.x->ndim; ++i)
+    c.spatial *= static_cast<uint64_t>(c.x->shape[i]);
+  // M = N spatial <= the element count where N, C > 0; where N == 0 the product of the spatial
+  // extents may wrap, but M is 0 and no kernel indexes with it; where C == 0 nothing is read.
+  c.M = c.C != 0 ? c.N * c.spatial : 0;
+  c.training = dc.flag(TR);
+  auto same_shape = [&](const pcy_tensor& t, uint32_t k) {
+    detail::same_shape(dc, t, k, *c.x, "its shape differs from the input's");
+  };
+  auto stat = [&](uint32_t k, bool optional) {
+    return detail::stat_tensor(dc, k, d, c.C, optional, "one per channel");
+  };
+  c.weight = &dc.tensor(W);
+  detail::same_count(dc, *c.weight, W, c.C);
+  if constexpr (!grad) {
+    constexpr uint32_t B = at<S>("bias"), RM = at<S>("running_mean"), RV = at<S>("running_var"),
+                       Y = at<S>("y"), SM = at<S>("save_mean"), SR = at<S>("save_rstd"),
+                       MO = at<S>("momentum"), E = at<S>("epsilon");
+    c.bias = &dc.tensor(B);
+    detail::same_count(dc, *c.bias, B, c.C);
+    c.running_mean = stat(RM, true);
+    c.running_var = stat(RV, true);
+    c.y = &dc.tensor(Y);
+    same_shape(*c.y, Y);
+    c.mean = stat(SM, true);
+    c.rstd = stat(SR, true);
+    c.momentum = a.f(MO);
+    if (!(c.momentum >= 0 && c.momentum <= 1))
+      dc.bad(PCY_ERR_INVALID_ARGUMENT, MO, str(c.momentum, ", expected a value in [0, 1]"));
+    c.epsilon = a.f(E);
+    if (!(c.epsilon > 0) || !std::isfinite(c.epsilon))
+      dc.bad(PCY_ERR_INVALID_ARGUMENT, E, str(c.epsilon, ", expected a finite value > 0"));
+    if (c.C != 0 && c.training && c.M < 2)
+      dc.bad(PCY_ERR_INVALID_ARGUMENT, X,
+             str(c.M, " value(s) per channel (N x spatial), expected more than 1 when training"));
+    if (c.C != 0 && !c.training && (!c.running_mean || !c.running_var))
+      dc.bad(PCY_ERR_INVALID_ARGUMENT, c.running_mean ? RV : RM,
+             "absent (0 elements), required when not training");
+  } else {
+    constexpr uint32_t MN = at<S>("mean"), R = at<S>("rstd"), DY = at<S>("dy"), DX = at<S>("dx"),
+                       DW = at<S>("dweight"), DB = at<S>("dbias");
+    c.mean = stat(MN, false);
+    c.rstd = stat(R, false);
+    c.dy = &dc.tensor(DY);
+    same_shape(*c.dy, DY);
+    c.y = &dc.tensor(DX);
+    same_shape(*c.y, DX);
+    c.dweight = detail::optional_param(dc, DW, c.C);
+    c.dbias = detail::optional_param(dc, DB, c.C);
   }
   return c;
 }

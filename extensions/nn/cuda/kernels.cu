@@ -1290,6 +1290,176 @@ __device__ void norm_cols_sum(i64 n, int layer, i64 chunks, const typename io<S>
   }
 }
 
+// ---- batch_norm (pcy_nn.h) --------------------------------------------------------------------
+// x is N x C x sp; channel c holds M = N sp elements, element i (n = i / sp, s = i % sp) at
+// (n C + c) sp + s. The per-channel sums run in two steps with a fixed order (the same bits on
+// every run, no atomics): bn_part, grid (chunks, channels), block (k, c) sums chunk k (elements
+// [k per, (k + 1) per)) of channel c, each thread every NN_BLOCK-th element, then block_sum, into
+// part[c chunks + k] (and part[C chunks + c chunks + k] for the gradient's second sum);
+// bn_stats adds a channel's chunks in chunk order (a thread per channel). The chunking is a
+// function of the shape only (the bundle's). mode 0: sum x; 1: sum (x - st[c])^2 (st: the
+// means); 2: sum dy and sum dy (x - mean) rstd.
+template <class S>
+__device__ void bn_part(i64 N, i64 C_, i64 sp, i64 per, int mode, const S* x, const S* dy,
+                        const typename io<S>::C* mean, const typename io<S>::C* rstd,
+                        typename io<S>::C* part, typename io<S>::C* sh) {
+  typedef typename io<S>::C C;
+  const i64 M = N * sp, chunks = gridDim.x, k = blockIdx.x;
+  const i64 i0 = k * per, i1 = i0 + per < M ? i0 + per : M;
+  // (n, s) of this thread's first element, then advanced by NN_BLOCK = q sp + r each step.
+  const i64 q = NN_BLOCK / sp, r = NN_BLOCK % sp;
+  for (i64 c = blockIdx.y; c < C_; c += gridDim.y) {
+    const C mu = mode == 0 ? C(0) : mean[c], rs = mode == 2 ? rstd[c] : C(1);
+    C a0 = C(0), a1 = C(0);
+    i64 i = i0 + threadIdx.x;
+    i64 n = i / sp, s = i - n * sp;
+    for (; i < i1; i += NN_BLOCK) {
+      const i64 at = (n * C_ + c) * sp + s;
+      const C v = io<S>::ld(x[at]);
+      if (mode == 0) {
+        a0 += v;
+      } else if (mode == 1) {
+        const C d = v - mu;
+        a0 += d * d;
+      } else {
+        const C g = io<S>::ld(dy[at]);
+        a0 += g;
+        a1 += g * ((v - mu) * rs);
+      }
+      n += q;
+      s += r;
+      if (s >= sp) {
+        s -= sp;
+        ++n;
+      }
+    }
+    a0 = block_sum(a0, sh);
+    if (mode == 2) a1 = block_sum(a1, sh);
+    if (threadIdx.x == 0) {
+      part[c * chunks + k] = a0;
+      if (mode == 2) part[(C_ + c) * chunks + k] = a1;
+    }
+  }
+}
+// A thread per channel: the chunks' sums in chunk order. st holds the statistics in use (st[c]
+// the mean, st[C + c] the rstd) or, for the gradient, the sums (st[c] sum dy, st[C + c] sum dy
+// xhat). phase 0: the mean; 1: the variance, rstd, the running and saved statistics (flags 2
+// running_mean, 4 running_var, 8 save_mean, 16 save_rstd); 2 (evaluation): the statistics from
+// the running ones, saved; 3 (gradient): dweight and dbias where given.
+template <class S>
+__device__ void bn_stats(i64 C_, i64 M, i64 chunks, int phase, int flags,
+                         typename io<S>::C momentum, typename io<S>::C eps,
+                         const typename io<S>::C* part, typename io<S>::C* st,
+                         typename io<S>::C* rm, typename io<S>::C* rv, typename io<S>::C* sm,
+                         typename io<S>::C* sr, S* dw, S* db) {
+  typedef typename io<S>::C C;
+  GRID_LOOP(c, C_) {
+    C a0 = C(0), a1 = C(0);
+    if (phase != 2)
+      for (i64 k = 0; k < chunks; ++k) {
+        a0 += part[c * chunks + k];
+        if (phase == 3) a1 += part[(C_ + c) * chunks + k];
+      }
+    if (phase == 0) {
+      st[c] = a0 / C(M);
+    } else if (phase == 3) {
+      st[c] = a0;
+      st[C_ + c] = a1;
+      if (dw) dw[c] = io<S>::st(a1);
+      if (db) db[c] = io<S>::st(a0);
+    } else {
+      C mu, rs;
+      if (phase == 1) {
+        mu = st[c];
+        const C var = a0 / C(M);
+        rs = C(1) / m_sqrt(var + eps);
+        if (flags & 2) rm[c] = (C(1) - momentum) * rm[c] + momentum * mu;
+        if (flags & 4) rv[c] = (C(1) - momentum) * rv[c] + momentum * (var * C(M) / C(M - 1));
+      } else {
+        mu = rm[c];
+        rs = C(1) / m_sqrt(rv[c] + eps);
+        st[c] = mu;
+      }
+      st[C_ + c] = rs;
+      if (flags & 8) sm[c] = mu;
+      if (flags & 16) sr[c] = rs;
+    }
+  }
+}
+// y = (x - mean) rstd w + b elementwise, the statistics from st. vec: x and y 16-byte aligned
+// and sp a multiple of V = 16 / sizeof(S), so a v16 word holds V elements of one channel (the
+// results are those of the scalar path: each element's arithmetic is the same).
+template <class S>
+__device__ void bn_apply(i64 total, i64 C_, i64 sp, const S* x, const S* w, const S* b,
+                         const typename io<S>::C* st, S* y, int vec) {
+  typedef typename io<S>::C C;
+  if (vec) {
+    const int V = 16 / sizeof(S);
+    const v16* xv = reinterpret_cast<const v16*>(x);
+    v16* yv = reinterpret_cast<v16*>(y);
+    GRID_LOOP(t, total / V) {
+      const i64 c = (t * V / sp) % C_;
+      const C mu = st[c], rs = st[C_ + c], wc = io<S>::ld(w[c]), bc = io<S>::ld(b[c]);
+      v16 r = xv[t];
+      S* e = reinterpret_cast<S*>(&r);
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        e[j] = io<S>::st((io<S>::ld(e[j]) - mu) * rs * wc + bc);
+      yv[t] = r;
+    }
+    return;
+  }
+  GRID_LOOP(i, total) {
+    const i64 c = (i / sp) % C_;
+    y[i] = io<S>::st((io<S>::ld(x[i]) - st[c]) * st[C_ + c] * io<S>::ld(w[c]) + io<S>::ld(b[c]));
+  }
+}
+// One element of dx: training rstd (g - mean(g) - xhat mean(g xhat)) with g = dy w, mean(g) =
+// w sum(dy) / M and mean(g xhat) = w sum(dy xhat) / M (st, bn_stats' phase 3); otherwise rstd g
+// (x does not enter: a NaN x leaves dx finite).
+template <class C>
+__device__ __forceinline__ C bn_dx1(int training, C xv, C dyv, C mu, C rs, C wc, C mg, C mgx) {
+  const C g = dyv * wc;
+  return training ? rs * (g - mg - ((xv - mu) * rs) * mgx) : rs * g;
+}
+// dx elementwise; vec as for bn_apply (x, dy and dx aligned).
+template <class S>
+__device__ void bn_dx(i64 total, i64 C_, i64 sp, i64 M, int training, const S* x, const S* w,
+                      const typename io<S>::C* mean, const typename io<S>::C* rstd,
+                      const typename io<S>::C* st, const S* dy, S* dx, int vec) {
+  typedef typename io<S>::C C;
+  if (vec) {
+    const int V = 16 / sizeof(S);
+    const v16 *xv = reinterpret_cast<const v16*>(x), *dyv = reinterpret_cast<const v16*>(dy);
+    v16* dxv = reinterpret_cast<v16*>(dx);
+    GRID_LOOP(t, total / V) {
+      const i64 c = (t * V / sp) % C_;
+      const C rs = rstd[c], wc = io<S>::ld(w[c]);
+      const C mu = training ? mean[c] : C(0);
+      const C mg = training ? wc * st[c] / C(M) : C(0),
+              mgx = training ? wc * st[C_ + c] / C(M) : C(0);
+      const v16 rx = xv[t];
+      v16 rd = dyv[t];
+      const S* ex = reinterpret_cast<const S*>(&rx);
+      S* ed = reinterpret_cast<S*>(&rd);
+#pragma unroll
+      for (int j = 0; j < V; ++j)
+        ed[j] =
+            io<S>::st(bn_dx1<C>(training, io<S>::ld(ex[j]), io<S>::ld(ed[j]), mu, rs, wc, mg, mgx));
+      dxv[t] = rd;
+    }
+    return;
+  }
+  GRID_LOOP(i, total) {
+    const i64 c = (i / sp) % C_;
+    const C rs = rstd[c], wc = io<S>::ld(w[c]);
+    const C mu = training ? mean[c] : C(0);
+    const C mg = training ? wc * st[c] / C(M) : C(0),
+            mgx = training ? wc * st[C_ + c] / C(M) : C(0);
+    dx[i] = io<S>::st(bn_dx1<C>(training, io<S>::ld(x[i]), io<S>::ld(dy[i]), mu, rs, wc, mg, mgx));
+  }
+}
+
 // ---- cross_entropy (pcy_nn.h) -----------------------------------------------------------------
 // One block of NN_BLOCK threads per row of C classes, in the compute type C (the statistics
 // dtype): the row's max (max_of skips a NaN; the sums take it), then sum e^(x - max) and sum x.
@@ -1622,6 +1792,27 @@ __device__ void emb_rows(i64 V, i64 D, i64 P, const u64* keys, const S* dy, S* d
     norm_fwd_warp<S, 8, 4>(outer, n, layer, eps, x, w, b, y, mean, rstd);                          \
   }                                                                                                \
   NN_NORM_REG(S, D, 16, 4, v)                                                                      \
+  extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                           \
+      bn_part_##D(i64 N, i64 C, i64 sp, i64 per, int mode, const S* x, const S* dy,                \
+                  const io<S>::C* mean, const io<S>::C* rstd, io<S>::C* part) {                    \
+    __shared__ io<S>::C sh[NN_WARPS];                                                              \
+    bn_part<S>(N, C, sp, per, mode, x, dy, mean, rstd, part, sh);                                  \
+  }                                                                                                \
+  extern "C" __global__ void bn_stats_##D(i64 C, i64 M, i64 chunks, int phase, int flags,          \
+                                          io<S>::C momentum, io<S>::C eps, const io<S>::C* part,   \
+                                          io<S>::C* st, io<S>::C* rm, io<S>::C* rv, io<S>::C* sm,  \
+                                          io<S>::C* sr, S* dw, S* db) {                            \
+    bn_stats<S>(C, M, chunks, phase, flags, momentum, eps, part, st, rm, rv, sm, sr, dw, db);      \
+  }                                                                                                \
+  extern "C" __global__ void bn_apply_##D(i64 total, i64 C, i64 sp, const S* x, const S* w,        \
+                                          const S* b, const io<S>::C* st, S* y, int vec) {         \
+    bn_apply<S>(total, C, sp, x, w, b, st, y, vec);                                                \
+  }                                                                                                \
+  extern "C" __global__ void bn_dx_##D(i64 total, i64 C, i64 sp, i64 M, int training, const S* x,  \
+                                       const S* w, const io<S>::C* mean, const io<S>::C* rstd,     \
+                                       const io<S>::C* st, const S* dy, S* dx, int vec) {          \
+    bn_dx<S>(total, C, sp, M, training, x, w, mean, rstd, st, dy, dx, vec);                        \
+  }                                                                                                \
   extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                           \
       xent_fwd_##D(i64 rows, i64 C, i64 ignore, io<S>::C eps, int red, const S* x,                 \
                    const int* labels, S* loss, io<S>::C* lse, io<S>::C* part) {                    \

@@ -1,6 +1,6 @@
 // NN bundle for the CUDA framework: every op of pcy_nn.h in f32 and f64, and in f16 and bf16
-// for the activations, softmax, pooling, convolution, layer_norm, rms_norm, cross_entropy and
-// embedding (compute in f32). Our own CUDA C
+// for the activations, softmax, pooling, convolution, layer_norm, rms_norm, cross_entropy,
+// embedding and batch_norm (compute in f32). Our own CUDA C
 // kernels (kernels_cu.hpp) serve everything but the convolutions proper, which run on cuDNN 9
 // (loaded at run time: its legacy convolution API and its graph API, cudnn_graph.hpp) and,
 // without cuDNN, on our direct kernels.
@@ -124,6 +124,10 @@ enum kid : int {
   K_EMB_SORT_GLOBAL,
   K_EMB_SORT_LOCAL,
   K_EMB_ROWS,
+  K_BN_PART,
+  K_BN_STATS,
+  K_BN_APPLY,
+  K_BN_DX,
   K_LRN_FWD, // f32 and f64 only from here
   K_LRN_BWD,
   K_DROPOUT_FWD,
@@ -184,6 +188,10 @@ constexpr const char* kernel_names[K_COUNT] = {"sigmoid_fwd",
                                                "emb_sort_global",
                                                "emb_sort_local",
                                                "emb_rows",
+                                               "bn_part",
+                                               "bn_stats",
+                                               "bn_apply",
+                                               "bn_dx",
                                                "lrn_fwd",
                                                "lrn_bwd",
                                                "dropout_fwd",
@@ -1036,6 +1044,87 @@ template <const pcy_op_schema& S> struct embedding_op {
   }
 };
 
+// ---- batch normalisation -------------------------------------------------------------------
+
+// The per-channel sums over N x spatial in chunks (bn_part: a block per chunk and channel, into
+// the workspace), added in chunk order per channel (bn_stats); then y or dx elementwise. The
+// chunking is a function of the shape only (chunks of at least 4096 elements, at most 256 a
+// channel), so every device sums in the same order. Workspace: 2 C chunks partial sums and 2 C
+// statistics, in wide_t<D> (the statistics dtype).
+template <const pcy_op_schema& S> struct bn_op {
+  template <pcy_dtype D> static void run(cuda_nn_context& cx, const sdk::op_args& a) {
+    constexpr int d = index_of(D);
+    constexpr bool grad = nb::detail::has<S>("dx");
+    using W = wide_t<D>;
+    constexpr uint64_t V = 16 / sdk::dtype_size(D); // elements of a 16-byte word
+    const nb::bn_call c = nb::decode_bn<S>(a, D);
+    if (c.C == 0) return;
+    // Empty tensors (x, y of an empty batch; absent ones) are not resolved: null pointers.
+    auto p = [&](const pcy_tensor* t) {
+      return t && (t->data != nullptr || t->memory != nullptr) ? cx.ptr(*t) : uint64_t{0};
+    };
+    const auto N = static_cast<long long>(c.N), C = static_cast<long long>(c.C),
+               sp = static_cast<long long>(c.M != 0 ? c.spatial : 1), // the kernels divide by sp
+        M = static_cast<long long>(c.M);
+    const uint64_t total = c.M * c.C; // no overflow: x's element count
+    const auto tot = static_cast<long long>(total);
+    const uint64_t chunks = std::clamp<uint64_t>(c.M / 4096, 1, 256);
+    const auto per = static_cast<long long>((c.M + chunks - 1) / chunks);
+    const auto ch = static_cast<long long>(chunks);
+    uint64_t bytes = 0;
+    if (!sdk::mul_ok(2 * (chunks + 1) * sizeof(W), c.C, bytes))
+      sdk::fail(PCY_ERR_UNSUPPORTED,
+                sdk::str(S.extension, ".", S.name, ": the workspace size overflows"));
+    void* native = nullptr;
+    a.workspace(bytes, &native);
+    const auto part = reinterpret_cast<uint64_t>(native);
+    const uint64_t st = part + 2 * chunks * c.C * sizeof(W); // 2 C statistics after the sums
+    const uint64_t grid_c = std::min<uint64_t>(c.C, 65535);
+    auto part_launch = [&](int mode, uint64_t mean, uint64_t rstd) {
+      cx.launch_2d(a.queue(), cx.kernel(K_BN_PART, d), chunks, grid_c,
+                   {val(N), val(C), val(sp), val(per), val(mode), val(p(c.x)), val(p(c.dy)),
+                    val(mean), val(rstd), val(part)});
+    };
+    const W momentum = static_cast<W>(c.momentum), eps = static_cast<W>(c.epsilon);
+    auto stats = [&](int phase, int flags) {
+      cx.launch(a.queue(), cx.kernel(K_BN_STATS, d), cx.blocks_for(c.C),
+                {val(C), val(M), val(ch), val(phase), val(flags), val(momentum), val(eps),
+                 val(part), val(st), val(p(c.running_mean)), val(p(c.running_var)),
+                 val(p(grad ? nullptr : c.mean)), val(p(grad ? nullptr : c.rstd)),
+                 val(p(c.dweight)), val(p(c.dbias))});
+    };
+    if constexpr (!grad) {
+      const int flags =
+          (c.running_mean ? 2 : 0) | (c.running_var ? 4 : 0) | (c.mean ? 8 : 0) | (c.rstd ? 16 : 0);
+      if (c.training) {
+        part_launch(0, 0, 0);
+        stats(0, flags);
+        part_launch(1, st, 0);
+        stats(1, flags);
+      } else {
+        stats(2, flags);
+      }
+      // Whole v16 words of one channel where x and y are 16-byte aligned and sp % V == 0.
+      const int vec = aligned16(p(c.x)) && aligned16(p(c.y)) && c.spatial % V == 0 ? 1 : 0;
+      if (total != 0)
+        cx.launch(a.queue(), cx.kernel(K_BN_APPLY, d), cx.blocks_for(vec ? total / V : total),
+                  {val(tot), val(C), val(sp), val(p(c.x)), val(p(c.weight)), val(p(c.bias)),
+                   val(st), val(p(c.y)), val(vec)});
+    } else {
+      part_launch(2, p(c.mean), p(c.rstd));
+      stats(3, 0);
+      const int training = c.training ? 1 : 0;
+      const int vec =
+          aligned16(p(c.x)) && aligned16(p(c.dy)) && aligned16(p(c.y)) && c.spatial % V == 0 ? 1
+                                                                                             : 0;
+      if (total != 0)
+        cx.launch(a.queue(), cx.kernel(K_BN_DX, d), cx.blocks_for(vec ? total / V : total),
+                  {val(tot), val(C), val(sp), val(M), val(training), val(p(c.x)), val(p(c.weight)),
+                   val(p(c.mean)), val(p(c.rstd)), val(st), val(p(c.dy)), val(p(c.y)), val(vec)});
+    }
+  }
+};
+
 // ---- convolution bias ---------------------------------------------------------------------
 
 struct bias_op {
@@ -1799,6 +1888,10 @@ void nn_cuda_bundle::register_ops() {
                                             own + " xent_fwd (a block per row) + xent_reduce");
   add<xent_op<pcy_nn_cross_entropy_grad_schema>>(pcy_nn_cross_entropy_grad_schema, true,
                                                  own + " xent_scale + xent_bwd (a block per row)");
+  add<bn_op<pcy_nn_batch_norm_schema>>(pcy_nn_batch_norm_schema, true,
+                                       own + " bn_part + bn_stats (chunked sums) + bn_apply");
+  add<bn_op<pcy_nn_batch_norm_grad_schema>>(pcy_nn_batch_norm_grad_schema, true,
+                                            own + " bn_part + bn_stats (chunked sums) + bn_dx");
   add<embedding_op<pcy_nn_embedding_schema>>(pcy_nn_embedding_schema, true,
                                              own + " emb_fwd (a gather)");
   add<embedding_op<pcy_nn_embedding_grad_schema>>(

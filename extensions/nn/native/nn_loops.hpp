@@ -963,6 +963,83 @@ void norm_bwd(const T* x, const T* w, const T* mean, const T* rstd, const T* dy,
   norm_bwd_c(LAYER, x, w, mean, rstd, dy, dx, dw, db, outer, n, acc);
 }
 
+// ---- batch normalisation (pcy_nn.h) ---------------------------------------------------------
+// x is N x C x sp; channel c's elements are x[(n C + c) sp + s]. Sums in double, in (n, s)
+// order. Statistics pointers may be null (absent); training needs M = N sp >= 2 (the decoder).
+template <class T, class S>
+void bn_fwd(const T* x, const T* w, const T* b, S* rmean, S* rvar, T* y, S* smean, S* srstd,
+            uint64_t N, uint64_t C, uint64_t sp, bool training, double momentum, double eps) {
+  const uint64_t M = N * sp;
+  const double dm = static_cast<double>(M);
+  for (uint64_t c = 0; c < C; ++c) {
+    double mu, rs;
+    if (training) {
+      double s1 = 0;
+      for (uint64_t n = 0; n < N; ++n)
+        for (uint64_t k = 0; k < sp; ++k)
+          s1 += static_cast<double>(x[(n * C + c) * sp + k]);
+      mu = s1 / dm;
+      double s2 = 0;
+      for (uint64_t n = 0; n < N; ++n)
+        for (uint64_t k = 0; k < sp; ++k) {
+          const double d = static_cast<double>(x[(n * C + c) * sp + k]) - mu;
+          s2 += d * d;
+        }
+      const double var = s2 / dm;
+      rs = 1.0 / std::sqrt(var + eps);
+      if (rmean != nullptr)
+        rmean[c] = static_cast<S>((1 - momentum) * static_cast<double>(rmean[c]) + momentum * mu);
+      if (rvar != nullptr)
+        rvar[c] = static_cast<S>((1 - momentum) * static_cast<double>(rvar[c]) +
+                                 momentum * var * dm / (dm - 1));
+    } else {
+      mu = static_cast<double>(rmean[c]);
+      rs = 1.0 / std::sqrt(static_cast<double>(rvar[c]) + eps);
+    }
+    const double wc = static_cast<double>(w[c]), bc = static_cast<double>(b[c]);
+    for (uint64_t n = 0; n < N; ++n)
+      for (uint64_t k = 0; k < sp; ++k) {
+        const uint64_t i = (n * C + c) * sp + k;
+        y[i] = static_cast<T>((static_cast<double>(x[i]) - mu) * rs * wc + bc);
+      }
+    if (smean != nullptr) smean[c] = static_cast<S>(mu);
+    if (srstd != nullptr) srstd[c] = static_cast<S>(rs);
+  }
+}
+// The gradients per channel: sum dy and sum dy xhat (in double), then dx; dw, db may be null.
+template <class T, class S>
+void bn_bwd(const T* x, const T* w, const S* mean, const S* rstd, const T* dy, T* dx, T* dw, T* db,
+            uint64_t N, uint64_t C, uint64_t sp, bool training) {
+  const double dm = static_cast<double>(N * sp);
+  for (uint64_t c = 0; c < C; ++c) {
+    const double mu = static_cast<double>(mean[c]), rs = static_cast<double>(rstd[c]);
+    const double wc = static_cast<double>(w[c]);
+    double sd = 0, sdx = 0;
+    for (uint64_t n = 0; n < N; ++n)
+      for (uint64_t k = 0; k < sp; ++k) {
+        const uint64_t i = (n * C + c) * sp + k;
+        const double d = static_cast<double>(dy[i]);
+        sd += d;
+        sdx += d * ((static_cast<double>(x[i]) - mu) * rs);
+      }
+    if (dw != nullptr) dw[c] = static_cast<T>(sdx);
+    if (db != nullptr) db[c] = static_cast<T>(sd);
+    // g = dy w: mean(g) = w sd / M, mean(g xhat) = w sdx / M.
+    const double mg = training ? wc * sd / dm : 0.0, mgx = training ? wc * sdx / dm : 0.0;
+    for (uint64_t n = 0; n < N; ++n)
+      for (uint64_t k = 0; k < sp; ++k) {
+        const uint64_t i = (n * C + c) * sp + k;
+        const double g = static_cast<double>(dy[i]) * wc;
+        if (training) {
+          const double xh = (static_cast<double>(x[i]) - mu) * rs;
+          dx[i] = static_cast<T>(rs * (g - mg - xh * mgx));
+        } else {
+          dx[i] = static_cast<T>(rs * g); // x does not enter (a NaN x leaves dx finite)
+        }
+      }
+  }
+}
+
 // ---- cross entropy (pcy_nn.h) ---------------------------------------------------------------
 // Rows of C classes, in double; the reductions over the rows in row order. lse may be null.
 inline bool xent_ignored(int32_t t, int64_t ignore) { return static_cast<int64_t>(t) == ignore; }

@@ -992,6 +992,34 @@ template <class T> void op_embedding_grad(native_context& cx, const sdk::op_args
                 c.padding_idx);
 }
 
+// ---- batch normalisation --------------------------------------------------------------------
+
+template <class T> void op_bn(native_context& cx, const sdk::op_args& a) {
+  const nb::bn_call c = nb::decode_bn<pcy_nn_batch_norm_schema>(a, dt<T>);
+  if (c.C == 0) return;
+  cx.settle(a.queue());
+  using St = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  auto sp = [&](const pcy_tensor* t) { return t ? cx.ptr<St>(*t) : nullptr; };
+  // M = 0 (not training): only the statistics; the empty x and y are not resolved.
+  const bool any = c.M != 0;
+  bn_fwd(any ? cx.ptr<const T>(*c.x) : nullptr, cx.ptr<const T>(*c.weight),
+         cx.ptr<const T>(*c.bias), sp(c.running_mean), sp(c.running_var),
+         any ? cx.ptr<T>(*c.y) : nullptr, sp(c.mean), sp(c.rstd), c.N, c.C, c.M ? c.spatial : 0,
+         c.training, c.momentum, c.epsilon);
+}
+template <class T> void op_bn_grad(native_context& cx, const sdk::op_args& a) {
+  const nb::bn_call c = nb::decode_bn<pcy_nn_batch_norm_grad_schema>(a, dt<T>);
+  if (c.C == 0) return;
+  cx.settle(a.queue());
+  using St = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const bool any = c.M != 0;
+  bn_bwd(any ? cx.ptr<const T>(*c.x) : nullptr, cx.ptr<const T>(*c.weight),
+         cx.ptr<const St>(*c.mean), cx.ptr<const St>(*c.rstd),
+         any ? cx.ptr<const T>(*c.dy) : nullptr, any ? cx.ptr<T>(*c.y) : nullptr,
+         c.dweight ? cx.ptr<T>(*c.dweight) : nullptr, c.dbias ? cx.ptr<T>(*c.dbias) : nullptr, c.N,
+         c.C, c.M ? c.spatial : 0, c.training);
+}
+
 // ---- the bundle ---------------------------------------------------------------------------
 
 #ifdef PARENCHYMA_NN_HAVE_DNNL
@@ -1142,6 +1170,8 @@ public:
     table_.add<op_xent<float>, op_xent<double>>(pcy_nn_cross_entropy_schema, loop, loop);
     table_.add<op_xent_grad<float>, op_xent_grad<double>>(pcy_nn_cross_entropy_grad_schema, loop,
                                                           loop);
+    table_.add<op_bn<float>, op_bn<double>>(pcy_nn_batch_norm_schema, loop, loop);
+    table_.add<op_bn_grad<float>, op_bn_grad<double>>(pcy_nn_batch_norm_grad_schema, loop, loop);
     table_.add<op_embedding<float>, op_embedding<double>>(pcy_nn_embedding_schema, loop, loop);
     table_.add<op_embedding_grad<float>, op_embedding_grad<double>>(pcy_nn_embedding_grad_schema,
                                                                     loop, loop);

@@ -678,6 +678,96 @@ __kernel void norm_bwd_cols(long outer, long n, int layer, __global const real* 
   }
 }
 
+/* ---- batch_norm (pcy_nn.h): one work-group per channel over its M = N sp elements ------------
+ * Channel c's element i (0 <= i < M, n = i / sp, s = i % sp) is x[(n C + c) sp + s]; each
+ * work-item takes every SWG-th, the work-group sums in a fixed tree (the same bits every run).
+ * Training: two passes (the mean, then the squares about it). flags: 1 training, 2 running_mean,
+ * 4 running_var, 8 save_mean, 16 save_rstd (those absent are the dummy buffer, not touched). */
+#define BN_AT(p, i) (p)[((i) / sp) * cs + ((i) % sp)]
+__kernel __attribute__((reqd_work_group_size(SWG, 1, 1)))
+void bn_fwd(long N, long C, long sp, int flags, real momentum, real eps, __global const real* x,
+            long xo, __global const real* w, long wo, __global const real* b, long bo,
+            __global real* rm, long rmo, __global real* rv, long rvo, __global real* y, long yo,
+            __global real* sm, long smo, __global real* sr, long sro) {
+  __local real s[SWG];
+  const int lid = get_local_id(0);
+  const long M = N * sp, cs = C * sp;
+  for (long c = get_group_id(0); c < C; c += get_num_groups(0)) {
+    __global const real* xc = x + xo + c * sp;
+    __global real* yc = y + yo + c * sp;
+    real mu, rs;
+    if (flags & 1) {
+      /* The running statistics are read by every work-item before the sums' barriers and
+       * written after them from those copies (an update that read them under `lid == 0` after
+       * the barriers was applied once per work-item on PoCL 3.1). */
+      const real rm0 = (flags & 2) ? rm[rmo + c] : (real)0;
+      const real rv0 = (flags & 4) ? rv[rvo + c] : (real)0;
+      real acc = 0;
+      for (long i = lid; i < M; i += SWG) acc += BN_AT(xc, i);
+      mu = wg_sum(s, acc) / (real)M;
+      acc = 0;
+      for (long i = lid; i < M; i += SWG) {
+        const real d = BN_AT(xc, i) - mu;
+        acc += d * d;
+      }
+      const real var = wg_sum(s, acc) / (real)M;
+      rs = (real)1 / sqrt(var + eps);
+      if (lid == 0) {
+        if (flags & 2) rm[rmo + c] = ((real)1 - momentum) * rm0 + momentum * mu;
+        if (flags & 4)
+          rv[rvo + c] = ((real)1 - momentum) * rv0 + momentum * (var * (real)M / (real)(M - 1));
+      }
+    } else {
+      mu = rm[rmo + c];
+      rs = (real)1 / sqrt(rv[rvo + c] + eps);
+    }
+    const real wc = w[wo + c], bc = b[bo + c];
+    for (long i = lid; i < M; i += SWG) BN_AT(yc, i) = (BN_AT(xc, i) - mu) * rs * wc + bc;
+    if (lid == 0) {
+      if (flags & 8) sm[smo + c] = mu;
+      if (flags & 16) sr[sro + c] = rs;
+    }
+  }
+}
+/* The gradient per channel: sum dy and sum dy xhat (dbias and dweight), then dx = rstd (g -
+ * mean(g) - xhat mean(g xhat)) in training, rstd g otherwise (g = dy w). flags: 1 training,
+ * 2 dweight, 4 dbias. */
+__kernel __attribute__((reqd_work_group_size(SWG, 1, 1)))
+void bn_bwd(long N, long C, long sp, int flags, __global const real* x, long xo,
+            __global const real* w, long wo, __global const real* mean, long mo,
+            __global const real* rstd, long ro, __global const real* dy, long dyo,
+            __global real* dx, long dxo, __global real* dw, long dwo, __global real* db, long dbo) {
+  __local real s[SWG];
+  const int lid = get_local_id(0);
+  const long M = N * sp, cs = C * sp;
+  for (long c = get_group_id(0); c < C; c += get_num_groups(0)) {
+    __global const real* xc = x + xo + c * sp;
+    __global const real* dyc = dy + dyo + c * sp;
+    __global real* dxc = dx + dxo + c * sp;
+    const real mu = mean[mo + c], rs = rstd[ro + c], wc = w[wo + c];
+    real sd = 0, sdx = 0;
+    for (long i = lid; i < M; i += SWG) {
+      const real d = BN_AT(dyc, i);
+      sd += d;
+      sdx += d * ((BN_AT(xc, i) - mu) * rs);
+    }
+    sd = wg_sum(s, sd);
+    sdx = wg_sum(s, sdx);
+    if (lid == 0) {
+      if (flags & 2) dw[dwo + c] = sdx;
+      if (flags & 4) db[dbo + c] = sd;
+    }
+    const real mg = (flags & 1) ? wc * sd / (real)M : (real)0;
+    const real mgx = (flags & 1) ? wc * sdx / (real)M : (real)0;
+    if (flags & 1)
+      for (long i = lid; i < M; i += SWG)
+        BN_AT(dxc, i) = rs * (BN_AT(dyc, i) * wc - mg - ((BN_AT(xc, i) - mu) * rs) * mgx);
+    else /* x does not enter (a NaN x leaves dx finite) */
+      for (long i = lid; i < M; i += SWG) BN_AT(dxc, i) = rs * (BN_AT(dyc, i) * wc);
+  }
+}
+#undef BN_AT
+
 /* ---- cross_entropy (pcy_nn.h): one work-group per row of C classes ---------------------------
  * The row's max (fmax skips a NaN, the sums take it), then sum e^(x - max) and sum x. red 0
  * writes each row's loss; red 1 (mean) and 2 (sum) run in ONE work-group, its first work-item

@@ -69,21 +69,46 @@ enum kernel_id {
   K_EMB_SORT_GLOBAL,
   K_EMB_SORT_LOCAL,
   K_EMB_ROWS,
+  K_BN_FWD,
+  K_BN_BWD,
   K_COUNT
 };
-constexpr std::array<const char*, K_COUNT> kernel_names{
-    "act_fwd",         "act_bwd",           "softmax_row",
-    "softmax_strided", "softmax_grad_row",  "softmax_grad_strided",
-    "conv_fwd_direct", "conv_data_direct",  "conv_filter_direct",
-    "conv_fwd_gemm",   "conv_data_gemm",    "conv_filter_gemm",
-    "conv_bias",       "conv_grad_bias",    "pool_max",
-    "pool_max_grad",   "pool_max_grad_idx", "pool_avg",
-    "pool_avg_grad",   "lrn_fwd",           "lrn_scale",
-    "lrn_grad",        "dropout_fwd",       "dropout_bwd",
-    "norm_fwd",        "norm_bwd_row",      "norm_bwd_cols",
-    "xent_fwd",        "xent_bwd",          "emb_fwd",
-    "emb_keys",        "emb_sort_global",   "emb_sort_local",
-    "emb_rows"};
+constexpr std::array<const char*, K_COUNT> kernel_names{"act_fwd",
+                                                        "act_bwd",
+                                                        "softmax_row",
+                                                        "softmax_strided",
+                                                        "softmax_grad_row",
+                                                        "softmax_grad_strided",
+                                                        "conv_fwd_direct",
+                                                        "conv_data_direct",
+                                                        "conv_filter_direct",
+                                                        "conv_fwd_gemm",
+                                                        "conv_data_gemm",
+                                                        "conv_filter_gemm",
+                                                        "conv_bias",
+                                                        "conv_grad_bias",
+                                                        "pool_max",
+                                                        "pool_max_grad",
+                                                        "pool_max_grad_idx",
+                                                        "pool_avg",
+                                                        "pool_avg_grad",
+                                                        "lrn_fwd",
+                                                        "lrn_scale",
+                                                        "lrn_grad",
+                                                        "dropout_fwd",
+                                                        "dropout_bwd",
+                                                        "norm_fwd",
+                                                        "norm_bwd_row",
+                                                        "norm_bwd_cols",
+                                                        "xent_fwd",
+                                                        "xent_bwd",
+                                                        "emb_fwd",
+                                                        "emb_keys",
+                                                        "emb_sort_global",
+                                                        "emb_sort_local",
+                                                        "emb_rows",
+                                                        "bn_fwd",
+                                                        "bn_bwd"};
 
 constexpr int64_t algo_direct = 0, algo_gemm = 1, algo_count = 2;
 
@@ -751,12 +776,64 @@ template <class T> void op_embedding_grad(ocl_context& cx, const sdk::op_args& a
       {val(V), val(D), val(Pl), mem(keys), mem(dym), val(dyo), mem(c.weight->memory), val(dwo)});
 }
 
+// ---- batch normalisation -------------------------------------------------------------------
+
+// A work-group per channel (two passes in training, sums in a fixed order); the statistics are
+// `real` (the statistics dtype of f32 and f64 is the op's). Absent tensors (and the empty x and
+// y of an empty batch) are bound to the dummy buffer and not touched.
+template <class T> void op_bn(ocl_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_batch_norm_schema;
+  const nb::bn_call c = nb::decode_bn<S>(a, dt<T>);
+  const dtype_state& d = cx.state<T>();
+  if (c.C == 0) return;
+  const auto N = static_cast<int64_t>(c.N), C = static_cast<int64_t>(c.C),
+             sp = static_cast<int64_t>(c.spatial);
+  const int32_t flags = (c.training ? 1 : 0) | (c.running_mean ? 2 : 0) | (c.running_var ? 4 : 0) |
+                        (c.mean ? 8 : 0) | (c.rstd ? 16 : 0);
+  const T momentum = static_cast<T>(c.momentum), eps = static_cast<T>(c.epsilon);
+  auto o = [&](const pcy_tensor* t, const char* name) {
+    return t && t->memory ? off<T>(*t, S, name) : int64_t{0};
+  };
+  auto m = [&](const pcy_tensor* t) { return mem(t && t->memory ? t->memory : cx.dummy); };
+  const int64_t xo = o(c.x, "x"), wo = o(c.weight, "weight"), bo = o(c.bias, "bias"),
+                rmo = o(c.running_mean, "running_mean"), rvo = o(c.running_var, "running_var"),
+                yo = o(c.y, "y"), smo = o(c.mean, "save_mean"), sro = o(c.rstd, "save_rstd");
+  cx.launch(a.queue(), d.k[K_BN_FWD], 1, {std::min<uint64_t>(c.C, 65536) * cx.swg, 1, 1},
+            {cx.swg, 1, 1}, {val(N),    val(C),  val(sp),           val(flags),  val(momentum),
+                             val(eps),  m(c.x),  val(xo),           m(c.weight), val(wo),
+                             m(c.bias), val(bo), m(c.running_mean), val(rmo),    m(c.running_var),
+                             val(rvo),  m(c.y),  val(yo),           m(c.mean),   val(smo),
+                             m(c.rstd), val(sro)});
+}
+template <class T> void op_bn_grad(ocl_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_batch_norm_grad_schema;
+  const nb::bn_call c = nb::decode_bn<S>(a, dt<T>);
+  const dtype_state& d = cx.state<T>();
+  if (c.C == 0) return;
+  const auto N = static_cast<int64_t>(c.N), C = static_cast<int64_t>(c.C),
+             sp = static_cast<int64_t>(c.spatial);
+  const int32_t flags = (c.training ? 1 : 0) | (c.dweight ? 2 : 0) | (c.dbias ? 4 : 0);
+  auto o = [&](const pcy_tensor* t, const char* name) {
+    return t && t->memory ? off<T>(*t, S, name) : int64_t{0};
+  };
+  auto m = [&](const pcy_tensor* t) { return mem(t && t->memory ? t->memory : cx.dummy); };
+  const int64_t xo = o(c.x, "x"), wo = o(c.weight, "weight"), mo = o(c.mean, "mean"),
+                ro = o(c.rstd, "rstd"), dyo = o(c.dy, "dy"), dxo = o(c.y, "dx"),
+                dwo = o(c.dweight, "dweight"), dbo = o(c.dbias, "dbias");
+  cx.launch(a.queue(), d.k[K_BN_BWD], 1, {std::min<uint64_t>(c.C, 65536) * cx.swg, 1, 1},
+            {cx.swg, 1, 1},
+            {val(N),  val(C),    val(sp),      val(flags), m(c.x),     val(xo), m(c.weight),
+             val(wo), m(c.mean), val(mo),      m(c.rstd),  val(ro),    m(c.dy), val(dyo),
+             m(c.y),  val(dxo),  m(c.dweight), val(dwo),   m(c.dbias), val(dbo)});
+}
+
 // ---- the bundle ----------------------------------------------------------------------------
 
 constexpr sdk::bundle_identity identity{
     bundle_name, PCY_NN_EXTENSION, "opencl",
     "NN on OpenCL: own OpenCL C kernels (activations, softmax, direct and implicit-GEMM "
-    "convolution, pooling, LRN, dropout, layer_norm, rms_norm, cross_entropy, embedding)"};
+    "convolution, pooling, LRN, dropout, layer_norm, rms_norm, cross_entropy, embedding, "
+    "batch_norm)"};
 
 class nn_opencl_bundle : public sdk::bundle_base<identity, ocl_context> {
 public:
@@ -809,6 +886,8 @@ public:
     add<op_xent_grad<float>, op_xent_grad<double>>(pcy_nn_cross_entropy_grad_schema);
     add<op_embedding<float>, op_embedding<double>>(pcy_nn_embedding_schema);
     add<op_embedding_grad<float>, op_embedding_grad<double>>(pcy_nn_embedding_grad_schema);
+    add<op_bn<float>, op_bn<double>>(pcy_nn_batch_norm_schema);
+    add<op_bn_grad<float>, op_bn_grad<double>>(pcy_nn_batch_norm_grad_schema);
 #undef PCY_ADD2
   }
 

@@ -455,6 +455,113 @@ inline norm_bwd_ref norm_backward(const vec& x, const vec& w, const vec& mean, c
   return r;
 }
 
+// ---- batch normalisation ------------------------------------------------------------------
+// x is N x C x sp (channel c's elements x[(n C + c) sp + s], M = N sp of them). The forward: y
+// with each element's magnitude, the statistics used (mean, rstd), the running statistics after
+// the call (rm, rv as given where not training), each with its magnitude for the tolerance.
+struct bn_fwd_ref {
+  summed y, mean, rstd, rm, rv;
+};
+inline bn_fwd_ref bn_forward(const vec& x, const vec& w, const vec& b, const vec& rm, const vec& rv,
+                             size_t N, size_t C, size_t sp, bool training, double momentum,
+                             double epsilon) {
+  bn_fwd_ref r{summed(N * C * sp), summed(C), summed(C), summed(C), summed(C)};
+  const size_t M = N * sp;
+  const double dm = static_cast<double>(M);
+  auto at = [&](size_t n, size_t c, size_t s) { return (n * C + c) * sp + s; };
+  for (size_t c = 0; c < C; ++c) {
+    double mu = 0, amu = 0, rs = 0, terms = 4;
+    if (training) {
+      for (size_t n = 0; n < N; ++n)
+        for (size_t s = 0; s < sp; ++s) {
+          mu += x[at(n, c, s)];
+          amu += std::fabs(x[at(n, c, s)]);
+        }
+      mu /= dm;
+      amu /= dm;
+      double v = 0;
+      for (size_t n = 0; n < N; ++n)
+        for (size_t s = 0; s < sp; ++s)
+          v += (x[at(n, c, s)] - mu) * (x[at(n, c, s)] - mu);
+      v /= dm;
+      rs = 1 / std::sqrt(v + epsilon);
+      terms = dm;
+      // The variance's error: each (x - mean) rounded (|x| + |mean|), then squared and summed.
+      const double vmag = v + 4 * std::sqrt(v) * amu;
+      r.rm.v[c] = (1 - momentum) * rm[c] + momentum * mu;
+      r.rm.mag[c] = (1 - momentum) * std::fabs(rm[c]) + momentum * amu;
+      r.rv.v[c] = (1 - momentum) * rv[c] + momentum * v * dm / (dm - 1);
+      r.rv.mag[c] = (1 - momentum) * std::fabs(rv[c]) + momentum * vmag * dm / (dm - 1);
+      r.rstd.mag[c] = rs * (1 + 4 * amu * rs);
+    } else {
+      mu = rm[c];
+      amu = std::fabs(mu);
+      rs = 1 / std::sqrt(rv[c] + epsilon);
+      r.rm.v[c] = rm[c];
+      r.rv.v[c] = rv[c];
+      r.rstd.mag[c] = rs;
+    }
+    r.mean.v[c] = mu;
+    r.mean.mag[c] = amu;
+    r.rstd.v[c] = rs;
+    for (summed* t : {&r.mean, &r.rstd, &r.rm, &r.rv})
+      t->terms[c] = terms;
+    for (size_t n = 0; n < N; ++n)
+      for (size_t s = 0; s < sp; ++s) {
+        const size_t k = at(n, c, s);
+        r.y.v[k] = (x[k] - mu) * rs * w[c] + b[c];
+        r.y.mag[k] = (std::fabs(x[k]) + amu) * rs * std::fabs(w[c]) + std::fabs(b[c]);
+        r.y.terms[k] = terms;
+      }
+  }
+  return r;
+}
+// The gradients from the statistics the op was given (mean, rstd as stored).
+struct bn_bwd_ref {
+  summed dx, dw, db;
+};
+inline bn_bwd_ref bn_backward(const vec& x, const vec& w, const vec& mean, const vec& rstd,
+                              const vec& dy, size_t N, size_t C, size_t sp, bool training) {
+  bn_bwd_ref r{summed(N * C * sp), summed(C), summed(C)};
+  const double dm = static_cast<double>(N * sp);
+  auto at = [&](size_t n, size_t c, size_t s) { return (n * C + c) * sp + s; };
+  for (size_t c = 0; c < C; ++c) {
+    const double mu = mean[c], rs = rstd[c];
+    double sg = 0, sgx = 0, ag = 0, agx = 0;
+    for (size_t n = 0; n < N; ++n)
+      for (size_t s = 0; s < sp; ++s) {
+        const size_t k = at(n, c, s);
+        const double xh = (x[k] - mu) * rs, axh = (std::fabs(x[k]) + std::fabs(mu)) * rs;
+        const double g = dy[k] * w[c];
+        sg += g;
+        ag += std::fabs(g);
+        sgx += g * xh;
+        agx += std::fabs(g) * axh;
+        r.dw.v[c] += dy[k] * xh;
+        r.dw.mag[c] += std::fabs(dy[k]) * axh;
+        r.db.v[c] += dy[k];
+        r.db.mag[c] += std::fabs(dy[k]);
+      }
+    r.dw.terms[c] = r.db.terms[c] = dm;
+    for (size_t n = 0; n < N; ++n)
+      for (size_t s = 0; s < sp; ++s) {
+        const size_t k = at(n, c, s);
+        const double xh = (x[k] - mu) * rs, axh = (std::fabs(x[k]) + std::fabs(mu)) * rs;
+        const double g = dy[k] * w[c];
+        if (training) {
+          r.dx.v[k] = rs * (g - sg / dm - xh * sgx / dm);
+          r.dx.mag[k] = rs * (std::fabs(g) + ag / dm + axh * agx / dm);
+          r.dx.terms[k] = dm;
+        } else {
+          r.dx.v[k] = rs * g;
+          r.dx.mag[k] = rs * std::fabs(g);
+          r.dx.terms[k] = 2;
+        }
+      }
+  }
+  return r;
+}
+
 // ---- cross entropy ------------------------------------------------------------------------
 // Rows of C classes. The forward: each row's lse, and the loss ('none': per row; 'mean' /
 // 'sum': one element) with its magnitude (|lse|, |x_t|, the row's mean |x| and 1 for the

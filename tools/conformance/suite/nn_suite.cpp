@@ -11,13 +11,14 @@
 // even, odd and wider than C; dropout's exact splitmix64 mask; cross_entropy with ignored rows,
 // label smoothing, every reduction, logits far from zero, NaN rows and labels outside the
 // classes; embedding with repeated, padding and outside indices, its gradient bit for bit
-// against the sum in position order. Every op a bundle may hand to a vendor library
-// (activations, softmax, LRN, average pooling, convolution) also runs on the
-// input classes of input_classes.hpp (non-finite, huge, tiny, wide-range, cancellation) at
-// sizes that take the library's path, in f32 and f64. A cell the bundle does not serve
-// here (errc::unsupported, or an op that ran on another framework by fallback) skips its case,
-// or fails it with --require-ops; f64 cells on a device that reports no fp64 and half cells the
-// bundle does not register are optional: always skips, with the reason (extension_suite.hpp
+// against the sum in position order; batch_norm in training and evaluation over awkward shapes,
+// a large batch, data far from zero, NaN and infinite channels and absent statistics. Every op a
+// bundle may hand to a vendor library (activations, softmax, LRN, average pooling, convolution)
+// also runs on the input classes of input_classes.hpp (non-finite, huge, tiny, wide-range,
+// cancellation) at sizes that take the library's path, in f32 and f64. A cell the bundle does not
+// serve here (errc::unsupported, or an op that ran on another framework by fallback) skips its
+// case, or fails it with --require-ops; f64 cells on a device that reports no fp64 and half cells
+// the bundle does not register are optional: always skips, with the reason (extension_suite.hpp
 // decides).
 #include "extension_suite.hpp"
 #include "input_classes.hpp"
@@ -1701,6 +1702,255 @@ template <class T> void embedding_cases(extension_suite& reg) {
       {key<pcy_nn_embedding_schema, T>(), key<pcy_nn_embedding_grad_schema, T>()});
 }
 
+// ---- batch normalisation -------------------------------------------------------------------
+
+// batch_norm and its gradient: shapes from one channel ([7, 1, 300]) to many of one element
+// ([3, 64, 1, 1]), a large batch (M = 113088 values a channel: cuda's chunked sums), data far
+// from zero (cancellation), a channel holding NaN and one an infinity, training and evaluation,
+// spatial extents that are multiples of 8 (cuda's 16-byte words for y and dx in every dtype),
+// the running and saved statistics present or absent, dweight / dbias absent, no batch in
+// evaluation, no channels; the gradient run twice (the same bits); then the refusals.
+template <class T> void bn_cases(extension_suite& reg) {
+  using St = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  struct bc {
+    std::vector<int64_t> shape;
+    double offset, spread; // x = offset + spread * U(-1, 1)
+    bool training;
+    bool non_finite = false; // channel 1 holds a NaN, channel 2 an infinity (C >= 3)
+    bool absent = false;     // running (training) and saved statistics, dweight, dbias absent
+    double momentum = 0.1;
+  };
+  const std::vector<bc> cases{{{2, 5, 7}, 0, 2, true},
+                              {{4, 3, 17, 13}, 0, 2, true},
+                              {{3, 64, 1, 1}, 0, 1, true},
+                              {{7, 1, 300}, 0, 1, true, false, false, 0.3},
+                              {{2, 3}, 0, 1, true, false, false, 1.0},
+                              {{64, 3, 57, 31}, 0, 1, true},
+                              {{16, 4, 33}, 1000, 1, true},
+                              {{5, 4, 9}, 0, 1, true, true},
+                              {{6, 4, 5}, 0, 1, true, false, true, 0.0},
+                              {{1, 3}, 0, 1, false},
+                              {{2, 5, 7}, 0, 2, false},
+                              {{4, 3, 17, 13}, 0, 2, false, true},
+                              {{8, 6, 2, 3}, 0, 1, false, false, true},
+                              {{0, 3, 5}, 0, 1, false},
+                              {{2, 0, 5}, 0, 1, true},
+                              {{4, 5, 8, 6}, 0, 1, true},
+                              {{3, 2, 16}, 0, 1, false}};
+  for (const bc& c : cases) {
+    const std::string tag = std::string("batch_norm ") + tname<T>() + " " + shape_tag(c.shape) +
+                            (c.training ? " training" : " evaluation") +
+                            (c.offset != 0 ? " far from zero" : "") +
+                            (c.non_finite ? " NaN and infinity channels" : "") +
+                            (c.absent ? " optional tensors absent" : "") +
+                            (c.momentum != 0.1 ? " momentum " + g3(c.momentum) : "");
+    reg.add<T>(
+        tag,
+        [=](const Backend& b) {
+          const size_t N = static_cast<size_t>(c.shape[0]), C = static_cast<size_t>(c.shape[1]);
+          size_t sp = 1;
+          for (size_t i = 2; i < c.shape.size(); ++i)
+            sp *= static_cast<size_t>(c.shape[i]);
+          const size_t total = N * C * sp;
+          vec x = random_vec<T>(total, -c.spread, c.spread);
+          for (double& v : x)
+            v = rounded<T>(v + c.offset);
+          if (c.non_finite && N * sp >= 2) {
+            x[(0 * C + 1) * sp + (sp > 1 ? 1 : 0)] = std::numeric_limits<double>::quiet_NaN();
+            x[((N - 1) * C + 2) * sp] = std::numeric_limits<double>::infinity();
+          }
+          const vec w = random_vec<T>(C, 0.5, 1.5), bias = random_vec<T>(C),
+                    dy = random_vec<T>(total);
+          const vec rm0 = random_vec<St>(C, -0.5, 0.5), rv0 = random_vec<St>(C, 0.5, 1.5);
+          const double epsilon = 1e-5;
+          const int64_t Ci = static_cast<int64_t>(C);
+          const std::vector<int64_t> cs{Ci};
+          auto xt = tensor_of<T>(c.shape, x), wt = tensor_of<T>(cs, w), bt = tensor_of<T>(cs, bias),
+               dyt = tensor_of<T>(c.shape, dy);
+          SharedTensor<St> rm = tensor_of<St>(cs, rm0), rv = tensor_of<St>(cs, rv0);
+          auto yt = poisoned<T>(c.shape);
+          auto sm = poisoned<St>(cs), sr = poisoned<St>(cs);
+          SharedTensor<St> none1({0}), none2({0}), none3({0}), none4({0});
+          const bool keep_running = !c.training || !c.absent;
+          if (c.absent)
+            nn::batch_norm(b, xt, wt, bt, keep_running ? rm : none1, keep_running ? rv : none2, yt,
+                           none3, none4, c.training, c.momentum, epsilon);
+          else
+            nn::batch_norm(b, xt, wt, bt, rm, rv, yt, sm, sr, c.training, c.momentum, epsilon);
+          const auto ref =
+              nn_ref::bn_forward(x, w, bias, rm0, rv0, N, C, sp, c.training, c.momentum, epsilon);
+          expect_all<T>(tag + " y", values(yt), ref.y);
+          if (!c.absent) {
+            expect_all<St>(tag + " save_mean", values(sm), ref.mean);
+            expect_all<St>(tag + " save_rstd", values(sr), ref.rstd);
+          }
+          if (keep_running) {
+            expect_all<St>(tag + " running_mean", values(rm), ref.rm);
+            expect_all<St>(tag + " running_var", values(rv), ref.rv);
+          }
+          // The gradients from the reference's statistics rounded to the statistics dtype.
+          vec mean(C), rstd(C);
+          for (size_t k = 0; k < C; ++k) {
+            mean[k] = rounded<St>(ref.mean.v[k]);
+            rstd[k] = rounded<St>(ref.rstd.v[k]);
+          }
+          auto mt = tensor_of<St>(cs, mean), rt = tensor_of<St>(cs, rstd);
+          const auto g = nn_ref::bn_backward(x, w, mean, rstd, dy, N, C, sp, c.training);
+          auto dx = poisoned<T>(c.shape), dw = poisoned<T>(cs), db = poisoned<T>(cs);
+          SharedTensor<T> nw({0}), nb({0});
+          if (c.absent)
+            nn::batch_norm_grad(b, xt, wt, mt, rt, dyt, dx, nw, nb, c.training);
+          else
+            nn::batch_norm_grad(b, xt, wt, mt, rt, dyt, dx, dw, db, c.training);
+          expect_all<T>(tag + " dx", values(dx), g.dx);
+          if (c.absent) return;
+          expect_all<T>(tag + " dweight", values(dw), g.dw);
+          expect_all<T>(tag + " dbias", values(db), g.db);
+          auto dx2 = poisoned<T>(c.shape), dw2 = poisoned<T>(cs), db2 = poisoned<T>(cs);
+          nn::batch_norm_grad(b, xt, wt, mt, rt, dyt, dx2, dw2, db2, c.training);
+          expect_true(same_bits(raw(dx2), raw(dx)) && same_bits(raw(dw2), raw(dw)) &&
+                          same_bits(raw(db2), raw(db)),
+                      tag + ": a second gradient gave other bits");
+        },
+        {key<pcy_nn_batch_norm_schema, T>(), key<pcy_nn_batch_norm_grad_schema, T>()});
+  }
+  // f64: the gradient against finite differences of the op's own forward (L = sum(y dy)),
+  // every element of x, weight and bias, in training (the batch statistics move with x) and in
+  // evaluation (the running statistics do not).
+  if constexpr (std::is_same_v<T, double>)
+    for (const bool training : {true, false})
+      reg.add<T>(
+          std::string("batch_norm f64 3x4x5 ") + (training ? "training" : "evaluation") +
+              " gradient by finite differences",
+          [=](const Backend& b) {
+            const std::vector<int64_t> xs{3, 4, 5}, cs{4};
+            const vec x = random_vec<T>(60, -2, 2), w = random_vec<T>(4, 0.5, 1.5),
+                      bias = random_vec<T>(4), dy = random_vec<T>(60),
+                      rm0 = random_vec<T>(4, -0.5, 0.5), rv0 = random_vec<T>(4, 0.5, 1.5);
+            auto loss = [&](const vec& xv, const vec& wv, const vec& bv) {
+              auto xt = tensor_of<T>(xs, xv), wt = tensor_of<T>(cs, wv), bt = tensor_of<T>(cs, bv);
+              auto rm = tensor_of<T>(cs, rm0), rv = tensor_of<T>(cs, rv0), y = poisoned<T>(xs);
+              SharedTensor<T> n1({0}), n2({0}), n3({0}), n4({0}); // absent statistics
+              if (training)
+                nn::batch_norm(b, xt, wt, bt, n1, n2, y, n3, n4, true);
+              else
+                nn::batch_norm(b, xt, wt, bt, rm, rv, y, n3, n4, false);
+              const vec yv = values(y);
+              double l = 0, mag = 0;
+              for (size_t i = 0; i < yv.size(); ++i) {
+                l += yv[i] * dy[i];
+                mag += std::fabs(yv[i] * dy[i]);
+              }
+              return std::pair<double, double>{l, 16 * eps<T>() * (mag + 1)};
+            };
+            auto xt = tensor_of<T>(xs, x), wt = tensor_of<T>(cs, w), bt = tensor_of<T>(cs, bias),
+                 dyt = tensor_of<T>(xs, dy), rm = tensor_of<T>(cs, rm0), rv = tensor_of<T>(cs, rv0);
+            auto y = poisoned<T>(xs), sm = poisoned<T>(cs), sr = poisoned<T>(cs);
+            nn::batch_norm(b, xt, wt, bt, rm, rv, y, sm, sr, training, 0.0);
+            auto dx = poisoned<T>(xs), dw = poisoned<T>(cs), db = poisoned<T>(cs);
+            nn::batch_norm_grad(b, xt, wt, sm, sr, dyt, dx, dw, db, training);
+            const vec gx = values(dx), gw = values(dw), gb = values(db);
+            const double h = 1e-6;
+            auto compare = [&](const char* what, size_t i, std::pair<double, double> lp,
+                               std::pair<double, double> lm, double analytic) {
+              const double fd = (lp.first - lm.first) / (2 * h);
+              const double tol =
+                  (lp.second + lm.second) / (2 * h) + 1e-8 * std::fabs(analytic) + 1e-9;
+              report_element(std::fabs(fd - analytic) <= tol,
+                             str("batch_norm ", training ? "training" : "evaluation",
+                                 " finite differences ", what),
+                             tname<T>(), i, analytic, fd, tol);
+            };
+            for (size_t i = 0; i < x.size(); ++i) {
+              vec xp = x, xm = x;
+              xp[i] += h;
+              xm[i] -= h;
+              compare("dx", i, loss(xp, w, bias), loss(xm, w, bias), gx[i]);
+            }
+            for (size_t c = 0; c < 4; ++c) {
+              vec wp = w, wm = w, bp = bias, bm = bias;
+              wp[c] += h;
+              wm[c] -= h;
+              bp[c] += h;
+              bm[c] -= h;
+              compare("dweight", c, loss(x, wp, bias), loss(x, wm, bias), gw[c]);
+              compare("dbias", c, loss(x, w, bp), loss(x, w, bm), gb[c]);
+            }
+          },
+          {key<pcy_nn_batch_norm_schema, T>(), key<pcy_nn_batch_norm_grad_schema, T>()});
+  reg.add<T>(
+      std::string("batch_norm ") + tname<T>() + " refusals: outputs untouched",
+      [](const Backend& b) {
+        using Wrong = std::conditional_t<std::is_same_v<T, double>, float, double>;
+        auto x = random_tensor<T>({4, 3, 5}), x1 = random_tensor<T>({1, 3}),
+             xv = random_tensor<T>({12}), w = random_tensor<T>({3}), bias = random_tensor<T>({3}),
+             w4 = random_tensor<T>({4}), dy = random_tensor<T>({4, 3, 5});
+        SharedTensor<T> x0({0, 3, 5}), y0t({0, 3, 5});
+        auto y = poisoned<T>({4, 3, 5}), y1 = poisoned<T>({1, 3}), dx = poisoned<T>({4, 3, 5});
+        auto dw = poisoned<T>({3}), dw4 = poisoned<T>({4});
+        auto rm = tensor_of<St>({3}, {0.1, 0.2, 0.3}), rv = tensor_of<St>({3}, {1, 2, 3});
+        auto m = tensor_of<St>({3}, {0, 0, 0}), r = tensor_of<St>({3}, {1, 1, 1});
+        SharedTensor<St> sm({3}), sr({3}), none({0}), none2({0}), r2({2});
+        SharedTensor<Wrong> rw({3});
+        const auto y_0 = raw(y), y1_0 = raw(y1), dx_0 = raw(dx), rm0 = raw(rm), rv0 = raw(rv);
+        expect_refused(
+            "batch_norm training on one value per channel",
+            [&] { nn::batch_norm(b, x1, w, bias, rm, rv, y1, sm, sr, true); }, "batch_norm",
+            "more than 1 value per channel");
+        expect_refused(
+            "batch_norm training on an empty batch",
+            [&] { nn::batch_norm(b, x0, w, bias, rm, rv, y0t, sm, sr, true); }, "batch_norm",
+            "more than 1 value per channel");
+        expect_refused(
+            "batch_norm evaluation without running_var",
+            [&] { nn::batch_norm(b, x, w, bias, rm, none, y, sm, sr, false); }, "batch_norm",
+            "running_var");
+        expect_refused(
+            "batch_norm momentum 1.5",
+            [&] { nn::batch_norm(b, x, w, bias, rm, rv, y, sm, sr, true, 1.5); }, "batch_norm",
+            "momentum");
+        expect_refused(
+            "batch_norm epsilon 0",
+            [&] { nn::batch_norm(b, x, w, bias, rm, rv, y, sm, sr, true, 0.1, 0.0); }, "batch_norm",
+            "epsilon");
+        expect_refused(
+            "batch_norm weight of 4",
+            [&] { nn::batch_norm(b, x, w4, bias, rm, rv, y, sm, sr, true); }, "batch_norm",
+            "weight");
+        expect_refused(
+            "batch_norm save_rstd of the wrong dtype",
+            [&] { nn::batch_norm(b, x, w, bias, rm, rv, y, sm, rw, true); }, "batch_norm",
+            "save_rstd");
+        expect_refused(
+            "batch_norm running_mean of 2",
+            [&] { nn::batch_norm(b, x, w, bias, r2, rv, y, sm, sr, true); }, "batch_norm",
+            "running_mean");
+        expect_refused(
+            "batch_norm x of rank 1",
+            [&] { nn::batch_norm(b, xv, w, bias, rm, rv, xv, sm, sr, false); }, "batch_norm", "x");
+        expect_refused(
+            "batch_norm y aliasing x",
+            [&] { nn::batch_norm(b, x, w, bias, rm, rv, x, sm, sr, true); }, "batch_norm", "y");
+        expect_refused(
+            "batch_norm save_mean aliasing running_mean",
+            [&] { nn::batch_norm(b, x, w, bias, rm, rv, y, rm, sr, true); }, "batch_norm",
+            "running_mean");
+        expect_refused(
+            "batch_norm_grad dweight of 4",
+            [&] { nn::batch_norm_grad(b, x, w, m, r, dy, dx, dw4, dw, true); }, "batch_norm_grad",
+            "dweight");
+        expect_refused(
+            "batch_norm_grad mean absent",
+            [&] { nn::batch_norm_grad(b, x, w, none2, r, dy, dx, dw, none, true); },
+            "batch_norm_grad", "mean");
+        expect_true(same_bits(raw(y), y_0) && same_bits(raw(y1), y1_0) &&
+                        same_bits(raw(dx), dx_0) && same_bits(raw(rm), rm0) &&
+                        same_bits(raw(rv), rv0),
+                    "a refused batch_norm changed an output or a running statistic");
+      },
+      {key<pcy_nn_batch_norm_schema, T>(), key<pcy_nn_batch_norm_grad_schema, T>()});
+}
+
 template <class T> void all_cases(extension_suite& reg) {
   activations<T>(reg);
   softmax_cases<T>(reg);
@@ -1712,6 +1962,7 @@ template <class T> void all_cases(extension_suite& reg) {
   }
   norm_cases<T>(reg);
   xent_cases<T>(reg);
+  bn_cases<T>(reg);
   embedding_cases<T>(reg);
   edge_cases<T>(reg);
   if constexpr (!is_half<T>) input_class_cases<T>(reg);
@@ -1764,7 +2015,9 @@ const key_fn all_keys[] = {PCY_NN_SUITE_KEY(sigmoid),
                            PCY_NN_SUITE_KEY(cross_entropy),
                            PCY_NN_SUITE_KEY(cross_entropy_grad),
                            PCY_NN_SUITE_KEY(embedding),
-                           PCY_NN_SUITE_KEY(embedding_grad)};
+                           PCY_NN_SUITE_KEY(embedding_grad),
+                           PCY_NN_SUITE_KEY(batch_norm),
+                           PCY_NN_SUITE_KEY(batch_norm_grad)};
 #undef PCY_NN_SUITE_KEY
 static_assert(std::size(all_keys) == PCY_NN_OP_COUNT, "an op of pcy_nn.h is missing here");
 

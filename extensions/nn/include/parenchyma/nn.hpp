@@ -1,8 +1,8 @@
 // parenchyma NN front-end: activations (sigmoid, relu, tanh, elu), softmax and log_softmax,
-// convolution, pooling, LRN, dropout, layer_norm, rms_norm, cross_entropy and embedding, each with
-// its gradient, on SharedTensors, on any backend (header-only over the core; the ops run in the
-// "nn" bundle plugin of the framework that serves them). The semantics of every op are in
-// parenchyma/abi/ext/pcy_nn.h and docs/nn.md.
+// convolution, pooling, LRN, dropout, layer_norm, rms_norm, cross_entropy, embedding and
+// batch_norm, each with its gradient, on SharedTensors, on any backend (header-only over the core;
+// the ops run in the "nn" bundle plugin of the framework that serves them). The semantics of every
+// op are in parenchyma/abi/ext/pcy_nn.h and docs/nn.md.
 //
 //   parenchyma::Backend backend;
 //   parenchyma::SharedTensor<float> x({32, 3, 28, 28}), w({16, 3, 3, 3});
@@ -1141,6 +1141,155 @@ inline void embedding_grad(const Backend& b, const TensorStorage& indices, const
   ext::invoke<S>(
       b, c.dtype(),
       {OpArg::in(indices), OpArg::in(dy), OpArg::out(dweight), OpArg::integer(padding_idx)});
+}
+
+// ---- batch normalisation ------------------------------------------------------------------
+
+namespace detail {
+struct bn_dims {
+  uint64_t C = 0, M = 0; // channels; elements per channel (N x spatial)
+};
+inline bn_dims bn_dims_of(const pcy_op_schema& s, const TensorStorage& x) {
+  const Shape& sh = x.shape();
+  if (sh.size() < 2)
+    ext::fail(s, errc::invalid_argument, "argument x: shape ", ext::shape_str(x),
+              ", expected rank >= 2 (N x C x spatial, the channels on axis 1)");
+  bn_dims d;
+  d.C = static_cast<uint64_t>(sh[1]);
+  d.M = static_cast<uint64_t>(sh[0]);
+  for (size_t i = 2; i < sh.size(); ++i)
+    d.M *= static_cast<uint64_t>(sh[i]);
+  if (d.C == 0) d.M = 0;
+  return d;
+}
+inline void bn_param(const pcy_op_schema& s, const TensorStorage& t, const char* name, uint64_t C,
+                     bool optional) {
+  if (t.size() != C && !(optional && t.size() == 0))
+    ext::fail(s, errc::invalid_argument, "argument ", name, ": ", t.size(), " elements (shape ",
+              ext::shape_str(t), "), expected ", C, " (one per channel, x.shape[1])",
+              optional ? " or 0 (absent)" : "");
+}
+inline void bn_stat(const pcy_op_schema& s, const TensorStorage& t, const char* name,
+                    pcy_dtype data, uint64_t C, bool optional) {
+  stat_arg(s, t, name, data, C, optional, "x", "channel of x");
+}
+// Every pair of the named tensors (those of 0 elements are absent) is distinct, where one of
+// the two is written.
+struct bn_arg {
+  const TensorStorage* t;
+  const char* name;
+  bool written_by_op;
+};
+inline void bn_distinct(const ext::checker& c, std::initializer_list<bn_arg> args) {
+  for (auto i = args.begin(); i != args.end(); ++i)
+    for (auto j = i + 1; j != args.end(); ++j)
+      if ((i->written_by_op || j->written_by_op) && i->t->size() != 0 && j->t->size() != 0)
+        c.distinct(*i->t, i->name, *j->t, j->name);
+}
+} // namespace detail
+
+// Batch normalisation as PyTorch's BatchNorm (pcy_nn.h): x is N x C x spatial (rank >= 2), the
+// statistics per channel over N x spatial. weight, bias: one per channel. running_mean and
+// running_var (f32, f64 for f64 data; one per channel or 0 elements: absent): training updates
+// them with `momentum` (the variance unbiased), evaluation (training false) normalises with
+// them (both required). save_mean and save_rstd (0 elements: not saved) receive the mean and
+// 1 / sqrt(var + epsilon) used, for batch_norm_grad. Training needs more than one value per
+// channel.
+inline void batch_norm(const Backend& b, const TensorStorage& x, const TensorStorage& weight,
+                       const TensorStorage& bias, TensorStorage& running_mean,
+                       TensorStorage& running_var, TensorStorage& y, TensorStorage& save_mean,
+                       TensorStorage& save_rstd, bool training, double momentum = 0.1,
+                       double epsilon = 1e-5) {
+  constexpr auto& S = pcy_nn_batch_norm_schema;
+  ext::checker c(S, x, "x", detail::any_float);
+  c.same_dtype(weight, "weight", "x");
+  c.same_dtype(bias, "bias", "x");
+  c.same_dtype(y, "y", "x");
+  const detail::bn_dims d = detail::bn_dims_of(S, x);
+  detail::exact_shape(S, y, "y", x.shape(), "the shape of x");
+  detail::bn_param(S, weight, "weight", d.C, false);
+  detail::bn_param(S, bias, "bias", d.C, false);
+  detail::bn_stat(S, running_mean, "running_mean", c.dtype(), d.C, true);
+  detail::bn_stat(S, running_var, "running_var", c.dtype(), d.C, true);
+  detail::bn_stat(S, save_mean, "save_mean", c.dtype(), d.C, true);
+  detail::bn_stat(S, save_rstd, "save_rstd", c.dtype(), d.C, true);
+  if (!(momentum >= 0 && momentum <= 1))
+    ext::fail(S, errc::invalid_argument, "argument momentum: ", momentum,
+              " expected a value in [0, 1]");
+  if (!(epsilon > 0) || !std::isfinite(epsilon))
+    ext::fail(S, errc::invalid_argument, "argument epsilon: ", epsilon,
+              " expected a finite value > 0");
+  if (d.C != 0 && training && d.M < 2)
+    ext::fail(S, errc::invalid_argument, "argument x: shape ", ext::shape_str(x), " gives ", d.M,
+              " value(s) per channel (N x spatial); training expects more than 1 value per "
+              "channel (pass a larger batch, or training=false)");
+  if (d.C != 0 && !training && (running_mean.size() == 0 || running_var.size() == 0))
+    ext::fail(S, errc::invalid_argument, "argument ",
+              running_mean.size() == 0 ? "running_mean" : "running_var",
+              ": absent (0 elements), but evaluation (training false) normalises with the "
+              "running statistics; pass both");
+  detail::bn_distinct(c, {{&x, "x", false},
+                          {&weight, "weight", false},
+                          {&bias, "bias", false},
+                          {&running_mean, "running_mean", training},
+                          {&running_var, "running_var", training},
+                          {&y, "y", true},
+                          {&save_mean, "save_mean", true},
+                          {&save_rstd, "save_rstd", true}});
+  for (const auto& [t, n] : {std::pair<const TensorStorage*, const char*>{&x, "x"},
+                             {&weight, "weight"},
+                             {&bias, "bias"},
+                             {&running_mean, "running_mean"},
+                             {&running_var, "running_var"}})
+    if (t->size() != 0) c.written(*t, n); // empty ones are absent (or hold nothing)
+  // The running statistics (OVERWRITE in the schema): read (and updated in training) where
+  // present; absent ones (0 elements) hold nothing to read.
+  auto running = [](TensorStorage& t) { return t.size() == 0 ? OpArg::out(t) : OpArg::inout(t); };
+  ext::invoke<S>(b, c.dtype(),
+                 {OpArg::in(x), OpArg::in(weight), OpArg::in(bias), running(running_mean),
+                  running(running_var), OpArg::out(y), OpArg::out(save_mean), OpArg::out(save_rstd),
+                  OpArg::integer(training ? 1 : 0), OpArg::real(momentum), OpArg::real(epsilon)});
+}
+// dx, and dweight and dbias (one per channel, or 0 elements: not computed) summed over N x
+// spatial, from the forward's x, weight and save_mean / save_rstd; `training` as in the forward
+// (true: the batch statistics' own gradient enters dx).
+inline void batch_norm_grad(const Backend& b, const TensorStorage& x, const TensorStorage& weight,
+                            const TensorStorage& mean, const TensorStorage& rstd,
+                            const TensorStorage& dy, TensorStorage& dx, TensorStorage& dweight,
+                            TensorStorage& dbias, bool training) {
+  constexpr auto& S = pcy_nn_batch_norm_grad_schema;
+  ext::checker c(S, x, "x", detail::any_float);
+  c.same_dtype(weight, "weight", "x");
+  c.same_dtype(dy, "dy", "x");
+  c.same_dtype(dx, "dx", "x");
+  c.same_dtype(dweight, "dweight", "x");
+  c.same_dtype(dbias, "dbias", "x");
+  const detail::bn_dims d = detail::bn_dims_of(S, x);
+  detail::exact_shape(S, dy, "dy", x.shape(), "the shape of x");
+  detail::exact_shape(S, dx, "dx", x.shape(), "the shape of x");
+  detail::bn_param(S, weight, "weight", d.C, false);
+  detail::bn_param(S, dweight, "dweight", d.C, true);
+  detail::bn_param(S, dbias, "dbias", d.C, true);
+  detail::bn_stat(S, mean, "mean", c.dtype(), d.C, false);
+  detail::bn_stat(S, rstd, "rstd", c.dtype(), d.C, false);
+  detail::bn_distinct(c, {{&x, "x", false},
+                          {&weight, "weight", false},
+                          {&mean, "mean", false},
+                          {&rstd, "rstd", false},
+                          {&dy, "dy", false},
+                          {&dx, "dx", true},
+                          {&dweight, "dweight", true},
+                          {&dbias, "dbias", true}});
+  for (const auto& [t, n] : {std::pair<const TensorStorage*, const char*>{&x, "x"},
+                             {&weight, "weight"},
+                             {&mean, "mean"},
+                             {&rstd, "rstd"},
+                             {&dy, "dy"}})
+    if (t->size() != 0) c.written(*t, n);
+  ext::invoke<S>(b, c.dtype(),
+                 {OpArg::in(x), OpArg::in(weight), OpArg::in(mean), OpArg::in(rstd), OpArg::in(dy),
+                  OpArg::out(dx), OpArg::out(dweight), OpArg::out(dbias),
+                  OpArg::integer(training ? 1 : 0)});
 }
 
 } // namespace parenchyma::nn

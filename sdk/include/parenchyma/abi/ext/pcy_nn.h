@@ -287,9 +287,55 @@
   X(indices, TENSOR, IN, I32, ANY)                                                                 \
   X(dy, TENSOR, IN, OP, ANY) X(dweight, TENSOR, OUT, OP, 2) X(padding_idx, INT, 0, OP, ANY)
 
-/* The statistics dtype (layer_norm's mean and rstd, rms_norm's rstd, cross_entropy's lse; the
- * compute dtype of embedding_grad's sums) of an op of dtype d: f64 for f64, f32 for f32, f16
- * and bf16. */
+/* ---- batch normalisation (PyTorch's BatchNorm1d/2d/3d) ------------------------------------
+ * x (rank >= 2) is N x C x spatial: the channels on axis 1, N = x.shape[0], C = x.shape[1],
+ * spatial the product of the extents after axis 1; per channel c the statistics run over the
+ * M = N spatial elements x[n, c, ...]. weight and bias hold C elements each (any shapes) in the
+ * op's dtype. The statistics tensors (running_mean, running_var, save_mean, save_rstd; mean and
+ * rstd of the gradient) hold C elements each (any shapes) in the statistics dtype
+ * (PCY_NN_STATISTICS_DTYPE); a statistics tensor of 0 elements is absent (not read, not written).
+ * training is 0 or 1, momentum in [0, 1], epsilon > 0 and finite (each checked in both modes).
+ * batch_norm(x, weight, bias, running_mean, running_var, y, save_mean, save_rstd, training,
+ *   momentum, epsilon):
+ *   training: mean = sum(x) / M and var = sum((x - mean)^2) / M (biased; two passes, never
+ *   E[x^2] - E[x]^2) per channel; rstd = 1 / sqrt(var + epsilon); where given, running_mean =
+ *   (1 - momentum) running_mean + momentum mean and running_var = (1 - momentum) running_var +
+ *   momentum var M / (M - 1) (the unbiased variance), in the statistics dtype. M < 2 is refused
+ *   (PCY_ERR_INVALID_ARGUMENT: no variance from one value per channel, none from an empty
+ *   batch). Not training: mean = running_mean, rstd = 1 / sqrt(running_var + epsilon), both
+ *   running statistics required and only read; M may be 0 (y empty).
+ *   y = (x - mean) rstd weight + bias; save_mean and save_rstd receive the mean and rstd used
+ *   (in both modes, for batch_norm_grad). The running statistics are OVERWRITE arguments: the
+ *   caller passes INOUT where present, OUT where absent (0 elements: nothing to read).
+ * batch_norm_grad(x, weight, mean, rstd, dy, dx, dweight, dbias, training): mean and rstd the
+ *   forward's save_mean and save_rstd (required); with xhat = (x - mean) rstd and g = dy weight,
+ *   means over the channel's M elements: training: dx = rstd (g - mean(g) - xhat mean(g xhat))
+ *   (the statistics depend on x); not training: dx = g rstd (constant statistics). dweight[c] =
+ *   sum of dy xhat, dbias[c] = sum of dy over the channel's M elements; either may have 0
+ *   elements (not computed); M = 0 gives dweight = dbias = 0.
+ * Every sum is taken in the statistics dtype or wider in a fixed order (the same bits on every
+ * run of a framework) and rounded once. A channel holding NaN or an infinity gives NaN
+ * throughout that channel in training (its statistics and y; dweight, dbias and dx likewise). */
+#define PCY_NN_BATCH_NORM_ARGS(X)                                                                  \
+  X(x, TENSOR, IN, OP, ANY)                                                                        \
+  X(weight, TENSOR, IN, OP, ANY)                                                                   \
+  X(bias, TENSOR, IN, OP, ANY)                                                                     \
+  X(running_mean, TENSOR, OVERWRITE, ANY, ANY)                                                     \
+  X(running_var, TENSOR, OVERWRITE, ANY, ANY)                                                      \
+  X(y, TENSOR, OUT, OP, ANY)                                                                       \
+  X(save_mean, TENSOR, OUT, ANY, ANY)                                                              \
+  X(save_rstd, TENSOR, OUT, ANY, ANY)                                                              \
+  X(training, INT, 0, OP, ANY) X(momentum, FLOAT, 0, OP, ANY) X(epsilon, FLOAT, 0, OP, ANY)
+#define PCY_NN_BATCH_NORM_GRAD_ARGS(X)                                                             \
+  X(x, TENSOR, IN, OP, ANY)                                                                        \
+  X(weight, TENSOR, IN, OP, ANY)                                                                   \
+  X(mean, TENSOR, IN, ANY, ANY) X(rstd, TENSOR, IN, ANY, ANY) X(dy, TENSOR, IN, OP, ANY)           \
+      X(dx, TENSOR, OUT, OP, ANY) X(dweight, TENSOR, OUT, OP, ANY) X(dbias, TENSOR, OUT, OP, ANY)  \
+          X(training, INT, 0, OP, ANY)
+
+/* The statistics dtype (layer_norm's mean and rstd, rms_norm's rstd, cross_entropy's lse,
+ * batch_norm's statistics; the compute dtype of embedding_grad's sums) of an op of dtype d: f64
+ * for f64, f32 for f32, f16 and bf16. */
 #define PCY_NN_STATISTICS_DTYPE(d) ((d) == PCY_DTYPE_F64 ? PCY_DTYPE_F64 : PCY_DTYPE_F32)
 
 /* pcy_nn_<op>_schema and pcy_nn_<op>_args for every op. */
@@ -340,6 +386,8 @@ PCY_DECLARE_OP_SCHEMA(pcy_nn, cross_entropy, PCY_NN_EXTENSION, PCY_NN_CROSS_ENTR
 PCY_DECLARE_OP_SCHEMA(pcy_nn, cross_entropy_grad, PCY_NN_EXTENSION, PCY_NN_CROSS_ENTROPY_GRAD_ARGS)
 PCY_DECLARE_OP_SCHEMA(pcy_nn, embedding, PCY_NN_EXTENSION, PCY_NN_EMBEDDING_ARGS)
 PCY_DECLARE_OP_SCHEMA(pcy_nn, embedding_grad, PCY_NN_EXTENSION, PCY_NN_EMBEDDING_GRAD_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, batch_norm, PCY_NN_EXTENSION, PCY_NN_BATCH_NORM_ARGS)
+PCY_DECLARE_OP_SCHEMA(pcy_nn, batch_norm_grad, PCY_NN_EXTENSION, PCY_NN_BATCH_NORM_GRAD_ARGS)
 
 /* Every op of the extension, for tools that list them (parenchyma-info, the docs table). */
 #define PCY_NN_SCHEMA_LIST                                                                         \
@@ -359,12 +407,12 @@ PCY_DECLARE_OP_SCHEMA(pcy_nn, embedding_grad, PCY_NN_EXTENSION, PCY_NN_EMBEDDING
       &pcy_nn_dropout_schema, &pcy_nn_dropout_grad_schema, &pcy_nn_layer_norm_schema,              \
       &pcy_nn_layer_norm_grad_schema, &pcy_nn_rms_norm_schema, &pcy_nn_rms_norm_grad_schema,       \
       &pcy_nn_cross_entropy_schema, &pcy_nn_cross_entropy_grad_schema, &pcy_nn_embedding_schema,   \
-      &pcy_nn_embedding_grad_schema
+      &pcy_nn_embedding_grad_schema, &pcy_nn_batch_norm_schema, &pcy_nn_batch_norm_grad_schema
 #ifdef __cplusplus
 inline constexpr const pcy_op_schema* pcy_nn_schemas[] = {PCY_NN_SCHEMA_LIST};
 #else
 static const pcy_op_schema* const pcy_nn_schemas[] PCY_MAYBE_UNUSED = {PCY_NN_SCHEMA_LIST};
 #endif
-#define PCY_NN_OP_COUNT 44
+#define PCY_NN_OP_COUNT 46
 
 #endif /* PCY_NN_H */
