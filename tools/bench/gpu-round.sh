@@ -284,7 +284,7 @@ for p in "$@"; do
     echo "exit code $?"; grep -E "FAIL|fail:|summary" "$L/conf-nn.log" | head -30
     say "N7 ours"; timeout 120 "$bin/bench_nn_cuda" --quick --only norm >"$L/nn-norm.log" 2>&1
     echo "exit code $?"; mv "$B/json/n_cuda_nn.json" "$B/json/n_cuda_nn_norm.json" 2>/dev/null
-    say "N7 torch"; timeout 100 python3 "$SRC/tools/bench/nn/n_torch.py" --quick --only "norm" >"$L/nn-norm-torch.log" 2>&1
+    say "N7 torch"; timeout 100 python3 "$SRC/tools/bench/nn/n_torch.py" --quick --only "norm|embedding" >"$L/nn-norm-torch.log" 2>&1
     echo "exit code $?"; mv "$B/json/n_torch.json" "$B/json/n_torch_norm.json" 2>/dev/null
     python3 "$SRC/tools/bench/nn/compare.py" "$B/json/n_cuda_nn_norm.json" "$B/json/n_torch_norm.json" \
       --out "$B/json/nn_vs_torch_norm.json" 2>&1 | tail -20 ;;

@@ -333,6 +333,62 @@ template <class T> void norms(gpu& g, int64_t rows, int64_t cols) {
               [&] { nn::rms_norm_grad(g.b, x, w, rstd, dy, dx, dw); });
 }
 
+// ---- N8: batch_norm (training) and embedding -----------------------------------------------
+
+// batch_norm over N x C x H x W in training, and its gradient. Bytes a pass must move: the
+// forward reads x and writes y; the gradient reads x and dy and writes dx (the per-channel
+// tensors are C elements: not counted).
+template <class T> void batch_norms(gpu& g, int64_t N, int64_t C, int64_t H, int64_t W) {
+  using St = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  const std::string sz = " " + std::to_string(N) + "x" + std::to_string(C) + "x" +
+                         std::to_string(H) + "x" + std::to_string(W) + " " + dname<T>();
+  auto x = tensor<T>({N, C, H, W}, 3), w = tensor<T>({C}, 5), b = tensor<T>({C}, 6),
+       dy = tensor<T>({N, C, H, W}, 7);
+  SharedTensor<T> y({N, C, H, W}), dx({N, C, H, W}), dw({C}), db({C});
+  SharedTensor<St> rm({C}), rv({C}), sm({C}), sr({C});
+  for (St& v : rm.write_only())
+    v = 0;
+  for (St& v : rv.write_only())
+    v = 1;
+  const double el = double(N * C * H * W) * sizeof(T);
+  try {
+    served<pcy_nn_batch_norm_schema>(g.b, SharedTensor<T>::dtype);
+  } catch (const std::exception& e) {
+    g.skip("batch_norm" + sz, e.what());
+    return;
+  }
+  g.copy_pair("batch_norm" + sz, 2 * el,
+              [&] { nn::batch_norm(g.b, x, w, b, rm, rv, y, sm, sr, true); });
+  g.copy_pair("batch_norm_grad" + sz, 3 * el,
+              [&] { nn::batch_norm_grad(g.b, x, w, sm, sr, dy, dx, dw, db, true); });
+}
+
+// embedding: n positions into a V x D table, and its gradient. Bytes: the forward reads n rows
+// and writes n rows; the gradient reads the n dy rows and writes the V x D table.
+template <class T> void embeddings(gpu& g, int64_t V, int64_t D, int64_t n) {
+  const std::string sz = " V=" + std::to_string(V) + " D=" + std::to_string(D) +
+                         " n=" + std::to_string(n) + " " + dname<T>();
+  auto w = tensor<T>({V, D}, 3), dy = tensor<T>({n, D}, 7);
+  SharedTensor<int32_t> idx({n});
+  {
+    std::mt19937 pick(11);
+    std::uniform_int_distribution<int32_t> u(0, static_cast<int32_t>(V - 1));
+    for (int32_t& v : idx.write_only())
+      v = u(pick);
+  }
+  SharedTensor<T> y({n, D}), dw({V, D});
+  try {
+    served<pcy_nn_embedding_schema>(g.b, SharedTensor<T>::dtype);
+  } catch (const std::exception& e) {
+    g.skip("embedding" + sz, e.what());
+    return;
+  }
+  const double row = double(D) * sizeof(T);
+  g.copy_pair("embedding" + sz, 2 * double(n) * row, [&] { nn::embedding(g.b, w, idx, y); });
+  g.copy_pair("embedding_grad" + sz, double(n + V) * row,
+              [&] { nn::embedding_grad(g.b, idx, dy, dw); });
+}
+
 // ---- N3: pooling, LRN -------------------------------------------------------------------------
 
 template <class T> void pooling(gpu& g) {
@@ -773,6 +829,11 @@ int main(int argc, char** argv) {
       norms<float>(g, 65536, 768);
       norms<f16>(g, 4096, 4096);
       norms<bf16>(g, 4096, 4096);
+      batch_norms<float>(g, 32, 64, 112, 112);
+      batch_norms<f16>(g, 32, 64, 112, 112);
+      batch_norms<bf16>(g, 32, 64, 112, 112);
+      embeddings<float>(g, 50257, 768, 8192);
+      embeddings<f16>(g, 50257, 768, 8192);
     }
     if (run("conv")) {
       convolutions<float>(g, dnn, false);

@@ -136,6 +136,31 @@ def main():
                  lambda: torch.autograd.grad(yg, (xg, wg), dy, retain_graph=True))
             del x, dy, w, b, mu, rs, xg, wg, yg
 
+    # N8: batch_norm in training (aten's native_batch_norm and its backward) and embedding
+    # (F.embedding; aten's embedding_dense_backward, deterministic off).
+    for dt in ("f32",) + halves:
+        shp = (small(32, 4), 64, 112, 112)
+        x, dy = rand(shp, dt), rand(shp, dt)
+        w, b = rand(64, dt) + 1, rand(64, dt)
+        st = torch.float32 if dt != "f64" else torch.float64
+        rm, rv = torch.zeros(64, device=dev, dtype=st), torch.ones(64, device=dev, dtype=st)
+        sz = f" 32x64x112x112 {dt}"
+        case("batch_norm" + sz,
+             lambda: torch.ops.aten.native_batch_norm(x, w, b, rm, rv, True, 0.1, 1e-5))
+        _, sm, si = torch.ops.aten.native_batch_norm(x, w, b, rm, rv, True, 0.1, 1e-5)
+        case("batch_norm_grad" + sz, lambda: torch.ops.aten.native_batch_norm_backward(
+            dy, x, w, rm, rv, sm, si, True, 1e-5, [True, True, True]))
+        del x, dy, w, b, rm, rv, sm, si
+    for dt in ("f32", "f16"):
+        V, D, n = 50257, 768, 8192
+        w, dy = rand((V, D), dt), rand((n, D), dt)
+        idx = torch.randint(0, V, (n,), device=dev)
+        sz = f" V={V} D={D} n={n} {dt}"
+        case("embedding" + sz, lambda: F.embedding(idx, w))
+        case("embedding_grad" + sz,
+             lambda: torch.ops.aten.embedding_dense_backward(dy, idx, V, -1, False))
+        del w, dy, idx
+
     # N3: pooling, LRN.
     for dt in ("f32",) + halves:
         x = rand((small(32, 16), 64, 112, 112), dt)
