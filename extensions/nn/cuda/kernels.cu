@@ -1558,16 +1558,30 @@ __device__ void xent_bwd(i64 rows, i64 C_, i64 ignore, typename io<S>::C eps, in
 }
 
 // ---- embedding (pcy_nn.h) ---------------------------------------------------------------------
-// The forward: a grid-stride gather over the n x D elements of y (consecutive threads take
-// consecutive columns: coalesced along D), the element copied as stored; an index outside
-// [0, V) gives NaN.
-template <class S> __device__ void emb_fwd(i64 n, i64 D, i64 V, const S* w, const int* idx, S* y) {
-  const i64 total = n * D;
-  for (i64 e = (i64)blockIdx.x * NN_BLOCK + threadIdx.x; e < total;
-       e += (i64)gridDim.x * NN_BLOCK) {
-    const i64 i = e / D, j = e - i * D;
+// The forward: a block per position (grid-stride), its threads copying the row as stored, in
+// 16-byte words where vec (D's bytes a multiple of 16, w and y aligned: the host checks); an
+// index outside [0, V) gives a row of NaN.
+template <class S>
+__device__ void emb_fwd(i64 n, i64 D, i64 V, const S* w, const int* idx, S* y, int vec) {
+  const S nan = io<S>::st(m_nan<typename io<S>::C>());
+  for (i64 i = blockIdx.x; i < n; i += gridDim.x) {
     const int v = idx[i];
-    y[e] = v >= 0 && (i64)v < V ? w[(i64)v * D + j] : io<S>::st(m_nan<typename io<S>::C>());
+    const bool in = v >= 0 && (i64)v < V;
+    if (vec) {
+      const i64 words = D * (i64)sizeof(S) / 16;
+      const v16* src = reinterpret_cast<const v16*>(w + (in ? (i64)v * D : 0));
+      v16* dst = reinterpret_cast<v16*>(y + i * D);
+      v16 nanw;
+      S* nw = reinterpret_cast<S*>(&nanw);
+#pragma unroll
+      for (int e = 0; e < (int)(16 / sizeof(S)); ++e)
+        nw[e] = nan;
+      for (i64 j = threadIdx.x; j < words; j += NN_BLOCK)
+        dst[j] = in ? src[j] : nanw;
+    } else {
+      for (i64 j = threadIdx.x; j < D; j += NN_BLOCK)
+        y[i * D + j] = in ? w[(i64)v * D + j] : nan;
+    }
   }
 }
 // The gradient, without atomics. emb_keys: P keys (index << 32 | position) for the positions
@@ -1624,26 +1638,28 @@ __device__ void emb_sort_local(i64 P, i64 k0, i64 k1, i64 j0, u64* keys, u64* sh
     __syncthreads();
   }
 }
-// The first sorted key >= key.
-__device__ __forceinline__ i64 emb_lower(const u64* keys, i64 P, u64 key) {
-  i64 lo = 0, hi = P;
-  while (lo < hi) {
-    const i64 mid = lo + (hi - lo) / 2;
-    if (keys[mid] < key)
-      lo = mid + 1;
-    else
-      hi = mid;
+// Each vocabulary row's segment of the sorted keys: seg[2 v] and seg[2 v + 1] (zeroed before:
+// a row without keys keeps an empty segment) from the keys where the row changes.
+__device__ void emb_bounds(i64 P, const u64* keys, i64* seg) {
+  for (i64 k = (i64)blockIdx.x * NN_BLOCK + threadIdx.x; k < P; k += (i64)gridDim.x * NN_BLOCK) {
+    const u64 key = keys[k];
+    if (key == ~0ull) continue;
+    const u64 v = key >> 32;
+    if (k == 0 || (keys[k - 1] >> 32) != v) seg[2 * v] = k;
+    if (k + 1 == P || (keys[k + 1] >> 32) != v) seg[2 * v + 1] = k + 1;
   }
-  return lo;
 }
-// dweight: a block per vocabulary row v finds its segment of the sorted keys, then its threads
-// take the D columns, each adding its column of the segment's dy rows in position order (the
-// keys' order) from +0 in the compute type, rounded once. Rows without keys get 0.
+// dweight: a block per vocabulary row v takes its segment of the sorted keys (emb_bounds), then
+// its threads take the D columns, each adding its column of the segment's dy rows in position
+// order (the keys' order) from +0 in the compute type, rounded once. Rows without keys get 0.
 template <class S>
-__device__ void emb_rows(i64 V, i64 D, i64 P, const u64* keys, const S* dy, S* dw) {
+__device__ void emb_rows(i64 V, i64 D, i64 P, const u64* keys, const i64* seg, const S* dy,
+                         S* dw) {
   typedef typename io<S>::C C;
   for (i64 v = blockIdx.x; v < V; v += gridDim.x) {
-    const i64 lo = emb_lower(keys, P, (u64)v << 32), hi = emb_lower(keys, P, (u64)(v + 1) << 32);
+    i64 lo = seg[2 * v], hi = seg[2 * v + 1];
+    lo = lo < 0 ? 0 : lo; // never outside the keys, whatever the workspace holds
+    hi = hi > P ? P : hi;
     for (i64 j = threadIdx.x; j < D; j += NN_BLOCK) {
       C acc = C(0);
       for (i64 s = lo; s < hi; ++s) {
@@ -1834,8 +1850,12 @@ __device__ void emb_rows(i64 V, i64 D, i64 P, const u64* keys, const S* dy, S* d
       const io<S>::C* lse, const S* dloss, const io<S>::C* g0, S* dx) {                            \
     xent_bwd<S>(rows, C, ignore, eps, red, x, labels, lse, dloss, g0, dx);                         \
   }                                                                                                \
-  extern "C" __global__ void emb_fwd_##D(i64 n, i64 Dm, i64 V, const S* w, const int* idx, S* y) { \
-    emb_fwd<S>(n, Dm, V, w, idx, y);                                                               \
+  extern "C" __global__ void emb_fwd_##D(i64 n, i64 Dm, i64 V, const S* w, const int* idx, S* y,   \
+                                         int vec) {                                                \
+    emb_fwd<S>(n, Dm, V, w, idx, y, vec);                                                          \
+  }                                                                                                \
+  extern "C" __global__ void emb_bounds_##D(i64 P, const u64* keys, i64* seg) {                    \
+    emb_bounds(P, keys, seg);                                                                      \
   }                                                                                                \
   extern "C" __global__ void emb_keys_##D(i64 n, i64 P, i64 V, i64 pad, const int* idx,            \
                                           u64* keys) {                                             \
@@ -1850,8 +1870,8 @@ __device__ void emb_rows(i64 V, i64 D, i64 P, const u64* keys, const S* dy, S* d
     emb_sort_local(P, k0, k1, j0, keys, sh);                                                       \
   }                                                                                                \
   extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                           \
-      emb_rows_##D(i64 V, i64 Dm, i64 P, const u64* keys, const S* dy, S* dw) {                    \
-    emb_rows<S>(V, Dm, P, keys, dy, dw);                                                           \
+      emb_rows_##D(i64 V, i64 Dm, i64 P, const u64* keys, const i64* seg, const S* dy, S* dw) {    \
+    emb_rows<S>(V, Dm, P, keys, seg, dy, dw);                                                      \
   }
 #define NN_WIDE_KERNELS(S, D)                                                                  \
   extern "C" __global__ void lrn_fwd_##D(i64 count, int C, i64 plane, int n, double alpha,     \

@@ -124,6 +124,7 @@ enum kid : int {
   K_EMB_SORT_GLOBAL,
   K_EMB_SORT_LOCAL,
   K_EMB_ROWS,
+  K_EMB_BOUNDS,
   K_BN_PART,
   K_BN_STATS,
   K_BN_APPLY,
@@ -188,6 +189,7 @@ constexpr const char* kernel_names[K_COUNT] = {"sigmoid_fwd",
                                                "emb_sort_global",
                                                "emb_sort_local",
                                                "emb_rows",
+                                               "emb_bounds",
                                                "bn_part",
                                                "bn_stats",
                                                "bn_apply",
@@ -1005,9 +1007,11 @@ template <const pcy_op_schema& S> struct embedding_op {
       uint64_t total = 0;
       if (!sdk::mul_ok(c.n, c.D, total))
         sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str(S.extension, ".", S.name, ": n x D overflows"));
-      cx.launch(a.queue(), cx.kernel(K_EMB_FWD, d), cx.blocks_for(total),
-                {val(n), val(Dm), val(V), val(c.V != 0 ? p(c.weight) : uint64_t{0}),
-                 val(p(c.indices)), val(p(c.y))});
+      // A block per position; 16-byte words where every row is whole words and aligned.
+      const uint64_t wp = c.V != 0 ? p(c.weight) : uint64_t{0}, yp = p(c.y);
+      const int vec = (c.D * sdk::dtype_size(D)) % 16 == 0 && aligned16(wp) && aligned16(yp);
+      cx.launch(a.queue(), cx.kernel(K_EMB_FWD, d), std::min<uint64_t>(c.n, 65535),
+                {val(n), val(Dm), val(V), val(wp), val(p(c.indices)), val(yp), val(vec)});
     } else {
       if (c.V == 0 || c.D == 0) return;
       const uint64_t chunk = 2 * uint64_t{block};
@@ -1015,9 +1019,10 @@ template <const pcy_op_schema& S> struct embedding_op {
       while (P < c.n)
         P *= 2; // n < 2^31: no overflow
       const auto Pl = static_cast<long long>(P);
+      // The keys, then each vocabulary row's segment (2 V i64).
       void* native = nullptr;
-      a.workspace(P * sizeof(uint64_t), &native);
-      const uint64_t keys = reinterpret_cast<uint64_t>(native);
+      a.workspace((P + 2 * c.V) * sizeof(uint64_t), &native);
+      const uint64_t keys = reinterpret_cast<uint64_t>(native), seg = keys + P * sizeof(uint64_t);
       const bool any = c.n != 0;
       cx.launch(
           a.queue(), cx.kernel(K_EMB_KEYS, d), cx.blocks_for(P),
@@ -1037,9 +1042,15 @@ template <const pcy_op_schema& S> struct embedding_op {
           local(k, k, ch / 2);
         }
       }
-      cx.launch(
-          a.queue(), cx.kernel(K_EMB_ROWS, d), std::min<uint64_t>(c.V, 65535),
-          {val(V), val(Dm), val(Pl), val(keys), val(any ? p(c.y) : uint64_t{0}), val(p(c.weight))});
+      const auto V2 = static_cast<long long>(2 * c.V);
+      cx.launch(a.queue(), cx.kernel(K_FILL_ZERO, index_of(PCY_DTYPE_F64)), cx.blocks_for(2 * c.V),
+                {val(V2), val(seg)});
+      if (any)
+        cx.launch(a.queue(), cx.kernel(K_EMB_BOUNDS, d), cx.blocks_for(P),
+                  {val(Pl), val(keys), val(seg)});
+      cx.launch(a.queue(), cx.kernel(K_EMB_ROWS, d), std::min<uint64_t>(c.V, 65535),
+                {val(V), val(Dm), val(Pl), val(keys), val(seg), val(any ? p(c.y) : uint64_t{0}),
+                 val(p(c.weight))});
     }
   }
 };
