@@ -148,9 +148,11 @@ def main():
         case("batch_norm" + sz,
              lambda: torch.ops.aten.native_batch_norm(x, w, b, rm, rv, True, 0.1, 1e-5))
         _, sm, si = torch.ops.aten.native_batch_norm(x, w, b, rm, rv, True, 0.1, 1e-5)
+        # the backward wants the running statistics in x's dtype (training does not read them)
+        rmx, rvx = rm.to(x.dtype), rv.to(x.dtype)
         case("batch_norm_grad" + sz, lambda: torch.ops.aten.native_batch_norm_backward(
-            dy, x, w, rm, rv, sm, si, True, 1e-5, [True, True, True]))
-        del x, dy, w, b, rm, rv, sm, si
+            dy, x, w, rmx, rvx, sm, si, True, 1e-5, [True, True, True]))
+        del x, dy, w, b, rm, rv, sm, si, rmx, rvx
     for dt in ("f32", "f16"):
         V, D, n = 50257, 768, 8192
         w, dy = rand((V, D), dt), rand((n, D), dt)
