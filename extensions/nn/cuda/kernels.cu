@@ -897,7 +897,8 @@ __device__ __forceinline__ void ld_group(const S* p, typename io<S>::C* out) {
   if (P == 4) {
     const word4<S> t = *reinterpret_cast<const word4<S>*>(p);
 #pragma unroll
-    for (int e = 0; e < 4; ++e) out[e] = io<S>::ld(t.v[e]);
+    for (int e = 0; e < 4; ++e)
+      out[e] = io<S>::ld(t.v[e]);
   } else {
     out[0] = io<S>::ld(*p);
   }
@@ -907,7 +908,8 @@ __device__ __forceinline__ void st_group(S* p, const typename io<S>::C* in) {
   if (P == 4) {
     word4<S> t;
 #pragma unroll
-    for (int e = 0; e < 4; ++e) t.v[e] = io<S>::st(in[e]);
+    for (int e = 0; e < 4; ++e)
+      t.v[e] = io<S>::st(in[e]);
     *reinterpret_cast<word4<S>*>(p) = t;
   } else {
     *p = io<S>::st(in[0]);
@@ -931,10 +933,12 @@ __device__ void norm_fwd_reg(i64 outer, i64 n, int layer, typename io<S>::C eps,
         ld_group<S, P>(xr + j, v + k * P);
       } else {
 #pragma unroll
-        for (int e = 0; e < P; ++e) v[k * P + e] = C(0);
+        for (int e = 0; e < P; ++e)
+          v[k * P + e] = C(0);
       }
 #pragma unroll
-      for (int e = 0; e < P; ++e) acc += v[k * P + e];
+      for (int e = 0; e < P; ++e)
+        acc += v[k * P + e];
     }
     const C mu = layer ? block_sum(acc, sh) / C(n) : C(0);
     acc = C(0);
@@ -988,10 +992,12 @@ __device__ void norm_fwd_warp(i64 outer, i64 n, int layer, typename io<S>::C eps
         ld_group<S, P>(xr + j, v + k * P);
       } else {
 #pragma unroll
-        for (int e = 0; e < P; ++e) v[k * P + e] = C(0);
+        for (int e = 0; e < P; ++e)
+          v[k * P + e] = C(0);
       }
 #pragma unroll
-      for (int e = 0; e < P; ++e) acc += v[k * P + e];
+      for (int e = 0; e < P; ++e)
+        acc += v[k * P + e];
     }
     const C mu = layer ? warp_sum(acc) / C(n) : C(0);
     acc = C(0);
@@ -1042,7 +1048,8 @@ __device__ void norm_bwd_reg(i64 outer, i64 n, int layer, i64 rows_per, const S*
       ld_group<S, P>(w + j, wv + k * P);
     } else {
 #pragma unroll
-      for (int e = 0; e < P; ++e) wv[k * P + e] = C(0);
+      for (int e = 0; e < P; ++e)
+        wv[k * P + e] = C(0);
     }
   }
 #pragma unroll
@@ -1089,7 +1096,8 @@ __device__ void norm_bwd_reg(i64 outer, i64 n, int layer, i64 rows_per, const S*
       if (j < n) {
         C o[P];
 #pragma unroll
-        for (int e = 0; e < P; ++e) o[e] = rs * (g[k * P + e] - sg - xh[k * P + e] * sgx);
+        for (int e = 0; e < P; ++e)
+          o[e] = rs * (g[k * P + e] - sg - xh[k * P + e] * sgx);
         st_group<S, P>(dx + r * n + j, o);
       }
     }
@@ -1191,7 +1199,8 @@ __device__ void norm_bwd_pf(i64 outer, i64 n, int layer, i64 rows_per, const S* 
       if (j < n) {
         C o[P];
 #pragma unroll
-        for (int e = 0; e < P; ++e) o[e] = rs * (g[k * P + e] - sg - xh[k * P + e] * sgx);
+        for (int e = 0; e < P; ++e)
+          o[e] = rs * (g[k * P + e] - sg - xh[k * P + e] * sgx);
         st_group<S, P>(dx + r * n + j, o);
       }
     }
@@ -1653,8 +1662,7 @@ __device__ void emb_bounds(i64 P, const u64* keys, i64* seg) {
 // its threads take the D columns, each adding its column of the segment's dy rows in position
 // order (the keys' order) from +0 in the compute type, rounded once. Rows without keys get 0.
 template <class S>
-__device__ void emb_rows(i64 V, i64 D, i64 P, const u64* keys, const i64* seg, const S* dy,
-                         S* dw) {
+__device__ void emb_rows(i64 V, i64 D, i64 P, const u64* keys, const i64* seg, const S* dy, S* dw) {
   typedef typename io<S>::C C;
   for (i64 v = blockIdx.x; v < V; v += gridDim.x) {
     i64 lo = seg[2 * v], hi = seg[2 * v + 1];
