@@ -1030,6 +1030,57 @@ __device__ void norm_fwd_warp(i64 outer, i64 n, int layer, typename io<S>::C eps
     }
   }
 }
+// The fused gradients' shared steps. One element: xhat, g = dy w, the row sums and the column
+// sums of dy xhat and dy.
+template <class C>
+__device__ __forceinline__ void norm_bwd_elem(C d, C xv, C mu, C rs, C wq, C& xh, C& g, C& sg,
+                                              C& sgx, C& aw, C& ab) {
+  xh = (xv - mu) * rs;
+  g = d * wq;
+  sg += g;
+  sgx += g * xh;
+  aw += d * xh;
+  ab += d;
+}
+// Row r's dx from its xhat and g: the block's two sums, then rstd (g - mean(g) - xhat mean(g
+// xhat)) (rms_norm: no mean(g)).
+template <class S, int V, int P>
+__device__ __forceinline__ void norm_bwd_dx(i64 n, int layer, i64 r, typename io<S>::C rs,
+                                            typename io<S>::C sg, typename io<S>::C sgx,
+                                            const typename io<S>::C* g, const typename io<S>::C* xh,
+                                            S* dx, typename io<S>::C* sh) {
+  typedef typename io<S>::C C;
+  block_sum2(sg, sgx, sh);
+  sg = layer ? sg / C(n) : C(0);
+  sgx = sgx / C(n);
+#pragma unroll
+  for (int k = 0; k < V / P; ++k) {
+    const i64 j = ((i64)k * NN_BLOCK + threadIdx.x) * P;
+    if (j < n) {
+      C o[P];
+#pragma unroll
+      for (int e = 0; e < P; ++e)
+        o[e] = rs * (g[k * P + e] - sg - xh[k * P + e] * sgx);
+      st_group<S, P>(dx + r * n + j, o);
+    }
+  }
+}
+// The block's column sums to part[c][j] (dweight) and part[gridDim.x + c][j] (dbias); col(q, 0)
+// and col(q, 1): this thread's sums of its value q.
+template <int V, int P, class C, class F>
+__device__ __forceinline__ void norm_bwd_flush(i64 n, int layer, C* part, F col) {
+#pragma unroll
+  for (int k = 0; k < V / P; ++k) {
+    const i64 j = ((i64)k * NN_BLOCK + threadIdx.x) * P;
+    if (j < n) {
+#pragma unroll
+      for (int e = 0; e < P; ++e) {
+        part[(i64)blockIdx.x * n + j + e] = col(k * P + e, 0);
+        if (layer) part[((i64)gridDim.x + blockIdx.x) * n + j + e] = col(k * P + e, 1);
+      }
+    }
+  }
+}
 // The gradient, fused: block c takes rows [c rows_per, (c + 1) rows_per), reads each row's x and
 // dy once (into registers), writes dx, and keeps its columns' sums of dy xhat and dy in registers;
 // at the end they go to part[c][j] and part[gridDim.x + c][j] (norm_cols_sum adds the blocks'
@@ -1072,12 +1123,7 @@ __device__ void norm_bwd_reg(i64 outer, i64 n, int layer, i64 rows_per, const S*
 #pragma unroll
         for (int e = 0; e < P; ++e) {
           const int q = k * P + e;
-          xh[q] = (xh[q] - mu) * rs;
-          g[q] = d[e] * wv[q];
-          sg += g[q];
-          sgx += g[q] * xh[q];
-          aw[q] += d[e] * xh[q];
-          ab[q] += d[e];
+          norm_bwd_elem(d[e], xh[q], mu, rs, wv[q], xh[q], g[q], sg, sgx, aw[q], ab[q]);
         }
       } else {
 #pragma unroll
@@ -1087,32 +1133,9 @@ __device__ void norm_bwd_reg(i64 outer, i64 n, int layer, i64 rows_per, const S*
         }
       }
     }
-    block_sum2(sg, sgx, sh);
-    sg = layer ? sg / C(n) : C(0);
-    sgx = sgx / C(n);
-#pragma unroll
-    for (int k = 0; k < G; ++k) {
-      const i64 j = ((i64)k * NN_BLOCK + threadIdx.x) * P;
-      if (j < n) {
-        C o[P];
-#pragma unroll
-        for (int e = 0; e < P; ++e)
-          o[e] = rs * (g[k * P + e] - sg - xh[k * P + e] * sgx);
-        st_group<S, P>(dx + r * n + j, o);
-      }
-    }
+    norm_bwd_dx<S, V, P>(n, layer, r, rs, sg, sgx, g, xh, dx, sh);
   }
-#pragma unroll
-  for (int k = 0; k < G; ++k) {
-    const i64 j = ((i64)k * NN_BLOCK + threadIdx.x) * P;
-    if (j < n) {
-#pragma unroll
-      for (int e = 0; e < P; ++e) {
-        part[(i64)blockIdx.x * n + j + e] = aw[k * P + e];
-        if (layer) part[((i64)gridDim.x + blockIdx.x) * n + j + e] = ab[k * P + e];
-      }
-    }
-  }
+  norm_bwd_flush<V, P>(n, layer, part, [&](int q, int b) { return b ? ab[q] : aw[q]; });
 }
 // The gradient for rows of n % 4 == 0, at most 4096 elements, f32 / f16 / bf16 (the host checks
 // the words' alignment): as norm_bwd_reg<S, 16, 4>, but the columns' running sums live in shared
@@ -1162,13 +1185,8 @@ __device__ void norm_bwd_pf(i64 outer, i64 n, int layer, i64 rows_per, const S* 
 #pragma unroll
         for (int e = 0; e < P; ++e) {
           const int q = k * P + e;
-          const C d = io<S>::ld(dr[k].v[e]);
-          xh[q] = (io<S>::ld(xr[k].v[e]) - mu) * rs;
-          g[q] = d * wk[e];
-          sg += g[q];
-          sgx += g[q] * xh[q];
-          aw[q * NN_BLOCK + t] += d * xh[q];
-          ab[q * NN_BLOCK + t] += d;
+          norm_bwd_elem(io<S>::ld(dr[k].v[e]), io<S>::ld(xr[k].v[e]), mu, rs, wk[e], xh[q], g[q],
+                        sg, sgx, aw[q * NN_BLOCK + t], ab[q * NN_BLOCK + t]);
         }
       } else {
 #pragma unroll
@@ -1190,32 +1208,10 @@ __device__ void norm_bwd_pf(i64 outer, i64 n, int layer, i64 rows_per, const S* 
       mu_n = layer ? mean[r + 1] : C(0);
       rs_n = rstd[r + 1];
     }
-    block_sum2(sg, sgx, sh);
-    sg = layer ? sg / C(n) : C(0);
-    sgx = sgx / C(n);
-#pragma unroll
-    for (int k = 0; k < G; ++k) {
-      const i64 j = ((i64)k * NN_BLOCK + t) * P;
-      if (j < n) {
-        C o[P];
-#pragma unroll
-        for (int e = 0; e < P; ++e)
-          o[e] = rs * (g[k * P + e] - sg - xh[k * P + e] * sgx);
-        st_group<S, P>(dx + r * n + j, o);
-      }
-    }
+    norm_bwd_dx<S, V, P>(n, layer, r, rs, sg, sgx, g, xh, dx, sh);
   }
-#pragma unroll
-  for (int k = 0; k < G; ++k) {
-    const i64 j = ((i64)k * NN_BLOCK + t) * P;
-    if (j < n) {
-#pragma unroll
-      for (int e = 0; e < P; ++e) {
-        part[(i64)blockIdx.x * n + j + e] = aw[(k * P + e) * NN_BLOCK + t];
-        if (layer) part[((i64)gridDim.x + blockIdx.x) * n + j + e] = ab[(k * P + e) * NN_BLOCK + t];
-      }
-    }
-  }
+  norm_bwd_flush<V, P>(n, layer, part,
+                       [&](int q, int b) { return (b ? ab : aw)[q * NN_BLOCK + t]; });
 }
 // dweight[j] = sum over rows of dy xhat, dbias[j] = sum of dy, in two steps with a fixed order
 // (the same bits on every run): step 1, blockIdx.y = chunk c of `rows_per` rows: a block takes
