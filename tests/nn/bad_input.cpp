@@ -40,7 +40,8 @@ template <class T> std::vector<T> snapshot(const SharedTensor<T>& t) {
   return {s.begin(), s.end()};
 }
 template <class T> bool same(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
 
 // Runs f, which must throw errc `code` with origin "nn.<op>" and every piece of `needles` in

@@ -202,8 +202,10 @@ template <class T> std::vector<T> raw(const SharedTensor<T>& t) {
   auto s = t.read();
   return {s.begin(), s.end()};
 }
+// Empty vectors compare equal without memcmp (their data() may be null: undefined for memcmp).
 template <class T> bool same_bits(const std::vector<T>& a, const std::vector<T>& b) {
-  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
+  return a.size() == b.size() &&
+         (a.empty() || std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0);
 }
 
 } // namespace parenchyma::conformance
