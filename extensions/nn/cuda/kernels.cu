@@ -915,20 +915,31 @@ __device__ __forceinline__ void st_group(S* p, const typename io<S>::C* in) {
     *p = io<S>::st(in[0]);
   }
 }
-template <class S, int V, int P>
-__device__ void norm_fwd_reg(i64 outer, i64 n, int layer, typename io<S>::C eps, const S* x,
-                             const S* w, const S* b, S* y, typename io<S>::C* mean,
-                             typename io<S>::C* rstd, typename io<S>::C* sh) {
+// WARP: a warp per row (8 rows a block, lane l = threadIdx.x % 32, groups at stride 32, the sums
+// by shuffles alone: no barrier), else a block per row (groups at stride NN_BLOCK).
+template <class S, int V, int P, bool WARP>
+__device__ void norm_fwd_rows(i64 outer, i64 n, int layer, typename io<S>::C eps, const S* x,
+                              const S* w, const S* b, S* y, typename io<S>::C* mean,
+                              typename io<S>::C* rstd, typename io<S>::C* sh) {
   typedef typename io<S>::C C;
-  constexpr int G = V / P;
-  for (i64 r = blockIdx.x; r < outer; r += gridDim.x) {
+  constexpr int G = V / P, STRIDE = WARP ? 32 : NN_BLOCK;
+  const int lane = WARP ? (threadIdx.x & 31) : threadIdx.x;
+  const i64 first = WARP ? (i64)blockIdx.x * NN_WARPS + (threadIdx.x >> 5) : blockIdx.x,
+            step = WARP ? (i64)gridDim.x * NN_WARPS : gridDim.x;
+  auto sum = [&](C v) {
+    if constexpr (WARP)
+      return warp_sum(v);
+    else
+      return block_sum(v, sh);
+  };
+  for (i64 r = first; r < outer; r += step) {
     const S* xr = x + r * n;
     S* yr = y + r * n;
     C v[V];
     C acc = C(0);
 #pragma unroll
     for (int k = 0; k < G; ++k) {
-      const i64 j = ((i64)k * NN_BLOCK + threadIdx.x) * P;
+      const i64 j = ((i64)k * STRIDE + lane) * P;
       if (j < n) {
         ld_group<S, P>(xr + j, v + k * P);
       } else {
@@ -940,21 +951,21 @@ __device__ void norm_fwd_reg(i64 outer, i64 n, int layer, typename io<S>::C eps,
       for (int e = 0; e < P; ++e)
         acc += v[k * P + e];
     }
-    const C mu = layer ? block_sum(acc, sh) / C(n) : C(0);
+    const C mu = layer ? sum(acc) / C(n) : C(0);
     acc = C(0);
 #pragma unroll
     for (int k = 0; k < G; ++k) {
-      const i64 j = ((i64)k * NN_BLOCK + threadIdx.x) * P;
+      const i64 j = ((i64)k * STRIDE + lane) * P;
 #pragma unroll
       for (int e = 0; e < P; ++e) {
         const C d = j < n ? v[k * P + e] - mu : C(0);
         acc += d * d;
       }
     }
-    const C rs = C(1) / m_sqrt(block_sum(acc, sh) / C(n) + eps);
+    const C rs = C(1) / m_sqrt(sum(acc) / C(n) + eps);
 #pragma unroll
     for (int k = 0; k < G; ++k) {
-      const i64 j = ((i64)k * NN_BLOCK + threadIdx.x) * P;
+      const i64 j = ((i64)k * STRIDE + lane) * P;
       if (j < n) {
         C wk[P], h[P];
         ld_group<S, P>(w + j, wk);
@@ -965,66 +976,7 @@ __device__ void norm_fwd_reg(i64 outer, i64 n, int layer, typename io<S>::C eps,
         st_group<S, P>(yr + j, h);
       }
     }
-    if (threadIdx.x == 0) {
-      if (mean) mean[r] = mu;
-      if (rstd) rstd[r] = rs;
-    }
-  }
-}
-// Short rows (n <= 32 G P): a warp per row, 8 rows a block (grid-stride), lane l holding groups
-// k < G at element (32 k + l) P; the sums by shuffles alone, no barrier.
-template <class S, int G, int P>
-__device__ void norm_fwd_warp(i64 outer, i64 n, int layer, typename io<S>::C eps, const S* x,
-                              const S* w, const S* b, S* y, typename io<S>::C* mean,
-                              typename io<S>::C* rstd) {
-  typedef typename io<S>::C C;
-  const int l = threadIdx.x & 31;
-  for (i64 r = (i64)blockIdx.x * NN_WARPS + (threadIdx.x >> 5); r < outer;
-       r += (i64)gridDim.x * NN_WARPS) {
-    const S* xr = x + r * n;
-    S* yr = y + r * n;
-    C v[G * P];
-    C acc = C(0);
-#pragma unroll
-    for (int k = 0; k < G; ++k) {
-      const i64 j = ((i64)k * 32 + l) * P;
-      if (j < n) {
-        ld_group<S, P>(xr + j, v + k * P);
-      } else {
-#pragma unroll
-        for (int e = 0; e < P; ++e)
-          v[k * P + e] = C(0);
-      }
-#pragma unroll
-      for (int e = 0; e < P; ++e)
-        acc += v[k * P + e];
-    }
-    const C mu = layer ? warp_sum(acc) / C(n) : C(0);
-    acc = C(0);
-#pragma unroll
-    for (int k = 0; k < G; ++k) {
-      const i64 j = ((i64)k * 32 + l) * P;
-#pragma unroll
-      for (int e = 0; e < P; ++e) {
-        const C d = j < n ? v[k * P + e] - mu : C(0);
-        acc += d * d;
-      }
-    }
-    const C rs = C(1) / m_sqrt(warp_sum(acc) / C(n) + eps);
-#pragma unroll
-    for (int k = 0; k < G; ++k) {
-      const i64 j = ((i64)k * 32 + l) * P;
-      if (j < n) {
-        C wk[P], h[P];
-        ld_group<S, P>(w + j, wk);
-        if (layer) ld_group<S, P>(b + j, h);
-#pragma unroll
-        for (int e = 0; e < P; ++e)
-          h[e] = (v[k * P + e] - mu) * rs * wk[e] + (layer ? h[e] : C(0));
-        st_group<S, P>(yr + j, h);
-      }
-    }
-    if (l == 0) {
+    if (lane == 0) {
       if (mean) mean[r] = mu;
       if (rstd) rstd[r] = rs;
     }
@@ -1716,7 +1668,7 @@ __device__ void emb_rows(i64 V, i64 D, i64 P, const u64* keys, const i64* seg, c
       norm_fwd_r##V##SUF##_##D(i64 outer, i64 n, int layer, io<S>::C eps, const S* x, const S* w,  \
                                const S* b, S* y, io<S>::C* mean, io<S>::C* rstd) {                 \
     __shared__ io<S>::C sh[NN_WARPS];                                                              \
-    norm_fwd_reg<S, V, P>(outer, n, layer, eps, x, w, b, y, mean, rstd, sh);                       \
+    norm_fwd_rows<S, V, P, false>(outer, n, layer, eps, x, w, b, y, mean, rstd, sh);               \
   }                                                                                                \
   extern "C" __global__ void __launch_bounds__(NN_BLOCK) norm_bwd_r##V##SUF##_##D(                 \
       i64 outer, i64 n, int layer, i64 rows_per, const S* x, const S* w, const io<S>::C* mean,     \
@@ -1804,12 +1756,12 @@ __device__ void emb_rows(i64 V, i64 D, i64 P, const u64* keys, const i64* seg, c
   extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                           \
       norm_fwd_w1_##D(i64 outer, i64 n, int layer, io<S>::C eps, const S* x, const S* w,           \
                       const S* b, S* y, io<S>::C* mean, io<S>::C* rstd) {                          \
-    norm_fwd_warp<S, 8, 1>(outer, n, layer, eps, x, w, b, y, mean, rstd);                          \
+    norm_fwd_rows<S, 8, 1, true>(outer, n, layer, eps, x, w, b, y, mean, rstd, nullptr);           \
   }                                                                                                \
   extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                           \
       norm_fwd_w4_##D(i64 outer, i64 n, int layer, io<S>::C eps, const S* x, const S* w,           \
                       const S* b, S* y, io<S>::C* mean, io<S>::C* rstd) {                          \
-    norm_fwd_warp<S, 8, 4>(outer, n, layer, eps, x, w, b, y, mean, rstd);                          \
+    norm_fwd_rows<S, 32, 4, true>(outer, n, layer, eps, x, w, b, y, mean, rstd, nullptr);          \
   }                                                                                                \
   NN_NORM_REG(S, D, 16, 4, v)                                                                      \
   extern "C" __global__ void __launch_bounds__(NN_BLOCK)                                           \
