@@ -388,6 +388,11 @@ struct cuda_nn_context : sdk::cuda_device_context<CUcontext, CUresult, CUstream>
   uint64_t stream_for(uint64_t count, uint64_t per_block) const {
     return std::clamp<uint64_t>((count + per_block - 1) / per_block, 1, stream_blocks);
   }
+  // An optional or empty tensor (absent, or 0 elements and never resolved): 0, nothing is read
+  // through it.
+  uint64_t ptr_or_null(const pcy_tensor* t) const {
+    return t && (t->data != nullptr || t->memory != nullptr) ? ptr(*t) : uint64_t{0};
+  }
   uint64_t ptr(const pcy_tensor& t) const {
     return reinterpret_cast<uint64_t>(sdk::native_of(*fw, t)) + t.byte_offset;
   }
@@ -943,10 +948,7 @@ template <const pcy_op_schema& S> struct xent_op {
                ign = static_cast<long long>(c.ignore_index);
     const int red = c.reduction;
     const wide_t<D> eps = static_cast<wide_t<D>>(c.smoothing);
-    // Empty tensors (no classes) are not resolved: nothing is read through them.
-    auto p = [&](const pcy_tensor* t) {
-      return t && (t->data != nullptr || t->memory != nullptr) ? cx.ptr(*t) : uint64_t{0};
-    };
+    auto p = [&](const pcy_tensor* t) { return cx.ptr_or_null(t); };
     const uint64_t blocks = std::min<uint64_t>(c.rows, 65535);
     if constexpr (!grad) {
       if (c.rows == 0 && red == 0) return;
@@ -998,10 +1000,7 @@ template <const pcy_op_schema& S> struct embedding_op {
     const nb::embedding_call c = nb::decode_embedding<S>(a, D);
     const auto n = static_cast<long long>(c.n), Dm = static_cast<long long>(c.D),
                V = static_cast<long long>(c.V), pad = static_cast<long long>(c.padding_idx);
-    // Empty tensors are not resolved: nothing is read through them.
-    auto p = [&](const pcy_tensor* t) {
-      return t && (t->data != nullptr || t->memory != nullptr) ? cx.ptr(*t) : uint64_t{0};
-    };
+    auto p = [&](const pcy_tensor* t) { return cx.ptr_or_null(t); };
     if constexpr (!grad) {
       if (c.n == 0 || c.D == 0) return;
       uint64_t total = 0;
@@ -1070,10 +1069,7 @@ template <const pcy_op_schema& S> struct bn_op {
     constexpr uint64_t V = 16 / sdk::dtype_size(D); // elements of a 16-byte word
     const nb::bn_call c = nb::decode_bn<S>(a, D);
     if (c.C == 0) return;
-    // Empty tensors (x, y of an empty batch; absent ones) are not resolved: null pointers.
-    auto p = [&](const pcy_tensor* t) {
-      return t && (t->data != nullptr || t->memory != nullptr) ? cx.ptr(*t) : uint64_t{0};
-    };
+    auto p = [&](const pcy_tensor* t) { return cx.ptr_or_null(t); };
     const auto N = static_cast<long long>(c.N), C = static_cast<long long>(c.C),
                sp = static_cast<long long>(c.M != 0 ? c.spatial : 1), // the kernels divide by sp
         M = static_cast<long long>(c.M);
