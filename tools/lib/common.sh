@@ -56,8 +56,10 @@ pa_install_packages() {
   fi
   local missing=() installed
   # One dpkg-query for the whole list (the names it does not know are missing too).
-  installed=" $(dpkg-query -W -f='${db:Status-Abbrev}|${Package}\n' "${PARENCHYMA_PACKAGES[@]}" \
-    2>/dev/null | sed -n 's/^ii *|//p' | tr '\n' ' ') "
+  # dpkg-query exits 1 when a name is unknown to it (a fresh machine's empty database): that is
+  # an answer here, not a failure under set -e and pipefail.
+  installed=" $({ dpkg-query -W -f='${db:Status-Abbrev}|${Package}\n' "${PARENCHYMA_PACKAGES[@]}" \
+    2>/dev/null || true; } | sed -n 's/^ii *|//p' | tr '\n' ' ') "
   for p in "${PARENCHYMA_PACKAGES[@]}"; do
     case "$installed" in *" $p "*) ;; *) missing+=("$p") ;; esac
   done
