@@ -844,19 +844,23 @@ TEST_CASE("array gpu: random draws give the native bundle's bits", "[array][gpu]
       dists.push_back({PCY_ARRAY_RANDOM_RANDINT, {-9e18, 9e18}}); // a range beyond 2^63
     }
     if (d == PCY_DTYPE_I64) dists.push_back({PCY_ARRAY_RANDOM_BITS, {0, 0}});
-    for (const auto& [dist, ab] : dists) {
-      const auto want =
-          device_draw(native, dist, d, {1000}, {1}, 0, 1000, seed, offset, ab.first, ab.second);
-      for (const Backend& g : gpus) {
-        INFO(g.name() << ": distribution " << dist << " " << dname(d));
-        const auto got =
-            device_draw(g, dist, d, {1000}, {1}, 0, 1000, seed, offset, ab.first, ab.second);
-        const int64_t i = first_difference(want, got, d);
-        INFO("element " << i << ": native " << (i >= 0 ? show(want, d, i) : "") << ", " << g.name()
-                        << " " << (i >= 0 ? show(got, d, i) : ""));
-        CHECK(i == -1);
+    // dense views: aligned and whole vectors; then one starting 3 elements in (no vector
+    // aligned on cuda) and ending 1 past a multiple of 4 (a partial last work-item)
+    for (const auto& [dist, ab] : dists)
+      for (const auto& [len, at] : {std::pair<int64_t, int64_t>{1000, 0}, {1001, 3}}) {
+        const auto want = device_draw(native, dist, d, {len}, {1}, at, len + at, seed, offset,
+                                      ab.first, ab.second);
+        for (const Backend& g : gpus) {
+          INFO(g.name() << ": distribution " << dist << " " << dname(d) << ", " << len << " at "
+                        << at);
+          const auto got =
+              device_draw(g, dist, d, {len}, {1}, at, len + at, seed, offset, ab.first, ab.second);
+          const int64_t i = first_difference(want, got, d);
+          INFO("element " << i << ": native " << (i >= 0 ? show(want, d, i) : "") << ", "
+                          << g.name() << " " << (i >= 0 ? show(got, d, i) : ""));
+          CHECK(i == -1);
+        }
       }
-    }
   }
 }
 

@@ -212,6 +212,24 @@ inline std::vector<named_spec> representative() {
       v.push_back(
           {"sort kind " + std::to_string(kind) + " " + dn(t), sort_prog(kind, t, 1 + kind % 3)});
   v.push_back({"bits i64", random_prog(PCY_ARRAY_RANDOM_BITS, PCY_DTYPE_I64, 0)});
+  // The dense form (one vector store per work-item) of every distribution and dtype width.
+  for (int t : all_dtypes) {
+    const bool fl = is_float(t) || is_half(t);
+    for (int dist : {PCY_ARRAY_RANDOM_UNIFORM, PCY_ARRAY_RANDOM_NORMAL, PCY_ARRAY_RANDOM_BERNOULLI,
+                     PCY_ARRAY_RANDOM_RANDINT}) {
+      if ((dist <= PCY_ARRAY_RANDOM_NORMAL && !fl) ||
+          (dist == PCY_ARRAY_RANDOM_RANDINT && !is_int(t)))
+        continue;
+      cg::spec s = random_prog(dist, t, 1);
+      s.dense = true;
+      v.push_back({"dense random " + std::to_string(dist) + " " + dn(t), s});
+    }
+  }
+  {
+    cg::spec s = random_prog(PCY_ARRAY_RANDOM_BITS, PCY_DTYPE_I64, 1);
+    s.dense = true;
+    v.push_back({"dense bits i64", s});
+  }
   v.push_back({"three outputs", multi_output()});
   return v;
 }

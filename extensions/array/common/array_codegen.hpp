@@ -85,6 +85,10 @@ struct spec {
   // F32 transcendental functions (exp, log, sin, pow, ...) evaluated in F64 and rounded once:
   // nearly always the correctly rounded result, as the host's libm gives (devices with fp64).
   bool f32_via_f64 = false;
+  // random: the output is one run of memory (rank 1, stride 1). Each work-item's PER elements
+  // are then neighbours and go out in one vector store where they are aligned (16 bytes at
+  // most), instead of PER scalar stores a vector's width apart across the work-group.
+  bool dense = false;
 
   int value_dtype() const noexcept {
     return what == job::random ? dtypes[0] : code[static_cast<size_t>(count - 1)].dtype;
@@ -117,7 +121,7 @@ struct spec {
     put(reduced);
     put(operands);
     put(outputs);
-    put(f32_via_f64 ? 1 : 0);
+    put((f32_via_f64 ? 1 : 0) | (dense ? 2 : 0));
     for (int o = 0; o < operands; ++o)
       put(dtypes[static_cast<size_t>(o)]);
     // Constants' values and GATHER's extent are kernel arguments (meta words): a new scalar
@@ -247,6 +251,33 @@ inline const char* ctype(int d) {
   case PCY_DTYPE_F16: return "u16";
   case PCY_DTYPE_BF16: return "u16";
   default: return "void";
+  }
+}
+// OpenCL C's scalar type of a dtype's storage, the stem of its vector types (float4, ushort4).
+inline const char* vtype(int d) {
+  switch (d) {
+  case PCY_DTYPE_F32: return "float";
+  case PCY_DTYPE_F64: return "double";
+  case PCY_DTYPE_I8: return "char";
+  case PCY_DTYPE_I16: return "short";
+  case PCY_DTYPE_I32: return "int";
+  case PCY_DTYPE_I64: return "long";
+  case PCY_DTYPE_U8:
+  case PCY_DTYPE_BOOL: return "uchar";
+  default: return "ushort"; // F16, BF16
+  }
+}
+// Bytes of a dtype's storage.
+inline int dtype_bytes(int d) {
+  switch (d) {
+  case PCY_DTYPE_F64:
+  case PCY_DTYPE_I64: return 8;
+  case PCY_DTYPE_F32:
+  case PCY_DTYPE_I32: return 4;
+  case PCY_DTYPE_I16:
+  case PCY_DTYPE_F16:
+  case PCY_DTYPE_BF16: return 2;
+  default: return 1;
   }
 }
 // Short names of the helpers' instances.
@@ -1248,6 +1279,28 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
         val[static_cast<size_t>(k)] = cast_expr(dl, fmt("y%d_", k), PCY_DTYPE_I64, d);
       }
       break;
+    }
+    if (s.dense) { // neighbours: one vector store where aligned (pcy_meta's offset 0 here)
+      const int bytes = per * dtype_bytes(d);
+      src += fmt("{ const i64 e0 = c * %d;\nGLOBAL %s* p_ = o0 + m.w[%d] + e0;\n", per, T,
+                 l.offset(0));
+      if (dl == dialect::opencl) {
+        src += fmt("if (e0 + %d <= n_) { %s%d v_ = (%s%d)(", per, vtype(d), per, vtype(d), per);
+        for (int k = 0; k < per; ++k)
+          src += (k ? ", " : "") + val[static_cast<size_t>(k)];
+        src += fmt("); vstore%d(v_, 0, (GLOBAL %s*)p_); }\n", per, vtype(d));
+      } else {
+        src += fmt("struct __align__(%d) v_t { %s v[%d]; };\n", bytes, T, per);
+        src += fmt("if (e0 + %d <= n_ && (((u64)p_) & %dULL) == 0) { v_t v_;\n", per, bytes - 1);
+        for (int k = 0; k < per; ++k)
+          src += fmt("v_.v[%d] = ", k) + val[static_cast<size_t>(k)] + ";\n";
+        src += "*(v_t*)p_ = v_; }\n";
+      }
+      src += "else {\n";
+      for (int k = 0; k < per; ++k)
+        src += fmt("if (e0 + %d < n_) p_[%d] = ", k, k) + val[static_cast<size_t>(k)] + ";\n";
+      src += "} }\n  }\n}\n";
+      return src;
     }
     for (int k = 0; k < per; ++k) {
       src += fmt("{ const i64 e = c * %d + %d;\n", per, k);

@@ -563,6 +563,7 @@ inline void op_random(gpu_context& cx, const sdk::op_args& a) {
   s.rank = R;
   s.operands = 1;
   s.dtypes[0] = dt;
+  s.dense = R == 1 && strides[0] == 1 && dist != PCY_ARRAY_RANDOM_PERMUTATION;
   const built_kernels& k = cx.get(s);
   const codegen::layout l = codegen::layout_of(s);
   launch_args la;
