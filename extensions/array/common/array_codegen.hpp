@@ -969,11 +969,13 @@ struct reducer {
                            const std::string& v) const {
     const std::string Ts = T();
     return "for (i64 pos0_ = " + first + "; pos0_ < " + end + "; pos0_ += 16 * (" + step +
-           ")) {\n  " + Ts + " xs_[16];\n  for (int u_ = 0; u_ < 16; ++u_) {\n    const i64 pos = pos0_ + u_ * (" + step +
-           ");\n    xs_[u_] = (" + Ts + ")0;\n    if (pos < " + end + ") {\n" + value + "xs_[u_] = " + v +
-           ";\n    }\n  }\n  for (int u_ = 0; u_ < 16; ++u_) {\n    if (pos0_ + u_ * (" + step + ") < " + end +
-           ") { const " + Ts + " x_ = xs_[u_] - K; if (u_ == 0) Kb = x_; const " + Ts +
-           " y_ = x_ - Kb; s1 = s1 + y_; s2 = s2 + y_ * y_; bn = bn + 1; }\n  }\n  " +
+           ")) {\n  " + Ts +
+           " xs_[16];\n  for (int u_ = 0; u_ < 16; ++u_) {\n    const i64 pos = pos0_ + u_ * (" +
+           step + ");\n    xs_[u_] = (" + Ts + ")0;\n    if (pos < " + end + ") {\n" + value +
+           "xs_[u_] = " + v +
+           ";\n    }\n  }\n  for (int u_ = 0; u_ < 16; ++u_) {\n    if (pos0_ + u_ * (" + step +
+           ") < " + end + ") { const " + Ts + " x_ = xs_[u_] - K; if (u_ == 0) Kb = x_; const " +
+           Ts + " y_ = x_ - Kb; s1 = s1 + y_; s2 = s2 + y_ * y_; bn = bn + 1; }\n  }\n  " +
            after_loop() + "}\n";
   }
   bool arg() const { return kind == PCY_ARRAY_REDUCE_ARGMIN || kind == PCY_ARRAY_REDUCE_ARGMAX; }
