@@ -978,6 +978,19 @@ struct reducer {
            Ts + " y_ = x_ - Kb; s1 = s1 + y_; s2 = s2 + y_ * y_; bn = bn + 1; }\n  }\n  " +
            after_loop() + "}\n";
   }
+  // The other one-pass kinds' loop (pass 0) over pos = first, first + step, ... < end: blocks of
+  // 8 positions, their values computed first (8 loads in flight, as welford_loop), then folded
+  // by add0 in order: the same bits as one by one.
+  std::string batched_loop(const std::string& first, const std::string& end,
+                           const std::string& step, const std::string& value,
+                           const std::string& v) const {
+    const std::string Ts = T();
+    return "for (i64 pos0_ = " + first + "; pos0_ < " + end + "; pos0_ += 8 * (" + step +
+           ")) {\n  " + Ts + " xs_[8];\n  for (int u_ = 0; u_ < 8; ++u_) {\n    const i64 pos = pos0_ + u_ * (" +
+           step + ");\n    xs_[u_] = (" + Ts + ")0;\n    if (pos < " + end + ") {\n" + value +
+           "xs_[u_] = " + v + ";\n    }\n  }\n  for (int u_ = 0; u_ < 8; ++u_) {\n    const i64 pos = pos0_ + u_ * (" +
+           step + ");\n    if (pos < " + end + ") {\n" + add0("xs_[u_]") + "    }\n    (void)pos;\n  }\n}\n";
+  }
   bool arg() const { return kind == PCY_ARRAY_REDUCE_ARGMIN || kind == PCY_ARRAY_REDUCE_ARGMAX; }
   std::string T() const { return ctype(t); }
   std::string init_a() const {
@@ -1380,10 +1393,14 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
                              (s.reduced > 0 ? unravel(kept, R, "pos", sm) : "") + body(dl, s), v);
       continue;
     }
+    if (pass == 0) {
+      src += rd.batched_loop("0", n_red, "1",
+                             (s.reduced > 0 ? unravel(kept, R, "pos", sm) : "") + body(dl, s), v);
+      continue;
+    }
     src += "for (i64 pos = 0; pos < " + n_red + "; ++pos) {\n";
     if (s.reduced > 0) src += unravel(kept, R, "pos", sm);
-    src += body(dl, s) + (pass == 0 ? rd.add0(v) : rd.add1(v)) + "}\n";
-    if (pass == 0) src += rd.after_loop();
+    src += body(dl, s) + rd.add1(v) + "}\n";
   }
   src += "(void)dof; (void)flag; (void)c; (void)i; (void)b; (void)cn; (void)K;\n";
   if (s.reduced > 0)
@@ -1440,12 +1457,15 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
              rd.welford_loop("slice", n_red, "cs",
                              (s.reduced > 0 ? unravel(kept, R, "pos", sm) : "") + body(dl, s), v) +
              "}\n";
+    } else if (pass == 0) {
+      src += "if (live) {\n" +
+             rd.batched_loop("slice", n_red, "cs",
+                             (s.reduced > 0 ? unravel(kept, R, "pos", sm) : "") + body(dl, s), v) +
+             "}\n";
     } else {
-      src += std::string("if (live") + (pass == 1 ? " && flag == -1" : "") +
-             ") for (i64 pos = slice; pos < " + n_red + "; pos += cs) {\n";
+      src += "if (live && flag == -1) for (i64 pos = slice; pos < " + n_red + "; pos += cs) {\n";
       if (s.reduced > 0) src += unravel(kept, R, "pos", sm);
-      src += body(dl, s) + (pass == 0 ? rd.add0(v) : rd.add1(v)) + "}\n";
-      if (pass == 0) src += rd.after_loop();
+      src += body(dl, s) + rd.add1(v) + "}\n";
     }
     src += tree(pass == 0 ? "a" : "b", pass == 0 && rd.arg());
   }
@@ -1478,9 +1498,8 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
     src += rd.welford_loop("start + t", "end", "PCY_WG",
                            (s.reduced > 0 ? unravel(kept, R, "pos", sm) : "") + body(dl, s), v);
   } else {
-    src += "for (i64 pos = start + t; pos < end; pos += PCY_WG) {\n";
-    if (s.reduced > 0) src += unravel(kept, R, "pos", sm);
-    src += body(dl, s) + rd.add0(v) + "}\n" + rd.after_loop();
+    src += rd.batched_loop("start + t", "end", "PCY_WG",
+                           (s.reduced > 0 ? unravel(kept, R, "pos", sm) : "") + body(dl, s), v);
   }
   src += tree("a", rd.arg());
   src += "(void)dof; (void)flag; (void)c; (void)i; (void)b; (void)cw; (void)lane; (void)wi; "
