@@ -31,7 +31,8 @@
 #   pocl      tools/debug/pocl_scan: which NN OpenCL kernel crashes PoCL's kernel compiler
 #   array     the array extension: its tests on every backend (cuda, NVIDIA OpenCL, PoCL, native),
 #             the NN demo on cuda, then A1-A4 (bench_array_cuda) against a device copy or fill
-#   array-quick  the random and repeated-launch GPU tests, then A1-A4
+#   array-quick  the random and repeated-launch GPU tests, then A1-A4, then the reductions' GPU
+#             test in the time left
 #   coll-nccl the coll extension's NCCL bundle (coll_cuda): where libnccl.so.2 is, the load report,
 #             the coll tests on cuda with one rank (coll_cuda_np1: file rendezvous, the matrix and a
 #             replayed graph; coll_cuda_mpi_np1 under mpirun where MPI is), then bench_coll_nccl
@@ -202,12 +203,22 @@ for p in "$@"; do
     (cd "$B" && PARENCHYMA_ARRAY_OUTER_SLICES=8 timeout 100 "$bin/test_array_gpu" "[reduce]" 2>&1 | tail -3)
     say "NN demo on cuda (the array extension's loss, accuracy and Adam)"
     timeout 120 "$bin/parenchyma-nn-demo" --backend cuda 2>&1 | tail -6
-    say "A1-A4 (bench_array_cuda)"; timeout 240 "$bin/bench_array_cuda" 2>&1 | tail -24 ;;
+    say "A1-A4 (bench_array_cuda)"; timeout 240 "$bin/bench_array_cuda" 2>&1 | tail -24
+    left=$((${PCY_DEADLINE:-540} - (SECONDS - T0) - 10))
+    if [ "$left" -gt 30 ]; then
+      say "test_array_gpu [reduce] (the reductions' bits against native; ${left} s at most)"
+      (cd "$B" && timeout "$left" "$bin/test_array_gpu" "[reduce]" 2>&1 | tail -4)
+    fi ;;
   array-quick)
     say "test_array_random"; (cd "$B" && timeout 100 "$bin/test_array_random" 2>&1 | tail -2)
     say "test_array_gpu [random] and the repeated launch"
     (cd "$B" && timeout 150 "$bin/test_array_gpu" "[random],*memo*" 2>&1 | tail -3)
-    say "A1-A4 (bench_array_cuda)"; timeout 240 "$bin/bench_array_cuda" 2>&1 | tail -24 ;;
+    say "A1-A4 (bench_array_cuda)"; timeout 240 "$bin/bench_array_cuda" 2>&1 | tail -24
+    left=$((${PCY_DEADLINE:-540} - (SECONDS - T0) - 10))
+    if [ "$left" -gt 30 ]; then
+      say "test_array_gpu [reduce] (the reductions' bits against native; ${left} s at most)"
+      (cd "$B" && timeout "$left" "$bin/test_array_gpu" "[reduce]" 2>&1 | tail -4)
+    fi ;;
   p3) say "P3 (C1 on the host)"; OPENBLAS_NUM_THREADS=1 timeout 120 "$bin/bench_core_dispatch" 2>&1 | tail -8 ;;
   p6) say P6; timeout 120 "$bin/bench_graph_replay" cuda 2>&1 | tail -12 ;;
   p6-impl)
