@@ -31,15 +31,21 @@
   layout(buffer_reference, std430, buffer_reference_align = RALIGN) access buffer Block {          \
     real v[];                                                                                      \
   };
+#define UBUF(binding_, access, Block, array)                                                       \
+  layout(buffer_reference, std430, buffer_reference_align = 4) access buffer Block { uint v[]; };
 #define PTR(Block, array) Block array##_ref;
 // Every array name of the kernels, as the elements behind its address.
 #define xs xs_ref.v
+#define ms ms_ref.v
+#define tail tail_ref.v
 #define ys ys_ref.v
 #define dys dys_ref.v
 #define dxs dxs_ref.v
 #else
 #define BUF(binding_, access, Block, array)                                                        \
   layout(std430, set = 0, binding = binding_) access buffer Block { real array[]; };
+#define UBUF(binding_, access, Block, array)                                                       \
+  layout(std430, set = 0, binding = binding_) access buffer Block { uint array[]; };
 #define PTR(Block, array)
 #endif
 #ifndef EWG
@@ -265,6 +271,30 @@ real act_g(int kind, real y, real dy, real alpha) {
   return g;
 }
 
+// ---- dropout: splitmix64 of pcy_nn.h (PCY_NN_DROPOUT_MIX) in 32-bit halves ---------------------
+// A uvec2 is a 64-bit value (low word, high word): shaderInt64 is not required.
+uvec2 add64(uvec2 a, uvec2 b) {
+  uint carry;
+  const uint lo = uaddCarry(a.x, b.x, carry);
+  return uvec2(lo, a.y + b.y + carry);
+}
+uvec2 mul64(uvec2 a, uvec2 b) { // the low 64 bits of a b
+  uint hi, lo;
+  umulExtended(a.x, b.x, hi, lo);
+  return uvec2(lo, hi + a.x * b.y + a.y * b.x);
+}
+uvec2 xorshr64(uvec2 z, int s) { // z ^ (z >> s), 0 < s < 32
+  return z ^ uvec2((z.x >> s) | (z.y << (32 - s)), z.y >> s);
+}
+// Element i is kept: (mix(seed, i) >> 40) >= thr.
+bool dropout_keep(uvec2 seed, int i, uint thr) {
+  uvec2 z = add64(seed, mul64(uvec2(uint(i) + 1u, 0u), uvec2(0x7F4A7C15u, 0x9E3779B9u)));
+  z = mul64(xorshr64(z, 30), uvec2(0x1CE4E5B9u, 0xBF58476Du));
+  z = mul64(xorshr64(z, 27), uvec2(0x133111EBu, 0x94D049BBu));
+  z = xorshr64(z, 31);
+  return (z.y >> 8) >= thr;
+}
+
 #kernel act_fwd
 // y = f(x); x and y may be one buffer (the in-place forms).
 layout(local_size_x = EWG) in;
@@ -346,6 +376,61 @@ void main() {
       const int k = base + j * inner;
       precise real v = logm != 0 ? dys[k] - exp_r(ys[k]) * acc : ys[k] * (dys[k] - acc);
       dxs[k] = v;
+    }
+  }
+}
+
+#kernel dropout_fwd
+// An invocation per 4 elements: their y and their mask word (one byte each, little-endian). The
+// mask holds n bytes, so its last word is not whole when 4 does not divide n: that word goes to
+// `tail`, and the bundle copies its bytes into place (no 8-bit storage needed).
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, writeonly, Y, ys)
+UBUF(2, writeonly, M, ms)
+UBUF(3, writeonly, TAIL, tail)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(Y, ys) PTR(M, ms) PTR(TAIL, tail)
+  real scale; int n; uint seed_lo; uint seed_hi; uint thr; };
+void main() {
+  const int words = (n + 3) / 4;
+  for (int w = GID; w < words; w += GSTRIDE) {
+    uint packed = 0u;
+    for (int b = 0; b < 4; ++b) {
+      const int i = 4 * w + b;
+      if (i >= n) break;
+      const bool keep = dropout_keep(uvec2(seed_lo, seed_hi), i, thr);
+      precise real v = xs[i] * scale;
+      ys[i] = keep ? v : real(0.0);
+      packed |= (keep ? 1u : 0u) << (8 * b);
+    }
+    if (4 * w + 4 <= n)
+      ms[w] = packed;
+    else
+      tail[0] = packed;
+  }
+}
+
+#kernel dropout_bwd
+// dx = mask ? dy scale : 0 (any non-zero byte keeps), 4 elements an invocation; the mask's last
+// word, when not whole, comes from `tail` (copied there by the bundle).
+layout(local_size_x = EWG) in;
+BUF(0, readonly, DY, dys)
+UBUF(1, readonly, M, ms)
+UBUF(2, readonly, TAIL, tail)
+BUF(3, writeonly, DX, dxs)
+layout(push_constant) uniform args {
+  PTR(DY, dys) PTR(M, ms) PTR(TAIL, tail) PTR(DX, dxs)
+  real scale; int n; };
+void main() {
+  const int words = (n + 3) / 4;
+  for (int w = GID; w < words; w += GSTRIDE) {
+    const uint word = 4 * w + 4 <= n ? ms[w] : tail[0];
+    for (int b = 0; b < 4; ++b) {
+      const int i = 4 * w + b;
+      if (i >= n) break;
+      precise real v = dys[i] * scale;
+      dxs[i] = ((word >> (8 * b)) & 0xffu) != 0u ? v : real(0.0);
     }
   }
 }

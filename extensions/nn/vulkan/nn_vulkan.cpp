@@ -2,8 +2,9 @@
 // (kernels.comp), in f32 and, where the device has shaderFloat64 (its "fp64" property), f64.
 // It serves, so far:
 //   sigmoid, relu, tanh, elu: forward, _pointwise (in place), _grad, _pointwise_grad;
-//   softmax, log_softmax and their _grad, along any axis.
-// Every other op of pcy_nn.h (convolution, pooling, LRN, dropout, the normalisations,
+//   softmax, log_softmax and their _grad, along any axis;
+//   dropout, dropout_grad (the exact splitmix64 mask of pcy_nn.h).
+// Every other op of pcy_nn.h (convolution, pooling, LRN, the normalisations,
 // cross_entropy, embedding, batch_norm) is not registered: the host runs it on the next ranked
 // framework that has it (the fallback policy), or reports it unsupported (docs/vulkan.md).
 // Each shader is built by the framework's program_build (GLSL to SPIR-V through shaderc, kept in
@@ -18,6 +19,7 @@
 #include "nn_vulkan_kernels.hpp" // kernels.comp, embedded at build time (generated)
 
 #include <parenchyma/sdk/device_bundle.hpp>
+#include <parenchyma/sdk/dtype.hpp>
 #include <parenchyma/sdk/op_schema.hpp>
 
 #include <algorithm>
@@ -43,9 +45,9 @@ constexpr const char* bundle_name = "nn_vulkan";
 constexpr uint64_t max_groups_1d = 4096;
 
 // The kernels of kernels.comp, by its `#kernel` names.
-enum kernel_id { K_ACT_FWD, K_ACT_BWD, K_SM_FWD, K_SM_BWD, K_COUNT };
-constexpr std::array<const char*, K_COUNT> kernel_names{"act_fwd", "act_bwd", "softmax_fwd",
-                                                        "softmax_bwd"};
+enum kernel_id { K_ACT_FWD, K_ACT_BWD, K_SM_FWD, K_SM_BWD, K_DROP_FWD, K_DROP_BWD, K_COUNT };
+constexpr std::array<const char*, K_COUNT> kernel_names{
+    "act_fwd", "act_bwd", "softmax_fwd", "softmax_bwd", "dropout_fwd", "dropout_bwd"};
 
 // kernels.comp cut into one source per kernel (the shared lines before the first `#kernel`,
 // that kernel's section, every other line blank so that the compiler's line numbers are the
@@ -110,6 +112,8 @@ struct vk_context : sdk::device_context {
   uint64_t max_binding = UINT64_MAX;
   bool device_address = false;
   bool addresses = false;
+  // One 4-byte word: the last, partial word of a dropout mask (4 does not divide its size).
+  pcy_memory tail = nullptr;
 
   // Kernel `id` of dtype T in the current op's form, built on first use (the host serialises a
   // context's ops).
@@ -149,6 +153,20 @@ struct vk_context : sdk::device_context {
 
 using sdk::mem;
 using sdk::val;
+
+// A device-side copy of `bytes` bytes on the call's queue (ordered with the launches around it).
+void copy(const vk_context& cx, pcy_queue q, pcy_memory src, uint64_t src_offset, pcy_memory dst,
+          uint64_t dst_offset, uint64_t bytes) {
+  pcy_memory_copy_args c{};
+  c.struct_size = sizeof c;
+  c.queue = q;
+  c.src = src;
+  c.src_offset = src_offset;
+  c.dst = dst;
+  c.dst_offset = dst_offset;
+  c.bytes = bytes;
+  sdk::check(cx.fw->memory_copy(&c));
+}
 
 // ---- activations ---------------------------------------------------------------------------
 
@@ -192,6 +210,35 @@ void op_softmax(vk_context& cx, const sdk::op_args& a) {
             {mem(c.x->memory), mem(c.y->memory), val(nl), val(len), val(inner), val(logm)});
 }
 
+// ---- dropout -------------------------------------------------------------------------------
+
+// An invocation per 4 elements and their mask word (no 8-bit storage: the mask is written and
+// read as 32-bit words). A mask of n bytes, 4 not dividing n, ends in a partial word that no
+// shader may touch (it reaches past the buffer): it passes through the context's `tail` word,
+// copied on the queue after the forward, before the gradient.
+template <const pcy_op_schema& S, bool Grad, class T>
+void op_dropout(vk_context& cx, const sdk::op_args& a) {
+  const nb::dropout_call c = nb::decode_dropout<S>(a, dt<T>);
+  if (c.n == 0) return;
+  const int32_t n = nb::to_int(static_cast<int64_t>(c.n), S, "the element count");
+  const T scale = static_cast<T>(c.scale);
+  const uint64_t whole = c.n / 4 * 4, rest = c.n - whole;
+  const uint64_t words = (c.n + 3) / 4;
+  if constexpr (Grad) {
+    if (rest != 0) copy(cx, a.queue(), c.mask->memory, whole, cx.tail, 0, rest);
+    cx.grid(a.queue(), cx.get<T>(K_DROP_BWD), words,
+            {mem(c.x->memory), mem(c.mask->memory), mem(cx.tail), mem(c.y->memory), val(scale),
+             val(n)});
+  } else {
+    const uint32_t seed_lo = static_cast<uint32_t>(c.seed),
+                   seed_hi = static_cast<uint32_t>(c.seed >> 32), thr = c.threshold;
+    cx.grid(a.queue(), cx.get<T>(K_DROP_FWD), words,
+            {mem(c.x->memory), mem(c.y->memory), mem(c.mask->memory), mem(cx.tail), val(scale),
+             val(n), val(seed_lo), val(seed_hi), val(thr)});
+    if (rest != 0) copy(cx, a.queue(), cx.tail, 0, c.mask->memory, whole, rest);
+  }
+}
+
 // ---- the bundle ----------------------------------------------------------------------------
 
 // Before every op, as blas_vulkan: a tensor that starts past its memory's first byte is refused
@@ -225,7 +272,7 @@ void run_op(vk_context& cx, const sdk::op_args& a) {
                          " elements; nn_vulkan's shaders index with 32-bit integers and take "
                          "tensors below ",
                          max_index_elements, " elements: split the data into smaller tensors"));
-    const uint64_t bytes = elements * (t.dtype == PCY_DTYPE_F64 ? 8 : 4);
+    const uint64_t bytes = elements * std::max<uint64_t>(sdk::dtype_size(t.dtype), 1);
     if (bytes > largest) {
       largest = bytes;
       largest_arg = k;
@@ -266,7 +313,8 @@ int64_t device_number(const pcy_bundle_context_args& a, std::string_view key, in
 
 constexpr sdk::bundle_identity identity{
     bundle_name, PCY_NN_EXTENSION, "vulkan",
-    "NN on Vulkan: own GLSL compute shaders (activations, softmax; the other ops fall back)"};
+    "NN on Vulkan: own GLSL compute shaders (activations, softmax, dropout; the other ops fall "
+    "back)"};
 
 class nn_vulkan_bundle : public sdk::bundle_base<identity, vk_context> {
 public:
@@ -307,6 +355,8 @@ public:
     PCY_ADD2(op_softmax, pcy_nn_log_softmax_schema, true);
     PCY_ADD2(op_softmax, pcy_nn_softmax_grad_schema, false);
     PCY_ADD2(op_softmax, pcy_nn_log_softmax_grad_schema, true);
+    PCY_ADD2(op_dropout, pcy_nn_dropout_schema, false);
+    PCY_ADD2(op_dropout, pcy_nn_dropout_grad_schema, true);
 #undef PCY_ADD2
   }
 
@@ -315,7 +365,8 @@ public:
   context_type* create_context(const pcy_bundle_context_args& a) {
     sdk::require_slots(*a.framework, bundle_name,
                        {PCY_FRAMEWORK_SLOT_program_build, PCY_FRAMEWORK_SLOT_kernel_create,
-                        PCY_FRAMEWORK_SLOT_kernel_launch});
+                        PCY_FRAMEWORK_SLOT_kernel_launch, PCY_FRAMEWORK_SLOT_memory_alloc,
+                        PCY_FRAMEWORK_SLOT_memory_copy});
     auto cx = std::make_unique<vk_context>(a);
     const sdk::device_facts dev = sdk::device_facts_of(a);
     // 256 invocations a work-group where the device allows them (or does not say), else 128:
@@ -336,6 +387,7 @@ public:
       cx->f64.reason =
           "f64 NN on this device: the Vulkan device has no shaderFloat64 (its 'fp64' property "
           "is false); f64 ops go to another framework where one serves them";
+    cx->tail = cx->alloc(16);
     return cx.release();
   }
 
