@@ -33,11 +33,14 @@
   };
 #define UBUF(binding_, access, Block, array)                                                       \
   layout(buffer_reference, std430, buffer_reference_align = 4) access buffer Block { uint v[]; };
+#define IBUF(binding_, access, Block, array)                                                       \
+  layout(buffer_reference, std430, buffer_reference_align = 4) access buffer Block { int v[]; };
 #define PTR(Block, array) Block array##_ref;
 // Every array name of the kernels, as the elements behind its address.
 #define xs xs_ref.v
 #define ms ms_ref.v
 #define tail tail_ref.v
+#define idx idx_ref.v
 #define ys ys_ref.v
 #define dys dys_ref.v
 #define dxs dxs_ref.v
@@ -46,8 +49,11 @@
   layout(std430, set = 0, binding = binding_) access buffer Block { real array[]; };
 #define UBUF(binding_, access, Block, array)                                                       \
   layout(std430, set = 0, binding = binding_) access buffer Block { uint array[]; };
+#define IBUF(binding_, access, Block, array)                                                       \
+  layout(std430, set = 0, binding = binding_) access buffer Block { int array[]; };
 #define PTR(Block, array)
 #endif
+#define RW // BUF's access for a buffer read and written
 #ifndef EWG
 #define EWG 256
 #endif
@@ -295,6 +301,18 @@ bool dropout_keep(uvec2 seed, int i, uint thr) {
   return (z.y >> 8) >= thr;
 }
 
+// ---- pooling: planes of H x W pooled to P x Q; window wh ww, stride sh sw, padding ph pw ------
+#define POOL_ARGS int planes; int H; int W; int P; int Q; int wh; int ww; int sh; int sw; int ph; int pw;
+// The pooled rows p whose window covers input row h: [lo, hi].
+#define COVER(h, pad, win, st, PP, lo, hi)                                                         \
+  const int lo = max(0, (h + pad - win + st) >= 0 ? (h + pad - win + st) / st : 0);                \
+  const int hi = min(PP - 1, (h + pad) / st);
+// The divisor of window (p, q): wh ww with include_padding, else its elements inside x.
+int window_count(int H, int W, int h0, int w0, int wh, int ww, int incl) {
+  if (incl != 0) return wh * ww;
+  return (min(h0 + wh, H) - max(h0, 0)) * (min(w0 + ww, W) - max(w0, 0));
+}
+
 #kernel act_fwd
 // y = f(x); x and y may be one buffer (the in-place forms).
 layout(local_size_x = EWG) in;
@@ -432,5 +450,138 @@ void main() {
       precise real v = dys[i] * scale;
       dxs[i] = ((word >> (8 * b)) & 0xffu) != 0u ? v : real(0.0);
     }
+  }
+}
+
+#kernel pool_max
+// y = the window's maximum; the first maximum in row-major order as h W + w into idx when
+// with_idx. NaN counts as the largest value (the first NaN wins). An invocation per output.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, writeonly, Y, ys)
+IBUF(2, writeonly, I, idx)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(Y, ys) PTR(I, idx)
+  POOL_ARGS int with_idx; };
+void main() {
+  const int PQ = P * Q, HW = H * W, total = planes * PQ;
+  for (int t = GID; t < total; t += GSTRIDE) {
+    const int q = t % Q, p = (t / Q) % P, base = (t / PQ) * HW;
+    const int h0 = p * sh - ph, w0 = q * sw - pw;
+    int bi = -1;
+    real best = real(0.0);
+    for (int r = max(h0, 0); r < min(h0 + wh, H); ++r)
+      for (int c = max(w0, 0); c < min(w0 + ww, W); ++c) {
+        const real v = xs[base + r * W + c];
+        if (bi < 0 || (!nan_bits(best) && (nan_bits(v) || v > best))) {
+          best = v;
+          bi = r * W + c;
+        }
+      }
+    ys[t] = bi < 0 ? nan_real() : best;
+    if (with_idx != 0) idx[t] = bi;
+  }
+}
+
+#kernel pool_max_grad
+// dx[h, w] = the sum of dy over the windows whose first maximum (recomputed from x) is (h, w):
+// an invocation per element of dx, no atomics.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, readonly, DY, dys)
+BUF(2, writeonly, DX, dxs)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(DY, dys) PTR(DX, dxs)
+  POOL_ARGS };
+void main() {
+  const int PQ = P * Q, HW = H * W, total = planes * HW;
+  for (int t = GID; t < total; t += GSTRIDE) {
+    const int iw = t % W, ih = (t / W) % H, plane = t / HW;
+    const int me = ih * W + iw;
+    COVER(ih, ph, wh, sh, P, p0, p1)
+    COVER(iw, pw, ww, sw, Q, q0, q1)
+    precise real acc = real(0.0);
+    for (int p = p0; p <= p1; ++p)
+      for (int q = q0; q <= q1; ++q) {
+        const int h0 = p * sh - ph, w0 = q * sw - pw;
+        int bi = -1;
+        real best = real(0.0);
+        for (int r = max(h0, 0); r < min(h0 + wh, H); ++r)
+          for (int c = max(w0, 0); c < min(w0 + ww, W); ++c) {
+            const real v = xs[plane * HW + r * W + c];
+            if (bi < 0 || (!nan_bits(best) && (nan_bits(v) || v > best))) {
+              best = v;
+              bi = r * W + c;
+            }
+          }
+        if (bi == me) acc += dys[plane * PQ + p * Q + q];
+      }
+    dxs[t] = acc;
+  }
+}
+
+#kernel pool_max_grad_idx
+// From indices: dx = 0, then dy[p, q] added at indices[p, q] in row-major (p, q) order (the
+// reference's); indices outside the plane add nothing. An invocation per plane.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, DY, dys)
+IBUF(1, readonly, I, idx)
+BUF(2, RW, DX, dxs)
+layout(push_constant) uniform args {
+  PTR(DY, dys) PTR(I, idx) PTR(DX, dxs)
+  int planes; int HW; int PQ; };
+void main() {
+  for (int plane = GID; plane < planes; plane += GSTRIDE) {
+    for (int i = 0; i < HW; ++i) dxs[plane * HW + i] = real(0.0);
+    for (int j = 0; j < PQ; ++j) {
+      const int i = idx[plane * PQ + j];
+      if (i >= 0 && i < HW) {
+        precise real v = dxs[plane * HW + i] + dys[plane * PQ + j];
+        dxs[plane * HW + i] = v;
+      }
+    }
+  }
+}
+
+#kernel pool_avg
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, writeonly, Y, ys)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(Y, ys)
+  POOL_ARGS int incl; };
+void main() {
+  const int PQ = P * Q, HW = H * W, total = planes * PQ;
+  for (int t = GID; t < total; t += GSTRIDE) {
+    const int q = t % Q, p = (t / Q) % P, base = (t / PQ) * HW;
+    const int h0 = p * sh - ph, w0 = q * sw - pw;
+    precise real acc = real(0.0);
+    for (int r = max(h0, 0); r < min(h0 + wh, H); ++r)
+      for (int c = max(w0, 0); c < min(w0 + ww, W); ++c) acc += xs[base + r * W + c];
+    precise real v = acc / real(window_count(H, W, h0, w0, wh, ww, incl));
+    ys[t] = v;
+  }
+}
+
+#kernel pool_avg_grad
+// dx[h, w] = the sum over the windows covering (h, w) of dy / their divisor.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, DY, dys)
+BUF(1, writeonly, DX, dxs)
+layout(push_constant) uniform args {
+  PTR(DY, dys) PTR(DX, dxs)
+  POOL_ARGS int incl; };
+void main() {
+  const int PQ = P * Q, HW = H * W, total = planes * HW;
+  for (int t = GID; t < total; t += GSTRIDE) {
+    const int iw = t % W, ih = (t / W) % H, plane = t / HW;
+    COVER(ih, ph, wh, sh, P, p0, p1)
+    COVER(iw, pw, ww, sw, Q, q0, q1)
+    precise real acc = real(0.0);
+    for (int p = p0; p <= p1; ++p)
+      for (int q = q0; q <= q1; ++q)
+        acc += dys[plane * PQ + p * Q + q] /
+               real(window_count(H, W, p * sh - ph, q * sw - pw, wh, ww, incl));
+    dxs[t] = acc;
   }
 }

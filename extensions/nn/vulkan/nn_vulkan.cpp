@@ -3,17 +3,19 @@
 // It serves, so far:
 //   sigmoid, relu, tanh, elu: forward, _pointwise (in place), _grad, _pointwise_grad;
 //   softmax, log_softmax and their _grad, along any axis;
-//   dropout, dropout_grad (the exact splitmix64 mask of pcy_nn.h).
-// Every other op of pcy_nn.h (convolution, pooling, LRN, the normalisations,
-// cross_entropy, embedding, batch_norm) is not registered: the host runs it on the next ranked
-// framework that has it (the fallback policy), or reports it unsupported (docs/vulkan.md).
+//   dropout, dropout_grad (the exact splitmix64 mask of pcy_nn.h);
+//   pooling_max, pooling_max_indexed, pooling_avg and their _grad (pooling_max_grad_indexed too).
+// Every other op of pcy_nn.h (convolution with its bias, algorithm and gradients, LRN,
+// layer_norm, rms_norm, cross_entropy, embedding, batch_norm) is not registered: the host runs it
+// on the next ranked framework that has it (the fallback policy), or reports it unsupported
+// (docs/vulkan.md, "The NN bundle").
 // Each shader is built by the framework's program_build (GLSL to SPIR-V through shaderc, kept in
 // the kernel cache) on its first use in a context, per dtype and per form: buffers as
 // descriptors, or by device address (-DPCY_ADDRESSES) when a tensor is larger than a descriptor
 // can bind (maxStorageBufferRange; see run_op), as blas_vulkan does. Arguments follow the
 // plugin's convention: buffers in binding order, scalars in push-constant member order. An op
-// decodes and re-checks its arguments with the shared decoder (nn_call.hpp) and records one
-// launch on the call's queue.
+// decodes and re-checks its arguments with the shared decoder (nn_call.hpp) and records its
+// launch (and dropout's copies) on the call's queue without waiting.
 #include "nn_call.hpp"
 
 #include "nn_vulkan_kernels.hpp" // kernels.comp, embedded at build time (generated)
@@ -45,9 +47,23 @@ constexpr const char* bundle_name = "nn_vulkan";
 constexpr uint64_t max_groups_1d = 4096;
 
 // The kernels of kernels.comp, by its `#kernel` names.
-enum kernel_id { K_ACT_FWD, K_ACT_BWD, K_SM_FWD, K_SM_BWD, K_DROP_FWD, K_DROP_BWD, K_COUNT };
+enum kernel_id {
+  K_ACT_FWD,
+  K_ACT_BWD,
+  K_SM_FWD,
+  K_SM_BWD,
+  K_DROP_FWD,
+  K_DROP_BWD,
+  K_POOL_MAX,
+  K_POOL_MAX_GRAD,
+  K_POOL_MAX_GRAD_IDX,
+  K_POOL_AVG,
+  K_POOL_AVG_GRAD,
+  K_COUNT
+};
 constexpr std::array<const char*, K_COUNT> kernel_names{
-    "act_fwd", "act_bwd", "softmax_fwd", "softmax_bwd", "dropout_fwd", "dropout_bwd"};
+    "act_fwd",  "act_bwd",       "softmax_fwd",       "softmax_bwd", "dropout_fwd",  "dropout_bwd",
+    "pool_max", "pool_max_grad", "pool_max_grad_idx", "pool_avg",    "pool_avg_grad"};
 
 // kernels.comp cut into one source per kernel (the shared lines before the first `#kernel`,
 // that kernel's section, every other line blank so that the compiler's line numbers are the
@@ -239,6 +255,86 @@ void op_dropout(vk_context& cx, const sdk::op_args& a) {
   }
 }
 
+// ---- pooling -------------------------------------------------------------------------------
+
+// The geometry as the kernels take it (POOL_ARGS), every value a 32-bit int: planes H W P Q wh ww
+// sh sw ph pw. Every tensor of the op is below 2^31 elements (run_op), and so are the window's
+// coordinates, which stay within the padded plane.
+struct pool_geo {
+  std::array<int32_t, 11> v{};
+};
+pool_geo pool_geo_of(const nb::pool_call& c, const pcy_op_schema& s) {
+  pool_geo g;
+  const int64_t in[11] = {c.N * c.C, c.H,         c.W,         c.P,      c.Q,     c.win[0],
+                          c.win[1],  c.stride[0], c.stride[1], c.pad[0], c.pad[1]};
+  for (int i = 0; i < 11; ++i)
+    g.v[i] = nb::to_int(in[i], s, "a pooling extent or geometry value");
+  if (c.P * c.stride[0] + c.win[0] + 2 * c.pad[0] + c.H >= (int64_t{1} << 31) ||
+      c.Q * c.stride[1] + c.win[1] + 2 * c.pad[1] + c.W >= (int64_t{1} << 31))
+    sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str(s.extension, ".", s.name,
+                                            ": the geometry reaches coordinates beyond the 32-bit "
+                                            "range of nn_vulkan's kernels; use smaller geometry"));
+  return g;
+}
+#define PCY_POOL_ARGS                                                                              \
+  val(g.v[0]), val(g.v[1]), val(g.v[2]), val(g.v[3]), val(g.v[4]), val(g.v[5]), val(g.v[6]),       \
+      val(g.v[7]), val(g.v[8]), val(g.v[9]), val(g.v[10])
+
+template <const pcy_op_schema& S, bool Indexed, class T>
+void op_pool_max(vk_context& cx, const sdk::op_args& a) {
+  const nb::pool_call c = nb::decode_pool<S>(a, dt<T>);
+  const pool_geo g = pool_geo_of(c, S);
+  const uint64_t total = uint64_t(c.N * c.C) * c.P * c.Q;
+  if (total == 0) return;
+  const int32_t with = Indexed ? 1 : 0;
+  // Plain max pooling has no indices: y stands in for the binding (never written as such).
+  cx.grid(a.queue(), cx.get<T>(K_POOL_MAX), total,
+          {mem(c.x->memory), mem(c.y->memory), mem(Indexed ? c.indices->memory : cx.tail),
+           PCY_POOL_ARGS, val(with)});
+}
+
+template <class T> void op_pool_max_grad(vk_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_pooling_max_grad_schema;
+  const nb::pool_call c = nb::decode_pool<S>(a, dt<T>);
+  const pool_geo g = pool_geo_of(c, S);
+  const uint64_t total = uint64_t(c.N * c.C) * c.H * c.W;
+  if (total == 0) return;
+  cx.grid(a.queue(), cx.get<T>(K_POOL_MAX_GRAD), total,
+          {mem(c.x->memory), mem(c.dy->memory), mem(c.dx->memory), PCY_POOL_ARGS});
+}
+
+// An invocation per plane: it zeroes its plane of dx and adds dy at the indices in order.
+template <class T> void op_pool_max_grad_indexed(vk_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_pooling_max_grad_indexed_schema;
+  const nb::pool_call c = nb::decode_pool<S>(a, dt<T>);
+  const int64_t planes = c.N * c.C, HW = c.H * c.W, PQ = c.P * c.Q;
+  if (planes == 0 || HW == 0) return;
+  const int32_t np = nb::to_int(planes, S, "the planes"), hw = nb::to_int(HW, S, "a plane"),
+                pq = nb::to_int(PQ, S, "a pooled plane");
+  cx.grid(
+      a.queue(), cx.get<T>(K_POOL_MAX_GRAD_IDX), uint64_t(planes),
+      {mem(c.dy->memory), mem(c.indices->memory), mem(c.dx->memory), val(np), val(hw), val(pq)});
+}
+
+template <const pcy_op_schema& S, bool Grad, class T>
+void op_pool_avg(vk_context& cx, const sdk::op_args& a) {
+  const nb::pool_call c = nb::decode_pool<S>(a, dt<T>);
+  const pool_geo g = pool_geo_of(c, S);
+  const int32_t incl = c.include_padding ? 1 : 0;
+  if constexpr (Grad) {
+    const uint64_t total = uint64_t(c.N * c.C) * c.H * c.W;
+    if (total == 0) return;
+    cx.grid(a.queue(), cx.get<T>(K_POOL_AVG_GRAD), total,
+            {mem(c.dy->memory), mem(c.dx->memory), PCY_POOL_ARGS, val(incl)});
+  } else {
+    const uint64_t total = uint64_t(c.N * c.C) * c.P * c.Q;
+    if (total == 0) return;
+    cx.grid(a.queue(), cx.get<T>(K_POOL_AVG), total,
+            {mem(c.x->memory), mem(c.y->memory), PCY_POOL_ARGS, val(incl)});
+  }
+}
+#undef PCY_POOL_ARGS
+
 // ---- the bundle ----------------------------------------------------------------------------
 
 // Before every op, as blas_vulkan: a tensor that starts past its memory's first byte is refused
@@ -313,8 +409,8 @@ int64_t device_number(const pcy_bundle_context_args& a, std::string_view key, in
 
 constexpr sdk::bundle_identity identity{
     bundle_name, PCY_NN_EXTENSION, "vulkan",
-    "NN on Vulkan: own GLSL compute shaders (activations, softmax, dropout; the other ops fall "
-    "back)"};
+    "NN on Vulkan: own GLSL compute shaders (activations, softmax, dropout, pooling; the other "
+    "ops fall back)"};
 
 class nn_vulkan_bundle : public sdk::bundle_base<identity, vk_context> {
 public:
@@ -357,6 +453,13 @@ public:
     PCY_ADD2(op_softmax, pcy_nn_log_softmax_grad_schema, true);
     PCY_ADD2(op_dropout, pcy_nn_dropout_schema, false);
     PCY_ADD2(op_dropout, pcy_nn_dropout_grad_schema, true);
+    PCY_ADD2(op_pool_max, pcy_nn_pooling_max_schema, false);
+    PCY_ADD2(op_pool_max, pcy_nn_pooling_max_indexed_schema, true);
+    add<op_pool_max_grad<float>, op_pool_max_grad<double>>(pcy_nn_pooling_max_grad_schema);
+    add<op_pool_max_grad_indexed<float>, op_pool_max_grad_indexed<double>>(
+        pcy_nn_pooling_max_grad_indexed_schema);
+    PCY_ADD2(op_pool_avg, pcy_nn_pooling_avg_schema, false);
+    PCY_ADD2(op_pool_avg, pcy_nn_pooling_avg_grad_schema, true);
 #undef PCY_ADD2
   }
 
