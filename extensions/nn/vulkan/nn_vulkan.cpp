@@ -287,7 +287,7 @@ void op_pool_max(vk_context& cx, const sdk::op_args& a) {
   const uint64_t total = uint64_t(c.N * c.C) * c.P * c.Q;
   if (total == 0) return;
   const int32_t with = Indexed ? 1 : 0;
-  // Plain max pooling has no indices: y stands in for the binding (never written as such).
+  // Plain max pooling has no indices: the tail word stands in for the binding (not written).
   cx.grid(a.queue(), cx.get<T>(K_POOL_MAX), total,
           {mem(c.x->memory), mem(c.y->memory), mem(Indexed ? c.indices->memory : cx.tail),
            PCY_POOL_ARGS, val(with)});
