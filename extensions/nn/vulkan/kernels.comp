@@ -10,9 +10,10 @@
 //  - scalars follow in the push-constant block in member order, REAL members first;
 //  - indices are 32-bit (the bundle refuses larger tensors) and element-wise kernels walk their
 //    range grid-strided.
-// Math. GLSL has exp, log and tanh for float only, and Mesa's lavapipe evaluates them to an
-// absolute error (tanh clamps its argument, so tanh(NaN) is not NaN), while pcy_nn.h asks for
-// few-ulp results and IEEE propagation. The shaders therefore use their own exp, expm1, log and
+// Math. GLSL has exp, log and tanh for float only, and Vulkan holds them to loose bounds (exp
+// 3 + 2|x| ulp, log an absolute error near 1, tanh whatever its formula gives) with no word on
+// NaN, while the NN suite holds results to a few ulps and NaN to IEEE propagation. The shaders
+// therefore use their own exp, expm1, log and
 // tanh (range reduction by ln 2 and polynomials, in `real`, so f64 has them too), decide NaN by
 // its bits and keep their arithmetic `precise`: Mesa's NIR otherwise treats float arithmetic as
 // free of NaN and Inf and may rewrite it (docs/vulkan.md, "NaN on lavapipe").
