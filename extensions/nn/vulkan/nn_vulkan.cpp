@@ -32,7 +32,6 @@
 #include <memory>
 #include <span>
 #include <string>
-#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -378,10 +377,11 @@ public:
     if (const char* e = settings_.find("PARENCHYMA_NN_VULKAN_GRID_CAP")) {
       char* end = nullptr;
       const unsigned long long v = std::strtoull(e, &end, 10);
-      if (end != e && *end == '\0' && v >= 1 && v <= 65535)
+      if (end != e && *end == '\0' && v >= 1 && v <= max_groups_1d) // it lowers the cap only
         grid_cap_ = v;
       else
-        log_.warn("PARENCHYMA_NN_VULKAN_GRID_CAP=", e, " ignored: expected 1 to 65535 work-groups");
+        log_.warn("PARENCHYMA_NN_VULKAN_GRID_CAP=", e, " ignored: expected 1 to ", max_groups_1d,
+                  " work-groups");
     }
 #define PCY_ACT(a, K)                                                                              \
   add<op_act<pcy_nn_##a##_schema, K, false, float>,                                                \
