@@ -616,7 +616,7 @@ TEST_CASE("each NN bundle re-checks its arguments: hostile values from any host 
           "[nn]") {
   Registry& reg = Registry::global();
   int tested = 0;
-  for (const char* name : {"native", "opencl", "cuda"}) {
+  for (const char* name : {"native", "opencl", "cuda", "vulkan"}) {
     const Framework* fw = reg.find_framework(name);
     const BundleInfo* bundle = nullptr;
     for (const auto& b : reg.bundles())

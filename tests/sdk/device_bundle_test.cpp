@@ -1,7 +1,7 @@
 // The SDK's shared bundle machinery, against a fake framework table: device_context owns and
 // frees what it creates, device_facts_of steps the properties by their own struct_size,
 // require_slots names each missing slot, first_use, sdk::settings (the one reader of the host's
-// setting service), the extent arithmetic and the dtype table.
+// setting service), the extent arithmetic, the dtype table, device_number and kernel_sections.
 #include "support/catch.hpp"
 
 #include <parenchyma/sdk/device_bundle.hpp>
@@ -142,6 +142,22 @@ TEST_CASE("device_facts_of steps the properties by their own struct_size") {
   CHECK(f.max_work_group == 1024);
   CHECK(f.name == "Fake GPU");
   CHECK(f.uuid.empty());
+  // A framework's own number property by its key; the fallback where it has none.
+  set_props({int_prop("max_storage_buffer_range", 134217728), int_prop(PCY_PROP_FP64, 1)});
+  CHECK(sdk::device_number(context_args(fw), "max_storage_buffer_range", -1) == 134217728);
+  CHECK(sdk::device_number(context_args(fw), "buffer_device_address", 7) == 7);
+}
+
+TEST_CASE("kernel_sections: each kernel with the shared lines, other lines blank") {
+  const char* source =
+      "#version 450\nshared\n#kernel a\nbody a\n#kernel skip\nx\n#kernel b\nbody b";
+  const char* names[] = {"b", "a", "absent"};
+  const std::vector<std::string> k = sdk::kernel_sections(source, names);
+  REQUIRE(k.size() == 3);
+  // Line numbers stay the file's: every line kept, the others' blank.
+  CHECK(k[0] == "#version 450\nshared\n\n\n\n\n#kernel b\nbody b\n");
+  CHECK(k[1] == "#version 450\nshared\n#kernel a\nbody a\n\n\n\n\n");
+  CHECK(k[2] == "#version 450\nshared\n\n\n\n\n\n\n");
 }
 
 TEST_CASE("require_slots names every slot the framework lacks") {

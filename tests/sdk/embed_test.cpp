@@ -20,6 +20,9 @@
 #if PCY_HAVE_BLAS_VULKAN
 #include "blas_vulkan_kernels.hpp"
 #endif
+#if PCY_HAVE_NN_VULKAN
+#include "nn_vulkan_kernels.hpp"
+#endif
 
 #include <cstddef>
 #include <fstream>
@@ -68,6 +71,10 @@ TEST_CASE("embedded: each bundle's kernel file is what the bundle carries", "[sd
 #endif
 #if PCY_HAVE_BLAS_VULKAN
   same_as_file(parenchyma::blas_vulkan::kernel_source, PCY_BLAS_VULKAN_FILE);
+  ++checked;
+#endif
+#if PCY_HAVE_NN_VULKAN
+  same_as_file(parenchyma::nn_vulkan::kernel_source, PCY_NN_VULKAN_FILE);
   ++checked;
 #endif
   if (checked == 0) WARN("no bundle with kernel files in this build: nothing to compare");

@@ -86,41 +86,13 @@ constexpr std::array<const char*, K_COUNT> kernel_names{
     "axpby_k", "axpy_k",   "scal_k",   "copy_k", "swap_k", "scale_k", "nrm2_1",
     "nrm2_2",  "reduce_1", "reduce_2", "gemv_n", "gemv_t", "gemm",    "gemm_direct"};
 
-// kernels.comp cut into one source per kernel: the shared lines before the first `#kernel`, that
-// kernel's section, every other line blank (so the compiler's line numbers are the file's). Each
-// kernel is then its own program, built on its first use: a process that calls one op compiles
-// one shader (about 0.1 s with shaderc, against 2.3 s for all of them in both dtypes), and each
-// lands in the kernel cache on its own. Cut once per process.
-const std::array<std::string, K_COUNT>& kernel_sources() {
-  static const std::array<std::string, K_COUNT> sources = [] {
-    std::vector<std::string_view> lines;
-    const std::string_view all(blas_vulkan::kernel_source);
-    for (size_t at = 0; at <= all.size();) {
-      const size_t nl = all.find('\n', at);
-      lines.push_back(all.substr(at, nl == std::string_view::npos ? all.size() - at : nl - at));
-      if (nl == std::string_view::npos) break;
-      at = nl + 1;
-    }
-    std::vector<int> owner(lines.size(), -1); // -1: shared; else the kernel_id
-    int current = -1;
-    for (size_t i = 0; i < lines.size(); ++i) {
-      std::string_view l = lines[i];
-      if (l.substr(0, 8) == "#kernel ") {
-        const std::string_view name = l.substr(8);
-        current = -2; // a kernel the bundle does not use: left out
-        for (int k = 0; k < K_COUNT; ++k)
-          if (name == kernel_names[k]) current = k;
-      }
-      owner[i] = current;
-    }
-    std::array<std::string, K_COUNT> out;
-    for (int k = 0; k < K_COUNT; ++k)
-      for (size_t i = 0; i < lines.size(); ++i) {
-        if (owner[i] == -1 || owner[i] == k) out[k].append(lines[i]);
-        out[k].push_back('\n');
-      }
-    return out;
-  }();
+// kernels.comp cut into one source per kernel (sdk::kernel_sections). Each kernel is then its
+// own program, built on its first use: a process that calls one op compiles one shader (about
+// 0.1 s with shaderc, against 2.3 s for all of them in both dtypes), and each lands in the
+// kernel cache on its own. Cut once per process.
+const std::vector<std::string>& kernel_sources() {
+  static const std::vector<std::string> sources =
+      sdk::kernel_sections(blas_vulkan::kernel_source, kernel_names);
   return sources;
 }
 
@@ -456,27 +428,6 @@ void run_op(vk_context& cx, const sdk::op_args& a) {
   F(cx, a);
 }
 
-// A number property of the device; `otherwise` when the framework does not say.
-int64_t device_number(const pcy_bundle_context_args& a, std::string_view key, int64_t otherwise) {
-  const pcy_framework_api& fw = *a.framework;
-  const pcy_property* props = nullptr;
-  size_t count = 0;
-  if (fw.device_properties == nullptr) return otherwise;
-  if (pcy_error* e = fw.device_properties(a.framework_plugin, a.plugin_device, &props, &count)) {
-    e->destroy(e);
-    return otherwise;
-  }
-  if (count == 0 || props == nullptr || props[0].struct_size < sizeof(pcy_property))
-    return otherwise;
-  const size_t stride = props[0].struct_size; // a newer framework may send larger elements
-  for (size_t i = 0; i < count; ++i) {
-    const pcy_property& p =
-        *reinterpret_cast<const pcy_property*>(reinterpret_cast<const char*>(props) + i * stride);
-    if (p.key != nullptr && key == p.key) return p.i;
-  }
-  return otherwise;
-}
-
 constexpr sdk::bundle_identity identity{bundle_name, PCY_BLAS_EXTENSION, "vulkan",
                                         "BLAS on Vulkan: own GLSL compute shaders"};
 
@@ -548,9 +499,9 @@ public:
                cx->gemm_tiled ? "in shared-memory tiles (gemm)" : "barrier-free (gemm_direct)");
     // Tensors above maxStorageBufferRange take the address form of the kernels (see run_op).
     cx->max_binding = static_cast<uint64_t>(
-        std::max<int64_t>(0, device_number(a, "max_storage_buffer_range", INT64_MAX)));
+        std::max<int64_t>(0, sdk::device_number(a, "max_storage_buffer_range", INT64_MAX)));
     cx->max_binding = std::min(cx->max_binding, max_binding_);
-    cx->device_address = device_number(a, "buffer_device_address", 0) != 0;
+    cx->device_address = sdk::device_number(a, "buffer_device_address", 0) != 0;
     if (grid_cap_ > 0) {
       cx->grid_cap = cx->batch_cap = grid_cap_;
       cx->max_groups = static_cast<uint32_t>(std::min<uint64_t>(cx->max_groups, grid_cap_));

@@ -7,6 +7,8 @@
 // derives from cuda_device_context, which keeps the CUcontext and CUstream and makes the context
 // current for cuBLAS/cuDNN (cuda_driver); open_cuda_library finds such a vendor library. For a
 // vendor library whose first use of a routine is not thread-safe, first_use serialises it.
+// device_number reads a framework's own device property; kernel_sections cuts a GLSL source of
+// `#kernel` sections into one source per kernel (the Vulkan bundles build each on first use).
 //
 //   struct my_context : sdk::device_context {
 //     explicit my_context(const pcy_bundle_context_args& a) : device_context(a) {}
@@ -36,6 +38,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <mutex>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -53,24 +56,31 @@ struct device_facts {
   std::string uuid, name;     // PCY_PROP_UUID, PCY_PROP_NAME; empty: not said
 };
 
-inline device_facts device_facts_of(const pcy_bundle_context_args& a) {
-  device_facts f;
+// Calls f(property) for each of the device's properties (none when the framework answers none,
+// fails, or sends malformed ones).
+template <class F> void each_device_property(const pcy_bundle_context_args& a, F&& f) {
   const pcy_framework_api& fw = *a.framework;
-  if (fw.device_properties == nullptr) return f;
+  if (fw.device_properties == nullptr) return;
   const pcy_property* props = nullptr;
   size_t count = 0;
   if (pcy_error* e = fw.device_properties(a.framework_plugin, a.plugin_device, &props, &count)) {
-    e->destroy(e); // the defaults
-    return f;
+    e->destroy(e);
+    return;
   }
   // Stepped by the elements' own struct_size: a newer framework may send larger ones (a smaller
-  // one is malformed: the defaults).
-  if (count == 0 || props == nullptr || props[0].struct_size < sizeof(pcy_property)) return f;
+  // one is malformed: none).
+  if (count == 0 || props == nullptr || props[0].struct_size < sizeof(pcy_property)) return;
   const size_t stride = props[0].struct_size;
   for (size_t i = 0; i < count; ++i) {
     const pcy_property& p =
         *reinterpret_cast<const pcy_property*>(reinterpret_cast<const char*>(props) + i * stride);
-    if (p.key == nullptr) continue;
+    if (p.key != nullptr) f(p);
+  }
+}
+
+inline device_facts device_facts_of(const pcy_bundle_context_args& a) {
+  device_facts f; // a framework that answers none leaves the defaults
+  each_device_property(a, [&](const pcy_property& p) {
     const std::string_view key = p.key;
     if (key == PCY_PROP_KIND) f.cpu = p.i == PCY_DEVICE_CPU;
     if (key == PCY_PROP_FP64) f.fp64 = p.i != 0;
@@ -78,8 +88,54 @@ inline device_facts device_facts_of(const pcy_bundle_context_args& a) {
     if (key == PCY_PROP_MAX_WORK_GROUP) f.max_work_group = p.i;
     if (key == PCY_PROP_UUID && p.s != nullptr) f.uuid = p.s;
     if (key == PCY_PROP_NAME && p.s != nullptr) f.name = p.s;
-  }
+  });
   return f;
+}
+
+// A number property of the device by its key (a framework's own, such as the Vulkan plugin's
+// "max_storage_buffer_range"); `otherwise` when the framework does not say.
+inline int64_t device_number(const pcy_bundle_context_args& a, std::string_view key,
+                             int64_t otherwise) {
+  int64_t v = otherwise;
+  each_device_property(a, [&](const pcy_property& p) {
+    if (key == p.key) v = p.i;
+  });
+  return v;
+}
+
+// A GLSL source of `#kernel NAME` sections (the Vulkan plugin's form, docs/vulkan.md) cut into one
+// source per kernel of `names`: the shared lines before the first `#kernel`, that kernel's
+// section, every other line blank, so that the compiler's line numbers are the file's. A bundle
+// that builds each kernel as its own program, on its first use, compiles only what it calls.
+inline std::vector<std::string> kernel_sections(std::string_view source,
+                                                std::span<const char* const> names) {
+  std::vector<std::string_view> lines;
+  for (size_t at = 0; at <= source.size();) {
+    const size_t nl = source.find('\n', at);
+    lines.push_back(source.substr(at, nl == std::string_view::npos ? source.size() - at : nl - at));
+    if (nl == std::string_view::npos) break;
+    at = nl + 1;
+  }
+  std::vector<int> owner(lines.size(), -1); // -1: shared; -2: a kernel not named; else its index
+  int current = -1;
+  for (size_t i = 0; i < lines.size(); ++i) {
+    if (lines[i].substr(0, 8) == "#kernel ") {
+      current = -2;
+      int k = 0;
+      for (const char* name : names) {
+        if (lines[i].substr(8) == name) current = k;
+        ++k;
+      }
+    }
+    owner[i] = current;
+  }
+  std::vector<std::string> out(names.size());
+  for (size_t k = 0; k < out.size(); ++k)
+    for (size_t i = 0; i < lines.size(); ++i) {
+      if (owner[i] == -1 || owner[i] == static_cast<int>(k)) out[k].append(lines[i]);
+      out[k].push_back('\n');
+    }
+  return out;
 }
 
 // A program built for one dtype (the OpenCL bundles build one per dtype, -DREAL=float|double).

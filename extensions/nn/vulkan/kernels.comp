@@ -1,0 +1,588 @@
+#version 450
+// NN kernels of nn_vulkan: GLSL compute shaders, compiled at run time by the Vulkan plugin (one
+// `#kernel NAME` section per kernel; the lines before the first are shared), once per dtype with
+// -DREAL=float or -DREAL=double -DPCY_FP64 (the latter only on a device with shaderFloat64).
+// Conventions, as blas_vulkan's kernels.comp:
+//  - buffers are declared by BUF(binding, access, Block, array) and listed by PTR(Block, array) at
+//    the head of the push-constant block, in binding order: storage buffers of set 0 by default,
+//    GL_EXT_buffer_reference members filled with device addresses with -DPCY_ADDRESSES (tensors
+//    above maxStorageBufferRange). The kernel bodies are the same either way;
+//  - scalars follow in the push-constant block in member order, REAL members first;
+//  - indices are 32-bit (the bundle refuses larger tensors) and element-wise kernels walk their
+//    range grid-strided.
+// Math. GLSL has exp, log and tanh for float only, and Vulkan holds them to loose bounds (exp
+// 3 + 2|x| ulp, log an absolute error near 1, tanh whatever its formula gives) with no word on
+// NaN, while the NN suite holds results to a few ulps and NaN to IEEE propagation. The shaders
+// therefore use their own exp, expm1, log and
+// tanh (range reduction by ln 2 and polynomials, in `real`, so f64 has them too), decide NaN by
+// its bits and keep their arithmetic `precise`: Mesa's NIR otherwise treats float arithmetic as
+// free of NaN and Inf and may rewrite it (docs/vulkan.md, "NaN on lavapipe").
+#ifndef REAL
+#define REAL float
+#endif
+#define real REAL
+#ifdef PCY_ADDRESSES
+#extension GL_EXT_buffer_reference : require
+#ifdef PCY_FP64
+#define RALIGN 8
+#else
+#define RALIGN 4
+#endif
+#define BUF(binding_, access, Block, array)                                                        \
+  layout(buffer_reference, std430, buffer_reference_align = RALIGN) access buffer Block {          \
+    real v[];                                                                                      \
+  };
+#define UBUF(binding_, access, Block, array)                                                       \
+  layout(buffer_reference, std430, buffer_reference_align = 4) access buffer Block { uint v[]; };
+#define IBUF(binding_, access, Block, array)                                                       \
+  layout(buffer_reference, std430, buffer_reference_align = 4) access buffer Block { int v[]; };
+#define PTR(Block, array) Block array##_ref;
+// Every array name of the kernels, as the elements behind its address.
+#define xs xs_ref.v
+#define ms ms_ref.v
+#define tail tail_ref.v
+#define idx idx_ref.v
+#define ys ys_ref.v
+#define dys dys_ref.v
+#define dxs dxs_ref.v
+#else
+#define BUF(binding_, access, Block, array)                                                        \
+  layout(std430, set = 0, binding = binding_) access buffer Block { real array[]; };
+#define UBUF(binding_, access, Block, array)                                                       \
+  layout(std430, set = 0, binding = binding_) access buffer Block { uint array[]; };
+#define IBUF(binding_, access, Block, array)                                                       \
+  layout(std430, set = 0, binding = binding_) access buffer Block { int array[]; };
+#define PTR(Block, array)
+#endif
+#define RW // BUF's access for a buffer read and written
+#ifndef EWG
+#define EWG 256
+#endif
+#define GID int(gl_GlobalInvocationID.x)
+#define GSTRIDE int(gl_NumWorkGroups.x * gl_WorkGroupSize.x)
+
+// Literals in the shared code are written real(v) with v exact in float (integers, factorials up
+// to 13!, halves): the constants that are not (ln 2, sqrt 2) are spelled per dtype below, a double
+// one with its lf suffix, or it would be rounded to float first.
+
+// ---- bits --------------------------------------------------------------------------------------
+#ifdef PCY_FP64
+uint hi_word(double v) { return unpackDouble2x32(v).y; }
+bool nan_bits(double v) {
+  const uvec2 u = unpackDouble2x32(v); // (low word, high word)
+  return (u.y & 0x7ff00000u) == 0x7ff00000u && ((u.y & 0xfffffu) | u.x) != 0u;
+}
+// Negative and neither -0 nor NaN.
+bool below_zero(double v) {
+  const uvec2 u = unpackDouble2x32(v);
+  return (u.y & 0x80000000u) != 0u && !nan_bits(v) && ((u.y & 0x7fffffffu) | u.x) != 0u;
+}
+// Positive and neither +0 nor NaN.
+bool above_zero(double v) {
+  const uvec2 u = unpackDouble2x32(v);
+  return (u.y & 0x80000000u) == 0u && !nan_bits(v) && ((u.y & 0x7fffffffu) | u.x) != 0u;
+}
+double inf_real() { return packDouble2x32(uvec2(0u, 0x7ff00000u)); }
+double nan_real() { return packDouble2x32(uvec2(0u, 0x7ff80000u)); }
+// 2^e for -1022 <= e <= 1023, from its bits.
+double pow2(int e) { return packDouble2x32(uvec2(0u, uint(e + 1023) << 20)); }
+#define MANT_BITS 53
+#define EXP_OVER real(710.0)  // e^x above: +Inf
+#define EXP_UNDER real(-746.0) // e^x below: 0
+#define EXPM1_LOW real(-40.0)  // e^x - 1 below: -1 (e^x under half an ulp of 1)
+#define TANH_ONE real(20.0)    // tanh beyond: +-1
+#else
+bool nan_bits(float v) {
+  const uint u = floatBitsToUint(v);
+  return (u & 0x7f800000u) == 0x7f800000u && (u & 0x7fffffu) != 0u;
+}
+bool below_zero(float v) {
+  const uint u = floatBitsToUint(v);
+  return (u & 0x80000000u) != 0u && !nan_bits(v) && (u & 0x7fffffffu) != 0u;
+}
+bool above_zero(float v) {
+  const uint u = floatBitsToUint(v);
+  return (u & 0x80000000u) == 0u && !nan_bits(v) && (u & 0x7fffffffu) != 0u;
+}
+float inf_real() { return uintBitsToFloat(0x7f800000u); }
+float nan_real() { return uintBitsToFloat(0x7fc00000u); }
+float pow2(int e) { return uintBitsToFloat(uint(e + 127) << 23); }
+#define MANT_BITS 24
+#define EXP_OVER real(89.0)
+#define EXP_UNDER real(-104.0)
+#define EXPM1_LOW real(-20.0)
+#define TANH_ONE real(10.0)
+#endif
+
+// ---- elementary functions ----------------------------------------------------------------------
+// ln 2 in two parts: LN2_HI has trailing zero bits, so k LN2_HI is exact for the k used here.
+#ifdef PCY_FP64
+#define LN2_HI 6.93147180369123816490e-01lf
+#define LN2_LO 1.90821492927058770002e-10lf
+#define INV_LN2 1.44269504088896338700lf
+#define HALF_LN2 0.34657359027997264lf
+#define SQRT2 1.41421356237309504880lf
+#else
+#define LN2_HI 0.693145751953125
+#define LN2_LO 1.42860682030941723212e-06
+#define INV_LN2 1.44269504088896338700
+#define HALF_LN2 0.34657359027997264
+#define SQRT2 1.41421356237309504880
+#endif
+
+// v 2^k in two steps (each factor a normal power of two), so that a result near the ends of the
+// range rounds once, to a subnormal or to infinity.
+real scale2(real v, int k) {
+  const int k1 = k / 2;
+  precise real s = v * pow2(k1);
+  s = s * pow2(k - k1);
+  return s;
+}
+// e^r - 1 for |r| <= ln 2 / 2: its Taylor series, to the precision of `real`.
+real expm1_reduced(real r) {
+#ifdef PCY_FP64
+  precise real p = real(1.0) / real(6227020800.0);
+  p = p * r + real(1.0) / real(479001600.0);
+  p = p * r + real(1.0) / real(39916800.0);
+  p = p * r + real(1.0) / real(3628800.0);
+  p = p * r + real(1.0) / real(362880.0);
+  p = p * r + real(1.0) / real(40320.0);
+  p = p * r + real(1.0) / real(5040.0);
+#else
+  precise real p = real(1.0) / real(40320.0);
+  p = p * r + real(1.0) / real(5040.0);
+#endif
+  p = p * r + real(1.0) / real(720.0);
+  p = p * r + real(1.0) / real(120.0);
+  p = p * r + real(1.0) / real(24.0);
+  p = p * r + real(1.0) / real(6.0);
+  p = p * r + real(0.5);
+  p = p * r * r + r;
+  return p;
+}
+// x = k ln 2 + r with |r| <= ln 2 / 2 (k returned).
+real reduce_ln2(real x, out int k) {
+  precise real kf = floor(x * INV_LN2 + real(0.5));
+  precise real r = (x - kf * LN2_HI) - kf * LN2_LO;
+  k = int(kf);
+  return r;
+}
+real exp_r(real x) {
+  if (nan_bits(x)) return x;
+  if (x > EXP_OVER) return inf_real();
+  if (x < EXP_UNDER) return real(0.0);
+  int k;
+  const real r = reduce_ln2(x, k);
+  precise real p = expm1_reduced(r) + real(1.0);
+  return scale2(p, k);
+}
+real expm1_r(real x) {
+  if (nan_bits(x)) return x;
+  if (x > EXP_OVER) return inf_real();
+  if (x < EXPM1_LOW) return real(-1.0);
+  if (abs(x) <= HALF_LN2) return expm1_reduced(x);
+  int k;
+  const real r = reduce_ln2(x, k);
+  const real em = expm1_reduced(r);
+  if (k >= MANT_BITS) { // 2^k - 1 is not exact, and the -1 vanishes anyway
+    precise real p = em + real(1.0);
+    return scale2(p, k) - real(1.0);
+  }
+  const real t = pow2(k); // -30 <= k < MANT_BITS here
+  precise real v = (t - real(1.0)) + t * em;
+  return v;
+}
+// log x for x > 0 (NaN and +Inf pass; 0 gives -Inf, negatives NaN); x = 2^e m with
+// sqrt(1/2) <= m < sqrt(2), log m = 2 atanh(s), s = (m - 1) / (m + 1), |s| <= 0.172.
+real log_r(real x) {
+  if (nan_bits(x) || x == inf_real()) return x;
+  if (!above_zero(x)) return x == real(0.0) ? -inf_real() : nan_real();
+  int e = 0;
+#ifdef PCY_FP64
+  if (hi_word(x) < 0x00100000u) { // subnormal: scaled into the normal range first
+    x = x * pow2(54);
+    e = -54;
+  }
+  const uvec2 u = unpackDouble2x32(x);
+  e += int(u.y >> 20) - 1023;
+  real m = packDouble2x32(uvec2(u.x, (u.y & 0xfffffu) | 0x3ff00000u)); // [1, 2)
+#else
+  if (floatBitsToUint(x) < 0x00800000u) {
+    x = x * pow2(25);
+    e = -25;
+  }
+  const uint u = floatBitsToUint(x);
+  e += int(u >> 23) - 127;
+  real m = uintBitsToFloat((u & 0x7fffffu) | 0x3f800000u);
+#endif
+  if (m > SQRT2) {
+    m = m * real(0.5);
+    e = e + 1;
+  }
+  precise real s = (m - real(1.0)) / (m + real(1.0));
+  precise real s2 = s * s;
+#ifdef PCY_FP64
+  precise real p = real(1.0) / real(23.0);
+  p = p * s2 + real(1.0) / real(21.0);
+  p = p * s2 + real(1.0) / real(19.0);
+  p = p * s2 + real(1.0) / real(17.0);
+  p = p * s2 + real(1.0) / real(15.0);
+  p = p * s2 + real(1.0) / real(13.0);
+  p = p * s2 + real(1.0) / real(11.0);
+  p = p * s2 + real(1.0) / real(9.0);
+#else
+  precise real p = real(1.0) / real(11.0);
+  p = p * s2 + real(1.0) / real(9.0);
+#endif
+  p = p * s2 + real(1.0) / real(7.0);
+  p = p * s2 + real(1.0) / real(5.0);
+  p = p * s2 + real(1.0) / real(3.0);
+  precise real lm = real(2.0) * s + real(2.0) * s * (s2 * p);
+  const real ef = real(e);
+  precise real v = ef * LN2_HI + (ef * LN2_LO + lm);
+  return v;
+}
+// tanh |x| = -expm1(-2|x|) / (2 + expm1(-2|x|)): no cancellation, NaN passes.
+real tanh_r(real x) {
+  if (nan_bits(x)) return x;
+  const real a = abs(x);
+  if (a > TANH_ONE) return below_zero(x) ? real(-1.0) : real(1.0);
+  const real e = expm1_r(real(-2.0) * a);
+  precise real t = -e / (real(2.0) + e);
+  return below_zero(x) ? -t : t;
+}
+
+// ---- activations: kind 0 sigmoid, 1 relu, 2 tanh, 3 elu ----------------------------------------
+real act_f(int kind, real v, real alpha) {
+  if (kind == 0) {
+    precise real s = real(1.0) / (real(1.0) + exp_r(-v));
+    return s;
+  }
+  if (kind == 1) return below_zero(v) ? real(0.0) : v; // -0 and NaN pass through
+  if (kind == 2) return tanh_r(v);
+  if (above_zero(v)) return v;
+  precise real e = alpha * expm1_r(v); // NaN passes
+  return e;
+}
+// dy * f'(x) from the forward's output y (pcy_nn.h).
+real act_g(int kind, real y, real dy, real alpha) {
+  precise real g;
+  if (kind == 0)
+    g = dy * (y * (real(1.0) - y));
+  else if (kind == 1)
+    g = above_zero(y) ? dy : real(0.0); // a select: a NaN y gives 0
+  else if (kind == 2)
+    g = dy * (real(1.0) - y * y);
+  else
+    g = above_zero(y) ? dy : dy * (y + alpha);
+  return g;
+}
+
+// ---- dropout: splitmix64 of pcy_nn.h (PCY_NN_DROPOUT_MIX) in 32-bit halves ---------------------
+// A uvec2 is a 64-bit value (low word, high word): shaderInt64 is not required.
+uvec2 add64(uvec2 a, uvec2 b) {
+  uint carry;
+  const uint lo = uaddCarry(a.x, b.x, carry);
+  return uvec2(lo, a.y + b.y + carry);
+}
+uvec2 mul64(uvec2 a, uvec2 b) { // the low 64 bits of a b
+  uint hi, lo;
+  umulExtended(a.x, b.x, hi, lo);
+  return uvec2(lo, hi + a.x * b.y + a.y * b.x);
+}
+uvec2 xorshr64(uvec2 z, int s) { // z ^ (z >> s), 0 < s < 32
+  return z ^ uvec2((z.x >> s) | (z.y << (32 - s)), z.y >> s);
+}
+// Element i is kept: (mix(seed, i) >> 40) >= thr.
+bool dropout_keep(uvec2 seed, int i, uint thr) {
+  uvec2 z = add64(seed, mul64(uvec2(uint(i) + 1u, 0u), uvec2(0x7F4A7C15u, 0x9E3779B9u)));
+  z = mul64(xorshr64(z, 30), uvec2(0x1CE4E5B9u, 0xBF58476Du));
+  z = mul64(xorshr64(z, 27), uvec2(0x133111EBu, 0x94D049BBu));
+  z = xorshr64(z, 31);
+  return (z.y >> 8) >= thr;
+}
+
+// ---- pooling: planes of H x W pooled to P x Q; window wh ww, stride sh sw, padding ph pw ------
+#define POOL_ARGS int planes; int H; int W; int P; int Q; int wh; int ww; int sh; int sw; int ph; int pw;
+// The pooled rows p whose window covers input row h: [lo, hi].
+#define COVER(h, pad, win, st, PP, lo, hi)                                                         \
+  const int lo = max(0, (h + pad - win + st) >= 0 ? (h + pad - win + st) / st : 0);                \
+  const int hi = min(PP - 1, (h + pad) / st);
+// The divisor of window (p, q): wh ww with include_padding, else its elements inside x.
+int window_count(int H, int W, int h0, int w0, int wh, int ww, int incl) {
+  if (incl != 0) return wh * ww;
+  return (min(h0 + wh, H) - max(h0, 0)) * (min(w0 + ww, W) - max(w0, 0));
+}
+
+#kernel act_fwd
+// y = f(x); x and y may be one buffer (the in-place forms).
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, writeonly, Y, ys)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(Y, ys)
+  real alpha; int n; int kind; };
+void main() {
+  for (int i = GID; i < n; i += GSTRIDE) ys[i] = act_f(kind, xs[i], alpha);
+}
+
+#kernel act_bwd
+// dx = dy f'(x) from y; dy and dx may be one buffer (the in-place forms).
+layout(local_size_x = EWG) in;
+BUF(0, readonly, Y, ys)
+BUF(1, readonly, DY, dys)
+BUF(2, writeonly, DX, dxs)
+layout(push_constant) uniform args {
+  PTR(Y, ys) PTR(DY, dys) PTR(DX, dxs)
+  real alpha; int n; int kind; };
+void main() {
+  for (int i = GID; i < n; i += GSTRIDE) dxs[i] = act_g(kind, ys[i], dys[i], alpha);
+}
+
+#kernel softmax_fwd
+// Along an axis: the tensor is outer x len x inner; an invocation per (outer, inner) line.
+// The maximum skips NaN (a comparison) but a NaN reaches the sum, so its line becomes NaN, as an
+// infinity does through Inf - Inf; -Inf gives 0 (log_softmax: -Inf).
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, writeonly, Y, ys)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(Y, ys)
+  int lines; int len; int inner; int logm; };
+void main() {
+  for (int t = GID; t < lines; t += GSTRIDE) {
+    const int base = (t / inner) * len * inner + t % inner;
+    real m = xs[base];
+    for (int j = 1; j < len; ++j) {
+      const real v = xs[base + j * inner];
+      m = v > m ? v : m;
+    }
+    precise real acc = real(0.0);
+    for (int j = 0; j < len; ++j) acc += exp_r(xs[base + j * inner] - m);
+    if (logm != 0) {
+      const real ls = log_r(acc);
+      for (int j = 0; j < len; ++j) {
+        precise real v = (xs[base + j * inner] - m) - ls;
+        ys[base + j * inner] = v;
+      }
+    } else {
+      for (int j = 0; j < len; ++j) {
+        precise real v = exp_r(xs[base + j * inner] - m) / acc;
+        ys[base + j * inner] = v;
+      }
+    }
+  }
+}
+
+#kernel softmax_bwd
+// softmax: dx = y (dy - sum(dy y)); log_softmax: dx = dy - e^y sum(dy); a line per invocation.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, Y, ys)
+BUF(1, readonly, DY, dys)
+BUF(2, writeonly, DX, dxs)
+layout(push_constant) uniform args {
+  PTR(Y, ys) PTR(DY, dys) PTR(DX, dxs)
+  int lines; int len; int inner; int logm; };
+void main() {
+  for (int t = GID; t < lines; t += GSTRIDE) {
+    const int base = (t / inner) * len * inner + t % inner;
+    precise real acc = real(0.0);
+    for (int j = 0; j < len; ++j) {
+      const int k = base + j * inner;
+      acc += logm != 0 ? dys[k] : dys[k] * ys[k];
+    }
+    for (int j = 0; j < len; ++j) {
+      const int k = base + j * inner;
+      precise real v = logm != 0 ? dys[k] - exp_r(ys[k]) * acc : ys[k] * (dys[k] - acc);
+      dxs[k] = v;
+    }
+  }
+}
+
+#kernel dropout_fwd
+// An invocation per 4 elements: their y and their mask word (one byte each, little-endian). The
+// mask holds n bytes, so its last word is not whole when 4 does not divide n: that word goes to
+// `tail`, and the bundle copies its bytes into place (no 8-bit storage needed).
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, writeonly, Y, ys)
+UBUF(2, writeonly, M, ms)
+UBUF(3, writeonly, TAIL, tail)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(Y, ys) PTR(M, ms) PTR(TAIL, tail)
+  real scale; int n; uint seed_lo; uint seed_hi; uint thr; };
+void main() {
+  const int words = (n + 3) / 4;
+  for (int w = GID; w < words; w += GSTRIDE) {
+    uint packed = 0u;
+    for (int b = 0; b < 4; ++b) {
+      const int i = 4 * w + b;
+      if (i >= n) break;
+      const bool keep = dropout_keep(uvec2(seed_lo, seed_hi), i, thr);
+      precise real v = xs[i] * scale;
+      ys[i] = keep ? v : real(0.0);
+      packed |= (keep ? 1u : 0u) << (8 * b);
+    }
+    if (4 * w + 4 <= n)
+      ms[w] = packed;
+    else
+      tail[0] = packed;
+  }
+}
+
+#kernel dropout_bwd
+// dx = mask ? dy scale : 0 (any non-zero byte keeps), 4 elements an invocation; the mask's last
+// word, when not whole, comes from `tail` (copied there by the bundle).
+layout(local_size_x = EWG) in;
+BUF(0, readonly, DY, dys)
+UBUF(1, readonly, M, ms)
+UBUF(2, readonly, TAIL, tail)
+BUF(3, writeonly, DX, dxs)
+layout(push_constant) uniform args {
+  PTR(DY, dys) PTR(M, ms) PTR(TAIL, tail) PTR(DX, dxs)
+  real scale; int n; };
+void main() {
+  const int words = (n + 3) / 4;
+  for (int w = GID; w < words; w += GSTRIDE) {
+    const uint word = 4 * w + 4 <= n ? ms[w] : tail[0];
+    for (int b = 0; b < 4; ++b) {
+      const int i = 4 * w + b;
+      if (i >= n) break;
+      precise real v = dys[i] * scale;
+      dxs[i] = ((word >> (8 * b)) & 0xffu) != 0u ? v : real(0.0);
+    }
+  }
+}
+
+#kernel pool_max
+// y = the window's maximum; the first maximum in row-major order as h W + w into idx when
+// with_idx. NaN counts as the largest value (the first NaN wins). An invocation per output.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, writeonly, Y, ys)
+IBUF(2, writeonly, I, idx)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(Y, ys) PTR(I, idx)
+  POOL_ARGS int with_idx; };
+void main() {
+  const int PQ = P * Q, HW = H * W, total = planes * PQ;
+  for (int t = GID; t < total; t += GSTRIDE) {
+    const int q = t % Q, p = (t / Q) % P, base = (t / PQ) * HW;
+    const int h0 = p * sh - ph, w0 = q * sw - pw;
+    int bi = -1;
+    real best = real(0.0);
+    for (int r = max(h0, 0); r < min(h0 + wh, H); ++r)
+      for (int c = max(w0, 0); c < min(w0 + ww, W); ++c) {
+        const real v = xs[base + r * W + c];
+        if (bi < 0 || (!nan_bits(best) && (nan_bits(v) || v > best))) {
+          best = v;
+          bi = r * W + c;
+        }
+      }
+    ys[t] = bi < 0 ? nan_real() : best;
+    if (with_idx != 0) idx[t] = bi;
+  }
+}
+
+#kernel pool_max_grad
+// dx[h, w] = the sum of dy over the windows whose first maximum (recomputed from x) is (h, w):
+// an invocation per element of dx, no atomics.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, readonly, DY, dys)
+BUF(2, writeonly, DX, dxs)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(DY, dys) PTR(DX, dxs)
+  POOL_ARGS };
+void main() {
+  const int PQ = P * Q, HW = H * W, total = planes * HW;
+  for (int t = GID; t < total; t += GSTRIDE) {
+    const int iw = t % W, ih = (t / W) % H, plane = t / HW;
+    const int me = ih * W + iw;
+    COVER(ih, ph, wh, sh, P, p0, p1)
+    COVER(iw, pw, ww, sw, Q, q0, q1)
+    precise real acc = real(0.0);
+    for (int p = p0; p <= p1; ++p)
+      for (int q = q0; q <= q1; ++q) {
+        const int h0 = p * sh - ph, w0 = q * sw - pw;
+        int bi = -1;
+        real best = real(0.0);
+        for (int r = max(h0, 0); r < min(h0 + wh, H); ++r)
+          for (int c = max(w0, 0); c < min(w0 + ww, W); ++c) {
+            const real v = xs[plane * HW + r * W + c];
+            if (bi < 0 || (!nan_bits(best) && (nan_bits(v) || v > best))) {
+              best = v;
+              bi = r * W + c;
+            }
+          }
+        if (bi == me) acc += dys[plane * PQ + p * Q + q];
+      }
+    dxs[t] = acc;
+  }
+}
+
+#kernel pool_max_grad_idx
+// From indices: dx = 0, then dy[p, q] added at indices[p, q] in row-major (p, q) order (the
+// reference's); indices outside the plane add nothing. An invocation per plane.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, DY, dys)
+IBUF(1, readonly, I, idx)
+BUF(2, RW, DX, dxs)
+layout(push_constant) uniform args {
+  PTR(DY, dys) PTR(I, idx) PTR(DX, dxs)
+  int planes; int HW; int PQ; };
+void main() {
+  for (int plane = GID; plane < planes; plane += GSTRIDE) {
+    for (int i = 0; i < HW; ++i) dxs[plane * HW + i] = real(0.0);
+    for (int j = 0; j < PQ; ++j) {
+      const int i = idx[plane * PQ + j];
+      if (i >= 0 && i < HW) {
+        precise real v = dxs[plane * HW + i] + dys[plane * PQ + j];
+        dxs[plane * HW + i] = v;
+      }
+    }
+  }
+}
+
+#kernel pool_avg
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, writeonly, Y, ys)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(Y, ys)
+  POOL_ARGS int incl; };
+void main() {
+  const int PQ = P * Q, HW = H * W, total = planes * PQ;
+  for (int t = GID; t < total; t += GSTRIDE) {
+    const int q = t % Q, p = (t / Q) % P, base = (t / PQ) * HW;
+    const int h0 = p * sh - ph, w0 = q * sw - pw;
+    precise real acc = real(0.0);
+    for (int r = max(h0, 0); r < min(h0 + wh, H); ++r)
+      for (int c = max(w0, 0); c < min(w0 + ww, W); ++c) acc += xs[base + r * W + c];
+    precise real v = acc / real(window_count(H, W, h0, w0, wh, ww, incl));
+    ys[t] = v;
+  }
+}
+
+#kernel pool_avg_grad
+// dx[h, w] = the sum over the windows covering (h, w) of dy / their divisor.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, DY, dys)
+BUF(1, writeonly, DX, dxs)
+layout(push_constant) uniform args {
+  PTR(DY, dys) PTR(DX, dxs)
+  POOL_ARGS int incl; };
+void main() {
+  const int PQ = P * Q, HW = H * W, total = planes * HW;
+  for (int t = GID; t < total; t += GSTRIDE) {
+    const int iw = t % W, ih = (t / W) % H, plane = t / HW;
+    COVER(ih, ph, wh, sh, P, p0, p1)
+    COVER(iw, pw, ww, sw, Q, q0, q1)
+    precise real acc = real(0.0);
+    for (int p = p0; p <= p1; ++p)
+      for (int q = q0; q <= q1; ++q)
+        acc += dys[plane * PQ + p * Q + q] /
+               real(window_count(H, W, p * sh - ph, q * sw - pw, wh, ww, incl));
+    dxs[t] = acc;
+  }
+}

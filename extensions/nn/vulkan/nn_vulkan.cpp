@@ -1,0 +1,479 @@
+// NN bundle for the Vulkan framework (plugins/vulkan): our own GLSL compute shaders
+// (kernels.comp), in f32 and, where the device has shaderFloat64 (its "fp64" property), f64.
+// It serves, so far:
+//   sigmoid, relu, tanh, elu: forward, _pointwise (in place), _grad, _pointwise_grad;
+//   softmax, log_softmax and their _grad, along any axis;
+//   dropout, dropout_grad (the exact splitmix64 mask of pcy_nn.h);
+//   pooling_max, pooling_max_indexed, pooling_avg and their _grad (pooling_max_grad_indexed too).
+// Every other op of pcy_nn.h (convolution with its bias, algorithm and gradients, LRN,
+// layer_norm, rms_norm, cross_entropy, embedding, batch_norm) is not registered: the host runs it
+// on the next ranked framework that has it (the fallback policy), or reports it unsupported
+// (docs/vulkan.md, "The NN bundle").
+// Each shader is built by the framework's program_build (GLSL to SPIR-V through shaderc, kept in
+// the kernel cache) on its first use in a context, per dtype and per form: buffers as
+// descriptors, or by device address (-DPCY_ADDRESSES) when a tensor is larger than a descriptor
+// can bind (maxStorageBufferRange; see run_op), as blas_vulkan does. Arguments follow the
+// plugin's convention: buffers in binding order, scalars in push-constant member order. An op
+// decodes and re-checks its arguments with the shared decoder (nn_call.hpp) and records its
+// launch (and dropout's copies) on the call's queue without waiting.
+#include "nn_call.hpp"
+
+#include "nn_vulkan_kernels.hpp" // kernels.comp, embedded at build time (generated)
+
+#include <parenchyma/sdk/device_bundle.hpp>
+#include <parenchyma/sdk/dtype.hpp>
+#include <parenchyma/sdk/op_schema.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <cstdlib>
+#include <initializer_list>
+#include <memory>
+#include <span>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+namespace {
+
+using namespace parenchyma;
+namespace nb = parenchyma::nn_bundle;
+
+constexpr const char* bundle_name = "nn_vulkan";
+
+// Grid-strided kernels stop at this many work-groups (Vulkan promises 65535 per dimension).
+constexpr uint64_t max_groups_1d = 4096;
+
+// The kernels of kernels.comp, by its `#kernel` names.
+enum kernel_id {
+  K_ACT_FWD,
+  K_ACT_BWD,
+  K_SM_FWD,
+  K_SM_BWD,
+  K_DROP_FWD,
+  K_DROP_BWD,
+  K_POOL_MAX,
+  K_POOL_MAX_GRAD,
+  K_POOL_MAX_GRAD_IDX,
+  K_POOL_AVG,
+  K_POOL_AVG_GRAD,
+  K_COUNT
+};
+constexpr std::array<const char*, K_COUNT> kernel_names{
+    "act_fwd",  "act_bwd",       "softmax_fwd",       "softmax_bwd", "dropout_fwd",  "dropout_bwd",
+    "pool_max", "pool_max_grad", "pool_max_grad_idx", "pool_avg",    "pool_avg_grad"};
+
+// kernels.comp cut into one source per kernel (sdk::kernel_sections): each kernel is its own
+// program, built on its first use, so a process that calls one op compiles one shader. Cut once
+// per process.
+const std::vector<std::string>& kernel_sources() {
+  static const std::vector<std::string> sources =
+      sdk::kernel_sections(nn_vulkan::kernel_source, kernel_names);
+  return sources;
+}
+
+// One dtype's kernels: available (with the options every kernel of it is built with) or not
+// (with the reason); each kernel built on first use.
+struct dtype_state {
+  bool available = false;
+  std::string reason;
+  std::string options;
+  std::array<pcy_kernel, K_COUNT> k{};  // buffers bound as descriptors
+  std::array<pcy_kernel, K_COUNT> ka{}; // buffers by device address (-DPCY_ADDRESSES)
+};
+
+// Element indices are 32-bit ints in the shaders: a tensor stays below 2^31 - 2^21 elements, so
+// that no index, nor one a grid stride (at most 2^20 invocations) past it, reaches 2^31.
+constexpr uint64_t max_index_elements = (uint64_t(1) << 31) - (uint64_t(1) << 21);
+
+template <class T>
+constexpr pcy_dtype dt = std::is_same_v<T, float> ? PCY_DTYPE_F32 : PCY_DTYPE_F64;
+
+struct vk_context : sdk::device_context {
+  explicit vk_context(const pcy_bundle_context_args& a) : device_context(a) {}
+  dtype_state f32, f64;
+  uint32_t wg = 256; // EWG: invocations per work-group
+  uint64_t grid_cap = max_groups_1d;
+  // A tensor of more than `max_binding` bytes cannot be a descriptor: the op then runs the
+  // kernels' address form (bufferDeviceAddress). Set per op by run_op.
+  uint64_t max_binding = UINT64_MAX;
+  bool device_address = false;
+  bool addresses = false;
+  // One 4-byte word: the last, partial word of a dropout mask (4 does not divide its size).
+  pcy_memory tail = nullptr;
+
+  // Kernel `id` of dtype T in the current op's form, built on first use (the host serialises a
+  // context's ops).
+  template <class T> pcy_kernel get(kernel_id id) {
+    dtype_state& d = std::is_same_v<T, float> ? f32 : f64;
+    if (!d.available) sdk::fail(PCY_ERR_UNSUPPORTED, d.reason);
+    pcy_kernel& k = addresses ? d.ka[id] : d.k[id];
+    if (k == nullptr) [[unlikely]]
+      k = make_kernel(d, id, addresses);
+    return k;
+  }
+  pcy_kernel make_kernel(const dtype_state& d, kernel_id id, bool by_address) {
+    build_failure failed;
+    const std::string options = by_address ? d.options + " -DPCY_ADDRESSES" : d.options;
+    pcy_program p = build(kernel_sources()[id].c_str(), options.c_str(), &failed);
+    if (p == nullptr)
+      sdk::fail(failed.code, sdk::str("nn_vulkan: shader ", kernel_names[id], " (", options,
+                                      "): ", failed.message));
+    return kernel(p, kernel_names[id]);
+  }
+  // f64 ops on a device without shaderFloat64 are unavailable here, so the host routes them to
+  // another framework instead of failing at call time.
+  bool op_available(const pcy_op_desc& op, const char** reason) const {
+    if (op.dtype == PCY_DTYPE_F64 && !f64.available) {
+      *reason = f64.reason.c_str();
+      return false;
+    }
+    return true;
+  }
+  // A grid-strided kernel over `items`: whole work-groups, at most grid_cap of them.
+  void grid(pcy_queue q, pcy_kernel k, uint64_t items,
+            std::initializer_list<pcy_kernel_arg> args) const {
+    const uint64_t groups = std::clamp<uint64_t>((items + wg - 1) / wg, 1, grid_cap);
+    launch(q, k, 1, {groups * wg, 1, 1}, {wg, 1, 1}, args);
+  }
+};
+
+using sdk::mem;
+using sdk::val;
+
+// A device-side copy of `bytes` bytes on the call's queue (ordered with the launches around it).
+void copy(const vk_context& cx, pcy_queue q, pcy_memory src, uint64_t src_offset, pcy_memory dst,
+          uint64_t dst_offset, uint64_t bytes) {
+  pcy_memory_copy_args c{};
+  c.struct_size = sizeof c;
+  c.queue = q;
+  c.src = src;
+  c.src_offset = src_offset;
+  c.dst = dst;
+  c.dst_offset = dst_offset;
+  c.bytes = bytes;
+  sdk::check(cx.fw->memory_copy(&c));
+}
+
+// ---- activations ---------------------------------------------------------------------------
+
+template <const pcy_op_schema& S, int Kind, bool Grad, class T>
+void op_act(vk_context& cx, const sdk::op_args& a) {
+  nb::eltwise_call c;
+  if constexpr (Grad)
+    c = nb::decode_act_grad<S>(a, dt<T>);
+  else
+    c = nb::decode_act<S>(a, dt<T>);
+  if (c.n == 0) return;
+  const int32_t n = nb::to_int(static_cast<int64_t>(c.n), S, "the element count");
+  const int32_t kind = Kind;
+  const T alpha = static_cast<T>(c.alpha);
+  if constexpr (Grad)
+    cx.grid(a.queue(), cx.get<T>(K_ACT_BWD), c.n,
+            {mem(c.x->memory), mem(c.dy->memory), mem(c.y->memory), val(alpha), val(n), val(kind)});
+  else
+    cx.grid(a.queue(), cx.get<T>(K_ACT_FWD), c.n,
+            {mem(c.x->memory), mem(c.y->memory), val(alpha), val(n), val(kind)});
+}
+
+// ---- softmax -------------------------------------------------------------------------------
+
+// An invocation per line of the axis (outer x inner lines of len elements).
+template <const pcy_op_schema& S, bool Log, class T>
+void op_softmax(vk_context& cx, const sdk::op_args& a) {
+  const nb::softmax_call c = nb::decode_softmax<S>(a, dt<T>);
+  if (c.outer == 0 || c.len == 0 || c.inner == 0) return;
+  constexpr bool grad = nb::detail::has<S>("dx");
+  // outer x len x inner is the tensor's element count, below 2^31 (run_op): so is each factor.
+  const uint64_t lines = c.outer * c.inner;
+  const int32_t nl = static_cast<int32_t>(lines), len = static_cast<int32_t>(c.len),
+                inner = static_cast<int32_t>(c.inner), logm = Log ? 1 : 0;
+  if constexpr (grad)
+    cx.grid(a.queue(), cx.get<T>(K_SM_BWD), lines,
+            {mem(c.x->memory), mem(c.dy->memory), mem(c.y->memory), val(nl), val(len), val(inner),
+             val(logm)});
+  else
+    cx.grid(a.queue(), cx.get<T>(K_SM_FWD), lines,
+            {mem(c.x->memory), mem(c.y->memory), val(nl), val(len), val(inner), val(logm)});
+}
+
+// ---- dropout -------------------------------------------------------------------------------
+
+// An invocation per 4 elements and their mask word (no 8-bit storage: the mask is written and
+// read as 32-bit words). A mask of n bytes, 4 not dividing n, ends in a partial word that no
+// shader may touch (it reaches past the buffer): it passes through the context's `tail` word,
+// copied on the queue after the forward, before the gradient.
+template <const pcy_op_schema& S, bool Grad, class T>
+void op_dropout(vk_context& cx, const sdk::op_args& a) {
+  const nb::dropout_call c = nb::decode_dropout<S>(a, dt<T>);
+  if (c.n == 0) return;
+  const int32_t n = nb::to_int(static_cast<int64_t>(c.n), S, "the element count");
+  const T scale = static_cast<T>(c.scale);
+  const uint64_t whole = c.n / 4 * 4, rest = c.n - whole;
+  const uint64_t words = (c.n + 3) / 4;
+  if constexpr (Grad) {
+    if (rest != 0) copy(cx, a.queue(), c.mask->memory, whole, cx.tail, 0, rest);
+    cx.grid(a.queue(), cx.get<T>(K_DROP_BWD), words,
+            {mem(c.x->memory), mem(c.mask->memory), mem(cx.tail), mem(c.y->memory), val(scale),
+             val(n)});
+  } else {
+    const uint32_t seed_lo = static_cast<uint32_t>(c.seed),
+                   seed_hi = static_cast<uint32_t>(c.seed >> 32), thr = c.threshold;
+    cx.grid(a.queue(), cx.get<T>(K_DROP_FWD), words,
+            {mem(c.x->memory), mem(c.y->memory), mem(c.mask->memory), mem(cx.tail), val(scale),
+             val(n), val(seed_lo), val(seed_hi), val(thr)});
+    if (rest != 0) copy(cx, a.queue(), cx.tail, 0, c.mask->memory, whole, rest);
+  }
+}
+
+// ---- pooling -------------------------------------------------------------------------------
+
+// The geometry as the kernels take it (POOL_ARGS), every value a 32-bit int: planes H W P Q wh ww
+// sh sw ph pw. Every tensor of the op is below 2^31 elements (run_op), and so are the window's
+// coordinates, which stay within the padded plane.
+struct pool_geo {
+  std::array<int32_t, 11> v{};
+};
+pool_geo pool_geo_of(const nb::pool_call& c, const pcy_op_schema& s) {
+  pool_geo g;
+  const int64_t in[11] = {c.N * c.C, c.H,         c.W,         c.P,      c.Q,     c.win[0],
+                          c.win[1],  c.stride[0], c.stride[1], c.pad[0], c.pad[1]};
+  for (int i = 0; i < 11; ++i)
+    g.v[i] = nb::to_int(in[i], s, "a pooling extent or geometry value");
+  if (c.P * c.stride[0] + c.win[0] + 2 * c.pad[0] + c.H >= (int64_t{1} << 31) ||
+      c.Q * c.stride[1] + c.win[1] + 2 * c.pad[1] + c.W >= (int64_t{1} << 31))
+    sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str(s.extension, ".", s.name,
+                                            ": the geometry reaches coordinates beyond the 32-bit "
+                                            "range of nn_vulkan's kernels; use smaller geometry"));
+  return g;
+}
+#define PCY_POOL_ARGS                                                                              \
+  val(g.v[0]), val(g.v[1]), val(g.v[2]), val(g.v[3]), val(g.v[4]), val(g.v[5]), val(g.v[6]),       \
+      val(g.v[7]), val(g.v[8]), val(g.v[9]), val(g.v[10])
+
+template <const pcy_op_schema& S, bool Indexed, class T>
+void op_pool_max(vk_context& cx, const sdk::op_args& a) {
+  const nb::pool_call c = nb::decode_pool<S>(a, dt<T>);
+  const pool_geo g = pool_geo_of(c, S);
+  const uint64_t total = uint64_t(c.N * c.C) * c.P * c.Q;
+  if (total == 0) return;
+  const int32_t with = Indexed ? 1 : 0;
+  // Plain max pooling has no indices: the tail word stands in for the binding (not written).
+  cx.grid(a.queue(), cx.get<T>(K_POOL_MAX), total,
+          {mem(c.x->memory), mem(c.y->memory), mem(Indexed ? c.indices->memory : cx.tail),
+           PCY_POOL_ARGS, val(with)});
+}
+
+template <class T> void op_pool_max_grad(vk_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_pooling_max_grad_schema;
+  const nb::pool_call c = nb::decode_pool<S>(a, dt<T>);
+  const pool_geo g = pool_geo_of(c, S);
+  const uint64_t total = uint64_t(c.N * c.C) * c.H * c.W;
+  if (total == 0) return;
+  cx.grid(a.queue(), cx.get<T>(K_POOL_MAX_GRAD), total,
+          {mem(c.x->memory), mem(c.dy->memory), mem(c.dx->memory), PCY_POOL_ARGS});
+}
+
+// An invocation per plane: it zeroes its plane of dx and adds dy at the indices in order.
+template <class T> void op_pool_max_grad_indexed(vk_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_pooling_max_grad_indexed_schema;
+  const nb::pool_call c = nb::decode_pool<S>(a, dt<T>);
+  const int64_t planes = c.N * c.C, HW = c.H * c.W, PQ = c.P * c.Q;
+  if (planes == 0 || HW == 0) return;
+  const int32_t np = nb::to_int(planes, S, "the planes"), hw = nb::to_int(HW, S, "a plane"),
+                pq = nb::to_int(PQ, S, "a pooled plane");
+  cx.grid(
+      a.queue(), cx.get<T>(K_POOL_MAX_GRAD_IDX), uint64_t(planes),
+      {mem(c.dy->memory), mem(c.indices->memory), mem(c.dx->memory), val(np), val(hw), val(pq)});
+}
+
+template <const pcy_op_schema& S, bool Grad, class T>
+void op_pool_avg(vk_context& cx, const sdk::op_args& a) {
+  const nb::pool_call c = nb::decode_pool<S>(a, dt<T>);
+  const pool_geo g = pool_geo_of(c, S);
+  const int32_t incl = c.include_padding ? 1 : 0;
+  if constexpr (Grad) {
+    const uint64_t total = uint64_t(c.N * c.C) * c.H * c.W;
+    if (total == 0) return;
+    cx.grid(a.queue(), cx.get<T>(K_POOL_AVG_GRAD), total,
+            {mem(c.dy->memory), mem(c.dx->memory), PCY_POOL_ARGS, val(incl)});
+  } else {
+    const uint64_t total = uint64_t(c.N * c.C) * c.P * c.Q;
+    if (total == 0) return;
+    cx.grid(a.queue(), cx.get<T>(K_POOL_AVG), total,
+            {mem(c.x->memory), mem(c.y->memory), PCY_POOL_ARGS, val(incl)});
+  }
+}
+#undef PCY_POOL_ARGS
+
+// ---- the bundle ----------------------------------------------------------------------------
+
+// Before every op, as blas_vulkan: a tensor that starts past its memory's first byte is refused
+// (the kernels take each buffer from its start; no host in this tree passes another offset), a
+// tensor too large for 32-bit indices is refused, and the op's form is chosen: descriptors when
+// every tensor fits a binding (maxStorageBufferRange), else device addresses, or a refusal
+// naming the limit on a device without them.
+template <void (*F)(vk_context&, const sdk::op_args&)>
+void run_op(vk_context& cx, const sdk::op_args& a) {
+  uint64_t largest = 0;
+  uint32_t largest_arg = 0;
+  for (uint32_t k = 0; k < a.size(); ++k) {
+    if (!a.is_tensor(k)) continue;
+    const pcy_tensor& t = a.t(k);
+    if (t.byte_offset != 0)
+      sdk::fail(PCY_ERR_UNSUPPORTED,
+                sdk::str("argument ", k, " starts at byte offset ", t.byte_offset,
+                         "; nn_vulkan takes tensors at offset 0"));
+    // A negative or overflowing shape is left to the op's decoder, which refuses it by name.
+    uint64_t elements = 1;
+    bool valid = t.shape != nullptr || t.ndim == 0;
+    for (int32_t d = 0; valid && d < t.ndim; ++d) {
+      const int64_t e = t.shape[d];
+      valid = e >= 0 && (e == 0 || elements <= UINT64_MAX / static_cast<uint64_t>(e));
+      if (valid) elements *= static_cast<uint64_t>(e);
+    }
+    if (!valid) continue;
+    if (elements >= max_index_elements)
+      sdk::fail(PCY_ERR_UNSUPPORTED,
+                sdk::str("argument ", k, " has ", elements,
+                         " elements; nn_vulkan's shaders index with 32-bit integers and take "
+                         "tensors below ",
+                         max_index_elements, " elements: split the data into smaller tensors"));
+    const uint64_t bytes = elements * std::max<uint64_t>(sdk::dtype_size(t.dtype), 1);
+    if (bytes > largest) {
+      largest = bytes;
+      largest_arg = k;
+    }
+  }
+  cx.addresses = largest > cx.max_binding;
+  if (cx.addresses && !cx.device_address)
+    sdk::fail(PCY_ERR_UNSUPPORTED,
+              sdk::str("argument ", largest_arg, " is a tensor of ", largest,
+                       " bytes, above the device's maxStorageBufferRange (", cx.max_binding,
+                       " bytes), the most a shader can bind, and the device has no "
+                       "bufferDeviceAddress (its 'buffer_device_address' property is false), "
+                       "which nn_vulkan uses past that limit: use smaller tensors on this "
+                       "device, or another framework"));
+  F(cx, a);
+}
+
+constexpr sdk::bundle_identity identity{
+    bundle_name, PCY_NN_EXTENSION, "vulkan",
+    "NN on Vulkan: own GLSL compute shaders (activations, softmax, dropout, pooling; the other "
+    "ops fall back)"};
+
+class nn_vulkan_bundle : public sdk::bundle_base<identity, vk_context> {
+public:
+  explicit nn_vulkan_bundle(const pcy_host_services& host) : bundle_base(host) {
+    if (const char* e = settings_.find("PARENCHYMA_NN_VULKAN_MAX_BINDING")) {
+      char* end = nullptr;
+      const unsigned long long v = std::strtoull(e, &end, 10);
+      if (end != e && *end == '\0')
+        max_binding_ = v;
+      else
+        log_.warn("PARENCHYMA_NN_VULKAN_MAX_BINDING=", e, " ignored: expected a byte count");
+    }
+    if (const char* e = settings_.find("PARENCHYMA_NN_VULKAN_GRID_CAP")) {
+      char* end = nullptr;
+      const unsigned long long v = std::strtoull(e, &end, 10);
+      if (end != e && *end == '\0' && v >= 1 && v <= max_groups_1d) // it lowers the cap only
+        grid_cap_ = v;
+      else
+        log_.warn("PARENCHYMA_NN_VULKAN_GRID_CAP=", e, " ignored: expected 1 to ", max_groups_1d,
+                  " work-groups");
+    }
+#define PCY_ACT(a, K)                                                                              \
+  add<op_act<pcy_nn_##a##_schema, K, false, float>,                                                \
+      op_act<pcy_nn_##a##_schema, K, false, double>>(pcy_nn_##a##_schema);                         \
+  add<op_act<pcy_nn_##a##_pointwise_schema, K, false, float>,                                      \
+      op_act<pcy_nn_##a##_pointwise_schema, K, false, double>>(pcy_nn_##a##_pointwise_schema);     \
+  add<op_act<pcy_nn_##a##_grad_schema, K, true, float>,                                            \
+      op_act<pcy_nn_##a##_grad_schema, K, true, double>>(pcy_nn_##a##_grad_schema);                \
+  add<op_act<pcy_nn_##a##_pointwise_grad_schema, K, true, float>,                                  \
+      op_act<pcy_nn_##a##_pointwise_grad_schema, K, true, double>>(                                \
+      pcy_nn_##a##_pointwise_grad_schema);
+    PCY_ACT(sigmoid, 0)
+    PCY_ACT(relu, 1)
+    PCY_ACT(tanh, 2)
+    PCY_ACT(elu, 3)
+#undef PCY_ACT
+#define PCY_ADD2(F, s, ...) add<F<s, __VA_ARGS__, float>, F<s, __VA_ARGS__, double>>(s)
+    PCY_ADD2(op_softmax, pcy_nn_softmax_schema, false);
+    PCY_ADD2(op_softmax, pcy_nn_log_softmax_schema, true);
+    PCY_ADD2(op_softmax, pcy_nn_softmax_grad_schema, false);
+    PCY_ADD2(op_softmax, pcy_nn_log_softmax_grad_schema, true);
+    PCY_ADD2(op_dropout, pcy_nn_dropout_schema, false);
+    PCY_ADD2(op_dropout, pcy_nn_dropout_grad_schema, true);
+    PCY_ADD2(op_pool_max, pcy_nn_pooling_max_schema, false);
+    PCY_ADD2(op_pool_max, pcy_nn_pooling_max_indexed_schema, true);
+    add<op_pool_max_grad<float>, op_pool_max_grad<double>>(pcy_nn_pooling_max_grad_schema);
+    add<op_pool_max_grad_indexed<float>, op_pool_max_grad_indexed<double>>(
+        pcy_nn_pooling_max_grad_indexed_schema);
+    PCY_ADD2(op_pool_avg, pcy_nn_pooling_avg_schema, false);
+    PCY_ADD2(op_pool_avg, pcy_nn_pooling_avg_grad_schema, true);
+#undef PCY_ADD2
+  }
+
+  std::span<const pcy_op_desc> ops() const { return table_.ops(); }
+
+  context_type* create_context(const pcy_bundle_context_args& a) {
+    sdk::require_slots(*a.framework, bundle_name,
+                       {PCY_FRAMEWORK_SLOT_program_build, PCY_FRAMEWORK_SLOT_kernel_create,
+                        PCY_FRAMEWORK_SLOT_kernel_launch, PCY_FRAMEWORK_SLOT_memory_alloc,
+                        PCY_FRAMEWORK_SLOT_memory_copy});
+    auto cx = std::make_unique<vk_context>(a);
+    const sdk::device_facts dev = sdk::device_facts_of(a);
+    // 256 invocations a work-group where the device allows them (or does not say), else 128:
+    // Vulkan promises 128 (maxComputeWorkGroupInvocations).
+    if (dev.max_work_group > 0 && dev.max_work_group < 256) cx->wg = 128;
+    if (grid_cap_ > 0) cx->grid_cap = grid_cap_;
+    cx->max_binding = static_cast<uint64_t>(
+        std::max<int64_t>(0, sdk::device_number(a, "max_storage_buffer_range", INT64_MAX)));
+    cx->max_binding = std::min(cx->max_binding, max_binding_);
+    cx->device_address = sdk::device_number(a, "buffer_device_address", 0) != 0;
+
+    // One kernel per dtype now (act_fwd), so that a device or a build without a GLSL compiler
+    // fails the context (f32) or marks f64 unavailable at once; the others on first use.
+    prepare(*cx, cx->f32, "float", true);
+    if (dev.fp64)
+      prepare(*cx, cx->f64, "double", false);
+    else
+      cx->f64.reason =
+          "f64 NN on this device: the Vulkan device has no shaderFloat64 (its 'fp64' property "
+          "is false); f64 ops go to another framework where one serves them";
+    cx->tail = cx->alloc(16);
+    return cx.release();
+  }
+
+private:
+  void prepare(vk_context& cx, dtype_state& d, const char* real, bool must) {
+    d.options = sdk::str("-DREAL=", real, must ? "" : " -DPCY_FP64", " -DEWG=", cx.wg);
+    try {
+      d.k[K_ACT_FWD] = cx.make_kernel(d, K_ACT_FWD, false);
+    } catch (const std::exception& e) {
+      if (must) throw;
+      // f64 is optional: a device that fails to build or load it keeps f32 serving.
+      d.reason = sdk::str("f64 NN shaders did not build on this device (", e.what(), ")");
+      log_.info(d.reason);
+      return;
+    }
+    d.available = true;
+  }
+
+  template <void (*F32)(vk_context&, const sdk::op_args&),
+            void (*F64)(vk_context&, const sdk::op_args&)>
+  void add(const pcy_op_schema& schema) {
+    table_.add<run_op<F32>, run_op<F64>>(
+        schema, sdk::str("parenchyma GLSL compute shader nn.", schema.name, " (f32)"),
+        sdk::str("parenchyma GLSL compute shader nn.", schema.name, " (f64)"));
+  }
+
+  uint64_t grid_cap_ = 0;             // PARENCHYMA_NN_VULKAN_GRID_CAP; 0: the default
+  uint64_t max_binding_ = UINT64_MAX; // PARENCHYMA_NN_VULKAN_MAX_BINDING (a test aid)
+  sdk::op_table<nn_vulkan_bundle> table_;
+};
+
+} // namespace
+
+PCY_BUNDLE_PLUGIN(nn_vulkan_bundle)
