@@ -785,9 +785,46 @@ inline void lrn_image_body(const lrn_geom& g, const T* xi, T* yi, double* scratc
     lrn_apply(xi + c * g.HW, yi + c * g.HW, scratch, g.HW, g.beta);
   }
 }
+// f32: each channel's window summed afresh in f32 (in channel order) and s^-beta in f32, eight
+// lanes where the double form has four and with f32's square root and division. pcy_nn.h's
+// semantics hold: a NaN or infinity reaches exactly the channels whose window holds it (no
+// running sum), and finite inputs stay within the suite's bounds up to the magnitude at which a
+// window's sum of squares still fits f32 (docs/nn.md, "Input classes"). beta other than 0.75,
+// 0.5 or 1 takes std::pow in double. scratch: HW doubles, used as HW floats.
 PCY_NN_NATIVE_CLONES inline void lrn_image(const lrn_geom& g, const float* x, float* y,
                                            double* scratch) {
-  lrn_image_body(g, x, y, scratch);
+  float* s = reinterpret_cast<float*>(scratch);
+  const float an = static_cast<float>(g.alpha / static_cast<double>(g.n));
+  const float k = static_cast<float>(g.k);
+  const int64_t HW = g.HW;
+  for (int64_t c = 0; c < g.C; ++c) {
+    for (int64_t i = 0; i < HW; ++i)
+      s[i] = 0;
+    const int64_t lo = std::max<int64_t>(c - g.n / 2, 0), hi = std::min(c + (g.n - 1) / 2, g.C - 1);
+    for (int64_t cc = lo; cc <= hi; ++cc) {
+      const float* xc = x + cc * HW;
+      for (int64_t i = 0; i < HW; ++i)
+        s[i] += xc[i] * xc[i];
+    }
+    const float* xi = x + c * HW;
+    float* yi = y + c * HW;
+    if (g.beta == 0.75) {
+      for (int64_t i = 0; i < HW; ++i) {
+        const float r = std::sqrt(k + an * s[i]);
+        yi[i] = xi[i] / (r * std::sqrt(r));
+      }
+    } else if (g.beta == 0.5) {
+      for (int64_t i = 0; i < HW; ++i)
+        yi[i] = xi[i] / std::sqrt(k + an * s[i]);
+    } else if (g.beta == 1) {
+      for (int64_t i = 0; i < HW; ++i)
+        yi[i] = xi[i] / (k + an * s[i]);
+    } else {
+      for (int64_t i = 0; i < HW; ++i)
+        yi[i] = static_cast<float>(static_cast<double>(xi[i]) *
+                                   std::pow(static_cast<double>(k + an * s[i]), -g.beta));
+    }
+  }
 }
 PCY_NN_NATIVE_CLONES inline void lrn_image(const lrn_geom& g, const double* x, double* y,
                                            double* scratch) {
