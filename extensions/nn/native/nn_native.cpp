@@ -888,7 +888,7 @@ lrn_geom lgeom(const nb::lrn_call& c) {
 // subtracting the one leaving it. One NaN, infinity or huge value (1e18: its square swamps the
 // others) then poisons or shifts every later channel of the pixel (Inf - Inf is NaN; 1e8 - 1e8
 // loses the small squares), and its reference kernel loses huge inputs too. The loop sums each
-// window afresh in double.
+// window afresh, in the data's type (f32 or f64; nn_loops.hpp's lrn_image).
 template <class T> void op_lrn(native_context& cx, const sdk::op_args& a) {
   const nb::lrn_call c = nb::decode_lrn<pcy_nn_lrn_schema>(a, dt<T>);
   const lrn_geom g = lgeom(c);
