@@ -23,6 +23,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -50,7 +51,7 @@ bool has_op(const char* fw, const char* op) {
 }
 std::vector<Backend> gpu_backends() {
   std::vector<Backend> out;
-  for (const char* n : {"opencl", "cuda"})
+  for (const char* n : {"opencl", "cuda", "vulkan"})
     if (has_array_bundle(n)) out.emplace_back(n);
   return out;
 }
@@ -280,9 +281,29 @@ std::shared_ptr<TensorStorage> upload(const Backend& b, const input& in) {
 enum class opkind { eval, reduce, scan };
 
 // Runs a program on b; returns the output's bytes (out_elems elements of out_dtype).
+std::vector<uint8_t> run_on(const Backend& b, opkind k, const program_words& p, int out_dtype,
+                            int64_t out_elems, const std::vector<input>& inputs, int64_t kind,
+                            double correction);
+// array_vulkan serves only the programs it writes exactly in GLSL and refuses the others
+// (transcendental functions, the half types) with errc::unsupported: such a case is reported
+// (once per reason) and checked on the native bundle only.
 std::vector<uint8_t> run(const Backend& b, opkind k, const program_words& p, int out_dtype,
                          int64_t out_elems, const std::vector<input>& inputs, int64_t kind = 0,
                          double correction = 0) {
+  if (b.framework().name() != "vulkan")
+    return run_on(b, k, p, out_dtype, out_elems, inputs, kind, correction);
+  try {
+    return run_on(b, k, p, out_dtype, out_elems, inputs, kind, correction);
+  } catch (const error& e) {
+    if (e.code() != errc::unsupported) throw;
+    static std::set<std::string> seen;
+    if (seen.insert(e.what()).second) WARN("skipped on vulkan: " << e.what());
+    return run_on(Backend("native"), k, p, out_dtype, out_elems, inputs, kind, correction);
+  }
+}
+std::vector<uint8_t> run_on(const Backend& b, opkind k, const program_words& p, int out_dtype,
+                            int64_t out_elems, const std::vector<input>& inputs, int64_t kind,
+                            double correction) {
   pa::Array out(b, {out_elems}, static_cast<pcy_dtype>(out_dtype));
   auto ost = out.node()->storage;
   std::memset(ost->host(access::write_only), 0xA5,

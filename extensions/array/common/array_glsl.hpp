@@ -1,0 +1,521 @@
+// Array bundles, shared part: the GLSL compute dialect of the code generator (array_vulkan). It
+// writes the eval kernel of a spec (array_codegen.hpp) as a GLSL 4.50 compute shader with the
+// semantics of array_scalar.hpp, bit for bit where pcy_array.h says exact. It is a generator of
+// its own rather than a third branch through array_codegen.hpp's C text: GLSL has no pointers,
+// typedefs, C casts or out-parameters, and the OpenCL and CUDA output stays untouched.
+//
+// The shader's interface (the Vulkan plugin's convention: buffers fill set 0's bindings in
+// order):
+//   bindings 0..    the elements (T o<p>[]) of each operand bound(s) lists, outputs first,
+//                   inputs read-only (an input no instruction reads is not bound);
+//   the next one    the meta words (array_codegen.hpp's layout, immediates after it) as the
+//                   int64 words' raw bytes: `uint w[]`, word k at w[2k] (low) and w[2k + 1]
+//                   (high). The host guarantees every shape, stride, offset and element count
+//                   fits 31 bits (indices are 32-bit ints here) and passes the rest to no shader.
+// No push constants: the meta words outgrow lavapipe's 128 bytes.
+//
+// Floating arithmetic is `precise` (no contraction, and Mesa's NIR keeps NaN and infinity:
+// without it lavapipe treats float maths as free of them), and every classification (NaN, inf,
+// sign, zero) reads the bits. Instructions without an exact GLSL form (the transcendental
+// functions, floating FLOORDIV/REM/POW, HYPOT, LOGADDEXP) and the half types are refused with
+// PCY_ERR_UNSUPPORTED naming what: `unsupported()` says which before anything is built.
+#pragma once
+
+#include "array_codegen.hpp"
+
+#include <string>
+
+namespace parenchyma::array_bundle::glsl {
+
+using codegen::spec;
+using codegen::detail::fmt;
+using codegen::detail::is_signed_int;
+
+// What a device offers the shaders (the Vulkan plugin's device properties).
+struct features {
+  bool fp64 = false, int64 = false, int8 = false, int16 = false;
+};
+
+namespace detail {
+
+inline const char* gtype(int d) {
+  switch (d) {
+  case PCY_DTYPE_F32: return "float";
+  case PCY_DTYPE_F64: return "double";
+  case PCY_DTYPE_I8: return "int8_t";
+  case PCY_DTYPE_I16: return "int16_t";
+  case PCY_DTYPE_I32: return "int";
+  case PCY_DTYPE_I64: return "int64_t";
+  case PCY_DTYPE_U8:
+  case PCY_DTYPE_BOOL: return "uint8_t";
+  default: return "void";
+  }
+}
+inline const char* tn(int d) { return codegen::detail::tname(d); }
+inline int bits(int d) { return codegen::detail::bits_of(d); }
+inline std::string reg(int k) { return fmt("r%d", k); }
+
+// The exact instructions (and the structural ones) this dialect writes.
+inline bool writes(int op, int t) {
+  switch (op) {
+  case PCY_ARRAY_OP_LOAD:
+  case PCY_ARRAY_OP_CONST:
+  case PCY_ARRAY_OP_INDEX:
+  case PCY_ARRAY_OP_GATHER:
+  case PCY_ARRAY_OP_STORE:
+  case PCY_ARRAY_OP_CAST:
+  case PCY_ARRAY_OP_WHERE:
+  case PCY_ARRAY_OP_NEG:
+  case PCY_ARRAY_OP_ABS:
+  case PCY_ARRAY_OP_SIGN:
+  case PCY_ARRAY_OP_SQUARE:
+  case PCY_ARRAY_OP_SQRT:
+  case PCY_ARRAY_OP_RSQRT:
+  case PCY_ARRAY_OP_FLOOR:
+  case PCY_ARRAY_OP_CEIL:
+  case PCY_ARRAY_OP_ROUND:
+  case PCY_ARRAY_OP_TRUNC:
+  case PCY_ARRAY_OP_NOT:
+  case PCY_ARRAY_OP_ISNAN:
+  case PCY_ARRAY_OP_ISINF:
+  case PCY_ARRAY_OP_ISFINITE:
+  case PCY_ARRAY_OP_ADD:
+  case PCY_ARRAY_OP_SUB:
+  case PCY_ARRAY_OP_MUL:
+  case PCY_ARRAY_OP_DIV:
+  case PCY_ARRAY_OP_MINIMUM:
+  case PCY_ARRAY_OP_MAXIMUM:
+  case PCY_ARRAY_OP_AND:
+  case PCY_ARRAY_OP_OR:
+  case PCY_ARRAY_OP_XOR:
+  case PCY_ARRAY_OP_SHL:
+  case PCY_ARRAY_OP_SHR:
+  case PCY_ARRAY_OP_EQ:
+  case PCY_ARRAY_OP_NE:
+  case PCY_ARRAY_OP_LT:
+  case PCY_ARRAY_OP_LE:
+  case PCY_ARRAY_OP_GT:
+  case PCY_ARRAY_OP_GE:
+  case PCY_ARRAY_OP_COPYSIGN:
+  case PCY_ARRAY_OP_NEXTAFTER: return true;
+  case PCY_ARRAY_OP_FLOORDIV:
+  case PCY_ARRAY_OP_REM:
+  case PCY_ARRAY_OP_POW: return !is_float(t);
+  default: return false;
+  }
+}
+
+// Bit-level helpers per floating type (NaN-safe under NIR's float assumptions).
+inline std::string float_helpers(int d) {
+  std::string t;
+  if (d == PCY_DTYPE_F32) {
+    t = R"(
+bool pcy_isnan_f32(float x) { return (floatBitsToUint(x) & 0x7FFFFFFFu) > 0x7F800000u; }
+bool pcy_isinf_f32(float x) { return (floatBitsToUint(x) & 0x7FFFFFFFu) == 0x7F800000u; }
+bool pcy_iszero_f32(float x) { return (floatBitsToUint(x) & 0x7FFFFFFFu) == 0u; }
+bool pcy_neg_f32(float x) { return (floatBitsToUint(x) & 0x80000000u) != 0u; }
+float pcy_abs_f32(float x) { return uintBitsToFloat(floatBitsToUint(x) & 0x7FFFFFFFu); }
+float pcy_flip_f32(float x) { return uintBitsToFloat(floatBitsToUint(x) ^ 0x80000000u); }
+float pcy_copysign_f32(float x, float y) {
+  return uintBitsToFloat((floatBitsToUint(x) & 0x7FFFFFFFu) | (floatBitsToUint(y) & 0x80000000u));
+}
+float pcy_nextafter_f32(float x, float y) {
+  if (pcy_isnan_f32(x) || pcy_isnan_f32(y)) return uintBitsToFloat(0x7FC00000u);
+  const uint ux = floatBitsToUint(x), uy = floatBitsToUint(y);
+  if (ux == uy || (pcy_iszero_f32(x) && pcy_iszero_f32(y))) return y;
+  if (pcy_iszero_f32(x)) return uintBitsToFloat((uy & 0x80000000u) | 1u);
+  const bool up = (x < y) != pcy_neg_f32(x); // away from zero
+  return uintBitsToFloat(up ? ux + 1u : ux - 1u);
+}
+)";
+  } else {
+    t = R"(
+uint pcy_hi_f64(double x) { return unpackDouble2x32(x).y; }
+uint pcy_lo_f64(double x) { return unpackDouble2x32(x).x; }
+bool pcy_isnan_f64(double x) {
+  const uint h = pcy_hi_f64(x) & 0x7FFFFFFFu;
+  return h > 0x7FF00000u || (h == 0x7FF00000u && pcy_lo_f64(x) != 0u);
+}
+bool pcy_isinf_f64(double x) {
+  return (pcy_hi_f64(x) & 0x7FFFFFFFu) == 0x7FF00000u && pcy_lo_f64(x) == 0u;
+}
+bool pcy_iszero_f64(double x) { return (pcy_hi_f64(x) & 0x7FFFFFFFu) == 0u && pcy_lo_f64(x) == 0u; }
+bool pcy_neg_f64(double x) { return (pcy_hi_f64(x) & 0x80000000u) != 0u; }
+double pcy_abs_f64(double x) {
+  return packDouble2x32(uvec2(pcy_lo_f64(x), pcy_hi_f64(x) & 0x7FFFFFFFu));
+}
+double pcy_flip_f64(double x) {
+  return packDouble2x32(uvec2(pcy_lo_f64(x), pcy_hi_f64(x) ^ 0x80000000u));
+}
+double pcy_copysign_f64(double x, double y) {
+  return packDouble2x32(
+      uvec2(pcy_lo_f64(x), (pcy_hi_f64(x) & 0x7FFFFFFFu) | (pcy_hi_f64(y) & 0x80000000u)));
+}
+double pcy_nextafter_f64(double x, double y) {
+  if (pcy_isnan_f64(x) || pcy_isnan_f64(y)) return packDouble2x32(uvec2(0u, 0x7FF80000u));
+  if (unpackDouble2x32(x) == unpackDouble2x32(y) || (pcy_iszero_f64(x) && pcy_iszero_f64(y)))
+    return y;
+  if (pcy_iszero_f64(x)) return packDouble2x32(uvec2(1u, pcy_hi_f64(y) & 0x80000000u));
+  const bool up = (x < y) != pcy_neg_f64(x); // away from zero
+  uint lo = pcy_lo_f64(x), hi = pcy_hi_f64(x);
+  if (up) { lo += 1u; if (lo == 0u) hi += 1u; } else { if (lo == 0u) hi -= 1u; lo -= 1u; }
+  return packDouble2x32(uvec2(lo, hi));
+}
+)";
+  }
+  return t;
+}
+
+// A cast of expression x (dtype from) to dtype to.
+inline std::string cast(const std::string& x, int from, int to) {
+  const char* T = gtype(to);
+  if (from == to) return x;
+  if (to == PCY_DTYPE_BOOL) {
+    if (is_float(from)) return fmt("uint8_t(!pcy_iszero_%s(%s))", tn(from), x.c_str());
+    return fmt("uint8_t((%s) != %s(0))", x.c_str(), gtype(from));
+  }
+  if (is_float(to) || from == PCY_DTYPE_BOOL || (is_int(from) && is_int(to)))
+    return fmt("%s(%s)", T, x.c_str()); // rounds to nearest even / wraps / 0 or 1
+  // float -> integer: truncated, saturated, NaN -> 0 (bounds exact in both float types)
+  const char* F = gtype(from);
+  const char *lo = "0.0", *hi = "256.0", *mn = "0", *mx = "255";
+  switch (to) {
+  case PCY_DTYPE_I8: lo = "-128.0", hi = "128.0", mn = "-128", mx = "127"; break;
+  case PCY_DTYPE_I16: lo = "-32768.0", hi = "32768.0", mn = "-32768", mx = "32767"; break;
+  case PCY_DTYPE_I32:
+    lo = "-2147483648.0", hi = "2147483648.0", mn = "(-2147483647 - 1)";
+    mx = "2147483647";
+    break;
+  case PCY_DTYPE_I64:
+    lo = "-9223372036854775808.0", hi = "9223372036854775808.0",
+    mn = "int64_t(0x8000000000000000ul)", mx = "int64_t(0x7FFFFFFFFFFFFFFFl)";
+    break;
+  default: break;
+  }
+  return fmt("(pcy_isnan_%s(%s) ? %s(0) : (%s) <= %s(%s) ? %s(%s) : (%s) >= %s(%s) ? %s(%s) : "
+             "%s(%s))",
+             tn(from), x.c_str(), T, x.c_str(), F, lo, T, mn, x.c_str(), F, hi, T, mx, T,
+             x.c_str());
+}
+
+// The meta word k as a 32-bit int (the host checked it fits).
+inline std::string word(int k) { return fmt("int(w[%d])", 2 * k); }
+
+inline std::string instruction_code(const spec& s, int k) {
+  const instruction& in = s.code[static_cast<size_t>(k)];
+  const int d = in.dtype;
+  const char* T = gtype(d);
+  const std::string r = reg(k);
+  const int t = op_operands(in.op) > 0 ? s.code[static_cast<size_t>(in.a)].dtype : d;
+  const std::string a = op_operands(in.op) > 0 ? reg(static_cast<int>(in.a)) : "";
+  const std::string b = op_operands(in.op) > 1 ? reg(static_cast<int>(in.b)) : "";
+  const std::string c = op_operands(in.op) > 2 ? reg(static_cast<int>(in.c)) : "";
+  const bool fl = is_float(t);
+  const char* n = tn(t);
+  const codegen::layout l = codegen::layout_of(s);
+  auto def = [&](const std::string& e) {
+    return std::string(is_float(d) ? "precise " : "") + T + " " + r + " = " + e + ";\n";
+  };
+  const char* A = a.c_str();
+  const char* B = b.c_str();
+  switch (in.op) {
+  case PCY_ARRAY_OP_LOAD: {
+    const std::string e =
+        fmt("o%lld[q%lld]", static_cast<long long>(in.a), static_cast<long long>(in.a));
+    return def(d == PCY_DTYPE_BOOL ? "uint8_t(" + e + " != uint8_t(0))" : e);
+  }
+  case PCY_ARRAY_OP_GATHER: {
+    const int p = static_cast<int>(in.a), dim = static_cast<int>(in.c);
+    const std::string gi = reg(static_cast<int>(in.b));
+    const std::string ext = word(l.words(s.what) + s.immediate_slot(k));
+    const std::string st = word(l.stride(p, dim));
+    // the index clipped to [0, extent - 1] in its own dtype, then 32-bit (extent < 2^31)
+    const std::string ci =
+        fmt("(%s < %s(0) ? 0 : %s > %s(%s - 1) ? %s - 1 : int(%s))", gi.c_str(),
+            gtype(s.code[static_cast<size_t>(in.b)].dtype), gi.c_str(),
+            gtype(s.code[static_cast<size_t>(in.b)].dtype), ext.c_str(), ext.c_str(), gi.c_str());
+    const std::string e =
+        fmt("o%d[q%d + %s * %s - idx%d * %s]", p, p, ci.c_str(), st.c_str(), dim, st.c_str());
+    return def(d == PCY_DTYPE_BOOL ? "uint8_t(" + e + " != uint8_t(0))" : e);
+  }
+  case PCY_ARRAY_OP_CONST: {
+    const int wk = l.words(s.what) + s.immediate_slot(k);
+    if (d == PCY_DTYPE_F32) return def(fmt("uintBitsToFloat(w[%d])", 2 * wk));
+    if (d == PCY_DTYPE_F64)
+      return def(fmt("packDouble2x32(uvec2(w[%d], w[%d]))", 2 * wk, 2 * wk + 1));
+    if (d == PCY_DTYPE_I64)
+      return def(fmt("int64_t(packUint2x32(uvec2(w[%d], w[%d])))", 2 * wk, 2 * wk + 1));
+    if (d == PCY_DTYPE_BOOL) return def(fmt("uint8_t(w[%d] != 0u)", 2 * wk));
+    return def(fmt("%s(int(w[%d]))", T, 2 * wk));
+  }
+  case PCY_ARRAY_OP_INDEX: return def(fmt("%s(idx%lld)", T, static_cast<long long>(in.a)));
+  case PCY_ARRAY_OP_STORE: return def(reg(static_cast<int>(in.b)));
+  case PCY_ARRAY_OP_CAST: return def(cast(a, t, d));
+  case PCY_ARRAY_OP_WHERE: return def("(" + a + " != uint8_t(0) ? " + b + " : " + c + ")");
+  case PCY_ARRAY_OP_NEG: return def(fl ? fmt("pcy_flip_%s(%s)", n, A) : fmt("%s(-%s)", T, A));
+  case PCY_ARRAY_OP_ABS:
+    if (fl) return def(fmt("pcy_abs_%s(%s)", n, A));
+    if (t == PCY_DTYPE_U8) return def(a);
+    return def(fmt("(%s < %s(0) ? %s(-%s) : %s)", A, T, T, A, A));
+  case PCY_ARRAY_OP_SIGN:
+    if (fl)
+      return def(fmt("(pcy_isnan_%s(%s) ? %s : pcy_iszero_%s(%s) ? %s(0) : %s < %s(0) ? %s(-1) : "
+                     "%s(1))",
+                     n, A, A, n, A, T, A, T, T, T));
+    return def(fmt("%s(int(%s > %s(0)) - int(%s < %s(0)))", T, A, T, A, T));
+  case PCY_ARRAY_OP_SQUARE: return def(fmt("%s(%s * %s)", T, A, A));
+  case PCY_ARRAY_OP_ISNAN:
+  case PCY_ARRAY_OP_ISINF:
+    if (!fl) return def("uint8_t(0)");
+    return def(
+        fmt("uint8_t(pcy_%s_%s(%s))", in.op == PCY_ARRAY_OP_ISNAN ? "isnan" : "isinf", n, A));
+  case PCY_ARRAY_OP_ISFINITE:
+    if (!fl) return def("uint8_t(1)");
+    return def(fmt("uint8_t(!pcy_isnan_%s(%s) && !pcy_isinf_%s(%s))", n, A, n, A));
+  case PCY_ARRAY_OP_FLOOR:
+  case PCY_ARRAY_OP_CEIL:
+  case PCY_ARRAY_OP_ROUND:
+  case PCY_ARRAY_OP_TRUNC:
+    if (!fl) return def(a);
+    return def(std::string(in.op == PCY_ARRAY_OP_FLOOR   ? "floor("
+                           : in.op == PCY_ARRAY_OP_CEIL  ? "ceil("
+                           : in.op == PCY_ARRAY_OP_ROUND ? "roundEven("
+                                                         : "trunc(") +
+               a + ")");
+  case PCY_ARRAY_OP_SQRT: return def("sqrt(" + a + ")");
+  case PCY_ARRAY_OP_RSQRT: return def(fmt("%s(1) / sqrt(%s)", T, A));
+  case PCY_ARRAY_OP_NOT:
+    if (is_bool(t)) return def("uint8_t(" + a + " == uint8_t(0))");
+    return def(fmt("%s(~%s)", T, A));
+  case PCY_ARRAY_OP_ADD: return def(fmt("%s(%s + %s)", T, A, B));
+  case PCY_ARRAY_OP_SUB: return def(fmt("%s(%s - %s)", T, A, B));
+  case PCY_ARRAY_OP_MUL: return def(fmt("%s(%s * %s)", T, A, B));
+  case PCY_ARRAY_OP_DIV: return def(a + " / " + b);
+  case PCY_ARRAY_OP_FLOORDIV: return def(fmt("pcy_fdiv_%s(%s, %s)", n, A, B));
+  case PCY_ARRAY_OP_REM: return def(fmt("pcy_rem_%s(%s, %s)", n, A, B));
+  case PCY_ARRAY_OP_POW: {
+    const std::string up = t == PCY_DTYPE_I64
+                               ? fmt("int64_t(pcy_upow64(uint64_t(%s), uint64_t(%s)))", A, B)
+                               : fmt("%s(pcy_upow(uint(int(%s)), uint(int(%s))))", T, A, B);
+    if (is_signed_int(t))
+      return def(fmt("(%s < %s(0) ? (%s == %s(1) ? %s(1) : %s == %s(-1) ? ((%s & %s(1)) != %s(0) "
+                     "? %s(-1) : %s(1)) : %s(0)) : %s)",
+                     B, T, A, T, T, A, T, B, T, T, T, T, T, up.c_str()));
+    return def(up);
+  }
+  case PCY_ARRAY_OP_MINIMUM:
+    if (fl) return def(fmt("((%s <= %s || pcy_isnan_%s(%s)) ? %s : %s)", A, B, n, A, A, B));
+    return def(fmt("(%s <= %s ? %s : %s)", A, B, A, B));
+  case PCY_ARRAY_OP_MAXIMUM:
+    if (fl) return def(fmt("((%s >= %s || pcy_isnan_%s(%s)) ? %s : %s)", A, B, n, A, A, B));
+    return def(fmt("(%s >= %s ? %s : %s)", A, B, A, B));
+  case PCY_ARRAY_OP_AND: return def(fmt("%s(%s & %s)", T, A, B));
+  case PCY_ARRAY_OP_OR: return def(fmt("%s(%s | %s)", T, A, B));
+  case PCY_ARRAY_OP_XOR: return def(fmt("%s(%s ^ %s)", T, A, B));
+  case PCY_ARRAY_OP_SHL:
+    if (t == PCY_DTYPE_I64)
+      return def(fmt("(%s < 0l || %s >= 64l ? 0l : %s << int(%s))", B, B, A, B));
+    return def(fmt("(int(%s) < 0 || int(%s) >= %d ? %s(0) : %s(int(%s) << int(%s)))", B, B, bits(t),
+                   T, T, A, B));
+  case PCY_ARRAY_OP_SHR:
+    if (t == PCY_DTYPE_I64)
+      return def(
+          fmt("(%s < 0l || %s >= 64l ? (%s < 0l ? -1l : 0l) : %s >> int(%s))", B, B, A, A, B));
+    if (is_signed_int(t))
+      return def(fmt("(int(%s) < 0 || int(%s) >= %d ? (%s < %s(0) ? %s(-1) : %s(0)) : %s(int(%s) "
+                     ">> int(%s)))",
+                     B, B, bits(t), A, T, T, T, T, A, B));
+    return def(fmt("(int(%s) >= %d ? %s(0) : %s(int(%s) >> int(%s)))", B, bits(t), T, T, A, B));
+  case PCY_ARRAY_OP_EQ: return def(fmt("uint8_t(%s == %s)", A, B));
+  case PCY_ARRAY_OP_NE: return def(fmt("uint8_t(!(%s == %s))", A, B));
+  case PCY_ARRAY_OP_LT: return def(fmt("uint8_t(%s < %s)", A, B));
+  case PCY_ARRAY_OP_LE: return def(fmt("uint8_t(%s <= %s)", A, B));
+  case PCY_ARRAY_OP_GT: return def(fmt("uint8_t(%s > %s)", A, B));
+  case PCY_ARRAY_OP_GE: return def(fmt("uint8_t(%s >= %s)", A, B));
+  case PCY_ARRAY_OP_COPYSIGN: return def(fmt("pcy_copysign_%s(%s, %s)", n, A, B));
+  case PCY_ARRAY_OP_NEXTAFTER: return def(fmt("pcy_nextafter_%s(%s, %s)", n, A, B));
+  default: break;
+  }
+  return "#error unknown instruction\n";
+}
+
+// Python's integer floor division and remainder (x // 0 = 0, x % 0 = 0, MIN // -1 = MIN).
+inline std::string int_helpers(int d) {
+  const char* T = gtype(d);
+  const char* n = tn(d);
+  if (d == PCY_DTYPE_U8)
+    return fmt("%s pcy_fdiv_%s(%s a, %s b) { return b == %s(0) ? %s(0) : %s(a / b); }\n"
+               "%s pcy_rem_%s(%s a, %s b) { return b == %s(0) ? %s(0) : %s(a %% b); }\n",
+               T, n, T, T, T, T, T, T, n, T, T, T, T, T);
+  const std::string mn = d == PCY_DTYPE_I64 ? "int64_t(0x8000000000000000ul)"
+                                            : fmt("%s(%s)", T, codegen::detail::int_min(d));
+  std::string s;
+  s += fmt("%s pcy_fdiv_%s(%s a, %s b) {\n  if (b == %s(0)) return %s(0);\n", T, n, T, T, T, T);
+  s += fmt("  if (a == %s && b == %s(-1)) return a;\n", mn.c_str(), T);
+  s += fmt("  %s q = %s(a / b);\n  if (%s(a %% b) != %s(0) && ((a < %s(0)) != (b < %s(0)))) q = "
+           "%s(q - %s(1));\n  return q;\n}\n",
+           T, T, T, T, T, T, T, T);
+  s += fmt("%s pcy_rem_%s(%s a, %s b) {\n  if (b == %s(0)) return %s(0);\n", T, n, T, T, T, T);
+  s += fmt("  if (a == %s && b == %s(-1)) return %s(0);\n", mn.c_str(), T, T);
+  s += fmt("  %s r = %s(a %% b);\n  if (r != %s(0) && ((r < %s(0)) != (b < %s(0)))) r = %s(r + "
+           "b);\n  return r;\n}\n",
+           T, T, T, T, T, T);
+  return s;
+}
+
+} // namespace detail
+
+// Why this dialect cannot write s on a device with f ("" when it can).
+inline std::string unsupported(const spec& s, const features& f) {
+  if (s.what != codegen::job::eval) return "only eval programs are written in GLSL";
+  // bool registers (comparisons, WHERE's condition) are uint8_t in every shader
+  if (!f.int8) return "the device has no shaderInt8 with 8-bit storage buffers";
+  auto dtype_ok = [&](int d) -> std::string {
+    if (is_half(d)) return "f16 and bf16 values are not written in GLSL yet";
+    if (d == PCY_DTYPE_F64 && !f.fp64) return "the device has no shaderFloat64";
+    if (d == PCY_DTYPE_I64 && !f.int64) return "the device has no shaderInt64";
+    if ((d == PCY_DTYPE_I8 || d == PCY_DTYPE_U8 || d == PCY_DTYPE_BOOL) && !f.int8)
+      return "the device has no shaderInt8 with 8-bit storage buffers";
+    if (d == PCY_DTYPE_I16 && !f.int16)
+      return "the device has no shaderInt16 with 16-bit storage buffers";
+    return "";
+  };
+  for (int o = 0; o < s.operands; ++o)
+    if (std::string why = dtype_ok(s.dtypes[static_cast<size_t>(o)]); !why.empty()) return why;
+  for (int k = 0; k < s.count; ++k) {
+    const instruction& in = s.code[static_cast<size_t>(k)];
+    if (std::string why = dtype_ok(in.dtype); !why.empty()) return why;
+    const int t = op_operands(in.op) > 0 ? s.code[static_cast<size_t>(in.a)].dtype : in.dtype;
+    if ((in.op == PCY_ARRAY_OP_INDEX || t == PCY_DTYPE_I64) && !f.int64)
+      return "the device has no shaderInt64 (INDEX and i64 values)";
+    if (!detail::writes(in.op, t))
+      return fmt("instruction %s on %s has no exact GLSL form here yet", op_name(in.op),
+                 detail::tn(t));
+  }
+  return "";
+}
+
+// The operands the shader binds, in binding order (the outputs and the inputs it reads: the
+// compiler drops a buffer no instruction touches, and the plugin counts what is left); the meta
+// words' buffer follows them.
+// The instructions the outputs depend on (the result, the STOREs and what they read): only
+// those are written, so no dead load leaves a buffer the compiler drops.
+inline std::array<bool, max_instructions> live(const spec& s) {
+  std::array<bool, max_instructions> on{};
+  for (int k = s.count - 1; k >= 0; --k) {
+    const instruction& in = s.code[static_cast<size_t>(k)];
+    if (k == s.count - 1 || in.op == PCY_ARRAY_OP_STORE) on[static_cast<size_t>(k)] = true;
+    if (!on[static_cast<size_t>(k)]) continue;
+    const int n = op_operands(in.op);
+    if (n > 0) on[static_cast<size_t>(in.a)] = true;
+    if (n > 1) on[static_cast<size_t>(in.b)] = true;
+    if (n > 2) on[static_cast<size_t>(in.c)] = true;
+    if (in.op == PCY_ARRAY_OP_GATHER || in.op == PCY_ARRAY_OP_STORE)
+      on[static_cast<size_t>(in.b)] = true;
+  }
+  return on;
+}
+inline std::array<bool, max_operands> bound(const spec& s) {
+  std::array<bool, max_operands> used{};
+  const std::array<bool, max_instructions> on = live(s);
+  for (int k = 0; k < s.count; ++k) {
+    const instruction& in = s.code[static_cast<size_t>(k)];
+    if (on[static_cast<size_t>(k)] && (in.op == PCY_ARRAY_OP_LOAD || in.op == PCY_ARRAY_OP_GATHER))
+      used[static_cast<size_t>(in.a)] = true;
+  }
+  for (int o = 0; o < s.outputs; ++o)
+    used[static_cast<size_t>(o)] = true;
+  return used;
+}
+
+// The compute shader of an eval spec (unsupported(s) empty); `wg`: the work-group size.
+inline std::string eval_source(const spec& s, int wg) {
+  using namespace detail;
+  const codegen::layout l = codegen::layout_of(s);
+  bool f32 = false, f64 = false, i8 = false, i16 = false, i64 = false;
+  std::array<bool, 16> ints{}; // integer dtypes needing floordiv/rem helpers
+  bool upow = false, upow64 = false;
+  auto see = [&](int d) {
+    f32 = f32 || d == PCY_DTYPE_F32;
+    f64 = f64 || d == PCY_DTYPE_F64;
+    i8 = i8 || d == PCY_DTYPE_I8 || d == PCY_DTYPE_U8 || d == PCY_DTYPE_BOOL;
+    i16 = i16 || d == PCY_DTYPE_I16;
+    i64 = i64 || d == PCY_DTYPE_I64;
+  };
+  for (int o = 0; o < s.operands; ++o)
+    see(s.dtypes[static_cast<size_t>(o)]);
+  for (int k = 0; k < s.count; ++k) {
+    const instruction& in = s.code[static_cast<size_t>(k)];
+    see(in.dtype);
+    if (in.op == PCY_ARRAY_OP_INDEX) i64 = true;
+    const int t = op_operands(in.op) > 0 ? s.code[static_cast<size_t>(in.a)].dtype : in.dtype;
+    if (in.op == PCY_ARRAY_OP_FLOORDIV || in.op == PCY_ARRAY_OP_REM)
+      ints[static_cast<size_t>(t)] = true;
+    if (in.op == PCY_ARRAY_OP_POW) (t == PCY_DTYPE_I64 ? upow64 : upow) = true;
+    if (in.op == PCY_ARRAY_OP_CONST && in.dtype == PCY_DTYPE_I64) i64 = true;
+  }
+  i8 = true; // comparisons and WHERE conditions are uint8_t registers
+  std::string src = "#version 450\n";
+  src += "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n";
+  src += "#extension GL_EXT_shader_8bit_storage : require\n";
+  if (i16)
+    src += "#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require\n"
+           "#extension GL_EXT_shader_16bit_storage : require\n";
+  if (i64) src += "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n";
+  src += fmt("layout(local_size_x = %d) in;\n", wg);
+  const std::array<bool, max_operands> used = bound(s);
+  int binding = 0;
+  for (int o = 0; o < s.operands; ++o)
+    if (used[static_cast<size_t>(o)])
+      src += fmt("layout(std430, set = 0, binding = %d) %sbuffer O%d { %s o%d[]; };\n", binding++,
+                 o < s.outputs ? "" : "readonly ", o, gtype(s.dtypes[static_cast<size_t>(o)]), o);
+  src +=
+      fmt("layout(std430, set = 0, binding = %d) readonly buffer Meta { uint w[]; };\n", binding);
+  if (f32) src += float_helpers(PCY_DTYPE_F32);
+  if (f64) src += float_helpers(PCY_DTYPE_F64);
+  for (int d = 0; d < 16; ++d)
+    if (ints[static_cast<size_t>(d)]) src += int_helpers(d);
+  if (upow)
+    src += "uint pcy_upow(uint b, uint e) { uint r = 1u; while (e != 0u) { if ((e & 1u) != 0u) "
+           "r *= b; b *= b; e >>= 1u; } return r; }\n";
+  if (upow64)
+    src += "uint64_t pcy_upow64(uint64_t b, uint64_t e) { uint64_t r = 1ul; while (e != 0ul) { "
+           "if ((e & 1ul) != 0ul) r *= b; b *= b; e >>= 1ul; } return r; }\n";
+  const int R = s.rank;
+  src += "void main() {\n";
+  src += fmt("  int n = %s;\n", word(l.extra(0)).c_str());
+  src += "  int step = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);\n";
+  src += "  for (int lin = int(gl_GlobalInvocationID.x); lin < n; lin += step) {\n";
+  for (int d = 0; d < R; ++d)
+    src += fmt("    int idx%d = 0;\n", d);
+  if (R > 0) {
+    src += "    int rem_ = lin;\n";
+    for (int d = R - 1; d >= 0; --d)
+      if (d > 0)
+        src += fmt("    idx%d = rem_ %% %s; rem_ /= %s;\n", d, word(l.shape(d)).c_str(),
+                   word(l.shape(d)).c_str());
+      else
+        src += fmt("    idx%d = rem_;\n", d);
+  }
+  auto offset = [&](int p) {
+    std::string o = fmt("    int q%d = %s", p, word(l.offset(p)).c_str());
+    for (int d = 0; d < R; ++d)
+      o += fmt(" + idx%d * %s", d, word(l.stride(p, d)).c_str());
+    return o + ";\n";
+  };
+  const std::array<bool, max_instructions> on = live(s);
+  for (int p = 0; p < s.operands; ++p)
+    if (used[static_cast<size_t>(p)]) src += offset(p);
+  for (int k = 0; k < s.count; ++k)
+    if (on[static_cast<size_t>(k)]) src += "    " + instruction_code(s, k);
+  // Every value is in a register before the first store (outputs may be inputs in place).
+  for (int k = 0; k < s.count; ++k)
+    if (s.code[static_cast<size_t>(k)].op == PCY_ARRAY_OP_STORE) {
+      const int o = static_cast<int>(s.code[static_cast<size_t>(k)].a);
+      src += fmt("    o%d[q%d] = %s;\n", o, o, reg(k).c_str());
+    }
+  src += "    o0[q0] = " + reg(s.count - 1) + ";\n  }\n}\n";
+  return src;
+}
+
+} // namespace parenchyma::array_bundle::glsl

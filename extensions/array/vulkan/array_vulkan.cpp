@@ -1,0 +1,221 @@
+// Array bundle for the Vulkan framework: fused elementwise programs (eval_<N>, evalm<O>_<N>) as
+// GLSL compute shaders written per program by array_glsl.hpp and built on first use through the
+// framework's program build; the context maps each program's key (codegen::spec::key) to its
+// kernel, so a new shape with the same instructions builds nothing. The shapes, strides, offsets
+// and constants go to the shader as meta words in the op's workspace (written on the queue before
+// the launch; push constants are too small for them). Reductions, scans, sorts and random draws
+// are not registered: the host runs them on another framework. A program this dialect cannot
+// write exactly (array_glsl.hpp: transcendental functions, the half types, a dtype the device
+// lacks) is refused with PCY_ERR_UNSUPPORTED naming the reason.
+#include "array_glsl.hpp"
+#include "array_program.hpp"
+
+#include <parenchyma/sdk/bundle.hpp>
+#include <parenchyma/sdk/device_bundle.hpp>
+#include <parenchyma/sdk/op_schema.hpp>
+
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+using namespace parenchyma;
+using namespace parenchyma::array_bundle;
+namespace glsl = parenchyma::array_bundle::glsl;
+
+constexpr const char* bundle_name = "array_vulkan";
+
+// Indices are 32-bit ints in the shaders: every index word and element count below 2^31, and
+// the grid-strided linear index never passes it.
+constexpr int64_t max_index = (int64_t{1} << 31) - 1;
+
+struct vk_array_context : sdk::device_context {
+  explicit vk_array_context(const pcy_bundle_context_args& a) : device_context(a) {}
+  glsl::features f;
+  std::string device_name;
+  uint32_t wg = 64;
+  uint64_t max_groups = 1024;
+  std::unordered_map<std::string, pcy_kernel> kernels;
+  std::string no_fp64_reason, no_int64_reason, no_int8_reason, no_int16_reason;
+
+  bool op_available(const pcy_op_desc& op, const char** reason) const {
+    const std::string* why = nullptr;
+    if (!f.int8)
+      why = &no_int8_reason; // every shader keeps bools as uint8_t
+    else if (op.dtype == PCY_DTYPE_F64 && !f.fp64)
+      why = &no_fp64_reason;
+    else if (op.dtype == PCY_DTYPE_I64 && !f.int64)
+      why = &no_int64_reason;
+    else if (op.dtype == PCY_DTYPE_I16 && !f.int16)
+      why = &no_int16_reason;
+    if (why == nullptr) return true;
+    *reason = why->c_str();
+    return false;
+  }
+
+  pcy_kernel get(const codegen::spec& s) {
+    thread_local std::string key;
+    s.key_into(key);
+    if (auto it = kernels.find(key); it != kernels.end()) return it->second;
+    if (std::string why = glsl::unsupported(s, f); !why.empty())
+      sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str(bundle_name, ": ", why, " (on ", device_name,
+                                              "): run this program on another framework"));
+    const std::string src = glsl::eval_source(s, static_cast<int>(wg));
+    build_failure failed;
+    pcy_program prog = build(src.c_str(), nullptr, &failed);
+    if (prog == nullptr)
+      sdk::fail(failed.code == PCY_OK ? PCY_ERR_DEVICE : failed.code,
+                sdk::str(bundle_name, ": building a shader for ", device_name,
+                         " failed: ", failed.message));
+    return kernels.emplace(key, kernel(prog, "main")).first->second;
+  }
+};
+
+template <const pcy_op_schema& S, int N, int O = 1>
+void op_eval(vk_array_context& cx, const sdk::op_args& a) {
+  program p;
+  decode_eval<S, N, O>(a, p);
+  if (p.elements == 0) return;
+  const collapsed c = collapse(p);
+  const codegen::spec s = codegen::make_spec(p, c, codegen::job::eval, 0);
+  std::array<int64_t, max_operands> off{};
+  std::array<const pcy_tensor*, max_operands> t{};
+  for (int o = 0; o < p.operands; ++o) {
+    const pcy_tensor& x = *p.ops[static_cast<size_t>(o)].tensor;
+    t[static_cast<size_t>(o)] = &x;
+    const uint64_t es = sdk::dtype_size(x.dtype);
+    if (x.byte_offset % es != 0)
+      sdk::fail(PCY_ERR_UNSUPPORTED,
+                sdk::str(S.extension, ".", S.name, ": a tensor starts at byte offset ",
+                         x.byte_offset, ", not a multiple of its ", es, "-byte elements; ",
+                         bundle_name, " addresses whole elements"));
+    off[static_cast<size_t>(o)] = static_cast<int64_t>(x.byte_offset / es);
+  }
+  const codegen::layout l = codegen::layout_of(s);
+  const uint64_t groups = std::clamp<uint64_t>((p.elements + cx.wg - 1) / cx.wg, 1, cx.max_groups);
+  if (p.elements + groups * cx.wg > static_cast<uint64_t>(max_index))
+    sdk::fail(PCY_ERR_UNSUPPORTED,
+              sdk::str(S.extension, ".", S.name, ": ", p.elements, " elements; ", bundle_name,
+                       " indexes below 2^31 (32-bit indices)"));
+  thread_local std::vector<int64_t> meta;
+  codegen::meta_words_into(meta, s, c, off);
+  meta[static_cast<size_t>(l.extra(0))] = static_cast<int64_t>(p.elements);
+  for (int k = 0; k < l.extra(1); ++k)
+    if (meta[static_cast<size_t>(k)] > max_index || meta[static_cast<size_t>(k)] < -max_index)
+      sdk::fail(PCY_ERR_UNSUPPORTED,
+                sdk::str(S.extension, ".", S.name, ": a shape, stride or offset of ",
+                         meta[static_cast<size_t>(k)], "; ", bundle_name,
+                         " indexes below 2^31 (32-bit indices)"));
+  const pcy_kernel k = cx.get(s);
+  // The meta words into the op's workspace, on the queue (the plugin takes the bytes now).
+  const uint64_t bytes = meta.size() * sizeof(int64_t);
+  const pcy_memory ws = a.workspace(bytes);
+  pcy_memory_transfer_args w{};
+  w.struct_size = sizeof w;
+  w.queue = a.queue();
+  w.memory = ws;
+  w.host_pointer = meta.data();
+  w.bytes = bytes;
+  w.blocking = false;
+  sdk::check(cx.fw->memory_write(&w));
+  std::array<pcy_kernel_arg, max_operands + 1> args{};
+  uint32_t count = 0;
+  const std::array<bool, max_operands> used = glsl::bound(s);
+  for (int o = 0; o < p.operands; ++o)
+    if (used[static_cast<size_t>(o)]) args[count++] = sdk::mem(t[static_cast<size_t>(o)]->memory);
+  args[count++] = sdk::mem(ws);
+  const pcy_kernel_launch_args la =
+      sdk::launch_args(a.queue(), k, 1, {groups * cx.wg, 1, 1}, {cx.wg, 1, 1}, args.data(), count);
+  sdk::check(cx.fw->kernel_launch(&la));
+}
+
+// A flag or number property of the device; `otherwise` when the framework does not say.
+int64_t device_number(const pcy_bundle_context_args& a, std::string_view key, int64_t otherwise) {
+  const pcy_framework_api& fw = *a.framework;
+  const pcy_property* props = nullptr;
+  size_t count = 0;
+  if (fw.device_properties == nullptr) return otherwise;
+  if (pcy_error* e = fw.device_properties(a.framework_plugin, a.plugin_device, &props, &count)) {
+    e->destroy(e);
+    return otherwise;
+  }
+  if (count == 0 || props == nullptr || props[0].struct_size < sizeof(pcy_property))
+    return otherwise;
+  const size_t stride = props[0].struct_size;
+  for (size_t i = 0; i < count; ++i) {
+    const pcy_property& p =
+        *reinterpret_cast<const pcy_property*>(reinterpret_cast<const char*>(props) + i * stride);
+    if (p.key != nullptr && key == p.key) return p.i;
+  }
+  return otherwise;
+}
+
+constexpr sdk::bundle_identity identity{
+    bundle_name, PCY_ARRAY_EXTENSION, "vulkan",
+    "array expressions (eval) as GLSL compute shaders generated per program"};
+
+class array_vulkan_bundle : public sdk::bundle_base<identity, vk_array_context> {
+public:
+  explicit array_vulkan_bundle(const pcy_host_services& host) : bundle_base(host) {
+    constexpr pcy_dtype all[] = {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_I32, PCY_DTYPE_I64,
+                                 PCY_DTYPE_U8,  PCY_DTYPE_I8,  PCY_DTYPE_I16, PCY_DTYPE_BOOL};
+    const std::string impl = "parenchyma GLSL compute shaders generated per program";
+    // clang-format off
+    for (pcy_dtype d : all) {
+#define PCY_ADD_EVAL(n)                                                                            \
+      table_.add<op_eval<pcy_array_eval_##n##_schema, n>>(pcy_array_eval_##n##_schema, d, impl);
+      PCY_ADD_EVAL(0) PCY_ADD_EVAL(1) PCY_ADD_EVAL(2) PCY_ADD_EVAL(3) PCY_ADD_EVAL(4)
+      PCY_ADD_EVAL(5) PCY_ADD_EVAL(6) PCY_ADD_EVAL(7) PCY_ADD_EVAL(8)
+#undef PCY_ADD_EVAL
+#define PCY_ADD_EVALM(m, n)                                                                        \
+      table_.add<op_eval<pcy_array_evalm##m##_##n##_schema, n, m>>(                              \
+          pcy_array_evalm##m##_##n##_schema, d, impl);
+      PCY_ADD_EVALM(2, 0) PCY_ADD_EVALM(2, 1) PCY_ADD_EVALM(2, 2) PCY_ADD_EVALM(2, 3)
+      PCY_ADD_EVALM(2, 4) PCY_ADD_EVALM(2, 5) PCY_ADD_EVALM(2, 6)
+      PCY_ADD_EVALM(3, 0) PCY_ADD_EVALM(3, 1) PCY_ADD_EVALM(3, 2) PCY_ADD_EVALM(3, 3)
+      PCY_ADD_EVALM(3, 4) PCY_ADD_EVALM(3, 5) PCY_ADD_EVALM(3, 6)
+#undef PCY_ADD_EVALM
+    }
+    // clang-format on
+  }
+
+  std::span<const pcy_op_desc> ops() const { return table_.ops(); }
+
+  context_type* create_context(const pcy_bundle_context_args& a) {
+    sdk::require_slots(*a.framework, bundle_name,
+                       {PCY_FRAMEWORK_SLOT_program_build, PCY_FRAMEWORK_SLOT_kernel_create,
+                        PCY_FRAMEWORK_SLOT_kernel_launch, PCY_FRAMEWORK_SLOT_memory_write});
+    auto cx = std::make_unique<vk_array_context>(a);
+    const sdk::device_facts dev = sdk::device_facts_of(a);
+    cx->device_name = dev.name.empty() ? std::string("the Vulkan device") : dev.name;
+    cx->f.fp64 = dev.fp64;
+    cx->f.int64 = device_number(a, "int64", 0) != 0;
+    cx->f.int8 = device_number(a, "int8", 0) != 0;
+    cx->f.int16 = device_number(a, "int16", 0) != 0;
+    auto lacks = [&](const char* what, const char* types) {
+      return sdk::str(bundle_name, ": ", cx->device_name, " has no ", what, ": ", types,
+                      " programs cannot run on it");
+    };
+    cx->no_fp64_reason = lacks("shaderFloat64", "f64");
+    cx->no_int64_reason = lacks("shaderInt64", "i64");
+    cx->no_int8_reason =
+        lacks("shaderInt8 with 8-bit storage buffers", "array (bool registers are 8-bit)");
+    cx->no_int16_reason = lacks("shaderInt16 with 16-bit storage buffers", "i16");
+    const int64_t max_wg = dev.max_work_group > 0 ? dev.max_work_group : 256;
+    cx->wg = static_cast<uint32_t>(std::min<int64_t>(max_wg, dev.cpu ? 64 : 256));
+    cx->max_groups = dev.cpu ? 64 : 4096;
+    return cx.release();
+  }
+
+private:
+  sdk::op_table<array_vulkan_bundle> table_;
+};
+
+} // namespace
+
+PCY_BUNDLE_PLUGIN(array_vulkan_bundle)
