@@ -17,7 +17,7 @@
 // Floating arithmetic is `precise` (no contraction, and Mesa's NIR keeps NaN and infinity:
 // without it lavapipe treats float maths as free of them), and every classification (NaN, inf,
 // sign, zero) reads the bits. Instructions without an exact GLSL form (the transcendental
-// functions, floating FLOORDIV/REM/POW, HYPOT, LOGADDEXP) and the half types are refused with
+// functions, floating POW, HYPOT, LOGADDEXP) and the half types are refused with
 // PCY_ERR_UNSUPPORTED naming what: `unsupported()` says which before anything is built.
 #pragma once
 
@@ -99,7 +99,7 @@ inline bool writes(int op, int t) {
   case PCY_ARRAY_OP_COPYSIGN:
   case PCY_ARRAY_OP_NEXTAFTER: return true;
   case PCY_ARRAY_OP_FLOORDIV:
-  case PCY_ARRAY_OP_REM:
+  case PCY_ARRAY_OP_REM: return true;
   case PCY_ARRAY_OP_POW: return !is_float(t);
   default: return false;
   }
@@ -163,6 +163,92 @@ double pcy_nextafter_f64(double x, double y) {
 }
 )";
   }
+  return t;
+}
+
+// NumPy's floating divmod (the native bundle's order of operations) over an exact fmod done on
+// the bits (C's fmod: a remainder by shifts and subtractions of the significands, no rounding).
+// T, the type; U, the unsigned integer of its width; B, its significand bits (23, 52); the bit
+// casts per type. f64 needs 64-bit integers.
+inline std::string divmod_helpers(int d) {
+  std::string t = R"(
+$T pcy_fmod_$n($T x, $T y) {
+  const $U ux = $TOU(x), uy = $TOU(y);
+  const $U sx = ux & $SIGN, ax = ux & ~$SIGN, ay = uy & ~$SIGN;
+  if (ay == $Z || ax >= $INF || ay > $INF) return $NAN;
+  if (ax < ay) return x;
+  int ex = int(ax >> $B), ey = int(ay >> $B);
+  $U mx = ax & $MANT, my = ay & $MANT;
+  if (ex == 0) { ex = 1; while ((mx & $HID) == $Z) { mx <<= 1; ex -= 1; } } else mx |= $HID;
+  if (ey == 0) { ey = 1; while ((my & $HID) == $Z) { my <<= 1; ey -= 1; } } else my |= $HID;
+  for (; ex > ey; ex -= 1) {
+    if (mx >= my) mx -= my;
+    mx <<= 1;
+  }
+  if (mx >= my) mx -= my;
+  if (mx == $Z) return $UOT(sx);
+  while ((mx & $HID) == $Z) { mx <<= 1; ex -= 1; }
+  const $U r = ex > 0 ? ((mx & $MANT) | ($U(ex) << $B)) : (mx >> (1 - ex));
+  return $UOT(r | sx);
+}
+void pcy_divmod_$n($T a, $T b, out $T fdiv, out $T mod) {
+  precise $T m, dv, fd;
+  if (pcy_iszero_$n(b)) {
+    mod = pcy_fmod_$n(a, b);
+    fdiv = a / b;
+    return;
+  }
+  m = pcy_fmod_$n(a, b);
+  dv = (a - m) / b;
+  if (!pcy_iszero_$n(m)) {
+    if (pcy_neg_$n(b) != (m < $T(0))) {
+      m = m + b;
+      dv = dv - $T(1);
+    }
+  } else {
+    m = pcy_copysign_$n($T(0), b);
+  }
+  if (!pcy_iszero_$n(dv)) {
+    fd = floor(dv);
+    if (dv - fd > $T(0.5)) fd = fd + $T(1);
+  } else {
+    fd = pcy_copysign_$n($T(0), a / b);
+  }
+  fdiv = fd;
+  mod = m;
+}
+$T pcy_floordiv_$n($T a, $T b) { $T q, m; pcy_divmod_$n(a, b, q, m); return q; }
+$T pcy_fmodpy_$n($T a, $T b) { $T q, m; pcy_divmod_$n(a, b, q, m); return m; }
+)";
+  auto rep = [&](const std::string& from, const std::string& to) {
+    for (size_t at = t.find(from); at != std::string::npos; at = t.find(from, at + to.size()))
+      t.replace(at, from.size(), to);
+  };
+  if (d == PCY_DTYPE_F32) {
+    rep("$TOU", "floatBitsToUint");
+    rep("$UOT", "uintBitsToFloat");
+    rep("$SIGN", "0x80000000u");
+    rep("$INF", "0x7F800000u");
+    rep("$NAN", "uintBitsToFloat(0x7FC00000u)");
+    rep("$MANT", "0x7FFFFFu");
+    rep("$HID", "0x800000u");
+    rep("$Z", "0u");
+    rep("$B", "23");
+    rep("$U", "uint");
+  } else {
+    rep("$TOU", "doubleBitsToUint64");
+    rep("$UOT", "uint64BitsToDouble");
+    rep("$SIGN", "0x8000000000000000ul");
+    rep("$INF", "0x7FF0000000000000ul");
+    rep("$NAN", "uint64BitsToDouble(0x7FF8000000000000ul)");
+    rep("$MANT", "0xFFFFFFFFFFFFFul");
+    rep("$HID", "0x10000000000000ul");
+    rep("$Z", "0ul");
+    rep("$B", "52");
+    rep("$U", "uint64_t");
+  }
+  rep("$T", gtype(d));
+  rep("$n", tn(d));
   return t;
 }
 
@@ -291,8 +377,10 @@ inline std::string instruction_code(const spec& s, int k) {
   case PCY_ARRAY_OP_SUB: return def(fmt("%s(%s - %s)", T, A, B));
   case PCY_ARRAY_OP_MUL: return def(fmt("%s(%s * %s)", T, A, B));
   case PCY_ARRAY_OP_DIV: return def(a + " / " + b);
-  case PCY_ARRAY_OP_FLOORDIV: return def(fmt("pcy_fdiv_%s(%s, %s)", n, A, B));
-  case PCY_ARRAY_OP_REM: return def(fmt("pcy_rem_%s(%s, %s)", n, A, B));
+  case PCY_ARRAY_OP_FLOORDIV:
+    return def(fmt(fl ? "pcy_floordiv_%s(%s, %s)" : "pcy_fdiv_%s(%s, %s)", n, A, B));
+  case PCY_ARRAY_OP_REM:
+    return def(fmt(fl ? "pcy_fmodpy_%s(%s, %s)" : "pcy_rem_%s(%s, %s)", n, A, B));
   case PCY_ARRAY_OP_POW: {
     const std::string up = t == PCY_DTYPE_I64
                                ? fmt("int64_t(pcy_upow64(uint64_t(%s), uint64_t(%s)))", A, B)
@@ -388,6 +476,9 @@ inline std::string unsupported(const spec& s, const features& f) {
     const int t = op_operands(in.op) > 0 ? s.code[static_cast<size_t>(in.a)].dtype : in.dtype;
     if ((in.op == PCY_ARRAY_OP_INDEX || t == PCY_DTYPE_I64) && !f.int64)
       return "the device has no shaderInt64 (INDEX and i64 values)";
+    if ((in.op == PCY_ARRAY_OP_FLOORDIV || in.op == PCY_ARRAY_OP_REM) && t == PCY_DTYPE_F64 &&
+        !f.int64)
+      return "the device has no shaderInt64 (f64 FLOORDIV and REM work on the bits)";
     if (!detail::writes(in.op, t))
       return fmt("instruction %s on %s has no exact GLSL form here yet", op_name(in.op),
                  detail::tn(t));
@@ -449,8 +540,10 @@ inline std::string eval_source(const spec& s, int wg) {
     see(in.dtype);
     if (in.op == PCY_ARRAY_OP_INDEX) i64 = true;
     const int t = op_operands(in.op) > 0 ? s.code[static_cast<size_t>(in.a)].dtype : in.dtype;
-    if (in.op == PCY_ARRAY_OP_FLOORDIV || in.op == PCY_ARRAY_OP_REM)
+    if (in.op == PCY_ARRAY_OP_FLOORDIV || in.op == PCY_ARRAY_OP_REM) {
       ints[static_cast<size_t>(t)] = true;
+      i64 = i64 || t == PCY_DTYPE_F64;
+    }
     if (in.op == PCY_ARRAY_OP_POW) (t == PCY_DTYPE_I64 ? upow64 : upow) = true;
     if (in.op == PCY_ARRAY_OP_CONST && in.dtype == PCY_DTYPE_I64) i64 = true;
   }
@@ -474,7 +567,7 @@ inline std::string eval_source(const spec& s, int wg) {
   if (f32) src += float_helpers(PCY_DTYPE_F32);
   if (f64) src += float_helpers(PCY_DTYPE_F64);
   for (int d = 0; d < 16; ++d)
-    if (ints[static_cast<size_t>(d)]) src += int_helpers(d);
+    if (ints[static_cast<size_t>(d)]) src += is_float(d) ? divmod_helpers(d) : int_helpers(d);
   if (upow)
     src += "uint pcy_upow(uint b, uint e) { uint r = 1u; while (e != 0u) { if ((e & 1u) != 0u) "
            "r *= b; b *= b; e >>= 1u; } return r; }\n";
