@@ -17,7 +17,7 @@
 // Floating arithmetic is `precise` (no contraction, and Mesa's NIR keeps NaN and infinity:
 // without it lavapipe treats float maths as free of them), and every classification (NaN, inf,
 // sign, zero) reads the bits. Instructions without an exact GLSL form (the transcendental
-// functions, floating POW, HYPOT, LOGADDEXP) and the half types are refused with
+// functions, floating POW, HYPOT, LOGADDEXP) are refused with
 // PCY_ERR_UNSUPPORTED naming what: `unsupported()` says which before anything is built.
 #pragma once
 
@@ -48,6 +48,8 @@ inline const char* gtype(int d) {
   case PCY_DTYPE_I64: return "int64_t";
   case PCY_DTYPE_U8:
   case PCY_DTYPE_BOOL: return "uint8_t";
+  case PCY_DTYPE_F16:
+  case PCY_DTYPE_BF16: return "uint16_t"; // the bits: only loaded, stored and cast
   default: return "void";
   }
 }
@@ -252,10 +254,135 @@ $T pcy_fmodpy_$n($T a, $T b) { $T q, m; pcy_divmod_$n(a, b, q, m); return m; }
   return t;
 }
 
+// The half types' conversions (array_codegen.hpp's, in GLSL): one rounding to nearest even from
+// an exact value; f64 and integer sources through their exact bits. Needs 64-bit integers.
+inline std::string half_helpers(bool f64) {
+  std::string s = R"(
+uint16_t pcy_pack_half(uint sign, int e, uint64_t sig, int mant, int bias, int ebits) {
+  const int emin = 1 - bias;
+  int shift, biased;
+  uint64_t q, rem, halfway;
+  if (e >= emin) { shift = 63 - mant; biased = e + bias; }
+  else { shift = 63 - mant + (emin - e); biased = 0; }
+  if (shift > 64) return uint16_t(sign);
+  if (shift == 64) { q = 0ul; rem = sig; }
+  else { q = sig >> shift; rem = sig & ((1ul << shift) - 1ul); }
+  halfway = 1ul << (shift - 1);
+  if (rem > halfway || (rem == halfway && (q & 1ul) != 0ul)) q += 1ul;
+  if (biased == 0) return uint16_t(sign | uint(q));
+  if ((q >> (mant + 1)) != 0ul) { q >>= 1; biased += 1; }
+  if (biased >= (1 << ebits) - 1) return uint16_t(sign | (((1u << ebits) - 1u) << mant));
+  return uint16_t(sign | (uint(biased) << mant) | (uint(q) & ((1u << mant) - 1u)));
+}
+int pcy_norm64(inout uint64_t x) {
+  int n = 0;
+  if ((x >> 32) == 0ul) { x <<= 32; n += 32; }
+  if ((x >> 48) == 0ul) { x <<= 16; n += 16; }
+  if ((x >> 56) == 0ul) { x <<= 8; n += 8; }
+  if ((x >> 60) == 0ul) { x <<= 4; n += 4; }
+  if ((x >> 62) == 0ul) { x <<= 2; n += 2; }
+  if ((x >> 63) == 0ul) { x <<= 1; n += 1; }
+  return n;
+}
+uint16_t pcy_half_nan(uint sign, int mant, int ebits) {
+  return uint16_t(sign | (((1u << ebits) - 1u) << mant) | (1u << (mant - 1)));
+}
+uint16_t pcy_half_from_f32(float x, int mant, int bias, int ebits) {
+  const uint b = floatBitsToUint(x);
+  const uint sign = (b >> 16) & 0x8000u;
+  const uint E = (b >> 23) & 0xFFu, F = b & 0x7FFFFFu;
+  uint64_t sig;
+  int e;
+  if (E == 0xFFu)
+    return F != 0u ? pcy_half_nan(sign, mant, ebits) : uint16_t(sign | (((1u << ebits) - 1u) << mant));
+  if (E == 0u) {
+    if (F == 0u) return uint16_t(sign);
+    sig = uint64_t(F);
+    e = -149 + 63 - pcy_norm64(sig);
+  } else {
+    sig = uint64_t(F | 0x800000u) << 40;
+    e = int(E) - 127;
+  }
+  return pcy_pack_half(sign, e, sig, mant, bias, ebits);
+}
+uint16_t pcy_half_from_int(uint64_t m, bool neg, int mant, int bias, int ebits) {
+  const uint sign = neg ? 0x8000u : 0u;
+  uint64_t sig = m, q, rem;
+  int e;
+  if (m == 0ul) return uint16_t(sign);
+  e = 63 - pcy_norm64(sig);
+  q = sig >> 11;
+  rem = sig & 0x7FFul;
+  if (rem > 0x400ul || (rem == 0x400ul && (q & 1ul) != 0ul)) q += 1ul;
+  if ((q >> 53) != 0ul) { q >>= 1; e += 1; }
+  return pcy_pack_half(sign, e, q << 11, mant, bias, ebits);
+}
+float pcy_f32_from_f16(uint16_t h) {
+  const uint u = uint(h);
+  const uint sign = (u & 0x8000u) << 16, E = (u >> 10) & 0x1Fu, F = u & 0x3FFu;
+  if (E == 0x1Fu) return uintBitsToFloat(sign | (F != 0u ? 0x7FC00000u : 0x7F800000u));
+  if (E == 0u) {
+    precise const float v = float(F) * uintBitsToFloat(0x33800000u);
+    return uintBitsToFloat(floatBitsToUint(v) | sign);
+  }
+  return uintBitsToFloat(sign | ((E + 112u) << 23) | (F << 13));
+}
+float pcy_f32_from_bf16(uint16_t h) {
+  const uint b = uint(h) << 16;
+  if ((b & 0x7F800000u) == 0x7F800000u && (b & 0x7FFFFFu) != 0u)
+    return uintBitsToFloat((b & 0x80000000u) | 0x7FC00000u);
+  return uintBitsToFloat(b);
+}
+)";
+  if (f64)
+    s += R"(
+uint16_t pcy_half_from_f64(double x, int mant, int bias, int ebits) {
+  const uint64_t b = doubleBitsToUint64(x);
+  const uint sign = uint(b >> 48) & 0x8000u;
+  const uint E = uint(b >> 52) & 0x7FFu;
+  const uint64_t F = b & 0xFFFFFFFFFFFFFul;
+  uint64_t sig;
+  int e;
+  if (E == 0x7FFu)
+    return F != 0ul ? pcy_half_nan(sign, mant, ebits) : uint16_t(sign | (((1u << ebits) - 1u) << mant));
+  if (E == 0u) {
+    if (F == 0ul) return uint16_t(sign);
+    sig = F;
+    e = -1074 + 63 - pcy_norm64(sig);
+  } else {
+    sig = (F | 0x10000000000000ul) << 11;
+    e = int(E) - 1023;
+  }
+  return pcy_pack_half(sign, e, sig, mant, bias, ebits);
+}
+)";
+  return s;
+}
+
 // A cast of expression x (dtype from) to dtype to.
 inline std::string cast(const std::string& x, int from, int to) {
   const char* T = gtype(to);
   if (from == to) return x;
+  const char* X = x.c_str();
+  auto fmt_ = [](int d) { return d == PCY_DTYPE_F16 ? "10, 15, 5" : "7, 127, 8"; };
+  if (to == PCY_DTYPE_BOOL && is_half(from)) return fmt("uint8_t((uint(%s) & 0x7FFFu) != 0u)", X);
+  if (is_half(from)) { // through float (exact)
+    const std::string f =
+        (from == PCY_DTYPE_F16 ? "pcy_f32_from_f16(" : "pcy_f32_from_bf16(") + x + ")";
+    if (is_half(to)) return fmt("pcy_half_from_f32(%s, %s)", f.c_str(), fmt_(to));
+    return cast(f, PCY_DTYPE_F32, to);
+  }
+  if (is_half(to)) {
+    if (from == PCY_DTYPE_F32) return fmt("pcy_half_from_f32(%s, %s)", X, fmt_(to));
+    if (from == PCY_DTYPE_F64) return fmt("pcy_half_from_f64(%s, %s)", X, fmt_(to));
+    if (from == PCY_DTYPE_BOOL || from == PCY_DTYPE_U8)
+      return fmt("pcy_half_from_int(uint64_t(%s), false, %s)", X, fmt_(to));
+    // signed: the magnitude as uint64_t (MIN's wraps to 2^(bits-1), right as unsigned)
+    return fmt(
+        "pcy_half_from_int(%s < %s(0) ? 0ul - uint64_t(int64_t(%s)) : uint64_t(int64_t(%s)), "
+        "%s < %s(0), %s)",
+        X, gtype(from), X, X, X, gtype(from), fmt_(to));
+  }
   if (to == PCY_DTYPE_BOOL) {
     if (is_float(from)) return fmt("uint8_t(!pcy_iszero_%s(%s))", tn(from), x.c_str());
     return fmt("uint8_t((%s) != %s(0))", x.c_str(), gtype(from));
@@ -459,7 +586,9 @@ inline std::string unsupported(const spec& s, const features& f) {
   // bool registers (comparisons, WHERE's condition) are uint8_t in every shader
   if (!f.int8) return "the device has no shaderInt8 with 8-bit storage buffers";
   auto dtype_ok = [&](int d) -> std::string {
-    if (is_half(d)) return "f16 and bf16 values are not written in GLSL yet";
+    if (is_half(d) && (!f.int16 || !f.int64))
+      return "the device lacks shaderInt16 with 16-bit storage or shaderInt64 (f16 and bf16 "
+             "values)";
     if (d == PCY_DTYPE_F64 && !f.fp64) return "the device has no shaderFloat64";
     if (d == PCY_DTYPE_I64 && !f.int64) return "the device has no shaderInt64";
     if ((d == PCY_DTYPE_I8 || d == PCY_DTYPE_U8 || d == PCY_DTYPE_BOOL) && !f.int8)
@@ -525,8 +654,9 @@ inline std::string eval_source(const spec& s, int wg) {
   const codegen::layout l = codegen::layout_of(s);
   bool f32 = false, f64 = false, i8 = false, i16 = false, i64 = false;
   std::array<bool, 16> ints{}; // integer dtypes needing floordiv/rem helpers
-  bool upow = false, upow64 = false;
+  bool upow = false, upow64 = false, half = false;
   auto see = [&](int d) {
+    half = half || is_half(d);
     f32 = f32 || d == PCY_DTYPE_F32;
     f64 = f64 || d == PCY_DTYPE_F64;
     i8 = i8 || d == PCY_DTYPE_I8 || d == PCY_DTYPE_U8 || d == PCY_DTYPE_BOOL;
@@ -548,6 +678,8 @@ inline std::string eval_source(const spec& s, int wg) {
     if (in.op == PCY_ARRAY_OP_CONST && in.dtype == PCY_DTYPE_I64) i64 = true;
   }
   i8 = true; // comparisons and WHERE conditions are uint8_t registers
+  i16 = i16 || half;
+  i64 = i64 || half;
   std::string src = "#version 450\n";
   src += "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n";
   src += "#extension GL_EXT_shader_8bit_storage : require\n";
@@ -564,7 +696,8 @@ inline std::string eval_source(const spec& s, int wg) {
                  o < s.outputs ? "" : "readonly ", o, gtype(s.dtypes[static_cast<size_t>(o)]), o);
   src +=
       fmt("layout(std430, set = 0, binding = %d) readonly buffer Meta { uint w[]; };\n", binding);
-  if (f32) src += float_helpers(PCY_DTYPE_F32);
+  if (f32 || half) src += float_helpers(PCY_DTYPE_F32);
+  if (half) src += half_helpers(f64);
   if (f64) src += float_helpers(PCY_DTYPE_F64);
   for (int d = 0; d < 16; ++d)
     if (ints[static_cast<size_t>(d)]) src += is_float(d) ? divmod_helpers(d) : int_helpers(d);
