@@ -41,7 +41,7 @@ struct vk_array_context : sdk::device_context {
   uint32_t wg = 64;
   uint64_t max_groups = 1024;
   std::unordered_map<std::string, pcy_kernel> kernels;
-  std::string no_fp64_reason, no_int64_reason, no_int8_reason, no_int16_reason;
+  std::string no_fp64_reason, no_int64_reason, no_int8_reason, no_int16_reason, no_half_reason;
 
   bool op_available(const pcy_op_desc& op, const char** reason) const {
     const std::string* why = nullptr;
@@ -53,6 +53,8 @@ struct vk_array_context : sdk::device_context {
       why = &no_int64_reason;
     else if (op.dtype == PCY_DTYPE_I16 && !f.int16)
       why = &no_int16_reason;
+    else if (is_half(op.dtype) && (!f.int16 || !f.int64))
+      why = &no_half_reason;
     if (why == nullptr) return true;
     *reason = why->c_str();
     return false;
@@ -162,8 +164,9 @@ constexpr sdk::bundle_identity identity{
 class array_vulkan_bundle : public sdk::bundle_base<identity, vk_array_context> {
 public:
   explicit array_vulkan_bundle(const pcy_host_services& host) : bundle_base(host) {
-    constexpr pcy_dtype all[] = {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_I32, PCY_DTYPE_I64,
-                                 PCY_DTYPE_U8,  PCY_DTYPE_I8,  PCY_DTYPE_I16, PCY_DTYPE_BOOL};
+    constexpr pcy_dtype all[] = {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_I32,  PCY_DTYPE_I64,
+                                 PCY_DTYPE_U8,  PCY_DTYPE_F16, PCY_DTYPE_BF16, PCY_DTYPE_I8,
+                                 PCY_DTYPE_I16, PCY_DTYPE_BOOL};
     const std::string impl = "parenchyma GLSL compute shaders generated per program";
     // clang-format off
     for (pcy_dtype d : all) {
@@ -206,6 +209,8 @@ public:
     cx->no_int8_reason =
         lacks("shaderInt8 with 8-bit storage buffers", "array (bool registers are 8-bit)");
     cx->no_int16_reason = lacks("shaderInt16 with 16-bit storage buffers", "i16");
+    cx->no_half_reason = lacks("shaderInt16 with 16-bit storage buffers and shaderInt64",
+                               "f16 and bf16 (converted on the bits)");
     const int64_t max_wg = dev.max_work_group > 0 ? dev.max_work_group : 256;
     cx->wg = static_cast<uint32_t>(std::min<int64_t>(max_wg, dev.cpu ? 64 : 256));
     cx->max_groups = dev.cpu ? 64 : 4096;
