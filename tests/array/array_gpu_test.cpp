@@ -868,6 +868,8 @@ TEST_CASE("array gpu: random draws give the native bundle's bits", "[array][gpu]
       dists.push_back({PCY_ARRAY_RANDOM_RANDINT, {-9e18, 9e18}}); // a range beyond 2^63
     }
     if (d == PCY_DTYPE_I64) dists.push_back({PCY_ARRAY_RANDOM_BITS, {0, 0}});
+    if (d == PCY_DTYPE_I32 || d == PCY_DTYPE_I64)
+      dists.push_back({PCY_ARRAY_RANDOM_PERMUTATION, {0, 0}});
     // dense views: aligned and whole vectors; then one starting 3 elements in (no vector
     // aligned on cuda) and ending 1 past a multiple of 4 (a partial last work-item)
     for (const auto& [dist, ab] : dists)

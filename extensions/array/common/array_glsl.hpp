@@ -24,6 +24,7 @@
 #include "array_codegen.hpp"
 
 #include <string>
+#include <string_view>
 
 namespace parenchyma::array_bundle::glsl {
 
@@ -582,7 +583,16 @@ inline std::string int_helpers(int d) {
 
 // Why this dialect cannot write s on a device with f ("" when it can).
 inline std::string unsupported(const spec& s, const features& f) {
-  if (s.what != codegen::job::eval) return "only eval programs are written in GLSL";
+  if (s.what == codegen::job::random) {
+    const int d = s.dtypes[0];
+    if (!f.int64 || !f.int8)
+      return "random draws need shaderInt64 and shaderInt8 with 8-bit storage buffers";
+    if (d == PCY_DTYPE_F64 && !f.fp64) return "the device has no shaderFloat64";
+    if ((d == PCY_DTYPE_I16 || is_half(d)) && !f.int16)
+      return "the device has no shaderInt16 with 16-bit storage buffers";
+    return "";
+  }
+  if (s.what != codegen::job::eval) return "only eval and random programs are written in GLSL";
   // bool registers (comparisons, WHERE's condition) are uint8_t in every shader
   if (!f.int8) return "the device has no shaderInt8 with 8-bit storage buffers";
   auto dtype_ok = [&](int d) -> std::string {
@@ -741,6 +751,138 @@ inline std::string eval_source(const spec& s, int wg) {
       src += fmt("    o%d[q%d] = %s;\n", o, o, reg(k).c_str());
     }
   src += "    o0[q0] = " + reg(s.count - 1) + ";\n  }\n}\n";
+  return src;
+}
+
+// The compute shader of a random spec (array_gpu.hpp's op_random sets its meta words: the layout's
+// extras n, seed, offset, threshold, lo, range, then the draw's lo and span as the output's
+// float type's bits). `library`: random.glsl, pcy_array_random.h in GLSL. One invocation per
+// Philox counter (its PER elements, pcy_array.h), or per element for a permutation; indices
+// 32-bit (the host checks).
+inline std::string random_source(const spec& s, int wg, std::string_view library) {
+  using namespace detail;
+  const codegen::layout l = codegen::layout_of(s);
+  const codegen::job J = codegen::job::random;
+  const int d = s.dtypes[0], R = s.rank;
+  const bool f64 = d == PCY_DTYPE_F64, half = is_half(d);
+  std::string src = "#version 450\n";
+  src += "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n"
+         "#extension GL_EXT_shader_8bit_storage : require\n"
+         "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n";
+  if (half || d == PCY_DTYPE_I16)
+    src += "#extension GL_EXT_shader_explicit_arithmetic_types_int16 : require\n"
+           "#extension GL_EXT_shader_16bit_storage : require\n";
+  if (f64) src += "#define PCY_RNG_F64 1\n";
+  src += fmt("layout(local_size_x = %d) in;\n", wg);
+  src += fmt("layout(std430, set = 0, binding = 0) buffer O0 { %s o0[]; };\n", gtype(d));
+  src += "layout(std430, set = 0, binding = 1) readonly buffer Meta { uint w[]; };\n";
+  src += library;
+  src += float_helpers(PCY_DTYPE_F32);
+  if (half) src += half_helpers(false);
+  auto w64 = [](int k) { return fmt("packUint2x32(uvec2(w[%d], w[%d]))", 2 * k, 2 * k + 1); };
+  const int extra_lo = l.words(J), extra_span = extra_lo + 1;
+  const char* P = f64 ? "double" : "float";
+  auto flt = [&](int k) {
+    return f64 ? "uint64BitsToDouble(" + w64(k) + ")" : fmt("uintBitsToFloat(w[%d])", 2 * k);
+  };
+  src += "void main() {\n";
+  src += fmt("  int n = %s;\n", word(l.extra(0)).c_str());
+  src +=
+      fmt("  uint64_t seed = %s, offset = %s;\n", w64(l.extra(1)).c_str(), w64(l.extra(2)).c_str());
+  src +=
+      fmt("  precise %s lo = %s, span = %s;\n", P, flt(extra_lo).c_str(), flt(extra_span).c_str());
+  src += "  int step = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);\n";
+  auto store = [&](const std::string& e, const std::string& v) {
+    std::string o = "{\n";
+    for (int dd = 0; dd < R; ++dd)
+      o += fmt("    int idx%d = 0;\n", dd);
+    o += "    int rem_ = " + e + ";\n";
+    for (int dd = R - 1; dd >= 0; --dd)
+      if (dd > 0)
+        o += fmt("    idx%d = rem_ %% %s; rem_ /= %s;\n", dd, word(l.shape(dd)).c_str(),
+                 word(l.shape(dd)).c_str());
+      else
+        o += fmt("    idx%d = rem_;\n", dd);
+    o += fmt("    int q0 = %s", word(l.offset(0)).c_str());
+    for (int dd = 0; dd < R; ++dd)
+      o += fmt(" + idx%d * %s", dd, word(l.stride(0, dd)).c_str());
+    o += ";\n    o0[q0] = " + v + ";\n  }\n";
+    return o;
+  };
+  if (s.kind == PCY_ARRAY_RANDOM_PERMUTATION) {
+    src += "  for (int e = int(gl_GlobalInvocationID.x); e < n; e += step) {\n";
+    src += "    int64_t y_ = int64_t(pcy_rng_permute(seed, offset, uint64_t(n), uint64_t(e)));\n";
+    src += "    " + store("e", cast("y_", PCY_DTYPE_I64, d)) + "  }\n}\n";
+    return src;
+  }
+  const int per = pcy_array_random_per_counter(s.kind, d);
+  src += fmt("  for (int c = int(gl_GlobalInvocationID.x); c < (n + %d) / %d; c += step) {\n",
+             per - 1, per);
+  src += "    uint wv[4];\n    pcy_rng_words(seed, offset, uint64_t(c), wv);\n";
+  std::array<std::string, 4> val;
+  switch (s.kind) {
+  case PCY_ARRAY_RANDOM_UNIFORM:
+  case PCY_ARRAY_RANDOM_NORMAL: {
+    const bool normal = s.kind == PCY_ARRAY_RANDOM_NORMAL;
+    if (f64) {
+      if (normal)
+        src += "    precise double r_ = pcy_rng_radius_f64(wv[0], wv[1]);\n"
+               "    double c_, s_;\n"
+               "    pcy_rng_sincos2pi_f64((uint64_t(wv[2] >> 11) << 32) | uint64_t(wv[3]), c_, "
+               "s_);\n"
+               "    precise double y0_ = lo + span * (r_ * c_);\n"
+               "    precise double y1_ = lo + span * (r_ * s_);\n";
+      else
+        src += "    precise double y0_ = lo + span * pcy_rng_uniform_f64(wv[0], wv[1]);\n"
+               "    precise double y1_ = lo + span * pcy_rng_uniform_f64(wv[2], wv[3]);\n";
+      val[0] = "y0_";
+      val[1] = "y1_";
+    } else {
+      if (normal)
+        src +=
+            "    precise float ra_ = pcy_rng_radius_f32(wv[0]), rb_ = pcy_rng_radius_f32(wv[2]);\n"
+            "    float ca_, sa_, cb_, sb_;\n"
+            "    pcy_rng_sincos2pi_f32(wv[1] >> 8, ca_, sa_);\n"
+            "    pcy_rng_sincos2pi_f32(wv[3] >> 8, cb_, sb_);\n"
+            "    precise float y0_ = lo + span * (ra_ * ca_);\n"
+            "    precise float y1_ = lo + span * (ra_ * sa_);\n"
+            "    precise float y2_ = lo + span * (rb_ * cb_);\n"
+            "    precise float y3_ = lo + span * (rb_ * sb_);\n";
+      else
+        for (int k = 0; k < 4; ++k)
+          src += fmt("    precise float y%d_ = lo + span * pcy_rng_uniform_f32(wv[%d]);\n", k, k);
+      for (int k = 0; k < 4; ++k)
+        val[static_cast<size_t>(k)] = cast(fmt("y%d_", k), PCY_DTYPE_F32, d);
+    }
+    break;
+  }
+  case PCY_ARRAY_RANDOM_BERNOULLI:
+    for (int k = 0; k < 4; ++k) {
+      src += fmt("    uint8_t y%d_ = uint8_t(pcy_rng_bernoulli(wv[%d], %s));\n", k, k,
+                 w64(l.extra(3)).c_str());
+      val[static_cast<size_t>(k)] = cast(fmt("y%d_", k), PCY_DTYPE_BOOL, d);
+    }
+    break;
+  case PCY_ARRAY_RANDOM_RANDINT:
+    for (int k = 0; k < 2; ++k) {
+      src += fmt("    int64_t y%d_ = pcy_rng_randint(wv[%d], wv[%d], int64_t(%s), %s);\n", k, 2 * k,
+                 2 * k + 1, w64(l.extra(4)).c_str(), w64(l.extra(5)).c_str());
+      val[static_cast<size_t>(k)] = cast(fmt("y%d_", k), PCY_DTYPE_I64, d);
+    }
+    break;
+  default: // BITS
+    for (int k = 0; k < 2; ++k) {
+      src += fmt("    int64_t y%d_ = int64_t((uint64_t(wv[%d]) << 32) | uint64_t(wv[%d]));\n", k,
+                 2 * k + 1, 2 * k);
+      val[static_cast<size_t>(k)] = cast(fmt("y%d_", k), PCY_DTYPE_I64, d);
+    }
+    break;
+  }
+  for (int k = 0; k < per; ++k) {
+    src += fmt("    if (c * %d + %d < n) ", per, k);
+    src += store(fmt("c * %d + %d", per, k), val[static_cast<size_t>(k)]);
+  }
+  src += "  }\n}\n";
   return src;
 }
 

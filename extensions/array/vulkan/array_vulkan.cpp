@@ -9,6 +9,7 @@
 // lacks) is refused with PCY_ERR_UNSUPPORTED naming the reason.
 #include "array_glsl.hpp"
 #include "array_program.hpp"
+#include "array_random_glsl.hpp" // generated: random.glsl's text
 
 #include <parenchyma/sdk/bundle.hpp>
 #include <parenchyma/sdk/device_bundle.hpp>
@@ -16,7 +17,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -29,6 +33,7 @@ using namespace parenchyma::array_bundle;
 namespace glsl = parenchyma::array_bundle::glsl;
 
 constexpr const char* bundle_name = "array_vulkan";
+using parenchyma::array_vulkan::random_library;
 
 // Indices are 32-bit ints in the shaders: every index word and element count below 2^31, and
 // the grid-strided linear index never passes it.
@@ -67,7 +72,9 @@ struct vk_array_context : sdk::device_context {
     if (std::string why = glsl::unsupported(s, f); !why.empty())
       sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str(bundle_name, ": ", why, " (on ", device_name,
                                               "): run this program on another framework"));
-    const std::string src = glsl::eval_source(s, static_cast<int>(wg));
+    const std::string src = s.what == codegen::job::random
+                                ? glsl::random_source(s, static_cast<int>(wg), random_library)
+                                : glsl::eval_source(s, static_cast<int>(wg));
     build_failure failed;
     pcy_program prog = build(src.c_str(), nullptr, &failed);
     if (prog == nullptr)
@@ -77,6 +84,31 @@ struct vk_array_context : sdk::device_context {
     return kernels.emplace(key, kernel(prog, "main")).first->second;
   }
 };
+
+// Writes the meta words into the op's workspace on the queue (the plugin takes the bytes now)
+// and launches k over `groups` work-groups with the buffers, then the meta words, bound in order.
+void launch(const vk_array_context& cx, const sdk::op_args& a, pcy_kernel k,
+            const std::vector<int64_t>& meta, std::span<const pcy_memory> buffers,
+            uint64_t groups) {
+  const uint64_t bytes = meta.size() * sizeof(int64_t);
+  const pcy_memory ws = a.workspace(bytes);
+  pcy_memory_transfer_args w{};
+  w.struct_size = sizeof w;
+  w.queue = a.queue();
+  w.memory = ws;
+  w.host_pointer = const_cast<int64_t*>(meta.data());
+  w.bytes = bytes;
+  w.blocking = false;
+  sdk::check(cx.fw->memory_write(&w));
+  std::array<pcy_kernel_arg, max_operands + 1> args{};
+  uint32_t count = 0;
+  for (pcy_memory m : buffers)
+    args[count++] = sdk::mem(m);
+  args[count++] = sdk::mem(ws);
+  const pcy_kernel_launch_args la =
+      sdk::launch_args(a.queue(), k, 1, {groups * cx.wg, 1, 1}, {cx.wg, 1, 1}, args.data(), count);
+  sdk::check(cx.fw->kernel_launch(&la));
+}
 
 template <const pcy_op_schema& S, int N, int O = 1>
 void op_eval(vk_array_context& cx, const sdk::op_args& a) {
@@ -114,26 +146,107 @@ void op_eval(vk_array_context& cx, const sdk::op_args& a) {
                          meta[static_cast<size_t>(k)], "; ", bundle_name,
                          " indexes below 2^31 (32-bit indices)"));
   const pcy_kernel k = cx.get(s);
-  // The meta words into the op's workspace, on the queue (the plugin takes the bytes now).
-  const uint64_t bytes = meta.size() * sizeof(int64_t);
-  const pcy_memory ws = a.workspace(bytes);
-  pcy_memory_transfer_args w{};
-  w.struct_size = sizeof w;
-  w.queue = a.queue();
-  w.memory = ws;
-  w.host_pointer = meta.data();
-  w.bytes = bytes;
-  w.blocking = false;
-  sdk::check(cx.fw->memory_write(&w));
-  std::array<pcy_kernel_arg, max_operands + 1> args{};
-  uint32_t count = 0;
+  std::array<pcy_memory, max_operands> mem{};
+  size_t count = 0;
   const std::array<bool, max_operands> used = glsl::bound(s);
   for (int o = 0; o < p.operands; ++o)
-    if (used[static_cast<size_t>(o)]) args[count++] = sdk::mem(t[static_cast<size_t>(o)]->memory);
-  args[count++] = sdk::mem(ws);
-  const pcy_kernel_launch_args la =
-      sdk::launch_args(a.queue(), k, 1, {groups * cx.wg, 1, 1}, {cx.wg, 1, 1}, args.data(), count);
-  sdk::check(cx.fw->kernel_launch(&la));
+    if (used[static_cast<size_t>(o)]) mem[count++] = t[static_cast<size_t>(o)]->memory;
+  launch(cx, a, k, meta, std::span<const pcy_memory>(mem.data(), count), groups);
+}
+
+// random: the view merged where it is one run of memory (array_gpu.hpp's op_random), one
+// invocation per Philox counter; the meta words carry the draw's parameters (the layout's
+// extras, then lo and span as the output's float type's bits).
+void op_random(vk_array_context& cx, const sdk::op_args& a) {
+  const pcy_op_schema& S = pcy_array_random_schema;
+  const random_call rc = decode_random(a);
+  if (rc.elements == 0) return;
+  const pcy_tensor& out = a.t(sdk::arg_index(pcy_array_random_schema, "out"));
+  const int dt = rc.dtype;
+  const int64_t dist = rc.distribution;
+  const uint64_t n = rc.elements;
+  const double pa = rc.a, pb = rc.b;
+  std::array<int64_t, max_rank> shape{}, strides{};
+  int R = 0;
+  for (int d = 0; d < rc.rank; ++d) {
+    const int64_t ext = rc.shape[static_cast<size_t>(d)], st = rc.strides[static_cast<size_t>(d)];
+    if (ext == 1) continue;
+    if (R > 0 && strides[static_cast<size_t>(R - 1)] == ext * st) {
+      shape[static_cast<size_t>(R - 1)] *= ext;
+      strides[static_cast<size_t>(R - 1)] = st;
+      continue;
+    }
+    shape[static_cast<size_t>(R)] = ext;
+    strides[static_cast<size_t>(R)] = st;
+    ++R;
+  }
+  if (R == 0) {
+    shape[0] = 1;
+    strides[0] = 1;
+    R = 1;
+  }
+  codegen::spec s;
+  s.what = codegen::job::random;
+  s.kind = static_cast<int>(dist);
+  s.rank = R;
+  s.operands = 1;
+  s.dtypes[0] = dt;
+  const codegen::layout l = codegen::layout_of(s);
+  const int per = pcy_array_random_per_counter(static_cast<int>(dist), dt);
+  const uint64_t items =
+      per > 0 ? (n + static_cast<uint64_t>(per) - 1) / static_cast<uint64_t>(per) : n;
+  const uint64_t groups = std::clamp<uint64_t>((items + cx.wg - 1) / cx.wg, 1, cx.max_groups);
+  const uint64_t es = sdk::dtype_size(out.dtype);
+  if (out.byte_offset % es != 0)
+    sdk::fail(PCY_ERR_UNSUPPORTED,
+              sdk::str(S.extension, ".", S.name, ": a tensor starts at byte offset ",
+                       out.byte_offset, ", not a multiple of its ", es, "-byte elements; ",
+                       bundle_name, " addresses whole elements"));
+  const int64_t off = rc.offset + static_cast<int64_t>(out.byte_offset / es);
+  bool fits = n + groups * cx.wg * 4 < static_cast<uint64_t>(max_index) && off <= max_index;
+  for (int d = 0; d < R; ++d)
+    fits = fits && shape[static_cast<size_t>(d)] <= max_index &&
+           std::abs(strides[static_cast<size_t>(d)]) <= max_index;
+  if (!fits)
+    sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str(S.extension, ".", S.name, ": ", n, " elements; ",
+                                            bundle_name, " indexes below 2^31 (32-bit indices)"));
+  const pcy_kernel k = cx.get(s);
+  thread_local std::vector<int64_t> meta;
+  meta.assign(static_cast<size_t>(l.words(codegen::job::random)) + 2, 0);
+  meta[static_cast<size_t>(l.small(codegen::job::random))] = 1;
+  for (int d = 0; d < R; ++d) {
+    meta[static_cast<size_t>(l.shape(d))] = shape[static_cast<size_t>(d)];
+    meta[static_cast<size_t>(l.stride(0, d))] = strides[static_cast<size_t>(d)];
+  }
+  meta[static_cast<size_t>(l.offset(0))] = off;
+  meta[static_cast<size_t>(l.extra(0))] = static_cast<int64_t>(n);
+  meta[static_cast<size_t>(l.extra(1))] = static_cast<int64_t>(rc.seed);
+  meta[static_cast<size_t>(l.extra(2))] = static_cast<int64_t>(rc.stream_offset);
+  // bernoulli: floor(p 2^32) clipped to [0, 2^32]; NaN gives 0
+  uint64_t thr = 0;
+  if (pa > 0.0) thr = pa >= 1.0 ? (uint64_t{1} << 32) : static_cast<uint64_t>(pa * 4294967296.0);
+  meta[static_cast<size_t>(l.extra(3))] = static_cast<int64_t>(thr);
+  if (dist == PCY_ARRAY_RANDOM_RANDINT) {
+    const int64_t ilo = static_cast<int64_t>(pa), ihi = static_cast<int64_t>(pb);
+    meta[static_cast<size_t>(l.extra(4))] = ilo;
+    meta[static_cast<size_t>(l.extra(5))] =
+        static_cast<int64_t>(static_cast<uint64_t>(ihi) - static_cast<uint64_t>(ilo));
+  }
+  // uniform: lo = a, span = b - a; normal: lo = mean, span = std (in the output's precision,
+  // F32 for the half types)
+  const size_t at = static_cast<size_t>(l.words(codegen::job::random));
+  if (dt == PCY_DTYPE_F64) {
+    const double lo_ = pa, span_ = dist == PCY_ARRAY_RANDOM_UNIFORM ? pb - pa : pb;
+    std::memcpy(&meta[at], &lo_, sizeof lo_);
+    std::memcpy(&meta[at + 1], &span_, sizeof span_);
+  } else {
+    const float fa = static_cast<float>(pa), fb = static_cast<float>(pb);
+    const float lo_ = fa, span_ = dist == PCY_ARRAY_RANDOM_UNIFORM ? fb - fa : fb;
+    std::memcpy(&meta[at], &lo_, sizeof lo_);
+    std::memcpy(&meta[at + 1], &span_, sizeof span_);
+  }
+  const pcy_memory buf[] = {out.memory};
+  launch(cx, a, k, meta, buf, groups);
 }
 
 // A flag or number property of the device; `otherwise` when the framework does not say.
@@ -183,6 +296,7 @@ public:
       PCY_ADD_EVALM(3, 0) PCY_ADD_EVALM(3, 1) PCY_ADD_EVALM(3, 2) PCY_ADD_EVALM(3, 3)
       PCY_ADD_EVALM(3, 4) PCY_ADD_EVALM(3, 5) PCY_ADD_EVALM(3, 6)
 #undef PCY_ADD_EVALM
+      table_.add<op_random>(pcy_array_random_schema, d, impl);
     }
     // clang-format on
   }
