@@ -103,9 +103,24 @@ inline bool writes(int op, int t) {
   case PCY_ARRAY_OP_NEXTAFTER: return true;
   case PCY_ARRAY_OP_FLOORDIV:
   case PCY_ARRAY_OP_REM: return true;
+  case PCY_ARRAY_OP_EXP:
+  case PCY_ARRAY_OP_EXPM1:
+  case PCY_ARRAY_OP_LOG:
+  case PCY_ARRAY_OP_LOG1P:
+  case PCY_ARRAY_OP_LOG2:
+  case PCY_ARRAY_OP_LOG10:
+  case PCY_ARRAY_OP_SINH:
+  case PCY_ARRAY_OP_COSH:
+  case PCY_ARRAY_OP_TANH: return t == PCY_DTYPE_F32;
   case PCY_ARRAY_OP_POW: return !is_float(t);
   default: return false;
   }
+}
+
+// The f32 instructions computed through f64 (exp_log_helpers).
+inline bool via_f64(int op) {
+  return (op >= PCY_ARRAY_OP_EXP && op <= PCY_ARRAY_OP_LOG10) || op == PCY_ARRAY_OP_SINH ||
+         op == PCY_ARRAY_OP_COSH || op == PCY_ARRAY_OP_TANH;
 }
 
 // Bit-level helpers per floating type (NaN-safe under NIR's float assumptions).
@@ -360,6 +375,119 @@ uint16_t pcy_half_from_f64(double x, int mant, int bias, int ebits) {
   return s;
 }
 
+// f32 exponentials and logarithms through binary64 (the device's shaderFloat64), rounded once:
+// range reduction and series in double, about 1e-16 relative before the one rounding to f32, so
+// nearly always the correctly rounded result (GLSL's built-ins are far off on lavapipe:
+// docs/array.md, "On Vulkan"). Specials (NaN, +-inf, +-0, outside the domain) decided first.
+inline std::string exp_log_helpers() {
+  return R"(
+double pcy_exp_d(double x) { // |x| < 110
+  precise const double k = roundEven(x * 1.4426950408889634lf);
+  precise const double r = (x - k * uint64BitsToDouble(0x3FE62E42FEE00000ul)) -
+                           k * uint64BitsToDouble(0x3DEA39EF35793C76ul);
+  precise double p = 1.0lf;
+  for (int i = 13; i >= 1; --i)
+    p = 1.0lf + (r / double(i)) * p;
+  return ldexp(p, int(k));
+}
+double pcy_expm1_d(double x) { // |x| < 110
+  if (abs(x) >= 0.5lf) {
+    precise const double e = pcy_exp_d(x) - 1.0lf;
+    return e;
+  }
+  precise double p = 1.0lf;
+  for (int i = 16; i >= 2; --i)
+    p = 1.0lf + (x / double(i)) * p;
+  precise const double y = x * p;
+  return y;
+}
+double pcy_log_d(double x) { // x > 0, finite
+  int e;
+  precise double m = frexp(x, e);
+  if (m < 0.70710678118654752lf) {
+    m = m * 2.0lf;
+    e -= 1;
+  }
+  precise const double f = (m - 1.0lf) / (m + 1.0lf);
+  precise const double z = f * f;
+  precise double p = 1.0lf / 23.0lf;
+  for (int i = 21; i >= 1; i -= 2)
+    p = 1.0lf / double(i) + z * p;
+  precise const double y = double(e) * 0.69314718055994531lf + 2.0lf * f * p;
+  return y;
+}
+float pcy_f32_of_d(double d) { // one rounding; beyond the largest float (and its half ulp): inf
+  if (abs(d) >= uint64BitsToDouble(0x47EFFFFFF0000000ul))
+    return uintBitsToFloat(d < 0.0lf ? 0xFF800000u : 0x7F800000u);
+  return float(d);
+}
+float pcy_exp_f32(float x) {
+  if (pcy_isnan_f32(x)) return x;
+  if (x > 100.0) return uintBitsToFloat(0x7F800000u);
+  if (x < -110.0) return 0.0;
+  return pcy_f32_of_d(pcy_exp_d(double(x)));
+}
+float pcy_expm1_f32(float x) {
+  if (pcy_isnan_f32(x) || pcy_iszero_f32(x)) return x;
+  if (x > 100.0) return uintBitsToFloat(0x7F800000u);
+  if (x < -110.0) return -1.0;
+  return pcy_f32_of_d(pcy_expm1_d(double(x)));
+}
+// log in double of a float x, with log's specials; `scale` multiplies a finite result
+float pcy_logs_f32(float x, double scale) {
+  if (pcy_isnan_f32(x)) return x;
+  if (pcy_iszero_f32(x)) return uintBitsToFloat(0xFF800000u);
+  if (pcy_neg_f32(x)) return uintBitsToFloat(0x7FC00000u);
+  if (pcy_isinf_f32(x)) return x;
+  precise const double y = pcy_log_d(double(x)) * scale;
+  return pcy_f32_of_d(y);
+}
+float pcy_log_f32(float x) { return pcy_logs_f32(x, 1.0lf); }
+float pcy_log2_f32(float x) { return pcy_logs_f32(x, 1.4426950408889634lf); }
+float pcy_log10_f32(float x) { return pcy_logs_f32(x, 0.43429448190325183lf); }
+float pcy_log1p_f32(float x) {
+  if (pcy_isnan_f32(x) || pcy_iszero_f32(x)) return x;
+  if (x == -1.0) return uintBitsToFloat(0xFF800000u);
+  if (x < -1.0) return uintBitsToFloat(0x7FC00000u);
+  if (pcy_isinf_f32(x)) return x;
+  const double d = double(x);
+  if (abs(d) < 0.0009765625lf) {
+    precise const double y = d * (1.0lf + d * (-0.5lf + d * (1.0lf / 3.0lf + d * (-0.25lf + d *
+                             (0.2lf + d * (-1.0lf / 6.0lf))))));
+    return pcy_f32_of_d(y);
+  }
+  precise const double y = pcy_log_d(1.0lf + d); // exact: |x| >= 2^-10, 24 bits
+  return pcy_f32_of_d(y);
+}
+float pcy_sinh_f32(float x) {
+  if (pcy_isnan_f32(x) || pcy_iszero_f32(x) || pcy_isinf_f32(x)) return x;
+  if (abs(x) > 100.0) return pcy_copysign_f32(uintBitsToFloat(0x7F800000u), x);
+  if (abs(x) >= 1.0) { // e^-|x| is small: no cancellation
+    precise const double e = pcy_exp_d(abs(double(x)));
+    precise const double y = 0.5lf * (e - 1.0lf / e);
+    return pcy_copysign_f32(pcy_f32_of_d(y), x);
+  }
+  precise const double m = pcy_expm1_d(double(x));
+  precise const double y = 0.5lf * (m + m / (m + 1.0lf));
+  return pcy_f32_of_d(y);
+}
+float pcy_cosh_f32(float x) {
+  if (pcy_isnan_f32(x)) return x;
+  if (pcy_isinf_f32(x) || abs(x) > 100.0) return uintBitsToFloat(0x7F800000u);
+  precise const double e = pcy_exp_d(abs(double(x)));
+  precise const double y = 0.5lf * (e + 1.0lf / e);
+  return pcy_f32_of_d(y);
+}
+float pcy_tanh_f32(float x) {
+  if (pcy_isnan_f32(x) || pcy_iszero_f32(x)) return x;
+  if (abs(x) > 20.0) return pcy_copysign_f32(1.0, x);
+  precise const double m = pcy_expm1_d(2.0lf * double(x));
+  precise const double y = m / (m + 2.0lf);
+  return pcy_f32_of_d(y);
+}
+)";
+}
+
 // A cast of expression x (dtype from) to dtype to.
 inline std::string cast(const std::string& x, int from, int to) {
   const char* T = gtype(to);
@@ -496,6 +624,15 @@ inline std::string instruction_code(const spec& s, int k) {
                            : in.op == PCY_ARRAY_OP_ROUND ? "roundEven("
                                                          : "trunc(") +
                a + ")");
+  case PCY_ARRAY_OP_EXP: return def("pcy_exp_f32(" + a + ")");
+  case PCY_ARRAY_OP_EXPM1: return def("pcy_expm1_f32(" + a + ")");
+  case PCY_ARRAY_OP_LOG: return def("pcy_log_f32(" + a + ")");
+  case PCY_ARRAY_OP_LOG1P: return def("pcy_log1p_f32(" + a + ")");
+  case PCY_ARRAY_OP_LOG2: return def("pcy_log2_f32(" + a + ")");
+  case PCY_ARRAY_OP_LOG10: return def("pcy_log10_f32(" + a + ")");
+  case PCY_ARRAY_OP_SINH: return def("pcy_sinh_f32(" + a + ")");
+  case PCY_ARRAY_OP_COSH: return def("pcy_cosh_f32(" + a + ")");
+  case PCY_ARRAY_OP_TANH: return def("pcy_tanh_f32(" + a + ")");
   case PCY_ARRAY_OP_SQRT: return def("sqrt(" + a + ")");
   case PCY_ARRAY_OP_RSQRT: return def(fmt("%s(1) / sqrt(%s)", T, A));
   case PCY_ARRAY_OP_NOT:
@@ -618,6 +755,10 @@ inline std::string unsupported(const spec& s, const features& f) {
     if ((in.op == PCY_ARRAY_OP_FLOORDIV || in.op == PCY_ARRAY_OP_REM) && t == PCY_DTYPE_F64 &&
         !f.int64)
       return "the device has no shaderInt64 (f64 FLOORDIV and REM work on the bits)";
+    if (detail::via_f64(in.op) && (!f.fp64 || !f.int64))
+      return fmt("instruction %s on f32 is computed in f64 here, and the device lacks "
+                 "shaderFloat64 or shaderInt64",
+                 op_name(in.op));
     if (!detail::writes(in.op, t))
       return fmt("instruction %s on %s has no exact GLSL form here yet", op_name(in.op),
                  detail::tn(t));
@@ -664,7 +805,7 @@ inline std::string eval_source(const spec& s, int wg) {
   const codegen::layout l = codegen::layout_of(s);
   bool f32 = false, f64 = false, i8 = false, i16 = false, i64 = false;
   std::array<bool, 16> ints{}; // integer dtypes needing floordiv/rem helpers
-  bool upow = false, upow64 = false, half = false;
+  bool upow = false, upow64 = false, half = false, explog = false;
   auto see = [&](int d) {
     half = half || is_half(d);
     f32 = f32 || d == PCY_DTYPE_F32;
@@ -685,11 +826,12 @@ inline std::string eval_source(const spec& s, int wg) {
       i64 = i64 || t == PCY_DTYPE_F64;
     }
     if (in.op == PCY_ARRAY_OP_POW) (t == PCY_DTYPE_I64 ? upow64 : upow) = true;
+    explog = explog || via_f64(in.op);
     if (in.op == PCY_ARRAY_OP_CONST && in.dtype == PCY_DTYPE_I64) i64 = true;
   }
   i8 = true; // comparisons and WHERE conditions are uint8_t registers
   i16 = i16 || half;
-  i64 = i64 || half;
+  i64 = i64 || half || explog; // explog: uint64BitsToDouble
   std::string src = "#version 450\n";
   src += "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n";
   src += "#extension GL_EXT_shader_8bit_storage : require\n";
@@ -707,6 +849,7 @@ inline std::string eval_source(const spec& s, int wg) {
   src +=
       fmt("layout(std430, set = 0, binding = %d) readonly buffer Meta { uint w[]; };\n", binding);
   if (f32 || half) src += float_helpers(PCY_DTYPE_F32);
+  if (explog) src += exp_log_helpers();
   if (half) src += half_helpers(f64);
   if (f64) src += float_helpers(PCY_DTYPE_F64);
   for (int d = 0; d < 16; ++d)
