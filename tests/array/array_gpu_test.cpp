@@ -1133,8 +1133,7 @@ TEST_CASE("array gpu: a repeated launch (the context's memo of its last one) see
   }
 }
 
-TEST_CASE("array gpu: vulkan's f32 exponentials and logarithms are within 1 ulp of the exact "
-          "value",
+TEST_CASE("array gpu: vulkan's f32 transcendental functions are within 1 ulp of the exact value",
           "[array][gpu]") {
   // array_vulkan computes them through f64 and rounds once (GLSL's built-ins are far off on
   // lavapipe); the reference is the host's binary64 libm rounded to f32.
@@ -1161,9 +1160,10 @@ TEST_CASE("array gpu: vulkan's f32 exponentials and logarithms are within 1 ulp 
     xs[i] = std::ldexp(std::abs(u(g)), static_cast<int>(i % 250) - 125); // positive, any scale
   std::vector<uint8_t> raw(xs.size() * 4);
   std::memcpy(raw.data(), xs.data(), raw.size());
-  const int ops[] = {PCY_ARRAY_OP_EXP,   PCY_ARRAY_OP_EXPM1, PCY_ARRAY_OP_LOG,
-                     PCY_ARRAY_OP_LOG1P, PCY_ARRAY_OP_LOG2,  PCY_ARRAY_OP_LOG10,
-                     PCY_ARRAY_OP_SINH,  PCY_ARRAY_OP_COSH,  PCY_ARRAY_OP_TANH};
+  const int ops[] = {PCY_ARRAY_OP_EXP,   PCY_ARRAY_OP_EXPM1, PCY_ARRAY_OP_LOG,   PCY_ARRAY_OP_LOG1P,
+                     PCY_ARRAY_OP_LOG2,  PCY_ARRAY_OP_LOG10, PCY_ARRAY_OP_SINH,  PCY_ARRAY_OP_COSH,
+                     PCY_ARRAY_OP_TANH,  PCY_ARRAY_OP_ASIN,  PCY_ARRAY_OP_ACOS,  PCY_ARRAY_OP_ATAN,
+                     PCY_ARRAY_OP_ASINH, PCY_ARRAY_OP_ACOSH, PCY_ARRAY_OP_ATANH, PCY_ARRAY_OP_ERF};
   for (int op : ops) {
     auto exact = [op](double d) {
       switch (op) {
@@ -1175,6 +1175,13 @@ TEST_CASE("array gpu: vulkan's f32 exponentials and logarithms are within 1 ulp 
       case PCY_ARRAY_OP_LOG10: return std::log10(d);
       case PCY_ARRAY_OP_SINH: return std::sinh(d);
       case PCY_ARRAY_OP_COSH: return std::cosh(d);
+      case PCY_ARRAY_OP_ASIN: return std::asin(d);
+      case PCY_ARRAY_OP_ACOS: return std::acos(d);
+      case PCY_ARRAY_OP_ATAN: return std::atan(d);
+      case PCY_ARRAY_OP_ASINH: return std::asinh(d);
+      case PCY_ARRAY_OP_ACOSH: return std::acosh(d);
+      case PCY_ARRAY_OP_ATANH: return std::atanh(d);
+      case PCY_ARRAY_OP_ERF: return std::erf(d);
       default: return std::tanh(d);
       }
     };

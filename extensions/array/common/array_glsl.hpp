@@ -111,7 +111,14 @@ inline bool writes(int op, int t) {
   case PCY_ARRAY_OP_LOG10:
   case PCY_ARRAY_OP_SINH:
   case PCY_ARRAY_OP_COSH:
-  case PCY_ARRAY_OP_TANH: return t == PCY_DTYPE_F32;
+  case PCY_ARRAY_OP_TANH:
+  case PCY_ARRAY_OP_ASIN:
+  case PCY_ARRAY_OP_ACOS:
+  case PCY_ARRAY_OP_ATAN:
+  case PCY_ARRAY_OP_ASINH:
+  case PCY_ARRAY_OP_ACOSH:
+  case PCY_ARRAY_OP_ATANH:
+  case PCY_ARRAY_OP_ERF: return t == PCY_DTYPE_F32;
   case PCY_ARRAY_OP_POW: return !is_float(t);
   default: return false;
   }
@@ -119,8 +126,8 @@ inline bool writes(int op, int t) {
 
 // The f32 instructions computed through f64 (exp_log_helpers).
 inline bool via_f64(int op) {
-  return (op >= PCY_ARRAY_OP_EXP && op <= PCY_ARRAY_OP_LOG10) || op == PCY_ARRAY_OP_SINH ||
-         op == PCY_ARRAY_OP_COSH || op == PCY_ARRAY_OP_TANH;
+  return (op >= PCY_ARRAY_OP_EXP && op <= PCY_ARRAY_OP_LOG10) ||
+         (op >= PCY_ARRAY_OP_ASIN && op <= PCY_ARRAY_OP_ERF);
 }
 
 // Bit-level helpers per floating type (NaN-safe under NIR's float assumptions).
@@ -478,6 +485,93 @@ float pcy_cosh_f32(float x) {
   precise const double y = 0.5lf * (e + 1.0lf / e);
   return pcy_f32_of_d(y);
 }
+double pcy_atan_d(double x) { // finite
+  const double ax = abs(x);
+  const double pi_2 = 1.5707963267948966lf, pi_4 = 0.78539816339744831lf;
+  precise double t = ax, base = 0.0lf;
+  bool inv = false;
+  if (t > 1.0lf) {
+    t = 1.0lf / t;
+    inv = true;
+  }
+  if (t > 0.41421356237309505lf) { // atan t = pi/4 + atan((t - 1) / (t + 1))
+    t = (t - 1.0lf) / (t + 1.0lf);
+    base = pi_4;
+  }
+  precise const double z = t * t;
+  precise double p = 0.0lf;
+  for (int k = 30; k >= 0; --k)
+    p = ((k & 1) != 0 ? -1.0lf : 1.0lf) / double(2 * k + 1) + z * p;
+  precise double r = base + t * p;
+  if (inv) r = pi_2 - r;
+  return x < 0.0lf ? -r : r;
+}
+float pcy_atan_f32(float x) {
+  if (pcy_isnan_f32(x) || pcy_iszero_f32(x)) return x;
+  if (pcy_isinf_f32(x)) return pcy_copysign_f32(float(1.5707963267948966lf), x);
+  return pcy_f32_of_d(pcy_atan_d(double(x)));
+}
+float pcy_asin_f32(float x) {
+  if (pcy_isnan_f32(x) || pcy_iszero_f32(x)) return x;
+  const double d = double(x);
+  if (abs(d) > 1.0lf) return uintBitsToFloat(0x7FC00000u);
+  if (abs(d) == 1.0lf) return pcy_copysign_f32(float(1.5707963267948966lf), x);
+  precise const double c = sqrt((1.0lf - d) * (1.0lf + d));
+  return pcy_f32_of_d(pcy_atan_d(d / c));
+}
+float pcy_acos_f32(float x) {
+  if (pcy_isnan_f32(x)) return x;
+  const double d = double(x);
+  if (abs(d) > 1.0lf) return uintBitsToFloat(0x7FC00000u);
+  if (d == -1.0lf) return float(3.1415926535897932lf);
+  precise const double q = sqrt((1.0lf - d) / (1.0lf + d));
+  precise const double y = 2.0lf * pcy_atan_d(q);
+  return pcy_f32_of_d(y);
+}
+float pcy_asinh_f32(float x) {
+  if (pcy_isnan_f32(x) || pcy_iszero_f32(x) || pcy_isinf_f32(x)) return x;
+  const double a = abs(double(x));
+  precise double y;
+  if (a < 0.0009765625lf)
+    y = a * (1.0lf + a * a * (-1.0lf / 6.0lf + a * a * (3.0lf / 40.0lf)));
+  else
+    y = pcy_log_d(a + sqrt(a * a + 1.0lf));
+  return pcy_copysign_f32(pcy_f32_of_d(y), x);
+}
+float pcy_acosh_f32(float x) {
+  if (pcy_isnan_f32(x)) return x;
+  const double d = double(x);
+  if (d < 1.0lf) return uintBitsToFloat(0x7FC00000u);
+  if (pcy_isinf_f32(x)) return x;
+  if (d == 1.0lf) return 0.0;
+  precise const double y = pcy_log_d(d + sqrt((d - 1.0lf) * (d + 1.0lf)));
+  return pcy_f32_of_d(y);
+}
+float pcy_atanh_f32(float x) {
+  if (pcy_isnan_f32(x) || pcy_iszero_f32(x)) return x;
+  const double d = double(x), a = abs(d);
+  if (a > 1.0lf) return uintBitsToFloat(0x7FC00000u);
+  if (a == 1.0lf) return pcy_copysign_f32(uintBitsToFloat(0x7F800000u), x);
+  precise double y;
+  if (a < 0.0009765625lf)
+    y = a * (1.0lf + a * a * (1.0lf / 3.0lf + a * a * 0.2lf));
+  else
+    y = 0.5lf * pcy_log_d((1.0lf + a) / (1.0lf - a));
+  return pcy_copysign_f32(pcy_f32_of_d(y), x);
+}
+float pcy_erf_f32(float x) { // the Maclaurin series in double (|x| < 4), else +-1
+  if (pcy_isnan_f32(x) || pcy_iszero_f32(x)) return x;
+  const double a = abs(double(x));
+  if (a >= 4.0lf) return pcy_copysign_f32(1.0, x);
+  precise const double z = a * a;
+  precise double term = a, sum = a;
+  for (int n = 1; n < 90; ++n) {
+    term = term * (-z) / double(n);
+    sum = sum + term / double(2 * n + 1);
+  }
+  precise const double y = sum * 1.1283791670955126lf; // 2 / sqrt(pi)
+  return pcy_copysign_f32(pcy_f32_of_d(y), x);
+}
 float pcy_tanh_f32(float x) {
   if (pcy_isnan_f32(x) || pcy_iszero_f32(x)) return x;
   if (abs(x) > 20.0) return pcy_copysign_f32(1.0, x);
@@ -633,6 +727,13 @@ inline std::string instruction_code(const spec& s, int k) {
   case PCY_ARRAY_OP_SINH: return def("pcy_sinh_f32(" + a + ")");
   case PCY_ARRAY_OP_COSH: return def("pcy_cosh_f32(" + a + ")");
   case PCY_ARRAY_OP_TANH: return def("pcy_tanh_f32(" + a + ")");
+  case PCY_ARRAY_OP_ASIN: return def("pcy_asin_f32(" + a + ")");
+  case PCY_ARRAY_OP_ACOS: return def("pcy_acos_f32(" + a + ")");
+  case PCY_ARRAY_OP_ATAN: return def("pcy_atan_f32(" + a + ")");
+  case PCY_ARRAY_OP_ASINH: return def("pcy_asinh_f32(" + a + ")");
+  case PCY_ARRAY_OP_ACOSH: return def("pcy_acosh_f32(" + a + ")");
+  case PCY_ARRAY_OP_ATANH: return def("pcy_atanh_f32(" + a + ")");
+  case PCY_ARRAY_OP_ERF: return def("pcy_erf_f32(" + a + ")");
   case PCY_ARRAY_OP_SQRT: return def("sqrt(" + a + ")");
   case PCY_ARRAY_OP_RSQRT: return def(fmt("%s(1) / sqrt(%s)", T, A));
   case PCY_ARRAY_OP_NOT:
