@@ -16,9 +16,11 @@
 //
 // Floating arithmetic is `precise` (no contraction, and Mesa's NIR keeps NaN and infinity:
 // without it lavapipe treats float maths as free of them), and every classification (NaN, inf,
-// sign, zero) reads the bits. Instructions without an exact GLSL form (the transcendental
-// functions, floating POW, HYPOT, LOGADDEXP) are refused with
-// PCY_ERR_UNSUPPORTED naming what: `unsupported()` says which before anything is built.
+// sign, zero) reads the bits. The f32 transcendental functions but SIN, COS, TAN and POW are
+// computed in f64 and rounded once (exp_log_helpers: within 1 ulp; GLSL's built-ins are far
+// off on lavapipe). What is not written (those four, every f64 transcendental, a dtype the
+// device lacks) is refused with PCY_ERR_UNSUPPORTED naming it: `unsupported()` says which
+// before anything is built.
 #pragma once
 
 #include "array_codegen.hpp"
@@ -118,7 +120,10 @@ inline bool writes(int op, int t) {
   case PCY_ARRAY_OP_ASINH:
   case PCY_ARRAY_OP_ACOSH:
   case PCY_ARRAY_OP_ATANH:
-  case PCY_ARRAY_OP_ERF: return t == PCY_DTYPE_F32;
+  case PCY_ARRAY_OP_ERF:
+  case PCY_ARRAY_OP_ATAN2:
+  case PCY_ARRAY_OP_HYPOT:
+  case PCY_ARRAY_OP_LOGADDEXP: return t == PCY_DTYPE_F32;
   case PCY_ARRAY_OP_POW: return !is_float(t);
   default: return false;
   }
@@ -127,7 +132,8 @@ inline bool writes(int op, int t) {
 // The f32 instructions computed through f64 (exp_log_helpers).
 inline bool via_f64(int op) {
   return (op >= PCY_ARRAY_OP_EXP && op <= PCY_ARRAY_OP_LOG10) ||
-         (op >= PCY_ARRAY_OP_ASIN && op <= PCY_ARRAY_OP_ERF);
+         (op >= PCY_ARRAY_OP_ASIN && op <= PCY_ARRAY_OP_ERF) || op == PCY_ARRAY_OP_ATAN2 ||
+         op == PCY_ARRAY_OP_HYPOT || op == PCY_ARRAY_OP_LOGADDEXP;
 }
 
 // Bit-level helpers per floating type (NaN-safe under NIR's float assumptions).
@@ -572,6 +578,49 @@ float pcy_erf_f32(float x) { // the Maclaurin series in double (|x| < 4), else +
   precise const double y = sum * 1.1283791670955126lf; // 2 / sqrt(pi)
   return pcy_copysign_f32(pcy_f32_of_d(y), x);
 }
+float pcy_hypot_f32(float x, float y) { // inf wins over NaN (C's hypot)
+  if (pcy_isinf_f32(x) || pcy_isinf_f32(y)) return uintBitsToFloat(0x7F800000u);
+  if (pcy_isnan_f32(x) || pcy_isnan_f32(y)) return uintBitsToFloat(0x7FC00000u);
+  const double a = double(x), b = double(y);
+  precise const double r = sqrt(a * a + b * b);
+  return pcy_f32_of_d(r);
+}
+float pcy_atan2_f32(float y, float x) { // C's special values, then atan(|y/x|) placed
+  if (pcy_isnan_f32(x) || pcy_isnan_f32(y)) return uintBitsToFloat(0x7FC00000u);
+  const double pi = 3.1415926535897932lf, pi_2 = 1.5707963267948966lf;
+  precise double r;
+  if (pcy_iszero_f32(y)) {
+    r = pcy_neg_f32(x) ? pi : 0.0lf;
+  } else if (pcy_isinf_f32(y)) {
+    r = pcy_isinf_f32(x) ? (pcy_neg_f32(x) ? 2.3561944901923449lf : 0.78539816339744831lf) : pi_2;
+  } else if (pcy_iszero_f32(x)) {
+    r = pi_2;
+  } else if (pcy_isinf_f32(x)) {
+    r = pcy_neg_f32(x) ? pi : 0.0lf;
+  } else {
+    precise const double a = pcy_atan_d(abs(double(y)) / abs(double(x)));
+    r = pcy_neg_f32(x) ? pi - a : a;
+  }
+  return pcy_copysign_f32(pcy_f32_of_d(r), y);
+}
+float pcy_logaddexp_f32(float x, float y) { // npy_logaddexp's cases, in double
+  if (x == y) {
+    precise const double r = double(x) + 0.69314718055994531lf;
+    return pcy_isinf_f32(x) ? x : pcy_f32_of_d(r);
+  }
+  precise const double t = double(x) - double(y);
+  if (pcy_isnan_f32(x) || pcy_isnan_f32(y)) return uintBitsToFloat(0x7FC00000u);
+  if (pcy_isinf_f32(x) || pcy_isinf_f32(y)) return t > 0.0lf ? x : y;
+  const double m = t > 0.0lf ? double(x) : double(y);
+  precise const double u = pcy_exp_d(-abs(t)); // in (0, 1]
+  precise double l;
+  if (u < 0.0009765625lf)
+    l = u * (1.0lf + u * (-0.5lf + u * (1.0lf / 3.0lf + u * (-0.25lf + u * 0.2lf))));
+  else
+    l = pcy_log_d(1.0lf + u);
+  precise const double r = m + l;
+  return pcy_f32_of_d(r);
+}
 float pcy_tanh_f32(float x) {
   if (pcy_isnan_f32(x) || pcy_iszero_f32(x)) return x;
   if (abs(x) > 20.0) return pcy_copysign_f32(1.0, x);
@@ -734,6 +783,9 @@ inline std::string instruction_code(const spec& s, int k) {
   case PCY_ARRAY_OP_ACOSH: return def("pcy_acosh_f32(" + a + ")");
   case PCY_ARRAY_OP_ATANH: return def("pcy_atanh_f32(" + a + ")");
   case PCY_ARRAY_OP_ERF: return def("pcy_erf_f32(" + a + ")");
+  case PCY_ARRAY_OP_ATAN2: return def(fmt("pcy_atan2_f32(%s, %s)", A, B));
+  case PCY_ARRAY_OP_HYPOT: return def(fmt("pcy_hypot_f32(%s, %s)", A, B));
+  case PCY_ARRAY_OP_LOGADDEXP: return def(fmt("pcy_logaddexp_f32(%s, %s)", A, B));
   case PCY_ARRAY_OP_SQRT: return def("sqrt(" + a + ")");
   case PCY_ARRAY_OP_RSQRT: return def(fmt("%s(1) / sqrt(%s)", T, A));
   case PCY_ARRAY_OP_NOT:
