@@ -1,11 +1,12 @@
-// Array bundle for the Vulkan framework: fused elementwise programs (eval_<N>, evalm<O>_<N>) as
-// GLSL compute shaders written per program by array_glsl.hpp and built on first use through the
-// framework's program build; the context maps each program's key (codegen::spec::key) to its
-// kernel, so a new shape with the same instructions builds nothing. The shapes, strides, offsets
-// and constants go to the shader as meta words in the op's workspace (written on the queue before
-// the launch; push constants are too small for them). Reductions, scans, sorts and random draws
-// are not registered: the host runs them on another framework. A program this dialect cannot
-// write exactly (array_glsl.hpp: transcendental functions, the half types, a dtype the device
+// Array bundle for the Vulkan framework: fused elementwise programs (eval_<N>, evalm<O>_<N>) and
+// random draws as GLSL compute shaders written per program by array_glsl.hpp (random: with
+// random.glsl, pcy_array_random.h in GLSL) and built on first use through the framework's
+// program build; the context maps each program's key (codegen::spec::key) to its kernel, so a
+// new shape with the same instructions builds nothing. The shapes, strides, offsets and
+// constants go to the shader as meta words in the op's workspace (written on the queue before
+// the launch; push constants are too small for them). Reductions, scans and sorts are not
+// registered: the host runs them on another framework. A program this dialect cannot write
+// (array_glsl.hpp: SIN, COS, TAN, floating POW, f64 transcendental functions, a dtype the device
 // lacks) is refused with PCY_ERR_UNSUPPORTED naming the reason.
 #include "array_glsl.hpp"
 #include "array_program.hpp"
