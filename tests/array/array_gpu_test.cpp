@@ -1163,7 +1163,8 @@ TEST_CASE("array gpu: vulkan's f32 transcendental functions are within 1 ulp of 
   const int ops[] = {PCY_ARRAY_OP_EXP,   PCY_ARRAY_OP_EXPM1, PCY_ARRAY_OP_LOG,   PCY_ARRAY_OP_LOG1P,
                      PCY_ARRAY_OP_LOG2,  PCY_ARRAY_OP_LOG10, PCY_ARRAY_OP_SINH,  PCY_ARRAY_OP_COSH,
                      PCY_ARRAY_OP_TANH,  PCY_ARRAY_OP_ASIN,  PCY_ARRAY_OP_ACOS,  PCY_ARRAY_OP_ATAN,
-                     PCY_ARRAY_OP_ASINH, PCY_ARRAY_OP_ACOSH, PCY_ARRAY_OP_ATANH, PCY_ARRAY_OP_ERF};
+                     PCY_ARRAY_OP_ASINH, PCY_ARRAY_OP_ACOSH, PCY_ARRAY_OP_ATANH, PCY_ARRAY_OP_ERF,
+                     PCY_ARRAY_OP_SIN,   PCY_ARRAY_OP_COS,   PCY_ARRAY_OP_TAN};
   for (int op : ops) {
     auto exact = [op](double d) {
       switch (op) {
@@ -1182,6 +1183,9 @@ TEST_CASE("array gpu: vulkan's f32 transcendental functions are within 1 ulp of 
       case PCY_ARRAY_OP_ACOSH: return std::acosh(d);
       case PCY_ARRAY_OP_ATANH: return std::atanh(d);
       case PCY_ARRAY_OP_ERF: return std::erf(d);
+      case PCY_ARRAY_OP_SIN: return std::sin(d);
+      case PCY_ARRAY_OP_COS: return std::cos(d);
+      case PCY_ARRAY_OP_TAN: return std::tan(d);
       default: return std::tanh(d);
       }
     };

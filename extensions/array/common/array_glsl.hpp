@@ -16,11 +16,10 @@
 //
 // Floating arithmetic is `precise` (no contraction, and Mesa's NIR keeps NaN and infinity:
 // without it lavapipe treats float maths as free of them), and every classification (NaN, inf,
-// sign, zero) reads the bits. The f32 transcendental functions but SIN, COS, TAN and POW are
-// computed in f64 and rounded once (exp_log_helpers: within 1 ulp; GLSL's built-ins are far
-// off on lavapipe). What is not written (those four, every f64 transcendental, a dtype the
-// device lacks) is refused with PCY_ERR_UNSUPPORTED naming it: `unsupported()` says which
-// before anything is built.
+// sign, zero) reads the bits. The f32 transcendental functions but POW are computed in f64 and
+// rounded once (exp_log_helpers: within 1 ulp; GLSL's built-ins are far off on lavapipe). What
+// is not written (floating POW, every f64 transcendental, a dtype the device lacks) is refused
+// with PCY_ERR_UNSUPPORTED naming it: `unsupported()` says which before anything is built.
 #pragma once
 
 #include "array_codegen.hpp"
@@ -121,6 +120,9 @@ inline bool writes(int op, int t) {
   case PCY_ARRAY_OP_ACOSH:
   case PCY_ARRAY_OP_ATANH:
   case PCY_ARRAY_OP_ERF:
+  case PCY_ARRAY_OP_SIN:
+  case PCY_ARRAY_OP_COS:
+  case PCY_ARRAY_OP_TAN:
   case PCY_ARRAY_OP_ATAN2:
   case PCY_ARRAY_OP_HYPOT:
   case PCY_ARRAY_OP_LOGADDEXP: return t == PCY_DTYPE_F32;
@@ -132,7 +134,7 @@ inline bool writes(int op, int t) {
 // The f32 instructions computed through f64 (exp_log_helpers).
 inline bool via_f64(int op) {
   return (op >= PCY_ARRAY_OP_EXP && op <= PCY_ARRAY_OP_LOG10) ||
-         (op >= PCY_ARRAY_OP_ASIN && op <= PCY_ARRAY_OP_ERF) || op == PCY_ARRAY_OP_ATAN2 ||
+         (op >= PCY_ARRAY_OP_SIN && op <= PCY_ARRAY_OP_ERF) || op == PCY_ARRAY_OP_ATAN2 ||
          op == PCY_ARRAY_OP_HYPOT || op == PCY_ARRAY_OP_LOGADDEXP;
 }
 
@@ -621,6 +623,84 @@ float pcy_logaddexp_f32(float x, float y) { // npy_logaddexp's cases, in double
   precise const double r = m + l;
   return pcy_f32_of_d(r);
 }
+// sin, cos and tan of a float: |x| reduced exactly modulo pi/2 (x times 2/pi's bits as a 128-bit
+// product: the quadrant and 60-odd bits of the fraction), then series in double on
+// [-pi/4, pi/4]. 2/pi's first 288 bits (computed from Machin's formula in integers).
+const uint pcy_two_over_pi[9] = uint[9](0xA2F9836Eu, 0x4E441529u, 0xFC2757D1u, 0xF534DDC0u,
+                                         0xDB629599u, 0x3C439041u, 0xFE5163ABu, 0xDEBBC561u,
+                                         0xB7246E3Au);
+// |x| (finite) as q pi/2 + a, a in [-pi/4, pi/4]; returns a, q in 0..3
+double pcy_reduce_pio2(float ax, out uint q) {
+  if (ax < 0.78539816) {
+    q = 0u;
+    return double(ax);
+  }
+  const uint b = floatBitsToUint(ax);
+  const uint64_t m = uint64_t((b & 0x7FFFFFu) | 0x800000u);
+  const int E = int(b >> 23) - 150; // ax = m 2^E, E in [-24, 104]
+  const int i0 = max(1, E - 1);     // 2/pi's bits from i0 (1-based): the rest are 0 mod 4
+  const int sh = i0 + 95 - E;       // fraction bits of the product, 94..120
+  const int o = i0 - 1, wi = o / 32, bi = o % 32;
+  uint w[3];
+  for (int j = 0; j < 3; ++j)
+    w[j] = bi == 0 ? pcy_two_over_pi[wi + j]
+                   : (pcy_two_over_pi[wi + j] << bi) | (pcy_two_over_pi[wi + j + 1] >> (32 - bi));
+  const uint64_t p0 = m * uint64_t(w[0]), p1 = m * uint64_t(w[1]), p2 = m * uint64_t(w[2]);
+  const uint64_t lo = p2 + (p1 << 32);
+  const uint64_t hi = p0 + (p1 >> 32) + (lo < p2 ? 1ul : 0ul);
+  q = uint(hi >> (sh - 64)) & 3u;
+  const int L = 128 - sh; // 8..34
+  const uint64_t ghi = (hi << L) | (lo >> (64 - L)), glo = lo << L;
+  precise double f = double(ghi) * uint64BitsToDouble(0x3BF0000000000000ul) +
+                     double(glo) * uint64BitsToDouble(0x37F0000000000000ul); // 2^-64, 2^-128
+  if (f >= 0.5lf) {
+    f = f - 1.0lf;
+    q = (q + 1u) & 3u;
+  }
+  precise const double a = f * 1.5707963267948966lf;
+  return a;
+}
+double pcy_sin_d(double a) { // |a| <= pi/4
+  precise const double z = a * a;
+  precise double p = 1.0lf;
+  for (int k = 19; k >= 3; k -= 2)
+    p = 1.0lf - z / double(k * (k - 1)) * p;
+  precise const double y = a * p;
+  return y;
+}
+double pcy_cos_d(double a) { // |a| <= pi/4
+  precise const double z = a * a;
+  precise double p = 1.0lf;
+  for (int k = 20; k >= 2; k -= 2)
+    p = 1.0lf - z / double(k * (k - 1)) * p;
+  return p;
+}
+float pcy_sin_f32(float x) {
+  if (pcy_isnan_f32(x) || pcy_isinf_f32(x)) return uintBitsToFloat(0x7FC00000u);
+  if (pcy_iszero_f32(x)) return x;
+  uint q;
+  const double a = pcy_reduce_pio2(abs(x), q);
+  precise double r = (q & 1u) == 0u ? pcy_sin_d(a) : pcy_cos_d(a);
+  if (q >= 2u) r = -r;
+  return pcy_copysign_f32(1.0, x) * pcy_f32_of_d(r);
+}
+float pcy_cos_f32(float x) {
+  if (pcy_isnan_f32(x) || pcy_isinf_f32(x)) return uintBitsToFloat(0x7FC00000u);
+  uint q;
+  const double a = pcy_reduce_pio2(abs(x), q);
+  precise double r = (q & 1u) == 0u ? pcy_cos_d(a) : pcy_sin_d(a);
+  if (q == 1u || q == 2u) r = -r;
+  return pcy_f32_of_d(r);
+}
+float pcy_tan_f32(float x) {
+  if (pcy_isnan_f32(x) || pcy_isinf_f32(x)) return uintBitsToFloat(0x7FC00000u);
+  if (pcy_iszero_f32(x)) return x;
+  uint q;
+  const double a = pcy_reduce_pio2(abs(x), q);
+  const double sa = pcy_sin_d(a), ca = pcy_cos_d(a);
+  precise const double r = (q & 1u) == 0u ? sa / ca : -ca / sa;
+  return pcy_copysign_f32(1.0, x) * pcy_f32_of_d(r);
+}
 float pcy_tanh_f32(float x) {
   if (pcy_isnan_f32(x) || pcy_iszero_f32(x)) return x;
   if (abs(x) > 20.0) return pcy_copysign_f32(1.0, x);
@@ -783,6 +863,9 @@ inline std::string instruction_code(const spec& s, int k) {
   case PCY_ARRAY_OP_ACOSH: return def("pcy_acosh_f32(" + a + ")");
   case PCY_ARRAY_OP_ATANH: return def("pcy_atanh_f32(" + a + ")");
   case PCY_ARRAY_OP_ERF: return def("pcy_erf_f32(" + a + ")");
+  case PCY_ARRAY_OP_SIN: return def("pcy_sin_f32(" + a + ")");
+  case PCY_ARRAY_OP_COS: return def("pcy_cos_f32(" + a + ")");
+  case PCY_ARRAY_OP_TAN: return def("pcy_tan_f32(" + a + ")");
   case PCY_ARRAY_OP_ATAN2: return def(fmt("pcy_atan2_f32(%s, %s)", A, B));
   case PCY_ARRAY_OP_HYPOT: return def(fmt("pcy_hypot_f32(%s, %s)", A, B));
   case PCY_ARRAY_OP_LOGADDEXP: return def(fmt("pcy_logaddexp_f32(%s, %s)", A, B));

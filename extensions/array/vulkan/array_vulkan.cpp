@@ -6,8 +6,8 @@
 // constants go to the shader as meta words in the op's workspace (written on the queue before
 // the launch; push constants are too small for them). Reductions, scans and sorts are not
 // registered: the host runs them on another framework. A program this dialect cannot write
-// (array_glsl.hpp: SIN, COS, TAN, floating POW, f64 transcendental functions, a dtype the device
-// lacks) is refused with PCY_ERR_UNSUPPORTED naming the reason.
+// (array_glsl.hpp: floating POW, f64 transcendental functions, a dtype the device lacks) is refused
+// with PCY_ERR_UNSUPPORTED naming the reason.
 #include "array_glsl.hpp"
 #include "array_program.hpp"
 #include "array_random_glsl.hpp" // generated: random.glsl's text
