@@ -1224,16 +1224,18 @@ TEST_CASE("array gpu: vulkan's f32 transcendental functions are within 1 ulp of 
     }
   }
   // the binary ones, over pairs from the same inputs (y shifted against x)
-  const int ops2[] = {PCY_ARRAY_OP_ATAN2, PCY_ARRAY_OP_HYPOT, PCY_ARRAY_OP_LOGADDEXP};
+  const int ops2[] = {PCY_ARRAY_OP_ATAN2, PCY_ARRAY_OP_HYPOT, PCY_ARRAY_OP_LOGADDEXP,
+                      PCY_ARRAY_OP_POW};
   std::vector<float> ys(xs.size());
   for (size_t i = 0; i < ys.size(); ++i)
-    ys[i] = xs[(i * 7 + 3) % xs.size()];
+    ys[i] = i % 5 == 0 ? std::round(xs[(i * 7 + 3) % xs.size()]) : xs[(i * 7 + 3) % xs.size()];
   std::vector<uint8_t> raw_y(ys.size() * 4);
   std::memcpy(raw_y.data(), ys.data(), raw_y.size());
   for (int op : ops2) {
     auto exact = [op](double a, double b) {
       if (op == PCY_ARRAY_OP_ATAN2) return std::atan2(a, b);
       if (op == PCY_ARRAY_OP_HYPOT) return std::hypot(a, b);
+      if (op == PCY_ARRAY_OP_POW) return std::pow(a, b);
       if (a == b) return a + 0.69314718055994531; // npy_logaddexp's cases
       if (std::isinf(a) || std::isinf(b)) return a - b > 0 ? a : b;
       return std::max(a, b) + std::log1p(std::exp(-std::abs(a - b)));

@@ -16,9 +16,9 @@
 //
 // Floating arithmetic is `precise` (no contraction, and Mesa's NIR keeps NaN and infinity:
 // without it lavapipe treats float maths as free of them), and every classification (NaN, inf,
-// sign, zero) reads the bits. The f32 transcendental functions but POW are computed in f64 and
-// rounded once (exp_log_helpers: within 1 ulp; GLSL's built-ins are far off on lavapipe). What
-// is not written (floating POW, every f64 transcendental, a dtype the device lacks) is refused
+// sign, zero) reads the bits. The f32 transcendental functions are computed in f64 and rounded
+// once (exp_log_helpers: within 1 ulp; GLSL's built-ins are far off on lavapipe). What is not
+// written (every f64 transcendental, a dtype the device lacks) is refused
 // with PCY_ERR_UNSUPPORTED naming it: `unsupported()` says which before anything is built.
 #pragma once
 
@@ -126,16 +126,17 @@ inline bool writes(int op, int t) {
   case PCY_ARRAY_OP_ATAN2:
   case PCY_ARRAY_OP_HYPOT:
   case PCY_ARRAY_OP_LOGADDEXP: return t == PCY_DTYPE_F32;
-  case PCY_ARRAY_OP_POW: return !is_float(t);
+  case PCY_ARRAY_OP_POW: return !is_float(t) || t == PCY_DTYPE_F32;
   default: return false;
   }
 }
 
 // The f32 instructions computed through f64 (exp_log_helpers).
-inline bool via_f64(int op) {
-  return (op >= PCY_ARRAY_OP_EXP && op <= PCY_ARRAY_OP_LOG10) ||
-         (op >= PCY_ARRAY_OP_SIN && op <= PCY_ARRAY_OP_ERF) || op == PCY_ARRAY_OP_ATAN2 ||
-         op == PCY_ARRAY_OP_HYPOT || op == PCY_ARRAY_OP_LOGADDEXP;
+inline bool via_f64(int op, int t) {
+  return t == PCY_DTYPE_F32 &&
+         ((op >= PCY_ARRAY_OP_EXP && op <= PCY_ARRAY_OP_LOG10) ||
+          (op >= PCY_ARRAY_OP_SIN && op <= PCY_ARRAY_OP_ERF) || op == PCY_ARRAY_OP_ATAN2 ||
+          op == PCY_ARRAY_OP_HYPOT || op == PCY_ARRAY_OP_LOGADDEXP || op == PCY_ARRAY_OP_POW);
 }
 
 // Bit-level helpers per floating type (NaN-safe under NIR's float assumptions).
@@ -701,6 +702,35 @@ float pcy_tan_f32(float x) {
   precise const double r = (q & 1u) == 0u ? sa / ca : -ca / sa;
   return pcy_copysign_f32(1.0, x) * pcy_f32_of_d(r);
 }
+// C's pow (Annex F's special values), then exp(y log|x|) in double and the sign of an odd
+// integer power of a negative x.
+float pcy_pow_f32(float x, float y) {
+  if (pcy_iszero_f32(y) || x == 1.0) return 1.0;
+  if (pcy_isnan_f32(x) || pcy_isnan_f32(y)) return uintBitsToFloat(0x7FC00000u);
+  const float inf = uintBitsToFloat(0x7F800000u);
+  const bool yint = !pcy_isinf_f32(y) && floor(y) == y;
+  const bool yodd = yint && abs(y) < 16777216.0 && (int(abs(y)) & 1) == 1;
+  if (pcy_iszero_f32(x)) {
+    if (y < 0.0) return yodd ? pcy_copysign_f32(inf, x) : inf;
+    return yodd ? x : 0.0;
+  }
+  if (pcy_isinf_f32(y)) {
+    const float ax = abs(x);
+    if (ax == 1.0) return 1.0;
+    return (ax < 1.0) == (y < 0.0) ? inf : 0.0;
+  }
+  if (pcy_isinf_f32(x)) {
+    const float mag = y < 0.0 ? 0.0 : inf;
+    return pcy_neg_f32(x) && yodd ? -mag : mag;
+  }
+  if (x < 0.0 && !yint) return uintBitsToFloat(0x7FC00000u);
+  precise const double t = double(y) * pcy_log_d(abs(double(x)));
+  float r;
+  if (t > 100.0lf) r = inf;
+  else if (t < -110.0lf) r = 0.0;
+  else r = pcy_f32_of_d(pcy_exp_d(t));
+  return x < 0.0 && yodd ? -r : r;
+}
 float pcy_tanh_f32(float x) {
   if (pcy_isnan_f32(x) || pcy_iszero_f32(x)) return x;
   if (abs(x) > 20.0) return pcy_copysign_f32(1.0, x);
@@ -883,6 +913,7 @@ inline std::string instruction_code(const spec& s, int k) {
   case PCY_ARRAY_OP_REM:
     return def(fmt(fl ? "pcy_fmodpy_%s(%s, %s)" : "pcy_rem_%s(%s, %s)", n, A, B));
   case PCY_ARRAY_OP_POW: {
+    if (fl) return def(fmt("pcy_pow_f32(%s, %s)", A, B));
     const std::string up = t == PCY_DTYPE_I64
                                ? fmt("int64_t(pcy_upow64(uint64_t(%s), uint64_t(%s)))", A, B)
                                : fmt("%s(pcy_upow(uint(int(%s)), uint(int(%s))))", T, A, B);
@@ -991,7 +1022,7 @@ inline std::string unsupported(const spec& s, const features& f) {
     if ((in.op == PCY_ARRAY_OP_FLOORDIV || in.op == PCY_ARRAY_OP_REM) && t == PCY_DTYPE_F64 &&
         !f.int64)
       return "the device has no shaderInt64 (f64 FLOORDIV and REM work on the bits)";
-    if (detail::via_f64(in.op) && (!f.fp64 || !f.int64))
+    if (detail::via_f64(in.op, t) && (!f.fp64 || !f.int64))
       return fmt("instruction %s on f32 is computed in f64 here, and the device lacks "
                  "shaderFloat64 or shaderInt64",
                  op_name(in.op));
@@ -1061,8 +1092,8 @@ inline std::string eval_source(const spec& s, int wg) {
       ints[static_cast<size_t>(t)] = true;
       i64 = i64 || t == PCY_DTYPE_F64;
     }
-    if (in.op == PCY_ARRAY_OP_POW) (t == PCY_DTYPE_I64 ? upow64 : upow) = true;
-    explog = explog || via_f64(in.op);
+    if (in.op == PCY_ARRAY_OP_POW && !is_float(t)) (t == PCY_DTYPE_I64 ? upow64 : upow) = true;
+    explog = explog || via_f64(in.op, t);
     if (in.op == PCY_ARRAY_OP_CONST && in.dtype == PCY_DTYPE_I64) i64 = true;
   }
   i8 = true; // comparisons and WHERE conditions are uint8_t registers

@@ -6,7 +6,7 @@
 // constants go to the shader as meta words in the op's workspace (written on the queue before
 // the launch; push constants are too small for them). Reductions, scans and sorts are not
 // registered: the host runs them on another framework. A program this dialect cannot write
-// (array_glsl.hpp: floating POW, f64 transcendental functions, a dtype the device lacks) is refused
+// (array_glsl.hpp: f64 transcendental functions, a dtype the device lacks) is refused
 // with PCY_ERR_UNSUPPORTED naming the reason.
 #include "array_glsl.hpp"
 #include "array_program.hpp"
