@@ -9,6 +9,7 @@
 // (array_glsl.hpp: f64 transcendental functions, a dtype the device lacks) is refused
 // with PCY_ERR_UNSUPPORTED naming the reason.
 #include "array_glsl.hpp"
+#include "array_helpers_glsl.hpp" // generated: helpers.glsl's text
 #include "array_program.hpp"
 #include "array_random_glsl.hpp" // generated: random.glsl's text
 
@@ -34,6 +35,7 @@ using namespace parenchyma::array_bundle;
 namespace glsl = parenchyma::array_bundle::glsl;
 
 constexpr const char* bundle_name = "array_vulkan";
+using parenchyma::array_vulkan::helpers_library;
 using parenchyma::array_vulkan::random_library;
 
 // Indices are 32-bit ints in the shaders: every index word and element count below 2^31, and
@@ -73,9 +75,10 @@ struct vk_array_context : sdk::device_context {
     if (std::string why = glsl::unsupported(s, f); !why.empty())
       sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str(bundle_name, ": ", why, " (on ", device_name,
                                               "): run this program on another framework"));
-    const std::string src = s.what == codegen::job::random
-                                ? glsl::random_source(s, static_cast<int>(wg), random_library)
-                                : glsl::eval_source(s, static_cast<int>(wg));
+    const std::string src =
+        s.what == codegen::job::random
+            ? glsl::random_source(s, static_cast<int>(wg), random_library, helpers_library)
+            : glsl::eval_source(s, static_cast<int>(wg), helpers_library);
     build_failure failed;
     pcy_program prog = build(src.c_str(), nullptr, &failed);
     if (prog == nullptr)
