@@ -132,9 +132,12 @@ void plugin::discover() {
 
     VkPhysicalDeviceVulkan12Features f12{};
     f12.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_2_FEATURES;
+    VkPhysicalDeviceVulkan11Features f11{};
+    f11.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_1_1_FEATURES;
+    f11.pNext = &f12;
     VkPhysicalDeviceFeatures2 features{};
     features.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2;
-    features.pNext = &f12;
+    features.pNext = &f11;
     vk_.vkGetPhysicalDeviceFeatures2(p, &features);
     if (!f12.timelineSemaphore) {
       note(sdk::str("device '", d->name, "' lacks timeline semaphores (Vulkan 1.2 feature)"));
@@ -178,6 +181,10 @@ void plugin::discover() {
     d->fp16 = f12.shaderFloat16 != VK_FALSE;
     d->fp64 = features.features.shaderFloat64 != VK_FALSE && !hide_fp64;
     d->int64 = features.features.shaderInt64 != VK_FALSE;
+    // 8- and 16-bit integers in registers and in storage buffers (the array bundle's small types)
+    d->int8 = f12.shaderInt8 != VK_FALSE && f12.storageBuffer8BitAccess != VK_FALSE;
+    d->int16 =
+        features.features.shaderInt16 != VK_FALSE && f11.storageBuffer16BitAccess != VK_FALSE;
     d->denorm_preserve16 = v12.shaderDenormPreserveFloat16 != VK_FALSE;
     d->denorm_preserve32 = v12.shaderDenormPreserveFloat32 != VK_FALSE;
     d->denorm_preserve64 = v12.shaderDenormPreserveFloat64 != VK_FALSE;
@@ -218,6 +225,8 @@ void plugin::discover() {
     pr.flag(PCY_PROP_FP64, d->fp64);
     pr.flag("fp16", d->fp16);
     pr.flag("int64", d->int64);
+    pr.flag("int8", d->int8);
+    pr.flag("int16", d->int16);
     pr.flag("denorm_preserve_f32", d->denorm_preserve32);
     pr.flag("buffer_device_address", d->device_address);
     log_.debug("device ", devices_.size(), ": '", d->name, "' (", d->vendor, ", ",

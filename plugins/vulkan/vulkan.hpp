@@ -49,6 +49,7 @@ struct device_info {
   uint32_t queue_family = 0;
   uint32_t subgroup_size = 0;
   bool host_unified = false, fp16 = false, fp64 = false, int64 = false;
+  bool int8 = false, int16 = false; // shaderInt8/16 with 8/16-bit storage-buffer access
   // shaderDenormPreserveFloat16/32/64: the device keeps subnormal results when a module asks
   // (DenormPreserve); without the request a driver may flush them (NVIDIA's does for f32).
   bool denorm_preserve16 = false, denorm_preserve32 = false, denorm_preserve64 = false;

@@ -1,4 +1,5 @@
-// The GPU array bundles (array_opencl, array_cuda: one code generator) against the native bundle,
+// The GPU array bundles (array_opencl, array_cuda: one code generator; array_vulkan: its GLSL
+// dialect, eval only) against the native bundle,
 // program by program, on raw bit patterns: every exact instruction (integer wrap, NumPy's divmod,
 // minimum/maximum, comparisons, shifts, floor/ceil/round/trunc, sqrt, division, copysign,
 // nextafter) on every dtype it takes, every cast between the ten dtypes (half inputs as arbitrary
@@ -23,6 +24,7 @@
 #include <cstring>
 #include <limits>
 #include <random>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -48,10 +50,12 @@ bool has_op(const char* fw, const char* op) {
         if (std::string(o->name) == op) return true;
   return false;
 }
-std::vector<Backend> gpu_backends() {
+// The GPU frameworks with an array bundle; with `op`, only those whose bundle has it (array_vulkan
+// serves eval only: the other ops would fall back to native and compare native with itself).
+std::vector<Backend> gpu_backends(const char* op = nullptr) {
   std::vector<Backend> out;
-  for (const char* n : {"opencl", "cuda"})
-    if (has_array_bundle(n)) out.emplace_back(n);
+  for (const char* n : {"opencl", "cuda", "vulkan"})
+    if (has_array_bundle(n) && (op == nullptr || has_op(n, op))) out.emplace_back(n);
   return out;
 }
 
@@ -280,9 +284,29 @@ std::shared_ptr<TensorStorage> upload(const Backend& b, const input& in) {
 enum class opkind { eval, reduce, scan };
 
 // Runs a program on b; returns the output's bytes (out_elems elements of out_dtype).
+std::vector<uint8_t> run_on(const Backend& b, opkind k, const program_words& p, int out_dtype,
+                            int64_t out_elems, const std::vector<input>& inputs, int64_t kind,
+                            double correction);
+// array_vulkan serves only the programs it writes exactly in GLSL and refuses the others
+// (transcendental functions, the half types) with errc::unsupported: such a case is reported
+// (once per reason) and checked on the native bundle only.
 std::vector<uint8_t> run(const Backend& b, opkind k, const program_words& p, int out_dtype,
                          int64_t out_elems, const std::vector<input>& inputs, int64_t kind = 0,
                          double correction = 0) {
+  if (b.framework().name() != "vulkan")
+    return run_on(b, k, p, out_dtype, out_elems, inputs, kind, correction);
+  try {
+    return run_on(b, k, p, out_dtype, out_elems, inputs, kind, correction);
+  } catch (const error& e) {
+    if (e.code() != errc::unsupported) throw;
+    static std::set<std::string> seen;
+    if (seen.insert(e.what()).second) WARN("skipped on vulkan: " << e.what());
+    return run_on(Backend("native"), k, p, out_dtype, out_elems, inputs, kind, correction);
+  }
+}
+std::vector<uint8_t> run_on(const Backend& b, opkind k, const program_words& p, int out_dtype,
+                            int64_t out_elems, const std::vector<input>& inputs, int64_t kind,
+                            double correction) {
   pa::Array out(b, {out_elems}, static_cast<pcy_dtype>(out_dtype));
   auto ost = out.node()->storage;
   std::memset(ost->host(access::write_only), 0xA5,
@@ -409,7 +433,7 @@ TEST_CASE("array gpu: every exact instruction matches the native bundle to the b
           "[array][gpu]") {
   const auto gpus = gpu_backends();
   if (gpus.empty()) {
-    WARN("skipped: no array bundle on opencl or cuda with a device here");
+    WARN("skipped: no array bundle (with the op) on opencl, cuda or vulkan with a device here");
     return;
   }
   const Backend native("native");
@@ -447,7 +471,7 @@ TEST_CASE("array gpu: every cast between the ten dtypes matches the native bundl
           "[array][gpu]") {
   const auto gpus = gpu_backends();
   if (gpus.empty()) {
-    WARN("skipped: no array bundle on opencl or cuda with a device here");
+    WARN("skipped: no array bundle (with the op) on opencl, cuda or vulkan with a device here");
     return;
   }
   const Backend native("native");
@@ -478,7 +502,7 @@ TEST_CASE("array gpu: every cast between the ten dtypes matches the native bundl
 TEST_CASE("array gpu: gather, index, where and constants through broadcast views", "[array][gpu]") {
   const auto gpus = gpu_backends();
   if (gpus.empty()) {
-    WARN("skipped: no array bundle on opencl or cuda with a device here");
+    WARN("skipped: no array bundle (with the op) on opencl, cuda or vulkan with a device here");
     return;
   }
   const Backend native("native");
@@ -518,9 +542,9 @@ TEST_CASE("array gpu: gather, index, where and constants through broadcast views
 
 TEST_CASE("array gpu: reductions of every kind along inner and outer dimensions",
           "[array][gpu][reduce]") {
-  const auto gpus = gpu_backends();
+  const auto gpus = gpu_backends("reduce_1");
   if (gpus.empty()) {
-    WARN("skipped: no array bundle on opencl or cuda with a device here");
+    WARN("skipped: no array bundle (with the op) on opencl, cuda or vulkan with a device here");
     return;
   }
   const Backend native("native");
@@ -643,9 +667,9 @@ TEST_CASE("array gpu: reductions of every kind along inner and outer dimensions"
 }
 
 TEST_CASE("array gpu: scans are sequential: the native bundle's bits", "[array][gpu]") {
-  const auto gpus = gpu_backends();
+  const auto gpus = gpu_backends("scan_1");
   if (gpus.empty()) {
-    WARN("skipped: no array bundle on opencl or cuda with a device here");
+    WARN("skipped: no array bundle (with the op) on opencl, cuda or vulkan with a device here");
     return;
   }
   const Backend native("native");
@@ -776,9 +800,9 @@ std::vector<uint8_t> device_draw(const Backend& b, int dist, int d, std::vector<
 
 TEST_CASE("array gpu: random draws give pcy_array_random.h's bits, through any view",
           "[array][gpu][random]") {
-  const auto gpus = gpu_backends();
+  const auto gpus = gpu_backends("random");
   if (gpus.empty()) {
-    WARN("skipped: no array bundle on opencl or cuda with a device here");
+    WARN("skipped: no array bundle (with the op) on opencl, cuda or vulkan with a device here");
     return;
   }
   struct draw {
@@ -818,9 +842,9 @@ TEST_CASE("array gpu: random draws give pcy_array_random.h's bits, through any v
 }
 
 TEST_CASE("array gpu: random draws give the native bundle's bits", "[array][gpu][random]") {
-  const auto gpus = gpu_backends();
+  const auto gpus = gpu_backends("random");
   if (gpus.empty()) {
-    WARN("skipped: no array bundle on opencl or cuda with a device here");
+    WARN("skipped: no array bundle (with the op) on opencl, cuda or vulkan with a device here");
     return;
   }
   if (!has_op("native", "random")) {
@@ -844,6 +868,8 @@ TEST_CASE("array gpu: random draws give the native bundle's bits", "[array][gpu]
       dists.push_back({PCY_ARRAY_RANDOM_RANDINT, {-9e18, 9e18}}); // a range beyond 2^63
     }
     if (d == PCY_DTYPE_I64) dists.push_back({PCY_ARRAY_RANDOM_BITS, {0, 0}});
+    if (d == PCY_DTYPE_I32 || d == PCY_DTYPE_I64)
+      dists.push_back({PCY_ARRAY_RANDOM_PERMUTATION, {0, 0}});
     // dense views: aligned and whole vectors; then one starting 3 elements in (no vector
     // aligned on cuda) and ending 1 past a multiple of 4 (a partial last work-item)
     for (const auto& [dist, ab] : dists)
@@ -868,7 +894,7 @@ TEST_CASE("array gpu: several outputs of one pass (evalm3) match the native bund
           "[array][gpu]") {
   const auto gpus = gpu_backends();
   if (gpus.empty()) {
-    WARN("skipped: no array bundle on opencl or cuda with a device here");
+    WARN("skipped: no array bundle (with the op) on opencl, cuda or vulkan with a device here");
     return;
   }
   const Backend native("native");
@@ -916,9 +942,9 @@ TEST_CASE("array gpu: several outputs of one pass (evalm3) match the native bund
 }
 
 TEST_CASE("array gpu: blocked scans of few long rows", "[array][gpu]") {
-  const auto gpus = gpu_backends();
+  const auto gpus = gpu_backends("scan_1");
   if (gpus.empty()) {
-    WARN("skipped: no array bundle on opencl or cuda with a device here");
+    WARN("skipped: no array bundle (with the op) on opencl, cuda or vulkan with a device here");
     return;
   }
   const Backend native("native");
@@ -1020,9 +1046,9 @@ void sort_against_native(const Backend& native, const Backend& gb, const pa::Sha
 
 TEST_CASE("array gpu: sort and argsort give the native bundle's stable order, bit for bit",
           "[array][gpu][sort]") {
-  const auto gpus = gpu_backends();
+  const auto gpus = gpu_backends("sort_1");
   if (gpus.empty()) {
-    WARN("skipped: no array bundle on opencl or cuda with a device here");
+    WARN("skipped: no array bundle (with the op) on opencl, cuda or vulkan with a device here");
     return;
   }
   const Backend native("native");
@@ -1068,7 +1094,7 @@ TEST_CASE("array gpu: a repeated launch (the context's memo of its last one) see
           "[array][gpu]") {
   const auto gpus = gpu_backends();
   if (gpus.empty()) {
-    WARN("skipped: no array bundle on opencl or cuda with a device here");
+    WARN("skipped: no array bundle (with the op) on opencl, cuda or vulkan with a device here");
     return;
   }
   for (const Backend& b : gpus) {
@@ -1104,5 +1130,151 @@ TEST_CASE("array gpu: a repeated launch (the context's memo of its last one) see
     pa::Array x3 = pa::ones(b, {5}), y3 = pa::zeros(b, {5});
     y3.assign(x3 * 3.0f + 1.0f);
     CHECK(y3.to_vector<float>() == std::vector<float>(5, 4.0f));
+  }
+}
+
+TEST_CASE("array gpu: vulkan's f32 transcendental functions are within 1 ulp of the exact value",
+          "[array][gpu]") {
+  // array_vulkan computes them through f64 and rounds once (GLSL's built-ins are far off on
+  // lavapipe); the reference is the host's binary64 libm rounded to f32.
+  std::vector<Backend> vk;
+  for (const Backend& b : gpu_backends("eval_1"))
+    if (b.framework().name() == "vulkan") vk.push_back(b);
+  if (vk.empty()) {
+    WARN("skipped: no array bundle on vulkan with a device here");
+    return;
+  }
+  const int64_t n = 4096;
+  std::vector<float> xs(static_cast<size_t>(n));
+  std::mt19937 g(7);
+  std::uniform_real_distribution<float> u(-10.f, 10.f);
+  for (auto& x : xs)
+    x = u(g);
+  const float specials[] = {NAN,        INFINITY, -INFINITY, 0.f,      -0.f,   1e-30f,
+                            -1e-7f,     88.f,     88.72283f, 88.7229f, -87.4f, -103.5f,
+                            -0.999999f, 1e-45f,   3.4e38f,   -1e-40f,  -1.f,   0.5f};
+  std::copy(std::begin(specials), std::end(specials), xs.begin());
+  for (size_t i = 100; i < 1500; ++i)
+    xs[i] = std::ldexp(u(g) / 10.f, -static_cast<int>(i % 60)); // near 0, to subnormal
+  for (size_t i = 1500; i < 2500; ++i)
+    xs[i] = std::ldexp(std::abs(u(g)), static_cast<int>(i % 250) - 125); // positive, any scale
+  std::vector<uint8_t> raw(xs.size() * 4);
+  std::memcpy(raw.data(), xs.data(), raw.size());
+  const int ops[] = {PCY_ARRAY_OP_EXP,   PCY_ARRAY_OP_EXPM1, PCY_ARRAY_OP_LOG,   PCY_ARRAY_OP_LOG1P,
+                     PCY_ARRAY_OP_LOG2,  PCY_ARRAY_OP_LOG10, PCY_ARRAY_OP_SINH,  PCY_ARRAY_OP_COSH,
+                     PCY_ARRAY_OP_TANH,  PCY_ARRAY_OP_ASIN,  PCY_ARRAY_OP_ACOS,  PCY_ARRAY_OP_ATAN,
+                     PCY_ARRAY_OP_ASINH, PCY_ARRAY_OP_ACOSH, PCY_ARRAY_OP_ATANH, PCY_ARRAY_OP_ERF,
+                     PCY_ARRAY_OP_SIN,   PCY_ARRAY_OP_COS,   PCY_ARRAY_OP_TAN};
+  for (int op : ops) {
+    auto exact = [op](double d) {
+      switch (op) {
+      case PCY_ARRAY_OP_EXP: return std::exp(d);
+      case PCY_ARRAY_OP_EXPM1: return std::expm1(d);
+      case PCY_ARRAY_OP_LOG: return std::log(d);
+      case PCY_ARRAY_OP_LOG1P: return std::log1p(d);
+      case PCY_ARRAY_OP_LOG2: return std::log2(d);
+      case PCY_ARRAY_OP_LOG10: return std::log10(d);
+      case PCY_ARRAY_OP_SINH: return std::sinh(d);
+      case PCY_ARRAY_OP_COSH: return std::cosh(d);
+      case PCY_ARRAY_OP_ASIN: return std::asin(d);
+      case PCY_ARRAY_OP_ACOS: return std::acos(d);
+      case PCY_ARRAY_OP_ATAN: return std::atan(d);
+      case PCY_ARRAY_OP_ASINH: return std::asinh(d);
+      case PCY_ARRAY_OP_ACOSH: return std::acosh(d);
+      case PCY_ARRAY_OP_ATANH: return std::atanh(d);
+      case PCY_ARRAY_OP_ERF: return std::erf(d);
+      case PCY_ARRAY_OP_SIN: return std::sin(d);
+      case PCY_ARRAY_OP_COS: return std::cos(d);
+      case PCY_ARRAY_OP_TAN: return std::tan(d);
+      default: return std::tanh(d);
+      }
+    };
+    program_words p;
+    p.rank = 1;
+    p.shape = {n};
+    p.views = {{0, 1}, {0, 1}};
+    const int a = p.add(PCY_ARRAY_OP_LOAD, PCY_DTYPE_F32, 1);
+    p.add(op, PCY_DTYPE_F32, a, 0);
+    for (const Backend& b : vk) {
+      std::vector<uint8_t> got;
+      try { // run_on: a refusal is a skip here, never the native bundle's bits
+        got = run_on(b, opkind::eval, p, PCY_DTYPE_F32, n, {{PCY_DTYPE_F32, raw, {n}}}, 0, 0);
+      } catch (const error& e) {
+        if (e.code() != errc::unsupported) throw;
+        WARN("skipped on vulkan: " << e.what());
+        return;
+      }
+      int64_t bad = -1;
+      for (int64_t i = 0; i < n && bad < 0; ++i) {
+        float v;
+        std::memcpy(&v, &got[static_cast<size_t>(i) * 4], 4);
+        const float r = static_cast<float>(exact(static_cast<double>(xs[static_cast<size_t>(i)])));
+        if (std::isnan(r) || std::isnan(v)) {
+          if (std::isnan(r) != std::isnan(v)) bad = i;
+        } else if (std::isinf(r) || std::isinf(v) || r == 0 || v == 0) {
+          if (r != v || std::signbit(r) != std::signbit(v)) bad = i;
+        } else {
+          const double ulp = std::ldexp(1.0, std::max(std::ilogb(r), -126) - 23);
+          if (std::abs(static_cast<double>(v) - static_cast<double>(r)) > ulp) bad = i;
+        }
+      }
+      INFO(b.name() << ": op " << op
+                    << " at x = " << (bad >= 0 ? xs[static_cast<size_t>(bad)] : 0));
+      CHECK(bad == -1);
+    }
+  }
+  // the binary ones, over pairs from the same inputs (y shifted against x)
+  const int ops2[] = {PCY_ARRAY_OP_ATAN2, PCY_ARRAY_OP_HYPOT, PCY_ARRAY_OP_LOGADDEXP,
+                      PCY_ARRAY_OP_POW};
+  std::vector<float> ys(xs.size());
+  for (size_t i = 0; i < ys.size(); ++i)
+    ys[i] = i % 5 == 0 ? std::round(xs[(i * 7 + 3) % xs.size()]) : xs[(i * 7 + 3) % xs.size()];
+  std::vector<uint8_t> raw_y(ys.size() * 4);
+  std::memcpy(raw_y.data(), ys.data(), raw_y.size());
+  for (int op : ops2) {
+    auto exact = [op](double a, double b) {
+      if (op == PCY_ARRAY_OP_ATAN2) return std::atan2(a, b);
+      if (op == PCY_ARRAY_OP_HYPOT) return std::hypot(a, b);
+      if (op == PCY_ARRAY_OP_POW) return std::pow(a, b);
+      if (a == b) return a + 0.69314718055994531; // npy_logaddexp's cases
+      if (std::isinf(a) || std::isinf(b)) return a - b > 0 ? a : b;
+      return std::max(a, b) + std::log1p(std::exp(-std::abs(a - b)));
+    };
+    program_words p;
+    p.rank = 1;
+    p.shape = {n};
+    p.views = {{0, 1}, {0, 1}, {0, 1}};
+    const int a = p.add(PCY_ARRAY_OP_LOAD, PCY_DTYPE_F32, 1);
+    const int b = p.add(PCY_ARRAY_OP_LOAD, PCY_DTYPE_F32, 2);
+    p.add(op, PCY_DTYPE_F32, a, b);
+    for (const Backend& bk : vk) {
+      std::vector<uint8_t> got;
+      try {
+        got = run_on(bk, opkind::eval, p, PCY_DTYPE_F32, n,
+                     {{PCY_DTYPE_F32, raw, {n}}, {PCY_DTYPE_F32, raw_y, {n}}}, 0, 0);
+      } catch (const error& e) {
+        if (e.code() != errc::unsupported) throw;
+        WARN("skipped on vulkan: " << e.what());
+        return;
+      }
+      int64_t bad = -1;
+      for (int64_t i = 0; i < n && bad < 0; ++i) {
+        float v;
+        std::memcpy(&v, &got[static_cast<size_t>(i) * 4], 4);
+        const size_t k = static_cast<size_t>(i);
+        const float r = static_cast<float>(exact(xs[k], ys[k]));
+        if (std::isnan(r) || std::isnan(v)) {
+          if (std::isnan(r) != std::isnan(v)) bad = i;
+        } else if (std::isinf(r) || std::isinf(v) || r == 0 || v == 0) {
+          if (r != v || std::signbit(r) != std::signbit(v)) bad = i;
+        } else {
+          const double ulp = std::ldexp(1.0, std::max(std::ilogb(r), -126) - 23);
+          if (std::abs(static_cast<double>(v) - static_cast<double>(r)) > ulp) bad = i;
+        }
+      }
+      INFO(bk.name() << ": op " << op << " at x = " << (bad >= 0 ? xs[static_cast<size_t>(bad)] : 0)
+                     << ", y = " << (bad >= 0 ? ys[static_cast<size_t>(bad)] : 0));
+      CHECK(bad == -1);
+    }
   }
 }
