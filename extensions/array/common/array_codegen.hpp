@@ -186,6 +186,72 @@ inline spec make_spec(const program& p, const collapsed& c, job what, int kind) 
   return s;
 }
 
+// A random draw's kernel: its spec (the view with neighbouring dimensions merged where they are
+// one run of memory, row-major order kept: a dense output is rank 1, no division per element, and
+// takes the vector stores) and its meta words but the output's offset (the bundle's to add: its
+// tensors' byte offsets differ) and the trailing scalars. Shared by the GPU bundles.
+struct random_kernel {
+  spec s;
+  int per = 0;        // elements per Philox counter (pcy_array.h; 0: one per work-item)
+  uint64_t items = 0; // work-items: counters, or elements for a permutation
+};
+inline random_kernel random_kernel_of(const random_call& rc, std::vector<int64_t>& meta,
+                                      int extra_words = 0) {
+  std::array<int64_t, max_rank> shape{}, strides{};
+  int R = 0;
+  for (int d = 0; d < rc.rank; ++d) {
+    const int64_t ext = rc.shape[static_cast<size_t>(d)], st = rc.strides[static_cast<size_t>(d)];
+    if (ext == 1) continue;
+    if (R > 0 && strides[static_cast<size_t>(R - 1)] == ext * st) {
+      shape[static_cast<size_t>(R - 1)] *= ext;
+      strides[static_cast<size_t>(R - 1)] = st;
+      continue;
+    }
+    shape[static_cast<size_t>(R)] = ext;
+    strides[static_cast<size_t>(R)] = st;
+    ++R;
+  }
+  if (R == 0) { // one element
+    shape[0] = 1;
+    strides[0] = 1;
+    R = 1;
+  }
+  random_kernel k;
+  k.s.what = job::random;
+  k.s.kind = static_cast<int>(rc.distribution);
+  k.s.rank = R;
+  k.s.operands = 1;
+  k.s.dtypes[0] = rc.dtype;
+  k.s.dense = R == 1 && strides[0] == 1 && rc.distribution != PCY_ARRAY_RANDOM_PERMUTATION;
+  const uint64_t n = rc.elements;
+  k.per = pcy_array_random_per_counter(static_cast<int>(rc.distribution), rc.dtype);
+  k.items = k.per > 0 ? (n + static_cast<uint64_t>(k.per) - 1) / static_cast<uint64_t>(k.per) : n;
+  const layout l = layout_of(k.s);
+  meta.assign(static_cast<size_t>(l.words(job::random) + extra_words), 0);
+  meta[static_cast<size_t>(l.small(job::random))] = n < (uint64_t{1} << 32) ? 1 : 0;
+  for (int d = 0; d < R; ++d) {
+    meta[static_cast<size_t>(l.shape(d))] = shape[static_cast<size_t>(d)];
+    meta[static_cast<size_t>(l.stride(0, d))] = strides[static_cast<size_t>(d)];
+  }
+  meta[static_cast<size_t>(l.offset(0))] = rc.offset;
+  meta[static_cast<size_t>(l.extra(0))] = static_cast<int64_t>(n);
+  meta[static_cast<size_t>(l.extra(1))] = static_cast<int64_t>(rc.seed);
+  meta[static_cast<size_t>(l.extra(2))] = static_cast<int64_t>(rc.stream_offset);
+  // bernoulli: floor(p 2^32) clipped to [0, 2^32]; NaN gives 0
+  uint64_t thr = 0;
+  if (rc.a > 0.0)
+    thr = rc.a >= 1.0 ? (uint64_t{1} << 32) : static_cast<uint64_t>(rc.a * 4294967296.0);
+  meta[static_cast<size_t>(l.extra(3))] = static_cast<int64_t>(thr);
+  // randint: lo and the range b - a mod 2^64
+  if (rc.distribution == PCY_ARRAY_RANDOM_RANDINT) {
+    const int64_t ilo = static_cast<int64_t>(rc.a), ihi = static_cast<int64_t>(rc.b);
+    meta[static_cast<size_t>(l.extra(4))] = ilo;
+    meta[static_cast<size_t>(l.extra(5))] =
+        static_cast<int64_t>(static_cast<uint64_t>(ihi) - static_cast<uint64_t>(ilo));
+  }
+  return k;
+}
+
 // The meta words of a program for its collapsed form; `elem_off[p]` is operand p's tensor byte
 // offset in elements.
 // Into w (replaced; its capacity reused: no allocation per call once warm).

@@ -534,64 +534,13 @@ inline void op_random(gpu_context& cx, const sdk::op_args& a) {
   const pcy_tensor& out = a.t(at<pcy_array_random_schema>("out"));
   const int dt = rc.dtype;
   const int64_t dist = rc.distribution;
-  const uint64_t n = rc.elements;
   const double pa = rc.a, pb = rc.b;
-  // The view with neighbouring dimensions merged where they are one run of memory (row-major
-  // order kept: a dense output is rank 1, no division per element).
-  std::array<int64_t, max_rank> shape{}, strides{};
-  int R = 0;
-  for (int d = 0; d < rc.rank; ++d) {
-    const int64_t ext = rc.shape[static_cast<size_t>(d)], st = rc.strides[static_cast<size_t>(d)];
-    if (ext == 1) continue;
-    if (R > 0 && strides[static_cast<size_t>(R - 1)] == ext * st) {
-      shape[static_cast<size_t>(R - 1)] *= ext;
-      strides[static_cast<size_t>(R - 1)] = st;
-      continue;
-    }
-    shape[static_cast<size_t>(R)] = ext;
-    strides[static_cast<size_t>(R)] = st;
-    ++R;
-  }
-  if (R == 0) { // one element
-    shape[0] = 1;
-    strides[0] = 1;
-    R = 1;
-  }
-  codegen::spec s;
-  s.what = job::random;
-  s.kind = static_cast<int>(dist);
-  s.rank = R;
-  s.operands = 1;
-  s.dtypes[0] = dt;
-  s.dense = R == 1 && strides[0] == 1 && dist != PCY_ARRAY_RANDOM_PERMUTATION;
-  const built_kernels& k = cx.get(s);
-  const codegen::layout l = codegen::layout_of(s);
   launch_args la;
-  la.meta.assign(static_cast<size_t>(l.words(job::random)), 0);
-  la.meta[static_cast<size_t>(l.small(job::random))] = n < (uint64_t{1} << 32) ? 1 : 0;
-  for (int d = 0; d < R; ++d) {
-    la.meta[static_cast<size_t>(l.shape(d))] = shape[static_cast<size_t>(d)];
-    la.meta[static_cast<size_t>(l.stride(0, d))] = strides[static_cast<size_t>(d)];
-  }
-  // One work-item per counter (PER elements each), one per element for a permutation.
-  const int per = pcy_array_random_per_counter(static_cast<int>(dist), dt);
-  const uint64_t items =
-      per > 0 ? (n + static_cast<uint64_t>(per) - 1) / static_cast<uint64_t>(per) : n;
-  la.meta[static_cast<size_t>(l.offset(0))] = rc.offset + elem_offset(S, out, cx.bundle);
-  la.meta[static_cast<size_t>(l.extra(0))] = static_cast<int64_t>(n);
-  la.meta[static_cast<size_t>(l.extra(1))] = static_cast<int64_t>(rc.seed);
-  la.meta[static_cast<size_t>(l.extra(2))] = static_cast<int64_t>(rc.stream_offset);
-  // bernoulli: floor(p 2^32) clipped to [0, 2^32]; NaN gives 0
-  uint64_t thr = 0;
-  if (pa > 0.0) thr = pa >= 1.0 ? (uint64_t{1} << 32) : static_cast<uint64_t>(pa * 4294967296.0);
-  la.meta[static_cast<size_t>(l.extra(3))] = static_cast<int64_t>(thr);
-  // randint: lo and the range b - a mod 2^64
-  if (dist == PCY_ARRAY_RANDOM_RANDINT) {
-    const int64_t ilo = static_cast<int64_t>(pa), ihi = static_cast<int64_t>(pb);
-    la.meta[static_cast<size_t>(l.extra(4))] = ilo;
-    la.meta[static_cast<size_t>(l.extra(5))] =
-        static_cast<int64_t>(static_cast<uint64_t>(ihi) - static_cast<uint64_t>(ilo));
-  }
+  const codegen::random_kernel rk = codegen::random_kernel_of(rc, la.meta);
+  const built_kernels& k = cx.get(rk.s);
+  const codegen::layout l = codegen::layout_of(rk.s);
+  la.meta[static_cast<size_t>(l.offset(0))] += elem_offset(S, out, cx.bundle);
+  const uint64_t items = rk.items;
   la.operands(cx, {&out}, 1);
   la.add_meta();
   if (dt == PCY_DTYPE_F64) {

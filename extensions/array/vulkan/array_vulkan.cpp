@@ -170,35 +170,12 @@ void op_random(vk_array_context& cx, const sdk::op_args& a) {
   const int64_t dist = rc.distribution;
   const uint64_t n = rc.elements;
   const double pa = rc.a, pb = rc.b;
-  std::array<int64_t, max_rank> shape{}, strides{};
-  int R = 0;
-  for (int d = 0; d < rc.rank; ++d) {
-    const int64_t ext = rc.shape[static_cast<size_t>(d)], st = rc.strides[static_cast<size_t>(d)];
-    if (ext == 1) continue;
-    if (R > 0 && strides[static_cast<size_t>(R - 1)] == ext * st) {
-      shape[static_cast<size_t>(R - 1)] *= ext;
-      strides[static_cast<size_t>(R - 1)] = st;
-      continue;
-    }
-    shape[static_cast<size_t>(R)] = ext;
-    strides[static_cast<size_t>(R)] = st;
-    ++R;
-  }
-  if (R == 0) {
-    shape[0] = 1;
-    strides[0] = 1;
-    R = 1;
-  }
-  codegen::spec s;
-  s.what = codegen::job::random;
-  s.kind = static_cast<int>(dist);
-  s.rank = R;
-  s.operands = 1;
-  s.dtypes[0] = dt;
+  thread_local std::vector<int64_t> meta;
+  const codegen::random_kernel rk = codegen::random_kernel_of(rc, meta, 2);
+  const codegen::spec& s = rk.s;
   const codegen::layout l = codegen::layout_of(s);
-  const int per = pcy_array_random_per_counter(static_cast<int>(dist), dt);
-  const uint64_t items =
-      per > 0 ? (n + static_cast<uint64_t>(per) - 1) / static_cast<uint64_t>(per) : n;
+  const int R = s.rank;
+  const uint64_t items = rk.items;
   const uint64_t groups = std::clamp<uint64_t>((items + cx.wg - 1) / cx.wg, 1, cx.max_groups);
   const uint64_t es = sdk::dtype_size(out.dtype);
   if (out.byte_offset % es != 0)
@@ -209,33 +186,13 @@ void op_random(vk_array_context& cx, const sdk::op_args& a) {
   const int64_t off = rc.offset + static_cast<int64_t>(out.byte_offset / es);
   bool fits = n + groups * cx.wg * 4 < static_cast<uint64_t>(max_index) && off <= max_index;
   for (int d = 0; d < R; ++d)
-    fits = fits && shape[static_cast<size_t>(d)] <= max_index &&
-           std::abs(strides[static_cast<size_t>(d)]) <= max_index;
+    fits = fits && meta[static_cast<size_t>(l.shape(d))] <= max_index &&
+           std::abs(meta[static_cast<size_t>(l.stride(0, d))]) <= max_index;
   if (!fits)
     sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str(S.extension, ".", S.name, ": ", n, " elements; ",
                                             bundle_name, " indexes below 2^31 (32-bit indices)"));
   const pcy_kernel k = cx.get(s);
-  thread_local std::vector<int64_t> meta;
-  meta.assign(static_cast<size_t>(l.words(codegen::job::random)) + 2, 0);
-  meta[static_cast<size_t>(l.small(codegen::job::random))] = 1;
-  for (int d = 0; d < R; ++d) {
-    meta[static_cast<size_t>(l.shape(d))] = shape[static_cast<size_t>(d)];
-    meta[static_cast<size_t>(l.stride(0, d))] = strides[static_cast<size_t>(d)];
-  }
   meta[static_cast<size_t>(l.offset(0))] = off;
-  meta[static_cast<size_t>(l.extra(0))] = static_cast<int64_t>(n);
-  meta[static_cast<size_t>(l.extra(1))] = static_cast<int64_t>(rc.seed);
-  meta[static_cast<size_t>(l.extra(2))] = static_cast<int64_t>(rc.stream_offset);
-  // bernoulli: floor(p 2^32) clipped to [0, 2^32]; NaN gives 0
-  uint64_t thr = 0;
-  if (pa > 0.0) thr = pa >= 1.0 ? (uint64_t{1} << 32) : static_cast<uint64_t>(pa * 4294967296.0);
-  meta[static_cast<size_t>(l.extra(3))] = static_cast<int64_t>(thr);
-  if (dist == PCY_ARRAY_RANDOM_RANDINT) {
-    const int64_t ilo = static_cast<int64_t>(pa), ihi = static_cast<int64_t>(pb);
-    meta[static_cast<size_t>(l.extra(4))] = ilo;
-    meta[static_cast<size_t>(l.extra(5))] =
-        static_cast<int64_t>(static_cast<uint64_t>(ihi) - static_cast<uint64_t>(ilo));
-  }
   // uniform: lo = a, span = b - a; normal: lo = mean, span = std (in the output's precision,
   // F32 for the half types)
   const size_t at = static_cast<size_t>(l.words(codegen::job::random));
@@ -251,27 +208,6 @@ void op_random(vk_array_context& cx, const sdk::op_args& a) {
   }
   const pcy_memory buf[] = {out.memory};
   launch(cx, a, k, meta, buf, groups);
-}
-
-// A flag or number property of the device; `otherwise` when the framework does not say.
-int64_t device_number(const pcy_bundle_context_args& a, std::string_view key, int64_t otherwise) {
-  const pcy_framework_api& fw = *a.framework;
-  const pcy_property* props = nullptr;
-  size_t count = 0;
-  if (fw.device_properties == nullptr) return otherwise;
-  if (pcy_error* e = fw.device_properties(a.framework_plugin, a.plugin_device, &props, &count)) {
-    e->destroy(e);
-    return otherwise;
-  }
-  if (count == 0 || props == nullptr || props[0].struct_size < sizeof(pcy_property))
-    return otherwise;
-  const size_t stride = props[0].struct_size;
-  for (size_t i = 0; i < count; ++i) {
-    const pcy_property& p =
-        *reinterpret_cast<const pcy_property*>(reinterpret_cast<const char*>(props) + i * stride);
-    if (p.key != nullptr && key == p.key) return p.i;
-  }
-  return otherwise;
 }
 
 constexpr sdk::bundle_identity identity{
@@ -315,9 +251,9 @@ public:
     const sdk::device_facts dev = sdk::device_facts_of(a);
     cx->device_name = dev.name.empty() ? std::string("the Vulkan device") : dev.name;
     cx->f.fp64 = dev.fp64;
-    cx->f.int64 = device_number(a, "int64", 0) != 0;
-    cx->f.int8 = device_number(a, "int8", 0) != 0;
-    cx->f.int16 = device_number(a, "int16", 0) != 0;
+    cx->f.int64 = sdk::device_number(a, "int64", 0) != 0;
+    cx->f.int8 = sdk::device_number(a, "int8", 0) != 0;
+    cx->f.int16 = sdk::device_number(a, "int16", 0) != 0;
     auto lacks = [&](const char* what, const char* types) {
       return sdk::str(bundle_name, ": ", cx->device_name, " has no ", what, ": ", types,
                       " programs cannot run on it");
