@@ -314,6 +314,26 @@ int window_count(int H, int W, int h0, int w0, int wh, int ww, int incl) {
   return (min(h0 + wh, H) - max(h0, 0)) * (min(w0 + ww, W) - max(w0, 0));
 }
 
+// ---- LRN across channels: s = k + alpha / n sum of x^2 over [c - n/2, c + (n-1)/2] ----------------
+// s of channel c at the column `col` (its channel-0 element; channels HW apart): a macro that
+// defines the function after the kernel's buffers, which it reads (xs).
+#define LRN_S_FUNCTION                                                                             \
+  real lrn_s(int col, int HW, int c, int C, int n, real alpha, real k) {                           \
+    precise real acc = real(0.0);                                                                  \
+    for (int j = max(0, c - n / 2); j <= min(C - 1, c + (n - 1) / 2); ++j) {                       \
+      const real v = xs[col + j * HW];                                                             \
+      acc += v * v;                                                                                \
+    }                                                                                              \
+    precise real s = k + alpha / real(n) * acc;                                                    \
+    return s;                                                                                      \
+  }
+// s^-beta for s > 0 (beta >= 0; beta 0 gives 1 as pow does, NaN passes otherwise).
+real lrn_pow(real s, real beta) {
+  if (beta == real(0.0)) return real(1.0);
+  precise real e = -beta * log_r(s);
+  return exp_r(e);
+}
+
 #kernel act_fwd
 // y = f(x); x and y may be one buffer (the in-place forms).
 layout(local_size_x = EWG) in;
@@ -584,5 +604,49 @@ void main() {
         acc += dys[plane * PQ + p * Q + q] /
                real(window_count(H, W, p * sh - ph, q * sw - pw, wh, ww, incl));
     dxs[t] = acc;
+  }
+}
+
+#kernel lrn_fwd
+// y = x s^-beta; an invocation per element.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, writeonly, Y, ys)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(Y, ys)
+  real alpha; real beta; real k; int total; int C; int HW; int n; };
+LRN_S_FUNCTION
+void main() {
+  for (int t = GID; t < total; t += GSTRIDE) {
+    const int c = (t / HW) % C, col = (t / (HW * C)) * C * HW + t % HW;
+    precise real v = xs[t] * lrn_pow(lrn_s(col, HW, c, C, n, alpha, k), beta);
+    ys[t] = v;
+  }
+}
+
+#kernel lrn_grad
+// dx[c] = dy[c] s[c]^-beta - 2 alpha beta / n x[c] sum_{c': c in W(c')} dy[c'] y[c'] / s[c'],
+// c' in [c - (n-1)/2, c + n/2]; each s recomputed from x (no workspace). An invocation per element.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, readonly, Y, ys)
+BUF(2, readonly, DY, dys)
+BUF(3, writeonly, DX, dxs)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(Y, ys) PTR(DY, dys) PTR(DX, dxs)
+  real alpha; real beta; real k; int total; int C; int HW; int n; };
+LRN_S_FUNCTION
+void main() {
+  for (int t = GID; t < total; t += GSTRIDE) {
+    const int c = (t / HW) % C, col = (t / (HW * C)) * C * HW + t % HW;
+    precise real acc = real(0.0);
+    for (int j = max(0, c - (n - 1) / 2); j <= min(C - 1, c + n / 2); ++j) {
+      const int e = col + j * HW;
+      acc += dys[e] * ys[e] / lrn_s(col, HW, j, C, n, alpha, k);
+    }
+    const real s = lrn_s(col, HW, c, C, n, alpha, k);
+    precise real v =
+        dys[t] * lrn_pow(s, beta) - real(2.0) * alpha * beta / real(n) * xs[t] * acc;
+    dxs[t] = v;
   }
 }

@@ -58,11 +58,14 @@ enum kernel_id {
   K_POOL_MAX_GRAD_IDX,
   K_POOL_AVG,
   K_POOL_AVG_GRAD,
+  K_LRN_FWD,
+  K_LRN_GRAD,
   K_COUNT
 };
 constexpr std::array<const char*, K_COUNT> kernel_names{
-    "act_fwd",  "act_bwd",       "softmax_fwd",       "softmax_bwd", "dropout_fwd",  "dropout_bwd",
-    "pool_max", "pool_max_grad", "pool_max_grad_idx", "pool_avg",    "pool_avg_grad"};
+    "act_fwd",       "act_bwd",  "softmax_fwd",   "softmax_bwd",       "dropout_fwd",
+    "dropout_bwd",   "pool_max", "pool_max_grad", "pool_max_grad_idx", "pool_avg",
+    "pool_avg_grad", "lrn_fwd",  "lrn_grad"};
 
 // kernels.comp cut into one source per kernel (sdk::kernel_sections): each kernel is its own
 // program, built on its first use, so a process that calls one op compiles one shader. Cut once
@@ -307,6 +310,30 @@ void op_pool_avg(vk_context& cx, const sdk::op_args& a) {
 }
 #undef PCY_POOL_ARGS
 
+// ---- LRN -----------------------------------------------------------------------------------
+
+// An invocation per element; the gradient recomputes the s of its window from x.
+template <const pcy_op_schema& S, bool Grad, class T>
+void op_lrn(vk_context& cx, const sdk::op_args& a) {
+  const nb::lrn_call c = nb::decode_lrn<S>(a, dt<T>);
+  const uint64_t total = uint64_t(c.N) * c.C * c.H * c.W;
+  if (total == 0) return;
+  // Every tensor is below 2^31 elements (run_op), so is each factor; n is clipped to C + 1
+  // (a wider window clips to the same channels).
+  const int32_t t = static_cast<int32_t>(total), C = static_cast<int32_t>(c.C),
+                HW = static_cast<int32_t>(c.H * c.W),
+                n = static_cast<int32_t>(std::min<int64_t>(c.n, int64_t{1} << 30));
+  const T alpha = static_cast<T>(c.alpha), beta = static_cast<T>(c.beta), k = static_cast<T>(c.k);
+  if constexpr (Grad)
+    cx.grid(a.queue(), cx.get<T>(K_LRN_GRAD), total,
+            {mem(c.x->memory), mem(c.y->memory), mem(c.dy->memory), mem(c.dx->memory), val(alpha),
+             val(beta), val(k), val(t), val(C), val(HW), val(n)});
+  else
+    cx.grid(a.queue(), cx.get<T>(K_LRN_FWD), total,
+            {mem(c.x->memory), mem(c.y->memory), val(alpha), val(beta), val(k), val(t), val(C),
+             val(HW), val(n)});
+}
+
 // ---- the bundle ----------------------------------------------------------------------------
 
 // Before every op, as blas_vulkan: a tensor that starts past its memory's first byte is refused
@@ -412,6 +439,8 @@ public:
         pcy_nn_pooling_max_grad_indexed_schema);
     PCY_ADD2(op_pool_avg, pcy_nn_pooling_avg_schema, false);
     PCY_ADD2(op_pool_avg, pcy_nn_pooling_avg_grad_schema, true);
+    PCY_ADD2(op_lrn, pcy_nn_lrn_schema, false);
+    PCY_ADD2(op_lrn, pcy_nn_lrn_grad_schema, true);
 #undef PCY_ADD2
   }
 
