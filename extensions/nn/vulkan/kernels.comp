@@ -45,6 +45,11 @@
 #define ys ys_ref.v
 #define dys dys_ref.v
 #define dxs dxs_ref.v
+#define ws ws_ref.v
+#define bs bs_ref.v
+#define rs rs_ref.v
+#define dws dws_ref.v
+#define dbs dbs_ref.v
 #else
 #define BUF(binding_, access, Block, array)                                                        \
   layout(std430, set = 0, binding = binding_) access buffer Block { real array[]; };
@@ -648,5 +653,109 @@ void main() {
     precise real v =
         dys[t] * lrn_pow(s, beta) - real(2.0) * alpha * beta / real(n) * xs[t] * acc;
     dxs[t] = v;
+  }
+}
+
+#kernel norm_fwd
+// layer_norm (layer 1) and rms_norm (0): an invocation per row of n, two passes (the mean, then
+// the squares about it); save: 1 writes the mean, 2 rstd. A row of NaN or an infinity turns NaN
+// through Inf - Inf; n = 0 gives NaN statistics.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, readonly, W, ws)
+BUF(2, readonly, B, bs)
+BUF(3, writeonly, Y, ys)
+BUF(4, writeonly, M, ms)
+BUF(5, writeonly, R, rs)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(W, ws) PTR(B, bs) PTR(Y, ys) PTR(M, ms) PTR(R, rs)
+  real eps; int outer; int n; int layer; int save; };
+void main() {
+  for (int r = GID; r < outer; r += GSTRIDE) {
+    const int base = r * n;
+    real mu = real(0.0), rstd = nan_real();
+    if (n == 0) {
+      mu = nan_real();
+    } else {
+      if (layer != 0) {
+        precise real acc = real(0.0);
+        for (int j = 0; j < n; ++j) acc += xs[base + j];
+        precise real m = acc / real(n);
+        mu = m;
+      }
+      precise real acc = real(0.0);
+      for (int j = 0; j < n; ++j) {
+        precise real d = xs[base + j] - mu;
+        acc += d * d;
+      }
+      precise real v = real(1.0) / sqrt(acc / real(n) + eps);
+      rstd = v;
+      for (int j = 0; j < n; ++j) {
+        precise real h = (xs[base + j] - mu) * rstd * ws[j];
+        if (layer != 0) h += bs[j];
+        ys[base + j] = h;
+      }
+    }
+    if ((save & 1) != 0) ms[r] = mu;
+    if ((save & 2) != 0) rs[r] = rstd;
+  }
+}
+
+#kernel norm_bwd_row
+// dx per row: rstd (g - mean(g) - xhat mean(g xhat)), g = dy w (rms_norm: no mean(g) term); an
+// invocation per row.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, readonly, W, ws)
+BUF(2, readonly, M, ms)
+BUF(3, readonly, R, rs)
+BUF(4, readonly, DY, dys)
+BUF(5, writeonly, DX, dxs)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(W, ws) PTR(M, ms) PTR(R, rs) PTR(DY, dys) PTR(DX, dxs)
+  int outer; int n; int layer; };
+void main() {
+  for (int r = GID; r < outer; r += GSTRIDE) {
+    const int base = r * n;
+    const real mu = layer != 0 ? ms[r] : real(0.0), rstd = rs[r];
+    precise real sg = real(0.0), sgx = real(0.0);
+    for (int j = 0; j < n; ++j) {
+      precise real g = dys[base + j] * ws[j];
+      sg += g;
+      sgx += g * ((xs[base + j] - mu) * rstd);
+    }
+    precise real mg = layer != 0 ? sg / real(n) : real(0.0);
+    precise real mgx = sgx / real(n);
+    for (int j = 0; j < n; ++j) {
+      precise real v = rstd * (dys[base + j] * ws[j] - mg - ((xs[base + j] - mu) * rstd) * mgx);
+      dxs[base + j] = v;
+    }
+  }
+}
+
+#kernel norm_bwd_cols
+// dweight[j] = the sum over rows of dy xhat, dbias[j] (layer) the sum of dy: an invocation per
+// column, the rows in order (the same bits on every run, no atomics).
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, readonly, M, ms)
+BUF(2, readonly, R, rs)
+BUF(3, readonly, DY, dys)
+BUF(4, writeonly, DW, dws)
+BUF(5, writeonly, DB, dbs)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(M, ms) PTR(R, rs) PTR(DY, dys) PTR(DW, dws) PTR(DB, dbs)
+  int outer; int n; int layer; };
+void main() {
+  for (int j = GID; j < n; j += GSTRIDE) {
+    precise real aw = real(0.0), ab = real(0.0);
+    for (int r = 0; r < outer; ++r) {
+      const real d = dys[r * n + j];
+      const real mu = layer != 0 ? ms[r] : real(0.0);
+      aw += d * ((xs[r * n + j] - mu) * rs[r]);
+      ab += d;
+    }
+    dws[j] = aw;
+    if (layer != 0) dbs[j] = ab;
   }
 }

@@ -60,12 +60,18 @@ enum kernel_id {
   K_POOL_AVG_GRAD,
   K_LRN_FWD,
   K_LRN_GRAD,
+  K_NORM_FWD,
+  K_NORM_BWD_ROW,
+  K_NORM_BWD_COLS,
   K_COUNT
 };
 constexpr std::array<const char*, K_COUNT> kernel_names{
-    "act_fwd",       "act_bwd",  "softmax_fwd",   "softmax_bwd",       "dropout_fwd",
-    "dropout_bwd",   "pool_max", "pool_max_grad", "pool_max_grad_idx", "pool_avg",
-    "pool_avg_grad", "lrn_fwd",  "lrn_grad"};
+    "act_fwd",           "act_bwd",     "softmax_fwd",   "softmax_bwd",
+    "dropout_fwd",       "dropout_bwd", "pool_max",      "pool_max_grad",
+    "pool_max_grad_idx", "pool_avg",    "pool_avg_grad", "lrn_fwd",
+    "lrn_grad",          "norm_fwd",    "norm_bwd_row",  "norm_bwd_cols"};
+// Every kernel named (a missing initialiser would leave a null name).
+static_assert(std::ranges::none_of(kernel_names, [](const char* n) { return n == nullptr; }));
 
 // kernels.comp cut into one source per kernel (sdk::kernel_sections): each kernel is its own
 // program, built on its first use, so a process that calls one op compiles one shader. Cut once
@@ -334,6 +340,42 @@ void op_lrn(vk_context& cx, const sdk::op_args& a) {
              val(HW), val(n)});
 }
 
+// ---- layer_norm, rms_norm -----------------------------------------------------------------
+
+// An invocation per row (its sums in row order); the statistics are `real` (the statistics dtype
+// of f32 and f64 is the op's). A statistics tensor not saved, and rms_norm's absent mean and
+// bias, are bound to the context's tail word and not touched.
+template <const pcy_op_schema& S, bool Layer, class T>
+void op_norm(vk_context& cx, const sdk::op_args& a) {
+  const nb::norm_call c = nb::decode_norm<S>(a, dt<T>);
+  if (c.outer == 0) return;
+  // outer x n is x's element count, below 2^31 (run_op).
+  const int32_t outer = static_cast<int32_t>(c.outer), n = static_cast<int32_t>(c.n),
+                layer = Layer ? 1 : 0, save = (c.mean ? 1 : 0) | (c.rstd ? 2 : 0);
+  const T eps = static_cast<T>(c.epsilon);
+  auto m = [&](const pcy_tensor* t) { return mem(t && t->memory ? t->memory : cx.tail); };
+  cx.grid(a.queue(), cx.get<T>(K_NORM_FWD), c.outer,
+          {m(c.x), m(c.weight), m(c.bias), m(c.y), m(c.mean), m(c.rstd), val(eps), val(outer),
+           val(n), val(layer), val(save)});
+}
+
+// dx by rows, then dweight and dbias by columns (each summing the rows in order).
+template <const pcy_op_schema& S, bool Layer, class T>
+void op_norm_grad(vk_context& cx, const sdk::op_args& a) {
+  const nb::norm_call c = nb::decode_norm<S>(a, dt<T>);
+  if (c.n == 0) return;
+  const int32_t outer = static_cast<int32_t>(c.outer), n = static_cast<int32_t>(c.n),
+                layer = Layer ? 1 : 0;
+  auto m = [&](const pcy_tensor* t) { return mem(t && t->memory ? t->memory : cx.tail); };
+  if (c.outer != 0)
+    cx.grid(a.queue(), cx.get<T>(K_NORM_BWD_ROW), c.outer,
+            {m(c.x), m(c.weight), m(c.mean), m(c.rstd), m(c.dy), m(c.y), val(outer), val(n),
+             val(layer)});
+  cx.grid(a.queue(), cx.get<T>(K_NORM_BWD_COLS), c.n,
+          {m(c.x), m(c.mean), m(c.rstd), m(c.dy), m(c.dweight), m(c.dbias), val(outer), val(n),
+           val(layer)});
+}
+
 // ---- the bundle ----------------------------------------------------------------------------
 
 // Before every op, as blas_vulkan: a tensor that starts past its memory's first byte is refused
@@ -441,6 +483,10 @@ public:
     PCY_ADD2(op_pool_avg, pcy_nn_pooling_avg_grad_schema, true);
     PCY_ADD2(op_lrn, pcy_nn_lrn_schema, false);
     PCY_ADD2(op_lrn, pcy_nn_lrn_grad_schema, true);
+    PCY_ADD2(op_norm, pcy_nn_layer_norm_schema, true);
+    PCY_ADD2(op_norm, pcy_nn_rms_norm_schema, false);
+    PCY_ADD2(op_norm_grad, pcy_nn_layer_norm_grad_schema, true);
+    PCY_ADD2(op_norm_grad, pcy_nn_rms_norm_grad_schema, false);
 #undef PCY_ADD2
   }
 
