@@ -319,6 +319,9 @@ int window_count(int H, int W, int h0, int w0, int wh, int ww, int incl) {
   return (min(h0 + wh, H) - max(h0, 0)) * (min(w0 + ww, W) - max(w0, 0));
 }
 
+// ---- cross_entropy: label t is ignore_index (ign_on 0: ignore_index is outside the i32 labels)
+#define IGNORED(t) (ign_on != 0 && (t) == ignore)
+
 // ---- LRN across channels: s = k + alpha / n sum of x^2 over [c - n/2, c + (n-1)/2] ----------------
 // s of channel c at the column `col` (its channel-0 element; channels HW apart): a macro that
 // defines the function after the kernel's buffers, which it reads (xs).
@@ -757,5 +760,114 @@ void main() {
     }
     dws[j] = aw;
     if (layer != 0) dbs[j] = ab;
+  }
+}
+
+#kernel xent_fwd
+// cross_entropy: an invocation per row of C classes: its maximum (a comparison skips a NaN, the
+// sums take it), then sum e^(x - max) and sum x. red 0 writes each row's loss; red 1 (mean) and
+// 2 (sum) run in ONE work-group: invocation i adds the rows i, i + EWG, ... in order, then the
+// first adds the EWG partial sums in order (the same bits on every run). save: lse written.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+IBUF(1, readonly, I, idx)
+BUF(2, writeonly, L, ys)
+BUF(3, writeonly, S, rs)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(I, idx) PTR(L, ys) PTR(S, rs)
+  real eps; int rows; int C; int ignore; int ign_on; int red; int save; };
+shared real part[EWG];
+shared int counted[EWG];
+void main() {
+  precise real total = real(0.0);
+  int count = 0;
+  const int lid = int(gl_LocalInvocationID.x);
+  for (int r = red == 0 ? GID : lid; r < rows; r += red == 0 ? GSTRIDE : EWG) {
+    const int base = r * C;
+    real m = -inf_real();
+    for (int j = 0; j < C; ++j) {
+      const real v = xs[base + j];
+      m = v > m ? v : m;
+    }
+    precise real acc = real(0.0), sx = real(0.0);
+    for (int j = 0; j < C; ++j) {
+      const real v = xs[base + j];
+      acc += exp_r(v - m);
+      sx += v;
+    }
+    precise real l = m + log_r(acc);
+    if (save != 0) rs[r] = l;
+    const int t = idx[r];
+    precise real v = real(0.0);
+    if (!IGNORED(t)) {
+      ++count;
+      if (t >= 0 && t < C) {
+        // The smoothing term only where eps > 0: a -inf logit leaves the loss finite otherwise.
+        v = (real(1.0) - eps) * (l - xs[base + t]);
+        if (eps > real(0.0)) v = v + eps * (l - sx / real(C));
+      } else {
+        v = nan_real();
+      }
+      total += v;
+    }
+    if (red == 0) ys[r] = v;
+  }
+  if (red != 0) {
+    part[lid] = total;
+    counted[lid] = count;
+    barrier();
+    if (lid == 0) {
+      precise real s = real(0.0);
+      int k = 0;
+      for (int i = 0; i < EWG; ++i) {
+        s += part[i];
+        k += counted[i];
+      }
+      precise real mean = s / real(k); // 0 / 0: NaN (no row counted)
+      ys[0] = red == 1 ? (k == 0 ? nan_real() : mean) : s;
+    }
+  }
+}
+
+#kernel xent_bwd
+// dlogits = g (e^(x - lse) - (1 - eps) onehot(t) - eps / C), an invocation per row; red 1 (mean):
+// every work-group first counts the rows not ignored (an exact integer sum). Ignored rows 0,
+// labels outside the classes NaN.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+IBUF(1, readonly, I, idx)
+BUF(2, readonly, S, rs)
+BUF(3, readonly, DL, dys)
+BUF(4, writeonly, DX, dxs)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(I, idx) PTR(S, rs) PTR(DL, dys) PTR(DX, dxs)
+  real eps; int rows; int C; int ignore; int ign_on; int red; };
+shared int counted[EWG];
+void main() {
+  const int lid = int(gl_LocalInvocationID.x);
+  real g0 = red == 0 ? real(0.0) : dys[0];
+  if (red == 1) {
+    int k = 0;
+    for (int r = lid; r < rows; r += EWG) k += IGNORED(idx[r]) ? 0 : 1;
+    counted[lid] = k;
+    barrier();
+    k = 0;
+    for (int i = 0; i < EWG; ++i) k += counted[i];
+    precise real g = g0 / real(k);
+    g0 = g;
+  }
+  precise real off = eps / real(C);
+  for (int r = GID; r < rows; r += GSTRIDE) {
+    const int base = r * C, t = idx[r];
+    if (IGNORED(t)) {
+      for (int j = 0; j < C; ++j) dxs[base + j] = real(0.0);
+      continue;
+    }
+    const bool ok = t >= 0 && t < C;
+    const real g = red == 0 ? dys[r] : g0, l = rs[r];
+    for (int j = 0; j < C; ++j) {
+      precise real v = g * (exp_r(xs[base + j] - l) - off - (j == t ? real(1.0) - eps : real(0.0)));
+      dxs[base + j] = ok ? v : nan_real();
+    }
   }
 }

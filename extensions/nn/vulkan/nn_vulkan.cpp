@@ -63,13 +63,15 @@ enum kernel_id {
   K_NORM_FWD,
   K_NORM_BWD_ROW,
   K_NORM_BWD_COLS,
+  K_XENT_FWD,
+  K_XENT_BWD,
   K_COUNT
 };
 constexpr std::array<const char*, K_COUNT> kernel_names{
-    "act_fwd",           "act_bwd",     "softmax_fwd",   "softmax_bwd",
-    "dropout_fwd",       "dropout_bwd", "pool_max",      "pool_max_grad",
-    "pool_max_grad_idx", "pool_avg",    "pool_avg_grad", "lrn_fwd",
-    "lrn_grad",          "norm_fwd",    "norm_bwd_row",  "norm_bwd_cols"};
+    "act_fwd",       "act_bwd",  "softmax_fwd",   "softmax_bwd",       "dropout_fwd",
+    "dropout_bwd",   "pool_max", "pool_max_grad", "pool_max_grad_idx", "pool_avg",
+    "pool_avg_grad", "lrn_fwd",  "lrn_grad",      "norm_fwd",          "norm_bwd_row",
+    "norm_bwd_cols", "xent_fwd", "xent_bwd"};
 // Every kernel named (a missing initialiser would leave a null name).
 static_assert(std::ranges::none_of(kernel_names, [](const char* n) { return n == nullptr; }));
 
@@ -376,6 +378,56 @@ void op_norm_grad(vk_context& cx, const sdk::op_args& a) {
            val(layer)});
 }
 
+// ---- cross_entropy -------------------------------------------------------------------------
+
+// ignore_index as the kernels take it: the value and whether an i32 label can equal it.
+struct ignore_arg {
+  int32_t value = 0, on = 0;
+};
+ignore_arg ignore_of(int64_t ignore) {
+  ignore_arg g;
+  if (ignore >= INT32_MIN && ignore <= INT32_MAX) {
+    g.value = static_cast<int32_t>(ignore);
+    g.on = 1;
+  }
+  return g;
+}
+
+// An invocation per row; 'mean' and 'sum' in one work-group (fixed-order partial sums). lse is
+// `real` (the statistics dtype of f32 and f64 is the op's); not saved: the tail word.
+template <class T> void op_xent(vk_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_cross_entropy_schema;
+  const nb::xent_call c = nb::decode_xent<S>(a, dt<T>);
+  if (c.rows == 0 && c.reduction == 0) return;
+  const int32_t rows = static_cast<int32_t>(c.rows), C = static_cast<int32_t>(c.classes),
+                red = c.reduction, save = c.lse && c.rows != 0 ? 1 : 0;
+  const ignore_arg ign = ignore_of(c.ignore_index);
+  const T eps = static_cast<T>(c.smoothing);
+  auto m = [&](const pcy_tensor* t) { return mem(t && t->memory ? t->memory : cx.tail); };
+  const std::initializer_list<pcy_kernel_arg> args{
+      m(c.logits), m(c.labels), m(c.loss), m(save ? c.lse : nullptr),
+      val(eps),    val(rows),   val(C),    val(ign.value),
+      val(ign.on), val(red),    val(save)};
+  if (red == 0)
+    cx.grid(a.queue(), cx.get<T>(K_XENT_FWD), c.rows, args);
+  else
+    cx.launch(a.queue(), cx.get<T>(K_XENT_FWD), 1, {cx.wg, 1, 1}, {cx.wg, 1, 1}, args);
+}
+
+template <class T> void op_xent_grad(vk_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_cross_entropy_grad_schema;
+  const nb::xent_call c = nb::decode_xent<S>(a, dt<T>);
+  if (c.rows == 0 || c.classes == 0) return;
+  const int32_t rows = static_cast<int32_t>(c.rows), C = static_cast<int32_t>(c.classes),
+                red = c.reduction;
+  const ignore_arg ign = ignore_of(c.ignore_index);
+  const T eps = static_cast<T>(c.smoothing);
+  cx.grid(a.queue(), cx.get<T>(K_XENT_BWD), c.rows,
+          {mem(c.logits->memory), mem(c.labels->memory), mem(c.lse->memory), mem(c.dloss->memory),
+           mem(c.dlogits->memory), val(eps), val(rows), val(C), val(ign.value), val(ign.on),
+           val(red)});
+}
+
 // ---- the bundle ----------------------------------------------------------------------------
 
 // Before every op, as blas_vulkan: a tensor that starts past its memory's first byte is refused
@@ -487,6 +539,8 @@ public:
     PCY_ADD2(op_norm, pcy_nn_rms_norm_schema, false);
     PCY_ADD2(op_norm_grad, pcy_nn_layer_norm_grad_schema, true);
     PCY_ADD2(op_norm_grad, pcy_nn_rms_norm_grad_schema, false);
+    add<op_xent<float>, op_xent<double>>(pcy_nn_cross_entropy_schema);
+    add<op_xent_grad<float>, op_xent_grad<double>>(pcy_nn_cross_entropy_grad_schema);
 #undef PCY_ADD2
   }
 
