@@ -871,3 +871,49 @@ void main() {
     }
   }
 }
+
+#kernel emb_fwd
+// embedding: a gather, an invocation per element of y (n x D); an index outside [0, V) gives NaN.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, W, ws)
+IBUF(1, readonly, I, idx)
+BUF(2, writeonly, Y, ys)
+layout(push_constant) uniform args {
+  PTR(W, ws) PTR(I, idx) PTR(Y, ys)
+  int n; int D; int V; };
+void main() {
+  const int total = n * D;
+  for (int e = GID; e < total; e += GSTRIDE) {
+    const int i = e / D, j = e - i * D, v = idx[i];
+    ys[e] = v >= 0 && v < V ? ws[v * D + j] : nan_real();
+  }
+}
+
+#kernel emb_grad
+// embedding_grad, deterministic without atomics: an invocation per row v of dweight and chunk of
+// EMB_CHUNK columns scans the n positions in increasing order, adding dy[i, chunk] where
+// indices[i] == v, each column's sum from +0 (padding_idx's row stays 0). Every invocation reads
+// all n indices: slow for large inputs. The chunk keeps an invocation's loop iterations near
+// n + (its matches) EMB_CHUNK: lavapipe ends a shader's loops after 65535 iterations in all.
+#define EMB_CHUNK 32
+layout(local_size_x = EWG) in;
+IBUF(0, readonly, I, idx)
+BUF(1, readonly, DY, dys)
+BUF(2, writeonly, DW, dws)
+layout(push_constant) uniform args {
+  PTR(I, idx) PTR(DY, dys) PTR(DW, dws)
+  int n; int D; int V; int pad; };
+void main() {
+  const int chunks = (D + EMB_CHUNK - 1) / EMB_CHUNK, items = V * chunks;
+  for (int t = GID; t < items; t += GSTRIDE) {
+    const int v = t / chunks, j0 = (t - v * chunks) * EMB_CHUNK,
+              w = min(EMB_CHUNK, D - j0);
+    precise real acc[EMB_CHUNK];
+    for (int j = 0; j < EMB_CHUNK; ++j) acc[j] = real(0.0);
+    if (v != pad)
+      for (int i = 0; i < n; ++i)
+        if (idx[i] == v)
+          for (int j = 0; j < w; ++j) acc[j] += dys[i * D + j0 + j];
+    for (int j = 0; j < w; ++j) dws[v * D + j0 + j] = acc[j];
+  }
+}

@@ -65,13 +65,15 @@ enum kernel_id {
   K_NORM_BWD_COLS,
   K_XENT_FWD,
   K_XENT_BWD,
+  K_EMB_FWD,
+  K_EMB_GRAD,
   K_COUNT
 };
 constexpr std::array<const char*, K_COUNT> kernel_names{
     "act_fwd",       "act_bwd",  "softmax_fwd",   "softmax_bwd",       "dropout_fwd",
     "dropout_bwd",   "pool_max", "pool_max_grad", "pool_max_grad_idx", "pool_avg",
     "pool_avg_grad", "lrn_fwd",  "lrn_grad",      "norm_fwd",          "norm_bwd_row",
-    "norm_bwd_cols", "xent_fwd", "xent_bwd"};
+    "norm_bwd_cols", "xent_fwd", "xent_bwd",      "emb_fwd",           "emb_grad"};
 // Every kernel named (a missing initialiser would leave a null name).
 static_assert(std::ranges::none_of(kernel_names, [](const char* n) { return n == nullptr; }));
 
@@ -428,6 +430,36 @@ template <class T> void op_xent_grad(vk_context& cx, const sdk::op_args& a) {
            val(red)});
 }
 
+// ---- embedding -----------------------------------------------------------------------------
+
+// The forward gathers an element of y an invocation. The gradient is an invocation per row of
+// dweight and chunk of 32 columns, each scanning every position in order (the same bits every
+// run, no atomics, no sort; n x V x D / 32 index reads, slow for large inputs).
+template <class T> void op_embedding(vk_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_embedding_schema;
+  const nb::embedding_call c = nb::decode_embedding<S>(a, dt<T>);
+  const uint64_t total = c.n * c.D;
+  if (total == 0) return;
+  // n x D is y's element count and V x D the table's, below 2^31 (run_op); so are n and V.
+  const int32_t n = static_cast<int32_t>(c.n), D = static_cast<int32_t>(c.D),
+                V = static_cast<int32_t>(c.V);
+  auto m = [&](const pcy_tensor* t) { return mem(t->memory ? t->memory : cx.tail); };
+  cx.grid(a.queue(), cx.get<T>(K_EMB_FWD), total,
+          {m(c.weight), m(c.indices), m(c.y), val(n), val(D), val(V)});
+}
+
+template <class T> void op_embedding_grad(vk_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_embedding_grad_schema;
+  const nb::embedding_call c = nb::decode_embedding<S>(a, dt<T>);
+  const uint64_t total = c.V * c.D;
+  if (total == 0) return;
+  const int32_t n = static_cast<int32_t>(c.n), D = static_cast<int32_t>(c.D),
+                V = static_cast<int32_t>(c.V), pad = static_cast<int32_t>(c.padding_idx);
+  auto m = [&](const pcy_tensor* t) { return mem(t->memory ? t->memory : cx.tail); };
+  cx.grid(a.queue(), cx.get<T>(K_EMB_GRAD), c.V * ((c.D + 31) / 32),
+          {m(c.indices), m(c.y), m(c.weight), val(n), val(D), val(V), val(pad)});
+}
+
 // ---- the bundle ----------------------------------------------------------------------------
 
 // Before every op, as blas_vulkan: a tensor that starts past its memory's first byte is refused
@@ -541,6 +573,8 @@ public:
     PCY_ADD2(op_norm_grad, pcy_nn_rms_norm_grad_schema, false);
     add<op_xent<float>, op_xent<double>>(pcy_nn_cross_entropy_schema);
     add<op_xent_grad<float>, op_xent_grad<double>>(pcy_nn_cross_entropy_grad_schema);
+    add<op_embedding<float>, op_embedding<double>>(pcy_nn_embedding_schema);
+    add<op_embedding_grad<float>, op_embedding_grad<double>>(pcy_nn_embedding_grad_schema);
 #undef PCY_ADD2
   }
 
