@@ -319,6 +319,28 @@ int window_count(int H, int W, int h0, int w0, int wh, int ww, int incl) {
   return (min(h0 + wh, H) - max(h0, 0)) * (min(w0 + ww, W) - max(w0, 0));
 }
 
+// ---- work-group sums --------------------------------------------------------------------------
+// The sum of every invocation's v, the same on each: the first invocation adds the EWG values
+// in invocation order (a fixed order: the same bits every run). A macro defining the function
+// with its shared array, for the kernels that use it; call it in uniform control flow.
+#define WG_SUM_FUNCTION                                                                            \
+  shared real wg_part[EWG];                                                                        \
+  shared real wg_total;                                                                            \
+  real wg_sum(real v) {                                                                            \
+    const uint lid = gl_LocalInvocationID.x;                                                       \
+    wg_part[lid] = v;                                                                              \
+    barrier();                                                                                     \
+    if (lid == 0u) {                                                                               \
+      precise real s = real(0.0);                                                                  \
+      for (int i = 0; i < EWG; ++i) s += wg_part[i];                                               \
+      wg_total = s;                                                                                \
+    }                                                                                              \
+    barrier();                                                                                     \
+    const real r = wg_total;                                                                       \
+    barrier();                                                                                     \
+    return r;                                                                                      \
+  }
+
 // ---- cross_entropy: label t is ignore_index (ign_on 0: ignore_index is outside the i32 labels)
 #define IGNORED(t) (ign_on != 0 && (t) == ignore)
 
@@ -915,5 +937,119 @@ void main() {
         if (idx[i] == v)
           for (int j = 0; j < w; ++j) acc[j] += dys[i * D + j0 + j];
     for (int j = 0; j < w; ++j) dws[v * D + j0 + j] = acc[j];
+  }
+}
+
+#kernel bn_fwd
+// batch_norm: a work-group per channel (grid-strided over the channels) over its M = N sp
+// elements; channel c's element i is x[(i / sp) C sp + c sp + i % sp]. Each invocation sums
+// every EWG-th element, the first adds the EWG partial sums in order (the same bits every run).
+// Training: two passes (the mean, then the squares about it). flags: 1 training, 2 running_mean,
+// 4 running_var, 8 save_mean, 16 save_rstd (those absent are the tail word, not touched).
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, readonly, W, ws)
+BUF(2, readonly, B, bs)
+BUF(3, RW, RM, ms)
+BUF(4, RW, RV, rs)
+BUF(5, writeonly, Y, ys)
+BUF(6, writeonly, SM, dws)
+BUF(7, writeonly, SR, dbs)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(W, ws) PTR(B, bs) PTR(RM, ms) PTR(RV, rs) PTR(Y, ys) PTR(SM, dws) PTR(SR, dbs)
+  real momentum; real eps; int N; int C; int sp; int flags; };
+WG_SUM_FUNCTION
+void main() {
+  const int lid = int(gl_LocalInvocationID.x), M = N * sp, cs = C * sp;
+  for (int c = int(gl_WorkGroupID.x); c < C; c += int(gl_NumWorkGroups.x)) {
+    const int base = c * sp;
+    real mu, rstd;
+    if ((flags & 1) != 0) {
+      precise real acc = real(0.0);
+      for (int i = lid; i < M; i += EWG) acc += xs[base + (i / sp) * cs + i % sp];
+      precise real m = wg_sum(acc) / real(M);
+      mu = m;
+      precise real sq = real(0.0);
+      for (int i = lid; i < M; i += EWG) {
+        precise real d = xs[base + (i / sp) * cs + i % sp] - mu;
+        sq += d * d;
+      }
+      precise real var = wg_sum(sq) / real(M);
+      precise real r = real(1.0) / sqrt(var + eps);
+      rstd = r;
+      if (lid == 0) {
+        if ((flags & 2) != 0) {
+          precise real v = (real(1.0) - momentum) * ms[c] + momentum * mu;
+          ms[c] = v;
+        }
+        if ((flags & 4) != 0) {
+          precise real v =
+              (real(1.0) - momentum) * rs[c] + momentum * (var * real(M) / real(M - 1));
+          rs[c] = v;
+        }
+      }
+    } else {
+      mu = ms[c];
+      precise real r = real(1.0) / sqrt(rs[c] + eps);
+      rstd = r;
+    }
+    const real wc = ws[c], bc = bs[c];
+    for (int i = lid; i < M; i += EWG) {
+      const int e = base + (i / sp) * cs + i % sp;
+      precise real v = (xs[e] - mu) * rstd * wc + bc;
+      ys[e] = v;
+    }
+    if (lid == 0) {
+      if ((flags & 8) != 0) dws[c] = mu;
+      if ((flags & 16) != 0) dbs[c] = rstd;
+    }
+  }
+}
+
+#kernel bn_bwd
+// The gradient per channel (a work-group each, as bn_fwd): sum dy and sum dy xhat (dbias and
+// dweight), then dx = rstd (g - mean(g) - xhat mean(g xhat)) in training, rstd g otherwise
+// (g = dy w; x does not enter, so a NaN x leaves dx finite). flags: 1 training, 2 dweight,
+// 4 dbias.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, readonly, W, ws)
+BUF(2, readonly, M, ms)
+BUF(3, readonly, R, rs)
+BUF(4, readonly, DY, dys)
+BUF(5, writeonly, DX, dxs)
+BUF(6, writeonly, DW, dws)
+BUF(7, writeonly, DB, dbs)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(W, ws) PTR(M, ms) PTR(R, rs) PTR(DY, dys) PTR(DX, dxs) PTR(DW, dws) PTR(DB, dbs)
+  int N; int C; int sp; int flags; };
+WG_SUM_FUNCTION
+void main() {
+  const int lid = int(gl_LocalInvocationID.x), M = N * sp, cs = C * sp;
+  for (int c = int(gl_WorkGroupID.x); c < C; c += int(gl_NumWorkGroups.x)) {
+    const int base = c * sp;
+    const real mu = ms[c], rstd = rs[c], wc = ws[c];
+    precise real sd = real(0.0), sdx = real(0.0);
+    for (int i = lid; i < M; i += EWG) {
+      const int e = base + (i / sp) * cs + i % sp;
+      const real d = dys[e];
+      sd += d;
+      sdx += d * ((xs[e] - mu) * rstd);
+    }
+    const real tsd = wg_sum(sd), tsdx = wg_sum(sdx);
+    if (lid == 0) {
+      if ((flags & 2) != 0) dws[c] = tsdx;
+      if ((flags & 4) != 0) dbs[c] = tsd;
+    }
+    precise real mg = wc * tsd / real(M), mgx = wc * tsdx / real(M);
+    for (int i = lid; i < M; i += EWG) {
+      const int e = base + (i / sp) * cs + i % sp;
+      precise real v;
+      if ((flags & 1) != 0)
+        v = rstd * (dys[e] * wc - mg - ((xs[e] - mu) * rstd) * mgx);
+      else
+        v = rstd * (dys[e] * wc);
+      dxs[e] = v;
+    }
   }
 }

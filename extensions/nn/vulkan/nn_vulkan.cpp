@@ -67,13 +67,16 @@ enum kernel_id {
   K_XENT_BWD,
   K_EMB_FWD,
   K_EMB_GRAD,
+  K_BN_FWD,
+  K_BN_BWD,
   K_COUNT
 };
 constexpr std::array<const char*, K_COUNT> kernel_names{
     "act_fwd",       "act_bwd",  "softmax_fwd",   "softmax_bwd",       "dropout_fwd",
     "dropout_bwd",   "pool_max", "pool_max_grad", "pool_max_grad_idx", "pool_avg",
     "pool_avg_grad", "lrn_fwd",  "lrn_grad",      "norm_fwd",          "norm_bwd_row",
-    "norm_bwd_cols", "xent_fwd", "xent_bwd",      "emb_fwd",           "emb_grad"};
+    "norm_bwd_cols", "xent_fwd", "xent_bwd",      "emb_fwd",           "emb_grad",
+    "bn_fwd",        "bn_bwd"};
 // Every kernel named (a missing initialiser would leave a null name).
 static_assert(std::ranges::none_of(kernel_names, [](const char* n) { return n == nullptr; }));
 
@@ -460,6 +463,42 @@ template <class T> void op_embedding_grad(vk_context& cx, const sdk::op_args& a)
           {m(c.indices), m(c.y), m(c.weight), val(n), val(D), val(V), val(pad)});
 }
 
+// ---- batch_norm ----------------------------------------------------------------------------
+
+// A work-group per channel (at most grid_cap of them, grid-strided), its sums in a fixed order.
+// The statistics are `real` (the statistics dtype of f32 and f64 is the op's); those absent are
+// bound to the tail word and not touched.
+template <class T> void op_bn(vk_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_batch_norm_schema;
+  const nb::bn_call c = nb::decode_bn<S>(a, dt<T>);
+  if (c.C == 0) return;
+  // N x C x sp is x's element count, below 2^31 (run_op); C != 0, so N sp is too.
+  const int32_t N = static_cast<int32_t>(c.N), C = static_cast<int32_t>(c.C),
+                sp = static_cast<int32_t>(c.N == 0 ? 0 : c.spatial);
+  const int32_t flags = (c.training ? 1 : 0) | (c.running_mean ? 2 : 0) | (c.running_var ? 4 : 0) |
+                        (c.mean ? 8 : 0) | (c.rstd ? 16 : 0);
+  const T momentum = static_cast<T>(c.momentum), eps = static_cast<T>(c.epsilon);
+  auto m = [&](const pcy_tensor* t) { return mem(t && t->memory ? t->memory : cx.tail); };
+  const uint64_t groups = std::min<uint64_t>(c.C, cx.grid_cap);
+  cx.launch(a.queue(), cx.get<T>(K_BN_FWD), 1, {groups * cx.wg, 1, 1}, {cx.wg, 1, 1},
+            {m(c.x), m(c.weight), m(c.bias), m(c.running_mean), m(c.running_var), m(c.y), m(c.mean),
+             m(c.rstd), val(momentum), val(eps), val(N), val(C), val(sp), val(flags)});
+}
+
+template <class T> void op_bn_grad(vk_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_batch_norm_grad_schema;
+  const nb::bn_call c = nb::decode_bn<S>(a, dt<T>);
+  if (c.C == 0) return;
+  const int32_t N = static_cast<int32_t>(c.N), C = static_cast<int32_t>(c.C),
+                sp = static_cast<int32_t>(c.N == 0 ? 0 : c.spatial);
+  const int32_t flags = (c.training ? 1 : 0) | (c.dweight ? 2 : 0) | (c.dbias ? 4 : 0);
+  auto m = [&](const pcy_tensor* t) { return mem(t && t->memory ? t->memory : cx.tail); };
+  const uint64_t groups = std::min<uint64_t>(c.C, cx.grid_cap);
+  cx.launch(a.queue(), cx.get<T>(K_BN_BWD), 1, {groups * cx.wg, 1, 1}, {cx.wg, 1, 1},
+            {m(c.x), m(c.weight), m(c.mean), m(c.rstd), m(c.dy), m(c.y), m(c.dweight), m(c.dbias),
+             val(N), val(C), val(sp), val(flags)});
+}
+
 // ---- the bundle ----------------------------------------------------------------------------
 
 // Before every op, as blas_vulkan: a tensor that starts past its memory's first byte is refused
@@ -575,6 +614,8 @@ public:
     add<op_xent_grad<float>, op_xent_grad<double>>(pcy_nn_cross_entropy_grad_schema);
     add<op_embedding<float>, op_embedding<double>>(pcy_nn_embedding_schema);
     add<op_embedding_grad<float>, op_embedding_grad<double>>(pcy_nn_embedding_grad_schema);
+    add<op_bn<float>, op_bn<double>>(pcy_nn_batch_norm_schema);
+    add<op_bn_grad<float>, op_bn_grad<double>>(pcy_nn_batch_norm_grad_schema);
 #undef PCY_ADD2
   }
 
