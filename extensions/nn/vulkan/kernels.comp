@@ -1014,14 +1014,14 @@ void main() {
 layout(local_size_x = EWG) in;
 BUF(0, readonly, X, xs)
 BUF(1, readonly, W, ws)
-BUF(2, readonly, M, ms)
-BUF(3, readonly, R, rs)
+BUF(2, readonly, MEAN, ms)
+BUF(3, readonly, RSTD, rs)
 BUF(4, readonly, DY, dys)
 BUF(5, writeonly, DX, dxs)
 BUF(6, writeonly, DW, dws)
 BUF(7, writeonly, DB, dbs)
 layout(push_constant) uniform args {
-  PTR(X, xs) PTR(W, ws) PTR(M, ms) PTR(R, rs) PTR(DY, dys) PTR(DX, dxs) PTR(DW, dws) PTR(DB, dbs)
+  PTR(X, xs) PTR(W, ws) PTR(MEAN, ms) PTR(RSTD, rs) PTR(DY, dys) PTR(DX, dxs) PTR(DW, dws) PTR(DB, dbs)
   int N; int C; int sp; int flags; };
 WG_SUM_FUNCTION
 void main() {
