@@ -4,11 +4,18 @@
 //   sigmoid, relu, tanh, elu: forward, _pointwise (in place), _grad, _pointwise_grad;
 //   softmax, log_softmax and their _grad, along any axis;
 //   dropout, dropout_grad (the exact splitmix64 mask of pcy_nn.h);
-//   pooling_max, pooling_max_indexed, pooling_avg and their _grad (pooling_max_grad_indexed too).
-// Every other op of pcy_nn.h (convolution with its bias, algorithm and gradients, LRN,
-// layer_norm, rms_norm, cross_entropy, embedding, batch_norm) is not registered: the host runs it
-// on the next ranked framework that has it (the fallback policy), or reports it unsupported
-// (docs/vulkan.md, "The NN bundle").
+//   pooling_max, pooling_max_indexed, pooling_avg and their _grad (pooling_max_grad_indexed too);
+//   lrn, lrn_grad; layer_norm, rms_norm and their _grad; cross_entropy, cross_entropy_grad;
+//   embedding, embedding_grad; batch_norm, batch_norm_grad.
+// Every sum that crosses invocations is taken in a fixed order (no float atomics): the same bits
+// every run. The convolution ops (with bias, algorithm and gradients) are not registered: the
+// host runs them on the next ranked framework that has them (the fallback policy), or reports
+// them unsupported (docs/vulkan.md, "The NN bundle").
+// lavapipe ends an invocation's loops after 65535 iterations in all (found with embedding_grad
+// under a grid cap of 2: the rest of its elements came back 0, no error): each kernel keeps an
+// invocation's loop count small at the suite's sizes (batch_norm a work-group per channel,
+// embedding_grad 32 columns an invocation), but a single line, row or channel far beyond that
+// (softmax or layer_norm rows of ~20000+ elements) would be cut short on lavapipe.
 // Each shader is built by the framework's program_build (GLSL to SPIR-V through shaderc, kept in
 // the kernel cache) on its first use in a context, per dtype and per form: buffers as
 // descriptors, or by device address (-DPCY_ADDRESSES) when a tensor is larger than a descriptor
@@ -552,8 +559,8 @@ void run_op(vk_context& cx, const sdk::op_args& a) {
 
 constexpr sdk::bundle_identity identity{
     bundle_name, PCY_NN_EXTENSION, "vulkan",
-    "NN on Vulkan: own GLSL compute shaders (activations, softmax, dropout, pooling; the other "
-    "ops fall back)"};
+    "NN on Vulkan: own GLSL compute shaders (activations, softmax, dropout, pooling, LRN, "
+    "layer_norm, rms_norm, cross_entropy, embedding, batch_norm; convolution falls back)"};
 
 class nn_vulkan_bundle : public sdk::bundle_base<identity, vk_context> {
 public:
