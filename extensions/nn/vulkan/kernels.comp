@@ -319,6 +319,11 @@ int window_count(int H, int W, int h0, int w0, int wh, int ww, int incl) {
   return (min(h0 + wh, H) - max(h0, 0)) * (min(w0 + ww, W) - max(w0, 0));
 }
 
+// ---- convolution geometry, as the bundle passes it (16 ints) ----------------------------------
+#define CONV_ARGS                                                                                  \
+  int N; int C; int H; int W; int K; int R; int S; int P; int Q; int sh; int sw; int ph; int pw;   \
+  int dh; int dw; int groups;
+
 // ---- work-group sums --------------------------------------------------------------------------
 // The sum of every invocation's v, the same on each: the first invocation adds the EWG values
 // in invocation order (a fixed order: the same bits every run). A macro defining the function
@@ -1051,5 +1056,130 @@ void main() {
         v = rstd * (dys[e] * wc);
       dxs[e] = v;
     }
+  }
+}
+
+// ---- convolution (direct loops): geometry N C H W K R S P Q sh sw ph pw dh dw groups ----------
+#kernel conv_fwd
+// y[n,k,p,q] = the sum over c (of k's group), r, s of x w, in that order; an invocation per y.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, readonly, WF, ws)
+BUF(2, writeonly, Y, ys)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(WF, ws) PTR(Y, ys)
+  CONV_ARGS };
+void main() {
+  const int Cg = C / groups, Kg = K / groups, total = N * K * P * Q;
+  for (int t = GID; t < total; t += GSTRIDE) {
+    const int q = t % Q, p = (t / Q) % P, k = (t / (P * Q)) % K, n = t / (K * P * Q);
+    const int c0 = (k / Kg) * Cg;
+    precise real acc = real(0.0);
+    for (int c = 0; c < Cg; ++c)
+      for (int r = 0; r < R; ++r) {
+        const int h = p * sh - ph + r * dh;
+        if (h < 0 || h >= H) continue;
+        for (int s = 0; s < S; ++s) {
+          const int w = q * sw - pw + s * dw;
+          if (w < 0 || w >= W) continue;
+          acc += xs[((n * C + c0 + c) * H + h) * W + w] * ws[((k * Cg + c) * R + r) * S + s];
+        }
+      }
+    ys[t] = acc;
+  }
+}
+
+#kernel conv_data
+// dx[n,c,h,w] = the sum over k (of c's group), r, s with h = p sh - ph + r dh (w likewise) of
+// dy[n,k,p,q] w[k,c,r,s]; an invocation per dx.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, WF, ws)
+BUF(1, readonly, DY, dys)
+BUF(2, writeonly, DX, dxs)
+layout(push_constant) uniform args {
+  PTR(WF, ws) PTR(DY, dys) PTR(DX, dxs)
+  CONV_ARGS };
+void main() {
+  const int Cg = C / groups, Kg = K / groups, total = N * C * H * W;
+  for (int t = GID; t < total; t += GSTRIDE) {
+    const int iw = t % W, ih = (t / W) % H, ci = (t / (H * W)) % C, n = t / (C * H * W);
+    const int g = ci / Cg, c = ci - g * Cg;
+    precise real acc = real(0.0);
+    for (int k = g * Kg; k < (g + 1) * Kg; ++k)
+      for (int r = 0; r < R; ++r) {
+        const int hh = ih + ph - r * dh;
+        if (hh < 0 || hh % sh != 0 || hh / sh >= P) continue;
+        const int p = hh / sh;
+        for (int s = 0; s < S; ++s) {
+          const int ww = iw + pw - s * dw;
+          if (ww < 0 || ww % sw != 0 || ww / sw >= Q) continue;
+          acc += dys[((n * K + k) * P + p) * Q + ww / sw] * ws[((k * Cg + c) * R + r) * S + s];
+        }
+      }
+    dxs[t] = acc;
+  }
+}
+
+#kernel conv_filter
+// dw[k,c,r,s] = the sum over n, p, q of x dy, in that order; an invocation per dw.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, readonly, DY, dys)
+BUF(2, writeonly, DW, dws)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(DY, dys) PTR(DW, dws)
+  CONV_ARGS };
+void main() {
+  const int Cg = C / groups, Kg = K / groups, total = K * Cg * R * S;
+  for (int t = GID; t < total; t += GSTRIDE) {
+    const int s = t % S, r = (t / S) % R, c = (t / (R * S)) % Cg, k = t / (Cg * R * S);
+    const int ci = (k / Kg) * Cg + c;
+    precise real acc = real(0.0);
+    for (int n = 0; n < N; ++n)
+      for (int p = 0; p < P; ++p) {
+        const int h = p * sh - ph + r * dh;
+        if (h < 0 || h >= H) continue;
+        for (int q = 0; q < Q; ++q) {
+          const int w = q * sw - pw + s * dw;
+          if (w < 0 || w >= W) continue;
+          acc += xs[((n * C + ci) * H + h) * W + w] * dys[((n * K + k) * P + p) * Q + q];
+        }
+      }
+    dws[t] = acc;
+  }
+}
+
+#kernel conv_bias
+// y[n,k,:,:] += bias[k]; an invocation per element.
+layout(local_size_x = EWG) in;
+BUF(0, RW, Y, ys)
+BUF(1, readonly, B, bs)
+layout(push_constant) uniform args {
+  PTR(Y, ys) PTR(B, bs)
+  int total; int K; int PQ; };
+void main() {
+  for (int t = GID; t < total; t += GSTRIDE) {
+    precise real v = ys[t] + bs[(t / PQ) % K];
+    ys[t] = v;
+  }
+}
+
+#kernel conv_grad_bias
+// db[k] = the sum over n, p, q of dy: a work-group per k (grid-strided), each invocation adding
+// every EWG-th element, the first the partial sums in order.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, DY, dys)
+BUF(1, writeonly, DB, dbs)
+layout(push_constant) uniform args {
+  PTR(DY, dys) PTR(DB, dbs)
+  int N; int K; int PQ; };
+WG_SUM_FUNCTION
+void main() {
+  const int lid = int(gl_LocalInvocationID.x), M = N * PQ;
+  for (int k = int(gl_WorkGroupID.x); k < K; k += int(gl_NumWorkGroups.x)) {
+    precise real acc = real(0.0);
+    for (int i = lid; i < M; i += EWG) acc += dys[((i / PQ) * K + k) * PQ + i % PQ];
+    const real tot = wg_sum(acc);
+    if (lid == 0) dbs[k] = tot;
   }
 }

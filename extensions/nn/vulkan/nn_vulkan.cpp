@@ -1,16 +1,16 @@
 // NN bundle for the Vulkan framework (plugins/vulkan): our own GLSL compute shaders
 // (kernels.comp), in f32 and, where the device has shaderFloat64 (its "fp64" property), f64.
-// It serves, so far:
+// It serves every op of pcy_nn.h:
 //   sigmoid, relu, tanh, elu: forward, _pointwise (in place), _grad, _pointwise_grad;
 //   softmax, log_softmax and their _grad, along any axis;
 //   dropout, dropout_grad (the exact splitmix64 mask of pcy_nn.h);
 //   pooling_max, pooling_max_indexed, pooling_avg and their _grad (pooling_max_grad_indexed too);
 //   lrn, lrn_grad; layer_norm, rms_norm and their _grad; cross_entropy, cross_entropy_grad;
-//   embedding, embedding_grad; batch_norm, batch_norm_grad.
+//   embedding, embedding_grad; batch_norm, batch_norm_grad;
+//   convolution, convolution_grad_data, convolution_grad_filter (one algorithm, 0: direct loops),
+//   convolution_bias, convolution_grad_bias, convolution_algorithm.
 // Every sum that crosses invocations is taken in a fixed order (no float atomics): the same bits
-// every run. The convolution ops (with bias, algorithm and gradients) are not registered: the
-// host runs them on the next ranked framework that has them (the fallback policy), or reports
-// them unsupported (docs/vulkan.md, "The NN bundle").
+// every run (docs/vulkan.md, "The NN bundle").
 // lavapipe ends an invocation's loops after 65535 iterations in all (found with embedding_grad
 // under a grid cap of 2: the rest of its elements came back 0, no error): each kernel keeps an
 // invocation's loop count small at the suite's sizes (batch_norm a work-group per channel,
@@ -76,14 +76,20 @@ enum kernel_id {
   K_EMB_GRAD,
   K_BN_FWD,
   K_BN_BWD,
+  K_CONV_FWD,
+  K_CONV_DATA,
+  K_CONV_FILTER,
+  K_CONV_BIAS,
+  K_CONV_GRAD_BIAS,
   K_COUNT
 };
 constexpr std::array<const char*, K_COUNT> kernel_names{
-    "act_fwd",       "act_bwd",  "softmax_fwd",   "softmax_bwd",       "dropout_fwd",
-    "dropout_bwd",   "pool_max", "pool_max_grad", "pool_max_grad_idx", "pool_avg",
-    "pool_avg_grad", "lrn_fwd",  "lrn_grad",      "norm_fwd",          "norm_bwd_row",
-    "norm_bwd_cols", "xent_fwd", "xent_bwd",      "emb_fwd",           "emb_grad",
-    "bn_fwd",        "bn_bwd"};
+    "act_fwd",       "act_bwd",       "softmax_fwd",   "softmax_bwd",       "dropout_fwd",
+    "dropout_bwd",   "pool_max",      "pool_max_grad", "pool_max_grad_idx", "pool_avg",
+    "pool_avg_grad", "lrn_fwd",       "lrn_grad",      "norm_fwd",          "norm_bwd_row",
+    "norm_bwd_cols", "xent_fwd",      "xent_bwd",      "emb_fwd",           "emb_grad",
+    "bn_fwd",        "bn_bwd",        "conv_fwd",      "conv_data",         "conv_filter",
+    "conv_bias",     "conv_grad_bias"};
 // Every kernel named (a missing initialiser would leave a null name).
 static_assert(std::ranges::none_of(kernel_names, [](const char* n) { return n == nullptr; }));
 
@@ -506,14 +512,119 @@ template <class T> void op_bn_grad(vk_context& cx, const sdk::op_args& a) {
              val(N), val(C), val(sp), val(flags)});
 }
 
+// ---- convolution ---------------------------------------------------------------------------
+
+// One algorithm, 0: direct loops, an invocation per output element (each summing its terms in a
+// fixed order), no workspace.
+constexpr int64_t algo_direct = 0, algo_count = 1;
+
+void check_algorithm(int64_t algo, const pcy_op_schema& s, const char* arg) {
+  if (algo >= algo_count)
+    sdk::fail(PCY_ERR_UNSUPPORTED,
+              sdk::str(s.extension, ".", s.name, ": argument ", arg, ": ", algo,
+                       " is not an algorithm of nn_vulkan (0 direct); pass one that "
+                       "convolution_algorithm returned"));
+}
+
+// The geometry as the kernels take it (CONV_ARGS): N C H W K R S P Q sh sw ph pw dh dw groups,
+// each a 32-bit int, and no coordinate the loops form reaching 2^31.
+std::array<int32_t, 16> conv_geo_of(const nb::conv_call& c, const pcy_op_schema& s) {
+  const int64_t in[16] = {c.N,      c.C,      c.H,      c.W,         c.K,         c.R,
+                          c.S,      c.P,      c.Q,      c.stride[0], c.stride[1], c.pad[0],
+                          c.pad[1], c.dil[0], c.dil[1], c.groups};
+  std::array<int32_t, 16> g{};
+  for (int i = 0; i < 16; ++i)
+    g[i] = nb::to_int(in[i], s, "a convolution extent or geometry value");
+  if (c.P * c.stride[0] + c.R * c.dil[0] + 2 * c.pad[0] + c.H >= (int64_t{1} << 31) ||
+      c.Q * c.stride[1] + c.S * c.dil[1] + 2 * c.pad[1] + c.W >= (int64_t{1} << 31))
+    sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str(s.extension, ".", s.name,
+                                            ": the geometry reaches coordinates beyond the 32-bit "
+                                            "range of nn_vulkan's kernels; use smaller geometry"));
+  return g;
+}
+#define PCY_CONV_ARGS                                                                              \
+  val(g[0]), val(g[1]), val(g[2]), val(g[3]), val(g[4]), val(g[5]), val(g[6]), val(g[7]),          \
+      val(g[8]), val(g[9]), val(g[10]), val(g[11]), val(g[12]), val(g[13]), val(g[14]), val(g[15])
+
+template <const pcy_op_schema& S, int Dir, class T>
+void op_conv(vk_context& cx, const sdk::op_args& a) {
+  const nb::conv_call c = nb::decode_conv<S>(a, dt<T>);
+  check_algorithm(c.algorithm, S, "algorithm");
+  const std::array<int32_t, 16> g = conv_geo_of(c, S);
+  // c.x is x (or dx), c.w is w (or dw), c.y is y (or dy); every tensor below 2^31 elements.
+  if constexpr (Dir == 0) {
+    const uint64_t total = uint64_t(c.N) * c.K * c.P * c.Q;
+    if (total == 0) return;
+    cx.grid(a.queue(), cx.get<T>(K_CONV_FWD), total,
+            {mem(c.x->memory), mem(c.w->memory), mem(c.y->memory), PCY_CONV_ARGS});
+  } else if constexpr (Dir == 1) {
+    const uint64_t total = uint64_t(c.N) * c.C * c.H * c.W;
+    if (total == 0) return;
+    cx.grid(a.queue(), cx.get<T>(K_CONV_DATA), total,
+            {mem(c.w->memory), mem(c.y->memory), mem(c.x->memory), PCY_CONV_ARGS});
+  } else {
+    const uint64_t total = uint64_t(c.K) * (c.C / c.groups) * c.R * c.S;
+    if (total == 0) return;
+    auto m = [&](const pcy_tensor* t) { return mem(t->memory ? t->memory : cx.tail); };
+    cx.grid(a.queue(), cx.get<T>(K_CONV_FILTER), total,
+            {m(c.x), m(c.y), mem(c.w->memory), PCY_CONV_ARGS});
+  }
+}
+#undef PCY_CONV_ARGS
+
+template <const pcy_op_schema& S, bool Grad, class T>
+void op_conv_bias(vk_context& cx, const sdk::op_args& a) {
+  const nb::conv_call c = nb::decode_bias<S>(a, dt<T>);
+  const uint64_t total = uint64_t(c.N) * c.K * c.P * c.Q;
+  const int32_t K = nb::to_int(c.K, S, "the channels"), PQ = nb::to_int(c.P * c.Q, S, "a plane"),
+                N = nb::to_int(c.N, S, "the batch");
+  if constexpr (Grad) {
+    if (c.K == 0) return;
+    auto m = [&](const pcy_tensor* t) { return mem(t->memory ? t->memory : cx.tail); };
+    const uint64_t groups = std::min<uint64_t>(uint64_t(c.K), cx.grid_cap);
+    cx.launch(a.queue(), cx.get<T>(K_CONV_GRAD_BIAS), 1, {groups * cx.wg, 1, 1}, {cx.wg, 1, 1},
+              {m(c.y), mem(c.w->memory), val(N), val(K), val(PQ)});
+  } else {
+    if (total == 0) return;
+    const int32_t t = static_cast<int32_t>(total);
+    cx.grid(a.queue(), cx.get<T>(K_CONV_BIAS), total,
+            {mem(c.y->memory), mem(c.w->memory), val(t), val(K), val(PQ)});
+  }
+}
+
+// convolution_algorithm: the direct loops for every request (-1 measures nothing: there is one
+// algorithm), no workspace, direct numerics; the result written from the host, blocking.
+template <class T> void op_conv_algorithm(vk_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_convolution_algorithm_schema;
+  const nb::conv_algorithm_call c = nb::decode_conv_algorithm(a, dt<T>);
+  if (!(std::is_same_v<T, float> ? cx.f32 : cx.f64).available)
+    sdk::fail(PCY_ERR_UNSUPPORTED, (std::is_same_v<T, float> ? cx.f32 : cx.f64).reason);
+  if (c.requested >= 0) check_algorithm(c.requested, S, "requested");
+  const int64_t result[3] = {algo_direct, 0, PCY_NN_NUMERICS_DIRECT};
+  pcy_memory_transfer_args w{};
+  w.struct_size = sizeof w;
+  w.queue = a.queue();
+  w.memory = c.result->memory;
+  w.offset = c.result->byte_offset;
+  w.host_pointer = const_cast<int64_t*>(result);
+  w.bytes = c.result_count * sizeof result[0];
+  w.blocking = true;
+  sdk::check(cx.fw->memory_write(&w));
+}
+
 // ---- the bundle ----------------------------------------------------------------------------
+
+// The name of argument k of op S (its index where the call has more arguments than S).
+template <const pcy_op_schema& S> std::string arg_name(uint32_t k) {
+  return k < S.arg_count ? std::string(S.args[k].name) : std::to_string(k);
+}
 
 // Before every op, as blas_vulkan: a tensor that starts past its memory's first byte is refused
 // (the kernels take each buffer from its start; no host in this tree passes another offset), a
 // tensor too large for 32-bit indices is refused, and the op's form is chosen: descriptors when
 // every tensor fits a binding (maxStorageBufferRange), else device addresses, or a refusal
 // naming the limit on a device without them.
-template <void (*F)(vk_context&, const sdk::op_args&)>
+template <const pcy_op_schema& S, void (*F)(vk_context&, const sdk::op_args&)>
 void run_op(vk_context& cx, const sdk::op_args& a) {
   uint64_t largest = 0;
   uint32_t largest_arg = 0;
@@ -522,7 +633,8 @@ void run_op(vk_context& cx, const sdk::op_args& a) {
     const pcy_tensor& t = a.t(k);
     if (t.byte_offset != 0)
       sdk::fail(PCY_ERR_UNSUPPORTED,
-                sdk::str("argument ", k, " starts at byte offset ", t.byte_offset,
+                sdk::str(S.extension, ".", S.name, ": argument ", arg_name<S>(k),
+                         " starts at byte offset ", t.byte_offset,
                          "; nn_vulkan takes tensors at offset 0"));
     // A negative or overflowing shape is left to the op's decoder, which refuses it by name.
     uint64_t elements = 1;
@@ -535,7 +647,7 @@ void run_op(vk_context& cx, const sdk::op_args& a) {
     if (!valid) continue;
     if (elements >= max_index_elements)
       sdk::fail(PCY_ERR_UNSUPPORTED,
-                sdk::str("argument ", k, " has ", elements,
+                sdk::str(S.extension, ".", S.name, ": argument ", arg_name<S>(k), " has ", elements,
                          " elements; nn_vulkan's shaders index with 32-bit integers and take "
                          "tensors below ",
                          max_index_elements, " elements: split the data into smaller tensors"));
@@ -548,7 +660,8 @@ void run_op(vk_context& cx, const sdk::op_args& a) {
   cx.addresses = largest > cx.max_binding;
   if (cx.addresses && !cx.device_address)
     sdk::fail(PCY_ERR_UNSUPPORTED,
-              sdk::str("argument ", largest_arg, " is a tensor of ", largest,
+              sdk::str(S.extension, ".", S.name, ": argument ", arg_name<S>(largest_arg),
+                       " is a tensor of ", largest,
                        " bytes, above the device's maxStorageBufferRange (", cx.max_binding,
                        " bytes), the most a shader can bind, and the device has no "
                        "bufferDeviceAddress (its 'buffer_device_address' property is false), "
@@ -559,8 +672,8 @@ void run_op(vk_context& cx, const sdk::op_args& a) {
 
 constexpr sdk::bundle_identity identity{
     bundle_name, PCY_NN_EXTENSION, "vulkan",
-    "NN on Vulkan: own GLSL compute shaders (activations, softmax, dropout, pooling, LRN, "
-    "layer_norm, rms_norm, cross_entropy, embedding, batch_norm; convolution falls back)"};
+    "NN on Vulkan: own GLSL compute shaders (activations, softmax, dropout, pooling, direct "
+    "convolution, LRN, layer_norm, rms_norm, cross_entropy, embedding, batch_norm)"};
 
 class nn_vulkan_bundle : public sdk::bundle_base<identity, vk_context> {
 public:
@@ -582,22 +695,19 @@ public:
         log_.warn("PARENCHYMA_NN_VULKAN_GRID_CAP=", e, " ignored: expected 1 to ", max_groups_1d,
                   " work-groups");
     }
+#define PCY_ACT1(s, K, G) add<s, op_act<s, K, G, float>, op_act<s, K, G, double>>();
 #define PCY_ACT(a, K)                                                                              \
-  add<op_act<pcy_nn_##a##_schema, K, false, float>,                                                \
-      op_act<pcy_nn_##a##_schema, K, false, double>>(pcy_nn_##a##_schema);                         \
-  add<op_act<pcy_nn_##a##_pointwise_schema, K, false, float>,                                      \
-      op_act<pcy_nn_##a##_pointwise_schema, K, false, double>>(pcy_nn_##a##_pointwise_schema);     \
-  add<op_act<pcy_nn_##a##_grad_schema, K, true, float>,                                            \
-      op_act<pcy_nn_##a##_grad_schema, K, true, double>>(pcy_nn_##a##_grad_schema);                \
-  add<op_act<pcy_nn_##a##_pointwise_grad_schema, K, true, float>,                                  \
-      op_act<pcy_nn_##a##_pointwise_grad_schema, K, true, double>>(                                \
-      pcy_nn_##a##_pointwise_grad_schema);
+  PCY_ACT1(pcy_nn_##a##_schema, K, false)                                                          \
+  PCY_ACT1(pcy_nn_##a##_pointwise_schema, K, false)                                                \
+  PCY_ACT1(pcy_nn_##a##_grad_schema, K, true)                                                      \
+  PCY_ACT1(pcy_nn_##a##_pointwise_grad_schema, K, true)
     PCY_ACT(sigmoid, 0)
     PCY_ACT(relu, 1)
     PCY_ACT(tanh, 2)
     PCY_ACT(elu, 3)
 #undef PCY_ACT
-#define PCY_ADD2(F, s, ...) add<F<s, __VA_ARGS__, float>, F<s, __VA_ARGS__, double>>(s)
+#undef PCY_ACT1
+#define PCY_ADD2(F, s, ...) add<s, F<s, __VA_ARGS__, float>, F<s, __VA_ARGS__, double>>()
     PCY_ADD2(op_softmax, pcy_nn_softmax_schema, false);
     PCY_ADD2(op_softmax, pcy_nn_log_softmax_schema, true);
     PCY_ADD2(op_softmax, pcy_nn_softmax_grad_schema, false);
@@ -606,9 +716,9 @@ public:
     PCY_ADD2(op_dropout, pcy_nn_dropout_grad_schema, true);
     PCY_ADD2(op_pool_max, pcy_nn_pooling_max_schema, false);
     PCY_ADD2(op_pool_max, pcy_nn_pooling_max_indexed_schema, true);
-    add<op_pool_max_grad<float>, op_pool_max_grad<double>>(pcy_nn_pooling_max_grad_schema);
-    add<op_pool_max_grad_indexed<float>, op_pool_max_grad_indexed<double>>(
-        pcy_nn_pooling_max_grad_indexed_schema);
+    add<pcy_nn_pooling_max_grad_schema, op_pool_max_grad<float>, op_pool_max_grad<double>>();
+    add<pcy_nn_pooling_max_grad_indexed_schema, op_pool_max_grad_indexed<float>,
+        op_pool_max_grad_indexed<double>>();
     PCY_ADD2(op_pool_avg, pcy_nn_pooling_avg_schema, false);
     PCY_ADD2(op_pool_avg, pcy_nn_pooling_avg_grad_schema, true);
     PCY_ADD2(op_lrn, pcy_nn_lrn_schema, false);
@@ -617,12 +727,18 @@ public:
     PCY_ADD2(op_norm, pcy_nn_rms_norm_schema, false);
     PCY_ADD2(op_norm_grad, pcy_nn_layer_norm_grad_schema, true);
     PCY_ADD2(op_norm_grad, pcy_nn_rms_norm_grad_schema, false);
-    add<op_xent<float>, op_xent<double>>(pcy_nn_cross_entropy_schema);
-    add<op_xent_grad<float>, op_xent_grad<double>>(pcy_nn_cross_entropy_grad_schema);
-    add<op_embedding<float>, op_embedding<double>>(pcy_nn_embedding_schema);
-    add<op_embedding_grad<float>, op_embedding_grad<double>>(pcy_nn_embedding_grad_schema);
-    add<op_bn<float>, op_bn<double>>(pcy_nn_batch_norm_schema);
-    add<op_bn_grad<float>, op_bn_grad<double>>(pcy_nn_batch_norm_grad_schema);
+    add<pcy_nn_cross_entropy_schema, op_xent<float>, op_xent<double>>();
+    add<pcy_nn_cross_entropy_grad_schema, op_xent_grad<float>, op_xent_grad<double>>();
+    add<pcy_nn_embedding_schema, op_embedding<float>, op_embedding<double>>();
+    add<pcy_nn_embedding_grad_schema, op_embedding_grad<float>, op_embedding_grad<double>>();
+    add<pcy_nn_batch_norm_schema, op_bn<float>, op_bn<double>>();
+    add<pcy_nn_batch_norm_grad_schema, op_bn_grad<float>, op_bn_grad<double>>();
+    PCY_ADD2(op_conv, pcy_nn_convolution_schema, 0);
+    PCY_ADD2(op_conv, pcy_nn_convolution_grad_data_schema, 1);
+    PCY_ADD2(op_conv, pcy_nn_convolution_grad_filter_schema, 2);
+    PCY_ADD2(op_conv_bias, pcy_nn_convolution_bias_schema, false);
+    PCY_ADD2(op_conv_bias, pcy_nn_convolution_grad_bias_schema, true);
+    add<pcy_nn_convolution_algorithm_schema, op_conv_algorithm<float>, op_conv_algorithm<double>>();
 #undef PCY_ADD2
   }
 
@@ -632,7 +748,7 @@ public:
     sdk::require_slots(*a.framework, bundle_name,
                        {PCY_FRAMEWORK_SLOT_program_build, PCY_FRAMEWORK_SLOT_kernel_create,
                         PCY_FRAMEWORK_SLOT_kernel_launch, PCY_FRAMEWORK_SLOT_memory_alloc,
-                        PCY_FRAMEWORK_SLOT_memory_copy});
+                        PCY_FRAMEWORK_SLOT_memory_copy, PCY_FRAMEWORK_SLOT_memory_write});
     auto cx = std::make_unique<vk_context>(a);
     const sdk::device_facts dev = sdk::device_facts_of(a);
     // 256 invocations a work-group where the device allows them (or does not say), else 128:
@@ -672,10 +788,10 @@ private:
     d.available = true;
   }
 
-  template <void (*F32)(vk_context&, const sdk::op_args&),
+  template <const pcy_op_schema& schema, void (*F32)(vk_context&, const sdk::op_args&),
             void (*F64)(vk_context&, const sdk::op_args&)>
-  void add(const pcy_op_schema& schema) {
-    table_.add<run_op<F32>, run_op<F64>>(
+  void add() {
+    table_.add<run_op<schema, F32>, run_op<schema, F64>>(
         schema, sdk::str("parenchyma GLSL compute shader nn.", schema.name, " (f32)"),
         sdk::str("parenchyma GLSL compute shader nn.", schema.name, " (f64)"));
   }
