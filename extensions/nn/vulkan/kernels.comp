@@ -350,12 +350,14 @@ int window_count(int H, int W, int h0, int w0, int wh, int ww, int incl) {
 #define IGNORED(t) (ign_on != 0 && (t) == ignore)
 
 // ---- LRN across channels: s = k + alpha / n sum of x^2 over [c - n/2, c + (n-1)/2] ----------------
+// The window's ends are clipped to the channels before they are added to c (no overflow for any
+// n below 2^31).
 // s of channel c at the column `col` (its channel-0 element; channels HW apart): a macro that
 // defines the function after the kernel's buffers, which it reads (xs).
 #define LRN_S_FUNCTION                                                                             \
   real lrn_s(int col, int HW, int c, int C, int n, real alpha, real k) {                           \
     precise real acc = real(0.0);                                                                  \
-    for (int j = max(0, c - n / 2); j <= min(C - 1, c + (n - 1) / 2); ++j) {                       \
+    for (int j = c - min(c, n / 2); j <= c + min(C - 1 - c, (n - 1) / 2); ++j) {                  \
       const real v = xs[col + j * HW];                                                             \
       acc += v * v;                                                                                \
     }                                                                                              \
@@ -675,7 +677,7 @@ void main() {
   for (int t = GID; t < total; t += GSTRIDE) {
     const int c = (t / HW) % C, col = (t / (HW * C)) * C * HW + t % HW;
     precise real acc = real(0.0);
-    for (int j = max(0, c - (n - 1) / 2); j <= min(C - 1, c + n / 2); ++j) {
+    for (int j = c - min(c, (n - 1) / 2); j <= c + min(C - 1 - c, n / 2); ++j) {
       const int e = col + j * HW;
       acc += dys[e] * ys[e] / lrn_s(col, HW, j, C, n, alpha, k);
     }

@@ -344,11 +344,10 @@ void op_lrn(vk_context& cx, const sdk::op_args& a) {
   const nb::lrn_call c = nb::decode_lrn<S>(a, dt<T>);
   const uint64_t total = uint64_t(c.N) * c.C * c.H * c.W;
   if (total == 0) return;
-  // Every tensor is below 2^31 elements (run_op), so is each factor; n is clipped to C + 1
-  // (a wider window clips to the same channels).
+  // Every tensor is below 2^31 elements (run_op), so is each factor; n is below 2^31 (the
+  // decoder), and the kernels clip the window to the channels before adding it to c.
   const int32_t t = static_cast<int32_t>(total), C = static_cast<int32_t>(c.C),
-                HW = static_cast<int32_t>(c.H * c.W),
-                n = static_cast<int32_t>(std::min<int64_t>(c.n, int64_t{1} << 30));
+                HW = static_cast<int32_t>(c.H * c.W), n = static_cast<int32_t>(c.n);
   const T alpha = static_cast<T>(c.alpha), beta = static_cast<T>(c.beta), k = static_cast<T>(c.k);
   if constexpr (Grad)
     cx.grid(a.queue(), cx.get<T>(K_LRN_GRAD), total,
