@@ -45,6 +45,11 @@
 #define ys ys_ref.v
 #define dys dys_ref.v
 #define dxs dxs_ref.v
+#define ws ws_ref.v
+#define bs bs_ref.v
+#define rs rs_ref.v
+#define dws dws_ref.v
+#define dbs dbs_ref.v
 #else
 #define BUF(binding_, access, Block, array)                                                        \
   layout(std430, set = 0, binding = binding_) access buffer Block { real array[]; };
@@ -312,6 +317,58 @@ bool dropout_keep(uvec2 seed, int i, uint thr) {
 int window_count(int H, int W, int h0, int w0, int wh, int ww, int incl) {
   if (incl != 0) return wh * ww;
   return (min(h0 + wh, H) - max(h0, 0)) * (min(w0 + ww, W) - max(w0, 0));
+}
+
+// ---- convolution geometry, as the bundle passes it (16 ints) ----------------------------------
+#define CONV_ARGS                                                                                  \
+  int N; int C; int H; int W; int K; int R; int S; int P; int Q; int sh; int sw; int ph; int pw;   \
+  int dh; int dw; int groups;
+
+// ---- work-group sums --------------------------------------------------------------------------
+// The sum of every invocation's v, the same on each: the first invocation adds the EWG values
+// in invocation order (a fixed order: the same bits every run). A macro defining the function
+// with its shared array, for the kernels that use it; call it in uniform control flow.
+#define WG_SUM_FUNCTION                                                                            \
+  shared real wg_part[EWG];                                                                        \
+  shared real wg_total;                                                                            \
+  real wg_sum(real v) {                                                                            \
+    const uint lid = gl_LocalInvocationID.x;                                                       \
+    wg_part[lid] = v;                                                                              \
+    barrier();                                                                                     \
+    if (lid == 0u) {                                                                               \
+      precise real s = real(0.0);                                                                  \
+      for (int i = 0; i < EWG; ++i) s += wg_part[i];                                               \
+      wg_total = s;                                                                                \
+    }                                                                                              \
+    barrier();                                                                                     \
+    const real r = wg_total;                                                                       \
+    barrier();                                                                                     \
+    return r;                                                                                      \
+  }
+
+// ---- cross_entropy: label t is ignore_index (ign_on 0: ignore_index is outside the i32 labels)
+#define IGNORED(t) (ign_on != 0 && (t) == ignore)
+
+// ---- LRN across channels: s = k + alpha / n sum of x^2 over [c - n/2, c + (n-1)/2] ----------------
+// The window's ends are clipped to the channels before they are added to c (no overflow for any
+// n below 2^31).
+// s of channel c at the column `col` (its channel-0 element; channels HW apart): a macro that
+// defines the function after the kernel's buffers, which it reads (xs).
+#define LRN_S_FUNCTION                                                                             \
+  real lrn_s(int col, int HW, int c, int C, int n, real alpha, real k) {                           \
+    precise real acc = real(0.0);                                                                  \
+    for (int j = c - min(c, n / 2); j <= c + min(C - 1 - c, (n - 1) / 2); ++j) {                  \
+      const real v = xs[col + j * HW];                                                             \
+      acc += v * v;                                                                                \
+    }                                                                                              \
+    precise real s = k + alpha / real(n) * acc;                                                    \
+    return s;                                                                                      \
+  }
+// s^-beta for s > 0 (beta >= 0; beta 0 gives 1 as pow does, NaN passes otherwise).
+real lrn_pow(real s, real beta) {
+  if (beta == real(0.0)) return real(1.0);
+  precise real e = -beta * log_r(s);
+  return exp_r(e);
 }
 
 #kernel act_fwd
@@ -584,5 +641,547 @@ void main() {
         acc += dys[plane * PQ + p * Q + q] /
                real(window_count(H, W, p * sh - ph, q * sw - pw, wh, ww, incl));
     dxs[t] = acc;
+  }
+}
+
+#kernel lrn_fwd
+// y = x s^-beta; an invocation per element.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, writeonly, Y, ys)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(Y, ys)
+  real alpha; real beta; real k; int total; int C; int HW; int n; };
+LRN_S_FUNCTION
+void main() {
+  for (int t = GID; t < total; t += GSTRIDE) {
+    const int c = (t / HW) % C, col = (t / (HW * C)) * C * HW + t % HW;
+    precise real v = xs[t] * lrn_pow(lrn_s(col, HW, c, C, n, alpha, k), beta);
+    ys[t] = v;
+  }
+}
+
+#kernel lrn_grad
+// dx[c] = dy[c] s[c]^-beta - 2 alpha beta / n x[c] sum_{c': c in W(c')} dy[c'] y[c'] / s[c'],
+// c' in [c - (n-1)/2, c + n/2]; each s recomputed from x (no workspace). An invocation per element.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, readonly, Y, ys)
+BUF(2, readonly, DY, dys)
+BUF(3, writeonly, DX, dxs)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(Y, ys) PTR(DY, dys) PTR(DX, dxs)
+  real alpha; real beta; real k; int total; int C; int HW; int n; };
+LRN_S_FUNCTION
+void main() {
+  for (int t = GID; t < total; t += GSTRIDE) {
+    const int c = (t / HW) % C, col = (t / (HW * C)) * C * HW + t % HW;
+    precise real acc = real(0.0);
+    for (int j = c - min(c, (n - 1) / 2); j <= c + min(C - 1 - c, n / 2); ++j) {
+      const int e = col + j * HW;
+      acc += dys[e] * ys[e] / lrn_s(col, HW, j, C, n, alpha, k);
+    }
+    const real s = lrn_s(col, HW, c, C, n, alpha, k);
+    precise real v =
+        dys[t] * lrn_pow(s, beta) - real(2.0) * alpha * beta / real(n) * xs[t] * acc;
+    dxs[t] = v;
+  }
+}
+
+#kernel norm_fwd
+// layer_norm (layer 1) and rms_norm (0): an invocation per row of n, two passes (the mean, then
+// the squares about it); save: 1 writes the mean, 2 rstd. A row of NaN or an infinity turns NaN
+// through Inf - Inf; n = 0 gives NaN statistics.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, readonly, W, ws)
+BUF(2, readonly, B, bs)
+BUF(3, writeonly, Y, ys)
+BUF(4, writeonly, M, ms)
+BUF(5, writeonly, R, rs)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(W, ws) PTR(B, bs) PTR(Y, ys) PTR(M, ms) PTR(R, rs)
+  real eps; int outer; int n; int layer; int save; };
+void main() {
+  for (int r = GID; r < outer; r += GSTRIDE) {
+    const int base = r * n;
+    real mu = real(0.0), rstd = nan_real();
+    if (n == 0) {
+      mu = nan_real();
+    } else {
+      if (layer != 0) {
+        precise real acc = real(0.0);
+        for (int j = 0; j < n; ++j) acc += xs[base + j];
+        precise real m = acc / real(n);
+        mu = m;
+      }
+      precise real acc = real(0.0);
+      for (int j = 0; j < n; ++j) {
+        precise real d = xs[base + j] - mu;
+        acc += d * d;
+      }
+      precise real v = real(1.0) / sqrt(acc / real(n) + eps);
+      rstd = v;
+      for (int j = 0; j < n; ++j) {
+        precise real h = (xs[base + j] - mu) * rstd * ws[j];
+        if (layer != 0) h += bs[j];
+        ys[base + j] = h;
+      }
+    }
+    if ((save & 1) != 0) ms[r] = mu;
+    if ((save & 2) != 0) rs[r] = rstd;
+  }
+}
+
+#kernel norm_bwd_row
+// dx per row: rstd (g - mean(g) - xhat mean(g xhat)), g = dy w (rms_norm: no mean(g) term); an
+// invocation per row.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, readonly, W, ws)
+BUF(2, readonly, M, ms)
+BUF(3, readonly, R, rs)
+BUF(4, readonly, DY, dys)
+BUF(5, writeonly, DX, dxs)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(W, ws) PTR(M, ms) PTR(R, rs) PTR(DY, dys) PTR(DX, dxs)
+  int outer; int n; int layer; };
+void main() {
+  for (int r = GID; r < outer; r += GSTRIDE) {
+    const int base = r * n;
+    const real mu = layer != 0 ? ms[r] : real(0.0), rstd = rs[r];
+    precise real sg = real(0.0), sgx = real(0.0);
+    for (int j = 0; j < n; ++j) {
+      precise real g = dys[base + j] * ws[j];
+      sg += g;
+      sgx += g * ((xs[base + j] - mu) * rstd);
+    }
+    precise real mg = layer != 0 ? sg / real(n) : real(0.0);
+    precise real mgx = sgx / real(n);
+    for (int j = 0; j < n; ++j) {
+      precise real v = rstd * (dys[base + j] * ws[j] - mg - ((xs[base + j] - mu) * rstd) * mgx);
+      dxs[base + j] = v;
+    }
+  }
+}
+
+#kernel norm_bwd_cols
+// dweight[j] = the sum over rows of dy xhat, dbias[j] (layer) the sum of dy: an invocation per
+// column, the rows in order (the same bits on every run, no atomics).
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, readonly, M, ms)
+BUF(2, readonly, R, rs)
+BUF(3, readonly, DY, dys)
+BUF(4, writeonly, DW, dws)
+BUF(5, writeonly, DB, dbs)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(M, ms) PTR(R, rs) PTR(DY, dys) PTR(DW, dws) PTR(DB, dbs)
+  int outer; int n; int layer; };
+void main() {
+  for (int j = GID; j < n; j += GSTRIDE) {
+    precise real aw = real(0.0), ab = real(0.0);
+    for (int r = 0; r < outer; ++r) {
+      const real d = dys[r * n + j];
+      const real mu = layer != 0 ? ms[r] : real(0.0);
+      aw += d * ((xs[r * n + j] - mu) * rs[r]);
+      ab += d;
+    }
+    dws[j] = aw;
+    if (layer != 0) dbs[j] = ab;
+  }
+}
+
+#kernel xent_fwd
+// cross_entropy: an invocation per row of C classes: its maximum (a comparison skips a NaN, the
+// sums take it), then sum e^(x - max) and sum x. red 0 writes each row's loss; red 1 (mean) and
+// 2 (sum) run in ONE work-group: invocation i adds the rows i, i + EWG, ... in order, then the
+// first adds the EWG partial sums in order (the same bits on every run). save: lse written.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+IBUF(1, readonly, I, idx)
+BUF(2, writeonly, L, ys)
+BUF(3, writeonly, S, rs)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(I, idx) PTR(L, ys) PTR(S, rs)
+  real eps; int rows; int C; int ignore; int ign_on; int red; int save; };
+shared real part[EWG];
+shared int counted[EWG];
+void main() {
+  precise real total = real(0.0);
+  int count = 0;
+  const int lid = int(gl_LocalInvocationID.x);
+  for (int r = red == 0 ? GID : lid; r < rows; r += red == 0 ? GSTRIDE : EWG) {
+    const int base = r * C;
+    real m = -inf_real();
+    for (int j = 0; j < C; ++j) {
+      const real v = xs[base + j];
+      m = v > m ? v : m;
+    }
+    precise real acc = real(0.0), sx = real(0.0);
+    for (int j = 0; j < C; ++j) {
+      const real v = xs[base + j];
+      acc += exp_r(v - m);
+      sx += v;
+    }
+    precise real l = m + log_r(acc);
+    if (save != 0) rs[r] = l;
+    const int t = idx[r];
+    precise real v = real(0.0);
+    if (!IGNORED(t)) {
+      ++count;
+      if (t >= 0 && t < C) {
+        // The smoothing term only where eps > 0: a -inf logit leaves the loss finite otherwise.
+        v = (real(1.0) - eps) * (l - xs[base + t]);
+        if (eps > real(0.0)) v = v + eps * (l - sx / real(C));
+      } else {
+        v = nan_real();
+      }
+      total += v;
+    }
+    if (red == 0) ys[r] = v;
+  }
+  if (red != 0) {
+    part[lid] = total;
+    counted[lid] = count;
+    barrier();
+    if (lid == 0) {
+      precise real s = real(0.0);
+      int k = 0;
+      for (int i = 0; i < EWG; ++i) {
+        s += part[i];
+        k += counted[i];
+      }
+      precise real mean = s / real(k); // 0 / 0: NaN (no row counted)
+      ys[0] = red == 1 ? (k == 0 ? nan_real() : mean) : s;
+    }
+  }
+}
+
+#kernel xent_bwd
+// dlogits = g (e^(x - lse) - (1 - eps) onehot(t) - eps / C), an invocation per row; red 1 (mean):
+// every work-group first counts the rows not ignored (an exact integer sum). Ignored rows 0,
+// labels outside the classes NaN.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+IBUF(1, readonly, I, idx)
+BUF(2, readonly, S, rs)
+BUF(3, readonly, DL, dys)
+BUF(4, writeonly, DX, dxs)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(I, idx) PTR(S, rs) PTR(DL, dys) PTR(DX, dxs)
+  real eps; int rows; int C; int ignore; int ign_on; int red; };
+shared int counted[EWG];
+void main() {
+  const int lid = int(gl_LocalInvocationID.x);
+  real g0 = red == 0 ? real(0.0) : dys[0];
+  if (red == 1) {
+    int k = 0;
+    for (int r = lid; r < rows; r += EWG) k += IGNORED(idx[r]) ? 0 : 1;
+    counted[lid] = k;
+    barrier();
+    k = 0;
+    for (int i = 0; i < EWG; ++i) k += counted[i];
+    precise real g = g0 / real(k);
+    g0 = g;
+  }
+  precise real off = eps / real(C);
+  for (int r = GID; r < rows; r += GSTRIDE) {
+    const int base = r * C, t = idx[r];
+    if (IGNORED(t)) {
+      for (int j = 0; j < C; ++j) dxs[base + j] = real(0.0);
+      continue;
+    }
+    const bool ok = t >= 0 && t < C;
+    const real g = red == 0 ? dys[r] : g0, l = rs[r];
+    for (int j = 0; j < C; ++j) {
+      precise real v = g * (exp_r(xs[base + j] - l) - off - (j == t ? real(1.0) - eps : real(0.0)));
+      dxs[base + j] = ok ? v : nan_real();
+    }
+  }
+}
+
+#kernel emb_fwd
+// embedding: a gather, an invocation per element of y (n x D); an index outside [0, V) gives NaN.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, W, ws)
+IBUF(1, readonly, I, idx)
+BUF(2, writeonly, Y, ys)
+layout(push_constant) uniform args {
+  PTR(W, ws) PTR(I, idx) PTR(Y, ys)
+  int n; int D; int V; };
+void main() {
+  const int total = n * D;
+  for (int e = GID; e < total; e += GSTRIDE) {
+    const int i = e / D, j = e - i * D, v = idx[i];
+    ys[e] = v >= 0 && v < V ? ws[v * D + j] : nan_real();
+  }
+}
+
+#kernel emb_grad
+// embedding_grad, deterministic without atomics: an invocation per row v of dweight and chunk of
+// EMB_CHUNK columns scans the n positions in increasing order, adding dy[i, chunk] where
+// indices[i] == v, each column's sum from +0 (padding_idx's row stays 0). Every invocation reads
+// all n indices: slow for large inputs. The chunk keeps an invocation's loop iterations near
+// n + (its matches) EMB_CHUNK: lavapipe ends a shader's loops after 65535 iterations in all.
+#define EMB_CHUNK 32
+layout(local_size_x = EWG) in;
+IBUF(0, readonly, I, idx)
+BUF(1, readonly, DY, dys)
+BUF(2, writeonly, DW, dws)
+layout(push_constant) uniform args {
+  PTR(I, idx) PTR(DY, dys) PTR(DW, dws)
+  int n; int D; int V; int pad; };
+void main() {
+  const int chunks = (D + EMB_CHUNK - 1) / EMB_CHUNK, items = V * chunks;
+  for (int t = GID; t < items; t += GSTRIDE) {
+    const int v = t / chunks, j0 = (t - v * chunks) * EMB_CHUNK,
+              w = min(EMB_CHUNK, D - j0);
+    precise real acc[EMB_CHUNK];
+    for (int j = 0; j < EMB_CHUNK; ++j) acc[j] = real(0.0);
+    if (v != pad)
+      for (int i = 0; i < n; ++i)
+        if (idx[i] == v)
+          for (int j = 0; j < w; ++j) acc[j] += dys[i * D + j0 + j];
+    for (int j = 0; j < w; ++j) dws[v * D + j0 + j] = acc[j];
+  }
+}
+
+#kernel bn_fwd
+// batch_norm: a work-group per channel (grid-strided over the channels) over its M = N sp
+// elements; channel c's element i is x[(i / sp) C sp + c sp + i % sp]. Each invocation sums
+// every EWG-th element, the first adds the EWG partial sums in order (the same bits every run).
+// Training: two passes (the mean, then the squares about it). flags: 1 training, 2 running_mean,
+// 4 running_var, 8 save_mean, 16 save_rstd (those absent are the tail word, not touched).
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, readonly, W, ws)
+BUF(2, readonly, B, bs)
+BUF(3, RW, RM, ms)
+BUF(4, RW, RV, rs)
+BUF(5, writeonly, Y, ys)
+BUF(6, writeonly, SM, dws)
+BUF(7, writeonly, SR, dbs)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(W, ws) PTR(B, bs) PTR(RM, ms) PTR(RV, rs) PTR(Y, ys) PTR(SM, dws) PTR(SR, dbs)
+  real momentum; real eps; int N; int C; int sp; int flags; };
+WG_SUM_FUNCTION
+void main() {
+  const int lid = int(gl_LocalInvocationID.x), M = N * sp, cs = C * sp;
+  for (int c = int(gl_WorkGroupID.x); c < C; c += int(gl_NumWorkGroups.x)) {
+    const int base = c * sp;
+    real mu, rstd;
+    if ((flags & 1) != 0) {
+      precise real acc = real(0.0);
+      for (int i = lid; i < M; i += EWG) acc += xs[base + (i / sp) * cs + i % sp];
+      precise real m = wg_sum(acc) / real(M);
+      mu = m;
+      precise real sq = real(0.0);
+      for (int i = lid; i < M; i += EWG) {
+        precise real d = xs[base + (i / sp) * cs + i % sp] - mu;
+        sq += d * d;
+      }
+      precise real var = wg_sum(sq) / real(M);
+      precise real r = real(1.0) / sqrt(var + eps);
+      rstd = r;
+      if (lid == 0) {
+        if ((flags & 2) != 0) {
+          precise real v = (real(1.0) - momentum) * ms[c] + momentum * mu;
+          ms[c] = v;
+        }
+        if ((flags & 4) != 0) {
+          precise real v =
+              (real(1.0) - momentum) * rs[c] + momentum * (var * real(M) / real(M - 1));
+          rs[c] = v;
+        }
+      }
+    } else {
+      mu = ms[c];
+      precise real r = real(1.0) / sqrt(rs[c] + eps);
+      rstd = r;
+    }
+    const real wc = ws[c], bc = bs[c];
+    for (int i = lid; i < M; i += EWG) {
+      const int e = base + (i / sp) * cs + i % sp;
+      precise real v = (xs[e] - mu) * rstd * wc + bc;
+      ys[e] = v;
+    }
+    if (lid == 0) {
+      if ((flags & 8) != 0) dws[c] = mu;
+      if ((flags & 16) != 0) dbs[c] = rstd;
+    }
+  }
+}
+
+#kernel bn_bwd
+// The gradient per channel (a work-group each, as bn_fwd): sum dy and sum dy xhat (dbias and
+// dweight), then dx = rstd (g - mean(g) - xhat mean(g xhat)) in training, rstd g otherwise
+// (g = dy w; x does not enter, so a NaN x leaves dx finite). flags: 1 training, 2 dweight,
+// 4 dbias.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, readonly, W, ws)
+BUF(2, readonly, MEAN, ms)
+BUF(3, readonly, RSTD, rs)
+BUF(4, readonly, DY, dys)
+BUF(5, writeonly, DX, dxs)
+BUF(6, writeonly, DW, dws)
+BUF(7, writeonly, DB, dbs)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(W, ws) PTR(MEAN, ms) PTR(RSTD, rs) PTR(DY, dys) PTR(DX, dxs) PTR(DW, dws) PTR(DB, dbs)
+  int N; int C; int sp; int flags; };
+WG_SUM_FUNCTION
+void main() {
+  const int lid = int(gl_LocalInvocationID.x), M = N * sp, cs = C * sp;
+  for (int c = int(gl_WorkGroupID.x); c < C; c += int(gl_NumWorkGroups.x)) {
+    const int base = c * sp;
+    const real mu = ms[c], rstd = rs[c], wc = ws[c];
+    precise real sd = real(0.0), sdx = real(0.0);
+    for (int i = lid; i < M; i += EWG) {
+      const int e = base + (i / sp) * cs + i % sp;
+      const real d = dys[e];
+      sd += d;
+      sdx += d * ((xs[e] - mu) * rstd);
+    }
+    const real tsd = wg_sum(sd), tsdx = wg_sum(sdx);
+    if (lid == 0) {
+      if ((flags & 2) != 0) dws[c] = tsdx;
+      if ((flags & 4) != 0) dbs[c] = tsd;
+    }
+    precise real mg = wc * tsd / real(M), mgx = wc * tsdx / real(M);
+    for (int i = lid; i < M; i += EWG) {
+      const int e = base + (i / sp) * cs + i % sp;
+      precise real v;
+      if ((flags & 1) != 0)
+        v = rstd * (dys[e] * wc - mg - ((xs[e] - mu) * rstd) * mgx);
+      else
+        v = rstd * (dys[e] * wc);
+      dxs[e] = v;
+    }
+  }
+}
+
+// ---- convolution (direct loops): geometry N C H W K R S P Q sh sw ph pw dh dw groups ----------
+#kernel conv_fwd
+// y[n,k,p,q] = the sum over c (of k's group), r, s of x w, in that order; an invocation per y.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, readonly, WF, ws)
+BUF(2, writeonly, Y, ys)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(WF, ws) PTR(Y, ys)
+  CONV_ARGS };
+void main() {
+  const int Cg = C / groups, Kg = K / groups, total = N * K * P * Q;
+  for (int t = GID; t < total; t += GSTRIDE) {
+    const int q = t % Q, p = (t / Q) % P, k = (t / (P * Q)) % K, n = t / (K * P * Q);
+    const int c0 = (k / Kg) * Cg;
+    precise real acc = real(0.0);
+    for (int c = 0; c < Cg; ++c)
+      for (int r = 0; r < R; ++r) {
+        const int h = p * sh - ph + r * dh;
+        if (h < 0 || h >= H) continue;
+        for (int s = 0; s < S; ++s) {
+          const int w = q * sw - pw + s * dw;
+          if (w < 0 || w >= W) continue;
+          acc += xs[((n * C + c0 + c) * H + h) * W + w] * ws[((k * Cg + c) * R + r) * S + s];
+        }
+      }
+    ys[t] = acc;
+  }
+}
+
+#kernel conv_data
+// dx[n,c,h,w] = the sum over k (of c's group), r, s with h = p sh - ph + r dh (w likewise) of
+// dy[n,k,p,q] w[k,c,r,s]; an invocation per dx.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, WF, ws)
+BUF(1, readonly, DY, dys)
+BUF(2, writeonly, DX, dxs)
+layout(push_constant) uniform args {
+  PTR(WF, ws) PTR(DY, dys) PTR(DX, dxs)
+  CONV_ARGS };
+void main() {
+  const int Cg = C / groups, Kg = K / groups, total = N * C * H * W;
+  for (int t = GID; t < total; t += GSTRIDE) {
+    const int iw = t % W, ih = (t / W) % H, ci = (t / (H * W)) % C, n = t / (C * H * W);
+    const int g = ci / Cg, c = ci - g * Cg;
+    precise real acc = real(0.0);
+    for (int k = g * Kg; k < (g + 1) * Kg; ++k)
+      for (int r = 0; r < R; ++r) {
+        const int hh = ih + ph - r * dh;
+        if (hh < 0 || hh % sh != 0 || hh / sh >= P) continue;
+        const int p = hh / sh;
+        for (int s = 0; s < S; ++s) {
+          const int ww = iw + pw - s * dw;
+          if (ww < 0 || ww % sw != 0 || ww / sw >= Q) continue;
+          acc += dys[((n * K + k) * P + p) * Q + ww / sw] * ws[((k * Cg + c) * R + r) * S + s];
+        }
+      }
+    dxs[t] = acc;
+  }
+}
+
+#kernel conv_filter
+// dw[k,c,r,s] = the sum over n, p, q of x dy, in that order; an invocation per dw.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, readonly, DY, dys)
+BUF(2, writeonly, DW, dws)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(DY, dys) PTR(DW, dws)
+  CONV_ARGS };
+void main() {
+  const int Cg = C / groups, Kg = K / groups, total = K * Cg * R * S;
+  for (int t = GID; t < total; t += GSTRIDE) {
+    const int s = t % S, r = (t / S) % R, c = (t / (R * S)) % Cg, k = t / (Cg * R * S);
+    const int ci = (k / Kg) * Cg + c;
+    precise real acc = real(0.0);
+    for (int n = 0; n < N; ++n)
+      for (int p = 0; p < P; ++p) {
+        const int h = p * sh - ph + r * dh;
+        if (h < 0 || h >= H) continue;
+        for (int q = 0; q < Q; ++q) {
+          const int w = q * sw - pw + s * dw;
+          if (w < 0 || w >= W) continue;
+          acc += xs[((n * C + ci) * H + h) * W + w] * dys[((n * K + k) * P + p) * Q + q];
+        }
+      }
+    dws[t] = acc;
+  }
+}
+
+#kernel conv_bias
+// y[n,k,:,:] += bias[k]; an invocation per element.
+layout(local_size_x = EWG) in;
+BUF(0, RW, Y, ys)
+BUF(1, readonly, B, bs)
+layout(push_constant) uniform args {
+  PTR(Y, ys) PTR(B, bs)
+  int total; int K; int PQ; };
+void main() {
+  for (int t = GID; t < total; t += GSTRIDE) {
+    precise real v = ys[t] + bs[(t / PQ) % K];
+    ys[t] = v;
+  }
+}
+
+#kernel conv_grad_bias
+// db[k] = the sum over n, p, q of dy: a work-group per k (grid-strided), each invocation adding
+// every EWG-th element, the first the partial sums in order.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, DY, dys)
+BUF(1, writeonly, DB, dbs)
+layout(push_constant) uniform args {
+  PTR(DY, dys) PTR(DB, dbs)
+  int N; int K; int PQ; };
+WG_SUM_FUNCTION
+void main() {
+  const int lid = int(gl_LocalInvocationID.x), M = N * PQ;
+  for (int k = int(gl_WorkGroupID.x); k < K; k += int(gl_NumWorkGroups.x)) {
+    precise real acc = real(0.0);
+    for (int i = lid; i < M; i += EWG) acc += dys[((i / PQ) * K + k) * PQ + i % PQ];
+    const real tot = wg_sum(acc);
+    if (lid == 0) dbs[k] = tot;
   }
 }

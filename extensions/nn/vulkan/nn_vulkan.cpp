@@ -1,14 +1,21 @@
 // NN bundle for the Vulkan framework (plugins/vulkan): our own GLSL compute shaders
 // (kernels.comp), in f32 and, where the device has shaderFloat64 (its "fp64" property), f64.
-// It serves, so far:
+// It serves every op of pcy_nn.h:
 //   sigmoid, relu, tanh, elu: forward, _pointwise (in place), _grad, _pointwise_grad;
 //   softmax, log_softmax and their _grad, along any axis;
 //   dropout, dropout_grad (the exact splitmix64 mask of pcy_nn.h);
-//   pooling_max, pooling_max_indexed, pooling_avg and their _grad (pooling_max_grad_indexed too).
-// Every other op of pcy_nn.h (convolution with its bias, algorithm and gradients, LRN,
-// layer_norm, rms_norm, cross_entropy, embedding, batch_norm) is not registered: the host runs it
-// on the next ranked framework that has it (the fallback policy), or reports it unsupported
-// (docs/vulkan.md, "The NN bundle").
+//   pooling_max, pooling_max_indexed, pooling_avg and their _grad (pooling_max_grad_indexed too);
+//   lrn, lrn_grad; layer_norm, rms_norm and their _grad; cross_entropy, cross_entropy_grad;
+//   embedding, embedding_grad; batch_norm, batch_norm_grad;
+//   convolution, convolution_grad_data, convolution_grad_filter (one algorithm, 0: direct loops),
+//   convolution_bias, convolution_grad_bias, convolution_algorithm.
+// Every sum that crosses invocations is taken in a fixed order (no float atomics): the same bits
+// every run (docs/vulkan.md, "The NN bundle").
+// lavapipe ends an invocation's loops after 65535 iterations in all (found with embedding_grad
+// under a grid cap of 2: the rest of its elements came back 0, no error): each kernel keeps an
+// invocation's loop count small at the suite's sizes (batch_norm a work-group per channel,
+// embedding_grad 32 columns an invocation), but a single line, row or channel far beyond that
+// (softmax or layer_norm rows of ~20000+ elements) would be cut short on lavapipe.
 // Each shader is built by the framework's program_build (GLSL to SPIR-V through shaderc, kept in
 // the kernel cache) on its first use in a context, per dtype and per form: buffers as
 // descriptors, or by device address (-DPCY_ADDRESSES) when a tensor is larger than a descriptor
@@ -58,11 +65,33 @@ enum kernel_id {
   K_POOL_MAX_GRAD_IDX,
   K_POOL_AVG,
   K_POOL_AVG_GRAD,
+  K_LRN_FWD,
+  K_LRN_GRAD,
+  K_NORM_FWD,
+  K_NORM_BWD_ROW,
+  K_NORM_BWD_COLS,
+  K_XENT_FWD,
+  K_XENT_BWD,
+  K_EMB_FWD,
+  K_EMB_GRAD,
+  K_BN_FWD,
+  K_BN_BWD,
+  K_CONV_FWD,
+  K_CONV_DATA,
+  K_CONV_FILTER,
+  K_CONV_BIAS,
+  K_CONV_GRAD_BIAS,
   K_COUNT
 };
 constexpr std::array<const char*, K_COUNT> kernel_names{
-    "act_fwd",  "act_bwd",       "softmax_fwd",       "softmax_bwd", "dropout_fwd",  "dropout_bwd",
-    "pool_max", "pool_max_grad", "pool_max_grad_idx", "pool_avg",    "pool_avg_grad"};
+    "act_fwd",       "act_bwd",       "softmax_fwd",   "softmax_bwd",       "dropout_fwd",
+    "dropout_bwd",   "pool_max",      "pool_max_grad", "pool_max_grad_idx", "pool_avg",
+    "pool_avg_grad", "lrn_fwd",       "lrn_grad",      "norm_fwd",          "norm_bwd_row",
+    "norm_bwd_cols", "xent_fwd",      "xent_bwd",      "emb_fwd",           "emb_grad",
+    "bn_fwd",        "bn_bwd",        "conv_fwd",      "conv_data",         "conv_filter",
+    "conv_bias",     "conv_grad_bias"};
+// Every kernel named (a missing initialiser would leave a null name).
+static_assert(std::ranges::none_of(kernel_names, [](const char* n) { return n == nullptr; }));
 
 // kernels.comp cut into one source per kernel (sdk::kernel_sections): each kernel is its own
 // program, built on its first use, so a process that calls one op compiles one shader. Cut once
@@ -307,14 +336,294 @@ void op_pool_avg(vk_context& cx, const sdk::op_args& a) {
 }
 #undef PCY_POOL_ARGS
 
+// ---- LRN -----------------------------------------------------------------------------------
+
+// An invocation per element; the gradient recomputes the s of its window from x.
+template <const pcy_op_schema& S, bool Grad, class T>
+void op_lrn(vk_context& cx, const sdk::op_args& a) {
+  const nb::lrn_call c = nb::decode_lrn<S>(a, dt<T>);
+  const uint64_t total = uint64_t(c.N) * c.C * c.H * c.W;
+  if (total == 0) return;
+  // Every tensor is below 2^31 elements (run_op), so is each factor; n is below 2^31 (the
+  // decoder), and the kernels clip the window to the channels before adding it to c.
+  const int32_t t = static_cast<int32_t>(total), C = static_cast<int32_t>(c.C),
+                HW = static_cast<int32_t>(c.H * c.W), n = static_cast<int32_t>(c.n);
+  const T alpha = static_cast<T>(c.alpha), beta = static_cast<T>(c.beta), k = static_cast<T>(c.k);
+  if constexpr (Grad)
+    cx.grid(a.queue(), cx.get<T>(K_LRN_GRAD), total,
+            {mem(c.x->memory), mem(c.y->memory), mem(c.dy->memory), mem(c.dx->memory), val(alpha),
+             val(beta), val(k), val(t), val(C), val(HW), val(n)});
+  else
+    cx.grid(a.queue(), cx.get<T>(K_LRN_FWD), total,
+            {mem(c.x->memory), mem(c.y->memory), val(alpha), val(beta), val(k), val(t), val(C),
+             val(HW), val(n)});
+}
+
+// ---- layer_norm, rms_norm -----------------------------------------------------------------
+
+// An invocation per row (its sums in row order); the statistics are `real` (the statistics dtype
+// of f32 and f64 is the op's). A statistics tensor not saved, and rms_norm's absent mean and
+// bias, are bound to the context's tail word and not touched.
+template <const pcy_op_schema& S, bool Layer, class T>
+void op_norm(vk_context& cx, const sdk::op_args& a) {
+  const nb::norm_call c = nb::decode_norm<S>(a, dt<T>);
+  if (c.outer == 0) return;
+  // outer x n is x's element count, below 2^31 (run_op).
+  const int32_t outer = static_cast<int32_t>(c.outer), n = static_cast<int32_t>(c.n),
+                layer = Layer ? 1 : 0, save = (c.mean ? 1 : 0) | (c.rstd ? 2 : 0);
+  const T eps = static_cast<T>(c.epsilon);
+  auto m = [&](const pcy_tensor* t) { return mem(t && t->memory ? t->memory : cx.tail); };
+  cx.grid(a.queue(), cx.get<T>(K_NORM_FWD), c.outer,
+          {m(c.x), m(c.weight), m(c.bias), m(c.y), m(c.mean), m(c.rstd), val(eps), val(outer),
+           val(n), val(layer), val(save)});
+}
+
+// dx by rows, then dweight and dbias by columns (each summing the rows in order).
+template <const pcy_op_schema& S, bool Layer, class T>
+void op_norm_grad(vk_context& cx, const sdk::op_args& a) {
+  const nb::norm_call c = nb::decode_norm<S>(a, dt<T>);
+  if (c.n == 0) return;
+  const int32_t outer = static_cast<int32_t>(c.outer), n = static_cast<int32_t>(c.n),
+                layer = Layer ? 1 : 0;
+  auto m = [&](const pcy_tensor* t) { return mem(t && t->memory ? t->memory : cx.tail); };
+  if (c.outer != 0)
+    cx.grid(a.queue(), cx.get<T>(K_NORM_BWD_ROW), c.outer,
+            {m(c.x), m(c.weight), m(c.mean), m(c.rstd), m(c.dy), m(c.y), val(outer), val(n),
+             val(layer)});
+  cx.grid(a.queue(), cx.get<T>(K_NORM_BWD_COLS), c.n,
+          {m(c.x), m(c.mean), m(c.rstd), m(c.dy), m(c.dweight), m(c.dbias), val(outer), val(n),
+           val(layer)});
+}
+
+// ---- cross_entropy -------------------------------------------------------------------------
+
+// ignore_index as the kernels take it: the value and whether an i32 label can equal it.
+struct ignore_arg {
+  int32_t value = 0, on = 0;
+};
+ignore_arg ignore_of(int64_t ignore) {
+  ignore_arg g;
+  if (ignore >= INT32_MIN && ignore <= INT32_MAX) {
+    g.value = static_cast<int32_t>(ignore);
+    g.on = 1;
+  }
+  return g;
+}
+
+// An invocation per row; 'mean' and 'sum' in one work-group (fixed-order partial sums). lse is
+// `real` (the statistics dtype of f32 and f64 is the op's); not saved: the tail word.
+template <class T> void op_xent(vk_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_cross_entropy_schema;
+  const nb::xent_call c = nb::decode_xent<S>(a, dt<T>);
+  if (c.rows == 0 && c.reduction == 0) return;
+  const int32_t rows = static_cast<int32_t>(c.rows), C = static_cast<int32_t>(c.classes),
+                red = c.reduction, save = c.lse && c.rows != 0 ? 1 : 0;
+  const ignore_arg ign = ignore_of(c.ignore_index);
+  const T eps = static_cast<T>(c.smoothing);
+  auto m = [&](const pcy_tensor* t) { return mem(t && t->memory ? t->memory : cx.tail); };
+  const std::initializer_list<pcy_kernel_arg> args{
+      m(c.logits), m(c.labels), m(c.loss), m(save ? c.lse : nullptr),
+      val(eps),    val(rows),   val(C),    val(ign.value),
+      val(ign.on), val(red),    val(save)};
+  if (red == 0)
+    cx.grid(a.queue(), cx.get<T>(K_XENT_FWD), c.rows, args);
+  else
+    cx.launch(a.queue(), cx.get<T>(K_XENT_FWD), 1, {cx.wg, 1, 1}, {cx.wg, 1, 1}, args);
+}
+
+template <class T> void op_xent_grad(vk_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_cross_entropy_grad_schema;
+  const nb::xent_call c = nb::decode_xent<S>(a, dt<T>);
+  if (c.rows == 0 || c.classes == 0) return;
+  const int32_t rows = static_cast<int32_t>(c.rows), C = static_cast<int32_t>(c.classes),
+                red = c.reduction;
+  const ignore_arg ign = ignore_of(c.ignore_index);
+  const T eps = static_cast<T>(c.smoothing);
+  cx.grid(a.queue(), cx.get<T>(K_XENT_BWD), c.rows,
+          {mem(c.logits->memory), mem(c.labels->memory), mem(c.lse->memory), mem(c.dloss->memory),
+           mem(c.dlogits->memory), val(eps), val(rows), val(C), val(ign.value), val(ign.on),
+           val(red)});
+}
+
+// ---- embedding -----------------------------------------------------------------------------
+
+// The forward gathers an element of y an invocation. The gradient is an invocation per row of
+// dweight and chunk of 32 columns, each scanning every position in order (the same bits every
+// run, no atomics, no sort; n x V x D / 32 index reads, slow for large inputs).
+template <class T> void op_embedding(vk_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_embedding_schema;
+  const nb::embedding_call c = nb::decode_embedding<S>(a, dt<T>);
+  const uint64_t total = c.n * c.D;
+  if (total == 0) return;
+  // n x D is y's element count and V x D the table's, below 2^31 (run_op); so are n and V.
+  const int32_t n = static_cast<int32_t>(c.n), D = static_cast<int32_t>(c.D),
+                V = static_cast<int32_t>(c.V);
+  auto m = [&](const pcy_tensor* t) { return mem(t->memory ? t->memory : cx.tail); };
+  cx.grid(a.queue(), cx.get<T>(K_EMB_FWD), total,
+          {m(c.weight), m(c.indices), m(c.y), val(n), val(D), val(V)});
+}
+
+template <class T> void op_embedding_grad(vk_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_embedding_grad_schema;
+  const nb::embedding_call c = nb::decode_embedding<S>(a, dt<T>);
+  const uint64_t total = c.V * c.D;
+  if (total == 0) return;
+  const int32_t n = static_cast<int32_t>(c.n), D = static_cast<int32_t>(c.D),
+                V = static_cast<int32_t>(c.V), pad = static_cast<int32_t>(c.padding_idx);
+  auto m = [&](const pcy_tensor* t) { return mem(t->memory ? t->memory : cx.tail); };
+  cx.grid(a.queue(), cx.get<T>(K_EMB_GRAD), c.V * ((c.D + 31) / 32),
+          {m(c.indices), m(c.y), m(c.weight), val(n), val(D), val(V), val(pad)});
+}
+
+// ---- batch_norm ----------------------------------------------------------------------------
+
+// A work-group per channel (at most grid_cap of them, grid-strided), its sums in a fixed order.
+// The statistics are `real` (the statistics dtype of f32 and f64 is the op's); those absent are
+// bound to the tail word and not touched.
+template <class T> void op_bn(vk_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_batch_norm_schema;
+  const nb::bn_call c = nb::decode_bn<S>(a, dt<T>);
+  if (c.C == 0) return;
+  // N x C x sp is x's element count, below 2^31 (run_op); C != 0, so N sp is too.
+  const int32_t N = static_cast<int32_t>(c.N), C = static_cast<int32_t>(c.C),
+                sp = static_cast<int32_t>(c.N == 0 ? 0 : c.spatial);
+  const int32_t flags = (c.training ? 1 : 0) | (c.running_mean ? 2 : 0) | (c.running_var ? 4 : 0) |
+                        (c.mean ? 8 : 0) | (c.rstd ? 16 : 0);
+  const T momentum = static_cast<T>(c.momentum), eps = static_cast<T>(c.epsilon);
+  auto m = [&](const pcy_tensor* t) { return mem(t && t->memory ? t->memory : cx.tail); };
+  const uint64_t groups = std::min<uint64_t>(c.C, cx.grid_cap);
+  cx.launch(a.queue(), cx.get<T>(K_BN_FWD), 1, {groups * cx.wg, 1, 1}, {cx.wg, 1, 1},
+            {m(c.x), m(c.weight), m(c.bias), m(c.running_mean), m(c.running_var), m(c.y), m(c.mean),
+             m(c.rstd), val(momentum), val(eps), val(N), val(C), val(sp), val(flags)});
+}
+
+template <class T> void op_bn_grad(vk_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_batch_norm_grad_schema;
+  const nb::bn_call c = nb::decode_bn<S>(a, dt<T>);
+  if (c.C == 0) return;
+  const int32_t N = static_cast<int32_t>(c.N), C = static_cast<int32_t>(c.C),
+                sp = static_cast<int32_t>(c.N == 0 ? 0 : c.spatial);
+  const int32_t flags = (c.training ? 1 : 0) | (c.dweight ? 2 : 0) | (c.dbias ? 4 : 0);
+  auto m = [&](const pcy_tensor* t) { return mem(t && t->memory ? t->memory : cx.tail); };
+  const uint64_t groups = std::min<uint64_t>(c.C, cx.grid_cap);
+  cx.launch(a.queue(), cx.get<T>(K_BN_BWD), 1, {groups * cx.wg, 1, 1}, {cx.wg, 1, 1},
+            {m(c.x), m(c.weight), m(c.mean), m(c.rstd), m(c.dy), m(c.y), m(c.dweight), m(c.dbias),
+             val(N), val(C), val(sp), val(flags)});
+}
+
+// ---- convolution ---------------------------------------------------------------------------
+
+// One algorithm, 0: direct loops, an invocation per output element (each summing its terms in a
+// fixed order), no workspace.
+constexpr int64_t algo_direct = 0, algo_count = 1;
+
+void check_algorithm(int64_t algo, const pcy_op_schema& s, const char* arg) {
+  if (algo >= algo_count)
+    sdk::fail(PCY_ERR_UNSUPPORTED,
+              sdk::str(s.extension, ".", s.name, ": argument ", arg, ": ", algo,
+                       " is not an algorithm of nn_vulkan (0 direct); pass one that "
+                       "convolution_algorithm returned"));
+}
+
+// The geometry as the kernels take it (CONV_ARGS): N C H W K R S P Q sh sw ph pw dh dw groups,
+// each a 32-bit int, and no coordinate the loops form reaching 2^31.
+std::array<int32_t, 16> conv_geo_of(const nb::conv_call& c, const pcy_op_schema& s) {
+  const int64_t in[16] = {c.N,      c.C,      c.H,      c.W,         c.K,         c.R,
+                          c.S,      c.P,      c.Q,      c.stride[0], c.stride[1], c.pad[0],
+                          c.pad[1], c.dil[0], c.dil[1], c.groups};
+  std::array<int32_t, 16> g{};
+  for (int i = 0; i < 16; ++i)
+    g[i] = nb::to_int(in[i], s, "a convolution extent or geometry value");
+  if (c.P * c.stride[0] + c.R * c.dil[0] + 2 * c.pad[0] + c.H >= (int64_t{1} << 31) ||
+      c.Q * c.stride[1] + c.S * c.dil[1] + 2 * c.pad[1] + c.W >= (int64_t{1} << 31))
+    sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str(s.extension, ".", s.name,
+                                            ": the geometry reaches coordinates beyond the 32-bit "
+                                            "range of nn_vulkan's kernels; use smaller geometry"));
+  return g;
+}
+#define PCY_CONV_ARGS                                                                              \
+  val(g[0]), val(g[1]), val(g[2]), val(g[3]), val(g[4]), val(g[5]), val(g[6]), val(g[7]),          \
+      val(g[8]), val(g[9]), val(g[10]), val(g[11]), val(g[12]), val(g[13]), val(g[14]), val(g[15])
+
+template <const pcy_op_schema& S, int Dir, class T>
+void op_conv(vk_context& cx, const sdk::op_args& a) {
+  const nb::conv_call c = nb::decode_conv<S>(a, dt<T>);
+  check_algorithm(c.algorithm, S, "algorithm");
+  const std::array<int32_t, 16> g = conv_geo_of(c, S);
+  // c.x is x (or dx), c.w is w (or dw), c.y is y (or dy); every tensor below 2^31 elements.
+  if constexpr (Dir == 0) {
+    const uint64_t total = uint64_t(c.N) * c.K * c.P * c.Q;
+    if (total == 0) return;
+    cx.grid(a.queue(), cx.get<T>(K_CONV_FWD), total,
+            {mem(c.x->memory), mem(c.w->memory), mem(c.y->memory), PCY_CONV_ARGS});
+  } else if constexpr (Dir == 1) {
+    const uint64_t total = uint64_t(c.N) * c.C * c.H * c.W;
+    if (total == 0) return;
+    cx.grid(a.queue(), cx.get<T>(K_CONV_DATA), total,
+            {mem(c.w->memory), mem(c.y->memory), mem(c.x->memory), PCY_CONV_ARGS});
+  } else {
+    const uint64_t total = uint64_t(c.K) * (c.C / c.groups) * c.R * c.S;
+    if (total == 0) return;
+    auto m = [&](const pcy_tensor* t) { return mem(t->memory ? t->memory : cx.tail); };
+    cx.grid(a.queue(), cx.get<T>(K_CONV_FILTER), total,
+            {m(c.x), m(c.y), mem(c.w->memory), PCY_CONV_ARGS});
+  }
+}
+#undef PCY_CONV_ARGS
+
+template <const pcy_op_schema& S, bool Grad, class T>
+void op_conv_bias(vk_context& cx, const sdk::op_args& a) {
+  const nb::conv_call c = nb::decode_bias<S>(a, dt<T>);
+  const uint64_t total = uint64_t(c.N) * c.K * c.P * c.Q;
+  const int32_t K = nb::to_int(c.K, S, "the channels"), PQ = nb::to_int(c.P * c.Q, S, "a plane"),
+                N = nb::to_int(c.N, S, "the batch");
+  if constexpr (Grad) {
+    if (c.K == 0) return;
+    auto m = [&](const pcy_tensor* t) { return mem(t->memory ? t->memory : cx.tail); };
+    const uint64_t groups = std::min<uint64_t>(uint64_t(c.K), cx.grid_cap);
+    cx.launch(a.queue(), cx.get<T>(K_CONV_GRAD_BIAS), 1, {groups * cx.wg, 1, 1}, {cx.wg, 1, 1},
+              {m(c.y), mem(c.w->memory), val(N), val(K), val(PQ)});
+  } else {
+    if (total == 0) return;
+    const int32_t t = static_cast<int32_t>(total);
+    cx.grid(a.queue(), cx.get<T>(K_CONV_BIAS), total,
+            {mem(c.y->memory), mem(c.w->memory), val(t), val(K), val(PQ)});
+  }
+}
+
+// convolution_algorithm: the direct loops for every request (-1 measures nothing: there is one
+// algorithm), no workspace, direct numerics; the result written from the host, blocking.
+template <class T> void op_conv_algorithm(vk_context& cx, const sdk::op_args& a) {
+  constexpr auto& S = pcy_nn_convolution_algorithm_schema;
+  const nb::conv_algorithm_call c = nb::decode_conv_algorithm(a, dt<T>);
+  if (!(std::is_same_v<T, float> ? cx.f32 : cx.f64).available)
+    sdk::fail(PCY_ERR_UNSUPPORTED, (std::is_same_v<T, float> ? cx.f32 : cx.f64).reason);
+  if (c.requested >= 0) check_algorithm(c.requested, S, "requested");
+  const int64_t result[3] = {algo_direct, 0, PCY_NN_NUMERICS_DIRECT};
+  pcy_memory_transfer_args w{};
+  w.struct_size = sizeof w;
+  w.queue = a.queue();
+  w.memory = c.result->memory;
+  w.offset = c.result->byte_offset;
+  w.host_pointer = const_cast<int64_t*>(result);
+  w.bytes = c.result_count * sizeof result[0];
+  w.blocking = true;
+  sdk::check(cx.fw->memory_write(&w));
+}
+
 // ---- the bundle ----------------------------------------------------------------------------
+
+// The name of argument k of op S (its index where the call has more arguments than S).
+template <const pcy_op_schema& S> std::string arg_name(uint32_t k) {
+  return k < S.arg_count ? std::string(S.args[k].name) : std::to_string(k);
+}
 
 // Before every op, as blas_vulkan: a tensor that starts past its memory's first byte is refused
 // (the kernels take each buffer from its start; no host in this tree passes another offset), a
 // tensor too large for 32-bit indices is refused, and the op's form is chosen: descriptors when
 // every tensor fits a binding (maxStorageBufferRange), else device addresses, or a refusal
 // naming the limit on a device without them.
-template <void (*F)(vk_context&, const sdk::op_args&)>
+template <const pcy_op_schema& S, void (*F)(vk_context&, const sdk::op_args&)>
 void run_op(vk_context& cx, const sdk::op_args& a) {
   uint64_t largest = 0;
   uint32_t largest_arg = 0;
@@ -323,7 +632,8 @@ void run_op(vk_context& cx, const sdk::op_args& a) {
     const pcy_tensor& t = a.t(k);
     if (t.byte_offset != 0)
       sdk::fail(PCY_ERR_UNSUPPORTED,
-                sdk::str("argument ", k, " starts at byte offset ", t.byte_offset,
+                sdk::str(S.extension, ".", S.name, ": argument ", arg_name<S>(k),
+                         " starts at byte offset ", t.byte_offset,
                          "; nn_vulkan takes tensors at offset 0"));
     // A negative or overflowing shape is left to the op's decoder, which refuses it by name.
     uint64_t elements = 1;
@@ -336,7 +646,7 @@ void run_op(vk_context& cx, const sdk::op_args& a) {
     if (!valid) continue;
     if (elements >= max_index_elements)
       sdk::fail(PCY_ERR_UNSUPPORTED,
-                sdk::str("argument ", k, " has ", elements,
+                sdk::str(S.extension, ".", S.name, ": argument ", arg_name<S>(k), " has ", elements,
                          " elements; nn_vulkan's shaders index with 32-bit integers and take "
                          "tensors below ",
                          max_index_elements, " elements: split the data into smaller tensors"));
@@ -349,7 +659,8 @@ void run_op(vk_context& cx, const sdk::op_args& a) {
   cx.addresses = largest > cx.max_binding;
   if (cx.addresses && !cx.device_address)
     sdk::fail(PCY_ERR_UNSUPPORTED,
-              sdk::str("argument ", largest_arg, " is a tensor of ", largest,
+              sdk::str(S.extension, ".", S.name, ": argument ", arg_name<S>(largest_arg),
+                       " is a tensor of ", largest,
                        " bytes, above the device's maxStorageBufferRange (", cx.max_binding,
                        " bytes), the most a shader can bind, and the device has no "
                        "bufferDeviceAddress (its 'buffer_device_address' property is false), "
@@ -360,8 +671,8 @@ void run_op(vk_context& cx, const sdk::op_args& a) {
 
 constexpr sdk::bundle_identity identity{
     bundle_name, PCY_NN_EXTENSION, "vulkan",
-    "NN on Vulkan: own GLSL compute shaders (activations, softmax, dropout, pooling; the other "
-    "ops fall back)"};
+    "NN on Vulkan: own GLSL compute shaders (activations, softmax, dropout, pooling, direct "
+    "convolution, LRN, layer_norm, rms_norm, cross_entropy, embedding, batch_norm)"};
 
 class nn_vulkan_bundle : public sdk::bundle_base<identity, vk_context> {
 public:
@@ -383,22 +694,19 @@ public:
         log_.warn("PARENCHYMA_NN_VULKAN_GRID_CAP=", e, " ignored: expected 1 to ", max_groups_1d,
                   " work-groups");
     }
+#define PCY_ACT1(s, K, G) add<s, op_act<s, K, G, float>, op_act<s, K, G, double>>();
 #define PCY_ACT(a, K)                                                                              \
-  add<op_act<pcy_nn_##a##_schema, K, false, float>,                                                \
-      op_act<pcy_nn_##a##_schema, K, false, double>>(pcy_nn_##a##_schema);                         \
-  add<op_act<pcy_nn_##a##_pointwise_schema, K, false, float>,                                      \
-      op_act<pcy_nn_##a##_pointwise_schema, K, false, double>>(pcy_nn_##a##_pointwise_schema);     \
-  add<op_act<pcy_nn_##a##_grad_schema, K, true, float>,                                            \
-      op_act<pcy_nn_##a##_grad_schema, K, true, double>>(pcy_nn_##a##_grad_schema);                \
-  add<op_act<pcy_nn_##a##_pointwise_grad_schema, K, true, float>,                                  \
-      op_act<pcy_nn_##a##_pointwise_grad_schema, K, true, double>>(                                \
-      pcy_nn_##a##_pointwise_grad_schema);
+  PCY_ACT1(pcy_nn_##a##_schema, K, false)                                                          \
+  PCY_ACT1(pcy_nn_##a##_pointwise_schema, K, false)                                                \
+  PCY_ACT1(pcy_nn_##a##_grad_schema, K, true)                                                      \
+  PCY_ACT1(pcy_nn_##a##_pointwise_grad_schema, K, true)
     PCY_ACT(sigmoid, 0)
     PCY_ACT(relu, 1)
     PCY_ACT(tanh, 2)
     PCY_ACT(elu, 3)
 #undef PCY_ACT
-#define PCY_ADD2(F, s, ...) add<F<s, __VA_ARGS__, float>, F<s, __VA_ARGS__, double>>(s)
+#undef PCY_ACT1
+#define PCY_ADD2(F, s, ...) add<s, F<s, __VA_ARGS__, float>, F<s, __VA_ARGS__, double>>()
     PCY_ADD2(op_softmax, pcy_nn_softmax_schema, false);
     PCY_ADD2(op_softmax, pcy_nn_log_softmax_schema, true);
     PCY_ADD2(op_softmax, pcy_nn_softmax_grad_schema, false);
@@ -407,11 +715,29 @@ public:
     PCY_ADD2(op_dropout, pcy_nn_dropout_grad_schema, true);
     PCY_ADD2(op_pool_max, pcy_nn_pooling_max_schema, false);
     PCY_ADD2(op_pool_max, pcy_nn_pooling_max_indexed_schema, true);
-    add<op_pool_max_grad<float>, op_pool_max_grad<double>>(pcy_nn_pooling_max_grad_schema);
-    add<op_pool_max_grad_indexed<float>, op_pool_max_grad_indexed<double>>(
-        pcy_nn_pooling_max_grad_indexed_schema);
+    add<pcy_nn_pooling_max_grad_schema, op_pool_max_grad<float>, op_pool_max_grad<double>>();
+    add<pcy_nn_pooling_max_grad_indexed_schema, op_pool_max_grad_indexed<float>,
+        op_pool_max_grad_indexed<double>>();
     PCY_ADD2(op_pool_avg, pcy_nn_pooling_avg_schema, false);
     PCY_ADD2(op_pool_avg, pcy_nn_pooling_avg_grad_schema, true);
+    PCY_ADD2(op_lrn, pcy_nn_lrn_schema, false);
+    PCY_ADD2(op_lrn, pcy_nn_lrn_grad_schema, true);
+    PCY_ADD2(op_norm, pcy_nn_layer_norm_schema, true);
+    PCY_ADD2(op_norm, pcy_nn_rms_norm_schema, false);
+    PCY_ADD2(op_norm_grad, pcy_nn_layer_norm_grad_schema, true);
+    PCY_ADD2(op_norm_grad, pcy_nn_rms_norm_grad_schema, false);
+    add<pcy_nn_cross_entropy_schema, op_xent<float>, op_xent<double>>();
+    add<pcy_nn_cross_entropy_grad_schema, op_xent_grad<float>, op_xent_grad<double>>();
+    add<pcy_nn_embedding_schema, op_embedding<float>, op_embedding<double>>();
+    add<pcy_nn_embedding_grad_schema, op_embedding_grad<float>, op_embedding_grad<double>>();
+    add<pcy_nn_batch_norm_schema, op_bn<float>, op_bn<double>>();
+    add<pcy_nn_batch_norm_grad_schema, op_bn_grad<float>, op_bn_grad<double>>();
+    PCY_ADD2(op_conv, pcy_nn_convolution_schema, 0);
+    PCY_ADD2(op_conv, pcy_nn_convolution_grad_data_schema, 1);
+    PCY_ADD2(op_conv, pcy_nn_convolution_grad_filter_schema, 2);
+    PCY_ADD2(op_conv_bias, pcy_nn_convolution_bias_schema, false);
+    PCY_ADD2(op_conv_bias, pcy_nn_convolution_grad_bias_schema, true);
+    add<pcy_nn_convolution_algorithm_schema, op_conv_algorithm<float>, op_conv_algorithm<double>>();
 #undef PCY_ADD2
   }
 
@@ -421,7 +747,7 @@ public:
     sdk::require_slots(*a.framework, bundle_name,
                        {PCY_FRAMEWORK_SLOT_program_build, PCY_FRAMEWORK_SLOT_kernel_create,
                         PCY_FRAMEWORK_SLOT_kernel_launch, PCY_FRAMEWORK_SLOT_memory_alloc,
-                        PCY_FRAMEWORK_SLOT_memory_copy});
+                        PCY_FRAMEWORK_SLOT_memory_copy, PCY_FRAMEWORK_SLOT_memory_write});
     auto cx = std::make_unique<vk_context>(a);
     const sdk::device_facts dev = sdk::device_facts_of(a);
     // 256 invocations a work-group where the device allows them (or does not say), else 128:
@@ -461,10 +787,10 @@ private:
     d.available = true;
   }
 
-  template <void (*F32)(vk_context&, const sdk::op_args&),
+  template <const pcy_op_schema& schema, void (*F32)(vk_context&, const sdk::op_args&),
             void (*F64)(vk_context&, const sdk::op_args&)>
-  void add(const pcy_op_schema& schema) {
-    table_.add<run_op<F32>, run_op<F64>>(
+  void add() {
+    table_.add<run_op<schema, F32>, run_op<schema, F64>>(
         schema, sdk::str("parenchyma GLSL compute shader nn.", schema.name, " (f32)"),
         sdk::str("parenchyma GLSL compute shader nn.", schema.name, " (f64)"));
   }
