@@ -42,7 +42,8 @@
 #             toolkit's, or the first found under /opt, /usr/local, /usr/lib (PyTorch's wheel)
 #   vulkan    NVIDIA's Vulkan driver: the loader and glvnd from .gl/*.deb (unpacked with dpkg -x;
 #             the machine has the ICD only) and .gl/parenchyma-glsl.so; parenchyma-info, the
-#             framework and BLAS conformance suites on vulkan, the thread stress test on vulkan
+#             framework, BLAS and NN conformance suites on vulkan, the thread stress test, the NN
+#             demo and the GPU array test (CUDA and OpenCL hidden) on vulkan
 #   vulkan-bench  issue 25's Vulkan figures: bench_blas_vulkan (BLAS-1 vs a device copy, sgemm vs
 #             cuBLAS through the cuda backend, small ops vs a raw vkCmdDispatch), set up as `vulkan`
 # Environment: PCY_GPU_BUILD (default /tmp/pcy-gpu), PCY_KCACHE (a kernel cache tarball to start
@@ -94,7 +95,9 @@ has array && targets+=(bench_array_cuda test_array test_array_gpu test_array_hos
 has array-quick && targets+=(bench_array_cuda test_array_gpu test_array_random parenchyma-array-native
   parenchyma-array-opencl parenchyma-array-cuda)
 has coll-nccl && targets+=(parenchyma-coll-cuda test_coll_matrix bench_coll_nccl)
-has vulkan && targets+=(parenchyma-vulkan parenchyma-blas-vulkan parenchyma-conformance test_stress)
+has vulkan && targets+=(parenchyma-vulkan parenchyma-blas-vulkan parenchyma-nn-vulkan parenchyma-array-vulkan
+  parenchyma-array-native parenchyma-nn-native parenchyma-nn-demo parenchyma-conformance test_stress
+  test_array_gpu)
 # The cuda plugin and blas_cuda too (also under PCY_TARGETS_ONLY): the bench's cuBLAS column.
 has vulkan-bench && targets+=(parenchyma-vulkan parenchyma-blas-vulkan bench_blas_vulkan parenchyma-cuda
   parenchyma-blas-cuda)
@@ -329,13 +332,20 @@ for p in "$@"; do
     cp "$SRC/.gl/parenchyma-glsl.so" "$B/lib/parenchyma/plugins/vulkan/" 2>/dev/null
     say "parenchyma-info (vulkan)"; "$bin/parenchyma-info" 2>&1 | grep -iE "vulkan" | head -8
     PARENCHYMA_LOG_LEVEL=debug "$bin/parenchyma-info" 2>&1 | grep -E "subnormals|denorm" | head -4
-    for s in framework blas; do
+    for s in framework blas nn; do
       say "conformance $s on vulkan"
       timeout 200 "$bin/parenchyma-conformance" "$B/lib/parenchyma/plugins" --framework vulkan \
         --suite $s --require-ops >"$L/conf-vk-$s.log" 2>&1
       echo "exit code $?"; grep -E "FAIL|summary|skip " "$L/conf-vk-$s.log" | head -12
     done
-    say "thread stress on vulkan"; timeout 200 "$bin/test_stress" vulkan 2>&1 | tail -4 ;;
+    say "thread stress on vulkan"; timeout 100 "$bin/test_stress" vulkan 2>&1 | tail -4
+    say "NN demo on vulkan"; timeout 120 "$bin/parenchyma-nn-demo" --backend vulkan 2>&1 | tail -6
+    # array_vulkan alone: CUDA hidden and no OpenCL platform matched, so the GPU array test runs
+    # its cases on vulkan only.
+    say "test_array_gpu on vulkan"
+    (cd "$B" && CUDA_VISIBLE_DEVICES= PARENCHYMA_OPENCL_PLATFORMS=none-here timeout 150 \
+      "$bin/test_array_gpu" >"$L/array-gpu-vk.log" 2>&1); echo "exit code $?"
+    grep -E "FAILED|skipped on vulkan|test cases" "$L/array-gpu-vk.log" | sort | uniq -c | head -20 ;;
   vulkan-bench)
     mkdir -p "$B/lib/parenchyma/plugins/vulkan"
     cp "$SRC/.gl/parenchyma-glsl.so" "$B/lib/parenchyma/plugins/vulkan/" 2>/dev/null
