@@ -1,11 +1,13 @@
 // The SDK's shared bundle machinery, against a fake framework table: device_context owns and
 // frees what it creates, device_facts_of steps the properties by their own struct_size,
 // require_slots names each missing slot, first_use, sdk::settings (the one reader of the host's
-// setting service), the extent arithmetic, the dtype table, device_number and kernel_sections.
+// setting service) and setting_count (glsl_bundle.hpp), the extent arithmetic, the dtype table,
+// device_number and kernel_sections.
 #include "support/catch.hpp"
 
 #include <parenchyma/sdk/device_bundle.hpp>
 #include <parenchyma/sdk/extent.hpp>
+#include <parenchyma/sdk/glsl_bundle.hpp>
 
 #include <cstdint>
 #include <cstring>
@@ -205,6 +207,34 @@ TEST_CASE("settings: the host's service, empty as unset, nothing from a 1.0 host
   host.struct_size = PCY_HOST_SERVICES_SIZE_1_0; // a 1.0 host: no setting service
   CHECK(sdk::settings(&host).find("X") == nullptr);
   CHECK(sdk::settings(nullptr).find("X") == nullptr);
+}
+
+TEST_CASE("setting_count: a whole number in range, else the default with a warning") {
+  static std::vector<std::string> warnings;
+  warnings.clear();
+  pcy_host_services host{};
+  host.struct_size = sizeof host;
+  host.log_level = PCY_LOG_WARN;
+  host.log = [](void*, pcy_log_level, const char*, const char* m) { warnings.emplace_back(m); };
+  host.setting = [](void*, const char* name) -> const char* {
+    const std::string n(name);
+    return n == "GOOD"   ? "12"
+           : n == "LOW"  ? "0"
+           : n == "HIGH" ? "70000"
+           : n == "NEG"  ? "-3"
+           : n == "JUNK" ? "12x"
+                         : nullptr;
+  };
+  const sdk::settings s(&host);
+  const sdk::logger log(&host, "test");
+  CHECK(sdk::setting_count(s, log, "GOOD", 1, 65535, "work-groups", 7) == 12);
+  CHECK(sdk::setting_count(s, log, "UNSET", 1, 65535, "work-groups", 7) == 7);
+  CHECK(warnings.empty());
+  for (const char* bad : {"LOW", "HIGH", "NEG", "JUNK"})
+    CHECK(sdk::setting_count(s, log, bad, 1, 65535, "work-groups", 7) == 7);
+  REQUIRE(warnings.size() == 4);
+  CHECK(warnings[1] == "HIGH=70000 ignored: expected 1 to 65535 work-groups");
+  CHECK(warnings[2].find("NEG=-3 ignored") == 0);
 }
 
 TEST_CASE("extent arithmetic: what a vector and a matrix span, overflow refused") {

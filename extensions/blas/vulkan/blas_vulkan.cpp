@@ -19,7 +19,7 @@
 
 #include "blas_vulkan_kernels.hpp" // kernels.comp, embedded at build time (generated)
 
-#include <parenchyma/sdk/device_bundle.hpp>
+#include <parenchyma/sdk/glsl_bundle.hpp>
 #include <parenchyma/sdk/op_schema.hpp>
 
 #include <algorithm>
@@ -96,66 +96,18 @@ const std::vector<std::string>& kernel_sources() {
   return sources;
 }
 
-// One dtype's kernels: available (with the options every kernel of it is built with) or not (with
-// the reason); each kernel built on first use.
-struct dtype_state {
-  bool available = false;
-  std::string reason;  // why not available
-  std::string options; // the program_build options: -DREAL=... and the work-group sizes
-  std::array<pcy_kernel, K_COUNT> k{};  // buffers bound as descriptors
-  std::array<pcy_kernel, K_COUNT> ka{}; // buffers by device address (-DPCY_ADDRESSES)
-};
-
-// Element indices are 32-bit ints in the shaders: a tensor stays below 2^31 - 2^21 elements, so
-// that no index, nor an index a grid stride (at most 2^20 invocations) past one, reaches 2^31.
-constexpr uint64_t max_index_elements = (uint64_t(1) << 31) - (uint64_t(1) << 21);
-
-struct vk_context : sdk::device_context {
-  explicit vk_context(const pcy_bundle_context_args& a) : device_context(a) {}
-  dtype_state f32, f64;
+// The kernels of both dtypes, their two forms (descriptors; device addresses past
+// maxStorageBufferRange) and the per-op checks: sdk::glsl_context (glsl_bundle.hpp).
+struct vk_context : sdk::glsl_context<K_COUNT> {
+  explicit vk_context(const pcy_bundle_context_args& a)
+      : glsl_context(a, bundle_name, kernel_sources(), kernel_names) {}
   pcy_memory dummy = nullptr;    // stands in for a scalar buffer when the scalar is a host value
   pcy_memory partials = nullptr; // stage-1 partial sums of the reductions (3 per group: nrm2)
   uint32_t max_groups = 64;      // work-groups of a reduction's first stage
   uint64_t grid_cap = max_groups_1d, batch_cap = max_batch_groups; // see max_groups_1d
   bool gemm_tiled = true; // the shared-memory gemm; false: gemm_direct (CPU devices)
   work_groups w;
-  // Binding windows: a tensor of more than `max_binding` bytes (the device's
-  // maxStorageBufferRange, or PARENCHYMA_BLAS_VULKAN_MAX_BINDING) cannot be a descriptor; the op
-  // then runs the kernels' address form, which takes every buffer by its device address
-  // (bufferDeviceAddress, `device_address`). Set per op by run_op.
-  uint64_t max_binding = UINT64_MAX;
-  bool device_address = false;
-  bool addresses = false; // the current op takes its buffers by address
 
-  // The kernel `id` of dtype T in the current op's form, built on its first use (the host
-  // serialises a context's ops).
-  template <class T> pcy_kernel get(kernel_id id) {
-    dtype_state& d = std::is_same_v<T, float> ? f32 : f64;
-    if (!d.available) sdk::fail(PCY_ERR_UNSUPPORTED, d.reason);
-    pcy_kernel& k = addresses ? d.ka[id] : d.k[id];
-    if (k == nullptr) [[unlikely]]
-      k = make_kernel(d, id, addresses);
-    return k;
-  }
-  // Builds one kernel's program (a failure throws the framework's error, its compiler log in it).
-  pcy_kernel make_kernel(const dtype_state& d, kernel_id id, bool by_address = false) {
-    build_failure failed;
-    const std::string options = by_address ? d.options + " -DPCY_ADDRESSES" : d.options;
-    pcy_program p = build(kernel_sources()[id].c_str(), options.c_str(), &failed);
-    if (p == nullptr)
-      sdk::fail(failed.code, sdk::str("blas_vulkan: shader ", kernel_names[id], " (", options,
-                                      "): ", failed.message));
-    return kernel(p, kernel_names[id]);
-  }
-  // f64 ops on a device without shaderFloat64 are unavailable here, so the host routes them to
-  // another framework instead of failing at call time.
-  bool op_available(const pcy_op_desc& op, const char** reason) const {
-    if (op.dtype == PCY_DTYPE_F64 && !f64.available) {
-      *reason = f64.reason.c_str();
-      return false;
-    }
-    return true;
-  }
   void launch1(pcy_queue q, pcy_kernel k, uint64_t global, uint32_t local,
                std::initializer_list<pcy_kernel_arg> args) const {
     device_context::launch(q, k, 1, {global, 1, 1}, {local, 1, 1}, args);
@@ -378,53 +330,11 @@ template <class T> void op_gemm_batched(vk_context& cx, const sdk::op_args& a) {
 
 // ---- the bundle ------------------------------------------------------------------------------
 
-// Before every op: the kernels take each buffer from its start, so a tensor that begins
-// elsewhere (byte_offset != 0, which no host in this tree passes) is refused rather than touching
-// the memory before it; a tensor too large for 32-bit indices is refused; and the op's form is
-// chosen: descriptors when every tensor fits a binding (maxStorageBufferRange), else device
-// addresses (every buffer of the op), or a refusal naming the limit on a device without them.
+// Before every op (sdk::glsl_context::choose_form): a tensor at a byte offset or too large for
+// 32-bit indices is refused, and the op's form is chosen (descriptors, else device addresses).
 template <void (*F)(vk_context&, const sdk::op_args&)>
 void run_op(vk_context& cx, const sdk::op_args& a) {
-  uint64_t largest = 0;
-  uint32_t largest_arg = 0;
-  for (uint32_t k = 0; k < a.size(); ++k) {
-    if (!a.is_tensor(k)) continue;
-    const pcy_tensor& t = a.t(k);
-    if (t.byte_offset != 0)
-      sdk::fail(PCY_ERR_UNSUPPORTED,
-                sdk::str("argument ", k, " starts at byte offset ", t.byte_offset,
-                         "; blas_vulkan takes tensors at offset 0"));
-    // The element count; a negative or overflowing shape is left to the op's decoder, which
-    // refuses it by name (INVALID_ARGUMENT).
-    uint64_t elements = 1;
-    bool valid = t.shape != nullptr || t.ndim == 0;
-    for (int32_t d = 0; valid && d < t.ndim; ++d) {
-      const int64_t e = t.shape[d];
-      valid = e >= 0 && (e == 0 || elements <= UINT64_MAX / static_cast<uint64_t>(e));
-      if (valid) elements *= static_cast<uint64_t>(e);
-    }
-    if (!valid) continue;
-    if (elements >= max_index_elements)
-      sdk::fail(PCY_ERR_UNSUPPORTED,
-                sdk::str("argument ", k, " has ", elements,
-                         " elements; blas_vulkan's shaders index with 32-bit integers and take "
-                         "tensors below ",
-                         max_index_elements, " elements: split the data into smaller tensors"));
-    const uint64_t bytes = elements * (t.dtype == PCY_DTYPE_F64 ? 8 : 4);
-    if (bytes > largest) {
-      largest = bytes;
-      largest_arg = k;
-    }
-  }
-  cx.addresses = largest > cx.max_binding;
-  if (cx.addresses && !cx.device_address)
-    sdk::fail(PCY_ERR_UNSUPPORTED,
-              sdk::str("argument ", largest_arg, " is a tensor of ", largest,
-                       " bytes, above the device's maxStorageBufferRange (", cx.max_binding,
-                       " bytes), the most a shader can bind, and the device has no "
-                       "bufferDeviceAddress (its 'buffer_device_address' property is false), "
-                       "which blas_vulkan uses past that limit: use smaller tensors on this "
-                       "device, or another framework"));
+  cx.choose_form(a, "", [](uint32_t k) { return k; });
   F(cx, a);
 }
 
@@ -446,23 +356,10 @@ public:
       else if (std::string_view(e) != "256")
         log_.warn("PARENCHYMA_BLAS_VULKAN_WORK_GROUP=", e, " ignored: expected 128 or 256");
     }
-    if (const char* e = settings_.find("PARENCHYMA_BLAS_VULKAN_MAX_BINDING")) {
-      char* end = nullptr;
-      const unsigned long long v = std::strtoull(e, &end, 10);
-      if (end != e && *end == '\0')
-        max_binding_ = v;
-      else
-        log_.warn("PARENCHYMA_BLAS_VULKAN_MAX_BINDING=", e, " ignored: expected a byte count");
-    }
-    if (const char* e = settings_.find("PARENCHYMA_BLAS_VULKAN_GRID_CAP")) {
-      char* end = nullptr;
-      const unsigned long long v = std::strtoull(e, &end, 10);
-      if (end != e && *end == '\0' && v >= 1 && v <= max_batch_groups)
-        grid_cap_ = v;
-      else
-        log_.warn("PARENCHYMA_BLAS_VULKAN_GRID_CAP=", e, " ignored: expected 1 to ",
-                  max_batch_groups, " work-groups");
-    }
+    max_binding_ = sdk::setting_count(settings_, log_, "PARENCHYMA_BLAS_VULKAN_MAX_BINDING", 0,
+                                      UINT64_MAX, "bytes", UINT64_MAX);
+    grid_cap_ = sdk::setting_count(settings_, log_, "PARENCHYMA_BLAS_VULKAN_GRID_CAP", 1,
+                                   max_batch_groups, "work-groups", 0);
     add<op_asum<float>, op_asum<double>>(ASUM, pcy_blas_asum_schema);
     add<op_axpy<float>, op_axpy<double>>(AXPY, pcy_blas_axpy_schema);
     add<op_axpby<float>, op_axpby<double>>(AXPBY, pcy_blas_axpby_schema);
@@ -498,10 +395,7 @@ public:
                ", gemm ",
                cx->gemm_tiled ? "in shared-memory tiles (gemm)" : "barrier-free (gemm_direct)");
     // Tensors above maxStorageBufferRange take the address form of the kernels (see run_op).
-    cx->max_binding = static_cast<uint64_t>(
-        std::max<int64_t>(0, sdk::device_number(a, "max_storage_buffer_range", INT64_MAX)));
-    cx->max_binding = std::min(cx->max_binding, max_binding_);
-    cx->device_address = sdk::device_number(a, "buffer_device_address", 0) != 0;
+    cx->read_binding_limits(a, max_binding_);
     if (grid_cap_ > 0) {
       cx->grid_cap = cx->batch_cap = grid_cap_;
       cx->max_groups = static_cast<uint32_t>(std::min<uint64_t>(cx->max_groups, grid_cap_));
@@ -523,19 +417,11 @@ public:
   }
 
 private:
-  void prepare(vk_context& cx, dtype_state& d, const char* real, bool must) {
-    d.options = sdk::str("-DREAL=", real, must ? "" : " -DPCY_FP64", " -DRWG=", cx.w.wg,
-                         " -DEWG=", cx.w.wg, " -DGWG=", gemv_wg, " -DTS=", cx.w.ts, " -DTSK=16");
-    try {
-      d.k[K_SCAL] = cx.make_kernel(d, K_SCAL);
-    } catch (const std::exception& e) {
-      if (must) throw;
-      // f64 is optional: a device that fails to build or load it keeps f32 serving.
-      d.reason = sdk::str("f64 BLAS shaders did not build on this device (", e.what(), ")");
-      log_.info(d.reason);
-      return;
-    }
-    d.available = true;
+  void prepare(vk_context& cx, sdk::glsl_dtype_kernels<K_COUNT>& d, const char* real, bool must) {
+    cx.prepare(d,
+               sdk::str("-DREAL=", real, must ? "" : " -DPCY_FP64", " -DRWG=", cx.w.wg,
+                        " -DEWG=", cx.w.wg, " -DGWG=", gemv_wg, " -DTS=", cx.w.ts, " -DTSK=16"),
+               K_SCAL, must, log_, "f64 BLAS shaders");
   }
 
   template <void (*F32)(vk_context&, const sdk::op_args&),

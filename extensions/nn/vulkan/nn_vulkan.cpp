@@ -27,8 +27,8 @@
 
 #include "nn_vulkan_kernels.hpp" // kernels.comp, embedded at build time (generated)
 
-#include <parenchyma/sdk/device_bundle.hpp>
 #include <parenchyma/sdk/dtype.hpp>
+#include <parenchyma/sdk/glsl_bundle.hpp>
 #include <parenchyma/sdk/op_schema.hpp>
 
 #include <algorithm>
@@ -102,64 +102,19 @@ const std::vector<std::string>& kernel_sources() {
   return sources;
 }
 
-// One dtype's kernels: available (with the options every kernel of it is built with) or not
-// (with the reason); each kernel built on first use.
-struct dtype_state {
-  bool available = false;
-  std::string reason;
-  std::string options;
-  std::array<pcy_kernel, K_COUNT> k{};  // buffers bound as descriptors
-  std::array<pcy_kernel, K_COUNT> ka{}; // buffers by device address (-DPCY_ADDRESSES)
-};
-
-// Element indices are 32-bit ints in the shaders: a tensor stays below 2^31 - 2^21 elements, so
-// that no index, nor one a grid stride (at most 2^20 invocations) past it, reaches 2^31.
-constexpr uint64_t max_index_elements = (uint64_t(1) << 31) - (uint64_t(1) << 21);
-
 template <class T>
 constexpr pcy_dtype dt = std::is_same_v<T, float> ? PCY_DTYPE_F32 : PCY_DTYPE_F64;
 
-struct vk_context : sdk::device_context {
-  explicit vk_context(const pcy_bundle_context_args& a) : device_context(a) {}
-  dtype_state f32, f64;
+// The kernels of both dtypes, their two forms (descriptors; device addresses past
+// maxStorageBufferRange) and the per-op checks: sdk::glsl_context (glsl_bundle.hpp).
+struct vk_context : sdk::glsl_context<K_COUNT> {
+  explicit vk_context(const pcy_bundle_context_args& a)
+      : glsl_context(a, bundle_name, kernel_sources(), kernel_names) {}
   uint32_t wg = 256; // EWG: invocations per work-group
   uint64_t grid_cap = max_groups_1d;
-  // A tensor of more than `max_binding` bytes cannot be a descriptor: the op then runs the
-  // kernels' address form (bufferDeviceAddress). Set per op by run_op.
-  uint64_t max_binding = UINT64_MAX;
-  bool device_address = false;
-  bool addresses = false;
   // One 4-byte word: the last, partial word of a dropout mask (4 does not divide its size).
   pcy_memory tail = nullptr;
 
-  // Kernel `id` of dtype T in the current op's form, built on first use (the host serialises a
-  // context's ops).
-  template <class T> pcy_kernel get(kernel_id id) {
-    dtype_state& d = std::is_same_v<T, float> ? f32 : f64;
-    if (!d.available) sdk::fail(PCY_ERR_UNSUPPORTED, d.reason);
-    pcy_kernel& k = addresses ? d.ka[id] : d.k[id];
-    if (k == nullptr) [[unlikely]]
-      k = make_kernel(d, id, addresses);
-    return k;
-  }
-  pcy_kernel make_kernel(const dtype_state& d, kernel_id id, bool by_address) {
-    build_failure failed;
-    const std::string options = by_address ? d.options + " -DPCY_ADDRESSES" : d.options;
-    pcy_program p = build(kernel_sources()[id].c_str(), options.c_str(), &failed);
-    if (p == nullptr)
-      sdk::fail(failed.code, sdk::str("nn_vulkan: shader ", kernel_names[id], " (", options,
-                                      "): ", failed.message));
-    return kernel(p, kernel_names[id]);
-  }
-  // f64 ops on a device without shaderFloat64 are unavailable here, so the host routes them to
-  // another framework instead of failing at call time.
-  bool op_available(const pcy_op_desc& op, const char** reason) const {
-    if (op.dtype == PCY_DTYPE_F64 && !f64.available) {
-      *reason = f64.reason.c_str();
-      return false;
-    }
-    return true;
-  }
   // A grid-strided kernel over `items`: whole work-groups, at most grid_cap of them.
   void grid(pcy_queue q, pcy_kernel k, uint64_t items,
             std::initializer_list<pcy_kernel_arg> args) const {
@@ -618,54 +573,13 @@ template <const pcy_op_schema& S> std::string arg_name(uint32_t k) {
   return k < S.arg_count ? std::string(S.args[k].name) : std::to_string(k);
 }
 
-// Before every op, as blas_vulkan: a tensor that starts past its memory's first byte is refused
-// (the kernels take each buffer from its start; no host in this tree passes another offset), a
-// tensor too large for 32-bit indices is refused, and the op's form is chosen: descriptors when
-// every tensor fits a binding (maxStorageBufferRange), else device addresses, or a refusal
-// naming the limit on a device without them.
+// Before every op (sdk::glsl_context::choose_form), as blas_vulkan: a tensor at a byte offset or
+// too large for 32-bit indices is refused, and the op's form is chosen (descriptors, else device
+// addresses).
 template <const pcy_op_schema& S, void (*F)(vk_context&, const sdk::op_args&)>
 void run_op(vk_context& cx, const sdk::op_args& a) {
-  uint64_t largest = 0;
-  uint32_t largest_arg = 0;
-  for (uint32_t k = 0; k < a.size(); ++k) {
-    if (!a.is_tensor(k)) continue;
-    const pcy_tensor& t = a.t(k);
-    if (t.byte_offset != 0)
-      sdk::fail(PCY_ERR_UNSUPPORTED,
-                sdk::str(S.extension, ".", S.name, ": argument ", arg_name<S>(k),
-                         " starts at byte offset ", t.byte_offset,
-                         "; nn_vulkan takes tensors at offset 0"));
-    // A negative or overflowing shape is left to the op's decoder, which refuses it by name.
-    uint64_t elements = 1;
-    bool valid = t.shape != nullptr || t.ndim == 0;
-    for (int32_t d = 0; valid && d < t.ndim; ++d) {
-      const int64_t e = t.shape[d];
-      valid = e >= 0 && (e == 0 || elements <= UINT64_MAX / static_cast<uint64_t>(e));
-      if (valid) elements *= static_cast<uint64_t>(e);
-    }
-    if (!valid) continue;
-    if (elements >= max_index_elements)
-      sdk::fail(PCY_ERR_UNSUPPORTED,
-                sdk::str(S.extension, ".", S.name, ": argument ", arg_name<S>(k), " has ", elements,
-                         " elements; nn_vulkan's shaders index with 32-bit integers and take "
-                         "tensors below ",
-                         max_index_elements, " elements: split the data into smaller tensors"));
-    const uint64_t bytes = elements * std::max<uint64_t>(sdk::dtype_size(t.dtype), 1);
-    if (bytes > largest) {
-      largest = bytes;
-      largest_arg = k;
-    }
-  }
-  cx.addresses = largest > cx.max_binding;
-  if (cx.addresses && !cx.device_address)
-    sdk::fail(PCY_ERR_UNSUPPORTED,
-              sdk::str(S.extension, ".", S.name, ": argument ", arg_name<S>(largest_arg),
-                       " is a tensor of ", largest,
-                       " bytes, above the device's maxStorageBufferRange (", cx.max_binding,
-                       " bytes), the most a shader can bind, and the device has no "
-                       "bufferDeviceAddress (its 'buffer_device_address' property is false), "
-                       "which nn_vulkan uses past that limit: use smaller tensors on this "
-                       "device, or another framework"));
+  static const std::string prefix = sdk::str(S.extension, ".", S.name, ": ");
+  cx.choose_form(a, prefix, arg_name<S>);
   F(cx, a);
 }
 
@@ -677,23 +591,10 @@ constexpr sdk::bundle_identity identity{
 class nn_vulkan_bundle : public sdk::bundle_base<identity, vk_context> {
 public:
   explicit nn_vulkan_bundle(const pcy_host_services& host) : bundle_base(host) {
-    if (const char* e = settings_.find("PARENCHYMA_NN_VULKAN_MAX_BINDING")) {
-      char* end = nullptr;
-      const unsigned long long v = std::strtoull(e, &end, 10);
-      if (end != e && *end == '\0')
-        max_binding_ = v;
-      else
-        log_.warn("PARENCHYMA_NN_VULKAN_MAX_BINDING=", e, " ignored: expected a byte count");
-    }
-    if (const char* e = settings_.find("PARENCHYMA_NN_VULKAN_GRID_CAP")) {
-      char* end = nullptr;
-      const unsigned long long v = std::strtoull(e, &end, 10);
-      if (end != e && *end == '\0' && v >= 1 && v <= max_groups_1d) // it lowers the cap only
-        grid_cap_ = v;
-      else
-        log_.warn("PARENCHYMA_NN_VULKAN_GRID_CAP=", e, " ignored: expected 1 to ", max_groups_1d,
-                  " work-groups");
-    }
+    max_binding_ = sdk::setting_count(settings_, log_, "PARENCHYMA_NN_VULKAN_MAX_BINDING", 0,
+                                      UINT64_MAX, "bytes", UINT64_MAX);
+    grid_cap_ = sdk::setting_count(settings_, log_, "PARENCHYMA_NN_VULKAN_GRID_CAP", 1,
+                                   max_groups_1d, "work-groups", 0);
 #define PCY_ACT1(s, K, G) add<s, op_act<s, K, G, float>, op_act<s, K, G, double>>();
 #define PCY_ACT(a, K)                                                                              \
   PCY_ACT1(pcy_nn_##a##_schema, K, false)                                                          \
@@ -754,10 +655,7 @@ public:
     // Vulkan promises 128 (maxComputeWorkGroupInvocations).
     if (dev.max_work_group > 0 && dev.max_work_group < 256) cx->wg = 128;
     if (grid_cap_ > 0) cx->grid_cap = grid_cap_;
-    cx->max_binding = static_cast<uint64_t>(
-        std::max<int64_t>(0, sdk::device_number(a, "max_storage_buffer_range", INT64_MAX)));
-    cx->max_binding = std::min(cx->max_binding, max_binding_);
-    cx->device_address = sdk::device_number(a, "buffer_device_address", 0) != 0;
+    cx->read_binding_limits(a, max_binding_);
 
     // One kernel per dtype now (act_fwd), so that a device or a build without a GLSL compiler
     // fails the context (f32) or marks f64 unavailable at once; the others on first use.
@@ -773,18 +671,9 @@ public:
   }
 
 private:
-  void prepare(vk_context& cx, dtype_state& d, const char* real, bool must) {
-    d.options = sdk::str("-DREAL=", real, must ? "" : " -DPCY_FP64", " -DEWG=", cx.wg);
-    try {
-      d.k[K_ACT_FWD] = cx.make_kernel(d, K_ACT_FWD, false);
-    } catch (const std::exception& e) {
-      if (must) throw;
-      // f64 is optional: a device that fails to build or load it keeps f32 serving.
-      d.reason = sdk::str("f64 NN shaders did not build on this device (", e.what(), ")");
-      log_.info(d.reason);
-      return;
-    }
-    d.available = true;
+  void prepare(vk_context& cx, sdk::glsl_dtype_kernels<K_COUNT>& d, const char* real, bool must) {
+    cx.prepare(d, sdk::str("-DREAL=", real, must ? "" : " -DPCY_FP64", " -DEWG=", cx.wg), K_ACT_FWD,
+               must, log_, "f64 NN shaders");
   }
 
   template <const pcy_op_schema& schema, void (*F32)(vk_context&, const sdk::op_args&),
