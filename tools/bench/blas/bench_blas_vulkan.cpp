@@ -13,6 +13,8 @@
 //           VkInstance / VkDevice of the same physical device (matched by deviceUUID), with the
 //           loader opened by dlopen (nothing links libvulkan). Both sides wait for completion on
 //           every call (round trip), and in a burst of 64 ops then one wait (target <= 1.3x).
+//   NN      nn_vulkan's relu, softmax (rows of 1024) and 2 x 2 max pooling on 256 MiB, each
+//           against the device copy scaled to the bytes the op must move (target >= 0.8).
 // Every time is host wall time of `inner` calls followed by a wait for the queue (the Vulkan
 // plugin has no device timers), interleaved with the peer (harness.hpp), after a warm-up.
 //   bench_blas_vulkan [--quick] [--backend vulkan:N] [--small-n N]
@@ -24,6 +26,7 @@
 #include "vk_scal_spv.hpp"
 
 #include <parenchyma/blas.hpp>
+#include <parenchyma/nn.hpp>
 #include <parenchyma/parenchyma.hpp>
 
 #ifndef VK_NO_PROTOTYPES
@@ -49,6 +52,7 @@
 
 using namespace parenchyma;
 namespace blas = parenchyma::blas;
+namespace nn = parenchyma::nn;
 
 namespace {
 
@@ -722,6 +726,163 @@ void level1(bench_ctx& c, size_t bytes, std::vector<l1_row>& rows) {
   }
 }
 
+// NN on one 256 MiB tensor (8 MiB with --quick): relu, softmax over rows of 1024 and 2 x 2 max
+// pooling (stride 2) of an N x 16 x 64 x 64 batch, each against the device copy scaled to the bytes
+// the op must move (relu and softmax: read and write every element once; pooling: read all,
+// write a quarter). Each op is run once and checked at sampled elements against a double loop.
+void nn_part(bench_ctx& c, std::vector<l1_row>& rows) {
+  const size_t bytes = c.quick ? (size_t(8) << 20) : (size_t(256) << 20);
+  const std::string sz = size_name(bytes);
+  const int64_t n = int64_t(bytes / sizeof(float)), row = 1024, plane = 64 * 64;
+  const int64_t batch = n / (16 * plane);
+  const char* names[] = {"relu", "softmax", "pool_max"};
+  auto skip_all = [&](const std::string& why) {
+    for (const char* op : names)
+      rows.push_back({op, sz, why});
+    c.s.meta("nn " + sz, why);
+    std::printf("  nn %s: %s\n", sz.c_str(), why.c_str());
+  };
+  std::optional<SharedTensor<float>> xo, yo, po;
+  pcy_memory xm = nullptr, ym = nullptr;
+  try {
+    xo.emplace(std::vector<int64_t>{batch, 16, 64, 64});
+    yo.emplace(std::vector<int64_t>{batch, 16, 64, 64});
+    po.emplace(std::vector<int64_t>{batch, 16, 32, 32});
+    auto hx = xo->write_only();
+    fill_random(hx, bytes + 7);
+    for (auto& v : hx)
+      v *= 8; // softmax over values in [-8, 8)
+    xm = xo->read(c.b);
+    ym = yo->write_only(c.b);
+    po->write_only(c.b);
+  } catch (const parenchyma::error& e) {
+    return skip_all(std::string("skipped: ") + e.what());
+  }
+  auto& x = *xo;
+  auto& y = *yo;
+  auto& pooled = *po;
+  const std::vector<int64_t> rows2{n / row, row};
+  const std::string refused_by = "refused: ";
+  std::vector<std::string> refused(3);
+  auto once = [&](int k, auto f) {
+    try {
+      f();
+      c.b.synchronize();
+    } catch (const parenchyma::error& e) {
+      refused[k] = refused_by + e.what();
+    }
+  };
+  std::vector<float> hx;
+  {
+    auto v = x.read();
+    hx.assign(v.begin(), v.end());
+  }
+  // relu, checked at 61 places.
+  once(0, [&] { nn::relu(c.b, x, y); });
+  if (refused[0].empty()) {
+    auto hy = y.read();
+    for (int i = 0; i < 61; ++i) {
+      const int64_t at = int64_t((uint64_t(i) * 2654435761u) % uint64_t(n));
+      if (hy[at] != std::max(hx[at], 0.0f))
+        check_failed("relu " + sz + ": y[" + std::to_string(at) + "] wrong");
+    }
+  }
+  // softmax over the last axis of an (n / 1024) x 1024 view: the same memory, reshaped.
+  SharedTensor<float> xr(rows2), yr(rows2);
+  {
+    auto hr = xr.write_only();
+    std::copy(hx.begin(), hx.end(), hr.begin());
+  }
+  once(1, [&] { nn::softmax(c.b, xr, yr); });
+  if (refused[1].empty()) {
+    auto hy = yr.read();
+    for (int64_t r : {int64_t(0), n / row / 2, n / row - 1}) {
+      double m = -1e300, sum = 0;
+      for (int64_t j = 0; j < row; ++j)
+        m = std::max(m, double(hx[r * row + j]));
+      for (int64_t j = 0; j < row; ++j)
+        sum += std::exp(double(hx[r * row + j]) - m);
+      for (int64_t j = 0; j < row; j += 97) {
+        const double want = std::exp(double(hx[r * row + j]) - m) / sum;
+        if (!(std::fabs(hy[r * row + j] - want) <= 1e-5 * want + 1e-12))
+          check_failed("softmax " + sz + ": row " + std::to_string(r) + " wrong");
+      }
+    }
+  }
+  once(2, [&] { nn::pooling_max(c.b, x, pooled); });
+  if (refused[2].empty()) {
+    auto hp = pooled.read();
+    for (int i = 0; i < 61; ++i) {
+      const int64_t at = int64_t((uint64_t(i) * 2654435761u) % uint64_t(n / 4));
+      const int64_t p = at / (32 * 32), oy = (at % (32 * 32)) / 32, ox = at % 32;
+      const float* src = hx.data() + p * plane;
+      const float want = std::max(std::max(src[2 * oy * 64 + 2 * ox], src[2 * oy * 64 + 2 * ox + 1]),
+                                  std::max(src[(2 * oy + 1) * 64 + 2 * ox],
+                                           src[(2 * oy + 1) * 64 + 2 * ox + 1]));
+      if (hp[at] != want) check_failed("pool_max " + sz + ": y[" + std::to_string(at) + "] wrong");
+    }
+  }
+  xm = x.read(c.b);
+  ym = y.write(c.b);
+  xr.read(c.b);
+  yr.write(c.b);
+  const auto& api = c.b.framework().api();
+  if (!api.memory_copy) return skip_all("skipped: the framework has no memory_copy");
+  auto device_copy = [&] {
+    pcy_memory_copy_args a{};
+    a.struct_size = sizeof a;
+    a.queue = c.b.queue();
+    a.src = xm;
+    a.dst = ym;
+    a.bytes = bytes;
+    throw_if(api.memory_copy(&a), "memory_copy");
+  };
+  try {
+    device_copy();
+    c.b.synchronize();
+  } catch (const parenchyma::error& e) {
+    return skip_all(std::string("skipped: the device copy failed: ") + e.what());
+  }
+  const long inner = c.quick ? 4 : 8;
+  auto timed = [&](auto f) {
+    return [f, inner, &c]() mutable {
+      const double t0 = now_ns();
+      for (long i = 0; i < inner; ++i)
+        f();
+      c.b.synchronize();
+      return (now_ns() - t0) / double(inner);
+    };
+  };
+  const double B = double(bytes);
+  auto copy_ns = timed(device_copy);
+  const double cu_gbs = c.cu != nullptr ? cuda_copy_gbs(*c.cu, bytes) : 0;
+  struct spec {
+    int k;
+    double moved;
+    std::function<void()> f;
+  };
+  const std::vector<spec> specs = {
+      {0, 2 * B, [&] { nn::relu(c.b, x, y); }},
+      {1, 2 * B, [&] { nn::softmax(c.b, xr, yr); }},
+      {2, 1.25 * B, [&] { nn::pooling_max(c.b, x, pooled); }},
+  };
+  for (const spec& sp : specs) {
+    const std::string op = names[sp.k];
+    if (!refused[sp.k].empty()) {
+      rows.push_back({op, sz, refused[sp.k]});
+      c.s.meta(op + " " + sz, refused[sp.k]);
+      std::printf("%-44s %s\n", (op + " " + sz).c_str(), refused[sp.k].c_str());
+      continue;
+    }
+    bench::options o{.reps = c.reps, .inner = 1, .warmup = 2, .bytes = sp.moved};
+    const bench::result res = c.s.compare_sampled(
+        op + " " + sz + " vs copy", [&] { return copy_ns() * sp.moved / (2 * B); }, timed(sp.f), o,
+        "copy", "vulkan");
+    rows.push_back({op, sz, "", sp.moved / res.ours_ns, sp.moved / res.peer_ns, 1 / res.ratio,
+                    1 / res.p90, 1 / res.p10, cu_gbs});
+  }
+}
+
 // sgemm n x n on vulkan, against the cuda backend's (cuBLAS) when there is one.
 void sgemm(bench_ctx& c, const Backend* cu, const std::string& cu_why, int n,
            std::vector<gemm_row>& rows) {
@@ -916,6 +1077,18 @@ int main(int argc, char** argv) {
   for (size_t bytes : sizes)
     level1(c, bytes, l1);
 
+  std::printf("\n# NN f32 (nn_vulkan) vs the device copy of the same bytes\n");
+  std::vector<l1_row> nnrows;
+  for (const OpKey* k : {&ext::op_key<pcy_nn_relu_schema>(PCY_DTYPE_F32),
+                         &ext::op_key<pcy_nn_softmax_schema>(PCY_DTYPE_F32),
+                         &ext::op_key<pcy_nn_pooling_max_schema>(PCY_DTYPE_F32)})
+    s.meta(std::string("nn_route ") + k->name, route_text(b, *k));
+  if (runs_here(b, ext::op_key<pcy_nn_relu_schema>(PCY_DTYPE_F32)))
+    nn_part(c, nnrows);
+  else
+    std::printf("  skipped: nn.relu f32 does not run on %s: %s\n", b.name().c_str(),
+                route_text(b, ext::op_key<pcy_nn_relu_schema>(PCY_DTYPE_F32)).c_str());
+
   std::printf("\n# sgemm vulkan vs cuBLAS (the cuda backend)\n");
   std::vector<gemm_row> gm;
   for (int n : quick ? std::vector<int>{64, 128, 256} : std::vector<int>{1024, 2048, 4096, 8192})
@@ -938,6 +1111,18 @@ int main(int argc, char** argv) {
                   r.ours_gbs, r.copy_gbs, r.fraction, r.f10, r.f90);
     else
       std::printf("%-6s %-8s %12s %12s %9s  %s\n", r.op.c_str(), r.size.c_str(), "-", "-", "-",
+                  r.status.c_str());
+  std::printf("\n== NN f32 on %s: fraction of device-copy bandwidth (target >= 0.8)\n",
+              d.name.c_str());
+  std::printf("%-9s %-8s %12s %12s %9s  %-15s %8s\n", "op", "size", "ours GB/s", "copy GB/s",
+              "fraction", "[p10 p90]", "of cuda");
+  for (const l1_row& r : nnrows)
+    if (r.status.empty())
+      std::printf("%-9s %-8s %12.2f %12.2f %9.3f  [%.3f %.3f] %8.3f\n", r.op.c_str(),
+                  r.size.c_str(), r.ours_gbs, r.copy_gbs, r.fraction, r.f10, r.f90,
+                  r.cuda_copy_gbs > 0 ? r.ours_gbs / r.cuda_copy_gbs : 0.0);
+    else
+      std::printf("%-9s %-8s %12s %12s %9s  %s\n", r.op.c_str(), r.size.c_str(), "-", "-", "-",
                   r.status.c_str());
   std::printf("\n== sgemm on %s vs cuBLAS (ratio: vulkan speed / cuBLAS speed)\n", d.name.c_str());
   std::printf("%-6s %14s %14s %9s  %s\n", "n", "vulkan GF/s", "cuBLAS GF/s", "ratio", "status");
