@@ -4,15 +4,9 @@
 // after recording (running nothing), refuses an op that would fall back to another framework
 // and anything that waits while recording, and leaves the backend working after a failed
 // recording. Exit 77 (skipped) where the framework has no device here.
-#if !__has_include(<catch2/catch_test_macros.hpp>)
-#define CATCH_CONFIG_RUNNER
-#endif
 #include "support/catch.hpp"
+#include "support/catch_run.hpp"
 #include "support/sandbox.hpp"
-
-#if PARENCHYMA_CATCH3
-#include <catch2/catch_session.hpp>
-#endif
 
 #include <parenchyma/blas.hpp>
 #include <parenchyma/graph.hpp>
@@ -364,5 +358,5 @@ int main(int argc, char** argv) {
     std::printf("FAILED: %s\n", e.what());
     return 1;
   }
-  return Catch::Session().run(static_cast<int>(rest.size()), rest.data());
+  return parenchyma_test::run_catch(static_cast<int>(rest.size()), rest.data());
 }

@@ -1,14 +1,8 @@
 // The CUDA backend through the core: SharedTensor moves native <-> CUDA <-> OpenCL with the
 // transfer counters (no redundant copy), pinned host copies aliased into CUDA, and user kernels
 // through Backend::build_program / launch, checked against a double-precision host reference.
-#if !__has_include(<catch2/catch_test_macros.hpp>)
-#define CATCH_CONFIG_RUNNER
-#endif
 #include "support/catch.hpp"
-
-#if PARENCHYMA_CATCH3
-#include <catch2/catch_session.hpp>
-#endif
+#include "support/catch_run.hpp"
 
 #include <parenchyma/parenchyma.hpp>
 
@@ -196,5 +190,5 @@ int main(int argc, char** argv) {
     std::printf("FAILED: %s\n", e.what());
     return 1;
   }
-  return Catch::Session().run(argc, argv);
+  return parenchyma_test::run_catch(argc, argv);
 }

@@ -1,13 +1,7 @@
 // Test main for the GPU tests of the CUDA plugin: without a device it checks that the plugin
 // initialised cleanly with a reason, prints it and exits 77 (ctest: skipped).
-#if !__has_include(<catch2/catch_test_macros.hpp>)
-#define CATCH_CONFIG_RUNNER
-#endif
 #include "fixture.hpp"
-
-#if PARENCHYMA_CATCH3
-#include <catch2/catch_session.hpp>
-#endif
+#include "support/catch_run.hpp"
 
 using namespace cuda_test;
 
@@ -28,5 +22,5 @@ int main(int argc, char** argv) {
     std::printf("FAILED: the cuda plugin did not initialise: %s\n", e.what());
     return 1;
   }
-  return Catch::Session().run(argc, argv);
+  return parenchyma_test::run_catch(argc, argv);
 }

@@ -2,14 +2,8 @@
 // (the SDK's blob_cache: hit, corrupt, truncated, foreign, unwritable) and NVRTC itself (exact
 // architecture, build log, PTX fallback). The NVRTC cases are skipped, with the reason printed,
 // where NVRTC is not installed.
-#if !__has_include(<catch2/catch_test_macros.hpp>)
-#define CATCH_CONFIG_RUNNER
-#endif
 #include "fixture.hpp"
-
-#if PARENCHYMA_CATCH3
-#include <catch2/catch_session.hpp>
-#endif
+#include "support/catch_run.hpp"
 
 #include "nvrtc_loader.hpp"
 
@@ -243,13 +237,12 @@ int main(int argc, char** argv) {
     pc::nvrtc rtc;
     if (!rtc.available()) reason = rtc.reason();
   }
-  Catch::Session session;
   if (!reason.empty()) {
     std::printf("SKIPPED (partly): NVRTC cases: %s\n", reason.c_str());
-    const char* filter[] = {argv[0], "~[nvrtc]"};
-    if (session.applyCommandLine(2, filter) != 0) return 2;
-    const int rc = session.run();
+    char filter[] = "~[nvrtc]";
+    char* args[] = {argv[0], filter};
+    const int rc = parenchyma_test::run_catch(2, args);
     return rc != 0 ? rc : 77;
   }
-  return session.run(argc, argv);
+  return parenchyma_test::run_catch(argc, argv);
 }

@@ -2,14 +2,11 @@
 // the host, the native plugin and OpenCL (aliasing and transfer counters), user kernels on
 // SharedTensors, and native handles used with raw OpenCL calls. Exits 77 when the OpenCL
 // plugin is missing or has no device here.
-#if !__has_include(<catch2/catch_test_macros.hpp>)
-#define CATCH_CONFIG_RUNNER // Catch2 v2: this file provides main()
-#endif
 #include "support/catch.hpp"
+#include "support/catch_run.hpp"
 #include "support/random.hpp"
 #if PARENCHYMA_CATCH3
 #include <algorithm>
-#include <catch2/catch_session.hpp>
 #endif
 
 #include "cl_loader.hpp"
@@ -329,7 +326,7 @@ int main(int argc, char** argv) {
       return 77;
     }
   }
-  return Catch::Session().run(argc, argv);
+  return parenchyma_test::run_catch(argc, argv);
 }
 
 TEST_CASE("the plugin's settings come through the host: replaced environment and config",

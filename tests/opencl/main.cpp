@@ -2,14 +2,8 @@
 // and serves the child-process modes the tests start:
 //   --child-probe                       print "devices=<n> reason=<text>"
 //   --child-build <cache_dir> <file>    build the source in <file> with that cache, run it, check
-#if !__has_include(<catch2/catch_test_macros.hpp>)
-#define CATCH_CONFIG_RUNNER // Catch2 v2: this file provides main()
-#endif
 #include "plugin_fixture.hpp"
-
-#if PARENCHYMA_CATCH3
-#include <catch2/catch_session.hpp>
-#endif
+#include "support/catch_run.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -79,5 +73,5 @@ int main(int argc, char** argv) {
       return 77;
     }
   }
-  return Catch::Session().run(argc, argv);
+  return parenchyma_test::run_catch(argc, argv);
 }

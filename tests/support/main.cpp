@@ -1,5 +1,7 @@
-// The test main for Catch2 v2 (v3 links Catch2WithMain instead).
+// The test main for Catch2 v2 (v3 links Catch2WithMain instead); Catch's implementation is in
+// catch_impl.cpp.
 #if !__has_include(<catch2/catch_test_macros.hpp>)
-#define CATCH_CONFIG_MAIN
-#include <catch2/catch.hpp>
+#include "support/catch_run.hpp"
+
+int main(int argc, char** argv) { return parenchyma_test::run_catch(argc, argv); }
 #endif

@@ -5,14 +5,8 @@
 // address (docs/vulkan.md, "Tensors above maxStorageBufferRange"). On a device whose range is
 // larger, PARENCHYMA_BLAS_VULKAN_MAX_BINDING lowers the bundle's limit to 128 MiB, so that the
 // same path runs. Exits 77 when there is no Vulkan device, no BLAS bundle on it, or no room.
-#if !__has_include(<catch2/catch_test_macros.hpp>)
-#define CATCH_CONFIG_RUNNER // Catch2 v2: this file provides main()
-#endif
 #include "support/catch.hpp"
-
-#if PARENCHYMA_CATCH3
-#include <catch2/catch_session.hpp>
-#endif
+#include "support/catch_run.hpp"
 
 #include <parenchyma/blas.hpp>
 #include <parenchyma/parenchyma.hpp>
@@ -308,7 +302,7 @@ int main(int argc, char** argv) {
     std::printf("skipped: %s\n", vk().skip.c_str());
     return 77;
   }
-  const int rc = Catch::Session().run(argc, argv);
+  const int rc = parenchyma_test::run_catch(argc, argv);
   vk().b.reset();
   vk().r.reset();
   return rc;

@@ -3,14 +3,8 @@
 // transfer counters, GLSL user kernels on SharedTensors, two Vulkan backends of two registries
 // exchanging a tensor (their VkDevices cannot copy to each other: the core stages it), errors of
 // a user kernel through the C++ API. Exits 77 when the plugin is missing or has no device here.
-#if !__has_include(<catch2/catch_test_macros.hpp>)
-#define CATCH_CONFIG_RUNNER // Catch2 v2: this file provides main()
-#endif
 #include "support/catch.hpp"
-
-#if PARENCHYMA_CATCH3
-#include <catch2/catch_session.hpp>
-#endif
+#include "support/catch_run.hpp"
 
 #include <parenchyma/parenchyma.hpp>
 
@@ -228,5 +222,5 @@ int main(int argc, char** argv) {
               "libshaderc-dev, glslang-dev and spirv-tools, then configure again)\n");
   return 77;
 #endif
-  return Catch::Session().run(argc, argv);
+  return parenchyma_test::run_catch(argc, argv);
 }

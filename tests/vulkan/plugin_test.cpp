@@ -4,14 +4,8 @@
 // module compiled by glslc, the errors a wrong launch or source gets, memory and kernels freed
 // while work that uses them is still queued, fills at odd offsets, a missing Vulkan loader.
 // Exits 77 (skipped, with the reason) when the plugin finds no device.
-#if !__has_include(<catch2/catch_test_macros.hpp>)
-#define CATCH_CONFIG_RUNNER // Catch2 v2: this file provides main()
-#endif
 #include "support/catch.hpp"
-
-#if PARENCHYMA_CATCH3
-#include <catch2/catch_session.hpp>
-#endif
+#include "support/catch_run.hpp"
 
 #include <parenchyma/abi/pcy_framework.h>
 #include <parenchyma/sdk/host.hpp>
@@ -568,5 +562,5 @@ int main(int argc, char** argv) {
       return 77;
     }
   }
-  return Catch::Session().run(argc, argv);
+  return parenchyma_test::run_catch(argc, argv);
 }
