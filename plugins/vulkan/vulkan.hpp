@@ -140,8 +140,9 @@ class event;
 class memory;
 class program;
 class kernel;
+class graph;
 
-class plugin : public sdk::framework_plugin<context, queue, event, memory, program, kernel> {
+class plugin : public sdk::framework_plugin<context, queue, event, memory, program, kernel, graph> {
 public:
   static constexpr sdk::plugin_info info{
       plugin_name, "0.1.0",
@@ -228,6 +229,38 @@ private:
   uint64_t value_;
 };
 
+// Recorded commands and what they need until their work has completed: a queue's batch (one
+// submit), or a graph's command buffer (replayed by every launch, freed with the graph).
+struct batch {
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  uint64_t value = 0; // the timeline value its submit signals (a queue's batch)
+  std::vector<device_state::buffer> staging;
+  std::vector<VkDescriptorPool> pools;
+  uint32_t commands = 0;
+  uint64_t staged = 0; // bytes of its staging buffers
+};
+
+// A graph (queue_capture_begin .. graph_launch, graph.cpp): the work captured on its queue,
+// recorded into one command buffer of its own, with the descriptor sets, push constants and
+// staging buffers of the captured commands (kernel arguments are taken by value at capture).
+// Launching it submits that command buffer again, in order on the queue's timeline.
+class graph {
+public:
+  graph(device_ref dev, const queue* owner);
+  ~graph();
+  graph(const graph&) = delete;
+  graph& operator=(const graph&) = delete;
+  void instantiate();
+
+private:
+  friend class queue;
+  device_ref dev_;
+  const queue* owner_; // the queue it is captured and launched on
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  batch rec_; // rec_.cmd: begun at creation, ended by instantiate
+  bool capturing_ = false, broken_ = false, ready_ = false;
+};
+
 class queue {
 public:
   queue(const context& ctx, uint32_t device);
@@ -238,21 +271,25 @@ public:
   PCY_SDK_QUEUE_MEMBERS(memory, event);
   void launch(kernel& k, const pcy_kernel_launch_args& args); // program.cpp
   void* native() const noexcept { return dev_->queue; }
+  // Graphs (graph.cpp).
+  graph* create_graph();
+  void capture_begin(graph& g);
+  void capture_end(graph& g);
+  void launch_graph(graph& g);
 
 private:
-  // What a submitted batch holds until its work has completed.
-  struct batch {
-    VkCommandBuffer cmd = VK_NULL_HANDLE;
-    uint64_t value = 0; // the timeline value its submit signals
-    std::vector<device_state::buffer> staging;
-    std::vector<VkDescriptorPool> pools;
-    uint32_t commands = 0;
-    uint64_t staged = 0; // bytes of its staging buffers
-  };
-  // The open batch's command buffer, begun; a barrier before each command after the first, so
-  // that commands run in order (pcy queues are in-order).
+  // The command buffer that takes the next command, begun: the open batch's, or the graph's
+  // while capturing; a barrier before each command after the first, so that commands run in
+  // order (pcy queues are in-order).
   VkCommandBuffer command(); // caller holds mutex_
-  void submit();             // caller holds mutex_; submits the open batch if it has commands
+  // Where commands go now: the open batch, or the graph being captured.
+  batch& recording() noexcept { return capture_ != nullptr ? capture_->rec_ : open_; }
+  // Submits the open batch if it has commands (and `also` after them, in the same submit);
+  // caller holds mutex_.
+  void submit(VkCommandBuffer also = VK_NULL_HANDLE);
+  // Throws (and breaks the capture) when the queue is capturing: `what` waits for the device or
+  // the host, which a graph cannot hold.
+  void refuse_in_capture(const char* what);
   void wait_value(uint64_t value, const char* what);
   void reap(); // recycle the batches that completed
   void same_device(const memory& m, const char* what) const;
@@ -269,6 +306,7 @@ private:
   std::vector<VkCommandBuffer> spare_;
   uint64_t submitted_ = 0;                              // the value of the last submitted batch
   std::vector<std::pair<VkSemaphore, uint64_t>> waits_; // for the next submit
+  graph* capture_ = nullptr;                            // the graph being captured, if any
 };
 
 // A kernel's interface, read from its SPIR-V (spirv.cpp).

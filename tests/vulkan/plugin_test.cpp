@@ -2,7 +2,8 @@
 // driven through the SDK's host wrappers. What the framework conformance suite does not reach:
 // several kernels in one GLSL source, scalars of several sizes through push constants, a SPIR-V
 // module compiled by glslc, the errors a wrong launch or source gets, memory and kernels freed
-// while work that uses them is still queued, fills at odd offsets, a missing Vulkan loader.
+// while work that uses them is still queued, fills at odd offsets, graphs (replays and what a
+// capture refuses), a missing Vulkan loader.
 // Exits 77 (skipped, with the reason) when the plugin finds no device.
 #if !__has_include(<catch2/catch_test_macros.hpp>)
 #define CATCH_CONFIG_RUNNER // Catch2 v2: this file provides main()
@@ -25,11 +26,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace host = parenchyma::sdk::host;
@@ -538,6 +542,119 @@ TEST_CASE("GLSL compiled once comes from the kernel cache in the next plugin ins
     if (f.is_regular_file()) std::ofstream(f.path(), std::ios::binary | std::ios::trunc) << "junk";
   run(false);
   std::filesystem::remove_all(dir);
+}
+
+// A graph captured on the queue (graph.cpp): launches with descriptor sets and push constants,
+// a fill through a staging buffer (an 8-byte pattern) and a copy, replayed many times; what
+// waits for the device or the host is refused by name and breaks the capture.
+TEST_CASE("graphs: recorded command buffers replayed, and what a capture refuses") {
+  env e;
+  host::program p = build(e, two_kernels);
+  host::kernel scale = make_kernel(p.get(), "scale");
+  const uint32_t n = 4099;
+  auto x = random_floats(n);
+  std::vector<float> y(n, 0.0f);
+  host::memory mx = e.upload(x), my = e.upload(y);
+  pcy_graph g = nullptr;
+  REQUIRE(api().graph_create(e.q.get(), &g) == nullptr);
+  std::unique_ptr<pcy_graph_s, void (*)(pcy_graph)> graph(g, api().graph_destroy);
+  const float pattern[2] = {0.5f, -2.0f}; // 8 bytes: a staging buffer the graph keeps
+  {
+    float a = 1.5f; // captured by value: changed below, before the launches
+    REQUIRE(api().queue_capture_begin(e.q.get(), g) == nullptr);
+    REQUIRE(launch(e, scale.get(), {mem(my.get()), mem(mx.get()), scalar(a), scalar(n)}, n) ==
+            nullptr);
+    REQUIRE(api().queue_capture_end(e.q.get(), g) == nullptr);
+    a = 100.0f;
+    REQUIRE(api().queue_capture_begin(e.q.get(), g) == nullptr);
+    host::fill(e.fw, e.q.get(), mx.get(), 8, 64 * sizeof(float), pattern, sizeof pattern);
+    host::copy(e.fw, e.q.get(), my.get(), 0, mx.get(), 1024 * sizeof(float), 16 * sizeof(float));
+    REQUIRE(api().queue_capture_end(e.q.get(), g) == nullptr);
+  }
+  REQUIRE(api().graph_instantiate(g) == nullptr);
+  CHECK(outcome(api().graph_instantiate(g)).second.find("already instantiated") !=
+        std::string::npos);
+  CHECK(e.download<float>(my.get(), n) == y); // capturing ran nothing
+  for (int round = 0; round < 25; ++round) {
+    REQUIRE(api().graph_launch(e.q.get(), g) == nullptr);
+    for (uint32_t i = 0; i < n; ++i)
+      y[i] = 1.5f * x[i];
+    for (uint32_t i = 0; i < 64; ++i)
+      x[2 + i] = pattern[i % 2];
+    for (uint32_t i = 0; i < 16; ++i)
+      x[1024 + i] = y[i];
+  }
+  CHECK(e.download<float>(my.get(), n) == y);
+  CHECK(e.download<float>(mx.get(), n) == x);
+
+  // Refused inside a capture, each by name; the capture then ends with an error.
+  const float one = 1.0f;
+  std::vector<float> host_bytes(16);
+  pcy_event ev = nullptr;
+  const std::vector<std::pair<const char*, std::function<pcy_error*()>>> refused = {
+      {"queue_finish", [&] { return api().queue_finish(e.q.get()); }},
+      {"memory_read",
+       [&] {
+         pcy_memory_transfer_args t{};
+         t.struct_size = sizeof t;
+         t.queue = e.q.get();
+         t.memory = my.get();
+         t.host_pointer = host_bytes.data();
+         t.bytes = 16;
+         t.blocking = true;
+         return api().memory_read(&t);
+       }},
+      {"memory_write",
+       [&] {
+         pcy_memory_transfer_args t{};
+         t.struct_size = sizeof t;
+         t.queue = e.q.get();
+         t.memory = my.get();
+         t.host_pointer = host_bytes.data();
+         t.bytes = sizeof(float);
+         return api().memory_write(&t);
+       }},
+      {"event_record", [&] { return api().event_record(e.q.get(), &ev); }},
+      {"graph_launch", [&] { return api().graph_launch(e.q.get(), g); }},
+  };
+  for (const auto& [what, call] : refused) {
+    INFO(what);
+    pcy_graph broken = nullptr;
+    REQUIRE(api().graph_create(e.q.get(), &broken) == nullptr);
+    REQUIRE(api().queue_capture_begin(e.q.get(), broken) == nullptr);
+    const auto [code, message] = outcome(call());
+    CHECK(code == PCY_ERR_UNSUPPORTED);
+    CHECK(message.find(what) != std::string::npos);
+    CHECK(message.find("capturing a graph") != std::string::npos);
+    const auto [end_code, end_message] = outcome(api().queue_capture_end(e.q.get(), broken));
+    CHECK(end_code == PCY_ERR_UNSUPPORTED);
+    CHECK(end_message.find("capture failed") != std::string::npos);
+    CHECK(outcome(api().graph_instantiate(broken)).first == PCY_ERR_INVALID_ARGUMENT);
+    api().graph_destroy(broken);
+  }
+  CHECK(ev == nullptr);
+  // A graph is launched only when instantiated, and only on its own queue.
+  host::queue other = host::make_queue(e.fw, e.ctx.get(), 0);
+  CHECK(outcome(api().graph_launch(other.get(), g)).first == PCY_ERR_INVALID_ARGUMENT);
+  CHECK(outcome(api().queue_capture_begin(other.get(), g)).first == PCY_ERR_INVALID_ARGUMENT);
+  pcy_graph raw = nullptr;
+  REQUIRE(api().graph_create(e.q.get(), &raw) == nullptr);
+  CHECK(outcome(api().graph_launch(e.q.get(), raw)).first == PCY_ERR_INVALID_ARGUMENT);
+  api().graph_destroy(raw);
+  // The queue works as before, and the graph once more after it, then is destroyed while its
+  // launch may still run.
+  REQUIRE(launch(e, scale.get(), {mem(my.get()), mem(mx.get()), scalar(one), scalar(n)}, n) ==
+          nullptr);
+  REQUIRE(api().graph_launch(e.q.get(), g) == nullptr);
+  graph.reset();
+  for (uint32_t i = 0; i < n; ++i)
+    y[i] = 1.5f * x[i];
+  for (uint32_t i = 0; i < 64; ++i)
+    x[2 + i] = pattern[i % 2];
+  for (uint32_t i = 0; i < 16; ++i)
+    x[1024 + i] = y[i];
+  CHECK(e.download<float>(my.get(), n) == y);
+  CHECK(e.download<float>(mx.get(), n) == x);
 }
 
 TEST_CASE("a missing Vulkan loader: 0 devices and the reason") {
