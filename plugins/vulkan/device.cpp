@@ -1,12 +1,17 @@
 // Device discovery (every Vulkan 1.2 physical device with a compute queue, with its properties),
-// the VkDevice each context makes per device, and contexts.
+// the VkDevice each context makes per device (with its VkPipelineCache, loaded from and saved to
+// the plugin's pipeline cache), and contexts.
 #include "vulkan.hpp"
 
 #include <parenchyma/sdk/library.hpp>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
+#include <optional>
 #include <set>
+#include <span>
+#include <string>
 
 namespace parenchyma::vulkan {
 namespace {
@@ -169,6 +174,10 @@ void plugin::discover() {
     d->host_unified = base.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ||
                       base.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
     d->vendor = vendor_name(base.vendorID);
+    d->vendor_id = base.vendorID;
+    d->device_id = base.deviceID;
+    d->driver_version_raw = base.driverVersion;
+    std::memcpy(d->pipeline_cache_uuid, base.pipelineCacheUUID, VK_UUID_SIZE);
     d->driver_name = drv.driverName;
     d->driver_info = drv.driverInfo;
     d->driver_version = driver_version_text(base.vendorID, base.driverVersion);
@@ -246,8 +255,9 @@ void plugin::discover() {
 
 // ---- one VkDevice -----------------------------------------------------------------------------
 
-device_state::device_state(const vk_api& api, const device_info& d, const sdk::logger& l)
-    : vk(api), info(d), log(l) {
+device_state::device_state(const vk_api& api, const device_info& d, const sdk::logger& l,
+                           sdk::blob_cache& pipelines)
+    : vk(api), info(d), log(l), pipelines_(pipelines) {
   // Every feature the device has, except robust buffer access (a cost on some GPUs; kernels
   // bounds-check, as on every framework).
   VkPhysicalDeviceVulkan12Features f12{};
@@ -289,6 +299,107 @@ device_state::device_state(const vk_api& api, const device_info& d, const sdk::l
                                        ": a Vulkan 1.2 driver is needed"));
   }
   fn.vkGetDeviceQueue(device, d.queue_family, 0, &queue);
+  try {
+    open_pipeline_cache();
+  } catch (...) { // out of memory: pipelines are built without a cache
+    if (pipeline_cache != VK_NULL_HANDLE)
+      fn.vkDestroyPipelineCache(device, pipeline_cache, nullptr);
+    pipeline_cache = VK_NULL_HANDLE;
+  }
+}
+
+namespace {
+uint32_t le32(const unsigned char* p) noexcept {
+  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
+}
+// Why pipeline cache data is not for this device and driver ("" when it is): its header
+// (VkPipelineCacheHeaderVersionOne, least significant byte first) must name the device's vendor,
+// device and pipelineCacheUUID. The blob cache's checksum already refused damaged files; this
+// refuses a foreign or stale one, which a driver need not check itself.
+std::string pipeline_header_problem(std::span<const unsigned char> data, const device_info& d) {
+  constexpr size_t header = 16 + VK_UUID_SIZE;
+  if (data.size() < header)
+    return sdk::str(data.size(), " bytes, shorter than the ", header, "-byte header");
+  const uint32_t size = le32(data.data()), version = le32(data.data() + 4);
+  if (size < header || size > data.size())
+    return sdk::str("header size ", size, " (", data.size(), " bytes in all)");
+  if (version != VK_PIPELINE_CACHE_HEADER_VERSION_ONE) return sdk::str("header version ", version);
+  if (le32(data.data() + 8) != d.vendor_id || le32(data.data() + 12) != d.device_id)
+    return sdk::str("made for vendor ", le32(data.data() + 8), " device ", le32(data.data() + 12),
+                    ", not ", d.vendor_id, " ", d.device_id);
+  if (std::memcmp(data.data() + 16, d.pipeline_cache_uuid, VK_UUID_SIZE) != 0)
+    return "made for another pipelineCacheUUID (another driver build)";
+  return {};
+}
+} // namespace
+
+void device_state::open_pipeline_cache() {
+  std::optional<sdk::blob_cache::blob> data;
+  if (pipelines_.enabled()) {
+    // The key names what the data is valid for; the header is checked again on load.
+    sdk::sha256 h;
+    h.field("parenchyma-vulkan-pipeline-cache-v1")
+        .field(
+            std::string_view(reinterpret_cast<const char*>(info.pipeline_cache_uuid), VK_UUID_SIZE))
+        .field(sdk::str(info.vendor_id, ":", info.device_id, ":", info.driver_version_raw))
+        .field(info.driver_name);
+    pipeline_key_ = h.finish();
+    data = pipelines_.load(pipeline_key_);
+    if (data) {
+      if (const std::string why = pipeline_header_problem(*data, info); !why.empty()) {
+        log.debug("pipeline cache: ", pipelines_.path(pipeline_key_), " ignored (", why,
+                  "); starting empty");
+        data.reset();
+      }
+    }
+  }
+  VkPipelineCacheCreateInfo ci{};
+  ci.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO;
+  if (data) {
+    ci.initialDataSize = data->size();
+    ci.pInitialData = data->data();
+  }
+  VkResult r = fn.vkCreatePipelineCache(device, &ci, nullptr, &pipeline_cache);
+  if (r != VK_SUCCESS && data) {
+    log.debug("pipeline cache: the driver refused the data of ", pipelines_.path(pipeline_key_),
+              " (", vk_result_name(r), "); starting empty");
+    data.reset();
+    ci.initialDataSize = 0;
+    ci.pInitialData = nullptr;
+    r = fn.vkCreatePipelineCache(device, &ci, nullptr, &pipeline_cache);
+  }
+  if (r != VK_SUCCESS) {
+    log.debug("pipeline cache: vkCreatePipelineCache on '", info.name, "': ", vk_result_name(r),
+              "; pipelines are built without one");
+    pipeline_cache = VK_NULL_HANDLE;
+    return;
+  }
+  if (data) {
+    pipeline_bytes_loaded_ = data->size();
+    log.debug("pipeline cache: ", data->size(), " bytes loaded from ",
+              pipelines_.path(pipeline_key_));
+  }
+}
+
+void device_state::save_pipeline_cache() noexcept {
+  if (pipeline_cache == VK_NULL_HANDLE) return;
+  try {
+    size_t size = 0;
+    if (pipelines_.writable() &&
+        fn.vkGetPipelineCacheData(device, pipeline_cache, &size, nullptr) == VK_SUCCESS &&
+        size != pipeline_bytes_loaded_) { // unchanged since loaded: nothing new to keep
+      sdk::blob_cache::blob data(size);
+      if (fn.vkGetPipelineCacheData(device, pipeline_cache, &size, data.data()) == VK_SUCCESS &&
+          pipeline_header_problem(std::span(data.data(), size), info).empty()) {
+        data.resize(size);
+        log.debug("pipeline cache: ", size, " bytes saved to ", pipelines_.path(pipeline_key_));
+        pipelines_.store_later(pipeline_key_, std::move(data));
+      }
+    }
+  } catch (...) { // out of memory: the cache is not saved this time
+  }
+  fn.vkDestroyPipelineCache(device, pipeline_cache, nullptr);
+  pipeline_cache = VK_NULL_HANDLE;
 }
 
 device_state::~device_state() {
@@ -299,6 +410,7 @@ device_state::~device_state() {
     g.release();
   graves_.clear(); // their timelines' semaphores go before the device
   timelines_.clear();
+  save_pipeline_cache();
   fn.vkDestroyDevice(device, nullptr);
 }
 
@@ -425,8 +537,8 @@ context::context(plugin& owner, std::span<const uint32_t> devices) : owner_(owne
     if (!seen.insert(index).second)
       sdk::fail(PCY_ERR_INVALID_ARGUMENT,
                 sdk::str("context_create: device ", index, " is listed twice"));
-    devices_.push_back(
-        std::make_shared<device_state>(owner.vk(), owner.device(index), owner.log()));
+    devices_.push_back(std::make_shared<device_state>(owner.vk(), owner.device(index), owner.log(),
+                                                      owner.pipeline_cache()));
   }
 }
 

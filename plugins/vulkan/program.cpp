@@ -424,9 +424,10 @@ void kernel::add(const device_ref& dev, std::span<const uint32_t> given) {
   ci.stage.module = q.shader;
   ci.stage.pName = iface_.entry.c_str();
   ci.layout = q.layout;
-  vk_check(fn.vkCreateComputePipelines(dev->device, VK_NULL_HANDLE, 1, &ci, nullptr, &q.pipeline),
-           "vkCreateComputePipelines", PCY_ERR_BUILD,
-           sdk::str("kernel '", name_, "' on '", dev->info.name, "'"));
+  vk_check(
+      fn.vkCreateComputePipelines(dev->device, dev->pipeline_cache, 1, &ci, nullptr, &q.pipeline),
+      "vkCreateComputePipelines", PCY_ERR_BUILD,
+      sdk::str("kernel '", name_, "' on '", dev->info.name, "'"));
 }
 
 kernel::~kernel() {

@@ -74,6 +74,9 @@ namespace parenchyma::vulkan {
   X(vkCreatePipelineLayout)                                                                        \
   X(vkDestroyPipelineLayout)                                                                       \
   X(vkCreateComputePipelines)                                                                      \
+  X(vkCreatePipelineCache)                                                                         \
+  X(vkDestroyPipelineCache)                                                                        \
+  X(vkGetPipelineCacheData)                                                                        \
   X(vkDestroyPipeline)                                                                             \
   X(vkCreateDescriptorPool)                                                                        \
   X(vkDestroyDescriptorPool)                                                                       \

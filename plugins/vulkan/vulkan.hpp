@@ -62,6 +62,9 @@ struct device_info {
   uint32_t max_group_size[3] = {0, 0, 0};
   uint64_t min_storage_align = 0;
   VkPhysicalDeviceMemoryProperties memory{};
+  // What a pipeline cache's data is valid for (VkPipelineCacheHeaderVersionOne), and its key.
+  uint32_t vendor_id = 0, device_id = 0, driver_version_raw = 0;
+  uint8_t pipeline_cache_uuid[VK_UUID_SIZE] = {};
 };
 
 // A queue's timeline semaphore: value v is signalled when the v-th batch submitted on the queue
@@ -86,7 +89,9 @@ private:
 // One VkDevice (of one context's device) and what every object made on it shares.
 class device_state {
 public:
-  device_state(const vk_api& vk, const device_info& info, const sdk::logger& log);
+  // `pipelines`: where the VkPipelineCache is loaded from and saved to (disabled: neither).
+  device_state(const vk_api& vk, const device_info& info, const sdk::logger& log,
+               sdk::blob_cache& pipelines);
   ~device_state();
   device_state(const device_state&) = delete;
   device_state& operator=(const device_state&) = delete;
@@ -98,6 +103,10 @@ public:
   vk_device_api fn;
   VkQueue queue = VK_NULL_HANDLE; // shared by every pcy queue of the context on this device
   std::mutex submit_mutex;        // vkQueueSubmit on `queue` is externally synchronised
+  // The driver's compiled pipelines (device.cpp): loaded from the plugin's pipeline cache when
+  // an entry made for this device and driver is there, saved back when the device goes.
+  // VK_NULL_HANDLE when the driver refused to make one (pipelines are then built without).
+  VkPipelineCache pipeline_cache = VK_NULL_HANDLE;
 
   // A memory type index allowed by `bits` that has all of `want` (and preferably `prefer`);
   // UINT32_MAX when none.
@@ -124,6 +133,12 @@ public:
   void collect();
 
 private:
+  void open_pipeline_cache();
+  void save_pipeline_cache() noexcept;
+  sdk::blob_cache& pipelines_;
+  sdk::blob_cache::key_type pipeline_key_{};
+  size_t pipeline_bytes_loaded_ = 0;
+
   struct grave {
     std::function<void()> release;
     std::vector<std::pair<std::shared_ptr<timeline>, uint64_t>> until;
@@ -157,6 +172,9 @@ public:
   const shaderc_api* shaderc(std::string& why);
   // SPIR-V compiled from GLSL, by source and options (kind "vulkan" of the SDK's kernel cache).
   sdk::blob_cache& cache() noexcept { return cache_; }
+  // The drivers' pipeline caches (VkPipelineCache data), by device and driver (kind
+  // "vulkan-pipeline").
+  sdk::blob_cache& pipeline_cache() noexcept { return pipelines_; }
 
 private:
   void discover(); // device.cpp
@@ -167,8 +185,9 @@ private:
   bool shaderc_tried_ = false;
   shaderc_api shaderc_;
   std::string shaderc_why_;
-  // Last: destroyed first, it finishes the pending writes.
+  // Last: destroyed first, they finish the pending writes.
   sdk::blob_cache cache_;
+  sdk::blob_cache pipelines_;
 };
 
 class context {

@@ -3,7 +3,8 @@
 // several kernels in one GLSL source, scalars of several sizes through push constants, a SPIR-V
 // module compiled by glslc, the errors a wrong launch or source gets, memory and kernels freed
 // while work that uses them is still queued, fills at odd offsets, graphs (replays and what a
-// capture refuses), a missing Vulkan loader.
+// capture refuses), the pipeline cache (saved, loaded, a bad file ignored), a missing Vulkan
+// loader.
 // Exits 77 (skipped, with the reason) when the plugin finds no device.
 #if !__has_include(<catch2/catch_test_macros.hpp>)
 #define CATCH_CONFIG_RUNNER // Catch2 v2: this file provides main()
@@ -15,6 +16,7 @@
 #endif
 
 #include <parenchyma/abi/pcy_framework.h>
+#include <parenchyma/sdk/blob_cache.hpp>
 #include <parenchyma/sdk/host.hpp>
 
 #include <dlfcn.h>
@@ -655,6 +657,111 @@ TEST_CASE("graphs: recorded command buffers replayed, and what a capture refuses
     x[1024 + i] = y[i];
   CHECK(e.download<float>(my.get(), n) == y);
   CHECK(e.download<float>(mx.get(), n) == x);
+}
+
+// The VkPipelineCache of each VkDevice (device.cpp): saved to the plugin's pipeline cache
+// (kind "vulkan-pipeline") when the device goes, loaded by the next plugin instance; a damaged
+// file (refused by the blob cache's checksum) or an intact entry whose data is for another
+// device or driver (refused by the plugin's header check) is ignored: kernels still build and
+// run, and the next save replaces it.
+TEST_CASE("the pipeline cache: saved, loaded again, a corrupt or foreign file ignored") {
+  char tmpl[] = "/tmp/pcy-vulkan-pipelines-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  auto run = [&] { // the log of one plugin instance that built and ran a kernel
+    test_host h;
+    h.services.cache_dir = dir.c_str();
+    {
+      host::framework fw(&api(), &h.services);
+      const uint32_t d0 = 0;
+      host::context ctx = host::make_context(fw, {&d0, 1});
+      host::queue q = host::make_queue(fw, ctx.get(), 0);
+      pcy_program_build_args b{};
+      b.struct_size = sizeof b;
+      b.context = ctx.get();
+      b.source = two_kernels;
+      host::check(api().program_build(&b));
+      host::program p(b.program, api().program_destroy);
+      host::kernel iota = make_kernel(p.get(), "iota");
+      const uint32_t n = 100;
+      const int64_t base = 11;
+      host::memory m = host::alloc(fw, ctx.get(), 0, n * sizeof(float));
+      pcy_kernel_arg args[3] = {mem(m.get()), scalar(base), scalar(n)};
+      pcy_kernel_launch_args l{};
+      l.struct_size = sizeof l;
+      l.queue = q.get();
+      l.kernel = iota.get();
+      l.dims = 1;
+      l.global[0] = n;
+      l.args = args;
+      l.arg_count = 3;
+      host::check(api().kernel_launch(&l));
+      std::vector<float> y(n);
+      host::read(fw, q.get(), m.get(), 0, y.data(), n * sizeof(float));
+      for (uint32_t i = 0; i < n; ++i)
+        REQUIRE(y[i] == static_cast<float>(base + i));
+    } // the device goes here (its cache is saved), then the plugin (the write finishes)
+    std::string all;
+    for (const auto& line : h.log)
+      all += line + "\n";
+    return all;
+  };
+  auto entry = [&] { // the one pipeline cache entry
+    std::vector<std::filesystem::path> files;
+    for (const auto& f : std::filesystem::directory_iterator(dir + "/vulkan-pipeline"))
+      files.push_back(f.path());
+    REQUIRE(files.size() == 1);
+    return files.front();
+  };
+  const std::string first = run();
+  INFO(first);
+  CHECK(first.find("pipeline cache: ") != std::string::npos);
+  CHECK(first.find(" bytes saved to ") != std::string::npos);
+  const std::filesystem::path file = entry();
+  const std::string second = run();
+  CHECK(second.find(" bytes loaded from " + file.string()) != std::string::npos);
+
+  // Damaged: the blob cache's checksum refuses it; the next save puts an intact one back.
+  std::ifstream in(file, std::ios::binary);
+  const std::vector<unsigned char> good((std::istreambuf_iterator<char>(in)),
+                                        std::istreambuf_iterator<char>());
+  in.close();
+  REQUIRE(good.size() > parenchyma::sdk::blob_cache::header_size + 16);
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << "junk";
+  const std::string damaged = run();
+  CHECK(damaged.find(" bytes loaded from ") == std::string::npos);
+  CHECK(run().find(" bytes loaded from ") != std::string::npos);
+
+  // Intact entries whose data is not for this device or driver: refused by the header check.
+  parenchyma::sdk::blob_cache::key_type key{};
+  std::memcpy(key.data(), good.data() + 32, key.size());
+  const std::vector<unsigned char> payload(
+      good.begin() + static_cast<std::ptrdiff_t>(parenchyma::sdk::blob_cache::header_size),
+      good.end());
+  const std::vector<std::pair<std::string, std::function<void(std::vector<unsigned char>&)>>>
+      foreign = {
+          {"another pipelineCacheUUID", [](auto& d) { d[16] ^= 0xFF; }},
+          {"made for vendor", [](auto& d) { d[8] ^= 0x01; }},
+          {"header version", [](auto& d) { d[4] = 7; }},
+          {"header size", [](auto& d) { d[0] = 0xFF; }},
+          {"shorter than the 32-byte header", [](auto& d) { d.resize(12); }},
+      };
+  for (const auto& [why, change] : foreign) {
+    INFO(why);
+    std::vector<unsigned char> data = payload;
+    change(data);
+    const auto bytes = parenchyma::sdk::blob_cache::encode("vulkan-pipeline", key, data);
+    std::ofstream(file, std::ios::binary | std::ios::trunc)
+        .write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
+    const std::string log = run();
+    INFO(log);
+    CHECK(log.find(" ignored (") != std::string::npos);
+    CHECK(log.find(why) != std::string::npos);
+    CHECK(log.find(" bytes loaded from ") == std::string::npos);
+  }
+  CHECK(run().find(" bytes loaded from ") != std::string::npos); // saved again, intact
+  std::filesystem::remove_all(dir);
 }
 
 TEST_CASE("a missing Vulkan loader: 0 devices and the reason") {
