@@ -66,6 +66,19 @@ const char* type_name(VkPhysicalDeviceType t) {
   }
 }
 
+// Whether the physical device offers the device extension `name`.
+bool has_extension(const vk_api& vk, VkPhysicalDevice p, const char* name) {
+  uint32_t count = 0;
+  if (vk.vkEnumerateDeviceExtensionProperties(p, nullptr, &count, nullptr) != VK_SUCCESS)
+    return false;
+  std::vector<VkExtensionProperties> all(count);
+  if (vk.vkEnumerateDeviceExtensionProperties(p, nullptr, &count, all.data()) != VK_SUCCESS)
+    return false;
+  for (uint32_t i = 0; i < count; ++i)
+    if (std::strcmp(all[i].extensionName, name) == 0) return true;
+  return false;
+}
+
 } // namespace
 
 void plugin::discover() {
@@ -110,6 +123,12 @@ void plugin::discover() {
   const bool hide_address = !no_address.empty() && no_address != "0";
   if (hide_address)
     log_.info("PARENCHYMA_VULKAN_NO_DEVICE_ADDRESS: devices offered without bufferDeviceAddress");
+  // PARENCHYMA_VULKAN_NO_HOST_IMPORT=1 offers every device without host-memory import (a test
+  // aid: the staged transfers that a discrete GPU uses, on lavapipe).
+  const std::string no_import = settings_.get("PARENCHYMA_VULKAN_NO_HOST_IMPORT");
+  const bool hide_import = !no_import.empty() && no_import != "0";
+  if (hide_import)
+    log_.info("PARENCHYMA_VULKAN_NO_HOST_IMPORT: devices offered without host-memory import");
   for (VkPhysicalDevice p : physical) {
     auto d = std::make_unique<device_info>();
     d->physical = p;
@@ -198,6 +217,20 @@ void plugin::discover() {
     d->denorm_preserve32 = v12.shaderDenormPreserveFloat32 != VK_FALSE;
     d->denorm_preserve64 = v12.shaderDenormPreserveFloat64 != VK_FALSE;
     d->device_address = f12.bufferDeviceAddress != VK_FALSE && !hide_address;
+    // Host pointers imported in place: on host-unified devices with VK_EXT_external_memory_host
+    // (lavapipe, integrated GPUs); its properties are asked for only where it exists.
+    if (d->host_unified && !hide_import &&
+        has_extension(vk_, p, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME)) {
+      VkPhysicalDeviceExternalMemoryHostPropertiesEXT host{};
+      host.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT;
+      VkPhysicalDeviceProperties2 hp{};
+      hp.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+      hp.pNext = &host;
+      vk_.vkGetPhysicalDeviceProperties2(p, &hp);
+      const uint64_t a = host.minImportedHostPointerAlignment;
+      d->host_import = a > 0 && (a & (a - 1)) == 0; // a power of two, as the spec requires
+      d->host_import_align = a;
+    }
     vk_.vkGetPhysicalDeviceMemoryProperties(p, &d->memory);
     for (uint32_t h = 0; h < d->memory.memoryHeapCount; ++h)
       if (d->memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
@@ -238,6 +271,9 @@ void plugin::discover() {
     pr.flag("int16", d->int16);
     pr.flag("denorm_preserve_f32", d->denorm_preserve32);
     pr.flag("buffer_device_address", d->device_address);
+    pr.flag("host_import", d->host_import);
+    if (d->host_import)
+      pr.number("host_import_alignment", static_cast<int64_t>(d->host_import_align));
     log_.debug("device ", devices_.size(), ": '", d->name, "' (", d->vendor, ", ",
                type_name(base.deviceType), ", Vulkan ", d->api_version, ", driver ",
                d->driver_version, "; subnormals kept on request: f16 ", d->denorm_preserve16,
@@ -287,6 +323,11 @@ device_state::device_state(const vk_api& api, const device_info& d, const sdk::l
   info_.pNext = &features;
   info_.queueCreateInfoCount = 1;
   info_.pQueueCreateInfos = &q;
+  const char* extensions[] = {VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME};
+  if (d.host_import) {
+    info_.enabledExtensionCount = 1;
+    info_.ppEnabledExtensionNames = extensions;
+  }
   const VkResult r = vk.vkCreateDevice(d.physical, &info_, nullptr, &device);
   if (r != VK_SUCCESS)
     vk_fail(status_for(r, PCY_ERR_DEVICE), "vkCreateDevice", r,
@@ -299,6 +340,11 @@ device_state::device_state(const vk_api& api, const device_info& d, const sdk::l
                                        ": a Vulkan 1.2 driver is needed"));
   }
   fn.vkGetDeviceQueue(device, d.queue_family, 0, &queue);
+  if (d.host_import)
+    fn.vkGetMemoryHostPointerPropertiesEXT =
+        reinterpret_cast<PFN_vkGetMemoryHostPointerPropertiesEXT>(
+            vk.vkGetDeviceProcAddr(device, "vkGetMemoryHostPointerPropertiesEXT"));
+  host_import = fn.vkGetMemoryHostPointerPropertiesEXT != nullptr;
   try {
     open_pipeline_cache();
   } catch (...) { // out of memory: pipelines are built without a cache
@@ -471,8 +517,14 @@ device_state::buffer device_state::make_buffer(uint64_t bytes, bool host_visible
                      "' failed; free other tensors or use smaller ones"));
   }
   r = fn.vkBindBufferMemory(device, b.handle, b.memory, 0);
-  if (r == VK_SUCCESS && host_visible)
-    r = fn.vkMapMemory(device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped);
+  // Device memory of a host-unified device that is host memory (host-visible and coherent, as
+  // all of lavapipe's is) is mapped too, so that it can be exported as a host pointer.
+  constexpr VkMemoryPropertyFlags coherent =
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  const bool map =
+      host_visible ||
+      (info.host_unified && (info.memory.memoryTypes[any].propertyFlags & coherent) == coherent);
+  if (r == VK_SUCCESS && map) r = fn.vkMapMemory(device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped);
   if (r == VK_SUCCESS && info.device_address) {
     VkBufferDeviceAddressInfo di{};
     di.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO;
@@ -481,8 +533,99 @@ device_state::buffer device_state::make_buffer(uint64_t bytes, bool host_visible
   }
   if (r != VK_SUCCESS) {
     destroy_buffer(b);
-    vk_fail(status_for(r, PCY_ERR_DEVICE), host_visible ? "vkMapMemory" : "vkBindBufferMemory", r,
+    vk_fail(status_for(r, PCY_ERR_DEVICE), map ? "vkMapMemory" : "vkBindBufferMemory", r,
             sdk::str(what, " on '", info.name, "'"));
+  }
+  return b;
+}
+
+device_state::buffer device_state::import_host(void* host, uint64_t bytes) {
+  // The allocation covers whole units of minImportedHostPointerAlignment (a Vulkan rule): past
+  // `bytes` it reaches at most to the end of the last byte's page, which is mapped memory of the
+  // process, and nothing ever reads or writes there (transfers and kernels are bounded by the
+  // buffer's size). Where the unit is larger than 4 KiB (the smallest page of the systems we
+  // run on) only whole units are imported.
+  constexpr uint64_t smallest_page = 4096;
+  const uint64_t align = info.host_import_align;
+  const uint64_t rounded = (bytes + align - 1) / align * align;
+  if (align > smallest_page && rounded != bytes)
+    sdk::fail(PCY_ERR_UNSUPPORTED,
+              sdk::str("host memory of ", bytes, " bytes is not a multiple of '", info.name,
+                       "' import alignment (", align,
+                       " bytes, larger than a 4 KiB page); the memory is copied instead"));
+  VkMemoryHostPointerPropertiesEXT hp{};
+  hp.sType = VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT;
+  VkResult r = fn.vkGetMemoryHostPointerPropertiesEXT(
+      device, VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT, host, &hp);
+  if (r != VK_SUCCESS || hp.memoryTypeBits == 0)
+    sdk::fail(PCY_ERR_UNSUPPORTED,
+              sdk::str("'", info.name, "' cannot import host pointer ", host,
+                       " (vkGetMemoryHostPointerPropertiesEXT: ", vk_result_name(r),
+                       r == VK_SUCCESS ? ", no memory type" : "",
+                       "); the memory is copied instead"));
+  buffer b;
+  VkExternalMemoryBufferCreateInfo ext{};
+  ext.sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO;
+  ext.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+  VkBufferCreateInfo bi{};
+  bi.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
+  bi.pNext = &ext;
+  bi.size = bytes;
+  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT |
+             VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
+  if (info.device_address) bi.usage |= VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
+  bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+  r = fn.vkCreateBuffer(device, &bi, nullptr, &b.handle);
+  if (r != VK_SUCCESS)
+    vk_fail(
+        status_for(r, PCY_ERR_DEVICE), "vkCreateBuffer", r,
+        sdk::str("a buffer over ", bytes, " bytes of imported host memory on '", info.name, "'"));
+  VkMemoryRequirements req{};
+  fn.vkGetBufferMemoryRequirements(device, b.handle, &req);
+  const uint32_t type =
+      memory_type(req.memoryTypeBits & hp.memoryTypeBits, 0, VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+  if (type == UINT32_MAX || req.size > rounded) {
+    fn.vkDestroyBuffer(device, b.handle, nullptr);
+    sdk::fail(PCY_ERR_UNSUPPORTED,
+              sdk::str("'", info.name, "' cannot import host pointer ", host, " for a buffer (",
+                       type == UINT32_MAX
+                           ? "no memory type serves both"
+                           : sdk::str("the buffer needs ", req.size, " bytes, more than the ",
+                                      rounded, " that can be imported"),
+                       "); the memory is copied instead"));
+  }
+  VkImportMemoryHostPointerInfoEXT import{};
+  import.sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT;
+  import.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
+  import.pHostPointer = host;
+  VkMemoryAllocateFlagsInfo flags{};
+  flags.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO;
+  flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
+  if (info.device_address) import.pNext = &flags;
+  VkMemoryAllocateInfo ai{};
+  ai.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
+  ai.pNext = &import;
+  ai.allocationSize = rounded;
+  ai.memoryTypeIndex = type;
+  r = fn.vkAllocateMemory(device, &ai, nullptr, &b.memory);
+  if (r != VK_SUCCESS) {
+    fn.vkDestroyBuffer(device, b.handle, nullptr);
+    sdk::fail(r == VK_ERROR_INVALID_EXTERNAL_HANDLE ? PCY_ERR_UNSUPPORTED
+                                                    : status_for(r, PCY_ERR_DEVICE),
+              sdk::str("vkAllocateMemory importing host pointer ", host, " (", rounded,
+                       " bytes) on '", info.name, "': ", vk_result_name(r)));
+  }
+  r = fn.vkBindBufferMemory(device, b.handle, b.memory, 0);
+  if (r == VK_SUCCESS && info.device_address) {
+    VkBufferDeviceAddressInfo di{};
+    di.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO;
+    di.buffer = b.handle;
+    b.address = fn.vkGetBufferDeviceAddress(device, &di);
+  }
+  if (r != VK_SUCCESS) {
+    destroy_buffer(b);
+    vk_fail(status_for(r, PCY_ERR_DEVICE), "vkBindBufferMemory", r,
+            sdk::str("imported host memory on '", info.name, "'"));
   }
   return b;
 }

@@ -1,21 +1,73 @@
 // Memory: device-local buffers (pinned allocations: host-visible, mapped buffers), freed through
-// the device's graveyard once no queue can still use them.
+// the device's graveyard once no queue can still use them; host memory imported without a copy
+// (VK_EXT_external_memory_host) and exported as a host pointer where the bytes are host memory.
 #include "vulkan.hpp"
+
+#include <cstdint>
 
 namespace parenchyma::vulkan {
 
-memory::memory(device_ref dev, device_state::buffer b, uint64_t bytes) noexcept
-    : dev_(std::move(dev)), buffer_(b), bytes_(bytes) {}
+memory::memory(device_ref dev, device_state::buffer b, uint64_t bytes, void* host) noexcept
+    : dev_(std::move(dev)), buffer_(b), bytes_(bytes), host_(host),
+      imported_(host != nullptr && b.mapped == nullptr) {}
 
 memory::~memory() {
   device_state* d = dev_.get();
   try {
     d->bury([d, b = buffer_] { d->destroy_buffer(b); });
+    // An import's VkDeviceMemory goes as soon as no queued work uses it: the host memory under
+    // it is its owner's, who frees it after this call (once the work is done, as the ABI says).
+    if (imported_) d->collect();
   } catch (...) { // no memory for the graveyard entry: wait for the device instead
     std::lock_guard lock(d->submit_mutex); // the device's one queue: externally synchronised
     d->fn.vkDeviceWaitIdle(d->device);
     d->destroy_buffer(buffer_);
   }
+}
+
+bool memory::export_to(pcy_handle_kind kind, pcy_memory_handle& h) const noexcept {
+  // Only where the bytes are host memory the host may read after queue_finish: imported host
+  // memory, or a coherent mapping (pinned allocations; device memory of a host-unified device).
+  if (kind != PCY_HANDLE_HOST_POINTER || host_ == nullptr) return false;
+  h.host_pointer = host_;
+  h.bytes = bytes_;
+  h.pinned = false; // page-locked for no GPU driver
+  return true;
+}
+
+memory* context::import(uint32_t device, const pcy_memory_handle& h) {
+  device_state& d = dev(device);
+  const device_info& i = d.info;
+  if (h.kind != PCY_HANDLE_HOST_POINTER)
+    sdk::fail(PCY_ERR_UNSUPPORTED,
+              sdk::str("vulkan cannot import handle kind ", static_cast<int>(h.kind),
+                       " (only HOST_POINTER, on host-unified devices with "
+                       "VK_EXT_external_memory_host)"));
+  if (!d.host_import)
+    sdk::fail(PCY_ERR_UNSUPPORTED,
+              i.host_unified
+                  ? sdk::str("'", i.name,
+                             "' lacks VK_EXT_external_memory_host: a host pointer cannot be "
+                             "aliased without a copy")
+                  : sdk::str("'", i.name,
+                             "' does not share memory with the host: a host pointer is not "
+                             "aliased (kernels reading host memory over the bus are slower "
+                             "than a copy)"));
+  if (h.host_pointer == nullptr || h.bytes == 0)
+    sdk::fail(PCY_ERR_INVALID_ARGUMENT,
+              "memory_import: HOST_POINTER handle without pointer or bytes");
+  if (reinterpret_cast<uintptr_t>(h.host_pointer) % i.host_import_align != 0)
+    sdk::fail(PCY_ERR_UNSUPPORTED,
+              sdk::str("host pointer ", h.host_pointer, " is not aligned to the ",
+                       i.host_import_align, " bytes '", i.name,
+                       "' can import (minImportedHostPointerAlignment); the memory is copied "
+                       "instead"));
+  if (h.bytes > i.max_alloc)
+    sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str("host memory of ", h.bytes, " bytes exceeds '", i.name,
+                                            "' maxMemoryAllocationSize (", i.max_alloc, " bytes)"));
+  d.collect();
+  const device_state::buffer b = d.import_host(h.host_pointer, h.bytes);
+  return new memory(devices_[device], b, h.bytes, h.host_pointer);
 }
 
 void memory::check_range(uint64_t offset, uint64_t bytes, const char* what) const {
@@ -35,7 +87,8 @@ memory* context::alloc(uint32_t device, uint64_t bytes, uint32_t flags) {
                        " bytes); split the data into smaller tensors or use another device"));
   d.collect();
   const bool pinned = (flags & PCY_MEMORY_HOST_PINNED) != 0;
-  return new memory(devices_[device], d.make_buffer(bytes, pinned, "memory_alloc"), bytes);
+  const device_state::buffer b = d.make_buffer(bytes, pinned, "memory_alloc");
+  return new memory(devices_[device], b, bytes, b.mapped);
 }
 
 } // namespace parenchyma::vulkan

@@ -62,6 +62,10 @@ struct device_info {
   uint32_t max_group_size[3] = {0, 0, 0};
   uint64_t min_storage_align = 0;
   VkPhysicalDeviceMemoryProperties memory{};
+  // VK_EXT_external_memory_host on a host-unified device (CPU or integrated GPU): host pointers
+  // aligned to minImportedHostPointerAlignment are imported without a copy.
+  bool host_import = false;
+  uint64_t host_import_align = 0;
   // What a pipeline cache's data is valid for (VkPipelineCacheHeaderVersionOne), and its key.
   uint32_t vendor_id = 0, device_id = 0, driver_version_raw = 0;
   uint8_t pipeline_cache_uuid[VK_UUID_SIZE] = {};
@@ -119,7 +123,14 @@ public:
     void* mapped = nullptr;      // host-visible buffers are mapped for their whole life
     VkDeviceAddress address = 0; // 0 without bufferDeviceAddress
   };
+  // On a host-unified device, device-local memory that is also host-visible and coherent is
+  // mapped too (`mapped` set): it is host memory, which memory_export offers as a host pointer.
   buffer make_buffer(uint64_t bytes, bool host_visible, const char* what);
+  // A buffer over `bytes` of host memory at `host`, imported without a copy
+  // (VK_EXT_external_memory_host; `host_import` must be true). Throws UNSUPPORTED for a pointer
+  // the device cannot import (alignment, size, the driver's answer).
+  buffer import_host(void* host, uint64_t bytes);
+  bool host_import = false; // info.host_import, and the extension enabled on this VkDevice
   void destroy_buffer(const buffer& b) noexcept;
 
   // Timelines of the live queues, for the graveyard.
@@ -194,6 +205,7 @@ class context {
 public:
   PCY_SDK_CONTEXT_MEMBERS(context, plugin, queue, memory);
   program* build(std::string_view source, const char* options, bool& cache_hit); // program.cpp
+  memory* import(uint32_t device, const pcy_memory_handle& h);                   // memory.cpp
   void* native_context() const noexcept { return devices_.front()->device; }
   void* native_device(uint32_t device) const { return dev(device).info.physical; }
   void* native_platform(uint32_t) const noexcept { return owner_.vk().instance; }
@@ -213,11 +225,14 @@ private:
 
 class memory {
 public:
-  memory(device_ref dev, device_state::buffer b, uint64_t bytes) noexcept;
+  // `host`: the host memory the bytes are (imported, or a coherent mapping), else NULL.
+  memory(device_ref dev, device_state::buffer b, uint64_t bytes, void* host) noexcept;
   ~memory();
   memory(const memory&) = delete;
   memory& operator=(const memory&) = delete;
 
+  // PCY_HANDLE_HOST_POINTER where the bytes are host memory; false for every other kind.
+  bool export_to(pcy_handle_kind kind, pcy_memory_handle& h) const noexcept;
   void* native() const noexcept { return buffer_.handle; }
   VkBuffer handle() const noexcept { return buffer_.handle; }
   const device_state* device() const noexcept { return dev_.get(); }
@@ -229,6 +244,8 @@ private:
   device_ref dev_;
   device_state::buffer buffer_;
   uint64_t bytes_;
+  void* host_;
+  bool imported_;
 };
 
 class event {

@@ -3,8 +3,8 @@
 // several kernels in one GLSL source, scalars of several sizes through push constants, a SPIR-V
 // module compiled by glslc, the errors a wrong launch or source gets, memory and kernels freed
 // while work that uses them is still queued, fills at odd offsets, graphs (replays and what a
-// capture refuses), the pipeline cache (saved, loaded, a bad file ignored), a missing Vulkan
-// loader.
+// capture refuses), the pipeline cache (saved, loaded, a bad file ignored), host memory imported
+// and exported, a missing Vulkan loader.
 // Exits 77 (skipped, with the reason) when the plugin finds no device.
 #if !__has_include(<catch2/catch_test_macros.hpp>)
 #define CATCH_CONFIG_RUNNER // Catch2 v2: this file provides main()
@@ -762,6 +762,111 @@ TEST_CASE("the pipeline cache: saved, loaded again, a corrupt or foreign file ig
   }
   CHECK(run().find(" bytes loaded from ") != std::string::npos); // saved again, intact
   std::filesystem::remove_all(dir);
+}
+
+// Host memory imported without a copy (VK_EXT_external_memory_host) and memory exported as a
+// host pointer, where the device shares memory with the host (lavapipe does): kernels write the
+// host's bytes in place; a pointer below the import alignment, and handles of other kinds, are
+// refused with PCY_ERR_UNSUPPORTED and the reason.
+TEST_CASE("host memory imported in place, exported as a host pointer; what cannot be imported") {
+  env e;
+  host::framework& fw = e.fw;
+  const pcy_property* props = nullptr;
+  size_t count = 0;
+  host::check(api().device_properties(fw.plugin(), 0, &props, &count));
+  bool host_import = false;
+  int64_t align = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const std::string key = props[i].key;
+    if (key == "host_import") host_import = props[i].i != 0;
+    if (key == "host_import_alignment") align = props[i].i;
+  }
+  auto import = [&](void* p, uint64_t bytes, pcy_handle_kind kind = PCY_HANDLE_HOST_POINTER) {
+    pcy_memory_handle h{};
+    h.struct_size = sizeof h;
+    h.kind = kind;
+    h.host_pointer = p;
+    h.bytes = bytes;
+    pcy_memory_import_args ia{};
+    ia.struct_size = sizeof ia;
+    ia.context = e.ctx.get();
+    ia.handle = &h;
+    pcy_error* err = api().memory_import(&ia);
+    return std::make_pair(err, host::memory(ia.memory, api().memory_free));
+  };
+  const uint32_t n = 1000; // 4000 bytes: not a whole unit of the alignment
+  std::vector<unsigned char> block(n * sizeof(float) + 2 * 65536);
+  unsigned char* aligned = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<uintptr_t>(block.data()) + 65535) & ~uintptr_t{65535});
+  if (!host_import) {
+    auto [err, m] = import(aligned, n * sizeof(float));
+    const auto [code, message] = outcome(err);
+    CHECK(code == PCY_ERR_UNSUPPORTED);
+    WARN("the device does not import host memory: " << message);
+    return;
+  }
+  REQUIRE(align > 0);
+  REQUIRE(align <= 65536);
+  host::program p = build(e, two_kernels);
+  host::kernel iota = make_kernel(p.get(), "iota");
+  {
+    auto [err, m] = import(aligned, n * sizeof(float));
+    REQUIRE(outcome(err).first == 0);
+    const int64_t base = 5;
+    REQUIRE(launch(e, iota.get(), {mem(m.get()), scalar(base), scalar(n)}, n) == nullptr);
+    host::finish(fw, e.q.get());
+    const auto* y = reinterpret_cast<const float*>(aligned);
+    for (uint32_t i = 0; i < n; ++i)
+      REQUIRE(y[i] == static_cast<float>(base + i)); // the host's bytes, written in place
+    // Exported again: the same pointer.
+    pcy_memory_handle h{};
+    h.struct_size = sizeof h;
+    pcy_memory_export_args x{};
+    x.struct_size = sizeof x;
+    x.memory = m.get();
+    x.kind = PCY_HANDLE_HOST_POINTER;
+    x.handle = &h;
+    REQUIRE(api().memory_export(&x) == nullptr);
+    CHECK(h.host_pointer == aligned);
+    CHECK(h.bytes == n * sizeof(float));
+    x.kind = PCY_HANDLE_CUDA_DEVICE_POINTER;
+    CHECK(outcome(api().memory_export(&x)).first == PCY_ERR_UNSUPPORTED);
+  }
+  { // Device memory of a host-unified device is exported as a host pointer too.
+    host::memory m = e.alloc(n * sizeof(float));
+    const int64_t base = -40;
+    REQUIRE(launch(e, iota.get(), {mem(m.get()), scalar(base), scalar(n)}, n) == nullptr);
+    host::finish(fw, e.q.get());
+    pcy_memory_handle h{};
+    h.struct_size = sizeof h;
+    pcy_memory_export_args x{};
+    x.struct_size = sizeof x;
+    x.memory = m.get();
+    x.kind = PCY_HANDLE_HOST_POINTER;
+    x.handle = &h;
+    REQUIRE(api().memory_export(&x) == nullptr);
+    REQUIRE(h.host_pointer != nullptr);
+    const auto* y = static_cast<const float*>(h.host_pointer);
+    for (uint32_t i = 0; i < n; ++i)
+      REQUIRE(y[i] == static_cast<float>(base + i));
+  }
+  // Refused, by name: a pointer off the alignment, other kinds, no pointer.
+  {
+    auto [err, m] = import(aligned + 64, n * sizeof(float));
+    const auto [code, message] = outcome(err);
+    CHECK(code == PCY_ERR_UNSUPPORTED);
+    CHECK(message.find("minImportedHostPointerAlignment") != std::string::npos);
+  }
+  for (pcy_handle_kind kind : {PCY_HANDLE_CUDA_DEVICE_POINTER, PCY_HANDLE_OPENCL_BUFFER}) {
+    auto [err, m] = import(aligned, n * sizeof(float), kind);
+    const auto [code, message] = outcome(err);
+    CHECK(code == PCY_ERR_UNSUPPORTED);
+    CHECK(message.find("only HOST_POINTER") != std::string::npos);
+  }
+  {
+    auto [err, m] = import(nullptr, 64);
+    CHECK(outcome(err).first == PCY_ERR_INVALID_ARGUMENT);
+  }
 }
 
 TEST_CASE("a missing Vulkan loader: 0 devices and the reason") {
