@@ -47,7 +47,8 @@ memory* context::import(uint32_t device, const pcy_memory_handle& h) {
     sdk::fail(PCY_ERR_UNSUPPORTED,
               i.host_unified
                   ? sdk::str("'", i.name,
-                             "' lacks VK_EXT_external_memory_host: a host pointer cannot be "
+                             "' does not import host memory (no VK_EXT_external_memory_host, or "
+                             "PARENCHYMA_VULKAN_NO_HOST_IMPORT is set): a host pointer cannot be "
                              "aliased without a copy")
                   : sdk::str("'", i.name,
                              "' does not share memory with the host: a host pointer is not "
