@@ -26,7 +26,7 @@ void full_barrier(const device_state& d, VkCommandBuffer cmd, VkAccessFlags dst,
 }
 } // namespace
 
-graph::graph(device_ref dev, const queue* owner) : dev_(std::move(dev)), owner_(owner) {
+graph::graph(device_ref dev, queue* owner) : dev_(std::move(dev)), owner_(owner) {
   const device_state& d = *dev_;
   VkCommandPoolCreateInfo pi{};
   pi.sType = VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO;
@@ -54,6 +54,8 @@ graph::graph(device_ref dev, const queue* owner) : dev_(std::move(dev)), owner_(
 }
 
 graph::~graph() {
+  // Never left capturing by the core, but the queue must not record into a freed graph.
+  if (capturing_) owner_->abandon_capture(*this);
   device_state* d = dev_.get();
   // Raw handles only: a device_ref in the graveyard would keep the device alive forever.
   auto release = [d, pool = pool_, staging = std::move(rec_.staging),
@@ -92,6 +94,11 @@ void graph::instantiate() {
 }
 
 graph* queue::create_graph() { return new graph(dev_, this); }
+
+void queue::abandon_capture(const graph& g) noexcept {
+  std::lock_guard lock(mutex_);
+  if (capture_ == &g) capture_ = nullptr;
+}
 
 void queue::capture_begin(graph& g) {
   if (g.owner_ != this)

@@ -282,7 +282,7 @@ struct batch {
 // Launching it submits that command buffer again, in order on the queue's timeline.
 class graph {
 public:
-  graph(device_ref dev, const queue* owner);
+  graph(device_ref dev, queue* owner);
   ~graph();
   graph(const graph&) = delete;
   graph& operator=(const graph&) = delete;
@@ -291,7 +291,7 @@ public:
 private:
   friend class queue;
   device_ref dev_;
-  const queue* owner_; // the queue it is captured and launched on
+  queue* owner_; // the queue it is captured and launched on
   VkCommandPool pool_ = VK_NULL_HANDLE;
   batch rec_; // rec_.cmd: begun at creation, ended by instantiate
   bool capturing_ = false, broken_ = false, ready_ = false;
@@ -326,6 +326,8 @@ private:
   // Throws (and breaks the capture) when the queue is capturing: `what` waits for the device or
   // the host, which a graph cannot hold.
   void refuse_in_capture(const char* what);
+  friend class graph; // ~graph ends a capture its host never ended (abandon_capture)
+  void abandon_capture(const graph& g) noexcept;
   void wait_value(uint64_t value, const char* what);
   void reap(); // recycle the batches that completed
   void same_device(const memory& m, const char* what) const;

@@ -643,6 +643,13 @@ TEST_CASE("graphs: recorded command buffers replayed, and what a capture refuses
   REQUIRE(api().graph_create(e.q.get(), &raw) == nullptr);
   CHECK(outcome(api().graph_launch(e.q.get(), raw)).first == PCY_ERR_INVALID_ARGUMENT);
   api().graph_destroy(raw);
+  // A graph destroyed in the middle of a capture ends it: the queue runs work again.
+  {
+    pcy_graph open = nullptr;
+    REQUIRE(api().graph_create(e.q.get(), &open) == nullptr);
+    REQUIRE(api().queue_capture_begin(e.q.get(), open) == nullptr);
+    api().graph_destroy(open);
+  }
   // The queue works as before, and the graph once more after it, then is destroyed while its
   // launch may still run.
   REQUIRE(launch(e, scale.get(), {mem(my.get()), mem(mx.get()), scalar(one), scalar(n)}, n) ==
