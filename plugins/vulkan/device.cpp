@@ -1,6 +1,6 @@
 // Device discovery (every Vulkan 1.2 physical device with a compute queue, with its properties),
-// the VkDevice each context makes per device (with its VkPipelineCache, loaded from and saved to
-// the plugin's pipeline cache), and contexts.
+// the VkDevice each context makes per device (its VkPipelineCache: pipeline_cache.cpp), its
+// buffers, and contexts.
 #include "vulkan.hpp"
 
 #include <parenchyma/sdk/library.hpp>
@@ -8,9 +8,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
-#include <optional>
 #include <set>
-#include <span>
 #include <string>
 
 namespace parenchyma::vulkan {
@@ -354,100 +352,6 @@ device_state::device_state(const vk_api& api, const device_info& d, const sdk::l
   }
 }
 
-namespace {
-uint32_t le32(const unsigned char* p) noexcept {
-  return uint32_t{p[0]} | uint32_t{p[1]} << 8 | uint32_t{p[2]} << 16 | uint32_t{p[3]} << 24;
-}
-// Why pipeline cache data is not for this device and driver ("" when it is): its header
-// (VkPipelineCacheHeaderVersionOne, least significant byte first) must name the device's vendor,
-// device and pipelineCacheUUID. The blob cache's checksum already refused damaged files; this
-// refuses a foreign or stale one, which a driver need not check itself.
-std::string pipeline_header_problem(std::span<const unsigned char> data, const device_info& d) {
-  constexpr size_t header = 16 + VK_UUID_SIZE;
-  if (data.size() < header)
-    return sdk::str(data.size(), " bytes, shorter than the ", header, "-byte header");
-  const uint32_t size = le32(data.data()), version = le32(data.data() + 4);
-  if (size < header || size > data.size())
-    return sdk::str("header size ", size, " (", data.size(), " bytes in all)");
-  if (version != VK_PIPELINE_CACHE_HEADER_VERSION_ONE) return sdk::str("header version ", version);
-  if (le32(data.data() + 8) != d.vendor_id || le32(data.data() + 12) != d.device_id)
-    return sdk::str("made for vendor ", le32(data.data() + 8), " device ", le32(data.data() + 12),
-                    ", not ", d.vendor_id, " ", d.device_id);
-  if (std::memcmp(data.data() + 16, d.pipeline_cache_uuid, VK_UUID_SIZE) != 0)
-    return "made for another pipelineCacheUUID (another driver build)";
-  return {};
-}
-} // namespace
-
-void device_state::open_pipeline_cache() {
-  std::optional<sdk::blob_cache::blob> data;
-  if (pipelines_.enabled()) {
-    // The key names what the data is valid for; the header is checked again on load.
-    sdk::sha256 h;
-    h.field("parenchyma-vulkan-pipeline-cache-v1")
-        .field(
-            std::string_view(reinterpret_cast<const char*>(info.pipeline_cache_uuid), VK_UUID_SIZE))
-        .field(sdk::str(info.vendor_id, ":", info.device_id, ":", info.driver_version_raw))
-        .field(info.driver_name);
-    pipeline_key_ = h.finish();
-    data = pipelines_.load(pipeline_key_);
-    if (data) {
-      if (const std::string why = pipeline_header_problem(*data, info); !why.empty()) {
-        log.debug("pipeline cache: ", pipelines_.path(pipeline_key_), " ignored (", why,
-                  "); starting empty");
-        data.reset();
-      }
-    }
-  }
-  VkPipelineCacheCreateInfo ci{};
-  ci.sType = VK_STRUCTURE_TYPE_PIPELINE_CACHE_CREATE_INFO;
-  if (data) {
-    ci.initialDataSize = data->size();
-    ci.pInitialData = data->data();
-  }
-  VkResult r = fn.vkCreatePipelineCache(device, &ci, nullptr, &pipeline_cache);
-  if (r != VK_SUCCESS && data) {
-    log.debug("pipeline cache: the driver refused the data of ", pipelines_.path(pipeline_key_),
-              " (", vk_result_name(r), "); starting empty");
-    data.reset();
-    ci.initialDataSize = 0;
-    ci.pInitialData = nullptr;
-    r = fn.vkCreatePipelineCache(device, &ci, nullptr, &pipeline_cache);
-  }
-  if (r != VK_SUCCESS) {
-    log.debug("pipeline cache: vkCreatePipelineCache on '", info.name, "': ", vk_result_name(r),
-              "; pipelines are built without one");
-    pipeline_cache = VK_NULL_HANDLE;
-    return;
-  }
-  if (data) {
-    pipeline_bytes_loaded_ = data->size();
-    log.debug("pipeline cache: ", data->size(), " bytes loaded from ",
-              pipelines_.path(pipeline_key_));
-  }
-}
-
-void device_state::save_pipeline_cache() noexcept {
-  if (pipeline_cache == VK_NULL_HANDLE) return;
-  try {
-    size_t size = 0;
-    if (pipelines_.writable() &&
-        fn.vkGetPipelineCacheData(device, pipeline_cache, &size, nullptr) == VK_SUCCESS &&
-        size != pipeline_bytes_loaded_) { // unchanged since loaded: nothing new to keep
-      sdk::blob_cache::blob data(size);
-      if (fn.vkGetPipelineCacheData(device, pipeline_cache, &size, data.data()) == VK_SUCCESS &&
-          pipeline_header_problem(std::span(data.data(), size), info).empty()) {
-        data.resize(size);
-        log.debug("pipeline cache: ", size, " bytes saved to ", pipelines_.path(pipeline_key_));
-        pipelines_.store_later(pipeline_key_, std::move(data));
-      }
-    }
-  } catch (...) { // out of memory: the cache is not saved this time
-  }
-  fn.vkDestroyPipelineCache(device, pipeline_cache, nullptr);
-  pipeline_cache = VK_NULL_HANDLE;
-}
-
 device_state::~device_state() {
   // Every queue is gone (each held this state) and waited for its work; the buried buffers can
   // go now.
@@ -535,97 +439,6 @@ device_state::buffer device_state::make_buffer(uint64_t bytes, bool host_visible
     destroy_buffer(b);
     vk_fail(status_for(r, PCY_ERR_DEVICE), map ? "vkMapMemory" : "vkBindBufferMemory", r,
             sdk::str(what, " on '", info.name, "'"));
-  }
-  return b;
-}
-
-device_state::buffer device_state::import_host(void* host, uint64_t bytes) {
-  // The allocation covers whole units of minImportedHostPointerAlignment (a Vulkan rule): past
-  // `bytes` it reaches at most to the end of the last byte's page, which is mapped memory of the
-  // process, and nothing ever reads or writes there (transfers and kernels are bounded by the
-  // buffer's size). Where the unit is larger than 4 KiB (the smallest page of the systems we
-  // run on) only whole units are imported.
-  constexpr uint64_t smallest_page = 4096;
-  const uint64_t align = info.host_import_align;
-  const uint64_t rounded = (bytes + align - 1) / align * align;
-  if (align > smallest_page && rounded != bytes)
-    sdk::fail(PCY_ERR_UNSUPPORTED,
-              sdk::str("host memory of ", bytes, " bytes is not a multiple of '", info.name,
-                       "' import alignment (", align,
-                       " bytes, larger than a 4 KiB page); the memory is copied instead"));
-  VkMemoryHostPointerPropertiesEXT hp{};
-  hp.sType = VK_STRUCTURE_TYPE_MEMORY_HOST_POINTER_PROPERTIES_EXT;
-  VkResult r = fn.vkGetMemoryHostPointerPropertiesEXT(
-      device, VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT, host, &hp);
-  if (r != VK_SUCCESS || hp.memoryTypeBits == 0)
-    sdk::fail(PCY_ERR_UNSUPPORTED,
-              sdk::str("'", info.name, "' cannot import host pointer ", host,
-                       " (vkGetMemoryHostPointerPropertiesEXT: ", vk_result_name(r),
-                       r == VK_SUCCESS ? ", no memory type" : "",
-                       "); the memory is copied instead"));
-  buffer b;
-  VkExternalMemoryBufferCreateInfo ext{};
-  ext.sType = VK_STRUCTURE_TYPE_EXTERNAL_MEMORY_BUFFER_CREATE_INFO;
-  ext.handleTypes = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
-  VkBufferCreateInfo bi{};
-  bi.sType = VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO;
-  bi.pNext = &ext;
-  bi.size = bytes;
-  bi.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT | VK_BUFFER_USAGE_UNIFORM_BUFFER_BIT |
-             VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT;
-  if (info.device_address) bi.usage |= VK_BUFFER_USAGE_SHADER_DEVICE_ADDRESS_BIT;
-  bi.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
-  r = fn.vkCreateBuffer(device, &bi, nullptr, &b.handle);
-  if (r != VK_SUCCESS)
-    vk_fail(
-        status_for(r, PCY_ERR_DEVICE), "vkCreateBuffer", r,
-        sdk::str("a buffer over ", bytes, " bytes of imported host memory on '", info.name, "'"));
-  VkMemoryRequirements req{};
-  fn.vkGetBufferMemoryRequirements(device, b.handle, &req);
-  const uint32_t type =
-      memory_type(req.memoryTypeBits & hp.memoryTypeBits, 0, VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
-  if (type == UINT32_MAX || req.size > rounded) {
-    fn.vkDestroyBuffer(device, b.handle, nullptr);
-    sdk::fail(PCY_ERR_UNSUPPORTED,
-              sdk::str("'", info.name, "' cannot import host pointer ", host, " for a buffer (",
-                       type == UINT32_MAX
-                           ? "no memory type serves both"
-                           : sdk::str("the buffer needs ", req.size, " bytes, more than the ",
-                                      rounded, " that can be imported"),
-                       "); the memory is copied instead"));
-  }
-  VkImportMemoryHostPointerInfoEXT import{};
-  import.sType = VK_STRUCTURE_TYPE_IMPORT_MEMORY_HOST_POINTER_INFO_EXT;
-  import.handleType = VK_EXTERNAL_MEMORY_HANDLE_TYPE_HOST_ALLOCATION_BIT_EXT;
-  import.pHostPointer = host;
-  VkMemoryAllocateFlagsInfo flags{};
-  flags.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_FLAGS_INFO;
-  flags.flags = VK_MEMORY_ALLOCATE_DEVICE_ADDRESS_BIT;
-  if (info.device_address) import.pNext = &flags;
-  VkMemoryAllocateInfo ai{};
-  ai.sType = VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO;
-  ai.pNext = &import;
-  ai.allocationSize = rounded;
-  ai.memoryTypeIndex = type;
-  r = fn.vkAllocateMemory(device, &ai, nullptr, &b.memory);
-  if (r != VK_SUCCESS) {
-    fn.vkDestroyBuffer(device, b.handle, nullptr);
-    sdk::fail(r == VK_ERROR_INVALID_EXTERNAL_HANDLE ? PCY_ERR_UNSUPPORTED
-                                                    : status_for(r, PCY_ERR_DEVICE),
-              sdk::str("vkAllocateMemory importing host pointer ", host, " (", rounded,
-                       " bytes) on '", info.name, "': ", vk_result_name(r)));
-  }
-  r = fn.vkBindBufferMemory(device, b.handle, b.memory, 0);
-  if (r == VK_SUCCESS && info.device_address) {
-    VkBufferDeviceAddressInfo di{};
-    di.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO;
-    di.buffer = b.handle;
-    b.address = fn.vkGetBufferDeviceAddress(device, &di);
-  }
-  if (r != VK_SUCCESS) {
-    destroy_buffer(b);
-    vk_fail(status_for(r, PCY_ERR_DEVICE), "vkBindBufferMemory", r,
-            sdk::str("imported host memory on '", info.name, "'"));
   }
   return b;
 }
