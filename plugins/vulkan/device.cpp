@@ -1,12 +1,15 @@
 // Device discovery (every Vulkan 1.2 physical device with a compute queue, with its properties),
-// the VkDevice each context makes per device, and contexts.
+// the VkDevice each context makes per device (its VkPipelineCache: pipeline_cache.cpp), its
+// buffers, and contexts.
 #include "vulkan.hpp"
 
 #include <parenchyma/sdk/library.hpp>
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <set>
+#include <string>
 
 namespace parenchyma::vulkan {
 namespace {
@@ -61,6 +64,19 @@ const char* type_name(VkPhysicalDeviceType t) {
   }
 }
 
+// Whether the physical device offers the device extension `name`.
+bool has_extension(const vk_api& vk, VkPhysicalDevice p, const char* name) {
+  uint32_t count = 0;
+  if (vk.vkEnumerateDeviceExtensionProperties(p, nullptr, &count, nullptr) != VK_SUCCESS)
+    return false;
+  std::vector<VkExtensionProperties> all(count);
+  if (vk.vkEnumerateDeviceExtensionProperties(p, nullptr, &count, all.data()) != VK_SUCCESS)
+    return false;
+  for (uint32_t i = 0; i < count; ++i)
+    if (std::strcmp(all[i].extensionName, name) == 0) return true;
+  return false;
+}
+
 } // namespace
 
 void plugin::discover() {
@@ -105,6 +121,12 @@ void plugin::discover() {
   const bool hide_address = !no_address.empty() && no_address != "0";
   if (hide_address)
     log_.info("PARENCHYMA_VULKAN_NO_DEVICE_ADDRESS: devices offered without bufferDeviceAddress");
+  // PARENCHYMA_VULKAN_NO_HOST_IMPORT=1 offers every device without host-memory import (a test
+  // aid: the staged transfers that a discrete GPU uses, on lavapipe).
+  const std::string no_import = settings_.get("PARENCHYMA_VULKAN_NO_HOST_IMPORT");
+  const bool hide_import = !no_import.empty() && no_import != "0";
+  if (hide_import)
+    log_.info("PARENCHYMA_VULKAN_NO_HOST_IMPORT: devices offered without host-memory import");
   for (VkPhysicalDevice p : physical) {
     auto d = std::make_unique<device_info>();
     d->physical = p;
@@ -169,6 +191,10 @@ void plugin::discover() {
     d->host_unified = base.deviceType == VK_PHYSICAL_DEVICE_TYPE_CPU ||
                       base.deviceType == VK_PHYSICAL_DEVICE_TYPE_INTEGRATED_GPU;
     d->vendor = vendor_name(base.vendorID);
+    d->vendor_id = base.vendorID;
+    d->device_id = base.deviceID;
+    d->driver_version_raw = base.driverVersion;
+    std::memcpy(d->pipeline_cache_uuid, base.pipelineCacheUUID, VK_UUID_SIZE);
     d->driver_name = drv.driverName;
     d->driver_info = drv.driverInfo;
     d->driver_version = driver_version_text(base.vendorID, base.driverVersion);
@@ -189,6 +215,20 @@ void plugin::discover() {
     d->denorm_preserve32 = v12.shaderDenormPreserveFloat32 != VK_FALSE;
     d->denorm_preserve64 = v12.shaderDenormPreserveFloat64 != VK_FALSE;
     d->device_address = f12.bufferDeviceAddress != VK_FALSE && !hide_address;
+    // Host pointers imported in place: on host-unified devices with VK_EXT_external_memory_host
+    // (lavapipe, integrated GPUs); its properties are asked for only where it exists.
+    if (d->host_unified && !hide_import &&
+        has_extension(vk_, p, VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME)) {
+      VkPhysicalDeviceExternalMemoryHostPropertiesEXT host{};
+      host.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_EXTERNAL_MEMORY_HOST_PROPERTIES_EXT;
+      VkPhysicalDeviceProperties2 hp{};
+      hp.sType = VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2;
+      hp.pNext = &host;
+      vk_.vkGetPhysicalDeviceProperties2(p, &hp);
+      const uint64_t a = host.minImportedHostPointerAlignment;
+      d->host_import = a > 0 && (a & (a - 1)) == 0; // a power of two, as the spec requires
+      d->host_import_align = a;
+    }
     vk_.vkGetPhysicalDeviceMemoryProperties(p, &d->memory);
     for (uint32_t h = 0; h < d->memory.memoryHeapCount; ++h)
       if (d->memory.memoryHeaps[h].flags & VK_MEMORY_HEAP_DEVICE_LOCAL_BIT)
@@ -229,6 +269,9 @@ void plugin::discover() {
     pr.flag("int16", d->int16);
     pr.flag("denorm_preserve_f32", d->denorm_preserve32);
     pr.flag("buffer_device_address", d->device_address);
+    pr.flag("host_import", d->host_import);
+    if (d->host_import)
+      pr.number("host_import_alignment", static_cast<int64_t>(d->host_import_align));
     log_.debug("device ", devices_.size(), ": '", d->name, "' (", d->vendor, ", ",
                type_name(base.deviceType), ", Vulkan ", d->api_version, ", driver ",
                d->driver_version, "; subnormals kept on request: f16 ", d->denorm_preserve16,
@@ -246,8 +289,9 @@ void plugin::discover() {
 
 // ---- one VkDevice -----------------------------------------------------------------------------
 
-device_state::device_state(const vk_api& api, const device_info& d, const sdk::logger& l)
-    : vk(api), info(d), log(l) {
+device_state::device_state(const vk_api& api, const device_info& d, const sdk::logger& l,
+                           sdk::blob_cache& pipelines)
+    : vk(api), info(d), log(l), pipelines_(pipelines) {
   // Every feature the device has, except robust buffer access (a cost on some GPUs; kernels
   // bounds-check, as on every framework).
   VkPhysicalDeviceVulkan12Features f12{};
@@ -277,6 +321,11 @@ device_state::device_state(const vk_api& api, const device_info& d, const sdk::l
   info_.pNext = &features;
   info_.queueCreateInfoCount = 1;
   info_.pQueueCreateInfos = &q;
+  const char* extensions[] = {VK_EXT_EXTERNAL_MEMORY_HOST_EXTENSION_NAME};
+  if (d.host_import) {
+    info_.enabledExtensionCount = 1;
+    info_.ppEnabledExtensionNames = extensions;
+  }
   const VkResult r = vk.vkCreateDevice(d.physical, &info_, nullptr, &device);
   if (r != VK_SUCCESS)
     vk_fail(status_for(r, PCY_ERR_DEVICE), "vkCreateDevice", r,
@@ -289,6 +338,18 @@ device_state::device_state(const vk_api& api, const device_info& d, const sdk::l
                                        ": a Vulkan 1.2 driver is needed"));
   }
   fn.vkGetDeviceQueue(device, d.queue_family, 0, &queue);
+  if (d.host_import)
+    fn.vkGetMemoryHostPointerPropertiesEXT =
+        reinterpret_cast<PFN_vkGetMemoryHostPointerPropertiesEXT>(
+            vk.vkGetDeviceProcAddr(device, "vkGetMemoryHostPointerPropertiesEXT"));
+  host_import = fn.vkGetMemoryHostPointerPropertiesEXT != nullptr;
+  try {
+    open_pipeline_cache();
+  } catch (...) { // out of memory: pipelines are built without a cache
+    if (pipeline_cache != VK_NULL_HANDLE)
+      fn.vkDestroyPipelineCache(device, pipeline_cache, nullptr);
+    pipeline_cache = VK_NULL_HANDLE;
+  }
 }
 
 device_state::~device_state() {
@@ -299,6 +360,7 @@ device_state::~device_state() {
     g.release();
   graves_.clear(); // their timelines' semaphores go before the device
   timelines_.clear();
+  save_pipeline_cache();
   fn.vkDestroyDevice(device, nullptr);
 }
 
@@ -359,8 +421,14 @@ device_state::buffer device_state::make_buffer(uint64_t bytes, bool host_visible
                      "' failed; free other tensors or use smaller ones"));
   }
   r = fn.vkBindBufferMemory(device, b.handle, b.memory, 0);
-  if (r == VK_SUCCESS && host_visible)
-    r = fn.vkMapMemory(device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped);
+  // Device memory of a host-unified device that is host memory (host-visible and coherent, as
+  // all of lavapipe's is) is mapped too, so that it can be exported as a host pointer.
+  constexpr VkMemoryPropertyFlags coherent =
+      VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+  const bool map =
+      host_visible ||
+      (info.host_unified && (info.memory.memoryTypes[any].propertyFlags & coherent) == coherent);
+  if (r == VK_SUCCESS && map) r = fn.vkMapMemory(device, b.memory, 0, VK_WHOLE_SIZE, 0, &b.mapped);
   if (r == VK_SUCCESS && info.device_address) {
     VkBufferDeviceAddressInfo di{};
     di.sType = VK_STRUCTURE_TYPE_BUFFER_DEVICE_ADDRESS_INFO;
@@ -369,7 +437,7 @@ device_state::buffer device_state::make_buffer(uint64_t bytes, bool host_visible
   }
   if (r != VK_SUCCESS) {
     destroy_buffer(b);
-    vk_fail(status_for(r, PCY_ERR_DEVICE), host_visible ? "vkMapMemory" : "vkBindBufferMemory", r,
+    vk_fail(status_for(r, PCY_ERR_DEVICE), map ? "vkMapMemory" : "vkBindBufferMemory", r,
             sdk::str(what, " on '", info.name, "'"));
   }
   return b;
@@ -425,8 +493,8 @@ context::context(plugin& owner, std::span<const uint32_t> devices) : owner_(owne
     if (!seen.insert(index).second)
       sdk::fail(PCY_ERR_INVALID_ARGUMENT,
                 sdk::str("context_create: device ", index, " is listed twice"));
-    devices_.push_back(
-        std::make_shared<device_state>(owner.vk(), owner.device(index), owner.log()));
+    devices_.push_back(std::make_shared<device_state>(owner.vk(), owner.device(index), owner.log(),
+                                                      owner.pipeline_cache()));
   }
 }
 

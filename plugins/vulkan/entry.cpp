@@ -43,7 +43,8 @@ pcy_status status_for(VkResult r, pcy_status otherwise) noexcept {
 
 plugin::plugin(const pcy_host_services& host)
     : framework_plugin(host, plugin_name), settings_(&host),
-      cache_(host.cache_dir, plugin_name, log_) {
+      cache_(host.cache_dir, plugin_name, log_),
+      pipelines_(host.cache_dir, "vulkan-pipeline", log_) {
   discover();
 }
 

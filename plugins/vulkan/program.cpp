@@ -424,9 +424,10 @@ void kernel::add(const device_ref& dev, std::span<const uint32_t> given) {
   ci.stage.module = q.shader;
   ci.stage.pName = iface_.entry.c_str();
   ci.layout = q.layout;
-  vk_check(fn.vkCreateComputePipelines(dev->device, VK_NULL_HANDLE, 1, &ci, nullptr, &q.pipeline),
-           "vkCreateComputePipelines", PCY_ERR_BUILD,
-           sdk::str("kernel '", name_, "' on '", dev->info.name, "'"));
+  vk_check(
+      fn.vkCreateComputePipelines(dev->device, dev->pipeline_cache, 1, &ci, nullptr, &q.pipeline),
+      "vkCreateComputePipelines", PCY_ERR_BUILD,
+      sdk::str("kernel '", name_, "' on '", dev->info.name, "'"));
 }
 
 kernel::~kernel() {
@@ -462,14 +463,15 @@ VkDescriptorSet queue::descriptor_set(VkDescriptorSetLayout layout, uint32_t sto
   ai.descriptorSetCount = 1;
   ai.pSetLayouts = &layout;
   VkDescriptorSet set = VK_NULL_HANDLE;
-  if (!open_.pools.empty()) {
-    ai.descriptorPool = open_.pools.back();
+  batch& into = recording(); // a graph's sets live as long as the graph
+  if (!into.pools.empty()) {
+    ai.descriptorPool = into.pools.back();
     const VkResult r = dev_->fn.vkAllocateDescriptorSets(dev_->device, &ai, &set);
     if (r == VK_SUCCESS) return set;
     if (r != VK_ERROR_OUT_OF_POOL_MEMORY && r != VK_ERROR_FRAGMENTED_POOL)
       vk_fail(status_for(r, PCY_ERR_DEVICE), "vkAllocateDescriptorSets", r);
   }
-  // A pool per 64 launches of a batch, freed with the batch.
+  // A pool per 64 launches of a batch (or graph), freed with it.
   constexpr uint32_t sets = 64;
   const VkDescriptorPoolSize sizes[2] = {
       {VK_DESCRIPTOR_TYPE_STORAGE_BUFFER, sets * std::max(storage, 8u)},
@@ -483,7 +485,7 @@ VkDescriptorSet queue::descriptor_set(VkDescriptorSetLayout layout, uint32_t sto
   vk_check(dev_->fn.vkCreateDescriptorPool(dev_->device, &pi, nullptr, &pool),
            "vkCreateDescriptorPool");
   try {
-    open_.pools.push_back(pool);
+    into.pools.push_back(pool);
   } catch (...) {
     dev_->fn.vkDestroyDescriptorPool(dev_->device, pool, nullptr);
     throw;
@@ -618,21 +620,28 @@ void queue::launch(kernel& k, const pcy_kernel_launch_args& a) {
   VkCommandBuffer cmd = command();
   dev_->fn.vkCmdBindPipeline(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->pipeline);
   if (buffers > 0) {
-    VkDescriptorSet set = descriptor_set(p->set_layout, k.storage_count(), k.uniform_count());
-    std::vector<VkWriteDescriptorSet> writes(buffers);
-    for (size_t b = 0; b < buffers; ++b) {
-      VkWriteDescriptorSet& w = writes[b];
-      w.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
-      w.dstSet = set;
-      w.dstBinding = in.bindings[b].binding;
-      w.descriptorCount = 1;
-      w.descriptorType = in.bindings[b].type;
-      w.pBufferInfo = &infos[b];
+    try {
+      VkDescriptorSet set = descriptor_set(p->set_layout, k.storage_count(), k.uniform_count());
+      std::vector<VkWriteDescriptorSet> writes(buffers);
+      for (size_t b = 0; b < buffers; ++b) {
+        VkWriteDescriptorSet& w = writes[b];
+        w.sType = VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET;
+        w.dstSet = set;
+        w.dstBinding = in.bindings[b].binding;
+        w.descriptorCount = 1;
+        w.descriptorType = in.bindings[b].type;
+        w.pBufferInfo = &infos[b];
+      }
+      dev_->fn.vkUpdateDescriptorSets(dev_->device, static_cast<uint32_t>(writes.size()),
+                                      writes.data(), 0, nullptr);
+      dev_->fn.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set,
+                                       0, nullptr);
+    } catch (...) {
+      // The command buffer holds a half-recorded launch: a graph with it never launches (a
+      // queue's batch runs a bound pipeline without a dispatch, which does nothing).
+      if (capture_ != nullptr) capture_->broken_ = true;
+      throw;
     }
-    dev_->fn.vkUpdateDescriptorSets(dev_->device, static_cast<uint32_t>(writes.size()),
-                                    writes.data(), 0, nullptr);
-    dev_->fn.vkCmdBindDescriptorSets(cmd, VK_PIPELINE_BIND_POINT_COMPUTE, p->layout, 0, 1, &set, 0,
-                                     nullptr);
   }
   if (in.push_size > 0)
     dev_->fn.vkCmdPushConstants(cmd, p->layout, VK_SHADER_STAGE_COMPUTE_BIT, 0,

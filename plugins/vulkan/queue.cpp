@@ -85,6 +85,20 @@ queue::~queue() {
 }
 
 VkCommandBuffer queue::command() {
+  if (capture_ != nullptr) { // into the graph: its command buffer is begun at creation
+    batch& g = capture_->rec_;
+    if (g.commands > 0) {
+      VkMemoryBarrier mb{};
+      mb.sType = VK_STRUCTURE_TYPE_MEMORY_BARRIER;
+      mb.srcAccessMask = VK_ACCESS_MEMORY_WRITE_BIT;
+      mb.dstAccessMask = VK_ACCESS_MEMORY_READ_BIT | VK_ACCESS_MEMORY_WRITE_BIT;
+      dev_->fn.vkCmdPipelineBarrier(g.cmd, VK_PIPELINE_STAGE_ALL_COMMANDS_BIT,
+                                    VK_PIPELINE_STAGE_ALL_COMMANDS_BIT, 0, 1, &mb, 0, nullptr, 0,
+                                    nullptr);
+    }
+    ++g.commands;
+    return g.cmd;
+  }
   if (open_.cmd == VK_NULL_HANDLE) {
     reap();
     if (!spare_.empty()) {
@@ -121,9 +135,9 @@ VkCommandBuffer queue::command() {
   return open_.cmd;
 }
 
-void queue::submit() {
+void queue::submit(VkCommandBuffer also) {
   const bool has_commands = open_.cmd != VK_NULL_HANDLE && open_.commands > 0;
-  if (!has_commands && waits_.empty()) return;
+  if (!has_commands && waits_.empty() && also == VK_NULL_HANDLE) return;
   if (open_.cmd != VK_NULL_HANDLE) {
     // The host reads staging buffers once the timeline says the batch is done: make the
     // batch's writes visible to it.
@@ -160,8 +174,11 @@ void queue::submit() {
   si.waitSemaphoreCount = static_cast<uint32_t>(wait_semaphores.size());
   si.pWaitSemaphores = wait_semaphores.data();
   si.pWaitDstStageMask = stages.data();
-  si.commandBufferCount = open_.cmd != VK_NULL_HANDLE ? 1 : 0;
-  si.pCommandBuffers = &open_.cmd;
+  // The open batch, then a graph's command buffer (which begins with a full barrier).
+  const VkCommandBuffer buffers[2] = {open_.cmd, also};
+  const uint32_t first = open_.cmd != VK_NULL_HANDLE ? 0 : 1;
+  si.commandBufferCount = (open_.cmd != VK_NULL_HANDLE ? 1 : 0) + (also != VK_NULL_HANDLE ? 1 : 0);
+  si.pCommandBuffers = buffers + first;
   si.signalSemaphoreCount = 1;
   si.pSignalSemaphores = &timeline_->semaphore;
   VkResult r;
@@ -230,8 +247,9 @@ device_state::buffer queue::staging(uint64_t bytes) {
   if (!in_flight_.empty()) reap();
   device_state::buffer b = dev_->make_buffer(bytes, true, "a staging buffer");
   try {
-    open_.staging.push_back(b);
-    open_.staged += bytes;
+    batch& into = recording(); // a graph's staging lives as long as the graph
+    into.staging.push_back(b);
+    into.staged += bytes;
   } catch (...) {
     dev_->destroy_buffer(b);
     throw;
@@ -239,8 +257,20 @@ device_state::buffer queue::staging(uint64_t bytes) {
   return b;
 }
 
+void queue::refuse_in_capture(const char* what) {
+  if (capture_ == nullptr) [[likely]]
+    return;
+  capture_->broken_ = true; // as a CUDA capture is invalidated: capture_end reports it
+  sdk::fail(PCY_ERR_UNSUPPORTED,
+            sdk::str(what, " on a queue that is capturing a graph: it waits for the device or the "
+                           "host, and the captured work does not run until the graph is "
+                           "launched; a graph holds launches, copies and fills only (the "
+                           "capture is broken: end it and destroy the graph)"));
+}
+
 void queue::finish() {
   std::lock_guard lock(mutex_);
+  refuse_in_capture("queue_finish");
   submit();
   wait_value(submitted_, "queue_finish");
   reap();
@@ -248,11 +278,16 @@ void queue::finish() {
 
 event* queue::record() {
   std::lock_guard lock(mutex_);
+  refuse_in_capture("event_record");
   submit();
   return new event(dev_, timeline_, submitted_);
 }
 
 void queue::wait(event& e) {
+  {
+    std::lock_guard lock(mutex_);
+    refuse_in_capture("queue_wait_event");
+  }
   if (e.device() != dev_.get()) {
     // A semaphore cannot be waited for on another VkDevice: wait on the host instead.
     e.wait();
@@ -277,6 +312,7 @@ void queue::read(memory& m, uint64_t offset, void* host, uint64_t bytes, bool) {
   if (bytes == 0) return;
   if (host == nullptr) sdk::fail(PCY_ERR_INVALID_ARGUMENT, "memory_read: host pointer is NULL");
   std::lock_guard lock(mutex_);
+  refuse_in_capture("memory_read");
   // Always blocking (allowed: a non-blocking read "may" return early): the bytes come through a
   // staging buffer that the host copies from once the batch is done; in pieces of at most
   // max_batch_staging, so a large read needs no staging buffer as large as itself.
@@ -301,6 +337,9 @@ void queue::write(memory& m, uint64_t offset, const void* host, uint64_t bytes, 
   if (bytes == 0) return;
   if (host == nullptr) sdk::fail(PCY_ERR_INVALID_ARGUMENT, "memory_write: host pointer is NULL");
   std::lock_guard lock(mutex_);
+  // A captured write would take the host bytes at capture, not at launch: refused (as CUDA
+  // refuses transfers from pageable memory in a capture).
+  refuse_in_capture("memory_write");
   // The host bytes are taken now (reads are blocking, so no earlier read still fills them). A
   // write larger than max_batch_staging goes in pieces, each waited for before the next.
   const auto* in = static_cast<const unsigned char*>(host);

@@ -32,6 +32,7 @@ namespace parenchyma::vulkan {
   X(vkGetPhysicalDeviceMemoryProperties)                                                           \
   X(vkGetPhysicalDeviceQueueFamilyProperties)                                                      \
   X(vkCreateDevice)                                                                                \
+  X(vkEnumerateDeviceExtensionProperties)                                                          \
   X(vkGetDeviceProcAddr)
 
 // Device-level: resolved per VkDevice (each context's own table).
@@ -74,6 +75,9 @@ namespace parenchyma::vulkan {
   X(vkCreatePipelineLayout)                                                                        \
   X(vkDestroyPipelineLayout)                                                                       \
   X(vkCreateComputePipelines)                                                                      \
+  X(vkCreatePipelineCache)                                                                         \
+  X(vkDestroyPipelineCache)                                                                        \
+  X(vkGetPipelineCacheData)                                                                        \
   X(vkDestroyPipeline)                                                                             \
   X(vkCreateDescriptorPool)                                                                        \
   X(vkDestroyDescriptorPool)                                                                       \
@@ -101,6 +105,9 @@ struct vk_api {
 // One VkDevice's entry points.
 struct vk_device_api {
   PCY_VULKAN_DEVICE_FUNCTIONS(PCY_VULKAN_MEMBER)
+  // Of an extension the device may lack (resolved apart, NULL without it):
+  // VK_EXT_external_memory_host.
+  PFN_vkGetMemoryHostPointerPropertiesEXT vkGetMemoryHostPointerPropertiesEXT = nullptr;
   // Resolves every entry point; the name of the first missing one on failure, else "".
   std::string load(const vk_api& vk, VkDevice device);
 };

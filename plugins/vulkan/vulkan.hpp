@@ -62,6 +62,13 @@ struct device_info {
   uint32_t max_group_size[3] = {0, 0, 0};
   uint64_t min_storage_align = 0;
   VkPhysicalDeviceMemoryProperties memory{};
+  // VK_EXT_external_memory_host on a host-unified device (CPU or integrated GPU): host pointers
+  // aligned to minImportedHostPointerAlignment are imported without a copy.
+  bool host_import = false;
+  uint64_t host_import_align = 0;
+  // What a pipeline cache's data is valid for (VkPipelineCacheHeaderVersionOne), and its key.
+  uint32_t vendor_id = 0, device_id = 0, driver_version_raw = 0;
+  uint8_t pipeline_cache_uuid[VK_UUID_SIZE] = {};
 };
 
 // A queue's timeline semaphore: value v is signalled when the v-th batch submitted on the queue
@@ -86,7 +93,9 @@ private:
 // One VkDevice (of one context's device) and what every object made on it shares.
 class device_state {
 public:
-  device_state(const vk_api& vk, const device_info& info, const sdk::logger& log);
+  // `pipelines`: where the VkPipelineCache is loaded from and saved to (disabled: neither).
+  device_state(const vk_api& vk, const device_info& info, const sdk::logger& log,
+               sdk::blob_cache& pipelines);
   ~device_state();
   device_state(const device_state&) = delete;
   device_state& operator=(const device_state&) = delete;
@@ -98,6 +107,10 @@ public:
   vk_device_api fn;
   VkQueue queue = VK_NULL_HANDLE; // shared by every pcy queue of the context on this device
   std::mutex submit_mutex;        // vkQueueSubmit on `queue` is externally synchronised
+  // The driver's compiled pipelines (device.cpp): loaded from the plugin's pipeline cache when
+  // an entry made for this device and driver is there, saved back when the device goes.
+  // VK_NULL_HANDLE when the driver refused to make one (pipelines are then built without).
+  VkPipelineCache pipeline_cache = VK_NULL_HANDLE;
 
   // A memory type index allowed by `bits` that has all of `want` (and preferably `prefer`);
   // UINT32_MAX when none.
@@ -110,7 +123,14 @@ public:
     void* mapped = nullptr;      // host-visible buffers are mapped for their whole life
     VkDeviceAddress address = 0; // 0 without bufferDeviceAddress
   };
+  // On a host-unified device, device-local memory that is also host-visible and coherent is
+  // mapped too (`mapped` set): it is host memory, which memory_export offers as a host pointer.
   buffer make_buffer(uint64_t bytes, bool host_visible, const char* what);
+  // A buffer over `bytes` of host memory at `host`, imported without a copy
+  // (VK_EXT_external_memory_host; `host_import` must be true). Throws UNSUPPORTED for a pointer
+  // the device cannot import (alignment, size, the driver's answer).
+  buffer import_host(void* host, uint64_t bytes);
+  bool host_import = false; // info.host_import, and the extension enabled on this VkDevice
   void destroy_buffer(const buffer& b) noexcept;
 
   // Timelines of the live queues, for the graveyard.
@@ -124,6 +144,12 @@ public:
   void collect();
 
 private:
+  void open_pipeline_cache();
+  void save_pipeline_cache() noexcept;
+  sdk::blob_cache& pipelines_;
+  sdk::blob_cache::key_type pipeline_key_{};
+  size_t pipeline_bytes_loaded_ = 0;
+
   struct grave {
     std::function<void()> release;
     std::vector<std::pair<std::shared_ptr<timeline>, uint64_t>> until;
@@ -140,8 +166,9 @@ class event;
 class memory;
 class program;
 class kernel;
+class graph;
 
-class plugin : public sdk::framework_plugin<context, queue, event, memory, program, kernel> {
+class plugin : public sdk::framework_plugin<context, queue, event, memory, program, kernel, graph> {
 public:
   static constexpr sdk::plugin_info info{
       plugin_name, "0.1.0",
@@ -156,6 +183,9 @@ public:
   const shaderc_api* shaderc(std::string& why);
   // SPIR-V compiled from GLSL, by source and options (kind "vulkan" of the SDK's kernel cache).
   sdk::blob_cache& cache() noexcept { return cache_; }
+  // The drivers' pipeline caches (VkPipelineCache data), by device and driver (kind
+  // "vulkan-pipeline").
+  sdk::blob_cache& pipeline_cache() noexcept { return pipelines_; }
 
 private:
   void discover(); // device.cpp
@@ -166,14 +196,16 @@ private:
   bool shaderc_tried_ = false;
   shaderc_api shaderc_;
   std::string shaderc_why_;
-  // Last: destroyed first, it finishes the pending writes.
+  // Last: destroyed first, they finish the pending writes.
   sdk::blob_cache cache_;
+  sdk::blob_cache pipelines_;
 };
 
 class context {
 public:
   PCY_SDK_CONTEXT_MEMBERS(context, plugin, queue, memory);
   program* build(std::string_view source, const char* options, bool& cache_hit); // program.cpp
+  memory* import(uint32_t device, const pcy_memory_handle& h);                   // memory.cpp
   void* native_context() const noexcept { return devices_.front()->device; }
   void* native_device(uint32_t device) const { return dev(device).info.physical; }
   void* native_platform(uint32_t) const noexcept { return owner_.vk().instance; }
@@ -193,11 +225,14 @@ private:
 
 class memory {
 public:
-  memory(device_ref dev, device_state::buffer b, uint64_t bytes) noexcept;
+  // `host`: the host memory the bytes are (imported, or a coherent mapping), else NULL.
+  memory(device_ref dev, device_state::buffer b, uint64_t bytes, void* host) noexcept;
   ~memory();
   memory(const memory&) = delete;
   memory& operator=(const memory&) = delete;
 
+  // PCY_HANDLE_HOST_POINTER where the bytes are host memory; false for every other kind.
+  bool export_to(pcy_handle_kind kind, pcy_memory_handle& h) const noexcept;
   void* native() const noexcept { return buffer_.handle; }
   VkBuffer handle() const noexcept { return buffer_.handle; }
   const device_state* device() const noexcept { return dev_.get(); }
@@ -209,6 +244,8 @@ private:
   device_ref dev_;
   device_state::buffer buffer_;
   uint64_t bytes_;
+  void* host_;
+  bool imported_;
 };
 
 class event {
@@ -228,6 +265,38 @@ private:
   uint64_t value_;
 };
 
+// Recorded commands and what they need until their work has completed: a queue's batch (one
+// submit), or a graph's command buffer (replayed by every launch, freed with the graph).
+struct batch {
+  VkCommandBuffer cmd = VK_NULL_HANDLE;
+  uint64_t value = 0; // the timeline value its submit signals (a queue's batch)
+  std::vector<device_state::buffer> staging;
+  std::vector<VkDescriptorPool> pools;
+  uint32_t commands = 0;
+  uint64_t staged = 0; // bytes of its staging buffers
+};
+
+// A graph (queue_capture_begin .. graph_launch, graph.cpp): the work captured on its queue,
+// recorded into one command buffer of its own, with the descriptor sets, push constants and
+// staging buffers of the captured commands (kernel arguments are taken by value at capture).
+// Launching it submits that command buffer again, in order on the queue's timeline.
+class graph {
+public:
+  graph(device_ref dev, queue* owner);
+  ~graph();
+  graph(const graph&) = delete;
+  graph& operator=(const graph&) = delete;
+  void instantiate();
+
+private:
+  friend class queue;
+  device_ref dev_;
+  queue* owner_; // the queue it is captured and launched on
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  batch rec_; // rec_.cmd: begun at creation, ended by instantiate
+  bool capturing_ = false, broken_ = false, ready_ = false;
+};
+
 class queue {
 public:
   queue(const context& ctx, uint32_t device);
@@ -238,21 +307,27 @@ public:
   PCY_SDK_QUEUE_MEMBERS(memory, event);
   void launch(kernel& k, const pcy_kernel_launch_args& args); // program.cpp
   void* native() const noexcept { return dev_->queue; }
+  // Graphs (graph.cpp).
+  graph* create_graph();
+  void capture_begin(graph& g);
+  void capture_end(graph& g);
+  void launch_graph(graph& g);
 
 private:
-  // What a submitted batch holds until its work has completed.
-  struct batch {
-    VkCommandBuffer cmd = VK_NULL_HANDLE;
-    uint64_t value = 0; // the timeline value its submit signals
-    std::vector<device_state::buffer> staging;
-    std::vector<VkDescriptorPool> pools;
-    uint32_t commands = 0;
-    uint64_t staged = 0; // bytes of its staging buffers
-  };
-  // The open batch's command buffer, begun; a barrier before each command after the first, so
-  // that commands run in order (pcy queues are in-order).
+  // The command buffer that takes the next command, begun: the open batch's, or the graph's
+  // while capturing; a barrier before each command after the first, so that commands run in
+  // order (pcy queues are in-order).
   VkCommandBuffer command(); // caller holds mutex_
-  void submit();             // caller holds mutex_; submits the open batch if it has commands
+  // Where commands go now: the open batch, or the graph being captured.
+  batch& recording() noexcept { return capture_ != nullptr ? capture_->rec_ : open_; }
+  // Submits the open batch if it has commands (and `also` after them, in the same submit);
+  // caller holds mutex_.
+  void submit(VkCommandBuffer also = VK_NULL_HANDLE);
+  // Throws (and breaks the capture) when the queue is capturing: `what` waits for the device or
+  // the host, which a graph cannot hold.
+  void refuse_in_capture(const char* what);
+  friend class graph; // ~graph ends a capture its host never ended (abandon_capture)
+  void abandon_capture(const graph& g) noexcept;
   void wait_value(uint64_t value, const char* what);
   void reap(); // recycle the batches that completed
   void same_device(const memory& m, const char* what) const;
@@ -269,6 +344,7 @@ private:
   std::vector<VkCommandBuffer> spare_;
   uint64_t submitted_ = 0;                              // the value of the last submitted batch
   std::vector<std::pair<VkSemaphore, uint64_t>> waits_; // for the next submit
+  graph* capture_ = nullptr;                            // the graph being captured, if any
 };
 
 // A kernel's interface, read from its SPIR-V (spirv.cpp).

@@ -14,9 +14,11 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <random>
 #include <span>
 #include <string>
+#include <variant>
 #include <vector>
 
 using namespace parenchyma;
@@ -86,35 +88,52 @@ TEST_CASE("a Vulkan device that is the host CPU ranks below native") {
   CHECK(denied.select().framework != "vulkan");
 }
 
-TEST_CASE("SharedTensor: host -> native -> Vulkan -> native -> host, one copy each way") {
-  Registry r(options());
-  Backend native(r, "native");
-  Backend vk(r, "vulkan");
-  auto program = vk.build_program(scale_source);
-  auto scale = program.kernel("scale");
-  for (int n : {1, 1000, 65537, 1 << 20}) {
-    INFO("n " << n);
-    SharedTensor<float> t({n});
-    auto w = t.write_only();
-    fill_random(w);
-    std::vector<float> ref(w.begin(), w.end());
-    t.storage().reset_stats();
-    (void)t.read(native);
-    const float a = 1.5f;
-    vk.launch(scale, LaunchDims::linear(n),
-              {KernelArg::scalar(n), KernelArg::scalar(a), KernelArg::inout(t)});
-    (void)t.read(native);
-    auto out = t.read();
-    int bad = 0;
-    for (int i = 0; i < n; ++i)
-      if (out[i] != a * ref[i]) ++bad;
-    CHECK(bad == 0);
-    const TransferStats& s = t.stats();
-    INFO("aliases " << s.aliases << " h2d " << s.host_to_device << " d2h " << s.device_to_host
-                    << " copies " << s.device_copies);
-    // Vulkan memory is not host memory here (no export/import yet): one copy each way.
-    CHECK(s.bytes_to_device == uint64_t(n) * sizeof(float));
-    CHECK(s.bytes_to_host == uint64_t(n) * sizeof(float));
+// Where the device imports host memory (lavapipe: VK_EXT_external_memory_host), the tensor's
+// host memory is aliased by native and Vulkan alike: no copy at all. Without the import
+// (PARENCHYMA_VULKAN_NO_HOST_IMPORT, as on a discrete GPU): one copy each way.
+TEST_CASE("SharedTensor: host -> native -> Vulkan -> native -> host, zero or one copy each way") {
+  for (const bool import : {true, false}) {
+    INFO((import ? "host import allowed" : "PARENCHYMA_VULKAN_NO_HOST_IMPORT=1"));
+    Registry r(options(
+        import ? std::map<std::string, std::string>{}
+               : std::map<std::string, std::string>{{"PARENCHYMA_VULKAN_NO_HOST_IMPORT", "1"}}));
+    bool host_import = false;
+    for (const auto& [key, value] : r.find_framework("vulkan")->devices().front().properties)
+      if (key == "host_import") host_import = std::get<bool>(value);
+    if (!import) CHECK_FALSE(host_import);
+    Backend native(r, "native");
+    Backend vk(r, "vulkan");
+    auto program = vk.build_program(scale_source);
+    auto scale = program.kernel("scale");
+    for (int n : {1, 1000, 65537, 1 << 20}) {
+      INFO("n " << n);
+      SharedTensor<float> t({n});
+      auto w = t.write_only();
+      fill_random(w);
+      std::vector<float> ref(w.begin(), w.end());
+      t.storage().reset_stats();
+      (void)t.read(native);
+      const float a = 1.5f;
+      vk.launch(scale, LaunchDims::linear(n),
+                {KernelArg::scalar(n), KernelArg::scalar(a), KernelArg::inout(t)});
+      (void)t.read(native);
+      auto out = t.read();
+      int bad = 0;
+      for (int i = 0; i < n; ++i)
+        if (out[i] != a * ref[i]) ++bad;
+      CHECK(bad == 0);
+      const TransferStats& s = t.stats();
+      INFO("aliases " << s.aliases << " h2d " << s.host_to_device << " d2h " << s.device_to_host
+                      << " copies " << s.device_copies);
+      if (host_import) { // aliased by both frameworks: not a byte moved
+        CHECK(s.aliases >= 2);
+        CHECK(s.bytes_to_device == 0);
+        CHECK(s.bytes_to_host == 0);
+      } else {
+        CHECK(s.bytes_to_device == uint64_t(n) * sizeof(float));
+        CHECK(s.bytes_to_host == uint64_t(n) * sizeof(float));
+      }
+    }
   }
 }
 

@@ -2,12 +2,15 @@
 // driven through the SDK's host wrappers. What the framework conformance suite does not reach:
 // several kernels in one GLSL source, scalars of several sizes through push constants, a SPIR-V
 // module compiled by glslc, the errors a wrong launch or source gets, memory and kernels freed
-// while work that uses them is still queued, fills at odd offsets, a missing Vulkan loader.
+// while work that uses them is still queued, fills at odd offsets, graphs (replays and what a
+// capture refuses), the pipeline cache (saved, loaded, a bad file ignored), host memory imported
+// and exported, a missing Vulkan loader.
 // Exits 77 (skipped, with the reason) when the plugin finds no device.
 #include "support/catch.hpp"
 #include "support/catch_run.hpp"
 
 #include <parenchyma/abi/pcy_framework.h>
+#include <parenchyma/sdk/blob_cache.hpp>
 #include <parenchyma/sdk/host.hpp>
 
 #include <dlfcn.h>
@@ -19,11 +22,14 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace host = parenchyma::sdk::host;
@@ -532,6 +538,336 @@ TEST_CASE("GLSL compiled once comes from the kernel cache in the next plugin ins
     if (f.is_regular_file()) std::ofstream(f.path(), std::ios::binary | std::ios::trunc) << "junk";
   run(false);
   std::filesystem::remove_all(dir);
+}
+
+// A graph captured on the queue (graph.cpp): launches with descriptor sets and push constants,
+// a fill through a staging buffer (an 8-byte pattern) and a copy, replayed many times; what
+// waits for the device or the host is refused by name and breaks the capture.
+TEST_CASE("graphs: recorded command buffers replayed, and what a capture refuses") {
+  env e;
+  host::program p = build(e, two_kernels);
+  host::kernel scale = make_kernel(p.get(), "scale");
+  const uint32_t n = 4099;
+  auto x = random_floats(n);
+  std::vector<float> y(n, 0.0f);
+  host::memory mx = e.upload(x), my = e.upload(y);
+  pcy_graph g = nullptr;
+  REQUIRE(api().graph_create(e.q.get(), &g) == nullptr);
+  std::unique_ptr<pcy_graph_s, void (*)(pcy_graph)> graph(g, api().graph_destroy);
+  const float pattern[2] = {0.5f, -2.0f}; // 8 bytes: a staging buffer the graph keeps
+  {
+    float a = 1.5f; // captured by value: changed below, before the launches
+    REQUIRE(api().queue_capture_begin(e.q.get(), g) == nullptr);
+    REQUIRE(launch(e, scale.get(), {mem(my.get()), mem(mx.get()), scalar(a), scalar(n)}, n) ==
+            nullptr);
+    REQUIRE(api().queue_capture_end(e.q.get(), g) == nullptr);
+    a = 100.0f;
+    REQUIRE(api().queue_capture_begin(e.q.get(), g) == nullptr);
+    host::fill(e.fw, e.q.get(), mx.get(), 8, 64 * sizeof(float), pattern, sizeof pattern);
+    host::copy(e.fw, e.q.get(), my.get(), 0, mx.get(), 1024 * sizeof(float), 16 * sizeof(float));
+    REQUIRE(api().queue_capture_end(e.q.get(), g) == nullptr);
+  }
+  REQUIRE(api().graph_instantiate(g) == nullptr);
+  CHECK(outcome(api().graph_instantiate(g)).second.find("already instantiated") !=
+        std::string::npos);
+  CHECK(e.download<float>(my.get(), n) == y); // capturing ran nothing
+  for (int round = 0; round < 25; ++round) {
+    REQUIRE(api().graph_launch(e.q.get(), g) == nullptr);
+    for (uint32_t i = 0; i < n; ++i)
+      y[i] = 1.5f * x[i];
+    for (uint32_t i = 0; i < 64; ++i)
+      x[2 + i] = pattern[i % 2];
+    for (uint32_t i = 0; i < 16; ++i)
+      x[1024 + i] = y[i];
+  }
+  CHECK(e.download<float>(my.get(), n) == y);
+  CHECK(e.download<float>(mx.get(), n) == x);
+
+  // Refused inside a capture, each by name; the capture then ends with an error.
+  const float one = 1.0f;
+  std::vector<float> host_bytes(16);
+  pcy_event ev = nullptr;
+  const std::vector<std::pair<const char*, std::function<pcy_error*()>>> refused = {
+      {"queue_finish", [&] { return api().queue_finish(e.q.get()); }},
+      {"memory_read",
+       [&] {
+         pcy_memory_transfer_args t{};
+         t.struct_size = sizeof t;
+         t.queue = e.q.get();
+         t.memory = my.get();
+         t.host_pointer = host_bytes.data();
+         t.bytes = 16;
+         t.blocking = true;
+         return api().memory_read(&t);
+       }},
+      {"memory_write",
+       [&] {
+         pcy_memory_transfer_args t{};
+         t.struct_size = sizeof t;
+         t.queue = e.q.get();
+         t.memory = my.get();
+         t.host_pointer = host_bytes.data();
+         t.bytes = sizeof(float);
+         return api().memory_write(&t);
+       }},
+      {"event_record", [&] { return api().event_record(e.q.get(), &ev); }},
+      {"graph_launch", [&] { return api().graph_launch(e.q.get(), g); }},
+  };
+  for (const auto& [what, call] : refused) {
+    INFO(what);
+    pcy_graph broken = nullptr;
+    REQUIRE(api().graph_create(e.q.get(), &broken) == nullptr);
+    REQUIRE(api().queue_capture_begin(e.q.get(), broken) == nullptr);
+    const auto [code, message] = outcome(call());
+    CHECK(code == PCY_ERR_UNSUPPORTED);
+    CHECK(message.find(what) != std::string::npos);
+    CHECK(message.find("capturing a graph") != std::string::npos);
+    const auto [end_code, end_message] = outcome(api().queue_capture_end(e.q.get(), broken));
+    CHECK(end_code == PCY_ERR_UNSUPPORTED);
+    CHECK(end_message.find("capture failed") != std::string::npos);
+    CHECK(outcome(api().graph_instantiate(broken)).first == PCY_ERR_INVALID_ARGUMENT);
+    api().graph_destroy(broken);
+  }
+  CHECK(ev == nullptr);
+  // A graph is launched only when instantiated, and only on its own queue.
+  host::queue other = host::make_queue(e.fw, e.ctx.get(), 0);
+  CHECK(outcome(api().graph_launch(other.get(), g)).first == PCY_ERR_INVALID_ARGUMENT);
+  CHECK(outcome(api().queue_capture_begin(other.get(), g)).first == PCY_ERR_INVALID_ARGUMENT);
+  pcy_graph raw = nullptr;
+  REQUIRE(api().graph_create(e.q.get(), &raw) == nullptr);
+  CHECK(outcome(api().graph_launch(e.q.get(), raw)).first == PCY_ERR_INVALID_ARGUMENT);
+  api().graph_destroy(raw);
+  // A graph destroyed in the middle of a capture ends it: the queue runs work again.
+  {
+    pcy_graph open = nullptr;
+    REQUIRE(api().graph_create(e.q.get(), &open) == nullptr);
+    REQUIRE(api().queue_capture_begin(e.q.get(), open) == nullptr);
+    api().graph_destroy(open);
+  }
+  // The queue works as before, and the graph once more after it, then is destroyed while its
+  // launch may still run.
+  REQUIRE(launch(e, scale.get(), {mem(my.get()), mem(mx.get()), scalar(one), scalar(n)}, n) ==
+          nullptr);
+  REQUIRE(api().graph_launch(e.q.get(), g) == nullptr);
+  graph.reset();
+  for (uint32_t i = 0; i < n; ++i)
+    y[i] = 1.5f * x[i];
+  for (uint32_t i = 0; i < 64; ++i)
+    x[2 + i] = pattern[i % 2];
+  for (uint32_t i = 0; i < 16; ++i)
+    x[1024 + i] = y[i];
+  CHECK(e.download<float>(my.get(), n) == y);
+  CHECK(e.download<float>(mx.get(), n) == x);
+}
+
+// The VkPipelineCache of each VkDevice (device.cpp): saved to the plugin's pipeline cache
+// (kind "vulkan-pipeline") when the device goes, loaded by the next plugin instance; a damaged
+// file (refused by the blob cache's checksum) or an intact entry whose data is for another
+// device or driver (refused by the plugin's header check) is ignored: kernels still build and
+// run, and the next save replaces it.
+TEST_CASE("the pipeline cache: saved, loaded again, a corrupt or foreign file ignored") {
+  char tmpl[] = "/tmp/pcy-vulkan-pipelines-XXXXXX";
+  REQUIRE(::mkdtemp(tmpl) != nullptr);
+  const std::string dir = tmpl;
+  auto run = [&] { // the log of one plugin instance that built and ran a kernel
+    test_host h;
+    h.services.cache_dir = dir.c_str();
+    {
+      host::framework fw(&api(), &h.services);
+      const uint32_t d0 = 0;
+      host::context ctx = host::make_context(fw, {&d0, 1});
+      host::queue q = host::make_queue(fw, ctx.get(), 0);
+      pcy_program_build_args b{};
+      b.struct_size = sizeof b;
+      b.context = ctx.get();
+      b.source = two_kernels;
+      host::check(api().program_build(&b));
+      host::program p(b.program, api().program_destroy);
+      host::kernel iota = make_kernel(p.get(), "iota");
+      const uint32_t n = 100;
+      const int64_t base = 11;
+      host::memory m = host::alloc(fw, ctx.get(), 0, n * sizeof(float));
+      pcy_kernel_arg args[3] = {mem(m.get()), scalar(base), scalar(n)};
+      pcy_kernel_launch_args l{};
+      l.struct_size = sizeof l;
+      l.queue = q.get();
+      l.kernel = iota.get();
+      l.dims = 1;
+      l.global[0] = n;
+      l.args = args;
+      l.arg_count = 3;
+      host::check(api().kernel_launch(&l));
+      std::vector<float> y(n);
+      host::read(fw, q.get(), m.get(), 0, y.data(), n * sizeof(float));
+      for (uint32_t i = 0; i < n; ++i)
+        REQUIRE(y[i] == static_cast<float>(base + i));
+    } // the device goes here (its cache is saved), then the plugin (the write finishes)
+    std::string all;
+    for (const auto& line : h.log)
+      all += line + "\n";
+    return all;
+  };
+  auto entry = [&] { // the one pipeline cache entry
+    std::vector<std::filesystem::path> files;
+    for (const auto& f : std::filesystem::directory_iterator(dir + "/vulkan-pipeline"))
+      files.push_back(f.path());
+    REQUIRE(files.size() == 1);
+    return files.front();
+  };
+  const std::string first = run();
+  INFO(first);
+  CHECK(first.find("pipeline cache: ") != std::string::npos);
+  CHECK(first.find(" bytes saved to ") != std::string::npos);
+  const std::filesystem::path file = entry();
+  const std::string second = run();
+  CHECK(second.find(" bytes loaded from " + file.string()) != std::string::npos);
+
+  // Damaged: the blob cache's checksum refuses it; the next save puts an intact one back.
+  std::ifstream in(file, std::ios::binary);
+  const std::vector<unsigned char> good((std::istreambuf_iterator<char>(in)),
+                                        std::istreambuf_iterator<char>());
+  in.close();
+  REQUIRE(good.size() > parenchyma::sdk::blob_cache::header_size + 16);
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << "junk";
+  const std::string damaged = run();
+  CHECK(damaged.find(" bytes loaded from ") == std::string::npos);
+  CHECK(run().find(" bytes loaded from ") != std::string::npos);
+
+  // Intact entries whose data is not for this device or driver: refused by the header check.
+  parenchyma::sdk::blob_cache::key_type key{};
+  std::memcpy(key.data(), good.data() + 32, key.size());
+  const std::vector<unsigned char> payload(
+      good.begin() + static_cast<std::ptrdiff_t>(parenchyma::sdk::blob_cache::header_size),
+      good.end());
+  const std::vector<std::pair<std::string, std::function<void(std::vector<unsigned char>&)>>>
+      foreign = {
+          {"another pipelineCacheUUID", [](auto& d) { d[16] ^= 0xFF; }},
+          {"made for vendor", [](auto& d) { d[8] ^= 0x01; }},
+          {"header version", [](auto& d) { d[4] = 7; }},
+          {"header size", [](auto& d) { d[0] = 0xFF; }},
+          {"shorter than the 32-byte header", [](auto& d) { d.resize(12); }},
+      };
+  for (const auto& [why, change] : foreign) {
+    INFO(why);
+    std::vector<unsigned char> data = payload;
+    change(data);
+    const auto bytes = parenchyma::sdk::blob_cache::encode("vulkan-pipeline", key, data);
+    std::ofstream(file, std::ios::binary | std::ios::trunc)
+        .write(reinterpret_cast<const char*>(bytes.data()),
+               static_cast<std::streamsize>(bytes.size()));
+    const std::string log = run();
+    INFO(log);
+    CHECK(log.find(" ignored (") != std::string::npos);
+    CHECK(log.find(why) != std::string::npos);
+    CHECK(log.find(" bytes loaded from ") == std::string::npos);
+  }
+  CHECK(run().find(" bytes loaded from ") != std::string::npos); // saved again, intact
+  std::filesystem::remove_all(dir);
+}
+
+// Host memory imported without a copy (VK_EXT_external_memory_host) and memory exported as a
+// host pointer, where the device shares memory with the host (lavapipe does): kernels write the
+// host's bytes in place; a pointer below the import alignment, and handles of other kinds, are
+// refused with PCY_ERR_UNSUPPORTED and the reason.
+TEST_CASE("host memory imported in place, exported as a host pointer; what cannot be imported") {
+  env e;
+  host::framework& fw = e.fw;
+  const pcy_property* props = nullptr;
+  size_t count = 0;
+  host::check(api().device_properties(fw.plugin(), 0, &props, &count));
+  bool host_import = false;
+  int64_t align = 0;
+  for (size_t i = 0; i < count; ++i) {
+    const std::string key = props[i].key;
+    if (key == "host_import") host_import = props[i].i != 0;
+    if (key == "host_import_alignment") align = props[i].i;
+  }
+  auto import = [&](void* p, uint64_t bytes, pcy_handle_kind kind = PCY_HANDLE_HOST_POINTER) {
+    pcy_memory_handle h{};
+    h.struct_size = sizeof h;
+    h.kind = kind;
+    h.host_pointer = p;
+    h.bytes = bytes;
+    pcy_memory_import_args ia{};
+    ia.struct_size = sizeof ia;
+    ia.context = e.ctx.get();
+    ia.handle = &h;
+    pcy_error* err = api().memory_import(&ia);
+    return std::make_pair(err, host::memory(ia.memory, api().memory_free));
+  };
+  const uint32_t n = 1000; // 4000 bytes: not a whole unit of the alignment
+  std::vector<unsigned char> block(n * sizeof(float) + 2 * 65536);
+  unsigned char* aligned = reinterpret_cast<unsigned char*>(
+      (reinterpret_cast<uintptr_t>(block.data()) + 65535) & ~uintptr_t{65535});
+  if (!host_import) {
+    auto [err, m] = import(aligned, n * sizeof(float));
+    const auto [code, message] = outcome(err);
+    CHECK(code == PCY_ERR_UNSUPPORTED);
+    WARN("the device does not import host memory: " << message);
+    return;
+  }
+  REQUIRE(align > 0);
+  REQUIRE(align <= 65536);
+  host::program p = build(e, two_kernels);
+  host::kernel iota = make_kernel(p.get(), "iota");
+  {
+    auto [err, m] = import(aligned, n * sizeof(float));
+    REQUIRE(outcome(err).first == 0);
+    const int64_t base = 5;
+    REQUIRE(launch(e, iota.get(), {mem(m.get()), scalar(base), scalar(n)}, n) == nullptr);
+    host::finish(fw, e.q.get());
+    const auto* y = reinterpret_cast<const float*>(aligned);
+    for (uint32_t i = 0; i < n; ++i)
+      REQUIRE(y[i] == static_cast<float>(base + i)); // the host's bytes, written in place
+    // Exported again: the same pointer.
+    pcy_memory_handle h{};
+    h.struct_size = sizeof h;
+    pcy_memory_export_args x{};
+    x.struct_size = sizeof x;
+    x.memory = m.get();
+    x.kind = PCY_HANDLE_HOST_POINTER;
+    x.handle = &h;
+    REQUIRE(api().memory_export(&x) == nullptr);
+    CHECK(h.host_pointer == aligned);
+    CHECK(h.bytes == n * sizeof(float));
+    x.kind = PCY_HANDLE_CUDA_DEVICE_POINTER;
+    CHECK(outcome(api().memory_export(&x)).first == PCY_ERR_UNSUPPORTED);
+  }
+  { // Device memory of a host-unified device is exported as a host pointer too.
+    host::memory m = e.alloc(n * sizeof(float));
+    const int64_t base = -40;
+    REQUIRE(launch(e, iota.get(), {mem(m.get()), scalar(base), scalar(n)}, n) == nullptr);
+    host::finish(fw, e.q.get());
+    pcy_memory_handle h{};
+    h.struct_size = sizeof h;
+    pcy_memory_export_args x{};
+    x.struct_size = sizeof x;
+    x.memory = m.get();
+    x.kind = PCY_HANDLE_HOST_POINTER;
+    x.handle = &h;
+    REQUIRE(api().memory_export(&x) == nullptr);
+    REQUIRE(h.host_pointer != nullptr);
+    const auto* y = static_cast<const float*>(h.host_pointer);
+    for (uint32_t i = 0; i < n; ++i)
+      REQUIRE(y[i] == static_cast<float>(base + i));
+  }
+  // Refused, by name: a pointer off the alignment, other kinds, no pointer.
+  {
+    auto [err, m] = import(aligned + 64, n * sizeof(float));
+    const auto [code, message] = outcome(err);
+    CHECK(code == PCY_ERR_UNSUPPORTED);
+    CHECK(message.find("minImportedHostPointerAlignment") != std::string::npos);
+  }
+  for (pcy_handle_kind kind : {PCY_HANDLE_CUDA_DEVICE_POINTER, PCY_HANDLE_OPENCL_BUFFER}) {
+    auto [err, m] = import(aligned, n * sizeof(float), kind);
+    const auto [code, message] = outcome(err);
+    CHECK(code == PCY_ERR_UNSUPPORTED);
+    CHECK(message.find("only HOST_POINTER") != std::string::npos);
+  }
+  {
+    auto [err, m] = import(nullptr, 64);
+    CHECK(outcome(err).first == PCY_ERR_INVALID_ARGUMENT);
+  }
 }
 
 TEST_CASE("a missing Vulkan loader: 0 devices and the reason") {

@@ -2,8 +2,8 @@
 // pass, driven through the raw C table with the SDK's host-side RAII wrappers (modelled on oneAPI
 // UR's CTS). Each case makes its own plugin instance (beside the registry's), with host services
 // of the suite's own: log messages are kept and checked, settings answer as the host's do.
-// Optional parts (export/import, native handles, programs) are skipped with the reason when the
-// plugin does not offer them.
+// Optional parts (export/import, native handles, programs, graphs) are skipped with the reason when
+// the plugin does not offer them.
 #include "suites.hpp"
 
 #include <parenchyma/sdk/cuda_source.hpp>
@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -744,6 +745,115 @@ void programs_kernel_flags(fw_state& s) {
   }
 }
 
+// Graphs (1.2, optional; abi.md G5): a graph made by one capture per step, as the core makes
+// them. Skipped where the plugin offers no graph slots or builds no programs.
+bool offers_graphs(const fw_state& s) {
+  const pcy_framework_api& a = s.api();
+  return a.graph_create != nullptr && a.queue_capture_begin != nullptr &&
+         a.queue_capture_end != nullptr && a.graph_instantiate != nullptr &&
+         a.graph_launch != nullptr && a.graph_destroy != nullptr;
+}
+using graph_handle = std::unique_ptr<pcy_graph_s, void (*)(pcy_graph)>;
+graph_handle make_graph(fw_state& s, fixture& f) {
+  pcy_graph g = nullptr;
+  if (pcy_error* e = s.api().graph_create(f.q.get(), &g))
+    skip(str(s.name, " makes no graphs here (",
+             require_error(s, e, {PCY_ERR_UNSUPPORTED}, "graph_create"), ")"));
+  PCY_REQUIRE(g != nullptr);
+  return graph_handle(g, s.api().graph_destroy);
+}
+
+// Launches, a copy and a fill captured in four segments; nothing runs at capture; three launches
+// of the graph, with an ordinary launch between two of them, each see the work before; a scalar
+// argument changed after capture changes nothing (arguments are taken at capture); the graph is
+// destroyed while its last launch may still run.
+void graphs_replay(fw_state& s) {
+  if (!offers_graphs(s)) skip(s.name + " offers no graph slots (NULL: the host replays ops)");
+  fixture f(s);
+  add_one_program p = build_add_one(s, f);
+  const uint32_t n = 1031, half = 512;
+  auto a = random_values<float>(n), b = random_values<float>(n);
+  host::memory ma = f.alloc(n * sizeof(float)), mb = f.alloc(n * sizeof(float));
+  host::write(f.fw, f.q.get(), ma.get(), 0, a.data(), n * sizeof(float));
+  host::write(f.fw, f.q.get(), mb.get(), 0, b.data(), n * sizeof(float));
+  host::finish(f.fw, f.q.get());
+  graph_handle g = make_graph(s, f);
+  uint32_t count = n;
+  const float two = 2.0f;
+  auto segment = [&](const std::function<void()>& work) {
+    PCY_REQUIRE(s.api().queue_capture_begin(f.q.get(), g.get()) == nullptr);
+    work();
+    PCY_REQUIRE(s.api().queue_capture_end(f.q.get(), g.get()) == nullptr);
+  };
+  segment([&] { PCY_REQUIRE(launch_add_one(s, f, p, ma.get(), count) == nullptr); });
+  segment([&] { host::copy(f.fw, f.q.get(), ma.get(), 0, mb.get(), 4, (n - 1) * sizeof(float)); });
+  segment([&] {
+    host::fill(f.fw, f.q.get(), ma.get(), 0, half * sizeof(float), &two, sizeof two);
+    PCY_REQUIRE(launch_add_one(s, f, p, ma.get(), count) == nullptr);
+  });
+  PCY_REQUIRE(s.api().graph_instantiate(g.get()) == nullptr);
+  count = 0; // captured by value: the graph still runs over n
+  PCY_CHECK(f.read_all(ma.get(), n * sizeof(float)) ==
+                std::vector<unsigned char>(reinterpret_cast<unsigned char*>(a.data()),
+                                           reinterpret_cast<unsigned char*>(a.data() + n)),
+            "capturing ran the work");
+  auto step = [&] { // the graph, on the host
+    for (uint32_t i = 0; i < n; ++i)
+      a[i] += 1.0f;
+    for (uint32_t i = 0; i + 1 < n; ++i)
+      b[i + 1] = a[i];
+    for (uint32_t i = 0; i < n; ++i)
+      a[i] = (i < half ? two : a[i]) + 1.0f;
+  };
+  PCY_REQUIRE(s.api().graph_launch(f.q.get(), g.get()) == nullptr);
+  step();
+  PCY_REQUIRE(s.api().graph_launch(f.q.get(), g.get()) == nullptr);
+  step();
+  count = n;
+  PCY_REQUIRE(launch_add_one(s, f, p, ma.get(), count) == nullptr); // between two launches
+  for (uint32_t i = 0; i < n; ++i)
+    a[i] += 1.0f;
+  PCY_REQUIRE(s.api().graph_launch(f.q.get(), g.get()) == nullptr);
+  step();
+  g.reset(); // may still run: the plugin frees it after
+  std::vector<float> out_a(n), out_b(n);
+  host::read(f.fw, f.q.get(), ma.get(), 0, out_a.data(), n * sizeof(float));
+  host::read(f.fw, f.q.get(), mb.get(), 0, out_b.data(), n * sizeof(float));
+  for (uint32_t i = 0; i < n; ++i) {
+    PCY_REQUIRE(out_a[i] == a[i], "a[", i, "] = ", out_a[i], ", expected ", a[i]);
+    PCY_REQUIRE(out_b[i] == b[i], "b[", i, "] = ", out_b[i], ", expected ", b[i]);
+  }
+}
+
+// A host wait inside a capture fails, the capture then ends with an error, and the queue runs
+// work as before (the broken graph is destroyed unlaunched).
+void graphs_refuse_host_wait(fw_state& s) {
+  if (!offers_graphs(s)) skip(s.name + " offers no graph slots (NULL: the host replays ops)");
+  fixture f(s);
+  add_one_program p = build_add_one(s, f);
+  const uint32_t n = 100;
+  const auto v = random_values<float>(n);
+  host::memory m = f.alloc(n * sizeof(float));
+  host::write(f.fw, f.q.get(), m.get(), 0, v.data(), n * sizeof(float));
+  host::finish(f.fw, f.q.get());
+  {
+    graph_handle g = make_graph(s, f);
+    PCY_REQUIRE(s.api().queue_capture_begin(f.q.get(), g.get()) == nullptr);
+    PCY_REQUIRE(launch_add_one(s, f, p, m.get(), n) == nullptr);
+    require_error(s, s.api().queue_finish(f.q.get()),
+                  {PCY_ERR_UNSUPPORTED, PCY_ERR_INVALID_ARGUMENT, PCY_ERR_DEVICE},
+                  "queue_finish while capturing");
+    pcy_error* end = s.api().queue_capture_end(f.q.get(), g.get());
+    PCY_CHECK(end != nullptr, "capture_end after a refused host wait must report the failure");
+    if (end != nullptr) end->destroy(end);
+  }
+  PCY_REQUIRE(launch_add_one(s, f, p, m.get(), n) == nullptr);
+  std::vector<float> out(n);
+  host::read(f.fw, f.q.get(), m.get(), 0, out.data(), n * sizeof(float));
+  for (uint32_t i = 0; i < n; ++i)
+    PCY_REQUIRE(out[i] == v[i] + 1.0f, "element ", i, ": the captured launch ran, or this one not");
+}
+
 void programs_unknown_kernel(fw_state& s) {
   fixture f(s);
   add_one_program p = build_add_one(s, f);
@@ -832,6 +942,10 @@ constexpr named_body bodies[] = {
     {"programs: a kernel name the program lacks", &programs_unknown_kernel},
     {"programs: a source that does not compile gives PCY_ERR_BUILD", &programs_build_error},
     {"programs: a launch with 0 or 4 dimensions is refused", &programs_bad_dims},
+    {"graphs, when offered: launches, a copy and a fill captured, launched three times",
+     &graphs_replay},
+    {"graphs, when offered: a host wait inside a capture fails it, the queue works after",
+     &graphs_refuse_host_wait},
     {"log messages reach the host's callback with the plugin's name", &log_origin},
 };
 
@@ -842,7 +956,7 @@ suite framework_suite() {
   suite s;
   s.name = "framework";
   s.description = "any framework plugin through its C table: devices, contexts, queues, "
-                  "memory, export/import, native handles, programs, errors";
+                  "memory, export/import, native handles, programs, graphs, errors";
   s.setup = [st](const target& t) {
     st->registry = &t.registry;
     st->fw = &t.framework;
