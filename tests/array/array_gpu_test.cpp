@@ -555,9 +555,9 @@ TEST_CASE("array gpu: reductions of every kind along inner and outer dimensions"
     std::vector<int64_t> strides; // the input's
     int64_t elements;             // of the input tensor
     // On vulkan with only CPU devices (lavapipe in CI: every new shader costs a compile, some
-    // 0.1 s) and without PARENCHYMA_ARRAY_GPU_ALL=1: 0 not run, 1 f32 only, 2 every dtype. Every kernel runs there in f32 (row, column, split
-    // parts and their combination, empty); the other dtypes take the row kernel (the generated
-    // code differs only in the value type).
+    // 0.1 s) and without PARENCHYMA_ARRAY_GPU_ALL=1: 0 not run, 1 f32 only, 2 every dtype. Every
+    // kernel runs there in f32 (row, column, split parts and their combination, empty); the other
+    // dtypes take the row kernel (the generated code differs only in the value type).
     int vk;
   };
   const layout layouts[] = {

@@ -1098,7 +1098,9 @@ struct reducer {
     if (!glsl) return x + " != " + x;
     return is_float(t) ? fmt("pcy_isnan_%s(%s)", tname(t), x.c_str()) : "false";
   }
-  std::string not_nan(const std::string& x) const { return glsl ? "!" + is_nan(x) : x + " == " + x; }
+  std::string not_nan(const std::string& x) const {
+    return glsl ? "!" + is_nan(x) : x + " == " + x;
+  }
   std::string is_inf(const std::string& x, bool neg) const {
     if (!glsl) return x + " == " + inf_of(t, neg);
     return fmt("(pcy_isinf_%s(%s) && %spcy_neg_%s(%s))", tname(t), x.c_str(), neg ? "" : "!",
@@ -1106,8 +1108,10 @@ struct reducer {
   }
   std::string inf(bool neg) const {
     if (!glsl) return inf_of(t, neg);
-    if (t == PCY_DTYPE_F32) return neg ? "uintBitsToFloat(0xFF800000u)" : "uintBitsToFloat(0x7F800000u)";
-    return neg ? "packDouble2x32(uvec2(0u, 0xFFF00000u))" : "packDouble2x32(uvec2(0u, 0x7FF00000u))";
+    if (t == PCY_DTYPE_F32)
+      return neg ? "uintBitsToFloat(0xFF800000u)" : "uintBitsToFloat(0x7F800000u)";
+    return neg ? "packDouble2x32(uvec2(0u, 0xFFF00000u))"
+               : "packDouble2x32(uvec2(0u, 0x7FF00000u))";
   }
   std::string nan() const {
     if (!glsl) return nan_of(t);
@@ -1127,10 +1131,11 @@ struct reducer {
   // VAR/STD: the open block (bn values, shift Kb, sums s1 and s2) merged into (cn, a, b).
   std::string flush_block() const {
     const std::string Ts = T();
-    return "{ " + let() + "m_ = Kb + s1 / " + cv(Ts, "bn") + "; " + let() + "q0_ = s2 - s1 * (s1 / " +
-           cv(Ts, "bn") + "); " + let() + "q_ = q0_ < " + cv(Ts, "0") + " ? " + cv(Ts, "0") +
-           " : q0_; const " + I() + " n_ = bn; " + merge_welford("n_", "m_", "q_") +
-           " bn = 0; s1 = " + cv(Ts, "0") + "; s2 = " + cv(Ts, "0") + "; }";
+    return "{ " + let() + "m_ = Kb + s1 / " + cv(Ts, "bn") + "; " + let() +
+           "q0_ = s2 - s1 * (s1 / " + cv(Ts, "bn") + "); " + let() + "q_ = q0_ < " + cv(Ts, "0") +
+           " ? " + cv(Ts, "0") + " : q0_; const " + I() + " n_ = bn; " +
+           merge_welford("n_", "m_", "q_") + " bn = 0; s1 = " + cv(Ts, "0") +
+           "; s2 = " + cv(Ts, "0") + "; }";
   }
   // After a work-item's loop: its last, partial block merged.
   std::string after_loop() const {
@@ -1160,12 +1165,12 @@ struct reducer {
     const std::string Ts = T();
     return "for (" + I() + " pos0_ = " + first + "; pos0_ < " + end + "; pos0_ += 16 * (" + step +
            ")) {\n  " + var() + "xs_[16];\n  for (int u_ = 0; u_ < 16; ++u_) {\n    const " + I() +
-           " pos = pos0_ + u_ * (" + step + ");\n    xs_[u_] = " + cv(Ts, "0") + ";\n    if (pos < " +
-           end + ") {\n" + value + "xs_[u_] = " + v +
+           " pos = pos0_ + u_ * (" + step + ");\n    xs_[u_] = " + cv(Ts, "0") +
+           ";\n    if (pos < " + end + ") {\n" + value + "xs_[u_] = " + v +
            ";\n    }\n  }\n  for (int u_ = 0; u_ < 16; ++u_) {\n    if (pos0_ + u_ * (" + step +
            ") < " + end + ") { " + let() + "x_ = xs_[u_] - K; if (u_ == 0) Kb = x_; " + let() +
-           "y_ = x_ - Kb; s1 = s1 + y_; s2 = s2 + y_ * y_; bn = bn + 1; }\n  }\n  " +
-           after_loop() + "}\n";
+           "y_ = x_ - Kb; s1 = s1 + y_; s2 = s2 + y_ * y_; bn = bn + 1; }\n  }\n  " + after_loop() +
+           "}\n";
   }
   // The other one-pass kinds' loop (pass 0) over pos = first, first + step, ... < end: blocks of
   // 8 positions, their values computed first (8 loads in flight, as welford_loop), then folded
@@ -1176,8 +1181,8 @@ struct reducer {
     const std::string Ts = T();
     return "for (" + I() + " pos0_ = " + first + "; pos0_ < " + end + "; pos0_ += 8 * (" + step +
            ")) {\n  " + var() + "xs_[8];\n  for (int u_ = 0; u_ < 8; ++u_) {\n    const " + I() +
-           " pos = pos0_ + u_ * (" + step + ");\n    xs_[u_] = " + cv(Ts, "0") + ";\n    if (pos < " +
-           end + ") {\n" + value + "xs_[u_] = " + v +
+           " pos = pos0_ + u_ * (" + step + ");\n    xs_[u_] = " + cv(Ts, "0") +
+           ";\n    if (pos < " + end + ") {\n" + value + "xs_[u_] = " + v +
            ";\n    }\n  }\n  for (int u_ = 0; u_ < 8; ++u_) {\n    const " + I() +
            " pos = pos0_ + u_ * (" + step + ");\n    if (pos < " + end + ") {\n" + add0("xs_[u_]") +
            "    }\n" + (glsl ? "" : "    (void)pos;\n") + "  }\n}\n";
@@ -1229,8 +1234,10 @@ struct reducer {
       return "if (i < 0 || (" + not_nan("a") + " && (" + v + cmp + "a || " + is_nan(v) +
              "))) { a = " + v + "; i = pos; }\n";
     }
-    case PCY_ARRAY_REDUCE_ALL: return "a = " + cv(glsl ? "uint8_t" : "u8", "(a & " + v + ")") + ";\n";
-    case PCY_ARRAY_REDUCE_ANY: return "a = " + cv(glsl ? "uint8_t" : "u8", "(a | " + v + ")") + ";\n";
+    case PCY_ARRAY_REDUCE_ALL:
+      return "a = " + cv(glsl ? "uint8_t" : "u8", "(a & " + v + ")") + ";\n";
+    case PCY_ARRAY_REDUCE_ANY:
+      return "a = " + cv(glsl ? "uint8_t" : "u8", "(a | " + v + ")") + ";\n";
     case PCY_ARRAY_REDUCE_LOGSUMEXP:
       return "if (" + is_nan(v) + " || " + v + " > a) a = " + v + ";\n";
     default: return "";
@@ -1265,8 +1272,9 @@ struct reducer {
   // LOGSUMEXP between its passes: the centre c (and flag: -2 NaN, -3 +inf, -4 -inf) from a.
   std::string between() const {
     if (kind != PCY_ARRAY_REDUCE_LOGSUMEXP) return "";
-    return "flag = " + is_nan("a") + " ? -2 : " + is_inf("a", false) + " ? -3 : " +
-           is_inf("a", true) + " ? -4 : -1;\nc = flag == -1 ? a : " + cv(T(), "0") + ";\n";
+    return "flag = " + is_nan("a") + " ? -2 : " + is_inf("a", false) +
+           " ? -3 : " + is_inf("a", true) + " ? -4 : -1;\nc = flag == -1 ? a : " + cv(T(), "0") +
+           ";\n";
   }
   // The output's value from (a, b, i, c, flag); n_red the reduced count, dof_ok whether
   // N - correction > 0 (VAR, STD: then b / dof).
@@ -1274,8 +1282,7 @@ struct reducer {
     switch (kind) {
     case PCY_ARRAY_REDUCE_ARGMIN:
     case PCY_ARRAY_REDUCE_ARGMAX: return glsl ? "int64_t(i)" : "i";
-    case PCY_ARRAY_REDUCE_MEAN:
-      return n_red + " > 0 ? a / " + cv(T(), n_red) + " : " + nan();
+    case PCY_ARRAY_REDUCE_MEAN: return n_red + " > 0 ? a / " + cv(T(), n_red) + " : " + nan();
     case PCY_ARRAY_REDUCE_VAR: return dof_ok + " ? b / dof : " + nan();
     case PCY_ARRAY_REDUCE_STD: return dof_ok + " ? " + fn("sqrt") + "(b / dof) : " + nan();
     case PCY_ARRAY_REDUCE_LOGSUMEXP:
@@ -1645,7 +1652,9 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
   src += "  const i64 o = base + lane;\n  const int live = o < " + n_out + ";\n";
   src += idx_decl(R) + "if (live) " + unravel(0, kept, "o", sm) + decl;
   if (rd.welford()) src += "if (live) {\n" + shift + "}\n";
-  auto tree = [&](const char* var, bool with_index) { return rd.tree(var, with_index, "BARRIER;"); };
+  auto tree = [&](const char* var, bool with_index) {
+    return rd.tree(var, with_index, "BARRIER;");
+  };
   for (int pass = 0; pass < (rd.two_pass() ? 2 : 1); ++pass) {
     // every work-item reaches every barrier: the loops are guarded, the trees are not
     if (pass == 1) src += between;

@@ -475,8 +475,8 @@ inline std::string buffer(int& binding, const char* type, const std::string& nam
 // The shader's head: version, extensions, work-group size, the buffers (`bindings`, then the
 // meta words' at the next binding), then helpers.glsl's sections the program needs (besides
 // `via_f64`: the reduction's own f32 exp and log) and the library.
-inline std::string head(const spec& s, int wg, std::string_view helpers, const std::string& bindings,
-                        int binding, bool via_f64_too = false) {
+inline std::string head(const spec& s, int wg, std::string_view helpers,
+                        const std::string& bindings, int binding, bool via_f64_too = false) {
   bool f32 = false, f64 = false, i16 = false, i64 = false;
   std::array<bool, 16> ints{}; // integer dtypes needing floordiv/rem helpers
   bool upow = false, upow64 = false, half = false, explog = via_f64_too;
@@ -584,8 +584,8 @@ inline std::string eval_source(const spec& s, int wg, std::string_view helpers) 
   int binding = 0;
   for (int o = 0; o < s.operands; ++o)
     if (used[static_cast<size_t>(o)])
-      bindings += buffer(binding, gtype(s.dtypes[static_cast<size_t>(o)]), fmt("o%d", o),
-                         o >= s.outputs);
+      bindings +=
+          buffer(binding, gtype(s.dtypes[static_cast<size_t>(o)]), fmt("o%d", o), o >= s.outputs);
   std::string src = head(s, wg, helpers, bindings, binding);
   const int R = s.rank;
   src += "void main() {\n";
@@ -650,8 +650,8 @@ inline std::string reduce_source(const spec& s, int wg, reduce_kernel k, std::st
   std::string src = head(s, wg, helpers, bindings, binding, rd.two_pass());
   const std::string n_out = "n_out", n_red = "n_red";
   src += "void main() {\n";
-  src += fmt("  int n_out = %s, n_red = %s;\n  bool dof_ok = %s != 0;\n",
-             word(l.extra(0)).c_str(), word(l.extra(1)).c_str(), word(l.extra(2)).c_str());
+  src += fmt("  int n_out = %s, n_red = %s;\n  bool dof_ok = %s != 0;\n", word(l.extra(0)).c_str(),
+             word(l.extra(1)).c_str(), word(l.extra(2)).c_str());
   src += fmt("  int G = %s, chunk = %s, wa_at = %s, wi_at = %s;\n", word(l.extra(4)).c_str(),
              word(l.extra(5)).c_str(), word(W).c_str(), word(W + 1).c_str());
   if (t == PCY_DTYPE_F32)

@@ -350,8 +350,8 @@ template <const pcy_op_schema& S, int N> void op_reduce(gpu_context& cx, const s
   std::array<int64_t, max_operands> off{};
   std::array<const pcy_tensor*, max_operands> t{};
   offsets_of(S, p, cx.bundle, off, t);
-  const codegen::reduce_plan rp = codegen::plan_reduce(
-      c, p.kept_elements, k.k2 != nullptr, cx.wg, cx.max_groups, cx.outer_slices);
+  const codegen::reduce_plan rp = codegen::plan_reduce(c, p.kept_elements, k.k2 != nullptr, cx.wg,
+                                                       cx.max_groups, cx.outer_slices);
   const uint64_t n_red = rp.n_red;
   const codegen::layout l = codegen::layout_of(s);
   launch_args la;

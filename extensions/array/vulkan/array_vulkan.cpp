@@ -46,7 +46,7 @@ struct vk_array_context : sdk::device_context {
   explicit vk_array_context(const pcy_bundle_context_args& a) : device_context(a) {}
   glsl::features f;
   std::string device_name;
-  uint32_t wg = 64;         // every kernel's work-group size (a power of two)
+  uint32_t wg = 64;           // every kernel's work-group size (a power of two)
   uint64_t max_groups = 1024; // cap on the groups of a grid-stride launch
   // The tiled reduce kernel's slices per output when the reduced dimensions are outermost (0:
   // the column kernel): array_gpu.hpp's outer_slices, PARENCHYMA_ARRAY_OUTER_SLICES too.
@@ -159,7 +159,8 @@ void element_offsets(const program& p, std::array<int64_t, max_operands>& off,
 }
 
 // Refuses meta words [0, end) that do not fit a shader's 32-bit ints.
-template <const pcy_op_schema& S> void check_index_words(const std::vector<int64_t>& meta, int end) {
+template <const pcy_op_schema& S>
+void check_index_words(const std::vector<int64_t>& meta, int end) {
   for (int k = 0; k < end; ++k)
     if (meta[static_cast<size_t>(k)] > max_index || meta[static_cast<size_t>(k)] < -max_index)
       sdk::fail(PCY_ERR_UNSUPPORTED,
@@ -252,8 +253,8 @@ void op_reduce(vk_array_context& cx, const sdk::op_args& a) {
   // then (one-pass kinds) more and shorter chunks.
   const bool one_pass = kd != PCY_ARRAY_REDUCE_LOGSUMEXP;
   reduce_launch r;
-  r.plan = codegen::plan_reduce(c, p.kept_elements, one_pass, cx.wg, cx.max_groups,
-                                cx.outer_slices);
+  r.plan =
+      codegen::plan_reduce(c, p.kept_elements, one_pass, cx.wg, cx.max_groups, cx.outer_slices);
   codegen::reduce_plan& rp = r.plan;
   if (!fit(cx, r, kd) && rp.n_red > 4) {
     const bool was_split = rp.split();
@@ -290,8 +291,7 @@ void op_reduce(vk_array_context& cx, const sdk::op_args& a) {
   const uint64_t wa_bytes = ceil_div(parts * (welford ? 2 : 1) * es, 8) * 8;
   const uint64_t total = meta_bytes + wa_bytes + parts * 4;
   // every index and grid-strided counter (with its last step) below 2^31
-  const uint64_t reach = std::max({rp.n_out, rp.n_red, parts * 2, total}) +
-                         (r.groups + 16) * cx.wg;
+  const uint64_t reach = std::max({rp.n_out, rp.n_red, parts * 2, total}) + (r.groups + 16) * cx.wg;
   if (reach > static_cast<uint64_t>(max_index))
     sdk::fail(PCY_ERR_UNSUPPORTED,
               sdk::str(S.extension, ".", S.name, ": ", rp.n_out, " outputs of ", rp.n_red,
@@ -318,7 +318,7 @@ void op_reduce(vk_array_context& cx, const sdk::op_args& a) {
   for (int o = 1; o < p.operands; ++o)
     if (used[static_cast<size_t>(o)]) mem[count++] = t[static_cast<size_t>(o)]->memory;
   if (main_kernel == rk::part) {
-    mem[count++] = ws;                                                           // wa
+    mem[count++] = ws;                                                                     // wa
     if (kd == PCY_ARRAY_REDUCE_ARGMIN || kd == PCY_ARRAY_REDUCE_ARGMAX) mem[count++] = ws; // wi
   }
   mem[count++] = ws; // the meta words
