@@ -1,5 +1,5 @@
 // The GPU array bundles (array_opencl, array_cuda: one code generator; array_vulkan: its GLSL
-// dialect, eval only) against the native bundle,
+// dialect, eval, random and reduce) against the native bundle,
 // program by program, on raw bit patterns: every exact instruction (integer wrap, NumPy's divmod,
 // minimum/maximum, comparisons, shifts, floor/ceil/round/trunc, sqrt, division, copysign,
 // nextafter) on every dtype it takes, every cast between the ten dtypes (half inputs as arbitrary
@@ -51,7 +51,7 @@ bool has_op(const char* fw, const char* op) {
   return false;
 }
 // The GPU frameworks with an array bundle; with `op`, only those whose bundle has it (array_vulkan
-// serves eval only: the other ops would fall back to native and compare native with itself).
+// has no scan or sort: they would fall back to native and compare native with itself).
 std::vector<Backend> gpu_backends(const char* op = nullptr) {
   std::vector<Backend> out;
   for (const char* n : {"opencl", "cuda", "vulkan"})
