@@ -248,6 +248,30 @@ inline void reduce_extras(std::vector<int64_t>& meta, const layout& l, const red
   meta[static_cast<size_t>(l.extra(5))] = static_cast<int64_t>(p.chunk);
 }
 
+// How a scan runs (the GPU bundles' host side, shared): one work-item per row, in order (the
+// native bundle's bits), or for few long rows `blocks` (>= 2) blocks of `blen` of at least 256
+// elements, enough for the device (part, carry, fin; fixed by the shape and the device).
+struct scan_plan {
+  uint64_t rows = 1, len = 1;
+  uint64_t blocks = 0, blen = 0;
+  bool blocked() const { return blocks >= 2; }
+};
+inline scan_plan plan_scan(const collapsed& c, uint32_t wg, uint64_t max_groups) {
+  scan_plan p;
+  for (int d = 0; d < c.rank - c.reduced; ++d)
+    p.rows *= static_cast<uint64_t>(c.shape[static_cast<size_t>(d)]);
+  if (c.reduced > 0) p.len = static_cast<uint64_t>(c.shape[static_cast<size_t>(c.rank - 1)]);
+  if (p.rows * wg < max_groups * wg / 2 && p.len >= 4096) {
+    const uint64_t blocks =
+        std::min<uint64_t>(p.len / 256, std::max<uint64_t>(1, (max_groups * wg) / p.rows));
+    if (blocks >= 2) {
+      p.blen = (p.len + blocks - 1) / blocks;
+      p.blocks = (p.len + p.blen - 1) / p.blen;
+    }
+  }
+  return p;
+}
+
 // A random draw's kernel: its spec (the view with neighbouring dimensions merged where they are
 // one run of memory, row-major order kept: a dense output is rank 1, no division per element, and
 // takes the vector stores) and its meta words but the output's offset (the bundle's to add: its
@@ -1320,6 +1344,29 @@ struct reducer {
     return x;
   }
 };
+// A scan's running value (sum or product of value dtype t): its declaration and fold, in C or
+// (with `glsl`) in array_glsl.hpp's GLSL, the same operations.
+struct scanner {
+  int t;
+  bool prod;
+  bool glsl = false;
+  std::string T() const { return glsl ? gl_type(t) : ctype(t); }
+  // `name` declared at the identity
+  std::string start(const char* name) const {
+    if (glsl)
+      return fmt("%s%s %s = %s(%d);\n", is_float(t) ? "precise " : "", T().c_str(), name,
+                 T().c_str(), prod ? 1 : 0);
+    return fmt("%s %s = (%s)%d;\n", T().c_str(), name, T().c_str(), prod ? 1 : 0);
+  }
+  // acc = acc + x (or * x); integers wrap
+  std::string fold(const char* acc, const std::string& x) const {
+    const char* op = prod ? "*" : "+";
+    if (is_float(t)) return fmt("%s = %s %s %s;\n", acc, acc, op, x.c_str());
+    if (glsl) return fmt("%s = %s(%s %s %s);\n", acc, T().c_str(), acc, op, x.c_str());
+    return fmt("%s = (%s)(U(%s) %s U(%s));\n", acc, T().c_str(), acc, op, x.c_str());
+  }
+};
+
 } // namespace detail
 
 // The whole source of the kernels for `s` in dialect `dl`. `random_header`: the text of
@@ -1367,12 +1414,8 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
     const bool prod = s.kind == PCY_ARRAY_SCAN_PROD;
     const int kept = R - s.reduced;
     const std::string v = reg(s.count - 1);
-    auto fold = [&](const char* acc, const std::string& x) {
-      if (is_float(t))
-        return fmt(prod ? "%s = %s * %s;\n" : "%s = %s + %s;\n", acc, acc, x.c_str());
-      return fmt(prod ? "%s = (%s)(U(%s) * U(%s));\n" : "%s = (%s)(U(%s) + U(%s));\n", acc, T, acc,
-                 x.c_str());
-    };
+    const scanner sc{t, prod};
+    auto fold = [&](const char* acc, const std::string& x) { return sc.fold(acc, x); };
     std::array<bool, max_operands> out{};
     out[0] = true;
     const std::string len = s.reduced > 0 ? fmt("m.w[%d]", R - 1) : std::string("1");
@@ -1382,7 +1425,7 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
     src += "  const i64 len = " + len + ";\n";
     src += fmt("  for (i64 row = GID; row < m.w[%d]; row += GSIZE) {\n", l.extra(0));
     src += idx_decl(R) + unravel(0, kept, "row", sm);
-    src += fmt("%s run = (%s)%d;\n", T, T, prod ? 1 : 0);
+    src += sc.start("run");
     src += "for (i64 j = 0; j < len; ++j) {\n" + set_j + body(dl, s) + fold("run", v);
     src += offsets(s, out) + "o0[q0] = run;\n}\n  }\n}\n";
     // Blocked (few long rows): B blocks of blen per row (extras 1, 2), one work-item each:
@@ -1398,12 +1441,12 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
                              ";\n  i64 j1 = j0 + " + blen + ";\n  if (j1 > len) j1 = len;\n";
     src += "KERNEL void pcy_scan_part(" + params(s) + ws + ") {\n" + head;
     src += idx_decl(R) + unravel(0, kept, "row", sm);
-    src += fmt("%s run = (%s)%d;\n", T, T, prod ? 1 : 0);
+    src += sc.start("run");
     src += "for (i64 j = j0; j < j1; ++j) {\n" + set_j + body(dl, s) + fold("run", v) + "}\n";
     src += "(void)o0;\nwa[item] = run;\n  }\n}\n";
     src += "KERNEL void pcy_scan_carry(" + params(s) + ws + ") {\n";
     src += "  for (i64 row = GID; row < " + rows + "; row += GSIZE) {\n";
-    src += fmt("  %s run = (%s)%d;\n", T, T, prod ? 1 : 0);
+    src += "  " + sc.start("run");
     src += "  for (i64 blk = 0; blk < " + B + "; ++blk) {\n    const " + T + " x = wa[row * " + B +
            " + blk];\n    wa[row * " + B + " + blk] = run;\n    " + fold("run", "x") + "  }\n";
     src += "  (void)o0;\n  }\n}\n";

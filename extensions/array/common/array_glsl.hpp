@@ -394,8 +394,8 @@ inline std::string unsupported(const spec& s, const features& f) {
              "shaderFloat64 or shaderInt64";
     if ((s.kind == PCY_ARRAY_REDUCE_ARGMIN || s.kind == PCY_ARRAY_REDUCE_ARGMAX) && !f.int64)
       return "the device has no shaderInt64 (ARGMIN and ARGMAX give i64 positions)";
-  } else if (s.what != codegen::job::eval) {
-    return "only eval, reduce and random programs are written in GLSL";
+  } else if (s.what != codegen::job::eval && s.what != codegen::job::scan) {
+    return "only eval, reduce, scan and random programs are written in GLSL";
   }
   // bool registers (comparisons, WHERE's condition) are uint8_t in every shader
   if (!f.int8) return "the device has no shaderInt8 with 8-bit storage buffers";
@@ -735,6 +735,79 @@ inline std::string reduce_source(const spec& s, int wg, reduce_kernel k, std::st
     else
       src += "  " + rd.combine0() + "}\n";
     src += store() + "  }\n}\n";
+    return src;
+  }
+  return src;
+}
+
+// The kernels of a scan (array_codegen.hpp's, one shader each).
+enum class scan_kernel { scan, part, carry, fin };
+
+// The meta word after the layout's and the immediates: the workspace's wa offset (in value
+// elements; blocked scans).
+inline int scan_words(const spec& s) {
+  return codegen::layout_of(s).words(codegen::job::scan) + s.immediates();
+}
+
+// The compute shader of kernel k of a scan spec (unsupported(s) empty): array_codegen.hpp's
+// kernels, the running value folded as there (scanner). scan: one invocation per row, in order
+// (the native bundle's bits); blocked (few long rows): part folds each block into wa, carry
+// turns a row's block totals into the carries before each block, fin rescans each block from its
+// carry. Bindings: scan: the output, the inputs read, the meta words; part: the inputs, wa;
+// carry: wa; fin: the output, the inputs, wa; then the meta words (wa and the meta words: the
+// op's workspace).
+inline std::string scan_source(const spec& s, int wg, scan_kernel k, std::string_view helpers) {
+  using namespace detail;
+  const codegen::layout l = codegen::layout_of(s);
+  const int t = s.value_dtype(), R = s.rank, kept = R - s.reduced;
+  const codegen::detail::scanner sc{t, s.kind == PCY_ARRAY_SCAN_PROD, true};
+  const std::string T = gtype(t), v = reg(s.count - 1);
+  std::array<bool, max_operands> in = bound(s);
+  in[0] = false;
+  std::string bindings;
+  int binding = 0;
+  if (k == scan_kernel::scan || k == scan_kernel::fin)
+    bindings += buffer(binding, gtype(s.dtypes[0]), "o0", false);
+  if (k != scan_kernel::carry)
+    for (int o = 1; o < s.operands; ++o)
+      if (in[static_cast<size_t>(o)])
+        bindings += buffer(binding, gtype(s.dtypes[static_cast<size_t>(o)]), fmt("o%d", o), true);
+  if (k != scan_kernel::scan) bindings += buffer(binding, T.c_str(), "wa", k == scan_kernel::fin);
+  std::string src = head(s, wg, helpers, bindings, binding);
+  std::array<bool, max_operands> out{};
+  out[0] = true;
+  const std::string value =
+      (s.reduced > 0 ? fmt("idx%d = j;\n", R - 1) : std::string()) + body(s) + sc.fold("run", v);
+  const std::string store = offsets(s, out) + "o0[q0] = run;\n";
+  src += "void main() {\n";
+  src += fmt("  int rows = %s, B = %s, blen = %s, wa_at = %s;\n", word(l.extra(0)).c_str(),
+             word(l.extra(1)).c_str(), word(l.extra(2)).c_str(), word(scan_words(s)).c_str());
+  src += fmt("  int len = %s;\n", s.reduced > 0 ? word(l.shape(R - 1)).c_str() : "1");
+  src += "  int step = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);\n";
+  const std::string blocks = "  for (int item = int(gl_GlobalInvocationID.x); item < rows * B; "
+                             "item += step) {\n  const int row = item / B, blk = item % B;\n"
+                             "  const int j0 = blk * blen, j1 = min(j0 + blen, len);\n";
+  switch (k) {
+  case scan_kernel::scan:
+    src += "  for (int row = int(gl_GlobalInvocationID.x); row < rows; row += step) {\n";
+    src += idx_decl(R) + unravel(l, 0, kept, "row") + sc.start("run");
+    src += "for (int j = 0; j < len; ++j) {\n" + value + store + "}\n  }\n}\n";
+    return src;
+  case scan_kernel::part:
+    src += blocks + idx_decl(R) + unravel(l, 0, kept, "row") + sc.start("run");
+    src += "for (int j = j0; j < j1; ++j) {\n" + value + "}\nwa[wa_at + item] = run;\n  }\n}\n";
+    return src;
+  case scan_kernel::carry:
+    src += "  for (int row = int(gl_GlobalInvocationID.x); row < rows; row += step) {\n  " +
+           sc.start("run");
+    src += "  for (int blk = 0; blk < B; ++blk) {\n    " + std::string(is_float(t) ? "precise " : "") +
+           T + " x = wa[wa_at + row * B + blk];\n    wa[wa_at + row * B + blk] = run;\n    " +
+           sc.fold("run", "x") + "  }\n  }\n}\n";
+    return src;
+  case scan_kernel::fin:
+    src += blocks + idx_decl(R) + unravel(l, 0, kept, "row");
+    src += std::string(is_float(t) ? "precise " : "") + T + " run = wa[wa_at + item];\n";
+    src += "for (int j = j0; j < j1; ++j) {\n" + value + store + "}\n  }\n}\n";
     return src;
   }
   return src;

@@ -406,27 +406,15 @@ template <const pcy_op_schema& S, int N> void op_scan(gpu_context& cx, const sdk
   std::array<int64_t, max_operands> off{};
   std::array<const pcy_tensor*, max_operands> t{};
   offsets_of(S, p, cx.bundle, off, t);
-  uint64_t rows = 1;
-  for (int d = 0; d < c.rank - c.reduced; ++d)
-    rows *= static_cast<uint64_t>(c.shape[static_cast<size_t>(d)]);
+  const codegen::scan_plan sp = codegen::plan_scan(c, cx.wg, cx.max_groups);
+  const uint64_t rows = sp.rows, blocks = sp.blocks, blen = sp.blen;
   launch_args la;
   const codegen::layout l = codegen::layout_of(s);
   codegen::meta_words_into(la.meta, s, c, off);
   la.meta[static_cast<size_t>(l.extra(0))] = static_cast<int64_t>(rows);
   la.operands(cx, t, p.operands);
   la.add_meta();
-  // Few long rows: blocks of at least 256 elements, enough for the device.
-  const uint64_t len =
-      c.reduced > 0 ? static_cast<uint64_t>(c.shape[static_cast<size_t>(c.rank - 1)]) : 1;
-  uint64_t blocks = 0, blen = 0;
-  if (rows * cx.wg < cx.max_groups * cx.wg / 2 && len >= 4096) {
-    blocks = std::min<uint64_t>(len / 256, std::max<uint64_t>(1, (cx.max_groups * cx.wg) / rows));
-    if (blocks >= 2) {
-      blen = (len + blocks - 1) / blocks;
-      blocks = (len + blen - 1) / blen;
-    }
-  }
-  if (blocks < 2) {
+  if (!sp.blocked()) {
     run(cx, a.queue(), k.k0, cx.groups_for(rows), la);
     return;
   }

@@ -80,19 +80,23 @@ struct vk_array_context : sdk::device_context {
                                               "): run this program on another framework"));
   }
 
-  // The kernel of s (of a reduction: its kernel rk, each a shader of its own), built on first
-  // use.
-  pcy_kernel get(const codegen::spec& s, glsl::reduce_kernel rk = glsl::reduce_kernel::col) {
+  // The kernel of s (of a reduction or a scan: its kernel `sub`, a glsl::reduce_kernel or
+  // glsl::scan_kernel, each a shader of its own), built on first use.
+  pcy_kernel get(const codegen::spec& s, int sub = 0) {
     thread_local std::string key;
     s.key_into(key);
-    if (s.what == codegen::job::reduce) key += static_cast<char>(rk);
+    if (s.what == codegen::job::reduce || s.what == codegen::job::scan)
+      key += static_cast<char>(sub);
     if (auto it = kernels.find(key); it != kernels.end()) return it->second;
     check(s);
     const int w = static_cast<int>(wg);
     const std::string src =
         s.what == codegen::job::random ? glsl::random_source(s, w, random_library, helpers_library)
-        : s.what == codegen::job::reduce ? glsl::reduce_source(s, w, rk, helpers_library)
-                                         : glsl::eval_source(s, w, helpers_library);
+        : s.what == codegen::job::reduce
+            ? glsl::reduce_source(s, w, static_cast<glsl::reduce_kernel>(sub), helpers_library)
+        : s.what == codegen::job::scan
+            ? glsl::scan_source(s, w, static_cast<glsl::scan_kernel>(sub), helpers_library)
+            : glsl::eval_source(s, w, helpers_library);
     build_failure failed;
     pcy_program prog = build(src.c_str(), nullptr, &failed);
     if (prog == nullptr)
@@ -310,8 +314,8 @@ void op_reduce(vk_array_context& cx, const sdk::op_args& a) {
   }
   using rk = glsl::reduce_kernel;
   const rk main_kernel = rp.split() ? rk::part : rp.cs == 0 ? rk::col : rk::row;
-  const pcy_kernel k = cx.get(s, main_kernel);
-  const pcy_kernel kf = rp.split() ? cx.get(s, rk::fin) : nullptr;
+  const pcy_kernel k = cx.get(s, static_cast<int>(main_kernel));
+  const pcy_kernel kf = rp.split() ? cx.get(s, static_cast<int>(rk::fin)) : nullptr;
   const pcy_memory ws = write_meta(cx, a, meta, total);
   const std::array<bool, max_operands> used = glsl::bound(s);
   std::array<pcy_memory, max_operands + 3> mem{};
@@ -332,6 +336,97 @@ void op_reduce(vk_array_context& cx, const sdk::op_args& a) {
   if (kd == PCY_ARRAY_REDUCE_ARGMIN || kd == PCY_ARRAY_REDUCE_ARGMAX) mem[count++] = ws;
   mem[count++] = ws;
   dispatch(cx, a, kf, std::span<const pcy_memory>(mem.data(), count), r.fin_groups);
+}
+
+// The work-groups of a grid-strided launch over `items` of `each` loop iterations, within the
+// loop budget (more groups where needed, up to Vulkan's 65535); 0 where none is.
+inline uint64_t grid_within(const vk_array_context& cx, uint64_t items, uint64_t each) {
+  if (each + 32 > loop_budget) return 0;
+  const uint64_t rounds = loop_budget / (each + 32); // items an invocation may take in turn
+  uint64_t g = std::clamp<uint64_t>(ceil_div(items, cx.wg), 1, cx.max_groups);
+  g = std::max(g, ceil_div(items, cx.wg * rounds));
+  return g <= 65535 ? g : 0;
+}
+
+// scan_1, scan_2: the GPU bundles' plan (array_codegen.hpp's plan_scan), blocked where one
+// invocation per row would loop too long on lavapipe.
+template <const pcy_op_schema& S, int N> void op_scan(vk_array_context& cx, const sdk::op_args& a) {
+  program p;
+  const int kd = decode_scan<S, N>(a, p);
+  if (p.elements == 0) return;
+  const collapsed c = collapse(p);
+  const codegen::spec s = codegen::make_spec(p, c, codegen::job::scan, kd);
+  cx.check(s);
+  std::array<int64_t, max_operands> off{};
+  std::array<const pcy_tensor*, max_operands> t{};
+  element_offsets<S>(p, off, t);
+  codegen::scan_plan sp = codegen::plan_scan(c, cx.wg, cx.max_groups);
+  uint64_t g0 = sp.blocked() ? 0 : grid_within(cx, sp.rows, sp.len), g1 = 0, g2 = 0;
+  if (!sp.blocked() && g0 == 0) { // rows too long for one invocation: blocks of 4096
+    sp.blocks = ceil_div(sp.len, 4096);
+    sp.blen = ceil_div(sp.len, sp.blocks);
+    sp.blocks = ceil_div(sp.len, sp.blen);
+  }
+  if (sp.blocked()) {
+    g1 = grid_within(cx, sp.rows * sp.blocks, sp.blen); // part and fin
+    g2 = grid_within(cx, sp.rows, sp.blocks);           // carry
+  }
+  if (sp.blocked() ? g1 == 0 || g2 == 0 : g0 == 0)
+    sdk::fail(PCY_ERR_UNSUPPORTED,
+              sdk::str(S.extension, ".", S.name, ": ", sp.rows, " rows of ", sp.len, "; ",
+                       bundle_name,
+                       " keeps each invocation's loops short (lavapipe ends them after 65535 "
+                       "iterations) and cannot split this scan so: run it on another framework"));
+  const codegen::layout l = codegen::layout_of(s);
+  thread_local std::vector<int64_t> meta;
+  codegen::meta_words_into(meta, s, c, off);
+  meta[static_cast<size_t>(l.extra(0))] = static_cast<int64_t>(sp.rows);
+  meta[static_cast<size_t>(l.extra(1))] = static_cast<int64_t>(sp.blocks);
+  meta[static_cast<size_t>(l.extra(2))] = static_cast<int64_t>(sp.blen);
+  check_index_words<S>(meta, l.extra(3));
+  const size_t W = static_cast<size_t>(glsl::scan_words(s));
+  meta.resize(W + 1, 0);
+  const uint64_t es = sdk::dtype_size(static_cast<pcy_dtype>(p.result_dtype()));
+  const uint64_t meta_bytes = (W + 1) * 8, items = sp.rows * std::max<uint64_t>(sp.blocks, 1);
+  const uint64_t total = meta_bytes + (sp.blocked() ? items * es : 0);
+  const uint64_t reach = std::max({p.elements, items, total}) + (std::max(g0, g1) + 1) * cx.wg;
+  if (reach > static_cast<uint64_t>(max_index))
+    sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str(S.extension, ".", S.name, ": ", p.elements,
+                                            " elements; ", bundle_name,
+                                            " indexes below 2^31 (32-bit indices)"));
+  meta[W] = static_cast<int64_t>(meta_bytes / es);
+  using sk = glsl::scan_kernel;
+  const std::array<bool, max_operands> used = glsl::bound(s);
+  std::array<pcy_memory, max_operands + 2> ins{};
+  size_t n_in = 0;
+  for (int o = 1; o < p.operands; ++o)
+    if (used[static_cast<size_t>(o)]) ins[n_in++] = t[static_cast<size_t>(o)]->memory;
+  if (!sp.blocked()) {
+    const pcy_kernel k = cx.get(s, static_cast<int>(sk::scan));
+    const pcy_memory ws = write_meta(cx, a, meta);
+    std::array<pcy_memory, max_operands + 2> mem{};
+    mem[0] = t[0]->memory;
+    std::copy(ins.begin(), ins.begin() + static_cast<std::ptrdiff_t>(n_in), mem.begin() + 1);
+    mem[n_in + 1] = ws;
+    dispatch(cx, a, k, std::span<const pcy_memory>(mem.data(), n_in + 2), g0);
+    return;
+  }
+  const pcy_kernel kp = cx.get(s, static_cast<int>(sk::part)),
+                   kc = cx.get(s, static_cast<int>(sk::carry)),
+                   kf = cx.get(s, static_cast<int>(sk::fin));
+  const pcy_memory ws = write_meta(cx, a, meta, total);
+  std::array<pcy_memory, max_operands + 3> mem{};
+  std::copy(ins.begin(), ins.begin() + static_cast<std::ptrdiff_t>(n_in), mem.begin());
+  mem[n_in] = ws; // wa
+  mem[n_in + 1] = ws;
+  dispatch(cx, a, kp, std::span<const pcy_memory>(mem.data(), n_in + 2), g1);
+  const pcy_memory carry[] = {ws, ws};
+  dispatch(cx, a, kc, carry, g2);
+  mem[0] = t[0]->memory;
+  std::copy(ins.begin(), ins.begin() + static_cast<std::ptrdiff_t>(n_in), mem.begin() + 1);
+  mem[n_in + 1] = ws;
+  mem[n_in + 2] = ws;
+  dispatch(cx, a, kf, std::span<const pcy_memory>(mem.data(), n_in + 3), g1);
 }
 
 // random: the view merged where it is one run of memory (array_gpu.hpp's op_random), one
@@ -420,6 +515,9 @@ public:
                                                               impl);
       PCY_ADD_REDUCE(1) PCY_ADD_REDUCE(2) PCY_ADD_REDUCE(3) PCY_ADD_REDUCE(4)
 #undef PCY_ADD_REDUCE
+      if (d == PCY_DTYPE_BOOL) continue;
+      table_.add<op_scan<pcy_array_scan_1_schema, 1>>(pcy_array_scan_1_schema, d, impl);
+      table_.add<op_scan<pcy_array_scan_2_schema, 2>>(pcy_array_scan_2_schema, d, impl);
     }
     // clang-format on
   }
