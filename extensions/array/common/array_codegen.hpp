@@ -1367,6 +1367,45 @@ struct scanner {
   }
 };
 
+// A sort's order and its bitonic compare-exchange (pcy_sort_step's body), in C or (with `glsl`)
+// in array_glsl.hpp's GLSL, the same comparisons. `wk` and `wi` prefix the workspace's key and
+// position indices (their offsets).
+struct sorter {
+  int t;
+  bool desc;
+  bool glsl = false;
+  std::string is_nan(const std::string& x) const {
+    return glsl ? fmt("pcy_isnan_%s(%s)", tname(t), x.c_str()) : x + " != " + x;
+  }
+  // x before y in the key order: NaN after every number, equal to NaN; -0 == +0
+  std::string before(const std::string& x, const std::string& y) const {
+    if (is_float(t))
+      return glsl ? "(" + is_nan(y) + " ? !" + is_nan(x) + " : " + x + " < " + y + ")"
+                  : "(" + y + " != " + y + " ? " + x + " == " + x + " : " + x + " < " + y + ")";
+    return "(" + x + " < " + y + ")";
+  }
+  std::string key_before(const std::string& x, const std::string& y) const {
+    return desc ? before(y, x) : before(x, y);
+  }
+  // Pair (a, b), b = a's partner (i ^ sj) in the row: swapped where the pass's direction
+  // (ascending where (i & sk) == 0) disagrees; ties broken by position, padding (-1) last.
+  std::string exchange(const std::string& wk, const std::string& wi) const {
+    const std::string T = glsl ? gl_type(t) : ctype(t), I = glsl ? "int" : "i64";
+    const std::string K = glsl && is_float(t) ? "precise " + T + " " : "const " + T + " ";
+    std::string x = "  const " + I + " ia = wi[" + wi + "a], ib = wi[" + wi + "b];\n";
+    x += "  " + K + "ka = wk[" + wk + "a], kb = wk[" + wk + "b];\n";
+    x += "  int lt; /* b before a */\n";
+    x += glsl ? "  if (ia < 0 || ib < 0) lt = int(ia < 0 && ib >= 0);\n"
+              : "  if (ia < 0 || ib < 0) lt = ia < 0 && ib >= 0;\n";
+    x += "  else if " + key_before("kb", "ka") + " lt = 1;\n";
+    x += "  else if " + key_before("ka", "kb") + " lt = 0;\n";
+    x += glsl ? "  else lt = int(ib < ia);\n" : "  else lt = ib < ia;\n";
+    x += "  if (((i & sk) == 0) == (lt != 0)) { wk[" + wk + "a] = kb; wk[" + wk + "b] = ka; wi[" +
+         wi + "a] = ib; wi[" + wi + "b] = ia; }\n";
+    return x;
+  }
+};
+
 } // namespace detail
 
 // The whole source of the kernels for `s` in dialect `dl`. `random_header`: the text of
@@ -1471,15 +1510,7 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
     const std::string rows = fmt("m.w[%d]", l.extra(0)), P = fmt("m.w[%d]", l.extra(1)),
                       W = fmt("m.w[%d]", l.extra(2));
     const std::string ws = ", GLOBAL " + T + "* wk, GLOBAL i64* wi, const i64 sk, const i64 sj";
-    // x before y in the key order: NaN after every number, equal to NaN; -0 == +0
-    auto before = [&](const std::string& x, const std::string& y) {
-      if (is_float(t))
-        return "(" + y + " != " + y + " ? " + x + " == " + x + " : " + x + " < " + y + ")";
-      return "(" + x + " < " + y + ")";
-    };
-    auto key_before = [&](const std::string& x, const std::string& y) {
-      return desc ? before(y, x) : before(x, y);
-    };
+    const sorter so{t, desc};
     src += "KERNEL void pcy_sort_init(" + params(s) + ws + ") {\n";
     src += "  const i64 len = " + len + ";\n";
     src += "  for (i64 item = GID; item < " + rows + " * " + P + "; item += GSIZE) {\n";
@@ -1493,15 +1524,7 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
     src += "  for (i64 item = GID; item < " + rows + " * " + P + "; item += GSIZE) {\n";
     src += "  const i64 i = item % " + P + ", l = i ^ sj;\n  if (l <= i) continue;\n";
     src += "  const i64 a = item, b = item - i + l;\n";
-    src += "  const i64 ia = wi[" + W + " + a], ib = wi[" + W + " + b];\n";
-    src += "  const " + T + " ka = wk[a], kb = wk[b];\n";
-    src += "  int lt; /* b before a */\n";
-    src += "  if (ia < 0 || ib < 0) lt = ia < 0 && ib >= 0;\n";
-    src += "  else if " + key_before("kb", "ka") + " lt = 1;\n";
-    src += "  else if " + key_before("ka", "kb") + " lt = 0;\n";
-    src += "  else lt = ib < ia;\n";
-    src += "  if (((i & sk) == 0) == (lt != 0)) { wk[a] = kb; wk[b] = ka; wi[" + W +
-           " + a] = ib; wi[" + W + " + b] = ia; }\n";
+    src += so.exchange("", W + " + ");
     src += "  (void)o0;\n  }\n}\n";
     src += "KERNEL void pcy_sort_out(" + params(s) + ws + ") {\n";
     src += "  const i64 len = " + len + ";\n";

@@ -394,8 +394,12 @@ inline std::string unsupported(const spec& s, const features& f) {
              "shaderFloat64 or shaderInt64";
     if ((s.kind == PCY_ARRAY_REDUCE_ARGMIN || s.kind == PCY_ARRAY_REDUCE_ARGMAX) && !f.int64)
       return "the device has no shaderInt64 (ARGMIN and ARGMAX give i64 positions)";
+  } else if (s.what == codegen::job::sort) {
+    if (is_half(s.value_dtype())) return "sorts of f16 and bf16 values are not written in GLSL";
+    if ((s.kind & 1) == PCY_ARRAY_SORT_ARGSORT && !f.int64)
+      return "the device has no shaderInt64 (ARGSORT gives i64 positions)";
   } else if (s.what != codegen::job::eval && s.what != codegen::job::scan) {
-    return "only eval, reduce, scan and random programs are written in GLSL";
+    return "only eval, reduce, scan, sort and random programs are written in GLSL";
   }
   // bool registers (comparisons, WHERE's condition) are uint8_t in every shader
   if (!f.int8) return "the device has no shaderInt8 with 8-bit storage buffers";
@@ -809,6 +813,79 @@ inline std::string scan_source(const spec& s, int wg, scan_kernel k, std::string
     src += std::string(is_float(t) ? "precise " : "") + T + " run = wa[wa_at + item];\n";
     src += "for (int j = j0; j < j1; ++j) {\n" + value + store + "}\n  }\n}\n";
     return src;
+  }
+  return src;
+}
+
+// The kernels of a sort (array_codegen.hpp's bitonic network, one shader each).
+enum class sort_kernel { init, step, out };
+
+// The meta words after the layout's and the immediates: the workspace's wk (in value elements)
+// and wi (in ints) offsets.
+inline int sort_words(const spec& s) {
+  return codegen::layout_of(s).words(codegen::job::sort) + s.immediates();
+}
+
+// The compute shader of kernel k of a sort spec (unsupported(s) empty): init writes each row's
+// keys (wk) and positions (wi), padded to P with position -1; step is one compare-exchange pass
+// (k, j: the push constants sk, sj) of the bitonic network with array_codegen.hpp's sorter; out
+// writes the values or positions. Bindings: init: the inputs read, wk, wi; step: wk, wi; out:
+// the output, wk (sort) or wi (argsort); then the meta words (wk, wi and the meta words: the
+// op's workspace).
+inline std::string sort_source(const spec& s, int wg, sort_kernel k, std::string_view helpers) {
+  using namespace detail;
+  const codegen::layout l = codegen::layout_of(s);
+  const int t = s.value_dtype(), R = s.rank, kept = R - s.reduced;
+  const bool argsort = (s.kind & 1) == PCY_ARRAY_SORT_ARGSORT;
+  const codegen::detail::sorter so{t, (s.kind & 2) != 0, true};
+  const std::string T = gtype(t), v = reg(s.count - 1);
+  std::array<bool, max_operands> in = bound(s);
+  in[0] = false;
+  std::string bindings;
+  int binding = 0;
+  if (k == sort_kernel::out) bindings += buffer(binding, gtype(s.dtypes[0]), "o0", false);
+  if (k == sort_kernel::init)
+    for (int o = 1; o < s.operands; ++o)
+      if (in[static_cast<size_t>(o)])
+        bindings += buffer(binding, gtype(s.dtypes[static_cast<size_t>(o)]), fmt("o%d", o), true);
+  if (k != sort_kernel::out || !argsort)
+    bindings += buffer(binding, T.c_str(), "wk", k == sort_kernel::out);
+  if (k != sort_kernel::out || argsort) bindings += buffer(binding, "int", "wi", k == sort_kernel::out);
+  if (k == sort_kernel::step) bindings += "layout(push_constant) uniform Pass { int sk; int sj; };\n";
+  std::string src = head(s, wg, helpers, bindings, binding);
+  src += "void main() {\n";
+  src += fmt("  int rows = %s, P = %s, wk_at = %s, wi_at = %s;\n", word(l.extra(0)).c_str(),
+             word(l.extra(1)).c_str(), word(sort_words(s)).c_str(),
+             word(sort_words(s) + 1).c_str());
+  src += fmt("  int len = %s;\n", s.reduced > 0 ? word(l.shape(R - 1)).c_str() : "1");
+  src += "  int step = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);\n";
+  const std::string set_j = s.reduced > 0 ? fmt("idx%d = j;\n", R - 1) : std::string();
+  switch (k) {
+  case sort_kernel::init:
+    src += "  for (int item = int(gl_GlobalInvocationID.x); item < rows * P; item += step) {\n";
+    src += "  const int row = item / P, j = item % P;\n";
+    src += "  if (j >= len) { wi[wi_at + item] = -1; wk[wk_at + item] = " + T +
+           "(0); continue; }\n";
+    src += idx_decl(R) + unravel(l, 0, kept, "row") + set_j + body(s);
+    src += "wk[wk_at + item] = " + v + ";\nwi[wi_at + item] = j;\n  }\n}\n";
+    return src;
+  case sort_kernel::step:
+    src += "  for (int item = int(gl_GlobalInvocationID.x); item < rows * P; item += step) {\n";
+    src += "  const int i = item % P, l = i ^ sj;\n  if (l <= i) continue;\n";
+    src += "  const int a = item, b = item - i + l;\n";
+    src += so.exchange("wk_at + ", "wi_at + ") + "  }\n}\n";
+    return src;
+  case sort_kernel::out: {
+    std::array<bool, max_operands> out{};
+    out[0] = true;
+    src += "  for (int item = int(gl_GlobalInvocationID.x); item < rows * len; item += step) {\n";
+    src += "  const int row = item / len, j = item % len;\n";
+    src += idx_decl(R) + unravel(l, 0, kept, "row") + set_j + offsets(s, out);
+    src += argsort ? "o0[q0] = int64_t(wi[wi_at + row * P + j]);\n"
+                   : "o0[q0] = wk[wk_at + row * P + j];\n";
+    src += "  }\n}\n";
+    return src;
+  }
   }
   return src;
 }

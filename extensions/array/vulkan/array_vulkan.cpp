@@ -80,12 +80,13 @@ struct vk_array_context : sdk::device_context {
                                               "): run this program on another framework"));
   }
 
-  // The kernel of s (of a reduction or a scan: its kernel `sub`, a glsl::reduce_kernel or
-  // glsl::scan_kernel, each a shader of its own), built on first use.
+  // The kernel of s (of a reduction, a scan or a sort: its kernel `sub`, a glsl::reduce_kernel,
+  // scan_kernel or sort_kernel, each a shader of its own), built on first use.
   pcy_kernel get(const codegen::spec& s, int sub = 0) {
     thread_local std::string key;
     s.key_into(key);
-    if (s.what == codegen::job::reduce || s.what == codegen::job::scan)
+    if (s.what == codegen::job::reduce || s.what == codegen::job::scan ||
+        s.what == codegen::job::sort)
       key += static_cast<char>(sub);
     if (auto it = kernels.find(key); it != kernels.end()) return it->second;
     check(s);
@@ -96,6 +97,8 @@ struct vk_array_context : sdk::device_context {
             ? glsl::reduce_source(s, w, static_cast<glsl::reduce_kernel>(sub), helpers_library)
         : s.what == codegen::job::scan
             ? glsl::scan_source(s, w, static_cast<glsl::scan_kernel>(sub), helpers_library)
+        : s.what == codegen::job::sort
+            ? glsl::sort_source(s, w, static_cast<glsl::sort_kernel>(sub), helpers_library)
             : glsl::eval_source(s, w, helpers_library);
     build_failure failed;
     pcy_program prog = build(src.c_str(), nullptr, &failed);
@@ -124,13 +127,17 @@ pcy_memory write_meta(const vk_array_context& cx, const sdk::op_args& a,
   return ws;
 }
 
-// Launches k over `groups` work-groups with the buffers bound in order.
+// Launches k over `groups` work-groups with the buffers bound in order, then the push
+// constants' int members.
 void dispatch(const vk_array_context& cx, const sdk::op_args& a, pcy_kernel k,
-              std::span<const pcy_memory> buffers, uint64_t groups) {
-  std::array<pcy_kernel_arg, max_operands + 4> args{};
+              std::span<const pcy_memory> buffers, uint64_t groups,
+              std::span<const int32_t> scalars = {}) {
+  std::array<pcy_kernel_arg, max_operands + 6> args{};
   uint32_t count = 0;
   for (pcy_memory m : buffers)
     args[count++] = sdk::mem(m);
+  for (const int32_t& v : scalars)
+    args[count++] = {PCY_ARG_SCALAR, nullptr, &v, sizeof v};
   const pcy_kernel_launch_args la =
       sdk::launch_args(a.queue(), k, 1, {groups * cx.wg, 1, 1}, {cx.wg, 1, 1}, args.data(), count);
   sdk::check(cx.fw->kernel_launch(&la));
@@ -429,6 +436,67 @@ template <const pcy_op_schema& S, int N> void op_scan(vk_array_context& cx, cons
   dispatch(cx, a, kf, std::span<const pcy_memory>(mem.data(), n_in + 3), g1);
 }
 
+// sort_1: array_gpu.hpp's bitonic network (the same order: stable, the native bundle's to the
+// bit), one launch per compare-exchange pass, each grid-strided within the loop budget.
+void op_sort(vk_array_context& cx, const sdk::op_args& a) {
+  const pcy_op_schema& S = pcy_array_sort_1_schema;
+  program p;
+  const sort_args sa = decode_sort<pcy_array_sort_1_schema>(a, p);
+  if (p.elements == 0) return;
+  const collapsed c = collapse(p);
+  const codegen::spec s =
+      codegen::make_spec(p, c, codegen::job::sort, sa.kind + (sa.descending ? 2 : 0));
+  cx.check(s);
+  std::array<int64_t, max_operands> off{};
+  std::array<const pcy_tensor*, max_operands> t{};
+  element_offsets<pcy_array_sort_1_schema>(p, off, t);
+  const codegen::scan_plan rows_len = codegen::plan_scan(c, cx.wg, 0); // rows and len only
+  const uint64_t rows = rows_len.rows, len = rows_len.len;
+  uint64_t P = 1;
+  while (P < len)
+    P *= 2;
+  const uint64_t n = rows * P;
+  const uint64_t es = sdk::dtype_size(static_cast<pcy_dtype>(p.result_dtype()));
+  const codegen::layout l = codegen::layout_of(s);
+  thread_local std::vector<int64_t> meta;
+  codegen::meta_words_into(meta, s, c, off);
+  meta[static_cast<size_t>(l.extra(0))] = static_cast<int64_t>(rows);
+  meta[static_cast<size_t>(l.extra(1))] = static_cast<int64_t>(P);
+  check_index_words<pcy_array_sort_1_schema>(meta, l.extra(2));
+  const size_t W = static_cast<size_t>(glsl::sort_words(s));
+  meta.resize(W + 2, 0);
+  const uint64_t meta_bytes = (W + 2) * 8, wk_bytes = ceil_div(n * es, 8) * 8;
+  const uint64_t total = meta_bytes + wk_bytes + n * 4;
+  const uint64_t g = grid_within(cx, n, 1), go = grid_within(cx, rows * len, 1);
+  if (g == 0 || go == 0 || total + (g + 1) * cx.wg > static_cast<uint64_t>(max_index))
+    sdk::fail(PCY_ERR_UNSUPPORTED,
+              sdk::str(S.extension, ".", S.name, ": ", rows, " rows of ", len, " (padded to ", P,
+                       "); ", bundle_name, " indexes below 2^31 (32-bit indices)"));
+  meta[W] = static_cast<int64_t>(meta_bytes / es);
+  meta[W + 1] = static_cast<int64_t>((meta_bytes + wk_bytes) / 4);
+  using so = glsl::sort_kernel;
+  const pcy_kernel ki = cx.get(s, static_cast<int>(so::init)),
+                   ks = cx.get(s, static_cast<int>(so::step)),
+                   ko = cx.get(s, static_cast<int>(so::out));
+  const pcy_memory ws = write_meta(cx, a, meta, total);
+  const std::array<bool, max_operands> used = glsl::bound(s);
+  std::array<pcy_memory, max_operands + 3> mem{};
+  size_t count = 0;
+  for (int o = 1; o < p.operands; ++o)
+    if (used[static_cast<size_t>(o)]) mem[count++] = t[static_cast<size_t>(o)]->memory;
+  for (int r = 0; r < 3; ++r) // wk, wi, the meta words
+    mem[count++] = ws;
+  dispatch(cx, a, ki, std::span<const pcy_memory>(mem.data(), count), g);
+  const pcy_memory step_mem[] = {ws, ws, ws};
+  for (uint64_t kk = 2; kk <= P; kk *= 2)
+    for (uint64_t j = kk / 2; j > 0; j /= 2) {
+      const int32_t pass[] = {static_cast<int32_t>(kk), static_cast<int32_t>(j)};
+      dispatch(cx, a, ks, step_mem, g, pass);
+    }
+  const pcy_memory out_mem[] = {t[0]->memory, ws, ws};
+  dispatch(cx, a, ko, out_mem, go);
+}
+
 // random: the view merged where it is one run of memory (array_gpu.hpp's op_random), one
 // invocation per Philox counter; the meta words carry the draw's parameters (the layout's
 // extras, then lo and span as the output's float type's bits).
@@ -510,6 +578,7 @@ public:
 #undef PCY_ADD_EVALM
       table_.add<op_random>(pcy_array_random_schema, d, impl);
       if (d == PCY_DTYPE_F16 || d == PCY_DTYPE_BF16) continue;
+      table_.add<op_sort>(pcy_array_sort_1_schema, d, impl);
 #define PCY_ADD_REDUCE(n)                                                                          \
       table_.add<op_reduce<pcy_array_reduce_##n##_schema, n>>(pcy_array_reduce_##n##_schema, d,  \
                                                               impl);
