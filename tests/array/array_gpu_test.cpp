@@ -1099,15 +1099,19 @@ TEST_CASE("array gpu: sort and argsort give the native bundle's stable order, bi
   }
   const Backend native("native");
   for (const Backend& gb : gpus) {
+    // On vulkan with only CPU devices (lavapipe in CI: each new program's three shaders cost
+    // their compile) and without PARENCHYMA_ARRAY_GPU_ALL=1: f32 (NaN, -0, padding, every
+    // length) and i8 in rank 2 only (the shaders differ in the value type and the rank alone).
+    const bool all = gb.framework().name() != "vulkan" || exhaustive();
     uint64_t seed = 1;
     for (int64_t len : {1, 2, 3, 31, 1000, 4097}) {
       sort_against_native<float>(native, gb, {len}, seed++);
-      sort_against_native<double>(native, gb, {3, len}, seed++);
+      if (all) sort_against_native<double>(native, gb, {3, len}, seed++);
     }
-    sort_against_native<int32_t>(native, gb, {5, 33, 2}, seed++);
+    if (all) sort_against_native<int32_t>(native, gb, {5, 33, 2}, seed++);
     sort_against_native<int8_t>(native, gb, {4, 17}, seed++);
-    sort_against_native<int64_t>(native, gb, {2, 3, 9}, seed++);
-    sort_against_native<uint8_t>(native, gb, {70}, seed++);
+    if (all) sort_against_native<int64_t>(native, gb, {2, 3, 9}, seed++);
+    if (all) sort_against_native<uint8_t>(native, gb, {70}, seed++);
     if (exhaustive()) sort_against_native<int16_t>(native, gb, {6, 11}, seed++);
     // bool, a strided and reversed view, an expression
     const std::vector<uint8_t> bits = sort_input<uint8_t>(50, 99);
