@@ -1,10 +1,11 @@
 // Array bundles, shared part: the GLSL compute dialect of the code generator (array_vulkan). It
-// writes the eval, random and reduce kernels of a spec (array_codegen.hpp) as GLSL 4.50 compute
-// shaders with the semantics of array_scalar.hpp, bit for bit where pcy_array.h says exact. It
-// is a generator of its own rather than a third branch through array_codegen.hpp's C text: GLSL
-// has no pointers, typedefs, C casts or out-parameters, and the OpenCL and CUDA output stays
-// untouched; the reductions' statements come from array_codegen.hpp's reducer, in GLSL's
-// spelling (the same statements in the same order: the OpenCL and CUDA bundles' order).
+// writes the eval, random, reduce, scan and sort kernels of a spec (array_codegen.hpp) as GLSL
+// 4.50 compute shaders with the semantics of array_scalar.hpp, bit for bit where pcy_array.h
+// says exact. It is a generator of its own rather than a third branch through
+// array_codegen.hpp's C text: GLSL has no pointers, typedefs, C casts or out-parameters, and the
+// OpenCL and CUDA output stays untouched; the reductions', scans' and sorts' statements come
+// from array_codegen.hpp's reducer, scanner and sorter in GLSL's spelling (the same statements
+// in the same order: the OpenCL and CUDA bundles' order and bits).
 //
 // The shader's interface (the Vulkan plugin's convention: buffers fill set 0's bindings in
 // order):

@@ -1,15 +1,15 @@
-// Array bundle for the Vulkan framework: fused elementwise programs (eval_<N>, evalm<O>_<N>),
-// random draws and reductions (reduce_<N>: one shader per kernel, array_codegen.hpp's kernels
-// and reducer) as GLSL compute shaders written per program by array_glsl.hpp (random: with
-// random.glsl, pcy_array_random.h in GLSL) and built on first use through the framework's
-// program build; the context maps each program's key (codegen::spec::key) to its kernel, so a
+// Array bundle for the Vulkan framework: every op of the array extension — fused elementwise
+// programs (eval_<N>, evalm<O>_<N>), random draws, reductions (reduce_<N>), scans (scan_<N>) and
+// sort_1 — as GLSL compute shaders written per program by array_glsl.hpp (random: with
+// random.glsl, pcy_array_random.h in GLSL; reduce, scan and sort: array_codegen.hpp's kernels and
+// plans, one shader per kernel) and built on first use through the framework's program build;
+// the context maps each program's key (codegen::spec::key, with the kernel) to its kernel, so a
 // new shape with the same instructions builds nothing. The shapes, strides, offsets and
 // constants go to the shader as meta words in the op's workspace (written on the queue before
-// the launch; push constants are too small for them). Scans and sorts are not registered: the
-// host runs them on another framework. A program this dialect cannot write
-// (array_glsl.hpp: f64 transcendental functions, LOGSUMEXP of f64, a dtype the device lacks), or
-// a reduction no launch can cut below lavapipe's loop limit, is refused with PCY_ERR_UNSUPPORTED
-// naming the reason.
+// the launch; push constants are too small for them); a reduction's, scan's or sort's scratch
+// follows them there. A program this dialect cannot write (array_glsl.hpp: f64 transcendental
+// functions, LOGSUMEXP of f64, a dtype the device lacks), or one no launch can keep below
+// lavapipe's loop limit, is refused with PCY_ERR_UNSUPPORTED naming the reason.
 #include "array_glsl.hpp"
 #include "array_helpers_glsl.hpp" // generated: helpers.glsl's text
 #include "array_program.hpp"
@@ -551,8 +551,8 @@ void op_random(vk_array_context& cx, const sdk::op_args& a) {
 
 constexpr sdk::bundle_identity identity{
     bundle_name, PCY_ARRAY_EXTENSION, "vulkan",
-    "array expressions (eval), random draws and reductions as GLSL compute shaders generated per "
-    "program"};
+    "array expressions (eval), random draws, reductions, scans and sorts as GLSL compute shaders "
+    "generated per program"};
 
 class array_vulkan_bundle : public sdk::bundle_base<identity, vk_array_context> {
 public:
