@@ -709,10 +709,12 @@ TEST_CASE("array gpu: fused reductions through the front-end (the NN demo's)",
     v = u(rng());
   for (int64_t r = 0; r < rows; ++r)
     labels[static_cast<size_t>(r)] = (r * 7) % cols;
+  std::vector<double> logp64(logp.begin(), logp.end());
   struct results {
     float loss;
     std::vector<int64_t> guess;
     int64_t right;
+    std::vector<double> lse; // LOGSUMEXP of f64 rows (vulkan: helpers.glsl's exp and log)
   };
   auto go = [&](const Backend& b) {
     const pa::Array lp = pa::asarray(b, logp, {rows, cols});
@@ -723,6 +725,7 @@ TEST_CASE("array gpu: fused reductions through the front-end (the NN demo's)",
     const pa::Array guess = pa::argmax(lp, int64_t{1}, true);
     r.guess = guess.to_vector<int64_t>();
     r.right = pa::sum(guess == lab).item<int64_t>();
+    r.lse = pa::logsumexp(pa::asarray(b, logp64, {rows, cols}), {1}).to_vector<double>();
     return r;
   };
   const results want = go(native);
@@ -732,6 +735,11 @@ TEST_CASE("array gpu: fused reductions through the front-end (the NN demo's)",
     CHECK(std::fabs(got.loss - want.loss) <= 1e-5f * std::fabs(want.loss));
     CHECK(got.guess == want.guess);
     CHECK(got.right == want.right);
+    REQUIRE(got.lse.size() == want.lse.size());
+    for (size_t i = 0; i < want.lse.size(); ++i) {
+      INFO("row " << i << ": native " << want.lse[i] << ", " << gb.name() << " " << got.lse[i]);
+      CHECK(std::fabs(got.lse[i] - want.lse[i]) <= 1e-14 * (1 + std::fabs(want.lse[i])));
+    }
   }
 }
 

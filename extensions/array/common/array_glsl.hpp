@@ -388,10 +388,8 @@ inline std::string unsupported(const spec& s, const features& f) {
   if (s.what == codegen::job::reduce) {
     const int t = s.value_dtype();
     if (is_half(t)) return "reductions of f16 and bf16 values are not written in GLSL";
-    if (s.kind == PCY_ARRAY_REDUCE_LOGSUMEXP && t != PCY_DTYPE_F32)
-      return "LOGSUMEXP of f64 values needs exp and log in f64, which this dialect lacks";
     if (s.kind == PCY_ARRAY_REDUCE_LOGSUMEXP && (!f.fp64 || !f.int64))
-      return "LOGSUMEXP of f32 values computes exp and log in f64 here, and the device lacks "
+      return "LOGSUMEXP computes exp and log in f64 here (helpers.glsl), and the device lacks "
              "shaderFloat64 or shaderInt64";
     if ((s.kind == PCY_ARRAY_REDUCE_ARGMIN || s.kind == PCY_ARRAY_REDUCE_ARGMAX) && !f.int64)
       return "the device has no shaderInt64 (ARGMIN and ARGMAX give i64 positions)";
@@ -523,7 +521,7 @@ inline std::string head(const spec& s, int wg, std::string_view helpers,
   src += bindings;
   src +=
       fmt("layout(std430, set = 0, binding = %d) readonly buffer Meta { uint w[]; };\n", binding);
-  if (f32 || half) src += "#define PCY_F32 1\n";
+  if (f32 || half || explog) src += "#define PCY_F32 1\n"; // PCY_VIA_F64's f32 functions
   if (f64) src += "#define PCY_F64 1\n";
   if (half) src += "#define PCY_HALF 1\n";
   if (explog) src += "#define PCY_VIA_F64 1\n";
