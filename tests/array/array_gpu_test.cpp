@@ -657,9 +657,8 @@ TEST_CASE("array gpu: reductions of every kind along inner and outer dimensions"
                                kind == PCY_ARRAY_REDUCE_ARGMAX || kind == PCY_ARRAY_REDUCE_VAR ||
                                kind == PCY_ARRAY_REDUCE_LOGSUMEXP;
         for (const Backend& gb : gpus) {
-          if (lean_on(gb) &&
-              (L.vk == 0 || (L.vk == 1 && (t != PCY_DTYPE_F32 || !lean_kind)) ||
-               (tiled_run && std::string(L.name).rfind("outer", 0) != 0)))
+          if (lean_on(gb) && (L.vk == 0 || (L.vk == 1 && (t != PCY_DTYPE_F32 || !lean_kind)) ||
+                              (tiled_run && std::string(L.name).rfind("outer", 0) != 0)))
             continue;
           INFO(gb.name() << ": " << L.name << ", kind " << kind << " on " << dname(t));
           const auto got = run(gb, opkind::reduce, p, out_t, outs, {x}, kind, corr);
@@ -691,54 +690,47 @@ TEST_CASE("array gpu: reductions of every kind along inner and outer dimensions"
       }
     }
   }
-}
-
-TEST_CASE("array gpu: fused reductions through the front-end (the NN demo's)",
-          "[array][gpu][reduce]") {
-  const auto gpus = gpu_backends("reduce_2");
-  if (gpus.empty()) {
-    WARN("skipped: no array bundle (with the op) on opencl, cuda or vulkan with a device here");
-    return;
-  }
-  const Backend native("native");
-  const int64_t rows = 37, cols = 10;
-  std::vector<float> logp(static_cast<size_t>(rows * cols));
-  std::vector<int64_t> labels(static_cast<size_t>(rows));
-  std::uniform_real_distribution<float> u(-4, 0);
-  for (float& v : logp)
-    v = u(rng());
-  for (int64_t r = 0; r < rows; ++r)
-    labels[static_cast<size_t>(r)] = (r * 7) % cols;
-  std::vector<double> logp64(logp.begin(), logp.end());
-  struct results {
-    float loss;
-    std::vector<int64_t> guess;
-    int64_t right;
-    std::vector<double> lse; // LOGSUMEXP of f64 rows (vulkan: helpers.glsl's exp and log)
-  };
-  auto go = [&](const Backend& b) {
-    const pa::Array lp = pa::asarray(b, logp, {rows, cols});
-    const pa::Array lab = pa::asarray(b, labels, {rows, 1});
-    const pa::Array hot = pa::arange(b, 0, cols, 1, PCY_DTYPE_I64) == lab; // rows x cols
-    results r;
-    r.loss = pa::sum(pa::where(hot, lp, 0.0f)).item<float>();
-    const pa::Array guess = pa::argmax(lp, int64_t{1}, true);
-    r.guess = guess.to_vector<int64_t>();
-    r.right = pa::sum(guess == lab).item<int64_t>();
-    r.lse = pa::logsumexp(pa::asarray(b, logp64, {rows, cols}), {1}).to_vector<double>();
-    return r;
-  };
-  const results want = go(native);
-  for (const Backend& gb : gpus) {
-    INFO(gb.name());
-    const results got = go(gb);
-    CHECK(std::fabs(got.loss - want.loss) <= 1e-5f * std::fabs(want.loss));
-    CHECK(got.guess == want.guess);
-    CHECK(got.right == want.right);
-    REQUIRE(got.lse.size() == want.lse.size());
-    for (size_t i = 0; i < want.lse.size(); ++i) {
-      INFO("row " << i << ": native " << want.lse[i] << ", " << gb.name() << " " << got.lse[i]);
-      CHECK(std::fabs(got.lse[i] - want.lse[i]) <= 1e-14 * (1 + std::fabs(want.lse[i])));
+  { // the NN demo's fused reductions, through the front-end (reduce_2, where, argmax, f64
+    // LOGSUMEXP)
+    const int64_t rows = 37, cols = 10;
+    std::vector<float> logp(static_cast<size_t>(rows * cols));
+    std::vector<int64_t> labels(static_cast<size_t>(rows));
+    std::uniform_real_distribution<float> u(-4, 0);
+    for (float& v : logp)
+      v = u(rng());
+    for (int64_t r = 0; r < rows; ++r)
+      labels[static_cast<size_t>(r)] = (r * 7) % cols;
+    std::vector<double> logp64(logp.begin(), logp.end());
+    struct results {
+      float loss;
+      std::vector<int64_t> guess;
+      int64_t right;
+      std::vector<double> lse; // LOGSUMEXP of f64 rows (vulkan: helpers.glsl's exp and log)
+    };
+    auto go = [&](const Backend& b) {
+      const pa::Array lp = pa::asarray(b, logp, {rows, cols});
+      const pa::Array lab = pa::asarray(b, labels, {rows, 1});
+      const pa::Array hot = pa::arange(b, 0, cols, 1, PCY_DTYPE_I64) == lab; // rows x cols
+      results r;
+      r.loss = pa::sum(pa::where(hot, lp, 0.0f)).item<float>();
+      const pa::Array guess = pa::argmax(lp, int64_t{1}, true);
+      r.guess = guess.to_vector<int64_t>();
+      r.right = pa::sum(guess == lab).item<int64_t>();
+      r.lse = pa::logsumexp(pa::asarray(b, logp64, {rows, cols}), {1}).to_vector<double>();
+      return r;
+    };
+    const results want = go(native);
+    for (const Backend& gb : gpus) {
+      INFO(gb.name());
+      const results got = go(gb);
+      CHECK(std::fabs(got.loss - want.loss) <= 1e-5f * std::fabs(want.loss));
+      CHECK(got.guess == want.guess);
+      CHECK(got.right == want.right);
+      REQUIRE(got.lse.size() == want.lse.size());
+      for (size_t i = 0; i < want.lse.size(); ++i) {
+        INFO("row " << i << ": native " << want.lse[i] << ", " << gb.name() << " " << got.lse[i]);
+        CHECK(std::fabs(got.lse[i] - want.lse[i]) <= 1e-14 * (1 + std::fabs(want.lse[i])));
+      }
     }
   }
 }
@@ -1019,35 +1011,6 @@ TEST_CASE("array gpu: several outputs of one pass (evalm3) match the native bund
   }
 }
 
-TEST_CASE("array gpu: scans of rows past lavapipe's loop limit", "[array][gpu]") {
-  // 33 rows of 70000: one invocation per row on every bundle's plan, but lavapipe ends an
-  // invocation's loops after 65535 iterations (the rest silently dropped: this case failed so
-  // on vulkan), so array_vulkan blocks them
-  const auto gpus = gpu_backends("scan_1");
-  if (gpus.empty()) {
-    WARN("skipped: no array bundle (with the op) on opencl, cuda or vulkan with a device here");
-    return;
-  }
-  const Backend native("native");
-  const int64_t rows = 33, len = 70000;
-  const input x{PCY_DTYPE_I32, awkward(PCY_DTYPE_I32, static_cast<size_t>(rows * len)),
-                {rows * len}};
-  program_words p;
-  p.rank = 2;
-  p.reduced = 1;
-  p.shape = {rows, len};
-  p.views = {{0, len, 1}, {0, len, 1}};
-  p.add(PCY_ARRAY_OP_LOAD, PCY_DTYPE_I32, 1);
-  const auto want = run(native, opkind::scan, p, PCY_DTYPE_I32, rows * len, {x}, PCY_ARRAY_SCAN_SUM);
-  for (const Backend& gb : gpus) {
-    INFO(gb.name());
-    const auto got = run(gb, opkind::scan, p, PCY_DTYPE_I32, rows * len, {x}, PCY_ARRAY_SCAN_SUM);
-    const int64_t i = first_difference(want, got, PCY_DTYPE_I32);
-    INFO("element " << i);
-    CHECK(i == -1);
-  }
-}
-
 TEST_CASE("array gpu: blocked scans of few long rows", "[array][gpu]") {
   const auto gpus = gpu_backends("scan_1");
   if (gpus.empty()) {
@@ -1098,6 +1061,30 @@ TEST_CASE("array gpu: blocked scans of few long rows", "[array][gpu]") {
         }
         CHECK(bad == 0);
       }
+    }
+  }
+  { // 33 rows of 70000: one invocation per row on every bundle's plan, but lavapipe ends an
+    // invocation's loops after 65535 iterations (the rest silently dropped: this case failed so
+    // on vulkan), so array_vulkan blocks them
+    const int64_t n_rows = 33, n_len = 70000;
+    const input x{PCY_DTYPE_I32,
+                  awkward(PCY_DTYPE_I32, static_cast<size_t>(n_rows * n_len)),
+                  {n_rows * n_len}};
+    program_words p;
+    p.rank = 2;
+    p.reduced = 1;
+    p.shape = {n_rows, n_len};
+    p.views = {{0, n_len, 1}, {0, n_len, 1}};
+    p.add(PCY_ARRAY_OP_LOAD, PCY_DTYPE_I32, 1);
+    const auto want =
+        run(native, opkind::scan, p, PCY_DTYPE_I32, n_rows * n_len, {x}, PCY_ARRAY_SCAN_SUM);
+    for (const Backend& gb : gpus) {
+      INFO(gb.name());
+      const auto got =
+          run(gb, opkind::scan, p, PCY_DTYPE_I32, n_rows * n_len, {x}, PCY_ARRAY_SCAN_SUM);
+      const int64_t i = first_difference(want, got, PCY_DTYPE_I32);
+      INFO("element " << i);
+      CHECK(i == -1);
     }
   }
 }

@@ -615,24 +615,23 @@ inline std::string eval_source(const spec& s, int wg, std::string_view helpers) 
 // The kernels of a reduction (array_codegen.hpp's, one shader each: GLSL has one entry point).
 enum class reduce_kernel { col, row, part, fin };
 
-// The meta words after the layout's and the immediates: the workspace's wa (in value elements)
-// and wi (in ints) offsets, then dof (the value type's bits; VAR, STD).
-inline int reduce_words(const spec& s) {
-  return codegen::layout_of(s).words(codegen::job::reduce) + s.immediates();
-}
+// The first meta word after the layout's and the immediates: where a reduction's, scan's or
+// sort's own words start (their workspace offsets; a reduction's dof).
+inline int own_words(const spec& s) { return codegen::layout_of(s).words(s.what) + s.immediates(); }
 
 // The compute shader of kernel k of a reduce spec (unsupported(s) empty): array_codegen.hpp's
 // kernels with the same reducer (the same statements in the same order: the same bits), one
 // invocation per work-item. Bindings: col and row: the output, the inputs read, the meta words;
 // part: the inputs read, wa, wi (ARGMIN/ARGMAX), the meta words; fin: the output, wa, wi, the
-// meta words (wa, wi and the meta words: the op's workspace, bound once each).
+// meta words (wa, wi and the meta words: the op's workspace, bound once each). Own words: wa's
+// offset (in values), wi's (in ints), dof (the value type's bits; VAR, STD).
 inline std::string reduce_source(const spec& s, int wg, reduce_kernel k, std::string_view helpers) {
   using namespace detail;
   const codegen::layout l = codegen::layout_of(s);
   const int t = s.value_dtype(), R = s.rank, kept = R - s.reduced;
   const codegen::detail::reducer rd{codegen::dialect::opencl, s.kind, t, true};
   const std::string T = gtype(t), v = reg(s.count - 1);
-  const int W = reduce_words(s);
+  const int W = own_words(s);
   std::array<bool, max_operands> in = bound(s);
   in[0] = false;
   std::string bindings;
@@ -746,19 +745,13 @@ inline std::string reduce_source(const spec& s, int wg, reduce_kernel k, std::st
 // The kernels of a scan (array_codegen.hpp's, one shader each).
 enum class scan_kernel { scan, part, carry, fin };
 
-// The meta word after the layout's and the immediates: the workspace's wa offset (in value
-// elements; blocked scans).
-inline int scan_words(const spec& s) {
-  return codegen::layout_of(s).words(codegen::job::scan) + s.immediates();
-}
-
 // The compute shader of kernel k of a scan spec (unsupported(s) empty): array_codegen.hpp's
 // kernels, the running value folded as there (scanner). scan: one invocation per row, in order
 // (the native bundle's bits); blocked (few long rows): part folds each block into wa, carry
 // turns a row's block totals into the carries before each block, fin rescans each block from its
 // carry. Bindings: scan: the output, the inputs read, the meta words; part: the inputs, wa;
 // carry: wa; fin: the output, the inputs, wa; then the meta words (wa and the meta words: the
-// op's workspace).
+// op's workspace). Own word: wa's offset (in values).
 inline std::string scan_source(const spec& s, int wg, scan_kernel k, std::string_view helpers) {
   using namespace detail;
   const codegen::layout l = codegen::layout_of(s);
@@ -784,7 +777,7 @@ inline std::string scan_source(const spec& s, int wg, scan_kernel k, std::string
   const std::string store = offsets(s, out) + "o0[q0] = run;\n";
   src += "void main() {\n";
   src += fmt("  int rows = %s, B = %s, blen = %s, wa_at = %s;\n", word(l.extra(0)).c_str(),
-             word(l.extra(1)).c_str(), word(l.extra(2)).c_str(), word(scan_words(s)).c_str());
+             word(l.extra(1)).c_str(), word(l.extra(2)).c_str(), word(own_words(s)).c_str());
   src += fmt("  int len = %s;\n", s.reduced > 0 ? word(l.shape(R - 1)).c_str() : "1");
   src += "  int step = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);\n";
   const std::string blocks = "  for (int item = int(gl_GlobalInvocationID.x); item < rows * B; "
@@ -803,8 +796,9 @@ inline std::string scan_source(const spec& s, int wg, scan_kernel k, std::string
   case scan_kernel::carry:
     src += "  for (int row = int(gl_GlobalInvocationID.x); row < rows; row += step) {\n  " +
            sc.start("run");
-    src += "  for (int blk = 0; blk < B; ++blk) {\n    " + std::string(is_float(t) ? "precise " : "") +
-           T + " x = wa[wa_at + row * B + blk];\n    wa[wa_at + row * B + blk] = run;\n    " +
+    src += "  for (int blk = 0; blk < B; ++blk) {\n    " +
+           std::string(is_float(t) ? "precise " : "") + T +
+           " x = wa[wa_at + row * B + blk];\n    wa[wa_at + row * B + blk] = run;\n    " +
            sc.fold("run", "x") + "  }\n  }\n}\n";
     return src;
   case scan_kernel::fin:
@@ -819,18 +813,12 @@ inline std::string scan_source(const spec& s, int wg, scan_kernel k, std::string
 // The kernels of a sort (array_codegen.hpp's bitonic network, one shader each).
 enum class sort_kernel { init, step, out };
 
-// The meta words after the layout's and the immediates: the workspace's wk (in value elements)
-// and wi (in ints) offsets.
-inline int sort_words(const spec& s) {
-  return codegen::layout_of(s).words(codegen::job::sort) + s.immediates();
-}
-
 // The compute shader of kernel k of a sort spec (unsupported(s) empty): init writes each row's
 // keys (wk) and positions (wi), padded to P with position -1; step is one compare-exchange pass
 // (k, j: the push constants sk, sj) of the bitonic network with array_codegen.hpp's sorter; out
 // writes the values or positions. Bindings: init: the inputs read, wk, wi; step: wk, wi; out:
 // the output, wk (sort) or wi (argsort); then the meta words (wk, wi and the meta words: the
-// op's workspace).
+// op's workspace). Own words: wk's offset (in values), wi's (in ints).
 inline std::string sort_source(const spec& s, int wg, sort_kernel k, std::string_view helpers) {
   using namespace detail;
   const codegen::layout l = codegen::layout_of(s);
@@ -849,13 +837,14 @@ inline std::string sort_source(const spec& s, int wg, sort_kernel k, std::string
         bindings += buffer(binding, gtype(s.dtypes[static_cast<size_t>(o)]), fmt("o%d", o), true);
   if (k != sort_kernel::out || !argsort)
     bindings += buffer(binding, T.c_str(), "wk", k == sort_kernel::out);
-  if (k != sort_kernel::out || argsort) bindings += buffer(binding, "int", "wi", k == sort_kernel::out);
-  if (k == sort_kernel::step) bindings += "layout(push_constant) uniform Pass { int sk; int sj; };\n";
+  if (k != sort_kernel::out || argsort)
+    bindings += buffer(binding, "int", "wi", k == sort_kernel::out);
+  if (k == sort_kernel::step)
+    bindings += "layout(push_constant) uniform Pass { int sk; int sj; };\n";
   std::string src = head(s, wg, helpers, bindings, binding);
   src += "void main() {\n";
   src += fmt("  int rows = %s, P = %s, wk_at = %s, wi_at = %s;\n", word(l.extra(0)).c_str(),
-             word(l.extra(1)).c_str(), word(sort_words(s)).c_str(),
-             word(sort_words(s) + 1).c_str());
+             word(l.extra(1)).c_str(), word(own_words(s)).c_str(), word(own_words(s) + 1).c_str());
   src += fmt("  int len = %s;\n", s.reduced > 0 ? word(l.shape(R - 1)).c_str() : "1");
   src += "  int step = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);\n";
   const std::string set_j = s.reduced > 0 ? fmt("idx%d = j;\n", R - 1) : std::string();
@@ -863,8 +852,8 @@ inline std::string sort_source(const spec& s, int wg, sort_kernel k, std::string
   case sort_kernel::init:
     src += "  for (int item = int(gl_GlobalInvocationID.x); item < rows * P; item += step) {\n";
     src += "  const int row = item / P, j = item % P;\n";
-    src += "  if (j >= len) { wi[wi_at + item] = -1; wk[wk_at + item] = " + T +
-           "(0); continue; }\n";
+    src +=
+        "  if (j >= len) { wi[wi_at + item] = -1; wk[wk_at + item] = " + T + "(0); continue; }\n";
     src += idx_decl(R) + unravel(l, 0, kept, "row") + set_j + body(s);
     src += "wk[wk_at + item] = " + v + ";\nwi[wi_at + item] = j;\n  }\n}\n";
     return src;

@@ -171,6 +171,22 @@ void element_offsets(const program& p, std::array<int64_t, max_operands>& off,
   }
 }
 
+// A decoded reduce, scan or sort program made ready: collapsed, its spec (refused here where
+// this dialect cannot write it), its operands' element offsets and tensors.
+struct prepared {
+  collapsed c;
+  codegen::spec s;
+  std::array<int64_t, max_operands> off{};
+  std::array<const pcy_tensor*, max_operands> t{};
+};
+template <const pcy_op_schema& S>
+void prepare(const vk_array_context& cx, const program& p, codegen::job j, int kind, prepared& r) {
+  r.c = collapse(p);
+  r.s = codegen::make_spec(p, r.c, j, kind);
+  cx.check(r.s);
+  element_offsets<S>(p, r.off, r.t);
+}
+
 // Refuses meta words [0, end) that do not fit a shader's 32-bit ints.
 template <const pcy_op_schema& S>
 void check_index_words(const std::vector<int64_t>& meta, int end) {
@@ -250,18 +266,23 @@ inline bool fit(const vk_array_context& cx, reduce_launch& r, int kind) {
   return ceil_div(p.n_out, r.groups * per_group) <= rounds;
 }
 
+// Refuses an op whose work (`what`) no launch can keep within the loop budget.
+[[noreturn]] void refuse_loops(const pcy_op_schema& S, const std::string& what) {
+  sdk::fail(PCY_ERR_UNSUPPORTED,
+            sdk::str(S.extension, ".", S.name, ": ", what, "; ", bundle_name,
+                     " keeps each invocation's loops short (lavapipe ends them after 65535 "
+                     "iterations) and cannot split this work so: run it on another framework"));
+}
+
 template <const pcy_op_schema& S, int N>
 void op_reduce(vk_array_context& cx, const sdk::op_args& a) {
   program p;
   const reduce_args ra = decode_reduce<S, N>(a, p);
   const int kd = ra.kind;
   if (p.kept_elements == 0) return;
-  const collapsed c = collapse(p);
-  const codegen::spec s = codegen::make_spec(p, c, codegen::job::reduce, kd);
-  cx.check(s);
-  std::array<int64_t, max_operands> off{};
-  std::array<const pcy_tensor*, max_operands> t{};
-  element_offsets<S>(p, off, t);
+  prepared pr;
+  prepare<S>(cx, p, codegen::job::reduce, kd, pr);
+  const auto& [c, s, off, t] = pr;
   // The GPU bundles' plan; where an invocation would loop too long, one work-group per output,
   // then (one-pass kinds) more and shorter chunks.
   const bool one_pass = kd != PCY_ARRAY_REDUCE_LOGSUMEXP;
@@ -281,13 +302,7 @@ void op_reduce(vk_array_context& cx, const sdk::op_args& a) {
       if (rp.chunks < 2) rp.chunks = rp.chunk = 0;
     }
   }
-  if (!fit(cx, r, kd))
-    sdk::fail(PCY_ERR_UNSUPPORTED,
-              sdk::str(S.extension, ".", S.name, ": ", rp.n_out, " outputs of ", rp.n_red,
-                       " positions; ", bundle_name,
-                       " keeps each invocation's loops short (lavapipe ends them after 65535 "
-                       "iterations) and cannot split this reduction so: run it on another "
-                       "framework"));
+  if (!fit(cx, r, kd)) refuse_loops(S, sdk::str(rp.n_out, " outputs of ", rp.n_red, " positions"));
   const codegen::layout l = codegen::layout_of(s);
   thread_local std::vector<int64_t> meta;
   codegen::meta_words_into(meta, s, c, off);
@@ -300,7 +315,7 @@ void op_reduce(vk_array_context& cx, const sdk::op_args& a) {
   const bool welford = kd == PCY_ARRAY_REDUCE_VAR || kd == PCY_ARRAY_REDUCE_STD;
   // The workspace: the meta words, then wa (VAR/STD: each part's mean, then its deviations),
   // then wi (ARGMIN/ARGMAX: each part's position), each at a multiple of 8 bytes.
-  const uint64_t meta_bytes = (static_cast<uint64_t>(glsl::reduce_words(s)) + 3) * 8;
+  const uint64_t meta_bytes = (static_cast<uint64_t>(glsl::own_words(s)) + 3) * 8;
   const uint64_t wa_bytes = ceil_div(parts * (welford ? 2 : 1) * es, 8) * 8;
   const uint64_t total = meta_bytes + wa_bytes + parts * 4;
   // every index and grid-strided counter (with its last step) below 2^31
@@ -309,8 +324,8 @@ void op_reduce(vk_array_context& cx, const sdk::op_args& a) {
     sdk::fail(PCY_ERR_UNSUPPORTED,
               sdk::str(S.extension, ".", S.name, ": ", rp.n_out, " outputs of ", rp.n_red,
                        " positions; ", bundle_name, " indexes below 2^31 (32-bit indices)"));
-  meta.resize(static_cast<size_t>(glsl::reduce_words(s)) + 3, 0);
-  const size_t W = static_cast<size_t>(glsl::reduce_words(s));
+  meta.resize(static_cast<size_t>(glsl::own_words(s)) + 3, 0);
+  const size_t W = static_cast<size_t>(glsl::own_words(s));
   meta[W] = static_cast<int64_t>(meta_bytes / es);
   meta[W + 1] = static_cast<int64_t>((meta_bytes + wa_bytes) / 4);
   if (t_ == PCY_DTYPE_F64) {
@@ -361,12 +376,9 @@ template <const pcy_op_schema& S, int N> void op_scan(vk_array_context& cx, cons
   program p;
   const int kd = decode_scan<S, N>(a, p);
   if (p.elements == 0) return;
-  const collapsed c = collapse(p);
-  const codegen::spec s = codegen::make_spec(p, c, codegen::job::scan, kd);
-  cx.check(s);
-  std::array<int64_t, max_operands> off{};
-  std::array<const pcy_tensor*, max_operands> t{};
-  element_offsets<S>(p, off, t);
+  prepared pr;
+  prepare<S>(cx, p, codegen::job::scan, kd, pr);
+  const auto& [c, s, off, t] = pr;
   codegen::scan_plan sp = codegen::plan_scan(c, cx.wg, cx.max_groups);
   uint64_t g0 = sp.blocked() ? 0 : grid_within(cx, sp.rows, sp.len), g1 = 0, g2 = 0;
   if (!sp.blocked() && g0 == 0) { // rows too long for one invocation: blocks of 4096
@@ -379,11 +391,7 @@ template <const pcy_op_schema& S, int N> void op_scan(vk_array_context& cx, cons
     g2 = grid_within(cx, sp.rows, sp.blocks);           // carry
   }
   if (sp.blocked() ? g1 == 0 || g2 == 0 : g0 == 0)
-    sdk::fail(PCY_ERR_UNSUPPORTED,
-              sdk::str(S.extension, ".", S.name, ": ", sp.rows, " rows of ", sp.len, "; ",
-                       bundle_name,
-                       " keeps each invocation's loops short (lavapipe ends them after 65535 "
-                       "iterations) and cannot split this scan so: run it on another framework"));
+    refuse_loops(S, sdk::str(sp.rows, " rows of ", sp.len));
   const codegen::layout l = codegen::layout_of(s);
   thread_local std::vector<int64_t> meta;
   codegen::meta_words_into(meta, s, c, off);
@@ -391,16 +399,16 @@ template <const pcy_op_schema& S, int N> void op_scan(vk_array_context& cx, cons
   meta[static_cast<size_t>(l.extra(1))] = static_cast<int64_t>(sp.blocks);
   meta[static_cast<size_t>(l.extra(2))] = static_cast<int64_t>(sp.blen);
   check_index_words<S>(meta, l.extra(3));
-  const size_t W = static_cast<size_t>(glsl::scan_words(s));
+  const size_t W = static_cast<size_t>(glsl::own_words(s));
   meta.resize(W + 1, 0);
   const uint64_t es = sdk::dtype_size(static_cast<pcy_dtype>(p.result_dtype()));
   const uint64_t meta_bytes = (W + 1) * 8, items = sp.rows * std::max<uint64_t>(sp.blocks, 1);
   const uint64_t total = meta_bytes + (sp.blocked() ? items * es : 0);
   const uint64_t reach = std::max({p.elements, items, total}) + (std::max(g0, g1) + 1) * cx.wg;
   if (reach > static_cast<uint64_t>(max_index))
-    sdk::fail(PCY_ERR_UNSUPPORTED, sdk::str(S.extension, ".", S.name, ": ", p.elements,
-                                            " elements; ", bundle_name,
-                                            " indexes below 2^31 (32-bit indices)"));
+    sdk::fail(PCY_ERR_UNSUPPORTED,
+              sdk::str(S.extension, ".", S.name, ": ", p.elements, " elements; ", bundle_name,
+                       " indexes below 2^31 (32-bit indices)"));
   meta[W] = static_cast<int64_t>(meta_bytes / es);
   using sk = glsl::scan_kernel;
   const std::array<bool, max_operands> used = glsl::bound(s);
@@ -443,13 +451,10 @@ void op_sort(vk_array_context& cx, const sdk::op_args& a) {
   program p;
   const sort_args sa = decode_sort<pcy_array_sort_1_schema>(a, p);
   if (p.elements == 0) return;
-  const collapsed c = collapse(p);
-  const codegen::spec s =
-      codegen::make_spec(p, c, codegen::job::sort, sa.kind + (sa.descending ? 2 : 0));
-  cx.check(s);
-  std::array<int64_t, max_operands> off{};
-  std::array<const pcy_tensor*, max_operands> t{};
-  element_offsets<pcy_array_sort_1_schema>(p, off, t);
+  prepared pr;
+  prepare<pcy_array_sort_1_schema>(cx, p, codegen::job::sort, sa.kind + (sa.descending ? 2 : 0),
+                                   pr);
+  const auto& [c, s, off, t] = pr;
   const codegen::scan_plan rows_len = codegen::plan_scan(c, cx.wg, 0); // rows and len only
   const uint64_t rows = rows_len.rows, len = rows_len.len;
   uint64_t P = 1;
@@ -463,7 +468,7 @@ void op_sort(vk_array_context& cx, const sdk::op_args& a) {
   meta[static_cast<size_t>(l.extra(0))] = static_cast<int64_t>(rows);
   meta[static_cast<size_t>(l.extra(1))] = static_cast<int64_t>(P);
   check_index_words<pcy_array_sort_1_schema>(meta, l.extra(2));
-  const size_t W = static_cast<size_t>(glsl::sort_words(s));
+  const size_t W = static_cast<size_t>(glsl::own_words(s));
   meta.resize(W + 2, 0);
   const uint64_t meta_bytes = (W + 2) * 8, wk_bytes = ceil_div(n * es, 8) * 8;
   const uint64_t total = meta_bytes + wk_bytes + n * 4;
