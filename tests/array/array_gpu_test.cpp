@@ -269,6 +269,17 @@ struct program_words {
   }
 };
 
+// A scan's program over `rows` dense rows of `len` values of dtype t, as loaded.
+program_words scan_rows(int64_t rows, int64_t len, int t) {
+  program_words p;
+  p.rank = 2;
+  p.reduced = 1;
+  p.shape = {rows, len};
+  p.views = {{0, len, 1}, {0, len, 1}};
+  p.add(PCY_ARRAY_OP_LOAD, t, 1);
+  return p;
+}
+
 struct input {
   int dtype;
   std::vector<uint8_t> bytes;
@@ -1036,12 +1047,7 @@ TEST_CASE("array gpu: blocked scans of few long rows", "[array][gpu]") {
           }
         }
       }
-      program_words p;
-      p.rank = 2;
-      p.reduced = 1;
-      p.shape = {rows, len};
-      p.views = {{0, len, 1}, {0, len, 1}};
-      p.add(PCY_ARRAY_OP_LOAD, t, 1);
+      const program_words p = scan_rows(rows, len, t);
       const auto want = run(native, opkind::scan, p, t, rows * len, {x}, kind);
       for (const Backend& gb : gpus) {
         if (lean_on(gb) && t != PCY_DTYPE_F32 && t != PCY_DTYPE_I32) continue;
@@ -1070,12 +1076,7 @@ TEST_CASE("array gpu: blocked scans of few long rows", "[array][gpu]") {
     const input x{PCY_DTYPE_I32,
                   awkward(PCY_DTYPE_I32, static_cast<size_t>(n_rows * n_len)),
                   {n_rows * n_len}};
-    program_words p;
-    p.rank = 2;
-    p.reduced = 1;
-    p.shape = {n_rows, n_len};
-    p.views = {{0, n_len, 1}, {0, n_len, 1}};
-    p.add(PCY_ARRAY_OP_LOAD, PCY_DTYPE_I32, 1);
+    const program_words p = scan_rows(n_rows, n_len, PCY_DTYPE_I32);
     const auto want =
         run(native, opkind::scan, p, PCY_DTYPE_I32, n_rows * n_len, {x}, PCY_ARRAY_SCAN_SUM);
     for (const Backend& gb : gpus) {
