@@ -63,6 +63,7 @@
 #include <array>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -184,6 +185,91 @@ inline spec make_spec(const program& p, const collapsed& c, job what, int kind) 
   s.count = p.count;
   std::copy(p.code.begin(), p.code.begin() + p.count, s.code.begin());
   return s;
+}
+
+// How a reduction runs (the GPU bundles' host side, shared): the kernel and its grid-independent
+// parameters, from the collapsed shape and the device. They depend on the shape and the device
+// only, so a reduction gives the same bits run to run.
+struct reduce_plan {
+  uint64_t n_out = 0, n_red = 0;
+  int cs = 0;                     // the tiled kernel's slices per output; 0: the column kernel
+  uint64_t chunks = 0, chunk = 0; // split: `chunks` (>= 2) chunks of `chunk` positions an output
+  bool split() const { return chunks >= 2; }
+};
+
+// The tiled reduce kernel's slices per output (a power of two dividing the work-group), or 0
+// for the column kernel (one work-item per output, no shared memory). Reduced dimensions
+// outermost (the first input runs along the innermost kept dimension, not along the innermost
+// reduced one): neighbouring work-items take neighbouring outputs — on a GPU 8 slices each, for
+// parallelism; on a CPU device the column kernel. Otherwise one slice per reduced element up to
+// the work-group (one group per output for long reductions).
+inline int slices_for(const collapsed& c, uint64_t n_red, uint32_t wg, int outer_slices) {
+  const int kept = c.rank - c.reduced;
+  if (c.reduced == 0 || n_red <= 4) return 0;
+  const bool outer = kept > 0 && std::abs(c.strides[1][static_cast<size_t>(kept - 1)]) == 1 &&
+                     std::abs(c.strides[1][static_cast<size_t>(c.rank - 1)]) != 1;
+  if (outer) return outer_slices;
+  uint32_t cs = 1;
+  while (cs < wg && cs < n_red)
+    cs *= 2;
+  return static_cast<int>(cs);
+}
+
+// Few outputs and long reductions of a one-pass kind (all but LOGSUMEXP): each output's reduced
+// positions split into chunks of at least 16 per work-item (parts, then their combination in
+// order); otherwise the tiled or the column kernel (slices_for).
+inline reduce_plan plan_reduce(const collapsed& c, uint64_t n_out, bool one_pass, uint32_t wg,
+                               uint64_t max_groups, int outer_slices) {
+  reduce_plan p;
+  p.n_out = n_out;
+  p.n_red = 1;
+  for (int d = c.rank - c.reduced; d < c.rank; ++d)
+    p.n_red *= static_cast<uint64_t>(c.shape[static_cast<size_t>(d)]);
+  p.cs = slices_for(c, p.n_red, wg, outer_slices);
+  if (one_pass && n_out * 4 < max_groups) {
+    const uint64_t per = uint64_t{16} * wg;
+    uint64_t chunks = std::min<uint64_t>({p.n_red / per, 1024, (max_groups * 4) / n_out});
+    if (chunks >= 2) {
+      p.chunk = (p.n_red + chunks - 1) / chunks;
+      p.chunks = (p.n_red + p.chunk - 1) / p.chunk; // no empty chunk
+    }
+  }
+  return p;
+}
+
+// A reduction's extras (layout): n_out, n_red, dof_ok (N - correction > 0), cs, G, chunk.
+inline void reduce_extras(std::vector<int64_t>& meta, const layout& l, const reduce_plan& p,
+                          double dof) {
+  meta[static_cast<size_t>(l.extra(0))] = static_cast<int64_t>(p.n_out);
+  meta[static_cast<size_t>(l.extra(1))] = static_cast<int64_t>(p.n_red);
+  meta[static_cast<size_t>(l.extra(2))] = dof > 0 ? 1 : 0;
+  meta[static_cast<size_t>(l.extra(3))] = p.cs;
+  meta[static_cast<size_t>(l.extra(4))] = static_cast<int64_t>(p.chunks);
+  meta[static_cast<size_t>(l.extra(5))] = static_cast<int64_t>(p.chunk);
+}
+
+// How a scan runs (the GPU bundles' host side, shared): one work-item per row, in order (the
+// native bundle's bits), or for few long rows `blocks` (>= 2) blocks of `blen` of at least 256
+// elements, enough for the device (part, carry, fin; fixed by the shape and the device).
+struct scan_plan {
+  uint64_t rows = 1, len = 1;
+  uint64_t blocks = 0, blen = 0;
+  bool blocked() const { return blocks >= 2; }
+};
+inline scan_plan plan_scan(const collapsed& c, uint32_t wg, uint64_t max_groups) {
+  scan_plan p;
+  for (int d = 0; d < c.rank - c.reduced; ++d)
+    p.rows *= static_cast<uint64_t>(c.shape[static_cast<size_t>(d)]);
+  if (c.reduced > 0) p.len = static_cast<uint64_t>(c.shape[static_cast<size_t>(c.rank - 1)]);
+  if (p.rows * wg < max_groups * wg / 2 && p.len >= 4096) {
+    const uint64_t blocks =
+        std::min<uint64_t>(p.len / 256, std::max<uint64_t>(1, (max_groups * wg) / p.rows));
+    if (blocks >= 2) {
+      p.blen = (p.len + blocks - 1) / blocks;
+      p.blocks = (p.len + p.blen - 1) / p.blen;
+    }
+  }
+  return p;
 }
 
 // A random draw's kernel: its spec (the view with neighbouring dimensions merged where they are
@@ -991,22 +1077,89 @@ inline std::string idx_decl(int rank) {
 }
 
 // ---- reduce kinds -----------------------------------------------------------------------------
-// The accumulator (a, b, i) of value dtype t; code snippets per kind.
+// GLSL's names of a dtype's register and storage type (array_glsl.hpp; halves are their bits).
+inline const char* gl_type(int d) {
+  switch (d) {
+  case PCY_DTYPE_F32: return "float";
+  case PCY_DTYPE_F64: return "double";
+  case PCY_DTYPE_I8: return "int8_t";
+  case PCY_DTYPE_I16: return "int16_t";
+  case PCY_DTYPE_I32: return "int";
+  case PCY_DTYPE_I64: return "int64_t";
+  case PCY_DTYPE_U8:
+  case PCY_DTYPE_BOOL: return "uint8_t";
+  case PCY_DTYPE_F16:
+  case PCY_DTYPE_BF16: return "uint16_t";
+  default: return "void";
+  }
+}
+
+// The accumulator (a, b, i) of value dtype t; code snippets per kind, in C (OpenCL, CUDA) or,
+// with `glsl`, in array_glsl.hpp's GLSL: the same statements in the same order, so the same
+// bits, with GLSL's spelling (T(x) casts, `precise` floats, 32-bit positions and counts, NaN and
+// infinity read from the bits, no void casts).
 struct reducer {
   dialect dl;
   int kind;
   int t;
+  bool glsl = false;
   bool two_pass() const { return kind == PCY_ARRAY_REDUCE_LOGSUMEXP; }
   // VAR and STD in one pass: each work-item's running (count cn, mean a, sum of squared
   // deviations b) by Welford's update, merged by Chan's formula in the trees and across chunks.
   bool welford() const { return kind == PCY_ARRAY_REDUCE_VAR || kind == PCY_ARRAY_REDUCE_STD; }
+  // ---- the dialect's spelling
+  std::string cv(const std::string& ty, const std::string& x) const {
+    return glsl ? ty + "(" + x + ")" : "(" + ty + ")" + x;
+  }
+  // A local of the value type, set once ("const " in C; `precise` floats in GLSL).
+  std::string let() const {
+    if (!glsl) return "const " + T() + " ";
+    return (is_float(t) ? "precise " : "") + T() + " ";
+  }
+  std::string var() const { return (glsl && is_float(t) ? "precise " : "") + T() + " "; }
+  std::string I() const { return glsl ? "int" : "i64"; } // positions and counts
+  std::string is_nan(const std::string& x) const {
+    if (!glsl) return x + " != " + x;
+    return is_float(t) ? fmt("pcy_isnan_%s(%s)", tname(t), x.c_str()) : "false";
+  }
+  std::string not_nan(const std::string& x) const {
+    return glsl ? "!" + is_nan(x) : x + " == " + x;
+  }
+  std::string is_inf(const std::string& x, bool neg) const {
+    if (!glsl) return x + " == " + inf_of(t, neg);
+    return fmt("(pcy_isinf_%s(%s) && %spcy_neg_%s(%s))", tname(t), x.c_str(), neg ? "" : "!",
+               tname(t), x.c_str());
+  }
+  std::string inf(bool neg) const {
+    if (!glsl) return inf_of(t, neg);
+    if (t == PCY_DTYPE_F32)
+      return neg ? "uintBitsToFloat(0xFF800000u)" : "uintBitsToFloat(0x7F800000u)";
+    return neg ? "packDouble2x32(uvec2(0u, 0xFFF00000u))"
+               : "packDouble2x32(uvec2(0u, 0x7FF00000u))";
+  }
+  std::string nan() const {
+    if (!glsl) return nan_of(t);
+    return t == PCY_DTYPE_F32 ? "uintBitsToFloat(0x7FC00000u)"
+                              : "packDouble2x32(uvec2(0u, 0x7FF80000u))";
+  }
+  std::string fn(const char* name) const { // sqrt, exp, log of T
+    if (!glsl) return mf(dl, name, t);
+    return std::string(name) == "sqrt" ? "sqrt" : fmt("pcy_%s_%s", name, tname(t));
+  }
+  // a = a op v on integers: wraps (two's complement; GLSL's integer arithmetic wraps)
+  std::string wrap(const char* op, const std::string& v) const {
+    if (glsl) return "a = " + T() + "(a " + op + " " + v + ");\n";
+    return "a = (" + T() + ")(U(a) " + op + " U(" + v + "));\n";
+  }
+  // ---- the kinds
   // VAR/STD: the open block (bn values, shift Kb, sums s1 and s2) merged into (cn, a, b).
   std::string flush_block() const {
     const std::string Ts = T();
-    return "{ const " + Ts + " m_ = Kb + s1 / (" + Ts + ")bn; const " + Ts +
-           " q0_ = s2 - s1 * (s1 / (" + Ts + ")bn); const " + Ts + " q_ = q0_ < (" + Ts + ")0 ? (" +
-           Ts + ")0 : q0_; const i64 n_ = bn; " + merge_welford("n_", "m_", "q_") +
-           " bn = 0; s1 = (" + Ts + ")0; s2 = (" + Ts + ")0; }";
+    return "{ " + let() + "m_ = Kb + s1 / " + cv(Ts, "bn") + "; " + let() +
+           "q0_ = s2 - s1 * (s1 / " + cv(Ts, "bn") + "); " + let() + "q_ = q0_ < " + cv(Ts, "0") +
+           " ? " + cv(Ts, "0") + " : q0_; const " + I() + " n_ = bn; " +
+           merge_welford("n_", "m_", "q_") + " bn = 0; s1 = " + cv(Ts, "0") +
+           "; s2 = " + cv(Ts, "0") + "; }";
   }
   // After a work-item's loop: its last, partial block merged.
   std::string after_loop() const {
@@ -1018,10 +1171,10 @@ struct reducer {
                             const std::string& b2) const {
     const std::string Ts = T();
     return "if (" + n2 + " > 0) { if (cn == 0) { a = " + a2 + "; b = " + b2 + "; cn = " + n2 +
-           "; } else { const i64 nn_ = cn + " + n2 + "; const " + Ts + " d_ = " + a2 +
-           " - a; const " + Ts + " f_ = (" + Ts + ")" + n2 + " / (" + Ts +
-           ")nn_; a = a + d_ * f_; b = b + " + b2 + " + d_ * d_ * (" + Ts +
-           ")cn * f_; cn = nn_; } }\n";
+           "; } else { const " + I() + " nn_ = cn + " + n2 + "; " + let() + "d_ = " + a2 +
+           " - a; " + let() + "f_ = " + cv(Ts, n2) + " / " + cv(Ts, "nn_") +
+           "; a = a + d_ * f_; b = b + " + b2 + " + d_ * d_ * " + cv(Ts, "cn") +
+           " * f_; cn = nn_; } }\n";
   }
   // VAR/STD's loop over a work-item's positions pos = first, first + step, ... < end: blocks of
   // 16 positions, each two inner loops of a fixed count (the compiler unrolls them): the first
@@ -1034,15 +1187,14 @@ struct reducer {
                            const std::string& step, const std::string& value,
                            const std::string& v) const {
     const std::string Ts = T();
-    return "for (i64 pos0_ = " + first + "; pos0_ < " + end + "; pos0_ += 16 * (" + step +
-           ")) {\n  " + Ts +
-           " xs_[16];\n  for (int u_ = 0; u_ < 16; ++u_) {\n    const i64 pos = pos0_ + u_ * (" +
-           step + ");\n    xs_[u_] = (" + Ts + ")0;\n    if (pos < " + end + ") {\n" + value +
-           "xs_[u_] = " + v +
+    return "for (" + I() + " pos0_ = " + first + "; pos0_ < " + end + "; pos0_ += 16 * (" + step +
+           ")) {\n  " + var() + "xs_[16];\n  for (int u_ = 0; u_ < 16; ++u_) {\n    const " + I() +
+           " pos = pos0_ + u_ * (" + step + ");\n    xs_[u_] = " + cv(Ts, "0") +
+           ";\n    if (pos < " + end + ") {\n" + value + "xs_[u_] = " + v +
            ";\n    }\n  }\n  for (int u_ = 0; u_ < 16; ++u_) {\n    if (pos0_ + u_ * (" + step +
-           ") < " + end + ") { const " + Ts + " x_ = xs_[u_] - K; if (u_ == 0) Kb = x_; const " +
-           Ts + " y_ = x_ - Kb; s1 = s1 + y_; s2 = s2 + y_ * y_; bn = bn + 1; }\n  }\n  " +
-           after_loop() + "}\n";
+           ") < " + end + ") { " + let() + "x_ = xs_[u_] - K; if (u_ == 0) Kb = x_; " + let() +
+           "y_ = x_ - Kb; s1 = s1 + y_; s2 = s2 + y_ * y_; bn = bn + 1; }\n  }\n  " + after_loop() +
+           "}\n";
   }
   // The other one-pass kinds' loop (pass 0) over pos = first, first + step, ... < end: blocks of
   // 8 positions, their values computed first (8 loads in flight, as welford_loop), then folded
@@ -1051,22 +1203,30 @@ struct reducer {
                            const std::string& step, const std::string& value,
                            const std::string& v) const {
     const std::string Ts = T();
-    return "for (i64 pos0_ = " + first + "; pos0_ < " + end + "; pos0_ += 8 * (" + step +
-           ")) {\n  " + Ts + " xs_[8];\n  for (int u_ = 0; u_ < 8; ++u_) {\n    const i64 pos = pos0_ + u_ * (" +
-           step + ");\n    xs_[u_] = (" + Ts + ")0;\n    if (pos < " + end + ") {\n" + value +
-           "xs_[u_] = " + v + ";\n    }\n  }\n  for (int u_ = 0; u_ < 8; ++u_) {\n    const i64 pos = pos0_ + u_ * (" +
-           step + ");\n    if (pos < " + end + ") {\n" + add0("xs_[u_]") + "    }\n    (void)pos;\n  }\n}\n";
+    return "for (" + I() + " pos0_ = " + first + "; pos0_ < " + end + "; pos0_ += 8 * (" + step +
+           ")) {\n  " + var() + "xs_[8];\n  for (int u_ = 0; u_ < 8; ++u_) {\n    const " + I() +
+           " pos = pos0_ + u_ * (" + step + ");\n    xs_[u_] = " + cv(Ts, "0") +
+           ";\n    if (pos < " + end + ") {\n" + value + "xs_[u_] = " + v +
+           ";\n    }\n  }\n  for (int u_ = 0; u_ < 8; ++u_) {\n    const " + I() +
+           " pos = pos0_ + u_ * (" + step + ");\n    if (pos < " + end + ") {\n" + add0("xs_[u_]") +
+           "    }\n" + (glsl ? "" : "    (void)pos;\n") + "  }\n}\n";
   }
   bool arg() const { return kind == PCY_ARRAY_REDUCE_ARGMIN || kind == PCY_ARRAY_REDUCE_ARGMAX; }
-  std::string T() const { return ctype(t); }
+  std::string T() const { return glsl ? gl_type(t) : ctype(t); }
+  std::string limit(bool max) const { // the integer type's extreme
+    if (!glsl) return "(" + T() + ")" + (max ? int_max(t) : int_min(t));
+    if (t == PCY_DTYPE_I64)
+      return max ? "int64_t(0x7FFFFFFFFFFFFFFFul)" : "int64_t(0x8000000000000000ul)";
+    return cv(T(), max ? int_max(t) : int_min(t));
+  }
   std::string init_a() const {
     switch (kind) {
     case PCY_ARRAY_REDUCE_PROD:
-    case PCY_ARRAY_REDUCE_ALL: return "(" + T() + ")1";
-    case PCY_ARRAY_REDUCE_LOGSUMEXP: return inf_of(t, true);
-    case PCY_ARRAY_REDUCE_MIN: return is_float(t) ? inf_of(t, false) : "(" + T() + ")" + int_max(t);
-    case PCY_ARRAY_REDUCE_MAX: return is_float(t) ? inf_of(t, true) : "(" + T() + ")" + int_min(t);
-    default: return "(" + T() + ")0";
+    case PCY_ARRAY_REDUCE_ALL: return cv(T(), "1");
+    case PCY_ARRAY_REDUCE_LOGSUMEXP: return inf(true);
+    case PCY_ARRAY_REDUCE_MIN: return is_float(t) ? inf(false) : limit(true);
+    case PCY_ARRAY_REDUCE_MAX: return is_float(t) ? inf(true) : limit(false);
+    default: return cv(T(), "0");
     }
   }
   // Folds v at position pos into (a, i) (pass 0) or b (pass 1; c the centre).
@@ -1079,38 +1239,37 @@ struct reducer {
       // shifted by the block's first (s1 = sum y, s2 = sum y^2, y = x - Kb: the block's
       // deviations lose at most 17 ulp to cancellation, as Kb is one of its values), each
       // block merged into (cn, a, b) by Chan's formula: two divisions per 16 values
-      return "{ const " + Ts + " x_ = " + v + " - K; if (bn == 0) Kb = x_; const " + Ts +
-             " y_ = x_ - Kb; s1 = s1 + y_; s2 = s2 + y_ * y_; bn = bn + 1; if (bn == 16) " +
+      return "{ " + let() + "x_ = " + v + " - K; if (bn == 0) Kb = x_; " + let() +
+             "y_ = x_ - Kb; s1 = s1 + y_; s2 = s2 + y_ * y_; bn = bn + 1; if (bn == 16) " +
              flush_block() + " }\n";
     case PCY_ARRAY_REDUCE_SUM:
-    case PCY_ARRAY_REDUCE_MEAN:
-      return is_float(t) ? "a = a + " + v + ";\n" : "a = (" + Ts + ")(U(a) + U(" + v + "));\n";
+    case PCY_ARRAY_REDUCE_MEAN: return is_float(t) ? "a = a + " + v + ";\n" : wrap("+", v);
     case PCY_ARRAY_REDUCE_NORM2: return "a = a + " + v + " * " + v + ";\n";
-    case PCY_ARRAY_REDUCE_PROD:
-      return is_float(t) ? "a = a * " + v + ";\n" : "a = (" + Ts + ")(U(a) * U(" + v + "));\n";
+    case PCY_ARRAY_REDUCE_PROD: return is_float(t) ? "a = a * " + v + ";\n" : wrap("*", v);
     case PCY_ARRAY_REDUCE_MIN:
-      return is_float(t) ? "a = (a <= " + v + " || a != a) ? a : " + v + ";\n"
+      return is_float(t) ? "a = (a <= " + v + " || " + is_nan("a") + ") ? a : " + v + ";\n"
                          : "a = a <= " + v + " ? a : " + v + ";\n";
     case PCY_ARRAY_REDUCE_MAX:
-      return is_float(t) ? "a = (a >= " + v + " || a != a) ? a : " + v + ";\n"
+      return is_float(t) ? "a = (a >= " + v + " || " + is_nan("a") + ") ? a : " + v + ";\n"
                          : "a = a >= " + v + " ? a : " + v + ";\n";
     case PCY_ARRAY_REDUCE_ARGMIN:
-      return "if (i < 0 || (a == a && (" + v + " < a || " + v + " != " + v + "))) { a = " + v +
-             "; i = pos; }\n";
-    case PCY_ARRAY_REDUCE_ARGMAX:
-      return "if (i < 0 || (a == a && (" + v + " > a || " + v + " != " + v + "))) { a = " + v +
-             "; i = pos; }\n";
-    case PCY_ARRAY_REDUCE_ALL: return "a = (u8)(a & " + v + ");\n";
-    case PCY_ARRAY_REDUCE_ANY: return "a = (u8)(a | " + v + ");\n";
+    case PCY_ARRAY_REDUCE_ARGMAX: {
+      const char* cmp = kind == PCY_ARRAY_REDUCE_ARGMIN ? " < " : " > ";
+      return "if (i < 0 || (" + not_nan("a") + " && (" + v + cmp + "a || " + is_nan(v) +
+             "))) { a = " + v + "; i = pos; }\n";
+    }
+    case PCY_ARRAY_REDUCE_ALL:
+      return "a = " + cv(glsl ? "uint8_t" : "u8", "(a & " + v + ")") + ";\n";
+    case PCY_ARRAY_REDUCE_ANY:
+      return "a = " + cv(glsl ? "uint8_t" : "u8", "(a | " + v + ")") + ";\n";
     case PCY_ARRAY_REDUCE_LOGSUMEXP:
-      return "if (" + v + " != " + v + " || " + v + " > a) a = " + v + ";\n";
+      return "if (" + is_nan(v) + " || " + v + " > a) a = " + v + ";\n";
     default: return "";
     }
   }
   std::string add1(const std::string& v) const {
-    if (kind == PCY_ARRAY_REDUCE_LOGSUMEXP)
-      return "b = b + " + mf(dl, "exp", t) + "(" + v + " - c);\n";
-    return "{ const " + T() + " d_ = " + v + " - c; b = b + d_ * d_; }\n";
+    if (kind == PCY_ARRAY_REDUCE_LOGSUMEXP) return "b = b + " + fn("exp") + "(" + v + " - c);\n";
+    return "{ " + let() + "d_ = " + v + " - c; b = b + d_ * d_; }\n";
   }
   // Combines (a2, i2) into (a, i) (pass 0) — the tree's step.
   std::string combine0() const {
@@ -1118,13 +1277,132 @@ struct reducer {
     case PCY_ARRAY_REDUCE_ARGMIN:
     case PCY_ARRAY_REDUCE_ARGMAX: {
       const char* cmp = kind == PCY_ARRAY_REDUCE_ARGMIN ? "<" : ">";
-      return fmt("if (i2 >= 0 && (i < 0 || (a2 != a2 ? (a == a || i2 < i) : (a == a && (a2 %s a || "
+      return fmt("if (i2 >= 0 && (i < 0 || (%s ? (%s || i2 < i) : (%s && (a2 %s a || "
                  "(a2 == a && i2 < i)))))) { a = a2; i = i2; }\n",
-                 cmp);
+                 is_nan("a2").c_str(), not_nan("a").c_str(), not_nan("a").c_str(), cmp);
     }
     case PCY_ARRAY_REDUCE_NORM2: return "a = a + a2;\n"; // partial sums of squares
     default: return add0("a2");
     }
+  }
+  // The accumulators' declarations (a work-item's, per output).
+  std::string declare() const {
+    const std::string Ts = T(), z = cv(Ts, "0");
+    return var() + "a = " + init_a() + ", b = " + z + ", c = " + z + ", K = " + z + ";\n" + I() +
+           " i = -1, cn = 0;\nint flag = -1;\n" +
+           (welford() ? var() + "Kb = " + z + ", s1 = " + z + ", s2 = " + z + ";\nint bn = 0;\n"
+                      : std::string());
+  }
+  // LOGSUMEXP between its passes: the centre c (and flag: -2 NaN, -3 +inf, -4 -inf) from a.
+  std::string between() const {
+    if (kind != PCY_ARRAY_REDUCE_LOGSUMEXP) return "";
+    return "flag = " + is_nan("a") + " ? -2 : " + is_inf("a", false) +
+           " ? -3 : " + is_inf("a", true) + " ? -4 : -1;\nc = flag == -1 ? a : " + cv(T(), "0") +
+           ";\n";
+  }
+  // The output's value from (a, b, i, c, flag); n_red the reduced count, dof_ok whether
+  // N - correction > 0 (VAR, STD: then b / dof).
+  std::string result(const std::string& n_red, const std::string& dof_ok) const {
+    switch (kind) {
+    case PCY_ARRAY_REDUCE_ARGMIN:
+    case PCY_ARRAY_REDUCE_ARGMAX: return glsl ? "int64_t(i)" : "i";
+    case PCY_ARRAY_REDUCE_MEAN: return n_red + " > 0 ? a / " + cv(T(), n_red) + " : " + nan();
+    case PCY_ARRAY_REDUCE_VAR: return dof_ok + " ? b / dof : " + nan();
+    case PCY_ARRAY_REDUCE_STD: return dof_ok + " ? " + fn("sqrt") + "(b / dof) : " + nan();
+    case PCY_ARRAY_REDUCE_LOGSUMEXP:
+      return "flag == -2 ? " + nan() + " : flag == -3 ? " + inf(false) + " : (flag == -4 || " +
+             n_red + " == 0) ? " + inf(true) + " : c + " + fn("log") + "(b)";
+    case PCY_ARRAY_REDUCE_NORM2: return fn("sqrt") + "(a)";
+    default: return "a";
+    }
+  }
+  // The tree over a work-group's cs slices of cw lanes (t = lane + slice cw): var (a or b, with
+  // i where with_index; VAR/STD: (cn, a, b)) of slice 0 of each lane after it, in a fixed order.
+  // Shared arrays sa, si, sb; `barrier` the dialect's work-group barrier statement.
+  std::string tree(const char* v, bool with_index, const std::string& barrier) const {
+    if (welford()) { // (cn, a, b) in (si, sa, sb)
+      return "sa[t] = a; sb[t] = b; si[t] = cn;\n" + barrier +
+             "\nfor (int h = cs / 2; h > 0; h >>= 1) {\n  if (slice < h) {\n    " +
+             merge_welford("si[t + h * cw]", "sa[t + h * cw]", "sb[t + h * cw]") +
+             "    sa[t] = a; sb[t] = b; si[t] = cn;\n  }\n  " + barrier +
+             "\n}\na = sa[lane]; b = sb[lane]; cn = si[lane];\n" + barrier + "\n";
+    }
+    std::string x = fmt("sa[t] = %s;\n", v);
+    if (with_index) x += "si[t] = i;\n";
+    x += barrier + "\nfor (int h = cs / 2; h > 0; h >>= 1) {\n  if (slice < h) {\n";
+    if (with_index)
+      x += "    " + let() + "a2 = sa[t + h * cw]; const " + I() + " i2 = si[t + h * cw];\n    " +
+           combine0() + "    sa[t] = a; si[t] = i;\n";
+    else if (std::string(v) == "a")
+      x += "    " + let() + "a2 = sa[t + h * cw];\n    " + combine0() + "    sa[t] = a;\n";
+    else
+      x += "    b = b + sa[t + h * cw];\n    sa[t] = b;\n";
+    x += "  }\n  " + barrier + "\n}\n";
+    x += fmt("%s = sa[lane];\n", v);
+    if (with_index) x += "i = si[lane];\n";
+    x += barrier + "\n";
+    return x;
+  }
+};
+// A scan's running value (sum or product of value dtype t): its declaration and fold, in C or
+// (with `glsl`) in array_glsl.hpp's GLSL, the same operations.
+struct scanner {
+  int t;
+  bool prod;
+  bool glsl = false;
+  std::string T() const { return glsl ? gl_type(t) : ctype(t); }
+  // `name` declared at the identity
+  std::string start(const char* name) const {
+    if (glsl)
+      return fmt("%s%s %s = %s(%d);\n", is_float(t) ? "precise " : "", T().c_str(), name,
+                 T().c_str(), prod ? 1 : 0);
+    return fmt("%s %s = (%s)%d;\n", T().c_str(), name, T().c_str(), prod ? 1 : 0);
+  }
+  // acc = acc + x (or * x); integers wrap
+  std::string fold(const char* acc, const std::string& x) const {
+    const char* op = prod ? "*" : "+";
+    if (is_float(t)) return fmt("%s = %s %s %s;\n", acc, acc, op, x.c_str());
+    if (glsl) return fmt("%s = %s(%s %s %s);\n", acc, T().c_str(), acc, op, x.c_str());
+    return fmt("%s = (%s)(U(%s) %s U(%s));\n", acc, T().c_str(), acc, op, x.c_str());
+  }
+};
+
+// A sort's order and its bitonic compare-exchange (pcy_sort_step's body), in C or (with `glsl`)
+// in array_glsl.hpp's GLSL, the same comparisons. `wk` and `wi` prefix the workspace's key and
+// position indices (their offsets).
+struct sorter {
+  int t;
+  bool desc;
+  bool glsl = false;
+  std::string is_nan(const std::string& x) const {
+    return glsl ? fmt("pcy_isnan_%s(%s)", tname(t), x.c_str()) : x + " != " + x;
+  }
+  // x before y in the key order: NaN after every number, equal to NaN; -0 == +0
+  std::string before(const std::string& x, const std::string& y) const {
+    if (is_float(t))
+      return glsl ? "(" + is_nan(y) + " ? !" + is_nan(x) + " : " + x + " < " + y + ")"
+                  : "(" + y + " != " + y + " ? " + x + " == " + x + " : " + x + " < " + y + ")";
+    return "(" + x + " < " + y + ")";
+  }
+  std::string key_before(const std::string& x, const std::string& y) const {
+    return desc ? before(y, x) : before(x, y);
+  }
+  // Pair (a, b), b = a's partner (i ^ sj) in the row: swapped where the pass's direction
+  // (ascending where (i & sk) == 0) disagrees; ties broken by position, padding (-1) last.
+  std::string exchange(const std::string& wk, const std::string& wi) const {
+    const std::string T = glsl ? gl_type(t) : ctype(t), I = glsl ? "int" : "i64";
+    const std::string K = glsl && is_float(t) ? "precise " + T + " " : "const " + T + " ";
+    std::string x = "  const " + I + " ia = wi[" + wi + "a], ib = wi[" + wi + "b];\n";
+    x += "  " + K + "ka = wk[" + wk + "a], kb = wk[" + wk + "b];\n";
+    x += "  int lt; /* b before a */\n";
+    x += glsl ? "  if (ia < 0 || ib < 0) lt = int(ia < 0 && ib >= 0);\n"
+              : "  if (ia < 0 || ib < 0) lt = ia < 0 && ib >= 0;\n";
+    x += "  else if " + key_before("kb", "ka") + " lt = 1;\n";
+    x += "  else if " + key_before("ka", "kb") + " lt = 0;\n";
+    x += glsl ? "  else lt = int(ib < ia);\n" : "  else lt = ib < ia;\n";
+    x += "  if (((i & sk) == 0) == (lt != 0)) { wk[" + wk + "a] = kb; wk[" + wk + "b] = ka; wi[" +
+         wi + "a] = ib; wi[" + wi + "b] = ia; }\n";
+    return x;
   }
 };
 
@@ -1175,12 +1453,8 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
     const bool prod = s.kind == PCY_ARRAY_SCAN_PROD;
     const int kept = R - s.reduced;
     const std::string v = reg(s.count - 1);
-    auto fold = [&](const char* acc, const std::string& x) {
-      if (is_float(t))
-        return fmt(prod ? "%s = %s * %s;\n" : "%s = %s + %s;\n", acc, acc, x.c_str());
-      return fmt(prod ? "%s = (%s)(U(%s) * U(%s));\n" : "%s = (%s)(U(%s) + U(%s));\n", acc, T, acc,
-                 x.c_str());
-    };
+    const scanner sc{t, prod};
+    auto fold = [&](const char* acc, const std::string& x) { return sc.fold(acc, x); };
     std::array<bool, max_operands> out{};
     out[0] = true;
     const std::string len = s.reduced > 0 ? fmt("m.w[%d]", R - 1) : std::string("1");
@@ -1190,7 +1464,7 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
     src += "  const i64 len = " + len + ";\n";
     src += fmt("  for (i64 row = GID; row < m.w[%d]; row += GSIZE) {\n", l.extra(0));
     src += idx_decl(R) + unravel(0, kept, "row", sm);
-    src += fmt("%s run = (%s)%d;\n", T, T, prod ? 1 : 0);
+    src += sc.start("run");
     src += "for (i64 j = 0; j < len; ++j) {\n" + set_j + body(dl, s) + fold("run", v);
     src += offsets(s, out) + "o0[q0] = run;\n}\n  }\n}\n";
     // Blocked (few long rows): B blocks of blen per row (extras 1, 2), one work-item each:
@@ -1206,12 +1480,12 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
                              ";\n  i64 j1 = j0 + " + blen + ";\n  if (j1 > len) j1 = len;\n";
     src += "KERNEL void pcy_scan_part(" + params(s) + ws + ") {\n" + head;
     src += idx_decl(R) + unravel(0, kept, "row", sm);
-    src += fmt("%s run = (%s)%d;\n", T, T, prod ? 1 : 0);
+    src += sc.start("run");
     src += "for (i64 j = j0; j < j1; ++j) {\n" + set_j + body(dl, s) + fold("run", v) + "}\n";
     src += "(void)o0;\nwa[item] = run;\n  }\n}\n";
     src += "KERNEL void pcy_scan_carry(" + params(s) + ws + ") {\n";
     src += "  for (i64 row = GID; row < " + rows + "; row += GSIZE) {\n";
-    src += fmt("  %s run = (%s)%d;\n", T, T, prod ? 1 : 0);
+    src += "  " + sc.start("run");
     src += "  for (i64 blk = 0; blk < " + B + "; ++blk) {\n    const " + T + " x = wa[row * " + B +
            " + blk];\n    wa[row * " + B + " + blk] = run;\n    " + fold("run", "x") + "  }\n";
     src += "  (void)o0;\n  }\n}\n";
@@ -1236,15 +1510,7 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
     const std::string rows = fmt("m.w[%d]", l.extra(0)), P = fmt("m.w[%d]", l.extra(1)),
                       W = fmt("m.w[%d]", l.extra(2));
     const std::string ws = ", GLOBAL " + T + "* wk, GLOBAL i64* wi, const i64 sk, const i64 sj";
-    // x before y in the key order: NaN after every number, equal to NaN; -0 == +0
-    auto before = [&](const std::string& x, const std::string& y) {
-      if (is_float(t))
-        return "(" + y + " != " + y + " ? " + x + " == " + x + " : " + x + " < " + y + ")";
-      return "(" + x + " < " + y + ")";
-    };
-    auto key_before = [&](const std::string& x, const std::string& y) {
-      return desc ? before(y, x) : before(x, y);
-    };
+    const sorter so{t, desc};
     src += "KERNEL void pcy_sort_init(" + params(s) + ws + ") {\n";
     src += "  const i64 len = " + len + ";\n";
     src += "  for (i64 item = GID; item < " + rows + " * " + P + "; item += GSIZE) {\n";
@@ -1258,15 +1524,7 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
     src += "  for (i64 item = GID; item < " + rows + " * " + P + "; item += GSIZE) {\n";
     src += "  const i64 i = item % " + P + ", l = i ^ sj;\n  if (l <= i) continue;\n";
     src += "  const i64 a = item, b = item - i + l;\n";
-    src += "  const i64 ia = wi[" + W + " + a], ib = wi[" + W + " + b];\n";
-    src += "  const " + T + " ka = wk[a], kb = wk[b];\n";
-    src += "  int lt; /* b before a */\n";
-    src += "  if (ia < 0 || ib < 0) lt = ia < 0 && ib >= 0;\n";
-    src += "  else if " + key_before("kb", "ka") + " lt = 1;\n";
-    src += "  else if " + key_before("ka", "kb") + " lt = 0;\n";
-    src += "  else lt = ib < ia;\n";
-    src += "  if (((i & sk) == 0) == (lt != 0)) { wk[a] = kb; wk[b] = ka; wi[" + W +
-           " + a] = ib; wi[" + W + " + b] = ia; }\n";
+    src += so.exchange("", W + " + ");
     src += "  (void)o0;\n  }\n}\n";
     src += "KERNEL void pcy_sort_out(" + params(s) + ws + ") {\n";
     src += "  const i64 len = " + len + ";\n";
@@ -1407,38 +1665,8 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
                     dof_ok = fmt("m.w[%d]", l.extra(2));
   std::array<bool, max_operands> out{};
   out[0] = true;
-  // finish: the output from (a, b, i, c, flag) and count.
-  std::string fin;
-  switch (s.kind) {
-  case PCY_ARRAY_REDUCE_ARGMIN:
-  case PCY_ARRAY_REDUCE_ARGMAX: fin = "o0[q0] = i;\n"; break;
-  case PCY_ARRAY_REDUCE_MEAN:
-    fin = "o0[q0] = " + n_red + " > 0 ? a / (" + T + ")" + n_red + " : " + nan_of(t) + ";\n";
-    break;
-  case PCY_ARRAY_REDUCE_VAR:
-    fin = "o0[q0] = " + dof_ok + " ? b / dof : " + nan_of(t) + ";\n";
-    break;
-  case PCY_ARRAY_REDUCE_STD:
-    fin = "o0[q0] = " + dof_ok + " ? " + mf(dl, "sqrt", t) + "(b / dof) : " + nan_of(t) + ";\n";
-    break;
-  case PCY_ARRAY_REDUCE_LOGSUMEXP:
-    fin = "o0[q0] = flag == -2 ? " + nan_of(t) + " : flag == -3 ? " + inf_of(t, false) +
-          " : (flag == -4 || " + n_red + " == 0) ? " + inf_of(t, true) + " : c + " +
-          mf(dl, "log", t) + "(b);\n";
-    break;
-  case PCY_ARRAY_REDUCE_NORM2: fin = "o0[q0] = " + mf(dl, "sqrt", t) + "(a);\n"; break;
-  default: fin = "o0[q0] = a;\n"; break;
-  }
-  // between the passes: the centre c (and flag) from a.
-  std::string between;
-  if (s.kind == PCY_ARRAY_REDUCE_LOGSUMEXP)
-    between = "flag = a != a ? -2 : a == " + inf_of(t, false) + " ? -3 : a == " + inf_of(t, true) +
-              " ? -4 : -1;\nc = flag == -1 ? a : (" + T + ")0;\n";
-  const std::string decl =
-      T + " a = " + rd.init_a() + ", b = (" + T + ")0, c = (" + T + ")0, K = (" + T +
-      ")0;\ni64 i = -1, cn = 0;\nint flag = -1;\n" +
-      (rd.welford() ? T + " Kb = (" + T + ")0, s1 = (" + T + ")0, s2 = (" + T + ")0;\nint bn = 0;\n"
-                    : std::string());
+  const std::string fin = "o0[q0] = " + rd.result(n_red, dof_ok) + ";\n";
+  const std::string between = rd.between(), decl = rd.declare();
   // VAR/STD: K, the value at the output's reduced position 0 (every work-item of an output the
   // same), the shift of the Welford updates.
   const std::string shift =
@@ -1491,29 +1719,7 @@ inline std::string source(const spec& s, dialect dl, std::string_view random_hea
   src += idx_decl(R) + "if (live) " + unravel(0, kept, "o", sm) + decl;
   if (rd.welford()) src += "if (live) {\n" + shift + "}\n";
   auto tree = [&](const char* var, bool with_index) {
-    if (rd.welford()) { // (cn, a, b) in (si, sa, sb)
-      std::string x = "sa[t] = a; sb[t] = b; si[t] = cn;\nBARRIER;\n"
-                      "for (int h = cs / 2; h > 0; h >>= 1) {\n  if (slice < h) {\n    " +
-                      rd.merge_welford("si[t + h * cw]", "sa[t + h * cw]", "sb[t + h * cw]") +
-                      "    sa[t] = a; sb[t] = b; si[t] = cn;\n  }\n  BARRIER;\n}\n"
-                      "a = sa[lane]; b = sb[lane]; cn = si[lane];\nBARRIER;\n";
-      return x;
-    }
-    std::string x = fmt("sa[t] = %s;\n", var);
-    if (with_index) x += "si[t] = i;\n";
-    x += "BARRIER;\nfor (int h = cs / 2; h > 0; h >>= 1) {\n  if (slice < h) {\n";
-    if (with_index)
-      x += "    const " + T + " a2 = sa[t + h * cw]; const i64 i2 = si[t + h * cw];\n    " +
-           rd.combine0() + "    sa[t] = a; si[t] = i;\n";
-    else if (std::string(var) == "a")
-      x += "    const " + T + " a2 = sa[t + h * cw];\n    " + rd.combine0() + "    sa[t] = a;\n";
-    else
-      x += "    b = b + sa[t + h * cw];\n    sa[t] = b;\n";
-    x += "  }\n  BARRIER;\n}\n";
-    x += fmt("%s = sa[lane];\n", var);
-    if (with_index) x += "i = si[lane];\n";
-    x += "BARRIER;\n";
-    return x;
+    return rd.tree(var, with_index, "BARRIER;");
   };
   for (int pass = 0; pass < (rd.two_pass() ? 2 : 1); ++pass) {
     // every work-item reaches every barrier: the loops are guarded, the trees are not

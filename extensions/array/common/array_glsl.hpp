@@ -1,8 +1,11 @@
 // Array bundles, shared part: the GLSL compute dialect of the code generator (array_vulkan). It
-// writes the eval kernel of a spec (array_codegen.hpp) as a GLSL 4.50 compute shader with the
-// semantics of array_scalar.hpp, bit for bit where pcy_array.h says exact. It is a generator of
-// its own rather than a third branch through array_codegen.hpp's C text: GLSL has no pointers,
-// typedefs, C casts or out-parameters, and the OpenCL and CUDA output stays untouched.
+// writes the eval, random, reduce, scan and sort kernels of a spec (array_codegen.hpp) as GLSL
+// 4.50 compute shaders with the semantics of array_scalar.hpp, bit for bit where pcy_array.h
+// says exact. It is a generator of its own rather than a third branch through
+// array_codegen.hpp's C text: GLSL has no pointers, typedefs, C casts or out-parameters, and the
+// OpenCL and CUDA output stays untouched; the reductions', scans' and sorts' statements come
+// from array_codegen.hpp's reducer, scanner and sorter in GLSL's spelling (the same statements
+// in the same order: the OpenCL and CUDA bundles' order and bits).
 //
 // The shader's interface (the Vulkan plugin's convention: buffers fill set 0's bindings in
 // order):
@@ -42,21 +45,7 @@ struct features {
 
 namespace detail {
 
-inline const char* gtype(int d) {
-  switch (d) {
-  case PCY_DTYPE_F32: return "float";
-  case PCY_DTYPE_F64: return "double";
-  case PCY_DTYPE_I8: return "int8_t";
-  case PCY_DTYPE_I16: return "int16_t";
-  case PCY_DTYPE_I32: return "int";
-  case PCY_DTYPE_I64: return "int64_t";
-  case PCY_DTYPE_U8:
-  case PCY_DTYPE_BOOL: return "uint8_t";
-  case PCY_DTYPE_F16:
-  case PCY_DTYPE_BF16: return "uint16_t"; // the bits: only loaded, stored and cast
-  default: return "void";
-  }
-}
+inline const char* gtype(int d) { return codegen::detail::gl_type(d); }
 inline const char* tn(int d) { return codegen::detail::tname(d); }
 inline int bits(int d) { return codegen::detail::bits_of(d); }
 inline std::string reg(int k) { return fmt("r%d", k); }
@@ -396,7 +385,21 @@ inline std::string unsupported(const spec& s, const features& f) {
       return "the device has no shaderInt16 with 16-bit storage buffers";
     return "";
   }
-  if (s.what != codegen::job::eval) return "only eval and random programs are written in GLSL";
+  if (s.what == codegen::job::reduce) {
+    const int t = s.value_dtype();
+    if (is_half(t)) return "reductions of f16 and bf16 values are not written in GLSL";
+    if (s.kind == PCY_ARRAY_REDUCE_LOGSUMEXP && (!f.fp64 || !f.int64))
+      return "LOGSUMEXP computes exp and log in f64 here (helpers.glsl), and the device lacks "
+             "shaderFloat64 or shaderInt64";
+    if ((s.kind == PCY_ARRAY_REDUCE_ARGMIN || s.kind == PCY_ARRAY_REDUCE_ARGMAX) && !f.int64)
+      return "the device has no shaderInt64 (ARGMIN and ARGMAX give i64 positions)";
+  } else if (s.what == codegen::job::sort) {
+    if (is_half(s.value_dtype())) return "sorts of f16 and bf16 values are not written in GLSL";
+    if ((s.kind & 1) == PCY_ARRAY_SORT_ARGSORT && !f.int64)
+      return "the device has no shaderInt64 (ARGSORT gives i64 positions)";
+  } else if (s.what != codegen::job::eval && s.what != codegen::job::scan) {
+    return "only eval, reduce, scan, sort and random programs are written in GLSL";
+  }
   // bool registers (comparisons, WHERE's condition) are uint8_t in every shader
   if (!f.int8) return "the device has no shaderInt8 with 8-bit storage buffers";
   auto dtype_ok = [&](int d) -> std::string {
@@ -466,18 +469,26 @@ inline std::array<bool, max_operands> bound(const spec& s) {
   return used;
 }
 
-// The compute shader of an eval spec (unsupported(s) empty); `wg`: the work-group size.
-inline std::string eval_source(const spec& s, int wg, std::string_view helpers) {
-  using namespace detail;
-  const codegen::layout l = codegen::layout_of(s);
-  bool f32 = false, f64 = false, i8 = false, i16 = false, i64 = false;
+namespace detail {
+
+// One storage buffer of set 0 (`T name[]`, block B<name>).
+inline std::string buffer(int& binding, const char* type, const std::string& name, bool readonly) {
+  return fmt("layout(std430, set = 0, binding = %d) %sbuffer B%s { %s %s[]; };\n", binding++,
+             readonly ? "readonly " : "", name.c_str(), type, name.c_str());
+}
+
+// The shader's head: version, extensions, work-group size, the buffers (`bindings`, then the
+// meta words' at the next binding), then helpers.glsl's sections the program needs (besides
+// `via_f64`: the reduction's own f32 exp and log) and the library.
+inline std::string head(const spec& s, int wg, std::string_view helpers,
+                        const std::string& bindings, int binding, bool via_f64_too = false) {
+  bool f32 = false, f64 = false, i16 = false, i64 = false;
   std::array<bool, 16> ints{}; // integer dtypes needing floordiv/rem helpers
-  bool upow = false, upow64 = false, half = false, explog = false;
+  bool upow = false, upow64 = false, half = false, explog = via_f64_too;
   auto see = [&](int d) {
     half = half || is_half(d);
     f32 = f32 || d == PCY_DTYPE_F32;
     f64 = f64 || d == PCY_DTYPE_F64;
-    i8 = i8 || d == PCY_DTYPE_I8 || d == PCY_DTYPE_U8 || d == PCY_DTYPE_BOOL;
     i16 = i16 || d == PCY_DTYPE_I16;
     i64 = i64 || d == PCY_DTYPE_I64;
   };
@@ -496,9 +507,9 @@ inline std::string eval_source(const spec& s, int wg, std::string_view helpers) 
     explog = explog || via_f64(in.op, t);
     if (in.op == PCY_ARRAY_OP_CONST && in.dtype == PCY_DTYPE_I64) i64 = true;
   }
-  i8 = true; // comparisons and WHERE conditions are uint8_t registers
   i16 = i16 || half;
   i64 = i64 || half || explog; // explog: uint64BitsToDouble
+  // comparisons and WHERE conditions are uint8_t registers
   std::string src = "#version 450\n";
   src += "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n";
   src += "#extension GL_EXT_shader_8bit_storage : require\n";
@@ -507,16 +518,10 @@ inline std::string eval_source(const spec& s, int wg, std::string_view helpers) 
            "#extension GL_EXT_shader_16bit_storage : require\n";
   if (i64) src += "#extension GL_EXT_shader_explicit_arithmetic_types_int64 : require\n";
   src += fmt("layout(local_size_x = %d) in;\n", wg);
-  const std::array<bool, max_operands> used = bound(s);
-  int binding = 0;
-  for (int o = 0; o < s.operands; ++o)
-    if (used[static_cast<size_t>(o)])
-      src += fmt("layout(std430, set = 0, binding = %d) %sbuffer O%d { %s o%d[]; };\n", binding++,
-                 o < s.outputs ? "" : "readonly ", o, gtype(s.dtypes[static_cast<size_t>(o)]), o);
+  src += bindings;
   src +=
       fmt("layout(std430, set = 0, binding = %d) readonly buffer Meta { uint w[]; };\n", binding);
-  // helpers.glsl's sections this program needs, then the library
-  if (f32 || half) src += "#define PCY_F32 1\n";
+  if (f32 || half || explog) src += "#define PCY_F32 1\n"; // PCY_VIA_F64's f32 functions
   if (f64) src += "#define PCY_F64 1\n";
   if (half) src += "#define PCY_HALF 1\n";
   if (explog) src += "#define PCY_VIA_F64 1\n";
@@ -527,31 +532,74 @@ inline std::string eval_source(const spec& s, int wg, std::string_view helpers) 
   src += helpers;
   for (int d = 0; d < 16; ++d)
     if (ints[static_cast<size_t>(d)] && !is_float(d)) src += int_helpers(d);
+  return src;
+}
+
+// idx<from>..idx<to-1> (declared before) from the linear index `lin`, row-major.
+inline std::string unravel(const codegen::layout& l, int from, int to, const std::string& lin) {
+  if (to <= from) return "";
+  std::string u = "{ int rem_ = " + lin + ";\n";
+  for (int d = to - 1; d >= from; --d)
+    if (d > from)
+      u += fmt("  idx%d = rem_ %% %s; rem_ /= %s;\n", d, word(l.shape(d)).c_str(),
+               word(l.shape(d)).c_str());
+    else
+      u += fmt("  idx%d = rem_;\n", d);
+  return u + "}\n";
+}
+inline std::string idx_decl(int rank) {
+  std::string d;
+  for (int i = 0; i < rank; ++i)
+    d += fmt("int idx%d = 0; ", i);
+  return d.empty() ? d : d + "\n";
+}
+// The offsets q<p> of operand p at idx0..idx<R-1>, for `which` operands.
+inline std::string offsets(const spec& s, const std::array<bool, max_operands>& which) {
+  const codegen::layout l = codegen::layout_of(s);
+  std::string o;
+  for (int p = 0; p < s.operands; ++p) {
+    if (!which[static_cast<size_t>(p)]) continue;
+    o += fmt("    int q%d = %s", p, word(l.offset(p)).c_str());
+    for (int d = 0; d < s.rank; ++d)
+      o += fmt(" + idx%d * %s", d, word(l.stride(p, d)).c_str());
+    o += ";\n";
+  }
+  return o;
+}
+// The program's value at idx: the inputs' offsets, then the live instructions (r<k>).
+inline std::string body(const spec& s) {
+  std::array<bool, max_operands> in = bound(s);
+  for (int o = 0; o < s.outputs; ++o)
+    in[static_cast<size_t>(o)] = false;
+  std::string b = offsets(s, in);
+  const std::array<bool, max_instructions> on = live(s);
+  for (int k = 0; k < s.count; ++k)
+    if (on[static_cast<size_t>(k)]) b += "    " + instruction_code(s, k);
+  return b;
+}
+
+} // namespace detail
+
+// The compute shader of an eval spec (unsupported(s) empty); `wg`: the work-group size.
+inline std::string eval_source(const spec& s, int wg, std::string_view helpers) {
+  using namespace detail;
+  const codegen::layout l = codegen::layout_of(s);
+  const std::array<bool, max_operands> used = bound(s);
+  std::string bindings;
+  int binding = 0;
+  for (int o = 0; o < s.operands; ++o)
+    if (used[static_cast<size_t>(o)])
+      bindings +=
+          buffer(binding, gtype(s.dtypes[static_cast<size_t>(o)]), fmt("o%d", o), o >= s.outputs);
+  std::string src = head(s, wg, helpers, bindings, binding);
   const int R = s.rank;
   src += "void main() {\n";
   src += fmt("  int n = %s;\n", word(l.extra(0)).c_str());
   src += "  int step = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);\n";
   src += "  for (int lin = int(gl_GlobalInvocationID.x); lin < n; lin += step) {\n";
-  for (int d = 0; d < R; ++d)
-    src += fmt("    int idx%d = 0;\n", d);
-  if (R > 0) {
-    src += "    int rem_ = lin;\n";
-    for (int d = R - 1; d >= 0; --d)
-      if (d > 0)
-        src += fmt("    idx%d = rem_ %% %s; rem_ /= %s;\n", d, word(l.shape(d)).c_str(),
-                   word(l.shape(d)).c_str());
-      else
-        src += fmt("    idx%d = rem_;\n", d);
-  }
-  auto offset = [&](int p) {
-    std::string o = fmt("    int q%d = %s", p, word(l.offset(p)).c_str());
-    for (int d = 0; d < R; ++d)
-      o += fmt(" + idx%d * %s", d, word(l.stride(p, d)).c_str());
-    return o + ";\n";
-  };
+  src += idx_decl(R) + unravel(l, 0, R, "lin");
   const std::array<bool, max_instructions> on = live(s);
-  for (int p = 0; p < s.operands; ++p)
-    if (used[static_cast<size_t>(p)]) src += offset(p);
+  src += offsets(s, used);
   for (int k = 0; k < s.count; ++k)
     if (on[static_cast<size_t>(k)]) src += "    " + instruction_code(s, k);
   // Every value is in a register before the first store (outputs may be inputs in place).
@@ -561,6 +609,272 @@ inline std::string eval_source(const spec& s, int wg, std::string_view helpers) 
       src += fmt("    o%d[q%d] = %s;\n", o, o, reg(k).c_str());
     }
   src += "    o0[q0] = " + reg(s.count - 1) + ";\n  }\n}\n";
+  return src;
+}
+
+// The kernels of a reduction (array_codegen.hpp's, one shader each: GLSL has one entry point).
+enum class reduce_kernel { col, row, part, fin };
+
+// The first meta word after the layout's and the immediates: where a reduction's, scan's or
+// sort's own words start (their workspace offsets; a reduction's dof).
+inline int own_words(const spec& s) { return codegen::layout_of(s).words(s.what) + s.immediates(); }
+
+// The compute shader of kernel k of a reduce spec (unsupported(s) empty): array_codegen.hpp's
+// kernels with the same reducer (the same statements in the same order: the same bits), one
+// invocation per work-item. Bindings: col and row: the output, the inputs read, the meta words;
+// part: the inputs read, wa, wi (ARGMIN/ARGMAX), the meta words; fin: the output, wa, wi, the
+// meta words (wa, wi and the meta words: the op's workspace, bound once each). Own words: wa's
+// offset (in values), wi's (in ints), dof (the value type's bits; VAR, STD).
+inline std::string reduce_source(const spec& s, int wg, reduce_kernel k, std::string_view helpers) {
+  using namespace detail;
+  const codegen::layout l = codegen::layout_of(s);
+  const int t = s.value_dtype(), R = s.rank, kept = R - s.reduced;
+  const codegen::detail::reducer rd{codegen::dialect::opencl, s.kind, t, true};
+  const std::string T = gtype(t), v = reg(s.count - 1);
+  const int W = own_words(s);
+  std::array<bool, max_operands> in = bound(s);
+  in[0] = false;
+  std::string bindings;
+  int binding = 0;
+  if (k != reduce_kernel::part) bindings += buffer(binding, gtype(s.dtypes[0]), "o0", false);
+  if (k != reduce_kernel::fin)
+    for (int o = 1; o < s.operands; ++o)
+      if (in[static_cast<size_t>(o)])
+        bindings += buffer(binding, gtype(s.dtypes[static_cast<size_t>(o)]), fmt("o%d", o), true);
+  if (k == reduce_kernel::part || k == reduce_kernel::fin) {
+    bindings += buffer(binding, T.c_str(), "wa", k == reduce_kernel::fin);
+    if (rd.arg()) bindings += buffer(binding, "int", "wi", k == reduce_kernel::fin);
+  }
+  const bool tiled = k == reduce_kernel::row || k == reduce_kernel::part;
+  if (tiled) {
+    bindings += fmt("shared %s sa[%d];\n", T.c_str(), wg);
+    if (rd.arg() || rd.welford()) bindings += fmt("shared int si[%d];\n", wg);
+    if (rd.welford()) bindings += fmt("shared %s sb[%d];\n", T.c_str(), wg);
+  }
+  std::string src = head(s, wg, helpers, bindings, binding, rd.two_pass());
+  const std::string n_out = "n_out", n_red = "n_red";
+  src += "void main() {\n";
+  src += fmt("  int n_out = %s, n_red = %s;\n  bool dof_ok = %s != 0;\n", word(l.extra(0)).c_str(),
+             word(l.extra(1)).c_str(), word(l.extra(2)).c_str());
+  src += fmt("  int G = %s, chunk = %s, wa_at = %s, wi_at = %s;\n", word(l.extra(4)).c_str(),
+             word(l.extra(5)).c_str(), word(W).c_str(), word(W + 1).c_str());
+  if (t == PCY_DTYPE_F32)
+    src += fmt("  precise float dof = uintBitsToFloat(w[%d]);\n", 2 * (W + 2));
+  else if (t == PCY_DTYPE_F64)
+    src += fmt("  precise double dof = packDouble2x32(uvec2(w[%d], w[%d]));\n", 2 * (W + 2),
+               2 * (W + 2) + 1);
+  std::array<bool, max_operands> out{};
+  out[0] = true;
+  const std::string value = unravel(l, kept, R, "pos") + body(s);
+  // VAR/STD: K, the value at the output's reduced position 0, the Welford updates' shift
+  const std::string shift = rd.welford() ? "if (n_red > 0) {\n" + unravel(l, kept, R, "0") +
+                                               body(s) + "K = " + v + ";\n}\n"
+                                         : std::string();
+  const std::string barrier = "memoryBarrierShared(); barrier();";
+  auto loop0 = [&](const std::string& first, const std::string& end, const std::string& step) {
+    return rd.welford() ? rd.welford_loop(first, end, step, value, v)
+                        : rd.batched_loop(first, end, step, value, v);
+  };
+  auto store = [&] {
+    std::string x;
+    for (int d = kept; d < R; ++d)
+      x += fmt("idx%d = 0; ", d);
+    return x + "\n" + offsets(s, out) + "o0[q0] = " + rd.result(n_red, "dof_ok") + ";\n";
+  };
+  switch (k) {
+  case reduce_kernel::col: // one invocation per output, the reduced positions in order
+    src += "  int step = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);\n";
+    src += "  for (int o = int(gl_GlobalInvocationID.x); o < n_out; o += step) {\n";
+    src += idx_decl(R) + unravel(l, 0, kept, "o") + rd.declare() + shift;
+    src += loop0("0", n_red, "1");
+    if (rd.two_pass())
+      src += rd.between() + "if (flag == -1) for (int pos = 0; pos < n_red; ++pos) {\n" + value +
+             rd.add1(v) + "}\n";
+    src += store() + "  }\n}\n";
+    return src;
+  case reduce_kernel::row: // cw outputs x cs slices a work-group, then the tree
+    src += fmt("  const int t = int(gl_LocalInvocationID.x);\n  const int cs = %s, cw = %d / cs;\n",
+               word(l.extra(3)).c_str(), wg);
+    src += "  const int lane = t % cw, slice = t / cw;\n";
+    src += "  for (int base = int(gl_WorkGroupID.x) * cw; base < n_out; base += "
+           "int(gl_NumWorkGroups.x) * cw) {\n";
+    src += "  const int o = base + lane;\n  const bool live = o < n_out;\n";
+    src += idx_decl(R) + "if (live) {\n" + unravel(l, 0, kept, "o") + "}\n" + rd.declare();
+    if (rd.welford()) src += "if (live) {\n" + shift + "}\n";
+    // every invocation reaches every barrier: the loops are guarded, the trees are not
+    src += "if (live) {\n" + loop0("slice", n_red, "cs") + "}\n";
+    src += rd.tree("a", rd.arg(), barrier);
+    if (rd.two_pass())
+      src += rd.between() +
+             "if (live && flag == -1) for (int pos = slice; pos < n_red; pos += cs) {\n" + value +
+             rd.add1(v) + "}\n" + rd.tree("b", false, barrier);
+    src += "if (live && slice == 0) {\n" + store() + "}\n  }\n}\n";
+    return src;
+  case reduce_kernel::part: // chunk g of output o: a work-group, its tree; the partial to wa
+    src += fmt("  const int t = int(gl_LocalInvocationID.x), cs = %d, cw = 1, lane = 0, slice "
+               "= t;\n",
+               wg);
+    src += "  for (int grp = int(gl_WorkGroupID.x); grp < n_out * G; grp += "
+           "int(gl_NumWorkGroups.x)) {\n";
+    src += "  const int o = grp / G, g = grp % G;\n  const int start = g * chunk;\n"
+           "  const int end = min(start + chunk, n_red);\n";
+    src += idx_decl(R) + unravel(l, 0, kept, "o") + rd.declare() + shift;
+    src += loop0("start + t", "end", fmt("%d", wg));
+    src += rd.tree("a", rd.arg(), barrier);
+    src += "if (t == 0) { wa[wa_at + grp] = a;" +
+           std::string(rd.arg() ? " wi[wi_at + grp] = i;" : "") +
+           std::string(rd.welford() ? " wa[wa_at + n_out * G + grp] = b;" : "") + " }\n  }\n}\n";
+    return src;
+  case reduce_kernel::fin: // each output's G partials combined in chunk order
+    src += "  int step = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);\n";
+    src += "  for (int o = int(gl_GlobalInvocationID.x); o < n_out; o += step) {\n";
+    src += idx_decl(R) + unravel(l, 0, kept, "o") + rd.declare();
+    src += "for (int g = 0; g < G; ++g) {\n  " + rd.let() + "a2 = wa[wa_at + o * G + g];\n";
+    if (rd.arg()) src += "  const int i2 = wi[wi_at + o * G + g];\n";
+    if (rd.welford())
+      src += "  const int n2 = min(n_red - g * chunk, chunk);\n  " +
+             rd.merge_welford("n2", "a2", "wa[wa_at + n_out * G + o * G + g]") + "}\n";
+    else
+      src += "  " + rd.combine0() + "}\n";
+    src += store() + "  }\n}\n";
+    return src;
+  }
+  return src;
+}
+
+// The kernels of a scan (array_codegen.hpp's, one shader each).
+enum class scan_kernel { scan, part, carry, fin };
+
+// The compute shader of kernel k of a scan spec (unsupported(s) empty): array_codegen.hpp's
+// kernels, the running value folded as there (scanner). scan: one invocation per row, in order
+// (the native bundle's bits); blocked (few long rows): part folds each block into wa, carry
+// turns a row's block totals into the carries before each block, fin rescans each block from its
+// carry. Bindings: scan: the output, the inputs read, the meta words; part: the inputs, wa;
+// carry: wa; fin: the output, the inputs, wa; then the meta words (wa and the meta words: the
+// op's workspace). Own word: wa's offset (in values).
+inline std::string scan_source(const spec& s, int wg, scan_kernel k, std::string_view helpers) {
+  using namespace detail;
+  const codegen::layout l = codegen::layout_of(s);
+  const int t = s.value_dtype(), R = s.rank, kept = R - s.reduced;
+  const codegen::detail::scanner sc{t, s.kind == PCY_ARRAY_SCAN_PROD, true};
+  const std::string T = gtype(t), v = reg(s.count - 1);
+  std::array<bool, max_operands> in = bound(s);
+  in[0] = false;
+  std::string bindings;
+  int binding = 0;
+  if (k == scan_kernel::scan || k == scan_kernel::fin)
+    bindings += buffer(binding, gtype(s.dtypes[0]), "o0", false);
+  if (k != scan_kernel::carry)
+    for (int o = 1; o < s.operands; ++o)
+      if (in[static_cast<size_t>(o)])
+        bindings += buffer(binding, gtype(s.dtypes[static_cast<size_t>(o)]), fmt("o%d", o), true);
+  if (k != scan_kernel::scan) bindings += buffer(binding, T.c_str(), "wa", k == scan_kernel::fin);
+  std::string src = head(s, wg, helpers, bindings, binding);
+  std::array<bool, max_operands> out{};
+  out[0] = true;
+  const std::string value =
+      (s.reduced > 0 ? fmt("idx%d = j;\n", R - 1) : std::string()) + body(s) + sc.fold("run", v);
+  const std::string store = offsets(s, out) + "o0[q0] = run;\n";
+  src += "void main() {\n";
+  src += fmt("  int rows = %s, B = %s, blen = %s, wa_at = %s;\n", word(l.extra(0)).c_str(),
+             word(l.extra(1)).c_str(), word(l.extra(2)).c_str(), word(own_words(s)).c_str());
+  src += fmt("  int len = %s;\n", s.reduced > 0 ? word(l.shape(R - 1)).c_str() : "1");
+  src += "  int step = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);\n";
+  const std::string blocks = "  for (int item = int(gl_GlobalInvocationID.x); item < rows * B; "
+                             "item += step) {\n  const int row = item / B, blk = item % B;\n"
+                             "  const int j0 = blk * blen, j1 = min(j0 + blen, len);\n";
+  switch (k) {
+  case scan_kernel::scan:
+    src += "  for (int row = int(gl_GlobalInvocationID.x); row < rows; row += step) {\n";
+    src += idx_decl(R) + unravel(l, 0, kept, "row") + sc.start("run");
+    src += "for (int j = 0; j < len; ++j) {\n" + value + store + "}\n  }\n}\n";
+    return src;
+  case scan_kernel::part:
+    src += blocks + idx_decl(R) + unravel(l, 0, kept, "row") + sc.start("run");
+    src += "for (int j = j0; j < j1; ++j) {\n" + value + "}\nwa[wa_at + item] = run;\n  }\n}\n";
+    return src;
+  case scan_kernel::carry:
+    src += "  for (int row = int(gl_GlobalInvocationID.x); row < rows; row += step) {\n  " +
+           sc.start("run");
+    src += "  for (int blk = 0; blk < B; ++blk) {\n    " +
+           std::string(is_float(t) ? "precise " : "") + T +
+           " x = wa[wa_at + row * B + blk];\n    wa[wa_at + row * B + blk] = run;\n    " +
+           sc.fold("run", "x") + "  }\n  }\n}\n";
+    return src;
+  case scan_kernel::fin:
+    src += blocks + idx_decl(R) + unravel(l, 0, kept, "row");
+    src += std::string(is_float(t) ? "precise " : "") + T + " run = wa[wa_at + item];\n";
+    src += "for (int j = j0; j < j1; ++j) {\n" + value + store + "}\n  }\n}\n";
+    return src;
+  }
+  return src;
+}
+
+// The kernels of a sort (array_codegen.hpp's bitonic network, one shader each).
+enum class sort_kernel { init, step, out };
+
+// The compute shader of kernel k of a sort spec (unsupported(s) empty): init writes each row's
+// keys (wk) and positions (wi), padded to P with position -1; step is one compare-exchange pass
+// (k, j: the push constants sk, sj) of the bitonic network with array_codegen.hpp's sorter; out
+// writes the values or positions. Bindings: init: the inputs read, wk, wi; step: wk, wi; out:
+// the output, wk (sort) or wi (argsort); then the meta words (wk, wi and the meta words: the
+// op's workspace). Own words: wk's offset (in values), wi's (in ints).
+inline std::string sort_source(const spec& s, int wg, sort_kernel k, std::string_view helpers) {
+  using namespace detail;
+  const codegen::layout l = codegen::layout_of(s);
+  const int t = s.value_dtype(), R = s.rank, kept = R - s.reduced;
+  const bool argsort = (s.kind & 1) == PCY_ARRAY_SORT_ARGSORT;
+  const codegen::detail::sorter so{t, (s.kind & 2) != 0, true};
+  const std::string T = gtype(t), v = reg(s.count - 1);
+  std::array<bool, max_operands> in = bound(s);
+  in[0] = false;
+  std::string bindings;
+  int binding = 0;
+  if (k == sort_kernel::out) bindings += buffer(binding, gtype(s.dtypes[0]), "o0", false);
+  if (k == sort_kernel::init)
+    for (int o = 1; o < s.operands; ++o)
+      if (in[static_cast<size_t>(o)])
+        bindings += buffer(binding, gtype(s.dtypes[static_cast<size_t>(o)]), fmt("o%d", o), true);
+  if (k != sort_kernel::out || !argsort)
+    bindings += buffer(binding, T.c_str(), "wk", k == sort_kernel::out);
+  if (k != sort_kernel::out || argsort)
+    bindings += buffer(binding, "int", "wi", k == sort_kernel::out);
+  if (k == sort_kernel::step)
+    bindings += "layout(push_constant) uniform Pass { int sk; int sj; };\n";
+  std::string src = head(s, wg, helpers, bindings, binding);
+  src += "void main() {\n";
+  src += fmt("  int rows = %s, P = %s, wk_at = %s, wi_at = %s;\n", word(l.extra(0)).c_str(),
+             word(l.extra(1)).c_str(), word(own_words(s)).c_str(), word(own_words(s) + 1).c_str());
+  src += fmt("  int len = %s;\n", s.reduced > 0 ? word(l.shape(R - 1)).c_str() : "1");
+  src += "  int step = int(gl_NumWorkGroups.x * gl_WorkGroupSize.x);\n";
+  const std::string set_j = s.reduced > 0 ? fmt("idx%d = j;\n", R - 1) : std::string();
+  switch (k) {
+  case sort_kernel::init:
+    src += "  for (int item = int(gl_GlobalInvocationID.x); item < rows * P; item += step) {\n";
+    src += "  const int row = item / P, j = item % P;\n";
+    src +=
+        "  if (j >= len) { wi[wi_at + item] = -1; wk[wk_at + item] = " + T + "(0); continue; }\n";
+    src += idx_decl(R) + unravel(l, 0, kept, "row") + set_j + body(s);
+    src += "wk[wk_at + item] = " + v + ";\nwi[wi_at + item] = j;\n  }\n}\n";
+    return src;
+  case sort_kernel::step:
+    src += "  for (int item = int(gl_GlobalInvocationID.x); item < rows * P; item += step) {\n";
+    src += "  const int i = item % P, l = i ^ sj;\n  if (l <= i) continue;\n";
+    src += "  const int a = item, b = item - i + l;\n";
+    src += so.exchange("wk_at + ", "wi_at + ") + "  }\n}\n";
+    return src;
+  case sort_kernel::out: {
+    std::array<bool, max_operands> out{};
+    out[0] = true;
+    src += "  for (int item = int(gl_GlobalInvocationID.x); item < rows * len; item += step) {\n";
+    src += "  const int row = item / len, j = item % len;\n";
+    src += idx_decl(R) + unravel(l, 0, kept, "row") + set_j + offsets(s, out);
+    src += argsort ? "o0[q0] = int64_t(wi[wi_at + row * P + j]);\n"
+                   : "o0[q0] = wk[wk_at + row * P + j];\n";
+    src += "  }\n}\n";
+    return src;
+  }
+  }
   return src;
 }
 

@@ -335,24 +335,6 @@ void op_eval(gpu_context& cx, const sdk::op_args& a) {
   if (cx.use_memo) cx.memo.store(S, a, prog_k, out_k, N + O, &k, la.meta, p.elements);
 }
 
-// The tiled reduce kernel's slices per output (a power of two dividing the work-group), or 0
-// for the column kernel (one work-item per output, no shared memory). Reduced dimensions
-// outermost (the first input runs along the innermost kept dimension, not along the innermost
-// reduced one): neighbouring work-items take neighbouring outputs — on a GPU 8 slices each, for
-// parallelism; on a CPU device the column kernel. Otherwise one slice per reduced element up to
-// the work-group (one group per output for long reductions).
-inline int slices_for(const collapsed& c, uint64_t n_red, uint32_t wg, int outer_slices) {
-  const int kept = c.rank - c.reduced;
-  if (c.reduced == 0 || n_red <= 4) return 0;
-  const bool outer = kept > 0 && std::abs(c.strides[1][static_cast<size_t>(kept - 1)]) == 1 &&
-                     std::abs(c.strides[1][static_cast<size_t>(c.rank - 1)]) != 1;
-  if (outer) return outer_slices;
-  uint32_t cs = 1;
-  while (cs < wg && cs < n_red)
-    cs *= 2;
-  return static_cast<int>(cs);
-}
-
 template <class T> void add_dof(launch_args& la, double dof) { la.add(static_cast<T>(dof)); }
 
 template <const pcy_op_schema& S, int N> void op_reduce(gpu_context& cx, const sdk::op_args& a) {
@@ -368,18 +350,15 @@ template <const pcy_op_schema& S, int N> void op_reduce(gpu_context& cx, const s
   std::array<int64_t, max_operands> off{};
   std::array<const pcy_tensor*, max_operands> t{};
   offsets_of(S, p, cx.bundle, off, t);
-  uint64_t n_red = 1;
-  for (int d = c.rank - c.reduced; d < c.rank; ++d)
-    n_red *= static_cast<uint64_t>(c.shape[static_cast<size_t>(d)]);
+  const codegen::reduce_plan rp = codegen::plan_reduce(c, p.kept_elements, k.k2 != nullptr, cx.wg,
+                                                       cx.max_groups, cx.outer_slices);
+  const uint64_t n_red = rp.n_red;
   const codegen::layout l = codegen::layout_of(s);
   launch_args la;
   codegen::meta_words_into(la.meta, s, c, off);
-  const int cs = slices_for(c, n_red, cx.wg, cx.outer_slices);
+  const int cs = rp.cs;
   const double dof = static_cast<double>(n_red) - corr;
-  la.meta[static_cast<size_t>(l.extra(0))] = static_cast<int64_t>(p.kept_elements);
-  la.meta[static_cast<size_t>(l.extra(1))] = static_cast<int64_t>(n_red);
-  la.meta[static_cast<size_t>(l.extra(2))] = dof > 0 ? 1 : 0;
-  la.meta[static_cast<size_t>(l.extra(3))] = cs;
+  codegen::reduce_extras(la.meta, l, rp, dof);
   la.operands(cx, t, p.operands);
   la.add_meta();
   switch (p.result_dtype()) {
@@ -393,27 +372,13 @@ template <const pcy_op_schema& S, int N> void op_reduce(gpu_context& cx, const s
   case PCY_DTYPE_BOOL: add_dof<uint8_t>(la, 0); break;
   default: sdk::fail(PCY_ERR_INTERNAL, sdk::str(cx.bundle, ": reduce of an unchecked dtype"));
   }
-  // Few outputs and long reductions of a one-pass kind (all but LOGSUMEXP): split each output's
-  // reduced positions into G chunks of at least 16 per work-item (parts, then their combination in
-  // order).
-  const uint64_t n_out = p.kept_elements;
-  uint64_t chunks = 0, chunk = 0;
-  if (k.k2 != nullptr && n_out * 4 < cx.max_groups) {
-    const uint64_t per = uint64_t{16} * cx.wg;
-    chunks = std::min<uint64_t>({n_red / per, 1024, (cx.max_groups * 4) / n_out});
-    if (chunks >= 2) {
-      chunk = (n_red + chunks - 1) / chunks;
-      chunks = (n_red + chunk - 1) / chunk; // no empty chunk
-    }
-  }
+  const uint64_t n_out = p.kept_elements, chunks = rp.chunks;
   if (chunks >= 2) {
     const uint64_t parts = n_out * chunks;
     const uint64_t es = sdk::dtype_size(static_cast<pcy_dtype>(p.result_dtype()));
     // VAR/STD keep two values per part in wa (mean, deviations)
     const uint64_t per_part = kd == PCY_ARRAY_REDUCE_VAR || kd == PCY_ARRAY_REDUCE_STD ? 2 : 1;
     const uint64_t wi_at = (per_part * parts * es + 7) / 8; // wi's first element, in i64
-    la.meta[static_cast<size_t>(l.extra(4))] = static_cast<int64_t>(chunks);
-    la.meta[static_cast<size_t>(l.extra(5))] = static_cast<int64_t>(chunk);
     la.meta[static_cast<size_t>(l.extra(6))] = static_cast<int64_t>(wi_at);
     void* native = nullptr;
     const pcy_memory ws = a.workspace((wi_at + parts) * 8, &native);
@@ -441,27 +406,15 @@ template <const pcy_op_schema& S, int N> void op_scan(gpu_context& cx, const sdk
   std::array<int64_t, max_operands> off{};
   std::array<const pcy_tensor*, max_operands> t{};
   offsets_of(S, p, cx.bundle, off, t);
-  uint64_t rows = 1;
-  for (int d = 0; d < c.rank - c.reduced; ++d)
-    rows *= static_cast<uint64_t>(c.shape[static_cast<size_t>(d)]);
+  const codegen::scan_plan sp = codegen::plan_scan(c, cx.wg, cx.max_groups);
+  const uint64_t rows = sp.rows, blocks = sp.blocks, blen = sp.blen;
   launch_args la;
   const codegen::layout l = codegen::layout_of(s);
   codegen::meta_words_into(la.meta, s, c, off);
   la.meta[static_cast<size_t>(l.extra(0))] = static_cast<int64_t>(rows);
   la.operands(cx, t, p.operands);
   la.add_meta();
-  // Few long rows: blocks of at least 256 elements, enough for the device.
-  const uint64_t len =
-      c.reduced > 0 ? static_cast<uint64_t>(c.shape[static_cast<size_t>(c.rank - 1)]) : 1;
-  uint64_t blocks = 0, blen = 0;
-  if (rows * cx.wg < cx.max_groups * cx.wg / 2 && len >= 4096) {
-    blocks = std::min<uint64_t>(len / 256, std::max<uint64_t>(1, (cx.max_groups * cx.wg) / rows));
-    if (blocks >= 2) {
-      blen = (len + blocks - 1) / blocks;
-      blocks = (len + blen - 1) / blen;
-    }
-  }
-  if (blocks < 2) {
+  if (!sp.blocked()) {
     run(cx, a.queue(), k.k0, cx.groups_for(rows), la);
     return;
   }

@@ -610,6 +610,23 @@ float pcy_tanh_f32(float x) {
   precise const double y = m / (m + 2.0lf);
   return pcy_f32_of_d(y);
 }
+#ifdef PCY_F64
+// exp and log of f64 for LOGSUMEXP of f64 (array_codegen.hpp's reducer): the series above
+// (within a few ulp), with the C library's special values; exp below -708 gives 0 (the
+// subnormal results are not kept: a sum that holds exp(0) = 1 does not see them).
+double pcy_exp_f64(double x) {
+  if (pcy_isnan_f64(x)) return x;
+  if (x > 709.78lf) return packDouble2x32(uvec2(0u, 0x7FF00000u));
+  if (x < -708.0lf) return 0.0lf;
+  return pcy_exp_d(x);
+}
+double pcy_log_f64(double x) {
+  if (pcy_isnan_f64(x) || (pcy_isinf_f64(x) && !pcy_neg_f64(x))) return x;
+  if (pcy_iszero_f64(x)) return packDouble2x32(uvec2(0u, 0xFFF00000u));
+  if (pcy_neg_f64(x)) return packDouble2x32(uvec2(0u, 0x7FF80000u));
+  return pcy_log_d(x);
+}
+#endif
 #endif
 
 // ---- PCY_UPOW, PCY_UPOW64 ----
