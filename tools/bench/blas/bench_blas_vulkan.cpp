@@ -563,6 +563,73 @@ void small_ops(bench_ctx& c, uint32_t n, std::vector<small_row>& rows) {
                           ob, "raw_vk"));
 }
 
+// One op of a part timed against the device copy: its name, the bytes it must move, the call,
+// and why it was refused ("" when it ran and was checked).
+struct vs_copy_op {
+  std::string name;
+  double moved;
+  std::function<void()> f;
+  std::string refused;
+};
+
+// Times each op against the device copy of `bytes` (src to dst, the framework's memory_copy on
+// the backend's queue) scaled to the bytes the op moves, `inner` calls a sample; a refused op is
+// reported, not timed. Returns the reason when the device copy itself fails ("" otherwise).
+std::string time_vs_copy(bench_ctx& c, const std::string& sz, size_t bytes, long inner,
+                         pcy_memory src, pcy_memory dst, const std::vector<vs_copy_op>& ops,
+                         std::vector<l1_row>& rows) {
+  const auto& api = c.b.framework().api();
+  if (!api.memory_copy) return "skipped: the framework has no memory_copy";
+  auto device_copy = [&] {
+    pcy_memory_copy_args a{};
+    a.struct_size = sizeof a;
+    a.queue = c.b.queue();
+    a.src = src;
+    a.dst = dst;
+    a.bytes = bytes;
+    throw_if(api.memory_copy(&a), "memory_copy");
+  };
+  // The device copy itself must work before it is a ceiling.
+  try {
+    device_copy();
+    c.b.synchronize();
+  } catch (const parenchyma::error& e) {
+    return std::string("skipped: the device copy failed: ") + e.what();
+  }
+  auto timed = [&](auto f) {
+    return [f, inner, &c]() mutable {
+      const double t0 = now_ns();
+      for (long i = 0; i < inner; ++i)
+        f();
+      c.b.synchronize();
+      return (now_ns() - t0) / double(inner);
+    };
+  };
+  const double B = double(bytes);
+  auto copy_ns = timed(device_copy);
+  const double cu_gbs = c.cu != nullptr ? cuda_copy_gbs(*c.cu, bytes) : 0;
+  if (cu_gbs > 0) c.s.meta("cuda copy GB/s " + sz, std::to_string(cu_gbs));
+  for (const vs_copy_op& op : ops) {
+    if (!op.refused.empty()) {
+      rows.push_back({op.name, sz, op.refused});
+      c.s.meta(op.name + " " + sz, op.refused);
+      std::printf("%-44s %s\n", (op.name + " " + sz).c_str(), op.refused.c_str());
+      continue;
+    }
+    bench::options o{.reps = c.reps, .inner = 1, .warmup = 2, .bytes = op.moved};
+    // The copy of `bytes` reads and writes 2 B: scaled to the bytes the op moves.
+    const bench::result res = c.s.compare_sampled(
+        op.name + " " + sz + " vs copy", [&] { return copy_ns() * op.moved / (2 * B); },
+        timed(op.f), o, "copy", "vulkan");
+    rows.push_back({op.name, sz, "", op.moved / res.ours_ns, op.moved / res.peer_ns, 1 / res.ratio,
+                    1 / res.p90, 1 / res.p10, cu_gbs});
+    if (cu_gbs > 0)
+      c.s.meta(op.name + " " + sz + " of cuda copy",
+               std::to_string(op.moved / res.ours_ns / cu_gbs));
+  }
+  return "";
+}
+
 // BLAS-1 at one size: each op against the device copy moving the same bytes.
 void level1(bench_ctx& c, size_t bytes, std::vector<l1_row>& rows) {
   const std::string sz = size_name(bytes);
@@ -616,17 +683,6 @@ void level1(bench_ctx& c, size_t bytes, std::vector<l1_row>& rows) {
   }
   auto& x = *xo;
   auto& y = *yo;
-  const auto& api = c.b.framework().api();
-  if (!api.memory_copy) return skip_all("skipped: the framework has no memory_copy");
-  auto device_copy = [&] {
-    pcy_memory_copy_args a{};
-    a.struct_size = sizeof a;
-    a.queue = c.b.queue();
-    a.src = xm;
-    a.dst = ym;
-    a.bytes = bytes;
-    throw_if(api.memory_copy(&a), "memory_copy");
-  };
   // Each op once, checked; an op the plugin refuses (a buffer above maxStorageBufferRange on a
   // device without bufferDeviceAddress, say) is reported with the error's text and not timed.
   const float alpha = 1e-3f, sa = 0.999999f;
@@ -672,58 +728,18 @@ void level1(bench_ctx& c, size_t bytes, std::vector<l1_row>& rows) {
   }
   xm = x.read(c.b); // the device slots are current again (the checks read them to the host)
   ym = y.write(c.b);
-  // The device copy itself must work before it is a ceiling.
-  try {
-    device_copy();
-    c.b.synchronize();
-  } catch (const parenchyma::error& e) {
-    return skip_all(std::string("skipped: the device copy failed: ") + e.what());
-  }
   const size_t budget = c.quick ? (size_t(16) << 20) : (size_t(2) << 30);
   const long inner = std::clamp<long>(long(budget / bytes), 2, 64);
-  auto timed = [&](auto f) {
-    return [f, inner, &c]() mutable {
-      const double t0 = now_ns();
-      for (long i = 0; i < inner; ++i)
-        f();
-      c.b.synchronize();
-      return (now_ns() - t0) / double(inner);
-    };
-  };
   const double B = double(bytes);
-  auto copy_ns = timed(device_copy);
-  const double cu_gbs = c.cu != nullptr ? cuda_copy_gbs(*c.cu, bytes) : 0;
-  if (cu_gbs > 0) c.s.meta("cuda copy GB/s " + sz, std::to_string(cu_gbs));
-  struct spec {
-    int k;
-    double moved;
-    std::function<void()> f;
-  };
-  const std::vector<spec> specs = {
-      {0, 2 * B, [&] { blas::dot(c.b, n, x, 1, y, 1, r); }},
-      {1, 3 * B, [&] { blas::axpy(c.b, n, alpha, x, 1, y, 1); }},
-      {2, 2 * B, [&] { blas::scal(c.b, n, sa, x, 1); }},
-      {3, 2 * B, [&] { blas::copy(c.b, n, x, 1, y, 1); }},
-      {4, B, [&] { blas::nrm2(c.b, n, x, 1, r); }},
-  };
-  for (const spec& sp : specs) {
-    const std::string op = std::string("s") + ops[sp.k];
-    if (!refused[sp.k].empty()) {
-      rows.push_back({op, sz, refused[sp.k]});
-      c.s.meta(op + " " + sz, refused[sp.k]);
-      std::printf("%-44s %s\n", (op + " " + sz).c_str(), refused[sp.k].c_str());
-      continue;
-    }
-    bench::options o{.reps = c.reps, .inner = 1, .warmup = 2, .bytes = sp.moved};
-    // The copy of `bytes` reads and writes 2 B: scaled to the bytes the op moves.
-    const bench::result res = c.s.compare_sampled(
-        op + " " + sz + " vs copy", [&] { return copy_ns() * sp.moved / (2 * B); }, timed(sp.f), o,
-        "copy", "vulkan");
-    rows.push_back({op, sz, "", sp.moved / res.ours_ns, sp.moved / res.peer_ns, 1 / res.ratio,
-                    1 / res.p90, 1 / res.p10, cu_gbs});
-    if (cu_gbs > 0)
-      c.s.meta(op + " " + sz + " of cuda copy", std::to_string(sp.moved / res.ours_ns / cu_gbs));
-  }
+  const std::string why =
+      time_vs_copy(c, sz, bytes, inner, xm, ym,
+                   {{"sdot", 2 * B, [&] { blas::dot(c.b, n, x, 1, y, 1, r); }, refused[0]},
+                    {"saxpy", 3 * B, [&] { blas::axpy(c.b, n, alpha, x, 1, y, 1); }, refused[1]},
+                    {"sscal", 2 * B, [&] { blas::scal(c.b, n, sa, x, 1); }, refused[2]},
+                    {"scopy", 2 * B, [&] { blas::copy(c.b, n, x, 1, y, 1); }, refused[3]},
+                    {"snrm2", B, [&] { blas::nrm2(c.b, n, x, 1, r); }, refused[4]}},
+                   rows);
+  if (!why.empty()) skip_all(why);
 }
 
 // NN on one 256 MiB tensor (8 MiB with --quick): relu, softmax over rows of 1024 and 2 x 2 max
@@ -826,61 +842,14 @@ void nn_part(bench_ctx& c, std::vector<l1_row>& rows) {
   ym = y.write(c.b);
   xr.read(c.b);
   yr.write(c.b);
-  const auto& api = c.b.framework().api();
-  if (!api.memory_copy) return skip_all("skipped: the framework has no memory_copy");
-  auto device_copy = [&] {
-    pcy_memory_copy_args a{};
-    a.struct_size = sizeof a;
-    a.queue = c.b.queue();
-    a.src = xm;
-    a.dst = ym;
-    a.bytes = bytes;
-    throw_if(api.memory_copy(&a), "memory_copy");
-  };
-  try {
-    device_copy();
-    c.b.synchronize();
-  } catch (const parenchyma::error& e) {
-    return skip_all(std::string("skipped: the device copy failed: ") + e.what());
-  }
-  const long inner = c.quick ? 4 : 8;
-  auto timed = [&](auto f) {
-    return [f, inner, &c]() mutable {
-      const double t0 = now_ns();
-      for (long i = 0; i < inner; ++i)
-        f();
-      c.b.synchronize();
-      return (now_ns() - t0) / double(inner);
-    };
-  };
   const double B = double(bytes);
-  auto copy_ns = timed(device_copy);
-  const double cu_gbs = c.cu != nullptr ? cuda_copy_gbs(*c.cu, bytes) : 0;
-  struct spec {
-    int k;
-    double moved;
-    std::function<void()> f;
-  };
-  const std::vector<spec> specs = {
-      {0, 2 * B, [&] { nn::relu(c.b, x, y); }},
-      {1, 2 * B, [&] { nn::softmax(c.b, xr, yr); }},
-      {2, 1.25 * B, [&] { nn::pooling_max(c.b, x, pooled); }},
-  };
-  for (const spec& sp : specs) {
-    const std::string op = names[sp.k];
-    if (!refused[sp.k].empty()) {
-      rows.push_back({op, sz, refused[sp.k]});
-      c.s.meta(op + " " + sz, refused[sp.k]);
-      std::printf("%-44s %s\n", (op + " " + sz).c_str(), refused[sp.k].c_str());
-      continue;
-    }
-    bench::options o{.reps = c.reps, .inner = 1, .warmup = 2, .bytes = sp.moved};
-    const bench::result res = c.s.compare_sampled(
-        op + " " + sz + " vs copy", [&] { return copy_ns() * sp.moved / (2 * B); }, timed(sp.f), o,
-        "copy", "vulkan");
-    rows.push_back({op, sz, "", sp.moved / res.ours_ns, sp.moved / res.peer_ns, 1 / res.ratio,
-                    1 / res.p90, 1 / res.p10, cu_gbs});
-  }
+  const std::string why = time_vs_copy(
+      c, sz, bytes, c.quick ? 4 : 8, xm, ym,
+      {{names[0], 2 * B, [&] { nn::relu(c.b, x, y); }, refused[0]},
+       {names[1], 2 * B, [&] { nn::softmax(c.b, xr, yr); }, refused[1]},
+       {names[2], 1.25 * B, [&] { nn::pooling_max(c.b, x, pooled); }, refused[2]}},
+      rows);
+  if (!why.empty()) skip_all(why);
 }
 
 // sgemm n x n on vulkan, against the cuda backend's (cuBLAS) when there is one.
