@@ -561,10 +561,20 @@ void constant(void* out, int dtype, int64_t word, int64_t n) {
 }
 
 // ---- the interpreter --------------------------------------------------------------------------
+// The last eval program of a context, decoded: a steady loop sends the same words over the same
+// tensors call after call, and a call whose key (call_key: words and operand tensors, byte for
+// byte) equals the last one's passed every check before, so only its tensor pointers are
+// rebound. One per context: the host serialises a context's ops.
+struct eval_memo {
+  call_key key;
+  program p;
+};
+
 struct native_context {
   const pcy_framework_api* fw = nullptr;
   std::vector<uint64_t> regs; // count * block words, grown once per program size
   std::vector<uint64_t> acc;  // reduce accumulators (block entries of up to 16 bytes)
+  eval_memo memo;
   void settle(pcy_queue q) const { sdk::check(fw->queue_finish(q)); }
 };
 
@@ -1271,16 +1281,35 @@ template <const pcy_op_schema& S> consteval uint32_t at(const char* name) {
   return sdk::arg_index(S, name);
 }
 
+// eval_<N> (O = 1) and evalm<O>_<N>: the call's program, decoded, or the context's last one
+// when the call's key equals its key.
+template <const pcy_op_schema& S, int N, int O>
+const program& decoded_eval(native_context& cx, const sdk::op_args& a) {
+  constexpr uint32_t prog_k = sdk::arg_index(S, "program"), out_k = sdk::arg_index(S, "out");
+  eval_memo& m = cx.memo;
+  if (m.key.matches(S, a, prog_k, out_k, N + O)) {
+    for (int o = 0; o < N + O; ++o)
+      m.p.ops[static_cast<size_t>(o)].tensor = &a.t(out_k + static_cast<uint32_t>(o));
+    m.p.words = a.ints(prog_k);
+    return m.p;
+  }
+  m.key.op = nullptr;
+  // What a new program holds before decoding (the decoder sets the rest).
+  m.p.ops = {};
+  m.p.shape = {};
+  m.p.dtype_mask = 0;
+  decode_eval<S, N, O>(a, m.p);
+  m.key.store(S, a, prog_k, out_k, N + O);
+  return m.p;
+}
 template <const pcy_op_schema& S, int N> void op_eval(native_context& cx, const sdk::op_args& a) {
-  program p;
-  decode_eval<S, N>(a, p);
+  const program& p = decoded_eval<S, N, 1>(cx, a);
   cx.settle(a.queue());
   run_eval(cx, p);
 }
 template <const pcy_op_schema& S, int N, int O>
 void op_evalm(native_context& cx, const sdk::op_args& a) {
-  program p;
-  decode_eval<S, N, O>(a, p);
+  const program& p = decoded_eval<S, N, O>(cx, a);
   cx.settle(a.queue());
   run_eval(cx, p);
 }
