@@ -1551,7 +1551,8 @@ inline void Array::assign(const Array& value) {
   // A value that is still held elsewhere is run first (it must keep its value after the write);
   // one that reads the target through another view too.
   bool run_first = val->k == detail::Node::kind::op && val.use_count() > 2;
-  if (!run_first && detail::reads(*val, st)) {
+  bool reads_target = detail::reads(*val, st);
+  if (!run_first && reads_target) {
     detail::small_vector<const detail::Node*, 64> stack;
     stack.push_back(val.get());
     while (!stack.empty() && !run_first) {
@@ -1571,6 +1572,7 @@ inline void Array::assign(const Array& value) {
     tmp.eval(b);
     if (detail::reads(*tmp.node(), st)) tmp = tmp.copy();
     val = tmp.node();
+    reads_target = false; // a view of a tensor other than st
   }
   detail::flush_readers(st, val.get(), b);
   if (detail::count_of(self.shape) == 0) return;
@@ -1606,7 +1608,7 @@ inline void Array::assign(const Array& value) {
   // Operands of the value that read the target and are held outside the value's tree (a named
   // Array) would read the new values if run later: they refuse to run (Node::stale).
   detail::small_vector<std::pair<detail::Node*, long>, 64> inside; // node, references in the tree
-  if (val->k == detail::Node::kind::op && detail::reads(*val, st)) {
+  if (val->k == detail::Node::kind::op && reads_target) {
     detail::small_vector<detail::Node*, 64> stack;
     stack.push_back(val.get());
     while (!stack.empty()) {
