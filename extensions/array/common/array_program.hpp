@@ -181,10 +181,17 @@ struct call_key {
     if (w.size() != words.size() ||
         (!w.empty() && std::memcmp(w.data(), words.data(), w.size() * sizeof(int64_t)) != 0))
       return false;
-    tensor_key k;
     for (int o = 0; o < n; ++o)
-      if (!key_of(a.t(first + static_cast<uint32_t>(o)), k) || !(k == t[static_cast<size_t>(o)]))
-        return false;
+      if (!same(a.t(first + static_cast<uint32_t>(o)), t[static_cast<size_t>(o)])) return false;
+    return true;
+  }
+  // Whether x's key is k (a key made by key_of), compared in place.
+  static bool same(const pcy_tensor& x, const tensor_key& k) noexcept {
+    if (x.memory != k.memory || x.data != k.data || static_cast<int32_t>(x.dtype) != k.dtype ||
+        x.ndim != k.ndim || x.byte_offset != k.byte_offset || x.strides != nullptr)
+      return false;
+    for (int32_t i = 0; i < x.ndim; ++i)
+      if (x.shape[i] != k.shape[static_cast<size_t>(i)]) return false;
     return true;
   }
   // Keeps the call's key (false, and empty, where a tensor cannot be keyed).

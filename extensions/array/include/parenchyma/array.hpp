@@ -1260,7 +1260,7 @@ public:
   size_t size() const noexcept { return n_; }
 
 private:
-  std::array<T, N> in_{};
+  std::array<T, N> in_; // not value-initialised: [0, n_) is written before it is read
   std::vector<T> more_;
   size_t n_ = 0;
 };
@@ -1607,7 +1607,11 @@ inline void Array::assign(const Array& value) {
   }
   // Operands of the value that read the target and are held outside the value's tree (a named
   // Array) would read the new values if run later: they refuse to run (Node::stale).
-  detail::small_vector<std::pair<detail::Node*, long>, 64> inside; // node, references in the tree
+  struct node_refs {
+    detail::Node* first; // a node
+    long second;         // its references in the tree
+  };
+  detail::small_vector<node_refs, 64> inside;
   if (val->k == detail::Node::kind::op && reads_target) {
     detail::small_vector<detail::Node*, 64> stack;
     stack.push_back(val.get());
