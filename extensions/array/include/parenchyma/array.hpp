@@ -776,18 +776,34 @@ inline void run_program(const Backend& b, std::span<const key_fn> keys, size_t f
 namespace detail {
 
 // The broadcast shape of x and y into `out` (out.size() >= max rank); its rank.
+[[noreturn]] [[gnu::cold]] [[gnu::noinline]] inline void
+broadcast_failed(std::span<const int64_t> x, std::span<const int64_t> y, size_t limit, size_t i,
+                 int64_t a, int64_t b, const char* fn) {
+  const size_t r = std::max(x.size(), y.size());
+  if (r > limit) fail(fn, errc::invalid_argument, "an array of rank ", r, "; the limit is ", limit);
+  fail(fn, errc::invalid_argument, "shapes ", shape_str(Shape(x.begin(), x.end())), " and ",
+       shape_str(Shape(y.begin(), y.end())), " do not broadcast (dimension ", i, ": ", a, " and ",
+       b, "); each pair of trailing dimensions must be equal or 1");
+}
 inline size_t broadcast_into(std::span<int64_t> out, std::span<const int64_t> x,
                              std::span<const int64_t> y, const char* fn) {
   const size_t r = std::max(x.size(), y.size());
-  if (r > out.size())
-    fail(fn, errc::invalid_argument, "an array of rank ", r, "; the limit is ", out.size());
+  if (r > out.size()) [[unlikely]]
+    broadcast_failed(x, y, out.size(), 0, 0, 0, fn);
+  // The common cases: a scalar beside an array, or equal shapes.
+  if (y.empty() || (x.size() == y.size() && std::equal(x.begin(), x.end(), y.begin()))) {
+    std::copy(x.begin(), x.end(), out.begin());
+    return r;
+  }
+  if (x.empty()) {
+    std::copy(y.begin(), y.end(), out.begin());
+    return r;
+  }
   for (size_t i = 0; i < r; ++i) {
     const int64_t a = i < r - x.size() ? 1 : x[i - (r - x.size())];
     const int64_t b = i < r - y.size() ? 1 : y[i - (r - y.size())];
-    if (a != b && a != 1 && b != 1)
-      fail(fn, errc::invalid_argument, "shapes ", shape_str(Shape(x.begin(), x.end())), " and ",
-           shape_str(Shape(y.begin(), y.end())), " do not broadcast (dimension ", i, ": ", a,
-           " and ", b, "); each pair of trailing dimensions must be equal or 1");
+    if (a != b && a != 1 && b != 1) [[unlikely]]
+      broadcast_failed(x, y, out.size(), i, a, b, fn);
     out[i] = a == 1 ? b : a;
   }
   return r;
