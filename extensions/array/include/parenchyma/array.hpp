@@ -1230,7 +1230,9 @@ inline Array weak_scalar_beside(const Array& x, int v) {
   inline Array operator OP(double v, const Array& x) {                                             \
     return detail::weak_scalar_beside(x, v) OP x;                                                  \
   }                                                                                                \
-  inline Array operator OP(const Array& x, int v) { return x OP detail::weak_scalar_beside(x, v); } \
+  inline Array operator OP(const Array& x, int v) {                                                \
+    return x OP detail::weak_scalar_beside(x, v);                                                  \
+  }                                                                                                \
   inline Array operator OP(int v, const Array& x) { return detail::weak_scalar_beside(x, v) OP x; }
 PCY_ARRAY_SCALAR_OPS(+)
 PCY_ARRAY_SCALAR_OPS(-)
@@ -1312,8 +1314,8 @@ inline int emit_fitting(Node& x, const Backend& b, std::span<const int64_t> perm
 // compared by address only while the tree being run holds them (its leaves have those
 // addresses). Trees too large for the key, or with a stale node, are emitted every time.
 struct program_memo {
-  static constexpr size_t slots = 4;      // entries, replaced round-robin
-  static constexpr size_t max_key = 192;  // words
+  static constexpr size_t slots = 4;       // entries, replaced round-robin
+  static constexpr size_t max_key = 192;   // words
   static constexpr size_t max_shared = 32; // distinct nodes of a keyed tree
   struct entry {
     std::vector<int64_t> key, words;
