@@ -870,6 +870,7 @@ inline void note_pending(const NodePtr& n) {
     }
   if (p.entries.size() >= p.compact_at) { // drop the entries whose expression ran or died
     std::erase_if(p.entries, [](const pending_entry& e) {
+      if (e.node.expired()) return true; // (no lock for the common case of a dropped one)
       auto s = e.node.lock();
       return !s || s->k != Node::kind::op;
     });
@@ -1051,7 +1052,7 @@ inline Array binary(const char* fn, int op, const Array& x, const Array& y) {
            " takes numbers (cast with astype first)");
     break;
   }
-  return finish(compute(op, t, r, shape, x.node(), y.node()), backend);
+  return finish(compute(op, t, r, shape, x.node(), y.node()), std::move(backend));
 }
 } // namespace detail
 
@@ -1167,7 +1168,7 @@ inline Array where(const Array& cond, const Array& x, const Array& y) {
   const dtype t = result_type(a, b);
   NodePtr n = make_op(PCY_ARRAY_OP_WHERE, t, shape, as_type(cond.node(), dt::boolean),
                       as_type(x.node(), t), as_type(y.node(), t));
-  return finish(std::move(n), backend);
+  return finish(std::move(n), std::move(backend));
 }
 
 inline Array where(const Array& cond, const Array& x, double y) {
@@ -1371,11 +1372,15 @@ struct program_memo {
 private:
   // Tag words: kind (0 leaf, 1 scalar, 2 op, 3 a node seen before) | children present | dtype
   // | op | the seen node's index.
-  bool put(const Node& x) noexcept {
-    for (size_t i = 0; i < seen_count; ++i)
-      if (seen[i] == &x) return word(3 | static_cast<int64_t>(i) << 8);
-    if (seen_count == max_shared) return false;
-    seen[seen_count++] = &x;
+  // `shared`: x may be reached twice (a node that only its parent holds is reached once, as
+  // often as its parent, and needs no entry in `seen`).
+  bool put(const Node& x, bool shared = true) noexcept {
+    if (shared) {
+      for (size_t i = 0; i < seen_count; ++i)
+        if (seen[i] == &x) return word(3 | static_cast<int64_t>(i) << 8);
+      if (seen_count == max_shared) return false;
+      seen[seen_count++] = &x;
+    }
     const int64_t type = static_cast<int64_t>(x.type) << 8;
     switch (x.k) {
     case Node::kind::leaf: {
@@ -1395,7 +1400,8 @@ private:
     case Node::kind::op:
       if (x.stale || !x.a) return false;
       return word(2 | (x.b ? 4 : 0) | (x.c ? 8 : 0) | type | static_cast<int64_t>(x.op) << 16) &&
-             put(*x.a) && (!x.b || put(*x.b)) && (!x.c || put(*x.c));
+             put(*x.a, x.a.use_count() > 1) && (!x.b || put(*x.b, x.b.use_count() > 1)) &&
+             (!x.c || put(*x.c, x.c.use_count() > 1));
     }
     return false;
   }
