@@ -948,3 +948,88 @@ TEST_CASE("array: x[{...}] indexing as NumPy's basic indexing", "[array]") {
     CHECK(std::string(e.what()).find("4 indices") != std::string::npos);
   }
 }
+
+TEST_CASE("array: repeated programs (the front-end's and the bundles' memos of their last ones) "
+          "see every change of constant, operand, output, view and dtype",
+          "[array][memo]") {
+  using F = std::vector<float>;
+  for (const Backend& b : backends()) {
+    INFO("backend " << b.name());
+    pa::Array x = pa::asarray(b, F{1, 2, 3, 4}, {4});
+    pa::Array x2 = pa::asarray(b, F{10, 20, 30, 40}, {4});
+    pa::Array y = pa::zeros(b, {4}), y2 = pa::zeros(b, {4});
+    for (int i = 0; i < 3; ++i) {
+      y.assign(x * 2.0f + 1.0f);
+      CHECK(y.to_vector<float>() == F{3, 5, 7, 9});
+    }
+    y.assign(x * 2.0f + 5.0f); // another constant
+    CHECK(y.to_vector<float>() == F{7, 9, 11, 13});
+    y.assign(x * 3.0f + 1.0f);
+    CHECK(y.to_vector<float>() == F{4, 7, 10, 13});
+    y.assign(x * 2 + 1); // int constants: the same f32 words
+    CHECK(y.to_vector<float>() == F{3, 5, 7, 9});
+    y.assign(x2 * 2.0f + 1.0f); // another operand
+    CHECK(y.to_vector<float>() == F{21, 41, 61, 81});
+    y2.assign(x * 2.0f + 1.0f); // another output
+    CHECK(y2.to_vector<float>() == F{3, 5, 7, 9});
+    CHECK(y.to_vector<float>() == F{21, 41, 61, 81});
+    y.assign(x * 2.0f + 1.0f);
+    CHECK(y.to_vector<float>() == F{3, 5, 7, 9});
+    x.assign(pa::asarray(b, F{5, 6, 7, 8}, {4})); // new values in the same tensor
+    y.assign(x * 2.0f + 1.0f);
+    CHECK(y.to_vector<float>() == F{11, 13, 15, 17});
+    x.assign(x * 2.0f + 1.0f); // in place, repeated
+    x.assign(x * 2.0f + 1.0f);
+    CHECK(x.to_vector<float>() == F{23, 27, 31, 35});
+    y.assign(x + x); // one node twice, and two nodes of one view
+    CHECK(y.to_vector<float>() == F{46, 54, 62, 70});
+    y.assign(x + x.reshape({4}));
+    CHECK(y.to_vector<float>() == F{46, 54, 62, 70});
+    y.assign(x - x2);
+    CHECK(y.to_vector<float>() == F{13, 7, 1, -5});
+    y.assign(x2 - x);
+    CHECK(y.to_vector<float>() == F{-13, -7, -1, 5});
+    // Views of one tensor: other offsets and strides, the same shape.
+    pa::Array big = pa::asarray(b, F{1, 2, 3, 4, 5, 6, 7, 8}, {8});
+    y.assign(big.slice(0, 0, 4) * 2.0f + 1.0f);
+    CHECK(y.to_vector<float>() == F{3, 5, 7, 9});
+    y.assign(big.slice(0, 4, 8) * 2.0f + 1.0f);
+    CHECK(y.to_vector<float>() == F{11, 13, 15, 17});
+    y.assign(big.slice(0, 0, 8, 2) * 2.0f + 1.0f);
+    CHECK(y.to_vector<float>() == F{3, 7, 11, 15});
+    y.assign(big.flip().slice(0, 0, 4) * 2.0f + 1.0f);
+    CHECK(y.to_vector<float>() == F{17, 15, 13, 11});
+    big.slice(0, 4, 8).assign(x2 * 2.0f + 1.0f); // another view as the output
+    big.slice(0, 0, 4).assign(x2 * 2.0f + 1.0f);
+    CHECK(big.to_vector<float>() == F{21, 41, 61, 81, 21, 41, 61, 81});
+    // Other dtypes with the same expression.
+    pa::Array xd = pa::asarray(b, std::vector<double>{1, 2, 3, 4}, {4});
+    pa::Array yd = pa::zeros(b, {4}, pa::dt::f64);
+    yd.assign(xd * 2.0 + 1.0);
+    CHECK(yd.to_vector<double>() == std::vector<double>{3, 5, 7, 9});
+    y.assign(xd * 2.0 + 1.0);
+    CHECK(y.to_vector<float>() == F{3, 5, 7, 9});
+    pa::Array xi = pa::asarray(b, std::vector<int32_t>{1, 2, 3, 4}, {4});
+    y.assign(xi * 2 + 1);
+    CHECK(y.to_vector<float>() == F{3, 5, 7, 9});
+    pa::Array yi = pa::zeros(b, {4}, pa::dt::i32);
+    yi.assign(xi * 2 + 1);
+    CHECK(yi.to_vector<int32_t>() == std::vector<int32_t>{3, 5, 7, 9});
+    yi.assign(xi * 2.5 + 1); // f64 value, cast to i32
+    CHECK(yi.to_vector<int32_t>() == std::vector<int32_t>{3, 6, 8, 11});
+    // Broadcasting into a larger output.
+    pa::Array m = pa::zeros(b, {2, 4});
+    m.assign(x2 * 2.0f + 1.0f);
+    CHECK(m.to_vector<float>() == F{21, 41, 61, 81, 21, 41, 61, 81});
+    m.assign(pa::asarray(b, F{1, 2}, {2, 1}) * 2.0f + 1.0f);
+    CHECK(m.to_vector<float>() == F{3, 3, 3, 3, 5, 5, 5, 5});
+    // New results (eval): the same tree over other tensors and shapes.
+    for (int i = 0; i < 3; ++i)
+      CHECK((x2 + x2).eval().to_vector<float>() == F{20, 40, 60, 80});
+    CHECK((big.slice(0, 0, 4) + big.slice(0, 0, 4)).eval().to_vector<float>() ==
+          F{42, 82, 122, 162});
+    CHECK((x2 + 1.5f).eval().to_vector<float>() == F{11.5f, 21.5f, 31.5f, 41.5f});
+    CHECK((x2 + 2.5f).eval().to_vector<float>() == F{12.5f, 22.5f, 32.5f, 42.5f});
+    CHECK((m + m).eval().to_vector<float>() == F{6, 6, 6, 6, 10, 10, 10, 10});
+  }
+}

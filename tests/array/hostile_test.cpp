@@ -208,3 +208,26 @@ TEST_CASE("array bundles refuse bad sort_1 arguments, naming them", "[array][sor
           std::string::npos);
   }
 }
+
+TEST_CASE("array bundles check a repeated program again when its tensors change (the memo of "
+          "the last program is keyed by its words and its tensors)",
+          "[array][memo]") {
+  for (const Backend& b : array_backends()) {
+    INFO("backend " << b.name());
+    SharedTensor<float> in({16}), out({16}), small({8});
+    for (float& v : in.write_only())
+      v = 1.5f;
+    for (float& v : small.write_only())
+      v = 1.5f;
+    const std::vector<int64_t> p = valid_copy();
+    REQUIRE(run(b, p, out, in).empty());
+    REQUIRE(run(b, p, out, in).empty()); // repeated
+    CHECK(out.read()[15] == 3.0f);
+    // The same words over a tensor too small for them: refused, as the first time.
+    CHECK(run(b, p, out, small).find("addresses elements") != std::string::npos);
+    REQUIRE(run(b, p, out, in).empty());
+    CHECK(run(b, p, small, in).find("addresses elements") != std::string::npos);
+    REQUIRE(run(b, p, out, in).empty());
+    CHECK(out.read()[0] == 3.0f);
+  }
+}

@@ -15,6 +15,7 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace parenchyma::array_bundle {
 
@@ -140,6 +141,70 @@ struct program {
   std::span<const int64_t> words; // the program as sent (a key for kernel caches with dtypes)
   int result_dtype() const noexcept { return code[static_cast<size_t>(count - 1)].dtype; }
   bool uses(int dtype) const noexcept { return (dtype_mask >> dtype) & 1u; }
+};
+
+// What the decoder read of one call: the op, the program's words, and each operand tensor's
+// memory, native handle, dtype, byte offset and shape. Two calls with equal keys pass the same
+// checks, so a bundle may repeat its last decoded program (or launch) for a call whose key equals
+// the last one's, compared byte for byte; a call whose bytes differ is decoded afresh.
+struct call_key {
+  struct tensor_key {
+    pcy_memory memory = nullptr;
+    void* data = nullptr;
+    int32_t dtype = -1, ndim = -1;
+    uint64_t byte_offset = 0;
+    std::array<int64_t, max_rank> shape{};
+    bool operator==(const tensor_key&) const = default;
+  };
+  const pcy_op_schema* op = nullptr; // nullptr: empty
+  std::vector<int64_t> words;
+  std::array<tensor_key, max_operands> t{};
+  int operands = 0;
+
+  static bool key_of(const pcy_tensor& x, tensor_key& k) noexcept {
+    if (x.ndim < 0 || x.ndim > max_rank || x.strides != nullptr) return false;
+    k.memory = x.memory;
+    k.data = x.data;
+    k.dtype = static_cast<int32_t>(x.dtype);
+    k.ndim = x.ndim;
+    k.byte_offset = x.byte_offset;
+    k.shape = {};
+    for (int32_t i = 0; i < x.ndim; ++i)
+      k.shape[static_cast<size_t>(i)] = x.shape[i];
+    return true;
+  }
+  // Operand o is argument first + o (eval's out, out1.., in0..).
+  bool matches(const pcy_op_schema& s, const sdk::op_args& a, uint32_t prog, uint32_t first,
+               int n) const noexcept {
+    if (op != &s || n != operands) return false;
+    const std::span<const int64_t> w = a.ints(prog);
+    if (w.size() != words.size() ||
+        (!w.empty() && std::memcmp(w.data(), words.data(), w.size() * sizeof(int64_t)) != 0))
+      return false;
+    for (int o = 0; o < n; ++o)
+      if (!same(a.t(first + static_cast<uint32_t>(o)), t[static_cast<size_t>(o)])) return false;
+    return true;
+  }
+  // Whether x's key is k (a key made by key_of), compared in place.
+  static bool same(const pcy_tensor& x, const tensor_key& k) noexcept {
+    if (x.memory != k.memory || x.data != k.data || static_cast<int32_t>(x.dtype) != k.dtype ||
+        x.ndim != k.ndim || x.byte_offset != k.byte_offset || x.strides != nullptr)
+      return false;
+    for (int32_t i = 0; i < x.ndim; ++i)
+      if (x.shape[i] != k.shape[static_cast<size_t>(i)]) return false;
+    return true;
+  }
+  // Keeps the call's key (false, and empty, where a tensor cannot be keyed).
+  bool store(const pcy_op_schema& s, const sdk::op_args& a, uint32_t prog, uint32_t first, int n) {
+    op = nullptr;
+    for (int o = 0; o < n; ++o)
+      if (!key_of(a.t(first + static_cast<uint32_t>(o)), t[static_cast<size_t>(o)])) return false;
+    const std::span<const int64_t> w = a.ints(prog);
+    words.assign(w.begin(), w.end());
+    operands = n;
+    op = &s;
+    return true;
+  }
 };
 
 // The checks. `prog_k`: the program argument's index; `out_k`: the output's; inputs follow the

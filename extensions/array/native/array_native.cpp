@@ -23,6 +23,7 @@
 #include <cstring>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <type_traits>
 #include <vector>
 
@@ -561,25 +562,64 @@ void constant(void* out, int dtype, int64_t word, int64_t n) {
 }
 
 // ---- the interpreter --------------------------------------------------------------------------
+// What a runner derives from its program alone: the collapsed index space and each instruction's
+// kernel (kept with the context's last eval program, which repeats).
+struct plan {
+  collapsed c;
+  std::array<kernel_fn, max_instructions> fn; // [0, count) set by plan_into
+};
+inline void plan_into(const program& p, plan& out) {
+  out.c = collapse(p);
+  const tables& tb = table();
+  for (int k = 0; k < p.count; ++k) {
+    const instruction& in = p.code[static_cast<size_t>(k)];
+    const int src = op_operands(in.op) > 0 ? p.code[static_cast<size_t>(in.a)].dtype : 0;
+    kernel_fn& f = out.fn[static_cast<size_t>(k)];
+    f = nullptr;
+    if (in.op == PCY_ARRAY_OP_CAST)
+      f = tb.cast[src][in.dtype];
+    else if (in.op == PCY_ARRAY_OP_WHERE)
+      f = tb.op[in.op][in.dtype];
+    else if (op_operands(in.op) > 0)
+      f = tb.op[in.op][src];
+    if (op_operands(in.op) > 0 && f == nullptr)
+      sdk::fail(PCY_ERR_INTERNAL, sdk::str("array_native: no kernel for instruction ", k));
+  }
+}
+
+// The last eval program of a context, decoded: a steady loop sends the same words over the same
+// tensors call after call, and a call whose key (call_key: words and operand tensors, byte for
+// byte) equals the last one's passed every check before, so only its tensor pointers are
+// rebound. One per context: the host serialises a context's ops.
+struct eval_memo {
+  call_key key;
+  program p;
+  plan pl; // p's, once planned
+  bool planned = false;
+};
+
 struct native_context {
   const pcy_framework_api* fw = nullptr;
   std::vector<uint64_t> regs; // count * block words, grown once per program size
   std::vector<uint64_t> acc;  // reduce accumulators (block entries of up to 16 bytes)
+  eval_memo memo;
   void settle(pcy_queue q) const { sdk::check(fw->queue_finish(q)); }
 };
 
 // One program bound to its tensors, walked over a collapsed index space.
 struct runner {
   const program& p;
-  collapsed c;
   std::array<char*, max_operands> base{};
   std::array<size_t, max_operands> es{};
   uint64_t* regs = nullptr;
-  const tables& tb = table();
-  std::array<kernel_fn, max_instructions> fn;   // [0, count) set by the constructor
+  std::optional<plan> own_; // the plan, when none was given
+  const plan& pl;
+  const collapsed& c;
+  const std::array<kernel_fn, max_instructions>& fn;
   std::array<const void*, max_instructions> rp; // each register's values for the chunk
 
-  runner(native_context& cx, const program& prog) : p(prog), c(collapse(prog)) {
+  runner(native_context& cx, const program& prog, const plan* given = nullptr)
+      : p(prog), pl(pick(own_, prog, given)), c(pl.c), fn(pl.fn) {
     for (int o = 0; o < p.operands; ++o) {
       const pcy_tensor& t = *p.ops[static_cast<size_t>(o)].tensor;
       base[static_cast<size_t>(o)] = static_cast<char*>(sdk::native_of(*cx.fw, t)) + t.byte_offset;
@@ -588,19 +628,12 @@ struct runner {
     const size_t words = static_cast<size_t>(p.count) * block;
     if (cx.regs.size() < words) cx.regs.resize(words);
     regs = cx.regs.data();
-    for (int k = 0; k < p.count; ++k) {
-      const instruction& in = p.code[static_cast<size_t>(k)];
-      const int src = op_operands(in.op) > 0 ? p.code[static_cast<size_t>(in.a)].dtype : 0;
-      fn[static_cast<size_t>(k)] = nullptr;
-      if (in.op == PCY_ARRAY_OP_CAST)
-        fn[static_cast<size_t>(k)] = tb.cast[src][in.dtype];
-      else if (in.op == PCY_ARRAY_OP_WHERE)
-        fn[static_cast<size_t>(k)] = tb.op[in.op][in.dtype];
-      else if (op_operands(in.op) > 0)
-        fn[static_cast<size_t>(k)] = tb.op[in.op][src];
-      if (op_operands(in.op) > 0 && fn[static_cast<size_t>(k)] == nullptr)
-        sdk::fail(PCY_ERR_INTERNAL, sdk::str("array_native: no kernel for instruction ", k));
-    }
+  }
+  static const plan& pick(std::optional<plan>& own, const program& prog, const plan* given) {
+    if (given != nullptr) return *given;
+    own.emplace();
+    plan_into(prog, *own);
+    return *own;
   }
   void* reg(int64_t k) const { return regs + static_cast<size_t>(k) * block; }
 
@@ -697,9 +730,9 @@ struct runner {
 };
 
 // ---- eval ---------------------------------------------------------------------------------------
-void run_eval(native_context& cx, const program& p) {
+void run_eval(native_context& cx, const program& p, const plan* given = nullptr) {
   if (p.elements == 0) return;
-  runner r(cx, p);
+  runner r(cx, p, given);
   std::array<int64_t, max_rank> idx{};
   std::array<int64_t, max_operands> off{};
   for (int o = 0; o < p.operands; ++o)
@@ -1271,18 +1304,48 @@ template <const pcy_op_schema& S> consteval uint32_t at(const char* name) {
   return sdk::arg_index(S, name);
 }
 
+// eval_<N> (O = 1) and evalm<O>_<N>: the call's program, decoded, or the context's last one
+// when the call's key equals its key.
+template <const pcy_op_schema& S, int N, int O>
+const program& decoded_eval(native_context& cx, const sdk::op_args& a) {
+  constexpr uint32_t prog_k = sdk::arg_index(S, "program"), out_k = sdk::arg_index(S, "out");
+  eval_memo& m = cx.memo;
+  if (m.key.matches(S, a, prog_k, out_k, N + O)) {
+    for (int o = 0; o < N + O; ++o)
+      m.p.ops[static_cast<size_t>(o)].tensor = &a.t(out_k + static_cast<uint32_t>(o));
+    m.p.words = a.ints(prog_k);
+    return m.p;
+  }
+  m.key.op = nullptr;
+  m.planned = false;
+  // What a new program holds before decoding (the decoder sets the rest).
+  m.p.ops = {};
+  m.p.shape = {};
+  m.p.dtype_mask = 0;
+  decode_eval<S, N, O>(a, m.p);
+  m.key.store(S, a, prog_k, out_k, N + O);
+  return m.p;
+}
+// Runs the context's last eval program (decoded_eval's) with its plan, made once.
+void run_memo_eval(native_context& cx) {
+  eval_memo& m = cx.memo;
+  if (m.p.elements == 0) return;
+  if (!m.planned) {
+    plan_into(m.p, m.pl);
+    m.planned = true;
+  }
+  run_eval(cx, m.p, &m.pl);
+}
 template <const pcy_op_schema& S, int N> void op_eval(native_context& cx, const sdk::op_args& a) {
-  program p;
-  decode_eval<S, N>(a, p);
+  (void)decoded_eval<S, N, 1>(cx, a);
   cx.settle(a.queue());
-  run_eval(cx, p);
+  run_memo_eval(cx);
 }
 template <const pcy_op_schema& S, int N, int O>
 void op_evalm(native_context& cx, const sdk::op_args& a) {
-  program p;
-  decode_eval<S, N, O>(a, p);
+  (void)decoded_eval<S, N, O>(cx, a);
   cx.settle(a.queue());
-  run_eval(cx, p);
+  run_memo_eval(cx);
 }
 template <const pcy_op_schema& S, int N> void op_reduce(native_context& cx, const sdk::op_args& a) {
   program p;

@@ -732,9 +732,10 @@ inline uint64_t& programs_run() noexcept {
 // Runs the variant of `keys` for the emitter's input count (keys[0] takes `first` inputs) with
 // the program, the output, the op's other arguments (`extra`, after the output) and the inputs.
 inline void run_program(const Backend& b, std::span<const key_fn> keys, size_t first,
-                        dtype op_dtype, const std::vector<int64_t>& words, TensorStorage& out,
-                        bool out_whole, const emitter& e, std::span<const OpArg> extra) {
-  const size_t n = e.inputs().size();
+                        dtype op_dtype, std::span<const int64_t> words, TensorStorage& out,
+                        bool out_whole, std::span<TensorStorage* const> inputs,
+                        std::span<const OpArg> extra) {
+  const size_t n = inputs.size();
   if (n < first || n - first >= keys.size())
     fail("eval", errc::internal, "no variant of the op takes ", n, " inputs");
   if (2 + extra.size() + n > 24) fail("eval", errc::internal, "too many arguments");
@@ -751,10 +752,21 @@ inline void run_program(const Backend& b, std::span<const key_fn> keys, size_t f
                     out_whole || !out.initialized() ? OpArg::out(out) : OpArg::inout(out));
   for (const OpArg& x : extra)
     std::construct_at(&args.a[k++], x);
-  for (const auto& in : e.inputs())
-    std::construct_at(&args.a[k++], OpArg::in(*in.storage));
+  for (TensorStorage* in : inputs)
+    std::construct_at(&args.a[k++], OpArg::in(*in));
   b.invoke(keys[n - first](op_dtype), std::span<const OpArg>(args.a, k));
   ++programs_run();
+}
+inline void run_program(const Backend& b, std::span<const key_fn> keys, size_t first,
+                        dtype op_dtype, const std::vector<int64_t>& words, TensorStorage& out,
+                        bool out_whole, const emitter& e, std::span<const OpArg> extra) {
+  std::array<TensorStorage*, 24> in;
+  size_t n = 0;
+  for (const auto& x : e.inputs())
+    in[n < in.size() ? n++ : n] = x.storage.get();
+  if (n != e.inputs().size()) fail("eval", errc::internal, "too many arguments");
+  run_program(b, keys, first, op_dtype, words, out, out_whole,
+              std::span<TensorStorage* const>(in.data(), n), extra);
 }
 
 } // namespace detail
@@ -764,18 +776,34 @@ inline void run_program(const Backend& b, std::span<const key_fn> keys, size_t f
 namespace detail {
 
 // The broadcast shape of x and y into `out` (out.size() >= max rank); its rank.
+[[noreturn]] [[gnu::cold]] [[gnu::noinline]] inline void
+broadcast_failed(std::span<const int64_t> x, std::span<const int64_t> y, size_t limit, size_t i,
+                 int64_t a, int64_t b, const char* fn) {
+  const size_t r = std::max(x.size(), y.size());
+  if (r > limit) fail(fn, errc::invalid_argument, "an array of rank ", r, "; the limit is ", limit);
+  fail(fn, errc::invalid_argument, "shapes ", shape_str(Shape(x.begin(), x.end())), " and ",
+       shape_str(Shape(y.begin(), y.end())), " do not broadcast (dimension ", i, ": ", a, " and ",
+       b, "); each pair of trailing dimensions must be equal or 1");
+}
 inline size_t broadcast_into(std::span<int64_t> out, std::span<const int64_t> x,
                              std::span<const int64_t> y, const char* fn) {
   const size_t r = std::max(x.size(), y.size());
-  if (r > out.size())
-    fail(fn, errc::invalid_argument, "an array of rank ", r, "; the limit is ", out.size());
+  if (r > out.size()) [[unlikely]]
+    broadcast_failed(x, y, out.size(), 0, 0, 0, fn);
+  // The common cases: a scalar beside an array, or equal shapes.
+  if (y.empty() || (x.size() == y.size() && std::equal(x.begin(), x.end(), y.begin()))) {
+    std::copy(x.begin(), x.end(), out.begin());
+    return r;
+  }
+  if (x.empty()) {
+    std::copy(y.begin(), y.end(), out.begin());
+    return r;
+  }
   for (size_t i = 0; i < r; ++i) {
     const int64_t a = i < r - x.size() ? 1 : x[i - (r - x.size())];
     const int64_t b = i < r - y.size() ? 1 : y[i - (r - y.size())];
-    if (a != b && a != 1 && b != 1)
-      fail(fn, errc::invalid_argument, "shapes ", shape_str(Shape(x.begin(), x.end())), " and ",
-           shape_str(Shape(y.begin(), y.end())), " do not broadcast (dimension ", i, ": ", a,
-           " and ", b, "); each pair of trailing dimensions must be equal or 1");
+    if (a != b && a != 1 && b != 1) [[unlikely]]
+      broadcast_failed(x, y, out.size(), i, a, b, fn);
     out[i] = a == 1 ? b : a;
   }
   return r;
@@ -842,6 +870,7 @@ inline void note_pending(const NodePtr& n) {
     }
   if (p.entries.size() >= p.compact_at) { // drop the entries whose expression ran or died
     std::erase_if(p.entries, [](const pending_entry& e) {
+      if (e.node.expired()) return true; // (no lock for the common case of a dropped one)
       auto s = e.node.lock();
       return !s || s->k != Node::kind::op;
     });
@@ -1023,7 +1052,7 @@ inline Array binary(const char* fn, int op, const Array& x, const Array& y) {
            " takes numbers (cast with astype first)");
     break;
   }
-  return finish(compute(op, t, r, shape, x.node(), y.node()), backend);
+  return finish(compute(op, t, r, shape, x.node(), y.node()), std::move(backend));
 }
 } // namespace detail
 
@@ -1139,7 +1168,7 @@ inline Array where(const Array& cond, const Array& x, const Array& y) {
   const dtype t = result_type(a, b);
   NodePtr n = make_op(PCY_ARRAY_OP_WHERE, t, shape, as_type(cond.node(), dt::boolean),
                       as_type(x.node(), t), as_type(y.node(), t));
-  return finish(std::move(n), backend);
+  return finish(std::move(n), std::move(backend));
 }
 
 inline Array where(const Array& cond, const Array& x, double y) {
@@ -1181,11 +1210,31 @@ inline Array operator<=(const Array& x, const Array& y) { return less_equal(x, y
 inline Array operator>(const Array& x, const Array& y) { return greater(x, y); }
 inline Array operator>=(const Array& x, const Array& y) { return greater_equal(x, y); }
 // With host scalars (weak, as Python's): a * 2.0, 1 - a, ...
+namespace detail {
+// A weak scalar beside x: made in x's dtype where it takes it (f32 and f64 arrays), which is the
+// constant as_type would make of scalar(v) (one node, not two); elsewhere scalar(v).
+inline Array weak_scalar_beside(const Array& x, double v) {
+  if (x.valid() && (x.node()->type == dt::f32 || x.node()->type == dt::f64))
+    return Array(scalar_node(v, x.node()->type, true));
+  return scalar(v);
+}
+inline Array weak_scalar_beside(const Array& x, int v) {
+  if (x.valid() && (x.node()->type == dt::f32 || x.node()->type == dt::f64))
+    return Array(scalar_node(static_cast<double>(v), x.node()->type, true));
+  return scalar_int(v);
+}
+} // namespace detail
 #define PCY_ARRAY_SCALAR_OPS(OP)                                                                   \
-  inline Array operator OP(const Array& x, double v) { return x OP scalar(v); }                    \
-  inline Array operator OP(double v, const Array& x) { return scalar(v) OP x; }                    \
-  inline Array operator OP(const Array& x, int v) { return x OP scalar_int(v); }                   \
-  inline Array operator OP(int v, const Array& x) { return scalar_int(v) OP x; }
+  inline Array operator OP(const Array& x, double v) {                                             \
+    return x OP detail::weak_scalar_beside(x, v);                                                  \
+  }                                                                                                \
+  inline Array operator OP(double v, const Array& x) {                                             \
+    return detail::weak_scalar_beside(x, v) OP x;                                                  \
+  }                                                                                                \
+  inline Array operator OP(const Array& x, int v) {                                                \
+    return x OP detail::weak_scalar_beside(x, v);                                                  \
+  }                                                                                                \
+  inline Array operator OP(int v, const Array& x) { return detail::weak_scalar_beside(x, v) OP x; }
 PCY_ARRAY_SCALAR_OPS(+)
 PCY_ARRAY_SCALAR_OPS(-)
 PCY_ARRAY_SCALAR_OPS(*)
@@ -1230,7 +1279,7 @@ public:
   size_t size() const noexcept { return n_; }
 
 private:
-  std::array<T, N> in_{};
+  std::array<T, N> in_; // not value-initialised: [0, n_) is written before it is read
   std::vector<T> more_;
   size_t n_ = 0;
 };
@@ -1258,6 +1307,127 @@ inline int emit_fitting(Node& x, const Backend& b, std::span<const int64_t> perm
   }
 }
 
+// The last programs this thread emitted for an eval or an assignment, by a key that spells out
+// everything emission reads: the tree (each node's kind, op, dtype and CONST word; each leaf's
+// tensor, offset, shape and strides; which nodes are shared), the output's view and the index
+// space. A tree whose key equals an entry's byte for byte emits the same words over the same
+// inputs, so a loop repeating `y.assign(x * 2 + 1)` skips emission. An entry's tensors are
+// compared by address only while the tree being run holds them (its leaves have those
+// addresses). Trees too large for the key, or with a stale node, are emitted every time.
+struct program_memo {
+  static constexpr size_t slots = 4;       // entries, replaced round-robin
+  static constexpr size_t max_key = 192;   // words
+  static constexpr size_t max_shared = 32; // distinct nodes of a keyed tree
+  struct entry {
+    std::vector<int64_t> key, words;
+    std::array<TensorStorage*, PCY_ARRAY_MAX_INPUTS> inputs{};
+    size_t input_count = 0;
+    bool whole = false;
+  };
+  std::array<entry, slots> e;
+  size_t next = 0;
+  std::array<int64_t, max_key> key;
+  size_t key_size = 0;
+  std::array<const Node*, max_shared> seen;
+  size_t seen_count = 0;
+
+  // Builds the key of the tree `x` written over `root` into `out` (offset, strides) of tensor
+  // `st`; false when it cannot be keyed.
+  bool key_of(const Node& x, const Shape& root, int64_t out_offset, const Shape& out_strides,
+              const TensorStorage* st) noexcept {
+    key_size = 0;
+    seen_count = 0;
+    const size_t r = root.size();
+    if (3 + 2 * r + 2 > max_key || out_strides.size() != r) return false;
+    key[key_size++] = static_cast<int64_t>(r);
+    for (size_t d = 0; d < r; ++d)
+      key[key_size++] = root[d];
+    key[key_size++] = out_offset;
+    for (size_t d = 0; d < r; ++d)
+      key[key_size++] = out_strides[d];
+    key[key_size++] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(st));
+    key[key_size++] = st != nullptr ? static_cast<int64_t>(st->size()) : -1;
+    return put(x);
+  }
+  // The entry whose key equals the last key_of's, or nullptr.
+  const entry* find() const noexcept {
+    for (const entry& m : e)
+      if (m.key.size() == key_size &&
+          std::memcmp(m.key.data(), key.data(), key_size * sizeof(int64_t)) == 0)
+        return &m;
+    return nullptr;
+  }
+  void store(std::span<const int64_t> words, std::span<TensorStorage* const> inputs, bool whole) {
+    if (inputs.size() > PCY_ARRAY_MAX_INPUTS) return;
+    entry& m = e[next];
+    next = (next + 1) % slots;
+    m.key.clear(); // empty while half-written (an allocation may throw)
+    m.words.assign(words.begin(), words.end());
+    std::copy(inputs.begin(), inputs.end(), m.inputs.begin());
+    m.input_count = inputs.size();
+    m.whole = whole;
+    m.key.assign(key.begin(), key.begin() + static_cast<ptrdiff_t>(key_size));
+  }
+
+private:
+  // Tag words: kind (0 leaf, 1 scalar, 2 op, 3 a node seen before) | children present | dtype
+  // | op | the seen node's index.
+  // `shared`: x may be reached twice (a node that only its parent holds is reached once, as
+  // often as its parent, and needs no entry in `seen`).
+  bool put(const Node& x, bool shared = true) noexcept {
+    if (shared) {
+      for (size_t i = 0; i < seen_count; ++i)
+        if (seen[i] == &x) return word(3 | static_cast<int64_t>(i) << 8);
+      if (seen_count == max_shared) return false;
+      seen[seen_count++] = &x;
+    }
+    const int64_t type = static_cast<int64_t>(x.type) << 8;
+    switch (x.k) {
+    case Node::kind::leaf: {
+      const size_t r = x.shape.size();
+      if (x.strides.size() != r || key_size + 4 + 2 * r > max_key) return false;
+      key[key_size++] = 0 | type;
+      key[key_size++] = static_cast<int64_t>(reinterpret_cast<uintptr_t>(x.storage.get()));
+      key[key_size++] = x.offset;
+      key[key_size++] = static_cast<int64_t>(r);
+      for (size_t d = 0; d < r; ++d)
+        key[key_size++] = x.shape[d];
+      for (size_t d = 0; d < r; ++d)
+        key[key_size++] = x.strides[d];
+      return true;
+    }
+    case Node::kind::scalar: return word(1 | type) && word(x.word);
+    case Node::kind::op:
+      if (x.stale || !x.a) return false;
+      return word(2 | (x.b ? 4 : 0) | (x.c ? 8 : 0) | type | static_cast<int64_t>(x.op) << 16) &&
+             put(*x.a, x.a.use_count() > 1) && (!x.b || put(*x.b, x.b.use_count() > 1)) &&
+             (!x.c || put(*x.c, x.c.use_count() > 1));
+    }
+    return false;
+  }
+  bool word(int64_t w) noexcept {
+    if (key_size == max_key) return false;
+    key[key_size++] = w;
+    return true;
+  }
+};
+inline program_memo& program_memo_here() {
+  thread_local program_memo m;
+  return m;
+}
+
+inline void store_program(program_memo& pm, std::span<const int64_t> words, const emitter& e,
+                          bool whole) {
+  std::array<TensorStorage*, PCY_ARRAY_MAX_INPUTS> in;
+  if (e.inputs().size() > in.size()) return;
+  for (size_t i = 0; i < e.inputs().size(); ++i)
+    in[i] = e.inputs()[i].storage.get();
+  try {
+    pm.store(words, std::span<TensorStorage* const>(in.data(), e.inputs().size()), whole);
+  } catch (const std::bad_alloc&) { // the entry stays empty
+  }
+}
+
 // Runs x's expression into a new dense tensor; x becomes a view of it.
 inline void materialise(Node& x, const Backend& b) {
   if (x.k == Node::kind::leaf) return;
@@ -1265,10 +1435,20 @@ inline void materialise(Node& x, const Backend& b) {
   const Shape strides = dense_strides(x.shape);
   const uint64_t n = count_of(x.shape);
   if (n > 0) {
-    std::optional<emitter> e;
-    emit_fitting(x, b, identity(x.shape.size()), x.shape, e);
-    const std::vector<int64_t>& words = e->program(0, 0, strides);
-    run_program(b, eval_keys, 0, x.type, words, *st, true, *e, {});
+    program_memo& pm = program_memo_here();
+    const bool keyed = pm.key_of(x, x.shape, 0, strides, nullptr);
+    if (const program_memo::entry* m = keyed ? pm.find() : nullptr) {
+      run_program(b, eval_keys, 0, x.type, m->words, *st, true,
+                  std::span<TensorStorage* const>(m->inputs.data(), m->input_count), {});
+    } else {
+      std::optional<emitter> e;
+      const uint64_t ran = programs_run();
+      emit_fitting(x, b, identity(x.shape.size()), x.shape, e);
+      const std::vector<int64_t>& words = e->program(0, 0, strides);
+      run_program(b, eval_keys, 0, x.type, words, *st, true, *e, {});
+      // A tree that emission changed (subtrees run to fit) is not the keyed one.
+      if (keyed && programs_run() == ran + 1) store_program(pm, words, *e, true);
+    }
   }
   x.k = Node::kind::leaf;
   x.storage = std::move(st);
@@ -1395,7 +1575,8 @@ inline void Array::assign(const Array& value) {
   // A value that is still held elsewhere is run first (it must keep its value after the write);
   // one that reads the target through another view too.
   bool run_first = val->k == detail::Node::kind::op && val.use_count() > 2;
-  if (!run_first && detail::reads(*val, st)) {
+  bool reads_target = detail::reads(*val, st);
+  if (!run_first && reads_target) {
     detail::small_vector<const detail::Node*, 64> stack;
     stack.push_back(val.get());
     while (!stack.empty() && !run_first) {
@@ -1415,20 +1596,47 @@ inline void Array::assign(const Array& value) {
     tmp.eval(b);
     if (detail::reads(*tmp.node(), st)) tmp = tmp.copy();
     val = tmp.node();
+    reads_target = false; // a view of a tensor other than st
   }
   detail::flush_readers(st, val.get(), b);
   if (detail::count_of(self.shape) == 0) return;
   detail::NodePtr tree = detail::as_type(val, self.type);
+  // The program: the words this thread last emitted for an equal key, or emitted now.
+  detail::program_memo& pm = detail::program_memo_here();
+  const bool keyed = pm.key_of(*tree, self.shape, self.offset, self.strides, st);
+  const detail::program_memo::entry* hit = keyed ? pm.find() : nullptr;
   std::optional<detail::emitter> e;
-  detail::emit_fitting(*tree, b, detail::identity(self.shape.size()), self.shape, e);
-  const std::vector<int64_t>& words = e->program(0, self.offset, self.strides);
-  bool whole = is_dense_whole();
-  for (const auto& in : e->inputs())
-    whole = whole && in.storage.get() != st;
+  std::span<const int64_t> words;
+  bool whole = false;
+  std::array<TensorStorage*, PCY_ARRAY_MAX_INPUTS> ins{};
+  std::span<TensorStorage* const> inputs;
+  if (hit != nullptr) {
+    words = hit->words;
+    whole = hit->whole;
+    inputs = std::span<TensorStorage* const>(hit->inputs.data(), hit->input_count);
+  } else {
+    const uint64_t ran = detail::programs_run();
+    detail::emit_fitting(*tree, b, detail::identity(self.shape.size()), self.shape, e);
+    words = e->program(0, self.offset, self.strides);
+    whole = is_dense_whole();
+    if (e->inputs().size() > ins.size())
+      detail::fail("assign", errc::internal, "a program with ", e->inputs().size(), " inputs");
+    for (size_t i = 0; i < e->inputs().size(); ++i) {
+      ins[i] = e->inputs()[i].storage.get();
+      whole = whole && ins[i] != st;
+    }
+    inputs = std::span<TensorStorage* const>(ins.data(), e->inputs().size());
+    // A tree that emission changed (subtrees run to fit) is not the keyed one.
+    if (keyed && detail::programs_run() == ran) detail::store_program(pm, words, *e, whole);
+  }
   // Operands of the value that read the target and are held outside the value's tree (a named
   // Array) would read the new values if run later: they refuse to run (Node::stale).
-  detail::small_vector<std::pair<detail::Node*, long>, 64> inside; // node, references in the tree
-  if (val->k == detail::Node::kind::op && detail::reads(*val, st)) {
+  struct node_refs {
+    detail::Node* first; // a node
+    long second;         // its references in the tree
+  };
+  detail::small_vector<node_refs, 64> inside;
+  if (val->k == detail::Node::kind::op && reads_target) {
     detail::small_vector<detail::Node*, 64> stack;
     stack.push_back(val.get());
     while (!stack.empty()) {
@@ -1468,7 +1676,7 @@ inline void Array::assign(const Array& value) {
     if (held != nullptr && held->use_count() > refs && detail::reads(*node, st))
       stale.push_back(node);
   }
-  detail::run_program(b, detail::eval_keys, 0, self.type, words, *st, whole, *e, {});
+  detail::run_program(b, detail::eval_keys, 0, self.type, words, *st, whole, inputs, {});
   for (size_t i = 0; i < stale.size(); ++i)
     stale[i]->stale = true;
 }
