@@ -612,9 +612,12 @@ pcy_error* fw_graph_create(int slot, pcy_queue q, pcy_graph* out) {
 }
 
 namespace {
-// A call that takes a queue and a graph of that queue, and enqueues on the queue.
+// A call that takes a queue and a graph of that queue, and enqueues on the queue. `capture`: 1
+// marks the queue capturing when the call succeeds (capture_begin), 0 marks it not capturing
+// after the call whatever it returned (capture_end), -1 leaves the mark.
 template <class Fn>
-pcy_error* graph_on_queue(int slot, const char* call, pcy_queue q, pcy_graph g, Fn slot_of) {
+pcy_error* graph_on_queue(int slot, const char* call, pcy_queue q, pcy_graph g, Fn slot_of,
+                          int capture = -1) {
   return guarded([&]() -> pcy_error* {
     scope c(slot, false, call);
     record* qr = expect(c.s, c.f, slot, q, kind::queue, "queue");
@@ -626,18 +629,26 @@ pcy_error* graph_on_queue(int slot, const char* call, pcy_queue q, pcy_graph g, 
     c.busy(q, qr, "queue");
     const auto fn = c.ok() ? slot_of(c.fw->orig) : nullptr;
     if (std::string bad = c.verdict(); !bad.empty()) return report(bad);
-    return fn(q, g);
+    pcy_error* e = fn(q, g);
+    if (capture >= 0 && (capture == 0 || e == nullptr)) {
+      std::lock_guard lock(c.s.m);
+      if (auto it = c.s.live.find(q); it != c.s.live.end() && it->second.k == kind::queue)
+        it->second.capturing = capture == 1;
+    }
+    return e;
   });
 }
 } // namespace
 
 pcy_error* fw_queue_capture_begin(int slot, pcy_queue q, pcy_graph g) {
-  return graph_on_queue(slot, "queue_capture_begin", q, g,
-                        [](const pcy_framework_api& t) { return t.queue_capture_begin; });
+  return graph_on_queue(
+      slot, "queue_capture_begin", q, g,
+      [](const pcy_framework_api& t) { return t.queue_capture_begin; }, 1);
 }
 pcy_error* fw_queue_capture_end(int slot, pcy_queue q, pcy_graph g) {
-  return graph_on_queue(slot, "queue_capture_end", q, g,
-                        [](const pcy_framework_api& t) { return t.queue_capture_end; });
+  return graph_on_queue(
+      slot, "queue_capture_end", q, g,
+      [](const pcy_framework_api& t) { return t.queue_capture_end; }, 0);
 }
 pcy_error* fw_graph_launch(int slot, pcy_queue q, pcy_graph g) {
   return graph_on_queue(slot, "graph_launch", q, g,

@@ -113,6 +113,7 @@ struct record {
   uint64_t host_bytes = 0;
   const pcy_framework_api* fw_table = nullptr; // bundle context: the framework table it got
   int fw_slot = -1;                            // ... and that table's slot, when wrapped
+  bool capturing = false; // queue: a capture began (and succeeded) and has not ended
   uint32_t busy = 0;                           // queue, bundle context: calls inside it now
   std::thread::id busy_by;                     // ... all on this thread
   const std::string* busy_who = nullptr;       // ... the first one's (valid while busy > 0)

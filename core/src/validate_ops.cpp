@@ -110,6 +110,9 @@ pcy_error* run_op(int k, const pcy_op_call* call) {
     // tensor whose bytes are written through another memory over the same host bytes (two
     // imports of one buffer) is the caller's aliasing, not a bundle that wrote its input.
     std::vector<const void*> ask;
+    // The call's queue is capturing a graph: the op is recorded, not run, and draining the queue
+    // would break the capture, so its `in` tensors are not watched.
+    bool capturing = false;
     if (c.ok() && PARENCHYMA_VALIDATE_SIZED(f, call, "pcy_op_call", PCY_OP_CALL_SIZE_1_0)) {
       record* bc = expect(s, f, slot, call->context, kind::bundle_context, "bundle context");
       if (bc != nullptr && bc->plugin != instance)
@@ -126,6 +129,7 @@ pcy_error* run_op(int k, const pcy_op_call* call) {
       record* q = nullptr;
       if (fs >= 0) {
         q = expect(s, f, fs, call->queue, kind::queue, "the call's queue");
+        capturing = q != nullptr && q->capturing;
         if (q != nullptr && q->context != ctx)
           f.set(rule_context,
                 str("queue ", hex(call->queue), " belongs to context ", hex(q->context),
@@ -224,6 +228,7 @@ pcy_error* run_op(int k, const pcy_op_call* call) {
     }
     // The op's queue is drained before (a pending write may still be filling an `in` tensor)
     // and after (the op may run asynchronously): validation mode is slow on purpose.
+    if (capturing) any = false;
     if (any) {
       finish(fw, call->queue);
       for (watched& w : ins)
