@@ -494,6 +494,27 @@ TEST_CASE("pinned (host-visible) memory: transfers, copies and kernels like devi
     REQUIRE(y[i] == a * x[i]);
 }
 
+// Runs two_kernels' `iota` (y[i] = base + i) over n floats on queue q and checks the result.
+void run_iota(host::framework& fw, pcy_context ctx, pcy_queue q, pcy_program p, uint32_t n,
+              int64_t base) {
+  host::kernel iota = make_kernel(p, "iota");
+  host::memory m = host::alloc(fw, ctx, 0, n * sizeof(float));
+  pcy_kernel_arg args[3] = {mem(m.get()), scalar(base), scalar(n)};
+  pcy_kernel_launch_args l{};
+  l.struct_size = sizeof l;
+  l.queue = q;
+  l.kernel = iota.get();
+  l.dims = 1;
+  l.global[0] = n;
+  l.args = args;
+  l.arg_count = 3;
+  host::check(api().kernel_launch(&l));
+  std::vector<float> y(n);
+  host::read(fw, q, m.get(), 0, y.data(), n * sizeof(float));
+  for (uint32_t i = 0; i < n; ++i)
+    REQUIRE(y[i] == static_cast<float>(base + i));
+}
+
 TEST_CASE("GLSL compiled once comes from the kernel cache in the next plugin instance") {
   char tmpl[] = "/tmp/pcy-vulkan-cache-XXXXXX";
   REQUIRE(::mkdtemp(tmpl) != nullptr);
@@ -512,24 +533,7 @@ TEST_CASE("GLSL compiled once comes from the kernel cache in the next plugin ins
     host::check(api().program_build(&b));
     host::program p(b.program, api().program_destroy);
     CHECK(b.cache_hit == expect_hit);
-    host::kernel iota = make_kernel(p.get(), "iota");
-    const uint32_t n = 300;
-    const int64_t base = 7;
-    host::memory m = host::alloc(fw, ctx.get(), 0, n * sizeof(float));
-    pcy_kernel_arg args[3] = {mem(m.get()), scalar(base), scalar(n)};
-    pcy_kernel_launch_args l{};
-    l.struct_size = sizeof l;
-    l.queue = q.get();
-    l.kernel = iota.get();
-    l.dims = 1;
-    l.global[0] = n;
-    l.args = args;
-    l.arg_count = 3;
-    host::check(api().kernel_launch(&l));
-    std::vector<float> y(n);
-    host::read(fw, q.get(), m.get(), 0, y.data(), n * sizeof(float));
-    for (uint32_t i = 0; i < n; ++i)
-      REQUIRE(y[i] == static_cast<float>(base + i));
+    run_iota(fw, ctx.get(), q.get(), p.get(), 300, 7);
   };
   run(false);
   run(true);
@@ -683,24 +687,7 @@ TEST_CASE("the pipeline cache: saved, loaded again, a corrupt or foreign file ig
       b.source = two_kernels;
       host::check(api().program_build(&b));
       host::program p(b.program, api().program_destroy);
-      host::kernel iota = make_kernel(p.get(), "iota");
-      const uint32_t n = 100;
-      const int64_t base = 11;
-      host::memory m = host::alloc(fw, ctx.get(), 0, n * sizeof(float));
-      pcy_kernel_arg args[3] = {mem(m.get()), scalar(base), scalar(n)};
-      pcy_kernel_launch_args l{};
-      l.struct_size = sizeof l;
-      l.queue = q.get();
-      l.kernel = iota.get();
-      l.dims = 1;
-      l.global[0] = n;
-      l.args = args;
-      l.arg_count = 3;
-      host::check(api().kernel_launch(&l));
-      std::vector<float> y(n);
-      host::read(fw, q.get(), m.get(), 0, y.data(), n * sizeof(float));
-      for (uint32_t i = 0; i < n; ++i)
-        REQUIRE(y[i] == static_cast<float>(base + i));
+      run_iota(fw, ctx.get(), q.get(), p.get(), 100, 11);
     } // the device goes here (its cache is saved), then the plugin (the write finishes)
     std::string all;
     for (const auto& line : h.log)
