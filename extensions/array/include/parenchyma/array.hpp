@@ -1223,29 +1223,55 @@ inline Array weak_scalar_beside(const Array& x, int v) {
     return Array(scalar_node(static_cast<double>(v), x.node()->type, true));
   return scalar_int(v);
 }
+// `x OP v` (`v OP x` when `left`) for a host scalar v beside a non-weak f32/f64 array x: the
+// node binary() makes of x and weak_scalar_beside(x, v) (v in x's dtype, no casts, x's shape and
+// backend; bool for a comparison), built without the scalar's Array, the broadcasting and the
+// promotion rules, which have nothing to decide here (the host cost of a small op:
+// docs/array.md). Other arrays take the general path.
+inline bool scalar_op_direct(const Array& x) noexcept {
+  if (!x.valid()) return false;
+  const Node& n = *x.node();
+  return !n.weak && (n.type == dt::f32 || n.type == dt::f64);
+}
+inline Array scalar_op(int op, const Array& x, double v, bool left) {
+  const NodePtr& xn = x.node();
+  const dtype r = op >= PCY_ARRAY_OP_EQ && op <= PCY_ARRAY_OP_GE ? dt::boolean : xn->type;
+  NodePtr s = scalar_node(v, xn->type, true);
+  NodePtr n = left ? make_op(op, r, xn->shape, std::move(s), xn)
+                   : make_op(op, r, xn->shape, xn, std::move(s));
+  return finish(std::move(n), x.backend());
+}
 } // namespace detail
-#define PCY_ARRAY_SCALAR_OPS(OP)                                                                   \
+#define PCY_ARRAY_SCALAR_OPS(OP, CODE)                                                             \
   inline Array operator OP(const Array& x, double v) {                                             \
+    if (detail::scalar_op_direct(x)) return detail::scalar_op(PCY_ARRAY_OP_##CODE, x, v, false);   \
     return x OP detail::weak_scalar_beside(x, v);                                                  \
   }                                                                                                \
   inline Array operator OP(double v, const Array& x) {                                             \
+    if (detail::scalar_op_direct(x)) return detail::scalar_op(PCY_ARRAY_OP_##CODE, x, v, true);    \
     return detail::weak_scalar_beside(x, v) OP x;                                                  \
   }                                                                                                \
   inline Array operator OP(const Array& x, int v) {                                                \
+    if (detail::scalar_op_direct(x))                                                               \
+      return detail::scalar_op(PCY_ARRAY_OP_##CODE, x, static_cast<double>(v), false);             \
     return x OP detail::weak_scalar_beside(x, v);                                                  \
   }                                                                                                \
-  inline Array operator OP(int v, const Array& x) { return detail::weak_scalar_beside(x, v) OP x; }
-PCY_ARRAY_SCALAR_OPS(+)
-PCY_ARRAY_SCALAR_OPS(-)
-PCY_ARRAY_SCALAR_OPS(*)
-PCY_ARRAY_SCALAR_OPS(/)
-PCY_ARRAY_SCALAR_OPS(%)
-PCY_ARRAY_SCALAR_OPS(==)
-PCY_ARRAY_SCALAR_OPS(!=)
-PCY_ARRAY_SCALAR_OPS(<)
-PCY_ARRAY_SCALAR_OPS(<=)
-PCY_ARRAY_SCALAR_OPS(>)
-PCY_ARRAY_SCALAR_OPS(>=)
+  inline Array operator OP(int v, const Array& x) {                                                \
+    if (detail::scalar_op_direct(x))                                                               \
+      return detail::scalar_op(PCY_ARRAY_OP_##CODE, x, static_cast<double>(v), true);              \
+    return detail::weak_scalar_beside(x, v) OP x;                                                  \
+  }
+PCY_ARRAY_SCALAR_OPS(+, ADD)
+PCY_ARRAY_SCALAR_OPS(-, SUB)
+PCY_ARRAY_SCALAR_OPS(*, MUL)
+PCY_ARRAY_SCALAR_OPS(/, DIV)
+PCY_ARRAY_SCALAR_OPS(%, REM)
+PCY_ARRAY_SCALAR_OPS(==, EQ)
+PCY_ARRAY_SCALAR_OPS(!=, NE)
+PCY_ARRAY_SCALAR_OPS(<, LT)
+PCY_ARRAY_SCALAR_OPS(<=, LE)
+PCY_ARRAY_SCALAR_OPS(>, GT)
+PCY_ARRAY_SCALAR_OPS(>=, GE)
 #undef PCY_ARRAY_SCALAR_OPS
 inline Array pow(const Array& x, double v) { return pow(x, scalar(v)); }
 inline Array maximum(const Array& x, double v) { return maximum(x, scalar(v)); }
