@@ -1587,12 +1587,16 @@ inline void Array::assign(const Array& value) {
   const Backend b = *picked;
   if (!backend_) backend_ = b;
   const detail::Node& v = detail::node_of(value, "assign");
-  detail::shape_buffer bsb;
-  const size_t bsr = detail::broadcast_into(bsb, v.shape, self.shape, "assign");
-  if (!std::equal(bsb.begin(), bsb.begin() + static_cast<ptrdiff_t>(bsr), self.shape.begin(),
-                  self.shape.end()))
-    detail::fail("assign", errc::invalid_argument, "a value of shape ", detail::shape_str(v.shape),
-                 " does not broadcast to the target's ", detail::shape_str(self.shape));
+  // (a value of the target's shape, the common case, fits it, up to broadcasting's rank limit)
+  if (v.shape != self.shape || v.shape.size() > std::tuple_size_v<detail::shape_buffer>) {
+    detail::shape_buffer bsb;
+    const size_t bsr = detail::broadcast_into(bsb, v.shape, self.shape, "assign");
+    if (!std::equal(bsb.begin(), bsb.begin() + static_cast<ptrdiff_t>(bsr), self.shape.begin(),
+                    self.shape.end()))
+      detail::fail("assign", errc::invalid_argument, "a value of shape ",
+                   detail::shape_str(v.shape), " does not broadcast to the target's ",
+                   detail::shape_str(self.shape));
+  }
   if (self.storage->read_only())
     detail::fail("assign", errc::invalid_argument,
                  "the target is a read-only import; copy it first");
@@ -1626,7 +1630,7 @@ inline void Array::assign(const Array& value) {
   }
   detail::flush_readers(st, val.get(), b);
   if (detail::count_of(self.shape) == 0) return;
-  detail::NodePtr tree = detail::as_type(val, self.type);
+  detail::NodePtr tree = val->type == self.type ? val : detail::as_type(val, self.type);
   // The program: the words this thread last emitted for an equal key, or emitted now.
   detail::program_memo& pm = detail::program_memo_here();
   const bool keyed = pm.key_of(*tree, self.shape, self.offset, self.strides, st);
