@@ -1223,29 +1223,55 @@ inline Array weak_scalar_beside(const Array& x, int v) {
     return Array(scalar_node(static_cast<double>(v), x.node()->type, true));
   return scalar_int(v);
 }
+// `x OP v` (`v OP x` when `left`) for a host scalar v beside a non-weak f32/f64 array x: the
+// node binary() makes of x and weak_scalar_beside(x, v) (v in x's dtype, no casts, x's shape and
+// backend; bool for a comparison), built without the scalar's Array, the broadcasting and the
+// promotion rules, which have nothing to decide here (the host cost of a small op:
+// docs/array.md). Other arrays take the general path.
+inline bool scalar_op_direct(const Array& x) noexcept {
+  if (!x.valid()) return false;
+  const Node& n = *x.node();
+  return !n.weak && (n.type == dt::f32 || n.type == dt::f64);
+}
+inline Array scalar_op(int op, const Array& x, double v, bool left) {
+  const NodePtr& xn = x.node();
+  const dtype r = op >= PCY_ARRAY_OP_EQ && op <= PCY_ARRAY_OP_GE ? dt::boolean : xn->type;
+  NodePtr s = scalar_node(v, xn->type, true);
+  NodePtr n = left ? make_op(op, r, xn->shape, std::move(s), xn)
+                   : make_op(op, r, xn->shape, xn, std::move(s));
+  return finish(std::move(n), x.backend());
+}
 } // namespace detail
-#define PCY_ARRAY_SCALAR_OPS(OP)                                                                   \
+#define PCY_ARRAY_SCALAR_OPS(OP, CODE)                                                             \
   inline Array operator OP(const Array& x, double v) {                                             \
+    if (detail::scalar_op_direct(x)) return detail::scalar_op(PCY_ARRAY_OP_##CODE, x, v, false);   \
     return x OP detail::weak_scalar_beside(x, v);                                                  \
   }                                                                                                \
   inline Array operator OP(double v, const Array& x) {                                             \
+    if (detail::scalar_op_direct(x)) return detail::scalar_op(PCY_ARRAY_OP_##CODE, x, v, true);    \
     return detail::weak_scalar_beside(x, v) OP x;                                                  \
   }                                                                                                \
   inline Array operator OP(const Array& x, int v) {                                                \
+    if (detail::scalar_op_direct(x))                                                               \
+      return detail::scalar_op(PCY_ARRAY_OP_##CODE, x, static_cast<double>(v), false);             \
     return x OP detail::weak_scalar_beside(x, v);                                                  \
   }                                                                                                \
-  inline Array operator OP(int v, const Array& x) { return detail::weak_scalar_beside(x, v) OP x; }
-PCY_ARRAY_SCALAR_OPS(+)
-PCY_ARRAY_SCALAR_OPS(-)
-PCY_ARRAY_SCALAR_OPS(*)
-PCY_ARRAY_SCALAR_OPS(/)
-PCY_ARRAY_SCALAR_OPS(%)
-PCY_ARRAY_SCALAR_OPS(==)
-PCY_ARRAY_SCALAR_OPS(!=)
-PCY_ARRAY_SCALAR_OPS(<)
-PCY_ARRAY_SCALAR_OPS(<=)
-PCY_ARRAY_SCALAR_OPS(>)
-PCY_ARRAY_SCALAR_OPS(>=)
+  inline Array operator OP(int v, const Array& x) {                                                \
+    if (detail::scalar_op_direct(x))                                                               \
+      return detail::scalar_op(PCY_ARRAY_OP_##CODE, x, static_cast<double>(v), true);              \
+    return detail::weak_scalar_beside(x, v) OP x;                                                  \
+  }
+PCY_ARRAY_SCALAR_OPS(+, ADD)
+PCY_ARRAY_SCALAR_OPS(-, SUB)
+PCY_ARRAY_SCALAR_OPS(*, MUL)
+PCY_ARRAY_SCALAR_OPS(/, DIV)
+PCY_ARRAY_SCALAR_OPS(%, REM)
+PCY_ARRAY_SCALAR_OPS(==, EQ)
+PCY_ARRAY_SCALAR_OPS(!=, NE)
+PCY_ARRAY_SCALAR_OPS(<, LT)
+PCY_ARRAY_SCALAR_OPS(<=, LE)
+PCY_ARRAY_SCALAR_OPS(>, GT)
+PCY_ARRAY_SCALAR_OPS(>=, GE)
 #undef PCY_ARRAY_SCALAR_OPS
 inline Array pow(const Array& x, double v) { return pow(x, scalar(v)); }
 inline Array maximum(const Array& x, double v) { return maximum(x, scalar(v)); }
@@ -1561,12 +1587,16 @@ inline void Array::assign(const Array& value) {
   const Backend b = *picked;
   if (!backend_) backend_ = b;
   const detail::Node& v = detail::node_of(value, "assign");
-  detail::shape_buffer bsb;
-  const size_t bsr = detail::broadcast_into(bsb, v.shape, self.shape, "assign");
-  if (!std::equal(bsb.begin(), bsb.begin() + static_cast<ptrdiff_t>(bsr), self.shape.begin(),
-                  self.shape.end()))
-    detail::fail("assign", errc::invalid_argument, "a value of shape ", detail::shape_str(v.shape),
-                 " does not broadcast to the target's ", detail::shape_str(self.shape));
+  // (a value of the target's shape, the common case, fits it, up to broadcasting's rank limit)
+  if (v.shape != self.shape || v.shape.size() > std::tuple_size_v<detail::shape_buffer>) {
+    detail::shape_buffer bsb;
+    const size_t bsr = detail::broadcast_into(bsb, v.shape, self.shape, "assign");
+    if (!std::equal(bsb.begin(), bsb.begin() + static_cast<ptrdiff_t>(bsr), self.shape.begin(),
+                    self.shape.end()))
+      detail::fail("assign", errc::invalid_argument, "a value of shape ",
+                   detail::shape_str(v.shape), " does not broadcast to the target's ",
+                   detail::shape_str(self.shape));
+  }
   if (self.storage->read_only())
     detail::fail("assign", errc::invalid_argument,
                  "the target is a read-only import; copy it first");
@@ -1600,7 +1630,7 @@ inline void Array::assign(const Array& value) {
   }
   detail::flush_readers(st, val.get(), b);
   if (detail::count_of(self.shape) == 0) return;
-  detail::NodePtr tree = detail::as_type(val, self.type);
+  detail::NodePtr tree = val->type == self.type ? val : detail::as_type(val, self.type);
   // The program: the words this thread last emitted for an equal key, or emitted now.
   detail::program_memo& pm = detail::program_memo_here();
   const bool keyed = pm.key_of(*tree, self.shape, self.offset, self.strides, st);
