@@ -24,6 +24,7 @@
 
 #include "cudnn_graph.hpp"
 #include "kernels_cu.hpp"
+#include <parenchyma/sdk/blob_cache.hpp>
 #include <parenchyma/sdk/device_bundle.hpp>
 #include <parenchyma/sdk/op_schema.hpp>
 
@@ -442,6 +443,7 @@ public:
   bool has_graph() const { return has_cudnn() && graph_.loaded(); }
   const std::string& graph_reason() const { return graph_reason_; }
   template <class... A> void warn(const A&... a) const { log_.warn(a...); }
+  template <class... A> void debug(const A&... a) const { log_.debug(a...); }
   bool tf32_default() const { return tf32_; }
   // The driver calls that put a context current for cuDNN.
   sdk::cuda_driver<CUcontext, CUresult> driver;
@@ -456,6 +458,11 @@ public:
   // The measured algorithms (requested -1), process-wide.
   mutable std::mutex find_mutex;
   mutable std::map<find_key, find_result> find_cache;
+  // And on disk, beside the kernel cache (kind "cudnn-find"): one entry per direction, problem
+  // and device, keyed also by cuDNN's and the driver's versions (find_fingerprint), so that an
+  // upgrade of either measures again. Written by the cache's own thread, joined at unload.
+  mutable sdk::blob_cache find_disk;
+  std::string find_fingerprint;
 
 private:
   bool load_driver();
@@ -1643,6 +1650,111 @@ find_result graph_measure(cuda_nn_context& cx, int dir, const nb::conv_call& g, 
   return out;
 }
 
+// ---- the measured choices on disk ------------------------------------------------------------
+// An entry's payload: six little-endian int64, {find_disk_format, direction, algorithm,
+// workspace bytes, numerics (-1: numerics_of), the graph plan's cuDNN engine index (-1: not a
+// plan)}. The key names the bundle, cuDNN's and the driver's versions, the device and the
+// problem; a loaded entry is checked against this process's cuDNN before it is used (the plan
+// number still names the same engine, the workspace is what cuDNN says it is), and refused
+// entries are measured again and overwritten. docs/nn.md.
+constexpr int64_t find_disk_format = 1;
+constexpr size_t find_disk_fields = 6;
+
+sdk::blob_cache::key_type find_disk_key(const cuda_nn_context& cx, int dir, const conv_key& k) {
+  sdk::sha256 h;
+  h.field("parenchyma-nn-cuda-find-v1")
+      .field(cx.bundle->find_fingerprint)
+      .field(cx.uuid)
+      .field(cx.device_name)
+      .field(sdk::str(dir, " ", k.dt, " ", k.N, " ", k.C, " ", k.H, " ", k.W, " ", k.K, " ", k.R,
+                      " ", k.S, " ", k.sh, " ", k.sw, " ", k.ph, " ", k.pw, " ", k.dh, " ", k.dw,
+                      " ", k.G, " ", k.math));
+  return h.finish();
+}
+
+// Why a loaded choice cannot be used here (empty: it can); r gets its numerics.
+std::string find_entry_problem(cuda_nn_context& cx, int dir, const conv_key& key,
+                               const int64_t (&f)[find_disk_fields], find_result& r) {
+  if (f[0] != find_disk_format) return sdk::str("format ", f[0], ", not ", find_disk_format);
+  if (f[1] != dir) return sdk::str("made for direction ", f[1], ", not ", dir);
+  r = {f[2], f[3], f[4]};
+  if (r.numerics != -1 && r.numerics != PCY_NN_NUMERICS_DIRECT &&
+      r.numerics != PCY_NN_NUMERICS_TRANSFORM)
+    return sdk::str("numerics ", r.numerics);
+  if (r.workspace < 0) return sdk::str("a workspace of ", r.workspace, " bytes");
+  if (r.algorithm == own_algorithm) return r.workspace == 0 ? "" : "a workspace for our kernel";
+  if (is_graph(r.algorithm)) {
+    const find_result p = graph_plan(cx, dir, key, r.algorithm - graph_base);
+    if (p.algorithm < 0) return sdk::str("graph plan ", r.algorithm - graph_base, " is not made here");
+    const ng::plan_set& set = *cx.graph_plans(graph_problem(dir, key));
+    const ng::plan& pl = *set.plans[static_cast<size_t>(r.algorithm - graph_base)];
+    if (pl.engine_index != f[5])
+      return sdk::str("graph plan ", r.algorithm - graph_base, " is engine ", pl.engine_index,
+                      " here, not ", f[5]);
+    if (p.workspace != r.workspace)
+      return sdk::str("graph plan ", r.algorithm - graph_base, " needs ", p.workspace,
+                      " bytes here, not ", r.workspace);
+    r.numerics = p.numerics;
+    return {};
+  }
+  if (r.algorithm < 0 || r.algorithm >= algo_count[dir])
+    return sdk::str("algorithm ", r.algorithm, " is not one of cuDNN's");
+  size_t bytes = 0;
+  if (workspace_size(cx, dir, static_cast<int>(r.algorithm), bytes) != CUDNN_STATUS_SUCCESS)
+    return sdk::str("cuDNN's algorithm ", r.algorithm, " does not run these shapes here");
+  if (bytes != static_cast<uint64_t>(r.workspace))
+    return sdk::str("cuDNN's algorithm ", r.algorithm, " needs ", bytes, " bytes here, not ",
+                    r.workspace);
+  return {};
+}
+
+// The choice saved by an earlier process, if there is one and it holds here.
+std::optional<find_result> find_from_disk(cuda_nn_context& cx, int dir, const conv_key& key,
+                                          const sdk::blob_cache::key_type& dk) {
+  sdk::blob_cache& disk = cx.bundle->find_disk;
+  if (!disk.enabled()) return std::nullopt;
+  const std::optional<sdk::blob_cache::blob> data = disk.load(dk);
+  if (!data) return std::nullopt;
+  std::string why;
+  find_result r;
+  if (data->size() != find_disk_fields * 8) {
+    why = sdk::str(data->size(), " bytes, not ", find_disk_fields * 8);
+  } else {
+    int64_t f[find_disk_fields];
+    for (size_t i = 0; i < find_disk_fields; ++i)
+      f[i] = static_cast<int64_t>(sdk::detail::get_le(data->data() + 8 * i, 8));
+    why = find_entry_problem(cx, dir, key, f, r);
+  }
+  if (!why.empty()) {
+    cx.bundle->debug("convolution algorithm: ", disk.path(dk), " ignored (", why,
+                     "); measuring again");
+    return std::nullopt;
+  }
+  cx.bundle->debug("convolution algorithm ", r.algorithm, " of ", direction_name[dir], " from ",
+                   disk.path(dk));
+  return r;
+}
+
+void find_to_disk(cuda_nn_context& cx, int dir, const conv_key& key,
+                  const sdk::blob_cache::key_type& dk, const find_result& r) {
+  sdk::blob_cache& disk = cx.bundle->find_disk;
+  if (!disk.writable()) return;
+  int64_t engine = -1;
+  if (is_graph(r.algorithm)) {
+    // the plan's engine, so that a later process can tell that plan k is still the same one
+    const ng::plan_set* set = cx.graph_plans(graph_problem(dir, key));
+    const size_t k = static_cast<size_t>(r.algorithm - graph_base);
+    if (set == nullptr || k >= set->plans.size()) return;
+    engine = set->plans[k]->engine_index;
+  }
+  const int64_t f[find_disk_fields] = {find_disk_format, dir, r.algorithm, r.workspace,
+                                       r.numerics, engine};
+  sdk::blob_cache::blob payload(find_disk_fields * 8);
+  for (size_t i = 0; i < find_disk_fields; ++i)
+    sdk::detail::put_le(payload.data() + 8 * i, static_cast<uint64_t>(f[i]), 8);
+  disk.store_later(dk, std::move(payload));
+}
+
 struct conv_algorithm_op {
   template <pcy_dtype D> static void run(cuda_nn_context& cx, const sdk::op_args& a) {
     constexpr int d = index_of(D);
@@ -1712,7 +1824,13 @@ struct conv_algorithm_op {
         if (it != cx.bundle->find_cache.end()) {
           r = it->second;
         } else {
-          r = graph_measure(cx, dir, g, d, key, measure(cx, dir, g, d));
+          const sdk::blob_cache::key_type dk = find_disk_key(cx, dir, key);
+          if (const std::optional<find_result> f = find_from_disk(cx, dir, key, dk)) {
+            r = *f;
+          } else {
+            r = graph_measure(cx, dir, g, d, key, measure(cx, dir, g, d));
+            find_to_disk(cx, dir, key, dk, r);
+          }
           cx.bundle->find_cache.emplace(fk, r);
         }
       }
@@ -1734,7 +1852,8 @@ struct conv_algorithm_op {
 
 // ---- the bundle's setup -------------------------------------------------------------------
 
-nn_cuda_bundle::nn_cuda_bundle(const pcy_host_services& host) : bundle_base(host) {
+nn_cuda_bundle::nn_cuda_bundle(const pcy_host_services& host)
+    : bundle_base(host), find_disk(host.cache_dir, "cudnn-find", log_) {
   if (const char* m = settings_.find("PARENCHYMA_NN_MATH")) {
     const std::string v = m;
     if (v == "tf32")
@@ -1792,6 +1911,10 @@ void nn_cuda_bundle::load_cudnn() {
       dnn_version_ = sdk::str(v / 10000, ".", (v % 10000) / 100, ".", v % 100);
       if (v < 90000 || v >= 100000)
         why = sdk::str(dnn_soname_, " is cuDNN ", dnn_version_, ", not 9");
+      int driver_version = 0;
+      using get_version = CUresult (*)(int*);
+      if (auto f = driver.symbol<get_version>("cuDriverGetVersion")) f(&driver_version);
+      find_fingerprint = sdk::str("cudnn ", v, " driver ", driver_version);
     }
     if (!why.empty()) dnn_lib_ = nullptr; // left loaded: unloading cuDNN early is not safe
   }
@@ -1863,8 +1986,10 @@ void nn_cuda_bundle::register_ops() {
   add<conv_algorithm_op>(pcy_nn_convolution_algorithm_schema, true,
                          has_cudnn()
                              ? (has_graph() ? "cudnnFind*AlgorithmEx / cudnnGet*Algorithm_v7 "
-                                              "+ graph API heuristics, plans timed"
-                                            : "cudnnFind*AlgorithmEx / cudnnGet*Algorithm_v7")
+                                              "+ graph API heuristics, plans timed, the choices "
+                                              "kept on disk"
+                                            : "cudnnFind*AlgorithmEx / cudnnGet*Algorithm_v7, "
+                                              "the choices kept on disk")
                              : "parenchyma direct kernel only (no cuDNN)");
   add<pool_max_op<pcy_nn_pooling_max_schema, false>>(pcy_nn_pooling_max_schema, true,
                                                      own + " pool_max");
