@@ -34,8 +34,7 @@ RegistryOptions options() {
   o.plugin_paths = {PCY_TEST_PLUGIN_DIR};
   o.default_plugin_dir = false;
   o.default_config = false;
-  o.environment =
-      std::map<std::string, std::string>{{"PARENCHYMA_CACHE_DIR", cache_root.string()}};
+  o.environment = std::map<std::string, std::string>{{"PARENCHYMA_CACHE_DIR", cache_root.string()}};
   return o;
 }
 
@@ -169,8 +168,7 @@ int main(int argc, char** argv) {
       } else {
         std::string impl;
         for (const auto& c : r.op_coverage())
-          if (c.framework == "cuda" && c.op == "convolution_algorithm" &&
-              c.dtype == PCY_DTYPE_F32)
+          if (c.framework == "cuda" && c.op == "convolution_algorithm" && c.dtype == PCY_DTYPE_F32)
             impl = c.implementation;
         if (impl.find("cudnnFind") == std::string::npos) {
           std::printf("SKIPPED: the CUDA NN bundle does not measure with cuDNN here (%s)\n",

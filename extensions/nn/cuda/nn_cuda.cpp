@@ -1685,7 +1685,8 @@ std::string find_entry_problem(cuda_nn_context& cx, int dir, const conv_key& key
   if (r.algorithm == own_algorithm) return r.workspace == 0 ? "" : "a workspace for our kernel";
   if (is_graph(r.algorithm)) {
     const find_result p = graph_plan(cx, dir, key, r.algorithm - graph_base);
-    if (p.algorithm < 0) return sdk::str("graph plan ", r.algorithm - graph_base, " is not made here");
+    if (p.algorithm < 0)
+      return sdk::str("graph plan ", r.algorithm - graph_base, " is not made here");
     const ng::plan_set& set = *cx.graph_plans(graph_problem(dir, key));
     const ng::plan& pl = *set.plans[static_cast<size_t>(r.algorithm - graph_base)];
     if (pl.engine_index != f[5])
@@ -1747,8 +1748,8 @@ void find_to_disk(cuda_nn_context& cx, int dir, const conv_key& key,
     if (set == nullptr || k >= set->plans.size()) return;
     engine = set->plans[k]->engine_index;
   }
-  const int64_t f[find_disk_fields] = {find_disk_format, dir, r.algorithm, r.workspace,
-                                       r.numerics, engine};
+  const int64_t f[find_disk_fields] = {find_disk_format, dir,        r.algorithm,
+                                       r.workspace,      r.numerics, engine};
   sdk::blob_cache::blob payload(find_disk_fields * 8);
   for (size_t i = 0; i < find_disk_fields; ++i)
     sdk::detail::put_le(payload.data() + 8 * i, static_cast<uint64_t>(f[i]), 8);
