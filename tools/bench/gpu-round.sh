@@ -19,7 +19,8 @@
 #   swap      swap's share of device-copy bandwidth at 64 MiB-1 GiB for 4, 8 and 16 blocks per SM
 #   g10       G10 and the f16/bf16 gemm rows: bench_blas_cuda --quick, then g10_torch.py
 #   nn-fast   N1-N3: bench_nn_cuda and n_torch.py on elementwise, dropout, softmax, pooling, LRN
-#   nn-conv   N4, N6: the convolutions and the demo's training step, both sides
+#   nn-conv   the CUDA NN bundle's measured algorithms on disk (test_nn_find_cache_cuda), then N4,
+#             N6: the convolutions and the demo's training step, both sides
 #   nn-norm   the NN conformance suite on cuda (every case; failures listed), then N7: layer_norm
 #             and rms_norm with their gradients, bench_nn_cuda and n_torch.py
 #   tests     ctest over the whole suite (builds the tests)
@@ -83,6 +84,7 @@ has p2 && targets+=(bench_blas_opencl)
 has pdl && targets+=(bench_small_ops _parenchyma)
 { has g9 || has g9-table || has g10 || has swap || has swap-table; } && targets+=(bench_blas_cuda)
 { has nn-fast || has nn-conv; } && targets+=(bench_nn_cuda)
+has nn-conv && targets+=(test_nn_find_cache_cuda)
 has nn-norm && targets+=(bench_nn_cuda parenchyma-conformance)
 has selftest && targets+=(nn-cuda-selftest parenchyma-conformance)
 has conf-blas && targets+=(parenchyma-conformance)
@@ -282,6 +284,9 @@ for p in "$@"; do
     python3 "$SRC/tools/bench/nn/compare.py" "$B/json/n_cuda_nn_fast.json" "$B/json/n_torch_fast.json" \
       --out "$B/json/nn_vs_torch_fast.json" 2>&1 | tail -45 ;;
   nn-conv)
+    say "the measured algorithms on disk (test_nn_find_cache_cuda)"
+    timeout 120 "$bin/test_nn_find_cache_cuda" >"$L/nn-find-cache.log" 2>&1
+    echo "exit code $?"; tail -5 "$L/nn-find-cache.log"
     say "N4/N6 ours"; timeout 200 "$bin/bench_nn_cuda" --quick --only conv,train >"$L/nn-conv.log" 2>&1
     echo "exit code $?"; mv "$B/json/n_cuda_nn.json" "$B/json/n_cuda_nn_conv.json" 2>/dev/null
     say "N4/N6 torch"; timeout 120 python3 "$SRC/tools/bench/nn/n_torch.py" --quick --only "conv|3x3|1x1|train" >"$L/nn-conv-torch.log" 2>&1
