@@ -19,6 +19,7 @@
 #   swap      swap's share of device-copy bandwidth at 64 MiB-1 GiB for 4, 8 and 16 blocks per SM
 #   g10       G10 and the f16/bf16 gemm rows: bench_blas_cuda --quick, then g10_torch.py
 #   nn-fast   N1-N3: bench_nn_cuda and n_torch.py on elementwise, dropout, softmax, pooling, LRN
+#   nn-find   test_nn_find_cache_cuda alone (with PCY_TARGETS_ONLY=1: the cuda plugin and NN bundle)
 #   nn-conv   the CUDA NN bundle's measured algorithms on disk (test_nn_find_cache_cuda), then N4,
 #             N6: the convolutions and the demo's training step, both sides
 #   nn-norm   the NN conformance suite on cuda (every case; failures listed), then N7: layer_norm
@@ -85,6 +86,7 @@ has pdl && targets+=(bench_small_ops _parenchyma)
 { has g9 || has g9-table || has g10 || has swap || has swap-table; } && targets+=(bench_blas_cuda)
 { has nn-fast || has nn-conv; } && targets+=(bench_nn_cuda)
 has nn-conv && targets+=(test_nn_find_cache_cuda)
+has nn-find && targets+=(parenchyma-cuda parenchyma-nn-cuda test_nn_find_cache_cuda)
 has nn-norm && targets+=(bench_nn_cuda parenchyma-conformance)
 has selftest && targets+=(nn-cuda-selftest parenchyma-conformance)
 has conf-blas && targets+=(parenchyma-conformance)
@@ -283,6 +285,10 @@ for p in "$@"; do
     echo "exit code $?"; mv "$B/json/n_torch.json" "$B/json/n_torch_fast.json" 2>/dev/null
     python3 "$SRC/tools/bench/nn/compare.py" "$B/json/n_cuda_nn_fast.json" "$B/json/n_torch_fast.json" \
       --out "$B/json/nn_vs_torch_fast.json" 2>&1 | tail -45 ;;
+  nn-find)
+    say "the measured algorithms on disk (test_nn_find_cache_cuda)"
+    timeout 120 "$bin/test_nn_find_cache_cuda" --durations yes >"$L/nn-find-cache.log" 2>&1
+    echo "exit code $?"; tail -25 "$L/nn-find-cache.log" ;;
   nn-conv)
     say "the measured algorithms on disk (test_nn_find_cache_cuda)"
     timeout 120 "$bin/test_nn_find_cache_cuda" >"$L/nn-find-cache.log" 2>&1
