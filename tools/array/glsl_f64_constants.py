@@ -5,7 +5,7 @@ transcendental functions of the array bundle for Vulkan) as exact binary64 bit p
 Nothing is fitted: the polynomials are truncated Taylor series whose coefficients are rounded once
 to binary64 from 60-digit values (mpmath); constants that must carry more than 53 bits are pairs
 hi + lo (hi the rounded value, lo the rounded rest). 2/pi's bits (for the argument reduction of
-sin, cos and tan at any magnitude) come from mpmath's pi at enough digits, checked against a
+sin, cos and tan at any magnitude, 40 words) come from mpmath's pi at enough digits, checked against a
 second evaluation at more digits.
 Run: python3 tools/array/glsl_f64_constants.py   (helpers.glsl's literals are this output)
 """
@@ -51,10 +51,15 @@ def two_over_pi_words(nwords):
 
 
 if __name__ == "__main__":
+    # 2/pi's words as straight-line selects (lavapipe compiled a table indexed by a variable in
+    # seconds per shader): t_j = word wi + j of the table with two zero words ahead
     w = two_over_pi_words(40)
-    print("const uint pcy_m64_2opi[40] = uint[40](")
-    print(",\n".join("  " + ", ".join("0x%08Xu" % x for x in w[i:i + 6])
-                     for i in range(0, 40, 6)) + ");")
+    print("void pcy_m64_2opi_words(int wi, out uint t0, out uint t1, out uint t2, out uint t3,")
+    print("                        out uint t4, out uint t5, out uint t6) {")
+    print("  t0 = 0u, t1 = 0u, t2 = 0u, t3 = 0u, t4 = 0u, t5 = 0u, t6 = 0u;")
+    for i, x in enumerate(w):
+        print("  pcy_m64_pick(0x%08Xu, %d - wi, t0, t1, t2, t3, t4, t5, t6);" % (x, i + 2))
+    print("}")
     dd("pio2", mp.pi / 2)
     dd("pi", mp.pi)
     dd("ln2", mp.log(2))
@@ -88,8 +93,17 @@ if __name__ == "__main__":
         co = mp.taylor(mp.erf, mp.mpf(i) / 2 + mp.mpf(1) / 4, 20)
         hi = float(co[0])
         rows.append([hi, float(co[0] - mp.mpf(hi))] + [float(x) for x in co[1:]])
-    print("const double pcy_m64_erf_taylor[%d] = double[%d](" % (22 * 11, 22 * 11))
-    print(",\n".join("  " + ", ".join("%.17elf" % v for v in r) for r in rows) + ");")
+    # coefficient k of interval i picked by selects (lavapipe compiled a table indexed by a
+    # variable for minutes), then Horner's rule in t = a - c
+    print("double pcy_m64_erf_taylor(int i, double t, out double lo) {")
+    sel = lambda k: "pcy_m64_erf_pick(i, " + ",\n      ".join(
+        ", ".join("%.17elf" % rows[r][k] for r in range(j, min(j + 3, 11)))
+        for j in range(0, 11, 3)) + ")"
+    print("  precise double p = %s;" % sel(21))
+    for k in range(20, 1, -1):
+        print("  p = %s + t * p;" % sel(k))
+    print("  lo = %s + t * p;" % sel(1))
+    print("  return %s;\n}" % sel(0))
     horner("pcy_m64_asin_tail",
            [mp.factorial(2 * n) / (4 ** n * mp.factorial(n) ** 2 * (2 * n + 1))
             for n in range(1, 30)])
