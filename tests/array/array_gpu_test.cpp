@@ -1602,4 +1602,26 @@ TEST_CASE("array gpu: vulkan's f64 transcendental functions are within their ulp
         std::printf("f64 %-9s max %.3f ulp\n", bd.name, worst);
     }
   }
+  // a reduction of a program with them (the reduce kernels write the same instructions)
+  const int64_t rows = 37, cols = 131;
+  std::vector<double> v(static_cast<size_t>(rows * cols));
+  for (double& e : v)
+    e = 6 * u(g);
+  for (const Backend& b : vk) {
+    const pa::Array x = pa::asarray(b, v, {rows, cols});
+    const std::vector<double> got =
+        pa::sum(pa::exp(x) * pa::sin(x) + pa::log1p(pa::abs(x)), {1}).to_vector<double>();
+    REQUIRE(got.size() == static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      long double want = 0, mag = 0;
+      for (int64_t c = 0; c < cols; ++c) {
+        const long double e = v[static_cast<size_t>(r * cols + c)];
+        const long double t = std::exp(e) * std::sin(e) + std::log1p(std::abs(e));
+        want += t;
+        mag += std::abs(t);
+      }
+      INFO(b.name() << ": row " << r);
+      CHECK(std::abs(static_cast<long double>(got[static_cast<size_t>(r)]) - want) <= 1e-14L * mag);
+    }
+  }
 }
