@@ -360,6 +360,9 @@ device_state::~device_state() {
     g.release();
   graves_.clear(); // their timelines' semaphores go before the device
   timelines_.clear();
+  for (const buffer& b : staging_free_)
+    destroy_buffer(b);
+  staging_free_.clear();
   save_pipeline_cache();
   fn.vkDestroyDevice(device, nullptr);
 }
@@ -446,6 +449,42 @@ device_state::buffer device_state::make_buffer(uint64_t bytes, bool host_visible
 void device_state::destroy_buffer(const buffer& b) noexcept {
   if (b.handle != VK_NULL_HANDLE) fn.vkDestroyBuffer(device, b.handle, nullptr);
   if (b.memory != VK_NULL_HANDLE) fn.vkFreeMemory(device, b.memory, nullptr); // unmaps too
+}
+
+device_state::buffer device_state::acquire_staging(uint64_t bytes) {
+  uint64_t size = staging_min;
+  while (size < bytes && size < staging_pooled_max)
+    size <<= 1;
+  if (size < bytes) size = bytes; // beyond the pooled sizes: made and destroyed as asked
+  if (size <= staging_pooled_max) {
+    std::lock_guard lock(staging_mutex_);
+    for (auto it = staging_free_.begin(); it != staging_free_.end(); ++it)
+      if (it->bytes == size) {
+        const buffer b = *it;
+        staging_free_.erase(it);
+        staging_pooled_ -= size;
+        return b;
+      }
+  }
+  log.debug("a staging buffer of ", size, " bytes on '", info.name, "' (none free in the pool)");
+  buffer b = make_buffer(size, true, "a staging buffer");
+  b.bytes = size;
+  return b;
+}
+
+void device_state::release_staging(const buffer& b) noexcept {
+  if (b.bytes <= staging_pooled_max) {
+    std::lock_guard lock(staging_mutex_);
+    if (staging_pooled_ + b.bytes <= staging_pool_max) {
+      try {
+        staging_free_.push_back(b);
+        staging_pooled_ += b.bytes;
+        return;
+      } catch (...) { // no room for the entry: the buffer goes
+      }
+    }
+  }
+  destroy_buffer(b);
 }
 
 void device_state::add_timeline(const std::shared_ptr<timeline>& t) {

@@ -61,7 +61,7 @@ graph::~graph() {
   auto release = [d, pool = pool_, staging = std::move(rec_.staging),
                   pools = std::move(rec_.pools)] {
     for (const auto& s : staging)
-      d->destroy_buffer(s);
+      d->release_staging(s);
     for (VkDescriptorPool p : pools)
       d->fn.vkDestroyDescriptorPool(d->device, p, nullptr);
     d->fn.vkDestroyCommandPool(d->device, pool, nullptr);

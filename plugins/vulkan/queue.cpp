@@ -2,7 +2,8 @@
 // the device's one VkQueue; each submit waits for the queue's previous one and signals the next
 // value of the queue's timeline semaphore, so work runs in order, and an event is a (timeline,
 // value) pair. Inside a batch a full memory barrier separates commands. Transfers go through
-// host-visible staging buffers that live until their batch has completed.
+// host-visible staging buffers that live until their batch has completed, then go back to the
+// device's pool (device.cpp: acquire_staging).
 #include "vulkan.hpp"
 
 #include <algorithm>
@@ -75,7 +76,7 @@ queue::~queue() {
   in_flight_.push_back(std::move(open_)); // an open batch that was never submitted
   for (batch& b : in_flight_) {
     for (const auto& s : b.staging)
-      dev_->destroy_buffer(s);
+      dev_->release_staging(s);
     for (VkDescriptorPool p : b.pools)
       dev_->fn.vkDestroyDescriptorPool(dev_->device, p, nullptr);
   }
@@ -190,7 +191,7 @@ void queue::submit(VkCommandBuffer also) {
   if (r != VK_SUCCESS) {
     // Nothing of the batch runs: drop it (its staging goes now) and say so.
     for (const auto& s : open_.staging)
-      dev_->destroy_buffer(s);
+      dev_->release_staging(s);
     for (VkDescriptorPool p : open_.pools)
       dev_->fn.vkDestroyDescriptorPool(dev_->device, p, nullptr);
     if (open_.cmd != VK_NULL_HANDLE) {
@@ -233,7 +234,7 @@ void queue::reap() {
   std::erase_if(in_flight_, [&](batch& b) {
     if (b.value > done) return false;
     for (const auto& s : b.staging)
-      dev_->destroy_buffer(s);
+      dev_->release_staging(s);
     for (VkDescriptorPool p : b.pools)
       dev_->fn.vkDestroyDescriptorPool(dev_->device, p, nullptr);
     if (b.cmd != VK_NULL_HANDLE && dev_->fn.vkResetCommandBuffer(b.cmd, 0) == VK_SUCCESS)
@@ -245,13 +246,13 @@ void queue::reap() {
 
 device_state::buffer queue::staging(uint64_t bytes) {
   if (!in_flight_.empty()) reap();
-  device_state::buffer b = dev_->make_buffer(bytes, true, "a staging buffer");
+  device_state::buffer b = dev_->acquire_staging(bytes);
   try {
     batch& into = recording(); // a graph's staging lives as long as the graph
     into.staging.push_back(b);
     into.staged += bytes;
   } catch (...) {
-    dev_->destroy_buffer(b);
+    dev_->release_staging(b);
     throw;
   }
   return b;

@@ -122,6 +122,7 @@ public:
     VkDeviceMemory memory = VK_NULL_HANDLE;
     void* mapped = nullptr;      // host-visible buffers are mapped for their whole life
     VkDeviceAddress address = 0; // 0 without bufferDeviceAddress
+    uint64_t bytes = 0;          // the size asked for
   };
   // On a host-unified device, device-local memory that is also host-visible and coherent is
   // mapped too (`mapped` set): it is host memory, which memory_export offers as a host pointer.
@@ -132,6 +133,16 @@ public:
   buffer import_host(void* host, uint64_t bytes);
   bool host_import = false; // info.host_import, and the extension enabled on this VkDevice
   void destroy_buffer(const buffer& b) noexcept;
+  // Staging buffers (host-visible, mapped, at least `bytes`) from this device's pool, so that
+  // repeated transfers make no Vulkan allocation: sizes are rounded up to a power of two (64 KiB
+  // at least); those of up to staging_pooled_max go back to the pool when released (at most
+  // staging_pool_max bytes in it, the rest destroyed). Any thread; the pool goes with the device.
+  buffer acquire_staging(uint64_t bytes);
+  // `b` (from acquire_staging) once no work uses it any more.
+  void release_staging(const buffer& b) noexcept;
+  static constexpr uint64_t staging_min = uint64_t{64} << 10;
+  static constexpr uint64_t staging_pooled_max = uint64_t{4} << 20;
+  static constexpr uint64_t staging_pool_max = uint64_t{16} << 20;
 
   // Timelines of the live queues, for the graveyard.
   void add_timeline(const std::shared_ptr<timeline>& t);
@@ -157,6 +168,9 @@ private:
   std::mutex mutex_; // timelines_ and graves_
   std::vector<std::shared_ptr<timeline>> timelines_;
   std::vector<grave> graves_;
+  std::mutex staging_mutex_; // staging_free_, staging_pooled_
+  std::vector<buffer> staging_free_;
+  uint64_t staging_pooled_ = 0; // bytes of staging_free_'s buffers
 };
 using device_ref = std::shared_ptr<device_state>;
 

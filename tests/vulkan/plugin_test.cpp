@@ -29,6 +29,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -379,6 +380,55 @@ TEST_CASE("fills of every pattern size at offsets that vkCmdFillBuffer cannot ta
     const auto got = e.download<unsigned char>(m.get(), bytes);
     REQUIRE(got == want);
   }
+}
+
+TEST_CASE("small transfers of many sizes from several threads reuse the device's staging buffers") {
+  // Each thread writes and reads back blocks of 1 byte to 1 MiB at odd offsets through a queue
+  // of its own; the staging buffers come from the device's pool (debug log: one line per buffer
+  // made), so 2400 transfers make a few dozen at most.
+  env e;
+  constexpr int threads = 4, rounds = 300;
+  constexpr uint64_t most = uint64_t{1} << 20;
+  std::vector<std::string> failures(threads);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      try {
+        host::queue q = host::make_queue(e.fw, e.ctx.get(), 0);
+        host::memory m = e.alloc(most + 64);
+        std::mt19937_64 g(static_cast<uint64_t>(t) * 7919 + 1);
+        std::vector<unsigned char> data(most), back(most);
+        for (int r = 0; r < rounds; ++r) {
+          const uint64_t bytes =
+              r % 10 == 0 ? most : (g() % 5 == 0 ? 1 + g() % 64 : 1 + g() % (300u << 10));
+          const uint64_t offset = g() % 61;
+          for (uint64_t i = 0; i < bytes; ++i)
+            data[i] = static_cast<unsigned char>(g() >> 56);
+          host::write(e.fw, q.get(), m.get(), offset, data.data(), bytes, r % 2 == 0);
+          host::read(e.fw, q.get(), m.get(), offset, back.data(), bytes);
+          if (std::memcmp(data.data(), back.data(), bytes) != 0) {
+            failures[static_cast<size_t>(t)] =
+                "round " + std::to_string(r) + ": " + std::to_string(bytes) + " bytes differ";
+            return;
+          }
+        }
+      } catch (const std::exception& x) {
+        failures[static_cast<size_t>(t)] = x.what();
+      }
+    });
+  for (auto& th : pool)
+    th.join();
+  for (const std::string& f : failures)
+    CHECK(f.empty());
+  size_t made = 0;
+  {
+    std::lock_guard lock(e.h.mu);
+    for (const std::string& l : e.h.log)
+      made += l.find("a staging buffer of") != std::string::npos ? 1 : 0;
+  }
+  INFO(made << " staging buffers made for " << threads * rounds * 2 << " transfers");
+  CHECK(made >= 1);
+  CHECK(made <= static_cast<size_t>(threads) * 6 * 2); // 6 sizes (64 KiB .. 1 MiB) x 2 in use
 }
 
 TEST_CASE("transfers larger than the 64 MiB staging piece, and a buffer too large to bind") {

@@ -22,9 +22,10 @@
 // sign, zero) reads the bits. The helper functions are GLSL source, vulkan/helpers.glsl (the
 // bundle passes its text; this code defines the sections a program needs before it): among
 // them the f32 transcendental functions, computed in f64 and rounded once (within 1 ulp;
-// GLSL's built-ins are far off on lavapipe). What is not written (every f64 transcendental, a
-// dtype the device lacks) is refused with PCY_ERR_UNSUPPORTED naming it: `unsupported()` says
-// which before anything is built.
+// GLSL's built-ins are far off on lavapipe), and the f64 ones, our own binary64 routines
+// (GLSL has none in f64). What is not written (the half types' transcendentals, a dtype or an
+// integer width the device lacks) is refused with PCY_ERR_UNSUPPORTED naming it:
+// `unsupported()` says which before anything is built.
 #pragma once
 
 #include "array_codegen.hpp"
@@ -116,19 +117,22 @@ inline bool writes(int op, int t) {
   case PCY_ARRAY_OP_TAN:
   case PCY_ARRAY_OP_ATAN2:
   case PCY_ARRAY_OP_HYPOT:
-  case PCY_ARRAY_OP_LOGADDEXP: return t == PCY_DTYPE_F32;
-  case PCY_ARRAY_OP_POW: return !is_float(t) || t == PCY_DTYPE_F32;
+  case PCY_ARRAY_OP_LOGADDEXP: return t == PCY_DTYPE_F32 || t == PCY_DTYPE_F64;
+  case PCY_ARRAY_OP_POW: return !is_half(t);
   default: return false;
   }
 }
 
-// The f32 instructions computed through f64 (helpers.glsl's PCY_VIA_F64 section).
-inline bool via_f64(int op, int t) {
-  return t == PCY_DTYPE_F32 &&
-         ((op >= PCY_ARRAY_OP_EXP && op <= PCY_ARRAY_OP_LOG10) ||
-          (op >= PCY_ARRAY_OP_SIN && op <= PCY_ARRAY_OP_ERF) || op == PCY_ARRAY_OP_ATAN2 ||
-          op == PCY_ARRAY_OP_HYPOT || op == PCY_ARRAY_OP_LOGADDEXP || op == PCY_ARRAY_OP_POW);
+// The transcendental instructions (helpers.glsl's own functions, none GLSL's built-ins).
+inline bool transcendental(int op) {
+  return (op >= PCY_ARRAY_OP_EXP && op <= PCY_ARRAY_OP_LOG10) ||
+         (op >= PCY_ARRAY_OP_SIN && op <= PCY_ARRAY_OP_ERF) || op == PCY_ARRAY_OP_ATAN2 ||
+         op == PCY_ARRAY_OP_HYPOT || op == PCY_ARRAY_OP_LOGADDEXP || op == PCY_ARRAY_OP_POW;
 }
+// The f32 instructions computed through f64 (helpers.glsl's PCY_VIA_F64 section).
+inline bool via_f64(int op, int t) { return t == PCY_DTYPE_F32 && transcendental(op); }
+// The f64 ones (helpers.glsl's PCY_MATH_F64 section).
+inline bool math_f64(int op, int t) { return t == PCY_DTYPE_F64 && transcendental(op); }
 
 // A cast of expression x (dtype from) to dtype to.
 inline std::string cast(const std::string& x, int from, int to) {
@@ -266,28 +270,28 @@ inline std::string instruction_code(const spec& s, int k) {
                            : in.op == PCY_ARRAY_OP_ROUND ? "roundEven("
                                                          : "trunc(") +
                a + ")");
-  case PCY_ARRAY_OP_EXP: return def("pcy_exp_f32(" + a + ")");
-  case PCY_ARRAY_OP_EXPM1: return def("pcy_expm1_f32(" + a + ")");
-  case PCY_ARRAY_OP_LOG: return def("pcy_log_f32(" + a + ")");
-  case PCY_ARRAY_OP_LOG1P: return def("pcy_log1p_f32(" + a + ")");
-  case PCY_ARRAY_OP_LOG2: return def("pcy_log2_f32(" + a + ")");
-  case PCY_ARRAY_OP_LOG10: return def("pcy_log10_f32(" + a + ")");
-  case PCY_ARRAY_OP_SINH: return def("pcy_sinh_f32(" + a + ")");
-  case PCY_ARRAY_OP_COSH: return def("pcy_cosh_f32(" + a + ")");
-  case PCY_ARRAY_OP_TANH: return def("pcy_tanh_f32(" + a + ")");
-  case PCY_ARRAY_OP_ASIN: return def("pcy_asin_f32(" + a + ")");
-  case PCY_ARRAY_OP_ACOS: return def("pcy_acos_f32(" + a + ")");
-  case PCY_ARRAY_OP_ATAN: return def("pcy_atan_f32(" + a + ")");
-  case PCY_ARRAY_OP_ASINH: return def("pcy_asinh_f32(" + a + ")");
-  case PCY_ARRAY_OP_ACOSH: return def("pcy_acosh_f32(" + a + ")");
-  case PCY_ARRAY_OP_ATANH: return def("pcy_atanh_f32(" + a + ")");
-  case PCY_ARRAY_OP_ERF: return def("pcy_erf_f32(" + a + ")");
-  case PCY_ARRAY_OP_SIN: return def("pcy_sin_f32(" + a + ")");
-  case PCY_ARRAY_OP_COS: return def("pcy_cos_f32(" + a + ")");
-  case PCY_ARRAY_OP_TAN: return def("pcy_tan_f32(" + a + ")");
-  case PCY_ARRAY_OP_ATAN2: return def(fmt("pcy_atan2_f32(%s, %s)", A, B));
-  case PCY_ARRAY_OP_HYPOT: return def(fmt("pcy_hypot_f32(%s, %s)", A, B));
-  case PCY_ARRAY_OP_LOGADDEXP: return def(fmt("pcy_logaddexp_f32(%s, %s)", A, B));
+  case PCY_ARRAY_OP_EXP: return def(fmt("pcy_exp_%s(%s)", n, A));
+  case PCY_ARRAY_OP_EXPM1: return def(fmt("pcy_expm1_%s(%s)", n, A));
+  case PCY_ARRAY_OP_LOG: return def(fmt("pcy_log_%s(%s)", n, A));
+  case PCY_ARRAY_OP_LOG1P: return def(fmt("pcy_log1p_%s(%s)", n, A));
+  case PCY_ARRAY_OP_LOG2: return def(fmt("pcy_log2_%s(%s)", n, A));
+  case PCY_ARRAY_OP_LOG10: return def(fmt("pcy_log10_%s(%s)", n, A));
+  case PCY_ARRAY_OP_SINH: return def(fmt("pcy_sinh_%s(%s)", n, A));
+  case PCY_ARRAY_OP_COSH: return def(fmt("pcy_cosh_%s(%s)", n, A));
+  case PCY_ARRAY_OP_TANH: return def(fmt("pcy_tanh_%s(%s)", n, A));
+  case PCY_ARRAY_OP_ASIN: return def(fmt("pcy_asin_%s(%s)", n, A));
+  case PCY_ARRAY_OP_ACOS: return def(fmt("pcy_acos_%s(%s)", n, A));
+  case PCY_ARRAY_OP_ATAN: return def(fmt("pcy_atan_%s(%s)", n, A));
+  case PCY_ARRAY_OP_ASINH: return def(fmt("pcy_asinh_%s(%s)", n, A));
+  case PCY_ARRAY_OP_ACOSH: return def(fmt("pcy_acosh_%s(%s)", n, A));
+  case PCY_ARRAY_OP_ATANH: return def(fmt("pcy_atanh_%s(%s)", n, A));
+  case PCY_ARRAY_OP_ERF: return def(fmt("pcy_erf_%s(%s)", n, A));
+  case PCY_ARRAY_OP_SIN: return def(fmt("pcy_sin_%s(%s)", n, A));
+  case PCY_ARRAY_OP_COS: return def(fmt("pcy_cos_%s(%s)", n, A));
+  case PCY_ARRAY_OP_TAN: return def(fmt("pcy_tan_%s(%s)", n, A));
+  case PCY_ARRAY_OP_ATAN2: return def(fmt("pcy_atan2_%s(%s, %s)", n, A, B));
+  case PCY_ARRAY_OP_HYPOT: return def(fmt("pcy_hypot_%s(%s, %s)", n, A, B));
+  case PCY_ARRAY_OP_LOGADDEXP: return def(fmt("pcy_logaddexp_%s(%s, %s)", n, A, B));
   case PCY_ARRAY_OP_SQRT: return def("sqrt(" + a + ")");
   case PCY_ARRAY_OP_RSQRT: return def(fmt("%s(1) / sqrt(%s)", T, A));
   case PCY_ARRAY_OP_NOT:
@@ -302,7 +306,7 @@ inline std::string instruction_code(const spec& s, int k) {
   case PCY_ARRAY_OP_REM:
     return def(fmt(fl ? "pcy_fmodpy_%s(%s, %s)" : "pcy_rem_%s(%s, %s)", n, A, B));
   case PCY_ARRAY_OP_POW: {
-    if (fl) return def(fmt("pcy_pow_f32(%s, %s)", A, B));
+    if (fl) return def(fmt("pcy_pow_%s(%s, %s)", n, A, B));
     const std::string up = t == PCY_DTYPE_I64
                                ? fmt("int64_t(pcy_upow64(uint64_t(%s), uint64_t(%s)))", A, B)
                                : fmt("%s(pcy_upow(uint(int(%s)), uint(int(%s))))", T, A, B);
@@ -425,6 +429,10 @@ inline std::string unsupported(const spec& s, const features& f) {
     if ((in.op == PCY_ARRAY_OP_FLOORDIV || in.op == PCY_ARRAY_OP_REM) && t == PCY_DTYPE_F64 &&
         !f.int64)
       return "the device has no shaderInt64 (f64 FLOORDIV and REM work on the bits)";
+    if (detail::math_f64(in.op, t) && !f.int64)
+      return fmt("instruction %s on f64 works on the bits of doubles here (argument reduction), "
+                 "and the device lacks shaderInt64",
+                 op_name(in.op));
     if (detail::via_f64(in.op, t) && (!f.fp64 || !f.int64))
       return fmt("instruction %s on f32 is computed in f64 here, and the device lacks "
                  "shaderFloat64 or shaderInt64",
@@ -484,7 +492,7 @@ inline std::string head(const spec& s, int wg, std::string_view helpers,
                         const std::string& bindings, int binding, bool via_f64_too = false) {
   bool f32 = false, f64 = false, i16 = false, i64 = false;
   std::array<bool, 16> ints{}; // integer dtypes needing floordiv/rem helpers
-  bool upow = false, upow64 = false, half = false, explog = via_f64_too;
+  bool upow = false, upow64 = false, half = false, explog = via_f64_too, math64 = false;
   auto see = [&](int d) {
     half = half || is_half(d);
     f32 = f32 || d == PCY_DTYPE_F32;
@@ -505,10 +513,12 @@ inline std::string head(const spec& s, int wg, std::string_view helpers,
     }
     if (in.op == PCY_ARRAY_OP_POW && !is_float(t)) (t == PCY_DTYPE_I64 ? upow64 : upow) = true;
     explog = explog || via_f64(in.op, t);
+    math64 = math64 || math_f64(in.op, t);
     if (in.op == PCY_ARRAY_OP_CONST && in.dtype == PCY_DTYPE_I64) i64 = true;
   }
   i16 = i16 || half;
-  i64 = i64 || half || explog; // explog: uint64BitsToDouble
+  math64 = math64 || (explog && f64);    // LOGSUMEXP of f64: PCY_MATH_F64's exp and log
+  i64 = i64 || half || explog || math64; // uint64BitsToDouble, the bits of doubles
   // comparisons and WHERE conditions are uint8_t registers
   std::string src = "#version 450\n";
   src += "#extension GL_EXT_shader_explicit_arithmetic_types_int8 : require\n";
@@ -525,6 +535,7 @@ inline std::string head(const spec& s, int wg, std::string_view helpers,
   if (f64) src += "#define PCY_F64 1\n";
   if (half) src += "#define PCY_HALF 1\n";
   if (explog) src += "#define PCY_VIA_F64 1\n";
+  if (math64) src += "#define PCY_MATH_F64 1\n";
   if (ints[static_cast<size_t>(PCY_DTYPE_F32)]) src += "#define PCY_DIVMOD_F32 1\n";
   if (ints[static_cast<size_t>(PCY_DTYPE_F64)]) src += "#define PCY_DIVMOD_F64 1\n";
   if (upow) src += "#define PCY_UPOW 1\n";

@@ -7,9 +7,10 @@
 // new shape with the same instructions builds nothing. The shapes, strides, offsets and
 // constants go to the shader as meta words in the op's workspace (written on the queue before
 // the launch; push constants are too small for them); a reduction's, scan's or sort's scratch
-// follows them there. A program this dialect cannot write (array_glsl.hpp: f64 transcendental
-// functions, a dtype the device lacks), or one no launch can keep below
-// lavapipe's loop limit, is refused with PCY_ERR_UNSUPPORTED naming the reason.
+// follows them there. A program this dialect cannot write (array_glsl.hpp: a dtype the device
+// lacks, f64 transcendental functions without shaderInt64, the half types' ones), or one no
+// launch can keep below lavapipe's loop limit, is refused with PCY_ERR_UNSUPPORTED naming the
+// reason.
 #include "array_glsl.hpp"
 #include "array_helpers_glsl.hpp" // generated: helpers.glsl's text
 #include "array_program.hpp"
