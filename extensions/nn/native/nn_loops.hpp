@@ -779,8 +779,9 @@ inline void lrn_apply(const T* x, T* y, const double* s, int64_t n, double beta)
 // One image: each channel's window summed afresh (never a running sum: one NaN, infinity or
 // huge square would then stay in the channels after its window). scratch: HW doubles.
 template <class T>
-inline void lrn_image_body(const lrn_geom& g, const T* xi, T* yi, double* scratch) {
-  for (int64_t c = 0; c < g.C; ++c) {
+inline void lrn_image_body(const lrn_geom& g, const T* xi, T* yi, int64_t c0, int64_t c1,
+                           double* scratch) {
+  for (int64_t c = c0; c < c1; ++c) {
     lrn_channel_scale(g, xi, c, scratch);
     lrn_apply(xi + c * g.HW, yi + c * g.HW, scratch, g.HW, g.beta);
   }
@@ -790,14 +791,16 @@ inline void lrn_image_body(const lrn_geom& g, const T* xi, T* yi, double* scratc
 // semantics hold: a NaN or infinity reaches exactly the channels whose window holds it (no
 // running sum), and finite inputs stay within the suite's bounds up to the magnitude at which a
 // window's sum of squares still fits f32 (docs/nn.md, "Input classes"). beta other than 0.75,
-// 0.5 or 1 takes std::pow in double. scratch: HW doubles, used as HW floats.
-PCY_NN_NATIVE_CLONES inline void lrn_image(const lrn_geom& g, const float* x, float* y,
-                                           double* scratch) {
+// 0.5 or 1 takes std::pow in double. Channels [c0, c1) of one image (each channel's output
+// depends on x alone, so channel blocks may run on different threads). scratch: HW doubles, used
+// as HW floats.
+PCY_NN_NATIVE_CLONES inline void lrn_image(const lrn_geom& g, const float* x, float* y, int64_t c0,
+                                           int64_t c1, double* scratch) {
   float* s = reinterpret_cast<float*>(scratch);
   const float an = static_cast<float>(g.alpha / static_cast<double>(g.n));
   const float k = static_cast<float>(g.k);
   const int64_t HW = g.HW;
-  for (int64_t c = 0; c < g.C; ++c) {
+  for (int64_t c = c0; c < c1; ++c) {
     for (int64_t i = 0; i < HW; ++i)
       s[i] = 0;
     const int64_t lo = std::max<int64_t>(c - g.n / 2, 0), hi = std::min(c + (g.n - 1) / 2, g.C - 1);
@@ -827,23 +830,29 @@ PCY_NN_NATIVE_CLONES inline void lrn_image(const lrn_geom& g, const float* x, fl
   }
 }
 PCY_NN_NATIVE_CLONES inline void lrn_image(const lrn_geom& g, const double* x, double* y,
-                                           double* scratch) {
-  lrn_image_body(g, x, y, scratch);
+                                           int64_t c0, int64_t c1, double* scratch) {
+  lrn_image_body(g, x, y, c0, c1, scratch);
 }
-template <class T> void lrn_fwd(const lrn_geom& g, const T* x, T* y, double* scratch) {
+// The (image, channel) pairs [lo, hi) in image-major order.
+template <class T>
+void lrn_fwd(const lrn_geom& g, const T* x, T* y, int64_t lo, int64_t hi, double* scratch) {
   const int64_t CHW = g.C * g.HW;
-  for (int64_t n = 0; n < g.N; ++n)
-    lrn_image(g, x + n * CHW, y + n * CHW, scratch);
+  for (int64_t n = lo / g.C; n * g.C < hi; ++n) {
+    const int64_t c0 = std::max(lo - n * g.C, int64_t{0}), c1 = std::min(hi - n * g.C, g.C);
+    lrn_image(g, x + n * CHW, y + n * CHW, c0, c1, scratch);
+  }
 }
 // dx[c] = dy[c] s[c]^-beta - 2 alpha beta / n x[c] sum_{c': c in W(c')} dy[c'] y[c'] / s[c'].
 // scratch: 2 x C x HW doubles.
+// Images [n0, n1).
 template <class T>
-void lrn_bwd(const lrn_geom& g, const T* x, const T* y, const T* dy, T* dx, double* scratch) {
+void lrn_bwd(const lrn_geom& g, const T* x, const T* y, const T* dy, T* dx, int64_t n0, int64_t n1,
+             double* scratch) {
   const int64_t CHW = g.C * g.HW;
   double* s = scratch;
   double* ratio = scratch + CHW;
   const double coef = 2.0 * g.alpha * g.beta / static_cast<double>(g.n);
-  for (int64_t n = 0; n < g.N; ++n) {
+  for (int64_t n = n0; n < n1; ++n) {
     const T* xi = x + n * CHW;
     const T* yi = y + n * CHW;
     const T* dyi = dy + n * CHW;
@@ -872,12 +881,14 @@ void lrn_bwd(const lrn_geom& g, const T* x, const T* y, const T* dy, T* dx, doub
 
 // ---- dropout --------------------------------------------------------------------------------
 
+// Elements [base, base + n) of the op (x, y and mask point at element base): each element's
+// draw depends on its index alone, so blocks may run on different threads.
 template <class T>
 void dropout_fwd(const T* x, T* y, uint8_t* mask, uint64_t n, uint64_t seed, uint32_t threshold,
-                 T scale) {
+                 T scale, uint64_t base) {
   for (uint64_t i = 0; i < n; ++i) {
     uint64_t z = 0;
-    PCY_NN_DROPOUT_MIX(seed, i, z);
+    PCY_NN_DROPOUT_MIX(seed, base + i, z);
     const bool keep = (z >> 40) >= threshold;
     mask[i] = keep ? 1 : 0;
     y[i] = keep ? x[i] * scale : T(0);
@@ -962,6 +973,70 @@ template <bool LAYER, class T, class S>
   }
 }
 
+// norm_bwd_body in two parts, for threads: dx of rows [0, outer); dw (and db) of the columns
+// [j0, j1) summed over every row in row order (acc: 2 (j1 - j0) doubles). Blocks of rows and
+// blocks of columns are independent, and each value is computed by the expressions of
+// norm_bwd_body in the same order: the same bits on any number of threads.
+template <bool LAYER, class T, class S>
+[[gnu::always_inline]] inline void norm_bwd_dx_body(const T* x, const T* w, const S* mean,
+                                                    const S* rstd, const T* dy, T* dx,
+                                                    uint64_t outer, uint64_t n) {
+  const double dn = static_cast<double>(n);
+  for (uint64_t r = 0; r < outer; ++r) {
+    const T* xr = x + r * n;
+    const T* dyr = dy + r * n;
+    T* dxr = dx + r * n;
+    const double mu = LAYER ? static_cast<double>(mean[r]) : 0.0;
+    const double rs = static_cast<double>(rstd[r]);
+    double lg[8] = {}, lx[8] = {};
+    auto step = [&](uint64_t j, uint64_t k) PCY_NN_AI {
+      const double xh = (static_cast<double>(xr[j]) - mu) * rs;
+      const double d = static_cast<double>(dyr[j]);
+      const double g = d * static_cast<double>(w[j]);
+      lg[k] += g;
+      lx[k] += g * xh;
+    };
+    uint64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+      for (uint64_t k = 0; k < 8; ++k)
+        step(j + k, k);
+    for (uint64_t k = 0; j < n; ++j, ++k)
+      step(j, k);
+    const double sg = lane_tree(lg) / dn, sgx = lane_tree(lx) / dn;
+    for (j = 0; j < n; ++j) {
+      const double xh = (static_cast<double>(xr[j]) - mu) * rs;
+      const double g = static_cast<double>(dyr[j]) * static_cast<double>(w[j]);
+      dxr[j] = static_cast<T>(rs * (LAYER ? g - sg - xh * sgx : g - xh * sgx));
+    }
+  }
+}
+template <bool LAYER, class T, class S>
+[[gnu::always_inline]] inline void
+norm_bwd_dw_body(const T* x, const S* mean, const S* rstd, const T* dy, T* dw, T* db,
+                 uint64_t outer, uint64_t n, uint64_t j0, uint64_t j1, double* acc) {
+  const uint64_t m = j1 - j0;
+  double* aw = acc;
+  double* ab = acc + m;
+  for (uint64_t j = 0; j < 2 * m; ++j)
+    acc[j] = 0;
+  for (uint64_t r = 0; r < outer; ++r) {
+    const T* xr = x + r * n + j0;
+    const T* dyr = dy + r * n + j0;
+    const double mu = LAYER ? static_cast<double>(mean[r]) : 0.0;
+    const double rs = static_cast<double>(rstd[r]);
+    for (uint64_t j = 0; j < m; ++j) {
+      const double xh = (static_cast<double>(xr[j]) - mu) * rs;
+      const double d = static_cast<double>(dyr[j]);
+      aw[j] += d * xh;
+      ab[j] += d;
+    }
+  }
+  for (uint64_t j = 0; j < m; ++j) {
+    dw[j0 + j] = static_cast<T>(aw[j]);
+    if constexpr (LAYER) db[j0 + j] = static_cast<T>(ab[j]);
+  }
+}
+
 // Built like gemm (AVX2 + FMA and the baseline) for f32 and f64.
 #define PCY_NN_NORM_CLONES(T)                                                                      \
   PCY_NN_NATIVE_CLONES inline void norm_fwd_c(bool layer, const T* x, const T* w, const T* b,      \
@@ -979,6 +1054,22 @@ template <bool LAYER, class T, class S>
       norm_bwd_body<true>(x, w, mean, rstd, dy, dx, dw, db, outer, n, acc);                        \
     else                                                                                           \
       norm_bwd_body<false>(x, w, mean, rstd, dy, dx, dw, db, outer, n, acc);                       \
+  }                                                                                                \
+  PCY_NN_NATIVE_CLONES inline void norm_bwd_dx_c(bool layer, const T* x, const T* w,               \
+                                                 const T* mean, const T* rstd, const T* dy, T* dx, \
+                                                 uint64_t outer, uint64_t n) {                     \
+    if (layer)                                                                                     \
+      norm_bwd_dx_body<true>(x, w, mean, rstd, dy, dx, outer, n);                                  \
+    else                                                                                           \
+      norm_bwd_dx_body<false>(x, w, mean, rstd, dy, dx, outer, n);                                 \
+  }                                                                                                \
+  PCY_NN_NATIVE_CLONES inline void norm_bwd_dw_c(                                                  \
+      bool layer, const T* x, const T* mean, const T* rstd, const T* dy, T* dw, T* db,             \
+      uint64_t outer, uint64_t n, uint64_t j0, uint64_t j1, double* acc) {                         \
+    if (layer)                                                                                     \
+      norm_bwd_dw_body<true>(x, mean, rstd, dy, dw, db, outer, n, j0, j1, acc);                    \
+    else                                                                                           \
+      norm_bwd_dw_body<false>(x, mean, rstd, dy, dw, db, outer, n, j0, j1, acc);                   \
   }                                                                                                \
   PCY_NN_NATIVE_CLONES inline void softmax_bwd(const T* y, const T* dy, T* dx, uint64_t outer,     \
                                                uint64_t len, uint64_t inner, bool log,             \
