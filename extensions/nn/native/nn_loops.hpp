@@ -8,6 +8,7 @@
 #include <parenchyma/abi/ext/pcy_nn.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -189,6 +190,105 @@ void softmax_fwd(const T* x, T* y, uint64_t outer, uint64_t len, uint64_t inner,
           yo[l * inner + i] = static_cast<T>(
               static_cast<double>(std::exp(xo[l * inner + i] - static_cast<T>(mx[i]))) * sum[i]);
     }
+  }
+}
+
+// Whether no element is NaN or infinite, from the bits: an exponent of all ones (NaN, infinity)
+// plus one exponent unit carries into the sign bit, every other exponent does not. Integer and,
+// add and or: one pass that vectorises, with no chain of dependent float adds.
+template <class T> [[gnu::always_inline]] inline auto nonfinite_bits(T v) {
+  if constexpr (sizeof(T) == 4) {
+    return (std::bit_cast<uint32_t>(v) & 0x7f800000u) + 0x00800000u;
+  } else {
+    return (std::bit_cast<uint64_t>(v) & 0x7ff0000000000000ull) + 0x0010000000000000ull;
+  }
+}
+template <class T> [[gnu::always_inline]] inline bool all_finite_body(const T* x, uint64_t n) {
+  decltype(nonfinite_bits(T(0))) acc = 0;
+  for (uint64_t i = 0; i < n; ++i)
+    acc |= nonfinite_bits(x[i]);
+  return (acc >> (8 * sizeof(T) - 1)) == 0;
+}
+PCY_NN_NATIVE_CLONES inline bool all_finite(const float* x, uint64_t n) {
+  return all_finite_body(x, n);
+}
+PCY_NN_NATIVE_CLONES inline bool all_finite(const double* x, uint64_t n) {
+  return all_finite_body(x, n);
+}
+
+// log_softmax of finite f32 rows around oneDNN's exp (nn_native.cpp's dn_log_softmax_rows),
+// built like the other loops (AVX2 and the baseline: eight f32 lanes where the baseline has
+// four; no multiply, so no contraction: the same bits on either). First each row's maximum into
+// mx (in eight lanes, then across them) and y = x - max, false where a row holds a NaN or an
+// infinity (the caller then runs the plain loop, which owns those semantics); then, once y holds
+// e^(x - max), the row's sum in double (eight lanes, a fixed tree) and y = (x - max) - log(sum).
+PCY_NN_NATIVE_CLONES inline bool log_softmax_rows_max(const float* x, float* y, double* mx,
+                                                      uint64_t rows, uint64_t len) {
+  uint32_t bad = 0;
+  for (uint64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * len;
+    float* yr = y + r * len;
+    float m8[8];
+    for (float& v : m8)
+      v = xr[0];
+    uint64_t l = 0;
+    for (; l + 8 <= len; l += 8)
+      for (int j = 0; j < 8; ++j) {
+        m8[j] = xr[l + j] > m8[j] ? xr[l + j] : m8[j];
+        bad |= nonfinite_bits(xr[l + j]);
+      }
+    float m = m8[0];
+    for (int j = 1; j < 8; ++j)
+      m = m8[j] > m ? m8[j] : m;
+    for (; l < len; ++l) {
+      m = xr[l] > m ? xr[l] : m;
+      bad |= nonfinite_bits(xr[l]);
+    }
+    mx[r] = m;
+    for (l = 0; l < len; ++l)
+      yr[l] = xr[l] - m;
+  }
+  return (bad >> 31) == 0;
+}
+PCY_NN_NATIVE_CLONES inline void log_softmax_rows_finish(const float* x, float* y,
+                                                         const double* mx, uint64_t rows,
+                                                         uint64_t len) {
+  for (uint64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * len;
+    float* yr = y + r * len;
+    double s8[8] = {};
+    uint64_t l = 0;
+    for (; l + 8 <= len; l += 8)
+      for (int j = 0; j < 8; ++j)
+        s8[j] += static_cast<double>(yr[l + j]);
+    double s = ((s8[0] + s8[1]) + (s8[2] + s8[3])) + ((s8[4] + s8[5]) + (s8[6] + s8[7]));
+    for (; l < len; ++l)
+      s += static_cast<double>(yr[l]);
+    // The maximum's term is exactly 1, so s >= 1 (should oneDNN's exp(0) come out an ulp low,
+    // log(s) must still not go below 0: y is never above 0).
+    const float m = static_cast<float>(mx[r]), ls = static_cast<float>(std::log(std::max(s, 1.0)));
+    for (l = 0; l < len; ++l)
+      yr[l] = (xr[l] - m) - ls;
+  }
+}
+
+// log_softmax_grad of rows whose dx already holds e^y (oneDNN's exp): dx = dy - e^y sum(dy), the
+// sum in lanes. Built like the other loops, but without contracting dy - e^y s into a fused
+// multiply-add (the baseline build has none): the same bits on either build.
+#if defined(__GNUC__) && !defined(__clang__)
+#define PCY_NN_NO_CONTRACT __attribute__((optimize("fp-contract=off")))
+#else
+#define PCY_NN_NO_CONTRACT
+#endif
+PCY_NN_NATIVE_CLONES PCY_NN_NO_CONTRACT inline void
+log_softmax_grad_rows(const float* dy, float* dx, uint64_t rows, uint64_t len) {
+  for (uint64_t r = 0; r < rows; ++r) {
+    const float* dyr = dy + r * len;
+    float* dxr = dx + r * len;
+    const auto sum = static_cast<float>(
+        lane_sum(len, [&](uint64_t l) PCY_NN_AI { return static_cast<double>(dyr[l]); }));
+    for (uint64_t l = 0; l < len; ++l)
+      dxr[l] = dyr[l] - dxr[l] * sum;
   }
 }
 

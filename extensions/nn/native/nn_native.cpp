@@ -354,20 +354,13 @@ void op_act_grad(native_context& cx, const sdk::op_args& a) {
 
 // ---- softmax ------------------------------------------------------------------------------
 
-// Whether no element is NaN or infinite (v - v is 0 exactly for the finite ones); one pass that
-// vectorises.
-template <class T> bool all_finite(const T* x, uint64_t n) {
-  int bad = 0;
-  for (uint64_t i = 0; i < n; ++i)
-    bad |= (x[i] - x[i]) != T(0);
-  return bad == 0;
-}
 
 #ifdef PARENCHYMA_NN_HAVE_DNNL
 // log_softmax of finite rows: our max per row and y = x - max, oneDNN's exp of y in place, our
 // sum per row in double and its log (std::log: correctly rounded to a few ulps, 0 for a sum of
 // exactly 1), then y = (x - max) - log(sum), as the loop computes it. False where oneDNN has
-// no exp for this size (the caller runs the loop).
+// no exp for this size or x holds a NaN or an infinity (found in the maximum's pass, before the
+// exp): the caller then runs the loop.
 // oneDNN's exp over n f32 elements (its cached primitive; ok false where it refused).
 dn_prim& dn_exp(native_context& cx, uint64_t n) {
   dn_state& d = *cx.dn;
@@ -388,47 +381,17 @@ bool dn_log_softmax_rows(native_context& cx, const sdk::op_args& a, const float*
   if (!p.ok) return false;
   double* mx = cx.doubles(rows); // each row's maximum
   const int t = loop_threads(rows, n);
-  split(rows, t, [&](uint64_t r0, uint64_t r1, uint64_t) {
-    for (uint64_t r = r0; r < r1; ++r) {
-      const float* xr = x + r * len;
-      float* yr = y + r * len;
-      float m8[8];
-      for (float& v : m8)
-        v = xr[0];
-      uint64_t l = 0;
-      for (; l + 8 <= len; l += 8)
-        for (int j = 0; j < 8; ++j)
-          m8[j] = xr[l + j] > m8[j] ? xr[l + j] : m8[j];
-      float m = m8[0];
-      for (int j = 1; j < 8; ++j)
-        m = m8[j] > m ? m8[j] : m;
-      for (; l < len; ++l)
-        m = xr[l] > m ? xr[l] : m;
-      mx[r] = m;
-      for (l = 0; l < len; ++l)
-        yr[l] = xr[l] - m;
-    }
+  const int blocks = std::min(t, 64);
+  bool finite[64]; // per block
+  std::fill(finite, finite + blocks, true);
+  split(rows, blocks, [&](uint64_t r0, uint64_t r1, uint64_t slot) {
+    finite[slot] = log_softmax_rows_max(x + r0 * len, y + r0 * len, mx + r0, r1 - r0, len);
   });
+  for (int i = 0; i < blocks; ++i)
+    if (!finite[i]) return false; // a NaN or an infinity: the loop's semantics
   d.run(p, {y, y}, p.scratch_bytes ? workspace(a, p.scratch_bytes) : nullptr);
   split(rows, t, [&](uint64_t r0, uint64_t r1, uint64_t) {
-    for (uint64_t r = r0; r < r1; ++r) {
-      const float* xr = x + r * len;
-      float* yr = y + r * len;
-      double s8[8] = {};
-      uint64_t l = 0;
-      for (; l + 8 <= len; l += 8)
-        for (int j = 0; j < 8; ++j)
-          s8[j] += static_cast<double>(yr[l + j]);
-      double s = ((s8[0] + s8[1]) + (s8[2] + s8[3])) + ((s8[4] + s8[5]) + (s8[6] + s8[7]));
-      for (; l < len; ++l)
-        s += static_cast<double>(yr[l]);
-      // The maximum's term is exactly 1, so s >= 1 (should oneDNN's exp(0) come out an ulp low,
-      // log(s) must still not go below 0: y is never above 0).
-      const float m = static_cast<float>(mx[r]),
-                  ls = static_cast<float>(std::log(std::max(s, 1.0)));
-      for (l = 0; l < len; ++l)
-        yr[l] = (xr[l] - m) - ls;
-    }
+    log_softmax_rows_finish(x + r0 * len, y + r0 * len, mx + r0, r1 - r0, len);
   });
   return true;
 }
@@ -460,7 +423,7 @@ void op_softmax(native_context& cx, const sdk::op_args& a) {
   // (along the last axis) take only oneDNN's vectorised exp (dn_log_softmax_rows).
   if constexpr (std::is_same_v<T, float> && LOG) {
     const uint64_t n = c.outer * c.len * c.inner;
-    if (cx.dn && c.inner == 1 && n >= dnnl_min_elements && all_finite(x, n) &&
+    if (cx.dn && c.inner == 1 && n >= dnnl_min_elements &&
         dn_log_softmax_rows(cx, a, x, y, c.outer, c.len))
       return;
   }
@@ -511,14 +474,7 @@ void op_softmax_grad(native_context& cx, const sdk::op_args& a) {
       if (p.ok) {
         cx.dn->run(p, {y, dx}, p.scratch_bytes ? workspace(a, p.scratch_bytes) : nullptr);
         split(c.outer, loop_threads(c.outer, n), [&](uint64_t r0, uint64_t r1, uint64_t) {
-          for (uint64_t r = r0; r < r1; ++r) {
-            const float* dyr = dy + r * c.len;
-            float* dxr = dx + r * c.len;
-            const auto sum = static_cast<float>(
-                lane_sum(c.len, [&](uint64_t l) { return static_cast<double>(dyr[l]); }));
-            for (uint64_t l = 0; l < c.len; ++l)
-              dxr[l] = dyr[l] - dxr[l] * sum;
-          }
+          log_softmax_grad_rows(dy + r0 * c.len, dx + r0 * c.len, r1 - r0, c.len);
         });
         return;
       }
