@@ -242,9 +242,20 @@ void* workspace(const sdk::op_args& a, uint64_t bytes) {
 // Without OpenMP (a build without oneDNN) every loop runs on the calling thread. The team is
 // the runtime's, whose workers the bundle already keeps for oneDNN (pin_runtime_libraries).
 
+// ThreadSanitizer does not see the OpenMP runtime's barriers (libgomp is not instrumented), so it
+// would report every block's writes as racing with the calling thread's later reads: in a TSan
+// build the loops stay on the calling thread (oneDNN, uninstrumented, keeps its threads).
+#if defined(__SANITIZE_THREAD__)
+#define PCY_NN_LOOPS_ONE_THREAD 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PCY_NN_LOOPS_ONE_THREAD 1
+#endif
+#endif
+
 // The blocks for `items` items of a problem of `elements` elements (1: the calling thread).
 int loop_threads(uint64_t items, uint64_t elements) {
-#ifdef PCY_NN_NATIVE_OMP
+#if defined(PCY_NN_NATIVE_OMP) && !defined(PCY_NN_LOOPS_ONE_THREAD)
   if (elements < single_thread_elements || items < 2 || omp_in_parallel() != 0) return 1;
   return static_cast<int>(
       std::min(items, static_cast<uint64_t>(std::max(omp_get_max_threads(), 1))));
@@ -258,7 +269,7 @@ int loop_threads(uint64_t items, uint64_t elements) {
 // f(lo, hi, slot) for t contiguous blocks [lo, hi) of [0, items), slot < t naming the block's
 // scratch; t 1 runs f(0, items, 0) on the calling thread. f must not throw.
 template <class F> void split(uint64_t items, int t, F&& f) {
-#ifdef PCY_NN_NATIVE_OMP
+#if defined(PCY_NN_NATIVE_OMP) && !defined(PCY_NN_LOOPS_ONE_THREAD)
   if (t > 1) {
 #pragma omp parallel num_threads(t)
     {
