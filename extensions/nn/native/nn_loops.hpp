@@ -684,18 +684,71 @@ template <class T>
 // stride SW: the window's maximum for the whole block at once (a loop the compiler vectorises);
 // nz[i] becomes NaN where the window holds a NaN or an infinity (v - v), which the caller takes
 // again one at a time.
+#if defined(__GNUC__) && !defined(__clang__)
+// 32-byte vectors of T (GCC's vector extension: AVX registers in the x86-64-v3 build, two SSE
+// registers in the baseline) and their shuffle indices.
+template <class T> struct vec32;
+template <> struct vec32<float> {
+  typedef float type __attribute__((vector_size(32)));
+  typedef int32_t index __attribute__((vector_size(32)));
+};
+template <> struct vec32<double> {
+  typedef double type __attribute__((vector_size(32)));
+  typedef int64_t index __attribute__((vector_size(32)));
+};
+#endif
 template <int SW, class T>
 [[gnu::always_inline]] inline void pool_max_block(const pool_geom& g, const T* xp, int64_t h0,
                                                   int64_t h1, int64_t c0, int64_t nb, T* bv,
                                                   T* nz) {
-  for (int64_t i = 0; i < nb; ++i) {
+  int64_t i0 = 0;
+#if defined(__GNUC__) && !defined(__clang__)
+  if constexpr (SW == 2) {
+    // Column stride 2: a vector of VL outputs at a time, its maximum and NaN mark in registers
+    // over the whole window (h, then s: the compares of the loop below, in its order), each
+    // window column's VL elements the even lanes of two overlapping loads (the last element
+    // read is the block's last window's: nothing past the plane).
+    constexpr int VL = 32 / static_cast<int>(sizeof(T));
+    using vec = typename vec32<T>::type;
+    using ivec = typename vec32<T>::index;
+    ivec even{};
+    for (int l = 0; l < VL / 2; ++l) {
+      even[l] = 2 * l;              // a's even lanes
+      even[VL / 2 + l] = VL + 2 * l + 1; // b (loaded from VL - 1 on) from its lane 1
+    }
+    auto column = [&](int64_t h, int64_t s, int64_t at, vec& v) PCY_NN_AI {
+      const T* src = xp + h * g.W + c0 + 2 * at + s;
+      vec a, b;
+      std::memcpy(&a, src, sizeof(vec));
+      std::memcpy(&b, src + VL - 1, sizeof(vec));
+      v = __builtin_shuffle(a, b, even);
+    };
+    // The last vector ends at nb (it may redo outputs of the one before: the same values).
+    for (int64_t at = 0; nb >= VL && at < nb; at += VL) {
+      at = std::min(at, nb - VL);
+      vec m, z{}, v;
+      column(h0, 0, at, m);
+      for (int64_t h = h0; h < h1; ++h)
+        for (int64_t s = 0; s < g.ww; ++s) {
+          column(h, s, at, v);
+          m = v > m ? v : m;
+          z += v - v;
+        }
+      std::memcpy(bv + at, &m, sizeof(vec));
+      std::memcpy(nz + at, &z, sizeof(vec));
+      i0 = at + VL;
+    }
+    if (i0 == nb) return;
+  }
+#endif
+  for (int64_t i = i0; i < nb; ++i) {
     bv[i] = xp[h0 * g.W + c0 + i * SW];
     nz[i] = T(0);
   }
   for (int64_t h = h0; h < h1; ++h)
     for (int64_t s = 0; s < g.ww; ++s) {
       const T* src = xp + h * g.W + c0 + s;
-      for (int64_t i = 0; i < nb; ++i) {
+      for (int64_t i = i0; i < nb; ++i) {
         const T v = src[i * SW];
         bv[i] = v > bv[i] ? v : bv[i];
         nz[i] += v - v;
@@ -730,19 +783,20 @@ template <class T>
         one(p, q);
       for (int64_t q0 = qa; q0 < qb; q0 += B) {
         const int64_t nb = std::min(B, qb - q0);
-        T bv[B], nz[B];
+        T nz[B];
+        T* bv = yp + p * g.Q + q0; // the block's maxima, written in place
         const int64_t c0 = q0 * g.sw - g.pw; // the first window's first column
         if (g.sw == 1)
           pool_max_block<1>(g, xp, h0, h1, c0, nb, bv, nz);
         else
           pool_max_block<2>(g, xp, h0, h1, c0, nb, bv, nz);
-        for (int64_t i = 0; i < nb; ++i) {
-          if (ip != nullptr || nz[i] != T(0)) { // the position too, or a non-finite window
-            one(p, q0 + i);
-            continue;
-          }
-          yp[p * g.Q + q0 + i] = bv[i];
-        }
+        // Again one at a time where the position is wanted too or a window is not finite.
+        int clean = ip == nullptr ? 1 : 0;
+        for (int64_t i = 0; i < nb; ++i)
+          clean &= nz[i] == T(0) ? 1 : 0;
+        if (clean == 0)
+          for (int64_t i = 0; i < nb; ++i)
+            if (ip != nullptr || nz[i] != T(0)) one(p, q0 + i);
       }
       for (int64_t q = std::max(qa, qb); q < g.Q; ++q)
         one(p, q);
