@@ -1055,10 +1055,12 @@ template <class T> void dropout_bwd(const T* dy, const uint8_t* mask, T* dx, uin
 
 // ---- normalisation (pcy_nn.h) ---------------------------------------------------------------
 // Rows of n: layer_norm (LAYER) or rms_norm, sums in double. S: the statistics type; mean and
-// rstd may be null (not saved).
+// rstd may be null (not saved). w and b (null for rms_norm) in double: converted once by the
+// caller, not once per row (the same values).
 template <bool LAYER, class T, class S>
-[[gnu::always_inline]] inline void norm_fwd_body(const T* x, const T* w, const T* b, T* y, S* mean,
-                                                 S* rstd, uint64_t outer, uint64_t n, double eps) {
+[[gnu::always_inline]] inline void norm_fwd_body(const T* x, const double* w, const double* b, T* y,
+                                                 S* mean, S* rstd, uint64_t outer, uint64_t n,
+                                                 double eps) {
   const double dn = static_cast<double>(n);
   for (uint64_t r = 0; r < outer; ++r) {
     const T* xr = x + r * n;
@@ -1073,8 +1075,8 @@ template <bool LAYER, class T, class S>
                      dn;
     const double rs = 1.0 / std::sqrt(v + eps);
     for (uint64_t j = 0; j < n; ++j) {
-      double h = (static_cast<double>(xr[j]) - mu) * rs * static_cast<double>(w[j]);
-      if constexpr (LAYER) h += static_cast<double>(b[j]);
+      double h = (static_cast<double>(xr[j]) - mu) * rs * w[j];
+      if constexpr (LAYER) h += b[j];
       yr[j] = static_cast<T>(h);
     }
     if (LAYER && mean != nullptr) mean[r] = static_cast<S>(mu); // n = 0: 0 / 0, NaN
@@ -1193,9 +1195,9 @@ norm_bwd_dw_body(const T* x, const S* mean, const S* rstd, const T* dy, T* dw, T
 
 // Built like gemm (AVX2 + FMA and the baseline) for f32 and f64.
 #define PCY_NN_NORM_CLONES(T)                                                                      \
-  PCY_NN_NATIVE_CLONES inline void norm_fwd_c(bool layer, const T* x, const T* w, const T* b,      \
-                                              T* y, T* mean, T* rstd, uint64_t outer, uint64_t n,  \
-                                              double eps) {                                        \
+  PCY_NN_NATIVE_CLONES inline void norm_fwd_c(bool layer, const T* x, const double* w,             \
+                                              const double* b, T* y, T* mean, T* rstd,             \
+                                              uint64_t outer, uint64_t n, double eps) {            \
     if (layer)                                                                                     \
       norm_fwd_body<true>(x, w, b, y, mean, rstd, outer, n, eps);                                  \
     else                                                                                           \
@@ -1235,7 +1237,7 @@ PCY_NN_NORM_CLONES(double)
 #undef PCY_NN_NORM_CLONES
 // Statistics of the data's type (pcy_nn.h's statistics dtype for f32 and f64).
 template <bool LAYER, class T>
-void norm_fwd(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, uint64_t outer,
+void norm_fwd(const T* x, const double* w, const double* b, T* y, T* mean, T* rstd, uint64_t outer,
               uint64_t n, double eps) {
   norm_fwd_c(LAYER, x, w, b, y, mean, rstd, outer, n, eps);
 }

@@ -1040,9 +1040,24 @@ void op_norm(native_context& cx, const sdk::op_args& a) {
   T* y = cx.ptr<T>(*c.y);
   St* mean = c.mean ? cx.ptr<St>(*c.mean) : nullptr;
   St* rstd = c.rstd ? cx.ptr<St>(*c.rstd) : nullptr;
+  // w and b in double, once (f64: as they are).
+  const double* wd = nullptr;
+  const double* bd = nullptr;
+  if constexpr (std::is_same_v<T, double>) {
+    wd = w;
+    bd = b;
+  } else {
+    double* sc = cx.doubles(2 * c.n);
+    for (uint64_t j = 0; j < c.n; ++j) {
+      sc[j] = static_cast<double>(w[j]);
+      if (LAYER) sc[c.n + j] = static_cast<double>(b[j]);
+    }
+    wd = sc;
+    bd = LAYER ? sc + c.n : nullptr;
+  }
   // Rows are independent: blocks of rows on the loops' threads.
   split(c.outer, loop_threads(c.outer, c.outer * c.n), [&](uint64_t lo, uint64_t hi, uint64_t) {
-    norm_fwd<LAYER>(x + lo * c.n, w, b, y + lo * c.n, mean ? mean + lo : nullptr,
+    norm_fwd<LAYER>(x + lo * c.n, wd, bd, y + lo * c.n, mean ? mean + lo : nullptr,
                     rstd ? rstd + lo : nullptr, hi - lo, c.n, c.epsilon);
   });
 }
