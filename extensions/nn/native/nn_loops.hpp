@@ -1086,7 +1086,7 @@ template <bool LAYER, class T, class S>
 // The gradients: dx per row; dw (and db for LAYER) summed over the rows in row order, in
 // double (acc: 2 n doubles); the row sums in lanes (lane_sum's order).
 template <bool LAYER, class T, class S>
-[[gnu::always_inline]] inline void norm_bwd_body(const T* x, const T* w, const S* mean,
+[[gnu::always_inline]] inline void norm_bwd_body(const T* x, const double* w, const S* mean,
                                                  const S* rstd, const T* dy, T* dx, T* dw, T* db,
                                                  uint64_t outer, uint64_t n, double* acc) {
   for (uint64_t j = 0; j < 2 * n; ++j)
@@ -1104,7 +1104,7 @@ template <bool LAYER, class T, class S>
     auto step = [&](uint64_t j, uint64_t k) PCY_NN_AI {
       const double xh = (static_cast<double>(xr[j]) - mu) * rs;
       const double d = static_cast<double>(dyr[j]);
-      const double g = d * static_cast<double>(w[j]);
+      const double g = d * w[j];
       lg[k] += g;
       lx[k] += g * xh;
       aw[j] += d * xh;
@@ -1119,7 +1119,7 @@ template <bool LAYER, class T, class S>
     const double sg = lane_tree(lg) / dn, sgx = lane_tree(lx) / dn;
     for (j = 0; j < n; ++j) {
       const double xh = (static_cast<double>(xr[j]) - mu) * rs;
-      const double g = static_cast<double>(dyr[j]) * static_cast<double>(w[j]);
+      const double g = static_cast<double>(dyr[j]) * w[j];
       dxr[j] = static_cast<T>(rs * (LAYER ? g - sg - xh * sgx : g - xh * sgx));
     }
   }
@@ -1134,7 +1134,7 @@ template <bool LAYER, class T, class S>
 // blocks of columns are independent, and each value is computed by the expressions of
 // norm_bwd_body in the same order: the same bits on any number of threads.
 template <bool LAYER, class T, class S>
-[[gnu::always_inline]] inline void norm_bwd_dx_body(const T* x, const T* w, const S* mean,
+[[gnu::always_inline]] inline void norm_bwd_dx_body(const T* x, const double* w, const S* mean,
                                                     const S* rstd, const T* dy, T* dx,
                                                     uint64_t outer, uint64_t n) {
   const double dn = static_cast<double>(n);
@@ -1148,7 +1148,7 @@ template <bool LAYER, class T, class S>
     auto step = [&](uint64_t j, uint64_t k) PCY_NN_AI {
       const double xh = (static_cast<double>(xr[j]) - mu) * rs;
       const double d = static_cast<double>(dyr[j]);
-      const double g = d * static_cast<double>(w[j]);
+      const double g = d * w[j];
       lg[k] += g;
       lx[k] += g * xh;
     };
@@ -1161,7 +1161,7 @@ template <bool LAYER, class T, class S>
     const double sg = lane_tree(lg) / dn, sgx = lane_tree(lx) / dn;
     for (j = 0; j < n; ++j) {
       const double xh = (static_cast<double>(xr[j]) - mu) * rs;
-      const double g = static_cast<double>(dyr[j]) * static_cast<double>(w[j]);
+      const double g = static_cast<double>(dyr[j]) * w[j];
       dxr[j] = static_cast<T>(rs * (LAYER ? g - sg - xh * sgx : g - xh * sgx));
     }
   }
@@ -1203,15 +1203,16 @@ norm_bwd_dw_body(const T* x, const S* mean, const S* rstd, const T* dy, T* dw, T
     else                                                                                           \
       norm_fwd_body<false>(x, w, b, y, mean, rstd, outer, n, eps);                                 \
   }                                                                                                \
-  PCY_NN_NATIVE_CLONES inline void norm_bwd_c(bool layer, const T* x, const T* w, const T* mean,   \
-                                              const T* rstd, const T* dy, T* dx, T* dw, T* db,     \
-                                              uint64_t outer, uint64_t n, double* acc) {           \
+  PCY_NN_NATIVE_CLONES inline void norm_bwd_c(bool layer, const T* x, const double* w,             \
+                                              const T* mean, const T* rstd, const T* dy, T* dx,    \
+                                              T* dw, T* db, uint64_t outer, uint64_t n,            \
+                                              double* acc) {                                       \
     if (layer)                                                                                     \
       norm_bwd_body<true>(x, w, mean, rstd, dy, dx, dw, db, outer, n, acc);                        \
     else                                                                                           \
       norm_bwd_body<false>(x, w, mean, rstd, dy, dx, dw, db, outer, n, acc);                       \
   }                                                                                                \
-  PCY_NN_NATIVE_CLONES inline void norm_bwd_dx_c(bool layer, const T* x, const T* w,               \
+  PCY_NN_NATIVE_CLONES inline void norm_bwd_dx_c(bool layer, const T* x, const double* w,          \
                                                  const T* mean, const T* rstd, const T* dy, T* dx, \
                                                  uint64_t outer, uint64_t n) {                     \
     if (layer)                                                                                     \
@@ -1242,8 +1243,8 @@ void norm_fwd(const T* x, const double* w, const double* b, T* y, T* mean, T* rs
   norm_fwd_c(LAYER, x, w, b, y, mean, rstd, outer, n, eps);
 }
 template <bool LAYER, class T>
-void norm_bwd(const T* x, const T* w, const T* mean, const T* rstd, const T* dy, T* dx, T* dw,
-              T* db, uint64_t outer, uint64_t n, double* acc) {
+void norm_bwd(const T* x, const double* w, const T* mean, const T* rstd, const T* dy, T* dx,
+              T* dw, T* db, uint64_t outer, uint64_t n, double* acc) {
   norm_bwd_c(LAYER, x, w, mean, rstd, dy, dx, dw, db, outer, n, acc);
 }
 

@@ -1076,15 +1076,19 @@ void op_norm_grad(native_context& cx, const sdk::op_args& a) {
   T* dw = cx.ptr<T>(*c.dweight);
   T* db = LAYER ? cx.ptr<T>(*c.dbias) : static_cast<T*>(nullptr);
   const uint64_t n = c.n, outer = c.outer, elements = outer * n;
-  double* acc = cx.doubles(2 * n);
+  // Scratch: dw's and db's sums (2 n), then w in double (n; converted once, not per row).
+  double* acc = cx.doubles(3 * n);
+  double* wd = acc + 2 * n;
+  for (uint64_t j = 0; j < n; ++j)
+    wd[j] = static_cast<double>(w[j]);
   if (loop_threads(std::min(outer, n), elements) == 1) {
-    norm_bwd<LAYER>(x, w, mean, rstd, dy, dx, dw, db, outer, n, acc);
+    norm_bwd<LAYER>(x, wd, mean, rstd, dy, dx, dw, db, outer, n, acc);
     return;
   }
   // Threads: dx by blocks of rows, then dw (and db) by blocks of columns, each column summed over
   // the rows in row order (nn_loops.hpp's norm_bwd_dx_c and norm_bwd_dw_c: the bits of norm_bwd).
   split(outer, loop_threads(outer, elements), [&](uint64_t lo, uint64_t hi, uint64_t) {
-    norm_bwd_dx_c(LAYER, x + lo * n, w, LAYER ? mean + lo : mean, rstd + lo, dy + lo * n,
+    norm_bwd_dx_c(LAYER, x + lo * n, wd, LAYER ? mean + lo : mean, rstd + lo, dy + lo * n,
                   dx + lo * n, hi - lo, n);
   });
   split(n, loop_threads(n, elements), [&](uint64_t lo, uint64_t hi, uint64_t) {
