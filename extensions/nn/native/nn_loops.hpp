@@ -88,6 +88,20 @@ template <class F> [[gnu::always_inline]] inline double lane_sum(uint64_t n, F f
   return lane_tree(a);
 }
 
+#if defined(__GNUC__) && !defined(__clang__)
+// 32-byte vectors of T (GCC's vector extension: AVX registers in the x86-64-v3 build, two SSE
+// registers in the baseline) and their shuffle indices.
+template <class T> struct vec32;
+template <> struct vec32<float> {
+  typedef float type __attribute__((vector_size(32)));
+  typedef int32_t index __attribute__((vector_size(32)));
+};
+template <> struct vec32<double> {
+  typedef double type __attribute__((vector_size(32)));
+  typedef int64_t index __attribute__((vector_size(32)));
+};
+#endif
+
 template <class T> inline void zero(T* p, uint64_t n) {
   if (n != 0) std::memset(p, 0, n * sizeof(T));
 }
@@ -229,14 +243,39 @@ PCY_NN_NATIVE_CLONES inline bool log_softmax_rows_max(const float* x, float* y, 
     const float* xr = x + r * len;
     float* yr = y + r * len;
     float m8[8];
+    uint64_t l = 0;
+#if defined(__GNUC__) && !defined(__clang__)
+    {
+      // Eight lanes in one vector (GCC's vector extension: the compiler left the array form
+      // scalar), lane j taking elements j, j + 8, ... in order, as the loop below.
+      using vf = vec32<float>::type;
+      using vi = vec32<float>::index;
+      vf mv = vf{} + xr[0];
+      vi bv{};
+      for (; l + 8 <= len; l += 8) {
+        vf v;
+        std::memcpy(&v, xr + l, sizeof(v));
+        mv = v > mv ? v : mv;
+        vi u;
+        std::memcpy(&u, &v, sizeof(u));
+        bv |= (u & 0x7f800000) + 0x00800000;
+      }
+      std::memcpy(m8, &mv, sizeof(m8));
+      for (int j = 0; j < 8; ++j)
+        bad |= static_cast<uint32_t>(bv[j]);
+    }
+#else
+    uint32_t b8[8] = {};
     for (float& v : m8)
       v = xr[0];
-    uint64_t l = 0;
     for (; l + 8 <= len; l += 8)
       for (int j = 0; j < 8; ++j) {
         m8[j] = xr[l + j] > m8[j] ? xr[l + j] : m8[j];
-        bad |= nonfinite_bits(xr[l + j]);
+        b8[j] |= nonfinite_bits(xr[l + j]);
       }
+    for (const uint32_t v : b8)
+      bad |= v;
+#endif
     float m = m8[0];
     for (int j = 1; j < 8; ++j)
       m = m8[j] > m ? m8[j] : m;
@@ -684,19 +723,6 @@ template <class T>
 // stride SW: the window's maximum for the whole block at once (a loop the compiler vectorises);
 // nz[i] becomes NaN where the window holds a NaN or an infinity (v - v), which the caller takes
 // again one at a time.
-#if defined(__GNUC__) && !defined(__clang__)
-// 32-byte vectors of T (GCC's vector extension: AVX registers in the x86-64-v3 build, two SSE
-// registers in the baseline) and their shuffle indices.
-template <class T> struct vec32;
-template <> struct vec32<float> {
-  typedef float type __attribute__((vector_size(32)));
-  typedef int32_t index __attribute__((vector_size(32)));
-};
-template <> struct vec32<double> {
-  typedef double type __attribute__((vector_size(32)));
-  typedef int64_t index __attribute__((vector_size(32)));
-};
-#endif
 template <int SW, class T>
 [[gnu::always_inline]] inline void pool_max_block(const pool_geom& g, const T* xp, int64_t h0,
                                                   int64_t h1, int64_t c0, int64_t nb, T* bv,
