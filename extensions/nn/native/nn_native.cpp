@@ -10,9 +10,9 @@
 // elements split their independent rows, planes, images or elements over the calling thread's
 // OpenMP team (split below), smaller ones run on the calling thread alone.
 //
-// Ops are called on the calling thread. The host has synced every argument before the call, but the
-// native framework's queue may still be running earlier work on its pool, so each op first
-// waits for that queue (as blas_native does).
+// Ops run on the calling thread (large loops on its OpenMP team). The host has synced every
+// argument before the call, but the native framework's queue may still be running earlier work
+// on its pool, so each op first waits for that queue (as blas_native does).
 //
 // oneDNN state is per bundle context: one engine and stream, and for each op a small cache of
 // primitives keyed by the op's geometry (a linear search over a few keys; the first call for a
