@@ -8,6 +8,7 @@
 #include <parenchyma/abi/ext/pcy_nn.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -86,6 +87,20 @@ template <class F> [[gnu::always_inline]] inline double lane_sum(uint64_t n, F f
     a[k] += f(j);
   return lane_tree(a);
 }
+
+#if defined(__GNUC__) && !defined(__clang__)
+// 32-byte vectors of T (GCC's vector extension: AVX registers in the x86-64-v3 build, two SSE
+// registers in the baseline) and their shuffle indices.
+template <class T> struct vec32;
+template <> struct vec32<float> {
+  typedef float type __attribute__((vector_size(32)));
+  typedef int32_t index __attribute__((vector_size(32)));
+};
+template <> struct vec32<double> {
+  typedef double type __attribute__((vector_size(32)));
+  typedef int64_t index __attribute__((vector_size(32)));
+};
+#endif
 
 template <class T> inline void zero(T* p, uint64_t n) {
   if (n != 0) std::memset(p, 0, n * sizeof(T));
@@ -189,6 +204,130 @@ void softmax_fwd(const T* x, T* y, uint64_t outer, uint64_t len, uint64_t inner,
           yo[l * inner + i] = static_cast<T>(
               static_cast<double>(std::exp(xo[l * inner + i] - static_cast<T>(mx[i]))) * sum[i]);
     }
+  }
+}
+
+// Whether no element is NaN or infinite, from the bits: an exponent of all ones (NaN, infinity)
+// plus one exponent unit carries into the sign bit, every other exponent does not. Integer and,
+// add and or: one pass that vectorises, with no chain of dependent float adds.
+template <class T> [[gnu::always_inline]] inline auto nonfinite_bits(T v) {
+  if constexpr (sizeof(T) == 4) {
+    return (std::bit_cast<uint32_t>(v) & 0x7f800000u) + 0x00800000u;
+  } else {
+    return (std::bit_cast<uint64_t>(v) & 0x7ff0000000000000ull) + 0x0010000000000000ull;
+  }
+}
+template <class T> [[gnu::always_inline]] inline bool all_finite_body(const T* x, uint64_t n) {
+  decltype(nonfinite_bits(T(0))) acc = 0;
+  for (uint64_t i = 0; i < n; ++i)
+    acc |= nonfinite_bits(x[i]);
+  return (acc >> (8 * sizeof(T) - 1)) == 0;
+}
+PCY_NN_NATIVE_CLONES inline bool all_finite(const float* x, uint64_t n) {
+  return all_finite_body(x, n);
+}
+PCY_NN_NATIVE_CLONES inline bool all_finite(const double* x, uint64_t n) {
+  return all_finite_body(x, n);
+}
+
+// log_softmax of finite f32 rows around oneDNN's exp (nn_native.cpp's dn_log_softmax_rows),
+// built like the other loops (AVX2 and the baseline: eight f32 lanes where the baseline has
+// four; no multiply, so no contraction: the same bits on either). First each row's maximum into
+// mx (in eight lanes, then across them) and y = x - max, false where a row holds a NaN or an
+// infinity (the caller then runs the plain loop, which owns those semantics); then, once y holds
+// e^(x - max), the row's sum in double (eight lanes, a fixed tree) and y = (x - max) - log(sum).
+PCY_NN_NATIVE_CLONES inline bool log_softmax_rows_max(const float* x, float* y, double* mx,
+                                                      uint64_t rows, uint64_t len) {
+  uint32_t bad = 0;
+  for (uint64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * len;
+    float* yr = y + r * len;
+    float m8[8];
+    uint64_t l = 0;
+#if defined(__GNUC__) && !defined(__clang__)
+    {
+      // Eight lanes in one vector (GCC's vector extension: the compiler left the array form
+      // scalar), lane j taking elements j, j + 8, ... in order, as the loop below.
+      using vf = vec32<float>::type;
+      using vi = vec32<float>::index;
+      vf mv = vf{} + xr[0];
+      vi bv{};
+      for (; l + 8 <= len; l += 8) {
+        vf v;
+        std::memcpy(&v, xr + l, sizeof(v));
+        mv = v > mv ? v : mv;
+        vi u;
+        std::memcpy(&u, &v, sizeof(u));
+        bv |= (u & 0x7f800000) + 0x00800000;
+      }
+      std::memcpy(m8, &mv, sizeof(m8));
+      for (int j = 0; j < 8; ++j)
+        bad |= static_cast<uint32_t>(bv[j]);
+    }
+#else
+    uint32_t b8[8] = {};
+    for (float& v : m8)
+      v = xr[0];
+    for (; l + 8 <= len; l += 8)
+      for (int j = 0; j < 8; ++j) {
+        m8[j] = xr[l + j] > m8[j] ? xr[l + j] : m8[j];
+        b8[j] |= nonfinite_bits(xr[l + j]);
+      }
+    for (const uint32_t v : b8)
+      bad |= v;
+#endif
+    float m = m8[0];
+    for (int j = 1; j < 8; ++j)
+      m = m8[j] > m ? m8[j] : m;
+    for (; l < len; ++l) {
+      m = xr[l] > m ? xr[l] : m;
+      bad |= nonfinite_bits(xr[l]);
+    }
+    mx[r] = m;
+    for (l = 0; l < len; ++l)
+      yr[l] = xr[l] - m;
+  }
+  return (bad >> 31) == 0;
+}
+PCY_NN_NATIVE_CLONES inline void log_softmax_rows_finish(const float* x, float* y,
+                                                         const double* mx, uint64_t rows,
+                                                         uint64_t len) {
+  for (uint64_t r = 0; r < rows; ++r) {
+    const float* xr = x + r * len;
+    float* yr = y + r * len;
+    double s8[8] = {};
+    uint64_t l = 0;
+    for (; l + 8 <= len; l += 8)
+      for (int j = 0; j < 8; ++j)
+        s8[j] += static_cast<double>(yr[l + j]);
+    double s = ((s8[0] + s8[1]) + (s8[2] + s8[3])) + ((s8[4] + s8[5]) + (s8[6] + s8[7]));
+    for (; l < len; ++l)
+      s += static_cast<double>(yr[l]);
+    // The maximum's term is exactly 1, so s >= 1 (should oneDNN's exp(0) come out an ulp low,
+    // log(s) must still not go below 0: y is never above 0).
+    const float m = static_cast<float>(mx[r]), ls = static_cast<float>(std::log(std::max(s, 1.0)));
+    for (l = 0; l < len; ++l)
+      yr[l] = (xr[l] - m) - ls;
+  }
+}
+
+// log_softmax_grad of rows whose dx already holds e^y (oneDNN's exp): dx = dy - e^y sum(dy), the
+// sum in lanes. Built like the other loops, but without contracting dy - e^y s into a fused
+// multiply-add (the baseline build has none): the same bits on either build.
+#if defined(__GNUC__) && !defined(__clang__)
+#define PCY_NN_NO_CONTRACT __attribute__((optimize("fp-contract=off")))
+#else
+#define PCY_NN_NO_CONTRACT
+#endif
+PCY_NN_NATIVE_CLONES PCY_NN_NO_CONTRACT inline void
+log_softmax_grad_rows(const float* dy, float* dx, uint64_t rows, uint64_t len) {
+  for (uint64_t r = 0; r < rows; ++r) {
+    const float* dyr = dy + r * len;
+    float* dxr = dx + r * len;
+    const auto sum = static_cast<float>(
+        lane_sum(len, [&](uint64_t l) PCY_NN_AI { return static_cast<double>(dyr[l]); }));
+    for (uint64_t l = 0; l < len; ++l)
+      dxr[l] = dyr[l] - dxr[l] * sum;
   }
 }
 
@@ -588,14 +727,54 @@ template <int SW, class T>
 [[gnu::always_inline]] inline void pool_max_block(const pool_geom& g, const T* xp, int64_t h0,
                                                   int64_t h1, int64_t c0, int64_t nb, T* bv,
                                                   T* nz) {
-  for (int64_t i = 0; i < nb; ++i) {
+  int64_t i0 = 0;
+#if defined(__GNUC__) && !defined(__clang__)
+  if constexpr (SW == 2) {
+    // Column stride 2: a vector of VL outputs at a time, its maximum and NaN mark in registers
+    // over the whole window (h, then s: the compares of the loop below, in its order), each
+    // window column's VL elements the even lanes of two overlapping loads (the last element
+    // read is the block's last window's: nothing past the plane).
+    constexpr int VL = 32 / static_cast<int>(sizeof(T));
+    using vec = typename vec32<T>::type;
+    using ivec = typename vec32<T>::index;
+    ivec even{};
+    for (int l = 0; l < VL / 2; ++l) {
+      even[l] = 2 * l;              // a's even lanes
+      even[VL / 2 + l] = VL + 2 * l + 1; // b (loaded from VL - 1 on) from its lane 1
+    }
+    auto column = [&](int64_t h, int64_t s, int64_t at, vec& v) PCY_NN_AI {
+      const T* src = xp + h * g.W + c0 + 2 * at + s;
+      vec a, b;
+      std::memcpy(&a, src, sizeof(vec));
+      std::memcpy(&b, src + VL - 1, sizeof(vec));
+      v = __builtin_shuffle(a, b, even);
+    };
+    // The last vector ends at nb (it may redo outputs of the one before: the same values).
+    for (int64_t at = 0; nb >= VL && at < nb; at += VL) {
+      at = std::min(at, nb - VL);
+      vec m, z{}, v;
+      column(h0, 0, at, m);
+      for (int64_t h = h0; h < h1; ++h)
+        for (int64_t s = 0; s < g.ww; ++s) {
+          column(h, s, at, v);
+          m = v > m ? v : m;
+          z += v - v;
+        }
+      std::memcpy(bv + at, &m, sizeof(vec));
+      std::memcpy(nz + at, &z, sizeof(vec));
+      i0 = at + VL;
+    }
+    if (i0 == nb) return;
+  }
+#endif
+  for (int64_t i = i0; i < nb; ++i) {
     bv[i] = xp[h0 * g.W + c0 + i * SW];
     nz[i] = T(0);
   }
   for (int64_t h = h0; h < h1; ++h)
     for (int64_t s = 0; s < g.ww; ++s) {
       const T* src = xp + h * g.W + c0 + s;
-      for (int64_t i = 0; i < nb; ++i) {
+      for (int64_t i = i0; i < nb; ++i) {
         const T v = src[i * SW];
         bv[i] = v > bv[i] ? v : bv[i];
         nz[i] += v - v;
@@ -630,19 +809,20 @@ template <class T>
         one(p, q);
       for (int64_t q0 = qa; q0 < qb; q0 += B) {
         const int64_t nb = std::min(B, qb - q0);
-        T bv[B], nz[B];
+        T nz[B];
+        T* bv = yp + p * g.Q + q0; // the block's maxima, written in place
         const int64_t c0 = q0 * g.sw - g.pw; // the first window's first column
         if (g.sw == 1)
           pool_max_block<1>(g, xp, h0, h1, c0, nb, bv, nz);
         else
           pool_max_block<2>(g, xp, h0, h1, c0, nb, bv, nz);
-        for (int64_t i = 0; i < nb; ++i) {
-          if (ip != nullptr || nz[i] != T(0)) { // the position too, or a non-finite window
-            one(p, q0 + i);
-            continue;
-          }
-          yp[p * g.Q + q0 + i] = bv[i];
-        }
+        // Again one at a time where the position is wanted too or a window is not finite.
+        int clean = ip == nullptr ? 1 : 0;
+        for (int64_t i = 0; i < nb; ++i)
+          clean &= nz[i] == T(0) ? 1 : 0;
+        if (clean == 0)
+          for (int64_t i = 0; i < nb; ++i)
+            if (ip != nullptr || nz[i] != T(0)) one(p, q0 + i);
       }
       for (int64_t q = std::max(qa, qb); q < g.Q; ++q)
         one(p, q);
@@ -779,8 +959,9 @@ inline void lrn_apply(const T* x, T* y, const double* s, int64_t n, double beta)
 // One image: each channel's window summed afresh (never a running sum: one NaN, infinity or
 // huge square would then stay in the channels after its window). scratch: HW doubles.
 template <class T>
-inline void lrn_image_body(const lrn_geom& g, const T* xi, T* yi, double* scratch) {
-  for (int64_t c = 0; c < g.C; ++c) {
+inline void lrn_image_body(const lrn_geom& g, const T* xi, T* yi, int64_t c0, int64_t c1,
+                           double* scratch) {
+  for (int64_t c = c0; c < c1; ++c) {
     lrn_channel_scale(g, xi, c, scratch);
     lrn_apply(xi + c * g.HW, yi + c * g.HW, scratch, g.HW, g.beta);
   }
@@ -790,14 +971,16 @@ inline void lrn_image_body(const lrn_geom& g, const T* xi, T* yi, double* scratc
 // semantics hold: a NaN or infinity reaches exactly the channels whose window holds it (no
 // running sum), and finite inputs stay within the suite's bounds up to the magnitude at which a
 // window's sum of squares still fits f32 (docs/nn.md, "Input classes"). beta other than 0.75,
-// 0.5 or 1 takes std::pow in double. scratch: HW doubles, used as HW floats.
-PCY_NN_NATIVE_CLONES inline void lrn_image(const lrn_geom& g, const float* x, float* y,
-                                           double* scratch) {
+// 0.5 or 1 takes std::pow in double. Channels [c0, c1) of one image (each channel's output
+// depends on x alone, so channel blocks may run on different threads). scratch: HW doubles, used
+// as HW floats.
+PCY_NN_NATIVE_CLONES inline void lrn_image(const lrn_geom& g, const float* x, float* y, int64_t c0,
+                                           int64_t c1, double* scratch) {
   float* s = reinterpret_cast<float*>(scratch);
   const float an = static_cast<float>(g.alpha / static_cast<double>(g.n));
   const float k = static_cast<float>(g.k);
   const int64_t HW = g.HW;
-  for (int64_t c = 0; c < g.C; ++c) {
+  for (int64_t c = c0; c < c1; ++c) {
     for (int64_t i = 0; i < HW; ++i)
       s[i] = 0;
     const int64_t lo = std::max<int64_t>(c - g.n / 2, 0), hi = std::min(c + (g.n - 1) / 2, g.C - 1);
@@ -827,23 +1010,29 @@ PCY_NN_NATIVE_CLONES inline void lrn_image(const lrn_geom& g, const float* x, fl
   }
 }
 PCY_NN_NATIVE_CLONES inline void lrn_image(const lrn_geom& g, const double* x, double* y,
-                                           double* scratch) {
-  lrn_image_body(g, x, y, scratch);
+                                           int64_t c0, int64_t c1, double* scratch) {
+  lrn_image_body(g, x, y, c0, c1, scratch);
 }
-template <class T> void lrn_fwd(const lrn_geom& g, const T* x, T* y, double* scratch) {
+// The (image, channel) pairs [lo, hi) in image-major order.
+template <class T>
+void lrn_fwd(const lrn_geom& g, const T* x, T* y, int64_t lo, int64_t hi, double* scratch) {
   const int64_t CHW = g.C * g.HW;
-  for (int64_t n = 0; n < g.N; ++n)
-    lrn_image(g, x + n * CHW, y + n * CHW, scratch);
+  for (int64_t n = lo / g.C; n * g.C < hi; ++n) {
+    const int64_t c0 = std::max(lo - n * g.C, int64_t{0}), c1 = std::min(hi - n * g.C, g.C);
+    lrn_image(g, x + n * CHW, y + n * CHW, c0, c1, scratch);
+  }
 }
 // dx[c] = dy[c] s[c]^-beta - 2 alpha beta / n x[c] sum_{c': c in W(c')} dy[c'] y[c'] / s[c'].
 // scratch: 2 x C x HW doubles.
+// Images [n0, n1).
 template <class T>
-void lrn_bwd(const lrn_geom& g, const T* x, const T* y, const T* dy, T* dx, double* scratch) {
+void lrn_bwd(const lrn_geom& g, const T* x, const T* y, const T* dy, T* dx, int64_t n0, int64_t n1,
+             double* scratch) {
   const int64_t CHW = g.C * g.HW;
   double* s = scratch;
   double* ratio = scratch + CHW;
   const double coef = 2.0 * g.alpha * g.beta / static_cast<double>(g.n);
-  for (int64_t n = 0; n < g.N; ++n) {
+  for (int64_t n = n0; n < n1; ++n) {
     const T* xi = x + n * CHW;
     const T* yi = y + n * CHW;
     const T* dyi = dy + n * CHW;
@@ -872,12 +1061,14 @@ void lrn_bwd(const lrn_geom& g, const T* x, const T* y, const T* dy, T* dx, doub
 
 // ---- dropout --------------------------------------------------------------------------------
 
+// Elements [base, base + n) of the op (x, y and mask point at element base): each element's
+// draw depends on its index alone, so blocks may run on different threads.
 template <class T>
 void dropout_fwd(const T* x, T* y, uint8_t* mask, uint64_t n, uint64_t seed, uint32_t threshold,
-                 T scale) {
+                 T scale, uint64_t base) {
   for (uint64_t i = 0; i < n; ++i) {
     uint64_t z = 0;
-    PCY_NN_DROPOUT_MIX(seed, i, z);
+    PCY_NN_DROPOUT_MIX(seed, base + i, z);
     const bool keep = (z >> 40) >= threshold;
     mask[i] = keep ? 1 : 0;
     y[i] = keep ? x[i] * scale : T(0);
@@ -890,10 +1081,12 @@ template <class T> void dropout_bwd(const T* dy, const uint8_t* mask, T* dx, uin
 
 // ---- normalisation (pcy_nn.h) ---------------------------------------------------------------
 // Rows of n: layer_norm (LAYER) or rms_norm, sums in double. S: the statistics type; mean and
-// rstd may be null (not saved).
+// rstd may be null (not saved). w and b (null for rms_norm) in double: converted once by the
+// caller, not once per row (the same values).
 template <bool LAYER, class T, class S>
-[[gnu::always_inline]] inline void norm_fwd_body(const T* x, const T* w, const T* b, T* y, S* mean,
-                                                 S* rstd, uint64_t outer, uint64_t n, double eps) {
+[[gnu::always_inline]] inline void norm_fwd_body(const T* x, const double* w, const double* b, T* y,
+                                                 S* mean, S* rstd, uint64_t outer, uint64_t n,
+                                                 double eps) {
   const double dn = static_cast<double>(n);
   for (uint64_t r = 0; r < outer; ++r) {
     const T* xr = x + r * n;
@@ -908,8 +1101,8 @@ template <bool LAYER, class T, class S>
                      dn;
     const double rs = 1.0 / std::sqrt(v + eps);
     for (uint64_t j = 0; j < n; ++j) {
-      double h = (static_cast<double>(xr[j]) - mu) * rs * static_cast<double>(w[j]);
-      if constexpr (LAYER) h += static_cast<double>(b[j]);
+      double h = (static_cast<double>(xr[j]) - mu) * rs * w[j];
+      if constexpr (LAYER) h += b[j];
       yr[j] = static_cast<T>(h);
     }
     if (LAYER && mean != nullptr) mean[r] = static_cast<S>(mu); // n = 0: 0 / 0, NaN
@@ -919,7 +1112,7 @@ template <bool LAYER, class T, class S>
 // The gradients: dx per row; dw (and db for LAYER) summed over the rows in row order, in
 // double (acc: 2 n doubles); the row sums in lanes (lane_sum's order).
 template <bool LAYER, class T, class S>
-[[gnu::always_inline]] inline void norm_bwd_body(const T* x, const T* w, const S* mean,
+[[gnu::always_inline]] inline void norm_bwd_body(const T* x, const double* w, const S* mean,
                                                  const S* rstd, const T* dy, T* dx, T* dw, T* db,
                                                  uint64_t outer, uint64_t n, double* acc) {
   for (uint64_t j = 0; j < 2 * n; ++j)
@@ -937,7 +1130,7 @@ template <bool LAYER, class T, class S>
     auto step = [&](uint64_t j, uint64_t k) PCY_NN_AI {
       const double xh = (static_cast<double>(xr[j]) - mu) * rs;
       const double d = static_cast<double>(dyr[j]);
-      const double g = d * static_cast<double>(w[j]);
+      const double g = d * w[j];
       lg[k] += g;
       lx[k] += g * xh;
       aw[j] += d * xh;
@@ -952,7 +1145,7 @@ template <bool LAYER, class T, class S>
     const double sg = lane_tree(lg) / dn, sgx = lane_tree(lx) / dn;
     for (j = 0; j < n; ++j) {
       const double xh = (static_cast<double>(xr[j]) - mu) * rs;
-      const double g = static_cast<double>(dyr[j]) * static_cast<double>(w[j]);
+      const double g = static_cast<double>(dyr[j]) * w[j];
       dxr[j] = static_cast<T>(rs * (LAYER ? g - sg - xh * sgx : g - xh * sgx));
     }
   }
@@ -962,23 +1155,104 @@ template <bool LAYER, class T, class S>
   }
 }
 
+// norm_bwd_body in two parts, for threads: dx of rows [0, outer); dw (and db) of the columns
+// [j0, j1) summed over every row in row order (acc: 2 (j1 - j0) doubles). Blocks of rows and
+// blocks of columns are independent, and each value is computed by the expressions of
+// norm_bwd_body in the same order: the same bits on any number of threads.
+template <bool LAYER, class T, class S>
+[[gnu::always_inline]] inline void norm_bwd_dx_body(const T* x, const double* w, const S* mean,
+                                                    const S* rstd, const T* dy, T* dx,
+                                                    uint64_t outer, uint64_t n) {
+  const double dn = static_cast<double>(n);
+  for (uint64_t r = 0; r < outer; ++r) {
+    const T* xr = x + r * n;
+    const T* dyr = dy + r * n;
+    T* dxr = dx + r * n;
+    const double mu = LAYER ? static_cast<double>(mean[r]) : 0.0;
+    const double rs = static_cast<double>(rstd[r]);
+    double lg[8] = {}, lx[8] = {};
+    auto step = [&](uint64_t j, uint64_t k) PCY_NN_AI {
+      const double xh = (static_cast<double>(xr[j]) - mu) * rs;
+      const double d = static_cast<double>(dyr[j]);
+      const double g = d * w[j];
+      lg[k] += g;
+      lx[k] += g * xh;
+    };
+    uint64_t j = 0;
+    for (; j + 8 <= n; j += 8)
+      for (uint64_t k = 0; k < 8; ++k)
+        step(j + k, k);
+    for (uint64_t k = 0; j < n; ++j, ++k)
+      step(j, k);
+    const double sg = lane_tree(lg) / dn, sgx = lane_tree(lx) / dn;
+    for (j = 0; j < n; ++j) {
+      const double xh = (static_cast<double>(xr[j]) - mu) * rs;
+      const double g = static_cast<double>(dyr[j]) * w[j];
+      dxr[j] = static_cast<T>(rs * (LAYER ? g - sg - xh * sgx : g - xh * sgx));
+    }
+  }
+}
+template <bool LAYER, class T, class S>
+[[gnu::always_inline]] inline void
+norm_bwd_dw_body(const T* x, const S* mean, const S* rstd, const T* dy, T* dw, T* db,
+                 uint64_t outer, uint64_t n, uint64_t j0, uint64_t j1, double* acc) {
+  const uint64_t m = j1 - j0;
+  double* aw = acc;
+  double* ab = acc + m;
+  for (uint64_t j = 0; j < 2 * m; ++j)
+    acc[j] = 0;
+  for (uint64_t r = 0; r < outer; ++r) {
+    const T* xr = x + r * n + j0;
+    const T* dyr = dy + r * n + j0;
+    const double mu = LAYER ? static_cast<double>(mean[r]) : 0.0;
+    const double rs = static_cast<double>(rstd[r]);
+    for (uint64_t j = 0; j < m; ++j) {
+      const double xh = (static_cast<double>(xr[j]) - mu) * rs;
+      const double d = static_cast<double>(dyr[j]);
+      aw[j] += d * xh;
+      ab[j] += d;
+    }
+  }
+  for (uint64_t j = 0; j < m; ++j) {
+    dw[j0 + j] = static_cast<T>(aw[j]);
+    if constexpr (LAYER) db[j0 + j] = static_cast<T>(ab[j]);
+  }
+}
+
 // Built like gemm (AVX2 + FMA and the baseline) for f32 and f64.
 #define PCY_NN_NORM_CLONES(T)                                                                      \
-  PCY_NN_NATIVE_CLONES inline void norm_fwd_c(bool layer, const T* x, const T* w, const T* b,      \
-                                              T* y, T* mean, T* rstd, uint64_t outer, uint64_t n,  \
-                                              double eps) {                                        \
+  PCY_NN_NATIVE_CLONES inline void norm_fwd_c(bool layer, const T* x, const double* w,             \
+                                              const double* b, T* y, T* mean, T* rstd,             \
+                                              uint64_t outer, uint64_t n, double eps) {            \
     if (layer)                                                                                     \
       norm_fwd_body<true>(x, w, b, y, mean, rstd, outer, n, eps);                                  \
     else                                                                                           \
       norm_fwd_body<false>(x, w, b, y, mean, rstd, outer, n, eps);                                 \
   }                                                                                                \
-  PCY_NN_NATIVE_CLONES inline void norm_bwd_c(bool layer, const T* x, const T* w, const T* mean,   \
-                                              const T* rstd, const T* dy, T* dx, T* dw, T* db,     \
-                                              uint64_t outer, uint64_t n, double* acc) {           \
+  PCY_NN_NATIVE_CLONES inline void norm_bwd_c(bool layer, const T* x, const double* w,             \
+                                              const T* mean, const T* rstd, const T* dy, T* dx,    \
+                                              T* dw, T* db, uint64_t outer, uint64_t n,            \
+                                              double* acc) {                                       \
     if (layer)                                                                                     \
       norm_bwd_body<true>(x, w, mean, rstd, dy, dx, dw, db, outer, n, acc);                        \
     else                                                                                           \
       norm_bwd_body<false>(x, w, mean, rstd, dy, dx, dw, db, outer, n, acc);                       \
+  }                                                                                                \
+  PCY_NN_NATIVE_CLONES inline void norm_bwd_dx_c(bool layer, const T* x, const double* w,          \
+                                                 const T* mean, const T* rstd, const T* dy, T* dx, \
+                                                 uint64_t outer, uint64_t n) {                     \
+    if (layer)                                                                                     \
+      norm_bwd_dx_body<true>(x, w, mean, rstd, dy, dx, outer, n);                                  \
+    else                                                                                           \
+      norm_bwd_dx_body<false>(x, w, mean, rstd, dy, dx, outer, n);                                 \
+  }                                                                                                \
+  PCY_NN_NATIVE_CLONES inline void norm_bwd_dw_c(                                                  \
+      bool layer, const T* x, const T* mean, const T* rstd, const T* dy, T* dw, T* db,             \
+      uint64_t outer, uint64_t n, uint64_t j0, uint64_t j1, double* acc) {                         \
+    if (layer)                                                                                     \
+      norm_bwd_dw_body<true>(x, mean, rstd, dy, dw, db, outer, n, j0, j1, acc);                    \
+    else                                                                                           \
+      norm_bwd_dw_body<false>(x, mean, rstd, dy, dw, db, outer, n, j0, j1, acc);                   \
   }                                                                                                \
   PCY_NN_NATIVE_CLONES inline void softmax_bwd(const T* y, const T* dy, T* dx, uint64_t outer,     \
                                                uint64_t len, uint64_t inner, bool log,             \
@@ -990,13 +1264,13 @@ PCY_NN_NORM_CLONES(double)
 #undef PCY_NN_NORM_CLONES
 // Statistics of the data's type (pcy_nn.h's statistics dtype for f32 and f64).
 template <bool LAYER, class T>
-void norm_fwd(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, uint64_t outer,
+void norm_fwd(const T* x, const double* w, const double* b, T* y, T* mean, T* rstd, uint64_t outer,
               uint64_t n, double eps) {
   norm_fwd_c(LAYER, x, w, b, y, mean, rstd, outer, n, eps);
 }
 template <bool LAYER, class T>
-void norm_bwd(const T* x, const T* w, const T* mean, const T* rstd, const T* dy, T* dx, T* dw,
-              T* db, uint64_t outer, uint64_t n, double* acc) {
+void norm_bwd(const T* x, const double* w, const T* mean, const T* rstd, const T* dy, T* dx,
+              T* dw, T* db, uint64_t outer, uint64_t n, double* acc) {
   norm_bwd_c(LAYER, x, w, mean, rstd, dy, dx, dw, db, outer, n, acc);
 }
 

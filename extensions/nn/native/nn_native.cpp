@@ -5,12 +5,14 @@
 // forward), with the inputs it would get wrong sent to our loops (a softmax over NaN or
 // infinities). Everything else (LRN and log_softmax: oneDNN 2.6 gets them wrong, see op_lrn and
 // op_softmax; log_softmax uses only oneDNN's exp), every f64 cell, and every cell of a build
-// without oneDNN runs on the loops of nn_loops.hpp. oneDNN threads itself
-// (its OpenMP runtime); the loops run on the calling thread.
+// without oneDNN runs on the loops of nn_loops.hpp. oneDNN threads itself (its OpenMP runtime),
+// and so do the loops, on the same runtime and with the same rule: problems of at least 2^20
+// elements split their independent rows, planes, images or elements over the calling thread's
+// OpenMP team (split below), smaller ones run on the calling thread alone.
 //
-// Ops run on the calling thread. The host has synced every argument before the call, but the
-// native framework's queue may still be running earlier work on its pool, so each op first
-// waits for that queue (as blas_native does).
+// Ops run on the calling thread (large loops on its OpenMP team). The host has synced every
+// argument before the call, but the native framework's queue may still be running earlier work
+// on its pool, so each op first waits for that queue (as blas_native does).
 //
 // oneDNN state is per bundle context: one engine and stream, and for each op a small cache of
 // primitives keyed by the op's geometry (a linear search over a few keys; the first call for a
@@ -66,6 +68,11 @@ constexpr int64_t alg_default = 0, alg_onednn = 1, alg_im2col = 2, alg_direct = 
 constexpr uint64_t im2col_default_limit = uint64_t{256} << 20;
 constexpr const char* alg_names = "0 default, 1 oneDNN (f32), 2 im2col + gemm, 3 direct";
 
+// Below this many elements (or multiply-adds / 16 for a convolution) an op runs on the calling
+// thread alone, on oneDNN and on our loops: an OpenMP team costs more than it gains there, and on
+// a loaded machine its spinning workers slow everything else down.
+constexpr uint64_t single_thread_elements = uint64_t{1} << 20;
+
 #ifdef PARENCHYMA_NN_HAVE_DNNL
 // Below this many elements an activation or softmax runs on our loop: oneDNN's call costs more.
 constexpr uint64_t dnnl_min_elements = 4096;
@@ -111,7 +118,7 @@ struct dn_state {
 
   // The cached primitive for key k, built by build(p) on the first call (p.ok false where
   // oneDNN refuses the shapes: the caller then runs its loop).
-  // work: the problem's size (elements or multiply-adds); below single_thread_work oneDNN runs
+  // work: the problem's size (elements or multiply-adds); below single_thread_elements oneDNN runs
   // it on the calling thread alone: an OpenMP team costs more than it gains there, and on a
   // loaded machine its spinning workers slow everything else down.
   template <size_t N, class Build>
@@ -121,7 +128,7 @@ struct dn_state {
     dn_prim& p = c.e[c.next];
     c.next = (c.next + 1) % N;
     p.reset(k);
-    const bool single = work < single_thread_work;
+    const bool single = work < single_thread_elements;
     try {
       const threads t(single);
       build(p);
@@ -132,7 +139,6 @@ struct dn_state {
     }
     return p;
   }
-  static constexpr uint64_t single_thread_work = uint64_t{1} << 20;
   // One OpenMP thread for this (user) thread's regions while it lives (omp_set_num_threads sets
   // the calling thread's own setting only).
   struct threads {
@@ -227,6 +233,65 @@ void* workspace(const sdk::op_args& a, uint64_t bytes) {
   return p;
 }
 
+// ---- the loops' threads ---------------------------------------------------------------------
+// A loop over at least single_thread_elements elements splits its independent items (elements,
+// rows, planes, images, channels) into one contiguous block per thread of an OpenMP team as large
+// as the calling thread's OpenMP setting (oneDNN's runtime: OMP_NUM_THREADS and
+// omp_set_num_threads apply to both alike). No sum spans two blocks and each item is computed as
+// on one thread, so the bits do not depend on the thread count (tests/nn/threads_test.cpp).
+// Without OpenMP (a build without oneDNN) every loop runs on the calling thread. The team is
+// the runtime's, whose workers the bundle already keeps for oneDNN (pin_runtime_libraries).
+
+// ThreadSanitizer does not see the OpenMP runtime's barriers (libgomp is not instrumented), so it
+// would report every block's writes as racing with the calling thread's later reads: in a TSan
+// build the loops stay on the calling thread (oneDNN, uninstrumented, keeps its threads).
+#if defined(__SANITIZE_THREAD__)
+#define PCY_NN_LOOPS_ONE_THREAD 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define PCY_NN_LOOPS_ONE_THREAD 1
+#endif
+#endif
+
+// The blocks for `items` items of a problem of `elements` elements (1: the calling thread).
+int loop_threads(uint64_t items, uint64_t elements) {
+#if defined(PCY_NN_NATIVE_OMP) && !defined(PCY_NN_LOOPS_ONE_THREAD)
+  if (elements < single_thread_elements || items < 2 || omp_in_parallel() != 0) return 1;
+  return static_cast<int>(
+      std::min(items, static_cast<uint64_t>(std::max(omp_get_max_threads(), 1))));
+#else
+  (void)items;
+  (void)elements;
+  return 1;
+#endif
+}
+
+// f(lo, hi, slot) for t contiguous blocks [lo, hi) of [0, items), slot < t naming the block's
+// scratch; t 1 runs f(0, items, 0) on the calling thread. f must not throw.
+template <class F> void split(uint64_t items, int t, F&& f) {
+#if defined(PCY_NN_NATIVE_OMP) && !defined(PCY_NN_LOOPS_ONE_THREAD)
+  if (t > 1) {
+#pragma omp parallel num_threads(t)
+    {
+      const auto i = static_cast<uint64_t>(omp_get_thread_num());
+      const auto nt = static_cast<uint64_t>(omp_get_num_threads());
+      f(items * i / nt, items * (i + 1) / nt, i);
+    }
+    return;
+  }
+#endif
+  (void)t;
+  f(uint64_t{0}, items, uint64_t{0});
+}
+
+// Elementwise loops: f(lo, hi) over [0, n) in blocks of whole cache lines.
+template <class F> void split_elements(uint64_t n, F&& f) {
+  constexpr uint64_t line = 16;
+  const uint64_t lines = (n + line - 1) / line;
+  split(lines, loop_threads(lines, n),
+        [&](uint64_t lo, uint64_t hi, uint64_t) { f(lo * line, std::min(hi * line, n)); });
+}
+
 uint64_t count(const pcy_tensor& t) {
   uint64_t n = 1;
   for (int32_t i = 0; i < t.ndim; ++i)
@@ -265,10 +330,12 @@ void act_forward(native_context& cx, const sdk::op_args& a, const T* x, T* y, ui
 #endif
   (void)cx;
   (void)a;
-  if constexpr (A == act::sigmoid) sigmoid_fwd(x, y, n);
-  if constexpr (A == act::relu) relu_fwd(x, y, n);
-  if constexpr (A == act::tanh) tanh_fwd(x, y, n);
-  if constexpr (A == act::elu) elu_fwd(x, y, n, static_cast<T>(alpha));
+  split_elements(n, [&](uint64_t lo, uint64_t hi) {
+    if constexpr (A == act::sigmoid) sigmoid_fwd(x + lo, y + lo, hi - lo);
+    if constexpr (A == act::relu) relu_fwd(x + lo, y + lo, hi - lo);
+    if constexpr (A == act::tanh) tanh_fwd(x + lo, y + lo, hi - lo);
+    if constexpr (A == act::elu) elu_fwd(x + lo, y + lo, hi - lo, static_cast<T>(alpha));
+  });
 }
 
 template <const pcy_op_schema& S, act A, class T>
@@ -287,28 +354,24 @@ void op_act_grad(native_context& cx, const sdk::op_args& a) {
   const T* y = cx.ptr<const T>(*c.x);
   const T* dy = cx.ptr<const T>(*c.dy);
   T* dx = cx.ptr<T>(*c.y);
-  if constexpr (A == act::sigmoid) sigmoid_bwd(y, dy, dx, c.n);
-  if constexpr (A == act::relu) relu_bwd(y, dy, dx, c.n);
-  if constexpr (A == act::tanh) tanh_bwd(y, dy, dx, c.n);
-  if constexpr (A == act::elu) elu_bwd(y, dy, dx, c.n, static_cast<T>(c.alpha));
+  split_elements(c.n, [&](uint64_t lo, uint64_t hi) {
+    if constexpr (A == act::sigmoid) sigmoid_bwd(y + lo, dy + lo, dx + lo, hi - lo);
+    if constexpr (A == act::relu) relu_bwd(y + lo, dy + lo, dx + lo, hi - lo);
+    if constexpr (A == act::tanh) tanh_bwd(y + lo, dy + lo, dx + lo, hi - lo);
+    if constexpr (A == act::elu)
+      elu_bwd(y + lo, dy + lo, dx + lo, hi - lo, static_cast<T>(c.alpha));
+  });
 }
 
 // ---- softmax ------------------------------------------------------------------------------
 
-// Whether no element is NaN or infinite (v - v is 0 exactly for the finite ones); one pass that
-// vectorises.
-template <class T> bool all_finite(const T* x, uint64_t n) {
-  int bad = 0;
-  for (uint64_t i = 0; i < n; ++i)
-    bad |= (x[i] - x[i]) != T(0);
-  return bad == 0;
-}
 
 #ifdef PARENCHYMA_NN_HAVE_DNNL
 // log_softmax of finite rows: our max per row and y = x - max, oneDNN's exp of y in place, our
 // sum per row in double and its log (std::log: correctly rounded to a few ulps, 0 for a sum of
 // exactly 1), then y = (x - max) - log(sum), as the loop computes it. False where oneDNN has
-// no exp for this size (the caller runs the loop).
+// no exp for this size or x holds a NaN or an infinity (found in the maximum's pass, before the
+// exp): the caller then runs the loop.
 // oneDNN's exp over n f32 elements (its cached primitive; ok false where it refused).
 dn_prim& dn_exp(native_context& cx, uint64_t n) {
   dn_state& d = *cx.dn;
@@ -328,43 +391,19 @@ bool dn_log_softmax_rows(native_context& cx, const sdk::op_args& a, const float*
   dn_prim& p = dn_exp(cx, n);
   if (!p.ok) return false;
   double* mx = cx.doubles(rows); // each row's maximum
-  for (uint64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * len;
-    float* yr = y + r * len;
-    float m8[8];
-    for (float& v : m8)
-      v = xr[0];
-    uint64_t l = 0;
-    for (; l + 8 <= len; l += 8)
-      for (int j = 0; j < 8; ++j)
-        m8[j] = xr[l + j] > m8[j] ? xr[l + j] : m8[j];
-    float m = m8[0];
-    for (int j = 1; j < 8; ++j)
-      m = m8[j] > m ? m8[j] : m;
-    for (; l < len; ++l)
-      m = xr[l] > m ? xr[l] : m;
-    mx[r] = m;
-    for (l = 0; l < len; ++l)
-      yr[l] = xr[l] - m;
-  }
+  const int t = loop_threads(rows, n);
+  const int blocks = std::min(t, 64);
+  bool finite[64]; // per block
+  std::fill(finite, finite + blocks, true);
+  split(rows, blocks, [&](uint64_t r0, uint64_t r1, uint64_t slot) {
+    finite[slot] = log_softmax_rows_max(x + r0 * len, y + r0 * len, mx + r0, r1 - r0, len);
+  });
+  for (int i = 0; i < blocks; ++i)
+    if (!finite[i]) return false; // a NaN or an infinity: the loop's semantics
   d.run(p, {y, y}, p.scratch_bytes ? workspace(a, p.scratch_bytes) : nullptr);
-  for (uint64_t r = 0; r < rows; ++r) {
-    const float* xr = x + r * len;
-    float* yr = y + r * len;
-    double s8[8] = {};
-    uint64_t l = 0;
-    for (; l + 8 <= len; l += 8)
-      for (int j = 0; j < 8; ++j)
-        s8[j] += static_cast<double>(yr[l + j]);
-    double s = ((s8[0] + s8[1]) + (s8[2] + s8[3])) + ((s8[4] + s8[5]) + (s8[6] + s8[7]));
-    for (; l < len; ++l)
-      s += static_cast<double>(yr[l]);
-    // The maximum's term is exactly 1, so s >= 1 (should oneDNN's exp(0) come out an ulp low,
-    // log(s) must still not go below 0: y is never above 0).
-    const float m = static_cast<float>(mx[r]), ls = static_cast<float>(std::log(std::max(s, 1.0)));
-    for (l = 0; l < len; ++l)
-      yr[l] = (xr[l] - m) - ls;
-  }
+  split(rows, t, [&](uint64_t r0, uint64_t r1, uint64_t) {
+    log_softmax_rows_finish(x + r0 * len, y + r0 * len, mx + r0, r1 - r0, len);
+  });
   return true;
 }
 #endif
@@ -395,7 +434,7 @@ void op_softmax(native_context& cx, const sdk::op_args& a) {
   // (along the last axis) take only oneDNN's vectorised exp (dn_log_softmax_rows).
   if constexpr (std::is_same_v<T, float> && LOG) {
     const uint64_t n = c.outer * c.len * c.inner;
-    if (cx.dn && c.inner == 1 && n >= dnnl_min_elements && all_finite(x, n) &&
+    if (cx.dn && c.inner == 1 && n >= dnnl_min_elements &&
         dn_log_softmax_rows(cx, a, x, y, c.outer, c.len))
       return;
   }
@@ -420,7 +459,12 @@ void op_softmax(native_context& cx, const sdk::op_args& a) {
     }
   }
 #endif
-  softmax_fwd(x, y, c.outer, c.len, c.inner, LOG, cx.doubles(c.inner > 1 ? 2 * c.inner : 0));
+  const uint64_t per = c.inner > 1 ? 2 * c.inner : 0, block = c.len * c.inner;
+  const int t = loop_threads(c.outer, c.outer * block);
+  double* sc = cx.doubles(per * static_cast<uint64_t>(t));
+  split(c.outer, t, [&](uint64_t lo, uint64_t hi, uint64_t slot) {
+    softmax_fwd(x + lo * block, y + lo * block, hi - lo, c.len, c.inner, LOG, sc + slot * per);
+  });
 }
 
 template <const pcy_op_schema& S, bool LOG, class T>
@@ -440,20 +484,21 @@ void op_softmax_grad(native_context& cx, const sdk::op_args& a) {
       dn_prim& p = dn_exp(cx, n);
       if (p.ok) {
         cx.dn->run(p, {y, dx}, p.scratch_bytes ? workspace(a, p.scratch_bytes) : nullptr);
-        for (uint64_t r = 0; r < c.outer; ++r) {
-          const float* dyr = dy + r * c.len;
-          float* dxr = dx + r * c.len;
-          const auto sum = static_cast<float>(
-              lane_sum(c.len, [&](uint64_t l) { return static_cast<double>(dyr[l]); }));
-          for (uint64_t l = 0; l < c.len; ++l)
-            dxr[l] = dyr[l] - dxr[l] * sum;
-        }
+        split(c.outer, loop_threads(c.outer, n), [&](uint64_t r0, uint64_t r1, uint64_t) {
+          log_softmax_grad_rows(dy + r0 * c.len, dx + r0 * c.len, r1 - r0, c.len);
+        });
         return;
       }
     }
   }
 #endif
-  softmax_bwd(y, dy, dx, c.outer, c.len, c.inner, LOG, cx.doubles(c.inner));
+  const uint64_t block = c.len * c.inner;
+  const int t = loop_threads(c.outer, c.outer * block);
+  double* sc = cx.doubles(c.inner * static_cast<uint64_t>(t));
+  split(c.outer, t, [&](uint64_t lo, uint64_t hi, uint64_t slot) {
+    softmax_bwd(y + lo * block, dy + lo * block, dx + lo * block, hi - lo, c.len, c.inner, LOG,
+                sc + slot * c.inner);
+  });
 }
 
 // ---- convolution --------------------------------------------------------------------------
@@ -760,13 +805,28 @@ pool_geom pgeom(const nb::pool_call& c) {
   return g;
 }
 
+// f(b, p0) for blocks of planes (b: g with b.planes of them, from plane p0) on the loops' threads.
+template <class F> void split_planes(const pool_geom& g, F&& f) {
+  const auto planes = static_cast<uint64_t>(g.planes);
+  const auto elements = planes * static_cast<uint64_t>(g.H * g.W + g.P * g.Q);
+  split(planes, loop_threads(planes, elements), [&](uint64_t lo, uint64_t hi, uint64_t) {
+    pool_geom b = g;
+    b.planes = static_cast<int64_t>(hi - lo);
+    f(b, static_cast<int64_t>(lo));
+  });
+}
+
 template <class T> void op_pool_max(native_context& cx, const sdk::op_args& a) {
   const nb::pool_call c = nb::decode_pool<pcy_nn_pooling_max_schema>(a, dt<T>);
   const pool_geom g = pgeom(c);
   if (g.planes * g.P * g.Q == 0) return;
   pool_nonempty(pcy_nn_pooling_max_schema, g);
   cx.settle(a.queue());
-  pool_max_fwd(g, cx.ptr<const T>(*c.x), cx.ptr<T>(*c.y), static_cast<int32_t*>(nullptr));
+  const T* x = cx.ptr<const T>(*c.x);
+  T* y = cx.ptr<T>(*c.y);
+  split_planes(g, [&](const pool_geom& b, int64_t p0) {
+    pool_max_fwd(b, x + p0 * g.H * g.W, y + p0 * g.P * g.Q, static_cast<int32_t*>(nullptr));
+  });
 }
 template <class T> void op_pool_max_indexed(native_context& cx, const sdk::op_args& a) {
   const nb::pool_call c = nb::decode_pool<pcy_nn_pooling_max_indexed_schema>(a, dt<T>);
@@ -774,7 +834,12 @@ template <class T> void op_pool_max_indexed(native_context& cx, const sdk::op_ar
   if (g.planes * g.P * g.Q == 0) return;
   pool_nonempty(pcy_nn_pooling_max_indexed_schema, g);
   cx.settle(a.queue());
-  pool_max_fwd(g, cx.ptr<const T>(*c.x), cx.ptr<T>(*c.y), cx.ptr<int32_t>(*c.indices));
+  const T* x = cx.ptr<const T>(*c.x);
+  T* y = cx.ptr<T>(*c.y);
+  int32_t* idx = cx.ptr<int32_t>(*c.indices);
+  split_planes(g, [&](const pool_geom& b, int64_t p0) {
+    pool_max_fwd(b, x + p0 * g.H * g.W, y + p0 * g.P * g.Q, idx + p0 * g.P * g.Q);
+  });
 }
 template <class T> void op_pool_max_grad(native_context& cx, const sdk::op_args& a) {
   const nb::pool_call c = nb::decode_pool<pcy_nn_pooling_max_grad_schema>(a, dt<T>);
@@ -786,7 +851,11 @@ template <class T> void op_pool_max_grad(native_context& cx, const sdk::op_args&
     zero(dx, static_cast<uint64_t>(g.planes * g.H * g.W));
     return;
   }
-  pool_max_bwd(g, cx.ptr<const T>(*c.x), cx.ptr<const T>(*c.dy), dx);
+  const T* x = cx.ptr<const T>(*c.x);
+  const T* dy = cx.ptr<const T>(*c.dy);
+  split_planes(g, [&](const pool_geom& b, int64_t p0) {
+    pool_max_bwd(b, x + p0 * g.H * g.W, dy + p0 * g.P * g.Q, dx + p0 * g.H * g.W);
+  });
 }
 template <class T> void op_pool_max_grad_indexed(native_context& cx, const sdk::op_args& a) {
   const nb::pool_call c = nb::decode_pool<pcy_nn_pooling_max_grad_indexed_schema>(a, dt<T>);
@@ -798,8 +867,15 @@ template <class T> void op_pool_max_grad_indexed(native_context& cx, const sdk::
     zero(dx, static_cast<uint64_t>(planes * HW));
     return;
   }
-  pool_max_bwd_indexed(planes, HW, PQ, cx.ptr<const T>(*c.dy), cx.ptr<const int32_t>(*c.indices),
-                       dx);
+  const T* dy = cx.ptr<const T>(*c.dy);
+  const int32_t* idx = cx.ptr<const int32_t>(*c.indices);
+  const auto items = static_cast<uint64_t>(planes);
+  split(items, loop_threads(items, items * static_cast<uint64_t>(HW + PQ)),
+        [&](uint64_t lo, uint64_t hi, uint64_t) {
+          const auto p0 = static_cast<int64_t>(lo);
+          pool_max_bwd_indexed(static_cast<int64_t>(hi - lo), HW, PQ, dy + p0 * PQ, idx + p0 * PQ,
+                               dx + p0 * HW);
+        });
 }
 
 #ifdef PARENCHYMA_NN_HAVE_DNNL
@@ -848,7 +924,9 @@ template <class T> void op_pool_avg(native_context& cx, const sdk::op_args& a) {
     }
   }
 #endif
-  pool_avg_fwd(g, x, y);
+  split_planes(g, [&](const pool_geom& b, int64_t p0) {
+    pool_avg_fwd(b, x + p0 * g.H * g.W, y + p0 * g.P * g.Q);
+  });
 }
 template <class T> void op_pool_avg_grad(native_context& cx, const sdk::op_args& a) {
   const nb::pool_call c = nb::decode_pool<pcy_nn_pooling_avg_grad_schema>(a, dt<T>);
@@ -872,7 +950,9 @@ template <class T> void op_pool_avg_grad(native_context& cx, const sdk::op_args&
     }
   }
 #endif
-  pool_avg_bwd(g, dy, dx);
+  split_planes(g, [&](const pool_geom& b, int64_t p0) {
+    pool_avg_bwd(b, dy + p0 * g.P * g.Q, dx + p0 * g.H * g.W);
+  });
 }
 
 // ---- LRN ----------------------------------------------------------------------------------
@@ -894,15 +974,30 @@ template <class T> void op_lrn(native_context& cx, const sdk::op_args& a) {
   const lrn_geom g = lgeom(c);
   if (g.N * g.C * g.HW == 0) return;
   cx.settle(a.queue());
-  lrn_fwd(g, cx.ptr<const T>(*c.x), cx.ptr<T>(*c.y), cx.doubles(static_cast<uint64_t>(g.HW)));
+  const T* x = cx.ptr<const T>(*c.x);
+  T* y = cx.ptr<T>(*c.y);
+  const auto items = static_cast<uint64_t>(g.N * g.C), per = static_cast<uint64_t>(g.HW);
+  const int t = loop_threads(items, items * per);
+  double* sc = cx.doubles(per * static_cast<uint64_t>(t));
+  split(items, t, [&](uint64_t lo, uint64_t hi, uint64_t slot) {
+    lrn_fwd(g, x, y, static_cast<int64_t>(lo), static_cast<int64_t>(hi), sc + slot * per);
+  });
 }
 template <class T> void op_lrn_grad(native_context& cx, const sdk::op_args& a) {
   const nb::lrn_call c = nb::decode_lrn<pcy_nn_lrn_grad_schema>(a, dt<T>);
   const lrn_geom g = lgeom(c);
   if (g.N * g.C * g.HW == 0) return;
   cx.settle(a.queue());
-  lrn_bwd(g, cx.ptr<const T>(*c.x), cx.ptr<const T>(*c.y), cx.ptr<const T>(*c.dy), cx.ptr<T>(*c.dx),
-          cx.doubles(static_cast<uint64_t>(2 * g.C * g.HW)));
+  const T* x = cx.ptr<const T>(*c.x);
+  const T* y = cx.ptr<const T>(*c.y);
+  const T* dy = cx.ptr<const T>(*c.dy);
+  T* dx = cx.ptr<T>(*c.dx);
+  const auto items = static_cast<uint64_t>(g.N), per = static_cast<uint64_t>(2 * g.C * g.HW);
+  const int t = loop_threads(items, items * per / 2);
+  double* sc = cx.doubles(per * static_cast<uint64_t>(t));
+  split(items, t, [&](uint64_t lo, uint64_t hi, uint64_t slot) {
+    lrn_bwd(g, x, y, dy, dx, static_cast<int64_t>(lo), static_cast<int64_t>(hi), sc + slot * per);
+  });
 }
 
 // ---- dropout ------------------------------------------------------------------------------
@@ -911,15 +1006,24 @@ template <class T> void op_dropout(native_context& cx, const sdk::op_args& a) {
   const nb::dropout_call c = nb::decode_dropout<pcy_nn_dropout_schema>(a, dt<T>);
   if (c.n == 0) return;
   cx.settle(a.queue());
-  dropout_fwd(cx.ptr<const T>(*c.x), cx.ptr<T>(*c.y), cx.ptr<uint8_t>(*c.mask), c.n, c.seed,
-              c.threshold, static_cast<T>(c.scale));
+  const T* x = cx.ptr<const T>(*c.x);
+  T* y = cx.ptr<T>(*c.y);
+  uint8_t* mask = cx.ptr<uint8_t>(*c.mask);
+  split_elements(c.n, [&](uint64_t lo, uint64_t hi) {
+    dropout_fwd(x + lo, y + lo, mask + lo, hi - lo, c.seed, c.threshold, static_cast<T>(c.scale),
+                lo);
+  });
 }
 template <class T> void op_dropout_grad(native_context& cx, const sdk::op_args& a) {
   const nb::dropout_call c = nb::decode_dropout<pcy_nn_dropout_grad_schema>(a, dt<T>);
   if (c.n == 0) return;
   cx.settle(a.queue());
-  dropout_bwd(cx.ptr<const T>(*c.x), cx.ptr<const uint8_t>(*c.mask), cx.ptr<T>(*c.y), c.n,
-              static_cast<T>(c.scale));
+  const T* dy = cx.ptr<const T>(*c.x);
+  const uint8_t* mask = cx.ptr<const uint8_t>(*c.mask);
+  T* dx = cx.ptr<T>(*c.y);
+  split_elements(c.n, [&](uint64_t lo, uint64_t hi) {
+    dropout_bwd(dy + lo, mask + lo, dx + lo, hi - lo, static_cast<T>(c.scale));
+  });
 }
 
 // ---- normalisation --------------------------------------------------------------------------
@@ -930,10 +1034,32 @@ void op_norm(native_context& cx, const sdk::op_args& a) {
   if (c.outer == 0) return;
   cx.settle(a.queue());
   using St = std::conditional_t<std::is_same_v<T, double>, double, float>;
-  norm_fwd<LAYER>(cx.ptr<const T>(*c.x), cx.ptr<const T>(*c.weight),
-                  LAYER ? cx.ptr<const T>(*c.bias) : static_cast<const T*>(nullptr),
-                  cx.ptr<T>(*c.y), c.mean ? cx.ptr<St>(*c.mean) : nullptr,
-                  c.rstd ? cx.ptr<St>(*c.rstd) : nullptr, c.outer, c.n, c.epsilon);
+  const T* x = cx.ptr<const T>(*c.x);
+  const T* w = cx.ptr<const T>(*c.weight);
+  const T* b = LAYER ? cx.ptr<const T>(*c.bias) : static_cast<const T*>(nullptr);
+  T* y = cx.ptr<T>(*c.y);
+  St* mean = c.mean ? cx.ptr<St>(*c.mean) : nullptr;
+  St* rstd = c.rstd ? cx.ptr<St>(*c.rstd) : nullptr;
+  // w and b in double, once (f64: as they are).
+  const double* wd = nullptr;
+  const double* bd = nullptr;
+  if constexpr (std::is_same_v<T, double>) {
+    wd = w;
+    bd = b;
+  } else {
+    double* sc = cx.doubles(2 * c.n);
+    for (uint64_t j = 0; j < c.n; ++j) {
+      sc[j] = static_cast<double>(w[j]);
+      if (LAYER) sc[c.n + j] = static_cast<double>(b[j]);
+    }
+    wd = sc;
+    bd = LAYER ? sc + c.n : nullptr;
+  }
+  // Rows are independent: blocks of rows on the loops' threads.
+  split(c.outer, loop_threads(c.outer, c.outer * c.n), [&](uint64_t lo, uint64_t hi, uint64_t) {
+    norm_fwd<LAYER>(x + lo * c.n, wd, bd, y + lo * c.n, mean ? mean + lo : nullptr,
+                    rstd ? rstd + lo : nullptr, hi - lo, c.n, c.epsilon);
+  });
 }
 template <const pcy_op_schema& S, bool LAYER, class T>
 void op_norm_grad(native_context& cx, const sdk::op_args& a) {
@@ -941,11 +1067,33 @@ void op_norm_grad(native_context& cx, const sdk::op_args& a) {
   if (c.n == 0) return;
   cx.settle(a.queue());
   using St = std::conditional_t<std::is_same_v<T, double>, double, float>;
-  norm_bwd<LAYER>(cx.ptr<const T>(*c.x), cx.ptr<const T>(*c.weight),
-                  LAYER ? cx.ptr<const St>(*c.mean) : static_cast<const St*>(nullptr),
-                  cx.ptr<const St>(*c.rstd), cx.ptr<const T>(*c.dy), cx.ptr<T>(*c.y),
-                  cx.ptr<T>(*c.dweight), LAYER ? cx.ptr<T>(*c.dbias) : static_cast<T*>(nullptr),
-                  c.outer, c.n, cx.doubles(2 * c.n));
+  const T* x = cx.ptr<const T>(*c.x);
+  const T* w = cx.ptr<const T>(*c.weight);
+  const St* mean = LAYER ? cx.ptr<const St>(*c.mean) : static_cast<const St*>(nullptr);
+  const St* rstd = cx.ptr<const St>(*c.rstd);
+  const T* dy = cx.ptr<const T>(*c.dy);
+  T* dx = cx.ptr<T>(*c.y);
+  T* dw = cx.ptr<T>(*c.dweight);
+  T* db = LAYER ? cx.ptr<T>(*c.dbias) : static_cast<T*>(nullptr);
+  const uint64_t n = c.n, outer = c.outer, elements = outer * n;
+  // Scratch: dw's and db's sums (2 n), then w in double (n; converted once, not per row).
+  double* acc = cx.doubles(3 * n);
+  double* wd = acc + 2 * n;
+  for (uint64_t j = 0; j < n; ++j)
+    wd[j] = static_cast<double>(w[j]);
+  if (loop_threads(std::min(outer, n), elements) == 1) {
+    norm_bwd<LAYER>(x, wd, mean, rstd, dy, dx, dw, db, outer, n, acc);
+    return;
+  }
+  // Threads: dx by blocks of rows, then dw (and db) by blocks of columns, each column summed over
+  // the rows in row order (nn_loops.hpp's norm_bwd_dx_c and norm_bwd_dw_c: the bits of norm_bwd).
+  split(outer, loop_threads(outer, elements), [&](uint64_t lo, uint64_t hi, uint64_t) {
+    norm_bwd_dx_c(LAYER, x + lo * n, wd, LAYER ? mean + lo : mean, rstd + lo, dy + lo * n,
+                  dx + lo * n, hi - lo, n);
+  });
+  split(n, loop_threads(n, elements), [&](uint64_t lo, uint64_t hi, uint64_t) {
+    norm_bwd_dw_c(LAYER, x, mean, rstd, dy, dw, db, outer, n, lo, hi, acc + 2 * lo);
+  });
 }
 
 // ---- cross entropy --------------------------------------------------------------------------

@@ -544,8 +544,9 @@ int child(bool quick) {
     std::string l1, l5;
     if (la >> l1 >> l5) s.meta("load_average_at_start", l1 + " " + l5);
   }
-  s.meta("thread_model", "oneDNN (both sides) takes OMP_NUM_THREADS; the bundle's own loops run "
-                         "on the calling thread; the memcpy peer splits over OMP_NUM_THREADS");
+  s.meta("thread_model", "oneDNN (both sides) takes OMP_NUM_THREADS; the bundle's own loops split "
+                         "problems of >= 2^20 elements over OMP_NUM_THREADS (smaller ones: the "
+                         "calling thread); the memcpy peer splits over OMP_NUM_THREADS");
   std::printf("# N5 native NN vs oneDNN %s direct, %d thread(s)\n", version.c_str(), threads);
   const auto route = b.route(ext::op_key<pcy_nn_convolution_schema>(PCY_DTYPE_F32));
   s.meta("convolution_impl", route.implementation);
