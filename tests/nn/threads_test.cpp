@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
@@ -185,11 +186,17 @@ TEST_CASE("native NN loops: the same bits on 1, 2 and 3 threads", "[nn][threads]
   }
   const std::string dir =
       std::getenv("PCY_NN_THREADS_DIR") ? std::getenv("PCY_NN_THREADS_DIR") : ".";
+  // This program's own file (under qemu-user, /proc/self/exe is the guest program, while
+  // /proc/<pid>/exe would be the emulator), run by the emulator that runs this test in a cross
+  // build (tests/CMakeLists.txt).
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const char* emulator = std::getenv("PARENCHYMA_TEST_EMULATOR");
   std::vector<std::string> files;
   for (int t : {1, 2, 3}) {
     const std::string file = dir + "/nn_threads_" + std::to_string(t) + ".txt";
-    const std::string cmd = "OMP_NUM_THREADS=" + std::to_string(t) + " PCY_NN_THREADS_OUT=" + file +
-                            " /proc/" + std::to_string(getpid()) + "/exe >/dev/null";
+    const std::string cmd = "OMP_NUM_THREADS=" + std::to_string(t) + " PCY_NN_THREADS_OUT=" +
+                            file + " " + (emulator != nullptr ? emulator : "") + " '" + self +
+                            "' >/dev/null";
     INFO(cmd);
     REQUIRE(std::system(cmd.c_str()) == 0);
     files.push_back(slurp(file));
