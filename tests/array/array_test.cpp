@@ -1034,6 +1034,107 @@ TEST_CASE("array: repeated programs (the front-end's and the bundles' memos of t
   }
 }
 
+// The bundles' memo keys a program by its words, the operands' dtypes, shapes and byte offsets and
+// which operands share memory, not by where their memory lies: new arrays of one view (a new
+// result each call, as every Python op makes) repeat it with their own memory bound, and every
+// change of view, dtype or aliasing between repeats is decoded and checked afresh. Each result
+// against host arithmetic.
+TEST_CASE("array: new arrays of one view repeat the memo with their own memory; changed views, "
+          "dtypes, offsets and aliasing between repeats are seen",
+          "[array][memo]") {
+  using F = std::vector<float>;
+  auto twice_plus = [](F v, float c) {
+    for (float& e : v)
+      e = e * 2.0f + c;
+    return v;
+  };
+  for (const Backend& b : backends()) {
+    INFO("backend " << b.name());
+    // New results kept alive, so each lies elsewhere; new inputs of the same shape.
+    std::vector<pa::Array> kept, ins;
+    std::vector<F> want;
+    for (int i = 0; i < 12; ++i) {
+      F v(6);
+      for (size_t j = 0; j < v.size(); ++j)
+        v[j] = static_cast<float>(i * 10) + static_cast<float>(j);
+      ins.push_back(pa::asarray(b, v, {6}));
+      kept.push_back((ins.back() * 2.0f + 1.0f).eval());
+      want.push_back(twice_plus(v, 1.0f));
+      kept.push_back((ins.front() * 2.0f + 1.0f).eval()); // a new output over the first input
+      want.push_back(twice_plus(F{0, 1, 2, 3, 4, 5}, 1.0f));
+    }
+    for (size_t i = 0; i < kept.size(); ++i) {
+      INFO("result " << i);
+      CHECK(kept[i].to_vector<float>() == want[i]);
+    }
+    // One element (the one-chunk form of a rank-0 index space), new each call.
+    pa::Array one = pa::asarray(b, F{3}, {1});
+    std::vector<pa::Array> ones;
+    for (int i = 0; i < 5; ++i)
+      ones.push_back((one + one).eval());
+    for (const pa::Array& r : ones)
+      CHECK(r.to_vector<float>() == F{6});
+    // The same words over distinct tensors and in place (the output is the input, same view),
+    // alternating: the aliasing pattern differs, so each is decoded.
+    F host = {1, 2, 3, 4, 5, 6};
+    pa::Array t = pa::asarray(b, host, {6}), y = pa::zeros(b, {6});
+    for (int i = 0; i < 3; ++i) {
+      y.assign(t * 2.0f + 1.0f);
+      CHECK(y.to_vector<float>() == twice_plus(host, 1.0f));
+      t.assign(t * 2.0f + 1.0f);
+      host = twice_plus(host, 1.0f);
+      CHECK(t.to_vector<float>() == host);
+    }
+    // Views of one tensor at other offsets and strides, new results each; then outputs that are
+    // views of the input's tensor (in place through the same view, and overlapping it through
+    // another view), against distinct tensors of the same views.
+    F bh(16);
+    for (size_t j = 0; j < bh.size(); ++j)
+      bh[j] = static_cast<float>(j);
+    pa::Array big = pa::asarray(b, bh, {16}), other = pa::zeros(b, {16});
+    for (int64_t off : {0, 4, 8, 12, 4, 0}) {
+      INFO("offset " << off);
+      const F got = (big.slice(0, off, off + 4) * 2.0f + 1.0f).eval().to_vector<float>();
+      CHECK(got == twice_plus(F(bh.begin() + off, bh.begin() + off + 4), 1.0f));
+    }
+    CHECK((big.slice(0, 0, 16, 4) * 2.0f + 1.0f).eval().to_vector<float>() ==
+          twice_plus(F{0, 4, 8, 12}, 1.0f));
+    for (int i = 0; i < 2; ++i) {
+      other.slice(0, 1, 9).assign(big.slice(0, 0, 8) * 2.0f + 1.0f);
+      F ref = other.to_vector<float>();
+      const F in8(bh.begin(), bh.begin() + 8);
+      CHECK(F(ref.begin() + 1, ref.begin() + 9) == twice_plus(in8, 1.0f));
+      big.slice(0, 1, 9).assign(big.slice(0, 0, 8) * 2.0f + 1.0f); // overlapping, shifted
+      const F tw = twice_plus(in8, 1.0f);
+      std::copy(tw.begin(), tw.end(), bh.begin() + 1);
+      CHECK(big.to_vector<float>() == bh);
+      big.slice(0, 0, 8).assign(big.slice(0, 0, 8) * 2.0f + 1.0f); // in place, the same view
+      const F tw0 = twice_plus(F(bh.begin(), bh.begin() + 8), 1.0f);
+      std::copy(tw0.begin(), tw0.end(), bh.begin());
+      CHECK(big.to_vector<float>() == bh);
+    }
+    // The same expression in other dtypes, new results each.
+    pa::Array xd = pa::asarray(b, std::vector<double>{1, 2, 3}, {3});
+    pa::Array xf = pa::asarray(b, F{1, 2, 3}, {3});
+    pa::Array xi = pa::asarray(b, std::vector<int32_t>{1, 2, 3}, {3});
+    for (int i = 0; i < 2; ++i) {
+      CHECK((xd + xd).eval().to_vector<double>() == std::vector<double>{2, 4, 6});
+      CHECK((xf + xf).eval().to_vector<float>() == F{2, 4, 6});
+      CHECK((xi + xi).eval().to_vector<int32_t>() == std::vector<int32_t>{2, 4, 6});
+    }
+    // A longer index space than one block (the blocked walk), new results each.
+    F lh(3000);
+    for (size_t j = 0; j < lh.size(); ++j)
+      lh[j] = static_cast<float>(j % 97);
+    pa::Array lx = pa::asarray(b, lh, {3000});
+    std::vector<pa::Array> longs;
+    for (int i = 0; i < 3; ++i)
+      longs.push_back((lx * 2.0f + 1.0f).eval());
+    for (const pa::Array& r : longs)
+      CHECK(r.to_vector<float>() == twice_plus(lh, 1.0f));
+  }
+}
+
 // `x OP v` and `v OP x` with a host scalar beside an f32 or f64 array build their node directly
 // (not through a scalar Array and the general binary op): the same dtypes and bits as the general
 // path (pa::add(x, pa::scalar(v)), ...) and as host arithmetic in the array's dtype, and the same

@@ -65,6 +65,20 @@ std::string run(const Backend& b, const std::vector<int64_t>& prog, TensorStorag
   return "";
 }
 
+// The program over one tensor, its output and its input (in place).
+std::string run_in_place(const Backend& b, const std::vector<int64_t>& prog, TensorStorage& t) {
+  const OpArg args[] = {OpArg::integers(prog), OpArg::inout(t), OpArg::in(t)};
+  try {
+    b.invoke(ext::op_key<pcy_array_eval_1_schema>(PCY_DTYPE_F32), args);
+    b.synchronize();
+  } catch (const error& e) {
+    if (e.code() != errc::invalid_argument && e.code() != errc::unsupported)
+      return std::string("unexpected code: ") + e.what();
+    return e.what();
+  }
+  return "";
+}
+
 } // namespace
 
 TEST_CASE("array bundles refuse hostile programs, naming the argument and the word", "[array]") {
@@ -229,5 +243,33 @@ TEST_CASE("array bundles check a repeated program again when its tensors change 
     CHECK(run(b, p, small, in).find("addresses elements") != std::string::npos);
     REQUIRE(run(b, p, out, in).empty());
     CHECK(out.read()[0] == 3.0f);
+    // The memo binds memory per call: new tensors of the same views repeat the program...
+    for (int i = 0; i < 4; ++i) {
+      SharedTensor<float> in2({16}), out2({16});
+      for (size_t j = 0; j < 16; ++j)
+        in2.write_only()[j] = static_cast<float>(i * 16 + static_cast<int>(j));
+      REQUIRE(run(b, p, out2, in2).empty());
+      for (size_t j = 0; j < 16; ++j)
+        CHECK(out2.read()[j] == 2.0f * static_cast<float>(i * 16 + static_cast<int>(j)));
+    }
+    // ... but which operands share memory is part of its key: the same words with the output
+    // reversed over distinct tensors run, over the input's own memory they are refused (the
+    // aliasing check runs again), and distinct again they run.
+    std::vector<int64_t> rev = valid_copy();
+    rev[6] = 15;
+    rev[7] = -1;
+    for (int round = 0; round < 2; ++round) {
+      REQUIRE(run(b, rev, out, in).empty());
+      REQUIRE(run(b, rev, out, in).empty());
+      CHECK(out.read()[0] == 3.0f);
+      CHECK(run_in_place(b, rev, in).find("shares memory with the output") != std::string::npos);
+      CHECK(in.read()[0] == 1.5f); // refused before running
+    }
+    // In place through the same view, after the distinct tensors (and back).
+    REQUIRE(run(b, p, out, in).empty());
+    REQUIRE(run_in_place(b, p, in).empty());
+    CHECK(in.read()[3] == 3.0f);
+    REQUIRE(run(b, p, out, in).empty());
+    CHECK(out.read()[3] == 6.0f);
   }
 }

@@ -37,11 +37,11 @@ struct built_kernels {
 };
 
 // The last eval launch of a context, to repeat it without decoding: a steady loop sends the same
-// program over the same tensors call after call. Its key is every input the decoding read
-// (call_key: the op, the program's words, each operand's memory, native handle, dtype, byte offset
-// and shape), compared byte for byte; equal inputs passed every check before, so the same launch
-// (kernel, meta words, grid) is right again. One per context: the host serialises a context's
-// ops.
+// program over tensors of the same views call after call (the same tensors, or new results).
+// Its key is every input the decoding read (call_key: the op, the program's words, each operand's
+// dtype, byte offset and shape, and which operands share memory), compared byte for byte; equal
+// inputs passed every check before, so the same launch (kernel, meta words, grid) is right again
+// with the call's own buffers bound. One per context: the host serialises a context's ops.
 struct eval_memo {
   call_key key;
   const built_kernels* kernels = nullptr; // node-stable in the context's map

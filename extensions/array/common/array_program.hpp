@@ -143,14 +143,14 @@ struct program {
   bool uses(int dtype) const noexcept { return (dtype_mask >> dtype) & 1u; }
 };
 
-// What the decoder read of one call: the op, the program's words, and each operand tensor's
-// memory, native handle, dtype, byte offset and shape. Two calls with equal keys pass the same
-// checks, so a bundle may repeat its last decoded program (or launch) for a call whose key equals
-// the last one's, compared byte for byte; a call whose bytes differ is decoded afresh.
+// What the decoder read of one call: the op, the program's words, each operand tensor's dtype,
+// byte offset and shape, and which operands share memory (the aliasing checks' only input from
+// the tensors' memory). Two calls with equal keys pass the same checks and get the same plan, so
+// a bundle may repeat its last decoded program (or launch) for a call whose key equals the last
+// one's, binding the call's memory: a new tensor of the same view, wherever its memory lies,
+// repeats it. Compared byte for byte; a call whose bytes differ is decoded afresh.
 struct call_key {
   struct tensor_key {
-    pcy_memory memory = nullptr;
-    void* data = nullptr;
     int32_t dtype = -1, ndim = -1;
     uint64_t byte_offset = 0;
     std::array<int64_t, max_rank> shape{};
@@ -159,12 +159,13 @@ struct call_key {
   const pcy_op_schema* op = nullptr; // nullptr: empty
   std::vector<int64_t> words;
   std::array<tensor_key, max_operands> t{};
+  // Operand o's memory is operand alias[o]'s, the first with the same memory and native handle
+  // (o itself where none before has it): the pattern check_aliasing judges.
+  std::array<int8_t, max_operands> alias{};
   int operands = 0;
 
   static bool key_of(const pcy_tensor& x, tensor_key& k) noexcept {
     if (x.ndim < 0 || x.ndim > max_rank || x.strides != nullptr) return false;
-    k.memory = x.memory;
-    k.data = x.data;
     k.dtype = static_cast<int32_t>(x.dtype);
     k.ndim = x.ndim;
     k.byte_offset = x.byte_offset;
@@ -173,22 +174,31 @@ struct call_key {
       k.shape[static_cast<size_t>(i)] = x.shape[i];
     return true;
   }
+  // The first operand before o (argument first + j) on o's memory, or o.
+  static int alias_of(const sdk::op_args& a, uint32_t first, int o) noexcept {
+    const pcy_tensor& x = a.t(first + static_cast<uint32_t>(o));
+    for (int j = 0; j < o; ++j) {
+      const pcy_tensor& y = a.t(first + static_cast<uint32_t>(j));
+      if (y.memory == x.memory && y.data == x.data) return j;
+    }
+    return o;
+  }
   // Operand o is argument first + o (eval's out, out1.., in0..).
   bool matches(const pcy_op_schema& s, const sdk::op_args& a, uint32_t prog, uint32_t first,
                int n) const noexcept {
     if (op != &s || n != operands) return false;
     const std::span<const int64_t> w = a.ints(prog);
-    if (w.size() != words.size() ||
-        (!w.empty() && std::memcmp(w.data(), words.data(), w.size() * sizeof(int64_t)) != 0))
-      return false;
+    if (w.size() != words.size()) return false;
     for (int o = 0; o < n; ++o)
-      if (!same(a.t(first + static_cast<uint32_t>(o)), t[static_cast<size_t>(o)])) return false;
-    return true;
+      if (!same(a.t(first + static_cast<uint32_t>(o)), t[static_cast<size_t>(o)]) ||
+          alias_of(a, first, o) != alias[static_cast<size_t>(o)])
+        return false;
+    return w.empty() || std::memcmp(w.data(), words.data(), w.size() * sizeof(int64_t)) == 0;
   }
   // Whether x's key is k (a key made by key_of), compared in place.
   static bool same(const pcy_tensor& x, const tensor_key& k) noexcept {
-    if (x.memory != k.memory || x.data != k.data || static_cast<int32_t>(x.dtype) != k.dtype ||
-        x.ndim != k.ndim || x.byte_offset != k.byte_offset || x.strides != nullptr)
+    if (static_cast<int32_t>(x.dtype) != k.dtype || x.ndim != k.ndim ||
+        x.byte_offset != k.byte_offset || x.strides != nullptr)
       return false;
     for (int32_t i = 0; i < x.ndim; ++i)
       if (x.shape[i] != k.shape[static_cast<size_t>(i)]) return false;
@@ -197,8 +207,10 @@ struct call_key {
   // Keeps the call's key (false, and empty, where a tensor cannot be keyed).
   bool store(const pcy_op_schema& s, const sdk::op_args& a, uint32_t prog, uint32_t first, int n) {
     op = nullptr;
-    for (int o = 0; o < n; ++o)
+    for (int o = 0; o < n; ++o) {
       if (!key_of(a.t(first + static_cast<uint32_t>(o)), t[static_cast<size_t>(o)])) return false;
+      alias[static_cast<size_t>(o)] = static_cast<int8_t>(alias_of(a, first, o));
+    }
     const std::span<const int64_t> w = a.ints(prog);
     words.assign(w.begin(), w.end());
     operands = n;

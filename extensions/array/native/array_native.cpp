@@ -587,14 +587,42 @@ inline void plan_into(const program& p, plan& out) {
   }
 }
 
-// The last eval program of a context, decoded: a steady loop sends the same words over the same
-// tensors call after call, and a call whose key (call_key: words and operand tensors, byte for
-// byte) equals the last one's passed every check before, so only its tensor pointers are
-// rebound. One per context: the host serialises a context's ops.
+// A small program's one-chunk form: one output, no INDEX, GATHER or STORE, and an index space
+// that collapses to at most one dimension of at most one block, so every call runs the whole
+// space as one chunk of the same n elements. Its registers are the memo's own (count * n words,
+// the constants filled once when planned); a call binds the operands' memory, runs the LOADs and
+// the computing instructions (the same kernels in the same order as the blocked walk: the same
+// bits) and stores. A LOAD reads in place where its stride is 1 or n is 1 (not bool, which is
+// normalised): with one output nothing is stored before every instruction has run.
+struct one_chunk_step {
+  kernel_fn fn;          // nullptr: a LOAD
+  void* out;             // the register (fn and a copying LOAD)
+  int32_t k;             // the instruction
+  int32_t a, b, c;       // fn: registers; LOAD: a is the operand
+  int32_t dtype;         // LOAD
+  bool in_place = false; // LOAD: the register is the operand's memory
+};
+struct one_chunk {
+  bool on = false;
+  int64_t n = 0;
+  std::array<int64_t, max_operands> stride{}, offset{}; // elements
+  std::array<size_t, max_operands> es{};
+  std::vector<one_chunk_step> steps; // the instructions but the constants
+  std::vector<uint64_t> regs;
+  std::array<const void*, max_instructions> rp; // each register's values
+};
+
+// The last eval program of a context, decoded: a steady loop sends the same words over tensors
+// of the same views call after call (the same tensors, or new ones of the same shape: a new
+// array each call), and a call whose key (call_key: words, operand dtypes, shapes, byte offsets
+// and which operands share memory) equals the last one's passed every check before and gets
+// the same plan, so only its tensor pointers are rebound. One per context: the host serialises
+// a context's ops.
 struct eval_memo {
   call_key key;
   program p;
   plan pl; // p's, once planned
+  one_chunk one; // p's one-chunk form, where it has one
   bool planned = false;
 };
 
@@ -1326,14 +1354,104 @@ const program& decoded_eval(native_context& cx, const sdk::op_args& a) {
   m.key.store(S, a, prog_k, out_k, N + O);
   return m.p;
 }
+// The one-chunk form of m's program, where it has one (see one_chunk).
+void plan_one_chunk(eval_memo& m) {
+  const program& p = m.p;
+  const collapsed& c = m.pl.c;
+  one_chunk& f = m.one;
+  f.on = false;
+  if (p.outputs != 1 || c.rank > 1) return;
+  const int64_t n = c.rank == 1 ? c.shape[0] : 1;
+  if (n < 1 || n > block) return;
+  for (int k = 0; k < p.count; ++k) {
+    const int op = p.code[static_cast<size_t>(k)].op;
+    if (op == PCY_ARRAY_OP_INDEX || op == PCY_ARRAY_OP_GATHER || op == PCY_ARRAY_OP_STORE) return;
+  }
+  f.n = n;
+  for (int o = 0; o < p.operands; ++o) {
+    const size_t uo = static_cast<size_t>(o);
+    f.stride[uo] = c.rank == 1 ? c.strides[uo][0] : 0;
+    f.offset[uo] = c.offset[uo];
+    f.es[uo] = sdk::dtype_size(static_cast<pcy_dtype>(p.ops[uo].dtype));
+  }
+  f.regs.assign(static_cast<size_t>(p.count) * static_cast<size_t>(n), 0);
+  f.steps.clear();
+  for (int k = 0; k < p.count; ++k) {
+    const instruction& in = p.code[static_cast<size_t>(k)];
+    void* out = f.regs.data() + static_cast<size_t>(k) * static_cast<size_t>(n);
+    f.rp[static_cast<size_t>(k)] = out;
+    one_chunk_step st{};
+    st.out = out;
+    st.k = k;
+    switch (in.op) {
+    case PCY_ARRAY_OP_CONST: constant(out, in.dtype, in.a, n); continue;
+    case PCY_ARRAY_OP_LOAD: {
+      const int64_t s = f.stride[static_cast<size_t>(in.a)];
+      st.a = static_cast<int32_t>(in.a);
+      st.dtype = in.dtype;
+      st.in_place = (s == 1 || n == 1) && in.dtype != PCY_DTYPE_BOOL;
+      break;
+    }
+    default:
+      st.fn = m.pl.fn[static_cast<size_t>(k)];
+      st.a = static_cast<int32_t>(in.a);
+      st.b = static_cast<int32_t>(in.b);
+      st.c = static_cast<int32_t>(in.c);
+      break;
+    }
+    f.steps.push_back(st);
+  }
+  f.on = true;
+}
+
+// One element of es bytes (a store of n = 1).
+inline void store_one(char* dst, const void* v, size_t es) {
+  switch (es) {
+  case 1: *reinterpret_cast<uint8_t*>(dst) = *static_cast<const uint8_t*>(v); break;
+  case 2: *reinterpret_cast<uint16_t*>(dst) = *static_cast<const uint16_t*>(v); break;
+  case 4: *reinterpret_cast<uint32_t*>(dst) = *static_cast<const uint32_t*>(v); break;
+  default: *reinterpret_cast<uint64_t*>(dst) = *static_cast<const uint64_t*>(v); break;
+  }
+}
+
+void run_one_chunk(native_context& cx, const program& p, one_chunk& f) {
+  std::array<char*, max_operands> base;
+  for (int o = 0; o < p.operands; ++o) {
+    const size_t uo = static_cast<size_t>(o);
+    const pcy_tensor& t = *p.ops[uo].tensor;
+    base[uo] = static_cast<char*>(sdk::native_of(*cx.fw, t)) + t.byte_offset +
+               f.offset[uo] * static_cast<int64_t>(f.es[uo]);
+  }
+  const int64_t n = f.n;
+  for (const one_chunk_step& st : f.steps) {
+    if (st.fn != nullptr) {
+      st.fn(st.out, f.rp[static_cast<size_t>(st.a)], f.rp[static_cast<size_t>(st.b)],
+            f.rp[static_cast<size_t>(st.c)], n);
+    } else if (st.in_place) {
+      f.rp[static_cast<size_t>(st.k)] = base[static_cast<size_t>(st.a)];
+    } else {
+      load(st.out, base[static_cast<size_t>(st.a)], st.dtype, f.stride[static_cast<size_t>(st.a)],
+           n);
+    }
+  }
+  const void* v = f.rp[static_cast<size_t>(p.count - 1)];
+  if (n == 1) {
+    if (base[0] != v) store_one(base[0], v, f.es[0]);
+  } else {
+    store(base[0], v, f.es[0], f.stride[0], n);
+  }
+}
+
 // Runs the context's last eval program (decoded_eval's) with its plan, made once.
 void run_memo_eval(native_context& cx) {
   eval_memo& m = cx.memo;
   if (m.p.elements == 0) return;
   if (!m.planned) {
     plan_into(m.p, m.pl);
+    plan_one_chunk(m);
     m.planned = true;
   }
+  if (m.one.on) return run_one_chunk(cx, m.p, m.one);
   run_eval(cx, m.p, &m.pl);
 }
 template <const pcy_op_schema& S, int N> void op_eval(native_context& cx, const sdk::op_args& a) {

@@ -83,6 +83,10 @@ int main(int argc, char** argv) {
     pa::Array s1 = pa::ones(b, {1}), s2 = pa::ones(b, {1});
     run("assign y = x * 2 + 1 (n = 1)", [&] { s2.assign(s1 * 2.0f + 1.0f); });
     run("y = x + x, new array (n = 1)", [&] { (void)(s1 + s1).eval(); });
+    // The last four results kept: each new one lies at another address, whatever the heap.
+    std::vector<pa::Array> ring(4);
+    size_t at = 0;
+    run("y = x + x, new array, 4 kept (n = 1)", [&] { ring[at++ % 4] = (s1 + s1).eval(); });
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_array_calls: %s\n", e.what());
     return 1;
