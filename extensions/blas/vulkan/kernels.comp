@@ -558,6 +558,9 @@ void main() {
 // B^T), the transposes as strides; an element past m, n or k loads as zero, so edge tiles need
 // no other case, and only the stores of C check the bounds. Arguments, flags, batch and the
 // grid-strided tiles as gemm's (the loops are uniform in a work-group: barriers are safe).
+// [[unroll]]: the block must live in registers, so every loop over it is unrolled (NVIDIA's
+// compiler otherwise may keep acc in local memory).
+#extension GL_EXT_control_flow_attributes : require
 #ifndef GCM
 #define GCM 2
 #endif
@@ -609,7 +612,7 @@ void main() {
   // This invocation's share of a slice: element e = tid + 256 i of the GBM x GBK tile of op(A)
   // (and of the GBK x GBM tile of op(B)), numbered along memory's contiguous direction.
   int ar[GLD], ak[GLD], bc[GLD], bk[GLD];
-  for (int i = 0; i < GLD; ++i) {
+  [[unroll]] for (int i = 0; i < GLD; ++i) {
     const int e = tid + 256 * i;
     ar[i] = ta ? e % GBM : e / GBK;
     ak[i] = ta ? e / GBM : e % GBK;
@@ -624,11 +627,11 @@ void main() {
         const int row0 = tm * GBM, col0 = tn * GBM;
         const int oa = z * sa, ob = z * sb, oc = z * sc;
         RVEC4 acc[4 * GCM][GCM];
-        for (int i = 0; i < 4 * GCM; ++i)
-          for (int j = 0; j < GCM; ++j) acc[i][j] = RVEC4(0);
+        [[unroll]] for (int i = 0; i < 4 * GCM; ++i)
+          [[unroll]] for (int j = 0; j < GCM; ++j) acc[i][j] = RVEC4(0);
         real ra[GLD], rb[GLD];
         // slice 0 into buffer 0
-        for (int i = 0; i < GLD; ++i) {
+        [[unroll]] for (int i = 0; i < GLD; ++i) {
           const int r = row0 + ar[i], c = col0 + bc[i];
           ra[i] = real(0);
           rb[i] = real(0);
@@ -644,7 +647,7 @@ void main() {
           const bool next = s + 1 < slices;
           if (next) { // the next slice's loads, in flight during the outer products
             const int t = (s + 1) * GBK;
-            for (int i = 0; i < GLD; ++i) {
+            [[unroll]] for (int i = 0; i < GLD; ++i) {
               const int r = row0 + ar[i], c = col0 + bc[i], la = t + ak[i], lb = t + bk[i];
               ra[i] = real(0);
               rb[i] = real(0);
@@ -652,17 +655,17 @@ void main() {
               if (c < n && lb < k) rb[i] = B[ob + lb * bks + c * bcs];
             }
           }
-          for (int kk = 0; kk < GBK; ++kk) {
+          [[unroll]] for (int kk = 0; kk < GBK; ++kk) {
             RVEC4 av[GCM], bv[GCM];
-            for (int i = 0; i < GCM; ++i) av[i] = As[cur][kk][ty + 16 * i];
-            for (int j = 0; j < GCM; ++j) bv[j] = Bs[cur][kk][tx + 16 * j];
-            for (int i = 0; i < GCM; ++i)
-              for (int q = 0; q < 4; ++q)
-                for (int j = 0; j < GCM; ++j)
+            [[unroll]] for (int i = 0; i < GCM; ++i) av[i] = As[cur][kk][ty + 16 * i];
+            [[unroll]] for (int j = 0; j < GCM; ++j) bv[j] = Bs[cur][kk][tx + 16 * j];
+            [[unroll]] for (int i = 0; i < GCM; ++i)
+              [[unroll]] for (int q = 0; q < 4; ++q)
+                [[unroll]] for (int j = 0; j < GCM; ++j)
                   acc[4 * i + q][j] = fma(RVEC4(av[i][q]), bv[j], acc[4 * i + q][j]);
           }
           if (next) {
-            for (int i = 0; i < GLD; ++i) {
+            [[unroll]] for (int i = 0; i < GLD; ++i) {
               As[cur ^ 1][ak[i]][ar[i] >> 2][ar[i] & 3] = ra[i];
               Bs[cur ^ 1][bk[i]][bc[i] >> 2][bc[i] & 3] = rb[i];
             }
@@ -670,11 +673,11 @@ void main() {
           memoryBarrierShared();
           barrier(); // the next slice is in place; this one is free for the one after
         }
-        for (int i = 0; i < 4 * GCM; ++i) {
+        [[unroll]] for (int i = 0; i < 4 * GCM; ++i) {
           const int row = row0 + 64 * (i >> 2) + 4 * ty + (i & 3);
           if (row >= m) continue;
-          for (int j = 0; j < GCM; ++j)
-            for (int q = 0; q < 4; ++q) {
+          [[unroll]] for (int j = 0; j < GCM; ++j)
+            [[unroll]] for (int q = 0; q < 4; ++q) {
               const int col = col0 + 64 * j + 4 * tx + q;
               if (col >= n) continue;
               const int ic = oc + row * ldc + col;
