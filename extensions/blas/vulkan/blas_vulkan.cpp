@@ -98,8 +98,8 @@ enum kernel_id {
   K_COUNT
 };
 constexpr std::array<const char*, K_COUNT> kernel_names{
-    "axpby_k", "axpy_k",   "scal_k",   "copy_k", "swap_k", "scale_k", "nrm2_1",
-    "nrm2_2",  "reduce_1", "reduce_2", "gemv_n", "gemv_t", "gemm",    "gemm_reg", "gemm_direct"};
+    "axpby_k",  "axpy_k",   "scal_k", "copy_k", "swap_k", "scale_k",  "nrm2_1",     "nrm2_2",
+    "reduce_1", "reduce_2", "gemv_n", "gemv_t", "gemm",   "gemm_reg", "gemm_direct"};
 
 // kernels.comp cut into one source per kernel (sdk::kernel_sections). Each kernel is then its
 // own program, built on its first use: a process that calls one op compiles one shader (about
@@ -120,8 +120,8 @@ struct vk_context : sdk::glsl_context<K_COUNT> {
   pcy_memory partials = nullptr; // stage-1 partial sums of the reductions (3 per group: nrm2)
   uint32_t max_groups = 64;      // work-groups of a reduction's first stage
   uint64_t grid_cap = max_groups_1d, batch_cap = max_batch_groups; // see max_groups_1d
-  bool gemm_tiled = true; // the shared-memory gemms; false: gemm_direct (CPU devices)
-  bool gemm_reg = false;  // gemm_reg where the device's limits allow it (else gemm's 32 x 32)
+  bool gemm_tiled = true;  // the shared-memory gemms; false: gemm_direct (CPU devices)
+  bool gemm_reg = false;   // gemm_reg where the device's limits allow it (else gemm's 32 x 32)
   bool reg_always = false; // gemm_reg at every size (PARENCHYMA_BLAS_VULKAN_GEMM=tiled)
   std::array<bool, 2> reg_pad{}; // f32, f64: room for gemm_reg's padded slices
   work_groups w;
@@ -312,15 +312,17 @@ void gemm_launch(vk_context& cx, pcy_queue q, const char* op, const blas_bundle:
   const int flags = al.flag | be.flag | (c.ta ? 4 : 0) | (c.tb ? 8 : 0);
   // The form: gemm_direct on CPU devices; else gemm_reg, unless the device's limits rule it out
   // or the call is too small to fill a GPU with its tiles (then gemm's 32 x 32 tiles).
-  const auto tiles = [](int64_t d, uint64_t ts) { return (static_cast<uint64_t>(d) + ts - 1) / ts; };
-  const bool reg =
-      cx.gemm_tiled && cx.gemm_reg &&
-      (cx.reg_always || tiles(c.m, reg_tile<T>) * tiles(c.n, reg_tile<T>) *
-                                static_cast<uint64_t>(batch) >=
-                            reg_min_groups);
+  const auto tiles = [](int64_t d, uint64_t ts) {
+    return (static_cast<uint64_t>(d) + ts - 1) / ts;
+  };
+  const bool reg = cx.gemm_tiled && cx.gemm_reg &&
+                   (cx.reg_always || tiles(c.m, reg_tile<T>) * tiles(c.n, reg_tile<T>) *
+                                             static_cast<uint64_t>(batch) >=
+                                         reg_min_groups);
   const kernel_id kid = !cx.gemm_tiled ? K_GEMM_DIRECT : reg ? K_GEMM_REG : K_GEMM;
-  const uint64_t ts =
-      reg ? reg_tile<T> : cx.gemm_tiled ? uint64_t(cx.w.ts) : uint64_t(cx.w.direct_tile());
+  const uint64_t ts = reg             ? reg_tile<T>
+                      : cx.gemm_tiled ? uint64_t(cx.w.ts)
+                                      : uint64_t(cx.w.direct_tile());
   const uint32_t gemm_threads = reg ? reg_threads : cx.w.threads();
   // The shaders stride over tiles past the grid (and over the batch): grids capped as BLAS-1's.
   const uint64_t gx =
@@ -328,8 +330,7 @@ void gemm_launch(vk_context& cx, pcy_queue q, const char* op, const blas_bundle:
   const uint64_t gy =
       std::min<uint64_t>((static_cast<uint64_t>(m) + ts - 1) / ts, cx.grid_cap) * gemm_threads;
   const uint64_t gz = std::min<uint64_t>(static_cast<uint64_t>(batch), cx.batch_cap);
-  cx.launch(q, cx.get<T>(kid), 3, {gx, gy, gz},
-            {gemm_threads, gemm_threads, 1},
+  cx.launch(q, cx.get<T>(kid), 3, {gx, gy, gz}, {gemm_threads, gemm_threads, 1},
             {mem(al.buffer), mem(be.buffer), mem(c.A->memory), mem(c.B->memory), mem(c.C->memory),
              val(al.value), val(be.value), val(m), val(n), val(k), val(flags), val(lda), val(ldb),
              val(ldc), val(sa), val(sb), val(sc), val(nb)});

@@ -450,7 +450,7 @@ struct l1_row {
 struct gemm_row {
   int n = 0;
   std::string status{};
-  std::string form{}; // blas_vulkan's shader for this call (gemm_form)
+  std::string form{};                             // blas_vulkan's shader for this call (gemm_form)
   double vk_gflops = 0, cu_gflops = 0, ratio = 0; // ratio: vulkan speed / cuBLAS speed
 };
 struct small_row {
@@ -860,8 +860,7 @@ std::string gemm_form(const Device& d, int n) {
   const char* env = std::getenv("PARENCHYMA_BLAS_VULKAN_GEMM");
   const std::string forced = env ? env : "";
   const bool cpu = prop_text(d, "device_type") == "cpu";
-  if (forced == "direct" || (forced != "tiled" && forced != "tiled32" && cpu))
-    return "gemm_direct";
+  if (forced == "direct" || (forced != "tiled" && forced != "tiled32" && cpu)) return "gemm_direct";
   const char* wg = std::getenv("PARENCHYMA_BLAS_VULKAN_WORK_GROUP");
   const int64_t max_wg = prop_int(d, "max_work_group"), shared = prop_int(d, "local_memory");
   const bool reg = forced != "tiled32" && !(wg && std::string(wg) == "128") &&
@@ -933,8 +932,8 @@ void sgemm(bench_ctx& c, const Backend* cu, const std::string& cu_why, int n,
       row.vk_gflops = flops / ns;
       row.status = cu_why;
       std::printf("%-44s vulkan %12.1f ns  %.1f GFLOP/s (%d samples)\n",
-                  ("sgemm " + std::to_string(n) + " (" + row.form + ")").c_str(), ns,
-                  row.vk_gflops, reps);
+                  ("sgemm " + std::to_string(n) + " (" + row.form + ")").c_str(), ns, row.vk_gflops,
+                  reps);
       c.s.meta("sgemm " + std::to_string(n) + " vulkan_ns", std::to_string(ns));
     } else {
       auto Ac = make(ha), Bc = make(hb);
@@ -1120,8 +1119,8 @@ int main(int argc, char** argv) {
               "ratio", "status");
   for (const gemm_row& r : gm)
     if (r.cu_gflops > 0)
-      std::printf("%-6d %-17s %14.1f %14.1f %9.3f\n", r.n, r.form.c_str(), r.vk_gflops,
-                  r.cu_gflops, r.ratio);
+      std::printf("%-6d %-17s %14.1f %14.1f %9.3f\n", r.n, r.form.c_str(), r.vk_gflops, r.cu_gflops,
+                  r.ratio);
     else if (r.vk_gflops > 0)
       std::printf("%-6d %-17s %14.1f %14s %9s  %s\n", r.n, r.form.c_str(), r.vk_gflops, "-", "-",
                   r.status.c_str());
