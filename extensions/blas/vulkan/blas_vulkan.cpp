@@ -460,6 +460,7 @@ public:
   }
 
 private:
+  // must: the f32 shaders (a context needs them; f64 is optional).
   void prepare(vk_context& cx, sdk::glsl_dtype_kernels<K_COUNT>& d, const char* real, bool must,
                bool reg_pad) {
     cx.prepare(d,

@@ -855,7 +855,8 @@ void nn_part(bench_ctx& c, std::vector<l1_row>& rows) {
 
 // Which of blas_vulkan's gemm shaders an f32 n x n call runs: the bundle's rule
 // (extensions/blas/vulkan/blas_vulkan.cpp, create_context and gemm_launch; docs/vulkan.md), from
-// the device's properties and the settings it reads. The op's route names the bundle only.
+// the device's properties and the environment (a setting from a config file is not seen here).
+// The op's route names the bundle only.
 std::string gemm_form(const Device& d, int n) {
   const char* env = std::getenv("PARENCHYMA_BLAS_VULKAN_GEMM");
   const std::string forced = env ? env : "";
