@@ -53,6 +53,20 @@ struct work_groups {
   uint32_t direct_tile() const { return 2 * ts; } // gemm_direct's tile of C
 };
 constexpr uint32_t gemv_wg = 64; // gemv_n and gemv_t (GWG)
+// gemm_reg (the register-blocked GPU gemm): 16 x 16 invocations, a tile of C of 64 GCM squared,
+// GCM 2 in f32 (128 x 128, 8 x 8 outputs an invocation) and 1 in f64 (64 x 64, 4 x 4: half the
+// registers a double takes), k in slices of reg_slice, double-buffered in shared memory.
+constexpr uint32_t reg_threads = 16, reg_slice = 8;
+template <class T> constexpr uint32_t reg_chunks = std::is_same_v<T, float> ? 2 : 1;
+template <class T> constexpr uint64_t reg_tile = 64 * reg_chunks<T>;
+// Its shared memory: two operands, two slices each, GBK rows of GBM elements (+ a vector of
+// padding a row where the device has room): 16 KiB unpadded in either dtype.
+template <class T> constexpr uint64_t reg_shared(bool pad) {
+  return 2 * 2 * reg_slice * (reg_tile<T> + (pad ? 4 : 0)) * sizeof(T);
+}
+// On GPUs gemm_reg takes a call whose 128-tiles (f32; 64 in f64) give at least this many
+// work-groups; a smaller call keeps more of the device busy with gemm's 32 x 32 tiles.
+constexpr uint64_t reg_min_groups = 64;
 // Element-wise kernels, gemv's rows, gemm's tiles and batch are grid-strided: their grids stop
 // here, at most the 65535 work-groups per dimension every Vulkan device offers.
 // PARENCHYMA_BLAS_VULKAN_GRID_CAP=N lowers every such cap (the reductions' groups too) to N
@@ -79,12 +93,13 @@ enum kernel_id {
   K_GEMV_N,
   K_GEMV_T,
   K_GEMM,
+  K_GEMM_REG,
   K_GEMM_DIRECT,
   K_COUNT
 };
 constexpr std::array<const char*, K_COUNT> kernel_names{
-    "axpby_k", "axpy_k",   "scal_k",   "copy_k", "swap_k", "scale_k", "nrm2_1",
-    "nrm2_2",  "reduce_1", "reduce_2", "gemv_n", "gemv_t", "gemm",    "gemm_direct"};
+    "axpby_k",  "axpy_k",   "scal_k", "copy_k", "swap_k", "scale_k",  "nrm2_1",     "nrm2_2",
+    "reduce_1", "reduce_2", "gemv_n", "gemv_t", "gemm",   "gemm_reg", "gemm_direct"};
 
 // kernels.comp cut into one source per kernel (sdk::kernel_sections). Each kernel is then its
 // own program, built on its first use: a process that calls one op compiles one shader (about
@@ -105,7 +120,10 @@ struct vk_context : sdk::glsl_context<K_COUNT> {
   pcy_memory partials = nullptr; // stage-1 partial sums of the reductions (3 per group: nrm2)
   uint32_t max_groups = 64;      // work-groups of a reduction's first stage
   uint64_t grid_cap = max_groups_1d, batch_cap = max_batch_groups; // see max_groups_1d
-  bool gemm_tiled = true; // the shared-memory gemm; false: gemm_direct (CPU devices)
+  bool gemm_tiled = true;  // the shared-memory gemms; false: gemm_direct (CPU devices)
+  bool gemm_reg = false;   // gemm_reg where the device's limits allow it (else gemm's 32 x 32)
+  bool reg_always = false; // gemm_reg at every size (PARENCHYMA_BLAS_VULKAN_GEMM=tiled)
+  std::array<bool, 2> reg_pad{}; // f32, f64: room for gemm_reg's padded slices
   work_groups w;
 
   void launch1(pcy_queue q, pcy_kernel k, uint64_t global, uint32_t local,
@@ -292,16 +310,27 @@ void gemm_launch(vk_context& cx, pcy_queue q, const char* op, const blas_bundle:
             nb = to_int(batch, op, "batch");
   const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1), be = kernel_scalar<T>(cx, c.beta, 2);
   const int flags = al.flag | be.flag | (c.ta ? 4 : 0) | (c.tb ? 8 : 0);
-  const uint64_t ts = cx.gemm_tiled ? cx.w.ts : cx.w.direct_tile();
-  const uint32_t gemm_threads = cx.w.threads();
+  // The form: gemm_direct on CPU devices; else gemm_reg, unless the device's limits rule it out
+  // or the call is too small to fill a GPU with its tiles (then gemm's 32 x 32 tiles).
+  const auto tiles = [](int64_t d, uint64_t ts) {
+    return (static_cast<uint64_t>(d) + ts - 1) / ts;
+  };
+  const bool reg = cx.gemm_tiled && cx.gemm_reg &&
+                   (cx.reg_always || tiles(c.m, reg_tile<T>) * tiles(c.n, reg_tile<T>) *
+                                             static_cast<uint64_t>(batch) >=
+                                         reg_min_groups);
+  const kernel_id kid = !cx.gemm_tiled ? K_GEMM_DIRECT : reg ? K_GEMM_REG : K_GEMM;
+  const uint64_t ts = reg             ? reg_tile<T>
+                      : cx.gemm_tiled ? uint64_t(cx.w.ts)
+                                      : uint64_t(cx.w.direct_tile());
+  const uint32_t gemm_threads = reg ? reg_threads : cx.w.threads();
   // The shaders stride over tiles past the grid (and over the batch): grids capped as BLAS-1's.
   const uint64_t gx =
       std::min<uint64_t>((static_cast<uint64_t>(n) + ts - 1) / ts, cx.grid_cap) * gemm_threads;
   const uint64_t gy =
       std::min<uint64_t>((static_cast<uint64_t>(m) + ts - 1) / ts, cx.grid_cap) * gemm_threads;
   const uint64_t gz = std::min<uint64_t>(static_cast<uint64_t>(batch), cx.batch_cap);
-  cx.launch(q, cx.get<T>(cx.gemm_tiled ? K_GEMM : K_GEMM_DIRECT), 3, {gx, gy, gz},
-            {gemm_threads, gemm_threads, 1},
+  cx.launch(q, cx.get<T>(kid), 3, {gx, gy, gz}, {gemm_threads, gemm_threads, 1},
             {mem(al.buffer), mem(be.buffer), mem(c.A->memory), mem(c.B->memory), mem(c.C->memory),
              val(al.value), val(be.value), val(m), val(n), val(k), val(flags), val(lda), val(ldb),
              val(ldc), val(sa), val(sb), val(sc), val(nb)});
@@ -345,10 +374,12 @@ class blas_vulkan_bundle : public sdk::bundle_base<identity, vk_context> {
 public:
   explicit blas_vulkan_bundle(const pcy_host_services& host) : bundle_base(host) {
     if (const char* e = settings_.find("PARENCHYMA_BLAS_VULKAN_GEMM")) {
-      if (std::string_view(e) == "tiled" || std::string_view(e) == "direct")
+      const std::string_view v = e;
+      if (v == "tiled" || v == "tiled32" || v == "direct")
         gemm_form_ = e;
       else
-        log_.warn("PARENCHYMA_BLAS_VULKAN_GEMM=", e, " ignored: expected 'tiled' or 'direct'");
+        log_.warn("PARENCHYMA_BLAS_VULKAN_GEMM=", e,
+                  " ignored: expected 'tiled', 'tiled32' or 'direct'");
     }
     if (const char* e = settings_.find("PARENCHYMA_BLAS_VULKAN_WORK_GROUP")) {
       if (std::string_view(e) == "128")
@@ -388,12 +419,24 @@ public:
     // PARENCHYMA_BLAS_VULKAN_WORK_GROUP=128 takes the small sizes on any device (a test aid).
     if ((dev.max_work_group > 0 && dev.max_work_group < 256) || small_groups_)
       cx->w = work_groups{128, 16};
-    // gemm: the barrier-free form on CPU devices (lavapipe), the shared-memory tiles elsewhere;
-    // PARENCHYMA_BLAS_VULKAN_GEMM=tiled|direct picks one for every device.
-    cx->gemm_tiled = gemm_form_.empty() ? !dev.cpu : gemm_form_ == "tiled";
+    // gemm: the barrier-free form on CPU devices (lavapipe), the shared-memory tiles elsewhere:
+    // gemm_reg where the device allows 256 invocations (not lowered by
+    // PARENCHYMA_BLAS_VULKAN_WORK_GROUP) and 16 KiB of shared memory (every Vulkan device does;
+    // 0: not said), else gemm's 32 x 32 tiles. PARENCHYMA_BLAS_VULKAN_GEMM=tiled (gemm_reg at
+    // every size where the limits allow it), tiled32 (gemm) or direct picks one for every device.
+    cx->gemm_tiled = gemm_form_.empty() ? !dev.cpu : gemm_form_ != "direct";
+    const int64_t shared = sdk::device_number(a, PCY_PROP_LOCAL_MEMORY, 0);
+    const auto room = [&](uint64_t bytes) { return shared <= 0 || uint64_t(shared) >= bytes; };
+    cx->gemm_reg = cx->w.wg == 256 && gemm_form_ != "tiled32" &&
+                   room(std::max(reg_shared<float>(false), reg_shared<double>(false)));
+    cx->reg_always = gemm_form_ == "tiled";
+    cx->reg_pad = {shared > 0 && room(reg_shared<float>(true)),
+                   shared > 0 && room(reg_shared<double>(true))};
     log_.debug("on ", dev.name.empty() ? "the device" : dev.name, ": work-groups of ", cx->w.wg,
                ", gemm ",
-               cx->gemm_tiled ? "in shared-memory tiles (gemm)" : "barrier-free (gemm_direct)");
+               !cx->gemm_tiled ? "barrier-free (gemm_direct)"
+               : cx->gemm_reg  ? "register-blocked (gemm_reg; gemm's 32 x 32 tiles for small calls)"
+                               : "in 32 x 32 shared-memory tiles (gemm)");
     // Tensors above maxStorageBufferRange take the address form of the kernels (see run_op).
     cx->read_binding_limits(a, max_binding_);
     if (grid_cap_ > 0) {
@@ -403,9 +446,9 @@ public:
 
     // One kernel per dtype now (scal, the smallest), so that a device or a build without a GLSL
     // compiler fails the context (f32) or marks f64 unavailable at once; the others on first use.
-    prepare(*cx, cx->f32, "float", true);
+    prepare(*cx, cx->f32, "float", true, cx->reg_pad[0]);
     if (dev.fp64)
-      prepare(*cx, cx->f64, "double", false);
+      prepare(*cx, cx->f64, "double", false, cx->reg_pad[1]);
     else
       cx->f64.reason =
           "f64 BLAS on this device: the Vulkan device has no shaderFloat64 (its "
@@ -417,10 +460,14 @@ public:
   }
 
 private:
-  void prepare(vk_context& cx, sdk::glsl_dtype_kernels<K_COUNT>& d, const char* real, bool must) {
+  // must: the f32 shaders (a context needs them; f64 is optional).
+  void prepare(vk_context& cx, sdk::glsl_dtype_kernels<K_COUNT>& d, const char* real, bool must,
+               bool reg_pad) {
     cx.prepare(d,
                sdk::str("-DREAL=", real, must ? "" : " -DPCY_FP64", " -DRWG=", cx.w.wg,
-                        " -DEWG=", cx.w.wg, " -DGWG=", gemv_wg, " -DTS=", cx.w.ts, " -DTSK=16"),
+                        " -DEWG=", cx.w.wg, " -DGWG=", gemv_wg, " -DTS=", cx.w.ts, " -DTSK=16",
+                        " -DGCM=", must ? reg_chunks<float> : reg_chunks<double>,
+                        " -DGBK=", reg_slice, " -DGPAD=", reg_pad ? 1 : 0),
                K_SCAL, must, log_, "f64 BLAS shaders");
   }
 
@@ -431,7 +478,8 @@ private:
       const char* dtype = f64 ? " (f64)" : " (f32)";
       if (op == GEMM || op == GEMM_BATCHED) // create_context picks the form per device
         return sdk::str("parenchyma GLSL compute shader ", op_names[op], dtype,
-                        ": gemm_direct on CPU devices, shared-memory tiles on others");
+                        ": gemm_direct on CPU devices, gemm_reg (register-blocked) or gemm's 32 x "
+                        "32 tiles on others");
       return sdk::str("parenchyma GLSL compute shader ", op_names[op], dtype);
     };
     table_.add<run_op<F32>, run_op<F64>>(schema, label(false), label(true), sig_1_0);

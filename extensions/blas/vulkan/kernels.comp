@@ -539,6 +539,154 @@ void main() {
       }
 }
 
+#kernel gemm_reg
+// gemm for GPUs, register-blocked (the SIMT design of the well-known fast sgemms): a work-group
+// of 16 x 16 invocations computes a GBM x GBM tile of C, GBM = 64 GCM (GCM 2: 128 x 128 in f32;
+// 1: 64 x 64 in f64), each invocation a 4 GCM x 4 GCM block held in registers as 4 x 4 chunks
+// 64 rows and columns apart (rows 64 i + 4 ty .. + 3, columns 64 j + 4 tx .. + 3). So an
+// invocation reads its operands from shared memory as whole vectors (RVEC4), neighbouring
+// invocations read neighbouring vectors (no bank conflict; the A vectors are broadcasts), and a
+// subgroup's stores of C cover rows contiguously. Per k step an invocation does (4 GCM)^2 fmas
+// for 2 GCM vector reads of shared memory. A and B pass through shared memory in GBK-deep
+// slices, both k-major (As[k][row], Bs[k][column]), double-buffered: the next slice's global
+// loads are issued into registers before the outer products of the current slice and stored in
+// the other buffer after them, one barrier a slice. 2 x 2 x GBK x GBM elements: 16 KiB at GBK 8
+// in both dtypes, the least maxComputeSharedMemorySize Vulkan promises; GPAD 1 (where the device
+// has room) pads each k row by a vector, so that the stores of A's slice, GBK apart along k, fall
+// in different banks. Each global load walks
+// its operand's contiguous direction (along k for A, along m for A^T, along n for B, along k for
+// B^T), the transposes as strides; an element past m, n or k loads as zero, so edge tiles need
+// no other case, and only the stores of C check the bounds. Arguments, flags, batch and the
+// grid-strided tiles as gemm's (the loops are uniform in a work-group: barriers are safe).
+// [[unroll]]: the block must live in registers, so every loop over it is unrolled (NVIDIA's
+// compiler otherwise may keep acc in local memory).
+#extension GL_EXT_control_flow_attributes : require
+#ifndef GCM
+#define GCM 2
+#endif
+#ifndef GBK
+#define GBK 8
+#endif
+#ifndef GPAD
+#define GPAD 0
+#endif
+#define GBM (64 * GCM)
+#define GLD (GBM * GBK / 256) // elements of each operand an invocation loads per slice
+#ifdef PCY_FP64
+#define RVEC4 dvec4
+#else
+#define RVEC4 vec4
+#endif
+layout(local_size_x = 16, local_size_y = 16) in;
+BUF(0, readonly, PA, pa)
+BUF(1, readonly, PB, pb)
+BUF(2, readonly, MA, A)
+BUF(3, readonly, MB, B)
+BUF(4, RW, MC, C)
+layout(push_constant) uniform args {
+  PTR(PA, pa) PTR(PB, pb) PTR(MA, A) PTR(MB, B) PTR(MC, C)
+
+  real a;
+  real b;
+  int m;
+  int n;
+  int k;
+  int flags;
+  int lda;
+  int ldb;
+  int ldc;
+  int sa;
+  int sb;
+  int sc;
+  int batch;
+};
+shared RVEC4 As[2][GBK][GBM / 4 + GPAD];
+shared RVEC4 Bs[2][GBK][GBM / 4 + GPAD];
+void main() {
+  const bool ta = (flags & 4) != 0, tb = (flags & 8) != 0;
+  // op(A)(r, l) = A[r ars + l aks], op(B)(l, c) = B[l bks + c bcs]
+  const int ars = ta ? 1 : lda, aks = ta ? lda : 1, bks = tb ? 1 : ldb, bcs = tb ? ldb : 1;
+  const int tx = int(gl_LocalInvocationID.x), ty = int(gl_LocalInvocationID.y);
+  const int tid = ty * 16 + tx;
+  const real al = ALPHA, be = BETA;
+  // This invocation's share of a slice: element e = tid + 256 i of the GBM x GBK tile of op(A)
+  // (and of the GBK x GBM tile of op(B)), numbered along memory's contiguous direction.
+  int ar[GLD], ak[GLD], bc[GLD], bk[GLD];
+  [[unroll]] for (int i = 0; i < GLD; ++i) {
+    const int e = tid + 256 * i;
+    ar[i] = ta ? e % GBM : e / GBK;
+    ak[i] = ta ? e / GBM : e % GBK;
+    bc[i] = tb ? e / GBK : e % GBM;
+    bk[i] = tb ? e % GBK : e / GBM;
+  }
+  const int tiles_m = (m + GBM - 1) / GBM, tiles_n = (n + GBM - 1) / GBM;
+  const int slices = (k + GBK - 1) / GBK;
+  for (int z = int(gl_WorkGroupID.z); z < batch; z += int(gl_NumWorkGroups.z))
+    for (int tm = int(gl_WorkGroupID.y); tm < tiles_m; tm += int(gl_NumWorkGroups.y))
+      for (int tn = int(gl_WorkGroupID.x); tn < tiles_n; tn += int(gl_NumWorkGroups.x)) {
+        const int row0 = tm * GBM, col0 = tn * GBM;
+        const int oa = z * sa, ob = z * sb, oc = z * sc;
+        RVEC4 acc[4 * GCM][GCM];
+        [[unroll]] for (int i = 0; i < 4 * GCM; ++i)
+          [[unroll]] for (int j = 0; j < GCM; ++j) acc[i][j] = RVEC4(0);
+        real ra[GLD], rb[GLD];
+        // slice 0 into buffer 0
+        [[unroll]] for (int i = 0; i < GLD; ++i) {
+          const int r = row0 + ar[i], c = col0 + bc[i];
+          ra[i] = real(0);
+          rb[i] = real(0);
+          if (r < m && ak[i] < k) ra[i] = A[oa + r * ars + ak[i] * aks];
+          if (c < n && bk[i] < k) rb[i] = B[ob + bk[i] * bks + c * bcs];
+          As[0][ak[i]][ar[i] >> 2][ar[i] & 3] = ra[i];
+          Bs[0][bk[i]][bc[i] >> 2][bc[i] & 3] = rb[i];
+        }
+        memoryBarrierShared();
+        barrier();
+        for (int s = 0; s < slices; ++s) {
+          const int cur = s & 1;
+          const bool next = s + 1 < slices;
+          if (next) { // the next slice's loads, in flight during the outer products
+            const int t = (s + 1) * GBK;
+            [[unroll]] for (int i = 0; i < GLD; ++i) {
+              const int r = row0 + ar[i], c = col0 + bc[i], la = t + ak[i], lb = t + bk[i];
+              ra[i] = real(0);
+              rb[i] = real(0);
+              if (r < m && la < k) ra[i] = A[oa + r * ars + la * aks];
+              if (c < n && lb < k) rb[i] = B[ob + lb * bks + c * bcs];
+            }
+          }
+          [[unroll]] for (int kk = 0; kk < GBK; ++kk) {
+            RVEC4 av[GCM], bv[GCM];
+            [[unroll]] for (int i = 0; i < GCM; ++i) av[i] = As[cur][kk][ty + 16 * i];
+            [[unroll]] for (int j = 0; j < GCM; ++j) bv[j] = Bs[cur][kk][tx + 16 * j];
+            [[unroll]] for (int i = 0; i < GCM; ++i)
+              [[unroll]] for (int q = 0; q < 4; ++q)
+                [[unroll]] for (int j = 0; j < GCM; ++j)
+                  acc[4 * i + q][j] = fma(RVEC4(av[i][q]), bv[j], acc[4 * i + q][j]);
+          }
+          if (next) {
+            [[unroll]] for (int i = 0; i < GLD; ++i) {
+              As[cur ^ 1][ak[i]][ar[i] >> 2][ar[i] & 3] = ra[i];
+              Bs[cur ^ 1][bk[i]][bc[i] >> 2][bc[i] & 3] = rb[i];
+            }
+          }
+          memoryBarrierShared();
+          barrier(); // the next slice is in place; this one is free for the one after
+        }
+        [[unroll]] for (int i = 0; i < 4 * GCM; ++i) {
+          const int row = row0 + 64 * (i >> 2) + 4 * ty + (i & 3);
+          if (row >= m) continue;
+          [[unroll]] for (int j = 0; j < GCM; ++j)
+            [[unroll]] for (int q = 0; q < 4; ++q) {
+              const int col = col0 + 64 * j + 4 * tx + q;
+              if (col >= n) continue;
+              const int ic = oc + row * ldc + col;
+              C[ic] = COMBINE(al, acc[i][j][q], be, C[ic]);
+            }
+        }
+      }
+}
+
 #kernel gemm_direct
 // gemm without shared memory or barriers, for CPU devices (lavapipe runs a work-group's
 // invocations as SIMD lanes, and every barrier splits the shader there): each invocation keeps a

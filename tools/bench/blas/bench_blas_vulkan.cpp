@@ -450,6 +450,7 @@ struct l1_row {
 struct gemm_row {
   int n = 0;
   std::string status{};
+  std::string form{};                             // blas_vulkan's shader for this call (gemm_form)
   double vk_gflops = 0, cu_gflops = 0, ratio = 0; // ratio: vulkan speed / cuBLAS speed
 };
 struct small_row {
@@ -852,6 +853,24 @@ void nn_part(bench_ctx& c, std::vector<l1_row>& rows) {
   if (!why.empty()) skip_all(why);
 }
 
+// Which of blas_vulkan's gemm shaders an f32 n x n call runs: the bundle's rule
+// (extensions/blas/vulkan/blas_vulkan.cpp, create_context and gemm_launch; docs/vulkan.md), from
+// the device's properties and the environment (a setting from a config file is not seen here).
+// The op's route names the bundle only.
+std::string gemm_form(const Device& d, int n) {
+  const char* env = std::getenv("PARENCHYMA_BLAS_VULKAN_GEMM");
+  const std::string forced = env ? env : "";
+  const bool cpu = prop_text(d, "device_type") == "cpu";
+  if (forced == "direct" || (forced != "tiled" && forced != "tiled32" && cpu)) return "gemm_direct";
+  const char* wg = std::getenv("PARENCHYMA_BLAS_VULKAN_WORK_GROUP");
+  const int64_t max_wg = prop_int(d, "max_work_group"), shared = prop_int(d, "local_memory");
+  const bool reg = forced != "tiled32" && !(wg && std::string(wg) == "128") &&
+                   !(max_wg > 0 && max_wg < 256) && !(shared > 0 && shared < 16384);
+  const int64_t tiles = (n + 127) / 128;
+  if (reg && (forced == "tiled" || tiles * tiles >= 64)) return "gemm_reg 128x128";
+  return "gemm 32x32";
+}
+
 // sgemm n x n on vulkan, against the cuda backend's (cuBLAS) when there is one.
 void sgemm(bench_ctx& c, const Backend* cu, const std::string& cu_why, int n,
            std::vector<gemm_row>& rows) {
@@ -888,6 +907,8 @@ void sgemm(bench_ctx& c, const Backend* cu, const std::string& cu_why, int n,
     }
   };
   gemm_row row{n};
+  row.form = gemm_form(d, n);
+  c.s.meta("sgemm " + std::to_string(n) + " form", row.form);
   const double flops = 2.0 * n * n * n;
   try {
     auto A = make(ha), B = make(hb);
@@ -912,7 +933,8 @@ void sgemm(bench_ctx& c, const Backend* cu, const std::string& cu_why, int n,
       row.vk_gflops = flops / ns;
       row.status = cu_why;
       std::printf("%-44s vulkan %12.1f ns  %.1f GFLOP/s (%d samples)\n",
-                  ("sgemm " + std::to_string(n)).c_str(), ns, row.vk_gflops, reps);
+                  ("sgemm " + std::to_string(n) + " (" + row.form + ")").c_str(), ns, row.vk_gflops,
+                  reps);
       c.s.meta("sgemm " + std::to_string(n) + " vulkan_ns", std::to_string(ns));
     } else {
       auto Ac = make(ha), Bc = make(hb);
@@ -1094,14 +1116,18 @@ int main(int argc, char** argv) {
       std::printf("%-9s %-8s %12s %12s %9s  %s\n", r.op.c_str(), r.size.c_str(), "-", "-", "-",
                   r.status.c_str());
   std::printf("\n== sgemm on %s vs cuBLAS (ratio: vulkan speed / cuBLAS speed)\n", d.name.c_str());
-  std::printf("%-6s %14s %14s %9s  %s\n", "n", "vulkan GF/s", "cuBLAS GF/s", "ratio", "status");
+  std::printf("%-6s %-17s %14s %14s %9s  %s\n", "n", "shader", "vulkan GF/s", "cuBLAS GF/s",
+              "ratio", "status");
   for (const gemm_row& r : gm)
     if (r.cu_gflops > 0)
-      std::printf("%-6d %14.1f %14.1f %9.3f\n", r.n, r.vk_gflops, r.cu_gflops, r.ratio);
+      std::printf("%-6d %-17s %14.1f %14.1f %9.3f\n", r.n, r.form.c_str(), r.vk_gflops, r.cu_gflops,
+                  r.ratio);
     else if (r.vk_gflops > 0)
-      std::printf("%-6d %14.1f %14s %9s  %s\n", r.n, r.vk_gflops, "-", "-", r.status.c_str());
+      std::printf("%-6d %-17s %14.1f %14s %9s  %s\n", r.n, r.form.c_str(), r.vk_gflops, "-", "-",
+                  r.status.c_str());
     else
-      std::printf("%-6d %14s %14s %9s  %s\n", r.n, "-", "-", "-", r.status.c_str());
+      std::printf("%-6d %-17s %14s %14s %9s  %s\n", r.n, r.form.c_str(), "-", "-", "-",
+                  r.status.c_str());
   std::printf("\n== small ops, %u f32, per op, both sides waiting for completion (target <= "
               "1.3x)\n",
               small_n);

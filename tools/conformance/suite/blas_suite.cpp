@@ -301,6 +301,7 @@ template <class T> void level23(extension_suite& reg) {
       gemm_case<T>(reg, ta, tb, 130, 67, 129, 0, true, false);
       gemm_case<T>(reg, ta, tb, 64, 64, 64, 0, false, true);
       gemm_case<T>(reg, ta, tb, 70, 45, 100, 1, true, true, true);
+      gemm_case<T>(reg, ta, tb, 67, 131, 45, 0, false, true); // n across a 128-wide tile
       gemm_case<T>(reg, ta, tb, 5, 9, 0, 0, false, false); // k = 0: C = beta * C
     }
   gemm_case<T>(reg, false, false, 257, 300, 200, 0, false, false);
