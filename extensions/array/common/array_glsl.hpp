@@ -353,26 +353,34 @@ inline std::string instruction_code(const spec& s, int k) {
 }
 
 // Python's integer floor division and remainder (x // 0 = 0, x % 0 = 0, MIN // -1 = MIN).
+// 8- and 16-bit operands are divided as 32-bit integers (the quotient and remainder fit, and
+// wrap back as the native bundle's do): NVIDIA's Vulkan driver gave wrong 8- and 16-bit
+// remainders (docs/vulkan.md, 2026-12-07 19:18).
 inline std::string int_helpers(int d) {
   const char* T = gtype(d);
   const char* n = tn(d);
+  const bool narrow = d == PCY_DTYPE_U8 || d == PCY_DTYPE_I8 || d == PCY_DTYPE_I16;
+  // W: the type the division runs in
+  const char* W = !narrow ? T : d == PCY_DTYPE_U8 ? "uint" : "int";
   if (d == PCY_DTYPE_U8)
-    return fmt("%s pcy_fdiv_%s(%s a, %s b) { return b == %s(0) ? %s(0) : %s(a / b); }\n"
-               "%s pcy_rem_%s(%s a, %s b) { return b == %s(0) ? %s(0) : %s(a %% b); }\n",
-               T, n, T, T, T, T, T, T, n, T, T, T, T, T);
+    return fmt("%s pcy_fdiv_%s(%s a, %s b) { return b == %s(0) ? %s(0) : %s(%s(a) / %s(b)); }\n"
+               "%s pcy_rem_%s(%s a, %s b) { return b == %s(0) ? %s(0) : %s(%s(a) %% %s(b)); }\n",
+               T, n, T, T, T, T, T, W, W, T, n, T, T, T, T, T, W, W);
   const std::string mn = d == PCY_DTYPE_I64 ? "int64_t(0x8000000000000000ul)"
                                             : fmt("%s(%s)", T, codegen::detail::int_min(d));
   std::string s;
   s += fmt("%s pcy_fdiv_%s(%s a, %s b) {\n  if (b == %s(0)) return %s(0);\n", T, n, T, T, T, T);
   s += fmt("  if (a == %s && b == %s(-1)) return a;\n", mn.c_str(), T);
-  s += fmt("  %s q = %s(a / b);\n  if (%s(a %% b) != %s(0) && ((a < %s(0)) != (b < %s(0)))) q = "
-           "%s(q - %s(1));\n  return q;\n}\n",
-           T, T, T, T, T, T, T, T);
+  s += fmt("  %s x = %s(a), y = %s(b);\n", W, W, W);
+  s += fmt("  %s q = x / y;\n  if (x %% y != %s(0) && ((x < %s(0)) != (y < %s(0)))) q = q - %s(1);\n"
+           "  return %s(q);\n}\n",
+           W, W, W, W, W, T);
   s += fmt("%s pcy_rem_%s(%s a, %s b) {\n  if (b == %s(0)) return %s(0);\n", T, n, T, T, T, T);
   s += fmt("  if (a == %s && b == %s(-1)) return %s(0);\n", mn.c_str(), T, T);
-  s += fmt("  %s r = %s(a %% b);\n  if (r != %s(0) && ((r < %s(0)) != (b < %s(0)))) r = %s(r + "
-           "b);\n  return r;\n}\n",
-           T, T, T, T, T, T);
+  s += fmt("  %s x = %s(a), y = %s(b);\n", W, W, W);
+  s += fmt("  %s r = x %% y;\n  if (r != %s(0) && ((r < %s(0)) != (y < %s(0)))) r = r + y;\n"
+           "  return %s(r);\n}\n",
+           W, W, W, W, T);
   return s;
 }
 

@@ -310,8 +310,8 @@ void gemm_launch(vk_context& cx, pcy_queue q, const char* op, const blas_bundle:
             nb = to_int(batch, op, "batch");
   const kscalar<T> al = kernel_scalar<T>(cx, c.alpha, 1), be = kernel_scalar<T>(cx, c.beta, 2);
   const int flags = al.flag | be.flag | (c.ta ? 4 : 0) | (c.tb ? 8 : 0);
-  // The form: gemm_direct on CPU devices; else gemm_reg, unless the device's limits rule it out
-  // or the call is too small to fill a GPU with its tiles (then gemm's 32 x 32 tiles).
+  // The form: gemm_direct on CPU devices; else gemm's 32 x 32 tiles, or gemm_reg where it was
+  // asked for (create_context).
   const auto tiles = [](int64_t d, uint64_t ts) {
     return (static_cast<uint64_t>(d) + ts - 1) / ts;
   };
@@ -419,15 +419,16 @@ public:
     // PARENCHYMA_BLAS_VULKAN_WORK_GROUP=128 takes the small sizes on any device (a test aid).
     if ((dev.max_work_group > 0 && dev.max_work_group < 256) || small_groups_)
       cx->w = work_groups{128, 16};
-    // gemm: the barrier-free form on CPU devices (lavapipe), the shared-memory tiles elsewhere:
-    // gemm_reg where the device allows 256 invocations (not lowered by
-    // PARENCHYMA_BLAS_VULKAN_WORK_GROUP) and 16 KiB of shared memory (every Vulkan device does;
-    // 0: not said), else gemm's 32 x 32 tiles. PARENCHYMA_BLAS_VULKAN_GEMM=tiled (gemm_reg at
-    // every size where the limits allow it), tiled32 (gemm) or direct picks one for every device.
+    // gemm: the barrier-free form on CPU devices (lavapipe), gemm's 32 x 32 shared-memory tiles
+    // elsewhere. gemm_reg only on request: PARENCHYMA_BLAS_VULKAN_GEMM=tiled (at every size,
+    // where the device allows 256 invocations, not lowered by PARENCHYMA_BLAS_VULKAN_WORK_GROUP,
+    // and 16 KiB of shared memory; 0: not said), because on the H100's Vulkan driver it ran at a
+    // fifth of gemm's speed (docs/vulkan.md, 2026-12-07 19:18); tiled32 (gemm) or direct picks
+    // one for every device.
     cx->gemm_tiled = gemm_form_.empty() ? !dev.cpu : gemm_form_ != "direct";
     const int64_t shared = sdk::device_number(a, PCY_PROP_LOCAL_MEMORY, 0);
     const auto room = [&](uint64_t bytes) { return shared <= 0 || uint64_t(shared) >= bytes; };
-    cx->gemm_reg = cx->w.wg == 256 && gemm_form_ != "tiled32" &&
+    cx->gemm_reg = cx->w.wg == 256 && gemm_form_ == "tiled" &&
                    room(std::max(reg_shared<float>(false), reg_shared<double>(false)));
     cx->reg_always = gemm_form_ == "tiled";
     cx->reg_pad = {shared > 0 && room(reg_shared<float>(true)),
@@ -435,7 +436,7 @@ public:
     log_.debug("on ", dev.name.empty() ? "the device" : dev.name, ": work-groups of ", cx->w.wg,
                ", gemm ",
                !cx->gemm_tiled ? "barrier-free (gemm_direct)"
-               : cx->gemm_reg  ? "register-blocked (gemm_reg; gemm's 32 x 32 tiles for small calls)"
+               : cx->gemm_reg  ? "register-blocked (gemm_reg, PARENCHYMA_BLAS_VULKAN_GEMM=tiled)"
                                : "in 32 x 32 shared-memory tiles (gemm)");
     // Tensors above maxStorageBufferRange take the address form of the kernels (see run_op).
     cx->read_binding_limits(a, max_binding_);
@@ -478,8 +479,8 @@ private:
       const char* dtype = f64 ? " (f64)" : " (f32)";
       if (op == GEMM || op == GEMM_BATCHED) // create_context picks the form per device
         return sdk::str("parenchyma GLSL compute shader ", op_names[op], dtype,
-                        ": gemm_direct on CPU devices, gemm_reg (register-blocked) or gemm's 32 x "
-                        "32 tiles on others");
+                        ": gemm_direct on CPU devices, gemm's 32 x 32 tiles on others "
+                        "(gemm_reg, register-blocked, on request)");
       return sdk::str("parenchyma GLSL compute shader ", op_names[op], dtype);
     };
     table_.add<run_op<F32>, run_op<F64>>(schema, label(false), label(true), sig_1_0);

@@ -864,7 +864,7 @@ std::string gemm_form(const Device& d, int n) {
   if (forced == "direct" || (forced != "tiled" && forced != "tiled32" && cpu)) return "gemm_direct";
   const char* wg = std::getenv("PARENCHYMA_BLAS_VULKAN_WORK_GROUP");
   const int64_t max_wg = prop_int(d, "max_work_group"), shared = prop_int(d, "local_memory");
-  const bool reg = forced != "tiled32" && !(wg && std::string(wg) == "128") &&
+  const bool reg = forced == "tiled" && !(wg && std::string(wg) == "128") &&
                    !(max_wg > 0 && max_wg < 256) && !(shared > 0 && shared < 16384);
   const int64_t tiles = (n + 127) / 128;
   if (reg && (forced == "tiled" || tiles * tiles >= 64)) return "gemm_reg 128x128";
