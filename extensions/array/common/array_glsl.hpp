@@ -292,15 +292,22 @@ inline std::string instruction_code(const spec& s, int k) {
   case PCY_ARRAY_OP_ATAN2: return def(fmt("pcy_atan2_%s(%s, %s)", n, A, B));
   case PCY_ARRAY_OP_HYPOT: return def(fmt("pcy_hypot_%s(%s, %s)", n, A, B));
   case PCY_ARRAY_OP_LOGADDEXP: return def(fmt("pcy_logaddexp_%s(%s, %s)", n, A, B));
-  case PCY_ARRAY_OP_SQRT: return def("sqrt(" + a + ")");
-  case PCY_ARRAY_OP_RSQRT: return def(fmt("%s(1) / sqrt(%s)", T, A));
+  // f32 `/` and sqrt through helpers.glsl's pcy_div_f32 / pcy_sqrt_f32: correctly rounded
+  // through f64 where the device has it (GLSL allows 2.5 and 3 ulp; NVIDIA's driver is 1 ulp
+  // off at times), the GLSL operators elsewhere.
+  case PCY_ARRAY_OP_SQRT:
+    return def(t == PCY_DTYPE_F32 ? "pcy_sqrt_f32(" + a + ")" : "sqrt(" + a + ")");
+  case PCY_ARRAY_OP_RSQRT:
+    if (t == PCY_DTYPE_F32) return def(fmt("pcy_div_f32(1.0, pcy_sqrt_f32(%s))", A));
+    return def(fmt("%s(1) / sqrt(%s)", T, A));
   case PCY_ARRAY_OP_NOT:
     if (is_bool(t)) return def("uint8_t(" + a + " == uint8_t(0))");
     return def(fmt("%s(~%s)", T, A));
   case PCY_ARRAY_OP_ADD: return def(fmt("%s(%s + %s)", T, A, B));
   case PCY_ARRAY_OP_SUB: return def(fmt("%s(%s - %s)", T, A, B));
   case PCY_ARRAY_OP_MUL: return def(fmt("%s(%s * %s)", T, A, B));
-  case PCY_ARRAY_OP_DIV: return def(a + " / " + b);
+  case PCY_ARRAY_OP_DIV:
+    return def(t == PCY_DTYPE_F32 ? fmt("pcy_div_f32(%s, %s)", A, B) : a + " / " + b);
   case PCY_ARRAY_OP_FLOORDIV:
     return def(fmt(fl ? "pcy_floordiv_%s(%s, %s)" : "pcy_fdiv_%s(%s, %s)", n, A, B));
   case PCY_ARRAY_OP_REM:

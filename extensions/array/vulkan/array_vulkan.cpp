@@ -92,7 +92,7 @@ struct vk_array_context : sdk::device_context {
     if (auto it = kernels.find(key); it != kernels.end()) return it->second;
     check(s);
     const int w = static_cast<int>(wg);
-    const std::string src =
+    std::string src =
         s.what == codegen::job::random ? glsl::random_source(s, w, random_library, helpers_library)
         : s.what == codegen::job::reduce
             ? glsl::reduce_source(s, w, static_cast<glsl::reduce_kernel>(sub), helpers_library)
@@ -101,6 +101,8 @@ struct vk_array_context : sdk::device_context {
         : s.what == codegen::job::sort
             ? glsl::sort_source(s, w, static_cast<glsl::sort_kernel>(sub), helpers_library)
             : glsl::eval_source(s, w, helpers_library);
+    // helpers.glsl's f32 division and square root go through f64 where the device has it
+    if (f.fp64) src.insert(src.find('\n') + 1, "#define PCY_DEVICE_F64 1\n");
     build_failure failed;
     pcy_program prog = build(src.c_str(), nullptr, &failed);
     if (prog == nullptr)

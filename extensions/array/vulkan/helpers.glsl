@@ -12,6 +12,17 @@
 
 // ---- PCY_F32 ----
 #ifdef PCY_F32
+// f32 division and square root, correctly rounded: through f64 where the device has it
+// (PCY_DEVICE_F64, set by array_vulkan; the f64 result is within an f64 ulp, and an f32 quotient
+// or root is never that close to a midpoint of two floats, so the final rounding is IEEE's),
+// else GLSL's operators (2.5 and 3 ulp allowed; correctly rounded on lavapipe).
+#ifdef PCY_DEVICE_F64
+float pcy_div_f32(float a, float b) { return float(double(a) / double(b)); }
+float pcy_sqrt_f32(float a) { return float(sqrt(double(a))); }
+#else
+float pcy_div_f32(float a, float b) { return a / b; }
+float pcy_sqrt_f32(float a) { return sqrt(a); }
+#endif
 bool pcy_isnan_f32(float x) { return (floatBitsToUint(x) & 0x7FFFFFFFu) > 0x7F800000u; }
 bool pcy_isinf_f32(float x) { return (floatBitsToUint(x) & 0x7FFFFFFFu) == 0x7F800000u; }
 bool pcy_iszero_f32(float x) { return (floatBitsToUint(x) & 0x7FFFFFFFu) == 0u; }
