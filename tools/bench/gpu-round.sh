@@ -46,6 +46,8 @@
 #             the machine has the ICD only) and .gl/parenchyma-glsl.so; parenchyma-info, the
 #             framework, BLAS and NN conformance suites on vulkan, the thread stress test, the NN
 #             demo and the GPU array test (CUDA and OpenCL hidden) on vulkan
+#   vulkan-array  test_array_gpu's exact-instruction case (PCY_VK_ARRAY_FILTER: another) on vulkan
+#             alone (CUDA and OpenCL hidden), its differences listed
 #   vulkan-bench  issue 25's Vulkan figures: bench_blas_vulkan (BLAS-1 vs a device copy, sgemm vs
 #             cuBLAS through the cuda backend, small ops vs a raw vkCmdDispatch), set up as `vulkan`
 # Environment: PCY_GPU_BUILD (default /tmp/pcy-gpu), PCY_KCACHE (a kernel cache tarball to start
@@ -102,11 +104,13 @@ has coll-nccl && targets+=(parenchyma-coll-cuda test_coll_matrix bench_coll_nccl
 has vulkan && targets+=(parenchyma-vulkan parenchyma-blas-vulkan parenchyma-nn-vulkan parenchyma-array-vulkan
   parenchyma-array-native parenchyma-nn-native parenchyma-nn-demo parenchyma-conformance test_stress
   test_array_gpu)
+has vulkan-array && targets+=(parenchyma-vulkan parenchyma-array-vulkan parenchyma-array-native
+  test_array_gpu)
 # The cuda plugin and blas_cuda too (also under PCY_TARGETS_ONLY): the bench's cuBLAS column.
 has vulkan-bench && targets+=(parenchyma-vulkan parenchyma-blas-vulkan bench_blas_vulkan parenchyma-cuda
   parenchyma-blas-cuda)
 has tests && all=ON
-if has vulkan || has vulkan-bench; then
+if has vulkan || has vulkan-bench || has vulkan-array; then
   # Before configuring: the Vulkan headers and loader (libvulkan-dev, libvulkan1) and the glvnd
   # libraries NVIDIA's ICD loads, from the Debian packages carried in .gl/.
   for d in "$SRC"/.gl/*.deb; do dpkg -x "$d" / 2>>"$L/vulkan-setup.log"; done
@@ -357,6 +361,14 @@ for p in "$@"; do
     (cd "$B" && CUDA_VISIBLE_DEVICES= PARENCHYMA_OPENCL_PLATFORMS=none-here timeout 150 \
       "$bin/test_array_gpu" >"$L/array-gpu-vk.log" 2>&1); echo "exit code $?"
     grep -E "FAILED|skipped on vulkan|test cases" "$L/array-gpu-vk.log" | sort | uniq -c | head -20 ;;
+  vulkan-array)
+    mkdir -p "$B/lib/parenchyma/plugins/vulkan"
+    cp "$SRC/.gl/parenchyma-glsl.so" "$B/lib/parenchyma/plugins/vulkan/" 2>/dev/null
+    f=${PCY_VK_ARRAY_FILTER:-array gpu: every exact instruction matches the native bundle to the bit}
+    say "test_array_gpu on vulkan: $f"
+    (cd "$B" && CUDA_VISIBLE_DEVICES= PARENCHYMA_OPENCL_PLATFORMS=none-here timeout 150 \
+      "$bin/test_array_gpu" "$f" >"$L/array-gpu-vk-exact.log" 2>&1); echo "exit code $?"
+    grep -E "op [0-9]+ on|element [0-9]+:|test cases|assertions" "$L/array-gpu-vk-exact.log" | head -40 ;;
   vulkan-bench)
     mkdir -p "$B/lib/parenchyma/plugins/vulkan"
     cp "$SRC/.gl/parenchyma-glsl.so" "$B/lib/parenchyma/plugins/vulkan/" 2>/dev/null
