@@ -249,16 +249,17 @@ PCY_NN_NATIVE_CLONES inline bool log_softmax_rows_max(const float* x, float* y, 
       // Eight lanes in one vector (GCC's vector extension: the compiler left the array form
       // scalar), lane j taking elements j, j + 8, ... in order, as the loop below.
       using vf = vec32<float>::type;
-      using vi = vec32<float>::index;
+      // unsigned lanes: the exponent test wraps into bit 31 (signed lanes would overflow)
+      typedef uint32_t vu __attribute__((vector_size(32)));
       vf mv = vf{} + xr[0];
-      vi bv{};
+      vu bv{};
       for (; l + 8 <= len; l += 8) {
         vf v;
         std::memcpy(&v, xr + l, sizeof(v));
         mv = v > mv ? v : mv;
-        vi u;
+        vu u;
         std::memcpy(&u, &v, sizeof(u));
-        bv |= (u & 0x7f800000) + 0x00800000;
+        bv |= (u & 0x7f800000u) + 0x00800000u;
       }
       std::memcpy(m8, &mv, sizeof(m8));
       for (int j = 0; j < 8; ++j)
