@@ -1110,56 +1110,10 @@ template <bool LAYER, class T, class S>
     if (rstd != nullptr) rstd[r] = static_cast<S>(rs);
   }
 }
-// The gradients: dx per row; dw (and db for LAYER) summed over the rows in row order, in
-// double (acc: 2 n doubles); the row sums in lanes (lane_sum's order).
-template <bool LAYER, class T, class S>
-[[gnu::always_inline]] inline void norm_bwd_body(const T* x, const double* w, const S* mean,
-                                                 const S* rstd, const T* dy, T* dx, T* dw, T* db,
-                                                 uint64_t outer, uint64_t n, double* acc) {
-  for (uint64_t j = 0; j < 2 * n; ++j)
-    acc[j] = 0;
-  double* aw = acc;
-  double* ab = acc + n;
-  const double dn = static_cast<double>(n);
-  for (uint64_t r = 0; r < outer; ++r) {
-    const T* xr = x + r * n;
-    const T* dyr = dy + r * n;
-    T* dxr = dx + r * n;
-    const double mu = LAYER ? static_cast<double>(mean[r]) : 0.0;
-    const double rs = static_cast<double>(rstd[r]);
-    double lg[8] = {}, lx[8] = {};
-    auto step = [&](uint64_t j, uint64_t k) PCY_NN_AI {
-      const double xh = (static_cast<double>(xr[j]) - mu) * rs;
-      const double d = static_cast<double>(dyr[j]);
-      const double g = d * w[j];
-      lg[k] += g;
-      lx[k] += g * xh;
-      aw[j] += d * xh;
-      ab[j] += d;
-    };
-    uint64_t j = 0;
-    for (; j + 8 <= n; j += 8)
-      for (uint64_t k = 0; k < 8; ++k)
-        step(j + k, k);
-    for (uint64_t k = 0; j < n; ++j, ++k)
-      step(j, k);
-    const double sg = lane_tree(lg) / dn, sgx = lane_tree(lx) / dn;
-    for (j = 0; j < n; ++j) {
-      const double xh = (static_cast<double>(xr[j]) - mu) * rs;
-      const double g = static_cast<double>(dyr[j]) * w[j];
-      dxr[j] = static_cast<T>(rs * (LAYER ? g - sg - xh * sgx : g - xh * sgx));
-    }
-  }
-  for (uint64_t j = 0; j < n; ++j) {
-    dw[j] = static_cast<T>(aw[j]);
-    if constexpr (LAYER) db[j] = static_cast<T>(ab[j]);
-  }
-}
-
-// norm_bwd_body in two parts, for threads: dx of rows [0, outer); dw (and db) of the columns
-// [j0, j1) summed over every row in row order (acc: 2 (j1 - j0) doubles). Blocks of rows and
-// blocks of columns are independent, and each value is computed by the expressions of
-// norm_bwd_body in the same order: the same bits on any number of threads.
+// The gradients in two passes, on any number of threads: dx of rows [0, outer) (the row sums
+// in lanes, lane_sum's order); dw (and db for LAYER) of the columns [j0, j1) summed over every
+// row in row order, in double (acc: 2 (j1 - j0) doubles). Blocks of rows and blocks of columns
+// are independent: the same bits on any number of threads.
 template <bool LAYER, class T, class S>
 [[gnu::always_inline]] inline void norm_bwd_dx_body(const T* x, const double* w, const S* mean,
                                                     const S* rstd, const T* dy, T* dx,
@@ -1230,15 +1184,6 @@ norm_bwd_dw_body(const T* x, const S* mean, const S* rstd, const T* dy, T* dw, T
     else                                                                                           \
       norm_fwd_body<false>(x, w, b, y, mean, rstd, outer, n, eps);                                 \
   }                                                                                                \
-  PCY_NN_NATIVE_CLONES inline void norm_bwd_c(bool layer, const T* x, const double* w,             \
-                                              const T* mean, const T* rstd, const T* dy, T* dx,    \
-                                              T* dw, T* db, uint64_t outer, uint64_t n,            \
-                                              double* acc) {                                       \
-    if (layer)                                                                                     \
-      norm_bwd_body<true>(x, w, mean, rstd, dy, dx, dw, db, outer, n, acc);                        \
-    else                                                                                           \
-      norm_bwd_body<false>(x, w, mean, rstd, dy, dx, dw, db, outer, n, acc);                       \
-  }                                                                                                \
   PCY_NN_NATIVE_CLONES inline void norm_bwd_dx_c(bool layer, const T* x, const double* w,          \
                                                  const T* mean, const T* rstd, const T* dy, T* dx, \
                                                  uint64_t outer, uint64_t n) {                     \
@@ -1268,11 +1213,6 @@ template <bool LAYER, class T>
 void norm_fwd(const T* x, const double* w, const double* b, T* y, T* mean, T* rstd, uint64_t outer,
               uint64_t n, double eps) {
   norm_fwd_c(LAYER, x, w, b, y, mean, rstd, outer, n, eps);
-}
-template <bool LAYER, class T>
-void norm_bwd(const T* x, const double* w, const T* mean, const T* rstd, const T* dy, T* dx,
-              T* dw, T* db, uint64_t outer, uint64_t n, double* acc) {
-  norm_bwd_c(LAYER, x, w, mean, rstd, dy, dx, dw, db, outer, n, acc);
 }
 
 // ---- batch normalisation (pcy_nn.h) ---------------------------------------------------------

@@ -1081,12 +1081,10 @@ void op_norm_grad(native_context& cx, const sdk::op_args& a) {
   double* wd = acc + 2 * n;
   for (uint64_t j = 0; j < n; ++j)
     wd[j] = static_cast<double>(w[j]);
-  if (loop_threads(std::min(outer, n), elements) == 1) {
-    norm_bwd<LAYER>(x, wd, mean, rstd, dy, dx, dw, db, outer, n, acc);
-    return;
-  }
-  // Threads: dx by blocks of rows, then dw (and db) by blocks of columns, each column summed over
-  // the rows in row order (nn_loops.hpp's norm_bwd_dx_c and norm_bwd_dw_c: the bits of norm_bwd).
+  // dx by blocks of rows, then dw (and db) by blocks of columns, each column summed over the rows
+  // in row order (nn_loops.hpp's norm_bwd_dx_c and norm_bwd_dw_c). One thread runs the same two
+  // passes as several (one block each), so the bits cannot depend on the thread count: a fused
+  // one-pass form for one thread gave other dw bits in the sanitizer build (CI, 2026-12-07).
   split(outer, loop_threads(outer, elements), [&](uint64_t lo, uint64_t hi, uint64_t) {
     norm_bwd_dx_c(LAYER, x + lo * n, wd, LAYER ? mean + lo : mean, rstd + lo, dy + lo * n,
                   dx + lo * n, hi - lo, n);
