@@ -64,9 +64,6 @@ template <class T> constexpr uint64_t reg_tile = 64 * reg_chunks<T>;
 template <class T> constexpr uint64_t reg_shared(bool pad) {
   return 2 * 2 * reg_slice * (reg_tile<T> + (pad ? 4 : 0)) * sizeof(T);
 }
-// On GPUs gemm_reg takes a call whose 128-tiles (f32; 64 in f64) give at least this many
-// work-groups; a smaller call keeps more of the device busy with gemm's 32 x 32 tiles.
-constexpr uint64_t reg_min_groups = 64;
 // Element-wise kernels, gemv's rows, gemm's tiles and batch are grid-strided: their grids stop
 // here, at most the 65535 work-groups per dimension every Vulkan device offers.
 // PARENCHYMA_BLAS_VULKAN_GRID_CAP=N lowers every such cap (the reductions' groups too) to N
@@ -122,7 +119,6 @@ struct vk_context : sdk::glsl_context<K_COUNT> {
   uint64_t grid_cap = max_groups_1d, batch_cap = max_batch_groups; // see max_groups_1d
   bool gemm_tiled = true;  // the shared-memory gemms; false: gemm_direct (CPU devices)
   bool gemm_reg = false;   // gemm_reg where the device's limits allow it (else gemm's 32 x 32)
-  bool reg_always = false; // gemm_reg at every size (PARENCHYMA_BLAS_VULKAN_GEMM=tiled)
   std::array<bool, 2> reg_pad{}; // f32, f64: room for gemm_reg's padded slices
   work_groups w;
 
@@ -312,13 +308,7 @@ void gemm_launch(vk_context& cx, pcy_queue q, const char* op, const blas_bundle:
   const int flags = al.flag | be.flag | (c.ta ? 4 : 0) | (c.tb ? 8 : 0);
   // The form: gemm_direct on CPU devices; else gemm's 32 x 32 tiles, or gemm_reg where it was
   // asked for (create_context).
-  const auto tiles = [](int64_t d, uint64_t ts) {
-    return (static_cast<uint64_t>(d) + ts - 1) / ts;
-  };
-  const bool reg = cx.gemm_tiled && cx.gemm_reg &&
-                   (cx.reg_always || tiles(c.m, reg_tile<T>) * tiles(c.n, reg_tile<T>) *
-                                             static_cast<uint64_t>(batch) >=
-                                         reg_min_groups);
+  const bool reg = cx.gemm_tiled && cx.gemm_reg;
   const kernel_id kid = !cx.gemm_tiled ? K_GEMM_DIRECT : reg ? K_GEMM_REG : K_GEMM;
   const uint64_t ts = reg             ? reg_tile<T>
                       : cx.gemm_tiled ? uint64_t(cx.w.ts)
@@ -430,7 +420,6 @@ public:
     const auto room = [&](uint64_t bytes) { return shared <= 0 || uint64_t(shared) >= bytes; };
     cx->gemm_reg = cx->w.wg == 256 && gemm_form_ == "tiled" &&
                    room(std::max(reg_shared<float>(false), reg_shared<double>(false)));
-    cx->reg_always = gemm_form_ == "tiled";
     cx->reg_pad = {shared > 0 && room(reg_shared<float>(true)),
                    shared > 0 && room(reg_shared<double>(true))};
     log_.debug("on ", dev.name.empty() ? "the device" : dev.name, ": work-groups of ", cx->w.wg,

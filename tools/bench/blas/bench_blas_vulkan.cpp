@@ -853,11 +853,11 @@ void nn_part(bench_ctx& c, std::vector<l1_row>& rows) {
   if (!why.empty()) skip_all(why);
 }
 
-// Which of blas_vulkan's gemm shaders an f32 n x n call runs: the bundle's rule
+// Which of blas_vulkan's gemm shaders an f32 call runs: the bundle's rule
 // (extensions/blas/vulkan/blas_vulkan.cpp, create_context and gemm_launch; docs/vulkan.md), from
 // the device's properties and the environment (a setting from a config file is not seen here).
 // The op's route names the bundle only.
-std::string gemm_form(const Device& d, int n) {
+std::string gemm_form(const Device& d) {
   const char* env = std::getenv("PARENCHYMA_BLAS_VULKAN_GEMM");
   const std::string forced = env ? env : "";
   const bool cpu = prop_text(d, "device_type") == "cpu";
@@ -866,8 +866,7 @@ std::string gemm_form(const Device& d, int n) {
   const int64_t max_wg = prop_int(d, "max_work_group"), shared = prop_int(d, "local_memory");
   const bool reg = forced == "tiled" && !(wg && std::string(wg) == "128") &&
                    !(max_wg > 0 && max_wg < 256) && !(shared > 0 && shared < 16384);
-  const int64_t tiles = (n + 127) / 128;
-  if (reg && (forced == "tiled" || tiles * tiles >= 64)) return "gemm_reg 128x128";
+  if (reg) return "gemm_reg 128x128";
   return "gemm 32x32";
 }
 
@@ -907,7 +906,7 @@ void sgemm(bench_ctx& c, const Backend* cu, const std::string& cu_why, int n,
     }
   };
   gemm_row row{n};
-  row.form = gemm_form(d, n);
+  row.form = gemm_form(d);
   c.s.meta("sgemm " + std::to_string(n) + " form", row.form);
   const double flops = 2.0 * n * n * n;
   try {
