@@ -25,8 +25,11 @@ namespace parenchyma::nn_native {
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) &&                             \
     !defined(PCY_NN_NO_CLONES) && !defined(_WIN32)
 #define PCY_NN_NATIVE_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define PCY_NN_NATIVE_CLONES_512                                                                   \
+  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define PCY_NN_NATIVE_CLONES
+#define PCY_NN_NATIVE_CLONES_512
 #endif
 
 // ---- helpers ------------------------------------------------------------------------------
@@ -100,6 +103,54 @@ template <> struct vec32<double> {
   typedef double type __attribute__((vector_size(32)));
   typedef int64_t index __attribute__((vector_size(32)));
 };
+#endif
+
+// Sums over a row in 32 lanes: K sums of f(j) over j in [0, n), element j of the full blocks of
+// 32 in lane j % 32, the tail's elements in lanes 0, 1, ... in order; the lanes added at the end
+// in a fixed tree (lane k + lane k+8 + lane k+16 + lane k+24 pairwise, then lane_tree). Eight
+// lanes are a chain of dependent adds per lane (the adds' latency bounds a row); 32 lanes let
+// eight AVX2 vectors (four AVX-512) run side by side. fv(j, r) computes the K values of
+// elements j..j+7 as vectors, fs(j, r) one element's, by the same operations: the same bits as
+// the scalar loop in any build.
+#if defined(__GNUC__)
+typedef double wide_v8d __attribute__((vector_size(64)));
+typedef float wide_v8f __attribute__((vector_size(32)));
+[[gnu::always_inline]] inline wide_v8d wide_load8(const float* p) {
+  wide_v8f f;
+  std::memcpy(&f, p, sizeof f);
+  return __builtin_convertvector(f, wide_v8d);
+}
+[[gnu::always_inline]] inline wide_v8d wide_load8(const double* p) {
+  wide_v8d d;
+  std::memcpy(&d, p, sizeof d);
+  return d;
+}
+template <unsigned K, class FV, class FS>
+[[gnu::always_inline]] inline void wide_sums(uint64_t n, FV fv, FS fs, double (&out)[K]) {
+  wide_v8d acc[K][4] = {};
+  uint64_t j = 0;
+  for (; j + 32 <= n; j += 32)
+    for (unsigned q = 0; q < 4; ++q) {
+      wide_v8d r[K];
+      fv(j + 8 * q, r);
+      for (unsigned k = 0; k < K; ++k)
+        acc[k][q] += r[k];
+    }
+  for (unsigned l = 0; j < n; ++j, ++l) {
+    double r[K];
+    fs(j, r);
+    for (unsigned k = 0; k < K; ++k)
+      acc[k][l / 8][l % 8] += r[k];
+  }
+  for (unsigned k = 0; k < K; ++k) {
+    const wide_v8d t = (acc[k][0] + acc[k][1]) + (acc[k][2] + acc[k][3]);
+    double a[8];
+    std::memcpy(a, &t, sizeof a);
+    out[k] = lane_tree(a);
+  }
+}
+#else
+#error "nn_native needs GCC's vector extension (GCC or clang)"
 #endif
 
 template <class T> inline void zero(T* p, uint64_t n) {
@@ -1081,70 +1132,182 @@ template <class T> void dropout_bwd(const T* dy, const uint8_t* mask, T* dx, uin
 }
 
 // ---- normalisation (pcy_nn.h) ---------------------------------------------------------------
-// Rows of n: layer_norm (LAYER) or rms_norm, sums in double. S: the statistics type; mean and
-// rstd may be null (not saved). w and b (null for rms_norm) in double: converted once by the
-// caller, not once per row (the same values).
-template <bool LAYER, class T, class S>
-[[gnu::always_inline]] inline void norm_fwd_body(const T* x, const double* w, const double* b, T* y,
-                                                 S* mean, S* rstd, uint64_t outer, uint64_t n,
-                                                 double eps) {
+// Rows of n: layer_norm (LAYER) or rms_norm, sums in double, in wide_sums' 32 lanes. S: the
+// statistics type; mean and rstd may be null (not saved).
+//
+// f64 rows: the mean, then the variance from it (two passes), and y in double.
+template <bool LAYER, class S>
+[[gnu::always_inline]] inline void norm_fwd_body(const double* x, const double* w, const double* b,
+                                                 double* y, S* mean, S* rstd, uint64_t outer,
+                                                 uint64_t n, double eps) {
   const double dn = static_cast<double>(n);
   for (uint64_t r = 0; r < outer; ++r) {
-    const T* xr = x + r * n;
-    T* yr = y + r * n;
+    const double* xr = x + r * n;
+    double* yr = y + r * n;
     double mu = 0;
-    if constexpr (LAYER) mu = lane_sum(n, [&](uint64_t j) PCY_NN_AI { return double(xr[j]); }) / dn;
-    const double v = lane_sum(n,
-                              [&](uint64_t j) PCY_NN_AI {
-                                const double d = double(xr[j]) - mu;
-                                return d * d;
-                              }) /
-                     dn;
-    const double rs = 1.0 / std::sqrt(v + eps);
+    if constexpr (LAYER) {
+      double s[1];
+      wide_sums<1>(
+          n, [&](uint64_t j, wide_v8d(&o)[1]) PCY_NN_AI { o[0] = wide_load8(xr + j); },
+          [&](uint64_t j, double(&o)[1]) PCY_NN_AI { o[0] = xr[j]; }, s);
+      mu = s[0] / dn;
+    }
+    double q[1];
+    wide_sums<1>(
+        n,
+        [&](uint64_t j, wide_v8d(&o)[1]) PCY_NN_AI {
+          const wide_v8d d = wide_load8(xr + j) - mu;
+          o[0] = d * d;
+        },
+        [&](uint64_t j, double(&o)[1]) PCY_NN_AI {
+          const double d = xr[j] - mu;
+          o[0] = d * d;
+        },
+        q);
+    const double rs = 1.0 / std::sqrt(q[0] / dn + eps);
     for (uint64_t j = 0; j < n; ++j) {
-      double h = (static_cast<double>(xr[j]) - mu) * rs * w[j];
+      double h = (xr[j] - mu) * rs * w[j];
       if constexpr (LAYER) h += b[j];
-      yr[j] = static_cast<T>(h);
+      yr[j] = h;
     }
     if (LAYER && mean != nullptr) mean[r] = static_cast<S>(mu); // n = 0: 0 / 0, NaN
     if (rstd != nullptr) rstd[r] = static_cast<S>(rs);
   }
 }
-// The gradients in two passes, on any number of threads: dx of rows [0, outer) (the row sums
-// in lanes, lane_sum's order); dw (and db for LAYER) of the columns [j0, j1) summed over every
-// row in row order, in double (acc: 2 (j1 - j0) doubles). Blocks of rows and blocks of columns
-// are independent: the same bits on any number of threads.
+// f32 rows: the statistics in one pass in double, about the row's first element s: with
+// d = x - s (exact in double), mean = s + sum(d) / n and n var = sum(d^2) - sum(d)^2 / n. The
+// shift keeps a row far from zero from cancelling: (s - mean)^2 <= n var, so the subtraction
+// loses at most log2(n + 1) of double's 53 bits (n = 2^16: 36 bits left, f32 needs 24). Then
+// y in f32: (x - mean) as (x - hi) - lo with mean = hi + lo in two floats, times rstd and w,
+// plus b (a few ulp; the f64 path's affine where mean or rstd leaves [2^-100, 2^100], where a
+// float would overflow or go subnormal, and in rows holding a NaN or an infinity).
+template <bool LAYER, class S>
+[[gnu::always_inline]] inline void norm_fwd_body(const float* x, const float* w, const float* b,
+                                                 float* y, S* mean, S* rstd, uint64_t outer,
+                                                 uint64_t n, double eps) {
+  const double dn = static_cast<double>(n);
+  for (uint64_t r = 0; r < outer; ++r) {
+    const float* xr = x + r * n;
+    float* yr = y + r * n;
+    double mu = 0, q = 0;
+    if constexpr (LAYER) {
+      const double sh = n != 0 ? static_cast<double>(xr[0]) : 0.0;
+      double s[2];
+      wide_sums<2>(
+          n,
+          [&](uint64_t j, wide_v8d(&o)[2]) PCY_NN_AI {
+            const wide_v8d d = wide_load8(xr + j) - sh;
+            o[0] = d;
+            o[1] = d * d;
+          },
+          [&](uint64_t j, double(&o)[2]) PCY_NN_AI {
+            const double d = static_cast<double>(xr[j]) - sh;
+            o[0] = d;
+            o[1] = d * d;
+          },
+          s);
+      mu = sh + s[0] / dn; // n = 0: 0 / 0, NaN
+      q = s[1] - s[0] * (s[0] / dn);
+      if (q < 0) q = 0; // rounding; a NaN stays
+    } else {
+      double s[1];
+      wide_sums<1>(
+          n,
+          [&](uint64_t j, wide_v8d(&o)[1]) PCY_NN_AI {
+            const wide_v8d d = wide_load8(xr + j);
+            o[0] = d * d;
+          },
+          [&](uint64_t j, double(&o)[1]) PCY_NN_AI {
+            const double d = static_cast<double>(xr[j]);
+            o[0] = d * d;
+          },
+          s);
+      q = s[0];
+    }
+    const double rs = 1.0 / std::sqrt(q / dn + eps);
+    if (rs >= 0x1p-100 && rs <= 0x1p100 && std::fabs(mu) <= 0x1p100) {
+      const float hi = static_cast<float>(mu), lo = static_cast<float>(mu - double(hi)),
+                  rf = static_cast<float>(rs);
+      for (uint64_t j = 0; j < n; ++j) {
+        if constexpr (LAYER)
+          yr[j] = ((xr[j] - hi) - lo) * rf * w[j] + b[j];
+        else
+          yr[j] = xr[j] * rf * w[j];
+      }
+    } else {
+      for (uint64_t j = 0; j < n; ++j) {
+        double h = (static_cast<double>(xr[j]) - mu) * rs * static_cast<double>(w[j]);
+        if constexpr (LAYER) h += static_cast<double>(b[j]);
+        yr[j] = static_cast<float>(h);
+      }
+    }
+    if (LAYER && mean != nullptr) mean[r] = static_cast<S>(mu);
+    if (rstd != nullptr) rstd[r] = static_cast<S>(rs);
+  }
+}
+// One row's share of dw (and db for LAYER), columns [0, m) of the row: the expressions of both
+// gradient forms below, so that they give the same bits.
+template <bool LAYER, class T>
+[[gnu::always_inline]] inline void norm_dw_row(const T* xr, const T* dyr, double mu, double rs,
+                                               double* aw, double* ab, uint64_t m) {
+  for (uint64_t j = 0; j < m; ++j) {
+    const double xh = (static_cast<double>(xr[j]) - mu) * rs;
+    const double d = static_cast<double>(dyr[j]);
+    aw[j] += d * xh;
+    if constexpr (LAYER) ab[j] += d;
+  }
+}
+// dw (and db) from the sums (acc: m, then m).
+template <bool LAYER, class T>
+[[gnu::always_inline]] inline void norm_dw_store(const double* acc, T* dw, T* db, uint64_t m) {
+  for (uint64_t j = 0; j < m; ++j) {
+    dw[j] = static_cast<T>(acc[j]);
+    if constexpr (LAYER) db[j] = static_cast<T>(acc[m + j]);
+  }
+}
+// The gradients, on any number of threads: dx of rows [0, outer) (the row sums in wide_sums'
+// lanes); dw (and db for LAYER) of the columns [j0, j1) summed over every row in row order, in
+// double (acc: 2 (j1 - j0) doubles). Blocks of rows and blocks of columns are independent: the
+// same bits on any number of threads. With acc (one thread: rows [0, outer) are every row) the
+// dx pass adds each row into dw and db as well, while the row is in cache: the same sums in the
+// same order as the column pass.
 template <bool LAYER, class T, class S>
 [[gnu::always_inline]] inline void norm_bwd_dx_body(const T* x, const double* w, const S* mean,
                                                     const S* rstd, const T* dy, T* dx,
-                                                    uint64_t outer, uint64_t n) {
+                                                    uint64_t outer, uint64_t n, double* acc) {
   const double dn = static_cast<double>(n);
+  if (acc != nullptr)
+    for (uint64_t j = 0; j < 2 * n; ++j)
+      acc[j] = 0;
   for (uint64_t r = 0; r < outer; ++r) {
     const T* xr = x + r * n;
     const T* dyr = dy + r * n;
     T* dxr = dx + r * n;
     const double mu = LAYER ? static_cast<double>(mean[r]) : 0.0;
     const double rs = static_cast<double>(rstd[r]);
-    double lg[8] = {}, lx[8] = {};
-    auto step = [&](uint64_t j, uint64_t k) PCY_NN_AI {
-      const double xh = (static_cast<double>(xr[j]) - mu) * rs;
-      const double d = static_cast<double>(dyr[j]);
-      const double g = d * w[j];
-      lg[k] += g;
-      lx[k] += g * xh;
-    };
-    uint64_t j = 0;
-    for (; j + 8 <= n; j += 8)
-      for (uint64_t k = 0; k < 8; ++k)
-        step(j + k, k);
-    for (uint64_t k = 0; j < n; ++j, ++k)
-      step(j, k);
-    const double sg = lane_tree(lg) / dn, sgx = lane_tree(lx) / dn;
-    for (j = 0; j < n; ++j) {
+    double sums[2];
+    wide_sums<2>(
+        n,
+        [&](uint64_t j, wide_v8d(&o)[2]) PCY_NN_AI {
+          const wide_v8d xh = (wide_load8(xr + j) - mu) * rs;
+          const wide_v8d g = wide_load8(dyr + j) * wide_load8(w + j);
+          o[0] = g;
+          o[1] = g * xh;
+        },
+        [&](uint64_t j, double(&o)[2]) PCY_NN_AI {
+          const double xh = (static_cast<double>(xr[j]) - mu) * rs;
+          const double g = static_cast<double>(dyr[j]) * w[j];
+          o[0] = g;
+          o[1] = g * xh;
+        },
+        sums);
+    const double sg = sums[0] / dn, sgx = sums[1] / dn;
+    for (uint64_t j = 0; j < n; ++j) {
       const double xh = (static_cast<double>(xr[j]) - mu) * rs;
       const double g = static_cast<double>(dyr[j]) * w[j];
       dxr[j] = static_cast<T>(rs * (LAYER ? g - sg - xh * sgx : g - xh * sgx));
     }
+    if (acc != nullptr) norm_dw_row<LAYER>(xr, dyr, mu, rs, acc, acc + n, n);
   }
 }
 template <bool LAYER, class T, class S>
@@ -1157,42 +1320,32 @@ norm_bwd_dw_body(const T* x, const S* mean, const S* rstd, const T* dy, T* dw, T
   for (uint64_t j = 0; j < 2 * m; ++j)
     acc[j] = 0;
   for (uint64_t r = 0; r < outer; ++r) {
-    const T* xr = x + r * n + j0;
-    const T* dyr = dy + r * n + j0;
     const double mu = LAYER ? static_cast<double>(mean[r]) : 0.0;
-    const double rs = static_cast<double>(rstd[r]);
-    for (uint64_t j = 0; j < m; ++j) {
-      const double xh = (static_cast<double>(xr[j]) - mu) * rs;
-      const double d = static_cast<double>(dyr[j]);
-      aw[j] += d * xh;
-      ab[j] += d;
-    }
+    norm_dw_row<LAYER>(x + r * n + j0, dy + r * n + j0, mu, static_cast<double>(rstd[r]), aw, ab,
+                       m);
   }
-  for (uint64_t j = 0; j < m; ++j) {
-    dw[j0 + j] = static_cast<T>(aw[j]);
-    if constexpr (LAYER) db[j0 + j] = static_cast<T>(ab[j]);
-  }
+  norm_dw_store<LAYER>(acc, dw + j0, db + (LAYER ? j0 : 0), m);
 }
 
 // Built like gemm (AVX2 + FMA and the baseline) for f32 and f64.
 #define PCY_NN_NORM_CLONES(T)                                                                      \
-  PCY_NN_NATIVE_CLONES inline void norm_fwd_c(bool layer, const T* x, const double* w,             \
-                                              const double* b, T* y, T* mean, T* rstd,             \
-                                              uint64_t outer, uint64_t n, double eps) {            \
+  PCY_NN_NATIVE_CLONES_512 inline void norm_fwd_c(bool layer, const T* x, const T* w, const T* b,  \
+                                                  T* y, T* mean, T* rstd, uint64_t outer,          \
+                                                  uint64_t n, double eps) {                        \
     if (layer)                                                                                     \
       norm_fwd_body<true>(x, w, b, y, mean, rstd, outer, n, eps);                                  \
     else                                                                                           \
       norm_fwd_body<false>(x, w, b, y, mean, rstd, outer, n, eps);                                 \
   }                                                                                                \
-  PCY_NN_NATIVE_CLONES inline void norm_bwd_dx_c(bool layer, const T* x, const double* w,          \
-                                                 const T* mean, const T* rstd, const T* dy, T* dx, \
-                                                 uint64_t outer, uint64_t n) {                     \
+  PCY_NN_NATIVE_CLONES_512 inline void norm_bwd_dx_c(                                              \
+      bool layer, const T* x, const double* w, const T* mean, const T* rstd, const T* dy, T* dx,   \
+      uint64_t outer, uint64_t n, double* acc) {                                                   \
     if (layer)                                                                                     \
-      norm_bwd_dx_body<true>(x, w, mean, rstd, dy, dx, outer, n);                                  \
+      norm_bwd_dx_body<true>(x, w, mean, rstd, dy, dx, outer, n, acc);                             \
     else                                                                                           \
-      norm_bwd_dx_body<false>(x, w, mean, rstd, dy, dx, outer, n);                                 \
+      norm_bwd_dx_body<false>(x, w, mean, rstd, dy, dx, outer, n, acc);                            \
   }                                                                                                \
-  PCY_NN_NATIVE_CLONES inline void norm_bwd_dw_c(                                                  \
+  PCY_NN_NATIVE_CLONES_512 inline void norm_bwd_dw_c(                                              \
       bool layer, const T* x, const T* mean, const T* rstd, const T* dy, T* dw, T* db,             \
       uint64_t outer, uint64_t n, uint64_t j0, uint64_t j1, double* acc) {                         \
     if (layer)                                                                                     \
@@ -1210,7 +1363,7 @@ PCY_NN_NORM_CLONES(double)
 #undef PCY_NN_NORM_CLONES
 // Statistics of the data's type (pcy_nn.h's statistics dtype for f32 and f64).
 template <bool LAYER, class T>
-void norm_fwd(const T* x, const double* w, const double* b, T* y, T* mean, T* rstd, uint64_t outer,
+void norm_fwd(const T* x, const T* w, const T* b, T* y, T* mean, T* rstd, uint64_t outer,
               uint64_t n, double eps) {
   norm_fwd_c(LAYER, x, w, b, y, mean, rstd, outer, n, eps);
 }

@@ -1040,24 +1040,9 @@ void op_norm(native_context& cx, const sdk::op_args& a) {
   T* y = cx.ptr<T>(*c.y);
   St* mean = c.mean ? cx.ptr<St>(*c.mean) : nullptr;
   St* rstd = c.rstd ? cx.ptr<St>(*c.rstd) : nullptr;
-  // w and b in double, once (f64: as they are).
-  const double* wd = nullptr;
-  const double* bd = nullptr;
-  if constexpr (std::is_same_v<T, double>) {
-    wd = w;
-    bd = b;
-  } else {
-    double* sc = cx.doubles(2 * c.n);
-    for (uint64_t j = 0; j < c.n; ++j) {
-      sc[j] = static_cast<double>(w[j]);
-      if (LAYER) sc[c.n + j] = static_cast<double>(b[j]);
-    }
-    wd = sc;
-    bd = LAYER ? sc + c.n : nullptr;
-  }
   // Rows are independent: blocks of rows on the loops' threads.
   split(c.outer, loop_threads(c.outer, c.outer * c.n), [&](uint64_t lo, uint64_t hi, uint64_t) {
-    norm_fwd<LAYER>(x + lo * c.n, wd, bd, y + lo * c.n, mean ? mean + lo : nullptr,
+    norm_fwd<LAYER>(x + lo * c.n, w, b, y + lo * c.n, mean ? mean + lo : nullptr,
                     rstd ? rstd + lo : nullptr, hi - lo, c.n, c.epsilon);
   });
 }
@@ -1082,12 +1067,18 @@ void op_norm_grad(native_context& cx, const sdk::op_args& a) {
   for (uint64_t j = 0; j < n; ++j)
     wd[j] = static_cast<double>(w[j]);
   // dx by blocks of rows, then dw (and db) by blocks of columns, each column summed over the rows
-  // in row order (nn_loops.hpp's norm_bwd_dx_c and norm_bwd_dw_c). One thread runs the same two
-  // passes as several (one block each), so the bits cannot depend on the thread count: a fused
-  // one-pass form for one thread gave other dw bits in the sanitizer build (CI, 2026-12-07).
-  split(outer, loop_threads(outer, elements), [&](uint64_t lo, uint64_t hi, uint64_t) {
+  // in row order (nn_loops.hpp's norm_bwd_dx_c and norm_bwd_dw_c). One thread adds each row into
+  // dw and db in the dx pass (the same sums in the same order, the same bits: nn_native_threads
+  // compares one thread with two and three) instead of reading x and dy again.
+  const int t = loop_threads(outer, elements);
+  if (t <= 1) {
+    norm_bwd_dx_c(LAYER, x, wd, mean, rstd, dy, dx, outer, n, acc);
+    norm_dw_store<LAYER>(acc, dw, db, n);
+    return;
+  }
+  split(outer, t, [&](uint64_t lo, uint64_t hi, uint64_t) {
     norm_bwd_dx_c(LAYER, x + lo * n, wd, LAYER ? mean + lo : mean, rstd + lo, dy + lo * n,
-                  dx + lo * n, hi - lo, n);
+                  dx + lo * n, hi - lo, n, nullptr);
   });
   split(n, loop_threads(n, elements), [&](uint64_t lo, uint64_t hi, uint64_t) {
     norm_bwd_dw_c(LAYER, x, mean, rstd, dy, dw, db, outer, n, lo, hi, acc + 2 * lo);

@@ -22,6 +22,7 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -553,16 +554,30 @@ int child(bool quick) {
   std::printf("# convolution runs: %s\n", route.implementation.c_str());
   const int reps = quick ? 15 : 21;
   dnn d;
-  convolution(s, b, d, reps);
-  pooling(s, b, d, reps);
-  softmax(s, b, d, reps);
-  elementwise(s, b, d, reps);
-  activation_grads(s, b, d, reps);
-  softmax_grads(s, b, d, reps);
-  pooling_grads(s, b, d, reps);
-  lrn_cells(s, b, d, reps);
-  norm_cells(s, b, d, reps);
-  dropout_cells(s, b, reps);
+  // PCY_N5_ONLY=group,group: only those groups (conv, pool, softmax, act, act_grad,
+  // softmax_grad, pool_grad, lrn, norm, dropout); unset: all.
+  const char* only = std::getenv("PCY_N5_ONLY");
+  auto on = [&](std::string_view group) {
+    if (only == nullptr || *only == '\0') return true;
+    std::string_view list(only);
+    while (!list.empty()) {
+      const auto comma = list.find(',');
+      if (list.substr(0, comma) == group) return true;
+      if (comma == std::string_view::npos) break;
+      list.remove_prefix(comma + 1);
+    }
+    return false;
+  };
+  if (on("conv")) convolution(s, b, d, reps);
+  if (on("pool")) pooling(s, b, d, reps);
+  if (on("softmax")) softmax(s, b, d, reps);
+  if (on("act")) elementwise(s, b, d, reps);
+  if (on("act_grad")) activation_grads(s, b, d, reps);
+  if (on("softmax_grad")) softmax_grads(s, b, d, reps);
+  if (on("pool_grad")) pooling_grads(s, b, d, reps);
+  if (on("lrn")) lrn_cells(s, b, d, reps);
+  if (on("norm")) norm_cells(s, b, d, reps);
+  if (on("dropout")) dropout_cells(s, b, reps);
   s.write();
   return 0;
 }
