@@ -25,11 +25,19 @@ namespace parenchyma::nn_native {
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) &&                             \
     !defined(PCY_NN_NO_CLONES) && !defined(_WIN32)
 #define PCY_NN_NATIVE_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#define PCY_NN_NATIVE_CLONES_512                                                                   \
-  __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+// The norms' row loops also have an AVX-512 build (wider vectors than the clones' one source can
+// name), called where the CPU runs x86-64-v4, decided once.
+#define PCY_NN_HAVE_512 1
+#define PCY_NN_TARGET_512 __attribute__((target("arch=x86-64-v4")))
+inline bool cpu_has_512() {
+  static const bool has = [] {
+    __builtin_cpu_init(); // in case this runs before libgcc's constructor
+    return __builtin_cpu_supports("x86-64-v4") != 0;
+  }();
+  return has;
+}
 #else
 #define PCY_NN_NATIVE_CLONES
-#define PCY_NN_NATIVE_CLONES_512
 #endif
 
 // ---- helpers ------------------------------------------------------------------------------
@@ -106,48 +114,84 @@ template <> struct vec32<double> {
 #endif
 
 // Sums over a row in 32 lanes: K sums of f(j) over j in [0, n), element j of the full blocks of
-// 32 in lane j % 32, the tail's elements in lanes 0, 1, ... in order; the lanes added at the end
-// in a fixed tree (lane k + lane k+8 + lane k+16 + lane k+24 pairwise, then lane_tree). Eight
-// lanes are a chain of dependent adds per lane (the adds' latency bounds a row); 32 lanes let
-// eight AVX2 vectors (four AVX-512) run side by side. fv(j, r) computes the K values of
-// elements j..j+7 as vectors, fs(j, r) one element's, by the same operations: the same bits as
-// the scalar loop in any build.
+// 32 in lane j % 32, the tail's elements in lanes 0, 1, ... in order (the tail's other lanes add
+// +0, so a lane's -0 may become +0); the lanes added at the end in a fixed tree (lane k + lane
+// k+8 + lane k+16 + lane k+24 pairwise, then lane_tree). Eight lanes are a chain of dependent
+// adds per lane (the adds' latency bounds a row); 32 lanes let eight AVX2 vectors run side by
+// side. fv(j, r) computes the K values of elements j..j+3 as vectors, fs(j, r) one element's by
+// the same operations: the same bits in every build (baseline, AVX2, AVX-512).
 #if defined(__GNUC__)
-typedef double wide_v8d __attribute__((vector_size(64)));
-typedef float wide_v8f __attribute__((vector_size(32)));
-[[gnu::always_inline]] inline wide_v8d wide_load8(const float* p) {
-  wide_v8f f;
+// Lanes in vectors of W doubles: W = 4 (32 bytes, AVX2's width; the baseline build runs each as
+// two SSE registers) in every build, W = 8 in the AVX-512 build of the norms (a 64-byte type in
+// the AVX2 build is split and spilled to memory: half speed). The lanes and their tree are the
+// same for both widths, so are the bits.
+template <unsigned W> struct wide;
+template <> struct wide<4> {
+  typedef double d __attribute__((vector_size(32)));
+  typedef float f __attribute__((vector_size(16)));
+};
+template <> struct wide<8> {
+  typedef double d __attribute__((vector_size(64)));
+  typedef float f __attribute__((vector_size(32)));
+};
+template <unsigned W> [[gnu::always_inline]] inline typename wide<W>::d wide_load(const float* p) {
+  typename wide<W>::f f;
   std::memcpy(&f, p, sizeof f);
-  return __builtin_convertvector(f, wide_v8d);
+  return __builtin_convertvector(f, typename wide<W>::d);
 }
-[[gnu::always_inline]] inline wide_v8d wide_load8(const double* p) {
-  wide_v8d d;
+template <unsigned W> [[gnu::always_inline]] inline typename wide<W>::d wide_load(const double* p) {
+  typename wide<W>::d d;
   std::memcpy(&d, p, sizeof d);
   return d;
 }
-template <unsigned K, class FV, class FS>
+template <unsigned W, unsigned K, class FV, class FS>
 [[gnu::always_inline]] inline void wide_sums(uint64_t n, FV fv, FS fs, double (&out)[K]) {
-  wide_v8d acc[K][4] = {};
+  using V = typename wide<W>::d;
+  constexpr unsigned Q = 32 / W;
+  V acc[K][Q] = {}; // lane l in acc[k][l / W][l % W]
   uint64_t j = 0;
   for (; j + 32 <= n; j += 32)
-    for (unsigned q = 0; q < 4; ++q) {
-      wide_v8d r[K];
-      fv(j + 8 * q, r);
+    for (unsigned q = 0; q < Q; ++q) {
+      V r[K];
+      fv(j + W * q, r);
       for (unsigned k = 0; k < K; ++k)
         acc[k][q] += r[k];
     }
-  for (unsigned l = 0; j < n; ++j, ++l) {
-    double r[K];
-    fs(j, r);
+  if (j < n) { // the tail through a block of zeros (lanes past it add +0), so that acc stays in
+               // registers: indexing a lane of it would keep it in memory for the whole loop
+    double tail[K][32] = {};
+    for (unsigned l = 0; j < n; ++j, ++l) {
+      double r[K];
+      fs(j, r);
+      for (unsigned k = 0; k < K; ++k)
+        tail[k][l] = r[k];
+    }
     for (unsigned k = 0; k < K; ++k)
-      acc[k][l / 8][l % 8] += r[k];
+      for (unsigned q = 0; q < Q; ++q)
+        acc[k][q] += wide_load<W>(tail[k] + W * q);
   }
   for (unsigned k = 0; k < K; ++k) {
-    const wide_v8d t = (acc[k][0] + acc[k][1]) + (acc[k][2] + acc[k][3]);
-    double a[8];
-    std::memcpy(a, &t, sizeof a);
+    double a[8]; // lanes i, i + 8, i + 16, i + 24 pairwise
+    if constexpr (W == 8) {
+      const V t = (acc[k][0] + acc[k][1]) + (acc[k][2] + acc[k][3]);
+      std::memcpy(a, &t, sizeof t);
+    } else { // i < 4: vectors 0, 2, 4, 6; else 1, 3, 5, 7
+      const V lo = (acc[k][0] + acc[k][2]) + (acc[k][4] + acc[k][6]),
+              hi = (acc[k][1] + acc[k][3]) + (acc[k][5] + acc[k][7]);
+      std::memcpy(a, &lo, sizeof lo);
+      std::memcpy(a + 4, &hi, sizeof hi);
+    }
     out[k] = lane_tree(a);
   }
+}
+// One sum in vectors of W: fv(j) the vector of elements j..j+W-1, fs(j) element j's value.
+template <unsigned W, class FV, class FS>
+[[gnu::always_inline]] inline double wide_sum(uint64_t n, FV fv, FS fs) {
+  double o[1];
+  wide_sums<W, 1>(
+      n, [&](uint64_t j, typename wide<W>::d(&r)[1]) PCY_NN_AI { r[0] = fv(j); },
+      [&](uint64_t j, double(&r)[1]) PCY_NN_AI { r[0] = fs(j); }, o);
+  return o[0];
 }
 #else
 #error "nn_native needs GCC's vector extension (GCC or clang)"
@@ -364,27 +408,45 @@ PCY_NN_NATIVE_CLONES inline void log_softmax_rows_finish(const float* x, float* 
 }
 
 // log_softmax_grad of rows whose dx already holds e^y (oneDNN's exp): dx = dy - e^y sum(dy), the
-// sum in lanes. Built like the other loops, but without contracting dy - e^y s into a fused
-// multiply-add (the baseline build has none): the same bits on either build.
+// sum in wide_sums' lanes. Built like the other loops, but without contracting dy - e^y s into a
+// fused multiply-add (the baseline build has none): the same bits on either build.
 #if defined(__GNUC__) && !defined(__clang__)
 #define PCY_NN_NO_CONTRACT __attribute__((optimize("fp-contract=off")))
 #else
 #define PCY_NN_NO_CONTRACT
 #endif
-PCY_NN_NATIVE_CLONES PCY_NN_NO_CONTRACT inline void
-log_softmax_grad_rows(const float* dy, float* dx, uint64_t rows, uint64_t len) {
+template <unsigned W>
+[[gnu::always_inline]] inline void log_softmax_grad_rows_body(const float* dy, float* dx,
+                                                              uint64_t rows, uint64_t len) {
   for (uint64_t r = 0; r < rows; ++r) {
     const float* dyr = dy + r * len;
     float* dxr = dx + r * len;
-    const auto sum = static_cast<float>(
-        lane_sum(len, [&](uint64_t l) PCY_NN_AI { return static_cast<double>(dyr[l]); }));
+    const auto sum = static_cast<float>(wide_sum<W>(
+        len, [&](uint64_t l) PCY_NN_AI { return wide_load<W>(dyr + l); },
+        [&](uint64_t l) PCY_NN_AI { return static_cast<double>(dyr[l]); }));
     for (uint64_t l = 0; l < len; ++l)
       dxr[l] = dyr[l] - dxr[l] * sum;
   }
 }
+PCY_NN_NATIVE_CLONES PCY_NN_NO_CONTRACT inline void
+log_softmax_grad_rows_4(const float* dy, float* dx, uint64_t rows, uint64_t len) {
+  log_softmax_grad_rows_body<4>(dy, dx, rows, len);
+}
+#if defined(PCY_NN_HAVE_512)
+PCY_NN_TARGET_512 PCY_NN_NO_CONTRACT inline void
+log_softmax_grad_rows_512(const float* dy, float* dx, uint64_t rows, uint64_t len) {
+  log_softmax_grad_rows_body<8>(dy, dx, rows, len);
+}
+#endif
+inline void log_softmax_grad_rows(const float* dy, float* dx, uint64_t rows, uint64_t len) {
+#if defined(PCY_NN_HAVE_512)
+  if (cpu_has_512()) return log_softmax_grad_rows_512(dy, dx, rows, len);
+#endif
+  log_softmax_grad_rows_4(dy, dx, rows, len);
+}
 
 // softmax: dx = y (dy - sum(dy y)); log_softmax: dx = dy - e^y sum(dy). scratch: inner doubles.
-template <class T>
+template <unsigned W, class T>
 [[gnu::always_inline]] inline void softmax_bwd_body(const T* y, const T* dy, T* dx, uint64_t outer,
                                                     uint64_t len, uint64_t inner, bool log,
                                                     double* scratch) {
@@ -394,13 +456,15 @@ template <class T>
       const T* dyr = dy + o * len;
       T* dxr = dx + o * len;
       if (log) {
-        const T s =
-            static_cast<T>(lane_sum(len, [&](uint64_t l) PCY_NN_AI { return double(dyr[l]); }));
+        const T s = static_cast<T>(wide_sum<W>(
+            len, [&](uint64_t l) PCY_NN_AI { return wide_load<W>(dyr + l); },
+            [&](uint64_t l) PCY_NN_AI { return double(dyr[l]); }));
         for (uint64_t l = 0; l < len; ++l)
           dxr[l] = dyr[l] - std::exp(yr[l]) * s;
       } else {
-        const T s = static_cast<T>(
-            lane_sum(len, [&](uint64_t l) PCY_NN_AI { return double(dyr[l]) * double(yr[l]); }));
+        const T s = static_cast<T>(wide_sum<W>(
+            len, [&](uint64_t l) PCY_NN_AI { return wide_load<W>(dyr + l) * wide_load<W>(yr + l); },
+            [&](uint64_t l) PCY_NN_AI { return double(dyr[l]) * double(yr[l]); }));
         for (uint64_t l = 0; l < len; ++l)
           dxr[l] = yr[l] * (dyr[l] - s);
       }
@@ -1136,10 +1200,11 @@ template <class T> void dropout_bwd(const T* dy, const uint8_t* mask, T* dx, uin
 // statistics type; mean and rstd may be null (not saved).
 //
 // f64 rows: the mean, then the variance from it (two passes), and y in double.
-template <bool LAYER, class S>
+template <unsigned W, bool LAYER, class S>
 [[gnu::always_inline]] inline void norm_fwd_body(const double* x, const double* w, const double* b,
                                                  double* y, S* mean, S* rstd, uint64_t outer,
                                                  uint64_t n, double eps) {
+  using V = typename wide<W>::d;
   const double dn = static_cast<double>(n);
   for (uint64_t r = 0; r < outer; ++r) {
     const double* xr = x + r * n;
@@ -1147,16 +1212,16 @@ template <bool LAYER, class S>
     double mu = 0;
     if constexpr (LAYER) {
       double s[1];
-      wide_sums<1>(
-          n, [&](uint64_t j, wide_v8d(&o)[1]) PCY_NN_AI { o[0] = wide_load8(xr + j); },
+      wide_sums<W, 1>(
+          n, [&](uint64_t j, V(&o)[1]) PCY_NN_AI { o[0] = wide_load<W>(xr + j); },
           [&](uint64_t j, double(&o)[1]) PCY_NN_AI { o[0] = xr[j]; }, s);
       mu = s[0] / dn;
     }
     double q[1];
-    wide_sums<1>(
+    wide_sums<W, 1>(
         n,
-        [&](uint64_t j, wide_v8d(&o)[1]) PCY_NN_AI {
-          const wide_v8d d = wide_load8(xr + j) - mu;
+        [&](uint64_t j, V(&o)[1]) PCY_NN_AI {
+          const V d = wide_load<W>(xr + j) - mu;
           o[0] = d * d;
         },
         [&](uint64_t j, double(&o)[1]) PCY_NN_AI {
@@ -1181,10 +1246,11 @@ template <bool LAYER, class S>
 // y in f32: (x - mean) as (x - hi) - lo with mean = hi + lo in two floats, times rstd and w,
 // plus b (a few ulp; the f64 path's affine where mean or rstd leaves [2^-100, 2^100], where a
 // float would overflow or go subnormal, and in rows holding a NaN or an infinity).
-template <bool LAYER, class S>
+template <unsigned W, bool LAYER, class S>
 [[gnu::always_inline]] inline void norm_fwd_body(const float* x, const float* w, const float* b,
                                                  float* y, S* mean, S* rstd, uint64_t outer,
                                                  uint64_t n, double eps) {
+  using V = typename wide<W>::d;
   const double dn = static_cast<double>(n);
   for (uint64_t r = 0; r < outer; ++r) {
     const float* xr = x + r * n;
@@ -1193,10 +1259,10 @@ template <bool LAYER, class S>
     if constexpr (LAYER) {
       const double sh = n != 0 ? static_cast<double>(xr[0]) : 0.0;
       double s[2];
-      wide_sums<2>(
+      wide_sums<W, 2>(
           n,
-          [&](uint64_t j, wide_v8d(&o)[2]) PCY_NN_AI {
-            const wide_v8d d = wide_load8(xr + j) - sh;
+          [&](uint64_t j, V(&o)[2]) PCY_NN_AI {
+            const V d = wide_load<W>(xr + j) - sh;
             o[0] = d;
             o[1] = d * d;
           },
@@ -1211,10 +1277,10 @@ template <bool LAYER, class S>
       if (q < 0) q = 0; // rounding; a NaN stays
     } else {
       double s[1];
-      wide_sums<1>(
+      wide_sums<W, 1>(
           n,
-          [&](uint64_t j, wide_v8d(&o)[1]) PCY_NN_AI {
-            const wide_v8d d = wide_load8(xr + j);
+          [&](uint64_t j, V(&o)[1]) PCY_NN_AI {
+            const V d = wide_load<W>(xr + j);
             o[0] = d * d;
           },
           [&](uint64_t j, double(&o)[1]) PCY_NN_AI {
@@ -1245,8 +1311,7 @@ template <bool LAYER, class S>
     if (rstd != nullptr) rstd[r] = static_cast<S>(rs);
   }
 }
-// One row's share of dw (and db for LAYER), columns [0, m) of the row: the expressions of both
-// gradient forms below, so that they give the same bits.
+// One row's share of dw (and db for LAYER), added into aw and ab (m columns), in double.
 template <bool LAYER, class T>
 [[gnu::always_inline]] inline void norm_dw_row(const T* xr, const T* dyr, double mu, double rs,
                                                double* aw, double* ab, uint64_t m) {
@@ -1257,24 +1322,15 @@ template <bool LAYER, class T>
     if constexpr (LAYER) ab[j] += d;
   }
 }
-// dw (and db) from the sums (acc: m, then m).
-template <bool LAYER, class T>
-[[gnu::always_inline]] inline void norm_dw_store(const double* acc, T* dw, T* db, uint64_t m) {
-  for (uint64_t j = 0; j < m; ++j) {
-    dw[j] = static_cast<T>(acc[j]);
-    if constexpr (LAYER) db[j] = static_cast<T>(acc[m + j]);
-  }
-}
-// The gradients, on any number of threads: dx of rows [0, outer) (the row sums in wide_sums'
-// lanes); dw (and db for LAYER) of the columns [j0, j1) summed over every row in row order, in
-// double (acc: 2 (j1 - j0) doubles). Blocks of rows and blocks of columns are independent: the
-// same bits on any number of threads. With acc (one thread: rows [0, outer) are every row) the
-// dx pass adds each row into dw and db as well, while the row is in cache: the same sums in the
-// same order as the column pass.
-template <bool LAYER, class T, class S>
+// The gradients of rows [0, outer): dx (the row sums in wide_sums' lanes), and where acc is
+// given, the rows' dw (and db for LAYER) sums in row order (acc: 2 n doubles, zeroed first),
+// added while each row is in cache. The caller runs it per chunk of rows and adds the chunks'
+// sums (nn_native.cpp, op_norm_grad).
+template <unsigned W, bool LAYER, class T, class S>
 [[gnu::always_inline]] inline void norm_bwd_dx_body(const T* x, const double* w, const S* mean,
                                                     const S* rstd, const T* dy, T* dx,
                                                     uint64_t outer, uint64_t n, double* acc) {
+  using V = typename wide<W>::d;
   const double dn = static_cast<double>(n);
   if (acc != nullptr)
     for (uint64_t j = 0; j < 2 * n; ++j)
@@ -1286,11 +1342,11 @@ template <bool LAYER, class T, class S>
     const double mu = LAYER ? static_cast<double>(mean[r]) : 0.0;
     const double rs = static_cast<double>(rstd[r]);
     double sums[2];
-    wide_sums<2>(
+    wide_sums<W, 2>(
         n,
-        [&](uint64_t j, wide_v8d(&o)[2]) PCY_NN_AI {
-          const wide_v8d xh = (wide_load8(xr + j) - mu) * rs;
-          const wide_v8d g = wide_load8(dyr + j) * wide_load8(w + j);
+        [&](uint64_t j, V(&o)[2]) PCY_NN_AI {
+          const V xh = (wide_load<W>(xr + j) - mu) * rs;
+          const V g = wide_load<W>(dyr + j) * wide_load<W>(w + j);
           o[0] = g;
           o[1] = g * xh;
         },
@@ -1310,53 +1366,93 @@ template <bool LAYER, class T, class S>
     if (acc != nullptr) norm_dw_row<LAYER>(xr, dyr, mu, rs, acc, acc + n, n);
   }
 }
-template <bool LAYER, class T, class S>
-[[gnu::always_inline]] inline void
-norm_bwd_dw_body(const T* x, const S* mean, const S* rstd, const T* dy, T* dw, T* db,
-                 uint64_t outer, uint64_t n, uint64_t j0, uint64_t j1, double* acc) {
-  const uint64_t m = j1 - j0;
-  double* aw = acc;
-  double* ab = acc + m;
-  for (uint64_t j = 0; j < 2 * m; ++j)
-    acc[j] = 0;
-  for (uint64_t r = 0; r < outer; ++r) {
-    const double mu = LAYER ? static_cast<double>(mean[r]) : 0.0;
-    norm_dw_row<LAYER>(x + r * n + j0, dy + r * n + j0, mu, static_cast<double>(rstd[r]), aw, ab,
-                       m);
+// dw (and db) of columns [j0, j1): the chunks' sums (part: chunk k's dw sums at 2 n k, its db
+// sums n after) added in chunk order, in double.
+template <bool LAYER, class T>
+void norm_chunk_sums(const double* part, uint64_t chunks, uint64_t n, uint64_t j0, uint64_t j1,
+                     T* dw, T* db) {
+  for (uint64_t j = j0; j < j1; ++j) {
+    double sw = 0, sb = 0;
+    for (uint64_t k = 0; k < chunks; ++k) {
+      sw += part[k * 2 * n + j];
+      if constexpr (LAYER) sb += part[k * 2 * n + n + j];
+    }
+    dw[j] = static_cast<T>(sw);
+    if constexpr (LAYER) db[j] = static_cast<T>(sb);
   }
-  norm_dw_store<LAYER>(acc, dw + j0, db + (LAYER ? j0 : 0), m);
 }
 
-// Built like gemm (AVX2 + FMA and the baseline) for f32 and f64.
+// Built like gemm (AVX2 + FMA and the baseline) for f32 and f64, the norms' row loops also for
+// AVX-512 (x86-64-v4) with vectors of eight doubles, picked once per process.
+#if defined(PCY_NN_HAVE_512)
+#define PCY_NN_NORM_512(T)                                                                         \
+  PCY_NN_TARGET_512 inline void norm_fwd_512(bool layer, const T* x, const T* w, const T* b, T* y, \
+                                             T* mean, T* rstd, uint64_t outer, uint64_t n,         \
+                                             double eps) {                                         \
+    if (layer)                                                                                     \
+      norm_fwd_body<8, true>(x, w, b, y, mean, rstd, outer, n, eps);                               \
+    else                                                                                           \
+      norm_fwd_body<8, false>(x, w, b, y, mean, rstd, outer, n, eps);                              \
+  }                                                                                                \
+  PCY_NN_TARGET_512 inline void norm_bwd_dx_512(bool layer, const T* x, const double* w,           \
+                                                const T* mean, const T* rstd, const T* dy, T* dx,  \
+                                                uint64_t outer, uint64_t n, double* acc) {         \
+    if (layer)                                                                                     \
+      norm_bwd_dx_body<8, true>(x, w, mean, rstd, dy, dx, outer, n, acc);                          \
+    else                                                                                           \
+      norm_bwd_dx_body<8, false>(x, w, mean, rstd, dy, dx, outer, n, acc);                         \
+  }                                                                                                \
+  PCY_NN_TARGET_512 inline void softmax_bwd_512(const T* y, const T* dy, T* dx, uint64_t outer,    \
+                                                uint64_t len, uint64_t inner, bool log,            \
+                                                double* scratch) {                                 \
+    softmax_bwd_body<8>(y, dy, dx, outer, len, inner, log, scratch);                               \
+  }
+#define PCY_NN_NORM_USE_512(call)                                                                  \
+  if (cpu_has_512()) {                                                                             \
+    call;                                                                                          \
+    return;                                                                                        \
+  }
+#else
+#define PCY_NN_NORM_512(T)
+#define PCY_NN_NORM_USE_512(call)
+#endif
 #define PCY_NN_NORM_CLONES(T)                                                                      \
-  PCY_NN_NATIVE_CLONES_512 inline void norm_fwd_c(bool layer, const T* x, const T* w, const T* b,  \
-                                                  T* y, T* mean, T* rstd, uint64_t outer,          \
-                                                  uint64_t n, double eps) {                        \
+  PCY_NN_NORM_512(T)                                                                               \
+  PCY_NN_NATIVE_CLONES inline void norm_fwd_4(bool layer, const T* x, const T* w, const T* b,      \
+                                              T* y, T* mean, T* rstd, uint64_t outer, uint64_t n,  \
+                                              double eps) {                                        \
     if (layer)                                                                                     \
-      norm_fwd_body<true>(x, w, b, y, mean, rstd, outer, n, eps);                                  \
+      norm_fwd_body<4, true>(x, w, b, y, mean, rstd, outer, n, eps);                               \
     else                                                                                           \
-      norm_fwd_body<false>(x, w, b, y, mean, rstd, outer, n, eps);                                 \
+      norm_fwd_body<4, false>(x, w, b, y, mean, rstd, outer, n, eps);                              \
   }                                                                                                \
-  PCY_NN_NATIVE_CLONES_512 inline void norm_bwd_dx_c(                                              \
-      bool layer, const T* x, const double* w, const T* mean, const T* rstd, const T* dy, T* dx,   \
-      uint64_t outer, uint64_t n, double* acc) {                                                   \
+  inline void norm_fwd_c(bool layer, const T* x, const T* w, const T* b, T* y, T* mean, T* rstd,   \
+                         uint64_t outer, uint64_t n, double eps) {                                 \
+    PCY_NN_NORM_USE_512(norm_fwd_512(layer, x, w, b, y, mean, rstd, outer, n, eps))                \
+    norm_fwd_4(layer, x, w, b, y, mean, rstd, outer, n, eps);                                      \
+  }                                                                                                \
+  PCY_NN_NATIVE_CLONES inline void norm_bwd_dx_4(bool layer, const T* x, const double* w,          \
+                                                 const T* mean, const T* rstd, const T* dy, T* dx, \
+                                                 uint64_t outer, uint64_t n, double* acc) {        \
     if (layer)                                                                                     \
-      norm_bwd_dx_body<true>(x, w, mean, rstd, dy, dx, outer, n, acc);                             \
+      norm_bwd_dx_body<4, true>(x, w, mean, rstd, dy, dx, outer, n, acc);                          \
     else                                                                                           \
-      norm_bwd_dx_body<false>(x, w, mean, rstd, dy, dx, outer, n, acc);                            \
+      norm_bwd_dx_body<4, false>(x, w, mean, rstd, dy, dx, outer, n, acc);                         \
   }                                                                                                \
-  PCY_NN_NATIVE_CLONES_512 inline void norm_bwd_dw_c(                                              \
-      bool layer, const T* x, const T* mean, const T* rstd, const T* dy, T* dw, T* db,             \
-      uint64_t outer, uint64_t n, uint64_t j0, uint64_t j1, double* acc) {                         \
-    if (layer)                                                                                     \
-      norm_bwd_dw_body<true>(x, mean, rstd, dy, dw, db, outer, n, j0, j1, acc);                    \
-    else                                                                                           \
-      norm_bwd_dw_body<false>(x, mean, rstd, dy, dw, db, outer, n, j0, j1, acc);                   \
+  inline void norm_bwd_dx_c(bool layer, const T* x, const double* w, const T* mean, const T* rstd, \
+                            const T* dy, T* dx, uint64_t outer, uint64_t n, double* acc) {         \
+    PCY_NN_NORM_USE_512(norm_bwd_dx_512(layer, x, w, mean, rstd, dy, dx, outer, n, acc))           \
+    norm_bwd_dx_4(layer, x, w, mean, rstd, dy, dx, outer, n, acc);                                 \
   }                                                                                                \
-  PCY_NN_NATIVE_CLONES inline void softmax_bwd(const T* y, const T* dy, T* dx, uint64_t outer,     \
-                                               uint64_t len, uint64_t inner, bool log,             \
-                                               double* scratch) {                                  \
-    softmax_bwd_body(y, dy, dx, outer, len, inner, log, scratch);                                  \
+  PCY_NN_NATIVE_CLONES inline void softmax_bwd_4(const T* y, const T* dy, T* dx, uint64_t outer,   \
+                                                 uint64_t len, uint64_t inner, bool log,           \
+                                                 double* scratch) {                                \
+    softmax_bwd_body<4>(y, dy, dx, outer, len, inner, log, scratch);                               \
+  }                                                                                                \
+  inline void softmax_bwd(const T* y, const T* dy, T* dx, uint64_t outer, uint64_t len,            \
+                          uint64_t inner, bool log, double* scratch) {                             \
+    PCY_NN_NORM_USE_512(softmax_bwd_512(y, dy, dx, outer, len, inner, log, scratch))               \
+    softmax_bwd_4(y, dy, dx, outer, len, inner, log, scratch);                                     \
   }
 PCY_NN_NORM_CLONES(float)
 PCY_NN_NORM_CLONES(double)

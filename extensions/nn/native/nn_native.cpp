@@ -72,6 +72,10 @@ constexpr const char* alg_names = "0 default, 1 oneDNN (f32), 2 im2col + gemm, 3
 // thread alone, on oneDNN and on our loops: an OpenMP team costs more than it gains there, and on
 // a loaded machine its spinning workers slow everything else down.
 constexpr uint64_t single_thread_elements = uint64_t{1} << 20;
+// The softmax family and LRN cost several times a copy per element (an exp or a log, a window of
+// channels, sums in double): their problems count this many units per element against
+// single_thread_elements, so 256 x 1000 rows (2^18 elements) take the team.
+constexpr uint64_t heavy_element = 8;
 
 #ifdef PARENCHYMA_NN_HAVE_DNNL
 // Below this many elements an activation or softmax runs on our loop: oneDNN's call costs more.
@@ -376,7 +380,7 @@ void op_act_grad(native_context& cx, const sdk::op_args& a) {
 dn_prim& dn_exp(native_context& cx, uint64_t n) {
   dn_state& d = *cx.dn;
   const dn_key k{99, static_cast<int64_t>(n)}; // 99: exp (the activations use 0-3)
-  return d.get(d.eltwise, k, n, [&](dn_prim& q) {
+  return d.get(d.eltwise, k, n * heavy_element, [&](dn_prim& q) {
     const dnnl::memory::desc md({static_cast<int64_t>(n)}, dtype_dn::f32, dtag::a);
     const dnnl::eltwise_forward::primitive_desc pd(
         {dnnl::prop_kind::forward_inference, dnnl::algorithm::eltwise_exp, md, 0.f, 0.f},
@@ -391,7 +395,7 @@ bool dn_log_softmax_rows(native_context& cx, const sdk::op_args& a, const float*
   dn_prim& p = dn_exp(cx, n);
   if (!p.ok) return false;
   double* mx = cx.doubles(rows); // each row's maximum
-  const int t = loop_threads(rows, n);
+  const int t = loop_threads(rows, n * heavy_element);
   const int blocks = std::min(t, 64);
   bool finite[64]; // per block
   std::fill(finite, finite + blocks, true);
@@ -444,7 +448,7 @@ void op_softmax(native_context& cx, const sdk::op_args& a) {
       dn_state& d = *cx.dn;
       const dn_key k{static_cast<int64_t>(c.outer), static_cast<int64_t>(c.len),
                      static_cast<int64_t>(c.inner)};
-      dn_prim& p = d.get(d.softmax, k, n, [&](dn_prim& q) {
+      dn_prim& p = d.get(d.softmax, k, n * heavy_element, [&](dn_prim& q) {
         const dnnl::memory::desc md({static_cast<int64_t>(c.outer), static_cast<int64_t>(c.len),
                                      static_cast<int64_t>(c.inner)},
                                     dtype_dn::f32, dtag::abc);
@@ -460,7 +464,7 @@ void op_softmax(native_context& cx, const sdk::op_args& a) {
   }
 #endif
   const uint64_t per = c.inner > 1 ? 2 * c.inner : 0, block = c.len * c.inner;
-  const int t = loop_threads(c.outer, c.outer * block);
+  const int t = loop_threads(c.outer, c.outer * block * heavy_element);
   double* sc = cx.doubles(per * static_cast<uint64_t>(t));
   split(c.outer, t, [&](uint64_t lo, uint64_t hi, uint64_t slot) {
     softmax_fwd(x + lo * block, y + lo * block, hi - lo, c.len, c.inner, LOG, sc + slot * per);
@@ -484,16 +488,17 @@ void op_softmax_grad(native_context& cx, const sdk::op_args& a) {
       dn_prim& p = dn_exp(cx, n);
       if (p.ok) {
         cx.dn->run(p, {y, dx}, p.scratch_bytes ? workspace(a, p.scratch_bytes) : nullptr);
-        split(c.outer, loop_threads(c.outer, n), [&](uint64_t r0, uint64_t r1, uint64_t) {
-          log_softmax_grad_rows(dy + r0 * c.len, dx + r0 * c.len, r1 - r0, c.len);
-        });
+        split(c.outer, loop_threads(c.outer, n * heavy_element),
+              [&](uint64_t r0, uint64_t r1, uint64_t) {
+                log_softmax_grad_rows(dy + r0 * c.len, dx + r0 * c.len, r1 - r0, c.len);
+              });
         return;
       }
     }
   }
 #endif
   const uint64_t block = c.len * c.inner;
-  const int t = loop_threads(c.outer, c.outer * block);
+  const int t = loop_threads(c.outer, c.outer * block * heavy_element);
   double* sc = cx.doubles(c.inner * static_cast<uint64_t>(t));
   split(c.outer, t, [&](uint64_t lo, uint64_t hi, uint64_t slot) {
     softmax_bwd(y + lo * block, dy + lo * block, dx + lo * block, hi - lo, c.len, c.inner, LOG,
@@ -977,7 +982,7 @@ template <class T> void op_lrn(native_context& cx, const sdk::op_args& a) {
   const T* x = cx.ptr<const T>(*c.x);
   T* y = cx.ptr<T>(*c.y);
   const auto items = static_cast<uint64_t>(g.N * g.C), per = static_cast<uint64_t>(g.HW);
-  const int t = loop_threads(items, items * per);
+  const int t = loop_threads(items, items * per * heavy_element);
   double* sc = cx.doubles(per * static_cast<uint64_t>(t));
   split(items, t, [&](uint64_t lo, uint64_t hi, uint64_t slot) {
     lrn_fwd(g, x, y, static_cast<int64_t>(lo), static_cast<int64_t>(hi), sc + slot * per);
@@ -993,7 +998,7 @@ template <class T> void op_lrn_grad(native_context& cx, const sdk::op_args& a) {
   const T* dy = cx.ptr<const T>(*c.dy);
   T* dx = cx.ptr<T>(*c.dx);
   const auto items = static_cast<uint64_t>(g.N), per = static_cast<uint64_t>(2 * g.C * g.HW);
-  const int t = loop_threads(items, items * per / 2);
+  const int t = loop_threads(items, items * per / 2 * heavy_element);
   double* sc = cx.doubles(per * static_cast<uint64_t>(t));
   split(items, t, [&](uint64_t lo, uint64_t hi, uint64_t slot) {
     lrn_bwd(g, x, y, dy, dx, static_cast<int64_t>(lo), static_cast<int64_t>(hi), sc + slot * per);
@@ -1061,27 +1066,27 @@ void op_norm_grad(native_context& cx, const sdk::op_args& a) {
   T* dw = cx.ptr<T>(*c.dweight);
   T* db = LAYER ? cx.ptr<T>(*c.dbias) : static_cast<T*>(nullptr);
   const uint64_t n = c.n, outer = c.outer, elements = outer * n;
-  // Scratch: dw's and db's sums (2 n), then w in double (n; converted once, not per row).
-  double* acc = cx.doubles(3 * n);
-  double* wd = acc + 2 * n;
+  // dx by rows; dw and db summed over the rows in a fixed number of chunks of consecutive rows
+  // (chunks: a function of the shape alone, at most 64), each chunk's sums added by the dx pass
+  // while its rows are in cache (in row order, in double), then the chunks' sums added in chunk
+  // order per column. Threads take whole chunks and then blocks of columns, so the bits do not
+  // depend on the thread count (tests/nn/threads_test.cpp compares 1, 2 and 3).
+  const uint64_t chunks =
+      std::max<uint64_t>(1, std::min<uint64_t>({outer, 64, (uint64_t{1} << 21) / (2 * n)}));
+  // Scratch: w in double (n; converted once, not per row), then each chunk's sums (2 n each).
+  double* wd = cx.doubles(n + chunks * 2 * n);
+  double* part = wd + n;
   for (uint64_t j = 0; j < n; ++j)
     wd[j] = static_cast<double>(w[j]);
-  // dx by blocks of rows, then dw (and db) by blocks of columns, each column summed over the rows
-  // in row order (nn_loops.hpp's norm_bwd_dx_c and norm_bwd_dw_c). One thread adds each row into
-  // dw and db in the dx pass (the same sums in the same order, the same bits: nn_native_threads
-  // compares one thread with two and three) instead of reading x and dy again.
-  const int t = loop_threads(outer, elements);
-  if (t <= 1) {
-    norm_bwd_dx_c(LAYER, x, wd, mean, rstd, dy, dx, outer, n, acc);
-    norm_dw_store<LAYER>(acc, dw, db, n);
-    return;
-  }
-  split(outer, t, [&](uint64_t lo, uint64_t hi, uint64_t) {
-    norm_bwd_dx_c(LAYER, x + lo * n, wd, LAYER ? mean + lo : mean, rstd + lo, dy + lo * n,
-                  dx + lo * n, hi - lo, n, nullptr);
+  split(chunks, loop_threads(chunks, elements), [&](uint64_t c0, uint64_t c1, uint64_t) {
+    for (uint64_t k = c0; k < c1; ++k) {
+      const uint64_t lo = outer * k / chunks, hi = outer * (k + 1) / chunks;
+      norm_bwd_dx_c(LAYER, x + lo * n, wd, LAYER ? mean + lo : mean, rstd + lo, dy + lo * n,
+                    dx + lo * n, hi - lo, n, part + k * 2 * n);
+    }
   });
-  split(n, loop_threads(n, elements), [&](uint64_t lo, uint64_t hi, uint64_t) {
-    norm_bwd_dw_c(LAYER, x, mean, rstd, dy, dw, db, outer, n, lo, hi, acc + 2 * lo);
+  split(n, loop_threads(n, elements), [&](uint64_t j0, uint64_t j1, uint64_t) {
+    norm_chunk_sums<LAYER>(part, chunks, n, j0, j1, dw, db);
   });
 }
 
