@@ -186,8 +186,10 @@
  * statistics (mean, rstd) hold one value per row (outer elements, any shapes) in the statistics
  * dtype: f64 for f64 ops, f32 for f32, f16 and bf16 ops; a statistics tensor of 0 elements is
  * not written (inference: nothing saved). Sums are taken in the statistics dtype or wider, the
- * variance from the mean (two passes or an equivalent update, never E[x^2] - E[x]^2, so rows far
- * from zero keep their digits). epsilon >= 0 and finite.
+ * variance from the mean (two passes or an equivalent update, or the sums of d = x - s about an
+ * element s of the row in a type wide enough that the cancellation keeps the statistics' digits;
+ * never E[x^2] - E[x]^2 of x itself, so rows far from zero keep their digits). epsilon >= 0 and
+ * finite.
  * layer_norm(x, weight, bias, y, mean, rstd, axis, epsilon):
  *   mean = sum(x) / n; var = sum((x - mean)^2) / n (biased); rstd = 1 / sqrt(var + epsilon);
  *   y = (x - mean) rstd weight + bias.
