@@ -1177,39 +1177,30 @@ struct reducer {
            " * f_; cn = nn_; } }\n";
   }
   // VAR/STD's loop over a work-item's positions pos = first, first + step, ... < end: blocks of
-  // 16 positions, each two inner loops of a fixed count (the compiler unrolls them): the first
-  // computes the block's 16 values into registers, with no use of any in between, so its 16
-  // loads are in flight together (with each load's use beside it, the loads went out one after
-  // another: a row's var read at 0.72 of the memory's speed on the H100); the second folds
-  // them in order, then the block's flush. The same values in the same order as add0 one by
-  // one: the same bits. `value` computes v at pos.
+  // 16 positions, each an inner loop of a fixed count whose loads are independent (the compiler
+  // unrolls it), then the block's flush. The same values in the same order as add0 one by one:
+  // the same bits. `value` computes v at pos. (Computing a block's 16 values into an array
+  // before folding any, so that the loads would be in flight together, measured slower on the
+  // H100: var 1.39 / 1.33 of a copy's time against 1.31 / 1.16, 2026-12-07 22:21 UTC.)
   std::string welford_loop(const std::string& first, const std::string& end,
                            const std::string& step, const std::string& value,
                            const std::string& v) const {
-    const std::string Ts = T();
     return "for (" + I() + " pos0_ = " + first + "; pos0_ < " + end + "; pos0_ += 16 * (" + step +
-           ")) {\n  " + var() + "xs_[16];\n  for (int u_ = 0; u_ < 16; ++u_) {\n    const " + I() +
-           " pos = pos0_ + u_ * (" + step + ");\n    xs_[u_] = " + cv(Ts, "0") +
-           ";\n    if (pos < " + end + ") {\n" + value + "xs_[u_] = " + v +
-           ";\n    }\n  }\n  for (int u_ = 0; u_ < 16; ++u_) {\n    if (pos0_ + u_ * (" + step +
-           ") < " + end + ") { " + let() + "x_ = xs_[u_] - K; if (u_ == 0) Kb = x_; " + let() +
-           "y_ = x_ - Kb; s1 = s1 + y_; s2 = s2 + y_ * y_; bn = bn + 1; }\n  }\n  " + after_loop() +
-           "}\n";
+           ")) {\n  for (int u_ = 0; u_ < 16; ++u_) {\n    const " + I() + " pos = pos0_ + u_ * (" +
+           step + ");\n    if (pos < " + end + ") {\n" + value + "{ " + let() + "x_ = " + v +
+           " - K; if (u_ == 0) Kb = x_; " + let() +
+           "y_ = x_ - Kb; s1 = s1 + y_; s2 = s2 + y_ * y_; bn = bn + 1; }\n    }\n  }\n  " +
+           after_loop() + "}\n";
   }
-  // The other one-pass kinds' loop (pass 0) over pos = first, first + step, ... < end: blocks of
-  // 8 positions, their values computed first (8 loads in flight, as welford_loop), then folded
-  // by add0 in order: the same bits as one by one.
+  // The other one-pass kinds' loop (pass 0) over pos = first, first + step, ... < end, each
+  // value folded by add0 beside its load. (Blocks of 8 values computed into an array first made
+  // sum, max and argmax 1.3-1.9x a copy's time on the H100 against 0.93-1.07, 2026-12-07 22:21
+  // UTC: the array did not stay in registers.)
   std::string batched_loop(const std::string& first, const std::string& end,
                            const std::string& step, const std::string& value,
                            const std::string& v) const {
-    const std::string Ts = T();
-    return "for (" + I() + " pos0_ = " + first + "; pos0_ < " + end + "; pos0_ += 8 * (" + step +
-           ")) {\n  " + var() + "xs_[8];\n  for (int u_ = 0; u_ < 8; ++u_) {\n    const " + I() +
-           " pos = pos0_ + u_ * (" + step + ");\n    xs_[u_] = " + cv(Ts, "0") +
-           ";\n    if (pos < " + end + ") {\n" + value + "xs_[u_] = " + v +
-           ";\n    }\n  }\n  for (int u_ = 0; u_ < 8; ++u_) {\n    const " + I() +
-           " pos = pos0_ + u_ * (" + step + ");\n    if (pos < " + end + ") {\n" + add0("xs_[u_]") +
-           "    }\n" + (glsl ? "" : "    (void)pos;\n") + "  }\n}\n";
+    return "for (" + I() + " pos = " + first + "; pos < " + end + "; pos += " + step + ") {\n" +
+           value + add0(v) + "}\n" + after_loop();
   }
   bool arg() const { return kind == PCY_ARRAY_REDUCE_ARGMIN || kind == PCY_ARRAY_REDUCE_ARGMAX; }
   std::string T() const { return glsl ? gl_type(t) : ctype(t); }
