@@ -246,10 +246,11 @@ inline std::string instruction_code(const spec& s, int k) {
     if (t == PCY_DTYPE_U8) return def(a);
     return def(fmt("(%s < %s(0) ? %s(-%s) : %s)", A, T, T, A, A));
   case PCY_ARRAY_OP_SIGN:
+    // the zero test a float compare like the sign test, so that a device that flushes
+    // subnormals (NVIDIA's, f32) treats a subnormal as the zero it compares equal to in both
     if (fl)
-      return def(fmt("(pcy_isnan_%s(%s) ? %s : pcy_iszero_%s(%s) ? %s(0) : %s < %s(0) ? %s(-1) : "
-                     "%s(1))",
-                     n, A, A, n, A, T, A, T, T, T));
+      return def(fmt("(pcy_isnan_%s(%s) ? %s : %s == %s(0) ? %s(0) : %s < %s(0) ? %s(-1) : %s(1))",
+                     n, A, A, A, T, T, A, T, T, T));
     return def(fmt("%s(int(%s > %s(0)) - int(%s < %s(0)))", T, A, T, A, T));
   case PCY_ARRAY_OP_SQUARE: return def(fmt("%s(%s * %s)", T, A, A));
   case PCY_ARRAY_OP_ISNAN:
@@ -360,34 +361,44 @@ inline std::string instruction_code(const spec& s, int k) {
 }
 
 // Python's integer floor division and remainder (x // 0 = 0, x % 0 = 0, MIN // -1 = MIN).
-// 8- and 16-bit operands are divided as 32-bit integers (the quotient and remainder fit, and
-// wrap back as the native bundle's do): NVIDIA's Vulkan driver gave wrong 8- and 16-bit
-// remainders (docs/vulkan.md, 2026-12-07 19:18).
+// Signed operands are divided as magnitudes in unsigned arithmetic, the signs applied after:
+// GLSL leaves `/` and `%` of negative integers to the implementation (glslang emits OpSDiv and
+// OpSMod), and NVIDIA's Vulkan driver gave a nonzero remainder for some exact divisions of
+// negative 8-, 16- and 32-bit values (so floor division one too low; docs/vulkan.md, 2026-12-07
+// 19:18 and 22:20). 8- and 16-bit operands are divided as 32-bit integers (the quotient and
+// remainder fit, and wrap back as the native bundle's do).
 inline std::string int_helpers(int d) {
   const char* T = gtype(d);
   const char* n = tn(d);
   const bool narrow = d == PCY_DTYPE_U8 || d == PCY_DTYPE_I8 || d == PCY_DTYPE_I16;
-  // W: the type the division runs in
+  // W: the signed type the division runs in; U: its unsigned twin
   const char* W = !narrow ? T : d == PCY_DTYPE_U8 ? "uint" : "int";
   if (d == PCY_DTYPE_U8)
     return fmt("%s pcy_fdiv_%s(%s a, %s b) { return b == %s(0) ? %s(0) : %s(%s(a) / %s(b)); }\n"
                "%s pcy_rem_%s(%s a, %s b) { return b == %s(0) ? %s(0) : %s(%s(a) %% %s(b)); }\n",
                T, n, T, T, T, T, T, W, W, T, n, T, T, T, T, T, W, W);
+  const char* U = d == PCY_DTYPE_I64 ? "uint64_t" : "uint";
   const std::string mn = d == PCY_DTYPE_I64 ? "int64_t(0x8000000000000000ul)"
                                             : fmt("%s(%s)", T, codegen::detail::int_min(d));
+  // x, y in W; ux, uy their magnitudes; uq, ur the magnitudes' quotient and remainder
+  const std::string split =
+      fmt("  %s x = %s(a), y = %s(b);\n"
+          "  %s ux = x < %s(0) ? %s(0) - %s(x) : %s(x), uy = y < %s(0) ? %s(0) - %s(y) : %s(y);\n"
+          "  %s uq = ux / uy, ur = ux - uq * uy;\n",
+          W, W, W, U, W, U, U, U, W, U, U, U, U);
   std::string s;
   s += fmt("%s pcy_fdiv_%s(%s a, %s b) {\n  if (b == %s(0)) return %s(0);\n", T, n, T, T, T, T);
   s += fmt("  if (a == %s && b == %s(-1)) return a;\n", mn.c_str(), T);
-  s += fmt("  %s x = %s(a), y = %s(b);\n", W, W, W);
-  s += fmt("  %s q = x / y;\n  if (x %% y != %s(0) && ((x < %s(0)) != (y < %s(0)))) q = q - %s(1);\n"
-           "  return %s(q);\n}\n",
-           W, W, W, W, W, T);
+  s += split;
+  s += fmt("  %s q = %s(uq);\n  if ((x < %s(0)) != (y < %s(0))) { q = -q; if (ur != %s(0)) q = q - "
+           "%s(1); }\n  return %s(q);\n}\n",
+           W, W, W, W, U, W, T);
   s += fmt("%s pcy_rem_%s(%s a, %s b) {\n  if (b == %s(0)) return %s(0);\n", T, n, T, T, T, T);
   s += fmt("  if (a == %s && b == %s(-1)) return %s(0);\n", mn.c_str(), T, T);
-  s += fmt("  %s x = %s(a), y = %s(b);\n", W, W, W);
-  s += fmt("  %s r = x %% y;\n  if (r != %s(0) && ((r < %s(0)) != (y < %s(0)))) r = r + y;\n"
-           "  return %s(r);\n}\n",
-           W, W, W, W, T);
+  s += split;
+  s += fmt("  %s r = x < %s(0) ? -%s(ur) : %s(ur);\n"
+           "  if (r != %s(0) && ((r < %s(0)) != (y < %s(0)))) r = r + y;\n  return %s(r);\n}\n",
+           W, W, W, W, W, W, W, T);
   return s;
 }
 
