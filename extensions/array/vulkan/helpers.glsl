@@ -198,16 +198,19 @@ float pcy_fmod_f32(float x, float y) {
   const uint r = ex > 0 ? ((mx & 0x7FFFFFu) | (uint(ex) << 23)) : (mx >> (1 - ex));
   return uintBitsToFloat(r | sx);
 }
+// Python's divmod of floats. The zero tests are float compares, like the other tests here, so
+// that a device that flushes f32 subnormals (NVIDIA's) treats a subnormal as the zero it then
+// computes with; the divisions correctly rounded through f64 where the device has it.
 void pcy_divmod_f32(float a, float b, out float fdiv, out float mod) {
   precise float m, dv, fd;
-  if (pcy_iszero_f32(b)) {
+  if (b == float(0)) {
     mod = pcy_fmod_f32(a, b);
-    fdiv = a / b;
+    fdiv = pcy_div_f32(a, b);
     return;
   }
   m = pcy_fmod_f32(a, b);
-  dv = (a - m) / b;
-  if (!pcy_iszero_f32(m)) {
+  dv = pcy_div_f32(a - m, b);
+  if (m != float(0)) {
     if (pcy_neg_f32(b) != (m < float(0))) {
       m = m + b;
       dv = dv - float(1);
@@ -215,11 +218,11 @@ void pcy_divmod_f32(float a, float b, out float fdiv, out float mod) {
   } else {
     m = pcy_copysign_f32(float(0), b);
   }
-  if (!pcy_iszero_f32(dv)) {
+  if (dv != float(0)) {
     fd = floor(dv);
     if (dv - fd > float(0.5)) fd = fd + float(1);
   } else {
-    fd = pcy_copysign_f32(float(0), a / b);
+    fd = pcy_copysign_f32(float(0), pcy_div_f32(a, b));
   }
   fdiv = fd;
   mod = m;
