@@ -25,8 +25,8 @@ namespace parenchyma::nn_native {
 #if defined(__GNUC__) && defined(__x86_64__) && !defined(__clang__) &&                             \
     !defined(PCY_NN_NO_CLONES) && !defined(_WIN32)
 #define PCY_NN_NATIVE_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-// The norms' row loops also have an AVX-512 build (wider vectors than the clones' one source can
-// name), called where the CPU runs x86-64-v4, decided once.
+// The norms, the softmax gradients and dropout also have an AVX-512 build (wider vectors than
+// the clones' one source can name), called where the CPU runs x86-64-v4, decided once.
 #define PCY_NN_HAVE_512 1
 #define PCY_NN_TARGET_512 __attribute__((target("arch=x86-64-v4")))
 inline bool cpu_has_512() {
@@ -36,8 +36,15 @@ inline bool cpu_has_512() {
   }();
   return has;
 }
+// `call` (a void call of the AVX-512 build), then return, where the CPU runs x86-64-v4.
+#define PCY_NN_USE_512(call)                                                                       \
+  if (cpu_has_512()) {                                                                             \
+    call;                                                                                          \
+    return;                                                                                        \
+  }
 #else
 #define PCY_NN_NATIVE_CLONES
+#define PCY_NN_USE_512(call)
 #endif
 
 // ---- helpers ------------------------------------------------------------------------------
@@ -77,26 +84,14 @@ inline void valid_range(int64_t n_out, int64_t stride, int64_t off, int64_t in, 
   lo = std::min(lo, hi);
 }
 
-// Sum of f(j) over j in [0, n) in double, with eight independent partial sums (lane j % 8) added
-// in a fixed tree at the end: the same bits on every run, and a loop the compiler vectorises
-// (one running sum is a chain of dependent adds).
 #if defined(__GNUC__)
 #define PCY_NN_AI __attribute__((always_inline)) // inlined into the clones too (their arch differs)
 #else
 #define PCY_NN_AI
 #endif
+// Eight partial sums added in a fixed tree (wide_sums' last step).
 [[gnu::always_inline]] inline double lane_tree(const double* a) {
   return ((a[0] + a[1]) + (a[2] + a[3])) + ((a[4] + a[5]) + (a[6] + a[7]));
-}
-template <class F> [[gnu::always_inline]] inline double lane_sum(uint64_t n, F f) {
-  double a[8] = {};
-  uint64_t j = 0;
-  for (; j + 8 <= n; j += 8)
-    for (uint64_t k = 0; k < 8; ++k)
-      a[k] += f(j + k);
-  for (uint64_t k = 0; j < n; ++j, ++k)
-    a[k] += f(j);
-  return lane_tree(a);
 }
 
 #if defined(__GNUC__) && !defined(__clang__)
@@ -439,9 +434,7 @@ log_softmax_grad_rows_512(const float* dy, float* dx, uint64_t rows, uint64_t le
 }
 #endif
 inline void log_softmax_grad_rows(const float* dy, float* dx, uint64_t rows, uint64_t len) {
-#if defined(PCY_NN_HAVE_512)
-  if (cpu_has_512()) return log_softmax_grad_rows_512(dy, dx, rows, len);
-#endif
+  PCY_NN_USE_512(log_softmax_grad_rows_512(dy, dx, rows, len))
   log_softmax_grad_rows_4(dy, dx, rows, len);
 }
 
@@ -1272,9 +1265,7 @@ PCY_NN_TARGET_512 void dropout_fwd_512(const T* x, T* y, uint8_t* mask, uint64_t
 template <class T>
 void dropout_fwd(const T* x, T* y, uint8_t* mask, uint64_t n, uint64_t seed, uint32_t threshold,
                  T scale, uint64_t base) {
-#if defined(PCY_NN_HAVE_512)
-  if (cpu_has_512()) return dropout_fwd_512(x, y, mask, n, seed, threshold, scale, base);
-#endif
+  PCY_NN_USE_512(dropout_fwd_512(x, y, mask, n, seed, threshold, scale, base))
   dropout_fwd_4(x, y, mask, n, seed, threshold, scale, base);
 }
 
@@ -1490,14 +1481,8 @@ void norm_chunk_sums(const double* part, uint64_t chunks, uint64_t n, uint64_t j
                                                 double* scratch) {                                 \
     softmax_bwd_body<8>(y, dy, dx, outer, len, inner, log, scratch);                               \
   }
-#define PCY_NN_NORM_USE_512(call)                                                                  \
-  if (cpu_has_512()) {                                                                             \
-    call;                                                                                          \
-    return;                                                                                        \
-  }
 #else
 #define PCY_NN_NORM_512(T)
-#define PCY_NN_NORM_USE_512(call)
 #endif
 #define PCY_NN_NORM_CLONES(T)                                                                      \
   PCY_NN_NORM_512(T)                                                                               \
@@ -1511,7 +1496,7 @@ void norm_chunk_sums(const double* part, uint64_t chunks, uint64_t n, uint64_t j
   }                                                                                                \
   inline void norm_fwd_c(bool layer, const T* x, const T* w, const T* b, T* y, T* mean, T* rstd,   \
                          uint64_t outer, uint64_t n, double eps) {                                 \
-    PCY_NN_NORM_USE_512(norm_fwd_512(layer, x, w, b, y, mean, rstd, outer, n, eps))                \
+    PCY_NN_USE_512(norm_fwd_512(layer, x, w, b, y, mean, rstd, outer, n, eps))                \
     norm_fwd_4(layer, x, w, b, y, mean, rstd, outer, n, eps);                                      \
   }                                                                                                \
   PCY_NN_NATIVE_CLONES inline void norm_bwd_dx_4(bool layer, const T* x, const double* w,          \
@@ -1524,7 +1509,7 @@ void norm_chunk_sums(const double* part, uint64_t chunks, uint64_t n, uint64_t j
   }                                                                                                \
   inline void norm_bwd_dx_c(bool layer, const T* x, const double* w, const T* mean, const T* rstd, \
                             const T* dy, T* dx, uint64_t outer, uint64_t n, double* acc) {         \
-    PCY_NN_NORM_USE_512(norm_bwd_dx_512(layer, x, w, mean, rstd, dy, dx, outer, n, acc))           \
+    PCY_NN_USE_512(norm_bwd_dx_512(layer, x, w, mean, rstd, dy, dx, outer, n, acc))           \
     norm_bwd_dx_4(layer, x, w, mean, rstd, dy, dx, outer, n, acc);                                 \
   }                                                                                                \
   PCY_NN_NATIVE_CLONES inline void softmax_bwd_4(const T* y, const T* dy, T* dx, uint64_t outer,   \
@@ -1534,7 +1519,7 @@ void norm_chunk_sums(const double* part, uint64_t chunks, uint64_t n, uint64_t j
   }                                                                                                \
   inline void softmax_bwd(const T* y, const T* dy, T* dx, uint64_t outer, uint64_t len,            \
                           uint64_t inner, bool log, double* scratch) {                             \
-    PCY_NN_NORM_USE_512(softmax_bwd_512(y, dy, dx, outer, len, inner, log, scratch))               \
+    PCY_NN_USE_512(softmax_bwd_512(y, dy, dx, outer, len, inner, log, scratch))               \
     softmax_bwd_4(y, dy, dx, outer, len, inner, log, scratch);                                     \
   }
 PCY_NN_NORM_CLONES(float)
