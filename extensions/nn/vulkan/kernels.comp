@@ -324,27 +324,45 @@ int window_count(int H, int W, int h0, int w0, int wh, int ww, int incl) {
   int N; int C; int H; int W; int K; int R; int S; int P; int Q; int sh; int sw; int ph; int pw;   \
   int dh; int dw; int groups;
 
-// ---- work-group sums --------------------------------------------------------------------------
-// The sum of every invocation's v, the same on each: the first invocation adds the EWG values
-// in invocation order (a fixed order: the same bits every run). A macro defining the function
-// with its shared array, for the kernels that use it; call it in uniform control flow.
+// ---- work-group sums and maxima ----------------------------------------------------------------
+// The sum of every invocation's v, the same on each: a pairwise tree over the EWG values (EWG a
+// power of two; invocation i adds i + s for s = EWG/2, ..., 1), a fixed order: the same bits
+// every run. A macro defining the function with its shared array, for the kernels that use it;
+// call it in uniform control flow. WG_MAX_FUNCTION (after it) is the maximum by the same tree: a
+// comparison, so a NaN is skipped unless both sides are NaN (callers start from -Inf).
 #define WG_SUM_FUNCTION                                                                            \
   shared real wg_part[EWG];                                                                        \
-  shared real wg_total;                                                                            \
   real wg_sum(real v) {                                                                            \
     const uint lid = gl_LocalInvocationID.x;                                                       \
     wg_part[lid] = v;                                                                              \
     barrier();                                                                                     \
-    if (lid == 0u) {                                                                               \
-      precise real s = real(0.0);                                                                  \
-      for (int i = 0; i < EWG; ++i) s += wg_part[i];                                               \
-      wg_total = s;                                                                                \
+    for (uint s = uint(EWG) / 2u; s > 0u; s >>= 1u) {                                              \
+      if (lid < s) {                                                                               \
+        precise real t = wg_part[lid] + wg_part[lid + s];                                          \
+        wg_part[lid] = t;                                                                          \
+      }                                                                                            \
+      barrier();                                                                                   \
     }                                                                                              \
-    barrier();                                                                                     \
-    const real r = wg_total;                                                                       \
+    const real r = wg_part[0];                                                                     \
     barrier();                                                                                     \
     return r;                                                                                      \
   }
+#define WG_MAX_FUNCTION                                                                            \
+  real wg_max(real v) {                                                                            \
+    const uint lid = gl_LocalInvocationID.x;                                                       \
+    wg_part[lid] = v;                                                                              \
+    barrier();                                                                                     \
+    for (uint s = uint(EWG) / 2u; s > 0u; s >>= 1u) {                                              \
+      if (lid < s && wg_part[lid + s] > wg_part[lid]) wg_part[lid] = wg_part[lid + s];             \
+      barrier();                                                                                   \
+    }                                                                                              \
+    const real r = wg_part[0];                                                                     \
+    barrier();                                                                                     \
+    return r;                                                                                      \
+  }
+// Rows of the work-group kernels up to ROWREG x EWG elements stay in registers (element
+// lid + k EWG in slot k); longer rows are read again for each pass.
+#define ROWREG 8
 
 // ---- cross_entropy: label t is ignore_index (ign_on 0: ignore_index is outside the i32 labels)
 #define IGNORED(t) (ign_on != 0 && (t) == ignore)
@@ -452,6 +470,117 @@ void main() {
       const int k = base + j * inner;
       precise real v = logm != 0 ? dys[k] - exp_r(ys[k]) * acc : ys[k] * (dys[k] - acc);
       dxs[k] = v;
+    }
+  }
+}
+
+#kernel softmax_fwd_wg
+// The last axis (inner 1) with long rows: a work-group per row (grid-strided over the rows),
+// invocation lid taking the elements lid, lid + EWG, ...; the maximum and the sum over the
+// work-group by wg_max and wg_sum. Local maxima start from -Inf and skip NaN by comparison; a
+// NaN reaches the sum, so its row becomes NaN, as with softmax_fwd.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, writeonly, Y, ys)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(Y, ys)
+  int rows; int len; int logm; };
+WG_SUM_FUNCTION
+WG_MAX_FUNCTION
+void main() {
+  const int lid = int(gl_LocalInvocationID.x);
+  const bool held = len <= ROWREG * EWG;
+  for (int r = int(gl_WorkGroupID.x); r < rows; r += int(gl_NumWorkGroups.x)) {
+    const int base = r * len;
+    real e[ROWREG];
+    real m = -inf_real();
+    if (held) {
+      for (int k = 0; k < ROWREG; ++k) {
+        const int j = lid + k * EWG;
+        e[k] = j < len ? xs[base + j] : -inf_real();
+        m = e[k] > m ? e[k] : m;
+      }
+    } else {
+      for (int j = lid; j < len; j += EWG) {
+        const real v = xs[base + j];
+        m = v > m ? v : m;
+      }
+    }
+    m = wg_max(m);
+    precise real acc = real(0.0);
+    if (held) {
+      for (int k = 0; k < ROWREG; ++k)
+        if (lid + k * EWG < len) {
+          precise real d = e[k] - m;
+          e[k] = logm != 0 ? d : exp_r(d);
+          acc += logm != 0 ? exp_r(d) : e[k];
+        }
+    } else {
+      for (int j = lid; j < len; j += EWG) acc += exp_r(xs[base + j] - m);
+    }
+    const real tot = wg_sum(acc);
+    const real ls = logm != 0 ? log_r(tot) : real(0.0);
+    if (held) {
+      for (int k = 0; k < ROWREG; ++k) {
+        const int j = lid + k * EWG;
+        if (j < len) {
+          precise real v = logm != 0 ? e[k] - ls : e[k] / tot;
+          ys[base + j] = v;
+        }
+      }
+    } else {
+      for (int j = lid; j < len; j += EWG) {
+        precise real d = xs[base + j] - m;
+        precise real v = logm != 0 ? d - ls : exp_r(d) / tot;
+        ys[base + j] = v;
+      }
+    }
+  }
+}
+
+#kernel softmax_bwd_wg
+// softmax_bwd by a work-group per row (inner 1, long rows), its sum by wg_sum.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, Y, ys)
+BUF(1, readonly, DY, dys)
+BUF(2, writeonly, DX, dxs)
+layout(push_constant) uniform args {
+  PTR(Y, ys) PTR(DY, dys) PTR(DX, dxs)
+  int rows; int len; int logm; };
+WG_SUM_FUNCTION
+void main() {
+  const int lid = int(gl_LocalInvocationID.x);
+  const bool held = len <= ROWREG * EWG;
+  for (int r = int(gl_WorkGroupID.x); r < rows; r += int(gl_NumWorkGroups.x)) {
+    const int base = r * len;
+    real yv[ROWREG], dv[ROWREG];
+    precise real acc = real(0.0);
+    if (held) {
+      for (int k = 0; k < ROWREG; ++k) {
+        const int j = lid + k * EWG;
+        yv[k] = j < len ? ys[base + j] : real(0.0);
+        dv[k] = j < len ? dys[base + j] : real(0.0);
+        if (j < len) acc += logm != 0 ? dv[k] : dv[k] * yv[k];
+      }
+    } else {
+      for (int j = lid; j < len; j += EWG)
+        acc += logm != 0 ? dys[base + j] : dys[base + j] * ys[base + j];
+    }
+    const real tot = wg_sum(acc);
+    if (held) {
+      for (int k = 0; k < ROWREG; ++k) {
+        const int j = lid + k * EWG;
+        if (j < len) {
+          precise real v = logm != 0 ? dv[k] - exp_r(yv[k]) * tot : yv[k] * (dv[k] - tot);
+          dxs[base + j] = v;
+        }
+      }
+    } else {
+      for (int j = lid; j < len; j += EWG) {
+        const real y = ys[base + j], dy = dys[base + j];
+        precise real v = logm != 0 ? dy - exp_r(y) * tot : y * (dy - tot);
+        dxs[base + j] = v;
+      }
     }
   }
 }
@@ -761,6 +890,144 @@ void main() {
     for (int j = 0; j < n; ++j) {
       precise real v = rstd * (dys[base + j] * ws[j] - mg - ((xs[base + j] - mu) * rstd) * mgx);
       dxs[base + j] = v;
+    }
+  }
+}
+
+#kernel norm_fwd_wg
+// norm_fwd for long rows: a work-group per row (grid-strided over the rows), invocation lid
+// taking the elements lid, lid + EWG, ...; the two sums by wg_sum. Same arithmetic per element as
+// norm_fwd (the bundle sends n = 0 there).
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, readonly, W, ws)
+BUF(2, readonly, B, bs)
+BUF(3, writeonly, Y, ys)
+BUF(4, writeonly, M, ms)
+BUF(5, writeonly, R, rs)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(W, ws) PTR(B, bs) PTR(Y, ys) PTR(M, ms) PTR(R, rs)
+  real eps; int outer; int n; int layer; int save; };
+WG_SUM_FUNCTION
+void main() {
+  const int lid = int(gl_LocalInvocationID.x);
+  const bool held = n <= ROWREG * EWG;
+  for (int r = int(gl_WorkGroupID.x); r < outer; r += int(gl_NumWorkGroups.x)) {
+    const int base = r * n;
+    real xv[ROWREG];
+    if (held)
+      for (int k = 0; k < ROWREG; ++k) {
+        const int j = lid + k * EWG;
+        xv[k] = j < n ? xs[base + j] : real(0.0);
+      }
+    real mu = real(0.0);
+    if (layer != 0) {
+      precise real acc = real(0.0);
+      if (held)
+        for (int k = 0; k < ROWREG; ++k) acc += xv[k];
+      else
+        for (int j = lid; j < n; j += EWG) acc += xs[base + j];
+      precise real m = wg_sum(acc) / real(n);
+      mu = m;
+    }
+    precise real sq = real(0.0);
+    if (held) {
+      for (int k = 0; k < ROWREG; ++k)
+        if (lid + k * EWG < n) {
+          precise real d = xv[k] - mu;
+          sq += d * d;
+        }
+    } else {
+      for (int j = lid; j < n; j += EWG) {
+        precise real d = xs[base + j] - mu;
+        sq += d * d;
+      }
+    }
+    precise real rstd = real(1.0) / sqrt(wg_sum(sq) / real(n) + eps);
+    if (held) {
+      for (int k = 0; k < ROWREG; ++k) {
+        const int j = lid + k * EWG;
+        if (j < n) {
+          precise real h = (xv[k] - mu) * rstd * ws[j];
+          if (layer != 0) h += bs[j];
+          ys[base + j] = h;
+        }
+      }
+    } else {
+      for (int j = lid; j < n; j += EWG) {
+        precise real h = (xs[base + j] - mu) * rstd * ws[j];
+        if (layer != 0) h += bs[j];
+        ys[base + j] = h;
+      }
+    }
+    if (lid == 0) {
+      if ((save & 1) != 0) ms[r] = mu;
+      if ((save & 2) != 0) rs[r] = rstd;
+    }
+  }
+}
+
+#kernel norm_bwd_wg
+// norm_bwd_row for long rows: a work-group per row, its two sums by wg_sum.
+layout(local_size_x = EWG) in;
+BUF(0, readonly, X, xs)
+BUF(1, readonly, W, ws)
+BUF(2, readonly, M, ms)
+BUF(3, readonly, R, rs)
+BUF(4, readonly, DY, dys)
+BUF(5, writeonly, DX, dxs)
+layout(push_constant) uniform args {
+  PTR(X, xs) PTR(W, ws) PTR(M, ms) PTR(R, rs) PTR(DY, dys) PTR(DX, dxs)
+  int outer; int n; int layer; };
+WG_SUM_FUNCTION
+void main() {
+  const int lid = int(gl_LocalInvocationID.x);
+  const bool held = n <= ROWREG * EWG;
+  for (int r = int(gl_WorkGroupID.x); r < outer; r += int(gl_NumWorkGroups.x)) {
+    const int base = r * n;
+    const real mu = layer != 0 ? ms[r] : real(0.0), rstd = rs[r];
+    real gv[ROWREG], hv[ROWREG];
+    precise real sg = real(0.0), sgx = real(0.0);
+    if (held) {
+      for (int k = 0; k < ROWREG; ++k) {
+        const int j = lid + k * EWG;
+        gv[k] = real(0.0);
+        hv[k] = real(0.0);
+        if (j < n) {
+          precise real g = dys[base + j] * ws[j];
+          precise real h = (xs[base + j] - mu) * rstd;
+          gv[k] = g;
+          hv[k] = h;
+          sg += g;
+          sgx += g * h;
+        }
+      }
+    } else {
+      for (int j = lid; j < n; j += EWG) {
+        precise real g = dys[base + j] * ws[j];
+        precise real h = (xs[base + j] - mu) * rstd;
+        sg += g;
+        sgx += g * h;
+      }
+    }
+    const real tsg = wg_sum(sg), tsgx = wg_sum(sgx);
+    precise real mg = layer != 0 ? tsg / real(n) : real(0.0);
+    precise real mgx = tsgx / real(n);
+    if (held) {
+      for (int k = 0; k < ROWREG; ++k) {
+        const int j = lid + k * EWG;
+        if (j < n) {
+          precise real v = rstd * (gv[k] - mg - hv[k] * mgx);
+          dxs[base + j] = v;
+        }
+      }
+    } else {
+      for (int j = lid; j < n; j += EWG) {
+        precise real g = dys[base + j] * ws[j];
+        precise real h = (xs[base + j] - mu) * rstd;
+        precise real v = rstd * (g - mg - h * mgx);
+        dxs[base + j] = v;
+      }
     }
   }
 }

@@ -14,8 +14,9 @@
 // lavapipe ends an invocation's loops after 65535 iterations in all (found with embedding_grad
 // under a grid cap of 2: the rest of its elements came back 0, no error): each kernel keeps an
 // invocation's loop count small at the suite's sizes (batch_norm a work-group per channel,
-// embedding_grad 32 columns an invocation), but a single line, row or channel far beyond that
-// (softmax or layer_norm rows of ~20000+ elements) would be cut short on lavapipe.
+// softmax along the last axis and the norms a work-group per row, embedding_grad 32 columns an
+// invocation), but a single line (softmax along another axis) of ~20000+ elements would be cut
+// short on lavapipe.
 // Each shader is built by the framework's program_build (GLSL to SPIR-V through shaderc, kept in
 // the kernel cache) on its first use in a context, per dtype and per form: buffers as
 // descriptors, or by device address (-DPCY_ADDRESSES) when a tensor is larger than a descriptor
@@ -81,15 +82,20 @@ enum kernel_id {
   K_CONV_FILTER,
   K_CONV_BIAS,
   K_CONV_GRAD_BIAS,
+  K_SM_FWD_WG,
+  K_SM_BWD_WG,
+  K_NORM_FWD_WG,
+  K_NORM_BWD_WG,
   K_COUNT
 };
 constexpr std::array<const char*, K_COUNT> kernel_names{
-    "act_fwd",       "act_bwd",       "softmax_fwd",   "softmax_bwd",       "dropout_fwd",
-    "dropout_bwd",   "pool_max",      "pool_max_grad", "pool_max_grad_idx", "pool_avg",
-    "pool_avg_grad", "lrn_fwd",       "lrn_grad",      "norm_fwd",          "norm_bwd_row",
-    "norm_bwd_cols", "xent_fwd",      "xent_bwd",      "emb_fwd",           "emb_grad",
-    "bn_fwd",        "bn_bwd",        "conv_fwd",      "conv_data",         "conv_filter",
-    "conv_bias",     "conv_grad_bias"};
+    "act_fwd",       "act_bwd",        "softmax_fwd",    "softmax_bwd",       "dropout_fwd",
+    "dropout_bwd",   "pool_max",       "pool_max_grad",  "pool_max_grad_idx", "pool_avg",
+    "pool_avg_grad", "lrn_fwd",        "lrn_grad",       "norm_fwd",          "norm_bwd_row",
+    "norm_bwd_cols", "xent_fwd",       "xent_bwd",       "emb_fwd",           "emb_grad",
+    "bn_fwd",        "bn_bwd",         "conv_fwd",       "conv_data",         "conv_filter",
+    "conv_bias",     "conv_grad_bias", "softmax_fwd_wg", "softmax_bwd_wg",    "norm_fwd_wg",
+    "norm_bwd_wg"};
 // Every kernel named (a missing initialiser would leave a null name).
 static_assert(std::ranges::none_of(kernel_names, [](const char* n) { return n == nullptr; }));
 
@@ -115,6 +121,21 @@ struct vk_context : sdk::glsl_context<K_COUNT> {
   // One 4-byte word: the last, partial word of a dropout mask (4 does not divide its size).
   pcy_memory tail = nullptr;
 
+  // A kernel with a work-group per row, grid-strided over `rows` (at most grid_cap groups).
+  void rows(pcy_queue q, pcy_kernel k, uint64_t rows,
+            std::initializer_list<pcy_kernel_arg> args) const {
+    const uint64_t groups = std::clamp<uint64_t>(rows, 1, grid_cap);
+    launch(q, k, 1, {groups * wg, 1, 1}, {wg, 1, 1}, args);
+  }
+  // A kernel over `n` rows: a work-group per row (rows) when `grouped`, else an invocation per
+  // row (grid).
+  void per_row(bool grouped, pcy_queue q, pcy_kernel k, uint64_t n,
+               std::initializer_list<pcy_kernel_arg> args) const {
+    if (grouped)
+      rows(q, k, n, args);
+    else
+      grid(q, k, n, args);
+  }
   // A grid-strided kernel over `items`: whole work-groups, at most grid_cap of them.
   void grid(pcy_queue q, pcy_kernel k, uint64_t items,
             std::initializer_list<pcy_kernel_arg> args) const {
@@ -122,6 +143,11 @@ struct vk_context : sdk::glsl_context<K_COUNT> {
     launch(q, k, 1, {groups * wg, 1, 1}, {wg, 1, 1}, args);
   }
 };
+
+// Rows of at least this many elements (softmax along the last axis, layer_norm, rms_norm) take a
+// work-group each (the *_wg kernels: coalesced reads, sums over the work-group); shorter rows an
+// invocation each.
+constexpr uint64_t rows_by_group = 32;
 
 using sdk::mem;
 using sdk::val;
@@ -163,7 +189,8 @@ void op_act(vk_context& cx, const sdk::op_args& a) {
 
 // ---- softmax -------------------------------------------------------------------------------
 
-// An invocation per line of the axis (outer x inner lines of len elements).
+// An invocation per line of the axis (outer x inner lines of len elements), or along the last axis
+// (inner 1) a work-group per row of at least rows_by_group elements.
 template <const pcy_op_schema& S, bool Log, class T>
 void op_softmax(vk_context& cx, const sdk::op_args& a) {
   const nb::softmax_call c = nb::decode_softmax<S>(a, dt<T>);
@@ -173,6 +200,16 @@ void op_softmax(vk_context& cx, const sdk::op_args& a) {
   const uint64_t lines = c.outer * c.inner;
   const int32_t nl = static_cast<int32_t>(lines), len = static_cast<int32_t>(c.len),
                 inner = static_cast<int32_t>(c.inner), logm = Log ? 1 : 0;
+  if (c.inner == 1 && c.len >= rows_by_group) {
+    if constexpr (grad)
+      cx.rows(
+          a.queue(), cx.get<T>(K_SM_BWD_WG), lines,
+          {mem(c.x->memory), mem(c.dy->memory), mem(c.y->memory), val(nl), val(len), val(logm)});
+    else
+      cx.rows(a.queue(), cx.get<T>(K_SM_FWD_WG), lines,
+              {mem(c.x->memory), mem(c.y->memory), val(nl), val(len), val(logm)});
+    return;
+  }
   if constexpr (grad)
     cx.grid(a.queue(), cx.get<T>(K_SM_BWD), lines,
             {mem(c.x->memory), mem(c.dy->memory), mem(c.y->memory), val(nl), val(len), val(inner),
@@ -316,9 +353,10 @@ void op_lrn(vk_context& cx, const sdk::op_args& a) {
 
 // ---- layer_norm, rms_norm -----------------------------------------------------------------
 
-// An invocation per row (its sums in row order); the statistics are `real` (the statistics dtype
-// of f32 and f64 is the op's). A statistics tensor not saved, and rms_norm's absent mean and
-// bias, are bound to the context's tail word and not touched.
+// An invocation per row (its sums in row order), or a work-group per row of at least
+// rows_by_group elements (sums over the work-group's tree); the statistics are `real` (the
+// statistics dtype of f32 and f64 is the op's). A statistics tensor not saved, and rms_norm's
+// absent mean and bias, are bound to the context's tail word and not touched.
 template <const pcy_op_schema& S, bool Layer, class T>
 void op_norm(vk_context& cx, const sdk::op_args& a) {
   const nb::norm_call c = nb::decode_norm<S>(a, dt<T>);
@@ -328,9 +366,10 @@ void op_norm(vk_context& cx, const sdk::op_args& a) {
                 layer = Layer ? 1 : 0, save = (c.mean ? 1 : 0) | (c.rstd ? 2 : 0);
   const T eps = static_cast<T>(c.epsilon);
   auto m = [&](const pcy_tensor* t) { return mem(t && t->memory ? t->memory : cx.tail); };
-  cx.grid(a.queue(), cx.get<T>(K_NORM_FWD), c.outer,
-          {m(c.x), m(c.weight), m(c.bias), m(c.y), m(c.mean), m(c.rstd), val(eps), val(outer),
-           val(n), val(layer), val(save)});
+  const bool by_group = c.n >= rows_by_group;
+  cx.per_row(by_group, a.queue(), cx.get<T>(by_group ? K_NORM_FWD_WG : K_NORM_FWD), c.outer,
+             {m(c.x), m(c.weight), m(c.bias), m(c.y), m(c.mean), m(c.rstd), val(eps), val(outer),
+              val(n), val(layer), val(save)});
 }
 
 // dx by rows, then dweight and dbias by columns (each summing the rows in order).
@@ -341,10 +380,11 @@ void op_norm_grad(vk_context& cx, const sdk::op_args& a) {
   const int32_t outer = static_cast<int32_t>(c.outer), n = static_cast<int32_t>(c.n),
                 layer = Layer ? 1 : 0;
   auto m = [&](const pcy_tensor* t) { return mem(t && t->memory ? t->memory : cx.tail); };
+  const bool by_group = c.n >= rows_by_group;
   if (c.outer != 0)
-    cx.grid(a.queue(), cx.get<T>(K_NORM_BWD_ROW), c.outer,
-            {m(c.x), m(c.weight), m(c.mean), m(c.rstd), m(c.dy), m(c.y), val(outer), val(n),
-             val(layer)});
+    cx.per_row(by_group, a.queue(), cx.get<T>(by_group ? K_NORM_BWD_WG : K_NORM_BWD_ROW), c.outer,
+               {m(c.x), m(c.weight), m(c.mean), m(c.rstd), m(c.dy), m(c.y), val(outer), val(n),
+                val(layer)});
   cx.grid(a.queue(), cx.get<T>(K_NORM_BWD_COLS), c.n,
           {m(c.x), m(c.mean), m(c.rstd), m(c.dy), m(c.dweight), m(c.dbias), val(outer), val(n),
            val(layer)});

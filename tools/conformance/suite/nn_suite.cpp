@@ -244,7 +244,9 @@ template <class T> void softmax_cases(extension_suite& reg) {
                               {{2, 3, 1, 11}, 3, 0, 50},
                               // 4096 elements and more: the native bundle's oneDNN paths
                               {{64, 1000}, 1, 0, 10},
-                              {{16, 300, 3}, 1, 0, 10}};
+                              {{16, 300, 3}, 1, 0, 10},
+                              // rows longer than a Vulkan work-group holds in registers
+                              {{3, 2500}, 1, 0, 10}};
   for (const sm& c : cases) {
     const std::string tag = std::string("softmax/log_softmax ") + tname<T>() + " " +
                             shape_tag(c.shape) + " axis=" + std::to_string(c.axis) +
