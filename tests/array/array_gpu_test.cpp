@@ -476,7 +476,9 @@ std::vector<uint8_t> flushed_f32(std::vector<uint8_t> v) {
   return v;
 }
 // The first element of got that is neither want's nor, with f32 subnormals flushed, the native
-// result from flushed inputs (want_ftz) or either with its result flushed; -1 if none.
+// result from flushed inputs (want_ftz) or either with its result flushed; there got's own
+// subnormal counts as the zero of its sign (a select, as minimum's, passes the bits of an operand
+// it compared as zero); -1 if none.
 int64_t first_difference_ftz(const std::vector<uint8_t>& want,
                              const std::vector<uint8_t>& want_ftz,
                              const std::vector<uint8_t>& got, int d) {
@@ -495,7 +497,7 @@ int64_t first_difference_ftz(const std::vector<uint8_t>& want,
       std::memcpy(&gb, g, 4);
       std::memcpy(&wb, want.data() + i * es, 4);
       std::memcpy(&fb, want_ftz.data() + i * es, 4);
-      if (gb == flushed(wb) || gb == flushed(fb)) continue;
+      if (flushed(gb) == flushed(wb) || flushed(gb) == flushed(fb)) continue;
     }
     return static_cast<int64_t>(i);
   }

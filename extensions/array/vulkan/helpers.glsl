@@ -200,12 +200,16 @@ float pcy_fmod_f32(float x, float y) {
 }
 // Python's divmod of floats. The zero tests are float compares, like the other tests here, so
 // that a device that flushes f32 subnormals (NVIDIA's) treats a subnormal as the zero it then
-// computes with; the divisions correctly rounded through f64 where the device has it.
+// computes with: a divisor that compares equal to zero is divided as the zero of its sign, and
+// so is a dividend that does (pcy_fmod_f32 works on the bits, which the device does not flush);
+// the divisions correctly rounded through f64 where the device has it.
 void pcy_divmod_f32(float a, float b, out float fdiv, out float mod) {
   precise float m, dv, fd;
   if (b == float(0)) {
-    mod = pcy_fmod_f32(a, b);
-    fdiv = pcy_div_f32(a, b);
+    const float a0 = a == float(0) ? pcy_copysign_f32(float(0), a) : a;
+    const float b0 = pcy_copysign_f32(float(0), b);
+    mod = pcy_fmod_f32(a0, b0);
+    fdiv = pcy_div_f32(a0, b0);
     return;
   }
   m = pcy_fmod_f32(a, b);
