@@ -106,6 +106,10 @@ bool nan_bits(float v) {
 #endif
 #define GID int(gl_GlobalInvocationID.x)
 #define GSTRIDE int(gl_NumWorkGroups.x * gl_WorkGroupSize.x)
+// The level-1 kernels walk their grid-strided range four strides an iteration, the four loads
+// issued before any use (a loop of one element leaves a single load in flight per invocation,
+// too few to fill the memory pipe of a large GPU), then the rest one stride at a time; each
+// element is still taken in the order of i, so the results are the bits of the plain loop.
 
 #kernel axpby_k
 layout(local_size_x = EWG) in;
@@ -118,7 +122,19 @@ layout(push_constant) uniform args {
  real a; real b; int n; int flags; int incx; int incy; };
 void main() {
   const real al = ALPHA, be = BETA;
-  for (int i = GID; i < n; i += GSTRIDE) {
+  const int st = GSTRIDE;
+  int i = GID;
+  for (; i < n - 3 * st; i += 4 * st) {
+    const real x0 = xs[i * incx], x1 = xs[(i + st) * incx], x2 = xs[(i + 2 * st) * incx],
+               x3 = xs[(i + 3 * st) * incx];
+    const real y0 = ys[i * incy], y1 = ys[(i + st) * incy], y2 = ys[(i + 2 * st) * incy],
+               y3 = ys[(i + 3 * st) * incy];
+    ys[i * incy] = COMBINE(al, x0, be, y0);
+    ys[(i + st) * incy] = COMBINE(al, x1, be, y1);
+    ys[(i + 2 * st) * incy] = COMBINE(al, x2, be, y2);
+    ys[(i + 3 * st) * incy] = COMBINE(al, x3, be, y3);
+  }
+  for (; i < n; i += st) {
     const int iy = i * incy;
     ys[iy] = COMBINE(al, xs[i * incx], be, ys[iy]);
   }
@@ -136,7 +152,19 @@ layout(push_constant) uniform args {
 void main() {
   const real al = ALPHA;
   if (al == real(0)) return;
-  for (int i = GID; i < n; i += GSTRIDE) ys[i * incy] += al * xs[i * incx];
+  const int st = GSTRIDE;
+  int i = GID;
+  for (; i < n - 3 * st; i += 4 * st) {
+    const real x0 = xs[i * incx], x1 = xs[(i + st) * incx], x2 = xs[(i + 2 * st) * incx],
+               x3 = xs[(i + 3 * st) * incx];
+    const real y0 = ys[i * incy], y1 = ys[(i + st) * incy], y2 = ys[(i + 2 * st) * incy],
+               y3 = ys[(i + 3 * st) * incy];
+    ys[i * incy] = y0 + al * x0;
+    ys[(i + st) * incy] = y1 + al * x1;
+    ys[(i + 2 * st) * incy] = y2 + al * x2;
+    ys[(i + 3 * st) * incy] = y3 + al * x3;
+  }
+  for (; i < n; i += st) ys[i * incy] += al * xs[i * incx];
 }
 
 #kernel scal_k
@@ -148,7 +176,17 @@ layout(push_constant) uniform args {
  real a; int n; int flags; int incx; };
 void main() {
   const real al = ALPHA;
-  for (int i = GID; i < n; i += GSTRIDE) xs[i * incx] *= al;
+  const int st = GSTRIDE;
+  int i = GID;
+  for (; i < n - 3 * st; i += 4 * st) {
+    const real x0 = xs[i * incx], x1 = xs[(i + st) * incx], x2 = xs[(i + 2 * st) * incx],
+               x3 = xs[(i + 3 * st) * incx];
+    xs[i * incx] = x0 * al;
+    xs[(i + st) * incx] = x1 * al;
+    xs[(i + 2 * st) * incx] = x2 * al;
+    xs[(i + 3 * st) * incx] = x3 * al;
+  }
+  for (; i < n; i += st) xs[i * incx] *= al;
 }
 
 #kernel copy_k
@@ -159,7 +197,17 @@ layout(push_constant) uniform args {
   PTR(X, xs) PTR(Y, ys)
  int n; int incx; int incy; };
 void main() {
-  for (int i = GID; i < n; i += GSTRIDE) ys[i * incy] = xs[i * incx];
+  const int st = GSTRIDE;
+  int i = GID;
+  for (; i < n - 3 * st; i += 4 * st) {
+    const real x0 = xs[i * incx], x1 = xs[(i + st) * incx], x2 = xs[(i + 2 * st) * incx],
+               x3 = xs[(i + 3 * st) * incx];
+    ys[i * incy] = x0;
+    ys[(i + st) * incy] = x1;
+    ys[(i + 2 * st) * incy] = x2;
+    ys[(i + 3 * st) * incy] = x3;
+  }
+  for (; i < n; i += st) ys[i * incy] = xs[i * incx];
 }
 
 #kernel swap_k
@@ -170,7 +218,23 @@ layout(push_constant) uniform args {
   PTR(X, xs) PTR(Y, ys)
  int n; int incx; int incy; };
 void main() {
-  for (int i = GID; i < n; i += GSTRIDE) {
+  const int st = GSTRIDE;
+  int i = GID;
+  for (; i < n - 3 * st; i += 4 * st) {
+    const real x0 = xs[i * incx], x1 = xs[(i + st) * incx], x2 = xs[(i + 2 * st) * incx],
+               x3 = xs[(i + 3 * st) * incx];
+    const real y0 = ys[i * incy], y1 = ys[(i + st) * incy], y2 = ys[(i + 2 * st) * incy],
+               y3 = ys[(i + 3 * st) * incy];
+    xs[i * incx] = y0;
+    xs[(i + st) * incx] = y1;
+    xs[(i + 2 * st) * incx] = y2;
+    xs[(i + 3 * st) * incx] = y3;
+    ys[i * incy] = x0;
+    ys[(i + st) * incy] = x1;
+    ys[(i + 2 * st) * incy] = x2;
+    ys[(i + 3 * st) * incy] = x3;
+  }
+  for (; i < n; i += st) {
     const real t = xs[i * incx];
     xs[i * incx] = ys[i * incy];
     ys[i * incy] = t;
@@ -218,10 +282,30 @@ shared real s[RWG];
 void main() {
   const int lid = int(gl_LocalInvocationID.x);
   real acc = real(0);
+  const int st = GSTRIDE;
+  int i = GID;
   if (mode == 0) {
-    for (int i = GID; i < n; i += GSTRIDE) acc += abs(xs[i * incx]);
+    for (; i < n - 3 * st; i += 4 * st) {
+      const real x0 = xs[i * incx], x1 = xs[(i + st) * incx], x2 = xs[(i + 2 * st) * incx],
+                 x3 = xs[(i + 3 * st) * incx];
+      acc += abs(x0);
+      acc += abs(x1);
+      acc += abs(x2);
+      acc += abs(x3);
+    }
+    for (; i < n; i += st) acc += abs(xs[i * incx]);
   } else {
-    for (int i = GID; i < n; i += GSTRIDE) acc = fma(xs[i * incx], ys[i * incy], acc);
+    for (; i < n - 3 * st; i += 4 * st) {
+      const real x0 = xs[i * incx], x1 = xs[(i + st) * incx], x2 = xs[(i + 2 * st) * incx],
+                 x3 = xs[(i + 3 * st) * incx];
+      const real y0 = ys[i * incy], y1 = ys[(i + st) * incy], y2 = ys[(i + 2 * st) * incy],
+                 y3 = ys[(i + 3 * st) * incy];
+      acc = fma(x0, y0, acc);
+      acc = fma(x1, y1, acc);
+      acc = fma(x2, y2, acc);
+      acc = fma(x3, y3, acc);
+    }
+    for (; i < n; i += st) acc = fma(xs[i * incx], ys[i * incy], acc);
   }
   s[lid] = acc;
   memoryBarrierShared();
@@ -274,25 +358,38 @@ layout(push_constant) uniform args {
 shared real s0[RWG];
 shared real s1[RWG];
 shared real s2[RWG];
+// One element into the three sums (a NaN first, by its bits: the comparisons below are no
+// place to classify it).
+#define NRM2_ADD(x)                                                                                \
+  {                                                                                                \
+    const real ax = abs(x);                                                                        \
+    if (nan_bits(ax)) {                                                                            \
+      med += ax;                                                                                   \
+    } else if (ax > tbig) {                                                                        \
+      const real v = ax * sbig;                                                                    \
+      big = fma(v, v, big);                                                                        \
+    } else if (ax < tsml) {                                                                        \
+      const real v = ax * ssml;                                                                    \
+      sml = fma(v, v, sml);                                                                        \
+    } else {                                                                                       \
+      med = fma(ax, ax, med);                                                                      \
+    }                                                                                              \
+  }
 void main() {
   const real tsml = NRM2_TSML, tbig = NRM2_TBIG, ssml = NRM2_SSML, sbig = NRM2_SBIG;
   const int lid = int(gl_LocalInvocationID.x);
   precise real sml = real(0), med = real(0), big = real(0);
-  for (int i = GID; i < n; i += GSTRIDE) {
-    const real ax = abs(xs[i * incx]);
-    if (nan_bits(ax)) {
-      // first, by its bits: the comparisons below are no place to classify a NaN
-      med += ax;
-    } else if (ax > tbig) {
-      const real v = ax * sbig;
-      big = fma(v, v, big);
-    } else if (ax < tsml) {
-      const real v = ax * ssml;
-      sml = fma(v, v, sml);
-    } else {
-      med = fma(ax, ax, med);
-    }
+  const int st = GSTRIDE;
+  int i = GID;
+  for (; i < n - 3 * st; i += 4 * st) {
+    const real x0 = xs[i * incx], x1 = xs[(i + st) * incx], x2 = xs[(i + 2 * st) * incx],
+               x3 = xs[(i + 3 * st) * incx];
+    NRM2_ADD(x0);
+    NRM2_ADD(x1);
+    NRM2_ADD(x2);
+    NRM2_ADD(x3);
   }
+  for (; i < n; i += st) NRM2_ADD(xs[i * incx]);
   s0[lid] = sml;
   s1[lid] = med;
   s2[lid] = big;

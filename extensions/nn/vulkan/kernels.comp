@@ -398,7 +398,17 @@ layout(push_constant) uniform args {
   PTR(X, xs) PTR(Y, ys)
   real alpha; int n; int kind; };
 void main() {
-  for (int i = GID; i < n; i += GSTRIDE) ys[i] = act_f(kind, xs[i], alpha);
+  // Four strides an iteration, the four loads before any use (blas_vulkan's level-1 kernels).
+  const int st = GSTRIDE;
+  int i = GID;
+  for (; i < n - 3 * st; i += 4 * st) {
+    const real x0 = xs[i], x1 = xs[i + st], x2 = xs[i + 2 * st], x3 = xs[i + 3 * st];
+    ys[i] = act_f(kind, x0, alpha);
+    ys[i + st] = act_f(kind, x1, alpha);
+    ys[i + 2 * st] = act_f(kind, x2, alpha);
+    ys[i + 3 * st] = act_f(kind, x3, alpha);
+  }
+  for (; i < n; i += st) ys[i] = act_f(kind, xs[i], alpha);
 }
 
 #kernel act_bwd
@@ -411,7 +421,17 @@ layout(push_constant) uniform args {
   PTR(Y, ys) PTR(DY, dys) PTR(DX, dxs)
   real alpha; int n; int kind; };
 void main() {
-  for (int i = GID; i < n; i += GSTRIDE) dxs[i] = act_g(kind, ys[i], dys[i], alpha);
+  const int st = GSTRIDE;
+  int i = GID;
+  for (; i < n - 3 * st; i += 4 * st) {
+    const real y0 = ys[i], y1 = ys[i + st], y2 = ys[i + 2 * st], y3 = ys[i + 3 * st];
+    const real d0 = dys[i], d1 = dys[i + st], d2 = dys[i + 2 * st], d3 = dys[i + 3 * st];
+    dxs[i] = act_g(kind, y0, d0, alpha);
+    dxs[i + st] = act_g(kind, y1, d1, alpha);
+    dxs[i + 2 * st] = act_g(kind, y2, d2, alpha);
+    dxs[i + 3 * st] = act_g(kind, y3, d3, alpha);
+  }
+  for (; i < n; i += st) dxs[i] = act_g(kind, ys[i], dys[i], alpha);
 }
 
 #kernel softmax_fwd
