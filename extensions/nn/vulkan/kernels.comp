@@ -508,18 +508,30 @@ layout(push_constant) uniform args {
 WG_SUM_FUNCTION
 WG_MAX_FUNCTION
 void main() {
-  const int lid = int(gl_LocalInvocationID.x);
+  const int lid = int(gl_LocalInvocationID.x), groups = int(gl_NumWorkGroups.x);
   const bool held = len <= ROWREG * EWG;
-  for (int r = int(gl_WorkGroupID.x); r < rows; r += int(gl_NumWorkGroups.x)) {
+  // Held rows: the group's next row is loaded (into nx) before this row's sums, so its loads
+  // are in flight while the work-group reduces.
+  real nx[ROWREG];
+  if (held && int(gl_WorkGroupID.x) < rows)
+    for (int k = 0; k < ROWREG; ++k) {
+      const int j = lid + k * EWG;
+      nx[k] = j < len ? xs[int(gl_WorkGroupID.x) * len + j] : -inf_real();
+    }
+  for (int r = int(gl_WorkGroupID.x); r < rows; r += groups) {
     const int base = r * len;
     real e[ROWREG];
     real m = -inf_real();
     if (held) {
       for (int k = 0; k < ROWREG; ++k) {
-        const int j = lid + k * EWG;
-        e[k] = j < len ? xs[base + j] : -inf_real();
+        e[k] = nx[k];
         m = e[k] > m ? e[k] : m;
       }
+      if (r + groups < rows)
+        for (int k = 0; k < ROWREG; ++k) {
+          const int j = lid + k * EWG;
+          nx[k] = j < len ? xs[(r + groups) * len + j] : -inf_real();
+        }
     } else {
       for (int j = lid; j < len; j += EWG) {
         const real v = xs[base + j];
