@@ -689,14 +689,27 @@ void main() {
     const int h0 = p * sh - ph, w0 = q * sw - pw;
     int bi = -1;
     real best = real(0.0);
-    for (int r = max(h0, 0); r < min(h0 + wh, H); ++r)
-      for (int c = max(w0, 0); c < min(w0 + ww, W); ++c) {
-        const real v = xs[base + r * W + c];
-        if (bi < 0 || (!nan_bits(best) && (nan_bits(v) || v > best))) {
-          best = v;
-          bi = r * W + c;
+    if (h0 >= 0 && w0 >= 0 && h0 + wh <= H && w0 + ww <= W && wh * ww <= 9) {
+      // A window of at most 3 x 3 inside the plane: its loads issued together (a loop of constant
+      // bound), then compared in the same row-major order.
+      real v[9];
+      for (int k = 0; k < 9; ++k)
+        if (k < wh * ww) v[k] = xs[base + (h0 + k / ww) * W + w0 + k % ww];
+      for (int k = 0; k < 9; ++k)
+        if (k < wh * ww && (bi < 0 || (!nan_bits(best) && (nan_bits(v[k]) || v[k] > best)))) {
+          best = v[k];
+          bi = (h0 + k / ww) * W + w0 + k % ww;
         }
-      }
+    } else {
+      for (int r = max(h0, 0); r < min(h0 + wh, H); ++r)
+        for (int c = max(w0, 0); c < min(w0 + ww, W); ++c) {
+          const real v = xs[base + r * W + c];
+          if (bi < 0 || (!nan_bits(best) && (nan_bits(v) || v > best))) {
+            best = v;
+            bi = r * W + c;
+          }
+        }
+    }
     ys[t] = bi < 0 ? nan_real() : best;
     if (with_idx != 0) idx[t] = bi;
   }
