@@ -49,7 +49,8 @@
 #   vulkan-array  test_array_gpu's exact-instruction case (PCY_VK_ARRAY_FILTER: another) on vulkan
 #             alone (CUDA and OpenCL hidden), its differences listed
 #   vulkan-bench  issue 25's Vulkan figures: bench_blas_vulkan (BLAS-1 vs a device copy, sgemm vs
-#             cuBLAS through the cuda backend, small ops vs a raw vkCmdDispatch), set up as `vulkan`
+#             cuBLAS through the cuda backend, small ops vs a raw vkCmdDispatch), then bench_graph_replay
+#             on vulkan (a replayed op), set up as `vulkan`
 # Environment: PCY_GPU_BUILD (default /tmp/pcy-gpu), PCY_KCACHE (a kernel cache tarball to start
 # from, default .device/kcache.tgz; the cache is packed back into $OUT/kcache.tgz after each
 # phase), PCY_DEADLINE (seconds from the start after which no further phase begins; default 540),
@@ -108,7 +109,7 @@ has vulkan-array && targets+=(parenchyma-vulkan parenchyma-array-vulkan parenchy
   test_array_gpu)
 # The cuda plugin and blas_cuda too (also under PCY_TARGETS_ONLY): the bench's cuBLAS column.
 has vulkan-bench && targets+=(parenchyma-vulkan parenchyma-blas-vulkan bench_blas_vulkan parenchyma-cuda
-  parenchyma-blas-cuda)
+  parenchyma-blas-cuda bench_graph_replay)
 has tests && all=ON
 if has vulkan || has vulkan-bench || has vulkan-array; then
   # Before configuring: the Vulkan headers and loader (libvulkan-dev, libvulkan1) and the glvnd
@@ -375,7 +376,10 @@ for p in "$@"; do
     say "bench_blas_vulkan (NVIDIA's Vulkan driver; cuBLAS through the cuda backend)"
     timeout 200 "$bin/bench_blas_vulkan" >"$L/vulkan-bench.log" 2>&1; echo "exit code $?"
     grep -E "^# |CHECK" "$L/vulkan-bench.log" | head -8
-    sed -n '/^== /,$p' "$L/vulkan-bench.log" | cut -c1-200 ;;
+    sed -n '/^== /,$p' "$L/vulkan-bench.log" | cut -c1-200
+    say "bench_graph_replay on vulkan (issue 25: a replayed op <= 1 us)"
+    timeout 100 "$bin/bench_graph_replay" vulkan >"$L/vulkan-graph.log" 2>&1; echo "exit code $?"
+    tail -8 "$L/vulkan-graph.log" | cut -c1-200 ;;
   coll-nccl)
     export NCCL_NVLS_ENABLE=0 # the lent machines' rule: NVLink multicast stays off in NCCL
     # libnccl.so.2: PCY_NCCL_LIB, else the loader's path or the toolkit's, else the one the image's
