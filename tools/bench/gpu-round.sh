@@ -5,6 +5,8 @@
 # clocks or settings.
 #   tools/bench/gpu-round.sh PHASE...
 # Phases:
+#   wheel     issue 28 on the machine's own Python: pip wheel . (requirements from a carried .wh/,
+#             tools/bench/wheelhouse.sh), the wheel unpacked to a folder, tests/python against it
 #   pycrash   tools/debug/python-crash.sh (the Python crash while the OpenCL plugin loads)
 #   python    tests/python with pytest (the CUDA interop tests included); PCY_PYTEST_FALLBACK=1:
 #             after a crash, again with libstdc++ global and without the OpenCL plugins
@@ -177,6 +179,25 @@ for p in "$@"; do
     say "python tests with the package's preload off (the build fix alone)"
     PARENCHYMA_GLOBAL_CXX_RUNTIME=0 PYTHONPATH="$B/python" timeout 200 python3 -m pytest -q -rs -p no:cacheprovider "$SRC/tests/python" \
       >"$L/pytest-preload-off.log" 2>&1; echo "pytest exit code $?"; tail -6 "$L/pytest-preload-off.log" ;;
+  wheel)
+    # Issue 28 on another distribution: the machine's own Python (no dlpack.h, no network), pip
+    # run from its wheel in .wh/ (tools/bench/wheelhouse.sh fills it), the build requirements from
+    # there too (pip's isolated build environment, --no-index), the wheel unpacked into a target
+    # folder and tests/python run against it from outside the source tree.
+    say "wheel: pip wheel . with $(python3 --version 2>&1), requirements from .wh/ only"
+    pipw=$(ls "$SRC"/.wh/pip-*.whl 2>/dev/null | head -1)
+    if [ -z "$pipw" ]; then echo "no .wh/pip-*.whl: run tools/bench/wheelhouse.sh and carry .wh"; else
+      W=$B/wheel; rm -rf "$W"; mkdir -p "$W"
+      (cd "$SRC" && CMAKE_BUILD_PARALLEL_LEVEL=16 timeout 420 python3 "$pipw/pip" wheel . --no-deps --no-index \
+        --find-links "$SRC/.wh" -w "$W/dist" --config-settings=build-dir="$W/cmake" >"$L/wheel-build.log" 2>&1)
+      echo "pip wheel exit code $?"; grep -iE "dlpack|python package|error" "$L/wheel-build.log" | head -8; ls "$W/dist"
+      PIP_BREAK_SYSTEM_PACKAGES=1 python3 "$pipw/pip" install -q --no-index --no-deps --target "$W/site" "$W"/dist/parenchyma-*.whl
+      echo "pip install exit code $?"
+      (cd "$W" && PYTHONPATH="$W/site" python3 -c "import os, parenchyma as p; print('parenchyma', p.__version__, 'from', os.path.dirname(p.__file__)); print('Backend():', p.Backend(), '; DLPack', p.DLPACK_VERSION)")
+      (cd "$W" && PYTHONPATH="$W/site" PARENCHYMA_CACHE_DIR="$W/cache" timeout 240 python3 -m pytest -q -rs -p no:cacheprovider \
+        -c "$SRC/tests/python/pytest.ini" --rootdir "$SRC/tests/python" "$SRC/tests/python" >"$L/wheel-pytest.log" 2>&1)
+      echo "pytest exit code $?"; tail -25 "$L/wheel-pytest.log"
+    fi ;;
   python)
     say "DLPack C++ tests (versioned where dlpack.h >= 1.0)"
     for t in dlpack dlpack_versioned; do (cd "$B" && timeout 60 "bin/test_$t" >"$L/test_$t.log" 2>&1); echo "test_$t exit code $?"; done
