@@ -10,6 +10,7 @@
 // against pcy_array_random.h computed here, and against the native bundle once it has the op.
 // Runs on every framework here with a device and an array bundle besides native (opencl with
 // PoCL on the CPU machine; cuda on a GPU machine).
+#include "suite/flush_rule.hpp"
 #include "support/catch.hpp"
 #include "support/random.hpp"
 
@@ -450,18 +451,10 @@ int result_of(int op, int t) {
 
 namespace {
 
-// A Vulkan device that may flush f32 subnormals: it reports shaderDenormPreserveFloat32 false
-// (NVIDIA's driver flushes; lavapipe reports false and keeps them). docs/vulkan.md: there an f32
-// subnormal input or result may be a zero of the same sign.
-bool may_flush_f32(const Backend& b) {
-  if (b.framework().name() != "vulkan") return false;
-  for (const auto& [key, value] : b.device().properties)
-    if (key == "denorm_preserve_f32") {
-      const bool* keeps = std::get_if<bool>(&value);
-      return keeps == nullptr || !*keeps;
-    }
-  return true;
-}
+// On a device that may flush f32 subnormals (may_flush_f32, shared with the conformance suites:
+// tools/conformance/suite/flush_rule.hpp) an f32 subnormal input or result may be a zero of the
+// same sign (docs/vulkan.md).
+using parenchyma::conformance::may_flush_f32;
 // f32 bits with a subnormal replaced by the zero of its sign.
 uint32_t flushed(uint32_t bits) {
   return (bits & 0x7F800000u) == 0 ? (bits & 0x80000000u) : bits;

@@ -57,6 +57,7 @@ void run_cell(extension_target& st, uint64_t& optional_fallbacks, pcy_dtype dtyp
                        need));
     }
   const uint64_t before = b.fallback_count();
+  set_f32_flush_rule(st.flush_f32 && dtype == PCY_DTYPE_F32);
   try {
     f(b);
   } catch (const parenchyma::error& e) {
@@ -77,6 +78,9 @@ void run_cell(extension_target& st, uint64_t& optional_fallbacks, pcy_dtype dtyp
 void routes(const extension_target& st, const extension_suite::keys_of& keys_of) {
   const Backend& b = *st.backend;
   note(str(st.extension, " on ", b.name(), " (", b.device().name, "), bundle ", st.bundles));
+  if (st.flush_f32)
+    note("this device may flush f32 subnormals (denorm_preserve_f32 is not true): the f32 cells "
+         "are held to the f32 flush rule (docs/vulkan.md)");
   int served = 0;
   for (const pcy_dtype d : {PCY_DTYPE_F32, PCY_DTYPE_F64, PCY_DTYPE_F16, PCY_DTYPE_BF16,
                             PCY_DTYPE_I32, PCY_DTYPE_I64, PCY_DTYPE_U8}) {
@@ -186,6 +190,7 @@ suite extension_suite::finish() {
     st->backend = std::make_unique<Backend>(t.registry, t.framework.name());
     st->device = st->backend->device().name;
     st->fp64 = device_flag(st->backend->device(), PCY_PROP_FP64, true);
+    st->flush_f32 = may_flush_f32(*st->backend);
     *fb = 0;
   };
   s.teardown = [st] { st->backend.reset(); };

@@ -16,14 +16,17 @@
 // (errc::unsupported, Backend::fallback_count).
 //
 // Also here, for every extension suite: the element types (names, epsilon, conversions), tensor
-// helpers (random, poisoned, read back), the message formats and the error bound of a sum.
+// helpers (random, poisoned, read back), the message formats, the error bound of a sum, and the
+// f32 flush rule (a device that may flush f32 subnormals: flush_rule.hpp).
 #pragma once
 
+#include "flush_rule.hpp"
 #include "suites.hpp"
 
 #include <parenchyma/extension.hpp>
 #include <parenchyma/parenchyma.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -47,6 +50,7 @@ struct extension_target {
   std::string bundles;   // the bundle names, for messages
   bool required = false; // --require-ops
   bool fp64 = true;      // the device's PCY_PROP_FP64 (a device that does not say has it)
+  bool flush_f32 = false; // may_flush_f32: its f32 cells are held to the f32 flush rule
 };
 
 // Whether cells of a dtype must be served on the target's device, and if not, why.
@@ -151,6 +155,45 @@ void report_element(bool ok, const std::string& what, const char* tn, size_t i, 
 // flushing subnormals to zero may lose).
 template <class T> double sum_bound(double magnitude, double terms) {
   return 8 * eps<T>() * (std::sqrt(terms) + 1) * magnitude;
+}
+
+// ---- the f32 flush rule ----------------------------------------------------------------------
+// On a device that may flush f32 subnormals (may_flush_f32, decided once per device at set-up),
+// an f32 subnormal input or result may be a zero of its sign (docs/vulkan.md). There an f32 cell
+// is held to the flush rule: an element that misses the reference by its usual tolerance still
+// passes if it is within that tolerance widened by what flushing can lose (flush_bound), or is
+// the reference flushed to a zero of its sign; such passes are counted apart ("passed under the
+// f32 flush rule" in the report). f64, f16 and bf16 cells, and every other device, keep the
+// usual tolerance.
+
+// What flushing subnormals to zero may lose in a result that sums `terms` products and is scaled
+// by factors of total magnitude `scale` (|alpha| + |beta|; 1 where there are none): up to the
+// smallest normal for each product (a flushed input with it) and each partial sum, and for the
+// result.
+template <class T> double flush_bound(double terms, double scale = 1) {
+  return 2 * (terms + 1) * tiny_normal<T>() * std::max(1.0, scale);
+}
+// Whether the running cell's elements of T are held to the f32 flush rule.
+template <class T> bool flush_rule_holds() { return std::is_same_v<T, float> && f32_flush_rule(); }
+// `got` against `ref` under the flush rule: within tol + allowance (a flush_bound), or exactly
+// a subnormal reference flushed to a zero of its sign. A NaN or an infinity gains nothing.
+template <class T> bool matches_flushed(double got, double ref, double tol, double allowance) {
+  if (!std::isfinite(ref) || !std::isfinite(got)) return false;
+  if (got == 0 && std::fabs(ref) < tiny_normal<T>() && std::signbit(got) == std::signbit(ref))
+    return true;
+  return std::fabs(got - ref) <= tol + allowance;
+}
+// One compared element of T, counted: `ok` by the usual tolerance `tol`; else, where the flush
+// rule holds, matches_flushed with `allowance` (counted as passed under the rule); else the
+// failure "<tn> <what>: element i got G expected R (tolerance T[ under the f32 flush rule])".
+template <class T>
+void compare_element(bool ok, const std::string& what, size_t i, double got, double ref, double tol,
+                     double allowance) {
+  if (ok) return pass_check();
+  if (!flush_rule_holds<T>()) return report_element(false, what, tname<T>(), i, got, ref, tol);
+  if (matches_flushed<T>(got, ref, tol, allowance)) return pass_check_flushed();
+  report_element(false, what + " (under the f32 flush rule)", tname<T>(), i, got, ref,
+                 tol + allowance);
 }
 
 // ---- tensors ---------------------------------------------------------------------------------

@@ -21,6 +21,8 @@ struct running_case {
   case_result* result = nullptr;
   std::atomic<bool> active{false};
   std::atomic<uint64_t> passed{0};
+  std::atomic<uint64_t> flushed{0}; // of `passed`: those only the f32 flush rule let through
+  std::atomic<bool> flush_rule{false};
 };
 running_case& current() {
   static running_case c; // one case runs at a time; checks from its threads meet here
@@ -84,6 +86,18 @@ void fail_check(std::string message) {
 
 void pass_check() noexcept { count_pass(current()); }
 
+void set_f32_flush_rule(bool on) noexcept {
+  current().flush_rule.store(on, std::memory_order_relaxed);
+}
+bool f32_flush_rule() noexcept { return current().flush_rule.load(std::memory_order_relaxed); }
+
+void pass_check_flushed() noexcept {
+  running_case& c = current();
+  if (!c.active.load(std::memory_order_relaxed)) return;
+  c.passed.fetch_add(1, std::memory_order_relaxed);
+  c.flushed.fetch_add(1, std::memory_order_relaxed);
+}
+
 void note(std::string text) {
   running_case& c = current();
   std::lock_guard lock(c.mutex);
@@ -139,6 +153,8 @@ case_result run_case(const std::string& full_name, const std::function<void()>& 
     std::lock_guard lock(c.mutex);
     c.result = &r;
     c.passed.store(0, std::memory_order_relaxed);
+    c.flushed.store(0, std::memory_order_relaxed);
+    c.flush_rule.store(false, std::memory_order_relaxed);
     c.active.store(true, std::memory_order_relaxed);
   }
   info_stack.clear();
@@ -163,6 +179,8 @@ case_result run_case(const std::string& full_name, const std::function<void()>& 
     std::lock_guard lock(c.mutex);
     c.active.store(false, std::memory_order_relaxed);
     r.checks += c.passed.exchange(0, std::memory_order_relaxed);
+    r.flushed_checks = c.flushed.exchange(0, std::memory_order_relaxed);
+    r.f32_flush_rule = c.flush_rule.exchange(false, std::memory_order_relaxed);
     c.result = nullptr;
   }
   if (!thrown.empty()) {

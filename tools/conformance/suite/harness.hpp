@@ -53,6 +53,13 @@ void require(bool ok, const char* what, const char* file, int line, std::string_
 void fail_check(std::string message);
 // A passed check the suite compared itself (so the case's check count stays meaningful).
 void pass_check() noexcept;
+// The f32 flush rule (extension_suite.hpp, docs/vulkan.md): whether the running case's f32
+// results may have their subnormals flushed (its device may flush them). Off when a case starts.
+void set_f32_flush_rule(bool on) noexcept;
+bool f32_flush_rule() noexcept;
+// A passed check that passed only under the f32 flush rule (counted apart, so that a report says
+// how much the rule let through).
+void pass_check_flushed() noexcept;
 // A line kept with the case's result whatever its outcome (what ran, which implementation).
 void note(std::string text);
 // The number of failed checks of the running case so far.
@@ -95,6 +102,8 @@ struct case_result {
   std::vector<std::string> failures; // the first failures, with where and why
   uint64_t failed_checks = 0;        // all of them (more than `failures` may hold)
   uint64_t checks = 0;
+  bool f32_flush_rule = false; // the case ran under the f32 flush rule
+  uint64_t flushed_checks = 0; // its passed checks that passed only under that rule
   std::vector<std::string> notes;
   double seconds = 0;
 };

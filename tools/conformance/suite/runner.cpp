@@ -37,8 +37,18 @@ struct framework_report {
 
 struct totals {
   size_t passed = 0, failed = 0, skipped = 0;
+  // Cases that ran under the f32 flush rule (extension_suite.hpp), and of the passed ones those
+  // that passed only thanks to it (a check the usual tolerance would have failed).
+  size_t flush_rule = 0, passed_flushed = 0;
   void add(const case_result& r) {
     (r.status == outcome::passed ? passed : r.status == outcome::failed ? failed : skipped)++;
+    if (r.f32_flush_rule) ++flush_rule;
+    if (r.status == outcome::passed && r.flushed_checks > 0) ++passed_flushed;
+  }
+  // "P passed, F failed, S skipped", and where the flush rule held, how many passed under it.
+  std::string line() const {
+    return str(passed, " passed, ", failed, " failed, ", skipped, " skipped",
+               flush_rule == 0 ? "" : str("; passed under the f32 flush rule: ", passed_flushed));
   }
 };
 
@@ -102,6 +112,7 @@ json result_json(const case_result& r) {
          {"checks", r.checks},
          {"failed_checks", r.failed_checks},
          {"seconds", r.seconds}};
+  if (r.f32_flush_rule) j["flushed_checks"] = r.flushed_checks;
   if (!r.reason.empty()) j["reason"] = r.reason;
   if (!r.failures.empty()) j["failures"] = r.failures;
   if (!r.notes.empty()) j["notes"] = r.notes;
@@ -121,8 +132,13 @@ public:
   void result(const case_result& r) {
     if (!on_) return;
     if (r.status == outcome::passed) {
-      if (quiet_) return;
-      line("  ok    ", r.name);
+      // Under --quiet one that passed only under the f32 flush rule is still shown: which cells
+      // needed the rule.
+      if (quiet_ && r.flushed_checks == 0) return;
+      line("  ok    ", r.name,
+           r.flushed_checks == 0
+               ? ""
+               : str(" (", r.flushed_checks, " check(s) passed under the f32 flush rule)"));
     } else if (r.status == outcome::skipped) {
       line("  skip  ", r.name, ": ", r.reason);
     } else {
@@ -325,7 +341,7 @@ void run_state::test_framework(Registry& reg, const Framework& fw) {
   totals t;
   for (const auto& r : fr.results)
     t.add(r);
-  text_.line(fr.name, ": ", t.passed, " passed, ", t.failed, " failed, ", t.skipped, " skipped");
+  text_.line(fr.name, ": ", t.line());
   frameworks_.push_back(std::move(fr));
 }
 
@@ -372,9 +388,11 @@ json run_state::report_json(const request& rq) const {
                    {"failed", t.failed},
                    {"skipped", t.skipped},
                    {"cases", cases}});
+    if (t.flush_rule != 0) fws.back()["passed_under_f32_flush_rule"] = t.passed_flushed;
   }
   j["frameworks"] = fws;
   j["summary"] = {{"passed", all_.passed}, {"failed", all_.failed}, {"skipped", all_.skipped}};
+  if (all_.flush_rule != 0) j["summary"]["passed_under_f32_flush_rule"] = all_.passed_flushed;
   return j;
 }
 
@@ -447,8 +465,7 @@ int run_state::run(std::ostream& out, std::ostream& err) {
     test_framework(*reg, *f);
 
   const int status = all_.failed > 0 ? 1 : executed_ == 0 ? o_.skip_exit : 0;
-  text_.line("summary: ", all_.passed, " passed, ", all_.failed, " failed, ", all_.skipped,
-             " skipped; exit ", status);
+  text_.line("summary: ", all_.line(), "; exit ", status);
   if (o_.json || !o_.json_file.empty()) {
     json j = report_json(rq);
     j["exit"] = status;
