@@ -204,6 +204,10 @@ void plugin::discover() {
                  ".", VK_API_VERSION_PATCH(base.apiVersion));
     d->uuid = uuid_text(v11.deviceUUID);
     d->subgroup_size = v11.subgroupSize;
+    constexpr VkSubgroupFeatureFlags shuffle =
+        VK_SUBGROUP_FEATURE_BASIC_BIT | VK_SUBGROUP_FEATURE_SHUFFLE_BIT;
+    d->subgroup_shuffle = (v11.subgroupSupportedStages & VK_SHADER_STAGE_COMPUTE_BIT) != 0 &&
+                          (v11.subgroupSupportedOperations & shuffle) == shuffle;
     d->fp16 = f12.shaderFloat16 != VK_FALSE;
     d->fp64 = features.features.shaderFloat64 != VK_FALSE && !hide_fp64;
     d->int64 = features.features.shaderInt64 != VK_FALSE;
@@ -257,6 +261,7 @@ void plugin::discover() {
     pr.number("max_storage_buffer_range", static_cast<int64_t>(d->max_storage_range));
     pr.number("max_push_constants", d->max_push_constants);
     pr.number("subgroup_size", d->subgroup_size);
+    pr.flag("subgroup_shuffle", d->subgroup_shuffle);
     pr.text("vulkan_version", d->api_version);
     pr.text("driver_name", d->driver_name);
     pr.text(PCY_PROP_DRIVER_VERSION, d->driver_version);

@@ -48,6 +48,7 @@ struct device_info {
   VkPhysicalDeviceType type = VK_PHYSICAL_DEVICE_TYPE_OTHER;
   uint32_t queue_family = 0;
   uint32_t subgroup_size = 0;
+  bool subgroup_shuffle = false; // compute shaders have subgroup basic and shuffle operations
   bool host_unified = false, fp16 = false, fp64 = false, int64 = false;
   bool int8 = false, int16 = false; // shaderInt8/16 with 8/16-bit storage-buffer access
   // shaderDenormPreserveFloat16/32/64: the device keeps subnormal results when a module asks

@@ -330,6 +330,44 @@ int window_count(int H, int W, int h0, int w0, int wh, int ww, int incl) {
 // every run. A macro defining the function with its shared array, for the kernels that use it;
 // call it in uniform control flow. WG_MAX_FUNCTION (after it) is the maximum by the same tree: a
 // comparison, so a NaN is skipped unless both sides are NaN (callers start from -Inf).
+#ifdef PCY_SHUFFLE
+// With subgroup shuffles (-DPCY_SHUFFLE: the device has them in compute shaders and its subgroup
+// size divides EWG): a butterfly inside each subgroup (every lane ends with the same bits: each
+// step adds a pair in both orders, and addition commutes), then the first lane of each subgroup
+// writes its value and every invocation adds the gl_NumSubgroups values in order. Two barriers
+// instead of the tree's log2(EWG) + 2; a fixed order for a given subgroup size.
+#extension GL_KHR_shader_subgroup_basic : require
+#extension GL_KHR_shader_subgroup_shuffle : require
+#define WG_SUM_FUNCTION                                                                            \
+  shared real wg_part[EWG];                                                                        \
+  real wg_sum(real v) {                                                                            \
+    precise real s = v;                                                                            \
+    for (uint m = gl_SubgroupSize / 2u; m > 0u; m >>= 1u) {                                        \
+      precise real t = s + subgroupShuffleXor(s, m);                                               \
+      s = t;                                                                                       \
+    }                                                                                              \
+    if (gl_SubgroupInvocationID == 0u) wg_part[gl_SubgroupID] = s;                                 \
+    barrier();                                                                                     \
+    precise real r = wg_part[0];                                                                   \
+    for (uint i = 1u; i < gl_NumSubgroups; ++i) r += wg_part[i];                                   \
+    barrier();                                                                                     \
+    return r;                                                                                      \
+  }
+#define WG_MAX_FUNCTION                                                                            \
+  real wg_max(real v) {                                                                            \
+    real s = v;                                                                                    \
+    for (uint m = gl_SubgroupSize / 2u; m > 0u; m >>= 1u) {                                        \
+      const real o = subgroupShuffleXor(s, m);                                                     \
+      s = o > s ? o : s;                                                                           \
+    }                                                                                              \
+    if (gl_SubgroupInvocationID == 0u) wg_part[gl_SubgroupID] = s;                                 \
+    barrier();                                                                                     \
+    real r = wg_part[0];                                                                           \
+    for (uint i = 1u; i < gl_NumSubgroups; ++i) r = wg_part[i] > r ? wg_part[i] : r;               \
+    barrier();                                                                                     \
+    return r;                                                                                      \
+  }
+#else
 #define WG_SUM_FUNCTION                                                                            \
   shared real wg_part[EWG];                                                                        \
   real wg_sum(real v) {                                                                            \
@@ -360,6 +398,7 @@ int window_count(int H, int W, int h0, int w0, int wh, int ww, int incl) {
     barrier();                                                                                     \
     return r;                                                                                      \
   }
+#endif
 // Rows of the work-group kernels up to ROWREG x EWG elements stay in registers (element
 // lid + k EWG in slot k); longer rows are read again for each pass.
 #define ROWREG 8

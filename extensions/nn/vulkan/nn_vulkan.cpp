@@ -116,7 +116,8 @@ constexpr pcy_dtype dt = std::is_same_v<T, float> ? PCY_DTYPE_F32 : PCY_DTYPE_F6
 struct vk_context : sdk::glsl_context<K_COUNT> {
   explicit vk_context(const pcy_bundle_context_args& a)
       : glsl_context(a, bundle_name, kernel_sources(), kernel_names) {}
-  uint32_t wg = 256; // EWG: invocations per work-group
+  uint32_t wg = 256;    // EWG: invocations per work-group
+  bool shuffle = false; // PCY_SHUFFLE: subgroup butterflies in the work-group sums
   uint64_t grid_cap = max_groups_1d;
   // One 4-byte word: the last, partial word of a dropout mask (4 does not divide its size).
   pcy_memory tail = nullptr;
@@ -635,6 +636,8 @@ public:
                                       UINT64_MAX, "bytes", UINT64_MAX);
     grid_cap_ = sdk::setting_count(settings_, log_, "PARENCHYMA_NN_VULKAN_GRID_CAP", 1,
                                    max_groups_1d, "work-groups", 0);
+    subgroups_ = sdk::setting_count(settings_, log_, "PARENCHYMA_NN_VULKAN_SUBGROUP", 0, 1,
+                                    "(0: off, 1: where the device has them)", 1) != 0;
 #define PCY_ACT1(s, K, G) add<s, op_act<s, K, G, float>, op_act<s, K, G, double>>();
 #define PCY_ACT(a, K)                                                                              \
   PCY_ACT1(pcy_nn_##a##_schema, K, false)                                                          \
@@ -694,6 +697,11 @@ public:
     // 256 invocations a work-group where the device allows them (or does not say), else 128:
     // Vulkan promises 128 (maxComputeWorkGroupInvocations).
     if (dev.max_work_group > 0 && dev.max_work_group < 256) cx->wg = 128;
+    // Work-group sums start with a butterfly inside each subgroup where compute shaders have
+    // subgroup shuffles and the subgroup size divides the work-group (whole subgroups).
+    const int64_t sg = sdk::device_number(a, "subgroup_size", 0);
+    cx->shuffle = subgroups_ && sdk::device_number(a, "subgroup_shuffle", 0) != 0 && sg > 0 &&
+                  sg <= cx->wg && cx->wg % sg == 0;
     if (grid_cap_ > 0) cx->grid_cap = grid_cap_;
     cx->read_binding_limits(a, max_binding_);
 
@@ -712,8 +720,10 @@ public:
 
 private:
   void prepare(vk_context& cx, sdk::glsl_dtype_kernels<K_COUNT>& d, const char* real, bool must) {
-    cx.prepare(d, sdk::str("-DREAL=", real, must ? "" : " -DPCY_FP64", " -DEWG=", cx.wg), K_ACT_FWD,
-               must, log_, "f64 NN shaders");
+    cx.prepare(d,
+               sdk::str("-DREAL=", real, must ? "" : " -DPCY_FP64", " -DEWG=", cx.wg,
+                        cx.shuffle ? " -DPCY_SHUFFLE" : ""),
+               K_ACT_FWD, must, log_, "f64 NN shaders");
   }
 
   template <const pcy_op_schema& schema, void (*F32)(vk_context&, const sdk::op_args&),
@@ -725,6 +735,7 @@ private:
   }
 
   uint64_t grid_cap_ = 0;             // PARENCHYMA_NN_VULKAN_GRID_CAP; 0: the default
+  bool subgroups_ = true;             // PARENCHYMA_NN_VULKAN_SUBGROUP=0: shared-memory trees only
   uint64_t max_binding_ = UINT64_MAX; // PARENCHYMA_NN_VULKAN_MAX_BINDING (a test aid)
   sdk::op_table<nn_vulkan_bundle> table_;
 };
