@@ -400,7 +400,10 @@ for p in "$@"; do
     sed -n '/^== /,$p' "$L/vulkan-bench.log" | cut -c1-200
     say "bench_graph_replay on vulkan (issue 25: a replayed op <= 1 us)"
     timeout 100 "$bin/bench_graph_replay" vulkan >"$L/vulkan-graph.log" 2>&1; echo "exit code $?"
-    tail -8 "$L/vulkan-graph.log" | cut -c1-200 ;;
+    tail -8 "$L/vulkan-graph.log" | cut -c1-200
+    say "bench_blas_vulkan --parts nn with PARENCHYMA_NN_VULKAN_SUBGROUP=0 (shared-memory trees only)"
+    PARENCHYMA_NN_VULKAN_SUBGROUP=0 timeout 100 "$bin/bench_blas_vulkan" --parts nn >"$L/vulkan-bench-nosg.log" 2>&1
+    echo "exit code $?"; sed -n '/^== NN/,/^$/p' "$L/vulkan-bench-nosg.log" | cut -c1-200 ;;
   coll-nccl)
     export NCCL_NVLS_ENABLE=0 # the lent machines' rule: NVLink multicast stays off in NCCL
     # libnccl.so.2: PCY_NCCL_LIB, else the loader's path or the toolkit's, else the one the image's

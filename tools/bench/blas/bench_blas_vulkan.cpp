@@ -988,15 +988,19 @@ int main(int argc, char** argv) {
   bool quick = false;
   uint32_t small_n = 1024; // the small ops' size
   std::string request = "vulkan";
+  std::string parts = "small,blas1,nn,gemm"; // --parts: which of the four parts run
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--quick") == 0)
       quick = true;
+    else if (std::strcmp(argv[i], "--parts") == 0 && i + 1 < argc)
+      parts = argv[++i];
     else if (std::strcmp(argv[i], "--backend") == 0 && i + 1 < argc)
       request = argv[++i];
     else if (std::strcmp(argv[i], "--small-n") == 0 && i + 1 < argc)
       small_n = uint32_t(std::max(1L, std::atol(argv[++i])));
     else {
-      std::printf("usage: bench_blas_vulkan [--quick] [--backend vulkan:N] [--small-n N]\n");
+      std::printf("usage: bench_blas_vulkan [--quick] [--backend vulkan:N] [--small-n N] "
+                  "[--parts small,blas1,nn,gemm]\n");
       return 2;
     }
   }
@@ -1009,6 +1013,9 @@ int main(int argc, char** argv) {
   }
   const Backend& b = *vb;
   const Device& d = b.device();
+  auto part = [&](const char* name) {
+    return ("," + parts + ",").find(std::string(",") + name + ",") != std::string::npos;
+  };
   bench::suite s(quick ? "vulkan_blas_quick" : "vulkan_blas");
   s.meta("backend", b.name());
   s.meta("device", d.name);
@@ -1057,15 +1064,16 @@ int main(int argc, char** argv) {
   std::printf("\n# small ops: public API (op + synchronize) vs raw Vulkan (record + dispatch + "
               "submit + fence wait), both waiting for completion\n");
   std::vector<small_row> small;
-  small_ops(c, small_n, small);
+  if (part("small")) small_ops(c, small_n, small);
 
   std::printf("\n# BLAS-1 f32 vs the device copy (memory_copy) of the same bytes\n");
   std::vector<l1_row> l1;
   const std::vector<size_t> sizes =
       quick ? std::vector<size_t>{size_t(1) << 20, size_t(8) << 20, size_t(256) << 20}
             : std::vector<size_t>{size_t(256) << 20, size_t(512) << 20, size_t(1) << 30};
-  for (size_t bytes : sizes)
-    level1(c, bytes, l1);
+  if (part("blas1"))
+    for (size_t bytes : sizes)
+      level1(c, bytes, l1);
 
   std::printf("\n# NN f32 (nn_vulkan) vs the device copy of the same bytes\n");
   std::vector<l1_row> nnrows;
@@ -1073,7 +1081,8 @@ int main(int argc, char** argv) {
                          &ext::op_key<pcy_nn_softmax_schema>(PCY_DTYPE_F32),
                          &ext::op_key<pcy_nn_pooling_max_schema>(PCY_DTYPE_F32)})
     s.meta(std::string("nn_route ") + k->name, route_text(b, *k));
-  if (runs_here(b, ext::op_key<pcy_nn_relu_schema>(PCY_DTYPE_F32)))
+  if (!part("nn")) {
+  } else if (runs_here(b, ext::op_key<pcy_nn_relu_schema>(PCY_DTYPE_F32)))
     nn_part(c, nnrows);
   else
     std::printf("  skipped: nn.relu f32 does not run on %s: %s\n", b.name().c_str(),
@@ -1081,8 +1090,9 @@ int main(int argc, char** argv) {
 
   std::printf("\n# sgemm vulkan vs cuBLAS (the cuda backend)\n");
   std::vector<gemm_row> gm;
-  for (int n : quick ? std::vector<int>{64, 128, 256} : std::vector<int>{1024, 2048, 4096, 8192})
-    sgemm(c, cb ? &*cb : nullptr, cu_why, n, gm);
+  if (part("gemm"))
+    for (int n : quick ? std::vector<int>{64, 128, 256} : std::vector<int>{1024, 2048, 4096, 8192})
+      sgemm(c, cb ? &*cb : nullptr, cu_why, n, gm);
 
   // ---- the summary ----
   std::printf("\n== BLAS-1 f32 on %s: fraction of device-copy bandwidth (target >= 0.85)\n",
