@@ -1385,20 +1385,9 @@ template <unsigned W, bool LAYER, class S>
     if (rstd != nullptr) rstd[r] = static_cast<S>(rs);
   }
 }
-// One row's share of dw (and db for LAYER), added into aw and ab (m columns), in double.
-template <bool LAYER, class T>
-[[gnu::always_inline]] inline void norm_dw_row(const T* xr, const T* dyr, double mu, double rs,
-                                               double* aw, double* ab, uint64_t m) {
-  for (uint64_t j = 0; j < m; ++j) {
-    const double xh = (static_cast<double>(xr[j]) - mu) * rs;
-    const double d = static_cast<double>(dyr[j]);
-    aw[j] += d * xh;
-    if constexpr (LAYER) ab[j] += d;
-  }
-}
 // The gradients of rows [0, outer): dx (the row sums in wide_sums' lanes), and where acc is
 // given, the rows' dw (and db for LAYER) sums in row order (acc: 2 n doubles, zeroed first),
-// added while each row is in cache. The caller runs it per chunk of rows and adds the chunks'
+// added in the same pass as the row's dx. The caller runs it per chunk of rows and adds the chunks'
 // sums (nn_native.cpp, op_norm_grad).
 template <unsigned W, bool LAYER, class T, class S>
 [[gnu::always_inline]] inline void norm_bwd_dx_body(const T* x, const double* w, const S* mean,
@@ -1432,12 +1421,25 @@ template <unsigned W, bool LAYER, class T, class S>
         },
         sums);
     const double sg = sums[0] / dn, sgx = sums[1] / dn;
-    for (uint64_t j = 0; j < n; ++j) {
-      const double xh = (static_cast<double>(xr[j]) - mu) * rs;
-      const double g = static_cast<double>(dyr[j]) * w[j];
-      dxr[j] = static_cast<T>(rs * (LAYER ? g - sg - xh * sgx : g - xh * sgx));
+    if (acc != nullptr) {
+      // dx and the row's share of dw (and db) in one pass: x and dy read once more, not twice
+      double* aw = acc;
+      double* ab = acc + n;
+      for (uint64_t j = 0; j < n; ++j) {
+        const double xh = (static_cast<double>(xr[j]) - mu) * rs;
+        const double d = static_cast<double>(dyr[j]);
+        const double g = d * w[j];
+        dxr[j] = static_cast<T>(rs * (LAYER ? g - sg - xh * sgx : g - xh * sgx));
+        aw[j] += d * xh;
+        if constexpr (LAYER) ab[j] += d;
+      }
+    } else {
+      for (uint64_t j = 0; j < n; ++j) {
+        const double xh = (static_cast<double>(xr[j]) - mu) * rs;
+        const double g = static_cast<double>(dyr[j]) * w[j];
+        dxr[j] = static_cast<T>(rs * (LAYER ? g - sg - xh * sgx : g - xh * sgx));
+      }
     }
-    if (acc != nullptr) norm_dw_row<LAYER>(xr, dyr, mu, rs, acc, acc + n, n);
   }
 }
 // dw (and db) of columns [j0, j1): the chunks' sums (part: chunk k's dw sums at 2 n k, its db
