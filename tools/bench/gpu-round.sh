@@ -47,7 +47,8 @@
 #   vulkan    NVIDIA's Vulkan driver: the loader and glvnd from .gl/*.deb (unpacked with dpkg -x;
 #             the machine has the ICD only) and .gl/parenchyma-glsl.so; parenchyma-info, the
 #             framework, BLAS and NN conformance suites on vulkan, the thread stress test, the NN
-#             demo and the GPU array test (CUDA and OpenCL hidden) on vulkan
+#             demo and the GPU array test (CUDA and OpenCL hidden) on vulkan (PCY_VK_SUITES_ONLY=1:
+#             parenchyma-info and the three suites only)
 #   vulkan-array  test_array_gpu's exact-instruction case (PCY_VK_ARRAY_FILTER: another) on vulkan
 #             alone (CUDA and OpenCL hidden), its differences listed
 #   vulkan-bench  issue 25's Vulkan figures: bench_blas_vulkan (BLAS-1 vs a device copy, sgemm vs
@@ -375,6 +376,7 @@ for p in "$@"; do
         --suite $s --require-ops >"$L/conf-vk-$s.log" 2>&1
       echo "exit code $?"; grep -E "FAIL|summary|skip " "$L/conf-vk-$s.log" | head -12
     done
+    if [ -z "${PCY_VK_SUITES_ONLY:-}" ]; then
     say "thread stress on vulkan"; timeout 100 "$bin/test_stress" vulkan 2>&1 | tail -4
     say "NN demo on vulkan"; timeout 120 "$bin/parenchyma-nn-demo" --backend vulkan 2>&1 | tail -6
     # array_vulkan alone: CUDA hidden and no OpenCL platform matched, so the GPU array test runs
@@ -382,7 +384,8 @@ for p in "$@"; do
     say "test_array_gpu on vulkan"
     (cd "$B" && CUDA_VISIBLE_DEVICES= PARENCHYMA_OPENCL_PLATFORMS=none-here timeout 150 \
       "$bin/test_array_gpu" >"$L/array-gpu-vk.log" 2>&1); echo "exit code $?"
-    grep -E "FAILED|skipped on vulkan|test cases" "$L/array-gpu-vk.log" | sort | uniq -c | head -20 ;;
+    grep -E "FAILED|skipped on vulkan|test cases" "$L/array-gpu-vk.log" | sort | uniq -c | head -20
+    fi ;;
   vulkan-array)
     mkdir -p "$B/lib/parenchyma/plugins/vulkan"
     cp "$SRC/.gl/parenchyma-glsl.so" "$B/lib/parenchyma/plugins/vulkan/" 2>/dev/null
