@@ -145,10 +145,12 @@ struct vk_context : sdk::glsl_context<K_COUNT> {
   }
 };
 
-// Rows of at least this many elements (softmax along the last axis, layer_norm, rms_norm) take a
-// work-group each (the *_wg kernels: coalesced reads, sums over the work-group); shorter rows an
-// invocation each.
-constexpr uint64_t rows_by_group = 32;
+// Rows at least as long as a work-group (softmax along the last axis, layer_norm, rms_norm) take
+// a work-group each (the *_wg kernels: coalesced reads, sums over the work-group); shorter rows,
+// which would leave most of a work-group idle, an invocation each (their sums in row order, the
+// native bundle's: the NN demo's loss curve, which Adam makes sensitive to the last bit of a
+// gradient, stays on native's for its layer_norm of 64).
+bool by_group(const vk_context& cx, uint64_t len) { return len >= cx.wg; }
 
 using sdk::mem;
 using sdk::val;
@@ -191,7 +193,7 @@ void op_act(vk_context& cx, const sdk::op_args& a) {
 // ---- softmax -------------------------------------------------------------------------------
 
 // An invocation per line of the axis (outer x inner lines of len elements), or along the last axis
-// (inner 1) a work-group per row of at least rows_by_group elements.
+// (inner 1) a work-group per row at least as long as a work-group (by_group).
 template <const pcy_op_schema& S, bool Log, class T>
 void op_softmax(vk_context& cx, const sdk::op_args& a) {
   const nb::softmax_call c = nb::decode_softmax<S>(a, dt<T>);
@@ -201,7 +203,7 @@ void op_softmax(vk_context& cx, const sdk::op_args& a) {
   const uint64_t lines = c.outer * c.inner;
   const int32_t nl = static_cast<int32_t>(lines), len = static_cast<int32_t>(c.len),
                 inner = static_cast<int32_t>(c.inner), logm = Log ? 1 : 0;
-  if (c.inner == 1 && c.len >= rows_by_group) {
+  if (c.inner == 1 && by_group(cx, c.len)) {
     if constexpr (grad)
       cx.rows(
           a.queue(), cx.get<T>(K_SM_BWD_WG), lines,
@@ -355,9 +357,9 @@ void op_lrn(vk_context& cx, const sdk::op_args& a) {
 // ---- layer_norm, rms_norm -----------------------------------------------------------------
 
 // An invocation per row (its sums in row order), or a work-group per row of at least
-// rows_by_group elements (sums over the work-group's tree); the statistics are `real` (the
-// statistics dtype of f32 and f64 is the op's). A statistics tensor not saved, and rms_norm's
-// absent mean and bias, are bound to the context's tail word and not touched.
+// as many elements as a work-group has invocations (by_group; sums over the work-group); the
+// statistics are `real` (the statistics dtype of f32 and f64 is the op's). A statistics tensor not
+// saved, and rms_norm's absent mean and bias, are bound to the context's tail word and not touched.
 template <const pcy_op_schema& S, bool Layer, class T>
 void op_norm(vk_context& cx, const sdk::op_args& a) {
   const nb::norm_call c = nb::decode_norm<S>(a, dt<T>);
@@ -367,8 +369,8 @@ void op_norm(vk_context& cx, const sdk::op_args& a) {
                 layer = Layer ? 1 : 0, save = (c.mean ? 1 : 0) | (c.rstd ? 2 : 0);
   const T eps = static_cast<T>(c.epsilon);
   auto m = [&](const pcy_tensor* t) { return mem(t && t->memory ? t->memory : cx.tail); };
-  const bool by_group = c.n >= rows_by_group;
-  cx.per_row(by_group, a.queue(), cx.get<T>(by_group ? K_NORM_FWD_WG : K_NORM_FWD), c.outer,
+  const bool grouped = by_group(cx, c.n);
+  cx.per_row(grouped, a.queue(), cx.get<T>(grouped ? K_NORM_FWD_WG : K_NORM_FWD), c.outer,
              {m(c.x), m(c.weight), m(c.bias), m(c.y), m(c.mean), m(c.rstd), val(eps), val(outer),
               val(n), val(layer), val(save)});
 }
@@ -381,9 +383,9 @@ void op_norm_grad(vk_context& cx, const sdk::op_args& a) {
   const int32_t outer = static_cast<int32_t>(c.outer), n = static_cast<int32_t>(c.n),
                 layer = Layer ? 1 : 0;
   auto m = [&](const pcy_tensor* t) { return mem(t && t->memory ? t->memory : cx.tail); };
-  const bool by_group = c.n >= rows_by_group;
+  const bool grouped = by_group(cx, c.n);
   if (c.outer != 0)
-    cx.per_row(by_group, a.queue(), cx.get<T>(by_group ? K_NORM_BWD_WG : K_NORM_BWD_ROW), c.outer,
+    cx.per_row(grouped, a.queue(), cx.get<T>(grouped ? K_NORM_BWD_WG : K_NORM_BWD_ROW), c.outer,
                {m(c.x), m(c.weight), m(c.mean), m(c.rstd), m(c.dy), m(c.y), val(outer), val(n),
                 val(layer)});
   cx.grid(a.queue(), cx.get<T>(K_NORM_BWD_COLS), c.n,
