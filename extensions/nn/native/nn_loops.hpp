@@ -1385,19 +1385,20 @@ template <unsigned W, bool LAYER, class S>
     if (rstd != nullptr) rstd[r] = static_cast<S>(rs);
   }
 }
-// The gradients of rows [0, outer): dx (the row sums in wide_sums' lanes), and where acc is
-// given, the rows' dw (and db for LAYER) sums in row order (acc: 2 n doubles, zeroed first),
-// added in the same pass as the row's dx. The caller runs it per chunk of rows and adds the chunks'
-// sums (nn_native.cpp, op_norm_grad).
+// The gradients of rows [0, outer): dx (the row sums in wide_sums' lanes), and the rows' dw (and
+// db for LAYER) sums in row order into acc (2 n doubles, zeroed first), added in the same pass as
+// the row's dx. The caller runs it per chunk of rows and adds the chunks' sums (nn_native.cpp,
+// op_norm_grad).
 template <unsigned W, bool LAYER, class T, class S>
 [[gnu::always_inline]] inline void norm_bwd_dx_body(const T* x, const double* w, const S* mean,
                                                     const S* rstd, const T* dy, T* dx,
                                                     uint64_t outer, uint64_t n, double* acc) {
   using V = typename wide<W>::d;
   const double dn = static_cast<double>(n);
-  if (acc != nullptr)
-    for (uint64_t j = 0; j < 2 * n; ++j)
-      acc[j] = 0;
+  for (uint64_t j = 0; j < 2 * n; ++j)
+    acc[j] = 0;
+  double* aw = acc;
+  double* ab = acc + n;
   for (uint64_t r = 0; r < outer; ++r) {
     const T* xr = x + r * n;
     const T* dyr = dy + r * n;
@@ -1421,24 +1422,14 @@ template <unsigned W, bool LAYER, class T, class S>
         },
         sums);
     const double sg = sums[0] / dn, sgx = sums[1] / dn;
-    if (acc != nullptr) {
-      // dx and the row's share of dw (and db) in one pass: x and dy read once more, not twice
-      double* aw = acc;
-      double* ab = acc + n;
-      for (uint64_t j = 0; j < n; ++j) {
-        const double xh = (static_cast<double>(xr[j]) - mu) * rs;
-        const double d = static_cast<double>(dyr[j]);
-        const double g = d * w[j];
-        dxr[j] = static_cast<T>(rs * (LAYER ? g - sg - xh * sgx : g - xh * sgx));
-        aw[j] += d * xh;
-        if constexpr (LAYER) ab[j] += d;
-      }
-    } else {
-      for (uint64_t j = 0; j < n; ++j) {
-        const double xh = (static_cast<double>(xr[j]) - mu) * rs;
-        const double g = static_cast<double>(dyr[j]) * w[j];
-        dxr[j] = static_cast<T>(rs * (LAYER ? g - sg - xh * sgx : g - xh * sgx));
-      }
+    // dx and the row's share of dw (and db) in one pass: x and dy read once more, not twice
+    for (uint64_t j = 0; j < n; ++j) {
+      const double xh = (static_cast<double>(xr[j]) - mu) * rs;
+      const double d = static_cast<double>(dyr[j]);
+      const double g = d * w[j];
+      dxr[j] = static_cast<T>(rs * (LAYER ? g - sg - xh * sgx : g - xh * sgx));
+      aw[j] += d * xh;
+      if constexpr (LAYER) ab[j] += d;
     }
   }
 }

@@ -122,10 +122,10 @@ struct vk_context : sdk::glsl_context<K_COUNT> {
   // One 4-byte word: the last, partial word of a dropout mask (4 does not divide its size).
   pcy_memory tail = nullptr;
 
-  // A kernel with a work-group per row, grid-strided over `rows` (at most grid_cap groups).
-  void rows(pcy_queue q, pcy_kernel k, uint64_t rows,
+  // A kernel with a work-group per row, grid-strided over `n` rows (at most grid_cap groups).
+  void rows(pcy_queue q, pcy_kernel k, uint64_t n,
             std::initializer_list<pcy_kernel_arg> args) const {
-    const uint64_t groups = std::clamp<uint64_t>(rows, 1, grid_cap);
+    const uint64_t groups = std::clamp<uint64_t>(n, 1, grid_cap);
     launch(q, k, 1, {groups * wg, 1, 1}, {wg, 1, 1}, args);
   }
   // A kernel over `n` rows: a work-group per row (rows) when `grouped`, else an invocation per
@@ -703,7 +703,7 @@ public:
     // subgroup shuffles and the subgroup size divides the work-group (whole subgroups).
     const int64_t sg = sdk::device_number(a, "subgroup_size", 0);
     cx->shuffle = subgroups_ && sdk::device_number(a, "subgroup_shuffle", 0) != 0 && sg > 0 &&
-                  sg <= cx->wg && cx->wg % sg == 0;
+                  cx->wg % sg == 0;
     if (grid_cap_ > 0) cx->grid_cap = grid_cap_;
     cx->read_binding_limits(a, max_binding_);
 

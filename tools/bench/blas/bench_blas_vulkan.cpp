@@ -1081,12 +1081,13 @@ int main(int argc, char** argv) {
                          &ext::op_key<pcy_nn_softmax_schema>(PCY_DTYPE_F32),
                          &ext::op_key<pcy_nn_pooling_max_schema>(PCY_DTYPE_F32)})
     s.meta(std::string("nn_route ") + k->name, route_text(b, *k));
-  if (!part("nn")) {
-  } else if (runs_here(b, ext::op_key<pcy_nn_relu_schema>(PCY_DTYPE_F32)))
-    nn_part(c, nnrows);
-  else
-    std::printf("  skipped: nn.relu f32 does not run on %s: %s\n", b.name().c_str(),
-                route_text(b, ext::op_key<pcy_nn_relu_schema>(PCY_DTYPE_F32)).c_str());
+  if (part("nn")) {
+    if (runs_here(b, ext::op_key<pcy_nn_relu_schema>(PCY_DTYPE_F32)))
+      nn_part(c, nnrows);
+    else
+      std::printf("  skipped: nn.relu f32 does not run on %s: %s\n", b.name().c_str(),
+                  route_text(b, ext::op_key<pcy_nn_relu_schema>(PCY_DTYPE_F32)).c_str());
+  }
 
   std::printf("\n# sgemm vulkan vs cuBLAS (the cuda backend)\n");
   std::vector<gemm_row> gm;
